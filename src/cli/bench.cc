@@ -1,0 +1,359 @@
+// `keel bench kv`: push/pull throughput on a local cluster, beside
+// `keel bench zmq`: raw ZeroMQ over loopback at the same message sizes.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <gflags/gflags.h>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "cli/commands.h"
+#include "kv/error.h"
+#include "kv/node.h"
+
+DECLARE_int32(servers);
+DECLARE_int32(workers);
+DECLARE_double(timeout);
+DECLARE_string(mode);
+DECLARE_string(dense_sizes);
+DECLARE_string(sparse_widths);
+DECLARE_uint64(sparse_keys);
+DECLARE_uint64(key_space);
+DECLARE_double(bench_seconds);
+DECLARE_int32(inflight);
+DECLARE_bool(small);
+DECLARE_bool(zmq_baseline);
+
+namespace keel {
+namespace {
+
+constexpr int kWarmupRequests = 3;
+constexpr int kMinRequests = 5;
+
+// The raw ZeroMQ peer: answers 'P'ush requests with an 8-byte ack and 'L'oad
+// requests with the asked number of bytes, until 'Q'uit.
+[[noreturn]] void ZmqEchoPeer(int port_pipe, uint64_t largest) {
+  zmq::context_t context(1);
+  zmq::socket_t socket(context, zmq::socket_type::router);
+  socket.set(zmq::sockopt::rcvhwm, 0);
+  socket.set(zmq::sockopt::sndhwm, 0);
+  socket.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = socket.get(zmq::sockopt::last_endpoint);
+  const int port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+  if (write(port_pipe, &port, sizeof(port)) != sizeof(port)) _exit(1);
+  close(port_pipe);
+  std::vector<char> payload(largest, 1);
+  std::vector<zmq::message_t> frames;
+  while (true) {
+    frames.clear();
+    if (!zmq::recv_multipart(socket, std::back_inserter(frames))) continue;
+    if (frames.size() < 2 || frames[1].size() != 9) continue;
+    const char op = *static_cast<const char*>(frames[1].data());
+    uint64_t size = 0;
+    std::memcpy(&size, static_cast<const char*>(frames[1].data()) + 1, sizeof(size));
+    if (op == 'Q') _exit(0);
+    zmq::message_t reply;
+    if (op == 'L') {
+      reply = zmq::message_t(payload.data(), std::min(size, largest), nullptr, nullptr);
+    } else {
+      reply = zmq::message_t(8);
+    }
+    socket.send(frames[0], zmq::send_flags::sndmore);
+    socket.send(reply, zmq::send_flags::none);
+  }
+}
+
+zmq::message_t Header(char op, uint64_t size) {
+  zmq::message_t header(9);
+  *static_cast<char*>(header.data()) = op;
+  std::memcpy(static_cast<char*>(header.data()) + 1, &size, sizeof(size));
+  return header;
+}
+
+// Measures raw ZeroMQ request/reply between this process and a child over
+// loopback TCP, with the same window and durations as the KV benchmark.
+std::vector<BenchCase> RunZmqBench(const KVBenchOptions& options) {
+  std::vector<std::pair<std::string, uint64_t>> sizes;
+  if (options.small) sizes.push_back({"small 1x1", sizeof(float)});
+  for (uint64_t bytes : options.dense_bytes) sizes.push_back({"dense " + FormatBytes(bytes), bytes});
+  uint64_t largest = 8;
+  for (const auto& size : sizes) largest = std::max(largest, size.second);
+
+  int port_pipe[2];
+  if (pipe(port_pipe) != 0) throw MakeError("bench zmq: pipe: ", strerror(errno));
+  const pid_t peer = fork();
+  if (peer < 0) throw MakeError("bench zmq: fork: ", strerror(errno));
+  if (peer == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(port_pipe[0]);
+    ZmqEchoPeer(port_pipe[1], largest);
+  }
+  close(port_pipe[1]);
+  int port = 0;
+  const bool got_port = read(port_pipe[0], &port, sizeof(port)) == sizeof(port);
+  close(port_pipe[0]);
+  if (!got_port) {
+    kill(peer, SIGKILL);
+    waitpid(peer, nullptr, 0);
+    throw MakeError("bench zmq: the peer process did not start");
+  }
+
+  std::vector<BenchCase> cases;
+  {
+    zmq::context_t context(1);
+    zmq::socket_t socket(context, zmq::socket_type::dealer);
+    socket.set(zmq::sockopt::sndhwm, 0);
+    socket.set(zmq::sockopt::rcvhwm, 0);
+    socket.set(zmq::sockopt::linger, 0);
+    socket.connect("tcp://127.0.0.1:" + std::to_string(port));
+    std::vector<char> payload(largest, 2);
+    for (const auto& [name, bytes] : sizes) {
+      const int inflight = name.rfind("small", 0) == 0 ? 1 : options.inflight;
+      for (bool push : {true, false}) {
+        BenchCase result;
+        result.name = name + (push ? " push" : " pull");
+        result.bytes = bytes;
+        auto issue = [&, bytes = bytes] {
+          if (push) {
+            socket.send(Header('P', bytes), zmq::send_flags::sndmore);
+            socket.send(zmq::message_t(payload.data(), bytes, nullptr, nullptr),
+                        zmq::send_flags::none);
+          } else {
+            socket.send(Header('L', bytes), zmq::send_flags::none);
+          }
+        };
+        auto complete = [&] {
+          zmq::message_t reply;
+          if (!socket.recv(reply)) throw MakeError("bench zmq: no reply");
+        };
+        for (int i = 0; i < kWarmupRequests; ++i) {
+          issue();
+          complete();
+        }
+        std::deque<double> window;
+        const double begin = MonotonicSeconds();
+        size_t issued = 0;
+        while (true) {
+          const bool more =
+              MonotonicSeconds() - begin < options.seconds_per_case || issued < kMinRequests;
+          if (window.size() == static_cast<size_t>(inflight) || (!more && !window.empty())) {
+            complete();
+            result.latencies_us.push_back((MonotonicSeconds() - window.front()) * 1e6);
+            window.pop_front();
+            continue;
+          }
+          if (!more) break;
+          window.push_back(MonotonicSeconds());
+          issue();
+          ++issued;
+        }
+        result.seconds = MonotonicSeconds() - begin;
+        cases.push_back(std::move(result));
+      }
+    }
+    socket.send(Header('Q', 0), zmq::send_flags::none);
+  }
+  int status = 0;
+  if (waitpid(peer, &status, 0) != peer || !WIFEXITED(status)) kill(peer, SIGKILL);
+  return cases;
+}
+
+double Percentile(std::vector<double> values, double fraction) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t index = static_cast<size_t>(std::ceil(fraction * values.size())) - 1;
+  return values[std::min(index, values.size() - 1)];
+}
+
+struct Row {
+  std::string name;
+  size_t requests = 0;
+  double gigabytes_per_s = 0;
+  double million_keys_per_s = 0;
+  double p50_us = 0, p99_us = 0;
+  double zmq_gigabytes_per_s = -1;  // no baseline when negative
+  double zmq_p50_us = -1;
+};
+
+// Sums the workers' throughput per case (over the slowest worker's time) and
+// pools their latencies.
+std::vector<Row> Aggregate(const std::vector<std::vector<BenchCase>>& per_worker) {
+  std::vector<Row> rows;
+  if (per_worker.empty()) return rows;
+  for (size_t c = 0; c < per_worker[0].size(); ++c) {
+    Row row;
+    row.name = per_worker[0][c].name;
+    double bytes = 0, keys = 0, seconds = 0;
+    std::vector<double> latencies;
+    for (const auto& cases : per_worker) {
+      if (c >= cases.size() || cases[c].name != row.name) {
+        throw MakeError("bench kv: workers measured different cases");
+      }
+      const BenchCase& one = cases[c];
+      const double requests = static_cast<double>(one.latencies_us.size());
+      bytes += requests * static_cast<double>(one.bytes);
+      keys += requests * static_cast<double>(one.keys);
+      seconds = std::max(seconds, one.seconds);
+      latencies.insert(latencies.end(), one.latencies_us.begin(), one.latencies_us.end());
+    }
+    row.requests = latencies.size();
+    row.gigabytes_per_s = bytes / seconds / 1e9;
+    row.million_keys_per_s = keys / seconds / 1e6;
+    row.p50_us = Percentile(latencies, 0.5);
+    row.p99_us = Percentile(latencies, 0.99);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<Row> ZmqRows(const std::vector<BenchCase>& cases) {
+  std::vector<Row> rows;
+  for (const BenchCase& one : cases) {
+    Row row;
+    row.name = one.name;
+    row.requests = one.latencies_us.size();
+    row.gigabytes_per_s =
+        static_cast<double>(row.requests) * static_cast<double>(one.bytes) / one.seconds / 1e9;
+    row.p50_us = Percentile(one.latencies_us, 0.5);
+    row.p99_us = Percentile(one.latencies_us, 0.99);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void PrintTable(const std::string& title, const std::vector<Row>& rows, bool with_baseline) {
+  std::printf("%s\n", title.c_str());
+  std::printf("%-24s %9s %9s %10s %10s %10s", "case", "requests", "GB/s", "Mkeys/s", "p50 us",
+              "p99 us");
+  if (with_baseline) std::printf(" %9s %9s %10s", "zmq GB/s", "GB/s x", "p50 x");
+  std::printf("\n");
+  for (const Row& row : rows) {
+    std::printf("%-24s %9zu %9.3f %10.2f %10.1f %10.1f", row.name.c_str(), row.requests,
+                row.gigabytes_per_s, row.million_keys_per_s, row.p50_us, row.p99_us);
+    if (with_baseline && row.zmq_gigabytes_per_s > 0) {
+      std::printf(" %9.3f %9.2f %10.2f", row.zmq_gigabytes_per_s,
+                  row.gigabytes_per_s / row.zmq_gigabytes_per_s, row.p50_us / row.zmq_p50_us);
+    }
+    std::printf("\n");
+  }
+}
+
+std::string Json(const std::string& bench, const std::vector<Row>& rows) {
+  std::ostringstream out;
+  out.precision(6);
+  out << "{\"bench\":\"" << bench << "\",\"servers\":" << FLAGS_servers
+      << ",\"workers\":" << FLAGS_workers << ",\"inflight\":" << FLAGS_inflight
+      << ",\"seconds_per_case\":" << FLAGS_bench_seconds << ",\"cases\":[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    out << (i ? "," : "") << "{\"name\":\"" << row.name << "\",\"requests\":" << row.requests
+        << ",\"gb_per_s\":" << row.gigabytes_per_s
+        << ",\"mkeys_per_s\":" << row.million_keys_per_s << ",\"p50_us\":" << row.p50_us
+        << ",\"p99_us\":" << row.p99_us;
+    if (row.zmq_gigabytes_per_s > 0) {
+      out << ",\"zmq_gb_per_s\":" << row.zmq_gigabytes_per_s
+          << ",\"ratio_to_zmq\":" << row.gigabytes_per_s / row.zmq_gigabytes_per_s
+          << ",\"zmq_p50_us\":" << row.zmq_p50_us
+          << ",\"latency_ratio_to_zmq\":" << row.p50_us / row.zmq_p50_us;
+    }
+    out << "}";
+  }
+  out << "]}";
+  return out.str();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw MakeError("cannot read ", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int BenchZmq() {
+  KVBenchOptions options = BenchFlags();
+  if (options.dense_bytes.empty()) options.dense_bytes = {64 << 10, 1 << 20, 16 << 20};
+  const std::vector<Row> rows = ZmqRows(RunZmqBench(options));
+  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(FLAGS_inflight) + ")",
+             rows, false);
+  std::printf("%s\n", Json("zmq", rows).c_str());
+  return 0;
+}
+
+int BenchKV() {
+  const KVBenchOptions options = BenchFlags();
+  std::vector<Row> baseline;
+  if (FLAGS_zmq_baseline && (options.small || !options.dense_bytes.empty())) {
+    std::fprintf(stderr, "measuring raw ZeroMQ at the same sizes...\n");
+    baseline = ZmqRows(RunZmqBench(options));
+  }
+  char folder[] = "/tmp/keel-bench-XXXXXX";
+  if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
+  LocalCluster cluster;
+  cluster.servers = FLAGS_servers;
+  cluster.workers = FLAGS_workers;
+  cluster.timeout_s = FLAGS_timeout;
+  cluster.role_flags = {"--job=kv_bench",
+                        "--bench_out=" + std::string(folder),
+                        "--mode=" + FLAGS_mode,
+                        "--dense_sizes=" + FLAGS_dense_sizes,
+                        "--sparse_widths=" + FLAGS_sparse_widths,
+                        "--sparse_keys=" + std::to_string(FLAGS_sparse_keys),
+                        "--key_space=" + std::to_string(FLAGS_key_space),
+                        "--bench_seconds=" + std::to_string(FLAGS_bench_seconds),
+                        "--inflight=" + std::to_string(FLAGS_inflight),
+                        std::string("--small=") + (FLAGS_small ? "true" : "false"),
+                        // Tiny steps keep the pushed rows finite however long it runs.
+                        "--learning_rate=1e-9",
+                        "--minloglevel=1"};
+  const int status = RunLocalCluster(cluster);
+  std::vector<std::vector<BenchCase>> per_worker;
+  if (status == 0) {
+    for (int rank = 0; rank < FLAGS_workers; ++rank) {
+      const std::string path = std::string(folder) + "/worker-" + std::to_string(rank) + ".tsv";
+      per_worker.push_back(ParseBenchCases(ReadFile(path), path));
+      unlink(path.c_str());
+    }
+  }
+  rmdir(folder);
+  if (status != 0) throw MakeError("the benchmark cluster failed (status ", status, ")");
+
+  std::vector<Row> rows = Aggregate(per_worker);
+  for (Row& row : rows) {
+    for (const Row& zmq : baseline) {
+      if (zmq.name == row.name) {
+        row.zmq_gigabytes_per_s = zmq.gigabytes_per_s;
+        row.zmq_p50_us = zmq.p50_us;
+      }
+    }
+  }
+  PrintTable("keel push/pull: " + std::to_string(FLAGS_servers) + " server(s), " +
+                 std::to_string(FLAGS_workers) + " worker(s), inflight " +
+                 std::to_string(FLAGS_inflight) + " (small: 1)",
+             rows, !baseline.empty());
+  std::printf("%s\n", Json("kv", rows).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int RunBench(const std::string& what) {
+  if (what == "kv") return BenchKV();
+  if (what == "zmq") return BenchZmq();
+  throw MakeError("unknown benchmark '", what, "': expected kv or zmq");
+}
+
+}  // namespace keel

@@ -1,0 +1,40 @@
+// The `keel` command line: subcommands and their flags.
+#ifndef KEEL_CLI_COMMANDS_H_
+#define KEEL_CLI_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "worker/kv_bench_job.h"
+
+namespace keel {
+
+// Runs `keel <command> [flags]`; returns the process exit code.
+int RunCommandLine(int argc, char** argv);
+
+// A local cluster: a scheduler (unless `scheduler` names an external one),
+// servers and workers as child processes on loopback.
+struct LocalCluster {
+  int servers = 1;
+  int workers = 1;
+  std::string scheduler;               // "host:port" of an external scheduler, or empty
+  std::vector<std::string> role_flags; // forwarded to every role
+  double timeout_s = 0;                // 0: none
+};
+
+// Starts the cluster, forwards its logs and waits; returns 0 when every role
+// succeeded. See ProcessGroup::Wait for the other codes.
+int RunLocalCluster(const LocalCluster& cluster);
+
+// The benchmark cases the command line's flags describe. Throws Error on bad flags.
+KVBenchOptions BenchFlags();
+
+// `keel bench kv` and `keel bench zmq`.
+int RunBench(const std::string& what);
+
+// "keel 0.1.0 (cuda: compiled|not compiled ...)".
+std::string VersionText();
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_COMMANDS_H_

@@ -1,0 +1,252 @@
+#include "cli/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "kv/error.h"
+
+namespace keel {
+namespace {
+
+volatile sig_atomic_t interrupted = 0;
+
+void OnSignal(int /*signal*/) { interrupted = 1; }
+
+void InstallHandlers() {
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+std::string DescribeStatus(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
+  return "stopped";
+}
+
+bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+
+void Emit(const std::string& name, const std::string& line, bool to_stderr) {
+  std::string text = "[" + name + "] " + line + "\n";
+  FILE* stream = to_stderr ? stderr : stdout;
+  fwrite(text.data(), 1, text.size(), stream);
+  fflush(stream);
+}
+
+}  // namespace
+
+bool Interrupted() { return interrupted != 0; }
+
+ProcessGroup::ProcessGroup() { InstallHandlers(); }
+
+ProcessGroup::~ProcessGroup() { StopAll(); }
+
+pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string>& argv) {
+  int out[2], err[2], exec_status[2];
+  if (pipe(out) != 0 || pipe(err) != 0 || pipe2(exec_status, O_CLOEXEC) != 0) {
+    throw MakeError("cannot start ", name, ": pipe: ", strerror(errno));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) throw MakeError("cannot start ", name, ": fork: ", strerror(errno));
+  if (pid == 0) {
+    // The child dies with the launcher, and the terminal's Ctrl-C reaches the
+    // launcher only, which stops the children in order.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    close(out[0]);
+    close(out[1]);
+    close(err[0]);
+    close(err[1]);
+    close(exec_status[0]);
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    const int error = errno;
+    ssize_t ignored = write(exec_status[1], &error, sizeof(error));
+    (void)ignored;
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  close(exec_status[1]);
+  int exec_error = 0;
+  const ssize_t got = read(exec_status[0], &exec_error, sizeof(exec_error));
+  close(exec_status[0]);
+  if (got == sizeof(exec_error)) {
+    waitpid(pid, nullptr, 0);
+    close(out[0]);
+    close(err[0]);
+    throw MakeError("cannot start ", name, ": ", argv[0], ": ", strerror(exec_error));
+  }
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  Child child;
+  child.name = name;
+  child.pid = pid;
+  child.out_fd = out[0];
+  child.err_fd = err[0];
+  children_.push_back(std::move(child));
+  return pid;
+}
+
+void ProcessGroup::Drain(Child& child, int fd, std::string& partial, bool to_stderr) {
+  char buffer[65536];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n <= 0) {
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        if (!partial.empty()) Emit(child.name, partial, to_stderr);
+        partial.clear();
+        close(fd);
+        (to_stderr ? child.err_fd : child.out_fd) = -1;
+      }
+      return;
+    }
+    partial.append(buffer, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t end; (end = partial.find('\n', start)) != std::string::npos; start = end + 1) {
+      Emit(child.name, partial.substr(start, end - start), to_stderr);
+    }
+    partial.erase(0, start);
+  }
+}
+
+void ProcessGroup::Reap(Child& child, int status) {
+  child.exited = true;
+  child.status = status;
+  // Forward what is left in its pipes before reporting.
+  if (child.out_fd >= 0) Drain(child, child.out_fd, child.out_partial, false);
+  if (child.err_fd >= 0) Drain(child, child.err_fd, child.err_partial, true);
+}
+
+int ProcessGroup::Poll(int wait_ms) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<size_t, bool>> owners;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (children_[i].out_fd >= 0) {
+      fds.push_back({children_[i].out_fd, POLLIN, 0});
+      owners.push_back({i, false});
+    }
+    if (children_[i].err_fd >= 0) {
+      fds.push_back({children_[i].err_fd, POLLIN, 0});
+      owners.push_back({i, true});
+    }
+  }
+  if (!fds.empty()) {
+    if (poll(fds.data(), fds.size(), wait_ms) > 0) {
+      for (size_t f = 0; f < fds.size(); ++f) {
+        if (!fds[f].revents) continue;
+        Child& child = children_[owners[f].first];
+        if (owners[f].second) {
+          if (child.err_fd >= 0) Drain(child, child.err_fd, child.err_partial, true);
+        } else if (child.out_fd >= 0) {
+          Drain(child, child.out_fd, child.out_partial, false);
+        }
+      }
+    }
+  } else {
+    usleep(static_cast<useconds_t>(wait_ms) * 1000);
+  }
+  int failed = -1;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    Child& child = children_[i];
+    if (child.exited) continue;
+    int status = 0;
+    if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
+      Reap(child, status);
+      if (Failed(status) && failed < 0) failed = static_cast<int>(i);
+    }
+  }
+  return failed;
+}
+
+int ProcessGroup::Wait(double timeout_s) {
+  const double deadline = timeout_s > 0 ? MonotonicSeconds() + timeout_s : 0;
+  while (true) {
+    const int failed = Poll(100);
+    if (failed >= 0) {
+      const Child& child = children_[static_cast<size_t>(failed)];
+      Emit("launch", child.name + " " + DescribeStatus(child.status) + "; stopping the others",
+           true);
+      StopAll();
+      return 1;
+    }
+    bool running = false;
+    for (const Child& child : children_) running = running || !child.exited;
+    if (!running) return 0;
+    if (Interrupted()) {
+      Emit("launch", "interrupted; stopping every process", true);
+      StopAll();
+      return 130;
+    }
+    if (deadline > 0 && MonotonicSeconds() > deadline) {
+      Emit("launch", "timed out after " + std::to_string(timeout_s) + " s; stopping every process",
+           true);
+      StopAll();
+      return 124;
+    }
+  }
+}
+
+bool ProcessGroup::Running(const std::string& name) const {
+  for (const Child& child : children_) {
+    if (child.name == name) return !child.exited;
+  }
+  return false;
+}
+
+void ProcessGroup::StopAll(double grace_s) {
+  bool any = false;
+  for (Child& child : children_) {
+    if (!child.exited) {
+      kill(child.pid, SIGTERM);
+      any = true;
+    }
+  }
+  const double deadline = MonotonicSeconds() + grace_s;
+  while (any && MonotonicSeconds() < deadline) {
+    any = false;
+    for (Child& child : children_) {
+      if (child.exited) continue;
+      int status = 0;
+      if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        Reap(child, status);
+      } else {
+        any = true;
+      }
+    }
+    if (any) usleep(20000);
+  }
+  for (Child& child : children_) {
+    if (child.exited) continue;
+    kill(child.pid, SIGKILL);
+    int status = 0;
+    waitpid(child.pid, &status, 0);
+    Reap(child, status);
+  }
+  for (Child& child : children_) {
+    if (child.out_fd >= 0) close(child.out_fd);
+    if (child.err_fd >= 0) close(child.err_fd);
+    child.out_fd = child.err_fd = -1;
+  }
+}
+
+}  // namespace keel

@@ -1,0 +1,21 @@
+// Template members of ProcessGroup.
+#ifndef KEEL_CLI_LAUNCHER_INL_H_
+#define KEEL_CLI_LAUNCHER_INL_H_
+
+#include "kv/node.h"
+
+namespace keel {
+
+template <typename Done>
+bool ProcessGroup::Pump(double seconds, Done done) {
+  const double deadline = MonotonicSeconds() + seconds;
+  while (MonotonicSeconds() < deadline && !Interrupted()) {
+    if (Poll(50) >= 0) return false;
+    if (done()) return true;
+  }
+  return done();
+}
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_LAUNCHER_INL_H_

@@ -1,0 +1,28 @@
+// Keel's one error convention: operations that cannot do what was asked throw
+// keel::Error with a message that names the input and the place.
+#ifndef KEEL_KV_ERROR_H_
+#define KEEL_KV_ERROR_H_
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace keel {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// Builds a message from streamable parts: throw MakeError("file.libsvm:", line, ": bad index").
+template <typename... Parts>
+Error MakeError(Parts&&... parts) {
+  std::ostringstream out;
+  (out << ... << std::forward<Parts>(parts));
+  return Error(out.str());
+}
+
+}  // namespace keel
+
+#endif  // KEEL_KV_ERROR_H_

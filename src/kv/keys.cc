@@ -1,0 +1,115 @@
+#include "kv/keys.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "kv/error.h"
+
+namespace keel {
+namespace {
+
+// The splitmix64 finalizer: xor-shifts and odd multipliers, each invertible.
+constexpr uint64_t kMul1 = 0xbf58476d1ce4e5b9ULL;
+constexpr uint64_t kMul2 = 0x94d049bb133111ebULL;
+
+// The multiplicative inverse of an odd number modulo 2^64 (Newton's iteration).
+constexpr uint64_t InverseOf(uint64_t a) {
+  uint64_t x = a;  // correct to 3 bits for odd a
+  for (int i = 0; i < 5; ++i) x *= 2 - a * x;
+  return x;
+}
+constexpr uint64_t kInv1 = InverseOf(kMul1);
+constexpr uint64_t kInv2 = InverseOf(kMul2);
+static_assert(kMul1 * kInv1 == 1 && kMul2 * kInv2 == 1, "inverse multipliers");
+
+// Inverts x ^= x >> shift.
+uint64_t UnXorShift(uint64_t y, int shift) {
+  uint64_t x = y;
+  for (int done = shift; done < 64; done += shift) x = y ^ (x >> shift);
+  return x;
+}
+
+}  // namespace
+
+Key MixKey(uint64_t x) {
+  x ^= x >> 30;
+  x *= kMul1;
+  x ^= x >> 27;
+  x *= kMul2;
+  x ^= x >> 31;
+  return x;
+}
+
+uint64_t UnmixKey(Key x) {
+  x = UnXorShift(x, 31);
+  x *= kInv2;
+  x = UnXorShift(x, 27);
+  x *= kInv1;
+  x = UnXorShift(x, 30);
+  return x;
+}
+
+std::vector<Key> MixedKeySet(const std::vector<uint64_t>& feature_indices) {
+  std::vector<Key> keys(feature_indices.size());
+  std::transform(feature_indices.begin(), feature_indices.end(), keys.begin(), MixKey);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+RangeMap RangeMap::Even(int num_servers) {
+  if (num_servers <= 0) throw MakeError("a range map needs at least one server, got ", num_servers);
+  RangeMap map;
+  const Key step = std::numeric_limits<Key>::max() / static_cast<Key>(num_servers);
+  for (int i = 0; i < num_servers; ++i) {
+    map.begins_.push_back(step * static_cast<Key>(i));
+    map.servers_.push_back(i);
+  }
+  return map;
+}
+
+RangeMap RangeMap::FromProto(const google::protobuf::RepeatedPtrField<proto::KeyRange>& ranges) {
+  RangeMap map;
+  for (int i = 0; i < ranges.size(); ++i) {
+    const auto& range = ranges.Get(i);
+    if (i == 0 && range.begin() != 0) throw MakeError("key ranges must start at 0");
+    if (i > 0 && range.begin() <= map.begins_.back()) {
+      throw MakeError("key range ", i, " does not begin after range ", i - 1);
+    }
+    if (range.server_rank() < 0) throw MakeError("key range ", i, " has no server");
+    map.begins_.push_back(range.begin());
+    map.servers_.push_back(range.server_rank());
+  }
+  if (map.begins_.empty()) throw MakeError("the view has no key ranges");
+  return map;
+}
+
+void RangeMap::ToProto(google::protobuf::RepeatedPtrField<proto::KeyRange>* ranges) const {
+  ranges->Clear();
+  for (size_t i = 0; i < begins_.size(); ++i) {
+    auto* range = ranges->Add();
+    range->set_begin(begins_[i]);
+    range->set_server_rank(servers_[i]);
+  }
+}
+
+Key RangeMap::last(size_t range) const {
+  return range + 1 < begins_.size() ? begins_[range + 1] - 1 : std::numeric_limits<Key>::max();
+}
+
+size_t RangeMap::RangeOf(Key key) const {
+  auto it = std::upper_bound(begins_.begin(), begins_.end(), key);
+  return static_cast<size_t>(it - begins_.begin()) - 1;
+}
+
+std::vector<size_t> RangeMap::Split(const Key* keys, size_t count) const {
+  std::vector<size_t> bounds(begins_.size() + 1);
+  bounds[0] = 0;
+  for (size_t r = 1; r < begins_.size(); ++r) {
+    bounds[r] = static_cast<size_t>(std::lower_bound(keys + bounds[r - 1], keys + count, begins_[r]) - keys);
+  }
+  bounds[begins_.size()] = count;
+  return bounds;
+}
+
+}  // namespace keel

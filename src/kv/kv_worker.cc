@@ -1,0 +1,145 @@
+#include "kv/kv_worker.h"
+
+#include <cstring>
+
+#include <glog/logging.h>
+
+#include "kv/error.h"
+
+namespace keel {
+namespace {
+
+void CheckKeys(const SharedArray<const Key>& keys) {
+  for (size_t i = 1; i < keys.size(); ++i) {
+    if (keys[i] <= keys[i - 1]) {
+      throw MakeError("keys must be sorted and unique: key ", i, " (", keys[i],
+                      ") does not follow key ", i - 1, " (", keys[i - 1], ")");
+    }
+  }
+}
+
+void CheckWidth(int width) {
+  if (width <= 0 || static_cast<uint32_t>(width) > kMaxValueWidth) {
+    throw MakeError("value width ", width, " is outside 1..", kMaxValueWidth);
+  }
+}
+
+}  // namespace
+
+KVWorker::KVWorker(Node* node) : node_(node) {
+  node_->SetDataHandler([this](Message&& message) { OnResponse(std::move(message)); });
+}
+
+KVWorker::Handle KVWorker::Push(const SharedArray<const Key>& keys,
+                                const SharedArray<const float>& values, int width,
+                                uint32_t table) {
+  CheckWidth(width);
+  if (values.size() != keys.size() * static_cast<size_t>(width)) {
+    throw MakeError("push of ", keys.size(), " keys x width ", width, " needs ",
+                    keys.size() * width, " values, got ", values.size());
+  }
+  CheckKeys(keys);
+  return Send(proto::PUSH, keys, values, nullptr, width, table);
+}
+
+KVWorker::Handle KVWorker::Pull(const SharedArray<const Key>& keys, SharedArray<float>* values,
+                                int width, uint32_t table) {
+  CheckWidth(width);
+  CheckKeys(keys);
+  const size_t count = keys.size() * static_cast<size_t>(width);
+  if (values->size() != count) *values = SharedArray<float>::Allocate(count);
+  return Send(proto::PULL, keys, SharedArray<const float>(), values->data(), width, table);
+}
+
+KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const Key>& keys,
+                                const SharedArray<const float>& values, float* out, int width,
+                                uint32_t table) {
+  auto ranges = node_->ranges();
+  if (!ranges) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
+  const std::vector<size_t> bounds = ranges->Split(keys.data(), keys.size());
+
+  struct Outgoing {
+    int server_id;
+    Message message;
+  };
+  std::vector<Outgoing> outgoing;
+  Handle handle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handle = ++next_handle_;
+    Request& request = requests_[handle];
+    request.out = out;
+    for (size_t r = 0; r < ranges->num_ranges(); ++r) {
+      const size_t begin = bounds[r], end = bounds[r + 1];
+      if (begin == end) continue;
+      Outgoing part{node_->ServerId(ranges->server(r)), Message()};
+      proto::Meta& meta = part.message.meta;
+      meta.set_command(command);
+      meta.set_sequence(node_->NextSequence());
+      meta.set_key_count(end - begin);
+      meta.set_value_width(width);
+      meta.set_table(table);
+      part.message.frames.push_back(AsBytes(keys.Slice(begin, end)));
+      if (command == proto::PUSH) {
+        part.message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
+      }
+      parts_[meta.sequence()] = Part{handle, begin * width, (end - begin) * width};
+      ++request.unanswered;
+      outgoing.push_back(std::move(part));
+    }
+  }
+  // Sent outside the lock: a response may arrive before the last part leaves.
+  for (Outgoing& part : outgoing) node_->Send(part.server_id, part.message);
+  return handle;
+}
+
+void KVWorker::OnResponse(Message&& message) {
+  const proto::Meta& meta = message.meta;
+  if (!meta.response()) {
+    LOG(WARNING) << "worker ignored " << Describe(meta) << ": workers serve no requests";
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto part = parts_.find(meta.sequence());
+  if (part == parts_.end()) {
+    LOG(WARNING) << "ignored " << Describe(meta) << ": no such request outstanding";
+    return;
+  }
+  Request& request = requests_[part->second.handle];
+  if (!meta.error().empty()) {
+    request.error = "server node " + std::to_string(meta.sender()) + ": " + meta.error();
+  } else if (meta.command() == proto::PULL) {
+    const size_t expected = part->second.value_count * sizeof(float);
+    if (message.frames.size() != 1 || message.frames[0].size() != expected) {
+      request.error = "malformed pull response from node " + std::to_string(meta.sender());
+    } else {
+      std::memcpy(request.out + part->second.value_offset, message.frames[0].data(), expected);
+    }
+  }
+  parts_.erase(part);
+  if (--request.unanswered == 0) answered_.notify_all();
+}
+
+void KVWorker::Wait(Handle handle, double timeout_s) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto it = requests_.find(handle);
+  if (it == requests_.end()) throw MakeError("request ", handle, " is not outstanding");
+  // References to map elements survive rehashing; iterators do not.
+  Request& request = it->second;
+  if (!answered_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                          [&] { return request.unanswered == 0; })) {
+    throw MakeError("request ", handle, ": ", request.unanswered,
+                    " server(s) did not answer within ", timeout_s, " s");
+  }
+  const std::string error = std::move(request.error);
+  requests_.erase(handle);
+  if (!error.empty()) throw MakeError("request ", handle, " failed: ", error);
+}
+
+size_t KVWorker::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return requests_.size();
+}
+
+}  // namespace keel
+

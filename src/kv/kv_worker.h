@@ -1,0 +1,79 @@
+// KVWorker: a worker's push/pull client for the parameter servers.
+//
+// Keys are sorted, unique uint64 in the mixed key space (see MixKey and
+// MixedKeySet); values are floats, `width` per key, row-major. A batch is split
+// across servers by key range and sent without copying. Push and Pull return at
+// once with a handle; Wait blocks until every server involved has answered.
+//
+// Thread-safe: Push, Pull and Wait may be called from several threads.
+#ifndef KEEL_KV_KV_WORKER_H_
+#define KEEL_KV_KV_WORKER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "kv/keys.h"
+#include "kv/node.h"
+#include "kv/shared_array.h"
+
+namespace keel {
+
+class KVWorker {
+ public:
+  using Handle = uint64_t;
+
+  // Registers as `node`'s data handler: call before node->Start().
+  explicit KVWorker(Node* node);
+  KVWorker(const KVWorker&) = delete;
+  KVWorker& operator=(const KVWorker&) = delete;
+
+  // Sends gradients for `keys` (values.size() == keys.size() * width) to the
+  // servers of table `table`, which apply them with their optimizer. `keys`
+  // and `values` must stay unchanged until Wait returns. Throws Error if the
+  // keys are not sorted and unique or the sizes disagree.
+  Handle Push(const SharedArray<const Key>& keys, const SharedArray<const float>& values,
+              int width, uint32_t table = 0);
+
+  // Reads the rows of `keys` into `*values`, which is resized to keys.size() *
+  // width when it is not already that size. `*values` is filled when Wait
+  // returns; neither may be touched before then.
+  Handle Pull(const SharedArray<const Key>& keys, SharedArray<float>* values, int width,
+              uint32_t table = 0);
+
+  // Blocks until the request completes. Throws Error if a server refused it
+  // (the server's reason is in the message) or `timeout_s` passes.
+  void Wait(Handle handle, double timeout_s = 600);
+
+  // Requests sent but not yet waited for.
+  size_t pending() const;
+
+ private:
+  struct Request {
+    int unanswered = 0;
+    float* out = nullptr;  // Pull: destination of the values
+    std::string error;
+  };
+  struct Part {
+    Handle handle;
+    size_t value_offset;  // floats into Request::out
+    size_t value_count;
+  };
+
+  Handle Send(proto::Command command, const SharedArray<const Key>& keys,
+              const SharedArray<const float>& values, float* out, int width, uint32_t table);
+  void OnResponse(Message&& message);
+
+  Node* node_;
+  mutable std::mutex mutex_;
+  std::condition_variable answered_;
+  Handle next_handle_ = 0;
+  std::unordered_map<Handle, Request> requests_;
+  std::unordered_map<uint64_t, Part> parts_;  // by sequence
+};
+
+}  // namespace keel
+
+#endif  // KEEL_KV_KV_WORKER_H_

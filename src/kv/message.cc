@@ -1,0 +1,104 @@
+#include "kv/message.h"
+
+#include <memory>
+#include <sstream>
+
+#include "kv/error.h"
+
+namespace keel {
+namespace {
+
+// Frames below this size are copied into ZeroMQ's own buffer; above it the
+// transport keeps a reference to the array instead.
+constexpr size_t kZeroCopyThreshold = 4096;
+
+void ReleaseOwner(void* /*data*/, void* hint) {
+  delete static_cast<std::shared_ptr<const void>*>(hint);
+}
+
+zmq::message_t ToFrame(const Bytes& bytes) {
+  if (bytes.size() < kZeroCopyThreshold || !bytes.owner()) {
+    return zmq::message_t(bytes.data(), bytes.size());
+  }
+  auto* hint = new std::shared_ptr<const void>(bytes.owner());
+  return zmq::message_t(bytes.data(), bytes.size(), ReleaseOwner, hint);
+}
+
+}  // namespace
+
+std::vector<zmq::message_t> Encode(const Message& message) {
+  std::vector<zmq::message_t> frames;
+  frames.reserve(1 + message.frames.size());
+  std::string meta = message.meta.SerializeAsString();
+  frames.emplace_back(meta.data(), meta.size());
+  for (const Bytes& bytes : message.frames) frames.push_back(ToFrame(bytes));
+  return frames;
+}
+
+Message Decode(std::vector<zmq::message_t>&& frames) {
+  if (frames.empty()) throw MakeError("empty message (no Meta frame)");
+  Message message;
+  if (!message.meta.ParseFromArray(frames[0].data(), static_cast<int>(frames[0].size()))) {
+    throw MakeError("frame 0 (", frames[0].size(), " bytes) is not a Meta");
+  }
+  message.frames.reserve(frames.size() - 1);
+  for (size_t i = 1; i < frames.size(); ++i) {
+    auto owned = std::make_shared<zmq::message_t>(std::move(frames[i]));
+    char* data = static_cast<char*>(owned->data());
+    size_t size = owned->size();
+    message.frames.emplace_back(std::move(owned), data, size);
+  }
+  return message;
+}
+
+DataRequest ParseDataRequest(const Message& message) {
+  const proto::Meta& meta = message.meta;
+  const bool push = meta.command() == proto::PUSH;
+  if (!push && meta.command() != proto::PULL) {
+    throw MakeError("unknown data command ", static_cast<int>(meta.command()));
+  }
+  const size_t expected_frames = push ? 2 : 1;
+  if (message.frames.size() != expected_frames) {
+    throw MakeError(proto::Command_Name(meta.command()), " needs ", expected_frames,
+                    " data frames, got ", message.frames.size());
+  }
+  if (meta.value_width() == 0 || meta.value_width() > kMaxValueWidth) {
+    throw MakeError("value_width ", meta.value_width(), " is outside 1..", kMaxValueWidth);
+  }
+  DataRequest request;
+  request.width = meta.value_width();
+  request.table = meta.table();
+  const Bytes& key_frame = message.frames[0];
+  if (key_frame.size() != meta.key_count() * sizeof(Key)) {
+    throw MakeError("key frame has ", key_frame.size(), " bytes, key_count ", meta.key_count(),
+                    " needs ", meta.key_count() * sizeof(Key));
+  }
+  request.keys = key_frame.As<const Key>();
+  for (size_t i = 1; i < request.keys.size(); ++i) {
+    if (request.keys[i] <= request.keys[i - 1]) {
+      throw MakeError("keys are not sorted strictly ascending at position ", i);
+    }
+  }
+  if (push) {
+    const Bytes& value_frame = message.frames[1];
+    const uint64_t expected = meta.key_count() * uint64_t{request.width} * sizeof(float);
+    if (value_frame.size() != expected) {
+      throw MakeError("value frame has ", value_frame.size(), " bytes, ", meta.key_count(),
+                      " keys x width ", request.width, " need ", expected);
+    }
+    request.values = value_frame.As<const float>();
+  }
+  return request;
+}
+
+std::string Describe(const proto::Meta& meta) {
+  std::ostringstream out;
+  out << (proto::Command_IsValid(meta.command()) ? proto::Command_Name(meta.command())
+                                                 : "command " + std::to_string(meta.command()))
+      << (meta.response() ? " response" : "") << " from node " << meta.sender() << " seq "
+      << meta.sequence() << " (epoch " << meta.epoch() << ", " << meta.key_count() << " keys x "
+      << meta.value_width() << ")";
+  return out.str();
+}
+
+}  // namespace keel

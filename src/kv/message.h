@@ -1,0 +1,64 @@
+// A Keel message: a Protobuf Meta plus raw data frames, and its wire form.
+//
+// On the wire a message is a ZeroMQ multipart message: frame 0 is the
+// serialized Meta, then one frame per data array. Data frames are sent without
+// copying when they are large (the transport holds a reference to the array).
+#ifndef KEEL_KV_MESSAGE_H_
+#define KEEL_KV_MESSAGE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "keel.pb.h"
+#include "kv/keys.h"
+#include "kv/shared_array.h"
+
+namespace keel {
+
+using Bytes = SharedArray<char>;
+
+struct Message {
+  proto::Meta meta;
+  std::vector<Bytes> frames;
+};
+
+// Wraps a typed array as a data frame (no copy).
+template <typename T>
+Bytes AsBytes(const SharedArray<T>& array) {
+  using Mutable = std::remove_const_t<T>;
+  return Bytes(array.owner(), reinterpret_cast<char*>(const_cast<Mutable*>(array.data())),
+               array.bytes());
+}
+
+// The wire form of `message`: the Meta frame followed by its data frames.
+std::vector<zmq::message_t> Encode(const Message& message);
+
+// Parses frames produced by Encode. Throws Error if there is no frame or the
+// Meta frame does not parse.
+Message Decode(std::vector<zmq::message_t>&& frames);
+
+// Largest row a request may carry, in floats (256 MiB).
+constexpr uint32_t kMaxValueWidth = 64u << 20;
+
+// A PUSH or PULL request whose frames have been checked against its Meta.
+struct DataRequest {
+  SharedArray<const Key> keys;
+  SharedArray<const float> values;  // PUSH only: keys.size() * width floats
+  uint32_t width = 0;
+  uint32_t table = 0;
+};
+
+// Checks a PUSH or PULL request: known command, frame count, frame sizes that
+// match key_count and value_width, keys sorted strictly ascending. Throws
+// Error naming the first problem found.
+DataRequest ParseDataRequest(const Message& message);
+
+// A short description for logs: "PUSH from 3 seq 17 (epoch 1, 100 keys x 1)".
+std::string Describe(const proto::Meta& meta);
+
+}  // namespace keel
+
+#endif  // KEEL_KV_MESSAGE_H_

@@ -1,0 +1,146 @@
+// Node: one process's membership in a Keel cluster.
+//
+// A Node owns the transport (Van) and everything a server or worker needs from
+// the scheduler: registration, its id and rank, the cluster view (members, the
+// key-range map, the epoch), barriers, heartbeats and the shutdown signal. It
+// is an object, not a global, so a test can run several nodes in one process.
+// All methods are safe to call from any thread.
+#ifndef KEEL_KV_NODE_H_
+#define KEEL_KV_NODE_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "keel.pb.h"
+#include "kv/keys.h"
+#include "kv/message.h"
+#include "kv/van.h"
+
+namespace keel {
+
+// The scheduler's node id.
+constexpr int kSchedulerId = 0;
+
+// Role masks for barriers.
+constexpr int RoleBit(proto::Role role) { return 1 << static_cast<int>(role); }
+constexpr int kServerGroup = RoleBit(proto::SERVER);
+constexpr int kWorkerGroup = RoleBit(proto::WORKER);
+constexpr int kAllGroup = kServerGroup | kWorkerGroup;
+
+struct NodeOptions {
+  proto::Role role = proto::WORKER;
+  // The scheduler's "host:port".
+  std::string scheduler;
+  // Interface and port this node receives on (port 0: any free port).
+  std::string bind_host = "0.0.0.0";
+  int port = 0;
+  // Host peers use to reach this node; empty: the local address that routes
+  // to the scheduler.
+  std::string advertise_host;
+  // How long Start waits for the scheduler's view.
+  double register_timeout_s = 30;
+  double heartbeat_interval_s = 1;
+};
+
+class Node {
+ public:
+  // Handles PUSH/PULL messages: requests on a server, responses on a worker.
+  // Runs on the receive thread.
+  using DataHandler = std::function<void(Message&&)>;
+
+  explicit Node(NodeOptions options);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Set before Start.
+  void SetDataHandler(DataHandler handler) { data_handler_ = std::move(handler); }
+
+  // Binds, registers with the scheduler and waits for the first view. Throws
+  // Error if the scheduler does not answer within register_timeout_s or
+  // refuses the node.
+  void Start();
+  // Stops heartbeats and the transport; idempotent.
+  void Stop();
+
+  proto::Role role() const { return options_.role; }
+  int id() const { return id_; }
+  int rank() const { return rank_; }
+  const std::string& address() const;
+
+  // The current view and its key-range map (a snapshot; the view may change).
+  std::shared_ptr<const proto::ClusterView> view() const;
+  std::shared_ptr<const RangeMap> ranges() const;
+  uint64_t epoch() const { return epoch_.load(); }
+  // Node id of the server with `server_rank` in the current view; throws Error if none.
+  int ServerId(int server_rank) const;
+
+  // Stamps sender and epoch on `message` and sends it to `node_id`, connecting
+  // first if needed. Throws Error if `node_id` is not in the view.
+  void Send(int node_id, Message& message);
+  // A fresh sequence number for a request from this node.
+  uint64_t NextSequence() { return next_sequence_.fetch_add(1) + 1; }
+
+  // Blocks until every node in `group` (a mask of RoleBit) has called Barrier
+  // with the same group. Throws Error after `timeout_s`.
+  void Barrier(int group, double timeout_s);
+
+  // Worker: tells the scheduler the job finished (`error` empty on success).
+  void ReportDone(const std::string& error);
+  // Blocks until the scheduler says the job is over (true) or `timeout_s`
+  // passes (false).
+  bool WaitForShutdown(double timeout_s);
+  bool shutdown_requested() const { return shutdown_.load(); }
+  // Seconds since the scheduler last answered a heartbeat.
+  double SecondsSinceScheduler() const;
+
+  // Messages dropped by the transport because they could not be decoded.
+  uint64_t malformed_messages() const;
+  // Control messages ignored because they did not come from the scheduler.
+  uint64_t rejected_control_messages() const { return rejected_control_.load(); }
+
+ private:
+  void OnMessage(Message&& message);
+  void OnView(const proto::ClusterView& view);
+  void HeartbeatLoop();
+  void SendToScheduler(Message& message);
+
+  NodeOptions options_;
+  std::unique_ptr<Van> van_;
+  DataHandler data_handler_;
+  std::atomic<int> id_{-1};
+  std::atomic<int> rank_{-1};
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<uint64_t> next_sequence_{0};
+  std::atomic<bool> shutdown_{false};
+  std::atomic<bool> stopped_{false};
+  std::atomic<int64_t> last_scheduler_contact_ns_{0};
+  std::atomic<uint64_t> rejected_control_{0};
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string refused_;  // the scheduler's reason for refusing registration
+  std::shared_ptr<const proto::ClusterView> view_;
+  std::shared_ptr<const RangeMap> ranges_;
+  std::map<uint64_t, bool> barriers_released_;
+  // Data messages from a newer epoch, held until this node has that view.
+  std::vector<Message> held_;  // barrier id -> released
+  uint64_t next_barrier_ = 0;
+
+  std::thread heartbeat_thread_;
+};
+
+// Seconds on a monotonic clock (for deadlines and durations).
+double MonotonicSeconds();
+
+}  // namespace keel
+
+#endif  // KEEL_KV_NODE_H_

@@ -1,0 +1,177 @@
+#include "kv/van.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iterator>
+#include <vector>
+
+#include <glog/logging.h>
+#include <zmq_addon.hpp>
+
+#include "kv/error.h"
+
+namespace keel {
+namespace {
+
+constexpr int kReceivePollMs = 100;
+// How long a closing send socket keeps trying to deliver queued messages.
+constexpr int kLingerMs = 2000;
+
+std::string Endpoint(const std::string& host, int port) {
+  return "tcp://" + host + ":" + (port == 0 ? std::string("*") : std::to_string(port));
+}
+
+}  // namespace
+
+std::pair<std::string, int> ParseHostPort(const std::string& address, const std::string& what) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    throw MakeError(what, " '", address, "' is not HOST:PORT");
+  }
+  const std::string port_text = address.substr(colon + 1);
+  char* end = nullptr;
+  const long port = std::strtol(port_text.c_str(), &end, 10);
+  if (*end != '\0' || port <= 0 || port > 65535) {
+    throw MakeError(what, " '", address, "': port '", port_text, "' is not in 1..65535");
+  }
+  return {address.substr(0, colon), static_cast<int>(port)};
+}
+
+std::string LocalAddressToward(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) {
+    throw MakeError("cannot resolve host '", host, "'");
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  std::string local;
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in self{};
+    socklen_t length = sizeof(self);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&self), &length) == 0) {
+      char text[INET_ADDRSTRLEN];
+      if (inet_ntop(AF_INET, &self.sin_addr, text, sizeof(text))) local = text;
+    }
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (local.empty()) throw MakeError("no route from this machine to '", host, "'");
+  return local;
+}
+
+Van::Van(const VanOptions& options) : context_(1), receiver_(context_, zmq::socket_type::router) {
+  receiver_.set(zmq::sockopt::rcvhwm, 0);
+  receiver_.set(zmq::sockopt::rcvtimeo, kReceivePollMs);
+  receiver_.set(zmq::sockopt::linger, 0);
+  const std::string endpoint = Endpoint(options.bind_host, options.port);
+  try {
+    receiver_.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw MakeError("cannot listen on ", endpoint, ": ", e.what());
+  }
+  const std::string bound = receiver_.get(zmq::sockopt::last_endpoint);
+  port_ = ParseHostPort(bound.substr(bound.find("//") + 2), "bound endpoint").second;
+  std::string host = options.advertise_host.empty() ? options.bind_host : options.advertise_host;
+  address_ = host + ":" + std::to_string(port_);
+}
+
+Van::~Van() { Stop(); }
+
+void Van::Start(Handler handler) {
+  handler_ = std::move(handler);
+  receive_thread_ = std::thread([this] { ReceiveLoop(); });
+}
+
+void Van::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (receive_thread_.joinable()) receive_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    for (auto& [id, peer] : peers_) {
+      std::lock_guard<std::mutex> peer_lock(peer->mutex);
+      peer->socket.close();
+    }
+    peers_.clear();
+  }
+  receiver_.close();
+  context_.close();
+}
+
+void Van::Connect(int node_id, const std::string& address) {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  auto& peer = peers_[node_id];
+  if (peer && peer->address == address) return;
+  auto fresh = std::make_shared<Peer>();
+  fresh->address = address;
+  fresh->socket = zmq::socket_t(context_, zmq::socket_type::dealer);
+  fresh->socket.set(zmq::sockopt::sndhwm, 0);
+  fresh->socket.set(zmq::sockopt::linger, kLingerMs);
+  fresh->socket.connect("tcp://" + address);
+  if (peer) {
+    std::lock_guard<std::mutex> peer_lock(peer->mutex);
+    peer->socket.close();
+  }
+  peer = std::move(fresh);
+}
+
+bool Van::IsConnected(int node_id) const {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  return peers_.count(node_id) > 0;
+}
+
+void Van::Send(int node_id, const Message& message) {
+  std::shared_ptr<Peer> peer;
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    auto it = peers_.find(node_id);
+    if (it == peers_.end()) throw MakeError("no connection to node ", node_id);
+    peer = it->second;
+  }
+  std::vector<zmq::message_t> frames = Encode(message);
+  std::lock_guard<std::mutex> lock(peer->mutex);
+  if (!peer->socket) throw MakeError("connection to node ", node_id, " is closed");
+  zmq::send_multipart(peer->socket, frames);
+}
+
+void Van::ReceiveLoop() {
+  std::vector<zmq::message_t> frames;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    frames.clear();
+    zmq::recv_result_t received;
+    try {
+      received = zmq::recv_multipart(receiver_, std::back_inserter(frames));
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) return;
+      LOG(ERROR) << "receive failed: " << e.what();
+      continue;
+    }
+    if (!received) continue;  // poll timeout: check for stop
+    // Frame 0 is the ROUTER's routing id of the sending socket: not ours to use.
+    frames.erase(frames.begin());
+    Message message;
+    try {
+      message = Decode(std::move(frames));
+    } catch (const Error& e) {
+      malformed_.fetch_add(1);
+      LOG(WARNING) << "dropped a malformed message: " << e.what();
+      frames.clear();
+      continue;
+    }
+    frames.clear();
+    try {
+      handler_(std::move(message));
+    } catch (const std::exception& e) {
+      malformed_.fetch_add(1);
+      LOG(ERROR) << "message handler failed: " << e.what();
+    }
+  }
+}
+
+}  // namespace keel

@@ -1,0 +1,87 @@
+// Scheduler: the cluster's control plane.
+//
+// Nodes register with it and get an id and a rank; once the expected servers
+// and workers have joined it publishes the cluster view (members, the key-range
+// to server map, the epoch). It runs barriers, records heartbeats, and ends the
+// job when every worker has reported done. Training data and parameters never
+// pass through it.
+#ifndef KEEL_SCHEDULER_SCHEDULER_H_
+#define KEEL_SCHEDULER_SCHEDULER_H_
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "keel.pb.h"
+#include "kv/van.h"
+
+namespace keel {
+
+struct SchedulerOptions {
+  std::string bind_host = "0.0.0.0";
+  int port = 0;  // 0: any free port
+  int num_servers = 1;
+  int num_workers = 1;
+  // A node silent this long is reported (failure handling acts on it later).
+  double heartbeat_timeout_s = 10;
+};
+
+class Scheduler {
+ public:
+  // Throws Error if the options are invalid or the port cannot be bound.
+  explicit Scheduler(const SchedulerOptions& options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  int port() const { return van_.port(); }
+
+  // Starts serving the control plane in the background.
+  void Start();
+  // Blocks until every worker has reported done, tells every node to shut
+  // down, and returns the number of workers that reported a failure. Returns
+  // -1 if `timeout_s` passes first.
+  int WaitForJob(double timeout_s);
+  void Stop();
+
+  // The current view (epoch 0 until every expected node has registered).
+  proto::ClusterView view() const;
+
+ private:
+  struct Member {
+    proto::NodeInfo info;
+    double last_heartbeat = 0;
+    bool reported_silent = false;
+  };
+
+  void OnMessage(Message&& message);
+  void OnRegister(const proto::Meta& meta);
+  void OnBarrier(const proto::Meta& meta);
+  void OnWorkerDone(const proto::Meta& meta);
+  void PublishView();
+  void SendTo(int node_id, Message& message);
+  void Refuse(const std::string& address, const std::string& reason);
+  void MonitorLoop();
+
+  SchedulerOptions options_;
+  Van van_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<int, Member> members_;  // by node id
+  int next_id_ = 1;
+  int servers_ = 0, workers_ = 0;
+  proto::ClusterView view_;
+  // Per barrier group: the nodes waiting, with the barrier id each used.
+  std::map<int, std::map<int, uint64_t>> barriers_;
+  std::map<int, std::string> done_;  // worker node id -> error ("" on success)
+  bool stopping_ = false;
+  std::thread monitor_thread_;
+};
+
+}  // namespace keel
+
+#endif  // KEEL_SCHEDULER_SCHEDULER_H_

@@ -1,0 +1,55 @@
+// KVServer: a parameter server's request handling.
+//
+// Serves PUSH and PULL for the key ranges the view assigns to this server:
+// checks each request (a malformed one is answered with an error, logged and
+// counted, and the server keeps serving), applies pushes through the optimizer
+// at most once per (sender, sequence), and answers pulls with the rows'
+// weights. Tables are created on first use with the row width of that request.
+#ifndef KEEL_SERVER_KV_SERVER_H_
+#define KEEL_SERVER_KV_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "kv/node.h"
+#include "kv/optimizer.h"
+#include "kv/parameter_table.h"
+#include "server/dedupe_window.h"
+
+namespace keel {
+
+class KVServer {
+ public:
+  // Registers as `node`'s data handler: call before node->Start(). Throws
+  // Error if the optimizer options are invalid.
+  KVServer(Node* node, const OptimizerOptions& optimizer);
+  KVServer(const KVServer&) = delete;
+  KVServer& operator=(const KVServer&) = delete;
+
+  // Requests refused as malformed since start.
+  uint64_t rejected_requests() const { return rejected_.load(); }
+  // Pushes dropped because their (sender, sequence) was already applied.
+  uint64_t duplicate_pushes() const { return duplicates_.load(); }
+  uint64_t served_requests() const { return served_.load(); }
+
+ private:
+  void Handle(Message&& message);
+  ParameterTable* TableFor(uint32_t table, uint32_t width);
+  void Reply(const proto::Meta& request, Message& response);
+
+  Node* node_;
+  std::unique_ptr<Optimizer> optimizer_;
+  // Touched only on the receive thread.
+  std::map<uint32_t, std::unique_ptr<ParameterTable>> tables_;
+  std::unordered_map<int, DedupeWindow> applied_;  // by sender
+  std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> duplicates_{0};
+  std::atomic<uint64_t> served_{0};
+};
+
+}  // namespace keel
+
+#endif  // KEEL_SERVER_KV_SERVER_H_

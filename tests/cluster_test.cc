@@ -1,0 +1,242 @@
+// Nodes of every role in one process, over loopback: the behaviour of the
+// scheduler, servers and client without process boundaries.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <thread>
+
+#include <zmq_addon.hpp>
+
+#include "kv/error.h"
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "scheduler/scheduler.h"
+#include "server/kv_server.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::WaitFor;
+
+NodeOptions LocalNode(proto::Role role, int scheduler_port) {
+  NodeOptions options;
+  options.role = role;
+  options.scheduler = "127.0.0.1:" + std::to_string(scheduler_port);
+  options.bind_host = "127.0.0.1";
+  options.register_timeout_s = 10;
+  return options;
+}
+
+class InProcessCluster : public ::testing::Test {
+ protected:
+  static constexpr int kServers = 2;
+
+  void SetUp() override {
+    SchedulerOptions options;
+    options.bind_host = "127.0.0.1";
+    options.num_servers = kServers;
+    options.num_workers = 1;
+    scheduler_ = std::make_unique<Scheduler>(options);
+    scheduler_->Start();
+    OptimizerOptions sgd;
+    sgd.learning_rate = 1.0f;
+    for (int i = 0; i < kServers; ++i) {
+      server_nodes_.push_back(
+          std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port())));
+      servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), sgd));
+    }
+    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
+    client_ = std::make_unique<KVWorker>(worker_node_.get());
+    // Start blocks until the whole cluster has registered.
+    std::vector<std::thread> starting;
+    for (auto& node : server_nodes_) starting.emplace_back([&node] { node->Start(); });
+    worker_node_->Start();
+    for (auto& thread : starting) thread.join();
+  }
+
+  void TearDown() override {
+    worker_node_->Stop();
+    for (auto& node : server_nodes_) node->Stop();
+    scheduler_->Stop();
+  }
+
+  // The server node serving `key`.
+  int ServerRankOf(Key key) { return worker_node_->ranges()->server(worker_node_->ranges()->RangeOf(key)); }
+
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::unique_ptr<Node>> server_nodes_;
+  std::vector<std::unique_ptr<KVServer>> servers_;
+  std::unique_ptr<Node> worker_node_;
+  std::unique_ptr<KVWorker> client_;
+};
+
+TEST_F(InProcessCluster, EveryNodeGetsTheSameViewWithARankPerRole) {
+  auto view = worker_node_->view();
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->epoch(), 1u);
+  EXPECT_EQ(view->nodes_size(), kServers + 1);
+  EXPECT_EQ(view->ranges_size(), kServers);
+  std::set<int> ranks;
+  for (auto& node : server_nodes_) {
+    EXPECT_EQ(node->view()->SerializeAsString(), view->SerializeAsString());
+    ranks.insert(node->rank());
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1}));
+  EXPECT_EQ(worker_node_->rank(), 0);
+}
+
+TEST_F(InProcessCluster, PullReturnsWhatPushesAddedAcrossServers) {
+  std::vector<Key> keys = MixedKeySet({1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  std::set<int> servers_touched;
+  for (Key key : keys) servers_touched.insert(ServerRankOf(key));
+  ASSERT_EQ(servers_touched.size(), 2u) << "the keys should span both servers";
+  std::vector<float> gradient(keys.size() * 2);
+  for (size_t i = 0; i < gradient.size(); ++i) gradient[i] = static_cast<float>(i);
+  SharedArray<const Key> shared_keys(keys);
+  SharedArray<const float> shared_gradient(gradient);
+  client_->Wait(client_->Push(shared_keys, shared_gradient, 2));
+  client_->Wait(client_->Push(shared_keys, shared_gradient, 2));
+  SharedArray<float> values;
+  client_->Wait(client_->Pull(shared_keys, &values, 2));
+  ASSERT_EQ(values.size(), gradient.size());
+  for (size_t i = 0; i < gradient.size(); ++i) EXPECT_EQ(values[i], -2 * gradient[i]) << i;
+}
+
+TEST_F(InProcessCluster, AWidthThatDisagreesWithTheTableFailsWithTheServersReason) {
+  SharedArray<const Key> keys(std::vector<Key>{MixKey(1)});
+  client_->Wait(client_->Push(keys, SharedArray<const float>(std::vector<float>{1}), 1));
+  try {
+    client_->Wait(client_->Push(keys, SharedArray<const float>(std::vector<float>{1, 2}), 2));
+    FAIL() << "a push of the wrong width was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has rows of width 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(InProcessCluster, ClientRejectsUnsortedKeysBeforeSending) {
+  SharedArray<const Key> keys(std::vector<Key>{5, 3});
+  EXPECT_THROW(client_->Push(keys, SharedArray<const float>(std::vector<float>{1, 2}), 1), Error);
+  EXPECT_EQ(client_->pending(), 0u);
+}
+
+// Sends raw multipart messages to a server as if from the worker's node id.
+class RawSender {
+ public:
+  explicit RawSender(const std::string& address) : context_(1), socket_(context_, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect("tcp://" + address);
+  }
+  void Send(std::vector<zmq::message_t> frames) { zmq::send_multipart(socket_, frames); }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+};
+
+std::vector<zmq::message_t> Frames(const proto::Meta& meta, const std::vector<std::string>& data) {
+  std::vector<zmq::message_t> frames;
+  const std::string header = meta.SerializeAsString();
+  frames.emplace_back(header.data(), header.size());
+  for (const auto& bytes : data) frames.emplace_back(bytes.data(), bytes.size());
+  return frames;
+}
+
+template <typename T>
+std::string Raw(std::vector<T> values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+TEST_F(InProcessCluster, ServerRejectsMalformedRequestsCountsThemAndKeepsServing) {
+  Node& server_node = *server_nodes_[0];
+  KVServer& server = *servers_[0];
+  RawSender raw(server_node.address());
+  proto::Meta meta;
+  meta.set_sender(worker_node_->id());
+  meta.set_value_width(1);
+  meta.set_epoch(1);
+
+  // Not a Meta at all: dropped by the transport.
+  std::vector<zmq::message_t> garbage;
+  garbage.emplace_back("\xff\xff\xff", 3);
+  raw.Send(std::move(garbage));
+  ASSERT_TRUE(WaitFor([&] { return server_node.malformed_messages() == 1; }, 5));
+
+  meta.set_command(proto::PUSH);
+  meta.set_sequence(1000001);
+  meta.set_key_count(3);
+  raw.Send(Frames(meta, {Raw<Key>({1, 2, 3}).substr(0, 20), Raw<float>({1, 2, 3})}));  // truncated
+  meta.set_sequence(1000002);
+  raw.Send(Frames(meta, {Raw<Key>({1, 2})}));  // value frame missing, key count wrong
+  meta.set_sequence(1000003);
+  raw.Send(Frames(meta, {Raw<Key>({3, 2, 1}), Raw<float>({1, 2, 3})}));  // unsorted
+  meta.set_sequence(1000004);
+  meta.set_command(static_cast<proto::Command>(77));
+  raw.Send(Frames(meta, {Raw<Key>({1, 2, 3})}));  // unknown command
+  ASSERT_TRUE(WaitFor([&] { return server.rejected_requests() == 4; }, 5))
+      << "rejected " << server.rejected_requests();
+
+  // Still serving.
+  std::vector<Key> keys = MixedKeySet({11, 12, 13, 14});
+  SharedArray<const Key> shared(keys);
+  client_->Wait(client_->Push(shared, SharedArray<const float>(std::vector<float>(4, 1.0f)), 1));
+  SharedArray<float> values;
+  client_->Wait(client_->Pull(shared, &values, 1));
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(values[i], -1.0f);
+  EXPECT_EQ(server.rejected_requests(), 4u);
+}
+
+TEST_F(InProcessCluster, BarrierReleasesEveryoneOnceAllArrive) {
+  std::atomic<int> released{0};
+  std::vector<std::thread> threads;
+  for (auto& node : server_nodes_) {
+    threads.emplace_back([&] { node->Barrier(kAllGroup, 10); ++released; });
+  }
+  // Nobody is released before the worker arrives.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(released.load(), 0);
+  worker_node_->Barrier(kAllGroup, 10);
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(released.load(), kServers);
+}
+
+TEST_F(InProcessCluster, JobEndsWhenEveryWorkerReportsDone) {
+  worker_node_->ReportDone("");
+  EXPECT_EQ(scheduler_->WaitForJob(10), 0);
+  for (auto& node : server_nodes_) EXPECT_TRUE(node->WaitForShutdown(10));
+  EXPECT_TRUE(worker_node_->WaitForShutdown(10));
+}
+
+TEST_F(InProcessCluster, AFailedWorkerIsCounted) {
+  worker_node_->ReportDone("disk full");
+  EXPECT_EQ(scheduler_->WaitForJob(10), 1);
+}
+
+TEST_F(InProcessCluster, ANodeBeyondTheExpectedCountIsRefused) {
+  Node extra(LocalNode(proto::WORKER, scheduler_->port()));
+  try {
+    extra.Start();
+    FAIL() << "an extra worker was admitted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already has its 1 WORKER"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Node, FailsClearlyWhenTheSchedulerDoesNotAnswer) {
+  NodeOptions options = LocalNode(proto::WORKER, testing::UnusedPort());
+  options.register_timeout_s = 1;
+  Node node(options);
+  try {
+    node.Start();
+    FAIL() << "started without a scheduler";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no answer from the scheduler at " + options.scheduler),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace keel

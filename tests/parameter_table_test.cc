@@ -1,0 +1,96 @@
+#include "kv/parameter_table.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <unordered_map>
+
+#include "kv/error.h"
+
+namespace keel {
+namespace {
+
+TEST(ParameterTable, CreatesRowsOnFirstTouchWithTheInitializer) {
+  ParameterTable table(2, 1, [](Key key, float* weights, int width) {
+    for (int i = 0; i < width; ++i) weights[i] = static_cast<float>(key) + i;
+  });
+  EXPECT_EQ(table.Find(7), nullptr);
+  float* row = table.FindOrInsert(7);
+  EXPECT_EQ(row[0], 7.0f);
+  EXPECT_EQ(row[1], 8.0f);
+  EXPECT_EQ(row[2], 0.0f);  // optimizer state starts at zero
+  EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(table.FindOrInsert(7), table.Find(7));
+  EXPECT_EQ(table.size(), 1u);
+}
+
+TEST(ParameterTable, KeepsEveryRowThroughGrowth) {
+  ParameterTable table(3, 0);
+  std::mt19937_64 random(11);
+  std::unordered_map<Key, float> expected;
+  const size_t initial_capacity = table.capacity();
+  for (int i = 0; i < 200000; ++i) {
+    const Key key = random();
+    float* row = table.FindOrInsert(key);
+    row[0] = static_cast<float>(i);
+    row[2] = -static_cast<float>(i);
+    expected[key] = static_cast<float>(i);
+  }
+  EXPECT_EQ(table.size(), expected.size());
+  EXPECT_GT(table.capacity(), initial_capacity);
+  EXPECT_LE(table.size() * 2, table.capacity());
+  for (const auto& [key, value] : expected) {
+    const float* row = table.Find(key);
+    ASSERT_NE(row, nullptr);
+    ASSERT_EQ(row[0], value);
+    ASSERT_EQ(row[2], -value);
+  }
+  size_t visited = 0;
+  table.ForEach([&](Key key, const float* row) {
+    ++visited;
+    EXPECT_EQ(row[0], expected.at(key));
+  });
+  EXPECT_EQ(visited, expected.size());
+}
+
+TEST(ParameterTable, HandlesTheExtremeKeys) {
+  ParameterTable table(1, 0);
+  table.FindOrInsert(0)[0] = 1;
+  table.FindOrInsert(~Key{0})[0] = 2;
+  EXPECT_EQ(table.Find(0)[0], 1);
+  EXPECT_EQ(table.Find(~Key{0})[0], 2);
+}
+
+TEST(ParameterTable, PushAppliesTheOptimizerAndPullReadsWeights) {
+  OptimizerOptions options;
+  options.learning_rate = 1.0f;
+  auto sgd = MakeOptimizer(options);
+  ParameterTable table(2, 0);
+  std::vector<Key> keys = {3, 9, 12};
+  const std::vector<float> gradients = {1, 2, 3, 4, 5, 6};
+  table.Push(keys.data(), keys.size(), gradients.data(), sgd.get());
+  table.Push(keys.data(), keys.size(), gradients.data(), sgd.get());
+  std::vector<float> out(6);
+  table.Pull(keys.data(), keys.size(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{-2, -4, -6, -8, -10, -12}));
+  std::vector<Key> fresh = {4};
+  std::vector<float> zero(2, 99);
+  table.Pull(fresh.data(), 1, zero.data());
+  EXPECT_EQ(zero, (std::vector<float>{0, 0}));
+}
+
+TEST(ParameterTable, HoldsLongRows) {
+  const int width = 1 << 20;
+  ParameterTable table(width, 0);
+  float* row = table.FindOrInsert(1);
+  row[width - 1] = 5;
+  EXPECT_EQ(table.Find(1)[width - 1], 5);
+}
+
+TEST(ParameterTable, RejectsNonPositiveWidths) {
+  EXPECT_THROW(ParameterTable(0, 0), Error);
+  EXPECT_THROW(ParameterTable(1, -1), Error);
+}
+
+}  // namespace
+}  // namespace keel

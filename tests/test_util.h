@@ -1,0 +1,65 @@
+// Helpers for tests that start processes: every process is tracked by PID,
+// every wait is bounded, and whatever is still running at the end is killed.
+#ifndef KEEL_TESTS_TEST_UTIL_H_
+#define KEEL_TESTS_TEST_UTIL_H_
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace keel::testing {
+
+// The keel binary under test.
+inline std::string KeelBinary() { return KEEL_BINARY; }
+
+struct Exit {
+  bool finished = false;  // false: still running at the deadline (then killed)
+  int code = -1;          // exit status, or 128 + signal
+  double seconds = 0;
+  std::string output;     // stdout and stderr together
+};
+
+class Processes {
+ public:
+  Processes();
+  ~Processes();  // kills (SIGKILL) and reaps every process still running
+
+  // Starts `argv` with stdout and stderr captured to a file.
+  pid_t Start(const std::vector<std::string>& argv);
+  // Forks; the child runs `body` and exits with its return value (1 if it
+  // throws). Call before this process starts threads.
+  pid_t Fork(const std::function<int()>& body);
+  // Waits up to `timeout_s` for `pid`; kills it if it is still running.
+  Exit Wait(pid_t pid, double timeout_s);
+  // Output captured so far.
+  std::string Output(pid_t pid) const;
+
+ private:
+  struct Process {
+    pid_t pid;
+    std::string log;
+    bool reaped = false;
+    double started = 0;
+  };
+  Process* Find(pid_t pid);
+  std::string folder_;
+  std::vector<Process> processes_;
+};
+
+// Runs `argv` to completion (bounded by `timeout_s`).
+Exit Run(const std::vector<std::string>& argv, double timeout_s);
+
+// A TCP port on 127.0.0.1 that nothing listens on right now.
+int UnusedPort();
+
+// PIDs of running processes whose command line contains `marker`.
+std::vector<pid_t> ProcessesMentioning(const std::string& marker);
+
+// Waits up to `timeout_s` for `condition`, checking every 10 ms.
+bool WaitFor(const std::function<bool()>& condition, double timeout_s);
+
+}  // namespace keel::testing
+
+#endif  // KEEL_TESTS_TEST_UTIL_H_
