@@ -94,3 +94,42 @@ TEST(ParameterTable, RejectsNonPositiveWidths) {
 
 }  // namespace
 }  // namespace keel
+
+namespace keel {
+namespace {
+
+TEST(ParameterTable, PushOfManyNewKeysSurvivesGrowthMidBatch) {
+  OptimizerOptions options;
+  options.learning_rate = 1.0f;
+  auto sgd = MakeOptimizer(options);
+  for (int width : {1, 3}) {
+    ParameterTable table(width, 0);
+    std::vector<Key> keys(50000);
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = i * 977 + 5;
+    std::vector<float> gradients(keys.size() * width);
+    for (size_t i = 0; i < gradients.size(); ++i) gradients[i] = static_cast<float>(i % 13);
+    table.Push(keys.data(), keys.size(), gradients.data(), sgd.get());
+    std::vector<float> out(gradients.size());
+    table.Pull(keys.data(), keys.size(), out.data());
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], -gradients[i]) << i;
+  }
+}
+
+TEST(ParameterTable, PushToASharedRowBeingReadCopiesItFirst) {
+  OptimizerOptions options;
+  options.learning_rate = 1.0f;
+  auto sgd = MakeOptimizer(options);
+  const int width = ParameterTable::kSharedRowBytes / sizeof(float);
+  ParameterTable table(width, 0);
+  ASSERT_TRUE(table.shares_rows());
+  SharedArray<const float> before = table.SharedWeights(9);
+  std::vector<float> gradient(width, 1.0f);
+  Key key = 9;
+  table.Push(&key, 1, gradient.data(), sgd.get());
+  EXPECT_EQ(before[0], 0.0f);  // the view in flight is unchanged
+  EXPECT_EQ(table.SharedWeights(9)[0], -1.0f);
+  EXPECT_EQ(table.Find(9)[width - 1], -1.0f);
+}
+
+}  // namespace
+}  // namespace keel

@@ -1,6 +1,7 @@
 #include "kv/kv_worker.h"
 
 #include <cstring>
+#include <thread>
 
 #include <glog/logging.h>
 
@@ -8,6 +9,8 @@
 
 namespace keel {
 namespace {
+
+constexpr double kSpinSeconds = 50e-6;
 
 void CheckKeys(const SharedArray<const Key>& keys) {
   for (size_t i = 1; i < keys.size(); ++i) {
@@ -46,14 +49,12 @@ KVWorker::Handle KVWorker::Pull(const SharedArray<const Key>& keys, SharedArray<
                                 int width, uint32_t table) {
   CheckWidth(width);
   CheckKeys(keys);
-  const size_t count = keys.size() * static_cast<size_t>(width);
-  if (values->size() != count) *values = SharedArray<float>::Allocate(count);
-  return Send(proto::PULL, keys, SharedArray<const float>(), values->data(), width, table);
+  return Send(proto::PULL, keys, SharedArray<const float>(), values, width, table);
 }
 
 KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const Key>& keys,
-                                const SharedArray<const float>& values, float* out, int width,
-                                uint32_t table) {
+                                const SharedArray<const float>& values, SharedArray<float>* out,
+                                int width, uint32_t table) {
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   const std::vector<size_t> bounds = ranges->Split(keys.data(), keys.size());
@@ -87,6 +88,14 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
       ++request.unanswered;
       outgoing.push_back(std::move(part));
     }
+    request.parts = request.unanswered;
+    // Several parts are gathered into one array; a single part's message is
+    // handed over as it is.
+    const size_t count = keys.size() * static_cast<size_t>(width);
+    if (out && request.parts > 1 && out->size() != count) {
+      *out = SharedArray<float>::Allocate(count);
+    }
+    if (out && request.parts == 0) *out = SharedArray<float>();
   }
   // Sent outside the lock: a response may arrive before the last part leaves.
   for (Outgoing& part : outgoing) node_->Send(part.server_id, part.message);
@@ -112,8 +121,11 @@ void KVWorker::OnResponse(Message&& message) {
     const size_t expected = part->second.value_count * sizeof(float);
     if (message.frames.size() != 1 || message.frames[0].size() != expected) {
       request.error = "malformed pull response from node " + std::to_string(meta.sender());
+    } else if (request.parts == 1) {
+      *request.out = message.frames[0].As<float>();
     } else {
-      std::memcpy(request.out + part->second.value_offset, message.frames[0].data(), expected);
+      std::memcpy(request.out->data() + part->second.value_offset, message.frames[0].data(),
+                  expected);
     }
   }
   parts_.erase(part);
@@ -126,6 +138,14 @@ void KVWorker::Wait(Handle handle, double timeout_s) {
   if (it == requests_.end()) throw MakeError("request ", handle, " is not outstanding");
   // References to map elements survive rehashing; iterators do not.
   Request& request = it->second;
+  // Small requests come back within tens of microseconds: yield the core for
+  // a moment before sleeping, which saves the wake-up on the way back.
+  const double spin_until = MonotonicSeconds() + kSpinSeconds;
+  while (request.unanswered != 0 && MonotonicSeconds() < spin_until) {
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
+  }
   if (!answered_.wait_for(lock, std::chrono::duration<double>(timeout_s),
                           [&] { return request.unanswered == 0; })) {
     throw MakeError("request ", handle, ": ", request.unanswered,

@@ -37,9 +37,11 @@ class KVWorker {
   Handle Push(const SharedArray<const Key>& keys, const SharedArray<const float>& values,
               int width, uint32_t table = 0);
 
-  // Reads the rows of `keys` into `*values`, which is resized to keys.size() *
-  // width when it is not already that size. `*values` is filled when Wait
-  // returns; neither may be touched before then.
+  // Reads the rows of `keys` into `*values` (keys.size() * width floats).
+  // When Wait returns, `*values` holds them: filled in place if it already had
+  // that size and the rows came from several servers, otherwise pointed at
+  // the received message itself (no copy). Neither `keys` nor `*values` may be
+  // touched before then.
   Handle Pull(const SharedArray<const Key>& keys, SharedArray<float>* values, int width,
               uint32_t table = 0);
 
@@ -53,7 +55,8 @@ class KVWorker {
  private:
   struct Request {
     int unanswered = 0;
-    float* out = nullptr;  // Pull: destination of the values
+    SharedArray<float>* out = nullptr;  // Pull: destination of the values
+    int parts = 0;
     std::string error;
   };
   struct Part {
@@ -63,7 +66,8 @@ class KVWorker {
   };
 
   Handle Send(proto::Command command, const SharedArray<const Key>& keys,
-              const SharedArray<const float>& values, float* out, int width, uint32_t table);
+              const SharedArray<const float>& values, SharedArray<float>* out, int width,
+              uint32_t table);
   void OnResponse(Message&& message);
 
   Node* node_;

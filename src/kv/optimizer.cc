@@ -6,13 +6,36 @@
 
 namespace keel {
 
-void SgdOptimizer::Update(float* row, const float* gradient, int width) {
+void SgdOptimizer::Update(float* __restrict row, const float* __restrict gradient, int width) {
   const float rate = options_.learning_rate;
   const float decay = options_.l2;
   if (decay == 0.0f) {
     for (int i = 0; i < width; ++i) row[i] -= rate * gradient[i];
   } else {
     for (int i = 0; i < width; ++i) row[i] -= rate * (gradient[i] + decay * row[i]);
+  }
+}
+
+void Optimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
+  for (size_t i = 0; i < count; ++i) Update(rows[i], gradients + i * width, width);
+}
+
+void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count,
+                              int width) {
+  const float rate = options_.learning_rate;
+  const float decay = options_.l2;
+  if (width == 1 && decay == 0.0f) {
+    for (size_t i = 0; i < count; ++i) *rows[i] -= rate * gradients[i];
+    return;
+  }
+  if (width > 64) {  // long rows: the vectorized loop pays
+    for (size_t i = 0; i < count; ++i) Update(rows[i], gradients + i * width, width);
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    float* row = rows[i];
+    const float* gradient = gradients + i * width;
+    for (int j = 0; j < width; ++j) row[j] -= rate * (gradient[j] + decay * row[j]);
   }
 }
 

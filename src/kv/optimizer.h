@@ -6,6 +6,7 @@
 #ifndef KEEL_KV_OPTIMIZER_H_
 #define KEEL_KV_OPTIMIZER_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,9 @@ class Optimizer {
   // Applies `gradient` (width floats) to `row`: row[0, width) are the weights,
   // then StateWidth(width) floats of state, zero on a new row.
   virtual void Update(float* row, const float* gradient, int width) = 0;
+  // Applies gradients[i * width, (i + 1) * width) to rows[i] for each of
+  // `count` rows. The default calls Update per row.
+  virtual void UpdateRows(float* const* rows, const float* gradients, size_t count, int width);
 };
 
 // Plain stochastic gradient descent: w -= lr * (g + l2 * w).
@@ -37,6 +41,7 @@ class SgdOptimizer : public Optimizer {
   const char* name() const override { return "sgd"; }
   int StateWidth(int /*weight_width*/) const override { return 0; }
   void Update(float* row, const float* gradient, int width) override;
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
 
  private:
   OptimizerOptions options_;

@@ -1,5 +1,7 @@
 #include "kv/parameter_table.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "kv/error.h"
@@ -7,97 +9,208 @@
 namespace keel {
 namespace {
 
-constexpr size_t kInitialCapacity = 1024;
-constexpr int kInitialShift = 64 - 10;
-// Rows are prefetched this many keys ahead of the one being updated.
+constexpr int kInitialLogCapacity = 10;
+// Keys and rows are prefetched this many keys ahead of the one being used.
 constexpr size_t kPrefetchDistance = 16;
+// An insertion probing further than this from its home slot turns the
+// ordered layout off.
+constexpr size_t kMaxOrderedProbe = 256;
+// Rows handed to the optimizer at once.
+constexpr size_t kUpdateChunk = 256;
 
 }  // namespace
 
-ParameterTable::ParameterTable(int weight_width, int state_width, Initializer initializer)
+ParameterTable::ParameterTable(int weight_width, int state_width, Initializer initializer,
+                               Key first_key, Key last_key)
     : weight_width_(weight_width),
       row_width_(weight_width + state_width),
       initializer_(std::move(initializer)),
-      slots_(kInitialCapacity, Slot{0, kEmpty}),
-      shift_(kInitialShift) {
+      shares_rows_(static_cast<size_t>(row_width_) * sizeof(float) >= kSharedRowBytes),
+      first_key_(first_key),
+      last_key_(last_key) {
+  if (last_key < first_key) throw MakeError("a table's key range ends before it begins");
   if (weight_width <= 0 || state_width < 0) {
     throw MakeError("a table needs a positive row width, got ", weight_width, " weights + ",
                     state_width, " state");
   }
+  const size_t row_bytes = shares_rows_ ? 0 : sizeof(float) * static_cast<size_t>(row_width_);
+  slot_bytes_ = (sizeof(Key) + row_bytes + 7) / 8 * 8;
+  Allocate(size_t{1} << kInitialLogCapacity);
 }
 
-float* ParameterTable::FindOrInsert(Key key) {
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = SlotOf(key);; i = (i + 1) & mask) {
-    Slot& slot = slots_[i];
-    if (slot.row == kEmpty) {
-      if (2 * (size_ + 1) > slots_.size()) {
-        Grow();
-        return FindOrInsert(key);
-      }
-      slot.key = key;
-      slot.row = size_++;
-      rows_.resize(size_ * row_width_);
-      float* row = Row(slot.row);
-      std::memset(row, 0, sizeof(float) * row_width_);
-      if (initializer_) initializer_(key, row, weight_width_);
-      return row;
+void ParameterTable::SetScale() {
+  // capacity * 2^64 / (range size), the range size being up to 2^64.
+  const unsigned __int128 span = static_cast<unsigned __int128>(last_key_ - first_key_) + 1;
+  scale_ = static_cast<uint64_t>((static_cast<unsigned __int128>(capacity_) << 64) / span);
+  if (scale_ == 0) scale_ = 1;
+}
+
+void ParameterTable::Allocate(size_t capacity) {
+  capacity_ = capacity;
+  shift_ = 64 - __builtin_ctzll(capacity);
+  SetScale();
+  slots_.assign((capacity + 1) * slot_bytes_, 0);
+  for (size_t i = 0; i <= capacity; ++i) KeyAt(i) = kFree;
+  if (shares_rows_) blocks_.assign(capacity + 1, nullptr);
+}
+
+void ParameterTable::CreateRow(size_t index, Key key) {
+  float* row;
+  if (shares_rows_) {
+    blocks_[index].reset(new float[row_width_]);
+    row = blocks_[index].get();
+  } else {
+    row = reinterpret_cast<float*>(SlotAt(index) + sizeof(Key));
+  }
+  std::memset(row, 0, sizeof(float) * row_width_);
+  if (initializer_) initializer_(key, row, weight_width_);
+  ++size_;
+}
+
+size_t ParameterTable::FindOrInsertIndex(Key key) {
+  if (key == kFree) {
+    if (!has_free_key_) {
+      has_free_key_ = true;
+      CreateRow(capacity_, key);
     }
-    if (slot.key == key) return Row(slot.row);
+    return capacity_;
+  }
+  const size_t mask = capacity_ - 1;
+  const size_t home = SlotOf(key);
+  for (size_t i = home;; i = (i + 1) & mask) {
+    Key& slot_key = KeyAt(i);
+    if (slot_key == key) return i;
+    if (slot_key == kFree) {
+      if (2 * (size_ + 1) > capacity_) {
+        Grow();
+        return FindOrInsertIndex(key);
+      }
+      if (ordered_ && ((i - home) & mask) > kMaxOrderedProbe) {
+        // Clustered keys: the ordered layout no longer pays.
+        ordered_ = false;
+        Rebuild(capacity_);
+        return FindOrInsertIndex(key);
+      }
+      slot_key = key;
+      CreateRow(i, key);
+      return i;
+    }
   }
 }
+
+float* ParameterTable::MutableRow(size_t index) {
+  if (!shares_rows_) return reinterpret_cast<float*>(SlotAt(index) + sizeof(Key));
+  std::shared_ptr<float[]>& block = blocks_[index];
+  if (block.use_count() > 1) {
+    // A pull's response still references this row: leave it to that reader.
+    std::shared_ptr<float[]> copy(new float[row_width_]);
+    std::memcpy(copy.get(), block.get(), sizeof(float) * row_width_);
+    block = std::move(copy);
+  } else {
+    // The last reader released the block (its release pairs with this acquire)
+    // and no new one can appear: only this thread hands out references.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  return block.get();
+}
+
+float* ParameterTable::FindOrInsert(Key key) { return MutableRow(FindOrInsertIndex(key)); }
 
 const float* ParameterTable::Find(Key key) const {
-  const size_t mask = slots_.size() - 1;
+  if (key == kFree) return has_free_key_ ? Row(capacity_) : nullptr;
+  const size_t mask = capacity_ - 1;
   for (size_t i = SlotOf(key);; i = (i + 1) & mask) {
-    const Slot& slot = slots_[i];
-    if (slot.row == kEmpty) return nullptr;
-    if (slot.key == key) return rows_.data() + slot.row * row_width_;
+    const Key slot_key = KeyAt(i);
+    if (slot_key == key) return Row(i);
+    if (slot_key == kFree) return nullptr;
   }
 }
 
-void ParameterTable::Grow() {
-  std::vector<Slot> old(slots_.size() * 2, Slot{0, kEmpty});
-  old.swap(slots_);
-  --shift_;
-  const size_t mask = slots_.size() - 1;
-  for (const Slot& slot : old) {
-    if (slot.row == kEmpty) continue;
-    size_t i = SlotOf(slot.key);
-    while (slots_[i].row != kEmpty) i = (i + 1) & mask;
-    slots_[i] = slot;
+SharedArray<const float> ParameterTable::SharedWeights(Key key) {
+  if (!shares_rows_) throw MakeError("rows of width ", row_width_, " are not shared");
+  const std::shared_ptr<float[]>& block = blocks_[FindOrInsertIndex(key)];
+  return SharedArray<const float>(block, block.get(), static_cast<size_t>(weight_width_));
+}
+
+void ParameterTable::Rebuild(size_t capacity) {
+  ++generation_;
+  const size_t old_capacity = capacity_;
+  auto old_slots = std::move(slots_);
+  auto old_blocks = std::move(blocks_);
+  Allocate(capacity);
+  const size_t mask = capacity_ - 1;
+  auto move_slot = [&](size_t from, size_t to) {
+    std::memcpy(SlotAt(to), old_slots.data() + from * slot_bytes_, slot_bytes_);
+    if (shares_rows_) blocks_[to] = std::move(old_blocks[from]);
+  };
+  for (size_t from = 0; from < old_capacity; ++from) {
+    const Key key = *reinterpret_cast<const Key*>(old_slots.data() + from * slot_bytes_);
+    if (key == kFree) continue;
+    size_t to = SlotOf(key);
+    while (KeyAt(to) != kFree) to = (to + 1) & mask;
+    move_slot(from, to);
   }
+  if (has_free_key_) move_slot(old_capacity, capacity_);
+}
+
+void ParameterTable::Reserve(size_t more) {
+  size_t capacity = capacity_;
+  while (2 * (size_ + more + 1) > capacity) capacity *= 2;
+  if (capacity != capacity_) Rebuild(capacity);
 }
 
 template <typename Visit>
 void ParameterTable::ForBatch(const Key* keys, size_t count, Visit visit) {
   for (size_t i = 0; i < count; ++i) {
     if (i + kPrefetchDistance < count) {
-      __builtin_prefetch(&slots_[SlotOf(keys[i + kPrefetchDistance])]);
+      const char* ahead = SlotAt(SlotOf(keys[i + kPrefetchDistance]));
+      __builtin_prefetch(ahead);
+      // A slot may straddle two cache lines.
+      __builtin_prefetch(ahead + slot_bytes_ - 1);
     }
-    visit(i, FindOrInsert(keys[i]));
+    // Most keys sit in their home slot: only the others take the full path.
+    const size_t home = SlotOf(keys[i]);
+    visit(i, KeyAt(home) == keys[i] ? home : FindOrInsertIndex(keys[i]));
   }
 }
 
 void ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
                           Optimizer* optimizer) {
-  const int width = weight_width_;
-  ForBatch(keys, count, [&](size_t i, float* row) {
-    optimizer->Update(row, gradients + i * width, width);
-  });
+  const size_t width = static_cast<size_t>(weight_width_);
+  size_t indices[kUpdateChunk];
+  float* rows[kUpdateChunk];
+  Reserve(count);
+  for (size_t begin = 0; begin < count; begin += kUpdateChunk) {
+    const size_t n = std::min(kUpdateChunk, count - begin);
+    const Key* chunk = keys + begin;
+    auto resolve = [&](size_t i, size_t index) { indices[i] = index; };
+    const uint64_t generation = generation_;
+    ForBatch(chunk, n, resolve);
+    // A rebuild moved the slots found before it; every key exists now, so a
+    // second pass inserts nothing and rebuilds nothing.
+    if (generation_ != generation) ForBatch(chunk, n, resolve);
+    for (size_t i = 0; i < n; ++i) rows[i] = MutableRow(indices[i]);
+    optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_);
+  }
 }
 
 void ParameterTable::Pull(const Key* keys, size_t count, float* out) {
-  const int width = weight_width_;
-  ForBatch(keys, count, [&](size_t i, float* row) {
-    std::memcpy(out + i * width, row, sizeof(float) * width);
+  const size_t width = static_cast<size_t>(weight_width_);
+  Reserve(count);
+  if (width == 1 && !shares_rows_) {
+    ForBatch(keys, count, [&](size_t i, size_t index) { out[i] = *Row(index); });
+    return;
+  }
+  ForBatch(keys, count, [&](size_t i, size_t index) {
+    std::memcpy(out + i * width, Row(index), sizeof(float) * width);
   });
 }
 
 void ParameterTable::ForEach(const std::function<void(Key, const float*)>& visit) const {
-  for (const Slot& slot : slots_) {
-    if (slot.row != kEmpty) visit(slot.key, rows_.data() + slot.row * row_width_);
+  for (size_t i = 0; i < capacity_; ++i) {
+    if (KeyAt(i) != kFree) visit(KeyAt(i), Row(i));
   }
+  if (has_free_key_) visit(kFree, Row(capacity_));
 }
 
 }  // namespace keel

@@ -1,20 +1,34 @@
 // ParameterTable: the rows of one table on one server.
 //
-// An open-addressing hash table (linear probing, Fibonacci hashing) whose slots
-// hold a key and the index of its row; rows are fixed-width float arrays kept
-// contiguously in one arena (weights, then the optimizer's state). No heap
-// allocation per key: the slot array and the arena grow by doubling.
-// Not synchronized: a server touches a table from one thread.
+// An open-addressing hash table (linear probing, load at most 1/2) of
+// fixed-width float rows: the weights, then the optimizer's state. A narrow
+// row sits in its slot beside its key.
+//
+// Keys arrive mixed (MixKey), so they are spread evenly over the table's key
+// range, and in sorted batches. The home slot of a key is therefore its
+// position within the range, scaled to the capacity: order-preserving, so a
+// sorted batch walks the slots in order and memory is read sequentially. If
+// keys turn out clustered (long probes: keys that were not mixed), the table
+// switches to a Fibonacci hash of the key, which does not care. No heap allocation per key: the slot array grows by doubling (on
+// transparent huge pages when large). Wide rows (kSharedRowBytes and up: a
+// dense model's few long rows) each live in a reference-counted block, so a
+// pull can send a row without copying it; a push to a row that is still being
+// sent copies it first (copy on write).
+// Not synchronized: a server touches a table from one thread. Views from
+// SharedWeights may be read from any thread.
 #ifndef KEEL_KV_PARAMETER_TABLE_H_
 #define KEEL_KV_PARAMETER_TABLE_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
+#include "kv/huge_page_allocator.h"
 #include "kv/keys.h"
 #include "kv/optimizer.h"
+#include "kv/shared_array.h"
 
 namespace keel {
 
@@ -24,14 +38,25 @@ class ParameterTable {
   // leaves weights at zero.
   using Initializer = std::function<void(Key key, float* weights, int width)>;
 
-  ParameterTable(int weight_width, int state_width, Initializer initializer = nullptr);
+  // Holds keys in [first_key, last_key] (any key is accepted; keys outside
+  // the range only lose the ordered layout's speed).
+  ParameterTable(int weight_width, int state_width, Initializer initializer = nullptr,
+                 Key first_key = 0, Key last_key = ~Key{0});
+
+  // True while slots follow key order (see above).
+  bool ordered() const { return ordered_; }
 
   int weight_width() const { return weight_width_; }
   int row_width() const { return row_width_; }
   size_t size() const { return size_; }
-  size_t capacity() const { return slots_.size(); }
+  size_t capacity() const { return capacity_; }
 
-  // The row of `key`, created on first touch. Valid until the next insertion.
+  // Rows of at least this many bytes are kept in blocks of their own.
+  static constexpr size_t kSharedRowBytes = 64 << 10;
+  bool shares_rows() const { return shares_rows_; }
+
+  // The row of `key`, created on first touch, to modify. Valid until the next
+  // insertion.
   float* FindOrInsert(Key key);
   // The row of `key`, or nullptr if it was never touched.
   const float* Find(Key key) const;
@@ -43,29 +68,66 @@ class ParameterTable {
   // rows on first touch.
   void Pull(const Key* keys, size_t count, float* out);
 
+  // The weights of `key` (created on first touch) as a view that stays
+  // unchanged after later pushes. Requires shares_rows().
+  SharedArray<const float> SharedWeights(Key key);
+
   // Calls visit(key, row) for every row, in no particular order.
   void ForEach(const std::function<void(Key, const float*)>& visit) const;
 
  private:
-  struct Slot {
-    Key key;
-    uint64_t row;  // kEmpty when free
-  };
-  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  // Marks a free slot; the key with this value has the extra slot at capacity().
+  static constexpr Key kFree = ~Key{0};
 
-  size_t SlotOf(Key key) const { return (key * 0x9E3779B97F4A7C15ULL) >> shift_; }
-  float* Row(uint64_t row) { return rows_.data() + row * row_width_; }
-  void Grow();
+  size_t SlotOf(Key key) const {
+    if (ordered_) {
+      return static_cast<size_t>((static_cast<unsigned __int128>(key - first_key_) * scale_) >>
+                                 64) & (capacity_ - 1);
+    }
+    return (key * 0x9E3779B97F4A7C15ULL) >> shift_;
+  }
+  // Slots per key of the range, times 2^64.
+  void SetScale();
+  char* SlotAt(size_t index) { return slots_.data() + index * slot_bytes_; }
+  const char* SlotAt(size_t index) const { return slots_.data() + index * slot_bytes_; }
+  Key& KeyAt(size_t index) { return *reinterpret_cast<Key*>(SlotAt(index)); }
+  Key KeyAt(size_t index) const { return *reinterpret_cast<const Key*>(SlotAt(index)); }
+  const float* Row(size_t index) const {
+    return shares_rows_ ? blocks_[index].get()
+                        : reinterpret_cast<const float*>(SlotAt(index) + sizeof(Key));
+  }
+  // The row to modify: a shared row still referenced elsewhere is copied first.
+  float* MutableRow(size_t index);
+  // The index of `key`'s slot, its row created on first touch.
+  size_t FindOrInsertIndex(Key key);
+  void CreateRow(size_t index, Key key);
+  void Allocate(size_t capacity);
+  void Grow() { Rebuild(capacity_ * 2); }
+  // Room for `more` new keys without growing. A sorted batch must land on a
+  // table sized for all of it, or in the ordered layout its first keys crowd
+  // the first slots.
+  void Reserve(size_t more);
+  void Rebuild(size_t capacity);
+  // Calls visit(i, slot index) for each key, prefetching ahead.
   template <typename Visit>
   void ForBatch(const Key* keys, size_t count, Visit visit);
 
   int weight_width_;
   int row_width_;
   Initializer initializer_;
-  std::vector<Slot> slots_;
-  int shift_;  // 64 - log2(capacity)
+  bool shares_rows_;
+  size_t slot_bytes_;  // the key, then the row unless shared; a multiple of 8
+  size_t capacity_ = 0;
+  int shift_ = 0;      // 64 - log2(capacity)
+  bool ordered_ = true;
+  uint64_t generation_ = 0;  // rebuilds so far
+  Key first_key_;
+  Key last_key_;
+  uint64_t scale_ = 0;  // ordered layout: slot = (key - first_key) * scale >> 64
   size_t size_ = 0;
-  std::vector<float> rows_;
+  bool has_free_key_ = false;
+  std::vector<char, HugePageAllocator<char>> slots_;  // capacity + 1 slots
+  std::vector<std::shared_ptr<float[]>> blocks_;      // wide rows: capacity + 1
 };
 
 }  // namespace keel

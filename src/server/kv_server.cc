@@ -1,5 +1,7 @@
 #include "server/kv_server.h"
 
+#include <algorithm>
+
 #include <glog/logging.h>
 
 #include "kv/error.h"
@@ -15,7 +17,16 @@ ParameterTable* KVServer::TableFor(uint32_t table, uint32_t width) {
   auto& slot = tables_[table];
   if (!slot) {
     const int state = optimizer_->StateWidth(static_cast<int>(width));
-    slot = std::make_unique<ParameterTable>(static_cast<int>(width), state);
+    // The table is laid out for the key range this server holds.
+    Key first = ~Key{0}, last = 0;
+    auto ranges = node_->ranges();
+    for (size_t r = 0; ranges && r < ranges->num_ranges(); ++r) {
+      if (ranges->server(r) != node_->rank()) continue;
+      first = std::min(first, ranges->begin(r));
+      last = std::max(last, ranges->last(r));
+    }
+    if (first > last) first = 0, last = ~Key{0};
+    slot = std::make_unique<ParameterTable>(static_cast<int>(width), state, nullptr, first, last);
   } else if (static_cast<uint32_t>(slot->weight_width()) != width) {
     throw MakeError("table ", table, " has rows of width ", slot->weight_width(),
                     ", the request has width ", width);
@@ -52,6 +63,10 @@ void KVServer::Handle(Message&& message) {
       } else {
         duplicates_.fetch_add(1);
       }
+    } else if (request.keys.size() == 1 && table->shares_rows()) {
+      // One long row: sent straight from the table, copied only if a push
+      // comes while it is still being sent.
+      response.frames.push_back(AsBytes(table->SharedWeights(request.keys[0])));
     } else {
       auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
       table->Pull(request.keys.data(), request.keys.size(), values.data());

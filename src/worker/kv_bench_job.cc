@@ -49,7 +49,9 @@ BenchCase Measure(KVWorker* client, const Workload& load, bool push, double seco
     }
     return client->Pull(batch, &outputs[n % slots], load.width, load.table);
   };
-  for (int i = 0; i < kWarmupRequests; ++i) client->Wait(issue(static_cast<size_t>(i)));
+  // Warm up with every batch once, so rows exist and tables have grown.
+  const size_t warmup = std::max<size_t>(kWarmupRequests, load.key_batches.size());
+  for (size_t i = 0; i < warmup; ++i) client->Wait(issue(i));
 
   const double begin = MonotonicSeconds();
   size_t issued = 0;
