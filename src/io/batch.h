@@ -1,0 +1,43 @@
+// Batch: a minibatch of examples in compressed sparse row (CSR) form.
+//
+// Row r has features indices[row_offsets[r] .. row_offsets[r + 1]) with the
+// matching values, and labels[r * label_width .. (r + 1) * label_width).
+// Feature indices are the raw indices of the data (0-based after reading),
+// not yet mixed into the key space. Dense data (CSV, dense recordIO) is
+// stored the same way, with every column present.
+#ifndef KEEL_IO_BATCH_H_
+#define KEEL_IO_BATCH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace keel {
+
+struct Batch {
+  std::vector<float> labels;
+  std::vector<uint64_t> row_offsets = {0};
+  std::vector<uint64_t> indices;
+  std::vector<float> values;
+  int label_width = 1;
+
+  size_t rows() const { return row_offsets.size() - 1; }
+  size_t nnz() const { return indices.size(); }
+  void Clear() {
+    labels.clear();
+    row_offsets.assign(1, 0);
+    indices.clear();
+    values.clear();
+  }
+  // Appends one row: its label and its features.
+  void AddRow(float label, const uint64_t* row_indices, const float* row_values, size_t count) {
+    labels.push_back(label);
+    indices.insert(indices.end(), row_indices, row_indices + count);
+    values.insert(values.end(), row_values, row_values + count);
+    row_offsets.push_back(indices.size());
+  }
+};
+
+}  // namespace keel
+
+#endif  // KEEL_IO_BATCH_H_

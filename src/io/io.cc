@@ -1,0 +1,1 @@
+// Placeholder translation unit; components add their own files here.

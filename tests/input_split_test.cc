@@ -1,0 +1,1 @@
+// Filled in with the input_split component.
