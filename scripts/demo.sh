@@ -1,7 +1,33 @@
 #!/usr/bin/env bash
-# The embedded default: a local cluster (scheduler, 2 servers, 2 workers as
-# local processes on loopback) measuring push/pull, dense and sparse.
+# The embedded default job: synthetic data from a planted model, a linear
+# learner trained on a local cluster (a scheduler, 2 servers and 2 workers as
+# local processes on loopback, checkpoints and model in a local folder), its
+# validation metrics beside the planted model's, and the test file scored with
+# `keel predict`. Extra arguments go to `keel launch`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec build/keel bench kv --servers=2 --workers=2 --mode=all --bench_seconds=1 "$@"
+
+work="${KEEL_DEMO_DIR:-/tmp/keel-demo}"
+rows="${KEEL_DEMO_ROWS:-200000}"
+features="${KEEL_DEMO_FEATURES:-20000}"
+mkdir -p "$work"
+if [ ! -f "$work/data/oracle.json" ]; then
+  build/keel datagen --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=1 \
+    --out="$work/data"
+fi
+
+build/keel launch --servers=2 --workers=2 --flagfile=configs/linear_learner.flags \
+  --train="$work/data/train" --validation="$work/data/validation" --test="$work/data/test" \
+  --model_dir="$work/model" --minloglevel=1 "$@"
+
+echo
+echo "validation metrics: learned vs planted (the best any learner can do)"
+for metric in roc_auc_score objective_loss binary_classification_accuracy; do
+  learned=$(grep -o "\"validation:$metric\": [-0-9.e]*" "$work/model/metrics.json" | awk '{print $2}')
+  oracle=$(grep -o "\"validation:$metric\": [-0-9.e]*" "$work/data/oracle.json" | awk '{print $2}')
+  printf '  %-32s %10.4f %10.4f\n' "$metric" "$learned" "$oracle"
+done
+echo
+build/keel predict --model_dir="$work/model" --data="$work/data/test" \
+  --out="$work/predictions.csv"

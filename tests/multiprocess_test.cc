@@ -126,7 +126,8 @@ TEST(MultiProcessCluster, ConcurrentPushesFromThreeWorkersSumExactly) {
   std::vector<pid_t> servers, workers;
   for (int i = 0; i < kServers; ++i) {
     servers.push_back(processes.Start({KeelBinary(), "server", "--scheduler=" + address,
-                                       "--bind=127.0.0.1", "--learning_rate=1"}));
+                                       "--bind=127.0.0.1", "--optimizer=sgd",
+                                       "--learning_rate=1"}));
   }
   for (int i = 0; i < kWorkers; ++i) {
     workers.push_back(processes.Fork([&] { return RunExactSumWorker(address); }));

@@ -3,12 +3,32 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "kv/error.h"
+#include "kv/parameter_table.h"
 
 namespace keel {
 namespace {
+
+// Hand-computed steps go through float arithmetic in the optimizer.
+constexpr double kTolerance = 1e-6;
+
+OptimizerOptions Options(const std::string& name, float learning_rate) {
+  OptimizerOptions options;
+  options.name = name;
+  options.learning_rate = learning_rate;
+  return options;
+}
+
+// A zeroed row of `width` weights with room for the optimizer's state.
+std::vector<float> NewRow(const Optimizer& optimizer, int width) {
+  return std::vector<float>(width + optimizer.StateWidth(width), 0.0f);
+}
 
 TEST(SgdOptimizer, TakesOneStepAgainstTheGradient) {
   OptimizerOptions options;
@@ -34,20 +54,421 @@ TEST(SgdOptimizer, AppliesWeightDecay) {
   EXPECT_FLOAT_EQ(row[0], 2.0f - 0.1f * (1.0f + 0.5f * 2.0f));
 }
 
-TEST(MakeOptimizer, RejectsUnknownNamesAndBadRates) {
-  OptimizerOptions options;
-  options.name = "bogus";
+TEST(SgdOptimizer, TwoStepsMatchTheHandComputation) {
+  auto sgd = MakeOptimizer(Options("sgd", 0.5f));
+  float row[2] = {1.0f, -1.0f};
+  const float first[2] = {2.0f, 0.5f};
+  const float second[2] = {-1.0f, 0.25f};
+  sgd->Update(row, first, 2);
+  sgd->Update(row, second, 2);
+  EXPECT_NEAR(row[0], 1.0 - 0.5 * 2.0 - 0.5 * -1.0, kTolerance);   // 0.5
+  EXPECT_NEAR(row[1], -1.0 - 0.5 * 0.5 - 0.5 * 0.25, kTolerance);  // -1.375
+}
+
+TEST(SgdOptimizer, TwoStepsWithL1AndL2MatchTheHandComputation) {
+  OptimizerOptions options = Options("sgd", 0.1f);
+  options.l1 = 0.2f;
+  options.l2 = 0.5f;
+  auto sgd = MakeOptimizer(options);
+  float row[3] = {1.0f, -0.5f, 0.01f};
+  const float first[3] = {2.0f, 0.1f, 0.0f};
+  const float second[3] = {-1.0f, 0.3f, 0.0f};
+  sgd->Update(row, first, 3);
+  // w - lr (g + l2 w), then shrunk towards zero by lr * l1 = 0.02.
+  EXPECT_NEAR(row[0], 1.0 - 0.1 * (2.0 + 0.5 * 1.0) - 0.02, kTolerance);    // 0.73
+  EXPECT_NEAR(row[1], -0.5 - 0.1 * (0.1 + 0.5 * -0.5) + 0.02, kTolerance);  // -0.465
+  EXPECT_EQ(row[2], 0.0f);  // 0.0095 is within the threshold: exactly zero
+  sgd->Update(row, second, 3);
+  EXPECT_NEAR(row[0], 0.73 - 0.1 * (-1.0 + 0.5 * 0.73) - 0.02, kTolerance);     // 0.7735
+  EXPECT_NEAR(row[1], -0.465 - 0.1 * (0.3 + 0.5 * -0.465) + 0.02, kTolerance);  // -0.45175
+  EXPECT_EQ(row[2], 0.0f);
+}
+
+TEST(SgdOptimizer, UpdateRowsAppliesTheStepToEveryRowOfEveryWidth) {
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  for (int width : {1, 5, 100}) {
+    for (float decay : {0.0f, 0.3f}) {
+      SCOPED_TRACE("width " + std::to_string(width) + ", l2 " + std::to_string(decay));
+      OptimizerOptions options = Options("sgd", 0.1f);
+      options.l2 = decay;
+      auto sgd = MakeOptimizer(options);
+      const size_t count = 300;
+      std::vector<float> weights(count * width), gradients(count * width);
+      for (float& w : weights) w = value(random);
+      for (float& g : gradients) g = value(random);
+      std::vector<float> expected = weights;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        expected[i] -= 0.1f * (gradients[i] + decay * expected[i]);
+      }
+      std::vector<float*> rows(count);
+      for (size_t i = 0; i < count; ++i) rows[i] = weights.data() + i * width;
+      sgd->UpdateRows(rows.data(), gradients.data(), count, width);
+      for (size_t i = 0; i < weights.size(); ++i) ASSERT_FLOAT_EQ(weights[i], expected[i]) << i;
+    }
+  }
+}
+
+TEST(SgdOptimizer, ColumnGroupsUseTheirOwnRateAndPenalties) {
+  OptimizerOptions options = Options("sgd", 0.1f);
+  options.groups.push_back({1, 3, 0.5f, 0.0f, 0.5f});
+  auto sgd = MakeOptimizer(options);
+  float row[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  const float gradient[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  sgd->Update(row, gradient, 4);
+  EXPECT_NEAR(row[0], 1.0 - 0.1 * 1.0, kTolerance);
+  EXPECT_NEAR(row[1], 1.0 - 0.5 * (1.0 + 0.5 * 1.0), kTolerance);
+  EXPECT_NEAR(row[2], 1.0 - 0.5 * (1.0 + 0.5 * 1.0), kTolerance);
+  EXPECT_NEAR(row[3], 1.0 - 0.1 * 1.0, kTolerance);
+  // A narrower row keeps the part of the group that fits, whatever width came before.
+  float narrow[2] = {1.0f, 1.0f};
+  sgd->Update(narrow, gradient, 2);
+  EXPECT_NEAR(narrow[0], 0.9, kTolerance);
+  EXPECT_NEAR(narrow[1], 0.25, kTolerance);
+  sgd->Update(row, gradient, 4);
+  EXPECT_NEAR(row[3], 0.9 - 0.1 * 1.0, kTolerance);
+}
+
+TEST(AdagradOptimizer, KeepsOneAccumulatorPerWeight) {
+  auto adagrad = MakeOptimizer(Options("adagrad", 0.1f));
+  EXPECT_STREQ(adagrad->name(), "adagrad");
+  EXPECT_EQ(adagrad->StateWidth(7), 7);
+  std::vector<float> row = NewRow(*adagrad, 2);
+  const float gradient[2] = {3.0f, -1.0f};
+  adagrad->Update(row.data(), gradient, 2);
+  EXPECT_FLOAT_EQ(row[2], 9.0f);
+  EXPECT_FLOAT_EQ(row[3], 1.0f);
+}
+
+TEST(AdagradOptimizer, TwoStepsMatchTheHandComputation) {
+  auto adagrad = MakeOptimizer(Options("adagrad", 0.1f));
+  std::vector<float> row = NewRow(*adagrad, 2);
+  row[0] = 1.0f;
+  const float first[2] = {3.0f, -1.0f};
+  const float second[2] = {4.0f, 0.0f};
+  const double epsilon = OptimizerOptions().epsilon;
+  adagrad->Update(row.data(), first, 2);
+  adagrad->Update(row.data(), second, 2);
+  // Accumulators 9 then 25, and 1 then 1.
+  EXPECT_NEAR(row[0], 1.0 - 0.1 * 3.0 / (3.0 + epsilon) - 0.1 * 4.0 / (5.0 + epsilon), kTolerance);
+  EXPECT_NEAR(row[1], 0.1 / (1.0 + epsilon), kTolerance);  // the zero gradient leaves it
+}
+
+TEST(AdagradOptimizer, TwoStepsWithL1AndL2MatchTheHandComputation) {
+  OptimizerOptions options = Options("adagrad", 0.1f);
+  options.l1 = 0.5f;
+  options.l2 = 1.0f;
+  auto adagrad = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*adagrad, 2);
+  row[0] = 1.0f;
+  row[1] = 0.01f;
+  const float first[2] = {1.0f, 0.0f};
+  const float second[2] = {0.125f, 0.0f};
+  adagrad->Update(row.data(), first, 2);
+  // g' = 1 + 1 * 1 = 2, accumulator 4, rate 0.1 / 2: 1 - 0.05 * 2, shrunk by 0.05 * 0.5.
+  EXPECT_NEAR(row[0], 0.875, kTolerance);
+  // g' = 0.01, rate 0.1 / 0.01 = 10: 0.01 - 10 * 0.01 = -0.09, within 10 * 0.5 of zero.
+  EXPECT_EQ(row[1], 0.0f);
+  adagrad->Update(row.data(), second, 2);
+  // g' = 0.125 + 0.875 = 1, accumulator 5, rate 0.1 / sqrt(5).
+  const double rate = 0.1 / std::sqrt(5.0);
+  EXPECT_NEAR(row[0], 0.875 - rate * 1.0 - rate * 0.5, kTolerance);
+  EXPECT_EQ(row[1], 0.0f);
+}
+
+TEST(AdagradOptimizer, ColumnGroupsUseTheirOwnRate) {
+  OptimizerOptions options = Options("adagrad", 0.1f);
+  options.groups.push_back({1, 2, 0.5f, 0.0f, 0.0f});
+  auto adagrad = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*adagrad, 3);
+  const float gradient[3] = {2.0f, 2.0f, 2.0f};
+  adagrad->Update(row.data(), gradient, 3);
+  // The first step moves each weight by its rate: g / sqrt(g^2) = 1.
+  EXPECT_NEAR(row[0], -0.1, kTolerance);
+  EXPECT_NEAR(row[1], -0.5, kTolerance);
+  EXPECT_NEAR(row[2], -0.1, kTolerance);
+}
+
+TEST(AdamOptimizer, KeepsTwoMomentsPerWeightAndTheRowsStepCount) {
+  auto adam = MakeOptimizer(Options("adam", 0.1f));
+  EXPECT_STREQ(adam->name(), "adam");
+  EXPECT_EQ(adam->StateWidth(3), 7);
+  std::vector<float> row = NewRow(*adam, 1);
+  std::vector<float> other = NewRow(*adam, 1);
+  const float gradient[1] = {2.0f};
+  adam->Update(row.data(), gradient, 1);
+  adam->Update(row.data(), gradient, 1);
+  adam->Update(other.data(), gradient, 1);
+  EXPECT_FLOAT_EQ(row[3], 2.0f);  // state: m, v, t
+  EXPECT_FLOAT_EQ(other[3], 1.0f);
+}
+
+TEST(AdamOptimizer, BiasCorrectionMakesTheFirstStepTheLearningRate) {
+  auto adam = MakeOptimizer(Options("adam", 0.1f));
+  std::vector<float> row = NewRow(*adam, 3);
+  const float gradient[3] = {2.0f, -0.001f, 50.0f};
+  adam->Update(row.data(), gradient, 3);
+  // mhat = g and vhat = g^2 whatever the gradient's size: each weight moves by lr.
+  EXPECT_NEAR(row[0], -0.1, kTolerance);
+  EXPECT_NEAR(row[1], 0.1, 1e-5);  // epsilon matters a little for tiny gradients
+  EXPECT_NEAR(row[2], -0.1, kTolerance);
+}
+
+// Two Adam steps on one weight, computed the long way.
+double TwoAdamSteps(const OptimizerOptions& options, double weight, double first, double second) {
+  const double beta1 = options.beta1, beta2 = options.beta2, epsilon = options.epsilon;
+  const double rate = options.learning_rate, decay = options.l2;
+  double m = 0, v = 0;
+  int t = 0;
+  for (double g : {first, second}) {
+    g += decay * weight;
+    m = beta1 * m + (1 - beta1) * g;
+    v = beta2 * v + (1 - beta2) * g * g;
+    ++t;
+    const double mhat = m / (1 - std::pow(beta1, t));
+    const double vhat = v / (1 - std::pow(beta2, t));
+    weight -= rate * mhat / (std::sqrt(vhat) + epsilon);
+  }
+  return weight;
+}
+
+TEST(AdamOptimizer, TwoStepsMatchTheHandComputation) {
+  OptimizerOptions options = Options("adam", 0.1f);
+  auto adam = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*adam, 1);
+  row[0] = 1.0f;
+  const float first[1] = {2.0f};
+  const float second[1] = {1.0f};
+  adam->Update(row.data(), first, 1);
+  adam->Update(row.data(), second, 1);
+  // m = 0.28, v = 0.004996; mhat = 0.28 / 0.19, vhat = 0.004996 / 0.001999.
+  EXPECT_NEAR(row[0], 0.9 - 0.1 * (0.28 / 0.19) / std::sqrt(0.004996 / 0.001999), 1e-5);
+  EXPECT_NEAR(row[0], TwoAdamSteps(options, 1.0, 2.0, 1.0), kTolerance);
+}
+
+TEST(AdamOptimizer, TwoStepsWithWeightDecayMatchTheHandComputation) {
+  OptimizerOptions options = Options("adam", 0.1f);
+  options.l2 = 0.5f;
+  options.beta1 = 0.8f;
+  options.beta2 = 0.99f;
+  auto adam = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*adam, 1);
+  row[0] = 1.0f;
+  const float first[1] = {2.0f};
+  const float second[1] = {-1.0f};
+  adam->Update(row.data(), first, 1);
+  adam->Update(row.data(), second, 1);
+  EXPECT_NEAR(row[0], TwoAdamSteps(options, 1.0, 2.0, -1.0), kTolerance);
+  // Without the decay the second gradient would be -1, not -1 + 0.5 * 0.9.
+  OptimizerOptions undecayed = options;
+  undecayed.l2 = 0;
+  EXPECT_GT(std::fabs(row[0] - TwoAdamSteps(undecayed, 1.0, 2.0, -1.0)), 1e-3);
+}
+
+TEST(AdamOptimizer, ColumnGroupsUseTheirOwnRate) {
+  OptimizerOptions options = Options("adam", 0.1f);
+  options.groups.push_back({0, 1, 0.01f, 0.0f, 0.0f});
+  auto adam = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*adam, 2);
+  const float gradient[2] = {1.0f, 1.0f};
+  adam->Update(row.data(), gradient, 2);
+  EXPECT_NEAR(row[0], -0.01, kTolerance);
+  EXPECT_NEAR(row[1], -0.1, kTolerance);
+}
+
+TEST(AdamOptimizer, WorksThroughAParameterTable) {
+  auto adam = MakeOptimizer(Options("adam", 0.1f));
+  ParameterTable table(2, adam->StateWidth(2));
+  const Key keys[2] = {3, 9};
+  const float gradients[4] = {1.0f, -1.0f, 0.5f, 2.0f};
+  table.Push(keys, 2, gradients, adam.get());
+  table.Push(keys, 2, gradients, adam.get());
+  std::vector<float> expected = NewRow(*adam, 2);
+  adam->Update(expected.data(), gradients + 2, 2);
+  adam->Update(expected.data(), gradients + 2, 2);
+  const float* row = table.Find(9);
+  ASSERT_NE(row, nullptr);
+  for (int i = 0; i < table.row_width(); ++i) EXPECT_EQ(row[i], expected[i]) << i;
+}
+
+TEST(FtrlOptimizer, TwoStepsMatchTheHandComputation) {
+  OptimizerOptions options = Options("ftrl", 0.5f);
+  auto ftrl = MakeOptimizer(options);
+  EXPECT_STREQ(ftrl->name(), "ftrl");
+  EXPECT_EQ(ftrl->StateWidth(3), 6);
+  std::vector<float> row = NewRow(*ftrl, 1);
+  const float first[1] = {1.0f};
+  const float second[1] = {-2.0f};
+  ftrl->Update(row.data(), first, 1);
+  // n = 1, sigma = 1 / 0.5 = 2, z = 1 - 2 * 0 = 1; w = -1 / ((1 + 1) / 0.5).
+  EXPECT_NEAR(row[0], -0.25, kTolerance);
+  EXPECT_NEAR(row[1], 1.0, kTolerance);  // z
+  EXPECT_NEAR(row[2], 1.0, kTolerance);  // n
+  ftrl->Update(row.data(), second, 1);
+  // n = 5, sigma = (sqrt(5) - 1) / 0.5, z = 1 - 2 - sigma * -0.25.
+  const double z = -1.0 + 0.25 * (std::sqrt(5.0) - 1.0) / 0.5;
+  EXPECT_NEAR(row[0], -z / ((1.0 + std::sqrt(5.0)) / 0.5), kTolerance);  // 0.0590
+  EXPECT_NEAR(row[1], z, kTolerance);
+  EXPECT_NEAR(row[2], 5.0, kTolerance);
+}
+
+TEST(FtrlOptimizer, TwoStepsWithL1AndL2MatchTheHandComputation) {
+  OptimizerOptions options = Options("ftrl", 0.5f);
+  options.l1 = 0.2f;
+  options.l2 = 1.0f;
+  options.ftrl_beta = 1.0f;
+  auto ftrl = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*ftrl, 1);
+  const float first[1] = {1.0f};
+  const float second[1] = {-2.0f};
+  ftrl->Update(row.data(), first, 1);
+  // z = 1: w = -(1 - 0.2) / ((1 + 1) / 0.5 + 1).
+  EXPECT_NEAR(row[0], -0.16, kTolerance);
+  ftrl->Update(row.data(), second, 1);
+  const double z = 1.0 - 2.0 + 0.16 * (std::sqrt(5.0) - 1.0) / 0.5;                    // -0.6045
+  EXPECT_NEAR(row[0], -(z + 0.2) / ((1.0 + std::sqrt(5.0)) / 0.5 + 1.0), kTolerance);  // 0.0541
+}
+
+TEST(FtrlOptimizer, LargeL1KeepsWeightsAtExactlyZero) {
+  OptimizerOptions options = Options("ftrl", 0.1f);
+  options.l1 = 10.0f;
+  auto ftrl = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*ftrl, 3);
+  const float gradient[3] = {3.0f, -2.0f, 0.5f};
+  for (int step = 0; step < 3; ++step) {
+    ftrl->Update(row.data(), gradient, 3);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(row[i], 0.0f) << "step " << step << ", weight " << i;
+  }
+  EXPECT_NEAR(row[3], 9.0, kTolerance);  // z still accumulates the gradient
+}
+
+TEST(FtrlOptimizer, ColumnGroupsUseTheirOwnPenalties) {
+  OptimizerOptions options = Options("ftrl", 0.5f);
+  options.groups.push_back({0, 1, 0.5f, 10.0f, 0.0f});  // a sparse linear weight
+  auto ftrl = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*ftrl, 2);
+  const float gradient[2] = {1.0f, 1.0f};
+  ftrl->Update(row.data(), gradient, 2);
+  EXPECT_EQ(row[0], 0.0f);
+  EXPECT_NEAR(row[1], -0.25, kTolerance);
+}
+
+TEST(MakeOptimizer, SelectsTheOptimizerByName) {
+  for (const char* name : {"sgd", "adagrad", "adam", "ftrl"}) {
+    EXPECT_STREQ(MakeOptimizer(Options(name, 0.1f))->name(), name);
+  }
+}
+
+TEST(MakeOptimizer, RejectsUnknownNamesListingTheKnownOnes) {
   try {
-    MakeOptimizer(options);
+    MakeOptimizer(Options("bogus", 0.1f));
     FAIL() << "an unknown optimizer was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'bogus'"), std::string::npos) << e.what();
+    const std::string message = e.what();
+    for (const char* part : {"'bogus'", "sgd", "adagrad", "adam", "ftrl"}) {
+      EXPECT_NE(message.find(part), std::string::npos) << message;
+    }
   }
-  options.name = "sgd";
-  options.learning_rate = -1;
+}
+
+TEST(MakeOptimizer, RejectsBadOptionsNamingTheFlag) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float infinity = std::numeric_limits<float>::infinity();
+  struct Case {
+    const char* flag;
+    std::function<void(OptimizerOptions&)> spoil;
+  };
+  const std::vector<Case> cases = {
+      {"--learning_rate", [](OptimizerOptions& o) { o.learning_rate = -1; }},
+      {"--learning_rate", [](OptimizerOptions& o) { o.learning_rate = 0; }},
+      {"--learning_rate", [&](OptimizerOptions& o) { o.learning_rate = nan; }},
+      {"--learning_rate", [&](OptimizerOptions& o) { o.learning_rate = infinity; }},
+      {"--l1", [](OptimizerOptions& o) { o.l1 = -0.1f; }},
+      {"--wd", [](OptimizerOptions& o) { o.l2 = -0.1f; }},
+      {"--wd", [&](OptimizerOptions& o) { o.l2 = nan; }},
+      {"--beta1", [](OptimizerOptions& o) { o.beta1 = 1.0f; }},
+      {"--beta1", [](OptimizerOptions& o) { o.beta1 = -0.5f; }},
+      {"--beta2", [](OptimizerOptions& o) { o.beta2 = 1.5f; }},
+      {"--beta2", [&](OptimizerOptions& o) { o.beta2 = nan; }},
+      {"--epsilon", [](OptimizerOptions& o) { o.epsilon = 0; }},
+      {"--ftrl_beta", [](OptimizerOptions& o) { o.ftrl_beta = -1; }},
+  };
+  for (const char* name : {"sgd", "adagrad", "adam", "ftrl"}) {
+    for (const Case& c : cases) {
+      OptimizerOptions options = Options(name, 0.1f);
+      c.spoil(options);
+      try {
+        MakeOptimizer(options);
+        ADD_FAILURE() << name << ": bad " << c.flag << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(c.flag), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+TEST(MakeOptimizer, RejectsL1ForAdam) {
+  OptimizerOptions options = Options("adam", 0.1f);
+  options.l1 = 0.1f;
   EXPECT_THROW(MakeOptimizer(options), Error);
-  options.learning_rate = std::numeric_limits<float>::quiet_NaN();
+  options.l1 = 0;
+  options.groups.push_back({0, 1, 0.1f, 0.1f, 0.0f});
   EXPECT_THROW(MakeOptimizer(options), Error);
+}
+
+TEST(MakeOptimizer, RejectsBadColumnGroups) {
+  const std::vector<std::vector<OptimizerOptions::ColumnGroup>> bad = {
+      {{2, 2, 0.1f, 0.0f, 0.0f}},                            // empty
+      {{-1, 2, 0.1f, 0.0f, 0.0f}},                           // negative column
+      {{0, 2, 0.0f, 0.0f, 0.0f}},                            // rate
+      {{0, 2, 0.1f, -1.0f, 0.0f}},                           // l1
+      {{0, 2, 0.1f, 0.0f, -1.0f}},                           // l2
+      {{0, 2, 0.1f, 0.0f, 0.0f}, {1, 3, 0.1f, 0.0f, 0.0f}},  // overlap
+  };
+  for (const auto& groups : bad) {
+    OptimizerOptions options = Options("sgd", 0.1f);
+    options.groups = groups;
+    try {
+      MakeOptimizer(options);
+      ADD_FAILURE() << "bad groups starting at column " << groups[0].begin << " were accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("column group"), std::string::npos) << e.what();
+    }
+  }
+  OptimizerOptions adjacent = Options("sgd", 0.1f);
+  adjacent.groups = {{0, 1, 0.1f, 0.0f, 0.0f}, {1, 3, 0.2f, 0.0f, 0.0f}};
+  EXPECT_NO_THROW(MakeOptimizer(adjacent));
+}
+
+TEST(MakeOptimizer, BatchedUpdatesEqualOneRowAtATime) {
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  const int width = 3;
+  const size_t count = 10;
+  for (const char* name : {"sgd", "adagrad", "adam", "ftrl"}) {
+    SCOPED_TRACE(name);
+    OptimizerOptions options = Options(name, 0.1f);
+    options.l2 = 0.1f;
+    if (std::string(name) != "adam") options.l1 = 0.01f;
+    options.groups.push_back({1, 2, 0.2f, 0.0f, 0.0f});
+    auto batched = MakeOptimizer(options);
+    auto single = MakeOptimizer(options);
+    const size_t row_width = width + batched->StateWidth(width);
+    std::vector<float> batched_rows(count * row_width, 0.0f);
+    for (size_t i = 0; i < count; ++i) batched_rows[i * row_width] = value(random);
+    std::vector<float> single_rows = batched_rows;
+    std::vector<float> gradients(count * width);
+    std::vector<float*> rows(count);
+    for (size_t i = 0; i < count; ++i) rows[i] = batched_rows.data() + i * row_width;
+    for (int step = 0; step < 2; ++step) {
+      for (float& g : gradients) g = value(random);
+      batched->UpdateRows(rows.data(), gradients.data(), count, width);
+      for (size_t i = 0; i < count; ++i) {
+        single->Update(single_rows.data() + i * row_width, gradients.data() + i * width, width);
+      }
+    }
+    EXPECT_EQ(batched_rows, single_rows);
+  }
 }
 
 }  // namespace

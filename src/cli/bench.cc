@@ -317,7 +317,7 @@ int BenchKV() {
                         "--inflight=" + std::to_string(FLAGS_inflight),
                         std::string("--small=") + (FLAGS_small ? "true" : "false"),
                         // Tiny steps keep the pushed rows finite however long it runs.
-                        "--learning_rate=1e-9",
+                        "--optimizer=sgd", "--learning_rate=1e-9",
                         "--minloglevel=1"};
   const int status = RunLocalCluster(cluster);
   std::vector<std::vector<BenchCase>> per_worker;

@@ -27,6 +27,7 @@ DEFINE_string(advertise, "",
               "host other nodes use to reach this one (default: the local address that "
               "routes to the scheduler)");
 DEFINE_int32(port, 0, "port to listen on (0: any free port)");
+DEFINE_int32(rank, -1, "server/worker: the rank to take (-1: any free rank)");
 DEFINE_double(register_timeout, 30, "seconds to wait for the scheduler's cluster view");
 DEFINE_double(heartbeat_interval, 1, "seconds between heartbeats to the scheduler");
 DEFINE_double(scheduler_timeout, 60,
@@ -39,13 +40,13 @@ DEFINE_double(heartbeat_timeout, 10, "seconds of silence after which a node is r
 DEFINE_string(port_file, "", "scheduler: write the port it listens on to this file");
 
 // Server.
-DEFINE_string(optimizer, "sgd", "server-side optimizer: sgd");
+DEFINE_string(optimizer, "adam", "server-side optimizer: sgd, adagrad, adam or ftrl");
 DEFINE_double(learning_rate, 0.01, "optimizer learning rate");
 DEFINE_double(wd, 0, "L2 weight decay");
 DEFINE_double(l1, 0, "L1 penalty");
 
 // Worker.
-DEFINE_string(job, "", "worker job: kv_bench");
+DEFINE_string(job, "", "worker job: linear_learner, factorization_machines or kv_bench");
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
 
 // Launch and bench.
@@ -75,6 +76,8 @@ const char kUsage[] =
     "  server --scheduler HOST:P                            run a parameter server\n"
     "  worker --scheduler HOST:P --job JOB                  run a worker\n"
     "  launch --servers S --workers W [job flags]           run a local cluster\n"
+    "  predict --model_dir D --data F --out P               score a file with a trained model\n"
+    "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
     "  bench kv|zmq [flags]                                 measure push/pull throughput\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
@@ -97,6 +100,7 @@ NodeOptions NodeFlags(proto::Role role) {
   options.advertise_host = FLAGS_advertise;
   options.register_timeout_s = FLAGS_register_timeout;
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
+  options.rank = FLAGS_rank;
   if (options.heartbeat_interval_s <= 0) throw MakeError("--heartbeat_interval must be positive");
   return options;
 }
@@ -138,7 +142,7 @@ int RunServer() {
   optimizer.l2 = static_cast<float>(FLAGS_wd);
   optimizer.l1 = static_cast<float>(FLAGS_l1);
   Node node(NodeFlags(proto::SERVER));
-  KVServer server(&node, optimizer);
+  KVServer server(&node, optimizer, JobTablesFromFlags());
   node.Start();
   while (!node.WaitForShutdown(1.0)) {
     if (node.SecondsSinceScheduler() > FLAGS_scheduler_timeout) {
@@ -208,19 +212,30 @@ KVBenchOptions BenchFlags() {
 namespace {
 
 int RunWorker() {
-  if (FLAGS_job != "kv_bench") {
-    throw MakeError("--job '", FLAGS_job, "' is not a job this worker runs (kv_bench)");
+  const bool training = IsTrainingJob(FLAGS_job);
+  if (!training && FLAGS_job != "kv_bench") {
+    throw MakeError("--job '", FLAGS_job,
+                    "' is not linear_learner, factorization_machines or kv_bench");
   }
-  const KVBenchOptions bench = BenchFlags();
-  if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
+  KVBenchOptions bench;
+  if (training) {
+    JobTablesFromFlags();  // check the hyperparameters before joining
+  } else {
+    bench = BenchFlags();
+    if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
+  }
   Node node(NodeFlags(proto::WORKER));
   KVWorker client(&node);
   node.Start();
   std::string error;
   try {
-    const auto cases = RunKVBench(&node, &client, bench);
-    WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node.rank()) + ".tsv",
-                        FormatBenchCases(cases));
+    if (training) {
+      RunTraining(&node, &client);
+    } else {
+      const auto cases = RunKVBench(&node, &client, bench);
+      WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node.rank()) + ".tsv",
+                          FormatBenchCases(cases));
+    }
   } catch (const Error& e) {
     error = e.what();
     LOG(ERROR) << "worker " << node.rank() << ": " << error;
@@ -235,7 +250,7 @@ int RunWorker() {
 bool IsLaunchFlag(const std::string& arg) {
   static const std::set<std::string> kLaunchFlags = {"servers", "workers", "timeout", "scheduler",
                                                      "num_servers", "num_workers", "bind",
-                                                     "port", "port_file", "advertise"};
+                                                     "port", "port_file", "advertise", "rank"};
   if (arg.rfind("--", 0) != 0) return false;
   const std::string name = arg.substr(2, arg.find('=') - 2);
   return kLaunchFlags.count(name) > 0;
@@ -271,9 +286,13 @@ int RunLocalCluster(const LocalCluster& cluster) {
     char folder[] = "/tmp/keel-launch-XXXXXX";
     if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
     const std::string port_file = std::string(folder) + "/scheduler.port";
-    group.Spawn("scheduler", {self, "scheduler", "--bind=127.0.0.1", "--port_file=" + port_file,
-                              "--num_servers=" + std::to_string(cluster.servers),
-                              "--num_workers=" + std::to_string(cluster.workers)});
+    std::vector<std::string> argv = {self, "scheduler", "--bind=127.0.0.1",
+                                     "--port_file=" + port_file,
+                                     "--num_servers=" + std::to_string(cluster.servers),
+                                     "--num_workers=" + std::to_string(cluster.workers)};
+    // The job's flags too: logging flags apply, the rest are ignored.
+    argv.insert(argv.end(), cluster.role_flags.begin(), cluster.role_flags.end());
+    group.Spawn("scheduler", argv);
     std::string port;
     const bool started = group.Pump(15, [&] {
       std::ifstream in(port_file);
@@ -290,12 +309,12 @@ int RunLocalCluster(const LocalCluster& cluster) {
   std::vector<std::string> common = {"--scheduler=" + scheduler, "--bind=127.0.0.1"};
   common.insert(common.end(), cluster.role_flags.begin(), cluster.role_flags.end());
   for (int i = 0; i < cluster.servers; ++i) {
-    std::vector<std::string> argv = {self, "server"};
+    std::vector<std::string> argv = {self, "server", "--rank=" + std::to_string(i)};
     argv.insert(argv.end(), common.begin(), common.end());
     group.Spawn("server " + std::to_string(i), argv);
   }
   for (int i = 0; i < cluster.workers; ++i) {
-    std::vector<std::string> argv = {self, "worker"};
+    std::vector<std::string> argv = {self, "worker", "--rank=" + std::to_string(i)};
     argv.insert(argv.end(), common.begin(), common.end());
     group.Spawn("worker " + std::to_string(i), argv);
   }
@@ -344,6 +363,8 @@ int RunCommandLine(int argc, char** argv) {
     if (command == "worker") return RunWorker();
     if (command == "launch") return RunLaunch(args);
     if (command == "bench") return RunBench(subcommand);
+    if (command == "predict") return RunPredict();
+    if (command == "datagen") return RunDatagen();
     std::cerr << "keel: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const Error& e) {

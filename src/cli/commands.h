@@ -2,9 +2,14 @@
 #ifndef KEEL_CLI_COMMANDS_H_
 #define KEEL_CLI_COMMANDS_H_
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "server/kv_server.h"
 #include "worker/kv_bench_job.h"
 
 namespace keel {
@@ -31,6 +36,15 @@ KVBenchOptions BenchFlags();
 
 // `keel bench kv` and `keel bench zmq`.
 int RunBench(const std::string& what);
+
+// The training jobs (job_commands.cc).
+bool IsTrainingJob(const std::string& job);
+// The servers' tables for --job (none for jobs that are not training jobs).
+std::map<uint32_t, TableSpec> JobTablesFromFlags();
+// Runs the training job the flags describe on a started worker node.
+int RunTraining(Node* node, KVWorker* client);
+int RunPredict();
+int RunDatagen();
 
 // "keel 0.1.0 (cuda: compiled|not compiled ...)".
 std::string VersionText();

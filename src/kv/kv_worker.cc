@@ -1,5 +1,6 @@
 #include "kv/kv_worker.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -117,6 +118,8 @@ void KVWorker::OnResponse(Message&& message) {
   Request& request = requests_[part->second.handle];
   if (!meta.error().empty()) {
     request.error = "server node " + std::to_string(meta.sender()) + ": " + meta.error();
+  } else if (meta.command() == proto::DUMP) {
+    request.dumped.push_back(std::move(message));
   } else if (meta.command() == proto::PULL) {
     const size_t expected = part->second.value_count * sizeof(float);
     if (message.frames.size() != 1 || message.frames[0].size() != expected) {
@@ -130,6 +133,75 @@ void KVWorker::OnResponse(Message&& message) {
   }
   parts_.erase(part);
   if (--request.unanswered == 0) answered_.notify_all();
+}
+
+void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
+                    double timeout_s) {
+  CheckWidth(width);
+  auto view = node_->view();
+  if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
+  std::vector<int> servers;
+  for (const auto& node : view->nodes()) {
+    if (node.role() == proto::SERVER) servers.push_back(node.id());
+  }
+  std::vector<std::pair<int, Message>> outgoing;
+  Handle handle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handle = ++next_handle_;
+    Request& request = requests_[handle];
+    for (int server : servers) {
+      Message message;
+      message.meta.set_command(proto::DUMP);
+      message.meta.set_sequence(node_->NextSequence());
+      message.meta.set_value_width(width);
+      message.meta.set_table(table);
+      parts_[message.meta.sequence()] = Part{handle, 0, 0};
+      ++request.unanswered;
+      outgoing.emplace_back(server, std::move(message));
+    }
+    request.parts = request.unanswered;
+  }
+  for (auto& [server, message] : outgoing) node_->Send(server, message);
+
+  std::vector<Message> dumped;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    Request& request = requests_[handle];
+    if (!answered_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                            [&] { return request.unanswered == 0; })) {
+      throw MakeError("dump of table ", table, ": ", request.unanswered,
+                      " server(s) did not answer within ", timeout_s, " s");
+    }
+    const std::string error = std::move(request.error);
+    dumped = std::move(request.dumped);
+    requests_.erase(handle);
+    if (!error.empty()) throw MakeError("dump of table ", table, " failed: ", error);
+  }
+  std::vector<std::pair<Key, size_t>> order;  // key, index into rows
+  std::vector<const float*> rows;
+  std::vector<SharedArray<const float>> alive;  // what rows point into
+  for (const Message& message : dumped) {
+    if (message.frames.size() != 2) throw MakeError("malformed dump response");
+    auto part_keys = message.frames[0].As<const Key>();
+    auto part_values = message.frames[1].As<const float>();
+    if (part_values.size() != part_keys.size() * static_cast<size_t>(width)) {
+      throw MakeError("malformed dump response: ", part_keys.size(), " keys, ",
+                      part_values.size(), " values");
+    }
+    for (size_t i = 0; i < part_keys.size(); ++i) {
+      order.emplace_back(part_keys[i], rows.size());
+      rows.push_back(part_values.data() + i * width);
+    }
+    alive.push_back(part_values);
+  }
+  std::sort(order.begin(), order.end());
+  keys->resize(order.size());
+  values->resize(order.size() * width);
+  for (size_t i = 0; i < order.size(); ++i) {
+    (*keys)[i] = order[i].first;
+    std::memcpy(values->data() + i * width, rows[order[i].second], sizeof(float) * width);
+  }
 }
 
 void KVWorker::Wait(Handle handle, double timeout_s) {

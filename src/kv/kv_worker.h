@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kv/keys.h"
 #include "kv/node.h"
@@ -45,6 +46,11 @@ class KVWorker {
   Handle Pull(const SharedArray<const Key>& keys, SharedArray<float>* values, int width,
               uint32_t table = 0);
 
+  // Reads every row of table `table` from every server: `keys` sorted, and
+  // `values` keys->size() x width. Blocks; throws Error as Wait does.
+  void Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
+            double timeout_s = 600);
+
   // Blocks until the request completes. Throws Error if a server refused it
   // (the server's reason is in the message) or `timeout_s` passes.
   void Wait(Handle handle, double timeout_s = 600);
@@ -57,6 +63,7 @@ class KVWorker {
     int unanswered = 0;
     SharedArray<float>* out = nullptr;  // Pull: destination of the values
     int parts = 0;
+    std::vector<Message> dumped;  // Dump: the servers' responses
     std::string error;
   };
   struct Part {

@@ -54,8 +54,19 @@ Message Decode(std::vector<zmq::message_t>&& frames) {
 DataRequest ParseDataRequest(const Message& message) {
   const proto::Meta& meta = message.meta;
   const bool push = meta.command() == proto::PUSH;
-  if (!push && meta.command() != proto::PULL) {
+  const bool dump = meta.command() == proto::DUMP;
+  if (!push && !dump && meta.command() != proto::PULL) {
     throw MakeError("unknown data command ", static_cast<int>(meta.command()));
+  }
+  if (dump) {
+    if (!message.frames.empty()) throw MakeError("DUMP takes no data frames");
+    if (meta.value_width() == 0 || meta.value_width() > kMaxValueWidth) {
+      throw MakeError("value_width ", meta.value_width(), " is outside 1..", kMaxValueWidth);
+    }
+    DataRequest request;
+    request.width = meta.value_width();
+    request.table = meta.table();
+    return request;
   }
   const size_t expected_frames = push ? 2 : 1;
   if (message.frames.size() != expected_frames) {

@@ -51,8 +51,8 @@ struct DataRequest {
   uint32_t table = 0;
 };
 
-// Checks a PUSH or PULL request: known command, frame count, frame sizes that
-// match key_count and value_width, keys sorted strictly ascending. Throws
+// Checks a PUSH, PULL or DUMP request: known command, frame count, frame sizes
+// that match key_count and value_width, keys sorted strictly ascending. Throws
 // Error naming the first problem found.
 DataRequest ParseDataRequest(const Message& message);
 

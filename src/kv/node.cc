@@ -51,6 +51,7 @@ void Node::Start() {
   Message request = Control(proto::REGISTER);
   request.meta.mutable_node()->set_role(options_.role);
   request.meta.mutable_node()->set_address(van_->address());
+  request.meta.mutable_node()->set_rank(options_.rank);
   SendToScheduler(request);
 
   std::unique_lock<std::mutex> lock(mutex_);
@@ -164,6 +165,7 @@ uint64_t Node::malformed_messages() const { return van_ ? van_->malformed_messag
 void Node::OnMessage(Message&& message) {
   const proto::Meta& meta = message.meta;
   const bool control = meta.command() >= proto::REGISTER && meta.command() <= proto::SHUTDOWN;
+  static_assert(proto::SHUTDOWN < proto::PUSH, "control commands come before data commands");
   if (!control) {  // data, or unknown: the data handler answers it
     if (meta.epoch() > epoch_) {
       // The sender knows a newer view (perhaps one naming the sender itself):

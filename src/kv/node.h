@@ -45,6 +45,8 @@ struct NodeOptions {
   // Host peers use to reach this node; empty: the local address that routes
   // to the scheduler.
   std::string advertise_host;
+  // The rank to ask for (-1: any free rank).
+  int rank = -1;
   // How long Start waits for the scheduler's view.
   double register_timeout_s = 30;
   double heartbeat_interval_s = 1;

@@ -1,14 +1,41 @@
 #include "kv/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kv/error.h"
 
 namespace keel {
+namespace {
 
-void SgdOptimizer::Update(float* __restrict row, const float* __restrict gradient, int width) {
-  const float rate = options_.learning_rate;
-  const float decay = options_.l2;
+// Moves `weight` towards zero by `threshold`, to exactly zero if it would
+// cross it. A threshold of zero leaves the weight as it is (NaN included).
+inline float SoftThreshold(float weight, float threshold) {
+  return std::fabs(weight) <= threshold && threshold > 0.0f
+             ? 0.0f
+             : weight - std::copysign(threshold, weight);
+}
+
+void CheckPositive(float value, const std::string& what) {
+  if (!std::isfinite(value) || value <= 0) {
+    throw MakeError(what, "=", value, ": must be a positive finite number");
+  }
+}
+
+void CheckNonNegative(float value, const std::string& what) {
+  if (!std::isfinite(value) || value < 0) {
+    throw MakeError(what, "=", value, ": must be a non-negative finite number");
+  }
+}
+
+void CheckDecay(float value, const std::string& what) {
+  if (!(value >= 0 && value < 1)) throw MakeError(what, "=", value, ": must be in [0, 1)");
+}
+
+// SGD with one rate and L2 penalty for every column and no L1 penalty.
+// __restrict lets long rows vectorize.
+inline void SgdStep(float* __restrict row, const float* __restrict gradient, int width, float rate,
+                    float decay) {
   if (decay == 0.0f) {
     for (int i = 0; i < width; ++i) row[i] -= rate * gradient[i];
   } else {
@@ -16,12 +43,156 @@ void SgdOptimizer::Update(float* __restrict row, const float* __restrict gradien
   }
 }
 
+// SGD with each column's own rate and penalties.
+inline void SgdColumnStep(float* __restrict row, const float* __restrict gradient, int width,
+                          const ColumnSettings& columns) {
+  const float* rate = columns.learning_rate.data();
+  const float* l1 = columns.l1.data();
+  const float* l2 = columns.l2.data();
+  for (int i = 0; i < width; ++i) {
+    const float weight = row[i] - rate[i] * (gradient[i] + l2[i] * row[i]);
+    row[i] = SoftThreshold(weight, rate[i] * l1[i]);
+  }
+}
+
+// Row layout: weights, then one accumulator per weight.
+inline void AdagradStep(float* __restrict row, const float* __restrict gradient, int width,
+                        const ColumnSettings& columns, float epsilon) {
+  float* __restrict accumulator = row + width;
+  const float* rate = columns.learning_rate.data();
+  const float* l1 = columns.l1.data();
+  const float* l2 = columns.l2.data();
+  for (int i = 0; i < width; ++i) {
+    const float g = gradient[i] + l2[i] * row[i];
+    accumulator[i] += g * g;
+    const float step = rate[i] / (std::sqrt(accumulator[i]) + epsilon);
+    row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
+  }
+}
+
+// Row layout: weights, first moments, second moments, step count.
+inline void AdamStep(float* __restrict row, const float* __restrict gradient, int width,
+                     const ColumnSettings& columns, float beta1, float beta2, float epsilon) {
+  float* __restrict first_moment = row + width;
+  float* __restrict second_moment = first_moment + width;
+  float& steps = second_moment[width];
+  // Exact up to 2^24 steps; past that, the bias correction is 1 anyway.
+  steps += 1.0f;
+  const float first_correction = static_cast<float>(1.0 / (1.0 - std::pow(double{beta1}, steps)));
+  const float second_correction = static_cast<float>(1.0 / (1.0 - std::pow(double{beta2}, steps)));
+  const float* rate = columns.learning_rate.data();
+  const float* l2 = columns.l2.data();
+  for (int i = 0; i < width; ++i) {
+    const float g = gradient[i] + l2[i] * row[i];
+    first_moment[i] = beta1 * first_moment[i] + (1.0f - beta1) * g;
+    second_moment[i] = beta2 * second_moment[i] + (1.0f - beta2) * g * g;
+    row[i] -= rate[i] * (first_moment[i] * first_correction) /
+              (std::sqrt(second_moment[i] * second_correction) + epsilon);
+  }
+}
+
+// Row layout: weights, z, n.
+inline void FtrlStep(float* __restrict row, const float* __restrict gradient, int width,
+                     const ColumnSettings& columns, float beta) {
+  float* __restrict z = row + width;
+  float* __restrict n = z + width;
+  const float* alpha = columns.learning_rate.data();
+  const float* l1 = columns.l1.data();
+  const float* l2 = columns.l2.data();
+  for (int i = 0; i < width; ++i) {
+    const float g = gradient[i];
+    const float old_root = std::sqrt(n[i]);
+    n[i] += g * g;
+    const float new_root = std::sqrt(n[i]);
+    const float sigma = (new_root - old_root) / alpha[i];
+    z[i] += g - sigma * row[i];
+    row[i] = std::fabs(z[i]) <= l1[i]
+                 ? 0.0f
+                 : -(z[i] - std::copysign(l1[i], z[i])) / ((beta + new_root) / alpha[i] + l2[i]);
+  }
+}
+
+}  // namespace
+
+void ValidateOptimizerOptions(const OptimizerOptions& options) {
+  CheckPositive(options.learning_rate, "--learning_rate");
+  CheckNonNegative(options.l1, "--l1");
+  CheckNonNegative(options.l2, "--wd");
+  CheckDecay(options.beta1, "--beta1");
+  CheckDecay(options.beta2, "--beta2");
+  CheckPositive(options.epsilon, "--epsilon");
+  CheckPositive(options.ftrl_beta, "--ftrl_beta");
+  const bool adam = options.name == "adam";
+  if (adam && options.l1 != 0) {
+    throw MakeError("--l1=", options.l1,
+                    ": the adam optimizer has no L1 penalty (sgd, adagrad and ftrl have)");
+  }
+  const auto& groups = options.groups;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const OptimizerOptions::ColumnGroup& group = groups[g];
+    const std::string where = "optimizer column group " + std::to_string(g) + " [" +
+                              std::to_string(group.begin) + ", " + std::to_string(group.end) + ")";
+    if (group.begin < 0 || group.end <= group.begin) {
+      throw MakeError(where, ": columns must satisfy 0 <= begin < end");
+    }
+    CheckPositive(group.learning_rate, where + ": learning rate");
+    CheckNonNegative(group.l1, where + ": l1");
+    CheckNonNegative(group.l2, where + ": l2");
+    if (adam && group.l1 != 0) {
+      throw MakeError(where, ": l1=", group.l1, ": the adam optimizer has no L1 penalty");
+    }
+    for (size_t other = 0; other < g; ++other) {
+      if (group.begin < groups[other].end && groups[other].begin < group.end) {
+        throw MakeError(where, " overlaps optimizer column group ", other, " [",
+                        groups[other].begin, ", ", groups[other].end, ")");
+      }
+    }
+  }
+}
+
+void ColumnSettingsCache::Resolve(int width) {
+  auto found = by_width_.find(width);
+  if (found == by_width_.end()) {
+    const size_t columns = static_cast<size_t>(std::max(width, 0));
+    ColumnSettings settings;
+    settings.learning_rate.assign(columns, options_.learning_rate);
+    settings.l1.assign(columns, options_.l1);
+    settings.l2.assign(columns, options_.l2);
+    for (const OptimizerOptions::ColumnGroup& group : options_.groups) {
+      const int begin = std::max(group.begin, 0);
+      const int end = std::min(group.end, width);
+      for (int c = begin; c < end; ++c) {
+        settings.learning_rate[c] = group.learning_rate;
+        settings.l1[c] = group.l1;
+        settings.l2[c] = group.l2;
+        settings.uniform = false;
+      }
+    }
+    found = by_width_.emplace(width, std::move(settings)).first;
+  }
+  last_width_ = width;
+  last_ = &found->second;
+}
+
 void Optimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
   for (size_t i = 0; i < count; ++i) Update(rows[i], gradients + i * width, width);
 }
 
-void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count,
-                              int width) {
+SgdOptimizer::SgdOptimizer(const OptimizerOptions& options) : options_(options), columns_(options) {
+  ValidateOptimizerOptions(options);
+}
+
+void SgdOptimizer::Update(float* row, const float* gradient, int width) {
+  UpdateRows(&row, gradient, 1, width);
+}
+
+void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
+  const ColumnSettings& columns = columns_.For(width);
+  if (!columns.uniform || options_.l1 != 0.0f) {
+    for (size_t i = 0; i < count; ++i)
+      SgdColumnStep(rows[i], gradients + i * width, width, columns);
+    return;
+  }
   const float rate = options_.learning_rate;
   const float decay = options_.l2;
   if (width == 1 && decay == 0.0f) {
@@ -29,7 +200,7 @@ void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t
     return;
   }
   if (width > 64) {  // long rows: the vectorized loop pays
-    for (size_t i = 0; i < count; ++i) Update(rows[i], gradients + i * width, width);
+    for (size_t i = 0; i < count; ++i) SgdStep(rows[i], gradients + i * width, width, rate, decay);
     return;
   }
   for (size_t i = 0; i < count; ++i) {
@@ -39,16 +210,66 @@ void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t
   }
 }
 
+AdagradOptimizer::AdagradOptimizer(const OptimizerOptions& options)
+    : options_(options), columns_(options) {
+  ValidateOptimizerOptions(options);
+}
+
+void AdagradOptimizer::Update(float* row, const float* gradient, int width) {
+  AdagradStep(row, gradient, width, columns_.For(width), options_.epsilon);
+}
+
+void AdagradOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count,
+                                  int width) {
+  const ColumnSettings& columns = columns_.For(width);
+  for (size_t i = 0; i < count; ++i) {
+    AdagradStep(rows[i], gradients + i * width, width, columns, options_.epsilon);
+  }
+}
+
+AdamOptimizer::AdamOptimizer(const OptimizerOptions& options)
+    : options_(options), columns_(options) {
+  ValidateOptimizerOptions(options);
+}
+
+void AdamOptimizer::Update(float* row, const float* gradient, int width) {
+  AdamStep(row, gradient, width, columns_.For(width), options_.beta1, options_.beta2,
+           options_.epsilon);
+}
+
+void AdamOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count,
+                               int width) {
+  const ColumnSettings& columns = columns_.For(width);
+  for (size_t i = 0; i < count; ++i) {
+    AdamStep(rows[i], gradients + i * width, width, columns, options_.beta1, options_.beta2,
+             options_.epsilon);
+  }
+}
+
+FtrlOptimizer::FtrlOptimizer(const OptimizerOptions& options)
+    : options_(options), columns_(options) {
+  ValidateOptimizerOptions(options);
+}
+
+void FtrlOptimizer::Update(float* row, const float* gradient, int width) {
+  FtrlStep(row, gradient, width, columns_.For(width), options_.ftrl_beta);
+}
+
+void FtrlOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count,
+                               int width) {
+  const ColumnSettings& columns = columns_.For(width);
+  for (size_t i = 0; i < count; ++i) {
+    FtrlStep(rows[i], gradients + i * width, width, columns, options_.ftrl_beta);
+  }
+}
+
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
-  if (!std::isfinite(options.learning_rate) || options.learning_rate <= 0) {
-    throw MakeError("learning rate ", options.learning_rate, " is not a positive number");
-  }
-  if (options.l2 < 0 || options.l1 < 0) {
-    throw MakeError("l1 and l2 penalties must not be negative (l1 ", options.l1, ", l2 ",
-                    options.l2, ")");
-  }
   if (options.name == "sgd") return std::make_unique<SgdOptimizer>(options);
-  throw MakeError("unknown optimizer '", options.name, "' (--optimizer): expected sgd");
+  if (options.name == "adagrad") return std::make_unique<AdagradOptimizer>(options);
+  if (options.name == "adam") return std::make_unique<AdamOptimizer>(options);
+  if (options.name == "ftrl") return std::make_unique<FtrlOptimizer>(options);
+  throw MakeError("unknown optimizer '", options.name,
+                  "' (--optimizer): expected sgd, adagrad, adam or ftrl");
 }
 
 }  // namespace keel

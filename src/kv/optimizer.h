@@ -3,20 +3,77 @@
 // A row in a ParameterTable holds the weights followed by the optimizer's own
 // state (none for SGD; accumulators for Adagrad, Adam, FTRL). The server owns
 // the optimizer; workers only push gradients.
+//
+// Each column of a row has a learning rate and L1/L2 penalties: those of the
+// column group that holds it (OptimizerOptions::groups), else the options' own.
+// A factorization machine, for one, gives its linear weight (column 0) and its
+// factors (columns 1..k) different rates and weight decay.
 #ifndef KEEL_KV_OPTIMIZER_H_
 #define KEEL_KV_OPTIMIZER_H_
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace keel {
 
 struct OptimizerOptions {
-  std::string name = "sgd";
-  float learning_rate = 0.01f;
-  float l1 = 0.0f;  // L1 penalty, for the optimizers that support it
-  float l2 = 0.0f;  // L2 penalty (weight decay)
+  // Columns [begin, end) of every row, with their own rate and penalties.
+  // Columns past a row's width are ignored. Groups must not overlap.
+  struct ColumnGroup {
+    int begin = 0;
+    int end = 0;
+    float learning_rate = 0.01f;
+    float l1 = 0.0f;
+    float l2 = 0.0f;
+  };
+
+  std::string name = "sgd";     // "sgd", "adagrad", "adam" or "ftrl"
+  float learning_rate = 0.01f;  // FTRL's alpha
+  float l1 = 0.0f;              // L1 penalty (not supported by adam)
+  float l2 = 0.0f;              // L2 penalty (weight decay)
+  float beta1 = 0.9f;           // adam: decay of the first moment
+  float beta2 = 0.999f;         // adam: decay of the second moment
+  float epsilon = 1e-8f;        // adagrad, adam: added to the denominator
+  float ftrl_beta = 1.0f;       // ftrl: beta of the per-coordinate rate
+  std::vector<ColumnGroup> groups;
+};
+
+// Throws Error, naming the flag (--learning_rate, --l1, --wd, --beta1, ...),
+// unless every rate is positive and finite, every penalty non-negative and
+// finite, beta1 and beta2 in [0, 1), epsilon and ftrl_beta positive and
+// finite, the groups non-empty, at non-negative columns and disjoint, and no
+// L1 penalty is asked of adam. Does not check that the name is known.
+void ValidateOptimizerOptions(const OptimizerOptions& options);
+
+// The learning rate and penalties of each column of rows of one width.
+struct ColumnSettings {
+  // True if no group touches the row: every column has the options' own values.
+  bool uniform = true;
+  std::vector<float> learning_rate;  // one per column
+  std::vector<float> l1;
+  std::vector<float> l2;
+};
+
+// ColumnSettings per row width, resolved from the options on the first use of
+// each width. Not synchronized.
+class ColumnSettingsCache {
+ public:
+  explicit ColumnSettingsCache(const OptimizerOptions& options) : options_(options) {}
+  const ColumnSettings& For(int width) {
+    if (width != last_width_) Resolve(width);
+    return *last_;
+  }
+
+ private:
+  void Resolve(int width);
+
+  OptimizerOptions options_;
+  int last_width_ = -1;
+  const ColumnSettings* last_ = nullptr;
+  std::map<int, ColumnSettings> by_width_;
 };
 
 // Not synchronized: a server applies updates from one thread.
@@ -34,10 +91,14 @@ class Optimizer {
   virtual void UpdateRows(float* const* rows, const float* gradients, size_t count, int width);
 };
 
-// Plain stochastic gradient descent: w -= lr * (g + l2 * w).
-class SgdOptimizer : public Optimizer {
+// The constructors below throw Error for options ValidateOptimizerOptions
+// rejects. In their formulas lr, l1 and l2 are the column's own (see above).
+
+// Stochastic gradient descent: w -= lr * (g + l2 * w), then the L1 penalty by
+// soft-thresholding: w = sign(w) * max(0, |w| - lr * l1). No state.
+class SgdOptimizer final : public Optimizer {
  public:
-  explicit SgdOptimizer(const OptimizerOptions& options) : options_(options) {}
+  explicit SgdOptimizer(const OptimizerOptions& options);
   const char* name() const override { return "sgd"; }
   int StateWidth(int /*weight_width*/) const override { return 0; }
   void Update(float* row, const float* gradient, int width) override;
@@ -45,10 +106,64 @@ class SgdOptimizer : public Optimizer {
 
  private:
   OptimizerOptions options_;
+  ColumnSettingsCache columns_;
 };
 
-// The optimizer `options.name` names. Throws Error for an unknown name or a
-// learning rate that is not positive and finite.
+// Adagrad: g' = g + l2 * w; a += g'^2; w -= lr * g' / (sqrt(a) + epsilon),
+// then L1 soft-thresholding with the coordinate's rate lr / (sqrt(a) +
+// epsilon). State: the accumulators a, one per weight.
+class AdagradOptimizer final : public Optimizer {
+ public:
+  explicit AdagradOptimizer(const OptimizerOptions& options);
+  const char* name() const override { return "adagrad"; }
+  int StateWidth(int weight_width) const override { return weight_width; }
+  void Update(float* row, const float* gradient, int width) override;
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
+
+ private:
+  OptimizerOptions options_;
+  ColumnSettingsCache columns_;
+};
+
+// Adam (Kingma and Ba, 2015): g' = g + l2 * w; m = beta1 m + (1 - beta1) g';
+// v = beta2 v + (1 - beta2) g'^2; w -= lr * mhat / (sqrt(vhat) + epsilon), with
+// mhat = m / (1 - beta1^t), vhat = v / (1 - beta2^t) and t the number of
+// updates of the row so far, this one included. State: m (one per weight),
+// v (one per weight), then t.
+class AdamOptimizer final : public Optimizer {
+ public:
+  explicit AdamOptimizer(const OptimizerOptions& options);
+  const char* name() const override { return "adam"; }
+  int StateWidth(int weight_width) const override { return 2 * weight_width + 1; }
+  void Update(float* row, const float* gradient, int width) override;
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
+
+ private:
+  OptimizerOptions options_;
+  ColumnSettingsCache columns_;
+};
+
+// FTRL-proximal (McMahan et al., 2013), alpha = lr, beta = ftrl_beta,
+// lambda1 = l1, lambda2 = l2: sigma = (sqrt(n + g^2) - sqrt(n)) / alpha;
+// z += g - sigma * w; n += g^2; w = 0 if |z| <= l1, else
+// -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2). A large l1 leaves
+// weights at exactly zero. State: z (one per weight), then n (one per weight).
+class FtrlOptimizer final : public Optimizer {
+ public:
+  explicit FtrlOptimizer(const OptimizerOptions& options);
+  const char* name() const override { return "ftrl"; }
+  int StateWidth(int weight_width) const override { return 2 * weight_width; }
+  void Update(float* row, const float* gradient, int width) override;
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
+
+ private:
+  OptimizerOptions options_;
+  ColumnSettingsCache columns_;
+};
+
+// The optimizer `options.name` names ("sgd", "adagrad", "adam" or "ftrl").
+// Throws Error for another name or for options ValidateOptimizerOptions
+// rejects.
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options);
 
 }  // namespace keel

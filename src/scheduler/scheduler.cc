@@ -148,24 +148,41 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
     LOG(WARNING) << "ignored a registration: " << e.what();
     return;
   }
-  int* count = node.role() == proto::SERVER   ? &servers_
-               : node.role() == proto::WORKER ? &workers_
-                                              : nullptr;
-  if (!count) {
+  std::set<int>* taken = node.role() == proto::SERVER   ? &server_ranks_
+                         : node.role() == proto::WORKER ? &worker_ranks_
+                                                        : nullptr;
+  if (!taken) {
     Refuse(node.address(), "role " + std::to_string(node.role()) + " cannot join a cluster");
     return;
   }
   const int expected =
       node.role() == proto::SERVER ? options_.num_servers : options_.num_workers;
-  if (*count >= expected) {
-    Refuse(node.address(), "the cluster already has its " + std::to_string(expected) + " " +
-                               proto::Role_Name(node.role()) + "(s)");
+  const std::string role = proto::Role_Name(node.role());
+  if (static_cast<int>(taken->size()) >= expected) {
+    Refuse(node.address(),
+           "the cluster already has its " + std::to_string(expected) + " " + role + "(s)");
     return;
   }
+  // A node may ask for a rank (--rank); otherwise it gets the lowest free one.
+  int rank = node.rank();
+  if (rank >= expected) {
+    Refuse(node.address(), role + " rank " + std::to_string(rank) + " is outside 0.." +
+                               std::to_string(expected - 1));
+    return;
+  }
+  if (rank >= 0 && taken->count(rank)) {
+    Refuse(node.address(), role + " rank " + std::to_string(rank) + " is taken");
+    return;
+  }
+  if (rank < 0) {
+    rank = 0;
+    while (taken->count(rank)) ++rank;
+  }
+  taken->insert(rank);
   Member member;
   member.info.set_role(node.role());
   member.info.set_id(next_id_++);
-  member.info.set_rank((*count)++);
+  member.info.set_rank(rank);
   member.info.set_address(node.address());
   member.last_heartbeat = MonotonicSeconds();
   const int id = member.info.id();
@@ -177,7 +194,10 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
   Message reply = Control(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
   SendTo(id, reply);
-  if (servers_ == options_.num_servers && workers_ == options_.num_workers) PublishView();
+  if (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
+      static_cast<int>(worker_ranks_.size()) == options_.num_workers) {
+    PublishView();
+  }
 }
 
 void Scheduler::PublishView() {

@@ -1,6 +1,7 @@
 // Scheduler: the cluster's control plane.
 //
-// Nodes register with it and get an id and a rank; once the expected servers
+// Nodes register with it and get an id and a rank (the one they ask for, if
+// free, else the lowest free one); once the expected servers
 // and workers have joined it publishes the cluster view (members, the key-range
 // to server map, the epoch). It runs barriers, records heartbeats, and ends the
 // job when every worker has reported done. Training data and parameters never
@@ -73,7 +74,7 @@ class Scheduler {
   std::condition_variable changed_;
   std::map<int, Member> members_;  // by node id
   int next_id_ = 1;
-  int servers_ = 0, workers_ = 0;
+  std::set<int> server_ranks_, worker_ranks_;  // ranks given out
   proto::ClusterView view_;
   // Per barrier group: the nodes waiting, with the barrier id each used.
   std::map<int, std::map<int, uint64_t>> barriers_;

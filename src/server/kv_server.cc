@@ -1,6 +1,7 @@
 #include "server/kv_server.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <glog/logging.h>
 
@@ -8,15 +9,28 @@
 
 namespace keel {
 
-KVServer::KVServer(Node* node, const OptimizerOptions& optimizer)
-    : node_(node), optimizer_(MakeOptimizer(optimizer)) {
+KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
+                   std::map<uint32_t, TableSpec> tables)
+    : node_(node), default_optimizer_(default_optimizer), specs_(std::move(tables)) {
+  // Check every optimizer now, not at the first request.
+  MakeOptimizer(default_optimizer_);
+  for (const auto& [id, spec] : specs_) MakeOptimizer(spec.optimizer);
   node_->SetDataHandler([this](Message&& message) { Handle(std::move(message)); });
 }
 
-ParameterTable* KVServer::TableFor(uint32_t table, uint32_t width) {
-  auto& slot = tables_[table];
-  if (!slot) {
-    const int state = optimizer_->StateWidth(static_cast<int>(width));
+KVServer::Table& KVServer::TableFor(uint32_t table, uint32_t width) {
+  Table& slot = tables_[table];
+  if (!slot.rows) {
+    auto spec = specs_.find(table);
+    if (spec != specs_.end() && spec->second.width != 0 &&
+        static_cast<uint32_t>(spec->second.width) != width) {
+      tables_.erase(table);
+      throw MakeError("table ", table, " has rows of width ", spec->second.width,
+                      ", the request has width ", width);
+    }
+    slot.optimizer =
+        MakeOptimizer(spec != specs_.end() ? spec->second.optimizer : default_optimizer_);
+    const int state = slot.optimizer->StateWidth(static_cast<int>(width));
     // The table is laid out for the key range this server holds.
     Key first = ~Key{0}, last = 0;
     auto ranges = node_->ranges();
@@ -26,12 +40,39 @@ ParameterTable* KVServer::TableFor(uint32_t table, uint32_t width) {
       last = std::max(last, ranges->last(r));
     }
     if (first > last) first = 0, last = ~Key{0};
-    slot = std::make_unique<ParameterTable>(static_cast<int>(width), state, nullptr, first, last);
-  } else if (static_cast<uint32_t>(slot->weight_width()) != width) {
-    throw MakeError("table ", table, " has rows of width ", slot->weight_width(),
+    slot.rows = std::make_unique<ParameterTable>(
+        static_cast<int>(width), state,
+        spec != specs_.end() ? spec->second.initializer : nullptr, first, last);
+  } else if (static_cast<uint32_t>(slot.rows->weight_width()) != width) {
+    throw MakeError("table ", table, " has rows of width ", slot.rows->weight_width(),
                     ", the request has width ", width);
   }
-  return slot.get();
+  return slot;
+}
+
+Message KVServer::Dump(uint32_t table, uint32_t width) {
+  std::vector<std::pair<Key, const float*>> rows;
+  auto found = tables_.find(table);
+  if (found != tables_.end()) {
+    if (static_cast<uint32_t>(found->second.rows->weight_width()) != width) {
+      throw MakeError("table ", table, " has rows of width ", found->second.rows->weight_width(),
+                      ", the request has width ", width);
+    }
+    found->second.rows->ForEach([&](Key key, const float* row) { rows.emplace_back(key, row); });
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto keys = SharedArray<Key>::Allocate(rows.size());
+  auto values = SharedArray<float>::Allocate(rows.size() * width);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    keys[i] = rows[i].first;
+    std::memcpy(values.data() + i * width, rows[i].second, sizeof(float) * width);
+  }
+  Message response;
+  response.meta.set_key_count(rows.size());
+  response.frames.push_back(AsBytes(keys));
+  response.frames.push_back(AsBytes(values));
+  return response;
 }
 
 void KVServer::Reply(const proto::Meta& request, Message& response) {
@@ -39,7 +80,7 @@ void KVServer::Reply(const proto::Meta& request, Message& response) {
   meta.set_command(request.command());
   meta.set_sequence(request.sequence());
   meta.set_table(request.table());
-  meta.set_key_count(request.key_count());
+  if (meta.key_count() == 0) meta.set_key_count(request.key_count());
   meta.set_value_width(request.value_width());
   meta.set_response(true);
   try {
@@ -55,11 +96,18 @@ void KVServer::Handle(Message&& message) {
   try {
     if (meta.response()) throw MakeError("servers take requests, not responses");
     DataRequest request = ParseDataRequest(message);
-    ParameterTable* table = TableFor(request.table, request.width);
+    if (meta.command() == proto::DUMP) {
+      response = Dump(request.table, request.width);
+      served_.fetch_add(1);
+      Reply(meta, response);
+      return;
+    }
+    Table& entry = TableFor(request.table, request.width);
+    ParameterTable* table = entry.rows.get();
     if (meta.command() == proto::PUSH) {
       if (applied_[meta.sender()].Insert(meta.sequence())) {
         table->Push(request.keys.data(), request.keys.size(), request.values.data(),
-                    optimizer_.get());
+                    entry.optimizer.get());
       } else {
         duplicates_.fetch_add(1);
       }

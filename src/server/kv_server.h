@@ -21,11 +21,21 @@
 
 namespace keel {
 
+// How the rows of one table are made and updated.
+struct TableSpec {
+  int width = 0;                          // weights per key; 0: taken from the first request
+  OptimizerOptions optimizer;
+  ParameterTable::Initializer initializer;  // nullptr: zeros
+};
+
 class KVServer {
  public:
-  // Registers as `node`'s data handler: call before node->Start(). Throws
-  // Error if the optimizer options are invalid.
-  KVServer(Node* node, const OptimizerOptions& optimizer);
+  // Registers as `node`'s data handler: call before node->Start(). Tables in
+  // `tables` get their spec; any other table is created on first use with
+  // `default_optimizer` and zero rows. Throws Error if an optimizer's options
+  // are invalid.
+  KVServer(Node* node, const OptimizerOptions& default_optimizer,
+           std::map<uint32_t, TableSpec> tables = {});
   KVServer(const KVServer&) = delete;
   KVServer& operator=(const KVServer&) = delete;
 
@@ -37,13 +47,20 @@ class KVServer {
 
  private:
   void Handle(Message&& message);
-  ParameterTable* TableFor(uint32_t table, uint32_t width);
   void Reply(const proto::Meta& request, Message& response);
 
+  struct Table {
+    std::unique_ptr<ParameterTable> rows;
+    std::unique_ptr<Optimizer> optimizer;
+  };
+  Table& TableFor(uint32_t table, uint32_t width);
+  Message Dump(uint32_t table, uint32_t width);
+
   Node* node_;
-  std::unique_ptr<Optimizer> optimizer_;
+  OptimizerOptions default_optimizer_;
+  std::map<uint32_t, TableSpec> specs_;
   // Touched only on the receive thread.
-  std::map<uint32_t, std::unique_ptr<ParameterTable>> tables_;
+  std::map<uint32_t, Table> tables_;
   std::unordered_map<int, DedupeWindow> applied_;  // by sender
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> duplicates_{0};

@@ -1,0 +1,85 @@
+// The factorization machine's per-example math: the score of one sparse row
+// and the gradients of its parameters.
+//
+// Each feature's parameter row holds [w, v_1 .. v_k]: FmRowWidth(k) floats.
+// A row's parameters are gathered per feature: params[j * (1 + k)] = w_j and
+// params[j * (1 + k) + 1 + f] = v_jf for the row's j-th feature. The score is
+//   bias + sum_j w_j x_j + sum_{i<j} <v_i, v_j> x_i x_j
+// computed in O(k * nnz) as
+//   bias + sum_j w_j x_j + 1/2 sum_f [ S_f^2 - sum_j v_jf^2 x_j^2 ],  S_f = sum_j v_jf x_j.
+// FmScore and FmGradients neither allocate nor throw, so CPU loops and CUDA
+// kernels share them.
+#ifndef KEEL_MODELS_FACTORIZATION_MACHINE_H_
+#define KEEL_MODELS_FACTORIZATION_MACHINE_H_
+
+#include "models/host_device.h"
+
+namespace keel {
+
+// Floats per feature in a factorization machine with `k` factors: w and v_1..v_k.
+KEEL_HOST_DEVICE inline int FmRowWidth(int k) { return 1 + k; }
+
+// The score of a row with `nnz` features. `factor_sums` is k floats of
+// scratch, left holding S_f = sum_j v_jf x_j for FmGradients.
+KEEL_HOST_DEVICE inline float FmScore(const float* params, const float* values, int nnz, int k,
+                                      float bias, float* factor_sums) {
+  const int width = FmRowWidth(k);
+  for (int f = 0; f < k; ++f) factor_sums[f] = 0.0f;
+  float linear = 0.0f;
+  float squares = 0.0f;  // sum_j sum_f (v_jf x_j)^2
+  for (int j = 0; j < nnz; ++j) {
+    const float* feature = params + j * width;
+    const float value = values[j];
+    linear += feature[0] * value;
+    for (int f = 0; f < k; ++f) {
+      const float term = feature[1 + f] * value;
+      factor_sums[f] += term;
+      squares += term * term;
+    }
+  }
+  float sums_squared = 0.0f;
+  for (int f = 0; f < k; ++f) sums_squared += factor_sums[f] * factor_sums[f];
+  return bias + linear + 0.5f * (sums_squared - squares);
+}
+
+// Given score_gradient = dLoss/dscore and the `factor_sums` FmScore left for
+// the same row, ADDS dLoss/dparams to `param_gradients` (nnz * (1 + k) floats,
+// laid out like `params`) and dLoss/dbias to `*bias_gradient` (null to skip):
+//   dscore/dw_j = x_j,  dscore/dv_jf = x_j (S_f - v_jf x_j),  dscore/dbias = 1.
+KEEL_HOST_DEVICE inline void FmGradients(const float* params, const float* values, int nnz, int k,
+                                         const float* factor_sums, float score_gradient,
+                                         float* param_gradients, float* bias_gradient) {
+  const int width = FmRowWidth(k);
+  for (int j = 0; j < nnz; ++j) {
+    const float* feature = params + j * width;
+    float* feature_gradients = param_gradients + j * width;
+    const float scaled_value = score_gradient * values[j];
+    feature_gradients[0] += scaled_value;
+    for (int f = 0; f < k; ++f) {
+      feature_gradients[1 + f] += scaled_value * (factor_sums[f] - feature[1 + f] * values[j]);
+    }
+  }
+  if (bias_gradient != nullptr) *bias_gradient += score_gradient;
+}
+
+// The same score as FmScore from the pairwise definition, in O(k * nnz^2) and
+// double precision: a reference for tests. Host only.
+inline float FmScoreNaive(const float* params, const float* values, int nnz, int k, float bias) {
+  const int width = FmRowWidth(k);
+  double score = bias;
+  for (int i = 0; i < nnz; ++i) {
+    const float* first = params + i * width;
+    score += static_cast<double>(first[0]) * values[i];
+    for (int j = i + 1; j < nnz; ++j) {
+      const float* second = params + j * width;
+      double dot = 0.0;
+      for (int f = 0; f < k; ++f) dot += static_cast<double>(first[1 + f]) * second[1 + f];
+      score += dot * values[i] * values[j];
+    }
+  }
+  return static_cast<float>(score);
+}
+
+}  // namespace keel
+
+#endif  // KEEL_MODELS_FACTORIZATION_MACHINE_H_

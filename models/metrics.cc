@@ -1,0 +1,176 @@
+#include "models/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numeric>
+
+#include "models/losses.h"
+// keel_models has the repository root, not src/, on its include path.
+#include "src/kv/error.h"
+
+namespace keel {
+namespace {
+
+// Probabilities are kept this far from 0 and 1 inside a log.
+constexpr double kProbabilityMargin = std::numeric_limits<float>::epsilon();
+
+double ClippedLog(double probability) {
+  return std::log(std::clamp(probability, kProbabilityMargin, 1.0 - kProbabilityMargin));
+}
+
+void CheckSizes(const char* function, size_t predictions, const char* prediction_name,
+                size_t labels) {
+  if (predictions != labels) {
+    throw MakeError(function, ": ", predictions, " ", prediction_name, " but ", labels, " labels");
+  }
+}
+
+void CheckNotEmpty(const char* function, size_t examples) {
+  if (examples == 0) throw MakeError(function, ": no examples to evaluate");
+}
+
+// Returns whether the label is positive; throws unless it is 0 or 1.
+bool IsPositive(const char* function, float label, size_t example) {
+  if (label == 1.0f) return true;
+  if (label == 0.0f) return false;
+  throw MakeError(function, ": label ", label, " of example ", example, " is not 0 or 1");
+}
+
+double RocAucOf(const char* function, const std::vector<float>& scores,
+                const std::vector<float>& labels) {
+  const size_t examples = scores.size();
+  double positives = 0.0;
+  for (size_t i = 0; i < examples; ++i) {
+    if (IsPositive(function, labels[i], i)) positives += 1.0;
+    if (std::isnan(scores[i])) {
+      throw MakeError(function, ": score of example ", i, " is NaN and cannot be ranked");
+    }
+  }
+  const double negatives = static_cast<double>(examples) - positives;
+  if (positives == 0.0 || negatives == 0.0) return 0.5;
+
+  std::vector<size_t> order(examples);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&scores](size_t a, size_t b) { return scores[a] < scores[b]; });
+  // Mann-Whitney: the ranks (1-based, ties sharing their average) of the
+  // positives, less the smallest sum they could have, over the pair count.
+  double positive_rank_sum = 0.0;
+  for (size_t start = 0; start < examples;) {
+    size_t end = start + 1;
+    while (end < examples && scores[order[end]] == scores[order[start]]) ++end;
+    const double average_rank = 0.5 * static_cast<double>(start + 1 + end);
+    for (size_t i = start; i < end; ++i) {
+      if (labels[order[i]] == 1.0f) positive_rank_sum += average_rank;
+    }
+    start = end;
+  }
+  return (positive_rank_sum - positives * (positives + 1.0) / 2.0) / (positives * negatives);
+}
+
+}  // namespace
+
+double RocAuc(const std::vector<float>& scores, const std::vector<float>& labels) {
+  CheckSizes("RocAuc", scores.size(), "scores", labels.size());
+  return RocAucOf("RocAuc", scores, labels);
+}
+
+MetricSet BinaryClassificationMetrics(const std::vector<float>& probabilities,
+                                      const std::vector<float>& labels, double threshold,
+                                      double beta) {
+  constexpr const char* kFunction = "BinaryClassificationMetrics";
+  CheckSizes(kFunction, probabilities.size(), "probabilities", labels.size());
+  CheckNotEmpty(kFunction, labels.size());
+  if (!(beta > 0.0) || std::isinf(beta)) {
+    throw MakeError(kFunction, ": beta ", beta, " is not a positive number");
+  }
+
+  double loss = 0.0;
+  double true_positives = 0.0, false_positives = 0.0, false_negatives = 0.0, correct = 0.0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const bool positive = IsPositive(kFunction, labels[i], i);
+    const double probability = probabilities[i];
+    loss -= positive ? ClippedLog(probability) : ClippedLog(1.0 - probability);
+    const bool predicted_positive = probability > threshold;
+    if (predicted_positive == positive) correct += 1.0;
+    if (predicted_positive && positive) true_positives += 1.0;
+    if (predicted_positive && !positive) false_positives += 1.0;
+    if (!predicted_positive && positive) false_negatives += 1.0;
+  }
+  const double examples = static_cast<double>(labels.size());
+  const double predicted = true_positives + false_positives;
+  const double actual = true_positives + false_negatives;
+  const double precision = predicted > 0.0 ? true_positives / predicted : 0.0;
+  const double recall = actual > 0.0 ? true_positives / actual : 0.0;
+  const double beta_squared = beta * beta;
+  const double f_denominator = beta_squared * precision + recall;
+  const double f_beta =
+      f_denominator > 0.0 ? (1.0 + beta_squared) * precision * recall / f_denominator : 0.0;
+
+  MetricSet metrics;
+  metrics["objective_loss"] = loss / examples;
+  metrics["binary_classification_accuracy"] = correct / examples;
+  metrics["precision"] = precision;
+  metrics["recall"] = recall;
+  metrics["binary_f_beta"] = f_beta;
+  metrics["roc_auc_score"] = RocAucOf(kFunction, probabilities, labels);
+  return metrics;
+}
+
+MetricSet RegressionMetrics(const std::vector<float>& predictions,
+                            const std::vector<float>& labels) {
+  constexpr const char* kFunction = "RegressionMetrics";
+  CheckSizes(kFunction, predictions.size(), "predictions", labels.size());
+  CheckNotEmpty(kFunction, labels.size());
+
+  double squared_error = 0.0, absolute_error = 0.0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const double error = static_cast<double>(predictions[i]) - labels[i];
+    squared_error += error * error;
+    absolute_error += std::fabs(error);
+  }
+  const double examples = static_cast<double>(labels.size());
+  const double mse = squared_error / examples;
+
+  MetricSet metrics;
+  metrics["objective_loss"] = mse;
+  metrics["mse"] = mse;
+  metrics["rmse"] = std::sqrt(mse);
+  metrics["absolute_loss"] = absolute_error / examples;
+  return metrics;
+}
+
+MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
+                            const std::vector<float>& labels, int classes) {
+  constexpr const char* kFunction = "MulticlassMetrics";
+  if (classes < 1) throw MakeError(kFunction, ": ", classes, " classes; need at least 1");
+  const size_t width = static_cast<size_t>(classes);
+  if (probabilities.size() != labels.size() * width) {
+    throw MakeError(kFunction, ": ", probabilities.size(), " probabilities but ", labels.size(),
+                    " labels x ", classes, " classes");
+  }
+  CheckNotEmpty(kFunction, labels.size());
+
+  double loss = 0.0, correct = 0.0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const int label = LabelToClass(labels[i], classes);
+    if (label < 0) {
+      throw MakeError(kFunction, ": label ", labels[i], " of example ", i,
+                      " is not a class id in [0, ", classes, ")");
+    }
+    const float* row = probabilities.data() + i * width;
+    loss -= ClippedLog(row[label]);
+    const int predicted = static_cast<int>(std::max_element(row, row + width) - row);
+    if (predicted == label) correct += 1.0;
+  }
+  const double examples = static_cast<double>(labels.size());
+
+  MetricSet metrics;
+  metrics["objective_loss"] = loss / examples;
+  metrics["multiclass_accuracy"] = correct / examples;
+  return metrics;
+}
+
+}  // namespace keel

@@ -1,0 +1,59 @@
+// Evaluation metrics of the built-in models, under SageMaker's metric names.
+//
+// Each function takes a whole evaluation set: predictions and labels of every
+// example, gathered across minibatches. They throw keel::Error, naming the
+// function and the example, when the sizes disagree, the set is empty (except
+// RocAuc), a label is not valid for the task, or a score is NaN where a rank
+// is needed. Host only; stateless, so safe to call from several threads.
+#ifndef KEEL_MODELS_METRICS_H_
+#define KEEL_MODELS_METRICS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace keel {
+
+// Metric name -> value.
+using MetricSet = std::map<std::string, double>;
+
+// The area under the ROC curve of `scores` (any monotone score: margins or
+// probabilities) against 0/1 `labels`: the probability that a random positive
+// scores above a random negative, ties counting one half. Exact, by average
+// ranks, in O(n log n). Returns 0.5 if either class is absent.
+double RocAuc(const std::vector<float>& scores, const std::vector<float>& labels);
+
+// Binary classification with 0/1 `labels`. An example is predicted positive
+// when its probability is > `threshold`. `beta` > 0 weighs recall against
+// precision in the F-score. Keys:
+//   objective_loss                  mean logistic loss (cross-entropy)
+//   binary_classification_accuracy  fraction predicted correctly
+//   precision                       true positives / predicted positives (0 if none predicted)
+//   recall                          true positives / actual positives (0 if none)
+//   binary_f_beta                   (1 + beta^2) P R / (beta^2 P + R) (0 if P = R = 0)
+//   roc_auc_score                   RocAuc(probabilities, labels)
+// Probabilities are clipped to [e, 1 - e], e = float epsilon, inside the loss,
+// so a saturated wrong prediction adds a large but finite loss.
+MetricSet BinaryClassificationMetrics(const std::vector<float>& probabilities,
+                                      const std::vector<float>& labels, double threshold = 0.5,
+                                      double beta = 1.0);
+
+// Regression against real `labels`. Keys:
+//   objective_loss  mean squared error (the same as mse)
+//   mse             mean squared error
+//   rmse            root of the mean squared error
+//   absolute_loss   mean absolute error
+MetricSet RegressionMetrics(const std::vector<float>& predictions,
+                            const std::vector<float>& labels);
+
+// Multiclass classification. `probabilities` holds one row of `classes`
+// probabilities per example (rows x classes, row-major); each label is a class
+// id in [0, classes) stored as a float. Keys:
+//   objective_loss       mean cross-entropy, -log p[label], clipped like the binary loss
+//   multiclass_accuracy  fraction whose most probable class (the first, on ties) is the label
+MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
+                            const std::vector<float>& labels, int classes);
+
+}  // namespace keel
+
+#endif  // KEEL_MODELS_METRICS_H_

@@ -1,0 +1,536 @@
+#include "io/readers.h"
+
+#include <google/protobuf/arena.h>
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "io/recordio.h"
+#include "kv/error.h"
+#include "record.pb.h"
+
+namespace keel {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+const char *SkipSpace(const char *p, const char *end) {
+  while (p != end && IsSpace(*p)) ++p;
+  return p;
+}
+
+const char *FindSpace(const char *p, const char *end) {
+  while (p != end && !IsSpace(*p)) ++p;
+  return p;
+}
+
+// The text in [begin, end) in quotes, shortened if long: for messages.
+std::string Quote(const char *begin, const char *end) {
+  constexpr size_t kLongest = 40;
+  const size_t length = static_cast<size_t>(end - begin);
+  if (length <= kLongest) return "'" + std::string(begin, length) + "'";
+  return "'" + std::string(begin, kLongest) + "...'";
+}
+
+// Parses all of [begin, end) as a decimal floating-point number ("+1",
+// "-2.5e-3", "nan", "inf"). Values beyond float's range become +-inf, values
+// below it 0 or a denormal, as strtof does.
+bool ParseFloat(const char *begin, const char *end, float *value) {
+  if (begin != end && *begin == '+') {
+    ++begin;
+    if (begin != end && *begin == '-') return false;
+  }
+  if (begin == end) return false;
+  const std::from_chars_result result = std::from_chars(begin, end, *value);
+  if (result.ec == std::errc() && result.ptr == end) return true;
+  if (result.ec != std::errc::result_out_of_range) return false;
+  // Rare: let strtof decide between overflow and underflow, on a terminated
+  // copy.
+  const std::string copy(begin, end);
+  char *parsed_end = nullptr;
+  *value = std::strtof(copy.c_str(), &parsed_end);
+  return parsed_end == copy.c_str() + copy.size();
+}
+
+// The lines of a text split: those starting in [begin, end). Reads in large
+// blocks; a returned line points into the block buffer.
+class LineSource {
+ public:
+  explicit LineSource(const InputSplit &split, size_t block_size = size_t{4} << 20)
+      : split_(split),
+        source_(split.path, split.is_pipe, split.is_pipe || split.begin == 0 ? 0 : split.begin - 1,
+                block_size),
+        end_(split.is_pipe ? UINT64_MAX : split.end) {}
+
+  // Sets [*begin, *end) to the next line, without its "\n" or "\r\n", and
+  // returns true; false at the end of the split. Valid until the next call.
+  bool NextLine(const char **begin, const char **end) {
+    source_.Consume(pending_);
+    bytes_read_ += pending_;
+    pending_ = 0;
+    if (!started_) {
+      started_ = true;
+      // A line starts at 0 or after a '\n': the one holding byte begin - 1
+      // belongs to the previous split.
+      if (!split_.is_pipe && split_.begin > 0) source_.Consume(LineLength(true));
+      first_line_offset_ = source_.position();
+    }
+    if (source_.position() >= end_) return false;
+    const size_t length = LineLength(false);
+    if (length == 0 && source_.size() == 0) return false;
+    *begin = source_.data();
+    *end = *begin + length;
+    pending_ = std::min(length + 1, source_.size());
+    if (*end != *begin && (*end)[-1] == '\r') --*end;
+    ++lines_;
+    return true;
+  }
+
+  // The 1-based line number, counted from the file's start, of the line last
+  // returned. For a split not starting at 0 this reads the file up to it.
+  uint64_t LineNumber() {
+    if (newlines_before_ < 0) newlines_before_ = CountNewlinesBefore(first_line_offset_);
+    return static_cast<uint64_t>(newlines_before_) + lines_;
+  }
+
+  uint64_t bytes_read() const { return bytes_read_ + pending_; }
+  const InputSplit &split() const { return split_; }
+
+ private:
+  // The length of the buffered line (reading until its '\n' or the end of the
+  // input), with its '\n' if `with_newline` and there is one.
+  size_t LineLength(bool with_newline) {
+    size_t searched = 0;
+    for (;;) {
+      const void *newline = std::memchr(source_.data() + searched, '\n', source_.size() - searched);
+      if (newline != nullptr) {
+        const size_t length = static_cast<const char *>(newline) - source_.data();
+        return with_newline ? length + 1 : length;
+      }
+      searched = source_.size();
+      if (!source_.Fill(searched + 1)) return source_.size();
+    }
+  }
+
+  int64_t CountNewlinesBefore(uint64_t offset) const {
+    if (offset == 0) return 0;
+    BlockReader file(split_.path, false, 0, size_t{1} << 20);
+    int64_t newlines = 0;
+    uint64_t left = offset;
+    while (left > 0 && file.Fill(1)) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(left, file.size()));
+      newlines += std::count(file.data(), file.data() + chunk, '\n');
+      file.Consume(chunk);
+      left -= chunk;
+    }
+    return newlines;
+  }
+
+  InputSplit split_;
+  BlockReader source_;
+  uint64_t end_;
+  bool started_ = false;
+  size_t pending_ = 0;  // the bytes of the line last returned, with its '\n'
+  uint64_t first_line_offset_ = 0;
+  uint64_t lines_ = 0;  // lines returned so far
+  int64_t newlines_before_ = -1;
+  uint64_t bytes_read_ = 0;
+};
+
+// The text formats: one example per line.
+class TextReader : public ExampleReader {
+ public:
+  TextReader(const InputSplit &split, const ReaderOptions &options)
+      : options_(options), lines_(split, options.block_size) {}
+
+  size_t Read(size_t max_rows, Batch *batch) override {
+    if (batch->rows() == 0) {
+      batch->label_width = 1;
+    } else if (batch->label_width != 1) {
+      throw MakeError(lines_.split().Describe(),
+                      ": cannot add rows with one label to a batch with ", batch->label_width,
+                      " labels per row");
+    }
+    size_t rows = 0;
+    const char *begin;
+    const char *end;
+    while (rows < max_rows && lines_.NextLine(&begin, &end)) {
+      const size_t labels = batch->labels.size();
+      const size_t features = batch->indices.size();
+      switch (ParseLine(begin, end, batch)) {
+        case LineResult::kRow:
+          ++rows;
+          break;
+        case LineResult::kBlank:
+          break;
+        case LineResult::kBad:
+          batch->labels.resize(labels);
+          batch->indices.resize(features);
+          batch->values.resize(features);
+          if (!options_.skip_bad_records) {
+            throw MakeError(lines_.split().path, ":", lines_.LineNumber(), ": ", problem_);
+          }
+          ++skipped_records_;
+          break;
+      }
+    }
+    return rows;
+  }
+
+  uint64_t skipped_records() const override { return skipped_records_; }
+  uint64_t bytes_read() const override { return lines_.bytes_read(); }
+
+ protected:
+  enum class LineResult { kRow, kBlank, kBad };
+
+  // Appends the example of the line [begin, end) to *batch (labels, indices
+  // and values; then its row offset) and returns kRow; or kBlank for a line
+  // without an example; or kBad, with problem_ set (the caller removes what
+  // was appended).
+  virtual LineResult ParseLine(const char *begin, const char *end, Batch *batch) = 0;
+
+  // Parses a whole number for ParseLine; on failure sets problem_.
+  bool ParseNumber(const char *begin, const char *end, const char *what, float *value) {
+    if (!ParseFloat(begin, end, value)) {
+      problem_ = std::string(what) + " " + Quote(begin, end) + " is not a number";
+      return false;
+    }
+    if (!std::isfinite(*value)) {
+      problem_ = std::string(what) + " " + Quote(begin, end) + " is not finite";
+      return false;
+    }
+    return true;
+  }
+
+  const ReaderOptions options_;
+  std::string problem_;
+
+ private:
+  LineSource lines_;
+  uint64_t skipped_records_ = 0;
+};
+
+class LibsvmReader : public TextReader {
+ public:
+  LibsvmReader(const InputSplit &split, const ReaderOptions &options)
+      : TextReader(split, options), first_index_(options.zero_based ? 0 : 1) {}
+
+ private:
+  LineResult ParseLine(const char *begin, const char *end, Batch *batch) override {
+    if (const void *comment = std::memchr(begin, '#', end - begin)) {
+      end = static_cast<const char *>(comment);
+    }
+    const char *token = SkipSpace(begin, end);
+    if (token == end) return LineResult::kBlank;
+    const char *token_end = FindSpace(token, end);
+    if (std::memchr(token, ':', token_end - token) != nullptr) {
+      problem_ = "missing label: the line starts with feature " + Quote(token, token_end);
+      return LineResult::kBad;
+    }
+    float label;
+    if (!ParseNumber(token, token_end, "label", &label)) return LineResult::kBad;
+    batch->labels.push_back(label);
+    for (token = SkipSpace(token_end, end); token != end; token = SkipSpace(token_end, end)) {
+      token_end = FindSpace(token, end);
+      const auto *colon = static_cast<const char *>(std::memchr(token, ':', token_end - token));
+      if (colon == nullptr) {
+        problem_ = "feature " + Quote(token, token_end) + " has no ':' (expected index:value)";
+        return LineResult::kBad;
+      }
+      if (colon - token == 3 && std::memcmp(token, "qid", 3) == 0) continue;
+      uint64_t index;
+      const std::from_chars_result parsed = std::from_chars(token, colon, index);
+      if (parsed.ec != std::errc() || parsed.ptr != colon || token == colon) {
+        problem_ = "feature index " + Quote(token, colon) + " is not a non-negative integer";
+        return LineResult::kBad;
+      }
+      if (index < first_index_) {
+        problem_ =
+            "feature index 0 is below 1, the first index (for 0-based "
+            "indices, set zero_based)";
+        return LineResult::kBad;
+      }
+      if (options_.feature_dim > 0 && index - first_index_ >= options_.feature_dim) {
+        problem_ = "feature index " + std::to_string(index) + " is out of range: feature_dim " +
+                   std::to_string(options_.feature_dim) + " allows " +
+                   std::to_string(first_index_) + " to " +
+                   std::to_string(options_.feature_dim - 1 + first_index_);
+        return LineResult::kBad;
+      }
+      float value;
+      if (!ParseNumber(colon + 1, token_end, "feature value", &value)) return LineResult::kBad;
+      batch->indices.push_back(index - first_index_);
+      batch->values.push_back(value);
+    }
+    batch->row_offsets.push_back(batch->indices.size());
+    return LineResult::kRow;
+  }
+
+  const uint64_t first_index_;
+};
+
+class CsvReader : public TextReader {
+ public:
+  CsvReader(const InputSplit &split, const ReaderOptions &options) : TextReader(split, options) {
+    // Rows must match the file's first row, which an earlier split may hold.
+    if (!split.is_pipe && split.begin > 0) {
+      LineSource file(InputSplit{split.path, 0, UINT64_MAX, false}, size_t{64} << 10);
+      const char *begin;
+      const char *end;
+      while (columns_ == 0 && file.NextLine(&begin, &end)) columns_ = CountColumns(begin, end);
+    }
+  }
+
+ private:
+  // The number of columns of a row; 0 for a blank line.
+  static size_t CountColumns(const char *begin, const char *end) {
+    if (SkipSpace(begin, end) == end) return 0;
+    return 1 + static_cast<size_t>(std::count(begin, end, ','));
+  }
+
+  LineResult ParseLine(const char *begin, const char *end, Batch *batch) override {
+    if (SkipSpace(begin, end) == end) return LineResult::kBlank;
+    if (columns_ == 0) columns_ = CountColumns(begin, end);
+    if (options_.feature_dim > 0 && columns_ - 1 > options_.feature_dim) {
+      problem_ = "the rows have " + std::to_string(columns_ - 1) +
+                 " features, more than feature_dim " + std::to_string(options_.feature_dim);
+      return LineResult::kBad;
+    }
+    size_t column = 0;
+    for (const char *field = begin;; ++column) {
+      const auto *comma = static_cast<const char *>(std::memchr(field, ',', end - field));
+      const char *field_end = comma != nullptr ? comma : end;
+      if (column >= columns_) {
+        problem_ = "the row has more columns than the first row's " + std::to_string(columns_);
+        return LineResult::kBad;
+      }
+      const char *number = SkipSpace(field, field_end);
+      const char *number_end = field_end;
+      while (number_end != number && IsSpace(number_end[-1])) --number_end;
+      float value;
+      if (column == 0) {
+        if (!ParseNumber(number, number_end, "label", &value)) return LineResult::kBad;
+        batch->labels.push_back(value);
+      } else {
+        if (!ParseNumber(number, number_end, "feature value", &value)) {
+          problem_ = "column " + std::to_string(column + 1) + ": " + problem_;
+          return LineResult::kBad;
+        }
+        batch->indices.push_back(column - 1);
+        batch->values.push_back(value);
+      }
+      if (comma == nullptr) break;
+      field = comma + 1;
+    }
+    if (column + 1 != columns_) {
+      problem_ = "the row has " + std::to_string(column + 1) + " columns, the first row has " +
+                 std::to_string(columns_);
+      return LineResult::kBad;
+    }
+    batch->row_offsets.push_back(batch->indices.size());
+    return LineResult::kRow;
+  }
+
+  size_t columns_ = 0;  // of the file's first row; 0 until known
+};
+
+// SageMaker's recordIO-protobuf: RecordIO records holding aialgs.data.Records.
+class RecordIOExampleReader : public ExampleReader {
+ public:
+  RecordIOExampleReader(const InputSplit &split, const ReaderOptions &options)
+      : options_(options), records_(split, options.block_size), arena_(MakeArenaOptions()) {}
+
+  size_t Read(size_t max_rows, Batch *batch) override {
+    size_t rows = 0;
+    std::string_view payload;
+    while (rows < max_rows) {
+      try {
+        if (!records_.ReadRecord(&payload)) break;
+      } catch (const Error &) {
+        if (!options_.skip_bad_records) throw;
+        ++skipped_records_;
+        continue;
+      }
+      if (AppendRecord(payload, batch)) {
+        ++rows;
+      } else if (options_.skip_bad_records) {
+        ++skipped_records_;
+      } else {
+        throw MakeError(records_.path(), "@", records_.record_offset(), ": ", problem_);
+      }
+    }
+    return rows;
+  }
+
+  uint64_t skipped_records() const override { return skipped_records_; }
+  uint64_t bytes_read() const override { return records_.bytes_read(); }
+
+ private:
+  static google::protobuf::ArenaOptions MakeArenaOptions() {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = size_t{64} << 10;
+    options.max_block_size = size_t{1} << 20;
+    return options;
+  }
+
+  // The float32 tensor `name`["values"] of `map`, or null with problem_ set.
+  const aialgs::data::Float32Tensor *FindTensor(
+      const google::protobuf::Map<std::string, aialgs::data::Value> &map, const char *name) {
+    const auto found = map.find(values_key_);
+    if (found == map.end()) {
+      problem_ = std::string("the record has no ") + name + "[\"values\"]";
+      return nullptr;
+    }
+    if (!found->second.has_float32_tensor()) {
+      problem_ = std::string(name) + "[\"values\"] is not a float32_tensor";
+      return nullptr;
+    }
+    return &found->second.float32_tensor();
+  }
+
+  bool CheckFinite(const google::protobuf::RepeatedField<float> &values, const char *name) {
+    for (int i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values.Get(i))) {
+        problem_ = std::string(name) + "[\"values\"][" + std::to_string(i) + "] is " +
+                   std::to_string(values.Get(i)) + ", not finite";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The product of a tensor's shape, saturating at UINT64_MAX.
+  static uint64_t ShapeSize(const aialgs::data::Float32Tensor &tensor) {
+    uint64_t size = 1;
+    for (uint64_t dimension : tensor.shape()) {
+      size = dimension != 0 && size > UINT64_MAX / dimension ? UINT64_MAX : size * dimension;
+    }
+    return size;
+  }
+
+  // Appends the example in `payload` to *batch; false with problem_ set if it
+  // is bad.
+  bool AppendRecord(std::string_view payload, Batch *batch) {
+    if (arena_.SpaceUsed() > (size_t{4} << 20)) arena_.Reset();
+    auto *record = google::protobuf::Arena::CreateMessage<aialgs::data::Record>(&arena_);
+    if (payload.size() > INT_MAX || !record->ParseFromArray(payload.data(), payload.size())) {
+      problem_ = "the payload is not a valid aialgs.data.Record protobuf";
+      return false;
+    }
+    const aialgs::data::Float32Tensor *features = FindTensor(record->features(), "features");
+    if (features == nullptr) return false;
+    const aialgs::data::Float32Tensor *label = FindTensor(record->label(), "label");
+    if (label == nullptr) return false;
+    if (!CheckFinite(features->values(), "features") || !CheckFinite(label->values(), "label")) {
+      return false;
+    }
+    const auto count = static_cast<uint64_t>(features->values_size());
+    const uint64_t shape_size = ShapeSize(*features);
+    const bool sparse = features->keys_size() > 0;
+    // Values without keys are dense; no values at all is an empty (sparse) row.
+    if (!sparse && count > 0 && features->shape_size() > 0 && shape_size != count) {
+      problem_ = "dense features[\"values\"] has " + std::to_string(count) +
+                 " values but its shape holds " + std::to_string(shape_size);
+      return false;
+    }
+    if (sparse && static_cast<uint64_t>(features->keys_size()) != count) {
+      problem_ = "sparse features[\"values\"] has " + std::to_string(features->keys_size()) +
+                 " keys but " + std::to_string(count) + " values";
+      return false;
+    }
+    uint64_t limit = options_.feature_dim > 0 ? options_.feature_dim : UINT64_MAX;
+    if (sparse && features->shape_size() > 0) limit = std::min(limit, shape_size);
+    const uint64_t largest_index =
+        sparse ? *std::max_element(features->keys().begin(), features->keys().end()) : count - 1;
+    if (count > 0 && largest_index >= limit) {
+      problem_ = "feature index " + std::to_string(largest_index) + " is out of range: " +
+                 (limit == options_.feature_dim ? "feature_dim is " : "the shape holds ") +
+                 std::to_string(limit);
+      return false;
+    }
+    const auto width = static_cast<size_t>(label->values_size());
+    if (width == 0) {
+      problem_ = "label[\"values\"] is empty";
+      return false;
+    }
+    if (label_width_ == 0) label_width_ = width;
+    if (width != label_width_) {
+      problem_ = "the label has " + std::to_string(width) + " values, the first record's has " +
+                 std::to_string(label_width_);
+      return false;
+    }
+    if (batch->rows() == 0) {
+      batch->label_width = static_cast<int>(label_width_);
+    } else if (static_cast<size_t>(batch->label_width) != label_width_) {
+      throw MakeError(records_.path(), ": cannot add rows with ", label_width_,
+                      " labels to a batch with ", batch->label_width, " labels per row");
+    }
+    batch->labels.insert(batch->labels.end(), label->values().begin(), label->values().end());
+    if (sparse) {
+      batch->indices.insert(batch->indices.end(), features->keys().begin(), features->keys().end());
+    } else {
+      for (uint64_t i = 0; i < count; ++i) batch->indices.push_back(i);
+    }
+    batch->values.insert(batch->values.end(), features->values().begin(), features->values().end());
+    batch->row_offsets.push_back(batch->indices.size());
+    return true;
+  }
+
+  const ReaderOptions options_;
+  RecordIOReader records_;
+  google::protobuf::Arena arena_;
+  const std::string values_key_ = "values";
+  std::string problem_;
+  size_t label_width_ = 0;  // of the first good record; 0 until then
+  uint64_t skipped_records_ = 0;
+};
+
+}  // namespace
+
+ExampleReader::~ExampleReader() = default;
+
+DataFormat ParseDataFormat(const std::string &name) {
+  if (name == "libsvm" || name == "text/libsvm") return DataFormat::kLibsvm;
+  if (name == "csv" || name == "text/csv") return DataFormat::kCsv;
+  if (name == "recordio-protobuf" || name == "recordio" ||
+      name == "application/x-recordio-protobuf") {
+    return DataFormat::kRecordIO;
+  }
+  throw MakeError("unknown data format '", name,
+                  "': expected libsvm, csv or recordio-protobuf (also "
+                  "recordio, text/libsvm, "
+                  "text/csv, application/x-recordio-protobuf)");
+}
+
+const char *DataFormatName(DataFormat format) {
+  switch (format) {
+    case DataFormat::kLibsvm:
+      return "libsvm";
+    case DataFormat::kCsv:
+      return "csv";
+    case DataFormat::kRecordIO:
+      return "recordio-protobuf";
+  }
+  return "unknown";
+}
+
+std::unique_ptr<ExampleReader> OpenReader(const InputSplit &split, const ReaderOptions &options) {
+  if (!split.is_pipe && split.begin > split.end) {
+    throw MakeError(split.path, ": bad split: begin ", split.begin, " is past end ", split.end);
+  }
+  switch (options.format) {
+    case DataFormat::kLibsvm:
+      return std::make_unique<LibsvmReader>(split, options);
+    case DataFormat::kCsv:
+      return std::make_unique<CsvReader>(split, options);
+    case DataFormat::kRecordIO:
+      return std::make_unique<RecordIOExampleReader>(split, options);
+  }
+  throw MakeError(split.path, ": unknown data format");
+}
+
+}  // namespace keel

@@ -1,0 +1,100 @@
+#include "worker/batch_stream.h"
+
+#include <algorithm>
+
+namespace keel {
+
+void PrepareKeys(PreparedBatch* prepared) {
+  const auto& indices = prepared->batch.indices;
+  std::vector<std::pair<Key, uint32_t>> mixed(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    mixed[i] = {MixKey(indices[i]), static_cast<uint32_t>(i)};
+  }
+  std::sort(mixed.begin(), mixed.end());
+  std::vector<Key> keys;
+  keys.reserve(mixed.size());
+  prepared->positions.resize(indices.size());
+  for (const auto& [key, nonzero] : mixed) {
+    if (keys.empty() || keys.back() != key) keys.push_back(key);
+    prepared->positions[nonzero] = static_cast<uint32_t>(keys.size() - 1);
+  }
+  prepared->keys = SharedArray<const Key>(std::move(keys));
+}
+
+BatchStream::BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options,
+                         size_t batch_size, size_t prefetch)
+    : splits_(std::move(splits)),
+      options_(options),
+      batch_size_(batch_size),
+      prefetch_(std::max<size_t>(1, prefetch)) {
+  thread_ = std::thread([this] { Produce(); });
+}
+
+BatchStream::~BatchStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void BatchStream::Produce() {
+  try {
+    PreparedBatch pending;
+    auto deliver = [&]() -> bool {
+      PrepareKeys(&pending);
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || ready_.size() < prefetch_; });
+      if (stopping_) return false;
+      ready_.push_back(std::move(pending));
+      pending = PreparedBatch();
+      changed_.notify_all();
+      return true;
+    };
+    for (const InputSplit& split : splits_) {
+      auto reader = OpenReader(split, options_);
+      while (true) {
+        const size_t want = batch_size_ - pending.batch.rows();
+        const size_t got = reader->Read(want, &pending.batch);
+        if (pending.batch.rows() == batch_size_ && !deliver()) return;
+        if (got == 0) break;
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      skipped_ += reader->skipped_records();
+      bytes_ += reader->bytes_read();
+    }
+    if (pending.batch.rows() > 0 && !deliver()) return;
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    error_ = std::current_exception();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  done_ = true;
+  changed_.notify_all();
+}
+
+bool BatchStream::Next(PreparedBatch* out) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return !ready_.empty() || done_; });
+  if (!ready_.empty()) {
+    *out = std::move(ready_.front());
+    ready_.pop_front();
+    changed_.notify_all();
+    return true;
+  }
+  if (error_) std::rethrow_exception(error_);
+  return false;
+}
+
+uint64_t BatchStream::skipped_records() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return skipped_;
+}
+
+uint64_t BatchStream::bytes_read() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
+}
+
+}  // namespace keel

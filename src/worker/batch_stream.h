@@ -1,0 +1,69 @@
+// BatchStream: minibatches read and prepared ahead of compute.
+//
+// A background thread reads the splits in order, cuts them into minibatches
+// and prepares each one's key set (feature indices mixed, sorted, unique) and
+// the position of every non-zero in it, so the trainer can pull a batch's
+// rows while it computes the one before.
+#ifndef KEEL_WORKER_BATCH_STREAM_H_
+#define KEEL_WORKER_BATCH_STREAM_H_
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "io/batch.h"
+#include "io/input_split.h"
+#include "io/readers.h"
+#include "kv/keys.h"
+#include "kv/shared_array.h"
+
+namespace keel {
+
+struct PreparedBatch {
+  Batch batch;
+  SharedArray<const Key> keys;      // the batch's features, mixed, sorted, unique
+  std::vector<uint32_t> positions;  // per non-zero: its feature's index in `keys`
+};
+
+class BatchStream {
+ public:
+  // Starts reading. `prefetch` batches are prepared ahead at most.
+  BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options, size_t batch_size,
+              size_t prefetch = 4);
+  ~BatchStream();
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
+
+  // The next batch; false at the end. Rethrows the reader's Error.
+  bool Next(PreparedBatch* out);
+
+  uint64_t skipped_records() const;
+  uint64_t bytes_read() const;
+
+ private:
+  void Produce();
+
+  std::vector<InputSplit> splits_;
+  ReaderOptions options_;
+  size_t batch_size_;
+  size_t prefetch_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<PreparedBatch> ready_;
+  bool done_ = false;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  uint64_t skipped_ = 0;
+  uint64_t bytes_ = 0;
+  std::thread thread_;
+};
+
+// Fills `keys` and `positions` of a batch from its indices.
+void PrepareKeys(PreparedBatch* prepared);
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_BATCH_STREAM_H_

@@ -1,0 +1,67 @@
+// Hyperparameters of the built-in jobs, named as SageMaker's built-in
+// algorithms name them, and the parameter tables they imply.
+#ifndef KEEL_WORKER_HYPERPARAMETERS_H_
+#define KEEL_WORKER_HYPERPARAMETERS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "kv/initializer.h"
+#include "kv/optimizer.h"
+#include "server/kv_server.h"
+
+namespace keel {
+
+enum class JobKind { kLinearLearner, kFactorizationMachines };
+enum class PredictorType { kBinaryClassifier, kRegressor, kMulticlassClassifier };
+
+// Tables every training job uses on the servers.
+constexpr uint32_t kWeightTable = 0;   // per feature: the weights (FM: [w, v_1..v_k])
+constexpr uint32_t kBiasTable = 1;     // one key: the bias (one per class)
+constexpr uint32_t kControlTable = 2;  // job-wide counters and decisions (SGD at rate 1: sums)
+// The bias's feature index (never a data index: readers reject it).
+constexpr uint64_t kBiasFeature = ~uint64_t{0};
+
+struct Hyperparameters {
+  JobKind job = JobKind::kLinearLearner;
+  PredictorType predictor_type = PredictorType::kBinaryClassifier;
+  int num_classes = 2;  // multiclass_classifier only
+  int num_factors = 8;  // factorization_machines only
+  uint64_t feature_dim = 0;  // 0: indices are not checked
+  int mini_batch_size = 1000;
+  int epochs = 5;
+  bool use_bias = true;
+  uint64_t seed = 1;
+  int early_stopping_patience = 3;
+  double early_stopping_tolerance = 0.001;
+  // How the servers update each table, and how they create its rows.
+  OptimizerOptions weights_optimizer;
+  OptimizerOptions bias_optimizer;
+  InitializerSpec linear_init;   // linear weights (FM column 0; every column of the linear learner)
+  InitializerSpec factors_init;  // FM columns 1..k
+  InitializerSpec bias_init;
+
+  // Scores per example: num_classes for multiclass, else 1.
+  int classes() const {
+    return predictor_type == PredictorType::kMulticlassClassifier ? num_classes : 1;
+  }
+  // Floats per feature in the weight table.
+  int weight_width() const {
+    return job == JobKind::kFactorizationMachines ? 1 + num_factors : classes();
+  }
+  std::string JobName() const;
+  std::string PredictorName() const;
+  // Throws Error naming the flag if a value is out of range.
+  void Validate() const;
+};
+
+JobKind ParseJobKind(const std::string& name);             // linear_learner | factorization_machines
+PredictorType ParsePredictorType(const std::string& name);  // binary_classifier | regressor | multiclass_classifier
+
+// The servers' table specs for a job: widths, optimizers, initializers.
+std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& hyperparameters);
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_HYPERPARAMETERS_H_

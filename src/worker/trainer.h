@@ -1,0 +1,72 @@
+// Trainer: a worker's training loop for the built-in jobs.
+//
+// Each worker reads its shard of the training channel, and for every
+// minibatch pulls the rows of the batch's features (the pull for the next
+// batch is in flight while this one computes), computes the mean loss's
+// gradients on the CPU and pushes them; the servers apply them with their
+// optimizer. After each epoch the workers meet at a barrier; worker 0 scores
+// the validation channel, decides on early stopping and tells the others
+// through the servers' control table. At the end worker 0 scores the test
+// channel and writes the model artifact and metrics.json to --model_dir.
+#ifndef KEEL_WORKER_TRAINER_H_
+#define KEEL_WORKER_TRAINER_H_
+
+#include <string>
+
+#include "io/readers.h"
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "models/metrics.h"
+#include "worker/cpu_model.h"
+#include "worker/hyperparameters.h"
+
+namespace keel {
+
+struct TrainerOptions {
+  std::string train;       // channel: file, folder, or pipe:PATH
+  std::string validation;  // optional
+  std::string test;        // optional
+  ReaderOptions reader;
+  std::string model_dir;   // where worker 0 writes the artifact and metrics.json; optional
+  std::string hyperparameter_json;  // recorded in the artifact
+  double progress_interval_s = 5;
+};
+
+class Trainer {
+ public:
+  Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparameters,
+          TrainerOptions options);
+
+  // Trains every epoch (or until early stopping). Throws Error on bad data,
+  // a failed request or a failed write.
+  void Run();
+
+  // Scores a channel with the current weights (worker 0's job). Metric names
+  // are SageMaker's, without the channel prefix.
+  MetricSet Evaluate(const std::string& channel);
+
+ private:
+  struct EpochResult {
+    uint64_t examples = 0;
+    double loss = 0;
+    double seconds = 0;
+  };
+  EpochResult TrainEpoch(int epoch);
+  // Adds `value` to control key `feature` on the servers (a count or a flag,
+  // kept as two floats of 20 bits so sums stay exact). Blocks until applied.
+  void AddToControl(uint64_t feature, uint64_t value);
+  uint64_t ReadControl(uint64_t feature);
+  void WriteModel();
+  void WriteMetrics(const MetricSet& metrics);
+
+  Node* node_;
+  KVWorker* client_;
+  Hyperparameters hyperparameters_;
+  TrainerOptions options_;
+  CpuModel model_;
+  SharedArray<const Key> bias_key_;
+};
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_TRAINER_H_
