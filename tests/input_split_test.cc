@@ -37,7 +37,7 @@ class TempFolderTest : public ::testing::Test {
   }
   ~TempFolderTest() override { std::filesystem::remove_all(folder_); }
 
-  std::string WriteFile(const std::string &name, const std::string &contents) {
+  std::string WriteFile(const std::string& name, const std::string& contents) {
     const std::string path = folder_ + "/" + name;
     std::ofstream(path, std::ios::binary) << contents;
     return path;
@@ -46,22 +46,22 @@ class TempFolderTest : public ::testing::Test {
   std::string folder_;
 };
 
-std::string ErrorOf(const std::function<void()> &body) {
+std::string ErrorOf(const std::function<void()>& body) {
   try {
     body();
-  } catch (const Error &error) {
+  } catch (const Error& error) {
     return error.what();
   }
   return "no error";
 }
 
-bool Contains(const std::string &text, const std::string &part) {
+bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-std::vector<std::string> Paths(const std::vector<InputFile> &files) {
+std::vector<std::string> Paths(const std::vector<InputFile>& files) {
   std::vector<std::string> paths;
-  for (const InputFile &file : files) paths.push_back(file.path);
+  for (const InputFile& file : files) paths.push_back(file.path);
   return paths;
 }
 
@@ -157,23 +157,23 @@ TEST(InputSplitSharding, ARangeGetsOneSplitPerFileItTouches) {
 TEST(InputSplitSharding, EveryByteGoesToExactlyOneWorker) {
   const std::vector<std::vector<InputFile>> layouts = {
       {{"a", 1000}}, {{"a", 10}, {"b", 0}, {"c", 7}}, {{"a", 3}}, {{"a", 0}}};
-  for (const auto &files : layouts) {
+  for (const auto& files : layouts) {
     for (int workers = 1; workers <= 7; ++workers) {
       std::vector<std::vector<int>> owners(files.size());
       for (size_t f = 0; f < files.size(); ++f) owners[f].assign(files[f].size, 0);
       for (int rank = 0; rank < workers; ++rank) {
-        for (const InputSplit &split : ShardInputs(files, rank, workers)) {
+        for (const InputSplit& split : ShardInputs(files, rank, workers)) {
           const auto file = std::find_if(files.begin(), files.end(),
-                                         [&](const InputFile &x) { return x.path == split.path; });
+                                         [&](const InputFile& x) { return x.path == split.path; });
           ASSERT_NE(file, files.end());
-          auto &owned = owners[file - files.begin()];
+          auto& owned = owners[file - files.begin()];
           for (uint64_t byte = split.begin; byte < std::min<uint64_t>(split.end, file->size);
                ++byte) {
             ++owned[byte];
           }
         }
       }
-      for (const auto &owned : owners) {
+      for (const auto& owned : owners) {
         for (int count : owned) ASSERT_EQ(count, 1) << workers << " workers";
       }
     }
@@ -222,7 +222,7 @@ std::string Example(DataFormat format, int id) {
       return text;
     case DataFormat::kRecordIO: {
       aialgs::data::Record record;
-      auto *features = (*record.mutable_features())["values"].mutable_float32_tensor();
+      auto* features = (*record.mutable_features())["values"].mutable_float32_tensor();
       for (int i = 0; i < id % 13; ++i) features->add_values(0.5f);
       if (id % 3 == 0) features->add_values(FloatWithBits(kRecordIOMagic));
       (*record.mutable_label())["values"].mutable_float32_tensor()->add_values(id);
@@ -235,7 +235,7 @@ std::string Example(DataFormat format, int id) {
 }
 
 struct Layout {
-  const char *name;
+  const char* name;
   std::vector<int> examples_per_file;
 };
 
@@ -243,7 +243,7 @@ class InputSplitCounting : public TempFolderTest {
  protected:
   // Writes the layout's files into a fresh subfolder (plus files the listing
   // skips); returns the subfolder and sets *examples.
-  std::string WriteLayout(DataFormat format, const Layout &layout, int *examples) {
+  std::string WriteLayout(DataFormat format, const Layout& layout, int* examples) {
     const std::string folder = folder_ + "/" + layout.name + DataFormatName(format);
     std::filesystem::create_directory(folder);
     int id = 0;
@@ -264,11 +264,11 @@ class InputSplitCounting : public TempFolderTest {
                                          {"more_files_than_workers", {0, 13, 1, 40, 7, 22, 3}},
                                          {"two_files", {90, 11}},
                                          {"three_with_an_empty_one", {50, 0, 60}}};
-    for (const Layout &layout : layouts) {
+    for (const Layout& layout : layouts) {
       int examples = 0;
       const std::string folder = WriteLayout(format, layout, &examples);
       uint64_t total_size = 0;
-      for (const InputFile &file : ListInputs(folder)) total_size += file.size;
+      for (const InputFile& file : ListInputs(folder)) total_size += file.size;
       for (size_t block_size : {size_t{16}, size_t{4} << 20}) {
         for (int workers = 1; workers <= 5; ++workers) {
           SCOPED_TRACE(std::string(layout.name) + ", " + std::to_string(workers) +
@@ -279,7 +279,7 @@ class InputSplitCounting : public TempFolderTest {
           std::vector<int> ids;
           uint64_t bytes_read = 0;
           for (int rank = 0; rank < workers; ++rank) {
-            for (const InputSplit &split : ResolveChannel(folder, rank, workers)) {
+            for (const InputSplit& split : ResolveChannel(folder, rank, workers)) {
               std::unique_ptr<ExampleReader> reader = OpenReader(split, options);
               Batch batch;
               while (reader->Read(7, &batch) > 0) {
@@ -354,7 +354,7 @@ TEST_F(ChannelFolder, MissingFolderThrowsNamingIt) {
 class ChannelPipe : public TempFolderTest {
  protected:
   // Writes `contents` into the FIFO `path` from another thread, in pieces.
-  void StartWriter(const std::string &path, const std::string &contents) {
+  void StartWriter(const std::string& path, const std::string& contents) {
     writer_ = std::thread([path, contents] {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       int descriptor = -1;
@@ -378,7 +378,7 @@ class ChannelPipe : public TempFolderTest {
     if (writer_.joinable()) writer_.join();
   }
 
-  std::vector<int> ReadAllIds(const std::string &spec, DataFormat format) {
+  std::vector<int> ReadAllIds(const std::string& spec, DataFormat format) {
     const std::vector<InputSplit> splits = ResolveChannel(spec, 1, 3);
     EXPECT_EQ(splits.size(), 1u);
     ReaderOptions options;

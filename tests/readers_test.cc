@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ class TempFolder : public ::testing::Test {
   }
   ~TempFolder() override { std::filesystem::remove_all(folder_); }
 
-  std::string WriteFile(const std::string &name, const std::string &contents) {
+  std::string WriteFile(const std::string& name, const std::string& contents) {
     const std::string path = folder_ + "/" + name;
     std::ofstream(path, std::ios::binary) << contents;
     return path;
@@ -40,7 +41,7 @@ class TempFolder : public ::testing::Test {
 };
 
 // Reads the whole file in batches of at most 3 rows.
-Batch ReadAll(const std::string &path, const ReaderOptions &options, uint64_t *skipped = nullptr) {
+Batch ReadAll(const std::string& path, const ReaderOptions& options, uint64_t* skipped = nullptr) {
   std::unique_ptr<ExampleReader> reader = OpenReader(InputSplit{path}, options);
   Batch batch;
   while (reader->Read(3, &batch) > 0) {
@@ -50,25 +51,25 @@ Batch ReadAll(const std::string &path, const ReaderOptions &options, uint64_t *s
 }
 
 // The message of the Error that `body` throws, or "no error".
-std::string ErrorOf(const std::function<void()> &body) {
+std::string ErrorOf(const std::function<void()>& body) {
   try {
     body();
-  } catch (const Error &error) {
+  } catch (const Error& error) {
     return error.what();
   }
   return "no error";
 }
 
-bool Contains(const std::string &text, const std::string &part) {
+bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-std::vector<uint64_t> Indices(const Batch &batch, size_t row) {
+std::vector<uint64_t> Indices(const Batch& batch, size_t row) {
   return {batch.indices.begin() + batch.row_offsets[row],
           batch.indices.begin() + batch.row_offsets[row + 1]};
 }
 
-std::vector<float> Values(const Batch &batch, size_t row) {
+std::vector<float> Values(const Batch& batch, size_t row) {
   return {batch.values.begin() + batch.row_offsets[row],
           batch.values.begin() + batch.row_offsets[row + 1]};
 }
@@ -94,6 +95,39 @@ TEST_F(LibsvmReading, ReadsLabelsAndShiftsOneBasedIndicesToZeroBased) {
   EXPECT_EQ(Indices(batch, 1), (std::vector<uint64_t>{1}));
   EXPECT_EQ(Values(batch, 1), (std::vector<float>{-0.15f}));
   EXPECT_EQ(Indices(batch, 2), (std::vector<uint64_t>{9}));
+}
+
+// Decimal numbers of many shapes: short and long, with and without a point,
+// signs, exponents, leading zeros.
+std::vector<std::string> NumberTexts() {
+  std::mt19937 random(11);
+  std::vector<std::string> texts = {"0",        "-0",           "0.1",          "16777215",
+                                    "16777216", "16777217",     "3.4028235e38", "1e-45",
+                                    "1e-50",    "0.0000000001", "123456.7",     "1.",
+                                    ".5",       "-.5",          "+2.5",         "00000000012"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = random() % 4 == 0 ? "-" : "";
+    const int whole = random() % 10, fraction = random() % 12;
+    for (int d = 0; d < whole; ++d) text += static_cast<char>('0' + random() % 10);
+    if (whole == 0 || fraction > 0) text += whole == 0 ? "0." : ".";
+    for (int d = 0; d < fraction; ++d) text += static_cast<char>('0' + random() % 10);
+    if (random() % 10 == 0) text += "e" + std::to_string(static_cast<int>(random() % 60) - 30);
+    texts.push_back(text);
+  }
+  return texts;
+}
+
+TEST_F(LibsvmReading, ParsesValuesExactlyAsStrtofDoes) {
+  const std::vector<std::string> texts = NumberTexts();
+  std::string contents;
+  for (const std::string& text : texts) contents += text + " 1:" + text + "\n";
+  const Batch batch = ReadAll(WriteFile("a.libsvm", contents), Options(DataFormat::kLibsvm));
+  ASSERT_EQ(batch.rows(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const float expected = std::strtof(texts[i].c_str(), nullptr);
+    ASSERT_EQ(std::memcmp(&batch.values[i], &expected, sizeof(float)), 0) << texts[i];
+    ASSERT_EQ(std::memcmp(&batch.labels[i], &expected, sizeof(float)), 0) << texts[i];
+  }
 }
 
 TEST_F(LibsvmReading, ZeroBasedKeepsIndicesAndAcceptsIndexZero) {
@@ -182,9 +216,9 @@ TEST_F(LibsvmReading, FeatureDimAppliesToZeroBasedIndices) {
 }
 
 struct BadLine {
-  const char *name;
-  const char *line;
-  const char *problem;  // part of the expected message
+  const char* name;
+  const char* line;
+  const char* problem;  // part of the expected message
 };
 
 class LibsvmBadRecord : public TempFolder, public ::testing::WithParamInterface<BadLine> {};
@@ -226,7 +260,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadLine{"InfLabel", "-inf 1:1", "label '-inf' is not finite"},
                       BadLine{"NanValue", "1 1:NaN", "feature value 'NaN' is not finite"},
                       BadLine{"InfValue", "1 1:1e999", "feature value '1e999' is not finite"}),
-    [](const ::testing::TestParamInfo<BadLine> &info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<BadLine>& info) { return std::string(info.param.name); });
 
 TEST_F(LibsvmReading, ErrorInALaterSplitNamesTheLineCountedFromTheFileStart) {
   std::string contents;
@@ -283,6 +317,20 @@ TEST_F(CsvReading, ReadsLabelThenDenseFeaturesKeepingZeros) {
   EXPECT_EQ(Values(batch, 0), (std::vector<float>{0.5f, 0, 2}));
   EXPECT_EQ(Indices(batch, 1), (std::vector<uint64_t>{0, 1, 2}));
   EXPECT_EQ(Values(batch, 1), (std::vector<float>{3, -0.01f, 0}));
+}
+
+TEST_F(CsvReading, ParsesValuesExactlyAsStrtofDoes) {
+  const std::vector<std::string> texts = NumberTexts();
+  std::string contents;
+  for (const std::string& text : texts) contents += text + "," + text + ", " + text + " \n";
+  const Batch batch = ReadAll(WriteFile("a.csv", contents), Options(DataFormat::kCsv));
+  ASSERT_EQ(batch.rows(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const float expected = std::strtof(texts[i].c_str(), nullptr);
+    ASSERT_EQ(std::memcmp(&batch.labels[i], &expected, sizeof(float)), 0) << texts[i];
+    ASSERT_EQ(std::memcmp(&batch.values[2 * i], &expected, sizeof(float)), 0) << texts[i];
+    ASSERT_EQ(std::memcmp(&batch.values[2 * i + 1], &expected, sizeof(float)), 0) << texts[i];
+  }
 }
 
 TEST_F(CsvReading, SkipsBlankLinesAndAcceptsCrLf) {
@@ -352,25 +400,25 @@ INSTANTIATE_TEST_SUITE_P(
                       BadLine{"InfLabel", "inf,1,1", "label 'inf' is not finite"},
                       BadLine{"FewerColumns", "1,1", "the row has 2 columns, the first row has 3"},
                       BadLine{"MoreColumns", "1,1,1,1", "more columns than the first row's 3"}),
-    [](const ::testing::TestParamInfo<BadLine> &info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<BadLine>& info) { return std::string(info.param.name); });
 
 // ---------------------------------------------------------------------------
 // recordIO-protobuf
 
-aialgs::data::Record DenseRecord(const std::vector<float> &values, std::vector<float> label) {
+aialgs::data::Record DenseRecord(const std::vector<float>& values, std::vector<float> label) {
   aialgs::data::Record record;
-  auto *features = (*record.mutable_features())["values"].mutable_float32_tensor();
+  auto* features = (*record.mutable_features())["values"].mutable_float32_tensor();
   for (float value : values) features->add_values(value);
-  auto *labels = (*record.mutable_label())["values"].mutable_float32_tensor();
+  auto* labels = (*record.mutable_label())["values"].mutable_float32_tensor();
   for (float value : label) labels->add_values(value);
   return record;
 }
 
-aialgs::data::Record SparseRecord(const std::vector<uint64_t> &keys,
-                                  const std::vector<float> &values, uint64_t dimension,
+aialgs::data::Record SparseRecord(const std::vector<uint64_t>& keys,
+                                  const std::vector<float>& values, uint64_t dimension,
                                   float label) {
   aialgs::data::Record record = DenseRecord(values, {label});
-  auto *features = (*record.mutable_features())["values"].mutable_float32_tensor();
+  auto* features = (*record.mutable_features())["values"].mutable_float32_tensor();
   for (uint64_t key : keys) features->add_keys(key);
   features->add_shape(dimension);
   return record;
@@ -382,13 +430,13 @@ float FloatWithBits(uint32_t bits) {
   return value;
 }
 
-uint32_t WordAt(const std::string &bytes, size_t at) {
+uint32_t WordAt(const std::string& bytes, size_t at) {
   uint32_t word;  // little-endian, like the test machines
   std::memcpy(&word, bytes.data() + at, 4);
   return word;
 }
 
-bool HasAlignedMagic(const std::string &bytes) {
+bool HasAlignedMagic(const std::string& bytes) {
   for (size_t at = 0; at + 4 <= bytes.size(); at += 4) {
     if (WordAt(bytes, at) == kRecordIOMagic) return true;
   }
@@ -396,7 +444,7 @@ bool HasAlignedMagic(const std::string &bytes) {
 }
 
 // Whether a RecordIO file holds the start part of a multi-part record.
-bool HasMultiPartRecord(const std::string &bytes) {
+bool HasMultiPartRecord(const std::string& bytes) {
   for (size_t at = 0; at + 8 <= bytes.size(); at += 4) {
     if (WordAt(bytes, at) == kRecordIOMagic && WordAt(bytes, at + 4) >> 29 == 1) return true;
   }
@@ -419,11 +467,11 @@ aialgs::data::Record MultiPartRecord(float label) {
 
 class RecordIOReading : public TempFolder {
  protected:
-  std::string WriteRecords(const std::string &name,
-                           const std::vector<aialgs::data::Record> &records) {
+  std::string WriteRecords(const std::string& name,
+                           const std::vector<aialgs::data::Record>& records) {
     const std::string path = folder_ + "/" + name;
     RecordIOWriter writer(path);
-    for (const auto &record : records) writer.Write(record);
+    for (const auto& record : records) writer.Write(record);
     writer.Flush();
     return path;
   }
@@ -442,7 +490,7 @@ TEST_F(RecordIOReading, ReadsDenseRecords) {
 
 TEST_F(RecordIOReading, ReadsDenseRecordsWithAMatchingShape) {
   aialgs::data::Record record = DenseRecord({1, 2, 3, 4}, {1});
-  auto *features = (*record.mutable_features())["values"].mutable_float32_tensor();
+  auto* features = (*record.mutable_features())["values"].mutable_float32_tensor();
   features->add_shape(2);
   features->add_shape(2);
   EXPECT_EQ(ReadAll(WriteRecords("a.rec", {record}), Options(DataFormat::kRecordIO)).nnz(), 4u);
@@ -469,7 +517,7 @@ TEST_F(RecordIOReading, ReadsMultiPartRecords) {
   const Batch batch = ReadAll(path, Options(DataFormat::kRecordIO));
   ASSERT_EQ(batch.rows(), 3u);
   EXPECT_EQ(batch.labels, (std::vector<float>{1, 5, 2}));
-  const auto &expected = multi_part.features().at("values").float32_tensor().values();
+  const auto& expected = multi_part.features().at("values").float32_tensor().values();
   const std::vector<float> values = Values(batch, 1);
   ASSERT_EQ(values.size(), static_cast<size_t>(expected.size()));
   EXPECT_EQ(std::memcmp(values.data(), expected.data(), values.size() * sizeof(float)), 0);
@@ -540,13 +588,13 @@ TEST(RecordIOFraming, WriterCutsPayloadsAtAlignedMagicAndReaderRejoinsThem) {
   const std::string path = std::string(pattern) + "/raw.rec";
   {
     RecordIOWriter writer(path);
-    for (const std::string &payload : payloads) writer.WritePayload(payload);
+    for (const std::string& payload : payloads) writer.WritePayload(payload);
     writer.Flush();
     EXPECT_EQ(writer.bytes_written(), std::filesystem::file_size(path));
   }
   RecordIOReader reader(InputSplit{path}, 16);
   std::string_view payload;
-  for (const std::string &expected : payloads) {
+  for (const std::string& expected : payloads) {
     ASSERT_TRUE(reader.ReadRecord(&payload));
     EXPECT_EQ(std::string(payload), expected);
   }
@@ -572,20 +620,20 @@ struct BadRecordFile {
 };
 
 struct BadRecordCase {
-  const char *name;
+  const char* name;
   std::function<std::string()> bad_bytes;  // what goes between the good records
-  const char *problem;
+  const char* problem;
   bool at_end = false;  // the bad bytes end the file (a truncated record)
 };
 
-std::string Serialized(const aialgs::data::Record &record) {
+std::string Serialized(const aialgs::data::Record& record) {
   std::ostringstream out;
   RecordIOWriter writer(&out);
   writer.Write(record);
   return out.str();
 }
 
-std::string Framed(const std::string &payload) {
+std::string Framed(const std::string& payload) {
   std::ostringstream out;
   RecordIOWriter writer(&out);
   writer.WritePayload(payload);
@@ -594,7 +642,7 @@ std::string Framed(const std::string &payload) {
 
 class RecordIOBadRecord : public TempFolder, public ::testing::WithParamInterface<BadRecordCase> {
  protected:
-  std::string WriteBadFile(uint64_t *offset) {
+  std::string WriteBadFile(uint64_t* offset) {
     std::string bytes = Serialized(DenseRecord({1}, {1}));
     *offset = bytes.size();
     bytes += GetParam().bad_bytes();
@@ -708,7 +756,7 @@ INSTANTIATE_TEST_SUITE_P(
                         return bytes.substr(0, 12);  // only the start part
                       },
                       "truncated record", true}),
-    [](const ::testing::TestParamInfo<BadRecordCase> &info) {
+    [](const ::testing::TestParamInfo<BadRecordCase>& info) {
       return std::string(info.param.name);
     });
 

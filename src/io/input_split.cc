@@ -17,7 +17,7 @@ namespace {
 std::string ErrnoText() { return std::strerror(errno); }
 
 // Throws unless `path` can be opened for reading.
-void CheckReadable(const std::string &path) {
+void CheckReadable(const std::string& path) {
   if (access(path.c_str(), R_OK) != 0) {
     throw MakeError(path, ": cannot read: ", ErrnoText());
   }
@@ -40,7 +40,7 @@ std::string InputSplit::Describe() const {
   return text + ")";
 }
 
-std::vector<InputFile> ListInputs(const std::string &path) {
+std::vector<InputFile> ListInputs(const std::string& path) {
   if (path.empty()) throw MakeError("input path is empty");
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {
@@ -53,12 +53,12 @@ std::vector<InputFile> ListInputs(const std::string &path) {
   if (!S_ISDIR(info.st_mode)) {
     throw MakeError(path, ": is not a regular file or folder (for a stream, use pipe:", path, ")");
   }
-  DIR *folder = opendir(path.c_str());
+  DIR* folder = opendir(path.c_str());
   if (folder == nullptr) throw MakeError(path, ": cannot list: ", ErrnoText());
   std::vector<InputFile> files;
   const std::string prefix = path.back() == '/' ? path : path + "/";
-  for (struct dirent *entry = readdir(folder); entry != nullptr; entry = readdir(folder)) {
-    const char *name = entry->d_name;
+  for (struct dirent* entry = readdir(folder); entry != nullptr; entry = readdir(folder)) {
+    const char* name = entry->d_name;
     if (name[0] == '.' || name[0] == '_') continue;
     std::string file = prefix + name;
     struct stat file_info;
@@ -71,12 +71,12 @@ std::vector<InputFile> ListInputs(const std::string &path) {
                     "and subfolders are ignored)");
   }
   std::sort(files.begin(), files.end(),
-            [](const InputFile &a, const InputFile &b) { return a.path < b.path; });
-  for (const InputFile &file : files) CheckReadable(file.path);
+            [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
+  for (const InputFile& file : files) CheckReadable(file.path);
   return files;
 }
 
-std::vector<InputSplit> ShardInputs(const std::vector<InputFile> &files, int rank, int workers) {
+std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int rank, int workers) {
   CheckWorker(rank, workers);
   std::vector<InputSplit> splits;
   if (files.size() >= static_cast<size_t>(workers)) {
@@ -86,13 +86,12 @@ std::vector<InputSplit> ShardInputs(const std::vector<InputFile> &files, int ran
     return splits;
   }
   unsigned __int128 total = 0;
-  for (const InputFile &file : files) total += file.size;
-  // Worker r owns bytes [total * r / workers, total * (r + 1) / workers) of the
-  // concatenation.
+  for (const InputFile& file : files) total += file.size;
+  // Worker r owns bytes [total * r / workers, total * (r + 1) / workers) of the concatenation.
   const uint64_t range_begin = static_cast<uint64_t>(total * rank / workers);
   const uint64_t range_end = static_cast<uint64_t>(total * (rank + 1) / workers);
   uint64_t file_begin = 0;  // the file's first byte in the concatenation
-  for (const InputFile &file : files) {
+  for (const InputFile& file : files) {
     const uint64_t file_end = file_begin + file.size;
     const uint64_t begin = std::max(range_begin, file_begin);
     const uint64_t end = std::min(range_end, file_end);
@@ -104,7 +103,7 @@ std::vector<InputSplit> ShardInputs(const std::vector<InputFile> &files, int ran
   return splits;
 }
 
-std::vector<InputSplit> ResolveChannel(const std::string &spec, int rank, int workers) {
+std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers) {
   CheckWorker(rank, workers);
   const std::string kPipe = "pipe:";
   if (spec.compare(0, kPipe.size(), kPipe) != 0) {
@@ -121,7 +120,7 @@ std::vector<InputSplit> ResolveChannel(const std::string &spec, int rank, int wo
   return {InputSplit{path, 0, UINT64_MAX, true}};
 }
 
-BlockReader::BlockReader(const std::string &path, bool is_pipe, uint64_t offset, size_t block_size)
+BlockReader::BlockReader(const std::string& path, bool is_pipe, uint64_t offset, size_t block_size)
     : path_(path), buffer_(std::max<size_t>(block_size, 16)) {
   descriptor_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (descriptor_ < 0) throw MakeError(path, ": cannot open: ", ErrnoText());
@@ -149,8 +148,7 @@ BlockReader::~BlockReader() {
 bool BlockReader::Fill(size_t count) {
   if (size() >= count) return true;
   if (at_end_) return false;
-  // Move the window to the front, and grow the buffer if the request does not
-  // fit.
+  // Move the window to the front, and grow the buffer if the request does not fit.
   if (begin_ > 0) {
     std::memmove(buffer_.data(), buffer_.data() + begin_, size());
     end_ -= begin_;

@@ -38,7 +38,7 @@ struct InputFile {
 // A file, or the regular files of a folder (not recursive; sorted by name;
 // skipping names that start with '.' or '_'). Throws Error if the path is
 // missing, unreadable, or holds no files.
-std::vector<InputFile> ListInputs(const std::string &path);
+std::vector<InputFile> ListInputs(const std::string& path);
 
 // The splits of worker `rank` of `workers` (0 <= rank < workers, else Error).
 // When there are at least as many files as workers, whole files round-robin:
@@ -47,14 +47,14 @@ std::vector<InputFile> ListInputs(const std::string &path);
 // on records: the reader skips to the first record that starts in its range),
 // and worker r gets the pieces of range r, one split per file it touches.
 // Every byte goes to exactly one worker; a worker may get no splits.
-std::vector<InputSplit> ShardInputs(const std::vector<InputFile> &files, int rank, int workers);
+std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int rank, int workers);
 
 // The splits of worker `rank` for a channel flag value: "pipe:PATH" is a
 // stream every worker reads on its own ("{rank}" in PATH is replaced by the
 // rank: SageMaker's Pipe mode); anything else is a file or folder, listed by
 // ListInputs and sharded by ShardInputs. Throws Error on a bad spec, rank or
 // path.
-std::vector<InputSplit> ResolveChannel(const std::string &spec, int rank, int workers);
+std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers);
 
 // Reads a file from an offset, or a stream from its start, in large blocks
 // with read(2): the byte source under the record readers. Keeps a window of
@@ -64,14 +64,14 @@ class BlockReader {
  public:
   // Opens `path` and, unless `is_pipe`, starts at byte `offset`. Opening a
   // FIFO blocks until a writer opens it. Throws Error if it cannot open.
-  BlockReader(const std::string &path, bool is_pipe, uint64_t offset,
+  BlockReader(const std::string& path, bool is_pipe, uint64_t offset,
               size_t block_size = size_t{4} << 20);
   ~BlockReader();
-  BlockReader(const BlockReader &) = delete;
-  BlockReader &operator=(const BlockReader &) = delete;
+  BlockReader(const BlockReader&) = delete;
+  BlockReader& operator=(const BlockReader&) = delete;
 
   // The buffered bytes not consumed yet.
-  const char *data() const { return buffer_.data() + begin_; }
+  const char* data() const { return buffer_.data() + begin_; }
   size_t size() const { return end_ - begin_; }
   // The offset in the file (or stream) of data()[0].
   uint64_t position() const { return position_; }

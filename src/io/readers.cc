@@ -18,40 +18,74 @@ namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
-const char *SkipSpace(const char *p, const char *end) {
+const char* SkipSpace(const char* p, const char* end) {
   while (p != end && IsSpace(*p)) ++p;
   return p;
 }
 
-const char *FindSpace(const char *p, const char *end) {
+const char* FindSpace(const char* p, const char* end) {
   while (p != end && !IsSpace(*p)) ++p;
   return p;
 }
 
 // The text in [begin, end) in quotes, shortened if long: for messages.
-std::string Quote(const char *begin, const char *end) {
+std::string Quote(const char* begin, const char* end) {
   constexpr size_t kLongest = 40;
   const size_t length = static_cast<size_t>(end - begin);
   if (length <= kLongest) return "'" + std::string(begin, length) + "'";
   return "'" + std::string(begin, kLongest) + "...'";
 }
 
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Parses the plain decimal ("-12.345") at `begin` in the common case where
+// the digits make an integer below 2^24 with at most 10 of them after the
+// point: then it and the power of ten are exact floats, and one division
+// rounds correctly (Clinger's fast path). Returns where the number stops, or
+// null if it is not such a number (the caller then parses it another way).
+const char* ParsePlainDecimal(const char* begin, const char* end, float* value) {
+  static constexpr float kPowersOfTen[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
+                                           1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
+  const bool negative = begin != end && *begin == '-';
+  uint32_t digits = 0;
+  int digit_count = 0;
+  int fraction_digits = -1;  // -1 until the point
+  const char* p = begin + negative;
+  for (; p != end && digit_count <= 7; ++p) {
+    if (IsDigit(*p)) {
+      digits = digits * 10 + static_cast<uint32_t>(*p - '0');
+      ++digit_count;
+      if (fraction_digits >= 0) ++fraction_digits;
+    } else if (*p == '.' && fraction_digits < 0) {
+      fraction_digits = 0;
+    } else {
+      break;
+    }
+  }
+  if (digit_count == 0 || digits >= (uint32_t{1} << 24) || fraction_digits > 10) return nullptr;
+  if (p != end && (IsDigit(*p) || *p == '.' || *p == 'e' || *p == 'E')) return nullptr;
+  const float magnitude =
+      static_cast<float>(digits) / kPowersOfTen[fraction_digits < 0 ? 0 : fraction_digits];
+  *value = negative ? -magnitude : magnitude;
+  return p;
+}
+
 // Parses all of [begin, end) as a decimal floating-point number ("+1",
 // "-2.5e-3", "nan", "inf"). Values beyond float's range become +-inf, values
 // below it 0 or a denormal, as strtof does.
-bool ParseFloat(const char *begin, const char *end, float *value) {
+bool ParseFloat(const char* begin, const char* end, float* value) {
   if (begin != end && *begin == '+') {
     ++begin;
     if (begin != end && *begin == '-') return false;
   }
   if (begin == end) return false;
+  if (ParsePlainDecimal(begin, end, value) == end) return true;
   const std::from_chars_result result = std::from_chars(begin, end, *value);
   if (result.ec == std::errc() && result.ptr == end) return true;
   if (result.ec != std::errc::result_out_of_range) return false;
-  // Rare: let strtof decide between overflow and underflow, on a terminated
-  // copy.
+  // Rare: let strtof decide between overflow and underflow, on a terminated copy.
   const std::string copy(begin, end);
-  char *parsed_end = nullptr;
+  char* parsed_end = nullptr;
   *value = std::strtof(copy.c_str(), &parsed_end);
   return parsed_end == copy.c_str() + copy.size();
 }
@@ -60,7 +94,7 @@ bool ParseFloat(const char *begin, const char *end, float *value) {
 // blocks; a returned line points into the block buffer.
 class LineSource {
  public:
-  explicit LineSource(const InputSplit &split, size_t block_size = size_t{4} << 20)
+  explicit LineSource(const InputSplit& split, size_t block_size = size_t{4} << 20)
       : split_(split),
         source_(split.path, split.is_pipe, split.is_pipe || split.begin == 0 ? 0 : split.begin - 1,
                 block_size),
@@ -68,7 +102,7 @@ class LineSource {
 
   // Sets [*begin, *end) to the next line, without its "\n" or "\r\n", and
   // returns true; false at the end of the split. Valid until the next call.
-  bool NextLine(const char **begin, const char **end) {
+  bool NextLine(const char** begin, const char** end) {
     source_.Consume(pending_);
     bytes_read_ += pending_;
     pending_ = 0;
@@ -98,7 +132,7 @@ class LineSource {
   }
 
   uint64_t bytes_read() const { return bytes_read_ + pending_; }
-  const InputSplit &split() const { return split_; }
+  const InputSplit& split() const { return split_; }
 
  private:
   // The length of the buffered line (reading until its '\n' or the end of the
@@ -106,9 +140,9 @@ class LineSource {
   size_t LineLength(bool with_newline) {
     size_t searched = 0;
     for (;;) {
-      const void *newline = std::memchr(source_.data() + searched, '\n', source_.size() - searched);
+      const void* newline = std::memchr(source_.data() + searched, '\n', source_.size() - searched);
       if (newline != nullptr) {
-        const size_t length = static_cast<const char *>(newline) - source_.data();
+        const size_t length = static_cast<const char*>(newline) - source_.data();
         return with_newline ? length + 1 : length;
       }
       searched = source_.size();
@@ -144,10 +178,10 @@ class LineSource {
 // The text formats: one example per line.
 class TextReader : public ExampleReader {
  public:
-  TextReader(const InputSplit &split, const ReaderOptions &options)
+  TextReader(const InputSplit& split, const ReaderOptions& options)
       : options_(options), lines_(split, options.block_size) {}
 
-  size_t Read(size_t max_rows, Batch *batch) override {
+  size_t Read(size_t max_rows, Batch* batch) override {
     if (batch->rows() == 0) {
       batch->label_width = 1;
     } else if (batch->label_width != 1) {
@@ -156,8 +190,8 @@ class TextReader : public ExampleReader {
                       " labels per row");
     }
     size_t rows = 0;
-    const char *begin;
-    const char *end;
+    const char* begin;
+    const char* end;
     while (rows < max_rows && lines_.NextLine(&begin, &end)) {
       const size_t labels = batch->labels.size();
       const size_t features = batch->indices.size();
@@ -191,10 +225,10 @@ class TextReader : public ExampleReader {
   // and values; then its row offset) and returns kRow; or kBlank for a line
   // without an example; or kBad, with problem_ set (the caller removes what
   // was appended).
-  virtual LineResult ParseLine(const char *begin, const char *end, Batch *batch) = 0;
+  virtual LineResult ParseLine(const char* begin, const char* end, Batch* batch) = 0;
 
   // Parses a whole number for ParseLine; on failure sets problem_.
-  bool ParseNumber(const char *begin, const char *end, const char *what, float *value) {
+  bool ParseNumber(const char* begin, const char* end, const char* what, float* value) {
     if (!ParseFloat(begin, end, value)) {
       problem_ = std::string(what) + " " + Quote(begin, end) + " is not a number";
       return false;
@@ -216,17 +250,17 @@ class TextReader : public ExampleReader {
 
 class LibsvmReader : public TextReader {
  public:
-  LibsvmReader(const InputSplit &split, const ReaderOptions &options)
+  LibsvmReader(const InputSplit& split, const ReaderOptions& options)
       : TextReader(split, options), first_index_(options.zero_based ? 0 : 1) {}
 
  private:
-  LineResult ParseLine(const char *begin, const char *end, Batch *batch) override {
-    if (const void *comment = std::memchr(begin, '#', end - begin)) {
-      end = static_cast<const char *>(comment);
+  LineResult ParseLine(const char* begin, const char* end, Batch* batch) override {
+    if (const void* comment = std::memchr(begin, '#', end - begin)) {
+      end = static_cast<const char*>(comment);
     }
-    const char *token = SkipSpace(begin, end);
+    const char* token = SkipSpace(begin, end);
     if (token == end) return LineResult::kBlank;
-    const char *token_end = FindSpace(token, end);
+    const char* token_end = FindSpace(token, end);
     if (std::memchr(token, ':', token_end - token) != nullptr) {
       problem_ = "missing label: the line starts with feature " + Quote(token, token_end);
       return LineResult::kBad;
@@ -235,8 +269,9 @@ class LibsvmReader : public TextReader {
     if (!ParseNumber(token, token_end, "label", &label)) return LineResult::kBad;
     batch->labels.push_back(label);
     for (token = SkipSpace(token_end, end); token != end; token = SkipSpace(token_end, end)) {
+      if (AppendPlainFeature(token, end, batch, &token_end)) continue;
       token_end = FindSpace(token, end);
-      const auto *colon = static_cast<const char *>(std::memchr(token, ':', token_end - token));
+      const auto* colon = static_cast<const char*>(std::memchr(token, ':', token_end - token));
       if (colon == nullptr) {
         problem_ = "feature " + Quote(token, token_end) + " has no ':' (expected index:value)";
         return LineResult::kBad;
@@ -250,8 +285,8 @@ class LibsvmReader : public TextReader {
       }
       if (index < first_index_) {
         problem_ =
-            "feature index 0 is below 1, the first index (for 0-based "
-            "indices, set zero_based)";
+            "feature index 0 is below 1, the first index (for 0-based indices, set "
+            "zero_based)";
         return LineResult::kBad;
       }
       if (options_.feature_dim > 0 && index - first_index_ >= options_.feature_dim) {
@@ -270,29 +305,49 @@ class LibsvmReader : public TextReader {
     return LineResult::kRow;
   }
 
+  // The fast path for the common token, "index:value" with a plain decimal
+  // value and a valid index: appends it, sets *token_end and returns true.
+  // Returns false for anything else, which the general path then handles.
+  bool AppendPlainFeature(const char* token, const char* end, Batch* batch,
+                          const char** token_end) {
+    uint64_t index = 0;
+    const char* p = token;
+    for (; p != end && IsDigit(*p) && p - token < 19; ++p) index = index * 10 + (*p - '0');
+    if (p == token || p == end || *p != ':' || index < first_index_) return false;
+    index -= first_index_;
+    if (options_.feature_dim > 0 && index >= options_.feature_dim) return false;
+    float value;
+    const char* value_end = ParsePlainDecimal(p + 1, end, &value);
+    if (value_end == nullptr || (value_end != end && !IsSpace(*value_end))) return false;
+    batch->indices.push_back(index);
+    batch->values.push_back(value);
+    *token_end = value_end;
+    return true;
+  }
+
   const uint64_t first_index_;
 };
 
 class CsvReader : public TextReader {
  public:
-  CsvReader(const InputSplit &split, const ReaderOptions &options) : TextReader(split, options) {
+  CsvReader(const InputSplit& split, const ReaderOptions& options) : TextReader(split, options) {
     // Rows must match the file's first row, which an earlier split may hold.
     if (!split.is_pipe && split.begin > 0) {
       LineSource file(InputSplit{split.path, 0, UINT64_MAX, false}, size_t{64} << 10);
-      const char *begin;
-      const char *end;
+      const char* begin;
+      const char* end;
       while (columns_ == 0 && file.NextLine(&begin, &end)) columns_ = CountColumns(begin, end);
     }
   }
 
  private:
   // The number of columns of a row; 0 for a blank line.
-  static size_t CountColumns(const char *begin, const char *end) {
+  static size_t CountColumns(const char* begin, const char* end) {
     if (SkipSpace(begin, end) == end) return 0;
     return 1 + static_cast<size_t>(std::count(begin, end, ','));
   }
 
-  LineResult ParseLine(const char *begin, const char *end, Batch *batch) override {
+  LineResult ParseLine(const char* begin, const char* end, Batch* batch) override {
     if (SkipSpace(begin, end) == end) return LineResult::kBlank;
     if (columns_ == 0) columns_ = CountColumns(begin, end);
     if (options_.feature_dim > 0 && columns_ - 1 > options_.feature_dim) {
@@ -301,30 +356,32 @@ class CsvReader : public TextReader {
       return LineResult::kBad;
     }
     size_t column = 0;
-    for (const char *field = begin;; ++column) {
-      const auto *comma = static_cast<const char *>(std::memchr(field, ',', end - field));
-      const char *field_end = comma != nullptr ? comma : end;
+    for (const char* field = begin;; ++column) {
       if (column >= columns_) {
         problem_ = "the row has more columns than the first row's " + std::to_string(columns_);
         return LineResult::kBad;
       }
-      const char *number = SkipSpace(field, field_end);
-      const char *number_end = field_end;
-      while (number_end != number && IsSpace(number_end[-1])) --number_end;
       float value;
-      if (column == 0) {
-        if (!ParseNumber(number, number_end, "label", &value)) return LineResult::kBad;
-        batch->labels.push_back(value);
-      } else {
-        if (!ParseNumber(number, number_end, "feature value", &value)) {
-          problem_ = "column " + std::to_string(column + 1) + ": " + problem_;
+      const char* field_end = ParsePlainDecimal(field, end, &value);  // the fast path
+      if (field_end == nullptr || (field_end != end && *field_end != ',')) {
+        const auto* comma = static_cast<const char*>(std::memchr(field, ',', end - field));
+        field_end = comma != nullptr ? comma : end;
+        const char* number = SkipSpace(field, field_end);
+        const char* number_end = field_end;
+        while (number_end != number && IsSpace(number_end[-1])) --number_end;
+        if (!ParseNumber(number, number_end, column == 0 ? "label" : "feature value", &value)) {
+          if (column > 0) problem_ = "column " + std::to_string(column + 1) + ": " + problem_;
           return LineResult::kBad;
         }
+      }
+      if (column == 0) {
+        batch->labels.push_back(value);
+      } else {
         batch->indices.push_back(column - 1);
         batch->values.push_back(value);
       }
-      if (comma == nullptr) break;
-      field = comma + 1;
+      if (field_end == end) break;
+      field = field_end + 1;
     }
     if (column + 1 != columns_) {
       problem_ = "the row has " + std::to_string(column + 1) + " columns, the first row has " +
@@ -341,16 +398,16 @@ class CsvReader : public TextReader {
 // SageMaker's recordIO-protobuf: RecordIO records holding aialgs.data.Records.
 class RecordIOExampleReader : public ExampleReader {
  public:
-  RecordIOExampleReader(const InputSplit &split, const ReaderOptions &options)
+  RecordIOExampleReader(const InputSplit& split, const ReaderOptions& options)
       : options_(options), records_(split, options.block_size), arena_(MakeArenaOptions()) {}
 
-  size_t Read(size_t max_rows, Batch *batch) override {
+  size_t Read(size_t max_rows, Batch* batch) override {
     size_t rows = 0;
     std::string_view payload;
     while (rows < max_rows) {
       try {
         if (!records_.ReadRecord(&payload)) break;
-      } catch (const Error &) {
+      } catch (const Error&) {
         if (!options_.skip_bad_records) throw;
         ++skipped_records_;
         continue;
@@ -378,8 +435,8 @@ class RecordIOExampleReader : public ExampleReader {
   }
 
   // The float32 tensor `name`["values"] of `map`, or null with problem_ set.
-  const aialgs::data::Float32Tensor *FindTensor(
-      const google::protobuf::Map<std::string, aialgs::data::Value> &map, const char *name) {
+  const aialgs::data::Float32Tensor* FindTensor(
+      const google::protobuf::Map<std::string, aialgs::data::Value>& map, const char* name) {
     const auto found = map.find(values_key_);
     if (found == map.end()) {
       problem_ = std::string("the record has no ") + name + "[\"values\"]";
@@ -392,7 +449,7 @@ class RecordIOExampleReader : public ExampleReader {
     return &found->second.float32_tensor();
   }
 
-  bool CheckFinite(const google::protobuf::RepeatedField<float> &values, const char *name) {
+  bool CheckFinite(const google::protobuf::RepeatedField<float>& values, const char* name) {
     for (int i = 0; i < values.size(); ++i) {
       if (!std::isfinite(values.Get(i))) {
         problem_ = std::string(name) + "[\"values\"][" + std::to_string(i) + "] is " +
@@ -404,7 +461,7 @@ class RecordIOExampleReader : public ExampleReader {
   }
 
   // The product of a tensor's shape, saturating at UINT64_MAX.
-  static uint64_t ShapeSize(const aialgs::data::Float32Tensor &tensor) {
+  static uint64_t ShapeSize(const aialgs::data::Float32Tensor& tensor) {
     uint64_t size = 1;
     for (uint64_t dimension : tensor.shape()) {
       size = dimension != 0 && size > UINT64_MAX / dimension ? UINT64_MAX : size * dimension;
@@ -412,18 +469,17 @@ class RecordIOExampleReader : public ExampleReader {
     return size;
   }
 
-  // Appends the example in `payload` to *batch; false with problem_ set if it
-  // is bad.
-  bool AppendRecord(std::string_view payload, Batch *batch) {
+  // Appends the example in `payload` to *batch; false with problem_ set if it is bad.
+  bool AppendRecord(std::string_view payload, Batch* batch) {
     if (arena_.SpaceUsed() > (size_t{4} << 20)) arena_.Reset();
-    auto *record = google::protobuf::Arena::CreateMessage<aialgs::data::Record>(&arena_);
+    auto* record = google::protobuf::Arena::CreateMessage<aialgs::data::Record>(&arena_);
     if (payload.size() > INT_MAX || !record->ParseFromArray(payload.data(), payload.size())) {
       problem_ = "the payload is not a valid aialgs.data.Record protobuf";
       return false;
     }
-    const aialgs::data::Float32Tensor *features = FindTensor(record->features(), "features");
+    const aialgs::data::Float32Tensor* features = FindTensor(record->features(), "features");
     if (features == nullptr) return false;
-    const aialgs::data::Float32Tensor *label = FindTensor(record->label(), "label");
+    const aialgs::data::Float32Tensor* label = FindTensor(record->label(), "label");
     if (label == nullptr) return false;
     if (!CheckFinite(features->values(), "features") || !CheckFinite(label->values(), "label")) {
       return false;
@@ -493,7 +549,7 @@ class RecordIOExampleReader : public ExampleReader {
 
 ExampleReader::~ExampleReader() = default;
 
-DataFormat ParseDataFormat(const std::string &name) {
+DataFormat ParseDataFormat(const std::string& name) {
   if (name == "libsvm" || name == "text/libsvm") return DataFormat::kLibsvm;
   if (name == "csv" || name == "text/csv") return DataFormat::kCsv;
   if (name == "recordio-protobuf" || name == "recordio" ||
@@ -506,7 +562,7 @@ DataFormat ParseDataFormat(const std::string &name) {
                   "text/csv, application/x-recordio-protobuf)");
 }
 
-const char *DataFormatName(DataFormat format) {
+const char* DataFormatName(DataFormat format) {
   switch (format) {
     case DataFormat::kLibsvm:
       return "libsvm";
@@ -518,7 +574,7 @@ const char *DataFormatName(DataFormat format) {
   return "unknown";
 }
 
-std::unique_ptr<ExampleReader> OpenReader(const InputSplit &split, const ReaderOptions &options) {
+std::unique_ptr<ExampleReader> OpenReader(const InputSplit& split, const ReaderOptions& options) {
   if (!split.is_pipe && split.begin > split.end) {
     throw MakeError(split.path, ": bad split: begin ", split.begin, " is past end ", split.end);
   }

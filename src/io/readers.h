@@ -36,9 +36,9 @@ enum class DataFormat { kLibsvm, kCsv, kRecordIO };
 // "libsvm", "csv", "recordio-protobuf" (also "recordio"), or the SageMaker
 // content types "text/libsvm", "text/csv", "application/x-recordio-protobuf".
 // Throws Error naming the accepted names.
-DataFormat ParseDataFormat(const std::string &name);
+DataFormat ParseDataFormat(const std::string& name);
 // The canonical name: "libsvm", "csv" or "recordio-protobuf".
-const char *DataFormatName(DataFormat format);
+const char* DataFormatName(DataFormat format);
 
 struct ReaderOptions {
   DataFormat format = DataFormat::kLibsvm;
@@ -67,7 +67,7 @@ class ExampleReader {
   // ...") for recordIO, unless skip_bad_records. A bad record adds nothing to
   // the batch (the rows appended before it stay). After an Error, Read may be
   // called again to go on with the next record.
-  virtual size_t Read(size_t max_rows, Batch *batch) = 0;
+  virtual size_t Read(size_t max_rows, Batch* batch) = 0;
 
   // Bad records skipped so far (with skip_bad_records).
   virtual uint64_t skipped_records() const = 0;
@@ -79,7 +79,7 @@ class ExampleReader {
 
 // Opens a reader of `split` in `options.format`. Throws Error if the file
 // cannot be opened; opening a FIFO blocks until a writer opens it.
-std::unique_ptr<ExampleReader> OpenReader(const InputSplit &split, const ReaderOptions &options);
+std::unique_ptr<ExampleReader> OpenReader(const InputSplit& split, const ReaderOptions& options);
 
 }  // namespace keel
 

@@ -11,12 +11,12 @@ namespace {
 constexpr uint32_t kLengthMask = (uint32_t{1} << 29) - 1;
 constexpr size_t kHeaderSize = 8;
 
-uint32_t LoadLittleEndian32(const char *bytes) {
-  const auto *b = reinterpret_cast<const unsigned char *>(bytes);
+uint32_t LoadLittleEndian32(const char* bytes) {
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes);
   return uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24;
 }
 
-void StoreLittleEndian32(uint32_t value, char *bytes) {
+void StoreLittleEndian32(uint32_t value, char* bytes) {
   for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>((value >> (8 * i)) & 0xFF);
 }
 
@@ -32,16 +32,16 @@ std::string Hex(uint32_t value) {
 
 }  // namespace
 
-RecordIOWriter::RecordIOWriter(std::ostream *out) : name_("RecordIO stream"), out_(out) {}
+RecordIOWriter::RecordIOWriter(std::ostream* out) : name_("RecordIO stream"), out_(out) {}
 
-RecordIOWriter::RecordIOWriter(const std::string &path)
+RecordIOWriter::RecordIOWriter(const std::string& path)
     : name_(path),
       file_(std::make_unique<std::ofstream>(path, std::ios::binary | std::ios::trunc)),
       out_(file_.get()) {
   if (!*file_) throw MakeError(path, ": cannot create");
 }
 
-void RecordIOWriter::Write(const aialgs::data::Record &record) {
+void RecordIOWriter::Write(const aialgs::data::Record& record) {
   if (!record.SerializeToString(&serialized_)) {
     throw MakeError(name_, ": cannot serialize a record");
   }
@@ -53,7 +53,7 @@ void RecordIOWriter::WritePayload(std::string_view payload) {
     throw MakeError(name_, ": a RecordIO payload must be shorter than 2^29 bytes, this one has ",
                     payload.size());
   }
-  const char *data = payload.data();
+  const char* data = payload.data();
   const auto length = static_cast<uint32_t>(payload.size());
   const uint32_t aligned_end = length & ~uint32_t{3};
   uint32_t part_begin = 0;
@@ -65,7 +65,7 @@ void RecordIOWriter::WritePayload(std::string_view payload) {
   WritePart(part_begin == 0 ? 0 : 3, data + part_begin, length - part_begin);
 }
 
-void RecordIOWriter::WritePart(uint32_t flag, const char *data, uint32_t length) {
+void RecordIOWriter::WritePart(uint32_t flag, const char* data, uint32_t length) {
   char header[kHeaderSize];
   StoreLittleEndian32(kRecordIOMagic, header);
   StoreLittleEndian32(flag << 29 | length, header + 4);
@@ -83,7 +83,7 @@ void RecordIOWriter::Flush() {
   if (!*out_) throw MakeError(name_, ": write failed");
 }
 
-RecordIOReader::RecordIOReader(const InputSplit &split, size_t block_size)
+RecordIOReader::RecordIOReader(const InputSplit& split, size_t block_size)
     : split_(split),
       source_(split.path, split.is_pipe, split.is_pipe ? 0 : split.begin, block_size),
       end_(split.is_pipe ? UINT64_MAX : split.end),
@@ -103,7 +103,7 @@ bool RecordIOReader::SkipToRecordStart() {
   }
   while (source_.position() < end_) {
     if (!source_.Fill(kHeaderSize)) return false;
-    const char *data = source_.data();
+    const char* data = source_.data();
     const size_t size = source_.size();
     size_t at = 0;
     for (; at + kHeaderSize <= size && source_.position() + at < end_; at += 4) {
@@ -118,7 +118,7 @@ bool RecordIOReader::SkipToRecordStart() {
   return false;
 }
 
-bool RecordIOReader::ReadRecord(std::string_view *payload) {
+bool RecordIOReader::ReadRecord(std::string_view* payload) {
   Consume(pending_consume_);
   pending_consume_ = 0;
   if (finished_) return false;
@@ -133,7 +133,7 @@ bool RecordIOReader::ReadRecord(std::string_view *payload) {
   const uint64_t offset = source_.position();
   if (offset >= end_) return false;
   record_offset_ = offset;
-  const std::string &path = split_.path;
+  const std::string& path = split_.path;
   if (!source_.Fill(kHeaderSize)) {
     if (source_.size() == 0) return false;
     const size_t left = source_.size();
@@ -185,7 +185,7 @@ bool RecordIOReader::ReadRecord(std::string_view *payload) {
 }
 
 void RecordIOReader::ReadRemainingParts(uint64_t record_offset) {
-  const std::string &path = split_.path;
+  const std::string& path = split_.path;
   char magic_bytes[4];
   StoreLittleEndian32(kRecordIOMagic, magic_bytes);
   for (;;) {

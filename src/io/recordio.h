@@ -30,12 +30,12 @@ inline constexpr uint32_t kRecordIOMagic = 0xCED7230A;
 class RecordIOWriter {
  public:
   // Writes to `*out`, which must outlive the writer.
-  explicit RecordIOWriter(std::ostream *out);
+  explicit RecordIOWriter(std::ostream* out);
   // Creates or truncates the file `path`. Throws Error if it cannot.
-  explicit RecordIOWriter(const std::string &path);
+  explicit RecordIOWriter(const std::string& path);
 
   // Serializes `record` and writes it as one RecordIO record.
-  void Write(const aialgs::data::Record &record);
+  void Write(const aialgs::data::Record& record);
   // Writes `payload` as one RecordIO record, in parts if it holds the magic at
   // a 4-byte-aligned offset. Throws Error if the payload is 2^29 bytes or
   // longer, or if writing fails.
@@ -46,11 +46,11 @@ class RecordIOWriter {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  void WritePart(uint32_t flag, const char *data, uint32_t length);
+  void WritePart(uint32_t flag, const char* data, uint32_t length);
 
   std::string name_;  // for messages
   std::unique_ptr<std::ofstream> file_;
-  std::ostream *out_;
+  std::ostream* out_;
   std::string serialized_;
   uint64_t bytes_written_ = 0;
 };
@@ -62,7 +62,7 @@ class RecordIOReader {
  public:
   // Opens the split's file (blocking for a FIFO until a writer opens it),
   // to read it `block_size` bytes at a time. Throws Error if it cannot.
-  explicit RecordIOReader(const InputSplit &split, size_t block_size = size_t{4} << 20);
+  explicit RecordIOReader(const InputSplit& split, size_t block_size = size_t{4} << 20);
 
   // Sets `*payload` to the next record's payload (the parts of a multi-part
   // record joined) and returns true; returns false at the end of the split.
@@ -70,13 +70,13 @@ class RecordIOReader {
   // for bad framing: a wrong magic or flag, a truncated record, a part out of
   // order. The reader has then moved past the bad bytes, so calling again
   // continues with the next good record.
-  bool ReadRecord(std::string_view *payload);
+  bool ReadRecord(std::string_view* payload);
 
   // The offset of the record last returned or rejected.
   uint64_t record_offset() const { return record_offset_; }
   // Bytes consumed from the first record of the split on.
   uint64_t bytes_read() const { return bytes_read_; }
-  const std::string &path() const { return split_.path; }
+  const std::string& path() const { return split_.path; }
 
  private:
   void Consume(size_t count);
