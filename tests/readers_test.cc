@@ -246,7 +246,7 @@ TEST_P(LibsvmBadRecord, IsSkippedAndCountedWithSkipBadRecords) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, LibsvmBadRecord,
+    Libsvm, LibsvmBadRecord,
     ::testing::Values(BadLine{"MissingLabel", "1:0.5 2:1", "missing label"},
                       BadLine{"NonNumericLabel", "yes 1:1", "label 'yes' is not a number"},
                       BadLine{"NonNumericIndex", "1 abc:1", "feature index 'abc' is not"},
@@ -392,7 +392,7 @@ TEST_P(CsvBadRecord, IsSkippedAndCountedWithSkipBadRecords) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, CsvBadRecord,
+    Csv, CsvBadRecord,
     ::testing::Values(BadLine{"NonNumericLabel", "a,1,1", "label 'a' is not a number"},
                       BadLine{"NonNumericFeature", "1,1,b", "column 3: feature value 'b' is not"},
                       BadLine{"EmptyField", "1,,1", "column 2: feature value '' is not"},
@@ -672,7 +672,7 @@ TEST_P(RecordIOBadRecord, IsSkippedAndCountedWithSkipBadRecords) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Cases, RecordIOBadRecord,
+    RecordIO, RecordIOBadRecord,
     ::testing::Values(
         BadRecordCase{"WrongMagic", [] { return std::string(12, '\0'); },
                       "expected the RecordIO magic 0xced7230a, found 0x00000000"},

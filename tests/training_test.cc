@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <random>
 #include <regex>
 #include <sstream>
 
@@ -157,6 +159,81 @@ TEST_F(TrainingJob, ABadRecordFailsTheJobNamingFileAndLineUnlessSkipped) {
   exit = Train({"--job=linear_learner", "--epochs=1", "--skip_bad_records"}, 1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   EXPECT_EQ(ExamplesPerEpoch(exit.output), (std::vector<long>{2000})) << exit.output;
+}
+
+// Writes `rows` examples of a rule a linear model can learn: feature f in
+// 0..9 present with value 1; the target depends on which are present.
+void WriteRuleData(const std::string& path, int rows, bool multiclass, uint64_t seed) {
+  std::ofstream out(path);
+  std::mt19937_64 random(seed);
+  for (int r = 0; r < rows; ++r) {
+    std::vector<int> present;
+    for (int f = 0; f < 10; ++f) {
+      if (random() % 3 == 0) present.push_back(f);
+    }
+    if (present.empty()) present.push_back(static_cast<int>(random() % 10));
+    double target = 0;
+    int best = present[0];
+    for (int f : present) {
+      target += (f % 2 ? 1.5 : -0.5);
+      best = std::max(best, f);
+    }
+    if (multiclass) {
+      out << best % 3;  // the class follows the largest feature present
+    } else {
+      out << target + 0.1 * (static_cast<double>(random() % 1000) / 1000 - 0.5);
+    }
+    for (int f : present) out << " " << f + 1 << ":1";
+    out << "\n";
+  }
+}
+
+TEST_F(TrainingJob, RegressorLearnsARule) {
+  for (const char* channel : {"train", "validation"}) {
+    ASSERT_EQ(mkdir((dir_ + "/" + channel).c_str(), 0755), 0);
+    WriteRuleData(dir_ + "/" + channel + "/part-0.libsvm", 4000, false, channel[0]);
+  }
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=1", "--workers=2", "--job=linear_learner",
+       "--predictor_type=regressor", "--train=" + dir_ + "/train",
+       "--validation=" + dir_ + "/validation", "--model_dir=" + dir_ + "/model", "--epochs=10",
+       "--learning_rate=0.01", "--mini_batch_size=50", "--minloglevel=1"},
+      120);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:mse")) << ReadFile(dir_ + "/model/metrics.json");
+  EXPECT_TRUE(metrics.count("validation:absolute_loss"));
+  EXPECT_TRUE(metrics.count("validation:rmse"));
+  // The targets vary by about 1.3 (standard deviation); a learned model is far closer.
+  EXPECT_LT(metrics.at("validation:mse"), 0.05) << exit.output;
+}
+
+TEST_F(TrainingJob, MulticlassClassifierBeatsChance) {
+  for (const char* channel : {"train", "validation"}) {
+    ASSERT_EQ(mkdir((dir_ + "/" + channel).c_str(), 0755), 0);
+    WriteRuleData(dir_ + "/" + channel + "/part-0.libsvm", 4000, true, channel[0]);
+  }
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner",
+       "--predictor_type=multiclass_classifier", "--num_classes=3",
+       "--train=" + dir_ + "/train", "--validation=" + dir_ + "/validation",
+       "--model_dir=" + dir_ + "/model", "--epochs=10", "--learning_rate=0.05",
+       "--mini_batch_size=50", "--minloglevel=1"},
+      120);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:multiclass_accuracy"))
+      << ReadFile(dir_ + "/model/metrics.json");
+  EXPECT_GT(metrics.at("validation:multiclass_accuracy"), 0.6);  // chance is about 1/3
+  const std::string predictions = dir_ + "/predictions.csv";
+  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + dir_ + "/model",
+                                     "--data=" + dir_ + "/validation", "--out=" + predictions},
+                                    60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  std::ifstream in(predictions);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(std::count(first.begin(), first.end(), ','), 3) << first;  // label, 3 probabilities
 }
 
 TEST_F(TrainingJob, BadHyperparametersFailAtStartNamingTheFlag) {

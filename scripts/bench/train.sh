@@ -53,7 +53,10 @@ run_keel linear_learner configs/linear_learner.flags "$work/linear" linear_learn
 run_keel factorization_machines configs/factorization_machines.flags "$work/fm" factorization_machines
 run_keel linear_learner configs/linear_learner.flags "$work/fm" linear_learner-on-fm-data
 
-echo "== parse throughput (one worker, one epoch, 1 server)"
+echo "== parse throughput (readers alone, one thread)"
+$keel bench parse --data="$work/linear/train" --data_format=libsvm | head -1
+
+echo "== one epoch end to end (1 server, 1 worker)"
 start=$(now)
 $keel launch --servers=1 --workers=1 --flagfile=configs/linear_learner.flags \
   --train="$work/linear/train" --epochs=1 --minloglevel=1 > "$work/log-parse.txt" 2>&1

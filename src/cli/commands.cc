@@ -78,7 +78,7 @@ const char kUsage[] =
     "  launch --servers S --workers W [job flags]           run a local cluster\n"
     "  predict --model_dir D --data F --out P               score a file with a trained model\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
-    "  bench kv|zmq [flags]                                 measure push/pull throughput\n"
+    "  bench kv|zmq|parse [flags]                           measure push/pull, ZeroMQ, parsing\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
     "keel <command> --helpon=commands lists every flag.\n";

@@ -30,8 +30,7 @@ struct Batch {
     values.clear();
   }
   // Appends one row: its label and its features.
-  void AddRow(float label, const uint64_t *row_indices, const float *row_values,
-              size_t count) {
+  void AddRow(float label, const uint64_t* row_indices, const float* row_values, size_t count) {
     labels.push_back(label);
     indices.insert(indices.end(), row_indices, row_indices + count);
     values.insert(values.end(), row_values, row_values + count);
@@ -39,6 +38,6 @@ struct Batch {
   }
 };
 
-} // namespace keel
+}  // namespace keel
 
-#endif // KEEL_IO_BATCH_H_
+#endif  // KEEL_IO_BATCH_H_

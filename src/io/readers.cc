@@ -407,7 +407,7 @@ class RecordIOExampleReader : public ExampleReader {
     while (rows < max_rows) {
       try {
         if (!records_.ReadRecord(&payload)) break;
-      } catch (const Error&) {
+      } catch (const RecordIOFramingError&) {
         if (!options_.skip_bad_records) throw;
         ++skipped_records_;
         continue;

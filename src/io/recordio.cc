@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "kv/error.h"
 
@@ -23,6 +24,11 @@ void StoreLittleEndian32(uint32_t value, char* bytes) {
 uint32_t FlagOf(uint32_t lrecord) { return lrecord >> 29; }
 uint32_t LengthOf(uint32_t lrecord) { return lrecord & kLengthMask; }
 uint64_t Padded(uint64_t length) { return (length + 3) & ~uint64_t{3}; }
+
+template <typename... Parts>
+RecordIOFramingError FramingError(Parts&&... parts) {
+  return RecordIOFramingError(MakeError(std::forward<Parts>(parts)...).what());
+}
 
 std::string Hex(uint32_t value) {
   char text[16];
@@ -139,15 +145,15 @@ bool RecordIOReader::ReadRecord(std::string_view* payload) {
     const size_t left = source_.size();
     Consume(left);
     finished_ = true;
-    throw MakeError(path, "@", offset, ": truncated record: the input ends ", left,
-                    " bytes into its 8-byte header");
+    throw FramingError(path, "@", offset, ": truncated record: the input ends ", left,
+                       " bytes into its 8-byte header");
   }
   const uint32_t magic = LoadLittleEndian32(source_.data());
   if (magic != kRecordIOMagic) {
     Consume(4);
     must_search_ = true;
-    throw MakeError(path, "@", offset, ": expected the RecordIO magic ", Hex(kRecordIOMagic),
-                    ", found ", Hex(magic));
+    throw FramingError(path, "@", offset, ": expected the RecordIO magic ", Hex(kRecordIOMagic),
+                       ", found ", Hex(magic));
   }
   const uint32_t lrecord = LoadLittleEndian32(source_.data() + 4);
   const uint32_t flag = FlagOf(lrecord);
@@ -155,9 +161,9 @@ bool RecordIOReader::ReadRecord(std::string_view* payload) {
   if (flag > 1) {
     Consume(4);
     must_search_ = true;
-    if (flag > 3) throw MakeError(path, "@", offset, ": bad RecordIO flag ", flag, " (0 to 3)");
-    throw MakeError(path, "@", offset, ": ", flag == 2 ? "a middle" : "an end",
-                    " part of a multi-part record without its start part");
+    if (flag > 3) throw FramingError(path, "@", offset, ": bad RecordIO flag ", flag, " (0 to 3)");
+    throw FramingError(path, "@", offset, ": ", flag == 2 ? "a middle" : "an end",
+                       " part of a multi-part record without its start part");
   }
   const uint64_t whole = kHeaderSize + Padded(length);
   const bool fits_in_file = offset + kHeaderSize + length <= source_.file_size();
@@ -166,9 +172,9 @@ bool RecordIOReader::ReadRecord(std::string_view* payload) {
         fits_in_file ? source_.size() : source_.file_size() - std::min(offset, source_.file_size());
     Consume(source_.size());
     finished_ = true;
-    throw MakeError(path, "@", offset, ": truncated record: its header says ", length,
-                    " payload bytes, the input ends ", left - std::min<uint64_t>(left, kHeaderSize),
-                    " bytes into it");
+    throw FramingError(path, "@", offset, ": truncated record: its header says ", length,
+                       " payload bytes, the input ends ",
+                       left - std::min<uint64_t>(left, kHeaderSize), " bytes into it");
   }
   // The padding of the last record may be missing at the end of the input.
   const size_t record_size = std::min<uint64_t>(whole, source_.size());
@@ -193,9 +199,9 @@ void RecordIOReader::ReadRemainingParts(uint64_t record_offset) {
     if (!source_.Fill(kHeaderSize)) {
       Consume(source_.size());
       finished_ = true;
-      throw MakeError(path, "@", record_offset,
-                      ": truncated record: the input ends before the end part of this "
-                      "multi-part record");
+      throw FramingError(path, "@", record_offset,
+                         ": truncated record: the input ends before the end part of this "
+                         "multi-part record");
     }
     const uint32_t magic = LoadLittleEndian32(source_.data());
     const uint32_t lrecord = LoadLittleEndian32(source_.data() + 4);
@@ -205,20 +211,20 @@ void RecordIOReader::ReadRemainingParts(uint64_t record_offset) {
       // Leave the header: if it starts a record, the search finds it.
       must_search_ = true;
       if (magic != kRecordIOMagic) {
-        throw MakeError(path, "@", record_offset,
-                        ": multi-part record: expected the RecordIO magic ", Hex(kRecordIOMagic),
-                        " at byte ", offset, ", found ", Hex(magic));
+        throw FramingError(path, "@", record_offset,
+                           ": multi-part record: expected the RecordIO magic ", Hex(kRecordIOMagic),
+                           " at byte ", offset, ", found ", Hex(magic));
       }
-      throw MakeError(path, "@", record_offset, ": multi-part record has no end part (flag ", flag,
-                      " at byte ", offset, ")");
+      throw FramingError(path, "@", record_offset, ": multi-part record has no end part (flag ",
+                         flag, " at byte ", offset, ")");
     }
     const uint64_t whole = kHeaderSize + Padded(length);
     const bool fits_in_file = offset + kHeaderSize + length <= source_.file_size();
     if (!fits_in_file || (!source_.Fill(whole) && source_.size() < kHeaderSize + length)) {
       Consume(source_.size());
       finished_ = true;
-      throw MakeError(path, "@", record_offset, ": truncated record: its part at byte ", offset,
-                      " says ", length, " payload bytes, the input ends first");
+      throw FramingError(path, "@", record_offset, ": truncated record: its part at byte ", offset,
+                         " says ", length, " payload bytes, the input ends first");
     }
     joined_.append(magic_bytes, 4);
     joined_.append(source_.data() + kHeaderSize, length);

@@ -20,11 +20,19 @@
 #include <string_view>
 
 #include "io/input_split.h"
+#include "kv/error.h"
 #include "record.pb.h"
 
 namespace keel {
 
 inline constexpr uint32_t kRecordIOMagic = 0xCED7230A;
+
+// What RecordIOReader throws for bad framing, as opposed to a failed read: the
+// reader can go on after it.
+class RecordIOFramingError : public Error {
+ public:
+  using Error::Error;
+};
 
 // Writes RecordIO records. Not thread-safe.
 class RecordIOWriter {
@@ -66,16 +74,17 @@ class RecordIOReader {
 
   // Sets `*payload` to the next record's payload (the parts of a multi-part
   // record joined) and returns true; returns false at the end of the split.
-  // The payload is valid until the next call. Throws Error("PATH@OFFSET: ...")
-  // for bad framing: a wrong magic or flag, a truncated record, a part out of
-  // order. The reader has then moved past the bad bytes, so calling again
-  // continues with the next good record.
+  // The payload is valid until the next call. Throws RecordIOFramingError
+  // ("PATH@OFFSET: ...") for bad framing: a wrong magic or flag, a truncated
+  // record, a part out of order; the reader has then moved past the bad bytes,
+  // so calling again continues with the next good record. Throws Error if a
+  // read fails.
   bool ReadRecord(std::string_view* payload);
 
   // The offset of the record last returned or rejected.
   uint64_t record_offset() const { return record_offset_; }
   // Bytes consumed from the first record of the split on.
-  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t bytes_read() const { return bytes_read_ + pending_consume_; }
   const std::string& path() const { return split_.path; }
 
  private:

@@ -82,7 +82,8 @@ MetricSet GenerateData(const DatagenOptions& options) {
   const float linear_scale = 1.6f / std::sqrt(static_cast<float>(options.nnz));
   planted.linear.resize(options.features);
   // Common features carry most of the signal, as in real logs; the rare tail
-  // matters less (it would otherwise be noise no learner could estimate).
+  // matters less (it would otherwise be noise no learner could estimate), and
+  // interactions, whose pairs are rarer still, live mostly among common features.
   auto influence = [&](uint64_t f) {
     return std::pow(1.0f + 100.0f * static_cast<float>(f) / options.features, -0.75f);
   };
@@ -99,7 +100,7 @@ MetricSet GenerateData(const DatagenOptions& options) {
     for (uint64_t f = 0; f < options.features; ++f) {
       for (int c = 0; c < planted.k; ++c) {
         planted.factors[f * planted.k + c] =
-            2.0f * factor_scale * influence(f) * normal(random);
+            2.0f * factor_scale * influence(f) * influence(f) * normal(random);
       }
     }
   }
