@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,11 +107,27 @@ TEST_F(InputSplitListing, FolderWithoutInputFilesThrowsNamingIt) {
 }
 
 TEST_F(InputSplitListing, UnreadableFileThrowsNamingIt) {
-  if (geteuid() == 0) GTEST_SKIP() << "root reads every file";
   const std::string path = WriteFile("secret", "1 1:1\n");
   chmod(path.c_str(), 0);
-  const std::string message = ErrorOf([&] { ListInputs(folder_); });
-  EXPECT_TRUE(Contains(message, path + ": cannot read")) << message;
+  if (geteuid() != 0) {
+    const std::string message = ErrorOf([&] { ListInputs(folder_); });
+    EXPECT_TRUE(Contains(message, path + ": cannot read")) << message;
+    return;
+  }
+  // Root reads every file: check as an unprivileged user, in a child process.
+  chmod(folder_.c_str(), 0755);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    const std::string message = ErrorOf([&] { ListInputs(folder_); });
+    _exit(Contains(message, path + ": cannot read") ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 2) << "could not drop privileges to check as another user";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the error did not name " << path;
 }
 
 // ---------------------------------------------------------------------------

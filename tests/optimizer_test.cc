@@ -473,3 +473,30 @@ TEST(MakeOptimizer, BatchedUpdatesEqualOneRowAtATime) {
 
 }  // namespace
 }  // namespace keel
+
+namespace keel {
+namespace {
+
+TEST(FtrlOptimizer, StartsFromAnInitializedWeight) {
+  OptimizerOptions options;
+  options.name = "ftrl";
+  options.learning_rate = 0.5f;
+  options.l2 = 0.1f;
+  auto ftrl = MakeOptimizer(options);
+  // Weights 0.25 and -0.5 from an initializer; FTRL state (z, n) still zero.
+  float row[6] = {0.25f, -0.5f, 0, 0, 0, 0};
+  const float none[2] = {0.0f, 0.0f};
+  ftrl->Update(row, none, 2);
+  EXPECT_FLOAT_EQ(row[0], 0.25f);  // a zero gradient leaves the initial weight
+  EXPECT_FLOAT_EQ(row[1], -0.5f);
+  const float gradient[2] = {1.0f, 0.0f};
+  ftrl->Update(row, gradient, 2);
+  // z = -w (beta / alpha + l2) + g - sigma w with sigma = (sqrt(1) - 0) / alpha,
+  // w = -z / ((beta + 1) / alpha + l2).
+  const float z = -0.25f * (1.0f / 0.5f + 0.1f) + 1.0f - (1.0f / 0.5f) * 0.25f;
+  EXPECT_FLOAT_EQ(row[0], -z / ((1.0f + 1.0f) / 0.5f + 0.1f));
+  EXPECT_FLOAT_EQ(row[1], -0.5f);
+}
+
+}  // namespace
+}  // namespace keel

@@ -101,6 +101,12 @@ inline void FtrlStep(float* __restrict row, const float* __restrict gradient, in
   const float* l2 = columns.l2.data();
   for (int i = 0; i < width; ++i) {
     const float g = gradient[i];
+    if (n[i] == 0.0f && row[i] != 0.0f) {
+      // First update of an initialized weight: start z where the closed form
+      // below gives that weight back, so FTRL starts from the initializer's
+      // value (a factorization machine's factors must not all start at 0).
+      z[i] = -row[i] * (beta / alpha[i] + l2[i]) - std::copysign(l1[i], row[i]);
+    }
     const float old_root = std::sqrt(n[i]);
     n[i] += g * g;
     const float new_root = std::sqrt(n[i]);
