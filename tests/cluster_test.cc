@@ -5,7 +5,6 @@
 #include <memory>
 #include <set>
 #include <thread>
-
 #include <zmq_addon.hpp>
 
 #include "kv/error.h"
@@ -43,8 +42,7 @@ class InProcessCluster : public ::testing::Test {
     OptimizerOptions sgd;
     sgd.learning_rate = 1.0f;
     for (int i = 0; i < kServers; ++i) {
-      server_nodes_.push_back(
-          std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port())));
+      server_nodes_.push_back(std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port())));
       servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), sgd));
     }
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
@@ -63,7 +61,9 @@ class InProcessCluster : public ::testing::Test {
   }
 
   // The server node serving `key`.
-  int ServerRankOf(Key key) { return worker_node_->ranges()->server(worker_node_->ranges()->RangeOf(key)); }
+  int ServerRankOf(Key key) {
+    return worker_node_->ranges()->server(worker_node_->ranges()->RangeOf(key));
+  }
 
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Node>> server_nodes_;
@@ -124,7 +124,8 @@ TEST_F(InProcessCluster, ClientRejectsUnsortedKeysBeforeSending) {
 // Sends raw multipart messages to a server as if from the worker's node id.
 class RawSender {
  public:
-  explicit RawSender(const std::string& address) : context_(1), socket_(context_, zmq::socket_type::dealer) {
+  explicit RawSender(const std::string& address)
+      : context_(1), socket_(context_, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.connect("tcp://" + address);
   }
@@ -191,7 +192,10 @@ TEST_F(InProcessCluster, BarrierReleasesEveryoneOnceAllArrive) {
   std::atomic<int> released{0};
   std::vector<std::thread> threads;
   for (auto& node : server_nodes_) {
-    threads.emplace_back([&] { node->Barrier(kAllGroup, 10); ++released; });
+    threads.emplace_back([&] {
+      node->Barrier(kAllGroup, 10);
+      ++released;
+    });
   }
   // Nobody is released before the worker arrives.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -14,8 +14,8 @@ namespace {
 
 TEST(MixKey, UnmixInvertsMixOnSamples) {
   std::mt19937_64 random(7);
-  std::vector<uint64_t> samples = {0, 1, 2, 3, std::numeric_limits<uint64_t>::max(),
-                                   uint64_t{1} << 63, 0x123456789abcdefULL};
+  std::vector<uint64_t> samples = {
+      0, 1, 2, 3, std::numeric_limits<uint64_t>::max(), uint64_t{1} << 63, 0x123456789abcdefULL};
   for (int i = 0; i < 100000; ++i) samples.push_back(random());
   for (uint64_t i = 0; i < 100000; ++i) samples.push_back(i);
   for (uint64_t x : samples) {

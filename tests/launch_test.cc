@@ -25,8 +25,8 @@ bool Contains(const std::string& text, const std::string& part) {
 }
 
 TEST(Launch, RejectsAnUnknownFlagAtOnce) {
-  const auto exit = testing::Run({KeelBinary(), "launch", "--servers=1", "--workers=1",
-                                  "--no_such_flag=3"}, 10);
+  const auto exit =
+      testing::Run({KeelBinary(), "launch", "--servers=1", "--workers=1", "--no_such_flag=3"}, 10);
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);
   EXPECT_TRUE(Contains(exit.output, "no_such_flag")) << exit.output;
@@ -36,13 +36,13 @@ TEST(Launch, RejectsAnUnknownFlagAtOnce) {
 TEST(Launch, FailsWithinSecondsWhenTheSchedulerIsUnreachable) {
   const std::string marker = Marker();
   const std::string scheduler = "127.0.0.1:" + std::to_string(testing::UnusedPort());
-  const auto exit = testing::Run({KeelBinary(), "launch", "--servers=1", "--workers=1",
-                                  "--scheduler=" + scheduler, "--register_timeout=2",
-                                  "--job=kv_bench", "--bench_out=" + marker}, 30);
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=1", "--workers=1", "--scheduler=" + scheduler,
+       "--register_timeout=2", "--job=kv_bench", "--bench_out=" + marker},
+      30);
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);
-  EXPECT_TRUE(Contains(exit.output, "no answer from the scheduler at " + scheduler))
-      << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "no answer from the scheduler at " + scheduler)) << exit.output;
   EXPECT_LT(exit.seconds, 10);
   EXPECT_TRUE(ProcessesMentioning(marker).empty());
 }
@@ -50,8 +50,8 @@ TEST(Launch, FailsWithinSecondsWhenTheSchedulerIsUnreachable) {
 TEST(Launch, StopsEveryRoleWhenOneDiesAtStart) {
   const std::string marker = Marker();
   const auto exit = testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2",
-                                  "--optimizer=bogus", "--job=kv_bench",
-                                  "--bench_out=" + marker}, 30);
+                                  "--optimizer=bogus", "--job=kv_bench", "--bench_out=" + marker},
+                                 30);
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);
   EXPECT_TRUE(Contains(exit.output, "unknown optimizer 'bogus'")) << exit.output;
@@ -63,11 +63,11 @@ TEST(Launch, StopsEveryRoleWhenOneDiesAtStart) {
 TEST(Launch, RunsAJobToCompletionWithPrefixedLogs) {
   const std::string folder = Marker();
   ASSERT_EQ(mkdir(folder.c_str(), 0755), 0);
-  const auto exit = testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2",
-                                  "--job=kv_bench", "--bench_out=" + folder, "--mode=all",
-                                  "--dense_sizes=64KiB", "--sparse_keys=1000",
-                                  "--key_space=100000", "--sparse_widths=1",
-                                  "--bench_seconds=0.2"}, 120);
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=kv_bench",
+       "--bench_out=" + folder, "--mode=all", "--dense_sizes=64KiB", "--sparse_keys=1000",
+       "--key_space=100000", "--sparse_widths=1", "--bench_seconds=0.2"},
+      120);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "[scheduler] ")) << exit.output;
@@ -87,12 +87,11 @@ TEST(Launch, CtrlCStopsEveryProcess) {
   testing::Processes processes;
   // A long benchmark: it is interrupted long before it ends.
   const pid_t launcher = processes.Start({KeelBinary(), "launch", "--servers=1", "--workers=1",
-                                          "--job=kv_bench", "--bench_out=" + marker,
-                                          "--mode=dense", "--dense_sizes=64KiB",
-                                          "--bench_seconds=100"});
+                                          "--job=kv_bench", "--bench_out=" + marker, "--mode=dense",
+                                          "--dense_sizes=64KiB", "--bench_seconds=100"});
   // Wait until the worker has joined the cluster, so every role is running.
-  ASSERT_TRUE(testing::WaitFor(
-      [&] { return Contains(processes.Output(launcher), "WORKER 0 (node"); }, 20))
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Contains(processes.Output(launcher), "WORKER 0 (node"); }, 20))
       << processes.Output(launcher);
   EXPECT_GE(ProcessesMentioning(marker).size(), 2u);  // the launcher and the worker
   kill(launcher, SIGINT);
@@ -105,10 +104,10 @@ TEST(Launch, CtrlCStopsEveryProcess) {
 }
 
 TEST(Bench, KVPrintsATableAndAJsonLine) {
-  const auto exit = testing::Run({KeelBinary(), "bench", "kv", "--mode=all",
-                                  "--dense_sizes=4KiB", "--sparse_keys=1000",
-                                  "--key_space=100000", "--sparse_widths=1",
-                                  "--bench_seconds=0.1"}, 120);
+  const auto exit = testing::Run(
+      {KeelBinary(), "bench", "kv", "--mode=all", "--dense_sizes=4KiB", "--sparse_keys=1000",
+       "--key_space=100000", "--sparse_widths=1", "--bench_seconds=0.1"},
+      120);
   ASSERT_TRUE(exit.finished) << exit.output;
   ASSERT_EQ(exit.code, 0) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "dense 4KiB push")) << exit.output;

@@ -115,7 +115,8 @@ TEST(ParseDataRequest, RejectsMissingFrames) {
 }
 
 TEST(ParseDataRequest, RejectsUnsortedOrRepeatedKeys) {
-  ExpectRejected(PushMessage({1, 3, 2}, {1, 2, 3}, 1), "not sorted strictly ascending at position 2");
+  ExpectRejected(PushMessage({1, 3, 2}, {1, 2, 3}, 1),
+                 "not sorted strictly ascending at position 2");
   ExpectRejected(PushMessage({1, 1}, {1, 2}, 1), "position 1");
 }
 

@@ -94,17 +94,19 @@ int RunExactSumWorker(const std::string& scheduler) {
   node.ReportDone(wrong ? "wrong sums" : "");
   node.WaitForShutdown(20);
   node.Stop();
-  std::cerr << "worker " << rank << ": " << wrong << " wrong values of "
-            << all_keys.size() * kWidth << std::endl;
+  std::cerr << "worker " << rank << ": " << wrong << " wrong values of " << all_keys.size() * kWidth
+            << std::endl;
   return wrong == 0 ? 0 : 1;
 }
 
 std::string WaitForPortFile(const std::string& path, double timeout_s) {
   std::string port;
-  testing::WaitFor([&] {
-    std::ifstream in(path);
-    return static_cast<bool>(in >> port);
-  }, timeout_s);
+  testing::WaitFor(
+      [&] {
+        std::ifstream in(path);
+        return static_cast<bool>(in >> port);
+      },
+      timeout_s);
   return port;
 }
 
@@ -113,10 +115,9 @@ TEST(MultiProcessCluster, ConcurrentPushesFromThreeWorkersSumExactly) {
   char folder[] = "/tmp/keel-exact-XXXXXX";
   ASSERT_NE(mkdtemp(folder), nullptr);
   const std::string port_file = std::string(folder) + "/port";
-  const pid_t scheduler =
-      processes.Start({KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + port_file,
-                       "--num_servers=" + std::to_string(kServers),
-                       "--num_workers=" + std::to_string(kWorkers)});
+  const pid_t scheduler = processes.Start(
+      {KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + port_file,
+       "--num_servers=" + std::to_string(kServers), "--num_workers=" + std::to_string(kWorkers)});
   const std::string port = WaitForPortFile(port_file, 10);
   unlink(port_file.c_str());
   rmdir(folder);
@@ -125,9 +126,9 @@ TEST(MultiProcessCluster, ConcurrentPushesFromThreeWorkersSumExactly) {
 
   std::vector<pid_t> servers, workers;
   for (int i = 0; i < kServers; ++i) {
-    servers.push_back(processes.Start({KeelBinary(), "server", "--scheduler=" + address,
-                                       "--bind=127.0.0.1", "--optimizer=sgd",
-                                       "--learning_rate=1"}));
+    servers.push_back(
+        processes.Start({KeelBinary(), "server", "--scheduler=" + address, "--bind=127.0.0.1",
+                         "--optimizer=sgd", "--learning_rate=1"}));
   }
   for (int i = 0; i < kWorkers; ++i) {
     workers.push_back(processes.Fork([&] { return RunExactSumWorker(address); }));

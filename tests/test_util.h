@@ -18,7 +18,7 @@ struct Exit {
   bool finished = false;  // false: still running at the deadline (then killed)
   int code = -1;          // exit status, or 128 + signal
   double seconds = 0;
-  std::string output;     // stdout and stderr together
+  std::string output;  // stdout and stderr together
 };
 
 class Processes {

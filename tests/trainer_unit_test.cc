@@ -16,8 +16,8 @@
 namespace keel {
 namespace {
 
-PreparedBatch RandomBatch(size_t rows, uint64_t features, int max_nnz, int classes,
-                          bool regression, std::mt19937_64* random) {
+PreparedBatch RandomBatch(size_t rows, uint64_t features, int max_nnz, int classes, bool regression,
+                          std::mt19937_64* random) {
   PreparedBatch prepared;
   std::uniform_int_distribution<uint64_t> feature(0, features - 1);
   std::uniform_int_distribution<int> nnz(1, max_nnz);
@@ -32,7 +32,7 @@ PreparedBatch RandomBatch(size_t rows, uint64_t features, int max_nnz, int class
       indices.push_back(f);
       values.push_back(value(*random));
     }
-    const float label = regression ? value(*random)
+    const float label = regression    ? value(*random)
                         : classes > 1 ? static_cast<float>((*random)() % classes)
                                       : static_cast<float>((*random)() % 2);
     prepared.batch.AddRow(label, indices.data(), values.data(), indices.size());
@@ -82,8 +82,9 @@ void ExpectGradientsMatchFiniteDifferences(const Hyperparameters& h, bool regres
     std::vector<float> plus = bias, minus = bias;
     plus[i] += step;
     minus[i] -= step;
-    const double numeric = (MeanLoss(model, batch, weights, plus) -
-                            MeanLoss(model, batch, weights, minus)) / (2 * step);
+    const double numeric =
+        (MeanLoss(model, batch, weights, plus) - MeanLoss(model, batch, weights, minus)) /
+        (2 * step);
     ASSERT_NEAR(bias_gradient[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << "bias " << i;
   }
 }

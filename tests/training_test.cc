@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <random>
 #include <regex>
@@ -17,7 +17,6 @@ namespace keel {
 namespace {
 
 using testing::KeelBinary;
-
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -60,20 +59,23 @@ class TrainingJob : public ::testing::Test {
   void TearDown() override { testing::Run({"/bin/rm", "-rf", dir_}, 30); }
 
   void Generate(const std::string& model, int rows, int train_files) {
-    const auto exit = testing::Run({KeelBinary(), "datagen", "--model=" + model,
-                           "--rows=" + std::to_string(rows), "--features=2000", "--nnz=10",
-                           "--num_factors=4", "--seed=7",
-                           "--train_files=" + std::to_string(train_files), "--out=" + dir_},
-                          60);
+    const auto exit =
+        testing::Run({KeelBinary(), "datagen", "--model=" + model, "--rows=" + std::to_string(rows),
+                      "--features=2000", "--nnz=10", "--num_factors=4", "--seed=7",
+                      "--train_files=" + std::to_string(train_files), "--out=" + dir_},
+                     60);
     ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   }
 
   testing::Exit Train(const std::vector<std::string>& flags, int workers, double timeout = 120) {
-    std::vector<std::string> argv = {KeelBinary(), "launch", "--servers=2",
+    std::vector<std::string> argv = {KeelBinary(),
+                                     "launch",
+                                     "--servers=2",
                                      "--workers=" + std::to_string(workers),
                                      "--train=" + dir_ + "/train",
                                      "--validation=" + dir_ + "/validation",
-                                     "--test=" + dir_ + "/test", "--model_dir=" + dir_ + "/model",
+                                     "--test=" + dir_ + "/test",
+                                     "--model_dir=" + dir_ + "/model",
                                      "--minloglevel=1"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     return testing::Run(argv, timeout);
@@ -116,13 +118,15 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
   ASSERT_TRUE(metrics.count("validation:roc_auc_score")) << ReadFile(dir_ + "/model/metrics.json");
   ASSERT_TRUE(metrics.count("test:roc_auc_score"));
   // Far better than chance, and not better than the planted model.
-  EXPECT_GT(metrics.at("validation:roc_auc_score"), 0.5 + 0.5 * (oracle.at("validation:roc_auc_score") - 0.5));
+  EXPECT_GT(metrics.at("validation:roc_auc_score"),
+            0.5 + 0.5 * (oracle.at("validation:roc_auc_score") - 0.5));
   EXPECT_LT(metrics.at("validation:roc_auc_score"), oracle.at("validation:roc_auc_score") + 0.01);
   EXPECT_GT(metrics.at("train:examples_per_second"), 0);
 
   const std::string predictions = dir_ + "/predictions.csv";
   const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + dir_ + "/model",
-                            "--data=" + dir_ + "/test", "--out=" + predictions}, 60);
+                                     "--data=" + dir_ + "/test", "--out=" + predictions},
+                                    60);
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   EXPECT_EQ(CountLines(predictions), 4000u);
   // The artifact holds the same weights the job scored the test channel with.
@@ -135,7 +139,8 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
 TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   Generate("fm", 20000, 2);
   const auto exit = Train({"--job=factorization_machines", "--num_factors=4", "--epochs=3",
-                           "--factors_init_sigma=0.05"}, 2);
+                           "--factors_init_sigma=0.05"},
+                          2);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
   EXPECT_GT(metrics.at("validation:roc_auc_score"), 0.6);
@@ -215,10 +220,9 @@ TEST_F(TrainingJob, MulticlassClassifierBeatsChance) {
   }
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner",
-       "--predictor_type=multiclass_classifier", "--num_classes=3",
-       "--train=" + dir_ + "/train", "--validation=" + dir_ + "/validation",
-       "--model_dir=" + dir_ + "/model", "--epochs=10", "--learning_rate=0.05",
-       "--mini_batch_size=50", "--minloglevel=1"},
+       "--predictor_type=multiclass_classifier", "--num_classes=3", "--train=" + dir_ + "/train",
+       "--validation=" + dir_ + "/validation", "--model_dir=" + dir_ + "/model", "--epochs=10",
+       "--learning_rate=0.05", "--mini_batch_size=50", "--minloglevel=1"},
       120);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");

@@ -1,6 +1,7 @@
 // `keel bench kv`: push/pull throughput on a local cluster, beside
 // `keel bench zmq`: raw ZeroMQ over loopback at the same message sizes.
 #include <dirent.h>
+#include <gflags/gflags.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -15,8 +16,6 @@
 #include <iostream>
 #include <map>
 #include <sstream>
-
-#include <gflags/gflags.h>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -93,7 +92,8 @@ zmq::message_t Header(char op, uint64_t size) {
 std::vector<BenchCase> RunZmqBench(const KVBenchOptions& options) {
   std::vector<std::pair<std::string, uint64_t>> sizes;
   if (options.small) sizes.push_back({"small 1x1", sizeof(float)});
-  for (uint64_t bytes : options.dense_bytes) sizes.push_back({"dense " + FormatBytes(bytes), bytes});
+  for (uint64_t bytes : options.dense_bytes)
+    sizes.push_back({"dense " + FormatBytes(bytes), bytes});
   uint64_t largest = 8;
   for (const auto& size : sizes) largest = std::max(largest, size.second);
 
@@ -265,9 +265,8 @@ std::string Json(const std::string& bench, const std::vector<Row>& rows) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     out << (i ? "," : "") << "{\"name\":\"" << row.name << "\",\"requests\":" << row.requests
-        << ",\"gb_per_s\":" << row.gigabytes_per_s
-        << ",\"mkeys_per_s\":" << row.million_keys_per_s << ",\"p50_us\":" << row.p50_us
-        << ",\"p99_us\":" << row.p99_us;
+        << ",\"gb_per_s\":" << row.gigabytes_per_s << ",\"mkeys_per_s\":" << row.million_keys_per_s
+        << ",\"p50_us\":" << row.p50_us << ",\"p99_us\":" << row.p99_us;
     if (row.zmq_gigabytes_per_s > 0) {
       out << ",\"zmq_gb_per_s\":" << row.zmq_gigabytes_per_s
           << ",\"ratio_to_zmq\":" << row.gigabytes_per_s / row.zmq_gigabytes_per_s
@@ -292,8 +291,8 @@ int BenchZmq() {
   KVBenchOptions options = BenchFlags();
   if (options.dense_bytes.empty()) options.dense_bytes = {64 << 10, 1 << 20, 16 << 20};
   const std::vector<Row> rows = ZmqRows(RunZmqBench(options));
-  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(FLAGS_inflight) + ")",
-             rows, false);
+  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(FLAGS_inflight) + ")", rows,
+             false);
   std::printf("%s\n", Json("zmq", rows).c_str());
   return 0;
 }
@@ -311,10 +310,8 @@ int BenchKV() {
   cluster.servers = FLAGS_servers;
   cluster.workers = FLAGS_workers;
   cluster.timeout_s = FLAGS_timeout;
-  cluster.role_flags = {"--job=kv_bench",
-                        "--bench_out=" + std::string(folder),
-                        "--mode=" + FLAGS_mode,
-                        "--dense_sizes=" + FLAGS_dense_sizes,
+  cluster.role_flags = {"--job=kv_bench", "--bench_out=" + std::string(folder),
+                        "--mode=" + FLAGS_mode, "--dense_sizes=" + FLAGS_dense_sizes,
                         "--sparse_widths=" + FLAGS_sparse_widths,
                         "--sparse_keys=" + std::to_string(FLAGS_sparse_keys),
                         "--key_space=" + std::to_string(FLAGS_key_space),
@@ -322,8 +319,7 @@ int BenchKV() {
                         "--inflight=" + std::to_string(FLAGS_inflight),
                         std::string("--small=") + (FLAGS_small ? "true" : "false"),
                         // Tiny steps keep the pushed rows finite however long it runs.
-                        "--optimizer=sgd", "--learning_rate=1e-9",
-                        "--minloglevel=1"};
+                        "--optimizer=sgd", "--learning_rate=1e-9", "--minloglevel=1"};
   const int status = RunLocalCluster(cluster);
   std::vector<std::vector<BenchCase>> per_worker;
   if (status == 0) {
@@ -378,11 +374,11 @@ int BenchParse() {
   }
   std::sort(seconds.begin(), seconds.end());
   const double median = seconds[1];
-  std::printf("parsed %llu rows, %llu non-zeros, %.1f MB of %s in %.3f s (median of 3): "
-              "%.1f MB/s, %.2f M rows/s\n",
-              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nonzeros),
-              bytes / 1e6, FLAGS_data_format.c_str(), median, bytes / 1e6 / median,
-              rows / 1e6 / median);
+  std::printf(
+      "parsed %llu rows, %llu non-zeros, %.1f MB of %s in %.3f s (median of 3): "
+      "%.1f MB/s, %.2f M rows/s\n",
+      static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nonzeros), bytes / 1e6,
+      FLAGS_data_format.c_str(), median, bytes / 1e6 / median, rows / 1e6 / median);
   std::printf("{\"bench\":\"parse\",\"format\":\"%s\",\"mb_per_s\":%.2f,\"rows_per_s\":%.0f}\n",
               FLAGS_data_format.c_str(), bytes / 1e6 / median, rows / median);
   return 0;

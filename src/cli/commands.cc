@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include <gflags/gflags.h>
+#include <glog/logging.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -8,9 +10,6 @@
 #include <iostream>
 #include <set>
 #include <sstream>
-
-#include <gflags/gflags.h>
-#include <glog/logging.h>
 
 #include "cli/launcher.h"
 #include "kv/error.h"
@@ -150,8 +149,8 @@ int RunServer() {
                       FLAGS_scheduler_timeout, " s");
     }
   }
-  LOG(INFO) << "server " << node.rank() << " shutting down: served "
-            << server.served_requests() << " requests, rejected " << server.rejected_requests();
+  LOG(INFO) << "server " << node.rank() << " shutting down: served " << server.served_requests()
+            << " requests, rejected " << server.rejected_requests();
   node.Stop();
   return 0;
 }
@@ -248,9 +247,9 @@ int RunWorker() {
 
 // Flags that belong to `keel launch` itself rather than to the roles.
 bool IsLaunchFlag(const std::string& arg) {
-  static const std::set<std::string> kLaunchFlags = {"servers", "workers", "timeout", "scheduler",
-                                                     "num_servers", "num_workers", "bind",
-                                                     "port", "port_file", "advertise", "rank"};
+  static const std::set<std::string> kLaunchFlags = {
+      "servers", "workers", "timeout",   "scheduler", "num_servers", "num_workers",
+      "bind",    "port",    "port_file", "advertise", "rank"};
   if (arg.rfind("--", 0) != 0) return false;
   const std::string name = arg.substr(2, arg.find('=') - 2);
   return kLaunchFlags.count(name) > 0;
@@ -286,7 +285,9 @@ int RunLocalCluster(const LocalCluster& cluster) {
     char folder[] = "/tmp/keel-launch-XXXXXX";
     if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
     const std::string port_file = std::string(folder) + "/scheduler.port";
-    std::vector<std::string> argv = {self, "scheduler", "--bind=127.0.0.1",
+    std::vector<std::string> argv = {self,
+                                     "scheduler",
+                                     "--bind=127.0.0.1",
                                      "--port_file=" + port_file,
                                      "--num_servers=" + std::to_string(cluster.servers),
                                      "--num_workers=" + std::to_string(cluster.workers)};

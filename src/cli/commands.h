@@ -22,9 +22,9 @@ int RunCommandLine(int argc, char** argv);
 struct LocalCluster {
   int servers = 1;
   int workers = 1;
-  std::string scheduler;               // "host:port" of an external scheduler, or empty
-  std::vector<std::string> role_flags; // forwarded to every role
-  double timeout_s = 0;                // 0: none
+  std::string scheduler;                // "host:port" of an external scheduler, or empty
+  std::vector<std::string> role_flags;  // forwarded to every role
+  double timeout_s = 0;                 // 0: none
 };
 
 // Starts the cluster, forwards its logs and waits; returns 0 when every role

@@ -1,14 +1,14 @@
 // The built-in training jobs on the command line: their hyperparameter flags
 // (SageMaker's names), the worker's training run, `keel predict` and
 // `keel datagen`.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
-
-#include <gflags/gflags.h>
-#include <glog/logging.h>
 
 #include "cli/commands.h"
 #include "io/input_split.h"
@@ -274,8 +274,8 @@ int RunPredict() {
       metrics = MulticlassMetrics(all_predictions, labels, h.num_classes);
       break;
   }
-  std::cout << "scored " << labels.size() << " examples into " << FLAGS_out << " ("
-            << unseen << " feature occurrences the model has not seen)\n";
+  std::cout << "scored " << labels.size() << " examples into " << FLAGS_out << " (" << unseen
+            << " feature occurrences the model has not seen)\n";
   for (const auto& [name, value] : metrics) std::cout << "  " << name << " " << value << "\n";
   return 0;
 }
@@ -291,8 +291,8 @@ int RunDatagen() {
   options.train_files = FLAGS_train_files;
   options.out = FLAGS_out;
   const MetricSet oracle = GenerateData(options);
-  std::cout << "wrote " << options.rows << " training rows to " << options.out
-            << "/train, " << options.rows / 10 << " each to validation and test\n";
+  std::cout << "wrote " << options.rows << " training rows to " << options.out << "/train, "
+            << options.rows / 10 << " each to validation and test\n";
   for (const auto& [name, value] : oracle) std::cout << "  oracle " << name << " " << value << "\n";
   return 0;
 }

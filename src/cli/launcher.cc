@@ -31,7 +31,8 @@ void InstallHandlers() {
 
 std::string DescribeStatus(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
+  if (WIFSIGNALED(status))
+    return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
   return "stopped";
 }
 

@@ -40,9 +40,13 @@ class HugePageAllocator {
   void deallocate(T* memory, size_t /*count*/) { std::free(memory); }
 
   template <typename U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
   template <typename U>
-  bool operator!=(const HugePageAllocator<U>&) const { return false; }
+  bool operator!=(const HugePageAllocator<U>&) const {
+    return false;
+  }
 };
 
 }  // namespace keel

@@ -106,7 +106,8 @@ std::vector<size_t> RangeMap::Split(const Key* keys, size_t count) const {
   std::vector<size_t> bounds(begins_.size() + 1);
   bounds[0] = 0;
   for (size_t r = 1; r < begins_.size(); ++r) {
-    bounds[r] = static_cast<size_t>(std::lower_bound(keys + bounds[r - 1], keys + count, begins_[r]) - keys);
+    bounds[r] = static_cast<size_t>(
+        std::lower_bound(keys + bounds[r - 1], keys + count, begins_[r]) - keys);
   }
   bounds[begins_.size()] = count;
   return bounds;

@@ -1,10 +1,10 @@
 #include "kv/kv_worker.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
-
-#include <glog/logging.h>
 
 #include "kv/error.h"
 
@@ -35,8 +35,7 @@ KVWorker::KVWorker(Node* node) : node_(node) {
 }
 
 KVWorker::Handle KVWorker::Push(const SharedArray<const Key>& keys,
-                                const SharedArray<const float>& values, int width,
-                                uint32_t table) {
+                                const SharedArray<const float>& values, int width, uint32_t table) {
   CheckWidth(width);
   if (values.size() != keys.size() * static_cast<size_t>(width)) {
     throw MakeError("push of ", keys.size(), " keys x width ", width, " needs ",
@@ -186,8 +185,8 @@ void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vect
     auto part_keys = message.frames[0].As<const Key>();
     auto part_values = message.frames[1].As<const float>();
     if (part_values.size() != part_keys.size() * static_cast<size_t>(width)) {
-      throw MakeError("malformed dump response: ", part_keys.size(), " keys, ",
-                      part_values.size(), " values");
+      throw MakeError("malformed dump response: ", part_keys.size(), " keys, ", part_values.size(),
+                      " values");
     }
     for (size_t i = 0; i < part_keys.size(); ++i) {
       order.emplace_back(part_keys[i], rows.size());
@@ -234,4 +233,3 @@ size_t KVWorker::pending() const {
 }
 
 }  // namespace keel
-

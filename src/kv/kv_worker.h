@@ -35,8 +35,8 @@ class KVWorker {
   // servers of table `table`, which apply them with their optimizer. `keys`
   // and `values` must stay unchanged until Wait returns. Throws Error if the
   // keys are not sorted and unique or the sizes disagree.
-  Handle Push(const SharedArray<const Key>& keys, const SharedArray<const float>& values,
-              int width, uint32_t table = 0);
+  Handle Push(const SharedArray<const Key>& keys, const SharedArray<const float>& values, int width,
+              uint32_t table = 0);
 
   // Reads the rows of `keys` into `*values` (keys.size() * width floats).
   // When Wait returns, `*values` holds them: filled in place if it already had

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "keel.pb.h"

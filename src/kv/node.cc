@@ -1,9 +1,9 @@
 #include "kv/node.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <iterator>
-
-#include <glog/logging.h>
 
 #include "kv/error.h"
 
@@ -55,9 +55,9 @@ void Node::Start() {
   SendToScheduler(request);
 
   std::unique_lock<std::mutex> lock(mutex_);
-  const bool answered = changed_.wait_for(
-      lock, std::chrono::duration<double>(options_.register_timeout_s),
-      [this] { return !refused_.empty() || (id_ >= 0 && view_ != nullptr); });
+  const bool answered =
+      changed_.wait_for(lock, std::chrono::duration<double>(options_.register_timeout_s),
+                        [this] { return !refused_.empty() || (id_ >= 0 && view_ != nullptr); });
   if (!refused_.empty()) {
     throw MakeError("the scheduler at ", options_.scheduler, " refused this ",
                     proto::Role_Name(options_.role), ": ", refused_);
@@ -151,9 +151,9 @@ void Node::ReportDone(const std::string& error) {
 
 bool Node::WaitForShutdown(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return changed_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                           [this] { return shutdown_.load() || stopped_.load(); }) &&
-         shutdown_;
+  return changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
+    return shutdown_.load() || stopped_.load();
+  }) && shutdown_;
 }
 
 double Node::SecondsSinceScheduler() const {

@@ -9,13 +9,12 @@
 // position within the range, scaled to the capacity: order-preserving, so a
 // sorted batch walks the slots in order and memory is read sequentially. If
 // keys turn out clustered (long probes: keys that were not mixed), the table
-// switches to a Fibonacci hash of the key, which does not care. No heap allocation per key: the slot array grows by doubling (on
-// transparent huge pages when large). Wide rows (kSharedRowBytes and up: a
-// dense model's few long rows) each live in a reference-counted block, so a
-// pull can send a row without copying it; a push to a row that is still being
-// sent copies it first (copy on write).
-// Not synchronized: a server touches a table from one thread. Views from
-// SharedWeights may be read from any thread.
+// switches to a Fibonacci hash of the key, which does not care. No heap allocation per key: the
+// slot array grows by doubling (on transparent huge pages when large). Wide rows (kSharedRowBytes
+// and up: a dense model's few long rows) each live in a reference-counted block, so a pull can send
+// a row without copying it; a push to a row that is still being sent copies it first (copy on
+// write). Not synchronized: a server touches a table from one thread. Views from SharedWeights may
+// be read from any thread.
 #ifndef KEEL_KV_PARAMETER_TABLE_H_
 #define KEEL_KV_PARAMETER_TABLE_H_
 
@@ -82,7 +81,8 @@ class ParameterTable {
   size_t SlotOf(Key key) const {
     if (ordered_) {
       return static_cast<size_t>((static_cast<unsigned __int128>(key - first_key_) * scale_) >>
-                                 64) & (capacity_ - 1);
+                                 64) &
+             (capacity_ - 1);
     }
     return (key * 0x9E3779B97F4A7C15ULL) >> shift_;
   }
@@ -118,7 +118,7 @@ class ParameterTable {
   bool shares_rows_;
   size_t slot_bytes_;  // the key, then the row unless shared; a multiple of 8
   size_t capacity_ = 0;
-  int shift_ = 0;      // 64 - log2(capacity)
+  int shift_ = 0;  // 64 - log2(capacity)
   bool ordered_ = true;
   uint64_t generation_ = 0;  // rebuilds so far
   Key first_key_;

@@ -1,6 +1,7 @@
 #include "kv/van.h"
 
 #include <arpa/inet.h>
+#include <glog/logging.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,8 +10,6 @@
 #include <cstring>
 #include <iterator>
 #include <vector>
-
-#include <glog/logging.h>
 #include <zmq_addon.hpp>
 
 #include "kv/error.h"

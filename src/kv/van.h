@@ -14,7 +14,6 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-
 #include <zmq.hpp>
 
 #include "kv/message.h"

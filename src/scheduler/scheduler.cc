@@ -155,8 +155,7 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
     Refuse(node.address(), "role " + std::to_string(node.role()) + " cannot join a cluster");
     return;
   }
-  const int expected =
-      node.role() == proto::SERVER ? options_.num_servers : options_.num_workers;
+  const int expected = node.role() == proto::SERVER ? options_.num_servers : options_.num_workers;
   const std::string role = proto::Role_Name(node.role());
   if (static_cast<int>(taken->size()) >= expected) {
     Refuse(node.address(),
@@ -219,8 +218,7 @@ void Scheduler::PublishView() {
 void Scheduler::OnBarrier(const proto::Meta& meta) {
   const int group = meta.barrier_group();
   if (group == 0 || (group & ~kAllGroup) != 0) {
-    LOG(WARNING) << "ignored a barrier with group mask " << group << " from node "
-                 << meta.sender();
+    LOG(WARNING) << "ignored a barrier with group mask " << group << " from node " << meta.sender();
     return;
   }
   auto& waiting = barriers_[group];

@@ -1,9 +1,9 @@
 #include "server/kv_server.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <glog/logging.h>
 
 #include "kv/error.h"
 
@@ -41,8 +41,8 @@ KVServer::Table& KVServer::TableFor(uint32_t table, uint32_t width) {
     }
     if (first > last) first = 0, last = ~Key{0};
     slot.rows = std::make_unique<ParameterTable>(
-        static_cast<int>(width), state,
-        spec != specs_.end() ? spec->second.initializer : nullptr, first, last);
+        static_cast<int>(width), state, spec != specs_.end() ? spec->second.initializer : nullptr,
+        first, last);
   } else if (static_cast<uint32_t>(slot.rows->weight_width()) != width) {
     throw MakeError("table ", table, " has rows of width ", slot.rows->weight_width(),
                     ", the request has width ", width);

@@ -23,7 +23,7 @@ namespace keel {
 
 // How the rows of one table are made and updated.
 struct TableSpec {
-  int width = 0;                          // weights per key; 0: taken from the first request
+  int width = 0;  // weights per key; 0: taken from the first request
   OptimizerOptions optimizer;
   ParameterTable::Initializer initializer;  // nullptr: zeros
 };

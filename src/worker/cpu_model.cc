@@ -60,8 +60,7 @@ double CpuModel::Run(const PreparedBatch& prepared, const float* weights, const 
       scores[0] = FmScore(params.data(), values, nnz, hyperparameters_.num_factors,
                           use_bias ? bias[0] : 0.0f, factor_sums.data());
     } else {
-      LinearScores(params.data(), values, nnz, classes_, use_bias ? bias : nullptr,
-                   scores.data());
+      LinearScores(params.data(), values, nnz, classes_, use_bias ? bias : nullptr, scores.data());
     }
     switch (type) {
       case PredictorType::kBinaryClassifier:
@@ -77,8 +76,8 @@ double CpuModel::Run(const PreparedBatch& prepared, const float* weights, const 
       case PredictorType::kMulticlassClassifier: {
         const int class_id = LabelToClass(label, classes_);
         if (class_id < 0) {
-          throw MakeError("label ", label, " of an example is not a class id in 0..",
-                          classes_ - 1, " (--num_classes ", classes_, ")");
+          throw MakeError("label ", label, " of an example is not a class id in 0..", classes_ - 1,
+                          " (--num_classes ", classes_, ")");
         }
         loss += SoftmaxLoss(scores.data(), classes_, class_id);
         SoftmaxGradient(scores.data(), classes_, class_id, score_gradient.data());

@@ -94,8 +94,7 @@ MetricSet GenerateData(const DatagenOptions& options) {
   if (options.model == "fm") {
     planted.k = options.num_factors;
     const float pairs = 0.5f * options.nnz * (options.nnz - 1);
-    const float factor_scale =
-        std::sqrt(1.2f / std::sqrt(pairs * static_cast<float>(planted.k)));
+    const float factor_scale = std::sqrt(1.2f / std::sqrt(pairs * static_cast<float>(planted.k)));
     planted.factors.resize(options.features * planted.k);
     for (uint64_t f = 0; f < options.features; ++f) {
       for (int c = 0; c < planted.k; ++c) {

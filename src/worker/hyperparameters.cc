@@ -37,8 +37,9 @@ std::string Hyperparameters::PredictorName() const {
 void Hyperparameters::Validate() const {
   if (job == JobKind::kFactorizationMachines &&
       predictor_type == PredictorType::kMulticlassClassifier) {
-    throw MakeError("--predictor_type multiclass_classifier is not available for "
-                    "factorization_machines (binary_classifier or regressor)");
+    throw MakeError(
+        "--predictor_type multiclass_classifier is not available for "
+        "factorization_machines (binary_classifier or regressor)");
   }
   if (predictor_type == PredictorType::kMulticlassClassifier &&
       (num_classes < 3 || num_classes > 1000000)) {

@@ -26,8 +26,8 @@ constexpr uint64_t kBiasFeature = ~uint64_t{0};
 struct Hyperparameters {
   JobKind job = JobKind::kLinearLearner;
   PredictorType predictor_type = PredictorType::kBinaryClassifier;
-  int num_classes = 2;  // multiclass_classifier only
-  int num_factors = 8;  // factorization_machines only
+  int num_classes = 2;       // multiclass_classifier only
+  int num_factors = 8;       // factorization_machines only
   uint64_t feature_dim = 0;  // 0: indices are not checked
   int mini_batch_size = 1000;
   int epochs = 5;
@@ -56,8 +56,9 @@ struct Hyperparameters {
   void Validate() const;
 };
 
-JobKind ParseJobKind(const std::string& name);             // linear_learner | factorization_machines
-PredictorType ParsePredictorType(const std::string& name);  // binary_classifier | regressor | multiclass_classifier
+JobKind ParseJobKind(const std::string& name);  // linear_learner | factorization_machines
+PredictorType ParsePredictorType(
+    const std::string& name);  // binary_classifier | regressor | multiclass_classifier
 
 // The servers' table specs for a job: widths, optimizers, initializers.
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& hyperparameters);

@@ -1,11 +1,11 @@
 #include "worker/kv_bench_job.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <deque>
 #include <random>
 #include <sstream>
-
-#include <glog/logging.h>
 
 #include "kv/error.h"
 
@@ -22,7 +22,7 @@ struct Workload {
   uint32_t table = 0;
   int inflight = 1;
   std::vector<SharedArray<const Key>> key_batches;  // cycled through
-  SharedArray<const float> values;                    // for the largest batch
+  SharedArray<const float> values;                  // for the largest batch
 };
 
 // Issues requests for `seconds` (and at least kMinRequests), keeping

@@ -30,9 +30,9 @@ struct KVBenchOptions {
 
 // One measured case on one worker.
 struct BenchCase {
-  std::string name;       // "dense 1MiB push", "sparse 100000x1 pull", ...
-  uint64_t bytes = 0;     // value bytes per request (pushed or pulled)
-  uint64_t keys = 0;      // keys per request
+  std::string name;    // "dense 1MiB push", "sparse 100000x1 pull", ...
+  uint64_t bytes = 0;  // value bytes per request (pushed or pulled)
+  uint64_t keys = 0;   // keys per request
   double seconds = 0;
   std::vector<double> latencies_us;  // one per request
 };

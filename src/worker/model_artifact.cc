@@ -31,7 +31,9 @@ class Writer {
  public:
   explicit Writer(std::ofstream* out) : out_(out) {}
   template <typename T>
-  void Put(const T& value) { Bytes(&value, sizeof(T)); }
+  void Put(const T& value) {
+    Bytes(&value, sizeof(T));
+  }
   void Bytes(const void* data, size_t size) {
     checksum_.Add(data, size);
     out_->write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
@@ -132,8 +134,8 @@ void ModelArtifact::Write(const std::string& dir) const {
   std::ofstream json(dir + "/model.json");
   json << "{\"format_version\":" << kModelFormatVersion << ",\"job\":" << JsonString(h.JobName())
        << ",\"predictor_type\":" << JsonString(h.PredictorName())
-       << ",\"num_classes\":" << h.classes() << ",\"num_factors\":"
-       << (h.job == JobKind::kFactorizationMachines ? h.num_factors : 0)
+       << ",\"num_classes\":" << h.classes()
+       << ",\"num_factors\":" << (h.job == JobKind::kFactorizationMachines ? h.num_factors : 0)
        << ",\"use_bias\":" << (h.use_bias ? "true" : "false") << ",\"weight_width\":" << width
        << ",\"features\":" << features.size() << ",\"weights_file\":\"weights.bin\""
        << ",\"hyperparameters\":" << (hyperparameter_json.empty() ? "{}" : hyperparameter_json)

@@ -17,11 +17,11 @@ namespace keel {
 constexpr uint32_t kModelFormatVersion = 1;
 
 struct ModelArtifact {
-  Hyperparameters hyperparameters;          // job, predictor type, classes, factors, bias
-  std::vector<uint64_t> features;           // sorted feature indices
-  std::vector<float> weights;               // features.size() x weight_width
-  std::vector<float> bias;                  // bias width floats
-  std::string hyperparameter_json;          // every flag of the job, as a JSON object
+  Hyperparameters hyperparameters;  // job, predictor type, classes, factors, bias
+  std::vector<uint64_t> features;   // sorted feature indices
+  std::vector<float> weights;       // features.size() x weight_width
+  std::vector<float> bias;          // bias width floats
+  std::string hyperparameter_json;  // every flag of the job, as a JSON object
 
   // Writes <dir>/weights.bin and <dir>/model.json (creating dir). Throws Error.
   void Write(const std::string& dir) const;

@@ -1,12 +1,12 @@
 #include "worker/trainer.h"
 
+#include <glog/logging.h>
+
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <limits>
 #include <sstream>
-
-#include <glog/logging.h>
 
 #include "io/input_split.h"
 #include "kv/error.h"
@@ -120,8 +120,8 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
                                    SharedArray<const float>(std::move(weight_gradients)), width,
                                    kWeightTable));
     if (use_bias) {
-      pushes.push_back(client_->Push(
-          bias_key_, SharedArray<const float>(std::move(bias_gradient)), bias_width, kBiasTable));
+      pushes.push_back(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
+                                     bias_width, kBiasTable));
     }
     weight_gradients = {};
     bias_gradient = {};
@@ -190,8 +190,8 @@ void Trainer::Run() {
     const EpochResult result = TrainEpoch(epoch);
     training_seconds += result.seconds;
     LOG(INFO) << "worker " << rank << " epoch " << epoch << " done: " << result.examples
-              << " examples in " << std::fixed << std::setprecision(2) << result.seconds
-              << " s (" << static_cast<uint64_t>(result.examples / std::max(result.seconds, 1e-9))
+              << " examples in " << std::fixed << std::setprecision(2) << result.seconds << " s ("
+              << static_cast<uint64_t>(result.examples / std::max(result.seconds, 1e-9))
               << " examples/s), mean training loss "
               << (result.examples ? result.loss / result.examples : 0.0);
     AddToControl(kExamplesFeature + epoch, result.examples);

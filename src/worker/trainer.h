@@ -27,7 +27,7 @@ struct TrainerOptions {
   std::string validation;  // optional
   std::string test;        // optional
   ReaderOptions reader;
-  std::string model_dir;   // where worker 0 writes the artifact and metrics.json; optional
+  std::string model_dir;            // where worker 0 writes the artifact and metrics.json; optional
   std::string hyperparameter_json;  // recorded in the artifact
   double progress_interval_s = 5;
 };
