@@ -24,41 +24,15 @@
 #include "io/recordio.h"
 #include "kv/error.h"
 #include "record.pb.h"
+#include "test_util.h"
 
 namespace keel {
 namespace {
 
-// A fresh folder under /tmp, removed with its files at the end of the test.
-class TempFolderTest : public ::testing::Test {
- protected:
-  TempFolderTest() {
-    char pattern[] = "/tmp/keel_input_split_test_XXXXXX";
-    if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
-    folder_ = pattern;
-  }
-  ~TempFolderTest() override { std::filesystem::remove_all(folder_); }
+using testing::TempFolderTest;
 
-  std::string WriteFile(const std::string& name, const std::string& contents) {
-    const std::string path = folder_ + "/" + name;
-    std::ofstream(path, std::ios::binary) << contents;
-    return path;
-  }
-
-  std::string folder_;
-};
-
-std::string ErrorOf(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "no error";
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::Contains;
+using testing::ErrorOf;
 
 std::vector<std::string> Paths(const std::vector<InputFile>& files) {
   std::vector<std::string> paths;

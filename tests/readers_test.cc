@@ -17,28 +17,12 @@
 #include "io/recordio.h"
 #include "kv/error.h"
 #include "record.pb.h"
+#include "test_util.h"
 
 namespace keel {
 namespace {
 
-// A fresh folder under /tmp, removed with its files at the end of the test.
-class TempFolder : public ::testing::Test {
- protected:
-  TempFolder() {
-    char pattern[] = "/tmp/keel_readers_test_XXXXXX";
-    if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
-    folder_ = pattern;
-  }
-  ~TempFolder() override { std::filesystem::remove_all(folder_); }
-
-  std::string WriteFile(const std::string& name, const std::string& contents) {
-    const std::string path = folder_ + "/" + name;
-    std::ofstream(path, std::ios::binary) << contents;
-    return path;
-  }
-
-  std::string folder_;
-};
+using TempFolder = testing::TempFolderTest;
 
 // Reads the whole file in batches of at most 3 rows.
 Batch ReadAll(const std::string& path, const ReaderOptions& options, uint64_t* skipped = nullptr) {
@@ -51,18 +35,8 @@ Batch ReadAll(const std::string& path, const ReaderOptions& options, uint64_t* s
 }
 
 // The message of the Error that `body` throws, or "no error".
-std::string ErrorOf(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "no error";
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::Contains;
+using testing::ErrorOf;
 
 std::vector<uint64_t> Indices(const Batch& batch, size_t row) {
   return {batch.indices.begin() + batch.row_offsets[row],

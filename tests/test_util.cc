@@ -10,11 +10,14 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
+#include "kv/error.h"
 #include "kv/node.h"
 
 namespace keel::testing {
@@ -153,6 +156,29 @@ std::vector<pid_t> ProcessesMentioning(const std::string& marker) {
   }
   closedir(proc);
   return found;
+}
+
+std::string ErrorOf(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TempFolderTest::TempFolderTest() {
+  char pattern[] = "/tmp/keel-test-folder-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  folder_ = pattern;
+}
+
+TempFolderTest::~TempFolderTest() { std::filesystem::remove_all(folder_); }
+
+std::string TempFolderTest::WriteFile(const std::string& name, const std::string& contents) {
+  const std::string path = folder_ + "/" + name;
+  std::ofstream(path, std::ios::binary) << contents;
+  return path;
 }
 
 bool WaitFor(const std::function<bool()>& condition, double timeout_s) {

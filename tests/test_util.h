@@ -3,6 +3,7 @@
 #ifndef KEEL_TESTS_TEST_UTIL_H_
 #define KEEL_TESTS_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -59,6 +60,24 @@ std::vector<pid_t> ProcessesMentioning(const std::string& marker);
 
 // Waits up to `timeout_s` for `condition`, checking every 10 ms.
 bool WaitFor(const std::function<bool()>& condition, double timeout_s);
+
+// The message of the keel::Error `body` throws, or "no error".
+std::string ErrorOf(const std::function<void()>& body);
+
+inline bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A fixture with a fresh folder under /tmp, removed with its files at the end.
+class TempFolderTest : public ::testing::Test {
+ protected:
+  TempFolderTest();
+  ~TempFolderTest() override;
+  // Writes `contents` to folder/name and returns the path.
+  std::string WriteFile(const std::string& name, const std::string& contents);
+
+  std::string folder_;
+};
 
 }  // namespace keel::testing
 
