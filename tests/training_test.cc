@@ -50,7 +50,7 @@ size_t CountLines(const std::string& path) {
 }
 
 class TrainingJob : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     char folder[] = "/tmp/keel-train-XXXXXX";
     ASSERT_NE(mkdtemp(folder), nullptr);
@@ -66,6 +66,8 @@ class TrainingJob : public ::testing::Test {
                      60);
     ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   }
+
+  const std::string& dir() const { return dir_; }
 
   testing::Exit Train(const std::vector<std::string>& flags, int workers, double timeout = 120) {
     std::vector<std::string> argv = {KeelBinary(),
@@ -238,6 +240,43 @@ TEST_F(TrainingJob, MulticlassClassifierBeatsChance) {
   std::string first;
   std::getline(in, first);
   EXPECT_EQ(std::count(first.begin(), first.end(), ','), 3) << first;  // label, 3 probabilities
+}
+
+// Trains with a straggler (worker 1 three times slower) under `staleness`.
+std::map<std::string, double> TrainWithStraggler(TrainingJob* job, const std::string& staleness) {
+  const auto exit = job->Train({"--job=linear_learner", "--epochs=2", "--mini_batch_size=100",
+                                "--staleness=" + staleness, "--slow_worker=1:3"},
+                               3);
+  EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "staleness gate (" + staleness + ")")) << exit.output;
+  return ReadMetrics(job->dir() + "/model/metrics.json");
+}
+
+TEST_F(TrainingJob, BulkSynchronousNeverAnswersAPullAheadOfTheSlowestWorker) {
+  Generate("linear", 6000, 3);
+  const auto metrics = TrainWithStraggler(this, "0");
+  ASSERT_TRUE(metrics.count("train:max_staleness"));
+  EXPECT_EQ(metrics.at("train:max_staleness"), 0);
+  EXPECT_GT(metrics.at("train:parked_pulls"), 0) << "the gate never engaged";
+  EXPECT_GT(metrics.at("train:pull_hold_seconds"), 0);
+}
+
+TEST_F(TrainingJob, BoundedStalenessKeepsPullsWithinTheBound) {
+  Generate("linear", 6000, 3);
+  const auto metrics = TrainWithStraggler(this, "2");
+  ASSERT_TRUE(metrics.count("train:max_staleness"));
+  EXPECT_LE(metrics.at("train:max_staleness"), 2);
+  EXPECT_GT(metrics.at("train:parked_pulls"), 0) << "the gate never engaged";
+}
+
+TEST_F(TrainingJob, AsynchronousTrainingNeverParksAPull) {
+  Generate("linear", 6000, 3);
+  const auto metrics = TrainWithStraggler(this, "inf");
+  ASSERT_TRUE(metrics.count("train:parked_pulls"));
+  EXPECT_EQ(metrics.at("train:parked_pulls"), 0);
+  EXPECT_GT(metrics.at("train:pulls"), 0);
+  // Without the gate the fast workers do run ahead of the straggler.
+  EXPECT_GT(metrics.at("train:max_staleness"), 2);
 }
 
 TEST_F(TrainingJob, BadHyperparametersFailAtStartNamingTheFlag) {

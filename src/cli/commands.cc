@@ -141,7 +141,7 @@ int RunServer() {
   optimizer.l2 = static_cast<float>(FLAGS_wd);
   optimizer.l1 = static_cast<float>(FLAGS_l1);
   Node node(NodeFlags(proto::SERVER));
-  KVServer server(&node, optimizer, JobTablesFromFlags());
+  KVServer server(&node, optimizer, JobTablesFromFlags(), StalenessFromFlags());
   node.Start();
   while (!node.WaitForShutdown(1.0)) {
     if (node.SecondsSinceScheduler() > FLAGS_scheduler_timeout) {

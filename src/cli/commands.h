@@ -41,6 +41,8 @@ int RunBench(const std::string& what);
 bool IsTrainingJob(const std::string& job);
 // The servers' tables for --job (none for jobs that are not training jobs).
 std::map<uint32_t, TableSpec> JobTablesFromFlags();
+// --staleness as a StalenessGate value. Throws Error if malformed.
+int64_t StalenessFromFlags();
 // Runs the training job the flags describe on a started worker node.
 int RunTraining(Node* node, KVWorker* client);
 int RunPredict();

@@ -5,6 +5,7 @@
 #include <glog/logging.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -68,6 +69,15 @@ DEFINE_double(factors_init_value, 0, "constant initial factors");
 DEFINE_double(factors_init_scale, 0.01, "uniform initial factors: range");
 DEFINE_double(factors_init_sigma, 0.01, "normal initial factors: standard deviation");
 
+// Consistency.
+DEFINE_string(staleness, "inf",
+              "how many clocks a worker may run ahead of the slowest: 0 (BSP), k (SSP) or inf "
+              "(asynchronous); servers and workers must agree");
+DEFINE_int32(clock_every, 1, "minibatches per clock");
+DEFINE_string(slow_worker, "",
+              "RANK:FACTOR: worker RANK takes FACTOR times as long per minibatch (a straggler, "
+              "for experiments)");
+
 // predict and datagen.
 DEFINE_string(data, "", "predict: the file or folder to score");
 DEFINE_string(out, "", "predict: predictions file; datagen: output folder");
@@ -118,6 +128,16 @@ ReaderOptions ReaderFlags() {
 }
 
 }  // namespace
+
+int64_t StalenessFromFlags() {
+  if (FLAGS_staleness == "inf") return StalenessGate::kAsynchronous;
+  char* end = nullptr;
+  const long long value = std::strtoll(FLAGS_staleness.c_str(), &end, 10);
+  if (FLAGS_staleness.empty() || *end != '\0' || value < 0) {
+    throw MakeError("--staleness '", FLAGS_staleness, "' is not a non-negative integer or inf");
+  }
+  return value;
+}
 
 bool IsTrainingJob(const std::string& job) {
   return job == "linear_learner" || job == "factorization_machines";
@@ -187,6 +207,24 @@ int RunTraining(Node* node, KVWorker* client) {
   options.test = FLAGS_test;
   options.reader = ReaderFlags();
   options.model_dir = FLAGS_model_dir;
+  options.staleness = StalenessFromFlags();
+  if (FLAGS_clock_every < 1) throw MakeError("--clock_every must be at least 1");
+  options.clock_every = FLAGS_clock_every;
+  if (!FLAGS_slow_worker.empty()) {
+    const size_t colon = FLAGS_slow_worker.find(':');
+    char* end = nullptr;
+    const long rank = std::strtol(FLAGS_slow_worker.c_str(), &end, 10);
+    const double factor = colon == std::string::npos
+                              ? 0
+                              : std::strtod(FLAGS_slow_worker.c_str() + colon + 1, nullptr);
+    if (colon == std::string::npos || end != FLAGS_slow_worker.c_str() + colon || rank < 0 ||
+        !(factor >= 1)) {
+      throw MakeError("--slow_worker '", FLAGS_slow_worker,
+                      "' is not RANK:FACTOR with FACTOR >= 1 (for example 1:3)");
+    }
+    options.slow_rank = static_cast<int>(rank);
+    options.slow_factor = factor;
+  }
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   std::ostringstream json;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "kv/error.h"
@@ -77,6 +78,7 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
       proto::Meta& meta = part.message.meta;
       meta.set_command(command);
       meta.set_sequence(node_->NextSequence());
+      meta.set_clock(clock_.load());
       meta.set_key_count(end - begin);
       meta.set_value_width(width);
       meta.set_table(table);
@@ -84,7 +86,7 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
       if (command == proto::PUSH) {
         part.message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
       }
-      parts_[meta.sequence()] = Part{handle, begin * width, (end - begin) * width};
+      parts_[meta.sequence()] = Part{handle, begin * width, (end - begin) * width, meta.clock()};
       ++request.unanswered;
       outgoing.push_back(std::move(part));
     }
@@ -120,6 +122,18 @@ void KVWorker::OnResponse(Message&& message) {
   } else if (meta.command() == proto::DUMP) {
     request.dumped.push_back(std::move(message));
   } else if (meta.command() == proto::PULL) {
+    // The gate's figures for this pull: how far ahead of the slowest worker
+    // it was when answered, and how long it was held.
+    const int64_t staleness = meta.min_clock() == std::numeric_limits<int64_t>::max()
+                                  ? 0
+                                  : part->second.clock - meta.min_clock();
+    ++gate_stats_.pulls;
+    gate_stats_.max_staleness = std::max(gate_stats_.max_staleness, staleness);
+    ++gate_stats_.histogram[GateStats::Bucket(staleness)];
+    if (meta.waited_us() > 0) {
+      ++gate_stats_.waited;
+      gate_stats_.waited_us += meta.waited_us();
+    }
     const size_t expected = part->second.value_count * sizeof(float);
     if (message.frames.size() != 1 || message.frames[0].size() != expected) {
       request.error = "malformed pull response from node " + std::to_string(meta.sender());
@@ -132,6 +146,50 @@ void KVWorker::OnResponse(Message&& message) {
   }
   parts_.erase(part);
   if (--request.unanswered == 0) answered_.notify_all();
+}
+
+int GateStats::Bucket(int64_t staleness) {
+  static const int64_t kBounds[kBuckets - 1] = {0, 1, 2, 4, 8, 16, 64};
+  for (int b = 0; b < kBuckets - 1; ++b) {
+    if (staleness <= kBounds[b]) return b;
+  }
+  return kBuckets - 1;
+}
+
+const char* GateStats::BucketName(int bucket) {
+  static const char* kNames[kBuckets] = {"0", "1", "2", "3_4", "5_8", "9_16", "17_64", "over_64"};
+  return kNames[bucket];
+}
+
+GateStats KVWorker::gate_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return gate_stats_;
+}
+
+void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
+  auto view = node_->view();
+  if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
+  std::vector<std::pair<int, Message>> outgoing;
+  Handle handle = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (wait) handle = ++next_handle_;
+    for (const auto& node : view->nodes()) {
+      if (node.role() != proto::SERVER) continue;
+      Message message;
+      message.meta.set_command(proto::CLOCK);
+      message.meta.set_sequence(node_->NextSequence());
+      message.meta.set_clock(clock);
+      message.meta.set_ack(wait);
+      if (wait) {
+        parts_[message.meta.sequence()] = Part{handle, 0, 0, clock};
+        ++requests_[handle].unanswered;
+      }
+      outgoing.emplace_back(node.id(), std::move(message));
+    }
+  }
+  for (auto& [server, message] : outgoing) node_->Send(server, message);
+  if (wait) Wait(handle, timeout_s);
 }
 
 void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,

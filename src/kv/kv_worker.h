@@ -9,6 +9,7 @@
 #ifndef KEEL_KV_KV_WORKER_H_
 #define KEEL_KV_KV_WORKER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -21,6 +22,21 @@
 #include "kv/shared_array.h"
 
 namespace keel {
+
+// What the staleness gate did to this worker's pulls.
+struct GateStats {
+  static constexpr int kBuckets = 8;
+  // Bucket upper bounds of a pull's staleness (its clock minus the slowest
+  // worker's when it was answered): <=0, 1, 2, <=4, <=8, <=16, <=64, more.
+  static int Bucket(int64_t staleness);
+  static const char* BucketName(int bucket);
+
+  uint64_t pulls = 0;
+  uint64_t waited = 0;    // pulls the gate held back
+  int64_t waited_us = 0;  // their total time at the gate
+  int64_t max_staleness = 0;
+  uint64_t histogram[kBuckets] = {};
+};
 
 class KVWorker {
  public:
@@ -55,6 +71,16 @@ class KVWorker {
   // (the server's reason is in the message) or `timeout_s` passes.
   void Wait(Handle handle, double timeout_s = 600);
 
+  // Stamps later requests with `clock` (the minibatches this worker has
+  // pushed; see StalenessGate).
+  void set_clock(int64_t clock) { clock_.store(clock); }
+  int64_t clock() const { return clock_.load(); }
+  // Tells every server this worker's clock (kLeaveClock: stop counting it),
+  // for the servers its pushes did not reach. With `wait`, blocks until every
+  // server has applied it.
+  void AnnounceClock(int64_t clock, bool wait, double timeout_s = 600);
+  GateStats gate_stats() const;
+
   // Requests sent but not yet waited for.
   size_t pending() const;
 
@@ -70,6 +96,7 @@ class KVWorker {
     Handle handle;
     size_t value_offset;  // floats into Request::out
     size_t value_count;
+    int64_t clock = 0;
   };
 
   Handle Send(proto::Command command, const SharedArray<const Key>& keys,
@@ -81,6 +108,8 @@ class KVWorker {
   mutable std::mutex mutex_;
   std::condition_variable answered_;
   Handle next_handle_ = 0;
+  std::atomic<int64_t> clock_{0};
+  GateStats gate_stats_;
   std::unordered_map<Handle, Request> requests_;
   std::unordered_map<uint64_t, Part> parts_;  // by sequence
 };

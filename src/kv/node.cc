@@ -200,6 +200,7 @@ void Node::OnMessage(Message&& message) {
     }
     case proto::VIEW: {
       OnView(meta.view());
+      if (view_handler_) view_handler_(*view());
       std::vector<Message> ready;
       {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -65,6 +65,11 @@ class Node {
 
   // Set before Start.
   void SetDataHandler(DataHandler handler) { data_handler_ = std::move(handler); }
+  // Called on the receive thread with every new view, before data messages of
+  // that epoch are handled. Set before Start.
+  void SetViewHandler(std::function<void(const proto::ClusterView&)> handler) {
+    view_handler_ = std::move(handler);
+  }
 
   // Binds, registers with the scheduler and waits for the first view. Throws
   // Error if the scheduler does not answer within register_timeout_s or
@@ -118,6 +123,7 @@ class Node {
   NodeOptions options_;
   std::unique_ptr<Van> van_;
   DataHandler data_handler_;
+  std::function<void(const proto::ClusterView&)> view_handler_;
   std::atomic<int> id_{-1};
   std::atomic<int> rank_{-1};
   std::atomic<uint64_t> epoch_{0};

@@ -10,8 +10,12 @@
 namespace keel {
 
 KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
-                   std::map<uint32_t, TableSpec> tables)
-    : node_(node), default_optimizer_(default_optimizer), specs_(std::move(tables)) {
+                   std::map<uint32_t, TableSpec> tables, int64_t staleness)
+    : node_(node),
+      default_optimizer_(default_optimizer),
+      specs_(std::move(tables)),
+      gate_(staleness) {
+  node_->SetViewHandler([this](const proto::ClusterView& view) { OnView(view); });
   // Check every optimizer now, not at the first request.
   MakeOptimizer(default_optimizer_);
   for (const auto& [id, spec] : specs_) MakeOptimizer(spec.optimizer);
@@ -92,6 +96,65 @@ void KVServer::Reply(const proto::Meta& request, Message& response) {
 
 void KVServer::Handle(Message&& message) {
   const proto::Meta& meta = message.meta;
+  if (!meta.response() && meta.command() == proto::CLOCK) {
+    OnClock(meta);
+    return;
+  }
+  if (!meta.response() && meta.command() == proto::PULL && !gate_.Admits(meta.clock())) {
+    // Held until the slowest worker catches up; nothing waits on a thread.
+    parked_.push_back(Parked{std::move(message), MonotonicSeconds()});
+    parked_total_.fetch_add(1);
+    return;
+  }
+  const bool push = !meta.response() && meta.command() == proto::PUSH;
+  const int sender = meta.sender();
+  const int64_t clock = meta.clock();
+  Serve(std::move(message), 0);
+  if (push && clock > 0) {
+    gate_.Advance(sender, clock);
+    WakeParked();
+  }
+}
+
+void KVServer::OnClock(const proto::Meta& meta) {
+  if (meta.clock() == kLeaveClock) {
+    gate_.Remove(meta.sender());
+  } else {
+    gate_.Advance(meta.sender(), meta.clock());
+  }
+  if (meta.ack()) {
+    Message response;
+    Reply(meta, response);
+  }
+  WakeParked();
+}
+
+void KVServer::OnView(const proto::ClusterView& view) {
+  std::set<int> workers;
+  for (const auto& node : view.nodes()) {
+    if (node.role() == proto::WORKER) workers.insert(node.id());
+  }
+  gate_.RemoveMissing(workers);
+  WakeParked();
+}
+
+void KVServer::WakeParked() {
+  if (parked_.empty()) return;
+  const double now = MonotonicSeconds();
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (!gate_.Admits(it->message.meta.clock())) {
+      ++it;
+      continue;
+    }
+    const int64_t waited_us = static_cast<int64_t>((now - it->since) * 1e6);
+    Message message = std::move(it->message);
+    it = parked_.erase(it);
+    Serve(std::move(message), std::max<int64_t>(waited_us, 1));
+  }
+}
+
+void KVServer::Serve(Message&& message, int64_t waited_us) {
+  const proto::Meta& meta = message.meta;
   Message response;
   try {
     if (meta.response()) throw MakeError("servers take requests, not responses");
@@ -111,14 +174,18 @@ void KVServer::Handle(Message&& message) {
       } else {
         duplicates_.fetch_add(1);
       }
-    } else if (request.keys.size() == 1 && table->shares_rows()) {
-      // One long row: sent straight from the table, copied only if a push
-      // comes while it is still being sent.
-      response.frames.push_back(AsBytes(table->SharedWeights(request.keys[0])));
     } else {
-      auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
-      table->Pull(request.keys.data(), request.keys.size(), values.data());
-      response.frames.push_back(AsBytes(values));
+      response.meta.set_min_clock(gate_.MinClock());
+      response.meta.set_waited_us(waited_us);
+      if (request.keys.size() == 1 && table->shares_rows()) {
+        // One long row: sent straight from the table, copied only if a push
+        // comes while it is still being sent.
+        response.frames.push_back(AsBytes(table->SharedWeights(request.keys[0])));
+      } else {
+        auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
+        table->Pull(request.keys.data(), request.keys.size(), values.data());
+        response.frames.push_back(AsBytes(values));
+      }
     }
     served_.fetch_add(1);
   } catch (const Error& e) {

@@ -10,13 +10,16 @@
 
 #include <atomic>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "kv/node.h"
 #include "kv/optimizer.h"
 #include "kv/parameter_table.h"
+#include "kv/staleness_gate.h"
 #include "server/dedupe_window.h"
 
 namespace keel {
@@ -34,8 +37,11 @@ class KVServer {
   // `tables` get their spec; any other table is created on first use with
   // `default_optimizer` and zero rows. Throws Error if an optimizer's options
   // are invalid.
+  // `staleness`: pulls are answered only when every live worker's clock is at
+  // least the pull's clock minus it (StalenessGate; kAsynchronous: never held).
   KVServer(Node* node, const OptimizerOptions& default_optimizer,
-           std::map<uint32_t, TableSpec> tables = {});
+           std::map<uint32_t, TableSpec> tables = {},
+           int64_t staleness = StalenessGate::kAsynchronous);
   KVServer(const KVServer&) = delete;
   KVServer& operator=(const KVServer&) = delete;
 
@@ -44,6 +50,8 @@ class KVServer {
   // Pushes dropped because their (sender, sequence) was already applied.
   uint64_t duplicate_pushes() const { return duplicates_.load(); }
   uint64_t served_requests() const { return served_.load(); }
+  // Pulls that had to wait at the staleness gate since start.
+  uint64_t parked_pulls() const { return parked_total_.load(); }
 
  private:
   void Handle(Message&& message);
@@ -53,6 +61,15 @@ class KVServer {
     std::unique_ptr<ParameterTable> rows;
     std::unique_ptr<Optimizer> optimizer;
   };
+  struct Parked {
+    Message message;
+    double since;
+  };
+  void Serve(Message&& message, int64_t waited_us);
+  void OnClock(const proto::Meta& meta);
+  void OnView(const proto::ClusterView& view);
+  // Answers the parked pulls the gate admits now.
+  void WakeParked();
   Table& TableFor(uint32_t table, uint32_t width);
   Message Dump(uint32_t table, uint32_t width);
 
@@ -65,6 +82,9 @@ class KVServer {
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> duplicates_{0};
   std::atomic<uint64_t> served_{0};
+  std::atomic<uint64_t> parked_total_{0};
+  StalenessGate gate_;
+  std::list<Parked> parked_;
 };
 
 }  // namespace keel

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "io/input_split.h"
 #include "kv/error.h"
@@ -20,6 +21,7 @@ constexpr double kBarrierTimeoutS = 24 * 3600;
 // Control keys (feature indices in the control table).
 constexpr uint64_t kStopFeature = 1;
 constexpr uint64_t kExamplesFeature = 1000;  // + epoch
+constexpr uint64_t kGateFeature = 100000;    // + figure
 // Counts travel as two floats of 20 bits each: exact in float.
 constexpr uint64_t kCountBits = 20;
 
@@ -90,7 +92,21 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
     if (use_bias) slot->bias_pull = client_->Pull(bias_key_, &slot->bias, bias_width, kBiasTable);
   };
 
+  // Clocks restart at a new base every epoch, so a worker whose shard had
+  // fewer minibatches does not hold the others back in the next one: each
+  // worker joins the gate at the epoch's base and leaves it at its end.
+  const int64_t base = static_cast<int64_t>(epoch) << 32;
+  const int every = std::max(1, options_.clock_every);
+  auto clock_after = [&](uint64_t batches) {
+    return base + static_cast<int64_t>(batches / static_cast<uint64_t>(every));
+  };
+  client_->set_clock(base);
+  client_->AnnounceClock(base, /*wait=*/true);
+  node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
+
   EpochResult result;
+  uint64_t batches = 0;
+  const bool slow = rank == options_.slow_rank && options_.slow_factor > 1;
   const double begin = MonotonicSeconds();
   double last_report = begin;
   // Two slots, used in turn: a pull writes into its slot's arrays, so a slot
@@ -107,13 +123,23 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
     InFlight& next = slots[1 - current];
     const bool have_next = stream.Next(&next.batch);
     // The next batch's rows are read while this one computes: they miss this
-    // batch's update (one batch of staleness).
+    // batch's update (one batch of staleness). Its pull carries the clock this
+    // worker will have once this batch is pushed.
+    client_->set_clock(clock_after(batches + 1));
     if (have_next) start_pulls(&next);
+    const double wait_begin = MonotonicSeconds();
     client_->Wait(now.weights_pull);
     if (use_bias) client_->Wait(now.bias_pull);
+    const double compute_begin = MonotonicSeconds();
+    result.pull_wait += compute_begin - wait_begin;
     result.loss += model_.Gradients(now.batch, now.weights.data(),
                                     use_bias ? now.bias.data() : zero_bias.data(),
                                     &weight_gradients, &bias_gradient);
+    if (slow) {
+      const double spent = MonotonicSeconds() - compute_begin;
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(spent * (options_.slow_factor - 1)));
+    }
     for (KVWorker::Handle handle : pushes) client_->Wait(handle);
     pushes.clear();
     pushes.push_back(client_->Push(now.batch.keys,
@@ -125,6 +151,11 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
     }
     weight_gradients = {};
     bias_gradient = {};
+    ++batches;
+    // Servers this batch's pushes did not reach learn the clock too.
+    if (batches % static_cast<uint64_t>(every) == 0) {
+      client_->AnnounceClock(clock_after(batches), /*wait=*/false);
+    }
     result.examples += now.batch.batch.rows();
     const double time = MonotonicSeconds();
     if (time - last_report >= options_.progress_interval_s) {
@@ -138,6 +169,11 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
   }
   for (KVWorker::Handle handle : pushes) client_->Wait(handle);
   result.seconds = MonotonicSeconds() - begin;
+  // Done with this epoch: stop holding back the workers still in it. Requests
+  // outside the minibatch loop (validation, control values) carry clock 0,
+  // which the gate neither counts nor holds.
+  client_->AnnounceClock(kLeaveClock, /*wait=*/true);
+  client_->set_clock(0);
   if (stream.skipped_records() > 0) {
     LOG(WARNING) << "worker " << rank << " epoch " << epoch << ": skipped "
                  << stream.skipped_records() << " bad records";
@@ -184,11 +220,13 @@ void Trainer::Run() {
   double best_loss = std::numeric_limits<double>::infinity();
   int epochs_without_gain = 0;
   double training_seconds = 0;
+  double pull_wait_seconds = 0;
   uint64_t total_examples = 0;
   int epoch = 0;
   for (epoch = 1; epoch <= hyperparameters_.epochs; ++epoch) {
     const EpochResult result = TrainEpoch(epoch);
     training_seconds += result.seconds;
+    pull_wait_seconds += result.pull_wait;
     LOG(INFO) << "worker " << rank << " epoch " << epoch << " done: " << result.examples
               << " examples in " << std::fixed << std::setprecision(2) << result.seconds << " s ("
               << static_cast<uint64_t>(result.examples / std::max(result.seconds, 1e-9))
@@ -224,6 +262,7 @@ void Trainer::Run() {
     node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
     if (ReadControl(kStopFeature) > 0) break;
   }
+  ReportGate(training_seconds, pull_wait_seconds, &final_metrics);
   if (!leader) return;
   if (!options_.test.empty()) {
     const MetricSet metrics = Evaluate(options_.test);
@@ -237,6 +276,56 @@ void Trainer::Run() {
     WriteModel();
     WriteMetrics(final_metrics);
   }
+}
+
+void Trainer::ReportGate(double training_seconds, double pull_wait_seconds, MetricSet* metrics) {
+  const GateStats stats = client_->gate_stats();
+  const int workers = node_->view()->num_workers();
+  AddToControl(kGateFeature, static_cast<uint64_t>(stats.waited_us));
+  AddToControl(kGateFeature + 1, stats.waited);
+  AddToControl(kGateFeature + 2, stats.pulls);
+  AddToControl(kGateFeature + 3, static_cast<uint64_t>(training_seconds * 1e6));
+  AddToControl(kGateFeature + 4, static_cast<uint64_t>(pull_wait_seconds * 1e6));
+  for (int b = 0; b < GateStats::kBuckets; ++b) {
+    AddToControl(kGateFeature + 10 + b, stats.histogram[b]);
+  }
+  // A maximum does not sum: one key per worker.
+  AddToControl(kGateFeature + 100 + node_->rank(),
+               static_cast<uint64_t>(std::max<int64_t>(0, stats.max_staleness)));
+  node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
+  if (node_->rank() != 0) return;
+  const double held = ReadControl(kGateFeature) * 1e-6;
+  const double worked = ReadControl(kGateFeature + 3) * 1e-6;
+  const double waited = ReadControl(kGateFeature + 4) * 1e-6;
+  (*metrics)["train:staleness"] = static_cast<double>(options_.staleness);
+  // Time workers sat blocked on their next minibatch's pull (the gate, plus
+  // the pull's own round trip), and its share of their training time.
+  (*metrics)["train:gate_wait_seconds"] = waited;
+  (*metrics)["train:gate_wait_share"] = worked > 0 ? waited / worked : 0;
+  // Time the servers held pulls at the gate (a held pull may overlap compute).
+  (*metrics)["train:pull_hold_seconds"] = held;
+  (*metrics)["train:parked_pulls"] = static_cast<double>(ReadControl(kGateFeature + 1));
+  (*metrics)["train:pulls"] = static_cast<double>(ReadControl(kGateFeature + 2));
+  std::ostringstream histogram;
+  for (int b = 0; b < GateStats::kBuckets; ++b) {
+    const uint64_t count = ReadControl(kGateFeature + 10 + b);
+    (*metrics)[std::string("train:staleness_histogram_") + GateStats::BucketName(b)] =
+        static_cast<double>(count);
+    histogram << (b ? ", " : "") << GateStats::BucketName(b) << ": " << count;
+  }
+  uint64_t max_staleness = 0;
+  for (int r = 0; r < workers; ++r) {
+    max_staleness = std::max(max_staleness, ReadControl(kGateFeature + 100 + r));
+  }
+  (*metrics)["train:max_staleness"] = static_cast<double>(max_staleness);
+  std::cout << "staleness gate ("
+            << (options_.staleness < 0 ? std::string("inf") : std::to_string(options_.staleness))
+            << "): workers waited " << std::fixed << std::setprecision(2) << waited << " s ("
+            << std::setprecision(1) << 100 * (worked > 0 ? waited / worked : 0)
+            << "% of training time; servers held pulls " << held << " s), "
+            << ReadControl(kGateFeature + 1) << " of " << ReadControl(kGateFeature + 2)
+            << " pulls held; observed staleness {" << histogram.str() << "}, max " << max_staleness
+            << std::endl;
 }
 
 void Trainer::WriteModel() {

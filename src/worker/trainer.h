@@ -16,6 +16,7 @@
 #include "io/readers.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
+#include "kv/staleness_gate.h"
 #include "models/metrics.h"
 #include "worker/cpu_model.h"
 #include "worker/hyperparameters.h"
@@ -30,6 +31,15 @@ struct TrainerOptions {
   std::string model_dir;            // where worker 0 writes the artifact and metrics.json; optional
   std::string hyperparameter_json;  // recorded in the artifact
   double progress_interval_s = 5;
+  // Consistency: a pull waits until every worker is at most `staleness`
+  // clocks behind it (StalenessGate::kAsynchronous: never). The clock
+  // advances every `clock_every` minibatches.
+  int64_t staleness = StalenessGate::kAsynchronous;
+  int clock_every = 1;
+  // A straggler on purpose: worker `slow_rank` takes `slow_factor` times as
+  // long per minibatch (it sleeps the difference).
+  int slow_rank = -1;
+  double slow_factor = 1;
 };
 
 class Trainer {
@@ -50,12 +60,16 @@ class Trainer {
     uint64_t examples = 0;
     double loss = 0;
     double seconds = 0;
+    double pull_wait = 0;  // blocked on the next minibatch's rows
   };
   EpochResult TrainEpoch(int epoch);
   // Adds `value` to control key `feature` on the servers (a count or a flag,
   // kept as two floats of 20 bits so sums stay exact). Blocks until applied.
   void AddToControl(uint64_t feature, uint64_t value);
   uint64_t ReadControl(uint64_t feature);
+  // Sums every worker's gate figures through the control table; worker 0
+  // adds them to `metrics`.
+  void ReportGate(double training_seconds, double pull_wait_seconds, MetricSet* metrics);
   void WriteModel();
   void WriteMetrics(const MetricSet& metrics);
 
