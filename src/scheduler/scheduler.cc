@@ -221,13 +221,17 @@ void Scheduler::OnBarrier(const proto::Meta& meta) {
     LOG(WARNING) << "ignored a barrier with group mask " << group << " from node " << meta.sender();
     return;
   }
+  barriers_[group][meta.sender()] = meta.barrier_id();
+  TryReleaseBarrier(group);
+}
+
+void Scheduler::TryReleaseBarrier(int group) {
   auto& waiting = barriers_[group];
-  waiting[meta.sender()] = meta.barrier_id();
   size_t members_in_group = 0;
   for (const auto& [id, member] : members_) {
     if (group & RoleBit(member.info.role())) ++members_in_group;
   }
-  if (waiting.size() < members_in_group) return;
+  if (waiting.empty() || waiting.size() < members_in_group) return;
   for (const auto& [id, barrier_id] : waiting) {
     Message release = Control(proto::BARRIER);
     release.meta.set_barrier_group(group);
@@ -235,6 +239,21 @@ void Scheduler::OnBarrier(const proto::Meta& meta) {
     SendTo(id, release);
   }
   waiting.clear();
+}
+
+void Scheduler::RemoveWorker(int id, const std::string& reason) {
+  const Member member = members_[id];
+  LOG(WARNING) << "worker " << member.info.rank() << " (node " << id << " at "
+               << member.info.address() << ") leaves the cluster: " << reason;
+  members_.erase(id);
+  worker_ranks_.erase(member.info.rank());
+  done_[id] = "left the cluster: " + reason;
+  for (auto& [group, waiting] : barriers_) {
+    waiting.erase(id);
+    TryReleaseBarrier(group);
+  }
+  PublishView();
+  changed_.notify_all();
 }
 
 void Scheduler::OnWorkerDone(const proto::Meta& meta) {
@@ -253,14 +272,23 @@ void Scheduler::MonitorLoop() {
   while (!stopping_) {
     changed_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
     const double now = MonotonicSeconds();
+    std::vector<std::pair<int, double>> silent_workers;
     for (auto& [id, member] : members_) {
       if (done_.count(id) || member.reported_silent) continue;
-      if (now - member.last_heartbeat > options_.heartbeat_timeout_s) {
+      const double silence = now - member.last_heartbeat;
+      if (silence <= options_.heartbeat_timeout_s) continue;
+      if (member.info.role() == proto::WORKER && view_.epoch() > 0) {
+        silent_workers.emplace_back(id, silence);
+      } else {
+        // Servers leaving the view need their ranges moved: not yet.
         member.reported_silent = true;
         LOG(WARNING) << proto::Role_Name(member.info.role()) << " " << member.info.rank()
                      << " (node " << id << " at " << member.info.address() << ") silent for "
-                     << now - member.last_heartbeat << " s";
+                     << silence << " s";
       }
+    }
+    for (const auto& [id, silence] : silent_workers) {
+      RemoveWorker(id, "no heartbeat for " + std::to_string(silence) + " s");
     }
   }
 }

@@ -5,7 +5,8 @@
 // and workers have joined it publishes the cluster view (members, the key-range
 // to server map, the epoch). It runs barriers, records heartbeats, and ends the
 // job when every worker has reported done. Training data and parameters never
-// pass through it.
+// pass through it. A worker that stops sending heartbeats for
+// heartbeat_timeout_s leaves the view.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
 #define KEEL_SCHEDULER_SCHEDULER_H_
 
@@ -16,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "keel.pb.h"
 #include "kv/van.h"
@@ -63,6 +65,12 @@ class Scheduler {
   void OnRegister(const proto::Meta& meta);
   void OnBarrier(const proto::Meta& meta);
   void OnWorkerDone(const proto::Meta& meta);
+  // Releases `group`'s barrier if every member of it has arrived.
+  void TryReleaseBarrier(int group);
+  // A worker silent past the heartbeat timeout leaves: a new view (epoch + 1)
+  // goes to every node, its barriers stop waiting for it, and it counts as a
+  // failed worker of the job.
+  void RemoveWorker(int id, const std::string& reason);
   void PublishView();
   void SendTo(int node_id, Message& message);
   void Refuse(const std::string& address, const std::string& reason);

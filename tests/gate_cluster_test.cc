@@ -1,0 +1,131 @@
+// The staleness gate with real nodes in one process: a scheduler, a server
+// with staleness 0 and two workers.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+
+#include "kv/error.h"
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "kv/staleness_gate.h"
+#include "scheduler/scheduler.h"
+#include "server/kv_server.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+NodeOptions LocalNode(proto::Role role, int scheduler_port) {
+  NodeOptions options;
+  options.role = role;
+  options.scheduler = "127.0.0.1:" + std::to_string(scheduler_port);
+  options.bind_host = "127.0.0.1";
+  options.register_timeout_s = 10;
+  options.heartbeat_interval_s = 0.2;
+  return options;
+}
+
+class GateCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SchedulerOptions options;
+    options.bind_host = "127.0.0.1";
+    options.num_servers = 1;
+    options.num_workers = 2;
+    options.heartbeat_timeout_s = 1;
+    scheduler_ = std::make_unique<Scheduler>(options);
+    scheduler_->Start();
+    server_node_ = std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port()));
+    OptimizerOptions sgd;
+    sgd.learning_rate = 1.0f;
+    server_ = std::make_unique<KVServer>(server_node_.get(), sgd, std::map<uint32_t, TableSpec>{},
+                                         /*staleness=*/0);
+    for (int i = 0; i < 2; ++i) {
+      worker_nodes_.push_back(std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port())));
+      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get()));
+    }
+    std::vector<std::thread> starting;
+    starting.emplace_back([this] { server_node_->Start(); });
+    starting.emplace_back([this] { worker_nodes_[0]->Start(); });
+    worker_nodes_[1]->Start();
+    for (auto& thread : starting) thread.join();
+    for (auto& client : clients_) client->AnnounceClock(1, /*wait=*/true);
+  }
+
+  void TearDown() override {
+    for (auto& node : worker_nodes_) node->Stop();
+    server_node_->Stop();
+    scheduler_->Stop();
+  }
+
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Node> server_node_;
+  std::unique_ptr<KVServer> server_;
+  std::vector<std::unique_ptr<Node>> worker_nodes_;
+  std::vector<std::unique_ptr<KVWorker>> clients_;
+  SharedArray<const Key> keys_{std::vector<Key>{MixKey(1), MixKey(2)}};
+};
+
+TEST_F(GateCluster, APullAheadOfTheSlowestWorkerWaitsUntilItCatchesUp) {
+  KVWorker& fast = *clients_[1];
+  fast.AnnounceClock(3, /*wait=*/true);  // it has pushed 3 minibatches
+  fast.set_clock(3);
+  SharedArray<float> values;
+  const auto pull = fast.Pull(keys_, &values, 1);
+  EXPECT_THROW(fast.Wait(pull, 0.3), Error);  // held: the other worker is at clock 1
+  EXPECT_EQ(server_->parked_pulls(), 1u);
+  clients_[0]->AnnounceClock(2, /*wait=*/true);
+  EXPECT_THROW(fast.Wait(pull, 0.3), Error);  // still one clock short
+  clients_[0]->set_clock(3);
+  clients_[0]->Wait(clients_[0]->Push(keys_, SharedArray<const float>(std::vector<float>{1, 1}),
+                                      1));  // a push advances it
+  fast.Wait(pull, 5);
+  const GateStats stats = fast.gate_stats();
+  EXPECT_EQ(stats.waited, 1u);
+  EXPECT_GT(stats.waited_us, 0);
+  EXPECT_EQ(stats.max_staleness, 0);
+  EXPECT_EQ(values[0], -1.0f);  // it saw the slow worker's push
+}
+
+TEST_F(GateCluster, AWorkerLeavingTheViewReleasesParkedPullsWithinASecond) {
+  KVWorker& fast = *clients_[1];
+  fast.AnnounceClock(5, /*wait=*/true);  // it has pushed 5 minibatches
+  fast.set_clock(5);
+  SharedArray<float> values;
+  const auto pull = fast.Pull(keys_, &values, 1);
+  EXPECT_THROW(fast.Wait(pull, 0.3), Error);
+  // The slow worker's process hangs: no more heartbeats.
+  worker_nodes_[0]->Stop();
+  double released = 0;
+  std::string error;
+  std::thread waiter([&] {
+    try {
+      fast.Wait(pull, 30);
+      released = MonotonicSeconds();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return server_node_->epoch() >= 2; }, 10))
+      << "the scheduler never dropped the silent worker";
+  const double view_changed = MonotonicSeconds();
+  waiter.join();
+  ASSERT_TRUE(error.empty()) << error;
+  EXPECT_LT(released - view_changed, 1.0);
+  EXPECT_EQ(server_node_->view()->nodes_size(), 2);  // the server and the fast worker
+}
+
+TEST_F(GateCluster, ALeavingClockReleasesParkedPulls) {
+  KVWorker& fast = *clients_[1];
+  fast.AnnounceClock(4, /*wait=*/true);  // it has pushed 4 minibatches
+  fast.set_clock(4);
+  SharedArray<float> values;
+  const auto pull = fast.Pull(keys_, &values, 1);
+  EXPECT_THROW(fast.Wait(pull, 0.3), Error);
+  clients_[0]->AnnounceClock(kLeaveClock, /*wait=*/true);  // end of its epoch
+  fast.Wait(pull, 5);
+}
+
+}  // namespace
+}  // namespace keel
