@@ -222,6 +222,7 @@ void Trainer::Run() {
   double training_seconds = 0;
   double pull_wait_seconds = 0;
   uint64_t total_examples = 0;
+  const double started = MonotonicSeconds();
   int epoch = 0;
   for (epoch = 1; epoch <= hyperparameters_.epochs; ++epoch) {
     const EpochResult result = TrainEpoch(epoch);
@@ -246,6 +247,7 @@ void Trainer::Run() {
         const MetricSet metrics = Evaluate(options_.validation);
         for (const auto& [name, value] : metrics) final_metrics["validation:" + name] = value;
         std::cout << "; validation " << FormatMetrics(metrics);
+        AppendHistory(epoch, MonotonicSeconds() - started, examples, metrics);
         const double loss = StoppingLoss(metrics);
         if (!std::isfinite(best_loss) ||
             loss < best_loss - hyperparameters_.early_stopping_tolerance * std::fabs(best_loss)) {
@@ -326,6 +328,21 @@ void Trainer::ReportGate(double training_seconds, double pull_wait_seconds, Metr
             << ReadControl(kGateFeature + 1) << " of " << ReadControl(kGateFeature + 2)
             << " pulls held; observed staleness {" << histogram.str() << "}, max " << max_staleness
             << std::endl;
+}
+
+void Trainer::AppendHistory(int epoch, double seconds, uint64_t examples,
+                            const MetricSet& metrics) {
+  if (options_.model_dir.empty()) return;
+  MakeDirectories(options_.model_dir);
+  const std::string path = options_.model_dir + "/history.jsonl";
+  std::ofstream out(path, epoch == 1 ? std::ios::trunc : std::ios::app);
+  out << std::setprecision(9) << "{\"epoch\": " << epoch << ", \"seconds\": " << seconds
+      << ", \"examples\": " << examples;
+  for (const auto& [name, value] : metrics) {
+    out << ", \"validation:" << name << "\": " << (std::isfinite(value) ? value : 0.0);
+  }
+  out << "}\n";
+  if (!out) throw MakeError("cannot write ", path);
 }
 
 void Trainer::WriteModel() {

@@ -70,6 +70,9 @@ class Trainer {
   // Sums every worker's gate figures through the control table; worker 0
   // adds them to `metrics`.
   void ReportGate(double training_seconds, double pull_wait_seconds, MetricSet* metrics);
+  // Worker 0: one line per epoch in <model_dir>/history.jsonl (wall seconds
+  // since the start, examples, validation metrics).
+  void AppendHistory(int epoch, double seconds, uint64_t examples, const MetricSet& metrics);
   void WriteModel();
   void WriteMetrics(const MetricSet& metrics);
 
