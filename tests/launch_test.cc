@@ -20,9 +20,7 @@ std::string Marker() {
   return "/tmp/keel-marker-" + std::to_string(getpid()) + "-" + std::to_string(random());
 }
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::Contains;
 
 TEST(Launch, RejectsAnUnknownFlagAtOnce) {
   const auto exit =

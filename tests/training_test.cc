@@ -18,9 +18,7 @@ namespace {
 
 using testing::KeelBinary;
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::Contains;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
