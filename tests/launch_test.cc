@@ -22,6 +22,16 @@ std::string Marker() {
 
 using testing::Contains;
 
+TEST(Version, SaysWhetherTheCudaBackendWasCompiled) {
+  const auto exit = testing::Run({KeelBinary(), "version"}, 10);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+#ifdef KEEL_TESTS_CUDA_COMPILED
+  EXPECT_TRUE(Contains(exit.output, "cuda: compiled")) << exit.output;
+#else
+  EXPECT_TRUE(Contains(exit.output, "cuda: not compiled")) << exit.output;
+#endif
+}
+
 TEST(Launch, RejectsAnUnknownFlagAtOnce) {
   const auto exit =
       testing::Run({KeelBinary(), "launch", "--servers=1", "--workers=1", "--no_such_flag=3"}, 10);
