@@ -244,3 +244,41 @@ TEST(Node, FailsClearlyWhenTheSchedulerDoesNotAnswer) {
 
 }  // namespace
 }  // namespace keel
+
+namespace keel {
+namespace {
+
+TEST(Scheduler, SurvivesARegistrationWithAnAddressZeroMqRejects) {
+  SchedulerOptions options;
+  options.bind_host = "127.0.0.1";
+  Scheduler scheduler(options);
+  scheduler.Start();
+  {
+    zmq::context_t context(1);
+    zmq::socket_t raw(context, zmq::socket_type::dealer);
+    raw.set(zmq::sockopt::linger, 1000);
+    raw.connect("tcp://127.0.0.1:" + std::to_string(scheduler.port()));
+    proto::Meta meta;
+    meta.set_command(proto::REGISTER);
+    meta.set_sender(-1);
+    meta.mutable_node()->set_role(proto::WORKER);
+    meta.mutable_node()->set_rank(-1);
+    meta.mutable_node()->set_address("my host:5000");  // a space: ZeroMQ refuses to connect
+    const std::string header = meta.SerializeAsString();
+    raw.send(zmq::buffer(header), zmq::send_flags::none);
+  }
+  // The cluster still forms with well-formed nodes.
+  Node server(LocalNode(proto::SERVER, scheduler.port()));
+  Node worker(LocalNode(proto::WORKER, scheduler.port()));
+  std::thread starting([&] { server.Start(); });
+  worker.Start();
+  starting.join();
+  EXPECT_EQ(worker.view()->epoch(), 1u);
+  EXPECT_EQ(worker.rank(), 0);
+  worker.Stop();
+  server.Stop();
+  scheduler.Stop();
+}
+
+}  // namespace
+}  // namespace keel

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <thread>
 
@@ -33,6 +34,20 @@ void CheckWidth(int width) {
 
 KVWorker::KVWorker(Node* node) : node_(node) {
   node_->SetDataHandler([this](Message&& message) { OnResponse(std::move(message)); });
+}
+
+KVWorker::~KVWorker() { node_->Stop(); }
+
+void KVWorker::Cancel(Handle handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CancelLocked(handle);
+}
+
+void KVWorker::CancelLocked(Handle handle) {
+  for (auto it = parts_.begin(); it != parts_.end();) {
+    it = it->second.handle == handle ? parts_.erase(it) : std::next(it);
+  }
+  requests_.erase(handle);
 }
 
 KVWorker::Handle KVWorker::Push(const SharedArray<const Key>& keys,
@@ -74,7 +89,14 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
     for (size_t r = 0; r < ranges->num_ranges(); ++r) {
       const size_t begin = bounds[r], end = bounds[r + 1];
       if (begin == end) continue;
-      Outgoing part{node_->ServerId(ranges->server(r)), Message()};
+      int server_id;
+      try {
+        server_id = node_->ServerId(ranges->server(r));
+      } catch (...) {
+        CancelLocked(handle);
+        throw;
+      }
+      Outgoing part{server_id, Message()};
       proto::Meta& meta = part.message.meta;
       meta.set_command(command);
       meta.set_sequence(node_->NextSequence());
@@ -86,7 +108,8 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
       if (command == proto::PUSH) {
         part.message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
       }
-      parts_[meta.sequence()] = Part{handle, begin * width, (end - begin) * width, meta.clock()};
+      parts_[meta.sequence()] =
+          Part{handle, begin * width, (end - begin) * width, meta.clock(), command};
       ++request.unanswered;
       outgoing.push_back(std::move(part));
     }
@@ -100,7 +123,12 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
     if (out && request.parts == 0) *out = SharedArray<float>();
   }
   // Sent outside the lock: a response may arrive before the last part leaves.
-  for (Outgoing& part : outgoing) node_->Send(part.server_id, part.message);
+  try {
+    for (Outgoing& part : outgoing) node_->Send(part.server_id, part.message);
+  } catch (...) {
+    Cancel(handle);
+    throw;
+  }
   return handle;
 }
 
@@ -117,7 +145,12 @@ void KVWorker::OnResponse(Message&& message) {
     return;
   }
   Request& request = requests_[part->second.handle];
-  if (!meta.error().empty()) {
+  if (meta.command() != part->second.command) {
+    request.error = "node " + std::to_string(meta.sender()) + " answered a " +
+                    proto::Command_Name(part->second.command) + " with a " +
+                    (proto::Command_IsValid(meta.command()) ? proto::Command_Name(meta.command())
+                                                            : std::string("unknown command"));
+  } else if (!meta.error().empty()) {
     request.error = "server node " + std::to_string(meta.sender()) + ": " + meta.error();
   } else if (meta.command() == proto::DUMP) {
     request.dumped.push_back(std::move(message));
@@ -182,7 +215,7 @@ void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
       message.meta.set_clock(clock);
       message.meta.set_ack(wait);
       if (wait) {
-        parts_[message.meta.sequence()] = Part{handle, 0, 0, clock};
+        parts_[message.meta.sequence()] = Part{handle, 0, 0, clock, proto::CLOCK};
         ++requests_[handle].unanswered;
       }
       outgoing.emplace_back(node.id(), std::move(message));
@@ -213,7 +246,7 @@ void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vect
       message.meta.set_sequence(node_->NextSequence());
       message.meta.set_value_width(width);
       message.meta.set_table(table);
-      parts_[message.meta.sequence()] = Part{handle, 0, 0};
+      parts_[message.meta.sequence()] = Part{handle, 0, 0, 0, proto::DUMP};
       ++request.unanswered;
       outgoing.emplace_back(server, std::move(message));
     }

@@ -44,6 +44,8 @@ class KVWorker {
 
   // Registers as `node`'s data handler: call before node->Start().
   explicit KVWorker(Node* node);
+  // Stops the node first, so no response arrives for a destroyed client.
+  ~KVWorker();
   KVWorker(const KVWorker&) = delete;
   KVWorker& operator=(const KVWorker&) = delete;
 
@@ -81,6 +83,10 @@ class KVWorker {
   void AnnounceClock(int64_t clock, bool wait, double timeout_s = 600);
   GateStats gate_stats() const;
 
+  // Forgets a request: a late response to it is dropped, and arrays it was
+  // to fill are no longer touched. For a caller giving up on a request.
+  void Cancel(Handle handle);
+
   // Requests sent but not yet waited for.
   size_t pending() const;
 
@@ -97,12 +103,14 @@ class KVWorker {
     size_t value_offset;  // floats into Request::out
     size_t value_count;
     int64_t clock = 0;
+    proto::Command command = proto::COMMAND_UNKNOWN;
   };
 
   Handle Send(proto::Command command, const SharedArray<const Key>& keys,
               const SharedArray<const float>& values, SharedArray<float>* out, int width,
               uint32_t table);
   void OnResponse(Message&& message);
+  void CancelLocked(Handle handle);
 
   Node* node_;
   mutable std::mutex mutex_;

@@ -75,7 +75,10 @@ void Node::Start() {
 }
 
 void Node::Stop() {
-  if (stopped_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
+    if (stopped_.exchange(true)) return;
+  }
   changed_.notify_all();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   if (van_) van_->Stop();
@@ -200,7 +203,7 @@ void Node::OnMessage(Message&& message) {
     }
     case proto::VIEW: {
       OnView(meta.view());
-      if (view_handler_) view_handler_(*view());
+      if (auto current = view(); current && view_handler_) view_handler_(*current);
       std::vector<Message> ready;
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -223,9 +226,11 @@ void Node::OnMessage(Message&& message) {
     }
     case proto::HEARTBEAT:
       break;
-    case proto::SHUTDOWN:
+    case proto::SHUTDOWN: {
+      std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
       shutdown_ = true;
       break;
+    }
     default:
       LOG(WARNING) << "ignored unexpected " << Describe(meta);
       return;

@@ -94,6 +94,7 @@ void Van::Stop() {
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);
     for (auto& [id, peer] : peers_) {
+      if (!peer) continue;
       std::lock_guard<std::mutex> peer_lock(peer->mutex);
       peer->socket.close();
     }
@@ -105,14 +106,19 @@ void Van::Stop() {
 
 void Van::Connect(int node_id, const std::string& address) {
   std::lock_guard<std::mutex> lock(peers_mutex_);
-  auto& peer = peers_[node_id];
-  if (peer && peer->address == address) return;
+  auto existing = peers_.find(node_id);
+  if (existing != peers_.end() && existing->second->address == address) return;
   auto fresh = std::make_shared<Peer>();
   fresh->address = address;
   fresh->socket = zmq::socket_t(context_, zmq::socket_type::dealer);
   fresh->socket.set(zmq::sockopt::sndhwm, 0);
   fresh->socket.set(zmq::sockopt::linger, kLingerMs);
-  fresh->socket.connect("tcp://" + address);
+  try {
+    fresh->socket.connect("tcp://" + address);
+  } catch (const zmq::error_t& e) {
+    throw MakeError("cannot connect to node ", node_id, " at '", address, "': ", e.what());
+  }
+  auto& peer = peers_[node_id];
   if (peer) {
     std::lock_guard<std::mutex> peer_lock(peer->mutex);
     peer->socket.close();

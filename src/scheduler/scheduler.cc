@@ -61,14 +61,16 @@ proto::ClusterView Scheduler::view() const {
 int Scheduler::WaitForJob(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
   const bool done = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
-    return static_cast<int>(done_.size()) == options_.num_workers;
+    return static_cast<int>(done_.size()) >= options_.num_workers;
   });
   if (!done) return -1;
   int failed = 0;
   for (const auto& [id, error] : done_) {
     if (error.empty()) continue;
     ++failed;
-    LOG(ERROR) << "worker " << members_[id].info.rank() << " failed: " << error;
+    auto member = members_.find(id);
+    LOG(ERROR) << "worker " << (member != members_.end() ? member->second.info.rank() : -1)
+               << " (node " << id << ") failed: " << error;
   }
   for (const auto& [id, member] : members_) {
     Message shutdown = Control(proto::SHUTDOWN);
@@ -134,7 +136,12 @@ void Scheduler::OnMessage(Message&& message) {
 void Scheduler::Refuse(const std::string& address, const std::string& reason) {
   LOG(WARNING) << "refused registration from " << address << ": " << reason;
   const int temporary_id = -next_id_++;
-  van_.Connect(temporary_id, address);
+  try {
+    van_.Connect(temporary_id, address);
+  } catch (const Error& e) {
+    LOG(WARNING) << e.what();
+    return;
+  }
   Message reply = Control(proto::REGISTER);
   reply.meta.set_error(reason);
   SendTo(temporary_id, reply);
@@ -185,8 +192,14 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
   member.info.set_address(node.address());
   member.last_heartbeat = MonotonicSeconds();
   const int id = member.info.id();
+  try {
+    van_.Connect(id, node.address());
+  } catch (const Error& e) {
+    taken->erase(rank);
+    LOG(WARNING) << "ignored a registration: " << e.what();
+    return;
+  }
   members_[id] = member;
-  van_.Connect(id, node.address());
   LOG(INFO) << "registered " << proto::Role_Name(node.role()) << " " << member.info.rank()
             << " as node " << id << " at " << node.address();
 

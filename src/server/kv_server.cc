@@ -22,6 +22,8 @@ KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
   node_->SetDataHandler([this](Message&& message) { Handle(std::move(message)); });
 }
 
+KVServer::~KVServer() { node_->Stop(); }
+
 KVServer::Table& KVServer::TableFor(uint32_t table, uint32_t width) {
   Table& slot = tables_[table];
   if (!slot.rows) {

@@ -42,6 +42,8 @@ class KVServer {
   KVServer(Node* node, const OptimizerOptions& default_optimizer,
            std::map<uint32_t, TableSpec> tables = {},
            int64_t staleness = StalenessGate::kAsynchronous);
+  // Stops the node first, so no request arrives for a destroyed server.
+  ~KVServer();
   KVServer(const KVServer&) = delete;
   KVServer& operator=(const KVServer&) = delete;
 

@@ -116,58 +116,72 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
   std::vector<KVWorker::Handle> pushes;
   std::vector<float> weight_gradients, bias_gradient;
   std::vector<float> zero_bias(bias_width, 0.0f);
-  bool have = stream.Next(&slots[current].batch);
-  if (have) start_pulls(&slots[current]);
-  while (have) {
-    InFlight& now = slots[current];
-    InFlight& next = slots[1 - current];
-    const bool have_next = stream.Next(&next.batch);
-    // The next batch's rows are read while this one computes: they miss this
-    // batch's update (one batch of staleness). Its pull carries the clock this
-    // worker will have once this batch is pushed.
-    client_->set_clock(clock_after(batches + 1));
-    if (have_next) start_pulls(&next);
-    const double wait_begin = MonotonicSeconds();
-    client_->Wait(now.weights_pull);
-    if (use_bias) client_->Wait(now.bias_pull);
-    const double compute_begin = MonotonicSeconds();
-    result.pull_wait += compute_begin - wait_begin;
-    result.loss += model_.Gradients(now.batch, now.weights.data(),
-                                    use_bias ? now.bias.data() : zero_bias.data(),
-                                    &weight_gradients, &bias_gradient);
-    if (slow) {
-      const double spent = MonotonicSeconds() - compute_begin;
-      std::this_thread::sleep_for(
-          std::chrono::duration<double>(spent * (options_.slow_factor - 1)));
+  // On an error, forget every request still in flight: their arrays are about
+  // to go out of scope.
+  auto cancel_all = [&] {
+    for (InFlight& slot : slots) {
+      if (slot.weights_pull) client_->Cancel(slot.weights_pull);
+      if (slot.bias_pull) client_->Cancel(slot.bias_pull);
+    }
+    for (KVWorker::Handle handle : pushes) client_->Cancel(handle);
+  };
+  try {
+    bool have = stream.Next(&slots[current].batch);
+    if (have) start_pulls(&slots[current]);
+    while (have) {
+      InFlight& now = slots[current];
+      InFlight& next = slots[1 - current];
+      const bool have_next = stream.Next(&next.batch);
+      // The next batch's rows are read while this one computes: they miss this
+      // batch's update (one batch of staleness). Its pull carries the clock this
+      // worker will have once this batch is pushed.
+      client_->set_clock(clock_after(batches + 1));
+      if (have_next) start_pulls(&next);
+      const double wait_begin = MonotonicSeconds();
+      client_->Wait(now.weights_pull);
+      if (use_bias) client_->Wait(now.bias_pull);
+      const double compute_begin = MonotonicSeconds();
+      result.pull_wait += compute_begin - wait_begin;
+      result.loss += model_.Gradients(now.batch, now.weights.data(),
+                                      use_bias ? now.bias.data() : zero_bias.data(),
+                                      &weight_gradients, &bias_gradient);
+      if (slow) {
+        const double spent = MonotonicSeconds() - compute_begin;
+        std::this_thread::sleep_for(
+            std::chrono::duration<double>(spent * (options_.slow_factor - 1)));
+      }
+      for (KVWorker::Handle handle : pushes) client_->Wait(handle);
+      pushes.clear();
+      pushes.push_back(client_->Push(now.batch.keys,
+                                     SharedArray<const float>(std::move(weight_gradients)), width,
+                                     kWeightTable));
+      if (use_bias) {
+        pushes.push_back(client_->Push(
+            bias_key_, SharedArray<const float>(std::move(bias_gradient)), bias_width, kBiasTable));
+      }
+      weight_gradients = {};
+      bias_gradient = {};
+      ++batches;
+      // Servers this batch's pushes did not reach learn the clock too.
+      if (batches % static_cast<uint64_t>(every) == 0) {
+        client_->AnnounceClock(clock_after(batches), /*wait=*/false);
+      }
+      result.examples += now.batch.batch.rows();
+      const double time = MonotonicSeconds();
+      if (time - last_report >= options_.progress_interval_s) {
+        LOG(INFO) << "worker " << rank << " epoch " << epoch << ": " << result.examples
+                  << " examples, " << static_cast<uint64_t>(result.examples / (time - begin))
+                  << " examples/s, mean loss " << result.loss / result.examples;
+        last_report = time;
+      }
+      current = 1 - current;
+      have = have_next;
     }
     for (KVWorker::Handle handle : pushes) client_->Wait(handle);
-    pushes.clear();
-    pushes.push_back(client_->Push(now.batch.keys,
-                                   SharedArray<const float>(std::move(weight_gradients)), width,
-                                   kWeightTable));
-    if (use_bias) {
-      pushes.push_back(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
-                                     bias_width, kBiasTable));
-    }
-    weight_gradients = {};
-    bias_gradient = {};
-    ++batches;
-    // Servers this batch's pushes did not reach learn the clock too.
-    if (batches % static_cast<uint64_t>(every) == 0) {
-      client_->AnnounceClock(clock_after(batches), /*wait=*/false);
-    }
-    result.examples += now.batch.batch.rows();
-    const double time = MonotonicSeconds();
-    if (time - last_report >= options_.progress_interval_s) {
-      LOG(INFO) << "worker " << rank << " epoch " << epoch << ": " << result.examples
-                << " examples, " << static_cast<uint64_t>(result.examples / (time - begin))
-                << " examples/s, mean loss " << result.loss / result.examples;
-      last_report = time;
-    }
-    current = 1 - current;
-    have = have_next;
+  } catch (...) {
+    cancel_all();
+    throw;
   }
-  for (KVWorker::Handle handle : pushes) client_->Wait(handle);
   result.seconds = MonotonicSeconds() - begin;
   // Done with this epoch: stop holding back the workers still in it. Requests
   // outside the minibatch loop (validation, control values) carry clock 0,
