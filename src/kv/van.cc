@@ -126,6 +126,17 @@ void Van::Connect(int node_id, const std::string& address) {
   peer = std::move(fresh);
 }
 
+void Van::Disconnect(int node_id) {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  auto it = peers_.find(node_id);
+  if (it == peers_.end()) return;
+  {
+    std::lock_guard<std::mutex> peer_lock(it->second->mutex);
+    it->second->socket.close();
+  }
+  peers_.erase(it);
+}
+
 bool Van::IsConnected(int node_id) const {
   std::lock_guard<std::mutex> lock(peers_mutex_);
   return peers_.count(node_id) > 0;

@@ -52,6 +52,9 @@ class Van {
   // Opens (or re-points) the send socket for `node_id` at "host:port".
   void Connect(int node_id, const std::string& address);
   bool IsConnected(int node_id) const;
+  // Closes the send socket for `node_id`; messages already queued are still
+  // delivered for up to the linger time.
+  void Disconnect(int node_id);
   // Queues `message` for `node_id`. Thread-safe. Throws Error if `node_id` was
   // never connected.
   void Send(int node_id, const Message& message);

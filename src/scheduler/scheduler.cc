@@ -145,6 +145,7 @@ void Scheduler::Refuse(const std::string& address, const std::string& reason) {
   Message reply = Control(proto::REGISTER);
   reply.meta.set_error(reason);
   SendTo(temporary_id, reply);
+  van_.Disconnect(temporary_id);  // the refusal still goes out (linger)
 }
 
 void Scheduler::OnRegister(const proto::Meta& meta) {
