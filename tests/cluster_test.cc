@@ -19,14 +19,7 @@ namespace {
 
 using testing::WaitFor;
 
-NodeOptions LocalNode(proto::Role role, int scheduler_port) {
-  NodeOptions options;
-  options.role = role;
-  options.scheduler = "127.0.0.1:" + std::to_string(scheduler_port);
-  options.bind_host = "127.0.0.1";
-  options.register_timeout_s = 10;
-  return options;
-}
+using testing::LocalNode;
 
 class InProcessCluster : public ::testing::Test {
  protected:

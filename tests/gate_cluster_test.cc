@@ -16,16 +16,6 @@
 namespace keel {
 namespace {
 
-NodeOptions LocalNode(proto::Role role, int scheduler_port) {
-  NodeOptions options;
-  options.role = role;
-  options.scheduler = "127.0.0.1:" + std::to_string(scheduler_port);
-  options.bind_host = "127.0.0.1";
-  options.register_timeout_s = 10;
-  options.heartbeat_interval_s = 0.2;
-  return options;
-}
-
 class GateCluster : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -36,13 +26,15 @@ class GateCluster : public ::testing::Test {
     options.heartbeat_timeout_s = 1;
     scheduler_ = std::make_unique<Scheduler>(options);
     scheduler_->Start();
-    server_node_ = std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port()));
+    server_node_ =
+        std::make_unique<Node>(testing::LocalNode(proto::SERVER, scheduler_->port(), 0.2));
     OptimizerOptions sgd;
     sgd.learning_rate = 1.0f;
     server_ = std::make_unique<KVServer>(server_node_.get(), sgd, std::map<uint32_t, TableSpec>{},
                                          /*staleness=*/0);
     for (int i = 0; i < 2; ++i) {
-      worker_nodes_.push_back(std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port())));
+      worker_nodes_.push_back(
+          std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.2)));
       clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get()));
     }
     std::vector<std::thread> starting;

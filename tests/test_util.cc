@@ -131,6 +131,16 @@ Exit Run(const std::vector<std::string>& argv, double timeout_s) {
   return processes.Wait(processes.Start(argv), timeout_s);
 }
 
+NodeOptions LocalNode(proto::Role role, int scheduler_port, double heartbeat_interval_s) {
+  NodeOptions options;
+  options.role = role;
+  options.scheduler = "127.0.0.1:" + std::to_string(scheduler_port);
+  options.bind_host = "127.0.0.1";
+  options.register_timeout_s = 10;
+  options.heartbeat_interval_s = heartbeat_interval_s;
+  return options;
+}
+
 int UnusedPort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kv/node.h"
+
 namespace keel::testing {
 
 // The keel binary under test.
@@ -51,6 +53,10 @@ class Processes {
 
 // Runs `argv` to completion (bounded by `timeout_s`).
 Exit Run(const std::vector<std::string>& argv, double timeout_s);
+
+// Options for a node of `role` on loopback joining the scheduler at
+// 127.0.0.1:`scheduler_port`.
+NodeOptions LocalNode(proto::Role role, int scheduler_port, double heartbeat_interval_s = 1);
 
 // A TCP port on 127.0.0.1 that nothing listens on right now.
 int UnusedPort();

@@ -162,8 +162,10 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
       weight_gradients = {};
       bias_gradient = {};
       ++batches;
-      // Servers this batch's pushes did not reach learn the clock too.
-      if (batches % static_cast<uint64_t>(every) == 0) {
+      // Servers this batch's pushes did not reach learn the clock too (only
+      // needed when servers gate pulls on it).
+      if (options_.staleness != StalenessGate::kAsynchronous &&
+          batches % static_cast<uint64_t>(every) == 0) {
         client_->AnnounceClock(clock_after(batches), /*wait=*/false);
       }
       result.examples += now.batch.batch.rows();
