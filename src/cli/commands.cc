@@ -37,6 +37,15 @@ DEFINE_int32(num_servers, 1, "servers in the cluster (scheduler)");
 DEFINE_int32(num_workers, 1, "workers in the cluster (scheduler)");
 DEFINE_double(heartbeat_timeout, 10, "seconds of silence after which a node is reported");
 DEFINE_string(port_file, "", "scheduler: write the port it listens on to this file");
+DEFINE_string(checkpoint_uri, "",
+              "scheduler: where checkpoints go (file:///path, s3://bucket/prefix or a folder)");
+DEFINE_int32(checkpoint_every, 0,
+             "scheduler: minibatches per worker between checkpoints within an epoch (0: only "
+             "between epochs and at the end)");
+DEFINE_int32(keep_checkpoints, 0, "scheduler: committed checkpoints to keep (0: all)");
+DEFINE_string(resume, "",
+              "scheduler: resume from a checkpoint: latest (in --checkpoint_uri), a checkpoint's "
+              "URI, or a checkpoint store's URI (its LATEST)");
 
 // Server.
 DEFINE_string(optimizer, "adam", "server-side optimizer: sgd, adagrad, adam or ftrl");
@@ -75,9 +84,11 @@ const char kUsage[] =
     "  server --scheduler HOST:P                            run a parameter server\n"
     "  worker --scheduler HOST:P --job JOB                  run a worker\n"
     "  launch --servers S --workers W [job flags]           run a local cluster\n"
+    "         [--checkpoint_uri URI [--checkpoint_every N] [--resume latest|URI]]\n"
     "  predict --model_dir D --data F --out P               score a file with a trained model\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
     "  bench kv|zmq|parse [flags]                           measure push/pull, ZeroMQ, parsing\n"
+    "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
     "keel <command> --helpon=commands lists every flag.\n";
@@ -124,6 +135,10 @@ int RunScheduler() {
   options.num_servers = FLAGS_num_servers;
   options.num_workers = FLAGS_num_workers;
   options.heartbeat_timeout_s = FLAGS_heartbeat_timeout;
+  options.checkpoint.uri = FLAGS_checkpoint_uri;
+  options.checkpoint.every = FLAGS_checkpoint_every;
+  options.checkpoint.keep = FLAGS_keep_checkpoints;
+  options.checkpoint.resume = FLAGS_resume;
   Scheduler scheduler(options);
   scheduler.Start();
   if (!FLAGS_port_file.empty()) {
@@ -144,6 +159,7 @@ int RunServer() {
   KVServer server(&node, optimizer, JobTablesFromFlags(), StalenessFromFlags());
   node.Start();
   while (!node.WaitForShutdown(1.0)) {
+    if (const std::string failure = server.failure(); !failure.empty()) throw Error(failure);
     if (node.SecondsSinceScheduler() > FLAGS_scheduler_timeout) {
       throw MakeError("no word from the scheduler at ", FLAGS_scheduler, " for ",
                       FLAGS_scheduler_timeout, " s");
@@ -343,6 +359,16 @@ int RunCommandLine(int argc, char** argv) {
     subcommand = argv[2];
     first_flag = 3;
   }
+  std::string target;  // keel checkpoint <what> URI
+  if (command == "checkpoint") {
+    if (argc < 4 || argv[2][0] == '-' || argv[3][0] == '-') {
+      std::cerr << "keel checkpoint: keel checkpoint ls|show|verify URI\n";
+      return 2;
+    }
+    subcommand = argv[2];
+    target = argv[3];
+    first_flag = 4;
+  }
   std::vector<std::string> args(argv + first_flag, argv + argc);
   for (int i = first_flag; i < argc; ++i) rest.push_back(argv[i]);
   int rest_count = static_cast<int>(rest.size());
@@ -366,6 +392,7 @@ int RunCommandLine(int argc, char** argv) {
     if (command == "bench") return RunBench(subcommand);
     if (command == "predict") return RunPredict();
     if (command == "datagen") return RunDatagen();
+    if (command == "checkpoint") return RunCheckpointCommand(subcommand, target);
     std::cerr << "keel: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const Error& e) {

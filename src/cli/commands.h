@@ -47,6 +47,8 @@ int64_t StalenessFromFlags();
 int RunTraining(Node* node, KVWorker* client);
 int RunPredict();
 int RunDatagen();
+// `keel checkpoint ls|show|verify URI` (checkpoint_command.cc).
+int RunCheckpointCommand(const std::string& what, const std::string& uri);
 
 // "keel 0.1.0 (cuda: compiled|not compiled ...)".
 std::string VersionText();

@@ -146,6 +146,35 @@ void Node::Barrier(int group, double timeout_s) {
   barriers_released_.erase(barrier_id);
 }
 
+void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer,
+                      bool final, double timeout_s) {
+  Message request = Control(proto::CHECKPOINT);
+  const uint64_t sequence = NextSequence();
+  request.meta.set_sequence(sequence);
+  *request.meta.mutable_cursor() = cursor;
+  if (trainer) *request.meta.mutable_trainer() = *trainer;
+  request.meta.set_final(final);
+  SendToScheduler(request);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+        return checkpoints_answered_.count(sequence) > 0 || stopped_;
+      })) {
+    throw MakeError("checkpoint at epoch ", cursor.epoch(), " minibatch ", cursor.batches(),
+                    ": no answer from the scheduler within ", timeout_s, " s");
+  }
+  if (stopped_) throw MakeError("stopped while waiting for a checkpoint");
+  const std::string error = checkpoints_answered_[sequence];
+  checkpoints_answered_.erase(sequence);
+  if (!error.empty()) throw MakeError("checkpoint failed: ", error);
+}
+
+void Node::ReportEpochDone(const proto::WorkerCursor& cursor) {
+  Message report = Control(proto::CHECKPOINT);
+  *report.meta.mutable_cursor() = cursor;
+  report.meta.mutable_cursor()->set_epoch_done(true);
+  SendToScheduler(report);
+}
+
 void Node::ReportDone(const std::string& error) {
   Message report = Control(proto::WORKER_DONE);
   report.meta.set_error(error);
@@ -167,8 +196,8 @@ uint64_t Node::malformed_messages() const { return van_ ? van_->malformed_messag
 
 void Node::OnMessage(Message&& message) {
   const proto::Meta& meta = message.meta;
-  const bool control = meta.command() >= proto::REGISTER && meta.command() <= proto::SHUTDOWN;
-  static_assert(proto::SHUTDOWN < proto::PUSH, "control commands come before data commands");
+  const bool control = meta.command() >= proto::REGISTER && meta.command() < proto::PUSH;
+  static_assert(proto::SNAPSHOT < proto::PUSH, "control commands come before data commands");
   if (!control) {  // data, or unknown: the data handler answers it
     if (meta.epoch() > epoch_) {
       // The sender knows a newer view (perhaps one naming the sender itself):
@@ -226,13 +255,22 @@ void Node::OnMessage(Message&& message) {
     }
     case proto::HEARTBEAT:
       break;
+    case proto::CHECKPOINT: {
+      std::lock_guard<std::mutex> lock(mutex_);
+      checkpoints_answered_[meta.sequence()] = meta.error();
+      break;
+    }
     case proto::SHUTDOWN: {
       std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
       shutdown_ = true;
       break;
     }
     default:
-      LOG(WARNING) << "ignored unexpected " << Describe(meta);
+      if (control_handler_) {
+        control_handler_(std::move(message));
+      } else {
+        LOG(WARNING) << "ignored unexpected " << Describe(meta);
+      }
       return;
   }
   changed_.notify_all();

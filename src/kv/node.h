@@ -71,6 +71,12 @@ class Node {
     view_handler_ = std::move(handler);
   }
 
+  // Handles control commands from the scheduler that the node does not handle
+  // itself (SNAPSHOT on a server). Runs on the receive thread. Set before Start.
+  void SetControlHandler(std::function<void(Message&&)> handler) {
+    control_handler_ = std::move(handler);
+  }
+
   // Binds, registers with the scheduler and waits for the first view. Throws
   // Error if the scheduler does not answer within register_timeout_s or
   // refuses the node.
@@ -100,6 +106,19 @@ class Node {
   // with the same group. Throws Error after `timeout_s`.
   void Barrier(int group, double timeout_s);
 
+  // Worker: stops at a checkpoint point. Sends `cursor` (and, from the leading
+  // worker, `trainer`) to the scheduler and blocks until it answers: once the
+  // servers have copied their rows (`final`: once the checkpoint is committed).
+  // Throws Error with the scheduler's reason if the checkpoint failed, or after
+  // `timeout_s`.
+  void Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer,
+                  bool final, double timeout_s);
+  // Worker: reports the end of its share of an epoch (no answer awaited).
+  void ReportEpochDone(const proto::WorkerCursor& cursor);
+
+  // Sends a message to the scheduler (stamping sender and epoch).
+  void SendToScheduler(Message& message);
+
   // Worker: tells the scheduler the job finished (`error` empty on success).
   void ReportDone(const std::string& error);
   // Blocks until the scheduler says the job is over (true) or `timeout_s`
@@ -118,12 +137,12 @@ class Node {
   void OnMessage(Message&& message);
   void OnView(const proto::ClusterView& view);
   void HeartbeatLoop();
-  void SendToScheduler(Message& message);
 
   NodeOptions options_;
   std::unique_ptr<Van> van_;
   DataHandler data_handler_;
   std::function<void(const proto::ClusterView&)> view_handler_;
+  std::function<void(Message&&)> control_handler_;
   std::atomic<int> id_{-1};
   std::atomic<int> rank_{-1};
   std::atomic<uint64_t> epoch_{0};
@@ -138,10 +157,12 @@ class Node {
   std::string refused_;  // the scheduler's reason for refusing registration
   std::shared_ptr<const proto::ClusterView> view_;
   std::shared_ptr<const RangeMap> ranges_;
-  std::map<uint64_t, bool> barriers_released_;
+  std::map<uint64_t, bool> barriers_released_;  // barrier id -> released
   // Data messages from a newer epoch, held until this node has that view.
-  std::vector<Message> held_;  // barrier id -> released
+  std::vector<Message> held_;
   uint64_t next_barrier_ = 0;
+  // Checkpoint answers by request sequence: "" done, else the error.
+  std::map<uint64_t, std::string> checkpoints_answered_;
 
   std::thread heartbeat_thread_;
 };

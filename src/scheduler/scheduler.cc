@@ -31,7 +31,15 @@ Message Control(proto::Command command) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerOptions& options)
-    : options_(options), van_(SchedulerVan(options)) {}
+    : options_(options), van_(SchedulerVan(options)) {
+  checkpoints_ = std::make_unique<CheckpointCoordinator>(
+      options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
+      [this](const std::string& id, const std::string& error) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        checkpoints_->FinishCommit(id, error);
+        changed_.notify_all();
+      });
+}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -50,7 +58,26 @@ void Scheduler::Stop() {
   }
   changed_.notify_all();
   if (monitor_thread_.joinable()) monitor_thread_.join();
+  checkpoints_.reset();  // its commit thread calls back into this object
   van_.Stop();
+}
+
+std::set<int> Scheduler::Live(proto::Role role) const {
+  std::set<int> ids;
+  for (const auto& [id, member] : members_) {
+    if (member.info.role() == role) ids.insert(id);
+  }
+  return ids;
+}
+
+void Scheduler::OnCheckpoint(const proto::Meta& meta) {
+  const Member& member = members_[meta.sender()];
+  if (member.info.role() != proto::WORKER) {
+    LOG(WARNING) << "ignored CHECKPOINT from node " << meta.sender() << ": not a worker";
+    return;
+  }
+  checkpoints_->OnWorker(meta.sender(), member.info.rank(), meta, Live(proto::WORKER),
+                         Live(proto::SERVER), options_.num_servers);
 }
 
 proto::ClusterView Scheduler::view() const {
@@ -61,7 +88,7 @@ proto::ClusterView Scheduler::view() const {
 int Scheduler::WaitForJob(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
   const bool done = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
-    return static_cast<int>(done_.size()) >= options_.num_workers;
+    return static_cast<int>(done_.size()) >= options_.num_workers && !checkpoints_->busy();
   });
   if (!done) return -1;
   int failed = 0;
@@ -127,6 +154,15 @@ void Scheduler::OnMessage(Message&& message) {
       break;
     case proto::WORKER_DONE:
       OnWorkerDone(meta);
+      break;
+    case proto::CHECKPOINT:
+      OnCheckpoint(meta);
+      break;
+    case proto::SNAPSHOT:
+      if (member->second.info.role() == proto::SERVER) {
+        checkpoints_->OnServer(meta.sender(), meta);
+        changed_.notify_all();
+      }
       break;
     default:
       LOG(WARNING) << "ignored " << Describe(meta) << ": not a scheduler command";
@@ -220,6 +256,7 @@ void Scheduler::PublishView() {
   view_.clear_nodes();
   for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
   RangeMap::Even(options_.num_servers).ToProto(view_.mutable_ranges());
+  checkpoints_->FillView(&view_);
   LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << options_.num_servers
             << " server(s), " << options_.num_workers << " worker(s)";
   for (const auto& [id, member] : members_) {
@@ -266,6 +303,7 @@ void Scheduler::RemoveWorker(int id, const std::string& reason) {
     waiting.erase(id);
     TryReleaseBarrier(group);
   }
+  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), options_.num_servers);
   PublishView();
   changed_.notify_all();
 }

@@ -21,6 +21,7 @@
 
 #include "keel.pb.h"
 #include "kv/van.h"
+#include "scheduler/checkpoint_coordinator.h"
 
 namespace keel {
 
@@ -31,11 +32,13 @@ struct SchedulerOptions {
   int num_workers = 1;
   // A node silent this long is reported (failure handling acts on it later).
   double heartbeat_timeout_s = 10;
+  CheckpointOptions checkpoint;
 };
 
 class Scheduler {
  public:
-  // Throws Error if the options are invalid or the port cannot be bound.
+  // Throws Error if the options are invalid, the port cannot be bound, or the
+  // checkpoint to resume from does not verify.
   explicit Scheduler(const SchedulerOptions& options);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
@@ -45,8 +48,8 @@ class Scheduler {
 
   // Starts serving the control plane in the background.
   void Start();
-  // Blocks until every worker has reported done, tells every node to shut
-  // down, and returns the number of workers that reported a failure. Returns
+  // Blocks until every worker has reported done and every checkpoint copied
+  // is committed or abandoned, tells every node to shut down, and returns the number of workers that reported a failure. Returns
   // -1 if `timeout_s` passes first.
   int WaitForJob(double timeout_s);
   void Stop();
@@ -65,6 +68,9 @@ class Scheduler {
   void OnRegister(const proto::Meta& meta);
   void OnBarrier(const proto::Meta& meta);
   void OnWorkerDone(const proto::Meta& meta);
+  void OnCheckpoint(const proto::Meta& meta);
+  // Live workers' and servers' node ids.
+  std::set<int> Live(proto::Role role) const;
   // Releases `group`'s barrier if every member of it has arrived.
   void TryReleaseBarrier(int group);
   // A worker silent past the heartbeat timeout leaves: a new view (epoch + 1)
@@ -89,6 +95,7 @@ class Scheduler {
   std::map<int, std::string> done_;  // worker node id -> error ("" on success)
   bool stopping_ = false;
   std::thread monitor_thread_;
+  std::unique_ptr<CheckpointCoordinator> checkpoints_;
 };
 
 }  // namespace keel

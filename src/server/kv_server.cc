@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "io/checkpoint.h"
 #include "kv/error.h"
 
 namespace keel {
@@ -20,9 +21,124 @@ KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
   MakeOptimizer(default_optimizer_);
   for (const auto& [id, spec] : specs_) MakeOptimizer(spec.optimizer);
   node_->SetDataHandler([this](Message&& message) { Handle(std::move(message)); });
+  node_->SetControlHandler([this](Message&& message) {
+    if (message.meta.command() == proto::SNAPSHOT) {
+      OnSnapshot(message.meta);
+    } else {
+      LOG(WARNING) << "ignored unexpected " << Describe(message.meta);
+    }
+  });
+  writer_ = std::make_unique<SnapshotWriter>(
+      [this](const std::string& checkpoint, const proto::CheckpointFile& file,
+             const std::string& error) {
+        Message report;
+        report.meta.set_command(proto::SNAPSHOT);
+        report.meta.set_checkpoint(checkpoint);
+        *report.meta.mutable_file() = file;
+        report.meta.set_error(error);
+        try {
+          node_->SendToScheduler(report);
+        } catch (const std::exception& e) {
+          LOG(WARNING) << "checkpoint " << checkpoint << ": could not report: " << e.what();
+        }
+      });
 }
 
-KVServer::~KVServer() { node_->Stop(); }
+KVServer::~KVServer() {
+  writer_.reset();  // snapshots already copied are written and reported first
+  node_->Stop();
+}
+
+std::string KVServer::failure() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_;
+}
+
+void KVServer::OnSnapshot(const proto::Meta& meta) {
+  const double begin = MonotonicSeconds();
+  ServerSnapshot snapshot;
+  snapshot.server_rank = node_->rank();
+  if (auto ranges = node_->ranges()) {
+    for (size_t r = 0; r < ranges->num_ranges(); ++r) {
+      if (ranges->server(r) == node_->rank()) {
+        snapshot.spans.emplace_back(ranges->begin(r), ranges->last(r));
+      }
+    }
+  }
+  uint64_t rows = 0;
+  for (const auto& [id, table] : tables_) {
+    SnapshotTable copy;
+    copy.table = id;
+    copy.weight_width = static_cast<uint32_t>(table.rows->weight_width());
+    copy.row_width = static_cast<uint32_t>(table.rows->row_width());
+    copy.keys.reserve(table.rows->size());
+    copy.rows.reserve(table.rows->size() * copy.row_width);
+    table.rows->ForEach([&](Key key, const float* row) {
+      copy.keys.push_back(key);
+      copy.rows.insert(copy.rows.end(), row, row + copy.row_width);
+    });
+    rows += copy.keys.size();
+    snapshot.tables.push_back(std::move(copy));
+  }
+  LOG(INFO) << "checkpoint " << meta.checkpoint() << ": copied " << rows << " rows in "
+            << MonotonicSeconds() - begin << " s";
+  Message reply;
+  reply.meta.set_command(proto::SNAPSHOT);
+  reply.meta.set_response(true);
+  reply.meta.set_sequence(meta.sequence());
+  reply.meta.set_checkpoint(meta.checkpoint());
+  node_->SendToScheduler(reply);
+  writer_->Write(meta.checkpoint_uri(), meta.checkpoint(), std::move(snapshot));
+}
+
+void KVServer::Restore(const proto::ClusterView& view) {
+  const double begin = MonotonicSeconds();
+  CheckpointStore store(view.resume_uri());
+  const std::string& id = view.resume_checkpoint();
+  const proto::CheckpointManifest manifest = store.ReadManifest(id);
+  std::vector<std::pair<Key, Key>> mine;
+  auto ranges = node_->ranges();
+  for (size_t r = 0; ranges && r < ranges->num_ranges(); ++r) {
+    if (ranges->server(r) == node_->rank()) mine.emplace_back(ranges->begin(r), ranges->last(r));
+  }
+  auto overlaps = [&](Key first, Key last) {
+    for (const auto& [begin_key, last_key] : mine) {
+      if (first <= last_key && begin_key <= last) return true;
+    }
+    return false;
+  };
+  uint64_t loaded = 0;
+  int files = 0;
+  for (const proto::CheckpointFile& file : manifest.files()) {
+    bool relevant = file.spans().empty();
+    for (const proto::KeySpan& span : file.spans()) relevant |= overlaps(span.first(), span.last());
+    if (!relevant) continue;
+    ++files;
+    const std::string where = store.storage()->UriOf(id + "/" + file.name());
+    const std::string bytes = store.GetFile(id, file.name());
+    const ServerSnapshot snapshot = DecodeSnapshot(bytes, where);
+    for (const SnapshotTable& saved : snapshot.tables) {
+      Table& table = TableFor(saved.table, saved.weight_width);
+      if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
+        throw MakeError(where, ": table ", saved.table, " rows have ", saved.row_width,
+                        " floats (weights and optimizer state); this job's optimizer ",
+                        table.optimizer->name(), " needs ", table.rows->row_width(),
+                        " (resume with the optimizer the checkpoint was written with)");
+      }
+      for (const auto& [first, last] : mine) {
+        auto it = std::lower_bound(saved.keys.begin(), saved.keys.end(), first);
+        for (; it != saved.keys.end() && *it <= last; ++it) {
+          const size_t index = static_cast<size_t>(it - saved.keys.begin());
+          std::memcpy(table.rows->FindOrInsert(*it), saved.rows.data() + index * saved.row_width,
+                      sizeof(float) * saved.row_width);
+          ++loaded;
+        }
+      }
+    }
+  }
+  LOG(INFO) << "resumed from checkpoint " << id << ": loaded " << loaded << " rows of "
+            << files << " snapshot file(s) in " << MonotonicSeconds() - begin << " s";
+}
 
 KVServer::Table& KVServer::TableFor(uint32_t table, uint32_t width) {
   Table& slot = tables_[table];
@@ -132,6 +248,16 @@ void KVServer::OnClock(const proto::Meta& meta) {
 }
 
 void KVServer::OnView(const proto::ClusterView& view) {
+  if (!restored_ && !view.resume_checkpoint().empty()) {
+    restored_ = true;
+    try {
+      Restore(view);
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "cannot resume: " << e.what();
+      std::lock_guard<std::mutex> lock(failure_mutex_);
+      failure_ = std::string("cannot resume: ") + e.what();
+    }
+  }
   std::set<int> workers;
   for (const auto& node : view.nodes()) {
     if (node.role() == proto::WORKER) workers.insert(node.id());
@@ -160,6 +286,7 @@ void KVServer::Serve(Message&& message, int64_t waited_us) {
   Message response;
   try {
     if (meta.response()) throw MakeError("servers take requests, not responses");
+    if (std::string failed = failure(); !failed.empty()) throw Error(failed);
     DataRequest request = ParseDataRequest(message);
     if (meta.command() == proto::DUMP) {
       response = Dump(request.table, request.width);

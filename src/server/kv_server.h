@@ -5,12 +5,20 @@
 // counted, and the server keeps serving), applies pushes through the optimizer
 // at most once per (sender, sequence), and answers pulls with the rows'
 // weights. Tables are created on first use with the row width of that request.
+//
+// Checkpoints: on the scheduler's SNAPSHOT the server copies every row (on its
+// receive thread, so the copy is the state at that point), answers, and writes
+// the copy in the background (SnapshotWriter). A view naming a checkpoint to
+// resume from makes the server load the rows of its key ranges from it before
+// it serves anything.
 #ifndef KEEL_SERVER_KV_SERVER_H_
 #define KEEL_SERVER_KV_SERVER_H_
 
 #include <atomic>
 #include <cstdint>
 #include <list>
+#include <mutex>
+#include <string>
 #include <map>
 #include <memory>
 #include <set>
@@ -21,6 +29,7 @@
 #include "kv/parameter_table.h"
 #include "kv/staleness_gate.h"
 #include "server/dedupe_window.h"
+#include "server/snapshot_writer.h"
 
 namespace keel {
 
@@ -54,6 +63,8 @@ class KVServer {
   uint64_t served_requests() const { return served_.load(); }
   // Pulls that had to wait at the staleness gate since start.
   uint64_t parked_pulls() const { return parked_total_.load(); }
+  // Why the server cannot serve (a checkpoint that failed to load); "" if it can.
+  std::string failure() const;
 
  private:
   void Handle(Message&& message);
@@ -74,6 +85,8 @@ class KVServer {
   void WakeParked();
   Table& TableFor(uint32_t table, uint32_t width);
   Message Dump(uint32_t table, uint32_t width);
+  void OnSnapshot(const proto::Meta& meta);
+  void Restore(const proto::ClusterView& view);
 
   Node* node_;
   OptimizerOptions default_optimizer_;
@@ -87,6 +100,10 @@ class KVServer {
   std::atomic<uint64_t> parked_total_{0};
   StalenessGate gate_;
   std::list<Parked> parked_;
+  bool restored_ = false;
+  mutable std::mutex failure_mutex_;
+  std::string failure_;
+  std::unique_ptr<SnapshotWriter> writer_;
 };
 
 }  // namespace keel

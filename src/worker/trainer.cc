@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "io/checkpoint.h"
 #include "io/input_split.h"
 #include "kv/error.h"
 #include "worker/batch_stream.h"
@@ -73,7 +74,7 @@ uint64_t Trainer::ReadControl(uint64_t feature) {
          (static_cast<uint64_t>(std::llround(value[1])) << kCountBits);
 }
 
-Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
+Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& resume) {
   const int rank = node_->rank();
   const int workers = node_->view()->num_workers();
   BatchStream stream(ResolveChannel(options_.train, rank, workers), options_.reader,
@@ -100,12 +101,32 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
   auto clock_after = [&](uint64_t batches) {
     return base + static_cast<int64_t>(batches / static_cast<uint64_t>(every));
   };
-  client_->set_clock(base);
-  client_->AnnounceClock(base, /*wait=*/true);
-  node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
-
+  // A resumed epoch starts after the minibatches the checkpoint holds.
+  const bool resumed = resume.epoch() == epoch && resume.batches() > 0;
   EpochResult result;
   uint64_t batches = 0;
+  if (resumed) {
+    batches = resume.batches();
+    result.examples = resume.examples();
+    result.loss = resume.loss();
+  }
+  client_->set_clock(clock_after(batches));
+  client_->AnnounceClock(clock_after(batches), /*wait=*/true);
+  node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
+  // Between epochs: a checkpoint (unless this is where the job resumed).
+  const int checkpoint_every = node_->view()->checkpoint_every();
+  if (checkpoints() && epoch > 1 && batches == 0 && resume.epoch() != epoch) {
+    StopForCheckpoint(epoch, 0, result, /*final=*/false);
+  }
+  {
+    PreparedBatch skipped;
+    for (uint64_t b = 0; b < batches; ++b) {
+      if (!stream.Next(&skipped)) {
+        throw MakeError("worker ", rank, " cannot resume epoch ", epoch, " after ", batches,
+                        " minibatches: its shard has only ", b, " (different data?)");
+      }
+    }
+  }
   const bool slow = rank == options_.slow_rank && options_.slow_factor > 1;
   const double begin = MonotonicSeconds();
   double last_report = begin;
@@ -152,13 +173,19 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
       }
       for (KVWorker::Handle handle : pushes) client_->Wait(handle);
       pushes.clear();
+      // A server advances this worker's clock on the first message stamped
+      // with it, and may then answer pulls held for it: so the bias goes
+      // first, still stamped with the clock before this batch, and the
+      // weights (one message per server) carry the new clock.
+      if (use_bias) {
+        client_->set_clock(clock_after(batches));
+        pushes.push_back(client_->Push(
+            bias_key_, SharedArray<const float>(std::move(bias_gradient)), bias_width, kBiasTable));
+        client_->set_clock(clock_after(batches + 1));
+      }
       pushes.push_back(client_->Push(now.batch.keys,
                                      SharedArray<const float>(std::move(weight_gradients)), width,
                                      kWeightTable));
-      if (use_bias) {
-        pushes.push_back(client_->Push(
-            bias_key_, SharedArray<const float>(std::move(bias_gradient)), bias_width, kBiasTable));
-      }
       weight_gradients = {};
       bias_gradient = {};
       ++batches;
@@ -169,6 +196,12 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
         client_->AnnounceClock(clock_after(batches), /*wait=*/false);
       }
       result.examples += now.batch.batch.rows();
+      if (checkpoint_every > 0 && batches % static_cast<uint64_t>(checkpoint_every) == 0) {
+        // Every push so far applied, none after: the servers copy this state.
+        for (KVWorker::Handle handle : pushes) client_->Wait(handle);
+        pushes.clear();
+        StopForCheckpoint(epoch, batches, result, /*final=*/false);
+      }
       const double time = MonotonicSeconds();
       if (time - last_report >= options_.progress_interval_s) {
         LOG(INFO) << "worker " << rank << " epoch " << epoch << ": " << result.examples
@@ -180,11 +213,21 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch) {
       have = have_next;
     }
     for (KVWorker::Handle handle : pushes) client_->Wait(handle);
+    pushes.clear();
   } catch (...) {
     cancel_all();
     throw;
   }
   result.seconds = MonotonicSeconds() - begin;
+  if (checkpoints()) {
+    // Checkpoints later in this epoch need not wait for this worker.
+    proto::WorkerCursor done;
+    done.set_epoch(epoch);
+    done.set_batches(batches);
+    done.set_examples(result.examples);
+    done.set_loss(result.loss);
+    node_->ReportEpochDone(done);
+  }
   // Done with this epoch: stop holding back the workers still in it. Requests
   // outside the minibatch loop (validation, control values) carry clock 0,
   // which the gate neither counts nor holds.
@@ -229,21 +272,54 @@ MetricSet Trainer::Evaluate(const std::string& channel) {
   return {};
 }
 
+proto::WorkerCursor Trainer::ReadResumePoint() {
+  proto::WorkerCursor cursor;
+  auto view = node_->view();
+  if (view->resume_checkpoint().empty()) return cursor;
+  CheckpointStore store(view->resume_uri());
+  const proto::CheckpointManifest manifest = store.ReadManifest(view->resume_checkpoint());
+  const std::string where = store.storage()->UriOf(manifest.id());
+  if (manifest.batch() > 0 && manifest.num_workers() != view->num_workers()) {
+    throw MakeError("checkpoint ", where, " was taken inside epoch ", manifest.epoch(), " by ",
+                    manifest.num_workers(), " worker(s); this job has ", view->num_workers(),
+                    ": resume it with ", manifest.num_workers(),
+                    " worker(s), or from a checkpoint taken between epochs (ckpt-E-000000000)");
+  }
+  cursor.set_epoch(manifest.epoch());
+  for (const proto::WorkerCursor& saved : manifest.workers()) {
+    if (saved.rank() == node_->rank() && saved.epoch() == manifest.epoch()) cursor = saved;
+  }
+  cursor.set_epoch(manifest.epoch());
+  if (node_->rank() == 0) state_ = manifest.trainer();
+  if (manifest.final()) state_.set_stopped(true);
+  LOG(INFO) << "worker " << node_->rank() << " resumes from " << where << " at epoch "
+            << cursor.epoch() << " after " << cursor.batches() << " minibatch(es)";
+  return cursor;
+}
+
+void Trainer::StopForCheckpoint(int epoch, uint64_t batches, const EpochResult& so_far,
+                                bool final) {
+  proto::WorkerCursor cursor;
+  cursor.set_epoch(epoch);
+  cursor.set_batches(batches);
+  cursor.set_examples(so_far.examples);
+  cursor.set_loss(so_far.loss);
+  node_->Checkpoint(cursor, node_->rank() == 0 ? &state_ : nullptr, final, kBarrierTimeoutS);
+}
+
 void Trainer::Run() {
   const int rank = node_->rank();
   const bool leader = rank == 0;
-  MetricSet final_metrics;
-  double best_loss = std::numeric_limits<double>::infinity();
-  int epochs_without_gain = 0;
-  double training_seconds = 0;
-  double pull_wait_seconds = 0;
-  uint64_t total_examples = 0;
-  const double started = MonotonicSeconds();
-  int epoch = 0;
-  for (epoch = 1; epoch <= hyperparameters_.epochs; ++epoch) {
-    const EpochResult result = TrainEpoch(epoch);
-    training_seconds += result.seconds;
-    pull_wait_seconds += result.pull_wait;
+  state_.set_best_loss(std::numeric_limits<double>::infinity());
+  const proto::WorkerCursor resume = ReadResumePoint();
+  // Time already spent by the run this one resumes.
+  const double started = MonotonicSeconds() - state_.elapsed_seconds();
+  const int first_epoch = std::max(1, resume.epoch());
+  int epoch = first_epoch;
+  for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
+    const EpochResult result = TrainEpoch(epoch, resume);
+    state_.set_training_seconds(state_.training_seconds() + result.seconds);
+    state_.set_pull_wait_seconds(state_.pull_wait_seconds() + result.pull_wait);
     LOG(INFO) << "worker " << rank << " epoch " << epoch << " done: " << result.examples
               << " examples in " << std::fixed << std::setprecision(2) << result.seconds << " s ("
               << static_cast<uint64_t>(result.examples / std::max(result.seconds, 1e-9))
@@ -253,34 +329,48 @@ void Trainer::Run() {
     node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
     bool stop = false;
     if (leader) {
+      auto& metrics = *state_.mutable_metrics();
       const uint64_t examples = ReadControl(kExamplesFeature + epoch);
-      total_examples += examples;
-      final_metrics["train:examples_per_epoch"] = static_cast<double>(examples);
-      final_metrics["train:epochs"] = epoch;
+      state_.set_total_examples(state_.total_examples() + examples);
+      metrics["train:examples_per_epoch"] = static_cast<double>(examples);
+      metrics["train:epochs"] = epoch;
       std::cout << "epoch " << epoch << ": " << examples << " examples across "
                 << node_->view()->num_workers() << " worker(s)";
       if (!options_.validation.empty()) {
-        const MetricSet metrics = Evaluate(options_.validation);
-        for (const auto& [name, value] : metrics) final_metrics["validation:" + name] = value;
-        std::cout << "; validation " << FormatMetrics(metrics);
-        AppendHistory(epoch, MonotonicSeconds() - started, examples, metrics);
-        const double loss = StoppingLoss(metrics);
-        if (!std::isfinite(best_loss) ||
-            loss < best_loss - hyperparameters_.early_stopping_tolerance * std::fabs(best_loss)) {
-          best_loss = loss;
-          epochs_without_gain = 0;
-        } else if (++epochs_without_gain >= hyperparameters_.early_stopping_patience) {
-          stop = true;
-          std::cout << "; no gain for " << epochs_without_gain << " epoch(s): stopping early";
+        const MetricSet validation = Evaluate(options_.validation);
+        for (const auto& [name, value] : validation) metrics["validation:" + name] = value;
+        std::cout << "; validation " << FormatMetrics(validation);
+        AppendHistory(epoch, MonotonicSeconds() - started, examples, validation);
+        const double loss = StoppingLoss(validation);
+        const double best = state_.best_loss();
+        if (!std::isfinite(best) ||
+            loss < best - hyperparameters_.early_stopping_tolerance * std::fabs(best)) {
+          state_.set_best_loss(loss);
+          state_.set_epochs_without_gain(0);
+        } else {
+          state_.set_epochs_without_gain(state_.epochs_without_gain() + 1);
+          if (state_.epochs_without_gain() >= hyperparameters_.early_stopping_patience) {
+            stop = true;
+            std::cout << "; no gain for " << state_.epochs_without_gain()
+                      << " epoch(s): stopping early";
+          }
         }
       }
       std::cout << std::endl;
       if (stop) AddToControl(kStopFeature, 1);
+      state_.set_elapsed_seconds(MonotonicSeconds() - started);
     }
     node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
-    if (ReadControl(kStopFeature) > 0) break;
+    if (ReadControl(kStopFeature) > 0) state_.set_stopped(true);
   }
-  ReportGate(training_seconds, pull_wait_seconds, &final_metrics);
+  if (checkpoints()) {
+    // The job's last checkpoint (answered once committed; skipped by the
+    // scheduler when the job resumed from it).
+    state_.set_elapsed_seconds(MonotonicSeconds() - started);
+    StopForCheckpoint(epoch, 0, EpochResult{}, /*final=*/true);
+  }
+  MetricSet final_metrics(state_.metrics().begin(), state_.metrics().end());
+  ReportGate(state_.training_seconds(), state_.pull_wait_seconds(), &final_metrics);
   if (!leader) return;
   if (!options_.test.empty()) {
     const MetricSet metrics = Evaluate(options_.test);
@@ -289,7 +379,9 @@ void Trainer::Run() {
   }
   // Every worker's examples over the workers' summed training time per worker.
   final_metrics["train:examples_per_second"] =
-      training_seconds > 0 ? static_cast<double>(total_examples) / training_seconds : 0;
+      state_.training_seconds() > 0
+          ? static_cast<double>(state_.total_examples()) / state_.training_seconds()
+          : 0;
   if (!options_.model_dir.empty()) {
     WriteModel();
     WriteMetrics(final_metrics);

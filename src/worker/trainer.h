@@ -62,7 +62,16 @@ class Trainer {
     double seconds = 0;
     double pull_wait = 0;  // blocked on the next minibatch's rows
   };
-  EpochResult TrainEpoch(int epoch);
+  // Trains `epoch`, starting after `resume`'s minibatches when it is for this
+  // epoch (a resumed job).
+  EpochResult TrainEpoch(int epoch, const proto::WorkerCursor& resume);
+  // Checkpoints are on (the view says how often workers stop for one).
+  bool checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
+  // Stops at a checkpoint point; the leading worker brings the job's state.
+  void StopForCheckpoint(int epoch, uint64_t batches, const EpochResult& so_far, bool final);
+  // Reads the checkpoint the view says to resume from: this worker's cursor
+  // (epoch 0 if none) and, on the leading worker, the job's state.
+  proto::WorkerCursor ReadResumePoint();
   // Adds `value` to control key `feature` on the servers (a count or a flag,
   // kept as two floats of 20 bits so sums stay exact). Blocks until applied.
   void AddToControl(uint64_t feature, uint64_t value);
@@ -82,6 +91,8 @@ class Trainer {
   TrainerOptions options_;
   CpuModel model_;
   SharedArray<const Key> bias_key_;
+  // The job's state as checkpoints carry it (kept current by the leader).
+  proto::TrainerState state_;
 };
 
 }  // namespace keel

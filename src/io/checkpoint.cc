@@ -1,0 +1,362 @@
+#include "io/checkpoint.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "io/checksum.h"
+#include "kv/error.h"
+
+namespace keel {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'E', 'E', 'L', 'S', 'N', 'A', 'P'};
+constexpr uint32_t kSnapshotVersion = 1;
+constexpr char kManifest[] = "manifest.json";
+constexpr char kLatest[] = "LATEST";
+constexpr char kPrefix[] = "ckpt-";
+
+class Encoder {
+ public:
+  template <typename T>
+  void Put(const T& value) {
+    Bytes(&value, sizeof(T));
+  }
+  void Bytes(const void* data, size_t size) {
+    out_.append(static_cast<const char*>(data), size);
+  }
+  std::string& out() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Decoder {
+ public:
+  Decoder(std::string_view bytes, const std::string& where) : bytes_(bytes), where_(where) {}
+  template <typename T>
+  T Get(const char* what) {
+    T value;
+    Bytes(&value, sizeof(T), what);
+    return value;
+  }
+  void Bytes(void* out, size_t size, const char* what) {
+    if (bytes_.size() - offset_ < size) {
+      throw MakeError(where_, ": truncated at byte ", offset_, " (reading ", what, ")");
+    }
+    std::memcpy(out, bytes_.data() + offset_, size);
+    offset_ += size;
+  }
+  size_t offset() const { return offset_; }
+  size_t remaining() const { return bytes_.size() - offset_; }
+
+ private:
+  std::string_view bytes_;
+  const std::string& where_;
+  size_t offset_ = 0;
+};
+
+bool IsCheckpointId(const std::string& name) {
+  return name.rfind(kPrefix, 0) == 0 && name.find('/') == std::string::npos;
+}
+
+std::string BaseName(std::string path) {
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string CheckpointId(int epoch, uint64_t batch) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "ckpt-%06d-%09llu", epoch,
+                static_cast<unsigned long long>(batch));
+  return name;
+}
+
+std::string SnapshotFileName(int server_rank) {
+  return "server-" + std::to_string(server_rank) + ".snap";
+}
+
+std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
+  Encoder out;
+  out.Bytes(kMagic, sizeof(kMagic));
+  out.Put(kSnapshotVersion);
+  out.Put(static_cast<int32_t>(snapshot.server_rank));
+  out.Put(static_cast<uint32_t>(snapshot.spans.size()));
+  for (const auto& [first, last] : snapshot.spans) {
+    out.Put(first);
+    out.Put(last);
+  }
+  out.Put(static_cast<uint32_t>(snapshot.tables.size()));
+  for (const SnapshotTable& table : snapshot.tables) {
+    out.Put(table.table);
+    out.Put(table.weight_width);
+    out.Put(table.row_width);
+    out.Put(static_cast<uint64_t>(table.keys.size()));
+    out.Bytes(table.keys.data(), table.keys.size() * sizeof(uint64_t));
+    out.Bytes(table.rows.data(), table.rows.size() * sizeof(float));
+  }
+  const uint64_t sum = Checksum64::Of(out.out().data(), out.out().size());
+  out.Put(sum);
+  if (checksum) *checksum = sum;
+  return std::move(out.out());
+}
+
+ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where) {
+  if (bytes.size() < sizeof(kMagic) + sizeof(uint64_t)) {
+    throw MakeError(where, ": ", bytes.size(), " bytes is too short for a snapshot file");
+  }
+  const size_t body = bytes.size() - sizeof(uint64_t);
+  uint64_t stored;
+  std::memcpy(&stored, bytes.data() + body, sizeof(stored));
+  const uint64_t actual = Checksum64::Of(bytes.data(), body);
+  if (stored != actual) {
+    throw MakeError(where, ": checksum mismatch (the file says ", ChecksumHex(stored),
+                    ", its bytes give ", ChecksumHex(actual), ")");
+  }
+  Decoder in(bytes.substr(0, body), where);
+  char magic[sizeof(kMagic)];
+  in.Bytes(magic, sizeof(magic), "magic");
+  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    throw MakeError(where, ": not a Keel snapshot file (bad magic)");
+  }
+  const auto version = in.Get<uint32_t>("version");
+  if (version != kSnapshotVersion) {
+    throw MakeError(where, ": snapshot format version ", version, ", this build reads ",
+                    kSnapshotVersion);
+  }
+  ServerSnapshot snapshot;
+  snapshot.server_rank = in.Get<int32_t>("server rank");
+  const auto spans = in.Get<uint32_t>("span count");
+  if (spans > in.remaining() / 16) throw MakeError(where, ": span count ", spans, " is corrupt");
+  for (uint32_t s = 0; s < spans; ++s) {
+    const auto first = in.Get<uint64_t>("span");
+    const auto last = in.Get<uint64_t>("span");
+    snapshot.spans.emplace_back(first, last);
+  }
+  const auto tables = in.Get<uint32_t>("table count");
+  for (uint32_t t = 0; t < tables; ++t) {
+    SnapshotTable table;
+    table.table = in.Get<uint32_t>("table id");
+    table.weight_width = in.Get<uint32_t>("weight width");
+    table.row_width = in.Get<uint32_t>("row width");
+    const auto rows = in.Get<uint64_t>("row count");
+    if (table.row_width < table.weight_width || table.weight_width == 0 ||
+        rows > in.remaining() / (sizeof(uint64_t) + sizeof(float) * table.row_width)) {
+      throw MakeError(where, ": table ", table.table, " at byte ", in.offset(),
+                      " has inconsistent sizes (", rows, " rows of width ", table.row_width, ")");
+    }
+    table.keys.resize(rows);
+    table.rows.resize(rows * table.row_width);
+    in.Bytes(table.keys.data(), rows * sizeof(uint64_t), "keys");
+    in.Bytes(table.rows.data(), table.rows.size() * sizeof(float), "rows");
+    for (size_t i = 1; i < table.keys.size(); ++i) {
+      if (table.keys[i] <= table.keys[i - 1]) {
+        throw MakeError(where, ": table ", table.table, " keys are not sorted at row ", i);
+      }
+    }
+    snapshot.tables.push_back(std::move(table));
+  }
+  if (in.remaining() != 0) {
+    throw MakeError(where, ": ", in.remaining(), " unexpected bytes after the last table");
+  }
+  return snapshot;
+}
+
+std::string ManifestToJson(const proto::CheckpointManifest& manifest) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status = google::protobuf::util::MessageToJsonString(manifest, &json, options);
+  if (!status.ok()) throw MakeError("cannot encode a manifest: ", status.ToString());
+  return json;
+}
+
+proto::CheckpointManifest ManifestFromJson(const std::string& json, const std::string& where) {
+  proto::CheckpointManifest manifest;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;  // written by a newer build
+  auto status = google::protobuf::util::JsonStringToMessage(json, &manifest, options);
+  if (!status.ok()) throw MakeError(where, ": not a valid manifest: ", status.ToString());
+  if (manifest.format_version() != 1) {
+    throw MakeError(where, ": manifest format version ", manifest.format_version(),
+                    ", this build reads 1");
+  }
+  return manifest;
+}
+
+CheckpointStore::CheckpointStore(const std::string& uri)
+    : uri_(uri), storage_(OpenStorage(uri)) {}
+
+std::string CheckpointStore::Key(const std::string& id, const std::string& name) const {
+  return id + "/" + name;
+}
+
+std::vector<std::string> CheckpointStore::Committed() {
+  std::vector<std::string> ids;
+  for (const ObjectInfo& object : storage_->List(kPrefix)) {
+    const size_t slash = object.key.find('/');
+    if (slash == std::string::npos) continue;
+    if (object.key.substr(slash + 1) == kManifest) ids.push_back(object.key.substr(0, slash));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::vector<std::string> CheckpointStore::Incomplete() {
+  std::set<std::string> folders;
+  for (const ObjectInfo& object : storage_->List(kPrefix)) {
+    const size_t slash = object.key.find('/');
+    if (slash != std::string::npos) folders.insert(object.key.substr(0, slash));
+  }
+  for (const std::string& id : Committed()) folders.erase(id);
+  return {folders.begin(), folders.end()};
+}
+
+std::string CheckpointStore::Latest() {
+  try {
+    std::string id = storage_->Get(kLatest);
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    if (!IsCheckpointId(id)) {
+      throw MakeError(storage_->UriOf(kLatest), ": '", id, "' is not a checkpoint id");
+    }
+    return id;
+  } catch (const NotFoundError&) {
+    return "";
+  }
+}
+
+proto::CheckpointManifest CheckpointStore::ReadManifest(const std::string& id) {
+  const std::string key = Key(id, kManifest);
+  std::string json;
+  try {
+    json = storage_->Get(key);
+  } catch (const NotFoundError&) {
+    throw NotFoundError(storage_->UriOf(id) + " is not a checkpoint: it has no " + kManifest +
+                        " (it was never committed)");
+  }
+  proto::CheckpointManifest manifest = ManifestFromJson(json, storage_->UriOf(key));
+  if (manifest.id() != id) {
+    throw MakeError(storage_->UriOf(key), ": the manifest is for ", manifest.id());
+  }
+  return manifest;
+}
+
+void CheckpointStore::PutFile(const std::string& id, const std::string& name,
+                              std::string_view bytes) {
+  storage_->Put(Key(id, name), bytes);
+}
+
+std::string CheckpointStore::GetFile(const std::string& id, const std::string& name) {
+  return storage_->Get(Key(id, name));
+}
+
+void CheckpointStore::Commit(const proto::CheckpointManifest& manifest) {
+  storage_->Put(Key(manifest.id(), kManifest), ManifestToJson(manifest));
+  const std::string latest = Latest();
+  if (latest.empty() || latest < manifest.id()) storage_->Put(kLatest, manifest.id() + "\n");
+}
+
+std::vector<std::string> CheckpointStore::Prune(int keep) {
+  std::vector<std::string> deleted;
+  if (keep <= 0) return deleted;
+  const std::vector<std::string> committed = Committed();
+  if (committed.empty()) return deleted;
+  std::set<std::string> doomed;
+  for (size_t i = 0; i + static_cast<size_t>(keep) < committed.size(); ++i) {
+    doomed.insert(committed[i]);
+  }
+  for (const std::string& id : Incomplete()) {
+    if (id < committed.back()) doomed.insert(id);
+  }
+  for (const std::string& id : doomed) {
+    // The manifest goes first: a half-deleted checkpoint is then not one.
+    std::vector<ObjectInfo> objects = storage_->List(id + "/");
+    std::stable_partition(objects.begin(), objects.end(), [](const ObjectInfo& object) {
+      return BaseName(object.key) == kManifest;
+    });
+    for (const ObjectInfo& object : objects) storage_->Delete(object.key);
+    deleted.push_back(id);
+  }
+  return deleted;
+}
+
+proto::CheckpointManifest CheckpointStore::VerifyOnly(const std::string& id) {
+  proto::CheckpointManifest manifest = ReadManifest(id);
+  for (const proto::CheckpointFile& file : manifest.files()) {
+    const std::string key = Key(id, file.name());
+    std::string bytes;
+    try {
+      bytes = storage_->Get(key);
+    } catch (const NotFoundError&) {
+      throw MakeError(storage_->UriOf(key), ": missing (the manifest lists it)");
+    }
+    if (bytes.size() != file.bytes()) {
+      throw MakeError(storage_->UriOf(key), ": size check failed (", bytes.size(),
+                      " bytes, the manifest says ", file.bytes(), ")");
+    }
+    const uint64_t sum = Checksum64::Of(bytes.data(), bytes.size() - sizeof(uint64_t));
+    if (ChecksumHex(sum) != file.checksum()) {
+      throw MakeError(storage_->UriOf(key), ": checksum check failed (its bytes give ",
+                      ChecksumHex(sum), ", the manifest says ", file.checksum(), ")");
+    }
+    DecodeSnapshot(bytes, storage_->UriOf(key));  // the file's own checksum and structure
+  }
+  return manifest;
+}
+
+proto::CheckpointManifest CheckpointStore::Verify(const std::string& id) {
+  try {
+    return VerifyOnly(id);
+  } catch (const Error& failure) {
+    std::string alternative;
+    for (const std::string& older : Committed()) {
+      if (older >= id) break;
+      try {
+        VerifyOnly(older);
+        alternative = older;
+      } catch (const Error&) {
+      }
+    }
+    std::string message = std::string("checkpoint ") + id + " is not usable: " + failure.what();
+    message += alternative.empty()
+                   ? "; no older checkpoint in " + uri_ + " verifies"
+                   : "; the previous good checkpoint is " + alternative + " (--resume=" +
+                         storage_->UriOf(alternative) + ")";
+    throw Error(message);
+  }
+}
+
+std::string CheckpointStore::Resolve(const std::string& spec) {
+  if (spec.empty() || spec == "latest") {
+    const std::string latest = Latest();
+    if (latest.empty()) throw MakeError("no checkpoint to resume from in ", uri_, " (no LATEST)");
+    return latest;
+  }
+  if (!IsCheckpointId(spec)) throw MakeError("'", spec, "' is not a checkpoint id (ckpt-E-B)");
+  return spec;
+}
+
+std::pair<std::string, std::string> SplitResumeSpec(const std::string& resume,
+                                                    const std::string& checkpoint_uri) {
+  if (resume == "latest") {
+    if (checkpoint_uri.empty()) throw MakeError("--resume=latest needs --checkpoint_uri");
+    return {checkpoint_uri, "latest"};
+  }
+  std::string uri = resume;
+  while (uri.size() > 1 && uri.back() == '/') uri.pop_back();
+  const std::string base = BaseName(uri);
+  if (IsCheckpointId(base)) {
+    return {uri.substr(0, uri.size() - base.size() - 1), base};
+  }
+  return {uri, "latest"};
+}
+
+}  // namespace keel

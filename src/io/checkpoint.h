@@ -1,0 +1,109 @@
+// Checkpoints: the snapshot file format and the checkpoint folder layout.
+//
+// A checkpoint is a folder `<root>/ckpt-<epoch>-<batch>/` in some Storage: one
+// snapshot file per server (`server-<rank>.snap`: every row of every table the
+// server held, weights and optimizer state, sorted by key, with a checksum in
+// its last 8 bytes), then `manifest.json`, written last. A folder without a
+// manifest is not a checkpoint. `<root>/LATEST` names the newest committed
+// checkpoint. Checkpoint `ckpt-E-B` resumes training at epoch E after B
+// minibatches per worker (B = 0: between epochs).
+#ifndef KEEL_IO_CHECKPOINT_H_
+#define KEEL_IO_CHECKPOINT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "checkpoint.pb.h"
+#include "io/storage.h"
+
+namespace keel {
+
+// "ckpt-000002-000000120": sorts in training order.
+std::string CheckpointId(int epoch, uint64_t batch);
+std::string SnapshotFileName(int server_rank);
+
+// The rows of one table, sorted by key: keys.size() x row_width floats.
+struct SnapshotTable {
+  uint32_t table = 0;
+  uint32_t weight_width = 0;
+  uint32_t row_width = 0;  // weights, then the optimizer's state
+  std::vector<uint64_t> keys;
+  std::vector<float> rows;
+};
+
+struct ServerSnapshot {
+  int server_rank = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> spans;  // [first, last] key ranges held
+  std::vector<SnapshotTable> tables;
+};
+
+// The file's bytes; its checksum is in its last 8 bytes and in `*checksum`.
+std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum);
+// Checks the magic, version, sizes, key order and checksum; throws Error
+// naming `where` and the check that failed.
+ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where);
+
+// The checkpoints under one storage root.
+class CheckpointStore {
+ public:
+  // Throws Error for a bad URI.
+  explicit CheckpointStore(const std::string& uri);
+
+  const std::string& uri() const { return uri_; }
+  Storage* storage() { return storage_.get(); }
+
+  // Committed checkpoints (those with a manifest), oldest first.
+  std::vector<std::string> Committed();
+  // Folders without a manifest (abandoned or still being written).
+  std::vector<std::string> Incomplete();
+  // The id LATEST names; "" when there is none.
+  std::string Latest();
+
+  // Throws NotFoundError (no manifest: not a checkpoint) or Error (unreadable).
+  proto::CheckpointManifest ReadManifest(const std::string& id);
+  void PutFile(const std::string& id, const std::string& name, std::string_view bytes);
+  std::string GetFile(const std::string& id, const std::string& name);
+
+  // Writes the manifest, then points LATEST at it unless LATEST already names
+  // a newer checkpoint.
+  void Commit(const proto::CheckpointManifest& manifest);
+  // Deletes all but the newest `keep` committed checkpoints, and incomplete
+  // folders older than the newest committed one. keep <= 0: deletes nothing.
+  // Returns the ids deleted.
+  std::vector<std::string> Prune(int keep);
+
+  // Reads the manifest and every file it lists, checking sizes and checksums.
+  // Throws Error naming the checkpoint, the file and the failed check, and the
+  // newest older checkpoint that verifies, if any.
+  proto::CheckpointManifest Verify(const std::string& id);
+
+  // "ckpt-..." or "" from a --resume value relative to this store: "latest"
+  // or "" -> LATEST, an id -> itself. Throws Error if there is none.
+  std::string Resolve(const std::string& spec);
+
+ private:
+  // Verify without looking for an alternative.
+  proto::CheckpointManifest VerifyOnly(const std::string& id);
+  std::string Key(const std::string& id, const std::string& name) const;
+
+  std::string uri_;
+  std::unique_ptr<Storage> storage_;
+};
+
+// Splits a --resume value into the store's URI and a spec for Resolve:
+// "latest" (with `checkpoint_uri` as the store), a checkpoint's own URI
+// (".../ckpt-E-B": its parent is the store), or a store's URI (its LATEST).
+std::pair<std::string, std::string> SplitResumeSpec(const std::string& resume,
+                                                    const std::string& checkpoint_uri);
+
+// The manifest as JSON (what manifest.json holds) and back.
+std::string ManifestToJson(const proto::CheckpointManifest& manifest);
+proto::CheckpointManifest ManifestFromJson(const std::string& json, const std::string& where);
+
+}  // namespace keel
+
+#endif  // KEEL_IO_CHECKPOINT_H_

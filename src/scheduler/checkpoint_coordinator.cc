@@ -1,0 +1,251 @@
+#include "scheduler/checkpoint_coordinator.h"
+
+#include <glog/logging.h>
+
+#include <ctime>
+
+#include "kv/error.h"
+#include "kv/node.h"
+
+namespace keel {
+namespace {
+
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc;
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+Message Reply(proto::Command command, uint64_t sequence) {
+  Message message;
+  message.meta.set_command(command);
+  message.meta.set_response(true);
+  message.meta.set_sequence(sequence);
+  return message;
+}
+
+}  // namespace
+
+CheckpointCoordinator::CheckpointCoordinator(CheckpointOptions options, Send send,
+                                             Committed committed)
+    : options_(std::move(options)), send_(std::move(send)), committed_(std::move(committed)) {
+  if (options_.every < 0) throw MakeError("--checkpoint_every must be >= 0");
+  if (!options_.resume.empty()) {
+    auto [uri, spec] = SplitResumeSpec(options_.resume, options_.uri);
+    CheckpointStore resume_store(uri);
+    resume_id_ = resume_store.Resolve(spec);
+    const proto::CheckpointManifest manifest = resume_store.Verify(resume_id_);
+    resume_uri_ = uri;
+    LOG(INFO) << "resuming from checkpoint " << resume_id_ << " in " << uri << " (epoch "
+              << manifest.epoch() << ", minibatch " << manifest.batch() << ", written by "
+              << manifest.num_servers() << " server(s) and " << manifest.num_workers()
+              << " worker(s))";
+    if (!options_.uri.empty() && uri == options_.uri) last_committed_ = resume_id_;
+  }
+  if (enabled()) {
+    store_ = std::make_unique<CheckpointStore>(options_.uri);
+    const std::string latest = store_->Latest();
+    if (latest > last_committed_) last_committed_ = latest;
+    commit_thread_ = std::thread([this] { CommitLoop(); });
+  }
+}
+
+CheckpointCoordinator::~CheckpointCoordinator() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    stopping_ = true;
+  }
+  queue_changed_.notify_all();
+  if (commit_thread_.joinable()) commit_thread_.join();
+}
+
+void CheckpointCoordinator::FillView(proto::ClusterView* view) const {
+  view->set_checkpoint_every(enabled() ? options_.every : -1);
+  view->set_resume_uri(resume_uri_);
+  view->set_resume_checkpoint(resume_id_);
+}
+
+void CheckpointCoordinator::Answer(int node, uint64_t sequence, const std::string& error) {
+  Message reply = Reply(proto::CHECKPOINT, sequence);
+  reply.meta.set_error(error);
+  send_(node, reply);
+}
+
+void CheckpointCoordinator::OnWorker(int node, int rank, const proto::Meta& meta,
+                                     const std::set<int>& workers, const std::set<int>& servers,
+                                     int num_servers) {
+  proto::WorkerCursor cursor = meta.cursor();
+  cursor.set_rank(rank);
+  if (cursor.epoch_done()) {
+    finished_[node] = cursor;
+  } else {
+    if (!enabled()) {
+      Answer(node, meta.sequence(), "checkpoints are not enabled (--checkpoint_uri)");
+      return;
+    }
+    ready_[node] = Ready{cursor, meta.sequence(), meta.final()};
+    if (meta.has_trainer()) trainer_ = meta.trainer();
+  }
+  TryStart(workers, servers, num_servers);
+}
+
+void CheckpointCoordinator::OnMembership(const std::set<int>& workers,
+                                         const std::set<int>& servers, int num_servers) {
+  for (auto it = ready_.begin(); it != ready_.end();) {
+    it = workers.count(it->first) ? std::next(it) : ready_.erase(it);
+  }
+  for (auto it = copies_left_.begin(); it != copies_left_.end();) {
+    it = servers.count(*it) ? std::next(it) : copies_left_.erase(it);
+  }
+  TryStart(workers, servers, num_servers);
+}
+
+void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::set<int>& servers,
+                                     int num_servers) {
+  if (!copying_.empty() || ready_.empty() || workers.empty()) return;
+  const Ready& first = ready_.begin()->second;
+  const int epoch = first.cursor.epoch();
+  const uint64_t batch = first.cursor.batches();
+  const bool final = first.final;
+  for (int worker : workers) {
+    auto ready = ready_.find(worker);
+    if (ready != ready_.end()) {
+      if (ready->second.cursor.epoch() != epoch || ready->second.cursor.batches() != batch ||
+          ready->second.final != final) {
+        return;  // still on its way (cannot happen while the others wait)
+      }
+      continue;
+    }
+    auto done = finished_.find(worker);
+    const bool past = !final && done != finished_.end() && done->second.epoch() == epoch &&
+                      done->second.batches() < batch;
+    if (!past) return;
+  }
+  const std::string id = CheckpointId(epoch, batch);
+  if (!last_committed_.empty() && id <= last_committed_) {
+    // Resumed from this very point: it is on storage already.
+    for (const auto& [node, ready] : ready_) Answer(node, ready.sequence, "");
+    ready_.clear();
+    return;
+  }
+  Writing& writing = writing_[id];
+  writing.started = MonotonicSeconds();
+  proto::CheckpointManifest& manifest = writing.manifest;
+  manifest.set_format_version(1);
+  manifest.set_id(id);
+  manifest.set_epoch(epoch);
+  manifest.set_batch(batch);
+  manifest.set_final(final);
+  manifest.set_created(UtcNow());
+  manifest.set_num_servers(num_servers);
+  manifest.set_num_workers(static_cast<int>(workers.size()));
+  manifest.set_previous(last_committed_);
+  *manifest.mutable_trainer() = trainer_;
+  for (int worker : workers) {
+    auto ready = ready_.find(worker);
+    *manifest.add_workers() =
+        ready != ready_.end() ? ready->second.cursor : finished_.at(worker);
+  }
+  for (const auto& [node, ready] : ready_) {
+    if (ready.final) {
+      writing.final_waiters[node] = ready.sequence;
+    } else {
+      copy_waiters_[node] = ready.sequence;
+    }
+  }
+  ready_.clear();
+  copying_ = id;
+  copies_left_ = servers;
+  writing.servers_left = servers;
+  LOG(INFO) << "checkpoint " << id << ": servers copy their rows";
+  for (int server : servers) {
+    Message request;
+    request.meta.set_command(proto::SNAPSHOT);
+    request.meta.set_checkpoint(id);
+    request.meta.set_checkpoint_uri(options_.uri);
+    send_(server, request);
+  }
+}
+
+void CheckpointCoordinator::OnServer(int node, const proto::Meta& meta) {
+  if (meta.response()) {  // copied
+    if (meta.checkpoint() != copying_) return;
+    copies_left_.erase(node);
+    if (!copies_left_.empty()) return;
+    for (const auto& [worker, sequence] : copy_waiters_) Answer(worker, sequence, "");
+    copy_waiters_.clear();
+    copying_.clear();
+    return;
+  }
+  auto found = writing_.find(meta.checkpoint());
+  if (found == writing_.end()) return;
+  Writing& writing = found->second;
+  if (!writing.servers_left.erase(node)) return;
+  if (!meta.error().empty()) {
+    writing.error += (writing.error.empty() ? "" : "; ") + meta.error();
+  } else {
+    *writing.manifest.add_files() = meta.file();
+  }
+  if (!writing.servers_left.empty()) return;
+  if (!writing.error.empty()) {
+    FinishCommit(meta.checkpoint(), writing.error);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    queue_.push_back(writing.manifest);
+  }
+  queue_changed_.notify_all();
+}
+
+void CheckpointCoordinator::FinishCommit(const std::string& id, const std::string& error) {
+  auto found = writing_.find(id);
+  if (found == writing_.end()) return;
+  Writing& writing = found->second;
+  if (error.empty()) {
+    uint64_t bytes = 0;
+    for (const auto& file : writing.manifest.files()) bytes += file.bytes();
+    LOG(INFO) << "checkpoint " << id << " committed: " << writing.manifest.files_size()
+              << " file(s), " << bytes << " bytes, " << MonotonicSeconds() - writing.started
+              << " s after the copy began";
+    if (id > last_committed_) last_committed_ = id;
+  } else {
+    LOG(ERROR) << "checkpoint " << id << " abandoned: " << error;
+  }
+  for (const auto& [worker, sequence] : writing.final_waiters) Answer(worker, sequence, error);
+  writing_.erase(found);
+}
+
+void CheckpointCoordinator::CommitLoop() {
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  while (true) {
+    queue_changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;
+    proto::CheckpointManifest manifest = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    std::string error;
+    try {
+      store_->Commit(manifest);
+    } catch (const std::exception& e) {
+      error = std::string("commit failed: ") + e.what();
+    }
+    if (error.empty() && options_.keep > 0) {
+      try {
+        for (const std::string& deleted : store_->Prune(options_.keep)) {
+          LOG(INFO) << "deleted checkpoint " << deleted << " (--keep_checkpoints "
+                    << options_.keep << ")";
+        }
+      } catch (const std::exception& e) {
+        LOG(WARNING) << "old checkpoints not deleted: " << e.what();
+      }
+    }
+    committed_(manifest.id(), error);
+    lock.lock();
+  }
+}
+
+}  // namespace keel

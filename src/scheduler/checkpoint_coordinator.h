@@ -1,0 +1,115 @@
+// CheckpointCoordinator: the scheduler's part in checkpoints.
+//
+// Workers stop at the same checkpoint point (every `every`-th minibatch of an
+// epoch, the start of every epoch after the first, and the end of the job) and
+// report their cursors; a worker whose share of the epoch ends before the
+// point reports that instead and counts as being there. Once every live worker
+// is accounted for, every server is told to copy its rows (SNAPSHOT); once all
+// have, the workers go on, while the servers write in the background and
+// report their files. The coordinator then writes the manifest and LATEST
+// (on its own thread: storage can be slow) and prunes old checkpoints. The
+// final checkpoint's workers are answered only once it is committed, so a
+// finished job has its checkpoint.
+//
+// All methods but the constructor, Start and Stop are called with the
+// scheduler's lock held; the commit thread calls back `committed` without any
+// lock of the coordinator's held.
+#ifndef KEEL_SCHEDULER_CHECKPOINT_COORDINATOR_H_
+#define KEEL_SCHEDULER_CHECKPOINT_COORDINATOR_H_
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "checkpoint.pb.h"
+#include "io/checkpoint.h"
+#include "keel.pb.h"
+#include "kv/message.h"
+
+namespace keel {
+
+struct CheckpointOptions {
+  std::string uri;   // where checkpoints go; "" disables them
+  int every = 0;     // minibatches per worker between checkpoints in an epoch (0: epochs only)
+  int keep = 0;      // committed checkpoints to keep (0: all)
+  std::string resume;  // --resume: "latest", a checkpoint's URI or a store's URI; "" none
+};
+
+class CheckpointCoordinator {
+ public:
+  // Sends a control message to a node (the scheduler stamps it).
+  using Send = std::function<void(int node_id, Message& message)>;
+  // Called from the commit thread after a commit finished (error "" on success).
+  using Committed = std::function<void(const std::string& id, const std::string& error)>;
+
+  // Resolves and verifies the checkpoint to resume from, if any: throws Error
+  // naming the file and the failed check (and the previous good checkpoint).
+  CheckpointCoordinator(CheckpointOptions options, Send send, Committed committed);
+  ~CheckpointCoordinator();
+
+  bool enabled() const { return !options_.uri.empty(); }
+  // Checkpoint settings and the resume point, for every view.
+  void FillView(proto::ClusterView* view) const;
+
+  // A worker's CHECKPOINT message (`node` its id, `rank` its rank).
+  void OnWorker(int node, int rank, const proto::Meta& meta, const std::set<int>& workers,
+                const std::set<int>& servers, int num_servers);
+  // A server's SNAPSHOT reply (copied) or report (written).
+  void OnServer(int node, const proto::Meta& meta);
+  // Membership changed: a worker that left no longer holds a checkpoint back.
+  void OnMembership(const std::set<int>& workers, const std::set<int>& servers, int num_servers);
+  // The commit thread finished `id` (called by the scheduler under its lock).
+  void FinishCommit(const std::string& id, const std::string& error);
+  // Checkpoints copied but not yet committed or abandoned.
+  bool busy() const { return !writing_.empty(); }
+
+ private:
+  struct Ready {
+    proto::WorkerCursor cursor;
+    uint64_t sequence = 0;
+    bool final = false;
+  };
+  struct Writing {
+    proto::CheckpointManifest manifest;
+    std::set<int> servers_left;
+    std::map<int, uint64_t> final_waiters;  // node -> request sequence
+    std::string error;
+    double started = 0;
+  };
+  void TryStart(const std::set<int>& workers, const std::set<int>& servers, int num_servers);
+  void Answer(int node, uint64_t sequence, const std::string& error);
+  void CommitLoop();
+
+  CheckpointOptions options_;
+  Send send_;
+  Committed committed_;
+  std::unique_ptr<CheckpointStore> store_;
+  std::string resume_uri_, resume_id_;
+  std::string last_committed_;  // newest committed (or resumed-from) id
+
+  std::map<int, Ready> ready_;                   // workers stopped at a point
+  std::map<int, proto::WorkerCursor> finished_;  // workers past their share of an epoch
+  proto::TrainerState trainer_;                  // from the leading worker's last report
+  // The checkpoint whose rows are being copied.
+  std::string copying_;
+  std::set<int> copies_left_;
+  std::map<int, uint64_t> copy_waiters_;  // node -> request sequence
+  std::map<std::string, Writing> writing_;
+
+  // The commit thread's queue.
+  std::mutex queue_mutex_;
+  std::condition_variable queue_changed_;
+  std::deque<proto::CheckpointManifest> queue_;
+  bool stopping_ = false;
+  std::thread commit_thread_;
+};
+
+}  // namespace keel
+
+#endif  // KEEL_SCHEDULER_CHECKPOINT_COORDINATOR_H_

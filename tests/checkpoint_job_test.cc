@@ -1,0 +1,233 @@
+// Checkpoints of real jobs: `keel launch --checkpoint_uri`, killed with -9,
+// resumed with --resume, on the same or another number of servers; and
+// damaged checkpoints refused.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "io/checkpoint.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::KeelBinary;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double MetricOf(const std::string& metrics_path, const std::string& name) {
+  const std::string text = ReadFile(metrics_path);
+  std::smatch match;
+  if (!std::regex_search(text, match, std::regex("\"" + name + "\": ([-0-9.eE+]+)"))) return -1;
+  return std::stod(match[1]);
+}
+
+class CheckpointJob : public ::testing::Test {
+ public:
+  void SetUp() override {
+    char folder[] = "/tmp/keel-ckpt-XXXXXX";
+    ASSERT_NE(mkdtemp(folder), nullptr);
+    dir_ = folder;
+    const auto exit = testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000",
+                                    "--features=2000", "--nnz=10", "--seed=11",
+                                    "--out=" + dir_ + "/data"},
+                                   60);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  }
+  void TearDown() override { testing::Run({"/bin/rm", "-rf", dir_}, 30); }
+
+  // A linear learner with synchronous consistency (staleness 0), so that a
+  // single worker's run is deterministic.
+  std::vector<std::string> Job(int servers, int workers, const std::string& model) const {
+    return {KeelBinary(),
+            "launch",
+            "--servers=" + std::to_string(servers),
+            "--workers=" + std::to_string(workers),
+            "--job=linear_learner",
+            "--train=" + dir_ + "/data/train",
+            "--validation=" + dir_ + "/data/validation",
+            "--epochs=5",
+            "--mini_batch_size=50",
+            "--optimizer=adam",
+            "--learning_rate=0.02",
+            "--early_stopping_patience=100",
+            "--staleness=0",
+            "--model_dir=" + dir_ + "/" + model,
+            "--minloglevel=1"};
+  }
+  static std::vector<std::string> With(std::vector<std::string> argv,
+                                       const std::vector<std::string>& more) {
+    argv.insert(argv.end(), more.begin(), more.end());
+    return argv;
+  }
+  testing::Exit Run(const std::vector<std::string>& argv) { return testing::Run(argv, 180); }
+  std::string Store(const std::string& name) const { return "file://" + dir_ + "/" + name; }
+  std::string Weights(const std::string& model) const {
+    return ReadFile(dir_ + "/" + model + "/weights.bin");
+  }
+  double Loss(const std::string& model) const {
+    return MetricOf(dir_ + "/" + model + "/metrics.json", "validation:objective_loss");
+  }
+
+  // Starts `argv`, waits until checkpoint store `name` has a committed
+  // checkpoint inside epoch 2 or later, then kills every process of the job
+  // with SIGKILL. Returns the checkpoint LATEST named at the kill.
+  std::string KillAfterAMidEpochCheckpoint(const std::vector<std::string>& argv,
+                                           const std::string& name) {
+    testing::Processes processes;
+    const pid_t launcher = processes.Start(argv);
+    CheckpointStore store(Store(name));
+    std::string latest;
+    const bool reached = testing::WaitFor(
+        [&] {
+          try {
+            latest = store.Latest();
+          } catch (const Error&) {
+            return false;
+          }
+          return latest >= CheckpointId(2, 1) && latest.substr(latest.size() - 9) != "000000000";
+        },
+        120);
+    // Every process of the job names the job's folder on its command line.
+    for (pid_t pid : testing::ProcessesMentioning(dir_ + "/")) kill(pid, SIGKILL);
+    const testing::Exit exit = processes.Wait(launcher, 10);
+    EXPECT_TRUE(reached) << "no mid-epoch checkpoint within 120 s:\n" << exit.output;
+    EXPECT_EQ(exit.code, 128 + SIGKILL) << "the job ended before it was killed:\n" << exit.output;
+    EXPECT_TRUE(testing::WaitFor([&] { return testing::ProcessesMentioning(dir_ + "/").empty(); },
+                                 10));
+    return latest;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CheckpointJob, KilledJobResumesToTheUninterruptedRunsWeightsBitForBitWithOneWorker) {
+  const auto uninterrupted = Run(Job(2, 1, "whole"));
+  ASSERT_TRUE(uninterrupted.finished && uninterrupted.code == 0) << uninterrupted.output;
+
+  const std::string at = KillAfterAMidEpochCheckpoint(
+      With(Job(2, 1, "killed"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=40"}),
+      "ckpt");
+  const auto resumed = Run(With(Job(2, 1, "resumed"), {"--checkpoint_uri=" + Store("ckpt"),
+                                                       "--checkpoint_every=40", "--resume=latest"}));
+  ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+  ASSERT_FALSE(Weights("whole").empty());
+  EXPECT_TRUE(Weights("resumed") == Weights("whole"))
+      << "resumed from " << at << ": the final weights differ from the uninterrupted run's";
+  EXPECT_EQ(Loss("resumed"), Loss("whole"));
+}
+
+// With two workers the order in which a server applies the two workers'
+// pushes of one clock is not fixed, so even two uninterrupted runs differ in
+// the last bits; the bound is on the loss.
+TEST_F(CheckpointJob, KilledJobWithTwoWorkersResumesWithinOnePercentOfTheUninterruptedLoss) {
+  const auto uninterrupted = Run(Job(2, 2, "whole"));
+  ASSERT_TRUE(uninterrupted.finished && uninterrupted.code == 0) << uninterrupted.output;
+  KillAfterAMidEpochCheckpoint(
+      With(Job(2, 2, "killed"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=20"}),
+      "ckpt");
+  const auto resumed = Run(With(Job(2, 2, "resumed"), {"--checkpoint_uri=" + Store("ckpt"),
+                                                       "--checkpoint_every=20", "--resume=latest"}));
+  ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+  ASSERT_GT(Loss("whole"), 0);
+  EXPECT_NEAR(Loss("resumed"), Loss("whole"), 0.01 * Loss("whole"));
+}
+
+TEST_F(CheckpointJob, ResumesOnFewerAndOnMoreServersThanWroteTheCheckpoint) {
+  const auto written = Run(With(Job(3, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"),
+                                                     "--checkpoint_every=150"}));
+  ASSERT_TRUE(written.finished && written.code == 0) << written.output;
+  const std::string middle = Store("ckpt") + "/" + CheckpointId(3, 150);
+  for (int servers : {2, 4}) {
+    const std::string model = "on" + std::to_string(servers);
+    const auto resumed = Run(With(Job(servers, 1, model), {"--resume=" + middle}));
+    ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+    // One worker: the result does not depend on how keys are spread.
+    EXPECT_TRUE(Weights(model) == Weights("whole")) << servers << " servers";
+  }
+}
+
+TEST_F(CheckpointJob, CorruptedCheckpointIsRefusedNamingTheFileAndThePreviousGoodOne) {
+  const auto written = Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"),
+                                                     "--checkpoint_every=0"}));
+  ASSERT_TRUE(written.finished && written.code == 0) << written.output;
+  CheckpointStore store(Store("ckpt"));
+  const std::string latest = store.Latest();
+  const std::vector<std::string> all = store.Committed();
+  ASSERT_GE(all.size(), 3u);
+  const std::string previous = all[all.size() - 2];
+  {
+    const std::string path = dir_ + "/ckpt/" + latest + "/server-1.snap";
+    std::string bytes = ReadFile(path);
+    bytes[bytes.size() / 2] ^= 0x40;
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  const auto refused = Run(With(Job(2, 1, "resumed"), {"--checkpoint_uri=" + Store("ckpt"),
+                                                       "--resume=latest"}));
+  EXPECT_TRUE(refused.finished);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_TRUE(Contains(refused.output, latest + "/server-1.snap: checksum check failed"))
+      << refused.output;
+  EXPECT_TRUE(Contains(refused.output, "the previous good checkpoint is " + previous))
+      << refused.output;
+
+  const auto verify = testing::Run({KeelBinary(), "checkpoint", "verify", Store("ckpt")}, 60);
+  EXPECT_EQ(verify.code, 1);
+  EXPECT_TRUE(Contains(verify.output, "server-1.snap: checksum check failed")) << verify.output;
+  const auto good =
+      testing::Run({KeelBinary(), "checkpoint", "verify", Store("ckpt") + "/" + previous}, 60);
+  EXPECT_EQ(good.code, 0) << good.output;
+
+  // A checkpoint without its manifest does not exist.
+  std::remove((dir_ + "/ckpt/" + previous + "/manifest.json").c_str());
+  const auto missing = Run(With(Job(2, 1, "resumed"),
+                                {"--resume=" + Store("ckpt") + "/" + previous}));
+  EXPECT_NE(missing.code, 0);
+  EXPECT_TRUE(Contains(missing.output, "has no manifest.json")) << missing.output;
+}
+
+TEST_F(CheckpointJob, KeepCheckpointsLeavesTheNewestAndLsMarksLatest) {
+  const auto written = Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"),
+                                                     "--checkpoint_every=100",
+                                                     "--keep_checkpoints=2"}));
+  ASSERT_TRUE(written.finished && written.code == 0) << written.output;
+  CheckpointStore store(Store("ckpt"));
+  const std::vector<std::string> kept = store.Committed();
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept.back(), store.Latest());
+  EXPECT_TRUE(store.ReadManifest(kept.back()).final());
+  EXPECT_EQ(kept.back(), CheckpointId(6, 0));  // after the fifth and last epoch
+  const auto ls = testing::Run({KeelBinary(), "checkpoint", "ls", Store("ckpt")}, 60);
+  EXPECT_EQ(ls.code, 0);
+  EXPECT_TRUE(Contains(ls.output, kept.back() + "  epoch 6 minibatch 0")) << ls.output;
+  EXPECT_TRUE(Contains(ls.output, "final  LATEST")) << ls.output;
+}
+
+TEST_F(CheckpointJob, CheckpointInsideAnEpochResumesOnlyWithTheWorkersThatWroteIt) {
+  const auto written = Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"),
+                                                     "--checkpoint_every=150"}));
+  ASSERT_TRUE(written.finished && written.code == 0) << written.output;
+  const auto refused =
+      Run(With(Job(2, 2, "resumed"), {"--resume=" + Store("ckpt") + "/" + CheckpointId(2, 150)}));
+  EXPECT_NE(refused.code, 0);
+  EXPECT_TRUE(Contains(refused.output, "taken inside epoch 2 by 1 worker(s); this job has 2"))
+      << refused.output;
+  // Between epochs any number of workers may resume.
+  const auto resumed =
+      Run(With(Job(2, 2, "resumed"), {"--resume=" + Store("ckpt") + "/" + CheckpointId(3, 0)}));
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+}
+
+}  // namespace
+}  // namespace keel

@@ -1,0 +1,215 @@
+// The checkpoint format and store: snapshot files, manifests, LATEST,
+// pruning, verification.
+#include "io/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "io/checksum.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::ErrorOf;
+
+ServerSnapshot SampleSnapshot(int rank) {
+  ServerSnapshot snapshot;
+  snapshot.server_rank = rank;
+  snapshot.spans = {{100, 200}, {1000, ~uint64_t{0}}};
+  SnapshotTable weights;
+  weights.table = 0;
+  weights.weight_width = 2;
+  weights.row_width = 5;
+  weights.keys = {101, 150, 199, 5000};
+  for (size_t i = 0; i < weights.keys.size() * 5; ++i) weights.rows.push_back(0.5f * i - 3);
+  SnapshotTable bias;
+  bias.table = 1;
+  bias.weight_width = 1;
+  bias.row_width = 1;
+  bias.keys = {~uint64_t{0}};
+  bias.rows = {0.25f};
+  snapshot.tables = {weights, bias};
+  return snapshot;
+}
+
+TEST(SnapshotFile, RoundTripsEveryTableAndSpan) {
+  uint64_t checksum = 0;
+  const std::string bytes = EncodeSnapshot(SampleSnapshot(3), &checksum);
+  const ServerSnapshot read = DecodeSnapshot(bytes, "s.snap");
+  EXPECT_EQ(read.server_rank, 3);
+  EXPECT_EQ(read.spans, SampleSnapshot(3).spans);
+  ASSERT_EQ(read.tables.size(), 2u);
+  EXPECT_EQ(read.tables[0].keys, SampleSnapshot(3).tables[0].keys);
+  EXPECT_EQ(read.tables[0].rows, SampleSnapshot(3).tables[0].rows);
+  EXPECT_EQ(read.tables[1].rows, std::vector<float>{0.25f});
+  EXPECT_EQ(checksum, Checksum64::Of(bytes.data(), bytes.size() - 8));
+}
+
+TEST(SnapshotFile, AFlippedByteFailsTheChecksumNamingTheFile) {
+  std::string bytes = EncodeSnapshot(SampleSnapshot(0), nullptr);
+  bytes[bytes.size() / 2] ^= 0x10;
+  const std::string error = ErrorOf([&] { DecodeSnapshot(bytes, "ckpt/server-0.snap"); });
+  EXPECT_TRUE(Contains(error, "ckpt/server-0.snap")) << error;
+  EXPECT_TRUE(Contains(error, "checksum mismatch")) << error;
+}
+
+TEST(SnapshotFile, TruncatedAndForeignFilesAreRefused) {
+  const std::string bytes = EncodeSnapshot(SampleSnapshot(0), nullptr);
+  EXPECT_TRUE(Contains(ErrorOf([&] { DecodeSnapshot(bytes.substr(0, 10), "f"); }), "too short"));
+  // A truncated file whose checksum still matches its (shorter) bytes.
+  std::string cut = bytes.substr(0, 60);
+  const uint64_t sum = Checksum64::Of(cut.data(), cut.size());
+  cut.append(reinterpret_cast<const char*>(&sum), sizeof(sum));
+  EXPECT_TRUE(Contains(ErrorOf([&] { DecodeSnapshot(cut, "f"); }), "f: truncated at byte"));
+  std::string foreign = "NOTASNAPSHOT-FILE";
+  const uint64_t foreign_sum = Checksum64::Of(foreign.data(), foreign.size());
+  foreign.append(reinterpret_cast<const char*>(&foreign_sum), sizeof(foreign_sum));
+  EXPECT_TRUE(Contains(ErrorOf([&] { DecodeSnapshot(foreign, "f"); }), "bad magic"));
+}
+
+TEST(CheckpointId, SortsInTrainingOrder) {
+  EXPECT_EQ(CheckpointId(2, 120), "ckpt-000002-000000120");
+  EXPECT_LT(CheckpointId(2, 999), CheckpointId(3, 0));
+  EXPECT_LT(CheckpointId(3, 5), CheckpointId(3, 40));
+}
+
+TEST(ResumeSpec, NamesTheStoreAndTheCheckpoint) {
+  EXPECT_EQ(SplitResumeSpec("latest", "s3://b/p"), std::make_pair(std::string("s3://b/p"),
+                                                                  std::string("latest")));
+  EXPECT_EQ(SplitResumeSpec("file:///x/ckpt-000002-000000000/", ""),
+            std::make_pair(std::string("file:///x"), std::string("ckpt-000002-000000000")));
+  EXPECT_EQ(SplitResumeSpec("s3://b/p", ""),
+            std::make_pair(std::string("s3://b/p"), std::string("latest")));
+  EXPECT_TRUE(Contains(ErrorOf([] { SplitResumeSpec("latest", ""); }), "--checkpoint_uri"));
+}
+
+class CheckpointStoreTest : public testing::TempFolderTest {
+ protected:
+  // Writes a checkpoint with two servers' files; commits it unless told not to.
+  proto::CheckpointManifest Write(CheckpointStore* store, int epoch, uint64_t batch,
+                                  bool commit = true) {
+    proto::CheckpointManifest manifest;
+    manifest.set_format_version(1);
+    manifest.set_id(CheckpointId(epoch, batch));
+    manifest.set_epoch(epoch);
+    manifest.set_batch(batch);
+    manifest.set_num_servers(2);
+    for (int rank = 0; rank < 2; ++rank) {
+      uint64_t checksum = 0;
+      const std::string bytes = EncodeSnapshot(SampleSnapshot(rank), &checksum);
+      store->PutFile(manifest.id(), SnapshotFileName(rank), bytes);
+      proto::CheckpointFile* file = manifest.add_files();
+      file->set_name(SnapshotFileName(rank));
+      file->set_server_rank(rank);
+      file->set_bytes(bytes.size());
+      file->set_checksum(ChecksumHex(checksum));
+    }
+    if (commit) store->Commit(manifest);
+    return manifest;
+  }
+  void FlipByte(const std::string& path, size_t offset) {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(static_cast<std::streamoff>(offset));
+    char byte = 0;
+    file.read(&byte, 1);
+    byte ^= 0x01;
+    file.seekp(static_cast<std::streamoff>(offset));
+    file.write(&byte, 1);
+  }
+};
+
+TEST_F(CheckpointStoreTest, CommitWritesTheManifestAndMovesLatestForwardOnly) {
+  CheckpointStore store("file://" + folder_);
+  EXPECT_EQ(store.Latest(), "");
+  Write(&store, 1, 10);
+  EXPECT_EQ(store.Latest(), "ckpt-000001-000000010");
+  Write(&store, 2, 0);
+  // A late commit of an older checkpoint leaves LATEST where it is.
+  Write(&store, 1, 20);
+  EXPECT_EQ(store.Latest(), "ckpt-000002-000000000");
+  EXPECT_EQ(store.Committed(), (std::vector<std::string>{"ckpt-000001-000000010",
+                                                         "ckpt-000001-000000020",
+                                                         "ckpt-000002-000000000"}));
+  EXPECT_EQ(store.ReadManifest("ckpt-000001-000000020").batch(), 20u);
+}
+
+TEST_F(CheckpointStoreTest, AFolderWithoutAManifestIsNotACheckpoint) {
+  CheckpointStore store(folder_);
+  Write(&store, 1, 10);
+  Write(&store, 1, 20, /*commit=*/false);
+  EXPECT_EQ(store.Committed(), std::vector<std::string>{"ckpt-000001-000000010"});
+  EXPECT_EQ(store.Incomplete(), std::vector<std::string>{"ckpt-000001-000000020"});
+  const std::string error = ErrorOf([&] { store.Verify("ckpt-000001-000000020"); });
+  EXPECT_TRUE(Contains(error, "no manifest.json")) << error;
+  EXPECT_TRUE(Contains(error, "the previous good checkpoint is ckpt-000001-000000010")) << error;
+}
+
+TEST_F(CheckpointStoreTest, VerifyNamesTheCorruptedFileAndThePreviousGoodCheckpoint) {
+  CheckpointStore store(folder_);
+  Write(&store, 1, 10);
+  Write(&store, 1, 20);
+  EXPECT_NO_THROW(store.Verify("ckpt-000001-000000020"));
+  FlipByte(folder_ + "/ckpt-000001-000000020/server-1.snap", 40);
+  const std::string error = ErrorOf([&] { store.Verify("ckpt-000001-000000020"); });
+  EXPECT_TRUE(Contains(error, "ckpt-000001-000000020/server-1.snap")) << error;
+  EXPECT_TRUE(Contains(error, "checksum check failed")) << error;
+  EXPECT_TRUE(Contains(error, "the previous good checkpoint is ckpt-000001-000000010")) << error;
+}
+
+TEST_F(CheckpointStoreTest, VerifyNamesAMissingOrResizedFile) {
+  CheckpointStore store(folder_);
+  Write(&store, 1, 10);
+  std::remove((folder_ + "/ckpt-000001-000000010/server-0.snap").c_str());
+  std::string error = ErrorOf([&] { store.Verify("ckpt-000001-000000010"); });
+  EXPECT_TRUE(Contains(error, "server-0.snap: missing")) << error;
+  EXPECT_TRUE(Contains(error, "no older checkpoint")) << error;
+  Write(&store, 1, 20);
+  std::ofstream(folder_ + "/ckpt-000001-000000020/server-1.snap", std::ios::app) << "x";
+  error = ErrorOf([&] { store.Verify("ckpt-000001-000000020"); });
+  EXPECT_TRUE(Contains(error, "server-1.snap: size check failed")) << error;
+}
+
+TEST_F(CheckpointStoreTest, PruneKeepsTheNewestAndDropsOlderIncompleteOnes) {
+  CheckpointStore store(folder_);
+  Write(&store, 1, 10);
+  Write(&store, 1, 15, /*commit=*/false);
+  Write(&store, 1, 20);
+  Write(&store, 1, 30);
+  Write(&store, 1, 40, /*commit=*/false);  // newer than every committed one: being written
+  const std::vector<std::string> deleted = store.Prune(2);
+  EXPECT_EQ(deleted, (std::vector<std::string>{"ckpt-000001-000000010", "ckpt-000001-000000015"}));
+  EXPECT_EQ(store.Committed(),
+            (std::vector<std::string>{"ckpt-000001-000000020", "ckpt-000001-000000030"}));
+  EXPECT_EQ(store.Incomplete(), std::vector<std::string>{"ckpt-000001-000000040"});
+  EXPECT_TRUE(store.Prune(0).empty());
+}
+
+TEST_F(CheckpointStoreTest, ResolveFindsLatestOrSaysThereIsNone) {
+  CheckpointStore store(folder_);
+  EXPECT_TRUE(Contains(ErrorOf([&] { store.Resolve("latest"); }), "no checkpoint to resume"));
+  Write(&store, 3, 0);
+  EXPECT_EQ(store.Resolve("latest"), "ckpt-000003-000000000");
+  EXPECT_EQ(store.Resolve("ckpt-000001-000000001"), "ckpt-000001-000000001");
+  EXPECT_TRUE(Contains(ErrorOf([&] { store.Resolve("elsewhere"); }), "not a checkpoint id"));
+}
+
+TEST(Manifest, RoundTripsThroughJsonAndRefusesGarbage) {
+  proto::CheckpointManifest manifest;
+  manifest.set_format_version(1);
+  manifest.set_id("ckpt-000001-000000002");
+  manifest.set_batch(2);
+  (*manifest.mutable_trainer()->mutable_metrics())["validation:roc_auc_score"] = 0.75;
+  const proto::CheckpointManifest read = ManifestFromJson(ManifestToJson(manifest), "m");
+  EXPECT_EQ(read.id(), manifest.id());
+  EXPECT_EQ(read.trainer().metrics().at("validation:roc_auc_score"), 0.75);
+  EXPECT_TRUE(Contains(ErrorOf([] { ManifestFromJson("{not json", "x/manifest.json"); }),
+                       "x/manifest.json: not a valid manifest"));
+  EXPECT_TRUE(Contains(ErrorOf([] { ManifestFromJson("{\"format_version\": 7}", "m"); }),
+                       "format version 7"));
+}
+
+}  // namespace
+}  // namespace keel
