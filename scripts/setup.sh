@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Installs Keel's build dependencies from Debian's packages (only those
-# missing) and builds into build/. Safe to run again.
+# missing), the S3 test server (Node and scripts/s3rver's npm packages, only
+# when missing: no network needed the second time), and builds into build/.
+# Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libzmq3-dev cppzmq-dev libprotobuf-dev
-          protobuf-compiler libeigen3-dev libgflags-dev libgoogle-glog-dev libgtest-dev)
+          protobuf-compiler libeigen3-dev libgflags-dev libgoogle-glog-dev libgtest-dev
+          libcurl4-openssl-dev libssl-dev)
 missing=()
+# Node runs the S3 test server; a Node from elsewhere (with its own npm) will do.
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+elif ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$package")
@@ -18,6 +27,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}" \
     || { "${sudo_cmd[@]}" apt-get update -q && "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}"; }
+fi
+
+# The S3-protocol server the storage tests run on loopback (scripts/s3rver).
+if [ ! -f scripts/s3rver/node_modules/@20minutes/s3rver/package.json ]; then
+  echo "setup: installing the S3 test server (npm ci in scripts/s3rver)"
+  (cd scripts/s3rver && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # The CUDA backend is built when nvcc is found; CUDA lives here on these machines.

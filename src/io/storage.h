@@ -54,8 +54,60 @@ class Storage {
 };
 
 // Opens the storage a URI names: file:///absolute/path, s3://bucket[/prefix],
-// or a plain path (a folder). Throws Error for an unknown scheme or a bad URI.
+// or a plain path (a folder). s3:// takes its settings from the environment
+// (S3Options::FromEnvironment). Throws Error for an unknown scheme or a bad URI.
 std::unique_ptr<Storage> OpenStorage(const std::string& uri);
+
+// True for "s3://..." and "file://..." URIs; false for plain paths.
+bool IsStorageUri(const std::string& text);
+
+// A folder: Put writes a temporary file beside the target, fsyncs it and
+// renames it over the target (creating parent folders), so readers see the old
+// or the new object. List walks the folder recursively. `root` is a path or a
+// file:// URI; it need not exist yet.
+std::unique_ptr<Storage> OpenFileStorage(const std::string& root);
+
+// Settings of the S3 backend.
+struct S3Options {
+  enum class Addressing { kAuto, kPath, kVirtualHost };
+
+  // Credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN).
+  // Without a key id and secret, requests go unsigned. They are never logged
+  // nor put in an error message.
+  std::string access_key_id, secret_access_key, session_token;
+  // AWS_REGION (or AWS_DEFAULT_REGION); signs requests for this region.
+  std::string region = "us-east-1";
+  // AWS_ENDPOINT_URL or KEEL_S3_ENDPOINT: an S3-compatible store,
+  // "http://127.0.0.1:9000". Empty: AWS, https://s3.REGION.amazonaws.com.
+  std::string endpoint;
+  // KEEL_S3_ADDRESSING=path|virtual. kAuto: path-style (endpoint/bucket/key)
+  // with an endpoint, virtual-host (bucket.endpoint/key) for AWS.
+  Addressing addressing = Addressing::kAuto;
+  // Objects larger than this go up in parts of part_size bytes
+  // (KEEL_S3_MULTIPART_THRESHOLD, KEEL_S3_PART_SIZE). S3 refuses parts under
+  // 5 MiB except the last.
+  uint64_t multipart_threshold = uint64_t{8} << 20;
+  uint64_t part_size = uint64_t{8} << 20;
+  // A request that fails to connect or gets a 5xx (or 429) is tried again up
+  // to max_retries times (KEEL_S3_RETRIES), after initial_backoff_s, doubling
+  // each time up to max_backoff_s.
+  int max_retries = 5;
+  double initial_backoff_s = 0.2;
+  double max_backoff_s = 10;
+  // Connection timeout, and the time a transfer may go on below 1 KiB/s
+  // before it counts as failed.
+  double connect_timeout_s = 10;
+  double stall_timeout_s = 60;
+  // Keys per ListObjectsV2 page (S3 returns at most 1000).
+  int list_page_size = 1000;
+
+  // The defaults, overridden by the variables named above. Throws Error
+  // naming a variable with a bad value.
+  static S3Options FromEnvironment();
+};
+
+// `uri` is s3://bucket[/prefix]. Throws Error for a bad URI or options.
+std::unique_ptr<Storage> OpenS3Storage(const std::string& uri, const S3Options& options);
 
 }  // namespace keel
 
