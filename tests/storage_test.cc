@@ -17,6 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "io/batch.h"
+#include "io/input_split.h"
+#include "io/readers.h"
 #include "s3_server.h"
 #include "test_util.h"
 
@@ -336,6 +339,110 @@ TEST_F(S3StorageTest, OpenStorageReadsTheEnvironment) {
   setenv("KEEL_S3_ADDRESSING", "sideways", 1);
   EXPECT_TRUE(Contains(ErrorOf([] { S3Options::FromEnvironment(); }), "KEEL_S3_ADDRESSING"));
   unsetenv("KEEL_S3_ADDRESSING");
+}
+
+// ---- Data channels on storage.
+
+// "label 1:label" lines, labels from `first` on.
+std::string LibsvmLines(int first, int count) {
+  std::string text;
+  for (int i = first; i < first + count; ++i) {
+    text += std::to_string(i) + " 1:" + std::to_string(i) + " 7:0.5\n";
+  }
+  return text;
+}
+
+// The labels of every example in the splits, read as libsvm.
+std::vector<int> ReadLabels(const std::vector<InputSplit>& splits) {
+  std::vector<int> labels;
+  for (const InputSplit& split : splits) {
+    auto reader = OpenReader(split, ReaderOptions{});
+    Batch batch;
+    while (reader->Read(1000, &batch) > 0) {
+    }
+    for (const float label : batch.labels) labels.push_back(static_cast<int>(label));
+  }
+  return labels;
+}
+
+std::vector<int> Sorted(std::vector<int> values) {
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+std::vector<int> Range(int count) {
+  std::vector<int> values(count);
+  for (int i = 0; i < count; ++i) values[i] = i;
+  return values;
+}
+
+TEST_F(S3StorageTest, AChannelPrefixIsShardedByObjectAcrossWorkers) {
+  const std::string uri = Uri();
+  auto storage = OpenS3Storage(uri, server_->Options());
+  server_->ExportEnvironment();  // ResolveChannel opens storage from the environment
+  storage->Put("train/part-0", LibsvmLines(0, 50));
+  storage->Put("train/part-1", LibsvmLines(50, 50));
+  storage->Put("train/part-2", LibsvmLines(100, 50));
+  storage->Put("train/_SUCCESS", "");
+  storage->Put("train/old/part-9", LibsvmLines(1000, 5));  // deeper: not part of the channel
+  const std::vector<InputSplit> first = ResolveChannel(uri + "/train/", 0, 2);
+  const std::vector<InputSplit> second = ResolveChannel(uri + "/train/", 1, 2);
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first[0].path, uri + "/train/part-0");
+  EXPECT_EQ(second[0].path, uri + "/train/part-1");
+  std::vector<int> labels = ReadLabels(first);
+  for (const int label : ReadLabels(second)) labels.push_back(label);
+  EXPECT_EQ(Sorted(labels), Range(150));
+}
+
+TEST_F(S3StorageTest, OneObjectIsCutIntoByteRangesReadOnceEach) {
+  const std::string uri = Uri();
+  server_->ExportEnvironment();
+  // About 4.5 MB: several prefetched blocks per worker's range.
+  OpenS3Storage(uri, server_->Options())->Put("data.libsvm", LibsvmLines(0, 200000));
+  std::vector<int> labels;
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::vector<InputSplit> splits = ResolveChannel(uri + "/data.libsvm", rank, 3);
+    ASSERT_EQ(splits.size(), 1u);
+    EXPECT_EQ(splits[0].begin > 0, rank > 0);  // byte ranges, not the whole object
+    EXPECT_LT(splits[0].end - splits[0].begin, size_t{2} << 20);
+    for (const int label : ReadLabels(splits)) labels.push_back(label);
+  }
+  EXPECT_EQ(Sorted(labels), Range(200000));
+}
+
+TEST_F(S3StorageTest, BlockReaderReadsAnObjectFromAnOffsetAcrossFetches) {
+  const std::string uri = Uri();
+  server_->ExportEnvironment();
+  const std::string data = RandomBytes((size_t{3} << 20) + 77, 3);
+  OpenS3Storage(uri, server_->Options())->Put("blob", data);
+  BlockReader reader(uri + "/blob", false, 12345, size_t{64} << 10);  // fetches of 1 MiB
+  EXPECT_EQ(reader.file_size(), data.size());
+  std::string back;
+  while (reader.Fill(1)) {
+    back.append(reader.data(), reader.size());
+    reader.Consume(reader.size());
+  }
+  EXPECT_TRUE(reader.at_end());
+  ASSERT_EQ(back.size(), data.size() - 12345);
+  EXPECT_TRUE(back == data.substr(12345));
+}
+
+TEST_F(S3StorageTest, AMissingChannelIsNamed) {
+  server_->ExportEnvironment();
+  const std::string uri = Uri() + "/nothing/";
+  const std::string error = ErrorOf([&] { ResolveChannel(uri, 0, 1); });
+  EXPECT_TRUE(Contains(error, uri)) << error;
+  EXPECT_TRUE(Contains(error, "no such object or prefix")) << error;
+}
+
+TEST_F(FileStorageTest, FileUrisWorkAsChannels) {
+  WriteFile("a.libsvm", LibsvmLines(0, 10));
+  WriteFile("b.libsvm", LibsvmLines(10, 10));
+  EXPECT_EQ(Sorted(ReadLabels(ResolveChannel("file://" + folder_, 0, 1))), Range(20));
+  EXPECT_EQ(Sorted(ReadLabels(ResolveChannel("file://" + folder_ + "/b.libsvm", 0, 1))).size(),
+            10u);
 }
 
 TEST(S3RetryTest, NothingListeningFailsAfterTheRetriesNamingTheUri) {

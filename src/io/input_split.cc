@@ -7,8 +7,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 
+#include "io/storage.h"
 #include "kv/error.h"
 
 namespace keel {
@@ -21,6 +27,54 @@ void CheckReadable(const std::string& path) {
   if (access(path.c_str(), R_OK) != 0) {
     throw MakeError(path, ": cannot read: ", ErrnoText());
   }
+}
+
+const char kFileScheme[] = "file://";
+
+bool IsFileUri(const std::string& path) { return path.rfind(kFileScheme, 0) == 0; }
+
+// A file:// URI's path; anything else unchanged.
+std::string LocalPath(const std::string& path) {
+  return IsFileUri(path) ? path.substr(sizeof kFileScheme - 1) : path;
+}
+
+bool IsObjectUri(const std::string& path) { return path.rfind("s3://", 0) == 0; }
+
+// An object URI's storage (its "folder") and key (its last part).
+std::pair<std::unique_ptr<Storage>, std::string> OpenObject(const std::string& uri) {
+  const size_t slash = uri.rfind('/');
+  if (slash == std::string::npos || slash + 1 == uri.size() || slash < uri.find("://") + 3) {
+    throw MakeError(uri, ": does not name an object");
+  }
+  return {OpenStorage(uri.substr(0, slash)), uri.substr(slash + 1)};
+}
+
+bool IsInputName(const std::string& name) {
+  return !name.empty() && name[0] != '.' && name[0] != '_';
+}
+
+// The objects directly under a storage URI, or the object it names.
+std::vector<InputFile> ListObjects(const std::string& uri) {
+  std::unique_ptr<Storage> storage = OpenStorage(uri);
+  const std::vector<ObjectInfo> objects = storage->List("");
+  std::vector<InputFile> files;
+  for (const ObjectInfo& object : objects) {
+    if (object.key.find('/') == std::string::npos && IsInputName(object.key)) {
+      files.push_back(InputFile{storage->UriOf(object.key), object.size});
+    }
+  }
+  if (!files.empty()) return files;  // sorted by key, as List returns them
+  if (!objects.empty()) {
+    throw MakeError(uri, ": prefix holds no input objects (names starting with '.' or '_' ",
+                    "and deeper prefixes are ignored)");
+  }
+  if (uri.back() != '/') {
+    auto [parent, key] = OpenObject(uri);
+    for (const ObjectInfo& object : parent->List(key)) {
+      if (object.key == key) return {InputFile{uri, object.size}};
+    }
+  }
+  throw MakeError(uri, ": no such object or prefix");
 }
 
 void CheckWorker(int rank, int workers) {
@@ -40,8 +94,10 @@ std::string InputSplit::Describe() const {
   return text + ")";
 }
 
-std::vector<InputFile> ListInputs(const std::string& path) {
-  if (path.empty()) throw MakeError("input path is empty");
+std::vector<InputFile> ListInputs(const std::string& uri) {
+  if (uri.empty()) throw MakeError("input path is empty");
+  if (IsObjectUri(uri)) return ListObjects(uri);
+  const std::string path = LocalPath(uri);
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {
     throw MakeError(path, ": cannot read: ", ErrnoText());
@@ -120,8 +176,112 @@ std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int wo
   return {InputSplit{path, 0, UINT64_MAX, true}};
 }
 
-BlockReader::BlockReader(const std::string& path, bool is_pipe, uint64_t offset, size_t block_size)
-    : path_(path), buffer_(std::max<size_t>(block_size, 16)) {
+// Reads an object with ranged GETs on a background thread, `ahead` blocks
+// ahead of the reader.
+class ObjectPrefetcher {
+ public:
+  ObjectPrefetcher(const std::string& uri, uint64_t offset, size_t block_size, size_t ahead)
+      : uri_(uri), next_(offset), block_size_(block_size), ahead_(ahead) {
+    auto [storage, key] = OpenObject(uri);
+    storage_ = std::move(storage);
+    key_ = std::move(key);
+    for (const ObjectInfo& object : storage_->List(key_)) {
+      if (object.key == key_) size_ = object.size;
+    }
+    if (size_ == UINT64_MAX) throw MakeError(uri, ": cannot open: no such object");
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~ObjectPrefetcher() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+  uint64_t size() const { return size_; }
+
+  // Up to `count` bytes; 0 at the end. Throws the Error a fetch ended with.
+  size_t Read(char* destination, size_t count) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !blocks_.empty() || done_; });
+    if (blocks_.empty()) {
+      if (error_) std::rethrow_exception(error_);
+      return 0;
+    }
+    const std::string& block = blocks_.front();
+    const size_t n = std::min(count, block.size() - consumed_);
+    std::memcpy(destination, block.data() + consumed_, n);
+    consumed_ += n;
+    if (consumed_ == block.size()) {
+      blocks_.pop_front();
+      consumed_ = 0;
+      changed_.notify_all();
+    }
+    return n;
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_ && next_ < size_) {
+      if (blocks_.size() >= ahead_) {
+        changed_.wait(lock, [&] { return stop_ || blocks_.size() < ahead_; });
+        continue;
+      }
+      const uint64_t offset = next_;
+      const uint64_t length = std::min<uint64_t>(block_size_, size_ - offset);
+      lock.unlock();
+      std::string block;
+      std::exception_ptr error;
+      try {
+        block = storage_->GetRange(key_, offset, length);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      if (error) {
+        error_ = error;
+        break;
+      }
+      // A shorter block than asked for: the object shrank; its end is here.
+      next_ = block.size() < length ? size_ : offset + block.size();
+      if (!block.empty()) blocks_.push_back(std::move(block));
+      changed_.notify_all();
+    }
+    done_ = true;
+    changed_.notify_all();
+  }
+
+  const std::string uri_;
+  std::unique_ptr<Storage> storage_;
+  std::string key_;
+  uint64_t size_ = UINT64_MAX;
+  uint64_t next_;  // the offset of the next block to fetch
+  const size_t block_size_;
+  const size_t ahead_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::string> blocks_;
+  size_t consumed_ = 0;  // bytes of blocks_.front() already read
+  bool stop_ = false, done_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+BlockReader::BlockReader(const std::string& uri, bool is_pipe, uint64_t offset, size_t block_size)
+    : path_(uri), buffer_(std::max<size_t>(block_size, 16)) {
+  if (IsObjectUri(uri)) {
+    if (is_pipe) throw MakeError("pipe:", uri, ": an object cannot be read as a stream");
+    const size_t fetch = std::clamp<size_t>(2 * block_size, size_t{1} << 20, size_t{8} << 20);
+    object_ = std::make_unique<ObjectPrefetcher>(uri, offset, fetch, 2);
+    file_size_ = object_->size();
+    position_ = offset;
+    return;
+  }
+  const std::string path = LocalPath(uri);
   descriptor_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (descriptor_ < 0) throw MakeError(path, ": cannot open: ", ErrnoText());
   struct stat info;
@@ -145,6 +305,17 @@ BlockReader::~BlockReader() {
   if (descriptor_ >= 0) close(descriptor_);
 }
 
+size_t BlockReader::ReadSome(char* destination, size_t count) {
+  if (object_) return object_->Read(destination, count);
+  for (;;) {
+    const ssize_t got = read(descriptor_, destination, count);
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno != EINTR) {
+      throw MakeError(path_, "@", position_ + end_ - begin_, ": read failed: ", ErrnoText());
+    }
+  }
+}
+
 bool BlockReader::Fill(size_t count) {
   if (size() >= count) return true;
   if (at_end_) return false;
@@ -156,16 +327,12 @@ bool BlockReader::Fill(size_t count) {
   }
   if (count > buffer_.size()) buffer_.resize(std::max(count, 2 * buffer_.size()));
   while (end_ < count) {
-    const ssize_t got = read(descriptor_, buffer_.data() + end_, buffer_.size() - end_);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw MakeError(path_, "@", position_ + end_, ": read failed: ", ErrnoText());
-    }
+    const size_t got = ReadSome(buffer_.data() + end_, buffer_.size() - end_);
     if (got == 0) {
       at_end_ = true;
       return false;
     }
-    end_ += static_cast<size_t>(got);
+    end_ += got;
   }
   return true;
 }

@@ -1,8 +1,9 @@
 // Input splits: which bytes of a training channel each worker reads, and the
 // block reader that reads them.
 //
-// A channel is a file, a folder of files, or a stream (SageMaker's Pipe mode:
-// a FIFO per worker). Each worker gets a list of InputSplits; together the
+// A channel is a file, a folder of files, the objects under a storage URI
+// (s3://bucket/prefix/, file:///folder/; io/storage.h), or a stream
+// (SageMaker's Pipe mode: a FIFO per worker). Each worker gets a list of InputSplits; together the
 // workers' splits cover every byte of the channel exactly once, and a record
 // belongs to the split that holds its first byte, so every record is read by
 // exactly one worker.
@@ -11,14 +12,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace keel {
 
-// A byte range of one file, or a whole stream.
+// A byte range of one file (or storage object), or a whole stream.
 struct InputSplit {
-  std::string path;
+  std::string path;  // a local path, or an object's URI (s3://bucket/key, file:///path)
   // The byte range [begin, end). A record belongs to the split holding its
   // first byte; a reader may read past `end` to finish its last record.
   uint64_t begin = 0, end = UINT64_MAX;
@@ -36,8 +38,11 @@ struct InputFile {
 };
 
 // A file, or the regular files of a folder (not recursive; sorted by name;
-// skipping names that start with '.' or '_'). Throws Error if the path is
-// missing, unreadable, or holds no files.
+// skipping names that start with '.' or '_'). A storage URI is listed the same
+// way: the objects directly under the prefix (s3://bucket/train/ holds
+// s3://bucket/train/part-0, not s3://bucket/train/old/part-0), or the one
+// object the URI names. Throws Error if the path is missing, unreadable, or
+// holds no files.
 std::vector<InputFile> ListInputs(const std::string& path);
 
 // The splits of worker `rank` of `workers` (0 <= rank < workers, else Error).
@@ -56,14 +61,19 @@ std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int ran
 // path.
 std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers);
 
+class ObjectPrefetcher;
+
 // Reads a file from an offset, or a stream from its start, in large blocks
-// with read(2): the byte source under the record readers. Keeps a window of
-// buffered, not yet consumed bytes; the window moves when Fill reads more, so
-// pointers into it are valid only until the next Fill. Not thread-safe.
+// with read(2): the byte source under the record readers. An s3:// object is
+// read with ranged GETs on a background thread that keeps two blocks (of
+// 2 x block_size, at most 8 MiB) fetched ahead of the reader. Keeps a window
+// of buffered, not yet consumed bytes; the window moves when Fill reads more,
+// so pointers into it are valid only until the next Fill. Not thread-safe.
 class BlockReader {
  public:
-  // Opens `path` and, unless `is_pipe`, starts at byte `offset`. Opening a
-  // FIFO blocks until a writer opens it. Throws Error if it cannot open.
+  // Opens `path` (a path, or a file:// or s3:// URI) and, unless `is_pipe`,
+  // starts at byte `offset`. Opening a FIFO blocks until a writer opens it.
+  // Throws Error if it cannot open.
   BlockReader(const std::string& path, bool is_pipe, uint64_t offset,
               size_t block_size = size_t{4} << 20);
   ~BlockReader();
@@ -91,8 +101,12 @@ class BlockReader {
   bool Fill(size_t count);
 
  private:
+  // Up to `count` bytes into `destination`; 0 at the end of the input.
+  size_t ReadSome(char* destination, size_t count);
+
   std::string path_;
   int descriptor_ = -1;
+  std::unique_ptr<ObjectPrefetcher> object_;  // for an s3:// object
   std::vector<char> buffer_;
   size_t begin_ = 0, end_ = 0;  // the window in buffer_
   uint64_t position_ = 0;

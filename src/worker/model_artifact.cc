@@ -4,9 +4,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
+#include "io/storage.h"
 #include "kv/error.h"
 
 namespace keel {
@@ -29,19 +29,19 @@ class Checksum {
 
 class Writer {
  public:
-  explicit Writer(std::ofstream* out) : out_(out) {}
+  explicit Writer(std::string* out) : out_(out) {}
   template <typename T>
   void Put(const T& value) {
     Bytes(&value, sizeof(T));
   }
   void Bytes(const void* data, size_t size) {
     checksum_.Add(data, size);
-    out_->write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+    out_->append(static_cast<const char*>(data), size);
   }
   uint64_t checksum() const { return checksum_.value(); }
 
  private:
-  std::ofstream* out_;
+  std::string* out_;
   Checksum checksum_;
 };
 
@@ -81,6 +81,11 @@ std::string JsonString(const std::string& text) {
   return out + "\"";
 }
 
+// For messages: "DIR/NAME" for a local folder, the object's URI otherwise.
+std::string NameOf(const std::string& dir, const Storage& storage, const std::string& name) {
+  return IsStorageUri(dir) ? storage.UriOf(name) : dir + "/" + name;
+}
+
 }  // namespace
 
 void MakeDirectories(const std::string& dir) {
@@ -98,40 +103,35 @@ void MakeDirectories(const std::string& dir) {
 }
 
 void ModelArtifact::Write(const std::string& dir) const {
-  MakeDirectories(dir);
   const Hyperparameters& h = hyperparameters;
   const uint32_t width = static_cast<uint32_t>(h.weight_width());
   if (weights.size() != features.size() * width) {
     throw MakeError("model artifact: ", weights.size(), " weights for ", features.size(),
                     " features of width ", width);
   }
-  const std::string path = dir + "/weights.bin";
-  {
-    std::ofstream out(path + ".tmp", std::ios::binary);
-    if (!out) throw MakeError("cannot write ", path, ".tmp");
-    Writer writer(&out);
-    writer.Bytes(kMagic, sizeof(kMagic));
-    writer.Put<uint32_t>(kModelFormatVersion);
-    writer.Put<uint32_t>(static_cast<uint32_t>(h.job));
-    writer.Put<uint32_t>(static_cast<uint32_t>(h.predictor_type));
-    writer.Put<uint32_t>(static_cast<uint32_t>(h.num_classes));
-    writer.Put<uint32_t>(static_cast<uint32_t>(h.num_factors));
-    writer.Put<uint32_t>(h.use_bias ? 1 : 0);
-    writer.Put<uint32_t>(width);
-    writer.Put<uint32_t>(static_cast<uint32_t>(bias.size()));
-    writer.Put<uint64_t>(features.size());
-    for (size_t i = 0; i < features.size(); ++i) {
-      writer.Put<uint64_t>(features[i]);
-      writer.Bytes(weights.data() + i * width, sizeof(float) * width);
-    }
-    writer.Bytes(bias.data(), sizeof(float) * bias.size());
-    const uint64_t checksum = writer.checksum();
-    out.write(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
-    if (!out) throw MakeError("cannot write ", path, ".tmp");
+  std::string bytes;
+  bytes.reserve(64 + features.size() * (sizeof(uint64_t) + sizeof(float) * width) +
+                sizeof(float) * bias.size());
+  Writer writer(&bytes);
+  writer.Bytes(kMagic, sizeof(kMagic));
+  writer.Put<uint32_t>(kModelFormatVersion);
+  writer.Put<uint32_t>(static_cast<uint32_t>(h.job));
+  writer.Put<uint32_t>(static_cast<uint32_t>(h.predictor_type));
+  writer.Put<uint32_t>(static_cast<uint32_t>(h.num_classes));
+  writer.Put<uint32_t>(static_cast<uint32_t>(h.num_factors));
+  writer.Put<uint32_t>(h.use_bias ? 1 : 0);
+  writer.Put<uint32_t>(width);
+  writer.Put<uint32_t>(static_cast<uint32_t>(bias.size()));
+  writer.Put<uint64_t>(features.size());
+  for (size_t i = 0; i < features.size(); ++i) {
+    writer.Put<uint64_t>(features[i]);
+    writer.Bytes(weights.data() + i * width, sizeof(float) * width);
   }
-  if (rename((path + ".tmp").c_str(), path.c_str()) != 0) throw MakeError("cannot write ", path);
+  writer.Bytes(bias.data(), sizeof(float) * bias.size());
+  const uint64_t checksum = writer.checksum();
+  bytes.append(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
 
-  std::ofstream json(dir + "/model.json");
+  std::ostringstream json;
   json << "{\"format_version\":" << kModelFormatVersion << ",\"job\":" << JsonString(h.JobName())
        << ",\"predictor_type\":" << JsonString(h.PredictorName())
        << ",\"num_classes\":" << h.classes()
@@ -140,16 +140,23 @@ void ModelArtifact::Write(const std::string& dir) const {
        << ",\"features\":" << features.size() << ",\"weights_file\":\"weights.bin\""
        << ",\"hyperparameters\":" << (hyperparameter_json.empty() ? "{}" : hyperparameter_json)
        << "}\n";
-  if (!json) throw MakeError("cannot write ", dir, "/model.json");
+
+  // Each file is replaced whole (a local one through a temporary file and a
+  // rename), so a reader never sees half a model file.
+  const std::unique_ptr<Storage> storage = OpenStorage(dir);
+  storage->Put("weights.bin", bytes);
+  storage->Put("model.json", json.str());
 }
 
 ModelArtifact ModelArtifact::Read(const std::string& dir) {
-  const std::string path = dir + "/weights.bin";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw MakeError("cannot read the model at ", path, " (is --model_dir right?)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::unique_ptr<Storage> storage = OpenStorage(dir);
+  const std::string path = NameOf(dir, *storage, "weights.bin");
+  std::string text;
+  try {
+    text = storage->Get("weights.bin");
+  } catch (const NotFoundError&) {
+    throw MakeError("cannot read the model at ", path, " (is --model_dir right?)");
+  }
   Reader reader(text, path);
   char magic[sizeof(kMagic)];
   reader.Bytes(magic, sizeof(magic), "the magic");

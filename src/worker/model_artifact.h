@@ -23,10 +23,13 @@ struct ModelArtifact {
   std::vector<float> bias;          // bias width floats
   std::string hyperparameter_json;  // every flag of the job, as a JSON object
 
-  // Writes <dir>/weights.bin and <dir>/model.json (creating dir). Throws Error.
+  // Writes <dir>/weights.bin and <dir>/model.json (creating dir), each
+  // replaced whole. `dir` is a folder or a storage URI (file://, s3://;
+  // io/storage.h). Throws Error.
   void Write(const std::string& dir) const;
-  // Reads <dir>/weights.bin; throws Error naming the file and what is wrong
-  // (missing, bad magic, unsupported version, truncated, checksum mismatch).
+  // Reads <dir>/weights.bin (a folder or a storage URI); throws Error naming
+  // the file and what is wrong (missing, bad magic, unsupported version,
+  // truncated, checksum mismatch).
   static ModelArtifact Read(const std::string& dir);
 };
 

@@ -11,6 +11,7 @@
 
 #include "io/checkpoint.h"
 #include "io/input_split.h"
+#include "io/storage.h"
 #include "kv/error.h"
 #include "worker/batch_stream.h"
 #include "worker/model_artifact.h"
@@ -441,15 +442,30 @@ void Trainer::ReportGate(double training_seconds, double pull_wait_seconds, Metr
 void Trainer::AppendHistory(int epoch, double seconds, uint64_t examples,
                             const MetricSet& metrics) {
   if (options_.model_dir.empty()) return;
+  std::ostringstream line;
+  line << std::setprecision(9) << "{\"epoch\": " << epoch << ", \"seconds\": " << seconds
+       << ", \"examples\": " << examples;
+  for (const auto& [name, value] : metrics) {
+    line << ", \"validation:" << name << "\": " << (std::isfinite(value) ? value : 0.0);
+  }
+  line << "}\n";
+  if (IsStorageUri(options_.model_dir)) {
+    // Objects cannot be appended to: read the history so far and write it back longer.
+    const std::unique_ptr<Storage> storage = OpenStorage(options_.model_dir);
+    std::string history;
+    if (epoch > 1) {
+      try {
+        history = storage->Get("history.jsonl");
+      } catch (const NotFoundError&) {
+      }
+    }
+    storage->Put("history.jsonl", history + line.str());
+    return;
+  }
   MakeDirectories(options_.model_dir);
   const std::string path = options_.model_dir + "/history.jsonl";
   std::ofstream out(path, epoch == 1 ? std::ios::trunc : std::ios::app);
-  out << std::setprecision(9) << "{\"epoch\": " << epoch << ", \"seconds\": " << seconds
-      << ", \"examples\": " << examples;
-  for (const auto& [name, value] : metrics) {
-    out << ", \"validation:" << name << "\": " << (std::isfinite(value) ? value : 0.0);
-  }
-  out << "}\n";
+  out << line.str();
   if (!out) throw MakeError("cannot write ", path);
 }
 
@@ -484,8 +500,7 @@ void Trainer::WriteModel() {
 }
 
 void Trainer::WriteMetrics(const MetricSet& metrics) {
-  const std::string path = options_.model_dir + "/metrics.json";
-  std::ofstream out(path);
+  std::ostringstream out;
   out << std::setprecision(9) << "{";
   bool first = true;
   for (const auto& [name, value] : metrics) {
@@ -498,7 +513,7 @@ void Trainer::WriteMetrics(const MetricSet& metrics) {
     first = false;
   }
   out << "}\n";
-  if (!out) throw MakeError("cannot write ", path);
+  OpenStorage(options_.model_dir)->Put("metrics.json", out.str());
 }
 
 }  // namespace keel

@@ -1,0 +1,133 @@
+// A training job on S3: `keel launch` reads its channels from a real
+// S3-protocol server on loopback and writes its model there, and
+// `keel predict` scores with the model read back from it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "io/storage.h"
+#include "s3_server.h"
+#include "test_util.h"
+
+namespace keel::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t CountLines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// The numbers of a flat JSON object of numbers.
+std::map<std::string, double> ParseMetrics(const std::string& text) {
+  std::map<std::string, double> metrics;
+  const std::regex pair("\"([^\"]+)\": ([-0-9.eE+]+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), pair); it != std::sregex_iterator();
+       ++it) {
+    metrics[(*it)[1]] = std::stod((*it)[2]);
+  }
+  return metrics;
+}
+
+class S3JobTest : public TempFolderTest {
+ protected:
+  void SetUp() override {
+    const std::string problem = server_.Start();
+    ASSERT_TRUE(problem.empty()) << problem;
+    server_.ExportEnvironment();  // the keel processes inherit it
+    root_ = std::string("s3://") + S3Server::kBucket + "/job";
+    storage_ = OpenS3Storage(root_, server_.Options());
+  }
+
+  // Uploads every file of the local folder `channel` to data/`channel`/;
+  // returns the examples (lines) it holds.
+  size_t Upload(const std::string& channel) {
+    size_t lines = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(folder_ + "/" + channel)) {
+      const std::string text = ReadFile(entry.path());
+      lines += CountLines(text);
+      storage_->Put("data/" + channel + "/" + entry.path().filename().string(), text);
+    }
+    return lines;
+  }
+
+  S3Server server_;
+  std::string root_;
+  std::unique_ptr<Storage> storage_;
+};
+
+TEST_F(S3JobTest, LinearLearnerTrainsFromS3WritesItsModelThereAndPredictReadsIt) {
+  const Exit generate = keel::testing::Run(
+      {KeelBinary(), "datagen", "--model=linear", "--rows=20000", "--features=2000", "--nnz=10",
+       "--seed=7", "--train_files=3", "--out=" + folder_},
+      60);
+  ASSERT_TRUE(generate.finished && generate.code == 0) << generate.output;
+  const size_t train_examples = Upload("train");
+  Upload("validation");
+  const size_t test_examples = Upload("test");
+
+  const Exit train = keel::testing::Run(
+      {KeelBinary(), "launch", "--servers=1", "--workers=2", "--job=linear_learner", "--epochs=2",
+       "--learning_rate=0.01", "--train=" + root_ + "/data/train/",
+       "--validation=" + root_ + "/data/validation/", "--test=" + root_ + "/data/test/",
+       "--model_dir=" + root_ + "/model", "--minloglevel=1"},
+      180);
+  ASSERT_TRUE(train.finished && train.code == 0) << train.output << server_.Output();
+  // Every training example was read once per epoch, from S3.
+  std::regex epoch_line("epoch [0-9]+: ([0-9]+) examples across");
+  std::vector<size_t> per_epoch;
+  for (auto it = std::sregex_iterator(train.output.begin(), train.output.end(), epoch_line);
+       it != std::sregex_iterator(); ++it) {
+    per_epoch.push_back(std::stoul((*it)[1]));
+  }
+  EXPECT_EQ(per_epoch, (std::vector<size_t>{train_examples, train_examples})) << train.output;
+
+  // The model is in the bucket, and nowhere on the local disk.
+  std::vector<std::string> keys;
+  for (const ObjectInfo& object : storage_->List("model/")) keys.push_back(object.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"model/history.jsonl", "model/metrics.json",
+                                            "model/model.json", "model/weights.bin"}));
+  EXPECT_FALSE(std::filesystem::exists("s3:"));
+  EXPECT_EQ(CountLines(storage_->Get("model/history.jsonl")), 2u);
+  const auto metrics = ParseMetrics(storage_->Get("model/metrics.json"));
+  ASSERT_TRUE(metrics.count("validation:roc_auc_score")) << storage_->Get("model/metrics.json");
+  ASSERT_TRUE(metrics.count("test:roc_auc_score"));
+  EXPECT_GT(metrics.at("validation:roc_auc_score"), 0.6);
+
+  const std::string predictions = folder_ + "/predictions.csv";
+  const Exit predict =
+      keel::testing::Run({KeelBinary(), "predict", "--model_dir=" + root_ + "/model",
+                          "--data=" + root_ + "/data/test/", "--out=" + predictions},
+                         60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  EXPECT_EQ(CountLines(ReadFile(predictions)), test_examples);
+  // The model read back from S3 scores the test channel as the job did.
+  std::smatch auc;
+  ASSERT_TRUE(std::regex_search(predict.output, auc, std::regex("roc_auc_score ([0-9.]+)")))
+      << predict.output;
+  EXPECT_NEAR(std::stod(auc[1]), metrics.at("test:roc_auc_score"), 1e-4);
+}
+
+TEST_F(S3JobTest, PredictNamesAMissingModelOnS3) {
+  const Exit predict =
+      keel::testing::Run({KeelBinary(), "predict", "--model_dir=" + root_ + "/no-model",
+                          "--data=" + root_ + "/data/", "--out=" + folder_ + "/p.csv"},
+                         60);
+  EXPECT_TRUE(predict.finished);
+  EXPECT_NE(predict.code, 0);
+  EXPECT_TRUE(Contains(predict.output, root_ + "/no-model/weights.bin")) << predict.output;
+  EXPECT_FALSE(Contains(predict.output, S3Server::kSecretKey)) << predict.output;
+}
+
+}  // namespace
+}  // namespace keel::testing
