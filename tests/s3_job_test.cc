@@ -118,6 +118,51 @@ TEST_F(S3JobTest, LinearLearnerTrainsFromS3WritesItsModelThereAndPredictReadsIt)
   EXPECT_NEAR(std::stod(auc[1]), metrics.at("test:roc_auc_score"), 1e-4);
 }
 
+// Data, checkpoints and model all in the bucket: a run resumed from an S3
+// checkpoint inside an epoch ends where the whole run did (one worker,
+// synchronous: bit for bit).
+TEST_F(S3JobTest, JobCheckpointsToS3AndResumesFromThereToTheSameWeights) {
+  const Exit generate = keel::testing::Run(
+      {KeelBinary(), "datagen", "--model=linear", "--rows=6000", "--features=1000", "--nnz=10",
+       "--seed=5", "--train_files=2", "--out=" + folder_},
+      60);
+  ASSERT_TRUE(generate.finished && generate.code == 0) << generate.output;
+  Upload("train");
+  Upload("validation");
+  auto job = [&](const std::string& model, const std::vector<std::string>& more) {
+    std::vector<std::string> argv = {
+        KeelBinary(), "launch", "--servers=2", "--workers=1", "--job=linear_learner",
+        "--epochs=3", "--mini_batch_size=100", "--optimizer=adam", "--staleness=0",
+        "--train=" + root_ + "/data/train/", "--validation=" + root_ + "/data/validation/",
+        "--model_dir=" + root_ + "/" + model, "--minloglevel=1"};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return keel::testing::Run(argv, 180);
+  };
+  const Exit whole =
+      job("whole", {"--checkpoint_uri=" + root_ + "/ckpt", "--checkpoint_every=25"});
+  ASSERT_TRUE(whole.finished && whole.code == 0) << whole.output << server_.Output();
+  std::vector<std::string> manifests;
+  for (const ObjectInfo& object : storage_->List("ckpt/")) {
+    if (object.key.size() > 14 && object.key.substr(object.key.size() - 14) == "/manifest.json") {
+      manifests.push_back(object.key);
+    }
+  }
+  // Two inside each of 3 epochs, two between epochs, the final one.
+  EXPECT_EQ(manifests.size(), 9u);
+  EXPECT_EQ(storage_->Get("ckpt/LATEST"), "ckpt-000004-000000000\n");
+
+  const std::string middle = root_ + "/ckpt/ckpt-000002-000000025";
+  const Exit verify = keel::testing::Run({KeelBinary(), "checkpoint", "verify", middle}, 60);
+  EXPECT_EQ(verify.code, 0) << verify.output;
+  const Exit resumed = job("resumed", {"--resume=" + middle});
+  ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+  // It trained epochs 2 and 3 only.
+  EXPECT_FALSE(Contains(resumed.output, "epoch 1:")) << resumed.output;
+  EXPECT_TRUE(Contains(resumed.output, "epoch 2:")) << resumed.output;
+  EXPECT_TRUE(storage_->Get("resumed/weights.bin") == storage_->Get("whole/weights.bin"));
+  EXPECT_FALSE(Contains(resumed.output + whole.output, S3Server::kSecretKey));
+}
+
 TEST_F(S3JobTest, PredictNamesAMissingModelOnS3) {
   const Exit predict =
       keel::testing::Run({KeelBinary(), "predict", "--model_dir=" + root_ + "/no-model",
