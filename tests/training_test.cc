@@ -286,5 +286,26 @@ TEST_F(TrainingJob, BadHyperparametersFailAtStartNamingTheFlag) {
   EXPECT_LT(exit.seconds, 10);
 }
 
+// One worker and one server see the same requests in the same order whatever
+// the worker's thread count, and the threaded CPU pass is bitwise the
+// one-thread pass on sparse data: the two models are byte for byte the same.
+TEST_F(TrainingJob, FourThreadsTrainTheSameModelAsOne) {
+  Generate("fm", 3000, 1);
+  std::string weights[2];
+  for (int threads : {1, 4}) {
+    const auto exit = testing::Run(
+        {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=factorization_machines",
+         "--epochs=2", "--mini_batch_size=200", "--train=" + dir_ + "/train",
+         "--model_dir=" + dir_ + "/model-" + std::to_string(threads),
+         "--threads=" + std::to_string(threads), "--minloglevel=1"},
+        120);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+    weights[threads == 1 ? 0 : 1] =
+        ReadFile(dir_ + "/model-" + std::to_string(threads) + "/weights.bin");
+  }
+  ASSERT_FALSE(weights[0].empty());
+  EXPECT_TRUE(weights[0] == weights[1]) << "the models differ";
+}
+
 }  // namespace
 }  // namespace keel

@@ -219,6 +219,7 @@ int RunWorker() {
   KVBenchOptions bench;
   if (training) {
     JobTablesFromFlags();  // check the hyperparameters before joining
+    CheckComputeFlags();   // and the device: a worker without one fails now
   } else {
     bench = BenchFlags();
     if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");

@@ -41,6 +41,9 @@ int RunBench(const std::string& what);
 bool IsTrainingJob(const std::string& job);
 // The servers' tables for --job (none for jobs that are not training jobs).
 std::map<uint32_t, TableSpec> JobTablesFromFlags();
+// Checks --device and --threads: the device exists and this build can use it.
+// Throws Error saying why not.
+void CheckComputeFlags();
 // --staleness as a StalenessGate value. Throws Error if malformed.
 int64_t StalenessFromFlags();
 // Runs the training job the flags describe on a started worker node.
