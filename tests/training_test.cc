@@ -12,6 +12,9 @@
 #include <sstream>
 
 #include "test_util.h"
+#ifdef KEEL_TESTS_CUDA_COMPILED
+#include "worker/cuda_model.h"
+#endif
 
 namespace keel {
 namespace {
@@ -305,6 +308,24 @@ TEST_F(TrainingJob, FourThreadsTrainTheSameModelAsOne) {
   }
   ASSERT_FALSE(weights[0].empty());
   EXPECT_TRUE(weights[0] == weights[1]) << "the models differ";
+}
+
+// On a machine without a usable GPU (this one, in CI), a worker asked for one
+// fails before joining, saying why; the launcher stops the job.
+TEST_F(TrainingJob, ACudaDeviceWithoutAGpuFailsAtStartSayingWhy) {
+#ifdef KEEL_TESTS_CUDA_COMPILED
+  std::string why;
+  if (CudaDeviceCount(&why) > 0) GTEST_SKIP() << "a GPU is present";
+  const std::string expected = "--device cuda:0: " + why;
+#else
+  const std::string expected = "without the CUDA backend";
+#endif
+  Generate("linear", 500, 1);
+  const auto exit = Train({"--job=linear_learner", "--epochs=1", "--device=cuda:0"}, 1, 60);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "keel worker: error: " + expected)) << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "examples across")) << exit.output;  // no epoch ran
 }
 
 }  // namespace
