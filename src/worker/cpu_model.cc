@@ -74,14 +74,20 @@ double CpuModel::Run(const PreparedBatch& prepared, const float* weights, const 
   }
   row_losses_.assign(rows, 0.0f);
   out.row_losses = row_losses_.data();
+  const bool threaded_sparse = parts > 1 && !(rows > 0 && IsDenseBatch(prepared));
   if (backward) {
-    weight_gradients->assign(keys * width_, 0.0f);
+    // The threaded sparse pass writes every element: no need to zero them first.
+    if (threaded_sparse) {
+      weight_gradients->resize(keys * width_);
+    } else {
+      weight_gradients->assign(keys * width_, 0.0f);
+    }
     bias_gradient->assign(bias_width_, 0.0f);
     row_bias_gradients_.assign(rows * bias_width_, 0.0f);
     out.row_bias_gradients = row_bias_gradients_.data();
   }
 
-  if (parts > 1 && rows > 0 && IsDenseBatch(prepared)) {
+  if (parts > 1 && !threaded_sparse) {
     // Row 0 lists every key: gather the weights in its order.
     gathered_.resize(keys * width_);
     for (size_t j = 0; j < keys; ++j) {
@@ -135,9 +141,13 @@ double CpuModel::Run(const PreparedBatch& prepared, const float* weights, const 
         PartRange(keys, parts, part, &begin, &end);
         for (size_t u = begin; u < end; ++u) {
           float* target = weight_gradients->data() + u * width_;
-          for (uint32_t e = prepared.key_offsets[u]; e < prepared.key_offsets[u + 1]; ++e) {
-            const float* source =
-                slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[e]) * width_;
+          const uint32_t first = prepared.key_offsets[u], last = prepared.key_offsets[u + 1];
+          // 0 + the first slot, as the one-thread pass starts from zero.
+          const float* source =
+              slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[first]) * width_;
+          for (int c = 0; c < width_; ++c) target[c] = 0.0f + source[c];
+          for (uint32_t e = first + 1; e < last; ++e) {
+            source = slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[e]) * width_;
             for (int c = 0; c < width_; ++c) target[c] += source[c];
           }
         }
