@@ -77,7 +77,9 @@ const char kUsage[] =
     "  launch --servers S --workers W [job flags]           run a local cluster\n"
     "  predict --model_dir D --data F --out P               score a file with a trained model\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
-    "  bench kv|zmq|parse [flags]                           measure push/pull, ZeroMQ, parsing\n"
+    "  bench kv|zmq|parse|backend [flags]                   measure push/pull, ZeroMQ, parsing,\n"
+    "                                                       a compute backend (--device, "
+    "--threads)\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
     "keel <command> --helpon=commands lists every flag.\n";
@@ -338,7 +340,7 @@ int RunCommandLine(int argc, char** argv) {
   int first_flag = 2;
   if (command == "bench") {
     if (argc < 3 || argv[2][0] == '-') {
-      std::cerr << "keel bench: say what to measure: keel bench kv|zmq [flags]\n";
+      std::cerr << "keel bench: say what to measure: keel bench kv|zmq|parse|backend [flags]\n";
       return 2;
     }
     subcommand = argv[2];
