@@ -19,27 +19,70 @@ namespace keel {
 // Floats per feature in a factorization machine with `k` factors: w and v_1..v_k.
 KEEL_HOST_DEVICE inline int FmRowWidth(int k) { return 1 + k; }
 
+// The part of a row's score that factors f = first, first + stride, ... < k
+// contribute, so that `stride` threads can share a row (CUDA: a group of lanes
+// per row; the CPU: first 0, stride 1, the whole row). Writes those factors'
+// S_f = sum_j v_jf x_j to `factor_sums[f]` (the other entries are left alone)
+// and returns, through the pointers, the linear term sum_j w_j x_j (every
+// caller computes it; it is cheap), sum_f S_f^2 and sum_j sum_f (v_jf x_j)^2
+// over its factors. FmCombine turns the sums over all factors into the score.
+KEEL_HOST_DEVICE inline void FmScoreTerms(const float* params, const float* values, int nnz, int k,
+                                          int first, int stride, float* factor_sums, float* linear,
+                                          float* sums_squared, float* squares) {
+  const int width = FmRowWidth(k);
+  for (int f = first; f < k; f += stride) factor_sums[f] = 0.0f;
+  float linear_sum = 0.0f;
+  float square_sum = 0.0f;
+  for (int j = 0; j < nnz; ++j) {
+    const float* feature = params + j * width;
+    const float value = values[j];
+    linear_sum += feature[0] * value;
+    for (int f = first; f < k; f += stride) {
+      const float term = feature[1 + f] * value;
+      factor_sums[f] += term;
+      square_sum += term * term;
+    }
+  }
+  float sums_squared_sum = 0.0f;
+  for (int f = first; f < k; f += stride) sums_squared_sum += factor_sums[f] * factor_sums[f];
+  *linear = linear_sum;
+  *sums_squared = sums_squared_sum;
+  *squares = square_sum;
+}
+
+// bias + linear + 1/2 (sum_f S_f^2 - sum_j sum_f (v_jf x_j)^2).
+KEEL_HOST_DEVICE inline float FmCombine(float bias, float linear, float sums_squared,
+                                        float squares) {
+  return bias + linear + 0.5f * (sums_squared - squares);
+}
+
 // The score of a row with `nnz` features. `factor_sums` is k floats of
 // scratch, left holding S_f = sum_j v_jf x_j for FmGradients.
 KEEL_HOST_DEVICE inline float FmScore(const float* params, const float* values, int nnz, int k,
                                       float bias, float* factor_sums) {
+  float linear, sums_squared, squares;
+  FmScoreTerms(params, values, nnz, k, 0, 1, factor_sums, &linear, &sums_squared, &squares);
+  return FmCombine(bias, linear, sums_squared, squares);
+}
+
+// The part of FmGradients for factors f = first, first + stride, ... < k (see
+// FmScoreTerms). The thread with first == 0 also adds the linear weights'
+// gradients; `bias_gradient` is null on the threads that must not add it.
+KEEL_HOST_DEVICE inline void FmGradientTerms(const float* params, const float* values, int nnz,
+                                             int k, int first, int stride, const float* factor_sums,
+                                             float score_gradient, float* param_gradients,
+                                             float* bias_gradient) {
   const int width = FmRowWidth(k);
-  for (int f = 0; f < k; ++f) factor_sums[f] = 0.0f;
-  float linear = 0.0f;
-  float squares = 0.0f;  // sum_j sum_f (v_jf x_j)^2
   for (int j = 0; j < nnz; ++j) {
     const float* feature = params + j * width;
-    const float value = values[j];
-    linear += feature[0] * value;
-    for (int f = 0; f < k; ++f) {
-      const float term = feature[1 + f] * value;
-      factor_sums[f] += term;
-      squares += term * term;
+    float* feature_gradients = param_gradients + j * width;
+    const float scaled_value = score_gradient * values[j];
+    if (first == 0) feature_gradients[0] += scaled_value;
+    for (int f = first; f < k; f += stride) {
+      feature_gradients[1 + f] += scaled_value * (factor_sums[f] - feature[1 + f] * values[j]);
     }
   }
-  float sums_squared = 0.0f;
-  for (int f = 0; f < k; ++f) sums_squared += factor_sums[f] * factor_sums[f];
-  return bias + linear + 0.5f * (sums_squared - squares);
+  if (bias_gradient != nullptr) *bias_gradient += score_gradient;
 }
 
 // Given score_gradient = dLoss/dscore and the `factor_sums` FmScore left for
@@ -49,17 +92,8 @@ KEEL_HOST_DEVICE inline float FmScore(const float* params, const float* values, 
 KEEL_HOST_DEVICE inline void FmGradients(const float* params, const float* values, int nnz, int k,
                                          const float* factor_sums, float score_gradient,
                                          float* param_gradients, float* bias_gradient) {
-  const int width = FmRowWidth(k);
-  for (int j = 0; j < nnz; ++j) {
-    const float* feature = params + j * width;
-    float* feature_gradients = param_gradients + j * width;
-    const float scaled_value = score_gradient * values[j];
-    feature_gradients[0] += scaled_value;
-    for (int f = 0; f < k; ++f) {
-      feature_gradients[1 + f] += scaled_value * (factor_sums[f] - feature[1 + f] * values[j]);
-    }
-  }
-  if (bias_gradient != nullptr) *bias_gradient += score_gradient;
+  FmGradientTerms(params, values, nnz, k, 0, 1, factor_sums, score_gradient, param_gradients,
+                  bias_gradient);
 }
 
 // The same score as FmScore from the pairwise definition, in O(k * nnz^2) and

@@ -90,6 +90,38 @@ KEEL_HOST_DEVICE inline void SoftmaxGradient(const float* scores, int classes, i
   gradient[label] -= 1.0f;
 }
 
+// The loss a model is trained under: logistic for binary classification,
+// squared for regression, softmax cross-entropy for multiclass.
+enum class LossKind { kLogistic, kSquared, kSoftmax };
+
+// One example's loss given its `classes` scores (1 unless kSoftmax): returns
+// the loss, writes dLoss/dscores to `score_gradient` (`classes` floats) and,
+// unless `predictions` is null, the prediction: the probability of class 1,
+// the regression value, or the class probabilities. A multiclass label that
+// is not a class id gives an infinite loss and a zero gradient (see
+// SoftmaxGradient); callers check labels with LabelToClass to report them.
+KEEL_HOST_DEVICE inline float ExampleLoss(LossKind kind, const float* scores, int classes,
+                                          float label, float* score_gradient, float* predictions) {
+  switch (kind) {
+    case LossKind::kLogistic:
+      score_gradient[0] = LogisticGradient(scores[0], label);
+      if (predictions != nullptr) predictions[0] = Sigmoid(scores[0]);
+      return LogisticLoss(scores[0], label);
+    case LossKind::kSquared:
+      score_gradient[0] = SquaredGradient(scores[0], label);
+      if (predictions != nullptr) predictions[0] = scores[0];
+      return SquaredLoss(scores[0], label);
+    case LossKind::kSoftmax:
+    default: {
+      const int class_id = LabelToClass(label, classes);
+      const float loss = SoftmaxLoss(scores, classes, class_id);
+      if (predictions != nullptr) Softmax(scores, classes, predictions);
+      SoftmaxGradient(scores, classes, class_id, score_gradient);
+      return loss;
+    }
+  }
+}
+
 }  // namespace keel
 
 #endif  // KEEL_MODELS_LOSSES_H_

@@ -364,5 +364,124 @@ TEST(FactorizationMachine, GradientsMatchFiniteDifferenceOfTheLoss) {
   }
 }
 
+// --- Rows shared by a group of lanes, as the CUDA row kernel runs them ---
+//
+// The kernel gives each row `group` lanes; lane l takes factors (or classes)
+// l, l + group, ... and the lanes' partial sums meet in a butterfly of
+// shuffles. These tests run the same calls and the same butterfly on the CPU.
+
+// The butterfly the kernel's __shfl_xor_sync loop computes: after it every
+// lane holds the same total, summed in this order.
+std::vector<float> Butterfly(std::vector<float> partials) {
+  const int group = static_cast<int>(partials.size());
+  for (int offset = group / 2; offset > 0; offset /= 2) {
+    std::vector<float> next(partials);
+    for (int lane = 0; lane < group; ++lane) next[lane] = partials[lane] + partials[lane ^ offset];
+    partials = next;
+  }
+  return partials;
+}
+
+TEST(FactorizationMachine, LanesSharingARowGiveTheWholeRowsScoreAndGradients) {
+  for (unsigned seed = 1; seed <= 30; ++seed) {
+    std::mt19937 random(seed);
+    const int nnz = UniformInt(&random, 1, 30);
+    const int k = UniformInt(&random, 1, 64);
+    const int group = 1 << UniformInt(&random, 0, 5);  // 1 .. 32 lanes
+    const int width = FmRowWidth(k);
+    std::vector<float> params = Uniform(&random, nnz * width, -0.5f, 0.5f);
+    std::vector<float> values = Uniform(&random, nnz, -1.0f, 1.0f);
+    const float bias = 0.25f;
+    std::vector<float> whole_sums(k);
+    const float whole = FmScore(params.data(), values.data(), nnz, k, bias, whole_sums.data());
+
+    std::vector<float> lane_sums(k, -99.0f), sums_squared(group), squares(group), linear(group);
+    for (int lane = 0; lane < group; ++lane) {
+      FmScoreTerms(params.data(), values.data(), nnz, k, lane, group, lane_sums.data(),
+                   &linear[lane], &sums_squared[lane], &squares[lane]);
+    }
+    sums_squared = Butterfly(sums_squared);
+    squares = Butterfly(squares);
+    const std::string where = "seed " + std::to_string(seed) + " k " + std::to_string(k) +
+                              " group " + std::to_string(group);
+    for (int lane = 1; lane < group; ++lane) {
+      ASSERT_EQ(sums_squared[lane], sums_squared[0]) << where;  // every lane agrees, bitwise
+      ASSERT_EQ(linear[lane], linear[0]) << where;
+    }
+    // Each S_f is one lane's sum in the CPU's order: bitwise the same.
+    for (int f = 0; f < k; ++f) ASSERT_EQ(lane_sums[f], whole_sums[f]) << where << " f " << f;
+    const float shared = FmCombine(bias, linear[0], sums_squared[0], squares[0]);
+    // The sums over factors are taken in another order: equal up to rounding,
+    // which scales with the two sums the score is half the difference of.
+    const double bound = 1e-5 * std::max(1.0f, sums_squared[0] + squares[0]);
+    EXPECT_NEAR(shared, whole, bound) << where;
+    EXPECT_NEAR(shared, FmScoreNaive(params.data(), values.data(), nnz, k, bias), bound) << where;
+
+    // Gradients are element-wise: the lanes together write exactly FmGradients'.
+    const float score_gradient = 0.3f;
+    std::vector<float> whole_gradients(nnz * width, 0.0f), lane_gradients(nnz * width, 0.0f);
+    float whole_bias = 0.0f, lane_bias = 0.0f;
+    FmGradients(params.data(), values.data(), nnz, k, whole_sums.data(), score_gradient,
+                whole_gradients.data(), &whole_bias);
+    for (int lane = 0; lane < group; ++lane) {
+      FmGradientTerms(params.data(), values.data(), nnz, k, lane, group, lane_sums.data(),
+                      score_gradient, lane_gradients.data(), lane == 0 ? &lane_bias : nullptr);
+    }
+    EXPECT_EQ(lane_gradients, whole_gradients) << where;
+    EXPECT_EQ(lane_bias, whole_bias) << where;
+  }
+}
+
+TEST(Linear, LanesSharingARowGiveExactlyTheWholeRowsScoresAndGradients) {
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    std::mt19937 random(seed);
+    const int nnz = UniformInt(&random, 1, 30);
+    const int classes = UniformInt(&random, 1, 40);
+    const int group = 1 << UniformInt(&random, 0, 5);
+    std::vector<float> weights = Uniform(&random, nnz * classes, -1.0f, 1.0f);
+    std::vector<float> values = Uniform(&random, nnz, -1.0f, 1.0f);
+    std::vector<float> bias = Uniform(&random, classes, -0.5f, 0.5f);
+    std::vector<float> whole(classes), shared(classes, -99.0f);
+    LinearScores(weights.data(), values.data(), nnz, classes, bias.data(), whole.data());
+    for (int lane = 0; lane < group; ++lane) {
+      LinearScoreTerms(weights.data(), values.data(), nnz, classes, lane, group, bias.data(),
+                       shared.data());
+    }
+    const std::string where = "seed " + std::to_string(seed);
+    EXPECT_EQ(shared, whole) << where;
+    std::vector<float> score_gradient = Uniform(&random, classes, -1.0f, 1.0f);
+    std::vector<float> whole_gradients(nnz * classes, 0.0f), lane_gradients(nnz * classes, 0.0f);
+    std::vector<float> whole_bias(classes, 0.0f), lane_bias(classes, 0.0f);
+    LinearGradients(values.data(), nnz, classes, score_gradient.data(), whole_gradients.data(),
+                    whole_bias.data());
+    for (int lane = 0; lane < group; ++lane) {
+      LinearGradientTerms(values.data(), nnz, classes, lane, group, score_gradient.data(),
+                          lane_gradients.data(), lane_bias.data());
+    }
+    EXPECT_EQ(lane_gradients, whole_gradients) << where;
+    EXPECT_EQ(lane_bias, whole_bias) << where;
+  }
+}
+
+TEST(Losses, ExampleLossIsTheLossItNames) {
+  float gradient[3], prediction[3];
+  const float score = 0.7f;
+  EXPECT_EQ(ExampleLoss(LossKind::kLogistic, &score, 1, 1.0f, gradient, prediction),
+            LogisticLoss(score, 1.0f));
+  EXPECT_EQ(gradient[0], LogisticGradient(score, 1.0f));
+  EXPECT_EQ(prediction[0], Sigmoid(score));
+  EXPECT_EQ(ExampleLoss(LossKind::kSquared, &score, 1, 2.0f, gradient, nullptr),
+            SquaredLoss(score, 2.0f));
+  EXPECT_EQ(gradient[0], SquaredGradient(score, 2.0f));
+  const float scores[3] = {0.5f, -1.0f, 2.0f};
+  float expected[3];
+  EXPECT_EQ(ExampleLoss(LossKind::kSoftmax, scores, 3, 2.0f, gradient, prediction),
+            SoftmaxLoss(scores, 3, 2));
+  SoftmaxGradient(scores, 3, 2, expected);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(gradient[c], expected[c]) << c;
+  Softmax(scores, 3, expected);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(prediction[c], expected[c]) << c;
+}
+
 }  // namespace
 }  // namespace keel

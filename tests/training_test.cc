@@ -12,6 +12,9 @@
 #include <sstream>
 
 #include "test_util.h"
+#ifdef KEEL_TESTS_CUDA_COMPILED
+#include "worker/cuda_model.h"
+#endif
 
 namespace keel {
 namespace {
@@ -284,6 +287,45 @@ TEST_F(TrainingJob, BadHyperparametersFailAtStartNamingTheFlag) {
   EXPECT_NE(exit.code, 0);
   EXPECT_TRUE(Contains(exit.output, "--predictor_type 'ranker'")) << exit.output;
   EXPECT_LT(exit.seconds, 10);
+}
+
+// One worker and one server see the same requests in the same order whatever
+// the worker's thread count, and the threaded CPU pass is bitwise the
+// one-thread pass on sparse data: the two models are byte for byte the same.
+TEST_F(TrainingJob, FourThreadsTrainTheSameModelAsOne) {
+  Generate("fm", 3000, 1);
+  std::string weights[2];
+  for (int threads : {1, 4}) {
+    const auto exit = testing::Run(
+        {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=factorization_machines",
+         "--epochs=2", "--mini_batch_size=200", "--train=" + dir_ + "/train",
+         "--model_dir=" + dir_ + "/model-" + std::to_string(threads),
+         "--threads=" + std::to_string(threads), "--minloglevel=1"},
+        120);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+    weights[threads == 1 ? 0 : 1] =
+        ReadFile(dir_ + "/model-" + std::to_string(threads) + "/weights.bin");
+  }
+  ASSERT_FALSE(weights[0].empty());
+  EXPECT_TRUE(weights[0] == weights[1]) << "the models differ";
+}
+
+// On a machine without a usable GPU (this one, in CI), a worker asked for one
+// fails before joining, saying why; the launcher stops the job.
+TEST_F(TrainingJob, ACudaDeviceWithoutAGpuFailsAtStartSayingWhy) {
+#ifdef KEEL_TESTS_CUDA_COMPILED
+  std::string why;
+  if (CudaDeviceCount(&why) > 0) GTEST_SKIP() << "a GPU is present";
+  const std::string expected = "--device cuda:0: " + why;
+#else
+  const std::string expected = "without the CUDA backend";
+#endif
+  Generate("linear", 500, 1);
+  const auto exit = Train({"--job=linear_learner", "--epochs=1", "--device=cuda:0"}, 1, 60);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "keel worker: error: " + expected)) << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "examples across")) << exit.output;  // no epoch ran
 }
 
 }  // namespace

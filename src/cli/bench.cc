@@ -1,5 +1,7 @@
 // `keel bench kv`: push/pull throughput on a local cluster, beside
-// `keel bench zmq`: raw ZeroMQ over loopback at the same message sizes.
+// `keel bench zmq`: raw ZeroMQ over loopback at the same message sizes;
+// `keel bench parse`: the readers alone; `keel bench backend`: a compute
+// backend alone.
 #include <dirent.h>
 #include <gflags/gflags.h>
 #include <signal.h>
@@ -24,6 +26,8 @@
 #include "io/readers.h"
 #include "kv/error.h"
 #include "kv/node.h"
+#include "worker/batch_stream.h"
+#include "worker/compute_backend.h"
 
 DECLARE_int32(servers);
 DECLARE_int32(workers);
@@ -40,6 +44,11 @@ DECLARE_bool(zmq_baseline);
 DECLARE_string(data);
 DECLARE_string(data_format);
 DECLARE_bool(libsvm_zero_based);
+DECLARE_string(job);
+DECLARE_string(device);
+DECLARE_int32(threads);
+DECLARE_int32(mini_batch_size);
+DECLARE_int32(epochs);
 
 namespace keel {
 namespace {
@@ -384,13 +393,77 @@ int BenchParse() {
   return 0;
 }
 
+// The compute backend alone: --data read once into prepared minibatches with
+// random weights, then --epochs timed passes of Gradients over all of them
+// (no servers, no network). Prints the median pass.
+int BenchBackend() {
+  if (FLAGS_data.empty() || FLAGS_job.empty()) {
+    throw MakeError("keel bench backend needs --data FILE_OR_FOLDER and --job");
+  }
+  const Hyperparameters hyperparameters = HyperparametersFromFlags();
+  const auto backend = MakeComputeBackend(FLAGS_device, FLAGS_threads, hyperparameters);
+  ReaderOptions options;
+  options.format = ParseDataFormat(FLAGS_data_format);
+  options.zero_based = FLAGS_libsvm_zero_based;
+  BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), options,
+                     static_cast<size_t>(hyperparameters.mini_batch_size));
+  std::vector<PreparedBatch> batches;
+  std::vector<std::vector<float>> weights;
+  uint64_t examples = 0, nonzeros = 0;
+  uint64_t state = 88172645463325252ull;  // xorshift: weights in [-0.05, 0.05)
+  PreparedBatch batch;
+  while (stream.Next(&batch)) {
+    examples += batch.batch.rows();
+    nonzeros += batch.batch.nnz();
+    std::vector<float> w(batch.keys.size() * backend->weight_width());
+    for (float& x : w) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      x = static_cast<float>(state % 100000) / 1e6f - 0.05f;
+    }
+    weights.push_back(std::move(w));
+    batches.push_back(std::move(batch));
+  }
+  if (batches.empty()) throw MakeError(FLAGS_data, " holds no examples");
+  const std::vector<float> bias(backend->bias_width(), 0.0f);
+  std::vector<float> weight_gradients, bias_gradient;
+  const int passes = std::max(1, FLAGS_epochs);
+  std::vector<double> seconds;
+  double loss = 0;
+  for (int pass = 0; pass <= passes; ++pass) {  // pass 0 warms up
+    const double begin = MonotonicSeconds();
+    loss = 0;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (i + 1 < batches.size()) backend->Prefetch(batches[i + 1]);
+      loss += backend->Gradients(batches[i], weights[i].data(), bias.data(), &weight_gradients,
+                                 &bias_gradient);
+    }
+    if (pass > 0) seconds.push_back(MonotonicSeconds() - begin);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  const double median = seconds[seconds.size() / 2];
+  std::printf(
+      "%s, %s: %llu examples (%llu non-zeros) in %zu minibatches of %d: %.4f s a pass (median "
+      "of %d), %.0f examples/s, mean loss %.6f\n",
+      backend->name().c_str(), FLAGS_job.c_str(), static_cast<unsigned long long>(examples),
+      static_cast<unsigned long long>(nonzeros), batches.size(), hyperparameters.mini_batch_size,
+      median, passes, examples / median, loss / examples);
+  std::printf(
+      "{\"bench\":\"backend\",\"device\":\"%s\",\"threads\":%d,\"job\":\"%s\","
+      "\"examples_per_s\":%.0f,\"seconds\":%.6f}\n",
+      FLAGS_device.c_str(), FLAGS_threads, FLAGS_job.c_str(), examples / median, median);
+  return 0;
+}
+
 }  // namespace
 
 int RunBench(const std::string& what) {
+  if (what == "backend") return BenchBackend();
   if (what == "kv") return BenchKV();
   if (what == "zmq") return BenchZmq();
   if (what == "parse") return BenchParse();
-  throw MakeError("unknown benchmark '", what, "': expected kv, zmq or parse");
+  throw MakeError("unknown benchmark '", what, "': expected kv, zmq, parse or backend");
 }
 
 }  // namespace keel

@@ -87,7 +87,9 @@ const char kUsage[] =
     "         [--checkpoint_uri URI [--checkpoint_every N] [--resume latest|URI]]\n"
     "  predict --model_dir D --data F --out P               score a file with a trained model\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
-    "  bench kv|zmq|parse [flags]                           measure push/pull, ZeroMQ, parsing\n"
+    "  bench kv|zmq|parse|backend [flags]                   measure push/pull, ZeroMQ, parsing,\n"
+    "                                                       a compute backend (--device, "
+    "--threads)\n"
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
@@ -235,6 +237,7 @@ int RunWorker() {
   KVBenchOptions bench;
   if (training) {
     JobTablesFromFlags();  // check the hyperparameters before joining
+    CheckComputeFlags();   // and the device: a worker without one fails now
   } else {
     bench = BenchFlags();
     if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
@@ -353,7 +356,7 @@ int RunCommandLine(int argc, char** argv) {
   int first_flag = 2;
   if (command == "bench") {
     if (argc < 3 || argv[2][0] == '-') {
-      std::cerr << "keel bench: say what to measure: keel bench kv|zmq [flags]\n";
+      std::cerr << "keel bench: say what to measure: keel bench kv|zmq|parse|backend [flags]\n";
       return 2;
     }
     subcommand = argv[2];

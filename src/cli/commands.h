@@ -10,6 +10,7 @@
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "server/kv_server.h"
+#include "worker/hyperparameters.h"
 #include "worker/kv_bench_job.h"
 
 namespace keel {
@@ -39,8 +40,13 @@ int RunBench(const std::string& what);
 
 // The training jobs (job_commands.cc).
 bool IsTrainingJob(const std::string& job);
+// The job's hyperparameters from the flags. Throws Error naming a bad flag.
+Hyperparameters HyperparametersFromFlags();
 // The servers' tables for --job (none for jobs that are not training jobs).
 std::map<uint32_t, TableSpec> JobTablesFromFlags();
+// Checks --device and --threads: the device exists and this build can use it.
+// Throws Error saying why not.
+void CheckComputeFlags();
 // --staleness as a StalenessGate value. Throws Error if malformed.
 int64_t StalenessFromFlags();
 // Runs the training job the flags describe on a started worker node.

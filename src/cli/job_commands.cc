@@ -15,7 +15,7 @@
 #include "io/input_split.h"
 #include "kv/error.h"
 #include "worker/batch_stream.h"
-#include "worker/cpu_model.h"
+#include "worker/compute_backend.h"
 #include "worker/datagen.h"
 #include "worker/model_artifact.h"
 #include "worker/trainer.h"
@@ -34,6 +34,12 @@ DEFINE_string(data_format, "libsvm", "libsvm, csv or recordio-protobuf");
 DEFINE_bool(libsvm_zero_based, false, "libsvm feature indices start at 0 (default: 1)");
 DEFINE_bool(skip_bad_records, false, "skip and count malformed records instead of failing");
 DEFINE_string(model_dir, "", "where the model artifact and metrics.json go");
+
+// Compute backend.
+DEFINE_string(device, "cpu", "where workers (and predict) compute: cpu or cuda:N");
+DEFINE_int32(threads, 1,
+             "cpu device: threads per worker (0: one per hardware thread). The default, 1, "
+             "suits keel launch, which runs several workers and servers on one machine");
 
 // Hyperparameters, as SageMaker's built-in algorithms name them.
 DEFINE_string(predictor_type, "binary_classifier",
@@ -194,6 +200,11 @@ Hyperparameters HyperparametersFromFlags() {
   return h;
 }
 
+void CheckComputeFlags() {
+  if (FLAGS_threads < 0) throw MakeError("--threads must be 0 (one per hardware thread) or more");
+  CheckDevice(FLAGS_device);
+}
+
 std::map<uint32_t, TableSpec> JobTablesFromFlags() {
   if (!IsTrainingJob(FLAGS_job)) return {};
   return TablesFor(HyperparametersFromFlags());
@@ -210,6 +221,8 @@ int RunTraining(Node* node, KVWorker* client) {
   options.staleness = StalenessFromFlags();
   if (FLAGS_clock_every < 1) throw MakeError("--clock_every must be at least 1");
   options.clock_every = FLAGS_clock_every;
+  options.device = FLAGS_device;
+  options.threads = FLAGS_threads;
   if (!FLAGS_slow_worker.empty()) {
     const size_t colon = FLAGS_slow_worker.find(':');
     char* end = nullptr;
@@ -249,7 +262,9 @@ int RunPredict() {
   }
   const ModelArtifact artifact = ModelArtifact::Read(FLAGS_model_dir);
   const Hyperparameters& h = artifact.hyperparameters;
-  const CpuModel model(h);
+  const std::unique_ptr<ComputeBackend> backend =
+      MakeComputeBackend(FLAGS_device, FLAGS_threads, h);
+  ComputeBackend& model = *backend;
   const int width = model.weight_width();
   std::unordered_map<Key, size_t> rows;  // mixed key -> feature's row in the artifact
   rows.reserve(artifact.features.size());

@@ -14,10 +14,19 @@ void PrepareKeys(PreparedBatch* prepared) {
   std::vector<Key> keys;
   keys.reserve(mixed.size());
   prepared->positions.resize(indices.size());
-  for (const auto& [key, nonzero] : mixed) {
-    if (keys.empty() || keys.back() != key) keys.push_back(key);
+  prepared->key_offsets.clear();
+  prepared->nonzeros_by_key.resize(indices.size());
+  // Sorted by (key, non-zero): each key's non-zeros come out in ascending order.
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    const auto& [key, nonzero] = mixed[i];
+    if (keys.empty() || keys.back() != key) {
+      keys.push_back(key);
+      prepared->key_offsets.push_back(static_cast<uint32_t>(i));
+    }
     prepared->positions[nonzero] = static_cast<uint32_t>(keys.size() - 1);
+    prepared->nonzeros_by_key[i] = nonzero;
   }
+  prepared->key_offsets.push_back(static_cast<uint32_t>(mixed.size()));
   prepared->keys = SharedArray<const Key>(std::move(keys));
 }
 

@@ -26,6 +26,11 @@ struct PreparedBatch {
   Batch batch;
   SharedArray<const Key> keys;      // the batch's features, mixed, sorted, unique
   std::vector<uint32_t> positions;  // per non-zero: its feature's index in `keys`
+  // The non-zeros of each key in ascending order: those of keys[u] are
+  // nonzeros_by_key[key_offsets[u] .. key_offsets[u + 1]). Backends reduce
+  // gradients per key in this fixed order, however many threads made them.
+  std::vector<uint32_t> key_offsets;
+  std::vector<uint32_t> nonzeros_by_key;
 };
 
 class BatchStream {
@@ -61,7 +66,8 @@ class BatchStream {
   std::thread thread_;
 };
 
-// Fills `keys` and `positions` of a batch from its indices.
+// Fills `keys`, `positions`, `key_offsets` and `nonzeros_by_key` of a batch
+// from its indices.
 void PrepareKeys(PreparedBatch* prepared);
 
 }  // namespace keel

@@ -1,48 +1,75 @@
-// CpuModel: a built-in model's forward and backward pass over a minibatch on
-// the CPU, using the per-example functions of models/ (the same ones the CUDA
-// kernels call).
+// CpuModel: the CPU compute backend. A built-in model's forward and backward
+// pass over a minibatch, using the per-example functions of models/ (the same
+// ones the CUDA kernels call), on a pool of threads.
+//
+// With one thread it runs the rows in order and scatter-adds each row's
+// gradients into its keys. With more, each thread takes an equal share of
+// the rows:
+//  - sparse batches: each thread writes every non-zero's gradient into its
+//    own slot (no sharing), then the threads sum the slots per unique key,
+//    each key's non-zeros in ascending order, and losses and bias gradients
+//    are summed per row in row order. That is exactly the one-thread
+//    arithmetic, so results are bitwise the same for every thread count.
+//  - dense batches (IsDenseBatch): each thread multiplies its rows with Eigen
+//    (scores = X W, gradients X^T dS, the FM's factor products alike) into its
+//    own accumulator, and the accumulators are added in thread order: the
+//    same result for a given thread count, equal to one thread's up to float
+//    rounding (sums taken in another order).
 #ifndef KEEL_WORKER_CPU_MODEL_H_
 #define KEEL_WORKER_CPU_MODEL_H_
 
+#include <string>
 #include <vector>
 
-#include "worker/batch_stream.h"
-#include "worker/hyperparameters.h"
+#include "worker/compute_backend.h"
+#include "worker/thread_pool.h"
 
 namespace keel {
 
-class CpuModel {
+class CpuModel : public ComputeBackend {
  public:
-  explicit CpuModel(const Hyperparameters& hyperparameters);
+  // `threads`: 1 or more (MakeComputeBackend resolves 0).
+  explicit CpuModel(const Hyperparameters& hyperparameters, int threads = 1);
 
-  // Outputs per example: class probabilities for multiclass, else 1 (the
-  // probability of class 1 for binary, the prediction for regression).
-  int prediction_width() const { return classes_; }
-  int weight_width() const { return width_; }
-  int bias_width() const { return bias_width_; }
+  std::string name() const override;
+  int threads() const { return pool_.size(); }
 
-  // `weights` holds batch.keys.size() x weight_width() floats (the rows of the
-  // batch's keys), `bias` bias_width() floats. Writes the predictions (rows x
-  // prediction_width) and returns the summed loss. Throws Error for a
-  // multiclass label that is not a class id.
   double Predict(const PreparedBatch& batch, const float* weights, const float* bias,
-                 std::vector<float>* predictions) const;
-
-  // The same forward pass, then the gradients of the mean loss: weight_gradients
-  // (keys x weight_width) and bias_gradient (bias_width). Returns the summed loss.
+                 std::vector<float>* predictions) override;
   double Gradients(const PreparedBatch& batch, const float* weights, const float* bias,
-                   std::vector<float>* weight_gradients, std::vector<float>* bias_gradient) const;
+                   std::vector<float>* weight_gradients,
+                   std::vector<float>* bias_gradient) override;
 
  private:
+  // Per-thread scratch, kept between batches.
+  struct Scratch {
+    std::vector<float> params, gradients, scores, score_gradient, factor_sums;
+    std::vector<float> products, row_gradients, accumulator;
+  };
+  // Where a pass writes: every array is indexed by row (or non-zero) of the
+  // whole batch, so threads with different rows never share an element.
+  struct Outputs {
+    float* predictions = nullptr;         // rows x classes, or null
+    float* row_losses = nullptr;          // rows
+    float* row_bias_gradients = nullptr;  // rows x bias_width (backward only)
+    float* key_gradients = nullptr;       // keys x width: scatter-add here (one thread)...
+    float* slot_gradients = nullptr;      // ...or nnz x width: one slot per non-zero
+  };
   double Run(const PreparedBatch& batch, const float* weights, const float* bias,
              std::vector<float>* predictions, std::vector<float>* weight_gradients,
-             std::vector<float>* bias_gradient) const;
+             std::vector<float>* bias_gradient);
+  // The per-row pass over rows [begin, end).
+  void SparseRows(const PreparedBatch& batch, const float* weights, const float* bias, size_t begin,
+                  size_t end, Scratch* scratch, const Outputs& out) const;
+  // The dense pass over rows [begin, end) of a dense batch: adds the gradients
+  // of the gathered weights (keys in row 0's order) to scratch->accumulator.
+  void DenseRows(const PreparedBatch& batch, const float* gathered, const float* bias, size_t begin,
+                 size_t end, Scratch* scratch, const Outputs& out) const;
+  void CheckLabels(const Batch& batch, size_t begin, size_t end) const;
 
-  Hyperparameters hyperparameters_;
-  bool factorization_;
-  int classes_;
-  int width_;
-  int bias_width_;
+  ThreadPool pool_;
+  std::vector<Scratch> scratch_;
+  std::vector<float> row_losses_, row_bias_gradients_, slots_, gathered_, factor_norms_;
 };
 
 }  // namespace keel

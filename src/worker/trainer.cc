@@ -52,7 +52,8 @@ Trainer::Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparam
       client_(client),
       hyperparameters_(hyperparameters),
       options_(std::move(options)),
-      model_(hyperparameters),
+      backend_(MakeComputeBackend(options_.device, options_.threads, hyperparameters)),
+      model_(*backend_),
       bias_key_(std::vector<Key>{MixKey(kBiasFeature)}) {
   if (options_.train.empty()) throw MakeError("--train is required");
   options_.reader.feature_dim = hyperparameters_.feature_dim;
@@ -158,7 +159,10 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
       // batch's update (one batch of staleness). Its pull carries the clock this
       // worker will have once this batch is pushed.
       client_->set_clock(clock_after(batches + 1));
-      if (have_next) start_pulls(&next);
+      if (have_next) {
+        start_pulls(&next);
+        model_.Prefetch(next.batch);
+      }
       const double wait_begin = MonotonicSeconds();
       client_->Wait(now.weights_pull);
       if (use_bias) client_->Wait(now.bias_pull);

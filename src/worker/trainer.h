@@ -3,7 +3,7 @@
 // Each worker reads its shard of the training channel, and for every
 // minibatch pulls the rows of the batch's features (the pull for the next
 // batch is in flight while this one computes), computes the mean loss's
-// gradients on the CPU and pushes them; the servers apply them with their
+// gradients on its compute backend (CPU or CUDA) and pushes them; the servers apply them with their
 // optimizer. After each epoch the workers meet at a barrier; worker 0 scores
 // the validation channel, decides on early stopping and tells the others
 // through the servers' control table. At the end worker 0 scores the test
@@ -11,6 +11,7 @@
 #ifndef KEEL_WORKER_TRAINER_H_
 #define KEEL_WORKER_TRAINER_H_
 
+#include <memory>
 #include <string>
 
 #include "io/readers.h"
@@ -18,7 +19,7 @@
 #include "kv/node.h"
 #include "kv/staleness_gate.h"
 #include "models/metrics.h"
-#include "worker/cpu_model.h"
+#include "worker/compute_backend.h"
 #include "worker/hyperparameters.h"
 
 namespace keel {
@@ -40,6 +41,9 @@ struct TrainerOptions {
   // long per minibatch (it sleeps the difference).
   int slow_rank = -1;
   double slow_factor = 1;
+  // The compute backend (MakeComputeBackend): "cpu" or "cuda:N", and the CPU's threads.
+  std::string device = "cpu";
+  int threads = 1;
 };
 
 class Trainer {
@@ -89,7 +93,8 @@ class Trainer {
   KVWorker* client_;
   Hyperparameters hyperparameters_;
   TrainerOptions options_;
-  CpuModel model_;
+  std::unique_ptr<ComputeBackend> backend_;
+  ComputeBackend& model_;
   SharedArray<const Key> bias_key_;
   // The job's state as checkpoints carry it (kept current by the leader).
   proto::TrainerState state_;

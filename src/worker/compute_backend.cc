@@ -1,0 +1,87 @@
+#include "worker/compute_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#include "kv/error.h"
+#include "worker/cpu_model.h"
+#ifdef KEEL_HAVE_CUDA
+#include "worker/cuda_model.h"
+#endif
+
+namespace keel {
+
+ComputeBackend::ComputeBackend(const Hyperparameters& hyperparameters)
+    : hyperparameters_(hyperparameters),
+      factorization_(hyperparameters.job == JobKind::kFactorizationMachines),
+      classes_(hyperparameters.classes()),
+      width_(hyperparameters.weight_width()),
+      bias_width_(factorization_ ? 1 : hyperparameters.classes()) {}
+
+bool IsDenseBatch(const PreparedBatch& prepared) {
+  const Batch& batch = prepared.batch;
+  const size_t keys = prepared.keys.size();
+  if (batch.rows() == 0 || keys == 0 || batch.nnz() != batch.rows() * keys) return false;
+  for (size_t r = 0; r < batch.rows(); ++r) {
+    if (batch.row_offsets[r + 1] - batch.row_offsets[r] != keys) return false;
+  }
+  for (size_t e = keys; e < batch.nnz(); ++e) {
+    if (prepared.positions[e] != prepared.positions[e % keys]) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The N of "cuda:N", or -1 for "cpu". Throws Error for anything else.
+int ParseDevice(const std::string& device) {
+  if (device == "cpu") return -1;
+  if (device.rfind("cuda:", 0) == 0) {
+    const std::string number = device.substr(5);
+    char* end = nullptr;
+    const long ordinal = std::strtol(number.c_str(), &end, 10);
+    if (!number.empty() && *end == '\0' && ordinal >= 0 && ordinal < 1024) {
+      return static_cast<int>(ordinal);
+    }
+  }
+  throw MakeError("--device '", device, "' is not cpu or cuda:N (N a device number)");
+}
+
+}  // namespace
+
+void CheckDevice(const std::string& device) {
+  const int ordinal = ParseDevice(device);
+  if (ordinal < 0) return;
+#ifdef KEEL_HAVE_CUDA
+  std::string why;
+  const int devices = CudaDeviceCount(&why);
+  if (devices == 0) throw MakeError("--device ", device, ": ", why, "; use --device=cpu");
+  if (ordinal >= devices) {
+    throw MakeError("--device ", device, ": this machine has ", devices,
+                    " CUDA device(s), numbered from 0");
+  }
+#else
+  throw MakeError("--device ", device,
+                  ": this keel was built without the CUDA backend (nvcc was not found at build "
+                  "time); use --device=cpu");
+#endif
+}
+
+std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, int threads,
+                                                   const Hyperparameters& hyperparameters) {
+  if (threads < 0) throw MakeError("--threads must be 0 (one per hardware thread) or more");
+  CheckDevice(device);
+  const int ordinal = ParseDevice(device);
+  if (ordinal < 0) {
+    if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::make_unique<CpuModel>(hyperparameters, threads);
+  }
+#ifdef KEEL_HAVE_CUDA
+  return MakeCudaModel(hyperparameters, ordinal);
+#else
+  throw MakeError("unreachable: CheckDevice refuses cuda devices in this build");
+#endif
+}
+
+}  // namespace keel

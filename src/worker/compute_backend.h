@@ -1,0 +1,83 @@
+// ComputeBackend: where a worker runs a built-in model's forward and backward
+// pass over a minibatch, on the CPU (CpuModel) or a CUDA device (CudaModel).
+//
+// Every backend calls the same per-example functions of models/ and returns
+// the same quantities for the same batch: the summed loss, the predictions,
+// and the mean loss's gradient per unique key of the batch, reduced before it
+// is pushed. A backend is not safe for concurrent use: one thread calls it.
+#ifndef KEEL_WORKER_COMPUTE_BACKEND_H_
+#define KEEL_WORKER_COMPUTE_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/batch_stream.h"
+#include "worker/hyperparameters.h"
+
+namespace keel {
+
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+
+  // "cpu (4 threads)", "cuda:0 (NVIDIA A100-SXM4-40GB)": for logs.
+  virtual std::string name() const = 0;
+
+  // Outputs per example: class probabilities for multiclass, else 1 (the
+  // probability of class 1 for binary, the prediction for regression).
+  int prediction_width() const { return classes_; }
+  // Floats per key in the weight table, and in the bias.
+  int weight_width() const { return width_; }
+  int bias_width() const { return bias_width_; }
+
+  // `batch` comes from PrepareKeys. `weights` holds batch.keys.size() x
+  // weight_width() floats (the rows of the batch's keys), `bias` bias_width()
+  // floats. Writes the predictions (rows x prediction_width) and returns the
+  // summed loss. Throws Error for a multiclass label that is not a class id,
+  // or when the device fails.
+  virtual double Predict(const PreparedBatch& batch, const float* weights, const float* bias,
+                         std::vector<float>* predictions) = 0;
+
+  // The same forward pass, then the gradients of the mean loss: weight_gradients
+  // (keys x weight_width, one row per unique key) and bias_gradient
+  // (bias_width). Returns the summed loss.
+  virtual double Gradients(const PreparedBatch& batch, const float* weights, const float* bias,
+                           std::vector<float>* weight_gradients,
+                           std::vector<float>* bias_gradient) = 0;
+
+  // A hint: `batch` is the next one to be computed. A device backend starts
+  // copying its structure (everything but the weights, which are still being
+  // pulled) while the current batch computes. `batch` must stay unchanged
+  // until it has been computed. The CPU backend ignores it.
+  virtual void Prefetch(const PreparedBatch& batch) { (void)batch; }
+
+ protected:
+  explicit ComputeBackend(const Hyperparameters& hyperparameters);
+
+  Hyperparameters hyperparameters_;
+  bool factorization_;
+  int classes_;
+  int width_;
+  int bias_width_;
+};
+
+// The backend `device` names: "cpu" (with `threads` threads, 0 for one per
+// hardware thread) or "cuda:N". Throws Error for an unknown device, for
+// "cuda:N" in a build without the CUDA backend, and when device N does not
+// exist or no CUDA device is usable, saying why.
+std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, int threads,
+                                                   const Hyperparameters& hyperparameters);
+
+// Checks that `device` names a backend this build has and, for "cuda:N",
+// that device N exists, without starting it. Throws Error saying why not.
+void CheckDevice(const std::string& device);
+
+// True when every row of `batch` lists all of the batch's keys in the same
+// order: a dense matrix (CSV and dense recordIO data), where products of
+// whole matrices (Eigen, cuBLAS) beat the per-row loops.
+bool IsDenseBatch(const PreparedBatch& batch);
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_COMPUTE_BACKEND_H_

@@ -1,0 +1,748 @@
+// The CUDA backend. Per minibatch:
+//  1. Prefetch (while the previous batch computes): the batch's CSR (row
+//     offsets, positions, values, labels) and its per-key order are packed
+//     into a pinned host buffer and copied to the device on the copy stream.
+//     Two slots, used in turn: double buffering.
+//  2. Predict/Gradients: the pulled rows (keys x width, a dense matrix) go
+//     through a pinned buffer to the device on the compute stream, which first
+//     waits for the slot's copy.
+//  3. Sparse batches: a gather kernel lays each non-zero's row out in CSR
+//     order, so a row's parameters are contiguous, as the models/ functions
+//     expect; the row kernel runs a group of lanes per row over them (lanes
+//     split the factors or classes); the key kernel sums each key's per-
+//     non-zero gradients in ascending order. Dense batches: cuBLAS products.
+//  4. Losses, predictions and the per-key gradients come back through a
+//     pinned buffer; the host waits on the compute stream.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kv/error.h"
+#include "models/factorization_machine.h"
+#include "models/linear.h"
+#include "models/losses.h"
+#include "worker/cuda_model.h"
+
+// Every CUDA and cuBLAS call goes through these: a failure becomes a
+// keel::Error naming the call, its file and line, and the runtime's message.
+#define KEEL_CUDA_CHECK(call) ::keel::CheckCuda((call), #call, __FILE__, __LINE__)
+#define KEEL_CUBLAS_CHECK(call) ::keel::CheckCublas((call), #call, __FILE__, __LINE__)
+// After a kernel launch: launch errors (bad configuration, no device).
+#define KEEL_CUDA_CHECK_LAUNCH(kernel) \
+  ::keel::CheckCuda(cudaGetLastError(), kernel "<<<...>>>", __FILE__, __LINE__)
+
+namespace keel {
+
+void CheckCuda(cudaError_t status, const char* call, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  throw MakeError(file, ":", line, ": ", call, " failed: ", cudaGetErrorName(status), ": ",
+                  cudaGetErrorString(status));
+}
+
+void CheckCublas(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw MakeError(file, ":", line, ": ", call, " failed: ", cublasGetStatusName(status), ": ",
+                  cublasGetStatusString(status));
+}
+
+int CudaDeviceCount(std::string* why) {
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear it
+    *why = std::string("the CUDA runtime finds no usable device: ") + cudaGetErrorName(status) +
+           ": " + cudaGetErrorString(status);
+    return 0;
+  }
+  if (devices == 0) *why = "the CUDA runtime reports no device";
+  return devices;
+}
+
+namespace {
+
+constexpr int kThreadsPerBlock = 256;
+constexpr size_t kSharedBytesLimit = 48 * 1024;
+
+int Blocks(size_t threads) {
+  return static_cast<int>((threads + kThreadsPerBlock - 1) / kThreadsPerBlock);
+}
+
+// Device memory that grows as needed; its contents do not survive growing.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() {
+    if (data_) cudaFree(data_);
+  }
+  T* Reserve(size_t count) {
+    if (count > capacity_) {
+      const size_t grown = std::max(count, capacity_ * 3 / 2);
+      if (data_) KEEL_CUDA_CHECK(cudaFree(data_));
+      data_ = nullptr;
+      capacity_ = 0;
+      KEEL_CUDA_CHECK(cudaMalloc(&data_, grown * sizeof(T)));
+      capacity_ = grown;
+    }
+    return data_;
+  }
+  T* data() const { return data_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// Page-locked host memory (cudaMallocHost), so copies run asynchronously.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (data_) cudaFreeHost(data_);
+  }
+  char* Reserve(size_t bytes) {
+    if (bytes > capacity_) {
+      const size_t grown = std::max(bytes, capacity_ * 3 / 2);
+      if (data_) KEEL_CUDA_CHECK(cudaFreeHost(data_));
+      data_ = nullptr;
+      capacity_ = 0;
+      KEEL_CUDA_CHECK(cudaMallocHost(&data_, grown));
+      capacity_ = grown;
+    }
+    return data_;
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// Sections of one packed buffer, each 256-byte aligned.
+struct Layout {
+  size_t bytes = 0;
+  size_t Add(size_t section_bytes) {
+    const size_t offset = bytes;
+    bytes += (section_bytes + 255) / 256 * 256;
+    return offset;
+  }
+};
+
+// --- Kernels ---
+
+// gathered[e * width + c] = weights[positions[e] * width + c] for e < count.
+__global__ void GatherKernel(const float* weights, const uint32_t* positions, size_t count,
+                             int width, float* gathered) {
+  const size_t index = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= count * width) return;
+  const size_t e = index / width;
+  const int c = static_cast<int>(index % width);
+  gathered[index] = weights[static_cast<size_t>(positions[e]) * width + c];
+}
+
+struct RowArguments {
+  const uint32_t* row_offsets;
+  const float* values;
+  const float* labels;
+  const float* gathered;  // nnz x width: each non-zero's parameters, in CSR order
+  const float* bias;      // bias_width floats, or null without bias
+  int rows;
+  int width;
+  int classes;
+  int factors;  // FM: k; linear: 0
+  bool factorization;
+  LossKind loss;
+  int group;                  // lanes per row: a power of two, at most 32
+  int scratch_floats;         // shared floats per row
+  float* row_losses;          // rows
+  float* predictions;         // rows x classes, or null
+  float* slots;               // nnz x width (zeroed), or null for the forward pass only
+  float* row_bias_gradients;  // rows x classes, or null
+};
+
+// One group of `group` lanes per row. Lane l of a row's group takes factors
+// (FM) or classes (linear) l, l + group, ...; the partial sums meet through a
+// butterfly of shuffles, after which every lane holds the same total. Every
+// lane of a warp reaches every shuffle and __syncwarp (rows past the end run
+// with no non-zeros and write nothing), so full-warp masks are right.
+__global__ void RowKernel(RowArguments a) {
+  extern __shared__ float shared[];
+  const int lane = static_cast<int>(threadIdx.x) % a.group;
+  const int slot = static_cast<int>(threadIdx.x) / a.group;
+  const int row = static_cast<int>(blockIdx.x) * (static_cast<int>(blockDim.x) / a.group) + slot;
+  const bool active = row < a.rows;
+  float* scratch = shared + slot * a.scratch_floats;
+  float* factor_sums = scratch;                // FM: k floats
+  float* scores = scratch + a.factors;         // classes floats
+  float* score_gradient = scores + a.classes;  // classes floats
+  const size_t begin = active ? a.row_offsets[row] : 0;
+  const int nnz = active ? static_cast<int>(a.row_offsets[row + 1] - begin) : 0;
+  const float* params = a.gathered + begin * a.width;
+  const float* values = a.values + begin;
+
+  if (a.factorization) {
+    float linear, sums_squared, squares;
+    FmScoreTerms(params, values, nnz, a.factors, lane, a.group, factor_sums, &linear, &sums_squared,
+                 &squares);
+    for (int offset = a.group / 2; offset > 0; offset /= 2) {
+      sums_squared += __shfl_xor_sync(0xffffffffu, sums_squared, offset, a.group);
+      squares += __shfl_xor_sync(0xffffffffu, squares, offset, a.group);
+    }
+    if (lane == 0) {
+      scores[0] = FmCombine(a.bias != nullptr ? a.bias[0] : 0.0f, linear, sums_squared, squares);
+    }
+  } else {
+    LinearScoreTerms(params, values, nnz, a.classes, lane, a.group, a.bias, scores);
+  }
+  __syncwarp();
+  if (lane == 0 && active) {
+    a.row_losses[row] = ExampleLoss(
+        a.loss, scores, a.classes, a.labels[row], score_gradient,
+        a.predictions != nullptr ? a.predictions + static_cast<size_t>(row) * a.classes : nullptr);
+    if (a.slots != nullptr) {
+      // The mean loss's gradient: each example weighs 1/rows (divided, as on the CPU).
+      for (int c = 0; c < a.classes; ++c) {
+        score_gradient[c] /= static_cast<float>(a.rows);
+        if (a.row_bias_gradients != nullptr) {
+          a.row_bias_gradients[static_cast<size_t>(row) * a.classes + c] = score_gradient[c];
+        }
+      }
+    }
+  }
+  __syncwarp();
+  if (a.slots == nullptr || !active) return;
+  float* gradients = a.slots + begin * a.width;
+  if (a.factorization) {
+    FmGradientTerms(params, values, nnz, a.factors, lane, a.group, factor_sums, score_gradient[0],
+                    gradients, nullptr);
+  } else {
+    LinearGradientTerms(values, nnz, a.classes, lane, a.group, score_gradient, gradients, nullptr);
+  }
+}
+
+// key_gradients[u * width + c] = sum of slots[e * width + c] over key u's
+// non-zeros e in ascending order (the CPU's order).
+__global__ void KeyReduceKernel(const float* slots, const uint32_t* key_offsets,
+                                const uint32_t* nonzeros_by_key, size_t keys, int width,
+                                float* key_gradients) {
+  const size_t index = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= keys * width) return;
+  const size_t u = index / width;
+  const int c = static_cast<int>(index % width);
+  float sum = 0.0f;
+  for (uint32_t e = key_offsets[u]; e < key_offsets[u + 1]; ++e) {
+    sum += slots[static_cast<size_t>(nonzeros_by_key[e]) * width + c];
+  }
+  key_gradients[index] = sum;
+}
+
+// bias_gradient[c] = sum over rows in order of row_bias_gradients[r * width + c].
+__global__ void BiasReduceKernel(const float* row_bias_gradients, int rows, int width,
+                                 float* bias_gradient) {
+  for (int c = static_cast<int>(threadIdx.x); c < width; c += static_cast<int>(blockDim.x)) {
+    float sum = 0.0f;
+    for (int r = 0; r < rows; ++r) sum += row_bias_gradients[static_cast<size_t>(r) * width + c];
+    bias_gradient[c] = sum;
+  }
+}
+
+// Dense batches. norms[j] = sum_f v_jf^2 of the gathered FM rows.
+__global__ void FactorNormsKernel(const float* gathered, int keys, int width, float* norms) {
+  const int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (j >= keys) return;
+  float norm = 0.0f;
+  for (int f = 1; f < width; ++f)
+    norm +=
+        gathered[static_cast<size_t>(j) * width + f] * gathered[static_cast<size_t>(j) * width + f];
+  norms[j] = norm;
+}
+
+__global__ void SquareKernel(const float* values, size_t count, float* squares) {
+  const size_t index = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index < count) squares[index] = values[index] * values[index];
+}
+
+struct DenseRowArguments {
+  const float* products;  // rows x width: X W (linear: scores less the bias; FM: [linear, S])
+  const float* squares;   // FM: rows: sum_j x_j^2 |v_j|^2
+  const float* labels;
+  const float* bias;
+  int rows;
+  int width;
+  int classes;
+  int factors;
+  bool factorization;
+  LossKind loss;
+  float* scratch;  // rows x 2 classes
+  float* row_losses;
+  float* predictions;
+  float* score_gradients;     // rows x width: D, for X^T D; null for the forward pass only
+  float* score_scale;         // FM: rows: the score gradient
+  float* row_bias_gradients;  // rows x classes, or null
+};
+
+// One thread per row of a dense batch: the score from the products, the loss,
+// and the row of D that X^T D turns into the weights' gradient.
+__global__ void DenseRowKernel(DenseRowArguments a) {
+  const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (row >= a.rows) return;
+  const float* product = a.products + static_cast<size_t>(row) * a.width;
+  float* scores = a.scratch + static_cast<size_t>(row) * 2 * a.classes;
+  float* score_gradient = scores + a.classes;
+  if (a.factorization) {
+    float sums_squared = 0.0f;
+    for (int f = 1; f <= a.factors; ++f) sums_squared += product[f] * product[f];
+    scores[0] =
+        FmCombine(a.bias != nullptr ? a.bias[0] : 0.0f, product[0], sums_squared, a.squares[row]);
+  } else {
+    for (int c = 0; c < a.classes; ++c) {
+      scores[c] = product[c] + (a.bias != nullptr ? a.bias[c] : 0.0f);
+    }
+  }
+  a.row_losses[row] = ExampleLoss(
+      a.loss, scores, a.classes, a.labels[row], score_gradient,
+      a.predictions != nullptr ? a.predictions + static_cast<size_t>(row) * a.classes : nullptr);
+  if (a.score_gradients == nullptr) return;
+  float* d = a.score_gradients + static_cast<size_t>(row) * a.width;
+  for (int c = 0; c < a.classes; ++c) {
+    score_gradient[c] /= static_cast<float>(a.rows);
+    if (a.row_bias_gradients != nullptr) {
+      a.row_bias_gradients[static_cast<size_t>(row) * a.classes + c] = score_gradient[c];
+    }
+  }
+  if (a.factorization) {
+    // dscore/dw_j = x_j, dscore/dv_jf = x_j S_f - v_jf x_j^2.
+    a.score_scale[row] = score_gradient[0];
+    d[0] = score_gradient[0];
+    for (int f = 1; f <= a.factors; ++f) d[f] = score_gradient[0] * product[f];
+  } else {
+    for (int c = 0; c < a.classes; ++c) d[c] = score_gradient[c];
+  }
+}
+
+// FM, dense: gradient[j][1 + f] -= v_jf * weighted_squares[j], then each row j
+// goes to its key's place: key_gradients[positions[j]] = gradient[j].
+__global__ void DenseScatterKernel(const float* gradient, const float* gathered,
+                                   const float* weighted_squares, const uint32_t* positions,
+                                   int keys, int width, bool factorization, float* key_gradients) {
+  const size_t index = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= static_cast<size_t>(keys) * width) return;
+  const size_t j = index / width;
+  const int c = static_cast<int>(index % width);
+  float value = gradient[index];
+  if (factorization && c > 0) value -= gathered[index] * weighted_squares[j];
+  key_gradients[static_cast<size_t>(positions[j]) * width + c] = value;
+}
+
+// --- The backend ---
+
+class CudaModel : public ComputeBackend {
+ public:
+  CudaModel(const Hyperparameters& hyperparameters, int ordinal)
+      : ComputeBackend(hyperparameters), ordinal_(ordinal) {
+    KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
+    cudaDeviceProp properties;
+    KEEL_CUDA_CHECK(cudaGetDeviceProperties(&properties, ordinal_));
+    device_name_ = properties.name;
+    KEEL_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    KEEL_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_stream_, cudaStreamNonBlocking));
+    for (Slot& slot : slots_) {
+      KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&slot.copied, cudaEventDisableTiming));
+    }
+    KEEL_CUBLAS_CHECK(cublasCreate(&cublas_));
+    KEEL_CUBLAS_CHECK(cublasSetStream(cublas_, compute_stream_));
+    const int k = factorization_ ? hyperparameters_.num_factors : 0;
+    const int split = factorization_ ? k : classes_;  // what a row's lanes share out
+    group_ = 1;
+    while (group_ < split && group_ < 32) group_ *= 2;
+    scratch_floats_ = k + 2 * classes_;
+    rows_per_block_ = kThreadsPerBlock / group_;
+    while (rows_per_block_ > 1 &&
+           static_cast<size_t>(rows_per_block_) * scratch_floats_ * sizeof(float) >
+               kSharedBytesLimit) {
+      rows_per_block_ /= 2;
+    }
+    if (static_cast<size_t>(rows_per_block_) * scratch_floats_ * sizeof(float) >
+        kSharedBytesLimit) {
+      throw MakeError("--num_classes ", classes_, " is more than the CUDA backend supports");
+    }
+    if (rows_per_block_ * group_ % 32 != 0) rows_per_block_ = (32 + group_ - 1) / group_;
+  }
+
+  ~CudaModel() override {
+    cudaSetDevice(ordinal_);
+    cudaStreamSynchronize(copy_stream_);
+    cudaStreamSynchronize(compute_stream_);
+    if (cublas_) cublasDestroy(cublas_);
+    for (Slot& slot : slots_) {
+      if (slot.copied) cudaEventDestroy(slot.copied);
+    }
+    if (copy_stream_) cudaStreamDestroy(copy_stream_);
+    if (compute_stream_) cudaStreamDestroy(compute_stream_);
+  }
+
+  std::string name() const override {
+    return "cuda:" + std::to_string(ordinal_) + " (" + device_name_ + ")";
+  }
+
+  void Prefetch(const PreparedBatch& batch) override {
+    KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
+    if (!Holds(slots_[0], batch) && !Holds(slots_[1], batch)) Stage(batch, FreeSlot());
+  }
+
+  double Predict(const PreparedBatch& batch, const float* weights, const float* bias,
+                 std::vector<float>* predictions) override {
+    return Run(batch, weights, bias, predictions, nullptr, nullptr);
+  }
+
+  double Gradients(const PreparedBatch& batch, const float* weights, const float* bias,
+                   std::vector<float>* weight_gradients,
+                   std::vector<float>* bias_gradient) override {
+    return Run(batch, weights, bias, nullptr, weight_gradients, bias_gradient);
+  }
+
+ private:
+  // A batch's structure on the device.
+  struct Slot {
+    const PreparedBatch* batch = nullptr;  // staged and not yet computed, or null
+    uint64_t staged = 0;                   // when, counting stagings
+    const float* values = nullptr;         // its identity, with the sizes below
+    size_t rows = 0, nnz = 0, keys = 0;
+    bool dense = false;
+    cudaEvent_t copied = nullptr;
+    PinnedBuffer host;
+    DeviceArray<char> device;
+    size_t row_offsets = 0, positions = 0, values_offset = 0, labels = 0, key_offsets = 0,
+           nonzeros_by_key = 0;
+  };
+
+  // A slot holding no batch waiting to be computed; if both do, the one staged
+  // first (its batch will be staged again when its turn comes).
+  int FreeSlot() const {
+    const bool free0 = slots_[0].batch == nullptr, free1 = slots_[1].batch == nullptr;
+    if (free0 != free1) return free0 ? 0 : 1;
+    return slots_[0].staged <= slots_[1].staged ? 0 : 1;
+  }
+
+  bool Holds(const Slot& slot, const PreparedBatch& batch) const {
+    return slot.batch == &batch && slot.values == batch.batch.values.data() &&
+           slot.rows == batch.batch.rows() && slot.nnz == batch.batch.nnz() &&
+           slot.keys == batch.keys.size();
+  }
+
+  // Packs the batch into the slot's pinned buffer and starts its copy.
+  void Stage(const PreparedBatch& prepared, int index) {
+    Slot& slot = slots_[index];
+    const Batch& batch = prepared.batch;
+    if (prepared.key_offsets.size() != prepared.keys.size() + 1 ||
+        prepared.positions.size() != batch.nnz()) {
+      throw MakeError("a minibatch reached the model without its key set (PrepareKeys)");
+    }
+    if (batch.nnz() > UINT32_MAX) throw MakeError("a minibatch of more than 2^32 non-zeros");
+    // The slot's previous copy must be done before its buffer is reused.
+    KEEL_CUDA_CHECK(cudaEventSynchronize(slot.copied));
+    const size_t rows = batch.rows(), nnz = batch.nnz(), keys = prepared.keys.size();
+    Layout layout;
+    slot.row_offsets = layout.Add((rows + 1) * sizeof(uint32_t));
+    slot.positions = layout.Add(nnz * sizeof(uint32_t));
+    slot.values_offset = layout.Add(nnz * sizeof(float));
+    slot.labels = layout.Add(rows * sizeof(float));
+    slot.key_offsets = layout.Add((keys + 1) * sizeof(uint32_t));
+    slot.nonzeros_by_key = layout.Add(nnz * sizeof(uint32_t));
+    char* host = slot.host.Reserve(layout.bytes);
+    uint32_t* row_offsets = reinterpret_cast<uint32_t*>(host + slot.row_offsets);
+    for (size_t r = 0; r <= rows; ++r) row_offsets[r] = static_cast<uint32_t>(batch.row_offsets[r]);
+    std::memcpy(host + slot.positions, prepared.positions.data(), nnz * sizeof(uint32_t));
+    std::memcpy(host + slot.values_offset, batch.values.data(), nnz * sizeof(float));
+    std::memcpy(host + slot.labels, batch.labels.data(), rows * sizeof(float));
+    std::memcpy(host + slot.key_offsets, prepared.key_offsets.data(),
+                (keys + 1) * sizeof(uint32_t));
+    std::memcpy(host + slot.nonzeros_by_key, prepared.nonzeros_by_key.data(),
+                nnz * sizeof(uint32_t));
+    char* device = slot.device.Reserve(layout.bytes);
+    KEEL_CUDA_CHECK(
+        cudaMemcpyAsync(device, host, layout.bytes, cudaMemcpyHostToDevice, copy_stream_));
+    KEEL_CUDA_CHECK(cudaEventRecord(slot.copied, copy_stream_));
+    slot.batch = &prepared;
+    slot.staged = ++stagings_;
+    slot.values = batch.values.data();
+    slot.rows = rows;
+    slot.nnz = nnz;
+    slot.keys = keys;
+    slot.dense = IsDenseBatch(prepared);
+  }
+
+  void CheckLabels(const Batch& batch) const {
+    if (hyperparameters_.predictor_type != PredictorType::kMulticlassClassifier) return;
+    for (float label : batch.labels) {
+      if (LabelToClass(label, classes_) < 0) {
+        throw MakeError("label ", label, " of an example is not a class id in 0..", classes_ - 1,
+                        " (--num_classes ", classes_, ")");
+      }
+    }
+  }
+
+  LossKind Loss() const {
+    switch (hyperparameters_.predictor_type) {
+      case PredictorType::kBinaryClassifier:
+        return LossKind::kLogistic;
+      case PredictorType::kRegressor:
+        return LossKind::kSquared;
+      case PredictorType::kMulticlassClassifier:
+        return LossKind::kSoftmax;
+    }
+    return LossKind::kLogistic;
+  }
+
+  double Run(const PreparedBatch& prepared, const float* weights, const float* bias,
+             std::vector<float>* predictions, std::vector<float>* weight_gradients,
+             std::vector<float>* bias_gradient) {
+    KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
+    const Batch& batch = prepared.batch;
+    CheckLabels(batch);
+    const bool backward = weight_gradients != nullptr;
+    const size_t rows = batch.rows(), nnz = batch.nnz(), keys = prepared.keys.size();
+    const bool use_bias = hyperparameters_.use_bias;
+    if (predictions) predictions->assign(rows * classes_, 0.0f);
+    if (backward) {
+      weight_gradients->assign(keys * width_, 0.0f);
+      bias_gradient->assign(bias_width_, 0.0f);
+    }
+    if (rows == 0) return 0;
+    int index = Holds(slots_[0], prepared) ? 0 : Holds(slots_[1], prepared) ? 1 : -1;
+    if (index < 0) {
+      index = FreeSlot();
+      Stage(prepared, index);
+    }
+    Slot& slot = slots_[index];
+    slot.batch = nullptr;  // consumed: never matched again
+
+    // The pulled rows and the bias, through the pinned buffer.
+    Layout in;
+    const size_t weights_offset = in.Add(keys * width_ * sizeof(float));
+    const size_t bias_offset = in.Add(bias_width_ * sizeof(float));
+    char* host_in = input_.Reserve(in.bytes);
+    std::memcpy(host_in + weights_offset, weights, keys * width_ * sizeof(float));
+    if (use_bias) std::memcpy(host_in + bias_offset, bias, bias_width_ * sizeof(float));
+    char* device_in = device_input_.Reserve(in.bytes);
+    KEEL_CUDA_CHECK(
+        cudaMemcpyAsync(device_in, host_in, in.bytes, cudaMemcpyHostToDevice, compute_stream_));
+    KEEL_CUDA_CHECK(cudaStreamWaitEvent(compute_stream_, slot.copied, 0));
+    const float* device_weights = reinterpret_cast<const float*>(device_in + weights_offset);
+    const float* device_bias =
+        use_bias ? reinterpret_cast<const float*>(device_in + bias_offset) : nullptr;
+    const char* structure = slot.device.data();
+    const uint32_t* row_offsets = reinterpret_cast<const uint32_t*>(structure + slot.row_offsets);
+    const uint32_t* positions = reinterpret_cast<const uint32_t*>(structure + slot.positions);
+    const float* values = reinterpret_cast<const float*>(structure + slot.values_offset);
+    const float* labels = reinterpret_cast<const float*>(structure + slot.labels);
+    const uint32_t* key_offsets = reinterpret_cast<const uint32_t*>(structure + slot.key_offsets);
+    const uint32_t* nonzeros_by_key =
+        reinterpret_cast<const uint32_t*>(structure + slot.nonzeros_by_key);
+
+    // What comes back: losses, predictions, gradients.
+    Layout out;
+    const size_t losses_offset = out.Add(rows * sizeof(float));
+    const size_t predictions_offset = out.Add(predictions ? rows * classes_ * sizeof(float) : 0);
+    const size_t gradients_offset = out.Add(backward ? keys * width_ * sizeof(float) : 0);
+    const size_t bias_gradient_offset = out.Add(backward ? bias_width_ * sizeof(float) : 0);
+    char* device_out = device_output_.Reserve(out.bytes);
+    float* row_losses = reinterpret_cast<float*>(device_out + losses_offset);
+    float* device_predictions =
+        predictions ? reinterpret_cast<float*>(device_out + predictions_offset) : nullptr;
+    float* key_gradients = reinterpret_cast<float*>(device_out + gradients_offset);
+    float* device_bias_gradient = reinterpret_cast<float*>(device_out + bias_gradient_offset);
+    float* row_bias_gradients =
+        backward && use_bias ? row_bias_gradients_.Reserve(rows * bias_width_) : nullptr;
+
+    if (slot.dense) {
+      RunDense(prepared, slot, device_weights, device_bias, positions, values, labels, row_losses,
+               device_predictions, backward ? key_gradients : nullptr, row_bias_gradients);
+    } else {
+      float* gathered = gathered_.Reserve(nnz * width_);
+      GatherKernel<<<Blocks(nnz * width_), kThreadsPerBlock, 0, compute_stream_>>>(
+          device_weights, positions, nnz, width_, gathered);
+      KEEL_CUDA_CHECK_LAUNCH("GatherKernel");
+      float* slots = nullptr;
+      if (backward) {
+        slots = slots_gradients_.Reserve(nnz * width_);
+        KEEL_CUDA_CHECK(cudaMemsetAsync(slots, 0, nnz * width_ * sizeof(float), compute_stream_));
+      }
+      RowArguments a;
+      a.row_offsets = row_offsets;
+      a.values = values;
+      a.labels = labels;
+      a.gathered = gathered;
+      a.bias = device_bias;
+      a.rows = static_cast<int>(rows);
+      a.width = width_;
+      a.classes = classes_;
+      a.factors = factorization_ ? hyperparameters_.num_factors : 0;
+      a.factorization = factorization_;
+      a.loss = Loss();
+      a.group = group_;
+      a.scratch_floats = scratch_floats_;
+      a.row_losses = row_losses;
+      a.predictions = device_predictions;
+      a.slots = slots;
+      a.row_bias_gradients = row_bias_gradients;
+      const int blocks = static_cast<int>((rows + rows_per_block_ - 1) / rows_per_block_);
+      const size_t shared = static_cast<size_t>(rows_per_block_) * scratch_floats_ * sizeof(float);
+      RowKernel<<<blocks, rows_per_block_ * group_, shared, compute_stream_>>>(a);
+      KEEL_CUDA_CHECK_LAUNCH("RowKernel");
+      if (backward) {
+        KeyReduceKernel<<<Blocks(keys * width_), kThreadsPerBlock, 0, compute_stream_>>>(
+            slots, key_offsets, nonzeros_by_key, keys, width_, key_gradients);
+        KEEL_CUDA_CHECK_LAUNCH("KeyReduceKernel");
+      }
+    }
+    if (backward) {
+      if (use_bias) {
+        BiasReduceKernel<<<1, 128, 0, compute_stream_>>>(row_bias_gradients, static_cast<int>(rows),
+                                                         bias_width_, device_bias_gradient);
+        KEEL_CUDA_CHECK_LAUNCH("BiasReduceKernel");
+      } else {
+        KEEL_CUDA_CHECK(
+            cudaMemsetAsync(device_bias_gradient, 0, bias_width_ * sizeof(float), compute_stream_));
+      }
+    }
+    char* host_out = output_.Reserve(out.bytes);
+    KEEL_CUDA_CHECK(
+        cudaMemcpyAsync(host_out, device_out, out.bytes, cudaMemcpyDeviceToHost, compute_stream_));
+    KEEL_CUDA_CHECK(cudaStreamSynchronize(compute_stream_));
+
+    const float* losses = reinterpret_cast<const float*>(host_out + losses_offset);
+    double loss = 0;
+    for (size_t r = 0; r < rows; ++r) loss += losses[r];
+    if (predictions) {
+      std::memcpy(predictions->data(), host_out + predictions_offset,
+                  rows * classes_ * sizeof(float));
+    }
+    if (backward) {
+      std::memcpy(weight_gradients->data(), host_out + gradients_offset,
+                  keys * width_ * sizeof(float));
+      std::memcpy(bias_gradient->data(), host_out + bias_gradient_offset,
+                  bias_width_ * sizeof(float));
+    }
+    return loss;
+  }
+
+  // A dense batch (every row lists the batch's keys in row 0's order): X is
+  // rows x keys, row-major, as the values already lie; W the gathered rows
+  // (keys x width, row-major). cuBLAS is column-major, so a row-major M is its
+  // column-major transpose: P = X W is computed as P^T = W^T X^T, and the
+  // weights' gradient X^T D as (X^T D)^T = D^T X.
+  void RunDense(const PreparedBatch& prepared, const Slot& slot, const float* weights,
+                const float* bias, const uint32_t* positions, const float* values,
+                const float* labels, float* row_losses, float* predictions, float* key_gradients,
+                float* row_bias_gradients) {
+    const int rows = static_cast<int>(slot.rows);
+    const int keys = static_cast<int>(slot.keys);
+    const int k = factorization_ ? hyperparameters_.num_factors : 0;
+    const float one = 1.0f, zero = 0.0f;
+    float* gathered = gathered_.Reserve(static_cast<size_t>(keys) * width_);
+    GatherKernel<<<Blocks(static_cast<size_t>(keys) * width_), kThreadsPerBlock, 0,
+                   compute_stream_>>>(weights, positions, keys, width_, gathered);
+    KEEL_CUDA_CHECK_LAUNCH("GatherKernel");
+    float* products = dense_products_.Reserve(static_cast<size_t>(rows) * width_);
+    KEEL_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, width_, rows, keys, &one,
+                                  gathered, width_, values, keys, &zero, products, width_));
+    float* squared_values = nullptr;
+    float* norms = nullptr;
+    float* squares = nullptr;
+    if (factorization_) {
+      const size_t count = static_cast<size_t>(rows) * keys;
+      squared_values = dense_squared_values_.Reserve(count);
+      SquareKernel<<<Blocks(count), kThreadsPerBlock, 0, compute_stream_>>>(values, count,
+                                                                            squared_values);
+      KEEL_CUDA_CHECK_LAUNCH("SquareKernel");
+      norms = dense_norms_.Reserve(keys);
+      FactorNormsKernel<<<Blocks(keys), kThreadsPerBlock, 0, compute_stream_>>>(gathered, keys,
+                                                                                width_, norms);
+      KEEL_CUDA_CHECK_LAUNCH("FactorNormsKernel");
+      squares = dense_squares_.Reserve(rows);
+      // squares = (X.X) norms: (X.X) is keys x rows column-major, so transpose it.
+      KEEL_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values, keys,
+                                    norms, 1, &zero, squares, 1));
+    }
+    const bool backward = key_gradients != nullptr;
+    DenseRowArguments a;
+    a.products = products;
+    a.squares = squares;
+    a.labels = labels;
+    a.bias = bias;
+    a.rows = rows;
+    a.width = width_;
+    a.classes = classes_;
+    a.factors = k;
+    a.factorization = factorization_;
+    a.loss = Loss();
+    a.scratch = dense_scratch_.Reserve(static_cast<size_t>(rows) * 2 * classes_);
+    a.row_losses = row_losses;
+    a.predictions = predictions;
+    a.score_gradients =
+        backward ? dense_score_gradients_.Reserve(static_cast<size_t>(rows) * width_) : nullptr;
+    a.score_scale = backward && factorization_ ? dense_score_scale_.Reserve(rows) : nullptr;
+    a.row_bias_gradients = row_bias_gradients;
+    DenseRowKernel<<<Blocks(rows), kThreadsPerBlock, 0, compute_stream_>>>(a);
+    KEEL_CUDA_CHECK_LAUNCH("DenseRowKernel");
+    if (!backward) return;
+    float* gradient = dense_gradient_.Reserve(static_cast<size_t>(keys) * width_);
+    KEEL_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, width_, keys, rows, &one,
+                                  a.score_gradients, width_, values, keys, &zero, gradient,
+                                  width_));
+    float* weighted_squares = nullptr;
+    if (factorization_) {
+      // weighted_squares = (X.X)^T g: keys x rows column-major, as it lies.
+      weighted_squares = dense_weighted_squares_.Reserve(keys);
+      KEEL_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_N, keys, rows, &one, squared_values, keys,
+                                    a.score_scale, 1, &zero, weighted_squares, 1));
+    }
+    DenseScatterKernel<<<Blocks(static_cast<size_t>(keys) * width_), kThreadsPerBlock, 0,
+                         compute_stream_>>>(gradient, gathered, weighted_squares, positions, keys,
+                                            width_, factorization_, key_gradients);
+    KEEL_CUDA_CHECK_LAUNCH("DenseScatterKernel");
+    (void)prepared;
+  }
+
+  const int ordinal_;
+  std::string device_name_;
+  cudaStream_t copy_stream_ = nullptr;
+  cudaStream_t compute_stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  int group_ = 1;
+  int scratch_floats_ = 0;
+  int rows_per_block_ = kThreadsPerBlock;
+  Slot slots_[2];
+  uint64_t stagings_ = 0;
+  PinnedBuffer input_, output_;
+  DeviceArray<char> device_input_, device_output_;
+  DeviceArray<float> gathered_, slots_gradients_, row_bias_gradients_;
+  DeviceArray<float> dense_products_, dense_squared_values_, dense_norms_, dense_squares_,
+      dense_scratch_, dense_score_gradients_, dense_score_scale_, dense_gradient_,
+      dense_weighted_squares_;
+};
+
+}  // namespace
+
+std::unique_ptr<ComputeBackend> MakeCudaModel(const Hyperparameters& hyperparameters, int ordinal) {
+  std::string why;
+  const int devices = CudaDeviceCount(&why);
+  if (devices == 0) {
+    throw MakeError("--device cuda:", ordinal, ": ", why, "; use --device=cpu");
+  }
+  if (ordinal >= devices) {
+    throw MakeError("--device cuda:", ordinal, ": this machine has ", devices,
+                    " CUDA device(s), numbered from 0");
+  }
+  return std::make_unique<CudaModel>(hyperparameters, ordinal);
+}
+
+}  // namespace keel
