@@ -19,7 +19,8 @@ fi
 
 build/keel launch --servers=2 --workers=2 --flagfile=configs/linear_learner.flags \
   --train="$work/data/train" --validation="$work/data/validation" --test="$work/data/test" \
-  --model_dir="$work/model" --minloglevel=1 "$@"
+  --model_dir="$work/model" --checkpoint_uri="file://$work/checkpoints" --keep_checkpoints=3 \
+  --minloglevel=1 "$@"
 
 echo
 echo "validation metrics: learned vs planted (the best any learner can do)"
@@ -28,6 +29,9 @@ for metric in roc_auc_score objective_loss binary_classification_accuracy; do
   oracle=$(grep -o "\"validation:$metric\": [-0-9.e]*" "$work/data/oracle.json" | awk '{print $2}')
   printf '  %-32s %10.4f %10.4f\n' "$metric" "$learned" "$oracle"
 done
+echo
+echo "checkpoints (resume a job with --resume=latest):"
+build/keel checkpoint ls "file://$work/checkpoints"
 echo
 build/keel predict --model_dir="$work/model" --data="$work/data/test" \
   --out="$work/predictions.csv"
