@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -36,6 +40,9 @@ DEFINE_double(scheduler_timeout, 60,
 DEFINE_int32(num_servers, 1, "servers in the cluster (scheduler)");
 DEFINE_int32(num_workers, 1, "workers in the cluster (scheduler)");
 DEFINE_double(heartbeat_timeout, 10, "seconds of silence after which a node is reported");
+DEFINE_double(worker_replace_timeout, 30,
+              "scheduler: seconds a departed worker's rank waits for a replacement before the "
+              "other workers read the rest of its data");
 DEFINE_string(port_file, "", "scheduler: write the port it listens on to this file");
 DEFINE_string(checkpoint_uri, "",
               "scheduler: where checkpoints go (file:///path, s3://bucket/prefix or a folder)");
@@ -137,6 +144,7 @@ int RunScheduler() {
   options.num_servers = FLAGS_num_servers;
   options.num_workers = FLAGS_num_workers;
   options.heartbeat_timeout_s = FLAGS_heartbeat_timeout;
+  options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
   options.checkpoint.uri = FLAGS_checkpoint_uri;
   options.checkpoint.every = FLAGS_checkpoint_every;
   options.checkpoint.keep = FLAGS_keep_checkpoints;
@@ -228,7 +236,25 @@ KVBenchOptions BenchFlags() {
 
 namespace {
 
-int RunWorker() {
+// A worker the scheduler dropped from the view (it was paused or cut off
+// longer than the heartbeat timeout) starts over as a new process with the
+// same flags: it registers again, takes its rank back if it is still free,
+// and goes on from its rank's last progress report. Its old requests are
+// refused by the servers (they are not from a member), so nothing stale is
+// applied.
+[[noreturn]] void RejoinAsNewProcess(const std::vector<std::string>& argv) {
+  const char* previous = getenv("KEEL_REJOINS");
+  const int rejoins = previous ? std::atoi(previous) + 1 : 1;
+  setenv("KEEL_REJOINS", std::to_string(rejoins).c_str(), 1);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const std::string self = SelfPath();
+  execv(self.c_str(), args.data());
+  throw MakeError("cannot start ", self, " again: ", strerror(errno));
+}
+
+int RunWorker(const std::vector<std::string>& argv) {
   const bool training = IsTrainingJob(FLAGS_job);
   if (!training && FLAGS_job != "kv_bench") {
     throw MakeError("--job '", FLAGS_job,
@@ -257,6 +283,19 @@ int RunWorker() {
   } catch (const Error& e) {
     error = e.what();
     LOG(ERROR) << "worker " << node.rank() << ": " << error;
+  }
+  if (!error.empty()) {
+    // Refused because it left the view? The scheduler says so at the next heartbeat.
+    const double deadline = MonotonicSeconds() + 3 * FLAGS_heartbeat_interval + 1;
+    while (!node.removed() && MonotonicSeconds() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const char* rejoins = getenv("KEEL_REJOINS");
+    if (node.removed() && (!rejoins || std::atoi(rejoins) < 3)) {
+      LOG(WARNING) << "worker " << node.rank() << " left the cluster; it joins again";
+      node.Stop();
+      RejoinAsNewProcess(argv);
+    }
   }
   node.ReportDone(error);
   if (!node.WaitForShutdown(30)) LOG(WARNING) << "no shutdown from the scheduler; exiting";
@@ -390,7 +429,7 @@ int RunCommandLine(int argc, char** argv) {
   try {
     if (command == "scheduler") return RunScheduler();
     if (command == "server") return RunServer();
-    if (command == "worker") return RunWorker();
+    if (command == "worker") return RunWorker(std::vector<std::string>(argv, argv + argc));
     if (command == "launch") return RunLaunch(args);
     if (command == "bench") return RunBench(subcommand);
     if (command == "predict") return RunPredict();

@@ -48,24 +48,38 @@ void Node::Start() {
   van_->Connect(kSchedulerId, options_.scheduler);
   van_->Start([this](Message&& message) { OnMessage(std::move(message)); });
 
-  Message request = Control(proto::REGISTER);
-  request.meta.mutable_node()->set_role(options_.role);
-  request.meta.mutable_node()->set_address(van_->address());
-  request.meta.mutable_node()->set_rank(options_.rank);
-  SendToScheduler(request);
-
+  // A rank still held by a worker the scheduler has not yet found silent is
+  // "taken": a replacement asks again until the rank is free.
+  const double deadline = MonotonicSeconds() + options_.register_timeout_s;
   std::unique_lock<std::mutex> lock(mutex_);
-  const bool answered =
-      changed_.wait_for(lock, std::chrono::duration<double>(options_.register_timeout_s),
-                        [this] { return !refused_.empty() || (id_ >= 0 && view_ != nullptr); });
-  if (!refused_.empty()) {
-    throw MakeError("the scheduler at ", options_.scheduler, " refused this ",
-                    proto::Role_Name(options_.role), ": ", refused_);
-  }
-  if (!answered) {
-    throw MakeError("no answer from the scheduler at ", options_.scheduler, " within ",
-                    options_.register_timeout_s, " s (this node listens at ", van_->address(),
-                    "; is the scheduler running and reachable, and can it reach this address?)");
+  while (true) {
+    refused_.clear();
+    lock.unlock();
+    Message request = Control(proto::REGISTER);
+    request.meta.mutable_node()->set_role(options_.role);
+    request.meta.mutable_node()->set_address(van_->address());
+    request.meta.mutable_node()->set_rank(options_.rank);
+    SendToScheduler(request);
+    lock.lock();
+    const double left = std::max(0.0, deadline - MonotonicSeconds());
+    const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(left), [this] {
+      return !refused_.empty() || (id_ >= 0 && view_ != nullptr);
+    });
+    const bool taken = refused_.find("is taken") != std::string::npos;
+    if (taken && MonotonicSeconds() + 1 < deadline) {
+      changed_.wait_for(lock, std::chrono::seconds(1), [this] { return stopped_.load(); });
+      continue;
+    }
+    if (!refused_.empty()) {
+      throw MakeError("the scheduler at ", options_.scheduler, " refused this ",
+                      proto::Role_Name(options_.role), ": ", refused_);
+    }
+    if (!answered) {
+      throw MakeError("no answer from the scheduler at ", options_.scheduler, " within ",
+                      options_.register_timeout_s, " s (this node listens at ", van_->address(),
+                      "; is the scheduler running and reachable, and can it reach this address?)");
+    }
+    break;
   }
   lock.unlock();
   last_scheduler_contact_ns_ = NowNanos();
@@ -127,7 +141,7 @@ void Node::SendToScheduler(Message& message) {
   van_->Send(kSchedulerId, message);
 }
 
-void Node::Barrier(int group, double timeout_s) {
+void Node::Barrier(int group, double timeout_s, const std::string& tag) {
   uint64_t barrier_id;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -136,12 +150,19 @@ void Node::Barrier(int group, double timeout_s) {
   Message request = Control(proto::BARRIER);
   request.meta.set_barrier_group(group);
   request.meta.set_barrier_id(barrier_id);
+  request.meta.set_barrier_tag(tag);
   SendToScheduler(request);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                         [&] { return barriers_released_.count(barrier_id) > 0 || stopped_; })) {
+                         [&] {
+                           return barriers_released_.count(barrier_id) > 0 || stopped_ ||
+                                  removed_;
+                         })) {
     throw MakeError("barrier ", barrier_id, " (group ", group, ") not released within ", timeout_s,
                     " s");
+  }
+  if (removed_ && !barriers_released_.count(barrier_id)) {
+    throw MakeError("barrier ", barrier_id, ": this node left the cluster");
   }
   barriers_released_.erase(barrier_id);
 }
@@ -157,15 +178,70 @@ void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerSta
   SendToScheduler(request);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return checkpoints_answered_.count(sequence) > 0 || stopped_;
+        return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_;
       })) {
     throw MakeError("checkpoint at epoch ", cursor.epoch(), " minibatch ", cursor.batches(),
                     ": no answer from the scheduler within ", timeout_s, " s");
   }
   if (stopped_) throw MakeError("stopped while waiting for a checkpoint");
+  if (!checkpoints_answered_.count(sequence)) throw MakeError("this node left the cluster");
   const std::string error = checkpoints_answered_[sequence];
   checkpoints_answered_.erase(sequence);
   if (!error.empty()) throw MakeError("checkpoint failed: ", error);
+}
+
+void Node::SetProgress(const proto::WorkerCursor& cursor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_ = cursor;
+  has_progress_ = true;
+}
+
+bool Node::has_takeover() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return has_takeover_;
+}
+
+proto::WorkerCursor Node::takeover() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return takeover_;
+}
+
+bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerCursor* finished,
+                          int finished_part, int finished_parts, proto::WorkerCursor* work,
+                          int* part, int* parts, uint64_t* epoch_examples, double timeout_s) {
+  const int epoch = share.epoch();
+  Message request = Control(proto::ORPHANS);
+  const uint64_t sequence = NextSequence();
+  request.meta.set_sequence(sequence);
+  if (finished) {
+    *request.meta.mutable_cursor() = *finished;
+    request.meta.set_orphan_done(true);
+    request.meta.set_orphan_part(finished_part);
+    request.meta.set_orphan_parts(finished_parts);
+  } else {
+    *request.meta.mutable_cursor() = share;
+  }
+  SendToScheduler(request);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+        return orphans_answered_.count(sequence) > 0 || stopped_ || removed_;
+      })) {
+    throw MakeError("end of epoch ", epoch, ": no answer from the scheduler within ", timeout_s,
+                    " s");
+  }
+  if (stopped_) throw MakeError("stopped at the end of epoch ", epoch);
+  if (!orphans_answered_.count(sequence)) throw MakeError("this node left the cluster");
+  const proto::Meta answer = orphans_answered_[sequence];
+  orphans_answered_.erase(sequence);
+  if (!answer.error().empty()) throw MakeError("end of epoch ", epoch, ": ", answer.error());
+  if (!answer.has_cursor()) {
+    *epoch_examples = answer.epoch_examples();
+    return false;
+  }
+  *work = answer.cursor();
+  *part = answer.orphan_part();
+  *parts = answer.orphan_parts();
+  return true;
 }
 
 void Node::ReportEpochDone(const proto::WorkerCursor& cursor) {
@@ -227,6 +303,8 @@ void Node::OnMessage(Message&& message) {
       } else {
         rank_ = meta.node().rank();
         id_ = meta.node().id();
+        has_takeover_ = meta.has_cursor();
+        if (has_takeover_) takeover_ = meta.cursor();
       }
       break;
     }
@@ -254,7 +332,18 @@ void Node::OnMessage(Message&& message) {
       break;
     }
     case proto::HEARTBEAT:
+      if (!meta.error().empty()) {
+        std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
+        if (!removed_.exchange(true)) {
+          LOG(ERROR) << "the scheduler no longer counts this node: " << meta.error();
+        }
+      }
       break;
+    case proto::ORPHANS: {
+      std::lock_guard<std::mutex> lock(mutex_);
+      orphans_answered_[meta.sequence()] = meta;
+      break;
+    }
     case proto::CHECKPOINT: {
       std::lock_guard<std::mutex> lock(mutex_);
       checkpoints_answered_[meta.sequence()] = meta.error();
@@ -299,6 +388,10 @@ void Node::HeartbeatLoop() {
     if (stopped_) break;
     lock.unlock();
     Message beat = Control(proto::HEARTBEAT);
+    {
+      std::lock_guard<std::mutex> progress_lock(mutex_);
+      if (has_progress_) *beat.meta.mutable_cursor() = progress_;
+    }
     try {
       SendToScheduler(beat);
     } catch (const Error& e) {

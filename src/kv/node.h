@@ -103,8 +103,31 @@ class Node {
   uint64_t NextSequence() { return next_sequence_.fetch_add(1) + 1; }
 
   // Blocks until every node in `group` (a mask of RoleBit) has called Barrier
-  // with the same group. Throws Error after `timeout_s`.
-  void Barrier(int group, double timeout_s);
+  // with the same group (and `tag`). A node that arrives at a tagged barrier
+  // the group has already passed (it joined late, replacing a worker) is
+  // released at once. Throws Error after `timeout_s`.
+  void Barrier(int group, double timeout_s, const std::string& tag = "");
+
+  // Worker: where it is in its shard; sent with every heartbeat, so a
+  // replacement can take over from there.
+  void SetProgress(const proto::WorkerCursor& cursor);
+  // Worker: set when this node took over a rank whose previous worker left:
+  // where that worker's last progress report left off.
+  bool has_takeover() const;
+  proto::WorkerCursor takeover() const;
+  // Worker: the scheduler no longer counts this node as a member (it was
+  // silent too long and left the view).
+  bool removed() const { return removed_.load(); }
+
+  // Worker, at the end of its share of `epoch` (`share`: its cursor there)
+  // and of each orphaned part it was handed (`finished`, with the examples of
+  // that part): blocks until every rank's share of the epoch is done (returns
+  // false and sets `*epoch_examples`, the examples all workers read) or the
+  // scheduler hands over part of a share whose worker left (returns true and
+  // fills `work`, `part`, `parts`).
+  bool TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerCursor* finished,
+                      int finished_part, int finished_parts, proto::WorkerCursor* work, int* part,
+                      int* parts, uint64_t* epoch_examples, double timeout_s);
 
   // Worker: stops at a checkpoint point. Sends `cursor` (and, from the leading
   // worker, `trainer`) to the scheduler and blocks until it answers: once the
@@ -148,6 +171,7 @@ class Node {
   std::atomic<uint64_t> epoch_{0};
   std::atomic<uint64_t> next_sequence_{0};
   std::atomic<bool> shutdown_{false};
+  std::atomic<bool> removed_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> last_scheduler_contact_ns_{0};
   std::atomic<uint64_t> rejected_control_{0};
@@ -163,6 +187,12 @@ class Node {
   uint64_t next_barrier_ = 0;
   // Checkpoint answers by request sequence: "" done, else the error.
   std::map<uint64_t, std::string> checkpoints_answered_;
+  // ORPHANS answers by request sequence.
+  std::map<uint64_t, proto::Meta> orphans_answered_;
+  proto::WorkerCursor progress_;
+  bool has_progress_ = false;
+  proto::WorkerCursor takeover_;
+  bool has_takeover_ = false;
 
   std::thread heartbeat_thread_;
 };

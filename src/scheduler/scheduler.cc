@@ -88,10 +88,17 @@ proto::ClusterView Scheduler::view() const {
 int Scheduler::WaitForJob(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
   const bool done = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
-    return static_cast<int>(done_.size()) >= options_.num_workers && !checkpoints_->busy();
+    return JobOver() && !checkpoints_->busy();
   });
   if (!done) return -1;
   int failed = 0;
+  int succeeded = 0;
+  for (const auto& [id, error] : done_) succeeded += error.empty();
+  for (const auto& [rank, vacancy] : vacant_) {
+    LOG(WARNING) << "worker " << rank << " left (" << vacancy.reason
+                 << ") and was not replaced; the other workers read its data";
+    if (succeeded == 0) ++failed;
+  }
   for (const auto& [id, error] : done_) {
     if (error.empty()) continue;
     ++failed;
@@ -103,9 +110,21 @@ int Scheduler::WaitForJob(double timeout_s) {
     Message shutdown = Control(proto::SHUTDOWN);
     SendTo(id, shutdown);
   }
-  LOG(INFO) << "job finished: " << options_.num_workers - failed << " of " << options_.num_workers
-            << " worker(s) succeeded";
+  LOG(INFO) << "job finished: " << succeeded << " worker(s) succeeded, " << failed << " failed, "
+            << vacant_.size() << " left without replacement";
   return failed;
+}
+
+bool Scheduler::JobOver() const {
+  if (view_.epoch() == 0) return false;
+  for (const auto& [id, member] : members_) {
+    if (member.info.role() == proto::WORKER && !done_.count(id)) return false;
+  }
+  const double now = MonotonicSeconds();
+  for (const auto& [rank, vacancy] : vacant_) {
+    if (now - vacancy.since < options_.worker_replace_timeout_s) return false;
+  }
+  return !done_.empty() || !vacant_.empty();
 }
 
 void Scheduler::SendTo(int node_id, Message& message) {
@@ -128,6 +147,15 @@ void Scheduler::OnMessage(Message&& message) {
   }
   auto member = members_.find(meta.sender());
   if (member == members_.end()) {
+    if (meta.command() == proto::HEARTBEAT && meta.sender() > 0 && meta.sender() < next_id_) {
+      // A node that left the view (it was silent too long) hears so.
+      Message reply = Control(proto::HEARTBEAT);
+      reply.meta.set_error("node " + std::to_string(meta.sender()) +
+                           " left the cluster (silent for more than " +
+                           std::to_string(options_.heartbeat_timeout_s) + " s)");
+      SendTo(meta.sender(), reply);
+      return;
+    }
     LOG(WARNING) << "ignored " << Describe(meta) << ": the sender is not a member";
     return;
   }
@@ -138,6 +166,13 @@ void Scheduler::OnMessage(Message&& message) {
   }
   switch (meta.command()) {
     case proto::HEARTBEAT: {
+      if (meta.has_cursor() && member->second.info.role() == proto::WORKER) {
+        proto::WorkerCursor& progress = progress_[member->second.info.rank()];
+        // An end-of-share report (ORPHANS) is newer than any heartbeat of that epoch.
+        if (meta.cursor().epoch() > progress.epoch() || !progress.epoch_done()) {
+          progress = meta.cursor();
+        }
+      }
       Message ack = Control(proto::HEARTBEAT);
       SendTo(meta.sender(), ack);
       break;
@@ -157,6 +192,9 @@ void Scheduler::OnMessage(Message&& message) {
       break;
     case proto::CHECKPOINT:
       OnCheckpoint(meta);
+      break;
+    case proto::ORPHANS:
+      OnOrphans(meta);
       break;
     case proto::SNAPSHOT:
       if (member->second.info.role() == proto::SERVER) {
@@ -201,6 +239,12 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
   }
   const int expected = node.role() == proto::SERVER ? options_.num_servers : options_.num_workers;
   const std::string role = proto::Role_Name(node.role());
+  if (node.rank() >= 0 && node.rank() < expected && taken->count(node.rank())) {
+    // Perhaps held by a worker that has died but is not yet found silent: the
+    // node asks again.
+    Refuse(node.address(), role + " rank " + std::to_string(node.rank()) + " is taken");
+    return;
+  }
   if (static_cast<int>(taken->size()) >= expected) {
     Refuse(node.address(),
            "the cluster already has its " + std::to_string(expected) + " " + role + "(s)");
@@ -222,6 +266,23 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
     while (taken->count(rank)) ++rank;
   }
   taken->insert(rank);
+  // A worker taking over the rank of one that left resumes where its last
+  // progress report left off.
+  bool takeover = false;
+  proto::WorkerCursor resume;
+  if (node.role() == proto::WORKER) {
+    auto vacancy = vacant_.find(rank);
+    if (vacancy != vacant_.end()) {
+      takeover = true;
+      resume = vacancy->second.cursor;
+      resume.set_rank(rank);
+      LOG(INFO) << "worker " << rank << " is replaced after "
+                << MonotonicSeconds() - vacancy->second.since << " s; it resumes at epoch "
+                << resume.epoch() << " after " << resume.batches() << " minibatch(es)"
+                << (resume.epoch_done() ? " (its share of that epoch is done)" : "");
+      vacant_.erase(vacancy);
+    }
+  }
   Member member;
   member.info.set_role(node.role());
   member.info.set_id(next_id_++);
@@ -242,9 +303,11 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
 
   Message reply = Control(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
+  if (takeover) *reply.meta.mutable_cursor() = resume;
   SendTo(id, reply);
-  if (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
-      static_cast<int>(worker_ranks_.size()) == options_.num_workers) {
+  if (view_.epoch() > 0 ||
+      (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
+       static_cast<int>(worker_ranks_.size()) == options_.num_workers)) {
     PublishView();
   }
 }
@@ -272,7 +335,16 @@ void Scheduler::OnBarrier(const proto::Meta& meta) {
     LOG(WARNING) << "ignored a barrier with group mask " << group << " from node " << meta.sender();
     return;
   }
-  barriers_[group][meta.sender()] = meta.barrier_id();
+  const std::string& tag = meta.barrier_tag();
+  if (!tag.empty() && released_tags_[group].count(tag)) {
+    // The group passed this point before this node joined: it goes on.
+    Message release = Control(proto::BARRIER);
+    release.meta.set_barrier_group(group);
+    release.meta.set_barrier_id(meta.barrier_id());
+    SendTo(meta.sender(), release);
+    return;
+  }
+  barriers_[group][meta.sender()] = {meta.barrier_id(), tag};
   TryReleaseBarrier(group);
 }
 
@@ -283,12 +355,21 @@ void Scheduler::TryReleaseBarrier(int group) {
     if (group & RoleBit(member.info.role())) ++members_in_group;
   }
   if (waiting.empty() || waiting.size() < members_in_group) return;
-  for (const auto& [id, barrier_id] : waiting) {
+  const std::string tag = waiting.begin()->second.second;
+  for (const auto& [id, barrier] : waiting) {
+    if (barrier.second != tag) {
+      LOG(WARNING) << "barrier of group " << group << ": node " << id << " waits at '"
+                   << barrier.second << "', others at '" << tag << "'";
+      return;
+    }
+  }
+  for (const auto& [id, barrier] : waiting) {
     Message release = Control(proto::BARRIER);
     release.meta.set_barrier_group(group);
-    release.meta.set_barrier_id(barrier_id);
+    release.meta.set_barrier_id(barrier.first);
     SendTo(id, release);
   }
+  if (!tag.empty()) released_tags_[group].insert(tag);
   waiting.clear();
 }
 
@@ -297,15 +378,117 @@ void Scheduler::RemoveWorker(int id, const std::string& reason) {
   LOG(WARNING) << "worker " << member.info.rank() << " (node " << id << " at "
                << member.info.address() << ") leaves the cluster: " << reason;
   members_.erase(id);
-  worker_ranks_.erase(member.info.rank());
-  done_[id] = "left the cluster: " + reason;
+  const int rank = member.info.rank();
+  worker_ranks_.erase(rank);
+  done_.erase(id);
+  Vacancy& vacancy = vacant_[rank];
+  vacancy.since = MonotonicSeconds();
+  vacancy.reason = reason;
+  auto progress = progress_.find(rank);
+  if (progress != progress_.end()) vacancy.cursor = progress->second;
+  for (const auto& [epoch, work] : epochs_) {
+    // Its share of a later epoch than its last report: not started.
+    if (epoch > vacancy.cursor.epoch() && !work.done.count(rank)) {
+      vacancy.cursor = proto::WorkerCursor();
+      vacancy.cursor.set_epoch(epoch);
+    }
+  }
+  LOG(WARNING) << "worker " << rank << " waits " << options_.worker_replace_timeout_s
+               << " s for a replacement (--rank " << rank << "); it was at epoch "
+               << vacancy.cursor.epoch() << ", minibatch " << vacancy.cursor.batches();
   for (auto& [group, waiting] : barriers_) {
     waiting.erase(id);
     TryReleaseBarrier(group);
   }
   checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), options_.num_servers);
+  for (auto& [epoch, work] : epochs_) {
+    work.waiting.erase(id);
+  }
   PublishView();
   changed_.notify_all();
+}
+
+void Scheduler::OnOrphans(const proto::Meta& meta) {
+  const Member& member = members_[meta.sender()];
+  if (member.info.role() != proto::WORKER) return;
+  const proto::WorkerCursor& cursor = meta.cursor();
+  const int epoch = cursor.epoch();
+  EpochWork& work = epochs_[epoch];
+  if (meta.orphan_done()) {
+    auto& [parts, finished] = work.orphans[cursor.rank()];
+    finished.insert(meta.orphan_part());
+    work.part_examples[{cursor.rank(), meta.orphan_part()}] = cursor.examples();
+    if (static_cast<int>(finished.size()) >= parts) {
+      work.done.insert(cursor.rank());
+      LOG(INFO) << "epoch " << epoch << ": the rest of worker " << cursor.rank()
+                << "'s share has been read by " << parts << " other worker(s)";
+    }
+  } else {
+    work.done.insert(member.info.rank());
+    work.examples[member.info.rank()] = cursor.examples();
+    proto::WorkerCursor& progress = progress_[member.info.rank()];
+    progress = cursor;
+    progress.set_rank(member.info.rank());
+    progress.set_epoch_done(true);
+  }
+  work.waiting[meta.sender()] = meta.sequence();
+  TryOrphans(epoch);
+}
+
+void Scheduler::TryOrphans(int epoch) {
+  EpochWork& work = epochs_[epoch];
+  if (work.waiting.empty()) return;
+  bool all_done = true;
+  const double now = MonotonicSeconds();
+  for (int rank = 0; rank < options_.num_workers; ++rank) {
+    if (work.done.count(rank)) continue;
+    all_done = false;
+    auto vacancy = vacant_.find(rank);
+    if (vacancy == vacant_.end() || work.orphans.count(rank) ||
+        now - vacancy->second.since < options_.worker_replace_timeout_s) {
+      continue;  // working, being read by others, or waiting for a replacement
+    }
+    // Hand the rest of the share to the workers waiting here, a part each.
+    proto::WorkerCursor from = vacancy->second.cursor;
+    if (from.epoch() != epoch) {
+      from = proto::WorkerCursor();
+      from.set_epoch(epoch);
+    }
+    from.set_rank(rank);
+    const int parts = static_cast<int>(work.waiting.size());
+    work.orphans[rank] = {parts, {}};
+    LOG(WARNING) << "epoch " << epoch << ": worker " << rank << " was not replaced within "
+                 << options_.worker_replace_timeout_s << " s; " << parts
+                 << " worker(s) read the rest of its share from minibatch " << from.batches();
+    int part = 0;
+    for (const auto& [node, sequence] : work.waiting) {
+      Message reply = Control(proto::ORPHANS);
+      reply.meta.set_sequence(sequence);
+      *reply.meta.mutable_cursor() = from;
+      reply.meta.set_orphan_part(part++);
+      reply.meta.set_orphan_parts(parts);
+      SendTo(node, reply);
+    }
+    work.waiting.clear();
+    // A replacement that comes later finds this epoch's share taken.
+    vacancy->second.cursor = from;
+    vacancy->second.cursor.set_epoch_done(true);
+    return;
+  }
+  if (!all_done) return;
+  uint64_t examples = 0;
+  for (const auto& [rank, count] : work.examples) {
+    // A share handed over in parts is counted by its parts.
+    if (!work.orphans.count(rank)) examples += count;
+  }
+  for (const auto& [part, count] : work.part_examples) examples += count;
+  for (const auto& [node, sequence] : work.waiting) {
+    Message reply = Control(proto::ORPHANS);
+    reply.meta.set_sequence(sequence);
+    reply.meta.set_epoch_examples(examples);
+    SendTo(node, reply);
+  }
+  work.waiting.clear();
 }
 
 void Scheduler::OnWorkerDone(const proto::Meta& meta) {
@@ -342,6 +525,11 @@ void Scheduler::MonitorLoop() {
     for (const auto& [id, silence] : silent_workers) {
       RemoveWorker(id, "no heartbeat for " + std::to_string(silence) + " s");
     }
+    // Replacement timeouts expire with time.
+    for (auto& [epoch, work] : epochs_) {
+      if (!work.waiting.empty()) TryOrphans(epoch);
+    }
+    changed_.notify_all();
   }
 }
 

@@ -32,6 +32,10 @@ struct SchedulerOptions {
   int num_workers = 1;
   // A node silent this long is reported (failure handling acts on it later).
   double heartbeat_timeout_s = 10;
+  // A worker that left keeps its rank this long for a replacement (which
+  // resumes where the last progress report left off); after that, the rest
+  // of its share of each epoch is spread over the other workers.
+  double worker_replace_timeout_s = 30;
   CheckpointOptions checkpoint;
 };
 
@@ -69,13 +73,18 @@ class Scheduler {
   void OnBarrier(const proto::Meta& meta);
   void OnWorkerDone(const proto::Meta& meta);
   void OnCheckpoint(const proto::Meta& meta);
+  void OnOrphans(const proto::Meta& meta);
+  // Answers the ORPHANS requests waiting for `epoch`: when every rank's share
+  // is done, or with parts of a share whose worker left long enough ago.
+  void TryOrphans(int epoch);
+  bool JobOver() const;
   // Live workers' and servers' node ids.
   std::set<int> Live(proto::Role role) const;
   // Releases `group`'s barrier if every member of it has arrived.
   void TryReleaseBarrier(int group);
   // A worker silent past the heartbeat timeout leaves: a new view (epoch + 1)
-  // goes to every node, its barriers stop waiting for it, and it counts as a
-  // failed worker of the job.
+  // goes to every node, its barriers stop waiting for it, and its rank waits
+  // for a replacement (Vacancy).
   void RemoveWorker(int id, const std::string& reason);
   void PublishView();
   void SendTo(int node_id, Message& message);
@@ -90,9 +99,32 @@ class Scheduler {
   int next_id_ = 1;
   std::set<int> server_ranks_, worker_ranks_;  // ranks given out
   proto::ClusterView view_;
-  // Per barrier group: the nodes waiting, with the barrier id each used.
-  std::map<int, std::map<int, uint64_t>> barriers_;
+  // Per barrier group: the nodes waiting, with the barrier id and tag each used.
+  std::map<int, std::map<int, std::pair<uint64_t, std::string>>> barriers_;
   std::map<int, std::string> done_;  // worker node id -> error ("" on success)
+  // Workers' last progress reports, by rank.
+  std::map<int, proto::WorkerCursor> progress_;
+  // Ranks whose worker left: where it was, when and why.
+  struct Vacancy {
+    proto::WorkerCursor cursor;
+    double since = 0;
+    std::string reason;
+  };
+  std::map<int, Vacancy> vacant_;
+  // Per epoch: ranks whose share is done, orphaned shares handed out (rank ->
+  // parts, parts finished), and ORPHANS requests waiting (node -> sequence).
+  struct EpochWork {
+    std::set<int> done;
+    std::map<int, std::pair<int, std::set<int>>> orphans;
+    std::map<int, uint64_t> waiting;
+    // Examples read: of each rank's own share (its latest report), and of
+    // each handed-over part (rank, part).
+    std::map<int, uint64_t> examples;
+    std::map<std::pair<int, int>, uint64_t> part_examples;
+  };
+  std::map<int, EpochWork> epochs_;
+  // Tagged barriers already released, per group.
+  std::map<int, std::set<std::string>> released_tags_;
   bool stopping_ = false;
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;

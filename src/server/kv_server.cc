@@ -214,6 +214,11 @@ void KVServer::Reply(const proto::Meta& request, Message& response) {
 
 void KVServer::Handle(Message&& message) {
   const proto::Meta& meta = message.meta;
+  if (view_epoch_ > 0 && !members_.count(meta.sender())) {
+    // Refused (Serve says why); it must not count at the staleness gate.
+    Serve(std::move(message), 0);
+    return;
+  }
   if (!meta.response() && meta.command() == proto::CLOCK) {
     OnClock(meta);
     return;
@@ -259,10 +264,23 @@ void KVServer::OnView(const proto::ClusterView& view) {
     }
   }
   std::set<int> workers;
+  members_.clear();
+  view_epoch_ = view.epoch();
   for (const auto& node : view.nodes()) {
     if (node.role() == proto::WORKER) workers.insert(node.id());
+    members_.insert(node.id());
   }
   gate_.RemoveMissing(workers);
+  // Pulls held for nodes that left are refused now, not held forever.
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (members_.count(it->message.meta.sender())) {
+      ++it;
+      continue;
+    }
+    Message message = std::move(it->message);
+    it = parked_.erase(it);
+    Serve(std::move(message), 0);
+  }
   WakeParked();
 }
 
@@ -287,6 +305,10 @@ void KVServer::Serve(Message&& message, int64_t waited_us) {
   try {
     if (meta.response()) throw MakeError("servers take requests, not responses");
     if (std::string failed = failure(); !failed.empty()) throw Error(failed);
+    if (view_epoch_ > 0 && !members_.count(meta.sender())) {
+      throw MakeError("node ", meta.sender(), " is not in the cluster view (epoch ", view_epoch_,
+                      "): it left the cluster");
+    }
     DataRequest request = ParseDataRequest(message);
     if (meta.command() == proto::DUMP) {
       response = Dump(request.table, request.width);

@@ -101,6 +101,10 @@ class KVServer {
   StalenessGate gate_;
   std::list<Parked> parked_;
   bool restored_ = false;
+  // Node ids in the current view: requests from anyone else (a node that left
+  // the view and came back from a pause) are refused.
+  std::set<int> members_;
+  uint64_t view_epoch_ = 0;
   mutable std::mutex failure_mutex_;
   std::string failure_;
   std::unique_ptr<SnapshotWriter> writer_;

@@ -22,7 +22,6 @@ namespace {
 constexpr double kBarrierTimeoutS = 24 * 3600;
 // Control keys (feature indices in the control table).
 constexpr uint64_t kStopFeature = 1;
-constexpr uint64_t kExamplesFeature = 1000;  // + epoch
 constexpr uint64_t kGateFeature = 100000;    // + figure
 // Counts travel as two floats of 20 bits each: exact in float.
 constexpr uint64_t kCountBits = 20;
@@ -104,23 +103,28 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
     return base + static_cast<int64_t>(batches / static_cast<uint64_t>(every));
   };
   // A resumed epoch starts after the minibatches the checkpoint holds.
-  const bool resumed = resume.epoch() == epoch && resume.batches() > 0;
+  // A worker that took over a departed worker's rank starts where that one's
+  // last progress report left off (all of it, if its share was done or taken).
+  const bool resumed = resume.epoch() == epoch && (resume.batches() > 0 || resume.epoch_done());
   EpochResult result;
   uint64_t batches = 0;
-  if (resumed) {
+  if (resumed && !resume.epoch_done()) {
     batches = resume.batches();
     result.examples = resume.examples();
     result.loss = resume.loss();
   }
   client_->set_clock(clock_after(batches));
   client_->AnnounceClock(clock_after(batches), /*wait=*/true);
-  node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
+  node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "epoch " + std::to_string(epoch) + " start");
   // Between epochs: a checkpoint (unless this is where the job resumed).
   const int checkpoint_every = node_->view()->checkpoint_every();
   if (checkpoints() && epoch > 1 && batches == 0 && resume.epoch() != epoch) {
     StopForCheckpoint(epoch, 0, result, /*final=*/false);
   }
-  {
+  if (resumed && resume.epoch_done()) {
+    PreparedBatch skipped;
+    while (stream.Next(&skipped)) ++batches;
+  } else {
     PreparedBatch skipped;
     for (uint64_t b = 0; b < batches; ++b) {
       if (!stream.Next(&skipped)) {
@@ -201,6 +205,14 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
         client_->AnnounceClock(clock_after(batches), /*wait=*/false);
       }
       result.examples += now.batch.batch.rows();
+      {
+        proto::WorkerCursor progress;
+        progress.set_epoch(epoch);
+        progress.set_batches(batches);
+        progress.set_examples(result.examples);
+        progress.set_loss(result.loss);
+        node_->SetProgress(progress);
+      }
       if (checkpoint_every > 0 && batches % static_cast<uint64_t>(checkpoint_every) == 0) {
         // Every push so far applied, none after: the servers copy this state.
         for (KVWorker::Handle handle : pushes) client_->Wait(handle);
@@ -238,11 +250,64 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
   // which the gate neither counts nor holds.
   client_->AnnounceClock(kLeaveClock, /*wait=*/true);
   client_->set_clock(0);
+  ReadOrphanedShares(epoch, batches, &result);
   if (stream.skipped_records() > 0) {
     LOG(WARNING) << "worker " << rank << " epoch " << epoch << ": skipped "
                  << stream.skipped_records() << " bad records";
   }
   return result;
+}
+
+void Trainer::ReadOrphanedShares(int epoch, uint64_t batches, EpochResult* result) {
+  proto::WorkerCursor share, work, finished;
+  share.set_epoch(epoch);
+  share.set_batches(batches);
+  share.set_examples(result->examples);
+  share.set_loss(result->loss);
+  int part = 0, parts = 0;
+  bool have_finished = false;
+  while (node_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
+                               &part, &parts, &result->epoch_examples, kBarrierTimeoutS)) {
+    uint64_t part_examples = 0;
+    LOG(WARNING) << "worker " << node_->rank() << " epoch " << epoch << ": reads part " << part
+                 << " of " << parts << " of worker " << work.rank()
+                 << "'s share from minibatch " << work.batches() << " (that worker left)";
+    BatchStream stream(ResolveChannel(options_.train, work.rank(), node_->view()->num_workers()),
+                       options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size));
+    const int width = model_.weight_width();
+    const bool use_bias = hyperparameters_.use_bias;
+    std::vector<float> zero_bias(model_.bias_width(), 0.0f);
+    std::vector<float> weight_gradients, bias_gradient;
+    PreparedBatch batch;
+    for (uint64_t index = 0; stream.Next(&batch); ++index) {
+      if (index < work.batches() ||
+          (index - work.batches()) % static_cast<uint64_t>(parts) != static_cast<uint64_t>(part)) {
+        continue;
+      }
+      SharedArray<float> weights, bias;
+      client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
+      if (use_bias) client_->Wait(client_->Pull(bias_key_, &bias, model_.bias_width(), kBiasTable));
+      result->loss += model_.Gradients(batch, weights.data(),
+                                       use_bias ? bias.data() : zero_bias.data(),
+                                       &weight_gradients, &bias_gradient);
+      if (use_bias) {
+        client_->Wait(client_->Push(bias_key_,
+                                    SharedArray<const float>(std::move(bias_gradient)),
+                                    model_.bias_width(), kBiasTable));
+      }
+      client_->Wait(client_->Push(batch.keys, SharedArray<const float>(std::move(weight_gradients)),
+                                  width, kWeightTable));
+      weight_gradients = {};
+      bias_gradient = {};
+      part_examples += batch.batch.rows();
+    }
+    result->examples += part_examples;
+    // The first part also counts what the departed worker read before it left.
+    if (part == 0) part_examples += work.examples();
+    finished = work;
+    finished.set_examples(part_examples);
+    have_finished = true;
+  }
 }
 
 MetricSet Trainer::Evaluate(const std::string& channel) {
@@ -316,7 +381,15 @@ void Trainer::Run() {
   const int rank = node_->rank();
   const bool leader = rank == 0;
   state_.set_best_loss(std::numeric_limits<double>::infinity());
-  const proto::WorkerCursor resume = ReadResumePoint();
+  proto::WorkerCursor resume = ReadResumePoint();
+  if (node_->has_takeover()) {
+    resume = node_->takeover();
+    if (resume.epoch() == 0) resume.set_epoch(1);
+    LOG(WARNING) << "worker " << rank << " replaces a worker that left: it goes on at epoch "
+                 << resume.epoch() << " after " << resume.batches()
+                 << " minibatch(es) (its last progress report; minibatches pushed after that "
+                    "report are read again)";
+  }
   // Time already spent by the run this one resumes.
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
   const int first_epoch = std::max(1, resume.epoch());
@@ -330,12 +403,11 @@ void Trainer::Run() {
               << static_cast<uint64_t>(result.examples / std::max(result.seconds, 1e-9))
               << " examples/s), mean training loss "
               << (result.examples ? result.loss / result.examples : 0.0);
-    AddToControl(kExamplesFeature + epoch, result.examples);
-    node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
+    node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "epoch " + std::to_string(epoch) + " counted");
     bool stop = false;
     if (leader) {
       auto& metrics = *state_.mutable_metrics();
-      const uint64_t examples = ReadControl(kExamplesFeature + epoch);
+      const uint64_t examples = result.epoch_examples;
       state_.set_total_examples(state_.total_examples() + examples);
       metrics["train:examples_per_epoch"] = static_cast<double>(examples);
       metrics["train:epochs"] = epoch;
@@ -365,7 +437,7 @@ void Trainer::Run() {
       if (stop) AddToControl(kStopFeature, 1);
       state_.set_elapsed_seconds(MonotonicSeconds() - started);
     }
-    node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
+    node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "epoch " + std::to_string(epoch) + " decided");
     if (ReadControl(kStopFeature) > 0) state_.set_stopped(true);
   }
   if (checkpoints()) {
@@ -407,7 +479,7 @@ void Trainer::ReportGate(double training_seconds, double pull_wait_seconds, Metr
   // A maximum does not sum: one key per worker.
   AddToControl(kGateFeature + 100 + node_->rank(),
                static_cast<uint64_t>(std::max<int64_t>(0, stats.max_staleness)));
-  node_->Barrier(kWorkerGroup, kBarrierTimeoutS);
+  node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "gate report");
   if (node_->rank() != 0) return;
   const double held = ReadControl(kGateFeature) * 1e-6;
   const double worked = ReadControl(kGateFeature + 3) * 1e-6;

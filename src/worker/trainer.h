@@ -65,10 +65,15 @@ class Trainer {
     double loss = 0;
     double seconds = 0;
     double pull_wait = 0;  // blocked on the next minibatch's rows
+    uint64_t epoch_examples = 0;  // read by every worker in the epoch
   };
   // Trains `epoch`, starting after `resume`'s minibatches when it is for this
   // epoch (a resumed job).
   EpochResult TrainEpoch(int epoch, const proto::WorkerCursor& resume);
+  // At the end of this worker's share of `epoch`: waits until every rank's
+  // share is done, reading the parts of departed workers' shares the
+  // scheduler hands over meanwhile.
+  void ReadOrphanedShares(int epoch, uint64_t batches, EpochResult* result);
   // Checkpoints are on (the view says how often workers stop for one).
   bool checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
   // Stops at a checkpoint point; the leading worker brings the job's state.

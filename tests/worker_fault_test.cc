@@ -1,0 +1,183 @@
+// Workers leaving and rejoining a running job: killed with -9 and started
+// again with the same rank, killed and never replaced, paused past the
+// heartbeat timeout. Every example of every epoch is still read once, and
+// the job finishes. Roles are started one by one, as on a cluster.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::KeelBinary;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Every epoch line of the leading worker: the examples all workers read.
+std::vector<long> ExamplesPerEpoch(const std::string& output) {
+  std::vector<long> counts;
+  std::regex line("epoch [0-9]+: ([0-9]+) examples across");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    counts.push_back(std::stol((*it)[1]));
+  }
+  return counts;
+}
+
+double ValidationLoss(const std::string& model_dir) {
+  std::smatch match;
+  const std::string text = ReadFile(model_dir + "/metrics.json");
+  if (!std::regex_search(text, match, std::regex("\"validation:objective_loss\": ([-0-9.eE+]+)"))) {
+    return -1;
+  }
+  return std::stod(match[1]);
+}
+
+constexpr int kRows = 30000;
+constexpr int kEpochs = 4;
+
+class WorkerFaults : public ::testing::Test {
+ public:
+  void SetUp() override {
+    char folder[] = "/tmp/keel-faults-XXXXXX";
+    ASSERT_NE(mkdtemp(folder), nullptr);
+    dir_ = folder;
+    const auto exit = testing::Run({KeelBinary(), "datagen", "--model=linear",
+                                    "--rows=" + std::to_string(kRows), "--features=2000",
+                                    "--nnz=10", "--seed=3", "--train_files=4",
+                                    "--out=" + dir_ + "/data"},
+                                   60);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  }
+  void TearDown() override { testing::Run({"/bin/rm", "-rf", dir_}, 30); }
+
+  std::vector<std::string> JobFlags(const std::string& model) const {
+    return {"--job=linear_learner",
+            "--train=" + dir_ + "/data/train",
+            "--validation=" + dir_ + "/data/validation",
+            "--epochs=" + std::to_string(kEpochs),
+            "--mini_batch_size=20",
+            "--optimizer=adam",
+            "--learning_rate=0.01",
+            "--early_stopping_patience=100",
+            "--model_dir=" + dir_ + "/" + model,
+            "--heartbeat_interval=0.2"};
+  }
+
+  // Starts a scheduler, 2 servers and 2 workers (ranks 0 and 1).
+  void StartCluster(const std::string& model, double replace_timeout) {
+    const std::string port_file = dir_ + "/port";
+    std::remove(port_file.c_str());
+    std::vector<std::string> scheduler = {KeelBinary(), "scheduler", "--port_file=" + port_file,
+                                          "--bind=127.0.0.1", "--num_servers=2",
+                                          "--num_workers=2", "--heartbeat_timeout=1.5",
+                                          "--worker_replace_timeout=" +
+                                              std::to_string(replace_timeout)};
+    scheduler_ = processes_.Start(scheduler);
+    ASSERT_TRUE(testing::WaitFor([&] { return !ReadFile(port_file).empty(); }, 30));
+    address_ = "127.0.0.1:" + std::to_string(std::stoi(ReadFile(port_file)));
+    for (int rank = 0; rank < 2; ++rank) Role("server", rank, model);
+    workers_[0] = Role("worker", 0, model);
+    workers_[1] = Role("worker", 1, model);
+  }
+  pid_t Role(const std::string& role, int rank, const std::string& model) {
+    std::vector<std::string> argv = {KeelBinary(), role, "--scheduler=" + address_,
+                                     "--bind=127.0.0.1", "--rank=" + std::to_string(rank)};
+    for (const std::string& flag : JobFlags(model)) argv.push_back(flag);
+    return processes_.Start(argv);
+  }
+  // Waits until the leading worker has finished epoch 1 (so the others are
+  // inside epoch 2).
+  bool InsideEpochTwo() {
+    return testing::WaitFor(
+        [&] { return Contains(processes_.Output(workers_[0]), "epoch 1: "); }, 120);
+  }
+  testing::Exit FinishJob() { return processes_.Wait(scheduler_, 180); }
+
+  std::string dir_;
+  testing::Processes processes_;
+  pid_t scheduler_ = -1;
+  pid_t workers_[2] = {-1, -1};
+  std::string address_;
+};
+
+TEST_F(WorkerFaults, WorkerKilledMidEpochAndRestartedTakesItsRankBackAndNoExampleIsLost) {
+  const auto reference = testing::Run(
+      [&] {
+        std::vector<std::string> argv = {KeelBinary(), "launch", "--servers=2", "--workers=2"};
+        for (const std::string& flag : JobFlags("reference")) argv.push_back(flag);
+        return argv;
+      }(),
+      180);
+  ASSERT_TRUE(reference.finished && reference.code == 0) << reference.output;
+
+  StartCluster("faulty", /*replace_timeout=*/60);
+  ASSERT_TRUE(InsideEpochTwo()) << processes_.Output(workers_[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  kill(workers_[1], SIGKILL);
+  processes_.Wait(workers_[1], 10);
+  const pid_t replacement = Role("worker", 1, "faulty");
+  const testing::Exit job = FinishJob();
+  ASSERT_TRUE(job.finished) << job.output;
+  EXPECT_EQ(job.code, 0) << job.output;
+  EXPECT_TRUE(Contains(job.output, "worker 1 is replaced")) << job.output;
+  const std::string leader = processes_.Output(workers_[0]);
+  EXPECT_EQ(ExamplesPerEpoch(leader), std::vector<long>(kEpochs, kRows))
+      << leader << processes_.Output(replacement);
+  EXPECT_TRUE(Contains(processes_.Output(replacement), "replaces a worker that left"))
+      << processes_.Output(replacement);
+  const double loss = ValidationLoss(dir_ + "/faulty");
+  ASSERT_GT(loss, 0);
+  EXPECT_NEAR(loss, ValidationLoss(dir_ + "/reference"), 0.02 * loss);
+}
+
+TEST_F(WorkerFaults, WorkerNotReplacedHasTheRestOfItsShareReadByTheOthers) {
+  StartCluster("faulty", /*replace_timeout=*/1);
+  ASSERT_TRUE(InsideEpochTwo()) << processes_.Output(workers_[0]);
+  kill(workers_[1], SIGKILL);
+  const testing::Exit job = FinishJob();
+  ASSERT_TRUE(job.finished) << job.output;
+  EXPECT_EQ(job.code, 0) << job.output;
+  EXPECT_TRUE(Contains(job.output, "was not replaced within")) << job.output;
+  const std::string leader = processes_.Output(workers_[0]);
+  // Epoch 2 through the survivor and the departed worker's part before it
+  // left; epochs 3 and 4 through the survivor alone.
+  EXPECT_EQ(ExamplesPerEpoch(leader), std::vector<long>(kEpochs, kRows)) << leader;
+}
+
+TEST_F(WorkerFaults, PausedWorkerLeavesTheViewAndOnContinueJoinsAgainWithoutStaleUpdates) {
+  StartCluster("faulty", /*replace_timeout=*/60);
+  ASSERT_TRUE(InsideEpochTwo()) << processes_.Output(workers_[0]);
+  kill(workers_[1], SIGSTOP);
+  // The scheduler drops it after the heartbeat timeout; the job goes on
+  // without it meanwhile (the other worker keeps training).
+  const bool dropped = testing::WaitFor(
+      [&] { return Contains(processes_.Output(scheduler_), "waits 60"); }, 30);
+  kill(workers_[1], SIGCONT);
+  ASSERT_TRUE(dropped) << processes_.Output(scheduler_);
+  const testing::Exit job = FinishJob();
+  ASSERT_TRUE(job.finished) << job.output;
+  EXPECT_EQ(job.code, 0) << job.output;
+  const std::string paused = processes_.Output(workers_[1]);
+  EXPECT_TRUE(Contains(paused, "left the cluster; it joins again")) << paused;
+  EXPECT_TRUE(Contains(job.output, "worker 1 is replaced")) << job.output;
+  const std::string leader = processes_.Output(workers_[0]);
+  EXPECT_EQ(ExamplesPerEpoch(leader), std::vector<long>(kEpochs, kRows)) << leader;
+}
+
+}  // namespace
+}  // namespace keel
