@@ -308,10 +308,19 @@ void KVWorker::Wait(Handle handle, double timeout_s) {
     std::this_thread::yield();
     lock.lock();
   }
-  if (!answered_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                          [&] { return request.unanswered == 0; })) {
-    throw MakeError("request ", handle, ": ", request.unanswered,
-                    " server(s) did not answer within ", timeout_s, " s");
+  // A node dropped from the view gets no answers: it stops waiting.
+  const double deadline = MonotonicSeconds() + timeout_s;
+  while (!answered_.wait_for(lock, std::chrono::duration<double>(std::min(
+                                       0.5, std::max(0.0, deadline - MonotonicSeconds()))),
+                             [&] { return request.unanswered == 0; })) {
+    if (node_->removed()) {
+      requests_.erase(handle);
+      throw MakeError("request ", handle, ": this node left the cluster");
+    }
+    if (MonotonicSeconds() >= deadline) {
+      throw MakeError("request ", handle, ": ", request.unanswered,
+                      " server(s) did not answer within ", timeout_s, " s");
+    }
   }
   const std::string error = std::move(request.error);
   requests_.erase(handle);
