@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/fault_flags.h"
 #include "cli/launcher.h"
 #include "kv/error.h"
 #include "kv/kv_worker.h"
@@ -111,6 +112,7 @@ NodeOptions NodeFlags(proto::Role role) {
   options.register_timeout_s = FLAGS_register_timeout;
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
   options.rank = FLAGS_rank;
+  options.faults = TransportFaultsFromFlags();
   if (options.heartbeat_interval_s <= 0) throw MakeError("--heartbeat_interval must be positive");
   return options;
 }
@@ -166,7 +168,8 @@ int RunServer() {
     }
   }
   LOG(INFO) << "server " << node.rank() << " shutting down: served " << server.served_requests()
-            << " requests, rejected " << server.rejected_requests();
+            << " requests, rejected " << server.rejected_requests() << ", repeated "
+            << server.duplicate_pushes();
   node.Stop();
   return 0;
 }
@@ -240,7 +243,7 @@ int RunWorker() {
     if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
   }
   Node node(NodeFlags(proto::WORKER));
-  KVWorker client(&node);
+  KVWorker client(&node, RequestRetryFromFlags());
   node.Start();
   std::string error;
   try {
