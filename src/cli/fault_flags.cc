@@ -22,6 +22,13 @@ DEFINE_int32(request_max_timeout_ms, 16000,
 DEFINE_int32(request_attempts, 10,
              "worker: sends of one request in all before it fails naming the server");
 
+// Launch.
+DEFINE_string(faults, "",
+              "launch: fault schedule, like kill:server:1@5s,restart:server:1@7s,"
+              "stop:worker:0@3s+2s,kill:worker:random@rate=0.1/s,drop:server:0=0.01,"
+              "delay:worker:1=5ms~2ms (see docs/ARCHITECTURE.md, Faults)");
+DEFINE_string(event_log, "", "launch: write every fault and process start/exit here (JSON lines)");
+
 namespace keel {
 
 TransportFaults TransportFaultsFromFlags() {
@@ -51,5 +58,7 @@ RequestRetry RequestRetryFromFlags() {
   }
   return retry;
 }
+
+bool IsFaultLaunchFlag(const std::string& name) { return name == "faults" || name == "event_log"; }
 
 }  // namespace keel
