@@ -12,9 +12,12 @@
 #include <thread>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <sstream>
 
+#include "cli/fault_flags.h"
+#include "cli/fault_runner.h"
 #include "cli/launcher.h"
 #include "kv/error.h"
 #include "kv/kv_worker.h"
@@ -120,6 +123,7 @@ NodeOptions NodeFlags(proto::Role role) {
   options.register_timeout_s = FLAGS_register_timeout;
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
   options.rank = FLAGS_rank;
+  options.faults = TransportFaultsFromFlags();
   if (options.heartbeat_interval_s <= 0) throw MakeError("--heartbeat_interval must be positive");
   return options;
 }
@@ -176,7 +180,8 @@ int RunServer() {
     }
   }
   LOG(INFO) << "server " << node.rank() << " shutting down: served " << server.served_requests()
-            << " requests, rejected " << server.rejected_requests();
+            << " requests, rejected " << server.rejected_requests() << ", repeated "
+            << server.duplicate_pushes();
   node.Stop();
   return 0;
 }
@@ -269,7 +274,7 @@ int RunWorker(const std::vector<std::string>& argv) {
     if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
   }
   Node node(NodeFlags(proto::WORKER));
-  KVWorker client(&node);
+  KVWorker client(&node, RequestRetryFromFlags());
   node.Start();
   std::string error;
   try {
@@ -310,7 +315,7 @@ bool IsLaunchFlag(const std::string& arg) {
       "bind",    "port",    "port_file", "advertise", "rank"};
   if (arg.rfind("--", 0) != 0) return false;
   const std::string name = arg.substr(2, arg.find('=') - 2);
-  return kLaunchFlags.count(name) > 0;
+  return kLaunchFlags.count(name) > 0 || IsFaultLaunchFlag(name);
 }
 
 int RunLaunch(const std::vector<std::string>& args) {
@@ -319,6 +324,9 @@ int RunLaunch(const std::vector<std::string>& args) {
   cluster.workers = FLAGS_workers;
   cluster.scheduler = FLAGS_scheduler;
   cluster.timeout_s = FLAGS_timeout;
+  cluster.faults = FLAGS_faults;
+  cluster.event_log = FLAGS_event_log;
+  cluster.fault_seed = FLAGS_fault_seed;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!IsLaunchFlag(args[i])) {
       cluster.role_flags.push_back(args[i]);
@@ -337,7 +345,13 @@ int RunLocalCluster(const LocalCluster& cluster) {
                     cluster.servers, ", --workers ", cluster.workers, ")");
   }
   const std::string self = SelfPath();
+  const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
   ProcessGroup group;
+  std::unique_ptr<FaultRunner> fault_runner;
+  if (!faults.empty() || !cluster.event_log.empty()) {
+    fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
+                                                 cluster.event_log, cluster.fault_seed);
+  }
   std::string scheduler = cluster.scheduler;
   if (scheduler.empty()) {
     char folder[] = "/tmp/keel-launch-XXXXXX";
@@ -370,14 +384,18 @@ int RunLocalCluster(const LocalCluster& cluster) {
   for (int i = 0; i < cluster.servers; ++i) {
     std::vector<std::string> argv = {self, "server", "--rank=" + std::to_string(i)};
     argv.insert(argv.end(), common.begin(), common.end());
+    for (auto& flag : faults.TransportFlags("server", i)) argv.push_back(flag);
     group.Spawn("server " + std::to_string(i), argv);
   }
   for (int i = 0; i < cluster.workers; ++i) {
     std::vector<std::string> argv = {self, "worker", "--rank=" + std::to_string(i)};
     argv.insert(argv.end(), common.begin(), common.end());
+    for (auto& flag : faults.TransportFlags("worker", i)) argv.push_back(flag);
     group.Spawn("worker " + std::to_string(i), argv);
   }
-  return group.Wait(cluster.timeout_s);
+  const int code = group.Wait(cluster.timeout_s);
+  if (fault_runner) fault_runner->Finish(code);
+  return code;
 }
 
 int RunCommandLine(int argc, char** argv) {

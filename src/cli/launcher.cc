@@ -104,7 +104,9 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
   child.pid = pid;
   child.out_fd = out[0];
   child.err_fd = err[0];
+  child.argv = argv;
   children_.push_back(std::move(child));
+  if (observer_) observer_->Started(name, pid);
   return pid;
 }
 
@@ -136,6 +138,7 @@ void ProcessGroup::Reap(Child& child, int status) {
   // Forward what is left in its pipes before reporting.
   if (child.out_fd >= 0) Drain(child, child.out_fd, child.out_partial, false);
   if (child.err_fd >= 0) Drain(child, child.err_fd, child.err_partial, true);
+  if (observer_) observer_->Exited(child.name, child.pid, status, child.tolerated);
 }
 
 int ProcessGroup::Poll(int wait_ms) {
@@ -173,7 +176,7 @@ int ProcessGroup::Poll(int wait_ms) {
     int status = 0;
     if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
       Reap(child, status);
-      if (Failed(status) && failed < 0) failed = static_cast<int>(i);
+      if (Failed(status) && !child.tolerated && failed < 0) failed = static_cast<int>(i);
     }
   }
   return failed;
@@ -183,6 +186,7 @@ int ProcessGroup::Wait(double timeout_s) {
   const double deadline = timeout_s > 0 ? MonotonicSeconds() + timeout_s : 0;
   while (true) {
     const int failed = Poll(100);
+    if (observer_) observer_->Round();
     if (failed >= 0) {
       const Child& child = children_[static_cast<size_t>(failed)];
       Emit("launch", child.name + " " + DescribeStatus(child.status) + "; stopping the others",
@@ -208,10 +212,43 @@ int ProcessGroup::Wait(double timeout_s) {
 }
 
 bool ProcessGroup::Running(const std::string& name) const {
-  for (const Child& child : children_) {
-    if (child.name == name) return !child.exited;
+  for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
+    if (it->name == name) return !it->exited;
   }
   return false;
+}
+
+ProcessGroup::Child* ProcessGroup::Find(const std::string& name) {
+  for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
+    if (it->name == name) return &*it;
+  }
+  return nullptr;
+}
+
+pid_t ProcessGroup::Signal(const std::string& name, int signal) {
+  Child* child = Find(name);
+  if (!child || child->exited) return -1;
+  return kill(child->pid, signal) == 0 ? child->pid : -1;
+}
+
+void ProcessGroup::Tolerate(const std::string& name) {
+  if (Child* child = Find(name)) child->tolerated = true;
+}
+
+pid_t ProcessGroup::Respawn(const std::string& name) {
+  Child* child = Find(name);
+  if (!child) throw MakeError("cannot restart ", name, ": no such process");
+  if (!child->exited) {
+    child->tolerated = true;
+    kill(child->pid, SIGKILL);
+    int status = 0;
+    waitpid(child->pid, &status, 0);
+    Reap(*child, status);
+  }
+  const std::vector<std::string> argv = child->argv;  // Spawn may move children_
+  const pid_t pid = Spawn(name, argv);
+  Find(name)->tolerated = true;
+  return pid;
 }
 
 void ProcessGroup::StopAll(double grace_s) {
@@ -219,6 +256,7 @@ void ProcessGroup::StopAll(double grace_s) {
   for (Child& child : children_) {
     if (!child.exited) {
       kill(child.pid, SIGTERM);
+      kill(child.pid, SIGCONT);  // a stopped child (fault injection) must see it
       any = true;
     }
   }

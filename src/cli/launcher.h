@@ -15,6 +15,17 @@ namespace keel {
 
 class ProcessGroup {
  public:
+  // Told of every child started and reaped, and called once per round of
+  // Wait (fault injection hooks in here: src/cli/fault_runner.h).
+  class Observer {
+   public:
+    virtual ~Observer() = default;
+    virtual void Started(const std::string& name, pid_t pid) = 0;
+    // `tolerated`: the child was marked with Tolerate.
+    virtual void Exited(const std::string& name, pid_t pid, int status, bool tolerated) = 0;
+    virtual void Round() = 0;
+  };
+
   ProcessGroup();
   ~ProcessGroup();  // stops every child still running
   ProcessGroup(const ProcessGroup&) = delete;
@@ -41,6 +52,17 @@ class ProcessGroup {
   // True while the named child is running.
   bool Running(const std::string& name) const;
 
+  // Set before Spawn; not owned.
+  void SetObserver(Observer* observer) { observer_ = observer; }
+  // Sends `signal` to the named child; returns its pid, or -1 if it is not running.
+  pid_t Signal(const std::string& name, int signal);
+  // The named child's failure, now or later, does not fail the group (a fault
+  // injected on purpose); nor does the failure of a child restarted from it.
+  void Tolerate(const std::string& name);
+  // Starts the named child again with the same arguments (killing it first,
+  // SIGKILL, if it still runs). Throws Error if it cannot be started.
+  pid_t Respawn(const std::string& name);
+
  private:
   struct Child {
     std::string name;
@@ -49,7 +71,12 @@ class ProcessGroup {
     std::string out_partial, err_partial;
     bool exited = false;
     int status = 0;
+    std::vector<std::string> argv;
+    bool tolerated = false;
   };
+
+  // The newest child named `name`, or nullptr.
+  Child* Find(const std::string& name);
 
   // One round: reads available output (up to `wait_ms`) and reaps exited
   // children. Returns the index of a child that failed, or -1.
@@ -58,6 +85,7 @@ class ProcessGroup {
   void Reap(Child& child, int status);
 
   std::vector<Child> children_;
+  Observer* observer_ = nullptr;
 };
 
 // True once SIGINT or SIGTERM arrived (the group installs the handlers).

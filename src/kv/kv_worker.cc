@@ -32,11 +32,152 @@ void CheckWidth(int width) {
 
 }  // namespace
 
-KVWorker::KVWorker(Node* node) : node_(node) {
-  node_->SetDataHandler([this](Message&& message) { OnResponse(std::move(message)); });
+void RequestRetry::Check() const {
+  if (!(timeout_s > 0)) throw MakeError("request timeout ", timeout_s, " s is not positive");
+  if (!(max_timeout_s >= timeout_s)) {
+    throw MakeError("largest request timeout ", max_timeout_s, " s is below the first, ", timeout_s,
+                    " s");
+  }
+  if (max_attempts < 1) throw MakeError("request attempts ", max_attempts, " is below 1");
 }
 
-KVWorker::~KVWorker() { node_->Stop(); }
+double RequestRetry::TimeoutAfter(int attempt) const {
+  double timeout = timeout_s;
+  for (int i = 1; i < attempt && timeout < max_timeout_s; ++i) timeout *= 2;
+  return std::min(timeout, max_timeout_s);
+}
+
+KVWorker::KVWorker(Node* node, RequestRetry retry) : node_(node), retry_(retry) {
+  retry_.Check();
+  node_->SetDataHandler([this](Message&& message) { OnResponse(std::move(message)); });
+  resend_thread_ = std::thread([this] { ResendLoop(); });
+}
+
+KVWorker::~KVWorker() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  resend_wake_.notify_all();
+  resend_thread_.join();
+  if (resends_.load() > 0 || late_responses_.load() > 0) {
+    LOG(INFO) << "resent " << resends_.load() << " request part(s) that had no answer; ignored "
+              << late_responses_.load() << " late response(s)";
+  }
+  node_->Stop();
+}
+
+void KVWorker::AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
+                             size_t value_offset, size_t value_count) {
+  Part part;
+  part.handle = handle;
+  part.value_offset = value_offset;
+  part.value_count = value_count;
+  part.clock = message.meta.clock();
+  part.command = message.meta.command();
+  part.server_id = server_id;
+  part.server_rank = server_rank;
+  part.message = message;
+  part.first_sent = MonotonicSeconds();
+  part.deadline = part.first_sent + retry_.TimeoutAfter(1);
+  latest_sequence_ = std::max(latest_sequence_, message.meta.sequence());
+  parts_[message.meta.sequence()] = std::move(part);
+  ++requests_[handle].unanswered;
+}
+
+void KVWorker::FailLocked(Handle handle, const std::string& error) {
+  for (auto it = parts_.begin(); it != parts_.end();) {
+    it = it->second.handle == handle ? parts_.erase(it) : std::next(it);
+  }
+  auto found = requests_.find(handle);
+  if (found == requests_.end()) return;
+  Request& request = found->second;
+  if (request.error.empty()) request.error = error;
+  request.unanswered = 0;
+  if (request.detached) {
+    LOG(ERROR) << error;
+    if (background_error_.empty()) background_error_ = error;
+    requests_.erase(found);
+  }
+  answered_.notify_all();
+}
+
+void KVWorker::PartDoneLocked(Handle handle, Request& request) {
+  if (--request.unanswered > 0) return;
+  if (request.detached) {
+    if (!request.error.empty()) {
+      LOG(ERROR) << request.error;
+      if (background_error_.empty()) background_error_ = request.error;
+    }
+    requests_.erase(handle);
+    return;
+  }
+  answered_.notify_all();
+}
+
+void KVWorker::ThrowBackgroundErrorLocked() {
+  if (!background_error_.empty()) {
+    throw MakeError("a clock announcement failed earlier: ", background_error_);
+  }
+}
+
+void KVWorker::ResendLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // New parts are not announced to this thread (that would cost a wake-up per
+  // request); it looks at least this often instead.
+  const double tick = retry_.timeout_s / 4;
+  while (!stopping_) {
+    const double now = MonotonicSeconds();
+    double next = now + tick;
+    std::vector<std::pair<int, Message>> resend;
+    std::vector<std::pair<Handle, std::string>> failed;
+    for (auto& [sequence, part] : parts_) {
+      if (part.deadline > now) {
+        next = std::min(next, part.deadline);
+        continue;
+      }
+      const std::string what =
+          proto::Command_Name(part.command) + " seq " + std::to_string(sequence) + " (request " +
+          std::to_string(part.handle) + ", " + std::to_string(part.message.meta.key_count()) +
+          " keys, table " + std::to_string(part.message.meta.table()) + ") to server " +
+          std::to_string(part.server_rank) + " (node " + std::to_string(part.server_id) + ")";
+      if (part.attempts >= retry_.max_attempts) {
+        failed.emplace_back(part.handle, "no answer to " + what + " after " +
+                                             std::to_string(part.attempts) + " attempt(s) over " +
+                                             std::to_string(now - part.first_sent) + " s");
+        continue;
+      }
+      if (latest_sequence_ - sequence >= kResendSequenceHorizon) {
+        failed.emplace_back(part.handle,
+                            "no answer to " + what + " while " +
+                                std::to_string(latest_sequence_ - sequence) +
+                                " later requests went out; a resend now could be applied twice");
+        continue;
+      }
+      ++part.attempts;
+      part.deadline = now + retry_.TimeoutAfter(part.attempts);
+      next = std::min(next, part.deadline);
+      VLOG(1) << "resending " << what << ", attempt " << part.attempts;
+      resend.emplace_back(part.server_id, part.message);
+    }
+    for (const auto& [handle, error] : failed) FailLocked(handle, error);
+    if (!resend.empty()) {
+      resends_.fetch_add(resend.size());
+      lock.unlock();
+      for (auto& [server, message] : resend) {
+        try {
+          node_->Send(server, message);
+        } catch (const std::exception& e) {
+          LOG(WARNING) << "could not resend to node " << server << ": " << e.what();
+        }
+      }
+      lock.lock();
+      continue;
+    }
+    resend_wake_.wait_for(lock, std::chrono::duration<double>(next - now),
+                          [this] { return stopping_; });
+  }
+}
 
 void KVWorker::Cancel(Handle handle) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -83,6 +224,7 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
   Handle handle;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    ThrowBackgroundErrorLocked();
     handle = ++next_handle_;
     Request& request = requests_[handle];
     request.out = out;
@@ -108,9 +250,8 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
       if (command == proto::PUSH) {
         part.message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
       }
-      parts_[meta.sequence()] =
-          Part{handle, begin * width, (end - begin) * width, meta.clock(), command};
-      ++request.unanswered;
+      AddPartLocked(handle, server_id, ranges->server(r), part.message, begin * width,
+                    (end - begin) * width);
       outgoing.push_back(std::move(part));
     }
     request.parts = request.unanswered;
@@ -141,10 +282,13 @@ void KVWorker::OnResponse(Message&& message) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto part = parts_.find(meta.sequence());
   if (part == parts_.end()) {
-    LOG(WARNING) << "ignored " << Describe(meta) << ": no such request outstanding";
+    // Answered already (a resent request is answered twice) or cancelled.
+    late_responses_.fetch_add(1);
+    VLOG(1) << "ignored " << Describe(meta) << ": no such request outstanding";
     return;
   }
-  Request& request = requests_[part->second.handle];
+  const Handle handle = part->second.handle;
+  Request& request = requests_[handle];
   if (meta.command() != part->second.command) {
     request.error = "node " + std::to_string(meta.sender()) + " answered a " +
                     proto::Command_Name(part->second.command) + " with a " +
@@ -178,7 +322,7 @@ void KVWorker::OnResponse(Message&& message) {
     }
   }
   parts_.erase(part);
-  if (--request.unanswered == 0) answered_.notify_all();
+  PartDoneLocked(handle, request);
 }
 
 int GateStats::Bucket(int64_t staleness) {
@@ -206,20 +350,22 @@ void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
   Handle handle = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (wait) handle = ++next_handle_;
+    ThrowBackgroundErrorLocked();
+    // Always acknowledged, so a lost announcement is resent; without `wait`
+    // nobody waits for the acknowledgements.
+    handle = ++next_handle_;
+    requests_[handle].detached = !wait;
     for (const auto& node : view->nodes()) {
       if (node.role() != proto::SERVER) continue;
       Message message;
       message.meta.set_command(proto::CLOCK);
       message.meta.set_sequence(node_->NextSequence());
       message.meta.set_clock(clock);
-      message.meta.set_ack(wait);
-      if (wait) {
-        parts_[message.meta.sequence()] = Part{handle, 0, 0, clock, proto::CLOCK};
-        ++requests_[handle].unanswered;
-      }
+      message.meta.set_ack(true);
+      AddPartLocked(handle, node.id(), node.rank(), message, 0, 0);
       outgoing.emplace_back(node.id(), std::move(message));
     }
+    if (!wait && requests_[handle].unanswered == 0) requests_.erase(handle);
   }
   for (auto& [server, message] : outgoing) node_->Send(server, message);
   if (wait) Wait(handle, timeout_s);
@@ -230,9 +376,9 @@ void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vect
   CheckWidth(width);
   auto view = node_->view();
   if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
-  std::vector<int> servers;
+  std::vector<std::pair<int, int>> servers;  // node id, rank
   for (const auto& node : view->nodes()) {
-    if (node.role() == proto::SERVER) servers.push_back(node.id());
+    if (node.role() == proto::SERVER) servers.emplace_back(node.id(), node.rank());
   }
   std::vector<std::pair<int, Message>> outgoing;
   Handle handle;
@@ -240,14 +386,13 @@ void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vect
     std::lock_guard<std::mutex> lock(mutex_);
     handle = ++next_handle_;
     Request& request = requests_[handle];
-    for (int server : servers) {
+    for (const auto& [server, rank] : servers) {
       Message message;
       message.meta.set_command(proto::DUMP);
       message.meta.set_sequence(node_->NextSequence());
       message.meta.set_value_width(width);
       message.meta.set_table(table);
-      parts_[message.meta.sequence()] = Part{handle, 0, 0, 0, proto::DUMP};
-      ++request.unanswered;
+      AddPartLocked(handle, server, rank, message, 0, 0);
       outgoing.emplace_back(server, std::move(message));
     }
     request.parts = request.unanswered;
@@ -297,7 +442,10 @@ void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vect
 void KVWorker::Wait(Handle handle, double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto it = requests_.find(handle);
-  if (it == requests_.end()) throw MakeError("request ", handle, " is not outstanding");
+  if (it == requests_.end()) {
+    ThrowBackgroundErrorLocked();
+    throw MakeError("request ", handle, " is not outstanding");
+  }
   // References to map elements survive rehashing; iterators do not.
   Request& request = it->second;
   // Small requests come back within tens of microseconds: yield the core for

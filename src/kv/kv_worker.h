@@ -5,6 +5,12 @@
 // across servers by key range and sent without copying. Push and Pull return at
 // once with a handle; Wait blocks until every server involved has answered.
 //
+// A request that gets no answer is resent with the same (sender, sequence)
+// (see RequestRetry): servers apply a push at most once per sequence and
+// answer a repeated one as a success, pulls and dumps are idempotent, and a
+// response to a request already answered is ignored. So a worker survives
+// lost messages (TransportFaults) without counting a gradient twice.
+//
 // Thread-safe: Push, Pull and Wait may be called from several threads.
 #ifndef KEEL_KV_KV_WORKER_H_
 #define KEEL_KV_KV_WORKER_H_
@@ -14,6 +20,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -22,6 +29,29 @@
 #include "kv/shared_array.h"
 
 namespace keel {
+
+// When a request without an answer is sent again.
+struct RequestRetry {
+  // The first resend comes this long after the first send; each further wait
+  // doubles, up to max_timeout_s.
+  double timeout_s = 1;
+  double max_timeout_s = 16;
+  // Sends in all, the first included. When the last has had its wait, the
+  // request fails with an error naming the server and the request.
+  int max_attempts = 10;
+  // Throws Error naming the bad setting.
+  void Check() const;
+  // How long to wait for an answer after the `attempt`-th send (1-based).
+  double TimeoutAfter(int attempt) const;
+};
+
+// A request is resent only while fewer than this many later sequences have
+// been issued by the same worker; past that it fails instead. Servers
+// remember the last 4096 sequences they applied per sender (DedupeWindow):
+// every sequence a server can record between a request's first copy and its
+// last resend lies within this horizon on either side of it, so fewer than
+// 2 x 2048 = 4096, and the resend is still recognised.
+constexpr uint64_t kResendSequenceHorizon = 2048;
 
 // What the staleness gate did to this worker's pulls.
 struct GateStats {
@@ -42,8 +72,9 @@ class KVWorker {
  public:
   using Handle = uint64_t;
 
-  // Registers as `node`'s data handler: call before node->Start().
-  explicit KVWorker(Node* node);
+  // Registers as `node`'s data handler: call before node->Start(). Throws
+  // Error if `retry` is malformed.
+  explicit KVWorker(Node* node, RequestRetry retry = RequestRetry());
   // Stops the node first, so no response arrives for a destroyed client.
   ~KVWorker();
   KVWorker(const KVWorker&) = delete;
@@ -79,7 +110,8 @@ class KVWorker {
   int64_t clock() const { return clock_.load(); }
   // Tells every server this worker's clock (kLeaveClock: stop counting it),
   // for the servers its pushes did not reach. With `wait`, blocks until every
-  // server has applied it.
+  // server has applied it; without, it is still resent until acknowledged,
+  // and if that fails the next Wait throws the error.
   void AnnounceClock(int64_t clock, bool wait, double timeout_s = 600);
   GateStats gate_stats() const;
 
@@ -90,6 +122,11 @@ class KVWorker {
   // Requests sent but not yet waited for.
   size_t pending() const;
 
+  // Request parts sent again for want of an answer.
+  uint64_t resends() const { return resends_.load(); }
+  // Responses ignored because their request was answered (or cancelled).
+  uint64_t late_responses() const { return late_responses_.load(); }
+
  private:
   struct Request {
     int unanswered = 0;
@@ -97,22 +134,40 @@ class KVWorker {
     int parts = 0;
     std::vector<Message> dumped;  // Dump: the servers' responses
     std::string error;
+    bool detached = false;  // nobody waits: forgotten once answered
   };
+  // One server's share of a request, kept until answered so it can be resent.
   struct Part {
     Handle handle;
     size_t value_offset;  // floats into Request::out
     size_t value_count;
     int64_t clock = 0;
     proto::Command command = proto::COMMAND_UNKNOWN;
+    int server_id = -1;
+    int server_rank = -1;
+    Message message;   // as sent (frames share the caller's arrays)
+    int attempts = 1;  // sends so far
+    double first_sent = 0;
+    double deadline = 0;  // resend (or fail) when no answer by then
   };
 
   Handle Send(proto::Command command, const SharedArray<const Key>& keys,
               const SharedArray<const float>& values, SharedArray<float>* out, int width,
               uint32_t table);
+  // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
+  void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
+                     size_t value_offset, size_t value_count);
   void OnResponse(Message&& message);
   void CancelLocked(Handle handle);
+  // Ends `handle` with `error` (caller holds mutex_).
+  void FailLocked(Handle handle, const std::string& error);
+  // Finishes one answered part of `request` (caller holds mutex_).
+  void PartDoneLocked(Handle handle, Request& request);
+  void ThrowBackgroundErrorLocked();
+  void ResendLoop();
 
   Node* node_;
+  const RequestRetry retry_;
   mutable std::mutex mutex_;
   std::condition_variable answered_;
   Handle next_handle_ = 0;
@@ -120,6 +175,13 @@ class KVWorker {
   GateStats gate_stats_;
   std::unordered_map<Handle, Request> requests_;
   std::unordered_map<uint64_t, Part> parts_;  // by sequence
+  uint64_t latest_sequence_ = 0;              // the newest part's
+  std::string background_error_;              // a detached request's failure
+  std::atomic<uint64_t> resends_{0};
+  std::atomic<uint64_t> late_responses_{0};
+  bool stopping_ = false;
+  std::condition_variable resend_wake_;
+  std::thread resend_thread_;
 };
 
 }  // namespace keel

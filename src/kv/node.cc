@@ -39,6 +39,7 @@ void Node::Start() {
   van_options.bind_host = options_.bind_host;
   van_options.port = options_.port;
   van_options.advertise_host = options_.advertise_host;
+  van_options.faults = options_.faults;
   if (van_options.advertise_host.empty()) {
     van_options.advertise_host = options_.bind_host == "0.0.0.0"
                                      ? LocalAddressToward(scheduler_host, scheduler_port)
@@ -269,6 +270,10 @@ double Node::SecondsSinceScheduler() const {
 }
 
 uint64_t Node::malformed_messages() const { return van_ ? van_->malformed_messages() : 0; }
+
+TransportFaultCounts Node::transport_fault_counts() const {
+  return van_ ? van_->fault_counts() : TransportFaultCounts{};
+}
 
 void Node::OnMessage(Message&& message) {
   const proto::Meta& meta = message.meta;

@@ -50,6 +50,8 @@ struct NodeOptions {
   // How long Start waits for the scheduler's view.
   double register_timeout_s = 30;
   double heartbeat_interval_s = 1;
+  // Faults this node injects into its outgoing data messages (see Van).
+  TransportFaults faults;
 };
 
 class Node {
@@ -153,6 +155,8 @@ class Node {
 
   // Messages dropped by the transport because they could not be decoded.
   uint64_t malformed_messages() const;
+  // What fault injection did to this node's outgoing messages.
+  TransportFaultCounts transport_fault_counts() const;
   // Control messages ignored because they did not come from the scheduler.
   uint64_t rejected_control_messages() const { return rejected_control_.load(); }
 

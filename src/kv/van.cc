@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <iterator>
 #include <vector>
@@ -21,11 +22,30 @@ constexpr int kReceivePollMs = 100;
 // How long a closing send socket keeps trying to deliver queued messages.
 constexpr int kLingerMs = 2000;
 
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 std::string Endpoint(const std::string& host, int port) {
   return "tcp://" + host + ":" + (port == 0 ? std::string("*") : std::to_string(port));
 }
 
 }  // namespace
+
+bool IsDataPlane(proto::Command command) {
+  return command == proto::PUSH || command == proto::PULL || command == proto::DUMP ||
+         command == proto::CLOCK;
+}
+
+void TransportFaults::Check() const {
+  auto share = [](double value, const char* name) {
+    if (!(value >= 0 && value <= 1)) throw MakeError(name, " ", value, " is not in [0, 1]");
+  };
+  share(drop_rate, "drop rate");
+  share(delay_rate, "delay rate");
+  if (!(delay_ms >= 0)) throw MakeError("delay ", delay_ms, " ms is negative");
+  if (!(delay_jitter_ms >= 0)) throw MakeError("delay jitter ", delay_jitter_ms, " ms is negative");
+}
 
 std::pair<std::string, int> ParseHostPort(const std::string& address, const std::string& what) {
   const size_t colon = address.rfind(':');
@@ -65,7 +85,12 @@ std::string LocalAddressToward(const std::string& host, int port) {
   return local;
 }
 
-Van::Van(const VanOptions& options) : context_(1), receiver_(context_, zmq::socket_type::router) {
+Van::Van(const VanOptions& options)
+    : context_(1),
+      receiver_(context_, zmq::socket_type::router),
+      faults_(options.faults),
+      fault_random_(options.faults.seed) {
+  faults_.Check();
   receiver_.set(zmq::sockopt::rcvhwm, 0);
   receiver_.set(zmq::sockopt::rcvtimeo, kReceivePollMs);
   receiver_.set(zmq::sockopt::linger, 0);
@@ -86,11 +111,30 @@ Van::~Van() { Stop(); }
 void Van::Start(Handler handler) {
   handler_ = std::move(handler);
   receive_thread_ = std::thread([this] { ReceiveLoop(); });
+  if (faults_.delays()) delay_thread_ = std::thread([this] { DelayLoop(); });
+  if (faults_.any()) {
+    LOG(INFO) << "transport faults at " << address_ << ": drop " << faults_.drop_rate
+              << " of data messages; delay " << faults_.delay_rate << " of them by "
+              << faults_.delay_ms << " ms + up to " << faults_.delay_jitter_ms << " ms (seed "
+              << faults_.seed << ")";
+  }
 }
 
 void Van::Stop() {
   if (stopping_.exchange(true)) return;
   if (receive_thread_.joinable()) receive_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(faults_mutex_);
+    delay_stopping_ = true;
+  }
+  delay_changed_.notify_all();
+  if (delay_thread_.joinable()) delay_thread_.join();
+  if (faults_.any()) {
+    const TransportFaultCounts counts = fault_counts();
+    LOG(INFO) << "transport faults: dropped " << counts.dropped << " and delayed " << counts.delayed
+              << " of " << counts.data_messages << " outgoing data messages ("
+              << counts.discarded_at_stop << " delayed ones discarded at stop)";
+  }
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);
     for (auto& [id, peer] : peers_) {
@@ -143,6 +187,45 @@ bool Van::IsConnected(int node_id) const {
 }
 
 void Van::Send(int node_id, const Message& message) {
+  if (!faults_.any() || !IsDataPlane(message.meta.command())) {
+    std::vector<zmq::message_t> frames = Encode(message);
+    SendNow(node_id, frames);
+    return;
+  }
+  if (!IsConnected(node_id)) throw MakeError("no connection to node ", node_id);
+  double release = 0;
+  {
+    std::lock_guard<std::mutex> lock(faults_mutex_);
+    ++fault_counts_.data_messages;
+    std::uniform_real_distribution<double> uniform(0, 1);
+    if (faults_.drops() && uniform(fault_random_) < faults_.drop_rate) {
+      ++fault_counts_.dropped;
+      VLOG(1) << "fault injection dropped " << Describe(message.meta) << " to node " << node_id;
+      return;
+    }
+    double hold = 0;
+    if (faults_.delays() && uniform(fault_random_) < faults_.delay_rate) {
+      hold = (faults_.delay_ms + faults_.delay_jitter_ms * uniform(fault_random_)) * 1e-3;
+      ++fault_counts_.delayed;
+    }
+    Link& link = links_[node_id];
+    if (hold > 0 || link.queued > 0) {
+      // Never overtake a message still held back on the same link.
+      release = std::max(SteadySeconds() + hold, link.last_release);
+      link.last_release = release;
+      ++link.queued;
+      delayed_.push(Delayed{release, next_delayed_order_++, node_id, Encode(message)});
+    }
+  }
+  if (release > 0) {
+    delay_changed_.notify_all();
+    return;
+  }
+  std::vector<zmq::message_t> frames = Encode(message);
+  SendNow(node_id, frames);
+}
+
+void Van::SendNow(int node_id, std::vector<zmq::message_t>& frames) {
   std::shared_ptr<Peer> peer;
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);
@@ -150,10 +233,42 @@ void Van::Send(int node_id, const Message& message) {
     if (it == peers_.end()) throw MakeError("no connection to node ", node_id);
     peer = it->second;
   }
-  std::vector<zmq::message_t> frames = Encode(message);
   std::lock_guard<std::mutex> lock(peer->mutex);
   if (!peer->socket) throw MakeError("connection to node ", node_id, " is closed");
   zmq::send_multipart(peer->socket, frames);
+}
+
+TransportFaultCounts Van::fault_counts() const {
+  std::lock_guard<std::mutex> lock(faults_mutex_);
+  return fault_counts_;
+}
+
+void Van::DelayLoop() {
+  std::unique_lock<std::mutex> lock(faults_mutex_);
+  while (!delay_stopping_) {
+    if (delayed_.empty()) {
+      delay_changed_.wait(lock);
+      continue;
+    }
+    const double wait = delayed_.top().release - SteadySeconds();
+    if (wait > 0) {
+      delay_changed_.wait_for(lock, std::chrono::duration<double>(wait));
+      continue;
+    }
+    // priority_queue::top is const: the frames are moved out before pop.
+    Delayed due = std::move(const_cast<Delayed&>(delayed_.top()));
+    delayed_.pop();
+    lock.unlock();
+    try {
+      SendNow(due.node_id, due.frames);
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "a delayed message to node " << due.node_id << " was lost: " << e.what();
+    }
+    lock.lock();
+    --links_[due.node_id].queued;
+  }
+  fault_counts_.discarded_at_stop += delayed_.size();
+  while (!delayed_.empty()) delayed_.pop();
 }
 
 void Van::ReceiveLoop() {

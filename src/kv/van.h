@@ -4,13 +4,22 @@
 // and responses alike), and keeps one send-only DEALER per peer it talks to.
 // A single receive thread decodes incoming messages and hands them to the
 // handler; Send may be called from any thread.
+//
+// Fault injection lives here too (TransportFaults): a node can drop or delay a
+// share of its outgoing data-plane messages, so that a test or `keel launch
+// --faults` exercises the resends and the servers' exactly-once pushes on the
+// real code path.
 #ifndef KEEL_KV_VAN_H_
 #define KEEL_KV_VAN_H_
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <queue>
+#include <random>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -20,12 +29,48 @@
 
 namespace keel {
 
+// Faults a node injects into its own outgoing traffic. They apply to the data
+// plane only (PUSH, PULL, DUMP and CLOCK, requests and responses), which
+// survives them: KVWorker resends a request that got no answer, and servers
+// apply a push at most once per (sender, sequence). Control messages
+// (register, view, barrier, heartbeat, checkpoint, snapshot, worker-done,
+// shutdown) are never dropped or delayed: they are not resent today.
+struct TransportFaults {
+  // Share of outgoing data messages dropped, in [0, 1].
+  double drop_rate = 0;
+  // Share of outgoing data messages held back before sending, in [0, 1],
+  // each for delay_ms plus a uniform extra in [0, delay_jitter_ms]. Messages
+  // to one peer still leave in the order they were sent (a later message
+  // waits for a delayed earlier one), as on a slow TCP link.
+  double delay_rate = 1;
+  double delay_ms = 0;
+  double delay_jitter_ms = 0;
+  // Seeds the decisions: one seed, one sequence of drop/delay decisions
+  // (the order of sends across threads aside).
+  uint64_t seed = 1;
+
+  bool drops() const { return drop_rate > 0; }
+  bool delays() const { return delay_rate > 0 && (delay_ms > 0 || delay_jitter_ms > 0); }
+  bool any() const { return drops() || delays(); }
+  // Throws Error naming the bad setting.
+  void Check() const;
+};
+
+// What a Van's fault injection did so far.
+struct TransportFaultCounts {
+  uint64_t data_messages = 0;  // outgoing data-plane messages seen
+  uint64_t dropped = 0;
+  uint64_t delayed = 0;
+  uint64_t discarded_at_stop = 0;  // delayed messages still queued at Stop
+};
+
 struct VanOptions {
   // Interface to receive on ("0.0.0.0" for all) and port (0: any free port).
   std::string bind_host = "127.0.0.1";
   int port = 0;
   // Host peers should use to reach this node; empty means bind_host.
   std::string advertise_host;
+  TransportFaults faults;
 };
 
 class Van {
@@ -46,7 +91,9 @@ class Van {
 
   // Starts the receive thread.
   void Start(Handler handler);
-  // Stops the receive thread and closes every socket; idempotent.
+  // Stops the receive thread and closes every socket; idempotent. Logs what
+  // fault injection did, if it was on; delayed messages not yet sent are
+  // discarded.
   void Stop();
 
   // Opens (or re-points) the send socket for `node_id` at "host:port".
@@ -56,11 +103,14 @@ class Van {
   // delivered for up to the linger time.
   void Disconnect(int node_id);
   // Queues `message` for `node_id`. Thread-safe. Throws Error if `node_id` was
-  // never connected.
+  // never connected. A data message may be dropped or held back (see
+  // TransportFaults); a message held back is sent later by the delay thread,
+  // and lost if the peer is disconnected meanwhile.
   void Send(int node_id, const Message& message);
 
   // Messages dropped because they could not be decoded.
   uint64_t malformed_messages() const { return malformed_.load(); }
+  TransportFaultCounts fault_counts() const;
 
  private:
   struct Peer {
@@ -69,7 +119,21 @@ class Van {
     zmq::socket_t socket;
   };
 
+  // A message held back by fault injection.
+  struct Delayed {
+    double release;  // MonotonicSeconds
+    uint64_t order;  // ties keep send order
+    int node_id;
+    std::vector<zmq::message_t> frames;
+    bool operator>(const Delayed& other) const {
+      return release != other.release ? release > other.release : order > other.order;
+    }
+  };
+
   void ReceiveLoop();
+  void DelayLoop();
+  // Sends encoded frames now. Throws Error if `node_id` is not connected.
+  void SendNow(int node_id, std::vector<zmq::message_t>& frames);
 
   zmq::context_t context_;
   zmq::socket_t receiver_;
@@ -82,7 +146,27 @@ class Van {
 
   mutable std::mutex peers_mutex_;
   std::unordered_map<int, std::shared_ptr<Peer>> peers_;
+
+  // Fault injection (only used when options.faults.any()).
+  const TransportFaults faults_;
+  mutable std::mutex faults_mutex_;
+  std::condition_variable delay_changed_;
+  std::mt19937_64 fault_random_;
+  TransportFaultCounts fault_counts_;
+  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<Delayed>> delayed_;
+  // Per peer: keeps each link in order.
+  struct Link {
+    double last_release = 0;
+    int queued = 0;  // held back, not yet sent
+  };
+  std::unordered_map<int, Link> links_;
+  uint64_t next_delayed_order_ = 0;
+  bool delay_stopping_ = false;
+  std::thread delay_thread_;
 };
+
+// True for the commands fault injection may drop or delay.
+bool IsDataPlane(proto::Command command);
 
 // Splits "host:port"; throws Error naming `what` if it is not of that form.
 std::pair<std::string, int> ParseHostPort(const std::string& address, const std::string& what);

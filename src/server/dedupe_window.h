@@ -3,7 +3,10 @@
 // Remembers the last `capacity` sequences it was told of, so a push resent
 // after a timeout is recognised and not applied twice. Sequences older than
 // the window are reported as new: the window must cover the requests a sender
-// can have in flight. Not synchronized.
+// can have in flight. KVWorker resends a request only within
+// kResendSequenceHorizon (2048) sequences of its newest, so every sequence
+// recorded between a request's first copy and its last resend lies within
+// 2048 of it on either side: fewer than the 4096 remembered. Not synchronized.
 #ifndef KEEL_SERVER_DEDUPE_WINDOW_H_
 #define KEEL_SERVER_DEDUPE_WINDOW_H_
 
@@ -16,7 +19,9 @@ namespace keel {
 
 class DedupeWindow {
  public:
-  explicit DedupeWindow(size_t capacity = 4096) : capacity_(capacity) {}
+  static constexpr size_t kDefaultCapacity = 4096;
+
+  explicit DedupeWindow(size_t capacity = kDefaultCapacity) : capacity_(capacity) {}
 
   // Records `sequence`; returns false if it was already recorded.
   bool Insert(uint64_t sequence) {

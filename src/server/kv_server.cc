@@ -7,8 +7,12 @@
 
 #include "io/checkpoint.h"
 #include "kv/error.h"
+#include "kv/kv_worker.h"
 
 namespace keel {
+
+static_assert(2 * kResendSequenceHorizon <= DedupeWindow::kDefaultCapacity,
+              "a resent request must still be in the server's dedupe window");
 
 KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
                    std::map<uint32_t, TableSpec> tables, int64_t staleness)
@@ -229,17 +233,26 @@ void KVServer::Handle(Message&& message) {
     parked_total_.fetch_add(1);
     return;
   }
-  const bool push = !meta.response() && meta.command() == proto::PUSH;
   const int sender = meta.sender();
   const int64_t clock = meta.clock();
-  Serve(std::move(message), 0);
-  if (push && clock > 0) {
+  // A repeated push does not move the gate either: a late copy must not
+  // count a worker that has left since.
+  const bool applied = Serve(std::move(message), 0);
+  if (applied && clock > 0) {
     gate_.Advance(sender, clock);
     WakeParked();
   }
 }
 
 void KVServer::OnClock(const proto::Meta& meta) {
+  // Acknowledged announcements may be resent: apply each once. (A late copy
+  // of a leave must not remove a worker that has joined again since.)
+  if (meta.ack() && !applied_[meta.sender()].Insert(meta.sequence())) {
+    duplicates_.fetch_add(1);
+    Message response;
+    Reply(meta, response);
+    return;
+  }
   if (meta.clock() == kLeaveClock) {
     gate_.Remove(meta.sender());
   } else {
@@ -299,9 +312,10 @@ void KVServer::WakeParked() {
   }
 }
 
-void KVServer::Serve(Message&& message, int64_t waited_us) {
+bool KVServer::Serve(Message&& message, int64_t waited_us) {
   const proto::Meta& meta = message.meta;
   Message response;
+  bool applied = false;
   try {
     if (meta.response()) throw MakeError("servers take requests, not responses");
     if (std::string failed = failure(); !failed.empty()) throw Error(failed);
@@ -314,7 +328,7 @@ void KVServer::Serve(Message&& message, int64_t waited_us) {
       response = Dump(request.table, request.width);
       served_.fetch_add(1);
       Reply(meta, response);
-      return;
+      return false;
     }
     Table& entry = TableFor(request.table, request.width);
     ParameterTable* table = entry.rows.get();
@@ -322,8 +336,9 @@ void KVServer::Serve(Message&& message, int64_t waited_us) {
       if (applied_[meta.sender()].Insert(meta.sequence())) {
         table->Push(request.keys.data(), request.keys.size(), request.values.data(),
                     entry.optimizer.get());
+        applied = true;
       } else {
-        duplicates_.fetch_add(1);
+        duplicates_.fetch_add(1);  // applied before: acknowledged as a success below
       }
     } else {
       response.meta.set_min_clock(gate_.MinClock());
@@ -346,6 +361,7 @@ void KVServer::Serve(Message&& message, int64_t waited_us) {
     response.meta.set_error(e.what());
   }
   Reply(meta, response);
+  return applied;
 }
 
 }  // namespace keel

@@ -2,9 +2,11 @@
 //
 // Serves PUSH and PULL for the key ranges the view assigns to this server:
 // checks each request (a malformed one is answered with an error, logged and
-// counted, and the server keeps serving), applies pushes through the optimizer
-// at most once per (sender, sequence), and answers pulls with the rows'
-// weights. Tables are created on first use with the row width of that request.
+// counted, and the server keeps serving), applies pushes and acknowledged
+// CLOCK messages at most once per (sender, sequence) and answers a repeated
+// one as a success (a client resends what got no answer), and answers pulls
+// with the rows' weights. Tables are created on first use with the row width
+// of that request.
 //
 // Checkpoints: on the scheduler's SNAPSHOT the server copies every row (on its
 // receive thread, so the copy is the state at that point), answers, and writes
@@ -58,7 +60,8 @@ class KVServer {
 
   // Requests refused as malformed since start.
   uint64_t rejected_requests() const { return rejected_.load(); }
-  // Pushes dropped because their (sender, sequence) was already applied.
+  // Pushes and CLOCK messages not applied again because their
+  // (sender, sequence) was already applied; each was still acknowledged.
   uint64_t duplicate_pushes() const { return duplicates_.load(); }
   uint64_t served_requests() const { return served_.load(); }
   // Pulls that had to wait at the staleness gate since start.
@@ -78,7 +81,9 @@ class KVServer {
     Message message;
     double since;
   };
-  void Serve(Message&& message, int64_t waited_us);
+  // Answers a request; returns true if it was a push applied now (not a
+  // repeat, not refused).
+  bool Serve(Message&& message, int64_t waited_us);
   void OnClock(const proto::Meta& meta);
   void OnView(const proto::ClusterView& view);
   // Answers the parked pulls the gate admits now.

@@ -1,0 +1,64 @@
+#include "cli/fault_flags.h"
+
+#include <gflags/gflags.h>
+
+#include "kv/error.h"
+
+// Transport faults: on the process given them, for its outgoing data messages.
+DEFINE_double(drop_rate, 0,
+              "fault injection: share of this node's outgoing data messages (push, pull, dump, "
+              "clock; requests and responses) to drop, in [0, 1]");
+DEFINE_double(delay_ms, 0, "fault injection: hold this node's outgoing data messages this long");
+DEFINE_double(delay_jitter_ms, 0,
+              "fault injection: and a uniform extra of up to this long (order per peer kept)");
+DEFINE_double(delay_rate, 1, "fault injection: share of outgoing data messages delayed");
+DEFINE_uint64(fault_seed, 1, "seed of the fault injection's random decisions");
+
+// Resends (workers).
+DEFINE_int32(request_timeout_ms, 1000,
+             "worker: resend a push/pull/clock/dump that has had no answer for this long");
+DEFINE_int32(request_max_timeout_ms, 16000,
+             "worker: the wait for an answer doubles per resend up to this");
+DEFINE_int32(request_attempts, 10,
+             "worker: sends of one request in all before it fails naming the server");
+
+// Launch.
+DEFINE_string(faults, "",
+              "launch: fault schedule, like kill:server:1@5s,restart:server:1@7s,"
+              "stop:worker:0@3s+2s,kill:worker:random@rate=0.1/s,drop:server:0=0.01,"
+              "delay:worker:1=5ms~2ms (see docs/ARCHITECTURE.md, Faults)");
+DEFINE_string(event_log, "", "launch: write every fault and process start/exit here (JSON lines)");
+
+namespace keel {
+
+TransportFaults TransportFaultsFromFlags() {
+  TransportFaults faults;
+  faults.drop_rate = FLAGS_drop_rate;
+  faults.delay_ms = FLAGS_delay_ms;
+  faults.delay_jitter_ms = FLAGS_delay_jitter_ms;
+  faults.delay_rate = FLAGS_delay_rate;
+  faults.seed = FLAGS_fault_seed;
+  try {
+    faults.Check();
+  } catch (const Error& e) {
+    throw MakeError("--drop_rate/--delay_*: ", e.what());
+  }
+  return faults;
+}
+
+RequestRetry RequestRetryFromFlags() {
+  RequestRetry retry;
+  retry.timeout_s = FLAGS_request_timeout_ms * 1e-3;
+  retry.max_timeout_s = FLAGS_request_max_timeout_ms * 1e-3;
+  retry.max_attempts = FLAGS_request_attempts;
+  try {
+    retry.Check();
+  } catch (const Error& e) {
+    throw MakeError("--request_timeout_ms/--request_max_timeout_ms/--request_attempts: ", e.what());
+  }
+  return retry;
+}
+
+bool IsFaultLaunchFlag(const std::string& name) { return name == "faults" || name == "event_log"; }
+
+}  // namespace keel

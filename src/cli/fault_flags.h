@@ -1,0 +1,32 @@
+// The command line's fault-injection and resend flags (fault_flags.cc).
+#ifndef KEEL_CLI_FAULT_FLAGS_H_
+#define KEEL_CLI_FAULT_FLAGS_H_
+
+#include <gflags/gflags.h>
+
+#include <string>
+
+#include "kv/kv_worker.h"
+#include "kv/van.h"
+
+// `keel launch`: the fault schedule (cli/fault_schedule.h), the event log,
+// and the seed of the schedule's random choices (and of the transport faults).
+DECLARE_string(faults);
+DECLARE_string(event_log);
+DECLARE_uint64(fault_seed);
+
+namespace keel {
+
+// --drop_rate, --delay_ms, --delay_jitter_ms, --delay_rate, --fault_seed.
+// Throws Error on a bad value.
+TransportFaults TransportFaultsFromFlags();
+// --request_timeout_ms, --request_max_timeout_ms, --request_attempts.
+// Throws Error on a bad value.
+RequestRetry RequestRetryFromFlags();
+
+// Launch flags that are not forwarded to the roles.
+bool IsFaultLaunchFlag(const std::string& name);
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_FAULT_FLAGS_H_

@@ -1,0 +1,203 @@
+#include "cli/fault_runner.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "kv/error.h"
+#include "kv/node.h"
+
+namespace keel {
+namespace {
+
+std::string Quote(const std::string& text) {
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      quoted += '\\';
+      quoted += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      quoted += escaped;
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "\"";
+}
+
+std::string Number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+std::string StatusText(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("killed by signal ") + strsignal(WTERMSIG(status));
+  return "stopped";
+}
+
+std::string ChildName(const std::string& role, int rank) {
+  return role + " " + std::to_string(rank);
+}
+
+// "worker 3" -> "role": "worker", "rank": 3; "scheduler" -> "role": "scheduler".
+std::string RoleFields(const std::string& name) {
+  const size_t space = name.find(' ');
+  if (space == std::string::npos) return "\"role\": " + Quote(name);
+  return "\"role\": " + Quote(name.substr(0, space)) + ", \"rank\": " + name.substr(space + 1);
+}
+
+}  // namespace
+
+FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int servers, int workers,
+                         const std::string& event_log, uint64_t seed)
+    : group_(group),
+      schedule_(std::move(schedule)),
+      servers_(servers),
+      workers_(workers),
+      start_(MonotonicSeconds()),
+      random_(seed) {
+  if (!event_log.empty()) {
+    log_.open(event_log, std::ios::trunc);
+    if (!log_) throw MakeError("cannot create the event log ", event_log);
+  }
+  group_->SetObserver(this);
+  for (const FaultItem& item : schedule_.items) {
+    if (item.transport()) {
+      const std::string who = item.rank == FaultItem::kEveryRank
+                                  ? "\"role\": " + Quote(item.role) + ", \"rank\": \"*\""
+                                  : RoleFields(ChildName(item.role, item.rank));
+      Log(FaultActionName(item.action), "",
+          who + (item.action == FaultAction::kDrop
+                     ? ", \"share\": " + Number(item.drop_rate)
+                     : ", \"delay_ms\": " + Number(item.delay_ms) +
+                           ", \"jitter_ms\": " + Number(item.jitter_ms)));
+    } else if (item.rate_per_s > 0) {
+      ScheduleNext(item, 0);
+    } else {
+      pending_.push_back(Pending{item.at_s, &item});
+    }
+  }
+}
+
+FaultRunner::~FaultRunner() { group_->SetObserver(nullptr); }
+
+double FaultRunner::Now() const { return MonotonicSeconds() - start_; }
+
+void FaultRunner::ScheduleNext(const FaultItem& item, double after) {
+  std::exponential_distribution<double> gap(item.rate_per_s);
+  pending_.push_back(Pending{after + gap(random_), &item});
+}
+
+void FaultRunner::Log(const std::string& event, const std::string& name,
+                      const std::string& fields) {
+  char t[32];
+  snprintf(t, sizeof(t), "%.3f", Now());
+  std::string line = std::string("{\"t\": ") + t + ", \"event\": " + Quote(event);
+  if (!name.empty()) line += ", " + RoleFields(name);
+  if (!fields.empty()) line += ", " + fields;
+  line += "}";
+  if (log_.is_open()) log_ << line << std::endl;
+  const std::string echo = "[faults] " + line + "\n";
+  fwrite(echo.data(), 1, echo.size(), stdout);
+  fflush(stdout);
+}
+
+void FaultRunner::Started(const std::string& name, pid_t pid) {
+  Log("start", name, "\"pid\": " + std::to_string(pid));
+}
+
+void FaultRunner::Exited(const std::string& name, pid_t pid, int status, bool tolerated) {
+  Log("exit", name,
+      "\"pid\": " + std::to_string(pid) + ", \"status\": " + Quote(StatusText(status)) +
+          ", \"expected\": " + (tolerated ? "true" : "false"));
+}
+
+void FaultRunner::Finish(int code) { Log("end", "", "\"code\": " + std::to_string(code)); }
+
+std::vector<std::string> FaultRunner::Targets(const FaultItem& item) {
+  const int count = item.role == "server" ? servers_ : workers_;
+  std::vector<std::string> names;
+  if (item.rank >= 0) return {ChildName(item.role, item.rank)};
+  for (int rank = 0; rank < count; ++rank) {
+    const std::string name = ChildName(item.role, rank);
+    if (item.rank == FaultItem::kEveryRank || group_->Running(name)) names.push_back(name);
+  }
+  if (item.rank == FaultItem::kRandomRank && !names.empty()) {
+    std::uniform_int_distribution<size_t> pick(0, names.size() - 1);
+    return {names[pick(random_)]};
+  }
+  return names;
+}
+
+void FaultRunner::Fire(const FaultItem& item) {
+  const std::string spec = "\"spec\": " + Quote(item.text);
+  const std::vector<std::string> targets = Targets(item);
+  if (targets.empty()) {
+    Log("skipped", "", spec + ", \"reason\": \"no running " + item.role + "\"");
+  }
+  for (const std::string& name : targets) {
+    if (item.action == FaultAction::kRestart) {
+      try {
+        const pid_t pid = group_->Respawn(name);
+        Log("restart", name, "\"pid\": " + std::to_string(pid) + ", " + spec);
+      } catch (const Error& e) {
+        Log("restart_failed", name, spec + ", \"reason\": " + Quote(e.what()));
+      }
+      continue;
+    }
+    if (!group_->Running(name)) {
+      Log("skipped", name, spec + ", \"reason\": \"not running\"");
+      continue;
+    }
+    if (item.action == FaultAction::kKill) {
+      group_->Tolerate(name);
+      const pid_t pid = group_->Signal(name, SIGKILL);
+      Log("kill", name, "\"pid\": " + std::to_string(pid) + ", \"signal\": \"SIGKILL\", " + spec);
+    } else {
+      const pid_t pid = group_->Signal(name, SIGSTOP);
+      Log("stop", name,
+          "\"pid\": " + std::to_string(pid) + ", \"duration\": " + Number(item.duration_s) + ", " +
+              spec);
+      pending_.push_back(Pending{Now() + item.duration_s, &item, true, name, pid});
+    }
+  }
+}
+
+void FaultRunner::Resume(const Pending& pending) {
+  const std::string spec = "\"spec\": " + Quote(pending.item->text);
+  // Only the process that was stopped: it may have been killed or restarted since.
+  if (!group_->Running(pending.name) || group_->Signal(pending.name, 0) != pending.pid) {
+    Log("skipped", pending.name, spec + ", \"reason\": \"the stopped process is gone\"");
+    return;
+  }
+  group_->Signal(pending.name, SIGCONT);
+  Log("continue", pending.name, "\"pid\": " + std::to_string(pending.pid) + ", " + spec);
+}
+
+void FaultRunner::Round() {
+  const double now = Now();
+  // Due actions in time order; firing may add more (continues, next rates).
+  while (true) {
+    auto due = std::min_element(pending_.begin(), pending_.end(),
+                                [](const Pending& a, const Pending& b) { return a.at < b.at; });
+    if (due == pending_.end() || due->at > now) return;
+    const Pending pending = *due;
+    pending_.erase(due);
+    if (pending.resume) {
+      Resume(pending);
+      continue;
+    }
+    Fire(*pending.item);
+    if (pending.item->rate_per_s > 0) ScheduleNext(*pending.item, pending.at);
+  }
+}
+
+}  // namespace keel

@@ -1,0 +1,75 @@
+// FaultRunner: runs a FaultSchedule against the processes of `keel launch`
+// and keeps the job's event log.
+//
+// Kill sends SIGKILL (and the group no longer counts that process's exit as
+// a failure); stop sends SIGSTOP and SIGCONT after the item's duration;
+// restart starts the role again with the same arguments, so the same --rank.
+// Transport faults (drop, delay) are not run here: they are flags of the
+// processes they target (FaultSchedule::TransportFlags).
+//
+// Every fault, every process start and exit, and the job's end are written to
+// the event log as JSON lines, {"t": seconds since launch, "event": "kill",
+// "role": "server", "rank": 1, "pid": 4242, ...}, and echoed to the terminal
+// with a "[faults] " prefix. Not thread-safe: it runs on the launcher's thread.
+#ifndef KEEL_CLI_FAULT_RUNNER_H_
+#define KEEL_CLI_FAULT_RUNNER_H_
+
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/fault_schedule.h"
+#include "cli/launcher.h"
+
+namespace keel {
+
+class FaultRunner : public ProcessGroup::Observer {
+ public:
+  // Times count from now. Children are named "server R" and "worker R" (and
+  // "scheduler"). `event_log` may be empty (terminal only). Registers itself
+  // as `group`'s observer. Throws Error if the log cannot be created.
+  FaultRunner(ProcessGroup* group, FaultSchedule schedule, int servers, int workers,
+              const std::string& event_log, uint64_t seed);
+  ~FaultRunner() override;
+
+  void Started(const std::string& name, pid_t pid) override;
+  void Exited(const std::string& name, pid_t pid, int status, bool tolerated) override;
+  // Fires the faults that are due.
+  void Round() override;
+
+  // Logs the end of the job with the launcher's exit code.
+  void Finish(int code);
+
+ private:
+  struct Pending {
+    double at;  // seconds since launch
+    const FaultItem* item;
+    bool resume = false;  // SIGCONT of an earlier stop
+    std::string name;     // resume: the process
+    pid_t pid = -1;       // resume: the process that was stopped
+  };
+
+  double Now() const;
+  // The processes `item` targets now (random: one running process).
+  std::vector<std::string> Targets(const FaultItem& item);
+  void Fire(const FaultItem& item);
+  void Resume(const Pending& pending);
+  // Schedules the next firing of a rate item after `after`.
+  void ScheduleNext(const FaultItem& item, double after);
+  // Writes one event; `fields` are JSON members without braces ("\"pid\": 4").
+  void Log(const std::string& event, const std::string& name, const std::string& fields);
+
+  ProcessGroup* group_;
+  FaultSchedule schedule_;
+  int servers_, workers_;
+  double start_;
+  std::ofstream log_;
+  std::mt19937_64 random_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_FAULT_RUNNER_H_

@@ -1,0 +1,231 @@
+#include "cli/fault_schedule.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "kv/error.h"
+
+namespace keel {
+namespace {
+
+// A number, or nothing if `text` is not entirely one.
+bool ParseNumber(const std::string& text, double* value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  *value = std::strtod(text.c_str(), &end);
+  return *end == '\0' && std::isfinite(*value);
+}
+
+bool EndsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+class ItemParser {
+ public:
+  ItemParser(const std::string& text, size_t index, int servers, int workers)
+      : text_(text), index_(index), servers_(servers), workers_(workers) {}
+
+  FaultItem Parse() {
+    FaultItem item;
+    item.text = text_;
+    // ACTION:ROLE:WHO then '@WHEN' or '=VALUE'.
+    const size_t first = text_.find(':');
+    if (first == std::string::npos) Fail("expected ACTION:ROLE:WHO@WHEN or ACTION:ROLE:WHO=VALUE");
+    const std::string action = text_.substr(0, first);
+    if (action == "kill") {
+      item.action = FaultAction::kKill;
+    } else if (action == "stop") {
+      item.action = FaultAction::kStop;
+    } else if (action == "restart") {
+      item.action = FaultAction::kRestart;
+    } else if (action == "drop") {
+      item.action = FaultAction::kDrop;
+    } else if (action == "delay") {
+      item.action = FaultAction::kDelay;
+    } else {
+      Fail("unknown action '" + action + "' (kill, stop, restart, drop, delay)");
+    }
+    const char separator = item.transport() ? '=' : '@';
+    const size_t second = text_.find(':', first + 1);
+    const size_t split = text_.find(separator, first + 1);
+    if (second == std::string::npos || split == std::string::npos || split < second) {
+      Fail(std::string("expected ") + action + ":ROLE:WHO" +
+           (item.transport() ? "=VALUE" : "@WHEN"));
+    }
+    item.role = text_.substr(first + 1, second - first - 1);
+    if (item.role != "server" && item.role != "worker") {
+      Fail("unknown role '" + item.role + "' (server, worker)");
+    }
+    ParseWho(text_.substr(second + 1, split - second - 1), &item);
+    const std::string rest = text_.substr(split + 1);
+    if (item.transport()) {
+      ParseValue(rest, &item);
+    } else {
+      ParseWhen(rest, &item);
+    }
+    return item;
+  }
+
+ private:
+  [[noreturn]] void Fail(const std::string& why) const {
+    throw MakeError("--faults item ", index_ + 1, " '", text_, "': ", why);
+  }
+
+  void ParseWho(const std::string& who, FaultItem* item) const {
+    const int count = item->role == "server" ? servers_ : workers_;
+    if (who == "*") {
+      item->rank = FaultItem::kEveryRank;
+    } else if (who == "random") {
+      if (item->action != FaultAction::kKill && item->action != FaultAction::kStop) {
+        Fail("'random' picks a process for kill or stop only; name a rank or *");
+      }
+      item->rank = FaultItem::kRandomRank;
+    } else {
+      double rank = 0;
+      if (!ParseNumber(who, &rank) || rank != std::floor(rank) || rank < 0) {
+        Fail("'" + who + "' is not a rank, * or random");
+      }
+      if (rank >= count) {
+        Fail("there is no " + item->role + " " + who + " (the job has " + std::to_string(count) +
+             " " + item->role + (count == 1 ? "" : "s") + ")");
+      }
+      item->rank = static_cast<int>(rank);
+    }
+  }
+
+  // "5s", "1.5s", "300ms" -> seconds.
+  double Seconds(const std::string& text, const std::string& what) const {
+    double value = 0;
+    bool ok = false;
+    if (EndsWith(text, "ms")) {
+      ok = ParseNumber(text.substr(0, text.size() - 2), &value);
+      value *= 1e-3;
+    } else if (EndsWith(text, "s")) {
+      ok = ParseNumber(text.substr(0, text.size() - 1), &value);
+    }
+    if (!ok) Fail(what + " '" + text + "' is not a duration like 5s, 1.5s or 300ms");
+    if (value < 0) Fail(what + " '" + text + "' is negative");
+    return value;
+  }
+
+  void ParseWhen(const std::string& when, FaultItem* item) const {
+    std::string time = when;
+    const size_t plus = when.find('+');
+    if (plus != std::string::npos) {
+      if (item->action != FaultAction::kStop) {
+        Fail("only stop takes a duration (+DURATION)");
+      }
+      time = when.substr(0, plus);
+      item->duration_s = Seconds(when.substr(plus + 1), "duration");
+      if (item->duration_s <= 0) Fail("a stop needs a positive duration");
+    } else if (item->action == FaultAction::kStop) {
+      Fail("a stop needs a duration: stop:ROLE:WHO@TIME+DURATION (like @3s+2s)");
+    }
+    if (time.rfind("rate=", 0) == 0) {
+      if (item->action == FaultAction::kRestart) Fail("restart takes a time, not a rate");
+      const std::string rate = time.substr(5);
+      if (!EndsWith(rate, "/s") ||
+          !ParseNumber(rate.substr(0, rate.size() - 2), &item->rate_per_s) ||
+          item->rate_per_s <= 0) {
+        Fail("rate '" + rate + "' is not a positive number per second like 0.1/s");
+      }
+      return;
+    }
+    if (time.empty()) Fail("no time after '@' (like @5s)");
+    item->at_s = Seconds(time, "time");
+  }
+
+  void ParseValue(const std::string& value, FaultItem* item) const {
+    if (item->action == FaultAction::kDrop) {
+      double share = 0;
+      bool ok = false;
+      if (EndsWith(value, "%")) {
+        ok = ParseNumber(value.substr(0, value.size() - 1), &share);
+        share /= 100;
+      } else {
+        ok = ParseNumber(value, &share);
+      }
+      if (!ok || share < 0 || share > 1) {
+        Fail("drop share '" + value + "' is not a number in [0, 1] or a percentage like 1%");
+      }
+      item->drop_rate = share;
+      return;
+    }
+    const size_t tilde = value.find('~');
+    item->delay_ms = Seconds(value.substr(0, tilde), "delay") * 1e3;
+    if (tilde != std::string::npos) {
+      item->jitter_ms = Seconds(value.substr(tilde + 1), "jitter") * 1e3;
+    }
+  }
+
+  const std::string& text_;
+  size_t index_;
+  int servers_, workers_;
+};
+
+std::string Number(double value) {
+  std::ostringstream text;
+  text.precision(17);
+  text << value;
+  return text.str();
+}
+
+}  // namespace
+
+const char* FaultActionName(FaultAction action) {
+  switch (action) {
+    case FaultAction::kKill:
+      return "kill";
+    case FaultAction::kStop:
+      return "stop";
+    case FaultAction::kRestart:
+      return "restart";
+    case FaultAction::kDrop:
+      return "drop";
+    case FaultAction::kDelay:
+      return "delay";
+  }
+  return "unknown";
+}
+
+bool FaultItem::Targets(const std::string& of_role, int of_rank) const {
+  return role == of_role && (rank == kEveryRank || rank == of_rank);
+}
+
+std::vector<std::string> FaultSchedule::TransportFlags(const std::string& role, int rank) const {
+  const FaultItem* drop = nullptr;
+  const FaultItem* delay = nullptr;
+  for (const FaultItem& item : items) {
+    if (!item.Targets(role, rank)) continue;
+    if (item.action == FaultAction::kDrop) drop = &item;
+    if (item.action == FaultAction::kDelay) delay = &item;
+  }
+  std::vector<std::string> flags;
+  if (drop) flags.push_back("--drop_rate=" + Number(drop->drop_rate));
+  if (delay) {
+    flags.push_back("--delay_ms=" + Number(delay->delay_ms));
+    flags.push_back("--delay_jitter_ms=" + Number(delay->jitter_ms));
+  }
+  return flags;
+}
+
+FaultSchedule ParseFaultSchedule(const std::string& spec, int servers, int workers) {
+  FaultSchedule schedule;
+  size_t start = 0;
+  for (size_t index = 0; start <= spec.size(); ++index) {
+    size_t end = spec.find(',', start);
+    if (end == std::string::npos) end = spec.size();
+    const std::string text = spec.substr(start, end - start);
+    if (text.empty()) {
+      if (spec.empty()) break;
+      throw MakeError("--faults item ", index + 1, " is empty (items are separated by one comma)");
+    }
+    schedule.items.push_back(ItemParser(text, index, servers, workers).Parse());
+    start = end + 1;
+  }
+  return schedule;
+}
+
+}  // namespace keel

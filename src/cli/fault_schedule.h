@@ -1,0 +1,76 @@
+// FaultSchedule: the faults `keel launch --faults=SPEC` injects into a job.
+//
+// SPEC is a comma-separated list of items:
+//
+//   kill:ROLE:WHO@WHEN             SIGKILL
+//   stop:ROLE:WHO@WHEN+DURATION    SIGSTOP, then SIGCONT after DURATION
+//   restart:ROLE:WHO@TIME          start the role again with the same --rank
+//                                  (killed first if it is still running)
+//   drop:ROLE:WHO=SHARE            the role drops SHARE of its outgoing data
+//                                  messages (--drop_rate)
+//   delay:ROLE:WHO=DURATION[~JITTER]
+//                                  the role delays its outgoing data messages
+//                                  (--delay_ms, --delay_jitter_ms)
+//
+//   ROLE      server | worker
+//   WHO       a rank (0, 1, ...), * (every rank), or random (kill and stop
+//             only: a running process of that role, picked when the fault fires)
+//   WHEN      TIME, or rate=R/s: at random times, R per second on average
+//             (a Poisson process), until the job ends
+//   TIME, DURATION, JITTER
+//             a number with s or ms: 5s, 1.5s, 300ms; times count from the
+//             launch
+//   SHARE     a number in [0, 1] or a percentage: 0.01, 1%
+//
+// Example: kill:server:1@5s,restart:server:1@7s,stop:worker:0@3s+2s,
+//          kill:worker:random@rate=0.1/s,drop:server:0=0.01,delay:worker:1=5ms~2ms
+#ifndef KEEL_CLI_FAULT_SCHEDULE_H_
+#define KEEL_CLI_FAULT_SCHEDULE_H_
+
+#include <string>
+#include <vector>
+
+namespace keel {
+
+enum class FaultAction { kKill, kStop, kRestart, kDrop, kDelay };
+
+// "kill", "stop", ...
+const char* FaultActionName(FaultAction action);
+
+struct FaultItem {
+  static constexpr int kEveryRank = -1;
+  static constexpr int kRandomRank = -2;
+
+  FaultAction action = FaultAction::kKill;
+  std::string role;  // "server" or "worker"
+  int rank = 0;      // a rank, kEveryRank or kRandomRank
+  // kill, stop, restart: at `at_s`, or (rate_per_s > 0) at random times.
+  double at_s = 0;
+  double rate_per_s = 0;
+  double duration_s = 0;  // stop: how long before SIGCONT
+  double drop_rate = 0;   // drop
+  double delay_ms = 0;    // delay
+  double jitter_ms = 0;   // delay
+  std::string text;       // the item as written, for messages
+
+  bool transport() const { return action == FaultAction::kDrop || action == FaultAction::kDelay; }
+  // True if the item applies to `role` `rank`.
+  bool Targets(const std::string& role, int rank) const;
+};
+
+struct FaultSchedule {
+  std::vector<FaultItem> items;
+
+  bool empty() const { return items.empty(); }
+  // The transport flags (--drop_rate, --delay_ms, ...) for one process; a
+  // later item overrides an earlier one for the same process.
+  std::vector<std::string> TransportFlags(const std::string& role, int rank) const;
+};
+
+// Parses SPEC for a job of `servers` servers and `workers` workers. Throws
+// Error naming the offending item and what is wrong with it.
+FaultSchedule ParseFaultSchedule(const std::string& spec, int servers, int workers);
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_FAULT_SCHEDULE_H_

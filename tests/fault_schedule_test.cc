@@ -1,0 +1,114 @@
+// The --faults grammar: what it accepts, and how it names what it refuses.
+#include "cli/fault_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::ErrorOf;
+
+FaultSchedule Parse(const std::string& spec) { return ParseFaultSchedule(spec, 2, 3); }
+
+TEST(FaultSchedule, AnEmptySpecHasNoFaults) { EXPECT_TRUE(Parse("").empty()); }
+
+TEST(FaultSchedule, ParsesTheDocumentedExample) {
+  const FaultSchedule schedule = Parse(
+      "kill:server:1@5s,restart:server:1@7s,stop:worker:0@3s+2s,kill:worker:random@rate=0.1/s,"
+      "drop:server:0=0.01,delay:worker:1=5ms~2ms");
+  ASSERT_EQ(schedule.items.size(), 6u);
+  const FaultItem& kill = schedule.items[0];
+  EXPECT_EQ(kill.action, FaultAction::kKill);
+  EXPECT_EQ(kill.role, "server");
+  EXPECT_EQ(kill.rank, 1);
+  EXPECT_DOUBLE_EQ(kill.at_s, 5);
+  EXPECT_EQ(schedule.items[1].action, FaultAction::kRestart);
+  EXPECT_DOUBLE_EQ(schedule.items[1].at_s, 7);
+  const FaultItem& stop = schedule.items[2];
+  EXPECT_EQ(stop.action, FaultAction::kStop);
+  EXPECT_EQ(stop.role, "worker");
+  EXPECT_EQ(stop.rank, 0);
+  EXPECT_DOUBLE_EQ(stop.at_s, 3);
+  EXPECT_DOUBLE_EQ(stop.duration_s, 2);
+  const FaultItem& random = schedule.items[3];
+  EXPECT_EQ(random.rank, FaultItem::kRandomRank);
+  EXPECT_DOUBLE_EQ(random.rate_per_s, 0.1);
+  EXPECT_DOUBLE_EQ(schedule.items[4].drop_rate, 0.01);
+  EXPECT_DOUBLE_EQ(schedule.items[5].delay_ms, 5);
+  EXPECT_DOUBLE_EQ(schedule.items[5].jitter_ms, 2);
+  EXPECT_EQ(schedule.items[5].text, "delay:worker:1=5ms~2ms");
+}
+
+TEST(FaultSchedule, AcceptsMillisecondsFractionsPercentagesAndEveryRank) {
+  const FaultSchedule schedule =
+      Parse("stop:worker:*@1.5s+300ms,drop:worker:*=1%,delay:server:0=0.5s");
+  ASSERT_EQ(schedule.items.size(), 3u);
+  EXPECT_EQ(schedule.items[0].rank, FaultItem::kEveryRank);
+  EXPECT_DOUBLE_EQ(schedule.items[0].at_s, 1.5);
+  EXPECT_DOUBLE_EQ(schedule.items[0].duration_s, 0.3);
+  EXPECT_DOUBLE_EQ(schedule.items[1].drop_rate, 0.01);
+  EXPECT_DOUBLE_EQ(schedule.items[2].delay_ms, 500);
+  EXPECT_DOUBLE_EQ(schedule.items[2].jitter_ms, 0);
+}
+
+TEST(FaultSchedule, TransportItemsBecomeTheTargetsFlagsOnly) {
+  const FaultSchedule schedule =
+      Parse("drop:server:0=0.01,delay:worker:*=5ms~2ms,kill:server:1@1s");
+  EXPECT_EQ(schedule.TransportFlags("server", 0), (std::vector<std::string>{"--drop_rate=0.01"}));
+  EXPECT_TRUE(schedule.TransportFlags("server", 1).empty());
+  EXPECT_EQ(schedule.TransportFlags("worker", 2),
+            (std::vector<std::string>{"--delay_ms=5", "--delay_jitter_ms=2"}));
+}
+
+TEST(FaultSchedule, ALaterTransportItemOverridesAnEarlierOne) {
+  const FaultSchedule schedule = Parse("drop:worker:*=0.5,drop:worker:1=0.25");
+  EXPECT_EQ(schedule.TransportFlags("worker", 0), (std::vector<std::string>{"--drop_rate=0.5"}));
+  EXPECT_EQ(schedule.TransportFlags("worker", 1), (std::vector<std::string>{"--drop_rate=0.25"}));
+}
+
+// Each bad spec is refused with the item's position, its text, and the problem.
+struct BadSpec {
+  std::string spec;
+  std::string names;  // expected in the message
+};
+
+class FaultScheduleRefuses : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(FaultScheduleRefuses, NamingTheOffendingItem) {
+  const std::string error = ErrorOf([] { Parse(GetParam().spec); });
+  EXPECT_TRUE(Contains(error, "--faults item")) << error;
+  EXPECT_TRUE(Contains(error, GetParam().names)) << GetParam().spec << ": " << error;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadSpecs, FaultScheduleRefuses,
+    ::testing::Values(
+        BadSpec{"kil:server:1@5s", "item 1 'kil:server:1@5s': unknown action 'kil'"},
+        BadSpec{"kill:server:1@5s,kill:sever:1@5s", "item 2 'kill:sever:1@5s': unknown role"},
+        BadSpec{"kill:server:2@5s", "there is no server 2 (the job has 2 servers)"},
+        BadSpec{"kill:worker:-1@5s", "'-1' is not a rank"},
+        BadSpec{"kill:worker:one@5s", "'one' is not a rank, * or random"},
+        BadSpec{"kill:server:1@5", "time '5' is not a duration"},
+        BadSpec{"kill:server:1", "expected kill:ROLE:WHO@WHEN"},
+        BadSpec{"kill:server:1@", "no time after '@'"},
+        BadSpec{"kill:server:1@5s+1s", "only stop takes a duration"},
+        BadSpec{"stop:worker:0@3s", "a stop needs a duration"},
+        BadSpec{"stop:worker:0@3s+0s", "a stop needs a positive duration"},
+        BadSpec{"kill:worker:random@rate=0.1", "rate '0.1' is not a positive number per second"},
+        BadSpec{"kill:worker:random@rate=-1/s", "rate '-1/s'"},
+        BadSpec{"restart:worker:random@5s", "'random' picks a process for kill or stop only"},
+        BadSpec{"restart:worker:0@rate=1/s", "restart takes a time, not a rate"},
+        BadSpec{"drop:server:0=1.5", "drop share '1.5' is not a number in [0, 1]"},
+        BadSpec{"drop:server:0=abc", "drop share 'abc'"},
+        BadSpec{"drop:server:0@5s", "expected drop:ROLE:WHO=VALUE"},
+        BadSpec{"delay:worker:1=5", "delay '5' is not a duration"},
+        BadSpec{"delay:worker:1=5ms~x", "jitter 'x'"},
+        BadSpec{"kill:server:1@-2s", "time '-2s' is negative"},
+        BadSpec{"kill:server:1@5s,,stop:worker:0@1s+1s", "item 2 is empty"},
+        BadSpec{"kill:server:1@5s,", "item 2 is empty"}));
+
+}  // namespace
+}  // namespace keel
