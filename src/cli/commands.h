@@ -11,6 +11,7 @@
 #include "kv/node.h"
 #include "server/kv_server.h"
 #include "worker/kv_bench_job.h"
+#include "worker/trainer.h"
 
 namespace keel {
 
@@ -43,6 +44,9 @@ bool IsTrainingJob(const std::string& job);
 std::map<uint32_t, TableSpec> JobTablesFromFlags();
 // --staleness as a StalenessGate value. Throws Error if malformed.
 int64_t StalenessFromFlags();
+// The worker's data and training options from the flags. Throws Error if any
+// is wrong (checks only: no file is opened).
+TrainerOptions TrainerOptionsFromFlags();
 // Runs the training job the flags describe on a started worker node.
 int RunTraining(Node* node, KVWorker* client);
 int RunPredict();
