@@ -309,6 +309,23 @@ class SshHosts : public MultiHostTest {
     return found;
   }
 
+  // Starts a long job over ssh and waits until every role has joined.
+  pid_t StartLongJob() {
+    auto argv = Launch(Hostfile());
+    for (const std::string flag : {"--job=kv_bench", "--mode=dense", "--dense_sizes=64KiB",
+                                   "--bench_seconds=100", "--minloglevel=0"}) {
+      argv.push_back(flag);
+    }
+    argv.push_back("--bench_out=" + folder_);
+    const pid_t launcher = processes_.Start(argv);
+    EXPECT_TRUE(
+        WaitFor([&] { return Contains(processes_.Output(launcher), "cluster view epoch 1"); }, 60))
+        << processes_.Output(launcher);
+    // The launcher, its ssh clients, and the remote guards and roles.
+    EXPECT_GE(Leftovers().size(), 10u);
+    return launcher;
+  }
+
   int port_ = 0;
   pid_t sshd_ = -1;
   Processes processes_;
@@ -344,19 +361,18 @@ TEST_F(SshHosts, ABadFlagOnOneHostStopsEveryRemoteProcess) {
       << Leftovers().size() << " processes remain";
 }
 
+TEST_F(SshHosts, CtrlCStopsEveryRemoteProcess) {
+  const pid_t launcher = StartLongJob();
+  kill(launcher, SIGINT);
+  const auto exit = processes_.Wait(launcher, 20);
+  EXPECT_TRUE(exit.finished);
+  EXPECT_EQ(exit.code, 130) << exit.output;
+  EXPECT_TRUE(WaitFor([&] { return Leftovers().empty(); }, 15))
+      << Leftovers().size() << " processes remain";
+}
+
 TEST_F(SshHosts, KillingTheLauncherClosesTheConnectionsAndStopsEveryRemoteProcess) {
-  auto argv = Launch(Hostfile());
-  for (const std::string flag : {"--job=kv_bench", "--mode=dense", "--dense_sizes=64KiB",
-                                 "--bench_seconds=100", "--minloglevel=0"}) {
-    argv.push_back(flag);
-  }
-  argv.push_back("--bench_out=" + folder_);
-  const pid_t launcher = processes_.Start(argv);
-  ASSERT_TRUE(
-      WaitFor([&] { return Contains(processes_.Output(launcher), "cluster view epoch 1"); }, 60))
-      << processes_.Output(launcher);
-  // The launcher, its ssh clients, and the remote guards and roles.
-  EXPECT_GE(Leftovers().size(), 10u);
+  const pid_t launcher = StartLongJob();
   kill(launcher, SIGKILL);
   processes_.Wait(launcher, 10);
   EXPECT_TRUE(WaitFor([&] { return Leftovers().empty(); }, 15))

@@ -83,6 +83,9 @@ TEST(SlurmTask, TaskZeroIsTheSchedulerThenServersThenWorkers) {
   task = ResolveSlurmTask(SlurmEnv(4, 5), 2, 0, hosts, "10.0.0.1");
   EXPECT_EQ(task.role, "worker");
   EXPECT_EQ(task.rank, 1);
+  auto env = SlurmEnv(1, 3);
+  env["SLURM_JOB_ID"] = "48123457";  // large job ids too
+  EXPECT_EQ(ResolveSlurmTask(env, 1, 0, hosts, "n").scheduler, "n:23457");
 }
 
 TEST(SlurmTask, RefusesTooFewTasksAndMissingVariables) {

@@ -33,24 +33,18 @@ int ParseCount(const std::string& text, const std::string& where) {
   return static_cast<int>(value);
 }
 
-std::string Trim(const std::string& text) {
-  const size_t begin = text.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
-}
-
 // Runs `argv` and returns its standard output; throws Error if it fails.
 std::string ReadCommand(const std::vector<std::string>& argv) {
   std::string line;
   for (const auto& arg : argv) line += (line.empty() ? "" : " ") + ShellQuote(arg);
-  FILE* pipe = popen((line + " 2>&1").c_str(), "r");
+  FILE* pipe = popen(line.c_str(), "r");  // its errors go to this task's stderr
   if (!pipe) throw MakeError("cannot run ", line);
   std::string output;
   char buffer[4096];
   size_t n;
   while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
   const int status = pclose(pipe);
-  if (status != 0) throw MakeError(line, " failed: ", Trim(output));
+  if (status != 0) throw MakeError(line, " failed (its error is above)");
   return output;
 }
 
@@ -225,7 +219,10 @@ SlurmTask ResolveSlurmTask(const std::map<std::string, std::string>& env, int se
   if (nodelist_hosts.empty()) throw MakeError("SLURM_JOB_NODELIST names no host");
   if (port == 0) {
     // Derived from the job id, so two jobs on one node do not collide.
-    const long job = ParseCount(RequireEnv(env, "SLURM_JOB_ID"), "SLURM_JOB_ID ");
+    const std::string id = RequireEnv(env, "SLURM_JOB_ID");
+    char* end = nullptr;
+    const unsigned long long job = std::strtoull(id.c_str(), &end, 10);
+    if (*end != '\0') throw MakeError("SLURM_JOB_ID '", id, "' is not a number");
     port = 20000 + static_cast<int>(job % 20000);
   }
   SlurmTask result;
