@@ -8,7 +8,11 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libzmq3-dev cppzmq-dev libprotobuf-dev
           protobuf-compiler libeigen3-dev libgflags-dev libgoogle-glog-dev libgtest-dev
-          libcurl4-openssl-dev libssl-dev)
+          libcurl4-openssl-dev libssl-dev
+          # The multihost tests: hosts as network namespaces, a real sshd, a real
+          # Slurm, the Kubernetes manifests (they start and stop the daemons).
+          iproute2 iptables openssh-client openssh-server slurm-wlm munge yamllint
+          python3 python3-yaml)
 missing=()
 # Node runs the S3 test server; a Node from elsewhere (with its own npm) will do.
 if ! command -v node >/dev/null 2>&1; then
@@ -25,6 +29,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   export DEBIAN_FRONTEND=noninteractive
+  # Installing sshd, munge and Slurm must not start or enable their services:
+  # only the tests run them. policy-rc.d says no to every service start.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo_cmd[@]}" tee "$policy" >/dev/null
+    "${sudo_cmd[@]}" chmod 755 "$policy"
+    trap '"${sudo_cmd[@]}" rm -f "$policy"' EXIT
+  fi
   "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}" \
     || { "${sudo_cmd[@]}" apt-get update -q && "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}"; }
 fi

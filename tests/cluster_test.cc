@@ -221,6 +221,34 @@ TEST_F(InProcessCluster, ANodeBeyondTheExpectedCountIsRefused) {
   }
 }
 
+TEST(Scheduler, RefusesANodeItCannotReachNamingBothAddresses) {
+  SchedulerOptions options;
+  options.bind_host = "127.0.0.1";
+  options.connect_timeout_s = 2;
+  Scheduler scheduler(options);
+  scheduler.Start();
+  // It listens on 127.0.0.1 only, so its advertised 127.0.0.2 refuses connections.
+  NodeOptions node_options = LocalNode(proto::WORKER, scheduler.port());
+  node_options.advertise_host = "127.0.0.2";
+  Node node(node_options);
+  const std::string error = testing::ErrorOf([&] { node.Start(); });
+  EXPECT_TRUE(testing::Contains(error, "refused this WORKER: node at 127.0.0.2:")) << error;
+  EXPECT_TRUE(testing::Contains(
+      error, "(seen from 127.0.0.1:" + std::to_string(scheduler.port()) + ") is unreachable"))
+      << error;
+  EXPECT_TRUE(testing::Contains(error, "its registration came from 127.0.0.1")) << error;
+  // The refused node took no rank: a reachable worker still gets rank 0.
+  Node server(LocalNode(proto::SERVER, scheduler.port()));
+  Node worker(LocalNode(proto::WORKER, scheduler.port()));
+  std::thread starting([&] { server.Start(); });
+  worker.Start();
+  starting.join();
+  EXPECT_EQ(worker.rank(), 0);
+  worker.Stop();
+  server.Stop();
+  scheduler.Stop();
+}
+
 TEST(Node, FailsClearlyWhenTheSchedulerDoesNotAnswer) {
   NodeOptions options = LocalNode(proto::WORKER, testing::UnusedPort());
   options.register_timeout_s = 1;

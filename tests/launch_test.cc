@@ -55,7 +55,7 @@ TEST(Launch, FailsWithinSecondsWhenTheSchedulerIsUnreachable) {
   EXPECT_TRUE(ProcessesMentioning(marker).empty());
 }
 
-TEST(Launch, StopsEveryRoleWhenOneDiesAtStart) {
+TEST(Launch, ChecksEveryRolesFlagsBeforeStartingAny) {
   const std::string marker = Marker();
   const auto exit = testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2",
                                   "--optimizer=bogus", "--job=kv_bench", "--bench_out=" + marker},
@@ -63,9 +63,81 @@ TEST(Launch, StopsEveryRoleWhenOneDiesAtStart) {
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);
   EXPECT_TRUE(Contains(exit.output, "unknown optimizer 'bogus'")) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "stopping the others")) << exit.output;
-  EXPECT_LT(exit.seconds, 10);
+  EXPECT_FALSE(Contains(exit.output, "[scheduler]")) << exit.output;
   EXPECT_TRUE(ProcessesMentioning(marker).empty());
+}
+
+TEST(Launch, StopsEveryRoleWhenOneFails) {
+  const std::string marker = Marker();
+  // The workers fail once they open their (missing) data, after joining.
+  const auto exit = testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2",
+                                  "--job=linear_learner", "--train=" + marker + "/missing"},
+                                 60);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(Contains(exit.output, marker + "/missing")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "stopping the others")) << exit.output;
+  EXPECT_TRUE(ProcessesMentioning(marker).empty());
+}
+
+TEST(CheckFlags, SaysFlagsOkForAValidRole) {
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {"scheduler", "--port=9000", "--num_servers=2", "--num_workers=3"},
+           {"server", "--scheduler=scheduler.example:9000", "--job=linear_learner",
+            "--optimizer=ftrl"},
+           {"worker", "--scheduler=scheduler.example:9000", "--job=factorization_machines",
+            "--train=/data/train", "--num_factors=16"},
+           {"launch", "--servers=2", "--workers=2", "--job=linear_learner", "--train=/data"}}) {
+    std::vector<std::string> command = {KeelBinary()};
+    command.insert(command.end(), argv.begin(), argv.end());
+    command.push_back("--check_flags");
+    const auto exit = testing::Run(command, 10);
+    EXPECT_TRUE(exit.finished && exit.code == 0) << argv[0] << ": " << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "flags ok")) << argv[0] << ": " << exit.output;
+  }
+}
+
+TEST(CheckFlags, RefusesWhatTheRoleWouldRefuseAtStart) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"scheduler", "--num_servers=0", "--port=9000"}, "at least one server"},
+      {{"server", "--job=linear_learner"}, "--scheduler HOST:PORT is required"},
+      {{"server", "--scheduler=host"}, "is not HOST:PORT"},
+      {{"server", "--scheduler=h:1", "--optimizer=rmsprop"}, "unknown optimizer 'rmsprop'"},
+      {{"worker", "--scheduler=h:1", "--job=linear_learner", "--train=/d", "--epochs=0"},
+       "--epochs must be at least 1"},
+      {{"worker", "--scheduler=h:1", "--job=linear_learner"}, "--train is required"},
+      {{"worker", "--scheduler=h:1", "--job=svm", "--train=/d"}, "--job 'svm'"},
+      {{"worker", "--scheduler=h:1", "--job=linear_learner", "--train=/d", "--staleness=-2"},
+       "--staleness '-2'"},
+      {{"worker", "--scheduler=h:1", "--job=linear_learner", "--train=/d",
+        "--rank_env=KEEL_TEST_UNSET_RANK"},
+       "KEEL_TEST_UNSET_RANK is not set"},
+      {{"launch", "--job=linear_learner", "--train=/d", "--mini_batch_size=0"},
+       "--mini_batch_size"}};
+  for (const auto& [argv, message] : cases) {
+    std::vector<std::string> command = {KeelBinary()};
+    command.insert(command.end(), argv.begin(), argv.end());
+    command.push_back("--check_flags");
+    const auto exit = testing::Run(command, 10);
+    EXPECT_TRUE(exit.finished && exit.code == 1) << argv[0] << ": " << exit.output;
+    EXPECT_TRUE(Contains(exit.output, message)) << argv[0] << ": " << exit.output;
+    EXPECT_FALSE(Contains(exit.output, "flags ok")) << argv[0] << ": " << exit.output;
+  }
+}
+
+TEST(CheckFlags, TakesTheRankFromAnEnvironmentVariable) {
+  setenv("KEEL_TEST_POD_NAME", "keel-server-3", 1);
+  auto exit = testing::Run(
+      {KeelBinary(), "server", "--scheduler=h:1", "--rank_env=KEEL_TEST_POD_NAME", "--check_flags"},
+      10);
+  EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  setenv("KEEL_TEST_POD_NAME", "keel-server", 1);
+  exit = testing::Run(
+      {KeelBinary(), "server", "--scheduler=h:1", "--rank_env=KEEL_TEST_POD_NAME", "--check_flags"},
+      10);
+  EXPECT_EQ(exit.code, 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "not a number or a name ending in -NUMBER")) << exit.output;
+  unsetenv("KEEL_TEST_POD_NAME");
 }
 
 TEST(Launch, RunsAJobToCompletionWithPrefixedLogs) {

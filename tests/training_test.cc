@@ -324,7 +324,8 @@ TEST_F(TrainingJob, ACudaDeviceWithoutAGpuFailsAtStartSayingWhy) {
   const auto exit = Train({"--job=linear_learner", "--epochs=1", "--device=cuda:0"}, 1, 60);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_NE(exit.code, 0) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "keel worker: error: " + expected)) << exit.output;
+  // keel launch checks every role's flags, the device too, before it starts any.
+  EXPECT_TRUE(Contains(exit.output, "keel launch: error: " + expected)) << exit.output;
   EXPECT_FALSE(Contains(exit.output, "examples across")) << exit.output;  // no epoch ran
 }
 

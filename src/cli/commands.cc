@@ -19,6 +19,7 @@
 #include "cli/fault_flags.h"
 #include "cli/fault_runner.h"
 #include "cli/launcher.h"
+#include "cli/remote.h"
 #include "kv/error.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
@@ -34,6 +35,9 @@ DEFINE_string(advertise, "",
               "routes to the scheduler)");
 DEFINE_int32(port, 0, "port to listen on (0: any free port)");
 DEFINE_int32(rank, -1, "server/worker: the rank to take (-1: any free rank)");
+DEFINE_string(rank_env, "",
+              "server/worker: take the rank from this environment variable, a number or a name "
+              "ending in -NUMBER (JOB_COMPLETION_INDEX=3, HOSTNAME=keel-server-3)");
 DEFINE_double(register_timeout, 30, "seconds to wait for the scheduler's cluster view");
 DEFINE_double(heartbeat_interval, 1, "seconds between heartbeats to the scheduler");
 DEFINE_double(scheduler_timeout, 60,
@@ -46,7 +50,6 @@ DEFINE_double(heartbeat_timeout, 10, "seconds of silence after which a node is r
 DEFINE_double(worker_replace_timeout, 30,
               "scheduler: seconds a departed worker's rank waits for a replacement before the "
               "other workers read the rest of its data");
-DEFINE_string(port_file, "", "scheduler: write the port it listens on to this file");
 DEFINE_string(checkpoint_uri, "",
               "scheduler: where checkpoints go (file:///path, s3://bucket/prefix or a folder)");
 DEFINE_int32(checkpoint_every, 0,
@@ -56,6 +59,15 @@ DEFINE_int32(keep_checkpoints, 0, "scheduler: committed checkpoints to keep (0: 
 DEFINE_string(resume, "",
               "scheduler: resume from a checkpoint: latest (in --checkpoint_uri), a checkpoint's "
               "URI, or a checkpoint store's URI (its LATEST)");
+DEFINE_string(port_file, "",
+              "scheduler: write the port it listens on to this file ('-': print 'scheduler port "
+              "N' on standard output)");
+DEFINE_double(connect_timeout, 5,
+              "scheduler: seconds to try connecting back to a registering node's advertised "
+              "address before refusing it as unreachable");
+DEFINE_bool(check_flags, false,
+            "check every flag of the command (the job's hyperparameters too), print 'flags ok' "
+            "and exit 0, or say what is wrong and exit 1");
 
 // Server.
 DEFINE_string(optimizer, "adam", "server-side optimizer: sgd, adagrad, adam or ftrl");
@@ -71,6 +83,19 @@ DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
 DEFINE_int32(servers, 1, "launch/bench: number of servers");
 DEFINE_int32(workers, 1, "launch/bench: number of workers");
 DEFINE_double(timeout, 0, "launch/bench: stop everything after this many seconds (0: never)");
+DEFINE_string(hostfile, "",
+              "launch: start the roles over ssh on the hosts this file lists, one line per host: "
+              "[user@]host[:sshport] [scheduler] [servers=N] [workers=N] [address=HOST]");
+DEFINE_string(ssh_options, "", "launch --hostfile: extra ssh options, split at spaces");
+DEFINE_string(remote_keel, "",
+              "launch --hostfile: the keel binary on the remote hosts (default: this binary's "
+              "absolute path)");
+DEFINE_bool(slurm, false,
+            "launch: run as one task of an srun step (scripts/slurm/keel.sbatch): task 0 is the "
+            "scheduler, the next --servers tasks the servers, the rest the workers");
+DEFINE_int32(scheduler_port, 0,
+             "launch --hostfile/--slurm: the scheduler's port (0: --hostfile any free port, "
+             "--slurm one derived from SLURM_JOB_ID)");
 DEFINE_string(mode, "dense", "bench kv: dense, sparse or all");
 DEFINE_string(dense_sizes, "64KiB,1MiB,16MiB", "bench: bytes per dense request");
 DEFINE_string(sparse_widths, "1,9", "bench kv: row widths of the sparse cases");
@@ -95,6 +120,9 @@ const char kUsage[] =
     "  worker --scheduler HOST:P --job JOB                  run a worker\n"
     "  launch --servers S --workers W [job flags]           run a local cluster\n"
     "         [--checkpoint_uri URI [--checkpoint_every N] [--resume latest|URI]]\n"
+    "  launch --hostfile FILE [job flags]                   run the job over ssh "
+    "(docs/OPERATIONS.md)\n"
+    "  launch --slurm --servers S [job flags]               one task of an srun step\n"
     "  predict --model_dir D --data F --out P               score a file with a trained model\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
     "  bench kv|zmq|parse|backend [flags]                   measure push/pull, ZeroMQ, parsing,\n"
@@ -103,6 +131,10 @@ const char kUsage[] =
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
+    "  guard -- COMMAND...                                  run COMMAND; stop it when stdin "
+    "closes\n"
+    "\n"
+    "--check_flags checks a role's flags (and the job's) without starting it.\n"
     "keel <command> --helpon=commands lists every flag.\n";
 
 std::string SelfPath() {
@@ -112,8 +144,28 @@ std::string SelfPath() {
   return std::string(buffer, static_cast<size_t>(n));
 }
 
+int RankFromFlags() {
+  if (FLAGS_rank_env.empty()) return FLAGS_rank;
+  if (FLAGS_rank >= 0) throw MakeError("give --rank or --rank_env, not both");
+  const char* value = getenv(FLAGS_rank_env.c_str());
+  if (!value) throw MakeError("--rank_env: ", FLAGS_rank_env, " is not set");
+  const std::string text = value;
+  size_t digits = text.size();
+  while (digits > 0 && isdigit(static_cast<unsigned char>(text[digits - 1]))) --digits;
+  if (digits == text.size() || (digits > 0 && text[digits - 1] != '-') ||
+      text.size() - digits > 6) {
+    throw MakeError("--rank_env: ", FLAGS_rank_env, "='", text,
+                    "' is not a number or a name ending in -NUMBER");
+  }
+  return std::stoi(text.substr(digits));
+}
+
 NodeOptions NodeFlags(proto::Role role) {
   if (FLAGS_scheduler.empty()) throw MakeError("--scheduler HOST:PORT is required");
+  ParseHostPort(FLAGS_scheduler, "--scheduler");
+  if (FLAGS_port < 0 || FLAGS_port > 65535)
+    throw MakeError("--port ", FLAGS_port, " is not in 0..65535");
+  if (FLAGS_register_timeout <= 0) throw MakeError("--register_timeout must be positive");
   NodeOptions options;
   options.role = role;
   options.scheduler = FLAGS_scheduler;
@@ -122,7 +174,7 @@ NodeOptions NodeFlags(proto::Role role) {
   options.advertise_host = FLAGS_advertise;
   options.register_timeout_s = FLAGS_register_timeout;
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
-  options.rank = FLAGS_rank;
+  options.rank = RankFromFlags();
   options.faults = TransportFaultsFromFlags();
   if (options.heartbeat_interval_s <= 0) throw MakeError("--heartbeat_interval must be positive");
   return options;
@@ -138,10 +190,23 @@ void WriteFileAtomically(const std::string& path, const std::string& text) {
   if (rename(temporary.c_str(), path.c_str()) != 0) throw MakeError("cannot write ", path);
 }
 
-int RunScheduler() {
+bool FlagsOk() {
+  std::cout << "flags ok" << std::endl;
+  return true;
+}
+
+SchedulerOptions SchedulerFlags() {
   if (FLAGS_port == 0 && FLAGS_port_file.empty()) {
     throw MakeError("--port is required (or --port_file to pick a free port and report it)");
   }
+  if (FLAGS_port < 0 || FLAGS_port > 65535)
+    throw MakeError("--port ", FLAGS_port, " is not in 0..65535");
+  if (FLAGS_num_servers < 1 || FLAGS_num_workers < 1) {
+    throw MakeError("a cluster needs at least one server and one worker (--num_servers ",
+                    FLAGS_num_servers, ", --num_workers ", FLAGS_num_workers, ")");
+  }
+  if (FLAGS_heartbeat_timeout <= 0) throw MakeError("--heartbeat_timeout must be positive");
+  if (FLAGS_connect_timeout <= 0) throw MakeError("--connect_timeout must be positive");
   SchedulerOptions options;
   options.bind_host = FLAGS_bind;
   options.port = FLAGS_port;
@@ -153,9 +218,18 @@ int RunScheduler() {
   options.checkpoint.every = FLAGS_checkpoint_every;
   options.checkpoint.keep = FLAGS_keep_checkpoints;
   options.checkpoint.resume = FLAGS_resume;
+  options.connect_timeout_s = FLAGS_connect_timeout;
+  return options;
+}
+
+int RunScheduler() {
+  SchedulerOptions options = SchedulerFlags();
+  if (FLAGS_check_flags && FlagsOk()) return 0;
   Scheduler scheduler(options);
   scheduler.Start();
-  if (!FLAGS_port_file.empty()) {
+  if (FLAGS_port_file == "-") {
+    std::cout << "scheduler port " << scheduler.port() << std::endl;
+  } else if (!FLAGS_port_file.empty()) {
     WriteFileAtomically(FLAGS_port_file, std::to_string(scheduler.port()) + "\n");
   }
   const int failed = scheduler.WaitForJob(1e9);
@@ -163,14 +237,26 @@ int RunScheduler() {
   return failed == 0 ? 0 : 1;
 }
 
-int RunServer() {
+OptimizerOptions ServerOptimizerFlags() {
   OptimizerOptions optimizer;
   optimizer.name = FLAGS_optimizer;
   optimizer.learning_rate = static_cast<float>(FLAGS_learning_rate);
   optimizer.l2 = static_cast<float>(FLAGS_wd);
   optimizer.l1 = static_cast<float>(FLAGS_l1);
-  Node node(NodeFlags(proto::SERVER));
-  KVServer server(&node, optimizer, JobTablesFromFlags(), StalenessFromFlags());
+  ValidateOptimizerOptions(optimizer);
+  MakeOptimizer(optimizer);  // and the name
+  if (FLAGS_scheduler_timeout <= 0) throw MakeError("--scheduler_timeout must be positive");
+  return optimizer;
+}
+
+int RunServer() {
+  const OptimizerOptions optimizer = ServerOptimizerFlags();
+  const NodeOptions node_options = NodeFlags(proto::SERVER);
+  const auto tables = JobTablesFromFlags();
+  const int64_t staleness = StalenessFromFlags();
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  Node node(node_options);
+  KVServer server(&node, optimizer, tables, staleness);
   node.Start();
   while (!node.WaitForShutdown(1.0)) {
     if (const std::string failure = server.failure(); !failure.empty()) throw Error(failure);
@@ -259,21 +345,30 @@ namespace {
   throw MakeError("cannot start ", self, " again: ", strerror(errno));
 }
 
-int RunWorker(const std::vector<std::string>& argv) {
-  const bool training = IsTrainingJob(FLAGS_job);
-  if (!training && FLAGS_job != "kv_bench") {
+// The worker's job flags; throws Error if any is wrong.
+KVBenchOptions CheckWorkerJobFlags() {
+  KVBenchOptions bench;
+  if (IsTrainingJob(FLAGS_job)) {
+    JobTablesFromFlags();  // the hyperparameters
+    CheckComputeFlags();   // and the device: a worker without one fails now
+    TrainerOptionsFromFlags();
+  } else if (FLAGS_job == "kv_bench") {
+    bench = BenchFlags();
+    if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
+  } else {
     throw MakeError("--job '", FLAGS_job,
                     "' is not linear_learner, factorization_machines or kv_bench");
   }
-  KVBenchOptions bench;
-  if (training) {
-    JobTablesFromFlags();  // check the hyperparameters before joining
-    CheckComputeFlags();   // and the device: a worker without one fails now
-  } else {
-    bench = BenchFlags();
-    if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
-  }
-  Node node(NodeFlags(proto::WORKER));
+  StalenessFromFlags();
+  return bench;
+}
+
+int RunWorker(const std::vector<std::string>& argv) {
+  const bool training = IsTrainingJob(FLAGS_job);
+  const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
+  const NodeOptions node_options = NodeFlags(proto::WORKER);
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  Node node(node_options);
   KVWorker client(&node, RequestRetryFromFlags());
   node.Start();
   std::string error;
@@ -309,16 +404,76 @@ int RunWorker(const std::vector<std::string>& argv) {
 }
 
 // Flags that belong to `keel launch` itself rather than to the roles.
-bool IsLaunchFlag(const std::string& arg) {
-  static const std::set<std::string> kLaunchFlags = {
-      "servers", "workers", "timeout",   "scheduler", "num_servers", "num_workers",
-      "bind",    "port",    "port_file", "advertise", "rank"};
-  if (arg.rfind("--", 0) != 0) return false;
-  const std::string name = arg.substr(2, arg.find('=') - 2);
-  return kLaunchFlags.count(name) > 0 || IsFaultLaunchFlag(name);
+// Flags that belong to `keel launch` itself rather than to the roles.
+const std::set<std::string> kLaunchFlags = {
+    "servers",  "workers",     "timeout",     "scheduler",      "num_servers", "num_workers",
+    "bind",     "port",        "port_file",   "advertise",      "rank",        "rank_env",
+    "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags"};
+const std::set<std::string> kBooleanLaunchFlags = {"slurm", "noslurm", "check_flags",
+                                                   "nocheck_flags"};
+
+// The arguments of `keel launch` that are for the roles.
+std::vector<std::string> RoleFlags(const std::vector<std::string>& args) {
+  std::vector<std::string> role_flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const size_t dashes = arg.rfind("--", 0) == 0 ? 2 : arg.rfind("-", 0) == 0 ? 1 : 0;
+    const std::string name = arg.substr(dashes, arg.find('=') - dashes);
+    if (!dashes || (!kLaunchFlags.count(name) && !kBooleanLaunchFlags.count(name) &&
+                    !IsFaultLaunchFlag(name))) {
+      role_flags.push_back(arg);
+    } else if (arg.find('=') == std::string::npos && !kBooleanLaunchFlags.count(name)) {
+      ++i;  // "--servers 2": the value goes too
+    }
+  }
+  return role_flags;
+}
+
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::istringstream words(text);
+  std::vector<std::string> result;
+  for (std::string word; words >> word;) result.push_back(word);
+  return result;
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw MakeError("cannot read ", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 int RunLaunch(const std::vector<std::string>& args) {
+  const std::vector<std::string> role_flags = RoleFlags(args);
+  if (FLAGS_slurm && !FLAGS_hostfile.empty())
+    throw MakeError("give --slurm or --hostfile, not both");
+  if (FLAGS_scheduler_port < 0 || FLAGS_scheduler_port > 65535) {
+    throw MakeError("--scheduler_port ", FLAGS_scheduler_port, " is not in 0..65535");
+  }
+  // Every role reads the same flags: check them as each role would.
+  ServerOptimizerFlags();
+  JobTablesFromFlags();
+  CheckWorkerJobFlags();
+  if (FLAGS_timeout < 0) throw MakeError("--timeout must not be negative");
+  if (FLAGS_slurm) {
+    if (FLAGS_servers < 1) throw MakeError("--servers must be at least 1");
+    if (FLAGS_check_flags && FlagsOk()) return 0;
+    return RunSlurmTask(SelfPath(), FLAGS_servers, FLAGS_scheduler_port, role_flags);
+  }
+  if (!FLAGS_hostfile.empty()) {
+    SshLaunch launch;
+    launch.hosts = ParseHostfile(ReadTextFile(FLAGS_hostfile), FLAGS_hostfile);
+    if (FLAGS_check_flags && FlagsOk()) return 0;
+    launch.role_flags = role_flags;
+    launch.ssh_options = SplitWords(FLAGS_ssh_options);
+    launch.remote_keel = FLAGS_remote_keel.empty() ? SelfPath() : FLAGS_remote_keel;
+    char folder[4096];
+    if (getcwd(folder, sizeof(folder))) launch.remote_folder = folder;
+    launch.scheduler_port = FLAGS_scheduler_port;
+    launch.timeout_s = FLAGS_timeout;
+    return RunSshLaunch(launch);
+  }
   LocalCluster cluster;
   cluster.servers = FLAGS_servers;
   cluster.workers = FLAGS_workers;
@@ -327,13 +482,13 @@ int RunLaunch(const std::vector<std::string>& args) {
   cluster.faults = FLAGS_faults;
   cluster.event_log = FLAGS_event_log;
   cluster.fault_seed = FLAGS_fault_seed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!IsLaunchFlag(args[i])) {
-      cluster.role_flags.push_back(args[i]);
-    } else if (args[i].find('=') == std::string::npos) {
-      ++i;  // "--servers 2": the value goes too
-    }
+  cluster.role_flags = role_flags;
+  if (cluster.servers < 1 || cluster.workers < 1) {
+    throw MakeError("a cluster needs at least one server and one worker (--servers ",
+                    cluster.servers, ", --workers ", cluster.workers, ")");
   }
+  if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
+  if (FLAGS_check_flags && FlagsOk()) return 0;
   return RunLocalCluster(cluster);
 }
 
@@ -408,6 +563,18 @@ int RunCommandLine(int argc, char** argv) {
     std::cout << VersionText();
     return 0;
   }
+  if (command == "guard") {  // keel guard -- COMMAND...: no flags of its own
+    if (argc < 4 || std::string(argv[2]) != "--") {
+      std::cerr << "usage: keel guard -- COMMAND [ARGS...]\n";
+      return 2;
+    }
+    try {
+      return RunGuard(std::vector<std::string>(argv + 3, argv + argc));
+    } catch (const Error& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    }
+  }
   std::string subcommand;
   std::vector<char*> rest = {argv[0]};
   int first_flag = 2;
@@ -449,6 +616,10 @@ int RunCommandLine(int argc, char** argv) {
     if (command == "server") return RunServer();
     if (command == "worker") return RunWorker(std::vector<std::string>(argv, argv + argc));
     if (command == "launch") return RunLaunch(args);
+    if (FLAGS_check_flags && command != "scheduler" && command != "server" && command != "worker" &&
+        command != "launch") {
+      throw MakeError("--check_flags applies to scheduler, server, worker and launch");
+    }
     if (command == "bench") return RunBench(subcommand);
     if (command == "predict") return RunPredict();
     if (command == "datagen") return RunDatagen();

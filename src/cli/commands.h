@@ -12,6 +12,7 @@
 #include "server/kv_server.h"
 #include "worker/hyperparameters.h"
 #include "worker/kv_bench_job.h"
+#include "worker/trainer.h"
 
 namespace keel {
 
@@ -52,6 +53,9 @@ std::map<uint32_t, TableSpec> JobTablesFromFlags();
 void CheckComputeFlags();
 // --staleness as a StalenessGate value. Throws Error if malformed.
 int64_t StalenessFromFlags();
+// The worker's data and training options from the flags. Throws Error if any
+// is wrong (checks only: no file is opened).
+TrainerOptions TrainerOptionsFromFlags();
 // Runs the training job the flags describe on a started worker node.
 int RunTraining(Node* node, KVWorker* client);
 int RunPredict();

@@ -210,10 +210,10 @@ std::map<uint32_t, TableSpec> JobTablesFromFlags() {
   return TablesFor(HyperparametersFromFlags());
 }
 
-int RunTraining(Node* node, KVWorker* client) {
-  const Hyperparameters hyperparameters = HyperparametersFromFlags();
+TrainerOptions TrainerOptionsFromFlags() {
   TrainerOptions options;
   options.train = FLAGS_train;
+  if (options.train.empty()) throw MakeError("--train is required");
   options.validation = FLAGS_validation;
   options.test = FLAGS_test;
   options.reader = ReaderFlags();
@@ -238,6 +238,12 @@ int RunTraining(Node* node, KVWorker* client) {
     options.slow_rank = static_cast<int>(rank);
     options.slow_factor = factor;
   }
+  return options;
+}
+
+int RunTraining(Node* node, KVWorker* client) {
+  const Hyperparameters hyperparameters = HyperparametersFromFlags();
+  TrainerOptions options = TrainerOptionsFromFlags();
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   std::ostringstream json;

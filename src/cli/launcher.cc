@@ -38,7 +38,7 @@ std::string DescribeStatus(int status) {
 
 bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
 
-void Emit(const std::string& name, const std::string& line, bool to_stderr) {
+void Print(const std::string& name, const std::string& line, bool to_stderr) {
   std::string text = "[" + name + "] " + line + "\n";
   FILE* stream = to_stderr ? stderr : stdout;
   fwrite(text.data(), 1, text.size(), stream);
@@ -47,15 +47,22 @@ void Emit(const std::string& name, const std::string& line, bool to_stderr) {
 
 }  // namespace
 
+void ProcessGroup::Emit(const std::string& name, const std::string& line, bool to_stderr) {
+  if (line_handler_) line_handler_(name, line);
+  Print(name, line, to_stderr);
+}
+
 bool Interrupted() { return interrupted != 0; }
 
 ProcessGroup::ProcessGroup() { InstallHandlers(); }
 
 ProcessGroup::~ProcessGroup() { StopAll(); }
 
-pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string>& argv) {
-  int out[2], err[2], exec_status[2];
-  if (pipe(out) != 0 || pipe(err) != 0 || pipe2(exec_status, O_CLOEXEC) != 0) {
+pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string>& argv,
+                          bool stdin_pipe) {
+  int out[2], err[2], exec_status[2], in[2] = {-1, -1};
+  if (pipe(out) != 0 || pipe(err) != 0 || pipe2(exec_status, O_CLOEXEC) != 0 ||
+      (stdin_pipe && pipe2(in, O_CLOEXEC) != 0)) {
     throw MakeError("cannot start ", name, ": pipe: ", strerror(errno));
   }
   const pid_t parent = getpid();
@@ -71,6 +78,7 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
     signal(SIGTERM, SIG_DFL);
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
+    if (stdin_pipe) dup2(in[0], STDIN_FILENO);  // dup2 clears close-on-exec
     close(out[0]);
     close(out[1]);
     close(err[0]);
@@ -79,7 +87,7 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
     std::vector<char*> args;
     for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
-    execv(args[0], args.data());
+    execvp(args[0], args.data());
     const int error = errno;
     ssize_t ignored = write(exec_status[1], &error, sizeof(error));
     (void)ignored;
@@ -88,6 +96,7 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
   close(out[1]);
   close(err[1]);
   close(exec_status[1]);
+  if (stdin_pipe) close(in[0]);
   int exec_error = 0;
   const ssize_t got = read(exec_status[0], &exec_error, sizeof(exec_error));
   close(exec_status[0]);
@@ -95,6 +104,7 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
     waitpid(pid, nullptr, 0);
     close(out[0]);
     close(err[0]);
+    if (stdin_pipe) close(in[1]);
     throw MakeError("cannot start ", name, ": ", argv[0], ": ", strerror(exec_error));
   }
   fcntl(out[0], F_SETFL, O_NONBLOCK);
@@ -105,6 +115,7 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
   child.out_fd = out[0];
   child.err_fd = err[0];
   child.argv = argv;
+  child.in_fd = in[1];
   children_.push_back(std::move(child));
   if (observer_) observer_->Started(name, pid);
   return pid;
@@ -135,6 +146,8 @@ void ProcessGroup::Drain(Child& child, int fd, std::string& partial, bool to_std
 void ProcessGroup::Reap(Child& child, int status) {
   child.exited = true;
   child.status = status;
+  if (child.in_fd >= 0) close(child.in_fd);
+  child.in_fd = -1;
   // Forward what is left in its pipes before reporting.
   if (child.out_fd >= 0) Drain(child, child.out_fd, child.out_partial, false);
   if (child.err_fd >= 0) Drain(child, child.err_fd, child.err_partial, true);
@@ -255,6 +268,9 @@ void ProcessGroup::StopAll(double grace_s) {
   bool any = false;
   for (Child& child : children_) {
     if (!child.exited) {
+      // End of input first: an ssh child passes it on to its remote command.
+      if (child.in_fd >= 0) close(child.in_fd);
+      child.in_fd = -1;
       kill(child.pid, SIGTERM);
       kill(child.pid, SIGCONT);  // a stopped child (fault injection) must see it
       any = true;

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,19 @@ class ProcessGroup {
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
-  // Starts `argv` (argv[0] is the executable path) as a child named `name`.
+  // Starts `argv` (argv[0] is the executable path, or a name looked up in
+  // PATH) as a child named `name`. With `stdin_pipe` the child reads a pipe
+  // that stays open until the child is stopped (ssh forwards its end-of-file
+  // to the remote command, which `keel guard` takes as the order to stop).
   // Throws Error if it cannot be started.
-  pid_t Spawn(const std::string& name, const std::vector<std::string>& argv);
+  pid_t Spawn(const std::string& name, const std::vector<std::string>& argv,
+              bool stdin_pipe = false);
+
+  // Called with each forwarded line (before it is printed), on the thread
+  // that forwards output.
+  void SetLineHandler(std::function<void(const std::string& name, const std::string& line)> h) {
+    line_handler_ = std::move(h);
+  }
 
   // Forwards output until every child has exited. Returns 0 if all exited
   // with status 0. If one fails (non-zero status or a signal), says which,
@@ -68,6 +79,7 @@ class ProcessGroup {
     std::string name;
     pid_t pid = -1;
     int out_fd = -1, err_fd = -1;
+    int in_fd = -1;  // the write end of the child's stdin pipe, if any
     std::string out_partial, err_partial;
     bool exited = false;
     int status = 0;
@@ -83,9 +95,11 @@ class ProcessGroup {
   int Poll(int wait_ms);
   void Drain(Child& child, int fd, std::string& partial, bool to_stderr);
   void Reap(Child& child, int status);
+  void Emit(const std::string& name, const std::string& line, bool to_stderr);
 
   std::vector<Child> children_;
   Observer* observer_ = nullptr;
+  std::function<void(const std::string&, const std::string&)> line_handler_;
 };
 
 // True once SIGINT or SIGTERM arrived (the group installs the handlers).

@@ -22,6 +22,10 @@ using Bytes = SharedArray<char>;
 struct Message {
   proto::Meta meta;
   std::vector<Bytes> frames;
+  // Set by the transport on a received message: the connection it came on
+  // (for Van::Reply) and the IP address of the host that sent it.
+  std::string route;
+  std::string peer_host;
 };
 
 // Wraps a typed array as a data frame (no copy).

@@ -46,13 +46,19 @@ void Node::Start() {
                                      : options_.bind_host;
   }
   van_ = std::make_unique<Van>(van_options);
+  LOG(INFO) << proto::Role_Name(options_.role) << " listening on " << options_.bind_host << ":"
+            << van_->port() << ", advertising " << van_->address() << " to the scheduler at "
+            << options_.scheduler;
   van_->Connect(kSchedulerId, options_.scheduler);
   van_->Start([this](Message&& message) { OnMessage(std::move(message)); });
 
   // A rank still held by a worker the scheduler has not yet found silent is
-  // "taken": a replacement asks again until the rank is free.
+  // "taken": a replacement asks again until the rank is free. The answer comes
+  // to this node's address; a refusal comes back on the connection the request
+  // went out on (the address may be the problem).
   const double deadline = MonotonicSeconds() + options_.register_timeout_s;
   std::unique_lock<std::mutex> lock(mutex_);
+  auto registered = [this] { return !refused_.empty() || (id_ >= 0 && view_ != nullptr); };
   while (true) {
     refused_.clear();
     lock.unlock();
@@ -62,10 +68,13 @@ void Node::Start() {
     request.meta.mutable_node()->set_rank(options_.rank);
     SendToScheduler(request);
     lock.lock();
-    const double left = std::max(0.0, deadline - MonotonicSeconds());
-    const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(left), [this] {
-      return !refused_.empty() || (id_ >= 0 && view_ != nullptr);
-    });
+    while (!registered() && MonotonicSeconds() < deadline) {
+      changed_.wait_for(lock, std::chrono::milliseconds(50), registered);
+      lock.unlock();
+      Message reply;
+      while (van_->TakeReply(kSchedulerId, &reply)) OnMessage(std::move(reply));
+      lock.lock();
+    }
     const bool taken = refused_.find("is taken") != std::string::npos;
     if (taken && MonotonicSeconds() + 1 < deadline) {
       changed_.wait_for(lock, std::chrono::seconds(1), [this] { return stopped_.load(); });
@@ -75,7 +84,7 @@ void Node::Start() {
       throw MakeError("the scheduler at ", options_.scheduler, " refused this ",
                       proto::Role_Name(options_.role), ": ", refused_);
     }
-    if (!answered) {
+    if (!registered()) {
       throw MakeError("no answer from the scheduler at ", options_.scheduler, " within ",
                       options_.register_timeout_s, " s (this node listens at ", van_->address(),
                       "; is the scheduler running and reachable, and can it reach this address?)");

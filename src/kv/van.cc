@@ -1,15 +1,20 @@
 #include "kv/van.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <glog/logging.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <iterator>
+#include <sstream>
 #include <vector>
 #include <zmq_addon.hpp>
 
@@ -83,6 +88,42 @@ std::string LocalAddressToward(const std::string& host, int port) {
   freeaddrinfo(found);
   if (local.empty()) throw MakeError("no route from this machine to '", host, "'");
   return local;
+}
+
+std::string ProbeAddress(const std::string& address, double timeout_s) {
+  const auto [host, port] = ParseHostPort(address, "address");
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) {
+    return "cannot resolve host '" + host + "'";
+  }
+  std::string why;
+  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    why = std::string("socket: ") + strerror(errno);
+  } else if (connect(fd, found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS) {
+    why = strerror(errno);
+  } else {
+    pollfd waiting{fd, POLLOUT, 0};
+    const int ready = poll(&waiting, 1, static_cast<int>(std::ceil(timeout_s * 1000)));
+    int error = 0;
+    socklen_t length = sizeof(error);
+    if (ready == 0) {
+      std::ostringstream text;
+      text << "no answer within " << timeout_s << " s";
+      why = text.str();
+    } else if (ready < 0) {
+      why = std::string("poll: ") + strerror(errno);
+    } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0) {
+      why = strerror(error);
+    }
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  for (char& c : why) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return why;
 }
 
 Van::Van(const VanOptions& options)
@@ -271,9 +312,58 @@ void Van::DelayLoop() {
   while (!delayed_.empty()) delayed_.pop();
 }
 
+void Van::Reply(const Message& received, const Message& answer) {
+  std::vector<zmq::message_t> frames = Encode(answer);
+  std::lock_guard<std::mutex> lock(replies_mutex_);
+  replies_.emplace_back(received.route, std::move(frames));
+}
+
+void Van::SendReplies() {
+  std::vector<std::pair<std::string, std::vector<zmq::message_t>>> replies;
+  {
+    std::lock_guard<std::mutex> lock(replies_mutex_);
+    replies.swap(replies_);
+  }
+  for (auto& [route, frames] : replies) {
+    try {
+      receiver_.send(zmq::buffer(route), zmq::send_flags::sndmore);
+      zmq::send_multipart(receiver_, frames);
+    } catch (const zmq::error_t& e) {
+      LOG(WARNING) << "reply not sent: " << e.what();
+    }
+  }
+}
+
+bool Van::TakeReply(int node_id, Message* reply) {
+  std::shared_ptr<Peer> peer;
+  {
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    auto it = peers_.find(node_id);
+    if (it == peers_.end()) return false;
+    peer = it->second;
+  }
+  std::vector<zmq::message_t> frames;
+  {
+    std::lock_guard<std::mutex> lock(peer->mutex);
+    if (!peer->socket) return false;
+    if (!zmq::recv_multipart(peer->socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+      return false;
+    }
+  }
+  try {
+    *reply = Decode(std::move(frames));
+  } catch (const Error& e) {
+    malformed_.fetch_add(1);
+    LOG(WARNING) << "dropped a malformed reply: " << e.what();
+    return false;
+  }
+  return true;
+}
+
 void Van::ReceiveLoop() {
   std::vector<zmq::message_t> frames;
   while (!stopping_.load(std::memory_order_relaxed)) {
+    SendReplies();
     frames.clear();
     zmq::recv_result_t received;
     try {
@@ -284,11 +374,21 @@ void Van::ReceiveLoop() {
       continue;
     }
     if (!received) continue;  // poll timeout: check for stop
-    // Frame 0 is the ROUTER's routing id of the sending socket: not ours to use.
+    // Frame 0 is the ROUTER's routing id of the sending socket: kept for Reply.
+    std::string route = frames.front().to_string();
+    std::string peer;
+    for (auto& frame : frames) {
+      if (const char* host = zmq_msg_gets(frame.handle(), "Peer-Address")) {
+        peer = host;
+        break;
+      }
+    }
     frames.erase(frames.begin());
     Message message;
     try {
       message = Decode(std::move(frames));
+      message.route = std::move(route);
+      message.peer_host = std::move(peer);
     } catch (const Error& e) {
       malformed_.fetch_add(1);
       LOG(WARNING) << "dropped a malformed message: " << e.what();

@@ -108,6 +108,14 @@ class Van {
   // and lost if the peer is disconnected meanwhile.
   void Send(int node_id, const Message& message);
 
+  // Answers `received` on the connection it came on, so the answer reaches
+  // its sender even when the sender's advertised address does not. The
+  // receive thread sends it within its poll interval (100 ms). Thread-safe.
+  void Reply(const Message& received, const Message& answer);
+  // A message that came back on the send socket of `node_id` (an answer
+  // sent with Reply), or false if none is waiting. Does not block.
+  bool TakeReply(int node_id, Message* reply);
+
   // Messages dropped because they could not be decoded.
   uint64_t malformed_messages() const { return malformed_.load(); }
   TransportFaultCounts fault_counts() const;
@@ -134,6 +142,7 @@ class Van {
   void DelayLoop();
   // Sends encoded frames now. Throws Error if `node_id` is not connected.
   void SendNow(int node_id, std::vector<zmq::message_t>& frames);
+  void SendReplies();
 
   zmq::context_t context_;
   zmq::socket_t receiver_;
@@ -143,6 +152,9 @@ class Van {
   std::thread receive_thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> malformed_{0};
+
+  std::mutex replies_mutex_;
+  std::vector<std::pair<std::string, std::vector<zmq::message_t>>> replies_;  // route, frames
 
   mutable std::mutex peers_mutex_;
   std::unordered_map<int, std::shared_ptr<Peer>> peers_;
@@ -174,6 +186,10 @@ std::pair<std::string, int> ParseHostPort(const std::string& address, const std:
 // The local IP address this machine uses to reach `host` (UDP connect trick).
 // Throws Error if there is no route.
 std::string LocalAddressToward(const std::string& host, int port);
+
+// Tries a TCP connection to "host:port" for up to `timeout_s`. Returns "" if
+// it connected, else why not ("connection refused", "no answer within 3 s").
+std::string ProbeAddress(const std::string& address, double timeout_s);
 
 }  // namespace keel
 

@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <tuple>
+
 #include "kv/error.h"
 #include "kv/keys.h"
 #include "kv/node.h"
@@ -46,8 +48,9 @@ Scheduler::~Scheduler() { Stop(); }
 void Scheduler::Start() {
   van_.Start([this](Message&& message) { OnMessage(std::move(message)); });
   monitor_thread_ = std::thread([this] { MonitorLoop(); });
-  LOG(INFO) << "scheduler listening on port " << van_.port() << ", expecting "
-            << options_.num_servers << " server(s) and " << options_.num_workers << " worker(s)";
+  LOG(INFO) << "scheduler listening on " << options_.bind_host << ":" << van_.port()
+            << ", expecting " << options_.num_servers << " server(s) and " << options_.num_workers
+            << " worker(s)";
 }
 
 void Scheduler::Stop() {
@@ -59,6 +62,12 @@ void Scheduler::Stop() {
   changed_.notify_all();
   if (monitor_thread_.joinable()) monitor_thread_.join();
   checkpoints_.reset();  // its commit thread calls back into this object
+  std::vector<std::thread> probes;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    probes.swap(probes_);
+  }
+  for (auto& probe : probes) probe.join();
   van_.Stop();
 }
 
@@ -110,8 +119,11 @@ int Scheduler::WaitForJob(double timeout_s) {
     Message shutdown = Control(proto::SHUTDOWN);
     SendTo(id, shutdown);
   }
-  LOG(INFO) << "job finished: " << succeeded << " worker(s) succeeded, " << failed << " failed, "
-            << vacant_.size() << " left without replacement";
+  LOG(INFO) << "job finished: " << succeeded << " of " << options_.num_workers
+            << " worker(s) succeeded"
+            << (vacant_.empty() ? std::string()
+                                : ", " + std::to_string(vacant_.size()) +
+                                      " left without a replacement (the others read their data)");
   return failed;
 }
 
@@ -142,7 +154,7 @@ void Scheduler::OnMessage(Message&& message) {
   const proto::Meta& meta = message.meta;
   std::lock_guard<std::mutex> lock(mutex_);
   if (meta.command() == proto::REGISTER) {
-    OnRegister(meta);
+    OnRegister(message);
     return;
   }
   auto member = members_.find(meta.sender());
@@ -207,34 +219,57 @@ void Scheduler::OnMessage(Message&& message) {
   }
 }
 
-void Scheduler::Refuse(const std::string& address, const std::string& reason) {
-  LOG(WARNING) << "refused registration from " << address << ": " << reason;
-  const int temporary_id = -next_id_++;
-  try {
-    van_.Connect(temporary_id, address);
-  } catch (const Error& e) {
-    LOG(WARNING) << e.what();
-    return;
-  }
+void Scheduler::Refuse(const Message& request, const std::string& reason) {
+  LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
   Message reply = Control(proto::REGISTER);
+  reply.meta.set_epoch(view_.epoch());
   reply.meta.set_error(reason);
-  SendTo(temporary_id, reply);
-  van_.Disconnect(temporary_id);  // the refusal still goes out (linger)
+  van_.Reply(request, reply);
 }
 
-void Scheduler::OnRegister(const proto::Meta& meta) {
-  const proto::NodeInfo& node = meta.node();
+void Scheduler::OnRegister(const Message& request) {
+  std::string host;
+  int port = 0;
   try {
-    ParseHostPort(node.address(), "node address");
+    std::tie(host, port) = ParseHostPort(request.meta.node().address(), "node address");
   } catch (const Error& e) {
-    LOG(WARNING) << "ignored a registration: " << e.what();
+    Refuse(request, e.what());
     return;
   }
+  probes_.emplace_back([this, request, host = host, port = port] {
+    const std::string& address = request.meta.node().address();
+    const std::string why = ProbeAddress(address, options_.connect_timeout_s);
+    std::string self = options_.bind_host;
+    if (!why.empty()) {
+      try {
+        self = LocalAddressToward(host, port);
+      } catch (const Error&) {
+        // No route: the bind address is the best name for this end.
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    if (why.empty()) {
+      Admit(request);
+      return;
+    }
+    std::string reason = "node at " + address + " (seen from " + self + ":" +
+                         std::to_string(van_.port()) + ") is unreachable: " + why;
+    if (!request.peer_host.empty()) {
+      reason += "; its registration came from " + request.peer_host;
+    }
+    reason += "; give it an --advertise address the scheduler can reach";
+    Refuse(request, reason);
+  });
+}
+
+void Scheduler::Admit(const Message& request) {
+  const proto::NodeInfo& node = request.meta.node();
   std::set<int>* taken = node.role() == proto::SERVER   ? &server_ranks_
                          : node.role() == proto::WORKER ? &worker_ranks_
                                                         : nullptr;
   if (!taken) {
-    Refuse(node.address(), "role " + std::to_string(node.role()) + " cannot join a cluster");
+    Refuse(request, "role " + std::to_string(node.role()) + " cannot join a cluster");
     return;
   }
   const int expected = node.role() == proto::SERVER ? options_.num_servers : options_.num_workers;
@@ -242,23 +277,22 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
   if (node.rank() >= 0 && node.rank() < expected && taken->count(node.rank())) {
     // Perhaps held by a worker that has died but is not yet found silent: the
     // node asks again.
-    Refuse(node.address(), role + " rank " + std::to_string(node.rank()) + " is taken");
+    Refuse(request, role + " rank " + std::to_string(node.rank()) + " is taken");
     return;
   }
   if (static_cast<int>(taken->size()) >= expected) {
-    Refuse(node.address(),
-           "the cluster already has its " + std::to_string(expected) + " " + role + "(s)");
+    Refuse(request, "the cluster already has its " + std::to_string(expected) + " " + role + "(s)");
     return;
   }
   // A node may ask for a rank (--rank); otherwise it gets the lowest free one.
   int rank = node.rank();
   if (rank >= expected) {
-    Refuse(node.address(), role + " rank " + std::to_string(rank) + " is outside 0.." +
-                               std::to_string(expected - 1));
+    Refuse(request, role + " rank " + std::to_string(rank) + " is outside 0.." +
+                        std::to_string(expected - 1));
     return;
   }
   if (rank >= 0 && taken->count(rank)) {
-    Refuse(node.address(), role + " rank " + std::to_string(rank) + " is taken");
+    Refuse(request, role + " rank " + std::to_string(rank) + " is taken");
     return;
   }
   if (rank < 0) {
@@ -280,7 +314,6 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
                 << MonotonicSeconds() - vacancy->second.since << " s; it resumes at epoch "
                 << resume.epoch() << " after " << resume.batches() << " minibatch(es)"
                 << (resume.epoch_done() ? " (its share of that epoch is done)" : "");
-      vacant_.erase(vacancy);
     }
   }
   Member member;
@@ -294,10 +327,11 @@ void Scheduler::OnRegister(const proto::Meta& meta) {
     van_.Connect(id, node.address());
   } catch (const Error& e) {
     taken->erase(rank);
-    LOG(WARNING) << "ignored a registration: " << e.what();
+    Refuse(request, e.what());
     return;
   }
   members_[id] = member;
+  if (takeover) vacant_.erase(rank);
   LOG(INFO) << "registered " << proto::Role_Name(node.role()) << " " << member.info.rank()
             << " as node " << id << " at " << node.address();
 

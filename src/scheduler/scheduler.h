@@ -4,9 +4,10 @@
 // free, else the lowest free one); once the expected servers
 // and workers have joined it publishes the cluster view (members, the key-range
 // to server map, the epoch). It runs barriers, records heartbeats, and ends the
-// job when every worker has reported done. Training data and parameters never
-// pass through it. A worker that stops sending heartbeats for
-// heartbeat_timeout_s leaves the view.
+// job when every worker has reported done. A node whose advertised address
+// the scheduler cannot connect to is refused, with both addresses named. Training data and
+// parameters never pass through it. A worker that stops sending heartbeats for heartbeat_timeout_s
+// leaves the view.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
 #define KEEL_SCHEDULER_SCHEDULER_H_
 
@@ -37,6 +38,9 @@ struct SchedulerOptions {
   // of its share of each epoch is spread over the other workers.
   double worker_replace_timeout_s = 30;
   CheckpointOptions checkpoint;
+  // How long to try connecting back to a registering node's advertised
+  // address before refusing it as unreachable.
+  double connect_timeout_s = 5;
 };
 
 class Scheduler {
@@ -69,7 +73,10 @@ class Scheduler {
   };
 
   void OnMessage(Message&& message);
-  void OnRegister(const proto::Meta& meta);
+  // Checks in the background that the node's advertised address accepts a
+  // connection, then admits or refuses it.
+  void OnRegister(const Message& request);
+  void Admit(const Message& request);
   void OnBarrier(const proto::Meta& meta);
   void OnWorkerDone(const proto::Meta& meta);
   void OnCheckpoint(const proto::Meta& meta);
@@ -88,7 +95,8 @@ class Scheduler {
   void RemoveWorker(int id, const std::string& reason);
   void PublishView();
   void SendTo(int node_id, Message& message);
-  void Refuse(const std::string& address, const std::string& reason);
+  // Answers a registration with `reason` on the connection it came on.
+  void Refuse(const Message& request, const std::string& reason);
   void MonitorLoop();
 
   SchedulerOptions options_;
@@ -128,6 +136,7 @@ class Scheduler {
   bool stopping_ = false;
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
+  std::vector<std::thread> probes_;  // reachability checks of registering nodes
 };
 
 }  // namespace keel

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Prints every container command of Keel's Kubernetes manifests, as a pod would run it.
+
+usage: k8s_commands.py MANIFEST_FOLDER OUT_FOLDER
+
+ConfigMaps are written to OUT_FOLDER/<configmap>/<key>, and a path under a
+container's configMap mount is rewritten to that copy, so the command can run
+here. The environment a pod would have is given for each container: literal
+values, the pod's name for metadata.name (ordinal 0 of a StatefulSet), 0 for
+an Indexed Job's completion index, and a placeholder for Secret keys.
+$(VAR) in args is expanded as Kubernetes does.
+
+Output, one block per container:
+  container KIND/NAME/CONTAINER
+  env NAME=VALUE
+  arg WORD
+  end
+
+Also checks that --num_servers and --num_workers in the job's flagfile match
+the replicas of the StatefulSet running `server` and the completions of the
+Job running `worker`; exits 1 naming the mismatch.
+"""
+import os
+import re
+import sys
+
+import yaml
+
+
+def pod_spec(document):
+    kind = document.get("kind")
+    spec = document.get("spec", {})
+    if kind == "Pod":
+        return spec
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"):
+        return spec.get("template", {}).get("spec", {})
+    if kind == "CronJob":
+        return spec.get("jobTemplate", {}).get("spec", {}).get("template", {}).get("spec", {})
+    return None
+
+
+def pod_env(document, container):
+    kind = document["kind"]
+    name = document["metadata"]["name"]
+    pod_name = name + "-0" if kind == "StatefulSet" else name + "-7f9c4"
+    env = {"HOSTNAME": pod_name}
+    if kind == "Job" and document["spec"].get("completionMode") == "Indexed":
+        env["JOB_COMPLETION_INDEX"] = "0"
+    for variable in container.get("env", []):
+        if "value" in variable:
+            env[variable["name"]] = str(variable["value"])
+            continue
+        source = variable.get("valueFrom", {})
+        field = source.get("fieldRef", {}).get("fieldPath", "")
+        if field == "metadata.name":
+            env[variable["name"]] = pod_name
+        elif field == "status.podIP":
+            env[variable["name"]] = "10.0.0.10"
+        elif "job-completion-index" in field:
+            env[variable["name"]] = "0"
+        elif "secretKeyRef" in source or "configMapKeyRef" in source:
+            env[variable["name"]] = "from-" + variable["name"].lower()
+        else:
+            env[variable["name"]] = ""
+    return env
+
+
+def expand(text, env):
+    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda match: env.get(match.group(1), match.group(0)), text)
+
+
+def main():
+    folder, out = sys.argv[1], sys.argv[2]
+    documents = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith((".yaml", ".yml")):
+            with open(os.path.join(folder, name)) as stream:
+                documents += [d for d in yaml.safe_load_all(stream) if d]
+    configmaps = {}
+    for document in documents:
+        if document.get("kind") == "ConfigMap":
+            name = document["metadata"]["name"]
+            configmaps[name] = document.get("data", {})
+            os.makedirs(os.path.join(out, name), exist_ok=True)
+            for key, value in configmaps[name].items():
+                with open(os.path.join(out, name, key), "w") as stream:
+                    stream.write(value)
+
+    problems = []
+    counts = {}
+    for document in documents:
+        spec = pod_spec(document)
+        if spec is None:
+            continue
+        volumes = {v["name"]: v["configMap"]["name"]
+                   for v in spec.get("volumes", []) if "configMap" in v}
+        containers = spec.get("initContainers", []) + spec.get("containers", [])
+        for container in containers:
+            env = pod_env(document, container)
+            mounts = {m["mountPath"]: volumes[m["name"]]
+                      for m in container.get("volumeMounts", []) if m["name"] in volumes}
+            argv = []
+            for word in container.get("command", []) + container.get("args", []):
+                word = expand(str(word), env)
+                for path, configmap in mounts.items():
+                    word = word.replace(path.rstrip("/") + "/",
+                                        os.path.join(out, configmap) + "/")
+                if "\n" in word:
+                    problems.append("%s: an argument spans lines" % container["name"])
+                argv.append(word)
+            label = "%s/%s/%s" % (document["kind"], document["metadata"]["name"],
+                                  container["name"])
+            print("container " + label)
+            for name, value in sorted(env.items()):
+                print("env %s=%s" % (name, value))
+            for word in argv:
+                print("arg " + word)
+            print("end")
+            role = argv[1] if len(argv) > 1 else ""
+            if document["kind"] == "StatefulSet" and role == "server":
+                counts["num_servers"] = (label, document["spec"].get("replicas", 1))
+            if document["kind"] == "Job" and role == "worker":
+                counts["num_workers"] = (label, document["spec"].get("completions", 1))
+
+    flags = "\n".join(value for data in configmaps.values() for value in data.values())
+    for flag, (label, count) in counts.items():
+        found = re.findall(r"^\s*--%s=(\d+)\s*$" % flag, flags, re.MULTILINE)
+        if not found:
+            problems.append("no --%s in the job's flagfile (%s runs %d)" % (flag, label, count))
+        elif int(found[-1]) != count:
+            problems.append("--%s=%s in the flagfile, but %s runs %d"
+                            % (flag, found[-1], label, count))
+    for problem in problems:
+        print("problem: " + problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,553 @@
+// A job across machines, proven on this one: hosts as network namespaces, the
+// ssh launcher against a real sshd, the Slurm batch script against a real
+// Slurm (munged, slurmctld and two slurmd), and the Kubernetes manifests run
+// through `keel --check_flags`. Each test starts and stops what it uses; every
+// process is tracked by PID and killed at the end, every wait is bounded.
+// Needs root (namespaces, iptables, daemons); scripts/setup.sh installs the
+// tools.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "kv/van.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::Exit;
+using testing::KeelBinary;
+using testing::Processes;
+using testing::ProcessesMentioning;
+using testing::WaitFor;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// The absolute path of a system tool, or "" if it is not installed.
+std::string Tool(const std::string& name) {
+  for (const char* folder : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"}) {
+    const std::string path = folder + name;
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
+}
+
+// Runs `command` with /bin/sh, bounded.
+Exit Shell(const std::string& command, double timeout_s = 30) {
+  return testing::Run({"/bin/sh", "-c", command}, timeout_s);
+}
+
+// Skips the test unless this process is root and every tool is installed.
+#define REQUIRE_ROOT_AND_TOOLS(...)                                                           \
+  do {                                                                                        \
+    if (geteuid() != 0) GTEST_SKIP() << "needs root";                                         \
+    for (const char* tool : {__VA_ARGS__}) {                                                  \
+      if (Tool(tool).empty()) GTEST_SKIP() << tool << " is not installed (scripts/setup.sh)"; \
+    }                                                                                         \
+  } while (0)
+
+// A fresh folder that also marks this test's processes (it is in their flags).
+class MultiHostTest : public ::testing::Test {
+ protected:
+  MultiHostTest() {
+    char pattern[] = "/tmp/keel-multihost-XXXXXX";
+    if (!mkdtemp(pattern)) std::abort();
+    folder_ = pattern;
+    chmod(folder_.c_str(), 0755);
+  }
+  ~MultiHostTest() override {
+    for (pid_t pid : ProcessesMentioning(folder_)) kill(pid, SIGKILL);
+    std::filesystem::remove_all(folder_);
+  }
+
+  // Synthetic linear data in folder/data.
+  void Generate(int rows) {
+    const auto exit = testing::Run({KeelBinary(), "datagen", "--model=linear",
+                                    "--rows=" + std::to_string(rows), "--features=2000", "--nnz=10",
+                                    "--seed=7", "--train_files=2", "--out=" + folder_ + "/data"},
+                                   60);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  }
+
+  std::vector<std::string> JobFlags(int epochs) const {
+    return {"--job=linear_learner", "--epochs=" + std::to_string(epochs),
+            "--train=" + folder_ + "/data/train", "--validation=" + folder_ + "/data/validation",
+            "--model_dir=" + folder_ + "/model"};
+  }
+
+  std::string folder_;
+};
+
+// ---------------------------------------------------------------------------
+// Hosts as network namespaces: each has its own 10.77.0.N address on a bridge
+// (in a namespace of its own), and reaches the others only through it.
+
+class NamespaceHosts : public MultiHostTest {
+ protected:
+  void SetUp() override {
+    REQUIRE_ROOT_AND_TOOLS("ip", "iptables");
+    ip_ = Tool("ip");
+    std::random_device random;
+    prefix_ = "keel" + std::to_string(getpid() % 100000) + "-" + std::to_string(random() % 10000);
+    const std::string bridge = prefix_ + "-sw";
+    namespaces_.push_back(bridge);
+    std::string script = "set -e; ip netns add " + bridge + "; ip -n " + bridge +
+                         " link add br0 type bridge; ip -n " + bridge + " link set br0 up; ip -n " +
+                         bridge + " link set lo up; ";
+    for (int host = 1; host <= 3; ++host) {
+      const std::string name = Host(host);
+      namespaces_.push_back(name);
+      const std::string port = "p" + std::to_string(host);
+      script += "ip netns add " + name + "; ip link add eth0 netns " + name +
+                " type veth peer name " + port + " netns " + bridge + "; ip -n " + bridge +
+                " link set " + port + " master br0 up; ip -n " + name + " addr add " +
+                Address(host) + "/24 dev eth0; ip -n " + name + " link set eth0 up; ip -n " + name +
+                " link set lo up; ";
+    }
+    const auto exit = Shell(script);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << script << "\n" << exit.output;
+  }
+
+  void TearDown() override {
+    // Whatever still runs in a namespace is this test's: kill it by PID.
+    for (const std::string& name : namespaces_) {
+      std::istringstream pids(Shell(ip_ + " netns pids " + name).output);
+      for (pid_t pid; pids >> pid;) kill(pid, SIGKILL);
+    }
+    for (const std::string& name : namespaces_) Shell(ip_ + " netns del " + name);
+  }
+
+  std::string Host(int host) const { return prefix_ + "-h" + std::to_string(host); }
+  static std::string Address(int host) { return "10.77.0." + std::to_string(host); }
+
+  // Starts `keel ARGS` inside host `host`'s namespace.
+  pid_t StartOn(int host, std::vector<std::string> args) {
+    args.insert(args.begin(), {ip_, "netns", "exec", Host(host), KeelBinary()});
+    return processes_.Start(args);
+  }
+
+  // Drops every packet between hosts `a` and `b` (rules in `a`'s namespace).
+  void Partition(int a, int b) {
+    const std::string in = "ip netns exec " + Host(a) + " iptables ";
+    const auto exit = Shell(in + "-A INPUT -s " + Address(b) + " -j DROP && " + in +
+                            "-A OUTPUT -d " + Address(b) + " -j DROP");
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  }
+
+  std::string ip_;
+  std::string prefix_;
+  std::vector<std::string> namespaces_;
+  Processes processes_;
+};
+
+TEST_F(NamespaceHosts, ThreeHostsTrainALinearLearner) {
+  Generate(20000);
+  const std::string scheduler = Address(1) + ":9000";
+  const pid_t scheduler_pid = StartOn(1, {"scheduler", "--bind=" + Address(1), "--port=9000",
+                                          "--num_servers=2", "--num_workers=2"});
+  std::vector<pid_t> nodes;
+  for (int host : {2, 3}) {
+    for (const char* role : {"server", "worker"}) {
+      std::vector<std::string> args = {role, "--scheduler=" + scheduler};
+      for (const auto& flag : JobFlags(3)) args.push_back(flag);
+      nodes.push_back(StartOn(host, args));
+    }
+  }
+  const auto exit = processes_.Wait(scheduler_pid, 120);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "scheduler listening on " + scheduler)) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "job finished: 2 of 2 worker(s) succeeded")) << exit.output;
+  // Each node advertised the address of its own host, which the scheduler reached.
+  for (int host : {2, 3}) {
+    const std::string at = " at " + Address(host) + ":";
+    EXPECT_TRUE(Contains(exit.output, at)) << "no node registered" << at << "\n" << exit.output;
+  }
+  for (pid_t node : nodes) {
+    const auto node_exit = processes_.Wait(node, 30);
+    EXPECT_TRUE(node_exit.finished && node_exit.code == 0) << node_exit.output;
+    EXPECT_TRUE(Contains(node_exit.output, "advertising 10.77.0.")) << node_exit.output;
+  }
+  const std::string metrics = ReadFile(folder_ + "/model/metrics.json");
+  EXPECT_TRUE(Contains(metrics, "validation:roc_auc_score")) << metrics;
+}
+
+TEST_F(NamespaceHosts, ANodeAdvertisingAnAddressTheSchedulerCannotReachIsRefused) {
+  const std::string scheduler = Address(1) + ":9000";
+  StartOn(1, {"scheduler", "--bind=" + Address(1), "--port=9000", "--connect_timeout=2"});
+  // 10.77.0.99 is on the subnet, but no host has it.
+  const pid_t worker = StartOn(
+      2, {"worker", "--scheduler=" + scheduler, "--advertise=10.77.0.99", "--register_timeout=30",
+          "--job=linear_learner", "--train=" + folder_ + "/data/train"});
+  const auto exit = processes_.Wait(worker, 45);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "node at 10.77.0.99:")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "(seen from " + scheduler + ") is unreachable")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "its registration came from " + Address(2))) << exit.output;
+}
+
+// A worker cut off from the scheduler (but not from the servers): the
+// scheduler hears no heartbeat and removes it from the view after
+// --heartbeat_timeout; the servers then refuse its requests; no replacement
+// comes within --worker_replace_timeout, so the other worker reads the rest of
+// its share, and the job finishes. (Servers cut off from the scheduler are
+// the fault-tolerance work still to come.)
+TEST_F(NamespaceHosts, AWorkerCutOffFromTheSchedulerIsRemovedAndReported) {
+  Generate(40000);
+  const std::string scheduler = Address(1) + ":9000";
+  const pid_t scheduler_pid =
+      StartOn(1, {"scheduler", "--bind=" + Address(1), "--port=9000", "--num_servers=1",
+                  "--num_workers=2", "--heartbeat_timeout=3", "--worker_replace_timeout=2"});
+  auto node = [&](int host, const std::string& role, int rank) {
+    std::vector<std::string> args = {role,
+                                     "--scheduler=" + scheduler,
+                                     "--rank=" + std::to_string(rank),
+                                     "--heartbeat_interval=0.5",
+                                     "--mini_batch_size=50",
+                                     "--slow_worker=1:3"};
+    for (const auto& flag : JobFlags(5)) args.push_back(flag);
+    return StartOn(host, args);
+  };
+  const pid_t server = node(2, "server", 0);
+  const pid_t worker0 = node(2, "worker", 0);
+  node(3, "worker", 1);
+  ASSERT_TRUE(WaitFor(
+      [&] { return Contains(processes_.Output(scheduler_pid), "cluster view epoch 1"); }, 30))
+      << processes_.Output(scheduler_pid);
+  Partition(3, 1);
+
+  const auto exit = processes_.Wait(scheduler_pid, 120);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  EXPECT_TRUE(std::regex_search(exit.output,
+                                std::regex("worker 1 \\(node [0-9]+ at 10\\.77\\.0\\.3:[0-9]+\\) "
+                                           "leaves the cluster: no heartbeat")))
+      << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "read the rest of its share")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "job finished: 1 of 2 worker(s) succeeded")) << exit.output;
+  const auto worker_exit = processes_.Wait(worker0, 30);
+  EXPECT_TRUE(worker_exit.finished && worker_exit.code == 0) << worker_exit.output;
+  const auto server_exit = processes_.Wait(server, 30);
+  EXPECT_TRUE(server_exit.finished && server_exit.code == 0) << server_exit.output;
+  // The cut-off worker never hears the end: TearDown kills it.
+}
+
+// ---------------------------------------------------------------------------
+// `keel launch --hostfile` over a real sshd on 127.0.0.1 (its own host key,
+// client key, config and port), reached as two hosts: 127.0.0.1 and localhost.
+
+class SshHosts : public MultiHostTest {
+ protected:
+  void SetUp() override {
+    REQUIRE_ROOT_AND_TOOLS("sshd", "ssh", "ssh-keygen");
+    port_ = testing::UnusedPort();
+    const std::string keygen = "ssh-keygen -q -t ed25519 -N '' -f ";
+    auto exit =
+        Shell(keygen + folder_ + "/host_key && " + keygen + folder_ + "/client_key && cp " +
+              folder_ + "/client_key.pub " + folder_ + "/authorized_keys && mkdir -p /run/sshd");
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+    WriteFile(folder_ + "/sshd_config",
+              "Port " + std::to_string(port_) + "\nListenAddress 127.0.0.1\nHostKey " + folder_ +
+                  "/host_key\nPidFile " + folder_ + "/sshd.pid\nAuthorizedKeysFile " + folder_ +
+                  "/authorized_keys\n"
+                  "PermitRootLogin prohibit-password\n"
+                  "PasswordAuthentication no\n"
+                  "KbdInteractiveAuthentication no\n"
+                  "UsePAM no\nStrictModes no\nPrintMotd no\n");
+    WriteFile(folder_ + "/ssh_config", "Host *\n  IdentityFile " + folder_ +
+                                           "/client_key\n  IdentitiesOnly yes\n"
+                                           "  StrictHostKeyChecking no\n  UserKnownHostsFile " +
+                                           folder_ + "/known_hosts\n  LogLevel ERROR\n");
+    sshd_ = processes_.Start({Tool("sshd"), "-D", "-e", "-f", folder_ + "/sshd_config"});
+    const std::string address = "127.0.0.1:" + std::to_string(port_);
+    ASSERT_TRUE(WaitFor([&] { return ProbeAddress(address, 1).empty(); }, 15))
+        << processes_.Output(sshd_);
+    exit = testing::Run({Tool("ssh"), "-F", folder_ + "/ssh_config", "-o", "BatchMode=yes", "-p",
+                         std::to_string(port_), "127.0.0.1", "--", "true"},
+                        30);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << processes_.Output(sshd_);
+  }
+
+  // A hostfile of two hosts, each running a server and a worker; the first
+  // also the scheduler. `second_host_flags` go to the second host's roles.
+  std::string Hostfile(const std::string& second_host_flags = "") {
+    const std::string port = std::to_string(port_);
+    const std::string path = folder_ + "/hosts";
+    WriteFile(path, "# two hosts, one machine\nroot@127.0.0.1:" + port +
+                        " scheduler servers=1 workers=1\nlocalhost:" + port +
+                        " servers=1 workers=1 " + second_host_flags + "\n");
+    return path;
+  }
+
+  std::vector<std::string> Launch(const std::string& hostfile) {
+    return {KeelBinary(), "launch", "--hostfile=" + hostfile,
+            "--ssh_options=-F " + folder_ + "/ssh_config", "--timeout=150"};
+  }
+
+  // Processes of this test's job still running (the sshd aside).
+  std::vector<pid_t> Leftovers() const {
+    std::vector<pid_t> found;
+    for (pid_t pid : ProcessesMentioning(folder_)) {
+      if (pid != sshd_) found.push_back(pid);
+    }
+    return found;
+  }
+
+  // Starts a long job over ssh and waits until every role has joined.
+  pid_t StartLongJob() {
+    auto argv = Launch(Hostfile());
+    for (const std::string flag : {"--job=kv_bench", "--mode=dense", "--dense_sizes=64KiB",
+                                   "--bench_seconds=100", "--minloglevel=0"}) {
+      argv.push_back(flag);
+    }
+    argv.push_back("--bench_out=" + folder_);
+    const pid_t launcher = processes_.Start(argv);
+    EXPECT_TRUE(
+        WaitFor([&] { return Contains(processes_.Output(launcher), "cluster view epoch 1"); }, 60))
+        << processes_.Output(launcher);
+    // The launcher, its ssh clients, and the remote guards and roles.
+    EXPECT_GE(Leftovers().size(), 10u);
+    return launcher;
+  }
+
+  int port_ = 0;
+  pid_t sshd_ = -1;
+  Processes processes_;
+};
+
+TEST_F(SshHosts, LaunchRunsAJobOnTwoHostsWithPrefixedLogs) {
+  Generate(10000);
+  auto argv = Launch(Hostfile());
+  for (const auto& flag : JobFlags(2)) argv.push_back(flag);
+  const auto exit = testing::Run(argv, 180);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  for (const char* prefix :
+       {"[127.0.0.1 scheduler] ", "[127.0.0.1 server 0] ", "[127.0.0.1 worker 0] ",
+        "[localhost server 1] ", "[localhost worker 1] "}) {
+    EXPECT_TRUE(Contains(exit.output, prefix)) << prefix << "\n" << exit.output;
+  }
+  EXPECT_TRUE(Contains(exit.output, "job finished: 2 of 2 worker(s) succeeded")) << exit.output;
+  EXPECT_TRUE(Contains(ReadFile(folder_ + "/model/metrics.json"), "validation:roc_auc_score"));
+  EXPECT_TRUE(WaitFor([&] { return Leftovers().empty(); }, 10));
+}
+
+TEST_F(SshHosts, ABadFlagOnOneHostStopsEveryRemoteProcess) {
+  Generate(2000);
+  auto argv = Launch(Hostfile("--heartbeat_interval=-1"));
+  for (const auto& flag : JobFlags(50)) argv.push_back(flag);
+  const auto exit = testing::Run(argv, 120);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "--heartbeat_interval must be positive")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "stopping the others")) << exit.output;
+  EXPECT_TRUE(WaitFor([&] { return Leftovers().empty(); }, 15))
+      << Leftovers().size() << " processes remain";
+}
+
+TEST_F(SshHosts, CtrlCStopsEveryRemoteProcess) {
+  const pid_t launcher = StartLongJob();
+  kill(launcher, SIGINT);
+  const auto exit = processes_.Wait(launcher, 20);
+  EXPECT_TRUE(exit.finished);
+  EXPECT_EQ(exit.code, 130) << exit.output;
+  EXPECT_TRUE(WaitFor([&] { return Leftovers().empty(); }, 15))
+      << Leftovers().size() << " processes remain";
+}
+
+TEST_F(SshHosts, KillingTheLauncherClosesTheConnectionsAndStopsEveryRemoteProcess) {
+  const pid_t launcher = StartLongJob();
+  kill(launcher, SIGKILL);
+  processes_.Wait(launcher, 10);
+  EXPECT_TRUE(WaitFor([&] { return Leftovers().empty(); }, 15))
+      << Leftovers().size() << " processes remain";
+}
+
+// ---------------------------------------------------------------------------
+// scripts/slurm/keel.sbatch against a real Slurm: munged with its own key and
+// socket, slurmctld and two slurmd (two nodes on 127.0.0.1, different
+// ports), all configured from a slurm.conf in the test's folder.
+
+class SlurmCluster : public MultiHostTest {
+ protected:
+  void SetUp() override {
+    REQUIRE_ROOT_AND_TOOLS("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo");
+    const std::string& dir = folder_;
+    for (const char* sub : {"/state", "/spool", "/log"}) mkdir((dir + sub).c_str(), 0755);
+    std::ifstream random("/dev/urandom", std::ios::binary);
+    std::string key(1024, '\0');
+    random.read(&key[0], 1024);
+    WriteFile(dir + "/munge.key", key);
+    chmod((dir + "/munge.key").c_str(), 0400);
+    processes_.Start({Tool("munged"), "--foreground", "--force", "--socket=" + dir + "/munge.sock",
+                      "--key-file=" + dir + "/munge.key", "--pid-file=" + dir + "/munged.pid",
+                      "--seed-file=" + dir + "/munged.seed", "--log-file=" + dir + "/munged.log"});
+    ASSERT_TRUE(WaitFor([&] { return access((dir + "/munge.sock").c_str(), F_OK) == 0; }, 15));
+
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    std::string conf =
+        "ClusterName=keeltest\nSlurmctldHost=" + std::string(host) +
+        "(127.0.0.1)\nSlurmctldPort=" + std::to_string(testing::UnusedPort()) +
+        "\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCredType=cred/munge\n"
+        "AuthInfo=socket=" +
+        dir + "/munge.sock\nStateSaveLocation=" + dir + "/state\nSlurmdSpoolDir=" + dir +
+        "/spool/%n\nSlurmctldPidFile=" + dir + "/slurmctld.pid\nSlurmdPidFile=" + dir +
+        "/slurmd-%n.pid\nSlurmctldLogFile=" + dir + "/log/slurmctld.log\nSlurmdLogFile=" + dir +
+        "/log/slurmd-%n.log\n"
+        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
+        "JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n"
+        "MpiDefault=none\nSchedulerType=sched/builtin\nSelectType=select/cons_tres\n"
+        "SelectTypeParameters=CR_Core\nReturnToService=2\nSlurmdParameters=config_overrides\n"
+        "InactiveLimit=0\nKillWait=5\nMinJobAge=300\n";
+    for (int node = 1; node <= 2; ++node) {
+      const std::string name = "knode" + std::to_string(node);
+      mkdir((dir + "/spool/" + name).c_str(), 0755);
+      conf += "NodeName=" + name + " NodeAddr=127.0.0.1 NodeHostname=" + host +
+              " Port=" + std::to_string(testing::UnusedPort()) + " CPUs=4 State=UNKNOWN\n";
+    }
+    conf +=
+        "PartitionName=keel Nodes=knode1,knode2 Default=YES MaxTime=10 State=UP "
+        "OverSubscribe=YES\n";
+    WriteFile(dir + "/slurm.conf", conf);
+    setenv("SLURM_CONF", (dir + "/slurm.conf").c_str(), 1);  // for the tools and daemons
+    daemons_.push_back(processes_.Start({Tool("slurmctld"), "-D", "-f", dir + "/slurm.conf"}));
+    for (const char* name : {"knode1", "knode2"}) {
+      daemons_.push_back(
+          processes_.Start({Tool("slurmd"), "-D", "-N", name, "-f", dir + "/slurm.conf"}));
+    }
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          const auto idle = Shell("sinfo -h -N -t idle -o %N", 10);
+          return Contains(idle.output, "knode1") && Contains(idle.output, "knode2");
+        },
+        45))
+        << ReadFile(dir + "/log/slurmctld.log");
+  }
+
+  void TearDown() override {
+    if (!job_.empty()) Shell("scancel " + job_, 10);
+    unsetenv("SLURM_CONF");
+    // slurmd before slurmctld, each given 5 s to stop its steps and go
+    // (Wait kills it by PID after that); munged goes with processes_.
+    for (auto it = daemons_.rbegin(); it != daemons_.rend(); ++it) {
+      kill(*it, SIGTERM);
+      processes_.Wait(*it, 5);
+    }
+  }
+
+  std::string job_;
+  std::vector<pid_t> daemons_;
+  Processes processes_;
+};
+
+TEST_F(SlurmCluster, SbatchRunsAJobAcrossTheAllocation) {
+  Generate(10000);
+  std::string command = "cd " + folder_ + " && sbatch --parsable -N 2 -n 4 -o " + folder_ +
+                        "/job-%j.out --export=ALL,KEEL=" + KeelBinary() + " " + KEEL_SOURCE_DIR +
+                        "/scripts/slurm/keel.sbatch --servers=1";
+  for (const auto& flag : JobFlags(2)) command += " " + flag;
+  const auto submitted = Shell(command);
+  ASSERT_TRUE(submitted.finished && submitted.code == 0) << submitted.output;
+  job_ = submitted.output.substr(0, submitted.output.find_first_of(";\n"));
+  std::string state;
+  WaitFor(
+      [&] {
+        const auto shown = Shell("scontrol show job -o " + job_, 10);
+        const size_t at = shown.output.find("JobState=");
+        state = at == std::string::npos
+                    ? ""
+                    : shown.output.substr(at + 9, shown.output.find(' ', at) - at - 9);
+        return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" ||
+               state == "TIMEOUT" || state == "NODE_FAIL";
+      },
+      150);
+  const std::string output = ReadFile(folder_ + "/job-" + job_ + ".out");
+  ASSERT_EQ(state, "COMPLETED") << output << ReadFile(folder_ + "/log/slurmctld.log");
+  job_.clear();
+  EXPECT_TRUE(Contains(output, "0: ")) << output;  // srun --label: task 0, the scheduler
+  EXPECT_TRUE(Contains(output, ": scheduler, scheduler 127.0.0.1:")) << output;
+  EXPECT_TRUE(Contains(output, "job finished: 2 of 2 worker(s) succeeded")) << output;
+  EXPECT_TRUE(Contains(output, "on node 1: worker")) << output;  // the second node's tasks
+  EXPECT_TRUE(Contains(ReadFile(folder_ + "/model/metrics.json"), "validation:roc_auc_score"));
+}
+
+// ---------------------------------------------------------------------------
+// deploy/kubernetes: the manifests lint, and every container's command, as
+// its pod would run it, passes `keel --check_flags`.
+
+TEST(KubernetesManifests, PassYamllint) {
+  if (Tool("yamllint").empty()) GTEST_SKIP() << "yamllint is not installed (scripts/setup.sh)";
+  const auto exit =
+      testing::Run({Tool("yamllint"), "-s", "-c", std::string(KEEL_SOURCE_DIR) + "/.yamllint",
+                    std::string(KEEL_SOURCE_DIR) + "/deploy/kubernetes"},
+                   60);
+  EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
+}
+
+TEST(KubernetesManifests, EveryContainersCommandPassesCheckFlags) {
+  if (Shell("python3 -c 'import yaml'").code != 0) {
+    GTEST_SKIP() << "python3 with PyYAML is not installed (scripts/setup.sh)";
+  }
+  char pattern[] = "/tmp/keel-manifests-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string out = pattern;
+  const auto listed = testing::Run(
+      {"/usr/bin/env", "python3", std::string(KEEL_SOURCE_DIR) + "/tests/k8s_commands.py",
+       std::string(KEEL_SOURCE_DIR) + "/deploy/kubernetes", out},
+      60);
+  ASSERT_TRUE(listed.finished && listed.code == 0) << listed.output;
+  std::istringstream lines(listed.output);
+  std::string line, name;
+  std::vector<std::string> env, args;
+  std::set<std::string> roles;
+  int containers = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("container ", 0) == 0) {
+      name = line.substr(10);
+      env.clear();
+      args.clear();
+    } else if (line.rfind("env ", 0) == 0) {
+      env.push_back(line.substr(4));
+    } else if (line.rfind("arg ", 0) == 0) {
+      args.push_back(line.substr(4));
+    } else if (line == "end") {
+      ++containers;
+      ASSERT_GE(args.size(), 2u) << name;
+      EXPECT_EQ(std::filesystem::path(args[0]).filename(), "keel") << name;
+      roles.insert(args[1]);
+      std::vector<std::string> argv = {"/usr/bin/env", "-i"};
+      argv.insert(argv.end(), env.begin(), env.end());
+      argv.push_back(KeelBinary());
+      argv.insert(argv.end(), args.begin() + 1, args.end());
+      argv.push_back("--check_flags");
+      const auto exit = testing::Run(argv, 30);
+      EXPECT_TRUE(exit.finished && exit.code == 0) << name << ": " << exit.output;
+      EXPECT_TRUE(Contains(exit.output, "flags ok")) << name << ": " << exit.output;
+    }
+  }
+  std::filesystem::remove_all(out);
+  EXPECT_EQ(roles, (std::set<std::string>{"scheduler", "server", "worker"})) << listed.output;
+  EXPECT_GE(containers, 3);
+}
+
+}  // namespace
+}  // namespace keel
