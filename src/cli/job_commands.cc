@@ -181,6 +181,7 @@ Hyperparameters HyperparametersFromFlags() {
     factors.begin = 1;
     factors.end = 1 + h.num_factors;
     factors.learning_rate = Or(FLAGS_factors_lr, FLAGS_learning_rate);
+    factors.l1 = static_cast<float>(FLAGS_factors_l1);
     factors.l2 = Or(FLAGS_factors_wd, FLAGS_wd);
     weights.groups = {linear, factors};
   }
