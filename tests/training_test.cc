@@ -152,6 +152,53 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   EXPECT_TRUE(Contains(json, "\"num_factors\":4")) << json;
 }
 
+TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
+  Generate("fm", 20000, 2);
+  // A rate this high overfits 20000 rows within a few epochs; patience lets
+  // the job train past its best epoch.
+  const auto exit =
+      Train({"--job=factorization_machines", "--num_factors=4", "--epochs=5", "--optimizer=ftrl",
+             "--learning_rate=10", "--bias_lr=1", "--factors_init_sigma=0.01",
+             "--early_stopping_patience=5", "--early_stopping_tolerance=0", "--keep_best_epoch"},
+            2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
+  // The epoch with the lowest validation loss, from the per-epoch history.
+  std::ifstream history(dir_ + "/model/history.jsonl");
+  std::string line;
+  int best_epoch = 0, epochs = 0;
+  double best_loss = 1e30, best_auc = 0;
+  while (std::getline(history, line)) {
+    std::smatch loss, auc;
+    ASSERT_TRUE(
+        std::regex_search(line, loss, std::regex("validation:objective_loss\": ([-0-9.eE+]+)")));
+    ASSERT_TRUE(
+        std::regex_search(line, auc, std::regex("validation:roc_auc_score\": ([-0-9.eE+]+)")));
+    ++epochs;
+    if (std::stod(loss[1]) < best_loss) {
+      best_loss = std::stod(loss[1]);
+      best_auc = std::stod(auc[1]);
+      best_epoch = epochs;
+    }
+  }
+  ASSERT_EQ(epochs, 5);
+  EXPECT_LT(best_epoch, epochs) << "the job did not overfit: the test shows nothing";
+  EXPECT_EQ(metrics.at("train:best_epoch"), best_epoch);
+  EXPECT_NEAR(metrics.at("validation:objective_loss"), best_loss, 1e-6);
+  EXPECT_NEAR(metrics.at("validation:roc_auc_score"), best_auc, 1e-6);
+  // The artifact holds that epoch's weights: scoring the validation channel
+  // with it gives that epoch's figures.
+  const auto predict =
+      testing::Run({KeelBinary(), "predict", "--model_dir=" + dir_ + "/model",
+                    "--data=" + dir_ + "/validation", "--out=" + dir_ + "/predictions.csv"},
+                   60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  std::smatch auc;
+  ASSERT_TRUE(std::regex_search(predict.output, auc, std::regex("roc_auc_score ([0-9.]+)")))
+      << predict.output;
+  EXPECT_NEAR(std::stod(auc[1]), best_auc, 2e-4);
+}
+
 TEST_F(TrainingJob, ABadRecordFailsTheJobNamingFileAndLineUnlessSkipped) {
   Generate("linear", 2000, 1);
   {

@@ -94,6 +94,13 @@ class WorkerFaults : public ::testing::Test {
     workers_[0] = Role("worker", 0, model);
     workers_[1] = Role("worker", 1, model);
   }
+  // A scheduler started again on the same address, as an operator would.
+  pid_t RestartScheduler(double replace_timeout) {
+    const std::string port = address_.substr(address_.find(':') + 1);
+    return processes_.Start({KeelBinary(), "scheduler", "--port=" + port, "--bind=127.0.0.1",
+                             "--num_servers=2", "--num_workers=2", "--heartbeat_timeout=1.5",
+                             "--worker_replace_timeout=" + std::to_string(replace_timeout)});
+  }
   pid_t Role(const std::string& role, int rank, const std::string& model) {
     std::vector<std::string> argv = {KeelBinary(), role, "--scheduler=" + address_,
                                      "--bind=127.0.0.1", "--rank=" + std::to_string(rank)};
@@ -176,6 +183,23 @@ TEST_F(WorkerFaults, PausedWorkerLeavesTheViewAndOnContinueJoinsAgainWithoutStal
   EXPECT_TRUE(Contains(paused, "left the cluster; it joins again")) << paused;
   EXPECT_TRUE(Contains(job.output, "worker 1 is replaced")) << job.output;
   const std::string leader = processes_.Output(workers_[0]);
+  EXPECT_EQ(ExamplesPerEpoch(leader), std::vector<long>(kEpochs, kRows)) << leader;
+}
+
+TEST_F(WorkerFaults, SchedulerKilledAndRestartedMidRunAndTheJobFinishes) {
+  StartCluster("faulty", /*replace_timeout=*/60);
+  ASSERT_TRUE(InsideEpochTwo()) << processes_.Output(workers_[0]);
+  kill(scheduler_, SIGKILL);
+  processes_.Wait(scheduler_, 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  scheduler_ = RestartScheduler(60);
+  const testing::Exit job = FinishJob();
+  ASSERT_TRUE(job.finished) << job.output;
+  EXPECT_EQ(job.code, 0) << job.output;
+  EXPECT_TRUE(Contains(job.output, "registered again WORKER 1")) << job.output;
+  EXPECT_TRUE(Contains(job.output, "job finished: 2 of 2 worker(s) succeeded")) << job.output;
+  const std::string leader = processes_.Output(workers_[0]);
+  EXPECT_TRUE(Contains(leader, "the scheduler was restarted")) << leader;
   EXPECT_EQ(ExamplesPerEpoch(leader), std::vector<long>(kEpochs, kRows)) << leader;
 }
 

@@ -62,6 +62,12 @@ DEFINE_double(factors_lr, -1, "factorization machine: rate of the factors");
 DEFINE_double(bias_wd, -1, "weight decay of the bias (default: 0)");
 DEFINE_double(linear_wd, -1, "factorization machine: weight decay of the linear terms");
 DEFINE_double(factors_wd, -1, "factorization machine: weight decay of the factors");
+DEFINE_bool(keep_best_epoch, false,
+            "keep the weights of the epoch with the best validation loss (worker 0 dumps them "
+            "whenever it improves) rather than the last epoch's; not kept across a resume");
+DEFINE_double(factors_l1, 0,
+              "factorization machine: L1 penalty of the factors (sgd, adagrad, ftrl; the linear "
+              "terms take --l1)");
 DEFINE_string(bias_init_method, "constant", "normal, uniform or constant");
 DEFINE_double(bias_init_value, 0, "constant initial bias");
 DEFINE_double(bias_init_scale, 0.01, "uniform initial bias: range [-scale, scale]");
@@ -181,6 +187,7 @@ Hyperparameters HyperparametersFromFlags() {
     factors.begin = 1;
     factors.end = 1 + h.num_factors;
     factors.learning_rate = Or(FLAGS_factors_lr, FLAGS_learning_rate);
+    factors.l1 = static_cast<float>(FLAGS_factors_l1);
     factors.l2 = Or(FLAGS_factors_wd, FLAGS_wd);
     weights.groups = {linear, factors};
   }
@@ -223,6 +230,7 @@ TrainerOptions TrainerOptionsFromFlags() {
   options.clock_every = FLAGS_clock_every;
   options.device = FLAGS_device;
   options.threads = FLAGS_threads;
+  options.keep_best_epoch = FLAGS_keep_best_epoch;
   if (!FLAGS_slow_worker.empty()) {
     const size_t colon = FLAGS_slow_worker.find(':');
     char* end = nullptr;

@@ -161,7 +161,7 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
   request.meta.set_barrier_group(group);
   request.meta.set_barrier_id(barrier_id);
   request.meta.set_barrier_tag(tag);
-  SendToScheduler(request);
+  SendAwaited("barrier " + std::to_string(barrier_id), request);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s),
                          [&] {
@@ -185,7 +185,7 @@ void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerSta
   *request.meta.mutable_cursor() = cursor;
   if (trainer) *request.meta.mutable_trainer() = *trainer;
   request.meta.set_final(final);
-  SendToScheduler(request);
+  SendAwaited("checkpoint " + std::to_string(sequence), request);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
         return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_;
@@ -231,7 +231,7 @@ bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerC
   } else {
     *request.meta.mutable_cursor() = share;
   }
-  SendToScheduler(request);
+  SendAwaited("orphans " + std::to_string(sequence), request);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
         return orphans_answered_.count(sequence) > 0 || stopped_ || removed_;
@@ -261,10 +261,35 @@ void Node::ReportEpochDone(const proto::WorkerCursor& cursor) {
   SendToScheduler(report);
 }
 
+void Node::SendAwaited(const std::string& key, Message& request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    awaiting_[key] = request.meta;
+  }
+  SendToScheduler(request);
+}
+
+void Node::Answered(const std::string& key) { awaiting_.erase(key); }
+
+void Node::Rejoin() {
+  Message request = Control(proto::REGISTER);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (rejoining_) return;
+    rejoining_ = true;
+  }
+  request.meta.mutable_node()->set_role(options_.role);
+  request.meta.mutable_node()->set_address(van_->address());
+  request.meta.mutable_node()->set_rank(rank_);
+  request.meta.mutable_node()->set_id(id_);
+  LOG(WARNING) << "the scheduler was restarted: registering again as node " << id_;
+  SendToScheduler(request);
+}
+
 void Node::ReportDone(const std::string& error) {
   Message report = Control(proto::WORKER_DONE);
   report.meta.set_error(error);
-  SendToScheduler(report);
+  SendAwaited("done", report);
 }
 
 bool Node::WaitForShutdown(double timeout_s) {
@@ -312,8 +337,25 @@ void Node::OnMessage(Message&& message) {
   switch (meta.command()) {
     case proto::REGISTER: {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!meta.error().empty()) {
+      if (!meta.error().empty() && rejoining_) {
+        rejoining_ = false;  // asked again at the next heartbeat
+        LOG(WARNING) << "the restarted scheduler refused this node: " << meta.error();
+      } else if (!meta.error().empty()) {
         refused_ = meta.error();
+      } else if (rejoining_) {
+        // Registered with a restarted scheduler: what it never answered goes again.
+        rejoining_ = false;
+        for (const auto& [key, awaited] : awaiting_) {
+          Message again;
+          again.meta = awaited;
+          again.meta.set_sender(id_);
+          again.meta.set_epoch(epoch_);
+          try {
+            van_->Send(kSchedulerId, again);
+          } catch (const Error& e) {
+            LOG(WARNING) << "not sent again to the scheduler: " << e.what();
+          }
+        }
       } else {
         rank_ = meta.node().rank();
         id_ = meta.node().id();
@@ -343,9 +385,14 @@ void Node::OnMessage(Message&& message) {
     case proto::BARRIER: {
       std::lock_guard<std::mutex> lock(mutex_);
       barriers_released_[meta.barrier_id()] = true;
+      Answered("barrier " + std::to_string(meta.barrier_id()));
       break;
     }
     case proto::HEARTBEAT:
+      if (meta.rejoin() && id_ >= 0) {
+        Rejoin();
+        break;
+      }
       if (!meta.error().empty()) {
         std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
         if (!removed_.exchange(true)) {
@@ -356,11 +403,13 @@ void Node::OnMessage(Message&& message) {
     case proto::ORPHANS: {
       std::lock_guard<std::mutex> lock(mutex_);
       orphans_answered_[meta.sequence()] = meta;
+      Answered("orphans " + std::to_string(meta.sequence()));
       break;
     }
     case proto::CHECKPOINT: {
       std::lock_guard<std::mutex> lock(mutex_);
       checkpoints_answered_[meta.sequence()] = meta.error();
+      Answered("checkpoint " + std::to_string(meta.sequence()));
       break;
     }
     case proto::SHUTDOWN: {
@@ -406,6 +455,9 @@ void Node::HeartbeatLoop() {
       std::lock_guard<std::mutex> progress_lock(mutex_);
       if (has_progress_) *beat.meta.mutable_cursor() = progress_;
     }
+    // Who this is, for a restarted scheduler that asks it to register again.
+    beat.meta.mutable_node()->set_role(options_.role);
+    beat.meta.mutable_node()->set_address(van_->address());
     try {
       SendToScheduler(beat);
     } catch (const Error& e) {

@@ -164,6 +164,11 @@ class Node {
   void OnMessage(Message&& message);
   void OnView(const proto::ClusterView& view);
   void HeartbeatLoop();
+  // Sends a control request and remembers it under `key` until answered.
+  void SendAwaited(const std::string& key, Message& request);
+  void Answered(const std::string& key);
+  // A restarted scheduler asked this node to register again.
+  void Rejoin();
 
   NodeOptions options_;
   std::unique_ptr<Van> van_;
@@ -197,6 +202,11 @@ class Node {
   bool has_progress_ = false;
   proto::WorkerCursor takeover_;
   bool has_takeover_ = false;
+  // Control requests still awaiting the scheduler's answer (and the done
+  // report): sent again to a restarted scheduler once this node is registered
+  // with it.
+  std::map<std::string, proto::Meta> awaiting_;
+  bool rejoining_ = false;
 
   std::thread heartbeat_thread_;
 };

@@ -128,7 +128,7 @@ int Scheduler::WaitForJob(double timeout_s) {
 }
 
 bool Scheduler::JobOver() const {
-  if (view_.epoch() == 0) return false;
+  if (!published_) return false;
   for (const auto& [id, member] : members_) {
     if (member.info.role() == proto::WORKER && !done_.count(id)) return false;
   }
@@ -159,6 +159,21 @@ void Scheduler::OnMessage(Message&& message) {
   }
   auto member = members_.find(meta.sender());
   if (member == members_.end()) {
+    if (meta.sender() > 0 && !removed_ids_.count(meta.sender()) && meta.sender() != 0) {
+      // A node registered with an earlier run of this scheduler (it was
+      // restarted): it registers again, keeping its id and rank.
+      if (meta.command() == proto::HEARTBEAT && !meta.node().address().empty()) {
+        Message reply = Control(proto::HEARTBEAT);
+        reply.meta.set_rejoin(true);
+        try {
+          if (!van_.IsConnected(meta.sender())) van_.Connect(meta.sender(), meta.node().address());
+          SendTo(meta.sender(), reply);
+        } catch (const Error& e) {
+          LOG(WARNING) << "could not ask node " << meta.sender() << " to register: " << e.what();
+        }
+      }
+      return;
+    }
     if (meta.command() == proto::HEARTBEAT && meta.sender() > 0 && meta.sender() < next_id_) {
       // A node that left the view (it was silent too long) hears so.
       Message reply = Control(proto::HEARTBEAT);
@@ -190,7 +205,7 @@ void Scheduler::OnMessage(Message&& message) {
       break;
     }
     case proto::VIEW:
-      if (view_.epoch() > 0) {
+      if (published_) {
         Message reply = Control(proto::VIEW);
         *reply.meta.mutable_view() = view_;
         SendTo(meta.sender(), reply);
@@ -284,6 +299,13 @@ void Scheduler::Admit(const Message& request) {
     Refuse(request, "the cluster already has its " + std::to_string(expected) + " " + role + "(s)");
     return;
   }
+  // A node of an earlier run of this scheduler keeps its id (servers key
+  // their dedupe windows and clocks by it) and its rank.
+  const bool rejoin = node.id() > 0;
+  if (rejoin && (members_.count(node.id()) || removed_ids_.count(node.id()))) {
+    Refuse(request, "node id " + std::to_string(node.id()) + " is in use or left the cluster");
+    return;
+  }
   // A node may ask for a rank (--rank); otherwise it gets the lowest free one.
   int rank = node.rank();
   if (rank >= expected) {
@@ -318,7 +340,12 @@ void Scheduler::Admit(const Message& request) {
   }
   Member member;
   member.info.set_role(node.role());
-  member.info.set_id(next_id_++);
+  member.info.set_id(rejoin ? node.id() : next_id_++);
+  if (rejoin) {
+    next_id_ = std::max(next_id_, node.id() + 1);
+    // The next view must be newer than the one the nodes have.
+    view_.set_epoch(std::max<uint64_t>(view_.epoch(), request.meta.epoch()));
+  }
   member.info.set_rank(rank);
   member.info.set_address(node.address());
   member.last_heartbeat = MonotonicSeconds();
@@ -332,14 +359,14 @@ void Scheduler::Admit(const Message& request) {
   }
   members_[id] = member;
   if (takeover) vacant_.erase(rank);
-  LOG(INFO) << "registered " << proto::Role_Name(node.role()) << " " << member.info.rank()
-            << " as node " << id << " at " << node.address();
+  LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
+            << " " << member.info.rank() << " as node " << id << " at " << node.address();
 
   Message reply = Control(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
   if (takeover) *reply.meta.mutable_cursor() = resume;
   SendTo(id, reply);
-  if (view_.epoch() > 0 ||
+  if (published_ ||
       (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
        static_cast<int>(worker_ranks_.size()) == options_.num_workers)) {
     PublishView();
@@ -348,6 +375,7 @@ void Scheduler::Admit(const Message& request) {
 
 void Scheduler::PublishView() {
   view_.set_epoch(view_.epoch() + 1);
+  published_ = true;
   view_.set_num_servers(options_.num_servers);
   view_.set_num_workers(options_.num_workers);
   view_.clear_nodes();
@@ -412,6 +440,7 @@ void Scheduler::RemoveWorker(int id, const std::string& reason) {
   LOG(WARNING) << "worker " << member.info.rank() << " (node " << id << " at "
                << member.info.address() << ") leaves the cluster: " << reason;
   members_.erase(id);
+  removed_ids_.insert(id);
   const int rank = member.info.rank();
   worker_ranks_.erase(rank);
   done_.erase(id);
@@ -546,7 +575,7 @@ void Scheduler::MonitorLoop() {
       if (done_.count(id) || member.reported_silent) continue;
       const double silence = now - member.last_heartbeat;
       if (silence <= options_.heartbeat_timeout_s) continue;
-      if (member.info.role() == proto::WORKER && view_.epoch() > 0) {
+      if (member.info.role() == proto::WORKER && published_) {
         silent_workers.emplace_back(id, silence);
       } else {
         // Servers leaving the view need their ranges moved: not yet.

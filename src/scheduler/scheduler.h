@@ -110,6 +110,8 @@ class Scheduler {
   // Per barrier group: the nodes waiting, with the barrier id and tag each used.
   std::map<int, std::map<int, std::pair<uint64_t, std::string>>> barriers_;
   std::map<int, std::string> done_;  // worker node id -> error ("" on success)
+  bool published_ = false;           // a view has gone out
+  std::set<int> removed_ids_;        // nodes this scheduler removed from the view
   // Workers' last progress reports, by rank.
   std::map<int, proto::WorkerCursor> progress_;
   // Ranks whose worker left: where it was, when and why.

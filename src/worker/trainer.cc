@@ -2,12 +2,14 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "io/checkpoint.h"
 #include "io/input_split.h"
@@ -310,23 +312,44 @@ void Trainer::ReadOrphanedShares(int epoch, uint64_t batches, EpochResult* resul
   }
 }
 
-MetricSet Trainer::Evaluate(const std::string& channel) {
+MetricSet Trainer::Evaluate(const std::string& channel, const ModelArtifact* artifact) {
   BatchStream stream(ResolveChannel(channel, 0, 1), options_.reader,
                      static_cast<size_t>(hyperparameters_.mini_batch_size));
   const int width = model_.weight_width();
   const bool use_bias = hyperparameters_.use_bias;
   std::vector<float> bias(model_.bias_width(), 0.0f);
-  if (use_bias) {
+  std::unordered_map<Key, size_t> artifact_rows;  // mixed key -> the feature's row
+  if (artifact != nullptr) {
+    bias = artifact->bias;
+    artifact_rows.reserve(artifact->features.size());
+    for (size_t i = 0; i < artifact->features.size(); ++i) {
+      artifact_rows[MixKey(artifact->features[i])] = i;
+    }
+  } else if (use_bias) {
     SharedArray<float> pulled;
     client_->Wait(client_->Pull(bias_key_, &pulled, model_.bias_width(), kBiasTable));
     bias.assign(pulled.begin(), pulled.end());
   }
-  std::vector<float> predictions, labels, batch_predictions;
+  std::vector<float> predictions, labels, batch_predictions, local_weights;
   PreparedBatch batch;
   while (stream.Next(&batch)) {
     SharedArray<float> weights;
-    client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
-    model_.Predict(batch, weights.data(), bias.data(), &batch_predictions);
+    const float* rows = nullptr;
+    if (artifact != nullptr) {
+      // Features the model never saw have zero weights.
+      local_weights.assign(batch.keys.size() * width, 0.0f);
+      for (size_t k = 0; k < batch.keys.size(); ++k) {
+        const auto found = artifact_rows.find(batch.keys[k]);
+        if (found == artifact_rows.end()) continue;
+        std::copy_n(artifact->weights.begin() + found->second * width, width,
+                    local_weights.begin() + k * width);
+      }
+      rows = local_weights.data();
+    } else {
+      client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
+      rows = weights.data();
+    }
+    model_.Predict(batch, rows, bias.data(), &batch_predictions);
     predictions.insert(predictions.end(), batch_predictions.begin(), batch_predictions.end());
     labels.insert(labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
   }
@@ -424,6 +447,8 @@ void Trainer::Run() {
             loss < best - hyperparameters_.early_stopping_tolerance * std::fabs(best)) {
           state_.set_best_loss(loss);
           state_.set_epochs_without_gain(0);
+          // The job's model is its best validation epoch's: dumped now, written at the end.
+          if (options_.keep_best_epoch) best_ = BestEpoch{epoch, validation, DumpModel()};
         } else {
           state_.set_epochs_without_gain(state_.epochs_without_gain() + 1);
           if (state_.epochs_without_gain() >= hyperparameters_.early_stopping_patience) {
@@ -449,8 +474,19 @@ void Trainer::Run() {
   MetricSet final_metrics(state_.metrics().begin(), state_.metrics().end());
   ReportGate(state_.training_seconds(), state_.pull_wait_seconds(), &final_metrics);
   if (!leader) return;
+  // Without a validation channel (or after a resume that saw no gain yet) the
+  // model is the last epoch's.
+  if (best_.epoch == 0) best_.model = DumpModel();
+  if (best_.epoch > 0) {
+    for (const auto& [name, value] : best_.validation) final_metrics["validation:" + name] = value;
+    final_metrics["train:best_epoch"] = best_.epoch;
+    if (best_.epoch != epoch - 1) {
+      std::cout << "keeping the model of epoch " << best_.epoch << ", the best on validation"
+                << std::endl;
+    }
+  }
   if (!options_.test.empty()) {
-    const MetricSet metrics = Evaluate(options_.test);
+    const MetricSet metrics = Evaluate(options_.test, &best_.model);
     for (const auto& [name, value] : metrics) final_metrics["test:" + name] = value;
     std::cout << "test " << FormatMetrics(metrics) << std::endl;
   }
@@ -460,7 +496,9 @@ void Trainer::Run() {
           ? static_cast<double>(state_.total_examples()) / state_.training_seconds()
           : 0;
   if (!options_.model_dir.empty()) {
-    WriteModel();
+    best_.model.Write(options_.model_dir);
+    LOG(INFO) << "wrote the model (" << best_.model.features.size() << " features) to "
+              << options_.model_dir;
     WriteMetrics(final_metrics);
   }
 }
@@ -545,7 +583,7 @@ void Trainer::AppendHistory(int epoch, double seconds, uint64_t examples,
   if (!out) throw MakeError("cannot write ", path);
 }
 
-void Trainer::WriteModel() {
+ModelArtifact Trainer::DumpModel() {
   ModelArtifact artifact;
   artifact.hyperparameters = hyperparameters_;
   artifact.hyperparameter_json = options_.hyperparameter_json;
@@ -570,9 +608,7 @@ void Trainer::WriteModel() {
     client_->Wait(client_->Pull(bias_key_, &bias, model_.bias_width(), kBiasTable));
     artifact.bias.assign(bias.begin(), bias.end());
   }
-  artifact.Write(options_.model_dir);
-  LOG(INFO) << "wrote the model (" << artifact.features.size() << " features) to "
-            << options_.model_dir;
+  return artifact;
 }
 
 void Trainer::WriteMetrics(const MetricSet& metrics) {

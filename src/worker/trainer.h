@@ -21,6 +21,7 @@
 #include "models/metrics.h"
 #include "worker/compute_backend.h"
 #include "worker/hyperparameters.h"
+#include "worker/model_artifact.h"
 
 namespace keel {
 
@@ -44,6 +45,12 @@ struct TrainerOptions {
   // The compute backend (MakeComputeBackend): "cpu" or "cuda:N", and the CPU's threads.
   std::string device = "cpu";
   int threads = 1;
+  // Worker 0 dumps the weights whenever the validation loss improves; the
+  // artifact, metrics.json and the test channel's scores are then the best
+  // validation epoch's instead of the last one's. Not carried by checkpoints:
+  // a resumed job keeps the last epoch unless one after the resume beats the
+  // best before it.
+  bool keep_best_epoch = false;
 };
 
 class Trainer {
@@ -55,9 +62,10 @@ class Trainer {
   // a failed request or a failed write.
   void Run();
 
-  // Scores a channel with the current weights (worker 0's job). Metric names
-  // are SageMaker's, without the channel prefix.
-  MetricSet Evaluate(const std::string& channel);
+  // Scores a channel (worker 0's job) with the servers' current weights, or
+  // with `artifact`'s if given. Metric names are SageMaker's, without the
+  // channel prefix.
+  MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
 
  private:
   struct EpochResult {
@@ -91,7 +99,8 @@ class Trainer {
   // Worker 0: one line per epoch in <model_dir>/history.jsonl (wall seconds
   // since the start, examples, validation metrics).
   void AppendHistory(int epoch, double seconds, uint64_t examples, const MetricSet& metrics);
-  void WriteModel();
+  // Worker 0: every row of the servers' tables, as an artifact.
+  ModelArtifact DumpModel();
   void WriteMetrics(const MetricSet& metrics);
 
   Node* node_;
@@ -103,6 +112,14 @@ class Trainer {
   SharedArray<const Key> bias_key_;
   // The job's state as checkpoints carry it (kept current by the leader).
   proto::TrainerState state_;
+  // Worker 0: the epoch with the best validation loss so far (0: none yet),
+  // its validation metrics and its weights (TrainerOptions::keep_best_epoch).
+  struct BestEpoch {
+    int epoch = 0;
+    MetricSet validation;
+    ModelArtifact model;
+  };
+  BestEpoch best_;
 };
 
 }  // namespace keel
