@@ -79,7 +79,8 @@ class WorkerFaults : public ::testing::Test {
   }
 
   // Starts a scheduler, 2 servers and 2 workers (ranks 0 and 1).
-  void StartCluster(const std::string& model, double replace_timeout) {
+  void StartCluster(const std::string& model, double replace_timeout,
+                    const std::vector<std::string>& scheduler_flags = {}) {
     const std::string port_file = dir_ + "/port";
     std::remove(port_file.c_str());
     std::vector<std::string> scheduler = {KeelBinary(), "scheduler", "--port_file=" + port_file,
@@ -87,10 +88,11 @@ class WorkerFaults : public ::testing::Test {
                                           "--num_workers=2", "--heartbeat_timeout=1.5",
                                           "--worker_replace_timeout=" +
                                               std::to_string(replace_timeout)};
+    scheduler.insert(scheduler.end(), scheduler_flags.begin(), scheduler_flags.end());
     scheduler_ = processes_.Start(scheduler);
     ASSERT_TRUE(testing::WaitFor([&] { return !ReadFile(port_file).empty(); }, 30));
     address_ = "127.0.0.1:" + std::to_string(std::stoi(ReadFile(port_file)));
-    for (int rank = 0; rank < 2; ++rank) Role("server", rank, model);
+    for (int rank = 0; rank < 2; ++rank) servers_[rank] = Role("server", rank, model);
     workers_[0] = Role("worker", 0, model);
     workers_[1] = Role("worker", 1, model);
   }
@@ -119,6 +121,7 @@ class WorkerFaults : public ::testing::Test {
   testing::Processes processes_;
   pid_t scheduler_ = -1;
   pid_t workers_[2] = {-1, -1};
+  pid_t servers_[2] = {-1, -1};
   std::string address_;
 };
 
@@ -184,6 +187,29 @@ TEST_F(WorkerFaults, PausedWorkerLeavesTheViewAndOnContinueJoinsAgainWithoutStal
   EXPECT_TRUE(Contains(job.output, "worker 1 is replaced")) << job.output;
   const std::string leader = processes_.Output(workers_[0]);
   EXPECT_EQ(ExamplesPerEpoch(leader), std::vector<long>(kEpochs, kRows)) << leader;
+}
+
+// Without replicas: a server killed -9 and started again restores its key
+// ranges from the latest checkpoint (updates since then are lost, and the log
+// says so); the workers' requests wait and are resent to it.
+TEST_F(WorkerFaults, ServerKilledAndRestartedRestoresItsRangesFromTheLatestCheckpoint) {
+  StartCluster("faulty", /*replace_timeout=*/60,
+               {"--checkpoint_uri=file://" + dir_ + "/ckpt", "--checkpoint_every=100"});
+  ASSERT_TRUE(InsideEpochTwo()) << processes_.Output(workers_[0]);
+  kill(servers_[1], SIGKILL);
+  processes_.Wait(servers_[1], 10);
+  const pid_t replacement = Role("server", 1, "faulty");
+  const testing::Exit job = FinishJob();
+  ASSERT_TRUE(job.finished) << job.output;
+  EXPECT_EQ(job.code, 0) << job.output;
+  EXPECT_TRUE(Contains(job.output, "server 1 (node")) << job.output;
+  EXPECT_TRUE(Contains(job.output, "restores its key ranges from checkpoint ckpt-00000")) << job.output;
+  EXPECT_TRUE(Contains(job.output, "job finished: 2 of 2 worker(s) succeeded")) << job.output;
+  EXPECT_TRUE(Contains(processes_.Output(replacement), "resumed from checkpoint"))
+      << processes_.Output(replacement);
+  const std::string leader = processes_.Output(workers_[0]);
+  EXPECT_EQ(ExamplesPerEpoch(leader), std::vector<long>(kEpochs, kRows)) << leader;
+  EXPECT_GT(ValidationLoss(dir_ + "/faulty"), 0);
 }
 
 TEST_F(WorkerFaults, SchedulerKilledAndRestartedMidRunAndTheJobFinishes) {

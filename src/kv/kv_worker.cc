@@ -156,6 +156,12 @@ void KVWorker::ResendLoop() {
       }
       ++part.attempts;
       part.deadline = now + retry_.TimeoutAfter(part.attempts);
+      // To the server that holds the range now (a replacement has a new node id).
+      try {
+        part.server_id = node_->ServerId(part.server_rank);
+      } catch (const Error&) {
+        continue;  // none yet: try again at the next deadline
+      }
       next = std::min(next, part.deadline);
       VLOG(1) << "resending " << what << ", attempt " << part.attempts;
       resend.emplace_back(part.server_id, part.message);
@@ -231,12 +237,12 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
     for (size_t r = 0; r < ranges->num_ranges(); ++r) {
       const size_t begin = bounds[r], end = bounds[r + 1];
       if (begin == end) continue;
-      int server_id;
+      // No server holds this range right now (it left, a replacement is on
+      // its way): the part goes out with the resends once one does.
+      int server_id = -1;
       try {
         server_id = node_->ServerId(ranges->server(r));
-      } catch (...) {
-        CancelLocked(handle);
-        throw;
+      } catch (const Error&) {
       }
       Outgoing part{server_id, Message()};
       proto::Meta& meta = part.message.meta;
@@ -264,11 +270,15 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
     if (out && request.parts == 0) *out = SharedArray<float>();
   }
   // Sent outside the lock: a response may arrive before the last part leaves.
-  try {
-    for (Outgoing& part : outgoing) node_->Send(part.server_id, part.message);
-  } catch (...) {
-    Cancel(handle);
-    throw;
+  // A part that cannot go out now (its server just left the view) is resent.
+  for (Outgoing& part : outgoing) {
+    if (part.server_id < 0) continue;
+    try {
+      node_->Send(part.server_id, part.message);
+    } catch (const Error& e) {
+      LOG(WARNING) << "request " << handle << " to node " << part.server_id
+                   << " waits to be resent: " << e.what();
+    }
   }
   return handle;
 }

@@ -206,6 +206,12 @@ void Node::SetProgress(const proto::WorkerCursor& cursor) {
   has_progress_ = true;
 }
 
+std::string Node::restore_checkpoint(std::string* uri) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *uri = restore_uri_;
+  return restore_checkpoint_;
+}
+
 bool Node::has_takeover() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return has_takeover_;
@@ -361,6 +367,8 @@ void Node::OnMessage(Message&& message) {
         id_ = meta.node().id();
         has_takeover_ = meta.has_cursor();
         if (has_takeover_) takeover_ = meta.cursor();
+        restore_uri_ = meta.checkpoint_uri();
+        restore_checkpoint_ = meta.checkpoint();
       }
       break;
     }

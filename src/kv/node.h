@@ -117,6 +117,9 @@ class Node {
   // where that worker's last progress report left off.
   bool has_takeover() const;
   proto::WorkerCursor takeover() const;
+  // Server: set when this node replaces a server that left: the checkpoint
+  // its key ranges come from ("" if none).
+  std::string restore_checkpoint(std::string* uri) const;
   // Worker: the scheduler no longer counts this node as a member (it was
   // silent too long and left the view).
   bool removed() const { return removed_.load(); }
@@ -202,6 +205,7 @@ class Node {
   bool has_progress_ = false;
   proto::WorkerCursor takeover_;
   bool has_takeover_ = false;
+  std::string restore_uri_, restore_checkpoint_;
   // Control requests still awaiting the scheduler's answer (and the done
   // report): sent again to a restarted scheduler once this node is registered
   // with it.

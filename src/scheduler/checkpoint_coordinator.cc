@@ -100,6 +100,26 @@ void CheckpointCoordinator::OnMembership(const std::set<int>& workers,
   for (auto it = copies_left_.begin(); it != copies_left_.end();) {
     it = servers.count(*it) ? std::next(it) : copies_left_.erase(it);
   }
+  // A server that left before writing its snapshot: that checkpoint is lost.
+  std::vector<std::string> abandoned;
+  for (auto& [id, writing] : writing_) {
+    for (auto it = writing.servers_left.begin(); it != writing.servers_left.end();) {
+      if (servers.count(*it)) {
+        ++it;
+        continue;
+      }
+      writing.error += (writing.error.empty() ? "" : "; ") + std::string("server node ") +
+                       std::to_string(*it) + " left before writing its snapshot";
+      it = writing.servers_left.erase(it);
+    }
+    if (writing.servers_left.empty() && !writing.error.empty()) abandoned.push_back(id);
+  }
+  for (const std::string& id : abandoned) FinishCommit(id, writing_[id].error);
+  if (copying_.empty() == false && copies_left_.empty()) {
+    for (const auto& [worker, sequence] : copy_waiters_) Answer(worker, sequence, "");
+    copy_waiters_.clear();
+    copying_.clear();
+  }
   TryStart(workers, servers, num_servers);
 }
 

@@ -66,6 +66,11 @@ class CheckpointCoordinator {
   void OnMembership(const std::set<int>& workers, const std::set<int>& servers, int num_servers);
   // The commit thread finished `id` (called by the scheduler under its lock).
   void FinishCommit(const std::string& id, const std::string& error);
+  // The newest committed checkpoint ("" if none) and, in `uri`, its store.
+  std::string LatestCommitted(std::string* uri) const {
+    *uri = options_.uri;
+    return enabled() ? last_committed_ : "";
+  }
   // Checkpoints copied but not yet committed or abandoned.
   bool busy() const { return !writing_.empty(); }
 

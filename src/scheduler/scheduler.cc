@@ -365,6 +365,25 @@ void Scheduler::Admit(const Message& request) {
   Message reply = Control(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
   if (takeover) *reply.meta.mutable_cursor() = resume;
+  if (node.role() == proto::SERVER && server_vacant_.count(rank)) {
+    // A replacement server: its ranges come from the latest checkpoint, and
+    // whatever was applied to them after it is lost.
+    const double away = MonotonicSeconds() - server_vacant_[rank];
+    server_vacant_.erase(rank);
+    std::string uri;
+    const std::string latest = checkpoints_->LatestCommitted(&uri);
+    if (!latest.empty()) {
+      reply.meta.set_checkpoint_uri(uri);
+      reply.meta.set_checkpoint(latest);
+      LOG(WARNING) << "server " << rank << " is replaced after " << away
+                   << " s; it restores its key ranges from checkpoint " << latest
+                   << ": updates to them since that checkpoint are lost";
+    } else {
+      LOG(WARNING) << "server " << rank << " is replaced after " << away
+                   << " s; no checkpoint to restore from (--checkpoint_uri): its key ranges "
+                      "start over from their initial values";
+    }
+  }
   SendTo(id, reply);
   if (published_ ||
       (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
@@ -554,6 +573,25 @@ void Scheduler::TryOrphans(int epoch) {
   work.waiting.clear();
 }
 
+void Scheduler::RemoveServer(int id, const std::string& reason) {
+  const Member member = members_[id];
+  const int rank = member.info.rank();
+  members_.erase(id);
+  removed_ids_.insert(id);
+  server_ranks_.erase(rank);
+  server_vacant_[rank] = MonotonicSeconds();
+  LOG(WARNING) << "server " << rank << " (node " << id << " at " << member.info.address()
+               << ") leaves the cluster: " << reason << "; requests for its key ranges wait "
+               << "for a server started again with --rank " << rank;
+  for (auto& [group, waiting] : barriers_) {
+    waiting.erase(id);
+    TryReleaseBarrier(group);
+  }
+  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), options_.num_servers);
+  PublishView();
+  changed_.notify_all();
+}
+
 void Scheduler::OnWorkerDone(const proto::Meta& meta) {
   if (members_[meta.sender()].info.role() != proto::WORKER) {
     LOG(WARNING) << "ignored WORKER_DONE from node " << meta.sender() << ": not a worker";
@@ -575,10 +613,9 @@ void Scheduler::MonitorLoop() {
       if (done_.count(id) || member.reported_silent) continue;
       const double silence = now - member.last_heartbeat;
       if (silence <= options_.heartbeat_timeout_s) continue;
-      if (member.info.role() == proto::WORKER && published_) {
+      if (published_) {
         silent_workers.emplace_back(id, silence);
       } else {
-        // Servers leaving the view need their ranges moved: not yet.
         member.reported_silent = true;
         LOG(WARNING) << proto::Role_Name(member.info.role()) << " " << member.info.rank()
                      << " (node " << id << " at " << member.info.address() << ") silent for "
@@ -586,7 +623,12 @@ void Scheduler::MonitorLoop() {
       }
     }
     for (const auto& [id, silence] : silent_workers) {
-      RemoveWorker(id, "no heartbeat for " + std::to_string(silence) + " s");
+      const std::string reason = "no heartbeat for " + std::to_string(silence) + " s";
+      if (members_[id].info.role() == proto::SERVER) {
+        RemoveServer(id, reason);
+      } else {
+        RemoveWorker(id, reason);
+      }
     }
     // Replacement timeouts expire with time.
     for (auto& [epoch, work] : epochs_) {

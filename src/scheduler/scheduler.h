@@ -93,6 +93,10 @@ class Scheduler {
   // goes to every node, its barriers stop waiting for it, and its rank waits
   // for a replacement (Vacancy).
   void RemoveWorker(int id, const std::string& reason);
+  // A server silent past the heartbeat timeout leaves the view; its key
+  // ranges wait for a server started again with its rank, which restores
+  // them from the latest checkpoint.
+  void RemoveServer(int id, const std::string& reason);
   void PublishView();
   void SendTo(int node_id, Message& message);
   // Answers a registration with `reason` on the connection it came on.
@@ -112,6 +116,7 @@ class Scheduler {
   std::map<int, std::string> done_;  // worker node id -> error ("" on success)
   bool published_ = false;           // a view has gone out
   std::set<int> removed_ids_;        // nodes this scheduler removed from the view
+  std::map<int, double> server_vacant_;  // server rank -> when its server left
   // Workers' last progress reports, by rank.
   std::map<int, proto::WorkerCursor> progress_;
   // Ranks whose worker left: where it was, when and why.

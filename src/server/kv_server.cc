@@ -95,10 +95,9 @@ void KVServer::OnSnapshot(const proto::Meta& meta) {
   writer_->Write(meta.checkpoint_uri(), meta.checkpoint(), std::move(snapshot));
 }
 
-void KVServer::Restore(const proto::ClusterView& view) {
+void KVServer::Restore(const std::string& uri, const std::string& id) {
   const double begin = MonotonicSeconds();
-  CheckpointStore store(view.resume_uri());
-  const std::string& id = view.resume_checkpoint();
+  CheckpointStore store(uri);
   const proto::CheckpointManifest manifest = store.ReadManifest(id);
   std::vector<std::pair<Key, Key>> mine;
   auto ranges = node_->ranges();
@@ -266,10 +265,17 @@ void KVServer::OnClock(const proto::Meta& meta) {
 }
 
 void KVServer::OnView(const proto::ClusterView& view) {
-  if (!restored_ && !view.resume_checkpoint().empty()) {
+  std::string replace_uri;
+  const std::string replace_from = node_->restore_checkpoint(&replace_uri);
+  if (!restored_ && (!view.resume_checkpoint().empty() || !replace_from.empty())) {
     restored_ = true;
     try {
-      Restore(view);
+      // A resumed job, or a server replacing one that left.
+      if (!replace_from.empty()) {
+        Restore(replace_uri, replace_from);
+      } else {
+        Restore(view.resume_uri(), view.resume_checkpoint());
+      }
     } catch (const std::exception& e) {
       LOG(ERROR) << "cannot resume: " << e.what();
       std::lock_guard<std::mutex> lock(failure_mutex_);

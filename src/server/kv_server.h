@@ -91,7 +91,8 @@ class KVServer {
   Table& TableFor(uint32_t table, uint32_t width);
   Message Dump(uint32_t table, uint32_t width);
   void OnSnapshot(const proto::Meta& meta);
-  void Restore(const proto::ClusterView& view);
+  // Loads the rows of this server's key ranges from checkpoint `id` in `uri`.
+  void Restore(const std::string& uri, const std::string& id);
 
   Node* node_;
   OptimizerOptions default_optimizer_;
