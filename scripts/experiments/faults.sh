@@ -168,7 +168,7 @@ run_one() {
   local limit=$run_timeout
   [ "$kind" = server ] && [ -n "$t_fault" ] && limit=$(echo "$t_fault + $server_wait - $(now)" | bc)
   if ! wait_gone "$limit" "${everyone[@]}"; then
-    status="still running $(printf '%.0f' "$(echo "$(now) - ${t_fault:-$t0}" | bc)") s after the ${t_fault:+kill}${t_fault:-start}; killed"
+    status="still running $(printf '%.0f' "$(echo "$(now) - ${t_fault:-$t0}" | bc)") s after the $([ -n "$t_fault" ] \&\& echo kill || echo start); killed"
     for p in "${everyone[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     wait_gone 10 "${everyone[@]}" || true
   fi
@@ -180,7 +180,8 @@ run_one() {
   echo "$kind: $(cat "$run/wall") s, $status" >&2
 }
 
-for kind in "${runs[@]}"; do run_one "$kind"; done
+# ANALYSE_ONLY=1: tables and plot again from the last runs' logs.
+[ -n "${ANALYSE_ONLY:-}" ] || for kind in "${runs[@]}"; do run_one "$kind"; done
 
 # ---- Analysis ----------------------------------------------------------------
 # Times below are seconds from the run's start (the scheduler's launch, t0), or
@@ -235,7 +236,7 @@ row() {
   read -r med lo below < "$run/dip"
   loss=$(field "$run/model/metrics.json" validation:objective_loss)
   [ -s "$run/model/history.jsonl" ] && exs=$(awk -F'[:,]' '{ for (i = 1; i < NF; ++i) {
-      if ($i ~ /"seconds"/) s = $(i + 1); if ($i ~ /"examples"/) e += $(i + 1) } }
+      if ($i ~ /"seconds"$/) s = $(i + 1) + 0; if ($i ~ /"examples"$/) e += $(i + 1) } }
     END { printf "%.0f", s > 0 ? e / s : 0 }' "$run/model/history.jsonl")
   case $kind in
     baseline) what="no fault" ;;
@@ -259,7 +260,7 @@ row() {
   local result="finished"
   [ "$status" != ok ] && result="$status"
   [ -z "$loss" ] && loss="-"
-  printf '| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s (%s) |\n' "$kind" "$what" "$result" \
+  printf '| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s (%s) |\n' "$kind" "$what" "$result" \
     "$(cat "$run/wall")" "$exs" "$med" "$lo" "$below" "$detect" "$back" "$served" "$loss" "$dloss"
 }
 
@@ -270,7 +271,7 @@ row() {
   echo "20 non-zeros a row), $epochs epochs, minibatches of $batch, 2 servers and 2 workers started one by"
   echo "one on 127.0.0.1 of one shared 2-core machine; --heartbeat_interval=$hb_interval on every role,"
   echo "scheduler --heartbeat_timeout=$hb_timeout --worker_replace_timeout=60. Faults are sent 3 s after the"
-  echo "leading worker's 'epoch 1:' line (inside epoch 2). Times after a fault count from the kill."
+  echo "leading worker's 'epoch 1:' line. Times after a fault count from the kill."
   echo
   echo "| run | fault | outcome | wall s | examples/s | send MB/s (median) | lowest 1 s MB/s in 10 s after | s below half | s to detection | s to view again | s to first push again | final validation loss (vs baseline) |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
