@@ -17,14 +17,8 @@ namespace keel {
 namespace {
 
 using testing::Contains;
+using testing::ReadFile;
 using testing::KeelBinary;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 double MetricOf(const std::string& metrics_path, const std::string& name) {
   const std::string text = ReadFile(metrics_path);

@@ -29,14 +29,8 @@ using testing::Exit;
 using testing::KeelBinary;
 using testing::Processes;
 using testing::ProcessesMentioning;
+using testing::ReadFile;
 using testing::WaitFor;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -198,6 +199,23 @@ bool WaitFor(const std::function<bool()>& condition, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return condition();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<long> ExamplesPerEpoch(const std::string& output) {
+  std::vector<long> counts;
+  const std::regex line("epoch [0-9]+: ([0-9]+) examples across");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    counts.push_back(std::stol((*it)[1]));
+  }
+  return counts;
 }
 
 }  // namespace keel::testing

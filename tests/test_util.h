@@ -74,6 +74,13 @@ inline bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// The whole file ("" if it cannot be read).
+std::string ReadFile(const std::string& path);
+
+// The example counts of every "epoch N: X examples across" line the leading
+// worker prints: what all workers read in each epoch.
+std::vector<long> ExamplesPerEpoch(const std::string& output);
+
 // A fixture with a fresh folder under /tmp, removed with its files at the end.
 class TempFolderTest : public ::testing::Test {
  protected:

@@ -18,25 +18,9 @@ namespace keel {
 namespace {
 
 using testing::Contains;
+using testing::ExamplesPerEpoch;
+using testing::ReadFile;
 using testing::KeelBinary;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Every epoch line of the leading worker: the examples all workers read.
-std::vector<long> ExamplesPerEpoch(const std::string& output) {
-  std::vector<long> counts;
-  std::regex line("epoch [0-9]+: ([0-9]+) examples across");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
-       it != std::sregex_iterator(); ++it) {
-    counts.push_back(std::stol((*it)[1]));
-  }
-  return counts;
-}
 
 double ValidationLoss(const std::string& model_dir) {
   std::smatch match;

@@ -207,14 +207,7 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
         client_->AnnounceClock(clock_after(batches), /*wait=*/false);
       }
       result.examples += now.batch.batch.rows();
-      {
-        proto::WorkerCursor progress;
-        progress.set_epoch(epoch);
-        progress.set_batches(batches);
-        progress.set_examples(result.examples);
-        progress.set_loss(result.loss);
-        node_->SetProgress(progress);
-      }
+      node_->SetProgress(CursorAt(epoch, batches, result));
       if (checkpoint_every > 0 && batches % static_cast<uint64_t>(checkpoint_every) == 0) {
         // Every push so far applied, none after: the servers copy this state.
         for (KVWorker::Handle handle : pushes) client_->Wait(handle);
@@ -240,12 +233,7 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
   result.seconds = MonotonicSeconds() - begin;
   if (checkpoints()) {
     // Checkpoints later in this epoch need not wait for this worker.
-    proto::WorkerCursor done;
-    done.set_epoch(epoch);
-    done.set_batches(batches);
-    done.set_examples(result.examples);
-    done.set_loss(result.loss);
-    node_->ReportEpochDone(done);
+    node_->ReportEpochDone(CursorAt(epoch, batches, result));
   }
   // Done with this epoch: stop holding back the workers still in it. Requests
   // outside the minibatch loop (validation, control values) carry clock 0,
@@ -261,11 +249,8 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
 }
 
 void Trainer::ReadOrphanedShares(int epoch, uint64_t batches, EpochResult* result) {
-  proto::WorkerCursor share, work, finished;
-  share.set_epoch(epoch);
-  share.set_batches(batches);
-  share.set_examples(result->examples);
-  share.set_loss(result->loss);
+  const proto::WorkerCursor share = CursorAt(epoch, batches, *result);
+  proto::WorkerCursor work, finished;
   int part = 0, parts = 0;
   bool have_finished = false;
   while (node_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
@@ -390,14 +375,19 @@ proto::WorkerCursor Trainer::ReadResumePoint() {
   return cursor;
 }
 
-void Trainer::StopForCheckpoint(int epoch, uint64_t batches, const EpochResult& so_far,
-                                bool final) {
+proto::WorkerCursor Trainer::CursorAt(int epoch, uint64_t batches, const EpochResult& so_far) {
   proto::WorkerCursor cursor;
   cursor.set_epoch(epoch);
   cursor.set_batches(batches);
   cursor.set_examples(so_far.examples);
   cursor.set_loss(so_far.loss);
-  node_->Checkpoint(cursor, node_->rank() == 0 ? &state_ : nullptr, final, kBarrierTimeoutS);
+  return cursor;
+}
+
+void Trainer::StopForCheckpoint(int epoch, uint64_t batches, const EpochResult& so_far,
+                                bool final) {
+  node_->Checkpoint(CursorAt(epoch, batches, so_far), node_->rank() == 0 ? &state_ : nullptr,
+                    final, kBarrierTimeoutS);
 }
 
 void Trainer::Run() {

@@ -84,6 +84,8 @@ class Trainer {
   void ReadOrphanedShares(int epoch, uint64_t batches, EpochResult* result);
   // Checkpoints are on (the view says how often workers stop for one).
   bool checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
+  // Where this worker is: `batches` minibatches into `epoch`.
+  static proto::WorkerCursor CursorAt(int epoch, uint64_t batches, const EpochResult& so_far);
   // Stops at a checkpoint point; the leading worker brings the job's state.
   void StopForCheckpoint(int epoch, uint64_t batches, const EpochResult& so_far, bool final);
   // Reads the checkpoint the view says to resume from: this worker's cursor
