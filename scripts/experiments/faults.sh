@@ -4,15 +4,19 @@
 #   baseline   no fault
 #   worker     worker 1 killed -9 mid-run, started again with --rank 1 a second later
 #   scheduler  the scheduler killed -9 mid-run, started again on the same port a second later
-#   drop       1% of every node's outgoing data messages dropped (--drop_rate=0.01 on every role)
-#   server     server 1 killed -9 mid-run and started again with --rank 1 (not supported yet:
-#              run with a bound, and what happened is recorded)
-# For each run: wall time, examples/s, recovery milestones from the roles' glog
-# timestamps, the dip in the workers' send rate (sampled from /proc/PID/io), and
-# the final validation loss against the baseline's. Writes the table to stdout and
-# docs/experiments/faults.md, the plot to docs/experiments/faults.png.
+#   drop       1% of every node's outgoing data messages dropped (--drop_rate=0.01 on every
+#              role), with --request_timeout_ms=100 (default 1000) so that resends come soon
+#   server     server 1 killed -9 mid-run and started again with --rank 1; the job checkpoints
+#              (scheduler --checkpoint_uri, --checkpoint_every=CKPT_EVERY minibatches) and the
+#              replacement restores server 1's key ranges from the latest checkpoint
+# For each run: wall time, the workers' combined examples/s (from their own glog
+# progress and end-of-epoch lines), the dip after the fault, recovery milestones
+# from the roles' glog timestamps, and the final validation loss against the
+# baseline's. Writes the table to stdout and docs/experiments/faults.md, the plot
+# to docs/experiments/faults.png.
 #
-#   scripts/experiments/faults.sh      (ROWS, FEATURES, EPOCHS, BATCH, RUNS, SERVER_WAIT override)
+#   scripts/experiments/faults.sh      (ROWS, FEATURES, EPOCHS, BATCH, RUNS, SERVER_WAIT,
+#                                       CKPT_EVERY override)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rows="${ROWS:-600000}"
@@ -20,7 +24,9 @@ features="${FEATURES:-60000}"
 epochs="${EPOCHS:-8}"
 batch="${BATCH:-200}"
 runs=(${RUNS:-baseline worker scheduler drop server})
-server_wait="${SERVER_WAIT:-60}"  # seconds the server-kill run may go on after the kill
+server_wait="${SERVER_WAIT:-120}" # seconds the server-kill run may go on after the kill
+ckpt_every="${CKPT_EVERY:-300}"   # server run: minibatches per worker between checkpoints
+drop_timeout_ms=100               # drop run: --request_timeout_ms on every role
 run_timeout=300                   # any other run is stopped after this (and reported)
 hb_interval=0.2
 hb_timeout=1
@@ -38,9 +44,7 @@ data="$work/data-$rows-$features"
 
 # Every process this script starts, by PID; all are killed on the way out.
 started=()
-sampler_pid=""
 cleanup() {
-  [ -n "$sampler_pid" ] && kill "$sampler_pid" 2>/dev/null || true
   for p in "${started[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 }
 trap cleanup EXIT
@@ -88,7 +92,7 @@ wait_for() {
 }
 
 # start NAME ARGS...: start a role in the background, log to $run/NAME.log,
-# record NAME and PID (the sampler reads $run/pids).
+# record NAME, PID and start time in $run/pids.
 declare -A pid
 start() {
   local name=$1; shift
@@ -96,23 +100,6 @@ start() {
   pid[$name]=$!
   started+=("$!")
   echo "$name $! $(now)" >> "$run/pids"
-}
-
-# Samples every process's /proc/PID/io (rchar, wchar) every 0.1 s.
-sampler() {
-  local t name p t0 k v r w
-  while :; do
-    t=$EPOCHREALTIME
-    while read -r name p t0; do
-      [ -r "/proc/$p/io" ] || continue
-      r=""; w=""
-      while read -r k v; do
-        case $k in rchar:) r=$v ;; wchar:) w=$v ;; esac
-      done < "/proc/$p/io" 2>/dev/null || true
-      [ -n "$r" ] && echo "$t $name $p $r $w"
-    done < "$run/pids"
-    sleep 0.1
-  done
 }
 
 job_flags() {
@@ -126,13 +113,13 @@ run_one() {
   local kind=$1 extra=() port t_fault="" t_restart="" status=ok
   run="$work/$kind"
   rm -rf "$run"; mkdir -p "$run"; : > "$run/pids"
-  [ "$kind" = drop ] && extra=(--drop_rate=0.01)
+  [ "$kind" = drop ] && extra=(--drop_rate=0.01 --request_timeout_ms="$drop_timeout_ms")
   local sched=(scheduler --bind=127.0.0.1 --num_servers=2 --num_workers=2
     --heartbeat_timeout="$hb_timeout" --heartbeat_interval="$hb_interval"
     --worker_replace_timeout=60 "${extra[@]}")
+  [ "$kind" = server ] && sched+=(--checkpoint_uri="file://$run/ckpt" --checkpoint_every="$ckpt_every")
   local t0; t0=$(now); echo "$t0" > "$run/t0"
   start scheduler "${sched[@]}" --port_file="$run/port"
-  sampler > "$run/io.dat" 2>/dev/null & sampler_pid=$!
   local deadline; deadline=$(echo "$t0 + 30" | bc)
   until [ -s "$run/port" ]; do
     [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && { echo "no scheduler port" >&2; return 1; }
@@ -168,12 +155,12 @@ run_one() {
   local limit=$run_timeout
   [ "$kind" = server ] && [ -n "$t_fault" ] && limit=$(echo "$t_fault + $server_wait - $(now)" | bc)
   if ! wait_gone "$limit" "${everyone[@]}"; then
-    status="still running $(printf '%.0f' "$(echo "$(now) - ${t_fault:-$t0}" | bc)") s after the $([ -n "$t_fault" ] \&\& echo kill || echo start); killed"
+    local since=start; [ -n "$t_fault" ] && since=kill
+    status="still running $(printf '%.0f' "$(echo "$(now) - ${t_fault:-$t0}" | bc)") s after the $since; killed"
     for p in "${everyone[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     wait_gone 10 "${everyone[@]}" || true
   fi
   local t_end; t_end=$(now)
-  kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; sampler_pid=""
   for p in "${everyone[@]}"; do wait "$p" 2>/dev/null || true; done
   echo "$(echo "$t_end - $t0" | bc)" > "$run/wall"
   echo "$status" > "$run/status"
@@ -184,13 +171,42 @@ run_one() {
 [ -n "${ANALYSE_ONLY:-}" ] || for kind in "${runs[@]}"; do run_one "$kind"; done
 
 # ---- Analysis ----------------------------------------------------------------
-# Times below are seconds from the run's start (the scheduler's launch, t0), or
-# from the kill (t_fault, recorded by this script just before `kill -9`).
+# Every time is a Unix time: the script's clock ($EPOCHREALTIME, taken just
+# before `kill -9` for t_fault), or a glog stamp (wall-clock time of day on the
+# same machine) turned into one. Tables show seconds from the kill, plots
+# seconds from the run's start (the scheduler's launch, t0).
 rel() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && printf '%.2f' "$(echo "$1 - $2" | bc)" || echo "-"; }
 field() { grep -o "\"$2\": [-0-9.e+]*" "$1" 2>/dev/null | awk '{print $2}' || true; }
 
+# events LOG: a worker's training progress as "time examples" points, examples
+# counted over this process's life. From its glog lines
+#   trainer.cc:NNN] worker R epoch E: X examples, ...      (every 5 s inside an epoch;
+#                                                         X counts from the epoch's start)
+#   trainer.cc:NNN] worker R epoch E done: X examples in S s (...)
+# An epoch line gives two points: its start (stamp - S, the total so far) and its
+# end (stamp, total + X); between epochs (validation, barrier) the worker adds none.
+events() {
+  awk -v m="$midnight" '
+    function ts(s,   c) { split(s, c, ":"); return m + c[1] * 3600 + c[2] * 60 + c[3] }
+    / trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+: [0-9]+ examples,/ {
+      for (i = 1; i <= NF; ++i) if ($i == "epoch") x = $(i + 2)
+      printf "%.6f %d\n", ts($2), total + x; next }
+    / trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+ done: [0-9]+ examples in / {
+      for (i = 1; i <= NF; ++i) if ($i == "done:") { x = $(i + 1); s = $(i + 4) }
+      printf "%.6f %d\n%.6f %d\n", ts($2) - s, total, ts($2), total + x; total += x }' "$1" \
+    | sort -g
+}
+# progress_lines LOG...: glog stamps (Unix) of every progress or epoch-done line.
+progress_lines() {
+  cat "$@" 2>/dev/null | grep -E ' trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+(:| done:) [0-9]+ examples' \
+    | awk -v m="$midnight" '{split($2, c, ":"); printf "%.6f\n", m + c[1] * 3600 + c[2] * 60 + c[3]}' \
+    | sort -g || true
+}
+# first_after T: the first line of stdin (sorted times) greater than T.
+first_after() { awk -v t="$1" '$1 > t { print; exit }'; }
+
 analyse() {
-  local kind=$1 run="$work/$1" t0 t_fault t_restart lead
+  local kind=$1 run="$work/$1" t0 t_fault t_restart lead w
   t0=$(cat "$run/t0"); read -r t_fault t_restart < "$run/fault_times" || true
   # Validation loss against run time: history.jsonl's seconds count from the
   # leading worker's start of training, about when it registered.
@@ -199,60 +215,83 @@ analyse() {
   sed -E 's/.*"seconds": ([-0-9.e+]+).*"validation:objective_loss": ([-0-9.e+]+).*/\1 \2/' \
     "$run/model/history.jsonl" 2>/dev/null | awk -v o="$off" '{printf "%.3f %s\n", $1 + o, $2}' \
     > "$run/loss.dat" || true
-  # The workers' combined send rate (bytes written by worker processes: pushes,
-  # pulls, clocks; almost all of it network), MB/s in 0.5 s bins.
-  awk -v t0="$t0" '$2 ~ /^worker/ {
-      k = $2 " " $3
-      if (k in last) { b = int(($1 - t0) / 0.5); sent[b] += $5 - last[k]; if (b > nb) nb = b }
-      last[k] = $5 }
-    END { for (b = 0; b <= nb; ++b) printf "%.2f %.4f\n", b * 0.5 + 0.25, sent[b] / 0.5 / 1e6 }' \
-    "$run/io.dat" > "$run/rate.dat"
+  # The workers' combined rate, examples/s in 1 s bins from t0: each worker
+  # process's examples spread evenly between its consecutive points.
+  : > "$run/events.dat"
+  for w in "$run"/worker*.log; do
+    events "$w" | awk -v n="$(basename "$w" .log)" '{ print n, $0 }' >> "$run/events.dat"
+  done
+  awk -v t0="$t0" '{
+      t = $2 - t0; c = $3
+      if ($1 == pw && c > pc && t > pt) {
+        r = (c - pc) / (t - pt)
+        for (b = int(pt); b <= int(t); ++b) {
+          lo = b > pt ? b : pt; hi = b + 1 < t ? b + 1 : t
+          if (hi > lo) sum[b] += r * (hi - lo)
+        }
+        if (first == "" || int(pt) < first) first = int(pt)
+        if (int(t) > last) last = int(t)
+      }
+      pw = $1; pt = t; pc = c }
+    END { if (first == "") exit
+          for (b = first; b <= last; ++b) printf "%.1f %.0f\n", b + 0.5, sum[b] }' \
+    "$run/events.dat" > "$run/rate.dat"
   local tf=""; [ -n "${t_fault:-}" ] && tf=$(echo "$t_fault - $t0" | bc)
   echo "${tf:-}" > "$run/fault_rel"
-  # Throughput dip: the pre-fault median rate (from 3 s on), the lowest 1 s
-  # mean in the 10 s after the kill, and the seconds spent below half the median.
-  local med
-  med=$(awk -v tf="${tf:-1e9}" '$1 > 3 && $1 < tf { print $2 }' "$run/rate.dat" | sort -g \
-    | awk '{ a[NR] = $1 } END { printf "%.2f", NR ? a[int((NR + 1) / 2)] : 0 }')
-  if [ -n "$tf" ]; then
-    awk -v tf="$tf" -v med="$med" '{ t[NR] = $1; r[NR] = $2 }
-      END {
-        lo = -1; below = 0
-        for (i = 2; i <= NR; ++i) if (t[i] >= tf && t[i] <= tf + 10) {
-          m = (r[i - 1] + r[i]) / 2; if (lo < 0 || m < lo) lo = m
-          if (r[i] < med / 2) below += 0.5 }
-        printf "%.2f %.2f %.1f\n", med, lo, below }' "$run/rate.dat" > "$run/dip"
-  else
-    echo "$med - -" > "$run/dip"
-  fi
+  # Median over the run (every 1 s bin from the first epoch's start to the
+  # last epoch's end, between-epoch pauses included), and the lowest bin whose
+  # middle is within 10 s after the kill.
+  local med lo="-"
+  med=$(awk '{ print $2 }' "$run/rate.dat" | sort -g \
+    | awk '{ a[NR] = $1 } END { printf "%.0f", NR ? (a[int((NR + 1) / 2)] + a[int(NR / 2) + 1]) / 2 : 0 }')
+  [ -n "$tf" ] && lo=$(awk -v tf="$tf" '$1 >= tf && $1 <= tf + 10 { if (lo == "" || $2 < lo) lo = $2 }
+    END { print lo == "" ? "-" : lo }' "$run/rate.dat")
+  echo "$med $lo" > "$run/dip"
 }
 
 for kind in "${runs[@]}"; do analyse "$kind"; done
 base_loss=$(field "$work/baseline/model/metrics.json" validation:objective_loss)
+base_med=$(awk '{ print $1 }' "$work/baseline/dip" 2>/dev/null || true)
+resent() { (grep -ho 'resent [0-9]* request part' "$1"/worker*.log || true) | awk '{ s += $2 } END { print s + 0 }'; }
+notes=()
 
 row() {
-  local kind=$1 run="$work/$1" t0 t_fault t_restart loss exs="-" med lo below detect="-" back="-" served="-" what
+  local kind=$1 run="$work/$1" t0 t_fault t_restart loss med lo dip="-" detect="-" back="-" recover="-" what
   t0=$(cat "$run/t0"); read -r t_fault t_restart < "$run/fault_times" || true
-  read -r med lo below < "$run/dip"
+  read -r med lo < "$run/dip"
+  [ "$lo" != "-" ] && [ -n "$base_med" ] && dip=$(awk -v a="$lo" -v b="$base_med" 'BEGIN { printf "%.0f (%.0f%%)", a, a / b * 100 }')
   loss=$(field "$run/model/metrics.json" validation:objective_loss)
-  [ -s "$run/model/history.jsonl" ] && exs=$(awk -F'[:,]' '{ for (i = 1; i < NF; ++i) {
-      if ($i ~ /"seconds"$/) s = $(i + 1) + 0; if ($i ~ /"examples"$/) e += $(i + 1) } }
-    END { printf "%.0f", s > 0 ? e / s : 0 }' "$run/model/history.jsonl")
   case $kind in
     baseline) what="no fault" ;;
-    drop) what="1% of data messages dropped on every node; workers resent $( (grep -ho 'resent [0-9]*' "$run"/worker*.log || true) | awk '{s += $2} END {print s + 0}') request parts" ;;
+    drop)
+      what="1% of data messages dropped on every node, --request_timeout_ms=$drop_timeout_ms; the workers resent $(resent "$run") request part(s)" ;;
     worker)
       what="worker 1 killed -9 at t=$(rel "$t_fault" "$t0") s, restarted with --rank 1 at +$(rel "$t_restart" "$t_fault") s"
       detect=$(rel "$(glog_time "$run/scheduler.log" 'worker 1 .*leaves the cluster')" "$t_fault")
       back=$(rel "$(glog_time "$run/scheduler.log" 'worker 1 is replaced')" "$t_fault")
-      # First 256 KiB written by the replacement: its first minibatch's pushes.
-      served=$(rel "$(awk '$2 == "worker1b" { if (!b) b = $5; if ($5 - b >= 262144) { print $1; exit } }' "$run/io.dat")" "$t_fault") ;;
+      # The replacement's first progress line; its first epoch's start (done - S) in the notes.
+      recover=$(rel "$(progress_lines "$run/worker1b.log" | head -1)" "$t_fault")
+      notes+=("worker: the replacement's first epoch began (its 'done' stamp minus its seconds) $(rel "$(awk '$1 == "worker1b" { print $2; exit }' "$run/events.dat")" "$t_fault") s after the kill; its first progress line is that epoch's end.") ;;
     scheduler)
       what="scheduler killed -9 at t=$(rel "$t_fault" "$t0") s, restarted on port $(cat "$run/port") at +$(rel "$t_restart" "$t_fault") s"
       back=$(rel "$(glog_time "$run/scheduler2.log" 'cluster view epoch')" "$t_fault")
-      served="not interrupted" ;;
+      recover=$back
+      notes+=("scheduler: worker progress lines between the kill and the new scheduler's view: $(progress_lines "$run"/worker*.log | awk -v a="$t_fault" -v b="$(glog_time "$run/scheduler2.log" 'cluster view epoch')" '$1 > a && $1 < b' | wc -l).") ;;
     server)
-      what="server 1 killed -9 at t=$(rel "$t_fault" "$t0") s, restarted with --rank 1 at +$(rel "$t_restart" "$t_fault") s" ;;
+      what="server 1 killed -9 at t=$(rel "$t_fault" "$t0") s, restarted with --rank 1 at +$(rel "$t_restart" "$t_fault") s; checkpoints every $ckpt_every minibatches per worker; the workers resent $(resent "$run") request part(s)"
+      detect=$(rel "$(glog_time "$run/scheduler.log" 'server 1 .*leaves the cluster')" "$t_fault")
+      local t_repl; t_repl=$(glog_time "$run/scheduler.log" 'server 1 is replaced')
+      back=$(rel "$t_repl" "$t_fault")
+      [ -n "$t_repl" ] && recover=$(rel "$(progress_lines "$run"/worker*.log | first_after "$t_repl")" "$t_fault")
+      local ck; ck=$(grep -oE 'server 1 is replaced after .*' "$run/scheduler.log" | head -1 || true)
+      local ckid; ckid=$(echo "$ck" | grep -oE 'ckpt-[0-9]+-[0-9]+' || true)
+      local started_before; started_before=$(grep -E 'checkpoint ckpt-[0-9]+-[0-9]+: servers copy' "$run/scheduler.log" \
+        | awk -v m="$midnight" -v tf="$t_fault" '{split($2, c, ":"); t = m + c[1] * 3600 + c[2] * 60 + c[3]; if (t < tf) id = $0} END { print id }' \
+        | grep -oE 'ckpt-[0-9]+-[0-9]+' || true)
+      local t_ck; [ -n "$ckid" ] && t_ck=$(glog_time "$run/scheduler.log" "checkpoint $ckid committed")
+      local t_next; [ -n "$t_repl" ] && t_next=$(grep -E 'checkpoint ckpt-[0-9]+-[0-9]+: servers copy' "$run/scheduler.log" \
+        | awk -v m="$midnight" -v t="$t_repl" '{split($2, c, ":"); s = m + c[1] * 3600 + c[2] * 60 + c[3]; if (s > t) { printf "%.6f %s\n", s, $0; exit }}' || true)
+      notes+=("server: '${ck:-no replacement line}'. Restored checkpoint $ckid committed $(rel "${t_ck:-}" "$t_fault") s from the kill; the last checkpoint begun before the kill: ${started_before:-none}; abandoned: $(grep -c 'abandoned' "$run/scheduler.log" || true). First checkpoint begun after the replacement: $(echo "${t_next:-}" | grep -oE 'ckpt-[0-9]+-[0-9]+' || echo none), $(rel "$(echo "${t_next:-}" | awk '{print $1}')" "$t_fault") s after the kill.") ;;
   esac
   local status; status=$(cat "$run/status")
   local dloss="-"
@@ -260,27 +299,46 @@ row() {
   local result="finished"
   [ "$status" != ok ] && result="$status"
   [ -z "$loss" ] && loss="-"
-  printf '| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s (%s) |\n' "$kind" "$what" "$result" \
-    "$(cat "$run/wall")" "$exs" "$med" "$lo" "$below" "$detect" "$back" "$served" "$loss" "$dloss"
+  printf '| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s (%s) |\n' "$kind" "$what" "$result" \
+    "$(cat "$run/wall")" "$med" "$dip" "$detect" "$back" "$recover" "$loss" "$dloss"
 }
 
 {
-  echo "Command: ROWS=$rows FEATURES=$features EPOCHS=$epochs BATCH=$batch scripts/experiments/faults.sh"
+  echo "Command: ROWS=$rows FEATURES=$features EPOCHS=$epochs BATCH=$batch CKPT_EVERY=$ckpt_every scripts/experiments/faults.sh"
   echo
   echo "Linear learner (configs/linear_learner.flags), $rows rows x $features features (keel datagen,"
   echo "20 non-zeros a row), $epochs epochs, minibatches of $batch, 2 servers and 2 workers started one by"
   echo "one on 127.0.0.1 of one shared 2-core machine; --heartbeat_interval=$hb_interval on every role,"
   echo "scheduler --heartbeat_timeout=$hb_timeout --worker_replace_timeout=60. Faults are sent 3 s after the"
-  echo "leading worker's 'epoch 1:' line. Times after a fault count from the kill."
+  echo "leading worker's 'epoch 1:' line. Times after a fault count from the kill (the script's clock"
+  echo "just before kill -9); the others are glog stamps of the same machine's wall clock."
   echo
-  echo "| run | fault | outcome | wall s | examples/s | send MB/s (median) | lowest 1 s MB/s in 10 s after | s below half | s to detection | s to view again | s to first push again | final validation loss (vs baseline) |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "examples/s: both workers together, from their glog progress lines (every 5 s inside an epoch)"
+  echo "and 'epoch E done: X examples in S s' lines, each process's examples spread evenly over"
+  echo "[stamp - S, stamp] (or between consecutive progress lines), summed in 1 s bins; the median is"
+  echo "over every bin from the first epoch's start to the last epoch's end, so the pauses between epochs"
+  echo "(validation, barrier) count. Lowest after the kill: the lowest bin within 10 s after it, and its"
+  echo "share of the baseline run's median. Detection: the scheduler's 'leaves the cluster' line;"
+  echo "replaced: the scheduler's 'is replaced' line (for the scheduler run: the new scheduler's first"
+  echo "'cluster view epoch' line); recovery: the first worker progress line of the replacement worker"
+  echo "(worker run) or of any worker after the 'is replaced' line (server run); for the scheduler run"
+  echo "the same as 'replaced' (training does not stop). Progress lines come at epoch ends (an epoch is"
+  echo "shorter than the 5 s progress interval here), so recovery is an upper bound by up to one epoch."
+  echo
+  echo "| run | fault | outcome | wall s | examples/s (median) | lowest 1 s examples/s within 10 s after the kill (% of baseline median) | s to detection | s to replaced | s to recovery | final validation loss (vs baseline) |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   for kind in "${runs[@]}"; do row "$kind"; done
-} | tee "$out/faults.md"
+  echo
+  for n in "${notes[@]}"; do echo "- $n"; done
+} > "$out/faults.md"
+cat "$out/faults.md"
 
-# Plot: validation loss (top) and the workers' send rate (bottom) against run
-# time, one colour per run, its fault as a dashed line of the same colour.
+# Plot: validation loss (top) and the workers' combined examples/s (bottom)
+# against run time, one colour per run, its kill as a dashed line of the same colour.
 colors=(black '#1f77b4' '#d62728' '#2ca02c' '#ff7f0e')
+# x axis: the longest run but the drop run (which is several times longer: it is cut off).
+xmax=$(for kind in "${runs[@]}"; do [ "$kind" = drop ] || cat "$work/$kind/wall"; done \
+  | sort -g | tail -1 | awk '{ printf "%.0f", $1 + 2 }')
 arrows=""
 i=0
 for kind in "${runs[@]}"; do
@@ -292,15 +350,15 @@ loss_plot=" plot"; rate_plot=" plot"
 i=0
 for kind in "${runs[@]}"; do
   [ -s "$work/$kind/loss.dat" ] && loss_plot+=" '$work/$kind/loss.dat' using 1:2 with linespoints lw 2 lc rgb '${colors[$i]}' title '$kind',"
-  rate_plot+=" '$work/$kind/rate.dat' using 1:2 with lines lc rgb '${colors[$i]}' title '$kind',"
+  [ -s "$work/$kind/rate.dat" ] && rate_plot+=" '$work/$kind/rate.dat' using 1:2 with steps lc rgb '${colors[$i]}' title '$kind',"
   i=$((i + 1))
 done
 plot="set terminal pngcairo size 1000,800 font 'DejaVu Sans,10'; set output '$out/faults.png';"
 plot+=" set multiplot layout 2,1; set grid; set key top right; $arrows"
 plot+=" set title 'Validation loss against run time (dashed: the kill)'; set ylabel 'validation logistic loss';"
-plot+=" set xlabel 'seconds from the scheduler start';"
+plot+=" set xlabel 'seconds from the scheduler start (the drop run goes on beyond)'; ${xmax:+set xrange [0:$xmax];}"
 plot+="${loss_plot%,};"
-plot+=" set title 'Workers'' combined send rate (/proc/PID/io wchar, 0.5 s bins)'; set ylabel 'MB/s';"
+plot+=" set title 'Both workers'' examples/s (from their progress and epoch lines, 1 s bins)'; set ylabel 'examples/s';"
 plot+="${rate_plot%,}; unset multiplot"
 gnuplot -e "$plot"
 echo "plot: $out/faults.png"
