@@ -113,6 +113,7 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
   if (resumed && !resume.epoch_done()) {
     batches = resume.batches();
     result.examples = resume.examples();
+    result.resumed_examples = resume.examples();  // read before, not in this process
     result.loss = resume.loss();
   }
   client_->set_clock(clock_after(batches));
@@ -217,7 +218,9 @@ Trainer::EpochResult Trainer::TrainEpoch(int epoch, const proto::WorkerCursor& r
       const double time = MonotonicSeconds();
       if (time - last_report >= options_.progress_interval_s) {
         LOG(INFO) << "worker " << rank << " epoch " << epoch << ": " << result.examples
-                  << " examples, " << static_cast<uint64_t>(result.examples / (time - begin))
+                  << " examples, "
+                  << static_cast<uint64_t>((result.examples - result.resumed_examples) /
+                                           (time - begin))
                   << " examples/s, mean loss " << result.loss / result.examples;
         last_report = time;
       }
@@ -412,8 +415,13 @@ void Trainer::Run() {
     state_.set_training_seconds(state_.training_seconds() + result.seconds);
     state_.set_pull_wait_seconds(state_.pull_wait_seconds() + result.pull_wait);
     LOG(INFO) << "worker " << rank << " epoch " << epoch << " done: " << result.examples
-              << " examples in " << std::fixed << std::setprecision(2) << result.seconds << " s ("
-              << static_cast<uint64_t>(result.examples / std::max(result.seconds, 1e-9))
+              << " examples"
+              << (result.resumed_examples
+                      ? " (" + std::to_string(result.resumed_examples) + " of them before a resume)"
+                      : std::string())
+              << " in " << std::fixed << std::setprecision(2) << result.seconds << " s ("
+              << static_cast<uint64_t>((result.examples - result.resumed_examples) /
+                                       std::max(result.seconds, 1e-9))
               << " examples/s), mean training loss "
               << (result.examples ? result.loss / result.examples : 0.0);
     node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "epoch " + std::to_string(epoch) + " counted");

@@ -74,6 +74,7 @@ class Trainer {
     double seconds = 0;
     double pull_wait = 0;  // blocked on the next minibatch's rows
     uint64_t epoch_examples = 0;  // read by every worker in the epoch
+    uint64_t resumed_examples = 0;  // of `examples`, read before a resume or takeover
   };
   // Trains `epoch`, starting after `resume`'s minibatches when it is for this
   // epoch (a resumed job).
