@@ -77,7 +77,7 @@ void Node::Start() {
     }
     const bool taken = refused_.find("is taken") != std::string::npos;
     if (taken && MonotonicSeconds() + 1 < deadline) {
-      changed_.wait_for(lock, std::chrono::seconds(1), [this] { return stopped_.load(); });
+      changed_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopped_.load(); });
       continue;
     }
     if (!refused_.empty()) {
