@@ -115,7 +115,7 @@ void CheckpointCoordinator::OnMembership(const std::set<int>& workers,
     if (writing.servers_left.empty() && !writing.error.empty()) abandoned.push_back(id);
   }
   for (const std::string& id : abandoned) FinishCommit(id, writing_[id].error);
-  if (copying_.empty() == false && copies_left_.empty()) {
+  if (!copying_.empty() && copies_left_.empty()) {
     for (const auto& [worker, sequence] : copy_waiters_) Answer(worker, sequence, "");
     copy_waiters_.clear();
     copying_.clear();

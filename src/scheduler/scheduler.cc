@@ -159,7 +159,7 @@ void Scheduler::OnMessage(Message&& message) {
   }
   auto member = members_.find(meta.sender());
   if (member == members_.end()) {
-    if (meta.sender() > 0 && !removed_ids_.count(meta.sender()) && meta.sender() != 0) {
+    if (meta.sender() > 0 && !removed_ids_.count(meta.sender())) {
       // A node registered with an earlier run of this scheduler (it was
       // restarted): it registers again, keeping its id and rank.
       if (meta.command() == proto::HEARTBEAT && !meta.node().address().empty()) {
@@ -497,7 +497,15 @@ void Scheduler::OnOrphans(const proto::Meta& meta) {
   const int epoch = cursor.epoch();
   EpochWork& work = epochs_[epoch];
   if (meta.orphan_done()) {
-    auto& [parts, finished] = work.orphans[cursor.rank()];
+    auto handed = work.orphans.find(cursor.rank());
+    if (handed == work.orphans.end() || meta.orphan_part() < 0 ||
+        meta.orphan_part() >= handed->second.first) {
+      LOG(WARNING) << "ignored ORPHANS from node " << meta.sender() << ": epoch " << epoch
+                   << " has no part " << meta.orphan_part() << " of worker " << cursor.rank()
+                   << "'s share handed out";
+      return;
+    }
+    auto& [parts, finished] = handed->second;
     finished.insert(meta.orphan_part());
     work.part_examples[{cursor.rank(), meta.orphan_part()}] = cursor.examples();
     if (static_cast<int>(finished.size()) >= parts) {

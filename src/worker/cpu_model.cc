@@ -13,18 +13,6 @@ namespace {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-LossKind LossOf(PredictorType type) {
-  switch (type) {
-    case PredictorType::kBinaryClassifier:
-      return LossKind::kLogistic;
-    case PredictorType::kRegressor:
-      return LossKind::kSquared;
-    case PredictorType::kMulticlassClassifier:
-      return LossKind::kSoftmax;
-  }
-  return LossKind::kLogistic;
-}
-
 }  // namespace
 
 CpuModel::CpuModel(const Hyperparameters& hyperparameters, int threads)
@@ -174,7 +162,7 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
   CheckLabels(batch, row_begin, row_end);
   const size_t rows = batch.rows();
   const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;
-  const LossKind kind = LossOf(hyperparameters_.predictor_type);
+  const LossKind kind = LossKindOf(hyperparameters_.predictor_type);
   const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
   std::vector<float>& params = scratch->params;
@@ -244,7 +232,7 @@ void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, c
   const Eigen::Index keys = static_cast<Eigen::Index>(prepared.keys.size());
   const Eigen::Index count = static_cast<Eigen::Index>(row_end - row_begin);
   const bool backward = out.row_bias_gradients != nullptr;
-  const LossKind kind = LossOf(hyperparameters_.predictor_type);
+  const LossKind kind = LossKindOf(hyperparameters_.predictor_type);
   const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
   if (backward) scratch->accumulator.assign(static_cast<size_t>(keys) * width_, 0.0f);

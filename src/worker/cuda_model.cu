@@ -489,17 +489,7 @@ class CudaModel : public ComputeBackend {
     }
   }
 
-  LossKind Loss() const {
-    switch (hyperparameters_.predictor_type) {
-      case PredictorType::kBinaryClassifier:
-        return LossKind::kLogistic;
-      case PredictorType::kRegressor:
-        return LossKind::kSquared;
-      case PredictorType::kMulticlassClassifier:
-        return LossKind::kSoftmax;
-    }
-    return LossKind::kLogistic;
-  }
+  LossKind Loss() const { return LossKindOf(hyperparameters_.predictor_type); }
 
   double Run(const PreparedBatch& prepared, const float* weights, const float* bias,
              std::vector<float>* predictions, std::vector<float>* weight_gradients,

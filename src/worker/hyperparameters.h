@@ -9,12 +9,26 @@
 
 #include "kv/initializer.h"
 #include "kv/optimizer.h"
+#include "models/losses.h"
 #include "server/kv_server.h"
 
 namespace keel {
 
 enum class JobKind { kLinearLearner, kFactorizationMachines };
 enum class PredictorType { kBinaryClassifier, kRegressor, kMulticlassClassifier };
+
+// The loss a predictor type trains (the same on every backend).
+inline LossKind LossKindOf(PredictorType type) {
+  switch (type) {
+    case PredictorType::kBinaryClassifier:
+      return LossKind::kLogistic;
+    case PredictorType::kRegressor:
+      return LossKind::kSquared;
+    case PredictorType::kMulticlassClassifier:
+      return LossKind::kSoftmax;
+  }
+  return LossKind::kLogistic;
+}
 
 // Tables every training job uses on the servers.
 constexpr uint32_t kWeightTable = 0;   // per feature: the weights (FM: [w, v_1..v_k])
