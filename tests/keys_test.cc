@@ -115,5 +115,42 @@ TEST(RangeMap, RejectsMalformedViews) {
   EXPECT_THROW(RangeMap::Even(0), Error);
 }
 
+TEST(RangeMap, ReplicatedRangesAreBackedUpByTheNextServers) {
+  const RangeMap map = RangeMap::Even(3, 2);
+  EXPECT_EQ(map.Chain(0), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(map.Chain(2), (std::vector<int>{2, 0, 1}));
+  EXPECT_TRUE(map.Holds(1, 0));
+  EXPECT_EQ(map.Successor(1, 2), 0);
+  EXPECT_EQ(map.Successor(1, 0), -1);  // the last replica acknowledges
+  EXPECT_EQ(map.Predecessor(1, 2), 1);
+  EXPECT_EQ(map.Predecessor(1, 1), -1);  // the primary
+  EXPECT_EQ(RangeMap::Even(3).Chain(1), (std::vector<int>{1}));
+}
+
+TEST(RangeMap, ReplicationNeedsOtherServers) {
+  EXPECT_NO_THROW(RangeMap::Even(2, 1));
+  EXPECT_THROW(RangeMap::Even(2, 2), Error);
+  EXPECT_THROW(RangeMap::Even(2, -1), Error);
+}
+
+TEST(RangeMap, ChainsRoundTripThroughTheViewAndMayChange) {
+  const RangeMap map = RangeMap::Even(3, 1).WithChain(0, {1});  // server 0 left: 1 promoted
+  proto::ClusterView view;
+  map.ToProto(view.mutable_ranges());
+  const RangeMap back = RangeMap::FromProto(view.ranges());
+  EXPECT_EQ(back.Chain(0), (std::vector<int>{1}));
+  EXPECT_EQ(back.Chain(1), (std::vector<int>{1, 2}));
+  EXPECT_EQ(back.server(0), 1);
+}
+
+TEST(RangeMap, RejectsAChainThatNamesAServerTwice) {
+  proto::ClusterView view;
+  RangeMap::Even(2, 1).ToProto(view.mutable_ranges());
+  view.mutable_ranges(0)->add_backups(0);  // the primary again
+  EXPECT_THROW(RangeMap::FromProto(view.ranges()), Error);
+  view.mutable_ranges(0)->set_backups(1, -3);
+  EXPECT_THROW(RangeMap::FromProto(view.ranges()), Error);
+}
+
 }  // namespace
 }  // namespace keel

@@ -3,7 +3,12 @@
 // hold with every node dropping or delaying its data messages, too.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
 #include <deque>
+#include <thread>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -16,6 +21,7 @@ namespace keel {
 namespace {
 
 using testing::KeelBinary;
+using testing::Contains;
 using testing::Processes;
 
 constexpr int kServers = 2;
@@ -198,6 +204,236 @@ FaultTotals RunExactSums(const ExactSumFaults& faults) {
   const auto exit = processes.Wait(scheduler, 20);
   EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
   return totals;
+}
+
+// Replication: two servers, each range on both (--replication=1). Server 1
+// is killed with -9 while the workers push and started again; then, once the
+// pushes are done, server 0 is killed too, and the sums are read from server
+// 1 alone: what it copied when it rejoined and what was passed to it since.
+constexpr int kReplicatedIterations = 300;
+
+bool Exists(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0;
+}
+
+void Touch(const std::string& path) { std::ofstream(path) << "1\n"; }
+
+// Every value of every worker's features against Expected; returns how many differ.
+int CountWrongSums(KVWorker* client, int rank, int iterations) {
+  std::vector<uint64_t> all;
+  for (uint64_t f = 0; f < FirstFeature(kWorkers - 1) + kFeaturesPerWorker; ++f) all.push_back(f);
+  const std::vector<Key> all_keys = MixedKeySet(all);
+  SharedArray<float> values;
+  client->Wait(client->Pull(SharedArray<const Key>(all_keys), &values, kWidth), 60);
+  int wrong = 0;
+  for (size_t i = 0; i < all_keys.size(); ++i) {
+    const uint64_t feature = UnmixKey(all_keys[i]);
+    for (int c = 0; c < kWidth; ++c) {
+      const float want = Expected(feature, c, iterations);
+      if (values[i * kWidth + c] != want && wrong++ < 5) {
+        std::cerr << "worker " << rank << ": feature " << feature << " column " << c << " is "
+                  << values[i * kWidth + c] << ", expected " << want << std::endl;
+      }
+    }
+  }
+  return wrong;
+}
+
+int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faults, int index,
+                        const std::string& folder) {
+  NodeOptions options;
+  options.role = proto::WORKER;
+  options.scheduler = scheduler;
+  options.bind_host = "127.0.0.1";
+  options.register_timeout_s = 20;
+  options.heartbeat_interval_s = 0.2;
+  options.faults = faults.transport;
+  options.faults.seed += 100 + index;
+  Node node(options);
+  RequestRetry retry;
+  retry.timeout_s = 0.1;
+  retry.max_timeout_s = 1;
+  retry.max_attempts = 60;
+  KVWorker client(&node, retry);
+  node.Start();
+  const int rank = node.rank();
+  std::vector<uint64_t> features;
+  for (uint64_t f = FirstFeature(rank); f < FirstFeature(rank) + kFeaturesPerWorker; ++f) {
+    features.push_back(f);
+  }
+  const std::vector<Key> keys = MixedKeySet(features);
+  std::vector<float> gradient;
+  for (Key key : keys) {
+    for (int c = 0; c < kWidth; ++c) gradient.push_back(Gradient(rank, UnmixKey(key), c));
+  }
+  SharedArray<const Key> shared_keys(keys);
+  SharedArray<const float> shared_gradient(gradient);
+  const std::string me = std::to_string(rank);
+  std::deque<KVWorker::Handle> in_flight;
+  for (int i = 0; i < faults.iterations; ++i) {
+    if (i == faults.iterations / 3) Touch(folder + "/third-" + me);
+    // Two thirds in: on only once the killed server has been started again,
+    // so pushes flow while it rejoins.
+    if (i == 2 * faults.iterations / 3 &&
+        !testing::WaitFor([&] { return Exists(folder + "/restarted"); }, 60)) {
+      std::cerr << "worker " << rank << ": the server was not started again" << std::endl;
+      return 1;
+    }
+    in_flight.push_back(client.Push(shared_keys, shared_gradient, kWidth));
+    if (in_flight.size() == kInFlight) {
+      client.Wait(in_flight.front(), 60);
+      in_flight.pop_front();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (auto handle : in_flight) client.Wait(handle, 60);
+  node.Barrier(kWorkerGroup, 60);
+  const int wrong_before = CountWrongSums(&client, rank, faults.iterations);
+  Touch(folder + "/done-" + me);
+  // The test kills server 0 now: the same sums must come from server 1 alone.
+  int wrong_after = -1;
+  if (testing::WaitFor([&] { return Exists(folder + "/go"); }, 60)) {
+    wrong_after = CountWrongSums(&client, rank, faults.iterations);
+  }
+  node.ReportDone(wrong_before || wrong_after ? "wrong sums" : "");
+  node.WaitForShutdown(20);
+  node.Stop();
+  const TransportFaultCounts counts = node.transport_fault_counts();
+  std::cerr << "worker " << rank << ": " << wrong_before << " wrong values with both servers, "
+            << wrong_after << " from the rejoined one alone" << std::endl;
+  std::cerr << "transport faults: dropped " << counts.dropped << " and delayed " << counts.delayed
+            << "; resent " << client.resends() << std::endl;
+  return wrong_before == 0 && wrong_after == 0 ? 0 : 1;
+}
+
+size_t Occurrences(const std::string& text, const std::string& part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// How server 1 leaves mid-run: killed with -9 and started again, or paused
+// (SIGSTOP) past the heartbeat timeout and continued, when it starts over by
+// itself.
+enum class ServerFault { kKillAndRestart, kPauseAndContinue };
+
+FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fault) {
+  FaultTotals totals;
+  Processes processes;
+  char made[] = "/tmp/keel-replicated-XXXXXX";
+  if (mkdtemp(made) == nullptr) {
+    ADD_FAILURE() << "no temporary folder";
+    return totals;
+  }
+  const std::string folder = made;
+  const pid_t scheduler = processes.Start(
+      {KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + folder + "/port",
+       "--num_servers=2", "--num_workers=" + std::to_string(kWorkers), "--replication=1",
+       "--heartbeat_timeout=1"});
+  const std::string port = WaitForPortFile(folder + "/port", 10);
+  EXPECT_FALSE(port.empty()) << processes.Output(scheduler);
+  if (port.empty()) return totals;
+  const std::string address = "127.0.0.1:" + port;
+  auto server_argv = [&](int rank) {
+    std::vector<std::string> argv = {KeelBinary(),
+                                     "server",
+                                     "--scheduler=" + address,
+                                     "--bind=127.0.0.1",
+                                     "--rank=" + std::to_string(rank),
+                                     "--heartbeat_interval=0.2",
+                                     "--optimizer=sgd",
+                                     "--learning_rate=1"};
+    for (const std::string& flag : faults.ServerFlags()) argv.push_back(flag);
+    return argv;
+  };
+  const pid_t server0 = processes.Start(server_argv(0));
+  const pid_t server1 = processes.Start(server_argv(1));
+  std::vector<pid_t> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    workers.push_back(
+        processes.Fork([&] { return RunReplicatedWorker(address, faults, i, folder); }));
+  }
+  auto all_workers_wrote = [&](const std::string& name) {
+    return testing::WaitFor(
+        [&] {
+          for (int r = 0; r < kWorkers; ++r) {
+            if (!Exists(folder + "/" + name + "-" + std::to_string(r))) return false;
+          }
+          return true;
+        },
+        90);
+  };
+  // A third of the pushes done, and more on their way: server 1 dies.
+  EXPECT_TRUE(all_workers_wrote("third"));
+  const bool pause = fault == ServerFault::kPauseAndContinue;
+  kill(server1, pause ? SIGSTOP : SIGKILL);
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return Contains(processes.Output(scheduler), "leaves the cluster"); }, 20))
+      << processes.Output(scheduler);
+  // A paused server learns it left at its next heartbeat, and starts over.
+  if (pause) kill(server1, SIGCONT);
+  const pid_t restarted = pause ? server1 : processes.Start(server_argv(1));
+  Touch(folder + "/restarted");
+  // It copies both ranges from server 0 while the pushes go on.
+  EXPECT_TRUE(all_workers_wrote("done"));
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        return Occurrences(processes.Output(restarted), "holds a replica of it again") == 2;
+      },
+      30))
+      << processes.Output(restarted);
+  kill(server0, SIGKILL);
+  Touch(folder + "/go");
+  for (pid_t worker : workers) {
+    const auto exit = processes.Wait(worker, 120);
+    EXPECT_TRUE(exit.finished) << "worker timed out:\n" << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+    AddFaultTotals(exit.output, &totals);
+  }
+  const auto last = processes.Wait(restarted, 20);
+  EXPECT_TRUE(last.finished && last.code == 0) << last.output;
+  AddFaultTotals(last.output, &totals);
+  const auto exit = processes.Wait(scheduler, 20);
+  EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "backup server 0 is promoted to primary")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "backup server 1 is promoted to primary")) << exit.output;
+  processes.Wait(server0, 5);
+  if (!pause) processes.Wait(server1, 5);
+  for (const std::string& name : {"port", "restarted", "go"}) unlink((folder + "/" + name).c_str());
+  for (int r = 0; r < kWorkers; ++r) {
+    unlink((folder + "/third-" + std::to_string(r)).c_str());
+    unlink((folder + "/done-" + std::to_string(r)).c_str());
+  }
+  rmdir(folder.c_str());
+  return totals;
+}
+
+TEST(MultiProcessCluster, ReplicatedSumsStayExactWhenServersAreKilledAndOneRestarted) {
+  ExactSumFaults faults;
+  faults.iterations = kReplicatedIterations;
+  const FaultTotals totals = RunReplicatedExactSums(faults, ServerFault::kKillAndRestart);
+  // Pushes lost with the killed server were resent to the promoted backup.
+  EXPECT_GT(totals.resent, 0u);
+}
+
+TEST(MultiProcessCluster, APausedReplicatedServerLeavesAndOnContinueRejoinsWithoutStaleUpdates) {
+  ExactSumFaults faults;
+  faults.iterations = kReplicatedIterations;
+  const FaultTotals totals = RunReplicatedExactSums(faults, ServerFault::kPauseAndContinue);
+  EXPECT_GT(totals.resent, 0u);
+}
+
+TEST(MultiProcessCluster, ReplicatedSumsStayExactWithServerKillsAndOnePercentDrops) {
+  ExactSumFaults faults;
+  faults.iterations = kReplicatedIterations;
+  faults.transport.drop_rate = 0.01;
+  faults.transport.seed = 14;
+  const FaultTotals totals = RunReplicatedExactSums(faults, ServerFault::kKillAndRestart);
+  EXPECT_GT(totals.dropped, 0u);
+  EXPECT_GT(totals.resent, 0u);
 }
 
 TEST(MultiProcessCluster, ConcurrentPushesFromThreeWorkersSumExactly) {

@@ -187,7 +187,7 @@ TEST_F(WorkerFaults, ServerKilledAndRestartedRestoresItsRangesFromTheLatestCheck
   ASSERT_TRUE(job.finished) << job.output;
   EXPECT_EQ(job.code, 0) << job.output;
   EXPECT_TRUE(Contains(job.output, "server 1 (node")) << job.output;
-  EXPECT_TRUE(Contains(job.output, "restores its key ranges from checkpoint ckpt-00000")) << job.output;
+  EXPECT_TRUE(Contains(job.output, "restores key range(s) 1 from checkpoint ckpt-00000")) << job.output;
   EXPECT_TRUE(Contains(job.output, "job finished: 2 of 2 worker(s) succeeded")) << job.output;
   EXPECT_TRUE(Contains(processes_.Output(replacement), "resumed from checkpoint"))
       << processes_.Output(replacement);

@@ -9,6 +9,9 @@
 #   server     server 1 killed -9 mid-run and started again with --rank 1; the job checkpoints
 #              (scheduler --checkpoint_uri, --checkpoint_every=CKPT_EVERY minibatches) and the
 #              replacement restores server 1's key ranges from the latest checkpoint
+#   replica    the same kill and restart with --replication=1 (each key range on both servers,
+#              chain replication) and no checkpoints: server 0's backup of server 1's range is
+#              promoted, and the restarted server 1 copies both ranges from server 0
 # For each run: wall time, the workers' combined examples/s (from their own glog
 # progress and end-of-epoch lines), the dip after the fault, recovery milestones
 # from the roles' glog timestamps, and the final validation loss against the
@@ -23,7 +26,7 @@ rows="${ROWS:-600000}"
 features="${FEATURES:-60000}"
 epochs="${EPOCHS:-8}"
 batch="${BATCH:-200}"
-runs=(${RUNS:-baseline worker scheduler drop server})
+runs=(${RUNS:-baseline worker scheduler drop server replica})
 server_wait="${SERVER_WAIT:-120}" # seconds the server-kill run may go on after the kill
 ckpt_every="${CKPT_EVERY:-300}"   # server run: minibatches per worker between checkpoints
 drop_timeout_ms=100               # drop run: --request_timeout_ms on every role
@@ -118,6 +121,7 @@ run_one() {
     --heartbeat_timeout="$hb_timeout" --heartbeat_interval="$hb_interval"
     --worker_replace_timeout=60 "${extra[@]}")
   [ "$kind" = server ] && sched+=(--checkpoint_uri="file://$run/ckpt" --checkpoint_every="$ckpt_every")
+  [ "$kind" = replica ] && sched+=(--replication=1)
   local t0; t0=$(now); echo "$t0" > "$run/t0"
   start scheduler "${sched[@]}" --port_file="$run/port"
   local deadline; deadline=$(echo "$t0 + 30" | bc)
@@ -142,7 +146,7 @@ run_one() {
         t_fault=$(now); kill -9 "${pid[scheduler]}"; wait_gone 10 "${pid[scheduler]}" || true
         sleep 1; t_restart=$(now)
         start scheduler2 "${sched[@]}" --port="$port" ;;
-      server)
+      server|replica)
         t_fault=$(now); kill -9 "${pid[server1]}"; wait_gone 10 "${pid[server1]}" || true
         sleep 1; t_restart=$(now)
         start server1b server --scheduler=127.0.0.1:$port --rank=1 $(job_flags) ;;
@@ -153,7 +157,7 @@ run_one() {
   local everyone=() name p t
   while read -r name p t; do everyone+=("$p"); done < "$run/pids"
   local limit=$run_timeout
-  [ "$kind" = server ] && [ -n "$t_fault" ] && limit=$(echo "$t_fault + $server_wait - $(now)" | bc)
+  case $kind in server|replica) [ -n "$t_fault" ] && limit=$(echo "$t_fault + $server_wait - $(now)" | bc) ;; esac
   if ! wait_gone "$limit" "${everyone[@]}"; then
     local since=start; [ -n "$t_fault" ] && since=kill
     status="still running $(printf '%.0f' "$(echo "$(now) - ${t_fault:-$t0}" | bc)") s after the $since; killed"
@@ -282,7 +286,7 @@ row() {
       detect=$(rel "$(glog_time "$run/scheduler.log" 'server 1 .*leaves the cluster')" "$t_fault")
       local t_repl; t_repl=$(glog_time "$run/scheduler.log" 'server 1 is replaced')
       back=$(rel "$t_repl" "$t_fault")
-      [ -n "$t_repl" ] && recover=$(rel "$(progress_lines "$run"/worker*.log | first_after "$t_repl")" "$t_fault")
+      recover=$(rel "$(glog_time "$run/server1b.log" 'first push served since this server became')" "$t_fault")
       local ck; ck=$(grep -oE 'server 1 is replaced after .*' "$run/scheduler.log" | head -1 || true)
       local ckid; ckid=$(echo "$ck" | grep -oE 'ckpt-[0-9]+-[0-9]+' || true)
       local started_before; started_before=$(grep -E 'checkpoint ckpt-[0-9]+-[0-9]+: servers copy' "$run/scheduler.log" \
@@ -292,6 +296,12 @@ row() {
       local t_next; [ -n "$t_repl" ] && t_next=$(grep -E 'checkpoint ckpt-[0-9]+-[0-9]+: servers copy' "$run/scheduler.log" \
         | awk -v m="$midnight" -v t="$t_repl" '{split($2, c, ":"); s = m + c[1] * 3600 + c[2] * 60 + c[3]; if (s > t) { printf "%.6f %s\n", s, $0; exit }}' || true)
       notes+=("server: '${ck:-no replacement line}'. Restored checkpoint $ckid committed $(rel "${t_ck:-}" "$t_fault") s from the kill; the last checkpoint begun before the kill: ${started_before:-none}; abandoned: $(grep -c 'abandoned' "$run/scheduler.log" || true). First checkpoint begun after the replacement: $(echo "${t_next:-}" | grep -oE 'ckpt-[0-9]+-[0-9]+' || echo none), $(rel "$(echo "${t_next:-}" | awk '{print $1}')" "$t_fault") s after the kill.") ;;
+    replica)
+      what="server 1 killed -9 at t=$(rel "$t_fault" "$t0") s, restarted with --rank 1 at +$(rel "$t_restart" "$t_fault") s; --replication=1, no checkpoints; the workers resent $(resent "$run") request part(s)"
+      detect=$(rel "$(glog_time "$run/scheduler.log" 'server 1 .*leaves the cluster')" "$t_fault")
+      back=$(rel "$(glog_time "$run/scheduler.log" 'server 1 is replaced')" "$t_fault")
+      recover=$(rel "$(glog_time "$run/server0.log" 'first push served since this server became')" "$t_fault")
+      notes+=("replica: '$(grep -oE 'leaves the cluster: .*' "$run/scheduler.log" | head -1 || true)'. The restarted server 1 had both ranges copied from server 0 $(rel "$(glog_time_last "$run/server1b.log" 'holds a replica of it again')" "$t_fault") s after the kill: $(grep -oE 'received [0-9]+ rows' "$run/server1b.log" | awk '{ s += $2 } END { print s + 0 }') rows, $(grep -oE '\([0-9]+ push\(es\) held' "$run/server1b.log" | tr -d '(' | awk '{ s += $1 } END { print s + 0 }') push(es) held meanwhile.") ;;
   esac
   local status; status=$(cat "$run/status")
   local dloss="-"
@@ -320,10 +330,12 @@ row() {
   echo "(validation, barrier) count. Lowest after the kill: the lowest bin within 10 s after it, and its"
   echo "share of the baseline run's median. Detection: the scheduler's 'leaves the cluster' line;"
   echo "replaced: the scheduler's 'is replaced' line (for the scheduler run: the new scheduler's first"
-  echo "'cluster view epoch' line); recovery: the first worker progress line of the replacement worker"
-  echo "(worker run) or of any worker after the 'is replaced' line (server run); for the scheduler run"
-  echo "the same as 'replaced' (training does not stop). Progress lines come at epoch ends (an epoch is"
-  echo "shorter than the 5 s progress interval here), so recovery is an upper bound by up to one epoch."
+  echo "'cluster view epoch' line); recovery: for the server and replica runs, kill to the first push"
+  echo "served again for server 1's range (the new primary's 'first push served since this server became"
+  echo "its primary' line: the restored replacement, or the promoted backup); for the worker run the"
+  echo "replacement worker's first progress line (progress lines come at epoch ends here, so that is an"
+  echo "upper bound by up to one epoch); for the scheduler run the same as 'replaced' (training does not"
+  echo "stop)."
   echo
   echo "| run | fault | outcome | wall s | examples/s (median) | lowest 1 s examples/s within 10 s after the kill (% of baseline median) | s to detection | s to replaced | s to recovery | final validation loss (vs baseline) |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -335,7 +347,7 @@ cat "$out/faults.md"
 
 # Plot: validation loss (top) and the workers' combined examples/s (bottom)
 # against run time, one colour per run, its kill as a dashed line of the same colour.
-colors=(black '#1f77b4' '#d62728' '#2ca02c' '#ff7f0e')
+colors=(black '#1f77b4' '#d62728' '#2ca02c' '#ff7f0e' '#9467bd')
 # x axis: the longest run but the drop run (which is several times longer: it is cut off).
 xmax=$(for kind in "${runs[@]}"; do [ "$kind" = drop ] || cat "$work/$kind/wall"; done \
   | sort -g | tail -1 | awk '{ printf "%.0f", $1 + 2 }')

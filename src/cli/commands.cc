@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -50,6 +51,9 @@ DEFINE_double(heartbeat_timeout, 10, "seconds of silence after which a node is r
 DEFINE_double(worker_replace_timeout, 30,
               "scheduler: seconds a departed worker's rank waits for a replacement before the "
               "other workers read the rest of its data");
+DEFINE_int32(replication, 0,
+             "scheduler: backups per key range (chain replication; 0 .. servers - 1): a push is "
+             "acknowledged once every replica applied it, and a server that leaves loses nothing");
 DEFINE_string(checkpoint_uri, "",
               "scheduler: where checkpoints go (file:///path, s3://bucket/prefix or a folder)");
 DEFINE_int32(checkpoint_every, 0,
@@ -207,6 +211,10 @@ SchedulerOptions SchedulerFlags() {
   }
   if (FLAGS_heartbeat_timeout <= 0) throw MakeError("--heartbeat_timeout must be positive");
   if (FLAGS_connect_timeout <= 0) throw MakeError("--connect_timeout must be positive");
+  if (FLAGS_replication < 0 || FLAGS_replication >= FLAGS_num_servers) {
+    throw MakeError("--replication ", FLAGS_replication, " needs 0 <= replication < --num_servers (",
+                    FLAGS_num_servers, "): a range's backups are other servers");
+  }
   SchedulerOptions options;
   options.bind_host = FLAGS_bind;
   options.port = FLAGS_port;
@@ -214,6 +222,7 @@ SchedulerOptions SchedulerFlags() {
   options.num_workers = FLAGS_num_workers;
   options.heartbeat_timeout_s = FLAGS_heartbeat_timeout;
   options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
+  options.replication = FLAGS_replication;
   options.checkpoint.uri = FLAGS_checkpoint_uri;
   options.checkpoint.every = FLAGS_checkpoint_every;
   options.checkpoint.keep = FLAGS_keep_checkpoints;
@@ -247,29 +256,6 @@ OptimizerOptions ServerOptimizerFlags() {
   MakeOptimizer(optimizer);  // and the name
   if (FLAGS_scheduler_timeout <= 0) throw MakeError("--scheduler_timeout must be positive");
   return optimizer;
-}
-
-int RunServer() {
-  const OptimizerOptions optimizer = ServerOptimizerFlags();
-  const NodeOptions node_options = NodeFlags(proto::SERVER);
-  const auto tables = JobTablesFromFlags();
-  const int64_t staleness = StalenessFromFlags();
-  if (FLAGS_check_flags && FlagsOk()) return 0;
-  Node node(node_options);
-  KVServer server(&node, optimizer, tables, staleness);
-  node.Start();
-  while (!node.WaitForShutdown(1.0)) {
-    if (const std::string failure = server.failure(); !failure.empty()) throw Error(failure);
-    if (node.SecondsSinceScheduler() > FLAGS_scheduler_timeout) {
-      throw MakeError("no word from the scheduler at ", FLAGS_scheduler, " for ",
-                      FLAGS_scheduler_timeout, " s");
-    }
-  }
-  LOG(INFO) << "server " << node.rank() << " shutting down: served " << server.served_requests()
-            << " requests, rejected " << server.rejected_requests() << ", repeated "
-            << server.duplicate_pushes();
-  node.Stop();
-  return 0;
 }
 
 std::vector<uint64_t> ParseSizes(const std::string& text, const std::string& flag) {
@@ -361,6 +347,38 @@ KVBenchOptions CheckWorkerJobFlags() {
   }
   StalenessFromFlags();
   return bench;
+}
+
+int RunServer(const std::vector<std::string>& argv) {
+  const OptimizerOptions optimizer = ServerOptimizerFlags();
+  const NodeOptions node_options = NodeFlags(proto::SERVER);
+  const auto tables = JobTablesFromFlags();
+  const int64_t staleness = StalenessFromFlags();
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  Node node(node_options);
+  std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
+  node.Start();
+  while (!node.WaitForShutdown(1.0)) {
+    if (const std::string failure = server->failure(); !failure.empty()) throw Error(failure);
+    if (node.SecondsSinceScheduler() > FLAGS_scheduler_timeout) {
+      throw MakeError("no word from the scheduler at ", FLAGS_scheduler, " for ",
+                      FLAGS_scheduler_timeout, " s");
+    }
+    const char* rejoins = getenv("KEEL_REJOINS");
+    if (node.removed() && (!rejoins || std::atoi(rejoins) < 3)) {
+      // Paused or cut off past the heartbeat timeout: the other replicas took
+      // over its ranges. It starts over and takes its rank back as a
+      // replacement, copying its ranges from them.
+      LOG(WARNING) << "server " << node.rank() << " left the cluster; it joins again";
+      server.reset();
+      RejoinAsNewProcess(argv);
+    }
+  }
+  LOG(INFO) << "server " << node.rank() << " shutting down: served " << server->served_requests()
+            << " requests, rejected " << server->rejected_requests() << ", repeated "
+            << server->duplicate_pushes();
+  node.Stop();
+  return 0;
 }
 
 int RunWorker(const std::vector<std::string>& argv) {
@@ -613,7 +631,7 @@ int RunCommandLine(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   try {
     if (command == "scheduler") return RunScheduler();
-    if (command == "server") return RunServer();
+    if (command == "server") return RunServer(std::vector<std::string>(argv, argv + argc));
     if (command == "worker") return RunWorker(std::vector<std::string>(argv, argv + argc));
     if (command == "launch") return RunLaunch(args);
     if (FLAGS_check_flags && command != "scheduler" && command != "server" && command != "worker" &&

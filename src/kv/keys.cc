@@ -57,14 +57,51 @@ std::vector<Key> MixedKeySet(const std::vector<uint64_t>& feature_indices) {
   return keys;
 }
 
-RangeMap RangeMap::Even(int num_servers) {
+RangeMap RangeMap::Even(int num_servers, int replication) {
   if (num_servers <= 0) throw MakeError("a range map needs at least one server, got ", num_servers);
+  if (replication < 0 || replication >= num_servers) {
+    throw MakeError("replication ", replication, " needs 0 <= replication < the number of servers (",
+                    num_servers, "): each range's backups are other servers");
+  }
   RangeMap map;
   const Key step = std::numeric_limits<Key>::max() / static_cast<Key>(num_servers);
   for (int i = 0; i < num_servers; ++i) {
     map.begins_.push_back(step * static_cast<Key>(i));
     map.servers_.push_back(i);
+    std::vector<int> backups;
+    for (int b = 1; b <= replication; ++b) backups.push_back((i + b) % num_servers);
+    map.backups_.push_back(std::move(backups));
   }
+  return map;
+}
+
+std::vector<int> RangeMap::Chain(size_t range) const {
+  std::vector<int> chain = {servers_[range]};
+  chain.insert(chain.end(), backups_[range].begin(), backups_[range].end());
+  return chain;
+}
+
+bool RangeMap::Holds(size_t range, int rank) const {
+  return servers_[range] == rank ||
+         std::find(backups_[range].begin(), backups_[range].end(), rank) != backups_[range].end();
+}
+
+int RangeMap::Successor(size_t range, int rank) const {
+  const std::vector<int> chain = Chain(range);
+  auto it = std::find(chain.begin(), chain.end(), rank);
+  return it == chain.end() || it + 1 == chain.end() ? -1 : *(it + 1);
+}
+
+int RangeMap::Predecessor(size_t range, int rank) const {
+  const std::vector<int> chain = Chain(range);
+  auto it = std::find(chain.begin(), chain.end(), rank);
+  return it == chain.end() || it == chain.begin() ? -1 : *(it - 1);
+}
+
+RangeMap RangeMap::WithChain(size_t range, const std::vector<int>& chain) const {
+  RangeMap map = *this;
+  map.servers_[range] = chain.at(0);
+  map.backups_[range].assign(chain.begin() + 1, chain.end());
   return map;
 }
 
@@ -77,8 +114,17 @@ RangeMap RangeMap::FromProto(const google::protobuf::RepeatedPtrField<proto::Key
       throw MakeError("key range ", i, " does not begin after range ", i - 1);
     }
     if (range.server_rank() < 0) throw MakeError("key range ", i, " has no server");
+    std::vector<int> chain = {range.server_rank()};
+    for (int backup : range.backups()) {
+      if (backup < 0 || std::find(chain.begin(), chain.end(), backup) != chain.end()) {
+        throw MakeError("key range ", i, " has backup rank ", backup,
+                        ", which is negative or already in its chain");
+      }
+      chain.push_back(backup);
+    }
     map.begins_.push_back(range.begin());
     map.servers_.push_back(range.server_rank());
+    map.backups_.emplace_back(chain.begin() + 1, chain.end());
   }
   if (map.begins_.empty()) throw MakeError("the view has no key ranges");
   return map;
@@ -90,6 +136,7 @@ void RangeMap::ToProto(google::protobuf::RepeatedPtrField<proto::KeyRange>* rang
     auto* range = ranges->Add();
     range->set_begin(begins_[i]);
     range->set_server_rank(servers_[i]);
+    for (int backup : backups_[i]) range->add_backups(backup);
   }
 }
 

@@ -23,13 +23,16 @@ uint64_t UnmixKey(Key key);
 // minibatch pulls and pushes.
 std::vector<Key> MixedKeySet(const std::vector<uint64_t>& feature_indices);
 
-// The key space [0, 2^64) split into contiguous ranges, each served by one
-// server. Immutable; safe for concurrent reads.
+// The key space [0, 2^64) split into contiguous ranges, each held by a chain
+// of servers: its primary (serves pulls, takes pushes first) and, with
+// replication, its backups in chain order. Immutable; safe for concurrent reads.
 class RangeMap {
  public:
   RangeMap() = default;
-  // `num_servers` equal ranges, range i on server i.
-  static RangeMap Even(int num_servers);
+  // `num_servers` equal ranges, range i on server i, backed up (chain
+  // replication) by the next `replication` servers: i + 1, ..., i + k (mod
+  // num_servers). Throws Error unless 0 <= replication < num_servers.
+  static RangeMap Even(int num_servers, int replication = 0);
   // From a view's ranges (sorted by begin, the first at 0). Throws Error if malformed.
   static RangeMap FromProto(const google::protobuf::RepeatedPtrField<proto::KeyRange>& ranges);
   void ToProto(google::protobuf::RepeatedPtrField<proto::KeyRange>* ranges) const;
@@ -38,7 +41,20 @@ class RangeMap {
   Key begin(size_t range) const { return begins_[range]; }
   // The last key of `range`, inclusive.
   Key last(size_t range) const;
+  // The primary's rank.
   int server(size_t range) const { return servers_[range]; }
+  // The backups' ranks, in chain order.
+  const std::vector<int>& backups(size_t range) const { return backups_[range]; }
+  // The primary, then the backups.
+  std::vector<int> Chain(size_t range) const;
+  // Whether server `rank` holds a replica of `range` (primary or backup).
+  bool Holds(size_t range, int rank) const;
+  // The rank after `rank` in `range`'s chain; -1 if `rank` is its last.
+  int Successor(size_t range, int rank) const;
+  // The rank before `rank` in `range`'s chain; -1 if `rank` is its primary.
+  int Predecessor(size_t range, int rank) const;
+  // A copy with `range`'s chain set to `chain` (primary first; not empty).
+  RangeMap WithChain(size_t range, const std::vector<int>& chain) const;
   // The range holding `key`.
   size_t RangeOf(Key key) const;
 
@@ -49,6 +65,7 @@ class RangeMap {
  private:
   std::vector<Key> begins_;
   std::vector<int> servers_;
+  std::vector<std::vector<int>> backups_;
 };
 
 }  // namespace keel

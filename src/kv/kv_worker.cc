@@ -6,6 +6,8 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "kv/error.h"
@@ -50,6 +52,7 @@ double RequestRetry::TimeoutAfter(int attempt) const {
 KVWorker::KVWorker(Node* node, RequestRetry retry) : node_(node), retry_(retry) {
   retry_.Check();
   node_->SetDataHandler([this](Message&& message) { OnResponse(std::move(message)); });
+  node_->SetViewHandler([this](const proto::ClusterView& view) { OnView(view); });
   resend_thread_ = std::thread([this] { ResendLoop(); });
 }
 
@@ -68,8 +71,9 @@ KVWorker::~KVWorker() {
 }
 
 void KVWorker::AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
-                             size_t value_offset, size_t value_count) {
+                             size_t value_offset, size_t value_count, int range) {
   Part part;
+  part.range = range;
   part.handle = handle;
   part.value_offset = value_offset;
   part.value_count = value_count;
@@ -156,8 +160,13 @@ void KVWorker::ResendLoop() {
       }
       ++part.attempts;
       part.deadline = now + retry_.TimeoutAfter(part.attempts);
-      // To the server that holds the range now (a replacement has a new node id).
+      // To the server that holds the range now (a promoted backup, or a
+      // replacement with a new node id).
       try {
+        auto ranges = node_->ranges();
+        if (part.range >= 0 && ranges && static_cast<size_t>(part.range) < ranges->num_ranges()) {
+          part.server_rank = ranges->server(part.range);
+        }
         part.server_id = node_->ServerId(part.server_rank);
       } catch (const Error&) {
         continue;  // none yet: try again at the next deadline
@@ -181,8 +190,43 @@ void KVWorker::ResendLoop() {
       continue;
     }
     resend_wake_.wait_for(lock, std::chrono::duration<double>(next - now),
-                          [this] { return stopping_; });
+                          [this] { return stopping_ || resend_now_; });
+    resend_now_ = false;
   }
+}
+
+void KVWorker::OnView(const proto::ClusterView& view) {
+  std::set<int> servers;
+  std::map<int, int> server_ids;  // by rank
+  for (const auto& node : view.nodes()) {
+    if (node.role() != proto::SERVER) continue;
+    servers.insert(node.id());
+    server_ids[node.rank()] = node.id();
+  }
+  auto ranges = node_->ranges();
+  std::lock_guard<std::mutex> lock(mutex_);
+  const double now = MonotonicSeconds();
+  for (auto it = parts_.begin(); it != parts_.end();) {
+    Part& part = it->second;
+    if (part.command == proto::CLOCK && !servers.count(part.server_id)) {
+      // The server left: its replacement, if any, counts this worker from
+      // its next push or announcement.
+      const Handle handle = part.handle;
+      it = parts_.erase(it);
+      auto request = requests_.find(handle);
+      if (request != requests_.end()) PartDoneLocked(handle, request->second);
+      continue;
+    }
+    if (part.range >= 0 && ranges && static_cast<size_t>(part.range) < ranges->num_ranges()) {
+      auto primary = server_ids.find(ranges->server(part.range));
+      if (primary != server_ids.end() && primary->second != part.server_id) {
+        part.deadline = now;  // its range has a new primary: resend there at once
+        resend_now_ = true;
+      }
+    }
+    ++it;
+  }
+  if (resend_now_) resend_wake_.notify_all();
 }
 
 void KVWorker::Cancel(Handle handle) {
@@ -257,7 +301,7 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
         part.message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
       }
       AddPartLocked(handle, server_id, ranges->server(r), part.message, begin * width,
-                    (end - begin) * width);
+                    (end - begin) * width, static_cast<int>(r));
       outgoing.push_back(std::move(part));
     }
     request.parts = request.unanswered;

@@ -5,7 +5,9 @@
 // across servers by key range and sent without copying. Push and Pull return at
 // once with a handle; Wait blocks until every server involved has answered.
 //
-// A request that gets no answer is resent with the same (sender, sequence)
+// A part of a request goes to the primary of its key range. A request that
+// gets no answer is resent with the same (sender, sequence), to whichever
+// server is the range's primary by then (a promoted backup, or a replacement)
 // (see RequestRetry): servers apply a push at most once per sequence and
 // answer a repeated one as a success, pulls and dumps are idempotent, and a
 // response to a request already answered is ignored. So a worker survives
@@ -145,6 +147,7 @@ class KVWorker {
     proto::Command command = proto::COMMAND_UNKNOWN;
     int server_id = -1;
     int server_rank = -1;
+    int range = -1;    // the key range it is for; -1: for the server itself (CLOCK, DUMP)
     Message message;   // as sent (frames share the caller's arrays)
     int attempts = 1;  // sends so far
     double first_sent = 0;
@@ -156,7 +159,10 @@ class KVWorker {
               uint32_t table);
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
-                     size_t value_offset, size_t value_count);
+                     size_t value_offset, size_t value_count, int range = -1);
+  // A new view: parts for a range whose primary changed go again now, and
+  // clock announcements to servers that left count as answered.
+  void OnView(const proto::ClusterView& view);
   void OnResponse(Message&& message);
   void CancelLocked(Handle handle);
   // Ends `handle` with `error` (caller holds mutex_).
@@ -180,6 +186,7 @@ class KVWorker {
   std::atomic<uint64_t> resends_{0};
   std::atomic<uint64_t> late_responses_{0};
   bool stopping_ = false;
+  bool resend_now_ = false;  // a view change made parts due
   std::condition_variable resend_wake_;
   std::thread resend_thread_;
 };

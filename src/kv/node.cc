@@ -212,6 +212,11 @@ std::string Node::restore_checkpoint(std::string* uri) const {
   return restore_checkpoint_;
 }
 
+bool Node::replaces() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return replaces_;
+}
+
 bool Node::has_takeover() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return has_takeover_;
@@ -288,6 +293,8 @@ void Node::Rejoin() {
   request.meta.mutable_node()->set_address(van_->address());
   request.meta.mutable_node()->set_rank(rank_);
   request.meta.mutable_node()->set_id(id_);
+  // Key ranges may have moved (promotions): the restarted scheduler takes them from here.
+  if (auto current = view()) *request.meta.mutable_known_view() = *current;
   LOG(WARNING) << "the scheduler was restarted: registering again as node " << id_;
   SendToScheduler(request);
 }
@@ -369,6 +376,7 @@ void Node::OnMessage(Message&& message) {
         if (has_takeover_) takeover_ = meta.cursor();
         restore_uri_ = meta.checkpoint_uri();
         restore_checkpoint_ = meta.checkpoint();
+        replaces_ = meta.replaces();
       }
       break;
     }

@@ -120,6 +120,10 @@ class Node {
   // Server: set when this node replaces a server that left: the checkpoint
   // its key ranges come from ("" if none).
   std::string restore_checkpoint(std::string* uri) const;
+  // Server: this node took the rank of a server that left. Its key ranges
+  // come from live replicas (their chains name it as a backup) or, where none
+  // is left, from restore_checkpoint.
+  bool replaces() const;
   // Worker: the scheduler no longer counts this node as a member (it was
   // silent too long and left the view).
   bool removed() const { return removed_.load(); }
@@ -206,6 +210,7 @@ class Node {
   proto::WorkerCursor takeover_;
   bool has_takeover_ = false;
   std::string restore_uri_, restore_checkpoint_;
+  bool replaces_ = false;
   // Control requests still awaiting the scheduler's answer (and the done
   // report): sent again to a restarted scheduler once this node is registered
   // with it.

@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "kv/error.h"
@@ -16,6 +17,7 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
     throw MakeError("a cluster needs at least one server and one worker (--num_servers ",
                     options.num_servers, ", --num_workers ", options.num_workers, ")");
   }
+  RangeMap::Even(options.num_servers, options.replication);  // checks the replication
   VanOptions van;
   van.bind_host = options.bind_host;
   van.port = options.port;
@@ -345,6 +347,16 @@ void Scheduler::Admit(const Message& request) {
     next_id_ = std::max(next_id_, node.id() + 1);
     // The next view must be newer than the one the nodes have.
     view_.set_epoch(std::max<uint64_t>(view_.epoch(), request.meta.epoch()));
+    // Its key ranges too: backups may have been promoted since the start.
+    const proto::ClusterView& known = request.meta.known_view();
+    if (known.epoch() > ranges_epoch_ && known.ranges_size() > 0) {
+      try {
+        ranges_ = RangeMap::FromProto(known.ranges());
+        ranges_epoch_ = known.epoch();
+      } catch (const Error& e) {
+        LOG(WARNING) << "ignored the key ranges node " << node.id() << " knows: " << e.what();
+      }
+    }
   }
   member.info.set_rank(rank);
   member.info.set_address(node.address());
@@ -365,25 +377,7 @@ void Scheduler::Admit(const Message& request) {
   Message reply = Control(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
   if (takeover) *reply.meta.mutable_cursor() = resume;
-  if (node.role() == proto::SERVER && server_vacant_.count(rank)) {
-    // A replacement server: its ranges come from the latest checkpoint, and
-    // whatever was applied to them after it is lost.
-    const double away = MonotonicSeconds() - server_vacant_[rank];
-    server_vacant_.erase(rank);
-    std::string uri;
-    const std::string latest = checkpoints_->LatestCommitted(&uri);
-    if (!latest.empty()) {
-      reply.meta.set_checkpoint_uri(uri);
-      reply.meta.set_checkpoint(latest);
-      LOG(WARNING) << "server " << rank << " is replaced after " << away
-                   << " s; it restores its key ranges from checkpoint " << latest
-                   << ": updates to them since that checkpoint are lost";
-    } else {
-      LOG(WARNING) << "server " << rank << " is replaced after " << away
-                   << " s; no checkpoint to restore from (--checkpoint_uri): its key ranges "
-                      "start over from their initial values";
-    }
-  }
+  if (node.role() == proto::SERVER && server_vacant_.count(rank)) ReplaceServer(rank, &reply);
   SendTo(id, reply);
   if (published_ ||
       (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
@@ -399,7 +393,10 @@ void Scheduler::PublishView() {
   view_.set_num_workers(options_.num_workers);
   view_.clear_nodes();
   for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
-  RangeMap::Even(options_.num_servers).ToProto(view_.mutable_ranges());
+  if (ranges_epoch_ == 0) ranges_ = RangeMap::Even(options_.num_servers, options_.replication);
+  ranges_epoch_ = view_.epoch();
+  ranges_.ToProto(view_.mutable_ranges());
+  view_.set_replication(options_.replication);
   checkpoints_->FillView(&view_);
   LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << options_.num_servers
             << " server(s), " << options_.num_workers << " worker(s)";
@@ -588,9 +585,32 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   removed_ids_.insert(id);
   server_ranks_.erase(rank);
   server_vacant_[rank] = MonotonicSeconds();
+  // Each chain closes over the gap; a range the server held alone keeps it
+  // as its primary, to wait for a replacement.
+  std::string moved, alone;
+  for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
+    std::vector<int> chain = ranges_.Chain(range);
+    auto it = std::find(chain.begin(), chain.end(), rank);
+    if (it == chain.end()) continue;
+    if (chain.size() == 1) {
+      alone += (alone.empty() ? "" : ", ") + std::to_string(range);
+      continue;
+    }
+    const bool primary = it == chain.begin();
+    chain.erase(it);
+    ranges_ = ranges_.WithChain(range, chain);
+    if (primary) {
+      moved += (moved.empty() ? "" : "; ") + std::string("key range ") + std::to_string(range) +
+               ": backup server " + std::to_string(chain[0]) + " is promoted to primary";
+    }
+  }
   LOG(WARNING) << "server " << rank << " (node " << id << " at " << member.info.address()
-               << ") leaves the cluster: " << reason << "; requests for its key ranges wait "
-               << "for a server started again with --rank " << rank;
+               << ") leaves the cluster: " << reason
+               << (moved.empty() ? "" : "; " + moved)
+               << (alone.empty() ? "; no acknowledged update is lost (its ranges have live replicas)"
+                                 : "; requests for key range(s) " + alone +
+                                       ", which it held alone, wait for a server started again "
+                                       "with --rank " + std::to_string(rank));
   for (auto& [group, waiting] : barriers_) {
     waiting.erase(id);
     TryReleaseBarrier(group);
@@ -598,6 +618,48 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), options_.num_servers);
   PublishView();
   changed_.notify_all();
+}
+
+void Scheduler::ReplaceServer(int rank, Message* reply) {
+  const double away = MonotonicSeconds() - server_vacant_[rank];
+  server_vacant_.erase(rank);
+  reply->meta.set_replaces(true);
+  // The ranges this rank starts with; it takes its place again at the end of
+  // their chains (the promoted primaries stay primaries).
+  const RangeMap start = RangeMap::Even(options_.num_servers, options_.replication);
+  std::string copied, alone;
+  for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
+    std::vector<int> chain = ranges_.Chain(range);
+    if (chain.size() == 1 && chain[0] == rank) {
+      alone += (alone.empty() ? "" : ", ") + std::to_string(range);
+      continue;
+    }
+    if (range >= start.num_ranges() || !start.Holds(range, rank) || ranges_.Holds(range, rank)) {
+      continue;
+    }
+    copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
+              std::to_string(chain.back()) + ")";
+    chain.push_back(rank);
+    ranges_ = ranges_.WithChain(range, chain);
+  }
+  std::string what = "server " + std::to_string(rank) + " is replaced after " +
+                     std::to_string(away) + " s";
+  if (!copied.empty()) what += "; it copies key range(s) " + copied + " from live replicas";
+  if (alone.empty()) {
+    LOG(INFO) << what << "; nothing was lost";
+    return;
+  }
+  std::string uri;
+  const std::string latest = checkpoints_->LatestCommitted(&uri);
+  if (!latest.empty()) {
+    reply->meta.set_checkpoint_uri(uri);
+    reply->meta.set_checkpoint(latest);
+    LOG(WARNING) << what << "; it restores key range(s) " << alone << " from checkpoint "
+                 << latest << ": updates to them since that checkpoint are lost";
+  } else {
+    LOG(WARNING) << what << "; no checkpoint to restore key range(s) " << alone
+                 << " from (--checkpoint_uri): they start over from their initial values";
+  }
 }
 
 void Scheduler::OnWorkerDone(const proto::Meta& meta) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "keel.pb.h"
+#include "kv/keys.h"
 #include "kv/van.h"
 #include "scheduler/checkpoint_coordinator.h"
 
@@ -37,6 +38,9 @@ struct SchedulerOptions {
   // resumes where the last progress report left off); after that, the rest
   // of its share of each epoch is spread over the other workers.
   double worker_replace_timeout_s = 30;
+  // Backups per key range (chain replication), 0 .. num_servers - 1. Range i
+  // starts on servers i, i + 1, ..., i + replication (mod num_servers).
+  int replication = 0;
   CheckpointOptions checkpoint;
   // How long to try connecting back to a registering node's advertised
   // address before refusing it as unreachable.
@@ -93,10 +97,15 @@ class Scheduler {
   // goes to every node, its barriers stop waiting for it, and its rank waits
   // for a replacement (Vacancy).
   void RemoveWorker(int id, const std::string& reason);
-  // A server silent past the heartbeat timeout leaves the view; its key
-  // ranges wait for a server started again with its rank, which restores
-  // them from the latest checkpoint.
+  // A server silent past the heartbeat timeout leaves the view: in each key
+  // range's chain the next replica takes its place (a backup is promoted
+  // where it was the primary). A range it held alone waits for a server
+  // started again with its rank, which restores it from the latest checkpoint.
   void RemoveServer(int id, const std::string& reason);
+  // A server taking `rank` back: the ranges the rank held alone come from the
+  // latest checkpoint (filled into `reply`), and it joins the end of the
+  // chain of every other range the rank started in.
+  void ReplaceServer(int rank, Message* reply);
   void PublishView();
   void SendTo(int node_id, Message& message);
   // Answers a registration with `reason` on the connection it came on.
@@ -111,6 +120,11 @@ class Scheduler {
   int next_id_ = 1;
   std::set<int> server_ranks_, worker_ranks_;  // ranks given out
   proto::ClusterView view_;
+  // Key ranges and their chains: made at the first view, then changed by
+  // departures and replacements (or taken from a node that rejoins a
+  // restarted scheduler).
+  RangeMap ranges_;
+  uint64_t ranges_epoch_ = 0;  // the view epoch `ranges_` came from
   // Per barrier group: the nodes waiting, with the barrier id and tag each used.
   std::map<int, std::map<int, std::pair<uint64_t, std::string>>> barriers_;
   std::map<int, std::string> done_;  // worker node id -> error ("" on success)

@@ -34,6 +34,10 @@ class DedupeWindow {
     return true;
   }
 
+  // The sequences remembered, oldest first: inserting them into an empty
+  // window gives an equal one (a replica joining a chain takes them over).
+  const std::deque<uint64_t>& sequences() const { return order_; }
+
  private:
   size_t capacity_;
   std::unordered_set<uint64_t> seen_;

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
+#include <utility>
 
 #include "io/checkpoint.h"
 #include "kv/error.h"
 #include "kv/kv_worker.h"
+#include "server/shard_copy.h"
 
 namespace keel {
 
@@ -62,28 +65,28 @@ void KVServer::OnSnapshot(const proto::Meta& meta) {
   const double begin = MonotonicSeconds();
   ServerSnapshot snapshot;
   snapshot.server_rank = node_->rank();
-  if (auto ranges = node_->ranges()) {
-    for (size_t r = 0; r < ranges->num_ranges(); ++r) {
-      if (ranges->server(r) == node_->rank()) {
-        snapshot.spans.emplace_back(ranges->begin(r), ranges->last(r));
-      }
+  // Each range is written once, by its primary.
+  auto ranges = node_->ranges();
+  std::map<uint32_t, SnapshotTable> copies;
+  uint64_t rows = 0;
+  for (const auto& [range, shard] : shards_) {
+    if (!ranges || ranges->server(range) != node_->rank()) continue;
+    snapshot.spans.emplace_back(ranges->begin(range), ranges->last(range));
+    for (const auto& [id, table] : shard.tables) {
+      SnapshotTable& copy = copies[id];
+      copy.table = id;
+      copy.weight_width = static_cast<uint32_t>(table.rows->weight_width());
+      copy.row_width = static_cast<uint32_t>(table.rows->row_width());
+      copy.keys.reserve(copy.keys.size() + table.rows->size());
+      copy.rows.reserve(copy.rows.size() + table.rows->size() * copy.row_width);
+      table.rows->ForEach([&](Key key, const float* row) {
+        copy.keys.push_back(key);
+        copy.rows.insert(copy.rows.end(), row, row + copy.row_width);
+      });
+      rows += table.rows->size();
     }
   }
-  uint64_t rows = 0;
-  for (const auto& [id, table] : tables_) {
-    SnapshotTable copy;
-    copy.table = id;
-    copy.weight_width = static_cast<uint32_t>(table.rows->weight_width());
-    copy.row_width = static_cast<uint32_t>(table.rows->row_width());
-    copy.keys.reserve(table.rows->size());
-    copy.rows.reserve(table.rows->size() * copy.row_width);
-    table.rows->ForEach([&](Key key, const float* row) {
-      copy.keys.push_back(key);
-      copy.rows.insert(copy.rows.end(), row, row + copy.row_width);
-    });
-    rows += copy.keys.size();
-    snapshot.tables.push_back(std::move(copy));
-  }
+  for (auto& [id, copy] : copies) snapshot.tables.push_back(std::move(copy));
   LOG(INFO) << "checkpoint " << meta.checkpoint() << ": copied " << rows << " rows in "
             << MonotonicSeconds() - begin << " s";
   Message reply;
@@ -95,18 +98,16 @@ void KVServer::OnSnapshot(const proto::Meta& meta) {
   writer_->Write(meta.checkpoint_uri(), meta.checkpoint(), std::move(snapshot));
 }
 
-void KVServer::Restore(const std::string& uri, const std::string& id) {
+void KVServer::Restore(const std::string& uri, const std::string& id,
+                       const std::set<size_t>& targets) {
   const double begin = MonotonicSeconds();
   CheckpointStore store(uri);
   const proto::CheckpointManifest manifest = store.ReadManifest(id);
-  std::vector<std::pair<Key, Key>> mine;
   auto ranges = node_->ranges();
-  for (size_t r = 0; ranges && r < ranges->num_ranges(); ++r) {
-    if (ranges->server(r) == node_->rank()) mine.emplace_back(ranges->begin(r), ranges->last(r));
-  }
+  if (!ranges) throw MakeError("no cluster view to restore key ranges for");
   auto overlaps = [&](Key first, Key last) {
-    for (const auto& [begin_key, last_key] : mine) {
-      if (first <= last_key && begin_key <= last) return true;
+    for (size_t range : targets) {
+      if (first <= ranges->last(range) && ranges->begin(range) <= last) return true;
     }
     return false;
   };
@@ -121,14 +122,15 @@ void KVServer::Restore(const std::string& uri, const std::string& id) {
     const std::string bytes = store.GetFile(id, file.name());
     const ServerSnapshot snapshot = DecodeSnapshot(bytes, where);
     for (const SnapshotTable& saved : snapshot.tables) {
-      Table& table = TableFor(saved.table, saved.weight_width);
-      if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
-        throw MakeError(where, ": table ", saved.table, " rows have ", saved.row_width,
-                        " floats (weights and optimizer state); this job's optimizer ",
-                        table.optimizer->name(), " needs ", table.rows->row_width(),
-                        " (resume with the optimizer the checkpoint was written with)");
-      }
-      for (const auto& [first, last] : mine) {
+      for (size_t range : targets) {
+        Table& table = TableFor(shards_[range], range, saved.table, saved.weight_width);
+        if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
+          throw MakeError(where, ": table ", saved.table, " rows have ", saved.row_width,
+                          " floats (weights and optimizer state); this job's optimizer ",
+                          table.optimizer->name(), " needs ", table.rows->row_width(),
+                          " (resume with the optimizer the checkpoint was written with)");
+        }
+        const Key first = ranges->begin(range), last = ranges->last(range);
         auto it = std::lower_bound(saved.keys.begin(), saved.keys.end(), first);
         for (; it != saved.keys.end() && *it <= last; ++it) {
           const size_t index = static_cast<size_t>(it - saved.keys.begin());
@@ -143,28 +145,25 @@ void KVServer::Restore(const std::string& uri, const std::string& id) {
             << files << " snapshot file(s) in " << MonotonicSeconds() - begin << " s";
 }
 
-KVServer::Table& KVServer::TableFor(uint32_t table, uint32_t width) {
-  Table& slot = tables_[table];
+KVServer::Table& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width) {
+  Table& slot = shard.tables[table];
   if (!slot.rows) {
     auto spec = specs_.find(table);
     if (spec != specs_.end() && spec->second.width != 0 &&
         static_cast<uint32_t>(spec->second.width) != width) {
-      tables_.erase(table);
+      shard.tables.erase(table);
       throw MakeError("table ", table, " has rows of width ", spec->second.width,
                       ", the request has width ", width);
     }
     slot.optimizer =
         MakeOptimizer(spec != specs_.end() ? spec->second.optimizer : default_optimizer_);
     const int state = slot.optimizer->StateWidth(static_cast<int>(width));
-    // The table is laid out for the key range this server holds.
-    Key first = ~Key{0}, last = 0;
-    auto ranges = node_->ranges();
-    for (size_t r = 0; ranges && r < ranges->num_ranges(); ++r) {
-      if (ranges->server(r) != node_->rank()) continue;
-      first = std::min(first, ranges->begin(r));
-      last = std::max(last, ranges->last(r));
+    // The table is laid out for its key range.
+    Key first = 0, last = ~Key{0};
+    if (auto ranges = node_->ranges(); ranges && range < ranges->num_ranges()) {
+      first = ranges->begin(range);
+      last = ranges->last(range);
     }
-    if (first > last) first = 0, last = ~Key{0};
     slot.rows = std::make_unique<ParameterTable>(
         static_cast<int>(width), state, spec != specs_.end() ? spec->second.initializer : nullptr,
         first, last);
@@ -175,10 +174,31 @@ KVServer::Table& KVServer::TableFor(uint32_t table, uint32_t width) {
   return slot;
 }
 
+KVServer::Shard& KVServer::ShardFor(const DataRequest& request, size_t* range) {
+  auto ranges = node_->ranges();
+  if (!ranges) throw MakeError("this server has no cluster view yet");
+  *range = ranges->RangeOf(request.keys[0]);
+  if (request.keys[request.keys.size() - 1] > ranges->last(*range)) {
+    throw MakeError("the request's keys span key ranges ", *range, " and ",
+                    ranges->RangeOf(request.keys[request.keys.size() - 1]),
+                    "; send one request per range");
+  }
+  auto shard = shards_.find(*range);
+  if (shard == shards_.end()) {
+    throw MakeError("server ", node_->rank(), " holds no replica of key range ", *range,
+                    " (its primary is server ", ranges->server(*range), ")");
+  }
+  return shard->second;
+}
+
 Message KVServer::Dump(uint32_t table, uint32_t width) {
   std::vector<std::pair<Key, const float*>> rows;
-  auto found = tables_.find(table);
-  if (found != tables_.end()) {
+  auto ranges = node_->ranges();
+  for (const auto& [range, shard] : shards_) {
+    // Each range's rows come from its primary only.
+    if (!ranges || ranges->server(range) != node_->rank()) continue;
+    auto found = shard.tables.find(table);
+    if (found == shard.tables.end()) continue;
     if (static_cast<uint32_t>(found->second.rows->weight_width()) != width) {
       throw MakeError("table ", table, " has rows of width ", found->second.rows->weight_width(),
                       ", the request has width ", width);
@@ -217,6 +237,15 @@ void KVServer::Reply(const proto::Meta& request, Message& response) {
 
 void KVServer::Handle(Message&& message) {
   const proto::Meta& meta = message.meta;
+  if (meta.command() == proto::REPLICA_SYNC) {
+    if (!members_.count(meta.sender())) {
+      LOG(WARNING) << "ignored " << Describe(meta) << ": node " << meta.sender()
+                   << " is not in the cluster view (epoch " << view_epoch_ << ")";
+      return;
+    }
+    OnReplicaSync(std::move(message));
+    return;
+  }
   if (view_epoch_ > 0 && !members_.count(meta.sender())) {
     // Refused (Serve says why); it must not count at the staleness gate.
     Serve(std::move(message), 0);
@@ -234,10 +263,13 @@ void KVServer::Handle(Message&& message) {
   }
   const int sender = meta.sender();
   const int64_t clock = meta.clock();
+  // A push passed down a chain does not move this server's gate: the gate
+  // counts the batches pushed to the ranges this server is primary of.
+  const bool direct = meta.origin() == 0;
   // A repeated push does not move the gate either: a late copy must not
   // count a worker that has left since.
   const bool applied = Serve(std::move(message), 0);
-  if (applied && clock > 0) {
+  if (applied && direct && clock > 0) {
     gate_.Advance(sender, clock);
     WakeParked();
   }
@@ -246,7 +278,7 @@ void KVServer::Handle(Message&& message) {
 void KVServer::OnClock(const proto::Meta& meta) {
   // Acknowledged announcements may be resent: apply each once. (A late copy
   // of a leave must not remove a worker that has joined again since.)
-  if (meta.ack() && !applied_[meta.sender()].Insert(meta.sequence())) {
+  if (meta.ack() && !clocks_applied_[meta.sender()].Insert(meta.sequence())) {
     duplicates_.fetch_add(1);
     Message response;
     Reply(meta, response);
@@ -264,17 +296,192 @@ void KVServer::OnClock(const proto::Meta& meta) {
   WakeParked();
 }
 
+void KVServer::UpdateShards(const RangeMap& ranges, bool first_view) {
+  const int rank = node_->rank();
+  for (auto it = shards_.begin(); it != shards_.end();) {
+    if (it->first < ranges.num_ranges() && ranges.Holds(it->first, rank)) {
+      ++it;
+      continue;
+    }
+    LOG(WARNING) << "key range " << it->first << " is no longer held by server " << rank;
+    it = shards_.erase(it);
+  }
+  for (auto& [range, shard] : shards_) {
+    const bool primary = ranges.server(range) == rank;
+    if (primary && !shard.primary) {
+      shard.primary_since = MonotonicSeconds();
+      LOG(INFO) << "key range " << range << ": this server is its primary now";
+    }
+    shard.primary = primary;
+  }
+  for (size_t range = 0; range < ranges.num_ranges(); ++range) {
+    if (!ranges.Holds(range, rank) || shards_.count(range)) continue;
+    Shard& shard = shards_[range];
+    shard.primary = ranges.server(range) == rank;
+    if (shard.primary && (!first_view || node_->replaces())) {
+      shard.primary_since = MonotonicSeconds();
+    }
+    // At the job's start every replica starts alike (empty, or from the
+    // checkpoint resumed); a server joining a chain later gets the range from
+    // its predecessor. A primary has no predecessor: a replacement that is
+    // the range's only holder restores it from the latest checkpoint.
+    shard.ready = (first_view && !node_->replaces()) || ranges.server(range) == rank;
+    if (!shard.ready) {
+      LOG(INFO) << "key range " << range << ": joins its chain behind server "
+                << ranges.Predecessor(range, rank) << "; waiting for its rows";
+    }
+  }
+}
+
+void KVServer::AskForRanges(const RangeMap& ranges) {
+  const int rank = node_->rank();
+  for (auto& [range, shard] : shards_) {
+    if (shard.ready) continue;
+    const int predecessor = ranges.Predecessor(range, rank);
+    if (predecessor < 0) {
+      // Every replica before it left: nothing to copy from.
+      LOG(WARNING) << "key range " << range << ": no replica left to copy from; it starts from "
+                   << "what this server has";
+      shard.ready = true;
+      for (Message& held : std::exchange(shard.held, {})) Serve(std::move(held), 0);
+      continue;
+    }
+    int id = -1;
+    try {
+      id = node_->ServerId(predecessor);
+    } catch (const Error&) {
+      continue;  // asked at the next view
+    }
+    if (id == shard.asked) continue;
+    shard.asked = id;
+    Message request;
+    request.meta.set_command(proto::REPLICA_SYNC);
+    request.meta.set_sequence(node_->NextSequence());
+    request.meta.mutable_shard()->set_range(static_cast<uint32_t>(range));
+    try {
+      node_->Send(id, request);
+    } catch (const Error& e) {
+      LOG(WARNING) << "key range " << range << ": could not ask server " << predecessor << ": "
+                   << e.what();
+      shard.asked = -1;
+    }
+  }
+}
+
+void KVServer::OnReplicaSync(Message&& message) {
+  const proto::Meta& meta = message.meta;
+  const size_t range = meta.shard().range();
+  auto found = shards_.find(range);
+  if (!meta.response()) {
+    // A replica joining the chain behind this server asks for the range. From
+    // here on, pushes passed down reach it after this copy (links keep order).
+    if (found == shards_.end() || !found->second.ready) {
+      LOG(WARNING) << "node " << meta.sender() << " asked for key range " << range
+                   << ", which this server " << (found == shards_.end() ? "does not hold" :
+                                                 "is still waiting for itself");
+      return;
+    }
+    const double begin = MonotonicSeconds();
+    ShardState state;
+    state.range = static_cast<uint32_t>(range);
+    uint64_t rows = 0;
+    for (const auto& [id, table] : found->second.tables) {
+      std::vector<std::pair<Key, const float*>> sorted;
+      table.rows->ForEach([&](Key key, const float* row) { sorted.emplace_back(key, row); });
+      std::sort(sorted.begin(), sorted.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      SnapshotTable copy;
+      copy.table = id;
+      copy.weight_width = static_cast<uint32_t>(table.rows->weight_width());
+      copy.row_width = static_cast<uint32_t>(table.rows->row_width());
+      copy.keys.reserve(sorted.size());
+      copy.rows.reserve(sorted.size() * copy.row_width);
+      for (const auto& [key, row] : sorted) {
+        copy.keys.push_back(key);
+        copy.rows.insert(copy.rows.end(), row, row + copy.row_width);
+      }
+      rows += sorted.size();
+      state.tables.push_back(std::move(copy));
+    }
+    for (const auto& [sender, window] : found->second.applied) {
+      state.applied.emplace_back(
+          sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
+    }
+    Message copy = EncodeShardCopy(state);
+    copy.meta.set_sequence(meta.sequence());
+    try {
+      node_->Send(meta.sender(), copy);
+      LOG(INFO) << "key range " << range << ": sent " << rows << " rows to node "
+                << meta.sender() << " (copied in " << MonotonicSeconds() - begin << " s)";
+    } catch (const Error& e) {
+      LOG(WARNING) << "key range " << range << ": could not send it to node " << meta.sender()
+                   << ": " << e.what();
+    }
+    return;
+  }
+  if (found == shards_.end() || found->second.ready) {
+    LOG(WARNING) << "ignored a copy of key range " << range << " from node " << meta.sender()
+                 << ": not waiting for it";
+    return;
+  }
+  Shard& shard = found->second;
+  try {
+    const ShardState state = DecodeShardCopy(message);
+    shard.tables.clear();
+    shard.applied.clear();
+    uint64_t rows = 0;
+    for (const SnapshotTable& saved : state.tables) {
+      Table& table = TableFor(shard, range, saved.table, saved.weight_width);
+      if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
+        throw MakeError("key range ", range, " from node ", meta.sender(), ": table ",
+                        saved.table, " rows have ", saved.row_width, " floats; this server's ",
+                        table.optimizer->name(), " optimizer needs ", table.rows->row_width());
+      }
+      for (size_t i = 0; i < saved.keys.size(); ++i) {
+        std::memcpy(table.rows->FindOrInsert(saved.keys[i]),
+                    saved.rows.data() + i * saved.row_width, sizeof(float) * saved.row_width);
+      }
+      rows += saved.keys.size();
+    }
+    for (const auto& [sender, sequences] : state.applied) {
+      DedupeWindow& window = shard.applied[sender];
+      for (uint64_t sequence : sequences) window.Insert(sequence);
+    }
+    shard.ready = true;
+    LOG(INFO) << "key range " << range << ": received " << rows << " rows from node "
+              << meta.sender() << "; this server holds a replica of it again ("
+              << shard.held.size() << " push(es) held meanwhile go on now)";
+  } catch (const Error& e) {
+    rejected_.fetch_add(1);
+    shard.tables.clear();
+    shard.asked = -1;  // asked again at the next view
+    LOG(ERROR) << "refused a copy of key range " << range << ": " << e.what();
+    return;
+  }
+  // Pushes passed down before the copy was taken are in it already: the
+  // dedupe window recognises them, and they go on down the chain.
+  for (Message& held : std::exchange(shard.held, {})) Serve(std::move(held), 0);
+}
+
 void KVServer::OnView(const proto::ClusterView& view) {
+  const bool first_view = view_epoch_ == 0;
+  auto ranges = node_->ranges();
+  if (ranges) UpdateShards(*ranges, first_view);
   std::string replace_uri;
   const std::string replace_from = node_->restore_checkpoint(&replace_uri);
   if (!restored_ && (!view.resume_checkpoint().empty() || !replace_from.empty())) {
     restored_ = true;
+    // A resumed job (every replica loads its ranges), or a server replacing
+    // one that left (the ranges it is the only holder of).
+    std::set<size_t> targets;
+    for (const auto& [range, shard] : shards_) {
+      if (shard.ready) targets.insert(range);
+    }
     try {
-      // A resumed job, or a server replacing one that left.
       if (!replace_from.empty()) {
-        Restore(replace_uri, replace_from);
+        Restore(replace_uri, replace_from, targets);
       } else {
-        Restore(view.resume_uri(), view.resume_checkpoint());
+        Restore(view.resume_uri(), view.resume_checkpoint(), targets);
       }
     } catch (const std::exception& e) {
       LOG(ERROR) << "cannot resume: " << e.what();
@@ -289,6 +496,7 @@ void KVServer::OnView(const proto::ClusterView& view) {
     if (node.role() == proto::WORKER) workers.insert(node.id());
     members_.insert(node.id());
   }
+  if (ranges) AskForRanges(*ranges);
   gate_.RemoveMissing(workers);
   // Pulls held for nodes that left are refused now, not held forever.
   for (auto it = parked_.begin(); it != parked_.end();) {
@@ -318,12 +526,41 @@ void KVServer::WakeParked() {
   }
 }
 
+void KVServer::PassDown(const Message& push, size_t range, int origin) {
+  auto ranges = node_->ranges();
+  const int successor = ranges ? ranges->Successor(range, node_->rank()) : -1;
+  if (successor < 0) {
+    // The last replica: every one before it has applied the push.
+    Message response;
+    proto::Meta request = push.meta;
+    request.set_sender(origin);
+    Reply(request, response);
+    return;
+  }
+  Message next;
+  next.meta = push.meta;
+  next.meta.set_origin(origin);
+  next.frames = push.frames;
+  try {
+    node_->Send(node_->ServerId(successor), next);
+  } catch (const Error& e) {
+    // Not acknowledged: the worker resends it once the view has changed.
+    LOG(WARNING) << "could not pass a push of key range " << range << " to server " << successor
+                 << ": " << e.what();
+  }
+}
+
 bool KVServer::Serve(Message&& message, int64_t waited_us) {
   const proto::Meta& meta = message.meta;
+  if (meta.response()) {
+    // Answering a response could bounce between two nodes forever.
+    rejected_.fetch_add(1);
+    LOG(WARNING) << "ignored " << Describe(meta) << ": servers take requests, not responses";
+    return false;
+  }
   Message response;
   bool applied = false;
   try {
-    if (meta.response()) throw MakeError("servers take requests, not responses");
     if (std::string failed = failure(); !failed.empty()) throw Error(failed);
     if (view_epoch_ > 0 && !members_.count(meta.sender())) {
       throw MakeError("node ", meta.sender(), " is not in the cluster view (epoch ", view_epoch_,
@@ -336,28 +573,61 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
       Reply(meta, response);
       return false;
     }
-    Table& entry = TableFor(request.table, request.width);
-    ParameterTable* table = entry.rows.get();
+    if (meta.origin() != 0 && meta.command() != proto::PUSH) {
+      throw MakeError("only pushes are passed down a replica chain");
+    }
+    if (request.keys.size() == 0) {
+      served_.fetch_add(1);
+      if (meta.command() == proto::PULL) {
+        response.frames.push_back(AsBytes(SharedArray<float>()));
+      }
+      Reply(meta, response);
+      return false;
+    }
+    size_t range = 0;
+    Shard& shard = ShardFor(request, &range);
     if (meta.command() == proto::PUSH) {
-      if (applied_[meta.sender()].Insert(meta.sequence())) {
-        table->Push(request.keys.data(), request.keys.size(), request.values.data(),
-                    entry.optimizer.get());
+      const int origin = meta.origin() != 0 ? meta.origin() : meta.sender();
+      if (meta.origin() == 0 && node_->ranges()->server(range) != node_->rank()) {
+        throw MakeError("server ", node_->rank(), " is not the primary of key range ", range,
+                        " (server ", node_->ranges()->server(range), " is)");
+      }
+      if (!shard.ready) {
+        // Passed down before this replica has the range: it goes on once the
+        // range's copy (which will include it) has arrived.
+        if (meta.origin() == 0) throw MakeError("key range ", range, " is not ready here");
+        shard.held.push_back(std::move(message));
+        return false;
+      }
+      Table& entry = TableFor(shard, range, request.table, request.width);
+      if (shard.applied[origin].Insert(meta.sequence())) {
+        entry.rows->Push(request.keys.data(), request.keys.size(), request.values.data(),
+                         entry.optimizer.get());
         applied = true;
+        if (shard.primary_since > 0 && meta.origin() == 0) {
+          LOG(INFO) << "key range " << range << ": first push served since this server became "
+                    << "its primary, " << MonotonicSeconds() - shard.primary_since << " s ago";
+          shard.primary_since = 0;
+        }
       } else {
-        duplicates_.fetch_add(1);  // applied before: acknowledged as a success below
+        duplicates_.fetch_add(1);  // applied before: passed on and acknowledged all the same
       }
+      served_.fetch_add(1);
+      PassDown(message, range, origin);
+      return applied;
+    }
+    if (!shard.ready) throw MakeError("key range ", range, " is not ready here");
+    ParameterTable* table = TableFor(shard, range, request.table, request.width).rows.get();
+    response.meta.set_min_clock(gate_.MinClock());
+    response.meta.set_waited_us(waited_us);
+    if (request.keys.size() == 1 && table->shares_rows()) {
+      // One long row: sent straight from the table, copied only if a push
+      // comes while it is still being sent.
+      response.frames.push_back(AsBytes(table->SharedWeights(request.keys[0])));
     } else {
-      response.meta.set_min_clock(gate_.MinClock());
-      response.meta.set_waited_us(waited_us);
-      if (request.keys.size() == 1 && table->shares_rows()) {
-        // One long row: sent straight from the table, copied only if a push
-        // comes while it is still being sent.
-        response.frames.push_back(AsBytes(table->SharedWeights(request.keys[0])));
-      } else {
-        auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
-        table->Pull(request.keys.data(), request.keys.size(), values.data());
-        response.frames.push_back(AsBytes(values));
-      }
+      auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
+      table->Pull(request.keys.data(), request.keys.size(), values.data());
+      response.frames.push_back(AsBytes(values));
     }
     served_.fetch_add(1);
   } catch (const Error& e) {

@@ -8,6 +8,16 @@
 // with the rows' weights. Tables are created on first use with the row width
 // of that request.
 //
+// Replication: each key range is held by a chain of servers (the view's
+// RangeMap). The primary takes a push, applies it and passes it to the next
+// replica, which does the same; the last one acknowledges it to the worker, so
+// an acknowledged push is applied on every replica, in the same order on each.
+// Every replica keeps the range's dedupe window, so a push a worker resends to
+// a promoted backup (or that reaches a replica twice) is applied once. Pulls
+// are answered by the primary. A server that joins a chain (a replacement)
+// asks its predecessor for the range (REPLICA_SYNC) and holds the pushes
+// passed to it until the copy arrives.
+//
 // Checkpoints: on the scheduler's SNAPSHOT the server copies every row (on its
 // receive thread, so the copy is the state at that point), answers, and writes
 // the copy in the background (SnapshotWriter). A view naming a checkpoint to
@@ -77,6 +87,22 @@ class KVServer {
     std::unique_ptr<ParameterTable> rows;
     std::unique_ptr<Optimizer> optimizer;
   };
+  // This server's replica of one key range.
+  struct Shard {
+    std::map<uint32_t, Table> tables;
+    // Pushes applied, by the worker that sent them (node id).
+    std::unordered_map<int, DedupeWindow> applied;
+    // False until the range's rows came from the predecessor in its chain;
+    // pushes passed down meanwhile wait in `held`.
+    bool ready = true;
+    std::vector<Message> held;
+    int asked = -1;  // node id the range was last asked of
+    bool primary = false;
+    // When this server became the range's primary after the start (a
+    // promotion, or a replacement): the first push it then serves is logged
+    // with the time since, which measures recovery. 0: not waiting for one.
+    double primary_since = 0;
+  };
   struct Parked {
     Message message;
     double since;
@@ -86,20 +112,33 @@ class KVServer {
   bool Serve(Message&& message, int64_t waited_us);
   void OnClock(const proto::Meta& meta);
   void OnView(const proto::ClusterView& view);
+  // Creates the shards of ranges this server joined and drops those it left.
+  void UpdateShards(const RangeMap& ranges, bool first_view);
+  // Asks the predecessor of every range still waiting for its rows.
+  void AskForRanges(const RangeMap& ranges);
+  // REPLICA_SYNC: answers a request for a range, or takes a range's copy.
+  void OnReplicaSync(Message&& message);
   // Answers the parked pulls the gate admits now.
   void WakeParked();
-  Table& TableFor(uint32_t table, uint32_t width);
+  // The shard of `range` (which `request` must lie in entirely); throws Error
+  // if this server holds no replica of it.
+  Shard& ShardFor(const DataRequest& request, size_t* range);
+  Table& TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width);
+  // Passes an applied push to the next replica of `range`, or acknowledges it
+  // to the worker if this is the last.
+  void PassDown(const Message& push, size_t range, int origin);
+  // Rows of the ranges this server is primary of.
   Message Dump(uint32_t table, uint32_t width);
   void OnSnapshot(const proto::Meta& meta);
-  // Loads the rows of this server's key ranges from checkpoint `id` in `uri`.
-  void Restore(const std::string& uri, const std::string& id);
+  // Loads the rows of the ranges in `ranges` from checkpoint `id` in `uri`.
+  void Restore(const std::string& uri, const std::string& id, const std::set<size_t>& ranges);
 
   Node* node_;
   OptimizerOptions default_optimizer_;
   std::map<uint32_t, TableSpec> specs_;
   // Touched only on the receive thread.
-  std::map<uint32_t, Table> tables_;
-  std::unordered_map<int, DedupeWindow> applied_;  // by sender
+  std::map<size_t, Shard> shards_;                       // by range index
+  std::unordered_map<int, DedupeWindow> clocks_applied_;  // CLOCKs, by sender
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> duplicates_{0};
   std::atomic<uint64_t> served_{0};
