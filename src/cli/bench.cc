@@ -31,6 +31,7 @@
 
 DECLARE_int32(servers);
 DECLARE_int32(workers);
+DECLARE_int32(replication);
 DECLARE_double(timeout);
 DECLARE_string(mode);
 DECLARE_string(dense_sizes);
@@ -328,7 +329,8 @@ int BenchKV() {
                         "--inflight=" + std::to_string(FLAGS_inflight),
                         std::string("--small=") + (FLAGS_small ? "true" : "false"),
                         // Tiny steps keep the pushed rows finite however long it runs.
-                        "--optimizer=sgd", "--learning_rate=1e-9", "--minloglevel=1"};
+                        "--optimizer=sgd", "--learning_rate=1e-9", "--minloglevel=1",
+                        "--replication=" + std::to_string(FLAGS_replication)};
   const int status = RunLocalCluster(cluster);
   std::vector<std::vector<BenchCase>> per_worker;
   if (status == 0) {
@@ -352,7 +354,8 @@ int BenchKV() {
   }
   PrintTable("keel push/pull: " + std::to_string(FLAGS_servers) + " server(s), " +
                  std::to_string(FLAGS_workers) + " worker(s), inflight " +
-                 std::to_string(FLAGS_inflight) + " (small: 1)",
+                 std::to_string(FLAGS_inflight) + " (small: 1), replication " +
+                 std::to_string(FLAGS_replication),
              rows, !baseline.empty());
   std::printf("%s\n", Json("kv", rows).c_str());
   return 0;

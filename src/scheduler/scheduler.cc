@@ -225,6 +225,12 @@ void Scheduler::OnMessage(Message&& message) {
     case proto::ORPHANS:
       OnOrphans(meta);
       break;
+    case proto::REPLICA_SYNC:
+      // A server that joined a chain holds the range now: it counts as a replica.
+      if (member->second.info.role() == proto::SERVER) {
+        copying_[meta.shard().range()].erase(member->second.info.rank());
+      }
+      break;
     case proto::SNAPSHOT:
       if (member->second.info.role() == proto::SERVER) {
         checkpoints_->OnServer(meta.sender(), meta);
@@ -585,19 +591,26 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   removed_ids_.insert(id);
   server_ranks_.erase(rank);
   server_vacant_[rank] = MonotonicSeconds();
-  // Each chain closes over the gap; a range the server held alone keeps it
-  // as its primary, to wait for a replacement.
+  // Each chain closes over the gap. A range with no other replica that has
+  // its rows (others may still be waiting for their copy) keeps the departed
+  // rank alone as its primary, to wait for a replacement.
   std::string moved, alone;
   for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
     std::vector<int> chain = ranges_.Chain(range);
     auto it = std::find(chain.begin(), chain.end(), rank);
     if (it == chain.end()) continue;
-    if (chain.size() == 1) {
-      alone += (alone.empty() ? "" : ", ") + std::to_string(range);
-      continue;
-    }
     const bool primary = it == chain.begin();
     chain.erase(it);
+    std::set<int>& copying = copying_[range];
+    copying.erase(rank);
+    const bool held = std::any_of(chain.begin(), chain.end(),
+                                  [&](int other) { return !copying.count(other); });
+    if (!held) {
+      alone += (alone.empty() ? "" : ", ") + std::to_string(range);
+      ranges_ = ranges_.WithChain(range, {rank});
+      copying.clear();
+      continue;
+    }
     ranges_ = ranges_.WithChain(range, chain);
     if (primary) {
       moved += (moved.empty() ? "" : "; ") + std::string("key range ") + std::to_string(range) +
@@ -609,8 +622,8 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
                << (moved.empty() ? "" : "; " + moved)
                << (alone.empty() ? "; no acknowledged update is lost (its ranges have live replicas)"
                                  : "; requests for key range(s) " + alone +
-                                       ", which it held alone, wait for a server started again "
-                                       "with --rank " + std::to_string(rank));
+                                       ", which no other replica holds, wait for a server "
+                                       "started again with --rank " + std::to_string(rank));
   for (auto& [group, waiting] : barriers_) {
     waiting.erase(id);
     TryReleaseBarrier(group);
@@ -624,29 +637,49 @@ void Scheduler::ReplaceServer(int rank, Message* reply) {
   const double away = MonotonicSeconds() - server_vacant_[rank];
   server_vacant_.erase(rank);
   reply->meta.set_replaces(true);
-  // The ranges this rank starts with; it takes its place again at the end of
-  // their chains (the promoted primaries stay primaries).
-  const RangeMap start = RangeMap::Even(options_.num_servers, options_.replication);
-  std::string copied, alone;
+  // Ranges the rank holds alone come from the latest checkpoint, and it is
+  // their primary again.
+  std::string alone;
   for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
-    std::vector<int> chain = ranges_.Chain(range);
-    if (chain.size() == 1 && chain[0] == rank) {
+    if (ranges_.Chain(range) == std::vector<int>{rank}) {
       alone += (alone.empty() ? "" : ", ") + std::to_string(range);
-      continue;
     }
-    if (range >= start.num_ranges() || !start.Holds(range, rank) || ranges_.Holds(range, rank)) {
-      continue;
+  }
+  // Then every range whose primary is live gets back the replicas it started
+  // with, at the end of its chain (the promoted primaries stay primaries);
+  // each copies the range from its predecessor.
+  std::string copied, waiting;
+  const RangeMap start = RangeMap::Even(options_.num_servers, options_.replication);
+  for (size_t range = 0; range < ranges_.num_ranges() && range < start.num_ranges(); ++range) {
+    std::vector<int> chain = ranges_.Chain(range);
+    const bool primary_live = chain[0] == rank || server_ranks_.count(chain[0]);
+    for (int member : start.Chain(range)) {
+      if (ranges_.Holds(range, member) || (member != rank && !server_ranks_.count(member))) {
+        continue;
+      }
+      if (!primary_live) {
+        if (member == rank) {
+          waiting += (waiting.empty() ? "" : ", ") + std::to_string(range);
+        }
+        continue;
+      }
+      if (member == rank) {
+        copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
+                  std::to_string(chain.back()) + ")";
+      }
+      chain.push_back(member);
+      copying_[range].insert(member);
     }
-    copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
-              std::to_string(chain.back()) + ")";
-    chain.push_back(rank);
     ranges_ = ranges_.WithChain(range, chain);
   }
   std::string what = "server " + std::to_string(rank) + " is replaced after " +
                      std::to_string(away) + " s";
   if (!copied.empty()) what += "; it copies key range(s) " + copied + " from live replicas";
+  if (!waiting.empty()) {
+    what += "; key range(s) " + waiting + " wait for their primary's replacement first";
+  }
   if (alone.empty()) {
-    LOG(INFO) << what << "; nothing was lost";
+    LOG(INFO) << what << (waiting.empty() ? "; nothing was lost" : "");
     return;
   }
   std::string uri;

@@ -103,8 +103,9 @@ class Scheduler {
   // started again with its rank, which restores it from the latest checkpoint.
   void RemoveServer(int id, const std::string& reason);
   // A server taking `rank` back: the ranges the rank held alone come from the
-  // latest checkpoint (filled into `reply`), and it joins the end of the
-  // chain of every other range the rank started in.
+  // latest checkpoint (filled into `reply`); then every range whose primary is
+  // live gets back, at the end of its chain, the live servers it started on
+  // and lacks (this one among them), each to copy it from its predecessor.
   void ReplaceServer(int rank, Message* reply);
   void PublishView();
   void SendTo(int node_id, Message& message);
@@ -125,6 +126,10 @@ class Scheduler {
   // restarted scheduler).
   RangeMap ranges_;
   uint64_t ranges_epoch_ = 0;  // the view epoch `ranges_` came from
+  // Per range: ranks that joined its chain and have not yet reported that its
+  // copy arrived (REPLICA_SYNC). They are not promoted in place of the last
+  // replica that holds the rows.
+  std::map<size_t, std::set<int>> copying_;
   // Per barrier group: the nodes waiting, with the barrier id and tag each used.
   std::map<int, std::map<int, std::pair<uint64_t, std::string>>> barriers_;
   std::map<int, std::string> done_;  // worker node id -> error ("" on success)

@@ -17,6 +17,11 @@ namespace keel {
 static_assert(2 * kResendSequenceHorizon <= DedupeWindow::kDefaultCapacity,
               "a resent request must still be in the server's dedupe window");
 
+namespace {
+// Pushes a replica waiting for its range's copy keeps for after it.
+constexpr size_t kMaxHeldPushes = 100000;
+}  // namespace
+
 KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
                    std::map<uint32_t, TableSpec> tables, int64_t staleness)
     : node_(node),
@@ -342,8 +347,7 @@ void KVServer::AskForRanges(const RangeMap& ranges) {
       // Every replica before it left: nothing to copy from.
       LOG(WARNING) << "key range " << range << ": no replica left to copy from; it starts from "
                    << "what this server has";
-      shard.ready = true;
-      for (Message& held : std::exchange(shard.held, {})) Serve(std::move(held), 0);
+      ShardReady(range, shard);
       continue;
     }
     int id = -1;
@@ -368,6 +372,63 @@ void KVServer::AskForRanges(const RangeMap& ranges) {
   }
 }
 
+void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence) {
+  const double begin = MonotonicSeconds();
+  ShardState state;
+  state.range = static_cast<uint32_t>(range);
+  uint64_t rows = 0;
+  for (const auto& [id, table] : shard.tables) {
+    std::vector<std::pair<Key, const float*>> sorted;
+    table.rows->ForEach([&](Key key, const float* row) { sorted.emplace_back(key, row); });
+    std::sort(sorted.begin(), sorted.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    SnapshotTable copy;
+    copy.table = id;
+    copy.weight_width = static_cast<uint32_t>(table.rows->weight_width());
+    copy.row_width = static_cast<uint32_t>(table.rows->row_width());
+    copy.keys.reserve(sorted.size());
+    copy.rows.reserve(sorted.size() * copy.row_width);
+    for (const auto& [key, row] : sorted) {
+      copy.keys.push_back(key);
+      copy.rows.insert(copy.rows.end(), row, row + copy.row_width);
+    }
+    rows += sorted.size();
+    state.tables.push_back(std::move(copy));
+  }
+  for (const auto& [sender, window] : shard.applied) {
+    state.applied.emplace_back(
+        sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
+  }
+  Message message = EncodeShardCopy(state);
+  message.meta.set_sequence(sequence);
+  try {
+    node_->Send(to, message);
+    LOG(INFO) << "key range " << range << ": sent " << rows << " rows to node " << to
+              << " (copied in " << MonotonicSeconds() - begin << " s)";
+  } catch (const Error& e) {
+    LOG(WARNING) << "key range " << range << ": could not send it to node " << to << ": "
+                 << e.what();
+  }
+}
+
+void KVServer::ShardReady(size_t range, Shard& shard) {
+  shard.ready = true;
+  for (const auto& [to, sequence] : std::exchange(shard.askers, {})) {
+    SendShardCopy(range, shard, to, sequence);
+  }
+  Message report;
+  report.meta.set_command(proto::REPLICA_SYNC);
+  report.meta.mutable_shard()->set_range(static_cast<uint32_t>(range));
+  try {
+    node_->SendToScheduler(report);
+  } catch (const Error& e) {
+    LOG(WARNING) << "key range " << range << ": could not tell the scheduler: " << e.what();
+  }
+  // Pushes passed down before the copy was taken are in it already: the
+  // dedupe window recognises them, and they go on down the chain.
+  for (Message& held : std::exchange(shard.held, {})) Serve(std::move(held), 0);
+}
+
 void KVServer::OnReplicaSync(Message&& message) {
   const proto::Meta& meta = message.meta;
   const size_t range = meta.shard().range();
@@ -375,53 +436,19 @@ void KVServer::OnReplicaSync(Message&& message) {
   if (!meta.response()) {
     // A replica joining the chain behind this server asks for the range. From
     // here on, pushes passed down reach it after this copy (links keep order).
-    if (found == shards_.end() || !found->second.ready) {
+    if (found == shards_.end()) {
       LOG(WARNING) << "node " << meta.sender() << " asked for key range " << range
-                   << ", which this server " << (found == shards_.end() ? "does not hold" :
-                                                 "is still waiting for itself");
-      return;
-    }
-    const double begin = MonotonicSeconds();
-    ShardState state;
-    state.range = static_cast<uint32_t>(range);
-    uint64_t rows = 0;
-    for (const auto& [id, table] : found->second.tables) {
-      std::vector<std::pair<Key, const float*>> sorted;
-      table.rows->ForEach([&](Key key, const float* row) { sorted.emplace_back(key, row); });
-      std::sort(sorted.begin(), sorted.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
-      SnapshotTable copy;
-      copy.table = id;
-      copy.weight_width = static_cast<uint32_t>(table.rows->weight_width());
-      copy.row_width = static_cast<uint32_t>(table.rows->row_width());
-      copy.keys.reserve(sorted.size());
-      copy.rows.reserve(sorted.size() * copy.row_width);
-      for (const auto& [key, row] : sorted) {
-        copy.keys.push_back(key);
-        copy.rows.insert(copy.rows.end(), row, row + copy.row_width);
-      }
-      rows += sorted.size();
-      state.tables.push_back(std::move(copy));
-    }
-    for (const auto& [sender, window] : found->second.applied) {
-      state.applied.emplace_back(
-          sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
-    }
-    Message copy = EncodeShardCopy(state);
-    copy.meta.set_sequence(meta.sequence());
-    try {
-      node_->Send(meta.sender(), copy);
-      LOG(INFO) << "key range " << range << ": sent " << rows << " rows to node "
-                << meta.sender() << " (copied in " << MonotonicSeconds() - begin << " s)";
-    } catch (const Error& e) {
-      LOG(WARNING) << "key range " << range << ": could not send it to node " << meta.sender()
-                   << ": " << e.what();
+                   << ", which this server does not hold";
+    } else if (!found->second.ready) {
+      found->second.askers.emplace_back(meta.sender(), meta.sequence());  // answered when it is
+    } else {
+      SendShardCopy(range, found->second, meta.sender(), meta.sequence());
     }
     return;
   }
-  if (found == shards_.end() || found->second.ready) {
+  if (found == shards_.end() || found->second.ready || meta.sender() != found->second.asked) {
     LOG(WARNING) << "ignored a copy of key range " << range << " from node " << meta.sender()
-                 << ": not waiting for it";
+                 << ": not waiting for one from it";
     return;
   }
   Shard& shard = found->second;
@@ -447,7 +474,6 @@ void KVServer::OnReplicaSync(Message&& message) {
       DedupeWindow& window = shard.applied[sender];
       for (uint64_t sequence : sequences) window.Insert(sequence);
     }
-    shard.ready = true;
     LOG(INFO) << "key range " << range << ": received " << rows << " rows from node "
               << meta.sender() << "; this server holds a replica of it again ("
               << shard.held.size() << " push(es) held meanwhile go on now)";
@@ -458,9 +484,7 @@ void KVServer::OnReplicaSync(Message&& message) {
     LOG(ERROR) << "refused a copy of key range " << range << ": " << e.what();
     return;
   }
-  // Pushes passed down before the copy was taken are in it already: the
-  // dedupe window recognises them, and they go on down the chain.
-  for (Message& held : std::exchange(shard.held, {})) Serve(std::move(held), 0);
+  ShardReady(range, shard);
 }
 
 void KVServer::OnView(const proto::ClusterView& view) {
@@ -588,15 +612,30 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     Shard& shard = ShardFor(request, &range);
     if (meta.command() == proto::PUSH) {
       const int origin = meta.origin() != 0 ? meta.origin() : meta.sender();
-      if (meta.origin() == 0 && node_->ranges()->server(range) != node_->rank()) {
+      auto ranges = node_->ranges();
+      if (meta.origin() == 0 && ranges->server(range) != node_->rank()) {
         throw MakeError("server ", node_->rank(), " is not the primary of key range ", range,
-                        " (server ", node_->ranges()->server(range), " is)");
+                        " (server ", ranges->server(range), " is)");
+      }
+      if (meta.origin() != 0) {
+        // Only the replica before this one in the range's chain passes pushes on.
+        const int predecessor = ranges->Predecessor(range, node_->rank());
+        int expected = -1;
+        try {
+          if (predecessor >= 0) expected = node_->ServerId(predecessor);
+        } catch (const Error&) {
+        }
+        if (meta.sender() != expected) {
+          throw MakeError("node ", meta.sender(), " passed on a push of key range ", range,
+                          ", but it is not this server's predecessor in the range's chain");
+        }
       }
       if (!shard.ready) {
         // Passed down before this replica has the range: it goes on once the
-        // range's copy (which will include it) has arrived.
+        // range's copy (which will include it) has arrived. Past the bound,
+        // dropped: the worker resends it.
         if (meta.origin() == 0) throw MakeError("key range ", range, " is not ready here");
-        shard.held.push_back(std::move(message));
+        if (shard.held.size() < kMaxHeldPushes) shard.held.push_back(std::move(message));
         return false;
       }
       Table& entry = TableFor(shard, range, request.table, request.width);

@@ -97,6 +97,9 @@ class KVServer {
     bool ready = true;
     std::vector<Message> held;
     int asked = -1;  // node id the range was last asked of
+    // Replicas behind this one that asked for the range before this server
+    // had it itself: node id and request sequence, answered once it has.
+    std::vector<std::pair<int, uint64_t>> askers;
     bool primary = false;
     // When this server became the range's primary after the start (a
     // promotion, or a replacement): the first push it then serves is logged
@@ -118,6 +121,11 @@ class KVServer {
   void AskForRanges(const RangeMap& ranges);
   // REPLICA_SYNC: answers a request for a range, or takes a range's copy.
   void OnReplicaSync(Message&& message);
+  // Sends `range`'s rows and dedupe windows to node `to`, answering `sequence`.
+  void SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence);
+  // The shard has its rows: answers the replicas that asked for it meanwhile,
+  // tells the scheduler, and lets the pushes held meanwhile go on.
+  void ShardReady(size_t range, Shard& shard);
   // Answers the parked pulls the gate admits now.
   void WakeParked();
   // The shard of `range` (which `request` must lie in entirely); throws Error
