@@ -1,0 +1,219 @@
+// Chain replication with every role in one process, over loopback: servers
+// leave (their nodes stop, so their heartbeats stop) and come back with their
+// ranks, and the view's chains and the rows follow.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "scheduler/scheduler.h"
+#include "server/kv_server.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::LocalNode;
+using testing::WaitFor;
+
+constexpr int kWidth = 2;
+
+class ReplicatedCluster : public ::testing::Test {
+ protected:
+  // `servers` servers with `replication` backups per range, and one worker.
+  void StartCluster(int servers, int replication, double heartbeat_timeout_s = 0.5) {
+    SchedulerOptions options;
+    options.bind_host = "127.0.0.1";
+    options.num_servers = servers;
+    options.num_workers = 1;
+    options.replication = replication;
+    options.heartbeat_timeout_s = heartbeat_timeout_s;
+    scheduler_ = std::make_unique<Scheduler>(options);
+    scheduler_->Start();
+    server_nodes_.resize(servers);
+    servers_.resize(servers);
+    std::vector<std::thread> starting;
+    for (int rank = 0; rank < servers; ++rank) {
+      MakeServer(rank);
+      starting.emplace_back([this, rank] { server_nodes_[rank]->Start(); });
+    }
+    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port(), 0.1));
+    RequestRetry retry;
+    retry.timeout_s = 0.2;
+    retry.max_attempts = 100;
+    client_ = std::make_unique<KVWorker>(worker_node_.get(), retry);
+    worker_node_->Start();
+    for (auto& thread : starting) thread.join();
+  }
+
+  void MakeServer(int rank) {
+    NodeOptions options = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
+    options.rank = rank;
+    OptimizerOptions sgd;
+    sgd.name = "sgd";
+    sgd.learning_rate = 1.0f;
+    server_nodes_[rank] = std::make_unique<Node>(options);
+    servers_[rank] = std::make_unique<KVServer>(server_nodes_[rank].get(), sgd);
+  }
+
+  // The server of `rank` dies: its node stops, so its heartbeats stop.
+  void StopServer(int rank) {
+    servers_[rank].reset();
+    server_nodes_[rank].reset();
+  }
+
+  // Starts a server taking `rank` back (Start returns once it has a view).
+  void RestartServer(int rank) {
+    MakeServer(rank);
+    server_nodes_[rank]->Start();
+  }
+
+  void TearDown() override {
+    if (worker_node_) worker_node_->Stop();
+    for (auto& node : server_nodes_) {
+      if (node) node->Stop();
+    }
+    if (scheduler_) scheduler_->Stop();
+  }
+
+  // Waits until the worker's view gives every range the chain `chain`.
+  bool ChainsBecome(const std::vector<int>& chain) {
+    return WaitFor(
+        [&] {
+          auto ranges = worker_node_->ranges();
+          for (size_t r = 0; ranges && r < ranges->num_ranges(); ++r) {
+            if (ranges->Chain(r) != chain) return false;
+          }
+          return ranges != nullptr;
+        },
+        10);
+  }
+
+  // Pushes `times` gradients of 1, 2, ... (by column) for `keys`.
+  void Push(const std::vector<Key>& keys, int times) {
+    std::vector<float> gradient;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      for (int c = 0; c < kWidth; ++c) gradient.push_back(static_cast<float>(c + 1));
+    }
+    for (int t = 0; t < times; ++t) {
+      client_->Wait(client_->Push(SharedArray<const Key>(keys),
+                                  SharedArray<const float>(gradient), kWidth),
+                    30);
+    }
+  }
+
+  std::vector<float> Pull(const std::vector<Key>& keys) {
+    SharedArray<float> values;
+    client_->Wait(client_->Pull(SharedArray<const Key>(keys), &values, kWidth), 30);
+    return std::vector<float>(values.begin(), values.end());
+  }
+
+  // Keys spread over every range.
+  static std::vector<Key> SomeKeys() {
+    std::vector<uint64_t> features;
+    for (uint64_t f = 0; f < 300; ++f) features.push_back(f);
+    return MixedKeySet(features);
+  }
+
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::unique_ptr<Node>> server_nodes_;
+  std::vector<std::unique_ptr<KVServer>> servers_;
+  std::unique_ptr<Node> worker_node_;
+  std::unique_ptr<KVWorker> client_;
+};
+
+TEST_F(ReplicatedCluster, ADumpReadsEveryRowOnceThoughEachLivesOnTwoServers) {
+  StartCluster(3, 1);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 3);
+  std::vector<Key> dumped;
+  std::vector<float> values;
+  client_->Dump(0, kWidth, &dumped, &values, 30);
+  EXPECT_EQ(dumped, keys);
+  for (size_t i = 0; i < dumped.size(); ++i) {
+    ASSERT_EQ(values[i * kWidth], -3.0f);
+    ASSERT_EQ(values[i * kWidth + 1], -6.0f);
+  }
+}
+
+TEST_F(ReplicatedCluster, APromotedBackupServesEveryAcknowledgedPush) {
+  StartCluster(3, 1);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 4);
+  const std::vector<float> before = Pull(keys);
+  StopServer(1);
+  // Range 1's backup (server 2) is promoted; range 0 loses its backup.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ranges = worker_node_->ranges();
+        return ranges->Chain(1) == std::vector<int>{2} && ranges->Chain(0) == std::vector<int>{0};
+      },
+      10));
+  EXPECT_EQ(Pull(keys), before);
+  Push(keys, 1);
+  const std::vector<float> after = Pull(keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(after[i * kWidth], -5.0f) << i;
+  }
+}
+
+// Waits until `node`'s view is newer than `epoch`.
+bool ViewAfter(Node* node, uint64_t epoch) {
+  return WaitFor([&] { return node->epoch() > epoch; }, 10);
+}
+
+TEST_F(ReplicatedCluster, WhenEveryReplicaLeftTheRangeWaitsForItsPrimaryAndTheChainIsRebuilt) {
+  StartCluster(2, 1);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 2);
+  StopServer(1);
+  ASSERT_TRUE(ChainsBecome({0}));  // server 0 holds both ranges alone
+  const uint64_t epoch = worker_node_->epoch();
+  StopServer(0);
+  ASSERT_TRUE(ViewAfter(worker_node_.get(), epoch));
+  // No replica is left: both ranges keep rank 0, vacant, as their primary,
+  // and the replacement of rank 1 joins no chain behind it.
+  RestartServer(1);
+  EXPECT_EQ(server_nodes_[1]->ranges()->Chain(0), std::vector<int>{0});
+  EXPECT_EQ(server_nodes_[1]->ranges()->Chain(1), std::vector<int>{0});
+  // The replacement of rank 0 starts the ranges over (no checkpoint), and
+  // server 1 joins behind it and copies them.
+  RestartServer(0);
+  ASSERT_TRUE(ChainsBecome({0, 1}));
+  Push(keys, 3);  // acknowledged only once server 1 has applied them too
+  const std::vector<float> from_primary = Pull(keys);
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(from_primary[i * kWidth], -3.0f) << i;
+  StopServer(0);
+  ASSERT_TRUE(ChainsBecome({1}));
+  EXPECT_EQ(Pull(keys), from_primary);
+}
+
+TEST_F(ReplicatedCluster, AReplicaStillWaitingForItsCopyIsNotPromoted) {
+  StartCluster(2, 1, /*heartbeat_timeout_s=*/1.0);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 2);
+  StopServer(1);
+  ASSERT_TRUE(ChainsBecome({0}));
+  // Server 0 dies, and before that is noticed a replacement of rank 1 joins
+  // behind it: it asks the dead server for the ranges and gets nothing.
+  StopServer(0);
+  RestartServer(1);
+  ASSERT_TRUE(ChainsBecome({0, 1}));
+  // Server 0 leaves: server 1 holds no rows, so it is not promoted; the
+  // ranges wait for rank 0 alone.
+  ASSERT_TRUE(ChainsBecome({0}));
+  RestartServer(0);
+  ASSERT_TRUE(ChainsBecome({0, 1}));
+  Push(keys, 1);
+  const std::vector<float> from_primary = Pull(keys);
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(from_primary[i * kWidth], -1.0f) << i;
+  StopServer(0);
+  ASSERT_TRUE(ChainsBecome({1}));
+  EXPECT_EQ(Pull(keys), from_primary);
+}
+
+}  // namespace
+}  // namespace keel
