@@ -206,6 +206,12 @@ void KVWorker::OnView(const proto::ClusterView& view) {
   auto ranges = node_->ranges();
   std::lock_guard<std::mutex> lock(mutex_);
   const double now = MonotonicSeconds();
+  // A server left: a push it was to pass down, or to acknowledge as the last
+  // replica, is lost with it even where the range keeps its primary. Every
+  // outstanding push goes again now (the servers apply each once).
+  const bool server_left = std::any_of(servers_.begin(), servers_.end(),
+                                       [&](int id) { return !servers.count(id); });
+  servers_ = servers;
   for (auto it = parts_.begin(); it != parts_.end();) {
     Part& part = it->second;
     if (part.command == proto::CLOCK && !servers.count(part.server_id)) {
@@ -219,8 +225,9 @@ void KVWorker::OnView(const proto::ClusterView& view) {
     }
     if (part.range >= 0 && ranges && static_cast<size_t>(part.range) < ranges->num_ranges()) {
       auto primary = server_ids.find(ranges->server(part.range));
-      if (primary != server_ids.end() && primary->second != part.server_id) {
-        part.deadline = now;  // its range has a new primary: resend there at once
+      if (primary != server_ids.end() &&
+          (primary->second != part.server_id || (server_left && part.command == proto::PUSH))) {
+        part.deadline = now;  // resent at once, to the range's primary now
         resend_now_ = true;
       }
     }

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -160,8 +161,9 @@ class KVWorker {
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
                      size_t value_offset, size_t value_count, int range = -1);
-  // A new view: parts for a range whose primary changed go again now, and
-  // clock announcements to servers that left count as answered.
+  // A new view: parts for a range whose primary changed go again now (and
+  // every push, if a server left), and clock announcements to servers that
+  // left count as answered.
   void OnView(const proto::ClusterView& view);
   void OnResponse(Message&& message);
   void CancelLocked(Handle handle);
@@ -187,6 +189,7 @@ class KVWorker {
   std::atomic<uint64_t> late_responses_{0};
   bool stopping_ = false;
   bool resend_now_ = false;  // a view change made parts due
+  std::set<int> servers_;    // server node ids in the latest view
   std::condition_variable resend_wake_;
   std::thread resend_thread_;
 };
