@@ -3,6 +3,8 @@
 // ranks, and the view's chains and the rows follow.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <memory>
 #include <thread>
 #include <vector>
@@ -31,6 +33,7 @@ class ReplicatedCluster : public ::testing::Test {
     options.num_workers = 1;
     options.replication = replication;
     options.heartbeat_timeout_s = heartbeat_timeout_s;
+    options.membership_log = membership_log_;
     scheduler_ = std::make_unique<Scheduler>(options);
     scheduler_->Start();
     server_nodes_.resize(servers);
@@ -77,6 +80,7 @@ class ReplicatedCluster : public ::testing::Test {
       if (node) node->Stop();
     }
     if (scheduler_) scheduler_->Stop();
+    unlink(membership_log_.c_str());
   }
 
   // Waits until the worker's view gives every range the chain `chain`.
@@ -118,6 +122,8 @@ class ReplicatedCluster : public ::testing::Test {
     return MixedKeySet(features);
   }
 
+  const std::string membership_log_ =
+      "/tmp/keel-membership-" + std::to_string(getpid()) + ".jsonl";
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Node>> server_nodes_;
   std::vector<std::unique_ptr<KVServer>> servers_;
@@ -153,6 +159,13 @@ TEST_F(ReplicatedCluster, APromotedBackupServesEveryAcknowledgedPush) {
       },
       10));
   EXPECT_EQ(Pull(keys), before);
+  // The membership log says who left, why, and who took over.
+  const std::string log = testing::ReadFile(membership_log_);
+  EXPECT_TRUE(testing::Contains(log, "\"event\": \"leave\", \"role\": \"server\", \"rank\": 1"))
+      << log;
+  EXPECT_TRUE(testing::Contains(log, "\"reason\": \"no heartbeat for ")) << log;
+  EXPECT_TRUE(testing::Contains(log, "\"promoted\": [{\"range\": 1, \"primary\": 2}]")) << log;
+  EXPECT_TRUE(testing::Contains(log, "\"ranges\": [[0], [2], [2, 0]]")) << log;
   Push(keys, 1);
   const std::vector<float> after = Pull(keys);
   for (size_t i = 0; i < keys.size(); ++i) {

@@ -54,6 +54,9 @@ DEFINE_double(worker_replace_timeout, 30,
 DEFINE_int32(replication, 0,
              "scheduler: backups per key range (chain replication; 0 .. servers - 1): a push is "
              "acknowledged once every replica applied it, and a server that leaves loses nothing");
+DEFINE_string(membership_log, "",
+              "scheduler: append every join, departure (who, when, why, which backups were "
+              "promoted) and view to this file as JSON lines");
 DEFINE_string(checkpoint_uri, "",
               "scheduler: where checkpoints go (file:///path, s3://bucket/prefix or a folder)");
 DEFINE_int32(checkpoint_every, 0,
@@ -223,6 +226,7 @@ SchedulerOptions SchedulerFlags() {
   options.heartbeat_timeout_s = FLAGS_heartbeat_timeout;
   options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
   options.replication = FLAGS_replication;
+  options.membership_log = FLAGS_membership_log;
   options.checkpoint.uri = FLAGS_checkpoint_uri;
   options.checkpoint.every = FLAGS_checkpoint_every;
   options.checkpoint.keep = FLAGS_keep_checkpoints;

@@ -8,28 +8,14 @@
 #include <cstring>
 #include <sstream>
 
+#include "io/json_text.h"
 #include "kv/error.h"
 #include "kv/node.h"
 
 namespace keel {
 namespace {
 
-std::string Quote(const std::string& text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      quoted += '\\';
-      quoted += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-      quoted += escaped;
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "\"";
-}
+std::string Quote(const std::string& text) { return JsonQuote(text); }
 
 std::string Number(double value) {
   std::ostringstream text;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "io/json_text.h"
 #include "kv/error.h"
 #include "kv/keys.h"
 #include "kv/node.h"
@@ -35,7 +36,7 @@ Message Control(proto::Command command) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerOptions& options)
-    : options_(options), van_(SchedulerVan(options)) {
+    : options_(options), membership_(options.membership_log), van_(SchedulerVan(options)) {
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
       [this](const std::string& id, const std::string& error) {
@@ -383,6 +384,11 @@ void Scheduler::Admit(const Message& request) {
   Message reply = Control(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
   if (takeover) *reply.meta.mutable_cursor() = resume;
+  const bool replaces =
+      takeover || (node.role() == proto::SERVER && server_vacant_.count(rank) > 0);
+  membership_.Record("join", member.info,
+                     std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
+                         ", \"replaces\": " + (replaces ? "true" : "false"));
   if (node.role() == proto::SERVER && server_vacant_.count(rank)) ReplaceServer(rank, &reply);
   SendTo(id, reply);
   if (published_ ||
@@ -403,6 +409,7 @@ void Scheduler::PublishView() {
   ranges_epoch_ = view_.epoch();
   ranges_.ToProto(view_.mutable_ranges());
   view_.set_replication(options_.replication);
+  membership_.RecordView(view_);
   checkpoints_->FillView(&view_);
   LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << options_.num_servers
             << " server(s), " << options_.num_workers << " worker(s)";
@@ -461,6 +468,7 @@ void Scheduler::RemoveWorker(int id, const std::string& reason) {
   const Member member = members_[id];
   LOG(WARNING) << "worker " << member.info.rank() << " (node " << id << " at "
                << member.info.address() << ") leaves the cluster: " << reason;
+  membership_.Record("leave", member.info, "\"reason\": " + JsonQuote(reason));
   members_.erase(id);
   removed_ids_.insert(id);
   const int rank = member.info.rank();
@@ -594,7 +602,7 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   // Each chain closes over the gap. A range with no other replica that has
   // its rows (others may still be waiting for their copy) keeps the departed
   // rank alone as its primary, to wait for a replacement.
-  std::string moved, alone;
+  std::string moved, alone, promoted_json, alone_json;
   for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
     std::vector<int> chain = ranges_.Chain(range);
     auto it = std::find(chain.begin(), chain.end(), rank);
@@ -606,6 +614,7 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
     const bool held = std::any_of(chain.begin(), chain.end(),
                                   [&](int other) { return !copying.count(other); });
     if (!held) {
+      alone_json += (alone_json.empty() ? "" : ", ") + std::to_string(range);
       alone += (alone.empty() ? "" : ", ") + std::to_string(range);
       ranges_ = ranges_.WithChain(range, {rank});
       copying.clear();
@@ -615,8 +624,13 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
     if (primary) {
       moved += (moved.empty() ? "" : "; ") + std::string("key range ") + std::to_string(range) +
                ": backup server " + std::to_string(chain[0]) + " is promoted to primary";
+      promoted_json += (promoted_json.empty() ? "" : ", ") + std::string("{\"range\": ") +
+                       std::to_string(range) + ", \"primary\": " + std::to_string(chain[0]) + "}";
     }
   }
+  membership_.Record("leave", member.info,
+                     "\"reason\": " + JsonQuote(reason) + ", \"promoted\": [" + promoted_json +
+                         "], \"ranges_without_replica\": [" + alone_json + "]");
   LOG(WARNING) << "server " << rank << " (node " << id << " at " << member.info.address()
                << ") leaves the cluster: " << reason
                << (moved.empty() ? "" : "; " + moved)

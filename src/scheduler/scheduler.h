@@ -24,6 +24,7 @@
 #include "kv/keys.h"
 #include "kv/van.h"
 #include "scheduler/checkpoint_coordinator.h"
+#include "scheduler/membership_log.h"
 
 namespace keel {
 
@@ -45,6 +46,8 @@ struct SchedulerOptions {
   // How long to try connecting back to a registering node's advertised
   // address before refusing it as unreachable.
   double connect_timeout_s = 5;
+  // Membership changes as JSON lines (MembershipLog); "" for none.
+  std::string membership_log;
 };
 
 class Scheduler {
@@ -114,6 +117,7 @@ class Scheduler {
   void MonitorLoop();
 
   SchedulerOptions options_;
+  MembershipLog membership_;
   Van van_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
