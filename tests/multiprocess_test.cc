@@ -64,6 +64,46 @@ struct ExactSumFaults {
   }
 };
 
+// Worker `rank`'s keys and the gradient it pushes for them every iteration.
+struct WorkerGradient {
+  SharedArray<const Key> keys;
+  SharedArray<const float> values;
+};
+
+WorkerGradient GradientOf(int rank) {
+  std::vector<uint64_t> features;
+  for (uint64_t f = FirstFeature(rank); f < FirstFeature(rank) + kFeaturesPerWorker; ++f) {
+    features.push_back(f);
+  }
+  const std::vector<Key> keys = MixedKeySet(features);
+  std::vector<float> gradient;
+  for (Key key : keys) {
+    for (int c = 0; c < kWidth; ++c) gradient.push_back(Gradient(rank, UnmixKey(key), c));
+  }
+  return {SharedArray<const Key>(keys), SharedArray<const float>(gradient)};
+}
+
+// Every value of every worker's features against Expected; returns how many differ.
+int CountWrongSums(KVWorker* client, int rank, int iterations) {
+  std::vector<uint64_t> all;
+  for (uint64_t f = 0; f < FirstFeature(kWorkers - 1) + kFeaturesPerWorker; ++f) all.push_back(f);
+  const std::vector<Key> all_keys = MixedKeySet(all);
+  SharedArray<float> values;
+  client->Wait(client->Pull(SharedArray<const Key>(all_keys), &values, kWidth), 60);
+  int wrong = 0;
+  for (size_t i = 0; i < all_keys.size(); ++i) {
+    const uint64_t feature = UnmixKey(all_keys[i]);
+    for (int c = 0; c < kWidth; ++c) {
+      const float want = Expected(feature, c, iterations);
+      if (values[i * kWidth + c] != want && wrong++ < 5) {
+        std::cerr << "worker " << rank << ": feature " << feature << " column " << c << " is "
+                  << values[i * kWidth + c] << ", expected " << want << std::endl;
+      }
+    }
+  }
+  return wrong;
+}
+
 int RunExactSumWorker(const std::string& scheduler, const ExactSumFaults& faults, int index) {
   const int iterations = faults.iterations;
   NodeOptions options;
@@ -81,21 +121,10 @@ int RunExactSumWorker(const std::string& scheduler, const ExactSumFaults& faults
   KVWorker client(&node, retry);
   node.Start();
   const int rank = node.rank();
-
-  std::vector<uint64_t> features;
-  for (uint64_t f = FirstFeature(rank); f < FirstFeature(rank) + kFeaturesPerWorker; ++f) {
-    features.push_back(f);
-  }
-  const std::vector<Key> keys = MixedKeySet(features);
-  std::vector<float> gradient;
-  for (Key key : keys) {
-    for (int c = 0; c < kWidth; ++c) gradient.push_back(Gradient(rank, UnmixKey(key), c));
-  }
-  SharedArray<const Key> shared_keys(keys);
-  SharedArray<const float> shared_gradient(gradient);
+  const WorkerGradient gradient = GradientOf(rank);
   std::deque<KVWorker::Handle> in_flight;
   for (int i = 0; i < iterations; ++i) {
-    in_flight.push_back(client.Push(shared_keys, shared_gradient, kWidth));
+    in_flight.push_back(client.Push(gradient.keys, gradient.values, kWidth));
     if (in_flight.size() == kInFlight) {
       client.Wait(in_flight.front(), 30);
       in_flight.pop_front();
@@ -103,29 +132,12 @@ int RunExactSumWorker(const std::string& scheduler, const ExactSumFaults& faults
   }
   for (auto handle : in_flight) client.Wait(handle, 30);
   node.Barrier(kWorkerGroup, 30);
-
-  std::vector<uint64_t> all;
-  for (uint64_t f = 0; f < FirstFeature(kWorkers - 1) + kFeaturesPerWorker; ++f) all.push_back(f);
-  const std::vector<Key> all_keys = MixedKeySet(all);
-  SharedArray<float> values;
-  client.Wait(client.Pull(SharedArray<const Key>(all_keys), &values, kWidth), 30);
-  int wrong = 0;
-  for (size_t i = 0; i < all_keys.size(); ++i) {
-    const uint64_t feature = UnmixKey(all_keys[i]);
-    for (int c = 0; c < kWidth; ++c) {
-      const float want = Expected(feature, c, iterations);
-      if (values[i * kWidth + c] != want && wrong++ < 5) {
-        std::cerr << "worker " << rank << ": feature " << feature << " column " << c << " is "
-                  << values[i * kWidth + c] << ", expected " << want << std::endl;
-      }
-    }
-  }
+  const int wrong = CountWrongSums(&client, rank, iterations);
   node.ReportDone(wrong ? "wrong sums" : "");
   node.WaitForShutdown(20);
   node.Stop();
   const TransportFaultCounts counts = node.transport_fault_counts();
-  std::cerr << "worker " << rank << ": " << wrong << " wrong values of " << all_keys.size() * kWidth
-            << std::endl;
+  std::cerr << "worker " << rank << ": " << wrong << " wrong values" << std::endl;
   std::cerr << "transport faults: dropped " << counts.dropped << " and delayed " << counts.delayed
             << "; resent " << client.resends() << std::endl;
   return wrong == 0 ? 0 : 1;
@@ -219,27 +231,6 @@ bool Exists(const std::string& path) {
 
 void Touch(const std::string& path) { std::ofstream(path) << "1\n"; }
 
-// Every value of every worker's features against Expected; returns how many differ.
-int CountWrongSums(KVWorker* client, int rank, int iterations) {
-  std::vector<uint64_t> all;
-  for (uint64_t f = 0; f < FirstFeature(kWorkers - 1) + kFeaturesPerWorker; ++f) all.push_back(f);
-  const std::vector<Key> all_keys = MixedKeySet(all);
-  SharedArray<float> values;
-  client->Wait(client->Pull(SharedArray<const Key>(all_keys), &values, kWidth), 60);
-  int wrong = 0;
-  for (size_t i = 0; i < all_keys.size(); ++i) {
-    const uint64_t feature = UnmixKey(all_keys[i]);
-    for (int c = 0; c < kWidth; ++c) {
-      const float want = Expected(feature, c, iterations);
-      if (values[i * kWidth + c] != want && wrong++ < 5) {
-        std::cerr << "worker " << rank << ": feature " << feature << " column " << c << " is "
-                  << values[i * kWidth + c] << ", expected " << want << std::endl;
-      }
-    }
-  }
-  return wrong;
-}
-
 int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faults, int index,
                         const std::string& folder) {
   NodeOptions options;
@@ -258,17 +249,7 @@ int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faul
   KVWorker client(&node, retry);
   node.Start();
   const int rank = node.rank();
-  std::vector<uint64_t> features;
-  for (uint64_t f = FirstFeature(rank); f < FirstFeature(rank) + kFeaturesPerWorker; ++f) {
-    features.push_back(f);
-  }
-  const std::vector<Key> keys = MixedKeySet(features);
-  std::vector<float> gradient;
-  for (Key key : keys) {
-    for (int c = 0; c < kWidth; ++c) gradient.push_back(Gradient(rank, UnmixKey(key), c));
-  }
-  SharedArray<const Key> shared_keys(keys);
-  SharedArray<const float> shared_gradient(gradient);
+  const WorkerGradient gradient = GradientOf(rank);
   const std::string me = std::to_string(rank);
   std::deque<KVWorker::Handle> in_flight;
   for (int i = 0; i < faults.iterations; ++i) {
@@ -280,7 +261,7 @@ int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faul
       std::cerr << "worker " << rank << ": the server was not started again" << std::endl;
       return 1;
     }
-    in_flight.push_back(client.Push(shared_keys, shared_gradient, kWidth));
+    in_flight.push_back(client.Push(gradient.keys, gradient.values, kWidth));
     if (in_flight.size() == kInFlight) {
       client.Wait(in_flight.front(), 60);
       in_flight.pop_front();
