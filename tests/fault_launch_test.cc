@@ -101,6 +101,53 @@ TEST_F(FaultLaunch, AJobStoppedAndLosingMessagesFinishesAndLogsItsFaultsInOrder)
   EXPECT_TRUE(Contains(events.back().line, "\"code\": 0")) << events.back().line;
 }
 
+// Lines (examples) in every file of `folder`.
+long CountLines(const std::string& folder) {
+  const auto listing = testing::Run({"/bin/sh", "-c", "cat " + folder + "/* | wc -l"}, 30);
+  return listing.finished && listing.code == 0 ? std::stol(listing.output) : -1;
+}
+
+TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule) {
+  const auto data =
+      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
+                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
+                   60);
+  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  const std::string log = folder_ + "/events.jsonl";
+  const std::string membership = folder_ + "/membership.jsonl";
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
+       "--job=linear_learner", "--epochs=4", "--mini_batch_size=100",
+       "--train=" + folder_ + "/train", "--validation=" + folder_ + "/validation",
+       "--model_dir=" + folder_ + "/model", "--heartbeat_interval=0.2",
+       "--heartbeat_timeout=1", "--request_timeout_ms=200",
+       "--faults=kill:server:1@2s,restart:server:1@3s", "--event_log=" + log,
+       "--membership_log=" + membership},
+      180);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  const std::vector<Event> events = ReadEvents(log);
+  const int kill = Find(events, "kill", "server", 1);
+  const int restart = Find(events, "restart", "server", 1);
+  ASSERT_GE(kill, 0) << exit.output;
+  ASSERT_GE(restart, 0) << exit.output;
+  EXPECT_LT(kill, restart);
+  // Its backup took over, and the restarted server copied its ranges back.
+  EXPECT_TRUE(Contains(exit.output, "key range 1: backup server 0 is promoted to primary"))
+      << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "it copies key range(s) 0 (from server 0), 1 (from server 0)"))
+      << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "this server holds a replica of it again")) << exit.output;
+  const std::string members = testing::ReadFile(membership);
+  EXPECT_TRUE(Contains(members, "\"event\": \"leave\", \"role\": \"server\", \"rank\": 1"))
+      << members;
+  EXPECT_TRUE(Contains(members, "\"replaces\": true")) << members;
+  // Every epoch read every example.
+  const long examples = CountLines(folder_ + "/train");
+  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(4, examples))
+      << exit.output;
+}
+
 TEST_F(FaultLaunch, ABadFaultSpecIsRefusedBeforeAnythingStarts) {
   const auto exit =
       testing::Run({KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",
