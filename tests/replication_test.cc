@@ -34,6 +34,7 @@ class ReplicatedCluster : public ::testing::Test {
     options.replication = replication;
     options.heartbeat_timeout_s = heartbeat_timeout_s;
     options.membership_log = membership_log_;
+    scheduler_options_ = options;
     scheduler_ = std::make_unique<Scheduler>(options);
     scheduler_->Start();
     server_nodes_.resize(servers);
@@ -66,6 +67,15 @@ class ReplicatedCluster : public ::testing::Test {
   void StopServer(int rank) {
     servers_[rank].reset();
     server_nodes_[rank].reset();
+  }
+
+  // The scheduler dies and is started again on the same port.
+  void RestartScheduler() {
+    scheduler_options_.port = scheduler_->port();
+    scheduler_->Stop();
+    scheduler_.reset();
+    scheduler_ = std::make_unique<Scheduler>(scheduler_options_);
+    scheduler_->Start();
   }
 
   // Starts a server taking `rank` back (Start returns once it has a view).
@@ -124,6 +134,7 @@ class ReplicatedCluster : public ::testing::Test {
 
   const std::string membership_log_ =
       "/tmp/keel-membership-" + std::to_string(getpid()) + ".jsonl";
+  SchedulerOptions scheduler_options_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Node>> server_nodes_;
   std::vector<std::unique_ptr<KVServer>> servers_;
@@ -226,6 +237,35 @@ TEST_F(ReplicatedCluster, AReplicaStillWaitingForItsCopyIsNotPromoted) {
   StopServer(0);
   ASSERT_TRUE(ChainsBecome({1}));
   EXPECT_EQ(Pull(keys), from_primary);
+}
+
+TEST_F(ReplicatedCluster, ASchedulerStartedAgainKeepsThePromotionsAndTakesAServerBack) {
+  StartCluster(3, 1);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 2);
+  const std::vector<float> before = Pull(keys);
+  StopServer(1);
+  ASSERT_TRUE(WaitFor([&] { return worker_node_->ranges()->Chain(1) == std::vector<int>{2}; }, 10));
+  // The new scheduler learns the chains from the nodes that register again,
+  // and waits for a server of rank 1 before it publishes a view.
+  RestartScheduler();
+  RestartServer(1);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ranges = worker_node_->ranges();
+        return ranges->Chain(0) == std::vector<int>{0, 1} &&
+               ranges->Chain(1) == std::vector<int>{2, 1} &&
+               ranges->Chain(2) == std::vector<int>{2, 0};
+      },
+      20));
+  EXPECT_EQ(Pull(keys), before);
+  Push(keys, 1);
+  // Server 2 leaves: server 1, which copied range 1 after the restart, is its primary now.
+  const std::vector<float> with_two = Pull(keys);
+  StopServer(2);
+  ASSERT_TRUE(WaitFor([&] { return worker_node_->ranges()->Chain(1) == std::vector<int>{1}; }, 10));
+  EXPECT_EQ(Pull(keys), with_two);
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(with_two[i * kWidth], -3.0f) << i;
 }
 
 }  // namespace

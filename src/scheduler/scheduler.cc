@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <chrono>
 #include <tuple>
 
 #include "io/json_text.h"
@@ -37,6 +38,15 @@ Message Control(proto::Command command) {
 
 Scheduler::Scheduler(const SchedulerOptions& options)
     : options_(options), membership_(options.membership_log), van_(SchedulerVan(options)) {
+  // Node ids are never reused, across a restart of the scheduler too: a
+  // scheduler started again does not know the ids its predecessor gave out
+  // until their nodes register again, and a new node may come first. So each
+  // run gives out ids from a block of its own, placed by its start time (in
+  // milliseconds, 1000 ids a millisecond, repeating every 16.7 minutes).
+  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  next_id_ = 1 + static_cast<int>(ms % 1000000) * 1000;
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
       [this](const std::string& id, const std::string& error) {
@@ -384,12 +394,15 @@ void Scheduler::Admit(const Message& request) {
   Message reply = Control(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
   if (takeover) *reply.meta.mutable_cursor() = resume;
-  const bool replaces =
-      takeover || (node.role() == proto::SERVER && server_vacant_.count(rank) > 0);
+  // A server taking a departed one's rank. A scheduler started again knows
+  // the chains (from the nodes' views) but not who left before it started:
+  // once the job has chains, a server that registers anew replaces one too.
+  const bool server_returns = node.role() == proto::SERVER && !rejoin &&
+                              (server_vacant_.count(rank) > 0 || ranges_epoch_ > 0);
   membership_.Record("join", member.info,
                      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
-                         ", \"replaces\": " + (replaces ? "true" : "false"));
-  if (node.role() == proto::SERVER && server_vacant_.count(rank)) ReplaceServer(rank, &reply);
+                         ", \"replaces\": " + (takeover || server_returns ? "true" : "false"));
+  if (server_returns) ReplaceServer(rank, &reply);
   SendTo(id, reply);
   if (published_ ||
       (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
@@ -406,8 +419,14 @@ void Scheduler::PublishView() {
   view_.clear_nodes();
   for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
   if (ranges_epoch_ == 0) ranges_ = RangeMap::Even(options_.num_servers, options_.replication);
+  RepairChains();  // (a no-op but after a scheduler restart that missed a replacement)
   ranges_epoch_ = view_.epoch();
   ranges_.ToProto(view_.mutable_ranges());
+  for (int range = 0; range < view_.ranges_size(); ++range) {
+    for (int rank : copying_[range]) {
+      if (ranges_.Holds(range, rank)) view_.mutable_ranges(range)->add_copying(rank);
+    }
+  }
   view_.set_replication(options_.replication);
   membership_.RecordView(view_);
   checkpoints_->FillView(&view_);
@@ -647,47 +666,57 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   changed_.notify_all();
 }
 
-void Scheduler::ReplaceServer(int rank, Message* reply) {
-  const double away = MonotonicSeconds() - server_vacant_[rank];
-  server_vacant_.erase(rank);
-  reply->meta.set_replaces(true);
-  // Ranges the rank holds alone come from the latest checkpoint, and it is
-  // their primary again.
-  std::string alone;
-  for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
-    if (ranges_.Chain(range) == std::vector<int>{rank}) {
-      alone += (alone.empty() ? "" : ", ") + std::to_string(range);
-    }
-  }
-  // Then every range whose primary is live gets back the replicas it started
-  // with, at the end of its chain (the promoted primaries stay primaries);
-  // each copies the range from its predecessor.
-  std::string copied, waiting;
+std::map<int, std::vector<std::pair<size_t, int>>> Scheduler::RepairChains() {
+  std::map<int, std::vector<std::pair<size_t, int>>> added;
+  if (ranges_.num_ranges() == 0) return added;
   const RangeMap start = RangeMap::Even(options_.num_servers, options_.replication);
   for (size_t range = 0; range < ranges_.num_ranges() && range < start.num_ranges(); ++range) {
     std::vector<int> chain = ranges_.Chain(range);
-    const bool primary_live = chain[0] == rank || server_ranks_.count(chain[0]);
+    if (!server_ranks_.count(chain[0])) continue;  // nobody joins behind a departed primary
     for (int member : start.Chain(range)) {
-      if (ranges_.Holds(range, member) || (member != rank && !server_ranks_.count(member))) {
+      if (std::find(chain.begin(), chain.end(), member) != chain.end() ||
+          !server_ranks_.count(member)) {
         continue;
       }
-      if (!primary_live) {
-        if (member == rank) {
-          waiting += (waiting.empty() ? "" : ", ") + std::to_string(range);
-        }
-        continue;
-      }
-      if (member == rank) {
-        copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
-                  std::to_string(chain.back()) + ")";
-      }
+      added[member].emplace_back(range, chain.back());
       chain.push_back(member);
       copying_[range].insert(member);
     }
     ranges_ = ranges_.WithChain(range, chain);
   }
-  std::string what = "server " + std::to_string(rank) + " is replaced after " +
-                     std::to_string(away) + " s";
+  return added;
+}
+
+void Scheduler::ReplaceServer(int rank, Message* reply) {
+  auto vacant = server_vacant_.find(rank);
+  std::string what = "server " + std::to_string(rank) + " is replaced";
+  if (vacant != server_vacant_.end()) {
+    what += " after " + std::to_string(MonotonicSeconds() - vacant->second) + " s";
+    server_vacant_.erase(vacant);
+  } else {
+    what += " (it left before this scheduler started)";
+  }
+  reply->meta.set_replaces(true);
+  // Ranges the rank holds alone come from the latest checkpoint, and it is
+  // their primary again; every other range it started in takes it back at the
+  // end of its chain once its primary is live (the promoted primaries stay).
+  std::string alone, copied, waiting;
+  const RangeMap start = RangeMap::Even(options_.num_servers, options_.replication);
+  for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
+    if (ranges_.Chain(range) == std::vector<int>{rank}) {
+      alone += (alone.empty() ? "" : ", ") + std::to_string(range);
+    }
+  }
+  auto added = RepairChains();
+  for (const auto& [range, predecessor] : added[rank]) {
+    copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
+              std::to_string(predecessor) + ")";
+  }
+  for (size_t range = 0; range < ranges_.num_ranges() && range < start.num_ranges(); ++range) {
+    if (start.Holds(range, rank) && !ranges_.Holds(range, rank)) {
+      waiting += (waiting.empty() ? "" : ", ") + std::to_string(range);
+    }
+  }
   if (!copied.empty()) what += "; it copies key range(s) " + copied + " from live replicas";
   if (!waiting.empty()) {
     what += "; key range(s) " + waiting + " wait for their primary's replacement first";

@@ -110,6 +110,11 @@ class Scheduler {
   // live gets back, at the end of its chain, the live servers it started on
   // and lacks (this one among them), each to copy it from its predecessor.
   void ReplaceServer(int rank, Message* reply);
+  // Gives every range whose primary is live the live servers it started on
+  // and lacks, at the end of its chain, each to copy the range from its
+  // predecessor (marked in copying_). Returns, per rank added, the ranges it
+  // joined and the predecessor in each.
+  std::map<int, std::vector<std::pair<size_t, int>>> RepairChains();
   void PublishView();
   void SendTo(int node_id, Message& message);
   // Answers a registration with `reason` on the connection it came on.
@@ -122,7 +127,7 @@ class Scheduler {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<int, Member> members_;  // by node id
-  int next_id_ = 1;
+  int next_id_ = 1;  // the next fresh node id (see the constructor)
   std::set<int> server_ranks_, worker_ranks_;  // ranks given out
   proto::ClusterView view_;
   // Key ranges and their chains: made at the first view, then changed by

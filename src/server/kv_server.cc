@@ -301,7 +301,19 @@ void KVServer::OnClock(const proto::Meta& meta) {
   WakeParked();
 }
 
-void KVServer::UpdateShards(const RangeMap& ranges, bool first_view) {
+namespace {
+
+// Whether `view` says server `rank` is waiting for `range`'s copy.
+bool Copying(const proto::ClusterView& view, size_t range, int rank) {
+  if (range >= static_cast<size_t>(view.ranges_size())) return false;
+  const auto& copying = view.ranges(static_cast<int>(range)).copying();
+  return std::find(copying.begin(), copying.end(), rank) != copying.end();
+}
+
+}  // namespace
+
+void KVServer::UpdateShards(const proto::ClusterView& view, const RangeMap& ranges,
+                            bool first_view) {
   const int rank = node_->rank();
   for (auto it = shards_.begin(); it != shards_.end();) {
     if (it->first < ranges.num_ranges() && ranges.Holds(it->first, rank)) {
@@ -327,10 +339,11 @@ void KVServer::UpdateShards(const RangeMap& ranges, bool first_view) {
       shard.primary_since = MonotonicSeconds();
     }
     // At the job's start every replica starts alike (empty, or from the
-    // checkpoint resumed); a server joining a chain later gets the range from
-    // its predecessor. A primary has no predecessor: a replacement that is
-    // the range's only holder restores it from the latest checkpoint.
-    shard.ready = (first_view && !node_->replaces()) || ranges.server(range) == rank;
+    // checkpoint resumed); a server joining a chain later (the view says it
+    // is copying) gets the range from its predecessor. A primary has no
+    // predecessor: a replacement that is the range's only holder restores it
+    // from the latest checkpoint.
+    shard.ready = !Copying(view, range, rank) || ranges.server(range) == rank;
     if (!shard.ready) {
       LOG(INFO) << "key range " << range << ": joins its chain behind server "
                 << ranges.Predecessor(range, rank) << "; waiting for its rows";
@@ -490,7 +503,7 @@ void KVServer::OnReplicaSync(Message&& message) {
 void KVServer::OnView(const proto::ClusterView& view) {
   const bool first_view = view_epoch_ == 0;
   auto ranges = node_->ranges();
-  if (ranges) UpdateShards(*ranges, first_view);
+  if (ranges) UpdateShards(view, *ranges, first_view);
   std::string replace_uri;
   const std::string replace_from = node_->restore_checkpoint(&replace_uri);
   if (!restored_ && (!view.resume_checkpoint().empty() || !replace_from.empty())) {

@@ -116,7 +116,7 @@ class KVServer {
   void OnClock(const proto::Meta& meta);
   void OnView(const proto::ClusterView& view);
   // Creates the shards of ranges this server joined and drops those it left.
-  void UpdateShards(const RangeMap& ranges, bool first_view);
+  void UpdateShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
   // Asks the predecessor of every range still waiting for its rows.
   void AskForRanges(const RangeMap& ranges);
   // REPLICA_SYNC: answers a request for a range, or takes a range's copy.
