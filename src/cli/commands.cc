@@ -335,6 +335,14 @@ namespace {
   throw MakeError("cannot start ", self, " again: ", strerror(errno));
 }
 
+// Whether a node the scheduler dropped from the view starts over as a new
+// process (at most 3 times in a row, so a node that keeps losing its place
+// gives up with its error instead).
+bool ShouldStartOver(const Node& node) {
+  const char* rejoins = getenv("KEEL_REJOINS");
+  return node.removed() && (!rejoins || std::atoi(rejoins) < 3);
+}
+
 // The worker's job flags; throws Error if any is wrong.
 KVBenchOptions CheckWorkerJobFlags() {
   KVBenchOptions bench;
@@ -368,8 +376,7 @@ int RunServer(const std::vector<std::string>& argv) {
       throw MakeError("no word from the scheduler at ", FLAGS_scheduler, " for ",
                       FLAGS_scheduler_timeout, " s");
     }
-    const char* rejoins = getenv("KEEL_REJOINS");
-    if (node.removed() && (!rejoins || std::atoi(rejoins) < 3)) {
+    if (ShouldStartOver(node)) {
       // Paused or cut off past the heartbeat timeout: the other replicas took
       // over its ranges. It starts over and takes its rank back as a
       // replacement, copying its ranges from them.
@@ -412,8 +419,7 @@ int RunWorker(const std::vector<std::string>& argv) {
     while (!node.removed() && MonotonicSeconds() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    const char* rejoins = getenv("KEEL_REJOINS");
-    if (node.removed() && (!rejoins || std::atoi(rejoins) < 3)) {
+    if (ShouldStartOver(node)) {
       LOG(WARNING) << "worker " << node.rank() << " left the cluster; it joins again";
       node.Stop();
       RejoinAsNewProcess(argv);
