@@ -8,7 +8,7 @@
 
 #include "models/losses.h"
 // keel_models has the repository root, not src/, on its include path.
-#include "src/kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

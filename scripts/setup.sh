@@ -52,5 +52,6 @@ if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+# KEEL_WERROR=ON (CI sets it) makes the C++ compiler's warnings errors.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKEEL_WERROR="${KEEL_WERROR:-OFF}" >/dev/null
 cmake --build build -j "$(nproc)"

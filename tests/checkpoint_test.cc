@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "io/checksum.h"
+#include "base/checksum.h"
 #include "test_util.h"
 
 namespace keel {
@@ -77,8 +77,8 @@ TEST(CheckpointId, SortsInTrainingOrder) {
 }
 
 TEST(ResumeSpec, NamesTheStoreAndTheCheckpoint) {
-  EXPECT_EQ(SplitResumeSpec("latest", "s3://b/p"), std::make_pair(std::string("s3://b/p"),
-                                                                  std::string("latest")));
+  EXPECT_EQ(SplitResumeSpec("latest", "s3://b/p"),
+            std::make_pair(std::string("s3://b/p"), std::string("latest")));
   EXPECT_EQ(SplitResumeSpec("file:///x/ckpt-000002-000000000/", ""),
             std::make_pair(std::string("file:///x"), std::string("ckpt-000002-000000000")));
   EXPECT_EQ(SplitResumeSpec("s3://b/p", ""),
@@ -130,9 +130,9 @@ TEST_F(CheckpointStoreTest, CommitWritesTheManifestAndMovesLatestForwardOnly) {
   // A late commit of an older checkpoint leaves LATEST where it is.
   Write(&store, 1, 20);
   EXPECT_EQ(store.Latest(), "ckpt-000002-000000000");
-  EXPECT_EQ(store.Committed(), (std::vector<std::string>{"ckpt-000001-000000010",
-                                                         "ckpt-000001-000000020",
-                                                         "ckpt-000002-000000000"}));
+  EXPECT_EQ(store.Committed(),
+            (std::vector<std::string>{"ckpt-000001-000000010", "ckpt-000001-000000020",
+                                      "ckpt-000002-000000000"}));
   EXPECT_EQ(store.ReadManifest("ckpt-000001-000000020").batch(), 20u);
 }
 

@@ -7,7 +7,7 @@
 #include <thread>
 #include <zmq_addon.hpp>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"

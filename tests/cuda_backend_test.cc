@@ -8,7 +8,7 @@
 #include <random>
 #include <unordered_map>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "kv/initializer.h"
 #include "models/metrics.h"
 #include "random_batch.h"

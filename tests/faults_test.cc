@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "kv/van.h"

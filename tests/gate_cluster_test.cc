@@ -5,7 +5,8 @@
 #include <memory>
 #include <thread>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/time.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "kv/staleness_gate.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "kv/keys.h"
 #include "kv/parameter_table.h"
 

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
 #include "io/readers.h"
 #include "io/recordio.h"
-#include "kv/error.h"
 #include "record.pb.h"
 #include "test_util.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

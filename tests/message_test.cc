@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

@@ -2,16 +2,15 @@
 // and worker processes forked by the test that run the client. The exact sums
 // hold with every node dropping or delaying its data messages, too.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <deque>
-#include <thread>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "kv/kv_worker.h"
 #include "kv/node.h"
@@ -20,8 +19,8 @@
 namespace keel {
 namespace {
 
-using testing::KeelBinary;
 using testing::Contains;
+using testing::KeelBinary;
 using testing::Processes;
 
 constexpr int kServers = 2;
@@ -310,10 +309,10 @@ FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fau
     return totals;
   }
   const std::string folder = made;
-  const pid_t scheduler = processes.Start(
-      {KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + folder + "/port",
-       "--num_servers=2", "--num_workers=" + std::to_string(kWorkers), "--replication=1",
-       "--heartbeat_timeout=1"});
+  const pid_t scheduler = processes.Start({KeelBinary(), "scheduler", "--bind=127.0.0.1",
+                                           "--port_file=" + folder + "/port", "--num_servers=2",
+                                           "--num_workers=" + std::to_string(kWorkers),
+                                           "--replication=1", "--heartbeat_timeout=1"});
   const std::string port = WaitForPortFile(folder + "/port", 10);
   EXPECT_FALSE(port.empty()) << processes.Output(scheduler);
   if (port.empty()) return totals;
@@ -361,9 +360,7 @@ FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fau
   // It copies both ranges from server 0 while the pushes go on.
   EXPECT_TRUE(all_workers_wrote("done"));
   EXPECT_TRUE(testing::WaitFor(
-      [&] {
-        return Occurrences(processes.Output(restarted), "holds a replica of it again") == 2;
-      },
+      [&] { return Occurrences(processes.Output(restarted), "holds a replica of it again") == 2; },
       30))
       << processes.Output(restarted);
   kill(server0, SIGKILL);
@@ -383,7 +380,7 @@ FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fau
   EXPECT_TRUE(Contains(exit.output, "backup server 1 is promoted to primary")) << exit.output;
   processes.Wait(server0, 5);
   if (!pause) processes.Wait(server1, 5);
-  for (const std::string& name : {"port", "restarted", "go"}) unlink((folder + "/" + name).c_str());
+  for (const char* name : {"port", "restarted", "go"}) unlink((folder + "/" + name).c_str());
   for (int r = 0; r < kWorkers; ++r) {
     unlink((folder + "/third-" + std::to_string(r)).c_str());
     unlink((folder + "/done-" + std::to_string(r)).c_str());

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "kv/parameter_table.h"
 
 namespace keel {

@@ -5,7 +5,7 @@
 #include <random>
 #include <unordered_map>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

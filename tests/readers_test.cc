@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "io/recordio.h"
-#include "kv/error.h"
 #include "record.pb.h"
 #include "test_util.h"
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "test_util.h"
 
 namespace keel {

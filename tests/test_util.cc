@@ -18,7 +18,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/time.h"
 #include "kv/node.h"
 
 namespace keel::testing {

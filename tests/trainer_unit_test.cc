@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "random_batch.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
@@ -35,7 +35,9 @@ TEST(PrepareKeys, ListsEachKeysNonZerosInAscendingOrder) {
     for (uint32_t e = prepared.key_offsets[u]; e < prepared.key_offsets[u + 1]; ++e) {
       const uint32_t nonzero = prepared.nonzeros_by_key[e];
       ASSERT_EQ(prepared.positions[nonzero], u);
-      if (e > prepared.key_offsets[u]) ASSERT_LT(prepared.nonzeros_by_key[e - 1], nonzero);
+      if (e > prepared.key_offsets[u]) {
+        ASSERT_LT(prepared.nonzeros_by_key[e - 1], nonzero);
+      }
       ++seen[nonzero];
     }
   }

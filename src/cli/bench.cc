@@ -21,10 +21,12 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "base/error.h"
+#include "base/files.h"
+#include "base/time.h"
 #include "cli/commands.h"
 #include "io/input_split.h"
 #include "io/readers.h"
-#include "kv/error.h"
 #include "kv/node.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
@@ -287,14 +289,6 @@ std::string Json(const std::string& bench, const std::vector<Row>& rows) {
   }
   out << "]}";
   return out.str();
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw MakeError("cannot read ", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 int BenchZmq() {

@@ -2,9 +2,9 @@
 #include <iomanip>
 #include <iostream>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "io/checkpoint.h"
-#include "kv/error.h"
 
 namespace keel {
 
@@ -18,8 +18,8 @@ int RunCheckpointCommand(const std::string& what, const std::string& uri) {
       const proto::CheckpointManifest manifest = store.ReadManifest(id);
       uint64_t bytes = 0, rows = 0;
       for (const auto& file : manifest.files()) bytes += file.bytes(), rows += file.rows();
-      std::cout << id << "  epoch " << manifest.epoch() << " minibatch " << manifest.batch()
-                << "  " << manifest.num_servers() << " server(s) " << manifest.num_workers()
+      std::cout << id << "  epoch " << manifest.epoch() << " minibatch " << manifest.batch() << "  "
+                << manifest.num_servers() << " server(s) " << manifest.num_workers()
                 << " worker(s)  " << rows << " rows " << bytes << " bytes  " << manifest.created()
                 << (manifest.final() ? "  final" : "") << (id == latest ? "  LATEST" : "") << "\n";
     }

@@ -9,19 +9,21 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "base/error.h"
+#include "base/files.h"
+#include "base/time.h"
 #include "cli/fault_flags.h"
 #include "cli/fault_runner.h"
 #include "cli/launcher.h"
 #include "cli/remote.h"
-#include "kv/error.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
@@ -215,8 +217,9 @@ SchedulerOptions SchedulerFlags() {
   if (FLAGS_heartbeat_timeout <= 0) throw MakeError("--heartbeat_timeout must be positive");
   if (FLAGS_connect_timeout <= 0) throw MakeError("--connect_timeout must be positive");
   if (FLAGS_replication < 0 || FLAGS_replication >= FLAGS_num_servers) {
-    throw MakeError("--replication ", FLAGS_replication, " needs 0 <= replication < --num_servers (",
-                    FLAGS_num_servers, "): a range's backups are other servers");
+    throw MakeError("--replication ", FLAGS_replication,
+                    " needs 0 <= replication < --num_servers (", FLAGS_num_servers,
+                    "): a range's backups are other servers");
   }
   SchedulerOptions options;
   options.bind_host = FLAGS_bind;
@@ -464,14 +467,6 @@ std::vector<std::string> SplitWords(const std::string& text) {
   return result;
 }
 
-std::string ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw MakeError("cannot read ", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int RunLaunch(const std::vector<std::string>& args) {
   const std::vector<std::string> role_flags = RoleFlags(args);
   if (FLAGS_slurm && !FLAGS_hostfile.empty())
@@ -491,7 +486,7 @@ int RunLaunch(const std::vector<std::string>& args) {
   }
   if (!FLAGS_hostfile.empty()) {
     SshLaunch launch;
-    launch.hosts = ParseHostfile(ReadTextFile(FLAGS_hostfile), FLAGS_hostfile);
+    launch.hosts = ParseHostfile(ReadFile(FLAGS_hostfile), FLAGS_hostfile);
     if (FLAGS_check_flags && FlagsOk()) return 0;
     launch.role_flags = role_flags;
     launch.ssh_options = SplitWords(FLAGS_ssh_options);

@@ -2,7 +2,7 @@
 
 #include <gflags/gflags.h>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 // Transport faults: on the process given them, for its outgoing data messages.
 DEFINE_double(drop_rate, 0,

@@ -8,8 +8,9 @@
 #include <cstring>
 #include <sstream>
 
-#include "io/json_text.h"
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/time.h"
 #include "kv/node.h"
 
 namespace keel {
@@ -68,7 +69,7 @@ FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int server
     } else if (item.rate_per_s > 0) {
       ScheduleNext(item, 0);
     } else {
-      pending_.push_back(Pending{item.at_s, &item});
+      pending_.push_back(Pending{item.at_s, &item, false, "", -1});
     }
   }
 }
@@ -79,7 +80,7 @@ double FaultRunner::Now() const { return MonotonicSeconds() - start_; }
 
 void FaultRunner::ScheduleNext(const FaultItem& item, double after) {
   std::exponential_distribution<double> gap(item.rate_per_s);
-  pending_.push_back(Pending{after + gap(random_), &item});
+  pending_.push_back(Pending{after + gap(random_), &item, false, "", -1});
 }
 
 void FaultRunner::Log(const std::string& event, const std::string& name,

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

@@ -11,9 +11,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/error.h"
+#include "base/json.h"
 #include "cli/commands.h"
 #include "io/input_split.h"
-#include "kv/error.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/datagen.h"
@@ -119,15 +120,6 @@ InitializerSpec Initializer(const std::string& prefix, const std::string& method
 
 float Or(double value, double fallback) {
   return static_cast<float>(value >= 0 ? value : fallback);
-}
-
-std::string JsonEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
 }
 
 ReaderOptions ReaderFlags() {
@@ -259,8 +251,7 @@ int RunTraining(Node* node, KVWorker* client) {
   bool first = true;
   for (const auto& flag : flags) {
     if (flag.is_default || flag.filename.find("job_commands") == std::string::npos) continue;
-    json << (first ? "" : ",") << "\"" << flag.name << "\":\"" << JsonEscape(flag.current_value)
-         << "\"";
+    json << (first ? "" : ",") << "\"" << flag.name << "\":" << JsonQuote(flag.current_value);
     first = false;
   }
   json << "}";

@@ -12,7 +12,8 @@
 #include <cstring>
 #include <iostream>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/time.h"
 
 namespace keel {
 namespace {

@@ -2,6 +2,7 @@
 #ifndef KEEL_CLI_LAUNCHER_INL_H_
 #define KEEL_CLI_LAUNCHER_INL_H_
 
+#include "base/time.h"
 #include "kv/node.h"
 
 namespace keel {

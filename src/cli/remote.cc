@@ -15,8 +15,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "base/error.h"
+#include "base/time.h"
 #include "cli/launcher.h"
-#include "kv/error.h"
 #include "kv/node.h"
 
 extern char** environ;

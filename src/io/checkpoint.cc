@@ -7,8 +7,9 @@
 #include <cstring>
 #include <set>
 
-#include "io/checksum.h"
-#include "kv/error.h"
+#include "base/binary.h"
+#include "base/checksum.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {
@@ -18,46 +19,6 @@ constexpr uint32_t kSnapshotVersion = 1;
 constexpr char kManifest[] = "manifest.json";
 constexpr char kLatest[] = "LATEST";
 constexpr char kPrefix[] = "ckpt-";
-
-class Encoder {
- public:
-  template <typename T>
-  void Put(const T& value) {
-    Bytes(&value, sizeof(T));
-  }
-  void Bytes(const void* data, size_t size) {
-    out_.append(static_cast<const char*>(data), size);
-  }
-  std::string& out() { return out_; }
-
- private:
-  std::string out_;
-};
-
-class Decoder {
- public:
-  Decoder(std::string_view bytes, const std::string& where) : bytes_(bytes), where_(where) {}
-  template <typename T>
-  T Get(const char* what) {
-    T value;
-    Bytes(&value, sizeof(T), what);
-    return value;
-  }
-  void Bytes(void* out, size_t size, const char* what) {
-    if (bytes_.size() - offset_ < size) {
-      throw MakeError(where_, ": truncated at byte ", offset_, " (reading ", what, ")");
-    }
-    std::memcpy(out, bytes_.data() + offset_, size);
-    offset_ += size;
-  }
-  size_t offset() const { return offset_; }
-  size_t remaining() const { return bytes_.size() - offset_; }
-
- private:
-  std::string_view bytes_;
-  const std::string& where_;
-  size_t offset_ = 0;
-};
 
 bool IsCheckpointId(const std::string& name) {
   return name.rfind(kPrefix, 0) == 0 && name.find('/') == std::string::npos;
@@ -83,7 +44,7 @@ std::string SnapshotFileName(int server_rank) {
 }
 
 std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
-  Encoder out;
+  ByteWriter out;
   out.Bytes(kMagic, sizeof(kMagic));
   out.Put(kSnapshotVersion);
   out.Put(static_cast<int32_t>(snapshot.server_rank));
@@ -119,7 +80,7 @@ ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where) 
     throw MakeError(where, ": checksum mismatch (the file says ", ChecksumHex(stored),
                     ", its bytes give ", ChecksumHex(actual), ")");
   }
-  Decoder in(bytes.substr(0, body), where);
+  ByteReader in(bytes.substr(0, body), where);
   char magic[sizeof(kMagic)];
   in.Bytes(magic, sizeof(magic), "magic");
   if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
@@ -192,8 +153,7 @@ proto::CheckpointManifest ManifestFromJson(const std::string& json, const std::s
   return manifest;
 }
 
-CheckpointStore::CheckpointStore(const std::string& uri)
-    : uri_(uri), storage_(OpenStorage(uri)) {}
+CheckpointStore::CheckpointStore(const std::string& uri) : uri_(uri), storage_(OpenStorage(uri)) {}
 
 std::string CheckpointStore::Key(const std::string& id, const std::string& name) const {
   return id + "/" + name;
@@ -326,10 +286,9 @@ proto::CheckpointManifest CheckpointStore::Verify(const std::string& id) {
       }
     }
     std::string message = std::string("checkpoint ") + id + " is not usable: " + failure.what();
-    message += alternative.empty()
-                   ? "; no older checkpoint in " + uri_ + " verifies"
-                   : "; the previous good checkpoint is " + alternative + " (--resume=" +
-                         storage_->UriOf(alternative) + ")";
+    message += alternative.empty() ? "; no older checkpoint in " + uri_ + " verifies"
+                                   : "; the previous good checkpoint is " + alternative +
+                                         " (--resume=" + storage_->UriOf(alternative) + ")";
     throw Error(message);
   }
 }

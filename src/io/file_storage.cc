@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 
+#include "base/files.h"
 #include "io/storage.h"
 
 namespace keel {
@@ -20,33 +21,18 @@ constexpr char kTempPrefix[] = ".keel-tmp-";
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
-std::string Parent(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-void MakeFolders(const std::string& folder, const std::string& uri) {
-  if (folder.empty()) return;
-  struct stat info;
-  if (stat(folder.c_str(), &info) == 0) {
-    if (S_ISDIR(info.st_mode)) return;
-    throw MakeError(uri, ": cannot create folder ", folder, ": a file is in the way");
-  }
-  if (folder != "/" && folder != ".") MakeFolders(Parent(folder), uri);
-  if (mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
-    throw MakeError(uri, ": cannot create folder ", folder, ": ", ErrnoText(errno));
-  }
-}
-
 class FileStorage : public Storage {
  public:
   explicit FileStorage(std::string root) : root_(std::move(root)) {}
 
   void Put(const std::string& key, std::string_view data) override {
     const std::string path = PathOf(key);
-    const std::string folder = Parent(path);
-    MakeFolders(folder, UriOf(key));
+    const std::string folder = ParentFolder(path);
+    try {
+      MakeDirectories(folder);
+    } catch (const Error& error) {
+      throw MakeError(UriOf(key), ": ", error.what());
+    }
     static std::atomic<uint64_t> counter{0};
     const std::string temp = folder + "/" + kTempPrefix + path.substr(folder.size() + 1) + "-" +
                              std::to_string(getpid()) + "-" + std::to_string(counter++);

@@ -14,8 +14,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/error.h"
 #include "io/storage.h"
-#include "kv/error.h"
 
 namespace keel {
 namespace {

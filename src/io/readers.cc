@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/error.h"
 #include "io/recordio.h"
-#include "kv/error.h"
 #include "record.pb.h"
 
 namespace keel {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/error.h"
 #include "io/input_split.h"
-#include "kv/error.h"
 #include "record.pb.h"
 
 namespace keel {

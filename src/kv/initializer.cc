@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {
@@ -60,8 +60,9 @@ std::vector<Key> MixedKeySet(const std::vector<uint64_t>& feature_indices) {
 RangeMap RangeMap::Even(int num_servers, int replication) {
   if (num_servers <= 0) throw MakeError("a range map needs at least one server, got ", num_servers);
   if (replication < 0 || replication >= num_servers) {
-    throw MakeError("replication ", replication, " needs 0 <= replication < the number of servers (",
-                    num_servers, "): each range's backups are other servers");
+    throw MakeError("replication ", replication,
+                    " needs 0 <= replication < the number of servers (", num_servers,
+                    "): each range's backups are other servers");
   }
   RangeMap map;
   const Key step = std::numeric_limits<Key>::max() / static_cast<Key>(num_servers);

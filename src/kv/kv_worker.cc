@@ -10,7 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/time.h"
 
 namespace keel {
 namespace {
@@ -209,8 +210,8 @@ void KVWorker::OnView(const proto::ClusterView& view) {
   // A server left: a push it was to pass down, or to acknowledge as the last
   // replica, is lost with it even where the range keeps its primary. Every
   // outstanding push goes again now (the servers apply each once).
-  const bool server_left = std::any_of(servers_.begin(), servers_.end(),
-                                       [&](int id) { return !servers.count(id); });
+  const bool server_left =
+      std::any_of(servers_.begin(), servers_.end(), [&](int id) { return !servers.count(id); });
   servers_ = servers;
   for (auto it = parts_.begin(); it != parts_.end();) {
     Part& part = it->second;
@@ -519,9 +520,10 @@ void KVWorker::Wait(Handle handle, double timeout_s) {
   }
   // A node dropped from the view gets no answers: it stops waiting.
   const double deadline = MonotonicSeconds() + timeout_s;
-  while (!answered_.wait_for(lock, std::chrono::duration<double>(std::min(
-                                       0.5, std::max(0.0, deadline - MonotonicSeconds()))),
-                             [&] { return request.unanswered == 0; })) {
+  while (!answered_.wait_for(
+      lock,
+      std::chrono::duration<double>(std::min(0.5, std::max(0.0, deadline - MonotonicSeconds()))),
+      [&] { return request.unanswered == 0; })) {
     if (node_->removed()) {
       requests_.erase(handle);
       throw MakeError("request ", handle, ": this node left the cluster");

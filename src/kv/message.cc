@@ -3,7 +3,7 @@
 #include <memory>
 #include <sstream>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

@@ -5,16 +5,11 @@
 #include <algorithm>
 #include <iterator>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/time.h"
 
 namespace keel {
 namespace {
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 Message Control(proto::Command command) {
   Message message;
@@ -23,8 +18,6 @@ Message Control(proto::Command command) {
 }
 
 }  // namespace
-
-double MonotonicSeconds() { return static_cast<double>(NowNanos()) * 1e-9; }
 
 Node::Node(NodeOptions options) : options_(std::move(options)) {}
 
@@ -92,7 +85,7 @@ void Node::Start() {
     break;
   }
   lock.unlock();
-  last_scheduler_contact_ns_ = NowNanos();
+  last_scheduler_contact_ns_ = MonotonicNanos();
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   LOG(INFO) << proto::Role_Name(options_.role) << " " << rank_ << " (node " << id_
             << ") listening at " << van_->address() << ", view epoch " << epoch_;
@@ -163,11 +156,9 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
   request.meta.set_barrier_tag(tag);
   SendAwaited("barrier " + std::to_string(barrier_id), request);
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                         [&] {
-                           return barriers_released_.count(barrier_id) > 0 || stopped_ ||
-                                  removed_;
-                         })) {
+  if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+        return barriers_released_.count(barrier_id) > 0 || stopped_ || removed_;
+      })) {
     throw MakeError("barrier ", barrier_id, " (group ", group, ") not released within ", timeout_s,
                     " s");
   }
@@ -313,7 +304,7 @@ bool Node::WaitForShutdown(double timeout_s) {
 }
 
 double Node::SecondsSinceScheduler() const {
-  return static_cast<double>(NowNanos() - last_scheduler_contact_ns_.load()) * 1e-9;
+  return static_cast<double>(MonotonicNanos() - last_scheduler_contact_ns_.load()) * 1e-9;
 }
 
 uint64_t Node::malformed_messages() const { return van_ ? van_->malformed_messages() : 0; }
@@ -346,7 +337,7 @@ void Node::OnMessage(Message&& message) {
     LOG(WARNING) << "ignored " << Describe(meta) << ": control messages come from the scheduler";
     return;
   }
-  last_scheduler_contact_ns_ = NowNanos();
+  last_scheduler_contact_ns_ = MonotonicNanos();
   switch (meta.command()) {
     case proto::REGISTER: {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -143,8 +143,8 @@ class Node {
   // servers have copied their rows (`final`: once the checkpoint is committed).
   // Throws Error with the scheduler's reason if the checkpoint failed, or after
   // `timeout_s`.
-  void Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer,
-                  bool final, double timeout_s);
+  void Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer, bool final,
+                  double timeout_s);
   // Worker: reports the end of its share of an epoch (no answer awaited).
   void ReportEpochDone(const proto::WorkerCursor& cursor);
 
@@ -219,9 +219,6 @@ class Node {
 
   std::thread heartbeat_thread_;
 };
-
-// Seconds on a monotonic clock (for deadlines and durations).
-double MonotonicSeconds();
 
 }  // namespace keel
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 namespace {

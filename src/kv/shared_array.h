@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 

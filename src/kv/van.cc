@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -18,7 +18,8 @@
 #include <vector>
 #include <zmq_addon.hpp>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/time.h"
 
 namespace keel {
 namespace {
@@ -26,10 +27,6 @@ namespace {
 constexpr int kReceivePollMs = 100;
 // How long a closing send socket keeps trying to deliver queued messages.
 constexpr int kLingerMs = 2000;
-
-double SteadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::string Endpoint(const std::string& host, int port) {
   return "tcp://" + host + ":" + (port == 0 ? std::string("*") : std::to_string(port));
@@ -252,7 +249,7 @@ void Van::Send(int node_id, const Message& message) {
     Link& link = links_[node_id];
     if (hold > 0 || link.queued > 0) {
       // Never overtake a message still held back on the same link.
-      release = std::max(SteadySeconds() + hold, link.last_release);
+      release = std::max(MonotonicSeconds() + hold, link.last_release);
       link.last_release = release;
       ++link.queued;
       delayed_.push(Delayed{release, next_delayed_order_++, node_id, Encode(message)});
@@ -291,7 +288,7 @@ void Van::DelayLoop() {
       delay_changed_.wait(lock);
       continue;
     }
-    const double wait = delayed_.top().release - SteadySeconds();
+    const double wait = delayed_.top().release - MonotonicSeconds();
     if (wait > 0) {
       delay_changed_.wait_for(lock, std::chrono::duration<double>(wait));
       continue;

@@ -129,7 +129,7 @@ class Van {
 
   // A message held back by fault injection.
   struct Delayed {
-    double release;  // MonotonicSeconds
+    double release;  // MonotonicSeconds()
     uint64_t order;  // ties keep send order
     int node_id;
     std::vector<zmq::message_t> frames;

@@ -4,20 +4,12 @@
 
 #include <ctime>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/time.h"
 #include "kv/node.h"
 
 namespace keel {
 namespace {
-
-std::string UtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc;
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 Message Reply(proto::Command command, uint64_t sequence) {
   Message message;
@@ -92,8 +84,8 @@ void CheckpointCoordinator::OnWorker(int node, int rank, const proto::Meta& meta
   TryStart(workers, servers, num_servers);
 }
 
-void CheckpointCoordinator::OnMembership(const std::set<int>& workers,
-                                         const std::set<int>& servers, int num_servers) {
+void CheckpointCoordinator::OnMembership(const std::set<int>& workers, const std::set<int>& servers,
+                                         int num_servers) {
   for (auto it = ready_.begin(); it != ready_.end();) {
     it = workers.count(it->first) ? std::next(it) : ready_.erase(it);
   }
@@ -159,15 +151,14 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
   manifest.set_epoch(epoch);
   manifest.set_batch(batch);
   manifest.set_final(final);
-  manifest.set_created(UtcNow());
+  manifest.set_created(UtcTimestamp());
   manifest.set_num_servers(num_servers);
   manifest.set_num_workers(static_cast<int>(workers.size()));
   manifest.set_previous(last_committed_);
   *manifest.mutable_trainer() = trainer_;
   for (int worker : workers) {
     auto ready = ready_.find(worker);
-    *manifest.add_workers() =
-        ready != ready_.end() ? ready->second.cursor : finished_.at(worker);
+    *manifest.add_workers() = ready != ready_.end() ? ready->second.cursor : finished_.at(worker);
   }
   for (const auto& [node, ready] : ready_) {
     if (ready.final) {
@@ -256,8 +247,8 @@ void CheckpointCoordinator::CommitLoop() {
     if (error.empty() && options_.keep > 0) {
       try {
         for (const std::string& deleted : store_->Prune(options_.keep)) {
-          LOG(INFO) << "deleted checkpoint " << deleted << " (--keep_checkpoints "
-                    << options_.keep << ")";
+          LOG(INFO) << "deleted checkpoint " << deleted << " (--keep_checkpoints " << options_.keep
+                    << ")";
         }
       } catch (const std::exception& e) {
         LOG(WARNING) << "old checkpoints not deleted: " << e.what();

@@ -5,15 +5,15 @@
 #include <cstdio>
 #include <cstring>
 
-#include "io/json_text.h"
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/time.h"
 
 namespace keel {
 namespace {
 
 std::string Now() {
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double seconds = WallSeconds();
   char text[32];
   snprintf(text, sizeof(text), "%.3f", seconds);
   return text;
@@ -24,7 +24,8 @@ std::string Now() {
 MembershipLog::MembershipLog(const std::string& path) {
   if (path.empty()) return;
   out_.open(path, std::ios::app);
-  if (!out_) throw MakeError("--membership_log ", path, ": cannot open for appending: ", strerror(errno));
+  if (!out_)
+    throw MakeError("--membership_log ", path, ": cannot open for appending: ", strerror(errno));
 }
 
 void MembershipLog::Write(const std::string& line) {
@@ -33,11 +34,11 @@ void MembershipLog::Write(const std::string& line) {
 
 void MembershipLog::Record(const std::string& event, const proto::NodeInfo& node,
                            const std::string& fields) {
-  std::string line = "{\"time\": " + Now() + ", \"event\": " + JsonQuote(event) +
-                     ", \"role\": " + JsonQuote(node.role() == proto::SERVER ? "server" : "worker") +
-                     ", \"rank\": " + std::to_string(node.rank()) +
-                     ", \"node\": " + std::to_string(node.id()) +
-                     ", \"address\": " + JsonQuote(node.address());
+  std::string line =
+      "{\"time\": " + Now() + ", \"event\": " + JsonQuote(event) +
+      ", \"role\": " + JsonQuote(node.role() == proto::SERVER ? "server" : "worker") +
+      ", \"rank\": " + std::to_string(node.rank()) + ", \"node\": " + std::to_string(node.id()) +
+      ", \"address\": " + JsonQuote(node.address());
   if (!fields.empty()) line += ", " + fields;
   Write(line + "}");
 }

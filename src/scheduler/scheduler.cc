@@ -6,8 +6,9 @@
 #include <chrono>
 #include <tuple>
 
-#include "io/json_text.h"
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/time.h"
 #include "kv/keys.h"
 #include "kv/node.h"
 
@@ -43,9 +44,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
   // until their nodes register again, and a new node may come first. So each
   // run gives out ids from a block of its own, placed by its start time (in
   // milliseconds, 1000 ids a millisecond, repeating every 16.7 minutes).
-  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+  const int64_t ms = WallMillis();
   next_id_ = 1 + static_cast<int>(ms % 1000000) * 1000;
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
@@ -109,9 +108,8 @@ proto::ClusterView Scheduler::view() const {
 
 int Scheduler::WaitForJob(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const bool done = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
-    return JobOver() && !checkpoints_->busy();
-  });
+  const bool done = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                                      [this] { return JobOver() && !checkpoints_->busy(); });
   if (!done) return -1;
   int failed = 0;
   int succeeded = 0;
@@ -404,9 +402,8 @@ void Scheduler::Admit(const Message& request) {
                          ", \"replaces\": " + (takeover || server_returns ? "true" : "false"));
   if (server_returns) ReplaceServer(rank, &reply);
   SendTo(id, reply);
-  if (published_ ||
-      (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
-       static_cast<int>(worker_ranks_.size()) == options_.num_workers)) {
+  if (published_ || (static_cast<int>(server_ranks_.size()) == options_.num_servers &&
+                     static_cast<int>(worker_ranks_.size()) == options_.num_workers)) {
     PublishView();
   }
 }
@@ -630,8 +627,8 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
     chain.erase(it);
     std::set<int>& copying = copying_[range];
     copying.erase(rank);
-    const bool held = std::any_of(chain.begin(), chain.end(),
-                                  [&](int other) { return !copying.count(other); });
+    const bool held =
+        std::any_of(chain.begin(), chain.end(), [&](int other) { return !copying.count(other); });
     if (!held) {
       alone_json += (alone_json.empty() ? "" : ", ") + std::to_string(range);
       alone += (alone.empty() ? "" : ", ") + std::to_string(range);
@@ -651,12 +648,13 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
                      "\"reason\": " + JsonQuote(reason) + ", \"promoted\": [" + promoted_json +
                          "], \"ranges_without_replica\": [" + alone_json + "]");
   LOG(WARNING) << "server " << rank << " (node " << id << " at " << member.info.address()
-               << ") leaves the cluster: " << reason
-               << (moved.empty() ? "" : "; " + moved)
-               << (alone.empty() ? "; no acknowledged update is lost (its ranges have live replicas)"
-                                 : "; requests for key range(s) " + alone +
-                                       ", which no other replica holds, wait for a server "
-                                       "started again with --rank " + std::to_string(rank));
+               << ") leaves the cluster: " << reason << (moved.empty() ? "" : "; " + moved)
+               << (alone.empty()
+                       ? "; no acknowledged update is lost (its ranges have live replicas)"
+                       : "; requests for key range(s) " + alone +
+                             ", which no other replica holds, wait for a server "
+                             "started again with --rank " +
+                             std::to_string(rank));
   for (auto& [group, waiting] : barriers_) {
     waiting.erase(id);
     TryReleaseBarrier(group);
@@ -730,8 +728,8 @@ void Scheduler::ReplaceServer(int rank, Message* reply) {
   if (!latest.empty()) {
     reply->meta.set_checkpoint_uri(uri);
     reply->meta.set_checkpoint(latest);
-    LOG(WARNING) << what << "; it restores key range(s) " << alone << " from checkpoint "
-                 << latest << ": updates to them since that checkpoint are lost";
+    LOG(WARNING) << what << "; it restores key range(s) " << alone << " from checkpoint " << latest
+                 << ": updates to them since that checkpoint are lost";
   } else {
     LOG(WARNING) << what << "; no checkpoint to restore key range(s) " << alone
                  << " from (--checkpoint_uri): they start over from their initial values";

@@ -7,8 +7,9 @@
 #include <set>
 #include <utility>
 
+#include "base/error.h"
+#include "base/time.h"
 #include "io/checkpoint.h"
-#include "kv/error.h"
 #include "kv/kv_worker.h"
 #include "server/shard_copy.h"
 
@@ -40,20 +41,20 @@ KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
       LOG(WARNING) << "ignored unexpected " << Describe(message.meta);
     }
   });
-  writer_ = std::make_unique<SnapshotWriter>(
-      [this](const std::string& checkpoint, const proto::CheckpointFile& file,
-             const std::string& error) {
-        Message report;
-        report.meta.set_command(proto::SNAPSHOT);
-        report.meta.set_checkpoint(checkpoint);
-        *report.meta.mutable_file() = file;
-        report.meta.set_error(error);
-        try {
-          node_->SendToScheduler(report);
-        } catch (const std::exception& e) {
-          LOG(WARNING) << "checkpoint " << checkpoint << ": could not report: " << e.what();
-        }
-      });
+  writer_ = std::make_unique<SnapshotWriter>([this](const std::string& checkpoint,
+                                                    const proto::CheckpointFile& file,
+                                                    const std::string& error) {
+    Message report;
+    report.meta.set_command(proto::SNAPSHOT);
+    report.meta.set_checkpoint(checkpoint);
+    *report.meta.mutable_file() = file;
+    report.meta.set_error(error);
+    try {
+      node_->SendToScheduler(report);
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "checkpoint " << checkpoint << ": could not report: " << e.what();
+    }
+  });
 }
 
 KVServer::~KVServer() {
@@ -146,8 +147,8 @@ void KVServer::Restore(const std::string& uri, const std::string& id,
       }
     }
   }
-  LOG(INFO) << "resumed from checkpoint " << id << ": loaded " << loaded << " rows of "
-            << files << " snapshot file(s) in " << MonotonicSeconds() - begin << " s";
+  LOG(INFO) << "resumed from checkpoint " << id << ": loaded " << loaded << " rows of " << files
+            << " snapshot file(s) in " << MonotonicSeconds() - begin << " s";
 }
 
 KVServer::Table& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width) {
@@ -473,8 +474,8 @@ void KVServer::OnReplicaSync(Message&& message) {
     for (const SnapshotTable& saved : state.tables) {
       Table& table = TableFor(shard, range, saved.table, saved.weight_width);
       if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
-        throw MakeError("key range ", range, " from node ", meta.sender(), ": table ",
-                        saved.table, " rows have ", saved.row_width, " floats; this server's ",
+        throw MakeError("key range ", range, " from node ", meta.sender(), ": table ", saved.table,
+                        " rows have ", saved.row_width, " floats; this server's ",
                         table.optimizer->name(), " optimizer needs ", table.rows->row_width());
       }
       for (size_t i = 0; i < saved.keys.size(); ++i) {
@@ -488,8 +489,8 @@ void KVServer::OnReplicaSync(Message&& message) {
       for (uint64_t sequence : sequences) window.Insert(sequence);
     }
     LOG(INFO) << "key range " << range << ": received " << rows << " rows from node "
-              << meta.sender() << "; this server holds a replica of it again ("
-              << shard.held.size() << " push(es) held meanwhile go on now)";
+              << meta.sender() << "; this server holds a replica of it again (" << shard.held.size()
+              << " push(es) held meanwhile go on now)";
   } catch (const Error& e) {
     rejected_.fetch_add(1);
     shard.tables.clear();

@@ -29,28 +29,22 @@
 #include <atomic>
 #include <cstdint>
 #include <list>
-#include <mutex>
-#include <string>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <string>
 #include <unordered_map>
 
 #include "kv/node.h"
 #include "kv/optimizer.h"
 #include "kv/parameter_table.h"
 #include "kv/staleness_gate.h"
+#include "kv/table_spec.h"
 #include "server/dedupe_window.h"
 #include "server/snapshot_writer.h"
 
 namespace keel {
-
-// How the rows of one table are made and updated.
-struct TableSpec {
-  int width = 0;  // weights per key; 0: taken from the first request
-  OptimizerOptions optimizer;
-  ParameterTable::Initializer initializer;  // nullptr: zeros
-};
 
 class KVServer {
  public:
@@ -145,7 +139,7 @@ class KVServer {
   OptimizerOptions default_optimizer_;
   std::map<uint32_t, TableSpec> specs_;
   // Touched only on the receive thread.
-  std::map<size_t, Shard> shards_;                       // by range index
+  std::map<size_t, Shard> shards_;                        // by range index
   std::unordered_map<int, DedupeWindow> clocks_applied_;  // CLOCKs, by sender
   std::atomic<uint64_t> rejected_{0};
   std::atomic<uint64_t> duplicates_{0};

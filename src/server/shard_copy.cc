@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 
@@ -41,8 +41,8 @@ ShardState DecodeShardCopy(const Message& message) {
                     " table(s); expected ", frames);
   }
   if (shard.senders_size() != shard.sequence_counts_size()) {
-    throw MakeError(what, ": ", shard.senders_size(), " senders but ",
-                    shard.sequence_counts_size(), " sequence counts");
+    throw MakeError(what, ": ", shard.senders_size(), " senders but ", shard.sequence_counts_size(),
+                    " sequence counts");
   }
   ShardState state;
   state.range = shard.range();
@@ -58,9 +58,9 @@ ShardState DecodeShardCopy(const Message& message) {
     auto rows = message.frames[2 * t + 1].As<const float>();
     if (keys.size() != described.rows() ||
         rows.size() != described.rows() * static_cast<uint64_t>(described.row_width())) {
-      throw MakeError(what, ": table ", described.table(), " says ", described.rows(),
-                      " rows of ", described.row_width(), " floats but carries ", keys.size(),
-                      " keys and ", rows.size(), " floats");
+      throw MakeError(what, ": table ", described.table(), " says ", described.rows(), " rows of ",
+                      described.row_width(), " floats but carries ", keys.size(), " keys and ",
+                      rows.size(), " floats");
     }
     for (size_t i = 1; i < keys.size(); ++i) {
       if (keys[i] <= keys[i - 1]) {
@@ -85,9 +85,9 @@ ShardState DecodeShardCopy(const Message& message) {
   size_t next = 0;
   for (int s = 0; s < shard.senders_size(); ++s) {
     const uint32_t count = shard.sequence_counts(s);
-    state.applied.emplace_back(shard.senders(s),
-                               std::vector<uint64_t>(sequences.begin() + next,
-                                                     sequences.begin() + next + count));
+    state.applied.emplace_back(
+        shard.senders(s),
+        std::vector<uint64_t>(sequences.begin() + next, sequences.begin() + next + count));
     next += count;
   }
   return state;

@@ -7,8 +7,9 @@
 #include <cstring>
 #include <numeric>
 
-#include "io/checksum.h"
-#include "kv/error.h"
+#include "base/checksum.h"
+#include "base/error.h"
+#include "base/time.h"
 #include "kv/node.h"
 
 namespace keel {
@@ -77,8 +78,8 @@ proto::CheckpointFile SnapshotWriter::WriteOne(Job& job) {
   file.set_bytes(bytes.size());
   file.set_rows(rows);
   file.set_checksum(ChecksumHex(checksum));
-  LOG(INFO) << "checkpoint " << job.checkpoint << ": wrote " << rows << " rows ("
-            << bytes.size() << " bytes) to " << store.storage()->UriOf(job.checkpoint) << " in "
+  LOG(INFO) << "checkpoint " << job.checkpoint << ": wrote " << rows << " rows (" << bytes.size()
+            << " bytes) to " << store.storage()->UriOf(job.checkpoint) << " in "
             << MonotonicSeconds() - begin << " s";
   return file;
 }

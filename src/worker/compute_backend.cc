@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "worker/cpu_model.h"
 #ifdef KEEL_HAVE_CUDA
 #include "worker/cuda_model.h"

@@ -3,7 +3,7 @@
 #include <Eigen/Core>
 #include <cstring>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "models/factorization_machine.h"
 #include "models/linear.h"
 #include "models/losses.h"

@@ -21,7 +21,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kv/error.h"
+#include "base/error.h"
 #include "models/factorization_machine.h"
 #include "models/linear.h"
 #include "models/losses.h"

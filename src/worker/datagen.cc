@@ -6,7 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/files.h"
 #include "models/losses.h"
 #include "worker/model_artifact.h"
 

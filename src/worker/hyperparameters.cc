@@ -1,6 +1,6 @@
 #include "worker/hyperparameters.h"
 
-#include "kv/error.h"
+#include "base/error.h"
 
 namespace keel {
 

@@ -9,8 +9,8 @@
 
 #include "kv/initializer.h"
 #include "kv/optimizer.h"
+#include "kv/table_spec.h"
 #include "models/losses.h"
-#include "server/kv_server.h"
 
 namespace keel {
 

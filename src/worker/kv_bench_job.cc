@@ -7,7 +7,8 @@
 #include <random>
 #include <sstream>
 
-#include "kv/error.h"
+#include "base/error.h"
+#include "base/time.h"
 
 namespace keel {
 namespace {

@@ -1,85 +1,18 @@
 #include "worker/model_artifact.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstring>
 #include <sstream>
 
+#include "base/binary.h"
+#include "base/checksum.h"
+#include "base/error.h"
+#include "base/json.h"
 #include "io/storage.h"
-#include "kv/error.h"
 
 namespace keel {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'E', 'E', 'L', 'M', 'D', 'L', '1'};
-
-// FNV-1a over the bytes written so far.
-class Checksum {
- public:
-  void Add(const void* data, size_t size) {
-    const auto* bytes = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < size; ++i) hash_ = (hash_ ^ bytes[i]) * 0x100000001b3ULL;
-  }
-  uint64_t value() const { return hash_; }
-
- private:
-  uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
-
-class Writer {
- public:
-  explicit Writer(std::string* out) : out_(out) {}
-  template <typename T>
-  void Put(const T& value) {
-    Bytes(&value, sizeof(T));
-  }
-  void Bytes(const void* data, size_t size) {
-    checksum_.Add(data, size);
-    out_->append(static_cast<const char*>(data), size);
-  }
-  uint64_t checksum() const { return checksum_.value(); }
-
- private:
-  std::string* out_;
-  Checksum checksum_;
-};
-
-class Reader {
- public:
-  Reader(const std::string& text, const std::string& path) : text_(text), path_(path) {}
-  template <typename T>
-  T Get(const char* what) {
-    T value;
-    Bytes(&value, sizeof(T), what);
-    return value;
-  }
-  void Bytes(void* data, size_t size, const char* what) {
-    if (offset_ + size > text_.size()) {
-      throw MakeError(path_, ": truncated at byte ", offset_, " (reading ", what, ")");
-    }
-    std::memcpy(data, text_.data() + offset_, size);
-    checksum_.Add(data, size);
-    offset_ += size;
-  }
-  size_t offset() const { return offset_; }
-  uint64_t checksum() const { return checksum_.value(); }
-
- private:
-  const std::string& text_;
-  std::string path_;
-  size_t offset_ = 0;
-  Checksum checksum_;
-};
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 // For messages: "DIR/NAME" for a local folder, the object's URI otherwise.
 std::string NameOf(const std::string& dir, const Storage& storage, const std::string& name) {
@@ -88,20 +21,6 @@ std::string NameOf(const std::string& dir, const Storage& storage, const std::st
 
 }  // namespace
 
-void MakeDirectories(const std::string& dir) {
-  std::string partial;
-  std::stringstream parts(dir);
-  std::string part;
-  if (!dir.empty() && dir[0] == '/') partial = "/";
-  while (std::getline(parts, part, '/')) {
-    if (part.empty()) continue;
-    partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      throw MakeError("cannot create folder ", partial, ": ", strerror(errno));
-    }
-  }
-}
-
 void ModelArtifact::Write(const std::string& dir) const {
   const Hyperparameters& h = hyperparameters;
   const uint32_t width = static_cast<uint32_t>(h.weight_width());
@@ -109,10 +28,9 @@ void ModelArtifact::Write(const std::string& dir) const {
     throw MakeError("model artifact: ", weights.size(), " weights for ", features.size(),
                     " features of width ", width);
   }
-  std::string bytes;
-  bytes.reserve(64 + features.size() * (sizeof(uint64_t) + sizeof(float) * width) +
-                sizeof(float) * bias.size());
-  Writer writer(&bytes);
+  ByteWriter writer;
+  writer.Reserve(64 + features.size() * (sizeof(uint64_t) + sizeof(float) * width) +
+                 sizeof(float) * bias.size());
   writer.Bytes(kMagic, sizeof(kMagic));
   writer.Put<uint32_t>(kModelFormatVersion);
   writer.Put<uint32_t>(static_cast<uint32_t>(h.job));
@@ -128,12 +46,12 @@ void ModelArtifact::Write(const std::string& dir) const {
     writer.Bytes(weights.data() + i * width, sizeof(float) * width);
   }
   writer.Bytes(bias.data(), sizeof(float) * bias.size());
-  const uint64_t checksum = writer.checksum();
-  bytes.append(reinterpret_cast<const char*>(&checksum), sizeof(checksum));
+  writer.Put<uint64_t>(Checksum64::Of(writer.out().data(), writer.out().size()));
+  const std::string& bytes = writer.out();
 
   std::ostringstream json;
-  json << "{\"format_version\":" << kModelFormatVersion << ",\"job\":" << JsonString(h.JobName())
-       << ",\"predictor_type\":" << JsonString(h.PredictorName())
+  json << "{\"format_version\":" << kModelFormatVersion << ",\"job\":" << JsonQuote(h.JobName())
+       << ",\"predictor_type\":" << JsonQuote(h.PredictorName())
        << ",\"num_classes\":" << h.classes()
        << ",\"num_factors\":" << (h.job == JobKind::kFactorizationMachines ? h.num_factors : 0)
        << ",\"use_bias\":" << (h.use_bias ? "true" : "false") << ",\"weight_width\":" << width
@@ -157,7 +75,7 @@ ModelArtifact ModelArtifact::Read(const std::string& dir) {
   } catch (const NotFoundError&) {
     throw MakeError("cannot read the model at ", path, " (is --model_dir right?)");
   }
-  Reader reader(text, path);
+  ByteReader reader(text, path);
   char magic[sizeof(kMagic)];
   reader.Bytes(magic, sizeof(magic), "the magic");
   if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) throw MakeError(path, ": not a Keel model");
@@ -193,7 +111,7 @@ ModelArtifact ModelArtifact::Read(const std::string& dir) {
   }
   model.bias.resize(bias_width);
   reader.Bytes(model.bias.data(), sizeof(float) * bias_width, "the bias");
-  const uint64_t expected = reader.checksum();
+  const uint64_t expected = Checksum64::Of(text.data(), reader.offset());
   uint64_t stored = 0;
   if (reader.offset() + sizeof(stored) != text.size()) {
     throw MakeError(path, ": ", text.size() - reader.offset(), " bytes where the 8-byte checksum",

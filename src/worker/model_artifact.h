@@ -33,9 +33,6 @@ struct ModelArtifact {
   static ModelArtifact Read(const std::string& dir);
 };
 
-// Creates `dir` and its parents if missing. Throws Error.
-void MakeDirectories(const std::string& dir);
-
 }  // namespace keel
 
 #endif  // KEEL_WORKER_MODEL_ARTIFACT_H_

@@ -11,10 +11,12 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/error.h"
+#include "base/files.h"
+#include "base/time.h"
 #include "io/checkpoint.h"
 #include "io/input_split.h"
 #include "io/storage.h"
-#include "kv/error.h"
 #include "worker/batch_stream.h"
 #include "worker/model_artifact.h"
 
@@ -24,7 +26,7 @@ namespace {
 constexpr double kBarrierTimeoutS = 24 * 3600;
 // Control keys (feature indices in the control table).
 constexpr uint64_t kStopFeature = 1;
-constexpr uint64_t kGateFeature = 100000;    // + figure
+constexpr uint64_t kGateFeature = 100000;  // + figure
 // Counts travel as two floats of 20 bits each: exact in float.
 constexpr uint64_t kCountBits = 20;
 
@@ -260,8 +262,8 @@ void Trainer::ReadOrphanedShares(int epoch, uint64_t batches, EpochResult* resul
                                &part, &parts, &result->epoch_examples, kBarrierTimeoutS)) {
     uint64_t part_examples = 0;
     LOG(WARNING) << "worker " << node_->rank() << " epoch " << epoch << ": reads part " << part
-                 << " of " << parts << " of worker " << work.rank()
-                 << "'s share from minibatch " << work.batches() << " (that worker left)";
+                 << " of " << parts << " of worker " << work.rank() << "'s share from minibatch "
+                 << work.batches() << " (that worker left)";
     BatchStream stream(ResolveChannel(options_.train, work.rank(), node_->view()->num_workers()),
                        options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size));
     const int width = model_.weight_width();
@@ -277,12 +279,11 @@ void Trainer::ReadOrphanedShares(int epoch, uint64_t batches, EpochResult* resul
       SharedArray<float> weights, bias;
       client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
       if (use_bias) client_->Wait(client_->Pull(bias_key_, &bias, model_.bias_width(), kBiasTable));
-      result->loss += model_.Gradients(batch, weights.data(),
-                                       use_bias ? bias.data() : zero_bias.data(),
-                                       &weight_gradients, &bias_gradient);
+      result->loss +=
+          model_.Gradients(batch, weights.data(), use_bias ? bias.data() : zero_bias.data(),
+                           &weight_gradients, &bias_gradient);
       if (use_bias) {
-        client_->Wait(client_->Push(bias_key_,
-                                    SharedArray<const float>(std::move(bias_gradient)),
+        client_->Wait(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
                                     model_.bias_width(), kBiasTable));
       }
       client_->Wait(client_->Push(batch.keys, SharedArray<const float>(std::move(weight_gradients)),
@@ -389,8 +390,8 @@ proto::WorkerCursor Trainer::CursorAt(int epoch, uint64_t batches, const EpochRe
 
 void Trainer::StopForCheckpoint(int epoch, uint64_t batches, const EpochResult& so_far,
                                 bool final) {
-  node_->Checkpoint(CursorAt(epoch, batches, so_far), node_->rank() == 0 ? &state_ : nullptr,
-                    final, kBarrierTimeoutS);
+  node_->Checkpoint(CursorAt(epoch, batches, so_far), node_->rank() == 0 ? &state_ : nullptr, final,
+                    kBarrierTimeoutS);
 }
 
 void Trainer::Run() {

@@ -1,7 +1,7 @@
 // Keel's one error convention: operations that cannot do what was asked throw
 // keel::Error with a message that names the input and the place.
-#ifndef KEEL_KV_ERROR_H_
-#define KEEL_KV_ERROR_H_
+#ifndef KEEL_BASE_ERROR_H_
+#define KEEL_BASE_ERROR_H_
 
 #include <sstream>
 #include <stdexcept>
@@ -25,4 +25,4 @@ Error MakeError(Parts&&... parts) {
 
 }  // namespace keel
 
-#endif  // KEEL_KV_ERROR_H_
+#endif  // KEEL_BASE_ERROR_H_

@@ -1,7 +1,7 @@
 // JsonQuote: a string as a JSON string literal, for the JSON lines Keel writes
 // (event logs, membership logs).
-#ifndef KEEL_IO_JSON_TEXT_H_
-#define KEEL_IO_JSON_TEXT_H_
+#ifndef KEEL_BASE_JSON_H_
+#define KEEL_BASE_JSON_H_
 
 #include <cstdio>
 #include <string>
@@ -28,4 +28,4 @@ inline std::string JsonQuote(const std::string& text) {
 
 }  // namespace keel
 
-#endif  // KEEL_IO_JSON_TEXT_H_
+#endif  // KEEL_BASE_JSON_H_

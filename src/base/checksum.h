@@ -1,7 +1,7 @@
 // Checksum64: FNV-1a over a byte stream, the checksum of Keel's own files
 // (model artifacts, checkpoint snapshots).
-#ifndef KEEL_IO_CHECKSUM_H_
-#define KEEL_IO_CHECKSUM_H_
+#ifndef KEEL_BASE_CHECKSUM_H_
+#define KEEL_BASE_CHECKSUM_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -38,4 +38,4 @@ inline std::string ChecksumHex(uint64_t value) {
 
 }  // namespace keel
 
-#endif  // KEEL_IO_CHECKSUM_H_
+#endif  // KEEL_BASE_CHECKSUM_H_

@@ -1,0 +1,42 @@
+#include "base/files.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace keel {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw MakeError("cannot read ", path, ": ", std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw MakeError("cannot read ", path, ": ", std::strerror(errno));
+  return text.str();
+}
+
+std::string ParentFolder(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void MakeDirectories(const std::string& folder) {
+  if (folder.empty()) return;
+  struct stat info;
+  if (stat(folder.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) return;
+    throw MakeError("cannot create folder ", folder, ": a file is in the way");
+  }
+  if (folder != "/" && folder != ".") MakeDirectories(ParentFolder(folder));
+  if (mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw MakeError("cannot create folder ", folder, ": ", std::strerror(errno));
+  }
+}
+
+}  // namespace keel
