@@ -1,23 +1,39 @@
-// The `keel` command line: subcommands and their flags.
+// The `keel` command line: its commands, one function each. Their flags are
+// in cli/cluster_flags.h, cli/job_flags.h, cli/launch_flags.h,
+// cli/bench_flags.h and cli/fault_flags.h.
 #ifndef KEEL_CLI_COMMANDS_H_
 #define KEEL_CLI_COMMANDS_H_
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "kv/kv_worker.h"
 #include "kv/node.h"
-#include "server/kv_server.h"
-#include "worker/hyperparameters.h"
 #include "worker/kv_bench_job.h"
-#include "worker/trainer.h"
 
 namespace keel {
 
-// Runs `keel <command> [flags]`; returns the process exit code.
+// Runs `keel <command> [flags]`; returns the process exit code (commands.cc).
 int RunCommandLine(int argc, char** argv);
+
+// The keel executable's absolute path, to start roles with. Throws Error if
+// it cannot be found.
+std::string SelfPath();
+
+// The roles (role_commands.cc). Each checks its flags first (and with
+// --check_flags stops there), then runs until the job ends; returns the exit
+// code, or throws Error. `argv` is the whole command line: a node dropped from
+// the cluster starts over with it.
+int RunScheduler();
+int RunServer(const std::vector<std::string>& argv);
+int RunWorker(const std::vector<std::string>& argv);
+// The worker's job flags (--job and what it needs): the kv_bench cases for
+// --job=kv_bench. Throws Error if any is wrong.
+KVBenchOptions CheckWorkerJobFlags();
+
+// `keel launch` with the arguments after the command (launch_command.cc).
+int RunLaunch(const std::vector<std::string>& args);
 
 // A local cluster: a scheduler (unless `scheduler` names an external one),
 // servers and workers as child processes on loopback.
@@ -36,34 +52,20 @@ struct LocalCluster {
 // succeeded. See ProcessGroup::Wait for the other codes.
 int RunLocalCluster(const LocalCluster& cluster);
 
-// The benchmark cases the command line's flags describe. Throws Error on bad flags.
-KVBenchOptions BenchFlags();
-
-// `keel bench kv` and `keel bench zmq`.
+// `keel bench kv|zmq|parse|backend` (bench.cc).
 int RunBench(const std::string& what);
 
 // The training jobs (job_commands.cc).
-bool IsTrainingJob(const std::string& job);
-// The job's hyperparameters from the flags. Throws Error naming a bad flag.
-Hyperparameters HyperparametersFromFlags();
-// The servers' tables for --job (none for jobs that are not training jobs).
-std::map<uint32_t, TableSpec> JobTablesFromFlags();
-// Checks --device and --threads: the device exists and this build can use it.
-// Throws Error saying why not.
-void CheckComputeFlags();
-// --staleness as a StalenessGate value. Throws Error if malformed.
-int64_t StalenessFromFlags();
-// The worker's data and training options from the flags. Throws Error if any
-// is wrong (checks only: no file is opened).
-TrainerOptions TrainerOptionsFromFlags();
 // Runs the training job the flags describe on a started worker node.
 int RunTraining(Node* node, KVWorker* client);
+// `keel predict` and `keel datagen`.
 int RunPredict();
 int RunDatagen();
+
 // `keel checkpoint ls|show|verify URI` (checkpoint_command.cc).
 int RunCheckpointCommand(const std::string& what, const std::string& uri);
 
-// "keel 0.1.0 (cuda: compiled|not compiled ...)".
+// "keel 0.1.0 (cuda: compiled|not compiled ...)" (build_info.cc).
 std::string VersionText();
 
 }  // namespace keel

@@ -46,7 +46,83 @@ void Print(const std::string& name, const std::string& line, bool to_stderr) {
   fflush(stream);
 }
 
+// A child's pipes: its output, its error output, the report of a failed
+// exec (closed on a successful one), and with a stdin pipe its input.
+struct ChildPipes {
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+  int exec_status[2] = {-1, -1};
+  int in[2] = {-1, -1};
+};
+
+ChildPipes OpenPipes(const std::string& name, bool stdin_pipe) {
+  ChildPipes pipes;
+  if (pipe(pipes.out) != 0 || pipe(pipes.err) != 0 || pipe2(pipes.exec_status, O_CLOEXEC) != 0 ||
+      (stdin_pipe && pipe2(pipes.in, O_CLOEXEC) != 0)) {
+    throw MakeError("cannot start ", name, ": pipe: ", strerror(errno));
+  }
+  return pipes;
+}
+
+// In the forked child: wires the pipes to its standard streams and runs
+// `argv`; reports a failed exec on the exec_status pipe.
+[[noreturn]] void ExecChild(const ChildPipes& pipes, const std::vector<std::string>& argv,
+                            pid_t parent) {
+  // The child dies with the launcher, and the terminal's Ctrl-C reaches the
+  // launcher only, which stops the children in order.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  setpgid(0, 0);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  dup2(pipes.out[1], STDOUT_FILENO);
+  dup2(pipes.err[1], STDERR_FILENO);
+  if (pipes.in[0] >= 0) dup2(pipes.in[0], STDIN_FILENO);  // dup2 clears close-on-exec
+  close(pipes.out[0]);
+  close(pipes.out[1]);
+  close(pipes.err[0]);
+  close(pipes.err[1]);
+  close(pipes.exec_status[0]);
+  std::vector<char*> args = ExecArguments(argv);
+  execvp(args[0], args.data());
+  const int error = errno;
+  ssize_t ignored = write(pipes.exec_status[1], &error, sizeof(error));
+  (void)ignored;
+  _exit(127);
+}
+
+// In the parent after the fork: closes the ends the child uses.
+void CloseChildEnds(const ChildPipes& pipes) {
+  close(pipes.out[1]);
+  close(pipes.err[1]);
+  close(pipes.exec_status[1]);
+  if (pipes.in[0] >= 0) close(pipes.in[0]);
+}
+
+// Waits for the child's exec: returns 0 if it succeeded, else its errno.
+int ReadExecError(const ChildPipes& pipes) {
+  int exec_error = 0;
+  const ssize_t got = read(pipes.exec_status[0], &exec_error, sizeof(exec_error));
+  close(pipes.exec_status[0]);
+  return got == sizeof(exec_error) ? exec_error : 0;
+}
+
+// After a failed exec: closes the ends the parent kept.
+void CloseParentEnds(const ChildPipes& pipes) {
+  close(pipes.out[0]);
+  close(pipes.err[0]);
+  if (pipes.in[1] >= 0) close(pipes.in[1]);
+}
+
 }  // namespace
+
+std::vector<char*> ExecArguments(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  return args;
+}
 
 void ProcessGroup::Emit(const std::string& name, const std::string& line, bool to_stderr) {
   if (line_handler_) line_handler_(name, line);
@@ -61,62 +137,26 @@ ProcessGroup::~ProcessGroup() { StopAll(); }
 
 pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string>& argv,
                           bool stdin_pipe) {
-  int out[2], err[2], exec_status[2], in[2] = {-1, -1};
-  if (pipe(out) != 0 || pipe(err) != 0 || pipe2(exec_status, O_CLOEXEC) != 0 ||
-      (stdin_pipe && pipe2(in, O_CLOEXEC) != 0)) {
-    throw MakeError("cannot start ", name, ": pipe: ", strerror(errno));
-  }
+  ChildPipes pipes = OpenPipes(name, stdin_pipe);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw MakeError("cannot start ", name, ": fork: ", strerror(errno));
-  if (pid == 0) {
-    // The child dies with the launcher, and the terminal's Ctrl-C reaches the
-    // launcher only, which stops the children in order.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    setpgid(0, 0);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    if (stdin_pipe) dup2(in[0], STDIN_FILENO);  // dup2 clears close-on-exec
-    close(out[0]);
-    close(out[1]);
-    close(err[0]);
-    close(err[1]);
-    close(exec_status[0]);
-    std::vector<char*> args;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    const int error = errno;
-    ssize_t ignored = write(exec_status[1], &error, sizeof(error));
-    (void)ignored;
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  close(exec_status[1]);
-  if (stdin_pipe) close(in[0]);
-  int exec_error = 0;
-  const ssize_t got = read(exec_status[0], &exec_error, sizeof(exec_error));
-  close(exec_status[0]);
-  if (got == sizeof(exec_error)) {
+  if (pid == 0) ExecChild(pipes, argv, parent);
+  CloseChildEnds(pipes);
+  if (const int exec_error = ReadExecError(pipes)) {
     waitpid(pid, nullptr, 0);
-    close(out[0]);
-    close(err[0]);
-    if (stdin_pipe) close(in[1]);
+    CloseParentEnds(pipes);
     throw MakeError("cannot start ", name, ": ", argv[0], ": ", strerror(exec_error));
   }
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
-  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  fcntl(pipes.out[0], F_SETFL, O_NONBLOCK);
+  fcntl(pipes.err[0], F_SETFL, O_NONBLOCK);
   Child child;
   child.name = name;
   child.pid = pid;
-  child.out_fd = out[0];
-  child.err_fd = err[0];
+  child.out_fd = pipes.out[0];
+  child.err_fd = pipes.err[0];
   child.argv = argv;
-  child.in_fd = in[1];
+  child.in_fd = pipes.in[1];
   children_.push_back(std::move(child));
   if (observer_) observer_->Started(name, pid);
   return pid;

@@ -105,6 +105,10 @@ class ProcessGroup {
 // True once SIGINT or SIGTERM arrived (the group installs the handlers).
 bool Interrupted();
 
+// `argv` as execv and execvp take it: pointers to the strings, then a null.
+// Valid while `argv` is unchanged.
+std::vector<char*> ExecArguments(const std::vector<std::string>& argv);
+
 }  // namespace keel
 
 #include "cli/launcher_inl.h"

@@ -127,58 +127,18 @@ bool RecordIOReader::SkipToRecordStart() {
 bool RecordIOReader::ReadRecord(std::string_view* payload) {
   Consume(pending_consume_);
   pending_consume_ = 0;
-  if (finished_) return false;
-  if (must_search_) {
-    if (!SkipToRecordStart()) {
-      finished_ = true;
-      return false;
-    }
-    must_search_ = false;
-    counting_ = true;
-  }
+  if (finished_ || !ReachRecordStart()) return false;
   const uint64_t offset = source_.position();
   if (offset >= end_) return false;
   record_offset_ = offset;
-  const std::string& path = split_.path;
   if (!source_.Fill(kHeaderSize)) {
     if (source_.size() == 0) return false;
-    const size_t left = source_.size();
-    Consume(left);
-    finished_ = true;
-    throw FramingError(path, "@", offset, ": truncated record: the input ends ", left,
-                       " bytes into its 8-byte header");
+    ThrowTruncatedHeader(offset);
   }
-  const uint32_t magic = LoadLittleEndian32(source_.data());
-  if (magic != kRecordIOMagic) {
-    Consume(4);
-    must_search_ = true;
-    throw FramingError(path, "@", offset, ": expected the RecordIO magic ", Hex(kRecordIOMagic),
-                       ", found ", Hex(magic));
-  }
-  const uint32_t lrecord = LoadLittleEndian32(source_.data() + 4);
-  const uint32_t flag = FlagOf(lrecord);
+  const uint32_t lrecord = CheckStartHeader(offset);
   const uint32_t length = LengthOf(lrecord);
-  if (flag > 1) {
-    Consume(4);
-    must_search_ = true;
-    if (flag > 3) throw FramingError(path, "@", offset, ": bad RecordIO flag ", flag, " (0 to 3)");
-    throw FramingError(path, "@", offset, ": ", flag == 2 ? "a middle" : "an end",
-                       " part of a multi-part record without its start part");
-  }
-  const uint64_t whole = kHeaderSize + Padded(length);
-  const bool fits_in_file = offset + kHeaderSize + length <= source_.file_size();
-  if (!fits_in_file || (!source_.Fill(whole) && source_.size() < kHeaderSize + length)) {
-    const uint64_t left =
-        fits_in_file ? source_.size() : source_.file_size() - std::min(offset, source_.file_size());
-    Consume(source_.size());
-    finished_ = true;
-    throw FramingError(path, "@", offset, ": truncated record: its header says ", length,
-                       " payload bytes, the input ends ",
-                       left - std::min<uint64_t>(left, kHeaderSize), " bytes into it");
-  }
-  // The padding of the last record may be missing at the end of the input.
-  const size_t record_size = std::min<uint64_t>(whole, source_.size());
-  if (flag == 0) {
+  const size_t record_size = FillPart(offset, length);
+  if (FlagOf(lrecord) == 0) {
     *payload = std::string_view(source_.data() + kHeaderSize, length);
     pending_consume_ = record_size;
     return true;
@@ -188,6 +148,62 @@ bool RecordIOReader::ReadRecord(std::string_view* payload) {
   ReadRemainingParts(offset);
   *payload = joined_;
   return true;
+}
+
+bool RecordIOReader::ReachRecordStart() {
+  if (!must_search_) return true;
+  if (!SkipToRecordStart()) {
+    finished_ = true;
+    return false;
+  }
+  must_search_ = false;
+  counting_ = true;
+  return true;
+}
+
+void RecordIOReader::ThrowTruncatedHeader(uint64_t offset) {
+  const size_t left = source_.size();
+  Consume(left);
+  finished_ = true;
+  throw FramingError(split_.path, "@", offset, ": truncated record: the input ends ", left,
+                     " bytes into its 8-byte header");
+}
+
+uint32_t RecordIOReader::CheckStartHeader(uint64_t offset) {
+  const std::string& path = split_.path;
+  const uint32_t magic = LoadLittleEndian32(source_.data());
+  if (magic != kRecordIOMagic) {
+    Consume(4);
+    must_search_ = true;
+    throw FramingError(path, "@", offset, ": expected the RecordIO magic ", Hex(kRecordIOMagic),
+                       ", found ", Hex(magic));
+  }
+  const uint32_t lrecord = LoadLittleEndian32(source_.data() + 4);
+  const uint32_t flag = FlagOf(lrecord);
+  if (flag > 1) {
+    Consume(4);
+    must_search_ = true;
+    if (flag > 3) throw FramingError(path, "@", offset, ": bad RecordIO flag ", flag, " (0 to 3)");
+    throw FramingError(path, "@", offset, ": ", flag == 2 ? "a middle" : "an end",
+                       " part of a multi-part record without its start part");
+  }
+  return lrecord;
+}
+
+size_t RecordIOReader::FillPart(uint64_t offset, uint32_t length) {
+  const uint64_t whole = kHeaderSize + Padded(length);
+  const bool fits_in_file = offset + kHeaderSize + length <= source_.file_size();
+  if (!fits_in_file || (!source_.Fill(whole) && source_.size() < kHeaderSize + length)) {
+    const uint64_t left =
+        fits_in_file ? source_.size() : source_.file_size() - std::min(offset, source_.file_size());
+    Consume(source_.size());
+    finished_ = true;
+    throw FramingError(split_.path, "@", offset, ": truncated record: its header says ", length,
+                       " payload bytes, the input ends ",
+                       left - std::min<uint64_t>(left, kHeaderSize), " bytes into it");
+  }
+  // The padding of the last record may be missing at the end of the input.
+  return std::min<uint64_t>(whole, source_.size());
 }
 
 void RecordIOReader::ReadRemainingParts(uint64_t record_offset) {

@@ -92,6 +92,18 @@ class RecordIOReader {
   // Skips to the next 4-byte-aligned header with flag 0 or 1 at an offset
   // before the split's end; false if there is none.
   bool SkipToRecordStart();
+  // Searches for a record's start if it must (at the split's start or after
+  // bad framing); false, and finished, if there is none.
+  bool ReachRecordStart();
+  // For a header cut short by the input's end: consumes the rest, finishes.
+  [[noreturn]] void ThrowTruncatedHeader(uint64_t offset);
+  // The buffered header's lrecord after checking that it starts a whole or a
+  // multi-part record; throws RecordIOFramingError past its magic if not.
+  uint32_t CheckStartHeader(uint64_t offset);
+  // Buffers the part whose header is at `offset`; returns its size in the
+  // input (header, payload, padding if present). Throws RecordIOFramingError,
+  // finished, if the input ends inside its payload.
+  size_t FillPart(uint64_t offset, uint32_t length);
   // Reads the parts after a start part into joined_.
   void ReadRemainingParts(uint64_t record_offset);
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "io/s3_xml.h"
 #include "io/storage.h"
 
 namespace keel {
@@ -56,127 +57,6 @@ std::string Encode(std::string_view text, bool keep_slash) {
       out += '%';
       out += kHex[byte >> 4];
       out += kHex[byte & 15];
-    }
-  }
-  return out;
-}
-
-void AppendUtf8(uint32_t code, std::string* out) {
-  if (code < 0x80) {
-    *out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    *out += static_cast<char>(0xC0 | (code >> 6));
-    *out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    *out += static_cast<char>(0xE0 | (code >> 12));
-    *out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    *out += static_cast<char>(0xF0 | (code >> 18));
-    *out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    *out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-}
-
-// XML character data with its entities (&amp; &lt; &gt; &quot; &apos; &#N;
-// &#xN;) replaced; an unknown entity is kept as written.
-std::string XmlUnescape(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const size_t end = text[i] == '&' ? text.find(';', i) : std::string_view::npos;
-    if (end == std::string_view::npos) {
-      out += text[i];
-      continue;
-    }
-    const std::string_view entity = text.substr(i + 1, end - i - 1);
-    if (entity == "amp") {
-      out += '&';
-    } else if (entity == "lt") {
-      out += '<';
-    } else if (entity == "gt") {
-      out += '>';
-    } else if (entity == "quot") {
-      out += '"';
-    } else if (entity == "apos") {
-      out += '\'';
-    } else if (entity.size() > 1 && entity[0] == '#') {
-      const bool hex = entity[1] == 'x' || entity[1] == 'X';
-      const std::string digits(entity.substr(hex ? 2 : 1));
-      char* parsed_end = nullptr;
-      const unsigned long code = std::strtoul(digits.c_str(), &parsed_end, hex ? 16 : 10);
-      if (digits.empty() || *parsed_end != '\0' || code > 0x10FFFF) {
-        out += text.substr(i, end - i + 1);
-      } else {
-        AppendUtf8(static_cast<uint32_t>(code), &out);
-      }
-    } else {
-      out += text.substr(i, end - i + 1);
-    }
-    i = end;
-  }
-  return out;
-}
-
-// The raw contents of each <tag>...</tag> (or <tag attributes>...</tag>, or
-// <tag/>) element in `xml`, in order. S3's responses never nest an element
-// in one of the same name, and character data cannot hold '<', so a search
-// for the tags is exact.
-std::vector<std::string_view> XmlElements(std::string_view xml, std::string_view tag) {
-  std::vector<std::string_view> elements;
-  const std::string open = "<" + std::string(tag);
-  const std::string close = "</" + std::string(tag) + ">";
-  size_t at = 0;
-  while ((at = xml.find(open, at)) != std::string_view::npos) {
-    const size_t after = at + open.size();
-    if (after >= xml.size()) break;
-    const char next = xml[after];
-    if (next != '>' && next != '/' && next != ' ' && next != '\t' && next != '\r' && next != '\n') {
-      at = after;  // a longer tag name
-      continue;
-    }
-    const size_t start_end = xml.find('>', after);
-    if (start_end == std::string_view::npos) break;
-    if (xml[start_end - 1] == '/') {
-      elements.emplace_back();
-      at = start_end + 1;
-      continue;
-    }
-    const size_t end = xml.find(close, start_end + 1);
-    if (end == std::string_view::npos) break;
-    elements.push_back(xml.substr(start_end + 1, end - start_end - 1));
-    at = end + close.size();
-  }
-  return elements;
-}
-
-// The unescaped text of the first <tag> element, or "" if there is none.
-std::string XmlText(std::string_view xml, std::string_view tag) {
-  const std::vector<std::string_view> elements = XmlElements(xml, tag);
-  return elements.empty() ? std::string() : XmlUnescape(elements.front());
-}
-
-std::string XmlEscape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
     }
   }
   return out;
@@ -488,67 +368,10 @@ class S3Storage : public Storage {
     CURL* handle = Acquire();
     Response response;
     Upload upload{request.body, 0};
-    std::string url = base_url_;
-    // A bucket request's path is "/bucket" (path-style; no trailing '/', as
-    // stores that rebuild the canonical path from the bucket name expect) or "/".
-    if (!request.object.empty()) {
-      url += "/" + Encode(request.object, true);
-    } else if (!path_style_) {
-      url += "/";
-    }
-    // SigV4 wants the query sorted by name and encoded; libcurl signs it as written.
-    std::vector<std::pair<std::string, std::string>> query = request.query;
-    std::sort(query.begin(), query.end());
-    for (size_t i = 0; i < query.size(); ++i) {
-      url += i == 0 ? '?' : '&';
-      url += Encode(query[i].first, false) + "=" + Encode(query[i].second, false);
-    }
-    curl_slist* headers = nullptr;
-    const std::string hash =
-        request.body.empty() ? std::string(kEmptySha256) : HexSha256(request.body);
-    headers = curl_slist_append(headers, ("x-amz-content-sha256: " + hash).c_str());
-    if (!options_.session_token.empty() && !signer_.empty()) {
-      headers =
-          curl_slist_append(headers, ("x-amz-security-token: " + options_.session_token).c_str());
-    }
-    for (const std::string& header : request.headers) {
-      headers = curl_slist_append(headers, header.c_str());
-    }
-    curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(options_.connect_timeout_s * 1000));
-    curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME,
-                     std::max(1L, static_cast<long>(options_.stall_timeout_s)));
-    curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, WriteBody);
-    curl_easy_setopt(handle, CURLOPT_WRITEDATA, &response);
-    curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, WriteHeader);
-    curl_easy_setopt(handle, CURLOPT_HEADERDATA, &response);
-    if (!signer_.empty()) {
-      curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, signer_.c_str());
-      curl_easy_setopt(handle, CURLOPT_USERNAME, options_.access_key_id.c_str());
-      curl_easy_setopt(handle, CURLOPT_PASSWORD, options_.secret_access_key.c_str());
-    }
-    if (request.method == "PUT") {
-      curl_easy_setopt(handle, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(handle, CURLOPT_READFUNCTION, ReadBody);
-      curl_easy_setopt(handle, CURLOPT_READDATA, &upload);
-      curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, SeekBody);
-      curl_easy_setopt(handle, CURLOPT_SEEKDATA, &upload);
-      curl_easy_setopt(handle, CURLOPT_INFILESIZE_LARGE,
-                       static_cast<curl_off_t>(request.body.size()));
-    } else if (request.method == "POST") {
-      curl_easy_setopt(handle, CURLOPT_POST, 1L);
-      curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE,
-                       static_cast<curl_off_t>(request.body.size()));
-    } else if (request.method == "HEAD") {
-      curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
-    } else if (request.method != "GET") {
-      curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-    }
+    const std::string url = UrlOf(request);
+    curl_slist* headers = HeadersOf(request);
+    SetTransfer(handle, url, headers, &response);
+    SetMethod(handle, request, &upload);
     char error_buffer[CURL_ERROR_SIZE] = {0};
     curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer);
     const CURLcode code = curl_easy_perform(handle);
@@ -561,6 +384,87 @@ class S3Storage : public Storage {
     curl_slist_free_all(headers);
     Release(handle, code == CURLE_OK);
     return response;
+  }
+
+  // The request's URL: the object's encoded path and the query, sorted by name
+  // and encoded as SigV4 wants it (libcurl signs it as written).
+  std::string UrlOf(const Request& request) const {
+    std::string url = base_url_;
+    // A bucket request's path is "/bucket" (path-style; no trailing '/', as
+    // stores that rebuild the canonical path from the bucket name expect) or "/".
+    if (!request.object.empty()) {
+      url += "/" + Encode(request.object, true);
+    } else if (!path_style_) {
+      url += "/";
+    }
+    std::vector<std::pair<std::string, std::string>> query = request.query;
+    std::sort(query.begin(), query.end());
+    for (size_t i = 0; i < query.size(); ++i) {
+      url += i == 0 ? '?' : '&';
+      url += Encode(query[i].first, false) + "=" + Encode(query[i].second, false);
+    }
+    return url;
+  }
+
+  // The request's headers with the body's SHA-256 (and the session token when
+  // signing); the caller frees them (curl_slist_free_all).
+  curl_slist* HeadersOf(const Request& request) const {
+    curl_slist* headers = nullptr;
+    const std::string hash =
+        request.body.empty() ? std::string(kEmptySha256) : HexSha256(request.body);
+    headers = curl_slist_append(headers, ("x-amz-content-sha256: " + hash).c_str());
+    if (!options_.session_token.empty() && !signer_.empty()) {
+      headers =
+          curl_slist_append(headers, ("x-amz-security-token: " + options_.session_token).c_str());
+    }
+    for (const std::string& header : request.headers) {
+      headers = curl_slist_append(headers, header.c_str());
+    }
+    return headers;
+  }
+
+  // Where the exchange goes, its timeouts, where the answer goes, and the signer.
+  void SetTransfer(CURL* handle, const std::string& url, curl_slist* headers,
+                   Response* response) const {
+    curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options_.connect_timeout_s * 1000));
+    curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME,
+                     std::max(1L, static_cast<long>(options_.stall_timeout_s)));
+    curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, WriteBody);
+    curl_easy_setopt(handle, CURLOPT_WRITEDATA, response);
+    curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, WriteHeader);
+    curl_easy_setopt(handle, CURLOPT_HEADERDATA, response);
+    if (!signer_.empty()) {
+      curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, signer_.c_str());
+      curl_easy_setopt(handle, CURLOPT_USERNAME, options_.access_key_id.c_str());
+      curl_easy_setopt(handle, CURLOPT_PASSWORD, options_.secret_access_key.c_str());
+    }
+  }
+
+  // The HTTP method, and the body to send from *upload.
+  static void SetMethod(CURL* handle, const Request& request, Upload* upload) {
+    if (request.method == "PUT") {
+      curl_easy_setopt(handle, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(handle, CURLOPT_READFUNCTION, ReadBody);
+      curl_easy_setopt(handle, CURLOPT_READDATA, upload);
+      curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, SeekBody);
+      curl_easy_setopt(handle, CURLOPT_SEEKDATA, upload);
+      curl_easy_setopt(handle, CURLOPT_INFILESIZE_LARGE,
+                       static_cast<curl_off_t>(request.body.size()));
+    } else if (request.method == "POST") {
+      curl_easy_setopt(handle, CURLOPT_POST, 1L);
+      curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
+      curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE,
+                       static_cast<curl_off_t>(request.body.size()));
+    } else if (request.method == "HEAD") {
+      curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
+    } else if (request.method != "GET") {
+      curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    }
   }
 
   // An easy handle, reused when one is idle (it keeps its connection alive).

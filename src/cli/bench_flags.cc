@@ -1,0 +1,77 @@
+#include "cli/bench_flags.h"
+
+#include <exception>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
+DEFINE_string(mode, "dense", "bench kv: dense, sparse or all");
+DEFINE_string(dense_sizes, "64KiB,1MiB,16MiB", "bench: bytes per dense request");
+DEFINE_string(sparse_widths, "1,9", "bench kv: row widths of the sparse cases");
+DEFINE_uint64(sparse_keys, 100000, "bench kv: keys per sparse request");
+DEFINE_uint64(key_space, 10000000, "bench kv: sparse keys are drawn from this many features");
+DEFINE_double(bench_seconds, 2, "bench: seconds per case and direction");
+DEFINE_int32(inflight, 2, "bench: requests in flight per worker (throughput cases)");
+DEFINE_bool(small, true, "bench: include the small-request round trip");
+DEFINE_bool(zmq_baseline, true, "bench kv: measure raw ZeroMQ at the same sizes first");
+
+namespace keel {
+namespace {
+
+std::vector<uint64_t> ParseSizes(const std::string& text, const std::string& flag) {
+  std::vector<uint64_t> sizes;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty()) continue;
+    size_t end = 0;
+    uint64_t value = 0;
+    try {
+      value = std::stoull(item, &end);
+    } catch (const std::exception&) {
+      throw MakeError("--", flag, ": '", item, "' is not a size (like 4, 64KiB, 1MiB)");
+    }
+    const std::string unit = item.substr(end);
+    if (unit == "KiB" || unit == "K") {
+      value <<= 10;
+    } else if (unit == "MiB" || unit == "M") {
+      value <<= 20;
+    } else if (!unit.empty() && unit != "B") {
+      throw MakeError("--", flag, ": unknown unit '", unit, "' in '", item, "'");
+    }
+    if (value == 0) throw MakeError("--", flag, ": '", item, "' is zero");
+    sizes.push_back(value);
+  }
+  return sizes;
+}
+
+}  // namespace
+
+KVBenchOptions BenchFlags() {
+  KVBenchOptions options;
+  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
+    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse or all");
+  }
+  if (FLAGS_mode != "sparse") options.dense_bytes = ParseSizes(FLAGS_dense_sizes, "dense_sizes");
+  if (FLAGS_mode != "dense") {
+    for (uint64_t width : ParseSizes(FLAGS_sparse_widths, "sparse_widths")) {
+      options.sparse_widths.push_back(static_cast<int>(width));
+    }
+  }
+  options.sparse_keys = FLAGS_sparse_keys;
+  options.key_space = FLAGS_key_space;
+  if (options.key_space < options.sparse_keys) {
+    throw MakeError("--key_space (", options.key_space, ") must be at least --sparse_keys (",
+                    options.sparse_keys, ")");
+  }
+  options.seconds_per_case = FLAGS_bench_seconds;
+  options.inflight = FLAGS_inflight;
+  if (options.inflight < 1) throw MakeError("--inflight must be at least 1");
+  options.small = FLAGS_small && FLAGS_mode != "sparse";
+  return options;
+}
+
+}  // namespace keel

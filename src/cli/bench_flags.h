@@ -1,0 +1,29 @@
+// The command line's benchmark flags (bench_flags.cc): the cases `keel bench
+// kv|zmq` measure and the kv_bench job runs. Every user of these flags
+// includes this header; the flags are defined nowhere else.
+#ifndef KEEL_CLI_BENCH_FLAGS_H_
+#define KEEL_CLI_BENCH_FLAGS_H_
+
+#include <gflags/gflags.h>
+
+#include "worker/kv_bench_job.h"
+
+DECLARE_string(bench_out);
+DECLARE_string(mode);
+DECLARE_string(dense_sizes);
+DECLARE_string(sparse_widths);
+DECLARE_uint64(sparse_keys);
+DECLARE_uint64(key_space);
+DECLARE_double(bench_seconds);
+DECLARE_int32(inflight);
+DECLARE_bool(small);
+DECLARE_bool(zmq_baseline);
+
+namespace keel {
+
+// The benchmark cases the flags describe. Throws Error naming a bad flag.
+KVBenchOptions BenchFlags();
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_BENCH_FLAGS_H_

@@ -1,0 +1,162 @@
+#include "cli/cluster_flags.h"
+
+#include <stdlib.h>
+
+#include <cctype>
+#include <iostream>
+#include <string>
+
+#include "base/error.h"
+#include "cli/fault_flags.h"
+#include "kv/van.h"
+
+// Where a node is and how it reaches the scheduler.
+DEFINE_string(scheduler, "", "the scheduler's HOST:PORT (server, worker, launch)");
+DEFINE_string(bind, "0.0.0.0", "interface to listen on");
+DEFINE_string(advertise, "",
+              "host other nodes use to reach this one (default: the local address that "
+              "routes to the scheduler)");
+DEFINE_int32(port, 0, "port to listen on (0: any free port)");
+DEFINE_int32(rank, -1, "server/worker: the rank to take (-1: any free rank)");
+DEFINE_string(rank_env, "",
+              "server/worker: take the rank from this environment variable, a number or a name "
+              "ending in -NUMBER (JOB_COMPLETION_INDEX=3, HOSTNAME=keel-server-3)");
+DEFINE_double(register_timeout, 30, "seconds to wait for the scheduler's cluster view");
+DEFINE_double(heartbeat_interval, 1, "seconds between heartbeats to the scheduler");
+DEFINE_double(scheduler_timeout, 60,
+              "a server exits with an error after this many seconds without the scheduler");
+
+// Scheduler.
+DEFINE_int32(num_servers, 1, "servers in the cluster (scheduler)");
+DEFINE_int32(num_workers, 1, "workers in the cluster (scheduler)");
+DEFINE_double(heartbeat_timeout, 10, "seconds of silence after which a node is reported");
+DEFINE_double(worker_replace_timeout, 30,
+              "scheduler: seconds a departed worker's rank waits for a replacement before the "
+              "other workers read the rest of its data");
+DEFINE_int32(replication, 0,
+             "scheduler: backups per key range (chain replication; 0 .. servers - 1): a push is "
+             "acknowledged once every replica applied it, and a server that leaves loses nothing");
+DEFINE_string(membership_log, "",
+              "scheduler: append every join, departure (who, when, why, which backups were "
+              "promoted) and view to this file as JSON lines");
+DEFINE_string(checkpoint_uri, "",
+              "scheduler: where checkpoints go (file:///path, s3://bucket/prefix or a folder)");
+DEFINE_int32(checkpoint_every, 0,
+             "scheduler: minibatches per worker between checkpoints within an epoch (0: only "
+             "between epochs and at the end)");
+DEFINE_int32(keep_checkpoints, 0, "scheduler: committed checkpoints to keep (0: all)");
+DEFINE_string(resume, "",
+              "scheduler: resume from a checkpoint: latest (in --checkpoint_uri), a checkpoint's "
+              "URI, or a checkpoint store's URI (its LATEST)");
+DEFINE_string(port_file, "",
+              "scheduler: write the port it listens on to this file ('-': print 'scheduler port "
+              "N' on standard output)");
+DEFINE_double(connect_timeout, 5,
+              "scheduler: seconds to try connecting back to a registering node's advertised "
+              "address before refusing it as unreachable");
+DEFINE_bool(check_flags, false,
+            "check every flag of the command (the job's hyperparameters too), print 'flags ok' "
+            "and exit 0, or say what is wrong and exit 1");
+
+// Server.
+DEFINE_string(optimizer, "adam", "server-side optimizer: sgd, adagrad, adam or ftrl");
+DEFINE_double(learning_rate, 0.01, "optimizer learning rate");
+DEFINE_double(wd, 0, "L2 weight decay");
+DEFINE_double(l1, 0, "L1 penalty");
+
+// The worker's job.
+DEFINE_string(job, "", "worker job: linear_learner, factorization_machines or kv_bench");
+
+namespace keel {
+namespace {
+
+int RankFromFlags() {
+  if (FLAGS_rank_env.empty()) return FLAGS_rank;
+  if (FLAGS_rank >= 0) throw MakeError("give --rank or --rank_env, not both");
+  const char* value = getenv(FLAGS_rank_env.c_str());
+  if (!value) throw MakeError("--rank_env: ", FLAGS_rank_env, " is not set");
+  const std::string text = value;
+  size_t digits = text.size();
+  while (digits > 0 && isdigit(static_cast<unsigned char>(text[digits - 1]))) --digits;
+  if (digits == text.size() || (digits > 0 && text[digits - 1] != '-') ||
+      text.size() - digits > 6) {
+    throw MakeError("--rank_env: ", FLAGS_rank_env, "='", text,
+                    "' is not a number or a name ending in -NUMBER");
+  }
+  return std::stoi(text.substr(digits));
+}
+
+}  // namespace
+
+NodeOptions NodeOptionsFromFlags(proto::Role role) {
+  if (FLAGS_scheduler.empty()) throw MakeError("--scheduler HOST:PORT is required");
+  ParseHostPort(FLAGS_scheduler, "--scheduler");
+  if (FLAGS_port < 0 || FLAGS_port > 65535)
+    throw MakeError("--port ", FLAGS_port, " is not in 0..65535");
+  if (FLAGS_register_timeout <= 0) throw MakeError("--register_timeout must be positive");
+  NodeOptions options;
+  options.role = role;
+  options.scheduler = FLAGS_scheduler;
+  options.bind_host = FLAGS_bind;
+  options.port = FLAGS_port;
+  options.advertise_host = FLAGS_advertise;
+  options.register_timeout_s = FLAGS_register_timeout;
+  options.heartbeat_interval_s = FLAGS_heartbeat_interval;
+  options.rank = RankFromFlags();
+  options.faults = TransportFaultsFromFlags();
+  if (options.heartbeat_interval_s <= 0) throw MakeError("--heartbeat_interval must be positive");
+  return options;
+}
+
+SchedulerOptions SchedulerOptionsFromFlags() {
+  if (FLAGS_port == 0 && FLAGS_port_file.empty()) {
+    throw MakeError("--port is required (or --port_file to pick a free port and report it)");
+  }
+  if (FLAGS_port < 0 || FLAGS_port > 65535)
+    throw MakeError("--port ", FLAGS_port, " is not in 0..65535");
+  if (FLAGS_num_servers < 1 || FLAGS_num_workers < 1) {
+    throw MakeError("a cluster needs at least one server and one worker (--num_servers ",
+                    FLAGS_num_servers, ", --num_workers ", FLAGS_num_workers, ")");
+  }
+  if (FLAGS_heartbeat_timeout <= 0) throw MakeError("--heartbeat_timeout must be positive");
+  if (FLAGS_connect_timeout <= 0) throw MakeError("--connect_timeout must be positive");
+  if (FLAGS_replication < 0 || FLAGS_replication >= FLAGS_num_servers) {
+    throw MakeError("--replication ", FLAGS_replication,
+                    " needs 0 <= replication < --num_servers (", FLAGS_num_servers,
+                    "): a range's backups are other servers");
+  }
+  SchedulerOptions options;
+  options.bind_host = FLAGS_bind;
+  options.port = FLAGS_port;
+  options.num_servers = FLAGS_num_servers;
+  options.num_workers = FLAGS_num_workers;
+  options.heartbeat_timeout_s = FLAGS_heartbeat_timeout;
+  options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
+  options.replication = FLAGS_replication;
+  options.membership_log = FLAGS_membership_log;
+  options.checkpoint.uri = FLAGS_checkpoint_uri;
+  options.checkpoint.every = FLAGS_checkpoint_every;
+  options.checkpoint.keep = FLAGS_keep_checkpoints;
+  options.checkpoint.resume = FLAGS_resume;
+  options.connect_timeout_s = FLAGS_connect_timeout;
+  return options;
+}
+
+OptimizerOptions ServerOptimizerFromFlags() {
+  OptimizerOptions optimizer;
+  optimizer.name = FLAGS_optimizer;
+  optimizer.learning_rate = static_cast<float>(FLAGS_learning_rate);
+  optimizer.l2 = static_cast<float>(FLAGS_wd);
+  optimizer.l1 = static_cast<float>(FLAGS_l1);
+  ValidateOptimizerOptions(optimizer);
+  MakeOptimizer(optimizer);  // and the name
+  if (FLAGS_scheduler_timeout <= 0) throw MakeError("--scheduler_timeout must be positive");
+  return optimizer;
+}
+
+bool FlagsOk() {
+  std::cout << "flags ok" << std::endl;
+  return true;
+}
+
+}  // namespace keel

@@ -1,0 +1,66 @@
+// The command line's cluster flags (cluster_flags.cc): where a node is and how
+// it reaches the scheduler, the scheduler's settings, the servers' optimizer,
+// the worker's job and --check_flags. Every user of these flags includes this
+// header; the flags are defined nowhere else.
+#ifndef KEEL_CLI_CLUSTER_FLAGS_H_
+#define KEEL_CLI_CLUSTER_FLAGS_H_
+
+#include <gflags/gflags.h>
+
+#include "kv/node.h"
+#include "kv/optimizer.h"
+#include "scheduler/scheduler.h"
+
+// Where a node is and how it reaches the scheduler.
+DECLARE_string(scheduler);
+DECLARE_string(bind);
+DECLARE_string(advertise);
+DECLARE_int32(port);
+DECLARE_int32(rank);
+DECLARE_string(rank_env);
+DECLARE_double(register_timeout);
+DECLARE_double(heartbeat_interval);
+DECLARE_double(scheduler_timeout);
+
+// The scheduler.
+DECLARE_int32(num_servers);
+DECLARE_int32(num_workers);
+DECLARE_double(heartbeat_timeout);
+DECLARE_double(worker_replace_timeout);
+DECLARE_int32(replication);
+DECLARE_string(membership_log);
+DECLARE_string(checkpoint_uri);
+DECLARE_int32(checkpoint_every);
+DECLARE_int32(keep_checkpoints);
+DECLARE_string(resume);
+DECLARE_string(port_file);
+DECLARE_double(connect_timeout);
+DECLARE_bool(check_flags);
+
+// The servers' optimizer (the training jobs read it too).
+DECLARE_string(optimizer);
+DECLARE_double(learning_rate);
+DECLARE_double(wd);
+DECLARE_double(l1);
+
+// The worker's job: linear_learner, factorization_machines or kv_bench.
+DECLARE_string(job);
+
+namespace keel {
+
+// A node of `role` as the flags place it. Throws Error naming a bad flag.
+NodeOptions NodeOptionsFromFlags(proto::Role role);
+
+// The scheduler's settings. Throws Error naming a bad flag.
+SchedulerOptions SchedulerOptionsFromFlags();
+
+// The servers' optimizer (and --scheduler_timeout, which only servers use).
+// Throws Error naming a bad flag.
+OptimizerOptions ServerOptimizerFromFlags();
+
+// Prints "flags ok" and returns true, for `if (FLAGS_check_flags && FlagsOk()) return 0;`.
+bool FlagsOk();
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_CLUSTER_FLAGS_H_

@@ -1,0 +1,253 @@
+#include "cli/job_flags.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+#include "base/error.h"
+#include "base/json.h"
+#include "cli/cluster_flags.h"
+#include "kv/staleness_gate.h"
+#include "worker/compute_backend.h"
+
+// Data channels.
+DEFINE_string(train, "", "training channel: a file, a folder of files, or pipe:PATH");
+DEFINE_string(validation, "", "validation channel (metrics every epoch)");
+DEFINE_string(test, "", "test channel (metrics at the end)");
+DEFINE_string(data_format, "libsvm", "libsvm, csv or recordio-protobuf");
+DEFINE_bool(libsvm_zero_based, false, "libsvm feature indices start at 0 (default: 1)");
+DEFINE_bool(skip_bad_records, false, "skip and count malformed records instead of failing");
+DEFINE_string(model_dir, "", "where the model artifact and metrics.json go");
+
+// Compute backend.
+DEFINE_string(device, "cpu", "where workers (and predict) compute: cpu or cuda:N");
+DEFINE_int32(threads, 1,
+             "cpu device: threads per worker (0: one per hardware thread). The default, 1, "
+             "suits keel launch, which runs several workers and servers on one machine");
+
+// Hyperparameters, as SageMaker's built-in algorithms name them.
+DEFINE_string(predictor_type, "binary_classifier",
+              "binary_classifier, regressor or multiclass_classifier");
+DEFINE_int32(num_classes, 2, "classes of a multiclass_classifier");
+DEFINE_int32(num_factors, 8, "factorization machine: factors per feature");
+DEFINE_uint64(feature_dim, 0, "feature indices must be below this (0: not checked)");
+DEFINE_int32(mini_batch_size, 1000, "examples per minibatch and worker");
+DEFINE_int32(epochs, 5, "passes over the training data");
+DEFINE_bool(use_bias, true, "learn a bias term");
+DEFINE_uint64(seed, 1, "seed of the initializers and of datagen");
+DEFINE_int32(early_stopping_patience, 3,
+             "epochs without validation gain before stopping (needs --validation)");
+DEFINE_double(early_stopping_tolerance, 0.001, "relative gain that counts as a gain");
+DEFINE_double(beta_1, 0.9, "adam: decay of the first moment");
+DEFINE_double(beta_2, 0.999, "adam: decay of the second moment");
+DEFINE_double(bias_lr, -1, "learning rate of the bias (default: --learning_rate)");
+DEFINE_double(linear_lr, -1, "factorization machine: rate of the linear terms");
+DEFINE_double(factors_lr, -1, "factorization machine: rate of the factors");
+DEFINE_double(bias_wd, -1, "weight decay of the bias (default: 0)");
+DEFINE_double(linear_wd, -1, "factorization machine: weight decay of the linear terms");
+DEFINE_double(factors_wd, -1, "factorization machine: weight decay of the factors");
+DEFINE_bool(keep_best_epoch, false,
+            "keep the weights of the epoch with the best validation loss (worker 0 dumps them "
+            "whenever it improves) rather than the last epoch's; not kept across a resume");
+DEFINE_double(factors_l1, 0,
+              "factorization machine: L1 penalty of the factors (sgd, adagrad, ftrl; the linear "
+              "terms take --l1)");
+DEFINE_string(bias_init_method, "constant", "normal, uniform or constant");
+DEFINE_double(bias_init_value, 0, "constant initial bias");
+DEFINE_double(bias_init_scale, 0.01, "uniform initial bias: range [-scale, scale]");
+DEFINE_double(bias_init_sigma, 0.01, "normal initial bias: standard deviation");
+DEFINE_string(linear_init_method, "constant", "initial linear weights: normal, uniform, constant");
+DEFINE_double(linear_init_value, 0, "constant initial linear weights");
+DEFINE_double(linear_init_scale, 0.01, "uniform initial linear weights: range");
+DEFINE_double(linear_init_sigma, 0.01, "normal initial linear weights: standard deviation");
+DEFINE_string(factors_init_method, "normal", "initial factors: normal, uniform, constant");
+DEFINE_double(factors_init_value, 0, "constant initial factors");
+DEFINE_double(factors_init_scale, 0.01, "uniform initial factors: range");
+DEFINE_double(factors_init_sigma, 0.01, "normal initial factors: standard deviation");
+
+// Consistency.
+DEFINE_string(staleness, "inf",
+              "how many clocks a worker may run ahead of the slowest: 0 (BSP), k (SSP) or inf "
+              "(asynchronous); servers and workers must agree");
+DEFINE_int32(clock_every, 1, "minibatches per clock");
+DEFINE_string(slow_worker, "",
+              "RANK:FACTOR: worker RANK takes FACTOR times as long per minibatch (a straggler, "
+              "for experiments)");
+
+// predict and datagen.
+DEFINE_string(data, "", "predict: the file or folder to score");
+DEFINE_string(out, "", "predict: predictions file; datagen: output folder");
+DEFINE_string(model, "linear", "datagen: planted model, linear or fm");
+DEFINE_uint64(rows, 100000, "datagen: training rows (validation and test get a tenth each)");
+DEFINE_uint64(features, 10000, "datagen: number of features");
+DEFINE_int32(nnz, 20, "datagen: non-zeros per row");
+DEFINE_int32(train_files, 4, "datagen: training files");
+
+namespace keel {
+namespace {
+
+InitializerSpec Initializer(const std::string& prefix, const std::string& method, double value,
+                            double scale, double sigma) {
+  InitializerSpec spec;
+  spec.method = method;
+  spec.value = static_cast<float>(value);
+  if (method == "normal") {
+    spec.scale = static_cast<float>(sigma);
+  } else if (method == "uniform") {
+    spec.scale = static_cast<float>(scale);
+  } else if (method != "constant") {
+    throw MakeError("--", prefix, "_init_method '", method, "' is not normal, uniform or constant");
+  }
+  return spec;
+}
+
+float Or(double value, double fallback) {
+  return static_cast<float>(value >= 0 ? value : fallback);
+}
+
+// A factorization machine's weight rows: column 0 the linear term (--linear_lr,
+// --l1, --linear_wd), then the factors (--factors_lr, --factors_l1, --factors_wd).
+std::vector<OptimizerOptions::ColumnGroup> FactorizationMachineGroups(
+    const OptimizerOptions& weights, int num_factors) {
+  OptimizerOptions::ColumnGroup linear;
+  linear.begin = 0;
+  linear.end = 1;
+  linear.learning_rate = Or(FLAGS_linear_lr, FLAGS_learning_rate);
+  linear.l1 = weights.l1;
+  linear.l2 = Or(FLAGS_linear_wd, FLAGS_wd);
+  OptimizerOptions::ColumnGroup factors;
+  factors.begin = 1;
+  factors.end = 1 + num_factors;
+  factors.learning_rate = Or(FLAGS_factors_lr, FLAGS_learning_rate);
+  factors.l1 = static_cast<float>(FLAGS_factors_l1);
+  factors.l2 = Or(FLAGS_factors_wd, FLAGS_wd);
+  return {linear, factors};
+}
+
+// --slow_worker RANK:FACTOR into options->slow_rank and slow_factor (left as
+// they are when the flag is empty). Throws Error if malformed.
+void SlowWorkerFromFlags(TrainerOptions* options) {
+  if (FLAGS_slow_worker.empty()) return;
+  const size_t colon = FLAGS_slow_worker.find(':');
+  char* end = nullptr;
+  const long rank = std::strtol(FLAGS_slow_worker.c_str(), &end, 10);
+  const double factor =
+      colon == std::string::npos ? 0 : std::strtod(FLAGS_slow_worker.c_str() + colon + 1, nullptr);
+  if (colon == std::string::npos || end != FLAGS_slow_worker.c_str() + colon || rank < 0 ||
+      !(factor >= 1)) {
+    throw MakeError("--slow_worker '", FLAGS_slow_worker,
+                    "' is not RANK:FACTOR with FACTOR >= 1 (for example 1:3)");
+  }
+  options->slow_rank = static_cast<int>(rank);
+  options->slow_factor = factor;
+}
+
+}  // namespace
+
+ReaderOptions ReaderOptionsFromFlags() {
+  ReaderOptions options;
+  options.format = ParseDataFormat(FLAGS_data_format);
+  options.zero_based = FLAGS_libsvm_zero_based;
+  options.skip_bad_records = FLAGS_skip_bad_records;
+  options.feature_dim = FLAGS_feature_dim;
+  return options;
+}
+
+int64_t StalenessFromFlags() {
+  if (FLAGS_staleness == "inf") return StalenessGate::kAsynchronous;
+  char* end = nullptr;
+  const long long value = std::strtoll(FLAGS_staleness.c_str(), &end, 10);
+  if (FLAGS_staleness.empty() || *end != '\0' || value < 0) {
+    throw MakeError("--staleness '", FLAGS_staleness, "' is not a non-negative integer or inf");
+  }
+  return value;
+}
+
+bool IsTrainingJob(const std::string& job) {
+  return job == "linear_learner" || job == "factorization_machines";
+}
+
+Hyperparameters HyperparametersFromFlags() {
+  Hyperparameters h;
+  h.job = ParseJobKind(FLAGS_job);
+  h.predictor_type = ParsePredictorType(FLAGS_predictor_type);
+  h.num_classes = FLAGS_num_classes;
+  h.num_factors = FLAGS_num_factors;
+  h.feature_dim = FLAGS_feature_dim;
+  h.mini_batch_size = FLAGS_mini_batch_size;
+  h.epochs = FLAGS_epochs;
+  h.use_bias = FLAGS_use_bias;
+  h.seed = FLAGS_seed;
+  h.early_stopping_patience = FLAGS_early_stopping_patience;
+  h.early_stopping_tolerance = FLAGS_early_stopping_tolerance;
+
+  OptimizerOptions& weights = h.weights_optimizer;
+  weights.name = FLAGS_optimizer;
+  weights.learning_rate = static_cast<float>(FLAGS_learning_rate);
+  weights.l1 = static_cast<float>(FLAGS_l1);
+  weights.l2 = static_cast<float>(FLAGS_wd);
+  weights.beta1 = static_cast<float>(FLAGS_beta_1);
+  weights.beta2 = static_cast<float>(FLAGS_beta_2);
+  if (h.job == JobKind::kFactorizationMachines) {
+    weights.groups = FactorizationMachineGroups(weights, h.num_factors);
+  }
+  h.bias_optimizer = weights;
+  h.bias_optimizer.groups.clear();
+  h.bias_optimizer.learning_rate = Or(FLAGS_bias_lr, FLAGS_learning_rate);
+  h.bias_optimizer.l1 = 0;
+  h.bias_optimizer.l2 = Or(FLAGS_bias_wd, 0);
+
+  h.bias_init = Initializer("bias", FLAGS_bias_init_method, FLAGS_bias_init_value,
+                            FLAGS_bias_init_scale, FLAGS_bias_init_sigma);
+  h.linear_init = Initializer("linear", FLAGS_linear_init_method, FLAGS_linear_init_value,
+                              FLAGS_linear_init_scale, FLAGS_linear_init_sigma);
+  h.factors_init = Initializer("factors", FLAGS_factors_init_method, FLAGS_factors_init_value,
+                               FLAGS_factors_init_scale, FLAGS_factors_init_sigma);
+  h.Validate();
+  return h;
+}
+
+void CheckComputeFlags() {
+  if (FLAGS_threads < 0) throw MakeError("--threads must be 0 (one per hardware thread) or more");
+  CheckDevice(FLAGS_device);
+}
+
+std::map<uint32_t, TableSpec> JobTablesFromFlags() {
+  if (!IsTrainingJob(FLAGS_job)) return {};
+  return TablesFor(HyperparametersFromFlags());
+}
+
+TrainerOptions TrainerOptionsFromFlags() {
+  TrainerOptions options;
+  options.train = FLAGS_train;
+  if (options.train.empty()) throw MakeError("--train is required");
+  options.validation = FLAGS_validation;
+  options.test = FLAGS_test;
+  options.reader = ReaderOptionsFromFlags();
+  options.model_dir = FLAGS_model_dir;
+  options.staleness = StalenessFromFlags();
+  if (FLAGS_clock_every < 1) throw MakeError("--clock_every must be at least 1");
+  options.clock_every = FLAGS_clock_every;
+  options.device = FLAGS_device;
+  options.threads = FLAGS_threads;
+  options.keep_best_epoch = FLAGS_keep_best_epoch;
+  SlowWorkerFromFlags(&options);
+  return options;
+}
+
+std::string HyperparameterJson() {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  std::ostringstream json;
+  json << "{";
+  bool first = true;
+  for (const auto& flag : flags) {
+    if (flag.is_default || flag.filename != __FILE__) continue;
+    json << (first ? "" : ",") << "\"" << flag.name << "\":" << JsonQuote(flag.current_value);
+    first = false;
+  }
+  json << "}";
+  return json.str();
+}
+
+}  // namespace keel

@@ -1,0 +1,115 @@
+// The command line's job flags (job_flags.cc): the built-in training jobs'
+// data channels, compute backend, hyperparameters (SageMaker's names),
+// consistency, and the flags of `keel predict` and `keel datagen`. Every user
+// of these flags includes this header; the flags are defined nowhere else.
+// The job's optimizer and --job itself are cluster flags (cli/cluster_flags.h):
+// the servers read them too.
+#ifndef KEEL_CLI_JOB_FLAGS_H_
+#define KEEL_CLI_JOB_FLAGS_H_
+
+#include <gflags/gflags.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "io/readers.h"
+#include "kv/table_spec.h"
+#include "worker/hyperparameters.h"
+#include "worker/trainer.h"
+
+// Data channels.
+DECLARE_string(train);
+DECLARE_string(validation);
+DECLARE_string(test);
+DECLARE_string(data_format);
+DECLARE_bool(libsvm_zero_based);
+DECLARE_bool(skip_bad_records);
+DECLARE_string(model_dir);
+
+// Compute backend.
+DECLARE_string(device);
+DECLARE_int32(threads);
+
+// Hyperparameters.
+DECLARE_string(predictor_type);
+DECLARE_int32(num_classes);
+DECLARE_int32(num_factors);
+DECLARE_uint64(feature_dim);
+DECLARE_int32(mini_batch_size);
+DECLARE_int32(epochs);
+DECLARE_bool(use_bias);
+DECLARE_uint64(seed);
+DECLARE_int32(early_stopping_patience);
+DECLARE_double(early_stopping_tolerance);
+DECLARE_double(beta_1);
+DECLARE_double(beta_2);
+DECLARE_double(bias_lr);
+DECLARE_double(linear_lr);
+DECLARE_double(factors_lr);
+DECLARE_double(bias_wd);
+DECLARE_double(linear_wd);
+DECLARE_double(factors_wd);
+DECLARE_bool(keep_best_epoch);
+DECLARE_double(factors_l1);
+DECLARE_string(bias_init_method);
+DECLARE_double(bias_init_value);
+DECLARE_double(bias_init_scale);
+DECLARE_double(bias_init_sigma);
+DECLARE_string(linear_init_method);
+DECLARE_double(linear_init_value);
+DECLARE_double(linear_init_scale);
+DECLARE_double(linear_init_sigma);
+DECLARE_string(factors_init_method);
+DECLARE_double(factors_init_value);
+DECLARE_double(factors_init_scale);
+DECLARE_double(factors_init_sigma);
+
+// Consistency.
+DECLARE_string(staleness);
+DECLARE_int32(clock_every);
+DECLARE_string(slow_worker);
+
+// predict and datagen.
+DECLARE_string(data);
+DECLARE_string(out);
+DECLARE_string(model);
+DECLARE_uint64(rows);
+DECLARE_uint64(features);
+DECLARE_int32(nnz);
+DECLARE_int32(train_files);
+
+namespace keel {
+
+// Whether `job` is a built-in training job (linear_learner, factorization_machines).
+bool IsTrainingJob(const std::string& job);
+
+// The job's hyperparameters from the flags. Throws Error naming a bad flag.
+Hyperparameters HyperparametersFromFlags();
+
+// The servers' tables for --job (none for jobs that are not training jobs).
+std::map<uint32_t, TableSpec> JobTablesFromFlags();
+
+// Checks --device and --threads: the device exists and this build can use it.
+// Throws Error saying why not.
+void CheckComputeFlags();
+
+// --staleness as a StalenessGate value. Throws Error if malformed.
+int64_t StalenessFromFlags();
+
+// --data_format, --libsvm_zero_based, --skip_bad_records, --feature_dim.
+// Throws Error for an unknown format.
+ReaderOptions ReaderOptionsFromFlags();
+
+// The worker's data and training options from the flags. Throws Error if any
+// is wrong (checks only: no file is opened).
+TrainerOptions TrainerOptionsFromFlags();
+
+// Every flag of this file that was set on the command line, as a JSON object
+// of strings ({"epochs":"3","train":"data/train"}): the job's record in its
+// model artifact.
+std::string HyperparameterJson();
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_JOB_FLAGS_H_

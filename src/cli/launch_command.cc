@@ -1,0 +1,162 @@
+// `keel launch`: a job's roles started together, on this machine (a local
+// cluster), over ssh from a hostfile, or as the tasks of a Slurm step.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/files.h"
+#include "cli/cluster_flags.h"
+#include "cli/commands.h"
+#include "cli/fault_flags.h"
+#include "cli/fault_runner.h"
+#include "cli/job_flags.h"
+#include "cli/launch_flags.h"
+#include "cli/launcher.h"
+#include "cli/remote.h"
+#include "kv/van.h"
+
+namespace keel {
+namespace {
+
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::istringstream words(text);
+  std::vector<std::string> result;
+  for (std::string word; words >> word;) result.push_back(word);
+  return result;
+}
+
+// Every role reads the same flags: checks them as each role would.
+void CheckLaunchFlags() {
+  if (FLAGS_slurm && !FLAGS_hostfile.empty())
+    throw MakeError("give --slurm or --hostfile, not both");
+  if (FLAGS_scheduler_port < 0 || FLAGS_scheduler_port > 65535) {
+    throw MakeError("--scheduler_port ", FLAGS_scheduler_port, " is not in 0..65535");
+  }
+  ServerOptimizerFromFlags();
+  JobTablesFromFlags();
+  CheckWorkerJobFlags();
+  if (FLAGS_timeout < 0) throw MakeError("--timeout must not be negative");
+}
+
+// `keel launch --slurm`: this task's role.
+int LaunchSlurmTask(const std::vector<std::string>& role_flags) {
+  if (FLAGS_servers < 1) throw MakeError("--servers must be at least 1");
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  return RunSlurmTask(SelfPath(), FLAGS_servers, FLAGS_scheduler_port, role_flags);
+}
+
+// `keel launch --hostfile`: the roles over ssh.
+int LaunchOverSsh(const std::vector<std::string>& role_flags) {
+  SshLaunch launch;
+  launch.hosts = ParseHostfile(ReadFile(FLAGS_hostfile), FLAGS_hostfile);
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  launch.role_flags = role_flags;
+  launch.ssh_options = SplitWords(FLAGS_ssh_options);
+  launch.remote_keel = FLAGS_remote_keel.empty() ? SelfPath() : FLAGS_remote_keel;
+  char folder[4096];
+  if (getcwd(folder, sizeof(folder))) launch.remote_folder = folder;
+  launch.scheduler_port = FLAGS_scheduler_port;
+  launch.timeout_s = FLAGS_timeout;
+  return RunSshLaunch(launch);
+}
+
+// `keel launch`: the roles on this machine.
+int LaunchLocally(const std::vector<std::string>& role_flags) {
+  LocalCluster cluster;
+  cluster.servers = FLAGS_servers;
+  cluster.workers = FLAGS_workers;
+  cluster.scheduler = FLAGS_scheduler;
+  cluster.timeout_s = FLAGS_timeout;
+  cluster.faults = FLAGS_faults;
+  cluster.event_log = FLAGS_event_log;
+  cluster.fault_seed = FLAGS_fault_seed;
+  cluster.role_flags = role_flags;
+  if (cluster.servers < 1 || cluster.workers < 1) {
+    throw MakeError("a cluster needs at least one server and one worker (--servers ",
+                    cluster.servers, ", --workers ", cluster.workers, ")");
+  }
+  if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  return RunLocalCluster(cluster);
+}
+
+// Starts a scheduler for `cluster` on loopback; returns its "host:port".
+std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& self,
+                                ProcessGroup* group) {
+  char folder[] = "/tmp/keel-launch-XXXXXX";
+  if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
+  const std::string port_file = std::string(folder) + "/scheduler.port";
+  std::vector<std::string> argv = {self,
+                                   "scheduler",
+                                   "--bind=127.0.0.1",
+                                   "--port_file=" + port_file,
+                                   "--num_servers=" + std::to_string(cluster.servers),
+                                   "--num_workers=" + std::to_string(cluster.workers)};
+  // The job's flags too: logging flags apply, the rest are ignored.
+  argv.insert(argv.end(), cluster.role_flags.begin(), cluster.role_flags.end());
+  group->Spawn("scheduler", argv);
+  std::string port;
+  const bool started = group->Pump(15, [&] {
+    std::ifstream in(port_file);
+    return static_cast<bool>(in >> port);
+  });
+  unlink(port_file.c_str());
+  rmdir(folder);
+  if (!started) {
+    group->StopAll();
+    throw MakeError("the scheduler did not start (see its log above)");
+  }
+  return "127.0.0.1:" + port;
+}
+
+// Starts `count` processes of `role` ("server" or "worker"), ranks 0 on.
+void SpawnRoles(const std::string& role, int count, const std::string& self,
+                const std::vector<std::string>& common, const FaultSchedule& faults,
+                ProcessGroup* group) {
+  for (int i = 0; i < count; ++i) {
+    std::vector<std::string> argv = {self, role, "--rank=" + std::to_string(i)};
+    argv.insert(argv.end(), common.begin(), common.end());
+    for (auto& flag : faults.TransportFlags(role, i)) argv.push_back(flag);
+    group->Spawn(role + " " + std::to_string(i), argv);
+  }
+}
+
+}  // namespace
+
+int RunLaunch(const std::vector<std::string>& args) {
+  const std::vector<std::string> role_flags = RoleFlags(args);
+  CheckLaunchFlags();
+  if (FLAGS_slurm) return LaunchSlurmTask(role_flags);
+  if (!FLAGS_hostfile.empty()) return LaunchOverSsh(role_flags);
+  return LaunchLocally(role_flags);
+}
+
+int RunLocalCluster(const LocalCluster& cluster) {
+  if (cluster.servers < 1 || cluster.workers < 1) {
+    throw MakeError("a cluster needs at least one server and one worker (--servers ",
+                    cluster.servers, ", --workers ", cluster.workers, ")");
+  }
+  const std::string self = SelfPath();
+  const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
+  ProcessGroup group;
+  std::unique_ptr<FaultRunner> fault_runner;
+  if (!faults.empty() || !cluster.event_log.empty()) {
+    fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
+                                                 cluster.event_log, cluster.fault_seed);
+  }
+  const std::string scheduler =
+      cluster.scheduler.empty() ? StartLocalScheduler(cluster, self, &group) : cluster.scheduler;
+  std::vector<std::string> common = {"--scheduler=" + scheduler, "--bind=127.0.0.1"};
+  common.insert(common.end(), cluster.role_flags.begin(), cluster.role_flags.end());
+  SpawnRoles("server", cluster.servers, self, common, faults, &group);
+  SpawnRoles("worker", cluster.workers, self, common, faults, &group);
+  const int code = group.Wait(cluster.timeout_s);
+  if (fault_runner) fault_runner->Finish(code);
+  return code;
+}
+
+}  // namespace keel

@@ -1,0 +1,53 @@
+#include "cli/launch_flags.h"
+
+#include <set>
+
+#include "cli/fault_flags.h"
+
+DEFINE_int32(servers, 1, "launch/bench: number of servers");
+DEFINE_int32(workers, 1, "launch/bench: number of workers");
+DEFINE_double(timeout, 0, "launch/bench: stop everything after this many seconds (0: never)");
+DEFINE_string(hostfile, "",
+              "launch: start the roles over ssh on the hosts this file lists, one line per host: "
+              "[user@]host[:sshport] [scheduler] [servers=N] [workers=N] [address=HOST]");
+DEFINE_string(ssh_options, "", "launch --hostfile: extra ssh options, split at spaces");
+DEFINE_string(remote_keel, "",
+              "launch --hostfile: the keel binary on the remote hosts (default: this binary's "
+              "absolute path)");
+DEFINE_bool(slurm, false,
+            "launch: run as one task of an srun step (scripts/slurm/keel.sbatch): task 0 is the "
+            "scheduler, the next --servers tasks the servers, the rest the workers");
+DEFINE_int32(scheduler_port, 0,
+             "launch --hostfile/--slurm: the scheduler's port (0: --hostfile any free port, "
+             "--slurm one derived from SLURM_JOB_ID)");
+
+namespace keel {
+namespace {
+
+// Flags that belong to `keel launch` itself rather than to the roles.
+const std::set<std::string> kLaunchFlags = {
+    "servers",  "workers",     "timeout",     "scheduler",      "num_servers", "num_workers",
+    "bind",     "port",        "port_file",   "advertise",      "rank",        "rank_env",
+    "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags"};
+const std::set<std::string> kBooleanLaunchFlags = {"slurm", "noslurm", "check_flags",
+                                                   "nocheck_flags"};
+
+}  // namespace
+
+std::vector<std::string> RoleFlags(const std::vector<std::string>& args) {
+  std::vector<std::string> role_flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const size_t dashes = arg.rfind("--", 0) == 0 ? 2 : arg.rfind("-", 0) == 0 ? 1 : 0;
+    const std::string name = arg.substr(dashes, arg.find('=') - dashes);
+    if (!dashes || (!kLaunchFlags.count(name) && !kBooleanLaunchFlags.count(name) &&
+                    !IsFaultLaunchFlag(name))) {
+      role_flags.push_back(arg);
+    } else if (arg.find('=') == std::string::npos && !kBooleanLaunchFlags.count(name)) {
+      ++i;  // "--servers 2": the value goes too
+    }
+  }
+  return role_flags;
+}
+
+}  // namespace keel

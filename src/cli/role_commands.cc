@@ -1,0 +1,180 @@
+// The roles on the command line: `keel scheduler`, `keel server` and
+// `keel worker`, each checking its flags before it starts.
+#include <glog/logging.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "base/error.h"
+#include "base/time.h"
+#include "cli/bench_flags.h"
+#include "cli/cluster_flags.h"
+#include "cli/commands.h"
+#include "cli/fault_flags.h"
+#include "cli/job_flags.h"
+#include "cli/launcher.h"
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "scheduler/scheduler.h"
+#include "server/kv_server.h"
+#include "worker/kv_bench_job.h"
+
+namespace keel {
+namespace {
+
+void WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << text;
+    if (!out) throw MakeError("cannot write ", temporary);
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) throw MakeError("cannot write ", path);
+}
+
+// A worker the scheduler dropped from the view (it was paused or cut off
+// longer than the heartbeat timeout) starts over as a new process with the
+// same flags: it registers again, takes its rank back if it is still free,
+// and goes on from its rank's last progress report. Its old requests are
+// refused by the servers (they are not from a member), so nothing stale is
+// applied.
+[[noreturn]] void RejoinAsNewProcess(const std::vector<std::string>& argv) {
+  const char* previous = getenv("KEEL_REJOINS");
+  const int rejoins = previous ? std::atoi(previous) + 1 : 1;
+  setenv("KEEL_REJOINS", std::to_string(rejoins).c_str(), 1);
+  std::vector<char*> args = ExecArguments(argv);
+  const std::string self = SelfPath();
+  execv(self.c_str(), args.data());
+  throw MakeError("cannot start ", self, " again: ", strerror(errno));
+}
+
+// Whether a node the scheduler dropped from the view starts over as a new
+// process (at most 3 times in a row, so a node that keeps losing its place
+// gives up with its error instead).
+bool ShouldStartOver(const Node& node) {
+  const char* rejoins = getenv("KEEL_REJOINS");
+  return node.removed() && (!rejoins || std::atoi(rejoins) < 3);
+}
+
+// Runs the worker's job; returns its error, or "" if it succeeded.
+std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& bench) {
+  try {
+    if (IsTrainingJob(FLAGS_job)) {
+      RunTraining(node, client);
+    } else {
+      const auto cases = RunKVBench(node, client, bench);
+      WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",
+                          FormatBenchCases(cases));
+    }
+  } catch (const Error& e) {
+    LOG(ERROR) << "worker " << node->rank() << ": " << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+// After a failed job: if the failure came from leaving the view (its requests
+// refused), the scheduler says so at the next heartbeat, and the worker
+// starts over as a new process.
+void StartOverIfRemoved(Node* node, const std::vector<std::string>& argv) {
+  const double deadline = MonotonicSeconds() + 3 * FLAGS_heartbeat_interval + 1;
+  while (!node->removed() && MonotonicSeconds() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (ShouldStartOver(*node)) {
+    LOG(WARNING) << "worker " << node->rank() << " left the cluster; it joins again";
+    node->Stop();
+    RejoinAsNewProcess(argv);
+  }
+}
+
+}  // namespace
+
+// The worker's job flags; throws Error if any is wrong.
+KVBenchOptions CheckWorkerJobFlags() {
+  KVBenchOptions bench;
+  if (IsTrainingJob(FLAGS_job)) {
+    JobTablesFromFlags();  // the hyperparameters
+    CheckComputeFlags();   // and the device: a worker without one fails now
+    TrainerOptionsFromFlags();
+  } else if (FLAGS_job == "kv_bench") {
+    bench = BenchFlags();
+    if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
+  } else {
+    throw MakeError("--job '", FLAGS_job,
+                    "' is not linear_learner, factorization_machines or kv_bench");
+  }
+  StalenessFromFlags();
+  return bench;
+}
+
+int RunScheduler() {
+  SchedulerOptions options = SchedulerOptionsFromFlags();
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  Scheduler scheduler(options);
+  scheduler.Start();
+  if (FLAGS_port_file == "-") {
+    std::cout << "scheduler port " << scheduler.port() << std::endl;
+  } else if (!FLAGS_port_file.empty()) {
+    WriteFileAtomically(FLAGS_port_file, std::to_string(scheduler.port()) + "\n");
+  }
+  const int failed = scheduler.WaitForJob(1e9);
+  scheduler.Stop();
+  return failed == 0 ? 0 : 1;
+}
+
+int RunServer(const std::vector<std::string>& argv) {
+  const OptimizerOptions optimizer = ServerOptimizerFromFlags();
+  const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
+  const auto tables = JobTablesFromFlags();
+  const int64_t staleness = StalenessFromFlags();
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  Node node(node_options);
+  std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
+  node.Start();
+  while (!node.WaitForShutdown(1.0)) {
+    if (const std::string failure = server->failure(); !failure.empty()) throw Error(failure);
+    if (node.SecondsSinceScheduler() > FLAGS_scheduler_timeout) {
+      throw MakeError("no word from the scheduler at ", FLAGS_scheduler, " for ",
+                      FLAGS_scheduler_timeout, " s");
+    }
+    if (ShouldStartOver(node)) {
+      // Paused or cut off past the heartbeat timeout: the other replicas took
+      // over its ranges. It starts over and takes its rank back as a
+      // replacement, copying its ranges from them.
+      LOG(WARNING) << "server " << node.rank() << " left the cluster; it joins again";
+      server.reset();
+      RejoinAsNewProcess(argv);
+    }
+  }
+  LOG(INFO) << "server " << node.rank() << " shutting down: served " << server->served_requests()
+            << " requests, rejected " << server->rejected_requests() << ", repeated "
+            << server->duplicate_pushes();
+  node.Stop();
+  return 0;
+}
+
+int RunWorker(const std::vector<std::string>& argv) {
+  const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
+  const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
+  if (FLAGS_check_flags && FlagsOk()) return 0;
+  Node node(node_options);
+  KVWorker client(&node, RequestRetryFromFlags());
+  node.Start();
+  const std::string error = RunWorkerJob(&node, &client, bench);
+  if (!error.empty()) StartOverIfRemoved(&node, argv);
+  node.ReportDone(error);
+  if (!node.WaitForShutdown(30)) LOG(WARNING) << "no shutdown from the scheduler; exiting";
+  node.Stop();
+  return error.empty() ? 0 : 1;
+}
+
+}  // namespace keel
