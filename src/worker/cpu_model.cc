@@ -60,26 +60,12 @@ double CpuModel::Gradients(const PreparedBatch& batch, const float* weights, con
   return Run(batch, weights, bias, nullptr, weight_gradients, bias_gradient);
 }
 
-void CpuModel::CheckLabels(const Batch& batch, size_t begin, size_t end) const {
-  if (hyperparameters_.predictor_type != PredictorType::kMulticlassClassifier) return;
-  for (size_t r = begin; r < end; ++r) {
-    const float label = batch.labels[r];
-    if (LabelToClass(label, classes_) < 0) {
-      throw MakeError("label ", label, " of an example is not a class id in 0..", classes_ - 1,
-                      " (--num_classes ", classes_, ")");
-    }
-  }
-}
-
 double CpuModel::Run(const PreparedBatch& prepared, const float* weights, const float* bias,
                      std::vector<float>* predictions, std::vector<float>* weight_gradients,
                      std::vector<float>* bias_gradient) {
   const size_t rows = prepared.batch.rows();
   const size_t keys = prepared.keys.size();
-  if (prepared.key_offsets.size() != keys + 1 ||
-      prepared.positions.size() != prepared.batch.nnz()) {
-    throw MakeError("a minibatch reached the model without its key set (PrepareKeys)");
-  }
+  CheckKeySet(prepared);
   const int parts = pool_.size();
   const bool threaded_sparse = parts > 1 && !(rows > 0 && IsDenseBatch(prepared));
   const Outputs out =
@@ -271,6 +257,7 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
     }
   }
 }
+
 void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, const float* bias,
                          size_t row_begin, size_t row_end, Scratch* scratch,
                          const Outputs& out) const {

@@ -91,7 +91,6 @@ class CpuModel : public ComputeBackend {
   // `squares`: the FM's sum_j x_j^2 |v_j|^2 per row of the range.
   void DenseRowLosses(const Batch& batch, const float* bias, const float* squares, size_t begin,
                       size_t end, Scratch* scratch, const Outputs& out, float* score_scale) const;
-  void CheckLabels(const Batch& batch, size_t begin, size_t end) const;
 
   ThreadPool pool_;
   std::vector<Scratch> scratch_;

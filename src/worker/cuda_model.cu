@@ -441,10 +441,7 @@ class CudaModel : public ComputeBackend {
   void Stage(const PreparedBatch& prepared, int index) {
     Slot& slot = slots_[index];
     const Batch& batch = prepared.batch;
-    if (prepared.key_offsets.size() != prepared.keys.size() + 1 ||
-        prepared.positions.size() != batch.nnz()) {
-      throw MakeError("a minibatch reached the model without its key set (PrepareKeys)");
-    }
+    CheckKeySet(prepared);
     if (batch.nnz() > UINT32_MAX) throw MakeError("a minibatch of more than 2^32 non-zeros");
     // The slot's previous copy must be done before its buffer is reused.
     KEEL_CUDA_CHECK(cudaEventSynchronize(slot.copied));
@@ -479,16 +476,6 @@ class CudaModel : public ComputeBackend {
     slot.dense = IsDenseBatch(prepared);
   }
 
-  void CheckLabels(const Batch& batch) const {
-    if (hyperparameters_.predictor_type != PredictorType::kMulticlassClassifier) return;
-    for (float label : batch.labels) {
-      if (LabelToClass(label, classes_) < 0) {
-        throw MakeError("label ", label, " of an example is not a class id in 0..", classes_ - 1,
-                        " (--num_classes ", classes_, ")");
-      }
-    }
-  }
-
   LossKind Loss() const { return LossKindOf(hyperparameters_.predictor_type); }
 
   // The structure of a staged batch, on the device (views of its slot's buffer).
@@ -519,7 +506,7 @@ class CudaModel : public ComputeBackend {
              std::vector<float>* predictions, std::vector<float>* weight_gradients,
              std::vector<float>* bias_gradient) {
     KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
-    CheckLabels(prepared.batch);
+    CheckLabels(prepared.batch, 0, prepared.batch.rows());
     SizeResults(prepared, predictions, weight_gradients, bias_gradient);
     if (prepared.batch.rows() == 0) return 0;
     Slot& slot = slots_[StagedSlot(prepared)];

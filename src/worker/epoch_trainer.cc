@@ -32,7 +32,7 @@ EpochTrainer::EpochTrainer(Node* node, KVWorker* client, ComputeBackend* model,
       hyperparameters_(hyperparameters),
       options_(options),
       state_(state),
-      bias_key_(std::vector<Key>{MixKey(kBiasFeature)}) {}
+      bias_key_(BiasKey()) {}
 
 bool EpochTrainer::checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
 

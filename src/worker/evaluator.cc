@@ -44,7 +44,7 @@ Evaluator::Evaluator(KVWorker* client, ComputeBackend* model,
       model_(model),
       hyperparameters_(hyperparameters),
       reader_(reader),
-      bias_key_(std::vector<Key>{MixKey(kBiasFeature)}) {}
+      bias_key_(BiasKey()) {}
 
 MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* artifact) {
   BatchStream stream(ResolveChannel(channel, 0, 1), reader_,

@@ -35,7 +35,7 @@ ModelArtifact DumpModel(KVWorker* client, const Hyperparameters& hyperparameters
   AddRowsByFeature(keys, weights, weight_width, &artifact);
   artifact.bias.assign(bias_width, 0.0f);
   if (hyperparameters.use_bias) {
-    const SharedArray<const Key> bias_key(std::vector<Key>{MixKey(kBiasFeature)});
+    const SharedArray<const Key> bias_key = BiasKey();
     SharedArray<float> bias;
     client->Wait(client->Pull(bias_key, &bias, bias_width, kBiasTable));
     artifact.bias.assign(bias.begin(), bias.end());
