@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <iomanip>
 #include <limits>
 #include <numeric>
+#include <sstream>
 
 #include "models/losses.h"
 // keel_models has the repository root, not src/, on its include path.
 #include "base/error.h"
+#include "base/json.h"
 
 namespace keel {
 namespace {
@@ -171,6 +174,34 @@ MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
   metrics["objective_loss"] = loss / examples;
   metrics["multiclass_accuracy"] = correct / examples;
   return metrics;
+}
+
+std::string FormatMetrics(const MetricSet& metrics) {
+  std::ostringstream out;
+  out << std::setprecision(5);
+  bool first = true;
+  for (const auto& [name, value] : metrics) {
+    out << (first ? "" : ", ") << name << " " << value;
+    first = false;
+  }
+  return out.str();
+}
+
+std::string MetricsJson(const MetricSet& metrics) {
+  std::ostringstream out;
+  out << std::setprecision(9) << "{";
+  bool first = true;
+  for (const auto& [name, value] : metrics) {
+    out << (first ? "" : ", ") << JsonQuote(name) << ": ";
+    if (std::isfinite(value)) {
+      out << value;
+    } else {
+      out << "null";
+    }
+    first = false;
+  }
+  out << "}\n";
+  return out.str();
 }
 
 }  // namespace keel

@@ -54,6 +54,15 @@ MetricSet RegressionMetrics(const std::vector<float>& predictions,
 MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
                             const std::vector<float>& labels, int classes);
 
+// "name value, name value, ..." in name order, values with 5 significant
+// digits: for console lines.
+std::string FormatMetrics(const MetricSet& metrics);
+
+// One JSON object and a newline, {"name": value, ...}, in name order, values
+// with 9 significant digits and null for a non-finite one: the text of
+// metrics.json and oracle.json.
+std::string MetricsJson(const MetricSet& metrics);
+
 }  // namespace keel
 
 #endif  // KEEL_MODELS_METRICS_H_

@@ -13,6 +13,33 @@ namespace {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// The per-row steps below are inline: they run for every example.
+
+// Copies the parameters of a row's `nnz` non-zeros (at `positions` in the
+// batch's pulled rows) into `params`, in the row's order.
+inline void GatherRow(const float* weights, const uint32_t* positions, int nnz, int width,
+                      float* params) {
+  for (int j = 0; j < nnz; ++j) {
+    std::memcpy(params + static_cast<size_t>(j) * width,
+                weights + static_cast<size_t>(positions[j]) * width, sizeof(float) * width);
+  }
+}
+
+// Adds each non-zero's gradient row into its key's row.
+inline void ScatterAdd(const float* row_gradients, const uint32_t* positions, int nnz, int width,
+                       float* key_gradients) {
+  for (int j = 0; j < nnz; ++j) {
+    float* target = key_gradients + static_cast<size_t>(positions[j]) * width;
+    const float* source = row_gradients + static_cast<size_t>(j) * width;
+    for (int c = 0; c < width; ++c) target[c] += source[c];
+  }
+}
+
+// The mean loss's gradient: each example weighs 1/rows.
+inline void ScaleToMean(size_t rows, int classes, float* score_gradient) {
+  for (int c = 0; c < classes; ++c) score_gradient[c] /= static_cast<float>(rows);
+}
+
 }  // namespace
 
 CpuModel::CpuModel(const Hyperparameters& hyperparameters, int threads)
@@ -33,28 +60,30 @@ double CpuModel::Gradients(const PreparedBatch& batch, const float* weights, con
   return Run(batch, weights, bias, nullptr, weight_gradients, bias_gradient);
 }
 
-void CpuModel::CheckLabels(const Batch& batch, size_t begin, size_t end) const {
-  if (hyperparameters_.predictor_type != PredictorType::kMulticlassClassifier) return;
-  for (size_t r = begin; r < end; ++r) {
-    const float label = batch.labels[r];
-    if (LabelToClass(label, classes_) < 0) {
-      throw MakeError("label ", label, " of an example is not a class id in 0..", classes_ - 1,
-                      " (--num_classes ", classes_, ")");
-    }
-  }
-}
-
 double CpuModel::Run(const PreparedBatch& prepared, const float* weights, const float* bias,
                      std::vector<float>* predictions, std::vector<float>* weight_gradients,
                      std::vector<float>* bias_gradient) {
-  const Batch& batch = prepared.batch;
-  const size_t rows = batch.rows();
+  const size_t rows = prepared.batch.rows();
   const size_t keys = prepared.keys.size();
-  const bool backward = weight_gradients != nullptr;
+  CheckKeySet(prepared);
   const int parts = pool_.size();
-  if (prepared.key_offsets.size() != keys + 1 || prepared.positions.size() != batch.nnz()) {
-    throw MakeError("a minibatch reached the model without its key set (PrepareKeys)");
+  const bool threaded_sparse = parts > 1 && !(rows > 0 && IsDenseBatch(prepared));
+  const Outputs out =
+      PrepareOutputs(rows, keys, threaded_sparse, predictions, weight_gradients, bias_gradient);
+  if (parts > 1 && !threaded_sparse) {
+    RunDense(prepared, weights, bias, out, weight_gradients);
+  } else if (parts == 1) {
+    RunOneThread(prepared, weights, bias, out, weight_gradients);
+  } else {
+    RunSparse(prepared, weights, bias, out, weight_gradients);
   }
+  return SumRows(rows, weight_gradients != nullptr ? bias_gradient : nullptr);
+}
+
+CpuModel::Outputs CpuModel::PrepareOutputs(size_t rows, size_t keys, bool threaded_sparse,
+                                           std::vector<float>* predictions,
+                                           std::vector<float>* weight_gradients,
+                                           std::vector<float>* bias_gradient) {
   Outputs out;
   if (predictions) {
     predictions->assign(rows * classes_, 0.0f);
@@ -62,90 +91,109 @@ double CpuModel::Run(const PreparedBatch& prepared, const float* weights, const 
   }
   row_losses_.assign(rows, 0.0f);
   out.row_losses = row_losses_.data();
-  const bool threaded_sparse = parts > 1 && !(rows > 0 && IsDenseBatch(prepared));
-  if (backward) {
-    // The threaded sparse pass writes every element: no need to zero them first.
-    if (threaded_sparse) {
-      weight_gradients->resize(keys * width_);
-    } else {
-      weight_gradients->assign(keys * width_, 0.0f);
-    }
-    bias_gradient->assign(bias_width_, 0.0f);
-    row_bias_gradients_.assign(rows * bias_width_, 0.0f);
-    out.row_bias_gradients = row_bias_gradients_.data();
-  }
-
-  if (parts > 1 && !threaded_sparse) {
-    // Row 0 lists every key: gather the weights in its order.
-    gathered_.resize(keys * width_);
-    for (size_t j = 0; j < keys; ++j) {
-      std::memcpy(gathered_.data() + j * width_,
-                  weights + static_cast<size_t>(prepared.positions[j]) * width_,
-                  sizeof(float) * width_);
-    }
-    if (factorization_) {
-      factor_norms_.resize(keys);
-      for (size_t j = 0; j < keys; ++j) {
-        float norm = 0.0f;
-        for (int f = 1; f < width_; ++f)
-          norm += gathered_[j * width_ + f] * gathered_[j * width_ + f];
-        factor_norms_[j] = norm;
-      }
-    }
-    pool_.Run([&](int part) {
-      size_t begin, end;
-      PartRange(rows, parts, part, &begin, &end);
-      DenseRows(prepared, gathered_.data(), bias, begin, end, &scratch_[part], out);
-    });
-    if (backward) {
-      // The threads' accumulators, added in thread order.
-      for (size_t j = 0; j < keys; ++j) {
-        float* target =
-            weight_gradients->data() + static_cast<size_t>(prepared.positions[j]) * width_;
-        for (int part = 0; part < parts; ++part) {
-          const float* source = scratch_[part].accumulator.data() + j * width_;
-          for (int c = 0; c < width_; ++c) target[c] += source[c];
-        }
-      }
-    }
-  } else if (parts == 1) {
-    if (backward) out.key_gradients = weight_gradients->data();
-    SparseRows(prepared, weights, bias, 0, rows, &scratch_[0], out);
+  if (weight_gradients == nullptr) return out;
+  // The threaded sparse pass writes every element: no need to zero them first.
+  if (threaded_sparse) {
+    weight_gradients->resize(keys * width_);
   } else {
-    if (backward) {
-      slots_.resize(batch.nnz() * width_);
-      out.slot_gradients = slots_.data();
-    }
-    pool_.Run([&](int part) {
-      size_t begin, end;
-      PartRange(rows, parts, part, &begin, &end);
-      SparseRows(prepared, weights, bias, begin, end, &scratch_[part], out);
-    });
-    if (backward) {
-      // Each key's slots, summed in ascending non-zero order: the order the
-      // one-thread pass adds them in.
-      pool_.Run([&](int part) {
-        size_t begin, end;
-        PartRange(keys, parts, part, &begin, &end);
-        for (size_t u = begin; u < end; ++u) {
-          float* target = weight_gradients->data() + u * width_;
-          const uint32_t first = prepared.key_offsets[u], last = prepared.key_offsets[u + 1];
-          // 0 + the first slot, as the one-thread pass starts from zero.
-          const float* source =
-              slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[first]) * width_;
-          for (int c = 0; c < width_; ++c) target[c] = 0.0f + source[c];
-          for (uint32_t e = first + 1; e < last; ++e) {
-            source = slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[e]) * width_;
-            for (int c = 0; c < width_; ++c) target[c] += source[c];
-          }
-        }
-      });
+    weight_gradients->assign(keys * width_, 0.0f);
+  }
+  bias_gradient->assign(bias_width_, 0.0f);
+  row_bias_gradients_.assign(rows * bias_width_, 0.0f);
+  out.row_bias_gradients = row_bias_gradients_.data();
+  return out;
+}
+
+void CpuModel::RunDense(const PreparedBatch& prepared, const float* weights, const float* bias,
+                        const Outputs& out, std::vector<float>* weight_gradients) {
+  GatherDenseWeights(prepared, weights);
+  const size_t rows = prepared.batch.rows();
+  const int parts = pool_.size();
+  pool_.Run([&](int part) {
+    size_t begin, end;
+    PartRange(rows, parts, part, &begin, &end);
+    DenseRows(prepared, gathered_.data(), bias, begin, end, &scratch_[part], out);
+  });
+  if (weight_gradients != nullptr) AddAccumulators(prepared, weight_gradients);
+}
+
+void CpuModel::RunOneThread(const PreparedBatch& prepared, const float* weights, const float* bias,
+                            Outputs out, std::vector<float>* weight_gradients) {
+  if (weight_gradients != nullptr) out.key_gradients = weight_gradients->data();
+  SparseRows(prepared, weights, bias, 0, prepared.batch.rows(), &scratch_[0], out);
+}
+
+void CpuModel::RunSparse(const PreparedBatch& prepared, const float* weights, const float* bias,
+                         Outputs out, std::vector<float>* weight_gradients) {
+  if (weight_gradients != nullptr) {
+    slots_.resize(prepared.batch.nnz() * width_);
+    out.slot_gradients = slots_.data();
+  }
+  const size_t rows = prepared.batch.rows();
+  const int parts = pool_.size();
+  pool_.Run([&](int part) {
+    size_t begin, end;
+    PartRange(rows, parts, part, &begin, &end);
+    SparseRows(prepared, weights, bias, begin, end, &scratch_[part], out);
+  });
+  if (weight_gradients != nullptr) ReduceSlots(prepared, weight_gradients);
+}
+
+void CpuModel::GatherDenseWeights(const PreparedBatch& prepared, const float* weights) {
+  // Row 0 lists every key: gather the weights in its order.
+  const size_t keys = prepared.keys.size();
+  gathered_.resize(keys * width_);
+  for (size_t j = 0; j < keys; ++j) {
+    std::memcpy(gathered_.data() + j * width_,
+                weights + static_cast<size_t>(prepared.positions[j]) * width_,
+                sizeof(float) * width_);
+  }
+  if (!factorization_) return;
+  factor_norms_.resize(keys);
+  for (size_t j = 0; j < keys; ++j) {
+    float norm = 0.0f;
+    for (int f = 1; f < width_; ++f) norm += gathered_[j * width_ + f] * gathered_[j * width_ + f];
+    factor_norms_[j] = norm;
+  }
+}
+
+void CpuModel::AddAccumulators(const PreparedBatch& prepared,
+                               std::vector<float>* weight_gradients) const {
+  const int parts = pool_.size();
+  for (size_t j = 0; j < prepared.keys.size(); ++j) {
+    float* target = weight_gradients->data() + static_cast<size_t>(prepared.positions[j]) * width_;
+    for (int part = 0; part < parts; ++part) {
+      const float* source = scratch_[part].accumulator.data() + j * width_;
+      for (int c = 0; c < width_; ++c) target[c] += source[c];
     }
   }
+}
 
+void CpuModel::ReduceSlots(const PreparedBatch& prepared, std::vector<float>* weight_gradients) {
+  // The order the one-thread pass adds them in.
+  const int parts = pool_.size();
+  pool_.Run([&](int part) {
+    size_t begin, end;
+    PartRange(prepared.keys.size(), parts, part, &begin, &end);
+    for (size_t u = begin; u < end; ++u) {
+      float* target = weight_gradients->data() + u * width_;
+      const uint32_t first = prepared.key_offsets[u], last = prepared.key_offsets[u + 1];
+      // 0 + the first slot, as the one-thread pass starts from zero.
+      const float* source =
+          slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[first]) * width_;
+      for (int c = 0; c < width_; ++c) target[c] = 0.0f + source[c];
+      for (uint32_t e = first + 1; e < last; ++e) {
+        source = slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[e]) * width_;
+        for (int c = 0; c < width_; ++c) target[c] += source[c];
+      }
+    }
+  });
+}
+
+double CpuModel::SumRows(size_t rows, std::vector<float>* bias_gradient) const {
   double loss = 0;
   for (size_t r = 0; r < rows; ++r) loss += row_losses_[r];
-  if (backward && hyperparameters_.use_bias) {
+  if (bias_gradient != nullptr && hyperparameters_.use_bias) {
     for (size_t r = 0; r < rows; ++r) {
       for (int c = 0; c < bias_width_; ++c) {
         (*bias_gradient)[c] += row_bias_gradients_[r * bias_width_ + c];
@@ -166,59 +214,46 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
   const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
   std::vector<float>& params = scratch->params;
-  std::vector<float>& gradients = scratch->gradients;
-  std::vector<float>& scores = scratch->scores;
-  std::vector<float>& score_gradient = scratch->score_gradient;
-  std::vector<float>& factor_sums = scratch->factor_sums;
-  scores.resize(classes_);
-  score_gradient.resize(classes_);
-  factor_sums.resize(factorization_ ? k : 0);
+  scratch->scores.resize(classes_);
+  scratch->score_gradient.resize(classes_);
+  scratch->factor_sums.resize(factorization_ ? k : 0);
+  float* scores = scratch->scores.data();
+  float* score_gradient = scratch->score_gradient.data();
+  float* factor_sums = scratch->factor_sums.data();
   for (size_t r = row_begin; r < row_end; ++r) {
     const size_t begin = batch.row_offsets[r];
     const int nnz = static_cast<int>(batch.row_offsets[r + 1] - begin);
     const float* values = batch.values.data() + begin;
-    // Gather the row's parameters from the batch's pulled rows.
+    const uint32_t* positions = prepared.positions.data() + begin;
     params.resize(static_cast<size_t>(nnz) * width_);
-    for (int j = 0; j < nnz; ++j) {
-      std::memcpy(params.data() + static_cast<size_t>(j) * width_,
-                  weights + static_cast<size_t>(prepared.positions[begin + j]) * width_,
-                  sizeof(float) * width_);
-    }
+    GatherRow(weights, positions, nnz, width_, params.data());
     if (factorization_) {
-      scores[0] =
-          FmScore(params.data(), values, nnz, k, use_bias ? bias[0] : 0.0f, factor_sums.data());
+      scores[0] = FmScore(params.data(), values, nnz, k, use_bias ? bias[0] : 0.0f, factor_sums);
     } else {
-      LinearScores(params.data(), values, nnz, classes_, use_bias ? bias : nullptr, scores.data());
+      LinearScores(params.data(), values, nnz, classes_, use_bias ? bias : nullptr, scores);
     }
-    out.row_losses[r] =
-        ExampleLoss(kind, scores.data(), classes_, batch.labels[r], score_gradient.data(),
-                    out.predictions ? out.predictions + r * classes_ : nullptr);
+    out.row_losses[r] = ExampleLoss(kind, scores, classes_, batch.labels[r], score_gradient,
+                                    out.predictions ? out.predictions + r * classes_ : nullptr);
     if (!backward) continue;
-    // The mean loss's gradient: each example weighs 1/rows.
-    for (int c = 0; c < classes_; ++c) score_gradient[c] /= static_cast<float>(rows);
+    ScaleToMean(rows, classes_, score_gradient);
     // Straight into this row's own slots, or into scratch and then into the keys.
     float* row_gradients;
     if (out.slot_gradients != nullptr) {
       row_gradients = out.slot_gradients + begin * width_;
       std::fill(row_gradients, row_gradients + static_cast<size_t>(nnz) * width_, 0.0f);
     } else {
-      gradients.assign(static_cast<size_t>(nnz) * width_, 0.0f);
-      row_gradients = gradients.data();
+      scratch->gradients.assign(static_cast<size_t>(nnz) * width_, 0.0f);
+      row_gradients = scratch->gradients.data();
     }
-    float* row_bias = out.row_bias_gradients + r * bias_width_;
+    float* bias_gradient = out.row_bias_gradients + r * bias_width_;
     if (factorization_) {
-      FmGradients(params.data(), values, nnz, k, factor_sums.data(), score_gradient[0],
-                  row_gradients, row_bias);
+      FmGradients(params.data(), values, nnz, k, factor_sums, score_gradient[0], row_gradients,
+                  bias_gradient);
     } else {
-      LinearGradients(values, nnz, classes_, score_gradient.data(), row_gradients, row_bias);
+      LinearGradients(values, nnz, classes_, score_gradient, row_gradients, bias_gradient);
     }
-    if (out.key_gradients == nullptr) continue;
-    // Scatter-add into the batch's unique keys.
-    for (int j = 0; j < nnz; ++j) {
-      float* target =
-          out.key_gradients + static_cast<size_t>(prepared.positions[begin + j]) * width_;
-      const float* source = row_gradients + static_cast<size_t>(j) * width_;
-      for (int c = 0; c < width_; ++c) target[c] += source[c];
+    if (out.key_gradients != nullptr) {
+      ScatterAdd(row_gradients, positions, nnz, width_, out.key_gradients);
     }
   }
 }
@@ -228,12 +263,9 @@ void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, c
                          const Outputs& out) const {
   const Batch& batch = prepared.batch;
   CheckLabels(batch, row_begin, row_end);
-  const size_t rows = batch.rows();
   const Eigen::Index keys = static_cast<Eigen::Index>(prepared.keys.size());
   const Eigen::Index count = static_cast<Eigen::Index>(row_end - row_begin);
   const bool backward = out.row_bias_gradients != nullptr;
-  const LossKind kind = LossKindOf(hyperparameters_.predictor_type);
-  const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
   if (backward) scratch->accumulator.assign(static_cast<size_t>(keys) * width_, 0.0f);
   if (count == 0) return;
@@ -253,37 +285,7 @@ void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, c
   scratch->row_gradients.resize(backward ? static_cast<size_t>(count) * width_ : 0);
   Eigen::Map<RowMatrix> d(scratch->row_gradients.data(), backward ? count : 0, width_);
   Eigen::VectorXf score_scale(backward ? count : 0);  // FM: the score gradient per row
-  std::vector<float>& scores = scratch->scores;
-  std::vector<float>& score_gradient = scratch->score_gradient;
-  scores.resize(classes_);
-  score_gradient.resize(classes_);
-  for (Eigen::Index i = 0; i < count; ++i) {
-    const size_t r = row_begin + static_cast<size_t>(i);
-    if (factorization_) {
-      float sums_squared = 0.0f;
-      for (int f = 1; f <= k; ++f) sums_squared += products(i, f) * products(i, f);
-      scores[0] = FmCombine(use_bias ? bias[0] : 0.0f, products(i, 0), sums_squared, squares(i));
-    } else {
-      for (int c = 0; c < classes_; ++c) scores[c] = products(i, c) + (use_bias ? bias[c] : 0.0f);
-    }
-    out.row_losses[r] =
-        ExampleLoss(kind, scores.data(), classes_, batch.labels[r], score_gradient.data(),
-                    out.predictions ? out.predictions + r * classes_ : nullptr);
-    if (!backward) continue;
-    for (int c = 0; c < classes_; ++c) score_gradient[c] /= static_cast<float>(rows);
-    if (use_bias) {
-      for (int c = 0; c < bias_width_; ++c)
-        out.row_bias_gradients[r * bias_width_ + c] = score_gradient[c];
-    }
-    if (factorization_) {
-      // dscore/dw_j = x_j, dscore/dv_jf = x_j S_f - v_jf x_j^2.
-      score_scale(i) = score_gradient[0];
-      d(i, 0) = score_gradient[0];
-      for (int f = 1; f <= k; ++f) d(i, f) = score_gradient[0] * products(i, f);
-    } else {
-      for (int c = 0; c < classes_; ++c) d(i, c) = score_gradient[c];
-    }
-  }
+  DenseRowLosses(batch, bias, squares.data(), row_begin, row_end, scratch, out, score_scale.data());
   if (!backward) return;
   Eigen::Map<RowMatrix> accumulator(scratch->accumulator.data(), keys, width_);
   accumulator.noalias() = x.transpose() * d;
@@ -291,6 +293,49 @@ void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, c
     const Eigen::VectorXf weighted_squares = x.cwiseAbs2().transpose() * score_scale;
     accumulator.rightCols(k) -=
         (w.rightCols(k).array().colwise() * weighted_squares.array()).matrix();
+  }
+}
+
+void CpuModel::DenseRowLosses(const Batch& batch, const float* bias, const float* squares,
+                              size_t row_begin, size_t row_end, Scratch* scratch,
+                              const Outputs& out, float* score_scale) const {
+  const size_t rows = batch.rows();
+  const bool backward = out.row_bias_gradients != nullptr;
+  const LossKind kind = LossKindOf(hyperparameters_.predictor_type);
+  const bool use_bias = hyperparameters_.use_bias;
+  const int k = hyperparameters_.num_factors;
+  scratch->scores.resize(classes_);
+  scratch->score_gradient.resize(classes_);
+  float* scores = scratch->scores.data();
+  float* score_gradient = scratch->score_gradient.data();
+  for (size_t i = 0; i < row_end - row_begin; ++i) {
+    const size_t r = row_begin + i;
+    const float* product = scratch->products.data() + i * width_;  // row i of X W
+    if (factorization_) {
+      float sums_squared = 0.0f;
+      for (int f = 1; f <= k; ++f) sums_squared += product[f] * product[f];
+      scores[0] = FmCombine(use_bias ? bias[0] : 0.0f, product[0], sums_squared, squares[i]);
+    } else {
+      for (int c = 0; c < classes_; ++c) scores[c] = product[c] + (use_bias ? bias[c] : 0.0f);
+    }
+    out.row_losses[r] = ExampleLoss(kind, scores, classes_, batch.labels[r], score_gradient,
+                                    out.predictions ? out.predictions + r * classes_ : nullptr);
+    if (!backward) continue;
+    ScaleToMean(rows, classes_, score_gradient);
+    if (use_bias) {
+      for (int c = 0; c < bias_width_; ++c) {
+        out.row_bias_gradients[r * bias_width_ + c] = score_gradient[c];
+      }
+    }
+    float* d = scratch->row_gradients.data() + i * width_;  // row i of D
+    if (factorization_) {
+      // dscore/dw_j = x_j, dscore/dv_jf = x_j S_f - v_jf x_j^2.
+      score_scale[i] = score_gradient[0];
+      d[0] = score_gradient[0];
+      for (int f = 1; f <= k; ++f) d[f] = score_gradient[0] * product[f];
+    } else {
+      for (int c = 0; c < classes_; ++c) d[c] = score_gradient[c];
+    }
   }
 }
 

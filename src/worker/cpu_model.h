@@ -58,6 +58,27 @@ class CpuModel : public ComputeBackend {
   double Run(const PreparedBatch& batch, const float* weights, const float* bias,
              std::vector<float>* predictions, std::vector<float>* weight_gradients,
              std::vector<float>* bias_gradient);
+  // Sizes the outputs Run asks for and points `Outputs` at them (the key
+  // gradients are left to the pass that writes them).
+  Outputs PrepareOutputs(size_t rows, size_t keys, bool threaded_sparse,
+                         std::vector<float>* predictions, std::vector<float>* weight_gradients,
+                         std::vector<float>* bias_gradient);
+  // The three passes: a dense batch on several threads, any batch on one,
+  // a sparse batch on several.
+  void RunDense(const PreparedBatch& batch, const float* weights, const float* bias,
+                const Outputs& out, std::vector<float>* weight_gradients);
+  void RunOneThread(const PreparedBatch& batch, const float* weights, const float* bias,
+                    Outputs out, std::vector<float>* weight_gradients);
+  void RunSparse(const PreparedBatch& batch, const float* weights, const float* bias, Outputs out,
+                 std::vector<float>* weight_gradients);
+  // Dense: row 0's keys' weights into gathered_ (and the FM's factor norms).
+  void GatherDenseWeights(const PreparedBatch& batch, const float* weights);
+  // Dense: the threads' accumulators, added in thread order into each key's row.
+  void AddAccumulators(const PreparedBatch& batch, std::vector<float>* weight_gradients) const;
+  // Sparse: each key's slots, summed in ascending non-zero order.
+  void ReduceSlots(const PreparedBatch& batch, std::vector<float>* weight_gradients);
+  // The summed loss, and (backward) the bias gradient, from the per-row parts.
+  double SumRows(size_t rows, std::vector<float>* bias_gradient) const;
   // The per-row pass over rows [begin, end).
   void SparseRows(const PreparedBatch& batch, const float* weights, const float* bias, size_t begin,
                   size_t end, Scratch* scratch, const Outputs& out) const;
@@ -65,7 +86,11 @@ class CpuModel : public ComputeBackend {
   // of the gathered weights (keys in row 0's order) to scratch->accumulator.
   void DenseRows(const PreparedBatch& batch, const float* gathered, const float* bias, size_t begin,
                  size_t end, Scratch* scratch, const Outputs& out) const;
-  void CheckLabels(const Batch& batch, size_t begin, size_t end) const;
+  // Dense, per row of rows [begin, end): loss, prediction, and (backward) the
+  // score gradient D, bias gradients and the FM's score scale.
+  // `squares`: the FM's sum_j x_j^2 |v_j|^2 per row of the range.
+  void DenseRowLosses(const Batch& batch, const float* bias, const float* squares, size_t begin,
+                      size_t end, Scratch* scratch, const Outputs& out, float* score_scale) const;
 
   ThreadPool pool_;
   std::vector<Scratch> scratch_;

@@ -441,10 +441,7 @@ class CudaModel : public ComputeBackend {
   void Stage(const PreparedBatch& prepared, int index) {
     Slot& slot = slots_[index];
     const Batch& batch = prepared.batch;
-    if (prepared.key_offsets.size() != prepared.keys.size() + 1 ||
-        prepared.positions.size() != batch.nnz()) {
-      throw MakeError("a minibatch reached the model without its key set (PrepareKeys)");
-    }
+    CheckKeySet(prepared);
     if (batch.nnz() > UINT32_MAX) throw MakeError("a minibatch of more than 2^32 non-zeros");
     // The slot's previous copy must be done before its buffer is reused.
     KEEL_CUDA_CHECK(cudaEventSynchronize(slot.copied));
@@ -479,146 +476,211 @@ class CudaModel : public ComputeBackend {
     slot.dense = IsDenseBatch(prepared);
   }
 
-  void CheckLabels(const Batch& batch) const {
-    if (hyperparameters_.predictor_type != PredictorType::kMulticlassClassifier) return;
-    for (float label : batch.labels) {
-      if (LabelToClass(label, classes_) < 0) {
-        throw MakeError("label ", label, " of an example is not a class id in 0..", classes_ - 1,
-                        " (--num_classes ", classes_, ")");
-      }
-    }
-  }
-
   LossKind Loss() const { return LossKindOf(hyperparameters_.predictor_type); }
+
+  // The structure of a staged batch, on the device (views of its slot's buffer).
+  struct DeviceBatch {
+    const uint32_t* row_offsets;
+    const uint32_t* positions;
+    const float* values;
+    const float* labels;
+    const uint32_t* key_offsets;
+    const uint32_t* nonzeros_by_key;
+  };
+
+  // What a pass writes on the device. Everything but the per-row bias
+  // gradients lies in one buffer that comes back to the host whole.
+  struct DeviceResults {
+    Layout layout;
+    size_t losses_offset = 0, predictions_offset = 0, gradients_offset = 0,
+           bias_gradient_offset = 0;
+    char* buffer = nullptr;
+    float* row_losses = nullptr;          // rows
+    float* predictions = nullptr;         // rows x classes, or null when not asked for
+    float* key_gradients = nullptr;       // keys x width, or null for the forward pass
+    float* bias_gradient = nullptr;       // bias_width (backward only)
+    float* row_bias_gradients = nullptr;  // rows x bias_width, or null (forward, or no bias)
+  };
 
   double Run(const PreparedBatch& prepared, const float* weights, const float* bias,
              std::vector<float>* predictions, std::vector<float>* weight_gradients,
              std::vector<float>* bias_gradient) {
     KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
-    const Batch& batch = prepared.batch;
-    CheckLabels(batch);
+    CheckLabels(prepared.batch, 0, prepared.batch.rows());
+    SizeResults(prepared, predictions, weight_gradients, bias_gradient);
+    if (prepared.batch.rows() == 0) return 0;
+    Slot& slot = slots_[StagedSlot(prepared)];
+    slot.batch = nullptr;  // consumed: never matched again
+    const float* device_bias = nullptr;
+    const float* device_weights = UploadRows(slot, weights, bias, &device_bias);
+    const DeviceBatch structure = StructureOf(slot);
     const bool backward = weight_gradients != nullptr;
-    const size_t rows = batch.rows(), nnz = batch.nnz(), keys = prepared.keys.size();
-    const bool use_bias = hyperparameters_.use_bias;
-    if (predictions) predictions->assign(rows * classes_, 0.0f);
-    if (backward) {
-      weight_gradients->assign(keys * width_, 0.0f);
+    const DeviceResults results = LayOutResults(slot, predictions != nullptr, backward);
+    if (slot.dense) {
+      RunDense(slot, structure, device_weights, device_bias, results);
+    } else {
+      RunSparse(slot, structure, device_weights, device_bias, results);
+    }
+    if (backward) ReduceBias(slot.rows, results);
+    return Download(results, slot, predictions, weight_gradients, bias_gradient);
+  }
+
+  // The host outputs at their sizes, zeroed.
+  void SizeResults(const PreparedBatch& prepared, std::vector<float>* predictions,
+                   std::vector<float>* weight_gradients, std::vector<float>* bias_gradient) const {
+    if (predictions) predictions->assign(prepared.batch.rows() * classes_, 0.0f);
+    if (weight_gradients != nullptr) {
+      weight_gradients->assign(prepared.keys.size() * width_, 0.0f);
       bias_gradient->assign(bias_width_, 0.0f);
     }
-    if (rows == 0) return 0;
+  }
+
+  // The slot holding `prepared`, staging it first if none does.
+  int StagedSlot(const PreparedBatch& prepared) {
     int index = Holds(slots_[0], prepared) ? 0 : Holds(slots_[1], prepared) ? 1 : -1;
     if (index < 0) {
       index = FreeSlot();
       Stage(prepared, index);
     }
-    Slot& slot = slots_[index];
-    slot.batch = nullptr;  // consumed: never matched again
+    return index;
+  }
 
-    // The pulled rows and the bias, through the pinned buffer.
+  // The pulled rows and the bias, through the pinned buffer to the device on
+  // the compute stream, which then waits for `slot`'s copy. Returns the rows
+  // on the device; sets `*device_bias` (null without bias).
+  const float* UploadRows(const Slot& slot, const float* weights, const float* bias,
+                          const float** device_bias) {
+    const bool use_bias = hyperparameters_.use_bias;
     Layout in;
-    const size_t weights_offset = in.Add(keys * width_ * sizeof(float));
+    const size_t weights_offset = in.Add(slot.keys * width_ * sizeof(float));
     const size_t bias_offset = in.Add(bias_width_ * sizeof(float));
     char* host_in = input_.Reserve(in.bytes);
-    std::memcpy(host_in + weights_offset, weights, keys * width_ * sizeof(float));
+    std::memcpy(host_in + weights_offset, weights, slot.keys * width_ * sizeof(float));
     if (use_bias) std::memcpy(host_in + bias_offset, bias, bias_width_ * sizeof(float));
     char* device_in = device_input_.Reserve(in.bytes);
     KEEL_CUDA_CHECK(
         cudaMemcpyAsync(device_in, host_in, in.bytes, cudaMemcpyHostToDevice, compute_stream_));
     KEEL_CUDA_CHECK(cudaStreamWaitEvent(compute_stream_, slot.copied, 0));
-    const float* device_weights = reinterpret_cast<const float*>(device_in + weights_offset);
-    const float* device_bias =
-        use_bias ? reinterpret_cast<const float*>(device_in + bias_offset) : nullptr;
+    *device_bias = use_bias ? reinterpret_cast<const float*>(device_in + bias_offset) : nullptr;
+    return reinterpret_cast<const float*>(device_in + weights_offset);
+  }
+
+  DeviceBatch StructureOf(const Slot& slot) const {
     const char* structure = slot.device.data();
-    const uint32_t* row_offsets = reinterpret_cast<const uint32_t*>(structure + slot.row_offsets);
-    const uint32_t* positions = reinterpret_cast<const uint32_t*>(structure + slot.positions);
-    const float* values = reinterpret_cast<const float*>(structure + slot.values_offset);
-    const float* labels = reinterpret_cast<const float*>(structure + slot.labels);
-    const uint32_t* key_offsets = reinterpret_cast<const uint32_t*>(structure + slot.key_offsets);
-    const uint32_t* nonzeros_by_key =
-        reinterpret_cast<const uint32_t*>(structure + slot.nonzeros_by_key);
+    DeviceBatch batch;
+    batch.row_offsets = reinterpret_cast<const uint32_t*>(structure + slot.row_offsets);
+    batch.positions = reinterpret_cast<const uint32_t*>(structure + slot.positions);
+    batch.values = reinterpret_cast<const float*>(structure + slot.values_offset);
+    batch.labels = reinterpret_cast<const float*>(structure + slot.labels);
+    batch.key_offsets = reinterpret_cast<const uint32_t*>(structure + slot.key_offsets);
+    batch.nonzeros_by_key = reinterpret_cast<const uint32_t*>(structure + slot.nonzeros_by_key);
+    return batch;
+  }
 
-    // What comes back: losses, predictions, gradients.
-    Layout out;
-    const size_t losses_offset = out.Add(rows * sizeof(float));
-    const size_t predictions_offset = out.Add(predictions ? rows * classes_ * sizeof(float) : 0);
-    const size_t gradients_offset = out.Add(backward ? keys * width_ * sizeof(float) : 0);
-    const size_t bias_gradient_offset = out.Add(backward ? bias_width_ * sizeof(float) : 0);
-    char* device_out = device_output_.Reserve(out.bytes);
-    float* row_losses = reinterpret_cast<float*>(device_out + losses_offset);
-    float* device_predictions =
-        predictions ? reinterpret_cast<float*>(device_out + predictions_offset) : nullptr;
-    float* key_gradients = reinterpret_cast<float*>(device_out + gradients_offset);
-    float* device_bias_gradient = reinterpret_cast<float*>(device_out + bias_gradient_offset);
-    float* row_bias_gradients =
-        backward && use_bias ? row_bias_gradients_.Reserve(rows * bias_width_) : nullptr;
+  // What comes back: losses, predictions (if asked for), gradients (backward).
+  DeviceResults LayOutResults(const Slot& slot, bool with_predictions, bool backward) {
+    const size_t rows = slot.rows, keys = slot.keys;
+    DeviceResults results;
+    Layout& out = results.layout;
+    results.losses_offset = out.Add(rows * sizeof(float));
+    results.predictions_offset = out.Add(with_predictions ? rows * classes_ * sizeof(float) : 0);
+    results.gradients_offset = out.Add(backward ? keys * width_ * sizeof(float) : 0);
+    results.bias_gradient_offset = out.Add(backward ? bias_width_ * sizeof(float) : 0);
+    char* buffer = results.buffer = device_output_.Reserve(out.bytes);
+    results.row_losses = reinterpret_cast<float*>(buffer + results.losses_offset);
+    results.predictions =
+        with_predictions ? reinterpret_cast<float*>(buffer + results.predictions_offset) : nullptr;
+    results.key_gradients =
+        backward ? reinterpret_cast<float*>(buffer + results.gradients_offset) : nullptr;
+    results.bias_gradient = reinterpret_cast<float*>(buffer + results.bias_gradient_offset);
+    results.row_bias_gradients = backward && hyperparameters_.use_bias
+                                     ? row_bias_gradients_.Reserve(rows * bias_width_)
+                                     : nullptr;
+    return results;
+  }
 
-    if (slot.dense) {
-      RunDense(prepared, slot, device_weights, device_bias, positions, values, labels, row_losses,
-               device_predictions, backward ? key_gradients : nullptr, row_bias_gradients);
-    } else {
-      float* gathered = gathered_.Reserve(nnz * width_);
-      GatherKernel<<<Blocks(nnz * width_), kThreadsPerBlock, 0, compute_stream_>>>(
-          device_weights, positions, nnz, width_, gathered);
-      KEEL_CUDA_CHECK_LAUNCH("GatherKernel");
-      float* slots = nullptr;
-      if (backward) {
-        slots = slots_gradients_.Reserve(nnz * width_);
-        KEEL_CUDA_CHECK(cudaMemsetAsync(slots, 0, nnz * width_ * sizeof(float), compute_stream_));
-      }
-      RowArguments a;
-      a.row_offsets = row_offsets;
-      a.values = values;
-      a.labels = labels;
-      a.gathered = gathered;
-      a.bias = device_bias;
-      a.rows = static_cast<int>(rows);
-      a.width = width_;
-      a.classes = classes_;
-      a.factors = factorization_ ? hyperparameters_.num_factors : 0;
-      a.factorization = factorization_;
-      a.loss = Loss();
-      a.group = group_;
-      a.scratch_floats = scratch_floats_;
-      a.row_losses = row_losses;
-      a.predictions = device_predictions;
-      a.slots = slots;
-      a.row_bias_gradients = row_bias_gradients;
-      const int blocks = static_cast<int>((rows + rows_per_block_ - 1) / rows_per_block_);
-      const size_t shared = static_cast<size_t>(rows_per_block_) * scratch_floats_ * sizeof(float);
-      RowKernel<<<blocks, rows_per_block_ * group_, shared, compute_stream_>>>(a);
-      KEEL_CUDA_CHECK_LAUNCH("RowKernel");
-      if (backward) {
-        KeyReduceKernel<<<Blocks(keys * width_), kThreadsPerBlock, 0, compute_stream_>>>(
-            slots, key_offsets, nonzeros_by_key, keys, width_, key_gradients);
-        KEEL_CUDA_CHECK_LAUNCH("KeyReduceKernel");
-      }
-    }
+  // A sparse batch: the gather kernel, the row kernel, and (backward) the key kernel.
+  void RunSparse(const Slot& slot, const DeviceBatch& structure, const float* weights,
+                 const float* bias, const DeviceResults& results) {
+    const size_t nnz = slot.nnz, keys = slot.keys;
+    const bool backward = results.key_gradients != nullptr;
+    float* gathered = gathered_.Reserve(nnz * width_);
+    GatherKernel<<<Blocks(nnz * width_), kThreadsPerBlock, 0, compute_stream_>>>(
+        weights, structure.positions, nnz, width_, gathered);
+    KEEL_CUDA_CHECK_LAUNCH("GatherKernel");
+    float* slots = nullptr;
     if (backward) {
-      if (use_bias) {
-        BiasReduceKernel<<<1, 128, 0, compute_stream_>>>(row_bias_gradients, static_cast<int>(rows),
-                                                         bias_width_, device_bias_gradient);
-        KEEL_CUDA_CHECK_LAUNCH("BiasReduceKernel");
-      } else {
-        KEEL_CUDA_CHECK(
-            cudaMemsetAsync(device_bias_gradient, 0, bias_width_ * sizeof(float), compute_stream_));
-      }
+      slots = slots_gradients_.Reserve(nnz * width_);
+      KEEL_CUDA_CHECK(cudaMemsetAsync(slots, 0, nnz * width_ * sizeof(float), compute_stream_));
     }
-    char* host_out = output_.Reserve(out.bytes);
+    const RowArguments a = RowArgumentsFor(slot, structure, gathered, bias, slots, results);
+    const int blocks = static_cast<int>((slot.rows + rows_per_block_ - 1) / rows_per_block_);
+    const size_t shared = static_cast<size_t>(rows_per_block_) * scratch_floats_ * sizeof(float);
+    RowKernel<<<blocks, rows_per_block_ * group_, shared, compute_stream_>>>(a);
+    KEEL_CUDA_CHECK_LAUNCH("RowKernel");
+    if (!backward) return;
+    KeyReduceKernel<<<Blocks(keys * width_), kThreadsPerBlock, 0, compute_stream_>>>(
+        slots, structure.key_offsets, structure.nonzeros_by_key, keys, width_,
+        results.key_gradients);
+    KEEL_CUDA_CHECK_LAUNCH("KeyReduceKernel");
+  }
+
+  RowArguments RowArgumentsFor(const Slot& slot, const DeviceBatch& structure,
+                               const float* gathered, const float* bias, float* slots,
+                               const DeviceResults& results) const {
+    RowArguments a;
+    a.row_offsets = structure.row_offsets;
+    a.values = structure.values;
+    a.labels = structure.labels;
+    a.gathered = gathered;
+    a.bias = bias;
+    a.rows = static_cast<int>(slot.rows);
+    a.width = width_;
+    a.classes = classes_;
+    a.factors = factorization_ ? hyperparameters_.num_factors : 0;
+    a.factorization = factorization_;
+    a.loss = Loss();
+    a.group = group_;
+    a.scratch_floats = scratch_floats_;
+    a.row_losses = results.row_losses;
+    a.predictions = results.predictions;
+    a.slots = slots;
+    a.row_bias_gradients = results.row_bias_gradients;
+    return a;
+  }
+
+  // The bias gradient: the rows' parts summed in row order, or zeros without bias.
+  void ReduceBias(size_t rows, const DeviceResults& results) {
+    if (!hyperparameters_.use_bias) {
+      KEEL_CUDA_CHECK(
+          cudaMemsetAsync(results.bias_gradient, 0, bias_width_ * sizeof(float), compute_stream_));
+      return;
+    }
+    BiasReduceKernel<<<1, 128, 0, compute_stream_>>>(
+        results.row_bias_gradients, static_cast<int>(rows), bias_width_, results.bias_gradient);
+    KEEL_CUDA_CHECK_LAUNCH("BiasReduceKernel");
+  }
+
+  // Brings the results back through the pinned buffer, waits for the compute
+  // stream, and fills the host outputs. Returns the summed loss.
+  double Download(const DeviceResults& results, const Slot& slot, std::vector<float>* predictions,
+                  std::vector<float>* weight_gradients, std::vector<float>* bias_gradient) {
+    const size_t bytes = results.layout.bytes;
+    char* host_out = output_.Reserve(bytes);
     KEEL_CUDA_CHECK(
-        cudaMemcpyAsync(host_out, device_out, out.bytes, cudaMemcpyDeviceToHost, compute_stream_));
+        cudaMemcpyAsync(host_out, results.buffer, bytes, cudaMemcpyDeviceToHost, compute_stream_));
     KEEL_CUDA_CHECK(cudaStreamSynchronize(compute_stream_));
-
-    const float* losses = reinterpret_cast<const float*>(host_out + losses_offset);
+    const float* losses = reinterpret_cast<const float*>(host_out + results.losses_offset);
     double loss = 0;
-    for (size_t r = 0; r < rows; ++r) loss += losses[r];
+    for (size_t r = 0; r < slot.rows; ++r) loss += losses[r];
     if (predictions) {
-      std::memcpy(predictions->data(), host_out + predictions_offset,
-                  rows * classes_ * sizeof(float));
+      std::memcpy(predictions->data(), host_out + results.predictions_offset,
+                  slot.rows * classes_ * sizeof(float));
     }
-    if (backward) {
-      std::memcpy(weight_gradients->data(), host_out + gradients_offset,
-                  keys * width_ * sizeof(float));
-      std::memcpy(bias_gradient->data(), host_out + bias_gradient_offset,
+    if (weight_gradients != nullptr) {
+      std::memcpy(weight_gradients->data(), host_out + results.gradients_offset,
+                  slot.keys * width_ * sizeof(float));
+      std::memcpy(bias_gradient->data(), host_out + results.bias_gradient_offset,
                   bias_width_ * sizeof(float));
     }
     return loss;
@@ -629,77 +691,114 @@ class CudaModel : public ComputeBackend {
   // (keys x width, row-major). cuBLAS is column-major, so a row-major M is its
   // column-major transpose: P = X W is computed as P^T = W^T X^T, and the
   // weights' gradient X^T D as (X^T D)^T = D^T X.
-  void RunDense(const PreparedBatch& prepared, const Slot& slot, const float* weights,
-                const float* bias, const uint32_t* positions, const float* values,
-                const float* labels, float* row_losses, float* predictions, float* key_gradients,
-                float* row_bias_gradients) {
-    const int rows = static_cast<int>(slot.rows);
+  void RunDense(const Slot& slot, const DeviceBatch& structure, const float* weights,
+                const float* bias, const DeviceResults& results) {
+    const float* gathered = GatherDense(slot, structure, weights);
+    const float* products = DenseProducts(slot, structure, gathered);
+    const float* squares = factorization_ ? DenseSquares(slot, structure, gathered) : nullptr;
+    const DenseRowArguments a = DenseRowPass(slot, structure, products, squares, bias, results);
+    if (results.key_gradients == nullptr) return;
+    DenseGradients(slot, structure, gathered, a, results.key_gradients);
+  }
+
+  // W: the rows of row 0's keys, in its order.
+  const float* GatherDense(const Slot& slot, const DeviceBatch& structure, const float* weights) {
     const int keys = static_cast<int>(slot.keys);
-    const int k = factorization_ ? hyperparameters_.num_factors : 0;
-    const float one = 1.0f, zero = 0.0f;
     float* gathered = gathered_.Reserve(static_cast<size_t>(keys) * width_);
     GatherKernel<<<Blocks(static_cast<size_t>(keys) * width_), kThreadsPerBlock, 0,
-                   compute_stream_>>>(weights, positions, keys, width_, gathered);
+                   compute_stream_>>>(weights, structure.positions, keys, width_, gathered);
     KEEL_CUDA_CHECK_LAUNCH("GatherKernel");
+    return gathered;
+  }
+
+  // P = X W (linear: the scores less the bias; FM: [linear, S_1..S_k]).
+  const float* DenseProducts(const Slot& slot, const DeviceBatch& structure,
+                             const float* gathered) {
+    const int rows = static_cast<int>(slot.rows);
+    const int keys = static_cast<int>(slot.keys);
+    const float one = 1.0f, zero = 0.0f;
     float* products = dense_products_.Reserve(static_cast<size_t>(rows) * width_);
     KEEL_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, width_, rows, keys, &one,
-                                  gathered, width_, values, keys, &zero, products, width_));
-    float* squared_values = nullptr;
-    float* norms = nullptr;
-    float* squares = nullptr;
-    if (factorization_) {
-      const size_t count = static_cast<size_t>(rows) * keys;
-      squared_values = dense_squared_values_.Reserve(count);
-      SquareKernel<<<Blocks(count), kThreadsPerBlock, 0, compute_stream_>>>(values, count,
-                                                                            squared_values);
-      KEEL_CUDA_CHECK_LAUNCH("SquareKernel");
-      norms = dense_norms_.Reserve(keys);
-      FactorNormsKernel<<<Blocks(keys), kThreadsPerBlock, 0, compute_stream_>>>(gathered, keys,
-                                                                                width_, norms);
-      KEEL_CUDA_CHECK_LAUNCH("FactorNormsKernel");
-      squares = dense_squares_.Reserve(rows);
-      // squares = (X.X) norms: (X.X) is keys x rows column-major, so transpose it.
-      KEEL_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values, keys,
-                                    norms, 1, &zero, squares, 1));
-    }
-    const bool backward = key_gradients != nullptr;
+                                  gathered, width_, structure.values, keys, &zero, products,
+                                  width_));
+    return products;
+  }
+
+  // FM: sum_j x_j^2 |v_j|^2 per row (leaves X.X in dense_squared_values_ for
+  // the gradients).
+  const float* DenseSquares(const Slot& slot, const DeviceBatch& structure, const float* gathered) {
+    const int rows = static_cast<int>(slot.rows);
+    const int keys = static_cast<int>(slot.keys);
+    const float one = 1.0f, zero = 0.0f;
+    const size_t count = static_cast<size_t>(rows) * keys;
+    float* squared_values = dense_squared_values_.Reserve(count);
+    SquareKernel<<<Blocks(count), kThreadsPerBlock, 0, compute_stream_>>>(structure.values, count,
+                                                                          squared_values);
+    KEEL_CUDA_CHECK_LAUNCH("SquareKernel");
+    float* norms = dense_norms_.Reserve(keys);
+    FactorNormsKernel<<<Blocks(keys), kThreadsPerBlock, 0, compute_stream_>>>(gathered, keys,
+                                                                              width_, norms);
+    KEEL_CUDA_CHECK_LAUNCH("FactorNormsKernel");
+    float* squares = dense_squares_.Reserve(rows);
+    // squares = (X.X) norms: (X.X) is keys x rows column-major, so transpose it.
+    KEEL_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values, keys,
+                                  norms, 1, &zero, squares, 1));
+    return squares;
+  }
+
+  // The dense row kernel: losses, predictions and (backward) D. Returns its
+  // arguments, which say where D and the FM's score scale lie.
+  DenseRowArguments DenseRowPass(const Slot& slot, const DeviceBatch& structure,
+                                 const float* products, const float* squares, const float* bias,
+                                 const DeviceResults& results) {
+    const int rows = static_cast<int>(slot.rows);
+    const bool backward = results.key_gradients != nullptr;
     DenseRowArguments a;
     a.products = products;
     a.squares = squares;
-    a.labels = labels;
+    a.labels = structure.labels;
     a.bias = bias;
     a.rows = rows;
     a.width = width_;
     a.classes = classes_;
-    a.factors = k;
+    a.factors = factorization_ ? hyperparameters_.num_factors : 0;
     a.factorization = factorization_;
     a.loss = Loss();
     a.scratch = dense_scratch_.Reserve(static_cast<size_t>(rows) * 2 * classes_);
-    a.row_losses = row_losses;
-    a.predictions = predictions;
+    a.row_losses = results.row_losses;
+    a.predictions = results.predictions;
     a.score_gradients =
         backward ? dense_score_gradients_.Reserve(static_cast<size_t>(rows) * width_) : nullptr;
     a.score_scale = backward && factorization_ ? dense_score_scale_.Reserve(rows) : nullptr;
-    a.row_bias_gradients = row_bias_gradients;
+    a.row_bias_gradients = results.row_bias_gradients;
     DenseRowKernel<<<Blocks(rows), kThreadsPerBlock, 0, compute_stream_>>>(a);
     KEEL_CUDA_CHECK_LAUNCH("DenseRowKernel");
-    if (!backward) return;
+    return a;
+  }
+
+  // X^T D (less the FM's v_jf x_j^2 terms), scattered to each key's place.
+  void DenseGradients(const Slot& slot, const DeviceBatch& structure, const float* gathered,
+                      const DenseRowArguments& a, float* key_gradients) {
+    const int rows = static_cast<int>(slot.rows);
+    const int keys = static_cast<int>(slot.keys);
+    const float one = 1.0f, zero = 0.0f;
     float* gradient = dense_gradient_.Reserve(static_cast<size_t>(keys) * width_);
     KEEL_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, width_, keys, rows, &one,
-                                  a.score_gradients, width_, values, keys, &zero, gradient,
-                                  width_));
+                                  a.score_gradients, width_, structure.values, keys, &zero,
+                                  gradient, width_));
     float* weighted_squares = nullptr;
     if (factorization_) {
       // weighted_squares = (X.X)^T g: keys x rows column-major, as it lies.
       weighted_squares = dense_weighted_squares_.Reserve(keys);
-      KEEL_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_N, keys, rows, &one, squared_values, keys,
-                                    a.score_scale, 1, &zero, weighted_squares, 1));
+      KEEL_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_N, keys, rows, &one,
+                                    dense_squared_values_.data(), keys, a.score_scale, 1, &zero,
+                                    weighted_squares, 1));
     }
     DenseScatterKernel<<<Blocks(static_cast<size_t>(keys) * width_), kThreadsPerBlock, 0,
-                         compute_stream_>>>(gradient, gathered, weighted_squares, positions, keys,
-                                            width_, factorization_, key_gradients);
+                         compute_stream_>>>(gradient, gathered, weighted_squares,
+                                            structure.positions, keys, width_, factorization_,
+                                            key_gradients);
     KEEL_CUDA_CHECK_LAUNCH("DenseScatterKernel");
-    (void)prepared;
   }
 
   const int ordinal_;

@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kv/initializer.h"
+#include "kv/keys.h"
 #include "kv/optimizer.h"
+#include "kv/shared_array.h"
 #include "kv/table_spec.h"
 #include "models/losses.h"
 
@@ -36,6 +39,10 @@ constexpr uint32_t kBiasTable = 1;     // one key: the bias (one per class)
 constexpr uint32_t kControlTable = 2;  // job-wide counters and decisions (SGD at rate 1: sums)
 // The bias's feature index (never a data index: readers reject it).
 constexpr uint64_t kBiasFeature = ~uint64_t{0};
+// The bias table's one key (kBiasFeature mixed), as pulls and pushes take it.
+inline SharedArray<const Key> BiasKey() {
+  return SharedArray<const Key>(std::vector<Key>{MixKey(kBiasFeature)});
+}
 
 struct Hyperparameters {
   JobKind job = JobKind::kLinearLearner;

@@ -8,6 +8,11 @@
 // the validation channel, decides on early stopping and tells the others
 // through the servers' control table. At the end worker 0 scores the test
 // channel and writes the model artifact and metrics.json to --model_dir.
+//
+// The mechanisms live in their own files: EpochTrainer (one epoch's share,
+// through the MinibatchPipeline), Evaluator, early_stopping.h,
+// training_cursor.h (resume points and checkpoints), ControlTable,
+// gate_report.h, model_dump.h and metrics_files.h.
 #ifndef KEEL_WORKER_TRAINER_H_
 #define KEEL_WORKER_TRAINER_H_
 
@@ -20,38 +25,14 @@
 #include "kv/staleness_gate.h"
 #include "models/metrics.h"
 #include "worker/compute_backend.h"
+#include "worker/control_table.h"
+#include "worker/epoch_trainer.h"
+#include "worker/evaluator.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
+#include "worker/trainer_options.h"
 
 namespace keel {
-
-struct TrainerOptions {
-  std::string train;       // channel: file, folder, or pipe:PATH
-  std::string validation;  // optional
-  std::string test;        // optional
-  ReaderOptions reader;
-  std::string model_dir;            // where worker 0 writes the artifact and metrics.json; optional
-  std::string hyperparameter_json;  // recorded in the artifact
-  double progress_interval_s = 5;
-  // Consistency: a pull waits until every worker is at most `staleness`
-  // clocks behind it (StalenessGate::kAsynchronous: never). The clock
-  // advances every `clock_every` minibatches.
-  int64_t staleness = StalenessGate::kAsynchronous;
-  int clock_every = 1;
-  // A straggler on purpose: worker `slow_rank` takes `slow_factor` times as
-  // long per minibatch (it sleeps the difference).
-  int slow_rank = -1;
-  double slow_factor = 1;
-  // The compute backend (MakeComputeBackend): "cpu" or "cuda:N", and the CPU's threads.
-  std::string device = "cpu";
-  int threads = 1;
-  // Worker 0 dumps the weights whenever the validation loss improves; the
-  // artifact, metrics.json and the test channel's scores are then the best
-  // validation epoch's instead of the last one's. Not carried by checkpoints:
-  // a resumed job keeps the last epoch unless one after the resume beats the
-  // best before it.
-  bool keep_best_epoch = false;
-};
 
 class Trainer {
  public:
@@ -68,43 +49,24 @@ class Trainer {
   MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
 
  private:
-  struct EpochResult {
-    uint64_t examples = 0;
-    double loss = 0;
-    double seconds = 0;
-    double pull_wait = 0;  // blocked on the next minibatch's rows
-    uint64_t epoch_examples = 0;  // read by every worker in the epoch
-    uint64_t resumed_examples = 0;  // of `examples`, read before a resume or takeover
-  };
-  // Trains `epoch`, starting after `resume`'s minibatches when it is for this
-  // epoch (a resumed job).
-  EpochResult TrainEpoch(int epoch, const proto::WorkerCursor& resume);
-  // At the end of this worker's share of `epoch`: waits until every rank's
-  // share is done, reading the parts of departed workers' shares the
-  // scheduler hands over meanwhile.
-  void ReadOrphanedShares(int epoch, uint64_t batches, EpochResult* result);
   // Checkpoints are on (the view says how often workers stop for one).
   bool checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
-  // Where this worker is: `batches` minibatches into `epoch`.
-  static proto::WorkerCursor CursorAt(int epoch, uint64_t batches, const EpochResult& so_far);
-  // Stops at a checkpoint point; the leading worker brings the job's state.
-  void StopForCheckpoint(int epoch, uint64_t batches, const EpochResult& so_far, bool final);
-  // Reads the checkpoint the view says to resume from: this worker's cursor
-  // (epoch 0 if none) and, on the leading worker, the job's state.
-  proto::WorkerCursor ReadResumePoint();
-  // Adds `value` to control key `feature` on the servers (a count or a flag,
-  // kept as two floats of 20 bits so sums stay exact). Blocks until applied.
-  void AddToControl(uint64_t feature, uint64_t value);
-  uint64_t ReadControl(uint64_t feature);
-  // Sums every worker's gate figures through the control table; worker 0
-  // adds them to `metrics`.
-  void ReportGate(double training_seconds, double pull_wait_seconds, MetricSet* metrics);
-  // Worker 0: one line per epoch in <model_dir>/history.jsonl (wall seconds
-  // since the start, examples, validation metrics).
-  void AppendHistory(int epoch, double seconds, uint64_t examples, const MetricSet& metrics);
-  // Worker 0: every row of the servers' tables, as an artifact.
-  ModelArtifact DumpModel();
-  void WriteMetrics(const MetricSet& metrics);
+  // Every worker, after its share of `epoch`: adds its time to the job's
+  // figures and logs the epoch's line.
+  void CountEpoch(int epoch, const EpochResult& result);
+  // Worker 0, once every worker has counted `epoch` (`examples` in all):
+  // records the epoch's figures, validates, and tells the others whether to
+  // stop. `started`: when the job started, resumed runs included.
+  void DecideEpoch(int epoch, uint64_t examples, double started);
+  // Scores the validation channel after `epoch` and judges it; true to stop.
+  bool ValidateEpoch(int epoch, uint64_t examples, double started);
+  // Worker 0, at the end: picks the model (the best validation epoch's or the
+  // last one's, `last_epoch`), scores the test channel with it, and writes
+  // the artifact and metrics.json.
+  void FinishJob(int last_epoch, MetricSet* final_metrics);
+  void ChooseModel(int last_epoch, MetricSet* final_metrics);
+  // The servers' current weights, as an artifact.
+  ModelArtifact DumpServersModel();
 
   Node* node_;
   KVWorker* client_;
@@ -112,9 +74,11 @@ class Trainer {
   TrainerOptions options_;
   std::unique_ptr<ComputeBackend> backend_;
   ComputeBackend& model_;
-  SharedArray<const Key> bias_key_;
+  ControlTable control_;
+  Evaluator evaluator_;
   // The job's state as checkpoints carry it (kept current by the leader).
   proto::TrainerState state_;
+  EpochTrainer epoch_trainer_;
   // Worker 0: the epoch with the best validation loss so far (0: none yet),
   // its validation metrics and its weights (TrainerOptions::keep_best_epoch).
   struct BestEpoch {

@@ -1,0 +1,232 @@
+#include "worker/epoch_trainer.h"
+
+#include <glog/logging.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/time.h"
+#include "io/input_split.h"
+#include "kv/staleness_gate.h"
+#include "worker/barriers.h"
+#include "worker/training_cursor.h"
+
+namespace keel {
+namespace {
+
+proto::WorkerCursor CursorOf(const EpochResult& result, int epoch, uint64_t batches) {
+  return CursorAt(epoch, batches, result.examples, result.loss);
+}
+
+}  // namespace
+
+EpochTrainer::EpochTrainer(Node* node, KVWorker* client, ComputeBackend* model,
+                           const Hyperparameters& hyperparameters, const TrainerOptions& options,
+                           const proto::TrainerState* state)
+    : node_(node),
+      client_(client),
+      model_(model),
+      hyperparameters_(hyperparameters),
+      options_(options),
+      state_(state),
+      bias_key_(BiasKey()) {}
+
+bool EpochTrainer::checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
+
+EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
+  BatchStream stream(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
+                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size));
+  Pass pass(epoch, options_.clock_every);
+  ResumeInside(resume, &pass);
+  JoinEpoch(&pass);
+  // Between epochs: a checkpoint (unless this is where the job resumed).
+  if (checkpoints() && epoch > 1 && pass.batches == 0 && resume.epoch() != epoch) {
+    StopForCheckpoint(node_, CursorOf(pass.result, epoch, 0), *state_, /*final=*/false);
+  }
+  SkipPushedBatches(resume, &stream, &pass);
+  TrainBatches(&stream, &pass);
+  LeaveEpoch(pass);
+  EpochResult result = pass.result;
+  ReadOrphanedShares(pass, &result);
+  if (stream.skipped_records() > 0) {
+    LOG(WARNING) << "worker " << node_->rank() << " epoch " << epoch << ": skipped "
+                 << stream.skipped_records() << " bad records";
+  }
+  return result;
+}
+
+void EpochTrainer::ResumeInside(const proto::WorkerCursor& resume, Pass* pass) const {
+  // A resumed epoch starts after the minibatches the checkpoint holds. A
+  // worker that took over a departed worker's rank starts where that one's
+  // last progress report left off (all of it, if its share was done or taken).
+  const bool resumed = resume.epoch() == pass->epoch && resume.batches() > 0;
+  if (!resumed || resume.epoch_done()) return;
+  pass->batches = resume.batches();
+  pass->result.examples = resume.examples();
+  pass->result.resumed_examples = resume.examples();  // read before, not in this process
+  pass->result.loss = resume.loss();
+}
+
+void EpochTrainer::JoinEpoch(Pass* pass) {
+  client_->set_clock(pass->clock.After(pass->batches));
+  client_->AnnounceClock(pass->clock.After(pass->batches), /*wait=*/true);
+  node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "epoch " + std::to_string(pass->epoch) + " start");
+  pass->checkpoint_every = node_->view()->checkpoint_every();
+}
+
+void EpochTrainer::SkipPushedBatches(const proto::WorkerCursor& resume, BatchStream* stream,
+                                     Pass* pass) {
+  PreparedBatch skipped;
+  if (resume.epoch() == pass->epoch && resume.epoch_done()) {
+    while (stream->Next(&skipped)) ++pass->batches;
+    return;
+  }
+  for (uint64_t b = 0; b < pass->batches; ++b) {
+    if (!stream->Next(&skipped)) {
+      throw MakeError("worker ", node_->rank(), " cannot resume epoch ", pass->epoch, " after ",
+                      pass->batches, " minibatches: its shard has only ", b, " (different data?)");
+    }
+  }
+}
+
+void EpochTrainer::TrainBatches(BatchStream* stream, Pass* pass) {
+  pass->begin = MonotonicSeconds();
+  pass->last_report = pass->begin;
+  MinibatchPipeline pipeline(client_, model_, bias_key_, hyperparameters_.use_bias);
+  try {
+    TrainBatchesIn(stream, &pipeline, pass);
+  } catch (...) {
+    // Their arrays are about to go out of scope.
+    pipeline.CancelAll();
+    throw;
+  }
+  pass->result.seconds = MonotonicSeconds() - pass->begin;
+}
+
+void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeline, Pass* pass) {
+  const bool slow = node_->rank() == options_.slow_rank && options_.slow_factor > 1;
+  EpochResult& result = pass->result;
+  for (bool have = pipeline->Start(stream); have;) {
+    // The next minibatch's pull carries the clock this worker will have once
+    // this one is pushed.
+    const bool have_next = pipeline->StartNext(stream, pass->clock.After(pass->batches + 1));
+    const double wait_begin = MonotonicSeconds();
+    pipeline->WaitForRows();
+    const double compute_begin = MonotonicSeconds();
+    result.pull_wait += compute_begin - wait_begin;
+    result.loss += pipeline->ComputeGradients();
+    if (slow) SleepLikeAStraggler(compute_begin);
+    pipeline->PushGradients(pass->clock.After(pass->batches), pass->clock.After(pass->batches + 1));
+    ++pass->batches;
+    AfterBatch(pipeline->current(), pipeline, pass);
+    pipeline->Advance();
+    have = have_next;
+  }
+  pipeline->WaitForPushes();
+}
+
+void EpochTrainer::SleepLikeAStraggler(double compute_begin) const {
+  const double spent = MonotonicSeconds() - compute_begin;
+  std::this_thread::sleep_for(std::chrono::duration<double>(spent * (options_.slow_factor - 1)));
+}
+
+void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pipeline, Pass* pass) {
+  // Servers this minibatch's pushes did not reach learn the clock too (only
+  // needed when servers gate pulls on it).
+  if (options_.staleness != StalenessGate::kAsynchronous && pass->clock.AdvancesAt(pass->batches)) {
+    client_->AnnounceClock(pass->clock.After(pass->batches), /*wait=*/false);
+  }
+  pass->result.examples += batch.batch.rows();
+  node_->SetProgress(CursorOf(pass->result, pass->epoch, pass->batches));
+  if (pass->checkpoint_every > 0 &&
+      pass->batches % static_cast<uint64_t>(pass->checkpoint_every) == 0) {
+    // Every push so far applied, none after: the servers copy this state.
+    pipeline->WaitForPushes();
+    StopForCheckpoint(node_, CursorOf(pass->result, pass->epoch, pass->batches), *state_,
+                      /*final=*/false);
+  }
+  LogProgress(pass);
+}
+
+void EpochTrainer::LogProgress(Pass* pass) const {
+  const double time = MonotonicSeconds();
+  if (time - pass->last_report < options_.progress_interval_s) return;
+  const EpochResult& result = pass->result;
+  LOG(INFO) << "worker " << node_->rank() << " epoch " << pass->epoch << ": " << result.examples
+            << " examples, "
+            << static_cast<uint64_t>((result.examples - result.resumed_examples) /
+                                     (time - pass->begin))
+            << " examples/s, mean loss " << result.loss / result.examples;
+  pass->last_report = time;
+}
+
+void EpochTrainer::LeaveEpoch(const Pass& pass) {
+  if (checkpoints()) {
+    // Checkpoints later in this epoch need not wait for this worker.
+    node_->ReportEpochDone(CursorOf(pass.result, pass.epoch, pass.batches));
+  }
+  // Done with this epoch: stop holding back the workers still in it. Requests
+  // outside the minibatch loop (validation, control values) carry clock 0,
+  // which the gate neither counts nor holds.
+  client_->AnnounceClock(kLeaveClock, /*wait=*/true);
+  client_->set_clock(0);
+}
+
+void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
+  const proto::WorkerCursor share = CursorOf(*result, pass.epoch, pass.batches);
+  proto::WorkerCursor work, finished;
+  int part = 0, parts = 0;
+  bool have_finished = false;
+  while (node_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
+                               &part, &parts, &result->epoch_examples, kBarrierTimeoutS)) {
+    LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch << ": reads part " << part
+                 << " of " << parts << " of worker " << work.rank() << "'s share from minibatch "
+                 << work.batches() << " (that worker left)";
+    uint64_t part_examples = TrainOrphanedPart(work, part, parts, &result->loss);
+    result->examples += part_examples;
+    // The first part also counts what the departed worker read before it left.
+    if (part == 0) part_examples += work.examples();
+    finished = work;
+    finished.set_examples(part_examples);
+    have_finished = true;
+  }
+}
+
+uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
+                                         double* loss) {
+  BatchStream stream(ResolveChannel(options_.train, work.rank(), node_->view()->num_workers()),
+                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size));
+  const int width = model_->weight_width();
+  const int bias_width = model_->bias_width();
+  const bool use_bias = hyperparameters_.use_bias;
+  std::vector<float> zero_bias(bias_width, 0.0f);
+  std::vector<float> weight_gradients, bias_gradient;
+  uint64_t examples = 0;
+  PreparedBatch batch;
+  for (uint64_t index = 0; stream.Next(&batch); ++index) {
+    if (index < work.batches() ||
+        (index - work.batches()) % static_cast<uint64_t>(parts) != static_cast<uint64_t>(part)) {
+      continue;
+    }
+    SharedArray<float> weights, bias;
+    client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
+    if (use_bias) client_->Wait(client_->Pull(bias_key_, &bias, bias_width, kBiasTable));
+    *loss += model_->Gradients(batch, weights.data(), use_bias ? bias.data() : zero_bias.data(),
+                               &weight_gradients, &bias_gradient);
+    if (use_bias) {
+      client_->Wait(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
+                                  bias_width, kBiasTable));
+    }
+    client_->Wait(client_->Push(batch.keys, SharedArray<const float>(std::move(weight_gradients)),
+                                width, kWeightTable));
+    weight_gradients = {};
+    bias_gradient = {};
+    examples += batch.batch.rows();
+  }
+  return examples;
+}
+
+}  // namespace keel

@@ -1,0 +1,107 @@
+// EpochTrainer: one worker's pass over its share of an epoch of the training
+// channel, for the Trainer.
+//
+// The worker joins the epoch's staleness-gate clock and meets the others at a
+// barrier; a resumed epoch skips the minibatches its checkpoint holds. Every
+// minibatch then goes through the MinibatchPipeline (pull, compute, push,
+// overlapped), and the worker reports its progress, stops at the checkpoints
+// the view asks for, and logs its throughput now and then. At the end of its
+// share it leaves the gate and, until every rank's share is done, reads the
+// parts of departed workers' shares the scheduler hands it.
+#ifndef KEEL_WORKER_EPOCH_TRAINER_H_
+#define KEEL_WORKER_EPOCH_TRAINER_H_
+
+#include <cstdint>
+
+#include "checkpoint.pb.h"
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "worker/batch_stream.h"
+#include "worker/compute_backend.h"
+#include "worker/epoch_clock.h"
+#include "worker/hyperparameters.h"
+#include "worker/minibatch_pipeline.h"
+#include "worker/trainer_options.h"
+
+namespace keel {
+
+// What one worker did in an epoch.
+struct EpochResult {
+  uint64_t examples = 0;
+  double loss = 0;  // summed training loss of `examples`
+  double seconds = 0;
+  double pull_wait = 0;           // blocked on the next minibatch's rows
+  uint64_t epoch_examples = 0;    // read by every worker in the epoch
+  uint64_t resumed_examples = 0;  // of `examples`, read before a resume or takeover
+};
+
+class EpochTrainer {
+ public:
+  // Every pointer must outlive the trainer. `state` is the job's state as
+  // worker 0 keeps it, which its checkpoints carry.
+  EpochTrainer(Node* node, KVWorker* client, ComputeBackend* model,
+               const Hyperparameters& hyperparameters, const TrainerOptions& options,
+               const proto::TrainerState* state);
+
+  // Trains this worker's share of `epoch`, starting after `resume`'s
+  // minibatches when it is for this epoch (a resumed job, or a worker that
+  // took over a departed one's rank). Throws Error on bad data, a failed
+  // request, a failed checkpoint or a barrier timeout.
+  EpochResult Train(int epoch, const proto::WorkerCursor& resume);
+
+ private:
+  // One pass's state, shared by its steps.
+  struct Pass {
+    Pass(int epoch, int clock_every) : epoch(epoch), clock(epoch, clock_every) {}
+    const int epoch;
+    const EpochClock clock;
+    int checkpoint_every = -1;  // the view's: minibatches between checkpoints
+    uint64_t batches = 0;       // minibatches of the epoch pushed so far
+    double begin = 0;           // when this process started its minibatches
+    double last_report = 0;     // the last progress line
+    EpochResult result;
+  };
+
+  // Checkpoints are on (the view says how often workers stop for one).
+  bool checkpoints() const;
+  // Where `resume` puts this worker inside `pass`'s epoch: its minibatches,
+  // examples and loss so far.
+  void ResumeInside(const proto::WorkerCursor& resume, Pass* pass) const;
+  // Joins the epoch's clock and meets the other workers at its start.
+  void JoinEpoch(Pass* pass);
+  // Reads past the minibatches pushed before a resume (all of them if this
+  // share was already done).
+  void SkipPushedBatches(const proto::WorkerCursor& resume, BatchStream* stream, Pass* pass);
+  // Every minibatch left in `stream` through the pipeline.
+  void TrainBatches(BatchStream* stream, Pass* pass);
+  void TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeline, Pass* pass);
+  // A straggler on purpose: sleeps (slow_factor - 1) times the compute time
+  // since `compute_begin`.
+  void SleepLikeAStraggler(double compute_begin) const;
+  // After a minibatch is pushed: announces the clock, reports progress,
+  // stops at a checkpoint point, and logs a progress line when due.
+  void AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pipeline, Pass* pass);
+  void LogProgress(Pass* pass) const;
+  // Done with the epoch's share: reports it and leaves the gate.
+  void LeaveEpoch(const Pass& pass);
+  // At the end of this worker's share: waits until every rank's share is
+  // done, reading the parts of departed workers' shares the scheduler hands
+  // over meanwhile.
+  void ReadOrphanedShares(const Pass& pass, EpochResult* result);
+  // Part `part` of `parts` of a departed worker's share from `work`'s
+  // minibatch on, one minibatch at a time. Adds the loss to `*loss`; returns
+  // the examples read.
+  uint64_t TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts, double* loss);
+
+  Node* node_;
+  KVWorker* client_;
+  ComputeBackend* model_;
+  Hyperparameters hyperparameters_;
+  TrainerOptions options_;
+  const proto::TrainerState* state_;
+  SharedArray<const Key> bias_key_;
+};
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_EPOCH_TRAINER_H_

@@ -1,0 +1,100 @@
+#include "worker/evaluator.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "worker/batch_stream.h"
+
+namespace keel {
+namespace {
+
+// An artifact's weights, looked up by the mixed keys of a batch.
+class ArtifactRows {
+ public:
+  ArtifactRows(const ModelArtifact& artifact, int width) : artifact_(artifact), width_(width) {
+    rows_.reserve(artifact.features.size());
+    for (size_t i = 0; i < artifact.features.size(); ++i) rows_[MixKey(artifact.features[i])] = i;
+  }
+
+  // batch.keys.size() x width floats in `*rows`: each key's weights, zero for
+  // features the model never saw.
+  void Gather(const PreparedBatch& batch, std::vector<float>* rows) const {
+    rows->assign(batch.keys.size() * width_, 0.0f);
+    for (size_t k = 0; k < batch.keys.size(); ++k) {
+      const auto found = rows_.find(batch.keys[k]);
+      if (found == rows_.end()) continue;
+      std::copy_n(artifact_.weights.begin() + found->second * width_, width_,
+                  rows->begin() + k * width_);
+    }
+  }
+
+ private:
+  const ModelArtifact& artifact_;
+  const int width_;
+  std::unordered_map<Key, size_t> rows_;  // mixed key -> the feature's row
+};
+
+}  // namespace
+
+Evaluator::Evaluator(KVWorker* client, ComputeBackend* model,
+                     const Hyperparameters& hyperparameters, const ReaderOptions& reader)
+    : client_(client),
+      model_(model),
+      hyperparameters_(hyperparameters),
+      reader_(reader),
+      bias_key_(BiasKey()) {}
+
+MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* artifact) {
+  BatchStream stream(ResolveChannel(channel, 0, 1), reader_,
+                     static_cast<size_t>(hyperparameters_.mini_batch_size));
+  const int width = model_->weight_width();
+  const std::vector<float> bias = BiasFor(artifact);
+  std::optional<ArtifactRows> artifact_rows;
+  if (artifact != nullptr) artifact_rows.emplace(*artifact, width);
+  std::vector<float> predictions, labels, batch_predictions, local_weights;
+  PreparedBatch batch;
+  while (stream.Next(&batch)) {
+    SharedArray<float> pulled;
+    const float* rows = nullptr;
+    if (artifact_rows) {
+      artifact_rows->Gather(batch, &local_weights);
+      rows = local_weights.data();
+    } else {
+      client_->Wait(client_->Pull(batch.keys, &pulled, width, kWeightTable));
+      rows = pulled.data();
+    }
+    model_->Predict(batch, rows, bias.data(), &batch_predictions);
+    predictions.insert(predictions.end(), batch_predictions.begin(), batch_predictions.end());
+    labels.insert(labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
+  }
+  if (labels.empty()) throw MakeError("channel ", channel, " holds no examples");
+  return MetricsOf(predictions, labels);
+}
+
+std::vector<float> Evaluator::BiasFor(const ModelArtifact* artifact) {
+  if (artifact != nullptr) return artifact->bias;
+  std::vector<float> bias(model_->bias_width(), 0.0f);
+  if (hyperparameters_.use_bias) {
+    SharedArray<float> pulled;
+    client_->Wait(client_->Pull(bias_key_, &pulled, model_->bias_width(), kBiasTable));
+    bias.assign(pulled.begin(), pulled.end());
+  }
+  return bias;
+}
+
+MetricSet Evaluator::MetricsOf(const std::vector<float>& predictions,
+                               const std::vector<float>& labels) const {
+  switch (hyperparameters_.predictor_type) {
+    case PredictorType::kBinaryClassifier:
+      return BinaryClassificationMetrics(predictions, labels);
+    case PredictorType::kRegressor:
+      return RegressionMetrics(predictions, labels);
+    case PredictorType::kMulticlassClassifier:
+      return MulticlassMetrics(predictions, labels, hyperparameters_.num_classes);
+  }
+  return {};
+}
+
+}  // namespace keel

@@ -1,0 +1,65 @@
+#include "worker/metrics_files.h"
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/files.h"
+#include "io/storage.h"
+
+namespace keel {
+namespace {
+
+std::string HistoryLine(int epoch, double seconds, uint64_t examples, const MetricSet& validation) {
+  std::ostringstream line;
+  line << std::setprecision(9) << "{\"epoch\": " << epoch << ", \"seconds\": " << seconds
+       << ", \"examples\": " << examples;
+  for (const auto& [name, value] : validation) {
+    line << ", \"validation:" << name << "\": " << (std::isfinite(value) ? value : 0.0);
+  }
+  line << "}\n";
+  return line.str();
+}
+
+// Objects cannot be appended to: reads the history so far and writes it back longer.
+void AppendToObject(const std::string& model_dir, int epoch, const std::string& line) {
+  const std::unique_ptr<Storage> storage = OpenStorage(model_dir);
+  std::string history;
+  if (epoch > 1) {
+    try {
+      history = storage->Get("history.jsonl");
+    } catch (const NotFoundError&) {
+    }
+  }
+  storage->Put("history.jsonl", history + line);
+}
+
+void AppendToFile(const std::string& model_dir, int epoch, const std::string& line) {
+  MakeDirectories(model_dir);
+  const std::string path = model_dir + "/history.jsonl";
+  std::ofstream out(path, epoch == 1 ? std::ios::trunc : std::ios::app);
+  out << line;
+  if (!out) throw MakeError("cannot write ", path);
+}
+
+}  // namespace
+
+void AppendHistory(const std::string& model_dir, int epoch, double seconds, uint64_t examples,
+                   const MetricSet& validation) {
+  if (model_dir.empty()) return;
+  const std::string line = HistoryLine(epoch, seconds, examples, validation);
+  if (IsStorageUri(model_dir)) {
+    AppendToObject(model_dir, epoch, line);
+  } else {
+    AppendToFile(model_dir, epoch, line);
+  }
+}
+
+void WriteMetricsFile(const std::string& model_dir, const MetricSet& metrics) {
+  OpenStorage(model_dir)->Put("metrics.json", MetricsJson(metrics));
+}
+
+}  // namespace keel

@@ -1,0 +1,82 @@
+#include "worker/minibatch_pipeline.h"
+
+#include <utility>
+
+#include "worker/hyperparameters.h"
+
+namespace keel {
+
+MinibatchPipeline::MinibatchPipeline(KVWorker* client, ComputeBackend* model,
+                                     const SharedArray<const Key>& bias_key, bool use_bias)
+    : client_(client),
+      model_(model),
+      bias_key_(bias_key),
+      use_bias_(use_bias),
+      width_(model->weight_width()),
+      bias_width_(model->bias_width()),
+      zero_bias_(model->bias_width(), 0.0f) {}
+
+void MinibatchPipeline::StartPulls(Slot* slot) {
+  slot->weights_pull = client_->Pull(slot->batch.keys, &slot->weights, width_, kWeightTable);
+  if (use_bias_) slot->bias_pull = client_->Pull(bias_key_, &slot->bias, bias_width_, kBiasTable);
+}
+
+bool MinibatchPipeline::Start(BatchStream* stream) {
+  const bool have = stream->Next(&slots_[current_].batch);
+  if (have) StartPulls(&slots_[current_]);
+  return have;
+}
+
+bool MinibatchPipeline::StartNext(BatchStream* stream, int64_t clock) {
+  Slot& next = slots_[1 - current_];
+  const bool have_next = stream->Next(&next.batch);
+  client_->set_clock(clock);
+  if (have_next) {
+    StartPulls(&next);
+    model_->Prefetch(next.batch);
+  }
+  return have_next;
+}
+
+void MinibatchPipeline::WaitForRows() {
+  Slot& now = slots_[current_];
+  client_->Wait(now.weights_pull);
+  if (use_bias_) client_->Wait(now.bias_pull);
+}
+
+double MinibatchPipeline::ComputeGradients() {
+  Slot& now = slots_[current_];
+  return model_->Gradients(now.batch, now.weights.data(),
+                           use_bias_ ? now.bias.data() : zero_bias_.data(), &weight_gradients_,
+                           &bias_gradient_);
+}
+
+void MinibatchPipeline::PushGradients(int64_t clock_before, int64_t clock_after) {
+  WaitForPushes();
+  if (use_bias_) {
+    client_->set_clock(clock_before);
+    pushes_.push_back(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient_)),
+                                    bias_width_, kBiasTable));
+    client_->set_clock(clock_after);
+  }
+  pushes_.push_back(client_->Push(slots_[current_].batch.keys,
+                                  SharedArray<const float>(std::move(weight_gradients_)), width_,
+                                  kWeightTable));
+  weight_gradients_ = {};
+  bias_gradient_ = {};
+}
+
+void MinibatchPipeline::WaitForPushes() {
+  for (KVWorker::Handle handle : pushes_) client_->Wait(handle);
+  pushes_.clear();
+}
+
+void MinibatchPipeline::CancelAll() {
+  for (Slot& slot : slots_) {
+    if (slot.weights_pull) client_->Cancel(slot.weights_pull);
+    if (slot.bias_pull) client_->Cancel(slot.bias_pull);
+  }
+  for (KVWorker::Handle handle : pushes_) client_->Cancel(handle);
+}
+
+}  // namespace keel

@@ -1,0 +1,22 @@
+// DumpModel: the servers' current weights, read back as a model artifact.
+#ifndef KEEL_WORKER_MODEL_DUMP_H_
+#define KEEL_WORKER_MODEL_DUMP_H_
+
+#include <string>
+
+#include "kv/kv_worker.h"
+#include "worker/hyperparameters.h"
+#include "worker/model_artifact.h"
+
+namespace keel {
+
+// Every row of the servers' weight table (`weight_width` floats per feature,
+// sorted by feature index) and the bias (`bias_width` floats; zeros without
+// --use_bias), with the job's hyperparameters and their JSON. Blocks; throws
+// Error if a request fails.
+ModelArtifact DumpModel(KVWorker* client, const Hyperparameters& hyperparameters,
+                        const std::string& hyperparameter_json, int weight_width, int bias_width);
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_MODEL_DUMP_H_

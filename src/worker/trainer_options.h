@@ -1,0 +1,45 @@
+// TrainerOptions: what a worker's training loop (Trainer) is told beyond the
+// hyperparameters: its channels, where its outputs go, consistency, the
+// compute backend.
+#ifndef KEEL_WORKER_TRAINER_OPTIONS_H_
+#define KEEL_WORKER_TRAINER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "io/readers.h"
+#include "kv/staleness_gate.h"
+
+namespace keel {
+
+struct TrainerOptions {
+  std::string train;       // channel: file, folder, or pipe:PATH
+  std::string validation;  // optional
+  std::string test;        // optional
+  ReaderOptions reader;
+  std::string model_dir;            // where worker 0 writes the artifact and metrics.json; optional
+  std::string hyperparameter_json;  // recorded in the artifact
+  double progress_interval_s = 5;
+  // Consistency: a pull waits until every worker is at most `staleness`
+  // clocks behind it (StalenessGate::kAsynchronous: never). The clock
+  // advances every `clock_every` minibatches.
+  int64_t staleness = StalenessGate::kAsynchronous;
+  int clock_every = 1;
+  // A straggler on purpose: worker `slow_rank` takes `slow_factor` times as
+  // long per minibatch (it sleeps the difference).
+  int slow_rank = -1;
+  double slow_factor = 1;
+  // The compute backend (MakeComputeBackend): "cpu" or "cuda:N", and the CPU's threads.
+  std::string device = "cpu";
+  int threads = 1;
+  // Worker 0 dumps the weights whenever the validation loss improves; the
+  // artifact, metrics.json and the test channel's scores are then the best
+  // validation epoch's instead of the last one's. Not carried by checkpoints:
+  // a resumed job keeps the last epoch unless one after the resume beats the
+  // best before it.
+  bool keep_best_epoch = false;
+};
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_TRAINER_OPTIONS_H_

@@ -1,0 +1,81 @@
+#include "worker/training_cursor.h"
+
+#include <glog/logging.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "io/checkpoint.h"
+#include "worker/barriers.h"
+
+namespace keel {
+namespace {
+
+// Throws unless a checkpoint taken inside an epoch is resumed by as many
+// workers as took it (their shards would differ).
+void CheckWorkerCount(const proto::CheckpointManifest& manifest, int workers,
+                      const std::string& where) {
+  if (manifest.batch() > 0 && manifest.num_workers() != workers) {
+    throw MakeError("checkpoint ", where, " was taken inside epoch ", manifest.epoch(), " by ",
+                    manifest.num_workers(), " worker(s); this job has ", workers,
+                    ": resume it with ", manifest.num_workers(),
+                    " worker(s), or from a checkpoint taken between epochs (ckpt-E-000000000)");
+  }
+}
+
+// The checkpoint the view says to resume from: this worker's cursor (epoch 0
+// if none) and, on the leading worker, the job's state.
+proto::WorkerCursor ReadResumePoint(Node* node, proto::TrainerState* state) {
+  proto::WorkerCursor cursor;
+  auto view = node->view();
+  if (view->resume_checkpoint().empty()) return cursor;
+  CheckpointStore store(view->resume_uri());
+  const proto::CheckpointManifest manifest = store.ReadManifest(view->resume_checkpoint());
+  const std::string where = store.storage()->UriOf(manifest.id());
+  CheckWorkerCount(manifest, view->num_workers(), where);
+  cursor.set_epoch(manifest.epoch());
+  for (const proto::WorkerCursor& saved : manifest.workers()) {
+    if (saved.rank() == node->rank() && saved.epoch() == manifest.epoch()) cursor = saved;
+  }
+  cursor.set_epoch(manifest.epoch());
+  if (node->rank() == 0) *state = manifest.trainer();
+  if (manifest.final()) state->set_stopped(true);
+  LOG(INFO) << "worker " << node->rank() << " resumes from " << where << " at epoch "
+            << cursor.epoch() << " after " << cursor.batches() << " minibatch(es)";
+  return cursor;
+}
+
+// A replacing worker: where the departed worker's last progress report left off.
+proto::WorkerCursor TakeoverPoint(Node* node) {
+  proto::WorkerCursor cursor = node->takeover();
+  if (cursor.epoch() == 0) cursor.set_epoch(1);
+  LOG(WARNING) << "worker " << node->rank() << " replaces a worker that left: it goes on at epoch "
+               << cursor.epoch() << " after " << cursor.batches()
+               << " minibatch(es) (its last progress report; minibatches pushed after that "
+                  "report are read again)";
+  return cursor;
+}
+
+}  // namespace
+
+proto::WorkerCursor CursorAt(int epoch, uint64_t batches, uint64_t examples, double loss) {
+  proto::WorkerCursor cursor;
+  cursor.set_epoch(epoch);
+  cursor.set_batches(batches);
+  cursor.set_examples(examples);
+  cursor.set_loss(loss);
+  return cursor;
+}
+
+proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state) {
+  proto::WorkerCursor cursor = ReadResumePoint(node, state);
+  if (node->has_takeover()) cursor = TakeoverPoint(node);
+  return cursor;
+}
+
+void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
+                       const proto::TrainerState& state, bool final) {
+  node->Checkpoint(cursor, node->rank() == 0 ? &state : nullptr, final, kBarrierTimeoutS);
+}
+
+}  // namespace keel

@@ -1,0 +1,34 @@
+// Where a worker is in a training job (proto::WorkerCursor: an epoch and the
+// minibatches of it already pushed), as its progress reports and checkpoints
+// carry it, and where a resumed or replacing worker starts.
+#ifndef KEEL_WORKER_TRAINING_CURSOR_H_
+#define KEEL_WORKER_TRAINING_CURSOR_H_
+
+#include <cstdint>
+
+#include "checkpoint.pb.h"
+#include "kv/node.h"
+
+namespace keel {
+
+// `batches` minibatches into `epoch`, having read `examples` examples of
+// summed training loss `loss` in it.
+proto::WorkerCursor CursorAt(int epoch, uint64_t batches, uint64_t examples, double loss);
+
+// Where this worker starts the job. After the checkpoint the view says to
+// resume from: its cursor there (epoch 0 if none), and on worker 0 the job's
+// state into `*state`. A worker that took over a departed worker's rank
+// instead goes on where that one's last progress report left off (epoch 1 at
+// the least). Logs which. Throws Error if the checkpoint cannot be read, or
+// was taken inside an epoch by another number of workers.
+proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state);
+
+// Stops at a checkpoint point at `cursor`; worker 0 brings the job's `state`
+// (`final`: the job's last checkpoint). Blocks until the scheduler answers;
+// throws Error if the checkpoint failed.
+void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
+                       const proto::TrainerState& state, bool final);
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_TRAINING_CURSOR_H_
