@@ -184,25 +184,25 @@ field() { grep -o "\"$2\": [-0-9.e+]*" "$1" 2>/dev/null | awk '{print $2}' || tr
 
 # events LOG: a worker's training progress as "time examples" points, examples
 # counted over this process's life. From its glog lines
-#   trainer.cc:NNN] worker R epoch E: X examples, ...      (every 5 s inside an epoch;
+#   epoch_trainer.cc:NNN] worker R epoch E: X examples, ...      (every 5 s inside an epoch;
 #                                                         X counts from the epoch's start)
-#   trainer.cc:NNN] worker R epoch E done: X examples in S s (...)
+#   trainer.cc:NNN]       worker R epoch E done: X examples in S s (...)
 # An epoch line gives two points: its start (stamp - S, the total so far) and its
 # end (stamp, total + X); between epochs (validation, barrier) the worker adds none.
 events() {
   awk -v m="$midnight" '
     function ts(s,   c) { split(s, c, ":"); return m + c[1] * 3600 + c[2] * 60 + c[3] }
-    / trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+: [0-9]+ examples,/ {
+    / [a-z_]*trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+: [0-9]+ examples,/ {
       for (i = 1; i <= NF; ++i) if ($i == "epoch") x = $(i + 2)
       printf "%.6f %d\n", ts($2), total + x; next }
-    / trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+ done: [0-9]+ examples in / {
+    / [a-z_]*trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+ done: [0-9]+ examples in / {
       for (i = 1; i <= NF; ++i) if ($i == "done:") { x = $(i + 1); s = $(i + 4) }
       printf "%.6f %d\n%.6f %d\n", ts($2) - s, total, ts($2), total + x; total += x }' "$1" \
     | sort -g
 }
 # progress_lines LOG...: glog stamps (Unix) of every progress or epoch-done line.
 progress_lines() {
-  cat "$@" 2>/dev/null | grep -E ' trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+(:| done:) [0-9]+ examples' \
+  cat "$@" 2>/dev/null | grep -E ' [a-z_]*trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+(:| done:) [0-9]+ examples' \
     | awk -v m="$midnight" '{split($2, c, ":"); printf "%.6f\n", m + c[1] * 3600 + c[2] * 60 + c[3]}' \
     | sort -g || true
 }
