@@ -33,6 +33,36 @@ void CheckWidth(int width) {
   }
 }
 
+// Merges the servers' DUMP responses into `keys` and `values` (rows of `width`
+// floats), sorted by key. Throws Error for a malformed response.
+void MergeDumped(const std::vector<Message>& dumped, int width, std::vector<Key>* keys,
+                 std::vector<float>* values) {
+  std::vector<std::pair<Key, size_t>> order;  // key, index into rows
+  std::vector<const float*> rows;
+  std::vector<SharedArray<const float>> alive;  // what rows point into
+  for (const Message& message : dumped) {
+    if (message.frames.size() != 2) throw MakeError("malformed dump response");
+    auto part_keys = message.frames[0].As<const Key>();
+    auto part_values = message.frames[1].As<const float>();
+    if (part_values.size() != part_keys.size() * static_cast<size_t>(width)) {
+      throw MakeError("malformed dump response: ", part_keys.size(), " keys, ", part_values.size(),
+                      " values");
+    }
+    for (size_t i = 0; i < part_keys.size(); ++i) {
+      order.emplace_back(part_keys[i], rows.size());
+      rows.push_back(part_values.data() + i * width);
+    }
+    alive.push_back(part_values);
+  }
+  std::sort(order.begin(), order.end());
+  keys->resize(order.size());
+  values->resize(order.size() * width);
+  for (size_t i = 0; i < order.size(); ++i) {
+    (*keys)[i] = order[i].first;
+    std::memcpy(values->data() + i * width, rows[order[i].second], sizeof(float) * width);
+  }
+}
+
 }  // namespace
 
 void RequestRetry::Check() const {
@@ -136,63 +166,85 @@ void KVWorker::ResendLoop() {
     double next = now + tick;
     std::vector<std::pair<int, Message>> resend;
     std::vector<std::pair<Handle, std::string>> failed;
-    for (auto& [sequence, part] : parts_) {
-      if (part.deadline > now) {
-        next = std::min(next, part.deadline);
-        continue;
-      }
-      const std::string what =
-          proto::Command_Name(part.command) + " seq " + std::to_string(sequence) + " (request " +
-          std::to_string(part.handle) + ", " + std::to_string(part.message.meta.key_count()) +
-          " keys, table " + std::to_string(part.message.meta.table()) + ") to server " +
-          std::to_string(part.server_rank) + " (node " + std::to_string(part.server_id) + ")";
-      if (part.attempts >= retry_.max_attempts) {
-        failed.emplace_back(part.handle, "no answer to " + what + " after " +
-                                             std::to_string(part.attempts) + " attempt(s) over " +
-                                             std::to_string(now - part.first_sent) + " s");
-        continue;
-      }
-      if (latest_sequence_ - sequence >= kResendSequenceHorizon) {
-        failed.emplace_back(part.handle,
-                            "no answer to " + what + " while " +
-                                std::to_string(latest_sequence_ - sequence) +
-                                " later requests went out; a resend now could be applied twice");
-        continue;
-      }
-      ++part.attempts;
-      part.deadline = now + retry_.TimeoutAfter(part.attempts);
-      // To the server that holds the range now (a promoted backup, or a
-      // replacement with a new node id).
-      try {
-        auto ranges = node_->ranges();
-        if (part.range >= 0 && ranges && static_cast<size_t>(part.range) < ranges->num_ranges()) {
-          part.server_rank = ranges->server(part.range);
-        }
-        part.server_id = node_->ServerId(part.server_rank);
-      } catch (const Error&) {
-        continue;  // none yet: try again at the next deadline
-      }
-      next = std::min(next, part.deadline);
-      VLOG(1) << "resending " << what << ", attempt " << part.attempts;
-      resend.emplace_back(part.server_id, part.message);
-    }
+    CollectDuePartsLocked(now, &next, &resend, &failed);
     for (const auto& [handle, error] : failed) FailLocked(handle, error);
     if (!resend.empty()) {
       resends_.fetch_add(resend.size());
       lock.unlock();
-      for (auto& [server, message] : resend) {
-        try {
-          node_->Send(server, message);
-        } catch (const std::exception& e) {
-          LOG(WARNING) << "could not resend to node " << server << ": " << e.what();
-        }
-      }
+      SendAgain(resend);
       lock.lock();
       continue;
     }
     resend_wake_.wait_for(lock, std::chrono::duration<double>(next - now),
                           [this] { return stopping_ || resend_now_; });
     resend_now_ = false;
+  }
+}
+
+void KVWorker::CollectDuePartsLocked(double now, double* next,
+                                     std::vector<std::pair<int, Message>>* resend,
+                                     std::vector<std::pair<Handle, std::string>>* failed) {
+  for (auto& [sequence, part] : parts_) {
+    if (part.deadline > now) {
+      *next = std::min(*next, part.deadline);
+      continue;
+    }
+    const std::string what = DescribePart(sequence, part);
+    if (std::string error = GiveUpReasonLocked(sequence, part, now, what); !error.empty()) {
+      failed->emplace_back(part.handle, std::move(error));
+      continue;
+    }
+    ++part.attempts;
+    part.deadline = now + retry_.TimeoutAfter(part.attempts);
+    if (!Retarget(part)) continue;  // no server yet: try again at the next deadline
+    *next = std::min(*next, part.deadline);
+    VLOG(1) << "resending " << what << ", attempt " << part.attempts;
+    resend->emplace_back(part.server_id, part.message);
+  }
+}
+
+std::string KVWorker::DescribePart(uint64_t sequence, const Part& part) {
+  return proto::Command_Name(part.command) + " seq " + std::to_string(sequence) + " (request " +
+         std::to_string(part.handle) + ", " + std::to_string(part.message.meta.key_count()) +
+         " keys, table " + std::to_string(part.message.meta.table()) + ") to server " +
+         std::to_string(part.server_rank) + " (node " + std::to_string(part.server_id) + ")";
+}
+
+std::string KVWorker::GiveUpReasonLocked(uint64_t sequence, const Part& part, double now,
+                                         const std::string& what) const {
+  if (part.attempts >= retry_.max_attempts) {
+    return "no answer to " + what + " after " + std::to_string(part.attempts) +
+           " attempt(s) over " + std::to_string(now - part.first_sent) + " s";
+  }
+  if (latest_sequence_ - sequence >= kResendSequenceHorizon) {
+    return "no answer to " + what + " while " + std::to_string(latest_sequence_ - sequence) +
+           " later requests went out; a resend now could be applied twice";
+  }
+  return "";
+}
+
+bool KVWorker::Retarget(Part& part) {
+  // To the server that holds the range now (a promoted backup, or a
+  // replacement with a new node id).
+  try {
+    auto ranges = node_->ranges();
+    if (part.range >= 0 && ranges && static_cast<size_t>(part.range) < ranges->num_ranges()) {
+      part.server_rank = ranges->server(part.range);
+    }
+    part.server_id = node_->ServerId(part.server_rank);
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
+void KVWorker::SendAgain(std::vector<std::pair<int, Message>>& resend) {
+  for (auto& [server, message] : resend) {
+    try {
+      node_->Send(server, message);
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "could not resend to node " << server << ": " << e.what();
+    }
   }
 }
 
@@ -273,11 +325,6 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   const std::vector<size_t> bounds = ranges->Split(keys.data(), keys.size());
-
-  struct Outgoing {
-    int server_id;
-    Message message;
-  };
   std::vector<Outgoing> outgoing;
   Handle handle;
   {
@@ -289,39 +336,60 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
     for (size_t r = 0; r < ranges->num_ranges(); ++r) {
       const size_t begin = bounds[r], end = bounds[r + 1];
       if (begin == end) continue;
-      // No server holds this range right now (it left, a replacement is on
-      // its way): the part goes out with the resends once one does.
-      int server_id = -1;
-      try {
-        server_id = node_->ServerId(ranges->server(r));
-      } catch (const Error&) {
-      }
-      Outgoing part{server_id, Message()};
-      proto::Meta& meta = part.message.meta;
-      meta.set_command(command);
-      meta.set_sequence(node_->NextSequence());
-      meta.set_clock(clock_.load());
-      meta.set_key_count(end - begin);
-      meta.set_value_width(width);
-      meta.set_table(table);
-      part.message.frames.push_back(AsBytes(keys.Slice(begin, end)));
-      if (command == proto::PUSH) {
-        part.message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
-      }
-      AddPartLocked(handle, server_id, ranges->server(r), part.message, begin * width,
+      const int server_rank = ranges->server(r);
+      Outgoing part{ServerIdOrNone(server_rank),
+                    PartMessage(command, keys, values, begin, end, width, table)};
+      AddPartLocked(handle, part.server_id, server_rank, part.message, begin * width,
                     (end - begin) * width, static_cast<int>(r));
       outgoing.push_back(std::move(part));
     }
     request.parts = request.unanswered;
-    // Several parts are gathered into one array; a single part's message is
-    // handed over as it is.
-    const size_t count = keys.size() * static_cast<size_t>(width);
-    if (out && request.parts > 1 && out->size() != count) {
-      *out = SharedArray<float>::Allocate(count);
-    }
-    if (out && request.parts == 0) *out = SharedArray<float>();
+    PrepareResultLocked(request, keys.size() * static_cast<size_t>(width));
   }
   // Sent outside the lock: a response may arrive before the last part leaves.
+  SendParts(handle, outgoing);
+  return handle;
+}
+
+int KVWorker::ServerIdOrNone(int server_rank) const {
+  // No server holds this range right now (it left, a replacement is on its
+  // way): the part goes out with the resends once one does.
+  try {
+    return node_->ServerId(server_rank);
+  } catch (const Error&) {
+    return -1;
+  }
+}
+
+Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Key>& keys,
+                              const SharedArray<const float>& values, size_t begin, size_t end,
+                              int width, uint32_t table) {
+  Message message;
+  proto::Meta& meta = message.meta;
+  meta.set_command(command);
+  meta.set_sequence(node_->NextSequence());
+  meta.set_clock(clock_.load());
+  meta.set_key_count(end - begin);
+  meta.set_value_width(width);
+  meta.set_table(table);
+  message.frames.push_back(AsBytes(keys.Slice(begin, end)));
+  if (command == proto::PUSH) {
+    message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
+  }
+  return message;
+}
+
+void KVWorker::PrepareResultLocked(Request& request, size_t count) {
+  // Several parts are gathered into one array; a single part's message is
+  // handed over as it is.
+  SharedArray<float>* out = request.out;
+  if (out && request.parts > 1 && out->size() != count) {
+    *out = SharedArray<float>::Allocate(count);
+  }
+  if (out && request.parts == 0) *out = SharedArray<float>();
+}
+
+void KVWorker::SendParts(Handle handle, std::vector<Outgoing>& outgoing) {
   // A part that cannot go out now (its server just left the view) is resent.
   for (Outgoing& part : outgoing) {
     if (part.server_id < 0) continue;
@@ -332,7 +400,6 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
                    << " waits to be resent: " << e.what();
     }
   }
-  return handle;
 }
 
 void KVWorker::OnResponse(Message&& message) {
@@ -436,6 +503,12 @@ void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
 void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
                     double timeout_s) {
   CheckWidth(width);
+  const Handle handle = SendDumpRequests(table, width);
+  const std::vector<Message> dumped = AwaitDump(handle, table, timeout_s);
+  MergeDumped(dumped, width, keys, values);
+}
+
+KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width) {
   auto view = node_->view();
   if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   std::vector<std::pair<int, int>> servers;  // node id, rank
@@ -460,45 +533,22 @@ void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vect
     request.parts = request.unanswered;
   }
   for (auto& [server, message] : outgoing) node_->Send(server, message);
+  return handle;
+}
 
-  std::vector<Message> dumped;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    Request& request = requests_[handle];
-    if (!answered_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                            [&] { return request.unanswered == 0; })) {
-      throw MakeError("dump of table ", table, ": ", request.unanswered,
-                      " server(s) did not answer within ", timeout_s, " s");
-    }
-    const std::string error = std::move(request.error);
-    dumped = std::move(request.dumped);
-    requests_.erase(handle);
-    if (!error.empty()) throw MakeError("dump of table ", table, " failed: ", error);
+std::vector<Message> KVWorker::AwaitDump(Handle handle, uint32_t table, double timeout_s) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  Request& request = requests_[handle];
+  if (!answered_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                          [&] { return request.unanswered == 0; })) {
+    throw MakeError("dump of table ", table, ": ", request.unanswered,
+                    " server(s) did not answer within ", timeout_s, " s");
   }
-  std::vector<std::pair<Key, size_t>> order;  // key, index into rows
-  std::vector<const float*> rows;
-  std::vector<SharedArray<const float>> alive;  // what rows point into
-  for (const Message& message : dumped) {
-    if (message.frames.size() != 2) throw MakeError("malformed dump response");
-    auto part_keys = message.frames[0].As<const Key>();
-    auto part_values = message.frames[1].As<const float>();
-    if (part_values.size() != part_keys.size() * static_cast<size_t>(width)) {
-      throw MakeError("malformed dump response: ", part_keys.size(), " keys, ", part_values.size(),
-                      " values");
-    }
-    for (size_t i = 0; i < part_keys.size(); ++i) {
-      order.emplace_back(part_keys[i], rows.size());
-      rows.push_back(part_values.data() + i * width);
-    }
-    alive.push_back(part_values);
-  }
-  std::sort(order.begin(), order.end());
-  keys->resize(order.size());
-  values->resize(order.size() * width);
-  for (size_t i = 0; i < order.size(); ++i) {
-    (*keys)[i] = order[i].first;
-    std::memcpy(values->data() + i * width, rows[order[i].second], sizeof(float) * width);
-  }
+  const std::string error = std::move(request.error);
+  std::vector<Message> dumped = std::move(request.dumped);
+  requests_.erase(handle);
+  if (!error.empty()) throw MakeError("dump of table ", table, " failed: ", error);
+  return dumped;
 }
 
 void KVWorker::Wait(Handle handle, double timeout_s) {

@@ -155,9 +155,28 @@ class KVWorker {
     double deadline = 0;  // resend (or fail) when no answer by then
   };
 
+  // A request part on its way to a server (-1: none holds its range now).
+  struct Outgoing {
+    int server_id;
+    Message message;
+  };
+
+  // Splits a push or pull by key range and sends each server its part.
   Handle Send(proto::Command command, const SharedArray<const Key>& keys,
               const SharedArray<const float>& values, SharedArray<float>* out, int width,
               uint32_t table);
+  // The node id of the server of rank `server_rank`, or -1 if none has it now.
+  int ServerIdOrNone(int server_rank) const;
+  // The part of a push or pull with keys [begin, end) (frames share the arrays).
+  Message PartMessage(proto::Command command, const SharedArray<const Key>& keys,
+                      const SharedArray<const float>& values, size_t begin, size_t end, int width,
+                      uint32_t table);
+  // Sizes a pull's result array for `count` floats gathered from its parts.
+  void PrepareResultLocked(Request& request, size_t count);
+  void SendParts(Handle handle, std::vector<Outgoing>& outgoing);
+  // Dump's steps: asks every server, then waits for all the answers.
+  Handle SendDumpRequests(uint32_t table, int width);
+  std::vector<Message> AwaitDump(Handle handle, uint32_t table, double timeout_s);
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
                      size_t value_offset, size_t value_count, int range = -1);
@@ -172,7 +191,21 @@ class KVWorker {
   // Finishes one answered part of `request` (caller holds mutex_).
   void PartDoneLocked(Handle handle, Request& request);
   void ThrowBackgroundErrorLocked();
+  // The resend thread: sends again each part that got no answer by its
+  // deadline, and fails a request whose part cannot be resent.
   void ResendLoop();
+  // Collects the parts due now: those to send again (to the server holding
+  // their range now) and the requests to fail; lowers `*next` to the next
+  // deadline.
+  void CollectDuePartsLocked(double now, double* next, std::vector<std::pair<int, Message>>* resend,
+                             std::vector<std::pair<Handle, std::string>>* failed);
+  static std::string DescribePart(uint64_t sequence, const Part& part);
+  // Why `part` must not be sent again ("" if it may be).
+  std::string GiveUpReasonLocked(uint64_t sequence, const Part& part, double now,
+                                 const std::string& what) const;
+  // Points `part` at the server of its range now; false if there is none.
+  bool Retarget(Part& part);
+  void SendAgain(std::vector<std::pair<int, Message>>& resend);
 
   Node* node_;
   const RequestRetry retry_;

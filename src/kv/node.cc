@@ -26,6 +26,15 @@ Node::~Node() { Stop(); }
 const std::string& Node::address() const { return van_->address(); }
 
 void Node::Start() {
+  StartVan();
+  Register();
+  last_scheduler_contact_ns_ = MonotonicNanos();
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  LOG(INFO) << proto::Role_Name(options_.role) << " " << rank_ << " (node " << id_
+            << ") listening at " << van_->address() << ", view epoch " << epoch_;
+}
+
+void Node::StartVan() {
   const auto [scheduler_host, scheduler_port] =
       ParseHostPort(options_.scheduler, "scheduler address (--scheduler)");
   VanOptions van_options;
@@ -44,30 +53,19 @@ void Node::Start() {
             << options_.scheduler;
   van_->Connect(kSchedulerId, options_.scheduler);
   van_->Start([this](Message&& message) { OnMessage(std::move(message)); });
+}
 
+void Node::Register() {
   // A rank still held by a worker the scheduler has not yet found silent is
-  // "taken": a replacement asks again until the rank is free. The answer comes
-  // to this node's address; a refusal comes back on the connection the request
-  // went out on (the address may be the problem).
+  // "taken": a replacement asks again until the rank is free.
   const double deadline = MonotonicSeconds() + options_.register_timeout_s;
   std::unique_lock<std::mutex> lock(mutex_);
-  auto registered = [this] { return !refused_.empty() || (id_ >= 0 && view_ != nullptr); };
   while (true) {
     refused_.clear();
     lock.unlock();
-    Message request = Control(proto::REGISTER);
-    request.meta.mutable_node()->set_role(options_.role);
-    request.meta.mutable_node()->set_address(van_->address());
-    request.meta.mutable_node()->set_rank(options_.rank);
-    SendToScheduler(request);
+    SendRegister();
     lock.lock();
-    while (!registered() && MonotonicSeconds() < deadline) {
-      changed_.wait_for(lock, std::chrono::milliseconds(50), registered);
-      lock.unlock();
-      Message reply;
-      while (van_->TakeReply(kSchedulerId, &reply)) OnMessage(std::move(reply));
-      lock.lock();
-    }
+    AwaitRegistration(lock, deadline);
     const bool taken = refused_.find("is taken") != std::string::npos;
     if (taken && MonotonicSeconds() + 1 < deadline) {
       changed_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopped_.load(); });
@@ -77,18 +75,38 @@ void Node::Start() {
       throw MakeError("the scheduler at ", options_.scheduler, " refused this ",
                       proto::Role_Name(options_.role), ": ", refused_);
     }
-    if (!registered()) {
+    if (!RegistrationAnsweredLocked()) {
       throw MakeError("no answer from the scheduler at ", options_.scheduler, " within ",
                       options_.register_timeout_s, " s (this node listens at ", van_->address(),
                       "; is the scheduler running and reachable, and can it reach this address?)");
     }
-    break;
+    return;
   }
-  lock.unlock();
-  last_scheduler_contact_ns_ = MonotonicNanos();
-  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
-  LOG(INFO) << proto::Role_Name(options_.role) << " " << rank_ << " (node " << id_
-            << ") listening at " << van_->address() << ", view epoch " << epoch_;
+}
+
+void Node::SendRegister() {
+  Message request = Control(proto::REGISTER);
+  request.meta.mutable_node()->set_role(options_.role);
+  request.meta.mutable_node()->set_address(van_->address());
+  request.meta.mutable_node()->set_rank(options_.rank);
+  SendToScheduler(request);
+}
+
+void Node::AwaitRegistration(std::unique_lock<std::mutex>& lock, double deadline) {
+  // The answer comes to this node's address; a refusal comes back on the
+  // connection the request went out on (the address may be the problem).
+  auto answered = [this] { return RegistrationAnsweredLocked(); };
+  while (!answered() && MonotonicSeconds() < deadline) {
+    changed_.wait_for(lock, std::chrono::milliseconds(50), answered);
+    lock.unlock();
+    Message reply;
+    while (van_->TakeReply(kSchedulerId, &reply)) OnMessage(std::move(reply));
+    lock.lock();
+  }
+}
+
+bool Node::RegistrationAnsweredLocked() const {
+  return !refused_.empty() || (id_ >= 0 && view_ != nullptr);
 }
 
 void Node::Stop() {
@@ -318,18 +336,7 @@ void Node::OnMessage(Message&& message) {
   const bool control = meta.command() >= proto::REGISTER && meta.command() < proto::PUSH;
   static_assert(proto::SNAPSHOT < proto::PUSH, "control commands come before data commands");
   if (!control) {  // data, or unknown: the data handler answers it
-    if (meta.epoch() > epoch_) {
-      // The sender knows a newer view (perhaps one naming the sender itself):
-      // hold the message until this node has that view too.
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (held_.empty()) {
-        Message ask = Control(proto::VIEW);
-        SendToScheduler(ask);
-      }
-      held_.push_back(std::move(message));
-      return;
-    }
-    if (data_handler_) data_handler_(std::move(message));
+    OnData(std::move(message));
     return;
   }
   if (meta.sender() != kSchedulerId) {
@@ -339,56 +346,14 @@ void Node::OnMessage(Message&& message) {
   }
   last_scheduler_contact_ns_ = MonotonicNanos();
   switch (meta.command()) {
-    case proto::REGISTER: {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!meta.error().empty() && rejoining_) {
-        rejoining_ = false;  // asked again at the next heartbeat
-        LOG(WARNING) << "the restarted scheduler refused this node: " << meta.error();
-      } else if (!meta.error().empty()) {
-        refused_ = meta.error();
-      } else if (rejoining_) {
-        // Registered with a restarted scheduler: what it never answered goes again.
-        rejoining_ = false;
-        for (const auto& [key, awaited] : awaiting_) {
-          Message again;
-          again.meta = awaited;
-          again.meta.set_sender(id_);
-          again.meta.set_epoch(epoch_);
-          try {
-            van_->Send(kSchedulerId, again);
-          } catch (const Error& e) {
-            LOG(WARNING) << "not sent again to the scheduler: " << e.what();
-          }
-        }
-      } else {
-        rank_ = meta.node().rank();
-        id_ = meta.node().id();
-        has_takeover_ = meta.has_cursor();
-        if (has_takeover_) takeover_ = meta.cursor();
-        restore_uri_ = meta.checkpoint_uri();
-        restore_checkpoint_ = meta.checkpoint();
-        replaces_ = meta.replaces();
-      }
+    case proto::REGISTER:
+      OnRegisterAnswer(meta);
       break;
-    }
-    case proto::VIEW: {
+    case proto::VIEW:
       OnView(meta.view());
-      if (auto current = view(); current && view_handler_) view_handler_(*current);
-      std::vector<Message> ready;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto current = epoch_.load();
-        auto it = std::stable_partition(held_.begin(), held_.end(), [current](const Message& m) {
-          return m.meta.epoch() <= current;
-        });
-        ready.assign(std::make_move_iterator(held_.begin()), std::make_move_iterator(it));
-        held_.erase(held_.begin(), it);
-      }
-      for (Message& held : ready) {
-        if (data_handler_) data_handler_(std::move(held));
-      }
+      CallViewHandler();
+      ReleaseHeld();
       break;
-    }
     case proto::BARRIER: {
       std::lock_guard<std::mutex> lock(mutex_);
       barriers_released_[meta.barrier_id()] = true;
@@ -396,16 +361,7 @@ void Node::OnMessage(Message&& message) {
       break;
     }
     case proto::HEARTBEAT:
-      if (meta.rejoin() && id_ >= 0) {
-        Rejoin();
-        break;
-      }
-      if (!meta.error().empty()) {
-        std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
-        if (!removed_.exchange(true)) {
-          LOG(ERROR) << "the scheduler no longer counts this node: " << meta.error();
-        }
-      }
+      OnHeartbeatAnswer(meta);
       break;
     case proto::ORPHANS: {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -433,6 +389,90 @@ void Node::OnMessage(Message&& message) {
       return;
   }
   changed_.notify_all();
+}
+
+void Node::OnData(Message&& message) {
+  if (message.meta.epoch() > epoch_) {
+    // The sender knows a newer view (perhaps one naming the sender itself):
+    // hold the message until this node has that view too.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (held_.empty()) {
+      Message ask = Control(proto::VIEW);
+      SendToScheduler(ask);
+    }
+    held_.push_back(std::move(message));
+    return;
+  }
+  if (data_handler_) data_handler_(std::move(message));
+}
+
+void Node::OnRegisterAnswer(const proto::Meta& meta) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!meta.error().empty() && rejoining_) {
+    rejoining_ = false;  // asked again at the next heartbeat
+    LOG(WARNING) << "the restarted scheduler refused this node: " << meta.error();
+  } else if (!meta.error().empty()) {
+    refused_ = meta.error();
+  } else if (rejoining_) {
+    // Registered with a restarted scheduler: what it never answered goes again.
+    rejoining_ = false;
+    ResendAwaitedLocked();
+  } else {
+    rank_ = meta.node().rank();
+    id_ = meta.node().id();
+    has_takeover_ = meta.has_cursor();
+    if (has_takeover_) takeover_ = meta.cursor();
+    restore_uri_ = meta.checkpoint_uri();
+    restore_checkpoint_ = meta.checkpoint();
+    replaces_ = meta.replaces();
+  }
+}
+
+void Node::ResendAwaitedLocked() {
+  for (const auto& [key, awaited] : awaiting_) {
+    Message again;
+    again.meta = awaited;
+    again.meta.set_sender(id_);
+    again.meta.set_epoch(epoch_);
+    try {
+      van_->Send(kSchedulerId, again);
+    } catch (const Error& e) {
+      LOG(WARNING) << "not sent again to the scheduler: " << e.what();
+    }
+  }
+}
+
+void Node::CallViewHandler() {
+  if (auto current = view(); current && view_handler_) view_handler_(*current);
+}
+
+void Node::ReleaseHeld() {
+  std::vector<Message> ready;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto current = epoch_.load();
+    auto it = std::stable_partition(held_.begin(), held_.end(), [current](const Message& m) {
+      return m.meta.epoch() <= current;
+    });
+    ready.assign(std::make_move_iterator(held_.begin()), std::make_move_iterator(it));
+    held_.erase(held_.begin(), it);
+  }
+  for (Message& held : ready) {
+    if (data_handler_) data_handler_(std::move(held));
+  }
+}
+
+void Node::OnHeartbeatAnswer(const proto::Meta& meta) {
+  if (meta.rejoin() && id_ >= 0) {
+    Rejoin();
+    return;
+  }
+  if (!meta.error().empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
+    if (!removed_.exchange(true)) {
+      LOG(ERROR) << "the scheduler no longer counts this node: " << meta.error();
+    }
+  }
 }
 
 void Node::OnView(const proto::ClusterView& view) {

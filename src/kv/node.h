@@ -168,8 +168,28 @@ class Node {
   uint64_t rejected_control_messages() const { return rejected_control_.load(); }
 
  private:
+  // Start's steps: the transport, then registration with the scheduler
+  // (throws Error if refused or unanswered by the deadline).
+  void StartVan();
+  void Register();
+  void SendRegister();
+  // Waits (releasing `lock` meanwhile) until the scheduler answered the
+  // registration or `deadline` passed.
+  void AwaitRegistration(std::unique_lock<std::mutex>& lock, double deadline);
+  bool RegistrationAnsweredLocked() const;
+
+  // Everything the transport receives, on its receive thread.
   void OnMessage(Message&& message);
+  // A data message: to the data handler, or held if it comes from a newer view.
+  void OnData(Message&& message);
+  void OnRegisterAnswer(const proto::Meta& meta);
+  // Sends the control requests still awaiting an answer again.
+  void ResendAwaitedLocked();
   void OnView(const proto::ClusterView& view);
+  void CallViewHandler();
+  // Hands the data messages held for a view this node now has to the handler.
+  void ReleaseHeld();
+  void OnHeartbeatAnswer(const proto::Meta& meta);
   void HeartbeatLoop();
   // Sends a control request and remembers it under `key` until answered.
   void SendAwaited(const std::string& key, Message& request);

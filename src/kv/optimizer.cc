@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "base/error.h"
 
@@ -55,66 +56,213 @@ inline void SgdColumnStep(float* __restrict row, const float* __restrict gradien
   }
 }
 
+// The step rules of MakeOptimizer's formulas (optimizer.h), one per optimizer
+// but SGD. A step has the optimizer's name, its state width, a constructor
+// taking the options, and applies one gradient to one row; StepOptimizer
+// makes it an Optimizer.
+
 // Row layout: weights, then one accumulator per weight.
-inline void AdagradStep(float* __restrict row, const float* __restrict gradient, int width,
-                        const ColumnSettings& columns, float epsilon) {
-  float* __restrict accumulator = row + width;
-  const float* rate = columns.learning_rate.data();
-  const float* l1 = columns.l1.data();
-  const float* l2 = columns.l2.data();
-  for (int i = 0; i < width; ++i) {
-    const float g = gradient[i] + l2[i] * row[i];
-    accumulator[i] += g * g;
-    const float step = rate[i] / (std::sqrt(accumulator[i]) + epsilon);
-    row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
+struct AdagradStep {
+  static constexpr const char* kName = "adagrad";
+  static int StateWidth(int weight_width) { return weight_width; }
+  explicit AdagradStep(const OptimizerOptions& options) : epsilon_(options.epsilon) {}
+
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    const float epsilon = epsilon_;
+    float* __restrict accumulator = row + width;
+    const float* rate = columns.learning_rate.data();
+    const float* l1 = columns.l1.data();
+    const float* l2 = columns.l2.data();
+    for (int i = 0; i < width; ++i) {
+      const float g = gradient[i] + l2[i] * row[i];
+      accumulator[i] += g * g;
+      const float step = rate[i] / (std::sqrt(accumulator[i]) + epsilon);
+      row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
+    }
   }
-}
+
+  float epsilon_;
+};
 
 // Row layout: weights, first moments, second moments, step count.
-inline void AdamStep(float* __restrict row, const float* __restrict gradient, int width,
-                     const ColumnSettings& columns, float beta1, float beta2, float epsilon) {
-  float* __restrict first_moment = row + width;
-  float* __restrict second_moment = first_moment + width;
-  float& steps = second_moment[width];
-  // Exact up to 2^24 steps; past that, the bias correction is 1 anyway.
-  steps += 1.0f;
-  const float first_correction = static_cast<float>(1.0 / (1.0 - std::pow(double{beta1}, steps)));
-  const float second_correction = static_cast<float>(1.0 / (1.0 - std::pow(double{beta2}, steps)));
-  const float* rate = columns.learning_rate.data();
-  const float* l2 = columns.l2.data();
-  for (int i = 0; i < width; ++i) {
-    const float g = gradient[i] + l2[i] * row[i];
-    first_moment[i] = beta1 * first_moment[i] + (1.0f - beta1) * g;
-    second_moment[i] = beta2 * second_moment[i] + (1.0f - beta2) * g * g;
-    row[i] -= rate[i] * (first_moment[i] * first_correction) /
-              (std::sqrt(second_moment[i] * second_correction) + epsilon);
+struct AdamStep {
+  static constexpr const char* kName = "adam";
+  static int StateWidth(int weight_width) { return 2 * weight_width + 1; }
+  explicit AdamStep(const OptimizerOptions& options)
+      : beta1_(options.beta1), beta2_(options.beta2), epsilon_(options.epsilon) {}
+
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    const float beta1 = beta1_, beta2 = beta2_, epsilon = epsilon_;
+    float* __restrict first_moment = row + width;
+    float* __restrict second_moment = first_moment + width;
+    float& steps = second_moment[width];
+    // Exact up to 2^24 steps; past that, the bias correction is 1 anyway.
+    steps += 1.0f;
+    const float first_correction = static_cast<float>(1.0 / (1.0 - std::pow(double{beta1}, steps)));
+    const float second_correction =
+        static_cast<float>(1.0 / (1.0 - std::pow(double{beta2}, steps)));
+    const float* rate = columns.learning_rate.data();
+    const float* l2 = columns.l2.data();
+    for (int i = 0; i < width; ++i) {
+      const float g = gradient[i] + l2[i] * row[i];
+      first_moment[i] = beta1 * first_moment[i] + (1.0f - beta1) * g;
+      second_moment[i] = beta2 * second_moment[i] + (1.0f - beta2) * g * g;
+      row[i] -= rate[i] * (first_moment[i] * first_correction) /
+                (std::sqrt(second_moment[i] * second_correction) + epsilon);
+    }
   }
-}
+
+  float beta1_, beta2_, epsilon_;
+};
 
 // Row layout: weights, z, n.
-inline void FtrlStep(float* __restrict row, const float* __restrict gradient, int width,
-                     const ColumnSettings& columns, float beta) {
-  float* __restrict z = row + width;
-  float* __restrict n = z + width;
-  const float* alpha = columns.learning_rate.data();
-  const float* l1 = columns.l1.data();
-  const float* l2 = columns.l2.data();
-  for (int i = 0; i < width; ++i) {
-    const float g = gradient[i];
-    if (n[i] == 0.0f && row[i] != 0.0f) {
-      // First update of an initialized weight: start z where the closed form
-      // below gives that weight back, so FTRL starts from the initializer's
-      // value (a factorization machine's factors must not all start at 0).
-      z[i] = -row[i] * (beta / alpha[i] + l2[i]) - std::copysign(l1[i], row[i]);
+struct FtrlStep {
+  static constexpr const char* kName = "ftrl";
+  static int StateWidth(int weight_width) { return 2 * weight_width; }
+  explicit FtrlStep(const OptimizerOptions& options) : beta_(options.ftrl_beta) {}
+
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    const float beta = beta_;
+    float* __restrict z = row + width;
+    float* __restrict n = z + width;
+    const float* alpha = columns.learning_rate.data();
+    const float* l1 = columns.l1.data();
+    const float* l2 = columns.l2.data();
+    for (int i = 0; i < width; ++i) {
+      const float g = gradient[i];
+      if (n[i] == 0.0f && row[i] != 0.0f) {
+        // First update of an initialized weight: start z where the closed form
+        // below gives that weight back, so FTRL starts from the initializer's
+        // value (a factorization machine's factors must not all start at 0).
+        z[i] = -row[i] * (beta / alpha[i] + l2[i]) - std::copysign(l1[i], row[i]);
+      }
+      const float old_root = std::sqrt(n[i]);
+      n[i] += g * g;
+      const float new_root = std::sqrt(n[i]);
+      const float sigma = (new_root - old_root) / alpha[i];
+      z[i] += g - sigma * row[i];
+      row[i] = std::fabs(z[i]) <= l1[i]
+                   ? 0.0f
+                   : -(z[i] - std::copysign(l1[i], z[i])) / ((beta + new_root) / alpha[i] + l2[i]);
     }
-    const float old_root = std::sqrt(n[i]);
-    n[i] += g * g;
-    const float new_root = std::sqrt(n[i]);
-    const float sigma = (new_root - old_root) / alpha[i];
-    z[i] += g - sigma * row[i];
-    row[i] = std::fabs(z[i]) <= l1[i]
-                 ? 0.0f
-                 : -(z[i] - std::copysign(l1[i], z[i])) / ((beta + new_root) / alpha[i] + l2[i]);
+  }
+
+  float beta_;
+};
+
+// ColumnSettings per row width, resolved from the options on the first use of
+// each width. Not synchronized.
+class ColumnSettingsCache {
+ public:
+  explicit ColumnSettingsCache(const OptimizerOptions& options) : options_(options) {}
+  const ColumnSettings& For(int width) {
+    if (width != last_width_) Resolve(width);
+    return *last_;
+  }
+
+ private:
+  void Resolve(int width);
+
+  OptimizerOptions options_;
+  int last_width_ = -1;
+  const ColumnSettings* last_ = nullptr;
+  std::map<int, ColumnSettings> by_width_;
+};
+
+// The optimizer of one step rule: resolves each width's column settings and
+// applies `Step` row by row (inlined: the loops are the server's hot path).
+template <typename Step>
+class StepOptimizer final : public Optimizer {
+ public:
+  explicit StepOptimizer(const OptimizerOptions& options) : step_(options), columns_(options) {
+    ValidateOptimizerOptions(options);
+  }
+  const char* name() const override { return Step::kName; }
+  int StateWidth(int weight_width) const override { return Step::StateWidth(weight_width); }
+  void Update(float* row, const float* gradient, int width) override {
+    step_(row, gradient, width, columns_.For(width));
+  }
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override {
+    const ColumnSettings& columns = columns_.For(width);
+    for (size_t i = 0; i < count; ++i) step_(rows[i], gradients + i * width, width, columns);
+  }
+
+ private:
+  const Step step_;
+  ColumnSettingsCache columns_;
+};
+
+// SGD keeps fast paths of its own for the common rows (one column, no
+// penalty; uniform settings), so it is not a StepOptimizer.
+class SgdOptimizer final : public Optimizer {
+ public:
+  explicit SgdOptimizer(const OptimizerOptions& options);
+  const char* name() const override { return "sgd"; }
+  int StateWidth(int /*weight_width*/) const override { return 0; }
+  void Update(float* row, const float* gradient, int width) override;
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
+
+ private:
+  OptimizerOptions options_;
+  ColumnSettingsCache columns_;
+};
+
+void ColumnSettingsCache::Resolve(int width) {
+  auto found = by_width_.find(width);
+  if (found == by_width_.end()) {
+    const size_t columns = static_cast<size_t>(std::max(width, 0));
+    ColumnSettings settings;
+    settings.learning_rate.assign(columns, options_.learning_rate);
+    settings.l1.assign(columns, options_.l1);
+    settings.l2.assign(columns, options_.l2);
+    for (const OptimizerOptions::ColumnGroup& group : options_.groups) {
+      const int begin = std::max(group.begin, 0);
+      const int end = std::min(group.end, width);
+      for (int c = begin; c < end; ++c) {
+        settings.learning_rate[c] = group.learning_rate;
+        settings.l1[c] = group.l1;
+        settings.l2[c] = group.l2;
+        settings.uniform = false;
+      }
+    }
+    found = by_width_.emplace(width, std::move(settings)).first;
+  }
+  last_width_ = width;
+  last_ = &found->second;
+}
+
+SgdOptimizer::SgdOptimizer(const OptimizerOptions& options) : options_(options), columns_(options) {
+  ValidateOptimizerOptions(options);
+}
+
+void SgdOptimizer::Update(float* row, const float* gradient, int width) {
+  UpdateRows(&row, gradient, 1, width);
+}
+
+void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
+  const ColumnSettings& columns = columns_.For(width);
+  if (!columns.uniform || options_.l1 != 0.0f) {
+    for (size_t i = 0; i < count; ++i)
+      SgdColumnStep(rows[i], gradients + i * width, width, columns);
+    return;
+  }
+  const float rate = options_.learning_rate;
+  const float decay = options_.l2;
+  if (width == 1 && decay == 0.0f) {
+    for (size_t i = 0; i < count; ++i) *rows[i] -= rate * gradients[i];
+    return;
+  }
+  if (width > 64) {  // long rows: the vectorized loop pays
+    for (size_t i = 0; i < count; ++i) SgdStep(rows[i], gradients + i * width, width, rate, decay);
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    float* row = rows[i];
+    const float* gradient = gradients + i * width;
+    for (int j = 0; j < width; ++j) row[j] -= rate * (gradient[j] + decay * row[j]);
   }
 }
 
@@ -156,124 +304,15 @@ void ValidateOptimizerOptions(const OptimizerOptions& options) {
   }
 }
 
-void ColumnSettingsCache::Resolve(int width) {
-  auto found = by_width_.find(width);
-  if (found == by_width_.end()) {
-    const size_t columns = static_cast<size_t>(std::max(width, 0));
-    ColumnSettings settings;
-    settings.learning_rate.assign(columns, options_.learning_rate);
-    settings.l1.assign(columns, options_.l1);
-    settings.l2.assign(columns, options_.l2);
-    for (const OptimizerOptions::ColumnGroup& group : options_.groups) {
-      const int begin = std::max(group.begin, 0);
-      const int end = std::min(group.end, width);
-      for (int c = begin; c < end; ++c) {
-        settings.learning_rate[c] = group.learning_rate;
-        settings.l1[c] = group.l1;
-        settings.l2[c] = group.l2;
-        settings.uniform = false;
-      }
-    }
-    found = by_width_.emplace(width, std::move(settings)).first;
-  }
-  last_width_ = width;
-  last_ = &found->second;
-}
-
 void Optimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
   for (size_t i = 0; i < count; ++i) Update(rows[i], gradients + i * width, width);
 }
 
-SgdOptimizer::SgdOptimizer(const OptimizerOptions& options) : options_(options), columns_(options) {
-  ValidateOptimizerOptions(options);
-}
-
-void SgdOptimizer::Update(float* row, const float* gradient, int width) {
-  UpdateRows(&row, gradient, 1, width);
-}
-
-void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
-  const ColumnSettings& columns = columns_.For(width);
-  if (!columns.uniform || options_.l1 != 0.0f) {
-    for (size_t i = 0; i < count; ++i)
-      SgdColumnStep(rows[i], gradients + i * width, width, columns);
-    return;
-  }
-  const float rate = options_.learning_rate;
-  const float decay = options_.l2;
-  if (width == 1 && decay == 0.0f) {
-    for (size_t i = 0; i < count; ++i) *rows[i] -= rate * gradients[i];
-    return;
-  }
-  if (width > 64) {  // long rows: the vectorized loop pays
-    for (size_t i = 0; i < count; ++i) SgdStep(rows[i], gradients + i * width, width, rate, decay);
-    return;
-  }
-  for (size_t i = 0; i < count; ++i) {
-    float* row = rows[i];
-    const float* gradient = gradients + i * width;
-    for (int j = 0; j < width; ++j) row[j] -= rate * (gradient[j] + decay * row[j]);
-  }
-}
-
-AdagradOptimizer::AdagradOptimizer(const OptimizerOptions& options)
-    : options_(options), columns_(options) {
-  ValidateOptimizerOptions(options);
-}
-
-void AdagradOptimizer::Update(float* row, const float* gradient, int width) {
-  AdagradStep(row, gradient, width, columns_.For(width), options_.epsilon);
-}
-
-void AdagradOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count,
-                                  int width) {
-  const ColumnSettings& columns = columns_.For(width);
-  for (size_t i = 0; i < count; ++i) {
-    AdagradStep(rows[i], gradients + i * width, width, columns, options_.epsilon);
-  }
-}
-
-AdamOptimizer::AdamOptimizer(const OptimizerOptions& options)
-    : options_(options), columns_(options) {
-  ValidateOptimizerOptions(options);
-}
-
-void AdamOptimizer::Update(float* row, const float* gradient, int width) {
-  AdamStep(row, gradient, width, columns_.For(width), options_.beta1, options_.beta2,
-           options_.epsilon);
-}
-
-void AdamOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count,
-                               int width) {
-  const ColumnSettings& columns = columns_.For(width);
-  for (size_t i = 0; i < count; ++i) {
-    AdamStep(rows[i], gradients + i * width, width, columns, options_.beta1, options_.beta2,
-             options_.epsilon);
-  }
-}
-
-FtrlOptimizer::FtrlOptimizer(const OptimizerOptions& options)
-    : options_(options), columns_(options) {
-  ValidateOptimizerOptions(options);
-}
-
-void FtrlOptimizer::Update(float* row, const float* gradient, int width) {
-  FtrlStep(row, gradient, width, columns_.For(width), options_.ftrl_beta);
-}
-
-void FtrlOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count,
-                               int width) {
-  const ColumnSettings& columns = columns_.For(width);
-  for (size_t i = 0; i < count; ++i) {
-    FtrlStep(rows[i], gradients + i * width, width, columns, options_.ftrl_beta);
-  }
-}
-
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
   if (options.name == "sgd") return std::make_unique<SgdOptimizer>(options);
-  if (options.name == "adagrad") return std::make_unique<AdagradOptimizer>(options);
-  if (options.name == "adam") return std::make_unique<AdamOptimizer>(options);
-  if (options.name == "ftrl") return std::make_unique<FtrlOptimizer>(options);
+  if (options.name == "adagrad") return std::make_unique<StepOptimizer<AdagradStep>>(options);
+  if (options.name == "adam") return std::make_unique<StepOptimizer<AdamStep>>(options);
+  if (options.name == "ftrl") return std::make_unique<StepOptimizer<FtrlStep>>(options);
   throw MakeError("unknown optimizer '", options.name,
                   "' (--optimizer): expected sgd, adagrad, adam or ftrl");
 }

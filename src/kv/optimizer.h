@@ -12,7 +12,6 @@
 #define KEEL_KV_OPTIMIZER_H_
 
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,25 +56,6 @@ struct ColumnSettings {
   std::vector<float> l2;
 };
 
-// ColumnSettings per row width, resolved from the options on the first use of
-// each width. Not synchronized.
-class ColumnSettingsCache {
- public:
-  explicit ColumnSettingsCache(const OptimizerOptions& options) : options_(options) {}
-  const ColumnSettings& For(int width) {
-    if (width != last_width_) Resolve(width);
-    return *last_;
-  }
-
- private:
-  void Resolve(int width);
-
-  OptimizerOptions options_;
-  int last_width_ = -1;
-  const ColumnSettings* last_ = nullptr;
-  std::map<int, ColumnSettings> by_width_;
-};
-
 // Not synchronized: a server applies updates from one thread.
 class Optimizer {
  public:
@@ -91,79 +71,31 @@ class Optimizer {
   virtual void UpdateRows(float* const* rows, const float* gradients, size_t count, int width);
 };
 
-// The constructors below throw Error for options ValidateOptimizerOptions
-// rejects. In their formulas lr, l1 and l2 are the column's own (see above).
-
-// Stochastic gradient descent: w -= lr * (g + l2 * w), then the L1 penalty by
-// soft-thresholding: w = sign(w) * max(0, |w| - lr * l1). No state.
-class SgdOptimizer final : public Optimizer {
- public:
-  explicit SgdOptimizer(const OptimizerOptions& options);
-  const char* name() const override { return "sgd"; }
-  int StateWidth(int /*weight_width*/) const override { return 0; }
-  void Update(float* row, const float* gradient, int width) override;
-  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
-
- private:
-  OptimizerOptions options_;
-  ColumnSettingsCache columns_;
-};
-
-// Adagrad: g' = g + l2 * w; a += g'^2; w -= lr * g' / (sqrt(a) + epsilon),
+// The optimizer `options.name` names. Throws Error for a name other than
+// those below or for options ValidateOptimizerOptions rejects. In the
+// formulas lr, l1 and l2 are the column's own (see above), g the gradient and
+// w the weight.
+//
+// "sgd", stochastic gradient descent: w -= lr * (g + l2 * w), then the L1
+// penalty by soft-thresholding: w = sign(w) * max(0, |w| - lr * l1). No state.
+//
+// "adagrad": g' = g + l2 * w; a += g'^2; w -= lr * g' / (sqrt(a) + epsilon),
 // then L1 soft-thresholding with the coordinate's rate lr / (sqrt(a) +
 // epsilon). State: the accumulators a, one per weight.
-class AdagradOptimizer final : public Optimizer {
- public:
-  explicit AdagradOptimizer(const OptimizerOptions& options);
-  const char* name() const override { return "adagrad"; }
-  int StateWidth(int weight_width) const override { return weight_width; }
-  void Update(float* row, const float* gradient, int width) override;
-  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
-
- private:
-  OptimizerOptions options_;
-  ColumnSettingsCache columns_;
-};
-
-// Adam (Kingma and Ba, 2015): g' = g + l2 * w; m = beta1 m + (1 - beta1) g';
-// v = beta2 v + (1 - beta2) g'^2; w -= lr * mhat / (sqrt(vhat) + epsilon), with
-// mhat = m / (1 - beta1^t), vhat = v / (1 - beta2^t) and t the number of
+//
+// "adam" (Kingma and Ba, 2015): g' = g + l2 * w; m = beta1 m + (1 - beta1) g';
+// v = beta2 v + (1 - beta2) g'^2; w -= lr * mhat / (sqrt(vhat) + epsilon),
+// with mhat = m / (1 - beta1^t), vhat = v / (1 - beta2^t) and t the number of
 // updates of the row so far, this one included. State: m (one per weight),
 // v (one per weight), then t.
-class AdamOptimizer final : public Optimizer {
- public:
-  explicit AdamOptimizer(const OptimizerOptions& options);
-  const char* name() const override { return "adam"; }
-  int StateWidth(int weight_width) const override { return 2 * weight_width + 1; }
-  void Update(float* row, const float* gradient, int width) override;
-  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
-
- private:
-  OptimizerOptions options_;
-  ColumnSettingsCache columns_;
-};
-
-// FTRL-proximal (McMahan et al., 2013), alpha = lr, beta = ftrl_beta,
+//
+// "ftrl", FTRL-proximal (McMahan et al., 2013), alpha = lr, beta = ftrl_beta,
 // lambda1 = l1, lambda2 = l2: sigma = (sqrt(n + g^2) - sqrt(n)) / alpha;
 // z += g - sigma * w; n += g^2; w = 0 if |z| <= l1, else
 // -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2). A large l1 leaves
-// weights at exactly zero. State: z (one per weight), then n (one per weight).
-class FtrlOptimizer final : public Optimizer {
- public:
-  explicit FtrlOptimizer(const OptimizerOptions& options);
-  const char* name() const override { return "ftrl"; }
-  int StateWidth(int weight_width) const override { return 2 * weight_width; }
-  void Update(float* row, const float* gradient, int width) override;
-  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
-
- private:
-  OptimizerOptions options_;
-  ColumnSettingsCache columns_;
-};
-
-// The optimizer `options.name` names ("sgd", "adagrad", "adam" or "ftrl").
-// Throws Error for another name or for options ValidateOptimizerOptions
-// rejects.
+// weights at exactly zero. A weight's first update starts z where the formula
+// gives the weight it has (its initializer's value). State: z (one per
+// weight), then n (one per weight).
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options);
 
 }  // namespace keel

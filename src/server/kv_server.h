@@ -23,6 +23,13 @@
 // the copy in the background (SnapshotWriter). A view naming a checkpoint to
 // resume from makes the server load the rows of its key ranges from it before
 // it serves anything.
+//
+// Where each mechanism lives: kv_server.cc receives (dispatch, CLOCK and the
+// staleness gate, views), request_serving.cc answers PUSH, PULL and DUMP,
+// chain_replication.cc passes pushes down and copies ranges (REPLICA_SYNC,
+// wire form in shard_copy.h), snapshot_restore.cc copies and loads
+// checkpoints (written by SnapshotWriter); shard.h is a range's replica and
+// dedupe_window.h the at-most-once bookkeeping.
 #ifndef KEEL_SERVER_KV_SERVER_H_
 #define KEEL_SERVER_KV_SERVER_H_
 
@@ -36,12 +43,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "io/checkpoint.h"
+#include "kv/message.h"
 #include "kv/node.h"
 #include "kv/optimizer.h"
-#include "kv/parameter_table.h"
 #include "kv/staleness_gate.h"
 #include "kv/table_spec.h"
 #include "server/dedupe_window.h"
+#include "server/shard.h"
 #include "server/snapshot_writer.h"
 
 namespace keel {
@@ -74,66 +83,99 @@ class KVServer {
   std::string failure() const;
 
  private:
-  void Handle(Message&& message);
-  void Reply(const proto::Meta& request, Message& response);
-
-  struct Table {
-    std::unique_ptr<ParameterTable> rows;
-    std::unique_ptr<Optimizer> optimizer;
-  };
-  // This server's replica of one key range.
-  struct Shard {
-    std::map<uint32_t, Table> tables;
-    // Pushes applied, by the worker that sent them (node id).
-    std::unordered_map<int, DedupeWindow> applied;
-    // False until the range's rows came from the predecessor in its chain;
-    // pushes passed down meanwhile wait in `held`.
-    bool ready = true;
-    std::vector<Message> held;
-    int asked = -1;  // node id the range was last asked of
-    // Replicas behind this one that asked for the range before this server
-    // had it itself: node id and request sequence, answered once it has.
-    std::vector<std::pair<int, uint64_t>> askers;
-    bool primary = false;
-    // When this server became the range's primary after the start (a
-    // promotion, or a replacement): the first push it then serves is logged
-    // with the time since, which measures recovery. 0: not waiting for one.
-    double primary_since = 0;
-  };
   struct Parked {
     Message message;
     double since;
   };
+
+  // Receiving (kv_server.cc): what the node's handlers call, on its receive
+  // thread.
+  void Handle(Message&& message);
+  void OnClock(const proto::Meta& meta);
+  void OnView(const proto::ClusterView& view);
+  // Loads the checkpoint the view (or the registration, for a replacement)
+  // names, once, into the shards this server has.
+  void RestoreOnce(const proto::ClusterView& view);
+  // Records the view's members; returns its workers' node ids.
+  std::set<int> UpdateMembers(const proto::ClusterView& view);
+  // Refuses the parked pulls of nodes no longer in the view.
+  void RefuseParkedOfLeavers();
+  // Answers the parked pulls the gate admits now.
+  void WakeParked();
+  // Sends `response` as the answer to `request`.
+  void Reply(const proto::Meta& request, Message& response);
+  // Tells the scheduler that a snapshot was written (or why not).
+  void ReportSnapshot(const std::string& checkpoint, const proto::CheckpointFile& file,
+                      const std::string& error);
+
+  // Request serving (request_serving.cc).
   // Answers a request; returns true if it was a push applied now (not a
   // repeat, not refused).
   bool Serve(Message&& message, int64_t waited_us);
-  void OnClock(const proto::Meta& meta);
-  void OnView(const proto::ClusterView& view);
+  // Throws Error if this server cannot serve, or `meta`'s sender left the view.
+  void CheckCanServe(const proto::Meta& meta) const;
+  bool ServeDump(const proto::Meta& meta, const DataRequest& request);
+  bool ServeEmpty(const proto::Meta& meta);
+  // Applies a push once, then passes it down the chain (PassDown); a push
+  // passed down before the shard has its rows is held. Returns true if it was
+  // applied now.
+  bool ServePush(Message&& message, const DataRequest& request, Shard& shard, size_t range);
+  // Throws Error unless a push of `range` came from the right place: a
+  // worker's to the range's primary, a passed-down one from the predecessor.
+  void CheckPushRoute(const proto::Meta& meta, size_t range) const;
+  // Holds a push passed down before `shard` has its rows (bounded).
+  void HoldPush(Message&& message, Shard& shard, size_t range);
+  // Applies `request` to `table` unless `origin` sent its sequence before.
+  bool ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin, Shard& shard,
+                 ServerTable& table, size_t range);
+  void ServePull(const DataRequest& request, Shard& shard, size_t range, int64_t waited_us,
+                 Message* response);
+  // The shard of `range` (which `request` must lie in entirely); throws Error
+  // if this server holds no replica of it.
+  Shard& ShardFor(const DataRequest& request, size_t* range);
+  // Table `table` of `shard`, created with its spec on first use; throws Error
+  // if its rows are not `width` wide.
+  ServerTable& TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width);
+  // Rows of the ranges this server is primary of.
+  Message Dump(uint32_t table, uint32_t width);
+
+  // Chain replication (chain_replication.cc).
+  // Passes an applied push to the next replica of `range`, or acknowledges it
+  // to the worker if this is the last.
+  void PassDown(const Message& push, size_t range, int origin);
   // Creates the shards of ranges this server joined and drops those it left.
   void UpdateShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
+  void DropLeftShards(const RangeMap& ranges);
+  // Marks the shards this server became the primary of (a promotion).
+  void NotePromotions(const RangeMap& ranges);
+  void AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
   // Asks the predecessor of every range still waiting for its rows.
   void AskForRanges(const RangeMap& ranges);
+  // Asks server `predecessor` for `range`, unless it was asked already.
+  void AskPredecessor(size_t range, Shard& shard, int predecessor);
   // REPLICA_SYNC: answers a request for a range, or takes a range's copy.
   void OnReplicaSync(Message&& message);
+  void AnswerShardRequest(const proto::Meta& meta, size_t range);
+  // Replaces `shard`'s rows and dedupe windows with the copy in `message`;
+  // throws Error if the copy is malformed or does not fit.
+  void TakeShardCopy(const Message& message, Shard& shard, size_t range);
   // Sends `range`'s rows and dedupe windows to node `to`, answering `sequence`.
   void SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence);
   // The shard has its rows: answers the replicas that asked for it meanwhile,
   // tells the scheduler, and lets the pushes held meanwhile go on.
   void ShardReady(size_t range, Shard& shard);
-  // Answers the parked pulls the gate admits now.
-  void WakeParked();
-  // The shard of `range` (which `request` must lie in entirely); throws Error
-  // if this server holds no replica of it.
-  Shard& ShardFor(const DataRequest& request, size_t* range);
-  Table& TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width);
-  // Passes an applied push to the next replica of `range`, or acknowledges it
-  // to the worker if this is the last.
-  void PassDown(const Message& push, size_t range, int origin);
-  // Rows of the ranges this server is primary of.
-  Message Dump(uint32_t table, uint32_t width);
+
+  // Checkpoints (snapshot_restore.cc).
   void OnSnapshot(const proto::Meta& meta);
+  // Copies the rows of the ranges this server is primary of; adds their count
+  // to `rows`.
+  ServerSnapshot CopyForSnapshot(uint64_t* rows) const;
   // Loads the rows of the ranges in `ranges` from checkpoint `id` in `uri`.
   void Restore(const std::string& uri, const std::string& id, const std::set<size_t>& ranges);
+  // Loads the rows of `targets` that `snapshot` (read from `where`) holds;
+  // returns how many.
+  uint64_t RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
+                           const std::set<size_t>& targets, const RangeMap& ranges);
 
   Node* node_;
   OptimizerOptions default_optimizer_;

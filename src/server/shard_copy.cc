@@ -5,6 +5,76 @@
 #include "base/error.h"
 
 namespace keel {
+namespace {
+
+// Throws Error unless `message` has the frames its tables and senders need.
+void CheckShape(const Message& message, const std::string& what) {
+  const proto::ShardCopy& shard = message.meta.shard();
+  const size_t frames = 2 * static_cast<size_t>(shard.tables_size()) + 1;
+  if (message.frames.size() != frames) {
+    throw MakeError(what, ": ", message.frames.size(), " frames for ", shard.tables_size(),
+                    " table(s); expected ", frames);
+  }
+  if (shard.senders_size() != shard.sequence_counts_size()) {
+    throw MakeError(what, ": ", shard.senders_size(), " senders but ", shard.sequence_counts_size(),
+                    " sequence counts");
+  }
+}
+
+// The table `described` says its frames `key_frame` and `row_frame` hold.
+SnapshotTable DecodeTable(const proto::ShardTable& described, const Bytes& key_frame,
+                          const Bytes& row_frame, const std::string& what) {
+  if (described.weight_width() == 0 || described.weight_width() > kMaxValueWidth ||
+      described.row_width() < described.weight_width() ||
+      described.row_width() > 4 * uint64_t{kMaxValueWidth}) {
+    throw MakeError(what, ": table ", described.table(), " has weight width ",
+                    described.weight_width(), " and row width ", described.row_width());
+  }
+  auto keys = key_frame.As<const Key>();
+  auto rows = row_frame.As<const float>();
+  if (keys.size() != described.rows() ||
+      rows.size() != described.rows() * static_cast<uint64_t>(described.row_width())) {
+    throw MakeError(what, ": table ", described.table(), " says ", described.rows(), " rows of ",
+                    described.row_width(), " floats but carries ", keys.size(), " keys and ",
+                    rows.size(), " floats");
+  }
+  for (size_t i = 1; i < keys.size(); ++i) {
+    if (keys[i] <= keys[i - 1]) {
+      throw MakeError(what, ": table ", described.table(), " keys are not sorted at row ", i);
+    }
+  }
+  SnapshotTable table;
+  table.table = described.table();
+  table.weight_width = described.weight_width();
+  table.row_width = described.row_width();
+  table.keys.assign(keys.begin(), keys.end());
+  table.rows.assign(rows.begin(), rows.end());
+  return table;
+}
+
+// The applied sequences per sender that `shard` announces and `frame` holds.
+std::vector<std::pair<int, std::vector<uint64_t>>> DecodeApplied(const proto::ShardCopy& shard,
+                                                                 const Bytes& frame,
+                                                                 const std::string& what) {
+  auto sequences = frame.As<const uint64_t>();
+  uint64_t total = 0;
+  for (uint32_t count : shard.sequence_counts()) total += count;
+  if (sequences.size() != total) {
+    throw MakeError(what, ": ", total, " applied sequences announced, ", sequences.size(),
+                    " carried");
+  }
+  std::vector<std::pair<int, std::vector<uint64_t>>> applied;
+  size_t next = 0;
+  for (int s = 0; s < shard.senders_size(); ++s) {
+    const uint32_t count = shard.sequence_counts(s);
+    applied.emplace_back(shard.senders(s), std::vector<uint64_t>(sequences.begin() + next,
+                                                                 sequences.begin() + next + count));
+    next += count;
+  }
+  return applied;
+}
+
+}  // namespace
 
 Message EncodeShardCopy(const ShardState& state) {
   Message message;
@@ -35,61 +105,14 @@ ShardState DecodeShardCopy(const Message& message) {
   const proto::ShardCopy& shard = message.meta.shard();
   const std::string what = "key range " + std::to_string(shard.range()) + " from node " +
                            std::to_string(message.meta.sender());
-  const size_t frames = 2 * static_cast<size_t>(shard.tables_size()) + 1;
-  if (message.frames.size() != frames) {
-    throw MakeError(what, ": ", message.frames.size(), " frames for ", shard.tables_size(),
-                    " table(s); expected ", frames);
-  }
-  if (shard.senders_size() != shard.sequence_counts_size()) {
-    throw MakeError(what, ": ", shard.senders_size(), " senders but ", shard.sequence_counts_size(),
-                    " sequence counts");
-  }
+  CheckShape(message, what);
   ShardState state;
   state.range = shard.range();
   for (int t = 0; t < shard.tables_size(); ++t) {
-    const proto::ShardTable& described = shard.tables(t);
-    if (described.weight_width() == 0 || described.weight_width() > kMaxValueWidth ||
-        described.row_width() < described.weight_width() ||
-        described.row_width() > 4 * uint64_t{kMaxValueWidth}) {
-      throw MakeError(what, ": table ", described.table(), " has weight width ",
-                      described.weight_width(), " and row width ", described.row_width());
-    }
-    auto keys = message.frames[2 * t].As<const Key>();
-    auto rows = message.frames[2 * t + 1].As<const float>();
-    if (keys.size() != described.rows() ||
-        rows.size() != described.rows() * static_cast<uint64_t>(described.row_width())) {
-      throw MakeError(what, ": table ", described.table(), " says ", described.rows(), " rows of ",
-                      described.row_width(), " floats but carries ", keys.size(), " keys and ",
-                      rows.size(), " floats");
-    }
-    for (size_t i = 1; i < keys.size(); ++i) {
-      if (keys[i] <= keys[i - 1]) {
-        throw MakeError(what, ": table ", described.table(), " keys are not sorted at row ", i);
-      }
-    }
-    SnapshotTable table;
-    table.table = described.table();
-    table.weight_width = described.weight_width();
-    table.row_width = described.row_width();
-    table.keys.assign(keys.begin(), keys.end());
-    table.rows.assign(rows.begin(), rows.end());
-    state.tables.push_back(std::move(table));
+    state.tables.push_back(
+        DecodeTable(shard.tables(t), message.frames[2 * t], message.frames[2 * t + 1], what));
   }
-  auto sequences = message.frames.back().As<const uint64_t>();
-  uint64_t total = 0;
-  for (uint32_t count : shard.sequence_counts()) total += count;
-  if (sequences.size() != total) {
-    throw MakeError(what, ": ", total, " applied sequences announced, ", sequences.size(),
-                    " carried");
-  }
-  size_t next = 0;
-  for (int s = 0; s < shard.senders_size(); ++s) {
-    const uint32_t count = shard.sequence_counts(s);
-    state.applied.emplace_back(
-        shard.senders(s),
-        std::vector<uint64_t>(sequences.begin() + next, sequences.begin() + next + count));
-    next += count;
-  }
+  state.applied = DecodeApplied(shard, message.frames.back(), what);
   return state;
 }
 

@@ -1,0 +1,49 @@
+#include "server/shard.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace keel {
+
+void AppendRows(const ServerTable& table, SnapshotTable* copy) {
+  copy->weight_width = static_cast<uint32_t>(table.rows->weight_width());
+  copy->row_width = static_cast<uint32_t>(table.rows->row_width());
+  copy->keys.reserve(copy->keys.size() + table.rows->size());
+  copy->rows.reserve(copy->rows.size() + table.rows->size() * copy->row_width);
+  table.rows->ForEach([&](Key key, const float* row) {
+    copy->keys.push_back(key);
+    copy->rows.insert(copy->rows.end(), row, row + copy->row_width);
+  });
+}
+
+SnapshotTable SortedCopy(uint32_t id, const ServerTable& table) {
+  std::vector<std::pair<Key, const float*>> sorted;
+  table.rows->ForEach([&](Key key, const float* row) { sorted.emplace_back(key, row); });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  SnapshotTable copy;
+  copy.table = id;
+  copy.weight_width = static_cast<uint32_t>(table.rows->weight_width());
+  copy.row_width = static_cast<uint32_t>(table.rows->row_width());
+  copy.keys.reserve(sorted.size());
+  copy.rows.reserve(sorted.size() * copy.row_width);
+  for (const auto& [key, row] : sorted) {
+    copy.keys.push_back(key);
+    copy.rows.insert(copy.rows.end(), row, row + copy.row_width);
+  }
+  return copy;
+}
+
+uint64_t CopyRowsIn(const SnapshotTable& saved, Key first, Key last, ParameterTable* rows) {
+  uint64_t copied = 0;
+  auto it = std::lower_bound(saved.keys.begin(), saved.keys.end(), first);
+  for (; it != saved.keys.end() && *it <= last; ++it) {
+    const size_t index = static_cast<size_t>(it - saved.keys.begin());
+    std::memcpy(rows->FindOrInsert(*it), saved.rows.data() + index * saved.row_width,
+                sizeof(float) * saved.row_width);
+    ++copied;
+  }
+  return copied;
+}
+
+}  // namespace keel

@@ -1,0 +1,69 @@
+// Shard: a server's replica of one key range, and the row copies taken of it.
+//
+// A shard holds the range's tables (rows and the optimizer that updates
+// them), the push sequences applied to it by each worker (so a push is
+// applied once however often it arrives), and where this server stands in the
+// range's replica chain. The copy functions serve checkpoints (SNAPSHOT,
+// resume) and REPLICA_SYNC. Not synchronized: a server touches its shards on
+// its receive thread only.
+#ifndef KEEL_SERVER_SHARD_H_
+#define KEEL_SERVER_SHARD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "kv/keys.h"
+#include "kv/message.h"
+#include "kv/optimizer.h"
+#include "kv/parameter_table.h"
+#include "server/dedupe_window.h"
+
+namespace keel {
+
+// One table of a shard: its rows and the optimizer that applies pushes to them.
+struct ServerTable {
+  std::unique_ptr<ParameterTable> rows;
+  std::unique_ptr<Optimizer> optimizer;
+};
+
+// This server's replica of one key range.
+struct Shard {
+  std::map<uint32_t, ServerTable> tables;
+  // Pushes applied, by the worker that sent them (node id).
+  std::unordered_map<int, DedupeWindow> applied;
+  // False until the range's rows came from the predecessor in its chain;
+  // pushes passed down meanwhile wait in `held`.
+  bool ready = true;
+  std::vector<Message> held;
+  int asked = -1;  // node id the range was last asked of
+  // Replicas behind this one that asked for the range before this server
+  // had it itself: node id and request sequence, answered once it has.
+  std::vector<std::pair<int, uint64_t>> askers;
+  bool primary = false;
+  // When this server became the range's primary after the start (a
+  // promotion, or a replacement): the first push it then serves is logged
+  // with the time since, which measures recovery. 0: not waiting for one.
+  double primary_since = 0;
+};
+
+// Appends `table`'s rows (weights and optimizer state), in table order, to
+// `copy`, and sets its widths.
+void AppendRows(const ServerTable& table, SnapshotTable* copy);
+
+// `table`'s rows as table `id`, sorted by key.
+SnapshotTable SortedCopy(uint32_t id, const ServerTable& table);
+
+// Copies the rows of `saved` whose keys lie in [first, last] into `rows`
+// (inserting them), whole: weights and optimizer state. `saved` must be sorted
+// by key and have `rows`'s row width. Returns the number of rows copied.
+uint64_t CopyRowsIn(const SnapshotTable& saved, Key first, Key last, ParameterTable* rows);
+
+}  // namespace keel
+
+#endif  // KEEL_SERVER_SHARD_H_
