@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "keel.pb.h"
@@ -75,8 +76,9 @@ class Scheduler {
   // Starts serving the control plane in the background.
   void Start();
   // Blocks until every worker has reported done and every checkpoint copied
-  // is committed or abandoned, tells every node to shut down, and returns the number of workers
-  // that reported a failure. Returns -1 if `timeout_s` passes first.
+  // is committed or abandoned, tells every node to shut down, and returns the
+  // number of workers that reported a failure. Returns -1 if `timeout_s`
+  // passes first.
   int WaitForJob(double timeout_s);
   void Stop();
 
