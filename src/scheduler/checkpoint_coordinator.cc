@@ -10,6 +10,7 @@
 #include "scheduler/control_message.h"
 
 namespace keel {
+
 CheckpointCoordinator::CheckpointCoordinator(CheckpointOptions options, Send send,
                                              Committed committed)
     : options_(std::move(options)), send_(std::move(send)), committed_(std::move(committed)) {
