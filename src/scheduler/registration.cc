@@ -196,8 +196,9 @@ void Scheduler::ReplaceServer(int rank, Message* reply) {
   // their primary again; every other range it started in takes it back at the
   // end of its chain once its primary is live (the promoted primaries stay).
   const std::string alone = JoinRanges(chains_.HeldAlone(rank));
+  RangeChains::Additions added = chains_.Repair(server_ranks_);
   std::string copied;
-  for (const auto& [range, predecessor] : chains_.Repair(server_ranks_)[rank]) {
+  for (const auto& [range, predecessor] : added[rank]) {
     copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
               std::to_string(predecessor) + ")";
   }
