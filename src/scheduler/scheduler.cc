@@ -88,10 +88,10 @@ int Scheduler::WaitForJob(double timeout_s) {
   const bool done = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s),
                                       [this] { return JobOver() && !checkpoints_->busy(); });
   if (!done) return -1;
-  const int failed = CountFailures();
-  ShutDownNodes();
   int succeeded = 0;
   for (const auto& [id, error] : done_) succeeded += error.empty();
+  const int failed = CountFailures(succeeded);
+  ShutDownNodes();
   const size_t unreplaced = shares_.vacancies().size();
   LOG(INFO) << "job finished: " << succeeded << " of " << options_.num_workers
             << " worker(s) succeeded"
@@ -110,10 +110,8 @@ bool Scheduler::JobOver() const {
   return !done_.empty() || !shares_.vacancies().empty();
 }
 
-int Scheduler::CountFailures() const {
+int Scheduler::CountFailures(int succeeded) const {
   int failed = 0;
-  int succeeded = 0;
-  for (const auto& [id, error] : done_) succeeded += error.empty();
   for (const auto& [rank, vacancy] : shares_.vacancies()) {
     LOG(WARNING) << "worker " << rank << " left (" << vacancy.reason
                  << ") and was not replaced; the other workers read its data";

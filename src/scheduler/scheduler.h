@@ -104,8 +104,9 @@ class Scheduler {
   // The end of the job (scheduler.cc).
   bool JobOver() const;
   // Logs the workers that failed or left unreplaced; returns how many count
-  // as failures (one that left counts only if no worker succeeded).
-  int CountFailures() const;
+  // as failures (one that left counts only if none of the workers succeeded:
+  // `succeeded` of them did).
+  int CountFailures(int succeeded) const;
   void ShutDownNodes();
 
   // The view (scheduler.cc).
