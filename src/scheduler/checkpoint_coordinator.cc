@@ -7,19 +7,9 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "kv/node.h"
+#include "scheduler/control_message.h"
 
 namespace keel {
-namespace {
-
-Message Reply(proto::Command command, uint64_t sequence) {
-  Message message;
-  message.meta.set_command(command);
-  message.meta.set_response(true);
-  message.meta.set_sequence(sequence);
-  return message;
-}
-
-}  // namespace
 
 CheckpointCoordinator::CheckpointCoordinator(CheckpointOptions options, Send send,
                                              Committed committed)
@@ -61,7 +51,8 @@ void CheckpointCoordinator::FillView(proto::ClusterView* view) const {
 }
 
 void CheckpointCoordinator::Answer(int node, uint64_t sequence, const std::string& error) {
-  Message reply = Reply(proto::CHECKPOINT, sequence);
+  Message reply = ControlMessage(proto::CHECKPOINT);
+  reply.meta.set_sequence(sequence);
   reply.meta.set_error(error);
   send_(node, reply);
 }
@@ -107,11 +98,7 @@ void CheckpointCoordinator::OnMembership(const std::set<int>& workers, const std
     if (writing.servers_left.empty() && !writing.error.empty()) abandoned.push_back(id);
   }
   for (const std::string& id : abandoned) FinishCommit(id, writing_[id].error);
-  if (!copying_.empty() && copies_left_.empty()) {
-    for (const auto& [worker, sequence] : copy_waiters_) Answer(worker, sequence, "");
-    copy_waiters_.clear();
-    copying_.clear();
-  }
+  if (!copying_.empty() && copies_left_.empty()) ReleaseCopyWaiters();
   TryStart(workers, servers, num_servers);
 }
 
@@ -119,24 +106,8 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
                                      int num_servers) {
   if (!copying_.empty() || ready_.empty() || workers.empty()) return;
   const Ready& first = ready_.begin()->second;
-  const int epoch = first.cursor.epoch();
-  const uint64_t batch = first.cursor.batches();
-  const bool final = first.final;
-  for (int worker : workers) {
-    auto ready = ready_.find(worker);
-    if (ready != ready_.end()) {
-      if (ready->second.cursor.epoch() != epoch || ready->second.cursor.batches() != batch ||
-          ready->second.final != final) {
-        return;  // still on its way (cannot happen while the others wait)
-      }
-      continue;
-    }
-    auto done = finished_.find(worker);
-    const bool past = !final && done != finished_.end() && done->second.epoch() == epoch &&
-                      done->second.batches() < batch;
-    if (!past) return;
-  }
-  const std::string id = CheckpointId(epoch, batch);
+  if (!AllAt(first, workers)) return;
+  const std::string id = CheckpointId(first.cursor.epoch(), first.cursor.batches());
   if (!last_committed_.empty() && id <= last_committed_) {
     // Resumed from this very point: it is on storage already.
     for (const auto& [node, ready] : ready_) Answer(node, ready.sequence, "");
@@ -145,29 +116,8 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
   }
   Writing& writing = writing_[id];
   writing.started = MonotonicSeconds();
-  proto::CheckpointManifest& manifest = writing.manifest;
-  manifest.set_format_version(1);
-  manifest.set_id(id);
-  manifest.set_epoch(epoch);
-  manifest.set_batch(batch);
-  manifest.set_final(final);
-  manifest.set_created(UtcTimestamp());
-  manifest.set_num_servers(num_servers);
-  manifest.set_num_workers(static_cast<int>(workers.size()));
-  manifest.set_previous(last_committed_);
-  *manifest.mutable_trainer() = trainer_;
-  for (int worker : workers) {
-    auto ready = ready_.find(worker);
-    *manifest.add_workers() = ready != ready_.end() ? ready->second.cursor : finished_.at(worker);
-  }
-  for (const auto& [node, ready] : ready_) {
-    if (ready.final) {
-      writing.final_waiters[node] = ready.sequence;
-    } else {
-      copy_waiters_[node] = ready.sequence;
-    }
-  }
-  ready_.clear();
+  FillManifest(id, first, workers, num_servers, &writing.manifest);
+  TakeWaiters(&writing);
   copying_ = id;
   copies_left_ = servers;
   writing.servers_left = servers;
@@ -181,14 +131,67 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
   }
 }
 
+bool CheckpointCoordinator::AllAt(const Ready& point, const std::set<int>& workers) const {
+  const int epoch = point.cursor.epoch();
+  const uint64_t batch = point.cursor.batches();
+  for (int worker : workers) {
+    auto ready = ready_.find(worker);
+    if (ready != ready_.end()) {
+      if (ready->second.cursor.epoch() != epoch || ready->second.cursor.batches() != batch ||
+          ready->second.final != point.final) {
+        return false;  // still on its way (cannot happen while the others wait)
+      }
+      continue;
+    }
+    auto done = finished_.find(worker);
+    const bool past = !point.final && done != finished_.end() && done->second.epoch() == epoch &&
+                      done->second.batches() < batch;
+    if (!past) return false;
+  }
+  return true;
+}
+
+void CheckpointCoordinator::FillManifest(const std::string& id, const Ready& point,
+                                         const std::set<int>& workers, int num_servers,
+                                         proto::CheckpointManifest* manifest) const {
+  manifest->set_format_version(1);
+  manifest->set_id(id);
+  manifest->set_epoch(point.cursor.epoch());
+  manifest->set_batch(point.cursor.batches());
+  manifest->set_final(point.final);
+  manifest->set_created(UtcTimestamp());
+  manifest->set_num_servers(num_servers);
+  manifest->set_num_workers(static_cast<int>(workers.size()));
+  manifest->set_previous(last_committed_);
+  *manifest->mutable_trainer() = trainer_;
+  for (int worker : workers) {
+    auto ready = ready_.find(worker);
+    *manifest->add_workers() = ready != ready_.end() ? ready->second.cursor : finished_.at(worker);
+  }
+}
+
+void CheckpointCoordinator::TakeWaiters(Writing* writing) {
+  for (const auto& [node, ready] : ready_) {
+    if (ready.final) {
+      writing->final_waiters[node] = ready.sequence;
+    } else {
+      copy_waiters_[node] = ready.sequence;
+    }
+  }
+  ready_.clear();
+}
+
+void CheckpointCoordinator::ReleaseCopyWaiters() {
+  for (const auto& [worker, sequence] : copy_waiters_) Answer(worker, sequence, "");
+  copy_waiters_.clear();
+  copying_.clear();
+}
+
 void CheckpointCoordinator::OnServer(int node, const proto::Meta& meta) {
   if (meta.response()) {  // copied
     if (meta.checkpoint() != copying_) return;
     copies_left_.erase(node);
-    if (!copies_left_.empty()) return;
-    for (const auto& [worker, sequence] : copy_waiters_) Answer(worker, sequence, "");
-    copy_waiters_.clear();
-    copying_.clear();
+    if (copies_left_.empty()) ReleaseCopyWaiters();
     return;
   }
   auto found = writing_.find(meta.checkpoint());

@@ -35,9 +35,9 @@
 namespace keel {
 
 struct CheckpointOptions {
-  std::string uri;   // where checkpoints go; "" disables them
-  int every = 0;     // minibatches per worker between checkpoints in an epoch (0: epochs only)
-  int keep = 0;      // committed checkpoints to keep (0: all)
+  std::string uri;     // where checkpoints go; "" disables them
+  int every = 0;       // minibatches per worker between checkpoints in an epoch (0: epochs only)
+  int keep = 0;        // committed checkpoints to keep (0: all)
   std::string resume;  // --resume: "latest", a checkpoint's URI or a store's URI; "" none
 };
 
@@ -87,7 +87,18 @@ class CheckpointCoordinator {
     std::string error;
     double started = 0;
   };
+  // Starts the next checkpoint once every live worker is at the point of the
+  // first one ready: the servers are told to copy their rows.
   void TryStart(const std::set<int>& workers, const std::set<int>& servers, int num_servers);
+  // Whether each of `workers` is ready at `point`, or (not for the final
+  // checkpoint) finished its share of that epoch before it.
+  bool AllAt(const Ready& point, const std::set<int>& workers) const;
+  void FillManifest(const std::string& id, const Ready& point, const std::set<int>& workers,
+                    int num_servers, proto::CheckpointManifest* manifest) const;
+  // The ready workers wait: for the copy, or (final) for the commit.
+  void TakeWaiters(Writing* writing);
+  // Every server copied its rows: the workers waiting for the copy go on.
+  void ReleaseCopyWaiters();
   void Answer(int node, uint64_t sequence, const std::string& error);
   void CommitLoop();
 

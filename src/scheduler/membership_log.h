@@ -22,7 +22,8 @@ class MembershipLog {
   // {"time": <Unix seconds>, "event": `event`, "role": ..., "rank": ..., "node": ...,
   // "address": ..., <fields>}. `fields` is more "key": value pairs, already JSON ("" for none).
   void Record(const std::string& event, const proto::NodeInfo& node, const std::string& fields);
-  // {"time": ..., "event": "view", "epoch": ..., "servers": ..., "workers": ..., "ranges": [[primary, backups...], ...]}.
+  // {"time": ..., "event": "view", "epoch": ..., "servers": ..., "workers": ..., "ranges":
+  // [[primary, backups...], ...]}.
   void RecordView(const proto::ClusterView& view);
 
  private:

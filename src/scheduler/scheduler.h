@@ -8,6 +8,13 @@
 // the scheduler cannot connect to is refused, with both addresses named. Training data and
 // parameters never pass through it. A worker that stops sending heartbeats for heartbeat_timeout_s
 // leaves the view.
+//
+// The mechanisms behind it, each in its own file: registration.cc (admission,
+// ranks, replacements), failure_detection.cc (heartbeat silence, departures),
+// RangeChains (key ranges' replica chains), BarrierTable, OrphanedShares (a
+// departed worker's share of an epoch), CheckpointCoordinator, MembershipLog.
+//
+// Thread-safe: its methods may be called from any thread.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
 #define KEEL_SCHEDULER_SCHEDULER_H_
 
@@ -18,13 +25,18 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "keel.pb.h"
 #include "kv/keys.h"
 #include "kv/van.h"
+#include "scheduler/barriers.h"
 #include "scheduler/checkpoint_coordinator.h"
+#include "scheduler/members.h"
 #include "scheduler/membership_log.h"
+#include "scheduler/orphaned_shares.h"
+#include "scheduler/range_chains.h"
 
 namespace keel {
 
@@ -64,8 +76,9 @@ class Scheduler {
   // Starts serving the control plane in the background.
   void Start();
   // Blocks until every worker has reported done and every checkpoint copied
-  // is committed or abandoned, tells every node to shut down, and returns the number of workers that reported a failure. Returns
-  // -1 if `timeout_s` passes first.
+  // is committed or abandoned, tells every node to shut down, and returns the
+  // number of workers that reported a failure. Returns -1 if `timeout_s`
+  // passes first.
   int WaitForJob(double timeout_s);
   void Stop();
 
@@ -73,101 +86,103 @@ class Scheduler {
   proto::ClusterView view() const;
 
  private:
-  struct Member {
-    proto::NodeInfo info;
-    double last_heartbeat = 0;
-    bool reported_silent = false;
-  };
-
+  // Message handling (scheduler.cc). OnMessage runs on the Van's thread and
+  // takes the lock; every other private method is called with it held.
   void OnMessage(Message&& message);
+  // A message from a node not in the view: a node of an earlier run of this
+  // scheduler is asked to register again, a removed one hears that it left.
+  void OnNonMember(const proto::Meta& meta);
+  void OnHeartbeat(const proto::Meta& meta, const Member& member);
+  void OnViewRequest(const proto::Meta& meta);
+  void OnWorkerDone(const proto::Meta& meta, const Member& member);
+  void OnCheckpoint(const proto::Meta& meta, const Member& member);
+  void OnOrphans(const proto::Meta& meta, const Member& member);
+  void OnReplicaSync(const proto::Meta& meta, const Member& member);
+  void OnSnapshot(const proto::Meta& meta, const Member& member);
+  void SendTo(int node_id, Message& message);
+
+  // The end of the job (scheduler.cc).
+  bool JobOver() const;
+  // Logs the workers that failed or left unreplaced; returns how many count
+  // as failures (one that left counts only if none of the workers succeeded:
+  // `succeeded` of them did).
+  int CountFailures(int succeeded) const;
+  void ShutDownNodes();
+
+  // The view (scheduler.cc).
+  // Live workers' and servers' node ids.
+  std::set<int> Live(proto::Role role) const;
+  // Whether every expected server and worker holds a rank.
+  bool Complete() const;
+  // Makes the next view (epoch + 1) from the members and chains and sends it
+  // to every member.
+  void PublishView();
+
+  // Registration (registration.cc).
   // Checks in the background that the node's advertised address accepts a
   // connection, then admits or refuses it.
   void OnRegister(const Message& request);
+  // Gives the node an id and a rank (the one it asks for, if free, else the
+  // lowest free one), answers it, and publishes a view once the cluster is
+  // complete. A worker taking a vacant rank resumes its predecessor's work; a
+  // server taking a departed server's rank takes back its ranges.
   void Admit(const Message& request);
-  void OnBarrier(const proto::Meta& meta);
-  void OnWorkerDone(const proto::Meta& meta);
-  void OnCheckpoint(const proto::Meta& meta);
-  void OnOrphans(const proto::Meta& meta);
-  // Answers the ORPHANS requests waiting for `epoch`: when every rank's share
-  // is done, or with parts of a share whose worker left long enough ago.
-  void TryOrphans(int epoch);
-  bool JobOver() const;
-  // Live workers' and servers' node ids.
-  std::set<int> Live(proto::Role role) const;
-  // Releases `group`'s barrier if every member of it has arrived.
-  void TryReleaseBarrier(int group);
+  // Why `node` may not join ("" if it may); `taken` holds its role's ranks.
+  std::string AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken) const;
+  // Whether a worker registering with `rank` takes over a vacant one; fills
+  // `resume` with where it picks up.
+  bool TakesOver(int rank, proto::WorkerCursor* resume) const;
+  // The member a registration makes, with `rank`; a node of an earlier run of
+  // this scheduler keeps its id and brings its view's epoch and chains.
+  Member NewMember(const Message& request, int rank);
+  // Answers an admitted node with its id and rank (and, for a replacement,
+  // where to resume) and records the join.
+  void AnswerRegistration(const Member& member, bool rejoin, const proto::WorkerCursor* resume);
+  // A server taking `rank` back: the ranges the rank held alone come from the
+  // latest checkpoint (filled into `reply`); then every range whose primary is
+  // live gets back, at the end of its chain, the live servers it started on
+  // and lacks (this one among them), each to copy it from its predecessor.
+  void ReplaceServer(int rank, Message* reply);
+  // Answers a registration with `reason` on the connection it came on.
+  void Refuse(const Message& request, const std::string& reason);
+
+  // Failure detection (failure_detection.cc).
+  // Every second: removes the nodes silent past the heartbeat timeout (before
+  // the first view, only logs them) and answers ORPHANS requests whose
+  // replacement timeout passed.
+  void MonitorLoop();
+  // The members silent past the heartbeat timeout at `now`, with how long, to
+  // remove; before the first view they are only logged (once).
+  std::vector<std::pair<int, double>> FindSilent(double now);
   // A worker silent past the heartbeat timeout leaves: a new view (epoch + 1)
   // goes to every node, its barriers stop waiting for it, and its rank waits
-  // for a replacement (Vacancy).
+  // for a replacement (OrphanedShares).
   void RemoveWorker(int id, const std::string& reason);
   // A server silent past the heartbeat timeout leaves the view: in each key
   // range's chain the next replica takes its place (a backup is promoted
   // where it was the primary). A range it held alone waits for a server
   // started again with its rank, which restores it from the latest checkpoint.
   void RemoveServer(int id, const std::string& reason);
-  // A server taking `rank` back: the ranges the rank held alone come from the
-  // latest checkpoint (filled into `reply`); then every range whose primary is
-  // live gets back, at the end of its chain, the live servers it started on
-  // and lacks (this one among them), each to copy it from its predecessor.
-  void ReplaceServer(int rank, Message* reply);
-  // Gives every range whose primary is live the live servers it started on
-  // and lacks, at the end of its chain, each to copy the range from its
-  // predecessor (marked in copying_). Returns, per rank added, the ranges it
-  // joined and the predecessor in each.
-  std::map<int, std::vector<std::pair<size_t, int>>> RepairChains();
-  void PublishView();
-  void SendTo(int node_id, Message& message);
-  // Answers a registration with `reason` on the connection it came on.
-  void Refuse(const Message& request, const std::string& reason);
-  void MonitorLoop();
+  // What follows any departure: barriers and checkpoints stop waiting for the
+  // node, and a new view goes out.
+  void AfterDeparture(int id);
 
   SchedulerOptions options_;
   MembershipLog membership_;
   Van van_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<int, Member> members_;  // by node id
-  int next_id_ = 1;  // the next fresh node id (see the constructor)
+  Members members_;
+  int next_id_ = 1;                            // the next fresh node id (see the constructor)
   std::set<int> server_ranks_, worker_ranks_;  // ranks given out
   proto::ClusterView view_;
-  // Key ranges and their chains: made at the first view, then changed by
-  // departures and replacements (or taken from a node that rejoins a
-  // restarted scheduler).
-  RangeMap ranges_;
-  uint64_t ranges_epoch_ = 0;  // the view epoch `ranges_` came from
-  // Per range: ranks that joined its chain and have not yet reported that its
-  // copy arrived (REPLICA_SYNC). They are not promoted in place of the last
-  // replica that holds the rows.
-  std::map<size_t, std::set<int>> copying_;
-  // Per barrier group: the nodes waiting, with the barrier id and tag each used.
-  std::map<int, std::map<int, std::pair<uint64_t, std::string>>> barriers_;
-  std::map<int, std::string> done_;  // worker node id -> error ("" on success)
-  bool published_ = false;           // a view has gone out
-  std::set<int> removed_ids_;        // nodes this scheduler removed from the view
+  RangeChains chains_;
+  BarrierTable barriers_;
+  OrphanedShares shares_;
+  std::map<int, std::string> done_;      // worker node id -> error ("" on success)
+  bool published_ = false;               // a view has gone out
+  std::set<int> removed_ids_;            // nodes this scheduler removed from the view
   std::map<int, double> server_vacant_;  // server rank -> when its server left
-  // Workers' last progress reports, by rank.
-  std::map<int, proto::WorkerCursor> progress_;
-  // Ranks whose worker left: where it was, when and why.
-  struct Vacancy {
-    proto::WorkerCursor cursor;
-    double since = 0;
-    std::string reason;
-  };
-  std::map<int, Vacancy> vacant_;
-  // Per epoch: ranks whose share is done, orphaned shares handed out (rank ->
-  // parts, parts finished), and ORPHANS requests waiting (node -> sequence).
-  struct EpochWork {
-    std::set<int> done;
-    std::map<int, std::pair<int, std::set<int>>> orphans;
-    std::map<int, uint64_t> waiting;
-    // Examples read: of each rank's own share (its latest report), and of
-    // each handed-over part (rank, part).
-    std::map<int, uint64_t> examples;
-    std::map<std::pair<int, int>, uint64_t> part_examples;
-  };
-  std::map<int, EpochWork> epochs_;
-  // Tagged barriers already released, per group.
-  std::map<int, std::set<std::string>> released_tags_;
   bool stopping_ = false;
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;

@@ -1,0 +1,57 @@
+// BarrierTable: the barriers the scheduler runs for the nodes.
+//
+// A node waits at a barrier of a group (a mask of RoleBit: servers, workers or
+// both) until every member of that group waits at it, all with the same tag;
+// then every one of them is released. The tags of released barriers are
+// remembered, so a node that arrives at a tag its group has passed already (it
+// joined later, say as a replacement) is released at once. A node that leaves
+// the view is no longer waited for.
+//
+// Not synchronized: the scheduler calls it under its lock.
+#ifndef KEEL_SCHEDULER_BARRIERS_H_
+#define KEEL_SCHEDULER_BARRIERS_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "keel.pb.h"
+#include "kv/message.h"
+#include "scheduler/members.h"
+
+namespace keel {
+
+class BarrierTable {
+ public:
+  // Sends a release to a node (the scheduler stamps it).
+  using Send = std::function<void(int node_id, Message& message)>;
+
+  explicit BarrierTable(Send send);
+
+  // A BARRIER request from `meta.sender()`, a member. Releases the group if
+  // everyone in `members` that belongs to it now waits at the same tag. A
+  // group mask naming no role, or an unknown one, is logged and ignored.
+  void Arrive(const proto::Meta& meta, const Members& members);
+
+  // Node `id` has left (`members` no longer holds it): barriers stop waiting
+  // for it, and those it alone held back are released.
+  void Forget(int id, const Members& members);
+
+ private:
+  // Releases `group`'s barrier if every member of it has arrived at one tag.
+  void TryRelease(int group, const Members& members);
+  void Release(int node, int group, uint64_t barrier_id);
+
+  Send send_;
+  // Per group: the nodes waiting, with the barrier id and tag each used.
+  std::map<int, std::map<int, std::pair<uint64_t, std::string>>> waiting_;
+  // Tagged barriers already released, per group.
+  std::map<int, std::set<std::string>> released_tags_;
+};
+
+}  // namespace keel
+
+#endif  // KEEL_SCHEDULER_BARRIERS_H_

@@ -1,0 +1,114 @@
+// Failure detection: nodes silent past the heartbeat timeout leave the view,
+// and what their departure changes (ranks left vacant, chains closing over a
+// departed server, barriers and checkpoints no longer waiting for them).
+#include <glog/logging.h>
+
+#include <chrono>
+
+#include "base/json.h"
+#include "base/time.h"
+#include "scheduler/scheduler.h"
+
+namespace keel {
+namespace {
+
+// The membership log's fields for a server's departure.
+std::string ServerLeaveFields(const std::string& reason, const RangeChains::Departure& departure) {
+  std::string promoted;
+  for (const auto& [range, primary] : departure.promoted) {
+    promoted += (promoted.empty() ? "" : ", ") + std::string("{\"range\": ") +
+                std::to_string(range) + ", \"primary\": " + std::to_string(primary) + "}";
+  }
+  return "\"reason\": " + JsonQuote(reason) + ", \"promoted\": [" + promoted +
+         "], \"ranges_without_replica\": [" + JoinRanges(departure.alone) + "]";
+}
+
+// What a server's departure did to the chains, for the log.
+std::string Promotions(const RangeChains::Departure& departure) {
+  std::string moved;
+  for (const auto& [range, primary] : departure.promoted) {
+    moved += (moved.empty() ? "" : "; ") + std::string("key range ") + std::to_string(range) +
+             ": backup server " + std::to_string(primary) + " is promoted to primary";
+  }
+  return moved;
+}
+
+}  // namespace
+
+void Scheduler::MonitorLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    changed_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+    for (const auto& [id, silence] : FindSilent(MonotonicSeconds())) {
+      const std::string reason = "no heartbeat for " + std::to_string(silence) + " s";
+      if (members_[id].info.role() == proto::SERVER) {
+        RemoveServer(id, reason);
+      } else {
+        RemoveWorker(id, reason);
+      }
+    }
+    shares_.AnswerExpired();  // replacement timeouts expire with time
+    changed_.notify_all();
+  }
+}
+
+std::vector<std::pair<int, double>> Scheduler::FindSilent(double now) {
+  std::vector<std::pair<int, double>> silent;
+  for (auto& [id, member] : members_) {
+    if (done_.count(id) || member.reported_silent) continue;
+    const double silence = now - member.last_heartbeat;
+    if (silence <= options_.heartbeat_timeout_s) continue;
+    if (published_) {
+      silent.emplace_back(id, silence);
+    } else {
+      member.reported_silent = true;
+      LOG(WARNING) << proto::Role_Name(member.info.role()) << " " << member.info.rank() << " (node "
+                   << id << " at " << member.info.address() << ") silent for " << silence << " s";
+    }
+  }
+  return silent;
+}
+
+void Scheduler::RemoveWorker(int id, const std::string& reason) {
+  const Member member = members_[id];
+  LOG(WARNING) << "worker " << member.info.rank() << " (node " << id << " at "
+               << member.info.address() << ") leaves the cluster: " << reason;
+  membership_.Record("leave", member.info, "\"reason\": " + JsonQuote(reason));
+  members_.erase(id);
+  removed_ids_.insert(id);
+  worker_ranks_.erase(member.info.rank());
+  done_.erase(id);
+  shares_.WorkerLeft(id, member.info.rank(), reason);
+  AfterDeparture(id);
+}
+
+void Scheduler::RemoveServer(int id, const std::string& reason) {
+  const Member member = members_[id];
+  const int rank = member.info.rank();
+  members_.erase(id);
+  removed_ids_.insert(id);
+  server_ranks_.erase(rank);
+  server_vacant_[rank] = MonotonicSeconds();
+  const RangeChains::Departure departure = chains_.RemoveServer(rank);
+  membership_.Record("leave", member.info, ServerLeaveFields(reason, departure));
+  const std::string moved = Promotions(departure);
+  const std::string alone = JoinRanges(departure.alone);
+  LOG(WARNING) << "server " << rank << " (node " << id << " at " << member.info.address()
+               << ") leaves the cluster: " << reason << (moved.empty() ? "" : "; " + moved)
+               << (alone.empty()
+                       ? "; no acknowledged update is lost (its ranges have live replicas)"
+                       : "; requests for key range(s) " + alone +
+                             ", which no other replica holds, wait for a server "
+                             "started again with --rank " +
+                             std::to_string(rank));
+  AfterDeparture(id);
+}
+
+void Scheduler::AfterDeparture(int id) {
+  barriers_.Forget(id, members_);
+  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), options_.num_servers);
+  PublishView();
+  changed_.notify_all();
+}
+
+}  // namespace keel

@@ -1,0 +1,32 @@
+// Members: the nodes in the cluster view, as the scheduler tracks them.
+// Plain data, not synchronized: the scheduler reads and changes it under its
+// lock.
+#ifndef KEEL_SCHEDULER_MEMBERS_H_
+#define KEEL_SCHEDULER_MEMBERS_H_
+
+#include <cstddef>
+#include <map>
+#include <set>
+
+#include "keel.pb.h"
+
+namespace keel {
+
+struct Member {
+  proto::NodeInfo info;          // role, id, rank, advertised address
+  double last_heartbeat = 0;     // MonotonicSeconds() when last heard from
+  bool reported_silent = false;  // logged as silent and not heard from since
+};
+
+// By node id.
+using Members = std::map<int, Member>;
+
+// The node ids of the members with `role`.
+std::set<int> MemberIds(const Members& members, proto::Role role);
+
+// How many members belong to barrier group `group` (a mask of RoleBit).
+size_t CountInGroup(const Members& members, int group);
+
+}  // namespace keel
+
+#endif  // KEEL_SCHEDULER_MEMBERS_H_

@@ -1,0 +1,227 @@
+// Registration: admitting a node into the cluster, giving it an id and a rank,
+// and what a registration replaces (a departed worker's or server's rank).
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "base/error.h"
+#include "base/json.h"
+#include "base/time.h"
+#include "scheduler/control_message.h"
+#include "scheduler/scheduler.h"
+
+namespace keel {
+namespace {
+
+int LowestFreeRank(const std::set<int>& taken) {
+  int rank = 0;
+  while (taken.count(rank)) ++rank;
+  return rank;
+}
+
+}  // namespace
+
+void Scheduler::OnRegister(const Message& request) {
+  std::string host;
+  int port = 0;
+  try {
+    std::tie(host, port) = ParseHostPort(request.meta.node().address(), "node address");
+  } catch (const Error& e) {
+    Refuse(request, e.what());
+    return;
+  }
+  probes_.emplace_back([this, request, host = host, port = port] {
+    const std::string& address = request.meta.node().address();
+    const std::string why = ProbeAddress(address, options_.connect_timeout_s);
+    std::string self = options_.bind_host;
+    if (!why.empty()) {
+      try {
+        self = LocalAddressToward(host, port);
+      } catch (const Error&) {
+        // No route: the bind address is the best name for this end.
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    if (why.empty()) {
+      Admit(request);
+      return;
+    }
+    std::string reason = "node at " + address + " (seen from " + self + ":" +
+                         std::to_string(van_.port()) + ") is unreachable: " + why;
+    if (!request.peer_host.empty()) {
+      reason += "; its registration came from " + request.peer_host;
+    }
+    reason += "; give it an --advertise address the scheduler can reach";
+    Refuse(request, reason);
+  });
+}
+
+void Scheduler::Refuse(const Message& request, const std::string& reason) {
+  LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
+  Message reply = ControlMessage(proto::REGISTER);
+  reply.meta.set_epoch(view_.epoch());
+  reply.meta.set_error(reason);
+  van_.Reply(request, reply);
+}
+
+void Scheduler::Admit(const Message& request) {
+  const proto::NodeInfo& node = request.meta.node();
+  std::set<int>* taken = node.role() == proto::SERVER   ? &server_ranks_
+                         : node.role() == proto::WORKER ? &worker_ranks_
+                                                        : nullptr;
+  if (!taken) {
+    Refuse(request, "role " + std::to_string(node.role()) + " cannot join a cluster");
+    return;
+  }
+  const std::string refusal = AdmissionRefusal(node, *taken);
+  if (!refusal.empty()) {
+    Refuse(request, refusal);
+    return;
+  }
+  // A node may ask for a rank (--rank); otherwise it gets the lowest free one.
+  const int rank = node.rank() >= 0 ? node.rank() : LowestFreeRank(*taken);
+  taken->insert(rank);
+  proto::WorkerCursor resume;
+  const bool takeover = node.role() == proto::WORKER && TakesOver(rank, &resume);
+  const Member member = NewMember(request, rank);
+  const int id = member.info.id();
+  try {
+    van_.Connect(id, node.address());
+  } catch (const Error& e) {
+    taken->erase(rank);
+    Refuse(request, e.what());
+    return;
+  }
+  members_[id] = member;
+  if (takeover) shares_.Fill(rank);
+  const bool rejoin = node.id() > 0;
+  LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
+            << " " << rank << " as node " << id << " at " << node.address();
+  AnswerRegistration(member, rejoin, takeover ? &resume : nullptr);
+  if (published_ || Complete()) PublishView();
+}
+
+std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node,
+                                        const std::set<int>& taken) const {
+  const int expected = node.role() == proto::SERVER ? options_.num_servers : options_.num_workers;
+  const std::string role = proto::Role_Name(node.role());
+  if (node.rank() >= 0 && node.rank() < expected && taken.count(node.rank())) {
+    // Perhaps held by a worker that has died but is not yet found silent: the
+    // node asks again.
+    return role + " rank " + std::to_string(node.rank()) + " is taken";
+  }
+  if (static_cast<int>(taken.size()) >= expected) {
+    return "the cluster already has its " + std::to_string(expected) + " " + role + "(s)";
+  }
+  // A node of an earlier run of this scheduler keeps its id (servers key
+  // their dedupe windows and clocks by it) and its rank.
+  if (node.id() > 0 && (members_.count(node.id()) || removed_ids_.count(node.id()))) {
+    return "node id " + std::to_string(node.id()) + " is in use or left the cluster";
+  }
+  if (node.rank() >= expected) {
+    return role + " rank " + std::to_string(node.rank()) + " is outside 0.." +
+           std::to_string(expected - 1);
+  }
+  return "";
+}
+
+bool Scheduler::TakesOver(int rank, proto::WorkerCursor* resume) const {
+  // A worker taking over the rank of one that left resumes where its last
+  // progress report left off.
+  const OrphanedShares::Vacancy* vacancy = shares_.FindVacancy(rank);
+  if (!vacancy) return false;
+  *resume = vacancy->cursor;
+  resume->set_rank(rank);
+  LOG(INFO) << "worker " << rank << " is replaced after " << MonotonicSeconds() - vacancy->since
+            << " s; it resumes at epoch " << resume->epoch() << " after " << resume->batches()
+            << " minibatch(es)"
+            << (resume->epoch_done() ? " (its share of that epoch is done)" : "");
+  return true;
+}
+
+Member Scheduler::NewMember(const Message& request, int rank) {
+  const proto::NodeInfo& node = request.meta.node();
+  const bool rejoin = node.id() > 0;
+  Member member;
+  member.info.set_role(node.role());
+  member.info.set_id(rejoin ? node.id() : next_id_++);
+  if (rejoin) {
+    next_id_ = std::max(next_id_, node.id() + 1);
+    // The next view must be newer than the one the nodes have.
+    view_.set_epoch(std::max<uint64_t>(view_.epoch(), request.meta.epoch()));
+    // Its key ranges too: backups may have been promoted since the start.
+    try {
+      chains_.Adopt(request.meta.known_view());
+    } catch (const Error& e) {
+      LOG(WARNING) << "ignored the key ranges node " << node.id() << " knows: " << e.what();
+    }
+  }
+  member.info.set_rank(rank);
+  member.info.set_address(node.address());
+  member.last_heartbeat = MonotonicSeconds();
+  return member;
+}
+
+void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
+                                   const proto::WorkerCursor* resume) {
+  const int rank = member.info.rank();
+  Message reply = ControlMessage(proto::REGISTER);
+  *reply.meta.mutable_node() = member.info;
+  if (resume) *reply.meta.mutable_cursor() = *resume;
+  // A server taking a departed one's rank. A scheduler started again knows
+  // the chains (from the nodes' views) but not who left before it started:
+  // once the job has chains, a server that registers anew replaces one too.
+  const bool server_returns = member.info.role() == proto::SERVER && !rejoin &&
+                              (server_vacant_.count(rank) > 0 || chains_.started());
+  membership_.Record("join", member.info,
+                     std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
+                         ", \"replaces\": " + (resume || server_returns ? "true" : "false"));
+  if (server_returns) ReplaceServer(rank, &reply);
+  SendTo(member.info.id(), reply);
+}
+
+void Scheduler::ReplaceServer(int rank, Message* reply) {
+  auto vacant = server_vacant_.find(rank);
+  std::string what = "server " + std::to_string(rank) + " is replaced";
+  if (vacant != server_vacant_.end()) {
+    what += " after " + std::to_string(MonotonicSeconds() - vacant->second) + " s";
+    server_vacant_.erase(vacant);
+  } else {
+    what += " (it left before this scheduler started)";
+  }
+  reply->meta.set_replaces(true);
+  // Ranges the rank holds alone come from the latest checkpoint, and it is
+  // their primary again; every other range it started in takes it back at the
+  // end of its chain once its primary is live (the promoted primaries stay).
+  const std::string alone = JoinRanges(chains_.HeldAlone(rank));
+  RangeChains::Additions added = chains_.Repair(server_ranks_);
+  std::string copied;
+  for (const auto& [range, predecessor] : added[rank]) {
+    copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
+              std::to_string(predecessor) + ")";
+  }
+  const std::string waiting = JoinRanges(chains_.Missing(rank));
+  if (!copied.empty()) what += "; it copies key range(s) " + copied + " from live replicas";
+  if (!waiting.empty()) {
+    what += "; key range(s) " + waiting + " wait for their primary's replacement first";
+  }
+  if (alone.empty()) {
+    LOG(INFO) << what << (waiting.empty() ? "; nothing was lost" : "");
+    return;
+  }
+  std::string uri;
+  const std::string latest = checkpoints_->LatestCommitted(&uri);
+  if (!latest.empty()) {
+    reply->meta.set_checkpoint_uri(uri);
+    reply->meta.set_checkpoint(latest);
+    LOG(WARNING) << what << "; it restores key range(s) " << alone << " from checkpoint " << latest
+                 << ": updates to them since that checkpoint are lost";
+  } else {
+    LOG(WARNING) << what << "; no checkpoint to restore key range(s) " << alone
+                 << " from (--checkpoint_uri): they start over from their initial values";
+  }
+}
+
+}  // namespace keel
