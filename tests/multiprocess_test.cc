@@ -176,16 +176,13 @@ void AddFaultTotals(const std::string& output, FaultTotals* totals) {
 // Runs the exact-sum job; every role must succeed (the workers check the sums).
 FaultTotals RunExactSums(const ExactSumFaults& faults) {
   FaultTotals totals;
+  const testing::TempFolder folder("exact");
   Processes processes;
-  char folder[] = "/tmp/keel-exact-XXXXXX";
-  EXPECT_NE(mkdtemp(folder), nullptr);
-  const std::string port_file = std::string(folder) + "/port";
+  const std::string port_file = folder.path() + "/port";
   const pid_t scheduler = processes.Start(
       {KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + port_file,
        "--num_servers=" + std::to_string(kServers), "--num_workers=" + std::to_string(kWorkers)});
   const std::string port = WaitForPortFile(port_file, 10);
-  unlink(port_file.c_str());
-  rmdir(folder);
   EXPECT_FALSE(port.empty()) << processes.Output(scheduler);
   if (port.empty()) return totals;
   const std::string address = "127.0.0.1:" + port;
@@ -302,13 +299,9 @@ enum class ServerFault { kKillAndRestart, kPauseAndContinue };
 
 FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fault) {
   FaultTotals totals;
+  const testing::TempFolder temp_folder("replicated");
+  const std::string folder = temp_folder.path();
   Processes processes;
-  char made[] = "/tmp/keel-replicated-XXXXXX";
-  if (mkdtemp(made) == nullptr) {
-    ADD_FAILURE() << "no temporary folder";
-    return totals;
-  }
-  const std::string folder = made;
   const pid_t scheduler = processes.Start({KeelBinary(), "scheduler", "--bind=127.0.0.1",
                                            "--port_file=" + folder + "/port", "--num_servers=2",
                                            "--num_workers=" + std::to_string(kWorkers),
