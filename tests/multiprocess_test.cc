@@ -142,17 +142,6 @@ int RunExactSumWorker(const std::string& scheduler, const ExactSumFaults& faults
   return wrong == 0 ? 0 : 1;
 }
 
-std::string WaitForPortFile(const std::string& path, double timeout_s) {
-  std::string port;
-  testing::WaitFor(
-      [&] {
-        std::ifstream in(path);
-        return static_cast<bool>(in >> port);
-      },
-      timeout_s);
-  return port;
-}
-
 // What the nodes of a run said they did.
 struct FaultTotals {
   uint64_t dropped = 0, delayed = 0, resent = 0, repeated = 0;
@@ -182,7 +171,7 @@ FaultTotals RunExactSums(const ExactSumFaults& faults) {
   const pid_t scheduler = processes.Start(
       {KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + port_file,
        "--num_servers=" + std::to_string(kServers), "--num_workers=" + std::to_string(kWorkers)});
-  const std::string port = WaitForPortFile(port_file, 10);
+  const std::string port = testing::WaitForPortFile(port_file, 10);
   EXPECT_FALSE(port.empty()) << processes.Output(scheduler);
   if (port.empty()) return totals;
   const std::string address = "127.0.0.1:" + port;
@@ -262,6 +251,8 @@ int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faul
       client.Wait(in_flight.front(), 60);
       in_flight.pop_front();
     }
+    // Deliberate pacing: the pushes spread over the run, so that the faults
+    // (drops, delays, a server's restart) land while traffic flows.
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (auto handle : in_flight) client.Wait(handle, 60);
@@ -306,7 +297,7 @@ FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fau
                                            "--port_file=" + folder + "/port", "--num_servers=2",
                                            "--num_workers=" + std::to_string(kWorkers),
                                            "--replication=1", "--heartbeat_timeout=1"});
-  const std::string port = WaitForPortFile(folder + "/port", 10);
+  const std::string port = testing::WaitForPortFile(folder + "/port", 10);
   EXPECT_FALSE(port.empty()) << processes.Output(scheduler);
   if (port.empty()) return totals;
   const std::string address = "127.0.0.1:" + port;

@@ -70,7 +70,7 @@ pid_t Processes::Start(const std::vector<std::string>& argv) {
     execv(args[0], args.data());
     _exit(127);
   }
-  processes_.push_back({pid, log, false, 0, MonotonicSeconds()});
+  processes_.push_back({pid, log, false, 0});
   return pid;
 }
 
@@ -91,7 +91,7 @@ pid_t Processes::Fork(const std::function<int()>& body) {
     std::cerr.flush();
     _exit(code);
   }
-  processes_.push_back({pid, log, false, 0, MonotonicSeconds()});
+  processes_.push_back({pid, log, false, 0});
   return pid;
 }
 
@@ -112,7 +112,6 @@ Exit Processes::Wait(pid_t pid, double timeout_s) {
     waitpid(pid, &process->status, 0);
     process->reaped = true;
   }
-  exit.seconds = MonotonicSeconds() - process->started;
   exit.code = ExitCodeOf(process->status);
   exit.output = ReadFileOrEmpty(process->log);
   return exit;
@@ -190,6 +189,17 @@ bool WaitFor(const std::function<bool()>& condition, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return condition();
+}
+
+std::string WaitForPortFile(const std::string& path, double timeout_s) {
+  std::string port;
+  WaitFor(
+      [&] {
+        std::ifstream in(path);
+        return static_cast<bool>(in >> port);
+      },
+      timeout_s);
+  return port;
 }
 
 std::string ErrorOf(const std::function<void()>& body) {

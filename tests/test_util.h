@@ -44,8 +44,7 @@ class TempFolder {
 struct Exit {
   bool finished = false;  // false: still running at the deadline (then killed)
   int code = -1;          // exit status, or 128 + signal
-  double seconds = 0;
-  std::string output;  // stdout and stderr together
+  std::string output;     // stdout and stderr together
 };
 
 // The processes a test starts. Not thread-safe.
@@ -74,7 +73,6 @@ class Processes {
     std::string log;
     bool reaped = false;
     int status = 0;  // waitpid's, once reaped
-    double started = 0;
   };
   Process* Find(pid_t pid);
   TempFolder folder_;  // the captured output
@@ -110,6 +108,10 @@ int UnusedPort();
 // Waits up to `timeout_s` for `condition`, checking every 10 ms. The timeout
 // only bounds a hang: pass one far above what the condition needs.
 bool WaitFor(const std::function<bool()>& condition, double timeout_s);
+
+// Waits up to `timeout_s` for the port a scheduler writes to its --port_file
+// `path`; returns it, or "" if none came.
+std::string WaitForPortFile(const std::string& path, double timeout_s);
 
 // The message of the keel::Error `body` throws, or "no error".
 std::string ErrorOf(const std::function<void()>& body);

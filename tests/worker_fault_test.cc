@@ -21,7 +21,6 @@ using testing::Contains;
 using testing::ExamplesPerEpoch;
 using testing::KeelBinary;
 using testing::MetricOf;
-using testing::ReadFileOrEmpty;
 
 double ValidationLoss(const std::string& model_dir) {
   return MetricOf(model_dir + "/metrics.json", "validation:objective_loss");
@@ -71,8 +70,9 @@ class WorkerFaults : public testing::TempFolderTest {
         "--worker_replace_timeout=" + std::to_string(replace_timeout)};
     scheduler.insert(scheduler.end(), scheduler_flags.begin(), scheduler_flags.end());
     scheduler_ = processes_.Start(scheduler);
-    ASSERT_TRUE(testing::WaitFor([&] { return !ReadFileOrEmpty(port_file).empty(); }, 30));
-    address_ = "127.0.0.1:" + std::to_string(std::stoi(ReadFileOrEmpty(port_file)));
+    const std::string port = testing::WaitForPortFile(port_file, 30);
+    ASSERT_FALSE(port.empty()) << processes_.Output(scheduler_);
+    address_ = "127.0.0.1:" + port;
     for (int rank = 0; rank < 2; ++rank) servers_[rank] = Role("server", rank, model);
     workers_[0] = Role("worker", 0, model);
     workers_[1] = Role("worker", 1, model);
@@ -117,6 +117,9 @@ TEST_F(WorkerFaults, WorkerKilledMidEpochAndRestartedTakesItsRankBackAndNoExampl
 
   StartCluster("faulty", /*replace_timeout=*/60);
   ASSERT_TRUE(InsideEpochTwo()) << processes_.Output(workers_[0]);
+  // Deliberate: worker 1 trains a moment into epoch 2 (a heartbeat, every
+  // 0.2 s, carries its progress to the scheduler) so that it dies mid-epoch.
+  // Nothing outside the processes marks a progress report to wait on.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   kill(workers_[1], SIGKILL);
   processes_.Wait(workers_[1], 10);
@@ -198,6 +201,8 @@ TEST_F(WorkerFaults, SchedulerKilledAndRestartedMidRunAndTheJobFinishes) {
   ASSERT_TRUE(InsideEpochTwo()) << processes_.Output(workers_[0]);
   kill(scheduler_, SIGKILL);
   processes_.Wait(scheduler_, 10);
+  // Deliberate: the scheduler stays down a while, as after a crash, and the
+  // nodes go on without it meanwhile.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   scheduler_ = RestartScheduler(60);
   const testing::Exit job = FinishJob();
