@@ -115,8 +115,9 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
   EXPECT_GT(metrics.at("validation:roc_auc_score"), 0.6);
   const std::string json = ReadFileOrEmpty(folder_ + "/model/model.json");
-  EXPECT_TRUE(Contains(json, "\"job\":\"factorization_machines\"")) << json;
-  EXPECT_TRUE(Contains(json, "\"num_factors\":4")) << json;
+  auto model = testing::ParseJsonObject(json);
+  EXPECT_EQ(model["job"], "factorization_machines") << json;
+  EXPECT_EQ(model["num_factors"], "4") << json;
 }
 
 TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
