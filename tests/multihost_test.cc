@@ -36,17 +36,17 @@ using testing::TempFolderTest;
 using testing::WaitFor;
 
 // Skips the test unless this process is root and every tool is installed.
-#define REQUIRE_ROOT_AND_TOOLS(...)                                                       \
-  do {                                                                                    \
-    if (geteuid() != 0) {                                                                 \
-      GTEST_SKIP() << "needs root (network namespaces, iptables, daemons): run as root, " \
-                      "as scripts/test.sh does in CI";                                    \
-    }                                                                                     \
-    for (const char* tool : {__VA_ARGS__}) {                                              \
-      if (SystemTool(tool).empty()) {                                                     \
-        GTEST_SKIP() << tool << " is not installed; scripts/setup.sh installs it";        \
-      }                                                                                   \
-    }                                                                                     \
+#define REQUIRE_ROOT_AND_TOOLS(...)                                                              \
+  do {                                                                                           \
+    if (geteuid() != 0) {                                                                        \
+      GTEST_SKIP() << "needs root (network namespaces, iptables, daemons): run scripts/test.sh " \
+                      "as root";                                                                 \
+    }                                                                                            \
+    for (const char* tool : {__VA_ARGS__}) {                                                     \
+      if (SystemTool(tool).empty()) {                                                            \
+        GTEST_SKIP() << tool << " is not installed; scripts/setup.sh installs it";               \
+      }                                                                                          \
+    }                                                                                            \
   } while (0)
 
 // A fresh folder that also marks this test's processes (it is in their flags).

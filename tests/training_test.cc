@@ -332,7 +332,10 @@ TEST_F(TrainingJob, FourThreadsTrainTheSameModelAsOne) {
 TEST_F(TrainingJob, ACudaDeviceWithoutAGpuFailsAtStartSayingWhy) {
 #ifdef KEEL_TESTS_CUDA_COMPILED
   std::string why;
-  if (CudaDeviceCount(&why) > 0) GTEST_SKIP() << "a GPU is present";
+  if (CudaDeviceCount(&why) > 0) {
+    GTEST_SKIP() << "a GPU is present: this is the refusal without one, which only a machine "
+                    "without a usable GPU shows";
+  }
   const std::string expected = "--device cuda:0: " + why;
 #else
   const std::string expected = "without the CUDA backend";
