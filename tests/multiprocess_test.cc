@@ -162,6 +162,16 @@ void AddFaultTotals(const std::string& output, FaultTotals* totals) {
   }
 }
 
+// Waits for the workers `pids` (each must succeed) and adds up their fault counts.
+void CollectWorkers(Processes* processes, const std::vector<pid_t>& pids, FaultTotals* totals) {
+  for (pid_t worker : pids) {
+    const auto exit = processes->Wait(worker, 120);
+    EXPECT_TRUE(exit.finished) << "worker timed out:\n" << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+    AddFaultTotals(exit.output, totals);
+  }
+}
+
 // Runs the exact-sum job; every role must succeed (the workers check the sums).
 FaultTotals RunExactSums(const ExactSumFaults& faults) {
   FaultTotals totals;
@@ -187,12 +197,7 @@ FaultTotals RunExactSums(const ExactSumFaults& faults) {
   for (int i = 0; i < kWorkers; ++i) {
     workers.push_back(processes.Fork([&] { return RunExactSumWorker(address, faults, i); }));
   }
-  for (pid_t worker : workers) {
-    const auto exit = processes.Wait(worker, 120);
-    EXPECT_TRUE(exit.finished) << "worker timed out:\n" << exit.output;
-    EXPECT_EQ(exit.code, 0) << exit.output;
-    AddFaultTotals(exit.output, &totals);
-  }
+  CollectWorkers(&processes, workers, &totals);
   for (pid_t server : servers) {
     const auto exit = processes.Wait(server, 20);
     EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
@@ -288,6 +293,45 @@ size_t Occurrences(const std::string& text, const std::string& part) {
 // itself.
 enum class ServerFault { kKillAndRestart, kPauseAndContinue };
 
+// A replicated server of rank `rank` joining the scheduler at `address`.
+std::vector<std::string> ReplicatedServerArgv(const std::string& address,
+                                              const ExactSumFaults& faults, int rank) {
+  std::vector<std::string> argv = {KeelBinary(),
+                                   "server",
+                                   "--scheduler=" + address,
+                                   "--bind=127.0.0.1",
+                                   "--rank=" + std::to_string(rank),
+                                   "--heartbeat_interval=0.2",
+                                   "--optimizer=sgd",
+                                   "--learning_rate=1"};
+  for (const std::string& flag : faults.ServerFlags()) argv.push_back(flag);
+  return argv;
+}
+
+// Waits until every worker has written folder/`name`-RANK.
+bool AllWorkersWrote(const std::string& folder, const std::string& name) {
+  return testing::WaitFor(
+      [&] {
+        for (int r = 0; r < kWorkers; ++r) {
+          if (!Exists(folder + "/" + name + "-" + std::to_string(r))) return false;
+        }
+        return true;
+      },
+      90);
+}
+
+// The membership log says server 1 left first and its range went to its
+// backup, server 0; then server 0 left, and server 1, holding replicas
+// again, took both ranges.
+void ExpectPromotionsInTurn(const std::string& membership) {
+  auto leaves = testing::EventsNamed(membership, "leave");
+  leaves.resize(2);  // (a missing one fails below)
+  EXPECT_EQ(leaves[0]["rank"], "1") << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(leaves[0]["promoted"], "\"primary\": 0")) << leaves[0]["promoted"];
+  EXPECT_EQ(leaves[1]["rank"], "0") << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(leaves[1]["promoted"], "\"primary\": 1")) << leaves[1]["promoted"];
+}
+
 FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fault) {
   FaultTotals totals;
   const testing::TempFolder temp_folder("replicated");
@@ -302,37 +346,15 @@ FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fau
   EXPECT_FALSE(port.empty()) << processes.Output(scheduler);
   if (port.empty()) return totals;
   const std::string address = "127.0.0.1:" + port;
-  auto server_argv = [&](int rank) {
-    std::vector<std::string> argv = {KeelBinary(),
-                                     "server",
-                                     "--scheduler=" + address,
-                                     "--bind=127.0.0.1",
-                                     "--rank=" + std::to_string(rank),
-                                     "--heartbeat_interval=0.2",
-                                     "--optimizer=sgd",
-                                     "--learning_rate=1"};
-    for (const std::string& flag : faults.ServerFlags()) argv.push_back(flag);
-    return argv;
-  };
-  const pid_t server0 = processes.Start(server_argv(0));
-  const pid_t server1 = processes.Start(server_argv(1));
+  const pid_t server0 = processes.Start(ReplicatedServerArgv(address, faults, 0));
+  const pid_t server1 = processes.Start(ReplicatedServerArgv(address, faults, 1));
   std::vector<pid_t> workers;
   for (int i = 0; i < kWorkers; ++i) {
     workers.push_back(
         processes.Fork([&] { return RunReplicatedWorker(address, faults, i, folder); }));
   }
-  auto all_workers_wrote = [&](const std::string& name) {
-    return testing::WaitFor(
-        [&] {
-          for (int r = 0; r < kWorkers; ++r) {
-            if (!Exists(folder + "/" + name + "-" + std::to_string(r))) return false;
-          }
-          return true;
-        },
-        90);
-  };
   // A third of the pushes done, and more on their way: server 1 dies.
-  EXPECT_TRUE(all_workers_wrote("third"));
+  EXPECT_TRUE(AllWorkersWrote(folder, "third"));
   const bool pause = fault == ServerFault::kPauseAndContinue;
   kill(server1, pause ? SIGSTOP : SIGKILL);
   EXPECT_TRUE(
@@ -340,37 +362,24 @@ FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fau
       << processes.Output(scheduler);
   // A paused server learns it left at its next heartbeat, and starts over.
   if (pause) kill(server1, SIGCONT);
-  const pid_t restarted = pause ? server1 : processes.Start(server_argv(1));
+  const pid_t restarted =
+      pause ? server1 : processes.Start(ReplicatedServerArgv(address, faults, 1));
   Touch(folder + "/restarted");
   // It copies both ranges from server 0 while the pushes go on.
-  EXPECT_TRUE(all_workers_wrote("done"));
+  EXPECT_TRUE(AllWorkersWrote(folder, "done"));
   EXPECT_TRUE(testing::WaitFor(
       [&] { return Occurrences(processes.Output(restarted), "holds a replica of it again") == 2; },
       30))
       << processes.Output(restarted);
   kill(server0, SIGKILL);
   Touch(folder + "/go");
-  for (pid_t worker : workers) {
-    const auto exit = processes.Wait(worker, 120);
-    EXPECT_TRUE(exit.finished) << "worker timed out:\n" << exit.output;
-    EXPECT_EQ(exit.code, 0) << exit.output;
-    AddFaultTotals(exit.output, &totals);
-  }
+  CollectWorkers(&processes, workers, &totals);
   const auto last = processes.Wait(restarted, 20);
   EXPECT_TRUE(last.finished && last.code == 0) << last.output;
   AddFaultTotals(last.output, &totals);
   const auto exit = processes.Wait(scheduler, 20);
   EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  // Server 1 left first, its range went to its backup, server 0; then server
-  // 0 left, and server 1, holding replicas again, took both ranges.
-  auto leaves = testing::EventsNamed(membership, "leave");
-  leaves.resize(2);  // (a missing one fails below)
-  EXPECT_EQ(leaves[0]["rank"], "1") << testing::ReadFileOrEmpty(membership);
-  EXPECT_TRUE(Contains(leaves[0]["promoted"], "\"primary\": 0")) << leaves[0]["promoted"];
-  EXPECT_EQ(leaves[1]["rank"], "0") << testing::ReadFileOrEmpty(membership);
-  EXPECT_TRUE(Contains(leaves[1]["promoted"], "\"primary\": 1")) << leaves[1]["promoted"];
-  processes.Wait(server0, 5);
-  if (!pause) processes.Wait(server1, 5);
+  ExpectPromotionsInTurn(membership);
   return totals;
 }
 
