@@ -23,8 +23,11 @@ inline std::string KeelBinary() { return KEEL_BINARY; }
 // The root of the source tree (for files the tests read: deploy/, tests/).
 inline std::string SourceDir() { return KEEL_SOURCE_DIR; }
 
+// ---------------------------------------------------------------------------
+// Temporary folders (the fixture, TempFolderTest, is under Files below)
+
 // A fresh folder /tmp/keel-`purpose`-XXXXXX, removed with everything in it
-// when this object ends.
+// when this object ends. Throws keel::Error if it cannot be made.
 class TempFolder {
  public:
   explicit TempFolder(const std::string& purpose = "test");

@@ -338,7 +338,7 @@ TEST_F(TrainingJob, ACudaDeviceWithoutAGpuFailsAtStartSayingWhy) {
   }
   const std::string expected = "--device cuda:0: " + why;
 #else
-  const std::string expected = "without the CUDA backend";
+  const std::string expected = "--device cuda:0: this keel was built without the CUDA backend";
 #endif
   Generate("linear", 500, 1);
   const auto exit = Train({"--job=linear_learner", "--epochs=1", "--device=cuda:0"}, 1, 60);
