@@ -86,12 +86,6 @@ TEST_F(FaultLaunch, AJobStoppedAndLosingMessagesFinishesAndLogsItsFaultsInOrder)
   EXPECT_EQ(events.back().at("code"), "0") << text;
 }
 
-// Lines (examples) in every file of `folder`.
-long CountLines(const std::string& folder) {
-  const auto listing = testing::Run({"/bin/sh", "-c", "cat " + folder + "/* | wc -l"}, 30);
-  return listing.finished && listing.code == 0 ? std::stol(listing.output) : -1;
-}
-
 TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule) {
   const auto data =
       testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
@@ -132,7 +126,7 @@ TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule
   // The view does not say when the copy is done; the server's log does.
   EXPECT_TRUE(Contains(exit.output, "this server holds a replica of it again")) << exit.output;
   // Every epoch read every example.
-  const long examples = CountLines(folder_ + "/train");
+  const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
   EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(4, examples)) << exit.output;
 }
 

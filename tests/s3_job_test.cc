@@ -17,10 +17,6 @@
 namespace keel::testing {
 namespace {
 
-size_t CountLines(const std::string& text) {
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
 class S3JobTest : public TempFolderTest {
  protected:
   void SetUp() override {

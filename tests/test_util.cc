@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -355,6 +356,18 @@ double MetricOf(const std::string& path, const std::string& name) {
   const auto metrics = ReadMetrics(path);
   const auto found = metrics.find(name);
   return found == metrics.end() ? std::nan("") : found->second;
+}
+
+size_t CountLines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+size_t CountLinesInFolder(const std::string& folder) {
+  size_t lines = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    lines += CountLines(ReadFileOrEmpty(entry.path()));
+  }
+  return lines;
 }
 
 std::vector<long> ExamplesPerEpoch(const std::string& output) {

@@ -173,6 +173,13 @@ std::map<std::string, double> ReadMetrics(const std::string& path);
 // missing (so that it equals nothing).
 double MetricOf(const std::string& path, const std::string& name);
 
+// The lines of `text` (its newlines): the examples of a data file, the rows
+// of a predictions file, the entries of a JSON-lines file.
+size_t CountLines(const std::string& text);
+
+// CountLines over every file in `folder` (what all of a channel holds).
+size_t CountLinesInFolder(const std::string& folder);
+
 // The example counts of every "epoch N: X examples across" line the leading
 // worker prints: what all workers read in each epoch.
 std::vector<long> ExamplesPerEpoch(const std::string& output);

@@ -26,14 +26,6 @@ using testing::ExamplesPerEpoch;
 using testing::ReadFileOrEmpty;
 using testing::ReadMetrics;
 
-size_t CountLines(const std::string& path) {
-  std::ifstream in(path);
-  size_t lines = 0;
-  std::string line;
-  while (std::getline(in, line)) lines += !line.empty();
-  return lines;
-}
-
 class TrainingJob : public testing::TempFolderTest {
  public:
   TrainingJob() : TempFolderTest("train") {}
@@ -98,7 +90,7 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
                                      "--data=" + folder_ + "/test", "--out=" + predictions},
                                     60);
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
-  EXPECT_EQ(CountLines(predictions), 4000u);
+  EXPECT_EQ(testing::CountLines(ReadFileOrEmpty(predictions)), 4000u);
   // The artifact holds the same weights the job scored the test channel with.
   std::smatch auc;
   ASSERT_TRUE(std::regex_search(predict.output, auc, std::regex("roc_auc_score ([0-9.]+)")))
