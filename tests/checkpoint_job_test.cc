@@ -17,29 +17,20 @@ namespace keel {
 namespace {
 
 using testing::Contains;
-using testing::ReadFile;
 using testing::KeelBinary;
+using testing::MetricOf;
+using testing::ReadFileOrEmpty;
 
-double MetricOf(const std::string& metrics_path, const std::string& name) {
-  const std::string text = ReadFile(metrics_path);
-  std::smatch match;
-  if (!std::regex_search(text, match, std::regex("\"" + name + "\": ([-0-9.eE+]+)"))) return -1;
-  return std::stod(match[1]);
-}
-
-class CheckpointJob : public ::testing::Test {
+class CheckpointJob : public testing::TempFolderTest {
  public:
+  CheckpointJob() : TempFolderTest("ckpt") {}
   void SetUp() override {
-    char folder[] = "/tmp/keel-ckpt-XXXXXX";
-    ASSERT_NE(mkdtemp(folder), nullptr);
-    dir_ = folder;
-    const auto exit = testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000",
-                                    "--features=2000", "--nnz=10", "--seed=11",
-                                    "--out=" + dir_ + "/data"},
-                                   60);
+    const auto exit =
+        testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000", "--features=2000",
+                      "--nnz=10", "--seed=11", "--out=" + folder_ + "/data"},
+                     60);
     ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   }
-  void TearDown() override { testing::Run({"/bin/rm", "-rf", dir_}, 30); }
 
   // A linear learner with synchronous consistency (staleness 0), so that a
   // single worker's run is deterministic.
@@ -49,15 +40,15 @@ class CheckpointJob : public ::testing::Test {
             "--servers=" + std::to_string(servers),
             "--workers=" + std::to_string(workers),
             "--job=linear_learner",
-            "--train=" + dir_ + "/data/train",
-            "--validation=" + dir_ + "/data/validation",
+            "--train=" + folder_ + "/data/train",
+            "--validation=" + folder_ + "/data/validation",
             "--epochs=5",
             "--mini_batch_size=50",
             "--optimizer=adam",
             "--learning_rate=0.02",
             "--early_stopping_patience=100",
             "--staleness=0",
-            "--model_dir=" + dir_ + "/" + model,
+            "--model_dir=" + folder_ + "/" + model,
             "--minloglevel=1"};
   }
   static std::vector<std::string> With(std::vector<std::string> argv,
@@ -66,12 +57,12 @@ class CheckpointJob : public ::testing::Test {
     return argv;
   }
   testing::Exit Run(const std::vector<std::string>& argv) { return testing::Run(argv, 180); }
-  std::string Store(const std::string& name) const { return "file://" + dir_ + "/" + name; }
+  std::string Store(const std::string& name) const { return "file://" + folder_ + "/" + name; }
   std::string Weights(const std::string& model) const {
-    return ReadFile(dir_ + "/" + model + "/weights.bin");
+    return ReadFileOrEmpty(folder_ + "/" + model + "/weights.bin");
   }
   double Loss(const std::string& model) const {
-    return MetricOf(dir_ + "/" + model + "/metrics.json", "validation:objective_loss");
+    return MetricOf(folder_ + "/" + model + "/metrics.json", "validation:objective_loss");
   }
 
   // Starts `argv`, waits until checkpoint store `name` has a committed
@@ -94,16 +85,14 @@ class CheckpointJob : public ::testing::Test {
         },
         120);
     // Every process of the job names the job's folder on its command line.
-    for (pid_t pid : testing::ProcessesMentioning(dir_ + "/")) kill(pid, SIGKILL);
+    for (pid_t pid : testing::ProcessesMentioning(folder_ + "/")) kill(pid, SIGKILL);
     const testing::Exit exit = processes.Wait(launcher, 10);
     EXPECT_TRUE(reached) << "no mid-epoch checkpoint within 120 s:\n" << exit.output;
     EXPECT_EQ(exit.code, 128 + SIGKILL) << "the job ended before it was killed:\n" << exit.output;
-    EXPECT_TRUE(testing::WaitFor([&] { return testing::ProcessesMentioning(dir_ + "/").empty(); },
-                                 10));
+    EXPECT_TRUE(
+        testing::WaitFor([&] { return testing::ProcessesMentioning(folder_ + "/").empty(); }, 10));
     return latest;
   }
-
-  std::string dir_;
 };
 
 TEST_F(CheckpointJob, KilledJobResumesToTheUninterruptedRunsWeightsBitForBitWithOneWorker) {
@@ -113,8 +102,9 @@ TEST_F(CheckpointJob, KilledJobResumesToTheUninterruptedRunsWeightsBitForBitWith
   const std::string at = KillAfterAMidEpochCheckpoint(
       With(Job(2, 1, "killed"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=40"}),
       "ckpt");
-  const auto resumed = Run(With(Job(2, 1, "resumed"), {"--checkpoint_uri=" + Store("ckpt"),
-                                                       "--checkpoint_every=40", "--resume=latest"}));
+  const auto resumed =
+      Run(With(Job(2, 1, "resumed"),
+               {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=40", "--resume=latest"}));
   ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
   ASSERT_FALSE(Weights("whole").empty());
   EXPECT_TRUE(Weights("resumed") == Weights("whole"))
@@ -131,16 +121,17 @@ TEST_F(CheckpointJob, KilledJobWithTwoWorkersResumesWithinOnePercentOfTheUninter
   KillAfterAMidEpochCheckpoint(
       With(Job(2, 2, "killed"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=20"}),
       "ckpt");
-  const auto resumed = Run(With(Job(2, 2, "resumed"), {"--checkpoint_uri=" + Store("ckpt"),
-                                                       "--checkpoint_every=20", "--resume=latest"}));
+  const auto resumed =
+      Run(With(Job(2, 2, "resumed"),
+               {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=20", "--resume=latest"}));
   ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
   ASSERT_GT(Loss("whole"), 0);
   EXPECT_NEAR(Loss("resumed"), Loss("whole"), 0.01 * Loss("whole"));
 }
 
 TEST_F(CheckpointJob, ResumesOnFewerAndOnMoreServersThanWroteTheCheckpoint) {
-  const auto written = Run(With(Job(3, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"),
-                                                     "--checkpoint_every=150"}));
+  const auto written = Run(
+      With(Job(3, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=150"}));
   ASSERT_TRUE(written.finished && written.code == 0) << written.output;
   const std::string middle = Store("ckpt") + "/" + CheckpointId(3, 150);
   for (int servers : {2, 4}) {
@@ -153,8 +144,8 @@ TEST_F(CheckpointJob, ResumesOnFewerAndOnMoreServersThanWroteTheCheckpoint) {
 }
 
 TEST_F(CheckpointJob, CorruptedCheckpointIsRefusedNamingTheFileAndThePreviousGoodOne) {
-  const auto written = Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"),
-                                                     "--checkpoint_every=0"}));
+  const auto written =
+      Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=0"}));
   ASSERT_TRUE(written.finished && written.code == 0) << written.output;
   CheckpointStore store(Store("ckpt"));
   const std::string latest = store.Latest();
@@ -162,13 +153,13 @@ TEST_F(CheckpointJob, CorruptedCheckpointIsRefusedNamingTheFileAndThePreviousGoo
   ASSERT_GE(all.size(), 3u);
   const std::string previous = all[all.size() - 2];
   {
-    const std::string path = dir_ + "/ckpt/" + latest + "/server-1.snap";
-    std::string bytes = ReadFile(path);
+    const std::string path = folder_ + "/ckpt/" + latest + "/server-1.snap";
+    std::string bytes = ReadFileOrEmpty(path);
     bytes[bytes.size() / 2] ^= 0x40;
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   }
-  const auto refused = Run(With(Job(2, 1, "resumed"), {"--checkpoint_uri=" + Store("ckpt"),
-                                                       "--resume=latest"}));
+  const auto refused =
+      Run(With(Job(2, 1, "resumed"), {"--checkpoint_uri=" + Store("ckpt"), "--resume=latest"}));
   EXPECT_TRUE(refused.finished);
   EXPECT_NE(refused.code, 0);
   EXPECT_TRUE(Contains(refused.output, latest + "/server-1.snap: checksum check failed"))
@@ -184,17 +175,17 @@ TEST_F(CheckpointJob, CorruptedCheckpointIsRefusedNamingTheFileAndThePreviousGoo
   EXPECT_EQ(good.code, 0) << good.output;
 
   // A checkpoint without its manifest does not exist.
-  std::remove((dir_ + "/ckpt/" + previous + "/manifest.json").c_str());
-  const auto missing = Run(With(Job(2, 1, "resumed"),
-                                {"--resume=" + Store("ckpt") + "/" + previous}));
+  std::remove((folder_ + "/ckpt/" + previous + "/manifest.json").c_str());
+  const auto missing =
+      Run(With(Job(2, 1, "resumed"), {"--resume=" + Store("ckpt") + "/" + previous}));
   EXPECT_NE(missing.code, 0);
   EXPECT_TRUE(Contains(missing.output, "has no manifest.json")) << missing.output;
 }
 
 TEST_F(CheckpointJob, KeepCheckpointsLeavesTheNewestAndLsMarksLatest) {
-  const auto written = Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"),
-                                                     "--checkpoint_every=100",
-                                                     "--keep_checkpoints=2"}));
+  const auto written =
+      Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=100",
+                                    "--keep_checkpoints=2"}));
   ASSERT_TRUE(written.finished && written.code == 0) << written.output;
   CheckpointStore store(Store("ckpt"));
   const std::vector<std::string> kept = store.Committed();
@@ -209,8 +200,8 @@ TEST_F(CheckpointJob, KeepCheckpointsLeavesTheNewestAndLsMarksLatest) {
 }
 
 TEST_F(CheckpointJob, CheckpointInsideAnEpochResumesOnlyWithTheWorkersThatWroteIt) {
-  const auto written = Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"),
-                                                     "--checkpoint_every=150"}));
+  const auto written = Run(
+      With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=150"}));
   ASSERT_TRUE(written.finished && written.code == 0) << written.output;
   const auto refused =
       Run(With(Job(2, 2, "resumed"), {"--resume=" + Store("ckpt") + "/" + CheckpointId(2, 150)}));

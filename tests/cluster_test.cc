@@ -190,7 +190,9 @@ TEST_F(InProcessCluster, BarrierReleasesEveryoneOnceAllArrive) {
       ++released;
     });
   }
-  // Nobody is released before the worker arrives.
+  // Nobody is released before the worker arrives. A deliberate window, the
+  // point of the test: no event marks "still held", so the servers are given
+  // 200 ms in which a wrong release would show.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(released.load(), 0);
   worker_node_->Barrier(kAllGroup, 10);

@@ -27,7 +27,8 @@ class CudaBackend : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    if (CudaDeviceCount(&why) == 0) GTEST_SKIP() << "no GPU is present (" << why << ")";
+    if (CudaDeviceCount(&why) == 0)
+      GTEST_SKIP() << "no usable GPU (" << why << "): run on a machine with a CUDA GPU";
   }
 };
 
@@ -214,7 +215,10 @@ TEST_F(CudaBackend, ADeviceNumberBeyondTheDevicesIsRefused) {
 // and says why.
 TEST(CudaDevice, WithoutAGpuTheCudaBackendIsRefusedWithTheReason) {
   std::string why;
-  if (CudaDeviceCount(&why) > 0) GTEST_SKIP() << "a GPU is present";
+  if (CudaDeviceCount(&why) > 0) {
+    GTEST_SKIP() << "a GPU is present: this is the refusal without one, which only a machine "
+                    "without a usable GPU shows (the GPU tests above run here instead)";
+  }
   EXPECT_FALSE(why.empty());
   try {
     MakeComputeBackend("cuda:0", 1, Hyperparameters());

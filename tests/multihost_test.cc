@@ -1,10 +1,9 @@
 // A job across machines, proven on this one: hosts as network namespaces, the
 // ssh launcher against a real sshd, the Slurm batch script against a real
-// Slurm (munged, slurmctld and two slurmd), and the Kubernetes manifests run
-// through `keel --check_flags`. Each test starts and stops what it uses; every
-// process is tracked by PID and killed at the end, every wait is bounded.
-// Needs root (namespaces, iptables, daemons); scripts/setup.sh installs the
-// tools.
+// Slurm (munged, slurmctld and two slurmd). (The Kubernetes manifests, which
+// need no root, are checked in kubernetes_manifests_test.cc.) Each test starts and stops what it
+// uses; every process is tracked by PID and killed at the end, every wait is bounded. Needs root
+// (namespaces, iptables, daemons); scripts/setup.sh installs the tools.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -29,46 +27,33 @@ using testing::Exit;
 using testing::KeelBinary;
 using testing::Processes;
 using testing::ProcessesMentioning;
-using testing::ReadFile;
+using testing::ReadFileOrEmpty;
+using testing::ReadMetrics;
+using testing::Shell;
+using testing::SystemTool;
+using testing::TempFolderTest;
 using testing::WaitFor;
 
-void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-// The absolute path of a system tool, or "" if it is not installed.
-std::string Tool(const std::string& name) {
-  for (const char* folder : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"}) {
-    const std::string path = folder + name;
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  return "";
-}
-
-// Runs `command` with /bin/sh, bounded.
-Exit Shell(const std::string& command, double timeout_s = 30) {
-  return testing::Run({"/bin/sh", "-c", command}, timeout_s);
-}
-
 // Skips the test unless this process is root and every tool is installed.
-#define REQUIRE_ROOT_AND_TOOLS(...)                                                           \
-  do {                                                                                        \
-    if (geteuid() != 0) GTEST_SKIP() << "needs root";                                         \
-    for (const char* tool : {__VA_ARGS__}) {                                                  \
-      if (Tool(tool).empty()) GTEST_SKIP() << tool << " is not installed (scripts/setup.sh)"; \
-    }                                                                                         \
+#define REQUIRE_ROOT_AND_TOOLS(...)                                                              \
+  do {                                                                                           \
+    if (geteuid() != 0) {                                                                        \
+      GTEST_SKIP() << "needs root (network namespaces, iptables, daemons): run scripts/test.sh " \
+                      "as root";                                                                 \
+    }                                                                                            \
+    for (const char* tool : {__VA_ARGS__}) {                                                     \
+      if (SystemTool(tool).empty()) {                                                            \
+        GTEST_SKIP() << tool << " is not installed; scripts/setup.sh installs it";               \
+      }                                                                                          \
+    }                                                                                            \
   } while (0)
 
 // A fresh folder that also marks this test's processes (it is in their flags).
-class MultiHostTest : public ::testing::Test {
+class MultiHostTest : public TempFolderTest {
  protected:
-  MultiHostTest() {
-    char pattern[] = "/tmp/keel-multihost-XXXXXX";
-    if (!mkdtemp(pattern)) std::abort();
-    folder_ = pattern;
-    chmod(folder_.c_str(), 0755);
-  }
+  MultiHostTest() : TempFolderTest("multihost") { chmod(folder_.c_str(), 0755); }
   ~MultiHostTest() override {
     for (pid_t pid : ProcessesMentioning(folder_)) kill(pid, SIGKILL);
-    std::filesystem::remove_all(folder_);
   }
 
   // Synthetic linear data in folder/data.
@@ -85,8 +70,6 @@ class MultiHostTest : public ::testing::Test {
             "--train=" + folder_ + "/data/train", "--validation=" + folder_ + "/data/validation",
             "--model_dir=" + folder_ + "/model"};
   }
-
-  std::string folder_;
 };
 
 // ---------------------------------------------------------------------------
@@ -97,7 +80,7 @@ class NamespaceHosts : public MultiHostTest {
  protected:
   void SetUp() override {
     REQUIRE_ROOT_AND_TOOLS("ip", "iptables");
-    ip_ = Tool("ip");
+    ip_ = SystemTool("ip");
     std::random_device random;
     prefix_ = "keel" + std::to_string(getpid() % 100000) + "-" + std::to_string(random() % 10000);
     const std::string bridge = prefix_ + "-sw";
@@ -129,6 +112,16 @@ class NamespaceHosts : public MultiHostTest {
   }
 
   std::string Host(int host) const { return prefix_ + "-h" + std::to_string(host); }
+  // The scheduler's --membership_log.
+  std::string MembershipLog() const { return folder_ + "/membership.jsonl"; }
+  // How many nodes registered from an address on host `address`.
+  int JoinsFrom(const std::string& address) const {
+    int joins = 0;
+    for (auto& join : testing::EventsNamed(MembershipLog(), "join")) {
+      joins += join["address"].rfind(address + ":", 0) == 0;
+    }
+    return joins;
+  }
   static std::string Address(int host) { return "10.77.0." + std::to_string(host); }
 
   // Starts `keel ARGS` inside host `host`'s namespace.
@@ -154,8 +147,9 @@ class NamespaceHosts : public MultiHostTest {
 TEST_F(NamespaceHosts, ThreeHostsTrainALinearLearner) {
   Generate(20000);
   const std::string scheduler = Address(1) + ":9000";
-  const pid_t scheduler_pid = StartOn(1, {"scheduler", "--bind=" + Address(1), "--port=9000",
-                                          "--num_servers=2", "--num_workers=2"});
+  const pid_t scheduler_pid =
+      StartOn(1, {"scheduler", "--bind=" + Address(1), "--port=9000", "--num_servers=2",
+                  "--num_workers=2", "--membership_log=" + MembershipLog()});
   std::vector<pid_t> nodes;
   for (int host : {2, 3}) {
     for (const char* role : {"server", "worker"}) {
@@ -171,16 +165,14 @@ TEST_F(NamespaceHosts, ThreeHostsTrainALinearLearner) {
   EXPECT_TRUE(Contains(exit.output, "job finished: 2 of 2 worker(s) succeeded")) << exit.output;
   // Each node advertised the address of its own host, which the scheduler reached.
   for (int host : {2, 3}) {
-    const std::string at = " at " + Address(host) + ":";
-    EXPECT_TRUE(Contains(exit.output, at)) << "no node registered" << at << "\n" << exit.output;
+    EXPECT_EQ(JoinsFrom(Address(host)), 2) << testing::ReadFileOrEmpty(MembershipLog());
   }
   for (pid_t node : nodes) {
     const auto node_exit = processes_.Wait(node, 30);
     EXPECT_TRUE(node_exit.finished && node_exit.code == 0) << node_exit.output;
     EXPECT_TRUE(Contains(node_exit.output, "advertising 10.77.0.")) << node_exit.output;
   }
-  const std::string metrics = ReadFile(folder_ + "/model/metrics.json");
-  EXPECT_TRUE(Contains(metrics, "validation:roc_auc_score")) << metrics;
+  EXPECT_EQ(ReadMetrics(folder_ + "/model/metrics.json").count("validation:roc_auc_score"), 1u);
 }
 
 TEST_F(NamespaceHosts, ANodeAdvertisingAnAddressTheSchedulerCannotReachIsRefused) {
@@ -209,7 +201,8 @@ TEST_F(NamespaceHosts, AWorkerCutOffFromTheSchedulerIsRemovedAndReported) {
   const std::string scheduler = Address(1) + ":9000";
   const pid_t scheduler_pid =
       StartOn(1, {"scheduler", "--bind=" + Address(1), "--port=9000", "--num_servers=1",
-                  "--num_workers=2", "--heartbeat_timeout=3", "--worker_replace_timeout=2"});
+                  "--num_workers=2", "--heartbeat_timeout=3", "--worker_replace_timeout=2",
+                  "--membership_log=" + MembershipLog()});
   auto node = [&](int host, const std::string& role, int rank) {
     std::vector<std::string> args = {role,
                                      "--scheduler=" + scheduler,
@@ -223,18 +216,19 @@ TEST_F(NamespaceHosts, AWorkerCutOffFromTheSchedulerIsRemovedAndReported) {
   const pid_t server = node(2, "server", 0);
   const pid_t worker0 = node(2, "worker", 0);
   node(3, "worker", 1);
-  ASSERT_TRUE(WaitFor(
-      [&] { return Contains(processes_.Output(scheduler_pid), "cluster view epoch 1"); }, 30))
+  ASSERT_TRUE(WaitFor([&] { return !testing::EventsNamed(MembershipLog(), "view").empty(); }, 30))
       << processes_.Output(scheduler_pid);
   Partition(3, 1);
 
   const auto exit = processes_.Wait(scheduler_pid, 120);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
-  EXPECT_TRUE(std::regex_search(exit.output,
-                                std::regex("worker 1 \\(node [0-9]+ at 10\\.77\\.0\\.3:[0-9]+\\) "
-                                           "leaves the cluster: no heartbeat")))
-      << exit.output;
+  auto leaves = testing::EventsNamed(MembershipLog(), "leave");
+  ASSERT_EQ(leaves.size(), 1u) << testing::ReadFileOrEmpty(MembershipLog());
+  EXPECT_EQ(leaves[0]["role"], "worker");
+  EXPECT_EQ(leaves[0]["rank"], "1");
+  EXPECT_EQ(leaves[0]["address"].rfind(Address(3) + ":", 0), 0u) << leaves[0]["address"];
+  EXPECT_EQ(leaves[0]["reason"].rfind("no heartbeat", 0), 0u) << leaves[0]["reason"];
   EXPECT_TRUE(Contains(exit.output, "read the rest of its share")) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "job finished: 1 of 2 worker(s) succeeded")) << exit.output;
   const auto worker_exit = processes_.Wait(worker0, 30);
@@ -258,24 +252,26 @@ class SshHosts : public MultiHostTest {
         Shell(keygen + folder_ + "/host_key && " + keygen + folder_ + "/client_key && cp " +
               folder_ + "/client_key.pub " + folder_ + "/authorized_keys && mkdir -p /run/sshd");
     ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-    WriteFile(folder_ + "/sshd_config",
-              "Port " + std::to_string(port_) + "\nListenAddress 127.0.0.1\nHostKey " + folder_ +
-                  "/host_key\nPidFile " + folder_ + "/sshd.pid\nAuthorizedKeysFile " + folder_ +
-                  "/authorized_keys\n"
-                  "PermitRootLogin prohibit-password\n"
-                  "PasswordAuthentication no\n"
-                  "KbdInteractiveAuthentication no\n"
-                  "UsePAM no\nStrictModes no\nPrintMotd no\n");
-    WriteFile(folder_ + "/ssh_config", "Host *\n  IdentityFile " + folder_ +
-                                           "/client_key\n  IdentitiesOnly yes\n"
-                                           "  StrictHostKeyChecking no\n  UserKnownHostsFile " +
-                                           folder_ + "/known_hosts\n  LogLevel ERROR\n");
-    sshd_ = processes_.Start({Tool("sshd"), "-D", "-e", "-f", folder_ + "/sshd_config"});
+    testing::WriteFile(folder_ + "/sshd_config", "Port " + std::to_string(port_) +
+                                                     "\nListenAddress 127.0.0.1\nHostKey " +
+                                                     folder_ + "/host_key\nPidFile " + folder_ +
+                                                     "/sshd.pid\nAuthorizedKeysFile " + folder_ +
+                                                     "/authorized_keys\n"
+                                                     "PermitRootLogin prohibit-password\n"
+                                                     "PasswordAuthentication no\n"
+                                                     "KbdInteractiveAuthentication no\n"
+                                                     "UsePAM no\nStrictModes no\nPrintMotd no\n");
+    testing::WriteFile(folder_ + "/ssh_config",
+                       "Host *\n  IdentityFile " + folder_ +
+                           "/client_key\n  IdentitiesOnly yes\n"
+                           "  StrictHostKeyChecking no\n  UserKnownHostsFile " +
+                           folder_ + "/known_hosts\n  LogLevel ERROR\n");
+    sshd_ = processes_.Start({SystemTool("sshd"), "-D", "-e", "-f", folder_ + "/sshd_config"});
     const std::string address = "127.0.0.1:" + std::to_string(port_);
     ASSERT_TRUE(WaitFor([&] { return ProbeAddress(address, 1).empty(); }, 15))
         << processes_.Output(sshd_);
-    exit = testing::Run({Tool("ssh"), "-F", folder_ + "/ssh_config", "-o", "BatchMode=yes", "-p",
-                         std::to_string(port_), "127.0.0.1", "--", "true"},
+    exit = testing::Run({SystemTool("ssh"), "-F", folder_ + "/ssh_config", "-o", "BatchMode=yes",
+                         "-p", std::to_string(port_), "127.0.0.1", "--", "true"},
                         30);
     ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << processes_.Output(sshd_);
   }
@@ -285,9 +281,9 @@ class SshHosts : public MultiHostTest {
   std::string Hostfile(const std::string& second_host_flags = "") {
     const std::string port = std::to_string(port_);
     const std::string path = folder_ + "/hosts";
-    WriteFile(path, "# two hosts, one machine\nroot@127.0.0.1:" + port +
-                        " scheduler servers=1 workers=1\nlocalhost:" + port +
-                        " servers=1 workers=1 " + second_host_flags + "\n");
+    testing::WriteFile(path, "# two hosts, one machine\nroot@127.0.0.1:" + port +
+                                 " scheduler servers=1 workers=1\nlocalhost:" + port +
+                                 " servers=1 workers=1 " + second_host_flags + "\n");
     return path;
   }
 
@@ -340,7 +336,7 @@ TEST_F(SshHosts, LaunchRunsAJobOnTwoHostsWithPrefixedLogs) {
     EXPECT_TRUE(Contains(exit.output, prefix)) << prefix << "\n" << exit.output;
   }
   EXPECT_TRUE(Contains(exit.output, "job finished: 2 of 2 worker(s) succeeded")) << exit.output;
-  EXPECT_TRUE(Contains(ReadFile(folder_ + "/model/metrics.json"), "validation:roc_auc_score"));
+  EXPECT_EQ(ReadMetrics(folder_ + "/model/metrics.json").count("validation:roc_auc_score"), 1u);
   EXPECT_TRUE(WaitFor([&] { return Leftovers().empty(); }, 10));
 }
 
@@ -389,11 +385,12 @@ class SlurmCluster : public MultiHostTest {
     std::ifstream random("/dev/urandom", std::ios::binary);
     std::string key(1024, '\0');
     random.read(&key[0], 1024);
-    WriteFile(dir + "/munge.key", key);
+    testing::WriteFile(dir + "/munge.key", key);
     chmod((dir + "/munge.key").c_str(), 0400);
-    processes_.Start({Tool("munged"), "--foreground", "--force", "--socket=" + dir + "/munge.sock",
-                      "--key-file=" + dir + "/munge.key", "--pid-file=" + dir + "/munged.pid",
-                      "--seed-file=" + dir + "/munged.seed", "--log-file=" + dir + "/munged.log"});
+    processes_.Start({SystemTool("munged"), "--foreground", "--force",
+                      "--socket=" + dir + "/munge.sock", "--key-file=" + dir + "/munge.key",
+                      "--pid-file=" + dir + "/munged.pid", "--seed-file=" + dir + "/munged.seed",
+                      "--log-file=" + dir + "/munged.log"});
     ASSERT_TRUE(WaitFor([&] { return access((dir + "/munge.sock").c_str(), F_OK) == 0; }, 15));
 
     char host[256] = {};
@@ -421,12 +418,13 @@ class SlurmCluster : public MultiHostTest {
     conf +=
         "PartitionName=keel Nodes=knode1,knode2 Default=YES MaxTime=10 State=UP "
         "OverSubscribe=YES\n";
-    WriteFile(dir + "/slurm.conf", conf);
+    testing::WriteFile(dir + "/slurm.conf", conf);
     setenv("SLURM_CONF", (dir + "/slurm.conf").c_str(), 1);  // for the tools and daemons
-    daemons_.push_back(processes_.Start({Tool("slurmctld"), "-D", "-f", dir + "/slurm.conf"}));
+    daemons_.push_back(
+        processes_.Start({SystemTool("slurmctld"), "-D", "-f", dir + "/slurm.conf"}));
     for (const char* name : {"knode1", "knode2"}) {
       daemons_.push_back(
-          processes_.Start({Tool("slurmd"), "-D", "-N", name, "-f", dir + "/slurm.conf"}));
+          processes_.Start({SystemTool("slurmd"), "-D", "-N", name, "-f", dir + "/slurm.conf"}));
     }
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -434,7 +432,7 @@ class SlurmCluster : public MultiHostTest {
           return Contains(idle.output, "knode1") && Contains(idle.output, "knode2");
         },
         45))
-        << ReadFile(dir + "/log/slurmctld.log");
+        << ReadFileOrEmpty(dir + "/log/slurmctld.log");
   }
 
   void TearDown() override {
@@ -474,73 +472,14 @@ TEST_F(SlurmCluster, SbatchRunsAJobAcrossTheAllocation) {
                state == "TIMEOUT" || state == "NODE_FAIL";
       },
       150);
-  const std::string output = ReadFile(folder_ + "/job-" + job_ + ".out");
-  ASSERT_EQ(state, "COMPLETED") << output << ReadFile(folder_ + "/log/slurmctld.log");
+  const std::string output = ReadFileOrEmpty(folder_ + "/job-" + job_ + ".out");
+  ASSERT_EQ(state, "COMPLETED") << output << ReadFileOrEmpty(folder_ + "/log/slurmctld.log");
   job_.clear();
   EXPECT_TRUE(Contains(output, "0: ")) << output;  // srun --label: task 0, the scheduler
   EXPECT_TRUE(Contains(output, ": scheduler, scheduler 127.0.0.1:")) << output;
   EXPECT_TRUE(Contains(output, "job finished: 2 of 2 worker(s) succeeded")) << output;
   EXPECT_TRUE(Contains(output, "on node 1: worker")) << output;  // the second node's tasks
-  EXPECT_TRUE(Contains(ReadFile(folder_ + "/model/metrics.json"), "validation:roc_auc_score"));
-}
-
-// ---------------------------------------------------------------------------
-// deploy/kubernetes: the manifests lint, and every container's command, as
-// its pod would run it, passes `keel --check_flags`.
-
-TEST(KubernetesManifests, PassYamllint) {
-  if (Tool("yamllint").empty()) GTEST_SKIP() << "yamllint is not installed (scripts/setup.sh)";
-  const auto exit =
-      testing::Run({Tool("yamllint"), "-s", "-c", std::string(KEEL_SOURCE_DIR) + "/.yamllint",
-                    std::string(KEEL_SOURCE_DIR) + "/deploy/kubernetes"},
-                   60);
-  EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
-}
-
-TEST(KubernetesManifests, EveryContainersCommandPassesCheckFlags) {
-  if (Shell("python3 -c 'import yaml'").code != 0) {
-    GTEST_SKIP() << "python3 with PyYAML is not installed (scripts/setup.sh)";
-  }
-  char pattern[] = "/tmp/keel-manifests-XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string out = pattern;
-  const auto listed = testing::Run(
-      {"/usr/bin/env", "python3", std::string(KEEL_SOURCE_DIR) + "/tests/k8s_commands.py",
-       std::string(KEEL_SOURCE_DIR) + "/deploy/kubernetes", out},
-      60);
-  ASSERT_TRUE(listed.finished && listed.code == 0) << listed.output;
-  std::istringstream lines(listed.output);
-  std::string line, name;
-  std::vector<std::string> env, args;
-  std::set<std::string> roles;
-  int containers = 0;
-  while (std::getline(lines, line)) {
-    if (line.rfind("container ", 0) == 0) {
-      name = line.substr(10);
-      env.clear();
-      args.clear();
-    } else if (line.rfind("env ", 0) == 0) {
-      env.push_back(line.substr(4));
-    } else if (line.rfind("arg ", 0) == 0) {
-      args.push_back(line.substr(4));
-    } else if (line == "end") {
-      ++containers;
-      ASSERT_GE(args.size(), 2u) << name;
-      EXPECT_EQ(std::filesystem::path(args[0]).filename(), "keel") << name;
-      roles.insert(args[1]);
-      std::vector<std::string> argv = {"/usr/bin/env", "-i"};
-      argv.insert(argv.end(), env.begin(), env.end());
-      argv.push_back(KeelBinary());
-      argv.insert(argv.end(), args.begin() + 1, args.end());
-      argv.push_back("--check_flags");
-      const auto exit = testing::Run(argv, 30);
-      EXPECT_TRUE(exit.finished && exit.code == 0) << name << ": " << exit.output;
-      EXPECT_TRUE(Contains(exit.output, "flags ok")) << name << ": " << exit.output;
-    }
-  }
-  std::filesystem::remove_all(out);
-  EXPECT_EQ(roles, (std::set<std::string>{"scheduler", "server", "worker"})) << listed.output;
-  EXPECT_GE(containers, 3);
+  EXPECT_EQ(ReadMetrics(folder_ + "/model/metrics.json").count("validation:roc_auc_score"), 1u);
 }
 
 }  // namespace

@@ -142,17 +142,6 @@ int RunExactSumWorker(const std::string& scheduler, const ExactSumFaults& faults
   return wrong == 0 ? 0 : 1;
 }
 
-std::string WaitForPortFile(const std::string& path, double timeout_s) {
-  std::string port;
-  testing::WaitFor(
-      [&] {
-        std::ifstream in(path);
-        return static_cast<bool>(in >> port);
-      },
-      timeout_s);
-  return port;
-}
-
 // What the nodes of a run said they did.
 struct FaultTotals {
   uint64_t dropped = 0, delayed = 0, resent = 0, repeated = 0;
@@ -173,19 +162,26 @@ void AddFaultTotals(const std::string& output, FaultTotals* totals) {
   }
 }
 
+// Waits for the workers `pids` (each must succeed) and adds up their fault counts.
+void CollectWorkers(Processes* processes, const std::vector<pid_t>& pids, FaultTotals* totals) {
+  for (pid_t worker : pids) {
+    const auto exit = processes->Wait(worker, 120);
+    EXPECT_TRUE(exit.finished) << "worker timed out:\n" << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+    AddFaultTotals(exit.output, totals);
+  }
+}
+
 // Runs the exact-sum job; every role must succeed (the workers check the sums).
 FaultTotals RunExactSums(const ExactSumFaults& faults) {
   FaultTotals totals;
+  const testing::TempFolder folder("exact");
   Processes processes;
-  char folder[] = "/tmp/keel-exact-XXXXXX";
-  EXPECT_NE(mkdtemp(folder), nullptr);
-  const std::string port_file = std::string(folder) + "/port";
+  const std::string port_file = folder.path() + "/port";
   const pid_t scheduler = processes.Start(
       {KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + port_file,
        "--num_servers=" + std::to_string(kServers), "--num_workers=" + std::to_string(kWorkers)});
-  const std::string port = WaitForPortFile(port_file, 10);
-  unlink(port_file.c_str());
-  rmdir(folder);
+  const std::string port = testing::WaitForPortFile(port_file, 10);
   EXPECT_FALSE(port.empty()) << processes.Output(scheduler);
   if (port.empty()) return totals;
   const std::string address = "127.0.0.1:" + port;
@@ -201,12 +197,7 @@ FaultTotals RunExactSums(const ExactSumFaults& faults) {
   for (int i = 0; i < kWorkers; ++i) {
     workers.push_back(processes.Fork([&] { return RunExactSumWorker(address, faults, i); }));
   }
-  for (pid_t worker : workers) {
-    const auto exit = processes.Wait(worker, 120);
-    EXPECT_TRUE(exit.finished) << "worker timed out:\n" << exit.output;
-    EXPECT_EQ(exit.code, 0) << exit.output;
-    AddFaultTotals(exit.output, &totals);
-  }
+  CollectWorkers(&processes, workers, &totals);
   for (pid_t server : servers) {
     const auto exit = processes.Wait(server, 20);
     EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
@@ -265,6 +256,8 @@ int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faul
       client.Wait(in_flight.front(), 60);
       in_flight.pop_front();
     }
+    // Deliberate pacing: the pushes spread over the run, so that the faults
+    // (drops, delays, a server's restart) land while traffic flows.
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (auto handle : in_flight) client.Wait(handle, 60);
@@ -300,92 +293,93 @@ size_t Occurrences(const std::string& text, const std::string& part) {
 // itself.
 enum class ServerFault { kKillAndRestart, kPauseAndContinue };
 
+// A replicated server of rank `rank` joining the scheduler at `address`.
+std::vector<std::string> ReplicatedServerArgv(const std::string& address,
+                                              const ExactSumFaults& faults, int rank) {
+  std::vector<std::string> argv = {KeelBinary(),
+                                   "server",
+                                   "--scheduler=" + address,
+                                   "--bind=127.0.0.1",
+                                   "--rank=" + std::to_string(rank),
+                                   "--heartbeat_interval=0.2",
+                                   "--optimizer=sgd",
+                                   "--learning_rate=1"};
+  for (const std::string& flag : faults.ServerFlags()) argv.push_back(flag);
+  return argv;
+}
+
+// Waits until every worker has written folder/`name`-RANK.
+bool AllWorkersWrote(const std::string& folder, const std::string& name) {
+  return testing::WaitFor(
+      [&] {
+        for (int r = 0; r < kWorkers; ++r) {
+          if (!Exists(folder + "/" + name + "-" + std::to_string(r))) return false;
+        }
+        return true;
+      },
+      90);
+}
+
+// The membership log says server 1 left first and its range went to its
+// backup, server 0; then server 0 left, and server 1, holding replicas
+// again, took both ranges.
+void ExpectPromotionsInTurn(const std::string& membership) {
+  auto leaves = testing::EventsNamed(membership, "leave");
+  leaves.resize(2);  // (a missing one fails below)
+  EXPECT_EQ(leaves[0]["rank"], "1") << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(leaves[0]["promoted"], "\"primary\": 0")) << leaves[0]["promoted"];
+  EXPECT_EQ(leaves[1]["rank"], "0") << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(leaves[1]["promoted"], "\"primary\": 1")) << leaves[1]["promoted"];
+}
+
 FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fault) {
   FaultTotals totals;
+  const testing::TempFolder temp_folder("replicated");
+  const std::string folder = temp_folder.path();
+  const std::string membership = folder + "/membership.jsonl";
   Processes processes;
-  char made[] = "/tmp/keel-replicated-XXXXXX";
-  if (mkdtemp(made) == nullptr) {
-    ADD_FAILURE() << "no temporary folder";
-    return totals;
-  }
-  const std::string folder = made;
-  const pid_t scheduler = processes.Start({KeelBinary(), "scheduler", "--bind=127.0.0.1",
-                                           "--port_file=" + folder + "/port", "--num_servers=2",
-                                           "--num_workers=" + std::to_string(kWorkers),
-                                           "--replication=1", "--heartbeat_timeout=1"});
-  const std::string port = WaitForPortFile(folder + "/port", 10);
+  const pid_t scheduler = processes.Start(
+      {KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + folder + "/port",
+       "--num_servers=2", "--num_workers=" + std::to_string(kWorkers), "--replication=1",
+       "--heartbeat_timeout=1", "--membership_log=" + membership});
+  const std::string port = testing::WaitForPortFile(folder + "/port", 10);
   EXPECT_FALSE(port.empty()) << processes.Output(scheduler);
   if (port.empty()) return totals;
   const std::string address = "127.0.0.1:" + port;
-  auto server_argv = [&](int rank) {
-    std::vector<std::string> argv = {KeelBinary(),
-                                     "server",
-                                     "--scheduler=" + address,
-                                     "--bind=127.0.0.1",
-                                     "--rank=" + std::to_string(rank),
-                                     "--heartbeat_interval=0.2",
-                                     "--optimizer=sgd",
-                                     "--learning_rate=1"};
-    for (const std::string& flag : faults.ServerFlags()) argv.push_back(flag);
-    return argv;
-  };
-  const pid_t server0 = processes.Start(server_argv(0));
-  const pid_t server1 = processes.Start(server_argv(1));
+  const pid_t server0 = processes.Start(ReplicatedServerArgv(address, faults, 0));
+  const pid_t server1 = processes.Start(ReplicatedServerArgv(address, faults, 1));
   std::vector<pid_t> workers;
   for (int i = 0; i < kWorkers; ++i) {
     workers.push_back(
         processes.Fork([&] { return RunReplicatedWorker(address, faults, i, folder); }));
   }
-  auto all_workers_wrote = [&](const std::string& name) {
-    return testing::WaitFor(
-        [&] {
-          for (int r = 0; r < kWorkers; ++r) {
-            if (!Exists(folder + "/" + name + "-" + std::to_string(r))) return false;
-          }
-          return true;
-        },
-        90);
-  };
   // A third of the pushes done, and more on their way: server 1 dies.
-  EXPECT_TRUE(all_workers_wrote("third"));
+  EXPECT_TRUE(AllWorkersWrote(folder, "third"));
   const bool pause = fault == ServerFault::kPauseAndContinue;
   kill(server1, pause ? SIGSTOP : SIGKILL);
-  EXPECT_TRUE(testing::WaitFor(
-      [&] { return Contains(processes.Output(scheduler), "leaves the cluster"); }, 20))
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return !testing::EventsNamed(membership, "leave").empty(); }, 20))
       << processes.Output(scheduler);
   // A paused server learns it left at its next heartbeat, and starts over.
   if (pause) kill(server1, SIGCONT);
-  const pid_t restarted = pause ? server1 : processes.Start(server_argv(1));
+  const pid_t restarted =
+      pause ? server1 : processes.Start(ReplicatedServerArgv(address, faults, 1));
   Touch(folder + "/restarted");
   // It copies both ranges from server 0 while the pushes go on.
-  EXPECT_TRUE(all_workers_wrote("done"));
+  EXPECT_TRUE(AllWorkersWrote(folder, "done"));
   EXPECT_TRUE(testing::WaitFor(
       [&] { return Occurrences(processes.Output(restarted), "holds a replica of it again") == 2; },
       30))
       << processes.Output(restarted);
   kill(server0, SIGKILL);
   Touch(folder + "/go");
-  for (pid_t worker : workers) {
-    const auto exit = processes.Wait(worker, 120);
-    EXPECT_TRUE(exit.finished) << "worker timed out:\n" << exit.output;
-    EXPECT_EQ(exit.code, 0) << exit.output;
-    AddFaultTotals(exit.output, &totals);
-  }
+  CollectWorkers(&processes, workers, &totals);
   const auto last = processes.Wait(restarted, 20);
   EXPECT_TRUE(last.finished && last.code == 0) << last.output;
   AddFaultTotals(last.output, &totals);
   const auto exit = processes.Wait(scheduler, 20);
   EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "backup server 0 is promoted to primary")) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "backup server 1 is promoted to primary")) << exit.output;
-  processes.Wait(server0, 5);
-  if (!pause) processes.Wait(server1, 5);
-  for (const char* name : {"port", "restarted", "go"}) unlink((folder + "/" + name).c_str());
-  for (int r = 0; r < kWorkers; ++r) {
-    unlink((folder + "/third-" + std::to_string(r)).c_str());
-    unlink((folder + "/done-" + std::to_string(r)).c_str());
-  }
-  rmdir(folder.c_str());
+  ExpectPromotionsInTurn(membership);
   return totals;
 }
 

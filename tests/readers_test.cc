@@ -557,9 +557,8 @@ TEST(RecordIOFraming, WriterCutsPayloadsAtAlignedMagicAndReaderRejoinsThem) {
                                              "ab" + magic + "cdefgh",  // unaligned: one part
                                              "abcd" + magic + "efgh" + magic,
                                              std::string(1000, 'x') + magic + "y"};
-  char pattern[] = "/tmp/keel_recordio_test_XXXXXX";
-  ASSERT_NE(mkdtemp(pattern), nullptr);
-  const std::string path = std::string(pattern) + "/raw.rec";
+  const testing::TempFolder folder("recordio");
+  const std::string path = folder.path() + "/raw.rec";
   {
     RecordIOWriter writer(path);
     for (const std::string& payload : payloads) writer.WritePayload(payload);
@@ -574,7 +573,6 @@ TEST(RecordIOFraming, WriterCutsPayloadsAtAlignedMagicAndReaderRejoinsThem) {
   }
   EXPECT_FALSE(reader.ReadRecord(&payload));
   EXPECT_EQ(reader.bytes_read(), std::filesystem::file_size(path));
-  std::filesystem::remove_all(pattern);
 }
 
 TEST(RecordIOFraming, WriterPadsToFourBytesWithLittleEndianHeader) {

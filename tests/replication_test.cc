@@ -2,9 +2,9 @@
 // leave (their nodes stop, so their heartbeats stop) and come back with their
 // ranks, and the view's chains and the rows follow.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -90,7 +90,6 @@ class ReplicatedCluster : public ::testing::Test {
       if (node) node->Stop();
     }
     if (scheduler_) scheduler_->Stop();
-    unlink(membership_log_.c_str());
   }
 
   // Waits until the worker's view gives every range the chain `chain`.
@@ -113,9 +112,9 @@ class ReplicatedCluster : public ::testing::Test {
       for (int c = 0; c < kWidth; ++c) gradient.push_back(static_cast<float>(c + 1));
     }
     for (int t = 0; t < times; ++t) {
-      client_->Wait(client_->Push(SharedArray<const Key>(keys),
-                                  SharedArray<const float>(gradient), kWidth),
-                    30);
+      client_->Wait(
+          client_->Push(SharedArray<const Key>(keys), SharedArray<const float>(gradient), kWidth),
+          30);
     }
   }
 
@@ -132,8 +131,8 @@ class ReplicatedCluster : public ::testing::Test {
     return MixedKeySet(features);
   }
 
-  const std::string membership_log_ =
-      "/tmp/keel-membership-" + std::to_string(getpid()) + ".jsonl";
+  const testing::TempFolder folder_{"membership"};
+  const std::string membership_log_ = folder_.path() + "/membership.jsonl";
   SchedulerOptions scheduler_options_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Node>> server_nodes_;
@@ -171,12 +170,17 @@ TEST_F(ReplicatedCluster, APromotedBackupServesEveryAcknowledgedPush) {
       10));
   EXPECT_EQ(Pull(keys), before);
   // The membership log says who left, why, and who took over.
-  const std::string log = testing::ReadFile(membership_log_);
-  EXPECT_TRUE(testing::Contains(log, "\"event\": \"leave\", \"role\": \"server\", \"rank\": 1"))
-      << log;
-  EXPECT_TRUE(testing::Contains(log, "\"reason\": \"no heartbeat for ")) << log;
-  EXPECT_TRUE(testing::Contains(log, "\"promoted\": [{\"range\": 1, \"primary\": 2}]")) << log;
-  EXPECT_TRUE(testing::Contains(log, "\"ranges\": [[0], [2], [2, 0]]")) << log;
+  const std::string log = testing::ReadFileOrEmpty(membership_log_);
+  auto leaves = testing::EventsNamed(membership_log_, "leave");
+  ASSERT_EQ(leaves.size(), 1u) << log;
+  EXPECT_EQ(leaves[0]["role"], "server") << log;
+  EXPECT_EQ(leaves[0]["rank"], "1") << log;
+  EXPECT_EQ(leaves[0]["reason"].rfind("no heartbeat for ", 0), 0u) << log;
+  EXPECT_EQ(leaves[0]["promoted"], "[{\"range\": 1, \"primary\": 2}]") << log;
+  const auto views = testing::EventsNamed(membership_log_, "view");
+  EXPECT_TRUE(std::any_of(views.begin(), views.end(), [](auto view) {
+    return view["ranges"] == "[[0], [2], [2, 0]]";
+  })) << log;
   Push(keys, 1);
   const std::vector<float> after = Pull(keys);
   for (size_t i = 0; i < keys.size(); ++i) {

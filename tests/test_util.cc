@@ -8,14 +8,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <regex>
 #include <sstream>
-#include <stdexcept>
 #include <thread>
 
 #include "base/error.h"
@@ -25,20 +28,22 @@
 namespace keel::testing {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// Sends the calling (child) process's stdout and stderr to `log`.
+void RedirectOutputTo(const std::string& log) {
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(fd, STDOUT_FILENO);
+  dup2(fd, STDERR_FILENO);
+}
+
+int ExitCodeOf(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace
 
-Processes::Processes() {
-  char folder[] = "/tmp/keel-test-XXXXXX";
-  if (!mkdtemp(folder)) std::abort();
-  folder_ = folder;
-}
+// --- Processes --------------------------------------------------------------
+
+Processes::Processes() : folder_("processes") {}
 
 Processes::~Processes() {
   for (Process& process : processes_) {
@@ -46,8 +51,6 @@ Processes::~Processes() {
     kill(process.pid, SIGKILL);
     waitpid(process.pid, nullptr, 0);
   }
-  for (Process& process : processes_) unlink(process.log.c_str());
-  rmdir(folder_.c_str());
 }
 
 Processes::Process* Processes::Find(pid_t pid) {
@@ -58,31 +61,27 @@ Processes::Process* Processes::Find(pid_t pid) {
 }
 
 pid_t Processes::Start(const std::vector<std::string>& argv) {
-  const std::string log = folder_ + "/" + std::to_string(processes_.size()) + ".log";
+  const std::string log = folder_.path() + "/" + std::to_string(processes_.size()) + ".log";
   const pid_t pid = fork();
   if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
+    RedirectOutputTo(log);
     std::vector<char*> args;
     for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
     execv(args[0], args.data());
     _exit(127);
   }
-  processes_.push_back({pid, log, false, MonotonicSeconds()});
+  processes_.push_back({pid, log, false, 0});
   return pid;
 }
 
 pid_t Processes::Fork(const std::function<int()>& body) {
-  const std::string log = folder_ + "/" + std::to_string(processes_.size()) + ".log";
+  const std::string log = folder_.path() + "/" + std::to_string(processes_.size()) + ".log";
   std::cout.flush();
   std::cerr.flush();
   const pid_t pid = fork();
   if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
+    RedirectOutputTo(log);
     int code = 1;
     try {
       code = body();
@@ -93,37 +92,35 @@ pid_t Processes::Fork(const std::function<int()>& body) {
     std::cerr.flush();
     _exit(code);
   }
-  processes_.push_back({pid, log, false, MonotonicSeconds()});
+  processes_.push_back({pid, log, false, 0});
   return pid;
+}
+
+bool Processes::Exited(pid_t pid) {
+  Process* process = Find(pid);
+  if (!process) return false;
+  if (!process->reaped && waitpid(pid, &process->status, WNOHANG) == pid) process->reaped = true;
+  return process->reaped;
 }
 
 Exit Processes::Wait(pid_t pid, double timeout_s) {
   Exit exit;
   Process* process = Find(pid);
-  if (!process || process->reaped) return exit;
-  int status = 0;
-  const double deadline = MonotonicSeconds() + timeout_s;
-  pid_t done = 0;
-  while ((done = waitpid(pid, &status, WNOHANG)) == 0 && MonotonicSeconds() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (done == 0) {
+  if (!process) return exit;
+  exit.finished = WaitFor([&] { return Exited(pid); }, timeout_s);
+  if (!exit.finished) {
     kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  } else {
-    exit.finished = true;
+    waitpid(pid, &process->status, 0);
+    process->reaped = true;
   }
-  process = Find(pid);
-  process->reaped = true;
-  exit.seconds = MonotonicSeconds() - process->started;
-  exit.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  exit.output = ReadAll(process->log);
+  exit.code = ExitCodeOf(process->status);
+  exit.output = ReadFileOrEmpty(process->log);
   return exit;
 }
 
 std::string Processes::Output(pid_t pid) const {
   for (const Process& process : processes_) {
-    if (process.pid == pid) return ReadAll(process.log);
+    if (process.pid == pid) return ReadFileOrEmpty(process.log);
   }
   return "";
 }
@@ -132,6 +129,35 @@ Exit Run(const std::vector<std::string>& argv, double timeout_s) {
   Processes processes;
   return processes.Wait(processes.Start(argv), timeout_s);
 }
+
+Exit Shell(const std::string& command, double timeout_s) {
+  return Run({"/bin/sh", "-c", command}, timeout_s);
+}
+
+std::string SystemTool(const std::string& name) {
+  for (const char* folder : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"}) {
+    const std::string path = folder + name;
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
+}
+
+std::vector<pid_t> ProcessesMentioning(const std::string& marker) {
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (!proc) return found;
+  while (dirent* entry = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0 || pid == getpid()) continue;
+    std::string command = ReadFileOrEmpty("/proc/" + std::string(entry->d_name) + "/cmdline");
+    // A zombie has an empty command line; anything else alive shows its arguments.
+    if (command.find(marker) != std::string::npos) found.push_back(pid);
+  }
+  closedir(proc);
+  return found;
+}
+
+// --- Nodes on loopback ------------------------------------------------------
 
 NodeOptions LocalNode(proto::Role role, int scheduler_port, double heartbeat_interval_s) {
   NodeOptions options;
@@ -155,19 +181,26 @@ int UnusedPort() {
   return ntohs(address.sin_port);
 }
 
-std::vector<pid_t> ProcessesMentioning(const std::string& marker) {
-  std::vector<pid_t> found;
-  DIR* proc = opendir("/proc");
-  if (!proc) return found;
-  while (dirent* entry = readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0 || pid == getpid()) continue;
-    std::string command = ReadAll("/proc/" + std::string(entry->d_name) + "/cmdline");
-    // A zombie has an empty command line; anything else alive shows its arguments.
-    if (command.find(marker) != std::string::npos) found.push_back(pid);
+// --- Waiting and errors -----------------------------------------------------
+
+bool WaitFor(const std::function<bool()>& condition, double timeout_s) {
+  const double deadline = MonotonicSeconds() + timeout_s;
+  while (MonotonicSeconds() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  closedir(proc);
-  return found;
+  return condition();
+}
+
+std::string WaitForPortFile(const std::string& path, double timeout_s) {
+  std::string port;
+  WaitFor(
+      [&] {
+        std::ifstream in(path);
+        return static_cast<bool>(in >> port);
+      },
+      timeout_s);
+  return port;
 }
 
 std::string ErrorOf(const std::function<void()>& body) {
@@ -179,34 +212,162 @@ std::string ErrorOf(const std::function<void()>& body) {
   return "no error";
 }
 
-TempFolderTest::TempFolderTest() {
-  char pattern[] = "/tmp/keel-test-folder-XXXXXX";
-  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
-  folder_ = pattern;
+// --- Files ------------------------------------------------------------------
+
+TempFolder::TempFolder(const std::string& purpose) {
+  std::string pattern = "/tmp/keel-" + purpose + "-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    throw MakeError("cannot create a folder ", pattern, ": ", strerror(errno));
+  }
+  path_ = pattern;
 }
 
-TempFolderTest::~TempFolderTest() { std::filesystem::remove_all(folder_); }
+TempFolder::~TempFolder() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
 
 std::string TempFolderTest::WriteFile(const std::string& name, const std::string& contents) {
   const std::string path = folder_ + "/" + name;
-  std::ofstream(path, std::ios::binary) << contents;
+  testing::WriteFile(path, contents);
   return path;
 }
 
-bool WaitFor(const std::function<bool()>& condition, double timeout_s) {
-  const double deadline = MonotonicSeconds() + timeout_s;
-  while (MonotonicSeconds() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return condition();
+void WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream(path, std::ios::binary) << contents;
 }
 
-std::string ReadFile(const std::string& path) {
+std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// --- What a job writes ------------------------------------------------------
+
+namespace {
+
+// Reads the JSON string that starts at text[*at] (a '"'); leaves *at after it.
+std::string ReadJsonString(const std::string& text, size_t* at) {
+  std::string value;
+  for (++*at; *at < text.size() && text[*at] != '"'; ++*at) {
+    if (text[*at] != '\\' || *at + 1 >= text.size()) {
+      value += text[*at];
+      continue;
+    }
+    const char escaped = text[++*at];
+    if (escaped == 'n') {
+      value += '\n';
+    } else if (escaped == 't') {
+      value += '\t';
+    } else if (escaped == 'u' && *at + 4 < text.size()) {
+      value += static_cast<char>(std::stoi(text.substr(*at + 1, 4), nullptr, 16));
+      *at += 4;
+    } else {
+      value += escaped;
+    }
+  }
+  ++*at;
+  return value;
+}
+
+// Reads the non-string value at text[*at] (a number, literal, array or
+// object), as written; leaves *at after it.
+std::string ReadJsonRaw(const std::string& text, size_t* at) {
+  const size_t start = *at;
+  int depth = 0;
+  for (; *at < text.size(); ++*at) {
+    const char c = text[*at];
+    if (c == '"') {
+      ReadJsonString(text, at);
+      --*at;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      if (depth == 0) break;
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      break;
+    }
+  }
+  size_t end = *at;
+  while (end > start && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return text.substr(start, end - start);
+}
+
+void SkipSpaceAnd(const std::string& text, size_t* at, const char* also) {
+  while (*at < text.size() && (std::isspace(static_cast<unsigned char>(text[*at])) ||
+                               std::strchr(also, text[*at]) != nullptr)) {
+    ++*at;
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ParseJsonObject(const std::string& text) {
+  std::map<std::string, std::string> members;
+  size_t at = 0;
+  SkipSpaceAnd(text, &at, "{");
+  while (at < text.size() && text[at] == '"') {
+    const std::string name = ReadJsonString(text, &at);
+    SkipSpaceAnd(text, &at, ":");
+    if (at < text.size() && text[at] == '"') {
+      members[name] = ReadJsonString(text, &at);
+    } else {
+      members[name] = ReadJsonRaw(text, &at);
+    }
+    SkipSpaceAnd(text, &at, ",");
+  }
+  return members;
+}
+
+std::vector<std::map<std::string, std::string>> ReadJsonLines(const std::string& path) {
+  std::vector<std::map<std::string, std::string>> lines;
+  std::istringstream text(ReadFileOrEmpty(path));
+  for (std::string line; std::getline(text, line);) {
+    if (!line.empty()) lines.push_back(ParseJsonObject(line));
+  }
+  return lines;
+}
+
+std::vector<std::map<std::string, std::string>> EventsNamed(const std::string& path,
+                                                            const std::string& event) {
+  std::vector<std::map<std::string, std::string>> found;
+  for (auto& line : ReadJsonLines(path)) {
+    if (line["event"] == event) found.push_back(std::move(line));
+  }
+  return found;
+}
+
+std::map<std::string, double> ParseMetrics(const std::string& json) {
+  std::map<std::string, double> metrics;
+  for (const auto& [name, value] : ParseJsonObject(json)) {
+    metrics[name] = value == "null" ? std::nan("") : std::stod(value);
+  }
+  return metrics;
+}
+
+std::map<std::string, double> ReadMetrics(const std::string& path) {
+  return ParseMetrics(ReadFileOrEmpty(path));
+}
+
+double MetricOf(const std::string& path, const std::string& name) {
+  const auto metrics = ReadMetrics(path);
+  const auto found = metrics.find(name);
+  return found == metrics.end() ? std::nan("") : found->second;
+}
+
+size_t CountLines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+size_t CountLinesInFolder(const std::string& folder) {
+  size_t lines = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    lines += CountLines(ReadFileOrEmpty(entry.path()));
+  }
+  return lines;
 }
 
 std::vector<long> ExamplesPerEpoch(const std::string& output) {

@@ -1,5 +1,7 @@
-// Helpers for tests that start processes: every process is tracked by PID,
-// every wait is bounded, and whatever is still running at the end is killed.
+// Helpers shared by the tests: processes started and tracked by PID (every
+// wait bounded, whatever still runs at the end killed), temporary folders,
+// waits on observable conditions, and readers for the structured files a job
+// writes (metrics.json, the JSON-lines event and membership logs).
 #ifndef KEEL_TESTS_TEST_UTIL_H_
 #define KEEL_TESTS_TEST_UTIL_H_
 
@@ -7,6 +9,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,17 +20,43 @@ namespace keel::testing {
 // The keel binary under test.
 inline std::string KeelBinary() { return KEEL_BINARY; }
 
+// The root of the source tree (for files the tests read: deploy/, tests/).
+inline std::string SourceDir() { return KEEL_SOURCE_DIR; }
+
+// ---------------------------------------------------------------------------
+// Temporary folders (the fixture, TempFolderTest, is under Files below)
+
+// A fresh folder /tmp/keel-`purpose`-XXXXXX, removed with everything in it
+// when this object ends. Throws keel::Error if it cannot be made.
+class TempFolder {
+ public:
+  explicit TempFolder(const std::string& purpose = "test");
+  ~TempFolder();
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// ---------------------------------------------------------------------------
+// Processes
+
 struct Exit {
   bool finished = false;  // false: still running at the deadline (then killed)
   int code = -1;          // exit status, or 128 + signal
-  double seconds = 0;
-  std::string output;  // stdout and stderr together
+  std::string output;     // stdout and stderr together
 };
 
+// The processes a test starts. Not thread-safe.
 class Processes {
  public:
   Processes();
   ~Processes();  // kills (SIGKILL) and reaps every process still running
+  Processes(const Processes&) = delete;
+  Processes& operator=(const Processes&) = delete;
 
   // Starts `argv` with stdout and stderr captured to a file.
   pid_t Start(const std::vector<std::string>& argv);
@@ -36,6 +65,8 @@ class Processes {
   pid_t Fork(const std::function<int()>& body);
   // Waits up to `timeout_s` for `pid`; kills it if it is still running.
   Exit Wait(pid_t pid, double timeout_s);
+  // True once `pid` has exited (reaps it then; Wait still gives its Exit).
+  bool Exited(pid_t pid);
   // Output captured so far.
   std::string Output(pid_t pid) const;
 
@@ -44,15 +75,28 @@ class Processes {
     pid_t pid;
     std::string log;
     bool reaped = false;
-    double started = 0;
+    int status = 0;  // waitpid's, once reaped
   };
   Process* Find(pid_t pid);
-  std::string folder_;
+  TempFolder folder_;  // the captured output
   std::vector<Process> processes_;
 };
 
 // Runs `argv` to completion (bounded by `timeout_s`).
 Exit Run(const std::vector<std::string>& argv, double timeout_s);
+
+// Runs `command` with /bin/sh, bounded.
+Exit Shell(const std::string& command, double timeout_s = 30);
+
+// The absolute path of system tool `name` (looked for in /usr/sbin, /usr/bin,
+// /sbin, /bin), or "" if it is not installed.
+std::string SystemTool(const std::string& name);
+
+// PIDs of running processes whose command line contains `marker`.
+std::vector<pid_t> ProcessesMentioning(const std::string& marker);
+
+// ---------------------------------------------------------------------------
+// Nodes on loopback
 
 // Options for a node of `role` on loopback joining the scheduler at
 // 127.0.0.1:`scheduler_port`.
@@ -61,11 +105,16 @@ NodeOptions LocalNode(proto::Role role, int scheduler_port, double heartbeat_int
 // A TCP port on 127.0.0.1 that nothing listens on right now.
 int UnusedPort();
 
-// PIDs of running processes whose command line contains `marker`.
-std::vector<pid_t> ProcessesMentioning(const std::string& marker);
+// ---------------------------------------------------------------------------
+// Waiting and errors
 
-// Waits up to `timeout_s` for `condition`, checking every 10 ms.
+// Waits up to `timeout_s` for `condition`, checking every 10 ms. The timeout
+// only bounds a hang: pass one far above what the condition needs.
 bool WaitFor(const std::function<bool()>& condition, double timeout_s);
+
+// Waits up to `timeout_s` for the port a scheduler writes to its --port_file
+// `path`; returns it, or "" if none came.
+std::string WaitForPortFile(const std::string& path, double timeout_s);
 
 // The message of the keel::Error `body` throws, or "no error".
 std::string ErrorOf(const std::function<void()>& body);
@@ -74,23 +123,66 @@ inline bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// The whole file ("" if it cannot be read).
-std::string ReadFile(const std::string& path);
+// ---------------------------------------------------------------------------
+// Files
+
+// A fixture with a fresh folder `folder_`, removed with its files at the end.
+class TempFolderTest : public ::testing::Test {
+ protected:
+  explicit TempFolderTest(const std::string& purpose = "test") : temp_folder_(purpose) {}
+
+  // Writes `contents` to folder_/name and returns the path.
+  std::string WriteFile(const std::string& name, const std::string& contents);
+
+  TempFolder temp_folder_;
+  const std::string folder_ = temp_folder_.path();
+};
+
+// Writes `contents` to `path` (replacing it). (Inside a TempFolderTest, call
+// it as testing::WriteFile: the fixture's WriteFile takes a name in folder_.)
+void WriteFile(const std::string& path, const std::string& contents);
+
+// The whole file, or "" if it does not exist (yet) or cannot be read: for
+// polling a file another process writes. keel::ReadFile (base/files.h) is the
+// one that throws.
+std::string ReadFileOrEmpty(const std::string& path);
+
+// ---------------------------------------------------------------------------
+// What a job writes
+
+// The members of a flat JSON object, by name: strings without their quotes
+// (escapes undone), anything else (numbers, true, null, arrays) as written.
+std::map<std::string, std::string> ParseJsonObject(const std::string& text);
+
+// The lines of a JSON-lines file (the launcher's --event_log, the scheduler's
+// --membership_log), each parsed by ParseJsonObject; none if it does not exist.
+std::vector<std::map<std::string, std::string>> ReadJsonLines(const std::string& path);
+
+// The lines of ReadJsonLines(path) whose "event" is `event`.
+std::vector<std::map<std::string, std::string>> EventsNamed(const std::string& path,
+                                                            const std::string& event);
+
+// The metrics in `json`, the text of a metrics.json (a flat object of
+// numbers, null for not finite: NaN here).
+std::map<std::string, double> ParseMetrics(const std::string& json);
+
+// ParseMetrics of the file at `path`; empty if it does not exist.
+std::map<std::string, double> ReadMetrics(const std::string& path);
+
+// Metric `name` of metrics.json at `path`; NaN if the file or the metric is
+// missing (so that it equals nothing).
+double MetricOf(const std::string& path, const std::string& name);
+
+// The lines of `text` (its newlines): the examples of a data file, the rows
+// of a predictions file, the entries of a JSON-lines file.
+size_t CountLines(const std::string& text);
+
+// CountLines over every file in `folder` (what all of a channel holds).
+size_t CountLinesInFolder(const std::string& folder);
 
 // The example counts of every "epoch N: X examples across" line the leading
 // worker prints: what all workers read in each epoch.
 std::vector<long> ExamplesPerEpoch(const std::string& output);
-
-// A fixture with a fresh folder under /tmp, removed with its files at the end.
-class TempFolderTest : public ::testing::Test {
- protected:
-  TempFolderTest();
-  ~TempFolderTest() override;
-  // Writes `contents` to folder/name and returns the path.
-  std::string WriteFile(const std::string& name, const std::string& contents);
-
-  std::string folder_;
-};
 
 }  // namespace keel::testing
 

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "random_batch.h"
+#include "test_util.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/cpu_model.h"
@@ -334,19 +335,9 @@ TEST(CpuModel, RejectsAMulticlassLabelThatIsNotAClass) {
   EXPECT_THROW(model.Predict(batch, weights.data(), bias.data(), &predictions), Error);
 }
 
-class ModelArtifactTest : public ::testing::Test {
+class ModelArtifactTest : public testing::TempFolderTest {
  protected:
-  void SetUp() override {
-    char folder[] = "/tmp/keel-model-XXXXXX";
-    ASSERT_NE(mkdtemp(folder), nullptr);
-    dir_ = folder;
-  }
-  void TearDown() override {
-    for (const char* file : {"/weights.bin", "/model.json", "/weights.bin.tmp"}) {
-      unlink((dir_ + file).c_str());
-    }
-    rmdir(dir_.c_str());
-  }
+  ModelArtifactTest() : TempFolderTest("model") {}
   ModelArtifact Sample() {
     ModelArtifact model;
     model.hyperparameters.job = JobKind::kFactorizationMachines;
@@ -356,12 +347,11 @@ class ModelArtifactTest : public ::testing::Test {
     model.bias = {0.5f};
     return model;
   }
-  std::string dir_;
 };
 
 TEST_F(ModelArtifactTest, RoundTrips) {
-  Sample().Write(dir_);
-  const ModelArtifact back = ModelArtifact::Read(dir_);
+  Sample().Write(folder_);
+  const ModelArtifact back = ModelArtifact::Read(folder_);
   EXPECT_EQ(back.hyperparameters.job, JobKind::kFactorizationMachines);
   EXPECT_EQ(back.hyperparameters.num_factors, 2);
   EXPECT_EQ(back.features, Sample().features);
@@ -370,8 +360,8 @@ TEST_F(ModelArtifactTest, RoundTrips) {
 }
 
 TEST_F(ModelArtifactTest, RefusesAFlippedByteNamingTheFile) {
-  Sample().Write(dir_);
-  const std::string path = dir_ + "/weights.bin";
+  Sample().Write(folder_);
+  const std::string path = folder_ + "/weights.bin";
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
   file.seekp(60);
   char byte = 0;
@@ -381,7 +371,7 @@ TEST_F(ModelArtifactTest, RefusesAFlippedByteNamingTheFile) {
   file.write(&byte, 1);
   file.close();
   try {
-    ModelArtifact::Read(dir_);
+    ModelArtifact::Read(folder_);
     FAIL() << "a corrupted model was read";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
@@ -390,11 +380,11 @@ TEST_F(ModelArtifactTest, RefusesAFlippedByteNamingTheFile) {
 }
 
 TEST_F(ModelArtifactTest, RefusesATruncatedFile) {
-  Sample().Write(dir_);
-  const std::string path = dir_ + "/weights.bin";
+  Sample().Write(folder_);
+  const std::string path = folder_ + "/weights.bin";
   ASSERT_EQ(truncate(path.c_str(), 40), 0);
   try {
-    ModelArtifact::Read(dir_);
+    ModelArtifact::Read(folder_);
     FAIL() << "a truncated model was read";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
@@ -402,7 +392,7 @@ TEST_F(ModelArtifactTest, RefusesATruncatedFile) {
 }
 
 TEST_F(ModelArtifactTest, SaysWhenThereIsNoModel) {
-  EXPECT_THROW(ModelArtifact::Read(dir_ + "/nothing"), Error);
+  EXPECT_THROW(ModelArtifact::Read(folder_ + "/nothing"), Error);
 }
 
 }  // namespace

@@ -23,63 +23,37 @@ using testing::KeelBinary;
 
 using testing::Contains;
 using testing::ExamplesPerEpoch;
-using testing::ReadFile;
+using testing::ReadFileOrEmpty;
+using testing::ReadMetrics;
 
-// The numbers of a flat JSON object of numbers.
-std::map<std::string, double> ReadMetrics(const std::string& path) {
-  std::map<std::string, double> metrics;
-  const std::string text = ReadFile(path);
-  std::regex pair("\"([^\"]+)\": ([-0-9.eE+]+)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), pair); it != std::sregex_iterator();
-       ++it) {
-    metrics[(*it)[1]] = std::stod((*it)[2]);
-  }
-  return metrics;
-}
-
-size_t CountLines(const std::string& path) {
-  std::ifstream in(path);
-  size_t lines = 0;
-  std::string line;
-  while (std::getline(in, line)) lines += !line.empty();
-  return lines;
-}
-
-class TrainingJob : public ::testing::Test {
+class TrainingJob : public testing::TempFolderTest {
  public:
-  void SetUp() override {
-    char folder[] = "/tmp/keel-train-XXXXXX";
-    ASSERT_NE(mkdtemp(folder), nullptr);
-    dir_ = folder;
-  }
-  void TearDown() override { testing::Run({"/bin/rm", "-rf", dir_}, 30); }
+  TrainingJob() : TempFolderTest("train") {}
 
   void Generate(const std::string& model, int rows, int train_files) {
     const auto exit =
         testing::Run({KeelBinary(), "datagen", "--model=" + model, "--rows=" + std::to_string(rows),
                       "--features=2000", "--nnz=10", "--num_factors=4", "--seed=7",
-                      "--train_files=" + std::to_string(train_files), "--out=" + dir_},
+                      "--train_files=" + std::to_string(train_files), "--out=" + folder_},
                      60);
     ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   }
 
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return folder_; }
 
   testing::Exit Train(const std::vector<std::string>& flags, int workers, double timeout = 120) {
     std::vector<std::string> argv = {KeelBinary(),
                                      "launch",
                                      "--servers=2",
                                      "--workers=" + std::to_string(workers),
-                                     "--train=" + dir_ + "/train",
-                                     "--validation=" + dir_ + "/validation",
-                                     "--test=" + dir_ + "/test",
-                                     "--model_dir=" + dir_ + "/model",
+                                     "--train=" + folder_ + "/train",
+                                     "--validation=" + folder_ + "/validation",
+                                     "--test=" + folder_ + "/test",
+                                     "--model_dir=" + folder_ + "/model",
                                      "--minloglevel=1"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     return testing::Run(argv, timeout);
   }
-
-  std::string dir_;
 };
 
 TEST_F(TrainingJob, EveryExampleIsConsumedOncePerEpochWhenFilesAreShared) {
@@ -100,9 +74,10 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
   Generate("linear", 40000, 4);
   const auto exit = Train({"--job=linear_learner", "--epochs=4", "--learning_rate=0.01"}, 2);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
-  const auto oracle = ReadMetrics(dir_ + "/oracle.json");
-  ASSERT_TRUE(metrics.count("validation:roc_auc_score")) << ReadFile(dir_ + "/model/metrics.json");
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  const auto oracle = ReadMetrics(folder_ + "/oracle.json");
+  ASSERT_TRUE(metrics.count("validation:roc_auc_score"))
+      << ReadFileOrEmpty(folder_ + "/model/metrics.json");
   ASSERT_TRUE(metrics.count("test:roc_auc_score"));
   // Far better than chance, and not better than the planted model.
   EXPECT_GT(metrics.at("validation:roc_auc_score"),
@@ -110,12 +85,12 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
   EXPECT_LT(metrics.at("validation:roc_auc_score"), oracle.at("validation:roc_auc_score") + 0.01);
   EXPECT_GT(metrics.at("train:examples_per_second"), 0);
 
-  const std::string predictions = dir_ + "/predictions.csv";
-  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + dir_ + "/model",
-                                     "--data=" + dir_ + "/test", "--out=" + predictions},
+  const std::string predictions = folder_ + "/predictions.csv";
+  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                                     "--data=" + folder_ + "/test", "--out=" + predictions},
                                     60);
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
-  EXPECT_EQ(CountLines(predictions), 4000u);
+  EXPECT_EQ(testing::CountLines(ReadFileOrEmpty(predictions)), 4000u);
   // The artifact holds the same weights the job scored the test channel with.
   std::smatch auc;
   ASSERT_TRUE(std::regex_search(predict.output, auc, std::regex("roc_auc_score ([0-9.]+)")))
@@ -129,11 +104,12 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
                            "--factors_init_sigma=0.05"},
                           2);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
   EXPECT_GT(metrics.at("validation:roc_auc_score"), 0.6);
-  const std::string json = ReadFile(dir_ + "/model/model.json");
-  EXPECT_TRUE(Contains(json, "\"job\":\"factorization_machines\"")) << json;
-  EXPECT_TRUE(Contains(json, "\"num_factors\":4")) << json;
+  const std::string json = ReadFileOrEmpty(folder_ + "/model/model.json");
+  auto model = testing::ParseJsonObject(json);
+  EXPECT_EQ(model["job"], "factorization_machines") << json;
+  EXPECT_EQ(model["num_factors"], "4") << json;
 }
 
 TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
@@ -149,9 +125,9 @@ TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
              "--staleness=0"},
             1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
   // The epoch with the lowest validation loss, from the per-epoch history.
-  std::ifstream history(dir_ + "/model/history.jsonl");
+  std::ifstream history(folder_ + "/model/history.jsonl");
   std::string line;
   int best_epoch = 0, epochs = 0;
   double best_loss = 1e30, best_auc = 0;
@@ -176,8 +152,8 @@ TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
   // The artifact holds that epoch's weights: scoring the validation channel
   // with it gives that epoch's figures.
   const auto predict =
-      testing::Run({KeelBinary(), "predict", "--model_dir=" + dir_ + "/model",
-                    "--data=" + dir_ + "/validation", "--out=" + dir_ + "/predictions.csv"},
+      testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                    "--data=" + folder_ + "/validation", "--out=" + folder_ + "/predictions.csv"},
                    60);
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   std::smatch auc;
@@ -189,7 +165,7 @@ TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
 TEST_F(TrainingJob, ABadRecordFailsTheJobNamingFileAndLineUnlessSkipped) {
   Generate("linear", 2000, 1);
   {
-    std::ofstream bad(dir_ + "/train/part-0.libsvm", std::ios::app);
+    std::ofstream bad(folder_ + "/train/part-0.libsvm", std::ios::app);
     bad << "1 5:1 oops:1\n";
   }
   const std::string line = std::to_string(2000 + 1);
@@ -232,18 +208,18 @@ void WriteRuleData(const std::string& path, int rows, bool multiclass, uint64_t 
 
 TEST_F(TrainingJob, RegressorLearnsARule) {
   for (const char* channel : {"train", "validation"}) {
-    ASSERT_EQ(mkdir((dir_ + "/" + channel).c_str(), 0755), 0);
-    WriteRuleData(dir_ + "/" + channel + "/part-0.libsvm", 4000, false, channel[0]);
+    ASSERT_EQ(mkdir((folder_ + "/" + channel).c_str(), 0755), 0);
+    WriteRuleData(folder_ + "/" + channel + "/part-0.libsvm", 4000, false, channel[0]);
   }
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=1", "--workers=2", "--job=linear_learner",
-       "--predictor_type=regressor", "--train=" + dir_ + "/train",
-       "--validation=" + dir_ + "/validation", "--model_dir=" + dir_ + "/model", "--epochs=10",
-       "--learning_rate=0.01", "--mini_batch_size=50", "--minloglevel=1"},
+       "--predictor_type=regressor", "--train=" + folder_ + "/train",
+       "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
+       "--epochs=10", "--learning_rate=0.01", "--mini_batch_size=50", "--minloglevel=1"},
       120);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
-  ASSERT_TRUE(metrics.count("validation:mse")) << ReadFile(dir_ + "/model/metrics.json");
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:mse")) << ReadFileOrEmpty(folder_ + "/model/metrics.json");
   EXPECT_TRUE(metrics.count("validation:absolute_loss"));
   EXPECT_TRUE(metrics.count("validation:rmse"));
   // The targets vary by about 1.3 (standard deviation); a learned model is far closer.
@@ -252,23 +228,23 @@ TEST_F(TrainingJob, RegressorLearnsARule) {
 
 TEST_F(TrainingJob, MulticlassClassifierBeatsChance) {
   for (const char* channel : {"train", "validation"}) {
-    ASSERT_EQ(mkdir((dir_ + "/" + channel).c_str(), 0755), 0);
-    WriteRuleData(dir_ + "/" + channel + "/part-0.libsvm", 4000, true, channel[0]);
+    ASSERT_EQ(mkdir((folder_ + "/" + channel).c_str(), 0755), 0);
+    WriteRuleData(folder_ + "/" + channel + "/part-0.libsvm", 4000, true, channel[0]);
   }
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner",
-       "--predictor_type=multiclass_classifier", "--num_classes=3", "--train=" + dir_ + "/train",
-       "--validation=" + dir_ + "/validation", "--model_dir=" + dir_ + "/model", "--epochs=10",
-       "--learning_rate=0.05", "--mini_batch_size=50", "--minloglevel=1"},
+       "--predictor_type=multiclass_classifier", "--num_classes=3", "--train=" + folder_ + "/train",
+       "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
+       "--epochs=10", "--learning_rate=0.05", "--mini_batch_size=50", "--minloglevel=1"},
       120);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto metrics = ReadMetrics(dir_ + "/model/metrics.json");
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
   ASSERT_TRUE(metrics.count("validation:multiclass_accuracy"))
-      << ReadFile(dir_ + "/model/metrics.json");
+      << ReadFileOrEmpty(folder_ + "/model/metrics.json");
   EXPECT_GT(metrics.at("validation:multiclass_accuracy"), 0.6);  // chance is about 1/3
-  const std::string predictions = dir_ + "/predictions.csv";
-  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + dir_ + "/model",
-                                     "--data=" + dir_ + "/validation", "--out=" + predictions},
+  const std::string predictions = folder_ + "/predictions.csv";
+  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                                     "--data=" + folder_ + "/validation", "--out=" + predictions},
                                     60);
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   std::ifstream in(predictions);
@@ -320,7 +296,6 @@ TEST_F(TrainingJob, BadHyperparametersFailAtStartNamingTheFlag) {
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);
   EXPECT_TRUE(Contains(exit.output, "--predictor_type 'ranker'")) << exit.output;
-  EXPECT_LT(exit.seconds, 10);
 }
 
 // One worker and one server see the same requests in the same order whatever
@@ -332,13 +307,13 @@ TEST_F(TrainingJob, FourThreadsTrainTheSameModelAsOne) {
   for (int threads : {1, 4}) {
     const auto exit = testing::Run(
         {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=factorization_machines",
-         "--epochs=2", "--mini_batch_size=200", "--train=" + dir_ + "/train",
-         "--model_dir=" + dir_ + "/model-" + std::to_string(threads),
+         "--epochs=2", "--mini_batch_size=200", "--train=" + folder_ + "/train",
+         "--model_dir=" + folder_ + "/model-" + std::to_string(threads),
          "--threads=" + std::to_string(threads), "--minloglevel=1"},
         120);
     ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
     weights[threads == 1 ? 0 : 1] =
-        ReadFile(dir_ + "/model-" + std::to_string(threads) + "/weights.bin");
+        ReadFileOrEmpty(folder_ + "/model-" + std::to_string(threads) + "/weights.bin");
   }
   ASSERT_FALSE(weights[0].empty());
   EXPECT_TRUE(weights[0] == weights[1]) << "the models differ";
@@ -349,10 +324,13 @@ TEST_F(TrainingJob, FourThreadsTrainTheSameModelAsOne) {
 TEST_F(TrainingJob, ACudaDeviceWithoutAGpuFailsAtStartSayingWhy) {
 #ifdef KEEL_TESTS_CUDA_COMPILED
   std::string why;
-  if (CudaDeviceCount(&why) > 0) GTEST_SKIP() << "a GPU is present";
+  if (CudaDeviceCount(&why) > 0) {
+    GTEST_SKIP() << "a GPU is present: this is the refusal without one, which only a machine "
+                    "without a usable GPU shows";
+  }
   const std::string expected = "--device cuda:0: " + why;
 #else
-  const std::string expected = "without the CUDA backend";
+  const std::string expected = "--device cuda:0: this keel was built without the CUDA backend";
 #endif
   Generate("linear", 500, 1);
   const auto exit = Train({"--job=linear_learner", "--epochs=1", "--device=cuda:0"}, 1, 60);
