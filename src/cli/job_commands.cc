@@ -108,7 +108,7 @@ int RunPredict() {
   ComputeBackend& model = *backend;
   const int width = model.weight_width();
   const std::unordered_map<Key, size_t> rows = FeatureRows(artifact);
-  ReaderOptions reader = ReaderOptionsFromFlags();
+  ReaderOptions reader = WithLabelRule(ReaderOptionsFromFlags(), h);
   reader.feature_dim = 0;  // unseen features simply have zero weights
   BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), reader, 4096);
   std::ofstream out(FLAGS_out);
