@@ -143,6 +143,11 @@ int RunDatagen() {
   options.seed = FLAGS_seed;
   options.train_files = FLAGS_train_files;
   options.out = FLAGS_out;
+  options.predictor_type = ParsePredictorType(FLAGS_predictor_type);
+  options.num_classes = FLAGS_num_classes;
+  options.label_offset = FLAGS_label_offset;
+  options.label_scale = FLAGS_label_scale;
+  options.feature_scale_spread = FLAGS_feature_scale_spread;
   const MetricSet oracle = GenerateData(options);
   std::cout << "wrote " << options.rows << " training rows to " << options.out << "/train, "
             << options.rows / 10 << " each to validation and test\n";
