@@ -235,6 +235,47 @@ TEST_F(TrainingJob, ABadLabelInTheValidationChannelFailsTheJob) {
       << exit.output;
 }
 
+// Runs keel datagen into folder_ with `flags` after the common ones.
+testing::Exit RunDatagen(const std::string& folder, const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {KeelBinary(), "datagen",  "--rows=10000",   "--features=1000",
+                                   "--nnz=10",   "--seed=3", "--out=" + folder};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return testing::Run(argv, 60);
+}
+
+TEST_F(TrainingJob, DatagenRegressionSetHasItsOracleAndTrains) {
+  const auto generated =
+      RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=150", "--label_scale=60"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto oracle = ReadMetrics(folder_ + "/oracle.json");
+  ASSERT_TRUE(oracle.count("validation:mse")) << ReadFileOrEmpty(folder_ + "/oracle.json");
+  EXPECT_NEAR(oracle.at("validation:mse"), 60 * 60, 0.15 * 60 * 60);  // the noise's variance
+  const auto exit = Train({"--job=linear_learner", "--predictor_type=regressor", "--epochs=2"}, 2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:mse")) << exit.output;
+  EXPECT_GT(metrics.at("validation:mse"), 0.9 * oracle.at("validation:mse"));
+}
+
+TEST_F(TrainingJob, DatagenMulticlassSetHasItsOracleAndTrains) {
+  const auto generated =
+      RunDatagen(folder_, {"--predictor_type=multiclass_classifier", "--num_classes=5"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto oracle = ReadMetrics(folder_ + "/oracle.json");
+  ASSERT_TRUE(oracle.count("validation:multiclass_accuracy"))
+      << ReadFileOrEmpty(folder_ + "/oracle.json");
+  EXPECT_GT(oracle.at("validation:multiclass_accuracy"), 0.25);  // chance: 1/5
+  const auto exit = Train({"--job=linear_learner", "--predictor_type=multiclass_classifier",
+                           "--num_classes=5", "--epochs=3"},
+                          2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:multiclass_accuracy")) << exit.output;
+  EXPECT_GT(metrics.at("validation:multiclass_accuracy"), 0.2);
+  EXPECT_LT(metrics.at("validation:multiclass_accuracy"),
+            oracle.at("validation:multiclass_accuracy") + 0.03);
+}
+
 // Writes `rows` examples of a rule a linear model can learn: feature f in
 // 0..9 present with value 1; the target depends on which are present.
 void WriteRuleData(const std::string& path, int rows, bool multiclass, uint64_t seed) {
