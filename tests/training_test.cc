@@ -276,6 +276,14 @@ TEST_F(TrainingJob, DatagenMulticlassSetHasItsOracleAndTrains) {
             oracle.at("validation:multiclass_accuracy") + 0.03);
 }
 
+TEST_F(TrainingJob, DatagenNumClassesWithoutMulticlassFailsNamingTheFlag) {
+  const auto generated = RunDatagen(folder_, {"--num_classes=10"});
+  ASSERT_TRUE(generated.finished);
+  EXPECT_NE(generated.code, 0);
+  EXPECT_TRUE(Contains(generated.output, "--num_classes 10 needs --predictor_type"))
+      << generated.output;
+}
+
 // Writes `rows` examples of a rule a linear model can learn: feature f in
 // 0..9 present with value 1; the target depends on which are present.
 void WriteRuleData(const std::string& path, int rows, bool multiclass, uint64_t seed) {

@@ -145,6 +145,11 @@ int RunDatagen() {
   options.out = FLAGS_out;
   options.predictor_type = ParsePredictorType(FLAGS_predictor_type);
   options.num_classes = FLAGS_num_classes;
+  if (!gflags::GetCommandLineFlagInfoOrDie("num_classes").is_default &&
+      options.predictor_type != PredictorType::kMulticlassClassifier) {
+    throw MakeError("--num_classes ", FLAGS_num_classes,
+                    " needs --predictor_type=multiclass_classifier");
+  }
   options.label_offset = FLAGS_label_offset;
   options.label_scale = FLAGS_label_scale;
   options.feature_scale_spread = FLAGS_feature_scale_spread;
