@@ -748,5 +748,110 @@ TEST(ChannelFormat, UnknownNameThrowsNamingTheAcceptedOnes) {
   EXPECT_TRUE(Contains(message, "libsvm, csv or recordio-protobuf")) << message;
 }
 
+// ---------------------------------------------------------------------------
+// Label rules (ReaderOptions::labels), in every format
+
+ReaderOptions WithLabels(DataFormat format, LabelRule rule, int num_classes = 0) {
+  ReaderOptions options = Options(format);
+  options.labels = rule;
+  options.num_classes = num_classes;
+  return options;
+}
+
+class LabelRules : public RecordIOReading {
+ protected:
+  // A file of `format` with one example per label, each with feature 0 = 1.
+  // Sets *offsets, for recordIO, to each record's byte offset.
+  std::string WriteLabels(DataFormat format, const std::vector<std::string>& labels,
+                          std::vector<uint64_t>* offsets = nullptr) {
+    if (format == DataFormat::kRecordIO) {
+      const std::string path = folder_ + "/labels.rec";
+      RecordIOWriter writer(path);
+      for (const std::string& label : labels) {
+        if (offsets != nullptr) offsets->push_back(writer.bytes_written());
+        writer.Write(DenseRecord({1}, {std::stof(label)}));
+      }
+      writer.Flush();
+      return path;
+    }
+    std::string contents;
+    for (const std::string& label : labels) {
+      contents += label + (format == DataFormat::kCsv ? ",1\n" : " 1:1\n");
+    }
+    return WriteFile(format == DataFormat::kCsv ? "labels.csv" : "labels.libsvm", contents);
+  }
+};
+
+TEST_F(LabelRules, BinaryKeepsZeroOneAndReadsMinusOnePlusOneAsZeroOne) {
+  for (DataFormat format : {DataFormat::kLibsvm, DataFormat::kCsv, DataFormat::kRecordIO}) {
+    const std::string path = WriteLabels(format, {"-1", "+1", "0", "1", "-1"});
+    EXPECT_EQ(ReadAll(path, WithLabels(format, LabelRule::kBinary)).labels,
+              (std::vector<float>{0, 1, 0, 1, 0}))
+        << DataFormatName(format);
+  }
+}
+
+TEST_F(LabelRules, BinaryRejectsOtherLabelsNamingFileLineAndValueInLibsvm) {
+  for (const char* label : {"2", "0.5", "-2"}) {
+    const std::string path = WriteLabels(DataFormat::kLibsvm, {"1", "0", label, "1"});
+    const std::string message =
+        ErrorOf([&] { ReadAll(path, WithLabels(DataFormat::kLibsvm, LabelRule::kBinary)); });
+    EXPECT_TRUE(
+        Contains(message, path + ":3: label " + label + " is not a binary label (0/1 or -1/+1)"))
+        << message;
+  }
+}
+
+TEST_F(LabelRules, BinaryRejectsOtherLabelsNamingFileLineAndValueInCsv) {
+  const std::string path = WriteLabels(DataFormat::kCsv, {"1", "2"});
+  const std::string message =
+      ErrorOf([&] { ReadAll(path, WithLabels(DataFormat::kCsv, LabelRule::kBinary)); });
+  EXPECT_TRUE(Contains(message, path + ":2: label 2 is not a binary label")) << message;
+}
+
+TEST_F(LabelRules, BinaryRejectsOtherLabelsNamingFileRecordAndValueInRecordIO) {
+  std::vector<uint64_t> offsets;
+  const std::string path = WriteLabels(DataFormat::kRecordIO, {"1", "3"}, &offsets);
+  const std::string message =
+      ErrorOf([&] { ReadAll(path, WithLabels(DataFormat::kRecordIO, LabelRule::kBinary)); });
+  EXPECT_TRUE(Contains(message,
+                       path + "@" + std::to_string(offsets[1]) + ": label 3 is not a binary label"))
+      << message;
+}
+
+TEST_F(LabelRules, ClassIdsMustBeIntegersBelowNumClasses) {
+  const std::string good = WriteLabels(DataFormat::kLibsvm, {"0", "2", "1"});
+  EXPECT_EQ(ReadAll(good, WithLabels(DataFormat::kLibsvm, LabelRule::kClassId, 3)).labels,
+            (std::vector<float>{0, 2, 1}));
+  for (const char* label : {"3", "-1", "1.5"}) {
+    const std::string path = WriteLabels(DataFormat::kLibsvm, {"0", label});
+    const std::string message =
+        ErrorOf([&] { ReadAll(path, WithLabels(DataFormat::kLibsvm, LabelRule::kClassId, 3)); });
+    EXPECT_TRUE(Contains(
+        message, path + ":2: label " + label + " is not a class id in 0..2 (num_classes 3)"))
+        << message;
+  }
+}
+
+TEST_F(LabelRules, RegressionTakesAnyFiniteLabelAsItIs) {
+  const std::string path = WriteLabels(DataFormat::kLibsvm, {"-1", "150.5", "2", "-3e3"});
+  EXPECT_EQ(ReadAll(path, WithLabels(DataFormat::kLibsvm, LabelRule::kFinite)).labels,
+            (std::vector<float>{-1, 150.5f, 2, -3000}));
+}
+
+TEST_F(LabelRules, ABadLabelIsABadRecordSkippedAndCountedWithSkipBadRecords) {
+  for (DataFormat format : {DataFormat::kLibsvm, DataFormat::kCsv, DataFormat::kRecordIO}) {
+    const std::string path = WriteLabels(format, {"1", "2", "-1", "7"});
+    ReaderOptions options = WithLabels(format, LabelRule::kBinary);
+    options.skip_bad_records = true;
+    uint64_t skipped = 0;
+    const Batch batch = ReadAll(path, options, &skipped);
+    EXPECT_EQ(skipped, 2u) << DataFormatName(format);
+    EXPECT_EQ(batch.labels, (std::vector<float>{1, 0})) << DataFormatName(format);
+    EXPECT_EQ(batch.row_offsets, (std::vector<uint64_t>{0, 1, 2})) << DataFormatName(format);
+    EXPECT_EQ(batch.indices, (std::vector<uint64_t>{0, 0})) << DataFormatName(format);
+  }
+}
+
 }  // namespace
 }  // namespace keel

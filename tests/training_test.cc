@@ -179,6 +179,111 @@ TEST_F(TrainingJob, ABadRecordFailsTheJobNamingFileAndLineUnlessSkipped) {
   EXPECT_EQ(ExamplesPerEpoch(exit.output), (std::vector<long>{2000})) << exit.output;
 }
 
+// Rewrites a 0/1 libsvm file with LIBLINEAR's -1/+1 labels.
+void ToPlusMinusOneLabels(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, rewritten;
+  while (std::getline(in, line))
+    rewritten += (line[0] == '0' ? "-1" : "+1") + line.substr(1) + "\n";
+  in.close();
+  std::ofstream(path) << rewritten;
+}
+
+TEST_F(TrainingJob, MinusOnePlusOneLabelsTrainAsZeroOne) {
+  Generate("linear", 4000, 1);
+  const std::vector<std::string> flags = {"--job=linear_learner", "--epochs=2", "--staleness=0"};
+  auto exit = Train(flags, 1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto zero_one = ReadMetrics(folder_ + "/model/metrics.json");
+  for (const char* channel :
+       {"/train/part-0.libsvm", "/validation/part-0.libsvm", "/test/part-0.libsvm"}) {
+    ToPlusMinusOneLabels(folder_ + channel);
+  }
+  exit = Train(flags, 1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto plus_minus_one = ReadMetrics(folder_ + "/model/metrics.json");
+  for (const char* metric : {"validation:roc_auc_score", "validation:objective_loss",
+                             "test:binary_classification_accuracy"}) {
+    ASSERT_TRUE(plus_minus_one.count(metric)) << metric;
+    EXPECT_NEAR(plus_minus_one.at(metric), zero_one.at(metric), 1e-6) << metric;
+  }
+}
+
+TEST_F(TrainingJob, ABadLabelFailsTheJobNamingFileLineAndValueUnlessSkipped) {
+  Generate("linear", 2000, 1);
+  { std::ofstream(folder_ + "/train/part-0.libsvm", std::ios::app) << "2 5:1\n"; }
+  auto exit = Train({"--job=linear_learner", "--epochs=1"}, 1);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(
+      Contains(exit.output, "part-0.libsvm:2001: label 2 is not a binary label (0/1 or -1/+1)"))
+      << exit.output;
+
+  exit = Train({"--job=linear_learner", "--epochs=1", "--skip_bad_records"}, 1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  EXPECT_EQ(ExamplesPerEpoch(exit.output), (std::vector<long>{2000})) << exit.output;
+}
+
+TEST_F(TrainingJob, ABadLabelInTheValidationChannelFailsTheJob) {
+  Generate("linear", 2000, 1);
+  { std::ofstream(folder_ + "/validation/part-0.libsvm", std::ios::app) << "0.5 5:1\n"; }
+  const auto exit = Train({"--job=linear_learner", "--epochs=1"}, 1);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(
+      Contains(exit.output, "validation/part-0.libsvm:201: label 0.5 is not a binary label"))
+      << exit.output;
+}
+
+// Runs keel datagen into folder_ with `flags` after the common ones.
+testing::Exit RunDatagen(const std::string& folder, const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {KeelBinary(), "datagen",  "--rows=10000",   "--features=1000",
+                                   "--nnz=10",   "--seed=3", "--out=" + folder};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return testing::Run(argv, 60);
+}
+
+TEST_F(TrainingJob, DatagenRegressionSetHasItsOracleAndTrains) {
+  const auto generated =
+      RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=150", "--label_scale=60"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto oracle = ReadMetrics(folder_ + "/oracle.json");
+  ASSERT_TRUE(oracle.count("validation:mse")) << ReadFileOrEmpty(folder_ + "/oracle.json");
+  EXPECT_NEAR(oracle.at("validation:mse"), 60 * 60, 0.15 * 60 * 60);  // the noise's variance
+  const auto exit = Train({"--job=linear_learner", "--predictor_type=regressor", "--epochs=2"}, 2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:mse")) << exit.output;
+  EXPECT_GT(metrics.at("validation:mse"), 0.9 * oracle.at("validation:mse"));
+}
+
+TEST_F(TrainingJob, DatagenMulticlassSetHasItsOracleAndTrains) {
+  const auto generated =
+      RunDatagen(folder_, {"--predictor_type=multiclass_classifier", "--num_classes=5"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto oracle = ReadMetrics(folder_ + "/oracle.json");
+  ASSERT_TRUE(oracle.count("validation:multiclass_accuracy"))
+      << ReadFileOrEmpty(folder_ + "/oracle.json");
+  EXPECT_GT(oracle.at("validation:multiclass_accuracy"), 0.25);  // chance: 1/5
+  const auto exit = Train({"--job=linear_learner", "--predictor_type=multiclass_classifier",
+                           "--num_classes=5", "--epochs=3"},
+                          2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:multiclass_accuracy")) << exit.output;
+  EXPECT_GT(metrics.at("validation:multiclass_accuracy"), 0.2);
+  EXPECT_LT(metrics.at("validation:multiclass_accuracy"),
+            oracle.at("validation:multiclass_accuracy") + 0.03);
+}
+
+TEST_F(TrainingJob, DatagenNumClassesWithoutMulticlassFailsNamingTheFlag) {
+  const auto generated = RunDatagen(folder_, {"--num_classes=10"});
+  ASSERT_TRUE(generated.finished);
+  EXPECT_NE(generated.code, 0);
+  EXPECT_TRUE(Contains(generated.output, "--num_classes 10 needs --predictor_type"))
+      << generated.output;
+}
+
 // Writes `rows` examples of a rule a linear model can learn: feature f in
 // 0..9 present with value 1; the target depends on which are present.
 void WriteRuleData(const std::string& path, int rows, bool multiclass, uint64_t seed) {

@@ -194,10 +194,14 @@ int BenchKV() {
   return 0;
 }
 
-// Reads --data with the data readers alone (no training), one thread.
+// Reads --data with the data readers alone (no training), one thread, with
+// the labels checked as training checks them (--predictor_type, --num_classes).
 int BenchParse() {
   if (FLAGS_data.empty()) throw MakeError("keel bench parse needs --data FILE_OR_FOLDER");
-  ReaderOptions options;
+  Hyperparameters labels;
+  labels.predictor_type = ParsePredictorType(FLAGS_predictor_type);
+  labels.num_classes = FLAGS_num_classes;
+  ReaderOptions options = WithLabelRule(ReaderOptions(), labels);
   options.format = ParseDataFormat(FLAGS_data_format);
   options.zero_based = FLAGS_libsvm_zero_based;
   std::vector<double> seconds;

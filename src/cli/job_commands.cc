@@ -108,7 +108,7 @@ int RunPredict() {
   ComputeBackend& model = *backend;
   const int width = model.weight_width();
   const std::unordered_map<Key, size_t> rows = FeatureRows(artifact);
-  ReaderOptions reader = ReaderOptionsFromFlags();
+  ReaderOptions reader = WithLabelRule(ReaderOptionsFromFlags(), h);
   reader.feature_dim = 0;  // unseen features simply have zero weights
   BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), reader, 4096);
   std::ofstream out(FLAGS_out);
@@ -143,6 +143,16 @@ int RunDatagen() {
   options.seed = FLAGS_seed;
   options.train_files = FLAGS_train_files;
   options.out = FLAGS_out;
+  options.predictor_type = ParsePredictorType(FLAGS_predictor_type);
+  options.num_classes = FLAGS_num_classes;
+  if (!gflags::GetCommandLineFlagInfoOrDie("num_classes").is_default &&
+      options.predictor_type != PredictorType::kMulticlassClassifier) {
+    throw MakeError("--num_classes ", FLAGS_num_classes,
+                    " needs --predictor_type=multiclass_classifier");
+  }
+  options.label_offset = FLAGS_label_offset;
+  options.label_scale = FLAGS_label_scale;
+  options.feature_scale_spread = FLAGS_feature_scale_spread;
   const MetricSet oracle = GenerateData(options);
   std::cout << "wrote " << options.rows << " training rows to " << options.out << "/train, "
             << options.rows / 10 << " each to validation and test\n";

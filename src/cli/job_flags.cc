@@ -82,6 +82,13 @@ DEFINE_uint64(rows, 100000, "datagen: training rows (validation and test get a t
 DEFINE_uint64(features, 10000, "datagen: number of features");
 DEFINE_int32(nnz, 20, "datagen: non-zeros per row");
 DEFINE_int32(train_files, 4, "datagen: training files");
+DEFINE_double(label_offset, 0,
+              "datagen --predictor_type=regressor: the labels' mean (label = offset + scale x "
+              "(standardized planted score + noise))");
+DEFINE_double(label_scale, 1, "datagen --predictor_type=regressor: the labels' scale");
+DEFINE_double(feature_scale_spread, 0,
+              "datagen: multiply each feature's values by 10^u, u uniform in [-S/2, S/2] "
+              "decades (0: every value is 1)");
 
 namespace keel {
 namespace {

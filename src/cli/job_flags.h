@@ -78,6 +78,9 @@ DECLARE_uint64(rows);
 DECLARE_uint64(features);
 DECLARE_int32(nnz);
 DECLARE_int32(train_files);
+DECLARE_double(label_offset);
+DECLARE_double(label_scale);
+DECLARE_double(feature_scale_spread);
 
 namespace keel {
 

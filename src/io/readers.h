@@ -18,6 +18,9 @@
 //   several values: the batch's label_width is set from the first record, and
 //   later records must match it.
 // Text lines may end with "\r\n". Numbers may not be NaN or infinite.
+// Labels are checked as they are read, by ReaderOptions::labels: a label the
+// rule rejects makes its record bad (an Error naming the file, the line or
+// record, and the value; or skipped and counted with skip_bad_records).
 #ifndef KEEL_IO_READERS_H_
 #define KEEL_IO_READERS_H_
 
@@ -32,6 +35,13 @@
 namespace keel {
 
 enum class DataFormat { kLibsvm, kCsv, kRecordIO };
+
+// What a label must be: the predictor type's rule.
+enum class LabelRule {
+  kFinite,   // regression: any finite number
+  kBinary,   // 0 or 1; -1 is read as 0 and +1 as 1 (LIBLINEAR's convention)
+  kClassId,  // an integer in 0..num_classes-1
+};
 
 // "libsvm", "csv", "recordio-protobuf" (also "recordio"), or the SageMaker
 // content types "text/libsvm", "text/csv", "application/x-recordio-protobuf".
@@ -49,6 +59,9 @@ struct ReaderOptions {
   bool skip_bad_records = false;
   // When > 0, a feature index >= feature_dim (after shifting) is a bad record.
   uint64_t feature_dim = 0;
+  // The labels' rule; num_classes bounds the class ids of kClassId.
+  LabelRule labels = LabelRule::kFinite;
+  int num_classes = 0;
   // Bytes per read(2). Lines and records longer than this still work (the
   // buffer grows); tests use small blocks to cross block boundaries often.
   size_t block_size = size_t{4} << 20;

@@ -101,9 +101,33 @@ class RecordIOExampleReader : public ExampleReader {
       return false;
     }
     if (!CheckFeatureIndices(*features) || !CheckLabelWidth(*label)) return false;
+    const size_t first_label = batch->labels.size();
     CheckBatchLabelWidth(batch);
     AppendExample(*features, *label, batch);
+    if (!AllowLabels(batch, first_label)) {
+      RemoveLastExample(first_label, batch);
+      return false;
+    }
     return true;
+  }
+
+  // Applies the label rule (io/readers.h) to the labels from `first` on; on
+  // failure sets problem_. One branch for regression.
+  bool AllowLabels(Batch* batch, size_t first) {
+    if (options_.labels == LabelRule::kFinite) return true;
+    for (size_t i = first; i < batch->labels.size(); ++i) {
+      if (!CheckLabel(options_, &batch->labels[i], &problem_)) return false;
+    }
+    return true;
+  }
+
+  // Removes the example AppendExample added last, whose labels start at `first_label`.
+  static void RemoveLastExample(size_t first_label, Batch* batch) {
+    batch->row_offsets.pop_back();
+    const size_t first_feature = batch->row_offsets.back();
+    batch->labels.resize(first_label);
+    batch->indices.resize(first_feature);
+    batch->values.resize(first_feature);
   }
 
   // The record in `payload`, on the arena; null with problem_ set if it is not one.

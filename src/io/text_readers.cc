@@ -237,6 +237,12 @@ class TextReader : public ExampleReader {
     return true;
   }
 
+  // Applies the label rule (io/readers.h) to a parsed label; on failure sets
+  // problem_. One branch for regression.
+  bool AllowLabel(float* label) {
+    return options_.labels == LabelRule::kFinite || CheckLabel(options_, label, &problem_);
+  }
+
   const ReaderOptions options_;
   std::string problem_;
 
@@ -263,7 +269,9 @@ class LibsvmReader : public TextReader {
       return LineResult::kBad;
     }
     float label;
-    if (!ParseNumber(token, token_end, "label", &label)) return LineResult::kBad;
+    if (!ParseNumber(token, token_end, "label", &label) || !AllowLabel(&label)) {
+      return LineResult::kBad;
+    }
     batch->labels.push_back(label);
     for (token = SkipSpace(token_end, end); token != end; token = SkipSpace(token_end, end)) {
       if (AppendPlainFeature(token, end, batch, &token_end)) continue;
@@ -372,6 +380,7 @@ class CsvReader : public TextReader {
         }
       }
       if (column == 0) {
+        if (!AllowLabel(&value)) return LineResult::kBad;
         batch->labels.push_back(value);
       } else {
         batch->indices.push_back(column - 1);

@@ -26,17 +26,6 @@ void ComputeBackend::CheckKeySet(const PreparedBatch& prepared) {
   }
 }
 
-void ComputeBackend::CheckLabels(const Batch& batch, size_t begin, size_t end) const {
-  if (hyperparameters_.predictor_type != PredictorType::kMulticlassClassifier) return;
-  for (size_t r = begin; r < end; ++r) {
-    const float label = batch.labels[r];
-    if (LabelToClass(label, classes_) < 0) {
-      throw MakeError("label ", label, " of an example is not a class id in 0..", classes_ - 1,
-                      " (--num_classes ", classes_, ")");
-    }
-  }
-}
-
 bool IsDenseBatch(const PreparedBatch& prepared) {
   const Batch& batch = prepared.batch;
   const size_t keys = prepared.keys.size();

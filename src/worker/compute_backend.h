@@ -57,9 +57,6 @@ class ComputeBackend {
 
   // Throws Error unless `batch` carries its key set (PrepareKeys).
   static void CheckKeySet(const PreparedBatch& batch);
-  // Throws Error, for a multiclass job, naming the first label of rows
-  // [begin, end) that is not a class id.
-  void CheckLabels(const Batch& batch, size_t begin, size_t end) const;
 
   Hyperparameters hyperparameters_;
   bool factorization_;

@@ -207,7 +207,6 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
                           size_t row_begin, size_t row_end, Scratch* scratch,
                           const Outputs& out) const {
   const Batch& batch = prepared.batch;
-  CheckLabels(batch, row_begin, row_end);
   const size_t rows = batch.rows();
   const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;
   const LossKind kind = LossKindOf(hyperparameters_.predictor_type);
@@ -262,7 +261,6 @@ void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, c
                          size_t row_begin, size_t row_end, Scratch* scratch,
                          const Outputs& out) const {
   const Batch& batch = prepared.batch;
-  CheckLabels(batch, row_begin, row_end);
   const Eigen::Index keys = static_cast<Eigen::Index>(prepared.keys.size());
   const Eigen::Index count = static_cast<Eigen::Index>(row_end - row_begin);
   const bool backward = out.row_bias_gradients != nullptr;

@@ -506,7 +506,6 @@ class CudaModel : public ComputeBackend {
              std::vector<float>* predictions, std::vector<float>* weight_gradients,
              std::vector<float>* bias_gradient) {
     KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
-    CheckLabels(prepared.batch, 0, prepared.batch.rows());
     SizeResults(prepared, predictions, weight_gradients, bias_gradient);
     if (prepared.batch.rows() == 0) return 0;
     Slot& slot = slots_[StagedSlot(prepared)];

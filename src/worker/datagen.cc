@@ -22,6 +22,15 @@ struct PlantedModel {
   std::vector<float> linear;   // per feature
   std::vector<float> factors;  // per feature x k (fm only)
   int k = 0;
+  int classes = 1;  // multiclass: linear holds features x classes
+
+  // Multiclass: the `classes` scores of `row` into `scores`.
+  void ClassScores(const std::vector<uint64_t>& row, float* scores) const {
+    for (int c = 0; c < classes; ++c) scores[c] = 0;
+    for (uint64_t f : row) {
+      for (int c = 0; c < classes; ++c) scores[c] += linear[f * classes + c];
+    }
+  }
 
   float Score(const std::vector<uint64_t>& row) const {
     float score = bias;
@@ -41,17 +50,35 @@ struct PlantedModel {
   }
 };
 
+// A libsvm file of rows whose features have value 1, or each feature's scale.
 class LibsvmFile {
  public:
-  explicit LibsvmFile(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "w")) {
+  // `scales`: empty for value 1, else one per feature. `real_labels`: labels
+  // written as reals ("%.9g") rather than integers.
+  LibsvmFile(const std::string& path, const std::vector<float>& scales, bool real_labels)
+      : path_(path),
+        file_(std::fopen(path.c_str(), "w")),
+        scales_(scales),
+        real_labels_(real_labels) {
     if (!file_) throw MakeError("cannot write ", path);
   }
   ~LibsvmFile() {
     if (file_) std::fclose(file_);
   }
-  void Write(int label, const std::vector<uint64_t>& row) {
-    std::fprintf(file_, "%d", label);
-    for (uint64_t f : row) std::fprintf(file_, " %llu:1", static_cast<unsigned long long>(f + 1));
+  void Write(float label, const std::vector<uint64_t>& row) {
+    if (real_labels_) {
+      std::fprintf(file_, "%.9g", label);
+    } else {
+      std::fprintf(file_, "%d", static_cast<int>(label));
+    }
+    for (uint64_t f : row) {
+      const auto index = static_cast<unsigned long long>(f + 1);
+      if (scales_.empty()) {
+        std::fprintf(file_, " %llu:1", index);
+      } else {
+        std::fprintf(file_, " %llu:%.7g", index, scales_[f]);
+      }
+    }
     std::fputc('\n', file_);
   }
   void Close() {
@@ -62,6 +89,8 @@ class LibsvmFile {
  private:
   std::string path_;
   FILE* file_;
+  const std::vector<float>& scales_;
+  const bool real_labels_;
 };
 
 // Throws Error naming the flag unless `options` can make a data set.
@@ -77,6 +106,21 @@ void CheckOptions(const DatagenOptions& options) {
   }
   if (options.rows < 10 || options.train_files < 1) {
     throw MakeError("--rows must be at least 10 and there must be at least one training file");
+  }
+  if (options.predictor_type == PredictorType::kMulticlassClassifier &&
+      (options.model != "linear" || options.num_classes < 3 || options.num_classes > 1000)) {
+    throw MakeError("datagen multiclass_classifier needs --model=linear and --num_classes in 3..",
+                    "1000 (got --model=", options.model, " --num_classes=", options.num_classes,
+                    ")");
+  }
+  if (!std::isfinite(options.label_offset) || !(options.label_scale > 0) ||
+      !std::isfinite(options.label_scale)) {
+    throw MakeError("--label_offset must be finite and --label_scale finite and above 0 (got ",
+                    options.label_offset, " and ", options.label_scale, ")");
+  }
+  if (!(options.feature_scale_spread >= 0 && options.feature_scale_spread <= 20)) {
+    throw MakeError("--feature_scale_spread ", options.feature_scale_spread,
+                    " must be between 0 and 20 decades");
   }
 }
 
@@ -97,6 +141,17 @@ PlantedModel PlantModel(const DatagenOptions& options, std::mt19937_64* random) 
     planted.linear[f] = 2.0f * linear_scale * influence(f) * normal(*random);
   }
   planted.bias = -0.3f;
+  if (options.predictor_type == PredictorType::kMulticlassClassifier) {
+    planted.classes = options.num_classes;
+    planted.linear.resize(options.features * planted.classes);
+    for (uint64_t f = 0; f < options.features; ++f) {
+      for (int c = 0; c < planted.classes; ++c) {
+        planted.linear[f * planted.classes + c] =
+            2.0f * linear_scale * influence(f) * normal(*random);
+      }
+    }
+    return planted;
+  }
   if (options.model != "fm") return planted;
   planted.k = options.num_factors;
   const float pairs = 0.5f * options.nnz * (options.nnz - 1);
@@ -138,59 +193,152 @@ class RowSampler {
   std::uniform_real_distribution<double> unit_{0.0, 1.0};
 };
 
-// The planted model's generator: rows, and labels drawn from its probability.
+// How a regression label is made from the planted score: standardized, then
+// scaled and offset (see datagen.h).
+struct LabelScaling {
+  float score_mean = 0;
+  float score_deviation = 1;
+  float offset = 0;
+  float scale = 1;
+};
+
+// The planted model's generator: rows, and labels drawn from its probability
+// (or, for regression, its score plus noise).
 class Generator {
  public:
-  Generator(const PlantedModel& planted, RowSampler rows, std::mt19937_64 random)
-      : planted_(planted), rows_(std::move(rows)), random_(std::move(random)) {}
+  Generator(const PlantedModel& planted, PredictorType task, LabelScaling scaling, RowSampler rows,
+            std::mt19937_64 random)
+      : planted_(planted),
+        task_(task),
+        scaling_(scaling),
+        rows_(std::move(rows)),
+        random_(std::move(random)),
+        oracle_(task == PredictorType::kMulticlassClassifier ? planted.classes : 1) {}
 
-  // Draws the next row (row()); returns its label and sets `*probability`.
-  int Next(float* probability) {
+  // Draws the next row (row()) and returns its label; oracle() is then the
+  // planted model's prediction for it (the probability of 1, the regression
+  // value, or the class probabilities).
+  float Next() {
     rows_.Draw(&random_, &row_);
-    *probability = Sigmoid(planted_.Score(row_));
-    return uniform_(random_) < *probability ? 1 : 0;
+    switch (task_) {
+      case PredictorType::kBinaryClassifier:
+        oracle_[0] = Sigmoid(planted_.Score(row_));
+        return uniform_(random_) < oracle_[0] ? 1.0f : 0.0f;
+      case PredictorType::kRegressor: {
+        const float z = (planted_.Score(row_) - scaling_.score_mean) / scaling_.score_deviation;
+        oracle_[0] = scaling_.offset + scaling_.scale * z;
+        return oracle_[0] + scaling_.scale * normal_(random_);
+      }
+      case PredictorType::kMulticlassClassifier:
+        break;
+    }
+    planted_.ClassScores(row_, oracle_.data());
+    Softmax(oracle_.data(), planted_.classes, oracle_.data());
+    const float u = uniform_(random_);
+    float cumulative = 0;
+    for (int c = 0; c + 1 < planted_.classes; ++c) {
+      cumulative += oracle_[c];
+      if (u < cumulative) return static_cast<float>(c);
+    }
+    return static_cast<float>(planted_.classes - 1);
   }
   const std::vector<uint64_t>& row() const { return row_; }
+  const std::vector<float>& oracle() const { return oracle_; }
 
  private:
   const PlantedModel& planted_;
+  const PredictorType task_;
+  const LabelScaling scaling_;
   RowSampler rows_;
   std::mt19937_64 random_;
   std::uniform_real_distribution<float> uniform_{0.0f, 1.0f};
+  std::normal_distribution<float> normal_{0.0f, 1.0f};
   std::vector<uint64_t> row_;
+  std::vector<float> oracle_;
 };
 
+// The regression label scaling: the planted score's mean and deviation on
+// 10^4 rows drawn with their own generator (the data's draws stay as they are).
+LabelScaling MeasureScaling(const DatagenOptions& options, const PlantedModel& planted) {
+  LabelScaling scaling;
+  scaling.offset = static_cast<float>(options.label_offset);
+  scaling.scale = static_cast<float>(options.label_scale);
+  std::mt19937_64 random(options.seed ^ 0x5eedca1eULL);
+  RowSampler rows(options.features, options.nnz);
+  std::vector<uint64_t> row;
+  constexpr int kRows = 10000;
+  double sum = 0, squares = 0;
+  for (int r = 0; r < kRows; ++r) {
+    rows.Draw(&random, &row);
+    const double score = planted.Score(row);
+    sum += score;
+    squares += score * score;
+  }
+  const double mean = sum / kRows;
+  scaling.score_mean = static_cast<float>(mean);
+  scaling.score_deviation =
+      static_cast<float>(std::sqrt(std::max(squares / kRows - mean * mean, 1e-12)));
+  return scaling;
+}
+
+// Each feature's value, 10^u with u uniform in [-spread/2, spread/2], drawn
+// with its own generator; empty when spread is 0 (every value 1).
+std::vector<float> FeatureScales(const DatagenOptions& options) {
+  if (options.feature_scale_spread <= 0) return {};
+  std::mt19937_64 random(options.seed ^ 0xfea75ca1eULL);
+  std::uniform_real_distribution<double> u(-0.5 * options.feature_scale_spread,
+                                           0.5 * options.feature_scale_spread);
+  std::vector<float> scales(options.features);
+  for (float& scale : scales) scale = static_cast<float>(std::pow(10.0, u(random)));
+  return scales;
+}
+
 // <out>/train/part-N.libsvm: `rows` rows, dealt to the files in turn.
-void WriteTrainingChannel(const DatagenOptions& options, Generator* generator) {
+void WriteTrainingChannel(const DatagenOptions& options, const std::vector<float>& scales,
+                          Generator* generator) {
+  const bool real_labels = options.predictor_type == PredictorType::kRegressor;
   std::vector<std::unique_ptr<LibsvmFile>> train;
   for (int i = 0; i < options.train_files; ++i) {
-    train.push_back(
-        std::make_unique<LibsvmFile>(options.out + "/train/part-" + std::to_string(i) + ".libsvm"));
+    train.push_back(std::make_unique<LibsvmFile>(
+        options.out + "/train/part-" + std::to_string(i) + ".libsvm", scales, real_labels));
   }
-  float probability;
   for (uint64_t r = 0; r < options.rows; ++r) {
-    const int label = generator->Next(&probability);
+    const float label = generator->Next();
     train[r % train.size()]->Write(label, generator->row());
   }
   for (auto& file : train) file->Close();
 }
 
+// The metrics of the task (models/metrics.h) of the oracle's predictions.
+MetricSet OracleMetrics(const DatagenOptions& options, const std::vector<float>& predictions,
+                        const std::vector<float>& labels) {
+  switch (options.predictor_type) {
+    case PredictorType::kBinaryClassifier:
+      break;
+    case PredictorType::kRegressor:
+      return RegressionMetrics(predictions, labels);
+    case PredictorType::kMulticlassClassifier:
+      return MulticlassMetrics(predictions, labels, options.num_classes);
+  }
+  return BinaryClassificationMetrics(predictions, labels);
+}
+
 // <out>/<channel>/part-0.libsvm: rows / 10 rows. Returns the planted model's
 // metrics on them, named "<channel>:<metric>".
 MetricSet WriteEvaluationChannel(const DatagenOptions& options, const std::string& channel,
-                                 Generator* generator) {
-  LibsvmFile file(options.out + "/" + channel + "/part-0.libsvm");
-  std::vector<float> probabilities, labels;
-  float probability;
+                                 const std::vector<float>& scales, Generator* generator) {
+  LibsvmFile file(options.out + "/" + channel + "/part-0.libsvm", scales,
+                  options.predictor_type == PredictorType::kRegressor);
+  std::vector<float> predictions, labels;
   for (uint64_t r = 0; r < options.rows / 10; ++r) {
-    const int label = generator->Next(&probability);
+    const float label = generator->Next();
     file.Write(label, generator->row());
-    probabilities.push_back(probability);
-    labels.push_back(static_cast<float>(label));
+    predictions.insert(predictions.end(), generator->oracle().begin(), generator->oracle().end());
+    labels.push_back(label);
   }
   file.Close();
   MetricSet oracle;
-  for (const auto& [name, value] : BinaryClassificationMetrics(probabilities, labels)) {
+  for (const auto& [name, value] : OracleMetrics(options, predictions, labels)) {
     oracle[channel + ":" + name] = value;
   }
   return oracle;
@@ -212,11 +360,16 @@ MetricSet GenerateData(const DatagenOptions& options) {
   for (const char* channel : {"train", "validation", "test"}) {
     MakeDirectories(options.out + "/" + channel);
   }
-  Generator generator(planted, RowSampler(options.features, options.nnz), std::move(random));
-  WriteTrainingChannel(options, &generator);
+  const LabelScaling scaling = options.predictor_type == PredictorType::kRegressor
+                                   ? MeasureScaling(options, planted)
+                                   : LabelScaling();
+  const std::vector<float> scales = FeatureScales(options);
+  Generator generator(planted, options.predictor_type, scaling,
+                      RowSampler(options.features, options.nnz), std::move(random));
+  WriteTrainingChannel(options, scales, &generator);
   MetricSet oracle;
   for (const char* channel : {"validation", "test"}) {
-    oracle.merge(WriteEvaluationChannel(options, channel, &generator));
+    oracle.merge(WriteEvaluationChannel(options, channel, scales, &generator));
   }
   WriteOracle(options.out, oracle);
   return oracle;

@@ -4,6 +4,20 @@
 // power-law popularity (density proportional to rank^(-2/3)); labels are sampled from the planted
 // model's probability (logistic link), so the planted model's own validation metrics are the best
 // any learner can reach. Files are libsvm with 1-based indices.
+//
+// Other tasks, by predictor_type:
+// - regressor: label = label_offset + label_scale * (z + e), z the planted
+//   score standardized (mean 0, deviation 1, measured on 10^4 rows drawn
+//   apart) and e Gaussian noise of the same level, N(0, 1). The labels then
+//   have mean label_offset and deviation label_scale * sqrt(2), and the
+//   oracle (label_offset + label_scale * z) has MSE label_scale^2.
+// - multiclass_classifier (model linear): num_classes planted weight vectors
+//   and biases; the label is drawn from the softmax of their scores.
+// feature_scale_spread S > 0 multiplies each feature's values by 10^u, u
+// uniform in [-S/2, S/2] per feature, drawn apart so that rows and labels are
+// those of S = 0: the oracle's metrics are unchanged, but a learner sees
+// features of unstandardized scales. Existing options give the same bytes as
+// before these were added.
 #ifndef KEEL_WORKER_DATAGEN_H_
 #define KEEL_WORKER_DATAGEN_H_
 
@@ -11,6 +25,7 @@
 #include <string>
 
 #include "models/metrics.h"
+#include "worker/hyperparameters.h"
 
 namespace keel {
 
@@ -23,11 +38,18 @@ struct DatagenOptions {
   uint64_t seed = 1;
   int train_files = 4;
   std::string out;
+  PredictorType predictor_type = PredictorType::kBinaryClassifier;
+  int num_classes = 3;              // multiclass_classifier
+  double label_offset = 0;          // regressor
+  double label_scale = 1;           // regressor
+  double feature_scale_spread = 0;  // decades; 0: every value is 1
 };
 
 // Writes <out>/train/part-N.libsvm, <out>/validation/part-0.libsvm,
 // <out>/test/part-0.libsvm and <out>/oracle.json, and returns the oracle's
-// validation metrics. Throws Error on bad options or a failed write.
+// validation and test metrics ("validation:roc_auc_score"; the regression and
+// multiclass metric names of models/metrics.h for those tasks). Throws Error
+// on bad options or a failed write.
 MetricSet GenerateData(const DatagenOptions& options);
 
 }  // namespace keel

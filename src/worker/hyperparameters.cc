@@ -81,4 +81,20 @@ std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
   return tables;
 }
 
+ReaderOptions WithLabelRule(ReaderOptions reader, const Hyperparameters& hyperparameters) {
+  switch (hyperparameters.predictor_type) {
+    case PredictorType::kBinaryClassifier:
+      reader.labels = LabelRule::kBinary;
+      break;
+    case PredictorType::kRegressor:
+      reader.labels = LabelRule::kFinite;
+      break;
+    case PredictorType::kMulticlassClassifier:
+      reader.labels = LabelRule::kClassId;
+      break;
+  }
+  reader.num_classes = hyperparameters.num_classes;
+  return reader;
+}
+
 }  // namespace keel

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/readers.h"
 #include "kv/initializer.h"
 #include "kv/keys.h"
 #include "kv/optimizer.h"
@@ -83,6 +84,11 @@ PredictorType ParsePredictorType(
 
 // The servers' table specs for a job: widths, optimizers, initializers.
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& hyperparameters);
+
+// `reader` with the label rule of the predictor type (binary: 0/1 or -1/+1;
+// multiclass: class ids below num_classes; regression: any finite number), so
+// that every channel's labels are checked as they are read.
+ReaderOptions WithLabelRule(ReaderOptions reader, const Hyperparameters& hyperparameters);
 
 }  // namespace keel
 

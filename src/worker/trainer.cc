@@ -20,8 +20,10 @@
 namespace keel {
 namespace {
 
-// The reader checks feature indices against --feature_dim.
-TrainerOptions WithFeatureDim(TrainerOptions options, const Hyperparameters& hyperparameters) {
+// The reader checks feature indices against --feature_dim and labels by the
+// predictor type.
+TrainerOptions WithDataChecks(TrainerOptions options, const Hyperparameters& hyperparameters) {
+  options.reader = WithLabelRule(options.reader, hyperparameters);
   options.reader.feature_dim = hyperparameters.feature_dim;
   return options;
 }
@@ -46,7 +48,7 @@ Trainer::Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparam
     : node_(node),
       client_(client),
       hyperparameters_(hyperparameters),
-      options_(WithFeatureDim(std::move(options), hyperparameters)),
+      options_(WithDataChecks(std::move(options), hyperparameters)),
       backend_(MakeComputeBackend(options_.device, options_.threads, hyperparameters)),
       model_(*backend_),
       control_(client),
