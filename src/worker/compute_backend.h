@@ -62,6 +62,7 @@ class ComputeBackend {
   void CheckLabels(const Batch& batch, size_t begin, size_t end) const;
 
   Hyperparameters hyperparameters_;
+  LossFunction loss_;  // hyperparameters_.loss_function(), resolved once
   bool factorization_;
   int classes_;
   int width_;
