@@ -14,6 +14,12 @@
 
 namespace keel {
 
+// Loss and gradient guards: a loss or gradient that would overflow a float
+// (a score near FLT_MAX) is held at the largest float instead.
+KEEL_HOST_DEVICE inline float HoldFinite(float value) {
+  return fminf(fmaxf(value, -3.402823466e38f), 3.402823466e38f);
+}
+
 // 1 / (1 + e^-z), without overflow for any z.
 KEEL_HOST_DEVICE inline float Sigmoid(float z) {
   if (z >= 0.0f) return 1.0f / (1.0f + expf(-z));
@@ -36,11 +42,13 @@ KEEL_HOST_DEVICE inline float LogisticGradient(float score, float label) {
 // 0.5 (score - y)^2.
 KEEL_HOST_DEVICE inline float SquaredLoss(float score, float label) {
   const float error = score - label;
-  return 0.5f * error * error;
+  return HoldFinite(0.5f * error * error);
 }
 
 // dSquaredLoss/dscore = score - y.
-KEEL_HOST_DEVICE inline float SquaredGradient(float score, float label) { return score - label; }
+KEEL_HOST_DEVICE inline float SquaredGradient(float score, float label) {
+  return HoldFinite(score - label);
+}
 
 // The class id a multiclass label stands for, or -1 if the label is not an
 // integer in [0, classes) (including NaN). Callers check for -1 where the data
@@ -90,35 +98,158 @@ KEEL_HOST_DEVICE inline void SoftmaxGradient(const float* scores, int classes, i
   gradient[label] -= 1.0f;
 }
 
-// The loss a model is trained under: logistic for binary classification,
-// squared for regression, softmax cross-entropy for multiclass.
-enum class LossKind { kLogistic, kSquared, kSoftmax };
+// |score - y|. Its gradient is the sign of the error, 0 at the kink (score = y).
+KEEL_HOST_DEVICE inline float AbsoluteLoss(float score, float label) {
+  return HoldFinite(fabsf(score - label));
+}
+KEEL_HOST_DEVICE inline float AbsoluteGradient(float score, float label) {
+  return score > label ? 1.0f : (score < label ? -1.0f : 0.0f);
+}
+
+// max(0, margin - t score), t = 2y - 1 in {-1, +1} for a 0/1 label: the
+// score must clear the margin on the label's side. The gradient is -t inside
+// the margin and 0 from the kink (t score = margin) on.
+KEEL_HOST_DEVICE inline float HingeLoss(float score, float label, float margin) {
+  const float sign = label > 0.5f ? 1.0f : -1.0f;
+  return HoldFinite(fmaxf(0.0f, margin - sign * score));
+}
+KEEL_HOST_DEVICE inline float HingeGradient(float score, float label, float margin) {
+  const float sign = label > 0.5f ? 1.0f : -1.0f;
+  return sign * score < margin ? -sign : 0.0f;
+}
+
+// 0.5 max(0, |score - y| - eps)^2: errors within eps cost nothing, larger
+// ones the squared loss of their excess (eps = 0 gives SquaredLoss). Smooth:
+// the gradient, sign(e) max(0, |e| - eps), has no kink to choose at.
+KEEL_HOST_DEVICE inline float EpsInsensitiveSquaredLoss(float score, float label,
+                                                        float insensitivity) {
+  const float excess = fmaxf(0.0f, fabsf(score - label) - insensitivity);
+  return HoldFinite(0.5f * excess * excess);
+}
+KEEL_HOST_DEVICE inline float EpsInsensitiveSquaredGradient(float score, float label,
+                                                            float insensitivity) {
+  const float error = score - label;
+  return HoldFinite(copysignf(fmaxf(0.0f, fabsf(error) - insensitivity), error));
+}
+
+// max(0, |score - y| - eps). The gradient is sign(score - y) outside the
+// band and 0 inside it and on its edges.
+KEEL_HOST_DEVICE inline float EpsInsensitiveAbsoluteLoss(float score, float label,
+                                                         float insensitivity) {
+  return HoldFinite(fmaxf(0.0f, fabsf(score - label) - insensitivity));
+}
+KEEL_HOST_DEVICE inline float EpsInsensitiveAbsoluteGradient(float score, float label,
+                                                             float insensitivity) {
+  const float error = score - label;
+  if (fabsf(error) <= insensitivity) return 0.0f;
+  return error > 0.0f ? 1.0f : -1.0f;
+}
+
+// The pinball loss of quantile q in (0, 1): q (y - score) when the label is
+// above the score, (1 - q) (score - y) when below. Its minimiser is the
+// q-quantile of the label: the label lies below the prediction with
+// probability q. The gradient is -q below the label, 1 - q above it, and 0 at
+// the kink (score = y).
+KEEL_HOST_DEVICE inline float QuantileLoss(float score, float label, float quantile) {
+  const float error = label - score;
+  return HoldFinite(error >= 0.0f ? quantile * error : (quantile - 1.0f) * error);
+}
+KEEL_HOST_DEVICE inline float QuantileGradient(float score, float label, float quantile) {
+  return score < label ? -quantile : (score > label ? 1.0f - quantile : 0.0f);
+}
+
+// Huber's loss: 0.5 e^2 for |e| <= delta, delta (|e| - 0.5 delta) beyond
+// (e = score - y): squared near the label, absolute far from it, continuous
+// with a continuous gradient, e clipped to [-delta, delta].
+KEEL_HOST_DEVICE inline float HuberLoss(float score, float label, float delta) {
+  const float error = fabsf(score - label);
+  return HoldFinite(error <= delta ? 0.5f * error * error : delta * (error - 0.5f * delta));
+}
+KEEL_HOST_DEVICE inline float HuberGradient(float score, float label, float delta) {
+  return fminf(fmaxf(score - label, -delta), delta);
+}
+
+// The losses a model can train under (SageMaker Linear Learner's `loss`).
+// Binary classifiers: kLogistic, kHinge. Regressors: kSquared, kAbsolute,
+// kEpsInsensitiveSquared, kEpsInsensitiveAbsolute, kQuantile, kHuber.
+// Multiclass classifiers: kSoftmax.
+enum class LossKind {
+  kLogistic,
+  kSquared,
+  kSoftmax,
+  kAbsolute,
+  kHinge,
+  kEpsInsensitiveSquared,
+  kEpsInsensitiveAbsolute,
+  kQuantile,
+  kHuber,
+};
+
+// A loss and its parameters (each read only by its own loss), as the CPU
+// loops and the CUDA kernels take it: plain data, copied by value. A LossKind
+// converts to it with SageMaker's default parameters.
+struct LossFunction {
+  KEEL_HOST_DEVICE LossFunction(LossKind loss_kind = LossKind::kLogistic)  // NOLINT
+      : kind(loss_kind) {}
+
+  LossKind kind;
+  float margin = 1.0f;          // kHinge
+  float quantile = 0.5f;        // kQuantile
+  float insensitivity = 0.01f;  // kEpsInsensitiveSquared, kEpsInsensitiveAbsolute
+  float huber_delta = 1.0f;     // kHuber
+};
 
 // One example's loss given its `classes` scores (1 unless kSoftmax): returns
 // the loss, writes dLoss/dscores to `score_gradient` (`classes` floats) and,
-// unless `predictions` is null, the prediction: the probability of class 1,
-// the regression value, or the class probabilities. A multiclass label that
-// is not a class id gives an infinite loss and a zero gradient (see
-// SoftmaxGradient); callers check labels with LabelToClass to report them.
-KEEL_HOST_DEVICE inline float ExampleLoss(LossKind kind, const float* scores, int classes,
-                                          float label, float* score_gradient, float* predictions) {
-  switch (kind) {
+// unless `predictions` is null, the prediction the loss implies:
+//   kLogistic  the probability of class 1, Sigmoid(score) (label: > 0.5)
+//   kHinge     the score itself, a margin (label: its sign, > 0)
+//   kSoftmax   the class probabilities
+//   regression losses: the score, the predicted value (for kQuantile the
+//              predicted q-quantile of the label)
+// A multiclass label that is not a class id gives an infinite loss and a zero
+// gradient (see SoftmaxGradient); callers check labels with LabelToClass to
+// report them.
+KEEL_HOST_DEVICE inline float ExampleLoss(const LossFunction& loss, const float* scores,
+                                          int classes, float label, float* score_gradient,
+                                          float* predictions) {
+  const float score = scores[0];
+  if (loss.kind == LossKind::kSoftmax) {
+    const int class_id = LabelToClass(label, classes);
+    const float value = SoftmaxLoss(scores, classes, class_id);
+    if (predictions != nullptr) Softmax(scores, classes, predictions);
+    SoftmaxGradient(scores, classes, class_id, score_gradient);
+    return value;
+  }
+  if (predictions != nullptr) {
+    predictions[0] = loss.kind == LossKind::kLogistic ? Sigmoid(score) : score;
+  }
+  switch (loss.kind) {
     case LossKind::kLogistic:
-      score_gradient[0] = LogisticGradient(scores[0], label);
-      if (predictions != nullptr) predictions[0] = Sigmoid(scores[0]);
-      return LogisticLoss(scores[0], label);
+      score_gradient[0] = LogisticGradient(score, label);
+      return LogisticLoss(score, label);
+    case LossKind::kAbsolute:
+      score_gradient[0] = AbsoluteGradient(score, label);
+      return AbsoluteLoss(score, label);
+    case LossKind::kHinge:
+      score_gradient[0] = HingeGradient(score, label, loss.margin);
+      return HingeLoss(score, label, loss.margin);
+    case LossKind::kEpsInsensitiveSquared:
+      score_gradient[0] = EpsInsensitiveSquaredGradient(score, label, loss.insensitivity);
+      return EpsInsensitiveSquaredLoss(score, label, loss.insensitivity);
+    case LossKind::kEpsInsensitiveAbsolute:
+      score_gradient[0] = EpsInsensitiveAbsoluteGradient(score, label, loss.insensitivity);
+      return EpsInsensitiveAbsoluteLoss(score, label, loss.insensitivity);
+    case LossKind::kQuantile:
+      score_gradient[0] = QuantileGradient(score, label, loss.quantile);
+      return QuantileLoss(score, label, loss.quantile);
+    case LossKind::kHuber:
+      score_gradient[0] = HuberGradient(score, label, loss.huber_delta);
+      return HuberLoss(score, label, loss.huber_delta);
     case LossKind::kSquared:
-      score_gradient[0] = SquaredGradient(scores[0], label);
-      if (predictions != nullptr) predictions[0] = scores[0];
-      return SquaredLoss(scores[0], label);
-    case LossKind::kSoftmax:
-    default: {
-      const int class_id = LabelToClass(label, classes);
-      const float loss = SoftmaxLoss(scores, classes, class_id);
-      if (predictions != nullptr) Softmax(scores, classes, predictions);
-      SoftmaxGradient(scores, classes, class_id, score_gradient);
-      return loss;
-    }
+    default:
+      score_gradient[0] = SquaredGradient(score, label);
+      return SquaredLoss(score, label);
   }
 }
 

@@ -331,6 +331,42 @@ TEST_F(TrainingJob, RegressorLearnsARule) {
   EXPECT_LT(metrics.at("validation:mse"), 0.05) << exit.output;
 }
 
+// absolute_loss: the validation objective_loss is the mean absolute error,
+// computed as the training loss, and model.json records the loss.
+TEST_F(TrainingJob, RegressorLearnsARuleUnderAbsoluteLoss) {
+  for (const char* channel : {"train", "validation"}) {
+    ASSERT_EQ(mkdir((folder_ + "/" + channel).c_str(), 0755), 0);
+    WriteRuleData(folder_ + "/" + channel + "/part-0.libsvm", 4000, false, channel[0]);
+  }
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=1", "--workers=2", "--job=linear_learner",
+       "--predictor_type=regressor", "--loss=absolute_loss", "--train=" + folder_ + "/train",
+       "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
+       "--epochs=10", "--learning_rate=0.01", "--mini_batch_size=50", "--minloglevel=1"},
+      120);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:absolute_loss"))
+      << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+  // The targets vary by about 1.3 (standard deviation) around the rule, with
+  // noise of at most 0.05: a learned model's absolute error is far below 1.
+  EXPECT_LT(metrics.at("validation:absolute_loss"), 0.15) << exit.output;
+  EXPECT_NEAR(metrics.at("validation:objective_loss"), metrics.at("validation:absolute_loss"),
+              1e-4 * metrics.at("validation:absolute_loss"));
+  EXPECT_TRUE(
+      Contains(ReadFileOrEmpty(folder_ + "/model/model.json"), "\"loss\":\"absolute_loss\""));
+}
+
+TEST_F(TrainingJob, ALossThatDoesNotFitThePredictorTypeFailsAtStartNamingBoth) {
+  Generate("linear", 100, 1);
+  const auto exit =
+      Train({"--job=linear_learner", "--predictor_type=regressor", "--loss=hinge_loss"}, 1, 30);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(Contains(exit.output, "--loss hinge_loss does not fit --predictor_type regressor"))
+      << exit.output;
+}
+
 TEST_F(TrainingJob, MulticlassClassifierBeatsChance) {
   for (const char* channel : {"train", "validation"}) {
     ASSERT_EQ(mkdir((folder_ + "/" + channel).c_str(), 0755), 0);

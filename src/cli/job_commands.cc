@@ -15,6 +15,7 @@
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/datagen.h"
+#include "worker/evaluator.h"
 #include "worker/model_artifact.h"
 #include "worker/trainer.h"
 
@@ -48,15 +49,17 @@ uint64_t GatherWeights(const ModelArtifact& artifact, const std::unordered_map<K
 }
 
 // Writes a line per example of `rows`, `classes` predictions each: "LABEL,P"
-// for a binary classifier, "P" for a regressor, "LABEL,P0,P1,..." for a
+// for a binary classifier (P a probability, or a hinge_loss model's margin,
+// whose label is its sign), "P" for a regressor, "LABEL,P0,P1,..." for a
 // multiclass classifier.
-void WritePredictions(PredictorType type, const std::vector<float>& predictions, size_t rows,
+void WritePredictions(const Hyperparameters& h, const std::vector<float>& predictions, size_t rows,
                       int classes, std::ostream& out) {
+  const float threshold = h.loss_function().kind == LossKind::kHinge ? 0.0f : 0.5f;
   for (size_t r = 0; r < rows; ++r) {
     const float* p = predictions.data() + r * classes;
-    switch (type) {
+    switch (h.predictor_type) {
       case PredictorType::kBinaryClassifier:
-        out << (p[0] >= 0.5f ? 1 : 0) << "," << p[0] << "\n";
+        out << (p[0] >= threshold ? 1 : 0) << "," << p[0] << "\n";
         break;
       case PredictorType::kRegressor:
         out << p[0] << "\n";
@@ -70,20 +73,6 @@ void WritePredictions(PredictorType type, const std::vector<float>& predictions,
       }
     }
   }
-}
-
-// The metrics of the predictor type.
-MetricSet PredictionMetrics(const Hyperparameters& h, const std::vector<float>& predictions,
-                            const std::vector<float>& labels) {
-  switch (h.predictor_type) {
-    case PredictorType::kBinaryClassifier:
-      return BinaryClassificationMetrics(predictions, labels);
-    case PredictorType::kRegressor:
-      return RegressionMetrics(predictions, labels);
-    case PredictorType::kMulticlassClassifier:
-      return MulticlassMetrics(predictions, labels, h.num_classes);
-  }
-  return MetricSet();
 }
 
 }  // namespace
@@ -115,18 +104,20 @@ int RunPredict() {
   if (!out) throw MakeError("cannot write ", FLAGS_out);
   out << std::setprecision(7);
   std::vector<float> weights, predictions, all_predictions, labels;
+  double loss_sum = 0.0;
   PreparedBatch batch;
   uint64_t unseen = 0;
   while (stream.Next(&batch)) {
     unseen += GatherWeights(artifact, rows, batch, width, &weights);
-    model.Predict(batch, weights.data(), artifact.bias.data(), &predictions);
-    WritePredictions(h.predictor_type, predictions, batch.batch.rows(), model.prediction_width(),
-                     out);
+    loss_sum += model.Predict(batch, weights.data(), artifact.bias.data(), &predictions);
+    WritePredictions(h, predictions, batch.batch.rows(), model.prediction_width(), out);
     all_predictions.insert(all_predictions.end(), predictions.begin(), predictions.end());
     labels.insert(labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
   }
   if (!out) throw MakeError("cannot write ", FLAGS_out);
-  const MetricSet metrics = PredictionMetrics(h, all_predictions, labels);
+  const MetricSet metrics =
+      PredictionMetrics(h, all_predictions, labels,
+                        loss_sum / static_cast<double>(std::max<size_t>(1, labels.size())));
   std::cout << "scored " << labels.size() << " examples into " << FLAGS_out << " (" << unseen
             << " feature occurrences the model has not seen)\n";
   for (const auto& [name, value] : metrics) std::cout << "  " << name << " " << value << "\n";

@@ -1,6 +1,7 @@
 #include "cli/job_flags.h"
 
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -38,6 +39,16 @@ DEFINE_uint64(seed, 1, "seed of the initializers and of datagen");
 DEFINE_int32(early_stopping_patience, 3,
              "epochs without validation gain before stopping (needs --validation)");
 DEFINE_double(early_stopping_tolerance, 0.001, "relative gain that counts as a gain");
+DEFINE_string(loss, "auto",
+              "auto (logistic, squared_loss or softmax_loss by --predictor_type); "
+              "binary_classifier: logistic, hinge_loss; regressor: squared_loss, absolute_loss, "
+              "eps_insensitive_squared_loss, eps_insensitive_absolute_loss, quantile_loss, "
+              "huber_loss; multiclass_classifier: softmax_loss");
+DEFINE_double(margin, 1.0, "hinge_loss: the margin the score must clear (> 0)");
+DEFINE_double(quantile, 0.5, "quantile_loss: the quantile of the label to predict, in (0, 1)");
+DEFINE_double(loss_insensitivity, 0.01,
+              "eps_insensitive_*_loss: errors this small cost nothing (> 0)");
+DEFINE_double(huber_delta, 1.0, "huber_loss: squared below this error, absolute above (> 0)");
 DEFINE_double(beta_1, 0.9, "adam: decay of the first moment");
 DEFINE_double(beta_2, 0.999, "adam: decay of the second moment");
 DEFINE_double(bias_lr, -1, "learning rate of the bias (default: --learning_rate)");
@@ -187,6 +198,11 @@ Hyperparameters HyperparametersFromFlags() {
   h.seed = FLAGS_seed;
   h.early_stopping_patience = FLAGS_early_stopping_patience;
   h.early_stopping_tolerance = FLAGS_early_stopping_tolerance;
+  h.loss = FLAGS_loss;
+  h.margin = static_cast<float>(FLAGS_margin);
+  h.quantile = static_cast<float>(FLAGS_quantile);
+  h.loss_insensitivity = static_cast<float>(FLAGS_loss_insensitivity);
+  h.huber_delta = static_cast<float>(FLAGS_huber_delta);
 
   OptimizerOptions& weights = h.weights_optimizer;
   weights.name = FLAGS_optimizer;
@@ -248,10 +264,20 @@ std::string HyperparameterJson() {
   std::ostringstream json;
   json << "{";
   bool first = true;
+  // The loss and its parameters are recorded whether set or not, the loss
+  // by the name `auto` resolved to.
+  const std::set<std::string> loss_flags = {"loss", "margin", "quantile", "loss_insensitivity",
+                                            "huber_delta"};
   for (const auto& flag : flags) {
-    if (flag.is_default || flag.filename != __FILE__) continue;
+    if (flag.is_default || flag.filename != __FILE__ || loss_flags.count(flag.name)) continue;
     json << (first ? "" : ",") << "\"" << flag.name << "\":" << JsonQuote(flag.current_value);
     first = false;
+  }
+  const Hyperparameters h = HyperparametersFromFlags();
+  json << (first ? "" : ",") << "\"loss\":" << JsonQuote(LossName(h.loss_function().kind));
+  for (const char* name : {"margin", "quantile", "loss_insensitivity", "huber_delta"}) {
+    json << ",\"" << name
+         << "\":" << JsonQuote(gflags::GetCommandLineFlagInfoOrDie(name).current_value);
   }
   json << "}";
   return json.str();

@@ -42,6 +42,11 @@ DECLARE_bool(use_bias);
 DECLARE_uint64(seed);
 DECLARE_int32(early_stopping_patience);
 DECLARE_double(early_stopping_tolerance);
+DECLARE_string(loss);
+DECLARE_double(margin);
+DECLARE_double(quantile);
+DECLARE_double(loss_insensitivity);
+DECLARE_double(huber_delta);
 DECLARE_double(beta_1);
 DECLARE_double(beta_2);
 DECLARE_double(bias_lr);
@@ -109,8 +114,9 @@ ReaderOptions ReaderOptionsFromFlags();
 TrainerOptions TrainerOptionsFromFlags();
 
 // Every flag of this file that was set on the command line, as a JSON object
-// of strings ({"epochs":"3","train":"data/train"}): the job's record in its
-// model artifact.
+// of strings ({"epochs":"3","train":"data/train"}), and always the loss (auto
+// resolved) and its parameters: the job's record in its model artifact.
+// Throws Error as HyperparametersFromFlags does.
 std::string HyperparameterJson();
 
 }  // namespace keel

@@ -14,6 +14,7 @@ namespace keel {
 
 ComputeBackend::ComputeBackend(const Hyperparameters& hyperparameters)
     : hyperparameters_(hyperparameters),
+      loss_(hyperparameters.loss_function()),
       factorization_(hyperparameters.job == JobKind::kFactorizationMachines),
       classes_(hyperparameters.classes()),
       width_(hyperparameters.weight_width()),

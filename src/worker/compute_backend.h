@@ -59,6 +59,7 @@ class ComputeBackend {
   static void CheckKeySet(const PreparedBatch& batch);
 
   Hyperparameters hyperparameters_;
+  LossFunction loss_;  // hyperparameters_.loss_function(), resolved once
   bool factorization_;
   int classes_;
   int width_;

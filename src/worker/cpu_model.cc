@@ -209,7 +209,6 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
   const Batch& batch = prepared.batch;
   const size_t rows = batch.rows();
   const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;
-  const LossKind kind = LossKindOf(hyperparameters_.predictor_type);
   const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
   std::vector<float>& params = scratch->params;
@@ -231,7 +230,7 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
     } else {
       LinearScores(params.data(), values, nnz, classes_, use_bias ? bias : nullptr, scores);
     }
-    out.row_losses[r] = ExampleLoss(kind, scores, classes_, batch.labels[r], score_gradient,
+    out.row_losses[r] = ExampleLoss(loss_, scores, classes_, batch.labels[r], score_gradient,
                                     out.predictions ? out.predictions + r * classes_ : nullptr);
     if (!backward) continue;
     ScaleToMean(rows, classes_, score_gradient);
@@ -299,7 +298,6 @@ void CpuModel::DenseRowLosses(const Batch& batch, const float* bias, const float
                               const Outputs& out, float* score_scale) const {
   const size_t rows = batch.rows();
   const bool backward = out.row_bias_gradients != nullptr;
-  const LossKind kind = LossKindOf(hyperparameters_.predictor_type);
   const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
   scratch->scores.resize(classes_);
@@ -316,7 +314,7 @@ void CpuModel::DenseRowLosses(const Batch& batch, const float* bias, const float
     } else {
       for (int c = 0; c < classes_; ++c) scores[c] = product[c] + (use_bias ? bias[c] : 0.0f);
     }
-    out.row_losses[r] = ExampleLoss(kind, scores, classes_, batch.labels[r], score_gradient,
+    out.row_losses[r] = ExampleLoss(loss_, scores, classes_, batch.labels[r], score_gradient,
                                     out.predictions ? out.predictions + r * classes_ : nullptr);
     if (!backward) continue;
     ScaleToMean(rows, classes_, score_gradient);

@@ -158,7 +158,7 @@ struct RowArguments {
   int classes;
   int factors;  // FM: k; linear: 0
   bool factorization;
-  LossKind loss;
+  LossFunction loss;
   int group;                  // lanes per row: a power of two, at most 32
   int scratch_floats;         // shared floats per row
   float* row_losses;          // rows
@@ -279,7 +279,7 @@ struct DenseRowArguments {
   int classes;
   int factors;
   bool factorization;
-  LossKind loss;
+  LossFunction loss;
   float* scratch;  // rows x 2 classes
   float* row_losses;
   float* predictions;
@@ -476,7 +476,7 @@ class CudaModel : public ComputeBackend {
     slot.dense = IsDenseBatch(prepared);
   }
 
-  LossKind Loss() const { return LossKindOf(hyperparameters_.predictor_type); }
+  LossFunction Loss() const { return loss_; }
 
   // The structure of a staged batch, on the device (views of its slot's buffer).
   struct DeviceBatch {

@@ -54,6 +54,7 @@ MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* a
   std::optional<ArtifactRows> artifact_rows;
   if (artifact != nullptr) artifact_rows.emplace(*artifact, width);
   std::vector<float> predictions, labels, batch_predictions, local_weights;
+  double loss_sum = 0.0;
   PreparedBatch batch;
   while (stream.Next(&batch)) {
     SharedArray<float> pulled;
@@ -65,12 +66,13 @@ MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* a
       client_->Wait(client_->Pull(batch.keys, &pulled, width, kWeightTable));
       rows = pulled.data();
     }
-    model_->Predict(batch, rows, bias.data(), &batch_predictions);
+    loss_sum += model_->Predict(batch, rows, bias.data(), &batch_predictions);
     predictions.insert(predictions.end(), batch_predictions.begin(), batch_predictions.end());
     labels.insert(labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
   }
   if (labels.empty()) throw MakeError("channel ", channel, " holds no examples");
-  return MetricsOf(predictions, labels);
+  return PredictionMetrics(hyperparameters_, predictions, labels,
+                           loss_sum / static_cast<double>(labels.size()));
 }
 
 std::vector<float> Evaluator::BiasFor(const ModelArtifact* artifact) {
@@ -84,17 +86,24 @@ std::vector<float> Evaluator::BiasFor(const ModelArtifact* artifact) {
   return bias;
 }
 
-MetricSet Evaluator::MetricsOf(const std::vector<float>& predictions,
-                               const std::vector<float>& labels) const {
-  switch (hyperparameters_.predictor_type) {
+MetricSet PredictionMetrics(const Hyperparameters& h, const std::vector<float>& predictions,
+                            const std::vector<float>& labels, double mean_loss) {
+  const LossKind loss = h.loss_function().kind;
+  MetricSet metrics;
+  switch (h.predictor_type) {
     case PredictorType::kBinaryClassifier:
-      return BinaryClassificationMetrics(predictions, labels);
+      metrics =
+          BinaryClassificationMetrics(predictions, labels, loss == LossKind::kHinge ? 0.0 : 0.5);
+      break;
     case PredictorType::kRegressor:
-      return RegressionMetrics(predictions, labels);
+      metrics = RegressionMetrics(predictions, labels);
+      break;
     case PredictorType::kMulticlassClassifier:
-      return MulticlassMetrics(predictions, labels, hyperparameters_.num_classes);
+      metrics = MulticlassMetrics(predictions, labels, h.num_classes);
+      break;
   }
-  return {};
+  if (loss != LossKindOf(h.predictor_type, "auto")) metrics["objective_loss"] = mean_loss;
+  return metrics;
 }
 
 }  // namespace keel

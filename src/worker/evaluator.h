@@ -16,6 +16,17 @@
 
 namespace keel {
 
+// The metrics of a predictor type (SageMaker's names) for the predictions
+// ExampleLoss made and their labels. `mean_loss` is the mean training loss
+// over the same examples: it is the objective_loss of every loss but the
+// predictor type's default (logistic, squared_loss, softmax_loss), which keep
+// their conventional figures (cross-entropy, mean squared error). A hinge_loss
+// classifier's predictions are margins: a label is positive above 0, not 0.5.
+// Throws Error as models/metrics.h does.
+MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
+                            const std::vector<float>& predictions, const std::vector<float>& labels,
+                            double mean_loss);
+
 class Evaluator {
  public:
   // `client` and `model` must outlive the evaluator. `reader` reads the
@@ -32,10 +43,6 @@ class Evaluator {
  private:
   // The bias to score with: the artifact's, the servers' (pulled), or zeros.
   std::vector<float> BiasFor(const ModelArtifact* artifact);
-  // The task's metrics of the gathered predictions.
-  MetricSet MetricsOf(const std::vector<float>& predictions,
-                      const std::vector<float>& labels) const;
-
   KVWorker* client_;
   ComputeBackend* model_;
   Hyperparameters hyperparameters_;

@@ -1,5 +1,7 @@
 #include "worker/hyperparameters.h"
 
+#include <cmath>
+
 #include "base/error.h"
 
 namespace keel {
@@ -16,6 +18,104 @@ PredictorType ParsePredictorType(const std::string& name) {
   if (name == "multiclass_classifier") return PredictorType::kMulticlassClassifier;
   throw MakeError("--predictor_type '", name,
                   "' is not binary_classifier, regressor or multiclass_classifier");
+}
+
+namespace {
+
+constexpr LossKind kEveryLoss[] = {LossKind::kLogistic,
+                                   LossKind::kSquared,
+                                   LossKind::kSoftmax,
+                                   LossKind::kAbsolute,
+                                   LossKind::kHinge,
+                                   LossKind::kEpsInsensitiveSquared,
+                                   LossKind::kEpsInsensitiveAbsolute,
+                                   LossKind::kQuantile,
+                                   LossKind::kHuber};
+
+// The loss `auto` stands for, and the losses a predictor type accepts.
+LossKind DefaultLoss(PredictorType type) {
+  switch (type) {
+    case PredictorType::kBinaryClassifier:
+      return LossKind::kLogistic;
+    case PredictorType::kRegressor:
+      return LossKind::kSquared;
+    case PredictorType::kMulticlassClassifier:
+      return LossKind::kSoftmax;
+  }
+  return LossKind::kLogistic;
+}
+
+bool LossFits(PredictorType type, LossKind kind) {
+  switch (kind) {
+    case LossKind::kLogistic:
+    case LossKind::kHinge:
+      return type == PredictorType::kBinaryClassifier;
+    case LossKind::kSoftmax:
+      return type == PredictorType::kMulticlassClassifier;
+    default:
+      return type == PredictorType::kRegressor;
+  }
+}
+
+std::string PredictorTypeName(PredictorType type) {
+  Hyperparameters h;
+  h.predictor_type = type;
+  return h.PredictorName();
+}
+
+}  // namespace
+
+std::string LossName(LossKind kind) {
+  switch (kind) {
+    case LossKind::kLogistic:
+      return "logistic";
+    case LossKind::kSquared:
+      return "squared_loss";
+    case LossKind::kSoftmax:
+      return "softmax_loss";
+    case LossKind::kAbsolute:
+      return "absolute_loss";
+    case LossKind::kHinge:
+      return "hinge_loss";
+    case LossKind::kEpsInsensitiveSquared:
+      return "eps_insensitive_squared_loss";
+    case LossKind::kEpsInsensitiveAbsolute:
+      return "eps_insensitive_absolute_loss";
+    case LossKind::kQuantile:
+      return "quantile_loss";
+    case LossKind::kHuber:
+      return "huber_loss";
+  }
+  return "";
+}
+
+LossKind LossKindOf(PredictorType type, const std::string& loss) {
+  if (loss == "auto") return DefaultLoss(type);
+  for (const LossKind kind : kEveryLoss) {
+    if (LossName(kind) != loss) continue;
+    if (!LossFits(type, kind)) {
+      std::string fitting;
+      for (const LossKind other : kEveryLoss) {
+        if (LossFits(type, other)) fitting += ", " + LossName(other);
+      }
+      throw MakeError("--loss ", loss, " does not fit --predictor_type ", PredictorTypeName(type),
+                      " (auto", fitting, ")");
+    }
+    return kind;
+  }
+  throw MakeError("--loss '", loss,
+                  "' is not auto, logistic, hinge_loss, squared_loss, absolute_loss, "
+                  "eps_insensitive_squared_loss, eps_insensitive_absolute_loss, quantile_loss, "
+                  "huber_loss or softmax_loss");
+}
+
+LossFunction Hyperparameters::loss_function() const {
+  LossFunction function(LossKindOf(predictor_type, loss));
+  function.margin = margin;
+  function.quantile = quantile;
+  function.insensitivity = loss_insensitivity;
+  function.huber_delta = huber_delta;
+  return function;
 }
 
 std::string Hyperparameters::JobName() const {
@@ -47,6 +147,20 @@ void Hyperparameters::Validate() const {
   }
   if (job == JobKind::kFactorizationMachines && (num_factors < 1 || num_factors > 4096)) {
     throw MakeError("--num_factors ", num_factors, " is outside 1..4096");
+  }
+  loss_function();  // the loss exists and fits the predictor type
+  // Each refuses NaN and infinity too.
+  if (!(std::isfinite(margin) && margin > 0)) {
+    throw MakeError("--margin ", margin, " must be a positive number");
+  }
+  if (!(quantile > 0 && quantile < 1)) {
+    throw MakeError("--quantile ", quantile, " must be between 0 and 1 (exclusive)");
+  }
+  if (!(std::isfinite(loss_insensitivity) && loss_insensitivity > 0)) {
+    throw MakeError("--loss_insensitivity ", loss_insensitivity, " must be a positive number");
+  }
+  if (!(std::isfinite(huber_delta) && huber_delta > 0)) {
+    throw MakeError("--huber_delta ", huber_delta, " must be a positive number");
   }
   if (mini_batch_size < 1) throw MakeError("--mini_batch_size must be at least 1");
   if (epochs < 1) throw MakeError("--epochs must be at least 1");

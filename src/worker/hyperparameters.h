@@ -21,18 +21,18 @@ namespace keel {
 enum class JobKind { kLinearLearner, kFactorizationMachines };
 enum class PredictorType { kBinaryClassifier, kRegressor, kMulticlassClassifier };
 
-// The loss a predictor type trains (the same on every backend).
-inline LossKind LossKindOf(PredictorType type) {
-  switch (type) {
-    case PredictorType::kBinaryClassifier:
-      return LossKind::kLogistic;
-    case PredictorType::kRegressor:
-      return LossKind::kSquared;
-    case PredictorType::kMulticlassClassifier:
-      return LossKind::kSoftmax;
-  }
-  return LossKind::kLogistic;
-}
+// The one place that maps the settings to a loss: `loss` is SageMaker's name
+// (auto, logistic, squared_loss, absolute_loss, hinge_loss,
+// eps_insensitive_squared_loss, eps_insensitive_absolute_loss, quantile_loss,
+// huber_loss, softmax_loss). auto is logistic for a binary classifier,
+// squared_loss for a regressor and softmax_loss for a multiclass classifier.
+// Throws Error naming both when the loss does not fit the predictor type
+// (binary_classifier: logistic, hinge_loss; regressor: the six regression
+// losses; multiclass_classifier: softmax_loss), or when the name is unknown.
+LossKind LossKindOf(PredictorType type, const std::string& loss);
+
+// SageMaker's name of a loss ("hinge_loss"); the inverse of LossKindOf.
+std::string LossName(LossKind kind);
 
 // Tables every training job uses on the servers.
 constexpr uint32_t kWeightTable = 0;   // per feature: the weights (FM: [w, v_1..v_k])
@@ -56,6 +56,13 @@ struct Hyperparameters {
   bool use_bias = true;
   uint64_t seed = 1;
   int early_stopping_patience = 3;
+  // The loss (SageMaker's name, "auto" resolved by LossKindOf) and its
+  // parameters, SageMaker's defaults; each is read only by its own loss.
+  std::string loss = "auto";
+  float margin = 1.0f;               // hinge_loss: > 0
+  float quantile = 0.5f;             // quantile_loss: in (0, 1)
+  float loss_insensitivity = 0.01f;  // eps_insensitive_*: > 0
+  float huber_delta = 1.0f;          // huber_loss: > 0
   double early_stopping_tolerance = 0.001;
   // How the servers update each table, and how they create its rows.
   OptimizerOptions weights_optimizer;
@@ -72,6 +79,9 @@ struct Hyperparameters {
   int weight_width() const {
     return job == JobKind::kFactorizationMachines ? 1 + num_factors : classes();
   }
+  // The loss training minimises, with its parameters (LossKindOf; throws
+  // Error as it does).
+  LossFunction loss_function() const;
   std::string JobName() const;
   std::string PredictorName() const;
   // Throws Error naming the flag if a value is out of range.
