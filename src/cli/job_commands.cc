@@ -15,6 +15,7 @@
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/datagen.h"
+#include "worker/evaluator.h"
 #include "worker/model_artifact.h"
 #include "worker/trainer.h"
 
@@ -70,20 +71,6 @@ void WritePredictions(PredictorType type, const std::vector<float>& predictions,
       }
     }
   }
-}
-
-// The metrics of the predictor type.
-MetricSet PredictionMetrics(const Hyperparameters& h, const std::vector<float>& predictions,
-                            const std::vector<float>& labels) {
-  switch (h.predictor_type) {
-    case PredictorType::kBinaryClassifier:
-      return BinaryClassificationMetrics(predictions, labels);
-    case PredictorType::kRegressor:
-      return RegressionMetrics(predictions, labels);
-    case PredictorType::kMulticlassClassifier:
-      return MulticlassMetrics(predictions, labels, h.num_classes);
-  }
-  return MetricSet();
 }
 
 }  // namespace

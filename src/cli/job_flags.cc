@@ -38,6 +38,12 @@ DEFINE_uint64(seed, 1, "seed of the initializers and of datagen");
 DEFINE_int32(early_stopping_patience, 3,
              "epochs without validation gain before stopping (needs --validation)");
 DEFINE_double(early_stopping_tolerance, 0.001, "relative gain that counts as a gain");
+DEFINE_double(f_beta, 1.0,
+              "beta of the F-score metrics (binary_f_beta, macro_f_beta): recall weighs beta "
+              "times as much as precision");
+DEFINE_int32(accuracy_top_k, 3,
+             "multiclass: k of the multiclass_top_k_accuracy metric (the label among the k most "
+             "probable classes)");
 DEFINE_double(beta_1, 0.9, "adam: decay of the first moment");
 DEFINE_double(beta_2, 0.999, "adam: decay of the second moment");
 DEFINE_double(bias_lr, -1, "learning rate of the bias (default: --learning_rate)");
@@ -180,6 +186,8 @@ Hyperparameters HyperparametersFromFlags() {
   h.seed = FLAGS_seed;
   h.early_stopping_patience = FLAGS_early_stopping_patience;
   h.early_stopping_tolerance = FLAGS_early_stopping_tolerance;
+  h.f_beta = FLAGS_f_beta;
+  h.accuracy_top_k = FLAGS_accuracy_top_k;
 
   OptimizerOptions& weights = h.weights_optimizer;
   weights.name = FLAGS_optimizer;

@@ -42,6 +42,8 @@ DECLARE_bool(use_bias);
 DECLARE_uint64(seed);
 DECLARE_int32(early_stopping_patience);
 DECLARE_double(early_stopping_tolerance);
+DECLARE_double(f_beta);
+DECLARE_int32(accuracy_top_k);
 DECLARE_double(beta_1);
 DECLARE_double(beta_2);
 DECLARE_double(bias_lr);

@@ -86,13 +86,27 @@ std::vector<float> Evaluator::BiasFor(const ModelArtifact* artifact) {
 
 MetricSet Evaluator::MetricsOf(const std::vector<float>& predictions,
                                const std::vector<float>& labels) const {
-  switch (hyperparameters_.predictor_type) {
-    case PredictorType::kBinaryClassifier:
-      return BinaryClassificationMetrics(predictions, labels);
+  return PredictionMetrics(hyperparameters_, predictions, labels);
+}
+
+MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
+                            const std::vector<float>& predictions,
+                            const std::vector<float>& labels) {
+  switch (hyperparameters.predictor_type) {
+    case PredictorType::kBinaryClassifier: {
+      MetricSet metrics =
+          BinaryClassificationMetrics(predictions, labels, 0.5, hyperparameters.f_beta);
+      // SageMaker's factorization machine names its (logistic) loss so.
+      if (hyperparameters.job == JobKind::kFactorizationMachines) {
+        metrics["binary_classification_cross_entropy"] = metrics.at("objective_loss");
+      }
+      return metrics;
+    }
     case PredictorType::kRegressor:
       return RegressionMetrics(predictions, labels);
     case PredictorType::kMulticlassClassifier:
-      return MulticlassMetrics(predictions, labels, hyperparameters_.num_classes);
+      return MulticlassMetrics(predictions, labels, hyperparameters.num_classes,
+                               hyperparameters.accuracy_top_k, hyperparameters.f_beta);
   }
   return {};
 }

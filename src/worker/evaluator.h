@@ -16,6 +16,15 @@
 
 namespace keel {
 
+// The metrics of the job's predictor type (models/metrics.h) for gathered
+// `predictions` and `labels`, F-scores with --f_beta and top-k accuracy with
+// --accuracy_top_k; a factorization machine's binary classifier also reports
+// its loss as binary_classification_cross_entropy, SageMaker's FM's name for
+// it. `keel predict` scores with this too. Throws Error as the metric does.
+MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
+                            const std::vector<float>& predictions,
+                            const std::vector<float>& labels);
+
 class Evaluator {
  public:
   // `client` and `model` must outlive the evaluator. `reader` reads the
@@ -26,7 +35,8 @@ class Evaluator {
   // Scores every example of `channel` (a file, folder, or pipe:PATH) with the
   // servers' current weights, or with `artifact`'s if given (features it
   // lacks weigh zero). Metric names are SageMaker's, without the channel
-  // prefix. Throws Error on bad data, a failed request, or an empty channel.
+  // prefix: PredictionMetrics. Throws Error on bad data, a failed request, or
+  // an empty channel.
   MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
 
  private:

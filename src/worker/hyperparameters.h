@@ -56,6 +56,8 @@ struct Hyperparameters {
   uint64_t seed = 1;
   int early_stopping_patience = 3;
   double early_stopping_tolerance = 0.001;
+  double f_beta = 1.0;     // beta of the F-score metrics
+  int accuracy_top_k = 3;  // k of multiclass_top_k_accuracy
   // How the servers update each table, and how they create its rows.
   OptimizerOptions weights_optimizer;
   OptimizerOptions bias_optimizer;
