@@ -248,6 +248,12 @@ MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
   return metrics;
 }
 
+MetricSet OfChannel(const std::string& channel, const MetricSet& metrics) {
+  MetricSet named;
+  for (const auto& [name, value] : metrics) named.emplace(channel + ":" + name, value);
+  return named;
+}
+
 std::string FormatMetrics(const MetricSet& metrics) {
   std::ostringstream out;
   out << std::setprecision(5);

@@ -70,6 +70,9 @@ MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
                             const std::vector<float>& labels, int classes, int top_k = 3,
                             double beta = 1.0);
 
+// `metrics` under SageMaker's full names, "channel:name" (validation:dcg).
+MetricSet OfChannel(const std::string& channel, const MetricSet& metrics);
+
 // "name value, name value, ..." in name order, values with 5 significant
 // digits: for console lines.
 std::string FormatMetrics(const MetricSet& metrics);
