@@ -41,6 +41,73 @@ bool IsPositive(const char* function, float label, size_t example) {
   throw MakeError(function, ": label ", label, " of example ", example, " is not 0 or 1");
 }
 
+void CheckBeta(const char* function, double beta) {
+  if (!(beta > 0.0) || std::isinf(beta)) {
+    throw MakeError(function, ": beta ", beta, " is not a positive number");
+  }
+}
+
+// (1 + beta^2) P R / (beta^2 P + R), 0 when P = R = 0.
+double FBeta(double precision, double recall, double beta) {
+  const double beta_squared = beta * beta;
+  const double denominator = beta_squared * precision + recall;
+  return denominator > 0.0 ? (1.0 + beta_squared) * precision * recall / denominator : 0.0;
+}
+
+void CheckNoNaN(const char* function, const float* row, size_t width, size_t example) {
+  for (size_t c = 0; c < width; ++c) {
+    if (std::isnan(row[c])) {
+      throw MakeError(function, ": probability of class ", c, " of example ", example,
+                      " is NaN and cannot be ranked");
+    }
+  }
+}
+
+// The 1-based place of class `label` among `row`'s classes sorted by
+// probability, highest first, ties to the lower class id.
+size_t RankOf(const float* row, size_t width, int label) {
+  const size_t own = static_cast<size_t>(label);
+  size_t ahead = 0;
+  for (size_t c = 0; c < width; ++c) {
+    if (row[c] > row[own] || (row[c] == row[own] && c < own)) ++ahead;
+  }
+  return ahead + 1;
+}
+
+// Per-class counts of a multiclass confusion matrix.
+class ClassCounts {
+ public:
+  explicit ClassCounts(size_t classes)
+      : true_positives_(classes), predicted_(classes), actual_(classes) {}
+
+  void Add(int label, int predicted) {
+    actual_[static_cast<size_t>(label)] += 1.0;
+    predicted_[static_cast<size_t>(predicted)] += 1.0;
+    if (label == predicted) true_positives_[static_cast<size_t>(label)] += 1.0;
+  }
+
+  // macro_precision, macro_recall and macro_f_beta over the classes that
+  // occur as a label or a prediction.
+  MetricSet MacroAverages(double beta) const {
+    double precision_sum = 0.0, recall_sum = 0.0, f_beta_sum = 0.0, seen = 0.0;
+    for (size_t c = 0; c < actual_.size(); ++c) {
+      if (actual_[c] == 0.0 && predicted_[c] == 0.0) continue;
+      const double precision = predicted_[c] > 0.0 ? true_positives_[c] / predicted_[c] : 0.0;
+      const double recall = actual_[c] > 0.0 ? true_positives_[c] / actual_[c] : 0.0;
+      precision_sum += precision;
+      recall_sum += recall;
+      f_beta_sum += FBeta(precision, recall, beta);
+      seen += 1.0;
+    }
+    return {{"macro_precision", precision_sum / seen},
+            {"macro_recall", recall_sum / seen},
+            {"macro_f_beta", f_beta_sum / seen}};
+  }
+
+ private:
+  std::vector<double> true_positives_, predicted_, actual_;
+};
+
 double RocAucOf(const char* function, const std::vector<float>& scores,
                 const std::vector<float>& labels) {
   const size_t examples = scores.size();
@@ -86,9 +153,7 @@ MetricSet BinaryClassificationMetrics(const std::vector<float>& probabilities,
   constexpr const char* kFunction = "BinaryClassificationMetrics";
   CheckSizes(kFunction, probabilities.size(), "probabilities", labels.size());
   CheckNotEmpty(kFunction, labels.size());
-  if (!(beta > 0.0) || std::isinf(beta)) {
-    throw MakeError(kFunction, ": beta ", beta, " is not a positive number");
-  }
+  CheckBeta(kFunction, beta);
 
   double loss = 0.0;
   double true_positives = 0.0, false_positives = 0.0, false_negatives = 0.0, correct = 0.0;
@@ -107,10 +172,7 @@ MetricSet BinaryClassificationMetrics(const std::vector<float>& probabilities,
   const double actual = true_positives + false_negatives;
   const double precision = predicted > 0.0 ? true_positives / predicted : 0.0;
   const double recall = actual > 0.0 ? true_positives / actual : 0.0;
-  const double beta_squared = beta * beta;
-  const double f_denominator = beta_squared * precision + recall;
-  const double f_beta =
-      f_denominator > 0.0 ? (1.0 + beta_squared) * precision * recall / f_denominator : 0.0;
+  const double f_beta = FBeta(precision, recall, beta);
 
   MetricSet metrics;
   metrics["objective_loss"] = loss / examples;
@@ -146,7 +208,7 @@ MetricSet RegressionMetrics(const std::vector<float>& predictions,
 }
 
 MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
-                            const std::vector<float>& labels, int classes) {
+                            const std::vector<float>& labels, int classes, int top_k, double beta) {
   constexpr const char* kFunction = "MulticlassMetrics";
   if (classes < 1) throw MakeError(kFunction, ": ", classes, " classes; need at least 1");
   const size_t width = static_cast<size_t>(classes);
@@ -155,8 +217,11 @@ MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
                     " labels x ", classes, " classes");
   }
   CheckNotEmpty(kFunction, labels.size());
+  if (top_k < 1) throw MakeError(kFunction, ": top_k ", top_k, " is not at least 1");
+  CheckBeta(kFunction, beta);
 
-  double loss = 0.0, correct = 0.0;
+  double loss = 0.0, correct = 0.0, in_top_k = 0.0, gain = 0.0;
+  ClassCounts counts(width);
   for (size_t i = 0; i < labels.size(); ++i) {
     const int label = LabelToClass(labels[i], classes);
     if (label < 0) {
@@ -164,16 +229,29 @@ MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
                       " is not a class id in [0, ", classes, ")");
     }
     const float* row = probabilities.data() + i * width;
+    CheckNoNaN(kFunction, row, width, i);
     loss -= ClippedLog(row[label]);
     const int predicted = static_cast<int>(std::max_element(row, row + width) - row);
-    if (predicted == label) correct += 1.0;
+    counts.Add(label, predicted);
+    const size_t rank = RankOf(row, width, label);
+    if (rank == 1) correct += 1.0;
+    if (rank <= static_cast<size_t>(top_k)) in_top_k += 1.0;
+    gain += 1.0 / std::log2(1.0 + static_cast<double>(rank));
   }
   const double examples = static_cast<double>(labels.size());
 
-  MetricSet metrics;
+  MetricSet metrics = counts.MacroAverages(beta);
   metrics["objective_loss"] = loss / examples;
   metrics["multiclass_accuracy"] = correct / examples;
+  metrics["multiclass_top_k_accuracy"] = in_top_k / examples;
+  metrics["dcg"] = gain / examples;
   return metrics;
+}
+
+MetricSet OfChannel(const std::string& channel, const MetricSet& metrics) {
+  MetricSet named;
+  for (const auto& [name, value] : metrics) named.emplace(channel + ":" + name, value);
+  return named;
 }
 
 std::string FormatMetrics(const MetricSet& metrics) {

@@ -48,11 +48,30 @@ MetricSet RegressionMetrics(const std::vector<float>& predictions,
 
 // Multiclass classification. `probabilities` holds one row of `classes`
 // probabilities per example (rows x classes, row-major); each label is a class
-// id in [0, classes) stored as a float. Keys:
-//   objective_loss       mean cross-entropy, -log p[label], clipped like the binary loss
-//   multiclass_accuracy  fraction whose most probable class (the first, on ties) is the label
+// id in [0, classes) stored as a float. An example's predicted class is its
+// most probable one, and the label's rank r (1-based) its place when the
+// classes are sorted by probability, highest first; ties go to the lower
+// class id in both (so r = 1 exactly when the prediction is right). `top_k`
+// >= 1 (SageMaker's accuracy_top_k) and `beta` > 0 (its f_beta). Keys:
+//   objective_loss             mean cross-entropy, -log p[label], clipped like the binary loss
+//   multiclass_accuracy        fraction whose predicted class is the label
+//   multiclass_top_k_accuracy  fraction whose label has rank r <= top_k
+//   dcg                        mean of 1 / log2(1 + r): the discounted cumulative gain
+//                              of the ranking with the label the one relevant class
+//                              (1 when every prediction is right)
+//   macro_precision            mean over classes of TP_c / predicted_c (0 if none predicted)
+//   macro_recall               mean over classes of TP_c / actual_c
+//   macro_f_beta               mean over classes of each class's F-beta
+//                              (1 + beta^2) P_c R_c / (beta^2 P_c + R_c), 0 if P_c = R_c = 0
+// The macro means run over the classes that occur as a label or a prediction
+// (a class the set never mentions says nothing about the model). Throws, as
+// above, also when a probability is NaN.
 MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
-                            const std::vector<float>& labels, int classes);
+                            const std::vector<float>& labels, int classes, int top_k = 3,
+                            double beta = 1.0);
+
+// `metrics` under SageMaker's full names, "channel:name" (validation:dcg).
+MetricSet OfChannel(const std::string& channel, const MetricSet& metrics);
 
 // "name value, name value, ..." in name order, values with 5 significant
 // digits: for console lines.

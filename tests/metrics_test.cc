@@ -168,10 +168,110 @@ TEST(MetricsMulticlass, ComputesEveryMetricOnAHandExample) {
       0.2f, 0.5f, 0.3f,  // label 1: right
   };
   const MetricSet metrics = MulticlassMetrics(probabilities, {0, 1, 1}, 3);
-  EXPECT_EQ(metrics.size(), 2u);
+  EXPECT_EQ(metrics.size(), 7u);
   EXPECT_NEAR(metrics.at("objective_loss"), -(std::log(0.7) + std::log(0.3) + std::log(0.5)) / 3.0,
               1e-6);
   EXPECT_DOUBLE_EQ(metrics.at("multiclass_accuracy"), 2.0 / 3.0);
+}
+
+// Six examples of three classes. Each row's predicted class (the most
+// probable) and the label's rank r (1-based, highest probability first, ties
+// to the lower class id):
+//   label 0: [0.7 0.2 0.1] predicted 0, r = 1
+//   label 1: [0.5 0.3 0.2] predicted 0, r = 2
+//   label 1: [0.1 0.6 0.3] predicted 1, r = 1
+//   label 0: [0.2 0.5 0.3] predicted 1, r = 3
+//   label 0: [0.6 0.1 0.3] predicted 0, r = 1
+//   label 2: [0.3 0.4 0.3] predicted 1, r = 3 (class 0 ties it and goes first)
+// Confusion matrix (rows actual, columns predicted):
+//   actual 0: 2 1 0    actual 1: 1 1 0    actual 2: 0 1 0
+// TP = (2, 1, 0), predicted = (3, 3, 0), actual = (3, 2, 1):
+// precision (2/3, 1/3, 0), recall (2/3, 1/2, 0).
+const std::vector<float> kThreeClassProbabilities = {
+    0.7f, 0.2f, 0.1f,  //
+    0.5f, 0.3f, 0.2f,  //
+    0.1f, 0.6f, 0.3f,  //
+    0.2f, 0.5f, 0.3f,  //
+    0.6f, 0.1f, 0.3f,  //
+    0.3f, 0.4f, 0.3f,  //
+};
+const std::vector<float> kThreeClassLabels = {0, 1, 1, 0, 0, 2};
+
+TEST(MetricsMulticlass, MacroPrecisionAndRecallAverageThePerClassFigures) {
+  const MetricSet metrics = MulticlassMetrics(kThreeClassProbabilities, kThreeClassLabels, 3);
+  EXPECT_DOUBLE_EQ(metrics.at("multiclass_accuracy"), 3.0 / 6.0);
+  // Class 2 is never predicted: its precision counts as 0.
+  EXPECT_DOUBLE_EQ(metrics.at("macro_precision"), (2.0 / 3.0 + 1.0 / 3.0 + 0.0) / 3.0);
+  EXPECT_DOUBLE_EQ(metrics.at("macro_recall"), (2.0 / 3.0 + 1.0 / 2.0 + 0.0) / 3.0);
+}
+
+TEST(MetricsMulticlass, MacroFBetaAveragesEachClassesFScore) {
+  // F1 per class: 2/3 (P = R), 2 (1/3)(1/2) / (1/3 + 1/2) = 2/5, and 0.
+  const MetricSet f1 = MulticlassMetrics(kThreeClassProbabilities, kThreeClassLabels, 3);
+  EXPECT_DOUBLE_EQ(f1.at("macro_f_beta"), (2.0 / 3.0 + 2.0 / 5.0) / 3.0);
+  // F2 = 5 P R / (4 P + R) per class: 2/3, (5/6) / (11/6) = 5/11, and 0.
+  const MetricSet f2 = MulticlassMetrics(kThreeClassProbabilities, kThreeClassLabels, 3, 3, 2.0);
+  EXPECT_DOUBLE_EQ(f2.at("macro_f_beta"), (2.0 / 3.0 + 5.0 / 11.0) / 3.0);
+}
+
+TEST(MetricsMulticlass, TopKAccuracyCountsLabelsRankedKOrBetter) {
+  // Ranks 1, 2, 1, 3, 1, 3.
+  auto top = [](int k) {
+    return MulticlassMetrics(kThreeClassProbabilities, kThreeClassLabels, 3, k)
+        .at("multiclass_top_k_accuracy");
+  };
+  EXPECT_DOUBLE_EQ(top(1), 3.0 / 6.0);
+  EXPECT_DOUBLE_EQ(top(2), 4.0 / 6.0);
+  EXPECT_DOUBLE_EQ(top(3), 1.0);
+  EXPECT_DOUBLE_EQ(top(10), 1.0);  // k beyond the classes: every label is in
+}
+
+TEST(MetricsMulticlass, TopKTiesGoToTheLowerClassIdAsThePredictionDoes) {
+  // Classes 0 and 1 tie at 0.4: class 0 ranks 1, class 1 ranks 2.
+  const std::vector<float> tied = {0.4f, 0.4f, 0.2f};
+  const MetricSet label_one = MulticlassMetrics(tied, {1}, 3, 1);
+  EXPECT_EQ(label_one.at("multiclass_accuracy"), 0.0);
+  EXPECT_EQ(label_one.at("multiclass_top_k_accuracy"), 0.0);
+  EXPECT_EQ(MulticlassMetrics(tied, {1}, 3, 2).at("multiclass_top_k_accuracy"), 1.0);
+  EXPECT_EQ(MulticlassMetrics(tied, {0}, 3, 1).at("multiclass_top_k_accuracy"), 1.0);
+}
+
+TEST(MetricsMulticlass, DcgIsTheMeanOfOneOverLog2OfOnePlusTheLabelsRank) {
+  // Ranks 1, 2, 1, 3, 1, 3: gains 1, 1/log2(3), 1, 1/2, 1, 1/2.
+  const MetricSet metrics = MulticlassMetrics(kThreeClassProbabilities, kThreeClassLabels, 3);
+  EXPECT_NEAR(metrics.at("dcg"), (4.0 + 1.0 / std::log2(3.0)) / 6.0, 1e-12);
+  // Every prediction right: 1.
+  EXPECT_DOUBLE_EQ(MulticlassMetrics({0.9f, 0.1f, 0.2f, 0.8f}, {0, 1}, 2).at("dcg"), 1.0);
+}
+
+TEST(MetricsMulticlass, ClassesNeitherSeenNorPredictedAreLeftOutOfTheMacroMeans) {
+  // The three-class example with a fourth class of probability 0 that no
+  // label names: the same macro figures as with three classes.
+  std::vector<float> four;
+  for (size_t i = 0; i < kThreeClassProbabilities.size(); ++i) {
+    four.push_back(kThreeClassProbabilities[i]);
+    if (i % 3 == 2) four.push_back(0.0f);
+  }
+  const MetricSet metrics = MulticlassMetrics(four, kThreeClassLabels, 4);
+  EXPECT_DOUBLE_EQ(metrics.at("macro_precision"), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(metrics.at("macro_recall"), 7.0 / 18.0);
+  EXPECT_DOUBLE_EQ(metrics.at("macro_f_beta"), 16.0 / 45.0);
+}
+
+TEST(MetricsMulticlass, RejectsNaNProbabilitiesAndBadTopKOrBeta) {
+  const std::vector<float> with_nan = {0.5f, std::numeric_limits<float>::quiet_NaN()};
+  ExpectErrorMentioning([&] { MulticlassMetrics(with_nan, {0}, 2); },
+                        {"MulticlassMetrics", "class 1", "example 0", "NaN"});
+  ExpectErrorMentioning(
+      [] {
+        MulticlassMetrics({0.5f, 0.5f}, {0}, 2, 0);
+      },
+      {"MulticlassMetrics", "top_k 0"});
+  ExpectErrorMentioning(
+      [] {
+        MulticlassMetrics({0.5f, 0.5f}, {0}, 2, 1, -1.0);
+      },
+      {"MulticlassMetrics", "beta -1"});
 }
 
 TEST(MetricsMulticlass, RejectsLabelsThatAreNotClassIds) {

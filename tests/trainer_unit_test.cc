@@ -15,6 +15,7 @@
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/cpu_model.h"
+#include "worker/evaluator.h"
 #include "worker/model_artifact.h"
 #include "worker/thread_pool.h"
 
@@ -396,6 +397,60 @@ TEST_F(ModelArtifactTest, RefusesATruncatedFile) {
 
 TEST_F(ModelArtifactTest, SaysWhenThereIsNoModel) {
   EXPECT_THROW(ModelArtifact::Read(folder_ + "/nothing"), Error);
+}
+
+// --- PredictionMetrics: the job's metrics under SageMaker's names ---
+
+TEST(PredictionMetrics, FactorizationMachineNamesItsLossBinaryClassificationCrossEntropy) {
+  Hyperparameters fm;
+  fm.job = JobKind::kFactorizationMachines;
+  const MetricSet metrics = PredictionMetrics(fm, {0.8f, 0.4f}, {1, 0});
+  // -(log 0.8 + log 0.6) / 2
+  EXPECT_NEAR(metrics.at("binary_classification_cross_entropy"),
+              -(std::log(0.8) + std::log(0.6)) / 2, 1e-6);
+  EXPECT_EQ(metrics.at("binary_classification_cross_entropy"), metrics.at("objective_loss"));
+}
+
+TEST(PredictionMetrics, LinearLearnerHasNoCrossEntropyNameOfItsOwn) {
+  const MetricSet metrics = PredictionMetrics(Hyperparameters(), {0.8f, 0.4f}, {1, 0});
+  EXPECT_EQ(metrics.count("binary_classification_cross_entropy"), 0u);
+}
+
+TEST(PredictionMetrics, BinaryFBetaHonoursFBeta) {
+  // Both predicted positive against labels 1, 0: P = 1/2, R = 1.
+  // F_2 = 5 P R / (4 P + R) = 5/6; F_0.5 = 1.25 P R / (0.25 P + R) = 5/9.
+  Hyperparameters h;
+  h.f_beta = 2.0;
+  EXPECT_DOUBLE_EQ(PredictionMetrics(h, {0.9f, 0.8f}, {1, 0}).at("binary_f_beta"), 5.0 / 6.0);
+  h.f_beta = 0.5;
+  EXPECT_DOUBLE_EQ(PredictionMetrics(h, {0.9f, 0.8f}, {1, 0}).at("binary_f_beta"), 5.0 / 9.0);
+}
+
+TEST(PredictionMetrics, MulticlassHonoursAccuracyTopKAndFBeta) {
+  Hyperparameters h;
+  h.predictor_type = PredictorType::kMulticlassClassifier;
+  h.num_classes = 3;
+  // The label (class 2) ranks second: in the top 2, not the top 1.
+  const std::vector<float> probabilities = {0.5f, 0.1f, 0.4f};
+  h.accuracy_top_k = 1;
+  EXPECT_EQ(PredictionMetrics(h, probabilities, {2}).at("multiclass_top_k_accuracy"), 0.0);
+  h.accuracy_top_k = 2;
+  EXPECT_EQ(PredictionMetrics(h, probabilities, {2}).at("multiclass_top_k_accuracy"), 1.0);
+  // Class 0: predicted once, never the label (P = R = 0); class 1: predicted
+  // and labelled once each, right (P = R = 1); class 2: labelled once, missed
+  // (P = 0, R = 0). Macro F-beta is 1/3 whatever beta is.
+  h.f_beta = 3.0;
+  const std::vector<float> two = {0.6f, 0.3f, 0.1f, 0.1f, 0.8f, 0.1f};
+  EXPECT_DOUBLE_EQ(PredictionMetrics(h, two, {2, 1}).at("macro_f_beta"), 1.0 / 3.0);
+}
+
+TEST(PredictionMetrics, RegressorReportsSageMakersRegressionNames) {
+  Hyperparameters h;
+  h.predictor_type = PredictorType::kRegressor;
+  const MetricSet metrics = PredictionMetrics(h, {1.0f, 3.0f}, {2.0f, 3.0f});
+  for (const char* name : {"objective_loss", "mse", "rmse", "absolute_loss"}) {
+    EXPECT_EQ(metrics.count(name), 1u) << name;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <random>
@@ -392,6 +393,77 @@ TEST_F(TrainingJob, MulticlassClassifierBeatsChance) {
   std::string first;
   std::getline(in, first);
   EXPECT_EQ(std::count(first.begin(), first.end(), ','), 3) << first;  // label, 3 probabilities
+}
+
+// Writes the rule data of WriteRuleData to each of `channels` (folders of one file).
+void WriteRuleChannels(const std::string& folder, const std::vector<std::string>& channels,
+                       bool multiclass) {
+  for (const std::string& channel : channels) {
+    ASSERT_EQ(mkdir((folder + "/" + channel).c_str(), 0755), 0);
+    WriteRuleData(folder + "/" + channel + "/part-0.libsvm", 2000, multiclass, channel[0]);
+  }
+}
+
+TEST_F(TrainingJob, MulticlassMetricsCarrySageMakersNames) {
+  WriteRuleChannels(folder_, {"train", "validation", "test"}, true);
+  const auto exit =
+      Train({"--job=linear_learner", "--predictor_type=multiclass_classifier", "--num_classes=3",
+             "--epochs=2", "--learning_rate=0.05", "--mini_batch_size=50", "--accuracy_top_k=1"},
+            2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  for (const char* channel : {"validation:", "test:"}) {
+    for (const char* name : {"objective_loss", "multiclass_accuracy", "multiclass_top_k_accuracy",
+                             "dcg", "macro_precision", "macro_recall", "macro_f_beta"}) {
+      EXPECT_EQ(metrics.count(channel + std::string(name)), 1u)
+          << channel << name << " in " << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+    }
+  }
+  EXPECT_EQ(metrics.count("train:objective_loss"), 1u);
+  // With --accuracy_top_k=1 top-k accuracy is plain accuracy.
+  EXPECT_EQ(metrics.at("validation:multiclass_top_k_accuracy"),
+            metrics.at("validation:multiclass_accuracy"));
+  // The console uses the same names.
+  EXPECT_TRUE(Contains(exit.output, "validation:macro_f_beta ")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "train:objective_loss ")) << exit.output;
+}
+
+TEST_F(TrainingJob, TrainObjectiveLossIsEachEpochsMeanLossPerExample) {
+  WriteRuleChannels(folder_, {"train"}, true);
+  // A rate this small leaves every weight at zero in float: each example's
+  // softmax loss over 3 classes is log 3, and so is the mean, on any number of
+  // workers and minibatches. A sum, or a mean of minibatch sums, would not be.
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=1", "--workers=2", "--job=linear_learner",
+       "--predictor_type=multiclass_classifier", "--num_classes=3", "--optimizer=sgd",
+       "--learning_rate=1e-30", "--mini_batch_size=64", "--epochs=2",
+       "--train=" + folder_ + "/train", "--model_dir=" + folder_ + "/model", "--minloglevel=1"},
+      120);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  // One history line per epoch, even without a validation channel.
+  const auto history = testing::ReadJsonLines(folder_ + "/model/history.jsonl");
+  ASSERT_EQ(history.size(), 2u) << ReadFileOrEmpty(folder_ + "/model/history.jsonl");
+  for (const auto& epoch : history) {
+    EXPECT_NEAR(std::stod(epoch.at("train:objective_loss")), std::log(3.0), 1e-5);
+  }
+  EXPECT_NEAR(ReadMetrics(folder_ + "/model/metrics.json").at("train:objective_loss"),
+              std::log(3.0), 1e-5);
+}
+
+TEST_F(TrainingJob, FactorizationMachineReportsBinaryClassificationCrossEntropy) {
+  Generate("fm", 4000, 2);
+  // Factors and weights start at zero and barely move: every probability is
+  // 1/2, so the cross-entropy is log 2.
+  const auto exit =
+      Train({"--job=factorization_machines", "--num_factors=4", "--epochs=1", "--optimizer=sgd",
+             "--learning_rate=1e-30", "--factors_init_method=constant", "--factors_init_value=0"},
+            2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_EQ(metrics.count("validation:binary_classification_cross_entropy"), 1u)
+      << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+  EXPECT_NEAR(metrics.at("validation:binary_classification_cross_entropy"), std::log(2.0), 1e-5);
+  EXPECT_NEAR(metrics.at("test:binary_classification_cross_entropy"), std::log(2.0), 1e-5);
 }
 
 // Trains with a straggler (worker 1 three times slower) under `staleness`.

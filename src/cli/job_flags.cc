@@ -49,6 +49,12 @@ DEFINE_double(quantile, 0.5, "quantile_loss: the quantile of the label to predic
 DEFINE_double(loss_insensitivity, 0.01,
               "eps_insensitive_*_loss: errors this small cost nothing (> 0)");
 DEFINE_double(huber_delta, 1.0, "huber_loss: squared below this error, absolute above (> 0)");
+DEFINE_double(f_beta, 1.0,
+              "beta of the F-score metrics (binary_f_beta, macro_f_beta): recall weighs beta "
+              "times as much as precision");
+DEFINE_int32(accuracy_top_k, 3,
+             "multiclass: k of the multiclass_top_k_accuracy metric (the label among the k most "
+             "probable classes)");
 DEFINE_double(beta_1, 0.9, "adam: decay of the first moment");
 DEFINE_double(beta_2, 0.999, "adam: decay of the second moment");
 DEFINE_double(bias_lr, -1, "learning rate of the bias (default: --learning_rate)");
@@ -203,6 +209,8 @@ Hyperparameters HyperparametersFromFlags() {
   h.quantile = static_cast<float>(FLAGS_quantile);
   h.loss_insensitivity = static_cast<float>(FLAGS_loss_insensitivity);
   h.huber_delta = static_cast<float>(FLAGS_huber_delta);
+  h.f_beta = FLAGS_f_beta;
+  h.accuracy_top_k = FLAGS_accuracy_top_k;
 
   OptimizerOptions& weights = h.weights_optimizer;
   weights.name = FLAGS_optimizer;

@@ -47,6 +47,8 @@ DECLARE_double(margin);
 DECLARE_double(quantile);
 DECLARE_double(loss_insensitivity);
 DECLARE_double(huber_delta);
+DECLARE_double(f_beta);
+DECLARE_int32(accuracy_top_k);
 DECLARE_double(beta_1);
 DECLARE_double(beta_2);
 DECLARE_double(bias_lr);

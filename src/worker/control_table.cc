@@ -30,4 +30,18 @@ uint64_t ControlTable::Read(uint64_t feature) {
          (static_cast<uint64_t>(std::llround(value[1])) << kCountBits);
 }
 
+void ControlTable::AddReal(uint64_t feature, double value) {
+  SharedArray<const Key> key(std::vector<Key>{MixKey(feature)});
+  client_->Wait(client_->Push(
+      key, SharedArray<const float>(std::vector<float>{-static_cast<float>(value), 0.0f}), 2,
+      kControlTable));
+}
+
+double ControlTable::ReadReal(uint64_t feature) {
+  SharedArray<const Key> key(std::vector<Key>{MixKey(feature)});
+  SharedArray<float> value;
+  client_->Wait(client_->Pull(key, &value, 2, kControlTable));
+  return value[0];
+}
+
 }  // namespace keel

@@ -17,8 +17,9 @@ namespace keel {
 class ControlTable {
  public:
   // Control keys (feature indices in the control table).
-  static constexpr uint64_t kStopFeature = 1;       // > 0: the leader decided to stop early
-  static constexpr uint64_t kGateFeature = 100000;  // + figure: the gate report (GateReport)
+  static constexpr uint64_t kStopFeature = 1;            // > 0: the leader decided to stop early
+  static constexpr uint64_t kGateFeature = 100000;       // + figure: the gate report (GateReport)
+  static constexpr uint64_t kEpochLossFeature = 200000;  // + 2 epoch (+ 1): training loss
 
   explicit ControlTable(KVWorker* client) : client_(client) {}
 
@@ -28,6 +29,11 @@ class ControlTable {
   // The sum of every Add to key `feature` so far. Blocks; throws Error if the
   // request fails.
   uint64_t Read(uint64_t feature);
+
+  // The same for a real number, summed as a float on the servers (about 7
+  // significant digits). A key takes either Add or AddReal, never both.
+  void AddReal(uint64_t feature, double value);
+  double ReadReal(uint64_t feature);
 
  private:
   KVWorker* client_;

@@ -188,7 +188,11 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
     uint64_t part_examples = TrainOrphanedPart(work, part, parts, &result->loss);
     result->examples += part_examples;
     // The first part also counts what the departed worker read before it left.
-    if (part == 0) part_examples += work.examples();
+    if (part == 0) {
+      part_examples += work.examples();
+      result->departed_examples += work.examples();
+      result->departed_loss += work.loss();
+    }
     finished = work;
     finished.set_examples(part_examples);
     have_finished = true;

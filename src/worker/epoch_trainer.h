@@ -33,6 +33,10 @@ struct EpochResult {
   double pull_wait = 0;           // blocked on the next minibatch's rows
   uint64_t epoch_examples = 0;    // read by every worker in the epoch
   uint64_t resumed_examples = 0;  // of `examples`, read before a resume or takeover
+  // Read, before they left, by departed workers whose shares this one finished
+  // (not in `examples` or `loss`).
+  uint64_t departed_examples = 0;
+  double departed_loss = 0;
 };
 
 class EpochTrainer {

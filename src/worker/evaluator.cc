@@ -1,6 +1,7 @@
 #include "worker/evaluator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 
@@ -92,17 +93,23 @@ MetricSet PredictionMetrics(const Hyperparameters& h, const std::vector<float>& 
   MetricSet metrics;
   switch (h.predictor_type) {
     case PredictorType::kBinaryClassifier:
-      metrics =
-          BinaryClassificationMetrics(predictions, labels, loss == LossKind::kHinge ? 0.0 : 0.5);
+      metrics = BinaryClassificationMetrics(predictions, labels,
+                                            loss == LossKind::kHinge ? 0.0 : 0.5, h.f_beta);
+      // SageMaker's factorization machine names its (logistic) loss so.
+      if (h.job == JobKind::kFactorizationMachines && loss == LossKind::kLogistic) {
+        metrics["binary_classification_cross_entropy"] = metrics.at("objective_loss");
+      }
       break;
     case PredictorType::kRegressor:
       metrics = RegressionMetrics(predictions, labels);
       break;
     case PredictorType::kMulticlassClassifier:
-      metrics = MulticlassMetrics(predictions, labels, h.num_classes);
+      metrics = MulticlassMetrics(predictions, labels, h.num_classes, h.accuracy_top_k, h.f_beta);
       break;
   }
-  if (loss != LossKindOf(h.predictor_type, "auto")) metrics["objective_loss"] = mean_loss;
+  if (loss != LossKindOf(h.predictor_type, "auto") && !std::isnan(mean_loss)) {
+    metrics["objective_loss"] = mean_loss;
+  }
   return metrics;
 }
 

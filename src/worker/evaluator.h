@@ -4,6 +4,7 @@
 #ifndef KEEL_WORKER_EVALUATOR_H_
 #define KEEL_WORKER_EVALUATOR_H_
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,16 +17,21 @@
 
 namespace keel {
 
-// The metrics of a predictor type (SageMaker's names) for the predictions
-// ExampleLoss made and their labels. `mean_loss` is the mean training loss
-// over the same examples: it is the objective_loss of every loss but the
-// predictor type's default (logistic, squared_loss, softmax_loss), which keep
-// their conventional figures (cross-entropy, mean squared error). A hinge_loss
-// classifier's predictions are margins: a label is positive above 0, not 0.5.
-// Throws Error as models/metrics.h does.
+// The metrics of the job's predictor type (models/metrics.h, SageMaker's
+// names) for the predictions ExampleLoss made and their labels: F-scores with
+// --f_beta, top-k accuracy with --accuracy_top_k; a factorization machine's
+// logistic binary classifier also reports its loss as
+// binary_classification_cross_entropy, SageMaker's FM's name for it.
+// `mean_loss` is the mean training loss over the same examples: it is the
+// objective_loss of every loss but the predictor type's default (logistic,
+// squared_loss, softmax_loss), which keep their conventional figures
+// (cross-entropy, mean squared error); NaN leaves objective_loss as the metric
+// computes it. A hinge_loss classifier's predictions are margins: a label is
+// positive above 0, not 0.5. `keel predict` scores with this too. Throws Error
+// as models/metrics.h does.
 MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
                             const std::vector<float>& predictions, const std::vector<float>& labels,
-                            double mean_loss);
+                            double mean_loss = std::numeric_limits<double>::quiet_NaN());
 
 class Evaluator {
  public:
@@ -37,7 +43,8 @@ class Evaluator {
   // Scores every example of `channel` (a file, folder, or pipe:PATH) with the
   // servers' current weights, or with `artifact`'s if given (features it
   // lacks weigh zero). Metric names are SageMaker's, without the channel
-  // prefix. Throws Error on bad data, a failed request, or an empty channel.
+  // prefix: PredictionMetrics. Throws Error on bad data, a failed request, or
+  // an empty channel.
   MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
 
  private:

@@ -165,6 +165,11 @@ void Hyperparameters::Validate() const {
   if (mini_batch_size < 1) throw MakeError("--mini_batch_size must be at least 1");
   if (epochs < 1) throw MakeError("--epochs must be at least 1");
   if (early_stopping_patience < 1) throw MakeError("--early_stopping_patience must be at least 1");
+  if (!(f_beta > 0.0) || std::isinf(f_beta)) {
+    throw MakeError("--f_beta ", f_beta, " is not a positive number");
+  }
+  if (accuracy_top_k < 1)
+    throw MakeError("--accuracy_top_k ", accuracy_top_k, " is not at least 1");
   MakeOptimizer(weights_optimizer);
   MakeOptimizer(bias_optimizer);
 }

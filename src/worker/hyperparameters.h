@@ -64,6 +64,8 @@ struct Hyperparameters {
   float loss_insensitivity = 0.01f;  // eps_insensitive_*: > 0
   float huber_delta = 1.0f;          // huber_loss: > 0
   double early_stopping_tolerance = 0.001;
+  double f_beta = 1.0;     // beta of the F-score metrics
+  int accuracy_top_k = 3;  // k of multiclass_top_k_accuracy
   // How the servers update each table, and how they create its rows.
   OptimizerOptions weights_optimizer;
   OptimizerOptions bias_optimizer;

@@ -8,17 +8,18 @@
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/json.h"
 #include "io/storage.h"
 
 namespace keel {
 namespace {
 
-std::string HistoryLine(int epoch, double seconds, uint64_t examples, const MetricSet& validation) {
+std::string HistoryLine(int epoch, double seconds, uint64_t examples, const MetricSet& metrics) {
   std::ostringstream line;
   line << std::setprecision(9) << "{\"epoch\": " << epoch << ", \"seconds\": " << seconds
        << ", \"examples\": " << examples;
-  for (const auto& [name, value] : validation) {
-    line << ", \"validation:" << name << "\": " << (std::isfinite(value) ? value : 0.0);
+  for (const auto& [name, value] : metrics) {
+    line << ", " << JsonQuote(name) << ": " << (std::isfinite(value) ? value : 0.0);
   }
   line << "}\n";
   return line.str();
@@ -48,9 +49,9 @@ void AppendToFile(const std::string& model_dir, int epoch, const std::string& li
 }  // namespace
 
 void AppendHistory(const std::string& model_dir, int epoch, double seconds, uint64_t examples,
-                   const MetricSet& validation) {
+                   const MetricSet& metrics) {
   if (model_dir.empty()) return;
-  const std::string line = HistoryLine(epoch, seconds, examples, validation);
+  const std::string line = HistoryLine(epoch, seconds, examples, metrics);
   if (IsStorageUri(model_dir)) {
     AppendToObject(model_dir, epoch, line);
   } else {

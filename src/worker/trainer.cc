@@ -16,6 +16,7 @@
 #include "worker/metrics_files.h"
 #include "worker/model_dump.h"
 #include "worker/training_cursor.h"
+#include "worker/training_loss.h"
 
 namespace keel {
 namespace {
@@ -90,6 +91,8 @@ void Trainer::Run() {
 }
 
 void Trainer::CountEpoch(int epoch, const EpochResult& result) {
+  AddEpochLoss(&control_, epoch, result.loss + result.departed_loss,
+               result.examples + result.departed_examples);
   state_.set_training_seconds(state_.training_seconds() + result.seconds);
   state_.set_pull_wait_seconds(state_.pull_wait_seconds() + result.pull_wait);
   LogEpochDone(node_->rank(), epoch, result);
@@ -100,20 +103,26 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
   state_.set_total_examples(state_.total_examples() + examples);
   metrics["train:examples_per_epoch"] = static_cast<double>(examples);
   metrics["train:epochs"] = epoch;
+  MetricSet figures = {{"train:objective_loss", ReadEpochLoss(&control_, epoch)}};
+  metrics["train:objective_loss"] = figures.at("train:objective_loss");
   std::cout << "epoch " << epoch << ": " << examples << " examples across "
-            << node_->view()->num_workers() << " worker(s)";
-  const bool stop = !options_.validation.empty() && ValidateEpoch(epoch, examples, started);
+            << node_->view()->num_workers() << " worker(s); " << FormatMetrics(figures);
+  const bool stop = !options_.validation.empty() && ValidateEpoch(epoch, &figures);
+  AppendHistory(options_.model_dir, epoch, MonotonicSeconds() - started, examples, figures);
   std::cout << std::endl;
   if (stop) control_.Add(ControlTable::kStopFeature, 1);
   state_.set_elapsed_seconds(MonotonicSeconds() - started);
 }
 
-bool Trainer::ValidateEpoch(int epoch, uint64_t examples, double started) {
+bool Trainer::ValidateEpoch(int epoch, MetricSet* figures) {
   const MetricSet validation = evaluator_.Evaluate(options_.validation);
+  const MetricSet named = OfChannel("validation", validation);
   auto& metrics = *state_.mutable_metrics();
-  for (const auto& [name, value] : validation) metrics["validation:" + name] = value;
-  std::cout << "; validation " << FormatMetrics(validation);
-  AppendHistory(options_.model_dir, epoch, MonotonicSeconds() - started, examples, validation);
+  for (const auto& [name, value] : named) {
+    metrics[name] = value;
+    (*figures)[name] = value;
+  }
+  std::cout << "; " << FormatMetrics(named);
   const EpochVerdict verdict = JudgeEpoch(validation, hyperparameters_, &state_);
   // The job's model is its best validation epoch's: dumped now, written at the end.
   if (verdict.improved && options_.keep_best_epoch) {
@@ -128,9 +137,9 @@ bool Trainer::ValidateEpoch(int epoch, uint64_t examples, double started) {
 void Trainer::FinishJob(int last_epoch, MetricSet* final_metrics) {
   ChooseModel(last_epoch, final_metrics);
   if (!options_.test.empty()) {
-    const MetricSet metrics = evaluator_.Evaluate(options_.test, &best_.model);
-    for (const auto& [name, value] : metrics) (*final_metrics)["test:" + name] = value;
-    std::cout << "test " << FormatMetrics(metrics) << std::endl;
+    const MetricSet metrics = OfChannel("test", evaluator_.Evaluate(options_.test, &best_.model));
+    for (const auto& [name, value] : metrics) (*final_metrics)[name] = value;
+    std::cout << FormatMetrics(metrics) << std::endl;
   }
   // Every worker's examples over the workers' summed training time per worker.
   (*final_metrics)["train:examples_per_second"] =

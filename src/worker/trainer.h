@@ -51,15 +51,17 @@ class Trainer {
  private:
   // Checkpoints are on (the view says how often workers stop for one).
   bool checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
-  // Every worker, after its share of `epoch`: adds its time to the job's
-  // figures and logs the epoch's line.
+  // Every worker, after its share of `epoch`: adds its time and its training
+  // loss to the job's figures and logs the epoch's line.
   void CountEpoch(int epoch, const EpochResult& result);
   // Worker 0, once every worker has counted `epoch` (`examples` in all):
-  // records the epoch's figures, validates, and tells the others whether to
-  // stop. `started`: when the job started, resumed runs included.
+  // records the epoch's figures (train:objective_loss among them), validates,
+  // appends the epoch to history.jsonl, and tells the others whether to stop.
+  // `started`: when the job started, resumed runs included.
   void DecideEpoch(int epoch, uint64_t examples, double started);
   // Scores the validation channel after `epoch` and judges it; true to stop.
-  bool ValidateEpoch(int epoch, uint64_t examples, double started);
+  // Adds the validation:* metrics to `figures`, the epoch's history line.
+  bool ValidateEpoch(int epoch, MetricSet* figures);
   // Worker 0, at the end: picks the model (the best validation epoch's or the
   // last one's, `last_epoch`), scores the test channel with it, and writes
   // the artifact and metrics.json.
