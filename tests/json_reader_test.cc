@@ -103,6 +103,15 @@ TEST(JsonReader, RefusesDeepNestingInsteadOfOverflowingTheStack) {
   EXPECT_EQ(ErrorFor(std::string(200, '[') + std::string(200, ']')), "");
 }
 
+TEST(JsonReader, ReadsA64BitIntegerExactly) {
+  // 2^64 - 1 and 2^53 + 1, which a double cannot hold.
+  EXPECT_EQ(ParseJson("18446744073709551615", "doc").AsUint64(), 18446744073709551615u);
+  EXPECT_EQ(ParseJson("9007199254740993", "doc").AsUint64(), 9007199254740993u);
+  for (const char* not_one : {"18446744073709551616", "-1", "1.5", "1e3", "\"7\""}) {
+    EXPECT_THROW(ParseJson(not_one, "doc").AsUint64(), Error) << not_one;
+  }
+}
+
 TEST(JsonReader, AValueOfTheWrongTypeNamesItsOffsetAndBothTypes) {
   const JsonValue doc = ParseJson(R"({"a": "x"})", "doc");
   try {

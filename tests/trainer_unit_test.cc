@@ -411,7 +411,7 @@ class ModelJsonTest : public ModelArtifactTest {
     h.feature_dim = 5000;
     h.mini_batch_size = 64;
     h.epochs = 9;
-    h.seed = 42;
+    h.seed = (uint64_t{1} << 63) + 1;  // more than a double holds
     h.early_stopping_patience = 7;
     h.early_stopping_tolerance = 0.25;
     h.loss = "huber_loss";
@@ -467,7 +467,7 @@ TEST_F(ModelJsonTest, RestoresEveryHyperparameter) {
   EXPECT_EQ(h.feature_dim, 5000u);
   EXPECT_EQ(h.mini_batch_size, 64);
   EXPECT_EQ(h.epochs, 9);
-  EXPECT_EQ(h.seed, 42u);
+  EXPECT_EQ(h.seed, (uint64_t{1} << 63) + 1);
   EXPECT_EQ(h.early_stopping_patience, 7);
   EXPECT_EQ(h.early_stopping_tolerance, 0.25);
   EXPECT_EQ(h.loss, "huber_loss");

@@ -1,5 +1,6 @@
 #include "base/json_reader.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 
@@ -23,6 +24,18 @@ const std::string& JsonValue::AsString() const {
   if (type_ != Type::kString)
     throw MakeError("JSON value at byte ", offset_, " is ", TypeName(type_), ", not a string");
   return string_;
+}
+
+uint64_t JsonValue::AsUint64() const {
+  const double value = AsNumber();
+  const bool digits_only = string_.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  const unsigned long long exact = std::strtoull(string_.c_str(), nullptr, 10);
+  if (!digits_only || errno == ERANGE) {
+    throw MakeError("JSON value at byte ", offset_, " is ", value,
+                    ", not a whole number from 0 to 2^64 - 1");
+  }
+  return exact;
 }
 
 const std::vector<JsonValue>& JsonValue::AsArray() const {
@@ -113,7 +126,9 @@ class JsonParser {
       value.string_ = String();
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       value.type_ = JsonValue::Type::kNumber;
+      const size_t start = at_;
       value.number_ = Number();
+      value.string_ = text_.substr(start, at_ - start);
     } else if (Literal("true")) {
       value.type_ = JsonValue::Type::kBool;
       value.bool_ = true;

@@ -4,6 +4,7 @@
 #define KEEL_BASE_JSON_READER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,10 @@ class JsonValue {
   bool AsBool() const;
   double AsNumber() const;
   const std::string& AsString() const;
+  // A number written as a non-negative integer (no fraction, no exponent)
+  // that fits 64 bits, exactly (AsNumber rounds above 2^53); throws Error
+  // naming the offset otherwise.
+  uint64_t AsUint64() const;
   const std::vector<JsonValue>& AsArray() const;
   const std::vector<std::pair<std::string, JsonValue>>& AsObject() const;
   // The member called `name` of an object; nullptr when there is none or
@@ -38,7 +43,7 @@ class JsonValue {
   size_t offset_ = 0;
   bool bool_ = false;
   double number_ = 0;
-  std::string string_;
+  std::string string_;  // a string's value; a number's text
   std::vector<JsonValue> array_;
   std::vector<std::pair<std::string, JsonValue>> object_;
 };

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -13,6 +14,9 @@
 
 namespace keel {
 namespace {
+
+constexpr uint64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr uint64_t kMaxUint64 = std::numeric_limits<uint64_t>::max();
 
 // The shortest text that reads back as the same value ("0.01", not
 // "0.0099999998"); null for NaN and infinities, which JSON lacks.
@@ -104,16 +108,18 @@ class Fields {
     Double(name, &value);
     *out = static_cast<float>(value);
   }
-  // A whole number in [0, max].
+  // A whole number in [0, max], read exactly.
   template <typename Integer>
-  void Count(const std::string& name, Integer* out, double max) {
+  void Count(const std::string& name, Integer* out, uint64_t max) {
     const JsonValue* v = Typed(name, JsonValue::Type::kNumber);
     if (v == nullptr) return;
-    const double value = v->AsNumber();
-    if (!(value >= 0 && value <= max && std::floor(value) == value)) {
-      Fail(name, "(byte ", v->offset(), ") is ", JsonNumber(value), ", not a whole number in [0, ",
-           JsonNumber(max), "]");
+    uint64_t value = 0;
+    try {
+      value = v->AsUint64();
+    } catch (const Error&) {
+      Fail(name, "(byte ", v->offset(), ") is ", JsonNumber(v->AsNumber()), ", not a whole number");
     }
+    if (value > max) Fail(name, value, " is above its largest value, ", max);
     *out = static_cast<Integer>(value);
   }
   // The member object `name`, or an empty one that reports its members missing.
@@ -171,8 +177,8 @@ void ReadOptimizer(Fields fields, OptimizerOptions* o) {
   o->groups.clear();
   for (Fields group : fields.Objects("groups")) {
     OptimizerOptions::ColumnGroup g;
-    group.Count("begin", &g.begin, 1e9);
-    group.Count("end", &g.end, 1e9);
+    group.Count("begin", &g.begin, kMaxInt);
+    group.Count("end", &g.end, kMaxInt);
     group.Float("learning_rate", &g.learning_rate);
     group.Float("l1", &g.l1);
     group.Float("l2", &g.l2);
@@ -203,7 +209,7 @@ void CheckAgreesWithWeights(Fields& top, const ModelArtifact& model) {
                                                      {"features", model.features.size()}};
   for (const auto& [name, expected] : counts) {
     uint64_t value = 0;
-    top.Count(name, &value, 1e18);
+    top.Count(name, &value, kMaxUint64);
     if (value != expected) top.Fail(name, value, " but weights.bin holds ", expected);
   }
   bool use_bias = false;
@@ -214,11 +220,11 @@ void CheckAgreesWithWeights(Fields& top, const ModelArtifact& model) {
 }
 
 void ReadHyperparameters(Fields fields, Hyperparameters* h) {
-  fields.Count("feature_dim", &h->feature_dim, 1.8e19);
-  fields.Count("mini_batch_size", &h->mini_batch_size, 2e9);
-  fields.Count("epochs", &h->epochs, 2e9);
-  fields.Count("seed", &h->seed, 1.8e19);
-  fields.Count("early_stopping_patience", &h->early_stopping_patience, 2e9);
+  fields.Count("feature_dim", &h->feature_dim, kMaxUint64);
+  fields.Count("mini_batch_size", &h->mini_batch_size, kMaxInt);
+  fields.Count("epochs", &h->epochs, kMaxInt);
+  fields.Count("seed", &h->seed, kMaxUint64);
+  fields.Count("early_stopping_patience", &h->early_stopping_patience, kMaxInt);
   fields.Double("early_stopping_tolerance", &h->early_stopping_tolerance);
   fields.String("loss", &h->loss);
   fields.Float("margin", &h->margin);
@@ -226,7 +232,7 @@ void ReadHyperparameters(Fields fields, Hyperparameters* h) {
   fields.Float("loss_insensitivity", &h->loss_insensitivity);
   fields.Float("huber_delta", &h->huber_delta);
   fields.Double("f_beta", &h->f_beta);
-  fields.Count("accuracy_top_k", &h->accuracy_top_k, 2e9);
+  fields.Count("accuracy_top_k", &h->accuracy_top_k, kMaxInt);
   ReadOptimizer(fields.Object("weights_optimizer"), &h->weights_optimizer);
   ReadOptimizer(fields.Object("bias_optimizer"), &h->bias_optimizer);
   ReadInitializer(fields.Object("linear_init"), &h->linear_init);
@@ -270,7 +276,7 @@ void ReadModelJson(const std::string& text, const std::string& path, ModelArtifa
   std::vector<std::string> missing;
   Fields top(&document, path, "", &missing);
   uint32_t version = 0;
-  top.Count("format_version", &version, 1e9);
+  top.Count("format_version", &version, kMaxInt);
   if (!missing.empty()) top.Fail("format_version", "is missing");
   if (version < 1 || version > kModelJsonVersion) {
     top.Fail("format_version", version, ": this keel reads versions 1 to ", kModelJsonVersion);
