@@ -471,6 +471,40 @@ TEST_F(TrainingJob, PredictLabelsAHingeLossModelsExamplesByTheSignOfTheMargin) {
               trained.at("test:binary_classification_accuracy"), 1e-5);
 }
 
+// Rewrites the libsvm file `libsvm` (1-based indices 1..10) as dense csv
+// (label, then columns 1..10), the same examples in another format.
+void WriteAsCsv(const std::string& libsvm, const std::string& csv) {
+  std::ifstream in(libsvm);
+  std::ofstream out(csv);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string label, pair;
+    fields >> label;
+    std::vector<std::string> columns(10, "0");
+    while (fields >> pair) columns[std::stoi(pair.substr(0, pair.find(':'))) - 1] = "1";
+    out << label;
+    for (const std::string& column : columns) out << "," << column;
+    out << "\n";
+  }
+}
+
+TEST_F(TrainingJob, PredictTakesAnExplicitDataFormatOverTheModels) {
+  WriteRuleChannels(folder_, {"train", "validation", "test"}, false);
+  const auto exit = Train({"--job=linear_learner", "--predictor_type=regressor", "--epochs=2",
+                           "--learning_rate=0.01", "--mini_batch_size=50"},
+                          1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  WriteAsCsv(folder_ + "/test/part-0.libsvm", folder_ + "/test.csv");
+  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                                     "--data=" + folder_ + "/test.csv", "--data_format=csv",
+                                     "--out=" + folder_ + "/predictions.csv"},
+                                    60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  const auto trained = ReadMetrics(folder_ + "/model/metrics.json");
+  const double mse = PredictMetrics(predict.output).at("mse");
+  EXPECT_NEAR(mse, trained.at("test:mse"), 1e-5 * (1 + mse));
+}
+
 TEST_F(TrainingJob, PredictRefusesAPredictorTypeTheModelWasNotTrainedFor) {
   Generate("linear", 1000, 1);
   const auto exit = Train({"--job=linear_learner", "--epochs=1"}, 1);
