@@ -54,6 +54,8 @@ TEST(JsonReader, RecordsEachValuesOffset) {
   EXPECT_EQ(doc.offset(), 0u);
   EXPECT_EQ(doc.Find("a")->offset(), 6u);
   EXPECT_EQ(doc.Find("a")->AsArray()[0].offset(), 7u);
+  EXPECT_EQ(doc.Find("a")->end(), 9u);  // [7] is bytes 6 to 8
+  EXPECT_EQ(doc.end(), 10u);
 }
 
 TEST(JsonReader, ErrorsNameTheDocumentAndTheByteOffset) {

@@ -492,6 +492,7 @@ TEST_F(ModelJsonTest, RestoresEveryHyperparameter) {
   EXPECT_EQ(h.bias_init.value, 0.3f);
   EXPECT_EQ(back.data_format, DataFormat::kCsv);
   EXPECT_TRUE(back.libsvm_zero_based);
+  EXPECT_EQ(back.hyperparameter_json, written.hyperparameter_json);
 }
 
 TEST_F(ModelJsonTest, RecordsTheFormatVersionResolvedDefaultsAndTheFlags) {

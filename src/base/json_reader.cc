@@ -139,6 +139,7 @@ class JsonParser {
     } else {
       Fail("unexpected '", c, "' where a value should start");
     }
+    value.end_ = at_;
     return value;
   }
 

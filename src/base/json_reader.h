@@ -20,6 +20,8 @@ class JsonValue {
   Type type() const { return type_; }
   // The byte offset in its document where the value starts (for messages).
   size_t offset() const { return offset_; }
+  // The byte offset just past the value: [offset(), end()) is its text.
+  size_t end() const { return end_; }
   // The value of each type; each requires type() to be that type (checked:
   // throws Error naming the offset and both types).
   bool AsBool() const;
@@ -41,6 +43,7 @@ class JsonValue {
   friend class JsonParser;
   Type type_ = Type::kNull;
   size_t offset_ = 0;
+  size_t end_ = 0;
   bool bool_ = false;
   double number_ = 0;
   std::string string_;  // a string's value; a number's text

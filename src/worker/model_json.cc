@@ -302,6 +302,7 @@ void ReadModelJson(const std::string& text, const std::string& path, ModelArtifa
     top.Double("threshold", &h.threshold);
     if (const JsonValue* flags = document.Find("flags")) {
       if (flags->type() != JsonValue::Type::kObject) top.Fail("flags", "is not an object");
+      model->hyperparameter_json = text.substr(flags->offset(), flags->end() - flags->offset());
     }
     if (!missing.empty()) {
       std::string list;

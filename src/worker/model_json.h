@@ -21,12 +21,11 @@ constexpr uint32_t kModelJsonVersion = 2;
 std::string ModelJson(const ModelArtifact& model);
 
 // Restores into *model what model.json `text` records (its Hyperparameters,
-// data format, threshold and flags), after checking that it describes the
-// model weights.bin holds (job, predictor type, classes, factors, bias,
-// widths), which *model must already carry. Fields an older model.json lacks
-// keep their defaults and are logged. Throws Error naming `path` and the field
-// for a malformed document, a field of the wrong type or out of range, a
-// newer format version, or a disagreement with weights.bin.
+// data format, threshold, and its flags' text as hyperparameter_json), after checking that it
+// describes the model weights.bin holds (job, predictor type, classes, factors, bias, widths),
+// which *model must already carry. Fields an older model.json lacks keep their defaults and are
+// logged. Throws Error naming `path` and the field for a malformed document, a field of the wrong
+// type or out of range, a newer format version, or a disagreement with weights.bin.
 void ReadModelJson(const std::string& text, const std::string& path, ModelArtifact* model);
 
 }  // namespace keel
