@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/json_reader.h"
 #include "random_batch.h"
 #include "test_util.h"
 #include "worker/batch_stream.h"
@@ -397,6 +398,206 @@ TEST_F(ModelArtifactTest, RefusesATruncatedFile) {
 
 TEST_F(ModelArtifactTest, SaysWhenThereIsNoModel) {
   EXPECT_THROW(ModelArtifact::Read(folder_ + "/nothing"), Error);
+}
+
+// model.json: every hyperparameter in force, read back by ModelArtifact::Read.
+class ModelJsonTest : public ModelArtifactTest {
+ protected:
+  // A model whose every hyperparameter differs from its default.
+  ModelArtifact Unusual() {
+    ModelArtifact model = Sample();
+    Hyperparameters& h = model.hyperparameters;
+    h.predictor_type = PredictorType::kRegressor;
+    h.feature_dim = 5000;
+    h.mini_batch_size = 64;
+    h.epochs = 9;
+    h.seed = (uint64_t{1} << 63) + 1;  // more than a double holds
+    h.early_stopping_patience = 7;
+    h.early_stopping_tolerance = 0.25;
+    h.loss = "huber_loss";
+    h.margin = 2.5f;
+    h.quantile = 0.75f;
+    h.loss_insensitivity = 0.125f;
+    h.huber_delta = 3.5f;
+    h.f_beta = 2.0;
+    h.accuracy_top_k = 5;
+    h.threshold = 0.25;
+    h.weights_optimizer.name = "adagrad";
+    h.weights_optimizer.learning_rate = 0.03f;
+    h.weights_optimizer.l1 = 0.001f;
+    h.weights_optimizer.groups = {{0, 1, 0.02f, 0.001f, 0.5f}, {1, 3, 0.04f, 0.0f, 0.25f}};
+    h.bias_optimizer.name = "adagrad";
+    h.bias_optimizer.learning_rate = 0.07f;
+    h.factors_init = {"uniform", 0.0f, 0.05f};
+    h.bias_init = {"constant", 0.3f, 0.01f};
+    model.data_format = DataFormat::kCsv;
+    model.libsvm_zero_based = true;
+    model.hyperparameter_json = R"({"epochs":9,"train":"data/train"})";
+    return model;
+  }
+  void WriteModelJson(const std::string& text) {
+    testing::WriteFile(folder_ + "/model.json", text);
+  }
+  std::string ModelJsonText() { return testing::ReadFileOrEmpty(folder_ + "/model.json"); }
+  // The message ModelArtifact::Read throws, or "" if it reads the model.
+  std::string ReadError() {
+    try {
+      ModelArtifact::Read(folder_);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  // model.json with the first `from` replaced by `to`.
+  void Edit(const std::string& from, const std::string& to) {
+    std::string text = ModelJsonText();
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " not in " << text;
+    WriteModelJson(text.replace(at, from.size(), to));
+  }
+};
+
+TEST_F(ModelJsonTest, RestoresEveryHyperparameter) {
+  const ModelArtifact written = Unusual();
+  written.Write(folder_);
+  const ModelArtifact back = ModelArtifact::Read(folder_);
+  const Hyperparameters& h = back.hyperparameters;
+  const Hyperparameters& w = written.hyperparameters;
+  EXPECT_EQ(h.predictor_type, PredictorType::kRegressor);
+  EXPECT_EQ(h.feature_dim, 5000u);
+  EXPECT_EQ(h.mini_batch_size, 64);
+  EXPECT_EQ(h.epochs, 9);
+  EXPECT_EQ(h.seed, (uint64_t{1} << 63) + 1);
+  EXPECT_EQ(h.early_stopping_patience, 7);
+  EXPECT_EQ(h.early_stopping_tolerance, 0.25);
+  EXPECT_EQ(h.loss, "huber_loss");
+  EXPECT_EQ(h.margin, 2.5f);
+  EXPECT_EQ(h.quantile, 0.75f);
+  EXPECT_EQ(h.loss_insensitivity, 0.125f);
+  EXPECT_EQ(h.huber_delta, 3.5f);
+  EXPECT_EQ(h.f_beta, 2.0);
+  EXPECT_EQ(h.accuracy_top_k, 5);
+  EXPECT_EQ(h.threshold, 0.25);
+  EXPECT_EQ(h.weights_optimizer.name, "adagrad");
+  EXPECT_EQ(h.weights_optimizer.learning_rate, 0.03f);
+  EXPECT_EQ(h.weights_optimizer.l1, 0.001f);
+  ASSERT_EQ(h.weights_optimizer.groups.size(), 2u);
+  EXPECT_EQ(h.weights_optimizer.groups[1].begin, 1);
+  EXPECT_EQ(h.weights_optimizer.groups[1].end, 3);
+  EXPECT_EQ(h.weights_optimizer.groups[1].learning_rate, 0.04f);
+  EXPECT_EQ(h.weights_optimizer.groups[1].l2, 0.25f);
+  EXPECT_EQ(h.bias_optimizer.learning_rate, 0.07f);
+  EXPECT_EQ(h.factors_init.method, w.factors_init.method);
+  EXPECT_EQ(h.factors_init.scale, 0.05f);
+  EXPECT_EQ(h.bias_init.value, 0.3f);
+  EXPECT_EQ(back.data_format, DataFormat::kCsv);
+  EXPECT_TRUE(back.libsvm_zero_based);
+  EXPECT_EQ(back.hyperparameter_json, written.hyperparameter_json);
+}
+
+TEST_F(ModelJsonTest, RecordsTheFormatVersionResolvedDefaultsAndTheFlags) {
+  ModelArtifact model = Sample();  // every hyperparameter at its default
+  model.hyperparameter_json = R"({"epochs":5,"use_bias":true})";
+  model.Write(folder_);
+  const JsonValue json = ParseJson(ModelJsonText(), "model.json");
+  EXPECT_EQ(json.Find("format_version")->AsNumber(), 2);
+  EXPECT_EQ(json.Find("threshold")->AsNumber(), 0.5);  // a logistic model's probability
+  EXPECT_EQ(json.Find("data_format")->AsString(), "libsvm");
+  EXPECT_FALSE(json.Find("libsvm_zero_based")->AsBool());
+  const JsonValue& h = *json.Find("hyperparameters");
+  EXPECT_EQ(h.Find("loss")->AsString(), "logistic");  // auto, resolved
+  EXPECT_EQ(h.Find("margin")->AsNumber(), 1.0);
+  EXPECT_EQ(h.Find("epochs")->AsNumber(), 5);
+  EXPECT_EQ(h.Find("weights_optimizer")->Find("learning_rate")->AsNumber(), 0.01);
+  EXPECT_EQ(h.Find("bias_init")->Find("method")->AsString(), "constant");
+  EXPECT_EQ(json.Find("flags")->Find("epochs")->AsNumber(), 5);
+  EXPECT_TRUE(json.Find("flags")->Find("use_bias")->AsBool());
+}
+
+TEST_F(ModelJsonTest, AHingeLossModelsThresholdIsZero) {
+  ModelArtifact model = Sample();
+  model.hyperparameters.job = JobKind::kLinearLearner;
+  model.hyperparameters.loss = "hinge_loss";
+  model.weights = {1, 2, 3};
+  model.Write(folder_);
+  EXPECT_EQ(ParseJson(ModelJsonText(), "model.json").Find("threshold")->AsNumber(), 0.0);
+  EXPECT_EQ(ModelArtifact::Read(folder_).hyperparameters.DecisionThreshold(), 0.0);
+}
+
+TEST_F(ModelJsonTest, RefusesACorruptDocumentNamingTheFileAndTheOffset) {
+  Sample().Write(folder_);
+  WriteModelJson(R"({"format_version":2,"job" "factorization_machines"})");
+  EXPECT_EQ(ReadError(), folder_ + "/model.json: byte 26: expected ':' but found '\"'");
+}
+
+TEST_F(ModelJsonTest, RefusesAPredictorTypeWeightsBinDoesNotHold) {
+  Sample().Write(folder_);
+  Edit(R"("predictor_type":"binary_classifier")", R"("predictor_type":"regressor")");
+  const std::string error = ReadError();
+  EXPECT_TRUE(testing::Contains(error, folder_ + "/model.json")) << error;
+  EXPECT_TRUE(testing::Contains(error,
+                                "field predictor_type 'regressor' but weights.bin holds "
+                                "binary_classifier"))
+      << error;
+}
+
+TEST_F(ModelJsonTest, RefusesAWidthWeightsBinDoesNotHold) {
+  Sample().Write(folder_);
+  Edit(R"("num_factors":2)", R"("num_factors":3)");
+  EXPECT_TRUE(testing::Contains(ReadError(), "field num_factors 3 but weights.bin holds 2"))
+      << ReadError();
+}
+
+TEST_F(ModelJsonTest, RefusesAFieldOfTheWrongTypeNamingIt) {
+  Sample().Write(folder_);
+  Edit(R"("margin":1)", R"("margin":"wide")");
+  const std::string error = ReadError();
+  EXPECT_TRUE(testing::Contains(error, folder_ + "/model.json: field hyperparameters.margin"))
+      << error;
+  EXPECT_TRUE(testing::Contains(error, "is a string, not a number")) << error;
+}
+
+TEST_F(ModelJsonTest, RefusesAValueOutOfRangeNamingTheFile) {
+  Sample().Write(folder_);
+  Edit(R"("margin":1)", R"("margin":-1)");
+  const std::string error = ReadError();
+  EXPECT_TRUE(testing::Contains(error, folder_ + "/model.json: ")) << error;
+  EXPECT_TRUE(testing::Contains(error, "margin")) << error;
+}
+
+TEST_F(ModelJsonTest, RefusesANewerFormatVersion) {
+  Sample().Write(folder_);
+  Edit(R"("format_version":2)", R"("format_version":3)");
+  EXPECT_TRUE(
+      testing::Contains(ReadError(), "field format_version 3: this keel reads versions 1 to 2"))
+      << ReadError();
+}
+
+// The model.json Keel wrote before it recorded everything: the facts and the
+// flags set, as strings, and the loss.
+TEST_F(ModelJsonTest, LoadsAFormatVersion1ModelWithDefaults) {
+  ModelArtifact model = Sample();
+  model.hyperparameters.job = JobKind::kLinearLearner;
+  model.weights = {1, 2, 3};
+  model.Write(folder_);
+  WriteModelJson(
+      R"({"format_version":1,"job":"linear_learner","predictor_type":"binary_classifier",)"
+      R"("num_classes":1,"num_factors":0,"use_bias":true,"weight_width":1,"features":3,)"
+      R"("weights_file":"weights.bin","hyperparameters":{"epochs":"3","loss":"hinge_loss",)"
+      R"("margin":"1"}})");
+  const ModelArtifact back = ModelArtifact::Read(folder_);
+  EXPECT_EQ(back.hyperparameters.loss, "hinge_loss");
+  EXPECT_EQ(back.hyperparameters.epochs, 5);  // the default
+  EXPECT_EQ(back.hyperparameters.DecisionThreshold(), 0.0);
+  EXPECT_EQ(back.data_format, DataFormat::kLibsvm);
+}
+
+TEST_F(ModelJsonTest, LoadsAModelWithoutModelJsonWithDefaults) {
+  Sample().Write(folder_);
+  ASSERT_EQ(unlink((folder_ + "/model.json").c_str()), 0);
+  const ModelArtifact back = ModelArtifact::Read(folder_);
+  EXPECT_EQ(back.hyperparameters.loss, "auto");
+  EXPECT_EQ(back.weights, Sample().weights);
 }
 
 // --- PredictionMetrics: the job's metrics under SageMaker's names ---

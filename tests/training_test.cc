@@ -404,6 +404,122 @@ void WriteRuleChannels(const std::string& folder, const std::vector<std::string>
   }
 }
 
+// `keel predict`'s metric lines ("  NAME VALUE") by name.
+std::map<std::string, double> PredictMetrics(const std::string& output) {
+  std::map<std::string, double> metrics;
+  const std::regex line("^  ([a-z_]+) ([-+0-9.eE]+|nan|inf)$");
+  std::istringstream lines(output);
+  for (std::string text; std::getline(lines, text);) {
+    std::smatch match;
+    if (std::regex_match(text, match, line)) metrics[match[1]] = std::stod(match[2]);
+  }
+  return metrics;
+}
+
+// A regressor trained under absolute_loss on 0-based libsvm indices: predict
+// given nothing but the model, the data and the output reads the data as the
+// job did and scores with the job's loss, so it reports the trainer's test
+// metrics (objective_loss included, which is the absolute loss's).
+TEST_F(TrainingJob, PredictNeedsOnlyTheModelTheDataAndTheOutput) {
+  WriteRuleChannels(folder_, {"train", "validation", "test"}, false);
+  const auto exit =
+      Train({"--job=linear_learner", "--predictor_type=regressor", "--loss=absolute_loss",
+             "--libsvm_zero_based", "--epochs=3", "--learning_rate=0.01", "--mini_batch_size=50"},
+            1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto trained = ReadMetrics(folder_ + "/model/metrics.json");
+  const auto predict =
+      testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                    "--data=" + folder_ + "/test", "--out=" + folder_ + "/predictions.csv"},
+                   60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  const auto scored = PredictMetrics(predict.output);
+  ASSERT_TRUE(scored.count("objective_loss")) << predict.output;
+  for (const auto& [name, value] : scored) {
+    ASSERT_TRUE(trained.count("test:" + name)) << name;
+    // predict prints 6 significant digits.
+    EXPECT_NEAR(value, trained.at("test:" + name), 1e-5 * (1 + std::fabs(value))) << name;
+  }
+  EXPECT_NEAR(scored.at("objective_loss"), scored.at("absolute_loss"), 1e-5);
+}
+
+// A hinge_loss classifier's scores are margins: predict labels an example by
+// the sign of its margin, as the trainer's metrics do.
+TEST_F(TrainingJob, PredictLabelsAHingeLossModelsExamplesByTheSignOfTheMargin) {
+  Generate("linear", 4000, 1);
+  const auto exit = Train({"--job=linear_learner", "--loss=hinge_loss", "--epochs=2"}, 1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const std::string predictions = folder_ + "/predictions.csv";
+  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                                     "--data=" + folder_ + "/test", "--out=" + predictions},
+                                    60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  std::ifstream in(predictions);
+  size_t lines = 0, positive_below_one_half = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    const size_t comma = line.find(',');
+    ASSERT_NE(comma, std::string::npos) << line;
+    const int label = std::stoi(line.substr(0, comma));
+    const double margin = std::stod(line.substr(comma + 1));
+    EXPECT_EQ(label, margin >= 0 ? 1 : 0) << line;
+    if (margin >= 0 && margin < 0.5) ++positive_below_one_half;
+  }
+  EXPECT_EQ(lines, 400u);
+  EXPECT_GT(positive_below_one_half, 0u) << "no margin tells 0 from 0.5 apart";
+  const auto trained = ReadMetrics(folder_ + "/model/metrics.json");
+  EXPECT_NEAR(PredictMetrics(predict.output).at("binary_classification_accuracy"),
+              trained.at("test:binary_classification_accuracy"), 1e-5);
+}
+
+// Rewrites the libsvm file `libsvm` (1-based indices 1..10) as dense csv
+// (label, then columns 1..10), the same examples in another format.
+void WriteAsCsv(const std::string& libsvm, const std::string& csv) {
+  std::ifstream in(libsvm);
+  std::ofstream out(csv);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string label, pair;
+    fields >> label;
+    std::vector<std::string> columns(10, "0");
+    while (fields >> pair) columns[std::stoi(pair.substr(0, pair.find(':'))) - 1] = "1";
+    out << label;
+    for (const std::string& column : columns) out << "," << column;
+    out << "\n";
+  }
+}
+
+TEST_F(TrainingJob, PredictTakesAnExplicitDataFormatOverTheModels) {
+  WriteRuleChannels(folder_, {"train", "validation", "test"}, false);
+  const auto exit = Train({"--job=linear_learner", "--predictor_type=regressor", "--epochs=2",
+                           "--learning_rate=0.01", "--mini_batch_size=50"},
+                          1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  WriteAsCsv(folder_ + "/test/part-0.libsvm", folder_ + "/test.csv");
+  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                                     "--data=" + folder_ + "/test.csv", "--data_format=csv",
+                                     "--out=" + folder_ + "/predictions.csv"},
+                                    60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  const auto trained = ReadMetrics(folder_ + "/model/metrics.json");
+  const double mse = PredictMetrics(predict.output).at("mse");
+  EXPECT_NEAR(mse, trained.at("test:mse"), 1e-5 * (1 + mse));
+}
+
+TEST_F(TrainingJob, PredictRefusesAPredictorTypeTheModelWasNotTrainedFor) {
+  Generate("linear", 1000, 1);
+  const auto exit = Train({"--job=linear_learner", "--epochs=1"}, 1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto predict = testing::Run(
+      {KeelBinary(), "predict", "--model_dir=" + folder_ + "/model", "--data=" + folder_ + "/test",
+       "--out=" + folder_ + "/predictions.csv", "--predictor_type=regressor"},
+      60);
+  ASSERT_TRUE(predict.finished);
+  EXPECT_NE(predict.code, 0);
+  EXPECT_TRUE(Contains(predict.output, "--predictor_type regressor contradicts the model in " +
+                                           folder_ + "/model (binary_classifier)"))
+      << predict.output;
+}
+
 TEST_F(TrainingJob, MulticlassMetricsCarrySageMakersNames) {
   WriteRuleChannels(folder_, {"train", "validation", "test"}, true);
   const auto exit =

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/job_flags.h"
 #include "io/input_split.h"
@@ -49,12 +50,12 @@ uint64_t GatherWeights(const ModelArtifact& artifact, const std::unordered_map<K
 }
 
 // Writes a line per example of `rows`, `classes` predictions each: "LABEL,P"
-// for a binary classifier (P a probability, or a hinge_loss model's margin,
-// whose label is its sign), "P" for a regressor, "LABEL,P0,P1,..." for a
-// multiclass classifier.
+// for a binary classifier (P a probability, or a hinge_loss model's margin;
+// LABEL 1 when P reaches the model's threshold), "P" for a regressor,
+// "LABEL,P0,P1,..." for a multiclass classifier.
 void WritePredictions(const Hyperparameters& h, const std::vector<float>& predictions, size_t rows,
                       int classes, std::ostream& out) {
-  const float threshold = h.loss_function().kind == LossKind::kHinge ? 0.0f : 0.5f;
+  const double threshold = h.DecisionThreshold();
   for (size_t r = 0; r < rows; ++r) {
     const float* p = predictions.data() + r * classes;
     switch (h.predictor_type) {
@@ -75,6 +76,52 @@ void WritePredictions(const Hyperparameters& h, const std::vector<float>& predic
   }
 }
 
+bool FlagGiven(const char* name) { return !gflags::GetCommandLineFlagInfoOrDie(name).is_default; }
+
+// Throws Error when flag `name`, given on the command line as `given`,
+// contradicts the model's `recorded` value.
+void RefuseContradiction(const char* name, const std::string& given, const std::string& recorded) {
+  if (!FlagGiven(name) || given == recorded) return;
+  throw MakeError("--", name, " ", given, " contradicts the model in ", FLAGS_model_dir, " (",
+                  recorded, "): predict scores a model as it was trained; leave the flag out");
+}
+
+// The model's hyperparameters, with the flags predict may change (--f_beta and
+// --accuracy_top_k: metrics only) applied. Throws Error for a flag that
+// contradicts the model: --job, --predictor_type, --num_classes, --num_factors, --loss.
+Hyperparameters ScoringHyperparameters(const ModelArtifact& artifact) {
+  Hyperparameters h = artifact.hyperparameters;
+  RefuseContradiction("job", FLAGS_job, h.JobName());
+  RefuseContradiction("predictor_type", FLAGS_predictor_type, h.PredictorName());
+  if (h.predictor_type == PredictorType::kMulticlassClassifier) {
+    RefuseContradiction("num_classes", std::to_string(FLAGS_num_classes),
+                        std::to_string(h.num_classes));
+  }
+  if (h.job == JobKind::kFactorizationMachines) {
+    RefuseContradiction("num_factors", std::to_string(FLAGS_num_factors),
+                        std::to_string(h.num_factors));
+  }
+  if (FlagGiven("loss")) {
+    RefuseContradiction("loss", LossName(LossKindOf(h.predictor_type, FLAGS_loss)),
+                        LossName(h.loss_function().kind));
+  }
+  if (FlagGiven("f_beta")) h.f_beta = FLAGS_f_beta;
+  if (FlagGiven("accuracy_top_k")) h.accuracy_top_k = FLAGS_accuracy_top_k;
+  h.Validate();
+  return h;
+}
+
+// How predict reads --data: the model's data format and libsvm indexing unless
+// the flags say otherwise, the model's label rule, no feature_dim (a feature
+// the model has not seen weighs zero).
+ReaderOptions PredictReaderOptions(const ModelArtifact& artifact, const Hyperparameters& h) {
+  ReaderOptions reader = ReaderOptionsFromFlags();
+  if (!FlagGiven("data_format")) reader.format = artifact.data_format;
+  if (!FlagGiven("libsvm_zero_based")) reader.zero_based = artifact.libsvm_zero_based;
+  reader.feature_dim = 0;
+  return WithLabelRule(reader, h);
+}
+
 }  // namespace
 
 int RunTraining(Node* node, KVWorker* client) {
@@ -91,15 +138,13 @@ int RunPredict() {
     throw MakeError("keel predict needs --model_dir, --data and --out");
   }
   const ModelArtifact artifact = ModelArtifact::Read(FLAGS_model_dir);
-  const Hyperparameters& h = artifact.hyperparameters;
+  const Hyperparameters h = ScoringHyperparameters(artifact);
   const std::unique_ptr<ComputeBackend> backend =
       MakeComputeBackend(FLAGS_device, FLAGS_threads, h);
   ComputeBackend& model = *backend;
   const int width = model.weight_width();
   const std::unordered_map<Key, size_t> rows = FeatureRows(artifact);
-  ReaderOptions reader = WithLabelRule(ReaderOptionsFromFlags(), h);
-  reader.feature_dim = 0;  // unseen features simply have zero weights
-  BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), reader, 4096);
+  BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), PredictReaderOptions(artifact, h), 4096);
   std::ofstream out(FLAGS_out);
   if (!out) throw MakeError("cannot write ", FLAGS_out);
   out << std::setprecision(7);

@@ -1,5 +1,6 @@
 #include "cli/job_flags.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -166,6 +167,17 @@ void SlowWorkerFromFlags(TrainerOptions* options) {
   options->slow_factor = factor;
 }
 
+// A flag's value as JSON: a boolean, a number (a finite one), else a string.
+std::string FlagValueJson(const gflags::CommandLineFlagInfo& flag) {
+  if (flag.type == "bool") return flag.current_value == "true" ? "true" : "false";
+  if (flag.type != "string") {
+    char* end = nullptr;
+    const double value = std::strtod(flag.current_value.c_str(), &end);
+    if (*end == '\0' && std::isfinite(value)) return flag.current_value;
+  }
+  return JsonQuote(flag.current_value);
+}
+
 }  // namespace
 
 ReaderOptions ReaderOptionsFromFlags() {
@@ -267,25 +279,23 @@ TrainerOptions TrainerOptionsFromFlags() {
 }
 
 std::string HyperparameterJson() {
+  HyperparametersFromFlags();  // throws for a bad flag
+  // predict's and datagen's flags do not shape a training run.
+  const std::set<std::string> not_training = {
+      "data", "out",         "model",        "rows",        "features",
+      "nnz",  "train_files", "label_offset", "label_scale", "feature_scale_spread"};
+  // The cluster's flags that are the job's hyperparameters.
+  const std::set<std::string> cluster_job_flags = {"job", "optimizer", "learning_rate", "wd", "l1"};
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   std::ostringstream json;
   json << "{";
   bool first = true;
-  // The loss and its parameters are recorded whether set or not, the loss
-  // by the name `auto` resolved to.
-  const std::set<std::string> loss_flags = {"loss", "margin", "quantile", "loss_insensitivity",
-                                            "huber_delta"};
   for (const auto& flag : flags) {
-    if (flag.is_default || flag.filename != __FILE__ || loss_flags.count(flag.name)) continue;
-    json << (first ? "" : ",") << "\"" << flag.name << "\":" << JsonQuote(flag.current_value);
+    const bool training_flag = flag.filename == __FILE__ && !not_training.count(flag.name);
+    if (!training_flag && !cluster_job_flags.count(flag.name)) continue;
+    json << (first ? "" : ",") << JsonQuote(flag.name) << ":" << FlagValueJson(flag);
     first = false;
-  }
-  const Hyperparameters h = HyperparametersFromFlags();
-  json << (first ? "" : ",") << "\"loss\":" << JsonQuote(LossName(h.loss_function().kind));
-  for (const char* name : {"margin", "quantile", "loss_insensitivity", "huber_delta"}) {
-    json << ",\"" << name
-         << "\":" << JsonQuote(gflags::GetCommandLineFlagInfoOrDie(name).current_value);
   }
   json << "}";
   return json.str();

@@ -115,10 +115,12 @@ ReaderOptions ReaderOptionsFromFlags();
 // is wrong (checks only: no file is opened).
 TrainerOptions TrainerOptionsFromFlags();
 
-// Every flag of this file that was set on the command line, as a JSON object
-// of strings ({"epochs":"3","train":"data/train"}), and always the loss (auto
-// resolved) and its parameters: the job's record in its model artifact.
-// Throws Error as HyperparametersFromFlags does.
+// Every flag in force that shapes a training run, set or default: this file's
+// (but predict's and datagen's) and the cluster's --job, --optimizer,
+// --learning_rate, --wd and --l1, as a JSON object of their values
+// ({"epochs":3,"train":"data/train","use_bias":true}): the command line that
+// reproduces the run, recorded in its model artifact. Throws Error as
+// HyperparametersFromFlags does.
 std::string HyperparameterJson();
 
 }  // namespace keel

@@ -93,8 +93,7 @@ MetricSet PredictionMetrics(const Hyperparameters& h, const std::vector<float>& 
   MetricSet metrics;
   switch (h.predictor_type) {
     case PredictorType::kBinaryClassifier:
-      metrics = BinaryClassificationMetrics(predictions, labels,
-                                            loss == LossKind::kHinge ? 0.0 : 0.5, h.f_beta);
+      metrics = BinaryClassificationMetrics(predictions, labels, h.DecisionThreshold(), h.f_beta);
       // SageMaker's factorization machine names its (logistic) loss so.
       if (h.job == JobKind::kFactorizationMachines && loss == LossKind::kLogistic) {
         metrics["binary_classification_cross_entropy"] = metrics.at("objective_loss");

@@ -26,9 +26,10 @@ namespace keel {
 // objective_loss of every loss but the predictor type's default (logistic,
 // squared_loss, softmax_loss), which keep their conventional figures
 // (cross-entropy, mean squared error); NaN leaves objective_loss as the metric
-// computes it. A hinge_loss classifier's predictions are margins: a label is
-// positive above 0, not 0.5. `keel predict` scores with this too. Throws Error
-// as models/metrics.h does.
+// computes it. A binary classifier labels an example positive when its
+// prediction reaches hyperparameters.DecisionThreshold() (a hinge_loss
+// classifier's predictions are margins: 0 by default, not 0.5). `keel predict` scores with this
+// too. Throws Error as models/metrics.h does.
 MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
                             const std::vector<float>& predictions, const std::vector<float>& labels,
                             double mean_loss = std::numeric_limits<double>::quiet_NaN());

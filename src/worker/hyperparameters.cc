@@ -109,6 +109,11 @@ LossKind LossKindOf(PredictorType type, const std::string& loss) {
                   "huber_loss or softmax_loss");
 }
 
+double Hyperparameters::DecisionThreshold() const {
+  if (!std::isnan(threshold)) return threshold;
+  return loss_function().kind == LossKind::kHinge ? 0.0 : 0.5;
+}
+
 LossFunction Hyperparameters::loss_function() const {
   LossFunction function(LossKindOf(predictor_type, loss));
   function.margin = margin;

@@ -4,6 +4,7 @@
 #define KEEL_WORKER_HYPERPARAMETERS_H_
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ struct Hyperparameters {
   double early_stopping_tolerance = 0.001;
   double f_beta = 1.0;     // beta of the F-score metrics
   int accuracy_top_k = 3;  // k of multiclass_top_k_accuracy
+  // A binary classifier's decision threshold: an example is labelled 1 when
+  // its score is at least this. NaN: the loss's default (DecisionThreshold).
+  double threshold = std::numeric_limits<double>::quiet_NaN();
   // How the servers update each table, and how they create its rows.
   OptimizerOptions weights_optimizer;
   OptimizerOptions bias_optimizer;
@@ -84,6 +88,9 @@ struct Hyperparameters {
   // The loss training minimises, with its parameters (LossKindOf; throws
   // Error as it does).
   LossFunction loss_function() const;
+  // `threshold`, or when it is NaN the loss's default: 0 for hinge_loss
+  // (whose scores are margins), 0.5 for the others (probabilities).
+  double DecisionThreshold() const;
   std::string JobName() const;
   std::string PredictorName() const;
   // Throws Error naming the flag if a value is out of range.

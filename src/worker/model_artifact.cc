@@ -1,13 +1,14 @@
 #include "worker/model_artifact.h"
 
+#include <glog/logging.h>
+
 #include <cstring>
-#include <sstream>
 
 #include "base/binary.h"
 #include "base/checksum.h"
 #include "base/error.h"
-#include "base/json.h"
 #include "io/storage.h"
+#include "worker/model_json.h"
 
 namespace keel {
 namespace {
@@ -17,6 +18,20 @@ constexpr char kMagic[8] = {'K', 'E', 'E', 'L', 'M', 'D', 'L', '1'};
 // For messages: "DIR/NAME" for a local folder, the object's URI otherwise.
 std::string NameOf(const std::string& dir, const Storage& storage, const std::string& name) {
   return IsStorageUri(dir) ? storage.UriOf(name) : dir + "/" + name;
+}
+
+// Restores what <dir>/model.json records into *model (ReadModelJson); a
+// model without one keeps the defaults, with a note in the log.
+void ReadDescription(const std::string& dir, Storage& storage, ModelArtifact* model) {
+  const std::string path = NameOf(dir, storage, "model.json");
+  std::string text;
+  try {
+    text = storage.Get("model.json");
+  } catch (const NotFoundError&) {
+    LOG(INFO) << "no " << path << ": the model is scored with default hyperparameters";
+    return;
+  }
+  ReadModelJson(text, path, model);
 }
 
 }  // namespace
@@ -49,21 +64,11 @@ void ModelArtifact::Write(const std::string& dir) const {
   writer.Put<uint64_t>(Checksum64::Of(writer.out().data(), writer.out().size()));
   const std::string& bytes = writer.out();
 
-  std::ostringstream json;
-  json << "{\"format_version\":" << kModelFormatVersion << ",\"job\":" << JsonQuote(h.JobName())
-       << ",\"predictor_type\":" << JsonQuote(h.PredictorName())
-       << ",\"num_classes\":" << h.classes()
-       << ",\"num_factors\":" << (h.job == JobKind::kFactorizationMachines ? h.num_factors : 0)
-       << ",\"use_bias\":" << (h.use_bias ? "true" : "false") << ",\"weight_width\":" << width
-       << ",\"features\":" << features.size() << ",\"weights_file\":\"weights.bin\""
-       << ",\"hyperparameters\":" << (hyperparameter_json.empty() ? "{}" : hyperparameter_json)
-       << "}\n";
-
   // Each file is replaced whole (a local one through a temporary file and a
   // rename), so a reader never sees half a model file.
   const std::unique_ptr<Storage> storage = OpenStorage(dir);
   storage->Put("weights.bin", bytes);
-  storage->Put("model.json", json.str());
+  storage->Put("model.json", ModelJson(*this));
 }
 
 ModelArtifact ModelArtifact::Read(const std::string& dir) {
@@ -119,6 +124,7 @@ ModelArtifact ModelArtifact::Read(const std::string& dir) {
   }
   std::memcpy(&stored, text.data() + reader.offset(), sizeof(stored));
   if (stored != expected) throw MakeError(path, ": checksum mismatch (the file is corrupted)");
+  ReadDescription(dir, *storage, &model);
   return model;
 }
 

@@ -1,7 +1,8 @@
 // The model artifact a training job leaves in --model_dir: weights.bin (every
 // touched feature's weights, the bias, and what is needed to score with them,
-// with a checksum) and model.json (the same facts and the hyperparameters, for
-// people and tools).
+// with a checksum) and model.json (the same facts, every hyperparameter in
+// force and how the data was read, for people, tools and `keel predict`;
+// worker/model_json.h).
 #ifndef KEEL_WORKER_MODEL_ARTIFACT_H_
 #define KEEL_WORKER_MODEL_ARTIFACT_H_
 
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "io/readers.h"
 #include "worker/hyperparameters.h"
 
 namespace keel {
@@ -21,15 +23,20 @@ struct ModelArtifact {
   std::vector<uint64_t> features;   // sorted feature indices
   std::vector<float> weights;       // features.size() x weight_width
   std::vector<float> bias;          // bias width floats
-  std::string hyperparameter_json;  // every flag of the job, as a JSON object
+  std::string hyperparameter_json;  // every flag of the job in force, as a JSON object
+  // How the training data was read; predict reads its data so by default.
+  DataFormat data_format = DataFormat::kLibsvm;
+  bool libsvm_zero_based = false;
 
   // Writes <dir>/weights.bin and <dir>/model.json (creating dir), each
   // replaced whole. `dir` is a folder or a storage URI (file://, s3://;
   // io/storage.h). Throws Error.
   void Write(const std::string& dir) const;
-  // Reads <dir>/weights.bin (a folder or a storage URI); throws Error naming
-  // the file and what is wrong (missing, bad magic, unsupported version,
-  // truncated, checksum mismatch).
+  // Reads <dir>/weights.bin and <dir>/model.json (a folder or a storage URI);
+  // throws Error naming the file and what is wrong (missing, bad magic,
+  // unsupported version, truncated, checksum mismatch; model.json: see
+  // ReadModelJson). A model without model.json loads with default
+  // hyperparameters, and says so in the log.
   static ModelArtifact Read(const std::string& dir);
 };
 

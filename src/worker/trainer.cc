@@ -171,8 +171,11 @@ void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {
 }
 
 ModelArtifact Trainer::DumpServersModel() {
-  return DumpModel(client_, hyperparameters_, options_.hyperparameter_json, model_.weight_width(),
-                   model_.bias_width());
+  ModelArtifact model = DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
+                                  model_.weight_width(), model_.bias_width());
+  model.data_format = options_.reader.format;
+  model.libsvm_zero_based = options_.reader.zero_based;
+  return model;
 }
 
 }  // namespace keel

@@ -1,0 +1,321 @@
+#include "worker/model_json.h"
+
+#include <glog/logging.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "base/error.h"
+#include "base/json.h"
+#include "base/json_reader.h"
+
+namespace keel {
+namespace {
+
+constexpr uint64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr uint64_t kMaxUint64 = std::numeric_limits<uint64_t>::max();
+
+// The shortest text that reads back as the same value ("0.01", not
+// "0.0099999998"); null for NaN and infinities, which JSON lacks.
+template <typename Number>
+std::string JsonNumber(Number value) {
+  if (!std::isfinite(value)) return "null";
+  char text[64];
+  const auto end = std::to_chars(text, text + sizeof(text), value).ptr;
+  return std::string(text, end);
+}
+
+const char* JsonBool(bool value) { return value ? "true" : "false"; }
+
+std::string OptimizerJson(const OptimizerOptions& o) {
+  std::ostringstream json;
+  json << "{\"name\":" << JsonQuote(o.name) << ",\"learning_rate\":" << JsonNumber(o.learning_rate)
+       << ",\"l1\":" << JsonNumber(o.l1) << ",\"l2\":" << JsonNumber(o.l2)
+       << ",\"beta1\":" << JsonNumber(o.beta1) << ",\"beta2\":" << JsonNumber(o.beta2)
+       << ",\"epsilon\":" << JsonNumber(o.epsilon) << ",\"ftrl_beta\":" << JsonNumber(o.ftrl_beta)
+       << ",\"groups\":[";
+  for (size_t i = 0; i < o.groups.size(); ++i) {
+    const OptimizerOptions::ColumnGroup& g = o.groups[i];
+    json << (i ? "," : "") << "{\"begin\":" << g.begin << ",\"end\":" << g.end
+         << ",\"learning_rate\":" << JsonNumber(g.learning_rate) << ",\"l1\":" << JsonNumber(g.l1)
+         << ",\"l2\":" << JsonNumber(g.l2) << "}";
+  }
+  json << "]}";
+  return json.str();
+}
+
+std::string InitializerJson(const InitializerSpec& spec) {
+  return "{\"method\":" + JsonQuote(spec.method) + ",\"value\":" + JsonNumber(spec.value) +
+         ",\"scale\":" + JsonNumber(spec.scale) + "}";
+}
+
+// Every Hyperparameters field but the threshold (model.json's top level
+// holds it), resolved: the loss by its name, auto resolved.
+std::string HyperparametersJson(const Hyperparameters& h) {
+  std::ostringstream json;
+  json << "{\"job\":" << JsonQuote(h.JobName())
+       << ",\"predictor_type\":" << JsonQuote(h.PredictorName())
+       << ",\"num_classes\":" << h.num_classes << ",\"num_factors\":" << h.num_factors
+       << ",\"feature_dim\":" << h.feature_dim << ",\"mini_batch_size\":" << h.mini_batch_size
+       << ",\"epochs\":" << h.epochs << ",\"use_bias\":" << JsonBool(h.use_bias)
+       << ",\"seed\":" << h.seed << ",\"early_stopping_patience\":" << h.early_stopping_patience
+       << ",\"early_stopping_tolerance\":" << JsonNumber(h.early_stopping_tolerance)
+       << ",\"loss\":" << JsonQuote(LossName(h.loss_function().kind))
+       << ",\"margin\":" << JsonNumber(h.margin) << ",\"quantile\":" << JsonNumber(h.quantile)
+       << ",\"loss_insensitivity\":" << JsonNumber(h.loss_insensitivity)
+       << ",\"huber_delta\":" << JsonNumber(h.huber_delta) << ",\"f_beta\":" << JsonNumber(h.f_beta)
+       << ",\"accuracy_top_k\":" << h.accuracy_top_k
+       << ",\"weights_optimizer\":" << OptimizerJson(h.weights_optimizer)
+       << ",\"bias_optimizer\":" << OptimizerJson(h.bias_optimizer)
+       << ",\"linear_init\":" << InitializerJson(h.linear_init)
+       << ",\"factors_init\":" << InitializerJson(h.factors_init)
+       << ",\"bias_init\":" << InitializerJson(h.bias_init) << "}";
+  return json.str();
+}
+
+// The members of one object of model.json, read by name and type. Messages
+// name the file and the field ("hyperparameters.margin"). A member that is
+// absent leaves its value as it was and is listed in *missing.
+class Fields {
+ public:
+  Fields(const JsonValue* object, const std::string& path, const std::string& prefix,
+         std::vector<std::string>* missing)
+      : object_(object), path_(path), prefix_(prefix), missing_(missing) {}
+
+  bool Has(const std::string& name) const {
+    return object_ != nullptr && object_->Find(name) != nullptr;
+  }
+
+  template <typename... Parts>
+  [[noreturn]] void Fail(const std::string& name, Parts&&... parts) const {
+    throw MakeError(path_, ": field ", prefix_, name, " ", std::forward<Parts>(parts)...);
+  }
+
+  void String(const std::string& name, std::string* out) {
+    if (const JsonValue* v = Typed(name, JsonValue::Type::kString)) *out = v->AsString();
+  }
+  void Bool(const std::string& name, bool* out) {
+    if (const JsonValue* v = Typed(name, JsonValue::Type::kBool)) *out = v->AsBool();
+  }
+  void Double(const std::string& name, double* out) {
+    if (const JsonValue* v = Typed(name, JsonValue::Type::kNumber)) *out = v->AsNumber();
+  }
+  void Float(const std::string& name, float* out) {
+    double value = *out;
+    Double(name, &value);
+    *out = static_cast<float>(value);
+  }
+  // A whole number in [0, max], read exactly.
+  template <typename Integer>
+  void Count(const std::string& name, Integer* out, uint64_t max) {
+    const JsonValue* v = Typed(name, JsonValue::Type::kNumber);
+    if (v == nullptr) return;
+    uint64_t value = 0;
+    try {
+      value = v->AsUint64();
+    } catch (const Error&) {
+      Fail(name, "(byte ", v->offset(), ") is ", JsonNumber(v->AsNumber()), ", not a whole number");
+    }
+    if (value > max) Fail(name, value, " is above its largest value, ", max);
+    *out = static_cast<Integer>(value);
+  }
+  // The member object `name`, or an empty one that reports its members missing.
+  Fields Object(const std::string& name) {
+    const JsonValue* v = Typed(name, JsonValue::Type::kObject);
+    return Fields(v, path_, prefix_ + name + ".", missing_);
+  }
+  // Each element of array `name` (objects), as Fields.
+  std::vector<Fields> Objects(const std::string& name) {
+    std::vector<Fields> elements;
+    const JsonValue* v = Typed(name, JsonValue::Type::kArray);
+    if (v == nullptr) return elements;
+    for (size_t i = 0; i < v->AsArray().size(); ++i) {
+      const std::string element = name + "[" + std::to_string(i) + "]";
+      if (v->AsArray()[i].type() != JsonValue::Type::kObject) {
+        Fail(element, "(byte ", v->AsArray()[i].offset(), ") is not an object");
+      }
+      elements.emplace_back(&v->AsArray()[i], path_, prefix_ + element + ".", missing_);
+    }
+    return elements;
+  }
+
+ private:
+  // The member `name` if present and of `type`; nullptr (recorded as
+  // missing) if absent. Throws if present with another type.
+  const JsonValue* Typed(const std::string& name, JsonValue::Type type) {
+    const JsonValue* v = object_ == nullptr ? nullptr : object_->Find(name);
+    if (v == nullptr) {
+      missing_->push_back(prefix_ + name);
+      return nullptr;
+    }
+    if (v->type() != type) {
+      Fail(name, "(byte ", v->offset(), ") is ", JsonValue::TypeName(v->type()), ", not ",
+           JsonValue::TypeName(type));
+    }
+    return v;
+  }
+
+  const JsonValue* object_;
+  std::string path_;
+  std::string prefix_;
+  std::vector<std::string>* missing_;
+};
+
+void ReadOptimizer(Fields fields, OptimizerOptions* o) {
+  fields.String("name", &o->name);
+  fields.Float("learning_rate", &o->learning_rate);
+  fields.Float("l1", &o->l1);
+  fields.Float("l2", &o->l2);
+  fields.Float("beta1", &o->beta1);
+  fields.Float("beta2", &o->beta2);
+  fields.Float("epsilon", &o->epsilon);
+  fields.Float("ftrl_beta", &o->ftrl_beta);
+  if (!fields.Has("groups")) return;
+  o->groups.clear();
+  for (Fields group : fields.Objects("groups")) {
+    OptimizerOptions::ColumnGroup g;
+    group.Count("begin", &g.begin, kMaxInt);
+    group.Count("end", &g.end, kMaxInt);
+    group.Float("learning_rate", &g.learning_rate);
+    group.Float("l1", &g.l1);
+    group.Float("l2", &g.l2);
+    o->groups.push_back(g);
+  }
+}
+
+void ReadInitializer(Fields fields, InitializerSpec* spec) {
+  fields.String("method", &spec->method);
+  fields.Float("value", &spec->value);
+  fields.Float("scale", &spec->scale);
+}
+
+// The fields of weights.bin's header must agree with model.json's.
+void CheckAgreesWithWeights(Fields& top, const ModelArtifact& model) {
+  const Hyperparameters& h = model.hyperparameters;
+  std::string job, predictor;
+  top.String("job", &job);
+  if (job != h.JobName()) top.Fail("job", "'", job, "' but weights.bin holds ", h.JobName());
+  top.String("predictor_type", &predictor);
+  if (predictor != h.PredictorName()) {
+    top.Fail("predictor_type", "'", predictor, "' but weights.bin holds ", h.PredictorName());
+  }
+  const int num_factors = h.job == JobKind::kFactorizationMachines ? h.num_factors : 0;
+  const std::pair<const char*, uint64_t> counts[] = {{"num_classes", h.classes()},
+                                                     {"num_factors", num_factors},
+                                                     {"weight_width", h.weight_width()},
+                                                     {"features", model.features.size()}};
+  for (const auto& [name, expected] : counts) {
+    uint64_t value = 0;
+    top.Count(name, &value, kMaxUint64);
+    if (value != expected) top.Fail(name, value, " but weights.bin holds ", expected);
+  }
+  bool use_bias = false;
+  top.Bool("use_bias", &use_bias);
+  if (use_bias != h.use_bias) {
+    top.Fail("use_bias", JsonBool(use_bias), " but weights.bin holds ", JsonBool(h.use_bias));
+  }
+}
+
+void ReadHyperparameters(Fields fields, Hyperparameters* h) {
+  fields.Count("feature_dim", &h->feature_dim, kMaxUint64);
+  fields.Count("mini_batch_size", &h->mini_batch_size, kMaxInt);
+  fields.Count("epochs", &h->epochs, kMaxInt);
+  fields.Count("seed", &h->seed, kMaxUint64);
+  fields.Count("early_stopping_patience", &h->early_stopping_patience, kMaxInt);
+  fields.Double("early_stopping_tolerance", &h->early_stopping_tolerance);
+  fields.String("loss", &h->loss);
+  fields.Float("margin", &h->margin);
+  fields.Float("quantile", &h->quantile);
+  fields.Float("loss_insensitivity", &h->loss_insensitivity);
+  fields.Float("huber_delta", &h->huber_delta);
+  fields.Double("f_beta", &h->f_beta);
+  fields.Count("accuracy_top_k", &h->accuracy_top_k, kMaxInt);
+  ReadOptimizer(fields.Object("weights_optimizer"), &h->weights_optimizer);
+  ReadOptimizer(fields.Object("bias_optimizer"), &h->bias_optimizer);
+  ReadInitializer(fields.Object("linear_init"), &h->linear_init);
+  ReadInitializer(fields.Object("factors_init"), &h->factors_init);
+  ReadInitializer(fields.Object("bias_init"), &h->bias_init);
+}
+
+// A format-1 model.json recorded the flags the user set as strings, and
+// always the loss (auto resolved): the loss is what scoring needs.
+void ReadVersion1Loss(const JsonValue& document, Hyperparameters* h) {
+  const JsonValue* flags = document.Find("hyperparameters");
+  const JsonValue* loss = flags == nullptr ? nullptr : flags->Find("loss");
+  if (loss != nullptr && loss->type() == JsonValue::Type::kString) h->loss = loss->AsString();
+}
+
+}  // namespace
+
+std::string ModelJson(const ModelArtifact& model) {
+  const Hyperparameters& h = model.hyperparameters;
+  std::ostringstream json;
+  json << "{\"format_version\":" << kModelJsonVersion << ",\"job\":" << JsonQuote(h.JobName())
+       << ",\"predictor_type\":" << JsonQuote(h.PredictorName())
+       << ",\"num_classes\":" << h.classes()
+       << ",\"num_factors\":" << (h.job == JobKind::kFactorizationMachines ? h.num_factors : 0)
+       << ",\"use_bias\":" << JsonBool(h.use_bias) << ",\"weight_width\":" << h.weight_width()
+       << ",\"features\":" << model.features.size() << ",\"weights_file\":\"weights.bin\""
+       << ",\"threshold\":" << JsonNumber(h.DecisionThreshold())
+       << ",\"data_format\":" << JsonQuote(DataFormatName(model.data_format))
+       << ",\"libsvm_zero_based\":" << JsonBool(model.libsvm_zero_based)
+       << ",\"hyperparameters\":" << HyperparametersJson(h)
+       << ",\"flags\":" << (model.hyperparameter_json.empty() ? "{}" : model.hyperparameter_json)
+       << "}\n";
+  return json.str();
+}
+
+void ReadModelJson(const std::string& text, const std::string& path, ModelArtifact* model) {
+  const JsonValue document = ParseJson(text, path);
+  if (document.type() != JsonValue::Type::kObject) {
+    throw MakeError(path, ": ", JsonValue::TypeName(document.type()), ", not a JSON object");
+  }
+  std::vector<std::string> missing;
+  Fields top(&document, path, "", &missing);
+  uint32_t version = 0;
+  top.Count("format_version", &version, kMaxInt);
+  if (!missing.empty()) top.Fail("format_version", "is missing");
+  if (version < 1 || version > kModelJsonVersion) {
+    top.Fail("format_version", version, ": this keel reads versions 1 to ", kModelJsonVersion);
+  }
+  CheckAgreesWithWeights(top, *model);
+  if (!missing.empty()) top.Fail(missing.front(), "is missing");
+  Hyperparameters& h = model->hyperparameters;
+  if (version == 1) {
+    ReadVersion1Loss(document, &h);
+    LOG(INFO) << path << " is format version 1: its hyperparameters other than the loss take "
+              << "their defaults (threshold " << h.DecisionThreshold() << ", data format "
+              << DataFormatName(model->data_format) << ")";
+  } else {
+    std::string format = DataFormatName(model->data_format);
+    top.String("data_format", &format);
+    try {
+      model->data_format = ParseDataFormat(format);
+    } catch (const Error& e) {
+      top.Fail("data_format", "'", format, "': ", e.what());
+    }
+    top.Bool("libsvm_zero_based", &model->libsvm_zero_based);
+    ReadHyperparameters(top.Object("hyperparameters"), &h);
+    top.Double("threshold", &h.threshold);
+    if (const JsonValue* flags = document.Find("flags")) {
+      if (flags->type() != JsonValue::Type::kObject) top.Fail("flags", "is not an object");
+      model->hyperparameter_json = text.substr(flags->offset(), flags->end() - flags->offset());
+    }
+    if (!missing.empty()) {
+      std::string list;
+      for (const std::string& name : missing) list += (list.empty() ? "" : ", ") + name;
+      LOG(INFO) << path << " lacks " << list << ": their defaults apply";
+    }
+  }
+  try {
+    h.Validate();
+  } catch (const Error& e) {
+    throw MakeError(path, ": ", e.what());
+  }
+  if (!std::isfinite(h.DecisionThreshold())) top.Fail("threshold", "is not a finite number");
+}
+
+}  // namespace keel
