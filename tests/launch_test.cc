@@ -100,7 +100,7 @@ TEST(CheckFlags, RefusesWhatTheRoleWouldRefuseAtStart) {
       {{"scheduler", "--num_servers=0", "--port=9000"}, "at least one server"},
       {{"server", "--job=linear_learner"}, "--scheduler HOST:PORT is required"},
       {{"server", "--scheduler=host"}, "is not HOST:PORT"},
-      {{"server", "--scheduler=h:1", "--optimizer=rmsprop"}, "unknown optimizer 'rmsprop'"},
+      {{"server", "--scheduler=h:1", "--optimizer=lbfgs"}, "unknown optimizer 'lbfgs'"},
       {{"worker", "--scheduler=h:1", "--job=linear_learner", "--train=/d", "--epochs=0"},
        "--epochs must be at least 1"},
       {{"worker", "--scheduler=h:1", "--job=linear_learner"}, "--train is required"},

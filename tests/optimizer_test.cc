@@ -358,7 +358,7 @@ TEST(FtrlOptimizer, ColumnGroupsUseTheirOwnPenalties) {
 }
 
 TEST(MakeOptimizer, SelectsTheOptimizerByName) {
-  for (const char* name : {"sgd", "adagrad", "adam", "ftrl"}) {
+  for (const char* name : {"sgd", "adagrad", "rmsprop", "adam", "ftrl"}) {
     EXPECT_STREQ(MakeOptimizer(Options(name, 0.1f))->name(), name);
   }
 }
@@ -369,7 +369,7 @@ TEST(MakeOptimizer, RejectsUnknownNamesListingTheKnownOnes) {
     FAIL() << "an unknown optimizer was accepted";
   } catch (const Error& e) {
     const std::string message = e.what();
-    for (const char* part : {"'bogus'", "sgd", "adagrad", "adam", "ftrl"}) {
+    for (const char* part : {"'bogus'", "auto", "sgd", "adagrad", "rmsprop", "adam", "ftrl"}) {
       EXPECT_NE(message.find(part), std::string::npos) << message;
     }
   }
@@ -390,14 +390,37 @@ TEST(MakeOptimizer, RejectsBadOptionsNamingTheFlag) {
       {"--l1", [](OptimizerOptions& o) { o.l1 = -0.1f; }},
       {"--wd", [](OptimizerOptions& o) { o.l2 = -0.1f; }},
       {"--wd", [&](OptimizerOptions& o) { o.l2 = nan; }},
-      {"--beta1", [](OptimizerOptions& o) { o.beta1 = 1.0f; }},
-      {"--beta1", [](OptimizerOptions& o) { o.beta1 = -0.5f; }},
-      {"--beta2", [](OptimizerOptions& o) { o.beta2 = 1.5f; }},
-      {"--beta2", [&](OptimizerOptions& o) { o.beta2 = nan; }},
+      {"--beta_1", [](OptimizerOptions& o) { o.beta1 = 1.0f; }},
+      {"--beta_1", [](OptimizerOptions& o) { o.beta1 = -0.5f; }},
+      {"--beta_2", [](OptimizerOptions& o) { o.beta2 = 1.5f; }},
+      {"--beta_2", [&](OptimizerOptions& o) { o.beta2 = nan; }},
       {"--epsilon", [](OptimizerOptions& o) { o.epsilon = 0; }},
       {"--ftrl_beta", [](OptimizerOptions& o) { o.ftrl_beta = -1; }},
+      {"--momentum", [](OptimizerOptions& o) { o.momentum = 1.0f; }},
+      {"--momentum", [](OptimizerOptions& o) { o.momentum = -0.1f; }},
+      {"--rmsprop_decay", [](OptimizerOptions& o) { o.rmsprop_decay = 1.0f; }},
+      {"--lr_scheduler_step",
+       [](OptimizerOptions& o) {
+         o.schedule = {true, 0, 0.5f, 1e-5f};
+       }},
+      {"--lr_scheduler_factor",
+       [](OptimizerOptions& o) {
+         o.schedule = {true, 10, 0.0f, 1e-5f};
+       }},
+      {"--lr_scheduler_factor",
+       [](OptimizerOptions& o) {
+         o.schedule = {true, 10, 1.5f, 1e-5f};
+       }},
+      {"--lr_scheduler_minimum_lr",
+       [](OptimizerOptions& o) {
+         o.schedule = {true, 10, 0.5f, 0.0f};
+       }},
+      {"--lr_scheduler_minimum_lr",
+       [&](OptimizerOptions& o) {
+         o.schedule = {true, 10, 0.5f, nan};
+       }},
   };
-  for (const char* name : {"sgd", "adagrad", "adam", "ftrl"}) {
+  for (const char* name : {"sgd", "adagrad", "rmsprop", "adam", "ftrl"}) {
     for (const Case& c : cases) {
       OptimizerOptions options = Options(name, 0.1f);
       c.spoil(options);
@@ -449,11 +472,15 @@ TEST(MakeOptimizer, BatchedUpdatesEqualOneRowAtATime) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   const int width = 3;
   const size_t count = 10;
-  for (const char* name : {"sgd", "adagrad", "adam", "ftrl"}) {
+  for (const char* name : {"sgd", "sgd+momentum", "sgd+schedule", "adagrad", "rmsprop", "adam",
+                           "adam+schedule", "ftrl"}) {
     SCOPED_TRACE(name);
-    OptimizerOptions options = Options(name, 0.1f);
+    const std::string full(name);
+    OptimizerOptions options = Options(full.substr(0, full.find('+')), 0.1f);
+    if (full == "sgd+momentum") options.momentum = 0.9f;
+    if (full.find("+schedule") != std::string::npos) options.schedule = {true, 1, 0.5f, 0.01f};
     options.l2 = 0.1f;
-    if (std::string(name) != "adam") options.l1 = 0.01f;
+    if (options.name != "adam") options.l1 = 0.01f;
     options.groups.push_back({1, 2, 0.2f, 0.0f, 0.0f});
     auto batched = MakeOptimizer(options);
     auto single = MakeOptimizer(options);
@@ -500,6 +527,176 @@ TEST(FtrlOptimizer, StartsFromAnInitializedWeight) {
   const float z = -0.25f * (1.0f / 0.5f + 0.1f) + 1.0f - (1.0f / 0.5f) * 0.25f;
   EXPECT_FLOAT_EQ(row[0], -z / ((1.0f + 1.0f) / 0.5f + 0.1f));
   EXPECT_FLOAT_EQ(row[1], -0.5f);
+}
+
+}  // namespace
+}  // namespace keel
+
+namespace keel {
+namespace {
+
+TEST(RmspropOptimizer, TwoStepsMatchTheHandComputation) {
+  OptimizerOptions options = Options("rmsprop", 0.1f);
+  auto rmsprop = MakeOptimizer(options);
+  EXPECT_EQ(rmsprop->StateWidth(3), 3);  // one mean square per weight
+  std::vector<float> row = NewRow(*rmsprop, 1);
+  row[0] = 1.0f;
+  const float first[1] = {2.0f};
+  const float second[1] = {1.0f};
+  rmsprop->Update(row.data(), first, 1);
+  // s = 0.1 * 4 = 0.4; w = 1 - 0.1 * 2 / sqrt(0.4).
+  EXPECT_NEAR(row[0], 1.0 - 0.2 / std::sqrt(0.4), kTolerance);
+  rmsprop->Update(row.data(), second, 1);
+  // s = 0.9 * 0.4 + 0.1 * 1 = 0.46; w -= 0.1 * 1 / sqrt(0.46).
+  EXPECT_NEAR(row[0], 1.0 - 0.2 / std::sqrt(0.4) - 0.1 / std::sqrt(0.46), kTolerance);
+  EXPECT_NEAR(row[1], 0.46, kTolerance);
+}
+
+TEST(RmspropOptimizer, TwoStepsWithWeightDecayAndL1MatchTheHandComputation) {
+  OptimizerOptions options = Options("rmsprop", 0.1f);
+  options.rmsprop_decay = 0.5f;
+  options.l2 = 0.5f;
+  options.l1 = 0.2f;
+  auto rmsprop = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*rmsprop, 1);
+  row[0] = 1.0f;
+  rmsprop->Update(row.data(), std::vector<float>{1.5f}.data(), 1);
+  // g' = 1.5 + 0.5 * 1 = 2; s = 0.5 * 4 = 2; step = 0.1 / sqrt(2);
+  // w = 1 - step * 2, shrunk towards zero by step * 0.2.
+  const double step1 = 0.1 / std::sqrt(2.0);
+  const double w1 = 1.0 - step1 * 2.0 - step1 * 0.2;
+  EXPECT_NEAR(row[0], w1, kTolerance);
+  rmsprop->Update(row.data(), std::vector<float>{-1.0f}.data(), 1);
+  const double g2 = -1.0 + 0.5 * w1;
+  const double s2 = 0.5 * 2.0 + 0.5 * g2 * g2;
+  const double step2 = 0.1 / std::sqrt(s2);
+  EXPECT_NEAR(row[0], w1 - step2 * g2 - step2 * 0.2, kTolerance);
+}
+
+TEST(SgdMomentum, PlainSgdKeepsNoState) {
+  OptimizerOptions options = Options("sgd", 0.1f);
+  EXPECT_EQ(MakeOptimizer(options)->StateWidth(3), 0);
+  options.momentum = 0.9f;
+  EXPECT_EQ(MakeOptimizer(options)->StateWidth(3), 3);  // one velocity per weight
+}
+
+TEST(SgdMomentum, TwoStepsMatchTheHandComputation) {
+  OptimizerOptions options = Options("sgd", 0.1f);
+  options.momentum = 0.9f;
+  auto sgd = MakeOptimizer(options);
+  EXPECT_STREQ(sgd->name(), "sgd");
+  std::vector<float> row = NewRow(*sgd, 1);
+  row[0] = 1.0f;
+  sgd->Update(row.data(), std::vector<float>{2.0f}.data(), 1);
+  EXPECT_NEAR(row[0], 0.8, kTolerance);  // v = -0.1 * 2
+  sgd->Update(row.data(), std::vector<float>{1.0f}.data(), 1);
+  EXPECT_NEAR(row[1], -0.28, kTolerance);  // v = 0.9 * -0.2 - 0.1 * 1
+  EXPECT_NEAR(row[0], 0.52, kTolerance);
+}
+
+TEST(SgdMomentum, TwoStepsWithWeightDecayMatchTheHandComputation) {
+  OptimizerOptions options = Options("sgd", 0.1f);
+  options.momentum = 0.9f;
+  options.l2 = 0.5f;
+  auto sgd = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*sgd, 1);
+  row[0] = 1.0f;
+  sgd->Update(row.data(), std::vector<float>{2.0f}.data(), 1);
+  EXPECT_NEAR(row[0], 0.75, kTolerance);  // v = -0.1 * (2 + 0.5 * 1) = -0.25
+  sgd->Update(row.data(), std::vector<float>{1.0f}.data(), 1);
+  // v = 0.9 * -0.25 - 0.1 * (1 + 0.5 * 0.75) = -0.3625
+  EXPECT_NEAR(row[0], 0.75 - 0.3625, kTolerance);
+}
+
+OptimizerOptions Scheduled(const std::string& name, float rate, int step, float factor,
+                           float minimum) {
+  OptimizerOptions options = Options(name, rate);
+  options.schedule = {true, step, factor, minimum};
+  return options;
+}
+
+TEST(LearningRateSchedule, RateDecreasesByTheFactorEveryStepUpdates) {
+  // SGD with a gradient of 1 moves the weight by exactly the rate in use.
+  auto sgd = MakeOptimizer(Scheduled("sgd", 1.0f, 2, 0.5f, 1e-5f));
+  EXPECT_EQ(sgd->StateWidth(1), 1);  // the row's update count
+  std::vector<float> row = NewRow(*sgd, 1);
+  const float gradient[1] = {1.0f};
+  const double expected_rates[] = {1, 1, 0.5, 0.5, 0.25, 0.25, 0.125};
+  for (double rate : expected_rates) {
+    const float before = row[0];
+    sgd->Update(row.data(), gradient, 1);
+    EXPECT_NEAR(before - row[0], rate, kTolerance);
+  }
+  EXPECT_EQ(row[1], 7.0f);
+}
+
+TEST(LearningRateSchedule, RateNeverFallsBelowTheMinimum) {
+  auto sgd = MakeOptimizer(Scheduled("sgd", 1.0f, 1, 0.5f, 0.3f));
+  std::vector<float> row = NewRow(*sgd, 1);
+  const float gradient[1] = {1.0f};
+  const double expected_rates[] = {1, 0.5, 0.3, 0.3, 0.3};  // 0.25 and below are floored
+  for (double rate : expected_rates) {
+    const float before = row[0];
+    sgd->Update(row.data(), gradient, 1);
+    EXPECT_NEAR(before - row[0], rate, kTolerance);
+  }
+}
+
+TEST(LearningRateSchedule, RateBelowTheMinimumIsNotRaised) {
+  auto sgd = MakeOptimizer(Scheduled("sgd", 0.1f, 1, 0.5f, 0.3f));
+  std::vector<float> row = NewRow(*sgd, 1);
+  const float gradient[1] = {1.0f};
+  for (int i = 0; i < 3; ++i) sgd->Update(row.data(), gradient, 1);
+  EXPECT_NEAR(row[0], -0.3, kTolerance);
+}
+
+TEST(LearningRateSchedule, EachRowCountsItsOwnUpdates) {
+  auto sgd = MakeOptimizer(Scheduled("sgd", 1.0f, 1, 0.5f, 1e-5f));
+  std::vector<float> busy = NewRow(*sgd, 1);
+  std::vector<float> fresh = NewRow(*sgd, 1);
+  const float gradient[1] = {1.0f};
+  for (int i = 0; i < 3; ++i) sgd->Update(busy.data(), gradient, 1);
+  sgd->Update(fresh.data(), gradient, 1);
+  EXPECT_NEAR(busy[0], -(1 + 0.5 + 0.25), kTolerance);
+  EXPECT_NEAR(fresh[0], -1.0, kTolerance);  // the full rate: its first update
+}
+
+TEST(LearningRateSchedule, ScalesEachColumnGroupsRateWithItsOwnFloor) {
+  OptimizerOptions options = Scheduled("sgd", 1.0f, 1, 0.5f, 0.15f);
+  options.groups.push_back({1, 2, 0.2f, 0.0f, 0.0f});
+  auto sgd = MakeOptimizer(options);
+  std::vector<float> row = NewRow(*sgd, 2);
+  const float gradient[2] = {1.0f, 1.0f};
+  sgd->Update(row.data(), gradient, 2);
+  sgd->Update(row.data(), gradient, 2);
+  EXPECT_NEAR(row[0], -(1 + 0.5), kTolerance);
+  EXPECT_NEAR(row[1], -(0.2 + 0.15), kTolerance);  // 0.1 floored at 0.15
+}
+
+TEST(LearningRateSchedule, AdamKeepsItsStateAndCountsAfterIt) {
+  auto adam = MakeOptimizer(Scheduled("adam", 0.1f, 1, 0.5f, 1e-5f));
+  EXPECT_EQ(adam->StateWidth(1), 2 + 1 + 1);  // m, v, t, then the schedule's count
+  std::vector<float> row = NewRow(*adam, 1);
+  const float gradient[1] = {2.0f};
+  adam->Update(row.data(), gradient, 1);
+  adam->Update(row.data(), gradient, 1);
+  // A constant gradient makes every bias-corrected Adam step the rate: 0.1, then 0.05.
+  EXPECT_NEAR(row[0], -0.15, 1e-5);
+  EXPECT_EQ(row[4], 2.0f);
+}
+
+TEST(LearningRateSchedule, FtrlIgnoresIt) {
+  auto ftrl = MakeOptimizer(Scheduled("ftrl", 0.1f, 1, 0.5f, 1e-5f));
+  EXPECT_EQ(ftrl->StateWidth(3), MakeOptimizer(Options("ftrl", 0.1f))->StateWidth(3));
+}
+
+TEST(MakeOptimizer, AutoIsAdam) {
+  EXPECT_EQ(ResolveOptimizerName("auto"), "adam");
+  EXPECT_EQ(ResolveOptimizerName("sgd"), "sgd");
+  EXPECT_STREQ(MakeOptimizer(Options("auto", 0.1f))->name(), "adam");
+  OptimizerOptions options = Options("auto", 0.1f);
+  options.l1 = 0.1f;
+  EXPECT_THROW(MakeOptimizer(options), Error);  // as adam
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ DEFINE_bool(check_flags, false,
             "and exit 0, or say what is wrong and exit 1");
 
 // Server.
-DEFINE_string(optimizer, "adam", "server-side optimizer: sgd, adagrad, adam or ftrl");
+DEFINE_string(optimizer, "auto",
+              "server-side optimizer: auto (adam), sgd, adagrad, rmsprop, adam or ftrl");
 DEFINE_double(learning_rate, 0.01, "optimizer learning rate");
 DEFINE_double(wd, 0, "L2 weight decay");
 DEFINE_double(l1, 0, "L1 penalty");

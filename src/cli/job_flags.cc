@@ -58,6 +58,26 @@ DEFINE_int32(accuracy_top_k, 3,
              "probable classes)");
 DEFINE_double(beta_1, 0.9, "adam: decay of the first moment");
 DEFINE_double(beta_2, 0.999, "adam: decay of the second moment");
+DEFINE_string(momentum, "auto", "sgd: momentum, in [0, 1) (auto: 0, plain SGD)");
+DEFINE_double(rmsprop_decay, 0.9,
+              "rmsprop: decay of the mean square gradient, in [0, 1) (a Keel extra)");
+DEFINE_string(bias_lr_mult, "auto",
+              "the bias's learning rate as a multiple of --learning_rate (auto: 1)");
+DEFINE_string(bias_wd_mult, "auto", "the bias's weight decay as a multiple of --wd (auto: 0)");
+DEFINE_string(init_method, "",
+              "linear learner: initial weights, uniform (--init_scale) or normal "
+              "(--init_sigma); not set: --linear_init_method (zeros by default)");
+DEFINE_double(init_scale, 0.07, "init_method=uniform: weights in [-scale, scale]");
+DEFINE_double(init_sigma, 0.01, "init_method=normal: standard deviation of the weights");
+DEFINE_double(init_bias, 0, "initial bias (the same as --bias_init_value)");
+DEFINE_bool(use_lr_scheduler, true,
+            "decrease the learning rate as a row's updates accumulate (not ftrl)");
+DEFINE_string(lr_scheduler_step, "auto",
+              "updates of a row between decreases of its rate, a positive integer (auto: 100)");
+DEFINE_string(lr_scheduler_factor, "auto",
+              "each decrease multiplies the rate by this, in (0, 1] (auto: 0.99)");
+DEFINE_string(lr_scheduler_minimum_lr, "auto",
+              "the schedule never takes a rate below this, positive (auto: 1e-5)");
 DEFINE_double(bias_lr, -1, "learning rate of the bias (default: --learning_rate)");
 DEFINE_double(linear_lr, -1, "factorization machine: rate of the linear terms");
 DEFINE_double(factors_lr, -1, "factorization machine: rate of the factors");
@@ -128,6 +148,93 @@ InitializerSpec Initializer(const std::string& prefix, const std::string& method
 
 float Or(double value, double fallback) {
   return static_cast<float>(value >= 0 ? value : fallback);
+}
+
+bool IsSet(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
+
+// The number a flag that accepts `auto` holds, or `automatic` for auto.
+// Throws Error naming the flag if it is neither.
+double AutoOr(const char* flag, const std::string& value, double automatic) {
+  if (value == "auto") return automatic;
+  char* end = nullptr;
+  const double number = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !std::isfinite(number)) {
+    throw MakeError("--", flag, " '", value, "' is not auto or a number");
+  }
+  return number;
+}
+
+// The bias's rate: --bias_lr_mult times --learning_rate, or Keel's absolute
+// --bias_lr (an alias kept from before SageMaker's name); not both.
+float BiasLearningRate() {
+  if (FLAGS_bias_lr_mult != "auto" && FLAGS_bias_lr >= 0) {
+    throw MakeError("--bias_lr_mult and --bias_lr both set the bias's learning rate: set one");
+  }
+  if (FLAGS_bias_lr >= 0) return static_cast<float>(FLAGS_bias_lr);
+  const double mult = AutoOr("bias_lr_mult", FLAGS_bias_lr_mult, 1.0);
+  if (!(mult > 0)) throw MakeError("--bias_lr_mult ", mult, " must be a positive number");
+  return static_cast<float>(FLAGS_learning_rate * mult);
+}
+
+// The bias's L2 penalty: --bias_wd_mult times --wd, or Keel's absolute
+// --bias_wd; not both. Neither: no penalty, as SageMaker's default.
+float BiasWeightDecay() {
+  if (FLAGS_bias_wd_mult != "auto" && FLAGS_bias_wd >= 0) {
+    throw MakeError("--bias_wd_mult and --bias_wd both set the bias's weight decay: set one");
+  }
+  if (FLAGS_bias_wd >= 0) return static_cast<float>(FLAGS_bias_wd);
+  const double mult = AutoOr("bias_wd_mult", FLAGS_bias_wd_mult, 0.0);
+  if (!(mult >= 0)) throw MakeError("--bias_wd_mult ", mult, " must be a non-negative number");
+  return static_cast<float>(FLAGS_wd * mult);
+}
+
+// --use_lr_scheduler and --lr_scheduler_*, `auto` resolved (docs/ARCHITECTURE.md
+// says why these values).
+OptimizerOptions::Schedule ScheduleFromFlags() {
+  OptimizerOptions::Schedule schedule;
+  schedule.enabled = FLAGS_use_lr_scheduler;
+  const double step = AutoOr("lr_scheduler_step", FLAGS_lr_scheduler_step, 100);
+  if (!(step >= 1 && step <= 1e9 && step == std::floor(step))) {
+    throw MakeError("--lr_scheduler_step ", FLAGS_lr_scheduler_step, " is not a positive integer");
+  }
+  schedule.step = static_cast<int>(step);
+  schedule.factor =
+      static_cast<float>(AutoOr("lr_scheduler_factor", FLAGS_lr_scheduler_factor, 0.99));
+  schedule.minimum_rate =
+      static_cast<float>(AutoOr("lr_scheduler_minimum_lr", FLAGS_lr_scheduler_minimum_lr, 1e-5));
+  return schedule;
+}
+
+// The linear weights' initializer: SageMaker's --init_method (uniform with
+// --init_scale, normal with --init_sigma) when set, else Keel's
+// --linear_init_* (which it may not contradict).
+InitializerSpec LinearInitializer() {
+  if (FLAGS_init_method.empty()) {
+    return Initializer("linear", FLAGS_linear_init_method, FLAGS_linear_init_value,
+                       FLAGS_linear_init_scale, FLAGS_linear_init_sigma);
+  }
+  if (FLAGS_init_method != "uniform" && FLAGS_init_method != "normal") {
+    throw MakeError("--init_method '", FLAGS_init_method, "' is not uniform or normal");
+  }
+  if (IsSet("linear_init_method")) {
+    throw MakeError("--init_method and --linear_init_method both set the initial weights: set one");
+  }
+  return Initializer("linear", FLAGS_init_method, 0, FLAGS_init_scale, FLAGS_init_sigma);
+}
+
+// The bias's initializer: --init_bias (SageMaker's name) is the constant
+// --bias_init_value; not both, and not with another --bias_init_method.
+InitializerSpec BiasInitializer() {
+  if (IsSet("init_bias")) {
+    if (IsSet("bias_init_value") || FLAGS_bias_init_method != "constant") {
+      throw MakeError(
+          "--init_bias and --bias_init_method/--bias_init_value both set the initial "
+          "bias: set one");
+    }
+    return Initializer("bias", "constant", FLAGS_init_bias, 0, 0);
+  }
+  return Initializer("bias", FLAGS_bias_init_method, FLAGS_bias_init_value, FLAGS_bias_init_scale,
+                     FLAGS_bias_init_sigma);
 }
 
 // A factorization machine's weight rows: column 0 the linear term (--linear_lr,
@@ -225,25 +332,26 @@ Hyperparameters HyperparametersFromFlags() {
   h.accuracy_top_k = FLAGS_accuracy_top_k;
 
   OptimizerOptions& weights = h.weights_optimizer;
-  weights.name = FLAGS_optimizer;
+  weights.name = ResolveOptimizerName(FLAGS_optimizer);
   weights.learning_rate = static_cast<float>(FLAGS_learning_rate);
   weights.l1 = static_cast<float>(FLAGS_l1);
   weights.l2 = static_cast<float>(FLAGS_wd);
   weights.beta1 = static_cast<float>(FLAGS_beta_1);
   weights.beta2 = static_cast<float>(FLAGS_beta_2);
+  weights.momentum = static_cast<float>(AutoOr("momentum", FLAGS_momentum, 0.0));
+  weights.rmsprop_decay = static_cast<float>(FLAGS_rmsprop_decay);
+  weights.schedule = ScheduleFromFlags();
   if (h.job == JobKind::kFactorizationMachines) {
     weights.groups = FactorizationMachineGroups(weights, h.num_factors);
   }
   h.bias_optimizer = weights;
   h.bias_optimizer.groups.clear();
-  h.bias_optimizer.learning_rate = Or(FLAGS_bias_lr, FLAGS_learning_rate);
+  h.bias_optimizer.learning_rate = BiasLearningRate();
   h.bias_optimizer.l1 = 0;
-  h.bias_optimizer.l2 = Or(FLAGS_bias_wd, 0);
+  h.bias_optimizer.l2 = BiasWeightDecay();
 
-  h.bias_init = Initializer("bias", FLAGS_bias_init_method, FLAGS_bias_init_value,
-                            FLAGS_bias_init_scale, FLAGS_bias_init_sigma);
-  h.linear_init = Initializer("linear", FLAGS_linear_init_method, FLAGS_linear_init_value,
-                              FLAGS_linear_init_scale, FLAGS_linear_init_sigma);
+  h.bias_init = BiasInitializer();
+  h.linear_init = LinearInitializer();
   h.factors_init = Initializer("factors", FLAGS_factors_init_method, FLAGS_factors_init_value,
                                FLAGS_factors_init_scale, FLAGS_factors_init_sigma);
   h.Validate();

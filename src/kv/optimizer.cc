@@ -33,6 +33,17 @@ void CheckDecay(float value, const std::string& what) {
   if (!(value >= 0 && value < 1)) throw MakeError(what, "=", value, ": must be in [0, 1)");
 }
 
+void CheckSchedule(const OptimizerOptions::Schedule& schedule) {
+  if (!schedule.enabled) return;
+  if (schedule.step < 1) {
+    throw MakeError("--lr_scheduler_step=", schedule.step, ": must be a positive integer");
+  }
+  if (!(schedule.factor > 0 && schedule.factor <= 1)) {
+    throw MakeError("--lr_scheduler_factor=", schedule.factor, ": must be in (0, 1]");
+  }
+  CheckPositive(schedule.minimum_rate, "--lr_scheduler_minimum_lr");
+}
+
 // SGD with one rate and L2 penalty for every column and no L1 penalty.
 // __restrict lets long rows vectorize.
 inline void SgdStep(float* __restrict row, const float* __restrict gradient, int width, float rate,
@@ -61,6 +72,41 @@ inline void SgdColumnStep(float* __restrict row, const float* __restrict gradien
 // taking the options, and applies one gradient to one row; StepOptimizer
 // makes it an Optimizer.
 
+// Row layout: weights only. SGD's StepOptimizer form, for rows that carry a
+// schedule's count (SgdOptimizer below serves plain SGD).
+struct PlainSgdStep {
+  static constexpr const char* kName = "sgd";
+  static int StateWidth(int /*weight_width*/) { return 0; }
+  explicit PlainSgdStep(const OptimizerOptions& /*options*/) {}
+
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    SgdColumnStep(row, gradient, width, columns);
+  }
+};
+
+// Row layout: weights, then one velocity per weight.
+struct MomentumStep {
+  static constexpr const char* kName = "sgd";
+  static int StateWidth(int weight_width) { return weight_width; }
+  explicit MomentumStep(const OptimizerOptions& options) : momentum_(options.momentum) {}
+
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    const float momentum = momentum_;
+    float* __restrict velocity = row + width;
+    const float* rate = columns.learning_rate.data();
+    const float* l1 = columns.l1.data();
+    const float* l2 = columns.l2.data();
+    for (int i = 0; i < width; ++i) {
+      velocity[i] = momentum * velocity[i] - rate[i] * (gradient[i] + l2[i] * row[i]);
+      row[i] = SoftThreshold(row[i] + velocity[i], rate[i] * l1[i]);
+    }
+  }
+
+  float momentum_;
+};
+
 // Row layout: weights, then one accumulator per weight.
 struct AdagradStep {
   static constexpr const char* kName = "adagrad";
@@ -83,6 +129,31 @@ struct AdagradStep {
   }
 
   float epsilon_;
+};
+
+// Row layout: weights, then one mean square per weight.
+struct RmspropStep {
+  static constexpr const char* kName = "rmsprop";
+  static int StateWidth(int weight_width) { return weight_width; }
+  explicit RmspropStep(const OptimizerOptions& options)
+      : decay_(options.rmsprop_decay), epsilon_(options.epsilon) {}
+
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    const float decay = decay_, epsilon = epsilon_;
+    float* __restrict mean_square = row + width;
+    const float* rate = columns.learning_rate.data();
+    const float* l1 = columns.l1.data();
+    const float* l2 = columns.l2.data();
+    for (int i = 0; i < width; ++i) {
+      const float g = gradient[i] + l2[i] * row[i];
+      mean_square[i] = decay * mean_square[i] + (1.0f - decay) * g * g;
+      const float step = rate[i] / (std::sqrt(mean_square[i]) + epsilon);
+      row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
+    }
+  }
+
+  float decay_, epsilon_;
 };
 
 // Row layout: weights, first moments, second moments, step count.
@@ -172,27 +243,82 @@ class ColumnSettingsCache {
   std::map<int, ColumnSettings> by_width_;
 };
 
+// The column settings of a row under the learning-rate schedule: the base
+// settings with each rate decreased for the row's update count (optimizer.h).
+// Recomputed only when the base or the number of decreases changes, into
+// vectors reused across rows. Not synchronized.
+class ScheduledRates {
+ public:
+  explicit ScheduledRates(const OptimizerOptions::Schedule& schedule) : schedule_(schedule) {}
+  // The settings for a row updated `updates` times before.
+  const ColumnSettings& For(const ColumnSettings& base, float updates) {
+    const long long decreases = static_cast<long long>(updates) / schedule_.step;
+    if (decreases == 0) return base;
+    if (&base != base_ || decreases != decreases_) Resolve(base, decreases);
+    return scaled_;
+  }
+
+ private:
+  void Resolve(const ColumnSettings& base, long long decreases) {
+    if (&base != base_) {
+      scaled_ = base;
+      base_ = &base;
+    }
+    const double multiplier = std::pow(double{schedule_.factor}, static_cast<double>(decreases));
+    for (size_t c = 0; c < base.learning_rate.size(); ++c) {
+      const float rate = base.learning_rate[c];
+      const float floor = std::min(rate, schedule_.minimum_rate);
+      scaled_.learning_rate[c] = std::max(static_cast<float>(rate * multiplier), floor);
+    }
+    decreases_ = decreases;
+  }
+
+  OptimizerOptions::Schedule schedule_;
+  const ColumnSettings* base_ = nullptr;
+  long long decreases_ = 0;
+  ColumnSettings scaled_;
+};
+
 // The optimizer of one step rule: resolves each width's column settings and
 // applies `Step` row by row (inlined: the loops are the server's hot path).
+// Under a schedule, the row's update count follows the step's state.
 template <typename Step>
 class StepOptimizer final : public Optimizer {
  public:
-  explicit StepOptimizer(const OptimizerOptions& options) : step_(options), columns_(options) {
+  explicit StepOptimizer(const OptimizerOptions& options)
+      : step_(options),
+        scheduled_(options.schedule.enabled),
+        columns_(options),
+        rates_(options.schedule) {
     ValidateOptimizerOptions(options);
   }
   const char* name() const override { return Step::kName; }
-  int StateWidth(int weight_width) const override { return Step::StateWidth(weight_width); }
+  int StateWidth(int weight_width) const override {
+    return Step::StateWidth(weight_width) + (scheduled_ ? 1 : 0);
+  }
   void Update(float* row, const float* gradient, int width) override {
-    step_(row, gradient, width, columns_.For(width));
+    UpdateRows(&row, gradient, 1, width);
   }
   void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override {
     const ColumnSettings& columns = columns_.For(width);
-    for (size_t i = 0; i < count; ++i) step_(rows[i], gradients + i * width, width, columns);
+    if (!scheduled_) {
+      for (size_t i = 0; i < count; ++i) step_(rows[i], gradients + i * width, width, columns);
+      return;
+    }
+    const int count_column = width + Step::StateWidth(width);
+    for (size_t i = 0; i < count; ++i) {
+      float& updates = rows[i][count_column];
+      const ColumnSettings& scheduled = rates_.For(columns, updates);
+      updates += 1.0f;
+      step_(rows[i], gradients + i * width, width, scheduled);
+    }
   }
 
  private:
   const Step step_;
+  const bool scheduled_;
   ColumnSettingsCache columns_;
+  ScheduledRates rates_;
 };
 
 // SGD keeps fast paths of its own for the common rows (one column, no
@@ -272,11 +398,14 @@ void ValidateOptimizerOptions(const OptimizerOptions& options) {
   CheckPositive(options.learning_rate, "--learning_rate");
   CheckNonNegative(options.l1, "--l1");
   CheckNonNegative(options.l2, "--wd");
-  CheckDecay(options.beta1, "--beta1");
-  CheckDecay(options.beta2, "--beta2");
+  CheckDecay(options.beta1, "--beta_1");
+  CheckDecay(options.beta2, "--beta_2");
+  CheckDecay(options.momentum, "--momentum");
+  CheckDecay(options.rmsprop_decay, "--rmsprop_decay");
   CheckPositive(options.epsilon, "--epsilon");
   CheckPositive(options.ftrl_beta, "--ftrl_beta");
-  const bool adam = options.name == "adam";
+  CheckSchedule(options.schedule);
+  const bool adam = ResolveOptimizerName(options.name) == "adam";
   if (adam && options.l1 != 0) {
     throw MakeError("--l1=", options.l1,
                     ": the adam optimizer has no L1 penalty (sgd, adagrad and ftrl have)");
@@ -308,13 +437,26 @@ void Optimizer::UpdateRows(float* const* rows, const float* gradients, size_t co
   for (size_t i = 0; i < count; ++i) Update(rows[i], gradients + i * width, width);
 }
 
+std::string ResolveOptimizerName(const std::string& name) { return name == "auto" ? "adam" : name; }
+
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
-  if (options.name == "sgd") return std::make_unique<SgdOptimizer>(options);
-  if (options.name == "adagrad") return std::make_unique<StepOptimizer<AdagradStep>>(options);
-  if (options.name == "adam") return std::make_unique<StepOptimizer<AdamStep>>(options);
-  if (options.name == "ftrl") return std::make_unique<StepOptimizer<FtrlStep>>(options);
+  const std::string name = ResolveOptimizerName(options.name);
+  if (name == "sgd") {
+    if (options.momentum > 0) return std::make_unique<StepOptimizer<MomentumStep>>(options);
+    if (options.schedule.enabled) return std::make_unique<StepOptimizer<PlainSgdStep>>(options);
+    return std::make_unique<SgdOptimizer>(options);
+  }
+  if (name == "adagrad") return std::make_unique<StepOptimizer<AdagradStep>>(options);
+  if (name == "rmsprop") return std::make_unique<StepOptimizer<RmspropStep>>(options);
+  if (name == "adam") return std::make_unique<StepOptimizer<AdamStep>>(options);
+  if (name == "ftrl") {
+    ValidateOptimizerOptions(options);  // the schedule too, though unused
+    OptimizerOptions unscheduled = options;  // FTRL's rate decays per coordinate already
+    unscheduled.schedule.enabled = false;
+    return std::make_unique<StepOptimizer<FtrlStep>>(unscheduled);
+  }
   throw MakeError("unknown optimizer '", options.name,
-                  "' (--optimizer): expected sgd, adagrad, adam or ftrl");
+                  "' (--optimizer): expected auto, sgd, adagrad, rmsprop, adam or ftrl");
 }
 
 }  // namespace keel

@@ -1,8 +1,9 @@
 // Optimizers: how a server applies a pushed gradient to a parameter row.
 //
 // A row in a ParameterTable holds the weights followed by the optimizer's own
-// state (none for SGD; accumulators for Adagrad, Adam, FTRL). The server owns
-// the optimizer; workers only push gradients.
+// state (none for plain SGD; a velocity for SGD with momentum; accumulators for
+// Adagrad, RMSProp, Adam, FTRL; an update count under a learning-rate
+// schedule). The server owns the optimizer; workers only push gradients.
 //
 // Each column of a row has a learning rate and L1/L2 penalties: those of the
 // column group that holds it (OptimizerOptions::groups), else the options' own.
@@ -29,22 +30,45 @@ struct OptimizerOptions {
     float l2 = 0.0f;
   };
 
-  std::string name = "sgd";     // "sgd", "adagrad", "adam" or "ftrl"
+  // The learning-rate schedule (SageMaker's use_lr_scheduler and
+  // lr_scheduler_*): a row's update number k + 1 (k updates before it) uses
+  // rate * factor^floor(k / step), never below min(rate, minimum_rate), for
+  // every column's own rate. The count k is the row's own, kept in the row
+  // (see MakeOptimizer). Off by default: a table that sums (rate 1 SGD)
+  // must not decay.
+  struct Schedule {
+    bool enabled = false;
+    int step = 100;              // updates of a row between decreases, >= 1
+    float factor = 0.99f;        // in (0, 1]
+    float minimum_rate = 1e-5f;  // positive
+  };
+
+  std::string name = "sgd";     // "sgd", "adagrad", "rmsprop", "adam", "ftrl" or "auto" (adam)
   float learning_rate = 0.01f;  // FTRL's alpha
   float l1 = 0.0f;              // L1 penalty (not supported by adam)
   float l2 = 0.0f;              // L2 penalty (weight decay)
   float beta1 = 0.9f;           // adam: decay of the first moment
   float beta2 = 0.999f;         // adam: decay of the second moment
-  float epsilon = 1e-8f;        // adagrad, adam: added to the denominator
+  float momentum = 0.0f;        // sgd: decay of the velocity, in [0, 1); 0: plain SGD
+  float rmsprop_decay = 0.9f;   // rmsprop: decay of the mean square, in [0, 1)
+  float epsilon = 1e-8f;        // adagrad, rmsprop, adam: added to the denominator
   float ftrl_beta = 1.0f;       // ftrl: beta of the per-coordinate rate
+  Schedule schedule;            // ignored by ftrl (its rate decays per coordinate already)
   std::vector<ColumnGroup> groups;
 };
 
-// Throws Error, naming the flag (--learning_rate, --l1, --wd, --beta1, ...),
+// The optimizer `name` stands for: "auto" is "adam" (adaptive per-coordinate
+// steps suit sparse features of unknown scale with no tuning); any other name
+// is returned as it is.
+std::string ResolveOptimizerName(const std::string& name);
+
+// Throws Error, naming the flag (--learning_rate, --l1, --wd, --beta_1, ...),
 // unless every rate is positive and finite, every penalty non-negative and
-// finite, beta1 and beta2 in [0, 1), epsilon and ftrl_beta positive and
-// finite, the groups non-empty, at non-negative columns and disjoint, and no
-// L1 penalty is asked of adam. Does not check that the name is known.
+// finite, beta1, beta2, momentum and rmsprop_decay in [0, 1), epsilon and
+// ftrl_beta positive and finite, the groups non-empty, at non-negative columns
+// and disjoint, and no L1 penalty is asked of adam; and, with the schedule
+// enabled, step >= 1, factor in (0, 1] and minimum_rate positive and finite.
+// Does not check that the name is known.
 void ValidateOptimizerOptions(const OptimizerOptions& options);
 
 // The learning rate and penalties of each column of rows of one width.
@@ -78,10 +102,18 @@ class Optimizer {
 //
 // "sgd", stochastic gradient descent: w -= lr * (g + l2 * w), then the L1
 // penalty by soft-thresholding: w = sign(w) * max(0, |w| - lr * l1). No state.
+// With momentum > 0 (heavy ball, as MXNet's SGD): v = momentum * v - lr * (g +
+// l2 * w); w += v; then the same soft-thresholding. State: the velocities v,
+// one per weight.
 //
 // "adagrad": g' = g + l2 * w; a += g'^2; w -= lr * g' / (sqrt(a) + epsilon),
 // then L1 soft-thresholding with the coordinate's rate lr / (sqrt(a) +
 // epsilon). State: the accumulators a, one per weight.
+//
+// "rmsprop" (Tieleman and Hinton, 2012; not centered), d = rmsprop_decay:
+// g' = g + l2 * w; s = d * s + (1 - d) * g'^2; w -= lr * g' / (sqrt(s) +
+// epsilon), then L1 soft-thresholding with the coordinate's rate lr /
+// (sqrt(s) + epsilon). State: the mean squares s, one per weight.
 //
 // "adam" (Kingma and Ba, 2015): g' = g + l2 * w; m = beta1 m + (1 - beta1) g';
 // v = beta2 v + (1 - beta2) g'^2; w -= lr * mhat / (sqrt(vhat) + epsilon),
@@ -96,6 +128,16 @@ class Optimizer {
 // weights at exactly zero. A weight's first update starts z where the formula
 // gives the weight it has (its initializer's value). State: z (one per
 // weight), then n (one per weight).
+//
+// "auto": "adam" (ResolveOptimizerName).
+//
+// With options.schedule enabled (every optimizer but ftrl), one more float
+// follows the state: the row's update count, exact up to 2^24 updates (far
+// past the point where any factor below 1 has reached the minimum rate).
+// The count is per row, not per table, so that it travels with the row
+// through checkpoints, replication and re-sharding, and needs no agreement
+// between servers; rarely seen features keep a high rate for longer, as they
+// do under Adagrad.
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options);
 
 }  // namespace keel
