@@ -340,7 +340,7 @@ TEST_F(TrainingJob, RegressorLearnsARuleUnderAbsoluteLoss) {
     WriteRuleData(folder_ + "/" + channel + "/part-0.libsvm", 4000, false, channel[0]);
   }
   const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=1", "--workers=2", "--job=linear_learner",
+      {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",
        "--predictor_type=regressor", "--loss=absolute_loss", "--train=" + folder_ + "/train",
        "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
        "--epochs=10", "--learning_rate=0.01", "--mini_batch_size=50", "--minloglevel=1"},
