@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/json_reader.h"
 #include "base/time.h"
 #include "kv/node.h"
 
@@ -246,87 +247,24 @@ std::string ReadFileOrEmpty(const std::string& path) {
 
 // --- What a job writes ------------------------------------------------------
 
-namespace {
-
-// Reads the JSON string that starts at text[*at] (a '"'); leaves *at after it.
-std::string ReadJsonString(const std::string& text, size_t* at) {
-  std::string value;
-  for (++*at; *at < text.size() && text[*at] != '"'; ++*at) {
-    if (text[*at] != '\\' || *at + 1 >= text.size()) {
-      value += text[*at];
-      continue;
-    }
-    const char escaped = text[++*at];
-    if (escaped == 'n') {
-      value += '\n';
-    } else if (escaped == 't') {
-      value += '\t';
-    } else if (escaped == 'u' && *at + 4 < text.size()) {
-      value += static_cast<char>(std::stoi(text.substr(*at + 1, 4), nullptr, 16));
-      *at += 4;
-    } else {
-      value += escaped;
-    }
-  }
-  ++*at;
-  return value;
-}
-
-// Reads the non-string value at text[*at] (a number, literal, array or
-// object), as written; leaves *at after it.
-std::string ReadJsonRaw(const std::string& text, size_t* at) {
-  const size_t start = *at;
-  int depth = 0;
-  for (; *at < text.size(); ++*at) {
-    const char c = text[*at];
-    if (c == '"') {
-      ReadJsonString(text, at);
-      --*at;
-    } else if (c == '[' || c == '{') {
-      ++depth;
-    } else if (c == ']' || c == '}') {
-      if (depth == 0) break;
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      break;
-    }
-  }
-  size_t end = *at;
-  while (end > start && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
-  return text.substr(start, end - start);
-}
-
-void SkipSpaceAnd(const std::string& text, size_t* at, const char* also) {
-  while (*at < text.size() && (std::isspace(static_cast<unsigned char>(text[*at])) ||
-                               std::strchr(also, text[*at]) != nullptr)) {
-    ++*at;
-  }
-}
-
-}  // namespace
-
 std::map<std::string, std::string> ParseJsonObject(const std::string& text) {
+  const JsonValue document = ParseJson(text, "JSON object");
   std::map<std::string, std::string> members;
-  size_t at = 0;
-  SkipSpaceAnd(text, &at, "{");
-  while (at < text.size() && text[at] == '"') {
-    const std::string name = ReadJsonString(text, &at);
-    SkipSpaceAnd(text, &at, ":");
-    if (at < text.size() && text[at] == '"') {
-      members[name] = ReadJsonString(text, &at);
-    } else {
-      members[name] = ReadJsonRaw(text, &at);
-    }
-    SkipSpaceAnd(text, &at, ",");
+  for (const auto& [name, value] : document.AsObject()) {
+    members[name] = value.type() == JsonValue::Type::kString
+                        ? value.AsString()
+                        : text.substr(value.offset(), value.end() - value.offset());
   }
   return members;
 }
 
 std::vector<std::map<std::string, std::string>> ReadJsonLines(const std::string& path) {
   std::vector<std::map<std::string, std::string>> lines;
-  std::istringstream text(ReadFileOrEmpty(path));
-  for (std::string line; std::getline(text, line);) {
-    if (!line.empty()) lines.push_back(ParseJsonObject(line));
+  const std::string text = ReadFileOrEmpty(path);
+  // Only whole lines: a process may be writing the last one right now.
+  for (size_t begin = 0, end; (end = text.find('\n', begin)) != std::string::npos;
+       begin = end + 1) {
+    if (end > begin) lines.push_back(ParseJsonObject(text.substr(begin, end - begin)));
   }
   return lines;
 }

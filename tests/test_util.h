@@ -150,12 +150,15 @@ std::string ReadFileOrEmpty(const std::string& path);
 // ---------------------------------------------------------------------------
 // What a job writes
 
-// The members of a flat JSON object, by name: strings without their quotes
+// The members of a JSON object (base/json_reader.h's strict ParseJson; throws
+// keel::Error on malformed text), by name: strings without their quotes
 // (escapes undone), anything else (numbers, true, null, arrays) as written.
 std::map<std::string, std::string> ParseJsonObject(const std::string& text);
 
 // The lines of a JSON-lines file (the launcher's --event_log, the scheduler's
 // --membership_log), each parsed by ParseJsonObject; none if it does not exist.
+// Only whole lines count: a line still being written (no newline yet) is left
+// for the next read.
 std::vector<std::map<std::string, std::string>> ReadJsonLines(const std::string& path);
 
 // The lines of ReadJsonLines(path) whose "event" is `event`.
