@@ -264,7 +264,7 @@ class ScheduledRates {
       scaled_ = base;
       base_ = &base;
     }
-    const double multiplier = std::pow(double{schedule_.factor}, static_cast<double>(decreases));
+    const double multiplier = Multiplier(decreases);
     for (size_t c = 0; c < base.learning_rate.size(); ++c) {
       const float rate = base.learning_rate[c];
       const float floor = std::min(rate, schedule_.minimum_rate);
@@ -273,10 +273,26 @@ class ScheduledRates {
     decreases_ = decreases;
   }
 
+  // factor^decreases. Rows of one push have all kinds of update counts, so
+  // the powers are kept in a table (up to kTabled of them) rather than
+  // recomputed with pow for each row.
+  double Multiplier(long long decreases) {
+    static constexpr long long kTabled = 1 << 16;
+    if (decreases >= kTabled) {
+      return std::pow(double{schedule_.factor}, static_cast<double>(decreases));
+    }
+    if (powers_.empty()) powers_.push_back(1.0);
+    while (static_cast<long long>(powers_.size()) <= decreases) {
+      powers_.push_back(powers_.back() * schedule_.factor);
+    }
+    return powers_[static_cast<size_t>(decreases)];
+  }
+
   OptimizerOptions::Schedule schedule_;
   const ColumnSettings* base_ = nullptr;
   long long decreases_ = 0;
   ColumnSettings scaled_;
+  std::vector<double> powers_;  // powers_[d] = factor^d
 };
 
 // The optimizer of one step rule: resolves each width's column settings and
