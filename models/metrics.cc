@@ -161,7 +161,7 @@ MetricSet BinaryClassificationMetrics(const std::vector<float>& probabilities,
     const bool positive = IsPositive(kFunction, labels[i], i);
     const double probability = probabilities[i];
     loss -= positive ? ClippedLog(probability) : ClippedLog(1.0 - probability);
-    const bool predicted_positive = probability > threshold;
+    const bool predicted_positive = PredictedPositive(probability, threshold);
     if (predicted_positive == positive) correct += 1.0;
     if (predicted_positive && positive) true_positives += 1.0;
     if (predicted_positive && !positive) false_positives += 1.0;

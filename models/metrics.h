@@ -23,6 +23,13 @@ using MetricSet = std::map<std::string, double>;
 // ranks, in O(n log n). Returns 0.5 if either class is absent.
 double RocAuc(const std::vector<float>& scores, const std::vector<float>& labels);
 
+// The label a binary classifier gives a prediction (a probability, or a
+// hinge_loss model's margin): positive when it exceeds the threshold. The
+// metrics below and `keel predict`'s labels both use it, so they agree.
+inline bool PredictedPositive(double prediction, double threshold) {
+  return prediction > threshold;
+}
+
 // Binary classification with 0/1 `labels`. An example is predicted positive
 // when its probability is > `threshold`. `beta` > 0 weighs recall against
 // precision in the F-score. Keys:

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/job_flags.h"
 #include "io/input_split.h"
+#include "models/metrics.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/datagen.h"
@@ -51,7 +52,7 @@ uint64_t GatherWeights(const ModelArtifact& artifact, const std::unordered_map<K
 
 // Writes a line per example of `rows`, `classes` predictions each: "LABEL,P"
 // for a binary classifier (P a probability, or a hinge_loss model's margin;
-// LABEL 1 when P reaches the model's threshold), "P" for a regressor,
+// LABEL 1 when P exceeds the model's threshold: PredictedPositive), "P" for a regressor,
 // "LABEL,P0,P1,..." for a multiclass classifier.
 void WritePredictions(const Hyperparameters& h, const std::vector<float>& predictions, size_t rows,
                       int classes, std::ostream& out) {
@@ -60,7 +61,7 @@ void WritePredictions(const Hyperparameters& h, const std::vector<float>& predic
     const float* p = predictions.data() + r * classes;
     switch (h.predictor_type) {
       case PredictorType::kBinaryClassifier:
-        out << (p[0] >= threshold ? 1 : 0) << "," << p[0] << "\n";
+        out << (PredictedPositive(p[0], threshold) ? 1 : 0) << "," << p[0] << "\n";
         break;
       case PredictorType::kRegressor:
         out << p[0] << "\n";

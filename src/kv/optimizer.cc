@@ -466,7 +466,7 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
   if (name == "rmsprop") return std::make_unique<StepOptimizer<RmspropStep>>(options);
   if (name == "adam") return std::make_unique<StepOptimizer<AdamStep>>(options);
   if (name == "ftrl") {
-    ValidateOptimizerOptions(options);  // the schedule too, though unused
+    ValidateOptimizerOptions(options);       // the schedule too, though unused
     OptimizerOptions unscheduled = options;  // FTRL's rate decays per coordinate already
     unscheduled.schedule.enabled = false;
     return std::make_unique<StepOptimizer<FtrlStep>>(unscheduled);
