@@ -11,6 +11,7 @@
 #include "cli/cluster_flags.h"
 #include "kv/staleness_gate.h"
 #include "worker/compute_backend.h"
+#include "worker/model_variants.h"
 
 // Data channels.
 DEFINE_string(train, "", "training channel: a file, a folder of files, or pipe:PATH");
@@ -84,6 +85,9 @@ DEFINE_double(factors_lr, -1, "factorization machine: rate of the factors");
 DEFINE_double(bias_wd, -1, "weight decay of the bias (default: 0)");
 DEFINE_double(linear_wd, -1, "factorization machine: weight decay of the linear terms");
 DEFINE_double(factors_wd, -1, "factorization machine: weight decay of the factors");
+DEFINE_string(num_models, "auto",
+              "models trained side by side in one pass, 1..32, the best kept (auto: 8; "
+              "docs/ARCHITECTURE.md says how they differ)");
 DEFINE_bool(keep_best_epoch, false,
             "keep the weights of the epoch with the best validation loss (worker 0 dumps them "
             "whenever it improves) rather than the last epoch's; not kept across a resume");
@@ -354,6 +358,7 @@ Hyperparameters HyperparametersFromFlags() {
   h.linear_init = LinearInitializer();
   h.factors_init = Initializer("factors", FLAGS_factors_init_method, FLAGS_factors_init_value,
                                FLAGS_factors_init_scale, FLAGS_factors_init_sigma);
+  h = WithModels(h, ParseNumModels(FLAGS_num_models, h));
   h.Validate();
   return h;
 }

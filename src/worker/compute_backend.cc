@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "worker/cpu_model.h"
+#include "worker/multi_model_backend.h"
 #ifdef KEEL_HAVE_CUDA
 #include "worker/cuda_model.h"
 #endif
@@ -18,7 +19,7 @@ ComputeBackend::ComputeBackend(const Hyperparameters& hyperparameters)
       factorization_(hyperparameters.job == JobKind::kFactorizationMachines),
       classes_(hyperparameters.classes()),
       width_(hyperparameters.weight_width()),
-      bias_width_(factorization_ ? 1 : hyperparameters.classes()) {}
+      bias_width_(hyperparameters.bias_width()) {}
 
 void ComputeBackend::CheckKeySet(const PreparedBatch& prepared) {
   if (prepared.key_offsets.size() != prepared.keys.size() + 1 ||
@@ -79,6 +80,10 @@ void CheckDevice(const std::string& device) {
 std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, int threads,
                                                    const Hyperparameters& hyperparameters) {
   if (threads < 0) throw MakeError("--threads must be 0 (one per hardware thread) or more");
+  if (hyperparameters.num_models > 1) {
+    return std::make_unique<MultiModelBackend>(
+        hyperparameters, MakeComputeBackend(device, threads, hyperparameters.Model(0)));
+  }
   CheckDevice(device);
   const int ordinal = ParseDevice(device);
   if (ordinal < 0) {

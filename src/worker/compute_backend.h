@@ -25,16 +25,23 @@ class ComputeBackend {
   virtual std::string name() const = 0;
 
   // Outputs per example: class probabilities for multiclass, else 1 (the
-  // probability of class 1 for binary, the prediction for regression).
-  int prediction_width() const { return classes_; }
-  // Floats per key in the weight table, and in the bias.
-  int weight_width() const { return width_; }
-  int bias_width() const { return bias_width_; }
+  // probability of class 1 for binary, the prediction for regression); with
+  // several models (num_models), each model's in turn.
+  int prediction_width() const { return models_ * classes_; }
+  // Floats per key in the weight table, and in the bias: every model's.
+  int weight_width() const { return models_ * width_; }
+  int bias_width() const { return models_ * bias_width_; }
+  // Models computed side by side (Hyperparameters::num_models).
+  int num_models() const { return models_; }
+
+  // The summed loss of each model in the last Predict or Gradients call,
+  // whose total over the models was `last_total`: {last_total} for one model.
+  virtual std::vector<double> LastModelLosses(double last_total) const { return {last_total}; }
 
   // `batch` comes from PrepareKeys. `weights` holds batch.keys.size() x
   // weight_width() floats (the rows of the batch's keys), `bias` bias_width()
   // floats. Writes the predictions (rows x prediction_width) and returns the
-  // summed loss. Throws Error for a multiclass label that is not a class id,
+  // summed loss (of every model). Throws Error for a multiclass label that is not a class id,
   // or when the device fails.
   virtual double Predict(const PreparedBatch& batch, const float* weights, const float* bias,
                          std::vector<float>* predictions) = 0;
@@ -61,13 +68,15 @@ class ComputeBackend {
   Hyperparameters hyperparameters_;
   LossFunction loss_;  // hyperparameters_.loss_function(), resolved once
   bool factorization_;
-  int classes_;
-  int width_;
-  int bias_width_;
+  int classes_;     // of one model
+  int width_;       // of one model
+  int bias_width_;  // of one model
+  int models_ = 1;
 };
 
 // The backend `device` names: "cpu" (with `threads` threads, 0 for one per
-// hardware thread) or "cuda:N". Throws Error for an unknown device, for
+// hardware thread) or "cuda:N"; for hyperparameters.num_models > 1 wrapped in
+// a MultiModelBackend. Throws Error for an unknown device, for
 // "cuda:N" in a build without the CUDA backend, and when device N does not
 // exist or no CUDA device is usable, saying why.
 std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, int threads,

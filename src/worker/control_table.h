@@ -20,6 +20,7 @@ class ControlTable {
   static constexpr uint64_t kStopFeature = 1;            // > 0: the leader decided to stop early
   static constexpr uint64_t kGateFeature = 100000;       // + figure: the gate report (GateReport)
   static constexpr uint64_t kEpochLossFeature = 200000;  // + 2 epoch (+ 1): training loss
+  static constexpr uint64_t kModelLossFeature = 10000000;  // + epoch x 32 + model: its loss
 
   explicit ControlTable(KVWorker* client) : client_(client) {}
 

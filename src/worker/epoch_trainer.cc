@@ -18,7 +18,7 @@ namespace keel {
 namespace {
 
 proto::WorkerCursor CursorOf(const EpochResult& result, int epoch, uint64_t batches) {
-  return CursorAt(epoch, batches, result.examples, result.loss);
+  return CursorAt(epoch, batches, result.examples, result.losses);
 }
 
 }  // namespace
@@ -40,6 +40,7 @@ EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
   BatchStream stream(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
                      options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size));
   Pass pass(epoch, options_.clock_every);
+  pass.result.losses.assign(hyperparameters_.num_models, 0.0);
   ResumeInside(resume, &pass);
   JoinEpoch(&pass);
   // Between epochs: a checkpoint (unless this is where the job resumed).
@@ -67,7 +68,7 @@ void EpochTrainer::ResumeInside(const proto::WorkerCursor& resume, Pass* pass) c
   pass->batches = resume.batches();
   pass->result.examples = resume.examples();
   pass->result.resumed_examples = resume.examples();  // read before, not in this process
-  pass->result.loss = resume.loss();
+  pass->result.losses = LossesOf(resume, hyperparameters_.num_models);
 }
 
 void EpochTrainer::JoinEpoch(Pass* pass) {
@@ -117,7 +118,7 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
     pipeline->WaitForRows();
     const double compute_begin = MonotonicSeconds();
     result.pull_wait += compute_begin - wait_begin;
-    result.loss += pipeline->ComputeGradients();
+    AddLosses(model_->LastModelLosses(pipeline->ComputeGradients()), &result.losses);
     if (slow) SleepLikeAStraggler(compute_begin);
     pipeline->PushGradients(pass->clock.After(pass->batches), pass->clock.After(pass->batches + 1));
     ++pass->batches;
@@ -159,7 +160,7 @@ void EpochTrainer::LogProgress(Pass* pass) const {
             << " examples, "
             << static_cast<uint64_t>((result.examples - result.resumed_examples) /
                                      (time - pass->begin))
-            << " examples/s, mean loss " << result.loss / result.examples;
+            << " examples/s, mean loss " << result.losses[0] / result.examples;
   pass->last_report = time;
 }
 
@@ -185,13 +186,13 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
     LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch << ": reads part " << part
                  << " of " << parts << " of worker " << work.rank() << "'s share from minibatch "
                  << work.batches() << " (that worker left)";
-    uint64_t part_examples = TrainOrphanedPart(work, part, parts, &result->loss);
+    uint64_t part_examples = TrainOrphanedPart(work, part, parts, &result->losses);
     result->examples += part_examples;
     // The first part also counts what the departed worker read before it left.
     if (part == 0) {
       part_examples += work.examples();
       result->departed_examples += work.examples();
-      result->departed_loss += work.loss();
+      AddLosses(LossesOf(work, hyperparameters_.num_models), &result->departed_losses);
     }
     finished = work;
     finished.set_examples(part_examples);
@@ -200,7 +201,7 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
 }
 
 uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
-                                         double* loss) {
+                                         ModelLosses* losses) {
   BatchStream stream(ResolveChannel(options_.train, work.rank(), node_->view()->num_workers()),
                      options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size));
   const int width = model_->weight_width();
@@ -218,8 +219,10 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
     SharedArray<float> weights, bias;
     client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
     if (use_bias) client_->Wait(client_->Pull(bias_key_, &bias, bias_width, kBiasTable));
-    *loss += model_->Gradients(batch, weights.data(), use_bias ? bias.data() : zero_bias.data(),
-                               &weight_gradients, &bias_gradient);
+    const double loss =
+        model_->Gradients(batch, weights.data(), use_bias ? bias.data() : zero_bias.data(),
+                          &weight_gradients, &bias_gradient);
+    AddLosses(model_->LastModelLosses(loss), losses);
     if (use_bias) {
       client_->Wait(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
                                   bias_width, kBiasTable));

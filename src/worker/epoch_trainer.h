@@ -22,13 +22,14 @@
 #include "worker/hyperparameters.h"
 #include "worker/minibatch_pipeline.h"
 #include "worker/trainer_options.h"
+#include "worker/training_loss.h"
 
 namespace keel {
 
 // What one worker did in an epoch.
 struct EpochResult {
   uint64_t examples = 0;
-  double loss = 0;  // summed training loss of `examples`
+  ModelLosses losses;  // per model: the summed training loss of `examples`
   double seconds = 0;
   double pull_wait = 0;           // blocked on the next minibatch's rows
   uint64_t epoch_examples = 0;    // read by every worker in the epoch
@@ -36,7 +37,7 @@ struct EpochResult {
   // Read, before they left, by departed workers whose shares this one finished
   // (not in `examples` or `loss`).
   uint64_t departed_examples = 0;
-  double departed_loss = 0;
+  ModelLosses departed_losses;
 };
 
 class EpochTrainer {
@@ -93,9 +94,10 @@ class EpochTrainer {
   // over meanwhile.
   void ReadOrphanedShares(const Pass& pass, EpochResult* result);
   // Part `part` of `parts` of a departed worker's share from `work`'s
-  // minibatch on, one minibatch at a time. Adds the loss to `*loss`; returns
-  // the examples read.
-  uint64_t TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts, double* loss);
+  // minibatch on, one minibatch at a time. Adds the losses to `*losses`;
+  // returns the examples read.
+  uint64_t TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
+                             ModelLosses* losses);
 
   Node* node_;
   KVWorker* client_;

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "worker/batch_stream.h"
+#include "worker/training_loss.h"
 
 namespace keel {
 namespace {
@@ -39,23 +40,52 @@ class ArtifactRows {
 
 }  // namespace
 
-Evaluator::Evaluator(KVWorker* client, ComputeBackend* model,
+Evaluator::Evaluator(KVWorker* client, ComputeBackend* models, ComputeBackend* one_model,
                      const Hyperparameters& hyperparameters, const ReaderOptions& reader)
     : client_(client),
-      model_(model),
+      models_(models),
+      one_model_(one_model),
       hyperparameters_(hyperparameters),
       reader_(reader),
       bias_key_(BiasKey()) {}
 
+std::vector<MetricSet> Evaluator::EvaluateModels(const std::string& channel) {
+  const Scores scores = Score(channel, nullptr);
+  const size_t rows = scores.labels.size();
+  const int models = models_->num_models();
+  const size_t width = static_cast<size_t>(models_->prediction_width());
+  const size_t classes = width / static_cast<size_t>(models);
+  std::vector<MetricSet> metrics;
+  std::vector<float> predictions(rows * classes);
+  for (int k = 0; k < models; ++k) {
+    for (size_t row = 0; row < rows; ++row) {
+      std::copy_n(scores.predictions.begin() + row * width + k * classes, classes,
+                  predictions.begin() + row * classes);
+    }
+    metrics.push_back(PredictionMetrics(hyperparameters_, predictions, scores.labels,
+                                        scores.losses[k] / static_cast<double>(rows)));
+  }
+  return metrics;
+}
+
 MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* artifact) {
+  if (artifact == nullptr) return EvaluateModels(channel)[0];
+  const Scores scores = Score(channel, artifact);
+  return PredictionMetrics(hyperparameters_, scores.predictions, scores.labels,
+                           scores.losses[0] / static_cast<double>(scores.labels.size()));
+}
+
+Evaluator::Scores Evaluator::Score(const std::string& channel, const ModelArtifact* artifact) {
   BatchStream stream(ResolveChannel(channel, 0, 1), reader_,
                      static_cast<size_t>(hyperparameters_.mini_batch_size));
-  const int width = model_->weight_width();
+  ComputeBackend* model = artifact != nullptr ? one_model_ : models_;
+  const int width = model->weight_width();
   const std::vector<float> bias = BiasFor(artifact);
   std::optional<ArtifactRows> artifact_rows;
   if (artifact != nullptr) artifact_rows.emplace(*artifact, width);
-  std::vector<float> predictions, labels, batch_predictions, local_weights;
-  double loss_sum = 0.0;
+  Scores scores;
+  scores.losses.assign(model->num_models(), 0.0);
+  std::vector<float> batch_predictions, local_weights;
   PreparedBatch batch;
   while (stream.Next(&batch)) {
     SharedArray<float> pulled;
@@ -67,21 +97,23 @@ MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* a
       client_->Wait(client_->Pull(batch.keys, &pulled, width, kWeightTable));
       rows = pulled.data();
     }
-    loss_sum += model_->Predict(batch, rows, bias.data(), &batch_predictions);
-    predictions.insert(predictions.end(), batch_predictions.begin(), batch_predictions.end());
-    labels.insert(labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
+    const double loss = model->Predict(batch, rows, bias.data(), &batch_predictions);
+    AddLosses(model->LastModelLosses(loss), &scores.losses);
+    scores.predictions.insert(scores.predictions.end(), batch_predictions.begin(),
+                              batch_predictions.end());
+    scores.labels.insert(scores.labels.end(), batch.batch.labels.begin(),
+                         batch.batch.labels.end());
   }
-  if (labels.empty()) throw MakeError("channel ", channel, " holds no examples");
-  return PredictionMetrics(hyperparameters_, predictions, labels,
-                           loss_sum / static_cast<double>(labels.size()));
+  if (scores.labels.empty()) throw MakeError("channel ", channel, " holds no examples");
+  return scores;
 }
 
 std::vector<float> Evaluator::BiasFor(const ModelArtifact* artifact) {
   if (artifact != nullptr) return artifact->bias;
-  std::vector<float> bias(model_->bias_width(), 0.0f);
+  std::vector<float> bias(models_->bias_width(), 0.0f);
   if (hyperparameters_.use_bias) {
     SharedArray<float> pulled;
-    client_->Wait(client_->Pull(bias_key_, &pulled, model_->bias_width(), kBiasTable));
+    client_->Wait(client_->Pull(bias_key_, &pulled, models_->bias_width(), kBiasTable));
     bias.assign(pulled.begin(), pulled.end());
   }
   return bias;

@@ -36,23 +36,38 @@ MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
 
 class Evaluator {
  public:
-  // `client` and `model` must outlive the evaluator. `reader` reads the
-  // channels (their --feature_dim already set).
-  Evaluator(KVWorker* client, ComputeBackend* model, const Hyperparameters& hyperparameters,
-            const ReaderOptions& reader);
+  // `client`, `models` (the job's backend: every model) and `one_model` (a
+  // backend of one model, for artifacts; may be `models` when the job has
+  // one) must outlive the evaluator. `reader` reads the channels (their
+  // --feature_dim already set).
+  Evaluator(KVWorker* client, ComputeBackend* models, ComputeBackend* one_model,
+            const Hyperparameters& hyperparameters, const ReaderOptions& reader);
 
-  // Scores every example of `channel` (a file, folder, or pipe:PATH) with the
-  // servers' current weights, or with `artifact`'s if given (features it
-  // lacks weigh zero). Metric names are SageMaker's, without the channel
+  // Scores every example of `channel` (a file, folder, or pipe:PATH) with
+  // each of the job's models on the servers, in one pass over the data: one
+  // MetricSet per model. Metric names are SageMaker's, without the channel
   // prefix: PredictionMetrics. Throws Error on bad data, a failed request, or
   // an empty channel.
+  std::vector<MetricSet> EvaluateModels(const std::string& channel);
+
+  // The same for one model: `artifact`'s if given (features it lacks weigh
+  // zero), else the servers' model 0.
   MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
 
  private:
+  // Every example's predictions (rows x backend's prediction width) and
+  // labels, and the summed loss per model, with the servers' weights or
+  // `artifact`'s.
+  struct Scores {
+    std::vector<float> predictions, labels;
+    std::vector<double> losses;
+  };
+  Scores Score(const std::string& channel, const ModelArtifact* artifact);
   // The bias to score with: the artifact's, the servers' (pulled), or zeros.
   std::vector<float> BiasFor(const ModelArtifact* artifact);
   KVWorker* client_;
-  ComputeBackend* model_;
+  ComputeBackend* models_;
+  ComputeBackend* one_model_;
   Hyperparameters hyperparameters_;
   ReaderOptions reader_;
   SharedArray<const Key> bias_key_;

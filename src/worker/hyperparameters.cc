@@ -1,5 +1,6 @@
 #include "worker/hyperparameters.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -123,6 +124,56 @@ LossFunction Hyperparameters::loss_function() const {
   return function;
 }
 
+namespace {
+
+// `options` with its rates times `scale` and `wd`, `l1` added to its
+// penalties, the column groups' too.
+void ApplyVariant(float scale, float wd, float l1, OptimizerOptions* options) {
+  options->learning_rate *= scale;
+  options->l2 += wd;
+  options->l1 += l1;
+  for (OptimizerOptions::ColumnGroup& group : options->groups) {
+    group.learning_rate *= scale;
+    group.l2 += wd;
+    group.l1 += l1;
+  }
+}
+
+// Model k's column groups in a row of every model's columns: its own groups
+// (or one group of all its columns) moved to its columns.
+void AddModelGroups(const OptimizerOptions& model, int k, int width,
+                    std::vector<OptimizerOptions::ColumnGroup>* groups) {
+  std::vector<OptimizerOptions::ColumnGroup> own = model.groups;
+  if (own.empty()) {
+    OptimizerOptions::ColumnGroup all;
+    all.end = width;
+    all.learning_rate = model.learning_rate;
+    all.l1 = model.l1;
+    all.l2 = model.l2;
+    own.push_back(all);
+  }
+  for (OptimizerOptions::ColumnGroup group : own) {
+    group.begin += k * width;
+    group.end = k * width + std::min(group.end, width);
+    groups->push_back(group);
+  }
+}
+
+}  // namespace
+
+Hyperparameters Hyperparameters::Model(int k) const {
+  if (k < 0 || k >= num_models || static_cast<size_t>(k) >= variants.size()) {
+    throw MakeError("model ", k, " of a job of ", num_models, " model(s)");
+  }
+  Hyperparameters model = *this;
+  const ModelVariant& variant = variants[k];
+  ApplyVariant(variant.learning_rate_scale, variant.wd, variant.l1, &model.weights_optimizer);
+  ApplyVariant(variant.learning_rate_scale, 0, 0, &model.bias_optimizer);
+  model.num_models = 1;
+  model.variants = {ModelVariant{}};
+  return model;
+}
+
 std::string Hyperparameters::JobName() const {
   return job == JobKind::kLinearLearner ? "linear_learner" : "factorization_machines";
 }
@@ -175,34 +226,53 @@ void Hyperparameters::Validate() const {
   }
   if (accuracy_top_k < 1)
     throw MakeError("--accuracy_top_k ", accuracy_top_k, " is not at least 1");
-  MakeOptimizer(weights_optimizer);
-  MakeOptimizer(bias_optimizer);
+  if (num_models < 1 || num_models > kMaxModels) {
+    throw MakeError("--num_models ", num_models, " is outside 1..", kMaxModels);
+  }
+  if (variants.size() != static_cast<size_t>(num_models)) {
+    throw MakeError(variants.size(), " model variants for --num_models ", num_models);
+  }
+  for (int k = 0; k < num_models; ++k) {
+    const Hyperparameters model = Model(k);
+    MakeOptimizer(model.weights_optimizer);
+    MakeOptimizer(model.bias_optimizer);
+  }
 }
 
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
-  std::map<uint32_t, TableSpec> tables;
   TableSpec weights;
-  weights.width = h.weight_width();
+  weights.width = h.table_weight_width();
   weights.optimizer = h.weights_optimizer;
+  std::vector<InitializerGroup> factor_columns;
   if (h.job == JobKind::kFactorizationMachines) {
-    weights.initializer = MakeInitializer(
-        h.linear_init, {InitializerGroup{1, 1 + h.num_factors, h.factors_init}}, h.seed);
-  } else {
-    weights.initializer = MakeInitializer(h.linear_init, {}, h.seed);
+    for (int k = 0; k < h.num_models; ++k) {
+      const int first = k * h.weight_width();
+      factor_columns.push_back(InitializerGroup{first + 1, first + 1 + h.num_factors, h.factors_init});
+    }
   }
-  tables[kWeightTable] = std::move(weights);
+  weights.initializer = MakeInitializer(h.linear_init, factor_columns, h.seed);
 
   TableSpec bias;
-  bias.width = h.job == JobKind::kFactorizationMachines ? 1 : h.classes();
+  bias.width = h.table_bias_width();
   bias.optimizer = h.bias_optimizer;
   bias.initializer = MakeInitializer(h.bias_init, {}, h.seed + 1);
-  tables[kBiasTable] = std::move(bias);
+  if (h.num_models > 1) {
+    // Each model's columns with its own rates and penalties.
+    weights.optimizer.groups.clear();
+    bias.optimizer.groups.clear();
+    for (int k = 0; k < h.num_models; ++k) {
+      const Hyperparameters model = h.Model(k);
+      AddModelGroups(model.weights_optimizer, k, h.weight_width(), &weights.optimizer.groups);
+      AddModelGroups(model.bias_optimizer, k, h.bias_width(), &bias.optimizer.groups);
+    }
+  }
 
   TableSpec control;
   control.optimizer.name = "sgd";
   control.optimizer.learning_rate = 1.0f;  // a push of -x adds x: the table sums
-  tables[kControlTable] = std::move(control);
-  return tables;
+  return {{kWeightTable, std::move(weights)},
+          {kBiasTable, std::move(bias)},
+          {kControlTable, std::move(control)}};
 }
 
 ReaderOptions WithLabelRule(ReaderOptions reader, const Hyperparameters& hyperparameters) {

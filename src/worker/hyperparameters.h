@@ -46,6 +46,19 @@ inline SharedArray<const Key> BiasKey() {
   return SharedArray<const Key>(std::vector<Key>{MixKey(kBiasFeature)});
 }
 
+// The most models a job trains side by side (SageMaker's num_models: up to 32).
+constexpr int kMaxModels = 32;
+
+// How one of the job's num_models models differs from the settings given
+// (model 0 is exactly them): its weights' learning rates (every column group's
+// and the bias's) times `learning_rate_scale`, and `wd` and `l1` added to its
+// weights' L2 and L1 penalties. SpreadModels (model_variants.h) makes them.
+struct ModelVariant {
+  float learning_rate_scale = 1.0f;
+  float wd = 0.0f;
+  float l1 = 0.0f;
+};
+
 struct Hyperparameters {
   JobKind job = JobKind::kLinearLearner;
   PredictorType predictor_type = PredictorType::kBinaryClassifier;
@@ -76,15 +89,30 @@ struct Hyperparameters {
   InitializerSpec linear_init;   // linear weights (FM column 0; every column of the linear learner)
   InitializerSpec factors_init;  // FM columns 1..k
   InitializerSpec bias_init;
+  // SageMaker's num_models: models trained side by side in one pass over the
+  // data, one per variant (variants.size() == num_models, variants[0] the
+  // settings given). Their rows sit side by side in the tables: model k's
+  // weights are columns [k * weight_width(), (k + 1) * weight_width()) of a
+  // weight row, its bias columns [k * bias_width(), ...) of the bias row.
+  int num_models = 1;
+  std::vector<ModelVariant> variants = {ModelVariant{}};
 
   // Scores per example: num_classes for multiclass, else 1.
   int classes() const {
     return predictor_type == PredictorType::kMulticlassClassifier ? num_classes : 1;
   }
-  // Floats per feature in the weight table.
+  // Floats per feature of one model.
   int weight_width() const {
     return job == JobKind::kFactorizationMachines ? 1 + num_factors : classes();
   }
+  // Floats of one model's bias.
+  int bias_width() const { return job == JobKind::kFactorizationMachines ? 1 : classes(); }
+  // Floats per key in the weight and bias tables: every model's.
+  int table_weight_width() const { return num_models * weight_width(); }
+  int table_bias_width() const { return num_models * bias_width(); }
+  // Model k alone (0 <= k < num_models): num_models 1, its variant applied to
+  // the optimizers' rates and penalties. What the artifact of model k records.
+  Hyperparameters Model(int k) const;
   // The loss training minimises, with its parameters (LossKindOf; throws
   // Error as it does).
   LossFunction loss_function() const;

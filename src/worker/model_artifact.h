@@ -27,6 +27,11 @@ struct ModelArtifact {
   // How the training data was read; predict reads its data so by default.
   DataFormat data_format = DataFormat::kLibsvm;
   bool libsvm_zero_based = false;
+  // The job trained `trained_models` models side by side (num_models) and
+  // this is model `selected_model` of them, chosen on validation (or on
+  // training loss); `hyperparameters` are its own settings.
+  int trained_models = 1;
+  int selected_model = 0;
 
   // Writes <dir>/weights.bin and <dir>/model.json (creating dir), each
   // replaced whole. `dir` is a folder or a storage URI (file://, s3://;

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.h"
+
 namespace keel {
 namespace {
 
@@ -41,6 +43,29 @@ ModelArtifact DumpModel(KVWorker* client, const Hyperparameters& hyperparameters
     artifact.bias.assign(bias.begin(), bias.end());
   }
   return artifact;
+}
+
+ModelArtifact SliceModel(const ModelArtifact& all, int k) {
+  const Hyperparameters& h = all.hyperparameters;
+  const size_t width = static_cast<size_t>(h.weight_width());
+  const size_t bias_width = static_cast<size_t>(h.bias_width());
+  const size_t models = static_cast<size_t>(h.num_models);
+  if (all.weights.size() != all.features.size() * width * models ||
+      all.bias.size() != bias_width * models) {
+    throw MakeError("a model dump of ", all.features.size(), " features does not hold ", models,
+                    " models' columns");
+  }
+  ModelArtifact model = all;
+  model.hyperparameters = h.Model(k);  // throws for a k outside the job's models
+  model.trained_models = h.num_models;
+  model.selected_model = k;
+  model.weights.resize(all.features.size() * width);
+  for (size_t row = 0; row < all.features.size(); ++row) {
+    std::copy_n(all.weights.begin() + (row * models + k) * width, width,
+                model.weights.begin() + row * width);
+  }
+  model.bias.assign(all.bias.begin() + k * bias_width, all.bias.begin() + (k + 1) * bias_width);
+  return model;
 }
 
 }  // namespace keel

@@ -17,6 +17,13 @@ namespace keel {
 ModelArtifact DumpModel(KVWorker* client, const Hyperparameters& hyperparameters,
                         const std::string& hyperparameter_json, int weight_width, int bias_width);
 
+// Model k of `all`, a dump of a job of num_models models (every model's
+// columns side by side, all.hyperparameters the job's): its columns of the
+// weights and the bias, its own hyperparameters (Hyperparameters::Model(k)),
+// and which of how many models it is. Throws Error if k is not a model of
+// the job or `all` does not hold every model's columns.
+ModelArtifact SliceModel(const ModelArtifact& all, int k);
+
 }  // namespace keel
 
 #endif  // KEEL_WORKER_MODEL_DUMP_H_

@@ -262,6 +262,8 @@ std::string ModelJson(const ModelArtifact& model) {
        << ",\"threshold\":" << JsonNumber(h.DecisionThreshold())
        << ",\"data_format\":" << JsonQuote(DataFormatName(model.data_format))
        << ",\"libsvm_zero_based\":" << JsonBool(model.libsvm_zero_based)
+       << ",\"trained_models\":" << model.trained_models
+       << ",\"selected_model\":" << model.selected_model
        << ",\"hyperparameters\":" << HyperparametersJson(h)
        << ",\"flags\":" << (model.hyperparameter_json.empty() ? "{}" : model.hyperparameter_json)
        << "}\n";
@@ -298,6 +300,8 @@ void ReadModelJson(const std::string& text, const std::string& path, ModelArtifa
       top.Fail("data_format", "'", format, "': ", e.what());
     }
     top.Bool("libsvm_zero_based", &model->libsvm_zero_based);
+    top.Count("trained_models", &model->trained_models, kMaxModels);
+    top.Count("selected_model", &model->selected_model, kMaxModels - 1);
     ReadHyperparameters(top.Object("hyperparameters"), &h);
     top.Double("threshold", &h.threshold);
     if (const JsonValue* flags = document.Find("flags")) {

@@ -15,6 +15,7 @@
 #include "worker/gate_report.h"
 #include "worker/metrics_files.h"
 #include "worker/model_dump.h"
+#include "worker/model_selection.h"
 #include "worker/training_cursor.h"
 #include "worker/training_loss.h"
 
@@ -39,7 +40,8 @@ void LogEpochDone(int rank, int epoch, const EpochResult& result) {
             << static_cast<uint64_t>((result.examples - result.resumed_examples) /
                                      std::max(result.seconds, 1e-9))
             << " examples/s), mean training loss "
-            << (result.examples ? result.loss / result.examples : 0.0);
+            << (result.examples ? result.losses[0] / result.examples : 0.0)
+            << (result.losses.size() > 1 ? " (model 0)" : "");
 }
 
 }  // namespace
@@ -52,8 +54,13 @@ Trainer::Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparam
       options_(WithDataChecks(std::move(options), hyperparameters)),
       backend_(MakeComputeBackend(options_.device, options_.threads, hyperparameters)),
       model_(*backend_),
+      one_model_(hyperparameters.num_models > 1
+                     ? MakeComputeBackend(options_.device, options_.threads,
+                                          hyperparameters.Model(0))
+                     : nullptr),
       control_(client),
-      evaluator_(client, backend_.get(), hyperparameters, options_.reader),
+      evaluator_(client, backend_.get(), one_model_ ? one_model_.get() : backend_.get(),
+                 hyperparameters, options_.reader),
       epoch_trainer_(node, client, backend_.get(), hyperparameters, options_, &state_) {
   if (options_.train.empty()) throw MakeError("--train is required");
 }
@@ -81,7 +88,7 @@ void Trainer::Run() {
     // The job's last checkpoint (answered once committed; skipped by the
     // scheduler when the job resumed from it).
     state_.set_elapsed_seconds(MonotonicSeconds() - started);
-    StopForCheckpoint(node_, CursorAt(epoch, 0, 0, 0), state_, /*final=*/true);
+    StopForCheckpoint(node_, CursorAt(epoch, 0, 0, {}), state_, /*final=*/true);
   }
   MetricSet final_metrics(state_.metrics().begin(), state_.metrics().end());
   ReportGate(node_, client_, &control_, options_.staleness, state_.training_seconds(),
@@ -91,8 +98,9 @@ void Trainer::Run() {
 }
 
 void Trainer::CountEpoch(int epoch, const EpochResult& result) {
-  AddEpochLoss(&control_, epoch, result.loss + result.departed_loss,
-               result.examples + result.departed_examples);
+  ModelLosses losses = result.losses;
+  AddLosses(result.departed_losses, &losses);
+  AddEpochLoss(&control_, epoch, losses, result.examples + result.departed_examples);
   state_.set_training_seconds(state_.training_seconds() + result.seconds);
   state_.set_pull_wait_seconds(state_.pull_wait_seconds() + result.pull_wait);
   LogEpochDone(node_->rank(), epoch, result);
@@ -103,33 +111,56 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
   state_.set_total_examples(state_.total_examples() + examples);
   metrics["train:examples_per_epoch"] = static_cast<double>(examples);
   metrics["train:epochs"] = epoch;
-  MetricSet figures = {{"train:objective_loss", ReadEpochLoss(&control_, epoch)}};
-  metrics["train:objective_loss"] = figures.at("train:objective_loss");
+  const int models = hyperparameters_.num_models;
+  const ModelLosses losses = ReadEpochLosses(&control_, epoch, models);
+  MetricSet figures;
+  for (int k = 0; models > 1 && k < models; ++k) {
+    Record(OfModel(k, {{"train:objective_loss", losses[k]}}), &figures);
+  }
   std::cout << "epoch " << epoch << ": " << examples << " examples across "
-            << node_->view()->num_workers() << " worker(s); " << FormatMetrics(figures);
-  const bool stop = !options_.validation.empty() && ValidateEpoch(epoch, &figures);
+            << node_->view()->num_workers() << " worker(s)";
+  // Without a validation channel the models compete on training loss.
+  int selected = BestOnTraining(losses);
+  const bool stop = !options_.validation.empty() && ValidateEpoch(epoch, &figures, &selected);
+  const MetricSet train = {{"train:objective_loss", losses[selected]}};
+  Record(train, &figures);
+  std::cout << "; " << FormatMetrics(train);
+  if (models > 1) {
+    Record({{"train:selected_model", selected}}, &figures);
+    std::cout << " (model " << selected << " of " << models << ")";
+  }
+  state_.set_best_model(selected);
   AppendHistory(options_.model_dir, epoch, MonotonicSeconds() - started, examples, figures);
+  if (stop) {
+    std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
+  }
   std::cout << std::endl;
   if (stop) control_.Add(ControlTable::kStopFeature, 1);
   state_.set_elapsed_seconds(MonotonicSeconds() - started);
 }
 
-bool Trainer::ValidateEpoch(int epoch, MetricSet* figures) {
-  const MetricSet validation = evaluator_.Evaluate(options_.validation);
-  const MetricSet named = OfChannel("validation", validation);
+void Trainer::Record(const MetricSet& named, MetricSet* figures) {
   auto& metrics = *state_.mutable_metrics();
   for (const auto& [name, value] : named) {
     metrics[name] = value;
     (*figures)[name] = value;
   }
+}
+
+bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
+  const std::vector<MetricSet> per_model = evaluator_.EvaluateModels(options_.validation);
+  *selected = BestModel(hyperparameters_, per_model);
+  for (size_t k = 0; per_model.size() > 1 && k < per_model.size(); ++k) {
+    Record(OfModel(static_cast<int>(k), OfChannel("validation", per_model[k])), figures);
+  }
+  const MetricSet& validation = per_model[*selected];
+  const MetricSet named = OfChannel("validation", validation);
+  Record(named, figures);
   std::cout << "; " << FormatMetrics(named);
   const EpochVerdict verdict = JudgeEpoch(validation, hyperparameters_, &state_);
   // The job's model is its best validation epoch's: dumped now, written at the end.
   if (verdict.improved && options_.keep_best_epoch) {
-    best_ = BestEpoch{epoch, validation, DumpServersModel()};
-  }
-  if (verdict.stop) {
-    std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
+    best_ = BestEpoch{epoch, validation, DumpServersModel(*selected)};
   }
   return verdict.stop;
 }
@@ -157,22 +188,31 @@ void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {
   // Without a validation channel (or after a resume that saw no gain yet) the
   // model is the last epoch's.
   if (best_.epoch == 0) {
-    best_.model = DumpServersModel();
+    best_.model = DumpServersModel(state_.best_model());
+    if (hyperparameters_.num_models > 1) {
+      std::cout << "keeping model " << state_.best_model() << " of " << hyperparameters_.num_models
+                << ", the best on " << (options_.validation.empty() ? "training loss" : "validation")
+                << std::endl;
+    }
     return;
   }
   for (const auto& [name, value] : best_.validation) {
     (*final_metrics)["validation:" + name] = value;
   }
   (*final_metrics)["train:best_epoch"] = best_.epoch;
+  if (hyperparameters_.num_models > 1) {
+    (*final_metrics)["train:selected_model"] = best_.model.selected_model;
+  }
   if (best_.epoch != last_epoch) {
     std::cout << "keeping the model of epoch " << best_.epoch << ", the best on validation"
               << std::endl;
   }
 }
 
-ModelArtifact Trainer::DumpServersModel() {
-  ModelArtifact model = DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
-                                  model_.weight_width(), model_.bias_width());
+ModelArtifact Trainer::DumpServersModel(int k) {
+  ModelArtifact all = DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
+                                model_.weight_width(), model_.bias_width());
+  ModelArtifact model = hyperparameters_.num_models > 1 ? SliceModel(all, k) : std::move(all);
   model.data_format = options_.reader.format;
   model.libsvm_zero_based = options_.reader.zero_based;
   return model;

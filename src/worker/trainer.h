@@ -56,19 +56,25 @@ class Trainer {
   void CountEpoch(int epoch, const EpochResult& result);
   // Worker 0, once every worker has counted `epoch` (`examples` in all):
   // records the epoch's figures (train:objective_loss among them), validates,
-  // appends the epoch to history.jsonl, and tells the others whether to stop.
-  // `started`: when the job started, resumed runs included.
+  // selects the best of the job's models, appends the epoch to
+  // history.jsonl, and tells the others whether to stop. `started`: when the
+  // job started, resumed runs included.
   void DecideEpoch(int epoch, uint64_t examples, double started);
-  // Scores the validation channel after `epoch` and judges it; true to stop.
-  // Adds the validation:* metrics to `figures`, the epoch's history line.
-  bool ValidateEpoch(int epoch, MetricSet* figures);
+  // Scores every model on the validation channel after `epoch`, selects the
+  // best (into `*selected`) and judges it; true to stop. Adds the
+  // validation:* metrics (the selected model's; every model's as
+  // model_<k>:validation:* when there are several) to `figures`, the epoch's
+  // history line.
+  bool ValidateEpoch(int epoch, MetricSet* figures, int* selected);
+  // Records `figures` in the job's metrics (state_) and in the epoch's line.
+  void Record(const MetricSet& named, MetricSet* figures);
   // Worker 0, at the end: picks the model (the best validation epoch's or the
-  // last one's, `last_epoch`), scores the test channel with it, and writes
-  // the artifact and metrics.json.
+  // last one's, `last_epoch`; of several models the selected one), scores the
+  // test channel with it, and writes the artifact and metrics.json.
   void FinishJob(int last_epoch, MetricSet* final_metrics);
   void ChooseModel(int last_epoch, MetricSet* final_metrics);
-  // The servers' current weights, as an artifact.
-  ModelArtifact DumpServersModel();
+  // Model k of the servers' current weights, as an artifact.
+  ModelArtifact DumpServersModel(int k);
 
   Node* node_;
   KVWorker* client_;
@@ -76,6 +82,9 @@ class Trainer {
   TrainerOptions options_;
   std::unique_ptr<ComputeBackend> backend_;
   ComputeBackend& model_;
+  // One model's backend, for artifacts (with several models; else null and
+  // backend_ serves).
+  std::unique_ptr<ComputeBackend> one_model_;
   ControlTable control_;
   Evaluator evaluator_;
   // The job's state as checkpoints carry it (kept current by the leader).
@@ -85,8 +94,8 @@ class Trainer {
   // its validation metrics and its weights (TrainerOptions::keep_best_epoch).
   struct BestEpoch {
     int epoch = 0;
-    MetricSet validation;
-    ModelArtifact model;
+    MetricSet validation;  // the selected model's
+    ModelArtifact model;   // the selected model alone
   };
   BestEpoch best_;
 };

@@ -1,5 +1,7 @@
 #include "worker/training_cursor.h"
 
+#include <algorithm>
+
 #include <glog/logging.h>
 
 #include <string>
@@ -58,13 +60,24 @@ proto::WorkerCursor TakeoverPoint(Node* node) {
 
 }  // namespace
 
-proto::WorkerCursor CursorAt(int epoch, uint64_t batches, uint64_t examples, double loss) {
+proto::WorkerCursor CursorAt(int epoch, uint64_t batches, uint64_t examples,
+                             const ModelLosses& losses) {
   proto::WorkerCursor cursor;
   cursor.set_epoch(epoch);
   cursor.set_batches(batches);
   cursor.set_examples(examples);
-  cursor.set_loss(loss);
+  cursor.set_loss(losses.empty() ? 0.0 : losses[0]);
+  if (losses.size() > 1) *cursor.mutable_model_losses() = {losses.begin(), losses.end()};
   return cursor;
+}
+
+ModelLosses LossesOf(const proto::WorkerCursor& cursor, int num_models) {
+  ModelLosses losses(static_cast<size_t>(std::max(num_models, 1)), 0.0);
+  losses[0] = cursor.loss();
+  for (int k = 1; k < num_models && k < cursor.model_losses_size(); ++k) {
+    losses[k] = cursor.model_losses(k);
+  }
+  return losses;
 }
 
 proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state) {

@@ -8,12 +8,19 @@
 
 #include "checkpoint.pb.h"
 #include "kv/node.h"
+#include "worker/training_loss.h"
 
 namespace keel {
 
 // `batches` minibatches into `epoch`, having read `examples` examples of
-// summed training loss `loss` in it.
-proto::WorkerCursor CursorAt(int epoch, uint64_t batches, uint64_t examples, double loss);
+// summed training loss `losses` in it (one per model; `loss` holds model 0's,
+// model_losses every model's when there are several).
+proto::WorkerCursor CursorAt(int epoch, uint64_t batches, uint64_t examples,
+                             const ModelLosses& losses);
+
+// The per-model losses `cursor` carries for a job of `num_models` models
+// (models it does not carry, as in a cursor of one model: 0).
+ModelLosses LossesOf(const proto::WorkerCursor& cursor, int num_models);
 
 // Where this worker starts the job. After the checkpoint the view says to
 // resume from: its cursor there (epoch 0 if none), and on worker 0 the job's

@@ -11,20 +11,29 @@
 #define KEEL_WORKER_TRAINING_LOSS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "worker/control_table.h"
 
 namespace keel {
 
-// Adds this worker's summed training `loss` over `examples` in `epoch` (>= 1)
-// to the job's sums. Call once per worker and epoch, before the barrier after
-// which ReadEpochLoss is called. Throws Error if a request fails.
-void AddEpochLoss(ControlTable* control, int epoch, double loss, uint64_t examples);
+// Summed training losses, one per model of the job (num_models).
+using ModelLosses = std::vector<double>;
 
-// The mean training loss per example of `epoch` across every worker that has
-// added its sums; 0 if no examples were added. Kept as float sums on the
-// servers: about 7 significant digits. Throws Error if a request fails.
-double ReadEpochLoss(ControlTable* control, int epoch);
+// Adds `add` to `*sum` model by model (`*sum` grows to add's size).
+void AddLosses(const ModelLosses& add, ModelLosses* sum);
+
+// Adds this worker's summed training `losses` (one per model) over `examples`
+// in `epoch` (>= 1) to the job's sums. Call once per worker and epoch, before
+// the barrier after which ReadEpochLosses is called. Throws Error if a
+// request fails.
+void AddEpochLoss(ControlTable* control, int epoch, const ModelLosses& losses, uint64_t examples);
+
+// The mean training loss per example of `epoch` of each of `num_models`
+// models across every worker that has added its sums; 0 if no examples were
+// added. Kept as float sums on the servers: about 7 significant digits.
+// Throws Error if a request fails.
+ModelLosses ReadEpochLosses(ControlTable* control, int epoch, int num_models);
 
 }  // namespace keel
 

@@ -1,0 +1,243 @@
+// num_models: several models trained side by side in one pass. Their
+// settings, their tables, their backend, their artifact and their losses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "base/error.h"
+#include "random_batch.h"
+#include "worker/cpu_model.h"
+#include "worker/model_dump.h"
+#include "worker/model_selection.h"
+#include "worker/model_variants.h"
+#include "worker/multi_model_backend.h"
+#include "worker/training_cursor.h"
+
+namespace keel {
+namespace {
+
+Hyperparameters Job(JobKind job, PredictorType type, int models) {
+  Hyperparameters h;
+  h.job = job;
+  h.predictor_type = type;
+  h.num_classes = 3;
+  h.num_factors = 2;
+  h.weights_optimizer.name = "adagrad";
+  h.weights_optimizer.learning_rate = 0.1f;
+  h.bias_optimizer = h.weights_optimizer;
+  return WithModels(h, models);
+}
+
+std::vector<float> Random(std::mt19937_64* random, size_t count) {
+  std::uniform_real_distribution<float> value(-0.5f, 0.5f);
+  std::vector<float> numbers(count);
+  for (float& number : numbers) number = value(*random);
+  return numbers;
+}
+
+TEST(SpreadModels, ModelZeroIsTheSettingsGivenAndTheOthersDiffer) {
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  const std::vector<ModelVariant> variants = SpreadModels(8, sgd);
+  ASSERT_EQ(variants.size(), 8u);
+  EXPECT_EQ(variants[0].learning_rate_scale, 1.0f);
+  EXPECT_EQ(variants[0].wd, 0.0f);
+  EXPECT_EQ(variants[0].l1, 0.0f);
+  std::set<float> scales;
+  for (size_t k = 1; k < variants.size(); ++k) {
+    EXPECT_GE(variants[k].learning_rate_scale, 0.1f) << k;
+    EXPECT_LT(variants[k].learning_rate_scale, 10.0f) << k;
+    EXPECT_TRUE(variants[k].wd == 0.0f || (variants[k].wd >= 1e-7f && variants[k].wd < 1e-3f));
+    scales.insert(variants[k].learning_rate_scale);
+  }
+  EXPECT_EQ(scales.size(), 7u) << "every other model has a rate of its own";
+  EXPECT_GT(variants[3].l1, 0.0f) << "sgd takes an L1 penalty: every third model has one";
+}
+
+TEST(SpreadModels, IsDeterministicAndGivesAdamNoL1) {
+  OptimizerOptions adam;
+  adam.name = "adam";
+  const std::vector<ModelVariant> first = SpreadModels(32, adam);
+  const std::vector<ModelVariant> second = SpreadModels(32, adam);
+  for (size_t k = 0; k < first.size(); ++k) {
+    EXPECT_EQ(first[k].learning_rate_scale, second[k].learning_rate_scale);
+    EXPECT_EQ(first[k].wd, second[k].wd);
+    EXPECT_EQ(first[k].l1, 0.0f) << k;
+  }
+}
+
+TEST(ParseNumModels, TakesAutoAndOneToThirtyTwoOnly) {
+  const Hyperparameters h;
+  EXPECT_EQ(ParseNumModels("auto", h), AutoNumModels(h));
+  EXPECT_EQ(ParseNumModels("1", h), 1);
+  EXPECT_EQ(ParseNumModels("32", h), 32);
+  for (const char* bad : {"0", "33", "-1", "2.5", "", "many"}) {
+    try {
+      ParseNumModels(bad, h);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--num_models"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Hyperparameters, ModelKAppliesItsVariantToBothOptimizers) {
+  Hyperparameters h = Job(JobKind::kLinearLearner, PredictorType::kBinaryClassifier, 1);
+  h.num_models = 2;
+  h.variants = {ModelVariant{}, ModelVariant{0.5f, 1e-4f, 2e-5f}};
+  const Hyperparameters second = h.Model(1);
+  EXPECT_EQ(second.num_models, 1);
+  EXPECT_FLOAT_EQ(second.weights_optimizer.learning_rate, 0.05f);
+  EXPECT_FLOAT_EQ(second.weights_optimizer.l2, 1e-4f);
+  EXPECT_FLOAT_EQ(second.weights_optimizer.l1, 2e-5f);
+  EXPECT_FLOAT_EQ(second.bias_optimizer.learning_rate, 0.05f);
+  EXPECT_FLOAT_EQ(second.bias_optimizer.l2, 0.0f) << "the bias keeps its own penalty";
+  EXPECT_THROW(h.Model(2), Error);
+}
+
+TEST(TablesFor, GivesEachModelItsColumnsWithItsOwnRates) {
+  Hyperparameters h = Job(JobKind::kFactorizationMachines, PredictorType::kBinaryClassifier, 1);
+  h.weights_optimizer.groups = {{0, 1, 0.1f, 0.0f, 0.0f}, {1, 3, 0.01f, 0.0f, 1e-3f}};
+  h.num_models = 2;
+  h.variants = {ModelVariant{}, ModelVariant{2.0f, 1e-5f, 0.0f}};
+  const auto tables = TablesFor(h);
+  const TableSpec& weights = tables.at(kWeightTable);
+  EXPECT_EQ(weights.width, 2 * 3);
+  ASSERT_EQ(weights.optimizer.groups.size(), 4u);
+  const auto& groups = weights.optimizer.groups;
+  EXPECT_EQ(groups[0].begin, 0);
+  EXPECT_EQ(groups[0].end, 1);
+  EXPECT_FLOAT_EQ(groups[1].learning_rate, 0.01f);
+  EXPECT_EQ(groups[2].begin, 3);
+  EXPECT_EQ(groups[2].end, 4);
+  EXPECT_FLOAT_EQ(groups[2].learning_rate, 0.2f);
+  EXPECT_EQ(groups[3].begin, 4);
+  EXPECT_EQ(groups[3].end, 6);
+  EXPECT_FLOAT_EQ(groups[3].learning_rate, 0.02f);
+  EXPECT_FLOAT_EQ(groups[3].l2, 1e-3f + 1e-5f);
+  const TableSpec& bias = tables.at(kBiasTable);
+  EXPECT_EQ(bias.width, 2);
+  ASSERT_EQ(bias.optimizer.groups.size(), 2u);
+  EXPECT_FLOAT_EQ(bias.optimizer.groups[1].learning_rate, 0.2f);
+}
+
+TEST(TablesFor, OneModelHasTheTablesOfBefore) {
+  const Hyperparameters h = Job(JobKind::kLinearLearner, PredictorType::kBinaryClassifier, 1);
+  const auto tables = TablesFor(h);
+  EXPECT_EQ(tables.at(kWeightTable).width, 1);
+  EXPECT_TRUE(tables.at(kWeightTable).optimizer.groups.empty());
+  EXPECT_TRUE(tables.at(kBiasTable).optimizer.groups.empty());
+}
+
+// The models' backend computes, for each model, exactly what a backend of one
+// model computes on that model's columns.
+void ExpectEachModelAsAlone(JobKind job, PredictorType type) {
+  const int models = 3;
+  const Hyperparameters h = Job(job, type, models);
+  std::mt19937_64 random(7);
+  const PreparedBatch batch = testing::RandomBatch(40, 30, 5, h.classes() > 1 ? h.classes() : 1,
+                                          type == PredictorType::kRegressor, &random);
+  MultiModelBackend all(h, std::make_unique<CpuModel>(h.Model(0)));
+  CpuModel one(h.Model(0));
+  const size_t keys = batch.keys.size();
+  const size_t width = static_cast<size_t>(h.weight_width());
+  const size_t bias_width = static_cast<size_t>(h.bias_width());
+  ASSERT_EQ(all.weight_width(), static_cast<int>(models * width));
+  const std::vector<float> weights = Random(&random, keys * models * width);
+  const std::vector<float> bias = Random(&random, models * bias_width);
+  std::vector<float> gradients, bias_gradient, predictions;
+  const double total = all.Gradients(batch, weights.data(), bias.data(), &gradients, &bias_gradient);
+  all.Predict(batch, weights.data(), bias.data(), &predictions);
+  const std::vector<double> losses = all.LastModelLosses(total);
+  ASSERT_EQ(losses.size(), static_cast<size_t>(models));
+  double sum = 0;
+  for (int k = 0; k < models; ++k) {
+    std::vector<float> own(keys * width), own_gradients, own_bias_gradient, own_predictions;
+    for (size_t key = 0; key < keys; ++key) {
+      std::copy_n(weights.begin() + (key * models + k) * width, width, own.begin() + key * width);
+    }
+    const float* own_bias = bias.data() + k * bias_width;
+    const double loss =
+        one.Gradients(batch, own.data(), own_bias, &own_gradients, &own_bias_gradient);
+    one.Predict(batch, own.data(), own_bias, &own_predictions);
+    EXPECT_EQ(losses[k], loss) << k;
+    sum += loss;
+    for (size_t key = 0; key < keys; ++key) {
+      for (size_t c = 0; c < width; ++c) {
+        ASSERT_EQ(gradients[(key * models + k) * width + c], own_gradients[key * width + c]);
+      }
+    }
+    for (size_t c = 0; c < bias_width; ++c) {
+      EXPECT_EQ(bias_gradient[k * bias_width + c], own_bias_gradient[c]);
+    }
+    const size_t classes = static_cast<size_t>(h.classes());
+    for (size_t row = 0; row < batch.batch.rows(); ++row) {
+      for (size_t c = 0; c < classes; ++c) {
+        ASSERT_EQ(predictions[(row * models + k) * classes + c], own_predictions[row * classes + c]);
+      }
+    }
+  }
+  EXPECT_DOUBLE_EQ(total, sum);
+}
+
+TEST(MultiModelBackend, ComputesEachModelAsItsOwnBackendWould) {
+  ExpectEachModelAsAlone(JobKind::kLinearLearner, PredictorType::kBinaryClassifier);
+  ExpectEachModelAsAlone(JobKind::kLinearLearner, PredictorType::kMulticlassClassifier);
+  ExpectEachModelAsAlone(JobKind::kFactorizationMachines, PredictorType::kRegressor);
+}
+
+TEST(MultiModelBackend, IsWhatMakeComputeBackendGivesSeveralModels) {
+  const Hyperparameters h = Job(JobKind::kLinearLearner, PredictorType::kBinaryClassifier, 4);
+  const auto backend = MakeComputeBackend("cpu", 1, h);
+  EXPECT_EQ(backend->num_models(), 4);
+  EXPECT_EQ(backend->weight_width(), 4);
+  EXPECT_EQ(backend->prediction_width(), 4);
+  EXPECT_NE(backend->name().find("4 models"), std::string::npos) << backend->name();
+  EXPECT_EQ(MakeComputeBackend("cpu", 1, h.Model(2))->num_models(), 1);
+}
+
+TEST(SliceModel, TakesModelKsColumnsAndSettings) {
+  ModelArtifact all;
+  all.hyperparameters = Job(JobKind::kLinearLearner, PredictorType::kMulticlassClassifier, 2);
+  all.features = {3, 9};
+  // Per feature: model 0's 3 classes, then model 1's.
+  all.weights = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  all.bias = {-1, -2, -3, -4, -5, -6};
+  const ModelArtifact second = SliceModel(all, 1);
+  EXPECT_EQ(second.features, all.features);
+  EXPECT_EQ(second.weights, (std::vector<float>{4, 5, 6, 10, 11, 12}));
+  EXPECT_EQ(second.bias, (std::vector<float>{-4, -5, -6}));
+  EXPECT_EQ(second.trained_models, 2);
+  EXPECT_EQ(second.selected_model, 1);
+  EXPECT_EQ(second.hyperparameters.num_models, 1);
+  EXPECT_FLOAT_EQ(second.hyperparameters.weights_optimizer.learning_rate,
+                  0.1f * all.hyperparameters.variants[1].learning_rate_scale);
+  EXPECT_THROW(SliceModel(all, 2), Error);
+  all.weights.pop_back();
+  EXPECT_THROW(SliceModel(all, 0), Error);
+}
+
+TEST(ModelSelection, PicksTheLowestLossAndTheFirstAmongEquals) {
+  const Hyperparameters h;
+  EXPECT_EQ(BestModel(h, {{{"objective_loss", 0.5}}, {{"objective_loss", 0.4}},
+                          {{"objective_loss", 0.4}}}),
+            1);
+  EXPECT_EQ(BestModel(h, {{{"objective_loss", NAN}}, {{"objective_loss", 0.9}}}), 1);
+  EXPECT_EQ(BestOnTraining({0.3, NAN, 0.2, 0.2}), 2);
+  EXPECT_EQ(BestOnTraining({NAN, 0.7}), 1);
+  EXPECT_EQ(OfModel(3, {{"validation:auc", 0.7}}).count("model_3:validation:auc"), 1u);
+}
+
+TEST(TrainingCursor, CarriesEveryModelsLoss) {
+  const proto::WorkerCursor cursor = CursorAt(2, 5, 500, {1.5, 2.5, 3.5});
+  EXPECT_EQ(cursor.loss(), 1.5);
+  EXPECT_EQ(LossesOf(cursor, 3), (ModelLosses{1.5, 2.5, 3.5}));
+  // A cursor of one model read by a job of two: the other starts from 0.
+  EXPECT_EQ(LossesOf(CursorAt(2, 5, 500, {1.5}), 2), (ModelLosses{1.5, 0.0}));
+}
+
+}  // namespace
+}  // namespace keel
