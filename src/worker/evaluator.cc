@@ -37,6 +37,17 @@ class ArtifactRows {
   std::unordered_map<Key, size_t> rows_;  // mixed key -> the feature's row
 };
 
+// Cuts `prepared` to its first `rows` rows (and their key set) if it has more.
+void KeepFirstRows(uint64_t rows, PreparedBatch* prepared) {
+  Batch& batch = prepared->batch;
+  if (batch.rows() <= rows) return;
+  batch.row_offsets.resize(rows + 1);
+  batch.labels.resize(rows * batch.label_width);
+  batch.indices.resize(batch.row_offsets.back());
+  batch.values.resize(batch.row_offsets.back());
+  PrepareKeys(prepared);
+}
+
 }  // namespace
 
 Evaluator::Evaluator(KVWorker* client, ComputeBackend* model,
@@ -48,16 +59,26 @@ Evaluator::Evaluator(KVWorker* client, ComputeBackend* model,
       bias_key_(BiasKey()) {}
 
 MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* artifact) {
+  const ChannelPredictions scored = Predict(channel, artifact);
+  Hyperparameters scoring = hyperparameters_;
+  if (artifact != nullptr) scoring.threshold = artifact->hyperparameters.threshold;
+  return PredictionMetrics(scoring, scored.predictions, scored.labels, scored.mean_loss);
+}
+
+ChannelPredictions Evaluator::Predict(const std::string& channel, const ModelArtifact* artifact,
+                                      uint64_t max_rows) {
   BatchStream stream(ResolveChannel(channel, 0, 1), reader_,
                      static_cast<size_t>(hyperparameters_.mini_batch_size));
   const int width = model_->weight_width();
   const std::vector<float> bias = BiasFor(artifact);
   std::optional<ArtifactRows> artifact_rows;
   if (artifact != nullptr) artifact_rows.emplace(*artifact, width);
-  std::vector<float> predictions, labels, batch_predictions, local_weights;
+  ChannelPredictions scored;
+  std::vector<float> batch_predictions, local_weights;
   double loss_sum = 0.0;
   PreparedBatch batch;
-  while (stream.Next(&batch)) {
+  while (scored.labels.size() < max_rows && stream.Next(&batch)) {
+    KeepFirstRows(max_rows - scored.labels.size(), &batch);
     SharedArray<float> pulled;
     const float* rows = nullptr;
     if (artifact_rows) {
@@ -68,12 +89,13 @@ MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* a
       rows = pulled.data();
     }
     loss_sum += model_->Predict(batch, rows, bias.data(), &batch_predictions);
-    predictions.insert(predictions.end(), batch_predictions.begin(), batch_predictions.end());
-    labels.insert(labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
+    scored.predictions.insert(scored.predictions.end(), batch_predictions.begin(),
+                              batch_predictions.end());
+    scored.labels.insert(scored.labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
   }
-  if (labels.empty()) throw MakeError("channel ", channel, " holds no examples");
-  return PredictionMetrics(hyperparameters_, predictions, labels,
-                           loss_sum / static_cast<double>(labels.size()));
+  if (scored.labels.empty()) throw MakeError("channel ", channel, " holds no examples");
+  scored.mean_loss = loss_sum / static_cast<double>(scored.labels.size());
+  return scored;
 }
 
 std::vector<float> Evaluator::BiasFor(const ModelArtifact* artifact) {

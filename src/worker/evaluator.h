@@ -34,6 +34,13 @@ MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
                             const std::vector<float>& predictions, const std::vector<float>& labels,
                             double mean_loss = std::numeric_limits<double>::quiet_NaN());
 
+// A channel's predictions under one model, and their labels.
+struct ChannelPredictions {
+  std::vector<float> predictions;  // rows x classes() for multiclass, else one per row
+  std::vector<float> labels;       // one per row
+  double mean_loss = 0.0;          // the mean training loss (ExampleLoss) over these rows
+};
+
 class Evaluator {
  public:
   // `client` and `model` must outlive the evaluator. `reader` reads the
@@ -44,9 +51,16 @@ class Evaluator {
   // Scores every example of `channel` (a file, folder, or pipe:PATH) with the
   // servers' current weights, or with `artifact`'s if given (features it
   // lacks weigh zero). Metric names are SageMaker's, without the channel
-  // prefix: PredictionMetrics. Throws Error on bad data, a failed request, or
-  // an empty channel.
+  // prefix: PredictionMetrics, a binary classifier labelled by the artifact's
+  // threshold when given. Throws Error on bad data, a failed request, or an
+  // empty channel.
   MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
+
+  // The predictions and labels of the first `max_rows` (>= 1) examples of
+  // `channel` (all of them when it has fewer), scored as Evaluate scores them.
+  // Throws Error as Evaluate does.
+  ChannelPredictions Predict(const std::string& channel, const ModelArtifact* artifact = nullptr,
+                             uint64_t max_rows = std::numeric_limits<uint64_t>::max());
 
  private:
   // The bias to score with: the artifact's, the servers' (pulled), or zeros.

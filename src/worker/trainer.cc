@@ -15,6 +15,7 @@
 #include "worker/gate_report.h"
 #include "worker/metrics_files.h"
 #include "worker/model_dump.h"
+#include "worker/model_selection.h"
 #include "worker/training_cursor.h"
 #include "worker/training_loss.h"
 
@@ -136,6 +137,7 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures) {
 
 void Trainer::FinishJob(int last_epoch, MetricSet* final_metrics) {
   ChooseModel(last_epoch, final_metrics);
+  TuneThreshold(final_metrics);
   if (!options_.test.empty()) {
     const MetricSet metrics = OfChannel("test", evaluator_.Evaluate(options_.test, &best_.model));
     for (const auto& [name, value] : metrics) (*final_metrics)[name] = value;
@@ -168,6 +170,29 @@ void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {
     std::cout << "keeping the model of epoch " << best_.epoch << ", the best on validation"
               << std::endl;
   }
+}
+
+void Trainer::TuneThreshold(MetricSet* final_metrics) {
+  if (!TunesThreshold(hyperparameters_)) return;
+  const bool on_validation = !options_.validation.empty();
+  const std::string& channel = on_validation ? options_.validation : options_.train;
+  Hyperparameters& model = best_.model.hyperparameters;
+  if (channel.rfind("pipe:", 0) == 0) {
+    std::cout << "decision threshold " << model.DecisionThreshold() << " (the loss's): the "
+              << "training channel is a pipe, read once, and there is no validation channel"
+              << std::endl;
+    return;
+  }
+  const ChannelPredictions rows =
+      evaluator_.Predict(channel, &best_.model, hyperparameters_.num_calibration_samples);
+  const ThresholdChoice choice = ChooseThreshold(
+      rows.predictions, rows.labels, model.threshold_criterion(), model.DecisionThreshold());
+  model.threshold = choice.threshold;
+  const MetricSet metrics = ThresholdMetrics(on_validation ? "validation" : "train", model, choice);
+  for (const auto& [name, value] : metrics) (*final_metrics)[name] = value;
+  std::cout << "decision threshold tuned for " << SelectionCriterionName(model.selection_criterion)
+            << " on " << rows.labels.size() << " rows of " << channel << ": "
+            << FormatMetrics(metrics) << std::endl;
 }
 
 ModelArtifact Trainer::DumpServersModel() {
