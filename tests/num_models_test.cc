@@ -139,7 +139,7 @@ void ExpectEachModelAsAlone(JobKind job, PredictorType type) {
   const Hyperparameters h = Job(job, type, models);
   std::mt19937_64 random(7);
   const PreparedBatch batch = testing::RandomBatch(40, 30, 5, h.classes() > 1 ? h.classes() : 1,
-                                          type == PredictorType::kRegressor, &random);
+                                                   type == PredictorType::kRegressor, &random);
   MultiModelBackend all(h, std::make_unique<CpuModel>(h.Model(0)));
   CpuModel one(h.Model(0));
   const size_t keys = batch.keys.size();
@@ -149,7 +149,8 @@ void ExpectEachModelAsAlone(JobKind job, PredictorType type) {
   const std::vector<float> weights = Random(&random, keys * models * width);
   const std::vector<float> bias = Random(&random, models * bias_width);
   std::vector<float> gradients, bias_gradient, predictions;
-  const double total = all.Gradients(batch, weights.data(), bias.data(), &gradients, &bias_gradient);
+  const double total =
+      all.Gradients(batch, weights.data(), bias.data(), &gradients, &bias_gradient);
   all.Predict(batch, weights.data(), bias.data(), &predictions);
   const std::vector<double> losses = all.LastModelLosses(total);
   ASSERT_EQ(losses.size(), static_cast<size_t>(models));
@@ -176,7 +177,8 @@ void ExpectEachModelAsAlone(JobKind job, PredictorType type) {
     const size_t classes = static_cast<size_t>(h.classes());
     for (size_t row = 0; row < batch.batch.rows(); ++row) {
       for (size_t c = 0; c < classes; ++c) {
-        ASSERT_EQ(predictions[(row * models + k) * classes + c], own_predictions[row * classes + c]);
+        ASSERT_EQ(predictions[(row * models + k) * classes + c],
+                  own_predictions[row * classes + c]);
       }
     }
   }
@@ -220,12 +222,16 @@ TEST(SliceModel, TakesModelKsColumnsAndSettings) {
   EXPECT_THROW(SliceModel(all, 0), Error);
 }
 
-TEST(ModelSelection, PicksTheLowestLossAndTheFirstAmongEquals) {
-  const Hyperparameters h;
-  EXPECT_EQ(BestModel(h, {{{"objective_loss", 0.5}}, {{"objective_loss", 0.4}},
-                          {{"objective_loss", 0.4}}}),
-            1);
-  EXPECT_EQ(BestModel(h, {{{"objective_loss", NAN}}, {{"objective_loss", 0.9}}}), 1);
+ModelScore Scored(double score) {
+  ModelScore scored;
+  scored.score = score;
+  return scored;
+}
+
+TEST(ModelSelection, PicksTheHighestScoreOrLowestLossAndTheFirstAmongEquals) {
+  EXPECT_EQ(BestModel({Scored(-0.5), Scored(-0.4), Scored(-0.4)}), 1);
+  EXPECT_EQ(BestModel({Scored(NAN), Scored(-0.9)}), 1);
+  EXPECT_EQ(BestModel({Scored(0.7), Scored(NAN)}), 0);
   EXPECT_EQ(BestOnTraining({0.3, NAN, 0.2, 0.2}), 2);
   EXPECT_EQ(BestOnTraining({NAN, 0.7}), 1);
   EXPECT_EQ(OfModel(3, {{"validation:auc", 0.7}}).count("model_3:validation:auc"), 1u);

@@ -422,6 +422,10 @@ class ModelJsonTest : public ModelArtifactTest {
     h.f_beta = 2.0;
     h.accuracy_top_k = 5;
     h.threshold = 0.25;
+    h.selection_criterion = SelectionCriterion::kRecallAtTargetPrecision;
+    h.target_precision = 0.625;
+    h.target_recall = 0.375;
+    h.num_calibration_samples = 1234;
     h.weights_optimizer.name = "adagrad";
     h.weights_optimizer.learning_rate = 0.03f;
     h.weights_optimizer.l1 = 0.001f;
@@ -478,6 +482,10 @@ TEST_F(ModelJsonTest, RestoresEveryHyperparameter) {
   EXPECT_EQ(h.f_beta, 2.0);
   EXPECT_EQ(h.accuracy_top_k, 5);
   EXPECT_EQ(h.threshold, 0.25);
+  EXPECT_EQ(h.selection_criterion, SelectionCriterion::kRecallAtTargetPrecision);
+  EXPECT_EQ(h.target_precision, 0.625);
+  EXPECT_EQ(h.target_recall, 0.375);
+  EXPECT_EQ(h.num_calibration_samples, 1234u);
   EXPECT_EQ(h.weights_optimizer.name, "adagrad");
   EXPECT_EQ(h.weights_optimizer.learning_rate, 0.03f);
   EXPECT_EQ(h.weights_optimizer.l1, 0.001f);
@@ -652,6 +660,53 @@ TEST(PredictionMetrics, RegressorReportsSageMakersRegressionNames) {
   for (const char* name : {"objective_loss", "mse", "rmse", "absolute_loss"}) {
     EXPECT_EQ(metrics.count(name), 1u) << name;
   }
+}
+
+// Five rows of one feature, x = 1..5 (labels 0 0 1 1 1), scored by an
+// artifact with weight 1 and bias -3: scores x - 3, probabilities
+// sigmoid(-2), sigmoid(-1), 1/2, sigmoid(1), sigmoid(2).
+class EvaluatorTest : public testing::TempFolderTest {
+ protected:
+  EvaluatorTest() : TempFolderTest("evaluator") {
+    testing::WriteFile(channel_, "0 1:1\n0 1:2\n1 1:3\n1 1:4\n1 1:5\n");
+    hyperparameters_.mini_batch_size = 2;
+    model_.hyperparameters = hyperparameters_;
+    model_.features = {0};  // libsvm's index 1, read 0-based
+    model_.weights = {1.0f};
+    model_.bias = {-3.0f};
+  }
+  const std::string channel_ = folder_ + "/data.libsvm";
+  Hyperparameters hyperparameters_;
+  ModelArtifact model_;
+};
+
+double Sigmoid(double z) { return 1 / (1 + std::exp(-z)); }
+
+TEST_F(EvaluatorTest, PredictReturnsTheFirstRowsOfAChannelWithTheirMeanLoss) {
+  CpuModel backend(hyperparameters_);
+  Evaluator evaluator(nullptr, &backend, &backend, hyperparameters_,
+                      WithLabelRule(ReaderOptions(), hyperparameters_));
+  // Three rows: the cut falls inside the second minibatch of two.
+  const ChannelPredictions rows = evaluator.Predict(channel_, &model_, 3);
+  ASSERT_EQ(rows.predictions.size(), 3u);
+  EXPECT_NEAR(rows.predictions[0], Sigmoid(-2), 1e-6);
+  EXPECT_NEAR(rows.predictions[1], Sigmoid(-1), 1e-6);
+  EXPECT_NEAR(rows.predictions[2], 0.5, 1e-6);
+  EXPECT_EQ(rows.labels, (std::vector<float>{0, 0, 1}));
+  // Logistic losses: -log(1 - p) for the two negatives, -log p for the positive.
+  const double loss = -(std::log(1 - Sigmoid(-2)) + std::log(1 - Sigmoid(-1)) + std::log(0.5)) / 3;
+  EXPECT_NEAR(rows.mean_loss, loss, 1e-6);
+  EXPECT_EQ(evaluator.Predict(channel_, &model_).labels.size(), 5u);  // no limit: every row
+}
+
+TEST_F(EvaluatorTest, EvaluateLabelsByTheArtifactsThreshold) {
+  CpuModel backend(hyperparameters_);
+  Evaluator evaluator(nullptr, &backend, &backend, hyperparameters_,
+                      WithLabelRule(ReaderOptions(), hyperparameters_));
+  // At 0.5 the positive at probability 1/2 is called negative: 4 of 5.
+  EXPECT_EQ(evaluator.Evaluate(channel_, &model_).at("binary_classification_accuracy"), 0.8);
+  model_.hyperparameters.threshold = 0.4;  // between sigmoid(-1) and 1/2: all 5
+  EXPECT_EQ(evaluator.Evaluate(channel_, &model_).at("binary_classification_accuracy"), 1.0);
 }
 
 }  // namespace

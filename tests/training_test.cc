@@ -444,10 +444,13 @@ TEST_F(TrainingJob, PredictNeedsOnlyTheModelTheDataAndTheOutput) {
 }
 
 // A hinge_loss classifier's scores are margins: predict labels an example by
-// the sign of its margin, as the trainer's metrics do.
+// the sign of its margin, as the trainer's metrics do (the threshold left at
+// its default, 0, by the loss_function criterion).
 TEST_F(TrainingJob, PredictLabelsAHingeLossModelsExamplesByTheSignOfTheMargin) {
   Generate("linear", 4000, 1);
-  const auto exit = Train({"--job=linear_learner", "--loss=hinge_loss", "--epochs=2"}, 1);
+  const auto exit = Train({"--job=linear_learner", "--loss=hinge_loss", "--epochs=2",
+                           "--binary_classifier_model_selection_criteria=loss_function"},
+                          1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   const std::string predictions = folder_ + "/predictions.csv";
   const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
@@ -668,6 +671,63 @@ TEST_F(TrainingJob, ACudaDeviceWithoutAGpuFailsAtStartSayingWhy) {
   // keel launch checks every role's flags, the device too, before it starts any.
   EXPECT_TRUE(Contains(exit.output, "keel launch: error: " + expected)) << exit.output;
   EXPECT_FALSE(Contains(exit.output, "examples across")) << exit.output;  // no epoch ran
+}
+
+// One-hot rows of three groups, interleaved: features 1, 2 and 3, positive in
+// training at rates 0.9, 0.25 and 0.05, so a logistic model predicts about
+// those; in the validation channel groups 1 and 2 are positive, group 3
+// negative. At 0.5 the group-2 rows are called negative; only a threshold
+// between the group-3 and group-2 predictions labels every validation row right.
+void WriteShiftedRateChannels(const std::string& folder) {
+  const int positives_in_20[] = {18, 5, 1};
+  for (const std::string channel : {"train", "validation"}) {
+    ASSERT_EQ(mkdir((folder + "/" + channel).c_str(), 0755), 0);
+    std::ofstream out(folder + "/" + channel + "/part-0.libsvm");
+    const int rows = channel == "train" ? 3000 : 300;
+    for (int i = 0; i < rows; ++i) {
+      const int group = i % 3;
+      const bool positive = channel == "train" ? (i / 3) % 20 < positives_in_20[group] : group != 2;
+      out << (positive ? 1 : 0) << " " << group + 1 << ":1\n";
+    }
+  }
+}
+
+TEST_F(TrainingJob, AccuracyTunesTheThresholdOnValidationAndPredictLabelsByIt) {
+  WriteShiftedRateChannels(folder_);
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=1", "--workers=1", "--train=" + folder_ + "/train",
+       "--validation=" + folder_ + "/validation", "--test=" + folder_ + "/validation",
+       "--model_dir=" + folder_ + "/model", "--minloglevel=1", "--job=linear_learner",
+       "--epochs=10", "--mini_batch_size=50", "--learning_rate=0.05"},
+      120);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:threshold")) << exit.output;
+  EXPECT_EQ(metrics.at("validation:accuracy"), 1.0);
+  const double threshold = metrics.at("validation:threshold");
+  EXPECT_NE(threshold, 0.5);
+  const auto model = testing::ParseJsonObject(ReadFileOrEmpty(folder_ + "/model/model.json"));
+  EXPECT_NEAR(std::stod(model.at("threshold")), threshold, 1e-8);  // metrics.json: 9 digits
+  // The test metrics (the validation rows again) use the tuned threshold.
+  EXPECT_EQ(metrics.at("test:binary_classification_accuracy"), 1.0);
+
+  const std::string predictions = folder_ + "/predictions.csv";
+  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                                     "--data=" + folder_ + "/validation", "--out=" + predictions},
+                                    60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  std::ifstream in(predictions);
+  size_t row = 0, positive_below_one_half = 0;
+  for (std::string line; std::getline(in, line); ++row) {
+    const size_t comma = line.find(',');
+    ASSERT_NE(comma, std::string::npos) << line;
+    const int label = std::stoi(line.substr(0, comma));
+    const double probability = std::stod(line.substr(comma + 1));
+    EXPECT_EQ(label, row % 3 != 2 ? 1 : 0) << "row " << row << ": " << line;
+    if (label == 1 && probability < 0.5) ++positive_below_one_half;
+  }
+  EXPECT_EQ(row, 300u);
+  EXPECT_EQ(positive_below_one_half, 100u) << "the group-2 rows, below 0.5 yet labelled 1";
 }
 
 }  // namespace

@@ -57,6 +57,16 @@ DEFINE_double(f_beta, 1.0,
 DEFINE_int32(accuracy_top_k, 3,
              "multiclass: k of the multiclass_top_k_accuracy metric (the label among the k most "
              "probable classes)");
+DEFINE_string(binary_classifier_model_selection_criteria, "accuracy",
+              "binary_classifier (linear learner): what the decision threshold is tuned for at the "
+              "end, on --validation or else on --num_calibration_samples training rows: "
+              "accuracy, f_beta (--f_beta), precision_at_target_recall (--target_recall), "
+              "recall_at_target_precision (--target_precision), or loss_function (no tuning)");
+DEFINE_double(target_precision, 0.8,
+              "recall_at_target_precision: the precision to hold, in [0, 1]");
+DEFINE_double(target_recall, 0.8, "precision_at_target_recall: the recall to hold, in [0, 1]");
+DEFINE_uint64(num_calibration_samples, 10000000,
+              "the most rows (of --validation, else of --train) the threshold is tuned on");
 DEFINE_double(beta_1, 0.9, "adam: decay of the first moment");
 DEFINE_double(beta_2, 0.999, "adam: decay of the second moment");
 DEFINE_string(momentum, "auto", "sgd: momentum, in [0, 1) (auto: 0, plain SGD)");
@@ -334,6 +344,10 @@ Hyperparameters HyperparametersFromFlags() {
   h.huber_delta = static_cast<float>(FLAGS_huber_delta);
   h.f_beta = FLAGS_f_beta;
   h.accuracy_top_k = FLAGS_accuracy_top_k;
+  h.selection_criterion = ParseSelectionCriterion(FLAGS_binary_classifier_model_selection_criteria);
+  h.target_precision = FLAGS_target_precision;
+  h.target_recall = FLAGS_target_recall;
+  h.num_calibration_samples = FLAGS_num_calibration_samples;
 
   OptimizerOptions& weights = h.weights_optimizer;
   weights.name = ResolveOptimizerName(FLAGS_optimizer);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 
@@ -38,6 +39,28 @@ class ArtifactRows {
   std::unordered_map<Key, size_t> rows_;  // mixed key -> the feature's row
 };
 
+// Cuts `prepared` to its first `rows` rows (and their key set) if it has more.
+void KeepFirstRows(uint64_t rows, PreparedBatch* prepared) {
+  Batch& batch = prepared->batch;
+  if (batch.rows() <= rows) return;
+  batch.row_offsets.resize(rows + 1);
+  batch.labels.resize(rows * batch.label_width);
+  batch.indices.resize(batch.row_offsets.back());
+  batch.values.resize(batch.row_offsets.back());
+  PrepareKeys(prepared);
+}
+
+// Model k's share of predictions made by every model (rows x models x width).
+std::vector<float> ModelPredictions(const std::vector<float>& all, int models, int k,
+                                    size_t width) {
+  const size_t rows = all.size() / (width * static_cast<size_t>(models));
+  std::vector<float> own(rows * width);
+  for (size_t row = 0; row < rows; ++row) {
+    std::copy_n(all.begin() + (row * models + k) * width, width, own.begin() + row * width);
+  }
+  return own;
+}
+
 }  // namespace
 
 Evaluator::Evaluator(KVWorker* client, ComputeBackend* models, ComputeBackend* one_model,
@@ -49,33 +72,24 @@ Evaluator::Evaluator(KVWorker* client, ComputeBackend* models, ComputeBackend* o
       reader_(reader),
       bias_key_(BiasKey()) {}
 
-std::vector<MetricSet> Evaluator::EvaluateModels(const std::string& channel) {
-  const Scores scores = Score(channel, nullptr);
-  const size_t rows = scores.labels.size();
-  const int models = models_->num_models();
-  const size_t width = static_cast<size_t>(models_->prediction_width());
-  const size_t classes = width / static_cast<size_t>(models);
-  std::vector<MetricSet> metrics;
-  std::vector<float> predictions(rows * classes);
-  for (int k = 0; k < models; ++k) {
-    for (size_t row = 0; row < rows; ++row) {
-      std::copy_n(scores.predictions.begin() + row * width + k * classes, classes,
-                  predictions.begin() + row * classes);
-    }
-    metrics.push_back(PredictionMetrics(hyperparameters_, predictions, scores.labels,
-                                        scores.losses[k] / static_cast<double>(rows)));
-  }
-  return metrics;
-}
-
 MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* artifact) {
-  if (artifact == nullptr) return EvaluateModels(channel)[0];
-  const Scores scores = Score(channel, artifact);
-  return PredictionMetrics(hyperparameters_, scores.predictions, scores.labels,
-                           scores.losses[0] / static_cast<double>(scores.labels.size()));
+  const ChannelPredictions scored = Predict(channel, artifact);
+  Hyperparameters scoring = hyperparameters_;
+  if (artifact != nullptr) scoring.threshold = artifact->hyperparameters.threshold;
+  return PredictionMetrics(scoring, scored.predictions, scored.labels, scored.mean_loss);
 }
 
-Evaluator::Scores Evaluator::Score(const std::string& channel, const ModelArtifact* artifact) {
+ChannelPredictions Evaluator::Predict(const std::string& channel, const ModelArtifact* artifact,
+                                      uint64_t max_rows) {
+  return std::move(Score(channel, artifact, max_rows)[0]);
+}
+
+std::vector<ChannelPredictions> Evaluator::PredictModels(const std::string& channel) {
+  return Score(channel, nullptr, std::numeric_limits<uint64_t>::max());
+}
+
+std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
+                                                 const ModelArtifact* artifact, uint64_t max_rows) {
   BatchStream stream(ResolveChannel(channel, 0, 1), reader_,
                      static_cast<size_t>(hyperparameters_.mini_batch_size));
   ComputeBackend* model = artifact != nullptr ? one_model_ : models_;
@@ -83,11 +97,12 @@ Evaluator::Scores Evaluator::Score(const std::string& channel, const ModelArtifa
   const std::vector<float> bias = BiasFor(artifact);
   std::optional<ArtifactRows> artifact_rows;
   if (artifact != nullptr) artifact_rows.emplace(*artifact, width);
-  Scores scores;
-  scores.losses.assign(model->num_models(), 0.0);
+  ChannelPredictions scored;
   std::vector<float> batch_predictions, local_weights;
+  ModelLosses losses(model->num_models(), 0.0);
   PreparedBatch batch;
-  while (stream.Next(&batch)) {
+  while (scored.labels.size() < max_rows && stream.Next(&batch)) {
+    KeepFirstRows(max_rows - scored.labels.size(), &batch);
     SharedArray<float> pulled;
     const float* rows = nullptr;
     if (artifact_rows) {
@@ -98,14 +113,26 @@ Evaluator::Scores Evaluator::Score(const std::string& channel, const ModelArtifa
       rows = pulled.data();
     }
     const double loss = model->Predict(batch, rows, bias.data(), &batch_predictions);
-    AddLosses(model->LastModelLosses(loss), &scores.losses);
-    scores.predictions.insert(scores.predictions.end(), batch_predictions.begin(),
+    AddLosses(model->LastModelLosses(loss), &losses);
+    scored.predictions.insert(scored.predictions.end(), batch_predictions.begin(),
                               batch_predictions.end());
-    scores.labels.insert(scores.labels.end(), batch.batch.labels.begin(),
-                         batch.batch.labels.end());
+    scored.labels.insert(scored.labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
   }
-  if (scores.labels.empty()) throw MakeError("channel ", channel, " holds no examples");
-  return scores;
+  if (scored.labels.empty()) throw MakeError("channel ", channel, " holds no examples");
+  const double rows = static_cast<double>(scored.labels.size());
+  const int models = model->num_models();
+  if (models == 1) {
+    scored.mean_loss = losses[0] / rows;
+    return {std::move(scored)};
+  }
+  std::vector<ChannelPredictions> per_model(models);
+  const size_t classes = static_cast<size_t>(model->prediction_width() / models);
+  for (int k = 0; k < models; ++k) {
+    per_model[k].predictions = ModelPredictions(scored.predictions, models, k, classes);
+    per_model[k].labels = scored.labels;
+    per_model[k].mean_loss = losses[k] / rows;
+  }
+  return per_model;
 }
 
 std::vector<float> Evaluator::BiasFor(const ModelArtifact* artifact) {

@@ -34,6 +34,13 @@ MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
                             const std::vector<float>& predictions, const std::vector<float>& labels,
                             double mean_loss = std::numeric_limits<double>::quiet_NaN());
 
+// A channel's predictions under one model, and their labels.
+struct ChannelPredictions {
+  std::vector<float> predictions;  // rows x classes() for multiclass, else one per row
+  std::vector<float> labels;       // one per row
+  double mean_loss = 0.0;          // the mean training loss (ExampleLoss) over these rows
+};
+
 class Evaluator {
  public:
   // `client`, `models` (the job's backend: every model) and `one_model` (a
@@ -43,26 +50,30 @@ class Evaluator {
   Evaluator(KVWorker* client, ComputeBackend* models, ComputeBackend* one_model,
             const Hyperparameters& hyperparameters, const ReaderOptions& reader);
 
-  // Scores every example of `channel` (a file, folder, or pipe:PATH) with
-  // each of the job's models on the servers, in one pass over the data: one
-  // MetricSet per model. Metric names are SageMaker's, without the channel
-  // prefix: PredictionMetrics. Throws Error on bad data, a failed request, or
-  // an empty channel.
-  std::vector<MetricSet> EvaluateModels(const std::string& channel);
-
-  // The same for one model: `artifact`'s if given (features it lacks weigh
-  // zero), else the servers' model 0.
+  // Scores every example of `channel` (a file, folder, or pipe:PATH) with the
+  // servers' current weights (model 0's of several), or with `artifact`'s if
+  // given (features it lacks weigh zero). Metric names are SageMaker's, without the channel
+  // prefix: PredictionMetrics, a binary classifier labelled by the artifact's
+  // threshold when given. Throws Error on bad data, a failed request, or an
+  // empty channel.
   MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
 
+  // The predictions and labels of the first `max_rows` (>= 1) examples of
+  // `channel` (all of them when it has fewer), scored as Evaluate scores them.
+  // Throws Error as Evaluate does.
+  ChannelPredictions Predict(const std::string& channel, const ModelArtifact* artifact = nullptr,
+                             uint64_t max_rows = std::numeric_limits<uint64_t>::max());
+
+  // The predictions and labels of every example of `channel` under each of
+  // the job's models on the servers (num_models), in one pass over the data:
+  // one ChannelPredictions per model. Throws Error as Evaluate does.
+  std::vector<ChannelPredictions> PredictModels(const std::string& channel);
+
  private:
-  // Every example's predictions (rows x backend's prediction width) and
-  // labels, and the summed loss per model, with the servers' weights or
-  // `artifact`'s.
-  struct Scores {
-    std::vector<float> predictions, labels;
-    std::vector<double> losses;
-  };
-  Scores Score(const std::string& channel, const ModelArtifact* artifact);
+  // The first `max_rows` examples of `channel` under each model of the
+  // servers' weights, or under `artifact`.
+  std::vector<ChannelPredictions> Score(const std::string& channel, const ModelArtifact* artifact,
+                                        uint64_t max_rows);
   // The bias to score with: the artifact's, the servers' (pulled), or zeros.
   std::vector<float> BiasFor(const ModelArtifact* artifact);
   KVWorker* client_;

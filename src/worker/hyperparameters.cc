@@ -115,6 +115,15 @@ double Hyperparameters::DecisionThreshold() const {
   return loss_function().kind == LossKind::kHinge ? 0.0 : 0.5;
 }
 
+ThresholdCriterion Hyperparameters::threshold_criterion() const {
+  ThresholdCriterion criterion;
+  criterion.criterion = selection_criterion;
+  criterion.beta = f_beta;
+  criterion.target_precision = target_precision;
+  criterion.target_recall = target_recall;
+  return criterion;
+}
+
 LossFunction Hyperparameters::loss_function() const {
   LossFunction function(LossKindOf(predictor_type, loss));
   function.margin = margin;
@@ -226,6 +235,13 @@ void Hyperparameters::Validate() const {
   }
   if (accuracy_top_k < 1)
     throw MakeError("--accuracy_top_k ", accuracy_top_k, " is not at least 1");
+  if (!(target_precision >= 0 && target_precision <= 1)) {
+    throw MakeError("--target_precision ", target_precision, " is not in [0, 1]");
+  }
+  if (!(target_recall >= 0 && target_recall <= 1)) {
+    throw MakeError("--target_recall ", target_recall, " is not in [0, 1]");
+  }
+  if (num_calibration_samples < 1) throw MakeError("--num_calibration_samples must be at least 1");
   if (num_models < 1 || num_models > kMaxModels) {
     throw MakeError("--num_models ", num_models, " is outside 1..", kMaxModels);
   }
@@ -247,7 +263,8 @@ std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
   if (h.job == JobKind::kFactorizationMachines) {
     for (int k = 0; k < h.num_models; ++k) {
       const int first = k * h.weight_width();
-      factor_columns.push_back(InitializerGroup{first + 1, first + 1 + h.num_factors, h.factors_init});
+      factor_columns.push_back(
+          InitializerGroup{first + 1, first + 1 + h.num_factors, h.factors_init});
     }
   }
   weights.initializer = MakeInitializer(h.linear_init, factor_columns, h.seed);

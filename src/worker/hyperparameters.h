@@ -16,6 +16,7 @@
 #include "kv/shared_array.h"
 #include "kv/table_spec.h"
 #include "models/losses.h"
+#include "models/threshold_selection.h"
 
 namespace keel {
 
@@ -83,6 +84,15 @@ struct Hyperparameters {
   // A binary classifier's decision threshold: an example is labelled 1 when
   // its score is at least this. NaN: the loss's default (DecisionThreshold).
   double threshold = std::numeric_limits<double>::quiet_NaN();
+  // How a linear learner binary classifier's threshold is tuned at the end of
+  // the job, and models are compared (SageMaker's names and defaults):
+  // binary_classifier_model_selection_criteria, target_precision and
+  // target_recall (in [0, 1]), and num_calibration_samples, the most rows the
+  // threshold is tuned on (>= 1).
+  SelectionCriterion selection_criterion = SelectionCriterion::kAccuracy;
+  double target_precision = 0.8;
+  double target_recall = 0.8;
+  uint64_t num_calibration_samples = 10000000;
   // How the servers update each table, and how they create its rows.
   OptimizerOptions weights_optimizer;
   OptimizerOptions bias_optimizer;
@@ -119,6 +129,8 @@ struct Hyperparameters {
   // `threshold`, or when it is NaN the loss's default: 0 for hinge_loss
   // (whose scores are margins), 0.5 for the others (probabilities).
   double DecisionThreshold() const;
+  // The selection criterion with its parameters (beta is f_beta).
+  ThresholdCriterion threshold_criterion() const;
   std::string JobName() const;
   std::string PredictorName() const;
   // Throws Error naming the flag if a value is out of range.

@@ -68,6 +68,11 @@ std::string HyperparametersJson(const Hyperparameters& h) {
        << ",\"loss_insensitivity\":" << JsonNumber(h.loss_insensitivity)
        << ",\"huber_delta\":" << JsonNumber(h.huber_delta) << ",\"f_beta\":" << JsonNumber(h.f_beta)
        << ",\"accuracy_top_k\":" << h.accuracy_top_k
+       << ",\"binary_classifier_model_selection_criteria\":"
+       << JsonQuote(SelectionCriterionName(h.selection_criterion))
+       << ",\"target_precision\":" << JsonNumber(h.target_precision)
+       << ",\"target_recall\":" << JsonNumber(h.target_recall)
+       << ",\"num_calibration_samples\":" << h.num_calibration_samples
        << ",\"weights_optimizer\":" << OptimizerJson(h.weights_optimizer)
        << ",\"bias_optimizer\":" << OptimizerJson(h.bias_optimizer)
        << ",\"linear_init\":" << InitializerJson(h.linear_init)
@@ -233,6 +238,16 @@ void ReadHyperparameters(Fields fields, Hyperparameters* h) {
   fields.Float("huber_delta", &h->huber_delta);
   fields.Double("f_beta", &h->f_beta);
   fields.Count("accuracy_top_k", &h->accuracy_top_k, kMaxInt);
+  std::string criterion = SelectionCriterionName(h->selection_criterion);
+  fields.String("binary_classifier_model_selection_criteria", &criterion);
+  try {
+    h->selection_criterion = ParseSelectionCriterion(criterion);
+  } catch (const Error& e) {
+    fields.Fail("binary_classifier_model_selection_criteria", "'", criterion, "': ", e.what());
+  }
+  fields.Double("target_precision", &h->target_precision);
+  fields.Double("target_recall", &h->target_recall);
+  fields.Count("num_calibration_samples", &h->num_calibration_samples, kMaxUint64);
   ReadOptimizer(fields.Object("weights_optimizer"), &h->weights_optimizer);
   ReadOptimizer(fields.Object("bias_optimizer"), &h->bias_optimizer);
   ReadInitializer(fields.Object("linear_init"), &h->linear_init);

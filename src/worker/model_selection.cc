@@ -1,28 +1,50 @@
 #include "worker/model_selection.h"
 
 #include <cmath>
-#include <limits>
-#include <string>
+
+#include "worker/evaluator.h"
 
 namespace keel {
 
-double SelectionScore(const Hyperparameters& hyperparameters, const MetricSet& metrics) {
-  (void)hyperparameters;
-  const auto loss = metrics.find("objective_loss");
-  if (loss == metrics.end() || std::isnan(loss->second)) {
-    return -std::numeric_limits<double>::infinity();
-  }
-  return -loss->second;
+bool TunesThreshold(const Hyperparameters& h) {
+  return h.job == JobKind::kLinearLearner && h.predictor_type == PredictorType::kBinaryClassifier &&
+         h.selection_criterion != SelectionCriterion::kLossFunction;
 }
 
-int BestModel(const Hyperparameters& hyperparameters, const std::vector<MetricSet>& per_model) {
+ModelScore ScoreModel(const Hyperparameters& h, const std::vector<float>& predictions,
+                      const std::vector<float>& labels, double mean_loss) {
+  ModelScore score;
+  if (TunesThreshold(h)) {
+    const ThresholdChoice choice =
+        ChooseThreshold(predictions, labels, h.threshold_criterion(), h.DecisionThreshold());
+    score.score = choice.value;
+    score.threshold = choice.threshold;
+    score.target_met = choice.target_met;
+    return score;
+  }
+  score.score = -PredictionMetrics(h, predictions, labels, mean_loss).at("objective_loss");
+  score.threshold = h.DecisionThreshold();
+  return score;
+}
+
+MetricSet ThresholdMetrics(const std::string& channel, const Hyperparameters& h,
+                           const ThresholdChoice& choice) {
+  const std::string prefix = channel + ":";
+  MetricSet metrics = {{prefix + "threshold", choice.threshold},
+                       {prefix + SelectionCriterionName(h.selection_criterion), choice.value}};
+  if (h.selection_criterion == SelectionCriterion::kPrecisionAtTargetRecall ||
+      h.selection_criterion == SelectionCriterion::kRecallAtTargetPrecision) {
+    metrics[prefix + "threshold_target_met"] = choice.target_met ? 1.0 : 0.0;
+  }
+  return metrics;
+}
+
+int BestModel(const std::vector<ModelScore>& scores) {
   int best = 0;
-  double best_score = -std::numeric_limits<double>::infinity();
-  for (size_t k = 0; k < per_model.size(); ++k) {
-    const double score = SelectionScore(hyperparameters, per_model[k]);
-    if (score > best_score) {
+  for (size_t k = 1; k < scores.size(); ++k) {
+    if (std::isnan(scores[k].score)) continue;
+    if (std::isnan(scores[best].score) || scores[k].score > scores[best].score) {
       best = static_cast<int>(k);
-      best_score = score;
     }
   }
   return best;

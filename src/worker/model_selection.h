@@ -1,28 +1,67 @@
-// Model selection: which of a num_models job's models is the job's model,
-// after each epoch (validation, or training loss without a validation
-// channel) and at the end.
+// Model selection: how a model is scored on a channel under the job's
+// selection criterion (SageMaker Linear Learner's
+// binary_classifier_model_selection_criteria), to choose among a num_models
+// job's models after each epoch, and the decision threshold a binary
+// classifier is given at the end of the job. Pure functions of one model's predictions and labels,
+// so they apply to any number of models. Stateless; safe from several threads.
 #ifndef KEEL_WORKER_MODEL_SELECTION_H_
 #define KEEL_WORKER_MODEL_SELECTION_H_
 
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "models/metrics.h"
+#include "models/threshold_selection.h"
 #include "worker/hyperparameters.h"
 #include "worker/training_loss.h"
 
 namespace keel {
 
-// A model's score on a channel by the job's selection criterion (higher is
-// better): minus its objective_loss. -inf when `metrics` has none or it is
-// not a number.
-double SelectionScore(const Hyperparameters& hyperparameters, const MetricSet& metrics);
+struct ModelScore {
+  // Higher is better: the criterion's value at the tuned threshold, or the
+  // objective_loss negated.
+  double score = 0.0;
+  // The decision threshold the model would be given: tuned (TunesThreshold),
+  // else hyperparameters.DecisionThreshold().
+  double threshold = 0.0;
+  // False when a target precision or recall was out of reach: the score is
+  // then 0, below that of any model that reaches it.
+  bool target_met = true;
+};
 
-// The model with the highest SelectionScore; the lowest index among equals.
-// `per_model` holds one MetricSet per model, at least one.
-int BestModel(const Hyperparameters& hyperparameters, const std::vector<MetricSet>& per_model);
+// Whether the job tunes its decision threshold: a linear learner binary
+// classifier whose criterion is not loss_function. (SageMaker's
+// factorization machines have no such criterion and keep the loss's.)
+bool TunesThreshold(const Hyperparameters& hyperparameters);
 
-// The model with the lowest mean training loss; the lowest index among
-// equals (NaN loses).
+// One model's score on a channel, from its `predictions` and `labels` (as
+// Evaluator::Predict returns them; `mean_loss` its mean training loss there):
+// - a binary classifier that TunesThreshold: the threshold ChooseThreshold
+//   picks for the criterion (ties nearest DecisionThreshold()) and the
+//   criterion's value there;
+// - otherwise (loss_function, a factorization machine, regressor,
+//   multiclass_classifier: SageMaker selects those by the loss): minus the
+//   objective_loss PredictionMetrics reports for these predictions, which is
+//   `mean_loss` for the losses that are not their predictor type's default.
+// Throws Error as ChooseThreshold and PredictionMetrics do.
+ModelScore ScoreModel(const Hyperparameters& hyperparameters, const std::vector<float>& predictions,
+                      const std::vector<float>& labels,
+                      double mean_loss = std::numeric_limits<double>::quiet_NaN());
+
+// The metrics that record a threshold tuned on `channel` ("validation", or
+// "train" for training rows): <channel>:threshold, <channel>:<criterion> (its
+// SageMaker name: validation:accuracy, validation:precision_at_target_recall,
+// ...), and for the target criteria <channel>:threshold_target_met (1 or 0).
+MetricSet ThresholdMetrics(const std::string& channel, const Hyperparameters& hyperparameters,
+                           const ThresholdChoice& choice);
+
+// Of a num_models job's models, scored on the same channel, the one with the
+// highest score; the lowest index among equals (NaN loses). At least one.
+int BestModel(const std::vector<ModelScore>& scores);
+
+// The model with the lowest mean training loss: how models compete without a
+// validation channel. The lowest index among equals (NaN loses).
 int BestOnTraining(const ModelLosses& mean_losses);
 
 // `metrics` of model k as a job of several models names them in

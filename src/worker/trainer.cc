@@ -54,10 +54,10 @@ Trainer::Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparam
       options_(WithDataChecks(std::move(options), hyperparameters)),
       backend_(MakeComputeBackend(options_.device, options_.threads, hyperparameters)),
       model_(*backend_),
-      one_model_(hyperparameters.num_models > 1
-                     ? MakeComputeBackend(options_.device, options_.threads,
-                                          hyperparameters.Model(0))
-                     : nullptr),
+      one_model_(
+          hyperparameters.num_models > 1
+              ? MakeComputeBackend(options_.device, options_.threads, hyperparameters.Model(0))
+              : nullptr),
       control_(client),
       evaluator_(client, backend_.get(), one_model_ ? one_model_.get() : backend_.get(),
                  hyperparameters, options_.reader),
@@ -148,10 +148,22 @@ void Trainer::Record(const MetricSet& named, MetricSet* figures) {
 }
 
 bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
-  const std::vector<MetricSet> per_model = evaluator_.EvaluateModels(options_.validation);
-  *selected = BestModel(hyperparameters_, per_model);
-  for (size_t k = 0; per_model.size() > 1 && k < per_model.size(); ++k) {
-    Record(OfModel(static_cast<int>(k), OfChannel("validation", per_model[k])), figures);
+  const std::vector<ChannelPredictions> scored = evaluator_.PredictModels(options_.validation);
+  std::vector<MetricSet> per_model;
+  std::vector<ModelScore> scores;
+  for (const ChannelPredictions& model : scored) {
+    per_model.push_back(
+        PredictionMetrics(hyperparameters_, model.predictions, model.labels, model.mean_loss));
+    scores.push_back(
+        ScoreModel(hyperparameters_, model.predictions, model.labels, model.mean_loss));
+  }
+  *selected = BestModel(scores);
+  for (int k = 0; per_model.size() > 1 && k < static_cast<int>(per_model.size()); ++k) {
+    Record(OfModel(k, OfChannel("validation", per_model[k])), figures);
+    if (TunesThreshold(hyperparameters_)) {
+      ThresholdChoice choice{scores[k].threshold, scores[k].score, scores[k].target_met};
+      Record(OfModel(k, ThresholdMetrics("validation", hyperparameters_, choice)), figures);
+    }
   }
   const MetricSet& validation = per_model[*selected];
   const MetricSet named = OfChannel("validation", validation);
@@ -167,6 +179,7 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
 
 void Trainer::FinishJob(int last_epoch, MetricSet* final_metrics) {
   ChooseModel(last_epoch, final_metrics);
+  TuneThreshold(final_metrics);
   if (!options_.test.empty()) {
     const MetricSet metrics = OfChannel("test", evaluator_.Evaluate(options_.test, &best_.model));
     for (const auto& [name, value] : metrics) (*final_metrics)[name] = value;
@@ -191,8 +204,8 @@ void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {
     best_.model = DumpServersModel(state_.best_model());
     if (hyperparameters_.num_models > 1) {
       std::cout << "keeping model " << state_.best_model() << " of " << hyperparameters_.num_models
-                << ", the best on " << (options_.validation.empty() ? "training loss" : "validation")
-                << std::endl;
+                << ", the best on "
+                << (options_.validation.empty() ? "training loss" : "validation") << std::endl;
     }
     return;
   }
@@ -207,6 +220,29 @@ void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {
     std::cout << "keeping the model of epoch " << best_.epoch << ", the best on validation"
               << std::endl;
   }
+}
+
+void Trainer::TuneThreshold(MetricSet* final_metrics) {
+  if (!TunesThreshold(hyperparameters_)) return;
+  const bool on_validation = !options_.validation.empty();
+  const std::string& channel = on_validation ? options_.validation : options_.train;
+  Hyperparameters& model = best_.model.hyperparameters;
+  if (channel.rfind("pipe:", 0) == 0) {
+    std::cout << "decision threshold " << model.DecisionThreshold() << " (the loss's): the "
+              << "training channel is a pipe, read once, and there is no validation channel"
+              << std::endl;
+    return;
+  }
+  const ChannelPredictions rows =
+      evaluator_.Predict(channel, &best_.model, hyperparameters_.num_calibration_samples);
+  const ThresholdChoice choice = ChooseThreshold(
+      rows.predictions, rows.labels, model.threshold_criterion(), model.DecisionThreshold());
+  model.threshold = choice.threshold;
+  const MetricSet metrics = ThresholdMetrics(on_validation ? "validation" : "train", model, choice);
+  for (const auto& [name, value] : metrics) (*final_metrics)[name] = value;
+  std::cout << "decision threshold tuned for " << SelectionCriterionName(model.selection_criterion)
+            << " on " << rows.labels.size() << " rows of " << channel << ": "
+            << FormatMetrics(metrics) << std::endl;
 }
 
 ModelArtifact Trainer::DumpServersModel(int k) {

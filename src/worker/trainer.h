@@ -73,6 +73,11 @@ class Trainer {
   // test channel with it, and writes the artifact and metrics.json.
   void FinishJob(int last_epoch, MetricSet* final_metrics);
   void ChooseModel(int last_epoch, MetricSet* final_metrics);
+  // Worker 0, at the end: sets the chosen model's decision threshold by the
+  // selection criterion (worker/model_selection.h), on the validation channel
+  // or else the training channel, at most --num_calibration_samples rows, and
+  // adds what was chosen to `final_metrics`.
+  void TuneThreshold(MetricSet* final_metrics);
   // Model k of the servers' current weights, as an artifact.
   ModelArtifact DumpServersModel(int k);
 

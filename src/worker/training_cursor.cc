@@ -1,9 +1,8 @@
 #include "worker/training_cursor.h"
 
-#include <algorithm>
-
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <string>
 
 #include "base/error.h"
