@@ -179,6 +179,11 @@ void Hyperparameters::Validate() const {
   MakeOptimizer(bias_optimizer);
 }
 
+double AutoLearningRate(JobKind job, const std::string& optimizer) {
+  if (optimizer == "ftrl") return job == JobKind::kFactorizationMachines ? 10.0 : 1.0;
+  return 0.01;
+}
+
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
   std::map<uint32_t, TableSpec> tables;
   TableSpec weights;
