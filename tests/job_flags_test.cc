@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "cli/cluster_flags.h"
+#include "worker/hyperparameters.h"
 
 namespace keel {
 namespace {
@@ -104,8 +105,145 @@ TEST_F(OptimizerFlags, ScheduleFlagsReachBothTables) {
   EXPECT_FALSE(HyperparametersFromFlags().weights_optimizer.schedule.enabled);
 }
 
+TEST_F(OptimizerFlags, NumericHyperparametersDefaultToAutoAndResolveToKeelsValues) {
+  const Hyperparameters h = HyperparametersFromFlags();  // linear_learner, adam
+  EXPECT_FLOAT_EQ(h.weights_optimizer.learning_rate, 0.01f);
+  EXPECT_EQ(h.weights_optimizer.l2, 0.0f);
+  EXPECT_EQ(h.weights_optimizer.l1, 0.0f);
+  EXPECT_FLOAT_EQ(h.weights_optimizer.beta1, 0.9f);
+  EXPECT_FLOAT_EQ(h.weights_optimizer.beta2, 0.999f);
+  EXPECT_FLOAT_EQ(h.weights_optimizer.epsilon, 1e-8f);
+  EXPECT_EQ(h.weights_optimizer.rescale_grad, 1.0f);
+  EXPECT_EQ(h.weights_optimizer.clip_gradient, 0.0f);  // no clipping
+}
+
+TEST_F(OptimizerFlags, AutoLearningRateDependsOnTheJobAndTheOptimizer) {
+  Set("optimizer", "ftrl");
+  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.learning_rate, 1.0f);
+  Set("job", "factorization_machines");
+  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.learning_rate, 10.0f);
+  Set("optimizer", "sgd");
+  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.learning_rate, 0.01f);
+}
+
+TEST_F(OptimizerFlags, NumbersReplaceAuto) {
+  Set("optimizer", "sgd");
+  Set("learning_rate", "0.3");
+  Set("wd", "0.02");
+  Set("l1", "0.001");
+  Set("beta_1", "0.5");
+  Set("beta_2", "0.75");
+  Set("eps", "0.125");
+  const OptimizerOptions o = HyperparametersFromFlags().weights_optimizer;
+  EXPECT_FLOAT_EQ(o.learning_rate, 0.3f);
+  EXPECT_FLOAT_EQ(o.l2, 0.02f);
+  EXPECT_FLOAT_EQ(o.l1, 0.001f);
+  EXPECT_FLOAT_EQ(o.beta1, 0.5f);
+  EXPECT_FLOAT_EQ(o.beta2, 0.75f);
+  EXPECT_FLOAT_EQ(o.epsilon, 0.125f);
+}
+
+TEST_F(OptimizerFlags, KvBenchsLearningRateStaysAutoAsBefore) {
+  Set("job", "kv_bench");
+  const OptimizerOptions server = ServerOptimizerFromFlags();
+  EXPECT_FLOAT_EQ(server.learning_rate, 0.01f);
+  EXPECT_EQ(server.l2, 0.0f);
+  EXPECT_EQ(server.l1, 0.0f);
+  Set("learning_rate", "0.5");
+  EXPECT_FLOAT_EQ(ServerOptimizerFromFlags().learning_rate, 0.5f);
+}
+
+TEST_F(OptimizerFlags, FactorizationMachineGroupsTakeTheJobsRatesAndPenaltiesWhenAuto) {
+  Set("job", "factorization_machines");
+  Set("num_factors", "3");
+  Set("learning_rate", "0.05");
+  Set("wd", "0.001");
+  const Hyperparameters h = HyperparametersFromFlags();
+  ASSERT_EQ(h.weights_optimizer.groups.size(), 2u);
+  const auto& linear = h.weights_optimizer.groups[0];
+  const auto& factors = h.weights_optimizer.groups[1];
+  EXPECT_EQ(linear.begin, 0);
+  EXPECT_EQ(linear.end, 1);
+  EXPECT_EQ(factors.begin, 1);
+  EXPECT_EQ(factors.end, 4);
+  EXPECT_FLOAT_EQ(linear.learning_rate, 0.05f);
+  EXPECT_FLOAT_EQ(factors.learning_rate, 0.05f);
+  EXPECT_FLOAT_EQ(linear.l2, 0.001f);
+  EXPECT_FLOAT_EQ(factors.l2, 0.001f);
+  EXPECT_FLOAT_EQ(h.bias_optimizer.learning_rate, 0.05f);  // bias_lr_mult auto: 1
+  EXPECT_EQ(h.bias_optimizer.l2, 0.0f);                    // bias_wd_mult auto: 0
+}
+
+TEST_F(OptimizerFlags, FactorizationMachineGroupsTakeTheirOwnRatesAndPenalties) {
+  Set("job", "factorization_machines");
+  Set("bias_lr", "0.4");
+  Set("linear_lr", "0.2");
+  Set("factors_lr", "0.3");
+  Set("bias_wd", "0.03");
+  Set("linear_wd", "0.01");
+  Set("factors_wd", "0.02");
+  const Hyperparameters h = HyperparametersFromFlags();
+  ASSERT_EQ(h.weights_optimizer.groups.size(), 2u);
+  EXPECT_FLOAT_EQ(h.weights_optimizer.groups[0].learning_rate, 0.2f);
+  EXPECT_FLOAT_EQ(h.weights_optimizer.groups[1].learning_rate, 0.3f);
+  EXPECT_FLOAT_EQ(h.weights_optimizer.groups[0].l2, 0.01f);
+  EXPECT_FLOAT_EQ(h.weights_optimizer.groups[1].l2, 0.02f);
+  EXPECT_FLOAT_EQ(h.bias_optimizer.learning_rate, 0.4f);
+  EXPECT_FLOAT_EQ(h.bias_optimizer.l2, 0.03f);
+  EXPECT_TRUE(h.bias_optimizer.groups.empty());
+}
+
+TEST_F(OptimizerFlags, FactorizationMachineInitializersFollowTheirMethods) {
+  Set("job", "factorization_machines");
+  Set("bias_init_method", "normal");
+  Set("bias_init_sigma", "0.5");
+  Set("linear_init_method", "uniform");
+  Set("linear_init_scale", "0.25");
+  Set("factors_init_method", "constant");
+  Set("factors_init_value", "0.125");
+  const Hyperparameters h = HyperparametersFromFlags();
+  EXPECT_EQ(h.bias_init.method, "normal");
+  EXPECT_FLOAT_EQ(h.bias_init.scale, 0.5f);
+  EXPECT_EQ(h.linear_init.method, "uniform");
+  EXPECT_FLOAT_EQ(h.linear_init.scale, 0.25f);
+  EXPECT_EQ(h.factors_init.method, "constant");
+  EXPECT_FLOAT_EQ(h.factors_init.value, 0.125f);
+}
+
+TEST_F(OptimizerFlags, GradientShapingReachesTheTrainingTablesButNotTheControlTable) {
+  Set("job", "factorization_machines");
+  Set("rescale_grad", "0.5");
+  Set("clip_gradient", "2");
+  const auto tables = TablesFor(HyperparametersFromFlags());
+  for (const uint32_t table : {kWeightTable, kBiasTable}) {
+    EXPECT_FLOAT_EQ(tables.at(table).optimizer.rescale_grad, 0.5f) << table;
+    EXPECT_FLOAT_EQ(tables.at(table).optimizer.clip_gradient, 2.0f) << table;
+  }
+  EXPECT_EQ(tables.at(kControlTable).optimizer.rescale_grad, 1.0f);
+  EXPECT_EQ(tables.at(kControlTable).optimizer.clip_gradient, 0.0f);
+}
+
 TEST_F(OptimizerFlags, BadValuesAreRefusedNamingTheFlag) {
   const std::vector<std::pair<const char*, const char*>> bad = {
+      {"learning_rate", "fast"},
+      {"learning_rate", "0"},
+      {"learning_rate", "-0.1"},
+      {"wd", "-1"},
+      {"wd", "x"},
+      {"l1", "-0.5"},
+      {"beta_1", "1.5"},
+      {"beta_1", "auto2"},
+      {"beta_2", "1"},
+      {"eps", "0"},
+      {"eps", "tiny"},
+      {"rescale_grad", "0"},
+      {"rescale_grad", "-1"},
+      {"clip_gradient", "0"},
+      {"clip_gradient", "-2"},
+      {"clip_gradient", "inf"},
+      {"bias_lr", "0"},
+      {"bias_lr", "abc"},
+      {"bias_wd", "-0.1"},
       {"optimizer", "bogus"},
       {"momentum", "fast"},
       {"momentum", "1.5"},
@@ -121,6 +259,23 @@ TEST_F(OptimizerFlags, BadValuesAreRefusedNamingTheFlag) {
       {"init_method", "constant"},
       {"rmsprop_decay", "1"},
   };
+  for (const auto& [flag, value] : bad) {
+    gflags::FlagSaver restore;
+    Set(flag, value);
+    try {
+      HyperparametersFromFlags();
+      ADD_FAILURE() << "--" << flag << "=" << value << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("--") + flag), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST_F(OptimizerFlags, BadFactorizationMachineRatesAreRefusedNamingTheFlag) {
+  Set("job", "factorization_machines");
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"linear_lr", "0"}, {"factors_lr", "-1"}, {"linear_wd", "-1"}, {"factors_wd", "nan"}};
   for (const auto& [flag, value] : bad) {
     gflags::FlagSaver restore;
     Set(flag, value);

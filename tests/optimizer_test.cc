@@ -394,7 +394,7 @@ TEST(MakeOptimizer, RejectsBadOptionsNamingTheFlag) {
       {"--beta_1", [](OptimizerOptions& o) { o.beta1 = -0.5f; }},
       {"--beta_2", [](OptimizerOptions& o) { o.beta2 = 1.5f; }},
       {"--beta_2", [&](OptimizerOptions& o) { o.beta2 = nan; }},
-      {"--epsilon", [](OptimizerOptions& o) { o.epsilon = 0; }},
+      {"--eps", [](OptimizerOptions& o) { o.epsilon = 0; }},
       {"--ftrl_beta", [](OptimizerOptions& o) { o.ftrl_beta = -1; }},
       {"--momentum", [](OptimizerOptions& o) { o.momentum = 1.0f; }},
       {"--momentum", [](OptimizerOptions& o) { o.momentum = -0.1f; }},

@@ -430,6 +430,9 @@ class ModelJsonTest : public ModelArtifactTest {
     h.weights_optimizer.learning_rate = 0.03f;
     h.weights_optimizer.l1 = 0.001f;
     h.weights_optimizer.groups = {{0, 1, 0.02f, 0.001f, 0.5f}, {1, 3, 0.04f, 0.0f, 0.25f}};
+    h.weights_optimizer.epsilon = 1e-6f;
+    h.weights_optimizer.rescale_grad = 0.5f;
+    h.weights_optimizer.clip_gradient = 4.0f;
     h.bias_optimizer.name = "adagrad";
     h.bias_optimizer.learning_rate = 0.07f;
     h.factors_init = {"uniform", 0.0f, 0.05f};
@@ -489,6 +492,9 @@ TEST_F(ModelJsonTest, RestoresEveryHyperparameter) {
   EXPECT_EQ(h.weights_optimizer.name, "adagrad");
   EXPECT_EQ(h.weights_optimizer.learning_rate, 0.03f);
   EXPECT_EQ(h.weights_optimizer.l1, 0.001f);
+  EXPECT_EQ(h.weights_optimizer.epsilon, 1e-6f);
+  EXPECT_EQ(h.weights_optimizer.rescale_grad, 0.5f);
+  EXPECT_EQ(h.weights_optimizer.clip_gradient, 4.0f);
   ASSERT_EQ(h.weights_optimizer.groups.size(), 2u);
   EXPECT_EQ(h.weights_optimizer.groups[1].begin, 1);
   EXPECT_EQ(h.weights_optimizer.groups[1].end, 3);

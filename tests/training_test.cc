@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "base/json_reader.h"
 #include "test_util.h"
 #ifdef KEEL_TESTS_CUDA_COMPILED
 #include "worker/cuda_model.h"
@@ -99,11 +100,18 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
   EXPECT_NEAR(std::stod(auc[1]), metrics.at("test:roc_auc_score"), 1e-4);
 }
 
+// `keel predict`'s metric lines by name (defined below).
+std::map<std::string, double> PredictMetrics(const std::string& output);
+
+// The factorization machine trains with its own flags; model.json records
+// every `auto` resolved (learning_rate, the groups' rates, gradient shaping)
+// and the flags as given, and `keel predict` needs nothing else.
 TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   Generate("fm", 20000, 2);
-  const auto exit = Train({"--job=factorization_machines", "--num_factors=4", "--epochs=3",
-                           "--factors_init_sigma=0.05"},
-                          2);
+  const auto exit = Train(
+      {"--job=factorization_machines", "--num_factors=4", "--epochs=3", "--factors_init_sigma=0.05",
+       "--factors_lr=0.02", "--rescale_grad=0.5", "--clip_gradient=5"},
+      2);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
   EXPECT_GT(metrics.at("validation:roc_auc_score"), 0.6);
@@ -111,6 +119,29 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   auto model = testing::ParseJsonObject(json);
   EXPECT_EQ(model["job"], "factorization_machines") << json;
   EXPECT_EQ(model["num_factors"], "4") << json;
+
+  const JsonValue document = ParseJson(json, "model.json");
+  const JsonValue& weights = *document.Find("hyperparameters")->Find("weights_optimizer");
+  EXPECT_EQ(weights.Find("name")->AsString(), "adam");                // auto
+  EXPECT_DOUBLE_EQ(weights.Find("learning_rate")->AsNumber(), 0.01);  // auto for adam
+  EXPECT_DOUBLE_EQ(weights.Find("beta1")->AsNumber(), 0.9);           // auto
+  EXPECT_DOUBLE_EQ(weights.Find("beta2")->AsNumber(), 0.999);         // auto
+  EXPECT_DOUBLE_EQ(weights.Find("rescale_grad")->AsNumber(), 0.5);
+  EXPECT_DOUBLE_EQ(weights.Find("clip_gradient")->AsNumber(), 5);
+  const auto& groups = weights.Find("groups")->AsArray();
+  ASSERT_EQ(groups.size(), 2u) << json;
+  EXPECT_DOUBLE_EQ(groups[0].Find("learning_rate")->AsNumber(), 0.01);  // linear_lr auto
+  EXPECT_DOUBLE_EQ(groups[1].Find("learning_rate")->AsNumber(), 0.02);  // factors_lr
+  EXPECT_EQ(document.Find("flags")->Find("learning_rate")->AsString(), "auto");
+
+  const auto predict =
+      testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                    "--data=" + folder_ + "/test", "--out=" + folder_ + "/predictions.csv"},
+                   60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  const auto scored = PredictMetrics(predict.output);
+  ASSERT_TRUE(scored.count("roc_auc_score")) << predict.output;
+  EXPECT_NEAR(scored.at("roc_auc_score"), metrics.at("test:roc_auc_score"), 1e-5);
 }
 
 TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
@@ -135,9 +166,9 @@ TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
   while (std::getline(history, line)) {
     std::smatch loss, auc;
     ASSERT_TRUE(
-        std::regex_search(line, loss, std::regex("validation:objective_loss\": ([-0-9.eE+]+)")));
+        std::regex_search(line, loss, std::regex("\"validation:objective_loss\": ([-0-9.eE+]+)")));
     ASSERT_TRUE(
-        std::regex_search(line, auc, std::regex("validation:roc_auc_score\": ([-0-9.eE+]+)")));
+        std::regex_search(line, auc, std::regex("\"validation:roc_auc_score\": ([-0-9.eE+]+)")));
     ++epochs;
     if (std::stod(loss[1]) < best_loss) {
       best_loss = std::stod(loss[1]);

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -61,9 +63,11 @@ DEFINE_bool(check_flags, false,
 // Server.
 DEFINE_string(optimizer, "auto",
               "server-side optimizer: auto (adam), sgd, adagrad, rmsprop, adam or ftrl");
-DEFINE_double(learning_rate, 0.01, "optimizer learning rate");
-DEFINE_double(wd, 0, "L2 weight decay");
-DEFINE_double(l1, 0, "L1 penalty");
+DEFINE_string(learning_rate, "auto",
+              "optimizer learning rate, a positive number or auto (training jobs: per job and "
+              "optimizer, see README; kv_bench: 0.01)");
+DEFINE_string(wd, "auto", "L2 weight decay, a non-negative number or auto (0)");
+DEFINE_string(l1, "auto", "L1 penalty, a non-negative number or auto (0)");
 
 // The worker's job.
 DEFINE_string(job, "", "worker job: linear_learner, factorization_machines or kv_bench");
@@ -88,6 +92,16 @@ int RankFromFlags() {
 }
 
 }  // namespace
+
+double AutoOr(const char* flag, const std::string& value, double automatic) {
+  if (value == "auto") return automatic;
+  char* end = nullptr;
+  const double number = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !std::isfinite(number)) {
+    throw MakeError("--", flag, " '", value, "' is not auto or a number");
+  }
+  return number;
+}
 
 NodeOptions NodeOptionsFromFlags(proto::Role role) {
   if (FLAGS_scheduler.empty()) throw MakeError("--scheduler HOST:PORT is required");
@@ -146,9 +160,10 @@ SchedulerOptions SchedulerOptionsFromFlags() {
 OptimizerOptions ServerOptimizerFromFlags() {
   OptimizerOptions optimizer;
   optimizer.name = FLAGS_optimizer;
-  optimizer.learning_rate = static_cast<float>(FLAGS_learning_rate);
-  optimizer.l2 = static_cast<float>(FLAGS_wd);
-  optimizer.l1 = static_cast<float>(FLAGS_l1);
+  optimizer.learning_rate =
+      static_cast<float>(AutoOr("learning_rate", FLAGS_learning_rate, kServerLearningRate));
+  optimizer.l2 = static_cast<float>(AutoOr("wd", FLAGS_wd, 0));
+  optimizer.l1 = static_cast<float>(AutoOr("l1", FLAGS_l1, 0));
   ValidateOptimizerOptions(optimizer);
   MakeOptimizer(optimizer);  // and the name
   if (FLAGS_scheduler_timeout <= 0) throw MakeError("--scheduler_timeout must be positive");

@@ -7,6 +7,8 @@
 
 #include <gflags/gflags.h>
 
+#include <string>
+
 #include "kv/node.h"
 #include "kv/optimizer.h"
 #include "scheduler/scheduler.h"
@@ -37,11 +39,14 @@ DECLARE_string(port_file);
 DECLARE_double(connect_timeout);
 DECLARE_bool(check_flags);
 
-// The servers' optimizer (the training jobs read it too).
+// The servers' optimizer (the training jobs read it too). --learning_rate,
+// --wd and --l1 are `auto` or a number; the training jobs resolve auto per job
+// and optimizer (HyperparametersFromFlags), kv_bench and the servers' default
+// optimizer as kServerLearningRate, 0 and 0.
 DECLARE_string(optimizer);
-DECLARE_double(learning_rate);
-DECLARE_double(wd);
-DECLARE_double(l1);
+DECLARE_string(learning_rate);
+DECLARE_string(wd);
+DECLARE_string(l1);
 
 // The worker's job: linear_learner, factorization_machines or kv_bench.
 DECLARE_string(job);
@@ -53,6 +58,13 @@ NodeOptions NodeOptionsFromFlags(proto::Role role);
 
 // The scheduler's settings. Throws Error naming a bad flag.
 SchedulerOptions SchedulerOptionsFromFlags();
+
+// What --learning_rate=auto is for tables the job does not specify (kv_bench's).
+constexpr double kServerLearningRate = 0.01;
+
+// The number a flag that accepts `auto` holds, or `automatic` for auto.
+// Throws Error naming the flag (--NAME) if it is neither.
+double AutoOr(const char* flag, const std::string& value, double automatic);
 
 // The servers' optimizer (and --scheduler_timeout, which only servers use).
 // Throws Error naming a bad flag.

@@ -67,8 +67,8 @@ DEFINE_double(target_precision, 0.8,
 DEFINE_double(target_recall, 0.8, "precision_at_target_recall: the recall to hold, in [0, 1]");
 DEFINE_uint64(num_calibration_samples, 10000000,
               "the most rows (of --validation, else of --train) the threshold is tuned on");
-DEFINE_double(beta_1, 0.9, "adam: decay of the first moment");
-DEFINE_double(beta_2, 0.999, "adam: decay of the second moment");
+DEFINE_string(beta_1, "auto", "adam: decay of the first moment, in [0, 1) (auto: 0.9)");
+DEFINE_string(beta_2, "auto", "adam: decay of the second moment, in [0, 1) (auto: 0.999)");
 DEFINE_string(momentum, "auto", "sgd: momentum, in [0, 1) (auto: 0, plain SGD)");
 DEFINE_double(rmsprop_decay, 0.9,
               "rmsprop: decay of the mean square gradient, in [0, 1) (a Keel extra)");
@@ -89,12 +89,20 @@ DEFINE_string(lr_scheduler_factor, "auto",
               "each decrease multiplies the rate by this, in (0, 1] (auto: 0.99)");
 DEFINE_string(lr_scheduler_minimum_lr, "auto",
               "the schedule never takes a rate below this, positive (auto: 1e-5)");
-DEFINE_double(bias_lr, -1, "learning rate of the bias (default: --learning_rate)");
-DEFINE_double(linear_lr, -1, "factorization machine: rate of the linear terms");
-DEFINE_double(factors_lr, -1, "factorization machine: rate of the factors");
-DEFINE_double(bias_wd, -1, "weight decay of the bias (default: 0)");
-DEFINE_double(linear_wd, -1, "factorization machine: weight decay of the linear terms");
-DEFINE_double(factors_wd, -1, "factorization machine: weight decay of the factors");
+DEFINE_string(bias_lr, "auto",
+              "learning rate of the bias, positive (auto: --bias_lr_mult x --learning_rate)");
+DEFINE_string(linear_lr, "auto",
+              "factorization machine: rate of the linear terms, positive (auto: "
+              "--learning_rate)");
+DEFINE_string(factors_lr, "auto",
+              "factorization machine: rate of the factors, positive (auto: --learning_rate)");
+DEFINE_string(bias_wd, "auto",
+              "weight decay of the bias, non-negative (auto: --bias_wd_mult x --wd, 0)");
+DEFINE_string(linear_wd, "auto",
+              "factorization machine: weight decay of the linear terms, non-negative (auto: "
+              "--wd)");
+DEFINE_string(factors_wd, "auto",
+              "factorization machine: weight decay of the factors, non-negative (auto: --wd)");
 DEFINE_string(num_models, "auto",
               "models trained side by side in one pass, 1..32, the best kept (auto: 8; "
               "docs/ARCHITECTURE.md says how they differ)");
@@ -116,6 +124,14 @@ DEFINE_string(factors_init_method, "normal", "initial factors: normal, uniform, 
 DEFINE_double(factors_init_value, 0, "constant initial factors");
 DEFINE_double(factors_init_scale, 0.01, "uniform initial factors: range");
 DEFINE_double(factors_init_sigma, 0.01, "normal initial factors: standard deviation");
+DEFINE_string(clip_gradient, "auto",
+              "servers clip each gradient coordinate to [-x, x] after --rescale_grad, positive "
+              "(auto: no clipping)");
+DEFINE_string(eps, "auto",
+              "adagrad, rmsprop, adam: epsilon added to the denominator, positive (auto: 1e-8)");
+DEFINE_string(rescale_grad, "auto",
+              "servers multiply each pushed gradient by this before the step, positive (auto: "
+              "1; workers push minibatch means)");
 
 // Consistency.
 DEFINE_string(staleness, "inf",
@@ -160,46 +176,44 @@ InitializerSpec Initializer(const std::string& prefix, const std::string& method
   return spec;
 }
 
-float Or(double value, double fallback) {
-  return static_cast<float>(value >= 0 ? value : fallback);
-}
-
 bool IsSet(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
 
-// The number a flag that accepts `auto` holds, or `automatic` for auto.
-// Throws Error naming the flag if it is neither.
-double AutoOr(const char* flag, const std::string& value, double automatic) {
-  if (value == "auto") return automatic;
-  char* end = nullptr;
-  const double number = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || !std::isfinite(number)) {
-    throw MakeError("--", flag, " '", value, "' is not auto or a number");
-  }
-  return number;
+// A rate flag: `automatic` for auto, else its number, which must be positive.
+// Throws Error naming the flag.
+float PositiveOrAuto(const char* flag, const std::string& value, double automatic) {
+  const double number = AutoOr(flag, value, automatic);
+  if (!(number > 0)) throw MakeError("--", flag, " ", value, " must be a positive number");
+  return static_cast<float>(number);
+}
+
+// A penalty flag: `automatic` for auto, else its number, which must not be
+// negative. Throws Error naming the flag.
+float NonNegativeOrAuto(const char* flag, const std::string& value, double automatic) {
+  const double number = AutoOr(flag, value, automatic);
+  if (!(number >= 0)) throw MakeError("--", flag, " ", value, " must be a non-negative number");
+  return static_cast<float>(number);
 }
 
 // The bias's rate: --bias_lr_mult times --learning_rate, or Keel's absolute
-// --bias_lr (an alias kept from before SageMaker's name); not both.
-float BiasLearningRate() {
-  if (FLAGS_bias_lr_mult != "auto" && FLAGS_bias_lr >= 0) {
+// --bias_lr (SageMaker's factorization machine name, a Keel alias for the
+// linear learner); not both. `learning_rate` is the weights' resolved rate.
+float BiasLearningRate(float learning_rate) {
+  if (FLAGS_bias_lr_mult != "auto" && FLAGS_bias_lr != "auto") {
     throw MakeError("--bias_lr_mult and --bias_lr both set the bias's learning rate: set one");
   }
-  if (FLAGS_bias_lr >= 0) return static_cast<float>(FLAGS_bias_lr);
-  const double mult = AutoOr("bias_lr_mult", FLAGS_bias_lr_mult, 1.0);
-  if (!(mult > 0)) throw MakeError("--bias_lr_mult ", mult, " must be a positive number");
-  return static_cast<float>(FLAGS_learning_rate * mult);
+  if (FLAGS_bias_lr != "auto") return PositiveOrAuto("bias_lr", FLAGS_bias_lr, 0);
+  return learning_rate * PositiveOrAuto("bias_lr_mult", FLAGS_bias_lr_mult, 1.0);
 }
 
 // The bias's L2 penalty: --bias_wd_mult times --wd, or Keel's absolute
-// --bias_wd; not both. Neither: no penalty, as SageMaker's default.
-float BiasWeightDecay() {
-  if (FLAGS_bias_wd_mult != "auto" && FLAGS_bias_wd >= 0) {
+// --bias_wd; not both. Neither: no penalty, as SageMaker's linear learner
+// default. `wd` is the weights' resolved weight decay.
+float BiasWeightDecay(float wd) {
+  if (FLAGS_bias_wd_mult != "auto" && FLAGS_bias_wd != "auto") {
     throw MakeError("--bias_wd_mult and --bias_wd both set the bias's weight decay: set one");
   }
-  if (FLAGS_bias_wd >= 0) return static_cast<float>(FLAGS_bias_wd);
-  const double mult = AutoOr("bias_wd_mult", FLAGS_bias_wd_mult, 0.0);
-  if (!(mult >= 0)) throw MakeError("--bias_wd_mult ", mult, " must be a non-negative number");
-  return static_cast<float>(FLAGS_wd * mult);
+  if (FLAGS_bias_wd != "auto") return NonNegativeOrAuto("bias_wd", FLAGS_bias_wd, 0);
+  return wd * NonNegativeOrAuto("bias_wd_mult", FLAGS_bias_wd_mult, 0.0);
 }
 
 // --use_lr_scheduler and --lr_scheduler_*, `auto` resolved (docs/ARCHITECTURE.md
@@ -252,22 +266,45 @@ InitializerSpec BiasInitializer() {
 }
 
 // A factorization machine's weight rows: column 0 the linear term (--linear_lr,
-// --l1, --linear_wd), then the factors (--factors_lr, --factors_l1, --factors_wd).
+// --l1, --linear_wd), then the factors (--factors_lr, --factors_l1,
+// --factors_wd); `auto` takes the weights' resolved rate and weight decay.
 std::vector<OptimizerOptions::ColumnGroup> FactorizationMachineGroups(
     const OptimizerOptions& weights, int num_factors) {
   OptimizerOptions::ColumnGroup linear;
   linear.begin = 0;
   linear.end = 1;
-  linear.learning_rate = Or(FLAGS_linear_lr, FLAGS_learning_rate);
+  linear.learning_rate = PositiveOrAuto("linear_lr", FLAGS_linear_lr, weights.learning_rate);
   linear.l1 = weights.l1;
-  linear.l2 = Or(FLAGS_linear_wd, FLAGS_wd);
+  linear.l2 = NonNegativeOrAuto("linear_wd", FLAGS_linear_wd, weights.l2);
   OptimizerOptions::ColumnGroup factors;
   factors.begin = 1;
   factors.end = 1 + num_factors;
-  factors.learning_rate = Or(FLAGS_factors_lr, FLAGS_learning_rate);
+  factors.learning_rate = PositiveOrAuto("factors_lr", FLAGS_factors_lr, weights.learning_rate);
   factors.l1 = static_cast<float>(FLAGS_factors_l1);
-  factors.l2 = Or(FLAGS_factors_wd, FLAGS_wd);
+  factors.l2 = NonNegativeOrAuto("factors_wd", FLAGS_factors_wd, weights.l2);
   return {linear, factors};
+}
+
+// The weights' optimizer from --optimizer and its flags, every `auto`
+// resolved for `job` (AutoLearningRate; the rest job-independent).
+OptimizerOptions WeightsOptimizerFromFlags(JobKind job) {
+  OptimizerOptions weights;
+  weights.name = ResolveOptimizerName(FLAGS_optimizer);
+  weights.learning_rate =
+      PositiveOrAuto("learning_rate", FLAGS_learning_rate, AutoLearningRate(job, weights.name));
+  weights.l1 = NonNegativeOrAuto("l1", FLAGS_l1, 0);
+  weights.l2 = NonNegativeOrAuto("wd", FLAGS_wd, 0);
+  weights.beta1 = static_cast<float>(AutoOr("beta_1", FLAGS_beta_1, 0.9));
+  weights.beta2 = static_cast<float>(AutoOr("beta_2", FLAGS_beta_2, 0.999));
+  weights.momentum = static_cast<float>(AutoOr("momentum", FLAGS_momentum, 0.0));
+  weights.rmsprop_decay = static_cast<float>(FLAGS_rmsprop_decay);
+  weights.epsilon = PositiveOrAuto("eps", FLAGS_eps, 1e-8);
+  weights.rescale_grad = PositiveOrAuto("rescale_grad", FLAGS_rescale_grad, 1.0);
+  weights.clip_gradient = FLAGS_clip_gradient == "auto"  // no clipping
+                              ? 0.0f
+                              : PositiveOrAuto("clip_gradient", FLAGS_clip_gradient, 0.0);
+  weights.schedule = ScheduleFromFlags();
+  return weights;
 }
 
 // --slow_worker RANK:FACTOR into options->slow_rank and slow_factor (left as
@@ -350,23 +387,15 @@ Hyperparameters HyperparametersFromFlags() {
   h.num_calibration_samples = FLAGS_num_calibration_samples;
 
   OptimizerOptions& weights = h.weights_optimizer;
-  weights.name = ResolveOptimizerName(FLAGS_optimizer);
-  weights.learning_rate = static_cast<float>(FLAGS_learning_rate);
-  weights.l1 = static_cast<float>(FLAGS_l1);
-  weights.l2 = static_cast<float>(FLAGS_wd);
-  weights.beta1 = static_cast<float>(FLAGS_beta_1);
-  weights.beta2 = static_cast<float>(FLAGS_beta_2);
-  weights.momentum = static_cast<float>(AutoOr("momentum", FLAGS_momentum, 0.0));
-  weights.rmsprop_decay = static_cast<float>(FLAGS_rmsprop_decay);
-  weights.schedule = ScheduleFromFlags();
+  weights = WeightsOptimizerFromFlags(h.job);
   if (h.job == JobKind::kFactorizationMachines) {
     weights.groups = FactorizationMachineGroups(weights, h.num_factors);
   }
   h.bias_optimizer = weights;
   h.bias_optimizer.groups.clear();
-  h.bias_optimizer.learning_rate = BiasLearningRate();
+  h.bias_optimizer.learning_rate = BiasLearningRate(weights.learning_rate);
   h.bias_optimizer.l1 = 0;
-  h.bias_optimizer.l2 = BiasWeightDecay();
+  h.bias_optimizer.l2 = BiasWeightDecay(weights.l2);
 
   h.bias_init = BiasInitializer();
   h.linear_init = LinearInitializer();

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "kv/gradient_shaping.h"
 
 namespace keel {
 namespace {
@@ -418,7 +419,9 @@ void ValidateOptimizerOptions(const OptimizerOptions& options) {
   CheckDecay(options.beta2, "--beta_2");
   CheckDecay(options.momentum, "--momentum");
   CheckDecay(options.rmsprop_decay, "--rmsprop_decay");
-  CheckPositive(options.epsilon, "--epsilon");
+  CheckPositive(options.epsilon, "--eps");
+  CheckPositive(options.rescale_grad, "--rescale_grad");
+  CheckNonNegative(options.clip_gradient, "--clip_gradient");
   CheckPositive(options.ftrl_beta, "--ftrl_beta");
   CheckSchedule(options.schedule);
   const bool adam = ResolveOptimizerName(options.name) == "adam";
@@ -456,6 +459,13 @@ void Optimizer::UpdateRows(float* const* rows, const float* gradients, size_t co
 std::string ResolveOptimizerName(const std::string& name) { return name == "auto" ? "adam" : name; }
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
+  if (ShapesGradients(options)) {
+    ValidateOptimizerOptions(options);
+    OptimizerOptions unshaped = options;
+    unshaped.rescale_grad = 1.0f;
+    unshaped.clip_gradient = 0.0f;
+    return WithGradientShaping(options, MakeOptimizer(unshaped));
+  }
   const std::string name = ResolveOptimizerName(options.name);
   if (name == "sgd") {
     if (options.momentum > 0) return std::make_unique<StepOptimizer<MomentumStep>>(options);

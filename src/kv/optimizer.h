@@ -52,8 +52,12 @@ struct OptimizerOptions {
   float momentum = 0.0f;        // sgd: decay of the velocity, in [0, 1); 0: plain SGD
   float rmsprop_decay = 0.9f;   // rmsprop: decay of the mean square, in [0, 1)
   float epsilon = 1e-8f;        // adagrad, rmsprop, adam: added to the denominator
-  float ftrl_beta = 1.0f;       // ftrl: beta of the per-coordinate rate
-  Schedule schedule;            // ignored by ftrl (its rate decays per coordinate already)
+  // Gradient shaping before the step (kv/gradient_shaping.h): g = clip(rescale_grad * g) with
+  // clip projecting onto [-clip_gradient, clip_gradient]; clip_gradient 0: no clipping.
+  float rescale_grad = 1.0f;   // positive
+  float clip_gradient = 0.0f;  // non-negative
+  float ftrl_beta = 1.0f;      // ftrl: beta of the per-coordinate rate
+  Schedule schedule;           // ignored by ftrl (its rate decays per coordinate already)
   std::vector<ColumnGroup> groups;
 };
 
@@ -64,8 +68,9 @@ std::string ResolveOptimizerName(const std::string& name);
 
 // Throws Error, naming the flag (--learning_rate, --l1, --wd, --beta_1, ...),
 // unless every rate is positive and finite, every penalty non-negative and
-// finite, beta1, beta2, momentum and rmsprop_decay in [0, 1), epsilon and
-// ftrl_beta positive and finite, the groups non-empty, at non-negative columns
+// finite, beta1, beta2, momentum and rmsprop_decay in [0, 1), epsilon,
+// ftrl_beta and rescale_grad positive and finite, clip_gradient non-negative
+// and finite, the groups non-empty, at non-negative columns
 // and disjoint, and no L1 penalty is asked of adam; and, with the schedule
 // enabled, step >= 1, factor in (0, 1] and minimum_rate positive and finite.
 // Does not check that the name is known.
@@ -130,6 +135,11 @@ class Optimizer {
 // weight), then n (one per weight).
 //
 // "auto": "adam" (ResolveOptimizerName).
+//
+// Every optimizer first shapes the gradient when options.rescale_grad is not
+// 1 or options.clip_gradient is positive (kv/gradient_shaping.h): g is
+// replaced by clip(rescale_grad * g) before the formulas above, so that the
+// weight decay l2 * w is neither rescaled nor clipped.
 //
 // With options.schedule enabled (every optimizer but ftrl), one more float
 // follows the state: the row's update count, exact up to 2^24 updates (far

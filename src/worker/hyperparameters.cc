@@ -255,6 +255,11 @@ void Hyperparameters::Validate() const {
   }
 }
 
+double AutoLearningRate(JobKind job, const std::string& optimizer) {
+  if (optimizer == "ftrl") return job == JobKind::kFactorizationMachines ? 10.0 : 1.0;
+  return 0.01;
+}
+
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
   TableSpec weights;
   weights.width = h.table_weight_width();

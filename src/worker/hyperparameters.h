@@ -141,6 +141,13 @@ JobKind ParseJobKind(const std::string& name);  // linear_learner | factorizatio
 PredictorType ParsePredictorType(
     const std::string& name);  // binary_classifier | regressor | multiclass_classifier
 
+// What --learning_rate=auto stands for in `job` under `optimizer` (a resolved
+// name, ResolveOptimizerName): 1 for the linear learner's ftrl and 10 for the
+// factorization machine's (FTRL's alpha; the rates configs/*.flags were tuned
+// to), 0.01 for every other optimizer (Keel's default rate before `auto`).
+// docs/ARCHITECTURE.md ("Training jobs") says why.
+double AutoLearningRate(JobKind job, const std::string& optimizer);
+
 // The servers' table specs for a job: widths, optimizers, initializers.
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& hyperparameters);
 

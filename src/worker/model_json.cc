@@ -36,7 +36,8 @@ std::string OptimizerJson(const OptimizerOptions& o) {
        << ",\"l1\":" << JsonNumber(o.l1) << ",\"l2\":" << JsonNumber(o.l2)
        << ",\"beta1\":" << JsonNumber(o.beta1) << ",\"beta2\":" << JsonNumber(o.beta2)
        << ",\"epsilon\":" << JsonNumber(o.epsilon) << ",\"ftrl_beta\":" << JsonNumber(o.ftrl_beta)
-       << ",\"groups\":[";
+       << ",\"rescale_grad\":" << JsonNumber(o.rescale_grad)
+       << ",\"clip_gradient\":" << JsonNumber(o.clip_gradient) << ",\"groups\":[";
   for (size_t i = 0; i < o.groups.size(); ++i) {
     const OptimizerOptions::ColumnGroup& g = o.groups[i];
     json << (i ? "," : "") << "{\"begin\":" << g.begin << ",\"end\":" << g.end
@@ -178,6 +179,8 @@ void ReadOptimizer(Fields fields, OptimizerOptions* o) {
   fields.Float("beta2", &o->beta2);
   fields.Float("epsilon", &o->epsilon);
   fields.Float("ftrl_beta", &o->ftrl_beta);
+  fields.Float("rescale_grad", &o->rescale_grad);
+  fields.Float("clip_gradient", &o->clip_gradient);
   if (!fields.Has("groups")) return;
   o->groups.clear();
   for (Fields group : fields.Objects("groups")) {
