@@ -108,6 +108,10 @@ DEFINE_string(staleness, "inf",
               "how many clocks a worker may run ahead of the slowest: 0 (BSP), k (SSP) or inf "
               "(asynchronous); servers and workers must agree");
 DEFINE_int32(clock_every, 1, "minibatches per clock");
+DEFINE_bool(staleness_aware_steps, true,
+            "servers scale each push's step to the weight and bias tables by "
+            "1/sqrt(its staleness in updates), so asynchronous workers' late gradients do not "
+            "overshoot; false: every push takes the optimizer's whole step");
 DEFINE_string(slow_worker, "",
               "RANK:FACTOR: worker RANK takes FACTOR times as long per minibatch (a straggler, "
               "for experiments)");
@@ -341,6 +345,7 @@ Hyperparameters HyperparametersFromFlags() {
   weights.momentum = static_cast<float>(AutoOr("momentum", FLAGS_momentum, 0.0));
   weights.rmsprop_decay = static_cast<float>(FLAGS_rmsprop_decay);
   weights.schedule = ScheduleFromFlags();
+  weights.staleness_aware = FLAGS_staleness_aware_steps;  // the bias's too (a copy below)
   if (h.job == JobKind::kFactorizationMachines) {
     weights.groups = FactorizationMachineGroups(weights, h.num_factors);
   }

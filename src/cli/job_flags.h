@@ -87,6 +87,7 @@ DECLARE_double(factors_init_sigma);
 // Consistency.
 DECLARE_string(staleness);
 DECLARE_int32(clock_every);
+DECLARE_bool(staleness_aware_steps);
 DECLARE_string(slow_worker);
 
 // predict and datagen.

@@ -216,16 +216,17 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
       continue;
     }
     SharedArray<float> weights, bias;
+    const int64_t read_clock = client_->clock();  // the pulls' stamp
     client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
     if (use_bias) client_->Wait(client_->Pull(bias_key_, &bias, bias_width, kBiasTable));
     *loss += model_->Gradients(batch, weights.data(), use_bias ? bias.data() : zero_bias.data(),
                                &weight_gradients, &bias_gradient);
     if (use_bias) {
       client_->Wait(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
-                                  bias_width, kBiasTable));
+                                  bias_width, kBiasTable, read_clock));
     }
     client_->Wait(client_->Push(batch.keys, SharedArray<const float>(std::move(weight_gradients)),
-                                width, kWeightTable));
+                                width, kWeightTable, read_clock));
     weight_gradients = {};
     bias_gradient = {};
     examples += batch.batch.rows();

@@ -36,7 +36,7 @@ std::string OptimizerJson(const OptimizerOptions& o) {
        << ",\"l1\":" << JsonNumber(o.l1) << ",\"l2\":" << JsonNumber(o.l2)
        << ",\"beta1\":" << JsonNumber(o.beta1) << ",\"beta2\":" << JsonNumber(o.beta2)
        << ",\"epsilon\":" << JsonNumber(o.epsilon) << ",\"ftrl_beta\":" << JsonNumber(o.ftrl_beta)
-       << ",\"groups\":[";
+       << ",\"staleness_aware\":" << JsonBool(o.staleness_aware) << ",\"groups\":[";
   for (size_t i = 0; i < o.groups.size(); ++i) {
     const OptimizerOptions::ColumnGroup& g = o.groups[i];
     json << (i ? "," : "") << "{\"begin\":" << g.begin << ",\"end\":" << g.end
@@ -173,6 +173,7 @@ void ReadOptimizer(Fields fields, OptimizerOptions* o) {
   fields.Float("beta2", &o->beta2);
   fields.Float("epsilon", &o->epsilon);
   fields.Float("ftrl_beta", &o->ftrl_beta);
+  fields.Bool("staleness_aware", &o->staleness_aware);
   if (!fields.Has("groups")) return;
   o->groups.clear();
   for (Fields group : fields.Objects("groups")) {
