@@ -223,6 +223,17 @@ TEST_F(OptimizerFlags, GradientShapingReachesTheTrainingTablesButNotTheControlTa
   EXPECT_EQ(tables.at(kControlTable).optimizer.clip_gradient, 0.0f);
 }
 
+TEST_F(OptimizerFlags, StalenessAwareStepsAreOnForTheTrainingTablesOnly) {
+  for (const auto& [table, spec] : TablesFor(HyperparametersFromFlags())) {
+    // The control table sums: its pushes must be added whole.
+    EXPECT_EQ(spec.optimizer.staleness_aware, table != kControlTable) << "table " << table;
+  }
+  Set("staleness_aware_steps", "false");
+  for (const auto& [table, spec] : TablesFor(HyperparametersFromFlags())) {
+    EXPECT_FALSE(spec.optimizer.staleness_aware) << "table " << table;
+  }
+}
+
 TEST_F(OptimizerFlags, BadValuesAreRefusedNamingTheFlag) {
   const std::vector<std::pair<const char*, const char*>> bad = {
       {"learning_rate", "fast"},

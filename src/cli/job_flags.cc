@@ -138,6 +138,10 @@ DEFINE_string(staleness, "inf",
               "how many clocks a worker may run ahead of the slowest: 0 (BSP), k (SSP) or inf "
               "(asynchronous); servers and workers must agree");
 DEFINE_int32(clock_every, 1, "minibatches per clock");
+DEFINE_bool(staleness_aware_steps, true,
+            "servers scale each push's step to the weight and bias tables by "
+            "1/sqrt(its staleness in updates), so asynchronous workers' late gradients do not "
+            "overshoot; false: every push takes the optimizer's whole step");
 DEFINE_string(slow_worker, "",
               "RANK:FACTOR: worker RANK takes FACTOR times as long per minibatch (a straggler, "
               "for experiments)");
@@ -388,6 +392,7 @@ Hyperparameters HyperparametersFromFlags() {
 
   OptimizerOptions& weights = h.weights_optimizer;
   weights = WeightsOptimizerFromFlags(h.job);
+  weights.staleness_aware = FLAGS_staleness_aware_steps;  // the bias's too (a copy below)
   if (h.job == JobKind::kFactorizationMachines) {
     weights.groups = FactorizationMachineGroups(weights, h.num_factors);
   }

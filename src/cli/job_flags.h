@@ -94,6 +94,7 @@ DECLARE_string(rescale_grad);
 // Consistency.
 DECLARE_string(staleness);
 DECLARE_int32(clock_every);
+DECLARE_bool(staleness_aware_steps);
 DECLARE_string(slow_worker);
 
 // predict and datagen.

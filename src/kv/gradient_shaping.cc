@@ -21,8 +21,10 @@ class GradientShapingOptimizer final : public Optimizer {
     inner_->Update(row, Shaped(gradient, static_cast<size_t>(width)), width);
   }
 
-  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override {
-    inner_->UpdateRows(rows, Shaped(gradients, count * static_cast<size_t>(width)), count, width);
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width,
+                  float step_scale) override {
+    inner_->UpdateRows(rows, Shaped(gradients, count * static_cast<size_t>(width)), count, width,
+                       step_scale);
   }
 
  private:

@@ -302,26 +302,27 @@ void KVWorker::CancelLocked(Handle handle) {
 }
 
 KVWorker::Handle KVWorker::Push(const SharedArray<const Key>& keys,
-                                const SharedArray<const float>& values, int width, uint32_t table) {
+                                const SharedArray<const float>& values, int width, uint32_t table,
+                                std::optional<int64_t> read_clock) {
   CheckWidth(width);
   if (values.size() != keys.size() * static_cast<size_t>(width)) {
     throw MakeError("push of ", keys.size(), " keys x width ", width, " needs ",
                     keys.size() * width, " values, got ", values.size());
   }
   CheckKeys(keys);
-  return Send(proto::PUSH, keys, values, nullptr, width, table);
+  return Send(proto::PUSH, keys, values, nullptr, width, table, read_clock);
 }
 
 KVWorker::Handle KVWorker::Pull(const SharedArray<const Key>& keys, SharedArray<float>* values,
                                 int width, uint32_t table) {
   CheckWidth(width);
   CheckKeys(keys);
-  return Send(proto::PULL, keys, SharedArray<const float>(), values, width, table);
+  return Send(proto::PULL, keys, SharedArray<const float>(), values, width, table, std::nullopt);
 }
 
 KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const Key>& keys,
                                 const SharedArray<const float>& values, SharedArray<float>* out,
-                                int width, uint32_t table) {
+                                int width, uint32_t table, std::optional<int64_t> read_clock) {
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   const std::vector<size_t> bounds = ranges->Split(keys.data(), keys.size());
@@ -338,7 +339,7 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
       if (begin == end) continue;
       const int server_rank = ranges->server(r);
       Outgoing part{ServerIdOrNone(server_rank),
-                    PartMessage(command, keys, values, begin, end, width, table)};
+                    PartMessage(command, keys, values, begin, end, width, table, read_clock)};
       AddPartLocked(handle, part.server_id, server_rank, part.message, begin * width,
                     (end - begin) * width, static_cast<int>(r));
       outgoing.push_back(std::move(part));
@@ -363,7 +364,7 @@ int KVWorker::ServerIdOrNone(int server_rank) const {
 
 Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Key>& keys,
                               const SharedArray<const float>& values, size_t begin, size_t end,
-                              int width, uint32_t table) {
+                              int width, uint32_t table, std::optional<int64_t> read_clock) {
   Message message;
   proto::Meta& meta = message.meta;
   meta.set_command(command);
@@ -372,6 +373,7 @@ Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Ke
   meta.set_key_count(end - begin);
   meta.set_value_width(width);
   meta.set_table(table);
+  if (read_clock) meta.set_read_clock(*read_clock);
   message.frames.push_back(AsBytes(keys.Slice(begin, end)));
   if (command == proto::PUSH) {
     message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -86,9 +87,12 @@ class KVWorker {
   // Sends gradients for `keys` (values.size() == keys.size() * width) to the
   // servers of table `table`, which apply them with their optimizer. `keys`
   // and `values` must stay unchanged until Wait returns. Throws Error if the
-  // keys are not sorted and unique or the sizes disagree.
+  // keys are not sorted and unique or the sizes disagree. `read_clock`: the
+  // clock stamped on the pull that read the rows the gradients were computed
+  // from, which lets a server scale the step by the push's staleness
+  // (server/push_staleness.h); without it the step is not scaled.
   Handle Push(const SharedArray<const Key>& keys, const SharedArray<const float>& values, int width,
-              uint32_t table = 0);
+              uint32_t table = 0, std::optional<int64_t> read_clock = std::nullopt);
 
   // Reads the rows of `keys` into `*values` (keys.size() * width floats).
   // When Wait returns, `*values` holds them: filled in place if it already had
@@ -164,13 +168,13 @@ class KVWorker {
   // Splits a push or pull by key range and sends each server its part.
   Handle Send(proto::Command command, const SharedArray<const Key>& keys,
               const SharedArray<const float>& values, SharedArray<float>* out, int width,
-              uint32_t table);
+              uint32_t table, std::optional<int64_t> read_clock);
   // The node id of the server of rank `server_rank`, or -1 if none has it now.
   int ServerIdOrNone(int server_rank) const;
   // The part of a push or pull with keys [begin, end) (frames share the arrays).
   Message PartMessage(proto::Command command, const SharedArray<const Key>& keys,
                       const SharedArray<const float>& values, size_t begin, size_t end, int width,
-                      uint32_t table);
+                      uint32_t table, std::optional<int64_t> read_clock);
   // Sizes a pull's result array for `count` floats gathered from its parts.
   void PrepareResultLocked(Request& request, size_t count);
   void SendParts(Handle handle, std::vector<Outgoing>& outgoing);

@@ -77,6 +77,7 @@ inline void SgdColumnStep(float* __restrict row, const float* __restrict gradien
 // schedule's count (SgdOptimizer below serves plain SGD).
 struct PlainSgdStep {
   static constexpr const char* kName = "sgd";
+  static constexpr bool kScalesGradient = false;
   static int StateWidth(int /*weight_width*/) { return 0; }
   explicit PlainSgdStep(const OptimizerOptions& /*options*/) {}
 
@@ -89,6 +90,7 @@ struct PlainSgdStep {
 // Row layout: weights, then one velocity per weight.
 struct MomentumStep {
   static constexpr const char* kName = "sgd";
+  static constexpr bool kScalesGradient = false;
   static int StateWidth(int weight_width) { return weight_width; }
   explicit MomentumStep(const OptimizerOptions& options) : momentum_(options.momentum) {}
 
@@ -111,6 +113,7 @@ struct MomentumStep {
 // Row layout: weights, then one accumulator per weight.
 struct AdagradStep {
   static constexpr const char* kName = "adagrad";
+  static constexpr bool kScalesGradient = false;
   static int StateWidth(int weight_width) { return weight_width; }
   explicit AdagradStep(const OptimizerOptions& options) : epsilon_(options.epsilon) {}
 
@@ -135,6 +138,7 @@ struct AdagradStep {
 // Row layout: weights, then one mean square per weight.
 struct RmspropStep {
   static constexpr const char* kName = "rmsprop";
+  static constexpr bool kScalesGradient = false;
   static int StateWidth(int weight_width) { return weight_width; }
   explicit RmspropStep(const OptimizerOptions& options)
       : decay_(options.rmsprop_decay), epsilon_(options.epsilon) {}
@@ -160,6 +164,7 @@ struct RmspropStep {
 // Row layout: weights, first moments, second moments, step count.
 struct AdamStep {
   static constexpr const char* kName = "adam";
+  static constexpr bool kScalesGradient = false;
   static int StateWidth(int weight_width) { return 2 * weight_width + 1; }
   explicit AdamStep(const OptimizerOptions& options)
       : beta1_(options.beta1), beta2_(options.beta2), epsilon_(options.epsilon) {}
@@ -192,6 +197,8 @@ struct AdamStep {
 // Row layout: weights, z, n.
 struct FtrlStep {
   static constexpr const char* kName = "ftrl";
+  // Its rate is not a step size: a staleness scale weighs the gradient.
+  static constexpr bool kScalesGradient = true;
   static int StateWidth(int weight_width) { return 2 * weight_width; }
   explicit FtrlStep(const OptimizerOptions& options) : beta_(options.ftrl_beta) {}
 
@@ -244,23 +251,28 @@ class ColumnSettingsCache {
   std::map<int, ColumnSettings> by_width_;
 };
 
-// The column settings of a row under the learning-rate schedule: the base
-// settings with each rate decreased for the row's update count (optimizer.h).
-// Recomputed only when the base or the number of decreases changes, into
-// vectors reused across rows. Not synchronized.
+// The column settings of a row under the learning-rate schedule and a
+// push's staleness scale: the base settings with each rate decreased for the
+// row's update count (optimizer.h), then multiplied by the scale.
+// Recomputed only when the base, the number of decreases or the scale
+// changes, into vectors reused across rows. Not synchronized.
 class ScheduledRates {
  public:
   explicit ScheduledRates(const OptimizerOptions::Schedule& schedule) : schedule_(schedule) {}
-  // The settings for a row updated `updates` times before.
-  const ColumnSettings& For(const ColumnSettings& base, float updates) {
-    const long long decreases = static_cast<long long>(updates) / schedule_.step;
-    if (decreases == 0) return base;
-    if (&base != base_ || decreases != decreases_) Resolve(base, decreases);
+  // The settings for a row updated `updates` times before (ignored without
+  // the schedule), in a push whose steps are scaled by `step_scale`.
+  const ColumnSettings& For(const ColumnSettings& base, float updates, float step_scale) {
+    const long long decreases =
+        schedule_.enabled ? static_cast<long long>(updates) / schedule_.step : 0;
+    if (decreases == 0 && step_scale == 1.0f) return base;
+    if (&base != base_ || decreases != decreases_ || step_scale != step_scale_) {
+      Resolve(base, decreases, step_scale);
+    }
     return scaled_;
   }
 
  private:
-  void Resolve(const ColumnSettings& base, long long decreases) {
+  void Resolve(const ColumnSettings& base, long long decreases, float step_scale) {
     if (&base != base_) {
       scaled_ = base;
       base_ = &base;
@@ -269,9 +281,11 @@ class ScheduledRates {
     for (size_t c = 0; c < base.learning_rate.size(); ++c) {
       const float rate = base.learning_rate[c];
       const float floor = std::min(rate, schedule_.minimum_rate);
-      scaled_.learning_rate[c] = std::max(static_cast<float>(rate * multiplier), floor);
+      scaled_.learning_rate[c] =
+          std::max(static_cast<float>(rate * multiplier), floor) * step_scale;
     }
     decreases_ = decreases;
+    step_scale_ = step_scale;
   }
 
   // factor^decreases. Rows of one push have all kinds of update counts, so
@@ -292,6 +306,7 @@ class ScheduledRates {
   OptimizerOptions::Schedule schedule_;
   const ColumnSettings* base_ = nullptr;
   long long decreases_ = 0;
+  float step_scale_ = 1.0f;
   ColumnSettings scaled_;
   std::vector<double> powers_;  // powers_[d] = factor^d
 };
@@ -314,28 +329,41 @@ class StepOptimizer final : public Optimizer {
     return Step::StateWidth(weight_width) + (scheduled_ ? 1 : 0);
   }
   void Update(float* row, const float* gradient, int width) override {
-    UpdateRows(&row, gradient, 1, width);
+    UpdateRows(&row, gradient, 1, width, 1.0f);
   }
-  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override {
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width,
+                  float step_scale) override {
+    if (Step::kScalesGradient && step_scale != 1.0f) {
+      gradients = ScaledGradients(gradients, count * static_cast<size_t>(width), step_scale);
+      step_scale = 1.0f;
+    }
     const ColumnSettings& columns = columns_.For(width);
-    if (!scheduled_) {
+    if (!scheduled_ && step_scale == 1.0f) {
       for (size_t i = 0; i < count; ++i) step_(rows[i], gradients + i * width, width, columns);
       return;
     }
     const int count_column = width + Step::StateWidth(width);
     for (size_t i = 0; i < count; ++i) {
-      float& updates = rows[i][count_column];
-      const ColumnSettings& scheduled = rates_.For(columns, updates);
-      updates += 1.0f;
-      step_(rows[i], gradients + i * width, width, scheduled);
+      const float updates = scheduled_ ? rows[i][count_column] : 0.0f;
+      const ColumnSettings& rates = rates_.For(columns, updates, step_scale);
+      if (scheduled_) rows[i][count_column] = updates + 1.0f;
+      step_(rows[i], gradients + i * width, width, rates);
     }
   }
 
  private:
+  // `gradients` times `scale`, in a buffer reused across pushes.
+  const float* ScaledGradients(const float* gradients, size_t size, float scale) {
+    scaled_gradients_.resize(size);
+    for (size_t i = 0; i < size; ++i) scaled_gradients_[i] = gradients[i] * scale;
+    return scaled_gradients_.data();
+  }
+
   const Step step_;
   const bool scheduled_;
   ColumnSettingsCache columns_;
   ScheduledRates rates_;
+  std::vector<float> scaled_gradients_;
 };
 
 // SGD keeps fast paths of its own for the common rows (one column, no
@@ -346,11 +374,13 @@ class SgdOptimizer final : public Optimizer {
   const char* name() const override { return "sgd"; }
   int StateWidth(int /*weight_width*/) const override { return 0; }
   void Update(float* row, const float* gradient, int width) override;
-  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) override;
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width,
+                  float step_scale) override;
 
  private:
   OptimizerOptions options_;
   ColumnSettingsCache columns_;
+  ScheduledRates scaled_;  // a push's column settings with a staleness scale
 };
 
 void ColumnSettingsCache::Resolve(int width) {
@@ -377,22 +407,24 @@ void ColumnSettingsCache::Resolve(int width) {
   last_ = &found->second;
 }
 
-SgdOptimizer::SgdOptimizer(const OptimizerOptions& options) : options_(options), columns_(options) {
+SgdOptimizer::SgdOptimizer(const OptimizerOptions& options)
+    : options_(options), columns_(options), scaled_(OptimizerOptions::Schedule()) {
   ValidateOptimizerOptions(options);
 }
 
 void SgdOptimizer::Update(float* row, const float* gradient, int width) {
-  UpdateRows(&row, gradient, 1, width);
+  UpdateRows(&row, gradient, 1, width, 1.0f);
 }
 
-void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
-  const ColumnSettings& columns = columns_.For(width);
+void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width,
+                              float step_scale) {
+  const ColumnSettings& columns = scaled_.For(columns_.For(width), 0.0f, step_scale);
   if (!columns.uniform || options_.l1 != 0.0f) {
     for (size_t i = 0; i < count; ++i)
       SgdColumnStep(rows[i], gradients + i * width, width, columns);
     return;
   }
-  const float rate = options_.learning_rate;
+  const float rate = options_.learning_rate * step_scale;
   const float decay = options_.l2;
   if (width == 1 && decay == 0.0f) {
     for (size_t i = 0; i < count; ++i) *rows[i] -= rate * gradients[i];
@@ -452,8 +484,9 @@ void ValidateOptimizerOptions(const OptimizerOptions& options) {
   }
 }
 
-void Optimizer::UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
-  for (size_t i = 0; i < count; ++i) Update(rows[i], gradients + i * width, width);
+float StalenessStepScale(int64_t staleness) {
+  if (staleness <= 1) return 1.0f;
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(staleness)));
 }
 
 std::string ResolveOptimizerName(const std::string& name) { return name == "auto" ? "adam" : name; }

@@ -13,6 +13,7 @@
 #define KEEL_KV_OPTIMIZER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,7 +60,19 @@ struct OptimizerOptions {
   float ftrl_beta = 1.0f;      // ftrl: beta of the per-coordinate rate
   Schedule schedule;           // ignored by ftrl (its rate decays per coordinate already)
   std::vector<ColumnGroup> groups;
+  // Staleness-aware steps: the server scales each push's step by
+  // StalenessStepScale of the push's staleness (server/push_staleness.h).
+  // Off by default: a table that sums (rate 1 SGD) must add every push whole.
+  bool staleness_aware = false;
 };
+
+// Staleness-aware steps (Zhang, Gupta, Lian and Liu, 2016: the rate divided by
+// the gradient's staleness), softened to the square root: a push `staleness`
+// updates late takes 1 / sqrt(max(1, staleness)) of its step. Staleness 0 or 1
+// (a worker's own pipeline: its next minibatch's rows are read before its
+// current one is pushed) keeps the whole step, so a job with one worker is
+// unchanged; the scale is never above 1, whatever the staleness.
+float StalenessStepScale(int64_t staleness);
 
 // The optimizer `name` stands for: "auto" is "adam" (adaptive per-coordinate
 // steps suit sparse features of unknown scale with no tuning); any other name
@@ -96,8 +109,16 @@ class Optimizer {
   // then StateWidth(width) floats of state, zero on a new row.
   virtual void Update(float* row, const float* gradient, int width) = 0;
   // Applies gradients[i * width, (i + 1) * width) to rows[i] for each of
-  // `count` rows. The default calls Update per row.
-  virtual void UpdateRows(float* const* rows, const float* gradients, size_t count, int width);
+  // `count` rows, each step scaled by `step_scale` (in (0, 1]; 1: the
+  // optimizer's own step): every rate is multiplied by it, after the
+  // schedule's decrease; FTRL, whose rate is not a step size (its weights are
+  // a closed form of the summed gradients), multiplies the gradients instead.
+  virtual void UpdateRows(float* const* rows, const float* gradients, size_t count, int width,
+                          float step_scale) = 0;
+  // UpdateRows with the optimizer's own step.
+  void UpdateRows(float* const* rows, const float* gradients, size_t count, int width) {
+    UpdateRows(rows, gradients, count, width, 1.0f);
+  }
 };
 
 // The optimizer `options.name` names. Throws Error for a name other than

@@ -175,7 +175,7 @@ void ParameterTable::ForBatch(const Key* keys, size_t count, Visit visit) {
 }
 
 void ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
-                          Optimizer* optimizer) {
+                          Optimizer* optimizer, float step_scale) {
   const size_t width = static_cast<size_t>(weight_width_);
   size_t indices[kUpdateChunk];
   float* rows[kUpdateChunk];
@@ -190,7 +190,7 @@ void ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
     // second pass inserts nothing and rebuilds nothing.
     if (generation_ != generation) ForBatch(chunk, n, resolve);
     for (size_t i = 0; i < n; ++i) rows[i] = MutableRow(indices[i]);
-    optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_);
+    optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_, step_scale);
   }
 }
 

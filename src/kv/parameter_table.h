@@ -61,8 +61,10 @@ class ParameterTable {
   const float* Find(Key key) const;
 
   // Applies gradients (keys.size() x weight_width, row-major) to the rows of
-  // `keys` through `optimizer`, creating rows on first touch.
-  void Push(const Key* keys, size_t count, const float* gradients, Optimizer* optimizer);
+  // `keys` through `optimizer`, creating rows on first touch; each step
+  // scaled by `step_scale` (Optimizer::UpdateRows).
+  void Push(const Key* keys, size_t count, const float* gradients, Optimizer* optimizer,
+            float step_scale = 1.0f);
   // Copies the weights of `keys` into `out` (count x weight_width), creating
   // rows on first touch.
   void Pull(const Key* keys, size_t count, float* out);

@@ -125,11 +125,17 @@ class KVServer {
   void CheckPushRoute(const proto::Meta& meta, size_t range) const;
   // Holds a push passed down before `shard` has its rows (bounded).
   void HoldPush(Message&& message, Shard& shard, size_t range);
-  // Applies `request` to `table` unless `origin` sent its sequence before.
+  // Applies `request` to `table` unless `origin` sent its sequence before,
+  // its step scaled by the push's staleness (set in `*staleness`) if the
+  // table is staleness-aware.
   bool ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin, Shard& shard,
-                 ServerTable& table, size_t range);
-  void ServePull(const DataRequest& request, Shard& shard, size_t range, int64_t waited_us,
-                 Message* response);
+                 ServerTable& table, size_t range, int64_t* staleness);
+  // The staleness of a push to `table`: measured (PushStaleness) for a
+  // worker's, the primary's figure for a passed-down one.
+  int64_t StalenessOf(const proto::Meta& meta, uint32_t table_id, const Shard& shard,
+                      const ServerTable& table) const;
+  void ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard, size_t range,
+                 int64_t waited_us, Message* response);
   // The shard of `range` (which `request` must lie in entirely); throws Error
   // if this server holds no replica of it.
   Shard& ShardFor(const DataRequest& request, size_t* range);

@@ -36,7 +36,7 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     size_t range = 0;
     Shard& shard = ShardFor(request, &range);
     if (meta.command() == proto::PUSH) return ServePush(std::move(message), request, shard, range);
-    ServePull(request, shard, range, waited_us, &response);
+    ServePull(meta, request, shard, range, waited_us, &response);
   } catch (const Error& e) {
     rejected_.fetch_add(1);
     LOG(WARNING) << "rejected " << Describe(meta) << ": " << e.what();
@@ -82,8 +82,11 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     return false;
   }
   ServerTable& table = TableFor(shard, range, request.table, request.width);
-  const bool applied = ApplyOnce(meta, request, origin, shard, table, range);
+  int64_t staleness = 0;
+  const bool applied = ApplyOnce(meta, request, origin, shard, table, range, &staleness);
   served_.fetch_add(1);
+  // Every replica takes the step the primary took.
+  if (applied && table.staleness_aware) message.meta.set_push_staleness(staleness);
   PassDown(message, range, origin);
   return applied;
 }
@@ -117,13 +120,19 @@ void KVServer::HoldPush(Message&& message, Shard& shard, size_t range) {
 }
 
 bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin,
-                         Shard& shard, ServerTable& table, size_t range) {
+                         Shard& shard, ServerTable& table, size_t range, int64_t* staleness) {
   if (!shard.applied[origin].Insert(meta.sequence())) {
     duplicates_.fetch_add(1);  // applied before: passed on and acknowledged all the same
     return false;
   }
+  float step_scale = 1.0f;
+  if (table.staleness_aware) {
+    *staleness = StalenessOf(meta, request.table, shard, table);
+    step_scale = StalenessStepScale(*staleness);
+  }
   table.rows->Push(request.keys.data(), request.keys.size(), request.values.data(),
-                   table.optimizer.get());
+                   table.optimizer.get(), step_scale);
+  ++table.version;
   if (shard.primary_since > 0 && meta.origin() == 0) {
     LOG(INFO) << "key range " << range << ": first push served since this server became "
               << "its primary, " << MonotonicSeconds() - shard.primary_since << " s ago";
@@ -132,10 +141,23 @@ bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, in
   return true;
 }
 
-void KVServer::ServePull(const DataRequest& request, Shard& shard, size_t range, int64_t waited_us,
-                         Message* response) {
+int64_t KVServer::StalenessOf(const proto::Meta& meta, uint32_t table_id, const Shard& shard,
+                              const ServerTable& table) const {
+  if (meta.origin() != 0) {
+    return meta.has_push_staleness() ? PushStaleness::Clamp(meta.push_staleness()) : 0;
+  }
+  if (!meta.has_read_clock()) return 0;
+  return shard.reads.Of(meta.sender(), table_id, meta.read_clock(), table.version);
+}
+
+void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard,
+                         size_t range, int64_t waited_us, Message* response) {
   if (!shard.ready) throw MakeError("key range ", range, " is not ready here");
-  ParameterTable* table = TableFor(shard, range, request.table, request.width).rows.get();
+  ServerTable& served = TableFor(shard, range, request.table, request.width);
+  if (served.staleness_aware) {
+    shard.reads.RecordPull(meta.sender(), request.table, meta.clock(), served.version);
+  }
+  ParameterTable* table = served.rows.get();
   response->meta.set_min_clock(gate_.MinClock());
   response->meta.set_waited_us(waited_us);
   if (request.keys.size() == 1 && table->shares_rows()) {
@@ -177,8 +199,10 @@ ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint
       throw MakeError("table ", table, " has rows of width ", spec->second.width,
                       ", the request has width ", width);
     }
-    slot.optimizer =
-        MakeOptimizer(spec != specs_.end() ? spec->second.optimizer : default_optimizer_);
+    const OptimizerOptions& options =
+        spec != specs_.end() ? spec->second.optimizer : default_optimizer_;
+    slot.optimizer = MakeOptimizer(options);
+    slot.staleness_aware = options.staleness_aware;
     const int state = slot.optimizer->StateWidth(static_cast<int>(width));
     // The table is laid out for its key range.
     Key first = 0, last = ~Key{0};

@@ -23,6 +23,7 @@
 #include "kv/optimizer.h"
 #include "kv/parameter_table.h"
 #include "server/dedupe_window.h"
+#include "server/push_staleness.h"
 
 namespace keel {
 
@@ -30,6 +31,10 @@ namespace keel {
 struct ServerTable {
   std::unique_ptr<ParameterTable> rows;
   std::unique_ptr<Optimizer> optimizer;
+  // Pushes applied to it here (PushStaleness's version).
+  uint64_t version = 0;
+  // Steps scaled by the pushes' staleness (OptimizerOptions::staleness_aware).
+  bool staleness_aware = false;
 };
 
 // This server's replica of one key range.
@@ -37,6 +42,8 @@ struct Shard {
   std::map<uint32_t, ServerTable> tables;
   // Pushes applied, by the worker that sent them (node id).
   std::unordered_map<int, DedupeWindow> applied;
+  // The table versions pulls read, for the staleness of the pushes after them.
+  PushStaleness reads;
   // False until the range's rows came from the predecessor in its chain;
   // pushes passed down meanwhile wait in `held`.
   bool ready = true;

@@ -217,6 +217,7 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
       continue;
     }
     SharedArray<float> weights, bias;
+    const int64_t read_clock = client_->clock();  // the pulls' stamp
     client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
     if (use_bias) client_->Wait(client_->Pull(bias_key_, &bias, bias_width, kBiasTable));
     const double loss =
@@ -225,10 +226,10 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
     AddLosses(model_->LastModelLosses(loss), losses);
     if (use_bias) {
       client_->Wait(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
-                                  bias_width, kBiasTable));
+                                  bias_width, kBiasTable, read_clock));
     }
     client_->Wait(client_->Push(batch.keys, SharedArray<const float>(std::move(weight_gradients)),
-                                width, kWeightTable));
+                                width, kWeightTable, read_clock));
     weight_gradients = {};
     bias_gradient = {};
     examples += batch.batch.rows();

@@ -17,6 +17,7 @@ MinibatchPipeline::MinibatchPipeline(KVWorker* client, ComputeBackend* model,
       zero_bias_(model->bias_width(), 0.0f) {}
 
 void MinibatchPipeline::StartPulls(Slot* slot) {
+  slot->pull_clock = client_->clock();
   slot->weights_pull = client_->Pull(slot->batch.keys, &slot->weights, width_, kWeightTable);
   if (use_bias_) slot->bias_pull = client_->Pull(bias_key_, &slot->bias, bias_width_, kBiasTable);
 }
@@ -56,12 +57,12 @@ void MinibatchPipeline::PushGradients(int64_t clock_before, int64_t clock_after)
   if (use_bias_) {
     client_->set_clock(clock_before);
     pushes_.push_back(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient_)),
-                                    bias_width_, kBiasTable));
+                                    bias_width_, kBiasTable, slots_[current_].pull_clock));
     client_->set_clock(clock_after);
   }
   pushes_.push_back(client_->Push(slots_[current_].batch.keys,
                                   SharedArray<const float>(std::move(weight_gradients_)), width_,
-                                  kWeightTable));
+                                  kWeightTable, slots_[current_].pull_clock));
   weight_gradients_ = {};
   bias_gradient_ = {};
 }

@@ -54,7 +54,8 @@ class MinibatchPipeline {
   // gradients. A server advances a worker's clock on the first message stamped
   // with it, and may then answer pulls held for it: so the bias goes first,
   // stamped with `clock_before`, and the weights (one message per server)
-  // carry `clock_after`.
+  // carry `clock_after`. Both carry the clock of the pulls that read their
+  // rows, for the servers' staleness-aware steps.
   void PushGradients(int64_t clock_before, int64_t clock_after);
   // The minibatch being computed.
   const PreparedBatch& current() const { return slots_[current_].batch; }
@@ -73,6 +74,7 @@ class MinibatchPipeline {
     PreparedBatch batch;
     SharedArray<float> weights, bias;
     KVWorker::Handle weights_pull = 0, bias_pull = 0;
+    int64_t pull_clock = 0;  // the clock its pulls were stamped with
   };
   void StartPulls(Slot* slot);
 

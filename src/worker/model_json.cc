@@ -37,7 +37,8 @@ std::string OptimizerJson(const OptimizerOptions& o) {
        << ",\"beta1\":" << JsonNumber(o.beta1) << ",\"beta2\":" << JsonNumber(o.beta2)
        << ",\"epsilon\":" << JsonNumber(o.epsilon) << ",\"ftrl_beta\":" << JsonNumber(o.ftrl_beta)
        << ",\"rescale_grad\":" << JsonNumber(o.rescale_grad)
-       << ",\"clip_gradient\":" << JsonNumber(o.clip_gradient) << ",\"groups\":[";
+       << ",\"clip_gradient\":" << JsonNumber(o.clip_gradient)
+       << ",\"staleness_aware\":" << JsonBool(o.staleness_aware) << ",\"groups\":[";
   for (size_t i = 0; i < o.groups.size(); ++i) {
     const OptimizerOptions::ColumnGroup& g = o.groups[i];
     json << (i ? "," : "") << "{\"begin\":" << g.begin << ",\"end\":" << g.end
@@ -181,6 +182,7 @@ void ReadOptimizer(Fields fields, OptimizerOptions* o) {
   fields.Float("ftrl_beta", &o->ftrl_beta);
   fields.Float("rescale_grad", &o->rescale_grad);
   fields.Float("clip_gradient", &o->clip_gradient);
+  fields.Bool("staleness_aware", &o->staleness_aware);
   if (!fields.Has("groups")) return;
   o->groups.clear();
   for (Fields group : fields.Objects("groups")) {
