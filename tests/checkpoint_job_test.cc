@@ -95,21 +95,34 @@ class CheckpointJob : public testing::TempFolderTest {
   }
 };
 
+// With several models (num_models 4): the checkpoint holds every model's rows
+// and losses, so the resumed job goes on with all of them.
 TEST_F(CheckpointJob, KilledJobResumesToTheUninterruptedRunsWeightsBitForBitWithOneWorker) {
-  const auto uninterrupted = Run(Job(2, 1, "whole"));
+  const auto uninterrupted = Run(With(Job(2, 1, "whole"), {"--num_models=4"}));
   ASSERT_TRUE(uninterrupted.finished && uninterrupted.code == 0) << uninterrupted.output;
 
   const std::string at = KillAfterAMidEpochCheckpoint(
-      With(Job(2, 1, "killed"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=40"}),
+      With(Job(2, 1, "killed"),
+           {"--num_models=4", "--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=40"}),
       "ckpt");
   const auto resumed =
-      Run(With(Job(2, 1, "resumed"),
-               {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=40", "--resume=latest"}));
+      Run(With(Job(2, 1, "resumed"), {"--num_models=4", "--checkpoint_uri=" + Store("ckpt"),
+                                      "--checkpoint_every=40", "--resume=latest"}));
   ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
   ASSERT_FALSE(Weights("whole").empty());
   EXPECT_TRUE(Weights("resumed") == Weights("whole"))
       << "resumed from " << at << ": the final weights differ from the uninterrupted run's";
   EXPECT_EQ(Loss("resumed"), Loss("whole"));
+  const std::string whole = folder_ + "/whole/metrics.json";
+  const std::string resumed_metrics = folder_ + "/resumed/metrics.json";
+  EXPECT_EQ(MetricOf(resumed_metrics, "train:selected_model"),
+            MetricOf(whole, "train:selected_model"));
+  for (int k = 0; k < 4; ++k) {
+    for (const std::string name : {":validation:objective_loss", ":train:objective_loss"}) {
+      const std::string metric = "model_" + std::to_string(k) + name;
+      EXPECT_EQ(MetricOf(resumed_metrics, metric), MetricOf(whole, metric)) << metric;
+    }
+  }
 }
 
 // With two workers the order in which a server applies the two workers'

@@ -433,6 +433,10 @@ class ModelJsonTest : public ModelArtifactTest {
     h.weights_optimizer.epsilon = 1e-6f;
     h.weights_optimizer.rescale_grad = 0.5f;
     h.weights_optimizer.clip_gradient = 4.0f;
+    h.weights_optimizer.momentum = 0.375f;
+    h.weights_optimizer.rmsprop_decay = 0.625f;
+    h.weights_optimizer.schedule = {true, 17, 0.875f, 1e-4f};
+    h.weights_optimizer.staleness_aware = true;
     h.bias_optimizer.name = "adagrad";
     h.bias_optimizer.learning_rate = 0.07f;
     h.factors_init = {"uniform", 0.0f, 0.05f};
@@ -495,6 +499,13 @@ TEST_F(ModelJsonTest, RestoresEveryHyperparameter) {
   EXPECT_EQ(h.weights_optimizer.epsilon, 1e-6f);
   EXPECT_EQ(h.weights_optimizer.rescale_grad, 0.5f);
   EXPECT_EQ(h.weights_optimizer.clip_gradient, 4.0f);
+  EXPECT_EQ(h.weights_optimizer.momentum, 0.375f);
+  EXPECT_EQ(h.weights_optimizer.rmsprop_decay, 0.625f);
+  EXPECT_TRUE(h.weights_optimizer.schedule.enabled);
+  EXPECT_EQ(h.weights_optimizer.schedule.step, 17);
+  EXPECT_EQ(h.weights_optimizer.schedule.factor, 0.875f);
+  EXPECT_EQ(h.weights_optimizer.schedule.minimum_rate, 1e-4f);
+  EXPECT_TRUE(h.weights_optimizer.staleness_aware);
   ASSERT_EQ(h.weights_optimizer.groups.size(), 2u);
   EXPECT_EQ(h.weights_optimizer.groups[1].begin, 1);
   EXPECT_EQ(h.weights_optimizer.groups[1].end, 3);

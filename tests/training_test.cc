@@ -103,6 +103,65 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
 // `keel predict`'s metric lines by name (defined below).
 std::map<std::string, double> PredictMetrics(const std::string& output);
 
+// num_models: every model's figures in metrics.json and history.jsonl, the
+// selected one the best on validation by the criterion (accuracy at its tuned
+// threshold), and the artifact is that model alone: its own settings, and
+// `keel predict` scores as the job's test channel was scored.
+TEST_F(TrainingJob, SeveralModelsAreRecordedAndTheBestOnValidationIsKept) {
+  Generate("linear", 20000, 2);
+  const auto exit = Train({"--job=linear_learner", "--epochs=3", "--num_models=4"}, 2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("train:selected_model"))
+      << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+  const int selected = static_cast<int>(metrics.at("train:selected_model"));
+  int best = 0;
+  for (int k = 0; k < 4; ++k) {
+    const std::string prefix = "model_" + std::to_string(k) + ":";
+    for (const char* name : {"train:objective_loss", "validation:objective_loss",
+                             "validation:roc_auc_score", "validation:accuracy"}) {
+      EXPECT_TRUE(metrics.count(prefix + name)) << prefix + name;
+    }
+    if (metrics.at(prefix + "validation:accuracy") >
+        metrics.at("model_" + std::to_string(best) + ":validation:accuracy")) {
+      best = k;
+    }
+  }
+  EXPECT_EQ(selected, best);
+  const std::string chosen = "model_" + std::to_string(selected) + ":";
+  EXPECT_EQ(metrics.at("validation:roc_auc_score"),
+            metrics.at(chosen + "validation:roc_auc_score"));
+  EXPECT_EQ(metrics.at("train:objective_loss"), metrics.at(chosen + "train:objective_loss"));
+  // Every epoch's line names every model.
+  const auto history = testing::ReadJsonLines(folder_ + "/model/history.jsonl");
+  EXPECT_EQ(history.size(), 3u);
+  for (const auto& line : history) {
+    EXPECT_TRUE(line.count("model_3:train:objective_loss"));
+    EXPECT_TRUE(line.count("train:selected_model"));
+  }
+  // model.json: which model of how many, with its own learning rate (model
+  // 0's is the job's, 0.01 by default; the others' differ).
+  const JsonValue model = ParseJson(ReadFileOrEmpty(folder_ + "/model/model.json"), "model.json");
+  EXPECT_EQ(model.Find("trained_models")->AsNumber(), 4);
+  EXPECT_EQ(model.Find("selected_model")->AsNumber(), selected);
+  const double rate =
+      model.Find("hyperparameters")->Find("weights_optimizer")->Find("learning_rate")->AsNumber();
+  if (selected == 0) {
+    EXPECT_NEAR(rate, 0.01, 1e-9);
+  } else {
+    EXPECT_GT(std::abs(rate - 0.01), 1e-4);
+  }
+  const auto predict =
+      testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                    "--data=" + folder_ + "/test", "--out=" + folder_ + "/predictions.csv"},
+                   60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  const auto scored = PredictMetrics(predict.output);
+  EXPECT_NEAR(scored.at("roc_auc_score"), metrics.at("test:roc_auc_score"), 1e-6);
+  EXPECT_NEAR(scored.at("binary_classification_accuracy"),
+              metrics.at("test:binary_classification_accuracy"), 1e-6);
+}
+
 // The factorization machine trains with its own flags; model.json records
 // every `auto` resolved (learning_rate, the groups' rates, gradient shaping)
 // and the flags as given, and `keel predict` needs nothing else.
@@ -110,7 +169,7 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   Generate("fm", 20000, 2);
   const auto exit = Train(
       {"--job=factorization_machines", "--num_factors=4", "--epochs=3", "--factors_init_sigma=0.05",
-       "--factors_lr=0.02", "--rescale_grad=0.5", "--clip_gradient=5"},
+       "--num_models=1", "--factors_lr=0.02", "--rescale_grad=0.5", "--clip_gradient=5"},
       2);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");

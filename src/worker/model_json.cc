@@ -38,6 +38,12 @@ std::string OptimizerJson(const OptimizerOptions& o) {
        << ",\"epsilon\":" << JsonNumber(o.epsilon) << ",\"ftrl_beta\":" << JsonNumber(o.ftrl_beta)
        << ",\"rescale_grad\":" << JsonNumber(o.rescale_grad)
        << ",\"clip_gradient\":" << JsonNumber(o.clip_gradient)
+       << ",\"momentum\":" << JsonNumber(o.momentum)
+       << ",\"rmsprop_decay\":" << JsonNumber(o.rmsprop_decay)
+       << ",\"use_lr_scheduler\":" << JsonBool(o.schedule.enabled)
+       << ",\"lr_scheduler_step\":" << o.schedule.step
+       << ",\"lr_scheduler_factor\":" << JsonNumber(o.schedule.factor)
+       << ",\"lr_scheduler_minimum_lr\":" << JsonNumber(o.schedule.minimum_rate)
        << ",\"staleness_aware\":" << JsonBool(o.staleness_aware) << ",\"groups\":[";
   for (size_t i = 0; i < o.groups.size(); ++i) {
     const OptimizerOptions::ColumnGroup& g = o.groups[i];
@@ -182,6 +188,12 @@ void ReadOptimizer(Fields fields, OptimizerOptions* o) {
   fields.Float("ftrl_beta", &o->ftrl_beta);
   fields.Float("rescale_grad", &o->rescale_grad);
   fields.Float("clip_gradient", &o->clip_gradient);
+  fields.Float("momentum", &o->momentum);
+  fields.Float("rmsprop_decay", &o->rmsprop_decay);
+  fields.Bool("use_lr_scheduler", &o->schedule.enabled);
+  fields.Count("lr_scheduler_step", &o->schedule.step, kMaxInt);
+  fields.Float("lr_scheduler_factor", &o->schedule.factor);
+  fields.Float("lr_scheduler_minimum_lr", &o->schedule.minimum_rate);
   fields.Bool("staleness_aware", &o->staleness_aware);
   if (!fields.Has("groups")) return;
   o->groups.clear();
