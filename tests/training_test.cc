@@ -225,6 +225,17 @@ TEST_F(TrainingJob, ABadLabelFailsTheJobNamingFileLineAndValueUnlessSkipped) {
   EXPECT_EQ(ExamplesPerEpoch(exit.output), (std::vector<long>{2000})) << exit.output;
 }
 
+TEST_F(TrainingJob, ABadLabelOnAShardsLastLineFailsTheJobBeforeAnyMinibatch) {
+  Generate("linear", 3000, 2);
+  { std::ofstream(folder_ + "/train/part-1.libsvm", std::ios::app) << "7 5:1\n"; }
+  const auto exit = Train({"--job=linear_learner", "--epochs=1", "--mini_batch_size=10"}, 2);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(Contains(exit.output, "before the first minibatch: ")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "part-1.libsvm:1501: label 7 is not a binary label"))
+      << exit.output;
+}
+
 TEST_F(TrainingJob, ABadLabelInTheValidationChannelFailsTheJob) {
   Generate("linear", 2000, 1);
   { std::ofstream(folder_ + "/validation/part-0.libsvm", std::ios::app) << "0.5 5:1\n"; }
@@ -256,6 +267,18 @@ TEST_F(TrainingJob, DatagenRegressionSetHasItsOracleAndTrains) {
   const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
   ASSERT_TRUE(metrics.count("validation:mse")) << exit.output;
   EXPECT_GT(metrics.at("validation:mse"), 0.9 * oracle.at("validation:mse"));
+}
+
+TEST_F(TrainingJob, RegressionWithOffsetLabelsNearsTheOracleWithDefaultFlags) {
+  const auto generated =
+      RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=150", "--label_scale=60"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto oracle = ReadMetrics(folder_ + "/oracle.json");
+  const auto exit = Train({"--job=linear_learner", "--predictor_type=regressor"}, 2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:mse")) << exit.output;
+  EXPECT_LT(metrics.at("validation:mse"), 1.1 * oracle.at("validation:mse"));
 }
 
 TEST_F(TrainingJob, DatagenMulticlassSetHasItsOracleAndTrains) {

@@ -56,6 +56,25 @@ DEFINE_double(f_beta, 1.0,
 DEFINE_int32(accuracy_top_k, 3,
              "multiclass: k of the multiclass_top_k_accuracy metric (the label among the k most "
              "probable classes)");
+DEFINE_bool(normalize_data, true,
+            "scale each feature by statistics of a sample taken before training (dense data "
+            "is also centred: --unbias_data); folded into the saved model");
+DEFINE_string(normalize_label, "auto",
+              "regressor: centre and scale the label by the sample's mean and standard "
+              "deviation (auto: on for a regressor; classifiers ignore it)");
+DEFINE_string(unbias_data, "auto",
+              "centre each feature on its sample mean: auto (dense data with --normalize_data "
+              "and --use_bias), true (dense data only) or false");
+DEFINE_string(unbias_label, "auto",
+              "regressor: centre the label on its sample mean (auto: with --normalize_label and "
+              "--use_bias)");
+DEFINE_int32(num_point_for_scaler, 10000, "rows of the training sample the statistics come from");
+DEFINE_string(positive_example_weight_mult, "1.0",
+              "binary_classifier: the weight of a positive example's loss, a positive number or "
+              "balanced (negatives over positives in the sample)");
+DEFINE_bool(balance_multiclass_weights, false,
+            "multiclass_classifier: weigh each class rows / (classes x class rows) of the "
+            "sample, so that every class counts the same in the loss");
 DEFINE_double(beta_1, 0.9, "adam: decay of the first moment");
 DEFINE_double(beta_2, 0.999, "adam: decay of the second moment");
 DEFINE_string(momentum, "auto", "sgd: momentum, in [0, 1) (auto: 0, plain SGD)");
@@ -330,6 +349,13 @@ Hyperparameters HyperparametersFromFlags() {
   h.huber_delta = static_cast<float>(FLAGS_huber_delta);
   h.f_beta = FLAGS_f_beta;
   h.accuracy_top_k = FLAGS_accuracy_top_k;
+  h.normalize_data = FLAGS_normalize_data;
+  h.normalize_label = FLAGS_normalize_label;
+  h.unbias_data = FLAGS_unbias_data;
+  h.unbias_label = FLAGS_unbias_label;
+  h.num_point_for_scaler = FLAGS_num_point_for_scaler;
+  h.positive_example_weight_mult = FLAGS_positive_example_weight_mult;
+  h.balance_multiclass_weights = FLAGS_balance_multiclass_weights;
 
   OptimizerOptions& weights = h.weights_optimizer;
   weights.name = ResolveOptimizerName(FLAGS_optimizer);

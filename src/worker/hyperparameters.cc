@@ -1,6 +1,8 @@
 #include "worker/hyperparameters.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 #include "base/error.h"
 
@@ -175,6 +177,26 @@ void Hyperparameters::Validate() const {
   }
   if (accuracy_top_k < 1)
     throw MakeError("--accuracy_top_k ", accuracy_top_k, " is not at least 1");
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string&>{"normalize_label", normalize_label},
+        {"unbias_data", unbias_data},
+        {"unbias_label", unbias_label}}) {
+    if (value != "auto" && value != "true" && value != "false") {
+      throw MakeError("--", flag, " '", value, "' is not auto, true or false");
+    }
+  }
+  if (num_point_for_scaler < 1) {
+    throw MakeError("--num_point_for_scaler ", num_point_for_scaler, " is not at least 1");
+  }
+  if (positive_example_weight_mult != "balanced") {
+    char* end = nullptr;
+    const double mult = std::strtod(positive_example_weight_mult.c_str(), &end);
+    if (positive_example_weight_mult.empty() || *end != '\0' || !std::isfinite(mult) ||
+        !(mult > 0)) {
+      throw MakeError("--positive_example_weight_mult '", positive_example_weight_mult,
+                      "' is not a positive number or balanced");
+    }
+  }
   MakeOptimizer(weights_optimizer);
   MakeOptimizer(bias_optimizer);
 }

@@ -27,6 +27,9 @@ struct ModelArtifact {
   // How the training data was read; predict reads its data so by default.
   DataFormat data_format = DataFormat::kLibsvm;
   bool libsvm_zero_based = false;
+  // The data statistics in force in training, already folded into the
+  // weights (DataStatistics::Json; empty: none), recorded in model.json.
+  std::string data_statistics_json;
 
   // Writes <dir>/weights.bin and <dir>/model.json (creating dir), each
   // replaced whole. `dir` is a folder or a storage URI (file://, s3://;

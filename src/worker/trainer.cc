@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -15,6 +16,7 @@
 #include "worker/gate_report.h"
 #include "worker/metrics_files.h"
 #include "worker/model_dump.h"
+#include "worker/shard_check.h"
 #include "worker/training_cursor.h"
 #include "worker/training_loss.h"
 
@@ -67,6 +69,7 @@ void Trainer::Run() {
   const proto::WorkerCursor resume = StartingPoint(node_, &state_);
   // Time already spent by the run this one resumes.
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
+  PrepareData();
   int epoch = std::max(1, resume.epoch());
   for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
     const EpochResult result = epoch_trainer_.Train(epoch, resume);
@@ -88,6 +91,38 @@ void Trainer::Run() {
              state_.pull_wait_seconds(), &final_metrics);
   if (node_->rank() != 0) return;
   FinishJob(epoch - 1, &final_metrics);
+}
+
+void Trainer::PrepareData() {
+  const double started = MonotonicSeconds();
+  const bool pipe = options_.train.rfind("pipe:", 0) == 0;
+  if (!options_.reader.skip_bad_records && !pipe) {
+    uint64_t rows = 0;
+    try {
+      rows = CheckShard(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
+                        options_.reader);
+    } catch (const Error& e) {
+      throw MakeError("before the first minibatch: ", e.what());
+    }
+    LOG(INFO) << "worker " << node_->rank() << ": the labels of its " << rows
+              << " training rows are good (checked in " << std::fixed << std::setprecision(2)
+              << MonotonicSeconds() - started << " s)";
+  }
+  Batch sample;
+  if (pipe) {
+    LOG(WARNING) << "--train " << options_.train
+                 << " is a pipe, read once: no data statistics (features and labels as read)";
+  } else {
+    sample = ReadStatisticsSample(options_.train, options_.reader,
+                                  static_cast<uint64_t>(hyperparameters_.num_point_for_scaler));
+  }
+  statistics_ = ComputeDataStatistics(sample, hyperparameters_);
+  LOG(INFO) << "worker " << node_->rank() << ": data statistics " << statistics_.Json();
+  model_.SetClassWeights(statistics_.class_weights);
+  if (!statistics_.LeavesDataAlone()) {
+    scaler_ = std::make_unique<DataScaler>(statistics_);
+    epoch_trainer_.set_scaler(scaler_.get());
+  }
 }
 
 void Trainer::CountEpoch(int epoch, const EpochResult& result) {
@@ -115,7 +150,12 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
 }
 
 bool Trainer::ValidateEpoch(int epoch, MetricSet* figures) {
-  const MetricSet validation = evaluator_.Evaluate(options_.validation);
+  // Scaled data trains the servers' weights: validation scores the model
+  // with the statistics folded in, on raw data, as predict will.
+  std::optional<ModelArtifact> folded;
+  if (!statistics_.LeavesDataAlone()) folded = DumpServersModel();
+  const MetricSet validation =
+      evaluator_.Evaluate(options_.validation, folded ? &*folded : nullptr);
   const MetricSet named = OfChannel("validation", validation);
   auto& metrics = *state_.mutable_metrics();
   for (const auto& [name, value] : named) {
@@ -126,7 +166,7 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures) {
   const EpochVerdict verdict = JudgeEpoch(validation, hyperparameters_, &state_);
   // The job's model is its best validation epoch's: dumped now, written at the end.
   if (verdict.improved && options_.keep_best_epoch) {
-    best_ = BestEpoch{epoch, validation, DumpServersModel()};
+    best_ = BestEpoch{epoch, validation, folded ? std::move(*folded) : DumpServersModel()};
   }
   if (verdict.stop) {
     std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
@@ -175,6 +215,7 @@ ModelArtifact Trainer::DumpServersModel() {
                                   model_.weight_width(), model_.bias_width());
   model.data_format = options_.reader.format;
   model.libsvm_zero_based = options_.reader.zero_based;
+  FoldStatistics(statistics_, &model);
   return model;
 }
 
