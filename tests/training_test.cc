@@ -269,12 +269,17 @@ TEST_F(TrainingJob, DatagenRegressionSetHasItsOracleAndTrains) {
   EXPECT_GT(metrics.at("validation:mse"), 0.9 * oracle.at("validation:mse"));
 }
 
+// Labels in the hundreds train as (label - mean) / deviation and come back on
+// their scale (without normalisation this job ends near 7 times the oracle's
+// MSE). 4 x 10^4 rows: with 10^3 weights least squares itself pays about
+// p/n = 2.5% over the oracle. One worker: two asynchronous workers' stale
+// Adam steps add about 10% (the staleness work of issue 14).
 TEST_F(TrainingJob, RegressionWithOffsetLabelsNearsTheOracleWithDefaultFlags) {
-  const auto generated =
-      RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=150", "--label_scale=60"});
+  const auto generated = RunDatagen(folder_, {"--rows=40000", "--predictor_type=regressor",
+                                              "--label_offset=150", "--label_scale=60"});
   ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
   const auto oracle = ReadMetrics(folder_ + "/oracle.json");
-  const auto exit = Train({"--job=linear_learner", "--predictor_type=regressor"}, 2);
+  const auto exit = Train({"--job=linear_learner", "--predictor_type=regressor"}, 1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
   ASSERT_TRUE(metrics.count("validation:mse")) << exit.output;

@@ -133,6 +133,14 @@ const char* Bool(bool value) { return value ? "true" : "false"; }
 
 }  // namespace
 
+bool DataStatistics::LeavesDataAlone() const {
+  if (label_offset != 0.0 || label_scale != 1.0) return false;
+  for (size_t i = 0; i < features.size(); ++i) {
+    if (means[i] != 0.0 || scales[i] != 1.0) return false;
+  }
+  return true;
+}
+
 std::string DataStatistics::Json() const {
   std::ostringstream json;
   json << "{\"sample_rows\":" << sample_rows << ",\"features_scaled\":" << Bool(features_scaled)

@@ -47,10 +47,10 @@ struct DataStatistics {
   // weighs 1.
   std::vector<float> class_weights;
 
-  // True when the statistics change neither the features nor the label.
-  bool LeavesDataAlone() const {
-    return !features_scaled && !features_centred && !label_scaled && !label_centred;
-  }
+  // True when the statistics change neither the features nor the label
+  // (normalisation off, or every mean 0 and every scale 1, as for 0/1
+  // features): training then skips scaling and folding.
+  bool LeavesDataAlone() const;
   // The statistics in force, as a JSON object, for model.json (the means and
   // scales themselves are not listed: they are folded into the weights).
   std::string Json() const;
