@@ -112,6 +112,32 @@ TEST(DataStatistics, NormalizeDataFalseLeavesTheFeaturesAlone) {
   EXPECT_TRUE(s.LeavesDataAlone());
 }
 
+// Validate's message for `h`, or "" if it passes.
+std::string ValidationError(const Hyperparameters& h) {
+  try {
+    h.Validate();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DataStatistics, BadSettingsFailValidationNamingTheFlag) {
+  Hyperparameters h;
+  h.unbias_label = "maybe";
+  EXPECT_EQ(ValidationError(h), "--unbias_label 'maybe' is not auto, true or false");
+  h = Hyperparameters();
+  h.positive_example_weight_mult = "-2";
+  EXPECT_EQ(ValidationError(h),
+            "--positive_example_weight_mult '-2' is not a positive number or balanced");
+  h = Hyperparameters();
+  h.num_point_for_scaler = 0;
+  EXPECT_EQ(ValidationError(h), "--num_point_for_scaler 0 is not at least 1");
+  h = Hyperparameters();
+  h.positive_example_weight_mult = "balanced";
+  EXPECT_EQ(ValidationError(h), "");
+}
+
 TEST(DataStatistics, BalancedPositiveWeightIsNegativesOverPositives) {
   Hyperparameters h;
   h.positive_example_weight_mult = "balanced";

@@ -31,6 +31,9 @@ TrainerOptions WithDataChecks(TrainerOptions options, const Hyperparameters& hyp
   return options;
 }
 
+// A `pipe:` channel: a stream, read once.
+bool IsPipe(const std::string& channel) { return channel.rfind("pipe:", 0) == 0; }
+
 void LogEpochDone(int rank, int epoch, const EpochResult& result) {
   LOG(INFO) << "worker " << rank << " epoch " << epoch << " done: " << result.examples
             << " examples"
@@ -95,34 +98,40 @@ void Trainer::Run() {
 
 void Trainer::PrepareData() {
   const double started = MonotonicSeconds();
-  const bool pipe = options_.train.rfind("pipe:", 0) == 0;
-  if (!options_.reader.skip_bad_records && !pipe) {
-    uint64_t rows = 0;
-    try {
-      rows = CheckShard(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
-                        options_.reader);
-    } catch (const Error& e) {
-      throw MakeError("before the first minibatch: ", e.what());
-    }
-    LOG(INFO) << "worker " << node_->rank() << ": the labels of its " << rows
-              << " training rows are good (checked in " << std::fixed << std::setprecision(2)
-              << MonotonicSeconds() - started << " s)";
-  }
-  Batch sample;
-  if (pipe) {
-    LOG(WARNING) << "--train " << options_.train
-                 << " is a pipe, read once: no data statistics (features and labels as read)";
-  } else {
-    sample = ReadStatisticsSample(options_.train, options_.reader,
-                                  static_cast<uint64_t>(hyperparameters_.num_point_for_scaler));
-  }
-  statistics_ = ComputeDataStatistics(sample, hyperparameters_);
-  LOG(INFO) << "worker " << node_->rank() << ": data statistics " << statistics_.Json();
+  if (!options_.reader.skip_bad_records && !IsPipe(options_.train)) CheckTrainingShard();
+  statistics_ = ComputeDataStatistics(StatisticsSample(), hyperparameters_);
+  LOG(INFO) << "worker " << node_->rank() << ": data statistics " << statistics_.Json()
+            << " (checks and statistics took " << std::fixed << std::setprecision(2)
+            << MonotonicSeconds() - started << " s)";
   model_.SetClassWeights(statistics_.class_weights);
   if (!statistics_.LeavesDataAlone()) {
     scaler_ = std::make_unique<DataScaler>(statistics_);
     epoch_trainer_.set_scaler(scaler_.get());
   }
+}
+
+void Trainer::CheckTrainingShard() {
+  const double started = MonotonicSeconds();
+  uint64_t rows = 0;
+  try {
+    rows = CheckShard(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
+                      options_.reader);
+  } catch (const Error& e) {
+    throw MakeError("before the first minibatch: ", e.what());
+  }
+  LOG(INFO) << "worker " << node_->rank() << ": the labels of its " << rows
+            << " training rows are good (checked in " << std::fixed << std::setprecision(2)
+            << MonotonicSeconds() - started << " s)";
+}
+
+Batch Trainer::StatisticsSample() const {
+  if (IsPipe(options_.train)) {
+    LOG(WARNING) << "--train " << options_.train
+                 << " is a pipe, read once: no data statistics (features and labels as read)";
+    return Batch();
+  }
+  return ReadStatisticsSample(options_.train, options_.reader,
+                              static_cast<uint64_t>(hyperparameters_.num_point_for_scaler));
 }
 
 void Trainer::CountEpoch(int epoch, const EpochResult& result) {

@@ -56,6 +56,11 @@ class Trainer {
   // minibatches scaled and the loss weighted by them. A resumed job computes
   // the same statistics again.
   void PrepareData();
+  // Reads this worker's shard once (CheckShard); throws its Error, prefixed
+  // "before the first minibatch: ".
+  void CheckTrainingShard();
+  // The rows the statistics come from (none for a pipe, which is read once).
+  Batch StatisticsSample() const;
   // Checkpoints are on (the view says how often workers stop for one).
   bool checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
   // Every worker, after its share of `epoch`: adds its time and its training
