@@ -134,6 +134,11 @@ TEST(DataStatistics, BadSettingsFailValidationNamingTheFlag) {
   h.num_point_for_scaler = 0;
   EXPECT_EQ(ValidationError(h), "--num_point_for_scaler 0 is not at least 1");
   h = Hyperparameters();
+  h.use_bias = false;
+  h.unbias_data = "true";
+  EXPECT_EQ(ValidationError(h),
+            "--unbias_data true needs --use_bias (the mean it removes returns as a bias)");
+  h = Hyperparameters();
   h.positive_example_weight_mult = "balanced";
   EXPECT_EQ(ValidationError(h), "");
 }

@@ -286,6 +286,26 @@ TEST_F(TrainingJob, RegressionWithOffsetLabelsNearsTheOracleWithDefaultFlags) {
   EXPECT_LT(metrics.at("validation:mse"), 1.1 * oracle.at("validation:mse"));
 }
 
+// Each worker logs the statistics it computed; with a sample every worker
+// reads alike they are the same text on both.
+TEST_F(TrainingJob, EveryWorkerTrainsWithTheSameDataStatistics) {
+  const auto generated = RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=150",
+                                              "--label_scale=60", "--feature_scale_spread=4"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto exit = Train(
+      {"--job=linear_learner", "--predictor_type=regressor", "--epochs=1", "--minloglevel=0"}, 2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  std::map<std::string, std::string> statistics;  // worker -> its statistics
+  const std::regex line("worker ([0-9]+): data statistics (\\{[^}]*\\})");
+  for (auto it = std::sregex_iterator(exit.output.begin(), exit.output.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    statistics[(*it)[1]] = (*it)[2];
+  }
+  ASSERT_EQ(statistics.size(), 2u) << exit.output;
+  EXPECT_EQ(statistics["0"], statistics["1"]);
+  EXPECT_NE(statistics["0"].find("\"label_offset\":1"), std::string::npos) << statistics["0"];
+}
+
 TEST_F(TrainingJob, DatagenMulticlassSetHasItsOracleAndTrains) {
   const auto generated =
       RunDatagen(folder_, {"--predictor_type=multiclass_classifier", "--num_classes=5"});

@@ -185,6 +185,13 @@ void Hyperparameters::Validate() const {
       throw MakeError("--", flag, " '", value, "' is not auto, true or false");
     }
   }
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string&>{"unbias_data", unbias_data},
+        {"unbias_label", unbias_label}}) {
+    if (value == "true" && !use_bias) {
+      throw MakeError("--", flag, " true needs --use_bias (the mean it removes returns as a bias)");
+    }
+  }
   if (num_point_for_scaler < 1) {
     throw MakeError("--num_point_for_scaler ", num_point_for_scaler, " is not at least 1");
   }
