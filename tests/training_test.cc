@@ -286,6 +286,37 @@ TEST_F(TrainingJob, RegressionWithOffsetLabelsNearsTheOracleWithDefaultFlags) {
   EXPECT_LT(metrics.at("validation:mse"), 1.1 * oracle.at("validation:mse"));
 }
 
+// The statistics are folded into the artifact: predict, on raw data and with
+// no flag but the model, reproduces the job's test MSE on the original scale
+// (features scaled over two decades, labels offset and scaled; centring is
+// folded in the unit tests).
+void ExpectPredictReproducesTestMse(TrainingJob* job, const std::vector<std::string>& flags) {
+  const auto exit = job->Train(flags, 1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(job->dir() + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("test:mse")) << exit.output;
+  EXPECT_LT(metrics.at("test:mse"), 2 * 60 * 60 * 2) << "near the label's variance or below";
+  const auto predict =
+      testing::Run({KeelBinary(), "predict", "--model_dir=" + job->dir() + "/model",
+                    "--data=" + job->dir() + "/test", "--out=" + job->dir() + "/predictions.csv"},
+                   60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  std::smatch mse;
+  ASSERT_TRUE(std::regex_search(predict.output, mse, std::regex("[^r]mse ([0-9.]+)")))
+      << predict.output;
+  EXPECT_NEAR(std::stod(mse[1]), metrics.at("test:mse"), 1e-3 * metrics.at("test:mse"));
+}
+
+TEST_F(TrainingJob, PredictOfANormalisedFactorizationMachineReproducesItsTestMse) {
+  const auto generated =
+      RunDatagen(dir(), {"--model=fm", "--num_factors=4", "--predictor_type=regressor",
+                         "--label_offset=150", "--label_scale=60", "--feature_scale_spread=2"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  ExpectPredictReproducesTestMse(
+      this, {"--job=factorization_machines", "--predictor_type=regressor", "--num_factors=4",
+             "--epochs=2"});
+}
+
 // Each worker logs the statistics it computed; with a sample every worker
 // reads alike they are the same text on both.
 TEST_F(TrainingJob, EveryWorkerTrainsWithTheSameDataStatistics) {
