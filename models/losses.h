@@ -197,9 +197,29 @@ struct LossFunction {
   float quantile = 0.5f;        // kQuantile
   float insensitivity = 0.01f;  // kEpsInsensitiveSquared, kEpsInsensitiveAbsolute
   float huber_delta = 1.0f;     // kHuber
+  // Each example's loss and gradient weigh its class's weight: a binary
+  // classifier's {negative, positive}, a multiclass classifier's one per
+  // class. Null: every example weighs 1 (always so for regression). It must
+  // point at memory the caller's code reads: host memory on the CPU, device
+  // memory in a CUDA kernel.
+  const float* class_weights = nullptr;
 };
 
-// One example's loss given its `classes` scores (1 unless kSoftmax): returns
+// The weight of an example with `label` (see LossFunction::class_weights); 1
+// for a multiclass label that is not a class id.
+KEEL_HOST_DEVICE inline float ExampleWeight(const LossFunction& loss, int classes, float label) {
+  if (loss.class_weights == nullptr) return 1.0f;
+  if (loss.kind == LossKind::kSoftmax) {
+    const int class_id = LabelToClass(label, classes);
+    return class_id < 0 ? 1.0f : loss.class_weights[class_id];
+  }
+  if (loss.kind == LossKind::kLogistic || loss.kind == LossKind::kHinge) {
+    return loss.class_weights[label > 0.5f ? 1 : 0];
+  }
+  return 1.0f;
+}
+
+// UnweightedExampleLoss: one example's loss given its `classes` scores (1 unless kSoftmax): returns
 // the loss, writes dLoss/dscores to `score_gradient` (`classes` floats) and,
 // unless `predictions` is null, the prediction the loss implies:
 //   kLogistic  the probability of class 1, Sigmoid(score) (label: > 0.5)
@@ -210,9 +230,9 @@ struct LossFunction {
 // A multiclass label that is not a class id gives an infinite loss and a zero
 // gradient (see SoftmaxGradient); callers check labels with LabelToClass to
 // report them.
-KEEL_HOST_DEVICE inline float ExampleLoss(const LossFunction& loss, const float* scores,
-                                          int classes, float label, float* score_gradient,
-                                          float* predictions) {
+KEEL_HOST_DEVICE inline float UnweightedExampleLoss(const LossFunction& loss, const float* scores,
+                                                    int classes, float label, float* score_gradient,
+                                                    float* predictions) {
   const float score = scores[0];
   if (loss.kind == LossKind::kSoftmax) {
     const int class_id = LabelToClass(label, classes);
@@ -251,6 +271,19 @@ KEEL_HOST_DEVICE inline float ExampleLoss(const LossFunction& loss, const float*
       score_gradient[0] = SquaredGradient(score, label);
       return SquaredLoss(score, label);
   }
+}
+
+// ExampleLoss as above, with the loss and its gradient multiplied by the
+// example's weight (ExampleWeight); the predictions are not weighted.
+KEEL_HOST_DEVICE inline float ExampleLoss(const LossFunction& loss, const float* scores,
+                                          int classes, float label, float* score_gradient,
+                                          float* predictions) {
+  const float value =
+      UnweightedExampleLoss(loss, scores, classes, label, score_gradient, predictions);
+  const float weight = ExampleWeight(loss, classes, label);
+  if (weight == 1.0f) return value;
+  for (int c = 0; c < classes; ++c) score_gradient[c] *= weight;
+  return value * weight;
 }
 
 }  // namespace keel

@@ -222,6 +222,23 @@ TEST(SliceModel, TakesModelKsColumnsAndSettings) {
   EXPECT_THROW(SliceModel(all, 0), Error);
 }
 
+TEST(JoinModels, PutsSlicedModelsBackSideBySide) {
+  ModelArtifact all;
+  all.hyperparameters = Job(JobKind::kFactorizationMachines, PredictorType::kRegressor, 2);
+  all.features = {1, 4};
+  all.weights = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};  // per feature: 2 models x [w, v1, v2]
+  all.bias = {0.5f, -0.5f};
+  const ModelArtifact joined =
+      JoinModels({SliceModel(all, 0), SliceModel(all, 1)}, all.hyperparameters);
+  EXPECT_EQ(joined.weights, all.weights);
+  EXPECT_EQ(joined.bias, all.bias);
+  EXPECT_EQ(joined.hyperparameters.num_models, 2);
+  ModelArtifact other = SliceModel(all, 1);
+  other.features = {1, 5};
+  EXPECT_THROW(JoinModels({SliceModel(all, 0), other}, all.hyperparameters), Error);
+  EXPECT_THROW(JoinModels({SliceModel(all, 0)}, all.hyperparameters), Error);
+}
+
 ModelScore Scored(double score) {
   ModelScore scored;
   scored.score = score;

@@ -69,6 +69,25 @@ DEFINE_uint64(num_calibration_samples, 10000000,
               "the most rows (of --validation, else of --train) the threshold is tuned on");
 DEFINE_string(beta_1, "auto", "adam: decay of the first moment, in [0, 1) (auto: 0.9)");
 DEFINE_string(beta_2, "auto", "adam: decay of the second moment, in [0, 1) (auto: 0.999)");
+DEFINE_bool(normalize_data, true,
+            "scale each feature by statistics of a sample taken before training (dense data "
+            "is also centred: --unbias_data); folded into the saved model");
+DEFINE_string(normalize_label, "auto",
+              "regressor: centre and scale the label by the sample's mean and standard "
+              "deviation (auto: on for a regressor; classifiers ignore it)");
+DEFINE_string(unbias_data, "auto",
+              "centre each feature on its sample mean: auto (dense data with --normalize_data "
+              "and --use_bias), true (dense data only) or false");
+DEFINE_string(unbias_label, "auto",
+              "regressor: centre the label on its sample mean (auto: with --normalize_label and "
+              "--use_bias)");
+DEFINE_int32(num_point_for_scaler, 10000, "rows of the training sample the statistics come from");
+DEFINE_string(positive_example_weight_mult, "1.0",
+              "binary_classifier: the weight of a positive example's loss, a positive number or "
+              "balanced (negatives over positives in the sample)");
+DEFINE_bool(balance_multiclass_weights, false,
+            "multiclass_classifier: weigh each class rows / (classes x class rows) of the "
+            "sample, so that every class counts the same in the loss");
 DEFINE_string(momentum, "auto", "sgd: momentum, in [0, 1) (auto: 0, plain SGD)");
 DEFINE_double(rmsprop_decay, 0.9,
               "rmsprop: decay of the mean square gradient, in [0, 1) (a Keel extra)");
@@ -389,6 +408,13 @@ Hyperparameters HyperparametersFromFlags() {
   h.target_precision = FLAGS_target_precision;
   h.target_recall = FLAGS_target_recall;
   h.num_calibration_samples = FLAGS_num_calibration_samples;
+  h.normalize_data = FLAGS_normalize_data;
+  h.normalize_label = FLAGS_normalize_label;
+  h.unbias_data = FLAGS_unbias_data;
+  h.unbias_label = FLAGS_unbias_label;
+  h.num_point_for_scaler = FLAGS_num_point_for_scaler;
+  h.positive_example_weight_mult = FLAGS_positive_example_weight_mult;
+  h.balance_multiclass_weights = FLAGS_balance_multiclass_weights;
 
   OptimizerOptions& weights = h.weights_optimizer;
   weights = WeightsOptimizerFromFlags(h.job);

@@ -31,11 +31,12 @@ void PrepareKeys(PreparedBatch* prepared) {
 }
 
 BatchStream::BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options,
-                         size_t batch_size, size_t prefetch)
+                         size_t batch_size, size_t prefetch, const DataScaler* scaler)
     : splits_(std::move(splits)),
       options_(options),
       batch_size_(batch_size),
-      prefetch_(std::max<size_t>(1, prefetch)) {
+      prefetch_(std::max<size_t>(1, prefetch)),
+      scaler_(scaler) {
   thread_ = std::thread([this] { Produce(); });
 }
 
@@ -52,6 +53,7 @@ void BatchStream::Produce() {
   try {
     PreparedBatch pending;
     auto deliver = [&]() -> bool {
+      if (scaler_ != nullptr) scaler_->Apply(&pending.batch);
       PrepareKeys(&pending);
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || ready_.size() < prefetch_; });

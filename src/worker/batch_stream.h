@@ -19,6 +19,7 @@
 #include "io/readers.h"
 #include "kv/keys.h"
 #include "kv/shared_array.h"
+#include "worker/data_statistics.h"
 
 namespace keel {
 
@@ -35,9 +36,11 @@ struct PreparedBatch {
 
 class BatchStream {
  public:
-  // Starts reading. `prefetch` batches are prepared ahead at most.
+  // Starts reading. `prefetch` batches are prepared ahead at most. A
+  // `scaler` (which must outlive the stream) is applied to every batch as it
+  // is prepared.
   BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options, size_t batch_size,
-              size_t prefetch = 4);
+              size_t prefetch = 4, const DataScaler* scaler = nullptr);
   ~BatchStream();
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
@@ -55,6 +58,7 @@ class BatchStream {
   ReaderOptions options_;
   size_t batch_size_;
   size_t prefetch_;
+  const DataScaler* scaler_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<PreparedBatch> ready_;

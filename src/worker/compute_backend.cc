@@ -21,6 +21,16 @@ ComputeBackend::ComputeBackend(const Hyperparameters& hyperparameters)
       width_(hyperparameters.weight_width()),
       bias_width_(hyperparameters.bias_width()) {}
 
+void ComputeBackend::SetClassWeights(const std::vector<float>& weights) {
+  const size_t expected = classes_ == 1 ? 2 : static_cast<size_t>(classes_);
+  if (!weights.empty() && weights.size() != expected) {
+    throw MakeError("class weights: ", weights.size(), " weights for a model of ", expected,
+                    " classes");
+  }
+  class_weights_ = weights;
+  loss_.class_weights = class_weights_.empty() ? nullptr : class_weights_.data();
+}
+
 void ComputeBackend::CheckKeySet(const PreparedBatch& prepared) {
   if (prepared.key_offsets.size() != prepared.keys.size() + 1 ||
       prepared.positions.size() != prepared.batch.nnz()) {

@@ -59,6 +59,12 @@ class ComputeBackend {
   // until it has been computed. The CPU backend ignores it.
   virtual void Prefetch(const PreparedBatch& batch) { (void)batch; }
 
+  // From now on each example's loss and gradient weigh its class's weight
+  // (LossFunction::class_weights: binary {negative, positive}, multiclass one
+  // per class); empty: every example weighs 1. Throws Error for a count that
+  // does not fit the predictor type.
+  virtual void SetClassWeights(const std::vector<float>& weights);
+
  protected:
   explicit ComputeBackend(const Hyperparameters& hyperparameters);
 
@@ -66,7 +72,8 @@ class ComputeBackend {
   static void CheckKeySet(const PreparedBatch& batch);
 
   Hyperparameters hyperparameters_;
-  LossFunction loss_;  // hyperparameters_.loss_function(), resolved once
+  LossFunction loss_;                 // hyperparameters_.loss_function(), resolved once
+  std::vector<float> class_weights_;  // what loss_.class_weights points at on the host
   bool factorization_;
   int classes_;     // of one model
   int width_;       // of one model

@@ -392,6 +392,17 @@ class CudaModel : public ComputeBackend {
     return "cuda:" + std::to_string(ordinal_) + " (" + device_name_ + ")";
   }
 
+  // The kernels read the weights from a copy on the device.
+  void SetClassWeights(const std::vector<float>& weights) override {
+    ComputeBackend::SetClassWeights(weights);
+    if (weights.empty()) return;
+    KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
+    float* device = class_weights_on_device_.Reserve(weights.size());
+    KEEL_CUDA_CHECK(
+        cudaMemcpy(device, weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice));
+    loss_.class_weights = device;
+  }
+
   void Prefetch(const PreparedBatch& batch) override {
     KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
     if (!Holds(slots_[0], batch) && !Holds(slots_[1], batch)) Stage(batch, FreeSlot());
@@ -812,6 +823,7 @@ class CudaModel : public ComputeBackend {
   uint64_t stagings_ = 0;
   PinnedBuffer input_, output_;
   DeviceArray<char> device_input_, device_output_;
+  DeviceArray<float> class_weights_on_device_;
   DeviceArray<float> gathered_, slots_gradients_, row_bias_gradients_;
   DeviceArray<float> dense_products_, dense_squared_values_, dense_norms_, dense_squares_,
       dense_scratch_, dense_score_gradients_, dense_score_scale_, dense_gradient_,

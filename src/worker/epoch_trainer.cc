@@ -38,7 +38,8 @@ bool EpochTrainer::checkpoints() const { return node_->view()->checkpoint_every(
 
 EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
   BatchStream stream(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
-                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size));
+                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
+                     /*prefetch=*/4, scaler_);
   Pass pass(epoch, options_.clock_every);
   pass.result.losses.assign(hyperparameters_.num_models, 0.0);
   ResumeInside(resume, &pass);
@@ -203,7 +204,8 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
 uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
                                          ModelLosses* losses) {
   BatchStream stream(ResolveChannel(options_.train, work.rank(), node_->view()->num_workers()),
-                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size));
+                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
+                     /*prefetch=*/4, scaler_);
   const int width = model_->weight_width();
   const int bias_width = model_->bias_width();
   const bool use_bias = hyperparameters_.use_bias;

@@ -18,6 +18,7 @@
 #include "kv/node.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
+#include "worker/data_statistics.h"
 #include "worker/epoch_clock.h"
 #include "worker/hyperparameters.h"
 #include "worker/minibatch_pipeline.h"
@@ -53,6 +54,10 @@ class EpochTrainer {
   // took over a departed one's rank). Throws Error on bad data, a failed
   // request, a failed checkpoint or a barrier timeout.
   EpochResult Train(int epoch, const proto::WorkerCursor& resume);
+
+  // Minibatches are scaled by `scaler` (null: not at all) as they are
+  // prepared; it must outlive the trainer's use of it.
+  void set_scaler(const DataScaler* scaler) { scaler_ = scaler; }
 
  private:
   // One pass's state, shared by its steps.
@@ -106,6 +111,7 @@ class EpochTrainer {
   TrainerOptions options_;
   const proto::TrainerState* state_;
   SharedArray<const Key> bias_key_;
+  const DataScaler* scaler_ = nullptr;
 };
 
 }  // namespace keel

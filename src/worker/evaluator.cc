@@ -84,15 +84,18 @@ ChannelPredictions Evaluator::Predict(const std::string& channel, const ModelArt
   return std::move(Score(channel, artifact, max_rows)[0]);
 }
 
-std::vector<ChannelPredictions> Evaluator::PredictModels(const std::string& channel) {
-  return Score(channel, nullptr, std::numeric_limits<uint64_t>::max());
+std::vector<ChannelPredictions> Evaluator::PredictModels(const std::string& channel,
+                                                         const ModelArtifact* models) {
+  return Score(channel, models, std::numeric_limits<uint64_t>::max());
 }
 
 std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
                                                  const ModelArtifact* artifact, uint64_t max_rows) {
   BatchStream stream(ResolveChannel(channel, 0, 1), reader_,
                      static_cast<size_t>(hyperparameters_.mini_batch_size));
-  ComputeBackend* model = artifact != nullptr ? one_model_ : models_;
+  // An artifact of one model (of several, when JoinModels made it).
+  ComputeBackend* model =
+      artifact != nullptr && artifact->hyperparameters.num_models == 1 ? one_model_ : models_;
   const int width = model->weight_width();
   const std::vector<float> bias = BiasFor(artifact);
   std::optional<ArtifactRows> artifact_rows;

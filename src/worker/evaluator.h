@@ -65,9 +65,11 @@ class Evaluator {
                              uint64_t max_rows = std::numeric_limits<uint64_t>::max());
 
   // The predictions and labels of every example of `channel` under each of
-  // the job's models on the servers (num_models), in one pass over the data:
-  // one ChannelPredictions per model. Throws Error as Evaluate does.
-  std::vector<ChannelPredictions> PredictModels(const std::string& channel);
+  // the job's models on the servers (num_models), or in `models` if given (an
+  // artifact of every model's columns: JoinModels), in one pass over the
+  // data: one ChannelPredictions per model. Throws Error as Evaluate does.
+  std::vector<ChannelPredictions> PredictModels(const std::string& channel,
+                                                const ModelArtifact* models = nullptr);
 
  private:
   // The first `max_rows` examples of `channel` under each model of the

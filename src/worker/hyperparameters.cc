@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 #include "base/error.h"
 
@@ -242,6 +244,33 @@ void Hyperparameters::Validate() const {
     throw MakeError("--target_recall ", target_recall, " is not in [0, 1]");
   }
   if (num_calibration_samples < 1) throw MakeError("--num_calibration_samples must be at least 1");
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string&>{"normalize_label", normalize_label},
+        {"unbias_data", unbias_data},
+        {"unbias_label", unbias_label}}) {
+    if (value != "auto" && value != "true" && value != "false") {
+      throw MakeError("--", flag, " '", value, "' is not auto, true or false");
+    }
+  }
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string&>{"unbias_data", unbias_data},
+        {"unbias_label", unbias_label}}) {
+    if (value == "true" && !use_bias) {
+      throw MakeError("--", flag, " true needs --use_bias (the mean it removes returns as a bias)");
+    }
+  }
+  if (num_point_for_scaler < 1) {
+    throw MakeError("--num_point_for_scaler ", num_point_for_scaler, " is not at least 1");
+  }
+  if (positive_example_weight_mult != "balanced") {
+    char* end = nullptr;
+    const double mult = std::strtod(positive_example_weight_mult.c_str(), &end);
+    if (positive_example_weight_mult.empty() || *end != '\0' || !std::isfinite(mult) ||
+        !(mult > 0)) {
+      throw MakeError("--positive_example_weight_mult '", positive_example_weight_mult,
+                      "' is not a positive number or balanced");
+    }
+  }
   if (num_models < 1 || num_models > kMaxModels) {
     throw MakeError("--num_models ", num_models, " is outside 1..", kMaxModels);
   }

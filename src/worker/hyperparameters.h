@@ -93,6 +93,17 @@ struct Hyperparameters {
   double target_precision = 0.8;
   double target_recall = 0.8;
   uint64_t num_calibration_samples = 10000000;
+  // Statistics taken before training (worker/data_statistics.h), SageMaker's
+  // names and defaults; the tri-state ones are "auto", "true" or "false".
+  bool normalize_data = true;
+  std::string normalize_label = "auto";  // auto: on for a regressor
+  std::string unbias_data = "auto";      // auto: on for dense data when normalising
+  std::string unbias_label = "auto";     // auto: on when normalize_label is
+  int num_point_for_scaler = 10000;      // rows of the sample
+  // A binary classifier's positive examples weigh this (a positive number),
+  // or "balanced": negatives over positives in the sample.
+  std::string positive_example_weight_mult = "1.0";
+  bool balance_multiclass_weights = false;
   // How the servers update each table, and how they create its rows.
   OptimizerOptions weights_optimizer;
   OptimizerOptions bias_optimizer;

@@ -32,6 +32,9 @@ struct ModelArtifact {
   // training loss); `hyperparameters` are its own settings.
   int trained_models = 1;
   int selected_model = 0;
+  // The data statistics in force in training, already folded into the
+  // weights (DataStatistics::Json; empty: none), recorded in model.json.
+  std::string data_statistics_json;
 
   // Writes <dir>/weights.bin and <dir>/model.json (creating dir), each
   // replaced whole. `dir` is a folder or a storage URI (file://, s3://;

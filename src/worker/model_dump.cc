@@ -68,4 +68,32 @@ ModelArtifact SliceModel(const ModelArtifact& all, int k) {
   return model;
 }
 
+ModelArtifact JoinModels(const std::vector<ModelArtifact>& models, const Hyperparameters& job) {
+  const size_t count = static_cast<size_t>(job.num_models);
+  if (models.size() != count) {
+    throw MakeError(models.size(), " models to join for a job of ", count);
+  }
+  if (count == 1) return models[0];
+  const size_t width = static_cast<size_t>(job.weight_width());
+  const size_t bias_width = static_cast<size_t>(job.bias_width());
+  ModelArtifact all = models[0];
+  all.hyperparameters = job;
+  const size_t features = all.features.size();
+  all.weights.assign(features * width * count, 0.0f);
+  all.bias.assign(bias_width * count, 0.0f);
+  for (size_t k = 0; k < count; ++k) {
+    const ModelArtifact& model = models[k];
+    if (model.features != all.features || model.weights.size() != features * width ||
+        model.bias.size() != bias_width) {
+      throw MakeError("model ", k, " of ", count, " does not fit the others' features and widths");
+    }
+    for (size_t row = 0; row < features; ++row) {
+      std::copy_n(model.weights.begin() + row * width, width,
+                  all.weights.begin() + (row * count + k) * width);
+    }
+    std::copy_n(model.bias.begin(), bias_width, all.bias.begin() + k * bias_width);
+  }
+  return all;
+}
+
 }  // namespace keel

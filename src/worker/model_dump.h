@@ -24,6 +24,13 @@ ModelArtifact DumpModel(KVWorker* client, const Hyperparameters& hyperparameters
 // the job or `all` does not hold every model's columns.
 ModelArtifact SliceModel(const ModelArtifact& all, int k);
 
+// The inverse of SliceModel: `models` (every model of a job of
+// `job.num_models`, in order, over the same features) side by side again, as
+// one artifact of every model's columns with `job` as its hyperparameters.
+// For scoring every model in one pass. Throws Error if the models do not fit
+// the job or list other features.
+ModelArtifact JoinModels(const std::vector<ModelArtifact>& models, const Hyperparameters& job);
+
 }  // namespace keel
 
 #endif  // KEEL_WORKER_MODEL_DUMP_H_

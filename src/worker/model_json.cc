@@ -81,6 +81,13 @@ std::string HyperparametersJson(const Hyperparameters& h) {
        << ",\"target_precision\":" << JsonNumber(h.target_precision)
        << ",\"target_recall\":" << JsonNumber(h.target_recall)
        << ",\"num_calibration_samples\":" << h.num_calibration_samples
+       << ",\"normalize_data\":" << JsonBool(h.normalize_data)
+       << ",\"normalize_label\":" << JsonQuote(h.normalize_label)
+       << ",\"unbias_data\":" << JsonQuote(h.unbias_data)
+       << ",\"unbias_label\":" << JsonQuote(h.unbias_label)
+       << ",\"num_point_for_scaler\":" << h.num_point_for_scaler
+       << ",\"positive_example_weight_mult\":" << JsonQuote(h.positive_example_weight_mult)
+       << ",\"balance_multiclass_weights\":" << JsonBool(h.balance_multiclass_weights)
        << ",\"weights_optimizer\":" << OptimizerJson(h.weights_optimizer)
        << ",\"bias_optimizer\":" << OptimizerJson(h.bias_optimizer)
        << ",\"linear_init\":" << InitializerJson(h.linear_init)
@@ -265,6 +272,13 @@ void ReadHyperparameters(Fields fields, Hyperparameters* h) {
   fields.Double("target_precision", &h->target_precision);
   fields.Double("target_recall", &h->target_recall);
   fields.Count("num_calibration_samples", &h->num_calibration_samples, kMaxUint64);
+  fields.Bool("normalize_data", &h->normalize_data);
+  fields.String("normalize_label", &h->normalize_label);
+  fields.String("unbias_data", &h->unbias_data);
+  fields.String("unbias_label", &h->unbias_label);
+  fields.Count("num_point_for_scaler", &h->num_point_for_scaler, kMaxInt);
+  fields.String("positive_example_weight_mult", &h->positive_example_weight_mult);
+  fields.Bool("balance_multiclass_weights", &h->balance_multiclass_weights);
   ReadOptimizer(fields.Object("weights_optimizer"), &h->weights_optimizer);
   ReadOptimizer(fields.Object("bias_optimizer"), &h->bias_optimizer);
   ReadInitializer(fields.Object("linear_init"), &h->linear_init);
@@ -297,6 +311,8 @@ std::string ModelJson(const ModelArtifact& model) {
        << ",\"trained_models\":" << model.trained_models
        << ",\"selected_model\":" << model.selected_model
        << ",\"hyperparameters\":" << HyperparametersJson(h)
+       << ",\"data_statistics\":"
+       << (model.data_statistics_json.empty() ? "{}" : model.data_statistics_json)
        << ",\"flags\":" << (model.hyperparameter_json.empty() ? "{}" : model.hyperparameter_json)
        << "}\n";
   return json.str();
@@ -336,6 +352,13 @@ void ReadModelJson(const std::string& text, const std::string& path, ModelArtifa
     top.Count("selected_model", &model->selected_model, kMaxModels - 1);
     ReadHyperparameters(top.Object("hyperparameters"), &h);
     top.Double("threshold", &h.threshold);
+    if (const JsonValue* statistics = document.Find("data_statistics")) {
+      if (statistics->type() != JsonValue::Type::kObject) {
+        top.Fail("data_statistics", "is not an object");
+      }
+      model->data_statistics_json =
+          text.substr(statistics->offset(), statistics->end() - statistics->offset());
+    }
     if (const JsonValue* flags = document.Find("flags")) {
       if (flags->type() != JsonValue::Type::kObject) top.Fail("flags", "is not an object");
       model->hyperparameter_json = text.substr(flags->offset(), flags->end() - flags->offset());

@@ -34,6 +34,9 @@ class MultiModelBackend : public ComputeBackend {
                    std::vector<float>* weight_gradients,
                    std::vector<float>* bias_gradient) override;
   void Prefetch(const PreparedBatch& batch) override { one_model_->Prefetch(batch); }
+  void SetClassWeights(const std::vector<float>& weights) override {
+    one_model_->SetClassWeights(weights);
+  }
   std::vector<double> LastModelLosses(double last_total) const override;
 
  private:

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -16,6 +17,7 @@
 #include "worker/metrics_files.h"
 #include "worker/model_dump.h"
 #include "worker/model_selection.h"
+#include "worker/shard_check.h"
 #include "worker/training_cursor.h"
 #include "worker/training_loss.h"
 
@@ -29,6 +31,9 @@ TrainerOptions WithDataChecks(TrainerOptions options, const Hyperparameters& hyp
   options.reader.feature_dim = hyperparameters.feature_dim;
   return options;
 }
+
+// A `pipe:` channel: a stream, read once.
+bool IsPipe(const std::string& channel) { return channel.rfind("pipe:", 0) == 0; }
 
 void LogEpochDone(int rank, int epoch, const EpochResult& result) {
   LOG(INFO) << "worker " << rank << " epoch " << epoch << " done: " << result.examples
@@ -74,6 +79,7 @@ void Trainer::Run() {
   const proto::WorkerCursor resume = StartingPoint(node_, &state_);
   // Time already spent by the run this one resumes.
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
+  PrepareData();
   int epoch = std::max(1, resume.epoch());
   for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
     const EpochResult result = epoch_trainer_.Train(epoch, resume);
@@ -95,6 +101,45 @@ void Trainer::Run() {
              state_.pull_wait_seconds(), &final_metrics);
   if (node_->rank() != 0) return;
   FinishJob(epoch - 1, &final_metrics);
+}
+
+void Trainer::PrepareData() {
+  const double started = MonotonicSeconds();
+  if (!options_.reader.skip_bad_records && !IsPipe(options_.train)) CheckTrainingShard();
+  statistics_ = ComputeDataStatistics(StatisticsSample(), hyperparameters_);
+  LOG(INFO) << "worker " << node_->rank() << ": data statistics " << statistics_.Json()
+            << " (checks and statistics took " << std::fixed << std::setprecision(2)
+            << MonotonicSeconds() - started << " s)";
+  model_.SetClassWeights(statistics_.class_weights);
+  if (one_model_) one_model_->SetClassWeights(statistics_.class_weights);
+  if (!statistics_.LeavesDataAlone()) {
+    scaler_ = std::make_unique<DataScaler>(statistics_);
+    epoch_trainer_.set_scaler(scaler_.get());
+  }
+}
+
+void Trainer::CheckTrainingShard() {
+  const double started = MonotonicSeconds();
+  uint64_t rows = 0;
+  try {
+    rows = CheckShard(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
+                      options_.reader);
+  } catch (const Error& e) {
+    throw MakeError("before the first minibatch: ", e.what());
+  }
+  LOG(INFO) << "worker " << node_->rank() << ": the labels of its " << rows
+            << " training rows are good (checked in " << std::fixed << std::setprecision(2)
+            << MonotonicSeconds() - started << " s)";
+}
+
+Batch Trainer::StatisticsSample() const {
+  if (IsPipe(options_.train)) {
+    LOG(WARNING) << "--train " << options_.train
+                 << " is a pipe, read once: no data statistics (features and labels as read)";
+    return Batch();
+  }
+  return ReadStatisticsSample(options_.train, options_.reader,
+                              static_cast<uint64_t>(hyperparameters_.num_point_for_scaler));
 }
 
 void Trainer::CountEpoch(int epoch, const EpochResult& result) {
@@ -148,7 +193,16 @@ void Trainer::Record(const MetricSet& named, MetricSet* figures) {
 }
 
 bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
-  const std::vector<ChannelPredictions> scored = evaluator_.PredictModels(options_.validation);
+  // Scaled data trains the servers' weights: validation scores each model
+  // with the statistics folded in, on raw data, as predict will.
+  std::vector<ModelArtifact> folded;
+  std::optional<ModelArtifact> joined;
+  if (!statistics_.LeavesDataAlone()) {
+    folded = DumpFoldedModels();
+    joined = JoinModels(folded, hyperparameters_);
+  }
+  const std::vector<ChannelPredictions> scored =
+      evaluator_.PredictModels(options_.validation, joined ? &*joined : nullptr);
   std::vector<MetricSet> per_model;
   std::vector<ModelScore> scores;
   for (const ChannelPredictions& model : scored) {
@@ -172,7 +226,8 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   const EpochVerdict verdict = JudgeEpoch(validation, hyperparameters_, &state_);
   // The job's model is its best validation epoch's: dumped now, written at the end.
   if (verdict.improved && options_.keep_best_epoch) {
-    best_ = BestEpoch{epoch, validation, DumpServersModel(*selected)};
+    best_ = BestEpoch{epoch, validation,
+                      folded.empty() ? DumpServersModel(*selected) : std::move(folded[*selected])};
   }
   return verdict.stop;
 }
@@ -245,13 +300,19 @@ void Trainer::TuneThreshold(MetricSet* final_metrics) {
             << FormatMetrics(metrics) << std::endl;
 }
 
-ModelArtifact Trainer::DumpServersModel(int k) {
+std::vector<ModelArtifact> Trainer::DumpFoldedModels() {
   ModelArtifact all = DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
                                 model_.weight_width(), model_.bias_width());
-  ModelArtifact model = hyperparameters_.num_models > 1 ? SliceModel(all, k) : std::move(all);
-  model.data_format = options_.reader.format;
-  model.libsvm_zero_based = options_.reader.zero_based;
-  return model;
+  std::vector<ModelArtifact> models;
+  for (int k = 0; k < hyperparameters_.num_models; ++k) {
+    models.push_back(hyperparameters_.num_models > 1 ? SliceModel(all, k) : all);
+    models.back().data_format = options_.reader.format;
+    models.back().libsvm_zero_based = options_.reader.zero_based;
+    FoldStatistics(statistics_, &models.back());
+  }
+  return models;
 }
+
+ModelArtifact Trainer::DumpServersModel(int k) { return std::move(DumpFoldedModels()[k]); }
 
 }  // namespace keel

@@ -26,6 +26,7 @@
 #include "models/metrics.h"
 #include "worker/compute_backend.h"
 #include "worker/control_table.h"
+#include "worker/data_statistics.h"
 #include "worker/epoch_trainer.h"
 #include "worker/evaluator.h"
 #include "worker/hyperparameters.h"
@@ -49,6 +50,17 @@ class Trainer {
   MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
 
  private:
+  // Before the first minibatch, every worker: checks the labels (and every
+  // record) of its shard, then takes the data statistics from the same
+  // sample of the training channel (worker/data_statistics.h) and has the
+  // minibatches scaled and the loss weighted by them. A resumed job computes
+  // the same statistics again.
+  void PrepareData();
+  // Reads this worker's shard once (CheckShard); throws its Error, prefixed
+  // "before the first minibatch: ".
+  void CheckTrainingShard();
+  // The rows the statistics come from (none for a pipe, which is read once).
+  Batch StatisticsSample() const;
   // Checkpoints are on (the view says how often workers stop for one).
   bool checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
   // Every worker, after its share of `epoch`: adds its time and its training
@@ -78,8 +90,12 @@ class Trainer {
   // or else the training channel, at most --num_calibration_samples rows, and
   // adds what was chosen to `final_metrics`.
   void TuneThreshold(MetricSet* final_metrics);
-  // Model k of the servers' current weights, as an artifact.
+  // Model k of the servers' current weights, as an artifact (the data
+  // statistics folded in).
   ModelArtifact DumpServersModel(int k);
+  // Every model of the servers' current weights, each an artifact with the
+  // data statistics folded in.
+  std::vector<ModelArtifact> DumpFoldedModels();
 
   Node* node_;
   KVWorker* client_;
@@ -103,6 +119,9 @@ class Trainer {
     ModelArtifact model;   // the selected model alone
   };
   BestEpoch best_;
+  // The statistics training uses, folded into every model it dumps.
+  DataStatistics statistics_;
+  std::unique_ptr<DataScaler> scaler_;
 };
 
 }  // namespace keel

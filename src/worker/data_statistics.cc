@@ -1,0 +1,302 @@
+#include "worker/data_statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <tuple>
+
+#include "base/error.h"
+#include "io/input_split.h"
+#include "models/factorization_machine.h"
+
+namespace keel {
+namespace {
+
+// The sample is read as if by this many workers, a share from each.
+constexpr int kSamplePieces = 8;
+
+// "auto" resolves to `automatic`.
+bool Resolve(const std::string& setting, bool automatic) {
+  return setting == "auto" ? automatic : setting == "true";
+}
+
+// Every row lists the same features in the same order (CSV, dense recordIO).
+bool IsDenseSample(const Batch& sample) {
+  if (sample.rows() == 0) return false;
+  const uint64_t width = sample.row_offsets[1];
+  for (size_t r = 1; r < sample.rows(); ++r) {
+    const uint64_t begin = sample.row_offsets[r];
+    if (sample.row_offsets[r + 1] - begin != width ||
+        !std::equal(sample.indices.begin(), sample.indices.begin() + width,
+                    sample.indices.begin() + begin)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A positive, finite scale; anything else (a constant feature) is 1.
+double UsableScale(double scale) { return std::isfinite(scale) && scale > 0 ? scale : 1.0; }
+
+struct FeatureSums {
+  double sum = 0, sum_of_squares = 0;
+  uint64_t count = 0;
+};
+
+// Each feature's mean and scale: dense data its mean (if centred) and standard
+// deviation; sparse data the root mean square of its non-zero values.
+void FeatureStatistics(const Batch& sample, bool dense, DataStatistics* out) {
+  std::unordered_map<uint64_t, FeatureSums> sums;
+  for (size_t i = 0; i < sample.nnz(); ++i) {
+    FeatureSums& s = sums[sample.indices[i]];
+    s.sum += sample.values[i];
+    s.sum_of_squares += static_cast<double>(sample.values[i]) * sample.values[i];
+    if (sample.values[i] != 0.0f) ++s.count;
+  }
+  for (const auto& entry : sums) out->features.push_back(entry.first);
+  std::sort(out->features.begin(), out->features.end());
+  const double rows = static_cast<double>(sample.rows());
+  for (const uint64_t feature : out->features) {
+    const FeatureSums& s = sums.at(feature);
+    double mean = 0, scale = 1;
+    if (dense) {
+      const double average = s.sum / rows;
+      mean = out->features_centred ? average : 0.0;
+      scale = std::sqrt(std::max(0.0, s.sum_of_squares / rows - average * average));
+    } else if (s.count > 0) {
+      scale = std::sqrt(s.sum_of_squares / static_cast<double>(s.count));
+    }
+    out->means.push_back(mean);
+    out->scales.push_back(out->features_scaled ? UsableScale(scale) : 1.0);
+  }
+}
+
+void LabelStatistics(const Batch& sample, DataStatistics* out) {
+  double sum = 0, sum_of_squares = 0;
+  for (const float label : sample.labels) sum += label;
+  const double mean = sample.labels.empty() ? 0.0 : sum / static_cast<double>(sample.labels.size());
+  for (const float label : sample.labels) sum_of_squares += (label - mean) * (label - mean);
+  const double variance =
+      sample.labels.empty() ? 0.0 : sum_of_squares / static_cast<double>(sample.labels.size());
+  out->label_offset = out->label_centred ? mean : 0.0;
+  out->label_scale = out->label_scaled ? UsableScale(std::sqrt(variance)) : 1.0;
+}
+
+std::vector<float> BinaryClassWeights(const Batch& sample, const std::string& mult) {
+  if (mult != "balanced") {
+    const double positive = std::strtod(mult.c_str(), nullptr);
+    if (positive == 1.0) return {};
+    return {1.0f, static_cast<float>(positive)};
+  }
+  const uint64_t positives = static_cast<uint64_t>(
+      std::count_if(sample.labels.begin(), sample.labels.end(), [](float y) { return y > 0.5f; }));
+  const uint64_t negatives = sample.labels.size() - positives;
+  if (positives == 0 || negatives == 0) {
+    throw MakeError("--positive_example_weight_mult balanced: the sample of ", sample.rows(),
+                    " training rows holds ", positives, " positive and ", negatives,
+                    " negative examples (both are needed)");
+  }
+  return {1.0f, static_cast<float>(static_cast<double>(negatives) / positives)};
+}
+
+std::vector<float> MulticlassWeights(const Batch& sample, int classes) {
+  std::vector<uint64_t> counts(classes, 0);
+  for (const float label : sample.labels) {
+    const int class_id = LabelToClass(label, classes);
+    if (class_id >= 0) ++counts[class_id];
+  }
+  std::vector<float> weights(classes, 1.0f);
+  const double rows = static_cast<double>(sample.labels.size());
+  for (int c = 0; c < classes; ++c) {
+    if (counts[c] > 0) weights[c] = static_cast<float>(rows / (classes * double(counts[c])));
+  }
+  return weights;
+}
+
+// The statistics of one feature: mean 0 and scale 1 when it was not sampled.
+std::pair<double, double> MeanAndScale(const DataStatistics& statistics, uint64_t feature) {
+  const auto found =
+      std::lower_bound(statistics.features.begin(), statistics.features.end(), feature);
+  if (found == statistics.features.end() || *found != feature) return {0.0, 1.0};
+  const size_t i = found - statistics.features.begin();
+  return {statistics.means[i], statistics.scales[i]};
+}
+
+std::string Number(double value) {
+  std::ostringstream out;
+  out << std::setprecision(17) << value;
+  return out.str();
+}
+
+const char* Bool(bool value) { return value ? "true" : "false"; }
+
+}  // namespace
+
+bool DataStatistics::LeavesDataAlone() const {
+  if (label_offset != 0.0 || label_scale != 1.0) return false;
+  for (size_t i = 0; i < features.size(); ++i) {
+    if (means[i] != 0.0 || scales[i] != 1.0) return false;
+  }
+  return true;
+}
+
+std::string DataStatistics::Json() const {
+  std::ostringstream json;
+  json << "{\"sample_rows\":" << sample_rows << ",\"features_scaled\":" << Bool(features_scaled)
+       << ",\"features_centred\":" << Bool(features_centred)
+       << ",\"sampled_features\":" << features.size() << ",\"label_scaled\":" << Bool(label_scaled)
+       << ",\"label_centred\":" << Bool(label_centred)
+       << ",\"label_offset\":" << Number(label_offset) << ",\"label_scale\":" << Number(label_scale)
+       << ",\"class_weights\":[";
+  for (size_t c = 0; c < class_weights.size(); ++c) {
+    json << (c ? "," : "") << Number(class_weights[c]);
+  }
+  json << "]}";
+  return json.str();
+}
+
+Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& reader, uint64_t rows) {
+  if (channel.rfind("pipe:", 0) == 0) {
+    throw MakeError("cannot sample ", channel, " for the data statistics: a pipe is read once");
+  }
+  Batch sample;
+  const uint64_t share = (rows + kSamplePieces - 1) / kSamplePieces;
+  for (int piece = 0; piece < kSamplePieces; ++piece) {
+    uint64_t taken = 0;
+    for (const InputSplit& split : ResolveChannel(channel, piece, kSamplePieces)) {
+      const auto split_reader = OpenReader(split, reader);
+      while (taken < share) {
+        const size_t got = split_reader->Read(share - taken, &sample);
+        if (got == 0) break;
+        taken += got;
+      }
+      if (taken >= share) break;
+    }
+  }
+  return sample;
+}
+
+DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters& h) {
+  DataStatistics out;
+  out.sample_rows = sample.rows();
+  const bool dense = IsDenseSample(sample);
+  if (h.unbias_data == "true" && !dense) {
+    throw MakeError("--unbias_data true needs dense data (CSV, dense recordIO): centring ",
+                    "a sparse feature would make every row dense");
+  }
+  out.features_scaled = h.normalize_data;
+  out.features_centred = dense && Resolve(h.unbias_data, h.normalize_data && h.use_bias);
+  if (out.features_scaled || out.features_centred) FeatureStatistics(sample, dense, &out);
+  if (h.predictor_type == PredictorType::kRegressor) {
+    out.label_scaled = Resolve(h.normalize_label, true);
+    out.label_centred = Resolve(h.unbias_label, out.label_scaled && h.use_bias);
+    LabelStatistics(sample, &out);
+  }
+  if (h.predictor_type == PredictorType::kBinaryClassifier) {
+    out.class_weights = BinaryClassWeights(sample, h.positive_example_weight_mult);
+  } else if (h.predictor_type == PredictorType::kMulticlassClassifier &&
+             h.balance_multiclass_weights) {
+    out.class_weights = MulticlassWeights(sample, h.num_classes);
+  }
+  return out;
+}
+
+DataScaler::DataScaler(const DataStatistics& statistics)
+    : label_scaled_(statistics.label_scaled || statistics.label_centred),
+      label_offset_(statistics.label_offset),
+      label_scale_(statistics.label_scale) {
+  features_.reserve(statistics.features.size());
+  for (size_t i = 0; i < statistics.features.size(); ++i) {
+    if (statistics.means[i] == 0.0 && statistics.scales[i] == 1.0) continue;
+    features_[statistics.features[i]] = {static_cast<float>(statistics.means[i]),
+                                         static_cast<float>(1.0 / statistics.scales[i])};
+  }
+}
+
+void DataScaler::Apply(Batch* batch) const {
+  if (!features_.empty()) {
+    for (size_t i = 0; i < batch->nnz(); ++i) {
+      const auto found = features_.find(batch->indices[i]);
+      if (found == features_.end()) continue;
+      batch->values[i] = (batch->values[i] - found->second.mean) * found->second.inverse_scale;
+    }
+  }
+  if (label_scaled_) {
+    for (float& label : batch->labels) {
+      label = static_cast<float>((label - label_offset_) / label_scale_);
+    }
+  }
+}
+
+void FoldIntoLinear(const DataStatistics& statistics, const std::vector<uint64_t>& features,
+                    int classes, float* weights, float* bias) {
+  std::vector<double> bias_shift(classes, 0.0);
+  for (size_t i = 0; i < features.size(); ++i) {
+    const auto [mean, scale] = MeanAndScale(statistics, features[i]);
+    for (int c = 0; c < classes; ++c) {
+      float& weight = weights[i * classes + c];
+      const double scaled = weight / scale;
+      bias_shift[c] -= scaled * mean;
+      weight = static_cast<float>(scaled * statistics.label_scale);
+    }
+  }
+  for (int c = 0; c < classes; ++c) {
+    bias[c] = static_cast<float>((bias[c] + bias_shift[c]) * statistics.label_scale +
+                                 statistics.label_offset);
+  }
+}
+
+void FoldIntoFactorizationMachine(const DataStatistics& statistics,
+                                  const std::vector<uint64_t>& features, int k, float* params,
+                                  float* bias) {
+  const int width = FmRowWidth(k);
+  // c = sum_j u_j mean_j, and the bias's shift.
+  std::vector<double> centre(k, 0.0);
+  double bias_shift = 0.0;
+  std::vector<double> means(features.size()), scales(features.size());
+  for (size_t i = 0; i < features.size(); ++i) {
+    std::tie(means[i], scales[i]) = MeanAndScale(statistics, features[i]);
+    const float* row = params + i * width;
+    bias_shift -= row[0] / scales[i] * means[i];
+    double norm = 0.0;
+    for (int f = 0; f < k; ++f) {
+      const double u = row[1 + f] / scales[i];
+      centre[f] += u * means[i];
+      norm += u * u;
+    }
+    bias_shift -= 0.5 * norm * means[i] * means[i];
+  }
+  for (int f = 0; f < k; ++f) bias_shift += 0.5 * centre[f] * centre[f];
+  const double label_scale = statistics.label_scale;
+  const double factor_scale = std::sqrt(label_scale);
+  for (size_t i = 0; i < features.size(); ++i) {
+    float* row = params + i * width;
+    double linear = row[0] / scales[i];
+    for (int f = 0; f < k; ++f) {
+      const double u = row[1 + f] / scales[i];
+      linear += u * (u * means[i] - centre[f]);
+      row[1 + f] = static_cast<float>(u * factor_scale);
+    }
+    row[0] = static_cast<float>(linear * label_scale);
+  }
+  bias[0] = static_cast<float>((bias[0] + bias_shift) * label_scale + statistics.label_offset);
+}
+
+void FoldStatistics(const DataStatistics& statistics, ModelArtifact* model) {
+  Hyperparameters& h = model->hyperparameters;
+  model->data_statistics_json = statistics.Json();
+  if (statistics.LeavesDataAlone()) return;
+  if (model->bias.empty())
+    model->bias.assign(h.job == JobKind::kFactorizationMachines ? 1 : h.classes(), 0.0f);
+  if (h.job == JobKind::kFactorizationMachines) {
+    FoldIntoFactorizationMachine(statistics, model->features, h.num_factors, model->weights.data(),
+                                 model->bias.data());
+  } else {
+    FoldIntoLinear(statistics, model->features, h.classes(), model->weights.data(),
+                   model->bias.data());
+  }
+  if (statistics.features_centred || statistics.label_centred) h.use_bias = true;
+}
+
+}  // namespace keel

@@ -1,0 +1,125 @@
+// Data statistics taken before training: each feature's scale (and, for
+// dense data, its mean), a regressor's label offset and scale, and the class
+// weights (SageMaker Linear Learner's normalize_data, unbias_data,
+// normalize_label, unbias_label, num_point_for_scaler,
+// positive_example_weight_mult, balance_multiclass_weights).
+//
+// Training sees x' = (x - mean) / scale per feature and y' = (y - offset) /
+// scale for a regressor's label; the saved model has the statistics folded in
+// (FoldStatistics), so that it scores raw features and predicts labels on
+// their original scale.
+//
+// Every worker reads the same sample (ReadStatisticsSample) and computes the
+// statistics from it in double precision, so all workers, and a resumed job,
+// train with identical statistics without exchanging them.
+#ifndef KEEL_WORKER_DATA_STATISTICS_H_
+#define KEEL_WORKER_DATA_STATISTICS_H_
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io/batch.h"
+#include "io/readers.h"
+#include "worker/hyperparameters.h"
+#include "worker/model_artifact.h"
+
+namespace keel {
+
+struct DataStatistics {
+  // Rows the statistics were taken from.
+  uint64_t sample_rows = 0;
+  // Features seen in the sample, sorted by index, with x' = (x - mean) / scale.
+  // Features not listed keep mean 0 and scale 1.
+  std::vector<uint64_t> features;
+  std::vector<double> means;   // all zero unless features_centred
+  std::vector<double> scales;  // positive
+  bool features_scaled = false;
+  bool features_centred = false;
+  // A regressor's label: y' = (y - label_offset) / label_scale.
+  bool label_scaled = false;
+  bool label_centred = false;
+  double label_offset = 0.0;
+  double label_scale = 1.0;
+  // The weight of an example's loss by its class: binary classifiers
+  // {negative, positive}, multiclass one per class. Empty: every example
+  // weighs 1.
+  std::vector<float> class_weights;
+
+  // True when the statistics change neither the features nor the label
+  // (normalisation off, or every mean 0 and every scale 1, as for 0/1
+  // features): training then skips scaling and folding.
+  bool LeavesDataAlone() const;
+  // The statistics in force, as a JSON object, for model.json (the means and
+  // scales themselves are not listed: they are folded into the weights).
+  std::string Json() const;
+};
+
+// Up to `rows` rows of `channel` (a file, folder or storage URI; not a pipe),
+// the same on every call: the channel cut into 8 pieces as if for 8 workers,
+// and the first rows/8 (rounded up) rows of each piece, so that a channel
+// sorted by file or by time is sampled across its length. `reader` as for
+// training (bad records throw or are skipped as it says). Throws Error.
+Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& reader, uint64_t rows);
+
+// The statistics of `sample` under `hyperparameters`' settings:
+//   features (normalize_data): dense data (every row lists the same features)
+//     is centred (unbias_data auto or true) and divided by its standard
+//     deviation; sparse data is divided by the root mean square of the
+//     feature's non-zero values and never centred. A feature whose scale is 0
+//     keeps scale 1.
+//   label (regressor, normalize_label auto or true): divided by its standard
+//     deviation, centred (unbias_label auto or true) on its mean.
+//   class weights: positive_example_weight_mult (a number, or balanced:
+//     negatives / positives of the sample) for a binary classifier;
+//     rows / (classes x class rows) per class with balance_multiclass_weights
+//     (a class absent from the sample weighs 1).
+// Throws Error naming the flag for unbias_data=true on sparse data, and for a
+// balanced weight without both classes in the sample.
+DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters& hyperparameters);
+
+// Applies statistics to minibatches as they are prepared. Thread-safe for
+// concurrent use (read only once built).
+class DataScaler {
+ public:
+  explicit DataScaler(const DataStatistics& statistics);
+  // Scales the features (and a regressor's labels) of `batch` in place.
+  void Apply(Batch* batch) const;
+
+ private:
+  struct Transform {
+    float mean, inverse_scale;
+  };
+  std::unordered_map<uint64_t, Transform> features_;
+  bool label_scaled_;
+  double label_offset_, label_scale_;
+};
+
+// Folds the statistics into a linear model trained on scaled data, so that it
+// gives the same scores on raw data: w_jc / scale_j, bias_c - sum_j w_jc
+// mean_j / scale_j, then for a regressor's label score x label_scale +
+// label_offset. `weights` is features.size() x classes, `bias` classes floats.
+void FoldIntoLinear(const DataStatistics& statistics, const std::vector<uint64_t>& features,
+                    int classes, float* weights, float* bias);
+
+// The same for a factorization machine with `k` factors (`params`:
+// features.size() x (1 + k), [w, v_1..v_k]; `bias`: 1 float). With u_j =
+// v_j / scale_j and c = sum_j u_j mean_j, the centred score expands into
+// FM form: v'_j = u_j, w'_j = w_j / scale_j - <u_j, c> + |u_j|^2 mean_j,
+// bias' = bias - sum_j w_j mean_j / scale_j + |c|^2 / 2 - sum_j |u_j|^2
+// mean_j^2 / 2; then the label scale multiplies w' and bias' and its square
+// root the factors, and the offset adds to the bias.
+void FoldIntoFactorizationMachine(const DataStatistics& statistics,
+                                  const std::vector<uint64_t>& features, int k, float* params,
+                                  float* bias);
+
+// Folds the statistics into `model` (FoldIntoLinear or
+// FoldIntoFactorizationMachine) and records them in its model.json. A model
+// trained without --use_bias gains a bias when the statistics give it an
+// offset (centred features or label).
+void FoldStatistics(const DataStatistics& statistics, ModelArtifact* model);
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_DATA_STATISTICS_H_

@@ -1,0 +1,398 @@
+// Data statistics before training: what they are on small hand-checked
+// samples, that every worker gets the same, that folding them into a model
+// changes no prediction, and that class weights scale the loss's gradient.
+#include "worker/data_statistics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "models/factorization_machine.h"
+#include "models/linear.h"
+#include "models/losses.h"
+#include "test_util.h"
+#include "worker/batch_stream.h"
+#include "worker/compute_backend.h"
+
+namespace keel {
+namespace {
+
+// A batch from rows of (feature, value) pairs and their labels.
+Batch MakeBatch(const std::vector<std::vector<std::pair<uint64_t, float>>>& rows,
+                const std::vector<float>& labels) {
+  Batch batch;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::vector<uint64_t> indices;
+    std::vector<float> values;
+    for (const auto& [index, value] : rows[r]) {
+      indices.push_back(index);
+      values.push_back(value);
+    }
+    batch.AddRow(labels[r], indices.data(), values.data(), indices.size());
+  }
+  return batch;
+}
+
+Hyperparameters Regressor() {
+  Hyperparameters h;
+  h.predictor_type = PredictorType::kRegressor;
+  return h;
+}
+
+double ScaleOf(const DataStatistics& s, uint64_t feature) {
+  for (size_t i = 0; i < s.features.size(); ++i) {
+    if (s.features[i] == feature) return s.scales[i];
+  }
+  return -1;
+}
+double MeanOf(const DataStatistics& s, uint64_t feature) {
+  for (size_t i = 0; i < s.features.size(); ++i) {
+    if (s.features[i] == feature) return s.means[i];
+  }
+  return -1;
+}
+
+TEST(DataStatistics, DenseFeaturesAreCentredOnTheirMeanAndScaledByTheirDeviation) {
+  // Feature 0: 1, 3 (mean 2, deviation 1); feature 1: 5, 5 (constant: scale 1).
+  const Batch sample = MakeBatch({{{0, 1.0f}, {1, 5.0f}}, {{0, 3.0f}, {1, 5.0f}}}, {0, 1});
+  const DataStatistics s = ComputeDataStatistics(sample, Hyperparameters());
+  EXPECT_TRUE(s.features_scaled);
+  EXPECT_TRUE(s.features_centred);
+  EXPECT_DOUBLE_EQ(MeanOf(s, 0), 2.0);
+  EXPECT_DOUBLE_EQ(ScaleOf(s, 0), 1.0);
+  EXPECT_DOUBLE_EQ(MeanOf(s, 1), 5.0);
+  EXPECT_DOUBLE_EQ(ScaleOf(s, 1), 1.0);
+}
+
+TEST(DataStatistics, SparseFeaturesAreScaledByTheirNonZerosRootMeanSquareNotCentred) {
+  // Feature 7 is 3 and 4 where present: root mean square sqrt(12.5).
+  const Batch sample = MakeBatch({{{7, 3.0f}}, {{7, 4.0f}, {9, 2.0f}}, {{9, 2.0f}}}, {0, 1, 0});
+  const DataStatistics s = ComputeDataStatistics(sample, Hyperparameters());
+  EXPECT_FALSE(s.features_centred);
+  EXPECT_DOUBLE_EQ(ScaleOf(s, 7), std::sqrt(12.5));
+  EXPECT_DOUBLE_EQ(MeanOf(s, 7), 0.0);
+  EXPECT_DOUBLE_EQ(ScaleOf(s, 9), 2.0);
+}
+
+TEST(DataStatistics, UnbiasDataTrueOnSparseDataIsAnErrorNamingTheFlag) {
+  Hyperparameters h;
+  h.unbias_data = "true";
+  const Batch sample = MakeBatch({{{7, 3.0f}}, {{9, 2.0f}}}, {0, 1});
+  try {
+    ComputeDataStatistics(sample, h);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--unbias_data"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataStatistics, ARegressorsLabelIsCentredAndScaledAClassifiersIsNot) {
+  const Batch sample = MakeBatch({{{0, 1.0f}}, {{0, 1.0f}}}, {100.0f, 200.0f});
+  const DataStatistics regression = ComputeDataStatistics(sample, Regressor());
+  EXPECT_DOUBLE_EQ(regression.label_offset, 150.0);
+  EXPECT_DOUBLE_EQ(regression.label_scale, 50.0);
+  Hyperparameters classifier;
+  const Batch binary = MakeBatch({{{0, 1.0f}}, {{0, 1.0f}}}, {0.0f, 1.0f});
+  const DataStatistics classification = ComputeDataStatistics(binary, classifier);
+  EXPECT_FALSE(classification.label_scaled);
+  EXPECT_DOUBLE_EQ(classification.label_offset, 0.0);
+  EXPECT_DOUBLE_EQ(classification.label_scale, 1.0);
+}
+
+TEST(DataStatistics, NormalizeDataFalseLeavesTheFeaturesAlone) {
+  Hyperparameters h;
+  h.normalize_data = false;
+  const Batch sample = MakeBatch({{{0, 1.0f}}, {{0, 3.0f}}}, {0, 1});
+  const DataStatistics s = ComputeDataStatistics(sample, h);
+  EXPECT_TRUE(s.LeavesDataAlone());
+}
+
+// Validate's message for `h`, or "" if it passes.
+std::string ValidationError(const Hyperparameters& h) {
+  try {
+    h.Validate();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DataStatistics, BadSettingsFailValidationNamingTheFlag) {
+  Hyperparameters h;
+  h.unbias_label = "maybe";
+  EXPECT_EQ(ValidationError(h), "--unbias_label 'maybe' is not auto, true or false");
+  h = Hyperparameters();
+  h.positive_example_weight_mult = "-2";
+  EXPECT_EQ(ValidationError(h),
+            "--positive_example_weight_mult '-2' is not a positive number or balanced");
+  h = Hyperparameters();
+  h.num_point_for_scaler = 0;
+  EXPECT_EQ(ValidationError(h), "--num_point_for_scaler 0 is not at least 1");
+  h = Hyperparameters();
+  h.use_bias = false;
+  h.unbias_data = "true";
+  EXPECT_EQ(ValidationError(h),
+            "--unbias_data true needs --use_bias (the mean it removes returns as a bias)");
+  h = Hyperparameters();
+  h.positive_example_weight_mult = "balanced";
+  EXPECT_EQ(ValidationError(h), "");
+}
+
+TEST(DataStatistics, BalancedPositiveWeightIsNegativesOverPositives) {
+  Hyperparameters h;
+  h.positive_example_weight_mult = "balanced";
+  const Batch sample =
+      MakeBatch({{{0, 1.0f}}, {{0, 1.0f}}, {{0, 1.0f}}, {{0, 1.0f}}}, {0, 0, 1, 0});
+  EXPECT_EQ(ComputeDataStatistics(sample, h).class_weights, (std::vector<float>{1.0f, 3.0f}));
+  h.positive_example_weight_mult = "2.5";
+  EXPECT_EQ(ComputeDataStatistics(sample, h).class_weights, (std::vector<float>{1.0f, 2.5f}));
+  h.positive_example_weight_mult = "1";
+  EXPECT_TRUE(ComputeDataStatistics(sample, h).class_weights.empty());
+}
+
+TEST(DataStatistics, BalancedMulticlassWeightsAreRowsOverClassesTimesClassRows) {
+  Hyperparameters h;
+  h.predictor_type = PredictorType::kMulticlassClassifier;
+  h.num_classes = 4;
+  h.balance_multiclass_weights = true;
+  // 4 rows: class 0 twice, 1 and 2 once, 3 never (weight 1).
+  const Batch sample =
+      MakeBatch({{{0, 1.0f}}, {{0, 1.0f}}, {{0, 1.0f}}, {{0, 1.0f}}}, {0, 0, 1, 2});
+  const std::vector<float> weights = ComputeDataStatistics(sample, h).class_weights;
+  ASSERT_EQ(weights.size(), 4u);
+  EXPECT_FLOAT_EQ(weights[0], 4.0f / 8.0f);
+  EXPECT_FLOAT_EQ(weights[1], 4.0f / 4.0f);
+  EXPECT_FLOAT_EQ(weights[2], 4.0f / 4.0f);
+  EXPECT_FLOAT_EQ(weights[3], 1.0f);
+}
+
+TEST(DataScaler, ScalesSampledFeaturesAndTheLabelAndLeavesUnseenFeaturesAlone) {
+  const Batch sample = MakeBatch({{{0, 1.0f}, {1, 2.0f}}, {{0, 3.0f}, {1, 2.0f}}}, {10.0f, 30.0f});
+  const DataStatistics s = ComputeDataStatistics(sample, Regressor());
+  Batch batch = MakeBatch({{{0, 5.0f}, {4, 7.0f}}}, {40.0f});
+  DataScaler(s).Apply(&batch);
+  EXPECT_FLOAT_EQ(batch.values[0], 3.0f);  // (5 - 2) / 1
+  EXPECT_FLOAT_EQ(batch.values[1], 7.0f);  // feature 4 was never sampled
+  EXPECT_FLOAT_EQ(batch.labels[0], 2.0f);  // (40 - 20) / 10
+}
+
+class StatisticsSampleTest : public testing::TempFolderTest {};
+
+TEST_F(StatisticsSampleTest, EveryWorkerReadsTheSameSampleSpreadOverTheFiles) {
+  // Four files of 100 rows: feature f of file f only, label the row number.
+  for (int file = 0; file < 4; ++file) {
+    std::string text;
+    for (int row = 0; row < 100; ++row) {
+      text += std::to_string(row) + " " + std::to_string(file + 1) + ":" +
+              std::to_string(1 + (row * 7 + file) % 13) + "\n";
+    }
+    WriteFile("part-" + std::to_string(file), text);
+  }
+  ReaderOptions reader;
+  const Batch first = ReadStatisticsSample(folder_, reader, 40);
+  const Batch second = ReadStatisticsSample(folder_, reader, 40);
+  EXPECT_EQ(first.rows(), 40u);
+  EXPECT_EQ(first.indices, second.indices);
+  EXPECT_EQ(first.values, second.values);
+  std::map<uint64_t, int> rows_per_file;
+  for (const uint64_t index : first.indices) ++rows_per_file[index];
+  EXPECT_EQ(rows_per_file.size(), 4u) << "every file sampled";
+  const DataStatistics a = ComputeDataStatistics(first, Regressor());
+  const DataStatistics b = ComputeDataStatistics(second, Regressor());
+  EXPECT_EQ(a.scales, b.scales);
+  EXPECT_EQ(a.label_offset, b.label_offset);
+  EXPECT_EQ(a.label_scale, b.label_scale);
+}
+
+// ---------------------------------------------------------------------------
+// Folding: the folded model on raw rows scores as the trained model on scaled rows.
+
+std::vector<float> Random(size_t count, std::mt19937_64* random) {
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(*random);
+  return values;
+}
+
+// Rows over features 0..7: dense (every feature) or sparse (about half).
+Batch RandomRows(bool dense, int rows, std::mt19937_64* random) {
+  std::uniform_real_distribution<float> value(-3.0f, 8.0f);
+  std::bernoulli_distribution present(0.5);
+  std::vector<std::vector<std::pair<uint64_t, float>>> data(rows);
+  std::vector<float> labels(rows);
+  for (int r = 0; r < rows; ++r) {
+    for (uint64_t f = 0; f < 8; ++f) {
+      if (dense || present(*random)) data[r].push_back({f, value(*random) * (1.0f + f)});
+    }
+    labels[r] = 150.0f + 60.0f * value(*random);
+  }
+  return MakeBatch(data, labels);
+}
+
+// The scores of every row of `batch` under a model of `features` (all of
+// 0..7) with per-feature rows of `width` floats: a linear model of `classes`
+// scores, or (fm) a factorization machine, FmScoreNaive's double reference.
+std::vector<double> Scores(const Batch& batch, bool fm, int classes, int k,
+                           const std::vector<float>& params, const std::vector<float>& bias) {
+  const int width = fm ? FmRowWidth(k) : classes;
+  std::vector<double> scores;
+  for (size_t r = 0; r < batch.rows(); ++r) {
+    const uint64_t begin = batch.row_offsets[r], end = batch.row_offsets[r + 1];
+    std::vector<float> gathered;
+    for (uint64_t i = begin; i < end; ++i) {
+      gathered.insert(gathered.end(), params.begin() + batch.indices[i] * width,
+                      params.begin() + (batch.indices[i] + 1) * width);
+    }
+    const int nnz = static_cast<int>(end - begin);
+    if (fm) {
+      scores.push_back(FmScoreNaive(gathered.data(), batch.values.data() + begin, nnz, k, bias[0]));
+    } else {
+      std::vector<float> row(classes);
+      LinearScores(gathered.data(), batch.values.data() + begin, nnz, classes, bias.data(),
+                   row.data());
+      scores.insert(scores.end(), row.begin(), row.end());
+    }
+  }
+  return scores;
+}
+
+// Trains nothing: random parameters stand for a model trained on scaled data.
+void ExpectFoldingKeepsPredictions(bool fm, bool dense, PredictorType type) {
+  std::mt19937_64 random(fm * 4 + dense * 2 + static_cast<int>(type));
+  Hyperparameters h;
+  h.job = fm ? JobKind::kFactorizationMachines : JobKind::kLinearLearner;
+  h.predictor_type = type;
+  h.num_classes = 3;
+  h.num_factors = 4;
+  const int classes = fm ? 1 : h.classes();
+  const Batch sample = RandomRows(dense, 200, &random);
+  Batch raw = RandomRows(dense, 30, &random);
+  if (type == PredictorType::kMulticlassClassifier) {
+    for (float& label : raw.labels) label = 0;
+  }
+  const DataStatistics statistics = ComputeDataStatistics(sample, h);
+  ASSERT_EQ(statistics.features_centred, dense);
+  ASSERT_EQ(statistics.label_scaled, type == PredictorType::kRegressor);
+  std::vector<uint64_t> features = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<float> params = Random(features.size() * h.weight_width(), &random);
+  std::vector<float> bias = Random(classes, &random);
+
+  Batch scaled = raw;
+  DataScaler(statistics).Apply(&scaled);
+  std::vector<double> expected = Scores(scaled, fm, classes, h.num_factors, params, bias);
+  for (double& score : expected) score = score * statistics.label_scale + statistics.label_offset;
+
+  if (fm) {
+    FoldIntoFactorizationMachine(statistics, features, h.num_factors, params.data(), bias.data());
+  } else {
+    FoldIntoLinear(statistics, features, classes, params.data(), bias.data());
+  }
+  const std::vector<double> folded = Scores(raw, fm, classes, h.num_factors, params, bias);
+  ASSERT_EQ(folded.size(), expected.size());
+  for (size_t i = 0; i < folded.size(); ++i) {
+    EXPECT_NEAR(folded[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i]))) << "score " << i;
+  }
+}
+
+TEST(FoldStatistics, LinearSparseScaledOnly) {
+  ExpectFoldingKeepsPredictions(false, false, PredictorType::kBinaryClassifier);
+}
+TEST(FoldStatistics, LinearDenseCentred) {
+  ExpectFoldingKeepsPredictions(false, true, PredictorType::kBinaryClassifier);
+}
+TEST(FoldStatistics, LinearDenseCentredRegressorWithLabelOffsetAndScale) {
+  ExpectFoldingKeepsPredictions(false, true, PredictorType::kRegressor);
+}
+TEST(FoldStatistics, LinearSparseRegressorWithLabelOffsetAndScale) {
+  ExpectFoldingKeepsPredictions(false, false, PredictorType::kRegressor);
+}
+TEST(FoldStatistics, LinearDenseCentredMulticlass) {
+  ExpectFoldingKeepsPredictions(false, true, PredictorType::kMulticlassClassifier);
+}
+TEST(FoldStatistics, FactorizationMachineSparseScaledOnly) {
+  ExpectFoldingKeepsPredictions(true, false, PredictorType::kBinaryClassifier);
+}
+TEST(FoldStatistics, FactorizationMachineDenseCentred) {
+  ExpectFoldingKeepsPredictions(true, true, PredictorType::kBinaryClassifier);
+}
+TEST(FoldStatistics, FactorizationMachineDenseCentredRegressorWithLabelOffsetAndScale) {
+  ExpectFoldingKeepsPredictions(true, true, PredictorType::kRegressor);
+}
+
+TEST(FoldStatistics, AModelWithoutBiasGainsOneForACentredLabelAndRecordsTheStatistics) {
+  Hyperparameters h = Regressor();
+  h.use_bias = false;
+  h.unbias_label = "true";
+  const Batch sample = MakeBatch({{{0, 1.0f}}, {{0, 1.0f}}}, {100.0f, 200.0f});
+  const DataStatistics statistics = ComputeDataStatistics(sample, h);
+  ModelArtifact model;
+  model.hyperparameters = h;
+  model.features = {0};
+  model.weights = {0.5f};
+  model.bias = {0.0f};
+  FoldStatistics(statistics, &model);
+  EXPECT_TRUE(model.hyperparameters.use_bias);
+  EXPECT_FLOAT_EQ(model.bias[0], 150.0f);
+  EXPECT_FLOAT_EQ(model.weights[0], 25.0f);  // 0.5 x label scale 50 (feature scale 1)
+  EXPECT_NE(model.data_statistics_json.find("\"label_offset\":150"), std::string::npos)
+      << model.data_statistics_json;
+}
+
+// ---------------------------------------------------------------------------
+// Class weights in the per-example math and in the CPU backend.
+
+TEST(ClassWeights, MultiplyTheLogisticLossAndGradientOfTheirClass) {
+  LossFunction loss(LossKind::kLogistic);
+  const float weights[] = {1.0f, 3.0f};
+  loss.class_weights = weights;
+  const float score = 0.5f;
+  float gradient = 0.0f;
+  // Positive: 3 x log(1 + e^-0.5) and 3 x (sigmoid(0.5) - 1), by hand.
+  const float positive = ExampleLoss(loss, &score, 1, 1.0f, &gradient, nullptr);
+  EXPECT_NEAR(positive, 3 * 0.474077f, 1e-5);
+  EXPECT_NEAR(gradient, 3 * (0.622459f - 1.0f), 1e-5);
+  // Negative: weight 1, log(1 + e^0.5) and sigmoid(0.5).
+  const float negative = ExampleLoss(loss, &score, 1, 0.0f, &gradient, nullptr);
+  EXPECT_NEAR(negative, 0.974077f, 1e-5);
+  EXPECT_NEAR(gradient, 0.622459f, 1e-5);
+}
+
+TEST(ClassWeights, WeighASoftmaxExampleByItsClass) {
+  LossFunction loss(LossKind::kSoftmax);
+  const float weights[] = {0.5f, 2.0f, 1.0f};
+  loss.class_weights = weights;
+  const float scores[] = {0.0f, 0.0f, 0.0f};
+  float gradient[3];
+  // Uniform scores: loss log 3, gradient 1/3 - onehot, times class 1's weight 2.
+  const float value = ExampleLoss(loss, scores, 3, 1.0f, gradient, nullptr);
+  EXPECT_NEAR(value, 2 * std::log(3.0f), 1e-5);
+  EXPECT_NEAR(gradient[0], 2 * (1.0f / 3), 1e-5);
+  EXPECT_NEAR(gradient[1], 2 * (1.0f / 3 - 1), 1e-5);
+}
+
+TEST(ClassWeights, TheCpuBackendsGradientOfAPositiveRowScalesByItsWeight) {
+  Hyperparameters h;
+  const std::unique_ptr<ComputeBackend> model = MakeComputeBackend("cpu", 1, h);
+  PreparedBatch batch;
+  const uint64_t index = 3;
+  const float value = 2.0f;
+  batch.batch.AddRow(1.0f, &index, &value, 1);
+  PrepareKeys(&batch);
+  const std::vector<float> weights = {0.25f}, bias = {0.0f};
+  std::vector<float> weight_gradients, bias_gradient;
+  model->SetClassWeights({1.0f, 4.0f});
+  const double loss =
+      model->Gradients(batch, weights.data(), bias.data(), &weight_gradients, &bias_gradient);
+  // Score 0.5: d/dw = 4 x (sigmoid(0.5) - 1) x 2, d/dbias = 4 x (sigmoid(0.5) - 1).
+  EXPECT_NEAR(weight_gradients[0], 4 * (0.622459f - 1.0f) * 2, 1e-5);
+  EXPECT_NEAR(bias_gradient[0], 4 * (0.622459f - 1.0f), 1e-5);
+  EXPECT_NEAR(loss, 4 * 0.474077, 1e-5);
+}
+
+}  // namespace
+}  // namespace keel
