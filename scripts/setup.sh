@@ -12,7 +12,9 @@ packages=(build-essential cmake pkg-config libzmq3-dev cppzmq-dev libprotobuf-de
           # The multihost tests: hosts as network namespaces, a real sshd, a real
           # Slurm, the Kubernetes manifests (they start and stop the daemons).
           iproute2 iptables openssh-client openssh-server slurm-wlm munge yamllint
-          python3 python3-yaml)
+          python3 python3-yaml
+          # The benchmarks' LIBLINEAR (scripts/bench/train.sh, defaults.sh).
+          liblinear-tools)
 missing=()
 # Node runs the S3 test server; a Node from elsewhere (with its own npm) will do.
 if ! command -v node >/dev/null 2>&1; then
