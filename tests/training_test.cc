@@ -181,15 +181,15 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
 
   const JsonValue document = ParseJson(json, "model.json");
   const JsonValue& weights = *document.Find("hyperparameters")->Find("weights_optimizer");
-  EXPECT_EQ(weights.Find("name")->AsString(), "adam");                // auto
-  EXPECT_DOUBLE_EQ(weights.Find("learning_rate")->AsNumber(), 0.01);  // auto for adam
-  EXPECT_DOUBLE_EQ(weights.Find("beta1")->AsNumber(), 0.9);           // auto
-  EXPECT_DOUBLE_EQ(weights.Find("beta2")->AsNumber(), 0.999);         // auto
+  EXPECT_EQ(weights.Find("name")->AsString(), "ftrl");              // auto for FM binary
+  EXPECT_DOUBLE_EQ(weights.Find("learning_rate")->AsNumber(), 10);  // auto for ftrl FM
+  EXPECT_DOUBLE_EQ(weights.Find("beta1")->AsNumber(), 0.9);         // auto
+  EXPECT_DOUBLE_EQ(weights.Find("beta2")->AsNumber(), 0.999);       // auto
   EXPECT_DOUBLE_EQ(weights.Find("rescale_grad")->AsNumber(), 0.5);
   EXPECT_DOUBLE_EQ(weights.Find("clip_gradient")->AsNumber(), 5);
   const auto& groups = weights.Find("groups")->AsArray();
   ASSERT_EQ(groups.size(), 2u) << json;
-  EXPECT_DOUBLE_EQ(groups[0].Find("learning_rate")->AsNumber(), 0.01);  // linear_lr auto
+  EXPECT_DOUBLE_EQ(groups[0].Find("learning_rate")->AsNumber(), 10);    // linear_lr auto
   EXPECT_DOUBLE_EQ(groups[1].Find("learning_rate")->AsNumber(), 0.02);  // factors_lr
   EXPECT_EQ(document.Find("flags")->Find("learning_rate")->AsString(), "auto");
 

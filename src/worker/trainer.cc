@@ -175,6 +175,7 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
     std::cout << " (model " << selected << " of " << models << ")";
   }
   state_.set_best_model(selected);
+  if (best_.epoch == epoch) best_.figures = figures;
   AppendHistory(options_.model_dir, epoch, MonotonicSeconds() - started, examples, figures);
   if (stop) {
     std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
@@ -226,7 +227,9 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   const EpochVerdict verdict = JudgeEpoch(validation, hyperparameters_, &state_);
   // The job's model is its best validation epoch's: dumped now, written at the end.
   if (verdict.improved && options_.keep_best_epoch) {
-    best_ = BestEpoch{epoch, validation,
+    best_ = BestEpoch{epoch,
+                      validation,
+                      {},
                       folded.empty() ? DumpServersModel(*selected) : std::move(folded[*selected])};
   }
   return verdict.stop;
@@ -264,6 +267,8 @@ void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {
     }
     return;
   }
+  // That epoch's figures (every model's, the selection), not the last one's.
+  for (const auto& [name, value] : best_.figures) (*final_metrics)[name] = value;
   for (const auto& [name, value] : best_.validation) {
     (*final_metrics)["validation:" + name] = value;
   }

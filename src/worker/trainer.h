@@ -116,6 +116,7 @@ class Trainer {
   struct BestEpoch {
     int epoch = 0;
     MetricSet validation;  // the selected model's
+    MetricSet figures;     // the epoch's history line: every model's figures
     ModelArtifact model;   // the selected model alone
   };
   BestEpoch best_;
