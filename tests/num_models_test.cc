@@ -191,14 +191,45 @@ TEST(MultiModelBackend, ComputesEachModelAsItsOwnBackendWould) {
   ExpectEachModelAsAlone(JobKind::kFactorizationMachines, PredictorType::kRegressor);
 }
 
-TEST(MultiModelBackend, IsWhatMakeComputeBackendGivesSeveralModels) {
-  const Hyperparameters h = Job(JobKind::kLinearLearner, PredictorType::kBinaryClassifier, 4);
+TEST(MultiModelBackend, IsWhatMakeComputeBackendGivesSeveralFactorizationMachines) {
+  const Hyperparameters h = Job(JobKind::kFactorizationMachines, PredictorType::kRegressor, 4);
   const auto backend = MakeComputeBackend("cpu", 1, h);
   EXPECT_EQ(backend->num_models(), 4);
-  EXPECT_EQ(backend->weight_width(), 4);
+  EXPECT_EQ(backend->weight_width(), 4 * 3);
   EXPECT_EQ(backend->prediction_width(), 4);
   EXPECT_NE(backend->name().find("4 models"), std::string::npos) << backend->name();
   EXPECT_EQ(MakeComputeBackend("cpu", 1, h.Model(2))->num_models(), 1);
+}
+
+// The CPU backend computes a linear learner's models in one pass, with the
+// same arithmetic as each model alone: the wrapper's results, bit for bit
+// (sparse batches; one thread and three).
+TEST(CpuModel, ComputesSeveralLinearModelsTogetherExactlyAsEachAlone) {
+  for (const PredictorType type :
+       {PredictorType::kBinaryClassifier, PredictorType::kMulticlassClassifier,
+        PredictorType::kRegressor}) {
+    for (const int threads : {1, 3}) {
+      const Hyperparameters h = Job(JobKind::kLinearLearner, type, 3);
+      std::mt19937_64 random(11);
+      const PreparedBatch batch = testing::RandomBatch(50, 40, 6, h.classes() > 1 ? h.classes() : 1,
+                                                       type == PredictorType::kRegressor, &random);
+      const auto together = MakeComputeBackend("cpu", threads, h);
+      MultiModelBackend apart(h, std::make_unique<CpuModel>(h.Model(0), threads));
+      ASSERT_EQ(together->weight_width(), apart.weight_width());
+      const std::vector<float> weights =
+          Random(&random, batch.keys.size() * static_cast<size_t>(together->weight_width()));
+      const std::vector<float> bias = Random(&random, together->bias_width());
+      std::vector<float> g1, b1, g2, b2, p1, p2;
+      const double l1 = together->Gradients(batch, weights.data(), bias.data(), &g1, &b1);
+      const double l2 = apart.Gradients(batch, weights.data(), bias.data(), &g2, &b2);
+      EXPECT_EQ(g1, g2);
+      EXPECT_EQ(b1, b2);
+      EXPECT_EQ(together->LastModelLosses(l1), apart.LastModelLosses(l2));
+      together->Predict(batch, weights.data(), bias.data(), &p1);
+      apart.Predict(batch, weights.data(), bias.data(), &p2);
+      EXPECT_EQ(p1, p2);
+    }
+  }
 }
 
 TEST(SliceModel, TakesModelKsColumnsAndSettings) {

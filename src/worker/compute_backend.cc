@@ -90,12 +90,15 @@ void CheckDevice(const std::string& device) {
 std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, int threads,
                                                    const Hyperparameters& hyperparameters) {
   if (threads < 0) throw MakeError("--threads must be 0 (one per hardware thread) or more");
-  if (hyperparameters.num_models > 1) {
+  CheckDevice(device);
+  const int ordinal = ParseDevice(device);
+  // The CPU backend computes a linear learner's models together (their
+  // weights side by side in each row); the others, one model at a time.
+  const bool together = ordinal < 0 && hyperparameters.job == JobKind::kLinearLearner;
+  if (hyperparameters.num_models > 1 && !together) {
     return std::make_unique<MultiModelBackend>(
         hyperparameters, MakeComputeBackend(device, threads, hyperparameters.Model(0)));
   }
-  CheckDevice(device);
-  const int ordinal = ParseDevice(device);
   if (ordinal < 0) {
     if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return std::make_unique<CpuModel>(hyperparameters, threads);

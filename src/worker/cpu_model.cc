@@ -43,7 +43,35 @@ inline void ScaleToMean(size_t rows, int classes, float* score_gradient) {
 }  // namespace
 
 CpuModel::CpuModel(const Hyperparameters& hyperparameters, int threads)
-    : ComputeBackend(hyperparameters), pool_(threads), scratch_(pool_.size()) {}
+    : ComputeBackend(hyperparameters), pool_(threads), scratch_(pool_.size()) {
+  if (hyperparameters.num_models > 1) {
+    if (factorization_) {
+      throw MakeError(
+          "the CPU backend computes several factorization machines only through "
+          "a MultiModelBackend");
+    }
+    models_ = hyperparameters.num_models;
+  }
+  row_width_ = models_ * width_;
+  row_bias_ = models_ * bias_width_;
+  row_scores_ = models_ * classes_;
+  model_losses_.assign(models_, 0.0);
+}
+
+void CpuModel::RowLosses(size_t r, const float* scores, float label, float* score_gradient,
+                         const Outputs& out) const {
+  for (int m = 0; m < models_; ++m) {
+    const int first = m * classes_;
+    out.row_losses[r * models_ + m] =
+        ExampleLoss(loss_, scores + first, classes_, label, score_gradient + first,
+                    out.predictions ? out.predictions + r * row_scores_ + first : nullptr);
+  }
+}
+
+std::vector<double> CpuModel::LastModelLosses(double last_total) const {
+  if (models_ == 1) return {last_total};
+  return model_losses_;
+}
 
 std::string CpuModel::name() const {
   return "cpu (" + std::to_string(pool_.size()) + (pool_.size() == 1 ? " thread)" : " threads)");
@@ -86,20 +114,20 @@ CpuModel::Outputs CpuModel::PrepareOutputs(size_t rows, size_t keys, bool thread
                                            std::vector<float>* bias_gradient) {
   Outputs out;
   if (predictions) {
-    predictions->assign(rows * classes_, 0.0f);
+    predictions->assign(rows * row_scores_, 0.0f);
     out.predictions = predictions->data();
   }
-  row_losses_.assign(rows, 0.0f);
+  row_losses_.assign(rows * models_, 0.0f);
   out.row_losses = row_losses_.data();
   if (weight_gradients == nullptr) return out;
   // The threaded sparse pass writes every element: no need to zero them first.
   if (threaded_sparse) {
-    weight_gradients->resize(keys * width_);
+    weight_gradients->resize(keys * row_width_);
   } else {
-    weight_gradients->assign(keys * width_, 0.0f);
+    weight_gradients->assign(keys * row_width_, 0.0f);
   }
-  bias_gradient->assign(bias_width_, 0.0f);
-  row_bias_gradients_.assign(rows * bias_width_, 0.0f);
+  bias_gradient->assign(row_bias_, 0.0f);
+  row_bias_gradients_.assign(rows * row_bias_, 0.0f);
   out.row_bias_gradients = row_bias_gradients_.data();
   return out;
 }
@@ -126,7 +154,7 @@ void CpuModel::RunOneThread(const PreparedBatch& prepared, const float* weights,
 void CpuModel::RunSparse(const PreparedBatch& prepared, const float* weights, const float* bias,
                          Outputs out, std::vector<float>* weight_gradients) {
   if (weight_gradients != nullptr) {
-    slots_.resize(prepared.batch.nnz() * width_);
+    slots_.resize(prepared.batch.nnz() * row_width_);
     out.slot_gradients = slots_.data();
   }
   const size_t rows = prepared.batch.rows();
@@ -142,17 +170,18 @@ void CpuModel::RunSparse(const PreparedBatch& prepared, const float* weights, co
 void CpuModel::GatherDenseWeights(const PreparedBatch& prepared, const float* weights) {
   // Row 0 lists every key: gather the weights in its order.
   const size_t keys = prepared.keys.size();
-  gathered_.resize(keys * width_);
+  gathered_.resize(keys * row_width_);
   for (size_t j = 0; j < keys; ++j) {
-    std::memcpy(gathered_.data() + j * width_,
-                weights + static_cast<size_t>(prepared.positions[j]) * width_,
-                sizeof(float) * width_);
+    std::memcpy(gathered_.data() + j * row_width_,
+                weights + static_cast<size_t>(prepared.positions[j]) * row_width_,
+                sizeof(float) * row_width_);
   }
   if (!factorization_) return;
   factor_norms_.resize(keys);
   for (size_t j = 0; j < keys; ++j) {
     float norm = 0.0f;
-    for (int f = 1; f < width_; ++f) norm += gathered_[j * width_ + f] * gathered_[j * width_ + f];
+    for (int f = 1; f < row_width_; ++f)
+      norm += gathered_[j * row_width_ + f] * gathered_[j * row_width_ + f];
     factor_norms_[j] = norm;
   }
 }
@@ -161,10 +190,11 @@ void CpuModel::AddAccumulators(const PreparedBatch& prepared,
                                std::vector<float>* weight_gradients) const {
   const int parts = pool_.size();
   for (size_t j = 0; j < prepared.keys.size(); ++j) {
-    float* target = weight_gradients->data() + static_cast<size_t>(prepared.positions[j]) * width_;
+    float* target =
+        weight_gradients->data() + static_cast<size_t>(prepared.positions[j]) * row_width_;
     for (int part = 0; part < parts; ++part) {
-      const float* source = scratch_[part].accumulator.data() + j * width_;
-      for (int c = 0; c < width_; ++c) target[c] += source[c];
+      const float* source = scratch_[part].accumulator.data() + j * row_width_;
+      for (int c = 0; c < row_width_; ++c) target[c] += source[c];
     }
   }
 }
@@ -176,27 +206,32 @@ void CpuModel::ReduceSlots(const PreparedBatch& prepared, std::vector<float>* we
     size_t begin, end;
     PartRange(prepared.keys.size(), parts, part, &begin, &end);
     for (size_t u = begin; u < end; ++u) {
-      float* target = weight_gradients->data() + u * width_;
+      float* target = weight_gradients->data() + u * row_width_;
       const uint32_t first = prepared.key_offsets[u], last = prepared.key_offsets[u + 1];
       // 0 + the first slot, as the one-thread pass starts from zero.
       const float* source =
-          slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[first]) * width_;
-      for (int c = 0; c < width_; ++c) target[c] = 0.0f + source[c];
+          slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[first]) * row_width_;
+      for (int c = 0; c < row_width_; ++c) target[c] = 0.0f + source[c];
       for (uint32_t e = first + 1; e < last; ++e) {
-        source = slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[e]) * width_;
-        for (int c = 0; c < width_; ++c) target[c] += source[c];
+        source = slots_.data() + static_cast<size_t>(prepared.nonzeros_by_key[e]) * row_width_;
+        for (int c = 0; c < row_width_; ++c) target[c] += source[c];
       }
     }
   });
 }
 
-double CpuModel::SumRows(size_t rows, std::vector<float>* bias_gradient) const {
+double CpuModel::SumRows(size_t rows, std::vector<float>* bias_gradient) {
   double loss = 0;
-  for (size_t r = 0; r < rows; ++r) loss += row_losses_[r];
+  for (int m = 0; m < models_; ++m) {
+    double model_loss = 0;
+    for (size_t r = 0; r < rows; ++r) model_loss += row_losses_[r * models_ + m];
+    model_losses_[m] = model_loss;
+    loss += model_loss;
+  }
   if (bias_gradient != nullptr && hyperparameters_.use_bias) {
     for (size_t r = 0; r < rows; ++r) {
-      for (int c = 0; c < bias_width_; ++c) {
-        (*bias_gradient)[c] += row_bias_gradients_[r * bias_width_ + c];
+      for (int c = 0; c < row_bias_; ++c) {
+        (*bias_gradient)[c] += row_bias_gradients_[r * row_bias_ + c];
       }
     }
   }
@@ -212,8 +247,8 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
   const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
   std::vector<float>& params = scratch->params;
-  scratch->scores.resize(classes_);
-  scratch->score_gradient.resize(classes_);
+  scratch->scores.resize(row_scores_);
+  scratch->score_gradient.resize(row_scores_);
   scratch->factor_sums.resize(factorization_ ? k : 0);
   float* scores = scratch->scores.data();
   float* score_gradient = scratch->score_gradient.data();
@@ -223,35 +258,34 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
     const int nnz = static_cast<int>(batch.row_offsets[r + 1] - begin);
     const float* values = batch.values.data() + begin;
     const uint32_t* positions = prepared.positions.data() + begin;
-    params.resize(static_cast<size_t>(nnz) * width_);
-    GatherRow(weights, positions, nnz, width_, params.data());
+    params.resize(static_cast<size_t>(nnz) * row_width_);
+    GatherRow(weights, positions, nnz, row_width_, params.data());
     if (factorization_) {
       scores[0] = FmScore(params.data(), values, nnz, k, use_bias ? bias[0] : 0.0f, factor_sums);
     } else {
-      LinearScores(params.data(), values, nnz, classes_, use_bias ? bias : nullptr, scores);
+      LinearScores(params.data(), values, nnz, row_scores_, use_bias ? bias : nullptr, scores);
     }
-    out.row_losses[r] = ExampleLoss(loss_, scores, classes_, batch.labels[r], score_gradient,
-                                    out.predictions ? out.predictions + r * classes_ : nullptr);
+    RowLosses(r, scores, batch.labels[r], score_gradient, out);
     if (!backward) continue;
-    ScaleToMean(rows, classes_, score_gradient);
+    ScaleToMean(rows, row_scores_, score_gradient);
     // Straight into this row's own slots, or into scratch and then into the keys.
     float* row_gradients;
     if (out.slot_gradients != nullptr) {
-      row_gradients = out.slot_gradients + begin * width_;
-      std::fill(row_gradients, row_gradients + static_cast<size_t>(nnz) * width_, 0.0f);
+      row_gradients = out.slot_gradients + begin * row_width_;
+      std::fill(row_gradients, row_gradients + static_cast<size_t>(nnz) * row_width_, 0.0f);
     } else {
-      scratch->gradients.assign(static_cast<size_t>(nnz) * width_, 0.0f);
+      scratch->gradients.assign(static_cast<size_t>(nnz) * row_width_, 0.0f);
       row_gradients = scratch->gradients.data();
     }
-    float* bias_gradient = out.row_bias_gradients + r * bias_width_;
+    float* bias_gradient = out.row_bias_gradients + r * row_bias_;
     if (factorization_) {
       FmGradients(params.data(), values, nnz, k, factor_sums, score_gradient[0], row_gradients,
                   bias_gradient);
     } else {
-      LinearGradients(values, nnz, classes_, score_gradient, row_gradients, bias_gradient);
+      LinearGradients(values, nnz, row_scores_, score_gradient, row_gradients, bias_gradient);
     }
     if (out.key_gradients != nullptr) {
-      ScatterAdd(row_gradients, positions, nnz, width_, out.key_gradients);
+      ScatterAdd(row_gradients, positions, nnz, row_width_, out.key_gradients);
     }
   }
 }
@@ -264,13 +298,13 @@ void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, c
   const Eigen::Index count = static_cast<Eigen::Index>(row_end - row_begin);
   const bool backward = out.row_bias_gradients != nullptr;
   const int k = hyperparameters_.num_factors;
-  if (backward) scratch->accumulator.assign(static_cast<size_t>(keys) * width_, 0.0f);
+  if (backward) scratch->accumulator.assign(static_cast<size_t>(keys) * row_width_, 0.0f);
   if (count == 0) return;
 
   Eigen::Map<const RowMatrix> x(batch.values.data() + row_begin * keys, count, keys);
-  Eigen::Map<const RowMatrix> w(gathered, keys, width_);
-  scratch->products.resize(static_cast<size_t>(count) * width_);
-  Eigen::Map<RowMatrix> products(scratch->products.data(), count, width_);
+  Eigen::Map<const RowMatrix> w(gathered, keys, row_width_);
+  scratch->products.resize(static_cast<size_t>(count) * row_width_);
+  Eigen::Map<RowMatrix> products(scratch->products.data(), count, row_width_);
   products.noalias() = x * w;  // linear: the scores less the bias; FM: [linear, S_1..S_k]
   Eigen::VectorXf squares;     // FM: sum_j x_j^2 |v_j|^2 per row
   if (factorization_) {
@@ -279,12 +313,12 @@ void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, c
   }
   // Per row: loss, prediction, and the score gradient D (rows x width) that
   // X^T D turns into the weights' gradient.
-  scratch->row_gradients.resize(backward ? static_cast<size_t>(count) * width_ : 0);
-  Eigen::Map<RowMatrix> d(scratch->row_gradients.data(), backward ? count : 0, width_);
+  scratch->row_gradients.resize(backward ? static_cast<size_t>(count) * row_width_ : 0);
+  Eigen::Map<RowMatrix> d(scratch->row_gradients.data(), backward ? count : 0, row_width_);
   Eigen::VectorXf score_scale(backward ? count : 0);  // FM: the score gradient per row
   DenseRowLosses(batch, bias, squares.data(), row_begin, row_end, scratch, out, score_scale.data());
   if (!backward) return;
-  Eigen::Map<RowMatrix> accumulator(scratch->accumulator.data(), keys, width_);
+  Eigen::Map<RowMatrix> accumulator(scratch->accumulator.data(), keys, row_width_);
   accumulator.noalias() = x.transpose() * d;
   if (factorization_) {
     const Eigen::VectorXf weighted_squares = x.cwiseAbs2().transpose() * score_scale;
@@ -300,37 +334,36 @@ void CpuModel::DenseRowLosses(const Batch& batch, const float* bias, const float
   const bool backward = out.row_bias_gradients != nullptr;
   const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
-  scratch->scores.resize(classes_);
-  scratch->score_gradient.resize(classes_);
+  scratch->scores.resize(row_scores_);
+  scratch->score_gradient.resize(row_scores_);
   float* scores = scratch->scores.data();
   float* score_gradient = scratch->score_gradient.data();
   for (size_t i = 0; i < row_end - row_begin; ++i) {
     const size_t r = row_begin + i;
-    const float* product = scratch->products.data() + i * width_;  // row i of X W
+    const float* product = scratch->products.data() + i * row_width_;  // row i of X W
     if (factorization_) {
       float sums_squared = 0.0f;
       for (int f = 1; f <= k; ++f) sums_squared += product[f] * product[f];
       scores[0] = FmCombine(use_bias ? bias[0] : 0.0f, product[0], sums_squared, squares[i]);
     } else {
-      for (int c = 0; c < classes_; ++c) scores[c] = product[c] + (use_bias ? bias[c] : 0.0f);
+      for (int c = 0; c < row_scores_; ++c) scores[c] = product[c] + (use_bias ? bias[c] : 0.0f);
     }
-    out.row_losses[r] = ExampleLoss(loss_, scores, classes_, batch.labels[r], score_gradient,
-                                    out.predictions ? out.predictions + r * classes_ : nullptr);
+    RowLosses(r, scores, batch.labels[r], score_gradient, out);
     if (!backward) continue;
-    ScaleToMean(rows, classes_, score_gradient);
+    ScaleToMean(rows, row_scores_, score_gradient);
     if (use_bias) {
-      for (int c = 0; c < bias_width_; ++c) {
-        out.row_bias_gradients[r * bias_width_ + c] = score_gradient[c];
+      for (int c = 0; c < row_bias_; ++c) {
+        out.row_bias_gradients[r * row_bias_ + c] = score_gradient[c];
       }
     }
-    float* d = scratch->row_gradients.data() + i * width_;  // row i of D
+    float* d = scratch->row_gradients.data() + i * row_width_;  // row i of D
     if (factorization_) {
       // dscore/dw_j = x_j, dscore/dv_jf = x_j S_f - v_jf x_j^2.
       score_scale[i] = score_gradient[0];
       d[0] = score_gradient[0];
       for (int f = 1; f <= k; ++f) d[f] = score_gradient[0] * product[f];
     } else {
-      for (int c = 0; c < classes_; ++c) d[c] = score_gradient[c];
+      for (int c = 0; c < row_scores_; ++c) d[c] = score_gradient[c];
     }
   }
 }

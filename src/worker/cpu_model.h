@@ -33,6 +33,7 @@ class CpuModel : public ComputeBackend {
 
   std::string name() const override;
   int threads() const { return pool_.size(); }
+  std::vector<double> LastModelLosses(double last_total) const override;
 
   double Predict(const PreparedBatch& batch, const float* weights, const float* bias,
                  std::vector<float>* predictions) override;
@@ -77,8 +78,14 @@ class CpuModel : public ComputeBackend {
   void AddAccumulators(const PreparedBatch& batch, std::vector<float>* weight_gradients) const;
   // Sparse: each key's slots, summed in ascending non-zero order.
   void ReduceSlots(const PreparedBatch& batch, std::vector<float>* weight_gradients);
-  // The summed loss, and (backward) the bias gradient, from the per-row parts.
-  double SumRows(size_t rows, std::vector<float>* bias_gradient) const;
+  // The summed loss (each model's into model_losses_), and (backward) the bias
+  // gradient, from the per-row parts.
+  double SumRows(size_t rows, std::vector<float>* bias_gradient);
+  // Row r's loss under each model (`scores`: every model's, side by side):
+  // its losses, score gradients and predictions into `out` and
+  // `score_gradient`.
+  void RowLosses(size_t r, const float* scores, float label, float* score_gradient,
+                 const Outputs& out) const;
   // The per-row pass over rows [begin, end).
   void SparseRows(const PreparedBatch& batch, const float* weights, const float* bias, size_t begin,
                   size_t end, Scratch* scratch, const Outputs& out) const;
@@ -92,6 +99,14 @@ class CpuModel : public ComputeBackend {
   void DenseRowLosses(const Batch& batch, const float* bias, const float* squares, size_t begin,
                       size_t end, Scratch* scratch, const Outputs& out, float* score_scale) const;
 
+  // A linear learner's several models are computed together: a row holds
+  // every model's weights side by side (row_width_ floats), each row of the
+  // batch gets every model's scores (row_scores_) in one pass, and each model
+  // then takes its own loss. Factorization machines are one model here.
+  int row_width_ = 0;
+  int row_bias_ = 0;
+  int row_scores_ = 0;
+  std::vector<double> model_losses_;  // the last call's, per model
   ThreadPool pool_;
   std::vector<Scratch> scratch_;
   std::vector<float> row_losses_, row_bias_gradients_, slots_, gathered_, factor_norms_;
