@@ -201,7 +201,8 @@ std::string Hyperparameters::PredictorName() const {
   return "";
 }
 
-void Hyperparameters::Validate() const {
+// Validate's steps: each throws Error naming the flag.
+void Hyperparameters::ValidateShape() const {
   if (job == JobKind::kFactorizationMachines &&
       predictor_type == PredictorType::kMulticlassClassifier) {
     throw MakeError(
@@ -215,6 +216,9 @@ void Hyperparameters::Validate() const {
   if (job == JobKind::kFactorizationMachines && (num_factors < 1 || num_factors > 4096)) {
     throw MakeError("--num_factors ", num_factors, " is outside 1..4096");
   }
+}
+
+void Hyperparameters::ValidateLoss() const {
   loss_function();  // the loss exists and fits the predictor type
   // Each refuses NaN and infinity too.
   if (!(std::isfinite(margin) && margin > 0)) {
@@ -229,6 +233,9 @@ void Hyperparameters::Validate() const {
   if (!(std::isfinite(huber_delta) && huber_delta > 0)) {
     throw MakeError("--huber_delta ", huber_delta, " must be a positive number");
   }
+}
+
+void Hyperparameters::ValidateTraining() const {
   if (mini_batch_size < 1) throw MakeError("--mini_batch_size must be at least 1");
   if (epochs < 1) throw MakeError("--epochs must be at least 1");
   if (early_stopping_patience < 1) throw MakeError("--early_stopping_patience must be at least 1");
@@ -244,6 +251,9 @@ void Hyperparameters::Validate() const {
     throw MakeError("--target_recall ", target_recall, " is not in [0, 1]");
   }
   if (num_calibration_samples < 1) throw MakeError("--num_calibration_samples must be at least 1");
+}
+
+void Hyperparameters::ValidateStatistics() const {
   for (const auto& [flag, value] :
        {std::pair<const char*, const std::string&>{"normalize_label", normalize_label},
         {"unbias_data", unbias_data},
@@ -271,6 +281,9 @@ void Hyperparameters::Validate() const {
                       "' is not a positive number or balanced");
     }
   }
+}
+
+void Hyperparameters::ValidateModels() const {
   if (num_models < 1 || num_models > kMaxModels) {
     throw MakeError("--num_models ", num_models, " is outside 1..", kMaxModels);
   }
@@ -282,6 +295,14 @@ void Hyperparameters::Validate() const {
     MakeOptimizer(model.weights_optimizer);
     MakeOptimizer(model.bias_optimizer);
   }
+}
+
+void Hyperparameters::Validate() const {
+  ValidateShape();
+  ValidateLoss();
+  ValidateTraining();
+  ValidateStatistics();
+  ValidateModels();
 }
 
 double AutoLearningRate(JobKind job, const std::string& optimizer) {

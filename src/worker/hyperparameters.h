@@ -146,6 +146,17 @@ struct Hyperparameters {
   std::string PredictorName() const;
   // Throws Error naming the flag if a value is out of range.
   void Validate() const;
+
+ private:
+  // Validate's steps: the job's shape (predictor type, classes, factors), the
+  // loss and its parameters, the training settings (minibatch, epochs,
+  // stopping, metrics, selection), the data statistics and class weights,
+  // and every model's optimizers.
+  void ValidateShape() const;
+  void ValidateLoss() const;
+  void ValidateTraining() const;
+  void ValidateStatistics() const;
+  void ValidateModels() const;
 };
 
 JobKind ParseJobKind(const std::string& name);  // linear_learner | factorization_machines
