@@ -573,6 +573,15 @@ TEST_F(ModelJsonTest, RefusesAWidthWeightsBinDoesNotHold) {
       << ReadError();
 }
 
+TEST_F(ModelJsonTest, RefusesASelectedModelBeyondTheModelsTrained) {
+  Sample().Write(folder_);
+  Edit(R"("selected_model":0)", R"("selected_model":3)");
+  const std::string error = ReadError();
+  EXPECT_TRUE(testing::Contains(error, folder_ + "/model.json: field selected_model 3 is not one "
+                                                 "of the 1 trained_models"))
+      << error;
+}
+
 TEST_F(ModelJsonTest, RefusesAFieldOfTheWrongTypeNamingIt) {
   Sample().Write(folder_);
   Edit(R"("margin":1)", R"("margin":"wide")");

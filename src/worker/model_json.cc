@@ -310,8 +310,7 @@ std::string ModelJson(const ModelArtifact& model) {
        << ",\"libsvm_zero_based\":" << JsonBool(model.libsvm_zero_based)
        << ",\"trained_models\":" << model.trained_models
        << ",\"selected_model\":" << model.selected_model
-       << ",\"hyperparameters\":" << HyperparametersJson(h)
-       << ",\"data_statistics\":"
+       << ",\"hyperparameters\":" << HyperparametersJson(h) << ",\"data_statistics\":"
        << (model.data_statistics_json.empty() ? "{}" : model.data_statistics_json)
        << ",\"flags\":" << (model.hyperparameter_json.empty() ? "{}" : model.hyperparameter_json)
        << "}\n";
@@ -350,6 +349,10 @@ void ReadModelJson(const std::string& text, const std::string& path, ModelArtifa
     top.Bool("libsvm_zero_based", &model->libsvm_zero_based);
     top.Count("trained_models", &model->trained_models, kMaxModels);
     top.Count("selected_model", &model->selected_model, kMaxModels - 1);
+    if (model->selected_model >= model->trained_models) {
+      top.Fail("selected_model", model->selected_model, " is not one of the ",
+               model->trained_models, " trained_models");
+    }
     ReadHyperparameters(top.Object("hyperparameters"), &h);
     top.Double("threshold", &h.threshold);
     if (const JsonValue* statistics = document.Find("data_statistics")) {

@@ -51,14 +51,9 @@ int BestModel(const std::vector<ModelScore>& scores) {
 }
 
 int BestOnTraining(const ModelLosses& mean_losses) {
-  int best = 0;
-  for (size_t k = 1; k < mean_losses.size(); ++k) {
-    if (std::isnan(mean_losses[k])) continue;
-    if (std::isnan(mean_losses[best]) || mean_losses[k] < mean_losses[best]) {
-      best = static_cast<int>(k);
-    }
-  }
-  return best;
+  std::vector<ModelScore> scores(mean_losses.size());
+  for (size_t k = 0; k < mean_losses.size(); ++k) scores[k].score = -mean_losses[k];
+  return BestModel(scores);
 }
 
 MetricSet OfModel(int k, const MetricSet& metrics) {

@@ -70,10 +70,6 @@ Trainer::Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparam
   if (options_.train.empty()) throw MakeError("--train is required");
 }
 
-MetricSet Trainer::Evaluate(const std::string& channel, const ModelArtifact* artifact) {
-  return evaluator_.Evaluate(channel, artifact);
-}
-
 void Trainer::Run() {
   state_.set_best_loss(std::numeric_limits<double>::infinity());
   const proto::WorkerCursor resume = StartingPoint(node_, &state_);
@@ -305,19 +301,26 @@ void Trainer::TuneThreshold(MetricSet* final_metrics) {
             << FormatMetrics(metrics) << std::endl;
 }
 
+ModelArtifact Trainer::FoldedModel(const ModelArtifact& all, int k) const {
+  ModelArtifact model = hyperparameters_.num_models > 1 ? SliceModel(all, k) : all;
+  model.data_format = options_.reader.format;
+  model.libsvm_zero_based = options_.reader.zero_based;
+  FoldStatistics(statistics_, &model);
+  return model;
+}
+
 std::vector<ModelArtifact> Trainer::DumpFoldedModels() {
-  ModelArtifact all = DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
-                                model_.weight_width(), model_.bias_width());
+  const ModelArtifact all = DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
+                                      model_.weight_width(), model_.bias_width());
   std::vector<ModelArtifact> models;
-  for (int k = 0; k < hyperparameters_.num_models; ++k) {
-    models.push_back(hyperparameters_.num_models > 1 ? SliceModel(all, k) : all);
-    models.back().data_format = options_.reader.format;
-    models.back().libsvm_zero_based = options_.reader.zero_based;
-    FoldStatistics(statistics_, &models.back());
-  }
+  for (int k = 0; k < hyperparameters_.num_models; ++k) models.push_back(FoldedModel(all, k));
   return models;
 }
 
-ModelArtifact Trainer::DumpServersModel(int k) { return std::move(DumpFoldedModels()[k]); }
+ModelArtifact Trainer::DumpServersModel(int k) {
+  return FoldedModel(DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
+                               model_.weight_width(), model_.bias_width()),
+                     k);
+}
 
 }  // namespace keel

@@ -44,11 +44,6 @@ class Trainer {
   // a failed request or a failed write.
   void Run();
 
-  // Scores a channel (worker 0's job) with the servers' current weights, or
-  // with `artifact`'s if given. Metric names are SageMaker's, without the
-  // channel prefix.
-  MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
-
  private:
   // Before the first minibatch, every worker: checks the labels (and every
   // record) of its shard, then takes the data statistics from the same
@@ -96,6 +91,8 @@ class Trainer {
   // Every model of the servers' current weights, each an artifact with the
   // data statistics folded in.
   std::vector<ModelArtifact> DumpFoldedModels();
+  // Model k of `all` (a dump of every model), with the data statistics folded in.
+  ModelArtifact FoldedModel(const ModelArtifact& all, int k) const;
 
   Node* node_;
   KVWorker* client_;
