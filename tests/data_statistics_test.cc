@@ -79,6 +79,54 @@ TEST(DataStatistics, SparseFeaturesAreScaledByTheirNonZerosRootMeanSquareNotCent
   EXPECT_DOUBLE_EQ(ScaleOf(s, 9), 2.0);
 }
 
+// 20 sparse rows: feature 1 in every row (value 2), feature 2 in one (value 3).
+Batch RareFeatureSample() {
+  std::vector<std::vector<std::pair<uint64_t, float>>> rows(20, {{1, 2.0f}});
+  rows[4].push_back({2, 3.0f});
+  return MakeBatch(rows, std::vector<float>(20, 0.0f));
+}
+
+TEST(DataStatistics, AFeatureRarerThanTheFrequencyPriorIsScaledDownInProportion) {
+  Hyperparameters h;
+  h.frequency_prior = "0.1";
+  const DataStatistics s = ComputeDataStatistics(RareFeatureSample(), h);
+  EXPECT_DOUBLE_EQ(s.frequency_prior, 0.1);
+  EXPECT_DOUBLE_EQ(ScaleOf(s, 1), 2.0);  // in every row: the prior leaves it
+  // In 1 row of 20: share 0.05, half of 0.1, so its values are halved.
+  EXPECT_DOUBLE_EQ(ScaleOf(s, 2), 3.0 / 0.5);
+  // Absent: half a row, 0.025, a quarter of 0.1.
+  EXPECT_DOUBLE_EQ(s.unsampled_scale, 4.0);
+  Batch batch = MakeBatch({{{1, 2.0f}, {2, 3.0f}, {9, 8.0f}}}, {0.0f});
+  DataScaler(s).Apply(&batch);
+  EXPECT_FLOAT_EQ(batch.values[0], 1.0f);
+  EXPECT_FLOAT_EQ(batch.values[1], 0.5f);
+  EXPECT_FLOAT_EQ(batch.values[2], 2.0f);
+}
+
+TEST(DataStatistics, TheFrequencyPriorAppliesWithoutNormalisationAndNeverToDenseData) {
+  Hyperparameters h;
+  h.frequency_prior = "0.1";
+  h.normalize_data = false;
+  const DataStatistics sparse = ComputeDataStatistics(RareFeatureSample(), h);
+  EXPECT_DOUBLE_EQ(ScaleOf(sparse, 1), 1.0);
+  EXPECT_DOUBLE_EQ(ScaleOf(sparse, 2), 1.0 / 0.5);
+  EXPECT_FALSE(sparse.LeavesDataAlone());
+  h.frequency_prior = "0";
+  EXPECT_TRUE(ComputeDataStatistics(RareFeatureSample(), h).LeavesDataAlone());
+  h.frequency_prior = "0.9";
+  const Batch dense = MakeBatch({{{0, 1.0f}, {1, 5.0f}}, {{0, 3.0f}, {1, 5.0f}}}, {0, 1});
+  const DataStatistics statistics = ComputeDataStatistics(dense, h);
+  EXPECT_DOUBLE_EQ(statistics.frequency_prior, 0.0);
+  EXPECT_TRUE(statistics.LeavesDataAlone());
+}
+
+TEST(DataStatistics, TheFrequencyPriorIsOnByDefaultAt0001AndTheSampleIs100000Rows) {
+  const Hyperparameters h;
+  EXPECT_EQ(h.frequency_prior, "auto");
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.001);
+  EXPECT_EQ(h.num_point_for_scaler, 100000);
+}
+
 TEST(DataStatistics, UnbiasDataTrueOnSparseDataIsAnErrorNamingTheFlag) {
   Hyperparameters h;
   h.unbias_data = "true";
@@ -138,6 +186,9 @@ TEST(DataStatistics, BadSettingsFailValidationNamingTheFlag) {
   h.unbias_data = "true";
   EXPECT_EQ(ValidationError(h),
             "--unbias_data true needs --use_bias (the mean it removes returns as a bias)");
+  h = Hyperparameters();
+  h.frequency_prior = "1";
+  EXPECT_EQ(ValidationError(h), "--frequency_prior '1' is not auto or a number in [0, 1) (0: off)");
   h = Hyperparameters();
   h.positive_example_weight_mult = "balanced";
   EXPECT_EQ(ValidationError(h), "");
@@ -261,16 +312,37 @@ std::vector<double> Scores(const Batch& batch, bool fm, int classes, int k,
   return scores;
 }
 
+// `batch` with `feature` taken out of every row.
+Batch WithoutFeature(const Batch& batch, uint64_t feature) {
+  Batch out;
+  for (size_t r = 0; r < batch.rows(); ++r) {
+    std::vector<uint64_t> indices;
+    std::vector<float> values;
+    for (uint64_t i = batch.row_offsets[r]; i < batch.row_offsets[r + 1]; ++i) {
+      if (batch.indices[i] == feature) continue;
+      indices.push_back(batch.indices[i]);
+      values.push_back(batch.values[i]);
+    }
+    out.AddRow(batch.labels[r], indices.data(), values.data(), indices.size());
+  }
+  return out;
+}
+
 // Trains nothing: random parameters stand for a model trained on scaled data.
-void ExpectFoldingKeepsPredictions(bool fm, bool dense, PredictorType type) {
+// `frequency_prior`: "0" off; else the sample lacks feature 7, and the prior
+// applies to it and to the features in under that share of the rows.
+void ExpectFoldingKeepsPredictions(bool fm, bool dense, PredictorType type,
+                                   const std::string& frequency_prior = "0") {
   std::mt19937_64 random(fm * 4 + dense * 2 + static_cast<int>(type));
   Hyperparameters h;
+  h.frequency_prior = frequency_prior;
   h.job = fm ? JobKind::kFactorizationMachines : JobKind::kLinearLearner;
   h.predictor_type = type;
   h.num_classes = 3;
   h.num_factors = 4;
   const int classes = fm ? 1 : h.classes();
-  const Batch sample = RandomRows(dense, 200, &random);
+  Batch sample = RandomRows(dense, 200, &random);
+  if (frequency_prior != "0") sample = WithoutFeature(sample, 7);
   Batch raw = RandomRows(dense, 30, &random);
   if (type == PredictorType::kMulticlassClassifier) {
     for (float& label : raw.labels) label = 0;
@@ -278,6 +350,7 @@ void ExpectFoldingKeepsPredictions(bool fm, bool dense, PredictorType type) {
   const DataStatistics statistics = ComputeDataStatistics(sample, h);
   ASSERT_EQ(statistics.features_centred, dense);
   ASSERT_EQ(statistics.label_scaled, type == PredictorType::kRegressor);
+  ASSERT_EQ(statistics.unsampled_scale > 1.0, frequency_prior != "0");
   std::vector<uint64_t> features = {0, 1, 2, 3, 4, 5, 6, 7};
   std::vector<float> params = Random(features.size() * h.weight_width(), &random);
   std::vector<float> bias = Random(classes, &random);
@@ -313,6 +386,15 @@ TEST(FoldStatistics, LinearSparseRegressorWithLabelOffsetAndScale) {
 }
 TEST(FoldStatistics, LinearDenseCentredMulticlass) {
   ExpectFoldingKeepsPredictions(false, true, PredictorType::kMulticlassClassifier);
+}
+TEST(FoldStatistics, LinearSparseWithTheFrequencyPriorAndAnUnsampledFeature) {
+  ExpectFoldingKeepsPredictions(false, false, PredictorType::kBinaryClassifier, "0.6");
+}
+TEST(FoldStatistics, LinearSparseRegressorWithTheFrequencyPrior) {
+  ExpectFoldingKeepsPredictions(false, false, PredictorType::kRegressor, "0.6");
+}
+TEST(FoldStatistics, FactorizationMachineSparseWithTheFrequencyPrior) {
+  ExpectFoldingKeepsPredictions(true, false, PredictorType::kBinaryClassifier, "0.6");
 }
 TEST(FoldStatistics, FactorizationMachineSparseScaledOnly) {
   ExpectFoldingKeepsPredictions(true, false, PredictorType::kBinaryClassifier);

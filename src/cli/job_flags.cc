@@ -81,7 +81,13 @@ DEFINE_string(unbias_data, "auto",
 DEFINE_string(unbias_label, "auto",
               "regressor: centre the label on its sample mean (auto: with --normalize_label and "
               "--use_bias)");
-DEFINE_int32(num_point_for_scaler, 10000, "rows of the training sample the statistics come from");
+DEFINE_int32(num_point_for_scaler, 100000,
+             "rows of the training sample the statistics come from (SageMaker's default is "
+             "10000; on sparse data that leaves most rare features unscaled)");
+DEFINE_string(frequency_prior, "auto",
+              "sparse data: a feature in a share p of the sample's rows below this frequency F "
+              "has its values scaled by p / F, a prior that a rare feature's weight is small "
+              "(a Keel extra; auto: 0.001, 0: off)");
 DEFINE_string(positive_example_weight_mult, "1.0",
               "binary_classifier: the weight of a positive example's loss, a positive number or "
               "balanced (negatives over positives in the sample)");
@@ -427,6 +433,7 @@ Hyperparameters HyperparametersFromFlags() {
   h.unbias_data = FLAGS_unbias_data;
   h.unbias_label = FLAGS_unbias_label;
   h.num_point_for_scaler = FLAGS_num_point_for_scaler;
+  h.frequency_prior = FLAGS_frequency_prior;
   h.positive_example_weight_mult = FLAGS_positive_example_weight_mult;
   h.balance_multiclass_weights = FLAGS_balance_multiclass_weights;
 

@@ -60,6 +60,7 @@ DECLARE_string(normalize_label);
 DECLARE_string(unbias_data);
 DECLARE_string(unbias_label);
 DECLARE_int32(num_point_for_scaler);
+DECLARE_string(frequency_prior);
 DECLARE_string(positive_example_weight_mult);
 DECLARE_bool(balance_multiclass_weights);
 DECLARE_string(momentum);

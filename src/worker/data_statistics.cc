@@ -39,6 +39,11 @@ bool IsDenseSample(const Batch& sample) {
 // A positive, finite scale; anything else (a constant feature) is 1.
 double UsableScale(double scale) { return std::isfinite(scale) && scale > 0 ? scale : 1.0; }
 
+// What the frequency prior multiplies a feature's values by: p / F below F.
+double PriorFactor(double share, double frequency_prior) {
+  return share < frequency_prior ? share / frequency_prior : 1.0;
+}
+
 struct FeatureSums {
   double sum = 0, sum_of_squares = 0;
   uint64_t count = 0;
@@ -68,8 +73,11 @@ void FeatureStatistics(const Batch& sample, bool dense, DataStatistics* out) {
       scale = std::sqrt(s.sum_of_squares / static_cast<double>(s.count));
     }
     out->means.push_back(mean);
-    out->scales.push_back(out->features_scaled ? UsableScale(scale) : 1.0);
+    const double prior = PriorFactor(static_cast<double>(s.count) / rows, out->frequency_prior);
+    out->scales.push_back((out->features_scaled ? UsableScale(scale) : 1.0) / prior);
   }
+  // A feature the sample lacks is rarer than one row in it: half a row's share.
+  out->unsampled_scale = 1.0 / PriorFactor(0.5 / rows, out->frequency_prior);
 }
 
 void LabelStatistics(const Batch& sample, DataStatistics* out) {
@@ -114,11 +122,14 @@ std::vector<float> MulticlassWeights(const Batch& sample, int classes) {
   return weights;
 }
 
-// The statistics of one feature: mean 0 and scale 1 when it was not sampled.
+// The statistics of one feature: mean 0 and the unsampled scale when it was
+// not sampled.
 std::pair<double, double> MeanAndScale(const DataStatistics& statistics, uint64_t feature) {
   const auto found =
       std::lower_bound(statistics.features.begin(), statistics.features.end(), feature);
-  if (found == statistics.features.end() || *found != feature) return {0.0, 1.0};
+  if (found == statistics.features.end() || *found != feature) {
+    return {0.0, statistics.unsampled_scale};
+  }
   const size_t i = found - statistics.features.begin();
   return {statistics.means[i], statistics.scales[i]};
 }
@@ -134,7 +145,7 @@ const char* Bool(bool value) { return value ? "true" : "false"; }
 }  // namespace
 
 bool DataStatistics::LeavesDataAlone() const {
-  if (label_offset != 0.0 || label_scale != 1.0) return false;
+  if (label_offset != 0.0 || label_scale != 1.0 || unsampled_scale != 1.0) return false;
   for (size_t i = 0; i < features.size(); ++i) {
     if (means[i] != 0.0 || scales[i] != 1.0) return false;
   }
@@ -145,8 +156,10 @@ std::string DataStatistics::Json() const {
   std::ostringstream json;
   json << "{\"sample_rows\":" << sample_rows << ",\"features_scaled\":" << Bool(features_scaled)
        << ",\"features_centred\":" << Bool(features_centred)
-       << ",\"sampled_features\":" << features.size() << ",\"label_scaled\":" << Bool(label_scaled)
-       << ",\"label_centred\":" << Bool(label_centred)
+       << ",\"sampled_features\":" << features.size()
+       << ",\"frequency_prior\":" << Number(frequency_prior)
+       << ",\"unsampled_scale\":" << Number(unsampled_scale)
+       << ",\"label_scaled\":" << Bool(label_scaled) << ",\"label_centred\":" << Bool(label_centred)
        << ",\"label_offset\":" << Number(label_offset) << ",\"label_scale\":" << Number(label_scale)
        << ",\"class_weights\":[";
   for (size_t c = 0; c < class_weights.size(); ++c) {
@@ -187,7 +200,10 @@ DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters&
   }
   out.features_scaled = h.normalize_data;
   out.features_centred = dense && Resolve(h.unbias_data, h.normalize_data && h.use_bias);
-  if (out.features_scaled || out.features_centred) FeatureStatistics(sample, dense, &out);
+  out.frequency_prior = dense ? 0.0 : h.FrequencyPrior();
+  if (out.features_scaled || out.features_centred || out.frequency_prior > 0) {
+    FeatureStatistics(sample, dense, &out);
+  }
   if (h.predictor_type == PredictorType::kRegressor) {
     out.label_scaled = Resolve(h.normalize_label, true);
     out.label_centred = Resolve(h.unbias_label, out.label_scaled && h.use_bias);
@@ -203,23 +219,28 @@ DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters&
 }
 
 DataScaler::DataScaler(const DataStatistics& statistics)
-    : label_scaled_(statistics.label_scaled || statistics.label_centred),
+    : unsampled_inverse_scale_(static_cast<float>(1.0 / statistics.unsampled_scale)),
+      label_scaled_(statistics.label_scaled || statistics.label_centred),
       label_offset_(statistics.label_offset),
       label_scale_(statistics.label_scale) {
   features_.reserve(statistics.features.size());
   for (size_t i = 0; i < statistics.features.size(); ++i) {
-    if (statistics.means[i] == 0.0 && statistics.scales[i] == 1.0) continue;
+    const bool unchanged = statistics.means[i] == 0.0 && statistics.scales[i] == 1.0;
+    if (unchanged && statistics.unsampled_scale == 1.0) continue;
     features_[statistics.features[i]] = {static_cast<float>(statistics.means[i]),
                                          static_cast<float>(1.0 / statistics.scales[i])};
   }
 }
 
 void DataScaler::Apply(Batch* batch) const {
-  if (!features_.empty()) {
+  if (!features_.empty() || unsampled_inverse_scale_ != 1.0f) {
     for (size_t i = 0; i < batch->nnz(); ++i) {
       const auto found = features_.find(batch->indices[i]);
-      if (found == features_.end()) continue;
-      batch->values[i] = (batch->values[i] - found->second.mean) * found->second.inverse_scale;
+      if (found == features_.end()) {
+        batch->values[i] *= unsampled_inverse_scale_;
+      } else {
+        batch->values[i] = (batch->values[i] - found->second.mean) * found->second.inverse_scale;
+      }
     }
   }
   if (label_scaled_) {

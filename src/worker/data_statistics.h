@@ -35,6 +35,11 @@ struct DataStatistics {
   std::vector<uint64_t> features;
   std::vector<double> means;   // all zero unless features_centred
   std::vector<double> scales;  // positive
+  // The frequency prior in force (0: off; Hyperparameters::frequency_prior,
+  // never on dense data), and the scale of every feature the sample lacks
+  // (1 unless the prior is on).
+  double frequency_prior = 0.0;
+  double unsampled_scale = 1.0;
   bool features_scaled = false;
   bool features_centred = false;
   // A regressor's label: y' = (y - label_offset) / label_scale.
@@ -69,6 +74,10 @@ Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& read
 //     deviation; sparse data is divided by the root mean square of the
 //     feature's non-zero values and never centred. A feature whose scale is 0
 //     keeps scale 1.
+//   frequency prior (sparse data, Hyperparameters::FrequencyPrior() F > 0):
+//     a feature in a share p < F of the sample's rows has its scale divided
+//     by p / F (so its values are multiplied by p / F); a feature the sample
+//     lacks counts as half a row.
 //   label (regressor, normalize_label auto or true): divided by its standard
 //     deviation, centred (unbias_label auto or true) on its mean.
 //   class weights: positive_example_weight_mult (a number, or balanced:
@@ -92,6 +101,7 @@ class DataScaler {
     float mean, inverse_scale;
   };
   std::unordered_map<uint64_t, Transform> features_;
+  float unsampled_inverse_scale_;
   bool label_scaled_;
   double label_offset_, label_scale_;
 };

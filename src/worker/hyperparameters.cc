@@ -253,6 +253,10 @@ void Hyperparameters::ValidateTraining() const {
   if (num_calibration_samples < 1) throw MakeError("--num_calibration_samples must be at least 1");
 }
 
+double Hyperparameters::FrequencyPrior() const {
+  return frequency_prior == "auto" ? 0.001 : std::strtod(frequency_prior.c_str(), nullptr);
+}
+
 void Hyperparameters::ValidateStatistics() const {
   for (const auto& [flag, value] :
        {std::pair<const char*, const std::string&>{"normalize_label", normalize_label},
@@ -271,6 +275,14 @@ void Hyperparameters::ValidateStatistics() const {
   }
   if (num_point_for_scaler < 1) {
     throw MakeError("--num_point_for_scaler ", num_point_for_scaler, " is not at least 1");
+  }
+  if (frequency_prior != "auto") {
+    char* end = nullptr;
+    const double frequency = std::strtod(frequency_prior.c_str(), &end);
+    if (frequency_prior.empty() || *end != '\0' || !(frequency >= 0 && frequency < 1)) {
+      throw MakeError("--frequency_prior '", frequency_prior,
+                      "' is not auto or a number in [0, 1) (0: off)");
+    }
   }
   if (positive_example_weight_mult != "balanced") {
     char* end = nullptr;

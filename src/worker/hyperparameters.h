@@ -99,7 +99,15 @@ struct Hyperparameters {
   std::string normalize_label = "auto";  // auto: on for a regressor
   std::string unbias_data = "auto";      // auto: on for dense data when normalising
   std::string unbias_label = "auto";     // auto: on when normalize_label is
-  int num_point_for_scaler = 10000;      // rows of the sample
+  int num_point_for_scaler = 100000;     // rows of the sample (SageMaker's default: 10000)
+  // A Keel extra: on sparse data, a feature present in a share p of the
+  // sample's rows below this frequency F has its values scaled by p / F (a
+  // prior that a rarely seen feature's weight is small), folded into the
+  // model like the other statistics. "auto" (0.001), "0" (off), or a number
+  // in (0, 1).
+  std::string frequency_prior = "auto";
+  // frequency_prior as a number (0: off).
+  double FrequencyPrior() const;
   // A binary classifier's positive examples weigh this (a positive number),
   // or "balanced": negatives over positives in the sample.
   std::string positive_example_weight_mult = "1.0";

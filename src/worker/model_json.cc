@@ -86,6 +86,7 @@ std::string HyperparametersJson(const Hyperparameters& h) {
        << ",\"unbias_data\":" << JsonQuote(h.unbias_data)
        << ",\"unbias_label\":" << JsonQuote(h.unbias_label)
        << ",\"num_point_for_scaler\":" << h.num_point_for_scaler
+       << ",\"frequency_prior\":" << JsonQuote(h.frequency_prior)
        << ",\"positive_example_weight_mult\":" << JsonQuote(h.positive_example_weight_mult)
        << ",\"balance_multiclass_weights\":" << JsonBool(h.balance_multiclass_weights)
        << ",\"weights_optimizer\":" << OptimizerJson(h.weights_optimizer)
@@ -277,6 +278,7 @@ void ReadHyperparameters(Fields fields, Hyperparameters* h) {
   fields.String("unbias_data", &h->unbias_data);
   fields.String("unbias_label", &h->unbias_label);
   fields.Count("num_point_for_scaler", &h->num_point_for_scaler, kMaxInt);
+  fields.String("frequency_prior", &h->frequency_prior);
   fields.String("positive_example_weight_mult", &h->positive_example_weight_mult);
   fields.Bool("balance_multiclass_weights", &h->balance_multiclass_weights);
   ReadOptimizer(fields.Object("weights_optimizer"), &h->weights_optimizer);
