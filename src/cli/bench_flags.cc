@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cli/flag_rules.h"
 
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
 DEFINE_string(mode, "dense", "bench kv: dense, sparse or all");
@@ -21,7 +22,8 @@ DEFINE_bool(zmq_baseline, true, "bench kv: measure raw ZeroMQ at the same sizes 
 namespace keel {
 namespace {
 
-std::vector<uint64_t> ParseSizes(const std::string& text, const std::string& flag) {
+// The comma-separated sizes in `text`, each in 1..`limit`.
+std::vector<uint64_t> ParseSizes(const std::string& text, const std::string& flag, uint64_t limit) {
   std::vector<uint64_t> sizes;
   std::stringstream items(text);
   std::string item;
@@ -35,15 +37,17 @@ std::vector<uint64_t> ParseSizes(const std::string& text, const std::string& fla
       throw MakeError("--", flag, ": '", item, "' is not a size (like 4, 64KiB, 1MiB)");
     }
     const std::string unit = item.substr(end);
+    int shift = 0;
     if (unit == "KiB" || unit == "K") {
-      value <<= 10;
+      shift = 10;
     } else if (unit == "MiB" || unit == "M") {
-      value <<= 20;
+      shift = 20;
     } else if (!unit.empty() && unit != "B") {
       throw MakeError("--", flag, ": unknown unit '", unit, "' in '", item, "'");
     }
     if (value == 0) throw MakeError("--", flag, ": '", item, "' is zero");
-    sizes.push_back(value);
+    if (value > (limit >> shift)) throw MakeError("--", flag, ": '", item, "' is above ", limit);
+    sizes.push_back(value << shift);
   }
   return sizes;
 }
@@ -55,21 +59,24 @@ KVBenchOptions BenchFlags() {
   if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
     throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse or all");
   }
-  if (FLAGS_mode != "sparse") options.dense_bytes = ParseSizes(FLAGS_dense_sizes, "dense_sizes");
+  if (FLAGS_mode != "sparse")
+    options.dense_bytes = ParseSizes(FLAGS_dense_sizes, "dense_sizes", 1ull << 30);
   if (FLAGS_mode != "dense") {
-    for (uint64_t width : ParseSizes(FLAGS_sparse_widths, "sparse_widths")) {
+    for (uint64_t width : ParseSizes(FLAGS_sparse_widths, "sparse_widths", 4096)) {
       options.sparse_widths.push_back(static_cast<int>(width));
     }
   }
+  RequireInRange("sparse_keys", FLAGS_sparse_keys, uint64_t{1}, uint64_t{100000000});
   options.sparse_keys = FLAGS_sparse_keys;
   options.key_space = FLAGS_key_space;
   if (options.key_space < options.sparse_keys) {
     throw MakeError("--key_space (", options.key_space, ") must be at least --sparse_keys (",
                     options.sparse_keys, ")");
   }
+  RequirePositive("bench_seconds", FLAGS_bench_seconds, kMaxSeconds);
+  RequireInRange("inflight", FLAGS_inflight, 1, 1024);
   options.seconds_per_case = FLAGS_bench_seconds;
   options.inflight = FLAGS_inflight;
-  if (options.inflight < 1) throw MakeError("--inflight must be at least 1");
   options.small = FLAGS_small && FLAGS_mode != "sparse";
   return options;
 }

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "cli/fault_flags.h"
+#include "cli/flag_rules.h"
 #include "kv/van.h"
 
 // Where a node is and how it reaches the scheduler.
@@ -91,6 +92,17 @@ int RankFromFlags() {
   return std::stoi(text.substr(digits));
 }
 
+// --checkpoint_uri and --resume travel in proto string fields (the cluster
+// view, SNAPSHOT requests), which hold only UTF-8; --resume=latest reads
+// --checkpoint_uri.
+void CheckCheckpointPlaces() {
+  RequireUtf8("checkpoint_uri", FLAGS_checkpoint_uri);
+  RequireUtf8("resume", FLAGS_resume);
+  if (FLAGS_resume == "latest" && FLAGS_checkpoint_uri.empty()) {
+    throw MakeError("--resume latest needs --checkpoint_uri (the store to take the latest from)");
+  }
+}
+
 }  // namespace
 
 double AutoOr(const char* flag, const std::string& value, double automatic) {
@@ -103,12 +115,35 @@ double AutoOr(const char* flag, const std::string& value, double automatic) {
   return number;
 }
 
+void CheckNodeFlags() {
+  RequireUtf8("advertise", FLAGS_advertise);
+  RequireInRange("port", FLAGS_port, 0, 65535);
+  RequireInRange("rank", FLAGS_rank, -1, kMaxWorkers - 1, "-1 (any free rank) or a rank");
+  RequirePositive("register_timeout", FLAGS_register_timeout, kMaxSeconds);
+  RequirePositive("heartbeat_interval", FLAGS_heartbeat_interval, kMaxSeconds);
+  RequirePositive("scheduler_timeout", FLAGS_scheduler_timeout, kMaxSeconds);
+  TransportFaultsFromFlags();
+}
+
+void CheckSchedulerFlags(const ClusterSize& size) {
+  RequireInRange(size.servers_flag, size.servers, 1, kMaxServers);
+  RequireInRange(size.workers_flag, size.workers, 1, kMaxWorkers);
+  RequireInRange(
+      "replication", FLAGS_replication, 0, size.servers - 1,
+      "a range's backups are other servers, so fewer than --" + std::string(size.servers_flag));
+  RequirePositive("heartbeat_timeout", FLAGS_heartbeat_timeout, kMaxSeconds);
+  RequirePositive("worker_replace_timeout", FLAGS_worker_replace_timeout, kMaxSeconds);
+  RequirePositive("connect_timeout", FLAGS_connect_timeout, kMaxSeconds);
+  RequireInRange("checkpoint_every", FLAGS_checkpoint_every, 0, kMaxCount,
+                 "minibatches between checkpoints (0: between epochs)");
+  RequireInRange("keep_checkpoints", FLAGS_keep_checkpoints, 0, kMaxCount, "0 keeps all");
+  CheckCheckpointPlaces();
+}
+
 NodeOptions NodeOptionsFromFlags(proto::Role role) {
   if (FLAGS_scheduler.empty()) throw MakeError("--scheduler HOST:PORT is required");
   ParseHostPort(FLAGS_scheduler, "--scheduler");
-  if (FLAGS_port < 0 || FLAGS_port > 65535)
-    throw MakeError("--port ", FLAGS_port, " is not in 0..65535");
-  if (FLAGS_register_timeout <= 0) throw MakeError("--register_timeout must be positive");
+  CheckNodeFlags();
   NodeOptions options;
   options.role = role;
   options.scheduler = FLAGS_scheduler;
@@ -119,7 +154,6 @@ NodeOptions NodeOptionsFromFlags(proto::Role role) {
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
   options.rank = RankFromFlags();
   options.faults = TransportFaultsFromFlags();
-  if (options.heartbeat_interval_s <= 0) throw MakeError("--heartbeat_interval must be positive");
   return options;
 }
 
@@ -127,19 +161,12 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   if (FLAGS_port == 0 && FLAGS_port_file.empty()) {
     throw MakeError("--port is required (or --port_file to pick a free port and report it)");
   }
-  if (FLAGS_port < 0 || FLAGS_port > 65535)
-    throw MakeError("--port ", FLAGS_port, " is not in 0..65535");
+  RequireInRange("port", FLAGS_port, 0, 65535);
   if (FLAGS_num_servers < 1 || FLAGS_num_workers < 1) {
     throw MakeError("a cluster needs at least one server and one worker (--num_servers ",
                     FLAGS_num_servers, ", --num_workers ", FLAGS_num_workers, ")");
   }
-  if (FLAGS_heartbeat_timeout <= 0) throw MakeError("--heartbeat_timeout must be positive");
-  if (FLAGS_connect_timeout <= 0) throw MakeError("--connect_timeout must be positive");
-  if (FLAGS_replication < 0 || FLAGS_replication >= FLAGS_num_servers) {
-    throw MakeError("--replication ", FLAGS_replication,
-                    " needs 0 <= replication < --num_servers (", FLAGS_num_servers,
-                    "): a range's backups are other servers");
-  }
+  CheckSchedulerFlags({FLAGS_num_servers, "num_servers", FLAGS_num_workers, "num_workers"});
   SchedulerOptions options;
   options.bind_host = FLAGS_bind;
   options.port = FLAGS_port;
@@ -166,7 +193,6 @@ OptimizerOptions ServerOptimizerFromFlags() {
   optimizer.l1 = static_cast<float>(AutoOr("l1", FLAGS_l1, 0));
   ValidateOptimizerOptions(optimizer);
   MakeOptimizer(optimizer);  // and the name
-  if (FLAGS_scheduler_timeout <= 0) throw MakeError("--scheduler_timeout must be positive");
   return optimizer;
 }
 

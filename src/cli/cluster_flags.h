@@ -56,6 +56,28 @@ namespace keel {
 // A node of `role` as the flags place it. Throws Error naming a bad flag.
 NodeOptions NodeOptionsFromFlags(proto::Role role);
 
+// Every server's and worker's node flags but --scheduler (--port, --rank,
+// the timeouts, the transport faults): what NodeOptionsFromFlags checks and
+// `keel launch` checks before it starts anything. Throws Error naming the
+// flag, its value and the rule.
+void CheckNodeFlags();
+
+// A cluster's size and the flags it came from, for messages.
+struct ClusterSize {
+  int servers;
+  const char* servers_flag;  // "num_servers" (scheduler), "servers" (launch)
+  int workers;
+  const char* workers_flag;
+};
+
+// The scheduler's flags but where it listens, for a cluster of `size`: each
+// count within its bound (flag_rules.h), --replication below the servers,
+// positive timeouts, --checkpoint_every and --keep_checkpoints not negative,
+// --resume=latest with a --checkpoint_uri. What SchedulerOptionsFromFlags
+// checks and `keel launch` checks before it starts anything. Throws Error
+// naming the flag, its value and the rule.
+void CheckSchedulerFlags(const ClusterSize& size);
+
 // The scheduler's settings. Throws Error naming a bad flag.
 SchedulerOptions SchedulerOptionsFromFlags();
 

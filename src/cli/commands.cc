@@ -4,7 +4,10 @@
 #include <glog/logging.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -44,6 +47,23 @@ const char kUsage[] =
     "keel <command> --helpmatch=cli/ lists every flag; --helpon=FAMILY one family's\n"
     "(cluster_flags, job_flags, launch_flags, bench_flags, fault_flags).\n";
 
+// What `exception` says: a keel::Error's message, "out of memory" for
+// std::bad_alloc, "unexpected error: WHAT" for another std::exception (a bug:
+// Keel's own failures are keel::Error).
+std::string ExceptionText(const std::exception_ptr& exception) {
+  try {
+    std::rethrow_exception(exception);
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::bad_alloc&) {
+    return "out of memory";
+  } catch (const std::exception& e) {
+    return std::string("unexpected error: ") + e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
 // A command line's command and the operands before its flags.
 struct Invocation {
   std::string command;
@@ -63,12 +83,8 @@ int RunGuardCommand(int argc, char** argv) {
     std::cerr << "usage: keel guard -- COMMAND [ARGS...]\n";
     return 2;
   }
-  try {
-    return RunGuard(std::vector<std::string>(argv + 3, argv + argc));
-  } catch (const Error& e) {
-    std::cerr << e.what() << "\n";
-    return 1;
-  }
+  return ExitCodeOf("keel guard",
+                    [&] { return RunGuard(std::vector<std::string>(argv + 3, argv + argc)); });
 }
 
 // Reads the command and the operands of `bench` and `checkpoint` into
@@ -158,12 +174,29 @@ int RunCommandLine(int argc, char** argv) {
   if (const int usage_error = ReadOperands(argc, argv, &invocation)) return usage_error;
   if (const int flag_error = ParseFlags(argc, argv, invocation)) return flag_error;
   google::InitGoogleLogging(argv[0]);
+  ReportUncaughtExceptionsAs(invocation.Name());
+  return ExitCodeOf(invocation.Name(), [&] { return Dispatch(invocation, argc, argv); });
+}
+
+int ExitCodeOf(const std::string& name, const std::function<int()>& body) {
   try {
-    return Dispatch(invocation, argc, argv);
-  } catch (const Error& e) {
-    std::cerr << invocation.Name() << ": error: " << e.what() << "\n";
+    return body();
+  } catch (...) {
+    std::cerr << name << ": error: " << ExceptionText(std::current_exception()) << std::endl;
     return 1;
   }
+}
+
+void ReportUncaughtExceptionsAs(const std::string& name) {
+  static std::string* command = new std::string();  // outlives every thread
+  *command = name;
+  std::set_terminate([] {
+    const std::exception_ptr exception = std::current_exception();
+    const std::string what =
+        exception ? ExceptionText(exception) : "terminated without an exception";
+    std::cerr << *command << ": fatal error in a thread: " << what << std::endl;
+    std::_Exit(1);
+  });
 }
 
 }  // namespace keel

@@ -5,6 +5,7 @@
 #define KEEL_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,18 @@ namespace keel {
 
 // Runs `keel <command> [flags]`; returns the process exit code (commands.cc).
 int RunCommandLine(int argc, char** argv);
+
+// Runs `body` and returns its exit code. If it throws anything at all, prints
+// one line to standard error, "`name`: error: WHAT" (WHAT: a keel::Error's
+// message, "out of memory" for std::bad_alloc, "unexpected error: WHAT" for
+// another std::exception, "an exception that is not a std::exception" for
+// the rest), and returns 1.
+int ExitCodeOf(const std::string& name, const std::function<int()>& body);
+
+// Makes an exception that escapes a thread (std::terminate) print one line
+// naming `name` and what was thrown, then end the process with exit code 1
+// (not abort's 134 and a core dump).
+void ReportUncaughtExceptionsAs(const std::string& name);
 
 // The keel executable's absolute path, to start roles with. Throws Error if
 // it cannot be found.

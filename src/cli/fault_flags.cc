@@ -3,6 +3,7 @@
 #include <gflags/gflags.h>
 
 #include "base/error.h"
+#include "cli/flag_rules.h"
 
 // Transport faults: on the process given them, for its outgoing data messages.
 DEFINE_double(drop_rate, 0,
@@ -32,6 +33,10 @@ DEFINE_string(event_log, "", "launch: write every fault and process start/exit h
 namespace keel {
 
 TransportFaults TransportFaultsFromFlags() {
+  RequireInRange("drop_rate", FLAGS_drop_rate, 0.0, 1.0, "a share of the messages");
+  RequireInRange("delay_rate", FLAGS_delay_rate, 0.0, 1.0, "a share of the messages");
+  RequireInRange("delay_ms", FLAGS_delay_ms, 0.0, kMaxSeconds * 1e3);
+  RequireInRange("delay_jitter_ms", FLAGS_delay_jitter_ms, 0.0, kMaxSeconds * 1e3);
   TransportFaults faults;
   faults.drop_rate = FLAGS_drop_rate;
   faults.delay_ms = FLAGS_delay_ms;
@@ -47,6 +52,11 @@ TransportFaults TransportFaultsFromFlags() {
 }
 
 RequestRetry RequestRetryFromFlags() {
+  const int max_ms = kMaxCount;  // 11.5 days: kMaxSeconds in ms would not fit an int
+  RequirePositive("request_timeout_ms", FLAGS_request_timeout_ms, max_ms);
+  RequireInRange("request_max_timeout_ms", FLAGS_request_max_timeout_ms, FLAGS_request_timeout_ms,
+                 max_ms, "not below --request_timeout_ms");
+  RequireInRange("request_attempts", FLAGS_request_attempts, 1, 1000);
   RequestRetry retry;
   retry.timeout_s = FLAGS_request_timeout_ms * 1e-3;
   retry.max_timeout_s = FLAGS_request_max_timeout_ms * 1e-3;

@@ -18,10 +18,10 @@ DECLARE_uint64(fault_seed);
 namespace keel {
 
 // --drop_rate, --delay_ms, --delay_jitter_ms, --delay_rate, --fault_seed.
-// Throws Error on a bad value.
+// Throws Error naming the flag, its value and the rule (rates in [0, 1]).
 TransportFaults TransportFaultsFromFlags();
 // --request_timeout_ms, --request_max_timeout_ms, --request_attempts.
-// Throws Error on a bad value.
+// Throws Error naming the flag, its value and the rule (timeouts above 0).
 RequestRetry RequestRetryFromFlags();
 
 // Launch flags that are not forwarded to the roles.

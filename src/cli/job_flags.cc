@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "cli/cluster_flags.h"
+#include "cli/flag_rules.h"
 #include "kv/staleness_gate.h"
 #include "worker/compute_backend.h"
 #include "worker/model_variants.h"
@@ -379,6 +380,19 @@ std::string FlagValueJson(const gflags::CommandLineFlagInfo& flag) {
   return JsonQuote(flag.current_value);
 }
 
+// The job's counts within sane bounds (the hyperparameters' own rules, such
+// as --num_classes at least 3 for a multiclass classifier, are
+// Hyperparameters::Validate's). Throws Error naming the flag, its value and
+// the bound.
+void CheckJobCounts() {
+  RequireInRange("num_classes", FLAGS_num_classes, 2, 1000000);
+  RequireInRange("mini_batch_size", FLAGS_mini_batch_size, 1, 10000000);
+  RequireInRange("epochs", FLAGS_epochs, 1, 1000000);
+  RequireInRange("early_stopping_patience", FLAGS_early_stopping_patience, 1, kMaxCount);
+  RequireInRange("accuracy_top_k", FLAGS_accuracy_top_k, 1, kMaxCount);
+  RequireInRange("num_point_for_scaler", FLAGS_num_point_for_scaler, 1, 100000000);
+}
+
 }  // namespace
 
 ReaderOptions ReaderOptionsFromFlags() {
@@ -455,11 +469,12 @@ Hyperparameters HyperparametersFromFlags() {
                                FLAGS_factors_init_scale, FLAGS_factors_init_sigma);
   h = WithModels(h, ParseNumModels(FLAGS_num_models, h));
   h.Validate();
+  CheckJobCounts();  // the upper bounds (Validate says what is too small first)
   return h;
 }
 
 void CheckComputeFlags() {
-  if (FLAGS_threads < 0) throw MakeError("--threads must be 0 (one per hardware thread) or more");
+  RequireInRange("threads", FLAGS_threads, 0, 1024, "0 is one per hardware thread");
   CheckDevice(FLAGS_device);
 }
 
@@ -477,7 +492,7 @@ TrainerOptions TrainerOptionsFromFlags() {
   options.reader = ReaderOptionsFromFlags();
   options.model_dir = FLAGS_model_dir;
   options.staleness = StalenessFromFlags();
-  if (FLAGS_clock_every < 1) throw MakeError("--clock_every must be at least 1");
+  RequireInRange("clock_every", FLAGS_clock_every, 1, kMaxCount);
   options.clock_every = FLAGS_clock_every;
   options.device = FLAGS_device;
   options.threads = FLAGS_threads;

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/fault_flags.h"
 #include "cli/fault_runner.h"
+#include "cli/flag_rules.h"
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
 #include "cli/launcher.h"
@@ -29,22 +30,38 @@ std::vector<std::string> SplitWords(const std::string& text) {
   return result;
 }
 
-// Every role reads the same flags: checks them as each role would.
-void CheckLaunchFlags() {
-  if (FLAGS_slurm && !FLAGS_hostfile.empty())
-    throw MakeError("give --slurm or --hostfile, not both");
-  if (FLAGS_scheduler_port < 0 || FLAGS_scheduler_port > 65535) {
-    throw MakeError("--scheduler_port ", FLAGS_scheduler_port, " is not in 0..65535");
-  }
+// Every role reads the same flags: checks them as each role would, for a
+// cluster of `size`, before anything starts.
+void CheckLaunchFlags(const ClusterSize& size) {
+  RequireInRange("scheduler_port", FLAGS_scheduler_port, 0, 65535);
+  RequireInRange("timeout", FLAGS_timeout, 0.0, kMaxSeconds, "0 waits for ever");
+  CheckSchedulerFlags(size);
+  CheckNodeFlags();
   ServerOptimizerFromFlags();
   JobTablesFromFlags();
   CheckWorkerJobFlags();
-  if (FLAGS_timeout < 0) throw MakeError("--timeout must not be negative");
+  RequestRetryFromFlags();
 }
 
-// `keel launch --slurm`: this task's role.
+// A cluster on this machine: at least one server and one worker, at most
+// kMaxLocalProcesses in all.
+void CheckLocalClusterSize(const LocalCluster& cluster) {
+  if (cluster.servers < 1 || cluster.workers < 1) {
+    throw MakeError("a cluster needs at least one server and one worker (--servers ",
+                    cluster.servers, ", --workers ", cluster.workers, ")");
+  }
+  if (cluster.servers + cluster.workers > kMaxLocalProcesses) {
+    throw MakeError("--servers ", cluster.servers, " and --workers ", cluster.workers,
+                    ": a local cluster has at most ", kMaxLocalProcesses,
+                    " servers and workers on this machine");
+  }
+}
+
+// `keel launch --slurm`: this task's role. The workers are the step's other
+// tasks (SLURM_NTASKS - 1 - servers; the scheduler's task checks their
+// count), so one stands for them here.
 int LaunchSlurmTask(const std::vector<std::string>& role_flags) {
-  if (FLAGS_servers < 1) throw MakeError("--servers must be at least 1");
+  CheckLaunchFlags({FLAGS_servers, "servers", 1, "workers"});
   if (FLAGS_check_flags && FlagsOk()) return 0;
   return RunSlurmTask(SelfPath(), FLAGS_servers, FLAGS_scheduler_port, role_flags);
 }
@@ -53,6 +70,12 @@ int LaunchSlurmTask(const std::vector<std::string>& role_flags) {
 int LaunchOverSsh(const std::vector<std::string>& role_flags) {
   SshLaunch launch;
   launch.hosts = ParseHostfile(ReadFile(FLAGS_hostfile), FLAGS_hostfile);
+  ClusterSize size{0, "hostfile (servers=)", 0, "hostfile (workers=)"};
+  for (const HostEntry& host : launch.hosts) {
+    size.servers += host.servers;
+    size.workers += host.workers;
+  }
+  CheckLaunchFlags(size);
   if (FLAGS_check_flags && FlagsOk()) return 0;
   launch.role_flags = role_flags;
   launch.ssh_options = SplitWords(FLAGS_ssh_options);
@@ -75,11 +98,10 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   cluster.event_log = FLAGS_event_log;
   cluster.fault_seed = FLAGS_fault_seed;
   cluster.role_flags = role_flags;
-  if (cluster.servers < 1 || cluster.workers < 1) {
-    throw MakeError("a cluster needs at least one server and one worker (--servers ",
-                    cluster.servers, ", --workers ", cluster.workers, ")");
-  }
+  CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
+  CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
+  ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
   if (FLAGS_check_flags && FlagsOk()) return 0;
   return RunLocalCluster(cluster);
 }
@@ -129,17 +151,15 @@ void SpawnRoles(const std::string& role, int count, const std::string& self,
 
 int RunLaunch(const std::vector<std::string>& args) {
   const std::vector<std::string> role_flags = RoleFlags(args);
-  CheckLaunchFlags();
+  if (FLAGS_slurm && !FLAGS_hostfile.empty())
+    throw MakeError("give --slurm or --hostfile, not both");
   if (FLAGS_slurm) return LaunchSlurmTask(role_flags);
   if (!FLAGS_hostfile.empty()) return LaunchOverSsh(role_flags);
   return LaunchLocally(role_flags);
 }
 
 int RunLocalCluster(const LocalCluster& cluster) {
-  if (cluster.servers < 1 || cluster.workers < 1) {
-    throw MakeError("a cluster needs at least one server and one worker (--servers ",
-                    cluster.servers, ", --workers ", cluster.workers, ")");
-  }
+  CheckLocalClusterSize(cluster);
   const std::string self = SelfPath();
   const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
   ProcessGroup group;

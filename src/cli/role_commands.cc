@@ -64,7 +64,8 @@ bool ShouldStartOver(const Node& node) {
   return node.removed() && (!rejoins || std::atoi(rejoins) < 3);
 }
 
-// Runs the worker's job; returns its error, or "" if it succeeded.
+// Runs the worker's job; returns its error (any std::exception's message), or
+// "" if it succeeded.
 std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& bench) {
   try {
     if (IsTrainingJob(FLAGS_job)) {
@@ -74,7 +75,7 @@ std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& ben
       WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",
                           FormatBenchCases(cases));
     }
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // keel::Error, and bad_alloc too: the report goes out
     LOG(ERROR) << "worker " << node->rank() << ": " << e.what();
     return e.what();
   }
@@ -165,9 +166,10 @@ int RunServer(const std::vector<std::string>& argv) {
 int RunWorker(const std::vector<std::string>& argv) {
   const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
+  const RequestRetry retry = RequestRetryFromFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
   Node node(node_options);
-  KVWorker client(&node, RequestRetryFromFlags());
+  KVWorker client(&node, retry);
   node.Start();
   const std::string error = RunWorkerJob(&node, &client, bench);
   if (!error.empty()) StartOverIfRemoved(&node, argv);

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "base/utf8.h"
 
 namespace keel {
 namespace {
@@ -310,7 +311,7 @@ void Node::Rejoin() {
 
 void Node::ReportDone(const std::string& error) {
   Message report = Control(proto::WORKER_DONE);
-  report.meta.set_error(error);
+  report.meta.set_error(ValidUtf8(error));
   SendAwaited("done", report);
 }
 

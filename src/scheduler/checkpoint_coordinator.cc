@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "base/utf8.h"
 #include "kv/node.h"
 #include "scheduler/control_message.h"
 
@@ -53,7 +54,7 @@ void CheckpointCoordinator::FillView(proto::ClusterView* view) const {
 void CheckpointCoordinator::Answer(int node, uint64_t sequence, const std::string& error) {
   Message reply = ControlMessage(proto::CHECKPOINT);
   reply.meta.set_sequence(sequence);
-  reply.meta.set_error(error);
+  reply.meta.set_error(ValidUtf8(error));
   send_(node, reply);
 }
 

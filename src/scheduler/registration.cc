@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "base/time.h"
+#include "base/utf8.h"
 #include "scheduler/control_message.h"
 #include "scheduler/scheduler.h"
 
@@ -62,7 +63,7 @@ void Scheduler::Refuse(const Message& request, const std::string& reason) {
   LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
   Message reply = ControlMessage(proto::REGISTER);
   reply.meta.set_epoch(view_.epoch());
-  reply.meta.set_error(reason);
+  reply.meta.set_error(ValidUtf8(reason));
   van_.Reply(request, reply);
 }
 

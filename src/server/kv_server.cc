@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "base/utf8.h"
 #include "kv/kv_worker.h"
 
 namespace keel {
@@ -53,7 +54,7 @@ void KVServer::ReportSnapshot(const std::string& checkpoint, const proto::Checkp
   report.meta.set_command(proto::SNAPSHOT);
   report.meta.set_checkpoint(checkpoint);
   *report.meta.mutable_file() = file;
-  report.meta.set_error(error);
+  report.meta.set_error(ValidUtf8(error));
   try {
     node_->SendToScheduler(report);
   } catch (const std::exception& e) {

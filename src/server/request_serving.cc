@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "base/utf8.h"
 #include "server/kv_server.h"
 
 namespace keel {
@@ -41,7 +42,7 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     rejected_.fetch_add(1);
     LOG(WARNING) << "rejected " << Describe(meta) << ": " << e.what();
     response.frames.clear();
-    response.meta.set_error(e.what());
+    response.meta.set_error(ValidUtf8(e.what()));
   }
   Reply(meta, response);
   return false;
