@@ -28,6 +28,14 @@ class OptimizerFlags : public testing::Test {
   gflags::FlagSaver saver_;
 };
 
+TEST_F(OptimizerFlags, EpochsDefaultTo15ForTheLinearLearnerAnd5ForAFactorizationMachine) {
+  EXPECT_EQ(HyperparametersFromFlags().epochs, 15);
+  Set("job", "factorization_machines");
+  EXPECT_EQ(HyperparametersFromFlags().epochs, 5);
+  Set("epochs", "15");  // given: it wins, even at the linear learner's default
+  EXPECT_EQ(HyperparametersFromFlags().epochs, 15);
+}
+
 TEST_F(OptimizerFlags, AutoOptimizerIsAdam) {
   EXPECT_EQ(HyperparametersFromFlags().weights_optimizer.name, "adam");
 }

@@ -532,7 +532,7 @@ TEST_F(ModelJsonTest, RecordsTheFormatVersionResolvedDefaultsAndTheFlags) {
   const JsonValue& h = *json.Find("hyperparameters");
   EXPECT_EQ(h.Find("loss")->AsString(), "logistic");  // auto, resolved
   EXPECT_EQ(h.Find("margin")->AsNumber(), 1.0);
-  EXPECT_EQ(h.Find("epochs")->AsNumber(), 5);
+  EXPECT_EQ(h.Find("epochs")->AsNumber(), 15);  // SageMaker's linear learner default
   EXPECT_EQ(h.Find("weights_optimizer")->Find("learning_rate")->AsNumber(), 0.01);
   EXPECT_EQ(h.Find("bias_init")->Find("method")->AsString(), "constant");
   EXPECT_EQ(json.Find("flags")->Find("epochs")->AsNumber(), 5);
@@ -621,7 +621,7 @@ TEST_F(ModelJsonTest, LoadsAFormatVersion1ModelWithDefaults) {
       R"("margin":"1"}})");
   const ModelArtifact back = ModelArtifact::Read(folder_);
   EXPECT_EQ(back.hyperparameters.loss, "hinge_loss");
-  EXPECT_EQ(back.hyperparameters.epochs, 5);  // the default
+  EXPECT_EQ(back.hyperparameters.epochs, 15);  // the default
   EXPECT_EQ(back.hyperparameters.DecisionThreshold(), 0.0);
   EXPECT_EQ(back.data_format, DataFormat::kLibsvm);
 }

@@ -36,7 +36,9 @@ DEFINE_int32(num_classes, 2, "classes of a multiclass_classifier");
 DEFINE_int32(num_factors, 8, "factorization machine: factors per feature");
 DEFINE_uint64(feature_dim, 0, "feature indices must be below this (0: not checked)");
 DEFINE_int32(mini_batch_size, 1000, "examples per minibatch and worker");
-DEFINE_int32(epochs, 5, "passes over the training data");
+DEFINE_int32(epochs, 15,
+             "passes over the training data (SageMaker's linear learner default; "
+             "factorization_machines: 5 unless given)");
 DEFINE_bool(use_bias, true, "learn a bias term");
 DEFINE_uint64(seed, 1, "seed of the initializers and of datagen");
 DEFINE_int32(early_stopping_patience, 3,
@@ -207,6 +209,10 @@ InitializerSpec Initializer(const std::string& prefix, const std::string& method
 }
 
 bool IsSet(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
+
+// The factorization machine's epochs unless --epochs is given (SageMaker's FM
+// default, 1, leaves the factors near their start).
+constexpr int kFmDefaultEpochs = 5;
 
 // A rate flag: `automatic` for auto, else its number, which must be positive.
 // Throws Error naming the flag.
@@ -426,7 +432,8 @@ Hyperparameters HyperparametersFromFlags() {
   h.num_factors = FLAGS_num_factors;
   h.feature_dim = FLAGS_feature_dim;
   h.mini_batch_size = FLAGS_mini_batch_size;
-  h.epochs = FLAGS_epochs;
+  h.epochs = IsSet("epochs") || h.job != JobKind::kFactorizationMachines ? FLAGS_epochs
+                                                                         : kFmDefaultEpochs;
   h.use_bias = FLAGS_use_bias;
   h.seed = FLAGS_seed;
   h.early_stopping_patience = FLAGS_early_stopping_patience;

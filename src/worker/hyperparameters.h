@@ -67,7 +67,7 @@ struct Hyperparameters {
   int num_factors = 8;       // factorization_machines only
   uint64_t feature_dim = 0;  // 0: indices are not checked
   int mini_batch_size = 1000;
-  int epochs = 5;
+  int epochs = 15;  // the job flags give a factorization machine 5
   bool use_bias = true;
   uint64_t seed = 1;
   int early_stopping_patience = 3;
