@@ -188,6 +188,22 @@ TEST_F(DataPlane, APushFromAServersIdIsRefused) {
   EXPECT_TRUE(DumpedKeys().empty());  // nothing applied, no row made
 }
 
+TEST_F(DataPlane, AClockFromAServersIdIsRefused) {
+  // Counted at the staleness gate, it would be a worker that never advances.
+  ConnectRaw();
+  proto::Meta meta;
+  meta.set_command(proto::CLOCK);
+  meta.set_sender(server_node_->id());
+  meta.set_sequence(1);
+  meta.set_epoch(server_node_->epoch());
+  meta.set_clock(5);
+  const std::string header = meta.SerializeAsString();
+  std::vector<zmq::message_t> frames;
+  frames.emplace_back(header.data(), header.size());
+  zmq::send_multipart(raw_, frames);
+  EXPECT_TRUE(WaitFor([&] { return server_->rejected_requests() >= 1; }, 10));
+}
+
 TEST_F(DataPlane, APushFarAheadOfTheSendersLastSequenceIsRefused) {
   Push(kKeys, {1.0f, 1.0f});  // the worker's sequences are small
   ConnectRaw();
