@@ -133,5 +133,27 @@ TEST(ParseDataRequest, RejectsAZeroOrHugeWidth) {
   ExpectRejected(message, "is outside");
 }
 
+TEST(ParseDataRequest, RejectsMoreKeysTimesWidthThanOneRequestMayCarry) {
+  // Each key and width is within bounds, the product is not: 2^16 keys of
+  // width 2^12 would need a response of 2^28 floats (1 GiB).
+  std::vector<Key> keys(1 << 16);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = i;
+  Message message;
+  message.meta.set_command(proto::PULL);
+  message.meta.set_key_count(keys.size());
+  message.meta.set_value_width(1 << 12);
+  message.frames.push_back(AsBytes(SharedArray<Key>(std::move(keys))));
+  ExpectRejected(message, "65536 keys x width 4096");
+}
+
+TEST(ParseDataRequest, AcceptsARequestAtTheBound) {
+  Message message;
+  message.meta.set_command(proto::PULL);
+  message.meta.set_key_count(1);
+  message.meta.set_value_width(kMaxValueWidth);
+  message.frames.push_back(AsBytes(SharedArray<Key>(std::vector<Key>{7})));
+  EXPECT_EQ(ParseDataRequest(message).width, kMaxValueWidth);
+}
+
 }  // namespace
 }  // namespace keel

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <new>
 #include <random>
 #include <unordered_map>
 
@@ -85,6 +86,55 @@ TEST(ParameterTable, HoldsLongRows) {
   float* row = table.FindOrInsert(1);
   row[width - 1] = 5;
   EXPECT_EQ(table.Find(1)[width - 1], 5);
+}
+
+// An initializer that fails (as an allocation can) on key 13.
+void FailOnKey13(Key key, float* weights, int width) {
+  if (key == 13) throw std::bad_alloc();
+  for (int i = 0; i < width; ++i) weights[i] = 1;
+}
+
+TEST(ParameterTable, ARowWhoseCreationFailedDoesNotExist) {
+  ParameterTable table(2, 1, FailOnKey13);
+  EXPECT_THROW(table.FindOrInsert(13), std::bad_alloc);
+  EXPECT_EQ(table.Find(13), nullptr);
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.FindOrInsert(12)[0], 1.0f);  // the table still works
+}
+
+TEST(ParameterTable, ASharedRowWhoseCreationFailedDoesNotExist) {
+  const int width = static_cast<int>(ParameterTable::kSharedRowBytes / sizeof(float));
+  ParameterTable table(width, 0, FailOnKey13);
+  ASSERT_TRUE(table.shares_rows());
+  EXPECT_THROW(table.FindOrInsert(13), std::bad_alloc);
+  EXPECT_EQ(table.Find(13), nullptr);
+  EXPECT_EQ(table.size(), 0u);
+  int visited = 0;
+  table.ForEach([&](Key, const float*) { ++visited; });
+  EXPECT_EQ(visited, 0);
+}
+
+TEST(ParameterTable, PullAnswersNewKeysWithTheInitializerWithoutCreatingRows) {
+  ParameterTable table(2, 1, [](Key key, float* weights, int width) {
+    for (int i = 0; i < width; ++i) weights[i] = static_cast<float>(key) + i;
+  });
+  const std::vector<Key> keys = {4, 9};
+  std::vector<float> out(4, 99);
+  table.Pull(keys.data(), keys.size(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{4, 5, 9, 10}));
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.Find(4), nullptr);
+}
+
+TEST(ParameterTable, PullOfANewSharedRowCreatesNoRow) {
+  const int width = static_cast<int>(ParameterTable::kSharedRowBytes / sizeof(float));
+  ParameterTable table(width, 0, [](Key, float* weights, int n) {
+    for (int i = 0; i < n; ++i) weights[i] = 3;
+  });
+  SharedArray<const float> row = table.SharedWeights(5);
+  ASSERT_EQ(row.size(), static_cast<size_t>(width));
+  EXPECT_EQ(row[width - 1], 3.0f);
+  EXPECT_EQ(table.size(), 0u);
 }
 
 TEST(ParameterTable, RejectsNonPositiveWidths) {

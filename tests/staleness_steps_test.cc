@@ -37,6 +37,7 @@ class StalenessSteps : public ::testing::Test {
     tables[kAwareTable].optimizer.learning_rate = 1.0f;
     tables[kAwareTable].optimizer.staleness_aware = true;
     tables[kControlTable] = TablesFor(Hyperparameters())[kControlTable];
+    tables[kControlTable].width = 1;  // its optimizer, at the width these tests push
     server_ = std::make_unique<KVServer>(server_node_.get(), OptimizerOptions(), tables);
     for (int i = 0; i < 2; ++i) {
       worker_nodes_.push_back(

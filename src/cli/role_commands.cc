@@ -157,8 +157,9 @@ int RunServer(const std::vector<std::string>& argv) {
     }
   }
   LOG(INFO) << "server " << node.rank() << " shutting down: served " << server->served_requests()
-            << " requests, rejected " << server->rejected_requests() << ", repeated "
-            << server->duplicate_pushes();
+            << " requests, rejected " << server->rejected_requests() << " (non-finite pushes "
+            << server->non_finite_pushes() << ", sequences out of window "
+            << server->out_of_window_sequences() << "), repeated " << server->duplicate_pushes();
   node.Stop();
   return 0;
 }

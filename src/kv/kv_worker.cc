@@ -326,6 +326,16 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   const std::vector<size_t> bounds = ranges->Split(keys.data(), keys.size());
+  for (size_t r = 0; r < ranges->num_ranges(); ++r) {
+    // A server refuses more: fail here, before anything is sent.
+    const uint64_t values = uint64_t{bounds[r + 1] - bounds[r]} * static_cast<uint64_t>(width);
+    if (values > kMaxRequestValues) {
+      throw MakeError(proto::Command_Name(command), " of table ", table, ": ",
+                      bounds[r + 1] - bounds[r], " keys x width ", width, " in key range ", r,
+                      " is more than the ", kMaxRequestValues,
+                      " values one request may carry; use smaller batches");
+    }
+  }
   std::vector<Outgoing> outgoing;
   Handle handle;
   {

@@ -76,6 +76,10 @@ DataRequest ParseDataRequest(const Message& message) {
   if (meta.value_width() == 0 || meta.value_width() > kMaxValueWidth) {
     throw MakeError("value_width ", meta.value_width(), " is outside 1..", kMaxValueWidth);
   }
+  if (meta.key_count() > kMaxRequestValues / meta.value_width()) {
+    throw MakeError(meta.key_count(), " keys x width ", meta.value_width(), " is more than the ",
+                    kMaxRequestValues, " values one request may carry");
+  }
   DataRequest request;
   request.width = meta.value_width();
   request.table = meta.table();

@@ -45,6 +45,10 @@ Message Decode(std::vector<zmq::message_t>&& frames);
 
 // Largest row a request may carry, in floats (256 MiB).
 constexpr uint32_t kMaxValueWidth = 64u << 20;
+// Most values one PUSH or PULL may carry or ask for: keys x width, in floats
+// (512 MiB). A server allocates a pull's answer before sending it: the bound
+// keeps one request from taking more than that.
+constexpr uint64_t kMaxRequestValues = uint64_t{1} << 27;
 
 // A PUSH or PULL request whose frames have been checked against its Meta.
 struct DataRequest {
@@ -54,7 +58,8 @@ struct DataRequest {
   uint32_t table = 0;
 };
 
-// Checks a PUSH, PULL or DUMP request: known command, frame count, frame sizes
+// Checks a PUSH, PULL or DUMP request: known command, frame count, width in
+// 1..kMaxValueWidth, key_count x width at most kMaxRequestValues, frame sizes
 // that match key_count and value_width, keys sorted strictly ascending. Throws
 // Error naming the first problem found.
 DataRequest ParseDataRequest(const Message& message);

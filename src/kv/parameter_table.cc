@@ -35,7 +35,10 @@ ParameterTable::ParameterTable(int weight_width, int state_width, Initializer in
   }
   const size_t row_bytes = shares_rows_ ? 0 : sizeof(float) * static_cast<size_t>(row_width_);
   slot_bytes_ = (sizeof(Key) + row_bytes + 7) / 8 * 8;
-  Allocate(size_t{1} << kInitialLogCapacity);
+  const size_t capacity = size_t{1} << kInitialLogCapacity;
+  slots_.assign((capacity + 1) * slot_bytes_, 0);
+  if (shares_rows_) blocks_.assign(capacity + 1, nullptr);
+  SetCapacity(capacity);
 }
 
 void ParameterTable::SetScale() {
@@ -45,34 +48,40 @@ void ParameterTable::SetScale() {
   if (scale_ == 0) scale_ = 1;
 }
 
-void ParameterTable::Allocate(size_t capacity) {
+void ParameterTable::SetCapacity(size_t capacity) {
   capacity_ = capacity;
   shift_ = 64 - __builtin_ctzll(capacity);
   SetScale();
-  slots_.assign((capacity + 1) * slot_bytes_, 0);
   for (size_t i = 0; i <= capacity; ++i) KeyAt(i) = kFree;
-  if (shares_rows_) blocks_.assign(capacity + 1, nullptr);
+}
+
+void ParameterTable::InitialWeights(Key key, float* weights) const {
+  std::memset(weights, 0, sizeof(float) * weight_width_);
+  if (initializer_) initializer_(key, weights, weight_width_);
 }
 
 void ParameterTable::CreateRow(size_t index, Key key) {
-  float* row;
   if (shares_rows_) {
-    blocks_[index].reset(new float[row_width_]);
-    row = blocks_[index].get();
+    std::shared_ptr<float[]> block(new float[row_width_]);
+    std::memset(block.get(), 0, sizeof(float) * row_width_);
+    InitialWeights(key, block.get());
+    blocks_[index] = std::move(block);
   } else {
-    row = reinterpret_cast<float*>(SlotAt(index) + sizeof(Key));
+    float* row = reinterpret_cast<float*>(SlotAt(index) + sizeof(Key));
+    std::memset(row, 0, sizeof(float) * row_width_);
+    InitialWeights(key, row);  // a free slot's row is never read: a throw leaves it free
   }
-  std::memset(row, 0, sizeof(float) * row_width_);
-  if (initializer_) initializer_(key, row, weight_width_);
+  if (key == kFree) {
+    has_free_key_ = true;
+  } else {
+    KeyAt(index) = key;
+  }
   ++size_;
 }
 
 size_t ParameterTable::FindOrInsertIndex(Key key) {
   if (key == kFree) {
-    if (!has_free_key_) {
-      has_free_key_ = true;
-      CreateRow(capacity_, key);
-    }
+    if (!has_free_key_) CreateRow(capacity_, key);
     return capacity_;
   }
   const size_t mask = capacity_ - 1;
@@ -87,11 +96,9 @@ size_t ParameterTable::FindOrInsertIndex(Key key) {
       }
       if (ordered_ && ((i - home) & mask) > kMaxOrderedProbe) {
         // Clustered keys: the ordered layout no longer pays.
-        ordered_ = false;
-        Rebuild(capacity_);
+        Rebuild(capacity_, /*ordered=*/false);
         return FindOrInsertIndex(key);
       }
-      slot_key = key;
       CreateRow(i, key);
       return i;
     }
@@ -116,28 +123,45 @@ float* ParameterTable::MutableRow(size_t index) {
 
 float* ParameterTable::FindOrInsert(Key key) { return MutableRow(FindOrInsertIndex(key)); }
 
-const float* ParameterTable::Find(Key key) const {
-  if (key == kFree) return has_free_key_ ? Row(capacity_) : nullptr;
+size_t ParameterTable::FindIndex(Key key) const {
+  if (key == kFree) return has_free_key_ ? capacity_ : kNoSlot;
   const size_t mask = capacity_ - 1;
   for (size_t i = SlotOf(key);; i = (i + 1) & mask) {
     const Key slot_key = KeyAt(i);
-    if (slot_key == key) return Row(i);
-    if (slot_key == kFree) return nullptr;
+    if (slot_key == key) return i;
+    if (slot_key == kFree) return kNoSlot;
   }
 }
 
-SharedArray<const float> ParameterTable::SharedWeights(Key key) {
+const float* ParameterTable::Find(Key key) const {
+  const size_t index = FindIndex(key);
+  return index == kNoSlot ? nullptr : Row(index);
+}
+
+SharedArray<const float> ParameterTable::SharedWeights(Key key) const {
   if (!shares_rows_) throw MakeError("rows of width ", row_width_, " are not shared");
-  const std::shared_ptr<float[]>& block = blocks_[FindOrInsertIndex(key)];
+  const size_t index = FindIndex(key);
+  if (index == kNoSlot) {
+    auto initial = SharedArray<float>::Allocate(static_cast<size_t>(weight_width_));
+    InitialWeights(key, initial.data());
+    return initial;
+  }
+  const std::shared_ptr<float[]>& block = blocks_[index];
   return SharedArray<const float>(block, block.get(), static_cast<size_t>(weight_width_));
 }
 
-void ParameterTable::Rebuild(size_t capacity) {
+void ParameterTable::Rebuild(size_t capacity, bool ordered) {
+  // Everything that allocates comes first.
+  std::vector<char, HugePageAllocator<char>> new_slots((capacity + 1) * slot_bytes_, 0);
+  std::vector<std::shared_ptr<float[]>> new_blocks(shares_rows_ ? capacity + 1 : 0);
   ++generation_;
   const size_t old_capacity = capacity_;
   auto old_slots = std::move(slots_);
   auto old_blocks = std::move(blocks_);
-  Allocate(capacity);
+  slots_ = std::move(new_slots);
+  blocks_ = std::move(new_blocks);
+  ordered_ = ordered;
+  SetCapacity(capacity);
   const size_t mask = capacity_ - 1;
   auto move_slot = [&](size_t from, size_t to) {
     std::memcpy(SlotAt(to), old_slots.data() + from * slot_bytes_, slot_bytes_);
@@ -156,21 +180,32 @@ void ParameterTable::Rebuild(size_t capacity) {
 void ParameterTable::Reserve(size_t more) {
   size_t capacity = capacity_;
   while (2 * (size_ + more + 1) > capacity) capacity *= 2;
-  if (capacity != capacity_) Rebuild(capacity);
+  if (capacity != capacity_) Rebuild(capacity, ordered_);
+}
+
+void ParameterTable::Prefetch(Key key) const {
+  const char* ahead = SlotAt(SlotOf(key));
+  __builtin_prefetch(ahead);
+  // A slot may straddle two cache lines.
+  __builtin_prefetch(ahead + slot_bytes_ - 1);
 }
 
 template <typename Visit>
 void ParameterTable::ForBatch(const Key* keys, size_t count, Visit visit) {
   for (size_t i = 0; i < count; ++i) {
-    if (i + kPrefetchDistance < count) {
-      const char* ahead = SlotAt(SlotOf(keys[i + kPrefetchDistance]));
-      __builtin_prefetch(ahead);
-      // A slot may straddle two cache lines.
-      __builtin_prefetch(ahead + slot_bytes_ - 1);
-    }
+    if (i + kPrefetchDistance < count) Prefetch(keys[i + kPrefetchDistance]);
     // Most keys sit in their home slot: only the others take the full path.
     const size_t home = SlotOf(keys[i]);
-    visit(i, KeyAt(home) == keys[i] ? home : FindOrInsertIndex(keys[i]));
+    visit(i, KeyAt(home) == keys[i] && keys[i] != kFree ? home : FindOrInsertIndex(keys[i]));
+  }
+}
+
+template <typename Visit>
+void ParameterTable::ForBatchFound(const Key* keys, size_t count, Visit visit) const {
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kPrefetchDistance < count) Prefetch(keys[i + kPrefetchDistance]);
+    const size_t home = SlotOf(keys[i]);
+    visit(i, KeyAt(home) == keys[i] && keys[i] != kFree ? Row(home) : Find(keys[i]));
   }
 }
 
@@ -194,15 +229,24 @@ void ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
   }
 }
 
-void ParameterTable::Pull(const Key* keys, size_t count, float* out) {
+void ParameterTable::Pull(const Key* keys, size_t count, float* out) const {
   const size_t width = static_cast<size_t>(weight_width_);
-  Reserve(count);
   if (width == 1 && !shares_rows_) {
-    ForBatch(keys, count, [&](size_t i, size_t index) { out[i] = *Row(index); });
+    ForBatchFound(keys, count, [&](size_t i, const float* row) {
+      if (row) {
+        out[i] = *row;
+      } else {
+        InitialWeights(keys[i], out + i);
+      }
+    });
     return;
   }
-  ForBatch(keys, count, [&](size_t i, size_t index) {
-    std::memcpy(out + i * width, Row(index), sizeof(float) * width);
+  ForBatchFound(keys, count, [&](size_t i, const float* row) {
+    if (row) {
+      std::memcpy(out + i * width, row, sizeof(float) * width);
+    } else {
+      InitialWeights(keys[i], out + i * width);
+    }
   });
 }
 

@@ -15,6 +15,12 @@
 // a row without copying it; a push to a row that is still being sent copies it first (copy on
 // write). Not synchronized: a server touches a table from one thread. Views from SharedWeights may
 // be read from any thread.
+//
+// Only pushes (and FindOrInsert) create rows: a read of a key without a row answers the weights its
+// row would start from (the initializer's, else zeros) and stores nothing, so reading keys costs
+// no memory and a key read then pushed ends exactly as one only pushed. Exception safety: if a row
+// cannot be made or the slots cannot grow (std::bad_alloc, or an initializer that throws), the
+// table is left as it was before that key: no key without its row.
 #ifndef KEEL_KV_PARAMETER_TABLE_H_
 #define KEEL_KV_PARAMETER_TABLE_H_
 
@@ -62,16 +68,18 @@ class ParameterTable {
 
   // Applies gradients (keys.size() x weight_width, row-major) to the rows of
   // `keys` through `optimizer`, creating rows on first touch; each step
-  // scaled by `step_scale` (Optimizer::UpdateRows).
+  // scaled by `step_scale` (Optimizer::UpdateRows). If it throws (out of
+  // memory), the rows of an earlier part of the batch may have been updated.
   void Push(const Key* keys, size_t count, const float* gradients, Optimizer* optimizer,
             float step_scale = 1.0f);
-  // Copies the weights of `keys` into `out` (count x weight_width), creating
-  // rows on first touch.
-  void Pull(const Key* keys, size_t count, float* out);
+  // Copies the weights of `keys` into `out` (count x weight_width); a key
+  // without a row reads as its initial weights. Creates no row.
+  void Pull(const Key* keys, size_t count, float* out) const;
 
-  // The weights of `key` (created on first touch) as a view that stays
-  // unchanged after later pushes. Requires shares_rows().
-  SharedArray<const float> SharedWeights(Key key);
+  // The weights of `key` as a view that stays unchanged after later pushes;
+  // for a key without a row, a new array of its initial weights (no row is
+  // created). Requires shares_rows().
+  SharedArray<const float> SharedWeights(Key key) const;
 
   // Calls visit(key, row) for every row, in no particular order.
   void ForEach(const std::function<void(Key, const float*)>& visit) const;
@@ -79,6 +87,8 @@ class ParameterTable {
  private:
   // Marks a free slot; the key with this value has the extra slot at capacity().
   static constexpr Key kFree = ~Key{0};
+  // FindIndex's answer for a key without a row.
+  static constexpr size_t kNoSlot = ~size_t{0};
 
   size_t SlotOf(Key key) const {
     if (ordered_) {
@@ -102,17 +112,31 @@ class ParameterTable {
   float* MutableRow(size_t index);
   // The index of `key`'s slot, its row created on first touch.
   size_t FindOrInsertIndex(Key key);
+  // The index of `key`'s slot, or kNoSlot if it has no row.
+  size_t FindIndex(Key key) const;
+  // Fills `weights` with the weights a new row of `key` starts from.
+  void InitialWeights(Key key, float* weights) const;
+  // Makes the row of `key` in slot `index`, then writes the key there: if
+  // anything throws, the slot stays free.
   void CreateRow(size_t index, Key key);
-  void Allocate(size_t capacity);
-  void Grow() { Rebuild(capacity_ * 2); }
+  // Sets capacity_ and the hashing that depends on it; marks every slot free.
+  void SetCapacity(size_t capacity);
+  void Grow() { Rebuild(capacity_ * 2, ordered_); }
   // Room for `more` new keys without growing. A sorted batch must land on a
   // table sized for all of it, or in the ordered layout its first keys crowd
   // the first slots.
   void Reserve(size_t more);
-  void Rebuild(size_t capacity);
+  // Moves every row into new slots of `capacity`, laid out in key order if
+  // `ordered`. The new slots are allocated first: if that fails, the table is
+  // unchanged.
+  void Rebuild(size_t capacity, bool ordered);
   // Calls visit(i, slot index) for each key, prefetching ahead.
   template <typename Visit>
   void ForBatch(const Key* keys, size_t count, Visit visit);
+  // Calls visit(i, row or nullptr) for each key, prefetching ahead.
+  template <typename Visit>
+  void ForBatchFound(const Key* keys, size_t count, Visit visit) const;
+  void Prefetch(Key key) const;
 
   int weight_width_;
   int row_width_;

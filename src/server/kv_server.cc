@@ -73,7 +73,7 @@ void KVServer::Handle(Message&& message) {
     OnReplicaSync(std::move(message));
     return;
   }
-  if (view_epoch_ > 0 && !members_.count(meta.sender())) {
+  if (!SenderProblem(meta).empty()) {
     // Refused (Serve says why); it must not count at the staleness gate.
     Serve(std::move(message), 0);
     return;
@@ -96,6 +96,7 @@ void KVServer::Handle(Message&& message) {
   // A repeated push does not move the gate either: a late copy must not
   // count a worker that has left since.
   const bool applied = Serve(std::move(message), 0);
+  CountRememberedSenders();
   if (applied && direct && clock > 0) {
     gate_.Advance(sender, clock);
     WakeParked();
@@ -129,10 +130,28 @@ void KVServer::OnView(const proto::ClusterView& view) {
   if (ranges) UpdateShards(view, *ranges, first_view);
   RestoreOnce(view);
   const std::set<int> workers = UpdateMembers(view);
+  ForgetDeparted();
   if (ranges) AskForRanges(*ranges);
   gate_.RemoveMissing(workers);
   RefuseParkedOfLeavers();
   WakeParked();
+  CountRememberedSenders();
+}
+
+void KVServer::ForgetDeparted() {
+  auto forget = [this](std::unordered_map<int, DedupeWindow>& windows) {
+    for (auto it = windows.begin(); it != windows.end();) {
+      it = members_.count(it->first) ? std::next(it) : windows.erase(it);
+    }
+  };
+  forget(clocks_applied_);
+  for (auto& [range, shard] : shards_) forget(shard.applied);
+}
+
+void KVServer::CountRememberedSenders() {
+  size_t count = clocks_applied_.size();
+  for (const auto& [range, shard] : shards_) count += shard.applied.size();
+  remembered_senders_.store(count);
 }
 
 void KVServer::RestoreOnce(const proto::ClusterView& view) {
@@ -165,7 +184,7 @@ std::set<int> KVServer::UpdateMembers(const proto::ClusterView& view) {
   view_epoch_ = view.epoch();
   for (const auto& node : view.nodes()) {
     if (node.role() == proto::WORKER) workers.insert(node.id());
-    members_.insert(node.id());
+    members_[node.id()] = node.role();
   }
   return workers;
 }

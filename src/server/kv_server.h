@@ -5,8 +5,24 @@
 // counted, and the server keeps serving), applies pushes and acknowledged
 // CLOCK messages at most once per (sender, sequence) and answers a repeated
 // one as a success (a client resends what got no answer), and answers pulls
-// with the rows' weights. Tables are created on first use with the row width
-// of that request.
+// with the rows' weights. Tables are created on first use; rows only by
+// pushes (a pull of a key without a row answers its initial weights).
+//
+// Hostile or broken input (each refusal is answered with an error naming the
+// reason, counted in rejected_requests and logged, rate-limited):
+// - requests only from the current view's members, and only in their role:
+//   PUSH, PULL, DUMP and CLOCK from workers, pushes passed down a chain from
+//   the range's predecessor (servers still joining are in the view);
+//   nothing before the first view;
+// - keys x width bounded (kMaxRequestValues, ParseDataRequest);
+// - given table declarations, only the declared tables, each at its
+//   declared width (without any, tables and widths as first used);
+// - push sequences within DedupeWindow's window of the sender's newest;
+// - a push with a NaN or infinite value refused whole;
+// - running out of memory refuses the request and leaves no half-made
+//   table or row;
+// - a worker's dedupe windows are dropped when it leaves the view (node ids
+//   are never reused: a worker that comes back registers anew).
 //
 // Replication: each key range is held by a chain of servers (the view's
 // RangeMap). The primary takes a push, applies it and passes it to the next
@@ -58,9 +74,11 @@ namespace keel {
 class KVServer {
  public:
   // Registers as `node`'s data handler: call before node->Start(). Tables in
-  // `tables` get their spec; any other table is created on first use with
-  // `default_optimizer` and zero rows. Throws Error if an optimizer's options
-  // are invalid.
+  // `tables` get their spec; if `tables` is not empty, requests for any other
+  // table, or at another width than a spec's (unless it is 0), are refused.
+  // With no specs at all (benchmarks, tests), any table is created on first
+  // use with `default_optimizer` and zero rows. Throws Error if an
+  // optimizer's options are invalid.
   // `staleness`: pulls are answered only when every live worker's clock is at
   // least the pull's clock minus it (StalenessGate; kAsynchronous: never held).
   KVServer(Node* node, const OptimizerOptions& default_optimizer,
@@ -71,12 +89,22 @@ class KVServer {
   KVServer(const KVServer&) = delete;
   KVServer& operator=(const KVServer&) = delete;
 
-  // Requests refused as malformed since start.
+  // Requests refused since start (malformed, from a non-member, out of
+  // bounds, non-finite, out of memory).
   uint64_t rejected_requests() const { return rejected_.load(); }
   // Pushes and CLOCK messages not applied again because their
   // (sender, sequence) was already applied; each was still acknowledged.
   uint64_t duplicate_pushes() const { return duplicates_.load(); }
   uint64_t served_requests() const { return served_.load(); }
+  // Pushes refused whole for a non-finite value (also in rejected_requests).
+  uint64_t non_finite_pushes() const { return non_finite_.load(); }
+  // Requests refused for a sequence outside the window around the sender's
+  // last applied one (also in rejected_requests).
+  uint64_t out_of_window_sequences() const { return out_of_window_.load(); }
+  // Senders whose applied sequences this server remembers, summed over its
+  // shards and CLOCKs (a departed worker's are dropped).
+  size_t remembered_senders() const { return remembered_senders_.load(); }
+
   // Pulls that had to wait at the staleness gate since start.
   uint64_t parked_pulls() const { return parked_total_.load(); }
   // Why the server cannot serve (a checkpoint that failed to load); "" if it can.
@@ -98,6 +126,10 @@ class KVServer {
   void RestoreOnce(const proto::ClusterView& view);
   // Records the view's members; returns its workers' node ids.
   std::set<int> UpdateMembers(const proto::ClusterView& view);
+  // Drops the dedupe windows of senders no longer in the view.
+  void ForgetDeparted();
+  // Updates remembered_senders().
+  void CountRememberedSenders();
   // Refuses the parked pulls of nodes no longer in the view.
   void RefuseParkedOfLeavers();
   // Answers the parked pulls the gate admits now.
@@ -112,8 +144,18 @@ class KVServer {
   // Answers a request; returns true if it was a push applied now (not a
   // repeat, not refused).
   bool Serve(Message&& message, int64_t waited_us);
-  // Throws Error if this server cannot serve, or `meta`'s sender left the view.
+  // Throws Error if this server cannot serve, or SenderProblem finds one.
   void CheckCanServe(const proto::Meta& meta) const;
+  // Why `meta`'s sender may not send it: not a member of the view, or not in
+  // the role its request needs; "" if it may.
+  std::string SenderProblem(const proto::Meta& meta) const;
+  // Throws Error unless the job declared `request`'s table at its width (see
+  // the constructor).
+  void CheckDeclared(const DataRequest& request) const;
+  // Throws Error naming the first NaN or infinity among a push's values.
+  void CheckFinite(const DataRequest& request);
+  // Counts and logs (rate-limited) a refused request; the answer carries `why`.
+  void NoteRefused(const proto::Meta& meta, const std::string& why);
   bool ServeDump(const proto::Meta& meta, const DataRequest& request);
   bool ServeEmpty(const proto::Meta& meta);
   // Applies a push once, then passes it down the chain (PassDown); a push
@@ -193,12 +235,15 @@ class KVServer {
   std::atomic<uint64_t> duplicates_{0};
   std::atomic<uint64_t> served_{0};
   std::atomic<uint64_t> parked_total_{0};
+  std::atomic<uint64_t> non_finite_{0};
+  std::atomic<uint64_t> out_of_window_{0};
+  std::atomic<size_t> remembered_senders_{0};
   StalenessGate gate_;
   std::list<Parked> parked_;
   bool restored_ = false;
-  // Node ids in the current view: requests from anyone else (a node that left
-  // the view and came back from a pause) are refused.
-  std::set<int> members_;
+  // Node ids in the current view and their roles: requests from anyone else
+  // (a node that left the view and came back from a pause) are refused.
+  std::map<int, proto::Role> members_;
   uint64_t view_epoch_ = 0;
   mutable std::mutex failure_mutex_;
   std::string failure_;

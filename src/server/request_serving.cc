@@ -3,7 +3,10 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <new>
+#include <sstream>
 #include <utility>
 
 #include "base/error.h"
@@ -15,20 +18,38 @@ namespace keel {
 namespace {
 // Pushes a replica waiting for its range's copy keeps for after it.
 constexpr size_t kMaxHeldPushes = 100000;
+// Refusals logged one by one; after them, one in kRefusalLogEvery.
+constexpr uint64_t kRefusalsLoggedEach = 10;
+constexpr uint64_t kRefusalLogEvery = 1000;
+
+// The index of the first NaN or infinity among `count` floats, or `count`.
+size_t FirstNonFinite(const float* values, size_t count) {
+  // A branch-free pass first (all exponent bits set: NaN or infinity).
+  uint32_t any = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, values + i, sizeof(bits));
+    any |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  if (!any) return count;
+  size_t i = 0;
+  while (i < count && std::isfinite(values[i])) ++i;
+  return i;
+}
 }  // namespace
 
 bool KVServer::Serve(Message&& message, int64_t waited_us) {
   const proto::Meta& meta = message.meta;
   if (meta.response()) {
     // Answering a response could bounce between two nodes forever.
-    rejected_.fetch_add(1);
-    LOG(WARNING) << "ignored " << Describe(meta) << ": servers take requests, not responses";
+    NoteRefused(meta, "servers take requests, not responses");
     return false;
   }
   Message response;
   try {
     CheckCanServe(meta);
     DataRequest request = ParseDataRequest(message);
+    CheckDeclared(request);
     if (meta.command() == proto::DUMP) return ServeDump(meta, request);
     if (meta.origin() != 0 && meta.command() != proto::PUSH) {
       throw MakeError("only pushes are passed down a replica chain");
@@ -39,21 +60,76 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     if (meta.command() == proto::PUSH) return ServePush(std::move(message), request, shard, range);
     ServePull(meta, request, shard, range, waited_us, &response);
   } catch (const Error& e) {
-    rejected_.fetch_add(1);
-    LOG(WARNING) << "rejected " << Describe(meta) << ": " << e.what();
-    response.frames.clear();
+    NoteRefused(meta, e.what());
+    response = Message();
     response.meta.set_error(ValidUtf8(e.what()));
+  } catch (const std::bad_alloc&) {
+    // Tables and rows are made whole or not at all: the server goes on.
+    const std::string why = "server " + std::to_string(node_->rank()) +
+                            " ran out of memory serving it (table " + std::to_string(meta.table()) +
+                            ")";
+    NoteRefused(meta, why);
+    response = Message();
+    response.meta.set_error(why);
   }
   Reply(meta, response);
   return false;
 }
 
+void KVServer::NoteRefused(const proto::Meta& meta, const std::string& why) {
+  const uint64_t refused = rejected_.fetch_add(1) + 1;
+  if (refused <= kRefusalsLoggedEach || refused % kRefusalLogEvery == 0) {
+    LOG(WARNING) << "refused " << Describe(meta) << ": " << why << " (" << refused
+                 << " requests refused so far)";
+  }
+}
+
 void KVServer::CheckCanServe(const proto::Meta& meta) const {
   if (std::string failed = failure(); !failed.empty()) throw Error(failed);
-  if (view_epoch_ > 0 && !members_.count(meta.sender())) {
-    throw MakeError("node ", meta.sender(), " is not in the cluster view (epoch ", view_epoch_,
-                    "): it left the cluster");
+  if (std::string problem = SenderProblem(meta); !problem.empty()) throw Error(problem);
+}
+
+std::string KVServer::SenderProblem(const proto::Meta& meta) const {
+  if (view_epoch_ == 0) return "this server has no cluster view yet";
+  auto member = members_.find(meta.sender());
+  if (member == members_.end()) {
+    return MakeError("node ", meta.sender(), " is not in the cluster view (epoch ", view_epoch_,
+                     "): it left the cluster or never joined")
+        .what();
   }
+  const bool passed_down = meta.origin() != 0;
+  const proto::Role needed = passed_down ? proto::SERVER : proto::WORKER;
+  if (member->second == needed) return "";
+  return MakeError("node ", meta.sender(), " is a ", proto::Role_Name(member->second),
+                   passed_down ? ": only servers pass pushes on"
+                               : ": only workers send PUSH, PULL, DUMP and CLOCK")
+      .what();
+}
+
+void KVServer::CheckDeclared(const DataRequest& request) const {
+  if (specs_.empty()) return;  // no declarations: tables as first used
+  auto spec = specs_.find(request.table);
+  if (spec == specs_.end()) {
+    std::ostringstream declared;
+    for (const auto& [id, unused] : specs_) declared << (declared.tellp() > 0 ? ", " : "") << id;
+    throw MakeError("table ", request.table, " is not one of the job's tables (", declared.str(),
+                    ")");
+  }
+  const int width = spec->second.width;
+  if (width != 0 && static_cast<uint32_t>(width) != request.width) {
+    throw MakeError("table ", request.table, " has rows of width ", width,
+                    ", the request has width ", request.width);
+  }
+}
+
+void KVServer::CheckFinite(const DataRequest& request) {
+  const size_t count = request.values.size();
+  const size_t bad = FirstNonFinite(request.values.data(), count);
+  if (bad == count) return;
+  non_finite_.fetch_add(1);
+  throw MakeError("push to table ", request.table, " has a non-finite value (", request.values[bad],
+                  ") at key ", bad / request.width, " of ", request.keys.size(), ", column ",
+                  bad % request.width, ": refused whole, nothing applied");
 }
 
 bool KVServer::ServeDump(const proto::Meta& meta, const DataRequest& request) {
@@ -78,6 +154,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
   const proto::Meta& meta = message.meta;
   const int origin = meta.origin() != 0 ? meta.origin() : meta.sender();
   CheckPushRoute(meta, range);
+  CheckFinite(request);
   if (!shard.ready) {
     HoldPush(std::move(message), shard, range);
     return false;
@@ -122,9 +199,19 @@ void KVServer::HoldPush(Message&& message, Shard& shard, size_t range) {
 
 bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin,
                          Shard& shard, ServerTable& table, size_t range, int64_t* staleness) {
-  if (!shard.applied[origin].Insert(meta.sequence())) {
-    duplicates_.fetch_add(1);  // applied before: passed on and acknowledged all the same
-    return false;
+  DedupeWindow& window = shard.applied[origin];
+  switch (window.Classify(meta.sequence())) {
+    case DedupeWindow::Verdict::kRepeat:
+      duplicates_.fetch_add(1);  // applied before: passed on and acknowledged all the same
+      return false;
+    case DedupeWindow::Verdict::kOutOfWindow:
+      out_of_window_.fetch_add(1);
+      throw MakeError("sequence ", meta.sequence(), " of node ", origin,
+                      " is outside the window of its newest applied push to key range ", range,
+                      " (", window.newest(), ", window -", DedupeWindow::kMaxBehind, "/+",
+                      DedupeWindow::kMaxAhead, "): a forgery, or a copy too late to tell");
+    case DedupeWindow::Verdict::kNew:
+      break;
   }
   float step_scale = 1.0f;
   if (table.staleness_aware) {
@@ -133,6 +220,8 @@ bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, in
   }
   table.rows->Push(request.keys.data(), request.keys.size(), request.values.data(),
                    table.optimizer.get(), step_scale);
+  // Recorded once applied: a push that failed (out of memory) may come again.
+  window.Insert(meta.sequence());
   ++table.version;
   if (shard.primary_since > 0 && meta.origin() == 0) {
     LOG(INFO) << "key range " << range << ": first push served since this server became "
@@ -163,7 +252,8 @@ void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Sh
   response->meta.set_waited_us(waited_us);
   if (request.keys.size() == 1 && table->shares_rows()) {
     // One long row: sent straight from the table, copied only if a push
-    // comes while it is still being sent.
+    // comes while it is still being sent (a key without a row: its initial
+    // weights, made for this answer).
     response->frames.push_back(AsBytes(table->SharedWeights(request.keys[0])));
   } else {
     auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
@@ -191,34 +281,33 @@ Shard& KVServer::ShardFor(const DataRequest& request, size_t* range) {
 }
 
 ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width) {
-  ServerTable& slot = shard.tables[table];
-  if (!slot.rows) {
-    auto spec = specs_.find(table);
-    if (spec != specs_.end() && spec->second.width != 0 &&
-        static_cast<uint32_t>(spec->second.width) != width) {
-      shard.tables.erase(table);
-      throw MakeError("table ", table, " has rows of width ", spec->second.width,
+  auto found = shard.tables.find(table);
+  if (found != shard.tables.end()) {
+    if (static_cast<uint32_t>(found->second.rows->weight_width()) != width) {
+      throw MakeError("table ", table, " has rows of width ", found->second.rows->weight_width(),
                       ", the request has width ", width);
     }
-    const OptimizerOptions& options =
-        spec != specs_.end() ? spec->second.optimizer : default_optimizer_;
-    slot.optimizer = MakeOptimizer(options);
-    slot.staleness_aware = options.staleness_aware;
-    const int state = slot.optimizer->StateWidth(static_cast<int>(width));
-    // The table is laid out for its key range.
-    Key first = 0, last = ~Key{0};
-    if (auto ranges = node_->ranges(); ranges && range < ranges->num_ranges()) {
-      first = ranges->begin(range);
-      last = ranges->last(range);
-    }
-    slot.rows = std::make_unique<ParameterTable>(
-        static_cast<int>(width), state, spec != specs_.end() ? spec->second.initializer : nullptr,
-        first, last);
-  } else if (static_cast<uint32_t>(slot.rows->weight_width()) != width) {
-    throw MakeError("table ", table, " has rows of width ", slot.rows->weight_width(),
-                    ", the request has width ", width);
+    return found->second;
   }
-  return slot;
+  // Made whole before it joins the shard: an allocation that fails leaves no
+  // table without rows behind.
+  auto spec = specs_.find(table);
+  const OptimizerOptions& options =
+      spec != specs_.end() ? spec->second.optimizer : default_optimizer_;
+  ServerTable made;
+  made.optimizer = MakeOptimizer(options);
+  made.staleness_aware = options.staleness_aware;
+  const int state = made.optimizer->StateWidth(static_cast<int>(width));
+  // The table is laid out for its key range.
+  Key first = 0, last = ~Key{0};
+  if (auto ranges = node_->ranges(); ranges && range < ranges->num_ranges()) {
+    first = ranges->begin(range);
+    last = ranges->last(range);
+  }
+  made.rows = std::make_unique<ParameterTable>(
+      static_cast<int>(width), state, spec != specs_.end() ? spec->second.initializer : nullptr,
+      first, last);
+  return shard.tables.emplace(table, std::move(made)).first->second;
 }
 
 Message KVServer::Dump(uint32_t table, uint32_t width) {

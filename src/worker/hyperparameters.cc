@@ -352,6 +352,7 @@ std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
   }
 
   TableSpec control;
+  control.width = kControlTableWidth;
   control.optimizer.name = "sgd";
   control.optimizer.learning_rate = 1.0f;  // a push of -x adds x: the table sums
   return {{kWeightTable, std::move(weights)},

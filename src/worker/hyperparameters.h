@@ -40,6 +40,7 @@ std::string LossName(LossKind kind);
 constexpr uint32_t kWeightTable = 0;   // per feature: the weights (FM: [w, v_1..v_k])
 constexpr uint32_t kBiasTable = 1;     // one key: the bias (one per class)
 constexpr uint32_t kControlTable = 2;  // job-wide counters and decisions (SGD at rate 1: sums)
+constexpr int kControlTableWidth = 2;  // a value in two floats (ControlTable)
 // The bias's feature index (never a data index: readers reject it).
 constexpr uint64_t kBiasFeature = ~uint64_t{0};
 // The bias table's one key (kBiasFeature mixed), as pulls and pushes take it.

@@ -1,0 +1,261 @@
+// A server's data plane against hostile or broken input: requests only from
+// the view's workers, tables and widths only as the job declared them, no
+// rows made by pulls, sequences within a window, no non-finite pushes, no
+// half-made rows after a failed allocation, no state kept for departed
+// workers. Attacks come from a raw ZeroMQ socket on loopback.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <new>
+#include <thread>
+#include <zmq_addon.hpp>
+
+#include "base/error.h"
+#include "kv/initializer.h"
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "scheduler/scheduler.h"
+#include "server/kv_server.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::ErrorOf;
+using testing::WaitFor;
+
+constexpr uint32_t kTable = 0;        // declared: width 1, rows start at 0.5
+constexpr uint32_t kWideTable = 1;    // declared: width 4
+const Key kFailingKey = MixKey(666);  // its row's creation runs out of memory
+
+// One server declaring two tables, two workers; heartbeats fast enough that a
+// stopped worker leaves the view within seconds.
+class DataPlane : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SchedulerOptions options;
+    options.bind_host = "127.0.0.1";
+    options.num_servers = 1;
+    options.num_workers = 2;
+    options.heartbeat_timeout_s = 1;
+    scheduler_ = std::make_unique<Scheduler>(options);
+    scheduler_->Start();
+    server_node_ =
+        std::make_unique<Node>(testing::LocalNode(proto::SERVER, scheduler_->port(), 0.2));
+    OptimizerOptions sgd;
+    sgd.learning_rate = 1.0f;
+    std::map<uint32_t, TableSpec> tables;
+    tables[kTable].width = 1;
+    tables[kTable].optimizer = sgd;
+    InitializerSpec half;
+    half.value = 0.5f;
+    auto initial = MakeInitializer(half, {}, 1);
+    tables[kTable].initializer = [initial](Key key, float* weights, int width) {
+      if (key == kFailingKey) throw std::bad_alloc();
+      initial(key, weights, width);
+    };
+    tables[kWideTable].width = 4;
+    tables[kWideTable].optimizer = sgd;
+    server_ = std::make_unique<KVServer>(server_node_.get(), sgd, tables);
+    for (int i = 0; i < 2; ++i) {
+      worker_nodes_.push_back(
+          std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.2)));
+      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get()));
+    }
+    std::vector<std::thread> starting;
+    starting.emplace_back([this] { server_node_->Start(); });
+    starting.emplace_back([this] { worker_nodes_[0]->Start(); });
+    worker_nodes_[1]->Start();
+    for (auto& thread : starting) thread.join();
+  }
+
+  void TearDown() override {
+    for (auto& node : worker_nodes_) node->Stop();
+    server_node_->Stop();
+    scheduler_->Stop();
+  }
+
+  void Push(const std::vector<Key>& keys, const std::vector<float>& values, uint32_t table = kTable,
+            int width = 1) {
+    client().Wait(client().Push(SharedArray<const Key>(keys), SharedArray<const float>(values),
+                                width, table));
+  }
+  std::vector<float> Pull(const std::vector<Key>& keys, uint32_t table = kTable, int width = 1) {
+    SharedArray<float> values;
+    client().Wait(client().Pull(SharedArray<const Key>(keys), &values, width, table));
+    return std::vector<float>(values.data(), values.data() + values.size());
+  }
+  std::vector<Key> DumpedKeys(uint32_t table = kTable, int width = 1) {
+    std::vector<Key> keys;
+    std::vector<float> values;
+    client().Dump(table, width, &keys, &values);
+    return keys;
+  }
+
+  // A PUSH of zero gradients to kTable sent from a raw socket, claiming to come
+  // from node `sender` with `sequence`.
+  void RawPush(int sender, uint64_t sequence, const std::vector<Key>& keys) {
+    proto::Meta meta;
+    meta.set_command(proto::PUSH);
+    meta.set_sender(sender);
+    meta.set_sequence(sequence);
+    meta.set_epoch(server_node_->epoch());
+    meta.set_table(kTable);
+    meta.set_key_count(keys.size());
+    meta.set_value_width(1);
+    const std::vector<float> zeros(keys.size(), 0.0f);
+    std::vector<zmq::message_t> frames;
+    const std::string header = meta.SerializeAsString();
+    frames.emplace_back(header.data(), header.size());
+    frames.emplace_back(keys.data(), keys.size() * sizeof(Key));
+    frames.emplace_back(zeros.data(), zeros.size() * sizeof(float));
+    zmq::send_multipart(raw_, frames);
+  }
+  void ConnectRaw() {
+    raw_.set(zmq::sockopt::linger, 0);
+    raw_.connect("tcp://" + server_node_->address());
+  }
+  // Waits until the server has counted `count` requests served and refused.
+  bool AwaitAnswered(uint64_t count) {
+    return WaitFor(
+        [&] { return server_->served_requests() + server_->rejected_requests() >= count; }, 10);
+  }
+  uint64_t Answered() const { return server_->served_requests() + server_->rejected_requests(); }
+
+  KVWorker& client() { return *clients_[0]; }
+
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Node> server_node_;
+  std::unique_ptr<KVServer> server_;
+  std::vector<std::unique_ptr<Node>> worker_nodes_;
+  std::vector<std::unique_ptr<KVWorker>> clients_;
+  zmq::context_t context_{1};
+  zmq::socket_t raw_{context_, zmq::socket_type::dealer};
+};
+
+const std::vector<Key> kKeys = MixedKeySet({1, 2});
+
+TEST_F(DataPlane, APullAnswersTheInitialValuesAndCreatesNoRow) {
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{0.5f, 0.5f}));
+  EXPECT_TRUE(DumpedKeys().empty());
+}
+
+TEST_F(DataPlane, AKeyPulledThenPushedEndsAsIfOnlyPushed) {
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{0.5f, 0.5f}));
+  Push(kKeys, {1.0f, 2.0f});  // SGD at rate 1 from 0.5
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{-0.5f, -1.5f}));
+  EXPECT_EQ(DumpedKeys(), kKeys);
+}
+
+TEST_F(DataPlane, ARequestForAnUndeclaredTableIsRefusedNamingIt) {
+  // A new table of a huge width would take memory for nothing.
+  const std::string error = ErrorOf([&] { Pull({MixKey(1)}, /*table=*/9, /*width=*/1 << 20); });
+  EXPECT_TRUE(Contains(error, "table 9 is not one of the job's tables")) << error;
+  EXPECT_EQ(server_->rejected_requests(), 1u);
+}
+
+TEST_F(DataPlane, ARequestOfAnotherWidthThanTheDeclaredOneIsRefused) {
+  const std::string error = ErrorOf([&] { Pull({MixKey(1)}, kWideTable, /*width=*/3); });
+  EXPECT_TRUE(Contains(error, "table 1 has rows of width 4, the request has width 3")) << error;
+  EXPECT_EQ(server_->rejected_requests(), 1u);
+}
+
+TEST_F(DataPlane, APushWithANonFiniteValueIsRefusedWholeAndTheWorkerTold) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::string error = ErrorOf([&] { Push(kKeys, {1.0f, nan}); });
+  EXPECT_TRUE(Contains(error, "non-finite")) << error;
+  EXPECT_TRUE(Contains(error, "table 0")) << error;
+  EXPECT_EQ(server_->non_finite_pushes(), 1u);
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{0.5f, 0.5f}));  // neither key moved
+  const std::string infinite = ErrorOf([&] {
+    Push(kKeys, {std::numeric_limits<float>::infinity(), 1.0f});
+  });
+  EXPECT_TRUE(Contains(infinite, "non-finite")) << infinite;
+  EXPECT_EQ(server_->non_finite_pushes(), 2u);
+}
+
+TEST_F(DataPlane, APushFromAServersIdIsRefused) {
+  // Only workers push and pull directly; servers only pass pushes on.
+  ConnectRaw();
+  const uint64_t before = Answered();
+  RawPush(server_node_->id(), 1, kKeys);
+  ASSERT_TRUE(AwaitAnswered(before + 1));
+  // (Its answer goes to the server itself, which refuses that too.)
+  EXPECT_GE(server_->rejected_requests(), 1u);
+  EXPECT_TRUE(DumpedKeys().empty());  // nothing applied, no row made
+}
+
+TEST_F(DataPlane, AClockFromAServersIdIsRefused) {
+  // Counted at the staleness gate, it would be a worker that never advances.
+  ConnectRaw();
+  proto::Meta meta;
+  meta.set_command(proto::CLOCK);
+  meta.set_sender(server_node_->id());
+  meta.set_sequence(1);
+  meta.set_epoch(server_node_->epoch());
+  meta.set_clock(5);
+  const std::string header = meta.SerializeAsString();
+  std::vector<zmq::message_t> frames;
+  frames.emplace_back(header.data(), header.size());
+  zmq::send_multipart(raw_, frames);
+  EXPECT_TRUE(WaitFor([&] { return server_->rejected_requests() >= 1; }, 10));
+}
+
+TEST_F(DataPlane, APushFarAheadOfTheSendersLastSequenceIsRefused) {
+  Push(kKeys, {1.0f, 1.0f});  // the worker's sequences are small
+  ConnectRaw();
+  const uint64_t before = Answered();
+  RawPush(worker_nodes_[0]->id(), uint64_t{1} << 40, kKeys);
+  ASSERT_TRUE(AwaitAnswered(before + 1));
+  EXPECT_EQ(server_->out_of_window_sequences(), 1u);
+  EXPECT_EQ(server_->rejected_requests(), 1u);
+  // The worker's own next pushes are applied, none taken for a repeat.
+  Push(kKeys, {1.0f, 1.0f});
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{-1.5f, -1.5f}));
+  EXPECT_EQ(server_->duplicate_pushes(), 0u);
+}
+
+TEST_F(DataPlane, APushFarBehindTheSendersLastSequenceIsRefused) {
+  // It may have been applied and forgotten since: applying it could count it twice.
+  ConnectRaw();
+  const int worker = worker_nodes_[0]->id();
+  const uint64_t newest = 1000000;
+  RawPush(worker, newest, kKeys);
+  ASSERT_TRUE(AwaitAnswered(1));
+  RawPush(worker, newest - 2 * DedupeWindow::kDefaultCapacity, kKeys);
+  ASSERT_TRUE(AwaitAnswered(2));
+  EXPECT_EQ(server_->out_of_window_sequences(), 1u);
+  RawPush(worker, newest - 100, kKeys);  // within the window: a late copy is fine
+  ASSERT_TRUE(AwaitAnswered(3));
+  EXPECT_EQ(server_->out_of_window_sequences(), 1u);
+  EXPECT_EQ(server_->rejected_requests(), 1u);
+}
+
+TEST_F(DataPlane, AFailedRowAllocationIsRefusedAndTheServerKeepsServing) {
+  const std::vector<Key> keys = {kFailingKey};
+  const std::string error = ErrorOf([&] { Push(keys, {1.0f}); });
+  EXPECT_TRUE(Contains(error, "out of memory")) << error;
+  // No half-made row: the same key again fails the same way, not worse.
+  const std::string again = ErrorOf([&] { Push(keys, {1.0f}); });
+  EXPECT_TRUE(Contains(again, "out of memory")) << again;
+  EXPECT_EQ(server_->rejected_requests(), 2u);
+  Push(kKeys, {1.0f, 1.0f});
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{-0.5f, -0.5f}));
+  EXPECT_EQ(DumpedKeys(), kKeys);
+}
+
+TEST_F(DataPlane, ADepartedWorkersDedupeWindowsAreDropped) {
+  Push(kKeys, {1.0f, 1.0f});
+  clients_[1]->Wait(clients_[1]->Push(SharedArray<const Key>(kKeys),
+                                      SharedArray<const float>(std::vector<float>{1, 1}), 1));
+  EXPECT_EQ(server_->remembered_senders(), 2u);
+  worker_nodes_[1]->Stop();  // silent: it leaves the view at the heartbeat timeout
+  ASSERT_TRUE(WaitFor([&] { return server_->remembered_senders() == 1u; }, 20))
+      << server_->remembered_senders() << " senders remembered";
+}
+
+}  // namespace
+}  // namespace keel
