@@ -280,10 +280,6 @@ void CheckpointStore::PutFile(const std::string& id, const std::string& name,
   storage_->Put(Key(id, name), bytes);
 }
 
-std::string CheckpointStore::GetFile(const std::string& id, const std::string& name) {
-  return storage_->Get(Key(id, name));
-}
-
 void CheckpointStore::Commit(const proto::CheckpointManifest& manifest) {
   storage_->Put(Key(manifest.id(), kManifest), ManifestToJson(manifest));
   const std::string latest = Latest();

@@ -74,7 +74,6 @@ class CheckpointStore {
   // and both sizes, without being read whole. Throws Error.
   std::string ReadSnapshotFile(const std::string& id, const proto::CheckpointFile& file);
   void PutFile(const std::string& id, const std::string& name, std::string_view bytes);
-  std::string GetFile(const std::string& id, const std::string& name);
 
   // Writes the manifest, then points LATEST at it unless LATEST already names
   // a newer checkpoint.
