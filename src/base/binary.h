@@ -5,9 +5,11 @@
 #define KEEL_BASE_BINARY_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/error.h"
 
@@ -30,7 +32,9 @@ class ByteWriter {
 
 // Reads from bytes it does not own (they must outlive it). Every read checks
 // that the bytes are there and throws Error "WHERE: truncated at byte N
-// (reading WHAT)" otherwise. Not synchronized.
+// (reading WHAT)" otherwise. A decoder reads every count and size a file
+// claims with GetCount or GetBounded, so that nothing is allocated for a
+// claim the file's bytes cannot hold. Not synchronized.
 class ByteReader {
  public:
   ByteReader(std::string_view bytes, std::string where) : bytes_(bytes), where_(std::move(where)) {}
@@ -48,6 +52,41 @@ class ByteReader {
     std::memcpy(out, bytes_.data() + offset_, size);
     offset_ += size;
   }
+  // A count of `element_bytes`-byte elements that follow: checked to be at
+  // most `max` ("WHERE: at byte OFFSET, WHAT N is more than MAX") and to fit
+  // in the bytes left ("WHERE: truncated at byte OFFSET: WHAT N needs ..."),
+  // before anyone allocates for it. Throws Error otherwise.
+  template <typename T>
+  T GetCount(const char* what, size_t element_bytes, uint64_t max) {
+    const size_t at = offset_;
+    const T count = Get<T>(what);
+    if (static_cast<uint64_t>(count) > max) {
+      throw ErrorAt(at, what, " ", static_cast<uint64_t>(count), " is more than ", max);
+    }
+    if (element_bytes != 0 && static_cast<uint64_t>(count) > remaining() / element_bytes) {
+      throw MakeError(where_, ": truncated at byte ", at, ": ", what, " ",
+                      static_cast<uint64_t>(count), " needs ", element_bytes,
+                      " bytes each, more than the ", remaining(), " bytes left");
+    }
+    return count;
+  }
+  // A value checked to be in [low, high]; throws Error "WHERE: at byte
+  // OFFSET, WHAT N is outside LOW..HIGH" otherwise.
+  template <typename T>
+  T GetBounded(const char* what, T low, T high) {
+    const size_t at = offset_;
+    const T value = Get<T>(what);
+    if (value < low || value > high) {
+      throw ErrorAt(at, what, " ", +value, " is outside ", +low, "..", +high);
+    }
+    return value;
+  }
+  // Error "WHERE: at byte OFFSET, PARTS", for a decoder's own checks.
+  template <typename... Parts>
+  Error ErrorAt(size_t offset, Parts&&... parts) const {
+    return MakeError(where_, ": at byte ", offset, ", ", std::forward<Parts>(parts)...);
+  }
+
   size_t offset() const { return offset_; }
   size_t remaining() const { return bytes_.size() - offset_; }
   const std::string& where() const { return where_; }

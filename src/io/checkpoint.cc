@@ -19,15 +19,123 @@ constexpr uint32_t kSnapshotVersion = 1;
 constexpr char kManifest[] = "manifest.json";
 constexpr char kLatest[] = "LATEST";
 constexpr char kPrefix[] = "ckpt-";
+// The smallest file that can be a snapshot: magic, version, rank, span count,
+// table count, checksum. (A shorter one is told apart only by its magic.)
+constexpr size_t kMinSnapshotBytes = sizeof(kMagic) + 4 * sizeof(uint32_t) + sizeof(uint64_t);
 
 bool IsCheckpointId(const std::string& name) {
   return name.rfind(kPrefix, 0) == 0 && name.find('/') == std::string::npos;
+}
+
+// A table's fixed part: id, weight width, row width, row count.
+constexpr size_t kTableHeaderBytes = 3 * sizeof(uint32_t) + sizeof(uint64_t);
+// The widest row a table may have, in floats (a request's largest row).
+constexpr uint32_t kMaxRowWidth = 64u << 20;
+// Small files of the store: a manifest lists one file per server.
+constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
+constexpr uint64_t kMaxLatestBytes = 4096;
+
+// The bytes the checksum covers, once the file is long enough to have one and
+// its last 8 bytes match them.
+std::string_view SnapshotBody(std::string_view bytes, const std::string& where) {
+  if (bytes.size() < sizeof(kMagic) + sizeof(uint64_t)) {
+    throw MakeError(where, ": ", bytes.size(), " bytes is too short for a snapshot file (at least ",
+                    kMinSnapshotBytes, ")");
+  }
+  const size_t body = bytes.size() - sizeof(uint64_t);
+  uint64_t stored;
+  std::memcpy(&stored, bytes.data() + body, sizeof(stored));
+  const uint64_t actual = Checksum64::Of(bytes.data(), body);
+  if (stored != actual) {
+    throw MakeError(where, ": checksum mismatch (the file says ", ChecksumHex(stored),
+                    ", its bytes give ", ChecksumHex(actual), ")");
+  }
+  return bytes.substr(0, body);
+}
+
+// Magic, version, server rank and key spans.
+void ReadSnapshotHeader(ByteReader* in, ServerSnapshot* snapshot) {
+  char magic[sizeof(kMagic)];
+  in->Bytes(magic, sizeof(magic), "magic");
+  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    throw MakeError(in->where(), ": not a Keel snapshot file (bad magic)");
+  }
+  const size_t version_at = in->offset();
+  const auto version = in->Get<uint32_t>("version");
+  if (version != kSnapshotVersion) {
+    throw in->ErrorAt(version_at, "snapshot format version ", version, ", this build reads ",
+                      kSnapshotVersion);
+  }
+  snapshot->server_rank = in->GetBounded<int32_t>("server rank", 0, INT32_MAX);
+  const auto spans = in->GetCount<uint32_t>("span count", 2 * sizeof(uint64_t), UINT32_MAX);
+  snapshot->spans.reserve(spans);
+  for (uint32_t s = 0; s < spans; ++s) {
+    const size_t at = in->offset();
+    const auto first = in->Get<uint64_t>("span");
+    const auto last = in->Get<uint64_t>("span");
+    if (first > last) throw in->ErrorAt(at, "key span [", first, ", ", last, "] is empty");
+    snapshot->spans.emplace_back(first, last);
+  }
+}
+
+// One table: its widths and row count checked against sane bounds and the
+// bytes left before its keys and rows are allocated; keys strictly ascending.
+SnapshotTable ReadSnapshotTable(ByteReader* in) {
+  SnapshotTable table;
+  table.table = in->Get<uint32_t>("table id");
+  table.weight_width = in->GetBounded<uint32_t>("weight width", 1, kMaxRowWidth);
+  const size_t row_width_at = in->offset();
+  table.row_width = in->GetBounded<uint32_t>("row width", 1, kMaxRowWidth);
+  if (table.row_width < table.weight_width) {
+    throw in->ErrorAt(row_width_at, "table ", table.table, " has rows of ", table.row_width,
+                      " floats, fewer than its ", table.weight_width, " weights");
+  }
+  const size_t row_bytes = sizeof(uint64_t) + sizeof(float) * size_t{table.row_width};
+  const auto rows = in->GetCount<uint64_t>("row count", row_bytes, UINT64_MAX);
+  table.keys.resize(rows);
+  table.rows.resize(rows * table.row_width);
+  in->Bytes(table.keys.data(), rows * sizeof(uint64_t), "keys");
+  in->Bytes(table.rows.data(), table.rows.size() * sizeof(float), "rows");
+  for (size_t i = 1; i < table.keys.size(); ++i) {
+    if (table.keys[i] <= table.keys[i - 1]) {
+      throw MakeError(in->where(), ": table ", table.table, " keys are not sorted at row ", i);
+    }
+  }
+  return table;
 }
 
 std::string BaseName(std::string path) {
   while (!path.empty() && path.back() == '/') path.pop_back();
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Every file a manifest lists is a plain name in the checkpoint's folder,
+// listed once, with a size a snapshot can have and non-empty key spans.
+void CheckManifestFiles(const proto::CheckpointManifest& manifest, const std::string& where) {
+  std::set<std::string> names;
+  for (int i = 0; i < manifest.files_size(); ++i) {
+    const proto::CheckpointFile& file = manifest.files(i);
+    const std::string field = "files[" + std::to_string(i) + "]";
+    if (file.name().empty() || file.name().find('/') != std::string::npos || file.name() == "." ||
+        file.name() == ".." || file.name() == kManifest) {
+      throw MakeError(where, ": ", field, ".name '", file.name(),
+                      "' is not a snapshot file's name in the checkpoint's folder");
+    }
+    if (!names.insert(file.name()).second) {
+      throw MakeError(where, ": ", field, ".name '", file.name(), "' is listed twice");
+    }
+    if (file.bytes() < kMinSnapshotBytes) {
+      throw MakeError(where, ": ", field, ".bytes ", file.bytes(),
+                      " is too small for a snapshot file (at least ", kMinSnapshotBytes, ")");
+    }
+    for (const proto::KeySpan& span : file.spans()) {
+      if (span.first() > span.last()) {
+        throw MakeError(where, ": ", field, " has an empty key span [", span.first(), ", ",
+                        span.last(), "]");
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -69,62 +177,19 @@ std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
 }
 
 ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where) {
-  if (bytes.size() < sizeof(kMagic) + sizeof(uint64_t)) {
-    throw MakeError(where, ": ", bytes.size(), " bytes is too short for a snapshot file");
-  }
-  const size_t body = bytes.size() - sizeof(uint64_t);
-  uint64_t stored;
-  std::memcpy(&stored, bytes.data() + body, sizeof(stored));
-  const uint64_t actual = Checksum64::Of(bytes.data(), body);
-  if (stored != actual) {
-    throw MakeError(where, ": checksum mismatch (the file says ", ChecksumHex(stored),
-                    ", its bytes give ", ChecksumHex(actual), ")");
-  }
-  ByteReader in(bytes.substr(0, body), where);
-  char magic[sizeof(kMagic)];
-  in.Bytes(magic, sizeof(magic), "magic");
-  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
-    throw MakeError(where, ": not a Keel snapshot file (bad magic)");
-  }
-  const auto version = in.Get<uint32_t>("version");
-  if (version != kSnapshotVersion) {
-    throw MakeError(where, ": snapshot format version ", version, ", this build reads ",
-                    kSnapshotVersion);
-  }
+  ByteReader in(SnapshotBody(bytes, where), where);
   ServerSnapshot snapshot;
-  snapshot.server_rank = in.Get<int32_t>("server rank");
-  const auto spans = in.Get<uint32_t>("span count");
-  if (spans > in.remaining() / 16) throw MakeError(where, ": span count ", spans, " is corrupt");
-  for (uint32_t s = 0; s < spans; ++s) {
-    const auto first = in.Get<uint64_t>("span");
-    const auto last = in.Get<uint64_t>("span");
-    snapshot.spans.emplace_back(first, last);
-  }
-  const auto tables = in.Get<uint32_t>("table count");
+  ReadSnapshotHeader(&in, &snapshot);
+  const auto tables = in.GetCount<uint32_t>("table count", kTableHeaderBytes, UINT32_MAX);
   for (uint32_t t = 0; t < tables; ++t) {
-    SnapshotTable table;
-    table.table = in.Get<uint32_t>("table id");
-    table.weight_width = in.Get<uint32_t>("weight width");
-    table.row_width = in.Get<uint32_t>("row width");
-    const auto rows = in.Get<uint64_t>("row count");
-    if (table.row_width < table.weight_width || table.weight_width == 0 ||
-        rows > in.remaining() / (sizeof(uint64_t) + sizeof(float) * table.row_width)) {
-      throw MakeError(where, ": table ", table.table, " at byte ", in.offset(),
-                      " has inconsistent sizes (", rows, " rows of width ", table.row_width, ")");
+    snapshot.tables.push_back(ReadSnapshotTable(&in));
+    if (t > 0 && snapshot.tables[t].table <= snapshot.tables[t - 1].table) {
+      throw MakeError(where, ": table ", snapshot.tables[t].table, " follows table ",
+                      snapshot.tables[t - 1].table, " (tables are in ascending order, once each)");
     }
-    table.keys.resize(rows);
-    table.rows.resize(rows * table.row_width);
-    in.Bytes(table.keys.data(), rows * sizeof(uint64_t), "keys");
-    in.Bytes(table.rows.data(), table.rows.size() * sizeof(float), "rows");
-    for (size_t i = 1; i < table.keys.size(); ++i) {
-      if (table.keys[i] <= table.keys[i - 1]) {
-        throw MakeError(where, ": table ", table.table, " keys are not sorted at row ", i);
-      }
-    }
-    snapshot.tables.push_back(std::move(table));
   }
   if (in.remaining() != 0) {
-    throw MakeError(where, ": ", in.remaining(), " unexpected bytes after the last table");
+    throw in.ErrorAt(in.offset(), in.remaining(), " unexpected bytes after the last table");
   }
   return snapshot;
 }
@@ -150,6 +215,7 @@ proto::CheckpointManifest ManifestFromJson(const std::string& json, const std::s
     throw MakeError(where, ": manifest format version ", manifest.format_version(),
                     ", this build reads 1");
   }
+  CheckManifestFiles(manifest, where);
   return manifest;
 }
 
@@ -182,7 +248,7 @@ std::vector<std::string> CheckpointStore::Incomplete() {
 
 std::string CheckpointStore::Latest() {
   try {
-    std::string id = storage_->Get(kLatest);
+    std::string id = GetAtMost(*storage_, kLatest, kMaxLatestBytes, "a LATEST file");
     while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
     if (!IsCheckpointId(id)) {
       throw MakeError(storage_->UriOf(kLatest), ": '", id, "' is not a checkpoint id");
@@ -197,7 +263,7 @@ proto::CheckpointManifest CheckpointStore::ReadManifest(const std::string& id) {
   const std::string key = Key(id, kManifest);
   std::string json;
   try {
-    json = storage_->Get(key);
+    json = GetAtMost(*storage_, key, kMaxManifestBytes, "a checkpoint manifest");
   } catch (const NotFoundError&) {
     throw NotFoundError(storage_->UriOf(id) + " is not a checkpoint: it has no " + kManifest +
                         " (it was never committed)");
@@ -212,10 +278,6 @@ proto::CheckpointManifest CheckpointStore::ReadManifest(const std::string& id) {
 void CheckpointStore::PutFile(const std::string& id, const std::string& name,
                               std::string_view bytes) {
   storage_->Put(Key(id, name), bytes);
-}
-
-std::string CheckpointStore::GetFile(const std::string& id, const std::string& name) {
-  return storage_->Get(Key(id, name));
 }
 
 void CheckpointStore::Commit(const proto::CheckpointManifest& manifest) {
@@ -248,26 +310,34 @@ std::vector<std::string> CheckpointStore::Prune(int keep) {
   return deleted;
 }
 
+std::string CheckpointStore::ReadSnapshotFile(const std::string& id,
+                                              const proto::CheckpointFile& file) {
+  const std::string key = Key(id, file.name());
+  std::string bytes;
+  try {
+    bytes = GetAtMost(*storage_, key, file.bytes(), "the snapshot file its manifest lists");
+  } catch (const NotFoundError&) {
+    throw MakeError(storage_->UriOf(key), ": missing (the manifest lists it)");
+  }
+  if (bytes.size() != file.bytes()) {
+    throw MakeError(storage_->UriOf(key), ": size check failed (", bytes.size(),
+                    " bytes, the manifest says ", file.bytes(), ")");
+  }
+  return bytes;
+}
+
 proto::CheckpointManifest CheckpointStore::VerifyOnly(const std::string& id) {
   proto::CheckpointManifest manifest = ReadManifest(id);
   for (const proto::CheckpointFile& file : manifest.files()) {
-    const std::string key = Key(id, file.name());
-    std::string bytes;
-    try {
-      bytes = storage_->Get(key);
-    } catch (const NotFoundError&) {
-      throw MakeError(storage_->UriOf(key), ": missing (the manifest lists it)");
-    }
-    if (bytes.size() != file.bytes()) {
-      throw MakeError(storage_->UriOf(key), ": size check failed (", bytes.size(),
-                      " bytes, the manifest says ", file.bytes(), ")");
-    }
+    const std::string where = storage_->UriOf(Key(id, file.name()));
+    const std::string bytes = ReadSnapshotFile(id, file);
+    // The manifest's bytes are at least a snapshot's smallest size (ReadManifest).
     const uint64_t sum = Checksum64::Of(bytes.data(), bytes.size() - sizeof(uint64_t));
     if (ChecksumHex(sum) != file.checksum()) {
-      throw MakeError(storage_->UriOf(key), ": checksum check failed (its bytes give ",
-                      ChecksumHex(sum), ", the manifest says ", file.checksum(), ")");
+      throw MakeError(where, ": checksum check failed (its bytes give ", ChecksumHex(sum),
+                      ", the manifest says ", file.checksum(), ")");
     }
-    DecodeSnapshot(bytes, storage_->UriOf(key));  // the file's own checksum and structure
+    DecodeSnapshot(bytes, where);  // the file's own checksum and structure
   }
   return manifest;
 }

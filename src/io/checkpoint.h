@@ -43,8 +43,11 @@ struct ServerSnapshot {
 
 // The file's bytes; its checksum is in its last 8 bytes and in `*checksum`.
 std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum);
-// Checks the magic, version, sizes, key order and checksum; throws Error
-// naming `where` and the check that failed.
+// Decodes a whole snapshot file from memory (what a fuzz target calls).
+// Checks the length and checksum first, then the magic and version, and every
+// count and width against sane bounds and the bytes left before allocating
+// for it; spans non-empty, tables ascending, keys strictly ascending. Throws
+// Error naming `where`, the field and its byte offset.
 ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where);
 
 // The checkpoints under one storage root.
@@ -63,10 +66,14 @@ class CheckpointStore {
   // The id LATEST names; "" when there is none.
   std::string Latest();
 
-  // Throws NotFoundError (no manifest: not a checkpoint) or Error (unreadable).
+  // Throws NotFoundError (no manifest: not a checkpoint) or Error (unreadable,
+  // larger than a manifest can be, or not valid: ManifestFromJson).
   proto::CheckpointManifest ReadManifest(const std::string& id);
+  // The bytes of a snapshot file `file` of the manifest of `id` lists, once
+  // their size is the manifest's: a file of another size is refused, naming it
+  // and both sizes, without being read whole. Throws Error.
+  std::string ReadSnapshotFile(const std::string& id, const proto::CheckpointFile& file);
   void PutFile(const std::string& id, const std::string& name, std::string_view bytes);
-  std::string GetFile(const std::string& id, const std::string& name);
 
   // Writes the manifest, then points LATEST at it unless LATEST already names
   // a newer checkpoint.
@@ -100,7 +107,11 @@ class CheckpointStore {
 std::pair<std::string, std::string> SplitResumeSpec(const std::string& resume,
                                                     const std::string& checkpoint_uri);
 
-// The manifest as JSON (what manifest.json holds) and back.
+// The manifest as JSON (what manifest.json holds) and back. ManifestFromJson
+// decodes a whole manifest from memory (what a fuzz target calls): it checks
+// the format version and each listed file (a plain name, listed once, a size
+// a snapshot can have, non-empty key spans) and throws Error naming `where`
+// and the field.
 std::string ManifestToJson(const proto::CheckpointManifest& manifest);
 proto::CheckpointManifest ManifestFromJson(const std::string& json, const std::string& where);
 

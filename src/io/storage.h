@@ -58,6 +58,15 @@ class Storage {
 // (S3Options::FromEnvironment). Throws Error for an unknown scheme or a bad URI.
 std::unique_ptr<Storage> OpenStorage(const std::string& uri);
 
+// The whole object `key` if it holds at most `max_bytes` bytes (what a file
+// of its kind can be: `what`, e.g. "a checkpoint manifest"). A larger object
+// is refused without being read whole: Error "URI: size check failed (N
+// bytes; WHAT is at most MAX); not read". Memory never goes beyond the object's real
+// size, and a shortage of it is an Error naming the object, not an abort.
+// A missing object throws NotFoundError, as Get does.
+std::string GetAtMost(Storage& storage, const std::string& key, uint64_t max_bytes,
+                      const std::string& what);
+
 // True for "s3://..." and "file://..." URIs; false for plain paths.
 bool IsStorageUri(const std::string& text);
 

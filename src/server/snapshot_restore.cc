@@ -68,7 +68,7 @@ void KVServer::Restore(const std::string& uri, const std::string& id,
     if (!relevant) continue;
     ++files;
     const std::string where = store.storage()->UriOf(id + "/" + file.name());
-    const ServerSnapshot snapshot = DecodeSnapshot(store.GetFile(id, file.name()), where);
+    const ServerSnapshot snapshot = DecodeSnapshot(store.ReadSnapshotFile(id, file), where);
     loaded += RestoreSnapshot(snapshot, where, targets, *ranges);
   }
   LOG(INFO) << "resumed from checkpoint " << id << ": loaded " << loaded << " rows of " << files

@@ -210,10 +210,10 @@ void Hyperparameters::ValidateShape() const {
         "factorization_machines (binary_classifier or regressor)");
   }
   if (predictor_type == PredictorType::kMulticlassClassifier &&
-      (num_classes < 3 || num_classes > 1000000)) {
+      (num_classes < 3 || num_classes > kMaxClasses)) {
     throw MakeError("--num_classes ", num_classes, " must be at least 3 for multiclass_classifier");
   }
-  if (job == JobKind::kFactorizationMachines && (num_factors < 1 || num_factors > 4096)) {
+  if (job == JobKind::kFactorizationMachines && (num_factors < 1 || num_factors > kMaxFactors)) {
     throw MakeError("--num_factors ", num_factors, " is outside 1..4096");
   }
 }

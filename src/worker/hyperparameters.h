@@ -50,6 +50,9 @@ inline SharedArray<const Key> BiasKey() {
 
 // The most models a job trains side by side (SageMaker's num_models: up to 32).
 constexpr int kMaxModels = 32;
+// The most classes of a multiclass_classifier, and factors of a factorization machine.
+constexpr int kMaxClasses = 1000000;
+constexpr int kMaxFactors = 4096;
 
 // How one of the job's num_models models differs from the settings given
 // (model 0 is exactly them): its weights' learning rates (every column group's

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -17,6 +18,8 @@
 namespace keel {
 
 constexpr uint32_t kModelFormatVersion = 1;
+// weights.bin's fixed part: magic, version, seven 32-bit fields, feature count.
+constexpr size_t kModelHeaderBytes = 8 + 8 * sizeof(uint32_t) + sizeof(uint64_t);
 
 struct ModelArtifact {
   Hyperparameters hyperparameters;  // job, predictor type, classes, factors, bias
@@ -47,6 +50,19 @@ struct ModelArtifact {
   // hyperparameters, and says so in the log.
   static ModelArtifact Read(const std::string& dir);
 };
+
+// The size a weights.bin must have, from its first kModelHeaderBytes bytes
+// (`header`; fewer: truncated), once every header field is checked: a known
+// job and predictor type that go together, classes and factors within what
+// training allows, the widths those imply, a feature count within a sanity
+// bound. Throws Error naming `where`, the field and its byte offset.
+uint64_t ModelFileBytes(std::string_view header, const std::string& where);
+
+// Decodes a whole weights.bin from memory (what a fuzz target calls): the
+// header (as ModelFileBytes checks it), then the file's size against the
+// header's and the checksum, all before allocating for the weights. The
+// model.json facts keep their defaults. Throws Error naming `where`.
+ModelArtifact ParseModelArtifact(std::string_view bytes, const std::string& where);
 
 }  // namespace keel
 

@@ -1,0 +1,160 @@
+// The keel binary on crafted files: `keel checkpoint verify`, `keel scheduler
+// --resume` and `keel predict` refuse a snapshot or model whose sizes lie with
+// an error naming the file and exit 1, instead of crashing. Each runs under a
+// 2 GB address-space limit (ulimit -v), so that reading a huge file whole is a
+// failure the test sees rather than a load on the machine.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+
+#include "base/files.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::KeelBinary;
+
+// 64-bit FNV-1a as published: the checksum Keel's files end with.
+uint64_t Fnv1a64(const std::string& bytes) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char byte : bytes) hash = (hash ^ byte) * 0x100000001b3ULL;
+  return hash;
+}
+
+template <typename T>
+std::string Field(T value) {
+  return std::string(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+std::string WithChecksum(const std::string& bytes) { return bytes + Field(Fnv1a64(bytes)); }
+
+// A valid snapshot of no spans and no tables: magic, version 1, rank 0, zero
+// spans, zero tables, checksum.
+std::string EmptySnapshot() {
+  return WithChecksum("KEELSNAP" + Field<uint32_t>(1) + Field<int32_t>(0) + Field<uint32_t>(0) +
+                      Field<uint32_t>(0));
+}
+
+class HostileFilesProcess : public testing::TempFolderTest {
+ protected:
+  HostileFilesProcess() : TempFolderTest("hostile") {}
+  static constexpr char kId[] = "ckpt-000001-000000000";
+
+  // A checkpoint whose manifest lists server-0.snap with `listed_bytes` bytes
+  // and the checksum of `snapshot`'s first bytes (what a manifest records).
+  void WriteCheckpoint(const std::string& snapshot, uint64_t listed_bytes) {
+    const std::string folder = folder_ + "/ckpt/" + kId;
+    MakeDirectories(folder);
+    testing::WriteFile(folder + "/server-0.snap", snapshot);
+    testing::WriteFile(folder + "/manifest.json",
+                       std::string("{\"format_version\": 1, \"id\": \"") + kId +
+                           "\", \"epoch\": 1, \"num_servers\": 1, \"num_workers\": 1, "
+                           "\"files\": [{\"name\": \"server-0.snap\", \"server_rank\": 0, "
+                           "\"bytes\": \"" +
+                           std::to_string(listed_bytes) + "\", \"checksum\": \"0\"}]}");
+    testing::WriteFile(folder_ + "/ckpt/LATEST", std::string(kId) + "\n");
+  }
+  std::string SnapshotPath() const { return folder_ + "/ckpt/" + kId + "/server-0.snap"; }
+  std::string CheckpointUri() const { return "file://" + folder_ + "/ckpt/" + kId; }
+
+  // `argv` run by the shell under a 2 GB address-space limit.
+  static testing::Exit RunLimited(const std::vector<std::string>& argv) {
+    std::string command = "ulimit -v 2000000; exec";
+    for (const std::string& arg : argv) command += " '" + arg + "'";
+    return testing::Shell(command, 60);
+  }
+  testing::Exit Verify() {
+    return RunLimited({KeelBinary(), "checkpoint", "verify", CheckpointUri()});
+  }
+  testing::Exit Resume() {
+    return RunLimited({KeelBinary(), "scheduler", "--port=" + std::to_string(testing::UnusedPort()),
+                       "--num_servers=1", "--num_workers=1", "--resume=" + CheckpointUri()});
+  }
+};
+
+// Was a segfault (exit 139) in both: an unsigned underflow on a file shorter
+// than its own checksum.
+TEST_F(HostileFilesProcess, AThreeByteSnapshotIsRefusedByVerifyAndByResume) {
+  WriteCheckpoint("abc", 3);
+  for (const testing::Exit& exit : {Verify(), Resume()}) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 1) << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "manifest.json: files[0].bytes 3 is too small"))
+        << exit.output;
+  }
+}
+
+// Was an abort (bad_alloc): the whole 8 GB was read before its size was checked.
+TEST_F(HostileFilesProcess, AnEightGigabyteSnapshotIsRefusedWithoutReadingIt) {
+  const std::string snapshot = EmptySnapshot();
+  WriteCheckpoint(snapshot, snapshot.size());
+  ASSERT_EQ(truncate(SnapshotPath().c_str(), off_t{8} << 30), 0);  // sparse
+  for (const testing::Exit& exit : {Verify(), Resume()}) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 1) << exit.output;
+    EXPECT_TRUE(Contains(exit.output, SnapshotPath() + ": size check failed (8589934592 bytes;"))
+        << exit.output;
+  }
+}
+
+TEST_F(HostileFilesProcess, ATruncatedSnapshotIsRefusedNamingBothSizes) {
+  const std::string snapshot = EmptySnapshot();
+  WriteCheckpoint(snapshot.substr(0, 17), snapshot.size());
+  for (const testing::Exit& exit : {Verify(), Resume()}) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 1) << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "size check failed (17 bytes, the manifest says 32)"))
+        << exit.output;
+  }
+}
+
+TEST_F(HostileFilesProcess, ASnapshotClaimingTwoToTheFortyRowsIsRefusedByVerify) {
+  // One table (id 0, widths 1 and 1) claiming 2^40 rows and holding none.
+  const std::string snapshot =
+      WithChecksum("KEELSNAP" + Field<uint32_t>(1) + Field<int32_t>(0) + Field<uint32_t>(0) +
+                   Field<uint32_t>(1) + Field<uint32_t>(0) + Field<uint32_t>(1) +
+                   Field<uint32_t>(1) + Field<uint64_t>(uint64_t{1} << 40));
+  WriteCheckpoint(snapshot, snapshot.size());
+  // The manifest's checksum must match for Verify to reach the structure.
+  const std::string manifest = folder_ + "/ckpt/" + kId + "/manifest.json";
+  std::string text = testing::ReadFileOrEmpty(manifest);
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(Fnv1a64(snapshot.substr(0, snapshot.size() - 8))));
+  text.replace(text.find("\"checksum\": \"0\""), 15, std::string("\"checksum\": \"") + hex + "\"");
+  testing::WriteFile(manifest, text);
+  const testing::Exit exit = Verify();
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "server-0.snap: truncated at byte 36: row count 1099511627776"))
+      << exit.output;
+}
+
+// Was an abort (length_error, bad_alloc) scoring with 2^31 - 1 classes.
+TEST_F(HostileFilesProcess, PredictRefusesAModelHeaderClaimingAHugeWidth) {
+  // magic, version 1, linear learner, multiclass, 2^31 - 1 classes, 8 factors,
+  // bias, weight width = classes, bias width 0, no features.
+  const uint32_t classes = INT32_MAX;
+  const std::string weights =
+      WithChecksum("KEELMDL1" + Field<uint32_t>(1) + Field<uint32_t>(0) + Field<uint32_t>(2) +
+                   Field(classes) + Field<uint32_t>(8) + Field<uint32_t>(1) + Field(classes) +
+                   Field<uint32_t>(0) + Field<uint64_t>(0));
+  MakeDirectories(folder_ + "/model");
+  testing::WriteFile(folder_ + "/model/weights.bin", weights);
+  WriteFile("data.libsvm", "1 3:1 7:0.5\n0 2:1\n");
+  const testing::Exit exit =
+      RunLimited({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                  "--data=" + folder_ + "/data.libsvm", "--out=" + folder_ + "/scores"});
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, folder_ + "/model/weights.bin: at byte 20, num_classes " +
+                                        std::to_string(classes) + " is outside"))
+      << exit.output;
+}
+
+}  // namespace
+}  // namespace keel
