@@ -87,7 +87,8 @@ class Scheduler {
   proto::ClusterView view() const;
 
   // Messages ignored because they claimed a member's id on a connection other
-  // than the one that member registered on.
+  // than the one that member registered on, or (REPLICA_SYNC) named a key
+  // range the server is not copying.
   uint64_t rejected_messages() const;
 
  private:
