@@ -23,7 +23,10 @@ struct Message {
   proto::Meta meta;
   std::vector<Bytes> frames;
   // Set by the transport on a received message: the connection it came on
-  // (for Van::Reply) and the IP address of the host that sent it.
+  // (for Van::Reply; the sending socket's routing id, see Van) and the IP
+  // address of the host that sent it. `route` is empty on a reply taken from
+  // one of this node's own send sockets (Van::TakeReply): it came back on a
+  // connection this node opened to the address it chose.
   std::string route;
   std::string peer_host;
 };

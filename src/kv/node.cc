@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <random>
 
 #include "base/error.h"
 #include "base/time.h"
@@ -16,6 +17,21 @@ Message Control(proto::Command command) {
   Message message;
   message.meta.set_command(command);
   return message;
+}
+
+// A random number for a REGISTER, never 0 (which no answer may match).
+uint64_t RegisterNonce() {
+  std::random_device device;
+  const uint64_t nonce = (static_cast<uint64_t>(device()) << 32) | device();
+  return nonce == 0 ? 1 : nonce;
+}
+
+bool IsPowerOfTwo(uint64_t count) { return count != 0 && (count & (count - 1)) == 0; }
+
+size_t FrameBytes(const Message& message) {
+  size_t bytes = 0;
+  for (const Bytes& frame : message.frames) bytes += frame.bytes();
+  return bytes;
 }
 
 }  // namespace
@@ -67,7 +83,9 @@ void Node::Register() {
     SendRegister();
     lock.lock();
     AwaitRegistration(lock, deadline);
-    const bool taken = refused_.find("is taken") != std::string::npos;
+    // "try again": the scheduler had too many registrations waiting.
+    const bool taken = refused_.find("is taken") != std::string::npos ||
+                       refused_.find("try again") != std::string::npos;
     if (taken && MonotonicSeconds() + 1 < deadline) {
       changed_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopped_.load(); });
       continue;
@@ -90,6 +108,11 @@ void Node::SendRegister() {
   request.meta.mutable_node()->set_role(options_.role);
   request.meta.mutable_node()->set_address(van_->address());
   request.meta.mutable_node()->set_rank(options_.rank);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    register_nonce_ = RegisterNonce();
+    request.meta.set_sequence(register_nonce_);
+  }
   SendToScheduler(request);
 }
 
@@ -298,6 +321,8 @@ void Node::Rejoin() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (rejoining_) return;
     rejoining_ = true;
+    register_nonce_ = RegisterNonce();
+    request.meta.set_sequence(register_nonce_);
   }
   request.meta.mutable_node()->set_role(options_.role);
   request.meta.mutable_node()->set_address(van_->address());
@@ -326,6 +351,11 @@ double Node::SecondsSinceScheduler() const {
   return static_cast<double>(MonotonicNanos() - last_scheduler_contact_ns_.load()) * 1e-9;
 }
 
+size_t Node::held_messages() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return held_.size();
+}
+
 uint64_t Node::malformed_messages() const { return van_ ? van_->malformed_messages() : 0; }
 
 TransportFaultCounts Node::transport_fault_counts() const {
@@ -340,9 +370,11 @@ void Node::OnMessage(Message&& message) {
     OnData(std::move(message));
     return;
   }
-  if (meta.sender() != kSchedulerId) {
-    rejected_control_.fetch_add(1);
-    LOG(WARNING) << "ignored " << Describe(meta) << ": control messages come from the scheduler";
+  if (!FromScheduler(message)) {
+    Reject(&rejected_control_, meta,
+           "control messages come from the scheduler's connection only (this came from " +
+               (message.peer_host.empty() ? std::string("an unknown host") : message.peer_host) +
+               ")");
     return;
   }
   last_scheduler_contact_ns_ = MonotonicNanos();
@@ -362,7 +394,7 @@ void Node::OnMessage(Message&& message) {
       break;
     }
     case proto::HEARTBEAT:
-      OnHeartbeatAnswer(meta);
+      OnHeartbeatAnswer(meta, message.route.empty());
       break;
     case proto::ORPHANS: {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -392,18 +424,75 @@ void Node::OnMessage(Message&& message) {
   changed_.notify_all();
 }
 
+bool Node::FromScheduler(const Message& message) {
+  const proto::Meta& meta = message.meta;
+  if (meta.sender() != kSchedulerId) return false;
+  if (message.route.empty()) return true;  // on this node's own connection to the scheduler
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!scheduler_route_.empty() && message.route == scheduler_route_) return true;
+  // The answer to this node's latest REGISTER: its connection is the scheduler's.
+  if (meta.command() == proto::REGISTER && register_nonce_ != 0 &&
+      meta.sequence() == register_nonce_) {
+    scheduler_route_ = message.route;
+    return true;
+  }
+  return false;
+}
+
+void Node::Reject(std::atomic<uint64_t>* counter, const proto::Meta& meta, const std::string& why) {
+  const uint64_t count = counter->fetch_add(1) + 1;
+  if (IsPowerOfTwo(count)) {
+    LOG(WARNING) << "ignored " << Describe(meta) << ": " << why << " (" << count
+                 << " ignored so far)";
+  }
+}
+
 void Node::OnData(Message&& message) {
   if (message.meta.epoch() > epoch_) {
     // The sender knows a newer view (perhaps one naming the sender itself):
     // hold the message until this node has that view too.
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (held_.empty()) {
-      Message ask = Control(proto::VIEW);
-      SendToScheduler(ask);
-    }
-    held_.push_back(std::move(message));
+    Hold(std::move(message));
     return;
   }
+  Deliver(std::move(message));
+}
+
+bool Node::Hold(Message&& message) {
+  const int sender = message.meta.sender();
+  const size_t bytes = FrameBytes(message);
+  std::string why;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto from_sender = held_per_sender_.find(sender);
+    if (message.meta.epoch() - epoch_ > kMaxEpochsAhead) {
+      why = "its view epoch is more than " + std::to_string(kMaxEpochsAhead) +
+            " ahead of this node's (" + std::to_string(epoch_) + ")";
+    } else if (from_sender != held_per_sender_.end() && from_sender->second >= kMaxHeldPerSender) {
+      why = std::to_string(kMaxHeldPerSender) + " messages from node " + std::to_string(sender) +
+            " already wait for a newer view";
+    } else if (held_.size() >= kMaxHeldMessages || held_bytes_ + bytes > kMaxHeldBytes) {
+      why = "the queue of messages waiting for a newer view is full (" +
+            std::to_string(held_.size()) + " messages, " + std::to_string(held_bytes_) + " bytes)";
+    } else {
+      first = held_.empty();
+      ++held_per_sender_[sender];
+      held_bytes_ += bytes;
+      held_.push_back(std::move(message));
+    }
+  }
+  if (!why.empty()) {
+    Reject(&rejected_data_, message.meta, why);
+    return false;
+  }
+  if (first) {
+    Message ask = Control(proto::VIEW);
+    SendToScheduler(ask);
+  }
+  return true;
+}
+
+void Node::Deliver(Message&& message) {
   if (data_handler_) data_handler_(std::move(message));
 }
 
@@ -457,14 +546,22 @@ void Node::ReleaseHeld() {
     });
     ready.assign(std::make_move_iterator(held_.begin()), std::make_move_iterator(it));
     held_.erase(held_.begin(), it);
+    for (const Message& released : ready) {
+      held_bytes_ -= FrameBytes(released);
+      auto from_sender = held_per_sender_.find(released.meta.sender());
+      if (--from_sender->second == 0) held_per_sender_.erase(from_sender);
+    }
   }
-  for (Message& held : ready) {
-    if (data_handler_) data_handler_(std::move(held));
-  }
+  for (Message& held : ready) Deliver(std::move(held));
 }
 
-void Node::OnHeartbeatAnswer(const proto::Meta& meta) {
+void Node::OnHeartbeatAnswer(const proto::Meta& meta, bool own_connection) {
   if (meta.rejoin() && id_ >= 0) {
+    if (!own_connection) {
+      Reject(&rejected_control_, meta,
+             "a request to register again comes on this node's connection to the scheduler");
+      return;
+    }
     Rejoin();
     return;
   }
@@ -474,6 +571,11 @@ void Node::OnHeartbeatAnswer(const proto::Meta& meta) {
       LOG(ERROR) << "the scheduler no longer counts this node: " << meta.error();
     }
   }
+}
+
+void Node::TakeSchedulerReplies() {
+  Message reply;
+  while (van_->TakeReply(kSchedulerId, &reply)) OnMessage(std::move(reply));
 }
 
 void Node::OnView(const proto::ClusterView& view) {
@@ -511,6 +613,7 @@ void Node::HeartbeatLoop() {
     } catch (const Error& e) {
       LOG(WARNING) << "heartbeat not sent: " << e.what();
     }
+    TakeSchedulerReplies();
     lock.lock();
   }
 }

@@ -5,6 +5,15 @@
 // key-range map, the epoch), barriers, heartbeats and the shutdown signal. It
 // is an object, not a global, so a test can run several nodes in one process.
 // All methods are safe to call from any thread.
+//
+// Whom it believes (see docs/ARCHITECTURE.md, "Security: the control plane"):
+// control commands only from the scheduler's connection, which is the one its
+// registration answer came on (the answer echoes a random number the node put
+// in its REGISTER, which only the process listening at the scheduler's
+// address saw) or the node's own connection to the scheduler's address (a
+// restarted scheduler's request to register again comes that way). Data
+// messages of a newer view wait for it in a bounded queue. (Data messages are
+// not bound to their sender's connection: see docs/ARCHITECTURE.md.)
 #ifndef KEEL_KV_NODE_H_
 #define KEEL_KV_NODE_H_
 
@@ -166,6 +175,20 @@ class Node {
   TransportFaultCounts transport_fault_counts() const;
   // Control messages ignored because they did not come from the scheduler.
   uint64_t rejected_control_messages() const { return rejected_control_.load(); }
+  // Data messages dropped: from a newer view beyond the held queue's bounds
+  // (kMaxHeldPerSender, kMaxHeldMessages, kMaxHeldBytes, kMaxEpochsAhead).
+  uint64_t rejected_data_messages() const { return rejected_data_.load(); }
+  // Data messages held now, waiting for a newer view.
+  size_t held_messages() const;
+
+  // Bounds of the queue of data messages from a newer view. A dropped request
+  // is sent again by its worker (KVWorker resends what gets no answer), so
+  // dropping loses nothing already accepted.
+  static constexpr size_t kMaxHeldPerSender = 1024;
+  static constexpr size_t kMaxHeldMessages = 8192;
+  static constexpr size_t kMaxHeldBytes = size_t{1} << 30;
+  // Views come one epoch at a time; a message further ahead is not held.
+  static constexpr uint64_t kMaxEpochsAhead = 1024;
 
  private:
   // Start's steps: the transport, then registration with the scheduler
@@ -180,8 +203,17 @@ class Node {
 
   // Everything the transport receives, on its receive thread.
   void OnMessage(Message&& message);
+  // Whether a control message comes from the scheduler (see the class
+  // comment); binds the scheduler's connection on a registration answer.
+  bool FromScheduler(const Message& message);
+  // Counts and logs (rate-limited) a message refused for `why`.
+  void Reject(std::atomic<uint64_t>* counter, const proto::Meta& meta, const std::string& why);
   // A data message: to the data handler, or held if it comes from a newer view.
   void OnData(Message&& message);
+  // Holds a data message of a newer view, within the bounds; false if dropped.
+  bool Hold(Message&& message);
+  // Hands a data message to the data handler.
+  void Deliver(Message&& message);
   void OnRegisterAnswer(const proto::Meta& meta);
   // Sends the control requests still awaiting an answer again.
   void ResendAwaitedLocked();
@@ -189,8 +221,12 @@ class Node {
   void CallViewHandler();
   // Hands the data messages held for a view this node now has to the handler.
   void ReleaseHeld();
-  void OnHeartbeatAnswer(const proto::Meta& meta);
+  // `own_connection`: the answer came back on this node's own connection to
+  // the scheduler's address (only such an answer may ask it to register again).
+  void OnHeartbeatAnswer(const proto::Meta& meta, bool own_connection);
   void HeartbeatLoop();
+  // Handles what came back on this node's own connection to the scheduler.
+  void TakeSchedulerReplies();
   // Sends a control request and remembers it under `key` until answered.
   void SendAwaited(const std::string& key, Message& request);
   void Answered(const std::string& key);
@@ -211,6 +247,7 @@ class Node {
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> last_scheduler_contact_ns_{0};
   std::atomic<uint64_t> rejected_control_{0};
+  std::atomic<uint64_t> rejected_data_{0};
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -218,8 +255,15 @@ class Node {
   std::shared_ptr<const proto::ClusterView> view_;
   std::shared_ptr<const RangeMap> ranges_;
   std::map<uint64_t, bool> barriers_released_;  // barrier id -> released
-  // Data messages from a newer epoch, held until this node has that view.
+  // Data messages from a newer epoch, held until this node has that view;
+  // per sender, how many; in all, how many bytes.
   std::vector<Message> held_;
+  std::map<int, size_t> held_per_sender_;
+  size_t held_bytes_ = 0;
+  // The random number in this node's latest REGISTER, which the scheduler's
+  // answer echoes; the route that answer came on (the scheduler's connection).
+  uint64_t register_nonce_ = 0;
+  std::string scheduler_route_;
   uint64_t next_barrier_ = 0;
   // Checkpoint answers by request sequence: "" done, else the error.
   std::map<uint64_t, std::string> checkpoints_answered_;

@@ -129,9 +129,7 @@ Van::Van(const VanOptions& options)
       faults_(options.faults),
       fault_random_(options.faults.seed) {
   faults_.Check();
-  receiver_.set(zmq::sockopt::rcvhwm, 0);
-  receiver_.set(zmq::sockopt::rcvtimeo, kReceivePollMs);
-  receiver_.set(zmq::sockopt::linger, 0);
+  ConfigureReceiver();
   const std::string endpoint = Endpoint(options.bind_host, options.port);
   try {
     receiver_.bind(endpoint);
@@ -145,6 +143,36 @@ Van::Van(const VanOptions& options)
 }
 
 Van::~Van() { Stop(); }
+
+void Van::ConfigureReceiver() {
+  receiver_.set(zmq::sockopt::rcvhwm, 0);
+  receiver_.set(zmq::sockopt::rcvtimeo, kReceivePollMs);
+  receiver_.set(zmq::sockopt::linger, 0);
+  receiver_.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
+  // A peer reconnecting with its routing id replaces its stale connection
+  // (otherwise the ROUTER refuses the new one until it notices the old died).
+  receiver_.set(zmq::sockopt::router_handover, true);
+}
+
+const std::string& Van::RoutingIdLocked(int node_id) {
+  std::string& id = routing_ids_[node_id];
+  if (id.empty()) {
+    // ZeroMQ reserves routing ids that start with a zero byte.
+    id.resize(16);
+    for (char& c : id) c = static_cast<char>(random_device_());
+    if (id[0] == 0) id[0] = 1;
+  }
+  return id;
+}
+
+zmq::socket_t Van::MakeSendSocket(int node_id) {
+  zmq::socket_t socket(context_, zmq::socket_type::dealer);
+  socket.set(zmq::sockopt::sndhwm, 0);
+  socket.set(zmq::sockopt::linger, kLingerMs);
+  socket.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
+  socket.set(zmq::sockopt::routing_id, zmq::buffer(RoutingIdLocked(node_id)));
+  return socket;
+}
 
 void Van::Start(Handler handler) {
   handler_ = std::move(handler);
@@ -192,9 +220,7 @@ void Van::Connect(int node_id, const std::string& address) {
   if (existing != peers_.end() && existing->second->address == address) return;
   auto fresh = std::make_shared<Peer>();
   fresh->address = address;
-  fresh->socket = zmq::socket_t(context_, zmq::socket_type::dealer);
-  fresh->socket.set(zmq::sockopt::sndhwm, 0);
-  fresh->socket.set(zmq::sockopt::linger, kLingerMs);
+  fresh->socket = MakeSendSocket(node_id);
   try {
     fresh->socket.connect("tcp://" + address);
   } catch (const zmq::error_t& e) {

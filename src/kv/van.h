@@ -5,6 +5,13 @@
 // A single receive thread decodes incoming messages and hands them to the
 // handler; Send may be called from any thread.
 //
+// Who sent a message, as far as ZeroMQ shows it: every send socket (DEALER)
+// carries a routing id of 16 random bytes, made per peer and kept across
+// reconnects, so a receiving ROUTER sees one stable, unguessable route per
+// sending node (Message::route). The scheduler and nodes bind a node id to the
+// route it proved itself on (see Node and Scheduler); the limits of that are
+// written down in docs/ARCHITECTURE.md ("Security: the control plane").
+//
 // Fault injection lives here too (TransportFaults): a node can drop or delay a
 // share of its outgoing data-plane messages, so that a test or `keel launch
 // --faults` exercises the resends and the servers' exactly-once pushes on the
@@ -63,6 +70,13 @@ struct TransportFaultCounts {
   uint64_t delayed = 0;
   uint64_t discarded_at_stop = 0;  // delayed messages still queued at Stop
 };
+
+// The largest frame any socket accepts (ZMQ_MAXMSGSIZE; a peer sending a
+// larger one is disconnected before the frame is read). The largest
+// legitimate frame is a DUMP response's values: a server's whole table of one
+// width, which a job of billions of keys can make tens of GiB; 64 GiB leaves
+// room for that while refusing a header that claims up to 2^63 bytes.
+constexpr int64_t kMaxFrameBytes = int64_t{64} << 30;
 
 struct VanOptions {
   // Interface to receive on ("0.0.0.0" for all) and port (0: any free port).
@@ -138,6 +152,14 @@ class Van {
     }
   };
 
+  // The receiving ROUTER's limits: ZMQ_MAXMSGSIZE, and a reconnecting peer
+  // (same routing id) takes over its old route.
+  void ConfigureReceiver();
+  // A send socket to `node_id` whose routing id is that peer's token.
+  zmq::socket_t MakeSendSocket(int node_id);
+  // The routing id this Van's send sockets to `node_id` carry (peers_mutex_ held).
+  const std::string& RoutingIdLocked(int node_id);
+
   void ReceiveLoop();
   void DelayLoop();
   // Sends encoded frames now. Throws Error if `node_id` is not connected.
@@ -158,6 +180,8 @@ class Van {
 
   mutable std::mutex peers_mutex_;
   std::unordered_map<int, std::shared_ptr<Peer>> peers_;
+  std::unordered_map<int, std::string> routing_ids_;  // kept across re-points
+  std::random_device random_device_;
 
   // Fault injection (only used when options.faults.any()).
   const TransportFaults faults_;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <set>
+#include <string>
 
 #include "keel.pb.h"
 
@@ -16,6 +17,9 @@ struct Member {
   proto::NodeInfo info;          // role, id, rank, advertised address
   double last_heartbeat = 0;     // MonotonicSeconds() when last heard from
   bool reported_silent = false;  // logged as silent and not heard from since
+  // The connection (Message::route) its admitted REGISTER came on: every
+  // message claiming its id must come on it.
+  std::string route;
 };
 
 // By node id.

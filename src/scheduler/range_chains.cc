@@ -2,13 +2,38 @@
 
 #include <algorithm>
 
+#include "base/error.h"
+
 namespace keel {
 
 RangeChains::RangeChains(int num_servers, int replication)
     : num_servers_(num_servers), replication_(replication) {}
 
+void RangeChains::CheckFits(const proto::ClusterView& known) const {
+  if (known.ranges_size() == 0) return;
+  const RangeMap claimed = RangeMap::FromProto(known.ranges());
+  const RangeMap start = RangeMap::Even(num_servers_, replication_);
+  if (claimed.num_ranges() != start.num_ranges()) {
+    throw MakeError("the view has ", claimed.num_ranges(), " key ranges; this job has ",
+                    start.num_ranges());
+  }
+  for (size_t range = 0; range < start.num_ranges(); ++range) {
+    if (claimed.begin(range) != start.begin(range)) {
+      throw MakeError("key range ", range, " begins at ", claimed.begin(range), ", not at ",
+                      start.begin(range));
+    }
+    for (int rank : claimed.Chain(range)) {
+      if (!start.Holds(range, rank)) {
+        throw MakeError("key range ", range, "'s chain names server ", rank,
+                        ", which the range never was on");
+      }
+    }
+  }
+}
+
 void RangeChains::Adopt(const proto::ClusterView& known) {
   if (known.epoch() <= epoch_ || known.ranges_size() == 0) return;
+  CheckFits(known);
   ranges_ = RangeMap::FromProto(known.ranges());
   epoch_ = known.epoch();
 }
@@ -75,7 +100,17 @@ std::vector<size_t> RangeChains::Missing(int rank) const {
   return missing;
 }
 
-void RangeChains::Synced(size_t range, int rank) { copying_[range].erase(rank); }
+void RangeChains::Synced(size_t range, int rank) {
+  if (range >= ranges_.num_ranges()) {
+    throw MakeError("key range ", range, " does not exist (the job has ", ranges_.num_ranges(),
+                    ")");
+  }
+  auto copying = copying_.find(range);
+  if (copying == copying_.end() || !copying->second.count(rank)) {
+    throw MakeError("server ", rank, " is not copying key range ", range);
+  }
+  copying->second.erase(rank);
+}
 
 void RangeChains::ToView(const std::set<int>& live_ranks, proto::ClusterView* view) {
   if (epoch_ == 0) ranges_ = RangeMap::Even(num_servers_, replication_);

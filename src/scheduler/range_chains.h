@@ -47,8 +47,12 @@ class RangeChains {
 
   // Takes the chains of `known`, a view a node of an earlier scheduler run
   // brings, if it is newer than the chains held and has ranges. Throws Error
-  // (and changes nothing) if its ranges are malformed.
+  // (and changes nothing) if its ranges do not fit the job (CheckFits).
   void Adopt(const proto::ClusterView& known);
+  // Throws Error naming the first problem unless `known`'s ranges (if any)
+  // are well formed and could have come from this job: the same ranges as at
+  // the start, each chain made of servers the range started on.
+  void CheckFits(const proto::ClusterView& known) const;
 
   // Server `rank` left: each chain closes over the gap (see above).
   Departure RemoveServer(int rank);
@@ -64,6 +68,8 @@ class RangeChains {
   std::vector<size_t> Missing(int rank) const;
 
   // Server `rank` reports its copy of `range` arrived: it counts as a replica.
+  // Throws Error (and changes nothing) unless `range` exists and `rank` is
+  // copying it.
   void Synced(size_t range, int rank);
 
   // The chains for a new view (`view->epoch()` already set): made on the first

@@ -24,45 +24,27 @@ int LowestFreeRank(const std::set<int>& taken) {
 }  // namespace
 
 void Scheduler::OnRegister(const Message& request) {
-  std::string host;
-  int port = 0;
-  try {
-    std::tie(host, port) = ParseHostPort(request.meta.node().address(), "node address");
-  } catch (const Error& e) {
-    Refuse(request, e.what());
-    return;
+  if (!probes_->Add(request)) {
+    Refuse(request, std::to_string(RegistrationProbes::kMaxWaiting) +
+                        " registrations are being checked; try again");
   }
-  probes_.emplace_back([this, request, host = host, port = port] {
-    const std::string& address = request.meta.node().address();
-    const std::string why = ProbeAddress(address, options_.connect_timeout_s);
-    std::string self = options_.bind_host;
-    if (!why.empty()) {
-      try {
-        self = LocalAddressToward(host, port);
-      } catch (const Error&) {
-        // No route: the bind address is the best name for this end.
-      }
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return;
-    if (why.empty()) {
-      Admit(request);
-      return;
-    }
-    std::string reason = "node at " + address + " (seen from " + self + ":" +
-                         std::to_string(van_.port()) + ") is unreachable: " + why;
-    if (!request.peer_host.empty()) {
-      reason += "; its registration came from " + request.peer_host;
-    }
-    reason += "; give it an --advertise address the scheduler can reach";
-    Refuse(request, reason);
-  });
+}
+
+void Scheduler::OnProbed(const Message& request, const std::string& refusal) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;
+  if (refusal.empty()) {
+    Admit(request);
+  } else {
+    Refuse(request, refusal);
+  }
 }
 
 void Scheduler::Refuse(const Message& request, const std::string& reason) {
   LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
   Message reply = ControlMessage(proto::REGISTER);
   reply.meta.set_epoch(view_.epoch());
+  reply.meta.set_sequence(request.meta.sequence());  // the node's number, echoed
   reply.meta.set_error(ValidUtf8(reason));
   van_.Reply(request, reply);
 }
@@ -76,7 +58,8 @@ void Scheduler::Admit(const Message& request) {
     Refuse(request, "role " + std::to_string(node.role()) + " cannot join a cluster");
     return;
   }
-  const std::string refusal = AdmissionRefusal(node, *taken);
+  std::string refusal = AdmissionRefusal(node, *taken);
+  if (refusal.empty() && node.id() > 0) refusal = RejoinRefusal(request);
   if (!refusal.empty()) {
     Refuse(request, refusal);
     return;
@@ -86,7 +69,7 @@ void Scheduler::Admit(const Message& request) {
   taken->insert(rank);
   proto::WorkerCursor resume;
   const bool takeover = node.role() == proto::WORKER && TakesOver(rank, &resume);
-  const Member member = NewMember(request, rank);
+  const Member member = NewMember(request, rank);  // bound to the request's route
   const int id = member.info.id();
   try {
     van_.Connect(id, node.address());
@@ -100,7 +83,7 @@ void Scheduler::Admit(const Message& request) {
   const bool rejoin = node.id() > 0;
   LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
             << " " << rank << " as node " << id << " at " << node.address();
-  AnswerRegistration(member, rejoin, takeover ? &resume : nullptr);
+  AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence());
   if (published_ || Complete()) PublishView();
 }
 
@@ -124,6 +107,33 @@ std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node,
   if (node.rank() >= expected) {
     return role + " rank " + std::to_string(node.rank()) + " is outside 0.." +
            std::to_string(expected - 1);
+  }
+  return "";
+}
+
+std::string Scheduler::RejoinRefusal(const Message& request) const {
+  const proto::NodeInfo& node = request.meta.node();
+  const proto::ClusterView& known = request.meta.known_view();
+  const std::string who = "node " + std::to_string(node.id()) + " registering again";
+  // Views come one at a time: 2^40 of them would take 35,000 years at one a second.
+  constexpr uint64_t kMaxEpoch = uint64_t{1} << 40;
+  if (known.epoch() != request.meta.epoch() || known.epoch() > kMaxEpoch) {
+    return who + ": its view epoch " + std::to_string(known.epoch()) + " (sent with epoch " +
+           std::to_string(request.meta.epoch()) + ") is not one this job can have reached";
+  }
+  const bool listed = std::any_of(
+      known.nodes().begin(), known.nodes().end(), [&](const proto::NodeInfo& listed_node) {
+        return listed_node.id() == node.id() && listed_node.role() == node.role() &&
+               listed_node.rank() == node.rank();
+      });
+  if (!listed) {
+    return who + ": its view does not name it as " + proto::Role_Name(node.role()) + " " +
+           std::to_string(node.rank());
+  }
+  try {
+    chains_.CheckFits(known);
+  } catch (const Error& e) {
+    return who + ": " + e.what();
   }
   return "";
 }
@@ -161,15 +171,19 @@ Member Scheduler::NewMember(const Message& request, int rank) {
   }
   member.info.set_rank(rank);
   member.info.set_address(node.address());
+  member.route = request.route;
   member.last_heartbeat = MonotonicSeconds();
   return member;
 }
 
 void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
-                                   const proto::WorkerCursor* resume) {
+                                   const proto::WorkerCursor* resume, uint64_t nonce) {
   const int rank = member.info.rank();
   Message reply = ControlMessage(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
+  // The number the node put in its REGISTER: proof for the node that this
+  // answer comes from whoever received it at the scheduler's address.
+  reply.meta.set_sequence(nonce);
   if (resume) *reply.meta.mutable_cursor() = *resume;
   // A server taking a departed one's rank. A scheduler started again knows
   // the chains (from the nodes' views) but not who left before it started:

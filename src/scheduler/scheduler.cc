@@ -41,6 +41,9 @@ Scheduler::Scheduler(const SchedulerOptions& options)
   // milliseconds, 1000 ids a millisecond, repeating every 16.7 minutes).
   const int64_t ms = WallMillis();
   next_id_ = 1 + static_cast<int>(ms % 1000000) * 1000;
+  probes_ = std::make_unique<RegistrationProbes>(
+      options_.connect_timeout_s, options_.bind_host, van_.port(),
+      [this](const Message& request, const std::string& refusal) { OnProbed(request, refusal); });
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
       [this](const std::string& id, const std::string& error) {
@@ -69,18 +72,26 @@ void Scheduler::Stop() {
   changed_.notify_all();
   if (monitor_thread_.joinable()) monitor_thread_.join();
   checkpoints_.reset();  // its commit thread calls back into this object
-  std::vector<std::thread> probes;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    probes.swap(probes_);
-  }
-  for (auto& probe : probes) probe.join();
+  probes_->Stop();
   van_.Stop();
 }
 
 proto::ClusterView Scheduler::view() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return view_;
+}
+
+uint64_t Scheduler::rejected_messages() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return rejected_;
+}
+
+void Scheduler::Reject(const proto::Meta& meta, const std::string& why) {
+  ++rejected_;
+  if ((rejected_ & (rejected_ - 1)) == 0) {  // the 1st, 2nd, 4th, 8th, ...
+    LOG(WARNING) << "ignored " << Describe(meta) << ": " << why << " (" << rejected_
+                 << " ignored so far)";
+  }
 }
 
 int Scheduler::WaitForJob(double timeout_s) {
@@ -181,10 +192,18 @@ void Scheduler::OnMessage(Message&& message) {
   }
   auto found = members_.find(meta.sender());
   if (found == members_.end()) {
-    OnNonMember(meta);
+    OnNonMember(message);
     return;
   }
   Member& member = found->second;
+  if (message.route != member.route) {
+    Reject(meta,
+           "node " + std::to_string(meta.sender()) +
+               " registered on another connection (this came from " +
+               (message.peer_host.empty() ? std::string("an unknown host") : message.peer_host) +
+               ")");
+    return;
+  }
   member.last_heartbeat = MonotonicSeconds();
   if (member.reported_silent) {
     member.reported_silent = false;
@@ -220,30 +239,30 @@ void Scheduler::OnMessage(Message&& message) {
   }
 }
 
-void Scheduler::OnNonMember(const proto::Meta& meta) {
+void Scheduler::OnNonMember(const Message& message) {
+  const proto::Meta& meta = message.meta;
   const int sender = meta.sender();
   if (sender > 0 && !removed_ids_.count(sender)) {
     // A node registered with an earlier run of this scheduler (it was
-    // restarted): it registers again, keeping its id and rank.
+    // restarted): it registers again, keeping its id and rank. The request
+    // goes back on the node's own connection to this address, the only one
+    // the node takes it from.
     if (meta.command() == proto::HEARTBEAT && !meta.node().address().empty()) {
       Message reply = ControlMessage(proto::HEARTBEAT);
       reply.meta.set_rejoin(true);
-      try {
-        if (!van_.IsConnected(sender)) van_.Connect(sender, meta.node().address());
-        SendTo(sender, reply);
-      } catch (const Error& e) {
-        LOG(WARNING) << "could not ask node " << sender << " to register: " << e.what();
-      }
+      reply.meta.set_epoch(view_.epoch());
+      van_.Reply(message, reply);
     }
     return;
   }
   if (meta.command() == proto::HEARTBEAT && sender > 0 && sender < next_id_) {
     // A node that left the view (it was silent too long) hears so.
     Message reply = ControlMessage(proto::HEARTBEAT);
+    reply.meta.set_epoch(view_.epoch());
     reply.meta.set_error("node " + std::to_string(sender) +
                          " left the cluster (silent for more than " +
                          std::to_string(options_.heartbeat_timeout_s) + " s)");
-    SendTo(sender, reply);
+    van_.Reply(message, reply);
     return;
   }
   LOG(WARNING) << "ignored " << Describe(meta) << ": the sender is not a member";
@@ -291,7 +310,12 @@ void Scheduler::OnOrphans(const proto::Meta& meta, const Member& member) {
 
 void Scheduler::OnReplicaSync(const proto::Meta& meta, const Member& member) {
   // A server that joined a chain holds the range now: it counts as a replica.
-  if (member.info.role() == proto::SERVER) chains_.Synced(meta.shard().range(), member.info.rank());
+  if (member.info.role() != proto::SERVER) return;
+  try {
+    chains_.Synced(meta.shard().range(), member.info.rank());
+  } catch (const Error& e) {
+    Reject(meta, e.what());
+  }
 }
 
 void Scheduler::OnSnapshot(const proto::Meta& meta, const Member& member) {

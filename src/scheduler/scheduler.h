@@ -37,6 +37,7 @@
 #include "scheduler/membership_log.h"
 #include "scheduler/orphaned_shares.h"
 #include "scheduler/range_chains.h"
+#include "scheduler/registration_probes.h"
 
 namespace keel {
 
@@ -85,13 +86,21 @@ class Scheduler {
   // The current view (epoch 0 until every expected node has registered).
   proto::ClusterView view() const;
 
+  // Messages ignored because they claimed a member's id on a connection other
+  // than the one that member registered on, or (REPLICA_SYNC) named a key
+  // range the server is not copying.
+  uint64_t rejected_messages() const;
+
  private:
   // Message handling (scheduler.cc). OnMessage runs on the Van's thread and
   // takes the lock; every other private method is called with it held.
   void OnMessage(Message&& message);
   // A message from a node not in the view: a node of an earlier run of this
-  // scheduler is asked to register again, a removed one hears that it left.
-  void OnNonMember(const proto::Meta& meta);
+  // scheduler is asked to register again, a removed one hears that it left;
+  // both answers go back on the connection the message came on.
+  void OnNonMember(const Message& message);
+  // Counts and logs (rate-limited) a message refused for `why`.
+  void Reject(const proto::Meta& meta, const std::string& why);
   void OnHeartbeat(const proto::Meta& meta, const Member& member);
   void OnViewRequest(const proto::Meta& meta);
   void OnWorkerDone(const proto::Meta& meta, const Member& member);
@@ -119,9 +128,12 @@ class Scheduler {
   void PublishView();
 
   // Registration (registration.cc).
-  // Checks in the background that the node's advertised address accepts a
-  // connection, then admits or refuses it.
+  // Queues the node's advertised address for a check (RegistrationProbes),
+  // or refuses it at once if too many wait.
   void OnRegister(const Message& request);
+  // A registration checked (on a probe thread): admits the node or refuses it
+  // with `refusal`.
+  void OnProbed(const Message& request, const std::string& refusal);
   // Gives the node an id and a rank (the one it asks for, if free, else the
   // lowest free one), answers it, and publishes a view once the cluster is
   // complete. A worker taking a vacant rank resumes its predecessor's work; a
@@ -129,6 +141,11 @@ class Scheduler {
   void Admit(const Message& request);
   // Why `node` may not join ("" if it may); `taken` holds its role's ranks.
   std::string AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken) const;
+  // Why a node of an earlier run of this scheduler may not join again with
+  // what it claims ("" if it may): its view must name it with the id, role
+  // and rank it asks for, at the epoch it sends, and its key ranges must fit
+  // the job (RangeChains::CheckFits).
+  std::string RejoinRefusal(const Message& request) const;
   // Whether a worker registering with `rank` takes over a vacant one; fills
   // `resume` with where it picks up.
   bool TakesOver(int rank, proto::WorkerCursor* resume) const;
@@ -136,8 +153,10 @@ class Scheduler {
   // this scheduler keeps its id and brings its view's epoch and chains.
   Member NewMember(const Message& request, int rank);
   // Answers an admitted node with its id and rank (and, for a replacement,
-  // where to resume) and records the join.
-  void AnswerRegistration(const Member& member, bool rejoin, const proto::WorkerCursor* resume);
+  // where to resume), echoing `nonce` (its REGISTER's sequence), and records
+  // the join.
+  void AnswerRegistration(const Member& member, bool rejoin, const proto::WorkerCursor* resume,
+                          uint64_t nonce);
   // A server taking `rank` back: the ranges the rank held alone come from the
   // latest checkpoint (filled into `reply`); then every range whose primary is
   // live gets back, at the end of its chain, the live servers it started on
@@ -186,7 +205,8 @@ class Scheduler {
   bool stopping_ = false;
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  std::vector<std::thread> probes_;  // reachability checks of registering nodes
+  std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
+  uint64_t rejected_ = 0;                       // see rejected_messages()
 };
 
 }  // namespace keel

@@ -1,0 +1,107 @@
+#include "scheduler/registration_probes.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <tuple>
+
+#include "base/error.h"
+#include "kv/van.h"
+
+namespace keel {
+
+bool HostHasAddress(const std::string& host, const std::string& ip) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || !found) return false;
+  bool has = false;
+  for (addrinfo* entry = found; entry && !has; entry = entry->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* address =
+        entry->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(entry->ai_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(entry->ai_addr)->sin6_addr);
+    has = inet_ntop(entry->ai_family, address, text, sizeof(text)) && ip == text;
+  }
+  freeaddrinfo(found);
+  return has;
+}
+
+RegistrationProbes::RegistrationProbes(double connect_timeout_s, const std::string& bind_host,
+                                       int port, Done done)
+    : connect_timeout_s_(connect_timeout_s),
+      bind_host_(bind_host),
+      port_(port),
+      done_(std::move(done)) {
+  for (int i = 0; i < kThreads; ++i) threads_.emplace_back([this] { Loop(); });
+}
+
+RegistrationProbes::~RegistrationProbes() { Stop(); }
+
+bool RegistrationProbes::Add(const Message& request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ || waiting_.size() >= kMaxWaiting) return false;
+    waiting_.push_back(request);
+  }
+  changed_.notify_one();
+  return true;
+}
+
+void RegistrationProbes::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+    waiting_.clear();
+  }
+  changed_.notify_all();
+  for (auto& thread : threads_) thread.join();
+}
+
+void RegistrationProbes::Loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
+    if (stopping_) return;
+    const Message request = std::move(waiting_.front());
+    waiting_.pop_front();
+    lock.unlock();
+    done_(request, Check(request));
+    lock.lock();
+  }
+}
+
+std::string RegistrationProbes::Check(const Message& request) const {
+  const std::string& address = request.meta.node().address();
+  std::string host;
+  int port = 0;
+  try {
+    std::tie(host, port) = ParseHostPort(address, "node address");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  const std::string& peer = request.peer_host;
+  if (!peer.empty() && !HostHasAddress(host, peer)) {
+    return "node at " + address + " is not on the host its registration came from (" + peer +
+           "); the scheduler connects back only to a registering node's own host: give it an "
+           "--advertise address of that host";
+  }
+  const std::string why = ProbeAddress(address, connect_timeout_s_);
+  if (why.empty()) return "";
+  std::string self = bind_host_;
+  try {
+    self = LocalAddressToward(host, port);
+  } catch (const Error&) {
+    // No route: the bind address is the best name for this end.
+  }
+  std::string reason = "node at " + address + " (seen from " + self + ":" + std::to_string(port_) +
+                       ") is unreachable: " + why;
+  if (!peer.empty()) reason += "; its registration came from " + peer;
+  return reason + "; give it an --advertise address the scheduler can reach";
+}
+
+}  // namespace keel

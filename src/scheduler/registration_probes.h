@@ -1,0 +1,72 @@
+// RegistrationProbes: the scheduler's checks of registering nodes' addresses,
+// on a fixed pool of threads with a bounded queue.
+//
+// Before admitting a node the scheduler connects back to the address it
+// advertises. It only does so where the node itself is: an address whose host
+// is not the one the registration came from is refused without a connection
+// attempt, so a REGISTER cannot be used to learn whether some port elsewhere
+// is open (the answer is the same whatever the port's state). Registrations
+// beyond kMaxWaiting are refused at once ("try again"; Node asks again), so a
+// flood of REGISTERs costs a bounded amount of memory and no threads.
+//
+// Thread-safe. The callback runs on a probe thread.
+#ifndef KEEL_SCHEDULER_REGISTRATION_PROBES_H_
+#define KEEL_SCHEDULER_REGISTRATION_PROBES_H_
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kv/message.h"
+
+namespace keel {
+
+class RegistrationProbes {
+ public:
+  static constexpr int kThreads = 4;
+  static constexpr size_t kMaxWaiting = 256;
+
+  // Called with each registration checked and why it is refused, naming the
+  // addresses involved ("" if the node is reachable where it says).
+  using Done = std::function<void(const Message& request, const std::string& refusal)>;
+
+  // `connect_timeout_s`: how long a connection attempt may take. `bind_host`
+  // and `port`: the scheduler's, to name it in refusals.
+  RegistrationProbes(double connect_timeout_s, const std::string& bind_host, int port, Done done);
+  ~RegistrationProbes();  // Stop()
+  RegistrationProbes(const RegistrationProbes&) = delete;
+  RegistrationProbes& operator=(const RegistrationProbes&) = delete;
+
+  // Queues `request` for a check; false (and nothing queued) if kMaxWaiting
+  // are already waiting.
+  bool Add(const Message& request);
+  // Drops what waits, lets the checks under way finish and joins the threads
+  // (their callbacks run); idempotent.
+  void Stop();
+
+ private:
+  void Loop();
+  // Why the address `request` advertises is refused, "" if it is not.
+  std::string Check(const Message& request) const;
+
+  const double connect_timeout_s_;
+  const std::string bind_host_;
+  const int port_;
+  const Done done_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Message> waiting_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// Whether `host` (a name or an IP address) resolves to the IP address `ip`.
+bool HostHasAddress(const std::string& host, const std::string& ip);
+
+}  // namespace keel
+
+#endif  // KEEL_SCHEDULER_REGISTRATION_PROBES_H_

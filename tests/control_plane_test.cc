@@ -1,0 +1,365 @@
+// The control plane against hostile input: raw ZeroMQ sockets made by the
+// test, on loopback, claiming to be the scheduler or a member, or flooding
+// the scheduler and nodes. Each test is one attack of issue 15 and what now
+// refuses it (docs/ARCHITECTURE.md, "Security: the control plane").
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq_addon.hpp>
+
+#include "kv/node.h"
+#include "scheduler/scheduler.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::LocalNode;
+using testing::WaitFor;
+
+// A socket of the test's own, like a script an attacker would write: a DEALER
+// connected to `address`, sending Meta frames and reading what comes back.
+class RawPeer {
+ public:
+  explicit RawPeer(const std::string& address)
+      : context_(1), socket_(context_, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::sndhwm, 0);
+    socket_.set(zmq::sockopt::rcvtimeo, 100);
+    socket_.connect("tcp://" + address);
+  }
+
+  void Send(const proto::Meta& meta, const std::string& data = "") {
+    std::vector<zmq::message_t> frames;
+    const std::string header = meta.SerializeAsString();
+    frames.emplace_back(header.data(), header.size());
+    if (!data.empty()) frames.emplace_back(data.data(), data.size());
+    zmq::send_multipart(socket_, frames);
+  }
+
+  // The next message back on this connection, or false after `timeout_s`.
+  bool Receive(proto::Meta* meta, double timeout_s) {
+    std::vector<zmq::message_t> frames;
+    const bool got = WaitFor(
+        [&] {
+          frames.clear();
+          return zmq::recv_multipart(socket_, std::back_inserter(frames)).has_value();
+        },
+        timeout_s);
+    return got && meta->ParseFromArray(frames[0].data(), static_cast<int>(frames[0].size()));
+  }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+};
+
+proto::Meta Command(proto::Command command, int sender) {
+  proto::Meta meta;
+  meta.set_command(command);
+  meta.set_sender(sender);
+  return meta;
+}
+
+proto::Meta Register(const std::string& address) {
+  proto::Meta meta = Command(proto::REGISTER, -1);
+  meta.mutable_node()->set_role(proto::WORKER);
+  meta.mutable_node()->set_rank(-1);
+  meta.mutable_node()->set_address(address);
+  return meta;
+}
+
+// A listening socket on 127.0.0.2: another host's open port, as far as a
+// process connecting from 127.0.0.1 can tell.
+class OtherHostListener {
+ public:
+  OtherHostListener() : context_(1), socket_(context_, zmq::socket_type::router) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.bind("tcp://127.0.0.2:*");
+    const std::string bound = socket_.get(zmq::sockopt::last_endpoint);
+    address_ = bound.substr(bound.find("//") + 2);
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+  std::string address_;
+};
+
+// The process's virtual memory, in bytes (VmSize in /proc/self/status).
+double VirtualMemoryBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string field;
+  double kib = 0;
+  while (status >> field) {
+    if (field == "VmSize:") {
+      status >> kib;
+      break;
+    }
+  }
+  return kib * 1024;
+}
+
+// A scheduler expecting one server and one worker, both registered.
+class ControlPlane : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SchedulerOptions options;
+    options.bind_host = "127.0.0.1";
+    scheduler_ = std::make_unique<Scheduler>(options);
+    scheduler_->Start();
+    server_ = std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port()));
+    worker_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
+    std::thread starting([this] { server_->Start(); });
+    worker_->Start();
+    starting.join();
+  }
+
+  void TearDown() override {
+    worker_->Stop();
+    server_->Stop();
+    scheduler_->Stop();
+  }
+
+  std::string SchedulerAddress() const { return "127.0.0.1:" + std::to_string(scheduler_->port()); }
+
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Node> server_;
+  std::unique_ptr<Node> worker_;
+};
+
+TEST_F(ControlPlane, AShutdownFromAnUnregisteredSocketIsIgnored) {
+  RawPeer attacker(server_->address());
+  attacker.Send(Command(proto::SHUTDOWN, kSchedulerId));
+  ASSERT_TRUE(WaitFor([&] { return server_->rejected_control_messages() == 1; }, 10));
+  EXPECT_FALSE(server_->shutdown_requested());
+  // The scheduler's own shutdown still arrives.
+  worker_->ReportDone("");
+  EXPECT_EQ(scheduler_->WaitForJob(10), 0);
+  EXPECT_TRUE(server_->WaitForShutdown(10));
+}
+
+TEST_F(ControlPlane, AViewFromAnUnregisteredSocketIsIgnored) {
+  RawPeer attacker(worker_->address());
+  proto::Meta forged = Command(proto::VIEW, kSchedulerId);
+  forged.mutable_view()->set_epoch(99);
+  attacker.Send(forged);
+  ASSERT_TRUE(WaitFor([&] { return worker_->rejected_control_messages() == 1; }, 10));
+  EXPECT_EQ(worker_->epoch(), 1u);
+}
+
+TEST_F(ControlPlane, ARequestToRegisterAgainFromAnUnregisteredSocketIsIgnored) {
+  RawPeer attacker(worker_->address());
+  proto::Meta forged = Command(proto::HEARTBEAT, kSchedulerId);
+  forged.set_rejoin(true);
+  attacker.Send(forged);
+  ASSERT_TRUE(WaitFor([&] { return worker_->rejected_control_messages() == 1; }, 10));
+  // Had it registered again, the scheduler would have refused its id as in use.
+  worker_->ReportDone("");
+  EXPECT_EQ(scheduler_->WaitForJob(10), 0);
+}
+
+TEST_F(ControlPlane, AWorkerDoneClaimingTheWorkersIdFromAnotherSocketIsIgnored) {
+  RawPeer attacker(SchedulerAddress());
+  attacker.Send(Command(proto::WORKER_DONE, worker_->id()));
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));
+  EXPECT_EQ(scheduler_->WaitForJob(0), -1);  // the job is not over
+  worker_->ReportDone("");
+  EXPECT_EQ(scheduler_->WaitForJob(10), 0);
+}
+
+TEST_F(ControlPlane, DataMessagesOfAFarFutureViewAreDroppedNotHeld) {
+  RawPeer attacker(server_->address());
+  proto::Meta push = Command(proto::PUSH, 12345);
+  push.set_epoch(std::numeric_limits<uint64_t>::max());
+  const int sent = 100;
+  for (int i = 0; i < sent; ++i) attacker.Send(push, std::string(1000, 'x'));
+  ASSERT_TRUE(WaitFor([&] { return server_->rejected_data_messages() == sent; }, 30));
+  EXPECT_EQ(server_->held_messages(), 0u);
+}
+
+TEST_F(ControlPlane, DataMessagesHeldForANewerViewAreBoundedPerSender) {
+  RawPeer attacker(server_->address());
+  proto::Meta push = Command(proto::PUSH, 12345);
+  push.set_epoch(server_->epoch() + 1);
+  const size_t extra = 100;
+  const size_t sent = Node::kMaxHeldPerSender + extra;
+  for (size_t i = 0; i < sent; ++i) attacker.Send(push, "x");
+  ASSERT_TRUE(WaitFor(
+      [&] { return server_->held_messages() + server_->rejected_data_messages() == sent; }, 30));
+  EXPECT_EQ(server_->held_messages(), Node::kMaxHeldPerSender);
+  EXPECT_EQ(server_->rejected_data_messages(), extra);
+}
+
+TEST_F(ControlPlane, DataMessagesHeldForANewerViewAreBoundedInTotal) {
+  RawPeer attacker(server_->address());
+  const size_t senders = Node::kMaxHeldMessages / Node::kMaxHeldPerSender + 1;
+  for (size_t sender = 0; sender < senders; ++sender) {
+    proto::Meta push = Command(proto::PUSH, 1000 + static_cast<int>(sender));
+    push.set_epoch(server_->epoch() + 1);
+    for (size_t i = 0; i < Node::kMaxHeldPerSender; ++i) attacker.Send(push, "x");
+  }
+  const size_t sent = senders * Node::kMaxHeldPerSender;
+  ASSERT_TRUE(WaitFor(
+      [&] { return server_->held_messages() + server_->rejected_data_messages() == sent; }, 60));
+  EXPECT_EQ(server_->held_messages(), Node::kMaxHeldMessages);
+  EXPECT_EQ(server_->rejected_data_messages(), sent - Node::kMaxHeldMessages);
+}
+
+// A scheduler still waiting for its one worker.
+class Registration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SchedulerOptions options;
+    options.bind_host = "127.0.0.1";
+    options.connect_timeout_s = 2;
+    scheduler_ = std::make_unique<Scheduler>(options);
+    scheduler_->Start();
+  }
+  void TearDown() override { scheduler_->Stop(); }
+
+  std::string SchedulerAddress() const { return "127.0.0.1:" + std::to_string(scheduler_->port()); }
+
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(Registration, AForgedRegisterNamingAnotherHostIsRefusedAndTheRealWorkerAdmitted) {
+  OtherHostListener elsewhere;
+  RawPeer attacker(SchedulerAddress());
+  attacker.Send(Register(elsewhere.address()));
+  proto::Meta answer;
+  ASSERT_TRUE(attacker.Receive(&answer, 10)) << "the forged REGISTER was not refused";
+  EXPECT_TRUE(Contains(answer.error(), "node at " + elsewhere.address() +
+                                           " is not on the host its registration came from "
+                                           "(127.0.0.1)"))
+      << answer.error();
+  Node server(LocalNode(proto::SERVER, scheduler_->port()));
+  Node worker(LocalNode(proto::WORKER, scheduler_->port()));
+  std::thread starting([&] { server.Start(); });
+  worker.Start();
+  starting.join();
+  EXPECT_EQ(worker.rank(), 0);
+  EXPECT_EQ(scheduler_->view().nodes_size(), 2);
+  worker.Stop();
+  server.Stop();
+}
+
+TEST_F(Registration, ARegisterAnswersTheSameForAnOpenAndAClosedPortOnAnotherHost) {
+  OtherHostListener open;
+  const std::string closed = "127.0.0.2:" + std::to_string(testing::UnusedPort());
+  RawPeer attacker(SchedulerAddress());
+  proto::Meta to_open, to_closed;
+  attacker.Send(Register(open.address()));
+  ASSERT_TRUE(attacker.Receive(&to_open, 10)) << "no answer for the open port";
+  attacker.Send(Register(closed));
+  ASSERT_TRUE(attacker.Receive(&to_closed, 10)) << "no answer for the closed port";
+  auto without = [](std::string text, const std::string& address) {
+    return text.replace(text.find(address), address.size(), "ADDRESS");
+  };
+  EXPECT_EQ(without(to_open.error(), open.address()), without(to_closed.error(), closed));
+}
+
+TEST_F(Registration, AFloodOfRegistersCostsNoThreadPerRequest) {
+  // Each names a closed port on this host: refused as unreachable (or, when
+  // too many wait, told to try again), one answer per REGISTER.
+  const std::string closed = "127.0.0.1:" + std::to_string(testing::UnusedPort());
+  RawPeer attacker(SchedulerAddress());
+  const double before = VirtualMemoryBytes();
+  const int sent = 2000;
+  for (int i = 0; i < sent; ++i) attacker.Send(Register(closed));
+  int answered = 0, try_again = 0;
+  proto::Meta answer;
+  while (answered < sent && attacker.Receive(&answer, 30)) {
+    ++answered;
+    try_again += Contains(answer.error(), "try again");
+    ASSERT_FALSE(answer.error().empty());
+  }
+  EXPECT_EQ(answered, sent);
+  // A thread per registration kept 8 MiB of stack each until the scheduler
+  // stopped: 2000 of them, 16 GB.
+  EXPECT_LT(VirtualMemoryBytes() - before, 1e9) << try_again << " told to try again";
+}
+
+TEST_F(Registration, ARegisteredNodesMessagesFromAnotherSocketAreIgnored) {
+  Node server(LocalNode(proto::SERVER, scheduler_->port()));
+  Node worker(LocalNode(proto::WORKER, scheduler_->port()));
+  std::thread starting([&] { server.Start(); });
+  worker.Start();
+  starting.join();
+  RawPeer attacker(SchedulerAddress());
+  proto::Meta heartbeat = Command(proto::HEARTBEAT, worker.id());
+  attacker.Send(heartbeat);
+  EXPECT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));
+  worker.Stop();
+  server.Stop();
+}
+
+}  // namespace
+}  // namespace keel
+
+namespace keel {
+namespace {
+
+// A ROUTER of the test's own on 127.0.0.1: an address that accepts connections.
+class Listener {
+ public:
+  Listener() : context_(1), socket_(context_, zmq::socket_type::router) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.bind("tcp://127.0.0.1:*");
+    const std::string bound = socket_.get(zmq::sockopt::last_endpoint);
+    address_ = bound.substr(bound.find("//") + 2);
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+  std::string address_;
+};
+
+TEST_F(Registration, ARejoiningNodesKeyRangesAreCheckedAgainstTheJob) {
+  // A scheduler started again knows nobody; a REGISTER with an id claims to
+  // be a node of its earlier run, with the view that node had.
+  Listener own;
+  proto::Meta rejoin = Register(own.address());
+  rejoin.mutable_node()->set_id(77);
+  rejoin.mutable_node()->set_rank(0);
+  rejoin.set_epoch(3);
+  proto::ClusterView* known = rejoin.mutable_known_view();
+  known->set_epoch(3);
+  *known->add_nodes() = rejoin.node();
+  proto::KeyRange* range = known->add_ranges();  // the job has 1 server: rank 0 only
+  range->set_begin(0);
+  range->set_server_rank(5);
+  RawPeer attacker(SchedulerAddress());
+  attacker.Send(rejoin);
+  proto::Meta answer;
+  ASSERT_TRUE(attacker.Receive(&answer, 10)) << "the rejoin was not refused";
+  EXPECT_EQ(answer.error(),
+            "node 77 registering again: key range 0's chain names server 5, which the range "
+            "never was on");
+}
+
+TEST_F(Registration, ARejoiningNodeMustBeInTheViewItBrings) {
+  Listener own;
+  proto::Meta rejoin = Register(own.address());
+  rejoin.mutable_node()->set_id(77);
+  rejoin.mutable_node()->set_rank(0);
+  rejoin.set_epoch(3);
+  rejoin.mutable_known_view()->set_epoch(3);
+  RawPeer attacker(SchedulerAddress());
+  attacker.Send(rejoin);
+  proto::Meta answer;
+  ASSERT_TRUE(attacker.Receive(&answer, 10)) << "the rejoin was not refused";
+  EXPECT_EQ(answer.error(), "node 77 registering again: its view does not name it as WORKER 0");
+}
+
+}  // namespace
+}  // namespace keel
