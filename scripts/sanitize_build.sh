@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Configures and builds the clang tree, build-clang/: clang++, CUDA off,
+# AddressSanitizer + UndefinedBehaviorSanitizer (every report fatal) and the
+# libFuzzer targets of tests/fuzz (KEEL_FUZZ=ON). scripts/fuzz.sh and the
+# sanitizer stage of scripts/test.sh build with it. Extra arguments go to
+# cmake's configure step (for example -DKEEL_SANITIZE=thread -DKEEL_FUZZ=OFF
+# with KEEL_CLANG_TREE=build-tsan for a ThreadSanitizer tree).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tree=${KEEL_CLANG_TREE:-build-clang}
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$tree" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+  -DKEEL_ENABLE_CUDA=OFF -DKEEL_FUZZ=ON -DKEEL_WERROR="${KEEL_WERROR:-OFF}" "${launcher[@]}" \
+  "$@" >/dev/null
+cmake --build "$tree" -j "$(nproc)"
