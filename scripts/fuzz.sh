@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-120}
 shift || true
-scripts/sanitize_build.sh || exit 1
+KEEL_CLANG_TARGETS=keel_fuzz_targets scripts/sanitize_build.sh || exit 1
 tree=${KEEL_CLANG_TREE:-build-clang}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
