@@ -10,12 +10,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=${KEEL_CLANG_TREE:-build-clang}
-launcher=()
+options=()
 if command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+# KEEL_WERROR (CI sets it) only when given: a tree keeps its setting otherwise.
+if [ -n "${KEEL_WERROR:-}" ]; then
+  options+=(-DKEEL_WERROR="$KEEL_WERROR")
 fi
 cmake -S . -B "$tree" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
-  -DKEEL_ENABLE_CUDA=OFF -DKEEL_FUZZ=ON -DKEEL_WERROR="${KEEL_WERROR:-OFF}" "${launcher[@]}" \
-  "$@" >/dev/null
+  -DKEEL_ENABLE_CUDA=OFF -DKEEL_FUZZ=ON "${options[@]}" "$@" >/dev/null
 read -r -a targets <<<"${KEEL_CLANG_TARGETS:-keel_unit_tests keel_cluster_tests keel_fuzz_targets}"
 cmake --build "$tree" -j "$(nproc)" --target "${targets[@]}"
