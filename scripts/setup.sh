@@ -14,7 +14,9 @@ packages=(build-essential cmake pkg-config libzmq3-dev cppzmq-dev libprotobuf-de
           iproute2 iptables openssh-client openssh-server slurm-wlm munge yamllint
           python3 python3-yaml
           # The benchmarks' LIBLINEAR (scripts/bench/train.sh, defaults.sh).
-          liblinear-tools)
+          liblinear-tools
+          # The clang tree: sanitizers and libFuzzer (scripts/sanitize_build.sh).
+          clang libclang-rt-14-dev)
 missing=()
 # Node runs the S3 test server; a Node from elsewhere (with its own npm) will do.
 if ! command -v node >/dev/null 2>&1; then

@@ -5,8 +5,20 @@
 # faults, multihost, gpu) and its own timeout. Extra arguments go to ctest
 # (for example: scripts/test.sh -L unit, scripts/test.sh -R cluster, or
 # scripts/test.sh -LE multihost to leave those out).
+#
+# Then, when run without arguments (or with KEEL_SANITIZER_STAGE=1), the
+# sanitizer stage: the clang tree build-clang/ (AddressSanitizer +
+# UndefinedBehaviorSanitizer, CUDA off, the fuzz targets;
+# scripts/sanitize_build.sh) runs the unit and cluster tests and each fuzz
+# target for a few seconds. KEEL_SANITIZER_STAGE=0 leaves it out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cd build
-ctest --output-on-failure "$@"
+(cd build && ctest --output-on-failure "$@")
+
+stage=${KEEL_SANITIZER_STAGE:-$([ $# -eq 0 ] && echo 1 || echo 0)}
+if [ "$stage" = 1 ]; then
+  echo "test.sh: the sanitizer stage (ASan+UBSan, build-clang/)"
+  scripts/sanitize_build.sh
+  (cd build-clang && ctest --output-on-failure -L 'unit|cluster|fuzz')
+fi

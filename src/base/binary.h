@@ -49,6 +49,7 @@ class ByteReader {
     if (remaining() < size) {
       throw MakeError(where_, ": truncated at byte ", offset_, " (reading ", what, ")");
     }
+    if (size == 0) return;  // `out` may be an empty vector's null data()
     std::memcpy(out, bytes_.data() + offset_, size);
     offset_ += size;
   }
