@@ -35,6 +35,7 @@ const char kUsage[] =
     "                                                       a compute backend (--device, "
     "--threads)\n"
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
+    "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
     "  guard -- COMMAND...                                  run COMMAND; stop it when stdin "
@@ -57,14 +58,16 @@ struct Invocation {
   }
 };
 
-// `keel guard -- COMMAND...`: no flags of its own.
+// `keel guard [--secret_from_stdin] -- COMMAND...`: no other flags.
 int RunGuardCommand(int argc, char** argv) {
-  if (argc < 4 || std::string(argv[2]) != "--") {
-    std::cerr << "usage: keel guard -- COMMAND [ARGS...]\n";
+  const bool secret_from_stdin = argc > 2 && std::string(argv[2]) == "--secret_from_stdin";
+  const int separator = secret_from_stdin ? 3 : 2;
+  if (argc < separator + 2 || std::string(argv[separator]) != "--") {
+    std::cerr << "usage: keel guard [--secret_from_stdin] -- COMMAND [ARGS...]\n";
     return 2;
   }
   try {
-    return RunGuard(std::vector<std::string>(argv + 3, argv + argc));
+    return RunGuard(std::vector<std::string>(argv + separator + 1, argv + argc), secret_from_stdin);
   } catch (const Error& e) {
     std::cerr << e.what() << "\n";
     return 1;
@@ -128,6 +131,7 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (command == "bench") return RunBench(invocation.subcommand);
   if (command == "predict") return RunPredict();
   if (command == "datagen") return RunDatagen();
+  if (command == "keygen") return RunKeygen();
   if (command == "checkpoint")
     return RunCheckpointCommand(invocation.subcommand, invocation.target);
   std::cerr << "keel: unknown command '" << command << "'\n\n" << kUsage;

@@ -32,6 +32,19 @@ std::string Endpoint(const std::string& host, int port) {
   return "tcp://" + host + ":" + (port == 0 ? std::string("*") : std::to_string(port));
 }
 
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// Without a secret, anyone who reaches a port beyond loopback is a member.
+void WarnIfOpenToTheNetwork(const VanOptions& options) {
+  if (options.secret || IsLoopback(options.bind_host)) return;
+  LOG(WARNING) << "*** INSECURE: listening on " << options.bind_host
+               << " without a cluster secret: anyone who can reach this port can join the "
+                  "cluster, read and change the model. Give every role --secret_file (made by "
+                  "`keel keygen`; see README, Security). ***";
+}
+
 }  // namespace
 
 bool IsDataPlane(proto::Command command) {
@@ -126,9 +139,12 @@ std::string ProbeAddress(const std::string& address, double timeout_s) {
 Van::Van(const VanOptions& options)
     : context_(1),
       receiver_(context_, zmq::socket_type::router),
+      secret_(options.secret),
       faults_(options.faults),
       fault_random_(options.faults.seed) {
   faults_.Check();
+  WarnIfOpenToTheNetwork(options);
+  ConfigureCurveServer(options);
   receiver_.set(zmq::sockopt::rcvhwm, 0);
   receiver_.set(zmq::sockopt::rcvtimeo, kReceivePollMs);
   receiver_.set(zmq::sockopt::linger, 0);
@@ -145,6 +161,27 @@ Van::Van(const VanOptions& options)
 }
 
 Van::~Van() { Stop(); }
+
+void Van::ConfigureCurveServer(const VanOptions& options) {
+  if (!secret_) return;
+  RequireCurve();
+  const std::string where =
+      "node at " + options.bind_host + (options.port ? ":" + std::to_string(options.port) : "");
+  authenticator_ =
+      std::make_unique<PeerAuthenticator>(context_, receiver_, secret_->public_key, where);
+  receiver_.set(zmq::sockopt::curve_server, true);
+  receiver_.set(zmq::sockopt::curve_secretkey, secret_->secret_key);
+  receiver_.set(zmq::sockopt::zap_domain, "keel");
+  VLOG(0) << "CURVE on: connections are encrypted and only holders of the cluster secret may "
+             "connect";
+}
+
+void Van::ConfigureCurveClient(zmq::socket_t& socket) const {
+  if (!secret_) return;
+  socket.set(zmq::sockopt::curve_serverkey, secret_->public_key);
+  socket.set(zmq::sockopt::curve_publickey, secret_->public_key);
+  socket.set(zmq::sockopt::curve_secretkey, secret_->secret_key);
+}
 
 void Van::Start(Handler handler) {
   handler_ = std::move(handler);
@@ -183,6 +220,8 @@ void Van::Stop() {
     peers_.clear();
   }
   receiver_.close();
+  // After the receiving socket: no handshake may happen without the handler.
+  if (authenticator_) authenticator_->Stop();
   context_.close();
 }
 
@@ -195,6 +234,7 @@ void Van::Connect(int node_id, const std::string& address) {
   fresh->socket = zmq::socket_t(context_, zmq::socket_type::dealer);
   fresh->socket.set(zmq::sockopt::sndhwm, 0);
   fresh->socket.set(zmq::sockopt::linger, kLingerMs);
+  ConfigureCurveClient(fresh->socket);
   try {
     fresh->socket.connect("tcp://" + address);
   } catch (const zmq::error_t& e) {
