@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/files.h"
+#include "cli/remote.h"
 #include "kv/peer_authenticator.h"
 #include "test_util.h"
 
@@ -132,6 +133,25 @@ TEST(RefusalLog, RemembersABoundedNumberOfAddresses) {
   EXPECT_EQ(log.refused(), addresses);
   // One line per remembered address; the rest wait for a summary.
   EXPECT_EQ(log.lines_logged(), RefusalLog::kMaxAddresses);
+}
+
+}  // namespace
+}  // namespace keel
+
+namespace keel {
+namespace {
+
+class SlurmSecret : public TempFolderTest {};
+
+TEST_F(SlurmSecret, EveryTaskOfAJobGetsTheSameSecretInAPrivateFolder) {
+  const std::string folder = folder_ + "/keel";
+  const std::string first = SlurmJobSecretFile(folder, "4242");
+  const std::string second = SlurmJobSecretFile(folder, "4242");  // another task
+  EXPECT_EQ(first, folder + "/slurm-4242.secret");
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(ModeOf(folder), 0700u);
+  EXPECT_EQ(ModeOf(first), 0600u);
+  EXPECT_NE(ReadFile(SlurmJobSecretFile(folder, "4243")), ReadFile(first));  // a job, a key
 }
 
 }  // namespace
