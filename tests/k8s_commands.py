@@ -5,7 +5,9 @@ usage: k8s_commands.py MANIFEST_FOLDER OUT_FOLDER
 
 ConfigMaps are written to OUT_FOLDER/<configmap>/<key>, and a path under a
 container's configMap mount is rewritten to that copy, so the command can run
-here. The environment a pod would have is given for each container: literal
+here. A Secret volume's mount is rewritten to OUT_FOLDER/<secret>/; the files
+there (the caller puts those the manifests do not hold, such as the cluster
+secret) get the volume's defaultMode, 0644 when it has none, as a pod's would. The environment a pod would have is given for each container: literal
 values, the pod's name for metadata.name (ordinal 0 of a StatefulSet), 0 for
 an Indexed Job's completion index, and a placeholder for Secret keys.
 $(VAR) in args is expanded as Kubernetes does.
@@ -95,6 +97,15 @@ def main():
             continue
         volumes = {v["name"]: v["configMap"]["name"]
                    for v in spec.get("volumes", []) if "configMap" in v}
+        for volume in spec.get("volumes", []):
+            if "secret" in volume:
+                secret = volume["secret"]["secretName"]
+                volumes[volume["name"]] = secret
+                secret_folder = os.path.join(out, secret)
+                os.makedirs(secret_folder, exist_ok=True)
+                for key in os.listdir(secret_folder):
+                    os.chmod(os.path.join(secret_folder, key),
+                             volume["secret"].get("defaultMode", 0o644))
         containers = spec.get("initContainers", []) + spec.get("containers", [])
         for container in containers:
             env = pod_env(document, container)

@@ -3,6 +3,7 @@
 // passes `keel --check_flags`. Needs no root: python3 with PyYAML and
 // yamllint, which scripts/setup.sh installs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <set>
@@ -68,6 +69,12 @@ TEST(KubernetesManifests, EveryContainersCommandPassesCheckFlags) {
     GTEST_SKIP() << "python3 with PyYAML is not installed; scripts/setup.sh installs it";
   }
   TempFolder config_maps("manifests");
+  // The cluster secret the README has the user create as Secret keel-cluster
+  // (k8s_commands.py gives it the mode its volume gives it).
+  ASSERT_EQ(mkdir((config_maps.path() + "/keel-cluster").c_str(), 0700), 0);
+  const auto keygen = testing::Run(
+      {KeelBinary(), "keygen", "--out=" + config_maps.path() + "/keel-cluster/cluster.secret"}, 30);
+  ASSERT_TRUE(keygen.finished && keygen.code == 0) << keygen.output;
   const auto listed =
       testing::Run({"/usr/bin/env", "python3", SourceDir() + "/tests/k8s_commands.py",
                     SourceDir() + "/deploy/kubernetes", config_maps.path()},

@@ -20,6 +20,7 @@
 #include "cli/zmq_bench.h"
 #include "io/input_split.h"
 #include "io/readers.h"
+#include "kv/cluster_secret.h"
 #include "kv/node.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
@@ -140,6 +141,16 @@ int BenchZmq() {
   return 0;
 }
 
+// The secret file the benchmark cluster uses: --secret_file's, a new one in
+// `folder` with --curve, or none ("").
+std::string BenchSecret(const std::string& folder) {
+  if (!FLAGS_secret_file.empty()) return FLAGS_secret_file;
+  if (!FLAGS_curve) return "";
+  const std::string path = folder + "/cluster.secret";
+  WriteClusterSecretFile(path, GenerateClusterSecret());
+  return path;
+}
+
 int BenchKV() {
   const KVBenchOptions options = BenchFlags();
   std::vector<Row> baseline;
@@ -164,7 +175,10 @@ int BenchKV() {
                         // Tiny steps keep the pushed rows finite however long it runs.
                         "--optimizer=sgd", "--learning_rate=1e-9", "--minloglevel=1",
                         "--replication=" + std::to_string(FLAGS_replication)};
+  const std::string secret = BenchSecret(folder);
+  if (!secret.empty()) cluster.role_flags.push_back("--secret_file=" + secret);
   const int status = RunLocalCluster(cluster);
+  if (FLAGS_secret_file.empty() && !secret.empty()) unlink(secret.c_str());
   std::vector<std::vector<BenchCase>> per_worker;
   if (status == 0) {
     for (int rank = 0; rank < FLAGS_workers; ++rank) {
@@ -188,7 +202,7 @@ int BenchKV() {
   PrintTable("keel push/pull: " + std::to_string(FLAGS_servers) + " server(s), " +
                  std::to_string(FLAGS_workers) + " worker(s), inflight " +
                  std::to_string(FLAGS_inflight) + " (small: 1), replication " +
-                 std::to_string(FLAGS_replication),
+                 std::to_string(FLAGS_replication) + (secret.empty() ? "" : ", CURVE"),
              rows, !baseline.empty());
   std::printf("%s\n", Json("kv", rows).c_str());
   return 0;

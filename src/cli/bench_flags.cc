@@ -18,6 +18,9 @@ DEFINE_double(bench_seconds, 2, "bench: seconds per case and direction");
 DEFINE_int32(inflight, 2, "bench: requests in flight per worker (throughput cases)");
 DEFINE_bool(small, true, "bench: include the small-request round trip");
 DEFINE_bool(zmq_baseline, true, "bench kv: measure raw ZeroMQ at the same sizes first");
+DEFINE_bool(curve, false,
+            "bench kv: run the cluster with a new cluster secret, every connection encrypted "
+            "(CURVE); --secret_file=FILE does the same with that secret");
 
 namespace keel {
 namespace {

@@ -18,6 +18,7 @@ DECLARE_double(bench_seconds);
 DECLARE_int32(inflight);
 DECLARE_bool(small);
 DECLARE_bool(zmq_baseline);
+DECLARE_bool(curve);
 
 namespace keel {
 

@@ -28,6 +28,10 @@ DEFINE_double(register_timeout, 30, "seconds to wait for the scheduler's cluster
 DEFINE_double(heartbeat_interval, 1, "seconds between heartbeats to the scheduler");
 DEFINE_double(scheduler_timeout, 60,
               "a server exits with an error after this many seconds without the scheduler");
+DEFINE_string(secret_file, "",
+              "the cluster secret made by `keel keygen` (mode 0600): every connection is "
+              "encrypted and only holders of the secret may join (default: $KEEL_SECRET_FILE; "
+              "neither: plain TCP, for loopback)");
 
 // Scheduler.
 DEFINE_int32(num_servers, 1, "servers in the cluster (scheduler)");
@@ -140,6 +144,23 @@ void CheckSchedulerFlags(const ClusterSize& size) {
   CheckCheckpointPlaces();
 }
 
+std::optional<ClusterSecret> ClusterSecretFromFlags() {
+  std::string source = "--secret_file";
+  std::string path = FLAGS_secret_file;
+  if (path.empty()) {
+    const char* from_environment = getenv("KEEL_SECRET_FILE");
+    if (from_environment == nullptr || *from_environment == '\0') return std::nullopt;
+    source = "KEEL_SECRET_FILE";
+    path = from_environment;
+  }
+  try {
+    RequireCurve();
+    return ReadClusterSecretFile(path);
+  } catch (const Error& e) {
+    throw MakeError(source, ": ", e.what());
+  }
+}
+
 NodeOptions NodeOptionsFromFlags(proto::Role role) {
   if (FLAGS_scheduler.empty()) throw MakeError("--scheduler HOST:PORT is required");
   ParseHostPort(FLAGS_scheduler, "--scheduler");
@@ -154,6 +175,7 @@ NodeOptions NodeOptionsFromFlags(proto::Role role) {
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
   options.rank = RankFromFlags();
   options.faults = TransportFaultsFromFlags();
+  options.secret = ClusterSecretFromFlags();
   return options;
 }
 
@@ -169,6 +191,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   CheckSchedulerFlags({FLAGS_num_servers, "num_servers", FLAGS_num_workers, "num_workers"});
   SchedulerOptions options;
   options.bind_host = FLAGS_bind;
+  options.secret = ClusterSecretFromFlags();
   options.port = FLAGS_port;
   options.num_servers = FLAGS_num_servers;
   options.num_workers = FLAGS_num_workers;

@@ -7,8 +7,10 @@
 
 #include <gflags/gflags.h>
 
+#include <optional>
 #include <string>
 
+#include "kv/cluster_secret.h"
 #include "kv/node.h"
 #include "kv/optimizer.h"
 #include "scheduler/scheduler.h"
@@ -23,6 +25,7 @@ DECLARE_string(rank_env);
 DECLARE_double(register_timeout);
 DECLARE_double(heartbeat_interval);
 DECLARE_double(scheduler_timeout);
+DECLARE_string(secret_file);
 
 // The scheduler.
 DECLARE_int32(num_servers);
@@ -77,6 +80,11 @@ struct ClusterSize {
 // checks and `keel launch` checks before it starts anything. Throws Error
 // naming the flag, its value and the rule.
 void CheckSchedulerFlags(const ClusterSize& size);
+// The cluster secret named by --secret_file, else by $KEEL_SECRET_FILE; none
+// if neither is set. Throws Error naming the flag (or the variable) and the
+// file if it cannot be read, is not private (mode 0600) or is malformed, or
+// if this libzmq has no CURVE.
+std::optional<ClusterSecret> ClusterSecretFromFlags();
 
 // The scheduler's settings. Throws Error naming a bad flag.
 SchedulerOptions SchedulerOptionsFromFlags();

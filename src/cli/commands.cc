@@ -38,6 +38,7 @@ const char kUsage[] =
     "                                                       a compute backend (--device, "
     "--threads)\n"
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
+    "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
     "  guard -- COMMAND...                                  run COMMAND; stop it when stdin "
@@ -77,14 +78,17 @@ struct Invocation {
   }
 };
 
-// `keel guard -- COMMAND...`: no flags of its own.
+// `keel guard [--secret_from_stdin] -- COMMAND...`: no other flags.
 int RunGuardCommand(int argc, char** argv) {
-  if (argc < 4 || std::string(argv[2]) != "--") {
-    std::cerr << "usage: keel guard -- COMMAND [ARGS...]\n";
+  const bool secret_from_stdin = argc > 2 && std::string(argv[2]) == "--secret_from_stdin";
+  const int separator = secret_from_stdin ? 3 : 2;
+  if (argc < separator + 2 || std::string(argv[separator]) != "--") {
+    std::cerr << "usage: keel guard [--secret_from_stdin] -- COMMAND [ARGS...]\n";
     return 2;
   }
-  return ExitCodeOf("keel guard",
-                    [&] { return RunGuard(std::vector<std::string>(argv + 3, argv + argc)); });
+  return ExitCodeOf("keel guard", [&] {
+    return RunGuard(std::vector<std::string>(argv + separator + 1, argv + argc), secret_from_stdin);
+  });
 }
 
 // Reads the command and the operands of `bench` and `checkpoint` into
@@ -144,6 +148,7 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (command == "bench") return RunBench(invocation.subcommand);
   if (command == "predict") return RunPredict();
   if (command == "datagen") return RunDatagen();
+  if (command == "keygen") return RunKeygen();
   if (command == "checkpoint")
     return RunCheckpointCommand(invocation.subcommand, invocation.target);
   std::cerr << "keel: unknown command '" << command << "'\n\n" << kUsage;

@@ -75,6 +75,9 @@ int RunTraining(Node* node, KVWorker* client);
 int RunPredict();
 int RunDatagen();
 
+// `keel keygen --out FILE`: a new cluster secret, mode 0600 (keygen_command.cc).
+int RunKeygen();
+
 // `keel checkpoint ls|show|verify URI` (checkpoint_command.cc).
 int RunCheckpointCommand(const std::string& what, const std::string& uri);
 

@@ -9,12 +9,15 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "base/error.h"
 #include "base/time.h"
 #include "cli/launcher.h"
 #include "cli/remote.h"
+#include "kv/cluster_secret.h"
 
 namespace keel {
 namespace {
@@ -82,10 +85,46 @@ int StopGroup(pid_t child) {
   return status;
 }
 
-}  // namespace
+// Reads a cluster secret's text from standard input, up to its closing blank
+// line (byte by byte: what follows is the connection's end-of-file, which
+// WaitWhileInputOpen watches). Throws Error if it is not there in 30 s.
+std::string ReadSecretFromInput() {
+  std::string text;
+  const double deadline = MonotonicSeconds() + 30;
+  while (text.size() < 4096 && text.find("\n\n") == std::string::npos) {
+    pollfd input{STDIN_FILENO, POLLIN, 0};
+    const int wait_ms = static_cast<int>((deadline - MonotonicSeconds()) * 1000);
+    if (wait_ms <= 0 || poll(&input, 1, wait_ms) <= 0) {
+      throw MakeError("keel guard: no cluster secret on standard input within 30 s");
+    }
+    char c = 0;
+    const ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw MakeError("keel guard: standard input ended before the cluster secret did");
+    text += c;
+  }
+  ParseClusterSecret(text, "keel guard: the cluster secret on standard input");
+  return text;
+}
 
-int RunGuard(const std::vector<std::string>& command) {
-  if (command.empty()) throw MakeError("keel guard: say what to run: keel guard -- COMMAND...");
+// Writes `text` to a new file only this user can read (mkstemp makes it
+// 0600) in $TMPDIR or /tmp; returns its path.
+std::string WritePrivateFile(const std::string& text) {
+  const char* folder = getenv("TMPDIR");
+  std::string path = std::string(folder && *folder ? folder : "/tmp") + "/keel-secret-XXXXXX";
+  const int fd = mkstemp(&path[0]);
+  if (fd < 0) throw MakeError("keel guard: cannot create ", path, ": ", strerror(errno));
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!written) {
+    unlink(path.c_str());
+    throw MakeError("keel guard: cannot write ", path);
+  }
+  return path;
+}
+
+// Runs `command` under guard (RunGuard without the secret).
+int RunGuarded(const std::vector<std::string>& command) {
   struct sigaction action {};
   action.sa_handler = OnGuardSignal;
   sigemptyset(&action.sa_mask);
@@ -96,6 +135,24 @@ int RunGuard(const std::vector<std::string>& command) {
   if (WaitWhileInputOpen(child, &status)) return StatusCode(status);
   // The connection closed or a signal came: stop the whole group.
   return StatusCode(StopGroup(child));
+}
+
+}  // namespace
+
+int RunGuard(const std::vector<std::string>& command, bool secret_from_stdin) {
+  if (command.empty()) throw MakeError("keel guard: say what to run: keel guard -- COMMAND...");
+  if (!secret_from_stdin) return RunGuarded(command);
+  const std::string secret_file = WritePrivateFile(ReadSecretFromInput());
+  setenv("KEEL_SECRET_FILE", secret_file.c_str(), 1);
+  int code = 1;
+  try {
+    code = RunGuarded(command);
+  } catch (...) {
+    unlink(secret_file.c_str());
+    throw;
+  }
+  unlink(secret_file.c_str());
+  return code;
 }
 
 }  // namespace keel

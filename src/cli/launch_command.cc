@@ -1,5 +1,6 @@
 // `keel launch`: a job's roles started together, on this machine (a local
 // cluster), over ssh from a hostfile, or as the tasks of a Slurm step.
+#include <glog/logging.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -66,6 +67,17 @@ int LaunchSlurmTask(const std::vector<std::string>& role_flags) {
   return RunSlurmTask(SelfPath(), FLAGS_servers, FLAGS_scheduler_port, role_flags);
 }
 
+// A new cluster secret's text for a job across hosts, unless the user gave
+// --secret_file (then it is theirs to place on every host).
+std::string JobSecret(const std::vector<std::string>& role_flags) {
+  for (const std::string& flag : role_flags) {
+    if (flag.rfind("--secret_file", 0) == 0) return "";
+  }
+  LOG(INFO) << "a new cluster secret for this job: every connection is encrypted (CURVE); each "
+               "host gets it over ssh";
+  return FormatClusterSecret(GenerateClusterSecret());
+}
+
 // `keel launch --hostfile`: the roles over ssh.
 int LaunchOverSsh(const std::vector<std::string>& role_flags) {
   SshLaunch launch;
@@ -84,6 +96,7 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags) {
   if (getcwd(folder, sizeof(folder))) launch.remote_folder = folder;
   launch.scheduler_port = FLAGS_scheduler_port;
   launch.timeout_s = FLAGS_timeout;
+  launch.secret = JobSecret(role_flags);
   return RunSshLaunch(launch);
 }
 

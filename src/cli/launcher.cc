@@ -136,7 +136,7 @@ ProcessGroup::ProcessGroup() { InstallHandlers(); }
 ProcessGroup::~ProcessGroup() { StopAll(); }
 
 pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string>& argv,
-                          bool stdin_pipe) {
+                          bool stdin_pipe, const std::string& input) {
   ChildPipes pipes = OpenPipes(name, stdin_pipe);
   const pid_t parent = getpid();
   const pid_t pid = fork();
@@ -157,6 +157,11 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
   child.err_fd = pipes.err[0];
   child.argv = argv;
   child.in_fd = pipes.in[1];
+  if (!input.empty() && (child.in_fd < 0 || write(child.in_fd, input.data(), input.size()) !=
+                                                static_cast<ssize_t>(input.size()))) {
+    std::cerr << "keel launch: could not hand " << name << " its input: " << strerror(errno)
+              << "\n";
+  }
   children_.push_back(std::move(child));
   if (observer_) observer_->Started(name, pid);
   return pid;

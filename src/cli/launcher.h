@@ -35,10 +35,12 @@ class ProcessGroup {
   // Starts `argv` (argv[0] is the executable path, or a name looked up in
   // PATH) as a child named `name`. With `stdin_pipe` the child reads a pipe
   // that stays open until the child is stopped (ssh forwards its end-of-file
-  // to the remote command, which `keel guard` takes as the order to stop).
-  // Throws Error if it cannot be started.
+  // to the remote command, which `keel guard` takes as the order to stop);
+  // `input` is written to that pipe first (up to the pipe's 64 KiB: a cluster
+  // secret for `keel guard --secret_from_stdin`). Throws Error if it cannot
+  // be started.
   pid_t Spawn(const std::string& name, const std::vector<std::string>& argv,
-              bool stdin_pipe = false);
+              bool stdin_pipe = false, const std::string& input = "");
 
   // Called with each forwarded line (before it is printed), on the thread
   // that forwards output.

@@ -3,6 +3,7 @@
 #include "cli/remote.h"
 
 #include <glog/logging.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,7 +14,9 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/files.h"
 #include "cli/launcher.h"
+#include "kv/cluster_secret.h"
 
 extern char** environ;
 
@@ -187,7 +190,8 @@ std::vector<std::string> SshCommand(const SshLaunch& launch, const HostEntry& ho
   if (!launch.remote_folder.empty()) {
     command = "cd " + ShellQuote(launch.remote_folder) + " 2>/dev/null; ";
   }
-  command += "exec " + ShellQuote(launch.remote_keel) + " guard --";
+  command += "exec " + ShellQuote(launch.remote_keel) + " guard" +
+             (launch.secret.empty() ? "" : " --secret_from_stdin") + " --";
   role_argv.insert(role_argv.begin(), launch.remote_keel);
   for (const auto& arg : role_argv) command += " " + ShellQuote(arg);
   argv.push_back(command);
@@ -196,8 +200,9 @@ std::vector<std::string> SshCommand(const SshLaunch& launch, const HostEntry& ho
 
 void SpawnOverSsh(const SshLaunch& launch, const HostEntry& host, const std::string& name,
                   std::vector<std::string> role_argv, ProcessGroup* group) {
+  // The secret's closing blank line tells guard where it ends.
   group->Spawn(host.host + " " + name, SshCommand(launch, host, std::move(role_argv)),
-               /*stdin_pipe=*/true);
+               /*stdin_pipe=*/true, launch.secret.empty() ? "" : launch.secret + "\n");
 }
 
 // Starts the scheduler on `host` and returns the port it reports; 0 if
@@ -328,9 +333,48 @@ SlurmTask ResolveSlurmTask(const std::map<std::string, std::string>& env, int se
   return result;
 }
 
+std::string SlurmJobSecretFile(const std::string& folder, const std::string& job_id) {
+  MakeDirectories(folder);
+  if (chmod(folder.c_str(), 0700) != 0) {
+    throw MakeError("cannot make folder '", folder, "' private: ", strerror(errno));
+  }
+  const std::string path = folder + "/slurm-" + job_id + ".secret";
+  if (access(path.c_str(), F_OK) != 0) {
+    const std::string aside = path + "." + std::to_string(getpid()) + ".new";
+    WriteClusterSecretFile(aside, GenerateClusterSecret());
+    if (link(aside.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+      const int error = errno;
+      unlink(aside.c_str());
+      throw MakeError("cannot create secret file '", path, "': ", strerror(error));
+    }
+    unlink(aside.c_str());  // another task's may have won: every task reads `path`
+  }
+  ReadClusterSecretFile(path);  // its mode and form, checked here with a clear error
+  return path;
+}
+
+namespace {
+
+// Points KEEL_SECRET_FILE at the job's shared secret unless the user gave one.
+void UseSlurmJobSecret(const std::map<std::string, std::string>& env,
+                       const std::vector<std::string>& role_flags) {
+  for (const std::string& flag : role_flags) {
+    if (flag.rfind("--secret_file", 0) == 0) return;
+  }
+  if (const char* given = getenv("KEEL_SECRET_FILE"); given && *given) return;
+  const char* folder = getenv("KEEL_SECRET_DIR");
+  const char* home = getenv("HOME");
+  const std::string base = folder && *folder ? folder : std::string(home ? home : "") + "/.keel";
+  const std::string path = SlurmJobSecretFile(base, RequireEnv(env, "SLURM_JOB_ID"));
+  setenv("KEEL_SECRET_FILE", path.c_str(), 1);
+}
+
+}  // namespace
+
 int RunSlurmTask(const std::string& self, int servers, int port,
                  const std::vector<std::string>& role_flags) {
   std::map<std::string, std::string> env = SlurmEnvironment();
+  UseSlurmJobSecret(env, role_flags);
   const std::vector<std::string> hosts = NodelistHosts(RequireEnv(env, "SLURM_JOB_NODELIST"));
   const SlurmTask task = ResolveSlurmTask(env, servers, port, hosts, NodeAddress(hosts.front()));
   const std::vector<std::string> argv = SlurmRoleCommand(self, task, role_flags);

@@ -41,6 +41,10 @@ struct SshLaunch {
   std::string remote_folder;             // where the remote commands start (if it exists)
   int scheduler_port = 0;                // 0: any free port, read from the scheduler's output
   double timeout_s = 0;                  // 0: none
+  // A cluster secret's text (FormatClusterSecret), or empty. Each role gets
+  // it on its ssh connection's standard input (`keel guard
+  // --secret_from_stdin`), never on a command line or in a shared file.
+  std::string secret;
 };
 
 // Starts the scheduler, then every server and worker, each through
@@ -69,8 +73,17 @@ SlurmTask ResolveSlurmTask(const std::map<std::string, std::string>& env, int se
                            const std::vector<std::string>& nodelist_hosts,
                            const std::string& first_host_address);
 
+// The cluster secret every task of Slurm job `job_id` shares: the file
+// `folder`/slurm-JOB_ID.secret (mode 0600, in a folder made 0700), made by
+// whichever task comes first (written aside, then linked into place, so the
+// others read a whole file or make none). `folder` must be the same folder on
+// every node (a shared home). Returns its path. Throws Error naming the file.
+std::string SlurmJobSecretFile(const std::string& folder, const std::string& job_id);
+
 // `keel launch --slurm`: resolves this task's role (with scontrol) and
-// replaces this process with it. Returns only on error (throws).
+// replaces this process with it. Without --secret_file or KEEL_SECRET_FILE,
+// the roles use SlurmJobSecretFile($KEEL_SECRET_DIR, else $HOME/.keel).
+// Returns only on error (throws).
 int RunSlurmTask(const std::string& self, int servers, int port,
                  const std::vector<std::string>& role_flags);
 
@@ -78,7 +91,14 @@ int RunSlurmTask(const std::string& self, int servers, int port,
 // stops that group (SIGTERM, then SIGKILL after 2 s) when this process's
 // standard input reaches its end or it receives SIGHUP, SIGINT or SIGTERM.
 // Returns COMMAND's exit status (128 + signal if it was killed).
-int RunGuard(const std::vector<std::string>& command);
+//
+// With `secret_from_stdin` (`keel guard --secret_from_stdin -- ...`, what
+// the ssh launcher runs) it first reads a cluster secret's text from
+// standard input up to a blank line, writes it to a new file only this user
+// can read ($TMPDIR or /tmp, mode 0600), runs COMMAND with KEEL_SECRET_FILE
+// naming it and removes it when COMMAND ends: the key never appears on a
+// command line nor in a file others can read.
+int RunGuard(const std::vector<std::string>& command, bool secret_from_stdin = false);
 
 }  // namespace keel
 

@@ -59,6 +59,7 @@ void Node::StartVan() {
   van_options.port = options_.port;
   van_options.advertise_host = options_.advertise_host;
   van_options.faults = options_.faults;
+  van_options.secret = options_.secret;
   if (van_options.advertise_host.empty()) {
     van_options.advertise_host = options_.bind_host == "0.0.0.0"
                                      ? LocalAddressToward(scheduler_host, scheduler_port)

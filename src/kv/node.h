@@ -61,6 +61,8 @@ struct NodeOptions {
   double heartbeat_interval_s = 1;
   // Faults this node injects into its outgoing data messages (see Van).
   TransportFaults faults;
+  // The cluster's CURVE keypair (see Van); none: plain TCP.
+  std::optional<ClusterSecret> secret;
 };
 
 class Node {

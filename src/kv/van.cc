@@ -32,6 +32,19 @@ std::string Endpoint(const std::string& host, int port) {
   return "tcp://" + host + ":" + (port == 0 ? std::string("*") : std::to_string(port));
 }
 
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// Without a secret, anyone who reaches a port beyond loopback is a member.
+void WarnIfOpenToTheNetwork(const VanOptions& options) {
+  if (options.secret || IsLoopback(options.bind_host)) return;
+  LOG(WARNING) << "*** INSECURE: listening on " << options.bind_host
+               << " without a cluster secret: anyone who can reach this port can join the "
+                  "cluster, read and change the model. Give every role --secret_file (made by "
+                  "`keel keygen`; see README, Security). ***";
+}
+
 }  // namespace
 
 bool IsDataPlane(proto::Command command) {
@@ -126,9 +139,12 @@ std::string ProbeAddress(const std::string& address, double timeout_s) {
 Van::Van(const VanOptions& options)
     : context_(1),
       receiver_(context_, zmq::socket_type::router),
+      secret_(options.secret),
       faults_(options.faults),
       fault_random_(options.faults.seed) {
   faults_.Check();
+  WarnIfOpenToTheNetwork(options);
+  ConfigureCurveServer(options);
   ConfigureReceiver();
   const std::string endpoint = Endpoint(options.bind_host, options.port);
   try {
@@ -171,7 +187,29 @@ zmq::socket_t Van::MakeSendSocket(int node_id) {
   socket.set(zmq::sockopt::linger, kLingerMs);
   socket.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
   socket.set(zmq::sockopt::routing_id, zmq::buffer(RoutingIdLocked(node_id)));
+  ConfigureCurveClient(socket);
   return socket;
+}
+
+void Van::ConfigureCurveServer(const VanOptions& options) {
+  if (!secret_) return;
+  RequireCurve();
+  const std::string where =
+      "node at " + options.bind_host + (options.port ? ":" + std::to_string(options.port) : "");
+  authenticator_ =
+      std::make_unique<PeerAuthenticator>(context_, receiver_, secret_->public_key, where);
+  receiver_.set(zmq::sockopt::curve_server, true);
+  receiver_.set(zmq::sockopt::curve_secretkey, secret_->secret_key);
+  receiver_.set(zmq::sockopt::zap_domain, "keel");
+  VLOG(0) << "CURVE on: connections are encrypted and only holders of the cluster secret may "
+             "connect";
+}
+
+void Van::ConfigureCurveClient(zmq::socket_t& socket) const {
+  if (!secret_) return;
+  socket.set(zmq::sockopt::curve_serverkey, secret_->public_key);
+  socket.set(zmq::sockopt::curve_publickey, secret_->public_key);
+  socket.set(zmq::sockopt::curve_secretkey, secret_->secret_key);
 }
 
 void Van::Start(Handler handler) {
@@ -211,6 +249,8 @@ void Van::Stop() {
     peers_.clear();
   }
   receiver_.close();
+  // After the receiving socket: no handshake may happen without the handler.
+  if (authenticator_) authenticator_->Stop();
   context_.close();
 }
 

@@ -12,6 +12,13 @@
 // route it proved itself on (see Node and Scheduler); the limits of that are
 // written down in docs/ARCHITECTURE.md ("Security: the control plane").
 //
+// With a cluster secret (VanOptions::secret) every socket speaks CURVE: the
+// ROUTER is a CURVE server with the cluster's secret key, each DEALER a CURVE
+// client presenting the cluster's keypair, and a PeerAuthenticator admits
+// only clients holding that keypair; everything on the wire is encrypted and
+// authenticated. Without one, a Van that listens beyond loopback warns at
+// start that anyone who reaches the port is a member.
+//
 // Fault injection lives here too (TransportFaults): a node can drop or delay a
 // share of its outgoing data-plane messages, so that a test or `keel launch
 // --faults` exercises the resends and the servers' exactly-once pushes on the
@@ -25,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <random>
 #include <string>
@@ -32,7 +40,9 @@
 #include <unordered_map>
 #include <zmq.hpp>
 
+#include "kv/cluster_secret.h"
 #include "kv/message.h"
+#include "kv/peer_authenticator.h"
 
 namespace keel {
 
@@ -85,6 +95,9 @@ struct VanOptions {
   // Host peers should use to reach this node; empty means bind_host.
   std::string advertise_host;
   TransportFaults faults;
+  // The cluster's CURVE keypair; none: plain TCP, anyone who reaches the
+  // port may join (fine on loopback only).
+  std::optional<ClusterSecret> secret;
 };
 
 class Van {
@@ -93,7 +106,8 @@ class Van {
   // for long: it holds up every later message.
   using Handler = std::function<void(Message&&)>;
 
-  // Binds the receiving socket. Throws Error if the address cannot be bound.
+  // Binds the receiving socket. Throws Error if the address cannot be bound,
+  // or if options.secret is set and this libzmq has no CURVE.
   explicit Van(const VanOptions& options);
   ~Van();
   Van(const Van&) = delete;
@@ -132,6 +146,13 @@ class Van {
 
   // Messages dropped because they could not be decoded.
   uint64_t malformed_messages() const { return malformed_.load(); }
+  // Connections refused during the CURVE handshake (0 without a secret).
+  uint64_t refused_connections() const { return authenticator_ ? authenticator_->refused() : 0; }
+  // Lines logged about refused connections (first ones per address, and
+  // summaries).
+  uint64_t refusal_log_lines() const {
+    return authenticator_ ? authenticator_->log().lines_logged() : 0;
+  }
   TransportFaultCounts fault_counts() const;
 
  private:
@@ -165,9 +186,15 @@ class Van {
   // Sends encoded frames now. Throws Error if `node_id` is not connected.
   void SendNow(int node_id, std::vector<zmq::message_t>& frames);
   void SendReplies();
+  // CURVE (with a secret): the receiving socket as a CURVE server, with its
+  // authenticator; a send socket as a CURVE client. No-ops without a secret.
+  void ConfigureCurveServer(const VanOptions& options);
+  void ConfigureCurveClient(zmq::socket_t& socket) const;
 
   zmq::context_t context_;
   zmq::socket_t receiver_;
+  std::optional<ClusterSecret> secret_;
+  std::unique_ptr<PeerAuthenticator> authenticator_;
   std::string address_;
   int port_ = 0;
   Handler handler_;

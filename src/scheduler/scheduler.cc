@@ -21,6 +21,7 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
   VanOptions van;
   van.bind_host = options.bind_host;
   van.port = options.port;
+  van.secret = options.secret;
   return van;
 }
 

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -44,6 +45,8 @@ namespace keel {
 struct SchedulerOptions {
   std::string bind_host = "0.0.0.0";
   int port = 0;  // 0: any free port
+  // The cluster's CURVE keypair (see Van); none: plain TCP.
+  std::optional<ClusterSecret> secret;
   int num_servers = 1;
   int num_workers = 1;
   // A node silent this long is reported (failure handling acts on it later).

@@ -1,0 +1,235 @@
+// CURVE on the wire (VanOptions::secret): a peer without the cluster's key
+// gets nothing past the handshake and is logged once; members work as before.
+// Attackers are raw cppzmq sockets on loopback.
+#include <glog/logging.h>
+#include <gtest/gtest.h>
+#include <zmq.h>
+
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <zmq_addon.hpp>
+
+#include "base/error.h"
+#include "kv/cluster_secret.h"
+#include "kv/kv_worker.h"
+#include "kv/node.h"
+#include "kv/van.h"
+#include "scheduler/scheduler.h"
+#include "server/kv_server.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::LocalNode;
+using testing::WaitFor;
+
+ClusterSecret NewKeypair() {
+  char public_key[41], secret_key[41];
+  EXPECT_EQ(zmq_curve_keypair(public_key, secret_key), 0);
+  return ClusterSecret{public_key, secret_key};
+}
+
+// Collects the log lines that contain `needle`.
+class LogLines : public google::LogSink {
+ public:
+  explicit LogLines(std::string needle) : needle_(std::move(needle)) { google::AddLogSink(this); }
+  ~LogLines() override { google::RemoveLogSink(this); }
+  void send(google::LogSeverity, const char*, const char*, int, const struct ::tm*,
+            const char* message, size_t length) override {
+    const std::string line(message, length);
+    if (line.find(needle_) == std::string::npos) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    lines_.push_back(line);
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  const std::string needle_;
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// The serialized Meta of a PUSH, as a member would send it.
+std::string PushHeader() {
+  proto::Meta meta;
+  meta.set_command(proto::PUSH);
+  meta.set_sender(9);
+  meta.set_key_count(0);
+  return meta.SerializeAsString();
+}
+
+// A Van with the cluster's secret that records what it receives.
+class SecretVan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    secret_ = NewKeypair();
+    VanOptions options;
+    options.secret = secret_;
+    van_ = std::make_unique<Van>(options);
+    van_->Start([this](Message&& message) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      received_.push_back(message.meta);
+    });
+  }
+  void TearDown() override { van_->Stop(); }
+
+  size_t Received() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return received_.size();
+  }
+
+  // Connects `raw` (a DEALER), sends a PUSH, and waits until the Van has
+  // refused one more connection; then checks that nothing came back.
+  void AttackOnce(zmq::socket_t& raw) {
+    const uint64_t refused = van_->refused_connections();
+    raw.set(zmq::sockopt::linger, 0);
+    raw.connect("tcp://" + van_->address());
+    raw.send(zmq::buffer(PushHeader()), zmq::send_flags::dontwait);
+    ASSERT_TRUE(WaitFor([&] { return van_->refused_connections() > refused; }, 30));
+    zmq::message_t reply;
+    EXPECT_FALSE(raw.recv(reply, zmq::recv_flags::dontwait));
+  }
+
+  ClusterSecret secret_;
+  std::unique_ptr<Van> van_;
+  std::mutex mutex_;
+  std::vector<proto::Meta> received_;
+};
+
+TEST_F(SecretVan, APeerWithoutCurveGetsNoMessageThrough) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    zmq::context_t context(1);
+    zmq::socket_t raw(context, zmq::socket_type::dealer);
+    raw.set(zmq::sockopt::linger, 0);
+    raw.connect("tcp://" + van_->address());
+    raw.send(zmq::buffer(PushHeader()), zmq::send_flags::dontwait);
+  }
+  // A member's message, sent after theirs, is the only one heard.
+  VanOptions member_options;
+  member_options.secret = secret_;
+  Van member(member_options);
+  member.Start([](Message&&) {});
+  member.Connect(1, van_->address());
+  Message message;
+  message.meta.set_command(proto::HEARTBEAT);
+  member.Send(1, message);
+  ASSERT_TRUE(WaitFor([&] { return Received() >= 1; }, 30));
+  member.Stop();
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSERT_EQ(received_.size(), 1u);
+  EXPECT_EQ(received_[0].command(), proto::HEARTBEAT);
+}
+
+TEST_F(SecretVan, APeerWithoutTheKeyIsRefusedAndLoggedOnce) {
+  LogLines refusals("refused a connection from 127.0.0.1");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    // CURVE, but neither the cluster's keypair nor its public key.
+    const ClusterSecret stranger = NewKeypair(), guessed_server = NewKeypair();
+    zmq::context_t context(1);
+    zmq::socket_t raw(context, zmq::socket_type::dealer);
+    raw.set(zmq::sockopt::curve_serverkey, guessed_server.public_key);
+    raw.set(zmq::sockopt::curve_publickey, stranger.public_key);
+    raw.set(zmq::sockopt::curve_secretkey, stranger.secret_key);
+    AttackOnce(raw);
+  }
+  EXPECT_EQ(Received(), 0u);
+  EXPECT_EQ(van_->refused_connections(), 3u);
+  EXPECT_EQ(van_->refusal_log_lines(), 1u);
+  EXPECT_EQ(refusals.lines().size(), 1u);
+}
+
+TEST_F(SecretVan, ACurveClientWithItsOwnKeyIsRefusedByTheZapHandler) {
+  LogLines refusals("refused a connection from 127.0.0.1: its CURVE key is not the cluster's");
+  const ClusterSecret intruder = NewKeypair();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    zmq::context_t context(1);
+    zmq::socket_t raw(context, zmq::socket_type::dealer);
+    // It even knows the cluster's public key, but not the secret half.
+    raw.set(zmq::sockopt::curve_serverkey, secret_.public_key);
+    raw.set(zmq::sockopt::curve_publickey, intruder.public_key);
+    raw.set(zmq::sockopt::curve_secretkey, intruder.secret_key);
+    AttackOnce(raw);
+  }
+  EXPECT_EQ(Received(), 0u);
+  EXPECT_EQ(van_->refusal_log_lines(), 1u);
+  EXPECT_EQ(refusals.lines().size(), 1u);
+}
+
+TEST_F(SecretVan, AMemberWithTheSecretIsHeard) {
+  VanOptions member_options;
+  member_options.secret = secret_;
+  Van member(member_options);
+  member.Start([](Message&&) {});
+  member.Connect(1, van_->address());
+  Message message;
+  message.meta.set_command(proto::HEARTBEAT);
+  member.Send(1, message);
+  EXPECT_TRUE(WaitFor([&] { return Received() == 1; }, 30));
+  EXPECT_EQ(van_->refused_connections(), 0u);
+  member.Stop();
+}
+
+NodeOptions SecretNode(proto::Role role, int scheduler_port, const ClusterSecret& secret) {
+  NodeOptions options = LocalNode(role, scheduler_port);
+  options.secret = secret;
+  return options;
+}
+
+TEST(SecretCluster, RunsPushesAndPullsWithTheKey) {
+  const ClusterSecret secret = NewKeypair();
+  SchedulerOptions scheduler_options;
+  scheduler_options.bind_host = "127.0.0.1";
+  scheduler_options.secret = secret;
+  Scheduler scheduler(scheduler_options);
+  scheduler.Start();
+  Node server_node(SecretNode(proto::SERVER, scheduler.port(), secret));
+  OptimizerOptions sgd;
+  sgd.learning_rate = 1.0f;
+  KVServer server(&server_node, sgd);
+  Node worker_node(SecretNode(proto::WORKER, scheduler.port(), secret));
+  KVWorker client(&worker_node);
+  std::thread starting([&] { server_node.Start(); });
+  worker_node.Start();
+  starting.join();
+
+  SharedArray<const Key> keys(MixedKeySet({1, 2}));
+  client.Wait(client.Push(keys, SharedArray<const float>(std::vector<float>{-1, -2}), 1));
+  SharedArray<float> values;
+  client.Wait(client.Pull(keys, &values, 1));
+  // SGD with learning rate 1 from zero: w = -gradient.
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_EQ(values[0], 1);
+  EXPECT_EQ(values[1], 2);
+
+  worker_node.Stop();
+  server_node.Stop();
+  scheduler.Stop();
+}
+
+TEST(SecretCluster, ANodeWithAnotherKeyCannotJoin) {
+  SchedulerOptions scheduler_options;
+  scheduler_options.bind_host = "127.0.0.1";
+  scheduler_options.secret = NewKeypair();
+  Scheduler scheduler(scheduler_options);
+  scheduler.Start();
+  NodeOptions outsider = SecretNode(proto::WORKER, scheduler.port(), NewKeypair());
+  outsider.register_timeout_s = 2;
+  Node node(outsider);
+  try {
+    node.Start();
+    FAIL() << "a node with another key joined";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no answer from the scheduler"), std::string::npos)
+        << e.what();
+  }
+  node.Stop();
+  scheduler.Stop();
+}
+
+}  // namespace
+}  // namespace keel
