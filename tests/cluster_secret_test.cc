@@ -126,6 +126,14 @@ TEST(RefusalLog, LogsEachNewAddressOnce) {
   EXPECT_EQ(log.lines_logged(), 2u);
 }
 
+TEST(RefusalLog, ARefusalOfAnUnknownAddressIsCountedForTheSummaryNotLoggedAlone) {
+  RefusalLog log("test node", /*summary_interval_s=*/1e9);
+  log.Record("", "no key");           // libzmq gave no address: counted only
+  log.Record("127.0.0.1", "no key");  // the same peer again, with its address: logged
+  EXPECT_EQ(log.refused(), 2u);
+  EXPECT_EQ(log.lines_logged(), 1u);
+}
+
 TEST(RefusalLog, RemembersABoundedNumberOfAddresses) {
   RefusalLog log("test node", /*summary_interval_s=*/1e9);
   const size_t addresses = RefusalLog::kMaxAddresses + 500;

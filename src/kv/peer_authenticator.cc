@@ -73,7 +73,8 @@ RefusalLog::~RefusalLog() {
 void RefusalLog::Record(const std::string& address, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++refused_;
-  if (logged_addresses_.size() < kMaxAddresses && logged_addresses_.insert(address).second) {
+  if (!address.empty() && logged_addresses_.size() < kMaxAddresses &&
+      logged_addresses_.insert(address).second) {
     ++lines_;
     LOG(WARNING) << where_ << " refused a connection from " << address << ": " << reason
                  << " (later refusals from there are counted and summarised at most every "
@@ -88,7 +89,8 @@ void RefusalLog::Record(const std::string& address, const std::string& reason) {
 void RefusalLog::LogSummaryLocked() {
   ++lines_;
   LOG(WARNING) << where_ << " refused " << unlogged_
-               << " more connection(s) without the cluster key (" << refused_ << " in all)";
+               << " connection(s) without the cluster key since its last such line (" << refused_
+               << " in all)";
   unlogged_ = 0;
   last_summary_ = MonotonicSeconds();
 }
@@ -205,11 +207,10 @@ void PeerAuthenticator::OnMonitorEvent() {
     case ZMQ_EVENT_DISCONNECTED: {
       auto peer = peers_by_fd_.find(fd);
       // libzmq reports no peer address; the descriptor is often closed
-      // before this thread can ask it, and then the refusal is logged once
-      // for every such peer.
-      std::string address = peer == peers_by_fd_.end() || peer->second.empty()
-                                ? std::string("an address libzmq did not report")
-                                : peer->second;
+      // before this thread can ask it, and then the refusal is only counted
+      // (and summarised): the same peer's next attempt usually shows its
+      // address.
+      std::string address = peer == peers_by_fd_.end() ? std::string() : peer->second;
       if (peer != peers_by_fd_.end()) peers_by_fd_.erase(peer);
       if (!pending_failure_.empty()) log_.Record(address, pending_failure_);
       pending_failure_.clear();

@@ -14,7 +14,7 @@
 // an address is logged with that address, later ones are summarised at most
 // once a minute. (The ZAP handler always knows the address; for a failed
 // handshake libzmq reports none, and the socket's descriptor, from which it is
-// read, may be closed by then: such peers share one "address".) A peer
+// read, may be closed by then: such a refusal is only counted and summarised.) A peer
 // without CURVE at all often hangs up itself on reading the server's
 // greeting; libzmq then reports no protocol error, and it is not counted
 // (it got nothing through either way). A handshake that ends without a protocol error (the
@@ -44,8 +44,8 @@ class RefusalLog {
   explicit RefusalLog(std::string where, double summary_interval_s = 60);
   ~RefusalLog();  // logs what the last summary did not cover
 
-  // Counts one refusal of `address` for `reason`; logs it if it is the
-  // address's first, else a summary if one is due.
+  // Counts one refusal of `address` ("" if unknown) for `reason`; logs it if
+  // it is a known address's first, else a summary if one is due.
   void Record(const std::string& address, const std::string& reason);
 
   uint64_t refused() const;
