@@ -74,40 +74,6 @@ size_t RankOf(const float* row, size_t width, int label) {
   return ahead + 1;
 }
 
-// Per-class counts of a multiclass confusion matrix.
-class ClassCounts {
- public:
-  explicit ClassCounts(size_t classes)
-      : true_positives_(classes), predicted_(classes), actual_(classes) {}
-
-  void Add(int label, int predicted) {
-    actual_[static_cast<size_t>(label)] += 1.0;
-    predicted_[static_cast<size_t>(predicted)] += 1.0;
-    if (label == predicted) true_positives_[static_cast<size_t>(label)] += 1.0;
-  }
-
-  // macro_precision, macro_recall and macro_f_beta over the classes that
-  // occur as a label or a prediction.
-  MetricSet MacroAverages(double beta) const {
-    double precision_sum = 0.0, recall_sum = 0.0, f_beta_sum = 0.0, seen = 0.0;
-    for (size_t c = 0; c < actual_.size(); ++c) {
-      if (actual_[c] == 0.0 && predicted_[c] == 0.0) continue;
-      const double precision = predicted_[c] > 0.0 ? true_positives_[c] / predicted_[c] : 0.0;
-      const double recall = actual_[c] > 0.0 ? true_positives_[c] / actual_[c] : 0.0;
-      precision_sum += precision;
-      recall_sum += recall;
-      f_beta_sum += FBeta(precision, recall, beta);
-      seen += 1.0;
-    }
-    return {{"macro_precision", precision_sum / seen},
-            {"macro_recall", recall_sum / seen},
-            {"macro_f_beta", f_beta_sum / seen}};
-  }
-
- private:
-  std::vector<double> true_positives_, predicted_, actual_;
-};
-
 double RocAucOf(const char* function, const std::vector<float>& scores,
                 const std::vector<float>& labels) {
   const size_t examples = scores.size();
@@ -207,45 +173,80 @@ MetricSet RegressionMetrics(const std::vector<float>& predictions,
   return metrics;
 }
 
-MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
-                            const std::vector<float>& labels, int classes, int top_k, double beta) {
-  constexpr const char* kFunction = "MulticlassMetrics";
+MulticlassTally::MulticlassTally(int classes, int top_k, double beta)
+    : classes_(classes), top_k_(top_k), beta_(beta) {
   if (classes < 1) throw MakeError(kFunction, ": ", classes, " classes; need at least 1");
-  const size_t width = static_cast<size_t>(classes);
-  if (probabilities.size() != labels.size() * width) {
-    throw MakeError(kFunction, ": ", probabilities.size(), " probabilities but ", labels.size(),
-                    " labels x ", classes, " classes");
-  }
-  CheckNotEmpty(kFunction, labels.size());
   if (top_k < 1) throw MakeError(kFunction, ": top_k ", top_k, " is not at least 1");
   CheckBeta(kFunction, beta);
+  const size_t width = static_cast<size_t>(classes);
+  true_positives_.assign(width, 0.0);
+  predicted_.assign(width, 0.0);
+  actual_.assign(width, 0.0);
+}
 
-  double loss = 0.0, correct = 0.0, in_top_k = 0.0, gain = 0.0;
-  ClassCounts counts(width);
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const int label = LabelToClass(labels[i], classes);
-    if (label < 0) {
-      throw MakeError(kFunction, ": label ", labels[i], " of example ", i,
-                      " is not a class id in [0, ", classes, ")");
-    }
-    const float* row = probabilities.data() + i * width;
-    CheckNoNaN(kFunction, row, width, i);
-    loss -= ClippedLog(row[label]);
-    const int predicted = static_cast<int>(std::max_element(row, row + width) - row);
-    counts.Add(label, predicted);
-    const size_t rank = RankOf(row, width, label);
-    if (rank == 1) correct += 1.0;
-    if (rank <= static_cast<size_t>(top_k)) in_top_k += 1.0;
-    gain += 1.0 / std::log2(1.0 + static_cast<double>(rank));
+void MulticlassTally::Add(const float* probabilities, float label_value) {
+  const size_t example = examples_;
+  const int label = LabelToClass(label_value, classes_);
+  if (label < 0) {
+    throw MakeError(kFunction, ": label ", label_value, " of example ", example,
+                    " is not a class id in [0, ", classes_, ")");
   }
-  const double examples = static_cast<double>(labels.size());
+  const size_t width = static_cast<size_t>(classes_);
+  CheckNoNaN(kFunction, probabilities, width, example);
+  loss_ -= ClippedLog(probabilities[label]);
+  const int predicted =
+      static_cast<int>(std::max_element(probabilities, probabilities + width) - probabilities);
+  CountClasses(label, predicted);
+  const size_t rank = RankOf(probabilities, width, label);
+  if (rank == 1) correct_ += 1.0;
+  if (rank <= static_cast<size_t>(top_k_)) in_top_k_ += 1.0;
+  gain_ += 1.0 / std::log2(1.0 + static_cast<double>(rank));
+  ++examples_;
+}
 
-  MetricSet metrics = counts.MacroAverages(beta);
-  metrics["objective_loss"] = loss / examples;
-  metrics["multiclass_accuracy"] = correct / examples;
-  metrics["multiclass_top_k_accuracy"] = in_top_k / examples;
-  metrics["dcg"] = gain / examples;
+void MulticlassTally::CountClasses(int label, int predicted) {
+  actual_[static_cast<size_t>(label)] += 1.0;
+  predicted_[static_cast<size_t>(predicted)] += 1.0;
+  if (label == predicted) true_positives_[static_cast<size_t>(label)] += 1.0;
+}
+
+MetricSet MulticlassTally::MacroAverages() const {
+  double precision_sum = 0.0, recall_sum = 0.0, f_beta_sum = 0.0, seen = 0.0;
+  for (size_t c = 0; c < actual_.size(); ++c) {
+    if (actual_[c] == 0.0 && predicted_[c] == 0.0) continue;
+    const double precision = predicted_[c] > 0.0 ? true_positives_[c] / predicted_[c] : 0.0;
+    const double recall = actual_[c] > 0.0 ? true_positives_[c] / actual_[c] : 0.0;
+    precision_sum += precision;
+    recall_sum += recall;
+    f_beta_sum += FBeta(precision, recall, beta_);
+    seen += 1.0;
+  }
+  return {{"macro_precision", precision_sum / seen},
+          {"macro_recall", recall_sum / seen},
+          {"macro_f_beta", f_beta_sum / seen}};
+}
+
+MetricSet MulticlassTally::Metrics() const {
+  CheckNotEmpty(kFunction, examples_);
+  const double examples = static_cast<double>(examples_);
+  MetricSet metrics = MacroAverages();
+  metrics["objective_loss"] = loss_ / examples;
+  metrics["multiclass_accuracy"] = correct_ / examples;
+  metrics["multiclass_top_k_accuracy"] = in_top_k_ / examples;
+  metrics["dcg"] = gain_ / examples;
   return metrics;
+}
+
+MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
+                            const std::vector<float>& labels, int classes, int top_k, double beta) {
+  MulticlassTally tally(classes, top_k, beta);
+  const size_t width = static_cast<size_t>(classes);
+  if (probabilities.size() != labels.size() * width) {
+    throw MakeError(MulticlassTally::kFunction, ": ", probabilities.size(), " probabilities but ",
+                    labels.size(), " labels x ", classes, " classes");
+  }
+  for (size_t i = 0; i < labels.size(); ++i) tally.Add(probabilities.data() + i * width, labels[i]);
+  return tally.Metrics();
 }
 
 MetricSet OfChannel(const std::string& channel, const MetricSet& metrics) {

@@ -8,6 +8,7 @@
 #ifndef KEEL_MODELS_METRICS_H_
 #define KEEL_MODELS_METRICS_H_
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -76,6 +77,47 @@ MetricSet RegressionMetrics(const std::vector<float>& predictions,
 MetricSet MulticlassMetrics(const std::vector<float>& probabilities,
                             const std::vector<float>& labels, int classes, int top_k = 3,
                             double beta = 1.0);
+
+// MulticlassMetrics one example at a time, for a set too large to hold whole
+// (`keel predict` on a model of a million classes): memory is the per-class
+// counts, three doubles a class, however many examples are added. Add the
+// examples in order; Metrics() returns exactly what MulticlassMetrics returns
+// for the same examples in the same order (MulticlassMetrics is this tally).
+// Errors are MulticlassMetrics's, naming an example by its place in that
+// order. Not safe for concurrent use.
+class MulticlassTally {
+ public:
+  static constexpr const char* kFunction = "MulticlassMetrics";
+
+  // Throws Error when classes < 1, top_k < 1 or beta is not a positive number.
+  MulticlassTally(int classes, int top_k = 3, double beta = 1.0);
+
+  // Counts one example: `probabilities`, `classes` floats; `label` a class id
+  // stored as a float. Throws Error (counting nothing) on a label outside
+  // [0, classes) or a NaN probability.
+  void Add(const float* probabilities, float label);
+
+  // The examples added so far.
+  size_t examples() const { return examples_; }
+
+  // The MulticlassMetrics keys over every example added. Throws Error when
+  // none was.
+  MetricSet Metrics() const;
+
+ private:
+  void CountClasses(int label, int predicted);
+  // macro_precision, macro_recall and macro_f_beta over the classes that
+  // occur as a label or a prediction.
+  MetricSet MacroAverages() const;
+
+  int classes_;
+  int top_k_;
+  double beta_;
+  size_t examples_ = 0;
+  double loss_ = 0.0, correct_ = 0.0, in_top_k_ = 0.0, gain_ = 0.0;
+  // Per class: the confusion matrix's true positives, predictions, labels.
+  std::vector<double> true_positives_, predicted_, actual_;
+};
 
 // `metrics` under SageMaker's full names, "channel:name" (validation:dcg).
 MetricSet OfChannel(const std::string& channel, const MetricSet& metrics);

@@ -1,8 +1,10 @@
 // The keel binary on crafted files: `keel checkpoint verify`, `keel scheduler
 // --resume` and `keel predict` refuse a snapshot or model whose sizes lie with
-// an error naming the file and exit 1, instead of crashing. Each runs under a
-// 2 GB address-space limit (ulimit -v), so that reading a huge file whole is a
-// failure the test sees rather than a load on the machine.
+// an error naming the file and exit 1, instead of crashing, and `keel predict`
+// scores a model as wide as training allows in bounded memory. Each runs under
+// an address-space limit (ulimit -v; 2 GB unless the test says), so that
+// reading a huge file whole is a failure the test sees rather than a load on
+// the machine.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -61,11 +63,13 @@ class HostileFilesProcess : public testing::TempFolderTest {
   std::string SnapshotPath() const { return folder_ + "/ckpt/" + kId + "/server-0.snap"; }
   std::string CheckpointUri() const { return "file://" + folder_ + "/ckpt/" + kId; }
 
-  // `argv` run by the shell under a 2 GB address-space limit.
-  static testing::Exit RunLimited(const std::vector<std::string>& argv) {
-    std::string command = "ulimit -v 2000000; exec";
+  // `argv` run by the shell under an address-space limit of `kilobytes`
+  // (2 GB unless given), killed after `timeout_s`.
+  static testing::Exit RunLimited(const std::vector<std::string>& argv, int kilobytes = 2000000,
+                                  double timeout_s = 60) {
+    std::string command = "ulimit -v " + std::to_string(kilobytes) + "; exec";
     for (const std::string& arg : argv) command += " '" + arg + "'";
-    return testing::Shell(command, 60);
+    return testing::Shell(command, timeout_s);
   }
   testing::Exit Verify() {
     return RunLimited({KeelBinary(), "checkpoint", "verify", CheckpointUri()});
@@ -154,6 +158,46 @@ TEST_F(HostileFilesProcess, PredictRefusesAModelHeaderClaimingAHugeWidth) {
   EXPECT_TRUE(Contains(exit.output, folder_ + "/model/weights.bin: at byte 20, num_classes " +
                                         std::to_string(classes) + " is outside"))
       << exit.output;
+}
+
+// Was an abort (bad_alloc, exit 134): predict scored 4096 examples at a time
+// and kept every example's predictions for the metrics, 4 MB an example for a
+// model of a million classes (a width training allows); under this test's
+// 500 MB limit that was "out of memory" (exit 1) at the first batch. Now a
+// batch's predictions stay within a budget and the metrics are tallied as the
+// batches come, so the 64 examples (256 MB of predictions) are scored.
+TEST_F(HostileFilesProcess, PredictScoresAMillionClassModelWithinBoundedMemory) {
+  // magic, version 1, linear learner, multiclass, 10^6 classes, 0 factors,
+  // bias, weight width = bias width = classes, one feature (index 1) of zero
+  // weights, a zero bias: every class is equally likely, 10^-6. The data's
+  // "2:1" is that feature (libsvm indices are one-based by default).
+  const uint32_t classes = 1000000;
+  const std::string zeros(sizeof(float) * classes, '\0');
+  const std::string weights =
+      WithChecksum("KEELMDL1" + Field<uint32_t>(1) + Field<uint32_t>(0) + Field<uint32_t>(2) +
+                   Field(classes) + Field<uint32_t>(0) + Field<uint32_t>(1) + Field(classes) +
+                   Field(classes) + Field<uint64_t>(1) + Field<uint64_t>(1) + zeros + zeros);
+  MakeDirectories(folder_ + "/model");
+  testing::WriteFile(folder_ + "/model/weights.bin", weights);
+  // Labels 0 and 2 in turn. Ties rank to the lower class: every example is
+  // predicted class 0, so half are right, label 2 ranks third (within the
+  // default top 3), and the mean gain is (1 + 1 / log2(4)) / 2.
+  std::string data;
+  for (int row = 0; row < 64; ++row) data += (row % 2 == 0 ? "0" : "2") + std::string(" 2:1\n");
+  WriteFile("data.libsvm", data);
+  // Predictions go to /dev/null (64 lines of a million scores are 400 MB of
+  // text, some 20 s of formatting); the metrics show every example scored.
+  const testing::Exit exit =
+      RunLimited({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
+                  "--data=" + folder_ + "/data.libsvm", "--out=/dev/null"},
+                 500000, 240);
+  ASSERT_TRUE(exit.finished) << exit.output.substr(0, 2000);
+  EXPECT_EQ(exit.code, 0) << exit.output.substr(0, 2000);
+  EXPECT_TRUE(Contains(exit.output, "scored 64 examples")) << exit.output.substr(0, 2000);
+  EXPECT_TRUE(Contains(exit.output, "multiclass_accuracy 0.5\n")) << exit.output.substr(0, 2000);
+  EXPECT_TRUE(Contains(exit.output, "multiclass_top_k_accuracy 1\n"))
+      << exit.output.substr(0, 2000);
+  EXPECT_TRUE(Contains(exit.output, "dcg 0.75\n")) << exit.output.substr(0, 2000);
 }
 
 }  // namespace

@@ -688,6 +688,60 @@ TEST(PredictionMetrics, RegressorReportsSageMakersRegressionNames) {
   }
 }
 
+// --- PredictionTally: PredictionMetrics a batch at a time (keel predict) ---
+
+TEST(PredictionTally, MulticlassMetricsOverBatchesAreThoseOfTheWholeSet) {
+  Hyperparameters h;
+  h.predictor_type = PredictorType::kMulticlassClassifier;
+  h.num_classes = 3;
+  PredictionTally tally(h);
+  // Batch 1: label 0 predicted (rank 1); batch 2: label 2 ranked second,
+  // label 1 ranked third. Accuracy 1/3, top-3 accuracy 1, dcg the mean of
+  // 1, 1/log2(3) and 1/log2(4) = 1/2.
+  tally.Add({0.7f, 0.2f, 0.1f}, {0});
+  tally.Add({0.5f, 0.1f, 0.4f, 0.6f, 0.1f, 0.3f}, {2, 1});
+  EXPECT_EQ(tally.examples(), 3u);
+  const MetricSet metrics = tally.Metrics();
+  EXPECT_DOUBLE_EQ(metrics.at("multiclass_accuracy"), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(metrics.at("multiclass_top_k_accuracy"), 1.0);
+  EXPECT_DOUBLE_EQ(metrics.at("dcg"), (1.0 + 1.0 / std::log2(3.0) + 0.5) / 3.0);
+  EXPECT_NEAR(metrics.at("objective_loss"), -(std::log(0.7) + std::log(0.4) + std::log(0.1)) / 3.0,
+              1e-6);
+}
+
+TEST(PredictionTally, ABadLabelIsNamedByItsPlaceInTheWholeSet) {
+  Hyperparameters h;
+  h.predictor_type = PredictorType::kMulticlassClassifier;
+  h.num_classes = 3;
+  PredictionTally tally(h);
+  tally.Add({0.7f, 0.2f, 0.1f, 0.7f, 0.2f, 0.1f}, {0, 1});
+  try {
+    tally.Add({0.7f, 0.2f, 0.1f}, {5});
+    FAIL() << "label 5 of 3 classes was accepted";
+  } catch (const Error& error) {
+    EXPECT_TRUE(testing::Contains(error.what(), "label 5 of example 2 is not a class id"))
+        << error.what();
+  }
+}
+
+TEST(PredictionTally, BinaryMetricsOverBatchesAreThoseOfTheWholeSet) {
+  // Probabilities 0.9, 0.2 | 0.6 against labels 1, 0 | 0: accuracy 2/3, and
+  // the positive outscores both negatives (AUC 1).
+  PredictionTally tally{Hyperparameters()};
+  tally.Add({0.9f, 0.2f}, {1, 0});
+  tally.Add({0.6f}, {0});
+  const MetricSet metrics = tally.Metrics();
+  EXPECT_DOUBLE_EQ(metrics.at("binary_classification_accuracy"), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(metrics.at("roc_auc_score"), 1.0);
+}
+
+TEST(PredictionTally, NoExampleIsAnError) {
+  Hyperparameters h;
+  h.predictor_type = PredictorType::kMulticlassClassifier;
+  h.num_classes = 3;
+  EXPECT_THROW(PredictionTally(h).Metrics(), Error);
+}
+
 // Five rows of one feature, x = 1..5 (labels 0 0 1 1 1), scored by an
 // artifact with weight 1 and bias -3: scores x - 3, probabilities
 // sigmoid(-2), sigmoid(-1), 1/2, sigmoid(1), sigmoid(2).

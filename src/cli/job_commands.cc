@@ -123,6 +123,27 @@ ReaderOptions PredictReaderOptions(const ModelArtifact& artifact, const Hyperpar
   return WithLabelRule(reader, h);
 }
 
+// Predict scores at most this many examples at a time, and at most as many
+// as keep a batch's predictions within kPredictionBytes: a model of a million
+// classes (4 MB of predictions an example) scores 16 at a time. Its batches'
+// gathered weights (one row per feature in the batch) shrink with it.
+constexpr size_t kPredictBatchRows = 4096;
+constexpr size_t kPredictionBytes = size_t{64} << 20;
+
+// The examples predict scores at a time for a model of `prediction_width`
+// predictions an example. Throws Error, naming the model's weights.bin and its
+// width, when one example's predictions alone exceed kPredictionBytes.
+size_t PredictBatchRows(int prediction_width) {
+  const size_t row_bytes = sizeof(float) * static_cast<size_t>(std::max(1, prediction_width));
+  if (row_bytes > kPredictionBytes) {
+    throw MakeError(FLAGS_model_dir, "/weights.bin: ", prediction_width,
+                    " predictions per example (num_classes) need ", row_bytes,
+                    " bytes an example, more than predict's ", kPredictionBytes,
+                    " bytes for a batch's predictions");
+  }
+  return std::min(kPredictBatchRows, kPredictionBytes / row_bytes);
+}
+
 }  // namespace
 
 int RunTraining(Node* node, KVWorker* client) {
@@ -145,11 +166,13 @@ int RunPredict() {
   ComputeBackend& model = *backend;
   const int width = model.weight_width();
   const std::unordered_map<Key, size_t> rows = FeatureRows(artifact);
-  BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), PredictReaderOptions(artifact, h), 4096);
+  BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), PredictReaderOptions(artifact, h),
+                     PredictBatchRows(model.prediction_width()));
   std::ofstream out(FLAGS_out);
   if (!out) throw MakeError("cannot write ", FLAGS_out);
   out << std::setprecision(7);
-  std::vector<float> weights, predictions, all_predictions, labels;
+  std::vector<float> weights, predictions;
+  PredictionTally tally(h);
   double loss_sum = 0.0;
   PreparedBatch batch;
   uint64_t unseen = 0;
@@ -157,14 +180,13 @@ int RunPredict() {
     unseen += GatherWeights(artifact, rows, batch, width, &weights);
     loss_sum += model.Predict(batch, weights.data(), artifact.bias.data(), &predictions);
     WritePredictions(h, predictions, batch.batch.rows(), model.prediction_width(), out);
-    all_predictions.insert(all_predictions.end(), predictions.begin(), predictions.end());
-    labels.insert(labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
+    tally.Add(predictions, batch.batch.labels);
   }
   if (!out) throw MakeError("cannot write ", FLAGS_out);
+  const size_t examples = tally.examples();
   const MetricSet metrics =
-      PredictionMetrics(h, all_predictions, labels,
-                        loss_sum / static_cast<double>(std::max<size_t>(1, labels.size())));
-  std::cout << "scored " << labels.size() << " examples into " << FLAGS_out << " (" << unseen
+      tally.Metrics(loss_sum / static_cast<double>(std::max<size_t>(1, examples)));
+  std::cout << "scored " << examples << " examples into " << FLAGS_out << " (" << unseen
             << " feature occurrences the model has not seen)\n";
   for (const auto& [name, value] : metrics) std::cout << "  " << name << " " << value << "\n";
   return 0;

@@ -13,6 +13,16 @@
 namespace keel {
 namespace {
 
+// `metrics` with objective_loss the mean training loss `mean_loss` when the
+// job trained with a loss other than its predictor type's default (whose
+// conventional figure the metric already is); NaN leaves it.
+MetricSet WithTrainingLoss(const Hyperparameters& h, MetricSet metrics, double mean_loss) {
+  if (h.loss_function().kind != LossKindOf(h.predictor_type, "auto") && !std::isnan(mean_loss)) {
+    metrics["objective_loss"] = mean_loss;
+  }
+  return metrics;
+}
+
 // An artifact's weights, looked up by the mixed keys of a batch.
 class ArtifactRows {
  public:
@@ -151,13 +161,13 @@ std::vector<float> Evaluator::BiasFor(const ModelArtifact* artifact) {
 
 MetricSet PredictionMetrics(const Hyperparameters& h, const std::vector<float>& predictions,
                             const std::vector<float>& labels, double mean_loss) {
-  const LossKind loss = h.loss_function().kind;
   MetricSet metrics;
   switch (h.predictor_type) {
     case PredictorType::kBinaryClassifier:
       metrics = BinaryClassificationMetrics(predictions, labels, h.DecisionThreshold(), h.f_beta);
       // SageMaker's factorization machine names its (logistic) loss so.
-      if (h.job == JobKind::kFactorizationMachines && loss == LossKind::kLogistic) {
+      if (h.job == JobKind::kFactorizationMachines &&
+          h.loss_function().kind == LossKind::kLogistic) {
         metrics["binary_classification_cross_entropy"] = metrics.at("objective_loss");
       }
       break;
@@ -168,10 +178,40 @@ MetricSet PredictionMetrics(const Hyperparameters& h, const std::vector<float>& 
       metrics = MulticlassMetrics(predictions, labels, h.num_classes, h.accuracy_top_k, h.f_beta);
       break;
   }
-  if (loss != LossKindOf(h.predictor_type, "auto") && !std::isnan(mean_loss)) {
-    metrics["objective_loss"] = mean_loss;
+  return WithTrainingLoss(h, std::move(metrics), mean_loss);
+}
+
+PredictionTally::PredictionTally(const Hyperparameters& hyperparameters)
+    : hyperparameters_(hyperparameters) {
+  const Hyperparameters& h = hyperparameters_;
+  if (h.predictor_type == PredictorType::kMulticlassClassifier) {
+    multiclass_.emplace(h.num_classes, h.accuracy_top_k, h.f_beta);
   }
-  return metrics;
+}
+
+void PredictionTally::Add(const std::vector<float>& predictions, const std::vector<float>& labels) {
+  if (!multiclass_) {
+    predictions_.insert(predictions_.end(), predictions.begin(), predictions.end());
+    labels_.insert(labels_.end(), labels.begin(), labels.end());
+    return;
+  }
+  const size_t width = static_cast<size_t>(hyperparameters_.num_classes);
+  if (predictions.size() != labels.size() * width) {
+    throw MakeError("PredictionTally: ", predictions.size(), " probabilities but ", labels.size(),
+                    " labels x ", width, " classes");
+  }
+  for (size_t i = 0; i < labels.size(); ++i) {
+    multiclass_->Add(predictions.data() + i * width, labels[i]);
+  }
+}
+
+size_t PredictionTally::examples() const {
+  return multiclass_ ? multiclass_->examples() : labels_.size();
+}
+
+MetricSet PredictionTally::Metrics(double mean_loss) const {
+  if (!multiclass_) return PredictionMetrics(hyperparameters_, predictions_, labels_, mean_loss);
+  return WithTrainingLoss(hyperparameters_, multiclass_->Metrics(), mean_loss);
 }
 
 }  // namespace keel

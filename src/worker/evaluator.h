@@ -5,6 +5,7 @@
 #define KEEL_WORKER_EVALUATOR_H_
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,37 @@ namespace keel {
 MetricSet PredictionMetrics(const Hyperparameters& hyperparameters,
                             const std::vector<float>& predictions, const std::vector<float>& labels,
                             double mean_loss = std::numeric_limits<double>::quiet_NaN());
+
+// PredictionMetrics over a data set given a batch at a time, without holding
+// every class score of every example: a multiclass classifier's examples are
+// tallied as they come (MulticlassTally: memory per class, not per example); a
+// binary classifier's and a regressor's predictions, one float per example,
+// are kept (the AUC ranks them all). Metrics(mean_loss) returns exactly what
+// PredictionMetrics returns for every batch's predictions and labels joined.
+// Not safe for concurrent use.
+class PredictionTally {
+ public:
+  // Throws Error as MulticlassTally's constructor does for a multiclass
+  // classifier's classes, accuracy_top_k or f_beta.
+  explicit PredictionTally(const Hyperparameters& hyperparameters);
+
+  // Adds a batch: `predictions` holds labels.size() rows of the predictor's
+  // width (num_classes for a multiclass classifier, else 1). Throws Error
+  // when the sizes disagree, and as MulticlassTally::Add does.
+  void Add(const std::vector<float>& predictions, const std::vector<float>& labels);
+
+  // The examples added so far.
+  size_t examples() const;
+
+  // PredictionMetrics of every example added, `mean_loss` as there. Throws
+  // Error as PredictionMetrics does.
+  MetricSet Metrics(double mean_loss = std::numeric_limits<double>::quiet_NaN()) const;
+
+ private:
+  Hyperparameters hyperparameters_;
+  std::optional<MulticlassTally> multiclass_;  // a multiclass classifier's
+  std::vector<float> predictions_, labels_;    // a binary classifier's or regressor's
+};
 
 // A channel's predictions under one model, and their labels.
 struct ChannelPredictions {
