@@ -65,9 +65,12 @@ class HostileFilesProcess : public testing::TempFolderTest {
 
   // `argv` run by the shell under an address-space limit of `kilobytes`
   // (2 GB unless given), killed after `timeout_s`.
+  // `limit`: ulimit's -v (address space) or -d (data: the heap and anonymous
+  // mappings, not shared libraries such as CUDA's, which map gigabytes of
+  // address space when the build has them).
   static testing::Exit RunLimited(const std::vector<std::string>& argv, int kilobytes = 2000000,
-                                  double timeout_s = 60) {
-    std::string command = "ulimit -v " + std::to_string(kilobytes) + "; exec";
+                                  double timeout_s = 60, const std::string& limit = "-v") {
+    std::string command = "ulimit " + limit + " " + std::to_string(kilobytes) + "; exec";
     for (const std::string& arg : argv) command += " '" + arg + "'";
     return testing::Shell(command, timeout_s);
   }
@@ -163,7 +166,7 @@ TEST_F(HostileFilesProcess, PredictRefusesAModelHeaderClaimingAHugeWidth) {
 // Was an abort (bad_alloc, exit 134): predict scored 4096 examples at a time
 // and kept every example's predictions for the metrics, 4 MB an example for a
 // model of a million classes (a width training allows); under this test's
-// 500 MB limit that was "out of memory" (exit 1) at the first batch. Now a
+// 500 MB data limit that was "out of memory" (exit 1) at the first batch. Now a
 // batch's predictions stay within a budget and the metrics are tallied as the
 // batches come, so the 64 examples (256 MB of predictions) are scored.
 TEST_F(HostileFilesProcess, PredictScoresAMillionClassModelWithinBoundedMemory) {
@@ -190,7 +193,7 @@ TEST_F(HostileFilesProcess, PredictScoresAMillionClassModelWithinBoundedMemory) 
   const testing::Exit exit =
       RunLimited({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
                   "--data=" + folder_ + "/data.libsvm", "--out=/dev/null"},
-                 500000, 240);
+                 500000, 240, "-d");
   ASSERT_TRUE(exit.finished) << exit.output.substr(0, 2000);
   EXPECT_EQ(exit.code, 0) << exit.output.substr(0, 2000);
   EXPECT_TRUE(Contains(exit.output, "scored 64 examples")) << exit.output.substr(0, 2000);
