@@ -129,17 +129,20 @@ class RawSender {
   zmq::socket_t socket_;
 };
 
-std::vector<zmq::message_t> Frames(const proto::Meta& meta, const std::vector<std::string>& data) {
-  std::vector<zmq::message_t> frames;
-  const std::string header = meta.SerializeAsString();
-  frames.emplace_back(header.data(), header.size());
-  for (const auto& bytes : data) frames.emplace_back(bytes.data(), bytes.size());
-  return frames;
-}
-
 template <typename T>
 std::string Raw(std::vector<T> values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+// A message of `meta` with `data` frames, for a node to send on its own
+// connection (data from any other connection is dropped before a server sees it).
+Message WithFrames(const proto::Meta& meta, const std::vector<std::string>& data) {
+  Message message;
+  message.meta = meta;
+  for (const auto& bytes : data) {
+    message.frames.push_back(Bytes(std::vector<char>(bytes.begin(), bytes.end())));
+  }
+  return message;
 }
 
 TEST_F(InProcessCluster, ServerRejectsMalformedRequestsCountsThemAndKeepsServing) {
@@ -157,17 +160,23 @@ TEST_F(InProcessCluster, ServerRejectsMalformedRequestsCountsThemAndKeepsServing
   raw.Send(std::move(garbage));
   ASSERT_TRUE(WaitFor([&] { return server_node.malformed_messages() == 1; }, 5));
 
+  // Malformed requests from the worker itself (a broken member): refused.
+  const int to = server_node.id();
   meta.set_command(proto::PUSH);
   meta.set_sequence(1000001);
   meta.set_key_count(3);
-  raw.Send(Frames(meta, {Raw<Key>({1, 2, 3}).substr(0, 20), Raw<float>({1, 2, 3})}));  // truncated
+  Message truncated = WithFrames(meta, {Raw<Key>({1, 2, 3}).substr(0, 20), Raw<float>({1, 2, 3})});
+  worker_node_->Send(to, truncated);
   meta.set_sequence(1000002);
-  raw.Send(Frames(meta, {Raw<Key>({1, 2})}));  // value frame missing, key count wrong
+  Message missing = WithFrames(meta, {Raw<Key>({1, 2})});  // value frame missing, key count wrong
+  worker_node_->Send(to, missing);
   meta.set_sequence(1000003);
-  raw.Send(Frames(meta, {Raw<Key>({3, 2, 1}), Raw<float>({1, 2, 3})}));  // unsorted
+  Message unsorted = WithFrames(meta, {Raw<Key>({3, 2, 1}), Raw<float>({1, 2, 3})});
+  worker_node_->Send(to, unsorted);
   meta.set_sequence(1000004);
   meta.set_command(static_cast<proto::Command>(77));
-  raw.Send(Frames(meta, {Raw<Key>({1, 2, 3})}));  // unknown command
+  Message unknown = WithFrames(meta, {Raw<Key>({1, 2, 3})});
+  worker_node_->Send(to, unknown);
   ASSERT_TRUE(WaitFor([&] { return server.rejected_requests() == 4; }, 5))
       << "rejected " << server.rejected_requests();
 

@@ -266,6 +266,21 @@ TEST_F(Registration, ARegisterAnswersTheSameForAnOpenAndAClosedPortOnAnotherHost
   EXPECT_EQ(without(to_open.error(), open.address()), without(to_closed.error(), closed));
 }
 
+TEST_F(Registration, ARegisterNamingAnotherRoutingIdThanItsConnectionsIsRefused) {
+  // Its peers would check its data messages against a route it does not use.
+  RawPeer attacker(SchedulerAddress());
+  proto::Meta request = Register("127.0.0.1:" + std::to_string(testing::UnusedPort()));
+  request.mutable_node()->set_routing_id("another node's id");
+  attacker.Send(request);
+  proto::Meta answer;
+  ASSERT_TRUE(attacker.Receive(&answer, 10)) << "the REGISTER was not answered";
+  EXPECT_TRUE(Contains(answer.error(),
+                       "names a routing id other than the one its connection "
+                       "carries"))
+      << answer.error();
+  EXPECT_EQ(scheduler_->view().nodes_size(), 0);
+}
+
 TEST_F(Registration, AFloodOfRegistersCostsNoThreadPerRequest) {
   // Each names a closed port on this host: refused as unreachable (or, when
   // too many wait, told to try again), one answer per REGISTER.

@@ -1,9 +1,12 @@
-// A server's data plane against hostile or broken input: requests only from
-// the view's workers, tables and widths only as the job declared them, no
-// rows made by pulls, sequences within a window, no non-finite pushes, no
-// half-made rows after a failed allocation, no state kept for departed
-// workers. Attacks come from a raw ZeroMQ socket on loopback.
+// A server's data plane against hostile or broken input: requests only on
+// their sender's own connection and only from the view's workers, tables and
+// widths only as the job declared them, no rows made by pulls, sequences
+// within a window, no non-finite pushes, no half-made rows after a failed
+// allocation, no state kept for departed workers. Outsiders' attacks come
+// from a raw ZeroMQ socket on loopback; a member lying about what it sends
+// (its role, its sequences) sends on its own connection (PushAs).
 #include <gtest/gtest.h>
+#include <openssl/sha.h>
 
 #include <cmath>
 #include <limits>
@@ -95,9 +98,10 @@ class DataPlane : public ::testing::Test {
     return keys;
   }
 
-  // A PUSH of zero gradients to kTable sent from a raw socket, claiming to come
-  // from node `sender` with `sequence`.
-  void RawPush(int sender, uint64_t sequence, const std::vector<Key>& keys) {
+  // A PUSH to kTable sent from a raw socket, claiming to come from node
+  // `sender` with `sequence`: zero gradients unless `gradients` are given.
+  void RawPush(int sender, uint64_t sequence, const std::vector<Key>& keys,
+               std::vector<float> gradients = {}) {
     proto::Meta meta;
     meta.set_command(proto::PUSH);
     meta.set_sender(sender);
@@ -106,13 +110,27 @@ class DataPlane : public ::testing::Test {
     meta.set_table(kTable);
     meta.set_key_count(keys.size());
     meta.set_value_width(1);
-    const std::vector<float> zeros(keys.size(), 0.0f);
+    if (gradients.empty()) gradients.assign(keys.size(), 0.0f);
     std::vector<zmq::message_t> frames;
     const std::string header = meta.SerializeAsString();
     frames.emplace_back(header.data(), header.size());
     frames.emplace_back(keys.data(), keys.size() * sizeof(Key));
-    frames.emplace_back(zeros.data(), zeros.size() * sizeof(float));
+    frames.emplace_back(gradients.data(), gradients.size() * sizeof(float));
     zmq::send_multipart(raw_, frames);
+  }
+  // A PUSH of zero gradients to kTable that `from` sends on its own
+  // connection, with `sequence`: a member lying about its sequences.
+  void PushAs(Node& from, uint64_t sequence, const std::vector<Key>& keys) {
+    Message message;
+    message.meta.set_command(proto::PUSH);
+    message.meta.set_sequence(sequence);
+    message.meta.set_table(kTable);
+    message.meta.set_key_count(keys.size());
+    message.meta.set_value_width(1);
+    message.frames.push_back(AsBytes(SharedArray<const Key>(keys)));
+    message.frames.push_back(
+        AsBytes(SharedArray<const float>(std::vector<float>(keys.size(), 0.0f))));
+    from.Send(server_node_->id(), message);
   }
   void ConnectRaw() {
     raw_.set(zmq::sockopt::linger, 0);
@@ -179,9 +197,8 @@ TEST_F(DataPlane, APushWithANonFiniteValueIsRefusedWholeAndTheWorkerTold) {
 
 TEST_F(DataPlane, APushFromAServersIdIsRefused) {
   // Only workers push and pull directly; servers only pass pushes on.
-  ConnectRaw();
   const uint64_t before = Answered();
-  RawPush(server_node_->id(), 1, kKeys);
+  PushAs(*server_node_, 1, kKeys);
   ASSERT_TRUE(AwaitAnswered(before + 1));
   // (Its answer goes to the server itself, which refuses that too.)
   EXPECT_GE(server_->rejected_requests(), 1u);
@@ -190,25 +207,64 @@ TEST_F(DataPlane, APushFromAServersIdIsRefused) {
 
 TEST_F(DataPlane, AClockFromAServersIdIsRefused) {
   // Counted at the staleness gate, it would be a worker that never advances.
-  ConnectRaw();
-  proto::Meta meta;
-  meta.set_command(proto::CLOCK);
-  meta.set_sender(server_node_->id());
-  meta.set_sequence(1);
-  meta.set_epoch(server_node_->epoch());
-  meta.set_clock(5);
-  const std::string header = meta.SerializeAsString();
-  std::vector<zmq::message_t> frames;
-  frames.emplace_back(header.data(), header.size());
-  zmq::send_multipart(raw_, frames);
+  Message clock;
+  clock.meta.set_command(proto::CLOCK);
+  clock.meta.set_sequence(1);
+  clock.meta.set_clock(5);
+  server_node_->Send(server_node_->id(), clock);
   EXPECT_TRUE(WaitFor([&] { return server_->rejected_requests() >= 1; }, 10));
+}
+
+TEST_F(DataPlane, APushClaimingAWorkersIdFromAnotherConnectionIsRefused) {
+  // A worker's id is no secret (it is in every view): a push naming it counts
+  // only if it comes on that worker's own connection.
+  Push(kKeys, {1.0f, 1.0f});  // SGD at rate 1 from 0.5: -0.5
+  ConnectRaw();
+  const uint64_t refused_before = server_node_->rejected_data_messages();
+  const uint64_t answered_before = Answered();
+  // A sequence within the worker's window and large gradients: applied, they
+  // would move both weights by -100.
+  RawPush(worker_nodes_[0]->id(), 100, kKeys, {100.0f, 100.0f});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return server_node_->rejected_data_messages() > refused_before ||
+               Answered() > answered_before;
+      },
+      10));
+  EXPECT_EQ(server_node_->rejected_data_messages(), refused_before + 1);
+  EXPECT_EQ(server_node_->misrouted_data_messages(), 1u);
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{-0.5f, -0.5f}));  // unchanged
+  // The real worker's pushes are still applied, none taken for a repeat.
+  Push(kKeys, {1.0f, 1.0f});
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{-1.5f, -1.5f}));
+  EXPECT_EQ(server_->duplicate_pushes(), 0u);
+}
+
+TEST_F(DataPlane, TheViewListsEachMembersRouteDigestNotItsRoutingId) {
+  // What data messages are checked against; a member reading the view learns
+  // no routing id to send as another member with.
+  const auto view = server_node_->view();
+  for (Node* node : {server_node_.get(), worker_nodes_[0].get(), worker_nodes_[1].get()}) {
+    const std::string& id = node->routing_id();
+    ASSERT_EQ(id.size(), 16u);
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(id.data()), id.size(), digest);
+    const std::string expected(reinterpret_cast<const char*>(digest), sizeof(digest));
+    int listed = 0;
+    for (const auto& info : view->nodes()) {
+      if (info.id() != node->id()) continue;
+      ++listed;
+      EXPECT_EQ(info.route_digest(), expected) << "node " << node->id();
+      EXPECT_TRUE(info.routing_id().empty()) << "node " << node->id();
+    }
+    EXPECT_EQ(listed, 1) << "node " << node->id();
+  }
 }
 
 TEST_F(DataPlane, APushFarAheadOfTheSendersLastSequenceIsRefused) {
   Push(kKeys, {1.0f, 1.0f});  // the worker's sequences are small
-  ConnectRaw();
   const uint64_t before = Answered();
-  RawPush(worker_nodes_[0]->id(), uint64_t{1} << 40, kKeys);
+  PushAs(*worker_nodes_[0], uint64_t{1} << 40, kKeys);
   ASSERT_TRUE(AwaitAnswered(before + 1));
   EXPECT_EQ(server_->out_of_window_sequences(), 1u);
   EXPECT_EQ(server_->rejected_requests(), 1u);
@@ -220,15 +276,14 @@ TEST_F(DataPlane, APushFarAheadOfTheSendersLastSequenceIsRefused) {
 
 TEST_F(DataPlane, APushFarBehindTheSendersLastSequenceIsRefused) {
   // It may have been applied and forgotten since: applying it could count it twice.
-  ConnectRaw();
-  const int worker = worker_nodes_[0]->id();
+  Node& worker = *worker_nodes_[0];
   const uint64_t newest = 1000000;
-  RawPush(worker, newest, kKeys);
+  PushAs(worker, newest, kKeys);
   ASSERT_TRUE(AwaitAnswered(1));
-  RawPush(worker, newest - 2 * DedupeWindow::kDefaultCapacity, kKeys);
+  PushAs(worker, newest - 2 * DedupeWindow::kDefaultCapacity, kKeys);
   ASSERT_TRUE(AwaitAnswered(2));
   EXPECT_EQ(server_->out_of_window_sequences(), 1u);
-  RawPush(worker, newest - 100, kKeys);  // within the window: a late copy is fine
+  PushAs(worker, newest - 100, kKeys);  // within the window: a late copy is fine
   ASSERT_TRUE(AwaitAnswered(3));
   EXPECT_EQ(server_->out_of_window_sequences(), 1u);
   EXPECT_EQ(server_->rejected_requests(), 1u);

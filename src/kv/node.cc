@@ -42,6 +42,8 @@ Node::~Node() { Stop(); }
 
 const std::string& Node::address() const { return van_->address(); }
 
+const std::string& Node::routing_id() const { return van_->routing_id(); }
+
 void Node::Start() {
   StartVan();
   Register();
@@ -109,6 +111,7 @@ void Node::SendRegister() {
   request.meta.mutable_node()->set_role(options_.role);
   request.meta.mutable_node()->set_address(van_->address());
   request.meta.mutable_node()->set_rank(options_.rank);
+  request.meta.mutable_node()->set_routing_id(van_->routing_id());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     register_nonce_ = RegisterNonce();
@@ -329,6 +332,7 @@ void Node::Rejoin() {
   request.meta.mutable_node()->set_address(van_->address());
   request.meta.mutable_node()->set_rank(rank_);
   request.meta.mutable_node()->set_id(id_);
+  request.meta.mutable_node()->set_routing_id(van_->routing_id());
   // Key ranges may have moved (promotions): the restarted scheduler takes them from here.
   if (auto current = view()) *request.meta.mutable_known_view() = *current;
   LOG(WARNING) << "the scheduler was restarted: registering again as node " << id_;
@@ -494,7 +498,34 @@ bool Node::Hold(Message&& message) {
 }
 
 void Node::Deliver(Message&& message) {
+  if (!OnSendersConnection(message)) {
+    misrouted_data_.fetch_add(1);
+    Reject(&rejected_data_, message.meta,
+           "it did not come on node " + std::to_string(message.meta.sender()) +
+               "'s connection (this came from " +
+               (message.peer_host.empty() ? std::string("an unknown host") : message.peer_host) +
+               ")");
+    return;
+  }
   if (data_handler_) data_handler_(std::move(message));
+}
+
+bool Node::OnSendersConnection(const Message& message) {
+  const int sender = message.meta.sender();
+  if (message.route.empty()) return false;  // a reply on this node's own connection
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto checked = checked_routes_.find(sender);
+  if (checked != checked_routes_.end()) return checked->second == message.route;
+  if (!view_) return false;
+  for (const auto& node : view_->nodes()) {
+    if (node.id() != sender) continue;
+    if (node.route_digest().empty() || RouteDigest(message.route) != node.route_digest()) {
+      return false;
+    }
+    checked_routes_[sender] = message.route;
+    return true;
+  }
+  return false;
 }
 
 void Node::OnRegisterAnswer(const proto::Meta& meta) {
@@ -591,6 +622,7 @@ void Node::OnView(const proto::ClusterView& view) {
   if (view_ && view.epoch() <= view_->epoch()) return;
   view_ = std::make_shared<proto::ClusterView>(view);
   ranges_ = std::move(ranges);
+  checked_routes_.clear();  // checked again against the new view's digests
   epoch_ = view.epoch();
 }
 

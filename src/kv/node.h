@@ -12,8 +12,11 @@
 // in its REGISTER, which only the process listening at the scheduler's
 // address saw) or the node's own connection to the scheduler's address (a
 // restarted scheduler's request to register again comes that way). Data
-// messages of a newer view wait for it in a bounded queue. (Data messages are
-// not bound to their sender's connection: see docs/ARCHITECTURE.md.)
+// messages (requests and responses) only from their claimed sender's own
+// connection: the route whose digest the view lists for that node (its
+// REGISTER carries its Van's routing id; the scheduler publishes the digest of
+// the route it came on). Data messages of a newer view wait for it in a
+// bounded queue and are checked against that view.
 #ifndef KEEL_KV_NODE_H_
 #define KEEL_KV_NODE_H_
 
@@ -178,8 +181,14 @@ class Node {
   // Control messages ignored because they did not come from the scheduler.
   uint64_t rejected_control_messages() const { return rejected_control_.load(); }
   // Data messages dropped: from a newer view beyond the held queue's bounds
-  // (kMaxHeldPerSender, kMaxHeldMessages, kMaxHeldBytes, kMaxEpochsAhead).
+  // (kMaxHeldPerSender, kMaxHeldMessages, kMaxHeldBytes, kMaxEpochsAhead), or
+  // not on their claimed sender's connection (misrouted_data_messages).
   uint64_t rejected_data_messages() const { return rejected_data_.load(); }
+  // Of those, the ones whose route is not the one the view lists for their
+  // claimed sender (a forged sender, or one not in the view).
+  uint64_t misrouted_data_messages() const { return misrouted_data_.load(); }
+  // The routing id this node's send sockets carry (what its peers see).
+  const std::string& routing_id() const;
   // Data messages held now, waiting for a newer view.
   size_t held_messages() const;
 
@@ -214,8 +223,12 @@ class Node {
   void OnData(Message&& message);
   // Holds a data message of a newer view, within the bounds; false if dropped.
   bool Hold(Message&& message);
-  // Hands a data message to the data handler.
+  // Hands a data message to the data handler if it came on its claimed
+  // sender's connection; else counts, logs (rate-limited) and drops it.
   void Deliver(Message&& message);
+  // Whether `message` came on the route whose digest the view lists for its
+  // claimed sender.
+  bool OnSendersConnection(const Message& message);
   void OnRegisterAnswer(const proto::Meta& meta);
   // Sends the control requests still awaiting an answer again.
   void ResendAwaitedLocked();
@@ -250,12 +263,16 @@ class Node {
   std::atomic<int64_t> last_scheduler_contact_ns_{0};
   std::atomic<uint64_t> rejected_control_{0};
   std::atomic<uint64_t> rejected_data_{0};
+  std::atomic<uint64_t> misrouted_data_{0};
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::string refused_;  // the scheduler's reason for refusing registration
   std::shared_ptr<const proto::ClusterView> view_;
   std::shared_ptr<const RangeMap> ranges_;
+  // Per sender in the view, the route found to match its digest (so each
+  // route is hashed once per view).
+  std::map<int, std::string> checked_routes_;
   std::map<uint64_t, bool> barriers_released_;  // barrier id -> released
   // Data messages from a newer epoch, held until this node has that view;
   // per sender, how many; in all, how many bytes.

@@ -5,6 +5,7 @@
 #include <glog/logging.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -46,6 +47,24 @@ void WarnIfOpenToTheNetwork(const VanOptions& options) {
 }
 
 }  // namespace
+
+std::string RandomRoutingId() {
+  std::random_device device;
+  std::string id(16, '\0');
+  for (char& c : id) c = static_cast<char>(device());
+  if (id[0] == 0) id[0] = 1;
+  return id;
+}
+
+std::string RouteDigest(const std::string& routing_id) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(routing_id.data(), routing_id.size(), digest, &length, EVP_sha256(), nullptr) !=
+      1) {
+    throw MakeError("SHA-256 of a ", routing_id.size(), "-byte routing id failed in libcrypto");
+  }
+  return std::string(reinterpret_cast<const char*>(digest), length);
+}
 
 bool IsDataPlane(proto::Command command) {
   return command == proto::PUSH || command == proto::PULL || command == proto::DUMP ||
@@ -140,6 +159,7 @@ Van::Van(const VanOptions& options)
     : context_(1),
       receiver_(context_, zmq::socket_type::router),
       secret_(options.secret),
+      routing_id_(RandomRoutingId()),
       faults_(options.faults),
       fault_random_(options.faults.seed) {
   faults_.Check();
@@ -170,23 +190,12 @@ void Van::ConfigureReceiver() {
   receiver_.set(zmq::sockopt::router_handover, true);
 }
 
-const std::string& Van::RoutingIdLocked(int node_id) {
-  std::string& id = routing_ids_[node_id];
-  if (id.empty()) {
-    // ZeroMQ reserves routing ids that start with a zero byte.
-    id.resize(16);
-    for (char& c : id) c = static_cast<char>(random_device_());
-    if (id[0] == 0) id[0] = 1;
-  }
-  return id;
-}
-
-zmq::socket_t Van::MakeSendSocket(int node_id) {
+zmq::socket_t Van::MakeSendSocket() {
   zmq::socket_t socket(context_, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::sndhwm, 0);
   socket.set(zmq::sockopt::linger, kLingerMs);
   socket.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
-  socket.set(zmq::sockopt::routing_id, zmq::buffer(RoutingIdLocked(node_id)));
+  socket.set(zmq::sockopt::routing_id, zmq::buffer(routing_id_));
   ConfigureCurveClient(socket);
   return socket;
 }
@@ -260,7 +269,7 @@ void Van::Connect(int node_id, const std::string& address) {
   if (existing != peers_.end() && existing->second->address == address) return;
   auto fresh = std::make_shared<Peer>();
   fresh->address = address;
-  fresh->socket = MakeSendSocket(node_id);
+  fresh->socket = MakeSendSocket();
   try {
     fresh->socket.connect("tcp://" + address);
   } catch (const zmq::error_t& e) {

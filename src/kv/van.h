@@ -6,11 +6,15 @@
 // handler; Send may be called from any thread.
 //
 // Who sent a message, as far as ZeroMQ shows it: every send socket (DEALER)
-// carries a routing id of 16 random bytes, made per peer and kept across
-// reconnects, so a receiving ROUTER sees one stable, unguessable route per
-// sending node (Message::route). The scheduler and nodes bind a node id to the
-// route it proved itself on (see Node and Scheduler); the limits of that are
-// written down in docs/ARCHITECTURE.md ("Security: the control plane").
+// of a Van carries the same routing id, 16 random bytes made when the Van is,
+// so every receiving ROUTER sees one stable, unguessable route per sending
+// node (Message::route). (ZeroMQ needs a routing id unique per ROUTER only;
+// with ROUTER_HANDOVER a reconnect with it takes its old route over.) The
+// scheduler binds a node id to the route its REGISTER came on and publishes
+// the route's digest (RouteDigest) in the view; nodes accept a data message
+// only on the route whose digest the view lists for its claimed sender (see
+// Node and Scheduler). The limits are written down in docs/ARCHITECTURE.md
+// ("Security: the control plane").
 //
 // With a cluster secret (VanOptions::secret) every socket speaks CURVE: the
 // ROUTER is a CURVE server with the cluster's secret key, each DEALER a CURVE
@@ -115,6 +119,9 @@ class Van {
 
   // "host:port" peers reach this node at.
   const std::string& address() const { return address_; }
+  // The routing id every send socket of this Van carries: what a receiving
+  // ROUTER sees as Message::route.
+  const std::string& routing_id() const { return routing_id_; }
   int port() const { return port_; }
 
   // Starts the receive thread.
@@ -176,10 +183,8 @@ class Van {
   // The receiving ROUTER's limits: ZMQ_MAXMSGSIZE, and a reconnecting peer
   // (same routing id) takes over its old route.
   void ConfigureReceiver();
-  // A send socket to `node_id` whose routing id is that peer's token.
-  zmq::socket_t MakeSendSocket(int node_id);
-  // The routing id this Van's send sockets to `node_id` carry (peers_mutex_ held).
-  const std::string& RoutingIdLocked(int node_id);
+  // A send socket carrying this Van's routing id.
+  zmq::socket_t MakeSendSocket();
 
   void ReceiveLoop();
   void DelayLoop();
@@ -207,8 +212,7 @@ class Van {
 
   mutable std::mutex peers_mutex_;
   std::unordered_map<int, std::shared_ptr<Peer>> peers_;
-  std::unordered_map<int, std::string> routing_ids_;  // kept across re-points
-  std::random_device random_device_;
+  const std::string routing_id_;  // of every send socket, for the Van's life
 
   // Fault injection (only used when options.faults.any()).
   const TransportFaults faults_;
@@ -227,6 +231,14 @@ class Van {
   bool delay_stopping_ = false;
   std::thread delay_thread_;
 };
+
+// 16 random bytes for a send socket's routing id (ZeroMQ reserves ids that
+// start with a zero byte: the first is never 0).
+std::string RandomRoutingId();
+
+// The SHA-256 of a routing id (32 bytes), as a view lists it. Throws Error if
+// libcrypto fails.
+std::string RouteDigest(const std::string& routing_id);
 
 // True for the commands fault injection may drop or delay.
 bool IsDataPlane(proto::Command command);

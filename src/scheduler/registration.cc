@@ -24,6 +24,12 @@ int LowestFreeRank(const std::set<int>& taken) {
 }  // namespace
 
 void Scheduler::OnRegister(const Message& request) {
+  // A node's send sockets all carry the routing id its REGISTER names.
+  const std::string& claimed = request.meta.node().routing_id();
+  if (!claimed.empty() && claimed != request.route) {
+    Refuse(request, "its REGISTER names a routing id other than the one its connection carries");
+    return;
+  }
   if (!probes_->Add(request)) {
     Refuse(request, std::to_string(RegistrationProbes::kMaxWaiting) +
                         " registrations are being checked; try again");
@@ -172,6 +178,9 @@ Member Scheduler::NewMember(const Message& request, int rank) {
   member.info.set_rank(rank);
   member.info.set_address(node.address());
   member.route = request.route;
+  // The digest of the route, not the node's claim: what its peers check its
+  // data messages against (Node::OnSendersConnection).
+  member.info.set_route_digest(RouteDigest(request.route));
   member.last_heartbeat = MonotonicSeconds();
   return member;
 }
