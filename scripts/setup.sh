@@ -16,7 +16,12 @@ packages=(build-essential cmake pkg-config libzmq3-dev cppzmq-dev libprotobuf-de
           # The benchmarks' LIBLINEAR (scripts/bench/train.sh, defaults.sh).
           liblinear-tools
           # The clang tree: sanitizers and libFuzzer (scripts/sanitize_build.sh).
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev
+          # Observability: the metrics registry, the HTTP layer, a real Prometheus
+          # server and promtool for the tests, a real browser for page and report tests.
+          prometheus-cpp-dev libcpp-httplib-dev prometheus chromium-headless-shell
+          # scripts/bench/prior_bound.sh's softmax bound (multiclass set).
+          python3-sklearn)
 missing=()
 # Node runs the S3 test server; a Node from elsewhere (with its own npm) will do.
 if ! command -v node >/dev/null 2>&1; then
