@@ -220,7 +220,9 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   const MetricSet named = OfChannel("validation", validation);
   Record(named, figures);
   std::cout << "; " << FormatMetrics(named);
-  const EpochVerdict verdict = JudgeEpoch(validation, hyperparameters_, &state_);
+  std::vector<double> model_losses;
+  for (const MetricSet& model : per_model) model_losses.push_back(StoppingLoss(model));
+  const EpochVerdict verdict = JudgeEpoch(validation, model_losses, hyperparameters_, &state_);
   // The job's model is its best validation epoch's: dumped now, written at the end.
   if (verdict.improved && options_.keep_best_epoch) {
     best_ = BestEpoch{epoch,
