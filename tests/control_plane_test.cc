@@ -302,6 +302,23 @@ TEST_F(Registration, AFloodOfRegistersCostsNoThreadPerRequest) {
   EXPECT_LT(VirtualMemoryBytes() - before, 1e9) << try_again << " told to try again";
 }
 
+TEST_F(Registration, AFrameOverTheSchedulersLimitIsNeverReadAndTheSchedulerServesOthers) {
+  const std::string closed = "127.0.0.1:" + std::to_string(testing::UnusedPort());
+  // Under the limit, a REGISTER with a data frame is read and answered...
+  RawPeer small(SchedulerAddress());
+  small.Send(Register(closed), std::string(1 << 20, 'x'));
+  proto::Meta answer;
+  ASSERT_TRUE(small.Receive(&answer, 10)) << "a REGISTER under the limit was not answered";
+  // ...over it, libzmq drops the connection before the frame reaches the
+  // scheduler (before: up to 64 GiB were read and the REGISTER answered).
+  RawPeer large(SchedulerAddress());
+  large.Send(Register(closed), std::string(kSchedulerMaxFrameBytes + 1, 'x'));
+  EXPECT_FALSE(large.Receive(&answer, 3)) << answer.error();
+  RawPeer after(SchedulerAddress());
+  after.Send(Register(closed));
+  EXPECT_TRUE(after.Receive(&answer, 10)) << "the scheduler stopped answering";
+}
+
 TEST_F(Registration, ARegisteredNodesMessagesFromAnotherSocketAreIgnored) {
   Node server(LocalNode(proto::SERVER, scheduler_->port()));
   Node worker(LocalNode(proto::WORKER, scheduler_->port()));

@@ -1,5 +1,7 @@
 #include "kv/van.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <glog/logging.h>
@@ -10,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -165,7 +168,7 @@ Van::Van(const VanOptions& options)
   faults_.Check();
   WarnIfOpenToTheNetwork(options);
   ConfigureCurveServer(options);
-  ConfigureReceiver();
+  ConfigureReceiver(options.max_frame_bytes);
   const std::string endpoint = Endpoint(options.bind_host, options.port);
   try {
     receiver_.bind(endpoint);
@@ -180,11 +183,11 @@ Van::Van(const VanOptions& options)
 
 Van::~Van() { Stop(); }
 
-void Van::ConfigureReceiver() {
+void Van::ConfigureReceiver(int64_t max_frame_bytes) {
   receiver_.set(zmq::sockopt::rcvhwm, 0);
   receiver_.set(zmq::sockopt::rcvtimeo, kReceivePollMs);
   receiver_.set(zmq::sockopt::linger, 0);
-  receiver_.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
+  receiver_.set(zmq::sockopt::maxmsgsize, std::min(max_frame_bytes, kMaxFrameBytes));
   // A peer reconnecting with its routing id replaces its stale connection
   // (otherwise the ROUTER refuses the new one until it notices the old died).
   receiver_.set(zmq::sockopt::router_handover, true);

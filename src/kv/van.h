@@ -102,6 +102,10 @@ struct VanOptions {
   // The cluster's CURVE keypair; none: plain TCP, anyone who reaches the
   // port may join (fine on loopback only).
   std::optional<ClusterSecret> secret;
+  // The largest frame the receiving socket accepts (at most kMaxFrameBytes):
+  // a role whose messages are all small (the scheduler) sets less, so that
+  // a peer cannot make it allocate more.
+  int64_t max_frame_bytes = kMaxFrameBytes;
 };
 
 class Van {
@@ -182,7 +186,7 @@ class Van {
 
   // The receiving ROUTER's limits: ZMQ_MAXMSGSIZE, and a reconnecting peer
   // (same routing id) takes over its old route.
-  void ConfigureReceiver();
+  void ConfigureReceiver(int64_t max_frame_bytes);
   // A send socket carrying this Van's routing id.
   zmq::socket_t MakeSendSocket();
 

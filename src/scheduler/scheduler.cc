@@ -22,6 +22,7 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
   van.bind_host = options.bind_host;
   van.port = options.port;
   van.secret = options.secret;
+  van.max_frame_bytes = kSchedulerMaxFrameBytes;
   return van;
 }
 

@@ -66,6 +66,12 @@ struct SchedulerOptions {
   std::string membership_log;
 };
 
+// The largest frame the scheduler accepts: its messages (registrations,
+// heartbeats, barriers, reports, checkpoint records) are kilobytes; 64 MiB
+// leaves room for a job's largest while a peer sending a bigger one is
+// disconnected before the scheduler allocates it.
+constexpr int64_t kSchedulerMaxFrameBytes = int64_t{64} << 20;
+
 class Scheduler {
  public:
   // Throws Error if the options are invalid, the port cannot be bound, or the
