@@ -38,6 +38,9 @@ struct TrainerOptions {
   // a resumed job keeps the last epoch unless one after the resume beats the
   // best before it.
   bool keep_best_epoch = false;
+  // Every worker stops the job when a minibatch breaks a training health
+  // rule (worker/health_rules.h).
+  bool health_rules = true;
 };
 
 }  // namespace keel
