@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -136,6 +137,17 @@ TEST(HealthRules, TheFirstMinibatchesAreNotJudged) {
   HealthRules rules;
   for (int i = 0; i < 19; ++i) rules.CheckMinibatch(1, {0.5}, WeightNorm(i == 10 ? 1e6 : 0.01));
   EXPECT_NO_THROW(rules.CheckMinibatch(1, {0.5}, WeightNorm(1e6)));
+}
+
+TEST(HealthRules, TheLargestRatioToTheMedianIsReportedOnceAndReset) {
+  HealthRules rules;
+  for (int i = 0; i < 30; ++i) rules.CheckMinibatch(1, {0.5}, WeightNorm(2));
+  rules.CheckMinibatch(1, {0.5}, WeightNorm(50));
+  rules.CheckMinibatch(1, {0.5}, WeightNorm(10));
+  const std::array<double, kHealthTables> ratios = rules.TakeLargestRatios();
+  EXPECT_DOUBLE_EQ(ratios[0], 25.0);
+  EXPECT_EQ(ratios[1], 0.0);  // no bias gradient
+  EXPECT_EQ(rules.TakeLargestRatios()[0], 0.0);
 }
 
 TEST(HealthRules, OffNothingFires) {

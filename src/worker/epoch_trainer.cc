@@ -55,6 +55,11 @@ EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
   LeaveEpoch(pass);
   EpochResult result = pass.result;
   ReadOrphanedShares(pass, &result);
+  const std::array<double, kHealthTables> ratios = rules_.TakeLargestRatios();
+  LOG(INFO) << "worker " << node_->rank() << " epoch " << epoch
+            << " health: largest minibatch gradient norm over its running median: weights "
+            << ratios[0] << ", bias " << ratios[1] << " (an exploding gradient is above "
+            << HealthRuleOptions().explosion_factor << ")";
   if (stream.skipped_records() > 0) {
     LOG(WARNING) << "worker " << node_->rank() << " epoch " << epoch << ": skipped "
                  << stream.skipped_records() << " bad records";

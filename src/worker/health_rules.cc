@@ -59,6 +59,7 @@ void HealthRules::CheckExplosion(int epoch, int table, double norm) {
   std::deque<double>& recent = norms_[table];
   if (recent.size() >= options_.warmup) {
     const double median = Median(table);
+    if (median > 0) largest_ratios_[table] = std::max(largest_ratios_[table], norm / median);
     if (norm > options_.explosion_floor && norm > options_.explosion_factor * median) {
       throw MakeError(Where(epoch, table), "gradient_norm ", norm, " is above ",
                       options_.explosion_factor, " x the median ", median, " of its last ",
@@ -67,6 +68,12 @@ void HealthRules::CheckExplosion(int epoch, int table, double norm) {
   }
   recent.push_back(norm);
   if (recent.size() > options_.window) recent.pop_front();
+}
+
+std::array<double, kHealthTables> HealthRules::TakeLargestRatios() {
+  const std::array<double, kHealthTables> ratios = largest_ratios_;
+  largest_ratios_ = {};
+  return ratios;
 }
 
 double HealthRules::Median(int table) const {

@@ -53,6 +53,11 @@ class HealthRules {
   void CheckMinibatch(int epoch, const std::vector<double>& mean_losses,
                       const MinibatchGradients& gradients);
 
+  // The largest ratio of a minibatch's gradient norm to the running median
+  // it was judged against, per table, since the last call (0: none judged);
+  // how far from explosion_factor the job ran. Resets the figures.
+  std::array<double, kHealthTables> TakeLargestRatios();
+
  private:
   void CheckLoss(int epoch, const std::vector<double>& mean_losses,
                  const MinibatchGradients& gradients) const;
@@ -64,6 +69,7 @@ class HealthRules {
 
   HealthRuleOptions options_;
   std::array<std::deque<double>, kHealthTables> norms_;
+  std::array<double, kHealthTables> largest_ratios_{};
 };
 
 // True if `mean_loss` counts as non-finite (see above).
