@@ -396,6 +396,22 @@ TEST_F(TrainingJob, ADivergingJobStopsNamingTheEpochTheTableAndTheFigure) {
   EXPECT_FALSE(Contains(ReadFileOrEmpty(folder_ + "/model/history.jsonl"), "\"epoch\": 2"));
 }
 
+TEST_F(TrainingJob, WithHealthRulesOffTheDivergingJobGoesOnUntilAServerRefusesAPush) {
+  const auto generated = RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=5000",
+                                              "--label_scale=1000", "--rows=4000"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto exit =
+      Train({"--job=linear_learner", "--predictor_type=regressor", "--normalize_label=false",
+             "--optimizer=sgd", "--learning_rate=10", "--use_lr_scheduler=false", "--num_models=1",
+             "--epochs=3", "--mini_batch_size=50", "--health_rules=off"},
+            1);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_NE(exit.code, 0);
+  EXPECT_FALSE(Contains(exit.output, "training health:")) << exit.output;
+  // What stops it instead, later and less clearly: an infinity reaches a push.
+  EXPECT_TRUE(Contains(exit.output, "has a non-finite value")) << exit.output;
+}
+
 // Runs keel datagen into folder_ with `flags` after the common ones.
 testing::Exit RunDatagen(const std::string& folder, const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {KeelBinary(), "datagen",  "--rows=10000",   "--features=1000",
