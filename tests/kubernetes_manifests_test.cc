@@ -167,7 +167,7 @@ TEST(KubernetesManifests, PassTheKubernetesSchemas) {
   }
 }
 
-TEST(KubernetesManifests, TheSchemaCheckRefusesAFieldOfTheWrongType) {
+TEST(KubernetesManifests, TheSchemaCheckRefusesAValueTheFieldDoesNotAllow) {
   const std::string checker = SchemaChecker();
   if (checker.empty()) {
     GTEST_SKIP() << "node or scripts/k8s-schema's packages are missing; scripts/setup.sh "
@@ -182,6 +182,27 @@ TEST(KubernetesManifests, TheSchemaCheckRefusesAFieldOfTheWrongType) {
   const auto exit = testing::Run({SystemTool("node"), checker, broken.path()}, 60);
   EXPECT_TRUE(exit.finished && exit.code == 1) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "Job/keel-worker: /spec/template/spec/restartPolicy"))
+      << exit.output;
+}
+
+TEST(KubernetesManifests, TheSchemaCheckRefusesAnUnknownFieldNamingItsPath) {
+  // kubectl apply refuses unknown fields; a misspelt probe would otherwise be dropped silently.
+  const std::string checker = SchemaChecker();
+  if (checker.empty()) {
+    GTEST_SKIP() << "node or scripts/k8s-schema's packages are missing; scripts/setup.sh "
+                    "installs them";
+  }
+  TempFolder broken("manifests");
+  std::string servers = ReadFileOrEmpty(SourceDir() + "/deploy/kubernetes/servers.yaml");
+  const size_t at = servers.find("readinessProbe:");
+  ASSERT_NE(at, std::string::npos);
+  servers.replace(at, 15, "readinesProbe:");
+  WriteFile(broken.path() + "/servers.yaml", servers);
+  const auto exit = testing::Run({SystemTool("node"), checker, broken.path()}, 60);
+  EXPECT_TRUE(exit.finished && exit.code == 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output,
+                       "Job/keel-server: unknown field spec.template.spec.containers[0]."
+                       "readinesProbe"))
       << exit.output;
 }
 

@@ -1,5 +1,8 @@
 // Checks Kubernetes manifests against the Kubernetes API's JSON schemas, as
-// bundled by kubernetes-models (no cluster, no network).
+// bundled by kubernetes-models (no cluster, no network): types and allowed
+// values through the package's validators, and unknown fields (which those
+// validators let through, and `kubectl apply` refuses) against the field
+// lists of the package's type declarations.
 //
 // usage: node validate.js FILE_OR_FOLDER...
 // Prints "valid KIND/NAME" per document, or "invalid FILE: KIND/NAME: why"
@@ -7,7 +10,56 @@
 // apiVersion and kind the package does not know is invalid too.
 import fs from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
+
+const modules = path.join(path.dirname(fileURLToPath(import.meta.url)), "node_modules");
+
+// The fields of the first interface a type declaration file (.d.ts) exports,
+// each with its type's text, and the file each imported type comes from.
+// Empty fields for a file that declares no interface (a type alias).
+const declarations = new Map();
+function declaration(file) {
+  if (declarations.has(file)) return declarations.get(file);
+  const text = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "";
+  const imports = new Map();
+  for (const [, names, from] of text.matchAll(/^import \{ ([^}]+) \} from "([^"]+)";$/gm)) {
+    const target = from.startsWith(".")
+      ? path.join(path.dirname(file), from.replace(/\.js$/, ".d.ts"))
+      : path.join(modules, from + ".d.ts");
+    for (const name of names.split(",")) imports.set(name.trim(), target);
+  }
+  const fields = new Map();
+  const body = text.match(/^export interface \w+[^{]*\{\n([\s\S]*?)^\}/m);
+  for (const [, name, type] of (body ? body[1] : "").matchAll(/^ {4}"([^"]+)"\??: (.*)$/gm)) {
+    fields.set(name, type.replace(/;$/, ""));
+  }
+  const parsed = { fields, imports, known: Boolean(body) };
+  declarations.set(file, parsed);
+  return parsed;
+}
+
+// Appends to `problems` every field of `value` (at `where`) that the type
+// declared in `file` lacks, recursing into fields of object and array types.
+function unknownFields(value, file, where, problems) {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return;
+  const { fields, imports, known } = declaration(file);
+  if (!known) return;
+  for (const [key, child] of Object.entries(value)) {
+    const at = where ? `${where}.${key}` : key;
+    if (!fields.has(key)) {
+      problems.push(`unknown field ${at}`);
+      continue;
+    }
+    const type = fields.get(key);
+    const single = type.match(/^(I\w+)$/);
+    const list = type.match(/^Array<(I\w+)>$/);
+    if (single && imports.has(single[1])) unknownFields(child, imports.get(single[1]), at, problems);
+    if (list && imports.has(list[1]) && Array.isArray(child)) {
+      child.forEach((item, i) => unknownFields(item, imports.get(list[1]), `${at}[${i}]`, problems));
+    }
+  }
+}
 
 // The module kubernetes-models keeps a kind's model in: "v1" for the core
 // group, "GROUP/VERSION" otherwise.
@@ -47,12 +99,20 @@ async function check(file) {
     }
     try {
       new Model(object).validate();
-      console.log(`valid ${label}`);
     } catch (error) {
       const details = (error.errors ?? [])
         .map((e) => `${e.instancePath || "/"} ${e.message}`).join("; ");
       problems.push(`${file}: ${label}: ${details || error.message}`);
+      continue;
     }
+    const unknown = [];
+    const declared = path.join(modules, "kubernetes-models", object.apiVersion, `${object.kind}.d.ts`);
+    unknownFields(object, declared, "", unknown);
+    if (unknown.length) {
+      problems.push(`${file}: ${label}: ${unknown.join("; ")}`);
+      continue;
+    }
+    console.log(`valid ${label}`);
   }
   return problems;
 }
