@@ -197,7 +197,7 @@ std::string Trainer::RecordHealth(int epoch) {
   rows_before_ = rows;
   for (const auto& [name, value] : HealthMetrics(report)) (*state_.mutable_metrics())[name] = value;
   const std::string json = HealthJson(report);
-  health_.Set(epoch, std::move(report));
+  if (options_.health) options_.health->Set(epoch, std::move(report));
   return json;
 }
 

@@ -47,11 +47,6 @@ class Trainer {
   // (worker/health_rules.h).
   void Run();
 
-  // Worker 0: the training health of the latest epoch decided (see
-  // worker/training_health.h); other workers' stays empty. Safe to read from
-  // any thread while Run runs.
-  const LatestHealth& health() const { return health_; }
-
  private:
   // Before the first minibatch, every worker: checks the labels (and every
   // record) of its shard, then takes the data statistics from the same
@@ -82,8 +77,8 @@ class Trainer {
   // history line.
   bool ValidateEpoch(int epoch, MetricSet* figures, int* selected);
   // Worker 0, after `epoch` is counted: the epoch's training health, recorded
-  // in the job's metrics (health:*, for metrics.json) and in health();
-  // returns it as history.jsonl's `health` object.
+  // in the job's metrics (health:*, for metrics.json) and in
+  // TrainerOptions::health; returns it as history.jsonl's `health` object.
   std::string RecordHealth(int epoch);
   // Each health table's weights per row (0: a table the job does not have).
   std::array<int, kHealthTables> HealthWidths() const;
@@ -134,10 +129,8 @@ class Trainer {
   // The statistics training uses, folded into every model it dumps.
   DataStatistics statistics_;
   std::unique_ptr<DataScaler> scaler_;
-  // Worker 0: the servers' tables at the end of the epoch before, and the
-  // latest epoch's health.
+  // Worker 0: the servers' tables at the end of the epoch before.
   std::array<TableRows, kHealthTables> rows_before_;
-  LatestHealth health_;
 };
 
 }  // namespace keel
