@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Keel's build dependencies from Debian's packages (only those
-# missing), the S3 test server (Node and scripts/s3rver's npm packages, only
-# when missing: no network needed the second time), and builds into build/.
+# missing), the S3 test server and the Kubernetes schema check (Node, and
+# scripts/s3rver's and scripts/k8s-schema's npm packages, only when missing:
+# no network needed the second time), and builds into build/.
 # Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +55,13 @@ fi
 if [ ! -f scripts/s3rver/node_modules/@20minutes/s3rver/package.json ]; then
   echo "setup: installing the S3 test server (npm ci in scripts/s3rver)"
   (cd scripts/s3rver && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The Kubernetes API's schemas the manifest test checks deploy/kubernetes
+# against, offline (scripts/k8s-schema: kubernetes-models and a YAML parser).
+if [ ! -f scripts/k8s-schema/node_modules/kubernetes-models/package.json ]; then
+  echo "setup: installing the Kubernetes schema check (npm ci in scripts/k8s-schema)"
+  (cd scripts/k8s-schema && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # The CUDA backend is built when nvcc is found; CUDA lives here on these machines.

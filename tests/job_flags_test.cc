@@ -329,5 +329,22 @@ TEST_F(OptimizerFlags, SageMakerNameAndKeelAliasTogetherAreRefused) {
   }
 }
 
+// The training health rules: on by default, off when asked, and nothing else.
+TEST_F(OptimizerFlags, HealthRulesAreOnByDefaultOffWhenAskedAndAnythingElseIsRefused) {
+  Set("train", "data");
+  EXPECT_TRUE(TrainerOptionsFromFlags().health_rules);
+  Set("health_rules", "off");
+  EXPECT_FALSE(TrainerOptionsFromFlags().health_rules);
+  Set("health_rules", "true");
+  try {
+    TrainerOptionsFromFlags();
+    ADD_FAILURE() << "--health_rules=true was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--health_rules=true: must be on or off"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace keel

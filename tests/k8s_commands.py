@@ -14,13 +14,17 @@ $(VAR) in args is expanded as Kubernetes does.
 
 Output, one block per container:
   container KIND/NAME/CONTAINER
+  restart POLICY               (the pod's restartPolicy, Always when unset)
   env NAME=VALUE
   arg WORD
+  port NAME NUMBER             (its containerPorts)
+  probe KIND PATH PORT         (readiness, liveness, startup: httpGet's path and port)
+  resource requests.cpu VALUE  (and requests.memory, limits.cpu, limits.memory)
   end
 
 Also checks that --num_servers and --num_workers in the job's flagfile match
-the replicas of the StatefulSet running `server` and the completions of the
-Job running `worker`; exits 1 naming the mismatch.
+the completions of the Jobs (or the replicas of a StatefulSet) running
+`server` and `worker`; exits 1 naming the mismatch.
 """
 import os
 import re
@@ -65,6 +69,21 @@ def pod_env(document, container):
         else:
             env[variable["name"]] = ""
     return env
+
+
+def print_ports_probes_resources(container):
+    for port in container.get("ports", []):
+        print("port %s %s" % (port.get("name", ""), port.get("containerPort", "")))
+    for kind in ("readiness", "liveness", "startup"):
+        probe = container.get(kind + "Probe")
+        if probe is None:
+            continue
+        http = probe.get("httpGet", {})
+        print("probe %s %s %s" % (kind, http.get("path", "-"), http.get("port", "-")))
+    resources = container.get("resources", {})
+    for section in ("requests", "limits"):
+        for name, value in sorted(resources.get(section, {}).items()):
+            print("resource %s.%s %s" % (section, name, value))
 
 
 def expand(text, env):
@@ -123,16 +142,19 @@ def main():
             label = "%s/%s/%s" % (document["kind"], document["metadata"]["name"],
                                   container["name"])
             print("container " + label)
+            print("restart " + spec.get("restartPolicy", "Always"))
             for name, value in sorted(env.items()):
                 print("env %s=%s" % (name, value))
             for word in argv:
                 print("arg " + word)
+            print_ports_probes_resources(container)
             print("end")
             role = argv[1] if len(argv) > 1 else ""
-            if document["kind"] == "StatefulSet" and role == "server":
-                counts["num_servers"] = (label, document["spec"].get("replicas", 1))
-            if document["kind"] == "Job" and role == "worker":
-                counts["num_workers"] = (label, document["spec"].get("completions", 1))
+            count_key = {"server": "num_servers", "worker": "num_workers"}.get(role)
+            if count_key and document["kind"] == "StatefulSet":
+                counts[count_key] = (label, document["spec"].get("replicas", 1))
+            if count_key and document["kind"] == "Job":
+                counts[count_key] = (label, document["spec"].get("completions", 1))
 
     flags = "\n".join(value for data in configmaps.values() for value in data.values())
     for flag, (label, count) in counts.items():

@@ -1,11 +1,15 @@
-// deploy/kubernetes: the manifests pass yamllint, and every container's
-// command, as its pod would run it (tests/k8s_commands.py prints them),
-// passes `keel --check_flags`. Needs no root: python3 with PyYAML and
-// yamllint, which scripts/setup.sh installs.
+// deploy/kubernetes: the manifests pass yamllint and the Kubernetes API's
+// schemas (scripts/k8s-schema), every container's command, as its pod would
+// run it (tests/k8s_commands.py prints them), passes `keel --check_flags`,
+// and every container has its probes on its metrics port, resource requests
+// and limits, and a pod that ends when its process does. Needs no root:
+// python3 with PyYAML, yamllint, and Node with scripts/k8s-schema's packages,
+// which scripts/setup.sh installs.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -18,29 +22,87 @@ namespace {
 
 // One container of the manifests, as k8s_commands.py prints it.
 struct Container {
-  std::string name;               // KIND/NAME/CONTAINER
-  std::vector<std::string> env;   // NAME=VALUE, the pod's environment
-  std::vector<std::string> args;  // the command: keel ROLE FLAGS...
+  std::string name;                              // KIND/NAME/CONTAINER
+  std::string restart;                           // the pod's restartPolicy
+  std::vector<std::string> env;                  // NAME=VALUE, the pod's environment
+  std::vector<std::string> args;                 // the command: keel ROLE FLAGS...
+  std::map<std::string, std::string> ports;      // name -> number
+  std::map<std::string, std::string> probes;     // kind -> "PATH PORT"
+  std::map<std::string, std::string> resources;  // requests.cpu, limits.memory, ... -> value
+
+  // The value of `--flag=VALUE` among the args; "" if absent.
+  std::string Flag(const std::string& flag) const {
+    for (const std::string& arg : args) {
+      if (arg.rfind("--" + flag + "=", 0) == 0) return arg.substr(flag.size() + 3);
+    }
+    return "";
+  }
 };
 
+// `line` after `prefix`, split at its first space into `*key` and `*value`.
+void SplitAfter(const std::string& line, size_t prefix, std::string* key, std::string* value) {
+  const std::string rest = line.substr(prefix);
+  const size_t space = rest.find(' ');
+  *key = rest.substr(0, space);
+  *value = space == std::string::npos ? "" : rest.substr(space + 1);
+}
+
 // The containers of k8s_commands.py's output: blocks of "container NAME",
-// "env NAME=VALUE", "arg WORD" lines, each closed by "end".
+// "restart POLICY", "env NAME=VALUE", "arg WORD", "port NAME NUMBER",
+// "probe KIND PATH PORT" and "resource NAME VALUE" lines, each closed by "end".
 std::vector<Container> ParseContainers(const std::string& listing) {
   std::vector<Container> containers;
   Container current;
   std::istringstream lines(listing);
+  std::string key, value;
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("container ", 0) == 0) {
-      current = Container{line.substr(10), {}, {}};
+      current = Container{};
+      current.name = line.substr(10);
+    } else if (line.rfind("restart ", 0) == 0) {
+      current.restart = line.substr(8);
     } else if (line.rfind("env ", 0) == 0) {
       current.env.push_back(line.substr(4));
     } else if (line.rfind("arg ", 0) == 0) {
       current.args.push_back(line.substr(4));
+    } else if (line.rfind("port ", 0) == 0) {
+      SplitAfter(line, 5, &key, &value);
+      current.ports[key] = value;
+    } else if (line.rfind("probe ", 0) == 0) {
+      SplitAfter(line, 6, &key, &value);
+      current.probes[key] = value;
+    } else if (line.rfind("resource ", 0) == 0) {
+      SplitAfter(line, 9, &key, &value);
+      current.resources[key] = value;
     } else if (line == "end") {
       containers.push_back(current);
     }
   }
   return containers;
+}
+
+// The manifests' containers (k8s_commands.py run on deploy/kubernetes, its
+// files written under `out`); fails the test if the listing fails.
+std::vector<Container> ListContainers(const std::string& out, std::string* listing) {
+  const auto listed =
+      testing::Run({"/usr/bin/env", "python3", SourceDir() + "/tests/k8s_commands.py",
+                    SourceDir() + "/deploy/kubernetes", out},
+                   60);
+  EXPECT_TRUE(listed.finished && listed.code == 0) << listed.output;
+  *listing = listed.output;
+  return ParseContainers(listed.output);
+}
+
+bool HavePyYaml() { return Shell("python3 -c 'import yaml'").code == 0; }
+
+// scripts/k8s-schema's checker, or "" when its packages are not installed.
+std::string SchemaChecker() {
+  const std::string folder = SourceDir() + "/scripts/k8s-schema";
+  if (SystemTool("node").empty() ||
+      !std::filesystem::exists(folder + "/node_modules/kubernetes-models/package.json")) {
+    return "";
+  }
+  return folder + "/validate.js";
 }
 
 // `container`'s command run here with only the pod's environment, the keel
@@ -65,7 +127,7 @@ TEST(KubernetesManifests, PassYamllint) {
 }
 
 TEST(KubernetesManifests, EveryContainersCommandPassesCheckFlags) {
-  if (Shell("python3 -c 'import yaml'").code != 0) {
+  if (!HavePyYaml()) {
     GTEST_SKIP() << "python3 with PyYAML is not installed; scripts/setup.sh installs it";
   }
   TempFolder config_maps("manifests");
@@ -75,12 +137,8 @@ TEST(KubernetesManifests, EveryContainersCommandPassesCheckFlags) {
   const auto keygen = testing::Run(
       {KeelBinary(), "keygen", "--out=" + config_maps.path() + "/keel-cluster/cluster.secret"}, 30);
   ASSERT_TRUE(keygen.finished && keygen.code == 0) << keygen.output;
-  const auto listed =
-      testing::Run({"/usr/bin/env", "python3", SourceDir() + "/tests/k8s_commands.py",
-                    SourceDir() + "/deploy/kubernetes", config_maps.path()},
-                   60);
-  ASSERT_TRUE(listed.finished && listed.code == 0) << listed.output;
-  const std::vector<Container> containers = ParseContainers(listed.output);
+  std::string listing;
+  const std::vector<Container> containers = ListContainers(config_maps.path(), &listing);
   std::set<std::string> roles;
   for (const Container& container : containers) {
     ASSERT_GE(container.args.size(), 2u) << container.name;
@@ -91,8 +149,96 @@ TEST(KubernetesManifests, EveryContainersCommandPassesCheckFlags) {
     // The confirmation is the behaviour --check_flags promises.
     EXPECT_TRUE(Contains(exit.output, "flags ok")) << container.name << ": " << exit.output;
   }
-  EXPECT_EQ(roles, (std::set<std::string>{"scheduler", "server", "worker"})) << listed.output;
+  EXPECT_EQ(roles, (std::set<std::string>{"scheduler", "server", "worker"})) << listing;
   EXPECT_GE(containers.size(), 3u);
+}
+
+TEST(KubernetesManifests, PassTheKubernetesSchemas) {
+  const std::string checker = SchemaChecker();
+  if (checker.empty()) {
+    GTEST_SKIP() << "node or scripts/k8s-schema's packages are missing; scripts/setup.sh "
+                    "installs them";
+  }
+  const auto exit =
+      testing::Run({SystemTool("node"), checker, SourceDir() + "/deploy/kubernetes"}, 60);
+  EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  for (const char* workload : {"Job/keel-scheduler", "Job/keel-server", "Job/keel-worker"}) {
+    EXPECT_TRUE(Contains(exit.output, std::string("valid ") + workload)) << exit.output;
+  }
+}
+
+TEST(KubernetesManifests, TheSchemaCheckRefusesAValueTheFieldDoesNotAllow) {
+  const std::string checker = SchemaChecker();
+  if (checker.empty()) {
+    GTEST_SKIP() << "node or scripts/k8s-schema's packages are missing; scripts/setup.sh "
+                    "installs them";
+  }
+  TempFolder broken("manifests");
+  std::string workers = ReadFileOrEmpty(SourceDir() + "/deploy/kubernetes/workers.yaml");
+  const size_t at = workers.find("restartPolicy: Never");
+  ASSERT_NE(at, std::string::npos);
+  workers.replace(at, 20, "restartPolicy: Sometimes");
+  WriteFile(broken.path() + "/workers.yaml", workers);
+  const auto exit = testing::Run({SystemTool("node"), checker, broken.path()}, 60);
+  EXPECT_TRUE(exit.finished && exit.code == 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "Job/keel-worker: /spec/template/spec/restartPolicy"))
+      << exit.output;
+}
+
+TEST(KubernetesManifests, TheSchemaCheckRefusesAnUnknownFieldNamingItsPath) {
+  // kubectl apply refuses unknown fields; a misspelt probe would otherwise be dropped silently.
+  const std::string checker = SchemaChecker();
+  if (checker.empty()) {
+    GTEST_SKIP() << "node or scripts/k8s-schema's packages are missing; scripts/setup.sh "
+                    "installs them";
+  }
+  TempFolder broken("manifests");
+  std::string servers = ReadFileOrEmpty(SourceDir() + "/deploy/kubernetes/servers.yaml");
+  const size_t at = servers.find("readinessProbe:");
+  ASSERT_NE(at, std::string::npos);
+  servers.replace(at, 15, "readinesProbe:");
+  WriteFile(broken.path() + "/servers.yaml", servers);
+  const auto exit = testing::Run({SystemTool("node"), checker, broken.path()}, 60);
+  EXPECT_TRUE(exit.finished && exit.code == 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output,
+                       "Job/keel-server: unknown field spec.template.spec.containers[0]."
+                       "readinesProbe"))
+      << exit.output;
+}
+
+TEST(KubernetesManifests, EveryContainerIsProbedOnItsMetricsPortAndHasResources) {
+  if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  TempFolder out("manifests");
+  std::string listing;
+  const std::vector<Container> containers = ListContainers(out.path(), &listing);
+  ASSERT_GE(containers.size(), 3u) << listing;
+  for (const Container& container : containers) {
+    // The kubelet probes the pod's IP: the port must be bound beyond loopback.
+    const std::string port = container.Flag("metrics_port");
+    EXPECT_FALSE(port.empty()) << container.name;
+    EXPECT_EQ(container.Flag("metrics_bind"), "0.0.0.0") << container.name;
+    ASSERT_TRUE(container.ports.count("metrics")) << container.name;
+    EXPECT_EQ(container.ports.at("metrics"), port) << container.name;
+    ASSERT_TRUE(container.probes.count("readiness") && container.probes.count("liveness"))
+        << container.name;
+    EXPECT_EQ(container.probes.at("readiness"), "/readyz metrics") << container.name;
+    EXPECT_EQ(container.probes.at("liveness"), "/healthz metrics") << container.name;
+    for (const char* resource : {"requests.cpu", "requests.memory", "limits.memory"}) {
+      EXPECT_TRUE(container.resources.count(resource)) << container.name << ": " << resource;
+    }
+  }
+}
+
+TEST(KubernetesManifests, EveryRoleRunsInAJobWhosePodsEndWithTheirProcess) {
+  // A Deployment or StatefulSet starts a process that exited 0 at the end of
+  // the job again; a Job's pod with restartPolicy Never completes.
+  if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  TempFolder out("manifests");
+  std::string listing;
+  for (const Container& container : ListContainers(out.path(), &listing)) {
+    EXPECT_EQ(container.name.rfind("Job/", 0), 0u) << container.name;
+    EXPECT_EQ(container.restart, "Never") << container.name;
+  }
 }
 
 }  // namespace

@@ -155,6 +155,16 @@ TEST_F(ReplicatedCluster, ADumpReadsEveryRowOnceThoughEachLivesOnTwoServers) {
   }
 }
 
+TEST_F(ReplicatedCluster, ASummaryCountsEveryRowOnceThoughEachLivesOnTwoServers) {
+  StartCluster(3, 1);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 3);
+  const proto::TableSummary summary = client_->Summarize(0, kWidth, 30);
+  EXPECT_EQ(summary.rows(), keys.size());
+  // Every row is (-3, -6).
+  EXPECT_DOUBLE_EQ(summary.weight_square_sum(), 45.0 * static_cast<double>(keys.size()));
+}
+
 TEST_F(ReplicatedCluster, APromotedBackupServesEveryAcknowledgedPush) {
   StartCluster(3, 1);
   const std::vector<Key> keys = SomeKeys();

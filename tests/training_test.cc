@@ -100,6 +100,9 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
   EXPECT_NEAR(std::stod(auc[1]), metrics.at("test:roc_auc_score"), 1e-4);
 }
 
+// Runs keel datagen into `folder` with `flags` after the common ones (defined below).
+testing::Exit RunDatagen(const std::string& folder, const std::vector<std::string>& flags);
+
 // `keel predict`'s metric lines by name (defined below).
 std::map<std::string, double> PredictMetrics(const std::string& output);
 
@@ -335,6 +338,78 @@ TEST_F(TrainingJob, ABadLabelInTheValidationChannelFailsTheJob) {
   EXPECT_TRUE(
       Contains(exit.output, "validation/part-0.libsvm:201: label 0.5 is not a binary label"))
       << exit.output;
+}
+
+TEST_F(TrainingJob, AHealthyJobWritesTheHealthOfEveryTableEveryEpoch) {
+  Generate("linear", 4000, 2);
+  const auto exit = Train({"--job=linear_learner", "--epochs=2", "--mini_batch_size=100"}, 2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const std::string history = ReadFileOrEmpty(folder_ + "/model/history.jsonl");
+  const auto lines = testing::ReadJsonLines(folder_ + "/model/history.jsonl");
+  ASSERT_EQ(lines.size(), 2u) << history;
+  uint64_t rows_created = 0;
+  for (const auto& line : lines) {
+    ASSERT_TRUE(line.count("health")) << history;
+    const JsonValue health = ParseJson(line.at("health"), "health");
+    for (const char* table : {"weights", "bias"}) {
+      const JsonValue* figures = health.Find(table);
+      ASSERT_NE(figures, nullptr) << table << ": " << history;
+      EXPECT_GT(figures->Find("weight_norm")->AsNumber(), 0) << table;
+      EXPECT_GT(figures->Find("gradient_norm")->AsNumber(), 0) << table;
+      EXPECT_EQ(figures->Find("nonfinite_share")->AsNumber(), 0) << table;
+    }
+    rows_created += health.Find("weights")->Find("rows_created")->AsUint64();
+    // The bias's one row is made by the first push.
+    EXPECT_EQ(health.Find("bias")->Find("rows_created")->AsUint64(),
+              line.at("epoch") == "1" ? 1u : 0u);
+  }
+  // Every feature the data uses gets its row once (2000 features, 10 a row:
+  // nearly all of them appear in 4000 rows), most of them in epoch 1.
+  EXPECT_GT(rows_created, 1900u) << history;
+  EXPECT_LE(rows_created, 2000u) << history;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("health:weights:weight_norm"))
+      << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+  EXPECT_GT(metrics.at("health:weights:weight_norm"), 0);
+}
+
+TEST_F(TrainingJob, ADivergingJobStopsNamingTheEpochTheTableAndTheFigure) {
+  // Labels in the thousands, left unscaled, and plain SGD at a rate of 10:
+  // every step multiplies the bias's error by about -9.
+  const auto generated = RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=5000",
+                                              "--label_scale=1000", "--rows=4000"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto exit =
+      Train({"--job=linear_learner", "--predictor_type=regressor", "--normalize_label=false",
+             "--optimizer=sgd", "--learning_rate=10", "--use_lr_scheduler=false", "--num_models=1",
+             "--epochs=3", "--mini_batch_size=50"},
+            1);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_NE(exit.code, 0);
+  std::smatch stop;
+  ASSERT_TRUE(std::regex_search(exit.output, stop,
+                                std::regex("training health: epoch 1, table (weights|bias): "
+                                           "(train:objective_loss|nonfinite_share|gradient_norm) "
+                                           "[^ ]+")))
+      << exit.output;
+  // The job stopped there: no epoch was recorded after it.
+  EXPECT_FALSE(Contains(ReadFileOrEmpty(folder_ + "/model/history.jsonl"), "\"epoch\": 2"));
+}
+
+TEST_F(TrainingJob, WithHealthRulesOffTheDivergingJobGoesOnUntilAServerRefusesAPush) {
+  const auto generated = RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=5000",
+                                              "--label_scale=1000", "--rows=4000"});
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  const auto exit =
+      Train({"--job=linear_learner", "--predictor_type=regressor", "--normalize_label=false",
+             "--optimizer=sgd", "--learning_rate=10", "--use_lr_scheduler=false", "--num_models=1",
+             "--epochs=3", "--mini_batch_size=50", "--health_rules=off"},
+            1);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_NE(exit.code, 0);
+  EXPECT_FALSE(Contains(exit.output, "training health:")) << exit.output;
+  // What stops it instead, later and less clearly: an infinity reaches a push.
+  EXPECT_TRUE(Contains(exit.output, "has a non-finite value")) << exit.output;
 }
 
 // Runs keel datagen into folder_ with `flags` after the common ones.

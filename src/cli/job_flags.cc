@@ -137,6 +137,10 @@ DEFINE_string(num_models, "auto",
 DEFINE_bool(keep_best_epoch, true,
             "keep the weights of the epoch with the best validation loss (worker 0 dumps them "
             "whenever it improves) rather than the last epoch's; not kept across a resume");
+DEFINE_string(health_rules, "on",
+              "on or off: stop the job, naming the epoch, the table and the figure, when a "
+              "model's training loss turns non-finite or a gradient explodes (README: Training "
+              "health)");
 DEFINE_double(factors_l1, 0,
               "factorization machine: L1 penalty of the factors (sgd, adagrad, ftrl; the linear "
               "terms take --l1)");
@@ -504,6 +508,10 @@ TrainerOptions TrainerOptionsFromFlags() {
   options.device = FLAGS_device;
   options.threads = FLAGS_threads;
   options.keep_best_epoch = FLAGS_keep_best_epoch;
+  if (FLAGS_health_rules != "on" && FLAGS_health_rules != "off") {
+    throw MakeError("--health_rules=", FLAGS_health_rules, ": must be on or off");
+  }
+  options.health_rules = FLAGS_health_rules == "on";
   SlowWorkerFromFlags(&options);
   return options;
 }

@@ -82,6 +82,7 @@ DECLARE_string(bias_wd);
 DECLARE_string(linear_wd);
 DECLARE_string(factors_wd);
 DECLARE_bool(keep_best_epoch);
+DECLARE_string(health_rules);
 DECLARE_double(factors_l1);
 DECLARE_string(bias_init_method);
 DECLARE_double(bias_init_value);

@@ -520,7 +520,18 @@ void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vect
   MergeDumped(dumped, width, keys, values);
 }
 
-KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width) {
+proto::TableSummary KVWorker::Summarize(uint32_t table, int width, double timeout_s) {
+  CheckWidth(width);
+  const Handle handle = SendDumpRequests(table, width, /*summarize=*/true);
+  proto::TableSummary sum;
+  for (const Message& answer : AwaitDump(handle, table, timeout_s)) {
+    sum.set_rows(sum.rows() + answer.meta.summary().rows());
+    sum.set_weight_square_sum(sum.weight_square_sum() + answer.meta.summary().weight_square_sum());
+  }
+  return sum;
+}
+
+KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summarize) {
   auto view = node_->view();
   if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   std::vector<std::pair<int, int>> servers;  // node id, rank
@@ -539,6 +550,7 @@ KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width) {
       message.meta.set_sequence(node_->NextSequence());
       message.meta.set_value_width(width);
       message.meta.set_table(table);
+      message.meta.set_summarize(summarize);
       AddPartLocked(handle, server, rank, message, 0, 0);
       outgoing.emplace_back(server, std::move(message));
     }

@@ -107,6 +107,11 @@ class KVWorker {
   void Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
             double timeout_s = 600);
 
+  // Every server's figures of table `table` (rows `width` weights wide),
+  // summed: its rows, and the sum of their weights' squares. Each range
+  // counts once (its primary's). Blocks; throws Error as Wait does.
+  proto::TableSummary Summarize(uint32_t table, int width, double timeout_s = 600);
+
   // Blocks until the request completes. Throws Error if a server refused it
   // (the server's reason is in the message) or `timeout_s` passes.
   void Wait(Handle handle, double timeout_s = 600);
@@ -179,7 +184,8 @@ class KVWorker {
   void PrepareResultLocked(Request& request, size_t count);
   void SendParts(Handle handle, std::vector<Outgoing>& outgoing);
   // Dump's steps: asks every server, then waits for all the answers.
-  Handle SendDumpRequests(uint32_t table, int width);
+  // With `summarize`, asks for the table's figures instead of its rows.
+  Handle SendDumpRequests(uint32_t table, int width, bool summarize = false);
   std::vector<Message> AwaitDump(Handle handle, uint32_t table, double timeout_s);
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,

@@ -51,6 +51,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -186,6 +187,12 @@ class KVServer {
   ServerTable& TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width);
   // Rows of the ranges this server is primary of.
   Message Dump(uint32_t table, uint32_t width);
+  // Their count and the sum of their weights' squares (DUMP with summarize).
+  Message Summarize(uint32_t table, uint32_t width) const;
+  // Calls visit(key, row) for every row of `table` in the ranges this server
+  // is primary of; throws Error if the table's rows are not `width` wide.
+  void ForEachPrimaryRow(uint32_t table, uint32_t width,
+                         const std::function<void(Key, const float*)>& visit) const;
 
   // Chain replication (chain_replication.cc).
   // Passes an applied push to the next replica of `range`, or acknowledges it

@@ -133,7 +133,8 @@ void KVServer::CheckFinite(const DataRequest& request) {
 }
 
 bool KVServer::ServeDump(const proto::Meta& meta, const DataRequest& request) {
-  Message response = Dump(request.table, request.width);
+  Message response = meta.summarize() ? Summarize(request.table, request.width)
+                                      : Dump(request.table, request.width);
   served_.fetch_add(1);
   Reply(meta, response);
   return false;
@@ -310,8 +311,8 @@ ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint
   return shard.tables.emplace(table, std::move(made)).first->second;
 }
 
-Message KVServer::Dump(uint32_t table, uint32_t width) {
-  std::vector<std::pair<Key, const float*>> rows;
+void KVServer::ForEachPrimaryRow(uint32_t table, uint32_t width,
+                                 const std::function<void(Key, const float*)>& visit) const {
   auto ranges = node_->ranges();
   for (const auto& [range, shard] : shards_) {
     // Each range's rows come from its primary only.
@@ -322,8 +323,28 @@ Message KVServer::Dump(uint32_t table, uint32_t width) {
       throw MakeError("table ", table, " has rows of width ", found->second.rows->weight_width(),
                       ", the request has width ", width);
     }
-    found->second.rows->ForEach([&](Key key, const float* row) { rows.emplace_back(key, row); });
+    found->second.rows->ForEach(visit);
   }
+}
+
+Message KVServer::Summarize(uint32_t table, uint32_t width) const {
+  uint64_t rows = 0;
+  double square_sum = 0;
+  ForEachPrimaryRow(table, width, [&](Key, const float* row) {
+    ++rows;
+    for (uint32_t column = 0; column < width; ++column) {
+      square_sum += static_cast<double>(row[column]) * row[column];
+    }
+  });
+  Message response;
+  response.meta.mutable_summary()->set_rows(rows);
+  response.meta.mutable_summary()->set_weight_square_sum(square_sum);
+  return response;
+}
+
+Message KVServer::Dump(uint32_t table, uint32_t width) {
+  std::vector<std::pair<Key, const float*>> rows;
+  ForEachPrimaryRow(table, width, [&](Key key, const float* row) { rows.emplace_back(key, row); });
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   auto keys = SharedArray<Key>::Allocate(rows.size());

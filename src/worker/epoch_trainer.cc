@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -32,7 +33,8 @@ EpochTrainer::EpochTrainer(Node* node, KVWorker* client, ComputeBackend* model,
       hyperparameters_(hyperparameters),
       options_(options),
       state_(state),
-      bias_key_(BiasKey()) {}
+      bias_key_(BiasKey()),
+      rules_(HealthRuleOptions{options.health_rules}) {}
 
 bool EpochTrainer::checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
 
@@ -53,6 +55,11 @@ EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
   LeaveEpoch(pass);
   EpochResult result = pass.result;
   ReadOrphanedShares(pass, &result);
+  const std::array<double, kHealthTables> ratios = rules_.TakeLargestRatios();
+  LOG(INFO) << "worker " << node_->rank() << " epoch " << epoch
+            << " health: largest minibatch gradient norm over its running median: weights "
+            << ratios[0] << ", bias " << ratios[1] << " (an exploding gradient is above "
+            << HealthRuleOptions().explosion_factor << ")";
   if (stream.skipped_records() > 0) {
     LOG(WARNING) << "worker " << node_->rank() << " epoch " << epoch << ": skipped "
                  << stream.skipped_records() << " bad records";
@@ -119,7 +126,9 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
     pipeline->WaitForRows();
     const double compute_begin = MonotonicSeconds();
     result.pull_wait += compute_begin - wait_begin;
-    AddLosses(model_->LastModelLosses(pipeline->ComputeGradients()), &result.losses);
+    const ModelLosses losses = model_->LastModelLosses(pipeline->ComputeGradients());
+    CountMinibatch(pass->epoch, pipeline->current().batch.rows(), losses,
+                   pipeline->GradientHealth(), &result);
     if (slow) SleepLikeAStraggler(compute_begin);
     pipeline->PushGradients(pass->clock.After(pass->batches), pass->clock.After(pass->batches + 1));
     ++pass->batches;
@@ -128,6 +137,15 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
     have = have_next;
   }
   pipeline->WaitForPushes();
+}
+
+void EpochTrainer::CountMinibatch(int epoch, uint64_t rows, const ModelLosses& losses,
+                                  const MinibatchGradients& gradients, EpochResult* result) {
+  std::vector<double> mean_losses(losses);
+  for (double& loss : mean_losses) loss /= static_cast<double>(std::max<uint64_t>(rows, 1));
+  rules_.CheckMinibatch(epoch, mean_losses, gradients);
+  AddLosses(losses, &result->losses);
+  AddGradients(gradients, &result->gradients);
 }
 
 void EpochTrainer::SleepLikeAStraggler(double compute_begin) const {
@@ -187,7 +205,7 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
     LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch << ": reads part " << part
                  << " of " << parts << " of worker " << work.rank() << "'s share from minibatch "
                  << work.batches() << " (that worker left)";
-    uint64_t part_examples = TrainOrphanedPart(work, part, parts, &result->losses);
+    uint64_t part_examples = TrainOrphanedPart(work, part, parts, result);
     result->examples += part_examples;
     // The first part also counts what the departed worker read before it left.
     if (part == 0) {
@@ -202,7 +220,7 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
 }
 
 uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
-                                         ModelLosses* losses) {
+                                         EpochResult* result) {
   BatchStream stream(ResolveChannel(options_.train, work.rank(), node_->view()->num_workers()),
                      options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
                      /*prefetch=*/4, scaler_);
@@ -225,7 +243,11 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
     const double loss =
         model_->Gradients(batch, weights.data(), use_bias ? bias.data() : zero_bias.data(),
                           &weight_gradients, &bias_gradient);
-    AddLosses(model_->LastModelLosses(loss), losses);
+    MinibatchGradients gradients;
+    gradients[0] = MeasureGradients(weight_gradients.data(), weight_gradients.size());
+    if (use_bias) gradients[1] = MeasureGradients(bias_gradient.data(), bias_gradient.size());
+    CountMinibatch(work.epoch(), batch.batch.rows(), model_->LastModelLosses(loss), gradients,
+                   result);
     if (use_bias) {
       client_->Wait(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
                                   bias_width, kBiasTable, read_clock));

@@ -20,6 +20,7 @@
 #include "worker/compute_backend.h"
 #include "worker/data_statistics.h"
 #include "worker/epoch_clock.h"
+#include "worker/health_rules.h"
 #include "worker/hyperparameters.h"
 #include "worker/minibatch_pipeline.h"
 #include "worker/trainer_options.h"
@@ -39,6 +40,8 @@ struct EpochResult {
   // (not in `examples` or `loss`).
   uint64_t departed_examples = 0;
   ModelLosses departed_losses;
+  // The gradients this worker pushed (orphaned shares' included).
+  EpochGradients gradients;
 };
 
 class EpochTrainer {
@@ -92,6 +95,11 @@ class EpochTrainer {
   // stops at a checkpoint point, and logs a progress line when due.
   void AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pipeline, Pass* pass);
   void LogProgress(Pass* pass) const;
+  // A minibatch of `epoch` of `rows` examples computed: checks the health
+  // rules (throws Error when one fires), then adds its `losses` (summed, per
+  // model) and `gradients` to `*result`.
+  void CountMinibatch(int epoch, uint64_t rows, const ModelLosses& losses,
+                      const MinibatchGradients& gradients, EpochResult* result);
   // Done with the epoch's share: reports it and leaves the gate.
   void LeaveEpoch(const Pass& pass);
   // At the end of this worker's share: waits until every rank's share is
@@ -99,10 +107,10 @@ class EpochTrainer {
   // over meanwhile.
   void ReadOrphanedShares(const Pass& pass, EpochResult* result);
   // Part `part` of `parts` of a departed worker's share from `work`'s
-  // minibatch on, one minibatch at a time. Adds the losses to `*losses`;
-  // returns the examples read.
+  // minibatch on, one minibatch at a time. Adds the losses and gradients to
+  // `*result`; returns the examples read.
   uint64_t TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
-                             ModelLosses* losses);
+                             EpochResult* result);
 
   Node* node_;
   KVWorker* client_;
@@ -112,6 +120,7 @@ class EpochTrainer {
   const proto::TrainerState* state_;
   SharedArray<const Key> bias_key_;
   const DataScaler* scaler_ = nullptr;
+  HealthRules rules_;
 };
 
 }  // namespace keel

@@ -14,13 +14,15 @@
 namespace keel {
 namespace {
 
-std::string HistoryLine(int epoch, double seconds, uint64_t examples, const MetricSet& metrics) {
+std::string HistoryLine(int epoch, double seconds, uint64_t examples, const MetricSet& metrics,
+                        const std::string& health) {
   std::ostringstream line;
   line << std::setprecision(9) << "{\"epoch\": " << epoch << ", \"seconds\": " << seconds
        << ", \"examples\": " << examples;
   for (const auto& [name, value] : metrics) {
     line << ", " << JsonQuote(name) << ": " << (std::isfinite(value) ? value : 0.0);
   }
+  if (!health.empty()) line << ", \"health\": " << health;
   line << "}\n";
   return line.str();
 }
@@ -49,9 +51,9 @@ void AppendToFile(const std::string& model_dir, int epoch, const std::string& li
 }  // namespace
 
 void AppendHistory(const std::string& model_dir, int epoch, double seconds, uint64_t examples,
-                   const MetricSet& metrics) {
+                   const MetricSet& metrics, const std::string& health) {
   if (model_dir.empty()) return;
-  const std::string line = HistoryLine(epoch, seconds, examples, metrics);
+  const std::string line = HistoryLine(epoch, seconds, examples, metrics, health);
   if (IsStorageUri(model_dir)) {
     AppendToObject(model_dir, epoch, line);
   } else {

@@ -15,10 +15,11 @@ namespace keel {
 // Appends one line to <model_dir>/history.jsonl: the epoch, wall seconds
 // since the job started, the examples read, and the epoch's `metrics` under
 // their full names (train:objective_loss, validation:...; non-finite ones as
-// 0). Epoch 1 starts the file anew. Does nothing when `model_dir` is empty.
-// Throws Error if the write fails.
+// 0), and `health` (a JSON object: worker/training_health.h) as "health" when
+// not empty. Epoch 1 starts the file anew. Does nothing when `model_dir` is
+// empty. Throws Error if the write fails.
 void AppendHistory(const std::string& model_dir, int epoch, double seconds, uint64_t examples,
-                   const MetricSet& metrics);
+                   const MetricSet& metrics, const std::string& health = "");
 
 // Writes <model_dir>/metrics.json (MetricsJson), replacing it whole. Throws
 // Error if the write fails.

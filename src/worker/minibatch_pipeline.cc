@@ -52,6 +52,13 @@ double MinibatchPipeline::ComputeGradients() {
                            &bias_gradient_);
 }
 
+MinibatchGradients MinibatchPipeline::GradientHealth() const {
+  MinibatchGradients figures;
+  figures[0] = MeasureGradients(weight_gradients_.data(), weight_gradients_.size());
+  if (use_bias_) figures[1] = MeasureGradients(bias_gradient_.data(), bias_gradient_.size());
+  return figures;
+}
+
 void MinibatchPipeline::PushGradients(int64_t clock_before, int64_t clock_after) {
   WaitForPushes();
   if (use_bias_) {

@@ -27,6 +27,7 @@
 #include "kv/kv_worker.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
+#include "worker/training_health.h"
 
 namespace keel {
 
@@ -50,6 +51,9 @@ class MinibatchPipeline {
   // The mean loss's gradients of the current minibatch on the backend.
   // Returns its summed loss.
   double ComputeGradients();
+  // The figures of the gradients ComputeGradients just made, per health
+  // table (worker/training_health.h); call before PushGradients.
+  MinibatchGradients GradientHealth() const;
   // Waits for the previous minibatch's pushes, then pushes the current one's
   // gradients. A server advances a worker's clock on the first message stamped
   // with it, and may then answer pulls held for it: so the bias goes first,

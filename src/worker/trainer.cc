@@ -76,6 +76,8 @@ void Trainer::Run() {
   // Time already spent by the run this one resumes.
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
   PrepareData();
+  // Rows the servers had before this run's first epoch (resumed: from the checkpoint).
+  if (node_->rank() == 0) rows_before_ = ReadTableRows(client_, HealthWidths());
   int epoch = std::max(1, resume.epoch());
   for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
     const EpochResult result = epoch_trainer_.Train(epoch, resume);
@@ -142,6 +144,7 @@ void Trainer::CountEpoch(int epoch, const EpochResult& result) {
   ModelLosses losses = result.losses;
   AddLosses(result.departed_losses, &losses);
   AddEpochLoss(&control_, epoch, losses, result.examples + result.departed_examples);
+  AddEpochGradients(&control_, epoch, result.gradients);
   state_.set_training_seconds(state_.training_seconds() + result.seconds);
   state_.set_pull_wait_seconds(state_.pull_wait_seconds() + result.pull_wait);
   LogEpochDone(node_->rank(), epoch, result);
@@ -172,13 +175,30 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
   }
   state_.set_best_model(selected);
   if (best_.epoch == epoch) best_.figures = figures;
-  AppendHistory(options_.model_dir, epoch, MonotonicSeconds() - started, examples, figures);
+  AppendHistory(options_.model_dir, epoch, MonotonicSeconds() - started, examples, figures,
+                RecordHealth(epoch));
   if (stop) {
     std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
   }
   std::cout << std::endl;
   if (stop) control_.Add(ControlTable::kStopFeature, 1);
   state_.set_elapsed_seconds(MonotonicSeconds() - started);
+}
+
+std::array<int, kHealthTables> Trainer::HealthWidths() const {
+  return {model_.weight_width(), hyperparameters_.use_bias ? model_.bias_width() : 0};
+}
+
+std::string Trainer::RecordHealth(int epoch) {
+  const std::array<int, kHealthTables> widths = HealthWidths();
+  const std::array<TableRows, kHealthTables> rows = ReadTableRows(client_, widths);
+  HealthReport report =
+      MakeHealthReport(ReadEpochGradients(&control_, epoch), rows, rows_before_, widths);
+  rows_before_ = rows;
+  for (const auto& [name, value] : HealthMetrics(report)) (*state_.mutable_metrics())[name] = value;
+  const std::string json = HealthJson(report);
+  if (options_.health) options_.health->Set(epoch, std::move(report));
+  return json;
 }
 
 void Trainer::Record(const MetricSet& named, MetricSet* figures) {

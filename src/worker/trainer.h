@@ -16,6 +16,7 @@
 #ifndef KEEL_WORKER_TRAINER_H_
 #define KEEL_WORKER_TRAINER_H_
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,7 @@
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
 #include "worker/trainer_options.h"
+#include "worker/training_health.h"
 
 namespace keel {
 
@@ -41,7 +43,8 @@ class Trainer {
           TrainerOptions options);
 
   // Trains every epoch (or until early stopping). Throws Error on bad data,
-  // a failed request or a failed write.
+  // a failed request, a failed write, or a training health rule that fired
+  // (worker/health_rules.h).
   void Run();
 
  private:
@@ -73,6 +76,12 @@ class Trainer {
   // model_<k>:validation:* when there are several) to `figures`, the epoch's
   // history line.
   bool ValidateEpoch(int epoch, MetricSet* figures, int* selected);
+  // Worker 0, after `epoch` is counted: the epoch's training health, recorded
+  // in the job's metrics (health:*, for metrics.json) and in
+  // TrainerOptions::health; returns it as history.jsonl's `health` object.
+  std::string RecordHealth(int epoch);
+  // Each health table's weights per row (0: a table the job does not have).
+  std::array<int, kHealthTables> HealthWidths() const;
   // Records `figures` in the job's metrics (state_) and in the epoch's line.
   void Record(const MetricSet& named, MetricSet* figures);
   // Worker 0, at the end: picks the model (the best validation epoch's or the
@@ -120,6 +129,8 @@ class Trainer {
   // The statistics training uses, folded into every model it dumps.
   DataStatistics statistics_;
   std::unique_ptr<DataScaler> scaler_;
+  // Worker 0: the servers' tables at the end of the epoch before.
+  std::array<TableRows, kHealthTables> rows_before_;
 };
 
 }  // namespace keel

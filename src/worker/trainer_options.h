@@ -12,6 +12,8 @@
 
 namespace keel {
 
+class LatestHealth;  // worker/training_health.h
+
 struct TrainerOptions {
   std::string train;       // channel: file, folder, or pipe:PATH
   std::string validation;  // optional
@@ -38,6 +40,13 @@ struct TrainerOptions {
   // a resumed job keeps the last epoch unless one after the resume beats the
   // best before it.
   bool keep_best_epoch = false;
+  // Every worker stops the job when a minibatch breaks a training health
+  // rule (worker/health_rules.h).
+  bool health_rules = true;
+  // Where worker 0 publishes each epoch's training health for readers on
+  // other threads (a metrics endpoint); null: nowhere. Must outlive the
+  // trainer.
+  LatestHealth* health = nullptr;
 };
 
 }  // namespace keel

@@ -1,0 +1,80 @@
+// HealthRules: the checks that stop a training job that has gone wrong, after
+// SageMaker Debugger's built-in rules, applied by every worker to each of its
+// minibatches (--health_rules, on by default).
+//
+// - Non-finite loss: a model's mean training loss over a minibatch is NaN,
+//   infinite, or held at the largest float by the loss guard
+//   (models/losses.h: every example's loss overflowed). With several models
+//   (num_models > 1), any model's: their gradients travel in one push, which
+//   the servers refuse whole once one value is non-finite, so the job could
+//   not go on with the others anyway.
+// - Exploding tensor (Debugger's ExplodingTensor): a gradient value pushed to
+//   a table is NaN or infinite.
+// - Exploding gradient: a table's gradient norm for one minibatch exceeds
+//   `explosion_factor` times the median of its last `window` minibatches on
+//   this worker (once `warmup` of them are known), and `explosion_floor`.
+//   Keel's thresholds, chosen so that the rule never fires on the built-in
+//   jobs at their defaults or configs/: a healthy job's minibatch norms stay
+//   within a factor of ten or so of their median (they shrink as training
+//   converges), while a diverging one grows geometrically and passes 1000x
+//   within tens of minibatches. The floor keeps tables whose gradient
+//   settles near zero (a fitted bias) from firing on noise.
+//
+// Each error names the epoch, the table and the figure, and says how to turn
+// the rules off. Not safe for concurrent use: the training thread calls it.
+#ifndef KEEL_WORKER_HEALTH_RULES_H_
+#define KEEL_WORKER_HEALTH_RULES_H_
+
+#include <array>
+#include <cstddef>
+#include <deque>
+#include <vector>
+
+#include "worker/training_health.h"
+
+namespace keel {
+
+struct HealthRuleOptions {
+  bool on = true;
+  double explosion_factor = 1000;
+  double explosion_floor = 1;
+  size_t window = 256;
+  size_t warmup = 20;
+};
+
+class HealthRules {
+ public:
+  explicit HealthRules(HealthRuleOptions options = {}) : options_(options) {}
+
+  // Checks one minibatch of `epoch`: each model's mean loss per example
+  // (`mean_losses`) and the gradients it is about to push. Throws Error
+  // naming the epoch, the table and the figure when a rule fires; does
+  // nothing when the rules are off.
+  void CheckMinibatch(int epoch, const std::vector<double>& mean_losses,
+                      const MinibatchGradients& gradients);
+
+  // The largest ratio of a minibatch's gradient norm to the running median
+  // it was judged against, per table, since the last call (0: none judged);
+  // how far from explosion_factor the job ran. Resets the figures.
+  std::array<double, kHealthTables> TakeLargestRatios();
+
+ private:
+  void CheckLoss(int epoch, const std::vector<double>& mean_losses,
+                 const MinibatchGradients& gradients) const;
+  void CheckNonFinite(int epoch, int table, const GradientFigures& gradient) const;
+  // Compares `norm` with the table's recent norms, then remembers it.
+  void CheckExplosion(int epoch, int table, double norm);
+  // The median of the table's remembered norms.
+  double Median(int table) const;
+
+  HealthRuleOptions options_;
+  std::array<std::deque<double>, kHealthTables> norms_;
+  std::array<double, kHealthTables> largest_ratios_{};
+};
+
+// True if `mean_loss` counts as non-finite (see above).
+bool NonFiniteLoss(double mean_loss);
+
+}  // namespace keel
+
+#endif  // KEEL_WORKER_HEALTH_RULES_H_

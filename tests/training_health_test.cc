@@ -1,0 +1,224 @@
+// Training health: the rules on constructed sequences of minibatches (each
+// rule fires, and does not fire where it should not), and the figures a job
+// records per epoch.
+#include "worker/training_health.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/json_reader.h"
+#include "test_util.h"
+#include "worker/health_rules.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+
+// A minibatch whose weight gradient has norm `norm` (one value) and no bias.
+MinibatchGradients WeightNorm(double norm) {
+  MinibatchGradients gradients;
+  const float value = static_cast<float>(norm);
+  gradients[0] = MeasureGradients(&value, 1);
+  return gradients;
+}
+
+// The message of the Error `check` throws; "" if it throws none.
+template <typename Check>
+std::string ErrorOf(Check check) {
+  try {
+    check();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HealthRules, ANonFiniteLossStopsNamingTheEpochTableAndFigure) {
+  HealthRules rules;
+  const std::string error =
+      ErrorOf([&] { rules.CheckMinibatch(3, {std::nan("")}, WeightNorm(0.5)); });
+  EXPECT_TRUE(Contains(error,
+                       "training health: epoch 3, table weights: train:objective_loss is "
+                       "nan (non-finite loss"))
+      << error;
+  EXPECT_TRUE(Contains(error, "--health_rules=off")) << error;
+}
+
+TEST(HealthRules, ALossHeldAtTheLargestFloatCountsAsNonFinite) {
+  HealthRules rules;
+  const double held = std::numeric_limits<float>::max();
+  EXPECT_TRUE(Contains(ErrorOf([&] { rules.CheckMinibatch(1, {held}, WeightNorm(0.5)); }),
+                       "train:objective_loss is 3.40282e+38"));
+}
+
+TEST(HealthRules, AnyModelsNonFiniteLossStopsAndNamesTheModel) {
+  HealthRules rules;
+  const double infinity = std::numeric_limits<double>::infinity();
+  const std::string error = ErrorOf([&] {
+    rules.CheckMinibatch(2, {0.6, 0.7, infinity, 0.5}, WeightNorm(0.5));
+  });
+  EXPECT_TRUE(Contains(error, "epoch 2, table weights: train:objective_loss of model 2 is inf"))
+      << error;
+}
+
+TEST(HealthRules, LargeFiniteLossesDoNotFire) {
+  HealthRules rules;
+  EXPECT_NO_THROW(rules.CheckMinibatch(1, {1e30, 0.0, 1e-30}, WeightNorm(0.5)));
+}
+
+TEST(HealthRules, ANonFiniteGradientValueIsAnExplodingTensor) {
+  HealthRules rules;
+  MinibatchGradients gradients = WeightNorm(0.5);
+  const float bias[4] = {0.1f, std::numeric_limits<float>::infinity(), 0.2f, std::nanf("")};
+  gradients[1] = MeasureGradients(bias, 4);
+  const std::string error = ErrorOf([&] { rules.CheckMinibatch(4, {0.5}, gradients); });
+  EXPECT_TRUE(Contains(error,
+                       "training health: epoch 4, table bias: nonfinite_share 0.5 (2 of 4 "
+                       "gradient values"))
+      << error;
+  EXPECT_TRUE(Contains(error, "exploding tensor")) << error;
+}
+
+TEST(HealthRules, AGradientNormGrowingGeometricallyFiresWithinTensOfMinibatches) {
+  HealthRules rules;
+  for (int i = 0; i < 50; ++i) rules.CheckMinibatch(1, {0.5}, WeightNorm(2.0 + 0.01 * i));
+  // Diverging: the norm doubles every minibatch from here.
+  double norm = 2.5;
+  int fired_after = -1;
+  std::string error;
+  for (int i = 1; i <= 40 && fired_after < 0; ++i) {
+    norm *= 2;
+    error = ErrorOf([&] { rules.CheckMinibatch(2, {0.5}, WeightNorm(norm)); });
+    if (!error.empty()) fired_after = i;
+  }
+  // 2.5 x 2^i > 1000 x the median (about 2.3) from i = 10 on.
+  EXPECT_EQ(fired_after, 10) << error;
+  EXPECT_TRUE(Contains(error,
+                       "training health: epoch 2, table weights: gradient_norm 2560 is "
+                       "above 1000 x the median"))
+      << error;
+  EXPECT_TRUE(Contains(error, "exploding gradient")) << error;
+}
+
+TEST(HealthRules, NoisyAndShrinkingGradientNormsDoNotFire) {
+  // A healthy job: norms shrink as training converges, with minibatch noise
+  // of a factor of 10 either way and an occasional 30x outlier.
+  HealthRules rules;
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> decades(-1, 1);
+  for (int i = 0; i < 20000; ++i) {
+    const double trend = 10.0 / std::sqrt(1.0 + i);
+    const double outlier = i % 997 == 0 ? 30 : 1;
+    ASSERT_NO_THROW(rules.CheckMinibatch(
+        1 + i / 1000, {0.5}, WeightNorm(trend * std::pow(10, decades(random)) * outlier)))
+        << "minibatch " << i;
+  }
+}
+
+TEST(HealthRules, NormsAtOrBelowTheFloorNeverExplode) {
+  // A fitted bias: its gradient near zero, then noise far above that median
+  // but still small.
+  HealthRules rules;
+  for (int i = 0; i < 100; ++i) rules.CheckMinibatch(1, {0.5}, WeightNorm(1e-7));
+  EXPECT_NO_THROW(rules.CheckMinibatch(1, {0.5}, WeightNorm(0.9)));
+  EXPECT_FALSE(ErrorOf([&] { rules.CheckMinibatch(1, {0.5}, WeightNorm(1.5)); }).empty());
+}
+
+TEST(HealthRules, TheFirstMinibatchesAreNotJudged) {
+  // Too few norms for a median: a jump among the first 20 minibatches passes.
+  HealthRules rules;
+  for (int i = 0; i < 19; ++i) rules.CheckMinibatch(1, {0.5}, WeightNorm(i == 10 ? 1e6 : 0.01));
+  EXPECT_NO_THROW(rules.CheckMinibatch(1, {0.5}, WeightNorm(1e6)));
+}
+
+TEST(HealthRules, TheLargestRatioToTheMedianIsReportedOnceAndReset) {
+  HealthRules rules;
+  for (int i = 0; i < 30; ++i) rules.CheckMinibatch(1, {0.5}, WeightNorm(2));
+  rules.CheckMinibatch(1, {0.5}, WeightNorm(50));
+  rules.CheckMinibatch(1, {0.5}, WeightNorm(10));
+  const std::array<double, kHealthTables> ratios = rules.TakeLargestRatios();
+  EXPECT_DOUBLE_EQ(ratios[0], 25.0);
+  EXPECT_EQ(ratios[1], 0.0);  // no bias gradient
+  EXPECT_EQ(rules.TakeLargestRatios()[0], 0.0);
+}
+
+TEST(HealthRules, OffNothingFires) {
+  HealthRules rules(HealthRuleOptions{false});
+  MinibatchGradients gradients = WeightNorm(0.5);
+  const float nan = std::nanf("");
+  gradients[1] = MeasureGradients(&nan, 1);
+  EXPECT_NO_THROW(rules.CheckMinibatch(1, {std::nan("")}, gradients));
+  for (int i = 0; i < 100; ++i) rules.CheckMinibatch(1, {0.5}, WeightNorm(1));
+  EXPECT_NO_THROW(rules.CheckMinibatch(1, {0.5}, WeightNorm(1e30)));
+}
+
+TEST(TrainingHealth, MeasureGradientsSumsFiniteSquaresAndCountsTheRest) {
+  const float values[5] = {3, std::numeric_limits<float>::infinity(), 4, std::nanf(""), 0};
+  const GradientFigures figures = MeasureGradients(values, 5);
+  EXPECT_EQ(figures.values, 5u);
+  EXPECT_EQ(figures.non_finite, 2u);
+  EXPECT_DOUBLE_EQ(figures.norm(), 5.0);
+}
+
+TEST(TrainingHealth, TheReportMeansMinibatchNormsAndCountsTheRowsCreatedSinceBefore) {
+  EpochGradients epoch;
+  const float first[2] = {3, 4};   // norm 5
+  const float second[2] = {0, 1};  // norm 1
+  epoch[0].Add(MeasureGradients(first, 2));
+  epoch[0].Add(MeasureGradients(second, 2));
+  epoch[1].Add(MeasureGradients(second, 1));
+  const HealthReport report = MakeHealthReport(epoch, {TableRows{120, 2.5}, TableRows{1, 0.25}},
+                                               {TableRows{100, 1.0}, TableRows{1, 0.5}}, {4, 1});
+  ASSERT_EQ(report.size(), 2u);
+  const TableHealth& weights = report.at("weights");
+  EXPECT_DOUBLE_EQ(weights.gradient_norm, 3.0);
+  EXPECT_DOUBLE_EQ(weights.weight_norm, 2.5);
+  EXPECT_EQ(weights.rows_created, 20u);
+  EXPECT_DOUBLE_EQ(weights.nonfinite_share, 0.0);
+  EXPECT_EQ(report.at("bias").rows_created, 0u);
+  EXPECT_DOUBLE_EQ(report.at("bias").gradient_norm, 0.0);  // {0}: norm 0
+}
+
+TEST(TrainingHealth, ATableTheJobLacksIsLeftOut) {
+  const HealthReport report = MakeHealthReport({}, {}, {}, {9, 0});
+  EXPECT_EQ(report.size(), 1u);
+  EXPECT_TRUE(report.count("weights"));
+}
+
+TEST(TrainingHealth, TheJsonIsOneObjectPerTableWithTheFourFigures) {
+  HealthReport report;
+  report["weights"] = TableHealth{12.5, 0.75, 0.0, 1500};
+  report["bias"] = TableHealth{0.5, std::nan(""), 0.0, 1};
+  const JsonValue json = ParseJson(HealthJson(report), "health");
+  const JsonValue* weights = json.Find("weights");
+  ASSERT_NE(weights, nullptr);
+  EXPECT_EQ(weights->Find("weight_norm")->AsNumber(), 12.5);
+  EXPECT_EQ(weights->Find("gradient_norm")->AsNumber(), 0.75);
+  EXPECT_EQ(weights->Find("nonfinite_share")->AsNumber(), 0.0);
+  EXPECT_EQ(weights->Find("rows_created")->AsUint64(), 1500u);
+  // Not finite: written as 0, as history.jsonl writes metrics.
+  EXPECT_EQ(json.Find("bias")->Find("gradient_norm")->AsNumber(), 0.0);
+  const MetricSet metrics = HealthMetrics(report);
+  EXPECT_EQ(metrics.at("health:weights:rows_created"), 1500);
+  EXPECT_EQ(metrics.size(), 8u);
+}
+
+TEST(TrainingHealth, TheLatestReportIsWhatWasSetLast) {
+  LatestHealth latest;
+  EXPECT_EQ(latest.Get().epoch, 0);
+  latest.Set(2, {{"weights", TableHealth{1, 2, 0, 3}}});
+  const LatestHealth::Snapshot snapshot = latest.Get();
+  EXPECT_EQ(snapshot.epoch, 2);
+  EXPECT_EQ(snapshot.report.at("weights").rows_created, 3u);
+}
+
+}  // namespace
+}  // namespace keel
