@@ -12,6 +12,7 @@
 #include "io/input_split.h"
 #include "kv/staleness_gate.h"
 #include "worker/barriers.h"
+#include "worker/timeline_recorder.h"
 #include "worker/training_cursor.h"
 
 namespace keel {
@@ -151,6 +152,11 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
                       /*final=*/false);
   }
   LogProgress(pass);
+  if (timeline_) {
+    const EpochResult& result = pass->result;
+    timeline_->AfterBatch(pass->epoch, result.examples - result.resumed_examples,
+                          result.losses[0] / static_cast<double>(result.examples));
+  }
 }
 
 void EpochTrainer::LogProgress(Pass* pass) const {

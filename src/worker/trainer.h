@@ -31,6 +31,7 @@
 #include "worker/evaluator.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
+#include "worker/timeline_recorder.h"
 #include "worker/trainer_options.h"
 
 namespace keel {
@@ -120,6 +121,8 @@ class Trainer {
   // The statistics training uses, folded into every model it dumps.
   DataStatistics statistics_;
   std::unique_ptr<DataScaler> scaler_;
+  // This worker's part of the job's timeline (started by Run).
+  std::unique_ptr<TimelineRecorder> timeline_;
 };
 
 }  // namespace keel
