@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "cli/launch_flags.h"
 #include "cli/launcher.h"
 #include "cli/remote.h"
+#include "io/timeline_writer.h"
 #include "kv/van.h"
 
 namespace keel {
@@ -111,6 +113,13 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   cluster.event_log = FLAGS_event_log;
   cluster.fault_seed = FLAGS_fault_seed;
   cluster.role_flags = role_flags;
+  cluster.model_dir = FLAGS_model_dir;
+  cluster.fresh_timeline = FLAGS_resume.empty();
+  cluster.report = FLAGS_report;
+  if (cluster.report && cluster.model_dir.empty()) {
+    throw MakeError("--report needs --model_dir: the report is drawn from what the job records "
+                    "there");
+  }
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
@@ -160,6 +169,17 @@ void SpawnRoles(const std::string& role, int count, const std::string& self,
   }
 }
 
+// `keel launch --report`: the job's report, whatever the job's outcome (a
+// failed job's report shows how far it got). A report that cannot be made
+// is said, not fatal: the job's exit code stands.
+void ReportAtTheEnd(const std::string& model_dir) {
+  try {
+    std::cout << "report: " << WriteReport(model_dir, "") << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "keel launch: no report: " << e.what() << std::endl;
+  }
+}
+
 }  // namespace
 
 int RunLaunch(const std::vector<std::string>& args) {
@@ -176,10 +196,11 @@ int RunLocalCluster(const LocalCluster& cluster) {
   const std::string self = SelfPath();
   const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
   ProcessGroup group;
+  TimelineWriter timeline(cluster.model_dir, "launch", cluster.fresh_timeline);
   std::unique_ptr<FaultRunner> fault_runner;
-  if (!faults.empty() || !cluster.event_log.empty()) {
+  if (!faults.empty() || !cluster.event_log.empty() || timeline.enabled()) {
     fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
-                                                 cluster.event_log, cluster.fault_seed);
+                                                 cluster.event_log, cluster.fault_seed, &timeline);
   }
   const std::string scheduler =
       cluster.scheduler.empty() ? StartLocalScheduler(cluster, self, &group) : cluster.scheduler;
@@ -189,6 +210,8 @@ int RunLocalCluster(const LocalCluster& cluster) {
   SpawnRoles("worker", cluster.workers, self, common, faults, &group);
   const int code = group.Wait(cluster.timeout_s);
   if (fault_runner) fault_runner->Finish(code);
+  timeline.Flush();
+  if (cluster.report) ReportAtTheEnd(cluster.model_dir);
   return code;
 }
 
