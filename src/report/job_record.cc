@@ -141,7 +141,7 @@ void ReadSchedulerLine(const JsonValue& line, const std::string& where, JobRecor
     checkpoint.error = Text(line, "error");
     record->checkpoints.push_back(checkpoint);
   } else if (event == "start") {
-    if (record->start_time == 0 || time < record->start_time) record->start_time = time;
+    if (record->scheduler_start == 0) record->scheduler_start = time;
   }
   // "view" lines: the members after a change, already marked by its join or leave.
 }
@@ -158,9 +158,7 @@ void ReadLaunchLine(const JsonValue& line, const std::string& where, JobRecord* 
     return;
   }
   if (event == "start" || event == "end") {
-    if (event == "start" && (record->start_time == 0 || time < record->start_time)) {
-      record->start_time = time;
-    }
+    if (event == "start" && record->launch_start == 0) record->launch_start = time;
     return;
   }
   std::string detail = Text(line, "spec");
@@ -211,11 +209,23 @@ void ReadMetricsJson(const std::string& text, const std::string& source, JobReco
   }
 }
 
-// Drops worker lines older than the job's start: an earlier job's, in a file
-// this job did not start anew.
+// The job's start from the scheduler's and the launcher's start lines (see
+// JobRecord::start_time); 0 if neither has one.
+double StartTime(const JobRecord& record) {
+  const double scheduler = record.scheduler_start, launch = record.launch_start;
+  if (scheduler == 0) return launch;
+  return launch != 0 && launch <= scheduler && launch >= scheduler - 60 ? launch : scheduler;
+}
+
+// Drops lines older than the job's start: an earlier job's, in a file this
+// job did not start anew.
 void DropEarlierJobs(JobRecord* record) {
   if (record->start_time == 0) return;
   const double start = record->start_time - 1;  // clocks of one machine; a second's slack
+  auto& events = record->events;
+  events.erase(std::remove_if(events.begin(), events.end(),
+                              [&](const JobEvent& e) { return e.time < start; }),
+               events.end());
   for (auto& [rank, worker] : record->workers) {
     auto& samples = worker.samples;
     samples.erase(std::remove_if(samples.begin(), samples.end(),
@@ -323,6 +333,7 @@ JobRecord ReadJobRecord(const std::string& model_dir) {
     throw MakeError(model_dir, ": no model.json, metrics.json, history.jsonl or timeline/ (is it "
                     "a training job's --model_dir?)");
   }
+  record.start_time = StartTime(record);
   DropEarlierJobs(&record);
   if (record.start_time == 0) record.start_time = EarliestTime(record);
   std::sort(record.events.begin(), record.events.end(),

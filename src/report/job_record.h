@@ -82,8 +82,12 @@ struct JobRecord {
   std::vector<CheckpointRecord> checkpoints;
   // Transport faults configured for the job ("drop worker 0: share 0.01").
   std::vector<std::string> transport_faults;
-  // When the job started (the scheduler's start line, else the earliest
-  // timeline line), Unix seconds; 0 without a timeline.
+  // The first "start" lines of scheduler.jsonl and launch.jsonl (0: none).
+  double scheduler_start = 0, launch_start = 0;
+  // When the job started, Unix seconds (0 without a timeline): the earlier
+  // of the scheduler's and the launcher's start (the launcher's only if it
+  // is within a minute before the scheduler's: else it is an earlier
+  // launch's file), else the earliest timeline line.
   double start_time = 0;
 };
 
