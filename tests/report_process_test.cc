@@ -63,11 +63,12 @@ std::vector<std::string> ConsoleMessages(const std::string& log) {
 
 // png_summary.py's figures of a PNG file: width, height, colours, non_white_share.
 std::map<std::string, double> PngSummary(const std::string& png) {
-  const auto exit = testing::Run({"python3", testing::SourceDir() + "/tests/png_summary.py", png},
-                                 120);
+  const auto exit = testing::Run(
+      {testing::SystemTool("python3"), testing::SourceDir() + "/tests/png_summary.py", png}, 120);
   EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
   std::map<std::string, double> summary;
-  for (const auto& [name, value] : ParseJson(exit.output, "png_summary.py").AsObject()) {
+  const JsonValue parsed = ParseJson(exit.output, "png_summary.py");
+  for (const auto& [name, value] : parsed.AsObject()) {
     summary[name] = value.AsNumber();
   }
   return summary;

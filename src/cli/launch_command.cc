@@ -33,6 +33,17 @@ std::vector<std::string> SplitWords(const std::string& text) {
   return result;
 }
 
+// `keel launch --report`: the job's report, whatever the job's outcome (a
+// failed job's report shows how far it got). A report that cannot be made
+// is said, not fatal: the job's exit code stands.
+void ReportAtTheEnd(const std::string& model_dir) {
+  try {
+    std::cout << "report: " << WriteReport(model_dir, "") << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "keel launch: no report: " << e.what() << std::endl;
+  }
+}
+
 // Every role reads the same flags: checks them as each role would, for a
 // cluster of `size`, before anything starts.
 void CheckLaunchFlags(const ClusterSize& size) {
@@ -99,7 +110,10 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags) {
   launch.scheduler_port = FLAGS_scheduler_port;
   launch.timeout_s = FLAGS_timeout;
   launch.secret = JobSecret(role_flags);
-  return RunSshLaunch(launch);
+  const int code = RunSshLaunch(launch);
+  // The model folder must be readable here (s3://, or a shared folder).
+  if (FLAGS_report) ReportAtTheEnd(FLAGS_model_dir);
+  return code;
 }
 
 // `keel launch`: the roles on this machine.
@@ -116,10 +130,6 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   cluster.model_dir = FLAGS_model_dir;
   cluster.fresh_timeline = FLAGS_resume.empty();
   cluster.report = FLAGS_report;
-  if (cluster.report && cluster.model_dir.empty()) {
-    throw MakeError("--report needs --model_dir: the report is drawn from what the job records "
-                    "there");
-  }
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
@@ -169,23 +179,16 @@ void SpawnRoles(const std::string& role, int count, const std::string& self,
   }
 }
 
-// `keel launch --report`: the job's report, whatever the job's outcome (a
-// failed job's report shows how far it got). A report that cannot be made
-// is said, not fatal: the job's exit code stands.
-void ReportAtTheEnd(const std::string& model_dir) {
-  try {
-    std::cout << "report: " << WriteReport(model_dir, "") << std::endl;
-  } catch (const std::exception& e) {
-    std::cerr << "keel launch: no report: " << e.what() << std::endl;
-  }
-}
-
 }  // namespace
 
 int RunLaunch(const std::vector<std::string>& args) {
   const std::vector<std::string> role_flags = RoleFlags(args);
   if (FLAGS_slurm && !FLAGS_hostfile.empty())
     throw MakeError("give --slurm or --hostfile, not both");
+  if (FLAGS_report && FLAGS_model_dir.empty()) {
+    throw MakeError("--report needs --model_dir: the report is drawn from what the job records "
+                    "there");
+  }
   if (FLAGS_slurm) return LaunchSlurmTask(role_flags);
   if (!FLAGS_hostfile.empty()) return LaunchOverSsh(role_flags);
   return LaunchLocally(role_flags);

@@ -34,7 +34,6 @@ TimelineWriter::TimelineWriter(const std::string& model_dir, const std::string& 
   object_ = IsStorageUri(model_dir_);
   flush_interval_s_ = object_ ? kObjectFlushIntervalS : 0;
   truncate_ = fresh;
-  last_flush_ = MonotonicSeconds();
   if (!object_ || fresh) return;
   try {
     written_ = OpenStorage(model_dir_)->Get(key_);

@@ -4,8 +4,8 @@
 // docs/ARCHITECTURE.md (Observability: the timeline).
 //
 // Every line is {"time": <Unix seconds>, "event": "...", ...}. Lines are
-// buffered and written out by Flush, and by Record itself once the last write
-// is older than the flush interval (0 for a local folder: every line goes out
+// buffered and written out by Flush, and by Record itself for the first line
+// and once the last write is older than the flush interval (0 for a local folder: every line goes out
 // at once; 30 s for an object store, which is written whole each time). So a
 // crash loses at most the interval's lines. The model folder goes through
 // Storage: a plain path is appended to; a storage URI's object (file://,
@@ -63,7 +63,7 @@ class TimelineWriter {
   std::string written_;    // an object's lines so far
   std::string pending_;    // lines not yet written
   size_t pending_lines_ = 0;
-  double last_flush_ = 0;
+  double last_flush_ = -1e18;  // monotonic seconds: the first line goes out at once
   bool warned_ = false;
 };
 

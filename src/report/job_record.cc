@@ -127,10 +127,15 @@ void ReadWorkerLine(const JsonValue& line, const std::string& where, WorkerTimel
 void ReadSchedulerLine(const JsonValue& line, const std::string& where, JobRecord* record) {
   const std::string event = Text(line, "event");
   const double time = Number(line, "time", where);
-  if (event == "join" || event == "leave") {
-    std::string detail = Text(line, "reason");
-    if (Text(line, "replaces") == "true") detail = "replaces a departed node";
-    record->events.push_back({time, event, Who(line), detail});
+  if (event == "leave") {
+    record->events.push_back({time, event, Who(line), Text(line, "reason")});
+  } else if (event == "join") {
+    // The cluster forming is not news; a node coming back or replacing one is.
+    if (Text(line, "replaces") == "true") {
+      record->events.push_back({time, event, Who(line), "replaces a departed node"});
+    } else if (Text(line, "rejoin") == "true") {
+      record->events.push_back({time, event, Who(line), "rejoins a restarted scheduler"});
+    }
   } else if (event == "checkpoint") {
     CheckpointRecord checkpoint;
     checkpoint.id = Text(line, "id");

@@ -54,7 +54,9 @@ struct WorkerTimeline {
   std::vector<WorkerEpoch> epochs;
 };
 
-// A membership change or a launcher's event, for the time axis.
+// A membership change or a launcher's event, for the time axis: leaves,
+// joins that replace a departed node or rejoin a restarted scheduler (not the
+// cluster forming), faults, restarts, and exits no fault explains.
 struct JobEvent {
   double time = 0;
   std::string event;  // "join", "leave", "kill", "stop", "restart", "exit", ...

@@ -26,7 +26,7 @@ const char* const kHeaderMetrics[] = {
     "train:examples_per_second", "train:gate_wait_share", "train:max_staleness"};
 
 const char kStyle[] =
-    "body{font-family:sans-serif;margin:24px;color:#222;background:#fafafa;max-width:1400px}"
+    "body{font-family:sans-serif;margin:24px;color:#222;background:#fafafa;max-width:1300px}"
     "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px "
     "solid #ddd;padding-bottom:4px}p.meta{color:#666;margin:0 0 12px}"
     "p.note{color:#666;font-style:italic;margin:6px 0}"
@@ -144,6 +144,7 @@ std::string EpochPlots(const JobRecord& record) {
   const int models = ModelCount(history);
   LineChart loss("Loss per epoch", "epoch", "objective loss");
   loss.set_dots(true);
+  loss.set_integer_x(true);
   size_t entries = 0;
   for (int k = 0; k < models; ++k) {
     for (const char* channel : {"train", "validation"}) {
@@ -163,6 +164,7 @@ std::string EpochPlots(const JobRecord& record) {
   }
   LineChart chart("Validation " + metric + " per epoch", "epoch", metric);
   chart.set_dots(true);
+  chart.set_integer_x(true);
   for (int k = 0; k < models; ++k) {
     chart.AddSeries(ModelName(k, models, "validation"),
                     EpochSeries(history, OfModel(k, models, "validation:" + metric)));
@@ -220,6 +222,7 @@ std::string StalenessPlots(const JobRecord& record) {
   uint64_t pulls = 0;
   LineChart waits("Gate waits per epoch", "epoch", "seconds blocked on pulls");
   waits.set_dots(true);
+  waits.set_integer_x(true);
   for (const auto& [rank, worker] : record.workers) {
     Points points;
     for (const WorkerEpoch& epoch : worker.epochs) {
@@ -292,6 +295,7 @@ std::string HealthPlots(const JobRecord& record) {
   for (auto& [figure, tables] : figures) {
     LineChart chart(figure + " per epoch", "epoch", figure);
     chart.set_dots(true);
+    chart.set_integer_x(true);
     for (auto& [table, points] : tables) chart.AddSeries(table, std::move(points));
     html += chart.Svg(SizeFor(tables.size()));
   }

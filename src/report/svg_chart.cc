@@ -194,7 +194,12 @@ std::string LineChart::Svg(ChartSize size) const {
     }
   }
   for (const Marker& marker : markers_) x_hi = std::max(x_hi, marker.x1);
-  const AxisScale x = NiceScale(x_lo, x_hi, kMaxTicks);
+  AxisScale x = NiceScale(x_lo, x_hi, kMaxTicks);
+  if (integer_x_) {
+    x.ticks.erase(std::remove_if(x.ticks.begin(), x.ticks.end(),
+                                 [](double tick) { return tick != std::floor(tick); }),
+                  x.ticks.end());
+  }
   const AxisScale y = NiceScale(y_lo, y_hi, kMaxTicks - 1);
   const Area area = PlotArea(size);
   std::string svg = Open(size, title_) + Axes(area, y, x_label_, y_label_) + XTicks(area, x);

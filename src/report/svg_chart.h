@@ -36,7 +36,7 @@ std::string TickLabel(double value);
 const char* SeriesColour(int index);
 
 struct ChartSize {
-  int width = 640;
+  int width = 600;
   int height = 300;
 };
 
@@ -55,6 +55,8 @@ class LineChart {
   void set_x_from_zero(bool from_zero) { x_from_zero_ = from_zero; }
   // Points drawn as dots too (few points per series, e.g. epochs).
   void set_dots(bool dots) { dots_ = dots; }
+  // The x axis counts whole things (epochs): its ticks are integers.
+  void set_integer_x(bool integer_x) { integer_x_ = integer_x; }
 
   // The number of drawable (finite) points over all series.
   size_t points() const;
@@ -75,6 +77,7 @@ class LineChart {
   std::vector<Marker> markers_;
   bool x_from_zero_ = false;
   bool dots_ = false;
+  bool integer_x_ = false;
 };
 
 class BarChart {

@@ -154,8 +154,9 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
   LogProgress(pass);
   if (timeline_) {
     const EpochResult& result = pass->result;
-    timeline_->AfterBatch(pass->epoch, result.examples - result.resumed_examples,
-                          result.losses[0] / static_cast<double>(result.examples));
+    timeline_->AfterBatch(
+        pass->epoch, result.examples - result.resumed_examples,
+        result.examples ? result.losses[0] / static_cast<double>(result.examples) : 0);
   }
 }
 
