@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Screenshots for the docs: runs a small job (2 servers, 2 workers, checkpoints,
-# worker 1 stopped for a second), makes its report with `keel launch
+# worker 1 stopped for 3 s), makes its report with `keel launch
 # --report`, and takes a screenshot of it with headless Chromium (Debian's
 # chromium-headless-shell, from scripts/setup.sh) into docs/images/report.png.
 #
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 keel="${KEEL:-$PWD/build/keel}"
 width="${WIDTH:-1280}"
-height="${HEIGHT:-2300}"
+height="${HEIGHT:-2100}"
 out=docs/images/report.png
 # The browser itself: /usr/bin/chromium-headless-shell is a wrapper script
 # that does not exec it, so its PID would not be the browser's.
@@ -29,7 +29,7 @@ trap cleanup EXIT
   --out="$work/data" >/dev/null
 "$keel" launch --servers=2 --workers=2 --job=linear_learner --epochs=6 --mini_batch_size=100 \
   --train="$work/data/train" --validation="$work/data/validation" --model_dir="$work/model" \
-  --checkpoint_uri="$work/checkpoints" --faults=stop:worker:1@3s+2s --minloglevel=1 --report \
+  --checkpoint_uri="$work/checkpoints" --faults=stop:worker:1@12s+3s --minloglevel=1 --report \
   > "$work/launch.log" 2>&1 || { cat "$work/launch.log" >&2; exit 1; }
 grep '^report: ' "$work/launch.log"
 

@@ -38,9 +38,14 @@ std::string Browser() {
 // log (stderr, console messages included) and whatever it prints.
 testing::Exit RunBrowser(const std::string& profile, const std::vector<std::string>& extra,
                          const std::string& url) {
-  std::vector<std::string> argv = {Browser(),         "--headless",      "--no-sandbox",
-                                   "--disable-gpu",   "--hide-scrollbars", "--enable-logging=stderr",
-                                   "--v=0",           "--user-data-dir=" + profile};
+  std::vector<std::string> argv = {Browser(),
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--hide-scrollbars",
+                                   "--enable-logging=stderr",
+                                   "--v=0",
+                                   "--user-data-dir=" + profile};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back(url);
   return testing::Run(argv, 90);
@@ -79,18 +84,18 @@ class Report : public testing::TempFolderTest {
   // A two-worker job with validation, checkpoints and a worker stopped for a
   // second; returns the launcher's output.
   std::string LaunchJobWithReport() {
-    const auto data = testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000",
-                                    "--features=2000", "--nnz=10", "--seed=7",
-                                    "--train_files=2", "--out=" + folder_},
-                                   60);
+    const auto data =
+        testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000", "--features=2000",
+                      "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
+                     60);
     EXPECT_TRUE(data.finished && data.code == 0) << data.output;
-    const auto exit = testing::Run(
-        {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner",
-         "--epochs=3", "--mini_batch_size=100", "--train=" + folder_ + "/train",
-         "--validation=" + folder_ + "/validation", "--model_dir=" + model_dir_,
-         "--checkpoint_uri=" + folder_ + "/checkpoints", "--faults=stop:worker:1@1s+1s",
-         "--minloglevel=1", "--report"},
-        240);
+    const auto exit =
+        testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner",
+                      "--epochs=3", "--mini_batch_size=100", "--train=" + folder_ + "/train",
+                      "--validation=" + folder_ + "/validation", "--model_dir=" + model_dir_,
+                      "--checkpoint_uri=" + folder_ + "/checkpoints",
+                      "--faults=stop:worker:1@1s+1s", "--minloglevel=1", "--report"},
+                     240);
     EXPECT_TRUE(exit.finished) << exit.output;
     EXPECT_EQ(exit.code, 0) << exit.output;
     return exit.output;
@@ -117,8 +122,8 @@ TEST_F(Report, ALaunchedJobRecordsItsTimelineAndWritesASelfContainedReportChromi
   EXPECT_EQ(testing::EventsNamed(timeline + "launch.jsonl", "stop").size(), 1u);
 
   // Self-contained: nothing for a browser to fetch.
-  for (const char* outside : {"src=", "href=", "http://", "https://", "<script", "<link",
-                              "@import", "url("}) {
+  for (const char* outside :
+       {"src=", "href=", "http://", "https://", "<script", "<link", "@import", "url("}) {
     EXPECT_FALSE(Contains(html, outside)) << outside;
   }
   for (const char* plot : {"Loss per epoch", "Validation roc_auc_score per epoch",
@@ -134,8 +139,8 @@ TEST_F(Report, ALaunchedJobRecordsItsTimelineAndWritesASelfContainedReportChromi
   }
   const std::string url = "file://" + html_path;
   const std::string png = folder_ + "/report.png";
-  const auto shot = RunBrowser(folder_ + "/profile",
-                               {"--window-size=1280,1600", "--screenshot=" + png}, url);
+  const auto shot =
+      RunBrowser(folder_ + "/profile", {"--window-size=1280,1600", "--screenshot=" + png}, url);
   ASSERT_TRUE(shot.finished && shot.code == 0) << shot.output;
   EXPECT_TRUE(ConsoleMessages(shot.output).empty()) << shot.output;
   const auto summary = PngSummary(png);

@@ -132,6 +132,17 @@ TEST(SvgChart, BarsOfNegativeOrNonFiniteValuesAreZeroHigh) {
   EXPECT_EQ(Count(svg, "height=\"0.0\""), 2u) << svg;
 }
 
+TEST(SvgChart, ABarsLabelTooWideForItIsCutWithAnEllipsis) {
+  BarChart bars("bars", "x", "y");
+  for (int i = 0; i < 12; ++i) bars.AddBar("ckpt-00000" + std::to_string(i) + "-000000000", 1);
+  const std::string svg = bars.Svg();
+  EXPECT_FALSE(Contains(svg, "-000000000<")) << svg;
+  EXPECT_EQ(Count(svg, "…</text>"), 12u) << svg;
+  BarChart short_labels("bars", "x", "y");
+  short_labels.AddBar("1", 1);
+  EXPECT_TRUE(Contains(short_labels.Svg(), ">1</text>"));
+}
+
 // ---------------------------------------------------------------------------
 // Reading what a job recorded
 
@@ -248,7 +259,8 @@ TEST_F(JobRecordFolder, ReadsTheModelFolderAndLeavesOutAnEarlierJobsLines) {
 TEST_F(JobRecordFolder, AFolderWithNothingRecordedIsRefused) {
   const std::string error = ErrorOf([&] { ReadJobRecord(folder_); });
   EXPECT_TRUE(Contains(error, folder_ + ": no model.json, metrics.json, history.jsonl or "
-                                        "timeline/")) << error;
+                                        "timeline/"))
+      << error;
 }
 
 TEST_F(JobRecordFolder, AMalformedTimelineFileIsNamedByItsLine) {

@@ -10,8 +10,8 @@
 
 #include "base/error.h"
 #include "cli/fault_flags.h"
-#include "cli/job_flags.h"
 #include "cli/flag_rules.h"
+#include "cli/job_flags.h"
 #include "kv/van.h"
 
 // Where a node is and how it reaches the scheduler.

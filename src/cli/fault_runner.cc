@@ -94,7 +94,8 @@ void FaultRunner::Log(const std::string& event, const std::string& name,
   if (!fields.empty()) line += ", " + fields;
   line += "}";
   if (log_.is_open()) log_ << line << std::endl;
-  if (timeline_) timeline_->RecordLine("{\"time\": " + JsonUnixTime(WallSeconds()) + ", " + line.substr(1));
+  if (timeline_)
+    timeline_->RecordLine("{\"time\": " + JsonUnixTime(WallSeconds()) + ", " + line.substr(1));
   if (!echo_) return;
   const std::string echo = "[faults] " + line + "\n";
   fwrite(echo.data(), 1, echo.size(), stdout);

@@ -186,8 +186,9 @@ int RunLaunch(const std::vector<std::string>& args) {
   if (FLAGS_slurm && !FLAGS_hostfile.empty())
     throw MakeError("give --slurm or --hostfile, not both");
   if (FLAGS_report && FLAGS_model_dir.empty()) {
-    throw MakeError("--report needs --model_dir: the report is drawn from what the job records "
-                    "there");
+    throw MakeError(
+        "--report needs --model_dir: the report is drawn from what the job records "
+        "there");
   }
   if (FLAGS_slurm) return LaunchSlurmTask(role_flags);
   if (!FLAGS_hostfile.empty()) return LaunchOverSsh(role_flags);

@@ -29,12 +29,12 @@ namespace {
 
 // Flags that belong to `keel launch` itself rather than to the roles.
 const std::set<std::string> kLaunchFlags = {
-    "servers",  "workers",     "timeout",     "scheduler",      "num_servers", "num_workers",
-    "bind",     "port",        "port_file",   "advertise",      "rank",        "rank_env",
-    "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags",
-    "report"};
-const std::set<std::string> kBooleanLaunchFlags = {"slurm",       "noslurm",  "check_flags",
-                                                   "nocheck_flags", "report", "noreport"};
+    "servers",        "workers",  "timeout",     "scheduler",   "num_servers",
+    "num_workers",    "bind",     "port",        "port_file",   "advertise",
+    "rank",           "rank_env", "hostfile",    "ssh_options", "remote_keel",
+    "scheduler_port", "slurm",    "check_flags", "report"};
+const std::set<std::string> kBooleanLaunchFlags = {"slurm",         "noslurm", "check_flags",
+                                                   "nocheck_flags", "report",  "noreport"};
 
 }  // namespace
 

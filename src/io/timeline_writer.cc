@@ -48,7 +48,8 @@ TimelineWriter::~TimelineWriter() { Flush(); }
 
 void TimelineWriter::Record(const std::string& event, const std::string& fields) {
   if (!enabled()) return;
-  std::string line = "{\"time\": " + JsonUnixTime(WallSeconds()) + ", \"event\": " + JsonQuote(event);
+  std::string line =
+      "{\"time\": " + JsonUnixTime(WallSeconds()) + ", \"event\": " + JsonQuote(event);
   if (!fields.empty()) line += ", " + fields;
   RecordLine(line + "}");
 }

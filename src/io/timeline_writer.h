@@ -5,11 +5,10 @@
 //
 // Every line is {"time": <Unix seconds>, "event": "...", ...}. Lines are
 // buffered and written out by Flush, and by Record itself for the first line
-// and once the last write is older than the flush interval (0 for a local folder: every line goes out
-// at once; 30 s for an object store, which is written whole each time). So a
-// crash loses at most the interval's lines. The model folder goes through
-// Storage: a plain path is appended to; a storage URI's object (file://,
-// s3://) is read back once when continuing, then rewritten whole.
+// and once the last write is older than the flush interval (0 for a local folder: every line goes
+// out at once; 30 s for an object store, which is written whole each time). So a crash loses at
+// most the interval's lines. The model folder goes through Storage: a plain path is appended to; a
+// storage URI's object (file://, s3://) is read back once when continuing, then rewritten whole.
 //
 // A failed write is logged (once per writer) and the lines kept for the next
 // try, at most kMaxPendingLines of them: the timeline never stops a job.

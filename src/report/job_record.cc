@@ -97,10 +97,9 @@ void ReadWorkerLine(const JsonValue& line, const std::string& where, WorkerTimel
   const std::string event = Text(line, "event");
   const double time = Number(line, "time", where);
   if (event == "sample") {
-    worker->samples.push_back({time, static_cast<int>(Number(line, "epoch", where)),
-                               Number(line, "examples", where),
-                               Number(line, "examples_per_second", where),
-                               Number(line, "loss", where)});
+    worker->samples.push_back(
+        {time, static_cast<int>(Number(line, "epoch", where)), Number(line, "examples", where),
+         Number(line, "examples_per_second", where), Number(line, "loss", where)});
   } else if (event == "epoch") {
     WorkerEpoch epoch;
     epoch.time = time;
@@ -157,9 +156,9 @@ void ReadLaunchLine(const JsonValue& line, const std::string& where, JobRecord* 
   if (event == "drop" || event == "delay") {
     record->transport_faults.push_back(
         event + " " + Who(line) +
-        (event == "drop" ? ": share " + Text(line, "share")
-                         : ": " + Text(line, "delay_ms") + " ms, jitter " +
-                               Text(line, "jitter_ms") + " ms"));
+        (event == "drop"
+             ? ": share " + Text(line, "share")
+             : ": " + Text(line, "delay_ms") + " ms, jitter " + Text(line, "jitter_ms") + " ms"));
     return;
   }
   if (event == "start" || event == "end") {
@@ -243,7 +242,7 @@ void DropEarlierJobs(JobRecord* record) {
   }
   for (auto it = record->workers.begin(); it != record->workers.end();) {
     it = it->second.samples.empty() && it->second.epochs.empty() ? record->workers.erase(it)
-                                                                  : std::next(it);
+                                                                 : std::next(it);
   }
 }
 
@@ -273,8 +272,7 @@ std::vector<HistoryEpoch> ParseHistory(const std::string& text, const std::strin
     for (const auto& [name, value] : line.AsObject()) {
       if (name == "health") {
         ReadHealth(value, where, &epoch);
-      } else if (value.type() == JsonValue::Type::kNumber && name != "epoch" &&
-                 name != "seconds") {
+      } else if (value.type() == JsonValue::Type::kNumber && name != "epoch" && name != "seconds") {
         epoch.figures[name] = value.AsNumber();
       }
     }
@@ -300,7 +298,8 @@ void ParseTimeline(const std::string& name, const std::string& text, const std::
       ReadLaunchLine(line, where, record);
     };
   } else {
-    throw MakeError(source, ": not a timeline file (worker-<rank>.jsonl, scheduler.jsonl or "
+    throw MakeError(source,
+                    ": not a timeline file (worker-<rank>.jsonl, scheduler.jsonl or "
                     "launch.jsonl)");
   }
   ForEachLine(text, source, handle);
@@ -335,7 +334,8 @@ JobRecord ReadJobRecord(const std::string& model_dir) {
     if (read(object.key, &text)) ParseTimeline(name, text, storage->UriOf(object.key), &record);
   }
   if (!found) {
-    throw MakeError(model_dir, ": no model.json, metrics.json, history.jsonl or timeline/ (is it "
+    throw MakeError(model_dir,
+                    ": no model.json, metrics.json, history.jsonl or timeline/ (is it "
                     "a training job's --model_dir?)");
   }
   record.start_time = StartTime(record);

@@ -23,7 +23,7 @@ namespace keel {
 // One history.jsonl line.
 struct HistoryEpoch {
   int epoch = 0;
-  double seconds = 0;  // since the trainer started
+  double seconds = 0;                     // since the trainer started
   std::map<std::string, double> figures;  // "train:objective_loss", "model_1:validation:auc", ...
   std::map<std::string, std::map<std::string, double>> health;  // table -> figure -> value
 };
@@ -59,9 +59,9 @@ struct WorkerTimeline {
 // cluster forming), faults, restarts, and exits no fault explains.
 struct JobEvent {
   double time = 0;
-  std::string event;  // "join", "leave", "kill", "stop", "restart", "exit", ...
-  std::string who;    // "worker 1", "server 0", ...
-  std::string detail; // the reason, the fault's spec, an exit status
+  std::string event;   // "join", "leave", "kill", "stop", "restart", "exit", ...
+  std::string who;     // "worker 1", "server 0", ...
+  std::string detail;  // the reason, the fault's spec, an exit status
 };
 
 struct CheckpointRecord {
@@ -70,7 +70,7 @@ struct CheckpointRecord {
   double seconds = 0;  // until it was committed (or abandoned)
   uint64_t bytes = 0;
   int files = 0;
-  std::string error;   // "" when committed
+  std::string error;  // "" when committed
 };
 
 struct JobRecord {

@@ -17,13 +17,23 @@ const char* const kPreferredMetrics[] = {"roc_auc_score", "binary_classification
                                          "multiclass_accuracy", "rmse", "absolute_loss"};
 
 // The final metrics shown in the header, in this order, when present.
-const char* const kHeaderMetrics[] = {
-    "validation:objective_loss", "validation:roc_auc_score",
-    "validation:binary_classification_accuracy", "validation:multiclass_accuracy",
-    "validation:rmse", "test:objective_loss", "test:roc_auc_score",
-    "test:binary_classification_accuracy", "test:multiclass_accuracy", "test:rmse",
-    "train:objective_loss", "train:best_epoch", "train:selected_model", "train:epochs",
-    "train:examples_per_second", "train:gate_wait_share", "train:max_staleness"};
+const char* const kHeaderMetrics[] = {"validation:objective_loss",
+                                      "validation:roc_auc_score",
+                                      "validation:binary_classification_accuracy",
+                                      "validation:multiclass_accuracy",
+                                      "validation:rmse",
+                                      "test:objective_loss",
+                                      "test:roc_auc_score",
+                                      "test:binary_classification_accuracy",
+                                      "test:multiclass_accuracy",
+                                      "test:rmse",
+                                      "train:objective_loss",
+                                      "train:best_epoch",
+                                      "train:selected_model",
+                                      "train:epochs",
+                                      "train:examples_per_second",
+                                      "train:gate_wait_share",
+                                      "train:max_staleness"};
 
 const char kStyle[] =
     "body{font-family:sans-serif;margin:24px;color:#222;background:#fafafa;max-width:1300px}"
@@ -119,8 +129,8 @@ std::string BestModel(const JobRecord& record) {
   std::string rows;
   for (const char* name : kHeaderMetrics) {
     if (auto it = record.final_metrics.find(name); it != record.final_metrics.end()) {
-      rows += "<tr><th>" + Escape(name) + "</th><td class=\"n\">" + Format(it->second) +
-              "</td></tr>";
+      rows +=
+          "<tr><th>" + Escape(name) + "</th><td class=\"n\">" + Format(it->second) + "</td></tr>";
     }
   }
   if (rows.empty()) return html + Note("No metrics.json: the job has not finished (yet).");
@@ -148,8 +158,8 @@ std::string EpochPlots(const JobRecord& record) {
   size_t entries = 0;
   for (int k = 0; k < models; ++k) {
     for (const char* channel : {"train", "validation"}) {
-      Points points = EpochSeries(history, OfModel(k, models, std::string(channel) +
-                                                                   ":objective_loss"));
+      Points points =
+          EpochSeries(history, OfModel(k, models, std::string(channel) + ":objective_loss"));
       if (points.empty()) continue;
       loss.AddSeries(ModelName(k, models, channel), std::move(points));
       ++entries;
@@ -158,8 +168,9 @@ std::string EpochPlots(const JobRecord& record) {
   html += "<div class=\"plots\">" + loss.Svg(SizeFor(entries));
   const std::string metric = ValidationMetric(history);
   if (metric.empty()) {
-    html += "</div>" + Note("No validation channel: no validation metric per epoch (the loss "
-                            "plot shows training loss only).");
+    html += "</div>" + Note(
+                           "No validation channel: no validation metric per epoch (the loss "
+                           "plot shows training loss only).");
     return html;
   }
   LineChart chart("Validation " + metric + " per epoch", "epoch", metric);
@@ -190,8 +201,9 @@ void MarkEvents(const JobRecord& record, LineChart* chart) {
 std::string TimePlots(const JobRecord& record) {
   std::string html = "<h2>Over time</h2>";
   if (record.workers.empty()) {
-    return html + Note("No worker timeline (timeline/worker-*.jsonl): the job ran without "
-                       "--model_dir, or with a Keel that did not record one.");
+    return html + Note(
+                      "No worker timeline (timeline/worker-*.jsonl): the job ran without "
+                      "--model_dir, or with a Keel that did not record one.");
   }
   LineChart rate("Examples/s per worker", "seconds since the job started", "examples/s");
   LineChart loss("Training loss per worker", "seconds since the job started",
@@ -239,7 +251,8 @@ std::string StalenessPlots(const JobRecord& record) {
   std::string plots = "<div class=\"plots\">";
   if (pulls > 0) {
     BarChart histogram("Observed staleness (pulls, all workers)", "staleness (clocks)", "pulls");
-    for (const auto& [bucket, count] : buckets) histogram.AddBar(bucket, static_cast<double>(count));
+    for (const auto& [bucket, count] : buckets)
+      histogram.AddBar(bucket, static_cast<double>(count));
     plots += histogram.Svg();
   }
   plots += waits.Svg(SizeFor(record.workers.size())) + "</div>";
@@ -251,8 +264,9 @@ std::string Events(const JobRecord& record) {
   std::string html = "<h2>Membership and faults</h2>";
   for (const std::string& fault : record.transport_faults) html += Note("Injected: " + fault);
   if (record.events.empty()) return html + Note("No membership changes or faults were recorded.");
-  html += "<table class=\"events\"><tr><th>seconds</th><th>event</th><th>who</th><th>detail</th>"
-          "</tr>";
+  html +=
+      "<table class=\"events\"><tr><th>seconds</th><th>event</th><th>who</th><th>detail</th>"
+      "</tr>";
   for (const JobEvent& event : record.events) {
     html += "<tr><td class=\"n\">" + Format(event.time - record.start_time) + "</td><td>" +
             Escape(event.event) + "</td><td>" + Escape(event.who) + "</td><td>" +
@@ -264,18 +278,19 @@ std::string Events(const JobRecord& record) {
 std::string Checkpoints(const JobRecord& record) {
   std::string html = "<h2>Checkpoints</h2>";
   if (record.checkpoints.empty()) return html + Note("No checkpoints (no --checkpoint_uri).");
-  BarChart chart("Checkpoint times", "checkpoint", "seconds from copy to commit");
+  BarChart chart("Checkpoint times", "checkpoint (in order: the table names them)",
+                 "seconds from copy to commit");
   std::string rows;
   for (const CheckpointRecord& checkpoint : record.checkpoints) {
-    chart.AddBar(checkpoint.id, checkpoint.seconds);
-    rows += "<tr><td>" + Escape(checkpoint.id) + "</td><td class=\"n\">" +
-            Format(checkpoint.started - record.start_time) + "</td><td class=\"n\">" +
-            Format(checkpoint.seconds) + "</td><td class=\"n\">" +
+    chart.AddBar(std::to_string(chart.bars() + 1), checkpoint.seconds);
+    rows += "<tr><td>" + std::to_string(chart.bars()) + "</td><td>" + Escape(checkpoint.id) +
+            "</td><td class=\"n\">" + Format(checkpoint.started - record.start_time) +
+            "</td><td class=\"n\">" + Format(checkpoint.seconds) + "</td><td class=\"n\">" +
             std::to_string(checkpoint.bytes) + "</td><td>" +
             Escape(checkpoint.error.empty() ? "committed" : checkpoint.error) + "</td></tr>";
   }
   return html + "<div class=\"plots\">" + chart.Svg() +
-         "</div><table class=\"checkpoints\"><tr><th>checkpoint</th><th>started (s)</th>"
+         "</div><table class=\"checkpoints\"><tr><th></th><th>checkpoint</th><th>started (s)</th>"
          "<th>seconds</th><th>bytes</th><th>outcome</th></tr>" +
          rows + "</table>";
 }
@@ -308,9 +323,9 @@ std::string ReportHtml(const JobRecord& record, const std::string& generated) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Keel job "
          "report: " +
          Escape(record.model_dir) + "</title><style>" + kStyle + "</style></head><body>\n" +
-         Header(record, generated) + BestModel(record) + EpochPlots(record) +
-         TimePlots(record) + StalenessPlots(record) + Events(record) + Checkpoints(record) +
-         HealthPlots(record) + Hyperparameters(record) + "\n</body></html>\n";
+         Header(record, generated) + BestModel(record) + EpochPlots(record) + TimePlots(record) +
+         StalenessPlots(record) + Events(record) + Checkpoints(record) + HealthPlots(record) +
+         Hyperparameters(record) + "\n</body></html>\n";
 }
 
 }  // namespace keel

@@ -39,8 +39,8 @@ std::string Text(double x, double y, const std::string& text, const std::string&
 }
 
 std::string Line(double x0, double y0, double x1, double y1, const std::string& attributes) {
-  return "<line x1=\"" + Px(x0) + "\" y1=\"" + Px(y0) + "\" x2=\"" + Px(x1) + "\" y2=\"" +
-         Px(y1) + "\" " + attributes + "/>";
+  return "<line x1=\"" + Px(x0) + "\" y1=\"" + Px(y0) + "\" x2=\"" + Px(x1) + "\" y2=\"" + Px(y1) +
+         "\" " + attributes + "/>";
 }
 
 // The <svg> start, its title (also as a tooltip) and background.
@@ -64,8 +64,8 @@ std::string Axes(const Area& area, const AxisScale& y, const std::string& x_labe
   }
   svg += Line(area.x0, area.y0, area.x1, area.y0, "stroke=\"#333\"");
   svg += Line(area.x0, area.y0, area.x0, area.y1, "stroke=\"#333\"");
-  svg += Text((area.x0 + area.x1) / 2, area.y0 + 36, x_label,
-              "text-anchor=\"middle\" fill=\"#222\"");
+  svg +=
+      Text((area.x0 + area.x1) / 2, area.y0 + 36, x_label, "text-anchor=\"middle\" fill=\"#222\"");
   const double my = (area.y0 + area.y1) / 2;
   svg += "<text x=\"14\" y=\"" + Px(my) + "\" transform=\"rotate(-90 14 " + Px(my) +
          ")\" text-anchor=\"middle\" fill=\"#222\">" + XmlEscape(y_label) + "</text>";
@@ -82,21 +82,31 @@ std::string XTicks(const Area& area, const AxisScale& x) {
   return svg;
 }
 
+// `text` cut to fit `width` pixels at the charts' 11 px font (about 6.5 px a
+// character), ending in an ellipsis when cut. Counts bytes: a UTF-8 text is
+// cut shorter than it needs to be, never in the middle of a character.
+std::string FitText(const std::string& text, double width) {
+  const size_t fits = static_cast<size_t>(std::max(1.0, width / 6.5));
+  if (text.size() <= fits) return text;
+  size_t cut = fits > 1 ? fits - 1 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "…";
+}
+
 // Legend entry `row` in the right-hand column: a swatch and a name.
-std::string LegendEntry(ChartSize size, int row, const std::string& colour,
-                        const std::string& name, bool dashed) {
+std::string LegendEntry(ChartSize size, int row, const std::string& colour, const std::string& name,
+                        bool dashed) {
   const double x = size.width - kLegendWidth + 14, y = kTop + 6 + 17 * row;
   return Line(x, y, x + 18, y,
               "stroke=\"" + colour + "\" stroke-width=\"3\"" +
                   (dashed ? " stroke-dasharray=\"4 3\"" : "")) +
-         Text(x + 24, y + 4, name.size() > 24 ? name.substr(0, 23) + "…" : name, "fill=\"#222\"");
+         Text(x + 24, y + 4, FitText(name, kLegendWidth - 40), "fill=\"#222\"");
 }
 
 // A frame that says there is nothing to draw.
 std::string Empty(ChartSize size, const std::string& title) {
   const Area area = PlotArea(size);
-  return Open(size, title) +
-         "<rect x=\"" + Px(area.x0) + "\" y=\"" + Px(area.y1) + "\" width=\"" +
+  return Open(size, title) + "<rect x=\"" + Px(area.x0) + "\" y=\"" + Px(area.y1) + "\" width=\"" +
          Px(area.x1 - area.x0) + "\" height=\"" + Px(area.y0 - area.y1) +
          "\" fill=\"none\" stroke=\"#ccc\"/>" +
          Text((area.x0 + area.x1) / 2, (area.y0 + area.y1) / 2, "no data to plot",
@@ -265,7 +275,7 @@ std::string BarChart::Svg(ChartSize size) const {
            "\" width=\"" + Px(slot * 0.7) + "\" height=\"" + Px(area.y0 - py) + "\" fill=\"" +
            SeriesColour(0) + "\"><title>" + XmlEscape(bars_[i].first) + ": " +
            XmlEscape(TickLabel(bars_[i].second)) + "</title></rect>";
-    svg += Text(left + slot / 2, area.y0 + 17, bars_[i].first,
+    svg += Text(left + slot / 2, area.y0 + 17, FitText(bars_[i].first, slot),
                 "text-anchor=\"middle\" fill=\"#444\"");
   }
   return svg + "</svg>";

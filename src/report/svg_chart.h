@@ -1,8 +1,8 @@
 // SVG charts for Keel's reports: line charts (numeric x, one line per series,
 // optional event markers on the x axis) and bar charts (one bar per labelled
-// category), each drawn as one self-contained inline <svg> element with axes,
-// ticks, a legend and a title. Every text that comes from outside (titles,
-// series names, labels) is escaped. Non-finite points are left out; a chart
+// category; a label too wide for its bar is cut, with an ellipsis), each drawn as one
+// self-contained inline <svg> element with axes, ticks, a legend and a title. Every text that comes
+// from outside (titles, series names, labels) is escaped. Non-finite points are left out; a chart
 // with nothing to draw says so in its frame instead of drawing empty axes.
 //
 // No state is shared between charts: each object is independent, and safe
@@ -86,6 +86,7 @@ class BarChart {
 
   // A bar of height `value` (>= 0; negative and non-finite values count as 0).
   void AddBar(std::string label, double value);
+  size_t bars() const { return bars_.size(); }
   // The <svg> element.
   std::string Svg(ChartSize size = {}) const;
 

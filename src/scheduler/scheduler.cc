@@ -55,9 +55,9 @@ Scheduler::Scheduler(const SchedulerOptions& options)
         changed_.notify_all();
       });
   checkpoints_->set_timeline(&timeline_);
-  timeline_.Record("start", "\"role\": \"scheduler\", \"servers\": " +
-                                std::to_string(options_.num_servers) +
-                                ", \"workers\": " + std::to_string(options_.num_workers));
+  timeline_.Record("start",
+                   "\"role\": \"scheduler\", \"servers\": " + std::to_string(options_.num_servers) +
+                       ", \"workers\": " + std::to_string(options_.num_workers));
 }
 
 Scheduler::~Scheduler() { Stop(); }

@@ -37,9 +37,8 @@ void TimelineRecorder::Sample(int epoch, uint64_t examples, double mean_loss, do
   const uint64_t total = earlier_examples_ + examples;
   const double rate =
       now > last_sample_ ? static_cast<double>(total - last_examples_) / (now - last_sample_) : 0;
-  writer_.Record("sample", "\"rank\": " + std::to_string(rank_) +
-                               ", \"epoch\": " + std::to_string(epoch) +
-                               ", \"examples\": " + std::to_string(total) +
+  writer_.Record("sample", "\"rank\": " + std::to_string(rank_) + ", \"epoch\": " +
+                               std::to_string(epoch) + ", \"examples\": " + std::to_string(total) +
                                ", \"examples_per_second\": " + JsonNumberOrNull(rate) +
                                ", \"loss\": " + JsonNumberOrNull(mean_loss));
   last_examples_ = total;
@@ -54,15 +53,15 @@ void TimelineRecorder::EndEpoch(int epoch, const EpochResult& result, const Gate
       result.examples && !result.losses.empty() ? result.losses[0] / result.examples : 0;
   Sample(epoch, own, mean_loss, MonotonicSeconds());
   writer_.Record(
-      "epoch", "\"rank\": " + std::to_string(rank_) + ", \"epoch\": " + std::to_string(epoch) +
-                   ", \"examples\": " + std::to_string(result.examples) +
-                   ", \"seconds\": " + JsonNumberOrNull(result.seconds) +
-                   ", \"pull_wait_seconds\": " + JsonNumberOrNull(result.pull_wait) +
-                   ", \"pulls\": " + std::to_string(gate.pulls - last_gate_.pulls) +
-                   ", \"held_pulls\": " + std::to_string(gate.waited - last_gate_.waited) +
-                   ", \"held_seconds\": " +
-                   JsonNumberOrNull(static_cast<double>(gate.waited_us - last_gate_.waited_us) * 1e-6) +
-                   ", \"staleness_histogram\": " + HistogramJson(gate, last_gate_));
+      "epoch",
+      "\"rank\": " + std::to_string(rank_) + ", \"epoch\": " + std::to_string(epoch) +
+          ", \"examples\": " + std::to_string(result.examples) +
+          ", \"seconds\": " + JsonNumberOrNull(result.seconds) +
+          ", \"pull_wait_seconds\": " + JsonNumberOrNull(result.pull_wait) +
+          ", \"pulls\": " + std::to_string(gate.pulls - last_gate_.pulls) + ", \"held_pulls\": " +
+          std::to_string(gate.waited - last_gate_.waited) + ", \"held_seconds\": " +
+          JsonNumberOrNull(static_cast<double>(gate.waited_us - last_gate_.waited_us) * 1e-6) +
+          ", \"staleness_histogram\": " + HistogramJson(gate, last_gate_));
   earlier_examples_ += own;
   last_gate_ = gate;
   writer_.Flush();
