@@ -25,11 +25,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$keel" datagen --model=linear --rows=60000 --features=5000 --nnz=10 --seed=7 --train_files=2 \
+"$keel" datagen --model=linear --rows=300000 --features=20000 --nnz=10 --seed=7 --train_files=2 \
   --out="$work/data" >/dev/null
 "$keel" launch --servers=2 --workers=2 --job=linear_learner --epochs=6 --mini_batch_size=100 \
   --train="$work/data/train" --validation="$work/data/validation" --model_dir="$work/model" \
-  --checkpoint_uri="$work/checkpoints" --faults=stop:worker:1@12s+3s --minloglevel=1 --report \
+  --checkpoint_uri="$work/checkpoints" --faults=stop:worker:1@6s+3s --minloglevel=1 --report \
   > "$work/launch.log" 2>&1 || { cat "$work/launch.log" >&2; exit 1; }
 grep '^report: ' "$work/launch.log"
 
