@@ -72,6 +72,15 @@ TEST(SvgChart, ASingleValuedRangeIsWidenedAroundItsValue) {
   EXPECT_GT(zero.hi, 0);
 }
 
+TEST(SvgChart, ARangeTooWideForADoubleStillGetsFiniteTicks) {
+  const AxisScale scale = NiceScale(-1.7e308, 1.7e308, 5);
+  EXPECT_TRUE(std::isfinite(scale.hi - scale.lo));
+  EXPECT_FALSE(scale.ticks.empty());
+  LineChart chart("extremes", "x", "y");
+  chart.AddSeries("a", {{0, -1.7e308}, {1, 1.7e308}});
+  EXPECT_FALSE(Contains(chart.Svg(), "nan")) << chart.Svg();
+}
+
 TEST(SvgChart, MapPutsTheRangesEndsOnThePixelSpansEnds) {
   const AxisScale scale = NiceScale(0, 10, 5);
   EXPECT_DOUBLE_EQ(scale.Map(0, 64, 470), 64);
@@ -178,6 +187,21 @@ TEST(JobRecord, ATextWhereANumberBelongsIsNamed) {
                   "w0", &record);
   });
   EXPECT_TRUE(Contains(error, "w0:1: \"examples\" is a string, not a number")) << error;
+}
+
+TEST(JobRecord, AnEpochOrCountNoIntegerCanHoldIsNamed) {
+  const std::string epoch = ErrorOf([] { ParseHistory("{\"epoch\": 1e300}\n", "h"); });
+  EXPECT_TRUE(Contains(epoch, "h:1: \"epoch\" is 1e+300, not a whole number")) << epoch;
+  const std::string fraction = ErrorOf([] { ParseHistory("{\"epoch\": 1.5}\n", "h"); });
+  EXPECT_TRUE(Contains(fraction, "h:1: \"epoch\" is 1.5")) << fraction;
+  JobRecord record;
+  const std::string bytes = ErrorOf([&] {
+    ParseTimeline("scheduler.jsonl",
+                  "{\"time\": 1, \"event\": \"checkpoint\", \"started\": 1, \"seconds\": 1, "
+                  "\"bytes\": -5}\n",
+                  "s", &record);
+  });
+  EXPECT_TRUE(Contains(bytes, "s:1: \"bytes\" is -5")) << bytes;
 }
 
 TEST(JobRecord, AnUnknownTimelineFileIsRefused) {

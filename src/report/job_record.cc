@@ -1,6 +1,7 @@
 #include "report/job_record.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 
@@ -58,6 +59,26 @@ double NumberOr(const JsonValue& object, const std::string& name, const std::str
   return object.Find(name) ? Number(object, name, where) : fallback;
 }
 
+// A count or an epoch: a whole number from 0 to 2^53 (converting anything
+// larger, or a fraction, would not mean what the file says).
+uint64_t Count(const JsonValue& object, const std::string& name, const std::string& where) {
+  const double value = Number(object, name, where);
+  if (!(value >= 0 && value <= 9007199254740992.0) || value != std::floor(value)) {
+    throw MakeError(where, ": \"", name, "\" is ", value, ", not a whole number from 0 to 2^53");
+  }
+  return static_cast<uint64_t>(value);
+}
+
+uint64_t CountOr(const JsonValue& object, const std::string& name, const std::string& where) {
+  return object.Find(name) ? Count(object, name, where) : 0;
+}
+
+int Epoch(const JsonValue& object, const std::string& where) {
+  const uint64_t epoch = Count(object, "epoch", where);
+  if (epoch > 1000000000) throw MakeError(where, ": \"epoch\" is ", epoch, ", beyond 10^9");
+  return static_cast<int>(epoch);
+}
+
 std::string Text(const JsonValue& object, const std::string& name) {
   const JsonValue* member = object.Find(name);
   if (member == nullptr) return "";
@@ -97,18 +118,18 @@ void ReadWorkerLine(const JsonValue& line, const std::string& where, WorkerTimel
   const std::string event = Text(line, "event");
   const double time = Number(line, "time", where);
   if (event == "sample") {
-    worker->samples.push_back(
-        {time, static_cast<int>(Number(line, "epoch", where)), Number(line, "examples", where),
-         Number(line, "examples_per_second", where), Number(line, "loss", where)});
+    worker->samples.push_back({time, Epoch(line, where), Number(line, "examples", where),
+                               Number(line, "examples_per_second", where),
+                               Number(line, "loss", where)});
   } else if (event == "epoch") {
     WorkerEpoch epoch;
     epoch.time = time;
-    epoch.epoch = static_cast<int>(Number(line, "epoch", where));
+    epoch.epoch = Epoch(line, where);
     epoch.seconds = Number(line, "seconds", where);
     epoch.pull_wait_seconds = Number(line, "pull_wait_seconds", where);
     epoch.held_seconds = NumberOr(line, "held_seconds", where, 0);
-    epoch.pulls = static_cast<uint64_t>(NumberOr(line, "pulls", where, 0));
-    epoch.held_pulls = static_cast<uint64_t>(NumberOr(line, "held_pulls", where, 0));
+    epoch.pulls = CountOr(line, "pulls", where);
+    epoch.held_pulls = CountOr(line, "held_pulls", where);
     if (const JsonValue* histogram = line.Find("staleness_histogram")) {
       if (histogram->type() != JsonValue::Type::kObject) {
         throw MakeError(where, ": \"staleness_histogram\" is not an object");
@@ -140,8 +161,8 @@ void ReadSchedulerLine(const JsonValue& line, const std::string& where, JobRecor
     checkpoint.id = Text(line, "id");
     checkpoint.started = Number(line, "started", where);
     checkpoint.seconds = Number(line, "seconds", where);
-    checkpoint.bytes = static_cast<uint64_t>(NumberOr(line, "bytes", where, 0));
-    checkpoint.files = static_cast<int>(NumberOr(line, "files", where, 0));
+    checkpoint.bytes = CountOr(line, "bytes", where);
+    checkpoint.files = static_cast<int>(std::min<uint64_t>(CountOr(line, "files", where), 1 << 30));
     checkpoint.error = Text(line, "error");
     record->checkpoints.push_back(checkpoint);
   } else if (event == "start") {
@@ -267,7 +288,7 @@ std::vector<HistoryEpoch> ParseHistory(const std::string& text, const std::strin
   std::vector<HistoryEpoch> history;
   ForEachLine(text, source, [&](const JsonValue& line, const std::string& where) {
     HistoryEpoch epoch;
-    epoch.epoch = static_cast<int>(Number(line, "epoch", where));
+    epoch.epoch = Epoch(line, where);
     epoch.seconds = NumberOr(line, "seconds", where, 0);
     for (const auto& [name, value] : line.AsObject()) {
       if (name == "health") {

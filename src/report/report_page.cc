@@ -63,14 +63,20 @@ ChartSize SizeFor(size_t entries) {
   return size;
 }
 
-// The number of models the history carries ("model_<k>:" figures; 1 without).
+// The number of models the history carries ("model_<k>:" figures, k of at
+// most 4 digits; 1 without).
 int ModelCount(const std::vector<HistoryEpoch>& history) {
   int models = 1;
   for (const HistoryEpoch& epoch : history) {
     for (const auto& [name, value] : epoch.figures) {
       if (name.rfind("model_", 0) != 0) continue;
-      const int k = std::atoi(name.c_str() + 6);
-      models = std::max(models, k + 1);
+      const size_t colon = name.find(':');
+      const std::string digits = name.substr(6, colon == std::string::npos ? 0 : colon - 6);
+      if (digits.empty() || digits.size() > 4 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      models = std::max(models, std::stoi(digits) + 1);
     }
   }
   return models;

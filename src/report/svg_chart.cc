@@ -131,6 +131,9 @@ double AxisScale::Map(double value, double from, double to) const {
 
 AxisScale NiceScale(double lo, double hi, int max_ticks) {
   if (hi < lo) std::swap(lo, hi);
+  // A span that overflows a double: clamped (such values have no useful ticks anyway).
+  lo = std::max(lo, -1e307);
+  hi = std::min(hi, 1e307);
   if (hi - lo <= std::max(std::fabs(lo), std::fabs(hi)) * 1e-12) {
     const double pad = lo == 0 ? 1 : std::fabs(lo) * 0.1;
     lo -= lo == 0 ? 0 : pad;
