@@ -3,6 +3,7 @@
 // Chromium (Debian's chromium-headless-shell) renders its plots without a
 // console error.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <map>
@@ -156,6 +157,21 @@ TEST_F(Report, ALaunchedJobRecordsItsTimelineAndWritesASelfContainedReportChromi
   EXPECT_EQ(Count(dom.output, "<svg"), Count(html, "<svg"));
   EXPECT_EQ(Count(dom.output, "<polyline"), Count(html, "<polyline"));
   EXPECT_GE(Count(dom.output, "<polyline"), 8u);  // 2 losses, 1 metric, 2x2 over time, 2 waits
+}
+
+TEST_F(Report, AMalformedTimelineLineFailsTheCommandNamingFileAndLineAndWritesNothing) {
+  testing::WriteFile(folder_ + "/history.jsonl", "{\"epoch\": 1, \"seconds\": 1}\n");
+  mkdir((folder_ + "/timeline").c_str(), 0755);
+  testing::WriteFile(folder_ + "/timeline/worker-1.jsonl",
+                     "{\"time\": 5, \"event\": \"start\"}\n{\"time\": 6, \"event\": \"sample\"");
+  const auto exit = testing::Run({KeelBinary(), "report", folder_}, 30);
+  ASSERT_TRUE(exit.finished);
+  EXPECT_EQ(exit.code, 1) << exit.output;
+  EXPECT_TRUE(
+      Contains(exit.output, "keel report: error: " + folder_ + "/timeline/worker-1.jsonl:2"))
+      << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "report: /")) << exit.output;
+  EXPECT_TRUE(testing::ReadFileOrEmpty(folder_ + "/report.html").empty());
 }
 
 // The check for console errors above can fail: a page that logs one and

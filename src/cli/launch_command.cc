@@ -38,7 +38,8 @@ std::vector<std::string> SplitWords(const std::string& text) {
 // is said, not fatal: the job's exit code stands.
 void ReportAtTheEnd(const std::string& model_dir) {
   try {
-    std::cout << "report: " << WriteReport(model_dir, "") << std::endl;
+    const std::string path = WriteReport(model_dir, "");
+    std::cout << "report: " << path << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "keel launch: no report: " << e.what() << std::endl;
   }

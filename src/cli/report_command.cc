@@ -29,7 +29,8 @@ std::string WriteReport(const std::string& model_dir, const std::string& out) {
 }
 
 int RunReport(const std::string& model_dir, const std::string& out) {
-  std::cout << "report: " << WriteReport(model_dir, out) << std::endl;
+  const std::string path = WriteReport(model_dir, out);
+  std::cout << "report: " << path << std::endl;
   return 0;
 }
 

@@ -340,19 +340,21 @@ JobRecord ReadJobRecord(const std::string& model_dir) {
     found = true;
     return true;
   };
+  // Files are named in errors as the user named the folder.
+  auto name = [&](const std::string& key) {
+    return IsStorageUri(model_dir) ? storage->UriOf(key) : model_dir + "/" + key;
+  };
   std::string text;
-  if (read("model.json", &text)) ReadModelJson(text, storage->UriOf("model.json"), &record);
-  if (read("metrics.json", &text)) ReadMetricsJson(text, storage->UriOf("metrics.json"), &record);
-  if (read("history.jsonl", &text)) {
-    record.history = ParseHistory(text, storage->UriOf("history.jsonl"));
-  }
+  if (read("model.json", &text)) ReadModelJson(text, name("model.json"), &record);
+  if (read("metrics.json", &text)) ReadMetricsJson(text, name("metrics.json"), &record);
+  if (read("history.jsonl", &text)) record.history = ParseHistory(text, name("history.jsonl"));
   for (const ObjectInfo& object : storage->List("timeline/")) {
-    const std::string name = object.key.substr(std::string("timeline/").size());
-    if (name.find('/') != std::string::npos || name.size() < 6 ||
-        name.compare(name.size() - 6, 6, ".jsonl") != 0) {
+    const std::string file = object.key.substr(std::string("timeline/").size());
+    if (file.find('/') != std::string::npos || file.size() < 6 ||
+        file.compare(file.size() - 6, 6, ".jsonl") != 0) {
       continue;  // not a timeline file (a temporary file, a subfolder)
     }
-    if (read(object.key, &text)) ParseTimeline(name, text, storage->UriOf(object.key), &record);
+    if (read(object.key, &text)) ParseTimeline(file, text, name(object.key), &record);
   }
   if (!found) {
     throw MakeError(model_dir,
