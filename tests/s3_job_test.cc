@@ -70,17 +70,30 @@ TEST_F(S3JobTest, LinearLearnerTrainsFromS3WritesItsModelThereAndPredictReadsIt)
   }
   EXPECT_EQ(per_epoch, (std::vector<size_t>{train_examples, train_examples})) << train.output;
 
-  // The model is in the bucket, and nowhere on the local disk.
+  // The model and the job's timeline are in the bucket, and nowhere on the local disk.
   std::vector<std::string> keys;
   for (const ObjectInfo& object : storage_->List("model/")) keys.push_back(object.key);
   EXPECT_EQ(keys, (std::vector<std::string>{"model/history.jsonl", "model/metrics.json",
-                                            "model/model.json", "model/weights.bin"}));
+                                            "model/model.json", "model/timeline/launch.jsonl",
+                                            "model/timeline/scheduler.jsonl",
+                                            "model/timeline/worker-0.jsonl",
+                                            "model/timeline/worker-1.jsonl", "model/weights.bin"}));
   EXPECT_FALSE(std::filesystem::exists("s3:"));
   EXPECT_EQ(CountLines(storage_->Get("model/history.jsonl")), 2u);
   const auto metrics = ParseMetrics(storage_->Get("model/metrics.json"));
   ASSERT_TRUE(metrics.count("validation:roc_auc_score")) << storage_->Get("model/metrics.json");
   ASSERT_TRUE(metrics.count("test:roc_auc_score"));
   EXPECT_GT(metrics.at("validation:roc_auc_score"), 0.6);
+
+  // The report reads it all back from the bucket.
+  const std::string report = folder_ + "/report.html";
+  const Exit drawn =
+      keel::testing::Run({KeelBinary(), "report", root_ + "/model", "--out=" + report}, 60);
+  ASSERT_TRUE(drawn.finished && drawn.code == 0) << drawn.output;
+  const std::string html = ReadFileOrEmpty(report);
+  EXPECT_TRUE(Contains(html, "Examples/s per worker")) << html;
+  EXPECT_TRUE(Contains(html, ">worker 1</text>")) << html;
+  EXPECT_TRUE(Contains(html, "Validation roc_auc_score per epoch")) << html;
 
   const std::string predictions = folder_ + "/predictions.csv";
   const Exit predict =

@@ -12,11 +12,15 @@
 #   replica    the same kill and restart with --replication=1 (each key range on both servers,
 #              chain replication) and no checkpoints: server 0's backup of server 1's range is
 #              promoted, and the restarted server 1 copies both ranges from server 0
-# For each run: wall time, the workers' combined examples/s (from their own glog
-# progress and end-of-epoch lines), the dip after the fault, recovery milestones
-# from the roles' glog timestamps, and the final validation loss against the
-# baseline's. Writes the table to stdout and docs/experiments/faults.md, the plot
-# to docs/experiments/faults.png.
+# For each run: wall time, the workers' combined examples/s, the dip after the
+# fault, recovery milestones, and the final validation loss against the
+# baseline's. Figures come from what the roles recorded in the run's model
+# folder (history.jsonl, metrics.json and the timeline: the workers' samples,
+# the scheduler's membership lines; read by scripts/experiments/timeline.py);
+# only the servers' own recovery milestones (a replacement's first push served,
+# its replica copies) and the checkpoint a replacement restored come from
+# their log lines, which is the one place that records them. Writes the table
+# to stdout and docs/experiments/faults.md, the plot to docs/experiments/faults.png.
 #
 #   scripts/experiments/faults.sh      (ROWS, FEATURES, EPOCHS, BATCH, RUNS, SERVER_WAIT,
 #                                       CKPT_EVERY override)
@@ -36,6 +40,7 @@ hb_timeout=1
 work="${KEEL_EXPERIMENT_DIR:-/tmp/keel-faults}"
 out=docs/experiments
 keel="$PWD/build/keel"
+timeline="$PWD/scripts/experiments/timeline.py"
 command -v gnuplot >/dev/null 2>&1 || {
   sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get install -y -q gnuplot-nox >/dev/null
@@ -119,7 +124,7 @@ run_one() {
   [ "$kind" = drop ] && extra=(--drop_rate=0.01 --request_timeout_ms="$drop_timeout_ms")
   local sched=(scheduler --bind=127.0.0.1 --num_servers=2 --num_workers=2
     --heartbeat_timeout="$hb_timeout" --heartbeat_interval="$hb_interval"
-    --worker_replace_timeout=60 "${extra[@]}")
+    --worker_replace_timeout=60 --model_dir="$run/model" "${extra[@]}")
   [ "$kind" = server ] && sched+=(--checkpoint_uri="file://$run/ckpt" --checkpoint_every="$ckpt_every")
   [ "$kind" = replica ] && sched+=(--replication=1)
   local t0; t0=$(now); echo "$t0" > "$run/t0"
@@ -182,29 +187,13 @@ run_one() {
 rel() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && printf '%.2f' "$(echo "$1 - $2" | bc)" || echo "-"; }
 field() { grep -o "\"$2\": [-0-9.e+]*" "$1" 2>/dev/null | awk '{print $2}' || true; }
 
-# events LOG: a worker's training progress as "time examples" points, examples
-# counted over this process's life. From its glog lines
-#   epoch_trainer.cc:NNN] worker R epoch E: X examples, ...      (every 5 s inside an epoch;
-#                                                         X counts from the epoch's start)
-#   trainer.cc:NNN]       worker R epoch E done: X examples in S s (...)
-# An epoch line gives two points: its start (stamp - S, the total so far) and its
-# end (stamp, total + X); between epochs (validation, barrier) the worker adds none.
-events() {
-  awk -v m="$midnight" '
-    function ts(s,   c) { split(s, c, ":"); return m + c[1] * 3600 + c[2] * 60 + c[3] }
-    / [a-z_]*trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+: [0-9]+ examples,/ {
-      for (i = 1; i <= NF; ++i) if ($i == "epoch") x = $(i + 2)
-      printf "%.6f %d\n", ts($2), total + x; next }
-    / [a-z_]*trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+ done: [0-9]+ examples in / {
-      for (i = 1; i <= NF; ++i) if ($i == "done:") { x = $(i + 1); s = $(i + 4) }
-      printf "%.6f %d\n%.6f %d\n", ts($2) - s, total, ts($2), total + x; total += x }' "$1" \
-    | sort -g
-}
-# progress_lines LOG...: glog stamps (Unix) of every progress or epoch-done line.
-progress_lines() {
-  cat "$@" 2>/dev/null | grep -E ' [a-z_]*trainer\.cc:[0-9]+\] worker [0-9]+ epoch [0-9]+(:| done:) [0-9]+ examples' \
-    | awk -v m="$midnight" '{split($2, c, ":"); printf "%.6f\n", m + c[1] * 3600 + c[2] * 60 + c[3]}' \
-    | sort -g || true
+# at MODEL_DIR FILE EVENT [KEY=VALUE...] [--after T] [--last]: the Unix time of
+# the first (last) matching line of the run's timeline/FILE.jsonl ("" if none).
+at() { python3 "$timeline" event "$@" || true; }
+# samples_between A B: the workers' timeline samples from Unix time A to B.
+samples_between() {
+  cat "$run"/model/timeline/worker-*.jsonl 2>/dev/null | grep '"event": "sample"' \
+    | grep -oE '^\{"time": [0-9.]+' | awk -v a="$1" -v b="$2" '$2 > a && $2 < b' | wc -l
 }
 # first_after T: the first line of stdin (sorted times) greater than T.
 first_after() { awk -v t="$1" '$1 > t { print; exit }'; }
@@ -213,33 +202,14 @@ analyse() {
   local kind=$1 run="$work/$1" t0 t_fault t_restart lead w
   t0=$(cat "$run/t0"); read -r t_fault t_restart < "$run/fault_times" || true
   # Validation loss against run time: history.jsonl's seconds count from the
-  # leading worker's start of training, about when it registered.
-  lead=$(glog_time "$run/worker0.log" 'WORKER 0 \(node')
+  # leading worker's start of training, its timeline's first "start" line.
+  lead=$(at "$run/model" worker-0 start)
   local off; off=$(echo "${lead:-$t0} - $t0" | bc)
-  sed -E 's/.*"seconds": ([-0-9.e+]+).*"validation:objective_loss": ([-0-9.e+]+).*/\1 \2/' \
-    "$run/model/history.jsonl" 2>/dev/null | awk -v o="$off" '{printf "%.3f %s\n", $1 + o, $2}' \
-    > "$run/loss.dat" || true
+  python3 "$timeline" history "$run/model" validation:objective_loss "$off" > "$run/loss.dat" || true
   # The workers' combined rate, examples/s in 1 s bins from t0: each worker
-  # process's examples spread evenly between its consecutive points.
-  : > "$run/events.dat"
-  for w in "$run"/worker*.log; do
-    events "$w" | awk -v n="$(basename "$w" .log)" '{ print n, $0 }' >> "$run/events.dat"
-  done
-  awk -v t0="$t0" '{
-      t = $2 - t0; c = $3
-      if ($1 == pw && c > pc && t > pt) {
-        r = (c - pc) / (t - pt)
-        for (b = int(pt); b <= int(t); ++b) {
-          lo = b > pt ? b : pt; hi = b + 1 < t ? b + 1 : t
-          if (hi > lo) sum[b] += r * (hi - lo)
-        }
-        if (first == "" || int(pt) < first) first = int(pt)
-        if (int(t) > last) last = int(t)
-      }
-      pw = $1; pt = t; pc = c }
-    END { if (first == "") exit
-          for (b = first; b <= last; ++b) printf "%.1f %.0f\n", b + 0.5, sum[b] }' \
-    "$run/events.dat" > "$run/rate.dat"
+  # process's examples spread evenly between its consecutive timeline samples
+  # (one every 2 s while it trains, and one at the end of each epoch share).
+  python3 "$timeline" rate "$run/model" "$t0" > "$run/rate.dat" || true
   local tf=""; [ -n "${t_fault:-}" ] && tf=$(echo "$t_fault - $t0" | bc)
   echo "${tf:-}" > "$run/fault_rel"
   # Median over the run (every 1 s bin from the first epoch's start to the
@@ -271,20 +241,21 @@ row() {
       what="1% of data messages dropped on every node, --request_timeout_ms=$drop_timeout_ms; the workers resent $(resent "$run") request part(s)" ;;
     worker)
       what="worker 1 killed -9 at t=$(rel "$t_fault" "$t0") s, restarted with --rank 1 at +$(rel "$t_restart" "$t_fault") s"
-      detect=$(rel "$(glog_time "$run/scheduler.log" 'worker 1 .*leaves the cluster')" "$t_fault")
-      back=$(rel "$(glog_time "$run/scheduler.log" 'worker 1 is replaced')" "$t_fault")
-      # The replacement's first progress line; its first epoch's start (done - S) in the notes.
-      recover=$(rel "$(progress_lines "$run/worker1b.log" | head -1)" "$t_fault")
-      notes+=("worker: the replacement's first epoch began (its 'done' stamp minus its seconds) $(rel "$(awk '$1 == "worker1b" { print $2; exit }' "$run/events.dat")" "$t_fault") s after the kill; its first progress line is that epoch's end.") ;;
+      detect=$(rel "$(at "$run/model" scheduler leave role=worker rank=1)" "$t_fault")
+      back=$(rel "$(at "$run/model" scheduler join role=worker rank=1 --after "$t_fault")" "$t_fault")
+      # The replacement's first timeline sample (2 s into its training).
+      recover=$(rel "$(at "$run/model" worker-1 sample --after "$t_restart")" "$t_fault")
+      notes+=("worker: the replacement started training (its timeline's start line) $(rel "$(at "$run/model" worker-1 start --after "$t_restart")" "$t_fault") s after the kill; recovery is its first sample.") ;;
     scheduler)
       what="scheduler killed -9 at t=$(rel "$t_fault" "$t0") s, restarted on port $(cat "$run/port") at +$(rel "$t_restart" "$t_fault") s"
-      back=$(rel "$(glog_time "$run/scheduler2.log" 'cluster view epoch')" "$t_fault")
+      local t_view; t_view=$(at "$run/model" scheduler view --after "$t_restart")
+      back=$(rel "$t_view" "$t_fault")
       recover=$back
-      notes+=("scheduler: worker progress lines between the kill and the new scheduler's view: $(progress_lines "$run"/worker*.log | awk -v a="$t_fault" -v b="$(glog_time "$run/scheduler2.log" 'cluster view epoch')" '$1 > a && $1 < b' | wc -l).") ;;
+      notes+=("scheduler: worker timeline samples between the kill and the new scheduler's first view: $(samples_between "$t_fault" "${t_view:-$t_fault}").") ;;
     server)
       what="server 1 killed -9 at t=$(rel "$t_fault" "$t0") s, restarted with --rank 1 at +$(rel "$t_restart" "$t_fault") s; checkpoints every $ckpt_every minibatches per worker; the workers resent $(resent "$run") request part(s)"
-      detect=$(rel "$(glog_time "$run/scheduler.log" 'server 1 .*leaves the cluster')" "$t_fault")
-      local t_repl; t_repl=$(glog_time "$run/scheduler.log" 'server 1 is replaced')
+      detect=$(rel "$(at "$run/model" scheduler leave role=server rank=1)" "$t_fault")
+      local t_repl; t_repl=$(at "$run/model" scheduler join role=server rank=1 --after "$t_fault")
       back=$(rel "$t_repl" "$t_fault")
       recover=$(rel "$(glog_time "$run/server1b.log" 'first push served since this server became')" "$t_fault")
       local ck; ck=$(grep -oE 'server 1 is replaced after .*' "$run/scheduler.log" | head -1 || true)
@@ -298,8 +269,8 @@ row() {
       notes+=("server: '${ck:-no replacement line}'. Restored checkpoint $ckid committed $(rel "${t_ck:-}" "$t_fault") s from the kill; the last checkpoint begun before the kill: ${started_before:-none}; abandoned: $(grep -c 'abandoned' "$run/scheduler.log" || true). First checkpoint begun after the replacement: $(echo "${t_next:-}" | grep -oE 'ckpt-[0-9]+-[0-9]+' || echo none), $(rel "$(echo "${t_next:-}" | awk '{print $1}')" "$t_fault") s after the kill.") ;;
     replica)
       what="server 1 killed -9 at t=$(rel "$t_fault" "$t0") s, restarted with --rank 1 at +$(rel "$t_restart" "$t_fault") s; --replication=1, no checkpoints; the workers resent $(resent "$run") request part(s)"
-      detect=$(rel "$(glog_time "$run/scheduler.log" 'server 1 .*leaves the cluster')" "$t_fault")
-      back=$(rel "$(glog_time "$run/scheduler.log" 'server 1 is replaced')" "$t_fault")
+      detect=$(rel "$(at "$run/model" scheduler leave role=server rank=1)" "$t_fault")
+      back=$(rel "$(at "$run/model" scheduler join role=server rank=1 --after "$t_fault")" "$t_fault")
       recover=$(rel "$(glog_time "$run/server0.log" 'first push served since this server became')" "$t_fault")
       notes+=("replica: '$(grep -oE 'leaves the cluster: .*' "$run/scheduler.log" | head -1 || true)'. The restarted server 1 had both ranges copied from server 0 $(rel "$(glog_time_last "$run/server1b.log" 'holds a replica of it again')" "$t_fault") s after the kill: $(grep -oE 'received [0-9]+ rows' "$run/server1b.log" | awk '{ s += $2 } END { print s + 0 }') rows, $(grep -oE '\([0-9]+ push\(es\) held' "$run/server1b.log" | tr -d '(' | awk '{ s += $1 } END { print s + 0 }') push(es) held meanwhile.") ;;
   esac
@@ -323,19 +294,18 @@ row() {
   echo "leading worker's 'epoch 1:' line. Times after a fault count from the kill (the script's clock"
   echo "just before kill -9); the others are glog stamps of the same machine's wall clock."
   echo
-  echo "examples/s: both workers together, from their glog progress lines (every 5 s inside an epoch)"
-  echo "and 'epoch E done: X examples in S s' lines, each process's examples spread evenly over"
-  echo "[stamp - S, stamp] (or between consecutive progress lines), summed in 1 s bins; the median is"
+  echo "examples/s: both workers together, from their timeline samples (every 2 s while training, and"
+  echo "at each epoch share's end), each process's examples spread evenly between consecutive samples,"
+  echo "summed in 1 s bins; the median is"
   echo "over every bin from the first epoch's start to the last epoch's end, so the pauses between epochs"
   echo "(validation, barrier) count. Lowest after the kill: the lowest bin within 10 s after it, and its"
-  echo "share of the baseline run's median. Detection: the scheduler's 'leaves the cluster' line;"
-  echo "replaced: the scheduler's 'is replaced' line (for the scheduler run: the new scheduler's first"
-  echo "'cluster view epoch' line); recovery: for the server and replica runs, kill to the first push"
+  echo "share of the baseline run's median. Detection: the scheduler's timeline 'leave' line;"
+  echo "replaced: its 'join' line for the rank (for the scheduler run: the new scheduler's first"
+  echo "'view' line); recovery: for the server and replica runs, kill to the first push"
   echo "served again for server 1's range (the new primary's 'first push served since this server became"
   echo "its primary' line: the restored replacement, or the promoted backup); for the worker run the"
-  echo "replacement worker's first progress line (progress lines come at epoch ends here, so that is an"
-  echo "upper bound by up to one epoch); for the scheduler run the same as 'replaced' (training does not"
-  echo "stop)."
+  echo "replacement worker's first timeline sample (2 s into its training); for the scheduler run the"
+  echo "same as 'replaced' (training does not stop)."
   echo
   echo "| run | fault | outcome | wall s | examples/s (median) | lowest 1 s examples/s within 10 s after the kill (% of baseline median) | s to detection | s to replaced | s to recovery | final validation loss (vs baseline) |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -370,7 +340,7 @@ plot+=" set multiplot layout 2,1; set grid; set key top right; $arrows"
 plot+=" set title 'Validation loss against run time (dashed: the kill)'; set ylabel 'validation logistic loss';"
 plot+=" set xlabel 'seconds from the scheduler start (the drop run goes on beyond)'; ${xmax:+set xrange [0:$xmax];}"
 plot+="${loss_plot%,};"
-plot+=" set title 'Both workers'' examples/s (from their progress and epoch lines, 1 s bins)'; set ylabel 'examples/s';"
+plot+=" set title 'Both workers'' examples/s (from their timeline samples, 1 s bins)'; set ylabel 'examples/s';"
 plot+="${rate_plot%,}; unset multiplot"
 gnuplot -e "$plot"
 echo "plot: $out/faults.png"

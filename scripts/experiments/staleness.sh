@@ -6,6 +6,9 @@
 # final validation loss, the largest staleness a pull saw. Writes the table to
 # stdout and to docs/experiments/staleness.md, and the plot (validation loss
 # against wall time, one line per staleness) to docs/experiments/staleness.png.
+# Every figure comes from what the jobs recorded in their model folders
+# (history.jsonl, metrics.json; read by scripts/experiments/timeline.py), not
+# from log text; each run's own report is <work>/s<staleness>/report.html.
 #
 #   scripts/experiments/staleness.sh            (ROWS, FEATURES, EPOCHS, SLOW, WORKERS override)
 set -euo pipefail
@@ -27,19 +30,19 @@ mkdir -p "$work" "$out"
 [ -f "$work/data/oracle.json" ] || $keel datagen --model=linear --rows="$rows" \
   --features="$features" --nnz=20 --seed=5 --out="$work/data" >/dev/null
 
-field() { grep -o "\"$2\": [-0-9.e+]*" "$1" | awk '{print $2}'; }
+timeline=scripts/experiments/timeline.py
+field() { python3 "$timeline" metric "$(dirname "$1")" "$2"; }
 stalenesses=(0 1 4 16 inf)
 for s in "${stalenesses[@]}"; do
   start=$(date +%s.%N)
   $keel launch --servers=2 --workers="$workers" --flagfile=configs/linear_learner.flags \
     --train="$work/data/train" --validation="$work/data/validation" --epochs="$epochs" \
     --mini_batch_size="$batch" --early_stopping_patience=1000 --staleness="$s" --slow_worker="$slow" \
-    --model_dir="$work/s$s" --minloglevel=1 > "$work/log-$s.txt" 2>&1
+    --model_dir="$work/s$s" --minloglevel=1 --report > "$work/log-$s.txt" 2>&1
   end=$(date +%s.%N)
   echo "$end - $start" | bc > "$work/s$s/wall"
   # seconds and validation loss per epoch
-  sed -E 's/.*"seconds": ([-0-9.e+]+).*"validation:objective_loss": ([-0-9.e+]+).*/\1 \2/' \
-    "$work/s$s/history.jsonl" > "$work/s$s/loss.dat"
+  python3 "$timeline" history "$work/s$s" validation:objective_loss > "$work/s$s/loss.dat"
 done
 
 # The target: within 0.5% of the worst of the runs' best losses, so that every

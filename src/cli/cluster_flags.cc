@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "cli/fault_flags.h"
 #include "cli/flag_rules.h"
+#include "cli/job_flags.h"
 #include "kv/van.h"
 
 // Where a node is and how it reaches the scheduler.
@@ -199,6 +200,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
   options.replication = FLAGS_replication;
   options.membership_log = FLAGS_membership_log;
+  options.model_dir = FLAGS_model_dir;  // its timeline
   options.checkpoint.uri = FLAGS_checkpoint_uri;
   options.checkpoint.every = FLAGS_checkpoint_every;
   options.checkpoint.keep = FLAGS_keep_checkpoints;

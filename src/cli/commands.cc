@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "cli/cluster_flags.h"
+#include "cli/job_flags.h"
 #include "cli/remote.h"
 
 namespace keel {
@@ -38,6 +39,7 @@ const char kUsage[] =
     "                                                       a compute backend (--device, "
     "--threads)\n"
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
+    "  report MODEL_DIR [--out FILE]                        a job's HTML report with plots\n"
     "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
@@ -103,6 +105,14 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
     invocation->subcommand = argv[2];
     invocation->first_flag = 3;
   }
+  if (invocation->command == "report") {
+    if (argc < 3 || argv[2][0] == '-') {
+      std::cerr << "keel report: keel report MODEL_DIR [--out FILE]\n";
+      return 2;
+    }
+    invocation->target = argv[2];
+    invocation->first_flag = 3;
+  }
   if (invocation->command == "checkpoint") {
     if (argc < 4 || argv[2][0] == '-' || argv[3][0] == '-') {
       std::cerr << "keel checkpoint: keel checkpoint ls|show|verify URI\n";
@@ -151,6 +161,7 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (command == "keygen") return RunKeygen();
   if (command == "checkpoint")
     return RunCheckpointCommand(invocation.subcommand, invocation.target);
+  if (command == "report") return RunReport(invocation.target, FLAGS_out);
   std::cerr << "keel: unknown command '" << command << "'\n\n" << kUsage;
   return 2;
 }

@@ -59,11 +59,24 @@ struct LocalCluster {
   std::string faults;                   // fault schedule (cli/fault_schedule.h), or empty
   std::string event_log;                // where fault and process events go, or empty
   uint64_t fault_seed = 1;              // seeds the schedule's random choices
+  // The job's --model_dir: the launcher's part of its timeline goes there
+  // (timeline/launch.jsonl); "" for none.
+  std::string model_dir;
+  bool fresh_timeline = true;  // false when the job resumes: the timeline goes on
+  bool report = false;         // write the job's report at the end (keel report)
 };
 
 // Starts the cluster, forwards its logs and waits; returns 0 when every role
 // succeeded. See ProcessGroup::Wait for the other codes.
 int RunLocalCluster(const LocalCluster& cluster);
+
+// `keel report MODEL_DIR [--out FILE]` (report_command.cc): writes the job's
+// HTML report to `out` (a local file; "" for the default, DefaultReportPath)
+// and prints where. Throws Error naming the file and line of bad data.
+int RunReport(const std::string& model_dir, const std::string& out);
+// Writes the report and returns where it went: `out`, or by default
+// <model_dir>/report.html (through Storage), ./report.html for s3://.
+std::string WriteReport(const std::string& model_dir, const std::string& out);
 
 // `keel bench kv|zmq|parse|backend` (bench.cc).
 int RunBench(const std::string& what);

@@ -44,12 +44,14 @@ std::string RoleFields(const std::string& name) {
 }  // namespace
 
 FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int servers, int workers,
-                         const std::string& event_log, uint64_t seed)
+                         const std::string& event_log, uint64_t seed, TimelineWriter* timeline)
     : group_(group),
       schedule_(std::move(schedule)),
       servers_(servers),
       workers_(workers),
       start_(MonotonicSeconds()),
+      echo_(!schedule_.empty() || !event_log.empty()),
+      timeline_(timeline),
       random_(seed) {
   if (!event_log.empty()) {
     log_.open(event_log, std::ios::trunc);
@@ -92,6 +94,9 @@ void FaultRunner::Log(const std::string& event, const std::string& name,
   if (!fields.empty()) line += ", " + fields;
   line += "}";
   if (log_.is_open()) log_ << line << std::endl;
+  if (timeline_)
+    timeline_->RecordLine("{\"time\": " + JsonUnixTime(WallSeconds()) + ", " + line.substr(1));
+  if (!echo_) return;
   const std::string echo = "[faults] " + line + "\n";
   fwrite(echo.data(), 1, echo.size(), stdout);
   fflush(stdout);

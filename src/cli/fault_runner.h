@@ -10,7 +10,9 @@
 // Every fault, every process start and exit, and the job's end are written to
 // the event log as JSON lines, {"t": seconds since launch, "event": "kill",
 // "role": "server", "rank": 1, "pid": 4242, ...}, and echoed to the terminal
-// with a "[faults] " prefix. Not thread-safe: it runs on the launcher's thread.
+// with a "[faults] " prefix (when there is a schedule or an event log). With a
+// timeline (io/timeline_writer.h) each line goes there too, with "time" (Unix
+// seconds) added. Not thread-safe: it runs on the launcher's thread.
 #ifndef KEEL_CLI_FAULT_RUNNER_H_
 #define KEEL_CLI_FAULT_RUNNER_H_
 
@@ -22,6 +24,7 @@
 
 #include "cli/fault_schedule.h"
 #include "cli/launcher.h"
+#include "io/timeline_writer.h"
 
 namespace keel {
 
@@ -29,9 +32,10 @@ class FaultRunner : public ProcessGroup::Observer {
  public:
   // Times count from now. Children are named "server R" and "worker R" (and
   // "scheduler"). `event_log` may be empty (terminal only). Registers itself
-  // as `group`'s observer. Throws Error if the log cannot be created.
+  // as `group`'s observer. `timeline` may be null; it must outlive the
+  // runner. Throws Error if the log cannot be created.
   FaultRunner(ProcessGroup* group, FaultSchedule schedule, int servers, int workers,
-              const std::string& event_log, uint64_t seed);
+              const std::string& event_log, uint64_t seed, TimelineWriter* timeline = nullptr);
   ~FaultRunner() override;
 
   void Started(const std::string& name, pid_t pid) override;
@@ -66,6 +70,8 @@ class FaultRunner : public ProcessGroup::Observer {
   int servers_, workers_;
   double start_;
   std::ofstream log_;
+  bool echo_;  // to the terminal
+  TimelineWriter* timeline_;
   std::mt19937_64 random_;
   std::vector<Pending> pending_;
 };

@@ -180,7 +180,9 @@ DEFINE_string(slow_worker, "",
 
 // predict and datagen.
 DEFINE_string(data, "", "predict: the file or folder to score");
-DEFINE_string(out, "", "predict: predictions file; datagen: output folder");
+DEFINE_string(out, "",
+              "predict: predictions file; datagen: output folder; report: the HTML file "
+              "(default <MODEL_DIR>/report.html, ./report.html for s3://)");
 DEFINE_string(model, "linear", "datagen: planted model, linear or fm");
 DEFINE_uint64(rows, 100000, "datagen: training rows (validation and test get a tenth each)");
 DEFINE_uint64(features, 10000, "datagen: number of features");

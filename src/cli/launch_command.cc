@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "cli/launch_flags.h"
 #include "cli/launcher.h"
 #include "cli/remote.h"
+#include "io/timeline_writer.h"
 #include "kv/van.h"
 
 namespace keel {
@@ -29,6 +31,18 @@ std::vector<std::string> SplitWords(const std::string& text) {
   std::vector<std::string> result;
   for (std::string word; words >> word;) result.push_back(word);
   return result;
+}
+
+// `keel launch --report`: the job's report, whatever the job's outcome (a
+// failed job's report shows how far it got). A report that cannot be made
+// is said, not fatal: the job's exit code stands.
+void ReportAtTheEnd(const std::string& model_dir) {
+  try {
+    const std::string path = WriteReport(model_dir, "");
+    std::cout << "report: " << path << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "keel launch: no report: " << e.what() << std::endl;
+  }
 }
 
 // Every role reads the same flags: checks them as each role would, for a
@@ -97,7 +111,10 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags) {
   launch.scheduler_port = FLAGS_scheduler_port;
   launch.timeout_s = FLAGS_timeout;
   launch.secret = JobSecret(role_flags);
-  return RunSshLaunch(launch);
+  const int code = RunSshLaunch(launch);
+  // The model folder must be readable here (s3://, or a shared folder).
+  if (FLAGS_report) ReportAtTheEnd(FLAGS_model_dir);
+  return code;
 }
 
 // `keel launch`: the roles on this machine.
@@ -111,6 +128,9 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   cluster.event_log = FLAGS_event_log;
   cluster.fault_seed = FLAGS_fault_seed;
   cluster.role_flags = role_flags;
+  cluster.model_dir = FLAGS_model_dir;
+  cluster.fresh_timeline = FLAGS_resume.empty();
+  cluster.report = FLAGS_report;
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
@@ -166,6 +186,11 @@ int RunLaunch(const std::vector<std::string>& args) {
   const std::vector<std::string> role_flags = RoleFlags(args);
   if (FLAGS_slurm && !FLAGS_hostfile.empty())
     throw MakeError("give --slurm or --hostfile, not both");
+  if (FLAGS_report && FLAGS_model_dir.empty()) {
+    throw MakeError(
+        "--report needs --model_dir: the report is drawn from what the job records "
+        "there");
+  }
   if (FLAGS_slurm) return LaunchSlurmTask(role_flags);
   if (!FLAGS_hostfile.empty()) return LaunchOverSsh(role_flags);
   return LaunchLocally(role_flags);
@@ -176,10 +201,11 @@ int RunLocalCluster(const LocalCluster& cluster) {
   const std::string self = SelfPath();
   const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
   ProcessGroup group;
+  TimelineWriter timeline(cluster.model_dir, "launch", cluster.fresh_timeline);
   std::unique_ptr<FaultRunner> fault_runner;
-  if (!faults.empty() || !cluster.event_log.empty()) {
+  if (!faults.empty() || !cluster.event_log.empty() || timeline.enabled()) {
     fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
-                                                 cluster.event_log, cluster.fault_seed);
+                                                 cluster.event_log, cluster.fault_seed, &timeline);
   }
   const std::string scheduler =
       cluster.scheduler.empty() ? StartLocalScheduler(cluster, self, &group) : cluster.scheduler;
@@ -189,6 +215,8 @@ int RunLocalCluster(const LocalCluster& cluster) {
   SpawnRoles("worker", cluster.workers, self, common, faults, &group);
   const int code = group.Wait(cluster.timeout_s);
   if (fault_runner) fault_runner->Finish(code);
+  timeline.Flush();
+  if (cluster.report) ReportAtTheEnd(cluster.model_dir);
   return code;
 }
 

@@ -20,17 +20,21 @@ DEFINE_bool(slurm, false,
 DEFINE_int32(scheduler_port, 0,
              "launch --hostfile/--slurm: the scheduler's port (0: --hostfile any free port, "
              "--slurm one derived from SLURM_JOB_ID)");
+DEFINE_bool(report, false,
+            "launch: at the end, write the job's HTML report (keel report) to "
+            "<model_dir>/report.html (./report.html for an s3:// --model_dir) and print its path");
 
 namespace keel {
 namespace {
 
 // Flags that belong to `keel launch` itself rather than to the roles.
 const std::set<std::string> kLaunchFlags = {
-    "servers",  "workers",     "timeout",     "scheduler",      "num_servers", "num_workers",
-    "bind",     "port",        "port_file",   "advertise",      "rank",        "rank_env",
-    "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags"};
-const std::set<std::string> kBooleanLaunchFlags = {"slurm", "noslurm", "check_flags",
-                                                   "nocheck_flags"};
+    "servers",        "workers",  "timeout",     "scheduler",   "num_servers",
+    "num_workers",    "bind",     "port",        "port_file",   "advertise",
+    "rank",           "rank_env", "hostfile",    "ssh_options", "remote_keel",
+    "scheduler_port", "slurm",    "check_flags", "report"};
+const std::set<std::string> kBooleanLaunchFlags = {"slurm",         "noslurm", "check_flags",
+                                                   "nocheck_flags", "report",  "noreport"};
 
 }  // namespace
 

@@ -18,6 +18,7 @@ DECLARE_string(ssh_options);
 DECLARE_string(remote_keel);
 DECLARE_bool(slurm);
 DECLARE_int32(scheduler_port);
+DECLARE_bool(report);
 
 namespace keel {
 

@@ -5,12 +5,29 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/time.h"
 #include "base/utf8.h"
 #include "kv/node.h"
 #include "scheduler/control_message.h"
 
 namespace keel {
+namespace {
+
+// The "checkpoint" timeline line: `started` is when the copy began
+// (monotonic seconds), recorded as Unix seconds.
+void RecordCommit(TimelineWriter* timeline, const std::string& id, double started, uint64_t bytes,
+                  const proto::CheckpointManifest& manifest, const std::string& error) {
+  const double seconds = MonotonicSeconds() - started;
+  timeline->Record("checkpoint", "\"id\": " + JsonQuote(id) +
+                                     ", \"started\": " + JsonUnixTime(WallSeconds() - seconds) +
+                                     ", \"seconds\": " + JsonNumberOrNull(seconds) +
+                                     ", \"files\": " + std::to_string(manifest.files_size()) +
+                                     ", \"bytes\": " + std::to_string(bytes) +
+                                     (error.empty() ? "" : ", \"error\": " + JsonQuote(error)));
+}
+
+}  // namespace
 
 CheckpointCoordinator::CheckpointCoordinator(CheckpointOptions options, Send send,
                                              Committed committed)
@@ -220,9 +237,10 @@ void CheckpointCoordinator::FinishCommit(const std::string& id, const std::strin
   auto found = writing_.find(id);
   if (found == writing_.end()) return;
   Writing& writing = found->second;
+  uint64_t bytes = 0;
+  for (const auto& file : writing.manifest.files()) bytes += file.bytes();
+  if (timeline_) RecordCommit(timeline_, id, writing.started, bytes, writing.manifest, error);
   if (error.empty()) {
-    uint64_t bytes = 0;
-    for (const auto& file : writing.manifest.files()) bytes += file.bytes();
     LOG(INFO) << "checkpoint " << id << " committed: " << writing.manifest.files_size()
               << " file(s), " << bytes << " bytes, " << MonotonicSeconds() - writing.started
               << " s after the copy began";

@@ -29,6 +29,7 @@
 
 #include "checkpoint.pb.h"
 #include "io/checkpoint.h"
+#include "io/timeline_writer.h"
 #include "keel.pb.h"
 #include "kv/message.h"
 
@@ -73,6 +74,10 @@ class CheckpointCoordinator {
   }
   // Checkpoints copied but not yet committed or abandoned.
   bool busy() const { return !writing_.empty(); }
+  // Each commit (or abandoned checkpoint) is recorded in `timeline` as a
+  // "checkpoint" line: when its copy began, how long until the commit, its
+  // files and bytes. It must outlive the coordinator.
+  void set_timeline(TimelineWriter* timeline) { timeline_ = timeline; }
 
  private:
   struct Ready {
@@ -124,6 +129,7 @@ class CheckpointCoordinator {
   std::deque<proto::CheckpointManifest> queue_;
   bool stopping_ = false;
   std::thread commit_thread_;
+  TimelineWriter* timeline_ = nullptr;
 };
 
 }  // namespace keel

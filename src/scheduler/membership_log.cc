@@ -21,7 +21,8 @@ std::string Now() {
 
 }  // namespace
 
-MembershipLog::MembershipLog(const std::string& path) {
+MembershipLog::MembershipLog(const std::string& path, TimelineWriter* timeline)
+    : timeline_(timeline) {
   if (path.empty()) return;
   out_.open(path, std::ios::app);
   if (!out_)
@@ -30,6 +31,7 @@ MembershipLog::MembershipLog(const std::string& path) {
 
 void MembershipLog::Write(const std::string& line) {
   if (out_.is_open()) out_ << line << std::endl;  // flushed: readable while the job runs
+  if (timeline_) timeline_->RecordLine(line);
 }
 
 void MembershipLog::Record(const std::string& event, const proto::NodeInfo& node,

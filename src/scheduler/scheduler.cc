@@ -30,7 +30,9 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
 
 Scheduler::Scheduler(const SchedulerOptions& options)
     : options_(options),
-      membership_(options.membership_log),
+      // A scheduler resuming a job goes on with its timeline.
+      timeline_(options.model_dir, "scheduler", options.checkpoint.resume.empty()),
+      membership_(options.membership_log, &timeline_),
       van_(SchedulerVan(options)),
       chains_(options.num_servers, options.replication),
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
@@ -53,6 +55,10 @@ Scheduler::Scheduler(const SchedulerOptions& options)
         checkpoints_->FinishCommit(id, error);
         changed_.notify_all();
       });
+  checkpoints_->set_timeline(&timeline_);
+  timeline_.Record("start",
+                   "\"role\": \"scheduler\", \"servers\": " + std::to_string(options_.num_servers) +
+                       ", \"workers\": " + std::to_string(options_.num_workers));
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -76,6 +82,7 @@ void Scheduler::Stop() {
   checkpoints_.reset();  // its commit thread calls back into this object
   probes_->Stop();
   van_.Stop();
+  timeline_.Flush();
 }
 
 proto::ClusterView Scheduler::view() const {

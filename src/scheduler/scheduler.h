@@ -64,6 +64,10 @@ struct SchedulerOptions {
   double connect_timeout_s = 5;
   // Membership changes as JSON lines (MembershipLog); "" for none.
   std::string membership_log;
+  // The job's model folder (a path or a storage URI): membership changes and
+  // checkpoints go to its timeline/scheduler.jsonl too (io/timeline_writer.h);
+  // "" for none.
+  std::string model_dir;
 };
 
 // The largest frame the scheduler accepts: its messages (registrations,
@@ -196,6 +200,7 @@ class Scheduler {
   void AfterDeparture(int id);
 
   SchedulerOptions options_;
+  TimelineWriter timeline_;
   MembershipLog membership_;
   Van van_;
   mutable std::mutex mutex_;

@@ -13,6 +13,7 @@
 #include "io/input_split.h"
 #include "kv/staleness_gate.h"
 #include "worker/barriers.h"
+#include "worker/timeline_recorder.h"
 #include "worker/training_cursor.h"
 
 namespace keel {
@@ -169,6 +170,12 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
                       /*final=*/false);
   }
   LogProgress(pass);
+  if (timeline_) {
+    const EpochResult& result = pass->result;
+    timeline_->AfterBatch(
+        pass->epoch, result.examples - result.resumed_examples,
+        result.examples ? result.losses[0] / static_cast<double>(result.examples) : 0);
+  }
 }
 
 void EpochTrainer::LogProgress(Pass* pass) const {

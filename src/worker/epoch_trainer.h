@@ -44,6 +44,8 @@ struct EpochResult {
   EpochGradients gradients;
 };
 
+class TimelineRecorder;
+
 class EpochTrainer {
  public:
   // Every pointer must outlive the trainer. `state` is the job's state as
@@ -61,6 +63,9 @@ class EpochTrainer {
   // Minibatches are scaled by `scaler` (null: not at all) as they are
   // prepared; it must outlive the trainer's use of it.
   void set_scaler(const DataScaler* scaler) { scaler_ = scaler; }
+  // Each minibatch is reported to `timeline` (null: none), which must
+  // outlive the trainer's use of it.
+  void set_timeline(TimelineRecorder* timeline) { timeline_ = timeline; }
 
  private:
   // One pass's state, shared by its steps.
@@ -121,6 +126,7 @@ class EpochTrainer {
   SharedArray<const Key> bias_key_;
   const DataScaler* scaler_ = nullptr;
   HealthRules rules_;
+  TimelineRecorder* timeline_ = nullptr;
 };
 
 }  // namespace keel

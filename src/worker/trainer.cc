@@ -75,6 +75,9 @@ void Trainer::Run() {
   const proto::WorkerCursor resume = StartingPoint(node_, &state_);
   // Time already spent by the run this one resumes.
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
+  timeline_ = std::make_unique<TimelineRecorder>(options_.model_dir, node_->rank(),
+                                                 /*resumed=*/resume.epoch() > 0);
+  epoch_trainer_.set_timeline(timeline_.get());
   PrepareData();
   // Rows the servers had before this run's first epoch (resumed: from the checkpoint).
   if (node_->rank() == 0) rows_before_ = ReadTableRows(client_, HealthWidths());
@@ -97,6 +100,7 @@ void Trainer::Run() {
   MetricSet final_metrics(state_.metrics().begin(), state_.metrics().end());
   ReportGate(node_, client_, &control_, options_.staleness, state_.training_seconds(),
              state_.pull_wait_seconds(), &final_metrics);
+  timeline_->Flush();
   if (node_->rank() != 0) return;
   FinishJob(epoch - 1, &final_metrics);
 }
@@ -147,6 +151,7 @@ void Trainer::CountEpoch(int epoch, const EpochResult& result) {
   AddEpochGradients(&control_, epoch, result.gradients);
   state_.set_training_seconds(state_.training_seconds() + result.seconds);
   state_.set_pull_wait_seconds(state_.pull_wait_seconds() + result.pull_wait);
+  timeline_->EndEpoch(epoch, result, client_->gate_stats());
   LogEpochDone(node_->rank(), epoch, result);
 }
 

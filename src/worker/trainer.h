@@ -32,6 +32,7 @@
 #include "worker/evaluator.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
+#include "worker/timeline_recorder.h"
 #include "worker/trainer_options.h"
 #include "worker/training_health.h"
 
@@ -131,6 +132,8 @@ class Trainer {
   std::unique_ptr<DataScaler> scaler_;
   // Worker 0: the servers' tables at the end of the epoch before.
   std::array<TableRows, kHealthTables> rows_before_;
+  // This worker's part of the job's timeline (started by Run).
+  std::unique_ptr<TimelineRecorder> timeline_;
 };
 
 }  // namespace keel
