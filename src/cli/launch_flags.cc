@@ -22,6 +22,12 @@ DEFINE_int32(scheduler_port, 0,
              "--slurm one derived from SLURM_JOB_ID)");
 
 namespace keel {
+
+std::vector<FlagGroup> LaunchFlagGroups() {
+  return {{"cluster",
+           {"servers", "workers", "timeout", "hostfile", "ssh_options", "remote_keel", "slurm",
+            "scheduler_port"}}};
+}
 namespace {
 
 // Flags that belong to `keel launch` itself rather than to the roles.
