@@ -59,6 +59,9 @@ struct LocalCluster {
   std::string faults;                   // fault schedule (cli/fault_schedule.h), or empty
   std::string event_log;                // where fault and process events go, or empty
   uint64_t fault_seed = 1;              // seeds the schedule's random choices
+  // The model folder `keel launch` chose because the job named none (it is
+  // in role_flags as --model_dir), for the closing summary; "" otherwise.
+  std::string model_dir;
 };
 
 // Starts the cluster, forwards its logs and waits; returns 0 when every role

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -100,9 +101,24 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags) {
   return RunSshLaunch(launch);
 }
 
-// `keel launch`: the roles on this machine.
-int LaunchLocally(const std::vector<std::string>& role_flags) {
+// A training job's model folder when --model_dir is not given: the default
+// (DefaultModelDir), added to `role_flags` and announced; "" when the job
+// names its own (or trains nothing).
+std::string ChooseModelDir(std::vector<std::string>* role_flags) {
+  if (!IsTrainingJob(FLAGS_job) || !FLAGS_model_dir.empty()) return "";
+  const std::string model_dir = DefaultModelDir(FLAGS_job);
+  role_flags->push_back("--model_dir=" + model_dir);
+  if (!FLAGS_check_flags) {
+    std::cout << "keel launch: no --model_dir given: the model goes to " << model_dir << std::endl;
+  }
+  return model_dir;
+}
+
+// `keel launch`: the roles on this machine; `model_dir` is the folder
+// ChooseModelDir picked, if it did.
+int LaunchLocally(const std::vector<std::string>& role_flags, const std::string& model_dir) {
   LocalCluster cluster;
+  cluster.model_dir = model_dir;
   cluster.servers = FLAGS_servers;
   cluster.workers = FLAGS_workers;
   cluster.scheduler = FLAGS_scheduler;
@@ -163,12 +179,22 @@ void SpawnRoles(const std::string& role, int count, const std::string& self,
 }  // namespace
 
 int RunLaunch(const std::vector<std::string>& args) {
-  const std::vector<std::string> role_flags = RoleFlags(args);
+  std::vector<std::string> role_flags = RoleFlags(args);
   if (FLAGS_slurm && !FLAGS_hostfile.empty())
     throw MakeError("give --slurm or --hostfile, not both");
-  if (FLAGS_slurm) return LaunchSlurmTask(role_flags);
-  if (!FLAGS_hostfile.empty()) return LaunchOverSsh(role_flags);
-  return LaunchLocally(role_flags);
+  const std::string model_dir = ChooseModelDir(&role_flags);
+  int code = 0;
+  if (FLAGS_slurm) {
+    code = LaunchSlurmTask(role_flags);
+  } else if (!FLAGS_hostfile.empty()) {
+    code = LaunchOverSsh(role_flags);
+  } else {
+    code = LaunchLocally(role_flags, model_dir);
+  }
+  if (code == 0 && !model_dir.empty() && !FLAGS_check_flags) {
+    std::cout << "keel launch: the model is in " << model_dir << std::endl;
+  }
+  return code;
 }
 
 int RunLocalCluster(const LocalCluster& cluster) {
