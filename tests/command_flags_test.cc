@@ -40,7 +40,8 @@ TEST(FlagGroups, EveryFlagATableNamesExists) {
   for (const FlagGroup& group : KeelFlagGroups()) {
     for (const std::string& flag : group.flags) {
       gflags::CommandLineFlagInfo info;
-      EXPECT_TRUE(gflags::GetCommandLineFlagInfo(flag.c_str(), &info)) << group.heading << ": " << flag;
+      EXPECT_TRUE(gflags::GetCommandLineFlagInfo(flag.c_str(), &info))
+          << group.heading << ": " << flag;
     }
   }
 }
@@ -74,8 +75,9 @@ TEST(CommandFlags, AFlagfileLineTheCommandDoesNotTakeIsAWarningNotAnError) {
   testing::WriteFile(path, "--epochs=3\n");
   std::string warnings;
   EXPECT_EQ(TakesError("predict", {"--flagfile=" + path}, &warnings), "no error");
-  EXPECT_TRUE(Contains(warnings, "keel predict: " + path + ":1: --epochs does nothing in keel "
-                                 "predict"))
+  EXPECT_TRUE(Contains(warnings, "keel predict: " + path +
+                                     ":1: --epochs does nothing in keel "
+                                     "predict"))
       << warnings;
 }
 

@@ -27,8 +27,8 @@ TEST(Help, LaunchHelpExitsZeroListingItsGroups) {
   const auto exit = Keel({"launch", "--help"});
   ASSERT_TRUE(exit.finished);
   EXPECT_EQ(exit.code, 0) << exit.output;
-  for (const std::string heading : {"\njob:\n", "\ndata:\n", "\ncluster:\n", "\ncheckpoints:\n",
-                                    "\nfaults:\n"}) {
+  for (const std::string heading :
+       {"\njob:\n", "\ndata:\n", "\ncluster:\n", "\ncheckpoints:\n", "\nfaults:\n"}) {
     EXPECT_TRUE(Contains(exit.output, heading)) << heading << "\n" << exit.output;
   }
   EXPECT_FALSE(Contains(exit.output, "logtostderr")) << exit.output;
@@ -54,12 +54,12 @@ TEST(Help, HelpfullExitsZeroListingTheLoggingFlagsToo) {
 }
 
 TEST(CommandLine, AMisspelledFlagIsAnErrorSuggestingTheRightOne) {
-  const auto exit = Keel({"launch", "--job=linear_learner", "--train=/d", "--epoch=2",
-                          "--check_flags"});
+  const auto exit =
+      Keel({"launch", "--job=linear_learner", "--train=/d", "--epoch=2", "--check_flags"});
   ASSERT_TRUE(exit.finished);
   EXPECT_EQ(exit.code, 1) << exit.output;
-  EXPECT_TRUE(Contains(exit.output,
-                       "keel launch: error: unknown flag --epoch (did you mean --epochs?)"))
+  EXPECT_TRUE(
+      Contains(exit.output, "keel launch: error: unknown flag --epoch (did you mean --epochs?)"))
       << exit.output;
   EXPECT_FALSE(Contains(exit.output, "flags ok")) << exit.output;
 }
@@ -98,8 +98,8 @@ TEST_F(Flagfiles, LaunchRefusesAnUnknownKeyInANestedFlagfileBeforeStartingAnythi
   const std::string inner = WriteFile("inner.flags", "--epochs=2\n--mini_bach_size=10\n");
   const std::string outer =
       WriteFile("outer.flags", "--job=linear_learner\n--flagfile=" + inner + "\n");
-  const auto exit = Keel({"launch", "--servers=1", "--workers=1", "--train=" + folder_ + "/t",
-                          "--flagfile=" + outer});
+  const auto exit = Keel(
+      {"launch", "--servers=1", "--workers=1", "--train=" + folder_ + "/t", "--flagfile=" + outer});
   ASSERT_TRUE(exit.finished);
   EXPECT_EQ(exit.code, 1) << exit.output;
   EXPECT_TRUE(Contains(exit.output, inner + ":2: unknown flag --mini_bach_size (did you mean "
@@ -109,9 +109,10 @@ TEST_F(Flagfiles, LaunchRefusesAnUnknownKeyInANestedFlagfileBeforeStartingAnythi
 }
 
 TEST_F(Flagfiles, EveryRoleAcceptsTheSharedJobFlagfile) {
-  const std::string path = WriteFile(
-      "job.flags", "--num_servers=1\n--num_workers=1\n--job=linear_learner\n--train=/d\n"
-                   "--epochs=2\n--checkpoint_uri=/c\n");
+  const std::string path =
+      WriteFile("job.flags",
+                "--num_servers=1\n--num_workers=1\n--job=linear_learner\n--train=/d\n"
+                "--epochs=2\n--checkpoint_uri=/c\n");
   for (const std::vector<std::string>& role :
        {std::vector<std::string>{"scheduler", "--port=9000"},
         std::vector<std::string>{"server", "--scheduler=h:1"},
@@ -131,8 +132,8 @@ TEST_F(Flagfiles, EveryRoleAcceptsTheSharedJobFlagfile) {
 class DefaultsJob : public testing::TempFolderTest {
  protected:
   void Generate() {
-    const auto exit = Keel({"datagen", "--model=linear", "--rows=2000", "--features=20",
-                            "--nnz=5", "--train_files=1", "--out=" + folder_ + "/data"},
+    const auto exit = Keel({"datagen", "--model=linear", "--rows=2000", "--features=20", "--nnz=5",
+                            "--train_files=1", "--out=" + folder_ + "/data"},
                            60);
     ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   }

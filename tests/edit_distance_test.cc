@@ -25,9 +25,7 @@ TEST(NearestName, FindsNoneWhenEveryCandidateIsFar) {
   EXPECT_EQ(NearestName("a", {}), "");
 }
 
-TEST(NearestName, BreaksTiesAlphabetically) {
-  EXPECT_EQ(NearestName("ab", {"ac", "aa"}), "aa");
-}
+TEST(NearestName, BreaksTiesAlphabetically) { EXPECT_EQ(NearestName("ab", {"ac", "aa"}), "aa"); }
 
 }  // namespace
 }  // namespace keel

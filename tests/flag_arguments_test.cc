@@ -113,7 +113,8 @@ TEST_F(FlagArguments, AFlagWithoutItsValueInAFlagfileIsAnError) {
 
 TEST_F(FlagArguments, AFlagAndItsValueSplitBySpaceInAFlagfileIsAnError) {
   const std::string path = WriteFile("job.flags", "--epochs 2\n");
-  EXPECT_EQ(ReadError({"--flagfile=" + path}), path + ":1: '--epochs 2': in a flagfile, write --epochs=VALUE");
+  EXPECT_EQ(ReadError({"--flagfile=" + path}),
+            path + ":1: '--epochs 2': in a flagfile, write --epochs=VALUE");
 }
 
 TEST_F(FlagArguments, AValueTheFlagsTypeRefusesIsAnErrorNamingTheLine) {

@@ -87,8 +87,8 @@ std::vector<FlagGroup> ClusterFlagGroups() {
        {"scheduler", "bind", "advertise", "port", "rank", "rank_env", "register_timeout",
         "heartbeat_interval", "scheduler_timeout", "secret_file"}},
       {"scheduler",
-       {"num_servers", "num_workers", "heartbeat_timeout", "worker_replace_timeout",
-        "replication", "membership_log", "port_file", "connect_timeout"}},
+       {"num_servers", "num_workers", "heartbeat_timeout", "worker_replace_timeout", "replication",
+        "membership_log", "port_file", "connect_timeout"}},
       {"checkpoints", {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "resume"}},
       {"checking", {"check_flags"}},
   };

@@ -18,14 +18,29 @@ namespace {
 
 // The order of --help's headings; a heading not here (a new family's) comes
 // after these, alphabetically.
-const std::vector<std::string> kHeadingOrder = {
-    "job",         "data",   "compute",      "cluster",          "node",
-    "scheduler",   "checkpoints", "faults",  "resends",          "consistency",
-    "optimizer",   "loss and metrics",       "normalization",    "initialization",
-    "benchmark",   "predict", "datagen",     "checking"};
+const std::vector<std::string> kHeadingOrder = {"job",
+                                                "data",
+                                                "compute",
+                                                "cluster",
+                                                "node",
+                                                "scheduler",
+                                                "checkpoints",
+                                                "faults",
+                                                "resends",
+                                                "consistency",
+                                                "optimizer",
+                                                "learning rate schedule",
+                                                "loss and metrics",
+                                                "normalization",
+                                                "initialization",
+                                                "benchmark",
+                                                "predict",
+                                                "datagen",
+                                                "output",
+                                                "checking"};
 
 // Headings of commands that are not roles: a role does not take their flags.
-const std::set<std::string> kNotRoleHeadings = {"predict", "datagen"};
+const std::set<std::string> kNotRoleHeadings = {"predict", "datagen", "output"};
 
 // Every family's table.
 std::vector<FlagGroup> FamilyTables() {
@@ -85,7 +100,9 @@ std::vector<std::string> RoleHeadings() {
 // The headings of the groups made of flags no table names (a new family's).
 std::vector<std::string> NewFamilyHeadings() {
   std::set<std::string> grouped;
-  for (const FlagGroup& group : FamilyTables()) grouped.insert(group.flags.begin(), group.flags.end());
+  for (const FlagGroup& group : FamilyTables()) {
+    grouped.insert(group.flags.begin(), group.flags.end());
+  }
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   std::set<std::string> headings;
@@ -119,7 +136,7 @@ std::string CommandsListing(const std::string& name) {
 }  // namespace
 
 std::vector<std::string> CommandNames() {
-  return {"scheduler", "server", "worker", "launch", "predict",
+  return {"scheduler", "server", "worker", "launch",    "predict",
           "datagen",   "bench",  "keygen", "checkpoint"};
 }
 
@@ -132,15 +149,18 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             true};
   }
   if (command == "server") {
-    return {"keel server --scheduler HOST:PORT [flags]", "runs a parameter server",
-            RoleGroups({"job", "node", "optimizer", "consistency", "faults", "checking"}), {}, true};
+    return {"keel server --scheduler HOST:PORT [flags]",
+            "runs a parameter server",
+            RoleGroups({"job", "node", "optimizer", "consistency", "faults", "checking"}),
+            {},
+            true};
   }
   if (command == "worker") {
     return {"keel worker --scheduler HOST:PORT --job JOB [flags]",
             "runs a worker: the job's training (or kv_bench) on its share of the data",
             RoleGroups({"job", "data", "compute", "node", "consistency", "loss and metrics",
-                        "optimizer", "normalization", "initialization", "faults", "resends",
-                        "benchmark", "checking"}),
+                        "optimizer", "learning rate schedule", "normalization", "initialization",
+                        "faults", "resends", "benchmark", "checking"}),
             {},
             true};
   }
@@ -148,22 +168,24 @@ CommandFlags FlagsOfCommand(const std::string& command) {
     return {"keel launch --servers S --workers W --job JOB --train DATA [flags]",
             "runs a job's scheduler, servers and workers on this machine, over ssh "
             "(--hostfile) or as the tasks of a Slurm step (--slurm)",
-            RoleHeadings(), {}, true};
+            RoleHeadings(),
+            {},
+            true};
   }
   if (command == "predict") {
-    return {"keel predict --model_dir D --data F --out P [flags]",
-            "scores a file with a trained model",
-            {"predict"},
-            {"model_dir", "data_format", "libsvm_zero_based", "skip_bad_records", "device",
-             "threads", "job", "predictor_type", "num_classes", "num_factors", "loss", "f_beta",
-             "accuracy_top_k"},
-            false};
+    return {
+        "keel predict --model_dir D --data F --out P [flags]",
+        "scores a file with a trained model",
+        {"predict", "output"},
+        {"model_dir", "data_format", "libsvm_zero_based", "skip_bad_records", "device", "threads",
+         "job", "predictor_type", "num_classes", "num_factors", "loss", "f_beta", "accuracy_top_k"},
+        false};
   }
   if (command == "datagen") {
     return {"keel datagen --model linear|fm --rows N --out DIR [flags]",
             "writes synthetic training, validation and test data from a planted model",
-            {"datagen"},
-            {"out", "seed", "num_factors", "predictor_type", "num_classes"},
+            {"datagen", "output"},
+            {"seed", "num_factors", "predictor_type", "num_classes"},
             false};
   }
   if (command == "bench") {
@@ -174,10 +196,14 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             true};
   }
   if (command == "keygen") {
-    return {"keel keygen --out FILE", "writes a new cluster secret, mode 0600", {}, {"out"}, false};
+    return {
+        "keel keygen --out FILE", "writes a new cluster secret, mode 0600", {"output"}, {}, false};
   }
   if (command == "checkpoint") {
-    return {"keel checkpoint ls|show|verify URI", "lists, shows or verifies checkpoints", {}, {},
+    return {"keel checkpoint ls|show|verify URI",
+            "lists, shows or verifies checkpoints",
+            {},
+            {},
             false};
   }
   throw MakeError("no command '", command, "'");
@@ -212,8 +238,7 @@ std::vector<FlagGroup> CommandFlagGroups(const std::string& command) {
   std::vector<FlagGroup> groups;
   for (const FlagGroup& group : KeelFlagGroups()) {
     FlagGroup listed{group.heading, {}};
-    const bool whole =
-        std::count(taken.groups.begin(), taken.groups.end(), group.heading) > 0;
+    const bool whole = std::count(taken.groups.begin(), taken.groups.end(), group.heading) > 0;
     for (const std::string& flag : group.flags) {
       if (whole || std::count(taken.flags.begin(), taken.flags.end(), flag)) {
         listed.flags.push_back(flag);

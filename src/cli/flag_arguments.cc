@@ -85,7 +85,8 @@ FlagArgument FlagReader::Resolve(const FlagText& text, const std::string& origin
     const bool negated = text.name.rfind("no", 0) == 0 && !text.has_value &&
                          gflags::GetCommandLineFlagInfo(text.name.substr(2).c_str(), &info) &&
                          info.type == "bool";
-    if (!negated) throw MakeError(Place(origin), "unknown flag --", text.name, Suggestion(text.name));
+    if (!negated)
+      throw MakeError(Place(origin), "unknown flag --", text.name, Suggestion(text.name));
     argument.name = text.name.substr(2);
     argument.value = "false";
   } else if (!text.has_value && info.type == "bool") {
@@ -149,7 +150,8 @@ void FlagReader::ReadFlagfileLine(const std::string& line, const std::string& or
   }
   bool needs_value = false;
   const FlagArgument argument = Resolve(text, origin, &needs_value);
-  if (needs_value) throw MakeError(origin, ": --", text.name, " has no value (--", text.name, "=VALUE)");
+  if (needs_value)
+    throw MakeError(origin, ": --", text.name, " has no value (--", text.name, "=VALUE)");
   Add(argument);
 }
 

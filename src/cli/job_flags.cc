@@ -187,7 +187,8 @@ DEFINE_string(slow_worker, "",
 
 // predict and datagen.
 DEFINE_string(data, "", "predict: the file or folder to score");
-DEFINE_string(out, "", "predict: predictions file; datagen: output folder");
+DEFINE_string(out, "",
+              "predict: predictions file; datagen: output folder; keygen: the new secret's file");
 DEFINE_string(model, "linear", "datagen: planted model, linear or fm");
 DEFINE_uint64(rows, 100000, "datagen: training rows (validation and test get a tenth each)");
 DEFINE_uint64(features, 10000, "datagen: number of features");
@@ -219,21 +220,22 @@ std::vector<FlagGroup> JobFlagGroups() {
         "target_recall", "num_calibration_samples"}},
       {"optimizer",
        {"beta_1", "beta_2", "momentum", "rmsprop_decay", "eps", "rescale_grad", "clip_gradient",
-        "use_lr_scheduler", "lr_scheduler_step", "lr_scheduler_factor", "lr_scheduler_minimum_lr",
         "bias_lr_mult", "bias_wd_mult", "bias_lr", "bias_wd", "linear_lr", "linear_wd",
         "factors_lr", "factors_wd", "factors_l1"}},
+      {"learning rate schedule",
+       {"use_lr_scheduler", "lr_scheduler_step", "lr_scheduler_factor", "lr_scheduler_minimum_lr"}},
       {"initialization",
        {"init_method", "init_scale", "init_sigma", "init_bias", "bias_init_method",
         "bias_init_value", "bias_init_scale", "bias_init_sigma", "linear_init_method",
         "linear_init_value", "linear_init_scale", "linear_init_sigma", "factors_init_method",
         "factors_init_value", "factors_init_scale", "factors_init_sigma"}},
       {"normalization",
-       {"normalize_data", "normalize_label", "unbias_data", "unbias_label",
-        "num_point_for_scaler", "frequency_prior", "positive_example_weight_mult",
-        "balance_multiclass_weights"}},
+       {"normalize_data", "normalize_label", "unbias_data", "unbias_label", "num_point_for_scaler",
+        "frequency_prior", "positive_example_weight_mult", "balance_multiclass_weights"}},
       {"consistency", {"staleness", "clock_every", "staleness_aware_steps"}},
       {"faults", {"slow_worker"}},
-      {"predict", {"data", "out"}},
+      {"predict", {"data"}},
+      {"output", {"out"}},
       {"datagen",
        {"model", "rows", "features", "nnz", "train_files", "label_offset", "label_scale",
         "feature_scale_spread"}},

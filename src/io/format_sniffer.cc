@@ -13,8 +13,8 @@ namespace {
 bool StartsWithRecordIOMagic(std::string_view head) {
   if (head.size() < 4) return false;
   const auto* b = reinterpret_cast<const unsigned char*>(head.data());
-  const uint32_t word = uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 |
-                        uint32_t{b[3]} << 24;
+  const uint32_t word =
+      uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24;
   return word == kRecordIOMagic;
 }
 
@@ -36,9 +36,9 @@ bool IsIndexValuePair(std::string_view token) {
   const size_t colon = token.find(':');
   if (colon == std::string_view::npos || colon == 0) return false;
   const std::string_view index = token.substr(0, colon);
-  return index == "qid" ||
-         std::all_of(index.begin(), index.end(),
-                     [](char c) { return isdigit(static_cast<unsigned char>(c)) != 0; });
+  return index == "qid" || std::all_of(index.begin(), index.end(), [](char c) {
+           return isdigit(static_cast<unsigned char>(c)) != 0;
+         });
 }
 
 // The token after the first (the label) in `line`, split at spaces and tabs.
