@@ -192,7 +192,8 @@ int RunLaunch(const std::vector<std::string>& args) {
     code = LaunchLocally(role_flags, model_dir);
   }
   if (code == 0 && !model_dir.empty() && !FLAGS_check_flags) {
-    std::cout << "keel launch: the model is in " << model_dir << std::endl;
+    std::cout << "keel launch: the model is in " << model_dir
+              << (FLAGS_hostfile.empty() ? "" : " on worker 0's host") << std::endl;
   }
   return code;
 }
