@@ -201,8 +201,12 @@ TEST_F(DefaultsJob, CsvDataReadAsLibsvmIsAnErrorNamingTheFlagToSet) {
   const auto exit = Train({"--train=" + folder_ + "/train.csv", "--model_dir=" + folder_ + "/m",
                            "--data_format=libsvm"});
   ASSERT_TRUE(exit.finished);
-  EXPECT_NE(exit.code, 0) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "set --data_format=csv")) << exit.output;
+  EXPECT_EQ(exit.code, 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "keel launch: error: --data_format=libsvm but " + folder_ +
+                                        "/train.csv shows commas: it is csv data; set "
+                                        "--data_format=csv"))
+      << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "[scheduler]")) << exit.output;  // before anything started
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "cli/launch_flags.h"
 #include "cli/launcher.h"
 #include "cli/remote.h"
+#include "io/storage.h"
 #include "kv/van.h"
 
 namespace keel {
@@ -114,6 +115,19 @@ std::string ChooseModelDir(std::vector<std::string>* role_flags) {
   return model_dir;
 }
 
+// A local training channel's data format against --data_format, before
+// anything starts (ResolveDataFormat; the workers settle it again: a channel
+// on S3 is theirs to read). A channel that is not there is left to the
+// workers to report.
+void CheckLocalDataFormat() {
+  const std::string& train = FLAGS_train;
+  if (!IsTrainingJob(FLAGS_job) || train.empty() || train.rfind("pipe:", 0) == 0 ||
+      IsStorageUri(train) || access(train.c_str(), R_OK) != 0) {
+    return;
+  }
+  ResolveDataFormat(train, ReaderOptionsFromFlags(), false);
+}
+
 // `keel launch`: the roles on this machine; `model_dir` is the folder
 // ChooseModelDir picked, if it did.
 int LaunchLocally(const std::vector<std::string>& role_flags, const std::string& model_dir) {
@@ -132,6 +146,7 @@ int LaunchLocally(const std::vector<std::string>& role_flags, const std::string&
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
   ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
   if (FLAGS_check_flags && FlagsOk()) return 0;
+  CheckLocalDataFormat();
   return RunLocalCluster(cluster);
 }
 
