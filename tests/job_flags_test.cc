@@ -4,7 +4,11 @@
 
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -344,6 +348,31 @@ TEST_F(OptimizerFlags, HealthRulesAreOnByDefaultOffWhenAskedAndAnythingElseIsRef
               std::string::npos)
         << e.what();
   }
+}
+
+// A training job without --model_dir: a folder in the working directory,
+// named for the job and the time (or the Slurm job, the same for every task).
+TEST(DefaultModelDir, IsAFolderInTheWorkingDirectoryNamedForTheJobAndTheTime) {
+  unsetenv("SLURM_JOB_ID");
+  const std::string folder = DefaultModelDir("linear_learner");
+  const std::string prefix =
+      std::filesystem::current_path().string() + "/keel-model-linear_learner-";
+  ASSERT_EQ(folder.rfind(prefix, 0), 0u) << folder;
+  const std::string when = folder.substr(prefix.size());  // YYYYMMDD-HHMMSS
+  ASSERT_EQ(when.size(), 15u) << folder;
+  EXPECT_EQ(when[8], '-') << folder;
+  EXPECT_EQ(std::count_if(when.begin(), when.end(),
+                          [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }),
+            14)
+      << folder;
+}
+
+TEST(DefaultModelDir, UnderSlurmIsNamedForTheSlurmJob) {
+  setenv("SLURM_JOB_ID", "4242", 1);
+  const std::string folder = DefaultModelDir("factorization_machines");
+  unsetenv("SLURM_JOB_ID");
+  EXPECT_EQ(folder, std::filesystem::current_path().string() +
+                        "/keel-model-factorization_machines-slurm4242");
 }
 
 }  // namespace

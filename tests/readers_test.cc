@@ -228,7 +228,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadLine{"EmptyIndex", "1 :1", "feature index '' is not"},
                       BadLine{"NonNumericValue", "1 2:x", "feature value 'x' is not a number"},
                       BadLine{"EmptyValue", "1 2:", "feature value '' is not a number"},
-                      BadLine{"IndexBelowBase", "1 0:1", "feature index 0 is below 1"},
+                      BadLine{"IndexBelowBase", "1 0:1",
+                              "feature index 0 is below 1, the first index (for 0-based "
+                              "indices, set --libsvm_zero_based)"},
                       BadLine{"MissingColon", "1 2", "feature '2' has no ':'"},
                       BadLine{"NanLabel", "nan 1:1", "label 'nan' is not finite"},
                       BadLine{"InfLabel", "-inf 1:1", "label '-inf' is not finite"},

@@ -216,8 +216,10 @@ int BenchParse() {
   labels.predictor_type = ParsePredictorType(FLAGS_predictor_type);
   labels.num_classes = FLAGS_num_classes;
   ReaderOptions options = WithLabelRule(ReaderOptions(), labels);
-  options.format = ParseDataFormat(FLAGS_data_format);
+  options.format = ReaderOptionsFromFlags().format;
   options.zero_based = FLAGS_libsvm_zero_based;
+  options = ResolveDataFormat(FLAGS_data, options, true);
+  const char* format = DataFormatName(options.format);
   std::vector<double> seconds;
   uint64_t bytes = 0, rows = 0, nonzeros = 0;
   for (int repeat = 0; repeat < 3; ++repeat) {
@@ -241,9 +243,9 @@ int BenchParse() {
       "parsed %llu rows, %llu non-zeros, %.1f MB of %s in %.3f s (median of 3): "
       "%.1f MB/s, %.2f M rows/s\n",
       static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nonzeros), bytes / 1e6,
-      FLAGS_data_format.c_str(), median, bytes / 1e6 / median, rows / 1e6 / median);
+      format, median, bytes / 1e6 / median, rows / 1e6 / median);
   std::printf("{\"bench\":\"parse\",\"format\":\"%s\",\"mb_per_s\":%.2f,\"rows_per_s\":%.0f}\n",
-              FLAGS_data_format.c_str(), bytes / 1e6 / median, rows / median);
+              format, bytes / 1e6 / median, rows / median);
   return 0;
 }
 
@@ -257,8 +259,9 @@ int BenchBackend() {
   const Hyperparameters hyperparameters = HyperparametersFromFlags();
   const auto backend = MakeComputeBackend(FLAGS_device, FLAGS_threads, hyperparameters);
   ReaderOptions options;
-  options.format = ParseDataFormat(FLAGS_data_format);
+  options.format = ReaderOptionsFromFlags().format;
   options.zero_based = FLAGS_libsvm_zero_based;
+  options = ResolveDataFormat(FLAGS_data, options, true);
   BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), options,
                      static_cast<size_t>(hyperparameters.mini_batch_size));
   std::vector<PreparedBatch> batches;

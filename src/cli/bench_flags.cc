@@ -23,6 +23,12 @@ DEFINE_bool(curve, false,
             "(CURVE); --secret_file=FILE does the same with that secret");
 
 namespace keel {
+
+std::vector<FlagGroup> BenchFlagGroups() {
+  return {{"benchmark",
+           {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space",
+            "bench_seconds", "inflight", "small", "zmq_baseline", "curve"}}};
+}
 namespace {
 
 // The comma-separated sizes in `text`, each in 1..`limit`.

@@ -6,6 +6,7 @@
 
 #include <gflags/gflags.h>
 
+#include "cli/flag_group.h"
 #include "worker/kv_bench_job.h"
 
 DECLARE_string(bench_out);
@@ -21,6 +22,9 @@ DECLARE_bool(zmq_baseline);
 DECLARE_bool(curve);
 
 namespace keel {
+
+// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+std::vector<FlagGroup> BenchFlagGroups();
 
 // The benchmark cases the flags describe. Throws Error naming a bad flag.
 KVBenchOptions BenchFlags();

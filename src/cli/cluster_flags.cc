@@ -79,6 +79,21 @@ DEFINE_string(l1, "auto", "L1 penalty, a non-negative number or auto (0)");
 DEFINE_string(job, "", "worker job: linear_learner, factorization_machines or kv_bench");
 
 namespace keel {
+
+std::vector<FlagGroup> ClusterFlagGroups() {
+  return {
+      {"job", {"job"}},
+      {"optimizer", {"optimizer", "learning_rate", "wd", "l1"}},
+      {"node",
+       {"scheduler", "bind", "advertise", "port", "rank", "rank_env", "register_timeout",
+        "heartbeat_interval", "scheduler_timeout", "secret_file"}},
+      {"scheduler",
+       {"num_servers", "num_workers", "heartbeat_timeout", "worker_replace_timeout", "replication",
+        "membership_log", "port_file", "connect_timeout"}},
+      {"checkpoints", {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "resume"}},
+      {"checking", {"check_flags"}},
+  };
+}
 namespace {
 
 int RankFromFlags() {

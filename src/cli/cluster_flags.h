@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/flag_group.h"
 #include "kv/cluster_secret.h"
 #include "kv/node.h"
 #include "kv/optimizer.h"
@@ -55,6 +56,9 @@ DECLARE_string(l1);
 DECLARE_string(job);
 
 namespace keel {
+
+// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+std::vector<FlagGroup> ClusterFlagGroups();
 
 // A node of `role` as the flags place it. Throws Error naming a bad flag.
 NodeOptions NodeOptionsFromFlags(proto::Role role);

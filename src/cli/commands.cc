@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -11,9 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "base/edit_distance.h"
 #include "base/error.h"
 #include "cli/cluster_flags.h"
 #include "cli/job_flags.h"
+#include "cli/command_flags.h"
+#include "cli/command_help.h"
+#include "cli/flag_arguments.h"
 #include "cli/remote.h"
 
 namespace keel {
@@ -46,9 +51,10 @@ const char kUsage[] =
     "  guard -- COMMAND...                                  run COMMAND; stop it when stdin "
     "closes\n"
     "\n"
-    "--check_flags checks a role's flags (and the job's) without starting it.\n"
-    "keel <command> --helpmatch=cli/ lists every flag; --helpon=FAMILY one family's\n"
-    "(cluster_flags, job_flags, launch_flags, bench_flags, fault_flags).\n";
+    "keel <command> --help lists the command's flags by group (job, data, cluster,\n"
+    "checkpoints, faults, ...); --helpfull every flag. --flagfile=FILE reads flags from FILE\n"
+    "(--name=value lines); an unknown flag there or on the command line is an error.\n"
+    "--check_flags checks a role's flags (and the job's) without starting it.\n";
 
 // What `exception` says: a keel::Error's message, "out of memory" for
 // std::bad_alloc, "unexpected error: WHAT" for another std::exception (a bug:
@@ -125,6 +131,17 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
   return 0;
 }
 
+// Checks the flags of argv's arguments after the operands, and of their
+// flagfiles, before gflags sets them (cli/flag_arguments.h): every flag
+// exists and the command takes it. Returns 0, or 1 after saying what is wrong.
+int CheckFlags(int argc, char** argv, const Invocation& invocation) {
+  return ExitCodeOf(invocation.Name(), [&] {
+    const std::vector<std::string> args(argv + invocation.first_flag, argv + argc);
+    CheckCommandTakes(invocation.command, ReadFlagArguments(args), std::cerr);
+    return 0;
+  });
+}
+
 // Sets the flags from argv's arguments after the operands. Returns 0, or 2
 // after naming an argument that is not a flag.
 int ParseFlags(int argc, char** argv, const Invocation& invocation) {
@@ -162,8 +179,34 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (command == "checkpoint")
     return RunCheckpointCommand(invocation.subcommand, invocation.target);
   if (command == "report") return RunReport(invocation.target, FLAGS_out);
-  std::cerr << "keel: unknown command '" << command << "'\n\n" << kUsage;
+  throw MakeError("no command '", command, "'");
+}
+
+// Says that `command` is not one of keel's, and the nearest that is.
+int UnknownCommand(const std::string& command) {
+  const std::string nearest = NearestName(command, CommandNames());
+  std::cerr << "keel: unknown command '" << command << "'"
+            << (nearest.empty() ? "" : " (did you mean " + nearest + "?)") << "\n\n"
+            << kUsage;
   return 2;
+}
+
+// Prints `keel COMMAND --help` or --helpfull if argv asks for it (before the
+// operands or after them); returns whether it did.
+bool PrintHelpIfAsked(int argc, char** argv, const std::string& command) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--help" || arg == "-help" || arg == "--helpshort" || arg == "-helpshort") {
+      PrintCommandHelp(command, std::cout);
+      return true;
+    }
+    if (arg == "--helpfull" || arg == "-helpfull") {
+      PrintFullHelp(command, std::cout);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -186,8 +229,14 @@ int RunCommandLine(int argc, char** argv) {
     return 0;
   }
   if (command == "guard") return RunGuardCommand(argc, argv);
+  const std::vector<std::string> commands = CommandNames();
+  if (std::find(commands.begin(), commands.end(), command) == commands.end()) {
+    return UnknownCommand(command);
+  }
+  if (PrintHelpIfAsked(argc, argv, command)) return 0;
   Invocation invocation;
   if (const int usage_error = ReadOperands(argc, argv, &invocation)) return usage_error;
+  if (const int flag_error = CheckFlags(argc, argv, invocation)) return flag_error;
   if (const int flag_error = ParseFlags(argc, argv, invocation)) return flag_error;
   google::InitGoogleLogging(argv[0]);
   ReportUncaughtExceptionsAs(invocation.Name());

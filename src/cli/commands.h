@@ -59,8 +59,10 @@ struct LocalCluster {
   std::string faults;                   // fault schedule (cli/fault_schedule.h), or empty
   std::string event_log;                // where fault and process events go, or empty
   uint64_t fault_seed = 1;              // seeds the schedule's random choices
-  // The job's --model_dir: the launcher's part of its timeline goes there
-  // (timeline/launch.jsonl); "" for none.
+  // The job's model folder (--model_dir, or the default `keel launch` chose
+  // when the job named none, in role_flags as --model_dir): the launcher's
+  // part of the timeline goes there (timeline/launch.jsonl), and the closing
+  // summary names it; "" for none.
   std::string model_dir;
   bool fresh_timeline = true;  // false when the job resumes: the timeline goes on
   bool report = false;         // write the job's report at the end (keel report)

@@ -32,6 +32,15 @@ DEFINE_string(event_log, "", "launch: write every fault and process start/exit h
 
 namespace keel {
 
+std::vector<FlagGroup> FaultFlagGroups() {
+  return {
+      {"faults",
+       {"faults", "event_log", "fault_seed", "drop_rate", "delay_ms", "delay_jitter_ms",
+        "delay_rate"}},
+      {"resends", {"request_timeout_ms", "request_max_timeout_ms", "request_attempts"}},
+  };
+}
+
 TransportFaults TransportFaultsFromFlags() {
   RequireInRange("drop_rate", FLAGS_drop_rate, 0.0, 1.0, "a share of the messages");
   RequireInRange("delay_rate", FLAGS_delay_rate, 0.0, 1.0, "a share of the messages");

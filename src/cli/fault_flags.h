@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "cli/flag_group.h"
 #include "kv/kv_worker.h"
 #include "kv/van.h"
 
@@ -16,6 +17,9 @@ DECLARE_string(event_log);
 DECLARE_uint64(fault_seed);
 
 namespace keel {
+
+// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+std::vector<FlagGroup> FaultFlagGroups();
 
 // --drop_rate, --delay_ms, --delay_jitter_ms, --delay_rate, --fault_seed.
 // Throws Error naming the flag, its value and the rule (rates in [0, 1]).

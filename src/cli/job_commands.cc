@@ -150,6 +150,13 @@ int RunTraining(Node* node, KVWorker* client) {
   const Hyperparameters hyperparameters = HyperparametersFromFlags();
   TrainerOptions options = TrainerOptionsFromFlags();
   options.hyperparameter_json = HyperparameterJson();
+  if (options.model_dir.empty()) {  // a worker started alone: the model is kept all the same
+    options.model_dir = DefaultModelDir(FLAGS_job);
+    if (node->rank() == 0) {
+      LOG(WARNING) << "no --model_dir given: worker 0 writes the model to " << options.model_dir;
+    }
+  }
+  options.reader = ResolveDataFormat(options.train, options.reader, node->rank() == 0);
   Trainer trainer(node, client, hyperparameters, options);
   trainer.Run();
   return 0;

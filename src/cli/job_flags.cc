@@ -1,5 +1,9 @@
 #include "cli/job_flags.h"
 
+#include <glog/logging.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -8,8 +12,11 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "base/time.h"
 #include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
+#include "io/format_sniffer.h"
+#include "io/input_split.h"
 #include "kv/staleness_gate.h"
 #include "worker/compute_backend.h"
 #include "worker/model_variants.h"
@@ -18,10 +25,14 @@
 DEFINE_string(train, "", "training channel: a file, a folder of files, or pipe:PATH");
 DEFINE_string(validation, "", "validation channel (metrics every epoch)");
 DEFINE_string(test, "", "test channel (metrics at the end)");
-DEFINE_string(data_format, "libsvm", "libsvm, csv or recordio-protobuf");
+DEFINE_string(data_format, "",
+              "libsvm, csv or recordio-protobuf (not given: what the first training file shows: "
+              "recordIO's magic number, index:value pairs or commas; libsvm if it shows none)");
 DEFINE_bool(libsvm_zero_based, false, "libsvm feature indices start at 0 (default: 1)");
 DEFINE_bool(skip_bad_records, false, "skip and count malformed records instead of failing");
-DEFINE_string(model_dir, "", "where the model artifact and metrics.json go");
+DEFINE_string(model_dir, "",
+              "where the model artifact and metrics.json go (training jobs, not given: a new "
+              "folder ./keel-model-JOB-TIME, named when the job starts and ends)");
 
 // Compute backend.
 DEFINE_string(device, "cpu", "where workers (and predict) compute: cpu or cuda:N");
@@ -181,8 +192,9 @@ DEFINE_string(slow_worker, "",
 // predict and datagen.
 DEFINE_string(data, "", "predict: the file or folder to score");
 DEFINE_string(out, "",
-              "predict: predictions file; datagen: output folder; report: the HTML file "
-              "(default <MODEL_DIR>/report.html, ./report.html for s3://)");
+              "predict: predictions file; datagen: output folder; keygen: the new secret's "
+              "file; report: the HTML file (default <MODEL_DIR>/report.html, ./report.html "
+              "for s3://)");
 DEFINE_string(model, "linear", "datagen: planted model, linear or fm");
 DEFINE_uint64(rows, 100000, "datagen: training rows (validation and test get a tenth each)");
 DEFINE_uint64(features, 10000, "datagen: number of features");
@@ -197,6 +209,44 @@ DEFINE_double(feature_scale_spread, 0,
               "decades (0: every value is 1)");
 
 namespace keel {
+
+std::vector<FlagGroup> JobFlagGroups() {
+  return {
+      {"data",
+       {"train", "validation", "test", "data_format", "libsvm_zero_based", "skip_bad_records",
+        "model_dir"}},
+      {"compute", {"device", "threads"}},
+      {"job",
+       {"predictor_type", "num_classes", "num_factors", "feature_dim", "mini_batch_size", "epochs",
+        "use_bias", "seed", "num_models", "early_stopping_patience", "early_stopping_tolerance",
+        "keep_best_epoch"}},
+      {"loss and metrics",
+       {"loss", "margin", "quantile", "loss_insensitivity", "huber_delta", "f_beta",
+        "accuracy_top_k", "binary_classifier_model_selection_criteria", "target_precision",
+        "target_recall", "num_calibration_samples"}},
+      {"optimizer",
+       {"beta_1", "beta_2", "momentum", "rmsprop_decay", "eps", "rescale_grad", "clip_gradient",
+        "bias_lr_mult", "bias_wd_mult", "bias_lr", "bias_wd", "linear_lr", "linear_wd",
+        "factors_lr", "factors_wd", "factors_l1"}},
+      {"learning rate schedule",
+       {"use_lr_scheduler", "lr_scheduler_step", "lr_scheduler_factor", "lr_scheduler_minimum_lr"}},
+      {"initialization",
+       {"init_method", "init_scale", "init_sigma", "init_bias", "bias_init_method",
+        "bias_init_value", "bias_init_scale", "bias_init_sigma", "linear_init_method",
+        "linear_init_value", "linear_init_scale", "linear_init_sigma", "factors_init_method",
+        "factors_init_value", "factors_init_scale", "factors_init_sigma"}},
+      {"normalization",
+       {"normalize_data", "normalize_label", "unbias_data", "unbias_label", "num_point_for_scaler",
+        "frequency_prior", "positive_example_weight_mult", "balance_multiclass_weights"}},
+      {"consistency", {"staleness", "clock_every", "staleness_aware_steps"}},
+      {"faults", {"slow_worker"}},
+      {"predict", {"data"}},
+      {"output", {"out"}},
+      {"datagen",
+       {"model", "rows", "features", "nnz", "train_files", "label_offset", "label_scale",
+        "feature_scale_spread"}},
+  };
+}
 namespace {
 
 InitializerSpec Initializer(const std::string& prefix, const std::string& method, double value,
@@ -213,6 +263,9 @@ InitializerSpec Initializer(const std::string& prefix, const std::string& method
   }
   return spec;
 }
+
+// How much of a data file SniffDataFormat reads: its first lines.
+constexpr size_t kSniffBytes = 4096;
 
 bool IsSet(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
 
@@ -409,11 +462,30 @@ void CheckJobCounts() {
 
 ReaderOptions ReaderOptionsFromFlags() {
   ReaderOptions options;
-  options.format = ParseDataFormat(FLAGS_data_format);
+  options.format =
+      FLAGS_data_format.empty() ? DataFormat::kLibsvm : ParseDataFormat(FLAGS_data_format);
   options.zero_based = FLAGS_libsvm_zero_based;
   options.skip_bad_records = FLAGS_skip_bad_records;
   options.feature_dim = FLAGS_feature_dim;
   return options;
+}
+
+ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader, bool log) {
+  if (channel.rfind("pipe:", 0) == 0) return reader;
+  const std::string first_file = ListInputs(channel).front().path;
+  const SniffedFormat sniffed = SniffDataFormat(ReadHead(first_file, kSniffBytes));
+  if (!sniffed.format) return reader;
+  const char* name = DataFormatName(*sniffed.format);
+  if (FLAGS_data_format.empty()) {
+    LOG_IF(INFO, log) << "--data_format not given: " << first_file << " shows " << sniffed.evidence
+                      << ", so the data is read as " << name;
+    reader.format = *sniffed.format;
+  } else if (reader.format != *sniffed.format) {
+    throw MakeError("--data_format=", FLAGS_data_format, " but ", first_file, " shows ",
+                    sniffed.evidence, ": it is ", name, " data; set --data_format=", name,
+                    " (or leave it out)");
+  }
+  return reader;
 }
 
 int64_t StalenessFromFlags() {
@@ -424,6 +496,21 @@ int64_t StalenessFromFlags() {
     throw MakeError("--staleness '", FLAGS_staleness, "' is not a non-negative integer or inf");
   }
   return value;
+}
+
+std::string DefaultModelDir(const std::string& job) {
+  std::string when;
+  if (const char* slurm_job = getenv("SLURM_JOB_ID"); slurm_job && *slurm_job) {
+    when = std::string("slurm") + slurm_job;
+  } else {
+    for (const char c : UtcTimestamp()) {  // 2026-11-25T14:30:00Z: 20261125-143000
+      if (isdigit(static_cast<unsigned char>(c))) when += c;
+      if (c == 'T') when += '-';
+    }
+  }
+  char folder[4096];
+  if (!getcwd(folder, sizeof(folder))) throw MakeError("cannot tell the working directory");
+  return std::string(folder) + "/keel-model-" + job + "-" + when;
 }
 
 bool IsTrainingJob(const std::string& job) {

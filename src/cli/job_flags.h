@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "cli/flag_group.h"
 #include "io/readers.h"
 #include "kv/table_spec.h"
 #include "worker/hyperparameters.h"
@@ -120,6 +121,9 @@ DECLARE_double(feature_scale_spread);
 
 namespace keel {
 
+// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+std::vector<FlagGroup> JobFlagGroups();
+
 // Whether `job` is a built-in training job (linear_learner, factorization_machines).
 bool IsTrainingJob(const std::string& job);
 
@@ -137,8 +141,26 @@ void CheckComputeFlags();
 int64_t StalenessFromFlags();
 
 // --data_format, --libsvm_zero_based, --skip_bad_records, --feature_dim.
-// Throws Error for an unknown format.
+// Throws Error for an unknown format. Without --data_format the format is
+// libsvm until ResolveDataFormat reads the data.
 ReaderOptions ReaderOptionsFromFlags();
+
+// `reader` with its format settled by the first bytes (SniffDataFormat,
+// io/format_sniffer.h) of the first file of `channel` (a --train or --data
+// value): without --data_format, the format they show (said on the log when
+// `log`), or libsvm if they show none; with it, the same, but an Error
+// naming the file and --data_format=RIGHT when they show another format. A
+// pipe: channel is not read ahead (that would consume it): its format is
+// --data_format's, or libsvm.
+ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader, bool log);
+
+// Where a training job's model goes when --model_dir is not given: a new
+// folder in the working directory, named for the job and the time (UTC), as an
+// absolute path: /work/keel-model-linear_learner-20261125-143000. Under Slurm
+// the time is the job's id (-slurm12345), the same for every task. A model is
+// never thrown away: `keel launch` picks this folder and gives it to the roles
+// as --model_dir; a worker started alone without one picks it itself.
+std::string DefaultModelDir(const std::string& job);
 
 // The worker's data and training options from the flags. Throws Error if any
 // is wrong (checks only: no file is opened).

@@ -21,6 +21,7 @@
 #include "cli/launcher.h"
 #include "cli/remote.h"
 #include "io/timeline_writer.h"
+#include "io/storage.h"
 #include "kv/van.h"
 
 namespace keel {
@@ -93,7 +94,7 @@ std::string JobSecret(const std::vector<std::string>& role_flags) {
 }
 
 // `keel launch --hostfile`: the roles over ssh.
-int LaunchOverSsh(const std::vector<std::string>& role_flags) {
+int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string& model_dir) {
   SshLaunch launch;
   launch.hosts = ParseHostfile(ReadFile(FLAGS_hostfile), FLAGS_hostfile);
   ClusterSize size{0, "hostfile (servers=)", 0, "hostfile (workers=)"};
@@ -113,13 +114,41 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags) {
   launch.secret = JobSecret(role_flags);
   const int code = RunSshLaunch(launch);
   // The model folder must be readable here (s3://, or a shared folder).
-  if (FLAGS_report) ReportAtTheEnd(FLAGS_model_dir);
+  if (FLAGS_report) ReportAtTheEnd(model_dir);
   return code;
 }
 
-// `keel launch`: the roles on this machine.
-int LaunchLocally(const std::vector<std::string>& role_flags) {
+// A training job's model folder when --model_dir is not given: the default
+// (DefaultModelDir), added to `role_flags` and announced; "" when the job
+// names its own (or trains nothing).
+std::string ChooseModelDir(std::vector<std::string>* role_flags) {
+  if (!IsTrainingJob(FLAGS_job) || !FLAGS_model_dir.empty()) return "";
+  const std::string model_dir = DefaultModelDir(FLAGS_job);
+  role_flags->push_back("--model_dir=" + model_dir);
+  if (!FLAGS_check_flags) {
+    std::cout << "keel launch: no --model_dir given: the model goes to " << model_dir << std::endl;
+  }
+  return model_dir;
+}
+
+// A local training channel's data format against --data_format, before
+// anything starts (ResolveDataFormat; the workers settle it again: a channel
+// on S3 is theirs to read). A channel that is not there is left to the
+// workers to report.
+void CheckLocalDataFormat() {
+  const std::string& train = FLAGS_train;
+  if (!IsTrainingJob(FLAGS_job) || train.empty() || train.rfind("pipe:", 0) == 0 ||
+      IsStorageUri(train) || access(train.c_str(), R_OK) != 0) {
+    return;
+  }
+  ResolveDataFormat(train, ReaderOptionsFromFlags(), false);
+}
+
+// `keel launch`: the roles on this machine; `model_dir` is the job's model
+// folder (given, or the one ChooseModelDir picked; "" for none).
+int LaunchLocally(const std::vector<std::string>& role_flags, const std::string& model_dir) {
   LocalCluster cluster;
+  cluster.model_dir = model_dir;
   cluster.servers = FLAGS_servers;
   cluster.workers = FLAGS_workers;
   cluster.scheduler = FLAGS_scheduler;
@@ -128,7 +157,6 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   cluster.event_log = FLAGS_event_log;
   cluster.fault_seed = FLAGS_fault_seed;
   cluster.role_flags = role_flags;
-  cluster.model_dir = FLAGS_model_dir;
   cluster.fresh_timeline = FLAGS_resume.empty();
   cluster.report = FLAGS_report;
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
@@ -136,6 +164,7 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
   ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
   if (FLAGS_check_flags && FlagsOk()) return 0;
+  CheckLocalDataFormat();
   return RunLocalCluster(cluster);
 }
 
@@ -183,17 +212,29 @@ void SpawnRoles(const std::string& role, int count, const std::string& self,
 }  // namespace
 
 int RunLaunch(const std::vector<std::string>& args) {
-  const std::vector<std::string> role_flags = RoleFlags(args);
+  std::vector<std::string> role_flags = RoleFlags(args);
   if (FLAGS_slurm && !FLAGS_hostfile.empty())
     throw MakeError("give --slurm or --hostfile, not both");
-  if (FLAGS_report && FLAGS_model_dir.empty()) {
+  const std::string chosen = ChooseModelDir(&role_flags);
+  const std::string model_dir = chosen.empty() ? FLAGS_model_dir : chosen;
+  if (FLAGS_report && model_dir.empty()) {
     throw MakeError(
         "--report needs --model_dir: the report is drawn from what the job records "
         "there");
   }
-  if (FLAGS_slurm) return LaunchSlurmTask(role_flags);
-  if (!FLAGS_hostfile.empty()) return LaunchOverSsh(role_flags);
-  return LaunchLocally(role_flags);
+  int code = 0;
+  if (FLAGS_slurm) {
+    code = LaunchSlurmTask(role_flags);
+  } else if (!FLAGS_hostfile.empty()) {
+    code = LaunchOverSsh(role_flags, model_dir);
+  } else {
+    code = LaunchLocally(role_flags, model_dir);
+  }
+  if (code == 0 && !chosen.empty() && !FLAGS_check_flags) {
+    std::cout << "keel launch: the model is in " << chosen
+              << (FLAGS_hostfile.empty() ? "" : " on worker 0's host") << std::endl;
+  }
+  return code;
 }
 
 int RunLocalCluster(const LocalCluster& cluster) {

@@ -25,6 +25,12 @@ DEFINE_bool(report, false,
             "<model_dir>/report.html (./report.html for an s3:// --model_dir) and print its path");
 
 namespace keel {
+
+std::vector<FlagGroup> LaunchFlagGroups() {
+  return {{"cluster",
+           {"servers", "workers", "timeout", "hostfile", "ssh_options", "remote_keel", "slurm",
+            "scheduler_port"}}};
+}
 namespace {
 
 // Flags that belong to `keel launch` itself rather than to the roles.

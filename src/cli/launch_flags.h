@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/flag_group.h"
+
 DECLARE_int32(servers);
 DECLARE_int32(workers);
 DECLARE_double(timeout);
@@ -21,6 +23,9 @@ DECLARE_int32(scheduler_port);
 DECLARE_bool(report);
 
 namespace keel {
+
+// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+std::vector<FlagGroup> LaunchFlagGroups();
 
 // The arguments of `keel launch` (after the command) that are for the roles:
 // all but launch's own flags (these, where the cluster is, --check_flags and

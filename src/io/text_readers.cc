@@ -291,7 +291,7 @@ class LibsvmReader : public TextReader {
       if (index < first_index_) {
         problem_ =
             "feature index 0 is below 1, the first index (for 0-based indices, set "
-            "zero_based)";
+            "--libsvm_zero_based)";
         return LineResult::kBad;
       }
       if (options_.feature_dim > 0 && index - first_index_ >= options_.feature_dim) {
