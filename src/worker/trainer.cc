@@ -17,6 +17,7 @@
 #include "worker/metrics_files.h"
 #include "worker/model_dump.h"
 #include "worker/model_selection.h"
+#include "worker/progress_reports.h"
 #include "worker/shard_check.h"
 #include "worker/training_cursor.h"
 #include "worker/training_loss.h"
@@ -76,6 +77,7 @@ void Trainer::Run() {
   // Time already spent by the run this one resumes.
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
   PrepareData();
+  node_->SetProgressReport(ShareReport(hyperparameters_.epochs, share_examples_));
   int epoch = std::max(1, resume.epoch());
   for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
     const EpochResult result = epoch_trainer_.Train(epoch, resume);
@@ -97,11 +99,15 @@ void Trainer::Run() {
              state_.pull_wait_seconds(), &final_metrics);
   if (node_->rank() != 0) return;
   FinishJob(epoch - 1, &final_metrics);
+  node_->ReportProgress(OutcomeReport(hyperparameters_.epochs, epoch - 1, state_.stopped(),
+                                      final_metrics, options_.model_dir));
 }
 
 void Trainer::PrepareData() {
   const double started = MonotonicSeconds();
-  if (!options_.reader.skip_bad_records && !IsPipe(options_.train)) CheckTrainingShard();
+  if (!options_.reader.skip_bad_records && !IsPipe(options_.train)) {
+    share_examples_ = CheckTrainingShard();
+  }
   statistics_ = ComputeDataStatistics(StatisticsSample(), hyperparameters_);
   LOG(INFO) << "worker " << node_->rank() << ": data statistics " << statistics_.Json()
             << " (checks and statistics took " << std::fixed << std::setprecision(2)
@@ -114,7 +120,7 @@ void Trainer::PrepareData() {
   }
 }
 
-void Trainer::CheckTrainingShard() {
+uint64_t Trainer::CheckTrainingShard() {
   const double started = MonotonicSeconds();
   uint64_t rows = 0;
   try {
@@ -126,6 +132,7 @@ void Trainer::CheckTrainingShard() {
   LOG(INFO) << "worker " << node_->rank() << ": the labels of its " << rows
             << " training rows are good (checked in " << std::fixed << std::setprecision(2)
             << MonotonicSeconds() - started << " s)";
+  return rows;
 }
 
 Batch Trainer::StatisticsSample() const {
@@ -177,6 +184,7 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
     std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
   }
   std::cout << std::endl;
+  node_->ReportProgress(EpochReport(hyperparameters_.epochs, epoch, examples, figures, stop));
   if (stop) control_.Add(ControlTable::kStopFeature, 1);
   state_.set_elapsed_seconds(MonotonicSeconds() - started);
 }

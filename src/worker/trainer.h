@@ -51,9 +51,9 @@ class Trainer {
   // minibatches scaled and the loss weighted by them. A resumed job computes
   // the same statistics again.
   void PrepareData();
-  // Reads this worker's shard once (CheckShard); throws its Error, prefixed
-  // "before the first minibatch: ".
-  void CheckTrainingShard();
+  // Reads this worker's shard once (CheckShard) and returns its rows; throws
+  // its Error, prefixed "before the first minibatch: ".
+  uint64_t CheckTrainingShard();
   // The rows the statistics come from (none for a pipe, which is read once).
   Batch StatisticsSample() const;
   // Checkpoints are on (the view says how often workers stop for one).
@@ -120,6 +120,9 @@ class Trainer {
   // The statistics training uses, folded into every model it dumps.
   DataStatistics statistics_;
   std::unique_ptr<DataScaler> scaler_;
+  // The examples of this worker's share of an epoch (0: not counted), for
+  // the job's progress display.
+  uint64_t share_examples_ = 0;
 };
 
 }  // namespace keel
