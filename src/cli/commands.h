@@ -59,6 +59,10 @@ struct LocalCluster {
   std::string faults;                   // fault schedule (cli/fault_schedule.h), or empty
   std::string event_log;                // where fault and process events go, or empty
   uint64_t fault_seed = 1;              // seeds the schedule's random choices
+  // Progress, quiet logs and the closing summary as --progress, --verbose
+  // and --log_dir say (cli/role_output.h); false: every role's line as it
+  // comes.
+  bool show_progress = false;
 };
 
 // Starts the cluster, forwards its logs and waits; returns 0 when every role

@@ -6,10 +6,12 @@
 
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/time.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/fault_flags.h"
@@ -19,6 +21,7 @@
 #include "cli/launch_flags.h"
 #include "cli/launcher.h"
 #include "cli/remote.h"
+#include "cli/role_output.h"
 #include "kv/van.h"
 
 namespace keel {
@@ -88,6 +91,7 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags) {
     size.workers += host.workers;
   }
   CheckLaunchFlags(size);
+  LaunchOutputOptionsFromFlags();  // checks --progress
   if (FLAGS_check_flags && FlagsOk()) return 0;
   launch.role_flags = role_flags;
   launch.ssh_options = SplitWords(FLAGS_ssh_options);
@@ -97,6 +101,7 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags) {
   launch.scheduler_port = FLAGS_scheduler_port;
   launch.timeout_s = FLAGS_timeout;
   launch.secret = JobSecret(role_flags);
+  launch.show_progress = true;
   return RunSshLaunch(launch);
 }
 
@@ -111,7 +116,9 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   cluster.event_log = FLAGS_event_log;
   cluster.fault_seed = FLAGS_fault_seed;
   cluster.role_flags = role_flags;
+  cluster.show_progress = true;
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
+  LaunchOutputOptionsFromFlags();  // checks --progress
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
   ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
@@ -131,6 +138,7 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
                                    "--port_file=" + port_file,
                                    "--num_servers=" + std::to_string(cluster.servers),
                                    "--num_workers=" + std::to_string(cluster.workers)};
+  if (cluster.show_progress) argv.push_back("--progress_records");
   // The job's flags too: logging flags apply, the rest are ignored.
   argv.insert(argv.end(), cluster.role_flags.begin(), cluster.role_flags.end());
   group->Spawn("scheduler", argv);
@@ -175,7 +183,11 @@ int RunLocalCluster(const LocalCluster& cluster) {
   CheckLocalClusterSize(cluster);
   const std::string self = SelfPath();
   const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
+  const double started = MonotonicSeconds();
+  std::optional<LaunchOutput> output;  // outlives the group, which prints through it
+  if (cluster.show_progress) output.emplace(LaunchOutputOptionsFromFlags(), StandardConsole());
   ProcessGroup group;
+  if (output) output->Attach(&group);
   std::unique_ptr<FaultRunner> fault_runner;
   if (!faults.empty() || !cluster.event_log.empty()) {
     fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
@@ -189,6 +201,7 @@ int RunLocalCluster(const LocalCluster& cluster) {
   SpawnRoles("worker", cluster.workers, self, common, faults, &group);
   const int code = group.Wait(cluster.timeout_s);
   if (fault_runner) fault_runner->Finish(code);
+  if (output) output->Finish(code, MonotonicSeconds() - started);
   return code;
 }
 

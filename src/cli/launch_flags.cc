@@ -20,6 +20,13 @@ DEFINE_bool(slurm, false,
 DEFINE_int32(scheduler_port, 0,
              "launch --hostfile/--slurm: the scheduler's port (0: --hostfile any free port, "
              "--slurm one derived from SLURM_JOB_ID)");
+DEFINE_string(progress, "auto",
+              "launch: how the job's progress shows: bar (one line per epoch, rewritten in "
+              "place), lines (a plain line every few seconds and at each epoch's end), none, or "
+              "auto (bar on a terminal, else lines)");
+DEFINE_bool(verbose, false,
+            "launch: show every line of every role (by default: progress, warnings, errors and "
+            "the closing summary; --log_dir keeps every line)");
 
 namespace keel {
 namespace {
@@ -28,9 +35,11 @@ namespace {
 const std::set<std::string> kLaunchFlags = {
     "servers",  "workers",     "timeout",     "scheduler",      "num_servers", "num_workers",
     "bind",     "port",        "port_file",   "advertise",      "rank",        "rank_env",
-    "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags"};
-const std::set<std::string> kBooleanLaunchFlags = {"slurm", "noslurm", "check_flags",
-                                                   "nocheck_flags"};
+    "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags",
+    "progress", "verbose",     "noverbose",   "log_dir",        "progress_records", "noprogress_records"};
+const std::set<std::string> kBooleanLaunchFlags = {
+    "slurm",   "noslurm",          "check_flags",     "nocheck_flags",
+    "verbose", "noverbose",        "progress_records", "noprogress_records"};
 
 }  // namespace
 

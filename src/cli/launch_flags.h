@@ -18,6 +18,8 @@ DECLARE_string(ssh_options);
 DECLARE_string(remote_keel);
 DECLARE_bool(slurm);
 DECLARE_int32(scheduler_port);
+DECLARE_string(progress);
+DECLARE_bool(verbose);
 
 namespace keel {
 

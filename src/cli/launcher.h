@@ -48,6 +48,12 @@ class ProcessGroup {
     line_handler_ = std::move(h);
   }
 
+  // Called with each forwarded line instead of printing it (`name` is
+  // "launch" for the group's own reports), on the thread that forwards
+  // output. Set before Spawn; the handler must outlive the group.
+  using Output = std::function<void(const std::string& name, const std::string& line, bool to_stderr)>;
+  void SetOutput(Output output) { output_ = std::move(output); }
+
   // Forwards output until every child has exited. Returns 0 if all exited
   // with status 0. If one fails (non-zero status or a signal), says which,
   // stops the rest and returns 1. On SIGINT/SIGTERM stops all and returns
@@ -102,6 +108,7 @@ class ProcessGroup {
   std::vector<Child> children_;
   Observer* observer_ = nullptr;
   std::function<void(const std::string&, const std::string&)> line_handler_;
+  Output output_;
 };
 
 // True once SIGINT or SIGTERM arrived (the group installs the handlers).
