@@ -43,7 +43,11 @@ std::string Headline(const JobSummaryInput& input) {
   line += ": " + std::to_string(end.epochs_run) +
           (end.epochs > 0 ? " of " + std::to_string(end.epochs) : "") + " epochs, " +
           FormatCompact(static_cast<double>(end.examples)) + " examples";
-  if (end.seconds > 0) {
+  // While training (what metrics.json says), else over the job's time.
+  auto training_rate = end.metrics.find("train:examples_per_second");
+  if (training_rate != end.metrics.end()) {
+    line += ", " + FormatCompact(training_rate->second) + " examples/s";
+  } else if (end.seconds > 0) {
     line += ", " + FormatCompact(static_cast<double>(end.examples) / end.seconds) + " examples/s";
   }
   if (end.failed_workers > 0) {

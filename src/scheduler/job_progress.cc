@@ -60,6 +60,11 @@ std::string CheckProgressReport(int rank, const proto::WorkerCursor* cursor,
       return "the figures of epoch " + std::to_string(epoch) + " of a job of " +
              std::to_string(report.epochs());
     }
+    const double seconds = report.decided().seconds();
+    if (!(seconds >= 0 && seconds <= kMaxProgressSeconds)) {
+      return "the figures of epoch " + std::to_string(epoch) + " at " + std::to_string(seconds) +
+             " s";
+    }
     if (std::string why = CheckMetrics(report.decided().metrics(), "an epoch's figures");
         !why.empty()) {
       return why;
@@ -97,7 +102,7 @@ std::string JobProgress::OnReport(int node_id, int rank, const proto::WorkerCurs
   if (report.epochs() > 0) epochs_ = report.epochs();
   if (report.share_examples() > 0) worker.share_examples = report.share_examples();
   if (cursor) TakeCursor(&worker, *cursor, now);
-  if (report.has_decided()) TakeDecided(&worker, report.decided(), now);
+  if (report.has_decided()) TakeDecided(&worker, report.decided());
   if (report.has_outcome()) TakeOutcome(report.outcome());
   ++version_;
   changed_.notify_all();
@@ -126,13 +131,12 @@ void JobProgress::TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& 
   worker->loss = cursor.examples() > 0 ? cursor.loss() / static_cast<double>(cursor.examples()) : 0;
 }
 
-void JobProgress::TakeDecided(WorkerProgress* worker, const proto::EpochFigures& figures,
-                              double now) {
+void JobProgress::TakeDecided(WorkerProgress* worker, const proto::EpochFigures& figures) {
   if (!decided_.empty() && figures.epoch() <= decided_.back().epoch) return;  // seen
   DecidedEpoch epoch;
   epoch.epoch = figures.epoch();
   epoch.examples = figures.examples();
-  epoch.seconds = now - first_report_;
+  epoch.seconds = figures.seconds();
   epoch.metrics = MetricsOf(figures.metrics());
   epoch.stop = figures.stop();
   worker->validation = ValidationOf(epoch.metrics);
@@ -159,6 +163,18 @@ uint64_t JobProgress::EpochExpectedLocked() const {
   return sum;
 }
 
+double JobProgress::SecondsPerExampleLocked() const {
+  if (decided_.empty()) return 0;
+  if (decided_.size() == 1) {
+    const DecidedEpoch& only = decided_.front();
+    return only.examples > 0 ? only.seconds / static_cast<double>(only.examples) : 0;
+  }
+  uint64_t examples = 0;
+  for (size_t i = 1; i < decided_.size(); ++i) examples += decided_[i].examples;
+  const double seconds = decided_.back().seconds - decided_.front().seconds;
+  return examples > 0 && seconds > 0 ? seconds / static_cast<double>(examples) : 0;
+}
+
 ProgressSnapshot JobProgress::Snapshot(double now) const {
   std::lock_guard<std::mutex> lock(mutex_);
   ProgressSnapshot snapshot;
@@ -175,6 +191,8 @@ ProgressSnapshot JobProgress::Snapshot(double now) const {
   }
   if (snapshot.epoch_done > 0)
     snapshot.training_loss = loss_sum / static_cast<double>(snapshot.epoch_done);
+  // Reports of the next epoch may not have come yet.
+  if (!decided_.empty()) snapshot.epoch = std::max(snapshot.epoch, decided_.back().epoch);
   snapshot.epoch_expected = EpochExpectedLocked();
   snapshot.examples_per_second = rate_.rate();
   snapshot.examples_read = examples_read_;
@@ -187,11 +205,8 @@ ProgressSnapshot JobProgress::Snapshot(double now) const {
   counts.epoch_done = snapshot.epoch_done;
   counts.epoch_expected = snapshot.epoch_expected;
   counts.rate = snapshot.examples_per_second;
+  counts.seconds_per_example = SecondsPerExampleLocked();
   if (!decided_.empty()) {
-    uint64_t examples = 0;
-    for (const DecidedEpoch& epoch : decided_) examples += epoch.examples;
-    if (examples > 0)
-      counts.seconds_per_example = decided_.back().seconds / static_cast<double>(examples);
     counts.stopping = decided_.back().stop;
     // Between a decided epoch and the next one's first report the epoch is done.
     if (decided_.back().epoch >= snapshot.epoch) counts.epoch_done = counts.epoch_expected;

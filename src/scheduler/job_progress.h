@@ -33,12 +33,14 @@ constexpr int kMaxProgressEpochs = 1000000;
 constexpr int kMaxProgressMetrics = 256;
 constexpr size_t kMaxProgressNameBytes = 200;
 constexpr size_t kMaxProgressPathBytes = 4096;
+constexpr double kMaxProgressSeconds = 1e10;
 
 // Why `report` (and `cursor`, when given) from the worker of `rank` is
 // refused ("" if it is taken): epochs out of [0, kMaxProgressEpochs], an
 // epoch's figures or the outcome from another worker than rank 0, a decided
-// epoch out of [1, epochs], more than kMaxProgressMetrics metrics, a name or
-// the model's folder too long, a cursor's epoch out of bounds.
+// epoch out of [1, epochs] or its seconds not in [0, kMaxProgressSeconds],
+// more than kMaxProgressMetrics metrics, a name or the model's folder too
+// long, a cursor's epoch out of bounds.
 std::string CheckProgressReport(int rank, const proto::WorkerCursor* cursor,
                                 const proto::ProgressReport& report);
 
@@ -60,7 +62,7 @@ struct WorkerProgress {
 struct DecidedEpoch {
   int epoch = 0;
   uint64_t examples = 0;  // every worker's
-  double seconds = 0;     // since the job's first report
+  double seconds = 0;     // into the job when it was decided (the leading worker's clock)
   MetricSet metrics;      // validation:*, train:objective_loss, ...
   bool stop = false;      // early stopping: the job's last epoch
 };
@@ -81,7 +83,7 @@ struct ProgressSnapshot {
   uint64_t epoch_done = 0;              // examples of `epoch` read by every worker so far
   uint64_t epoch_expected = 0;          // examples in an epoch; 0: not known yet
   double examples_per_second = 0;       // the job's, smoothed
-  uint64_t examples_read = 0;           // since the first report, every epoch
+  uint64_t examples_read = 0;           // in the workers' reports, every epoch
   double training_loss = 0;             // mean over `epoch_done` (model 0)
   ProgressFigures figures;              // the epoch's share done, the time left
   double seconds = 0;                   // since the first report
@@ -108,11 +110,15 @@ class JobProgress {
 
  private:
   void TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& cursor, double now);
-  void TakeDecided(WorkerProgress* worker, const proto::EpochFigures& figures, double now);
+  void TakeDecided(WorkerProgress* worker, const proto::EpochFigures& figures);
   void TakeOutcome(const proto::JobOutcome& outcome);
   // Examples in an epoch: the last decided epoch's, else the sum of every
   // rank's share when all are known, else 0.
   uint64_t EpochExpectedLocked() const;
+  // The wall time per example of the decided epochs (0: none decided): from
+  // the first decided epoch to the last when there are two or more, else the
+  // first's own (which counts the job's start).
+  double SecondsPerExampleLocked() const;
 
   const int num_workers_;
   mutable std::mutex mutex_;

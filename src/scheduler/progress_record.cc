@@ -207,6 +207,12 @@ ProgressRecord EndRecordOf(const ProgressSnapshot& snapshot, int failed_workers,
   record.failed_workers = failed_workers;
   record.checkpoint_uri = checkpoint_uri;
   record.epochs_run = static_cast<int>(snapshot.decided.size());
+  if (!snapshot.decided.empty()) {
+    // The decided epochs' counts are exact; reports may not have caught the last minibatches.
+    record.examples = 0;
+    for (const DecidedEpoch& epoch : snapshot.decided) record.examples += epoch.examples;
+    record.seconds = snapshot.decided.back().seconds;
+  }
   if (snapshot.end) {
     record.reported = true;
     record.epochs_run = snapshot.end->epochs_run;

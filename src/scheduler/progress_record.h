@@ -32,15 +32,17 @@ struct ProgressRecord {
   int epoch = 0;   // progress: the current epoch; epoch: the decided one
   int epochs = 0;  // the job's
   // progress: examples of the epoch read so far; epoch: the epoch's; end:
-  // every epoch's.
+  // every decided epoch's.
   uint64_t examples = 0;
   uint64_t expected = 0;  // progress: examples in an epoch (0: not known)
   double rate = 0;        // progress: examples per second, smoothed
   double fraction = -1;   // progress: of the epoch
   double eta = -1;        // progress: seconds left
   double loss = 0;        // progress: mean training loss of the epoch so far
-  double seconds = 0;     // since the first report
-  bool stop = false;      // epoch: early stopping ends the job here; end: it did
+  // progress: since the first report; epoch: into the job at its decision;
+  // end: into the job at the last decision (else since the first report).
+  double seconds = 0;
+  bool stop = false;  // epoch: early stopping ends the job here; end: it did
   // end: the epochs run, whether the leading worker reported the end, and
   // how many workers failed.
   int epochs_run = 0;

@@ -20,7 +20,7 @@ proto::ProgressReport ShareReport(int epochs, uint64_t share_examples) {
   return report;
 }
 
-proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples,
+proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples, double seconds,
                                   const MetricSet& figures, bool stop) {
   proto::ProgressReport report;
   report.set_epochs(epochs);
@@ -28,6 +28,7 @@ proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples,
   decided->set_epoch(epoch);
   decided->set_examples(examples);
   decided->set_stop(stop);
+  decided->set_seconds(seconds);
   CopySelected(figures, decided->mutable_metrics());
   return report;
 }

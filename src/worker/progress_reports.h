@@ -17,11 +17,11 @@ namespace keel {
 // its share of an epoch (0: not known, as for a pipe).
 proto::ProgressReport ShareReport(int epochs, uint64_t share_examples);
 
-// The leading worker, once `epoch` is decided: `examples` read by every
-// worker, the epoch's `figures` (the selected model's; each model's own,
-// model_<k>:*, stay in history.jsonl), and whether early stopping ends the
-// job here.
-proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples,
+// The leading worker, once `epoch` is decided, `seconds` into the job:
+// `examples` read by every worker, the epoch's `figures` (the selected
+// model's; each model's own, model_<k>:*, stay in history.jsonl), and whether
+// early stopping ends the job here.
+proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples, double seconds,
                                   const MetricSet& figures, bool stop);
 
 // The leading worker, at the end: the epochs run, whether early stopping

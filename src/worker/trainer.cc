@@ -184,7 +184,8 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
     std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
   }
   std::cout << std::endl;
-  node_->ReportProgress(EpochReport(hyperparameters_.epochs, epoch, examples, figures, stop));
+  node_->ReportProgress(EpochReport(hyperparameters_.epochs, epoch, examples,
+                                    MonotonicSeconds() - started, figures, stop));
   if (stop) control_.Add(ControlTable::kStopFeature, 1);
   state_.set_elapsed_seconds(MonotonicSeconds() - started);
 }
