@@ -205,6 +205,16 @@ TEST(JobProgress, AWorkersRateComesFromItsReportsWithinAnEpoch) {
   EXPECT_EQ(progress.Snapshot(3.0).examples_read, 700u);
 }
 
+TEST(JobProgress, AWorkersFirstReportDoesNotCountTowardsTheRate) {
+  JobProgress progress(1);
+  const proto::WorkerCursor first = Cursor(1, 5000), later = Cursor(1, 5200),
+                            last = Cursor(1, 5400);
+  progress.OnReport(11, 0, &first, Share(2, 0), 10.0);  // read over an unknown time
+  progress.OnReport(11, 0, &later, Share(2, 0), 11.0);
+  progress.OnReport(11, 0, &last, Share(2, 0), 12.0);
+  EXPECT_DOUBLE_EQ(progress.Snapshot(12.0).examples_per_second, 200);
+}
+
 TEST(JobProgress, TheOutcomeIsKept) {
   JobProgress progress(1);
   proto::ProgressReport report = Share(5, 0);
@@ -415,6 +425,13 @@ TEST(ProgressDisplay, ABarWithoutAnEpochSizeShowsTheExamplesAndNoTimeLeft) {
   EXPECT_EQ(console.out, "\repoch 1/5  40.0k ex  8.00k ex/s  ETA ?\033[K");
 }
 
+TEST(ProgressDisplay, ARateNotYetMeasuredIsShownAsUnknown) {
+  FakeConsole console;
+  ProgressDisplay display(ProgressMode::kLines, console.Write());
+  display.OnRecord(Progress(1, 5, 400, 1000, 0, -1), 0);
+  EXPECT_TRUE(Contains(console.out, "? examples/s, ETA ?")) << console.out;
+}
+
 TEST(ProgressDisplay, AnotherLineGoesAboveTheBarWhichIsDrawnAgain) {
   FakeConsole console;
   ProgressDisplay display(ProgressMode::kBar, console.Write());
@@ -578,7 +595,8 @@ TEST(JobSummary, NamesTheTimeTheMetricsAndWhereEverythingWent) {
                        "job done in 1:23 (exit status 0): 15 of 15 epochs, 1.20M "
                        "examples, 20.0k examples/s\n"))
       << summary;
-  EXPECT_TRUE(Contains(summary, "validation   (epoch 12, the best) roc_auc_score 0.7712\n"))
+  EXPECT_TRUE(
+      Contains(summary, "validation   (epoch 12, kept for its lowest loss) roc_auc_score 0.7712\n"))
       << summary;
   EXPECT_TRUE(Contains(summary, "test         roc_auc_score 0.7650\n")) << summary;
   EXPECT_TRUE(Contains(summary, "model        /home/me/model\n")) << summary;
@@ -599,6 +617,15 @@ TEST(JobSummary, TheRateIsTheTrainingRateWhenTheJobReportedIt) {
   EXPECT_TRUE(Contains(FormatJobSummary(input), "1.00k examples, 100 examples/s"));
   input.end->metrics["train:examples_per_second"] = 4000;
   EXPECT_TRUE(Contains(FormatJobSummary(input), "1.00k examples, 4.00k examples/s"));
+}
+
+TEST(JobSummary, AJobWithoutEpochsSaysOnlyHowItEnded) {
+  JobSummaryInput input;
+  input.wall_seconds = 3;
+  ProgressRecord end;
+  end.type = ProgressRecord::Type::kEnd;
+  input.end = end;
+  EXPECT_TRUE(Contains(FormatJobSummary(input), "job done in 0:03 (exit status 0)\n"));
 }
 
 TEST(JobSummary, AnEarlyStopIsSaid) {

@@ -115,7 +115,7 @@ TEST_F(S3JobTest, JobCheckpointsToS3AndResumesFromThereToTheSameWeights) {
         // carry the best epoch's.
         "--keep_best_epoch=false", "--staleness=0", "--train=" + root_ + "/data/train/",
         "--validation=" + root_ + "/data/validation/", "--model_dir=" + root_ + "/" + model,
-        "--minloglevel=1"};
+        "--minloglevel=1", "--verbose"};
     argv.insert(argv.end(), more.begin(), more.end());
     return keel::testing::Run(argv, 180);
   };

@@ -38,7 +38,8 @@ std::string ChannelMetrics(const MetricSet& metrics, const std::string& channel)
 std::string Headline(const JobSummaryInput& input) {
   std::string line = Ending(input.exit_code) + " in " + FormatDuration(input.wall_seconds) +
                      " (exit status " + std::to_string(input.exit_code) + ")";
-  if (!input.end) return line + "\n";
+  // A job without epochs (kv_bench) reports none.
+  if (!input.end || (input.end->epochs == 0 && !input.end->reported)) return line + "\n";
   const ProgressRecord& end = *input.end;
   line += ": " + std::to_string(end.epochs_run) +
           (end.epochs > 0 ? " of " + std::to_string(end.epochs) : "") + " epochs, " +
@@ -97,10 +98,10 @@ std::string FormatJobSummary(const JobSummaryInput& input) {
     auto best = end.metrics.find("train:best_epoch");
     const std::string validation = ChannelMetrics(end.metrics, "validation");
     if (!validation.empty()) {
-      const std::string which =
-          best == end.metrics.end()
-              ? ""
-              : "(epoch " + std::to_string(static_cast<int>(best->second)) + ", the best) ";
+      const std::string which = best == end.metrics.end()
+                                    ? ""
+                                    : "(epoch " + std::to_string(static_cast<int>(best->second)) +
+                                          ", kept for its lowest loss) ";
       text += Entry("validation", which + validation);
     }
     const std::string test = ChannelMetrics(end.metrics, "test");

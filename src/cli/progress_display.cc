@@ -30,6 +30,9 @@ std::string Fixed(double value, int digits) {
   return buffer;
 }
 
+// A rate, "?" until one is measured.
+std::string RateText(double rate) { return rate > 0 ? FormatCompact(rate) : "?"; }
+
 // "validation roc_auc_score 0.7712", or "" when `metrics` has no headline.
 std::string HeadlineText(const MetricSet& metrics) {
   std::string name;
@@ -105,7 +108,7 @@ std::string BarText(const ProgressRecord& progress,
   const bool sized = progress.fraction >= 0;
   return Join({EpochOf(progress.epoch, progress.epochs),
                sized ? Percent(progress.fraction) : FormatCompact(progress.examples) + " ex",
-               FormatCompact(progress.rate) + " ex/s", "ETA " + FormatDuration(progress.eta),
+               RateText(progress.rate) + " ex/s", "ETA " + FormatDuration(progress.eta),
                last_epoch ? HeadlineText(last_epoch->metrics) : ""});
 }
 
@@ -123,7 +126,7 @@ std::string ProgressLineText(const ProgressRecord& progress) {
                                       std::to_string(progress.expected) + " examples)"
                                 : std::to_string(progress.examples) + " examples";
   return Join({EpochOf(progress.epoch, progress.epochs) + ": " + share,
-               FormatCompact(progress.rate) + " examples/s", "ETA " + FormatDuration(progress.eta),
+               RateText(progress.rate) + " examples/s", "ETA " + FormatDuration(progress.eta),
                "training loss " + Fixed(progress.loss, 4)},
               ", ");
 }

@@ -122,9 +122,11 @@ void JobProgress::TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& 
   if (same_epoch && last != report_times_.end() && now > last->second) {
     worker->examples_per_second = static_cast<double>(read) / (now - last->second);
   }
+  // A worker's first report says nothing of how fast it read what it reports.
+  const bool timed = last != report_times_.end();
   report_times_[worker->rank] = now;
   examples_read_ += read;
-  rate_.Add(read, now);
+  rate_.Add(timed ? read : 0, now);
   worker->epoch = cursor.epoch();
   worker->examples = cursor.examples();
   worker->epoch_done = cursor.epoch_done();
