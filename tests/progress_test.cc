@@ -26,20 +26,33 @@ using testing::Contains;
 
 TEST(RateMeter, FirstWindowSetsTheRate) {
   RateMeter meter(/*window_s=*/1.0, /*time_constant_s=*/5.0);
-  meter.Add(0, 10.0);
-  meter.Add(500, 10.5);
+  meter.Add(500, 10.0, 10.5);
   EXPECT_EQ(meter.rate(), 0);  // the window is not closed yet
-  meter.Add(500, 11.0);
+  meter.Add(500, 10.5, 11.0);
+  EXPECT_DOUBLE_EQ(meter.rate(), 1000);
+}
+
+TEST(RateMeter, AWindowOpensWhereItsFirstExamplesBegan) {
+  RateMeter meter(1.0, 5.0);
+  meter.Add(2000, 0.0, 2.0);
   EXPECT_DOUBLE_EQ(meter.rate(), 1000);
 }
 
 TEST(RateMeter, LaterWindowsMoveTheRateByTheirWeight) {
   RateMeter meter(1.0, 5.0);
-  meter.Add(0, 0.0);
-  meter.Add(1000, 1.0);  // 1000/s
-  meter.Add(3000, 2.0);  // a window of 3000/s moves it by 1 - e^(-1/5)
+  meter.Add(1000, 0.0, 1.0);  // 1000/s
+  meter.Add(3000, 1.0, 2.0);  // a window of 3000/s moves it by 1 - e^(-1/5)
   const double weight = 1 - std::exp(-1.0 / 5.0);
   EXPECT_NEAR(meter.rate(), 1000 + weight * 2000, 1e-9);
+}
+
+TEST(RateMeter, APausedWindowIsNotCounted) {
+  RateMeter meter(1.0, 5.0);
+  meter.Add(1000, 0.0, 1.0);  // 1000/s
+  meter.Add(100, 1.0, 1.5);
+  meter.Pause();  // 100 examples in half a window: dropped, and the time until 10 s
+  meter.Add(1000, 10.0, 11.0);
+  EXPECT_DOUBLE_EQ(meter.rate(), 1000);
 }
 
 TEST(EstimateProgress, UnknownWithoutAnEpochSize) {
@@ -213,6 +226,21 @@ TEST(JobProgress, AWorkersFirstReportDoesNotCountTowardsTheRate) {
   progress.OnReport(11, 0, &later, Share(2, 0), 11.0);
   progress.OnReport(11, 0, &last, Share(2, 0), 12.0);
   EXPECT_DOUBLE_EQ(progress.Snapshot(12.0).examples_per_second, 200);
+}
+
+TEST(JobProgress, TheRateLeavesOutThePauseBetweenEpochs) {
+  JobProgress progress(1);
+  const proto::WorkerCursor a = Cursor(1, 0), b = Cursor(1, 1000), c = Cursor(1, 2000);
+  progress.OnReport(11, 0, &a, Share(2, 2000), 0.0);
+  progress.OnReport(11, 0, &b, Share(2, 2000), 1.0);  // 1000/s
+  progress.OnReport(11, 0, &c, Share(2, 2000), 2.0);
+  progress.OnReport(11, 0, &c, Share(2, 2000), 3.0);  // idle: validation
+  progress.OnReport(11, 0, &c, Share(2, 2000), 9.0);
+  const proto::WorkerCursor d = Cursor(2, 500), e = Cursor(2, 1500), f = Cursor(2, 2000);
+  progress.OnReport(11, 0, &d, Share(2, 2000), 10.0);  // the epoch's first: a baseline
+  progress.OnReport(11, 0, &e, Share(2, 2000), 11.0);
+  progress.OnReport(11, 0, &f, Share(2, 2000), 11.5);
+  EXPECT_NEAR(progress.Snapshot(11.5).examples_per_second, 1000, 1e-9);
 }
 
 TEST(JobProgress, TheOutcomeIsKept) {
@@ -606,7 +634,7 @@ TEST(JobSummary, NamesTheTimeTheMetricsAndWhereEverythingWent) {
   EXPECT_TRUE(Contains(summary, "logs         /tmp/logs (a file per role)\n")) << summary;
 }
 
-TEST(JobSummary, TheRateIsTheTrainingRateWhenTheJobReportedIt) {
+TEST(JobSummary, TheRateIsOverTheJobsTimeAndWhileTrainingWhenReported) {
   JobSummaryInput input;
   ProgressRecord end;
   end.type = ProgressRecord::Type::kEnd;
@@ -616,7 +644,8 @@ TEST(JobSummary, TheRateIsTheTrainingRateWhenTheJobReportedIt) {
   input.end = end;
   EXPECT_TRUE(Contains(FormatJobSummary(input), "1.00k examples, 100 examples/s"));
   input.end->metrics["train:examples_per_second"] = 4000;
-  EXPECT_TRUE(Contains(FormatJobSummary(input), "1.00k examples, 4.00k examples/s"));
+  EXPECT_TRUE(Contains(FormatJobSummary(input),
+                       "1.00k examples, 100 examples/s (4.00k/s while training)\n"));
 }
 
 TEST(JobSummary, AJobWithoutEpochsSaysOnlyHowItEnded) {

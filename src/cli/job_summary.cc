@@ -44,12 +44,14 @@ std::string Headline(const JobSummaryInput& input) {
   line += ": " + std::to_string(end.epochs_run) +
           (end.epochs > 0 ? " of " + std::to_string(end.epochs) : "") + " epochs, " +
           FormatCompact(static_cast<double>(end.examples)) + " examples";
-  // While training (what metrics.json says), else over the job's time.
+  // Over the job's time to its last epoch, and in the minibatch passes alone
+  // (metrics.json's train:examples_per_second).
+  if (end.seconds > 0) {
+    line += ", " + FormatCompact(static_cast<double>(end.examples) / end.seconds) + " examples/s";
+  }
   auto training_rate = end.metrics.find("train:examples_per_second");
   if (training_rate != end.metrics.end()) {
-    line += ", " + FormatCompact(training_rate->second) + " examples/s";
-  } else if (end.seconds > 0) {
-    line += ", " + FormatCompact(static_cast<double>(end.examples) / end.seconds) + " examples/s";
+    line += " (" + FormatCompact(training_rate->second) + "/s while training)";
   }
   if (end.failed_workers > 0) {
     line += "; " + std::to_string(end.failed_workers) + " worker(s) failed (see the errors above)";

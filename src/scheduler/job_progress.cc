@@ -113,24 +113,38 @@ void JobProgress::TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& 
                              double now) {
   // What it read since its last report: in the same epoch the difference,
   // in a new one all of it (a replacement starting over counts nothing).
-  const bool same_epoch = cursor.epoch() == worker->epoch;
-  uint64_t read = cursor.examples();
-  if (same_epoch)
-    read = cursor.examples() >= worker->examples ? cursor.examples() - worker->examples : 0;
-  if (cursor.epoch() < worker->epoch) read = 0;
   auto last = report_times_.find(worker->rank);
-  if (same_epoch && last != report_times_.end() && now > last->second) {
+  const bool same_epoch = last != report_times_.end() && cursor.epoch() == worker->epoch;
+  uint64_t read = cursor.epoch() > worker->epoch ? cursor.examples() : 0;
+  if (same_epoch && cursor.examples() > worker->examples) {
+    read = cursor.examples() - worker->examples;
+  }
+  // Only a report of the same epoch says how fast the worker read (a first
+  // report, or the first of an epoch, covers a time not known here).
+  worker->reading = same_epoch && read > 0;
+  if (same_epoch && now > last->second) {
     worker->examples_per_second = static_cast<double>(read) / (now - last->second);
   }
-  // A worker's first report says nothing of how fast it read what it reports.
-  const bool timed = last != report_times_.end();
+  const double since = same_epoch ? last->second : now;
   report_times_[worker->rank] = now;
   examples_read_ += read;
-  rate_.Add(timed ? read : 0, now);
   worker->epoch = cursor.epoch();
   worker->examples = cursor.examples();
   worker->epoch_done = cursor.epoch_done();
   worker->loss = cursor.examples() > 0 ? cursor.loss() / static_cast<double>(cursor.examples()) : 0;
+  MeterRate(worker->reading ? read : 0, since, now);
+}
+
+void JobProgress::MeterRate(uint64_t read, double since, double now) {
+  // The rate is the job's while it reads: the pauses between epochs
+  // (validation, barriers) and while every worker waits are left out.
+  for (const auto& [rank, worker] : workers_) {
+    if (worker.reading) {
+      rate_.Add(read, since, now);
+      return;
+    }
+  }
+  rate_.Pause();
 }
 
 void JobProgress::TakeDecided(WorkerProgress* worker, const proto::EpochFigures& figures) {

@@ -51,6 +51,7 @@ struct WorkerProgress {
   int epoch = 0;                   // 1-based; 0: no report yet
   uint64_t examples = 0;           // of `epoch`, read so far
   bool epoch_done = false;         // its share of `epoch` is read
+  bool reading = false;            // it read examples since its previous report
   double examples_per_second = 0;  // between its last two reports of one epoch
   double loss = 0;                 // mean training loss of `examples` (model 0)
   uint64_t share_examples = 0;     // examples in its share; 0: not known
@@ -82,7 +83,7 @@ struct ProgressSnapshot {
   int epoch = 0;                        // the epoch workers are in (the highest reported)
   uint64_t epoch_done = 0;              // examples of `epoch` read by every worker so far
   uint64_t epoch_expected = 0;          // examples in an epoch; 0: not known yet
-  double examples_per_second = 0;       // the job's, smoothed
+  double examples_per_second = 0;       // the job's while it reads, smoothed (RateMeter)
   uint64_t examples_read = 0;           // in the workers' reports, every epoch
   double training_loss = 0;             // mean over `epoch_done` (model 0)
   ProgressFigures figures;              // the epoch's share done, the time left
@@ -110,6 +111,9 @@ class JobProgress {
 
  private:
   void TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& cursor, double now);
+  // Adds `read` examples, read from `since` to `now`, to the job's rate, or
+  // pauses it while no worker reads.
+  void MeterRate(uint64_t read, double since, double now);
   void TakeDecided(WorkerProgress* worker, const proto::EpochFigures& figures);
   void TakeOutcome(const proto::JobOutcome& outcome);
   // Examples in an epoch: the last decided epoch's, else the sum of every

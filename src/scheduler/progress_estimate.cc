@@ -8,8 +8,8 @@ namespace keel {
 RateMeter::RateMeter(double window_s, double time_constant_s)
     : window_s_(window_s), time_constant_s_(time_constant_s) {}
 
-void RateMeter::Add(uint64_t examples, double now) {
-  if (window_begin_ < 0) window_begin_ = now;
+void RateMeter::Add(uint64_t examples, double since, double now) {
+  if (window_begin_ < 0) window_begin_ = std::min(since, now);
   window_examples_ += examples;
   const double length = now - window_begin_;
   if (length < window_s_) return;
@@ -18,6 +18,11 @@ void RateMeter::Add(uint64_t examples, double now) {
   rate_ += weight * (sample - rate_);
   measured_ = true;
   window_begin_ = now;
+  window_examples_ = 0;
+}
+
+void RateMeter::Pause() {
+  window_begin_ = -1;
   window_examples_ = 0;
 }
 

@@ -14,8 +14,13 @@ class RateMeter {
  public:
   explicit RateMeter(double window_s = 1.0, double time_constant_s = 5.0);
 
-  // `examples` more were read by `now` (seconds on any monotonic clock).
-  void Add(uint64_t examples, double now);
+  // `examples` more were read from `since` to `now` (seconds on any monotonic
+  // clock). A window opens at the `since` of the first call (and of the first
+  // after Pause) and closes at the first `now` at least window_s later.
+  void Add(uint64_t examples, double since, double now);
+  // Drops the window being gathered (the time until the next Add is not
+  // counted); the rate stays as it was.
+  void Pause();
   // The smoothed rate; 0 until the first window closed.
   double rate() const { return rate_; }
 
