@@ -423,6 +423,7 @@ TEST(ProgressText, DurationsAndCompactNumbers) {
   EXPECT_EQ(FormatDuration(725), "12:05");
   EXPECT_EQ(FormatDuration(3723), "1:02:03");
   EXPECT_EQ(FormatDuration(-1), "?");
+  EXPECT_EQ(FormatDuration(1e300), "?");
   EXPECT_EQ(FormatCompact(950), "950");
   EXPECT_EQ(FormatCompact(812000), "812k");
   EXPECT_EQ(FormatCompact(81200), "81.2k");
@@ -444,6 +445,15 @@ TEST(ProgressDisplay, ABarIsRewrittenInPlaceAndEndsWithItsEpoch) {
   EXPECT_TRUE(Contains(console.out,
                        "\repoch 3/15  100%  85.0k ex  0:11  validation roc_auc_score 0.7800  "
                        "loss 0.5200\033[K\n"));
+}
+
+TEST(ProgressDisplay, AShareBeyondTheEpochShowsAsAllOfIt) {
+  FakeConsole console;
+  ProgressDisplay display(ProgressMode::kBar, console.Write());
+  ProgressRecord record = Progress(1, 5, 10, 100, 5, 90);
+  record.fraction = 1e300;  // a record this launcher did not write
+  display.OnRecord(record, 0);
+  EXPECT_TRUE(Contains(console.out, "epoch 1/5  100%")) << console.out;
 }
 
 TEST(ProgressDisplay, ABarWithoutAnEpochSizeShowsTheExamplesAndNoTimeLeft) {

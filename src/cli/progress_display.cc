@@ -1,5 +1,6 @@
 #include "cli/progress_display.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -15,13 +16,17 @@ constexpr const char* kHeadlineMetrics[] = {"validation:roc_auc_score",
                                             "validation:absolute_loss",
                                             "validation:objective_loss"};
 
+// Longer than this (about 31 years) a time left says nothing.
+constexpr double kLongestDuration = 1e9;
+
 // "epoch 3/15", or "epoch 3" while the job's epochs are not known.
 std::string EpochOf(int epoch, int epochs) {
   return "epoch " + std::to_string(epoch) + (epochs > 0 ? "/" + std::to_string(epochs) : "");
 }
 
 std::string Percent(double fraction) {
-  return std::to_string(static_cast<int>(std::floor(fraction * 100))) + "%";
+  const double clamped = std::isfinite(fraction) ? std::clamp(fraction, 0.0, 1.0) : 0.0;
+  return std::to_string(static_cast<int>(std::floor(clamped * 100))) + "%";
 }
 
 std::string Fixed(double value, int digits) {
@@ -68,7 +73,7 @@ ProgressMode ProgressModeFromFlag(const std::string& value, bool terminal) {
 }
 
 std::string FormatDuration(double seconds) {
-  if (seconds < 0 || !std::isfinite(seconds)) return "?";
+  if (!(seconds >= 0 && seconds < kLongestDuration)) return "?";
   const long total = std::lround(seconds);
   const long hours = total / 3600, minutes = total / 60 % 60, rest = total % 60;
   char buffer[64];

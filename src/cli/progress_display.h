@@ -63,7 +63,7 @@ class ProgressDisplay {
   std::optional<ProgressRecord> last_epoch_, end_;
 };
 
-// 0:21, 12:05, 1:02:03; "?" for a negative (unknown) time.
+// 0:21, 12:05, 1:02:03; "?" for a negative (unknown) time or one beyond 10^9 s.
 std::string FormatDuration(double seconds);
 // 950, 81.2k, 812k, 1.2M: a rate or a count, three digits at most.
 std::string FormatCompact(double value);

@@ -298,7 +298,10 @@ int RunSshLaunch(const SshLaunch& launch) {
   ProcessGroup group;
   if (output) output->Attach(&group);
   const int port = StartSshScheduler(launch, *scheduler_host, servers, workers, &group);
-  if (port == 0) return 130;
+  if (port == 0) {
+    if (output) output->Finish(130, MonotonicSeconds() - started);
+    return 130;
+  }
   const std::string scheduler = scheduler_host->address + ":" + std::to_string(port);
   LOG(INFO) << "scheduler on " << scheduler_host->host << " at " << scheduler;
   SpawnSshRoles(launch, scheduler, &group);
