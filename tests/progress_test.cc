@@ -560,6 +560,13 @@ TEST(RoleOutput, ByDefaultInfoAndPlainOutputAreHiddenAndErrorsShown) {
             "[launch] worker 1 exited with status 1; stopping the others\n");
 }
 
+TEST(RoleOutput, TheFaultSchedulesEventsAreShown) {
+  FakeConsole console;
+  LaunchOutput output(LaunchOutputOptions{}, console.Write());
+  output.Line("faults", "{\"t\": 1.000, \"event\": \"kill\"}", false, 0);
+  EXPECT_EQ(console.out, "[faults] {\"t\": 1.000, \"event\": \"kill\"}\n");
+}
+
 TEST(RoleOutput, VerboseShowsEveryLine) {
   FakeConsole console;
   LaunchOutputOptions options;

@@ -92,9 +92,7 @@ void FaultRunner::Log(const std::string& event, const std::string& name,
   if (!fields.empty()) line += ", " + fields;
   line += "}";
   if (log_.is_open()) log_ << line << std::endl;
-  const std::string echo = "[faults] " + line + "\n";
-  fwrite(echo.data(), 1, echo.size(), stdout);
-  fflush(stdout);
+  group_->Emit("faults", line, /*to_stderr=*/false);
 }
 
 void FaultRunner::Started(const std::string& name, pid_t pid) {

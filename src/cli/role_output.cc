@@ -114,7 +114,7 @@ void LaunchOutput::Line(const std::string& name, const std::string& line, bool t
 }
 
 bool LaunchOutput::Shown(const std::string& name, const std::string& line, bool to_stderr) const {
-  if (options_.verbose || name == "launch") return true;
+  if (options_.verbose || name == "launch" || name == "faults") return true;
   switch (KindOfLine(line)) {
     case LineKind::kInfo:
       return false;

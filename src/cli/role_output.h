@@ -5,7 +5,8 @@
 // --log_dir, when given. The terminal shows, by default, the progress, the
 // roles' warnings and errors (glog's W, E and F lines, and any other line on
 // a role's standard error: a failure report, a crash), the launcher's own
-// lines and, at the end, the summary (cli/job_summary.h); glog's INFO lines
+// lines ("launch": its reports; "faults": the fault schedule's events) and,
+// at the end, the summary (cli/job_summary.h); glog's INFO lines
 // and the roles' other output only with --verbose (or --progress=none, which
 // shows the roles' plain output as it comes).
 //
