@@ -75,6 +75,21 @@ TEST_F(ProgressLaunch, LinesShowEachEpochOnceInOrderThenASummaryNamingTheModel) 
   EXPECT_FALSE(Contains(exit.output, "keel-progress {")) << exit.output;  // rendered, not shown
 }
 
+TEST_F(ProgressLaunch, AnEarlyStopEndsTheEpochsBeforeTheLastAndTheSummarySaysSo) {
+  Generate(2000);
+  // No later epoch can gain 99% on the first's loss: epoch 2 brings none, and
+  // with a patience of 1 the job stops there, 2 epochs of 3.
+  const auto exit = testing::Run(Launch({"--progress=lines", "--early_stopping_patience=1",
+                                         "--early_stopping_tolerance=0.99"}),
+                                 120);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  EXPECT_EQ(FinishedEpochs(exit.output), (std::vector<int>{1, 2})) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "no gain: stopping early")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "(exit status 0): 2 of 3 epochs")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "early, after epoch 2 of 3: no gain on validation"))
+      << exit.output;
+}
+
 TEST_F(ProgressLaunch, UnderATerminalTheBarIsRewrittenInPlace) {
   const std::string script = testing::SystemTool("script");
   if (script.empty()) GTEST_SKIP() << "script (util-linux) is not installed";
