@@ -29,6 +29,13 @@ int TerminalWidth() {
   return 80;
 }
 
+// Whether the role `name` is the scheduler ("scheduler"; over ssh "HOST scheduler").
+bool IsScheduler(const std::string& name) {
+  const std::string role = "scheduler";
+  return name.size() >= role.size() &&
+         name.compare(name.size() - role.size(), role.size(), role) == 0;
+}
+
 std::string WorkingFolder() {
   char folder[4096];
   return getcwd(folder, sizeof(folder)) ? folder : "";
@@ -102,8 +109,7 @@ void LaunchOutput::Line(const std::string& name, const std::string& line, bool t
   if (!options_.log_dir.empty()) LogFile(name) << line << std::endl;
   ProgressRecord record;
   try {
-    if (name.size() >= 9 && name.compare(name.size() - 9, 9, "scheduler") == 0 &&
-        ParseProgressRecord(line, &record)) {
+    if (IsScheduler(name) && ParseProgressRecord(line, &record)) {
       display_.OnRecord(record, now);
       return;
     }
@@ -131,7 +137,7 @@ std::ofstream& LaunchOutput::LogFile(const std::string& name) {
   std::unique_ptr<std::ofstream>& file = files_[name];
   if (!file) {
     const std::string path = options_.log_dir + "/" + LogFileName(name);
-    file = std::make_unique<std::ofstream>(path, std::ios::app);
+    file = std::make_unique<std::ofstream>(path);  // this launch's, from its start
     if (!*file) {
       display_.PrintLine("[launch] cannot write " + path + ": " + strerror(errno), true);
     }

@@ -43,6 +43,8 @@ LaunchOutputOptions LaunchOutputOptionsFromFlags();
 class LaunchOutput {
  public:
   // Creates `options.log_dir` if needed; throws Error naming it if that fails.
+  // Each role's file there is written anew by this launch (a role started
+  // again in it goes on in the same file).
   LaunchOutput(const LaunchOutputOptions& options, ConsoleWrite write);
 
   // Takes every line `group` forwards. The group must not outlive this.
