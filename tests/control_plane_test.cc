@@ -175,6 +175,51 @@ TEST_F(ControlPlane, AWorkerDoneClaimingTheWorkersIdFromAnotherSocketIsIgnored) 
   EXPECT_EQ(scheduler_->WaitForJob(10), 0);
 }
 
+// Worker 0's figures of `epoch` of a job of `epochs`.
+proto::ProgressReport DecidedEpoch(int epoch, int epochs) {
+  proto::ProgressReport report;
+  report.set_epochs(epochs);
+  report.mutable_decided()->set_epoch(epoch);
+  report.mutable_decided()->set_examples(1000);
+  (*report.mutable_decided()->mutable_metrics())["validation:roc_auc_score"] = 0.75;
+  return report;
+}
+
+TEST_F(ControlPlane, AWorkersProgressReachesTheSchedulersSnapshot) {
+  worker_->ReportProgress(DecidedEpoch(1, 2));
+  ASSERT_TRUE(WaitFor([&] { return !scheduler_->progress().Snapshot(0).decided.empty(); }, 10));
+  const ProgressSnapshot snapshot = scheduler_->progress().Snapshot(0);
+  EXPECT_EQ(snapshot.epochs, 2);
+  EXPECT_EQ(snapshot.decided[0].examples, 1000u);
+  ASSERT_EQ(snapshot.workers.size(), 1u);
+  EXPECT_EQ(snapshot.workers[0].node_id, worker_->id());
+  EXPECT_EQ(snapshot.workers[0].validation.at("validation:roc_auc_score"), 0.75);
+  EXPECT_EQ(scheduler_->rejected_messages(), 0u);
+}
+
+TEST_F(ControlPlane, AProgressReportFromAServerIsRefused) {
+  server_->ReportProgress(DecidedEpoch(1, 2));
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));
+  EXPECT_TRUE(scheduler_->progress().Snapshot(0).decided.empty());
+}
+
+TEST_F(ControlPlane, AProgressReportOutOfBoundsIsRefusedWhole) {
+  worker_->ReportProgress(DecidedEpoch(5, 2));  // epoch 5 of a job of 2
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));
+  const ProgressSnapshot snapshot = scheduler_->progress().Snapshot(0);
+  EXPECT_TRUE(snapshot.decided.empty());
+  EXPECT_EQ(snapshot.epochs, 0);
+}
+
+TEST_F(ControlPlane, AProgressReportClaimingTheWorkersIdFromAnotherSocketIsIgnored) {
+  RawPeer attacker(SchedulerAddress());
+  proto::Meta forged = Command(proto::PROGRESS, worker_->id());
+  *forged.mutable_progress() = DecidedEpoch(1, 2);
+  attacker.Send(forged);
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));
+  EXPECT_TRUE(scheduler_->progress().Snapshot(0).decided.empty());
+}
+
 TEST_F(ControlPlane, DataMessagesOfAFarFutureViewAreDroppedNotHeld) {
   RawPeer attacker(server_->address());
   proto::Meta push = Command(proto::PUSH, 12345);

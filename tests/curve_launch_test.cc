@@ -138,7 +138,7 @@ TEST_F(SecretCommands, HostfileLaunchHandsEveryHostANewSecretOffTheCommandLine) 
                               " launch --hostfile=" + folder_ +
                               "/hosts --timeout=100 --job=kv_bench --bench_out=" + folder_ +
                               " --mode=sparse --sparse_keys=100 --key_space=10000 "
-                              "--sparse_widths=1 --bench_seconds=0.2 2>&1",
+                              "--sparse_widths=1 --bench_seconds=0.2 --verbose 2>&1",
                           120);
   EXPECT_EQ(exit.code, 0) << exit.output;
   // Every role (scheduler, server, worker) ran with CURVE on.

@@ -100,7 +100,7 @@ TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule
        "--train=" + folder_ + "/train", "--validation=" + folder_ + "/validation",
        "--model_dir=" + folder_ + "/model", "--heartbeat_interval=0.2", "--heartbeat_timeout=1",
        "--request_timeout_ms=200", "--faults=kill:server:1@2s,restart:server:1@3s",
-       "--event_log=" + log, "--membership_log=" + membership},
+       "--event_log=" + log, "--membership_log=" + membership, "--verbose"},
       180);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;

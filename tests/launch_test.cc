@@ -144,7 +144,7 @@ TEST(Launch, RunsAJobToCompletionWithPrefixedLogs) {
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=kv_bench",
        "--bench_out=" + folder, "--mode=all", "--dense_sizes=64KiB", "--sparse_keys=1000",
-       "--key_space=100000", "--sparse_widths=1", "--bench_seconds=0.2"},
+       "--key_space=100000", "--sparse_widths=1", "--bench_seconds=0.2", "--verbose"},
       120);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;

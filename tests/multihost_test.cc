@@ -291,7 +291,7 @@ class SshHosts : public MultiHostTest {
 
   std::vector<std::string> Launch(const std::string& hostfile) {
     return {KeelBinary(), "launch", "--hostfile=" + hostfile,
-            "--ssh_options=-F " + folder_ + "/ssh_config", "--timeout=150"};
+            "--ssh_options=-F " + folder_ + "/ssh_config", "--timeout=150", "--verbose"};
   }
 
   // Processes of this test's job still running (the sshd aside).

@@ -58,7 +58,8 @@ TEST_F(S3JobTest, LinearLearnerTrainsFromS3WritesItsModelThereAndPredictReadsIt)
       {KeelBinary(), "launch", "--servers=1", "--workers=2", "--job=linear_learner", "--epochs=2",
        "--learning_rate=0.01", "--train=" + root_ + "/data/train/",
        "--validation=" + root_ + "/data/validation/", "--test=" + root_ + "/data/test/",
-       "--model_dir=" + root_ + "/model", "--minloglevel=1"},
+       "--model_dir=" + root_ + "/model", "--minloglevel=1",
+       "--verbose"},  // worker 0's epoch lines, read below
       180);
   ASSERT_TRUE(train.finished && train.code == 0) << train.output << server_.Output();
   // Every training example was read once per epoch, from S3.
@@ -128,7 +129,7 @@ TEST_F(S3JobTest, JobCheckpointsToS3AndResumesFromThereToTheSameWeights) {
         // carry the best epoch's.
         "--keep_best_epoch=false", "--staleness=0", "--train=" + root_ + "/data/train/",
         "--validation=" + root_ + "/data/validation/", "--model_dir=" + root_ + "/" + model,
-        "--minloglevel=1"};
+        "--minloglevel=1", "--verbose"};
     argv.insert(argv.end(), more.begin(), more.end());
     return keel::testing::Run(argv, 180);
   };

@@ -52,7 +52,9 @@ class TrainingJob : public testing::TempFolderTest {
                                      "--validation=" + folder_ + "/validation",
                                      "--test=" + folder_ + "/test",
                                      "--model_dir=" + folder_ + "/model",
-                                     "--minloglevel=1"};
+                                     "--minloglevel=1",
+                                     // Worker 0's own lines (epochs, metrics), read below.
+                                     "--verbose"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     return testing::Run(argv, timeout);
   }

@@ -59,6 +59,9 @@ DEFINE_string(resume, "",
 DEFINE_string(port_file, "",
               "scheduler: write the port it listens on to this file ('-': print 'scheduler port "
               "N' on standard output)");
+DEFINE_bool(progress_records, false,
+            "scheduler: print the job's progress on standard output as 'keel-progress {...}' "
+            "lines, which keel launch renders (it passes this flag)");
 DEFINE_double(connect_timeout, 5,
               "scheduler: seconds to try connecting back to a registering node's advertised "
               "address before refusing it as unreachable");

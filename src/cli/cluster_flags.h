@@ -40,6 +40,7 @@ DECLARE_int32(checkpoint_every);
 DECLARE_int32(keep_checkpoints);
 DECLARE_string(resume);
 DECLARE_string(port_file);
+DECLARE_bool(progress_records);
 DECLARE_double(connect_timeout);
 DECLARE_bool(check_flags);
 

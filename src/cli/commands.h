@@ -66,6 +66,10 @@ struct LocalCluster {
   std::string model_dir;
   bool fresh_timeline = true;  // false when the job resumes: the timeline goes on
   bool report = false;         // write the job's report at the end (keel report)
+  // Progress, quiet logs and the closing summary as --progress, --verbose
+  // and --log_dir say (cli/role_output.h); false: every role's line as it
+  // comes.
+  bool show_progress = false;
 };
 
 // Starts the cluster, forwards its logs and waits; returns 0 when every role

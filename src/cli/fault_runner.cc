@@ -97,9 +97,7 @@ void FaultRunner::Log(const std::string& event, const std::string& name,
   if (timeline_)
     timeline_->RecordLine("{\"time\": " + JsonUnixTime(WallSeconds()) + ", " + line.substr(1));
   if (!echo_) return;
-  const std::string echo = "[faults] " + line + "\n";
-  fwrite(echo.data(), 1, echo.size(), stdout);
-  fflush(stdout);
+  group_->Emit("faults", line, /*to_stderr=*/false);
 }
 
 void FaultRunner::Started(const std::string& name, pid_t pid) {

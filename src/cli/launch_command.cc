@@ -7,10 +7,12 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/time.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/fault_flags.h"
@@ -22,6 +24,7 @@
 #include "cli/remote.h"
 #include "io/timeline_writer.h"
 #include "io/storage.h"
+#include "cli/role_output.h"
 #include "kv/van.h"
 
 namespace keel {
@@ -103,6 +106,7 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
     size.workers += host.workers;
   }
   CheckLaunchFlags(size);
+  LaunchOutputOptionsFromFlags();  // checks --progress
   if (FLAGS_check_flags && FlagsOk()) return 0;
   launch.role_flags = role_flags;
   launch.ssh_options = SplitWords(FLAGS_ssh_options);
@@ -112,6 +116,7 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
   launch.scheduler_port = FLAGS_scheduler_port;
   launch.timeout_s = FLAGS_timeout;
   launch.secret = JobSecret(role_flags);
+  launch.show_progress = true;
   const int code = RunSshLaunch(launch);
   // The model folder must be readable here (s3://, or a shared folder).
   if (FLAGS_report) ReportAtTheEnd(model_dir);
@@ -159,7 +164,9 @@ int LaunchLocally(const std::vector<std::string>& role_flags, const std::string&
   cluster.role_flags = role_flags;
   cluster.fresh_timeline = FLAGS_resume.empty();
   cluster.report = FLAGS_report;
+  cluster.show_progress = true;
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
+  LaunchOutputOptionsFromFlags();  // checks --progress
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
   ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
@@ -180,6 +187,7 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
                                    "--port_file=" + port_file,
                                    "--num_servers=" + std::to_string(cluster.servers),
                                    "--num_workers=" + std::to_string(cluster.workers)};
+  if (cluster.show_progress) argv.push_back("--progress_records");
   // The job's flags too: logging flags apply, the rest are ignored.
   argv.insert(argv.end(), cluster.role_flags.begin(), cluster.role_flags.end());
   group->Spawn("scheduler", argv);
@@ -241,8 +249,12 @@ int RunLocalCluster(const LocalCluster& cluster) {
   CheckLocalClusterSize(cluster);
   const std::string self = SelfPath();
   const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
+  const double started = MonotonicSeconds();
+  std::optional<LaunchOutput> output;  // outlives the group, which prints through it
+  if (cluster.show_progress) output.emplace(LaunchOutputOptionsFromFlags(), StandardConsole());
   ProcessGroup group;
   TimelineWriter timeline(cluster.model_dir, "launch", cluster.fresh_timeline);
+  if (output) output->Attach(&group);
   std::unique_ptr<FaultRunner> fault_runner;
   if (!faults.empty() || !cluster.event_log.empty() || timeline.enabled()) {
     fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
@@ -258,6 +270,7 @@ int RunLocalCluster(const LocalCluster& cluster) {
   if (fault_runner) fault_runner->Finish(code);
   timeline.Flush();
   if (cluster.report) ReportAtTheEnd(cluster.model_dir);
+  if (output) output->Finish(code, MonotonicSeconds() - started);
   return code;
 }
 

@@ -23,6 +23,13 @@ DEFINE_int32(scheduler_port, 0,
 DEFINE_bool(report, false,
             "launch: at the end, write the job's HTML report (keel report) to "
             "<model_dir>/report.html (./report.html for an s3:// --model_dir) and print its path");
+DEFINE_string(progress, "auto",
+              "launch: how the job's progress shows: bar (one line per epoch, rewritten in "
+              "place), lines (a plain line every few seconds and at each epoch's end), none, or "
+              "auto (bar on a terminal, else lines)");
+DEFINE_bool(verbose, false,
+            "launch: show every line of every role (by default: progress, warnings, errors and "
+            "the closing summary; --log_dir keeps every line)");
 
 namespace keel {
 
@@ -35,12 +42,14 @@ namespace {
 
 // Flags that belong to `keel launch` itself rather than to the roles.
 const std::set<std::string> kLaunchFlags = {
-    "servers",        "workers",  "timeout",     "scheduler",   "num_servers",
-    "num_workers",    "bind",     "port",        "port_file",   "advertise",
-    "rank",           "rank_env", "hostfile",    "ssh_options", "remote_keel",
-    "scheduler_port", "slurm",    "check_flags", "report"};
-const std::set<std::string> kBooleanLaunchFlags = {"slurm",         "noslurm", "check_flags",
-                                                   "nocheck_flags", "report",  "noreport"};
+    "servers",  "workers",     "timeout",     "scheduler",      "num_servers", "num_workers",
+    "bind",     "port",        "port_file",   "advertise",      "rank",        "rank_env",
+    "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags",
+    "report",   "progress",    "verbose",     "noverbose",      "log_dir",     "progress_records",
+    "noprogress_records"};
+const std::set<std::string> kBooleanLaunchFlags = {
+    "slurm",   "noslurm",   "check_flags",      "nocheck_flags",     "report", "noreport",
+    "verbose", "noverbose", "progress_records", "noprogress_records"};
 
 }  // namespace
 

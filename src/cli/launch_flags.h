@@ -21,6 +21,8 @@ DECLARE_string(remote_keel);
 DECLARE_bool(slurm);
 DECLARE_int32(scheduler_port);
 DECLARE_bool(report);
+DECLARE_string(progress);
+DECLARE_bool(verbose);
 
 namespace keel {
 

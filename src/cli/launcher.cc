@@ -126,7 +126,11 @@ std::vector<char*> ExecArguments(const std::vector<std::string>& argv) {
 
 void ProcessGroup::Emit(const std::string& name, const std::string& line, bool to_stderr) {
   if (line_handler_) line_handler_(name, line);
-  Print(name, line, to_stderr);
+  if (output_) {
+    output_(name, line, to_stderr);
+  } else {
+    Print(name, line, to_stderr);
+  }
 }
 
 bool Interrupted() { return interrupted != 0; }

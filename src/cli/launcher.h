@@ -48,6 +48,17 @@ class ProcessGroup {
     line_handler_ = std::move(h);
   }
 
+  // Called with each forwarded line instead of printing it (`name` is
+  // "launch" for the group's own reports), on the thread that forwards
+  // output. Set before Spawn; the handler must outlive the group.
+  using Output =
+      std::function<void(const std::string& name, const std::string& line, bool to_stderr)>;
+  void SetOutput(Output output) { output_ = std::move(output); }
+
+  // A line of the launcher's own (`name`: "launch", "faults"), shown as the
+  // children's are: through the Output handler when one is set.
+  void Emit(const std::string& name, const std::string& line, bool to_stderr);
+
   // Forwards output until every child has exited. Returns 0 if all exited
   // with status 0. If one fails (non-zero status or a signal), says which,
   // stops the rest and returns 1. On SIGINT/SIGTERM stops all and returns
@@ -97,11 +108,11 @@ class ProcessGroup {
   int Poll(int wait_ms);
   void Drain(Child& child, int fd, std::string& partial, bool to_stderr);
   void Reap(Child& child, int status);
-  void Emit(const std::string& name, const std::string& line, bool to_stderr);
 
   std::vector<Child> children_;
   Observer* observer_ = nullptr;
   std::function<void(const std::string&, const std::string&)> line_handler_;
+  Output output_;
 };
 
 // True once SIGINT or SIGTERM arrived (the group installs the handlers).

@@ -10,12 +10,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/time.h"
 #include "cli/launcher.h"
+#include "cli/role_output.h"
 #include "kv/cluster_secret.h"
 
 extern char** environ;
@@ -220,7 +223,8 @@ int StartSshScheduler(const SshLaunch& launch, const HostEntry& host, int server
   SpawnOverSsh(launch, host, "scheduler",
                {"scheduler", "--bind=0.0.0.0", "--port=" + std::to_string(launch.scheduler_port),
                 "--port_file=-", "--num_servers=" + std::to_string(servers),
-                "--num_workers=" + std::to_string(workers)},
+                "--num_workers=" + std::to_string(workers),
+                launch.show_progress ? "--progress_records" : "--noprogress_records"},
                group);
   const bool started = group->Pump(60, [&] { return port > 0; });
   group->SetLineHandler(nullptr);  // it refers to `port`
@@ -288,13 +292,22 @@ int RunSshLaunch(const SshLaunch& launch) {
     if (host.scheduler) scheduler_host = &host;
   }
   if (!scheduler_host) throw MakeError("no host runs the scheduler");
+  const double started = MonotonicSeconds();
+  std::optional<LaunchOutput> output;  // outlives the group, which prints through it
+  if (launch.show_progress) output.emplace(LaunchOutputOptionsFromFlags(), StandardConsole());
   ProcessGroup group;
+  if (output) output->Attach(&group);
   const int port = StartSshScheduler(launch, *scheduler_host, servers, workers, &group);
-  if (port == 0) return 130;
+  if (port == 0) {
+    if (output) output->Finish(130, MonotonicSeconds() - started);
+    return 130;
+  }
   const std::string scheduler = scheduler_host->address + ":" + std::to_string(port);
   LOG(INFO) << "scheduler on " << scheduler_host->host << " at " << scheduler;
   SpawnSshRoles(launch, scheduler, &group);
-  return group.Wait(launch.timeout_s);
+  const int code = group.Wait(launch.timeout_s);
+  if (output) output->Finish(code, MonotonicSeconds() - started);
+  return code;
 }
 
 SlurmTask ResolveSlurmTask(const std::map<std::string, std::string>& env, int servers, int port,

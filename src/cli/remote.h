@@ -45,6 +45,8 @@ struct SshLaunch {
   // it on its ssh connection's standard input (`keel guard
   // --secret_from_stdin`), never on a command line or in a shared file.
   std::string secret;
+  // Progress, quiet logs and the summary (see LocalCluster::show_progress).
+  bool show_progress = false;
 };
 
 // Starts the scheduler, then every server and worker, each through

@@ -21,6 +21,7 @@
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/launcher.h"
+#include "cli/progress_printer.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
@@ -127,7 +128,10 @@ int RunScheduler() {
   } else if (!FLAGS_port_file.empty()) {
     WriteFileAtomically(FLAGS_port_file, std::to_string(scheduler.port()) + "\n");
   }
+  std::optional<ProgressPrinter> printer;
+  if (FLAGS_progress_records) printer.emplace(&scheduler.progress(), &std::cout);
   const int failed = scheduler.WaitForJob(1e9);
+  if (printer) printer->Finish(failed, options.checkpoint.uri);
   scheduler.Stop();
   return failed == 0 ? 0 : 1;
 }

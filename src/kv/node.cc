@@ -243,6 +243,22 @@ void Node::SetProgress(const proto::WorkerCursor& cursor) {
   has_progress_ = true;
 }
 
+void Node::SetProgressReport(const proto::ProgressReport& report) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_report_ = report;
+  has_progress_report_ = true;
+}
+
+void Node::ReportProgress(const proto::ProgressReport& report) {
+  Message message = Control(proto::PROGRESS);
+  *message.meta.mutable_progress() = report;
+  try {
+    SendToScheduler(message);
+  } catch (const Error& e) {
+    LOG(WARNING) << "progress report not sent: " << e.what();
+  }
+}
+
 std::string Node::restore_checkpoint(std::string* uri) const {
   std::lock_guard<std::mutex> lock(mutex_);
   *uri = restore_uri_;
@@ -637,6 +653,7 @@ void Node::HeartbeatLoop() {
     {
       std::lock_guard<std::mutex> progress_lock(mutex_);
       if (has_progress_) *beat.meta.mutable_cursor() = progress_;
+      if (has_progress_report_) *beat.meta.mutable_progress() = progress_report_;
     }
     // Who this is, for a restarted scheduler that asks it to register again.
     beat.meta.mutable_node()->set_role(options_.role);

@@ -127,6 +127,12 @@ class Node {
   // Worker: where it is in its shard; sent with every heartbeat, so a
   // replacement can take over from there.
   void SetProgress(const proto::WorkerCursor& cursor);
+  // Worker: what its heartbeats carry for the job's progress display beside
+  // the cursor (the job's epochs, the examples of its share).
+  void SetProgressReport(const proto::ProgressReport& report);
+  // Worker: sends a PROGRESS message to the scheduler now (no answer awaited;
+  // lost if the scheduler is restarting).
+  void ReportProgress(const proto::ProgressReport& report);
   // Worker: set when this node took over a rank whose previous worker left:
   // where that worker's last progress report left off.
   bool has_takeover() const;
@@ -290,6 +296,8 @@ class Node {
   std::map<uint64_t, proto::Meta> orphans_answered_;
   proto::WorkerCursor progress_;
   bool has_progress_ = false;
+  proto::ProgressReport progress_report_;
+  bool has_progress_report_ = false;
   proto::WorkerCursor takeover_;
   bool has_takeover_ = false;
   std::string restore_uri_, restore_checkpoint_;

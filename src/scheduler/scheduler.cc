@@ -37,7 +37,8 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       chains_(options.num_servers, options.replication),
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
       shares_(options.num_workers, options.worker_replace_timeout_s,
-              [this](int node, Message& message) { SendTo(node, message); }) {
+              [this](int node, Message& message) { SendTo(node, message); }),
+      progress_(options.num_workers) {
   // Node ids are never reused, across a restart of the scheduler too: a
   // scheduler started again does not know the ids its predecessor gave out
   // until their nodes register again, and a new node may come first. So each
@@ -243,6 +244,9 @@ void Scheduler::OnMessage(Message&& message) {
     case proto::SNAPSHOT:
       OnSnapshot(meta, member);
       break;
+    case proto::PROGRESS:
+      OnProgress(meta, member);
+      break;
     default:
       LOG(WARNING) << "ignored " << Describe(meta) << ": not a scheduler command";
   }
@@ -281,6 +285,7 @@ void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
   if (meta.has_cursor() && member.info.role() == proto::WORKER) {
     shares_.OnProgress(member.info.rank(), meta.cursor());
   }
+  if (meta.has_progress()) OnProgress(meta, member);
   Message ack = ControlMessage(proto::HEARTBEAT);
   SendTo(meta.sender(), ack);
 }
@@ -331,6 +336,17 @@ void Scheduler::OnSnapshot(const proto::Meta& meta, const Member& member) {
   if (member.info.role() != proto::SERVER) return;
   checkpoints_->OnServer(meta.sender(), meta);
   changed_.notify_all();
+}
+
+void Scheduler::OnProgress(const proto::Meta& meta, const Member& member) {
+  if (member.info.role() != proto::WORKER) {
+    Reject(meta, "a progress report from a node that is not a worker");
+    return;
+  }
+  const std::string refusal = progress_.OnReport(meta.sender(), member.info.rank(),
+                                                 meta.has_cursor() ? &meta.cursor() : nullptr,
+                                                 meta.progress(), MonotonicSeconds());
+  if (!refusal.empty()) Reject(meta, refusal);
 }
 
 }  // namespace keel

@@ -34,6 +34,7 @@
 #include "kv/van.h"
 #include "scheduler/barriers.h"
 #include "scheduler/checkpoint_coordinator.h"
+#include "scheduler/job_progress.h"
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
 #include "scheduler/orphaned_shares.h"
@@ -104,6 +105,9 @@ class Scheduler {
   // range the server is not copying.
   uint64_t rejected_messages() const;
 
+  // The job's progress as the workers report it (thread-safe on its own).
+  const JobProgress& progress() const { return progress_; }
+
  private:
   // Message handling (scheduler.cc). OnMessage runs on the Van's thread and
   // takes the lock; every other private method is called with it held.
@@ -121,6 +125,9 @@ class Scheduler {
   void OnOrphans(const proto::Meta& meta, const Member& member);
   void OnReplicaSync(const proto::Meta& meta, const Member& member);
   void OnSnapshot(const proto::Meta& meta, const Member& member);
+  // A worker's progress (with a heartbeat, or PROGRESS): into progress_, or
+  // rejected with the reason.
+  void OnProgress(const proto::Meta& meta, const Member& member);
   void SendTo(int node_id, Message& message);
 
   // The end of the job (scheduler.cc).
@@ -221,6 +228,7 @@ class Scheduler {
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
   uint64_t rejected_ = 0;                       // see rejected_messages()
+  JobProgress progress_;
 };
 
 }  // namespace keel

@@ -17,6 +17,7 @@
 #include "worker/metrics_files.h"
 #include "worker/model_dump.h"
 #include "worker/model_selection.h"
+#include "worker/progress_reports.h"
 #include "worker/shard_check.h"
 #include "worker/training_cursor.h"
 #include "worker/training_loss.h"
@@ -81,6 +82,7 @@ void Trainer::Run() {
   PrepareData();
   // Rows the servers had before this run's first epoch (resumed: from the checkpoint).
   if (node_->rank() == 0) rows_before_ = ReadTableRows(client_, HealthWidths());
+  node_->SetProgressReport(ShareReport(hyperparameters_.epochs, share_examples_));
   int epoch = std::max(1, resume.epoch());
   for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
     const EpochResult result = epoch_trainer_.Train(epoch, resume);
@@ -103,11 +105,15 @@ void Trainer::Run() {
   timeline_->Flush();
   if (node_->rank() != 0) return;
   FinishJob(epoch - 1, &final_metrics);
+  node_->ReportProgress(OutcomeReport(hyperparameters_.epochs, epoch - 1, state_.stopped(),
+                                      final_metrics, options_.model_dir));
 }
 
 void Trainer::PrepareData() {
   const double started = MonotonicSeconds();
-  if (!options_.reader.skip_bad_records && !IsPipe(options_.train)) CheckTrainingShard();
+  if (!options_.reader.skip_bad_records && !IsPipe(options_.train)) {
+    share_examples_ = CheckTrainingShard();
+  }
   statistics_ = ComputeDataStatistics(StatisticsSample(), hyperparameters_);
   LOG(INFO) << "worker " << node_->rank() << ": data statistics " << statistics_.Json()
             << " (checks and statistics took " << std::fixed << std::setprecision(2)
@@ -120,7 +126,7 @@ void Trainer::PrepareData() {
   }
 }
 
-void Trainer::CheckTrainingShard() {
+uint64_t Trainer::CheckTrainingShard() {
   const double started = MonotonicSeconds();
   uint64_t rows = 0;
   try {
@@ -132,6 +138,7 @@ void Trainer::CheckTrainingShard() {
   LOG(INFO) << "worker " << node_->rank() << ": the labels of its " << rows
             << " training rows are good (checked in " << std::fixed << std::setprecision(2)
             << MonotonicSeconds() - started << " s)";
+  return rows;
 }
 
 Batch Trainer::StatisticsSample() const {
@@ -186,6 +193,8 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
     std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
   }
   std::cout << std::endl;
+  node_->ReportProgress(EpochReport(hyperparameters_.epochs, epoch, examples,
+                                    MonotonicSeconds() - started, figures, stop));
   if (stop) control_.Add(ControlTable::kStopFeature, 1);
   state_.set_elapsed_seconds(MonotonicSeconds() - started);
 }

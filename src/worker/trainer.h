@@ -55,9 +55,9 @@ class Trainer {
   // minibatches scaled and the loss weighted by them. A resumed job computes
   // the same statistics again.
   void PrepareData();
-  // Reads this worker's shard once (CheckShard); throws its Error, prefixed
-  // "before the first minibatch: ".
-  void CheckTrainingShard();
+  // Reads this worker's shard once (CheckShard) and returns its rows; throws
+  // its Error, prefixed "before the first minibatch: ".
+  uint64_t CheckTrainingShard();
   // The rows the statistics come from (none for a pipe, which is read once).
   Batch StatisticsSample() const;
   // Checkpoints are on (the view says how often workers stop for one).
@@ -134,6 +134,9 @@ class Trainer {
   std::array<TableRows, kHealthTables> rows_before_;
   // This worker's part of the job's timeline (started by Run).
   std::unique_ptr<TimelineRecorder> timeline_;
+  // The examples of this worker's share of an epoch (0: not counted), for
+  // the job's progress display.
+  uint64_t share_examples_ = 0;
 };
 
 }  // namespace keel
