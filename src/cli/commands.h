@@ -12,6 +12,7 @@
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "worker/kv_bench_job.h"
+#include "worker/training_counters.h"
 
 namespace keel {
 
@@ -59,6 +60,9 @@ struct LocalCluster {
   std::string faults;                   // fault schedule (cli/fault_schedule.h), or empty
   std::string event_log;                // where fault and process events go, or empty
   uint64_t fault_seed = 1;              // seeds the schedule's random choices
+  // Each role started gets a free --metrics_port, and where to scrape them
+  // is printed.
+  bool metrics = false;
 };
 
 // Starts the cluster, forwards its logs and waits; returns 0 when every role
@@ -69,8 +73,9 @@ int RunLocalCluster(const LocalCluster& cluster);
 int RunBench(const std::string& what);
 
 // The training jobs (job_commands.cc).
-// Runs the training job the flags describe on a started worker node.
-int RunTraining(Node* node, KVWorker* client);
+// Runs the training job the flags describe on a started worker node,
+// keeping its running figures in `counters` (if not null) for metrics.
+int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters = nullptr);
 // `keel predict` and `keel datagen`.
 int RunPredict();
 int RunDatagen();

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iomanip>
+#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -18,6 +20,7 @@
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
 #include "cli/launcher.h"
+#include "cli/metrics_flags.h"
 #include "cli/remote.h"
 #include "kv/van.h"
 
@@ -42,6 +45,7 @@ void CheckLaunchFlags(const ClusterSize& size) {
   JobTablesFromFlags();
   CheckWorkerJobFlags();
   RequestRetryFromFlags();
+  CheckMetricsFlags();
 }
 
 // A cluster on this machine: at least one server and one worker, at most
@@ -111,6 +115,7 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   cluster.event_log = FLAGS_event_log;
   cluster.fault_seed = FLAGS_fault_seed;
   cluster.role_flags = role_flags;
+  cluster.metrics = LaunchMetricsOn(role_flags);
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
@@ -119,9 +124,50 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   return RunLocalCluster(cluster);
 }
 
+// The metrics ports of a local cluster's roles (none if its metrics are off),
+// by the role's name ("scheduler", "server 0", "worker 1").
+class MetricsPorts {
+ public:
+  explicit MetricsPorts(const LocalCluster& cluster) {
+    if (!cluster.metrics) return;
+    std::vector<std::string> names;
+    if (cluster.scheduler.empty()) names.push_back("scheduler");
+    for (int i = 0; i < cluster.servers; ++i) names.push_back("server " + std::to_string(i));
+    for (int i = 0; i < cluster.workers; ++i) names.push_back("worker " + std::to_string(i));
+    const std::vector<int> ports = FreeLocalPorts(static_cast<int>(names.size()));
+    for (size_t i = 0; i < names.size(); ++i) ports_.emplace_back(names[i], ports[i]);
+  }
+
+  // Adds --metrics_port for the role `name` to its `argv`.
+  void AddFlag(const std::string& name, std::vector<std::string>* argv) const {
+    for (const auto& [role, port] : ports_) {
+      if (role == name) argv->push_back("--metrics_port=" + std::to_string(port));
+    }
+  }
+
+  // Prints where to scrape each role.
+  void Print() const {
+    if (ports_.empty()) return;
+    const bool any = FLAGS_metrics_bind == "0.0.0.0" || FLAGS_metrics_bind == "::";
+    const std::string host = any ? "127.0.0.1"
+                             : FLAGS_metrics_bind.find(':') != std::string::npos
+                                 ? "[" + FLAGS_metrics_bind + "]"
+                                 : FLAGS_metrics_bind;
+    std::cout << "metrics (Prometheus; /healthz and /readyz beside them):\n";
+    for (const auto& [role, port] : ports_) {
+      std::cout << "  " << std::left << std::setw(10) << role << " http://" << host << ":" << port
+                << "/metrics\n";
+    }
+    std::cout << std::flush;
+  }
+
+ private:
+  std::vector<std::pair<std::string, int>> ports_;
+};
+
 // Starts a scheduler for `cluster` on loopback; returns its "host:port".
 std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& self,
-                                ProcessGroup* group) {
+                                const MetricsPorts& metrics, ProcessGroup* group) {
   char folder[] = "/tmp/keel-launch-XXXXXX";
   if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
   const std::string port_file = std::string(folder) + "/scheduler.port";
@@ -133,6 +179,7 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
                                    "--num_workers=" + std::to_string(cluster.workers)};
   // The job's flags too: logging flags apply, the rest are ignored.
   argv.insert(argv.end(), cluster.role_flags.begin(), cluster.role_flags.end());
+  metrics.AddFlag("scheduler", &argv);
   group->Spawn("scheduler", argv);
   std::string port;
   const bool started = group->Pump(15, [&] {
@@ -151,12 +198,14 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
 // Starts `count` processes of `role` ("server" or "worker"), ranks 0 on.
 void SpawnRoles(const std::string& role, int count, const std::string& self,
                 const std::vector<std::string>& common, const FaultSchedule& faults,
-                ProcessGroup* group) {
+                const MetricsPorts& metrics, ProcessGroup* group) {
   for (int i = 0; i < count; ++i) {
+    const std::string name = role + " " + std::to_string(i);
     std::vector<std::string> argv = {self, role, "--rank=" + std::to_string(i)};
     argv.insert(argv.end(), common.begin(), common.end());
     for (auto& flag : faults.TransportFlags(role, i)) argv.push_back(flag);
-    group->Spawn(role + " " + std::to_string(i), argv);
+    metrics.AddFlag(name, &argv);
+    group->Spawn(name, argv);
   }
 }
 
@@ -181,12 +230,15 @@ int RunLocalCluster(const LocalCluster& cluster) {
     fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
                                                  cluster.event_log, cluster.fault_seed);
   }
-  const std::string scheduler =
-      cluster.scheduler.empty() ? StartLocalScheduler(cluster, self, &group) : cluster.scheduler;
+  const MetricsPorts metrics(cluster);
+  const std::string scheduler = cluster.scheduler.empty()
+                                    ? StartLocalScheduler(cluster, self, metrics, &group)
+                                    : cluster.scheduler;
   std::vector<std::string> common = {"--scheduler=" + scheduler, "--bind=127.0.0.1"};
   common.insert(common.end(), cluster.role_flags.begin(), cluster.role_flags.end());
-  SpawnRoles("server", cluster.servers, self, common, faults, &group);
-  SpawnRoles("worker", cluster.workers, self, common, faults, &group);
+  metrics.Print();
+  SpawnRoles("server", cluster.servers, self, common, faults, metrics, &group);
+  SpawnRoles("worker", cluster.workers, self, common, faults, metrics, &group);
   const int code = group.Wait(cluster.timeout_s);
   if (fault_runner) fault_runner->Finish(code);
   return code;

@@ -21,8 +21,12 @@
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/launcher.h"
+#include "cli/metrics_flags.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
+#include "metrics/metrics_registry.h"
+#include "metrics/role_metrics.h"
+#include "metrics/role_probes.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
 #include "worker/kv_bench_job.h"
@@ -66,10 +70,11 @@ bool ShouldStartOver(const Node& node) {
 
 // Runs the worker's job; returns its error (any std::exception's message), or
 // "" if it succeeded.
-std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& bench) {
+std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& bench,
+                         TrainingCounters* counters) {
   try {
     if (IsTrainingJob(FLAGS_job)) {
-      RunTraining(node, client);
+      RunTraining(node, client, counters);
     } else {
       const auto cases = RunKVBench(node, client, bench);
       WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",
@@ -119,15 +124,21 @@ KVBenchOptions CheckWorkerJobFlags() {
 
 int RunScheduler() {
   SchedulerOptions options = SchedulerOptionsFromFlags();
+  CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
   Scheduler scheduler(options);
+  MetricsRegistry metrics;
+  AddSchedulerMetrics(&scheduler, &metrics);
   scheduler.Start();
+  const auto endpoint = StartMetricsEndpoint("scheduler", &metrics, SchedulerLive(&scheduler),
+                                             SchedulerReady(&scheduler));
   if (FLAGS_port_file == "-") {
     std::cout << "scheduler port " << scheduler.port() << std::endl;
   } else if (!FLAGS_port_file.empty()) {
     WriteFileAtomically(FLAGS_port_file, std::to_string(scheduler.port()) + "\n");
   }
   const int failed = scheduler.WaitForJob(1e9);
+  if (endpoint) endpoint->Stop();
   scheduler.Stop();
   return failed == 0 ? 0 : 1;
 }
@@ -137,9 +148,15 @@ int RunServer(const std::vector<std::string>& argv) {
   const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
+  CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
   Node node(node_options);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
+  MetricsRegistry metrics;
+  AddNodeMetrics(&node, &metrics);
+  AddServerMetrics(&*server, &metrics);
+  auto endpoint = StartMetricsEndpoint("server", &metrics, NodeLive(&node, FLAGS_heartbeat_interval),
+                                       ServerReady(&node, &*server));
   node.Start();
   while (!node.WaitForShutdown(1.0)) {
     if (const std::string failure = server->failure(); !failure.empty()) throw Error(failure);
@@ -152,6 +169,7 @@ int RunServer(const std::vector<std::string>& argv) {
       // over its ranges. It starts over and takes its rank back as a
       // replacement, copying its ranges from them.
       LOG(WARNING) << "server " << node.rank() << " left the cluster; it joins again";
+      endpoint.reset();  // it reads the server
       server.reset();
       RejoinAsNewProcess(argv);
     }
@@ -160,6 +178,7 @@ int RunServer(const std::vector<std::string>& argv) {
             << " requests, rejected " << server->rejected_requests() << " (non-finite pushes "
             << server->non_finite_pushes() << ", sequences out of window "
             << server->out_of_window_sequences() << "), repeated " << server->duplicate_pushes();
+  endpoint.reset();
   node.Stop();
   return 0;
 }
@@ -168,14 +187,25 @@ int RunWorker(const std::vector<std::string>& argv) {
   const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
   const RequestRetry retry = RequestRetryFromFlags();
+  CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
   Node node(node_options);
   KVWorker client(&node, retry);
+  TrainingCounters counters;
+  MetricsRegistry metrics;
+  AddNodeMetrics(&node, &metrics);
+  AddWorkerMetrics(&client, IsTrainingJob(FLAGS_job) ? &counters : nullptr, &metrics);
+  auto endpoint = StartMetricsEndpoint("worker", &metrics, NodeLive(&node, FLAGS_heartbeat_interval),
+                                       WorkerReady(&node));
   node.Start();
-  const std::string error = RunWorkerJob(&node, &client, bench);
-  if (!error.empty()) StartOverIfRemoved(&node, argv);
+  const std::string error = RunWorkerJob(&node, &client, bench, &counters);
+  if (!error.empty()) {
+    endpoint.reset();  // a worker that starts over binds its port again
+    StartOverIfRemoved(&node, argv);
+  }
   node.ReportDone(error);
   if (!node.WaitForShutdown(30)) LOG(WARNING) << "no shutdown from the scheduler; exiting";
+  endpoint.reset();
   node.Stop();
   return error.empty() ? 0 : 1;
 }

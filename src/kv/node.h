@@ -173,6 +173,10 @@ class Node {
   bool shutdown_requested() const { return shutdown_.load(); }
   // Seconds since the scheduler last answered a heartbeat.
   double SecondsSinceScheduler() const;
+  // Seconds since the heartbeat loop last finished a round (whether or not
+  // the scheduler answered); 0 before the first. A live node keeps it below
+  // about heartbeat_interval_s.
+  double SecondsSinceHeartbeatRound() const;
 
   // Messages dropped by the transport because they could not be decoded.
   uint64_t malformed_messages() const;
@@ -261,6 +265,7 @@ class Node {
   std::atomic<bool> removed_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> last_scheduler_contact_ns_{0};
+  std::atomic<int64_t> last_heartbeat_round_ns_{0};
   std::atomic<uint64_t> rejected_control_{0};
   std::atomic<uint64_t> rejected_data_{0};
   std::atomic<uint64_t> misrouted_data_{0};

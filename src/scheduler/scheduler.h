@@ -66,6 +66,25 @@ struct SchedulerOptions {
   std::string membership_log;
 };
 
+// What the scheduler knows now, for metrics and status pages.
+struct SchedulerStatus {
+  uint64_t epoch = 0;  // the view's; 0 until the first view is published
+  struct Node {
+    int id = 0;
+    proto::Role role = proto::WORKER;
+    int rank = -1;
+    double heartbeat_age_s = 0;  // since it was last heard from
+  };
+  std::vector<Node> members;  // the view's members
+  int expected_servers = 0;
+  int expected_workers = 0;
+  int workers_done = 0;       // reported the end of their job
+  uint64_t departures = 0;    // nodes removed from the view for silence
+  uint64_t rejected_messages = 0;
+  CheckpointStats checkpoints;
+  double monitor_age_s = 0;  // since the failure-detection loop last ran
+};
+
 class Scheduler {
  public:
   // Throws Error if the options are invalid, the port cannot be bound, or the
@@ -88,6 +107,8 @@ class Scheduler {
 
   // The current view (epoch 0 until every expected node has registered).
   proto::ClusterView view() const;
+
+  SchedulerStatus status() const;
 
   // Messages ignored because they claimed a member's id on a connection other
   // than the one that member registered on, or (REPLICA_SYNC) named a key
@@ -210,6 +231,7 @@ class Scheduler {
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
   uint64_t rejected_ = 0;                       // see rejected_messages()
+  double monitor_ran_ = 0;                      // MonotonicSeconds() of the monitor's last round
 };
 
 }  // namespace keel

@@ -73,6 +73,7 @@ void KVServer::Handle(Message&& message) {
     OnReplicaSync(std::move(message));
     return;
   }
+  const double arrived = MonotonicSeconds();
   if (!SenderProblem(meta).empty()) {
     // Refused (Serve says why); it must not count at the staleness gate.
     Serve(std::move(message), 0);
@@ -84,7 +85,7 @@ void KVServer::Handle(Message&& message) {
   }
   if (!meta.response() && meta.command() == proto::PULL && !gate_.Admits(meta.clock())) {
     // Held until the slowest worker catches up; nothing waits on a thread.
-    parked_.push_back(Parked{std::move(message), MonotonicSeconds()});
+    parked_.push_back(Parked{std::move(message), arrived});
     parked_total_.fetch_add(1);
     return;
   }
@@ -95,8 +96,9 @@ void KVServer::Handle(Message&& message) {
   const bool direct = meta.origin() == 0;
   // A repeated push does not move the gate either: a late copy must not
   // count a worker that has left since.
-  const bool applied = Serve(std::move(message), 0);
+  const bool applied = ServeObserved(std::move(message), 0, arrived);
   CountRememberedSenders();
+  PublishSizes(/*now=*/false);
   if (applied && direct && clock > 0) {
     gate_.Advance(sender, clock);
     WakeParked();
@@ -136,6 +138,7 @@ void KVServer::OnView(const proto::ClusterView& view) {
   RefuseParkedOfLeavers();
   WakeParked();
   CountRememberedSenders();
+  PublishSizes(/*now=*/true);
 }
 
 void KVServer::ForgetDeparted() {
@@ -210,11 +213,59 @@ void KVServer::WakeParked() {
       ++it;
       continue;
     }
-    const int64_t waited_us = static_cast<int64_t>((now - it->since) * 1e6);
+    const double since = it->since;
+    const int64_t waited_us = static_cast<int64_t>((now - since) * 1e6);
     Message message = std::move(it->message);
     it = parked_.erase(it);
-    Serve(std::move(message), std::max<int64_t>(waited_us, 1));
+    ServeObserved(std::move(message), std::max<int64_t>(waited_us, 1), since);
   }
+}
+
+bool KVServer::ServeObserved(Message&& message, int64_t waited_us, double arrived) {
+  if (!observer_) return Serve(std::move(message), waited_us);
+  const proto::Meta meta = message.meta;
+  RequestRecord record;
+  record.command = meta.command();
+  record.server_rank = node_->rank();
+  record.table = meta.table();
+  for (const Bytes& frame : message.frames) record.bytes += frame.size();
+  const bool applied = Serve(std::move(message), waited_us);
+  if (record.command != proto::PUSH && record.command != proto::PULL) return applied;
+  if (record.command == proto::PULL) {
+    record.bytes += uint64_t{meta.key_count()} * meta.value_width() * sizeof(float);
+  }
+  record.seconds = MonotonicSeconds() - arrived;
+  observer_(record);
+  return applied;
+}
+
+void KVServer::PublishSizes(bool now) {
+  const double time = MonotonicSeconds();
+  if (!now && time - sizes_taken_ < kTableSizesEvery) return;
+  sizes_taken_ = time;
+  std::map<uint32_t, TableSize> sizes;
+  size_t waiting = 0, held = 0;
+  for (const auto& [range, shard] : shards_) {
+    if (!shard.ready) ++waiting;
+    held += shard.held.size();
+    for (const auto& [id, table] : shard.tables) {
+      TableSize& size = sizes[id];
+      size.table = id;
+      size.rows += table.rows->size();
+      size.bytes += table.rows->memory_bytes();
+    }
+  }
+  ranges_waiting_.store(waiting);
+  held_pushes_.store(held);
+  serving_.store(view_epoch_ > 0 && waiting == 0);
+  std::lock_guard<std::mutex> lock(sizes_mutex_);
+  sizes_.clear();
+  for (const auto& [id, size] : sizes) sizes_.push_back(size);
+}
+
+std::vector<KVServer::TableSize> KVServer::table_sizes() const {
+  std::lock_guard<std::mutex> lock(sizes_mutex_);
+  return sizes_;
 }
 
 void KVServer::Reply(const proto::Meta& request, Message& response) {

@@ -142,6 +142,7 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
     client_->AnnounceClock(pass->clock.After(pass->batches), /*wait=*/false);
   }
   pass->result.examples += batch.batch.rows();
+  CountBatch(batch, *pass);
   node_->SetProgress(CursorOf(pass->result, pass->epoch, pass->batches));
   if (pass->checkpoint_every > 0 &&
       pass->batches % static_cast<uint64_t>(pass->checkpoint_every) == 0) {
@@ -151,6 +152,18 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
                       /*final=*/false);
   }
   LogProgress(pass);
+}
+
+void EpochTrainer::CountBatch(const PreparedBatch& batch, const Pass& pass) const {
+  TrainingCounters* counters = options_.counters;
+  if (!counters) return;
+  const EpochResult& result = pass.result;
+  counters->examples.fetch_add(batch.batch.rows(), std::memory_order_relaxed);
+  counters->minibatches.fetch_add(1, std::memory_order_relaxed);
+  counters->epoch.store(pass.epoch, std::memory_order_relaxed);
+  if (result.examples > 0) {
+    counters->epoch_loss.store(result.losses[0] / result.examples, std::memory_order_relaxed);
+  }
 }
 
 void EpochTrainer::LogProgress(Pass* pass) const {

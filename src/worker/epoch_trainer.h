@@ -92,6 +92,8 @@ class EpochTrainer {
   // stops at a checkpoint point, and logs a progress line when due.
   void AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pipeline, Pass* pass);
   void LogProgress(Pass* pass) const;
+  // Adds a pushed minibatch to the metrics' counters (TrainerOptions::counters).
+  void CountBatch(const PreparedBatch& batch, const Pass& pass) const;
   // Done with the epoch's share: reports it and leaves the gate.
   void LeaveEpoch(const Pass& pass);
   // At the end of this worker's share: waits until every rank's share is

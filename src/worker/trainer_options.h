@@ -9,6 +9,7 @@
 
 #include "io/readers.h"
 #include "kv/staleness_gate.h"
+#include "worker/training_counters.h"
 
 namespace keel {
 
@@ -38,6 +39,8 @@ struct TrainerOptions {
   // a resumed job keeps the last epoch unless one after the resume beats the
   // best before it.
   bool keep_best_epoch = false;
+  // Where the training loop keeps its running figures for metrics; none if null.
+  TrainingCounters* counters = nullptr;
 };
 
 }  // namespace keel
