@@ -26,10 +26,10 @@ namespace {
 
 // Flags that belong to `keel launch` itself rather than to the roles.
 const std::set<std::string> kLaunchFlags = {
-    "servers",  "workers",     "timeout",     "scheduler",      "num_servers", "num_workers",
-    "bind",     "port",        "port_file",   "advertise",      "rank",        "rank_env",
-    "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags",
-    "metrics"};
+    "servers",        "workers",  "timeout",     "scheduler",   "num_servers",
+    "num_workers",    "bind",     "port",        "port_file",   "advertise",
+    "rank",           "rank_env", "hostfile",    "ssh_options", "remote_keel",
+    "scheduler_port", "slurm",    "check_flags", "metrics"};
 const std::set<std::string> kBooleanLaunchFlags = {"slurm", "noslurm", "check_flags",
                                                    "nocheck_flags"};
 

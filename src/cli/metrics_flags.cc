@@ -71,8 +71,8 @@ std::optional<HttpServerOptions> MetricsHttpFromFlags() {
 }
 
 std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(const std::string& role,
-                                                      const MetricsRegistry* registry,
-                                                      Probe live, Probe ready) {
+                                                      const MetricsRegistry* registry, Probe live,
+                                                      Probe ready) {
   const std::optional<HttpServerOptions> http = MetricsHttpFromFlags();
   if (!http) return nullptr;
   auto endpoint =
@@ -92,8 +92,9 @@ bool LaunchMetricsOn(const std::vector<std::string>& role_flags) {
   }
   for (const std::string& flag : role_flags) {
     if (flag.rfind("--metrics_port", 0) == 0 || flag.rfind("-metrics_port", 0) == 0) {
-      throw MakeError("keel launch gives each role its own metrics port: use --metrics=auto "
-                      "(the default) or --metrics=off, not --metrics_port");
+      throw MakeError(
+          "keel launch gives each role its own metrics port: use --metrics=auto "
+          "(the default) or --metrics=off, not --metrics_port");
     }
   }
   return FLAGS_metrics == "auto";

@@ -33,8 +33,8 @@ std::optional<HttpServerOptions> MetricsHttpFromFlags();
 // turn it on (null otherwise) and logs where it listens. Throws Error naming
 // the address if it cannot be bound.
 std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(const std::string& role,
-                                                      const MetricsRegistry* registry,
-                                                      Probe live, Probe ready);
+                                                      const MetricsRegistry* registry, Probe live,
+                                                      Probe ready);
 
 // `keel launch --metrics`: "auto" (each role on this machine gets a free
 // port) or "off". Throws Error for anything else, or if --metrics_port is

@@ -150,13 +150,13 @@ int RunServer(const std::vector<std::string>& argv) {
   const int64_t staleness = StalenessFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
+  MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   Node node(node_options);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
-  MetricsRegistry metrics;
   AddNodeMetrics(&node, &metrics);
   AddServerMetrics(&*server, &metrics);
-  auto endpoint = StartMetricsEndpoint("server", &metrics, NodeLive(&node, FLAGS_heartbeat_interval),
-                                       ServerReady(&node, &*server));
+  auto endpoint = StartMetricsEndpoint(
+      "server", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), ServerReady(&node, &*server));
   node.Start();
   while (!node.WaitForShutdown(1.0)) {
     if (const std::string failure = server->failure(); !failure.empty()) throw Error(failure);
@@ -189,14 +189,14 @@ int RunWorker(const std::vector<std::string>& argv) {
   const RequestRetry retry = RequestRetryFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
+  MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
+  TrainingCounters counters;
   Node node(node_options);
   KVWorker client(&node, retry);
-  TrainingCounters counters;
-  MetricsRegistry metrics;
   AddNodeMetrics(&node, &metrics);
   AddWorkerMetrics(&client, IsTrainingJob(FLAGS_job) ? &counters : nullptr, &metrics);
-  auto endpoint = StartMetricsEndpoint("worker", &metrics, NodeLive(&node, FLAGS_heartbeat_interval),
-                                       WorkerReady(&node));
+  auto endpoint = StartMetricsEndpoint(
+      "worker", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), WorkerReady(&node));
   node.Start();
   const std::string error = RunWorkerJob(&node, &client, bench, &counters);
   if (!error.empty()) {

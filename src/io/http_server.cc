@@ -3,6 +3,7 @@
 #include "io/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cmath>
@@ -93,6 +94,13 @@ void HttpServer::Bind() {
   const auto write = SplitSeconds(options_.write_timeout_s);
   server.set_read_timeout(read.first, read.second);
   server.set_write_timeout(write.first, write.second);
+  // SO_REUSEADDR alone (a restarted role binds its port again at once), not
+  // httplib's default SO_REUSEPORT, which would let a second process share
+  // a port in use instead of failing.
+  server.set_socket_options([](int socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   server.set_keep_alive_timeout(std::max<time_t>(1, std::lround(options_.keep_alive_s)));
   const auto serve = [this](const httplib::Request& in, httplib::Response& out) {
     ToHttplib(Dispatch(FromHttplib(in)), &out);

@@ -48,6 +48,7 @@ void Node::Start() {
   StartVan();
   Register();
   last_scheduler_contact_ns_ = MonotonicNanos();
+  last_heartbeat_round_ns_.store(MonotonicNanos());
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   LOG(INFO) << proto::Role_Name(options_.role) << " " << rank_ << " (node " << id_
             << ") listening at " << van_->address() << ", view epoch " << epoch_;

@@ -174,8 +174,8 @@ class Node {
   // Seconds since the scheduler last answered a heartbeat.
   double SecondsSinceScheduler() const;
   // Seconds since the heartbeat loop last finished a round (whether or not
-  // the scheduler answered); 0 before the first. A live node keeps it below
-  // about heartbeat_interval_s.
+  // the scheduler answered) or started; 0 before Start. A live node keeps it
+  // below about heartbeat_interval_s.
   double SecondsSinceHeartbeatRound() const;
 
   // Messages dropped by the transport because they could not be decoded.

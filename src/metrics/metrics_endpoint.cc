@@ -25,9 +25,8 @@ MetricsEndpoint::MetricsEndpoint(const HttpServerOptions& http, const MetricsReg
     response.content_type = MetricsRegistry::kContentType;
     return response;
   });
-  server_.Route("GET", "/healthz", [live = std::move(live)](const HttpRequest&) {
-    return ProbeAnswer(live, "ok");
-  });
+  server_.Route("GET", "/healthz",
+                [live = std::move(live)](const HttpRequest&) { return ProbeAnswer(live, "ok"); });
   server_.Route("GET", "/readyz", [ready = std::move(ready)](const HttpRequest&) {
     return ProbeAnswer(ready, "ready");
   });

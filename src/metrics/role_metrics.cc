@@ -120,8 +120,9 @@ void AddServerMetrics(KVServer* server, MetricsRegistry* registry) {
       "Key and value bytes of pushes received and pulls answered, by op and table.",
       /*by_server=*/false);
   server->SetRequestObserver([requests](const RequestRecord& r) { requests->Observe(r); });
-  registry->AddCounter("keel_server_served_requests_total", "Requests this server served.",
-                       MetricsRegistry::One([server] { return Number(server->served_requests()); }));
+  registry->AddCounter(
+      "keel_server_served_requests_total", "Requests this server served.",
+      MetricsRegistry::One([server] { return Number(server->served_requests()); }));
   registry->AddCounter(
       "keel_server_rejected_requests_total",
       "Requests refused (malformed, from a non-member, out of bounds, non-finite, out of "
@@ -140,36 +141,33 @@ void AddServerMetrics(KVServer* server, MetricsRegistry* registry) {
       "Pushes and clock messages received again after being applied (acknowledged, not "
       "applied twice).",
       MetricsRegistry::One([server] { return Number(server->duplicate_pushes()); }));
-  registry->AddCounter(
-      "keel_server_gate_held_pulls_total",
-      "Pulls the staleness gate held until the slowest worker caught up.",
-      MetricsRegistry::One([server] { return Number(server->parked_pulls()); }));
-  registry->AddGauge("keel_server_table_rows", "Rows of each table on this server's replicas.",
-                     [server] {
-                       Samples samples;
-                       for (const auto& size : server->table_sizes()) {
-                         samples.push_back(
-                             {{{"table", std::to_string(size.table)}}, Number(size.rows)});
-                       }
-                       return samples;
-                     });
-  registry->AddGauge("keel_server_table_memory_bytes",
-                     "Bytes of each table's slots and rows on this server's replicas.", [server] {
-                       Samples samples;
-                       for (const auto& size : server->table_sizes()) {
-                         samples.push_back(
-                             {{{"table", std::to_string(size.table)}}, Number(size.bytes)});
-                       }
-                       return samples;
-                     });
+  registry->AddCounter("keel_server_gate_held_pulls_total",
+                       "Pulls the staleness gate held until the slowest worker caught up.",
+                       MetricsRegistry::One([server] { return Number(server->parked_pulls()); }));
+  registry->AddGauge(
+      "keel_server_table_rows", "Rows of each table on this server's replicas.", [server] {
+        Samples samples;
+        for (const auto& size : server->table_sizes()) {
+          samples.push_back({{{"table", std::to_string(size.table)}}, Number(size.rows)});
+        }
+        return samples;
+      });
+  registry->AddGauge(
+      "keel_server_table_memory_bytes",
+      "Bytes of each table's slots and rows on this server's replicas.", [server] {
+        Samples samples;
+        for (const auto& size : server->table_sizes()) {
+          samples.push_back({{{"table", std::to_string(size.table)}}, Number(size.bytes)});
+        }
+        return samples;
+      });
   registry->AddGauge(
       "keel_server_replica_ranges_waiting",
       "Key ranges whose replica here still waits for its rows from its chain (replication lag).",
       MetricsRegistry::One([server] { return Number(server->ranges_waiting()); }));
-  registry->AddGauge(
-      "keel_server_replica_held_pushes",
-      "Pushes passed down a chain and held until this replica has its range's rows.",
-      MetricsRegistry::One([server] { return Number(server->held_pushes()); }));
+  registry->AddGauge("keel_server_replica_held_pushes",
+                     "Pushes passed down a chain and held until this replica has its range's rows.",
+                     MetricsRegistry::One([server] { return Number(server->held_pushes()); }));
   registry->AddGauge(
       "keel_server_remembered_senders",
       "Senders whose applied sequences this server remembers (dedupe windows).",
@@ -194,9 +192,9 @@ void AddWorkerMetrics(KVWorker* client, const TrainingCounters* counters,
       MetricsRegistry::One([client] { return Number(client->late_responses()); }));
   registry->AddGauge("keel_worker_pending_requests", "Requests sent and not yet waited for.",
                      MetricsRegistry::One([client] { return Number(client->pending()); }));
-  registry->AddCounter("keel_worker_gate_waits_total",
-                       "Pulls the servers' staleness gate held back.",
-                       MetricsRegistry::One([client] { return Number(client->gate_stats().waited); }));
+  registry->AddCounter(
+      "keel_worker_gate_waits_total", "Pulls the servers' staleness gate held back.",
+      MetricsRegistry::One([client] { return Number(client->gate_stats().waited); }));
   registry->AddCounter("keel_worker_gate_wait_seconds_total",
                        "Seconds this worker's pulls spent held at the staleness gate.",
                        MetricsRegistry::One([client] {
@@ -212,8 +210,9 @@ void AddWorkerMetrics(KVWorker* client, const TrainingCounters* counters,
                        MetricsRegistry::One([counters] { return Number(counters->examples); }));
   registry->AddCounter("keel_worker_minibatches_total", "Minibatches this worker pushed.",
                        MetricsRegistry::One([counters] { return Number(counters->minibatches); }));
-  registry->AddGauge("keel_worker_epoch", "The epoch this worker is training (0: not started).",
-                     MetricsRegistry::One([counters] { return static_cast<double>(counters->epoch.load()); }));
+  registry->AddGauge(
+      "keel_worker_epoch", "The epoch this worker is training (0: not started).",
+      MetricsRegistry::One([counters] { return static_cast<double>(counters->epoch.load()); }));
   registry->AddGauge("keel_worker_train_loss",
                      "Mean training loss of this worker's examples of the current epoch so far.",
                      MetricsRegistry::One([counters] { return counters->epoch_loss.load(); }));
@@ -241,8 +240,9 @@ void AddSchedulerMetrics(const Scheduler* scheduler, MetricsRegistry* registry) 
       "Seconds since each member was last heard from, by role and rank.", [scheduler] {
         Samples samples;
         for (const auto& member : scheduler->status().members) {
-          samples.push_back({{{"role", RoleLabel(member.role)}, {"rank", std::to_string(member.rank)}},
-                             member.heartbeat_age_s});
+          samples.push_back(
+              {{{"role", RoleLabel(member.role)}, {"rank", std::to_string(member.rank)}},
+               member.heartbeat_age_s});
         }
         return samples;
       });

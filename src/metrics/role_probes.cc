@@ -8,8 +8,9 @@ namespace keel {
 namespace {
 
 // "" if `age_s` is within the stall bound for a loop of `period_s`.
-std::string Stalled(const char* loop, double age_s, double period_s) {
-  const double bound = std::max(kMinStallSeconds, kStalledPeriods * period_s);
+std::string Stalled(const char* loop, double age_s, double period_s,
+                    double min_stall_s = kMinStallSeconds) {
+  const double bound = std::max(min_stall_s, kStalledPeriods * period_s);
   if (age_s <= bound) return "";
   return std::string(loop) + " has not run for " + std::to_string(age_s) + " s";
 }
@@ -25,7 +26,9 @@ std::string NotInView(const Node* node) {
 }  // namespace
 
 Probe SchedulerLive(const Scheduler* scheduler) {
-  return [scheduler] { return Stalled("the failure-detection loop", scheduler->status().monitor_age_s, 1); };
+  return [scheduler] {
+    return Stalled("the failure-detection loop", scheduler->status().monitor_age_s, 1);
+  };
 }
 
 Probe SchedulerReady(const Scheduler* scheduler) {
@@ -42,9 +45,10 @@ Probe SchedulerReady(const Scheduler* scheduler) {
   };
 }
 
-Probe NodeLive(const Node* node, double heartbeat_interval_s) {
-  return [node, heartbeat_interval_s] {
-    return Stalled("the heartbeat loop", node->SecondsSinceHeartbeatRound(), heartbeat_interval_s);
+Probe NodeLive(const Node* node, double heartbeat_interval_s, double min_stall_s) {
+  return [node, heartbeat_interval_s, min_stall_s] {
+    return Stalled("the heartbeat loop", node->SecondsSinceHeartbeatRound(), heartbeat_interval_s,
+                   min_stall_s);
   };
 }
 

@@ -24,8 +24,10 @@ Probe SchedulerReady(const Scheduler* scheduler);
 
 // Alive while the node's heartbeat loop keeps running (every
 // `heartbeat_interval_s`), whether or not the scheduler answers: a job keeps
-// training while its scheduler restarts.
-Probe NodeLive(const Node* node, double heartbeat_interval_s);
+// training while its scheduler restarts. Stalled after kStalledPeriods
+// periods, and at least `min_stall_s`.
+Probe NodeLive(const Node* node, double heartbeat_interval_s,
+               double min_stall_s = kMinStallSeconds);
 // A server is ready once it is in the view and every key range it holds has
 // its rows (copied from its chain or loaded from a checkpoint).
 Probe ServerReady(const Node* node, const KVServer* server);

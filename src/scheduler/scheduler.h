@@ -78,8 +78,8 @@ struct SchedulerStatus {
   std::vector<Node> members;  // the view's members
   int expected_servers = 0;
   int expected_workers = 0;
-  int workers_done = 0;       // reported the end of their job
-  uint64_t departures = 0;    // nodes removed from the view for silence
+  int workers_done = 0;     // reported the end of their job
+  uint64_t departures = 0;  // nodes removed from the view for silence
   uint64_t rejected_messages = 0;
   CheckpointStats checkpoints;
   double monitor_age_s = 0;  // since the failure-detection loop last ran

@@ -96,9 +96,10 @@ void KVServer::Handle(Message&& message) {
   const bool direct = meta.origin() == 0;
   // A repeated push does not move the gate either: a late copy must not
   // count a worker that has left since.
+  const bool push = meta.command() == proto::PUSH;
   const bool applied = ServeObserved(std::move(message), 0, arrived);
   CountRememberedSenders();
-  PublishSizes(/*now=*/false);
+  if (push) PublishSizes();  // only pushes make rows (or wait for a range's copy)
   if (applied && direct && clock > 0) {
     gate_.Advance(sender, clock);
     WakeParked();
@@ -138,7 +139,7 @@ void KVServer::OnView(const proto::ClusterView& view) {
   RefuseParkedOfLeavers();
   WakeParked();
   CountRememberedSenders();
-  PublishSizes(/*now=*/true);
+  PublishSizes();
 }
 
 void KVServer::ForgetDeparted() {
@@ -239,33 +240,35 @@ bool KVServer::ServeObserved(Message&& message, int64_t waited_us, double arrive
   return applied;
 }
 
-void KVServer::PublishSizes(bool now) {
-  const double time = MonotonicSeconds();
-  if (!now && time - sizes_taken_ < kTableSizesEvery) return;
-  sizes_taken_ = time;
-  std::map<uint32_t, TableSize> sizes;
+void KVServer::PublishSizes() {
   size_t waiting = 0, held = 0;
+  std::lock_guard<std::mutex> lock(sizes_mutex_);
+  sizes_.clear();  // keeps its capacity: no allocation once the tables are known
   for (const auto& [range, shard] : shards_) {
     if (!shard.ready) ++waiting;
     held += shard.held.size();
     for (const auto& [id, table] : shard.tables) {
-      TableSize& size = sizes[id];
-      size.table = id;
-      size.rows += table.rows->size();
-      size.bytes += table.rows->memory_bytes();
+      auto size = std::find_if(sizes_.begin(), sizes_.end(),
+                               [id = id](const TableSize& s) { return s.table == id; });
+      if (size == sizes_.end()) size = sizes_.insert(sizes_.end(), TableSize{id, 0, 0});
+      size->rows += table.rows->size();
+      size->bytes += table.rows->memory_bytes();
     }
   }
   ranges_waiting_.store(waiting);
   held_pushes_.store(held);
   serving_.store(view_epoch_ > 0 && waiting == 0);
-  std::lock_guard<std::mutex> lock(sizes_mutex_);
-  sizes_.clear();
-  for (const auto& [id, size] : sizes) sizes_.push_back(size);
 }
 
 std::vector<KVServer::TableSize> KVServer::table_sizes() const {
-  std::lock_guard<std::mutex> lock(sizes_mutex_);
-  return sizes_;
+  std::vector<TableSize> sizes;
+  {
+    std::lock_guard<std::mutex> lock(sizes_mutex_);
+    sizes = sizes_;
+  }
+  std::sort(sizes.begin(), sizes.end(),
+            [](const TableSize& a, const TableSize& b) { return a.table < b.table; });
+  return sizes;
 }
 
 void KVServer::Reply(const proto::Meta& request, Message& response) {

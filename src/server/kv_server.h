@@ -118,10 +118,9 @@ class KVServer {
     uint64_t rows = 0;
     uint64_t bytes = 0;
   };
-  // Every table's size as of at most kTableSizesEvery seconds ago (taken on
-  // the receive thread between requests).
+  // Every table's size, by table id, as of the last push (taken on the
+  // receive thread after each, and after each view).
   std::vector<TableSize> table_sizes() const;
-  static constexpr double kTableSizesEvery = 1.0;
   // Whether this server has had a view and every key range it holds has its
   // rows (copied from its chain, or loaded from a checkpoint), and no load
   // failed: it serves its ranges.
@@ -161,9 +160,9 @@ class KVServer {
   void WakeParked();
   // Serve, timed for the observer from `arrived` (MonotonicSeconds).
   bool ServeObserved(Message&& message, int64_t waited_us, double arrived);
-  // Takes table_sizes() and the replicas' readiness now, or (unless `now`)
-  // if the last take is kTableSizesEvery old.
-  void PublishSizes(bool now);
+  // Takes table_sizes() and the replicas' readiness (serving(),
+  // ranges_waiting(), held_pushes()) for other threads.
+  void PublishSizes();
   // Sends `response` as the answer to `request`.
   void Reply(const proto::Meta& request, Message& response);
   // Tells the scheduler that a snapshot was written (or why not).
@@ -282,7 +281,6 @@ class KVServer {
   // What PublishSizes takes, for other threads.
   mutable std::mutex sizes_mutex_;
   std::vector<TableSize> sizes_;
-  double sizes_taken_ = 0;
   std::atomic<bool> serving_{false};
   std::atomic<size_t> ranges_waiting_{0};
   std::atomic<size_t> held_pushes_{0};
