@@ -2,7 +2,11 @@
 // itself (404, 405, 413, 500), binding, and stopping with a request in flight.
 #include "io/http_server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +23,26 @@ using testing::Contains;
 using testing::ErrorOf;
 using testing::HttpGet;
 using testing::HttpPost;
+
+// Sends `bytes` to 127.0.0.1:`port` on a fresh connection and returns what
+// comes back before the server closes it (at most 5 s).
+std::string RawExchange(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  timeval timeout{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      send(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size())) {
+    char buffer[4096];
+    for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) answer.append(buffer, n);
+  }
+  close(fd);
+  return answer;
+}
 
 HttpResponse Text(const std::string& body) {
   HttpResponse response;
@@ -97,6 +121,15 @@ TEST(HttpServer, AHandlerThatThrowsIsAnsweredWith500AndItsMessage) {
   const auto answer = HttpGet(server.port(), "/boom");
   EXPECT_EQ(answer.status, 500);
   EXPECT_EQ(answer.body, "error: the model is not loaded\n");
+}
+
+TEST(HttpServer, AMalformedRequestIsAnswered400AndTheServerGoesOn) {
+  HttpServer server({});
+  server.Route("GET", "/metrics", [](const HttpRequest&) { return Text("m"); });
+  server.Start();
+  const std::string answer = RawExchange(server.port(), "NOT HTTP AT ALL\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+  EXPECT_EQ(HttpGet(server.port(), "/metrics").body, "m");
 }
 
 TEST(HttpServer, PortZeroTakesAFreePortThatPortTells) {

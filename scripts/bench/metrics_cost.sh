@@ -4,9 +4,10 @@
 # (--metrics=off) and on (--metrics=auto, the launch default, every role's
 # /metrics scraped once a second while it runs, as Prometheus would). Runs
 # alternate off/on, ROUNDS of each; each run's figure is the job's
-# train:examples_per_second (metrics.json). Prints every run, then the median
-# and spread (min..max) of each and the ratio of the medians. Figures go to
-# docs/BENCHMARKS.md.
+# train:examples_per_second (metrics.json). Prints every run and each round's
+# on/off ratio, then the median and spread (min..max) of each, the ratio of
+# the medians and the median of the rounds' ratios (runs side by side share
+# the machine's load). Figures go to docs/BENCHMARKS.md.
 #
 #   scripts/bench/metrics_cost.sh [ROWS] [ROUNDS] [EPOCHS]
 set -euo pipefail
@@ -51,13 +52,18 @@ run() {  # off|on round
 }
 
 declare -A results=()
+ratios=""
 echo "== $rows rows, $epochs epochs, 1 server 1 worker, $rounds alternating rounds"
 for ((round = 0; round < rounds; ++round)); do
   for mode in off on; do
     value=$(run $mode $round)
     results[$mode]+="$value "
-    printf 'round %d metrics %-3s %10.0f examples/s\n' "$round" "$mode" "$value"
+    declare "last_$mode=$value"
   done
+  ratio=$(echo "$last_on / $last_off" | bc -l)
+  ratios+="$ratio "
+  printf 'round %d: off %8.0f, on %8.0f examples/s, on/off %.3f\n' "$round" "$last_off" \
+    "$last_on" "$ratio"
 done
 for mode in off on; do
   values=$(echo "${results[$mode]}" | tr ' ' '\n' | grep .)
@@ -67,4 +73,7 @@ for mode in off on; do
 done
 off=$(echo "${results[off]}" | tr ' ' '\n' | grep . | median)
 on=$(echo "${results[on]}" | tr ' ' '\n' | grep . | median)
-printf 'on / off: %.3f\n' "$(echo "$on / $off" | bc -l)"
+printf 'on / off: %.3f (medians); median of the rounds'"'"' ratios %.3f, spread %.3f .. %.3f\n' \
+  "$(echo "$on / $off" | bc -l)" "$(echo "$ratios" | tr ' ' '\n' | grep . | median)" \
+  "$(echo "$ratios" | tr ' ' '\n' | grep . | sort -g | head -1)" \
+  "$(echo "$ratios" | tr ' ' '\n' | grep . | sort -g | tail -1)"
