@@ -4,7 +4,9 @@
 # (--metrics=off) and on (--metrics=auto, the launch default, every role's
 # /metrics scraped once a second while it runs, as Prometheus would). Runs
 # alternate off/on, ROUNDS of each; each run's figure is the job's
-# train:examples_per_second (metrics.json). Prints every run and each round's
+# train:examples_per_second (metrics.json). Rounds alternate which goes first
+# (off-on, on-off, ...), so an advantage of the first or second run of a pair
+# cancels out. Prints every run and each round's
 # on/off ratio, then the median and spread (min..max) of each, the ratio of
 # the medians and the median of the rounds' ratios (runs side by side share
 # the machine's load). Figures go to docs/BENCHMARKS.md.
@@ -55,7 +57,9 @@ declare -A results=()
 ratios=""
 echo "== $rows rows, $epochs epochs, 1 server 1 worker, $rounds alternating rounds"
 for ((round = 0; round < rounds; ++round)); do
-  for mode in off on; do
+  order="off on"
+  [ $((round % 2)) -eq 1 ] && order="on off"
+  for mode in $order; do
     value=$(run $mode $round)
     results[$mode]+="$value "
     declare "last_$mode=$value"

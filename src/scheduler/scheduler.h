@@ -108,6 +108,8 @@ class Scheduler {
   // The current view (epoch 0 until every expected node has registered).
   proto::ClusterView view() const;
 
+  // What the scheduler knows now (a copy, taken under its lock). Not to be
+  // called while Stop runs (stop whoever reads it, a metrics endpoint, first).
   SchedulerStatus status() const;
 
   // Messages ignored because they claimed a member's id on a connection other

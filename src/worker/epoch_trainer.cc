@@ -158,8 +158,7 @@ void EpochTrainer::CountBatch(const PreparedBatch& batch, const Pass& pass) cons
   TrainingCounters* counters = options_.counters;
   if (!counters) return;
   const EpochResult& result = pass.result;
-  counters->examples.fetch_add(batch.batch.rows(), std::memory_order_relaxed);
-  counters->minibatches.fetch_add(1, std::memory_order_relaxed);
+  counters->AddBatch(batch.batch.rows());
   counters->epoch.store(pass.epoch, std::memory_order_relaxed);
   if (result.examples > 0) {
     counters->epoch_loss.store(result.losses[0] / result.examples, std::memory_order_relaxed);
@@ -248,6 +247,7 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
     weight_gradients = {};
     bias_gradient = {};
     examples += batch.batch.rows();
+    if (options_.counters) options_.counters->AddBatch(batch.batch.rows());
   }
   return examples;
 }

@@ -18,6 +18,12 @@ struct TrainingCounters {
   std::atomic<int> epoch{0};
   // Mean training loss (the first model's) of the epoch's examples so far; NaN before any.
   std::atomic<double> epoch_loss{std::numeric_limits<double>::quiet_NaN()};
+
+  // A minibatch of `rows` examples pushed.
+  void AddBatch(uint64_t rows) {
+    examples.fetch_add(rows, std::memory_order_relaxed);
+    minibatches.fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 }  // namespace keel
