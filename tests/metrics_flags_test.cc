@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "test_util.h"
@@ -79,6 +80,46 @@ TEST_F(MetricsFlags, FreeLocalPortsAreDistinct) {
   ASSERT_EQ(ports.size(), 8u);
   EXPECT_EQ(std::set<int>(ports.begin(), ports.end()).size(), 8u);
   for (int port : ports) EXPECT_GT(port, 0);
+}
+
+// The --metrics_port flag in `argv`, or "" if none.
+std::string MetricsPortFlag(const std::vector<std::string>& argv) {
+  std::string found;
+  for (const std::string& arg : argv) {
+    if (arg.rfind("--metrics_port=", 0) == 0) found = arg;
+  }
+  return found;
+}
+
+TEST_F(MetricsFlags, LaunchGivesEveryRoleItsOwnPortAndPrintsWhereToScrapeIt) {
+  const LaunchMetricsPorts ports(/*on=*/true, /*with_scheduler=*/true, 2, 1);
+  std::set<std::string> flags;
+  for (const char* role : {"scheduler", "server 0", "server 1", "worker 0"}) {
+    std::vector<std::string> argv = {"keel", "server"};
+    ports.AddFlag(role, &argv);
+    ASSERT_EQ(argv.size(), 3u) << role;
+    flags.insert(argv[2]);
+  }
+  EXPECT_EQ(flags.size(), 4u);
+  std::ostringstream printed;
+  ports.Print(printed);
+  const std::string text = printed.str();
+  EXPECT_EQ(text.rfind("metrics (Prometheus; /healthz and /readyz beside them):\n", 0), 0u);
+  std::vector<std::string> argv;
+  ports.AddFlag("worker 0", &argv);
+  const std::string port = MetricsPortFlag(argv).substr(std::string("--metrics_port=").size());
+  EXPECT_TRUE(testing::Contains(text, "\n  worker 0   http://127.0.0.1:" + port + "/metrics\n"))
+      << text;
+}
+
+TEST_F(MetricsFlags, LaunchWithMetricsOffAddsNoFlagAndPrintsNothing) {
+  const LaunchMetricsPorts ports(/*on=*/false, /*with_scheduler=*/true, 2, 1);
+  std::vector<std::string> argv = {"keel", "worker"};
+  ports.AddFlag("worker 0", &argv);
+  EXPECT_EQ(MetricsPortFlag(argv), "");
+  std::ostringstream printed;
+  ports.Print(printed);
+  EXPECT_EQ(printed.str(), "");
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -124,50 +123,9 @@ int LaunchLocally(const std::vector<std::string>& role_flags) {
   return RunLocalCluster(cluster);
 }
 
-// The metrics ports of a local cluster's roles (none if its metrics are off),
-// by the role's name ("scheduler", "server 0", "worker 1").
-class MetricsPorts {
- public:
-  explicit MetricsPorts(const LocalCluster& cluster) {
-    if (!cluster.metrics) return;
-    std::vector<std::string> names;
-    if (cluster.scheduler.empty()) names.push_back("scheduler");
-    for (int i = 0; i < cluster.servers; ++i) names.push_back("server " + std::to_string(i));
-    for (int i = 0; i < cluster.workers; ++i) names.push_back("worker " + std::to_string(i));
-    const std::vector<int> ports = FreeLocalPorts(static_cast<int>(names.size()));
-    for (size_t i = 0; i < names.size(); ++i) ports_.emplace_back(names[i], ports[i]);
-  }
-
-  // Adds --metrics_port for the role `name` to its `argv`.
-  void AddFlag(const std::string& name, std::vector<std::string>* argv) const {
-    for (const auto& [role, port] : ports_) {
-      if (role == name) argv->push_back("--metrics_port=" + std::to_string(port));
-    }
-  }
-
-  // Prints where to scrape each role.
-  void Print() const {
-    if (ports_.empty()) return;
-    const bool any = FLAGS_metrics_bind == "0.0.0.0" || FLAGS_metrics_bind == "::";
-    const std::string host = any ? "127.0.0.1"
-                             : FLAGS_metrics_bind.find(':') != std::string::npos
-                                 ? "[" + FLAGS_metrics_bind + "]"
-                                 : FLAGS_metrics_bind;
-    std::cout << "metrics (Prometheus; /healthz and /readyz beside them):\n";
-    for (const auto& [role, port] : ports_) {
-      std::cout << "  " << std::left << std::setw(10) << role << " http://" << host << ":" << port
-                << "/metrics\n";
-    }
-    std::cout << std::flush;
-  }
-
- private:
-  std::vector<std::pair<std::string, int>> ports_;
-};
-
 // Starts a scheduler for `cluster` on loopback; returns its "host:port".
 std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& self,
-                                const MetricsPorts& metrics, ProcessGroup* group) {
+                                const LaunchMetricsPorts& metrics, ProcessGroup* group) {
   char folder[] = "/tmp/keel-launch-XXXXXX";
   if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
   const std::string port_file = std::string(folder) + "/scheduler.port";
@@ -198,7 +156,7 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
 // Starts `count` processes of `role` ("server" or "worker"), ranks 0 on.
 void SpawnRoles(const std::string& role, int count, const std::string& self,
                 const std::vector<std::string>& common, const FaultSchedule& faults,
-                const MetricsPorts& metrics, ProcessGroup* group) {
+                const LaunchMetricsPorts& metrics, ProcessGroup* group) {
   for (int i = 0; i < count; ++i) {
     const std::string name = role + " " + std::to_string(i);
     std::vector<std::string> argv = {self, role, "--rank=" + std::to_string(i)};
@@ -230,13 +188,14 @@ int RunLocalCluster(const LocalCluster& cluster) {
     fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
                                                  cluster.event_log, cluster.fault_seed);
   }
-  const MetricsPorts metrics(cluster);
+  const LaunchMetricsPorts metrics(cluster.metrics, cluster.scheduler.empty(), cluster.servers,
+                                   cluster.workers);
   const std::string scheduler = cluster.scheduler.empty()
                                     ? StartLocalScheduler(cluster, self, metrics, &group)
                                     : cluster.scheduler;
   std::vector<std::string> common = {"--scheduler=" + scheduler, "--bind=127.0.0.1"};
   common.insert(common.end(), cluster.role_flags.begin(), cluster.role_flags.end());
-  metrics.Print();
+  metrics.Print(std::cout);
   SpawnRoles("server", cluster.servers, self, common, faults, metrics, &group);
   SpawnRoles("worker", cluster.workers, self, common, faults, metrics, &group);
   const int code = group.Wait(cluster.timeout_s);

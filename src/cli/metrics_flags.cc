@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iomanip>
 
 #include "base/error.h"
 #include "cli/flag_rules.h"
@@ -115,6 +116,38 @@ std::vector<int> FreeLocalPorts(int count) {
   }
   for (int fd : fds) close(fd);
   return ports;
+}
+
+LaunchMetricsPorts::LaunchMetricsPorts(bool on, bool with_scheduler, int servers, int workers) {
+  if (!on) return;
+  std::vector<std::string> names;
+  if (with_scheduler) names.push_back("scheduler");
+  for (int i = 0; i < servers; ++i) names.push_back("server " + std::to_string(i));
+  for (int i = 0; i < workers; ++i) names.push_back("worker " + std::to_string(i));
+  const std::vector<int> ports = FreeLocalPorts(static_cast<int>(names.size()));
+  for (size_t i = 0; i < names.size(); ++i) ports_.emplace_back(names[i], ports[i]);
+}
+
+void LaunchMetricsPorts::AddFlag(const std::string& name, std::vector<std::string>* argv) const {
+  for (const auto& [role, port] : ports_) {
+    if (role == name) argv->push_back("--metrics_port=" + std::to_string(port));
+  }
+}
+
+void LaunchMetricsPorts::Print(std::ostream& out) const {
+  if (ports_.empty()) return;
+  // Where a local Prometheus reaches the roles: loopback when they listen
+  // on every interface.
+  const std::string& bind = FLAGS_metrics_bind;
+  const bool any = bind == "0.0.0.0" || bind == "::";
+  const bool v6 = bind.find(':') != std::string::npos;
+  const std::string host = any ? "127.0.0.1" : v6 ? "[" + bind + "]" : bind;
+  out << "metrics (Prometheus; /healthz and /readyz beside them):\n";
+  for (const auto& [role, port] : ports_) {
+    out << "  " << std::left << std::setw(10) << role << " http://" << host << ":" << port
+        << "/metrics\n";
+  }
+  out << std::flush;
 }
 
 }  // namespace keel

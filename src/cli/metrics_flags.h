@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,23 @@ bool LaunchMetricsOn(const std::vector<std::string>& role_flags);
 // bound and released; the roles bind them a moment later). Throws Error if
 // none can be bound.
 std::vector<int> FreeLocalPorts(int count);
+
+// The metrics ports of a local `keel launch`'s roles, by the role's name
+// ("scheduler", "server 0", "worker 1"): a free port each (FreeLocalPorts),
+// or none if its metrics are off.
+class LaunchMetricsPorts {
+ public:
+  // `with_scheduler`: the launch starts the scheduler (not an external one).
+  LaunchMetricsPorts(bool on, bool with_scheduler, int servers, int workers);
+
+  // Adds --metrics_port for the role `name` to its `argv`.
+  void AddFlag(const std::string& name, std::vector<std::string>* argv) const;
+  // Prints where to scrape each role (nothing if metrics are off).
+  void Print(std::ostream& out) const;
+
+ private:
+  std::vector<std::pair<std::string, int>> ports_;
+};
 
 }  // namespace keel
 
