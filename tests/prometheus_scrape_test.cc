@@ -168,7 +168,7 @@ TEST_F(PrometheusScrape, PromtoolFindsNothingToLintInAnyRolesMetrics) {
     // Scraped once training has started, so every series (requests, tables) is there.
     std::string text;
     ASSERT_TRUE(WaitFor(
-        [&, port = port] {
+        [&, port = port, role = role] {
           const auto answer = HttpGet(port, "/metrics");
           text = answer.body;
           return answer.status == 200 && (role == "scheduler" || Contains(text, "op=\"push\""));
