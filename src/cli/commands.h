@@ -12,6 +12,7 @@
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "worker/kv_bench_job.h"
+#include "worker/training_counters.h"
 
 namespace keel {
 
@@ -70,6 +71,9 @@ struct LocalCluster {
   // and --log_dir say (cli/role_output.h); false: every role's line as it
   // comes.
   bool show_progress = false;
+  // Each role started gets a free --metrics_port, and where to scrape them
+  // is printed.
+  bool metrics = false;
 };
 
 // Starts the cluster, forwards its logs and waits; returns 0 when every role
@@ -88,8 +92,9 @@ std::string WriteReport(const std::string& model_dir, const std::string& out);
 int RunBench(const std::string& what);
 
 // The training jobs (job_commands.cc).
-// Runs the training job the flags describe on a started worker node.
-int RunTraining(Node* node, KVWorker* client);
+// Runs the training job the flags describe on a started worker node,
+// keeping its running figures in `counters` (if not null) for metrics.
+int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters = nullptr);
 // `keel predict` and `keel datagen`.
 int RunPredict();
 int RunDatagen();

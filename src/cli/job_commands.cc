@@ -146,9 +146,10 @@ size_t PredictBatchRows(int prediction_width) {
 
 }  // namespace
 
-int RunTraining(Node* node, KVWorker* client) {
+int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters) {
   const Hyperparameters hyperparameters = HyperparametersFromFlags();
   TrainerOptions options = TrainerOptionsFromFlags();
+  options.counters = counters;
   options.hyperparameter_json = HyperparameterJson();
   if (options.model_dir.empty()) {  // a worker started alone: the model is kept all the same
     options.model_dir = DefaultModelDir(FLAGS_job);

@@ -21,6 +21,7 @@
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
 #include "cli/launcher.h"
+#include "cli/metrics_flags.h"
 #include "cli/remote.h"
 #include "io/timeline_writer.h"
 #include "io/storage.h"
@@ -60,6 +61,7 @@ void CheckLaunchFlags(const ClusterSize& size) {
   JobTablesFromFlags();
   CheckWorkerJobFlags();
   RequestRetryFromFlags();
+  CheckMetricsFlags();
 }
 
 // A cluster on this machine: at least one server and one worker, at most
@@ -165,6 +167,7 @@ int LaunchLocally(const std::vector<std::string>& role_flags, const std::string&
   cluster.fresh_timeline = FLAGS_resume.empty();
   cluster.report = FLAGS_report;
   cluster.show_progress = true;
+  cluster.metrics = LaunchMetricsOn(role_flags);
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
   LaunchOutputOptionsFromFlags();  // checks --progress
   CheckLocalClusterSize(cluster);
@@ -177,7 +180,7 @@ int LaunchLocally(const std::vector<std::string>& role_flags, const std::string&
 
 // Starts a scheduler for `cluster` on loopback; returns its "host:port".
 std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& self,
-                                ProcessGroup* group) {
+                                const LaunchMetricsPorts& metrics, ProcessGroup* group) {
   char folder[] = "/tmp/keel-launch-XXXXXX";
   if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
   const std::string port_file = std::string(folder) + "/scheduler.port";
@@ -190,6 +193,7 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
   if (cluster.show_progress) argv.push_back("--progress_records");
   // The job's flags too: logging flags apply, the rest are ignored.
   argv.insert(argv.end(), cluster.role_flags.begin(), cluster.role_flags.end());
+  metrics.AddFlag("scheduler", &argv);
   group->Spawn("scheduler", argv);
   std::string port;
   const bool started = group->Pump(15, [&] {
@@ -208,12 +212,14 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
 // Starts `count` processes of `role` ("server" or "worker"), ranks 0 on.
 void SpawnRoles(const std::string& role, int count, const std::string& self,
                 const std::vector<std::string>& common, const FaultSchedule& faults,
-                ProcessGroup* group) {
+                const LaunchMetricsPorts& metrics, ProcessGroup* group) {
   for (int i = 0; i < count; ++i) {
+    const std::string name = role + " " + std::to_string(i);
     std::vector<std::string> argv = {self, role, "--rank=" + std::to_string(i)};
     argv.insert(argv.end(), common.begin(), common.end());
     for (auto& flag : faults.TransportFlags(role, i)) argv.push_back(flag);
-    group->Spawn(role + " " + std::to_string(i), argv);
+    metrics.AddFlag(name, &argv);
+    group->Spawn(name, argv);
   }
 }
 
@@ -260,12 +266,16 @@ int RunLocalCluster(const LocalCluster& cluster) {
     fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
                                                  cluster.event_log, cluster.fault_seed, &timeline);
   }
-  const std::string scheduler =
-      cluster.scheduler.empty() ? StartLocalScheduler(cluster, self, &group) : cluster.scheduler;
+  const LaunchMetricsPorts metrics(cluster.metrics, cluster.scheduler.empty(), cluster.servers,
+                                   cluster.workers);
+  const std::string scheduler = cluster.scheduler.empty()
+                                    ? StartLocalScheduler(cluster, self, metrics, &group)
+                                    : cluster.scheduler;
   std::vector<std::string> common = {"--scheduler=" + scheduler, "--bind=127.0.0.1"};
   common.insert(common.end(), cluster.role_flags.begin(), cluster.role_flags.end());
-  SpawnRoles("server", cluster.servers, self, common, faults, &group);
-  SpawnRoles("worker", cluster.workers, self, common, faults, &group);
+  metrics.Print(std::cout);
+  SpawnRoles("server", cluster.servers, self, common, faults, metrics, &group);
+  SpawnRoles("worker", cluster.workers, self, common, faults, metrics, &group);
   const int code = group.Wait(cluster.timeout_s);
   if (fault_runner) fault_runner->Finish(code);
   timeline.Flush();

@@ -46,7 +46,7 @@ const std::set<std::string> kLaunchFlags = {
     "bind",     "port",        "port_file",   "advertise",      "rank",        "rank_env",
     "hostfile", "ssh_options", "remote_keel", "scheduler_port", "slurm",       "check_flags",
     "report",   "progress",    "verbose",     "noverbose",      "log_dir",     "progress_records",
-    "noprogress_records"};
+    "noprogress_records",      "metrics"};
 const std::set<std::string> kBooleanLaunchFlags = {
     "slurm",   "noslurm",   "check_flags",      "nocheck_flags",     "report", "noreport",
     "verbose", "noverbose", "progress_records", "noprogress_records"};

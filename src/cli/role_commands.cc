@@ -22,8 +22,12 @@
 #include "cli/job_flags.h"
 #include "cli/launcher.h"
 #include "cli/progress_printer.h"
+#include "cli/metrics_flags.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
+#include "metrics/metrics_registry.h"
+#include "metrics/role_metrics.h"
+#include "metrics/role_probes.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
 #include "worker/kv_bench_job.h"
@@ -67,10 +71,11 @@ bool ShouldStartOver(const Node& node) {
 
 // Runs the worker's job; returns its error (any std::exception's message), or
 // "" if it succeeded.
-std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& bench) {
+std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& bench,
+                         TrainingCounters* counters) {
   try {
     if (IsTrainingJob(FLAGS_job)) {
-      RunTraining(node, client);
+      RunTraining(node, client, counters);
     } else {
       const auto cases = RunKVBench(node, client, bench);
       WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",
@@ -120,9 +125,14 @@ KVBenchOptions CheckWorkerJobFlags() {
 
 int RunScheduler() {
   SchedulerOptions options = SchedulerOptionsFromFlags();
+  CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
   Scheduler scheduler(options);
+  MetricsRegistry metrics;
+  AddSchedulerMetrics(&scheduler, &metrics);
   scheduler.Start();
+  const auto endpoint = StartMetricsEndpoint("scheduler", &metrics, SchedulerLive(&scheduler),
+                                             SchedulerReady(&scheduler));
   if (FLAGS_port_file == "-") {
     std::cout << "scheduler port " << scheduler.port() << std::endl;
   } else if (!FLAGS_port_file.empty()) {
@@ -132,6 +142,7 @@ int RunScheduler() {
   if (FLAGS_progress_records) printer.emplace(&scheduler.progress(), &std::cout);
   const int failed = scheduler.WaitForJob(1e9);
   if (printer) printer->Finish(failed, options.checkpoint.uri);
+  if (endpoint) endpoint->Stop();
   scheduler.Stop();
   return failed == 0 ? 0 : 1;
 }
@@ -141,9 +152,15 @@ int RunServer(const std::vector<std::string>& argv) {
   const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
+  CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
+  MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   Node node(node_options);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
+  AddNodeMetrics(&node, &metrics);
+  AddServerMetrics(&*server, &metrics);
+  auto endpoint = StartMetricsEndpoint(
+      "server", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), ServerReady(&node, &*server));
   node.Start();
   while (!node.WaitForShutdown(1.0)) {
     if (const std::string failure = server->failure(); !failure.empty()) throw Error(failure);
@@ -156,6 +173,7 @@ int RunServer(const std::vector<std::string>& argv) {
       // over its ranges. It starts over and takes its rank back as a
       // replacement, copying its ranges from them.
       LOG(WARNING) << "server " << node.rank() << " left the cluster; it joins again";
+      endpoint.reset();  // it reads the server
       server.reset();
       RejoinAsNewProcess(argv);
     }
@@ -164,6 +182,7 @@ int RunServer(const std::vector<std::string>& argv) {
             << " requests, rejected " << server->rejected_requests() << " (non-finite pushes "
             << server->non_finite_pushes() << ", sequences out of window "
             << server->out_of_window_sequences() << "), repeated " << server->duplicate_pushes();
+  endpoint.reset();
   node.Stop();
   return 0;
 }
@@ -172,14 +191,25 @@ int RunWorker(const std::vector<std::string>& argv) {
   const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
   const RequestRetry retry = RequestRetryFromFlags();
+  CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
+  MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
+  TrainingCounters counters;
   Node node(node_options);
   KVWorker client(&node, retry);
+  AddNodeMetrics(&node, &metrics);
+  AddWorkerMetrics(&client, IsTrainingJob(FLAGS_job) ? &counters : nullptr, &metrics);
+  auto endpoint = StartMetricsEndpoint(
+      "worker", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), WorkerReady(&node));
   node.Start();
-  const std::string error = RunWorkerJob(&node, &client, bench);
-  if (!error.empty()) StartOverIfRemoved(&node, argv);
+  const std::string error = RunWorkerJob(&node, &client, bench, &counters);
+  if (!error.empty()) {
+    endpoint.reset();  // a worker that starts over binds its port again
+    StartOverIfRemoved(&node, argv);
+  }
   node.ReportDone(error);
   if (!node.WaitForShutdown(30)) LOG(WARNING) << "no shutdown from the scheduler; exiting";
+  endpoint.reset();
   node.Stop();
   return error.empty() ? 0 : 1;
 }

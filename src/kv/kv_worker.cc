@@ -446,6 +446,7 @@ void KVWorker::OnResponse(Message&& message) {
                                   ? 0
                                   : part->second.clock - meta.min_clock();
     ++gate_stats_.pulls;
+    gate_stats_.staleness_sum += staleness;
     gate_stats_.max_staleness = std::max(gate_stats_.max_staleness, staleness);
     ++gate_stats_.histogram[GateStats::Bucket(staleness)];
     if (meta.waited_us() > 0) {
@@ -462,8 +463,21 @@ void KVWorker::OnResponse(Message&& message) {
                   expected);
     }
   }
+  if (observer_ && request.error.empty()) ObserveLocked(part->second, message);
   parts_.erase(part);
   PartDoneLocked(handle, request);
+}
+
+void KVWorker::ObserveLocked(const Part& part, const Message& response) const {
+  if (part.command != proto::PUSH && part.command != proto::PULL) return;
+  RequestRecord record;
+  record.command = part.command;
+  record.server_rank = part.server_rank;
+  record.table = part.message.meta.table();
+  record.seconds = MonotonicSeconds() - part.first_sent;
+  for (const Bytes& frame : part.message.frames) record.bytes += frame.size();
+  for (const Bytes& frame : response.frames) record.bytes += frame.size();
+  observer_(record);
 }
 
 int GateStats::Bucket(int64_t staleness) {

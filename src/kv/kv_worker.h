@@ -30,6 +30,7 @@
 
 #include "kv/keys.h"
 #include "kv/node.h"
+#include "kv/request_observer.h"
 #include "kv/shared_array.h"
 
 namespace keel {
@@ -69,6 +70,7 @@ struct GateStats {
   uint64_t waited = 0;    // pulls the gate held back
   int64_t waited_us = 0;  // their total time at the gate
   int64_t max_staleness = 0;
+  int64_t staleness_sum = 0;  // over every pull
   uint64_t histogram[kBuckets] = {};
 };
 
@@ -126,6 +128,11 @@ class KVWorker {
   // and if that fails the next Wait throws the error.
   void AnnounceClock(int64_t clock, bool wait, double timeout_s = 600);
   GateStats gate_stats() const;
+
+  // Hears of every push and pull part a server answered without error (on
+  // the receive thread, with this worker's lock held), for metrics. Set
+  // before node->Start().
+  void SetRequestObserver(RequestObserver observer) { observer_ = std::move(observer); }
 
   // Forgets a request: a late response to it is dropped, and arrays it was
   // to fill are no longer touched. For a caller giving up on a request.
@@ -198,6 +205,8 @@ class KVWorker {
   void CancelLocked(Handle handle);
   // Ends `handle` with `error` (caller holds mutex_).
   void FailLocked(Handle handle, const std::string& error);
+  // Tells the observer of an answered push or pull part (caller holds mutex_).
+  void ObserveLocked(const Part& part, const Message& response) const;
   // Finishes one answered part of `request` (caller holds mutex_).
   void PartDoneLocked(Handle handle, Request& request);
   void ThrowBackgroundErrorLocked();
@@ -230,6 +239,7 @@ class KVWorker {
   std::string background_error_;              // a detached request's failure
   std::atomic<uint64_t> resends_{0};
   std::atomic<uint64_t> late_responses_{0};
+  RequestObserver observer_;
   bool stopping_ = false;
   bool resend_now_ = false;  // a view change made parts due
   std::set<int> servers_;    // server node ids in the latest view

@@ -48,6 +48,7 @@ void Node::Start() {
   StartVan();
   Register();
   last_scheduler_contact_ns_ = MonotonicNanos();
+  last_heartbeat_round_ns_.store(MonotonicNanos());
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   LOG(INFO) << proto::Role_Name(options_.role) << " " << rank_ << " (node " << id_
             << ") listening at " << van_->address() << ", view epoch " << epoch_;
@@ -372,6 +373,11 @@ double Node::SecondsSinceScheduler() const {
   return static_cast<double>(MonotonicNanos() - last_scheduler_contact_ns_.load()) * 1e-9;
 }
 
+double Node::SecondsSinceHeartbeatRound() const {
+  const int64_t last = last_heartbeat_round_ns_.load();
+  return last == 0 ? 0 : static_cast<double>(MonotonicNanos() - last) * 1e-9;
+}
+
 size_t Node::held_messages() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return held_.size();
@@ -664,6 +670,7 @@ void Node::HeartbeatLoop() {
       LOG(WARNING) << "heartbeat not sent: " << e.what();
     }
     TakeSchedulerReplies();
+    last_heartbeat_round_ns_.store(MonotonicNanos());
     lock.lock();
   }
 }

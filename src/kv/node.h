@@ -179,6 +179,10 @@ class Node {
   bool shutdown_requested() const { return shutdown_.load(); }
   // Seconds since the scheduler last answered a heartbeat.
   double SecondsSinceScheduler() const;
+  // Seconds since the heartbeat loop last finished a round (whether or not
+  // the scheduler answered) or started; 0 before Start. A live node keeps it
+  // below about heartbeat_interval_s.
+  double SecondsSinceHeartbeatRound() const;
 
   // Messages dropped by the transport because they could not be decoded.
   uint64_t malformed_messages() const;
@@ -267,6 +271,7 @@ class Node {
   std::atomic<bool> removed_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> last_scheduler_contact_ns_{0};
+  std::atomic<int64_t> last_heartbeat_round_ns_{0};
   std::atomic<uint64_t> rejected_control_{0};
   std::atomic<uint64_t> rejected_data_{0};
   std::atomic<uint64_t> misrouted_data_{0};

@@ -55,6 +55,10 @@ class ParameterTable {
   int row_width() const { return row_width_; }
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
+  // Bytes the table holds: its slots, and its wide rows' blocks.
+  size_t memory_bytes() const {
+    return slots_.capacity() + (shares_rows_ ? size_ * row_width_ * sizeof(float) : 0);
+  }
 
   // Rows of at least this many bytes are kept in blocks of their own.
   static constexpr size_t kSharedRowBytes = 64 << 10;

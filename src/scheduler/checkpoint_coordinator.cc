@@ -245,7 +245,12 @@ void CheckpointCoordinator::FinishCommit(const std::string& id, const std::strin
               << " file(s), " << bytes << " bytes, " << MonotonicSeconds() - writing.started
               << " s after the copy began";
     if (id > last_committed_) last_committed_ = id;
+    ++stats_.committed;
+    stats_.last_committed_at = MonotonicSeconds();
+    stats_.last_seconds = stats_.last_committed_at - writing.started;
+    stats_.last_bytes = bytes;
   } else {
+    ++stats_.abandoned;
     LOG(ERROR) << "checkpoint " << id << " abandoned: " << error;
   }
   for (const auto& [worker, sequence] : writing.final_waiters) Answer(worker, sequence, error);

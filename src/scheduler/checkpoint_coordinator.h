@@ -42,6 +42,17 @@ struct CheckpointOptions {
   std::string resume;  // --resume: "latest", a checkpoint's URI or a store's URI; "" none
 };
 
+// What checkpoints did so far, for metrics.
+struct CheckpointStats {
+  uint64_t committed = 0;
+  uint64_t abandoned = 0;
+  // The newest commit: seconds from the start of its copy to its commit, the
+  // bytes of its files, and when it was committed (MonotonicSeconds; 0: none).
+  double last_seconds = 0;
+  uint64_t last_bytes = 0;
+  double last_committed_at = 0;
+};
+
 class CheckpointCoordinator {
  public:
   // Sends a control message to a node (the scheduler stamps it).
@@ -72,6 +83,7 @@ class CheckpointCoordinator {
     *uri = options_.uri;
     return enabled() ? last_committed_ : "";
   }
+  const CheckpointStats& stats() const { return stats_; }
   // Checkpoints copied but not yet committed or abandoned.
   bool busy() const { return !writing_.empty(); }
   // Each commit (or abandoned checkpoint) is recorded in `timeline` as a
@@ -113,6 +125,7 @@ class CheckpointCoordinator {
   std::unique_ptr<CheckpointStore> store_;
   std::string resume_uri_, resume_id_;
   std::string last_committed_;  // newest committed (or resumed-from) id
+  CheckpointStats stats_;
 
   std::map<int, Ready> ready_;                   // workers stopped at a point
   std::map<int, proto::WorkerCursor> finished_;  // workers past their share of an epoch

@@ -39,6 +39,7 @@ void Scheduler::MonitorLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     changed_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+    monitor_ran_ = MonotonicSeconds();
     for (const auto& [id, silence] : FindSilent(MonotonicSeconds())) {
       const std::string reason = "no heartbeat for " + std::to_string(silence) + " s";
       if (members_[id].info.role() == proto::SERVER) {

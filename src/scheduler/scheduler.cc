@@ -66,6 +66,10 @@ Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Start() {
   van_.Start([this](Message&& message) { OnMessage(std::move(message)); });
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    monitor_ran_ = MonotonicSeconds();
+  }
   monitor_thread_ = std::thread([this] { MonitorLoop(); });
   LOG(INFO) << "scheduler listening on " << options_.bind_host << ":" << van_.port()
             << ", expecting " << options_.num_servers << " server(s) and " << options_.num_workers
@@ -89,6 +93,25 @@ void Scheduler::Stop() {
 proto::ClusterView Scheduler::view() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return view_;
+}
+
+SchedulerStatus Scheduler::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const double now = MonotonicSeconds();
+  SchedulerStatus status;
+  status.epoch = published_ ? view_.epoch() : 0;
+  for (const auto& [id, member] : members_) {
+    status.members.push_back(
+        {id, member.info.role(), member.info.rank(), now - member.last_heartbeat});
+  }
+  status.expected_servers = options_.num_servers;
+  status.expected_workers = options_.num_workers;
+  status.workers_done = static_cast<int>(done_.size());
+  status.departures = removed_ids_.size();
+  status.rejected_messages = rejected_;
+  if (checkpoints_) status.checkpoints = checkpoints_->stats();
+  status.monitor_age_s = monitor_ran_ > 0 ? now - monitor_ran_ : 0;
+  return status;
 }
 
 uint64_t Scheduler::rejected_messages() const {

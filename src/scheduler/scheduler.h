@@ -76,6 +76,24 @@ struct SchedulerOptions {
 // leaves room for a job's largest while a peer sending a bigger one is
 // disconnected before the scheduler allocates it.
 constexpr int64_t kSchedulerMaxFrameBytes = int64_t{64} << 20;
+// What the scheduler knows now, for metrics and status pages.
+struct SchedulerStatus {
+  uint64_t epoch = 0;  // the view's; 0 until the first view is published
+  struct Node {
+    int id = 0;
+    proto::Role role = proto::WORKER;
+    int rank = -1;
+    double heartbeat_age_s = 0;  // since it was last heard from
+  };
+  std::vector<Node> members;  // the view's members
+  int expected_servers = 0;
+  int expected_workers = 0;
+  int workers_done = 0;     // reported the end of their job
+  uint64_t departures = 0;  // nodes removed from the view for silence
+  uint64_t rejected_messages = 0;
+  CheckpointStats checkpoints;
+  double monitor_age_s = 0;  // since the failure-detection loop last ran
+};
 
 class Scheduler {
  public:
@@ -99,6 +117,10 @@ class Scheduler {
 
   // The current view (epoch 0 until every expected node has registered).
   proto::ClusterView view() const;
+
+  // What the scheduler knows now (a copy, taken under its lock). Not to be
+  // called while Stop runs (stop whoever reads it, a metrics endpoint, first).
+  SchedulerStatus status() const;
 
   // Messages ignored because they claimed a member's id on a connection other
   // than the one that member registered on, or (REPLICA_SYNC) named a key
@@ -229,6 +251,7 @@ class Scheduler {
   std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
   uint64_t rejected_ = 0;                       // see rejected_messages()
   JobProgress progress_;
+  double monitor_ran_ = 0;                      // MonotonicSeconds() of the monitor's last round
 };
 
 }  // namespace keel

@@ -244,6 +244,7 @@ void KVServer::ShardReady(size_t range, Shard& shard) {
   // Pushes passed down before the copy was taken are in it already: the
   // dedupe window recognises them, and they go on down the chain.
   for (Message& held : std::exchange(shard.held, {})) Serve(std::move(held), 0);
+  PublishSizes();
 }
 
 }  // namespace keel

@@ -73,6 +73,7 @@ void KVServer::Handle(Message&& message) {
     OnReplicaSync(std::move(message));
     return;
   }
+  const double arrived = MonotonicSeconds();
   if (!SenderProblem(meta).empty()) {
     // Refused (Serve says why); it must not count at the staleness gate.
     Serve(std::move(message), 0);
@@ -84,7 +85,7 @@ void KVServer::Handle(Message&& message) {
   }
   if (!meta.response() && meta.command() == proto::PULL && !gate_.Admits(meta.clock())) {
     // Held until the slowest worker catches up; nothing waits on a thread.
-    parked_.push_back(Parked{std::move(message), MonotonicSeconds()});
+    parked_.push_back(Parked{std::move(message), arrived});
     parked_total_.fetch_add(1);
     return;
   }
@@ -95,8 +96,10 @@ void KVServer::Handle(Message&& message) {
   const bool direct = meta.origin() == 0;
   // A repeated push does not move the gate either: a late copy must not
   // count a worker that has left since.
-  const bool applied = Serve(std::move(message), 0);
+  const bool push = meta.command() == proto::PUSH;
+  const bool applied = ServeObserved(std::move(message), 0, arrived);
   CountRememberedSenders();
+  if (push) PublishSizes();  // only pushes make rows (or wait for a range's copy)
   if (applied && direct && clock > 0) {
     gate_.Advance(sender, clock);
     WakeParked();
@@ -136,6 +139,7 @@ void KVServer::OnView(const proto::ClusterView& view) {
   RefuseParkedOfLeavers();
   WakeParked();
   CountRememberedSenders();
+  PublishSizes();
 }
 
 void KVServer::ForgetDeparted() {
@@ -210,11 +214,61 @@ void KVServer::WakeParked() {
       ++it;
       continue;
     }
-    const int64_t waited_us = static_cast<int64_t>((now - it->since) * 1e6);
+    const double since = it->since;
+    const int64_t waited_us = static_cast<int64_t>((now - since) * 1e6);
     Message message = std::move(it->message);
     it = parked_.erase(it);
-    Serve(std::move(message), std::max<int64_t>(waited_us, 1));
+    ServeObserved(std::move(message), std::max<int64_t>(waited_us, 1), since);
   }
+}
+
+bool KVServer::ServeObserved(Message&& message, int64_t waited_us, double arrived) {
+  if (!observer_) return Serve(std::move(message), waited_us);
+  const proto::Meta meta = message.meta;
+  RequestRecord record;
+  record.command = meta.command();
+  record.server_rank = node_->rank();
+  record.table = meta.table();
+  for (const Bytes& frame : message.frames) record.bytes += frame.size();
+  const bool applied = Serve(std::move(message), waited_us);
+  if (record.command != proto::PUSH && record.command != proto::PULL) return applied;
+  if (record.command == proto::PULL) {
+    record.bytes += uint64_t{meta.key_count()} * meta.value_width() * sizeof(float);
+  }
+  record.seconds = MonotonicSeconds() - arrived;
+  observer_(record);
+  return applied;
+}
+
+void KVServer::PublishSizes() {
+  size_t waiting = 0, held = 0;
+  std::lock_guard<std::mutex> lock(sizes_mutex_);
+  sizes_.clear();  // keeps its capacity: no allocation once the tables are known
+  for (const auto& [range, shard] : shards_) {
+    if (!shard.ready) ++waiting;
+    held += shard.held.size();
+    for (const auto& [id, table] : shard.tables) {
+      auto size = std::find_if(sizes_.begin(), sizes_.end(),
+                               [id = id](const TableSize& s) { return s.table == id; });
+      if (size == sizes_.end()) size = sizes_.insert(sizes_.end(), TableSize{id, 0, 0});
+      size->rows += table.rows->size();
+      size->bytes += table.rows->memory_bytes();
+    }
+  }
+  ranges_waiting_.store(waiting);
+  held_pushes_.store(held);
+  serving_.store(view_epoch_ > 0 && waiting == 0);
+}
+
+std::vector<KVServer::TableSize> KVServer::table_sizes() const {
+  std::vector<TableSize> sizes;
+  {
+    std::lock_guard<std::mutex> lock(sizes_mutex_);
+    sizes = sizes_;
+  }
+  std::sort(sizes.begin(), sizes.end(),
+            [](const TableSize& a, const TableSize& b) { return a.table < b.table; });
+  return sizes;
 }
 
 void KVServer::Reply(const proto::Meta& request, Message& response) {

@@ -59,11 +59,13 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "io/checkpoint.h"
 #include "kv/message.h"
 #include "kv/node.h"
 #include "kv/optimizer.h"
+#include "kv/request_observer.h"
 #include "kv/staleness_gate.h"
 #include "kv/table_spec.h"
 #include "server/dedupe_window.h"
@@ -111,6 +113,28 @@ class KVServer {
   // Why the server cannot serve (a checkpoint that failed to load); "" if it can.
   std::string failure() const;
 
+  // Rows and bytes of one table, summed over this server's replicas.
+  struct TableSize {
+    uint32_t table = 0;
+    uint64_t rows = 0;
+    uint64_t bytes = 0;
+  };
+  // Every table's size, by table id, as of the last push (taken on the
+  // receive thread after each, and after each view).
+  std::vector<TableSize> table_sizes() const;
+  // Whether this server has had a view and every key range it holds has its
+  // rows (copied from its chain, or loaded from a checkpoint), and no load
+  // failed: it serves its ranges.
+  bool serving() const { return serving_.load() && failure().empty(); }
+  // Key ranges of which this server holds a replica still waiting for its
+  // rows, and pushes held for them.
+  size_t ranges_waiting() const { return ranges_waiting_.load(); }
+  size_t held_pushes() const { return held_pushes_.load(); }
+
+  // Hears of every PUSH and PULL this server answered, for metrics (on the
+  // receive thread). Set before node->Start().
+  void SetRequestObserver(RequestObserver observer) { observer_ = std::move(observer); }
+
  private:
   struct Parked {
     Message message;
@@ -135,6 +159,11 @@ class KVServer {
   void RefuseParkedOfLeavers();
   // Answers the parked pulls the gate admits now.
   void WakeParked();
+  // Serve, timed for the observer from `arrived` (MonotonicSeconds).
+  bool ServeObserved(Message&& message, int64_t waited_us, double arrived);
+  // Takes table_sizes() and the replicas' readiness (serving(),
+  // ranges_waiting(), held_pushes()) for other threads.
+  void PublishSizes();
   // Sends `response` as the answer to `request`.
   void Reply(const proto::Meta& request, Message& response);
   // Tells the scheduler that a snapshot was written (or why not).
@@ -255,6 +284,13 @@ class KVServer {
   mutable std::mutex failure_mutex_;
   std::string failure_;
   std::unique_ptr<SnapshotWriter> writer_;
+  RequestObserver observer_;
+  // What PublishSizes takes, for other threads.
+  mutable std::mutex sizes_mutex_;
+  std::vector<TableSize> sizes_;
+  std::atomic<bool> serving_{false};
+  std::atomic<size_t> ranges_waiting_{0};
+  std::atomic<size_t> held_pushes_{0};
 };
 
 }  // namespace keel

@@ -161,6 +161,7 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
     client_->AnnounceClock(pass->clock.After(pass->batches), /*wait=*/false);
   }
   pass->result.examples += batch.batch.rows();
+  CountBatch(batch, *pass);
   node_->SetProgress(CursorOf(pass->result, pass->epoch, pass->batches));
   if (pass->checkpoint_every > 0 &&
       pass->batches % static_cast<uint64_t>(pass->checkpoint_every) == 0) {
@@ -175,6 +176,17 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
     timeline_->AfterBatch(
         pass->epoch, result.examples - result.resumed_examples,
         result.examples ? result.losses[0] / static_cast<double>(result.examples) : 0);
+  }
+}
+
+void EpochTrainer::CountBatch(const PreparedBatch& batch, const Pass& pass) const {
+  TrainingCounters* counters = options_.counters;
+  if (!counters) return;
+  const EpochResult& result = pass.result;
+  counters->AddBatch(batch.batch.rows());
+  counters->epoch.store(pass.epoch, std::memory_order_relaxed);
+  if (result.examples > 0) {
+    counters->epoch_loss.store(result.losses[0] / result.examples, std::memory_order_relaxed);
   }
 }
 
@@ -264,6 +276,7 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
     weight_gradients = {};
     bias_gradient = {};
     examples += batch.batch.rows();
+    if (options_.counters) options_.counters->AddBatch(batch.batch.rows());
   }
   return examples;
 }

@@ -105,6 +105,8 @@ class EpochTrainer {
   // model) and `gradients` to `*result`.
   void CountMinibatch(int epoch, uint64_t rows, const ModelLosses& losses,
                       const MinibatchGradients& gradients, EpochResult* result);
+  // Adds a pushed minibatch to the metrics' counters (TrainerOptions::counters).
+  void CountBatch(const PreparedBatch& batch, const Pass& pass) const;
   // Done with the epoch's share: reports it and leaves the gate.
   void LeaveEpoch(const Pass& pass);
   // At the end of this worker's share: waits until every rank's share is

@@ -9,6 +9,7 @@
 
 #include "io/readers.h"
 #include "kv/staleness_gate.h"
+#include "worker/training_counters.h"
 
 namespace keel {
 
@@ -47,6 +48,8 @@ struct TrainerOptions {
   // other threads (a metrics endpoint); null: nowhere. Must outlive the
   // trainer.
   LatestHealth* health = nullptr;
+  // Where the training loop keeps its running figures for metrics; none if null.
+  TrainingCounters* counters = nullptr;
 };
 
 }  // namespace keel

@@ -1,0 +1,153 @@
+#include "cli/metrics_flags.h"
+
+#include <arpa/inet.h>
+#include <glog/logging.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iomanip>
+
+#include "base/error.h"
+#include "cli/flag_rules.h"
+
+DEFINE_int32(metrics_port, 0,
+             "scheduler/server/worker: serve /metrics (Prometheus), /healthz and /readyz on this "
+             "HTTP port (0: off)");
+DEFINE_string(metrics_bind, "127.0.0.1",
+              "scheduler/server/worker: the interface --metrics_port listens on (an IPv4 or IPv6 "
+              "address; 0.0.0.0 for every interface)");
+DEFINE_string(metrics, "auto",
+              "launch: auto gives every role on this machine a free --metrics_port and prints "
+              "where to scrape it; off serves no metrics");
+
+namespace keel {
+namespace {
+
+bool IsIpAddress(const std::string& text) {
+  unsigned char address[sizeof(struct in6_addr)];
+  return inet_pton(AF_INET, text.c_str(), address) == 1 ||
+         inet_pton(AF_INET6, text.c_str(), address) == 1;
+}
+
+// A free port on 127.0.0.1, from a socket bound to port 0 and left open in
+// `*fd` (so the next call gets another port).
+int BindAnyPort(int* fd) {
+  *fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (*fd < 0) throw MakeError("cannot make a socket: ", strerror(errno));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (bind(*fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const std::string why = strerror(errno);
+    close(*fd);
+    throw MakeError("cannot find a free port on 127.0.0.1: ", why);
+  }
+  return ntohs(address.sin_port);
+}
+
+}  // namespace
+
+void CheckMetricsFlags() {
+  RequireInRange("metrics_port", FLAGS_metrics_port, 0, 65535, "0 turns metrics off");
+  if (!IsIpAddress(FLAGS_metrics_bind)) {
+    throw MakeError("--metrics_bind '", FLAGS_metrics_bind,
+                    "' is not an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::1)");
+  }
+}
+
+std::optional<HttpServerOptions> MetricsHttpFromFlags() {
+  CheckMetricsFlags();
+  if (FLAGS_metrics_port == 0) return std::nullopt;
+  HttpServerOptions options;
+  options.host = FLAGS_metrics_bind;
+  options.port = FLAGS_metrics_port;
+  options.threads = 2;
+  options.max_body_bytes = 64 << 10;  // the probes and /metrics take no body
+  return options;
+}
+
+std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(const std::string& role,
+                                                      const MetricsRegistry* registry, Probe live,
+                                                      Probe ready) {
+  const std::optional<HttpServerOptions> http = MetricsHttpFromFlags();
+  if (!http) return nullptr;
+  auto endpoint =
+      std::make_unique<MetricsEndpoint>(*http, registry, std::move(live), std::move(ready));
+  try {
+    endpoint->Start();
+  } catch (const Error& e) {
+    throw MakeError("--metrics_port: ", e.what());
+  }
+  LOG(INFO) << role << ": metrics on http://" << endpoint->address() << "/metrics";
+  return endpoint;
+}
+
+bool LaunchMetricsOn(const std::vector<std::string>& role_flags) {
+  if (FLAGS_metrics != "auto" && FLAGS_metrics != "off") {
+    throw MakeError("--metrics '", FLAGS_metrics, "' is not auto or off");
+  }
+  for (const std::string& flag : role_flags) {
+    if (flag.rfind("--metrics_port", 0) == 0 || flag.rfind("-metrics_port", 0) == 0) {
+      throw MakeError(
+          "keel launch gives each role its own metrics port: use --metrics=auto "
+          "(the default) or --metrics=off, not --metrics_port");
+    }
+  }
+  return FLAGS_metrics == "auto";
+}
+
+std::vector<int> FreeLocalPorts(int count) {
+  std::vector<int> ports, fds;
+  try {
+    for (int i = 0; i < count; ++i) {
+      int fd = -1;
+      const int port = BindAnyPort(&fd);
+      fds.push_back(fd);
+      ports.push_back(port);
+    }
+  } catch (...) {
+    for (int fd : fds) close(fd);
+    throw;
+  }
+  for (int fd : fds) close(fd);
+  return ports;
+}
+
+LaunchMetricsPorts::LaunchMetricsPorts(bool on, bool with_scheduler, int servers, int workers) {
+  if (!on) return;
+  std::vector<std::string> names;
+  if (with_scheduler) names.push_back("scheduler");
+  for (int i = 0; i < servers; ++i) names.push_back("server " + std::to_string(i));
+  for (int i = 0; i < workers; ++i) names.push_back("worker " + std::to_string(i));
+  const std::vector<int> ports = FreeLocalPorts(static_cast<int>(names.size()));
+  for (size_t i = 0; i < names.size(); ++i) ports_.emplace_back(names[i], ports[i]);
+}
+
+void LaunchMetricsPorts::AddFlag(const std::string& name, std::vector<std::string>* argv) const {
+  for (const auto& [role, port] : ports_) {
+    if (role == name) argv->push_back("--metrics_port=" + std::to_string(port));
+  }
+}
+
+void LaunchMetricsPorts::Print(std::ostream& out) const {
+  if (ports_.empty()) return;
+  // Where a local Prometheus reaches the roles: loopback when they listen
+  // on every interface.
+  const std::string& bind = FLAGS_metrics_bind;
+  const bool any = bind == "0.0.0.0" || bind == "::";
+  const bool v6 = bind.find(':') != std::string::npos;
+  const std::string host = any ? "127.0.0.1" : v6 ? "[" + bind + "]" : bind;
+  out << "metrics (Prometheus; /healthz and /readyz beside them):\n";
+  for (const auto& [role, port] : ports_) {
+    out << "  " << std::left << std::setw(10) << role << " http://" << host << ":" << port
+        << "/metrics\n";
+  }
+  out << std::flush;
+}
+
+}  // namespace keel

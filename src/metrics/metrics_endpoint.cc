@@ -1,0 +1,35 @@
+// MetricsEndpoint's routes.
+#include "metrics/metrics_endpoint.h"
+
+#include <utility>
+
+namespace keel {
+namespace {
+
+HttpResponse ProbeAnswer(const Probe& probe, const char* pass) {
+  HttpResponse response;
+  const std::string failure = probe ? probe() : "";
+  response.status = failure.empty() ? 200 : 503;
+  response.body = (failure.empty() ? std::string(pass) : failure) + "\n";
+  return response;
+}
+
+}  // namespace
+
+MetricsEndpoint::MetricsEndpoint(const HttpServerOptions& http, const MetricsRegistry* registry,
+                                 Probe live, Probe ready)
+    : server_(http) {
+  server_.Route("GET", "/metrics", [registry](const HttpRequest&) {
+    HttpResponse response;
+    response.body = registry->TextExposition();
+    response.content_type = MetricsRegistry::kContentType;
+    return response;
+  });
+  server_.Route("GET", "/healthz",
+                [live = std::move(live)](const HttpRequest&) { return ProbeAnswer(live, "ok"); });
+  server_.Route("GET", "/readyz", [ready = std::move(ready)](const HttpRequest&) {
+    return ProbeAnswer(ready, "ready");
+  });
+}
+
+}  // namespace keel
