@@ -222,6 +222,22 @@ TEST_F(RoleMetrics, TheSchedulerCountsMembersByRoleAndEachOnesHeartbeatAge) {
   EXPECT_EQ(samples.count("keel_scheduler_checkpoint_age_seconds"), 0u);  // none committed
 }
 
+TEST_F(RoleMetrics, AWorkerShowsTheLastEpochsTrainingHealthByTable) {
+  StartNodes();
+  const std::string name = "keel_worker_health_weight_norm";
+  EXPECT_TRUE(SeriesOf(worker_metrics_.TextExposition(), name).empty());  // no epoch yet
+  HealthReport report;
+  report["weights"] = TableHealth{2.5, 0.75, 0.0, 1000};
+  report["bias"] = TableHealth{0.5, 0.25, 0.0, 1};
+  counters_.health.Set(1, report);
+  const auto samples = ParseExposition(worker_metrics_.TextExposition());
+  EXPECT_EQ(samples.at(name + "{table=\"weights\"}"), 2.5);
+  EXPECT_EQ(samples.at(name + "{table=\"bias\"}"), 0.5);
+  EXPECT_EQ(samples.at("keel_worker_health_gradient_norm{table=\"weights\"}"), 0.75);
+  EXPECT_EQ(samples.at("keel_worker_health_nonfinite_ratio{table=\"weights\"}"), 0.0);
+  EXPECT_EQ(samples.at("keel_worker_health_rows_created{table=\"weights\"}"), 1000);
+}
+
 TEST_F(RoleMetrics, ProbesAreReadyOnlyOnceTheViewIsFormed) {
   const Probe scheduler_ready = SchedulerReady(scheduler_.get());
   const Probe server_ready = ServerReady(server_nodes_[0].get(), servers_[0].get());

@@ -92,7 +92,7 @@ std::vector<FlagGroup> ClusterFlagGroups() {
         "heartbeat_interval", "scheduler_timeout", "secret_file"}},
       {"scheduler",
        {"num_servers", "num_workers", "heartbeat_timeout", "worker_replace_timeout", "replication",
-        "membership_log", "port_file", "connect_timeout"}},
+        "membership_log", "port_file", "connect_timeout", "progress_records"}},
       {"checkpoints", {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "resume"}},
       {"checking", {"check_flags"}},
   };

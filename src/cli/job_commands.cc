@@ -150,6 +150,7 @@ int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters) {
   const Hyperparameters hyperparameters = HyperparametersFromFlags();
   TrainerOptions options = TrainerOptionsFromFlags();
   options.counters = counters;
+  if (counters) options.health = &counters->health;
   options.hyperparameter_json = HyperparameterJson();
   if (options.model_dir.empty()) {  // a worker started alone: the model is kept all the same
     options.model_dir = DefaultModelDir(FLAGS_job);

@@ -219,7 +219,7 @@ std::vector<FlagGroup> JobFlagGroups() {
       {"job",
        {"predictor_type", "num_classes", "num_factors", "feature_dim", "mini_batch_size", "epochs",
         "use_bias", "seed", "num_models", "early_stopping_patience", "early_stopping_tolerance",
-        "keep_best_epoch"}},
+        "keep_best_epoch", "health_rules"}},
       {"loss and metrics",
        {"loss", "margin", "quantile", "loss_insensitivity", "huber_delta", "f_beta",
         "accuracy_top_k", "binary_classifier_model_selection_criteria", "target_precision",
@@ -470,15 +470,18 @@ ReaderOptions ReaderOptionsFromFlags() {
   return options;
 }
 
-ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader, bool log) {
+ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader, bool log,
+                                std::string* note) {
   if (channel.rfind("pipe:", 0) == 0) return reader;
   const std::string first_file = ListInputs(channel).front().path;
   const SniffedFormat sniffed = SniffDataFormat(ReadHead(first_file, kSniffBytes));
   if (!sniffed.format) return reader;
   const char* name = DataFormatName(*sniffed.format);
   if (FLAGS_data_format.empty()) {
-    LOG_IF(INFO, log) << "--data_format not given: " << first_file << " shows " << sniffed.evidence
-                      << ", so the data is read as " << name;
+    const std::string said = "--data_format not given: " + first_file + " shows " +
+                             sniffed.evidence + ", so the data is read as " + name;
+    LOG_IF(INFO, log) << said;
+    if (note) *note = said;
     reader.format = *sniffed.format;
   } else if (reader.format != *sniffed.format) {
     throw MakeError("--data_format=", FLAGS_data_format, " but ", first_file, " shows ",

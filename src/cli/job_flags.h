@@ -148,11 +148,13 @@ ReaderOptions ReaderOptionsFromFlags();
 // `reader` with its format settled by the first bytes (SniffDataFormat,
 // io/format_sniffer.h) of the first file of `channel` (a --train or --data
 // value): without --data_format, the format they show (said on the log when
-// `log`), or libsvm if they show none; with it, the same, but an Error
-// naming the file and --data_format=RIGHT when they show another format. A
-// pipe: channel is not read ahead (that would consume it): its format is
-// --data_format's, or libsvm.
-ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader, bool log);
+// `log`, and in `*note` when given: "--data_format not given: FILE shows
+// commas, so the data is read as csv"), or libsvm if they show none; with it,
+// the same, but an Error naming the file and --data_format=RIGHT when they
+// show another format. A pipe: channel is not read ahead (that would consume
+// it): its format is --data_format's, or libsvm.
+ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader, bool log,
+                                std::string* note = nullptr);
 
 // Where a training job's model goes when --model_dir is not given: a new
 // folder in the working directory, named for the job and the time (UTC), as an

@@ -148,7 +148,10 @@ void CheckLocalDataFormat() {
       IsStorageUri(train) || access(train.c_str(), R_OK) != 0) {
     return;
   }
-  ResolveDataFormat(train, ReaderOptionsFromFlags(), false);
+  std::string note;
+  ResolveDataFormat(train, ReaderOptionsFromFlags(), false, &note);
+  // The workers' own line says it too, but only with --verbose.
+  if (!note.empty()) std::cout << "keel launch: " << note << std::endl;
 }
 
 // `keel launch`: the roles on this machine; `model_dir` is the job's model

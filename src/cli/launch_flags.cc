@@ -36,7 +36,8 @@ namespace keel {
 std::vector<FlagGroup> LaunchFlagGroups() {
   return {{"cluster",
            {"servers", "workers", "timeout", "hostfile", "ssh_options", "remote_keel", "slurm",
-            "scheduler_port"}}};
+            "scheduler_port"}},
+          {"terminal and report", {"progress", "verbose", "report"}}};
 }
 namespace {
 

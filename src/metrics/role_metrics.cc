@@ -174,6 +174,36 @@ void AddServerMetrics(KVServer* server, MetricsRegistry* registry) {
       MetricsRegistry::One([server] { return Number(server->remembered_senders()); }));
 }
 
+namespace {
+
+// The last epoch's training health, by table (worker 0 alone reports it).
+void AddHealthMetrics(const LatestHealth* health, MetricsRegistry* registry) {
+  using Figure = double (*)(const TableHealth&);
+  const std::tuple<const char*, const char*, Figure> figures[] = {
+      {"keel_worker_health_weight_norm", "L2 norm of the table's weights after the last epoch.",
+       [](const TableHealth& t) { return t.weight_norm; }},
+      {"keel_worker_health_gradient_norm",
+       "Mean L2 norm of the table's pushed gradients in the last epoch.",
+       [](const TableHealth& t) { return t.gradient_norm; }},
+      {"keel_worker_health_nonfinite_ratio",
+       "Share of non-finite values among the table's gradients in the last epoch.",
+       [](const TableHealth& t) { return t.nonfinite_share; }},
+      {"keel_worker_health_rows_created", "Rows the servers created in the table in the last epoch.",
+       [](const TableHealth& t) { return static_cast<double>(t.rows_created); }}};
+  for (const auto& [name, help, figure] : figures) {
+    registry->AddGauge(name, std::string(help) + " Worker 0 only; none before an epoch ends.",
+                       [health, figure = figure] {
+                         Samples samples;
+                         for (const auto& [table, figures] : health->Get().report) {
+                           samples.push_back({{{"table", table}}, figure(figures)});
+                         }
+                         return samples;
+                       });
+  }
+}
+
+}  // namespace
+
 void AddWorkerMetrics(KVWorker* client, const TrainingCounters* counters,
                       MetricsRegistry* registry) {
   auto requests = std::make_shared<RequestMetrics>(
@@ -216,6 +246,7 @@ void AddWorkerMetrics(KVWorker* client, const TrainingCounters* counters,
   registry->AddGauge("keel_worker_train_loss",
                      "Mean training loss of this worker's examples of the current epoch so far.",
                      MetricsRegistry::One([counters] { return counters->epoch_loss.load(); }));
+  AddHealthMetrics(&counters->health, registry);
 }
 
 void AddSchedulerMetrics(const Scheduler* scheduler, MetricsRegistry* registry) {
