@@ -83,7 +83,9 @@ std::map<std::string, double> PngSummary(const std::string& png) {
 class Report : public testing::TempFolderTest {
  protected:
   // A two-worker job with validation, checkpoints and a worker stopped for a
-  // second; returns the launcher's output.
+  // second; returns the launcher's output. Minibatches of 20 rows make the job
+  // last several seconds, so the stop at 1 s finds it running (with 100 it
+  // could end first on an idle machine).
   std::string LaunchJobWithReport() {
     const auto data =
         testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000", "--features=2000",
@@ -92,7 +94,7 @@ class Report : public testing::TempFolderTest {
     EXPECT_TRUE(data.finished && data.code == 0) << data.output;
     const auto exit =
         testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner",
-                      "--epochs=3", "--mini_batch_size=100", "--train=" + folder_ + "/train",
+                      "--epochs=3", "--mini_batch_size=20", "--train=" + folder_ + "/train",
                       "--validation=" + folder_ + "/validation", "--model_dir=" + model_dir_,
                       "--checkpoint_uri=" + folder_ + "/checkpoints",
                       "--faults=stop:worker:1@1s+1s", "--minloglevel=1", "--report"},
