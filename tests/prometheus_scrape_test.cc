@@ -97,20 +97,31 @@ class PrometheusScrape : public testing::TempFolderTest {
                              "--log.level=warn"});
   }
 
+  // Launches the job (its PID in *launcher) and reads the three roles'
+  // metrics ports from the launcher's table; false (with its output) if they
+  // are not there in 30 s.
+  ::testing::AssertionResult LaunchJobAndReadPorts(pid_t* launcher,
+                                                   std::map<std::string, int>* ports) {
+    *launcher = LaunchJob();
+    if (WaitFor(
+            [&] {
+              *ports = MetricsPorts(processes_.Output(*launcher));
+              return ports->size() == 3;
+            },
+            30)) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << processes_.Output(*launcher);
+  }
+
   testing::Processes processes_;
 };
 
 TEST_F(PrometheusScrape, PrometheusScrapesEveryRoleAndSeesTheJobsCountersGrow) {
   ASSERT_FALSE(testing::SystemTool("prometheus").empty()) << "prometheus is not installed";
-  const pid_t launcher = LaunchJob();
+  pid_t launcher = 0;
   std::map<std::string, int> ports;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        ports = MetricsPorts(processes_.Output(launcher));
-        return ports.size() == 3;
-      },
-      30))
-      << processes_.Output(launcher);
+  ASSERT_TRUE(LaunchJobAndReadPorts(&launcher, &ports));
   // Every role is ready once the worker trains.
   for (const auto& [role, port] : ports) {
     EXPECT_TRUE(WaitFor([&, port = port] { return HttpGet(port, "/readyz").status == 200; }, 30))
@@ -155,15 +166,9 @@ TEST_F(PrometheusScrape, PrometheusScrapesEveryRoleAndSeesTheJobsCountersGrow) {
 TEST_F(PrometheusScrape, PromtoolFindsNothingToLintInAnyRolesMetrics) {
   const std::string promtool = testing::SystemTool("promtool");
   ASSERT_FALSE(promtool.empty()) << "promtool is not installed";
-  const pid_t launcher = LaunchJob();
+  pid_t launcher = 0;
   std::map<std::string, int> ports;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        ports = MetricsPorts(processes_.Output(launcher));
-        return ports.size() == 3;
-      },
-      30))
-      << processes_.Output(launcher);
+  ASSERT_TRUE(LaunchJobAndReadPorts(&launcher, &ports));
   for (const auto& [role, port] : ports) {
     // Scraped once training has started, so every series (requests, tables) is there.
     std::string text;
