@@ -283,4 +283,21 @@ std::string MetricsJson(const MetricSet& metrics) {
   return out.str();
 }
 
+bool HeadlineMetric(const MetricSet& metrics, std::string* name, double* value) {
+  static constexpr const char* kHeadlineMetrics[] = {"validation:roc_auc_score",
+                                                     "validation:multiclass_accuracy",
+                                                     "validation:binary_classification_accuracy",
+                                                     "validation:rmse",
+                                                     "validation:absolute_loss",
+                                                     "validation:objective_loss"};
+  for (const char* candidate : kHeadlineMetrics) {
+    auto found = metrics.find(candidate);
+    if (found == metrics.end()) continue;
+    *name = found->first;
+    *value = found->second;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace keel

@@ -131,6 +131,12 @@ std::string FormatMetrics(const MetricSet& metrics);
 // metrics.json and oracle.json.
 std::string MetricsJson(const MetricSet& metrics);
 
+// The metric a progress line or a status page shows for an epoch: the first
+// of `metrics` among validation:roc_auc_score, validation:multiclass_accuracy,
+// validation:binary_classification_accuracy, validation:rmse,
+// validation:absolute_loss, validation:objective_loss. False if none.
+bool HeadlineMetric(const MetricSet& metrics, std::string* name, double* value);
+
 }  // namespace keel
 
 #endif  // KEEL_MODELS_METRICS_H_

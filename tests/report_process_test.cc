@@ -10,75 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "base/json_reader.h"
+#include "browser.h"
 #include "test_util.h"
 
 namespace keel {
 namespace {
 
+using testing::Browser;
+using testing::ConsoleMessages;
 using testing::Contains;
+using testing::CountOf;
 using testing::KeelBinary;
-
-size_t Count(const std::string& text, const std::string& part) {
-  size_t count = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
-    ++count;
-  }
-  return count;
-}
-
-// The browser itself: /usr/bin/chromium-headless-shell is a shell script that
-// starts it as a child (no exec), so its PID would not be the browser's, and
-// a timeout would leave the browser running.
-std::string Browser() {
-  const std::string browser = "/usr/lib/chromium/chromium-headless-shell";
-  return access(browser.c_str(), X_OK) == 0 ? browser : "";
-}
-
-// Runs the browser on `url` with `extra` flags, bounded; its output is its
-// log (stderr, console messages included) and whatever it prints.
-testing::Exit RunBrowser(const std::string& profile, const std::vector<std::string>& extra,
-                         const std::string& url) {
-  std::vector<std::string> argv = {Browser(),
-                                   "--headless",
-                                   "--no-sandbox",
-                                   "--disable-gpu",
-                                   "--hide-scrollbars",
-                                   "--enable-logging=stderr",
-                                   "--v=0",
-                                   "--user-data-dir=" + profile};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back(url);
-  return testing::Run(argv, 90);
-}
-
-// The page's console messages (any at all: the report has no script) and
-// uncaught errors, as the browser logs them.
-std::vector<std::string> ConsoleMessages(const std::string& log) {
-  std::vector<std::string> messages;
-  size_t begin = 0;
-  while (begin < log.size()) {
-    size_t end = log.find('\n', begin);
-    if (end == std::string::npos) end = log.size();
-    const std::string line = log.substr(begin, end - begin);
-    if (Contains(line, ":CONSOLE") || Contains(line, "Uncaught")) messages.push_back(line);
-    begin = end + 1;
-  }
-  return messages;
-}
-
-// png_summary.py's figures of a PNG file: width, height, colours, non_white_share.
-std::map<std::string, double> PngSummary(const std::string& png) {
-  const auto exit = testing::Run(
-      {testing::SystemTool("python3"), testing::SourceDir() + "/tests/png_summary.py", png}, 120);
-  EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  std::map<std::string, double> summary;
-  const JsonValue parsed = ParseJson(exit.output, "png_summary.py");
-  for (const auto& [name, value] : parsed.AsObject()) {
-    summary[name] = value.AsNumber();
-  }
-  return summary;
-}
+using testing::PngSummary;
+using testing::RunBrowser;
 
 class Report : public testing::TempFolderTest {
  protected:
@@ -155,10 +99,10 @@ TEST_F(Report, ALaunchedJobRecordsItsTimelineAndWritesASelfContainedReportChromi
   const auto dom = RunBrowser(folder_ + "/profile", {"--dump-dom"}, url);
   ASSERT_TRUE(dom.finished && dom.code == 0) << dom.output;
   EXPECT_TRUE(ConsoleMessages(dom.output).empty()) << dom.output;
-  EXPECT_GE(Count(dom.output, "<svg"), 7u);
-  EXPECT_EQ(Count(dom.output, "<svg"), Count(html, "<svg"));
-  EXPECT_EQ(Count(dom.output, "<polyline"), Count(html, "<polyline"));
-  EXPECT_GE(Count(dom.output, "<polyline"), 8u);  // 2 losses, 1 metric, 2x2 over time, 2 waits
+  EXPECT_GE(CountOf(dom.output, "<svg"), 7u);
+  EXPECT_EQ(CountOf(dom.output, "<svg"), CountOf(html, "<svg"));
+  EXPECT_EQ(CountOf(dom.output, "<polyline"), CountOf(html, "<polyline"));
+  EXPECT_GE(CountOf(dom.output, "<polyline"), 8u);  // 2 losses, 1 metric, 2x2 over time, 2 waits
 }
 
 TEST_F(Report, AMalformedTimelineLineFailsTheCommandNamingFileAndLineAndWritesNothing) {

@@ -71,13 +71,14 @@ std::optional<HttpServerOptions> MetricsHttpFromFlags() {
   return options;
 }
 
-std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(const std::string& role,
-                                                      const MetricsRegistry* registry, Probe live,
-                                                      Probe ready) {
+std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(
+    const std::string& role, const MetricsRegistry* registry, Probe live, Probe ready,
+    const std::function<void(HttpServer*)>& more_routes) {
   const std::optional<HttpServerOptions> http = MetricsHttpFromFlags();
   if (!http) return nullptr;
   auto endpoint =
       std::make_unique<MetricsEndpoint>(*http, registry, std::move(live), std::move(ready));
+  if (more_routes) more_routes(&endpoint->http());
   try {
     endpoint->Start();
   } catch (const Error& e) {
@@ -146,6 +147,11 @@ void LaunchMetricsPorts::Print(std::ostream& out) const {
   for (const auto& [role, port] : ports_) {
     out << "  " << std::left << std::setw(10) << role << " http://" << host << ":" << port
         << "/metrics\n";
+  }
+  for (const auto& [role, port] : ports_) {
+    if (role == "scheduler") {
+      out << "status page: http://" << host << ":" << port << "/\n";
+    }
   }
   out << std::flush;
 }

@@ -7,6 +7,7 @@
 
 #include <gflags/gflags.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -31,11 +32,12 @@ void CheckMetricsFlags();
 std::optional<HttpServerOptions> MetricsHttpFromFlags();
 
 // Starts the endpoint of `role` ("scheduler", "server 2", ...) if the flags
-// turn it on (null otherwise) and logs where it listens. Throws Error naming
-// the address if it cannot be bound.
-std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(const std::string& role,
-                                                      const MetricsRegistry* registry, Probe live,
-                                                      Probe ready);
+// turn it on (null otherwise), with the routes `more_routes` adds (if any),
+// and logs where it listens. Throws Error naming the address if it cannot be
+// bound.
+std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(
+    const std::string& role, const MetricsRegistry* registry, Probe live, Probe ready,
+    const std::function<void(HttpServer*)>& more_routes = nullptr);
 
 // `keel launch --metrics`: "auto" (each role on this machine gets a free
 // port) or "off". Throws Error for anything else, or if --metrics_port is
@@ -57,7 +59,8 @@ class LaunchMetricsPorts {
 
   // Adds --metrics_port for the role `name` to its `argv`.
   void AddFlag(const std::string& name, std::vector<std::string>* argv) const;
-  // Prints where to scrape each role (nothing if metrics are off).
+  // Prints where to scrape each role and the scheduler's status page
+  // (nothing if metrics are off).
   void Print(std::ostream& out) const;
 
  private:

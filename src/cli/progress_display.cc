@@ -9,13 +9,6 @@
 namespace keel {
 namespace {
 
-constexpr const char* kHeadlineMetrics[] = {"validation:roc_auc_score",
-                                            "validation:multiclass_accuracy",
-                                            "validation:binary_classification_accuracy",
-                                            "validation:rmse",
-                                            "validation:absolute_loss",
-                                            "validation:objective_loss"};
-
 // Longer than this (about 31 years) a time left says nothing.
 constexpr double kLongestDuration = 1e9;
 
@@ -95,17 +88,6 @@ std::string FormatCompact(double value) {
   }
   const int digits = unit == 0 || value >= 99.95 ? 0 : value >= 9.995 ? 1 : 2;
   return Fixed(value, digits) + units[unit];
-}
-
-bool HeadlineMetric(const MetricSet& metrics, std::string* name, double* value) {
-  for (const char* candidate : kHeadlineMetrics) {
-    auto found = metrics.find(candidate);
-    if (found == metrics.end()) continue;
-    *name = found->first;
-    *value = found->second;
-    return true;
-  }
-  return false;
 }
 
 std::string BarText(const ProgressRecord& progress,

@@ -67,11 +67,6 @@ class ProgressDisplay {
 std::string FormatDuration(double seconds);
 // 950, 81.2k, 812k, 1.2M: a rate or a count, three digits at most.
 std::string FormatCompact(double value);
-// The metric a progress line shows: the first of `metrics` among
-// validation:roc_auc_score, validation:multiclass_accuracy,
-// validation:binary_classification_accuracy, validation:rmse,
-// validation:absolute_loss, validation:objective_loss. False if none.
-bool HeadlineMetric(const MetricSet& metrics, std::string* name, double* value);
 // The text of a bar for `progress`, showing `last_epoch`'s headline metric.
 std::string BarText(const ProgressRecord& progress,
                     const std::optional<ProgressRecord>& last_epoch);

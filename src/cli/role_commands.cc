@@ -21,13 +21,14 @@
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/launcher.h"
-#include "cli/progress_printer.h"
 #include "cli/metrics_flags.h"
+#include "cli/progress_printer.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "metrics/metrics_registry.h"
 #include "metrics/role_metrics.h"
 #include "metrics/role_probes.h"
+#include "metrics/status_page.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
 #include "worker/kv_bench_job.h"
@@ -131,8 +132,10 @@ int RunScheduler() {
   MetricsRegistry metrics;
   AddSchedulerMetrics(&scheduler, &metrics);
   scheduler.Start();
-  const auto endpoint = StartMetricsEndpoint("scheduler", &metrics, SchedulerLive(&scheduler),
-                                             SchedulerReady(&scheduler));
+  const auto endpoint = StartMetricsEndpoint(
+      "scheduler", &metrics, SchedulerLive(&scheduler), SchedulerReady(&scheduler),
+      [&scheduler](HttpServer* http) { RouteStatusPage(&scheduler, http); });
+  if (endpoint) LOG(INFO) << "scheduler: status page on http://" << endpoint->address() << "/";
   if (FLAGS_port_file == "-") {
     std::cout << "scheduler port " << scheduler.port() << std::endl;
   } else if (!FLAGS_port_file.empty()) {

@@ -32,6 +32,8 @@ MembershipLog::MembershipLog(const std::string& path, TimelineWriter* timeline)
 void MembershipLog::Write(const std::string& line) {
   if (out_.is_open()) out_ << line << std::endl;  // flushed: readable while the job runs
   if (timeline_) timeline_->RecordLine(line);
+  recent_.push_back(line);
+  if (recent_.size() > kRecentEvents) recent_.pop_front();
 }
 
 void MembershipLog::Record(const std::string& event, const proto::NodeInfo& node,

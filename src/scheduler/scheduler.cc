@@ -101,11 +101,35 @@ SchedulerStatus Scheduler::status() const {
   SchedulerStatus status;
   status.epoch = published_ ? view_.epoch() : 0;
   for (const auto& [id, member] : members_) {
-    status.members.push_back(
-        {id, member.info.role(), member.info.rank(), now - member.last_heartbeat});
+    SchedulerStatus::Node node;
+    node.id = id;
+    node.role = member.info.role();
+    node.rank = member.info.rank();
+    node.address = member.info.address();
+    node.heartbeat_age_s = now - member.last_heartbeat;
+    node.silent = member.reported_silent;
+    const auto done = done_.find(id);
+    node.done = done != done_.end();
+    if (node.done) node.error = done->second;
+    status.members.push_back(std::move(node));
+  }
+  if (published_) {
+    for (const proto::KeyRange& range : view_.ranges()) {
+      status.ranges.push_back({range.begin(),
+                               range.server_rank(),
+                               {range.backups().begin(), range.backups().end()},
+                               {range.copying().begin(), range.copying().end()}});
+    }
   }
   status.expected_servers = options_.num_servers;
   status.expected_workers = options_.num_workers;
+  status.replication = options_.replication;
+  status.checkpoint_uri = options_.checkpoint.uri;
+  if (checkpoints_) {
+    std::string uri;
+    status.last_checkpoint = checkpoints_->LatestCommitted(&uri);
+  }
+  status.events = membership_.Recent();
   status.workers_done = static_cast<int>(done_.size());
   status.departures = removed_ids_.size();
   status.rejected_messages = rejected_;

@@ -83,15 +83,32 @@ struct SchedulerStatus {
     int id = 0;
     proto::Role role = proto::WORKER;
     int rank = -1;
+    std::string address;         // where it receives (host:port)
     double heartbeat_age_s = 0;  // since it was last heard from
+    bool silent = false;         // past the heartbeat timeout and not heard from since
+    bool done = false;           // a worker that reported the end of its job
+    std::string error;           // ... and the error it reported ("" on success)
   };
   std::vector<Node> members;  // the view's members
+  // The key ranges of the latest view: where each begins, its primary's rank,
+  // its backups in chain order and those still copying it.
+  struct Range {
+    uint64_t begin = 0;
+    int primary = -1;
+    std::vector<int> backups, copying;
+  };
+  std::vector<Range> ranges;
   int expected_servers = 0;
   int expected_workers = 0;
+  int replication = 0;
   int workers_done = 0;     // reported the end of their job
   uint64_t departures = 0;  // nodes removed from the view for silence
   uint64_t rejected_messages = 0;
   CheckpointStats checkpoints;
+  std::string checkpoint_uri;   // where checkpoints go ("" : none)
+  std::string last_checkpoint;  // the newest committed (or resumed-from) id; "" : none
+  // The latest membership events, oldest first: MembershipLog's JSON lines.
+  std::vector<std::string> events;
   double monitor_age_s = 0;  // since the failure-detection loop last ran
 };
 
@@ -251,7 +268,7 @@ class Scheduler {
   std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
   uint64_t rejected_ = 0;                       // see rejected_messages()
   JobProgress progress_;
-  double monitor_ran_ = 0;                      // MonotonicSeconds() of the monitor's last round
+  double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
 };
 
 }  // namespace keel

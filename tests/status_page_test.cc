@@ -1,0 +1,183 @@
+// The scheduler's status page: the JSON it refreshes from, the page that
+// carries it, and both routes on a running scheduler.
+#include "metrics/status_page.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "base/error.h"
+#include "base/json_reader.h"
+#include "browser.h"
+#include "io/http_server.h"
+#include "scrape.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+
+const JsonValue& At(const JsonValue& object, const std::string& path) {
+  const JsonValue* value = &object;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    const size_t end = std::min(path.find('.', begin), path.size());
+    const std::string name = path.substr(begin, end - begin);
+    const JsonValue* next = value->Find(name);
+    if (!next) throw MakeError("no member '", name, "' in ", path);
+    value = next;
+    begin = end + 1;
+  }
+  return *value;
+}
+
+// A cluster of one server and two workers, one range starting past 2^63, a
+// join event, and worker 1's loss not finite.
+SchedulerStatus SomeStatus() {
+  SchedulerStatus status;
+  status.epoch = 3;
+  status.expected_servers = 1;
+  status.expected_workers = 2;
+  status.members.push_back({7, proto::SERVER, 0, "10.0.0.1:7000", 0.5, false, false, ""});
+  status.members.push_back({8, proto::WORKER, 0, "10.0.0.2:7001", 0.25, false, true, ""});
+  status.members.push_back({9, proto::WORKER, 1, "10.0.0.3:7002", 12, true, false, ""});
+  status.ranges.push_back({0, 0, {}, {}});
+  status.ranges.push_back({(uint64_t{1} << 63) + 5, 0, {1, 2}, {2}});
+  status.checkpoint_uri = "s3://bucket/ckpt";
+  status.last_checkpoint = "ckpt-000002-000000000";
+  status.checkpoints.committed = 2;
+  status.events.push_back(
+      "{\"time\": 1764073000.125, \"event\": \"join\", \"role\": \"worker\", \"rank\": 1, "
+      "\"node\": 9, \"address\": \"10.0.0.3:7002\"}");
+  return status;
+}
+
+ProgressSnapshot SomeProgress() {
+  ProgressSnapshot progress;
+  progress.epochs = 10;
+  progress.epoch = 2;
+  progress.examples_per_second = 1500;
+  WorkerProgress first, second;
+  first.rank = 0;
+  first.epoch = 2;
+  first.examples = 40;
+  first.loss = 0.5;
+  first.last_update_wall = 1000;
+  second.rank = 1;
+  second.loss = std::numeric_limits<double>::quiet_NaN();
+  progress.workers = {first, second};
+  DecidedEpoch epoch;
+  epoch.epoch = 1;
+  epoch.metrics = {{"validation:binary_classification_accuracy", 0.7},
+                   {"validation:roc_auc_score", 0.75},
+                   {"train:objective_loss", 0.6}};
+  progress.decided.push_back(epoch);
+  return progress;
+}
+
+TEST(StatusJson, CarriesTheViewTheRangesTheProgressAndTheEvents) {
+  const JsonValue json = ParseJson(StatusJson(SomeStatus(), SomeProgress(), 1001.5), "status json");
+  EXPECT_EQ(At(json, "time").AsNumber(), 1001.5);
+  EXPECT_EQ(At(json, "view.epoch").AsNumber(), 3);
+  const auto& nodes = At(json, "view.nodes").AsArray();
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(At(nodes[0], "role").AsString(), "server");
+  EXPECT_EQ(At(nodes[1], "address").AsString(), "10.0.0.2:7001");
+  EXPECT_TRUE(At(nodes[1], "done").AsBool());
+  EXPECT_TRUE(At(nodes[2], "silent").AsBool());
+  const auto& ranges = At(json, "view.ranges").AsArray();
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(At(ranges[1], "begin").AsString(), "0x8000000000000005") << "64 bits, exactly";
+  EXPECT_EQ(At(ranges[1], "backups").AsArray().size(), 2u);
+  EXPECT_EQ(At(ranges[1], "copying").AsArray()[0].AsNumber(), 2);
+  EXPECT_EQ(At(json, "checkpoints.last").AsString(), "ckpt-000002-000000000");
+  EXPECT_EQ(At(json, "checkpoints.last_age_s").type(), JsonValue::Type::kNull)
+      << "no commit time: no age";
+  EXPECT_EQ(At(json, "progress.epochs").AsNumber(), 10);
+  EXPECT_EQ(At(json, "progress.headline_metric").AsString(), "validation:roc_auc_score");
+  const auto& workers = At(json, "progress.workers").AsArray();
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_EQ(At(workers[0], "age_s").AsNumber(), 1.5);
+  EXPECT_EQ(At(workers[1], "loss").type(), JsonValue::Type::kNull) << "NaN is not JSON";
+  EXPECT_EQ(At(workers[1], "age_s").type(), JsonValue::Type::kNull) << "no report yet";
+  EXPECT_EQ(
+      At(At(json, "progress.decided").AsArray()[0], "metrics.validation:roc_auc_score").AsNumber(),
+      0.75);
+  EXPECT_EQ(At(json, "progress.end").type(), JsonValue::Type::kNull);
+  const auto& events = At(json, "events").AsArray();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(At(events[0], "event").AsString(), "join");
+}
+
+TEST(StatusJson, KeepsOnlyTheLatestDecidedEpochs) {
+  ProgressSnapshot progress;
+  for (int epoch = 1; epoch <= static_cast<int>(kStatusEpochs) + 10; ++epoch) {
+    DecidedEpoch decided;
+    decided.epoch = epoch;
+    progress.decided.push_back(decided);
+  }
+  const JsonValue json = ParseJson(StatusJson(SchedulerStatus(), progress, 0), "status json");
+  const auto& decided = At(json, "progress.decided").AsArray();
+  ASSERT_EQ(decided.size(), kStatusEpochs);
+  EXPECT_EQ(At(decided.front(), "epoch").AsNumber(), 11);
+  EXPECT_EQ(At(decided.back(), "epoch").AsNumber(), kStatusEpochs + 10);
+}
+
+// What a node sent cannot close the page's script element and run as markup.
+TEST(StatusPage, EmbedsTheStateSoNoValueCanCloseItsScript) {
+  SchedulerStatus status = SomeStatus();
+  status.members[2].error = "</script><script>alert(1)</script>";
+  const std::string json = StatusJson(status, SomeProgress(), 1001.5);
+  const std::string page = StatusPage(json);
+  EXPECT_EQ(testing::CountOf(page, "</script>"), 2u) << "the page's own two scripts only";
+  const std::string open = "<script id=\"initial-status\" type=\"application/json\">";
+  const size_t begin = page.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = page.find("</script>", begin);
+  const JsonValue embedded =
+      ParseJson(page.substr(begin + open.size(), end - begin - open.size()), "embedded");
+  EXPECT_EQ(At(At(embedded, "view.nodes").AsArray()[2], "error").AsString(),
+            "</script><script>alert(1)</script>");
+  // Nothing loaded from elsewhere: the one fetch is the scheduler's own JSON.
+  for (const char* outside : {"src=", "href=", "<link", "@import", "url(", "https://"}) {
+    EXPECT_FALSE(Contains(page, outside)) << outside;
+  }
+  EXPECT_EQ(testing::CountOf(page, "fetch("), 1u);
+  EXPECT_TRUE(Contains(page, "fetch(\"status.json\""));
+  EXPECT_FALSE(Contains(page, "innerHTML")) << "values go in as text";
+}
+
+TEST(StatusPage, ASchedulerServesThePageAndItsJson) {
+  SchedulerOptions options;
+  options.bind_host = "127.0.0.1";
+  options.num_servers = 2;
+  options.num_workers = 3;
+  options.replication = 1;
+  Scheduler scheduler(options);
+  scheduler.Start();
+  HttpServer http(HttpServerOptions{});
+  RouteStatusPage(&scheduler, &http);
+  http.Start();
+
+  const auto page = testing::HttpGet(http.port(), "/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_TRUE(Contains(page.body, "<title>Keel job status</title>"));
+  const auto answer = testing::HttpGet(http.port(), "/status.json");
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(answer.content_type, "application/json");
+  const JsonValue json = ParseJson(answer.body, "/status.json");
+  EXPECT_EQ(At(json, "view.epoch").AsNumber(), 0) << "no node has registered";
+  EXPECT_EQ(At(json, "view.expected_workers").AsNumber(), 3);
+  EXPECT_EQ(At(json, "view.replication").AsNumber(), 1);
+  EXPECT_TRUE(At(json, "view.ranges").AsArray().empty()) << "no view, no ranges";
+  EXPECT_EQ(testing::HttpPost(http.port(), "/status.json", "{}").status, 405);
+  http.Stop();
+  scheduler.Stop();
+}
+
+}  // namespace
+}  // namespace keel
