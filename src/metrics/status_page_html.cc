@@ -24,8 +24,8 @@ const char kStatusPageTemplate[] = R"KEEL_PAGE(<!DOCTYPE html>
             margin-bottom: 16px; }
   h2 { font-size: 15px; margin: 0 0 8px; }
   .cards { display: flex; flex-wrap: wrap; gap: 12px; background: none; border: none; padding: 0; }
-  .card { background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 8px 14px;
-          min-width: 120px; }
+  .card { background: #fff; border: 1px solid #dde1e8; border-radius: 6px; padding: 8px 12px;
+          flex: 1 1 0; min-width: 110px; }
   .card .label { font-size: 12px; color: #5b6475; }
   .card .value { font-size: 20px; font-weight: 600; }
   .bar { height: 14px; background: #e4e8ef; border-radius: 7px; overflow: hidden; }
