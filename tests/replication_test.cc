@@ -61,6 +61,7 @@ class ReplicatedCluster : public ::testing::Test {
     sgd.learning_rate = 1.0f;
     server_nodes_[rank] = std::make_unique<Node>(options);
     servers_[rank] = std::make_unique<KVServer>(server_nodes_[rank].get(), sgd);
+    if (page_bytes_ > 0) servers_[rank]->SetPageBytes(page_bytes_);
   }
 
   // The server of `rank` dies: its node stops, so its heartbeats stop.
@@ -131,6 +132,8 @@ class ReplicatedCluster : public ::testing::Test {
     return MixedKeySet(features);
   }
 
+  // DUMP answers' and range copies' pages (0: the servers' default).
+  size_t page_bytes_ = 0;
   const testing::TempFolder folder_{"membership"};
   const std::string membership_log_ = folder_.path() + "/membership.jsonl";
   SchedulerOptions scheduler_options_;
@@ -153,6 +156,49 @@ TEST_F(ReplicatedCluster, ADumpReadsEveryRowOnceThoughEachLivesOnTwoServers) {
     ASSERT_EQ(values[i * kWidth], -3.0f);
     ASSERT_EQ(values[i * kWidth + 1], -6.0f);
   }
+}
+
+// Ten rows of two floats and a key per page: every server answers in many.
+constexpr size_t kTenRows = 10 * (sizeof(Key) + kWidth * sizeof(float));
+
+TEST_F(ReplicatedCluster, ADumpInPagesReadsEveryRowOnce) {
+  page_bytes_ = kTenRows;
+  StartCluster(3, 1);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 3);
+  uint64_t served_before = 0;
+  for (const auto& server : servers_) served_before += server->served_requests();
+  std::vector<Key> dumped;
+  std::vector<float> values;
+  client_->Dump(0, kWidth, &dumped, &values, 30);
+  EXPECT_EQ(dumped, keys);
+  for (size_t i = 0; i < dumped.size(); ++i) {
+    ASSERT_EQ(values[i * kWidth], -3.0f);
+    ASSERT_EQ(values[i * kWidth + 1], -6.0f);
+  }
+  uint64_t served = 0;
+  for (const auto& server : servers_) served += server->served_requests();
+  // 300 rows in pages of 10: at least 30 pages (3 answers without pages).
+  EXPECT_GE(served - served_before, keys.size() / 10);
+}
+
+TEST_F(ReplicatedCluster, AReplicaCopiedInPagesHoldsEveryRow) {
+  page_bytes_ = kTenRows;
+  StartCluster(2, 1);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 2);
+  StopServer(1);
+  ASSERT_TRUE(ChainsBecome({0}));
+  Push(keys, 1);  // server 1 missed this one
+  const std::vector<float> before = Pull(keys);
+  // The replacement of rank 1 joins both chains behind server 0 and copies
+  // each range, about 150 rows, in pages of 10.
+  RestartServer(1);
+  ASSERT_TRUE(ChainsBecome({0, 1}));
+  ASSERT_TRUE(WaitFor([&] { return servers_[1]->serving(); }, 10));
+  StopServer(0);
+  ASSERT_TRUE(ChainsBecome({1}));
+  EXPECT_EQ(Pull(keys), before);
 }
 
 TEST_F(ReplicatedCluster, ASummaryCountsEveryRowOnceThoughEachLivesOnTwoServers) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "test_util.h"
 
@@ -32,7 +34,7 @@ ShardState TwoTables() {
 }
 
 TEST(ShardCopy, RoundTripsRowsAndAppliedSequences) {
-  Message message = EncodeShardCopy(TwoTables());
+  Message message = EncodeShardCopy(TwoTables()).at(0);
   message.meta.set_sender(2);
   const ShardState back = DecodeShardCopy(message);
   const ShardState sent = TwoTables();
@@ -49,7 +51,7 @@ TEST(ShardCopy, RoundTripsRowsAndAppliedSequences) {
 }
 
 TEST(ShardCopy, NamesTheRangeAndSenderOfAFrameCountThatDisagrees) {
-  Message message = EncodeShardCopy(TwoTables());
+  Message message = EncodeShardCopy(TwoTables()).at(0);
   message.meta.set_sender(2);
   message.frames.pop_back();
   const std::string error = ErrorOf([&] { DecodeShardCopy(message); });
@@ -58,7 +60,7 @@ TEST(ShardCopy, NamesTheRangeAndSenderOfAFrameCountThatDisagrees) {
 }
 
 TEST(ShardCopy, RefusesRowsThatDisagreeWithTheirTable) {
-  Message message = EncodeShardCopy(TwoTables());
+  Message message = EncodeShardCopy(TwoTables()).at(0);
   message.meta.mutable_shard()->mutable_tables(0)->set_rows(4);
   const std::string error = ErrorOf([&] { DecodeShardCopy(message); });
   EXPECT_TRUE(Contains(error, "says 4 rows")) << error;
@@ -67,8 +69,9 @@ TEST(ShardCopy, RefusesRowsThatDisagreeWithTheirTable) {
 TEST(ShardCopy, RefusesUnsortedKeysAndMissingSequences) {
   ShardState state = TwoTables();
   std::swap(state.tables[0].keys[0], state.tables[0].keys[1]);
-  EXPECT_TRUE(Contains(ErrorOf([&] { DecodeShardCopy(EncodeShardCopy(state)); }), "not sorted"));
-  Message message = EncodeShardCopy(TwoTables());
+  EXPECT_TRUE(
+      Contains(ErrorOf([&] { DecodeShardCopy(EncodeShardCopy(state).at(0)); }), "not sorted"));
+  Message message = EncodeShardCopy(TwoTables()).at(0);
   message.meta.mutable_shard()->set_sequence_counts(0, 5);
   EXPECT_TRUE(Contains(ErrorOf([&] { DecodeShardCopy(message); }), "applied sequences"));
   message.meta.mutable_shard()->add_senders(9);
@@ -76,9 +79,73 @@ TEST(ShardCopy, RefusesUnsortedKeysAndMissingSequences) {
 }
 
 TEST(ShardCopy, RefusesARowNarrowerThanItsWeights) {
-  Message message = EncodeShardCopy(TwoTables());
+  Message message = EncodeShardCopy(TwoTables()).at(0);
   message.meta.mutable_shard()->mutable_tables(1)->set_row_width(1);
   EXPECT_TRUE(Contains(ErrorOf([&] { DecodeShardCopy(message); }), "row width 1"));
+}
+
+// Pages of `bytes` of rows, decoded and put back together.
+ShardState Reassembled(const std::vector<Message>& pages) {
+  ShardState whole;
+  for (size_t p = 0; p < pages.size(); ++p) {
+    const ShardState page = DecodeShardCopy(pages[p]);
+    whole.range = page.range;
+    for (const SnapshotTable& slice : page.tables) {
+      auto table = std::find_if(whole.tables.begin(), whole.tables.end(),
+                                [&](const SnapshotTable& t) { return t.table == slice.table; });
+      if (table == whole.tables.end()) {
+        whole.tables.push_back(slice);
+        continue;
+      }
+      table->keys.insert(table->keys.end(), slice.keys.begin(), slice.keys.end());
+      table->rows.insert(table->rows.end(), slice.rows.begin(), slice.rows.end());
+    }
+    whole.applied.insert(whole.applied.end(), page.applied.begin(), page.applied.end());
+  }
+  return whole;
+}
+
+TEST(ShardCopy, ComesInPagesOfAtMostThePageSizeWithTheSequencesLast) {
+  // Table 0's rows are 8 + 3 x 4 = 20 bytes, table 1's 16: pages of 40
+  // bytes hold two rows of table 0, then one of it and one of table 1.
+  const std::vector<Message> pages = EncodeShardCopy(TwoTables(), 40);
+  ASSERT_EQ(pages.size(), 2u);
+  for (size_t p = 0; p < pages.size(); ++p) {
+    const proto::ShardCopy& shard = pages[p].meta.shard();
+    EXPECT_EQ(shard.page(), p);
+    EXPECT_EQ(shard.more_pages(), p + 1 < pages.size());
+    EXPECT_EQ(shard.senders_size(), p + 1 < pages.size() ? 0 : 3) << "sequences in the last only";
+    size_t bytes = 0;
+    for (const auto& table : shard.tables()) bytes += table.rows() * (8 + 4 * table.row_width());
+    EXPECT_LE(bytes, 40u) << "page " << p;
+  }
+  const ShardState whole = Reassembled(pages);
+  const ShardState sent = TwoTables();
+  ASSERT_EQ(whole.tables.size(), 2u);
+  for (size_t t = 0; t < 2; ++t) {
+    EXPECT_EQ(whole.tables[t].keys, sent.tables[t].keys);
+    EXPECT_EQ(whole.tables[t].rows, sent.tables[t].rows);
+  }
+  EXPECT_EQ(whole.applied, sent.applied);
+}
+
+TEST(ShardCopy, ARowLargerThanAPageGoesAloneAndAnEmptyRangeIsOnePage) {
+  const std::vector<Message> pages = EncodeShardCopy(TwoTables(), 1);
+  ASSERT_EQ(pages.size(), 4u) << "one row a page";
+  EXPECT_EQ(Reassembled(pages).tables[0].keys, TwoTables().tables[0].keys);
+  ShardState empty;
+  empty.range = 2;
+  SnapshotTable no_rows;
+  no_rows.table = 4;
+  no_rows.weight_width = 1;
+  no_rows.row_width = 1;
+  empty.tables = {no_rows};
+  const std::vector<Message> one = EncodeShardCopy(empty, 1);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_FALSE(one[0].meta.shard().more_pages());
+  const ShardState back = DecodeShardCopy(one[0]);
+  ASSERT_EQ(back.tables.size(), 1u) << "a table without rows is still described";
+  EXPECT_EQ(back.tables[0].table, 4u);
 }
 
 }  // namespace

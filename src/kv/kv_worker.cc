@@ -529,8 +529,39 @@ void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
 void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
                     double timeout_s) {
   CheckWidth(width);
-  const Handle handle = SendDumpRequests(table, width);
-  const std::vector<Message> dumped = AwaitDump(handle, table, timeout_s);
+  // Page by page: each round asks every server with rows left for its next
+  // page, from the key after its last page's last.
+  std::vector<Message> dumped;
+  std::optional<std::map<int, Key>>
+      pages;  // server node id -> next page's first key; none: all from 0
+  do {
+    const Handle handle =
+        SendDumpRequests(table, width, /*summarize=*/false, pages ? &*pages : nullptr);
+    std::map<int, Key> next;
+    for (Message& answer : AwaitDump(handle, table, timeout_s)) {
+      if (answer.meta.dump_more()) {
+        Key from = 0;
+        if (pages) {
+          const auto asked = pages->find(answer.meta.sender());
+          if (asked == pages->end())
+            throw MakeError("dump of table ", table, ": an answer from node ", answer.meta.sender(),
+                            ", which was not asked");
+          from = asked->second;
+        }
+        const auto page_keys =
+            answer.frames.empty() ? SharedArray<const Key>() : answer.frames[0].As<const Key>();
+        // Each page must end past where it began, or the dump would not end.
+        if (page_keys.size() == 0 || page_keys[page_keys.size() - 1] < from ||
+            page_keys[page_keys.size() - 1] == ~Key{0}) {
+          throw MakeError("dump of table ", table, ": server node ", answer.meta.sender(),
+                          " announced more rows after a page that does not advance");
+        }
+        next[answer.meta.sender()] = page_keys[page_keys.size() - 1] + 1;
+      }
+      dumped.push_back(std::move(answer));
+    }
+    pages = std::move(next);
+  } while (!pages->empty());
   MergeDumped(dumped, width, keys, values);
 }
 
@@ -545,12 +576,18 @@ proto::TableSummary KVWorker::Summarize(uint32_t table, int width, double timeou
   return sum;
 }
 
-KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summarize) {
+KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summarize,
+                                            const std::map<int, Key>* from) {
   auto view = node_->view();
   if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   std::vector<std::pair<int, int>> servers;  // node id, rank
   for (const auto& node : view->nodes()) {
-    if (node.role() == proto::SERVER) servers.emplace_back(node.id(), node.rank());
+    if (node.role() != proto::SERVER) continue;
+    if (from && from->count(node.id()) == 0) continue;
+    servers.emplace_back(node.id(), node.rank());
+  }
+  if (from && servers.size() != from->size()) {
+    throw MakeError("dump of table ", table, ": a server left the cluster view during the dump");
   }
   std::vector<std::pair<int, Message>> outgoing;
   Handle handle;
@@ -565,6 +602,7 @@ KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summ
       message.meta.set_value_width(width);
       message.meta.set_table(table);
       message.meta.set_summarize(summarize);
+      if (from) message.meta.set_dump_from(from->at(server));
       AddPartLocked(handle, server, rank, message, 0, 0);
       outgoing.emplace_back(server, std::move(message));
     }

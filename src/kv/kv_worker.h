@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -105,7 +106,11 @@ class KVWorker {
               uint32_t table = 0);
 
   // Reads every row of table `table` from every server: `keys` sorted, and
-  // `values` keys->size() x width. Blocks; throws Error as Wait does.
+  // `values` keys->size() x width. Each server answers in pages of at most
+  // kPageBytes of rows (asked for again until none remain), so a page is a
+  // consistent copy of its rows but the whole is not if pushes run meanwhile:
+  // dump when they do not (the end of a job). Blocks; throws Error as Wait
+  // does, each page bounded by `timeout_s`.
   void Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
             double timeout_s = 600);
 
@@ -192,7 +197,10 @@ class KVWorker {
   void SendParts(Handle handle, std::vector<Outgoing>& outgoing);
   // Dump's steps: asks every server, then waits for all the answers.
   // With `summarize`, asks for the table's figures instead of its rows.
-  Handle SendDumpRequests(uint32_t table, int width, bool summarize = false);
+  // `from`: the servers to ask (node id -> the first key of the page
+  // wanted); null: every server, for its first page.
+  Handle SendDumpRequests(uint32_t table, int width, bool summarize = false,
+                          const std::map<int, Key>* from = nullptr);
   std::vector<Message> AwaitDump(Handle handle, uint32_t table, double timeout_s);
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,

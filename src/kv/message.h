@@ -6,6 +6,7 @@
 #ifndef KEEL_KV_MESSAGE_H_
 #define KEEL_KV_MESSAGE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,6 +53,16 @@ constexpr uint32_t kMaxValueWidth = 64u << 20;
 // (512 MiB). A server allocates a pull's answer before sending it: the bound
 // keeps one request from taking more than that.
 constexpr uint64_t kMaxRequestValues = uint64_t{1} << 27;
+// Most bytes of rows (keys and floats) one DUMP answer or one page of a
+// REPLICA_SYNC copy carries: a whole table or range comes in pages, so no
+// frame on the wire is larger than a PUSH's or PULL's.
+constexpr size_t kPageBytes = size_t{256} << 20;
+// Rows of `row_floats` floats (and their keys) that fit in `page_bytes`; at
+// least one.
+inline size_t RowsPerPage(size_t page_bytes, uint64_t row_floats) {
+  const uint64_t row_bytes = sizeof(Key) + row_floats * sizeof(float);
+  return static_cast<size_t>(std::max<uint64_t>(1, page_bytes / row_bytes));
+}
 
 // A PUSH or PULL request whose frames have been checked against its Meta.
 struct DataRequest {

@@ -86,11 +86,15 @@ struct TransportFaultCounts {
 };
 
 // The largest frame any socket accepts (ZMQ_MAXMSGSIZE; a peer sending a
-// larger one is disconnected before the frame is read). The largest
-// legitimate frame is a DUMP response's values: a server's whole table of one
-// width, which a job of billions of keys can make tens of GiB; 64 GiB leaves
-// room for that while refusing a header that claims up to 2^63 bytes.
-constexpr int64_t kMaxFrameBytes = int64_t{64} << 30;
+// larger one is disconnected before the frame is read, so it cannot make a
+// node allocate more). The largest legitimate frame is the keys of a PUSH or
+// PULL at kMaxRequestValues (2^27 keys of 8 bytes: 1 GiB); whole tables and
+// ranges (DUMP answers, REPLICA_SYNC copies) come in pages of kPageBytes. The
+// 64 MiB beyond 1 GiB leave room for a copy's applied sequences (32 KiB per
+// worker).
+constexpr int64_t kMaxFrameBytes = (int64_t{1} << 30) + (int64_t{64} << 20);
+static_assert(kMaxRequestValues * sizeof(Key) <= kMaxFrameBytes, "a PUSH's keys must fit a frame");
+static_assert(kPageBytes <= kMaxFrameBytes, "a page must fit a frame");
 
 struct VanOptions {
   // Interface to receive on ("0.0.0.0" for all) and port (0: any free port).

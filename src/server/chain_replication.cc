@@ -126,6 +126,8 @@ void KVServer::AskPredecessor(size_t range, Shard& shard, int predecessor) {
   }
   if (id == shard.asked) return;
   shard.asked = id;
+  shard.copy_pages = 0;  // a copy from another replica starts over
+  shard.copy_rows = 0;
   Message request;
   request.meta.set_command(proto::REPLICA_SYNC);
   request.meta.set_sequence(node_->NextSequence());
@@ -159,9 +161,18 @@ void KVServer::OnReplicaSync(Message&& message) {
     rejected_.fetch_add(1);
     shard.tables.clear();
     shard.asked = -1;  // asked again at the next view
+    shard.copy_pages = 0;
+    shard.copy_rows = 0;
     LOG(ERROR) << "refused a copy of key range " << range << ": " << e.what();
     return;
   }
+  if (meta.shard().more_pages()) return;
+  LOG(INFO) << "key range " << range << ": received " << shard.copy_rows << " rows in "
+            << shard.copy_pages << " page(s) from node " << meta.sender()
+            << "; this server holds a replica of it again (" << shard.held.size()
+            << " push(es) held meanwhile go on now)";
+  shard.copy_pages = 0;
+  shard.copy_rows = 0;
   ShardReady(range, shard);
 }
 
@@ -181,9 +192,15 @@ void KVServer::AnswerShardRequest(const proto::Meta& meta, size_t range) {
 
 void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range) {
   const proto::Meta& meta = message.meta;
+  if (meta.shard().page() != shard.copy_pages) {
+    throw MakeError("key range ", range, " from node ", meta.sender(), ": page ",
+                    meta.shard().page(), " arrived where page ", shard.copy_pages, " was expected");
+  }
   const ShardState state = DecodeShardCopy(message);
-  shard.tables.clear();
-  shard.applied.clear();
+  if (shard.copy_pages == 0) {  // a copy replaces whatever the replica had
+    shard.tables.clear();
+    shard.applied.clear();
+  }
   uint64_t rows = 0;
   for (const SnapshotTable& saved : state.tables) {
     ServerTable& table = TableFor(shard, range, saved.table, saved.weight_width);
@@ -198,9 +215,8 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
     DedupeWindow& window = shard.applied[sender];
     for (uint64_t sequence : sequences) window.Insert(sequence);
   }
-  LOG(INFO) << "key range " << range << ": received " << rows << " rows from node " << meta.sender()
-            << "; this server holds a replica of it again (" << shard.held.size()
-            << " push(es) held meanwhile go on now)";
+  ++shard.copy_pages;
+  shard.copy_rows += rows;
 }
 
 void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence) {
@@ -216,12 +232,14 @@ void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t 
     state.applied.emplace_back(
         sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
   }
-  Message message = EncodeShardCopy(state);
-  message.meta.set_sequence(sequence);
+  std::vector<Message> pages = EncodeShardCopy(state, page_bytes_);
   try {
-    node_->Send(to, message);
-    LOG(INFO) << "key range " << range << ": sent " << rows << " rows to node " << to
-              << " (copied in " << MonotonicSeconds() - begin << " s)";
+    for (Message& page : pages) {
+      page.meta.set_sequence(sequence);
+      node_->Send(to, page);
+    }
+    LOG(INFO) << "key range " << range << ": sent " << rows << " rows in " << pages.size()
+              << " page(s) to node " << to << " (copied in " << MonotonicSeconds() - begin << " s)";
   } catch (const Error& e) {
     LOG(WARNING) << "key range " << range << ": could not send it to node " << to << ": "
                  << e.what();

@@ -49,6 +49,7 @@
 #ifndef KEEL_SERVER_KV_SERVER_H_
 #define KEEL_SERVER_KV_SERVER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -130,6 +131,11 @@ class KVServer {
   // rows, and pushes held for them.
   size_t ranges_waiting() const { return ranges_waiting_.load(); }
   size_t held_pushes() const { return held_pushes_.load(); }
+
+  // The most bytes of rows one DUMP answer or one REPLICA_SYNC page carries
+  // (kPageBytes unless set; tests set less to see many pages). Set before
+  // node->Start().
+  void SetPageBytes(size_t bytes) { page_bytes_ = std::max<size_t>(1, bytes); }
 
   // Hears of every PUSH and PULL this server answered, for metrics (on the
   // receive thread). Set before node->Start().
@@ -214,8 +220,10 @@ class KVServer {
   // Table `table` of `shard`, created with its spec on first use; throws Error
   // if its rows are not `width` wide.
   ServerTable& TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width);
-  // Rows of the ranges this server is primary of.
-  Message Dump(uint32_t table, uint32_t width);
+  // One page of the rows of the ranges this server is primary of: those with
+  // keys >= `from`, in key order, at most page_bytes_ of them (dump_more set
+  // if more remain).
+  Message Dump(uint32_t table, uint32_t width, Key from) const;
   // Their count and the sum of their weights' squares (DUMP with summarize).
   Message Summarize(uint32_t table, uint32_t width) const;
   // Calls visit(key, row) for every row of `table` in the ranges this server
@@ -240,8 +248,9 @@ class KVServer {
   // REPLICA_SYNC: answers a request for a range, or takes a range's copy.
   void OnReplicaSync(Message&& message);
   void AnswerShardRequest(const proto::Meta& meta, size_t range);
-  // Replaces `shard`'s rows and dedupe windows with the copy in `message`;
-  // throws Error if the copy is malformed or does not fit.
+  // Takes one page of a copy (`message`): the first replaces `shard`'s rows
+  // and dedupe windows, the others add theirs. Throws Error if the page is
+  // out of order, malformed or does not fit.
   void TakeShardCopy(const Message& message, Shard& shard, size_t range);
   // Sends `range`'s rows and dedupe windows to node `to`, answering `sequence`.
   void SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence);
@@ -291,6 +300,7 @@ class KVServer {
   std::atomic<bool> serving_{false};
   std::atomic<size_t> ranges_waiting_{0};
   std::atomic<size_t> held_pushes_{0};
+  size_t page_bytes_ = kPageBytes;
 };
 
 }  // namespace keel

@@ -134,7 +134,7 @@ void KVServer::CheckFinite(const DataRequest& request) {
 
 bool KVServer::ServeDump(const proto::Meta& meta, const DataRequest& request) {
   Message response = meta.summarize() ? Summarize(request.table, request.width)
-                                      : Dump(request.table, request.width);
+                                      : Dump(request.table, request.width, meta.dump_from());
   served_.fetch_add(1);
   Reply(meta, response);
   return false;
@@ -342,11 +342,28 @@ Message KVServer::Summarize(uint32_t table, uint32_t width) const {
   return response;
 }
 
-Message KVServer::Dump(uint32_t table, uint32_t width) {
+Message KVServer::Dump(uint32_t table, uint32_t width, Key from) const {
+  const size_t page_rows = RowsPerPage(page_bytes_, width);
+  const auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+  // The page's rows: the `page_rows` smallest keys >= from, found in one pass
+  // that never holds more than twice as many.
   std::vector<std::pair<Key, const float*>> rows;
-  ForEachPrimaryRow(table, width, [&](Key key, const float* row) { rows.emplace_back(key, row); });
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  bool more = false;
+  ForEachPrimaryRow(table, width, [&](Key key, const float* row) {
+    if (key < from) return;
+    rows.emplace_back(key, row);
+    if (rows.size() >= 2 * page_rows) {
+      std::nth_element(rows.begin(), rows.begin() + page_rows, rows.end(), by_key);
+      rows.resize(page_rows);
+      more = true;
+    }
+  });
+  if (rows.size() > page_rows) {
+    std::nth_element(rows.begin(), rows.begin() + page_rows, rows.end(), by_key);
+    rows.resize(page_rows);
+    more = true;
+  }
+  std::sort(rows.begin(), rows.end(), by_key);
   auto keys = SharedArray<Key>::Allocate(rows.size());
   auto values = SharedArray<float>::Allocate(rows.size() * width);
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -355,6 +372,8 @@ Message KVServer::Dump(uint32_t table, uint32_t width) {
   }
   Message response;
   response.meta.set_key_count(rows.size());
+  // The last possible key ends every page after it.
+  response.meta.set_dump_more(more && !rows.empty() && rows.back().first != ~Key{0});
   response.frames.push_back(AsBytes(keys));
   response.frames.push_back(AsBytes(values));
   return response;

@@ -49,6 +49,9 @@ struct Shard {
   bool ready = true;
   std::vector<Message> held;
   int asked = -1;  // node id the range was last asked of
+  // The copy being received: pages taken so far and their rows.
+  uint32_t copy_pages = 0;
+  uint64_t copy_rows = 0;
   // Replicas behind this one that asked for the range before this server
   // had it itself: node id and request sequence, answered once it has.
   std::vector<std::pair<int, uint64_t>> askers;

@@ -1,5 +1,7 @@
 #include "server/shard_copy.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "base/error.h"
@@ -76,29 +78,80 @@ std::vector<std::pair<int, std::vector<uint64_t>>> DecodeApplied(const proto::Sh
 
 }  // namespace
 
-Message EncodeShardCopy(const ShardState& state) {
+namespace {
+
+// Adds rows [begin, begin + count) of `table` to `message` as one table.
+void AddTableSlice(const SnapshotTable& table, size_t begin, size_t count, Message* message) {
+  proto::ShardTable* described = message->meta.mutable_shard()->add_tables();
+  described->set_table(table.table);
+  described->set_weight_width(table.weight_width);
+  described->set_row_width(table.row_width);
+  described->set_rows(count);
+  const auto keys = table.keys.begin() + static_cast<std::ptrdiff_t>(begin);
+  const auto rows = table.rows.begin() + static_cast<std::ptrdiff_t>(begin * table.row_width);
+  message->frames.push_back(AsBytes(
+      SharedArray<const Key>(std::vector<Key>(keys, keys + static_cast<std::ptrdiff_t>(count)))));
+  message->frames.push_back(AsBytes(SharedArray<const float>(
+      std::vector<float>(rows, rows + static_cast<std::ptrdiff_t>(count * table.row_width)))));
+}
+
+Message NewPage(uint32_t range, uint32_t page) {
   Message message;
   message.meta.set_command(proto::REPLICA_SYNC);
   message.meta.set_response(true);
-  proto::ShardCopy* shard = message.meta.mutable_shard();
-  shard->set_range(state.range);
-  for (const SnapshotTable& table : state.tables) {
-    proto::ShardTable* described = shard->add_tables();
-    described->set_table(table.table);
-    described->set_weight_width(table.weight_width);
-    described->set_row_width(table.row_width);
-    described->set_rows(table.keys.size());
-    message.frames.push_back(AsBytes(SharedArray<const Key>(table.keys)));
-    message.frames.push_back(AsBytes(SharedArray<const float>(table.rows)));
-  }
-  std::vector<uint64_t> sequences;
-  for (const auto& [sender, applied] : state.applied) {
-    shard->add_senders(sender);
-    shard->add_sequence_counts(static_cast<uint32_t>(applied.size()));
-    sequences.insert(sequences.end(), applied.begin(), applied.end());
-  }
-  message.frames.push_back(AsBytes(SharedArray<const uint64_t>(std::move(sequences))));
+  message.meta.mutable_shard()->set_range(range);
+  message.meta.mutable_shard()->set_page(page);
   return message;
+}
+
+// Ends `page` with the sequences (the last page) or an empty frame.
+void ClosePage(const ShardState& state, bool last, Message* page) {
+  proto::ShardCopy* shard = page->meta.mutable_shard();
+  std::vector<uint64_t> sequences;
+  if (last) {
+    for (const auto& [sender, applied] : state.applied) {
+      shard->add_senders(sender);
+      shard->add_sequence_counts(static_cast<uint32_t>(applied.size()));
+      sequences.insert(sequences.end(), applied.begin(), applied.end());
+    }
+  }
+  shard->set_more_pages(!last);
+  page->frames.push_back(AsBytes(SharedArray<const uint64_t>(std::move(sequences))));
+}
+
+}  // namespace
+
+std::vector<Message> EncodeShardCopy(const ShardState& state, size_t page_bytes) {
+  std::vector<Message> pages;
+  Message page = NewPage(state.range, 0);
+  size_t room = page_bytes;  // bytes of rows the page still takes
+  bool page_has_rows = false;
+  for (const SnapshotTable& table : state.tables) {
+    const uint64_t row_bytes = sizeof(Key) + uint64_t{table.row_width} * sizeof(float);
+    if (table.keys.empty()) {
+      if (pages.empty()) AddTableSlice(table, 0, 0, &page);
+      continue;
+    }
+    for (size_t begin = 0; begin < table.keys.size();) {
+      size_t count = std::min<uint64_t>(table.keys.size() - begin, room / row_bytes);
+      if (count == 0 && !page_has_rows) count = 1;  // a row larger than a page goes alone
+      if (count == 0) {
+        ClosePage(state, false, &page);
+        pages.push_back(std::move(page));
+        page = NewPage(state.range, static_cast<uint32_t>(pages.size()));
+        room = page_bytes;
+        page_has_rows = false;
+        continue;
+      }
+      AddTableSlice(table, begin, count, &page);
+      begin += count;
+      room -= std::min<uint64_t>(room, count * row_bytes);
+      page_has_rows = true;
+    }
+  }
+  ClosePage(state, true, &page);
+  pages.push_back(std::move(page));
+  return pages;
 }
 
 ShardState DecodeShardCopy(const Message& message) {

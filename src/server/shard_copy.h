@@ -21,12 +21,17 @@ struct ShardState {
   std::vector<std::pair<int, std::vector<uint64_t>>> applied;
 };
 
-// A REPLICA_SYNC response carrying `state` (command, response flag, shard and
-// frames set; the caller sets the sequence).
-Message EncodeShardCopy(const ShardState& state);
+// The REPLICA_SYNC response carrying `state`, as pages of at most
+// `page_bytes` of rows each (keys and floats; at least one row a page), in
+// order: page i has shard.page i, every page but the last more_pages, and
+// only the last the applied sequences; a table without rows is described in
+// the first page. Command, response flag, shard and frames are set; the
+// caller sets the sequence.
+std::vector<Message> EncodeShardCopy(const ShardState& state, size_t page_bytes = kPageBytes);
 
-// Reads a REPLICA_SYNC response. Throws Error naming the first problem (frame
-// count or sizes that disagree with the meta, unsorted keys).
+// Reads one page of a REPLICA_SYNC response: its tables hold that page's
+// rows. Throws Error naming the first problem (frame count or sizes that
+// disagree with the meta, unsorted keys).
 ShardState DecodeShardCopy(const Message& message);
 
 }  // namespace keel
