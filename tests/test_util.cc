@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "base/time.h"
+#include "cli/metrics_flags.h"
 #include "kv/node.h"
 
 namespace keel::testing {
@@ -171,15 +172,8 @@ NodeOptions LocalNode(proto::Role role, int scheduler_port, double heartbeat_int
 }
 
 int UnusedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
+  // Below the ephemeral range: no socket binding port 0 takes it meanwhile.
+  return FreeLocalPorts(1).front();
 }
 
 // --- Waiting and errors -----------------------------------------------------

@@ -102,7 +102,8 @@ std::vector<pid_t> ProcessesMentioning(const std::string& marker);
 // 127.0.0.1:`scheduler_port`.
 NodeOptions LocalNode(proto::Role role, int scheduler_port, double heartbeat_interval_s = 1);
 
-// A TCP port on 127.0.0.1 that nothing listens on right now.
+// A TCP port on 127.0.0.1 that nothing listens on right now, below the
+// ephemeral range where there is room (FreeLocalPorts).
 int UnusedPort();
 
 // ---------------------------------------------------------------------------

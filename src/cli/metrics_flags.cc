@@ -8,7 +8,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <iomanip>
+#include <random>
+#include <utility>
 
 #include "base/error.h"
 #include "cli/flag_rules.h"
@@ -32,22 +35,46 @@ bool IsIpAddress(const std::string& text) {
          inet_pton(AF_INET6, text.c_str(), address) == 1;
 }
 
-// A free port on 127.0.0.1, from a socket bound to port 0 and left open in
-// `*fd` (so the next call gets another port).
-int BindAnyPort(int* fd) {
+// Binds `*fd` to `port` on 127.0.0.1 (0: any free one) and returns the port
+// bound; -1 (and no socket) if it is taken.
+int BindLocalPort(int port, int* fd) {
   *fd = socket(AF_INET, SOCK_STREAM, 0);
   if (*fd < 0) throw MakeError("cannot make a socket: ", strerror(errno));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t length = sizeof(address);
   if (bind(*fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
       getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     const std::string why = strerror(errno);
     close(*fd);
+    *fd = -1;
+    if (port != 0) return -1;
     throw MakeError("cannot find a free port on 127.0.0.1: ", why);
   }
   return ntohs(address.sin_port);
+}
+
+// The lowest port a pick below the ephemeral range takes.
+constexpr int kLowestPickedPort = 10000;
+
+// A free port on 127.0.0.1, from a socket left bound in `*fd` (so the next
+// call gets another port). It is picked below the kernel's ephemeral range
+// (EphemeralPortRange) when that leaves room: a role's transport binds port
+// 0 and connects out from ephemeral ports, and one of those could otherwise
+// take the port between this check and the role's own bind. Else any free
+// port.
+int PickFreePort(int* fd, std::mt19937* random) {
+  const int below = EphemeralPortRange().first;
+  if (below - kLowestPickedPort >= 1000) {
+    std::uniform_int_distribution<int> pick(kLowestPickedPort, below - 1);
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const int port = BindLocalPort(pick(*random), fd);
+      if (port > 0) return port;
+    }
+  }
+  return BindLocalPort(0, fd);
 }
 
 }  // namespace
@@ -102,12 +129,20 @@ bool LaunchMetricsOn(const std::vector<std::string>& role_flags) {
   return FLAGS_metrics == "auto";
 }
 
+std::pair<int, int> EphemeralPortRange() {
+  std::ifstream file("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (file >> low >> high && 0 < low && low <= high && high <= 65535) return {low, high};
+  return {32768, 60999};
+}
+
 std::vector<int> FreeLocalPorts(int count) {
   std::vector<int> ports, fds;
+  std::mt19937 random(std::random_device{}());
   try {
     for (int i = 0; i < count; ++i) {
       int fd = -1;
-      const int port = BindAnyPort(&fd);
+      const int port = PickFreePort(&fd, &random);
       fds.push_back(fd);
       ports.push_back(port);
     }

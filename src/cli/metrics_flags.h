@@ -12,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/http_server.h"
@@ -45,9 +46,15 @@ std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(
 bool LaunchMetricsOn(const std::vector<std::string>& role_flags);
 
 // `count` TCP ports on 127.0.0.1 free right now, all different (each was
-// bound and released; the roles bind them a moment later). Throws Error if
-// none can be bound.
+// bound and released; the roles bind them a moment later), picked below the
+// kernel's ephemeral range where it leaves room, so that no role's
+// transport (which binds port 0 and connects out) takes one meanwhile.
+// Throws Error if none can be bound.
 std::vector<int> FreeLocalPorts(int count);
+
+// The kernel's ephemeral port range (/proc/sys/net/ipv4/ip_local_port_range;
+// Linux's default, 32768..60999, if it cannot be read).
+std::pair<int, int> EphemeralPortRange();
 
 // The metrics ports of a local `keel launch`'s roles, by the role's name
 // ("scheduler", "server 0", "worker 1"): a free port each (FreeLocalPorts),
