@@ -1,5 +1,6 @@
 // `keel launch --faults=...`: a training job that is stopped and loses
-// messages still finishes, and the event log says what happened, in order.
+// messages still finishes, and the event log says what happened, in order; no
+// fault fires after the job's end; random restarts bring back what was killed.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -128,6 +129,86 @@ TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule
   // Every epoch read every example.
   const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
   EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(4, examples)) << exit.output;
+}
+
+// A job of `epochs` epochs with replicas on 2 servers and 2 workers, `faults`
+// its schedule; the event log goes to events.jsonl and the membership log to
+// membership.jsonl in `folder`. Bounded by `timeout_s`.
+testing::Exit LaunchReplicatedJob(const std::string& folder, int epochs, const std::string& faults,
+                                  double timeout_s) {
+  return testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
+       "--job=linear_learner", "--epochs=" + std::to_string(epochs), "--mini_batch_size=100",
+       "--train=" + folder + "/train", "--validation=" + folder + "/validation",
+       "--model_dir=" + folder + "/model", "--heartbeat_interval=0.2", "--heartbeat_timeout=1",
+       "--request_timeout_ms=200", "--faults=" + faults, "--event_log=" + folder + "/events.jsonl",
+       "--membership_log=" + folder + "/membership.jsonl", "--verbose"},
+      timeout_s);
+}
+
+TEST_F(FaultLaunch, ARestartDueAfterTheJobsEndIsNotFiredAndTheLauncherReturnsPromptly) {
+  const auto data =
+      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
+                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
+                   60);
+  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  // Server 1 is frozen from 8 s (once the cluster has formed) for 900 s: its
+  // backup takes over and the job ends long before the restart is due, with
+  // server 1 still stopped. The bound is far below 500 s, far above the job.
+  const std::string restart = "restart:server:1@500s";
+  const auto exit = LaunchReplicatedJob(folder_, 8, "stop:server:1@8s+900s," + restart, 240);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  const std::string log = folder_ + "/events.jsonl";
+  const std::string text = testing::ReadFileOrEmpty(log);
+  const std::vector<Event> events = testing::ReadJsonLines(log);
+  const int stop = Find(events, "stop", "server", "1");
+  const int over = Find(events, "job_over");
+  ASSERT_GE(stop, 0) << text;
+  ASSERT_GT(over, stop) << text;
+  EXPECT_NE(Member(events[over], "reason"), "") << text;
+  EXPECT_EQ(Find(events, "restart"), -1) << text;
+  const int not_fired = Find(events, "not_fired", "", "", over);
+  ASSERT_GE(not_fired, 0) << text;
+  EXPECT_EQ(events[not_fired].at("spec"), restart) << text;
+  EXPECT_EQ(events[not_fired].at("reason"), "the job was over") << text;
+  EXPECT_EQ(events.back().at("event"), "end") << text;
+  EXPECT_EQ(events.back().at("code"), "0") << text;
+}
+
+TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
+  const auto data =
+      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
+                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
+                   60);
+  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  const std::string random_restart = "restart:server:random@rate=1/s";
+  const auto exit = LaunchReplicatedJob(folder_, 3, "kill:server:1@2s," + random_restart, 180);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  const std::string log = folder_ + "/events.jsonl";
+  const std::string text = testing::ReadFileOrEmpty(log);
+  const std::vector<Event> events = testing::ReadJsonLines(log);
+  const int kill = Find(events, "kill", "server", "1");
+  ASSERT_GE(kill, 0) << text;
+  // Before the kill no server was down: any firing then was skipped.
+  const int restart = Find(events, "restart");
+  ASSERT_GT(restart, kill) << text;
+  EXPECT_EQ(events[restart].at("role"), "server") << text;
+  EXPECT_EQ(events[restart].at("rank"), "1") << text;
+  EXPECT_EQ(events[restart].at("spec"), random_restart) << text;
+  for (int i = 0; i < kill; ++i) {
+    if (Member(events[i], "event") != "skipped") continue;
+    EXPECT_EQ(Member(events[i], "reason"), "no server is down") << text;
+  }
+  // The restarted server took its rank back: it is in both chains again.
+  const std::string membership = folder_ + "/membership.jsonl";
+  const std::vector<Event> changes = testing::ReadJsonLines(membership);
+  const int left = Find(changes, "leave", "server", "1");
+  ASSERT_GE(left, 0) << testing::ReadFileOrEmpty(membership);
+  EXPECT_GE(Find(changes, "join", "server", "1", left), 0) << testing::ReadFileOrEmpty(membership);
+  const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
+  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(3, examples)) << exit.output;
 }
 
 TEST_F(FaultLaunch, ABadFaultSpecIsRefusedBeforeAnythingStarts) {

@@ -54,6 +54,21 @@ TEST(FaultSchedule, AcceptsMillisecondsFractionsPercentagesAndEveryRank) {
   EXPECT_DOUBLE_EQ(schedule.items[2].jitter_ms, 0);
 }
 
+TEST(FaultSchedule, RestartTakesRandomAndARateLikeKillAndStop) {
+  const FaultSchedule schedule =
+      Parse("restart:server:random@5s,restart:worker:random@rate=0.5/s,restart:worker:1@rate=2/s");
+  ASSERT_EQ(schedule.items.size(), 3u);
+  for (const FaultItem& item : schedule.items) EXPECT_EQ(item.action, FaultAction::kRestart);
+  EXPECT_EQ(schedule.items[0].role, "server");
+  EXPECT_EQ(schedule.items[0].rank, FaultItem::kRandomRank);
+  EXPECT_DOUBLE_EQ(schedule.items[0].at_s, 5);
+  EXPECT_DOUBLE_EQ(schedule.items[0].rate_per_s, 0);
+  EXPECT_EQ(schedule.items[1].rank, FaultItem::kRandomRank);
+  EXPECT_DOUBLE_EQ(schedule.items[1].rate_per_s, 0.5);
+  EXPECT_EQ(schedule.items[2].rank, 1);
+  EXPECT_DOUBLE_EQ(schedule.items[2].rate_per_s, 2);
+}
+
 TEST(FaultSchedule, TransportItemsBecomeTheTargetsFlagsOnly) {
   const FaultSchedule schedule =
       Parse("drop:server:0=0.01,delay:worker:*=5ms~2ms,kill:server:1@1s");
@@ -99,8 +114,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"stop:worker:0@3s+0s", "a stop needs a positive duration"},
         BadSpec{"kill:worker:random@rate=0.1", "rate '0.1' is not a positive number per second"},
         BadSpec{"kill:worker:random@rate=-1/s", "rate '-1/s'"},
-        BadSpec{"restart:worker:random@5s", "'random' picks a process for kill or stop only"},
-        BadSpec{"restart:worker:0@rate=1/s", "restart takes a time, not a rate"},
+        BadSpec{"drop:server:random=0.1",
+                "item 1 'drop:server:random=0.1': 'random' picks a process for kill, stop or "
+                "restart only"},
+        BadSpec{"kill:server:0@1s,restart:server:random@rate=0/s",
+                "item 2 'restart:server:random@rate=0/s': rate '0/s' is not a positive number "
+                "per second"},
+        BadSpec{"restart:worker:random@rate=1/m", "rate '1/m' is not a positive number"},
+        BadSpec{"restart:worker:random@5s+1s",
+                "item 1 'restart:worker:random@5s+1s': only stop takes a duration"},
+        BadSpec{"restart:worker:random", "expected restart:ROLE:WHO@WHEN"},
+        BadSpec{"restart:worker:random@", "no time after '@'"},
         BadSpec{"drop:server:0=1.5", "drop share '1.5' is not a number in [0, 1]"},
         BadSpec{"drop:server:0=abc", "drop share 'abc'"},
         BadSpec{"drop:server:0@5s", "expected drop:ROLE:WHO=VALUE"},

@@ -52,7 +52,8 @@ FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int server
       start_(MonotonicSeconds()),
       echo_(!schedule_.empty() || !event_log.empty()),
       timeline_(timeline),
-      random_(seed) {
+      random_(seed),
+      job_end_(workers) {
   if (!event_log.empty()) {
     log_.open(event_log, std::ios::trunc);
     if (!log_) throw MakeError("cannot create the event log ", event_log);
@@ -101,24 +102,51 @@ void FaultRunner::Log(const std::string& event, const std::string& name,
 }
 
 void FaultRunner::Started(const std::string& name, pid_t pid) {
+  job_end_.Started(name);
   Log("start", name, "\"pid\": " + std::to_string(pid));
 }
 
 void FaultRunner::Exited(const std::string& name, pid_t pid, int status, bool tolerated) {
+  job_end_.Exited(name, status);
   Log("exit", name,
       "\"pid\": " + std::to_string(pid) + ", \"status\": " + Quote(StatusText(status)) +
           ", \"expected\": " + (tolerated ? "true" : "false"));
 }
 
-void FaultRunner::Finish(int code) { Log("end", "", "\"code\": " + std::to_string(code)); }
+void FaultRunner::Finish(int code) {
+  DropPending("the launcher ended first (exit code " + std::to_string(code) + ")");
+  Log("end", "", "\"code\": " + std::to_string(code));
+}
+
+void FaultRunner::DropPending(const std::string& reason) {
+  std::sort(pending_.begin(), pending_.end(),
+            [](const Pending& a, const Pending& b) { return a.at < b.at; });
+  const std::vector<Pending> pending = std::move(pending_);
+  pending_.clear();
+  for (const Pending& item : pending) {
+    if (item.resume) {
+      Resume(item);
+      continue;
+    }
+    char at[32];
+    snprintf(at, sizeof(at), "%.3f", item.at);
+    Log("not_fired", "",
+        "\"spec\": " + Quote(item.item->text) + ", \"at\": " + at +
+            ", \"reason\": " + Quote(reason));
+  }
+}
 
 std::vector<std::string> FaultRunner::Targets(const FaultItem& item) {
   const int count = item.role == "server" ? servers_ : workers_;
   std::vector<std::string> names;
   if (item.rank >= 0) return {ChildName(item.role, item.rank)};
+  // A random kill or stop picks among the running, a random restart among the down.
+  const bool want_running = item.action != FaultAction::kRestart;
   for (int rank = 0; rank < count; ++rank) {
     const std::string name = ChildName(item.role, rank);
-    if (item.rank == FaultItem::kEveryRank || group_->Running(name)) names.push_back(name);
+    if (item.rank == FaultItem::kEveryRank || group_->Running(name) == want_running) {
+      names.push_back(name);
+    }
   }
   if (item.rank == FaultItem::kRandomRank && !names.empty()) {
     std::uniform_int_distribution<size_t> pick(0, names.size() - 1);
@@ -127,12 +155,16 @@ std::vector<std::string> FaultRunner::Targets(const FaultItem& item) {
   return names;
 }
 
+void FaultRunner::LogSkipped(const FaultItem& item) {
+  const std::string why = item.action == FaultAction::kRestart ? "no " + item.role + " is down"
+                                                               : "no running " + item.role;
+  Log("skipped", "", "\"spec\": " + Quote(item.text) + ", \"reason\": " + Quote(why));
+}
+
 void FaultRunner::Fire(const FaultItem& item) {
   const std::string spec = "\"spec\": " + Quote(item.text);
   const std::vector<std::string> targets = Targets(item);
-  if (targets.empty()) {
-    Log("skipped", "", spec + ", \"reason\": \"no running " + item.role + "\"");
-  }
+  if (targets.empty()) LogSkipped(item);
   for (const std::string& name : targets) {
     if (item.action == FaultAction::kRestart) {
       try {
@@ -173,6 +205,14 @@ void FaultRunner::Resume(const Pending& pending) {
 }
 
 void FaultRunner::Round() {
+  if (job_end_.over()) {
+    if (!logged_over_) {
+      logged_over_ = true;
+      Log("job_over", "", "\"reason\": " + Quote(job_end_.reason()));
+      DropPending("the job was over");
+    }
+    return;
+  }
   const double now = Now();
   // Due actions in time order; firing may add more (continues, next rates).
   while (true) {

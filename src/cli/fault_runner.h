@@ -7,6 +7,13 @@
 // Transport faults (drop, delay) are not run here: they are flags of the
 // processes they target (FaultSchedule::TransportFlags).
 //
+// No fault fires once the job is over (LaunchedJobEnd, cli/launched_job_end.h):
+// the runner logs "job_over" with the reason, continues at once the processes
+// it had stopped (so they can see the scheduler's SHUTDOWN), logs each fault
+// still due as "not_fired", and tells the group (JobOver), which stops
+// whatever still runs shortly after. Faults still due when the launcher ends
+// for another reason (a failure, Ctrl-C, --timeout) are logged "not_fired" too.
+//
 // Every fault, every process start and exit, and the job's end are written to
 // the event log as JSON lines, {"t": seconds since launch, "event": "kill",
 // "role": "server", "rank": 1, "pid": 4242, ...}, and echoed to the terminal
@@ -23,6 +30,7 @@
 #include <vector>
 
 #include "cli/fault_schedule.h"
+#include "cli/launched_job_end.h"
 #include "cli/launcher.h"
 #include "io/timeline_writer.h"
 
@@ -40,10 +48,12 @@ class FaultRunner : public ProcessGroup::Observer {
 
   void Started(const std::string& name, pid_t pid) override;
   void Exited(const std::string& name, pid_t pid, int status, bool tolerated) override;
-  // Fires the faults that are due.
+  // Fires the faults that are due, or none once the job is over.
   void Round() override;
+  bool JobOver() const override { return job_end_.over(); }
 
-  // Logs the end of the job with the launcher's exit code.
+  // Logs the faults never fired and the end of the job with the launcher's
+  // exit code.
   void Finish(int code);
 
  private:
@@ -56,10 +66,16 @@ class FaultRunner : public ProcessGroup::Observer {
   };
 
   double Now() const;
-  // The processes `item` targets now (random: one running process).
+  // The processes `item` targets now (random: one running process, or for
+  // restart one that is down).
   std::vector<std::string> Targets(const FaultItem& item);
+  // Logs that `item` found no process to act on.
+  void LogSkipped(const FaultItem& item);
   void Fire(const FaultItem& item);
   void Resume(const Pending& pending);
+  // Empties the schedule: resumes run now, faults are logged "not_fired"
+  // with `reason`.
+  void DropPending(const std::string& reason);
   // Schedules the next firing of a rate item after `after`.
   void ScheduleNext(const FaultItem& item, double after);
   // Writes one event; `fields` are JSON members without braces ("\"pid\": 4").
@@ -74,6 +90,8 @@ class FaultRunner : public ProcessGroup::Observer {
   TimelineWriter* timeline_;
   std::mt19937_64 random_;
   std::vector<Pending> pending_;
+  LaunchedJobEnd job_end_;
+  bool logged_over_ = false;
 };
 
 }  // namespace keel

@@ -78,8 +78,8 @@ class ItemParser {
     if (who == "*") {
       item->rank = FaultItem::kEveryRank;
     } else if (who == "random") {
-      if (item->action != FaultAction::kKill && item->action != FaultAction::kStop) {
-        Fail("'random' picks a process for kill or stop only; name a rank or *");
+      if (item->transport()) {
+        Fail("'random' picks a process for kill, stop or restart only; name a rank or *");
       }
       item->rank = FaultItem::kRandomRank;
     } else {
@@ -124,7 +124,6 @@ class ItemParser {
       Fail("a stop needs a duration: stop:ROLE:WHO@TIME+DURATION (like @3s+2s)");
     }
     if (time.rfind("rate=", 0) == 0) {
-      if (item->action == FaultAction::kRestart) Fail("restart takes a time, not a rate");
       const std::string rate = time.substr(5);
       if (!EndsWith(rate, "/s") ||
           !ParseNumber(rate.substr(0, rate.size() - 2), &item->rate_per_s) ||

@@ -4,8 +4,9 @@
 //
 //   kill:ROLE:WHO@WHEN             SIGKILL
 //   stop:ROLE:WHO@WHEN+DURATION    SIGSTOP, then SIGCONT after DURATION
-//   restart:ROLE:WHO@TIME          start the role again with the same --rank
-//                                  (killed first if it is still running)
+//   restart:ROLE:WHO@WHEN          start the role again with the same --rank
+//                                  (killed first if it is still running;
+//                                  random: one that is down, see WHO)
 //   drop:ROLE:WHO=SHARE            the role drops SHARE of its outgoing data
 //                                  messages (--drop_rate)
 //   delay:ROLE:WHO=DURATION[~JITTER]
@@ -13,17 +14,21 @@
 //                                  (--delay_ms, --delay_jitter_ms)
 //
 //   ROLE      server | worker
-//   WHO       a rank (0, 1, ...), * (every rank), or random (kill and stop
-//             only: a running process of that role, picked when the fault fires)
+//   WHO       a rank (0, 1, ...), * (every rank), or random (kill, stop and
+//             restart only), picked when the fault fires: for kill and stop a
+//             running process of that role, for restart one that is down (not
+//             running); with none, the firing is skipped (and logged so)
 //   WHEN      TIME, or rate=R/s: at random times, R per second on average
-//             (a Poisson process), until the job ends
+//             (a Poisson process), until the job ends. No fault fires once
+//             the job is over (fault_runner.h)
 //   TIME, DURATION, JITTER
 //             a number with s or ms: 5s, 1.5s, 300ms; times count from the
 //             launch
 //   SHARE     a number in [0, 1] or a percentage: 0.01, 1%
 //
 // Example: kill:server:1@5s,restart:server:1@7s,stop:worker:0@3s+2s,
-//          kill:worker:random@rate=0.1/s,drop:server:0=0.01,delay:worker:1=5ms~2ms
+//          kill:worker:random@rate=0.1/s,restart:worker:random@rate=0.2/s,
+//          drop:server:0=0.01,delay:worker:1=5ms~2ms
 #ifndef KEEL_CLI_FAULT_SCHEDULE_H_
 #define KEEL_CLI_FAULT_SCHEDULE_H_
 

@@ -247,6 +247,7 @@ int ProcessGroup::Poll(int wait_ms) {
 
 int ProcessGroup::Wait(double timeout_s) {
   const double deadline = timeout_s > 0 ? MonotonicSeconds() + timeout_s : 0;
+  double over_since = 0;
   while (true) {
     const int failed = Poll(100);
     if (observer_) observer_->Round();
@@ -257,9 +258,8 @@ int ProcessGroup::Wait(double timeout_s) {
       StopAll();
       return 1;
     }
-    bool running = false;
-    for (const Child& child : children_) running = running || !child.exited;
-    if (!running) return 0;
+    if (!AnyRunning()) return 0;
+    if (StoppedAfterTheEnd(&over_since)) return 0;
     if (Interrupted()) {
       Emit("launch", "interrupted; stopping every process", true);
       StopAll();
@@ -272,6 +272,29 @@ int ProcessGroup::Wait(double timeout_s) {
       return 124;
     }
   }
+}
+
+bool ProcessGroup::AnyRunning() const {
+  for (const Child& child : children_) {
+    if (!child.exited) return true;
+  }
+  return false;
+}
+
+bool ProcessGroup::StoppedAfterTheEnd(double* over_since) {
+  if (!observer_ || !observer_->JobOver()) return false;
+  const double now = MonotonicSeconds();
+  if (*over_since == 0) *over_since = now;
+  if (now - *over_since < kEndGraceSeconds) return false;
+  std::string names;
+  for (Child& child : children_) {
+    if (child.exited) continue;
+    names += (names.empty() ? "" : ", ") + child.name;
+    child.tolerated = true;  // stopped on purpose: its exit is no failure
+  }
+  Emit("launch", "the job is over; stopping what still runs: " + names, true);
+  StopAll();
+  return true;
 }
 
 bool ProcessGroup::Running(const std::string& name) const {

@@ -25,7 +25,14 @@ class ProcessGroup {
     // `tolerated`: the child was marked with Tolerate.
     virtual void Exited(const std::string& name, pid_t pid, int status, bool tolerated) = 0;
     virtual void Round() = 0;
+    // True once the job the children run is over (src/cli/launched_job_end.h). Wait
+    // then gives the children still running kEndGraceSeconds to exit on
+    // their own (they were told to shut down), then stops them.
+    virtual bool JobOver() const = 0;
   };
+
+  // How long Wait lets children run on once the observer says the job is over.
+  static constexpr double kEndGraceSeconds = 3.0;
 
   ProcessGroup();
   ~ProcessGroup();  // stops every child still running
@@ -60,7 +67,9 @@ class ProcessGroup {
   void Emit(const std::string& name, const std::string& line, bool to_stderr);
 
   // Forwards output until every child has exited. Returns 0 if all exited
-  // with status 0. If one fails (non-zero status or a signal), says which,
+  // with status 0, or if the observer says the job is over and the children
+  // still running kEndGraceSeconds later were stopped (their exits do not
+  // fail the group). If one fails (non-zero status or a signal), says which,
   // stops the rest and returns 1. On SIGINT/SIGTERM stops all and returns
   // 130. After `timeout_s` (0: none) stops all and returns 124.
   int Wait(double timeout_s);
@@ -102,6 +111,11 @@ class ProcessGroup {
 
   // The newest child named `name`, or nullptr.
   Child* Find(const std::string& name);
+  bool AnyRunning() const;
+  // Once the job is over (the observer says so; `over_since` is when Wait
+  // first saw it, 0 before) and the grace has passed: stops the children
+  // still running, naming them, and returns true.
+  bool StoppedAfterTheEnd(double* over_since);
 
   // One round: reads available output (up to `wait_ms`) and reaps exited
   // children. Returns the index of a child that failed, or -1.

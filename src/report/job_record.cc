@@ -182,7 +182,7 @@ void ReadLaunchLine(const JsonValue& line, const std::string& where, JobRecord* 
              : ": " + Text(line, "delay_ms") + " ms, jitter " + Text(line, "jitter_ms") + " ms"));
     return;
   }
-  if (event == "start" || event == "end") {
+  if (event == "start" || event == "end" || event == "job_over") {
     if (event == "start" && record->launch_start == 0) record->launch_start = time;
     return;
   }
