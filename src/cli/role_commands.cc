@@ -70,7 +70,7 @@ std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& ben
     if (IsTrainingJob(FLAGS_job)) {
       RunTraining(node, client, counters);
     } else if (FLAGS_job == "exact_sum") {
-      RunExactSum(node, client, ExactSumOptionsFromFlags(), &std::cout);
+      RunExactSum(node, client, ExactSumOptionsFromFlags(), &std::cerr);  // on the launch terminal
     } else {
       const auto cases = RunKVBench(node, client, bench);
       WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",

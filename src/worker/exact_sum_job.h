@@ -37,7 +37,8 @@ struct ExactSumOptions {
 std::map<uint32_t, TableSpec> ExactSumTables();
 
 // Runs this worker's part of the job; on worker 0, then the check, whose
-// outcome goes to `out` and exact_sum.json. Throws Error if a request, a
+// outcome goes to `out` (the command line gives standard error, which
+// `keel launch` shows) and exact_sum.json. Throws Error if a request, a
 // barrier or a ledger fails, and on worker 0 if the check finds a violation
 // (after the report is written), naming how many and the first.
 void RunExactSum(Node* node, KVWorker* client, const ExactSumOptions& options, std::ostream* out);
