@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -18,6 +19,16 @@ std::string ReadFile(const std::string& path) {
   text << in.rdbuf();
   if (in.bad()) throw MakeError("cannot read ", path, ": ", std::strerror(errno));
   return text.str();
+}
+
+void WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << text;
+    if (!out) throw MakeError("cannot write ", temporary);
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) throw MakeError("cannot write ", path);
 }
 
 std::string ParentFolder(const std::string& path) {

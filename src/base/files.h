@@ -16,6 +16,11 @@ std::string ReadFile(const std::string& path);
 // file that is not a folder is in the way.
 void MakeDirectories(const std::string& folder);
 
+// Writes `text` to `path` through a temporary file renamed over it, so a
+// reader sees the old file or the new one, never half of it. Throws Error
+// "cannot write PATH".
+void WriteFileAtomically(const std::string& path, const std::string& text);
+
 // The folder part of `path`: "a/b" for "a/b/c", "/" for "/c", "." for "c".
 std::string ParentFolder(const std::string& path);
 

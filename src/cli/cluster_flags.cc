@@ -79,7 +79,7 @@ DEFINE_string(wd, "auto", "L2 weight decay, a non-negative number or auto (0)");
 DEFINE_string(l1, "auto", "L1 penalty, a non-negative number or auto (0)");
 
 // The worker's job.
-DEFINE_string(job, "", "worker job: linear_learner, factorization_machines or kv_bench");
+DEFINE_string(job, "", "worker job: linear_learner, factorization_machines, kv_bench or exact_sum");
 
 namespace keel {
 

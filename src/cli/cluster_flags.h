@@ -53,7 +53,7 @@ DECLARE_string(learning_rate);
 DECLARE_string(wd);
 DECLARE_string(l1);
 
-// The worker's job: linear_learner, factorization_machines or kv_bench.
+// The worker's job: linear_learner, factorization_machines, kv_bench or exact_sum.
 DECLARE_string(job);
 
 namespace keel {

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "cli/bench_flags.h"
 #include "cli/cluster_flags.h"
+#include "cli/exact_sum_flags.h"
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
@@ -34,6 +35,7 @@ const std::vector<std::string> kHeadingOrder = {"job",
                                                 "normalization",
                                                 "initialization",
                                                 "benchmark",
+                                                "exact sum",
                                                 "predict",
                                                 "datagen",
                                                 "output",
@@ -46,7 +48,7 @@ const std::set<std::string> kNotRoleHeadings = {"predict", "datagen", "output"};
 std::vector<FlagGroup> FamilyTables() {
   std::vector<FlagGroup> groups;
   for (const auto& family : {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(),
-                             JobFlagGroups(), BenchFlagGroups()}) {
+                             JobFlagGroups(), BenchFlagGroups(), ExactSumFlagGroups()}) {
     groups.insert(groups.end(), family.begin(), family.end());
   }
   return groups;
@@ -157,10 +159,10 @@ CommandFlags FlagsOfCommand(const std::string& command) {
   }
   if (command == "worker") {
     return {"keel worker --scheduler HOST:PORT --job JOB [flags]",
-            "runs a worker: the job's training (or kv_bench) on its share of the data",
+            "runs a worker: the job (training, kv_bench or exact_sum) on its share of the data",
             RoleGroups({"job", "data", "compute", "node", "consistency", "loss and metrics",
                         "optimizer", "learning rate schedule", "normalization", "initialization",
-                        "faults", "resends", "benchmark", "checking"}),
+                        "faults", "resends", "benchmark", "exact sum", "checking"}),
             {},
             true};
   }

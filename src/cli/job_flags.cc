@@ -19,6 +19,7 @@
 #include "io/input_split.h"
 #include "kv/staleness_gate.h"
 #include "worker/compute_backend.h"
+#include "worker/exact_sum_job.h"
 #include "worker/model_variants.h"
 
 // Data channels.
@@ -582,6 +583,7 @@ void CheckComputeFlags() {
 }
 
 std::map<uint32_t, TableSpec> JobTablesFromFlags() {
+  if (FLAGS_job == "exact_sum") return ExactSumTables();
   if (!IsTrainingJob(FLAGS_job)) return {};
   return TablesFor(HyperparametersFromFlags());
 }

@@ -125,13 +125,16 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
   return code;
 }
 
-// A training job's model folder when --model_dir is not given: the default
-// (DefaultModelDir), added to `role_flags` and announced; "" when the job
-// names its own (or trains nothing).
+// A training job's (or exact_sum's) model folder when --model_dir is not
+// given: the default (DefaultModelDir), added to `role_flags` and to this
+// process's flags (the roles' flags are checked here) and announced; "" when
+// the job names its own (or writes nothing there).
 std::string ChooseModelDir(std::vector<std::string>* role_flags) {
-  if (!IsTrainingJob(FLAGS_job) || !FLAGS_model_dir.empty()) return "";
+  const bool writes = IsTrainingJob(FLAGS_job) || FLAGS_job == "exact_sum";
+  if (!writes || !FLAGS_model_dir.empty()) return "";
   const std::string model_dir = DefaultModelDir(FLAGS_job);
   role_flags->push_back("--model_dir=" + model_dir);
+  FLAGS_model_dir = model_dir;
   if (!FLAGS_check_flags) {
     std::cout << "keel launch: no --model_dir given: the model goes to " << model_dir << std::endl;
   }
@@ -248,8 +251,9 @@ int RunLaunch(const std::vector<std::string>& args) {
     code = LaunchLocally(role_flags, model_dir);
   }
   if (code == 0 && !chosen.empty() && !FLAGS_check_flags) {
-    std::cout << "keel launch: the model is in " << chosen
-              << (FLAGS_hostfile.empty() ? "" : " on worker 0's host") << std::endl;
+    std::cout << "keel launch: " << (IsTrainingJob(FLAGS_job) ? "the model" : "the report")
+              << " is in " << chosen << (FLAGS_hostfile.empty() ? "" : " on worker 0's host")
+              << std::endl;
   }
   return code;
 }

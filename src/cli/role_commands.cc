@@ -14,10 +14,12 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/files.h"
 #include "base/time.h"
 #include "cli/bench_flags.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
+#include "cli/exact_sum_flags.h"
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/launcher.h"
@@ -35,16 +37,6 @@
 
 namespace keel {
 namespace {
-
-void WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << text;
-    if (!out) throw MakeError("cannot write ", temporary);
-  }
-  if (rename(temporary.c_str(), path.c_str()) != 0) throw MakeError("cannot write ", path);
-}
 
 // A worker the scheduler dropped from the view (it was paused or cut off
 // longer than the heartbeat timeout) starts over as a new process with the
@@ -77,6 +69,8 @@ std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& ben
   try {
     if (IsTrainingJob(FLAGS_job)) {
       RunTraining(node, client, counters);
+    } else if (FLAGS_job == "exact_sum") {
+      RunExactSum(node, client, ExactSumOptionsFromFlags(), &std::cerr);  // on the launch terminal
     } else {
       const auto cases = RunKVBench(node, client, bench);
       WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",
@@ -116,9 +110,11 @@ KVBenchOptions CheckWorkerJobFlags() {
   } else if (FLAGS_job == "kv_bench") {
     bench = BenchFlags();
     if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
+  } else if (FLAGS_job == "exact_sum") {
+    ExactSumOptionsFromFlags();
   } else {
     throw MakeError("--job '", FLAGS_job,
-                    "' is not linear_learner, factorization_machines or kv_bench");
+                    "' is not linear_learner, factorization_machines, kv_bench or exact_sum");
   }
   StalenessFromFlags();
   return bench;

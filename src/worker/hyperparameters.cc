@@ -12,7 +12,8 @@ namespace keel {
 JobKind ParseJobKind(const std::string& name) {
   if (name == "linear_learner") return JobKind::kLinearLearner;
   if (name == "factorization_machines") return JobKind::kFactorizationMachines;
-  throw MakeError("--job '", name, "' is not linear_learner, factorization_machines or kv_bench");
+  throw MakeError("--job '", name,
+                  "' is not linear_learner, factorization_machines, kv_bench or exact_sum");
 }
 
 PredictorType ParsePredictorType(const std::string& name) {

@@ -1,0 +1,72 @@
+// `keel launch --job=exact_sum` under a fault schedule: a replicated server
+// killed, a worker killed and started again, and 1% of every node's data
+// messages dropped, and still no update lost or applied twice; and a server
+// without replicas killed and started again, whose range really loses its
+// sums, which the job finds and names.
+#include <gtest/gtest.h>
+
+#include "base/files.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::KeelBinary;
+
+class ExactSumFaults : public testing::TempFolderTest {};
+
+TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
+  const std::string model_dir = folder_ + "/run";
+  const std::string log = folder_ + "/events.jsonl";
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
+       "--epochs=4", "--exact_sum_minibatches=2000", "--heartbeat_timeout=3",
+       "--model_dir=" + model_dir, "--request_timeout_ms=100", "--drop_rate=0.01",
+       "--faults=kill:server:1@5s,restart:worker:0@6s", "--event_log=" + log},
+      240);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  // The faults hit the job while it pushed (not after it ended): the scheduler
+  // promoted server 1's backup, and worker 0's replacement took over its rank.
+  EXPECT_EQ(testing::EventsNamed(log, "kill").size(), 1u) << exit.output;
+  EXPECT_EQ(testing::EventsNamed(log, "restart").size(), 1u) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "backup server 0 is promoted to primary")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "worker 0 takes over its rank")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
+  const auto report = testing::ParseJsonObject(ReadFile(model_dir + "/exact_sum.json"));
+  EXPECT_EQ(report.at("ok"), "true");
+  EXPECT_EQ(report.at("violations"), "0");
+  EXPECT_EQ(report.at("keys_checked"), "4096");
+}
+
+TEST_F(ExactSumFaults, AServerRestartedWithoutReplicasLosesItsRangeAndTheJobSaysSo) {
+  const std::string model_dir = folder_ + "/run";
+  const std::string log = folder_ + "/events.jsonl";
+  // No replicas and no checkpoint: server 1's range starts over empty. The
+  // pushes take far longer than the 5 s before the fault.
+  const auto exit =
+      testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=exact_sum",
+                    "--epochs=4", "--exact_sum_minibatches=10000", "--model_dir=" + model_dir,
+                    "--heartbeat_timeout=3", "--faults=restart:server:1@5s", "--event_log=" + log},
+                   240);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0) << exit.output;
+  ASSERT_EQ(testing::EventsNamed(log, "restart").size(), 1u) << exit.output;
+  const auto report = testing::ParseJsonObject(ReadFile(model_dir + "/exact_sum.json"));
+  EXPECT_EQ(report.at("ok"), "false");
+  EXPECT_EQ(report.at("doubled"), "0");
+  EXPECT_NE(report.at("lost"), "0");
+  // Every lost key is in range 1, and the error names one of them and its range.
+  EXPECT_TRUE(Contains(report.at("ranges"),
+                       "\"range\":0,\"begin\":\"0x0000000000000000\","
+                       "\"last\":\"0x7ffffffffffffffe\",\"primary\":0,"
+                       "\"keys_checked\":2017,\"lost\":0"))
+      << report.at("ranges");
+  EXPECT_TRUE(Contains(exit.output, "in range 1 [0x7fffffffffffffff, 0xffffffffffffffff]"))
+      << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "lost updates")) << exit.output;
+}
+
+}  // namespace
+}  // namespace keel
