@@ -75,7 +75,8 @@ section="$work/section.md"
 {
   echo "$heading"
   echo
-  echo "Command: \`$command\` ($(date -u +%F), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)."
+  echo "Command: \`$command\`"
+  echo "($(date -u +%F), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)."
   echo "The fault experiment's job (linear learner, \`keel datagen\` data, $rows rows, $features features,"
   echo "$epochs epochs of minibatches of $batch), launched with 2 servers and 2 workers, with every resend"
   echo "flag at its default; runs alternate, without and with drops. Wall time is the whole \`keel launch\`."

@@ -22,6 +22,10 @@
 // sent about log2(T / estimate) more times, and a lost answer costs at most
 // about the time it had been held. Each acknowledgement counts as hearing
 // from the server: a pull held for long does not fail for want of an answer.
+// Why: unacknowledged, a held pull looks lost. Resent on the estimate it
+// would go again at every doubling of the wait, each copy held and answered
+// with its values when the gate opens; its answer would be a sample inflated
+// by the hold; and it would fail once held past the give-up time.
 //
 // Thread-safe: Push, Pull and Wait may be called from several threads.
 #ifndef KEEL_KV_KV_WORKER_H_
