@@ -2,6 +2,7 @@
 // Vans and nodes in one process, over loopback.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -202,6 +203,31 @@ TEST_F(LossyCluster, APushWhoseAnswerWasLostIsResentAcknowledgedAndAppliedOnce) 
   EXPECT_GT(servers_[0]->duplicate_pushes(), 0u);
   EXPECT_GT(client_->resends(), 0u);
   EXPECT_GT(server_nodes_[0]->transport_fault_counts().dropped, 0u);
+}
+
+TEST_F(LossyCluster, AWorkerWithDropsOnItsLinkGetsEveryPushAppliedExactlyOnce) {
+  TransportFaults lossy_server, lossy_worker;
+  lossy_server.drop_rate = 0.05;  // of server 0's responses
+  lossy_server.seed = 7;
+  lossy_worker.drop_rate = 0.05;  // of the worker's requests, to both servers
+  lossy_worker.seed = 8;
+  RequestRetry retry;  // the defaults but for a first estimate of 50 ms
+  retry.timeout_s = 0.05;
+  Start(lossy_server, retry, lossy_worker);
+  std::vector<Key> keys = KeysOf(0, 40);
+  for (Key key : KeysOf(1, 40)) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  SharedArray<const Key> shared(keys);
+  SharedArray<const float> ones(std::vector<float>(keys.size(), 1.0f));
+  constexpr int kPushes = 300;
+  for (int i = 0; i < kPushes; ++i) client_->Wait(client_->Push(shared, ones, 1), 60);
+  SharedArray<float> values;
+  client_->Wait(client_->Pull(shared, &values, 1), 60);
+  // SGD at rate 1 from 0: each push applied once moves a weight by -1.
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(values[i], -kPushes) << i;
+  EXPECT_GT(worker_node_->transport_fault_counts().dropped, 0u);
+  EXPECT_GT(server_nodes_[0]->transport_fault_counts().dropped, 0u);
+  EXPECT_GT(client_->resends(), 0u);
 }
 
 TEST_F(LossyCluster, LostClockAnnouncementsAreResentUntilAcknowledged) {

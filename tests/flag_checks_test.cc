@@ -155,6 +155,34 @@ TEST_F(FlagChecks, RequestMaxTimeoutIsNotBelowTheFirst) {
             "--request_timeout_ms");
 }
 
+TEST_F(FlagChecks, RequestMinTimeoutMustBePositive) {
+  Set("request_min_timeout_ms", "0");
+  EXPECT_EQ(ErrorOf([] { RequestRetryFromFlags(); }),
+            "--request_min_timeout_ms must be positive and at most 1000000000, not 0");
+}
+
+TEST_F(FlagChecks, RequestMinTimeoutIsNotAboveTheMax) {
+  Set("request_timeout_ms", "1000");
+  Set("request_min_timeout_ms", "3000");
+  Set("request_max_timeout_ms", "2000");
+  EXPECT_EQ(ErrorOf([] { RequestRetryFromFlags(); }),
+            "--request_min_timeout_ms 3000 is not in [1, 2000]: not above "
+            "--request_max_timeout_ms");
+}
+
+TEST_F(FlagChecks, RequestMinTimeoutIsNotAboveTheFirstEstimate) {
+  Set("request_timeout_ms", "10");
+  Set("request_min_timeout_ms", "20");
+  EXPECT_EQ(ErrorOf([] { RequestRetryFromFlags(); }),
+            "--request_min_timeout_ms 20 is not in [1, 10]: not above --request_timeout_ms, the "
+            "first estimate");
+}
+
+TEST_F(FlagChecks, RequestMinTimeoutReachesTheWorker) {
+  Set("request_min_timeout_ms", "7");
+  EXPECT_DOUBLE_EQ(RequestRetryFromFlags().min_timeout_s, 0.007);
+}
+
 TEST_F(FlagChecks, RequestAttemptsAreBounded) {
   Set("request_attempts", "0");
   EXPECT_EQ(ErrorOf([] { RequestRetryFromFlags(); }), "--request_attempts 0 is not in [1, 1000]");

@@ -30,6 +30,10 @@ TEST(LaunchCheckFlags, RefusesEveryRangeAndCrossFlagError) {
       {"--heartbeat_timeout=0", "--heartbeat_timeout must be positive and at most 1e+07, not 0"},
       {"--request_timeout_ms=0",
        "--request_timeout_ms must be positive and at most 1000000000, not 0"},
+      {"--request_min_timeout_ms=-1",
+       "--request_min_timeout_ms must be positive and at most 1000000000, not -1"},
+      {"--request_min_timeout_ms=20000",
+       "--request_min_timeout_ms 20000 is not in [1, 16000]: not above --request_max_timeout_ms"},
       {"--drop_rate=2", "--drop_rate 2 is not in [0, 1]"},
       {"--checkpoint_every=-5", "--checkpoint_every -5 is not in [0, "},
       {"--port=99999", "--port 99999 is not in [0, 65535]"},
@@ -46,8 +50,9 @@ TEST(LaunchCheckFlags, RefusesEveryRangeAndCrossFlagError) {
 }
 
 TEST(LaunchCheckFlags, AcceptsTheSameFlagsInRange) {
-  for (const std::string flag : {"--replication=1", "--drop_rate=0.5", "--checkpoint_every=0",
-                                 "--request_timeout_ms=50", "--port=65535"}) {
+  for (const std::string flag :
+       {"--replication=1", "--drop_rate=0.5", "--checkpoint_every=0", "--request_timeout_ms=50",
+        "--request_min_timeout_ms=5", "--port=65535"}) {
     const auto exit = CheckLaunch(flag);
     EXPECT_TRUE(exit.finished && exit.code == 0) << flag << ": " << exit.output;
     EXPECT_TRUE(Contains(exit.output, "flags ok")) << flag << ": " << exit.output;
@@ -61,6 +66,19 @@ TEST(WorkerCheckFlags, RefusesABadRequestTimeout) {
   EXPECT_TRUE(exit.finished && exit.code == 1) << exit.output;
   EXPECT_TRUE(
       Contains(exit.output, "--request_timeout_ms must be positive and at most 1000000000, not 0"))
+      << exit.output;
+}
+
+TEST(WorkerCheckFlags, RefusesAMinimumTimeoutAboveTheMaximum) {
+  const auto exit =
+      testing::Run({KeelBinary(), "worker", "--scheduler=h:1", "--job=linear_learner", "--train=/d",
+                    "--request_timeout_ms=100", "--request_min_timeout_ms=300",
+                    "--request_max_timeout_ms=200", "--check_flags"},
+                   10);
+  EXPECT_TRUE(exit.finished && exit.code == 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output,
+                       "--request_min_timeout_ms 300 is not in [1, 200]: not above "
+                       "--request_max_timeout_ms"))
       << exit.output;
 }
 
@@ -105,10 +123,10 @@ TEST(FailureReport, AWorkersErrorQuotingBinaryJunkReachesTheScheduler) {
   // quotes them.
   const std::string train = folder.path() + "/train.libsvm";
   testing::WriteFile(train, "1 3:1\n\xFF\xFE:\x80\x81 2:1\n");
-  const auto exit = testing::Run({KeelBinary(), "launch", "--servers=1", "--workers=1",
-                                  "--job=linear_learner", "--train=" + train, "--epochs=1",
-                                  "--verbose"},  // the scheduler's "worker 0 done" line
-                                 120);
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",
+       "--train=" + train, "--epochs=1", "--verbose"},  // the scheduler's "worker 0 done" line
+      120);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 1) << exit.output;
   // The scheduler logs the worker's report, the offending bytes escaped.

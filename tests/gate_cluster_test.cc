@@ -36,7 +36,7 @@ class GateCluster : public ::testing::Test {
     for (int i = 0; i < 2; ++i) {
       worker_nodes_.push_back(
           std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.2)));
-      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get()));
+      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get(), Retry()));
     }
     std::vector<std::thread> starting;
     starting.emplace_back([this] { server_node_->Start(); });
@@ -45,6 +45,8 @@ class GateCluster : public ::testing::Test {
     for (auto& thread : starting) thread.join();
     for (auto& client : clients_) client->AnnounceClock(1, /*wait=*/true);
   }
+
+  virtual RequestRetry Retry() const { return RequestRetry(); }
 
   void TearDown() override {
     for (auto& node : worker_nodes_) node->Stop();
@@ -115,6 +117,37 @@ TEST_F(GateCluster, ALeavingClockReleasesParkedPulls) {
   EXPECT_THROW(fast.Wait(pull, 0.3), Error);
   clients_[0]->AnnounceClock(kLeaveClock, /*wait=*/true);  // end of its epoch
   fast.Wait(pull, 5);
+}
+
+// Workers that would give a request up after two sends 20 ms apart.
+class GateClusterQuickToGiveUp : public GateCluster {
+ protected:
+  RequestRetry Retry() const override {
+    RequestRetry retry;
+    retry.timeout_s = 0.01;
+    retry.min_timeout_s = 0.001;
+    retry.max_timeout_s = 0.01;
+    retry.max_attempts = 2;
+    return retry;
+  }
+};
+
+TEST_F(GateClusterQuickToGiveUp, AHeldPullIsPolledHeldOnceAndNeverGivenUp) {
+  KVWorker& fast = *clients_[1];
+  fast.AnnounceClock(3, /*wait=*/true);
+  fast.set_clock(3);
+  const uint64_t resends_before = fast.resends();
+  SharedArray<float> values;
+  const auto pull = fast.Pull(keys_, &values, 1);
+  // Polled again and again, long past the two sends after which an
+  // unacknowledged request fails: the server acknowledges each as held.
+  ASSERT_TRUE(testing::WaitFor([&] { return fast.resends() >= resends_before + 10; }, 30));
+  clients_[0]->set_clock(3);
+  clients_[0]->Wait(clients_[0]->Push(keys_, SharedArray<const float>(std::vector<float>{1, 1}),
+                                      1));  // the slow worker catches up
+  fast.Wait(pull, 10);
+  EXPECT_EQ(values[0], -1.0f);
+  EXPECT_EQ(server_->parked_pulls(), 1u);  // the polls were not held again
 }
 
 }  // namespace

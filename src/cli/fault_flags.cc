@@ -17,7 +17,11 @@ DEFINE_uint64(fault_seed, 1, "seed of the fault injection's random decisions");
 
 // Resends (workers).
 DEFINE_int32(request_timeout_ms, 1000,
-             "worker: resend a push/pull/clock/dump that has had no answer for this long");
+             "worker: resend a push/pull/clock/dump that has had no answer for this long, until "
+             "a server's round trip is measured (pushes, pulls and clocks then wait for that "
+             "estimate; dumps always start from this)");
+DEFINE_int32(request_min_timeout_ms, 2,
+             "worker: the shortest wait for an answer, however short the round trip measured");
 DEFINE_int32(request_max_timeout_ms, 16000,
              "worker: the wait for an answer doubles per resend up to this");
 DEFINE_int32(request_attempts, 10,
@@ -37,7 +41,9 @@ std::vector<FlagGroup> FaultFlagGroups() {
       {"faults",
        {"faults", "event_log", "fault_seed", "drop_rate", "delay_ms", "delay_jitter_ms",
         "delay_rate"}},
-      {"resends", {"request_timeout_ms", "request_max_timeout_ms", "request_attempts"}},
+      {"resends",
+       {"request_timeout_ms", "request_min_timeout_ms", "request_max_timeout_ms",
+        "request_attempts"}},
   };
 }
 
@@ -63,17 +69,26 @@ TransportFaults TransportFaultsFromFlags() {
 RequestRetry RequestRetryFromFlags() {
   const int max_ms = kMaxCount;  // 11.5 days: kMaxSeconds in ms would not fit an int
   RequirePositive("request_timeout_ms", FLAGS_request_timeout_ms, max_ms);
+  RequirePositive("request_min_timeout_ms", FLAGS_request_min_timeout_ms, max_ms);
   RequireInRange("request_max_timeout_ms", FLAGS_request_max_timeout_ms, FLAGS_request_timeout_ms,
                  max_ms, "not below --request_timeout_ms");
+  RequireInRange("request_min_timeout_ms", FLAGS_request_min_timeout_ms, 1,
+                 FLAGS_request_max_timeout_ms, "not above --request_max_timeout_ms");
+  RequireInRange("request_min_timeout_ms", FLAGS_request_min_timeout_ms, 1,
+                 FLAGS_request_timeout_ms, "not above --request_timeout_ms, the first estimate");
   RequireInRange("request_attempts", FLAGS_request_attempts, 1, 1000);
   RequestRetry retry;
   retry.timeout_s = FLAGS_request_timeout_ms * 1e-3;
+  retry.min_timeout_s = FLAGS_request_min_timeout_ms * 1e-3;
   retry.max_timeout_s = FLAGS_request_max_timeout_ms * 1e-3;
   retry.max_attempts = FLAGS_request_attempts;
   try {
     retry.Check();
   } catch (const Error& e) {
-    throw MakeError("--request_timeout_ms/--request_max_timeout_ms/--request_attempts: ", e.what());
+    throw MakeError(
+        "--request_timeout_ms/--request_min_timeout_ms/--request_max_timeout_ms/"
+        "--request_attempts: ",
+        e.what());
   }
   return retry;
 }

@@ -24,8 +24,9 @@ std::vector<FlagGroup> FaultFlagGroups();
 // --drop_rate, --delay_ms, --delay_jitter_ms, --delay_rate, --fault_seed.
 // Throws Error naming the flag, its value and the rule (rates in [0, 1]).
 TransportFaults TransportFaultsFromFlags();
-// --request_timeout_ms, --request_max_timeout_ms, --request_attempts.
-// Throws Error naming the flag, its value and the rule (timeouts above 0).
+// --request_timeout_ms, --request_min_timeout_ms, --request_max_timeout_ms,
+// --request_attempts. Throws Error naming the flag, its value and the rule
+// (timeouts above 0, min <= first <= max).
 RequestRetry RequestRetryFromFlags();
 
 // Launch flags that are not forwarded to the roles.

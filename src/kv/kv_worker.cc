@@ -67,9 +67,16 @@ void MergeDumped(const std::vector<Message>& dumped, int width, std::vector<Key>
 
 void RequestRetry::Check() const {
   if (!(timeout_s > 0)) throw MakeError("request timeout ", timeout_s, " s is not positive");
+  if (!(min_timeout_s > 0)) {
+    throw MakeError("smallest request timeout ", min_timeout_s, " s is not positive");
+  }
   if (!(max_timeout_s >= timeout_s)) {
     throw MakeError("largest request timeout ", max_timeout_s, " s is below the first, ", timeout_s,
                     " s");
+  }
+  if (!(min_timeout_s <= timeout_s)) {
+    throw MakeError("smallest request timeout ", min_timeout_s, " s is above the first, ",
+                    timeout_s, " s");
   }
   if (max_attempts < 1) throw MakeError("request attempts ", max_attempts, " is below 1");
 }
@@ -78,6 +85,12 @@ double RequestRetry::TimeoutAfter(int attempt) const {
   double timeout = timeout_s;
   for (int i = 1; i < attempt && timeout < max_timeout_s; ++i) timeout *= 2;
   return std::min(timeout, max_timeout_s);
+}
+
+double RequestRetry::GiveUpAfter() const {
+  double total = 0;
+  for (int attempt = 1; attempt <= max_attempts; ++attempt) total += TimeoutAfter(attempt);
+  return total;
 }
 
 KVWorker::KVWorker(Node* node, RequestRetry retry) : node_(node), retry_(retry) {
@@ -114,10 +127,51 @@ void KVWorker::AddPartLocked(Handle handle, int server_id, int server_rank, cons
   part.server_rank = server_rank;
   part.message = message;
   part.first_sent = MonotonicSeconds();
-  part.deadline = part.first_sent + retry_.TimeoutAfter(1);
+  part.heard_at = part.first_sent;
+  part.deadline = part.first_sent + WaitLocked(part);
+  if (part.deadline < resend_wake_at_) {
+    // Due before the resend thread would look again.
+    resend_now_ = true;
+    resend_wake_.notify_all();
+  }
   latest_sequence_ = std::max(latest_sequence_, message.meta.sequence());
   parts_[message.meta.sequence()] = std::move(part);
   ++requests_[handle].unanswered;
+}
+
+RttEstimator& KVWorker::EstimatorLocked(int server_id) {
+  auto found = round_trips_.find(server_id);
+  if (found == round_trips_.end()) {
+    found = round_trips_
+                .emplace(server_id,
+                         RttEstimator(retry_.timeout_s, retry_.min_timeout_s, retry_.max_timeout_s))
+                .first;
+  }
+  return found->second;
+}
+
+double KVWorker::WaitLocked(const Part& part) {
+  if (part.command == proto::DUMP || part.server_id < 0) return retry_.TimeoutAfter(part.attempts);
+  return EstimatorLocked(part.server_id).Timeout(part.attempts);
+}
+
+void KVWorker::OnHeldLocked(Part& part, double now) {
+  if (!part.held && part.attempts == 1) {
+    // The acknowledgement left as the pull arrived: a round trip like any.
+    EstimatorLocked(part.server_id).OnAnswer(now - part.first_sent, part.attempts);
+  }
+  part.held = true;
+  part.heard_at = now;
+  part.sends_since_heard = 0;
+  part.deadline = now + WaitLocked(part);  // the next poll
+}
+
+void KVWorker::SampleLocked(const Part& part, const Message& response, double now) {
+  // A held pull's answer includes its time at the gate (waited_us > 0 even
+  // when its acknowledgement was lost).
+  if (part.command == proto::DUMP || part.held || response.meta.waited_us() > 0) return;
+  if (part.server_id < 0) return;
+  EstimatorLocked(part.server_id).OnAnswer(now - part.first_sent, part.attempts);
 }
 
 void KVWorker::FailLocked(Handle handle, const std::string& error) {
@@ -158,10 +212,11 @@ void KVWorker::ThrowBackgroundErrorLocked() {
 
 void KVWorker::ResendLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  // New parts are not announced to this thread (that would cost a wake-up per
-  // request); it looks at least this often instead.
+  // It sleeps until the earliest deadline, or this long at most; a new part
+  // wakes it only when due before that (AddPartLocked), not per request.
   const double tick = retry_.timeout_s / 4;
   while (!stopping_) {
+    resend_wake_at_ = 0;  // awake: parts added meanwhile are seen by the next scan
     const double now = MonotonicSeconds();
     double next = now + tick;
     std::vector<std::pair<int, Message>> resend;
@@ -175,6 +230,7 @@ void KVWorker::ResendLoop() {
       lock.lock();
       continue;
     }
+    resend_wake_at_ = next;
     resend_wake_.wait_for(lock, std::chrono::duration<double>(next - now),
                           [this] { return stopping_ || resend_now_; });
     resend_now_ = false;
@@ -194,9 +250,18 @@ void KVWorker::CollectDuePartsLocked(double now, double* next,
       failed->emplace_back(part.handle, std::move(error));
       continue;
     }
+    if (!part.held && part.command != proto::DUMP && round_trips_.count(part.server_id)) {
+      round_trips_.at(part.server_id).OnTimeout(part.attempts);
+    }
     ++part.attempts;
-    part.deadline = now + retry_.TimeoutAfter(part.attempts);
-    if (!Retarget(part)) continue;  // no server yet: try again at the next deadline
+    ++part.sends_since_heard;
+    if (!Retarget(part)) {
+      // No server yet: try again at the next deadline.
+      part.deadline = now + retry_.TimeoutAfter(part.attempts);
+      *next = std::min(*next, part.deadline);
+      continue;
+    }
+    part.deadline = now + WaitLocked(part);
     *next = std::min(*next, part.deadline);
     VLOG(1) << "resending " << what << ", attempt " << part.attempts;
     resend->emplace_back(part.server_id, part.message);
@@ -212,7 +277,8 @@ std::string KVWorker::DescribePart(uint64_t sequence, const Part& part) {
 
 std::string KVWorker::GiveUpReasonLocked(uint64_t sequence, const Part& part, double now,
                                          const std::string& what) const {
-  if (part.attempts >= retry_.max_attempts) {
+  if (part.sends_since_heard >= retry_.max_attempts &&
+      now - part.heard_at >= retry_.GiveUpAfter()) {
     return "no answer to " + what + " after " + std::to_string(part.attempts) +
            " attempt(s) over " + std::to_string(now - part.first_sent) + " s";
   }
@@ -265,6 +331,9 @@ void KVWorker::OnView(const proto::ClusterView& view) {
   const bool server_left =
       std::any_of(servers_.begin(), servers_.end(), [&](int id) { return !servers.count(id); });
   servers_ = servers;
+  for (auto it = round_trips_.begin(); it != round_trips_.end();) {
+    it = servers.count(it->first) ? std::next(it) : round_trips_.erase(it);
+  }
   for (auto it = parts_.begin(); it != parts_.end();) {
     Part& part = it->second;
     if (part.command == proto::CLOCK && !servers.count(part.server_id)) {
@@ -428,6 +497,12 @@ void KVWorker::OnResponse(Message&& message) {
     VLOG(1) << "ignored " << Describe(meta) << ": no such request outstanding";
     return;
   }
+  const double now = MonotonicSeconds();
+  if (meta.held() && meta.command() == proto::PULL && part->second.command == proto::PULL) {
+    OnHeldLocked(part->second, now);
+    return;
+  }
+  SampleLocked(part->second, message, now);
   const Handle handle = part->second.handle;
   Request& request = requests_[handle];
   if (meta.command() != part->second.command) {

@@ -13,6 +13,20 @@
 // response to a request already answered is ignored. So a worker survives
 // lost messages (TransportFaults) without counting a gradient twice.
 //
+// A pull the staleness gate holds is acknowledged by its server at once (a
+// PULL response marked `held`, no values), and answered when the gate opens.
+// The acknowledgement is the round-trip sample (when the pull was sent once);
+// the answer, which includes the time held, is none. A held pull is not
+// resent on the estimate but polled, each poll waiting twice as long as the
+// one before (the first after one estimate), so a pull held for T seconds is
+// sent about log2(T / estimate) more times, and a lost answer costs at most
+// about the time it had been held. Each acknowledgement counts as hearing
+// from the server: a pull held for long does not fail for want of an answer.
+// Why: unacknowledged, a held pull looks lost. Resent on the estimate it
+// would go again at every doubling of the wait, each copy held and answered
+// with its values when the gate opens; its answer would be a sample inflated
+// by the hold; and it would fail once held past the give-up time.
+//
 // Thread-safe: Push, Pull and Wait may be called from several threads.
 #ifndef KEEL_KV_KV_WORKER_H_
 #define KEEL_KV_KV_WORKER_H_
@@ -32,23 +46,37 @@
 #include "kv/keys.h"
 #include "kv/node.h"
 #include "kv/request_observer.h"
+#include "kv/rtt_estimator.h"
 #include "kv/shared_array.h"
 
 namespace keel {
 
 // When a request without an answer is sent again.
+//
+// Each server's round trip is estimated from the parts it answered
+// (RttEstimator, as TCP's retransmission timer): a part is resent when it has
+// had no answer for that estimate, doubled per resend of the same part, within
+// [min_timeout_s, max_timeout_s]; timeout_s is the estimate before the first
+// answer. Dumps wait by the fixed schedule (TimeoutAfter): a page of up to
+// kPageBytes takes the server long to build, and tells nothing of the round
+// trip.
 struct RequestRetry {
-  // The first resend comes this long after the first send; each further wait
-  // doubles, up to max_timeout_s.
   double timeout_s = 1;
+  double min_timeout_s = 0.002;
   double max_timeout_s = 16;
-  // Sends in all, the first included. When the last has had its wait, the
-  // request fails with an error naming the server and the request.
+  // Sends in all, the first included. When the last has had its wait, and the
+  // fixed schedule's max_attempts waits have passed since the server was last
+  // heard of (GiveUpAfter: a short estimate does not make a request fail
+  // sooner than it did when every wait began at timeout_s), the request fails
+  // with an error naming the server and the request.
   int max_attempts = 10;
   // Throws Error naming the bad setting.
   void Check() const;
-  // How long to wait for an answer after the `attempt`-th send (1-based).
+  // The fixed schedule: timeout_s after the first send, doubling per
+  // resend up to max_timeout_s. How long to wait after the `attempt`-th send.
   double TimeoutAfter(int attempt) const;
+  // The fixed schedule's max_attempts waits, summed.
+  double GiveUpAfter() const;
 };
 
 // A request is resent only while fewer than this many later sequences have
@@ -174,6 +202,11 @@ class KVWorker {
     int attempts = 1;  // sends so far
     double first_sent = 0;
     double deadline = 0;  // resend (or fail) when no answer by then
+    // The last word from the server: the first send, or its latest
+    // acknowledgement that the staleness gate holds the pull.
+    double heard_at = 0;
+    int sends_since_heard = 1;
+    bool held = false;  // acknowledged as held at the gate
   };
 
   // A request part on its way to a server (-1: none holds its range now).
@@ -221,6 +254,15 @@ class KVWorker {
   // The resend thread: sends again each part that got no answer by its
   // deadline, and fails a request whose part cannot be resent.
   void ResendLoop();
+  // The round-trip estimate of server `server_id`, made on first use.
+  RttEstimator& EstimatorLocked(int server_id);
+  // How long `part` waits for an answer after its latest send.
+  double WaitLocked(const Part& part);
+  // A PULL response marked held: the server holds `part` at its gate.
+  void OnHeldLocked(Part& part, double now);
+  // Feeds the round trip of `part`, answered by `response`, to its server's
+  // estimate, if it is a sample (sent once, not held, not a dump).
+  void SampleLocked(const Part& part, const Message& response, double now);
   // Collects the parts due now: those to send again (to the server holding
   // their range now) and the requests to fail; lowers `*next` to the next
   // deadline.
@@ -249,8 +291,10 @@ class KVWorker {
   std::atomic<uint64_t> late_responses_{0};
   RequestObserver observer_;
   bool stopping_ = false;
-  bool resend_now_ = false;  // a view change made parts due
-  std::set<int> servers_;    // server node ids in the latest view
+  bool resend_now_ = false;                            // a view change made parts due
+  std::set<int> servers_;                              // server node ids in the latest view
+  std::unordered_map<int, RttEstimator> round_trips_;  // by server node id
+  double resend_wake_at_ = 0;  // when the resend thread wakes next, at the latest
   std::condition_variable resend_wake_;
   std::thread resend_thread_;
 };

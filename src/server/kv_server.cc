@@ -84,9 +84,7 @@ void KVServer::Handle(Message&& message) {
     return;
   }
   if (!meta.response() && meta.command() == proto::PULL && !gate_.Admits(meta.clock())) {
-    // Held until the slowest worker catches up; nothing waits on a thread.
-    parked_.push_back(Parked{std::move(message), arrived});
-    parked_total_.fetch_add(1);
+    Park(std::move(message), arrived);
     return;
   }
   const int sender = meta.sender();
@@ -191,6 +189,23 @@ std::set<int> KVServer::UpdateMembers(const proto::ClusterView& view) {
     members_[node.id()] = node.role();
   }
   return workers;
+}
+
+void KVServer::Park(Message&& message, double arrived) {
+  // Held until the slowest worker catches up; nothing waits on a thread. The
+  // worker hears so at once, and stops counting the wait as a lost request
+  // (kv/kv_worker.h). A copy it sent again to ask is not held twice.
+  const int sender = message.meta.sender();
+  const uint64_t sequence = message.meta.sequence();
+  const bool repeated = std::any_of(parked_.begin(), parked_.end(), [&](const Parked& parked) {
+    return parked.message.meta.sender() == sender && parked.message.meta.sequence() == sequence;
+  });
+  Message held;
+  held.meta.set_held(true);
+  Reply(message.meta, held);
+  if (repeated) return;
+  parked_.push_back(Parked{std::move(message), arrived});
+  parked_total_.fetch_add(1);
 }
 
 void KVServer::RefuseParkedOfLeavers() {

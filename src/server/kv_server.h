@@ -85,6 +85,9 @@ class KVServer {
   // optimizer's options are invalid.
   // `staleness`: pulls are answered only when every live worker's clock is at
   // least the pull's clock minus it (StalenessGate; kAsynchronous: never held).
+  // A held pull is acknowledged at once as held (Meta.held), so its worker
+  // does not take the wait for a loss; a copy of it that arrives while it is
+  // held is acknowledged again and not held twice.
   KVServer(Node* node, const OptimizerOptions& default_optimizer,
            std::map<uint32_t, TableSpec> tables = {},
            int64_t staleness = StalenessGate::kAsynchronous);
@@ -161,6 +164,8 @@ class KVServer {
   void ForgetDeparted();
   // Updates remembered_senders().
   void CountRememberedSenders();
+  // Holds a pull at the staleness gate and acknowledges it as held.
+  void Park(Message&& message, double arrived);
   // Refuses the parked pulls of nodes no longer in the view.
   void RefuseParkedOfLeavers();
   // Answers the parked pulls the gate admits now.
