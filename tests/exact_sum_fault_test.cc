@@ -21,13 +21,14 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
   const std::string log = folder_ + "/events.jsonl";
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=4", "--exact_sum_minibatches=2000", "--heartbeat_timeout=3",
+       "--epochs=4", "--exact_sum_minibatches=10000", "--heartbeat_timeout=3",
        "--model_dir=" + model_dir, "--request_timeout_ms=100", "--drop_rate=0.01",
-       "--faults=kill:server:1@5s,restart:worker:0@6s", "--event_log=" + log},
+       "--faults=kill:server:1@3s,restart:worker:0@4s", "--event_log=" + log},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
-  // The faults hit the job while it pushed (not after it ended): the scheduler
+  // The faults hit the job while it pushed (80,000 pushes take well over 4 s,
+  // drops or not; not after it ended): the scheduler
   // promoted server 1's backup, and worker 0's replacement took over its rank.
   EXPECT_EQ(testing::EventsNamed(log, "kill").size(), 1u) << exit.output;
   EXPECT_EQ(testing::EventsNamed(log, "restart").size(), 1u) << exit.output;

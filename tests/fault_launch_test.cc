@@ -50,8 +50,10 @@ TEST_F(FaultLaunch, AJobStoppedAndLosingMessagesFinishesAndLogsItsFaultsInOrder)
   ASSERT_TRUE(data.finished && data.code == 0) << data.output;
   const std::string log = folder_ + "/events.jsonl";
   const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner", "--epochs=2",
-       "--mini_batch_size=100", "--train=" + folder_ + "/train",
+      // Minibatches of 20 make the job last seconds, so the stop at 1 s finds it
+      // running even when drops cost little (resends follow the round trip).
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner", "--epochs=6",
+       "--mini_batch_size=20", "--train=" + folder_ + "/train",
        "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
        "--minloglevel=1", "--request_timeout_ms=200",
        "--faults=stop:worker:0@1s+1s,drop:server:*=0.01,drop:worker:*=0.01", "--event_log=" + log},
