@@ -154,11 +154,11 @@ TEST_F(FaultLaunch, ARestartDueAfterTheJobsEndIsNotFiredAndTheLauncherReturnsPro
                     "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
                    60);
   ASSERT_TRUE(data.finished && data.code == 0) << data.output;
-  // Server 1 is frozen from 8 s (once the cluster has formed) for 900 s: its
+  // Server 1 is frozen from 4 s (once the cluster has formed) for 900 s: its
   // backup takes over and the job ends long before the restart is due, with
   // server 1 still stopped. The bound is far below 500 s, far above the job.
   const std::string restart = "restart:server:1@500s";
-  const auto exit = LaunchReplicatedJob(folder_, 8, "stop:server:1@8s+900s," + restart, 240);
+  const auto exit = LaunchReplicatedJob(folder_, 8, "stop:server:1@4s+900s," + restart, 240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   const std::string log = folder_ + "/events.jsonl";
