@@ -1,10 +1,16 @@
 // CURVE on the wire (VanOptions::secret): a peer without the cluster's key
 // gets nothing past the handshake and is logged once; members work as before.
 // Attackers are raw cppzmq sockets on loopback.
+#include <arpa/inet.h>
 #include <glog/logging.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zmq.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -156,6 +162,70 @@ TEST_F(SecretVan, APeerWithoutTheKeyIsRefusedAndLoggedOnce) {
   EXPECT_EQ(refusals.lines().size(), 1u);
 }
 
+// A bare TCP connection to a node's port, closed without a word.
+void ConnectAndHangUp(const std::string& address) {
+  const auto [host, port] = ParseHostPort(address, "address");
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(inet_pton(AF_INET, host.c_str(), &to.sin_addr), 1);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << strerror(errno);
+  close(fd);
+}
+
+TEST_F(SecretVan, APeerThatHangsUpInTheHandshakeIsRefusedAndLoggedOnce) {
+  LogLines refusals("refused a connection from 127.0.0.1: it hung up before completing");
+  // As above: attacks until one refusal was logged with its address, then
+  // three more, each counted and none logged again.
+  int attempts = 0;
+  while (refusals.lines().empty() && attempts < 20) {
+    const uint64_t refused = van_->refused_connections();
+    ConnectAndHangUp(van_->address());
+    ++attempts;
+    ASSERT_TRUE(WaitFor([&] { return van_->refused_connections() > refused; }, 30))
+        << "a connection that hung up in its handshake was not counted";
+  }
+  ASSERT_EQ(refusals.lines().size(), 1u) << "no refusal logged with its address in 20 attempts";
+  for (int more = 0; more < 3; ++more) {
+    const uint64_t refused = van_->refused_connections();
+    ConnectAndHangUp(van_->address());
+    ASSERT_TRUE(WaitFor([&] { return van_->refused_connections() > refused; }, 30));
+  }
+  EXPECT_EQ(van_->refused_connections(), static_cast<uint64_t>(attempts + 3));
+  EXPECT_EQ(refusals.lines().size(), 1u);
+  EXPECT_EQ(Received(), 0u);
+}
+
+TEST_F(SecretVan, TheAddressProbeWithTheSecretCompletesAHandshakeAndIsNotRefused) {
+  EXPECT_EQ(ProbeAddress(van_->address(), 10, secret_), "");
+  // A refused connection made after the probe: once it is counted, the
+  // probe's own end has been seen too (the Van's monitor reports in order).
+  ConnectAndHangUp(van_->address());
+  ASSERT_TRUE(WaitFor([&] { return van_->refused_connections() >= 1; }, 30));
+  EXPECT_EQ(van_->refused_connections(), 1u) << "the probe was counted as a refused peer";
+}
+
+TEST_F(SecretVan, TheAddressProbeSaysWhyAnAddressIsNoMemberOfTheCluster) {
+  const std::string other_key = ProbeAddress(van_->address(), 10, NewKeypair());
+  EXPECT_NE(other_key.find("cluster secret"), std::string::npos) << other_key;
+  VanOptions plain_options;
+  Van plain(plain_options);
+  plain.Start([](Message&&) {});
+  const std::string plain_node = ProbeAddress(plain.address(), 10, secret_);
+  // It hangs up on reading the CURVE greeting (or answers that it does not
+  // speak CURVE).
+  EXPECT_TRUE(plain_node.find("closed the connection during the CURVE handshake") !=
+                  std::string::npos ||
+              plain_node.find("does not speak CURVE") != std::string::npos)
+      << plain_node;
+  plain.Stop();
+  const std::string nobody =
+      ProbeAddress("127.0.0.1:" + std::to_string(testing::UnusedPort()), 10, secret_);
+  EXPECT_EQ(nobody, "connection refused");
+}
+
 TEST_F(SecretVan, ACurveClientWithItsOwnKeyIsRefusedByTheZapHandler) {
   LogLines refusals("refused a connection from 127.0.0.1: its CURVE key is not the cluster's");
   const ClusterSecret intruder = NewKeypair();
@@ -194,34 +264,43 @@ NodeOptions SecretNode(proto::Role role, int scheduler_port, const ClusterSecret
 }
 
 TEST(SecretCluster, RunsPushesAndPullsWithTheKey) {
+  // Nobody is refused: not the members, not the scheduler's checks of their
+  // addresses (a refusal is logged with its address, or in the summary each
+  // Van writes when it closes).
+  LogLines refusals("refused a connection from");
+  LogLines summaries("without the cluster key since its last such line");
   const ClusterSecret secret = NewKeypair();
-  SchedulerOptions scheduler_options;
-  scheduler_options.bind_host = "127.0.0.1";
-  scheduler_options.secret = secret;
-  Scheduler scheduler(scheduler_options);
-  scheduler.Start();
-  Node server_node(SecretNode(proto::SERVER, scheduler.port(), secret));
-  OptimizerOptions sgd;
-  sgd.learning_rate = 1.0f;
-  KVServer server(&server_node, sgd);
-  Node worker_node(SecretNode(proto::WORKER, scheduler.port(), secret));
-  KVWorker client(&worker_node);
-  std::thread starting([&] { server_node.Start(); });
-  worker_node.Start();
-  starting.join();
+  {
+    SchedulerOptions scheduler_options;
+    scheduler_options.bind_host = "127.0.0.1";
+    scheduler_options.secret = secret;
+    Scheduler scheduler(scheduler_options);
+    scheduler.Start();
+    Node server_node(SecretNode(proto::SERVER, scheduler.port(), secret));
+    OptimizerOptions sgd;
+    sgd.learning_rate = 1.0f;
+    KVServer server(&server_node, sgd);
+    Node worker_node(SecretNode(proto::WORKER, scheduler.port(), secret));
+    KVWorker client(&worker_node);
+    std::thread starting([&] { server_node.Start(); });
+    worker_node.Start();
+    starting.join();
 
-  SharedArray<const Key> keys(MixedKeySet({1, 2}));
-  client.Wait(client.Push(keys, SharedArray<const float>(std::vector<float>{-1, -2}), 1));
-  SharedArray<float> values;
-  client.Wait(client.Pull(keys, &values, 1));
-  // SGD with learning rate 1 from zero: w = -gradient.
-  ASSERT_EQ(values.size(), 2u);
-  EXPECT_EQ(values[0], 1);
-  EXPECT_EQ(values[1], 2);
+    SharedArray<const Key> keys(MixedKeySet({1, 2}));
+    client.Wait(client.Push(keys, SharedArray<const float>(std::vector<float>{-1, -2}), 1));
+    SharedArray<float> values;
+    client.Wait(client.Pull(keys, &values, 1));
+    // SGD with learning rate 1 from zero: w = -gradient.
+    ASSERT_EQ(values.size(), 2u);
+    EXPECT_EQ(values[0], 1);
+    EXPECT_EQ(values[1], 2);
 
-  worker_node.Stop();
-  server_node.Stop();
-  scheduler.Stop();
+    worker_node.Stop();
+    server_node.Stop();
+    scheduler.Stop();
+  }
+  EXPECT_EQ(refusals.lines().size(), 0u) << refusals.lines()[0];
+  EXPECT_EQ(summaries.lines().size(), 0u) << summaries.lines()[0];
 }
 
 TEST(SecretCluster, ANodeWithAnotherKeyCannotJoin) {

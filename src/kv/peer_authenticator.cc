@@ -123,7 +123,8 @@ PeerAuthenticator::PeerAuthenticator(zmq::context_t& context, zmq::socket_t& rec
     throw MakeError("cannot serve ZAP at ", kZapEndpoint, ": ", e.what());
   }
   const int events = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED |
-                     ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   if (zmq_socket_monitor(receiver.handle(), kMonitorEndpoint, events) != 0) {
     throw MakeError("cannot monitor the receiving socket: ", zmq_strerror(zmq_errno()));
   }
@@ -201,8 +202,18 @@ void PeerAuthenticator::OnMonitorEvent() {
     case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
       pending_failure_ = ProtocolFailure(value);
       break;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+      // The connection ended (or timed out) before its handshake did. A
+      // failure already reported for it is the one that counts.
+      if (pending_failure_.empty() && !refused_by_zap_) {
+        pending_failure_ =
+            "it hung up before completing a CURVE handshake (no cluster key, or not a ZeroMQ "
+            "peer)";
+      }
+      break;
     case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
       pending_failure_.clear();  // the ZAP handler logged it, with the address
+      refused_by_zap_ = true;
       break;
     case ZMQ_EVENT_DISCONNECTED: {
       auto peer = peers_by_fd_.find(fd);
@@ -214,6 +225,7 @@ void PeerAuthenticator::OnMonitorEvent() {
       if (peer != peers_by_fd_.end()) peers_by_fd_.erase(peer);
       if (!pending_failure_.empty()) log_.Record(address, pending_failure_);
       pending_failure_.clear();
+      refused_by_zap_ = false;
       break;
     }
     default:

@@ -14,11 +14,12 @@
 // an address is logged with that address, later ones are summarised at most
 // once a minute. (The ZAP handler always knows the address; for a failed
 // handshake libzmq reports none, and the socket's descriptor, from which it is
-// read, may be closed by then: such a refusal is only counted and summarised.) A peer
-// without CURVE at all often hangs up itself on reading the server's
-// greeting; libzmq then reports no protocol error, and it is not counted
-// (it got nothing through either way). A handshake that ends without a protocol error (the
-// scheduler's TCP reachability probe connects and closes) is not a refusal.
+// read, may be closed by then: such a refusal is only counted and summarised.)
+// A peer that hangs up before its handshake completed (a peer without CURVE
+// often does on reading the server's greeting; so does a bare TCP connection)
+// is refused the same way: libzmq reports that as a handshake failed without
+// detail. The scheduler's check of a registering node's address does a real
+// CURVE handshake (ProbeAddress with the secret), so it is not one of them.
 #ifndef KEEL_KV_PEER_AUTHENTICATOR_H_
 #define KEEL_KV_PEER_AUTHENTICATOR_H_
 
@@ -97,6 +98,7 @@ class PeerAuthenticator {
   // The monitor's view of open connections: file descriptor -> peer IP.
   std::unordered_map<int, std::string> peers_by_fd_;
   std::string pending_failure_;  // reason of a failed handshake awaiting its disconnect
+  bool refused_by_zap_ = false;  // the handshake awaiting its disconnect was (logged there)
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -1,7 +1,5 @@
 #include "kv/van.h"
 
-#include <algorithm>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <glog/logging.h>
@@ -156,6 +154,87 @@ std::string ProbeAddress(const std::string& address, double timeout_s) {
   freeaddrinfo(found);
   for (char& c : why) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return why;
+}
+
+std::string ProbeAddress(const std::string& address, double timeout_s,
+                         const std::optional<ClusterSecret>& secret) {
+  if (!secret) return ProbeAddress(address, timeout_s);
+  const auto [host, port] = ParseHostPort(address, "address");
+  std::ostringstream within;
+  within << timeout_s << " s";
+  zmq::context_t context(1);
+  zmq::socket_t probe(context, zmq::socket_type::dealer);
+  probe.set(zmq::sockopt::linger, 0);
+  probe.set(zmq::sockopt::curve_serverkey, secret->public_key);
+  probe.set(zmq::sockopt::curve_publickey, secret->public_key);
+  probe.set(zmq::sockopt::curve_secretkey, secret->secret_key);
+  constexpr char kProbeMonitor[] = "inproc://keel-address-probe";
+  const int events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_DISCONNECTED |
+                     ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                     ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+  if (zmq_socket_monitor(probe.handle(), kProbeMonitor, events) != 0) {
+    return std::string("cannot watch the probe's handshake: ") + zmq_strerror(zmq_errno());
+  }
+  zmq::socket_t monitor(context, zmq::socket_type::pair);
+  monitor.set(zmq::sockopt::linger, 0);
+  monitor.connect(kProbeMonitor);
+  try {
+    probe.connect(Endpoint(host, port));
+  } catch (const zmq::error_t& e) {
+    return std::string("cannot connect: ") + e.what();
+  }
+  const double deadline = MonotonicSeconds() + timeout_s;
+  bool connected = false, tcp_checked = false;
+  while (true) {
+    const double left = deadline - MonotonicSeconds();
+    if (left <= 0) break;
+    monitor.set(zmq::sockopt::rcvtimeo, std::max(1, static_cast<int>(std::ceil(left * 1000))));
+    std::vector<zmq::message_t> frames;
+    if (!zmq::recv_multipart(monitor, std::back_inserter(frames))) break;
+    if (frames.empty() || frames[0].size() < 6) continue;
+    uint16_t event = 0;
+    uint32_t value = 0;
+    memcpy(&event, frames[0].data(), sizeof(event));
+    memcpy(&value, static_cast<const char*>(frames[0].data()) + 2, sizeof(value));
+    switch (event) {
+      case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        return "";
+      case ZMQ_EVENT_CONNECTED:
+        connected = true;
+        break;
+      case ZMQ_EVENT_CONNECT_RETRIED:
+        // The connection failed: a TCP connection says why (it reaches no
+        // node, so it is refused by nobody). If that one gets through, the
+        // node came up meanwhile and libzmq's next attempt is awaited.
+        if (!tcp_checked) {
+          tcp_checked = true;
+          const std::string why = ProbeAddress(address, std::min(left, 1.0));
+          if (!why.empty()) return why;
+        }
+        break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        return "it refused the cluster's key (CURVE status " + std::to_string(value) +
+               "): it holds another cluster secret";
+      case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+        if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
+          return "it does not speak CURVE: it was started without the cluster secret";
+        }
+        return "its CURVE handshake broke the protocol (ZMTP error " + std::to_string(value) +
+               "): it holds another cluster secret, or is not a node";
+      case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+      case ZMQ_EVENT_DISCONNECTED:
+        if (connected) {
+          return "it closed the connection during the CURVE handshake: it runs without the "
+                 "cluster secret or with another one, or is not a node";
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return connected
+             ? "it accepted a connection but completed no CURVE handshake within " + within.str()
+             : "no answer within " + within.str();
 }
 
 Van::Van(const VanOptions& options)

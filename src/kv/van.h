@@ -262,6 +262,15 @@ std::string LocalAddressToward(const std::string& host, int port);
 // it connected, else why not ("connection refused", "no answer within 3 s").
 std::string ProbeAddress(const std::string& address, double timeout_s);
 
+// With a cluster secret: tries a CURVE handshake with the cluster's keypair,
+// as a member's send socket would, for up to `timeout_s`. Returns "" if it
+// completed, else why not ("connection refused", "it refused the cluster's
+// key", "no CURVE handshake within 3 s"). Unlike a bare TCP connection, which
+// a node with a secret counts as a peer that hung up in its handshake, this
+// probe is not refused. Without a secret, the TCP probe above.
+std::string ProbeAddress(const std::string& address, double timeout_s,
+                         const std::optional<ClusterSecret>& secret);
+
 }  // namespace keel
 
 #endif  // KEEL_KV_VAN_H_

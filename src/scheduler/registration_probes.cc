@@ -31,10 +31,11 @@ bool HostHasAddress(const std::string& host, const std::string& ip) {
 }
 
 RegistrationProbes::RegistrationProbes(double connect_timeout_s, const std::string& bind_host,
-                                       int port, Done done)
+                                       int port, std::optional<ClusterSecret> secret, Done done)
     : connect_timeout_s_(connect_timeout_s),
       bind_host_(bind_host),
       port_(port),
+      secret_(std::move(secret)),
       done_(std::move(done)) {
   for (int i = 0; i < kThreads; ++i) threads_.emplace_back([this] { Loop(); });
 }
@@ -90,7 +91,7 @@ std::string RegistrationProbes::Check(const Message& request) const {
            "); the scheduler connects back only to a registering node's own host: give it an "
            "--advertise address of that host";
   }
-  const std::string why = ProbeAddress(address, connect_timeout_s_);
+  const std::string why = ProbeAddress(address, connect_timeout_s_, secret_);
   if (why.empty()) return "";
   std::string self = bind_host_;
   try {

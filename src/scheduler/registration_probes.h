@@ -2,9 +2,11 @@
 // on a fixed pool of threads with a bounded queue.
 //
 // Before admitting a node the scheduler connects back to the address it
-// advertises. It only does so where the node itself is: an address whose host
-// is not the one the registration came from is refused without a connection
-// attempt, so a REGISTER cannot be used to learn whether some port elsewhere
+// advertises: with a cluster secret, a CURVE handshake with the cluster's
+// keypair (so the node is not asked to count a refused peer, and the address
+// is known to be a node holding the secret); without, a TCP connection. It only does so where the
+// node itself is: an address whose host is not the one the registration came from is refused
+// without a connection attempt, so a REGISTER cannot be used to learn whether some port elsewhere
 // is open (the answer is the same whatever the port's state). Registrations
 // beyond kMaxWaiting are refused at once ("try again"; Node asks again), so a
 // flood of REGISTERs costs a bounded amount of memory and no threads.
@@ -17,10 +19,12 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "kv/cluster_secret.h"
 #include "kv/message.h"
 
 namespace keel {
@@ -35,8 +39,10 @@ class RegistrationProbes {
   using Done = std::function<void(const Message& request, const std::string& refusal)>;
 
   // `connect_timeout_s`: how long a connection attempt may take. `bind_host`
-  // and `port`: the scheduler's, to name it in refusals.
-  RegistrationProbes(double connect_timeout_s, const std::string& bind_host, int port, Done done);
+  // and `port`: the scheduler's, to name it in refusals. `secret`: the
+  // cluster's, if it has one.
+  RegistrationProbes(double connect_timeout_s, const std::string& bind_host, int port,
+                     std::optional<ClusterSecret> secret, Done done);
   ~RegistrationProbes();  // Stop()
   RegistrationProbes(const RegistrationProbes&) = delete;
   RegistrationProbes& operator=(const RegistrationProbes&) = delete;
@@ -56,6 +62,7 @@ class RegistrationProbes {
   const double connect_timeout_s_;
   const std::string bind_host_;
   const int port_;
+  const std::optional<ClusterSecret> secret_;
   const Done done_;
   std::mutex mutex_;
   std::condition_variable changed_;
