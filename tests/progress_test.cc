@@ -131,8 +131,8 @@ proto::ProgressReport Share(int epochs, uint64_t share) {
 TEST(JobProgress, SumsTheWorkersExamplesAndKnowsTheEpochFromTheirShares) {
   JobProgress progress(2);
   const proto::WorkerCursor first = Cursor(1, 100, 50), second = Cursor(1, 300, 30);
-  EXPECT_EQ(progress.OnReport(11, 0, &first, Share(4, 500), 1.0), "");
-  EXPECT_EQ(progress.OnReport(12, 1, &second, Share(4, 500), 1.0), "");
+  EXPECT_EQ(progress.OnReport(11, 0, &first, 0, Share(4, 500), 1.0), "");
+  EXPECT_EQ(progress.OnReport(12, 1, &second, 0, Share(4, 500), 1.0), "");
   const ProgressSnapshot snapshot = progress.Snapshot(2.0);
   EXPECT_EQ(snapshot.epochs, 4);
   EXPECT_EQ(snapshot.epoch, 1);
@@ -148,9 +148,9 @@ TEST(JobProgress, SumsTheWorkersExamplesAndKnowsTheEpochFromTheirShares) {
 TEST(JobProgress, EpochSizeIsUnknownWhileAShareIsUnknown) {
   JobProgress progress(2);
   const proto::WorkerCursor cursor = Cursor(1, 100);
-  progress.OnReport(11, 0, &cursor, Share(4, 500), 1.0);
+  progress.OnReport(11, 0, &cursor, 0, Share(4, 500), 1.0);
   EXPECT_EQ(progress.Snapshot(2.0).epoch_expected, 0u);  // rank 1 has not reported
-  progress.OnReport(12, 1, &cursor, Share(4, 0), 1.0);   // a pipe: not counted
+  progress.OnReport(12, 1, &cursor, 0, Share(4, 0), 1.0);   // a pipe: not counted
   EXPECT_EQ(progress.Snapshot(2.0).epoch_expected, 0u);
   EXPECT_EQ(progress.Snapshot(2.0).figures.eta_seconds, -1);
 }
@@ -158,14 +158,14 @@ TEST(JobProgress, EpochSizeIsUnknownWhileAShareIsUnknown) {
 TEST(JobProgress, ADecidedEpochSetsTheEpochSizeAndTheWorkersValidation) {
   JobProgress progress(1);
   const proto::WorkerCursor cursor = Cursor(1, 800);
-  progress.OnReport(11, 0, &cursor, Share(3, 0), 0.0);
+  progress.OnReport(11, 0, &cursor, 0, Share(3, 0), 0.0);
   proto::ProgressReport decided = Share(3, 0);
   decided.mutable_decided()->set_epoch(1);
   decided.mutable_decided()->set_examples(800);
   decided.mutable_decided()->set_seconds(8.0);
   (*decided.mutable_decided()->mutable_metrics())["validation:roc_auc_score"] = 0.75;
   (*decided.mutable_decided()->mutable_metrics())["train:objective_loss"] = 0.5;
-  EXPECT_EQ(progress.OnReport(11, 0, nullptr, decided, 8.0), "");
+  EXPECT_EQ(progress.OnReport(11, 0, nullptr, 0, decided, 8.0), "");
   const ProgressSnapshot snapshot = progress.Snapshot(8.0);
   EXPECT_EQ(snapshot.epoch_expected, 800u);
   ASSERT_EQ(snapshot.decided.size(), 1u);
@@ -185,11 +185,11 @@ proto::ProgressReport Decided(int epochs, int epoch, uint64_t examples, double s
 
 TEST(JobProgress, AfterTwoEpochsTheTimeLeftIsTheWallTimePerExampleBetweenThem) {
   JobProgress progress(1);
-  progress.OnReport(11, 0, nullptr, Decided(4, 1, 800, 10.0), 0.0);  // 10 s with the start
-  progress.OnReport(11, 0, nullptr, Decided(4, 2, 800, 14.0), 0.0);  // 4 s for 800
+  progress.OnReport(11, 0, nullptr, 0, Decided(4, 1, 800, 10.0), 0.0);  // 10 s with the start
+  progress.OnReport(11, 0, nullptr, 0, Decided(4, 2, 800, 14.0), 0.0);  // 4 s for 800
   EXPECT_DOUBLE_EQ(progress.Snapshot(0).figures.eta_seconds, 2 * 800 * 4.0 / 800);
   const proto::WorkerCursor cursor = Cursor(3, 200);
-  progress.OnReport(11, 0, &cursor, Share(4, 0), 0.0);
+  progress.OnReport(11, 0, &cursor, 0, Share(4, 0), 0.0);
   const ProgressSnapshot snapshot = progress.Snapshot(0);
   EXPECT_EQ(snapshot.epoch, 3);
   EXPECT_DOUBLE_EQ(snapshot.figures.epoch_fraction, 0.25);
@@ -199,9 +199,9 @@ TEST(JobProgress, AfterTwoEpochsTheTimeLeftIsTheWallTimePerExampleBetweenThem) {
 TEST(JobProgress, TheEndRecordCountsTheDecidedEpochsExamples) {
   JobProgress progress(1);
   const proto::WorkerCursor cursor = Cursor(1, 300);  // a report before the epoch's end
-  progress.OnReport(11, 0, &cursor, Share(2, 0), 0.0);
-  progress.OnReport(11, 0, nullptr, Decided(2, 1, 1000, 3.0), 1.0);
-  progress.OnReport(11, 0, nullptr, Decided(2, 2, 1000, 5.0), 2.0);
+  progress.OnReport(11, 0, &cursor, 0, Share(2, 0), 0.0);
+  progress.OnReport(11, 0, nullptr, 0, Decided(2, 1, 1000, 3.0), 1.0);
+  progress.OnReport(11, 0, nullptr, 0, Decided(2, 2, 1000, 5.0), 2.0);
   const ProgressRecord end = EndRecordOf(progress.Snapshot(2.0), 0, "");
   EXPECT_EQ(end.examples, 2000u);
   EXPECT_DOUBLE_EQ(end.seconds, 5.0);
@@ -212,8 +212,8 @@ TEST(JobProgress, TheEndRecordCountsTheDecidedEpochsExamples) {
 TEST(JobProgress, AWorkersRateComesFromItsReportsWithinAnEpoch) {
   JobProgress progress(1);
   const proto::WorkerCursor at_one = Cursor(1, 100), at_three = Cursor(1, 700);
-  progress.OnReport(11, 0, &at_one, Share(2, 0), 1.0);
-  progress.OnReport(11, 0, &at_three, Share(2, 0), 3.0);
+  progress.OnReport(11, 0, &at_one, 0, Share(2, 0), 1.0);
+  progress.OnReport(11, 0, &at_three, 0, Share(2, 0), 3.0);
   EXPECT_DOUBLE_EQ(progress.Snapshot(3.0).workers[0].examples_per_second, 300);
   EXPECT_EQ(progress.Snapshot(3.0).examples_read, 700u);
 }
@@ -222,24 +222,54 @@ TEST(JobProgress, AWorkersFirstReportDoesNotCountTowardsTheRate) {
   JobProgress progress(1);
   const proto::WorkerCursor first = Cursor(1, 5000), later = Cursor(1, 5200),
                             last = Cursor(1, 5400);
-  progress.OnReport(11, 0, &first, Share(2, 0), 10.0);  // read over an unknown time
-  progress.OnReport(11, 0, &later, Share(2, 0), 11.0);
-  progress.OnReport(11, 0, &last, Share(2, 0), 12.0);
+  progress.OnReport(11, 0, &first, 0, Share(2, 0), 10.0);  // read over an unknown time
+  progress.OnReport(11, 0, &later, 0, Share(2, 0), 11.0);
+  progress.OnReport(11, 0, &last, 0, Share(2, 0), 12.0);
   EXPECT_DOUBLE_EQ(progress.Snapshot(12.0).examples_per_second, 200);
+}
+
+TEST(JobProgress, AnEpochsFirstReportCountsOverTheTimeTheWorkerSaysItRead) {
+  // Epochs shorter than the reports' interval: every report is an epoch's
+  // first. Each says the worker read 1000 examples in 0.5 s.
+  JobProgress progress(1);
+  const proto::WorkerCursor first = Cursor(1, 1000), second = Cursor(2, 1000),
+                            third = Cursor(3, 1000);
+  progress.OnReport(11, 0, &first, 0.5, Share(4, 1000), 10.0);
+  EXPECT_DOUBLE_EQ(progress.Snapshot(10.0).workers[0].examples_per_second, 2000);
+  progress.OnReport(11, 0, &second, 0.5, Share(4, 1000), 10.6);  // 0.1 s between epochs
+  progress.OnReport(11, 0, &third, 0.5, Share(4, 1000), 11.2);
+  // The job reads at 2000/s: the pauses between epochs are not counted.
+  EXPECT_DOUBLE_EQ(progress.Snapshot(11.2).examples_per_second, 2000);
+  EXPECT_EQ(progress.Snapshot(11.2).examples_read, 3000u);
+}
+
+TEST(JobProgress, TheJobsRateIsItsWorkersRatesOverTheirReadingTime) {
+  JobProgress progress(2);
+  const proto::WorkerCursor a = Cursor(1, 1000), b = Cursor(1, 3000), c = Cursor(1, 500);
+  progress.OnReport(11, 0, &a, 1.0, Share(2, 0), 5.0);
+  progress.OnReport(11, 0, &b, 2.0, Share(2, 0), 6.0);  // 2000 more in 1 s of reading
+  progress.OnReport(12, 1, &c, 0.5, Share(2, 0), 6.0);  // 1000/s
+  EXPECT_DOUBLE_EQ(progress.Snapshot(6.0).workers[0].examples_per_second, 2000);
+  EXPECT_DOUBLE_EQ(progress.Snapshot(6.0).examples_per_second, 3000);
+  // A worker not heard from for longer than kRateHeardWithinS no longer counts.
+  const proto::WorkerCursor d = Cursor(1, 4000);
+  progress.OnReport(11, 0, &d, 2.5, Share(2, 0), 6.0 + JobProgress::kRateHeardWithinS);
+  EXPECT_DOUBLE_EQ(progress.Snapshot(6.5 + JobProgress::kRateHeardWithinS).examples_per_second,
+                   2000);
 }
 
 TEST(JobProgress, TheRateLeavesOutThePauseBetweenEpochs) {
   JobProgress progress(1);
   const proto::WorkerCursor a = Cursor(1, 0), b = Cursor(1, 1000), c = Cursor(1, 2000);
-  progress.OnReport(11, 0, &a, Share(2, 2000), 0.0);
-  progress.OnReport(11, 0, &b, Share(2, 2000), 1.0);  // 1000/s
-  progress.OnReport(11, 0, &c, Share(2, 2000), 2.0);
-  progress.OnReport(11, 0, &c, Share(2, 2000), 3.0);  // idle: validation
-  progress.OnReport(11, 0, &c, Share(2, 2000), 9.0);
+  progress.OnReport(11, 0, &a, 0, Share(2, 2000), 0.0);
+  progress.OnReport(11, 0, &b, 0, Share(2, 2000), 1.0);  // 1000/s
+  progress.OnReport(11, 0, &c, 0, Share(2, 2000), 2.0);
+  progress.OnReport(11, 0, &c, 0, Share(2, 2000), 3.0);  // idle: validation
+  progress.OnReport(11, 0, &c, 0, Share(2, 2000), 9.0);
   const proto::WorkerCursor d = Cursor(2, 500), e = Cursor(2, 1500), f = Cursor(2, 2000);
-  progress.OnReport(11, 0, &d, Share(2, 2000), 10.0);  // the epoch's first: a baseline
-  progress.OnReport(11, 0, &e, Share(2, 2000), 11.0);
-  progress.OnReport(11, 0, &f, Share(2, 2000), 11.5);
+  progress.OnReport(11, 0, &d, 0, Share(2, 2000), 10.0);  // the epoch's first: a baseline
+  progress.OnReport(11, 0, &e, 0, Share(2, 2000), 11.0);
+  progress.OnReport(11, 0, &f, 0, Share(2, 2000), 11.5);
   EXPECT_NEAR(progress.Snapshot(11.5).examples_per_second, 1000, 1e-9);
 }
 
@@ -249,7 +279,7 @@ TEST(JobProgress, TheOutcomeIsKept) {
   report.mutable_outcome()->set_epochs_run(3);
   report.mutable_outcome()->set_stopped_early(true);
   report.mutable_outcome()->set_model_dir("/tmp/model");
-  EXPECT_EQ(progress.OnReport(11, 0, nullptr, report, 1.0), "");
+  EXPECT_EQ(progress.OnReport(11, 0, nullptr, 0, report, 1.0), "");
   const ProgressSnapshot snapshot = progress.Snapshot(1.0);
   ASSERT_TRUE(snapshot.end.has_value());
   EXPECT_EQ(snapshot.end->epochs_run, 3);
@@ -261,7 +291,7 @@ TEST(JobProgress, EveryChangeAdvancesTheVersion) {
   JobProgress progress(1);
   const uint64_t before = progress.Snapshot(0).version;
   const proto::WorkerCursor cursor = Cursor(1, 1);
-  progress.OnReport(11, 0, &cursor, Share(2, 0), 1.0);
+  progress.OnReport(11, 0, &cursor, 0, Share(2, 0), 1.0);
   EXPECT_GT(progress.WaitForChange(before, 0.0), before);
 }
 
@@ -309,8 +339,8 @@ TEST(JobProgressChecks, ARefusedReportChangesNothing) {
   JobProgress progress(2);
   proto::ProgressReport report = Share(3, 0);
   report.mutable_decided()->set_epoch(1);
-  EXPECT_FALSE(progress.OnReport(12, 1, nullptr, report, 1.0).empty());
-  EXPECT_FALSE(progress.OnReport(13, 7, nullptr, Share(3, 0), 1.0).empty());  // no such rank
+  EXPECT_FALSE(progress.OnReport(12, 1, nullptr, 0, report, 1.0).empty());
+  EXPECT_FALSE(progress.OnReport(13, 7, nullptr, 0, Share(3, 0), 1.0).empty());  // no such rank
   const ProgressSnapshot snapshot = progress.Snapshot(1.0);
   EXPECT_EQ(snapshot.version, 0u);
   EXPECT_TRUE(snapshot.decided.empty());

@@ -238,9 +238,10 @@ void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerSta
   if (!error.empty()) throw MakeError("checkpoint failed: ", error);
 }
 
-void Node::SetProgress(const proto::WorkerCursor& cursor) {
+void Node::SetProgress(const proto::WorkerCursor& cursor, double reading_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   progress_ = cursor;
+  progress_reading_seconds_ = reading_seconds;
   has_progress_ = true;
 }
 
@@ -658,7 +659,10 @@ void Node::HeartbeatLoop() {
     Message beat = Control(proto::HEARTBEAT);
     {
       std::lock_guard<std::mutex> progress_lock(mutex_);
-      if (has_progress_) *beat.meta.mutable_cursor() = progress_;
+      if (has_progress_) {
+        *beat.meta.mutable_cursor() = progress_;
+        beat.meta.set_reading_seconds(progress_reading_seconds_);
+      }
       if (has_progress_report_) *beat.meta.mutable_progress() = progress_report_;
     }
     // Who this is, for a restarted scheduler that asks it to register again.

@@ -125,8 +125,10 @@ class Node {
   void Barrier(int group, double timeout_s, const std::string& tag = "");
 
   // Worker: where it is in its shard; sent with every heartbeat, so a
-  // replacement can take over from there.
-  void SetProgress(const proto::WorkerCursor& cursor);
+  // replacement can take over from there. `reading_seconds`: since this
+  // process began reading the cursor's epoch (0: not known), for the job's
+  // rate.
+  void SetProgress(const proto::WorkerCursor& cursor, double reading_seconds);
   // Worker: what its heartbeats carry for the job's progress display beside
   // the cursor (the job's epochs, the examples of its share).
   void SetProgressReport(const proto::ProgressReport& report);
@@ -300,6 +302,7 @@ class Node {
   // ORPHANS answers by request sequence.
   std::map<uint64_t, proto::Meta> orphans_answered_;
   proto::WorkerCursor progress_;
+  double progress_reading_seconds_ = 0;
   bool has_progress_ = false;
   proto::ProgressReport progress_report_;
   bool has_progress_report_ = false;

@@ -87,7 +87,8 @@ std::string CheckProgressReport(int rank, const proto::WorkerCursor* cursor,
 JobProgress::JobProgress(int num_workers) : num_workers_(num_workers) {}
 
 std::string JobProgress::OnReport(int node_id, int rank, const proto::WorkerCursor* cursor,
-                                  const proto::ProgressReport& report, double now) {
+                                  double reading_seconds, const proto::ProgressReport& report,
+                                  double now) {
   if (rank < 0 || rank >= num_workers_) {
     return "a progress report from worker rank " + std::to_string(rank) + " of " +
            std::to_string(num_workers_);
@@ -101,7 +102,7 @@ std::string JobProgress::OnReport(int node_id, int rank, const proto::WorkerCurs
   worker.last_update_wall = WallSeconds();
   if (report.epochs() > 0) epochs_ = report.epochs();
   if (report.share_examples() > 0) worker.share_examples = report.share_examples();
-  if (cursor) TakeCursor(&worker, *cursor, now);
+  if (cursor) TakeCursor(&worker, *cursor, reading_seconds, now);
   if (report.has_decided()) TakeDecided(&worker, report.decided());
   if (report.has_outcome()) TakeOutcome(report.outcome());
   ++version_;
@@ -110,7 +111,7 @@ std::string JobProgress::OnReport(int node_id, int rank, const proto::WorkerCurs
 }
 
 void JobProgress::TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& cursor,
-                             double now) {
+                             double reading_seconds, double now) {
   // What it read since its last report: in the same epoch the difference,
   // in a new one all of it (a replacement starting over counts nothing).
   auto last = report_times_.find(worker->rank);
@@ -119,13 +120,26 @@ void JobProgress::TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& 
   if (same_epoch && cursor.examples() > worker->examples) {
     read = cursor.examples() - worker->examples;
   }
-  // Only a report of the same epoch says how fast the worker read (a first
-  // report, or the first of an epoch, covers a time not known here).
-  worker->reading = same_epoch && read > 0;
-  if (same_epoch && now > last->second) {
-    worker->examples_per_second = static_cast<double>(read) / (now - last->second);
-  }
+  // Over what reading time: a worker that says how long it has read the
+  // epoch gives it exactly (no pause between epochs in it, and an epoch's
+  // first report counts too: with epochs shorter than the reports' interval
+  // most reports are firsts). Else since its last report of the same epoch;
+  // a first report then only sets a baseline.
   const double since = same_epoch ? last->second : now;
+  if (reading_seconds > 0) {
+    const double spent = same_epoch && worker->reading_seconds > 0
+                             ? reading_seconds - worker->reading_seconds
+                             : reading_seconds;
+    worker->reading = read > 0;
+    if (spent > 0 && read > 0) worker->examples_per_second = static_cast<double>(read) / spent;
+    worker->rate_heard = now;
+  } else {
+    worker->reading = same_epoch && read > 0;
+    if (same_epoch && now > last->second) {
+      worker->examples_per_second = static_cast<double>(read) / (now - last->second);
+    }
+  }
+  worker->reading_seconds = reading_seconds;
   report_times_[worker->rank] = now;
   examples_read_ += read;
   worker->epoch = cursor.epoch();
@@ -191,6 +205,18 @@ double JobProgress::SecondsPerExampleLocked() const {
   return examples > 0 && seconds > 0 ? seconds / static_cast<double>(examples) : 0;
 }
 
+double JobProgress::RateLocked(double now) const {
+  // The sum of the rates of the workers that say how long they read, while
+  // they report; else the meter's.
+  double sum = 0;
+  for (const auto& [rank, worker] : workers_) {
+    if (worker.rate_heard >= 0 && now - worker.rate_heard <= kRateHeardWithinS) {
+      sum += worker.examples_per_second;
+    }
+  }
+  return sum > 0 ? sum : rate_.rate();
+}
+
 ProgressSnapshot JobProgress::Snapshot(double now) const {
   std::lock_guard<std::mutex> lock(mutex_);
   ProgressSnapshot snapshot;
@@ -210,7 +236,7 @@ ProgressSnapshot JobProgress::Snapshot(double now) const {
   // Reports of the next epoch may not have come yet.
   if (!decided_.empty()) snapshot.epoch = std::max(snapshot.epoch, decided_.back().epoch);
   snapshot.epoch_expected = EpochExpectedLocked();
-  snapshot.examples_per_second = rate_.rate();
+  snapshot.examples_per_second = RateLocked(now);
   snapshot.examples_read = examples_read_;
   snapshot.seconds = first_report_ < 0 ? 0 : now - first_report_;
   snapshot.decided = decided_;

@@ -52,7 +52,9 @@ struct WorkerProgress {
   uint64_t examples = 0;           // of `epoch`, read so far
   bool epoch_done = false;         // its share of `epoch` is read
   bool reading = false;            // it read examples since its previous report
-  double examples_per_second = 0;  // between its last two reports of one epoch
+  double examples_per_second = 0;  // while it reads: over its reading time, or between reports
+  double reading_seconds = 0;      // its latest report's time reading `epoch`; 0: not said
+  double rate_heard = -1;          // when a report saying its reading time came (-1: never)
   double loss = 0;                 // mean training loss of `examples` (model 0)
   uint64_t share_examples = 0;     // examples in its share; 0: not known
   MetricSet validation;            // the leading worker: the latest epoch's validation:*
@@ -83,7 +85,9 @@ struct ProgressSnapshot {
   int epoch = 0;                        // the epoch workers are in (the highest reported)
   uint64_t epoch_done = 0;              // examples of `epoch` read by every worker so far
   uint64_t epoch_expected = 0;          // examples in an epoch; 0: not known yet
-  double examples_per_second = 0;       // the job's while it reads, smoothed (RateMeter)
+  // The job's while it reads: the sum of its workers' rates over their
+  // reading time, or (workers not saying it) smoothed by a RateMeter.
+  double examples_per_second = 0;
   uint64_t examples_read = 0;           // in the workers' reports, every epoch
   double training_loss = 0;             // mean over `epoch_done` (model 0)
   ProgressFigures figures;              // the epoch's share done, the time left
@@ -95,13 +99,18 @@ struct ProgressSnapshot {
 
 class JobProgress {
  public:
+  // A worker's rate counts in the job's while reports saying its reading
+  // time keep coming at least this often.
+  static constexpr double kRateHeardWithinS = 5;
+
   explicit JobProgress(int num_workers);
 
   // A heartbeat or PROGRESS message from the worker `node_id` of `rank`,
-  // received at `now` (MonotonicSeconds). Returns why it was refused
-  // (CheckProgressReport), or "" once taken.
+  // received at `now` (MonotonicSeconds). `reading_seconds`: how long the
+  // worker has been reading the cursor's epoch (0: not known). Returns why it
+  // was refused (CheckProgressReport), or "" once taken.
   std::string OnReport(int node_id, int rank, const proto::WorkerCursor* cursor,
-                       const proto::ProgressReport& report, double now);
+                       double reading_seconds, const proto::ProgressReport& report, double now);
 
   ProgressSnapshot Snapshot(double now) const;
 
@@ -110,7 +119,10 @@ class JobProgress {
   uint64_t WaitForChange(uint64_t seen, double timeout_s) const;
 
  private:
-  void TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& cursor, double now);
+  void TakeCursor(WorkerProgress* worker, const proto::WorkerCursor& cursor,
+                  double reading_seconds, double now);
+  // The job's examples per second at `now` (ProgressSnapshot).
+  double RateLocked(double now) const;
   // Adds `read` examples, read from `since` to `now`, to the job's rate, or
   // pauses it while no worker reads.
   void MeterRate(uint64_t read, double since, double now);

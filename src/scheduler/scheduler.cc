@@ -390,9 +390,9 @@ void Scheduler::OnProgress(const proto::Meta& meta, const Member& member) {
     Reject(meta, "a progress report from a node that is not a worker");
     return;
   }
-  const std::string refusal = progress_.OnReport(meta.sender(), member.info.rank(),
-                                                 meta.has_cursor() ? &meta.cursor() : nullptr,
-                                                 meta.progress(), MonotonicSeconds());
+  const std::string refusal = progress_.OnReport(
+      meta.sender(), member.info.rank(), meta.has_cursor() ? &meta.cursor() : nullptr,
+      meta.reading_seconds(), meta.progress(), MonotonicSeconds());
   if (!refusal.empty()) Reject(meta, refusal);
 }
 

@@ -162,7 +162,11 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
   }
   pass->result.examples += batch.batch.rows();
   CountBatch(batch, *pass);
-  node_->SetProgress(CursorOf(pass->result, pass->epoch, pass->batches));
+  // A resumed pass's cursor counts examples read before this process began:
+  // its reading time is not known here.
+  const double reading_seconds =
+      pass->result.resumed_examples > 0 ? 0 : MonotonicSeconds() - pass->begin;
+  node_->SetProgress(CursorOf(pass->result, pass->epoch, pass->batches), reading_seconds);
   if (pass->checkpoint_every > 0 &&
       pass->batches % static_cast<uint64_t>(pass->checkpoint_every) == 0) {
     // Every push so far applied, none after: the servers copy this state.

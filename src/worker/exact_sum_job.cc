@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/time.h"
 #include "base/files.h"
 #include "worker/barriers.h"
 #include "worker/training_cursor.h"
@@ -105,10 +106,11 @@ void ExactSumWorker::PushEpoch(int epoch, const proto::WorkerCursor& start) {
     batches = start.epoch_done() ? minibatches : static_cast<int>(start.batches());
   }
   node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "exact_sum epoch " + std::to_string(epoch));
-  node_->SetProgress(CursorAt(epoch, batches, batches, {}));
+  const double begin = MonotonicSeconds();
+  node_->SetProgress(CursorAt(epoch, batches, batches, {}), 0);
   PushMinibatches({node_->rank(), epoch, batches}, 1, [&](const PushId& push) {
     batches = push.minibatch + 1;
-    node_->SetProgress(CursorAt(epoch, batches, batches, {}));
+    node_->SetProgress(CursorAt(epoch, batches, batches, {}), MonotonicSeconds() - begin);
   });
   PushOrphanedShares(epoch, batches);
 }
