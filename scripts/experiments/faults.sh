@@ -5,7 +5,9 @@
 #   worker     worker 1 killed -9 mid-run, started again with --rank 1 a second later
 #   scheduler  the scheduler killed -9 mid-run, started again on the same port a second later
 #   drop       1% of every node's outgoing data messages dropped (--drop_rate=0.01 on every
-#              role), with --request_timeout_ms=100 (default 1000) so that resends come soon
+#              role), with --request_timeout_ms=100 (the recorded run had fixed resend
+#              timeouts; with round-trip estimates it is only the first estimate, and
+#              scripts/bench/drops.sh measures drops at the defaults)
 #   server     server 1 killed -9 mid-run and started again with --rank 1; the job checkpoints
 #              (scheduler --checkpoint_uri, --checkpoint_every=CKPT_EVERY minibatches) and the
 #              replacement restores server 1's key ranges from the latest checkpoint
