@@ -174,9 +174,16 @@ std::vector<BenchCase> RunZmqBench(const KVBenchOptions& options) {
   uint64_t largest = 8;
   for (const auto& size : sizes) largest = std::max(largest, size.second);
   const EchoPeer peer = StartEchoPeer(largest);
-  std::vector<BenchCase> cases = MeasureCases(peer.port, options, sizes, largest);
-  int status = 0;
-  if (waitpid(peer.pid, &status, 0) != peer.pid || !WIFEXITED(status)) kill(peer.pid, SIGKILL);
+  std::vector<BenchCase> cases;
+  try {
+    cases = MeasureCases(peer.port, options, sizes, largest);
+  } catch (...) {
+    // The peer never got its quit message: stopped and reaped here.
+    kill(peer.pid, SIGKILL);
+    waitpid(peer.pid, nullptr, 0);
+    throw;
+  }
+  waitpid(peer.pid, nullptr, 0);  // it quits after the last case
   return cases;
 }
 

@@ -365,12 +365,14 @@ class S3Storage : public Storage {
   // One HTTP exchange. Sets *transport_error (curl's description, which never
   // holds the credentials) if no response came.
   Response Attempt(const Request& request, std::string* transport_error) {
+    // What may throw comes before the handle is taken, so none is lost.
+    const std::string url = UrlOf(request);
+    const std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(
+        HeadersOf(request), curl_slist_free_all);
     CURL* handle = Acquire();
     Response response;
     Upload upload{request.body, 0};
-    const std::string url = UrlOf(request);
-    curl_slist* headers = HeadersOf(request);
-    SetTransfer(handle, url, headers, &response);
+    SetTransfer(handle, url, headers.get(), &response);
     SetMethod(handle, request, &upload);
     char error_buffer[CURL_ERROR_SIZE] = {0};
     curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer);
@@ -381,7 +383,6 @@ class S3Storage : public Storage {
     } else {
       curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &response.status);
     }
-    curl_slist_free_all(headers);
     Release(handle, code == CURLE_OK);
     return response;
   }

@@ -157,7 +157,7 @@ void KVServer::OnReplicaSync(Message&& message) {
   Shard& shard = found->second;
   try {
     TakeShardCopy(message, shard, range);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // a bad copy, or one too large for memory
     rejected_.fetch_add(1);
     shard.tables.clear();
     shard.asked = -1;  // asked again at the next view
