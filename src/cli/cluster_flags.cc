@@ -224,6 +224,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.checkpoint.keep = FLAGS_keep_checkpoints;
   options.checkpoint.resume = FLAGS_resume;
   options.connect_timeout_s = FLAGS_connect_timeout;
+  options.faults = TransportFaultsFromFlags();
   return options;
 }
 

@@ -14,6 +14,10 @@ DEFINE_double(delay_jitter_ms, 0,
               "fault injection: and a uniform extra of up to this long (order per peer kept)");
 DEFINE_double(delay_rate, 1, "fault injection: share of outgoing data messages delayed");
 DEFINE_uint64(fault_seed, 1, "seed of the fault injection's random decisions");
+DEFINE_bool(faults_on_control, false,
+            "fault injection: --drop_rate and --delay_* also apply to the control messages that "
+            "are sent again when lost (heartbeats, barriers, checkpoint and end-of-epoch "
+            "requests, a worker's done report, and the scheduler's answers to them)");
 
 // Resends (workers).
 DEFINE_int32(request_timeout_ms, 1000,
@@ -40,7 +44,7 @@ std::vector<FlagGroup> FaultFlagGroups() {
   return {
       {"faults",
        {"faults", "event_log", "fault_seed", "drop_rate", "delay_ms", "delay_jitter_ms",
-        "delay_rate"}},
+        "delay_rate", "faults_on_control"}},
       {"resends",
        {"request_timeout_ms", "request_min_timeout_ms", "request_max_timeout_ms",
         "request_attempts"}},
@@ -58,6 +62,7 @@ TransportFaults TransportFaultsFromFlags() {
   faults.delay_jitter_ms = FLAGS_delay_jitter_ms;
   faults.delay_rate = FLAGS_delay_rate;
   faults.seed = FLAGS_fault_seed;
+  faults.control = FLAGS_faults_on_control;
   try {
     faults.Check();
   } catch (const Error& e) {

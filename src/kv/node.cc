@@ -203,9 +203,11 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
   request.meta.set_barrier_tag(tag);
   SendAwaited("barrier " + std::to_string(barrier_id), request);
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return barriers_released_.count(barrier_id) > 0 || stopped_ || removed_;
-      })) {
+  const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+    return barriers_released_.count(barrier_id) > 0 || stopped_ || removed_;
+  });
+  awaiting_.erase("barrier " + std::to_string(barrier_id));
+  if (!answered) {
     throw MakeError("barrier ", barrier_id, " (group ", group, ") not released within ", timeout_s,
                     " s");
   }
@@ -225,9 +227,11 @@ void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerSta
   request.meta.set_final(final);
   SendAwaited("checkpoint " + std::to_string(sequence), request);
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_;
-      })) {
+  const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+    return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_;
+  });
+  awaiting_.erase("checkpoint " + std::to_string(sequence));
+  if (!answered) {
     throw MakeError("checkpoint at epoch ", cursor.epoch(), " minibatch ", cursor.batches(),
                     ": no answer from the scheduler within ", timeout_s, " s");
   }
@@ -299,9 +303,11 @@ bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerC
   }
   SendAwaited("orphans " + std::to_string(sequence), request);
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return orphans_answered_.count(sequence) > 0 || stopped_ || removed_;
-      })) {
+  const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+    return orphans_answered_.count(sequence) > 0 || stopped_ || removed_;
+  });
+  awaiting_.erase("orphans " + std::to_string(sequence));
+  if (!answered) {
     throw MakeError("end of epoch ", epoch, ": no answer from the scheduler within ", timeout_s,
                     " s");
   }
@@ -322,20 +328,44 @@ bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerC
 
 void Node::ReportEpochDone(const proto::WorkerCursor& cursor) {
   Message report = Control(proto::CHECKPOINT);
+  const uint64_t sequence = NextSequence();
+  report.meta.set_sequence(sequence);
   *report.meta.mutable_cursor() = cursor;
   report.meta.mutable_cursor()->set_epoch_done(true);
-  SendToScheduler(report);
+  // Awaited so that it is sent again if lost; nothing waits for the answer.
+  SendAwaited("epoch done " + std::to_string(sequence), report);
 }
 
 void Node::SendAwaited(const std::string& key, Message& request) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    awaiting_[key] = request.meta;
+    awaiting_[key] = Awaited{request.meta, MonotonicSeconds() + options_.heartbeat_interval_s,
+                             options_.heartbeat_interval_s};
   }
   SendToScheduler(request);
 }
 
-void Node::Answered(const std::string& key) { awaiting_.erase(key); }
+bool Node::Answered(const std::string& key) { return awaiting_.erase(key) > 0; }
+
+void Node::ResendOverdueLocked(double now) {
+  if (rejoining_) return;  // sent again once registered with the new scheduler
+  for (auto& [key, awaited] : awaiting_) {
+    if (awaited.next_send > now) continue;
+    awaited.wait =
+        std::min(2 * awaited.wait, kControlResendMaxHeartbeats * options_.heartbeat_interval_s);
+    awaited.next_send = now + awaited.wait;
+    Message again;
+    again.meta = awaited.meta;
+    again.meta.set_sender(id_);
+    again.meta.set_epoch(epoch_);
+    try {
+      van_->Send(kSchedulerId, again);
+      VLOG(1) << "sent " << key << " to the scheduler again";
+    } catch (const Error& e) {
+      LOG(WARNING) << "not sent again to the scheduler: " << e.what();
+    }
+  }
+}
 
 void Node::Rejoin() {
   Message request = Control(proto::REGISTER);
@@ -417,8 +447,9 @@ void Node::OnMessage(Message&& message) {
       break;
     case proto::BARRIER: {
       std::lock_guard<std::mutex> lock(mutex_);
-      barriers_released_[meta.barrier_id()] = true;
-      Answered("barrier " + std::to_string(meta.barrier_id()));
+      if (Answered("barrier " + std::to_string(meta.barrier_id()))) {
+        barriers_released_[meta.barrier_id()] = true;
+      }
       break;
     }
     case proto::HEARTBEAT:
@@ -426,14 +457,18 @@ void Node::OnMessage(Message&& message) {
       break;
     case proto::ORPHANS: {
       std::lock_guard<std::mutex> lock(mutex_);
-      orphans_answered_[meta.sequence()] = meta;
-      Answered("orphans " + std::to_string(meta.sequence()));
+      if (Answered("orphans " + std::to_string(meta.sequence()))) {
+        orphans_answered_[meta.sequence()] = meta;
+      }
       break;
     }
     case proto::CHECKPOINT: {
       std::lock_guard<std::mutex> lock(mutex_);
-      checkpoints_answered_[meta.sequence()] = meta.error();
-      Answered("checkpoint " + std::to_string(meta.sequence()));
+      if (Answered("checkpoint " + std::to_string(meta.sequence()))) {
+        checkpoints_answered_[meta.sequence()] = meta.error();
+      } else {
+        Answered("epoch done " + std::to_string(meta.sequence()));  // nothing waits for it
+      }
       break;
     }
     case proto::SHUTDOWN: {
@@ -576,7 +611,7 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
 void Node::ResendAwaitedLocked() {
   for (const auto& [key, awaited] : awaiting_) {
     Message again;
-    again.meta = awaited;
+    again.meta = awaited.meta;
     again.meta.set_sender(id_);
     again.meta.set_epoch(epoch_);
     try {
@@ -676,6 +711,7 @@ void Node::HeartbeatLoop() {
     TakeSchedulerReplies();
     last_heartbeat_round_ns_.store(MonotonicNanos());
     lock.lock();
+    ResendOverdueLocked(MonotonicSeconds());
   }
 }
 

@@ -41,6 +41,11 @@ namespace keel {
 // The scheduler's node id.
 constexpr int kSchedulerId = 0;
 
+// A control request still unanswered is sent again at the heartbeat after it
+// went out, then after twice as long each time, up to this many heartbeat
+// intervals.
+constexpr double kControlResendMaxHeartbeats = 8;
+
 // Role masks for barriers.
 constexpr int RoleBit(proto::Role role) { return 1 << static_cast<int>(role); }
 constexpr int kServerGroup = RoleBit(proto::SERVER);
@@ -256,7 +261,11 @@ class Node {
   void TakeSchedulerReplies();
   // Sends a control request and remembers it under `key` until answered.
   void SendAwaited(const std::string& key, Message& request);
-  void Answered(const std::string& key);
+  // Takes an answer for `key`: false if nothing awaits it (a copy, or its
+  // waiter gave up). Holds mutex_.
+  bool Answered(const std::string& key);
+  // Sends again the awaited requests whose wait ran out. Holds mutex_.
+  void ResendOverdueLocked(double now);
   // A restarted scheduler asked this node to register again.
   void Rejoin();
 
@@ -310,10 +319,18 @@ class Node {
   bool has_takeover_ = false;
   std::string restore_uri_, restore_checkpoint_;
   bool replaces_ = false;
-  // Control requests still awaiting the scheduler's answer (and the done
-  // report): sent again to a restarted scheduler once this node is registered
-  // with it.
-  std::map<std::string, proto::Meta> awaiting_;
+  // Control requests still awaiting the scheduler's answer (and the done and
+  // epoch-done reports): sent again on the heartbeat thread while unanswered,
+  // first after a heartbeat interval, doubling up to kControlResendMaxHeartbeats (the
+  // scheduler takes each once: ControlReplies), and to a restarted scheduler
+  // once this node is registered with it. A waiter that gives up removes its
+  // request.
+  struct Awaited {
+    proto::Meta meta;
+    double next_send = 0;  // MonotonicSeconds() of its next resend
+    double wait = 0;       // the wait before that one
+  };
+  std::map<std::string, Awaited> awaiting_;
   bool rejoining_ = false;
 
   std::thread heartbeat_thread_;

@@ -72,6 +72,11 @@ bool IsDataPlane(proto::Command command) {
          command == proto::CLOCK;
 }
 
+bool IsResentControl(proto::Command command) {
+  return command == proto::HEARTBEAT || command == proto::BARRIER || command == proto::CHECKPOINT ||
+         command == proto::ORPHANS || command == proto::WORKER_DONE;
+}
+
 void TransportFaults::Check() const {
   auto share = [](double value, const char* name) {
     if (!(value >= 0 && value <= 1)) throw MakeError(name, " ", value, " is not in [0, 1]");
@@ -309,9 +314,9 @@ void Van::Start(Handler handler) {
   if (faults_.delays()) delay_thread_ = std::thread([this] { DelayLoop(); });
   if (faults_.any()) {
     LOG(INFO) << "transport faults at " << address_ << ": drop " << faults_.drop_rate
-              << " of data messages; delay " << faults_.delay_rate << " of them by "
-              << faults_.delay_ms << " ms + up to " << faults_.delay_jitter_ms << " ms (seed "
-              << faults_.seed << ")";
+              << " of data messages" << (faults_.control ? " and of resent control messages" : "")
+              << "; delay " << faults_.delay_rate << " of them by " << faults_.delay_ms
+              << " ms + up to " << faults_.delay_jitter_ms << " ms (seed " << faults_.seed << ")";
   }
 }
 
@@ -382,7 +387,9 @@ bool Van::IsConnected(int node_id) const {
 }
 
 void Van::Send(int node_id, const Message& message) {
-  if (!faults_.any() || !IsDataPlane(message.meta.command())) {
+  const proto::Command command = message.meta.command();
+  const bool faultable = IsDataPlane(command) || (faults_.control && IsResentControl(command));
+  if (!faults_.any() || !faultable) {
     std::vector<zmq::message_t> frames = Encode(message);
     SendNow(node_id, frames);
     return;

@@ -69,6 +69,11 @@ struct TransportFaults {
   // Seeds the decisions: one seed, one sequence of drop/delay decisions
   // (the order of sends across threads aside).
   uint64_t seed = 1;
+  // Also drop and delay the control messages that are sent again when lost
+  // (IsResentControl), requests and answers. The rest of the control plane
+  // (REGISTER, VIEW, SHUTDOWN, SNAPSHOT, PROGRESS, REPLICA_SYNC) is never
+  // touched.
+  bool control = false;
 
   bool drops() const { return drop_rate > 0; }
   bool delays() const { return delay_rate > 0 && (delay_ms > 0 || delay_jitter_ms > 0); }
@@ -248,8 +253,12 @@ std::string RandomRoutingId();
 // libcrypto fails.
 std::string RouteDigest(const std::string& routing_id);
 
-// True for the commands fault injection may drop or delay.
+// True for the data plane's commands, which fault injection may drop or delay.
 bool IsDataPlane(proto::Command command);
+// True for the control commands a node sends again until answered, or sends
+// periodically (HEARTBEAT): fault injection may drop or delay them too when
+// TransportFaults::control is set.
+bool IsResentControl(proto::Command command);
 
 // Splits "host:port"; throws Error naming `what` if it is not of that form.
 std::pair<std::string, int> ParseHostPort(const std::string& address, const std::string& what);

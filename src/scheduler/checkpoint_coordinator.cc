@@ -82,6 +82,8 @@ void CheckpointCoordinator::OnWorker(int node, int rank, const proto::Meta& meta
   cursor.set_rank(rank);
   if (cursor.epoch_done()) {
     finished_[node] = cursor;
+    // Awaited only to be sent again if lost: nothing waits for the answer.
+    if (meta.sequence() != 0) Answer(node, meta.sequence(), "");
   } else {
     if (!enabled()) {
       Answer(node, meta.sequence(), "checkpoints are not enabled (--checkpoint_uri)");

@@ -22,6 +22,7 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
   van.bind_host = options.bind_host;
   van.port = options.port;
   van.secret = options.secret;
+  van.faults = options.faults;
   van.max_frame_bytes = kSchedulerMaxFrameBytes;
   return van;
 }
@@ -229,9 +230,28 @@ void Scheduler::PublishView() {
   }
 }
 
+bool Scheduler::TakeOnce(const proto::Meta& meta) {
+  switch (replies_.OnRequest(meta.sender(), meta)) {
+    case ControlReplies::Seen::kNew:
+      return true;
+    case ControlReplies::Seen::kAnswered: {
+      VLOG(1) << "node " << meta.sender() << " sent " << Describe(meta) << " again: answered again";
+      Message again = replies_.answer(meta.sender(), meta.command());
+      SendTo(meta.sender(), again);
+      return false;
+    }
+    case ControlReplies::Seen::kPending:
+      VLOG(1) << "node " << meta.sender() << " sent " << Describe(meta)
+              << " again: still being handled";
+      return false;
+  }
+  return false;
+}
+
 void Scheduler::SendTo(int node_id, Message& message) {
   message.meta.set_sender(kSchedulerId);
   message.meta.set_epoch(view_.epoch());
+  if (ControlReplies::Tracked(message.meta.command())) replies_.OnAnswer(node_id, message);
   try {
     van_.Send(node_id, message);
   } catch (const Error& e) {
@@ -266,6 +286,7 @@ void Scheduler::OnMessage(Message&& message) {
     member.reported_silent = false;
     LOG(INFO) << "node " << meta.sender() << " is heard from again";
   }
+  if (ControlReplies::Tracked(meta.command()) && !TakeOnce(meta)) return;
   switch (meta.command()) {
     case proto::HEARTBEAT:
       OnHeartbeat(meta, member);

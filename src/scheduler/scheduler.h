@@ -34,6 +34,7 @@
 #include "kv/van.h"
 #include "scheduler/barriers.h"
 #include "scheduler/checkpoint_coordinator.h"
+#include "scheduler/control_replies.h"
 #include "scheduler/job_progress.h"
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
@@ -48,6 +49,8 @@ struct SchedulerOptions {
   int port = 0;  // 0: any free port
   // The cluster's CURVE keypair (see Van); none: plain TCP.
   std::optional<ClusterSecret> secret;
+  // Fault injection on its answers (with faults.control; it sends no data).
+  TransportFaults faults;
   int num_servers = 1;
   int num_workers = 1;
   // A node silent this long is reported (failure handling acts on it later).
@@ -167,6 +170,9 @@ class Scheduler {
   // A worker's progress (with a heartbeat, or PROGRESS): into progress_, or
   // rejected with the reason.
   void OnProgress(const proto::Meta& meta, const Member& member);
+  // Whether a member's awaited control request is to be taken: not if it is
+  // a copy of one taken already (answered again if its answer went out).
+  bool TakeOnce(const proto::Meta& meta);
   void SendTo(int node_id, Message& message);
 
   // The end of the job (scheduler.cc).
@@ -257,6 +263,7 @@ class Scheduler {
   proto::ClusterView view_;
   RangeChains chains_;
   BarrierTable barriers_;
+  ControlReplies replies_;  // awaited control requests taken, and their answers
   OrphanedShares shares_;
   std::map<int, std::string> done_;      // worker node id -> error ("" on success)
   bool published_ = false;               // a view has gone out
