@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Recovery from a failed replicated server: the linear learner on `keel
 # datagen` data, 2 servers (--replication=1: each key range on both) and 2
-# workers started one by one on 127.0.0.1. In each run, 1 s after the leading
-# worker's first epoch line, server 1 is
+# workers started one by one on 127.0.0.1. In each run, 0.5 s after the
+# leading worker's first epoch line (inside epoch 2, which takes 2-4 s), server 1 is
 #   kill   killed with -9 (its connections close: the scheduler probes its
 #          address, which refuses, and removes it at once), or
 #   stop   stopped with SIGSTOP (its connections stay open: heartbeats find it,
@@ -24,8 +24,8 @@ kills="${1:-10}"
 stops="${2:-10}"
 hb_timeout="${HEARTBEAT_TIMEOUT:-2}"
 hb_interval=0.2
-rows="${ROWS:-200000}"
-features="${FEATURES:-20000}"
+rows="${ROWS:-400000}"
+features="${FEATURES:-40000}"
 keel="$PWD/${KEEL:-build/keel}"
 work="$(mktemp -d /tmp/keel-bench-recovery-XXXXXX)"
 
@@ -89,7 +89,7 @@ run_one() {
   done
   local outcome=ok t_signal="" recovered="" left=""
   if wait_for 120 "$run/worker0.log" '^epoch 1: '; then
-    sleep 1
+    sleep 0.5
     t_signal=$(now)
     if [ "$kind" = kill ]; then kill -9 "$pid_server1"; else kill -STOP "$pid_server1"; fi
     wait_for 30 "$run/server0.log" 'first push served since this server became' \
@@ -122,7 +122,7 @@ for ((i = 1; i <= stops; ++i)); do run_one stop "$i"; done
 
 echo "2 servers (--replication=1), 2 workers, linear learner on $rows x $features datagen data;"
 echo "--heartbeat_interval=$hb_interval, scheduler --heartbeat_timeout=$hb_timeout; server 1 signalled"
-echo "1 s after the leading worker's first epoch line. Seconds from the signal."
+echo "0.5 s after the leading worker's first epoch line. Seconds from the signal."
 echo
 echo "| server 1 | runs | recovery median | recovery worst | detection median | detection worst | leave reasons |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
