@@ -38,9 +38,9 @@ class ServerProcessFailures : public ::testing::Test {
     scheduler_->Start();
     const std::string address = "127.0.0.1:" + std::to_string(scheduler_->port());
     for (int rank = 0; rank < 2; ++rank) {
-      servers_.push_back(processes_.Start({KeelBinary(), "server", "--scheduler=" + address,
-                                           "--bind=127.0.0.1", "--rank=" + std::to_string(rank),
-                                           "--heartbeat_interval=0.2"}));
+      servers_.push_back(
+          processes_.Start({KeelBinary(), "server", "--scheduler=" + address, "--bind=127.0.0.1",
+                            "--rank=" + std::to_string(rank), "--heartbeat_interval=0.2"}));
     }
     worker_ = std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.2));
     worker_->Start();

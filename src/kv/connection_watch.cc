@@ -105,8 +105,7 @@ void ConnectionWatch::Loop() {
 // uint32; native order) and the socket's endpoint.
 bool ConnectionWatch::OnEvent(Monitor& monitor) {
   std::vector<zmq::message_t> frames;
-  if (!zmq::recv_multipart(monitor.socket, std::back_inserter(frames),
-                           zmq::recv_flags::dontwait)) {
+  if (!zmq::recv_multipart(monitor.socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
     return true;
   }
   if (frames.empty() || frames[0].size() < 6) return true;

@@ -69,7 +69,7 @@ class ConnectionWatch {
   zmq::context_t& context_;
   const Closed closed_;
   std::mutex mutex_;
-  std::vector<Monitor> added_;   // made by Watch, not yet polled
+  std::vector<Monitor> added_;    // made by Watch, not yet polled
   std::set<uint64_t> forgotten_;  // still polled, not to be reported
   uint64_t next_watch_ = 1;
   std::atomic<bool> stopping_{false};

@@ -231,18 +231,22 @@ AddressProbe ProbeNode(const std::string& address, double timeout_s,
         break;
       case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
         return {"it refused the cluster's key (CURVE status " + std::to_string(value) +
-               "): it holds another cluster secret", false};
+                    "): it holds another cluster secret",
+                false};
       case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
         if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
           return {"it does not speak CURVE: it was started without the cluster secret", false};
         }
         return {"its CURVE handshake broke the protocol (ZMTP error " + std::to_string(value) +
-               "): it holds another cluster secret, or is not a node", false};
+                    "): it holds another cluster secret, or is not a node",
+                false};
       case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
       case ZMQ_EVENT_DISCONNECTED:
         if (connected) {
-          return {"it closed the connection during the CURVE handshake: it runs without the "
-                 "cluster secret or with another one, or is not a node", false};
+          return {
+              "it closed the connection during the CURVE handshake: it runs without the "
+              "cluster secret or with another one, or is not a node",
+              false};
         }
         break;
       default:
@@ -250,8 +254,9 @@ AddressProbe ProbeNode(const std::string& address, double timeout_s,
     }
   }
   return {connected
-             ? "it accepted a connection but completed no CURVE handshake within " + within.str()
-             : "no answer within " + within.str(), false};
+              ? "it accepted a connection but completed no CURVE handshake within " + within.str()
+              : "no answer within " + within.str(),
+          false};
 }
 
 Van::Van(const VanOptions& options)

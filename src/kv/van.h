@@ -229,7 +229,7 @@ class Van {
 
   mutable std::mutex peers_mutex_;
   std::unordered_map<int, std::shared_ptr<Peer>> peers_;
-  const std::string routing_id_;  // of every send socket, for the Van's life
+  const std::string routing_id_;            // of every send socket, for the Van's life
   std::unique_ptr<ConnectionWatch> watch_;  // of the send sockets, if asked for
 
   // Fault injection (only used when options.faults.any()).

@@ -76,9 +76,8 @@ void Scheduler::OnConnectionClosed(int id) {
   if (member == members_.end()) return;
   if (suspects_->Add(id, member->second.info.address())) {
     ++suspected_;
-    LOG(INFO) << proto::Role_Name(member->second.info.role()) << " "
-              << member->second.info.rank() << " (node " << id << " at "
-              << member->second.info.address()
+    LOG(INFO) << proto::Role_Name(member->second.info.role()) << " " << member->second.info.rank()
+              << " (node " << id << " at " << member->second.info.address()
               << "): its connection closed; probing its address";
   }
 }
@@ -95,8 +94,8 @@ void Scheduler::OnSuspectProbed(int id, const std::string& address, const Addres
     ++suspects_cleared_;
     LOG(INFO) << who << " stays: its connection closed, but "
               << (probe.failure.empty() ? "it answers at its address"
-                                        : "its address did not refuse the probe (" +
-                                              probe.failure + "); heartbeats decide");
+                                        : "its address did not refuse the probe (" + probe.failure +
+                                              "); heartbeats decide");
     return;
   }
   const std::string reason = "its connection closed and " + address + " refuses connections";

@@ -293,10 +293,10 @@ class Scheduler {
   bool stopping_ = false;
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
-  std::unique_ptr<Suspects> suspects_;          // probes of members whose connection closed
+  std::unique_ptr<RegistrationProbes> probes_;     // checks of registering nodes' addresses
+  std::unique_ptr<Suspects> suspects_;             // probes of members whose connection closed
   uint64_t suspected_ = 0, suspects_cleared_ = 0;  // see SchedulerStatus
-  uint64_t rejected_ = 0;                       // see rejected_messages()
+  uint64_t rejected_ = 0;                          // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
 };
