@@ -13,9 +13,11 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "kv/cluster_secret.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
 #include "test_util.h"
@@ -137,6 +139,7 @@ class FailureDetection : public ::testing::Test {
   // connection can make a node leave within the tests' bounds.
   void StartScheduler(int servers, int replication, double heartbeat_timeout_s = 30) {
     SchedulerOptions options;
+    options.secret = secret_;
     options.bind_host = "127.0.0.1";
     options.num_servers = servers;
     options.num_workers = 1;
@@ -158,7 +161,35 @@ class FailureDetection : public ::testing::Test {
   NodeOptions Server(int rank) {
     NodeOptions options = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
     options.rank = rank;
+    options.secret = secret_;
     return options;
+  }
+
+  NodeOptions Worker() {
+    NodeOptions options = LocalNode(proto::WORKER, scheduler_->port(), 0.1);
+    options.secret = secret_;
+    return options;
+  }
+
+  // Stops server 1 of a replicated pair and expects it to leave at once,
+  // for its closed connection, its range promoted to server 0.
+  void ExpectAStoppedServerLeavesAtOnce() {
+    StartScheduler(2, 1);
+    StartNodes({Server(0), Server(1), Worker()});
+    Node* worker = nodes_[2].get();
+    ASSERT_EQ(worker->ranges()->Chain(1), (std::vector<int>{1, 0}));
+    // Server 1's process is gone: its port closes with its connections.
+    nodes_[1]->Stop();
+    // Its backup is promoted well inside the 30 s heartbeat timeout.
+    EXPECT_TRUE(WaitFor([&] { return worker->ranges()->Chain(1) == std::vector<int>{0}; }, 15));
+    const std::string log = testing::ReadFileOrEmpty(membership_log_);
+    auto leaves = testing::EventsNamed(membership_log_, "leave");
+    ASSERT_EQ(leaves.size(), 1u) << log;
+    EXPECT_EQ(leaves[0]["rank"], "1") << log;
+    EXPECT_TRUE(Contains(leaves[0]["reason"], "its connection closed and 127.0.0.1:")) << log;
+    EXPECT_TRUE(Contains(leaves[0]["reason"], "refuses connections")) << log;
+    EXPECT_EQ(leaves[0]["promoted"], "[{\"range\": 1, \"primary\": 0}]") << log;
+    EXPECT_EQ(scheduler_->status().suspects_cleared, 0u);
   }
 
   void TearDown() override {
@@ -176,6 +207,7 @@ class FailureDetection : public ::testing::Test {
     return false;
   }
 
+  std::optional<ClusterSecret> secret_;  // none: plain TCP
   const testing::TempFolder folder_{"detection"};
   const std::string membership_log_ = folder_.path() + "/membership.jsonl";
   std::unique_ptr<Scheduler> scheduler_;
@@ -183,22 +215,13 @@ class FailureDetection : public ::testing::Test {
 };
 
 TEST_F(FailureDetection, AServerWhosePortRefusesLeavesLongBeforeTheHeartbeatTimeout) {
-  StartScheduler(2, 1);
-  StartNodes({Server(0), Server(1), LocalNode(proto::WORKER, scheduler_->port(), 0.1)});
-  Node* worker = nodes_[2].get();
-  ASSERT_EQ(worker->ranges()->Chain(1), (std::vector<int>{1, 0}));
-  // Server 1's process is gone: its port closes with its connections.
-  nodes_[1]->Stop();
-  // Its backup is promoted well inside the 30 s heartbeat timeout.
-  EXPECT_TRUE(WaitFor([&] { return worker->ranges()->Chain(1) == std::vector<int>{0}; }, 15));
-  const std::string log = testing::ReadFileOrEmpty(membership_log_);
-  auto leaves = testing::EventsNamed(membership_log_, "leave");
-  ASSERT_EQ(leaves.size(), 1u) << log;
-  EXPECT_EQ(leaves[0]["rank"], "1") << log;
-  EXPECT_TRUE(Contains(leaves[0]["reason"], "its connection closed and 127.0.0.1:")) << log;
-  EXPECT_TRUE(Contains(leaves[0]["reason"], "refuses connections")) << log;
-  EXPECT_EQ(leaves[0]["promoted"], "[{\"range\": 1, \"primary\": 0}]") << log;
-  EXPECT_EQ(scheduler_->status().suspects_cleared, 0u);
+  ExpectAStoppedServerLeavesAtOnce();
+}
+
+TEST_F(FailureDetection, AServerWhosePortRefusesLeavesAtOnceWithACurveClusterToo) {
+  // The probe is a CURVE handshake then; a refused connection still ends it.
+  secret_ = GenerateClusterSecret();
+  ExpectAStoppedServerLeavesAtOnce();
 }
 
 TEST_F(FailureDetection, ANodeWhoseConnectionDropsButWhichAnswersItsProbeStays) {
@@ -207,7 +230,7 @@ TEST_F(FailureDetection, ANodeWhoseConnectionDropsButWhichAnswersItsProbeStays) 
   // 127.0.0.1 at the same port, which the test cuts.
   const int port = testing::UnusedPort();
   TcpRelay relay(port, "127.0.0.2");
-  NodeOptions worker = LocalNode(proto::WORKER, scheduler_->port(), 0.1);
+  NodeOptions worker = Worker();
   worker.bind_host = "127.0.0.2";
   worker.port = port;
   worker.advertise_host = "127.0.0.1";
