@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/error.h"
@@ -222,6 +223,13 @@ bool Scheduler::Complete() const {
 }
 
 void Scheduler::PublishView() {
+  if (!published_) {
+    // Nodes send heartbeats once they have a view: their silence counts
+    // from the first one, not from their registration.
+    const double now = MonotonicSeconds();
+    for (auto& [id, member] : members_)
+      member.last_heartbeat = std::max(member.last_heartbeat, now);
+  }
   view_.set_epoch(view_.epoch() + 1);
   published_ = true;
   view_.set_num_servers(options_.num_servers);

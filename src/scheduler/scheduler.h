@@ -196,7 +196,8 @@ class Scheduler {
   // Whether every expected server and worker holds a rank.
   bool Complete() const;
   // Makes the next view (epoch + 1) from the members and chains and sends it
-  // to every member.
+  // to every member. The first one starts every member's heartbeat clock
+  // (nodes send heartbeats once they have a view).
   void PublishView();
 
   // Registration (registration.cc).
