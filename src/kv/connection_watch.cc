@@ -44,6 +44,7 @@ uint64_t ConnectionWatch::Watch(zmq::socket_t& socket, int node_id) {
   monitor.set(zmq::sockopt::linger, 0);
   monitor.connect(endpoint);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_.load()) return 0;  // nobody would close it: `monitor` closes here
   added_.push_back(Monitor{watch, node_id, std::move(monitor)});
   return watch;
 }

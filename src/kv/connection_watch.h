@@ -42,7 +42,8 @@ class ConnectionWatch {
 
   // Starts watching `socket`, which carries messages to `node_id`. Call
   // before `socket` connects, so that no event is missed. Returns the number
-  // Forget takes. Throws Error if libzmq cannot monitor the socket.
+  // Forget takes (0, and nothing watched, after Stop). Throws Error if libzmq
+  // cannot monitor the socket.
   uint64_t Watch(zmq::socket_t& socket, int node_id);
   // Stops reporting the socket watched under `watch` (before it is closed:
   // its owner closing it is not news).
