@@ -37,7 +37,13 @@ DEFINE_string(secret_file, "",
 // Scheduler.
 DEFINE_int32(num_servers, 1, "servers in the cluster (scheduler)");
 DEFINE_int32(num_workers, 1, "workers in the cluster (scheduler)");
-DEFINE_double(heartbeat_timeout, 10, "seconds of silence after which a node is reported");
+DEFINE_double(heartbeat_timeout, 10,
+              "scheduler: seconds of silence after which a node leaves the cluster view (how a "
+              "stopped or cut-off node is found)");
+DEFINE_bool(detect_closed_connections, true,
+            "scheduler: a node whose connection closes is probed at once and leaves the view if "
+            "its address refuses connections (its process died); false: only heartbeats find "
+            "failed nodes");
 DEFINE_double(worker_replace_timeout, 30,
               "scheduler: seconds a departed worker's rank waits for a replacement before the "
               "other workers read the rest of its data");
@@ -64,7 +70,8 @@ DEFINE_bool(progress_records, false,
             "lines, which keel launch renders (it passes this flag)");
 DEFINE_double(connect_timeout, 5,
               "scheduler: seconds to try connecting back to a registering node's advertised "
-              "address before refusing it as unreachable");
+              "address before refusing it as unreachable (and to wait for a node to answer a "
+              "probe after its connection closed)");
 DEFINE_bool(check_flags, false,
             "check every flag of the command (the job's hyperparameters too), print 'flags ok' "
             "and exit 0, or say what is wrong and exit 1");
@@ -91,8 +98,9 @@ std::vector<FlagGroup> ClusterFlagGroups() {
        {"scheduler", "bind", "advertise", "port", "rank", "rank_env", "register_timeout",
         "heartbeat_interval", "scheduler_timeout", "secret_file"}},
       {"scheduler",
-       {"num_servers", "num_workers", "heartbeat_timeout", "worker_replace_timeout", "replication",
-        "membership_log", "port_file", "connect_timeout", "progress_records"}},
+       {"num_servers", "num_workers", "heartbeat_timeout", "detect_closed_connections",
+        "worker_replace_timeout", "replication", "membership_log", "port_file", "connect_timeout",
+        "progress_records"}},
       {"checkpoints", {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "resume"}},
       {"checking", {"check_flags"}},
   };
@@ -215,6 +223,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.num_servers = FLAGS_num_servers;
   options.num_workers = FLAGS_num_workers;
   options.heartbeat_timeout_s = FLAGS_heartbeat_timeout;
+  options.detect_closed_connections = FLAGS_detect_closed_connections;
   options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
   options.replication = FLAGS_replication;
   options.membership_log = FLAGS_membership_log;

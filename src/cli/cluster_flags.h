@@ -32,6 +32,7 @@ DECLARE_string(secret_file);
 DECLARE_int32(num_servers);
 DECLARE_int32(num_workers);
 DECLARE_double(heartbeat_timeout);
+DECLARE_bool(detect_closed_connections);
 DECLARE_double(worker_replace_timeout);
 DECLARE_int32(replication);
 DECLARE_string(membership_log);

@@ -125,20 +125,25 @@ std::string LocalAddressToward(const std::string& host, int port) {
   return local;
 }
 
-std::string ProbeAddress(const std::string& address, double timeout_s) {
+namespace {
+
+// ProbeNode without a secret.
+AddressProbe ProbeTcp(const std::string& address, double timeout_s) {
   const auto [host, port] = ParseHostPort(address, "address");
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) {
-    return "cannot resolve host '" + host + "'";
+    return {"cannot resolve host '" + host + "'", false};
   }
   std::string why;
+  int refusal = 0;  // errno of a failed connection
   const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     why = std::string("socket: ") + strerror(errno);
   } else if (connect(fd, found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS) {
+    refusal = errno;
     why = strerror(errno);
   } else {
     pollfd waiting{fd, POLLOUT, 0};
@@ -152,18 +157,30 @@ std::string ProbeAddress(const std::string& address, double timeout_s) {
     } else if (ready < 0) {
       why = std::string("poll: ") + strerror(errno);
     } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0) {
+      refusal = error;
       why = strerror(error);
     }
   }
   if (fd >= 0) close(fd);
   freeaddrinfo(found);
   for (char& c : why) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return why;
+  return {why, refusal == ECONNREFUSED};
+}
+
+}  // namespace
+
+std::string ProbeAddress(const std::string& address, double timeout_s) {
+  return ProbeTcp(address, timeout_s).failure;
 }
 
 std::string ProbeAddress(const std::string& address, double timeout_s,
                          const std::optional<ClusterSecret>& secret) {
-  if (!secret) return ProbeAddress(address, timeout_s);
+  return ProbeNode(address, timeout_s, secret).failure;
+}
+
+AddressProbe ProbeNode(const std::string& address, double timeout_s,
+                       const std::optional<ClusterSecret>& secret) {
+  if (!secret) return ProbeTcp(address, timeout_s);
   const auto [host, port] = ParseHostPort(address, "address");
   std::ostringstream within;
   within << timeout_s << " s";
@@ -178,7 +195,7 @@ std::string ProbeAddress(const std::string& address, double timeout_s,
                      ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                      ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   if (zmq_socket_monitor(probe.handle(), kProbeMonitor, events) != 0) {
-    return std::string("cannot watch the probe's handshake: ") + zmq_strerror(zmq_errno());
+    return {std::string("cannot watch the probe's handshake: ") + zmq_strerror(zmq_errno()), false};
   }
   zmq::socket_t monitor(context, zmq::socket_type::pair);
   monitor.set(zmq::sockopt::linger, 0);
@@ -186,7 +203,7 @@ std::string ProbeAddress(const std::string& address, double timeout_s,
   try {
     probe.connect(Endpoint(host, port));
   } catch (const zmq::error_t& e) {
-    return std::string("cannot connect: ") + e.what();
+    return {std::string("cannot connect: ") + e.what(), false};
   }
   const double deadline = MonotonicSeconds() + timeout_s;
   bool connected = false, tcp_checked = false;
@@ -203,7 +220,7 @@ std::string ProbeAddress(const std::string& address, double timeout_s,
     memcpy(&value, static_cast<const char*>(frames[0].data()) + 2, sizeof(value));
     switch (event) {
       case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
-        return "";
+        return {"", false};
       case ZMQ_EVENT_CONNECTED:
         connected = true;
         break;
@@ -213,33 +230,38 @@ std::string ProbeAddress(const std::string& address, double timeout_s,
         // node came up meanwhile and libzmq's next attempt is awaited.
         if (!tcp_checked) {
           tcp_checked = true;
-          const std::string why = ProbeAddress(address, std::min(left, 1.0));
-          if (!why.empty()) return why;
+          AddressProbe tcp = ProbeTcp(address, std::min(left, 1.0));
+          if (!tcp.failure.empty()) return tcp;
         }
         break;
       case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
-        return "it refused the cluster's key (CURVE status " + std::to_string(value) +
-               "): it holds another cluster secret";
+        return {"it refused the cluster's key (CURVE status " + std::to_string(value) +
+                    "): it holds another cluster secret",
+                false};
       case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
         if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
-          return "it does not speak CURVE: it was started without the cluster secret";
+          return {"it does not speak CURVE: it was started without the cluster secret", false};
         }
-        return "its CURVE handshake broke the protocol (ZMTP error " + std::to_string(value) +
-               "): it holds another cluster secret, or is not a node";
+        return {"its CURVE handshake broke the protocol (ZMTP error " + std::to_string(value) +
+                    "): it holds another cluster secret, or is not a node",
+                false};
       case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
       case ZMQ_EVENT_DISCONNECTED:
         if (connected) {
-          return "it closed the connection during the CURVE handshake: it runs without the "
-                 "cluster secret or with another one, or is not a node";
+          return {
+              "it closed the connection during the CURVE handshake: it runs without the "
+              "cluster secret or with another one, or is not a node",
+              false};
         }
         break;
       default:
         break;
     }
   }
-  return connected
-             ? "it accepted a connection but completed no CURVE handshake within " + within.str()
-             : "no answer within " + within.str();
+  return {connected
+              ? "it accepted a connection but completed no CURVE handshake within " + within.str()
+              : "no answer within " + within.str(),
+          false};
 }
 
 Van::Van(const VanOptions& options)
@@ -335,12 +357,11 @@ void Van::Stop() {
               << " of " << counts.data_messages << " outgoing data messages ("
               << counts.discarded_at_stop << " delayed ones discarded at stop)";
   }
+  if (watch_) watch_->Stop();  // before the sockets close: that is no news
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);
     for (auto& [id, peer] : peers_) {
-      if (!peer) continue;
-      std::lock_guard<std::mutex> peer_lock(peer->mutex);
-      peer->socket.close();
+      if (peer) ClosePeerLocked(*peer);
     }
     peers_.clear();
   }
@@ -357,27 +378,34 @@ void Van::Connect(int node_id, const std::string& address) {
   auto fresh = std::make_shared<Peer>();
   fresh->address = address;
   fresh->socket = MakeSendSocket();
+  if (watch_) fresh->watch = watch_->Watch(fresh->socket, node_id);
   try {
     fresh->socket.connect("tcp://" + address);
   } catch (const zmq::error_t& e) {
+    ClosePeerLocked(*fresh);
     throw MakeError("cannot connect to node ", node_id, " at '", address, "': ", e.what());
   }
   auto& peer = peers_[node_id];
-  if (peer) {
-    std::lock_guard<std::mutex> peer_lock(peer->mutex);
-    peer->socket.close();
-  }
+  if (peer) ClosePeerLocked(*peer);
   peer = std::move(fresh);
+}
+
+void Van::ClosePeerLocked(Peer& peer) {
+  if (watch_ && peer.watch) watch_->Forget(peer.watch);
+  std::lock_guard<std::mutex> peer_lock(peer.mutex);
+  peer.socket.close();
+}
+
+void Van::WatchConnections(ConnectionWatch::Closed closed) {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  watch_ = std::make_unique<ConnectionWatch>(context_, std::move(closed));
 }
 
 void Van::Disconnect(int node_id) {
   std::lock_guard<std::mutex> lock(peers_mutex_);
   auto it = peers_.find(node_id);
   if (it == peers_.end()) return;
-  {
-    std::lock_guard<std::mutex> peer_lock(it->second->mutex);
-    it->second->socket.close();
-  }
+  ClosePeerLocked(*it->second);
   peers_.erase(it);
 }
 

@@ -45,6 +45,7 @@
 #include <zmq.hpp>
 
 #include "kv/cluster_secret.h"
+#include "kv/connection_watch.h"
 #include "kv/message.h"
 #include "kv/peer_authenticator.h"
 
@@ -137,6 +138,11 @@ class Van {
   const std::string& routing_id() const { return routing_id_; }
   int port() const { return port_; }
 
+  // Calls `closed(node_id)` whenever the connection of the send socket for
+  // `node_id` closes (see ConnectionWatch: on a thread of the Van's, which
+  // `closed` must not block for long). Call before the first Connect.
+  void WatchConnections(ConnectionWatch::Closed closed);
+
   // Starts the receive thread.
   void Start(Handler handler);
   // Stops the receive thread and closes every socket; idempotent. Logs what
@@ -180,6 +186,7 @@ class Van {
     std::mutex mutex;
     std::string address;
     zmq::socket_t socket;
+    uint64_t watch = 0;  // its ConnectionWatch number, if watched
   };
 
   // A message held back by fault injection.
@@ -198,6 +205,8 @@ class Van {
   void ConfigureReceiver(int64_t max_frame_bytes);
   // A send socket carrying this Van's routing id.
   zmq::socket_t MakeSendSocket();
+  // Closes a peer's send socket (its watch forgotten first). Needs peers_mutex_.
+  void ClosePeerLocked(Peer& peer);
 
   void ReceiveLoop();
   void DelayLoop();
@@ -225,7 +234,8 @@ class Van {
 
   mutable std::mutex peers_mutex_;
   std::unordered_map<int, std::shared_ptr<Peer>> peers_;
-  const std::string routing_id_;  // of every send socket, for the Van's life
+  const std::string routing_id_;            // of every send socket, for the Van's life
+  std::unique_ptr<ConnectionWatch> watch_;  // of the send sockets, if asked for
 
   // Fault injection (only used when options.faults.any()).
   const TransportFaults faults_;
@@ -279,6 +289,18 @@ std::string ProbeAddress(const std::string& address, double timeout_s);
 // probe is not refused. Without a secret, the TCP probe above.
 std::string ProbeAddress(const std::string& address, double timeout_s,
                          const std::optional<ClusterSecret>& secret);
+
+// What a probe of a node's address found.
+struct AddressProbe {
+  std::string failure;   // "" if a node answered, else why not (as ProbeAddress says)
+  bool refused = false;  // the host answered that nothing listens there (ECONNREFUSED)
+};
+
+// ProbeAddress (with the secret, if any), telling a refused connection, the
+// one answer that says no process listens at the address any more, from the
+// others (no answer in time, a handshake that failed).
+AddressProbe ProbeNode(const std::string& address, double timeout_s,
+                       const std::optional<ClusterSecret>& secret);
 
 }  // namespace keel
 

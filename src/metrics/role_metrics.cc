@@ -281,7 +281,8 @@ void AddSchedulerMetrics(const Scheduler* scheduler, MetricsRegistry* registry) 
       "keel_scheduler_workers_done", "Workers that reported the end of their job.",
       MetricsRegistry::One([scheduler] { return double(scheduler->status().workers_done); }));
   registry->AddCounter(
-      "keel_scheduler_departures_total", "Nodes removed from the view for heartbeat silence.",
+      "keel_scheduler_departures_total",
+      "Nodes removed from the view (heartbeat silence, or a closed connection to a dead process).",
       MetricsRegistry::One([scheduler] { return Number(scheduler->status().departures); }));
   registry->AddCounter(
       "keel_scheduler_rejected_messages_total",

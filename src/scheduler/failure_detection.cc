@@ -1,8 +1,11 @@
 // Failure detection: nodes silent past the heartbeat timeout leave the view,
-// and what their departure changes (ranks left vacant, chains closing over a
-// departed server, barriers and checkpoints no longer waiting for them).
+// and so, at once, do nodes whose connection closed and whose address
+// refuses connections; and what their departure changes (ranks left vacant,
+// chains closing over a departed server, barriers and checkpoints no longer
+// waiting for them).
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/json.h"
@@ -11,6 +14,13 @@
 
 namespace keel {
 namespace {
+
+// The monitor's round when no heartbeat deadline comes sooner (replacement
+// timeouts expire with time too).
+constexpr double kMonitorRoundS = 1;
+// How far past a heartbeat deadline the monitor wakes, so that the silence
+// it finds is past the timeout.
+constexpr double kDeadlineSlackS = 0.001;
 
 // The membership log's fields for a server's departure.
 std::string ServerLeaveFields(const std::string& reason, const RangeChains::Departure& departure) {
@@ -38,18 +48,69 @@ std::string Promotions(const RangeChains::Departure& departure) {
 void Scheduler::MonitorLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    changed_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+    const double wait = NextSilenceDeadline(MonotonicSeconds()) - MonotonicSeconds();
+    changed_.wait_for(lock, std::chrono::duration<double>(std::max(wait, 0.0)),
+                      [this] { return stopping_; });
     monitor_ran_ = MonotonicSeconds();
     for (const auto& [id, silence] : FindSilent(MonotonicSeconds())) {
-      const std::string reason = "no heartbeat for " + std::to_string(silence) + " s";
-      if (members_[id].info.role() == proto::SERVER) {
-        RemoveServer(id, reason);
-      } else {
-        RemoveWorker(id, reason);
-      }
+      RemoveMember(id, "no heartbeat for " + std::to_string(silence) + " s");
     }
     shares_.AnswerExpired();  // replacement timeouts expire with time
     changed_.notify_all();
+  }
+}
+
+double Scheduler::NextSilenceDeadline(double now) const {
+  double next = now + kMonitorRoundS;
+  for (const auto& [id, member] : members_) {
+    if (done_.count(id) || member.reported_silent) continue;
+    next = std::min(next, member.last_heartbeat + options_.heartbeat_timeout_s + kDeadlineSlackS);
+  }
+  return next;
+}
+
+void Scheduler::OnConnectionClosed(int id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_ || shut_down_ || done_.count(id)) return;
+  const auto member = members_.find(id);
+  if (member == members_.end()) return;
+  if (suspects_->Add(id, member->second.info.address())) {
+    ++suspected_;
+    LOG(INFO) << proto::Role_Name(member->second.info.role()) << " " << member->second.info.rank()
+              << " (node " << id << " at " << member->second.info.address()
+              << "): its connection closed; probing its address";
+  }
+}
+
+void Scheduler::OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_ || shut_down_ || done_.count(id)) return;
+  const auto member = members_.find(id);
+  if (member == members_.end() || member->second.info.address() != address) return;
+  const std::string who = proto::Role_Name(member->second.info.role()) + " " +
+                          std::to_string(member->second.info.rank()) + " (node " +
+                          std::to_string(id) + " at " + address + ")";
+  if (!probe.refused) {
+    ++suspects_cleared_;
+    LOG(INFO) << who << " stays: its connection closed, but "
+              << (probe.failure.empty() ? "it answers at its address"
+                                        : "its address did not refuse the probe (" + probe.failure +
+                                              "); heartbeats decide");
+    return;
+  }
+  const std::string reason = "its connection closed and " + address + " refuses connections";
+  if (!published_) {
+    LOG(WARNING) << who << ": " << reason << " (it keeps its rank until the cluster is complete)";
+    return;
+  }
+  RemoveMember(id, reason);
+}
+
+void Scheduler::RemoveMember(int id, const std::string& reason) {
+  if (members_.at(id).info.role() == proto::SERVER) {
+    RemoveServer(id, reason);
+  } else {
+    RemoveWorker(id, reason);
   }
 }
 
@@ -76,7 +137,7 @@ void Scheduler::RemoveWorker(int id, const std::string& reason) {
                << member.info.address() << ") leaves the cluster: " << reason;
   membership_.Record("leave", member.info, "\"reason\": " + JsonQuote(reason));
   members_.erase(id);
-  removed_ids_.insert(id);
+  removed_.emplace(id, reason);
   worker_ranks_.erase(member.info.rank());
   done_.erase(id);
   shares_.WorkerLeft(id, member.info.rank(), reason);
@@ -87,7 +148,7 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   const Member member = members_[id];
   const int rank = member.info.rank();
   members_.erase(id);
-  removed_ids_.insert(id);
+  removed_.emplace(id, reason);
   server_ranks_.erase(rank);
   server_vacant_[rank] = MonotonicSeconds();
   const RangeChains::Departure departure = chains_.RemoveServer(rank);

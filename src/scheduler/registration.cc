@@ -107,7 +107,7 @@ std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node,
   }
   // A node of an earlier run of this scheduler keeps its id (servers key
   // their dedupe windows and clocks by it) and its rank.
-  if (node.id() > 0 && (members_.count(node.id()) || removed_ids_.count(node.id()))) {
+  if (node.id() > 0 && (members_.count(node.id()) || removed_.count(node.id()))) {
     return "node id " + std::to_string(node.id()) + " is in use or left the cluster";
   }
   if (node.rank() >= expected) {

@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/error.h"
@@ -58,6 +59,14 @@ Scheduler::Scheduler(const SchedulerOptions& options)
         changed_.notify_all();
       });
   checkpoints_->set_timeline(&timeline_);
+  if (options_.detect_closed_connections) {
+    suspects_ = std::make_unique<Suspects>(
+        options_.connect_timeout_s, options_.secret,
+        [this](int id, const std::string& address, const AddressProbe& probe) {
+          OnSuspectProbed(id, address, probe);
+        });
+    van_.WatchConnections([this](int id) { OnConnectionClosed(id); });
+  }
   timeline_.Record("start",
                    "\"role\": \"scheduler\", \"servers\": " + std::to_string(options_.num_servers) +
                        ", \"workers\": " + std::to_string(options_.num_workers));
@@ -87,6 +96,7 @@ void Scheduler::Stop() {
   if (monitor_thread_.joinable()) monitor_thread_.join();
   checkpoints_.reset();  // its commit thread calls back into this object
   probes_->Stop();
+  if (suspects_) suspects_->Stop();
   van_.Stop();
   timeline_.Flush();
 }
@@ -132,7 +142,9 @@ SchedulerStatus Scheduler::status() const {
   }
   status.events = membership_.Recent();
   status.workers_done = static_cast<int>(done_.size());
-  status.departures = removed_ids_.size();
+  status.departures = removed_.size();
+  status.suspected = suspected_;
+  status.suspects_cleared = suspects_cleared_;
   status.rejected_messages = rejected_;
   if (checkpoints_) status.checkpoints = checkpoints_->stats();
   status.monitor_age_s = monitor_ran_ > 0 ? now - monitor_ran_ : 0;
@@ -197,6 +209,7 @@ int Scheduler::CountFailures(int succeeded) const {
 }
 
 void Scheduler::ShutDownNodes() {
+  shut_down_ = true;  // the nodes exit now: their connections closing is no news
   for (const auto& [id, member] : members_) {
     Message shutdown = ControlMessage(proto::SHUTDOWN);
     SendTo(id, shutdown);
@@ -211,6 +224,13 @@ bool Scheduler::Complete() const {
 }
 
 void Scheduler::PublishView() {
+  if (!published_) {
+    // Nodes send heartbeats once they have a view: their silence counts
+    // from the first one, not from their registration.
+    const double now = MonotonicSeconds();
+    for (auto& [id, member] : members_)
+      member.last_heartbeat = std::max(member.last_heartbeat, now);
+  }
   view_.set_epoch(view_.epoch() + 1);
   published_ = true;
   view_.set_num_servers(options_.num_servers);
@@ -323,7 +343,8 @@ void Scheduler::OnMessage(Message&& message) {
 void Scheduler::OnNonMember(const Message& message) {
   const proto::Meta& meta = message.meta;
   const int sender = meta.sender();
-  if (sender > 0 && !removed_ids_.count(sender)) {
+  const auto removed = removed_.find(sender);
+  if (sender > 0 && removed == removed_.end()) {
     // A node registered with an earlier run of this scheduler (it was
     // restarted): it registers again, keeping its id and rank. The request
     // goes back on the node's own connection to this address, the only one
@@ -336,13 +357,12 @@ void Scheduler::OnNonMember(const Message& message) {
     }
     return;
   }
-  if (meta.command() == proto::HEARTBEAT && sender > 0 && sender < next_id_) {
-    // A node that left the view (it was silent too long) hears so.
+  if (meta.command() == proto::HEARTBEAT && removed != removed_.end()) {
+    // A node that left the view (silent too long, or taken for dead) hears so.
     Message reply = ControlMessage(proto::HEARTBEAT);
     reply.meta.set_epoch(view_.epoch());
-    reply.meta.set_error("node " + std::to_string(sender) +
-                         " left the cluster (silent for more than " +
-                         std::to_string(options_.heartbeat_timeout_s) + " s)");
+    reply.meta.set_error("node " + std::to_string(sender) + " left the cluster (" +
+                         removed->second + ")");
     van_.Reply(message, reply);
     return;
   }

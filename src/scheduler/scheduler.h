@@ -6,11 +6,13 @@
 // to server map, the epoch). It runs barriers, records heartbeats, and ends the
 // job when every worker has reported done. A node whose advertised address
 // the scheduler cannot connect to is refused, with both addresses named. Training data and
-// parameters never pass through it. A worker that stops sending heartbeats for heartbeat_timeout_s
-// leaves the view.
+// parameters never pass through it. A node leaves the view when it stops sending heartbeats for
+// heartbeat_timeout_s, or at once when its connection closes and its address refuses
+// connections (its process died).
 //
 // The mechanisms behind it, each in its own file: registration.cc (admission,
-// ranks, replacements), failure_detection.cc (heartbeat silence, departures),
+// ranks, replacements), failure_detection.cc (heartbeat silence, closed
+// connections, departures), Suspects (the probes of closed connections),
 // RangeChains (key ranges' replica chains), BarrierTable, OrphanedShares (a
 // departed worker's share of an epoch), CheckpointCoordinator, MembershipLog.
 //
@@ -41,6 +43,7 @@
 #include "scheduler/orphaned_shares.h"
 #include "scheduler/range_chains.h"
 #include "scheduler/registration_probes.h"
+#include "scheduler/suspects.h"
 
 namespace keel {
 
@@ -53,8 +56,13 @@ struct SchedulerOptions {
   TransportFaults faults;
   int num_servers = 1;
   int num_workers = 1;
-  // A node silent this long is reported (failure handling acts on it later).
+  // A node silent this long leaves the view (before the first view: is
+  // reported).
   double heartbeat_timeout_s = 10;
+  // A node whose connection closes is probed at once and leaves the view if
+  // its address refuses connections (Suspects); false: only heartbeats
+  // detect failures.
+  bool detect_closed_connections = true;
   // A worker that left keeps its rank this long for a replacement (which
   // resumes where the last progress report left off); after that, the rest
   // of its share of each epoch is spread over the other workers.
@@ -64,7 +72,8 @@ struct SchedulerOptions {
   int replication = 0;
   CheckpointOptions checkpoint;
   // How long to try connecting back to a registering node's advertised
-  // address before refusing it as unreachable.
+  // address before refusing it as unreachable (and how long a suspect's
+  // probe may wait for an answer).
   double connect_timeout_s = 5;
   // Membership changes as JSON lines (MembershipLog); "" for none.
   std::string membership_log;
@@ -105,7 +114,11 @@ struct SchedulerStatus {
   int expected_workers = 0;
   int replication = 0;
   int workers_done = 0;     // reported the end of their job
-  uint64_t departures = 0;  // nodes removed from the view for silence
+  uint64_t departures = 0;  // nodes removed from the view (silent, or their process gone)
+  // Members whose connection closed and were probed, and of those the ones
+  // found answering (they stayed).
+  uint64_t suspected = 0;
+  uint64_t suspects_cleared = 0;
   uint64_t rejected_messages = 0;
   CheckpointStats checkpoints;
   std::string checkpoint_uri;   // where checkpoints go ("" : none)
@@ -189,7 +202,8 @@ class Scheduler {
   // Whether every expected server and worker holds a rank.
   bool Complete() const;
   // Makes the next view (epoch + 1) from the members and chains and sends it
-  // to every member.
+  // to every member. The first one starts every member's heartbeat clock
+  // (nodes send heartbeats once they have a view).
   void PublishView();
 
   // Registration (registration.cc).
@@ -231,18 +245,32 @@ class Scheduler {
   void Refuse(const Message& request, const std::string& reason);
 
   // Failure detection (failure_detection.cc).
-  // Every second: removes the nodes silent past the heartbeat timeout (before
-  // the first view, only logs them) and answers ORPHANS requests whose
-  // replacement timeout passed.
+  // When a member's heartbeat deadline passes, and at least every second:
+  // removes the nodes silent past the heartbeat timeout (before the first
+  // view, only logs them) and answers ORPHANS requests whose replacement
+  // timeout passed.
   void MonitorLoop();
   // The members silent past the heartbeat timeout at `now`, with how long, to
   // remove; before the first view they are only logged (once).
   std::vector<std::pair<int, double>> FindSilent(double now);
-  // A worker silent past the heartbeat timeout leaves: a new view (epoch + 1)
+  // When the next member may fall silent past the heartbeat timeout (now +
+  // 1 s if none sooner).
+  double NextSilenceDeadline(double now) const;
+  // On the Van's connection watch: the connection to node `id` closed. A
+  // member not done nor at the job's end becomes a suspect (Suspects probes
+  // it).
+  void OnConnectionClosed(int id);
+  // On a probe thread: node `id`, a suspect, was probed at `address`. If the
+  // address refused the connection the node leaves the view (before the
+  // first view, it is only logged); otherwise it stays.
+  void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
+  // Removes member `id` for `reason`: RemoveServer or RemoveWorker.
+  void RemoveMember(int id, const std::string& reason);
+  // A worker that left (silent, or its process gone) leaves the view: a new view (epoch + 1)
   // goes to every node, its barriers stop waiting for it, and its rank waits
   // for a replacement (OrphanedShares).
   void RemoveWorker(int id, const std::string& reason);
-  // A server silent past the heartbeat timeout leaves the view: in each key
+  // A server that left (silent, or its process gone) leaves the view: in each key
   // range's chain the next replica takes its place (a backup is promoted
   // where it was the primary). A range it held alone waits for a server
   // started again with its rank, which restores it from the latest checkpoint.
@@ -267,13 +295,16 @@ class Scheduler {
   OrphanedShares shares_;
   std::map<int, std::string> done_;      // worker node id -> error ("" on success)
   bool published_ = false;               // a view has gone out
-  std::set<int> removed_ids_;            // nodes this scheduler removed from the view
+  bool shut_down_ = false;               // SHUTDOWN went to every node: the job is over
+  std::map<int, std::string> removed_;   // nodes this scheduler removed from the view: why
   std::map<int, double> server_vacant_;  // server rank -> when its server left
   bool stopping_ = false;
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
-  uint64_t rejected_ = 0;                       // see rejected_messages()
+  std::unique_ptr<RegistrationProbes> probes_;     // checks of registering nodes' addresses
+  std::unique_ptr<Suspects> suspects_;             // probes of members whose connection closed
+  uint64_t suspected_ = 0, suspects_cleared_ = 0;  // see SchedulerStatus
+  uint64_t rejected_ = 0;                          // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
 };

@@ -1,0 +1,124 @@
+#include "kv/connection_watch.h"
+
+#include <glog/logging.h>
+#include <zmq.h>
+
+#include <chrono>
+#include <cstring>
+#include <iterator>
+#include <string>
+#include <zmq_addon.hpp>
+
+#include "base/error.h"
+
+namespace keel {
+namespace {
+
+// How long a round of the watch's thread may wait: a socket watched
+// meanwhile is polled from the next round on (its events wait in its PAIR).
+constexpr int kPollMs = 50;
+
+}  // namespace
+
+ConnectionWatch::ConnectionWatch(zmq::context_t& context, Closed closed)
+    : context_(context), closed_(std::move(closed)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ConnectionWatch::~ConnectionWatch() { Stop(); }
+
+uint64_t ConnectionWatch::Watch(zmq::socket_t& socket, int node_id) {
+  uint64_t watch = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    watch = next_watch_++;
+  }
+  const std::string endpoint = "inproc://keel-connection-" + std::to_string(watch);
+  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(),
+                         ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_MONITOR_STOPPED) != 0) {
+    throw MakeError("cannot watch the connection to node ", node_id, ": ",
+                    zmq_strerror(zmq_errno()));
+  }
+  // Connected before `socket` is: libzmq drops events nobody reads.
+  zmq::socket_t monitor(context_, zmq::socket_type::pair);
+  monitor.set(zmq::sockopt::linger, 0);
+  monitor.connect(endpoint);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_.load()) return 0;  // nobody would close it: `monitor` closes here
+  added_.push_back(Monitor{watch, node_id, std::move(monitor)});
+  return watch;
+}
+
+void ConnectionWatch::Forget(uint64_t watch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  forgotten_.insert(watch);
+}
+
+void ConnectionWatch::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  added_.clear();  // closes them
+}
+
+bool ConnectionWatch::Forgotten(uint64_t watch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return forgotten_.count(watch) > 0;
+}
+
+void ConnectionWatch::Update(std::vector<Monitor>* monitors) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Monitor& monitor : added_) monitors->push_back(std::move(monitor));
+  added_.clear();
+  for (auto it = monitors->begin(); it != monitors->end();) {
+    if (forgotten_.erase(it->watch)) {
+      it = monitors->erase(it);  // closes its PAIR
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ConnectionWatch::Loop() {
+  std::vector<Monitor> monitors;
+  std::vector<zmq::pollitem_t> items;
+  while (!stopping_.load()) {
+    Update(&monitors);
+    items.clear();
+    for (Monitor& monitor : monitors) items.push_back({monitor.socket.handle(), 0, ZMQ_POLLIN, 0});
+    try {
+      zmq::poll(items, std::chrono::milliseconds(kPollMs));
+      std::vector<Monitor> open;
+      for (size_t i = 0; i < monitors.size(); ++i) {
+        if (!(items[i].revents & ZMQ_POLLIN) || OnEvent(monitors[i])) {
+          open.push_back(std::move(monitors[i]));
+        }
+      }
+      monitors.swap(open);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) return;
+      LOG(ERROR) << "connection watch: " << e.what();
+    }
+  }
+}
+
+// Monitor events come as two frames: 6 bytes (event id, uint16; value,
+// uint32; native order) and the socket's endpoint.
+bool ConnectionWatch::OnEvent(Monitor& monitor) {
+  std::vector<zmq::message_t> frames;
+  if (!zmq::recv_multipart(monitor.socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+    return true;
+  }
+  if (frames.empty() || frames[0].size() < 6) return true;
+  uint16_t event = 0;
+  memcpy(&event, frames[0].data(), sizeof(event));
+  if (event == ZMQ_EVENT_MONITOR_STOPPED) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forgotten_.erase(monitor.watch);
+    return false;
+  }
+  if (event == ZMQ_EVENT_DISCONNECTED && !Forgotten(monitor.watch)) closed_(monitor.node_id);
+  return true;
+}
+
+}  // namespace keel

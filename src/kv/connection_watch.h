@@ -1,0 +1,82 @@
+// ConnectionWatch: tells when the TCP connection of one of a Van's send
+// sockets closes.
+//
+// A send socket (DEALER) carries messages to one peer, so a closed
+// connection on it names that peer. libzmq reports it as
+// ZMQ_EVENT_DISCONNECTED to a socket monitor; it allows one monitor per
+// socket, and the send sockets have no other (PeerAuthenticator monitors the
+// receiving ROUTER). Each watched socket gets an inproc PAIR of its own, and
+// one thread polls them all and calls `closed(node_id)` for every
+// disconnection of a socket still watched.
+//
+// What a closed connection means is for the caller to find out: a peer that
+// died closes it (its kernel answers for it, at once), but so do a network
+// blip and a peer that restarts; libzmq reconnects by itself in every case.
+//
+// Thread-safe. The callback runs on the watch's thread, one call at a time;
+// it must not call back into this object.
+#ifndef KEEL_KV_CONNECTION_WATCH_H_
+#define KEEL_KV_CONNECTION_WATCH_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+namespace keel {
+
+class ConnectionWatch {
+ public:
+  using Closed = std::function<void(int node_id)>;
+
+  // Watches sockets of `context` (which must outlive this object, and be
+  // closed only after Stop).
+  ConnectionWatch(zmq::context_t& context, Closed closed);
+  ~ConnectionWatch();  // Stop()
+  ConnectionWatch(const ConnectionWatch&) = delete;
+  ConnectionWatch& operator=(const ConnectionWatch&) = delete;
+
+  // Starts watching `socket`, which carries messages to `node_id`. Call
+  // before `socket` connects, so that no event is missed. Returns the number
+  // Forget takes (0, and nothing watched, after Stop). Throws Error if libzmq
+  // cannot monitor the socket.
+  uint64_t Watch(zmq::socket_t& socket, int node_id);
+  // Stops reporting the socket watched under `watch` (before it is closed:
+  // its owner closing it is not news).
+  void Forget(uint64_t watch);
+  // Stops the thread and closes its sockets; idempotent.
+  void Stop();
+
+ private:
+  // A monitor's receiving end.
+  struct Monitor {
+    uint64_t watch;
+    int node_id;
+    zmq::socket_t socket;
+  };
+
+  void Loop();
+  // Takes the monitors Watch made since the last round and closes the
+  // forgotten ones (on the watch's thread, which owns them).
+  void Update(std::vector<Monitor>* monitors);
+  // Reads one event from `monitor`; false once its socket stopped.
+  bool OnEvent(Monitor& monitor);
+  bool Forgotten(uint64_t watch);
+
+  zmq::context_t& context_;
+  const Closed closed_;
+  std::mutex mutex_;
+  std::vector<Monitor> added_;    // made by Watch, not yet polled
+  std::set<uint64_t> forgotten_;  // still polled, not to be reported
+  uint64_t next_watch_ = 1;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace keel
+
+#endif  // KEEL_KV_CONNECTION_WATCH_H_

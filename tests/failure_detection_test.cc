@@ -1,0 +1,257 @@
+// Failure detection with every role in one process, over loopback: a node
+// whose connection closes and whose port refuses connections leaves the view
+// at once, long before the heartbeat timeout; one whose connection closes
+// but which still answers stays. (A stopped process, whose connections stay
+// open, is found by heartbeats: tests/failure_detection_process_test.cc.)
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "kv/cluster_secret.h"
+#include "kv/node.h"
+#include "scheduler/scheduler.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+using testing::Contains;
+using testing::LocalNode;
+using testing::WaitFor;
+
+// A TCP relay on 127.0.0.1:`port` to `upstream_host`:`port`, whose relayed
+// connections the test can cut while it goes on accepting new ones: a
+// network blip between the scheduler and a node that stays up.
+class TcpRelay {
+ public:
+  TcpRelay(int port, const std::string& upstream_host) {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int on = 1;
+    setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    sockaddr_in address = Address("127.0.0.1", port);
+    if (bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        listen(listener_, 16) != 0) {
+      ADD_FAILURE() << "the relay cannot listen on 127.0.0.1:" << port;
+    }
+    upstream_ = Address(upstream_host, port);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~TcpRelay() {
+    stopping_ = true;
+    thread_.join();
+    for (const auto& [fd, other] : peers_) close(fd);
+    close(listener_);
+  }
+
+  // Closes every relayed connection (on the relay's thread); returns once done.
+  void Cut() {
+    const int before = cuts_.load();
+    cut_ = true;
+    EXPECT_TRUE(WaitFor([&] { return cuts_.load() > before; }, 10));
+  }
+  // Connections cut so far.
+  int cut_connections() const { return cut_connections_.load(); }
+
+ private:
+  static sockaddr_in Address(const std::string& host, int port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, host.c_str(), &address.sin_addr);
+    return address;
+  }
+
+  void Loop() {
+    while (!stopping_) {
+      if (cut_.exchange(false)) {
+        for (const auto& [fd, other] : peers_) close(fd);
+        cut_connections_ += static_cast<int>(peers_.size() / 2);
+        peers_.clear();
+        ++cuts_;
+      }
+      std::vector<pollfd> fds = {{listener_, POLLIN, 0}};
+      for (const auto& [fd, other] : peers_) fds.push_back({fd, POLLIN, 0});
+      if (poll(fds.data(), fds.size(), 10) <= 0) continue;
+      if (fds[0].revents & POLLIN) Accept();
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) Forward(fds[i].fd);
+      }
+    }
+  }
+
+  void Accept() {
+    const int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) return;
+    const int server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(server, reinterpret_cast<const sockaddr*>(&upstream_), sizeof(upstream_)) != 0) {
+      close(client);
+      close(server);
+      return;
+    }
+    peers_[client] = server;
+    peers_[server] = client;
+  }
+
+  // Relays what `fd` has to its other end; closes both at its end.
+  void Forward(int fd) {
+    const auto found = peers_.find(fd);
+    if (found == peers_.end()) return;  // closed earlier in this round
+    const int other = found->second;
+    char buffer[65536];
+    const ssize_t got = read(fd, buffer, sizeof(buffer));
+    bool ok = got > 0;
+    for (ssize_t sent = 0; ok && sent < got;) {
+      const ssize_t wrote = write(other, buffer + sent, got - sent);
+      ok = wrote > 0;
+      sent += ok ? wrote : 0;
+    }
+    if (ok) return;
+    close(fd);
+    close(other);
+    peers_.erase(fd);
+    peers_.erase(other);
+  }
+
+  int listener_ = -1;
+  sockaddr_in upstream_{};
+  std::map<int, int> peers_;  // each end of a relayed connection -> the other end
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> cut_{false};
+  std::atomic<int> cuts_{0};
+  std::atomic<int> cut_connections_{0};
+  std::thread thread_;
+};
+
+class FailureDetection : public ::testing::Test {
+ protected:
+  // A scheduler expecting `servers` servers (`replication` backups per range)
+  // and one worker; heartbeats time out after 30 s, so that only the closed
+  // connection can make a node leave within the tests' bounds.
+  void StartScheduler(int servers, int replication, double heartbeat_timeout_s = 30) {
+    SchedulerOptions options;
+    options.secret = secret_;
+    options.bind_host = "127.0.0.1";
+    options.num_servers = servers;
+    options.num_workers = 1;
+    options.replication = replication;
+    options.heartbeat_timeout_s = heartbeat_timeout_s;
+    options.membership_log = membership_log_;
+    scheduler_ = std::make_unique<Scheduler>(options);
+    scheduler_->Start();
+  }
+
+  // Starts the nodes (Start returns once the cluster is complete).
+  void StartNodes(std::vector<NodeOptions> options) {
+    std::vector<std::thread> starting;
+    for (auto& node_options : options) nodes_.push_back(std::make_unique<Node>(node_options));
+    for (auto& node : nodes_) starting.emplace_back([&node] { node->Start(); });
+    for (auto& thread : starting) thread.join();
+  }
+
+  NodeOptions Server(int rank) {
+    NodeOptions options = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
+    options.rank = rank;
+    options.secret = secret_;
+    return options;
+  }
+
+  NodeOptions Worker() {
+    NodeOptions options = LocalNode(proto::WORKER, scheduler_->port(), 0.1);
+    options.secret = secret_;
+    return options;
+  }
+
+  // Stops server 1 of a replicated pair and expects it to leave at once,
+  // for its closed connection, its range promoted to server 0.
+  void ExpectAStoppedServerLeavesAtOnce() {
+    StartScheduler(2, 1);
+    StartNodes({Server(0), Server(1), Worker()});
+    Node* worker = nodes_[2].get();
+    ASSERT_EQ(worker->ranges()->Chain(1), (std::vector<int>{1, 0}));
+    // Server 1's process is gone: its port closes with its connections.
+    nodes_[1]->Stop();
+    // Its backup is promoted well inside the 30 s heartbeat timeout.
+    EXPECT_TRUE(WaitFor([&] { return worker->ranges()->Chain(1) == std::vector<int>{0}; }, 15));
+    const std::string log = testing::ReadFileOrEmpty(membership_log_);
+    auto leaves = testing::EventsNamed(membership_log_, "leave");
+    ASSERT_EQ(leaves.size(), 1u) << log;
+    EXPECT_EQ(leaves[0]["rank"], "1") << log;
+    EXPECT_TRUE(Contains(leaves[0]["reason"], "its connection closed and 127.0.0.1:")) << log;
+    EXPECT_TRUE(Contains(leaves[0]["reason"], "refuses connections")) << log;
+    EXPECT_EQ(leaves[0]["promoted"], "[{\"range\": 1, \"primary\": 0}]") << log;
+    EXPECT_EQ(scheduler_->status().suspects_cleared, 0u);
+  }
+
+  void TearDown() override {
+    for (auto& node : nodes_) {
+      if (node) node->Stop();
+    }
+    if (scheduler_) scheduler_->Stop();
+  }
+
+  bool InView(int node_id) {
+    const proto::ClusterView view = scheduler_->view();
+    for (const auto& node : view.nodes()) {
+      if (node.id() == node_id) return true;
+    }
+    return false;
+  }
+
+  std::optional<ClusterSecret> secret_;  // none: plain TCP
+  const testing::TempFolder folder_{"detection"};
+  const std::string membership_log_ = folder_.path() + "/membership.jsonl";
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+TEST_F(FailureDetection, AServerWhosePortRefusesLeavesLongBeforeTheHeartbeatTimeout) {
+  ExpectAStoppedServerLeavesAtOnce();
+}
+
+TEST_F(FailureDetection, AServerWhosePortRefusesLeavesAtOnceWithACurveClusterToo) {
+  // The probe is a CURVE handshake then; a refused connection still ends it.
+  secret_ = GenerateClusterSecret();
+  ExpectAStoppedServerLeavesAtOnce();
+}
+
+TEST_F(FailureDetection, ANodeWhoseConnectionDropsButWhichAnswersItsProbeStays) {
+  StartScheduler(1, 0);
+  // The worker listens on 127.0.0.2 and is reached through a relay on
+  // 127.0.0.1 at the same port, which the test cuts.
+  const int port = testing::UnusedPort();
+  TcpRelay relay(port, "127.0.0.2");
+  NodeOptions worker = Worker();
+  worker.bind_host = "127.0.0.2";
+  worker.port = port;
+  worker.advertise_host = "127.0.0.1";
+  StartNodes({Server(0), worker});
+  const int worker_id = nodes_[1]->id();
+  ASSERT_EQ(nodes_[1]->address(), "127.0.0.1:" + std::to_string(port));
+  relay.Cut();
+  ASSERT_GT(relay.cut_connections(), 0);
+  // The scheduler saw the connection close, probed the address, and the
+  // node answered: it stays, and the scheduler reaches it again.
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->status().suspects_cleared >= 1; }, 20))
+      << "suspected " << scheduler_->status().suspected;
+  EXPECT_TRUE(InView(worker_id));
+  EXPECT_EQ(scheduler_->status().departures, 0u);
+  EXPECT_TRUE(testing::EventsNamed(membership_log_, "leave").empty())
+      << testing::ReadFileOrEmpty(membership_log_);
+  const double since = nodes_[1]->SecondsSinceScheduler();
+  EXPECT_TRUE(WaitFor([&] { return nodes_[1]->SecondsSinceScheduler() < since; }, 20))
+      << "its heartbeats are no longer answered";
+  EXPECT_FALSE(nodes_[1]->removed());
+}
+
+}  // namespace
+}  // namespace keel
