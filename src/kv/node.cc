@@ -204,10 +204,13 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
   SendAwaited("barrier " + std::to_string(barrier_id), request);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return barriers_released_.count(barrier_id) > 0 || stopped_ || removed_;
+        return barriers_released_.count(barrier_id) > 0 || stopped_ || removed_ || shutdown_;
       })) {
     throw MakeError("barrier ", barrier_id, " (group ", group, ") not released within ", timeout_s,
                     " s");
+  }
+  if (shutdown_ && !barriers_released_.count(barrier_id)) {
+    throw MakeError("barrier ", barrier_id, ": the scheduler ended the job");
   }
   if (removed_ && !barriers_released_.count(barrier_id)) {
     throw MakeError("barrier ", barrier_id, ": this node left the cluster");
@@ -216,22 +219,26 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
 }
 
 void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer,
-                      bool final, double timeout_s) {
+                      bool final, double timeout_s, bool preempt) {
   Message request = Control(proto::CHECKPOINT);
   const uint64_t sequence = NextSequence();
   request.meta.set_sequence(sequence);
   *request.meta.mutable_cursor() = cursor;
   if (trainer) *request.meta.mutable_trainer() = *trainer;
   request.meta.set_final(final);
+  request.meta.set_preempt(preempt);
   SendAwaited("checkpoint " + std::to_string(sequence), request);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_;
+        return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_ || shutdown_;
       })) {
     throw MakeError("checkpoint at epoch ", cursor.epoch(), " minibatch ", cursor.batches(),
                     ": no answer from the scheduler within ", timeout_s, " s");
   }
   if (stopped_) throw MakeError("stopped while waiting for a checkpoint");
+  if (shutdown_ && !checkpoints_answered_.count(sequence)) {
+    throw MakeError("the scheduler ended the job while this worker waited for a checkpoint");
+  }
   if (!checkpoints_answered_.count(sequence)) throw MakeError("this node left the cluster");
   const std::string error = checkpoints_answered_[sequence];
   checkpoints_answered_.erase(sequence);
@@ -299,12 +306,15 @@ bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerC
   SendAwaited("orphans " + std::to_string(sequence), request);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return orphans_answered_.count(sequence) > 0 || stopped_ || removed_;
+        return orphans_answered_.count(sequence) > 0 || stopped_ || removed_ || shutdown_;
       })) {
     throw MakeError("end of epoch ", epoch, ": no answer from the scheduler within ", timeout_s,
                     " s");
   }
   if (stopped_) throw MakeError("stopped at the end of epoch ", epoch);
+  if (shutdown_ && !orphans_answered_.count(sequence)) {
+    throw MakeError("end of epoch ", epoch, ": the scheduler ended the job");
+  }
   if (!orphans_answered_.count(sequence)) throw MakeError("this node left the cluster");
   const proto::Meta answer = orphans_answered_[sequence];
   orphans_answered_.erase(sequence);
@@ -362,6 +372,18 @@ void Node::ReportDone(const std::string& error) {
   SendAwaited("done", report);
 }
 
+void Node::RequestPreemption() {
+  Message request = Control(proto::PREEMPT);
+  SendAwaited("preempt", request);  // the heartbeat loop sends it again until answered
+}
+
+bool Node::preempted(std::string* checkpoint, std::string* uri) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *checkpoint = preempted_checkpoint_;
+  *uri = preempted_uri_;
+  return preempted_;
+}
+
 bool Node::WaitForShutdown(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
   return changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
@@ -391,7 +413,8 @@ TransportFaultCounts Node::transport_fault_counts() const {
 
 void Node::OnMessage(Message&& message) {
   const proto::Meta& meta = message.meta;
-  const bool control = meta.command() >= proto::REGISTER && meta.command() < proto::PUSH;
+  const bool control = (meta.command() >= proto::REGISTER && meta.command() < proto::PUSH) ||
+                       meta.command() == proto::PREEMPT;
   static_assert(proto::SNAPSHOT < proto::PUSH, "control commands come before data commands");
   if (!control) {  // data, or unknown: the data handler answers it
     OnData(std::move(message));
@@ -431,13 +454,25 @@ void Node::OnMessage(Message&& message) {
     }
     case proto::CHECKPOINT: {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (meta.preempt()) preempt_checkpointed_ = true;
       checkpoints_answered_[meta.sequence()] = meta.error();
       Answered("checkpoint " + std::to_string(meta.sequence()));
       break;
     }
     case proto::SHUTDOWN: {
       std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
+      if (meta.preempt()) {
+        preempted_ = true;
+        preempted_checkpoint_ = meta.checkpoint();
+        preempted_uri_ = meta.checkpoint_uri();
+      }
       shutdown_ = true;
+      break;
+    }
+    case proto::PREEMPT: {
+      std::lock_guard<std::mutex> lock(mutex_);
+      preempting_ = true;
+      Answered("preempt");
       break;
     }
     default:
@@ -669,9 +704,23 @@ void Node::HeartbeatLoop() {
     } catch (const Error& e) {
       LOG(WARNING) << "heartbeat not sent: " << e.what();
     }
+    ResendPreemption();
     TakeSchedulerReplies();
     last_heartbeat_round_ns_.store(MonotonicNanos());
     lock.lock();
+  }
+}
+
+void Node::ResendPreemption() {
+  Message request = Control(proto::PREEMPT);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!awaiting_.count("preempt")) return;
+  }
+  try {
+    SendToScheduler(request);
+  } catch (const Error& e) {
+    LOG(WARNING) << "preemption request not sent: " << e.what();
   }
 }
 

@@ -1,0 +1,64 @@
+#include "cli/preemption_notice.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace keel {
+namespace {
+
+// Signal handlers can only reach process-wide state.
+volatile sig_atomic_t term_signals = 0;
+
+void OnTerm(int /*signal*/) {
+  if (term_signals > 0) _exit(kPreemptedExitStatus);  // the second: stop at once
+  term_signals = 1;
+}
+
+void OnInterrupt(int signal) {
+  if (term_signals > 0) _exit(kPreemptedExitStatus);
+  ::signal(signal, SIG_DFL);  // before any notice: the default, at once
+  raise(signal);
+}
+
+}  // namespace
+
+void InstallPreemptionHandlers() {
+  struct sigaction action {};
+  sigemptyset(&action.sa_mask);
+  action.sa_handler = OnTerm;
+  sigaction(SIGTERM, &action, nullptr);
+  action.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &action, nullptr);
+}
+
+std::string PreemptedLine(const std::string& checkpoint, const std::string& uri,
+                          const std::string& note) {
+  if (checkpoint.empty()) {
+    return "preempted (exit status " + std::to_string(kPreemptedExitStatus) + "): " + note;
+  }
+  return "preempted (exit status " + std::to_string(kPreemptedExitStatus) + "): checkpoint " +
+         checkpoint + " committed in " + uri + "; resume with the same command and --resume=latest";
+}
+
+PreemptionWatch::PreemptionWatch(std::function<void()> on_notice)
+    : on_notice_(std::move(on_notice)) {
+  InstallPreemptionHandlers();
+  thread_ = std::thread([this] {
+    while (!stopping_.load()) {
+      if (term_signals > 0) {
+        on_notice_();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+}
+
+PreemptionWatch::~PreemptionWatch() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace keel
