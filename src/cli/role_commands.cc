@@ -144,7 +144,8 @@ int RunScheduler() {
   SchedulerOptions options = SchedulerOptionsFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
-  InstallPreemptionHandlers();  // a SIGTERM from now on is a preemption notice
+  // A SIGTERM from now on is a preemption notice.
+  InstallPreemptionHandlers();
   Scheduler scheduler(options);
   MetricsRegistry metrics;
   AddSchedulerMetrics(&scheduler, &metrics);
@@ -184,7 +185,8 @@ int RunServer(const std::vector<std::string>& argv) {
   const int64_t staleness = StalenessFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
-  InstallPreemptionHandlers();  // a SIGTERM from now on is a preemption notice
+  // A SIGTERM from now on is a preemption notice.
+  InstallPreemptionHandlers();
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   Node node(node_options);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
@@ -227,7 +229,8 @@ int RunWorker(const std::vector<std::string>& argv) {
   const RequestRetry retry = RequestRetryFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
-  InstallPreemptionHandlers();  // a SIGTERM from now on is a preemption notice
+  // A SIGTERM from now on is a preemption notice.
+  InstallPreemptionHandlers();
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   TrainingCounters counters;
   Node node(node_options);

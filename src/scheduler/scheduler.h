@@ -305,6 +305,8 @@ class Scheduler {
   uint64_t rejected_ = 0;                       // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
+
+  // Preemption (preemption.cc).
   double preempt_noticed_ = 0;  // MonotonicSeconds() of the notice; 0: none
   double preempt_ordered_ = 0;  // ... of the last order to the workers to stop
   // How often the workers are ordered again to stop (and the grace checked).
