@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-5}"
-at="${2:-4s}"
+at="${2:-2s}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-preempt}"
 keel="${KEEL:-build/keel}"
 
@@ -24,7 +24,7 @@ keel="${KEEL:-build/keel}"
 rows=$(cat "$work"/data/train/* | wc -l)
 
 job=(--servers=2 --workers=2 --job=linear_learner --train="$work/data/train"
-  --validation="$work/data/validation" --epochs=3 --mini_batch_size=100 --minloglevel=1
+  --validation="$work/data/validation" --epochs=10 --mini_batch_size=100 --minloglevel=1
   --early_stopping_patience=100)
 
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }

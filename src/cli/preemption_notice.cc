@@ -8,16 +8,17 @@
 namespace keel {
 namespace {
 
-// Signal handlers can only reach process-wide state.
-volatile sig_atomic_t term_signals = 0;
+// Signal handlers can only reach process-wide state; a lock-free atomic is
+// safe in a handler and read by the watch's thread without a race.
+std::atomic<int> term_signals{0};
+static_assert(std::atomic<int>::is_always_lock_free, "signal handlers need a lock-free atomic");
 
 void OnTerm(int /*signal*/) {
-  if (term_signals > 0) _exit(kPreemptedExitStatus);  // the second: stop at once
-  term_signals = 1;
+  if (term_signals.exchange(1) > 0) _exit(kPreemptedExitStatus);  // the second: stop at once
 }
 
 void OnInterrupt(int signal) {
-  if (term_signals > 0) _exit(kPreemptedExitStatus);
+  if (term_signals.load() > 0) _exit(kPreemptedExitStatus);
   ::signal(signal, SIG_DFL);  // before any notice: the default, at once
   raise(signal);
 }
@@ -47,7 +48,7 @@ PreemptionWatch::PreemptionWatch(std::function<void()> on_notice)
   InstallPreemptionHandlers();
   thread_ = std::thread([this] {
     while (!stopping_.load()) {
-      if (term_signals > 0) {
+      if (term_signals.load() > 0) {
         on_notice_();
         return;
       }
