@@ -141,11 +141,10 @@ KVBenchOptions CheckWorkerJobFlags() {
 }
 
 int RunScheduler() {
+  InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
   SchedulerOptions options = SchedulerOptionsFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
-  // A SIGTERM from now on is a preemption notice.
-  InstallPreemptionHandlers();
   Scheduler scheduler(options);
   MetricsRegistry metrics;
   AddSchedulerMetrics(&scheduler, &metrics);
@@ -179,14 +178,13 @@ int RunScheduler() {
 }
 
 int RunServer(const std::vector<std::string>& argv) {
+  InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
   const OptimizerOptions optimizer = ServerOptimizerFromFlags();
   const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
-  // A SIGTERM from now on is a preemption notice.
-  InstallPreemptionHandlers();
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   Node node(node_options);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
@@ -224,13 +222,12 @@ int RunServer(const std::vector<std::string>& argv) {
 }
 
 int RunWorker(const std::vector<std::string>& argv) {
+  InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
   const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
   const RequestRetry retry = RequestRetryFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
-  // A SIGTERM from now on is a preemption notice.
-  InstallPreemptionHandlers();
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   TrainingCounters counters;
   Node node(node_options);
