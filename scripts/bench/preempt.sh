@@ -42,8 +42,8 @@ for ((run = 0; run < runs; ++run)); do
     echo "$out" | tail -20 >&2
     exit 1
   fi
-  id=$(echo "$out" | grep -o 'checkpoint ckpt-[0-9-]* committed' | awk '{print $2}')
-  commit_s+=("$(echo "$out" | grep -o '([0-9.]* s after the notice)' | tr -d '(' | awk '{print $1}')")
+  id=$(echo "$out" | grep -o 'checkpoint ckpt-[0-9-]* committed' | head -1 | awk '{print $2}')
+  commit_s+=("$(echo "$out" | grep -o '([0-9.]* s after the notice)' | head -1 | tr -d '(' | awk '{print $1}')")
   exit_s+=("$(python3 - "$work/events.jsonl" <<'PY'
 import json, sys
 events = [json.loads(line) for line in open(sys.argv[1])]

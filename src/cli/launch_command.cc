@@ -266,6 +266,7 @@ int RunLocalCluster(const LocalCluster& cluster) {
   std::optional<LaunchOutput> output;  // outlives the group, which prints through it
   if (cluster.show_progress) output.emplace(LaunchOutputOptionsFromFlags(), StandardConsole());
   ProcessGroup group;
+  group.DeferNotices();  // every child is a keel role
   TimelineWriter timeline(cluster.model_dir, "launch", cluster.fresh_timeline);
   if (output) output->Attach(&group);
   std::unique_ptr<FaultRunner> fault_runner;

@@ -83,7 +83,7 @@ ChildPipes OpenPipes(const std::string& name, bool stdin_pipe) {
 // In the forked child: wires the pipes to its standard streams and runs
 // `argv`; reports a failed exec on the exec_status pipe.
 [[noreturn]] void ExecChild(const ChildPipes& pipes, const std::vector<std::string>& argv,
-                            pid_t parent) {
+                            pid_t parent, bool defer_notices) {
   // The child dies with the launcher, and the terminal's Ctrl-C reaches the
   // launcher only, which stops the children in order.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -91,6 +91,13 @@ ChildPipes OpenPipes(const std::string& name, bool stdin_pipe) {
   setpgid(0, 0);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  if (defer_notices) {
+    // Held until the role takes it as a preemption notice (the mask survives exec).
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, nullptr);
+  }
   dup2(pipes.out[1], STDOUT_FILENO);
   dup2(pipes.err[1], STDERR_FILENO);
   if (pipes.in[0] >= 0) dup2(pipes.in[0], STDIN_FILENO);  // dup2 clears close-on-exec
@@ -161,7 +168,7 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw MakeError("cannot start ", name, ": fork: ", strerror(errno));
-  if (pid == 0) ExecChild(pipes, argv, parent);
+  if (pid == 0) ExecChild(pipes, argv, parent, defer_notices_);
   CloseChildEnds(pipes);
   if (const int exec_error = ReadExecError(pipes)) {
     waitpid(pid, nullptr, 0);

@@ -81,6 +81,12 @@ class ProcessGroup {
   // the job is not over within `grace_s` (plus a margin). A second SIGTERM or
   // a SIGINT stops every child at once.
   void SetPreemptionTarget(const std::string& name, double grace_s);
+  // Children started from now on start with SIGTERM blocked, for children
+  // that are keel roles: a role unblocks it once it takes a SIGTERM as a
+  // preemption notice (InstallPreemptionHandlers), so a notice sent while it
+  // starts (loading its libraries can take a second) waits instead of
+  // killing it. A SIGINT still stops such a child at once.
+  void DeferNotices() { defer_notices_ = true; }
 
   // Forwards output for up to `seconds`, returning early when `done()` is
   // true (checked between reads). Returns false if a child failed meanwhile.
@@ -142,6 +148,7 @@ class ProcessGroup {
   double preemption_grace_s_ = 0;
   double preemption_forwarded_ = 0;  // MonotonicSeconds() of the forward; 0: none
   bool preempted_ = false;           // a child exited with kPreemptedExitStatus
+  bool defer_notices_ = false;
 };
 
 // True once SIGINT arrived, or SIGTERM with nowhere to pass it as a

@@ -1,5 +1,6 @@
 #include "cli/preemption_notice.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -32,6 +33,12 @@ void InstallPreemptionHandlers() {
   sigaction(SIGTERM, &action, nullptr);
   action.sa_handler = OnInterrupt;
   sigaction(SIGINT, &action, nullptr);
+  // `keel launch` starts its roles with SIGTERM blocked (ProcessGroup::
+  // DeferNotices): one that came meanwhile is delivered now, to the handler.
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
 }
 
 std::string PreemptedLine(const std::string& checkpoint, const std::string& uri,

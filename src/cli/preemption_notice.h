@@ -28,7 +28,8 @@ std::string PreemptedLine(const std::string& checkpoint, const std::string& uri,
                           const std::string& note);
 
 // Installs the signal handlers (for the rest of the process's life): from
-// now on a SIGTERM is remembered as a notice. Idempotent.
+// now on a SIGTERM is remembered as a notice. Unblocks SIGTERM on the calling
+// thread (the first, before any other starts). Idempotent.
 void InstallPreemptionHandlers();
 
 class PreemptionWatch {
