@@ -8,14 +8,14 @@
 #   - work lost: examples the workers pushed beyond the checkpoint's cursors
 #     (their "stops for the preemption checkpoint" lines against the manifest),
 #     and, after `--resume=latest`, examples of the preempted epoch read again
-#     (the resumed run's count of that epoch minus the training channel's rows).
+#     (that epoch's examples in history.jsonl minus the training channel's rows).
 # and prints the median of each. Figures go to docs/BENCHMARKS.md ("Preemption").
 #
 #   scripts/bench/preempt.sh [RUNS] [AT]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-5}"
-at="${2:-2s}"
+at="${2:-5s}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-preempt}"
 keel="${KEEL:-build/keel}"
 
@@ -62,10 +62,16 @@ stopped = {int(r): int(b) for r, e, b in
 print(sum(max(0, b - held.get(r, 0)) for r, b in stopped.items()))
 PY
 )")
-  resumed=$($keel launch "${job[@]}" --model_dir="$work/model" --checkpoint_uri="file://$work/ckpt" \
-    --resume=latest 2>&1)
+  $keel launch "${job[@]}" --model_dir="$work/model" --checkpoint_uri="file://$work/ckpt" \
+    --resume=latest >/dev/null 2>&1
   epoch=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["epoch"])' "$manifest")
-  read_again=$(echo "$resumed" | grep -o "epoch $epoch: [0-9]* examples across" | awk '{print $3}')
+  # history.jsonl: the preempted run's epochs, then the resumed run's.
+  read_again=$(python3 - "$work/model/history.jsonl" "$epoch" <<'PY'
+import json, sys
+lines = [json.loads(line) for line in open(sys.argv[1])]
+print(sum(l["examples"] for l in lines if l["epoch"] == int(sys.argv[2])))
+PY
+)
   reread+=("$((read_again - rows))")
   echo "run $run: $id, committed ${commit_s[-1]} s after the notice, launcher gone after" \
     "${exit_s[-1]} s; minibatches pushed beyond the checkpoint ${pushed_beyond[-1]};" \
