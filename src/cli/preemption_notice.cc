@@ -1,10 +1,12 @@
 #include "cli/preemption_notice.h"
 
+#include <glog/logging.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <exception>
 
 namespace keel {
 namespace {
@@ -56,7 +58,11 @@ PreemptionWatch::PreemptionWatch(std::function<void()> on_notice)
   thread_ = std::thread([this] {
     while (!stopping_.load()) {
       if (term_signals.load() > 0) {
-        on_notice_();
+        try {
+          on_notice_();
+        } catch (const std::exception& e) {  // a node already stopped, say
+          LOG(WARNING) << "preemption notice not passed on: " << e.what();
+        }
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
