@@ -69,6 +69,22 @@ TEST(FaultSchedule, RestartTakesRandomAndARateLikeKillAndStop) {
   EXPECT_DOUBLE_EQ(schedule.items[2].rate_per_s, 2);
 }
 
+TEST(FaultSchedule, PreemptTakesARankRandomOrARateAndTheSchedulerToo) {
+  const FaultSchedule schedule =
+      Parse("preempt:worker:0@2s,preempt:server:random@rate=0.5/s,preempt:scheduler:0@1.5s");
+  ASSERT_EQ(schedule.items.size(), 3u);
+  for (const FaultItem& item : schedule.items) EXPECT_EQ(item.action, FaultAction::kPreempt);
+  EXPECT_EQ(schedule.items[0].role, "worker");
+  EXPECT_EQ(schedule.items[0].rank, 0);
+  EXPECT_DOUBLE_EQ(schedule.items[0].at_s, 2);
+  EXPECT_EQ(schedule.items[1].rank, FaultItem::kRandomRank);
+  EXPECT_DOUBLE_EQ(schedule.items[1].rate_per_s, 0.5);
+  EXPECT_EQ(schedule.items[2].role, "scheduler");
+  EXPECT_DOUBLE_EQ(schedule.items[2].at_s, 1.5);
+  EXPECT_STREQ(FaultActionName(FaultAction::kPreempt), "preempt");
+  EXPECT_TRUE(schedule.TransportFlags("worker", 0).empty());
+}
+
 TEST(FaultSchedule, TransportItemsBecomeTheTargetsFlagsOnly) {
   const FaultSchedule schedule =
       Parse("drop:server:0=0.01,delay:worker:*=5ms~2ms,kill:server:1@1s");
@@ -115,8 +131,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"kill:worker:random@rate=0.1", "rate '0.1' is not a positive number per second"},
         BadSpec{"kill:worker:random@rate=-1/s", "rate '-1/s'"},
         BadSpec{"drop:server:random=0.1",
-                "item 1 'drop:server:random=0.1': 'random' picks a process for kill, stop or "
-                "restart only"},
+                "item 1 'drop:server:random=0.1': 'random' picks a process for kill, preempt, "
+                "stop or restart only"},
+        BadSpec{"kill:worker:0@1s,preempt:worker:3@2s",
+                "item 2 'preempt:worker:3@2s': there is no worker 3"},
+        BadSpec{"preempt:worker:0@2s+1s", "item 1 'preempt:worker:0@2s+1s': only stop takes a"},
+        BadSpec{"preempt:worker:0", "expected preempt:ROLE:WHO@WHEN"},
+        BadSpec{"preempt:scheduler:1@2s", "there is no scheduler 1 (the job has 1 scheduler)"},
+        BadSpec{"preempt:launcher:0@2s", "unknown role 'launcher' (server, worker, scheduler)"},
+        BadSpec{"kill:scheduler:0@2s", "item 1 'kill:scheduler:0@2s': only preempt acts on the"},
         BadSpec{"kill:server:0@1s,restart:server:random@rate=0/s",
                 "item 2 'restart:server:random@rate=0/s': rate '0/s' is not a positive number "
                 "per second"},

@@ -62,6 +62,9 @@ DEFINE_int32(keep_checkpoints, 0, "scheduler: committed checkpoints to keep (0: 
 DEFINE_string(resume, "",
               "scheduler: resume from a checkpoint: latest (in --checkpoint_uri), a checkpoint's "
               "URI, or a checkpoint store's URI (its LATEST)");
+DEFINE_double(preemption_grace, 90,
+              "seconds a preempted job (SIGTERM to any of its processes or to keel launch) waits "
+              "for its preemption checkpoint to commit before it exits without one (status 75)");
 DEFINE_string(port_file, "",
               "scheduler: write the port it listens on to this file ('-': print 'scheduler port "
               "N' on standard output)");
@@ -101,7 +104,8 @@ std::vector<FlagGroup> ClusterFlagGroups() {
        {"num_servers", "num_workers", "heartbeat_timeout", "detect_closed_connections",
         "worker_replace_timeout", "replication", "membership_log", "port_file", "connect_timeout",
         "progress_records"}},
-      {"checkpoints", {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "resume"}},
+      {"checkpoints",
+       {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "resume", "preemption_grace"}},
       {"checking", {"check_flags"}},
   };
 }
@@ -168,6 +172,7 @@ void CheckSchedulerFlags(const ClusterSize& size) {
   RequireInRange("checkpoint_every", FLAGS_checkpoint_every, 0, kMaxCount,
                  "minibatches between checkpoints (0: between epochs)");
   RequireInRange("keep_checkpoints", FLAGS_keep_checkpoints, 0, kMaxCount, "0 keeps all");
+  RequirePositive("preemption_grace", FLAGS_preemption_grace, kMaxSeconds);
   CheckCheckpointPlaces();
 }
 
@@ -234,6 +239,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.checkpoint.resume = FLAGS_resume;
   options.connect_timeout_s = FLAGS_connect_timeout;
   options.faults = TransportFaultsFromFlags();
+  options.preemption_grace_s = FLAGS_preemption_grace;
   return options;
 }
 

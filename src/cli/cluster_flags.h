@@ -27,6 +27,7 @@ DECLARE_double(register_timeout);
 DECLARE_double(heartbeat_interval);
 DECLARE_double(scheduler_timeout);
 DECLARE_string(secret_file);
+DECLARE_double(preemption_grace);
 
 // The scheduler.
 DECLARE_int32(num_servers);

@@ -30,8 +30,9 @@ std::string StatusText(int status) {
   return "stopped";
 }
 
+// The launcher's name for a process: "worker 3", or "scheduler" (there is one).
 std::string ChildName(const std::string& role, int rank) {
-  return role + " " + std::to_string(rank);
+  return role == "scheduler" ? role : role + " " + std::to_string(rank);
 }
 
 // "worker 3" -> "role": "worker", "rank": 3; "scheduler" -> "role": "scheduler".
@@ -137,7 +138,7 @@ void FaultRunner::DropPending(const std::string& reason) {
 }
 
 std::vector<std::string> FaultRunner::Targets(const FaultItem& item) {
-  const int count = item.role == "server" ? servers_ : workers_;
+  const int count = item.role == "scheduler" ? 1 : (item.role == "server" ? servers_ : workers_);
   std::vector<std::string> names;
   if (item.rank >= 0) return {ChildName(item.role, item.rank)};
   // A random kill or stop picks among the running, a random restart among the down.
@@ -183,6 +184,12 @@ void FaultRunner::Fire(const FaultItem& item) {
       group_->Tolerate(name);
       const pid_t pid = group_->Signal(name, SIGKILL);
       Log("kill", name, "\"pid\": " + std::to_string(pid) + ", \"signal\": \"SIGKILL\", " + spec);
+    } else if (item.action == FaultAction::kPreempt) {
+      // The process asks the scheduler for the preemption checkpoint; every
+      // process of the job then exits with kPreemptedExitStatus, no failure.
+      const pid_t pid = group_->Signal(name, SIGTERM);
+      Log("preempt", name,
+          "\"pid\": " + std::to_string(pid) + ", \"signal\": \"SIGTERM\", " + spec);
     } else {
       const pid_t pid = group_->Signal(name, SIGSTOP);
       Log("stop", name,

@@ -44,8 +44,10 @@ class ItemParser {
       item.action = FaultAction::kDrop;
     } else if (action == "delay") {
       item.action = FaultAction::kDelay;
+    } else if (action == "preempt") {
+      item.action = FaultAction::kPreempt;
     } else {
-      Fail("unknown action '" + action + "' (kill, stop, restart, drop, delay)");
+      Fail("unknown action '" + action + "' (kill, stop, restart, drop, delay, preempt)");
     }
     const char separator = item.transport() ? '=' : '@';
     const size_t second = text_.find(':', first + 1);
@@ -55,8 +57,13 @@ class ItemParser {
            (item.transport() ? "=VALUE" : "@WHEN"));
     }
     item.role = text_.substr(first + 1, second - first - 1);
-    if (item.role != "server" && item.role != "worker") {
-      Fail("unknown role '" + item.role + "' (server, worker)");
+    const bool preempt = item.action == FaultAction::kPreempt;
+    if (item.role == "scheduler" && !preempt) {
+      Fail("only preempt acts on the scheduler (server, worker)");
+    }
+    if (item.role != "server" && item.role != "worker" && item.role != "scheduler") {
+      Fail("unknown role '" + item.role +
+           (preempt ? "' (server, worker, scheduler)" : "' (server, worker)"));
     }
     ParseWho(text_.substr(second + 1, split - second - 1), &item);
     const std::string rest = text_.substr(split + 1);
@@ -74,12 +81,13 @@ class ItemParser {
   }
 
   void ParseWho(const std::string& who, FaultItem* item) const {
-    const int count = item->role == "server" ? servers_ : workers_;
+    const int count =
+        item->role == "scheduler" ? 1 : (item->role == "server" ? servers_ : workers_);
     if (who == "*") {
       item->rank = FaultItem::kEveryRank;
     } else if (who == "random") {
       if (item->transport()) {
-        Fail("'random' picks a process for kill, stop or restart only; name a rank or *");
+        Fail("'random' picks a process for kill, preempt, stop or restart only; name a rank or *");
       }
       item->rank = FaultItem::kRandomRank;
     } else {
@@ -185,6 +193,8 @@ const char* FaultActionName(FaultAction action) {
       return "drop";
     case FaultAction::kDelay:
       return "delay";
+    case FaultAction::kPreempt:
+      return "preempt";
   }
   return "unknown";
 }

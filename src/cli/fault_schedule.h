@@ -3,6 +3,9 @@
 // SPEC is a comma-separated list of items:
 //
 //   kill:ROLE:WHO@WHEN             SIGKILL
+//   preempt:ROLE:WHO@WHEN          SIGTERM: a preemption notice, as spot
+//                                  instances get; the job checkpoints and
+//                                  ends (ROLE may be scheduler too, WHO 0)
 //   stop:ROLE:WHO@WHEN+DURATION    SIGSTOP, then SIGCONT after DURATION
 //   restart:ROLE:WHO@WHEN          start the role again with the same --rank
 //                                  (killed first if it is still running;
@@ -13,9 +16,9 @@
 //                                  the role delays its outgoing data messages
 //                                  (--delay_ms, --delay_jitter_ms)
 //
-//   ROLE      server | worker
-//   WHO       a rank (0, 1, ...), * (every rank), or random (kill, stop and
-//             restart only), picked when the fault fires: for kill and stop a
+//   ROLE      server | worker (preempt: scheduler too)
+//   WHO       a rank (0, 1, ...), * (every rank), or random (kill, preempt,
+//             stop and restart only), picked when the fault fires: for kill and stop a
 //             running process of that role, for restart one that is down (not
 //             running); with none, the firing is skipped (and logged so)
 //   WHEN      TIME, or rate=R/s: at random times, R per second on average
@@ -37,7 +40,7 @@
 
 namespace keel {
 
-enum class FaultAction { kKill, kStop, kRestart, kDrop, kDelay };
+enum class FaultAction { kKill, kStop, kRestart, kDrop, kDelay, kPreempt };
 
 // "kill", "stop", ...
 const char* FaultActionName(FaultAction action);
@@ -47,9 +50,9 @@ struct FaultItem {
   static constexpr int kRandomRank = -2;
 
   FaultAction action = FaultAction::kKill;
-  std::string role;  // "server" or "worker"
+  std::string role;  // "server", "worker" or (preempt) "scheduler"
   int rank = 0;      // a rank, kEveryRank or kRandomRank
-  // kill, stop, restart: at `at_s`, or (rate_per_s > 0) at random times.
+  // kill, stop, restart, preempt: at `at_s`, or (rate_per_s > 0) at random times.
   double at_s = 0;
   double rate_per_s = 0;
   double duration_s = 0;  // stop: how long before SIGCONT

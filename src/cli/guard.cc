@@ -67,10 +67,11 @@ bool WaitWhileInputOpen(pid_t child, int* status) {
   }
 }
 
-// Stops the child's whole group: SIGTERM, then SIGKILL after 2 s. Returns
+// Stops the child's whole group: SIGTERM and SIGINT, then SIGKILL after 2 s. Returns
 // the child's status.
 int StopGroup(pid_t child) {
   kill(-child, SIGTERM);
+  kill(-child, SIGINT);  // a keel role takes a lone SIGTERM as a preemption notice
   const double deadline = MonotonicSeconds() + 2;
   int status = 0;
   while (MonotonicSeconds() < deadline) {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "cli/preemption_notice.h"
 #include "cli/progress_display.h"
 
 namespace keel {
@@ -16,6 +17,8 @@ std::string Ending(int exit_code) {
       return "job timed out (--timeout)";
     case 130:
       return "job interrupted";
+    case kPreemptedExitStatus:
+      return "job preempted (the same command with --resume=latest goes on)";
     default:
       return "job failed";
   }

@@ -266,6 +266,7 @@ int RunLocalCluster(const LocalCluster& cluster) {
   std::optional<LaunchOutput> output;  // outlives the group, which prints through it
   if (cluster.show_progress) output.emplace(LaunchOutputOptionsFromFlags(), StandardConsole());
   ProcessGroup group;
+  group.DeferNotices();  // every child is a keel role
   TimelineWriter timeline(cluster.model_dir, "launch", cluster.fresh_timeline);
   if (output) output->Attach(&group);
   std::unique_ptr<FaultRunner> fault_runner;
@@ -281,6 +282,8 @@ int RunLocalCluster(const LocalCluster& cluster) {
   std::vector<std::string> common = {"--scheduler=" + scheduler, "--bind=127.0.0.1"};
   common.insert(common.end(), cluster.role_flags.begin(), cluster.role_flags.end());
   metrics.Print(std::cout);
+  // A SIGTERM to the launcher is a preemption notice: the scheduler handles it.
+  if (cluster.scheduler.empty()) group.SetPreemptionTarget("scheduler", FLAGS_preemption_grace);
   SpawnRoles("server", cluster.servers, self, common, faults, metrics, &group);
   SpawnRoles("worker", cluster.workers, self, common, faults, metrics, &group);
   const int code = group.Wait(cluster.timeout_s);

@@ -14,19 +14,31 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "cli/preemption_notice.h"
 
 namespace keel {
 namespace {
 
 volatile sig_atomic_t interrupted = 0;
+volatile sig_atomic_t term_signals = 0;
+// Set once a group has somewhere to pass a SIGTERM (SetPreemptionTarget).
+volatile sig_atomic_t preemption_forwarding = 0;
 
 void OnSignal(int /*signal*/) { interrupted = 1; }
+
+// The first SIGTERM is a preemption notice (see ProcessGroup::Wait); a second
+// one interrupts.
+void OnTerm(int /*signal*/) {
+  if (term_signals > 0) interrupted = 1;
+  term_signals = 1;
+}
 
 void InstallHandlers() {
   struct sigaction action {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
+  action.sa_handler = OnTerm;
   sigaction(SIGTERM, &action, nullptr);
 }
 
@@ -38,6 +50,10 @@ std::string DescribeStatus(int status) {
 }
 
 bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+
+bool Preempted(int status) {
+  return WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitStatus;
+}
 
 void Print(const std::string& name, const std::string& line, bool to_stderr) {
   std::string text = "[" + name + "] " + line + "\n";
@@ -67,7 +83,7 @@ ChildPipes OpenPipes(const std::string& name, bool stdin_pipe) {
 // In the forked child: wires the pipes to its standard streams and runs
 // `argv`; reports a failed exec on the exec_status pipe.
 [[noreturn]] void ExecChild(const ChildPipes& pipes, const std::vector<std::string>& argv,
-                            pid_t parent) {
+                            pid_t parent, bool defer_notices) {
   // The child dies with the launcher, and the terminal's Ctrl-C reaches the
   // launcher only, which stops the children in order.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -75,6 +91,13 @@ ChildPipes OpenPipes(const std::string& name, bool stdin_pipe) {
   setpgid(0, 0);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  if (defer_notices) {
+    // Held until the role takes it as a preemption notice (the mask survives exec).
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, nullptr);
+  }
   dup2(pipes.out[1], STDOUT_FILENO);
   dup2(pipes.err[1], STDERR_FILENO);
   if (pipes.in[0] >= 0) dup2(pipes.in[0], STDIN_FILENO);  // dup2 clears close-on-exec
@@ -133,7 +156,7 @@ void ProcessGroup::Emit(const std::string& name, const std::string& line, bool t
   }
 }
 
-bool Interrupted() { return interrupted != 0; }
+bool Interrupted() { return interrupted != 0 || (term_signals != 0 && !preemption_forwarding); }
 
 ProcessGroup::ProcessGroup() { InstallHandlers(); }
 
@@ -145,7 +168,7 @@ pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw MakeError("cannot start ", name, ": fork: ", strerror(errno));
-  if (pid == 0) ExecChild(pipes, argv, parent);
+  if (pid == 0) ExecChild(pipes, argv, parent, defer_notices_);
   CloseChildEnds(pipes);
   if (const int exec_error = ReadExecError(pipes)) {
     waitpid(pid, nullptr, 0);
@@ -239,7 +262,11 @@ int ProcessGroup::Poll(int wait_ms) {
     int status = 0;
     if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
       Reap(child, status);
-      if (Failed(status) && !child.tolerated && failed < 0) failed = static_cast<int>(i);
+      if (Preempted(status)) {
+        preempted_ = true;  // not a failure: the job ends, to be resumed
+      } else if (Failed(status) && !child.tolerated && failed < 0) {
+        failed = static_cast<int>(i);
+      }
     }
   }
   return failed;
@@ -258,8 +285,10 @@ int ProcessGroup::Wait(double timeout_s) {
       StopAll();
       return 1;
     }
-    if (!AnyRunning()) return 0;
-    if (StoppedAfterTheEnd(&over_since)) return 0;
+    const int ended = preempted_ ? kPreemptedExitStatus : 0;
+    if (!AnyRunning()) return ended;
+    if (StoppedAfterTheEnd(&over_since)) return ended;
+    if (const int code = ForwardPreemption(); code >= 0) return code;
     if (Interrupted()) {
       Emit("launch", "interrupted; stopping every process", true);
       StopAll();
@@ -272,6 +301,39 @@ int ProcessGroup::Wait(double timeout_s) {
       return 124;
     }
   }
+}
+
+void ProcessGroup::SetPreemptionTarget(const std::string& name, double grace_s) {
+  preemption_target_ = name;
+  preemption_grace_s_ = grace_s;
+  preemption_forwarding = 1;
+}
+
+int ProcessGroup::ForwardPreemption() {
+  if (term_signals == 0 || preemption_target_.empty() || interrupted) return -1;
+  const double now = MonotonicSeconds();
+  if (preemption_forwarded_ == 0) {
+    preemption_forwarded_ = now;
+    if (Signal(preemption_target_, SIGTERM) < 0) {
+      Emit("launch",
+           "preemption notice (SIGTERM), but the " + preemption_target_ +
+               " is not running; stopping every process",
+           true);
+      StopAll();
+      return kPreemptedExitStatus;
+    }
+    Emit("launch",
+         "preemption notice (SIGTERM): passed to the " + preemption_target_ +
+             ", which checkpoints the job and ends it (a second SIGTERM or a SIGINT "
+             "stops every process at once)",
+         true);
+    return -1;
+  }
+  // The scheduler bounds its own wait by the grace; this bounds the launcher's.
+  if (now - preemption_forwarded_ < preemption_grace_s_ + kEndGraceSeconds + 10) return -1;
+  Emit("launch", "the job did not end within the preemption grace; stopping every process", true);
+  StopAll();
+  return kPreemptedExitStatus;
 }
 
 bool ProcessGroup::AnyRunning() const {
@@ -344,7 +406,10 @@ void ProcessGroup::StopAll(double grace_s) {
       // End of input first: an ssh child passes it on to its remote command.
       if (child.in_fd >= 0) close(child.in_fd);
       child.in_fd = -1;
+      // A keel role takes a lone SIGTERM as a preemption notice and goes on
+      // for a while; the SIGINT after it stops it at once.
       kill(child.pid, SIGTERM);
+      kill(child.pid, SIGINT);
       kill(child.pid, SIGCONT);  // a stopped child (fault injection) must see it
       any = true;
     }

@@ -70,9 +70,23 @@ class ProcessGroup {
   // with status 0, or if the observer says the job is over and the children
   // still running kEndGraceSeconds later were stopped (their exits do not
   // fail the group). If one fails (non-zero status or a signal), says which,
-  // stops the rest and returns 1. On SIGINT/SIGTERM stops all and returns
-  // 130. After `timeout_s` (0: none) stops all and returns 124.
+  // stops the rest and returns 1. On SIGINT (or SIGTERM without a preemption
+  // target) stops all and returns 130. After `timeout_s` (0: none) stops all
+  // and returns 124. A child that exits with kPreemptedExitStatus is no
+  // failure: the group then returns that status once the job is over.
   int Wait(double timeout_s);
+
+  // A first SIGTERM (a preemption notice) is passed to the child `name` (the
+  // scheduler), which checkpoints the job and ends it; Wait stops the rest if
+  // the job is not over within `grace_s` (plus a margin). A second SIGTERM or
+  // a SIGINT stops every child at once.
+  void SetPreemptionTarget(const std::string& name, double grace_s);
+  // Children started from now on start with SIGTERM blocked, for children
+  // that are keel roles: a role unblocks it once it takes a SIGTERM as a
+  // preemption notice (InstallPreemptionHandlers), so a notice sent while it
+  // starts (loading its libraries can take a second) waits instead of
+  // killing it. A SIGINT still stops such a child at once.
+  void DeferNotices() { defer_notices_ = true; }
 
   // Forwards output for up to `seconds`, returning early when `done()` is
   // true (checked between reads). Returns false if a child failed meanwhile.
@@ -116,6 +130,9 @@ class ProcessGroup {
   // first saw it, 0 before) and the grace has passed: stops the children
   // still running, naming them, and returns true.
   bool StoppedAfterTheEnd(double* over_since);
+  // After a SIGTERM: passes it to the preemption target once, and returns
+  // the status Wait should return (when the job overran the grace), else -1.
+  int ForwardPreemption();
 
   // One round: reads available output (up to `wait_ms`) and reaps exited
   // children. Returns the index of a child that failed, or -1.
@@ -127,9 +144,15 @@ class ProcessGroup {
   Observer* observer_ = nullptr;
   std::function<void(const std::string&, const std::string&)> line_handler_;
   Output output_;
+  std::string preemption_target_;
+  double preemption_grace_s_ = 0;
+  double preemption_forwarded_ = 0;  // MonotonicSeconds() of the forward; 0: none
+  bool preempted_ = false;           // a child exited with kPreemptedExitStatus
+  bool defer_notices_ = false;
 };
 
-// True once SIGINT or SIGTERM arrived (the group installs the handlers).
+// True once SIGINT arrived, or SIGTERM with nowhere to pass it as a
+// preemption notice, or a second SIGTERM (the group installs the handlers).
 bool Interrupted();
 
 // `argv` as execv and execvp take it: pointers to the strings, then a null.

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "cli/job_flags.h"
 #include "cli/launcher.h"
 #include "cli/metrics_flags.h"
+#include "cli/preemption_notice.h"
 #include "cli/progress_printer.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
@@ -77,7 +79,11 @@ std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& ben
                           FormatBenchCases(cases));
     }
   } catch (const std::exception& e) {  // keel::Error, and bad_alloc too: the report goes out
-    LOG(ERROR) << "worker " << node->rank() << ": " << e.what();
+    if (node->preempting()) {
+      LOG(WARNING) << "worker " << node->rank() << ": " << e.what();
+    } else {
+      LOG(ERROR) << "worker " << node->rank() << ": " << e.what();
+    }
     return e.what();
   }
   return "";
@@ -96,6 +102,20 @@ void StartOverIfRemoved(Node* node, const std::vector<std::string>& argv) {
     node->Stop();
     RejoinAsNewProcess(argv);
   }
+}
+
+// After a worker's job stopped with an error: if the job is being preempted
+// (this worker asked, was told to stop, or the scheduler ended the job),
+// waits for the scheduler's SHUTDOWN (within the grace) and returns whether
+// it said the job was preempted, logging the checkpoint it named.
+bool EndedByPreemption(Node* node) {
+  if (!node->preempting() && !node->shutdown_requested()) return false;
+  node->WaitForShutdown(FLAGS_preemption_grace + 10);
+  std::string checkpoint, uri;
+  if (!node->preempted(&checkpoint, &uri)) return false;
+  LOG(WARNING) << "worker " << node->rank() << ": "
+               << PreemptedLine(checkpoint, uri, "no checkpoint committed");
+  return true;
 }
 
 }  // namespace
@@ -121,6 +141,7 @@ KVBenchOptions CheckWorkerJobFlags() {
 }
 
 int RunScheduler() {
+  InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
   SchedulerOptions options = SchedulerOptionsFromFlags();
   CheckMetricsFlags();
   if (FLAGS_check_flags && FlagsOk()) return 0;
@@ -139,7 +160,17 @@ int RunScheduler() {
   }
   std::optional<ProgressPrinter> printer;
   if (FLAGS_progress_records) printer.emplace(&scheduler.progress(), &std::cout);
+  PreemptionWatch watch([&scheduler] { scheduler.Preempt("a SIGTERM to the scheduler"); });
   const int failed = scheduler.WaitForJob(1e9);
+  if (failed == Scheduler::kPreempted) {
+    const PreemptionOutcome outcome = scheduler.preemption();
+    // On standard error: `keel launch` shows it whatever its progress mode.
+    std::cerr << PreemptedLine(outcome.checkpoint, outcome.uri, outcome.note) << " (" << std::fixed
+              << std::setprecision(3) << outcome.seconds << " s after the notice)" << std::endl;
+    if (endpoint) endpoint->Stop();
+    scheduler.Stop();
+    return kPreemptedExitStatus;
+  }
   if (printer) printer->Finish(failed, options.checkpoint.uri);
   if (endpoint) endpoint->Stop();
   scheduler.Stop();
@@ -147,6 +178,7 @@ int RunScheduler() {
 }
 
 int RunServer(const std::vector<std::string>& argv) {
+  InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
   const OptimizerOptions optimizer = ServerOptimizerFromFlags();
   const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
   const auto tables = JobTablesFromFlags();
@@ -161,6 +193,7 @@ int RunServer(const std::vector<std::string>& argv) {
   auto endpoint = StartMetricsEndpoint(
       "server", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), ServerReady(&node, &*server));
   node.Start();
+  PreemptionWatch watch([&node] { node.RequestPreemption(); });
   while (!node.WaitForShutdown(1.0)) {
     if (const std::string failure = server->failure(); !failure.empty()) throw Error(failure);
     if (node.SecondsSinceScheduler() > FLAGS_scheduler_timeout) {
@@ -182,11 +215,14 @@ int RunServer(const std::vector<std::string>& argv) {
             << server->non_finite_pushes() << ", sequences out of window "
             << server->out_of_window_sequences() << "), repeated " << server->duplicate_pushes();
   endpoint.reset();
+  std::string checkpoint, uri;
+  const bool preempted = node.preempted(&checkpoint, &uri);
   node.Stop();
-  return 0;
+  return preempted ? kPreemptedExitStatus : 0;
 }
 
 int RunWorker(const std::vector<std::string>& argv) {
+  InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
   const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
   const RequestRetry retry = RequestRetryFromFlags();
@@ -201,7 +237,13 @@ int RunWorker(const std::vector<std::string>& argv) {
   auto endpoint = StartMetricsEndpoint(
       "worker", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), WorkerReady(&node));
   node.Start();
+  PreemptionWatch watch([&node] { node.RequestPreemption(); });
   const std::string error = RunWorkerJob(&node, &client, bench, &counters);
+  if (!error.empty() && EndedByPreemption(&node)) {
+    endpoint.reset();
+    node.Stop();
+    return kPreemptedExitStatus;
+  }
   if (!error.empty()) {
     endpoint.reset();  // a worker that starts over binds its port again
     StartOverIfRemoved(&node, argv);

@@ -204,12 +204,15 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
   SendAwaited("barrier " + std::to_string(barrier_id), request);
   std::unique_lock<std::mutex> lock(mutex_);
   const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    return barriers_released_.count(barrier_id) > 0 || stopped_ || removed_;
+    return barriers_released_.count(barrier_id) > 0 || stopped_ || removed_ || shutdown_;
   });
   awaiting_.erase("barrier " + std::to_string(barrier_id));
   if (!answered) {
     throw MakeError("barrier ", barrier_id, " (group ", group, ") not released within ", timeout_s,
                     " s");
+  }
+  if (shutdown_ && !barriers_released_.count(barrier_id)) {
+    throw MakeError("barrier ", barrier_id, ": the scheduler ended the job");
   }
   if (removed_ && !barriers_released_.count(barrier_id)) {
     throw MakeError("barrier ", barrier_id, ": this node left the cluster");
@@ -218,17 +221,18 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
 }
 
 void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer,
-                      bool final, double timeout_s) {
+                      bool final, double timeout_s, bool preempt) {
   Message request = Control(proto::CHECKPOINT);
   const uint64_t sequence = NextSequence();
   request.meta.set_sequence(sequence);
   *request.meta.mutable_cursor() = cursor;
   if (trainer) *request.meta.mutable_trainer() = *trainer;
   request.meta.set_final(final);
+  request.meta.set_preempt(preempt);
   SendAwaited("checkpoint " + std::to_string(sequence), request);
   std::unique_lock<std::mutex> lock(mutex_);
   const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_;
+    return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_ || shutdown_;
   });
   awaiting_.erase("checkpoint " + std::to_string(sequence));
   if (!answered) {
@@ -236,6 +240,9 @@ void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerSta
                     ": no answer from the scheduler within ", timeout_s, " s");
   }
   if (stopped_) throw MakeError("stopped while waiting for a checkpoint");
+  if (shutdown_ && !checkpoints_answered_.count(sequence)) {
+    throw MakeError("the scheduler ended the job while this worker waited for a checkpoint");
+  }
   if (!checkpoints_answered_.count(sequence)) throw MakeError("this node left the cluster");
   const std::string error = checkpoints_answered_[sequence];
   checkpoints_answered_.erase(sequence);
@@ -304,7 +311,7 @@ bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerC
   SendAwaited("orphans " + std::to_string(sequence), request);
   std::unique_lock<std::mutex> lock(mutex_);
   const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    return orphans_answered_.count(sequence) > 0 || stopped_ || removed_;
+    return orphans_answered_.count(sequence) > 0 || stopped_ || removed_ || shutdown_;
   });
   awaiting_.erase("orphans " + std::to_string(sequence));
   if (!answered) {
@@ -312,6 +319,9 @@ bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerC
                     " s");
   }
   if (stopped_) throw MakeError("stopped at the end of epoch ", epoch);
+  if (shutdown_ && !orphans_answered_.count(sequence)) {
+    throw MakeError("end of epoch ", epoch, ": the scheduler ended the job");
+  }
   if (!orphans_answered_.count(sequence)) throw MakeError("this node left the cluster");
   const proto::Meta answer = orphans_answered_[sequence];
   orphans_answered_.erase(sequence);
@@ -393,6 +403,18 @@ void Node::ReportDone(const std::string& error) {
   SendAwaited("done", report);
 }
 
+void Node::RequestPreemption() {
+  Message request = Control(proto::PREEMPT);
+  SendAwaited("preempt", request);  // sent again until answered (ResendOverdueLocked)
+}
+
+bool Node::preempted(std::string* checkpoint, std::string* uri) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *checkpoint = preempted_checkpoint_;
+  *uri = preempted_uri_;
+  return preempted_;
+}
+
 bool Node::WaitForShutdown(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
   return changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
@@ -422,7 +444,8 @@ TransportFaultCounts Node::transport_fault_counts() const {
 
 void Node::OnMessage(Message&& message) {
   const proto::Meta& meta = message.meta;
-  const bool control = meta.command() >= proto::REGISTER && meta.command() < proto::PUSH;
+  const bool control = (meta.command() >= proto::REGISTER && meta.command() < proto::PUSH) ||
+                       meta.command() == proto::PREEMPT;
   static_assert(proto::SNAPSHOT < proto::PUSH, "control commands come before data commands");
   if (!control) {  // data, or unknown: the data handler answers it
     OnData(std::move(message));
@@ -465,6 +488,7 @@ void Node::OnMessage(Message&& message) {
     case proto::CHECKPOINT: {
       std::lock_guard<std::mutex> lock(mutex_);
       if (Answered("checkpoint " + std::to_string(meta.sequence()))) {
+        if (meta.preempt()) preempt_checkpointed_ = true;
         checkpoints_answered_[meta.sequence()] = meta.error();
       } else {
         Answered("epoch done " + std::to_string(meta.sequence()));  // nothing waits for it
@@ -473,7 +497,18 @@ void Node::OnMessage(Message&& message) {
     }
     case proto::SHUTDOWN: {
       std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
+      if (meta.preempt()) {
+        preempted_ = true;
+        preempted_checkpoint_ = meta.checkpoint();
+        preempted_uri_ = meta.checkpoint_uri();
+      }
       shutdown_ = true;
+      break;
+    }
+    case proto::PREEMPT: {
+      std::lock_guard<std::mutex> lock(mutex_);
+      preempting_ = true;
+      Answered("preempt");
       break;
     }
     default:

@@ -170,8 +170,10 @@ class Node {
   // servers have copied their rows (`final`: once the checkpoint is committed).
   // Throws Error with the scheduler's reason if the checkpoint failed, or after
   // `timeout_s`.
+  // With `preempt`: the preemption checkpoint; the answer comes once it is
+  // committed. Throws Error too if the scheduler ends the job meanwhile.
   void Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer, bool final,
-                  double timeout_s);
+                  double timeout_s, bool preempt = false);
   // Worker: reports the end of its share of an epoch (no answer awaited).
   void ReportEpochDone(const proto::WorkerCursor& cursor);
 
@@ -184,6 +186,20 @@ class Node {
   // passes (false).
   bool WaitForShutdown(double timeout_s);
   bool shutdown_requested() const { return shutdown_.load(); }
+
+  // Tells the scheduler this node was told to go (a SIGTERM: the notice spot
+  // instances get before they go), so that it checkpoints the job and ends it.
+  // Sent again with every heartbeat until the scheduler answers. Idempotent.
+  void RequestPreemption();
+  // The scheduler answered a preemption request or (worker) ordered this node
+  // to stop for the preemption checkpoint.
+  bool preempting() const { return preempting_.load(); }
+  // Worker: the checkpoint it last stopped at was the preemption checkpoint
+  // (committed): it trains no further.
+  bool preempt_checkpointed() const { return preempt_checkpointed_.load(); }
+  // The job ended by preemption (the SHUTDOWN said so); `*uri` and the result
+  // name the checkpoint it committed ("" if none). False before the SHUTDOWN.
+  bool preempted(std::string* checkpoint, std::string* uri) const;
   // Seconds since the scheduler last answered a heartbeat.
   double SecondsSinceScheduler() const;
   // Seconds since the heartbeat loop last finished a round (whether or not
@@ -279,6 +295,8 @@ class Node {
   std::atomic<uint64_t> epoch_{0};
   std::atomic<uint64_t> next_sequence_{0};
   std::atomic<bool> shutdown_{false};
+  std::atomic<bool> preempting_{false};
+  std::atomic<bool> preempt_checkpointed_{false};
   std::atomic<bool> removed_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> last_scheduler_contact_ns_{0};
@@ -332,6 +350,9 @@ class Node {
   };
   std::map<std::string, Awaited> awaiting_;
   bool rejoining_ = false;
+  // The SHUTDOWN of a preempted job: the checkpoint it committed.
+  bool preempted_ = false;
+  std::string preempted_checkpoint_, preempted_uri_;
 
   std::thread heartbeat_thread_;
 };

@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include "base/error.h"
@@ -68,10 +69,12 @@ void CheckpointCoordinator::FillView(proto::ClusterView* view) const {
   view->set_resume_checkpoint(resume_id_);
 }
 
-void CheckpointCoordinator::Answer(int node, uint64_t sequence, const std::string& error) {
+void CheckpointCoordinator::Answer(int node, uint64_t sequence, const std::string& error,
+                                   bool preemption) {
   Message reply = ControlMessage(proto::CHECKPOINT);
   reply.meta.set_sequence(sequence);
   reply.meta.set_error(ValidUtf8(error));
+  reply.meta.set_preempt(preemption);
   send_(node, reply);
 }
 
@@ -125,23 +128,33 @@ void CheckpointCoordinator::OnMembership(const std::set<int>& workers, const std
 void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::set<int>& servers,
                                      int num_servers) {
   if (!copying_.empty() || ready_.empty() || workers.empty()) return;
+  // Once the preemption checkpoint began, no other: the job ends after it.
+  if (preempting_ && !preempt_id_.empty()) return;
   const Ready& first = ready_.begin()->second;
-  if (!AllAt(first, workers)) return;
-  const std::string id = CheckpointId(first.cursor.epoch(), first.cursor.batches());
+  const bool preemption = preempting_ && preempt_id_.empty() && !first.final;
+  if (!(preemption ? AllStoppedIn(first, workers) : AllAt(first, workers))) return;
+  const uint64_t batch = PointBatch(first, preemption);
+  const std::string id = CheckpointId(first.cursor.epoch(), batch);
   if (!last_committed_.empty() && id <= last_committed_) {
     // Resumed from this very point: it is on storage already.
-    for (const auto& [node, ready] : ready_) Answer(node, ready.sequence, "");
+    for (const auto& [node, ready] : ready_) Answer(node, ready.sequence, "", preemption);
     ready_.clear();
+    if (preemption) {
+      preempt_id_ = last_committed_;
+      preempt_over_ = true;
+    }
     return;
   }
+  if (preemption) preempt_id_ = id;
   Writing& writing = writing_[id];
   writing.started = MonotonicSeconds();
-  FillManifest(id, first, workers, num_servers, &writing.manifest);
-  TakeWaiters(&writing);
+  FillManifest(id, first, batch, workers, num_servers, &writing.manifest);
+  TakeWaiters(&writing, preemption);
   copying_ = id;
   copies_left_ = servers;
   writing.servers_left = servers;
-  LOG(INFO) << "checkpoint " << id << ": servers copy their rows";
+  LOG(INFO) << "checkpoint " << id << (preemption ? " (preemption)" : "")
+            << ": servers copy their rows";
   for (int server : servers) {
     Message request;
     request.meta.set_command(proto::SNAPSHOT);
@@ -149,6 +162,34 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
     request.meta.set_checkpoint_uri(options_.uri);
     send_(server, request);
   }
+}
+
+bool CheckpointCoordinator::AllStoppedIn(const Ready& point, const std::set<int>& workers) const {
+  const int epoch = point.cursor.epoch();
+  for (int worker : workers) {
+    auto ready = ready_.find(worker);
+    if (ready != ready_.end()) {
+      if (ready->second.cursor.epoch() != epoch || ready->second.final) return false;
+      continue;
+    }
+    auto done = finished_.find(worker);
+    if (done == finished_.end() || done->second.epoch() != epoch) return false;
+  }
+  return true;
+}
+
+uint64_t CheckpointCoordinator::PointBatch(const Ready& first, bool preemption) const {
+  uint64_t batch = first.cursor.batches();
+  if (!preemption) return batch;
+  for (const auto& [node, ready] : ready_) batch = std::max(batch, ready.cursor.batches());
+  return batch;
+}
+
+bool CheckpointCoordinator::PreemptionOver(std::string* id, std::string* error) const {
+  if (!preempt_over_) return false;
+  *id = preempt_error_.empty() ? preempt_id_ : "";
+  *error = preempt_error_;
+  return true;
 }
 
 bool CheckpointCoordinator::AllAt(const Ready& point, const std::set<int>& workers) const {
@@ -171,13 +212,13 @@ bool CheckpointCoordinator::AllAt(const Ready& point, const std::set<int>& worke
   return true;
 }
 
-void CheckpointCoordinator::FillManifest(const std::string& id, const Ready& point,
+void CheckpointCoordinator::FillManifest(const std::string& id, const Ready& point, uint64_t batch,
                                          const std::set<int>& workers, int num_servers,
                                          proto::CheckpointManifest* manifest) const {
   manifest->set_format_version(1);
   manifest->set_id(id);
   manifest->set_epoch(point.cursor.epoch());
-  manifest->set_batch(point.cursor.batches());
+  manifest->set_batch(batch);
   manifest->set_final(point.final);
   manifest->set_created(UtcTimestamp());
   manifest->set_num_servers(num_servers);
@@ -186,13 +227,18 @@ void CheckpointCoordinator::FillManifest(const std::string& id, const Ready& poi
   *manifest->mutable_trainer() = trainer_;
   for (int worker : workers) {
     auto ready = ready_.find(worker);
-    *manifest->add_workers() = ready != ready_.end() ? ready->second.cursor : finished_.at(worker);
+    proto::WorkerCursor* cursor = manifest->add_workers();
+    *cursor = ready != ready_.end() ? ready->second.cursor : finished_.at(worker);
+    // A finished share is its minibatches and examples like any other: the
+    // resumed worker skips them and counts them (a cursor marked done would
+    // be skipped without its examples counting towards the epoch).
+    cursor->set_epoch_done(false);
   }
 }
 
-void CheckpointCoordinator::TakeWaiters(Writing* writing) {
+void CheckpointCoordinator::TakeWaiters(Writing* writing, bool preemption) {
   for (const auto& [node, ready] : ready_) {
-    if (ready.final) {
+    if (ready.final || preemption) {
       writing->final_waiters[node] = ready.sequence;
     } else {
       copy_waiters_[node] = ready.sequence;
@@ -255,8 +301,15 @@ void CheckpointCoordinator::FinishCommit(const std::string& id, const std::strin
     ++stats_.abandoned;
     LOG(ERROR) << "checkpoint " << id << " abandoned: " << error;
   }
-  for (const auto& [worker, sequence] : writing.final_waiters) Answer(worker, sequence, error);
-  writing_.erase(found);
+  const bool preemption = id == preempt_id_;
+  if (preemption) {
+    preempt_over_ = true;
+    preempt_error_ = error;
+  }
+  for (const auto& [worker, sequence] : writing.final_waiters) {
+    Answer(worker, sequence, error, preemption);
+  }
+  writing_.erase(found);  // `error` may be its own: not used after this
 }
 
 void CheckpointCoordinator::CommitLoop() {

@@ -11,6 +11,12 @@
 // final checkpoint's workers are answered only once it is committed, so a
 // finished job has its checkpoint.
 //
+// Preemption (Preempt): workers stop after the minibatch they have in flight,
+// each at its own minibatch, and the next checkpoint (the preemption
+// checkpoint) takes every live worker where it stopped, or where its share of
+// the epoch ended. Its workers are answered only once it is committed: the
+// job ends after it.
+//
 // All methods but the constructor, Start and Stop are called with the
 // scheduler's lock held; the commit thread calls back `committed` without any
 // lock of the coordinator's held.
@@ -84,6 +90,13 @@ class CheckpointCoordinator {
     return enabled() ? last_committed_ : "";
   }
   const CheckpointStats& stats() const { return stats_; }
+
+  // Starts the preemption: the next checkpoint (not the job's final one) is
+  // the preemption checkpoint, taken where each worker stopped. Idempotent.
+  void Preempt() { preempting_ = true; }
+  // The preemption checkpoint was committed (true, `*id` its id) or
+  // abandoned (true, `*id` "" and `*error` why); false while neither.
+  bool PreemptionOver(std::string* id, std::string* error) const;
   // Checkpoints copied but not yet committed or abandoned.
   bool busy() const { return !writing_.empty(); }
   // Each commit (or abandoned checkpoint) is recorded in `timeline` as a
@@ -110,13 +123,23 @@ class CheckpointCoordinator {
   // Whether each of `workers` is ready at `point`, or (not for the final
   // checkpoint) finished its share of that epoch before it.
   bool AllAt(const Ready& point, const std::set<int>& workers) const;
-  void FillManifest(const std::string& id, const Ready& point, const std::set<int>& workers,
-                    int num_servers, proto::CheckpointManifest* manifest) const;
-  // The ready workers wait: for the copy, or (final) for the commit.
-  void TakeWaiters(Writing* writing);
+  // Preemption: whether each of `workers` stopped in `point`'s epoch (at any
+  // minibatch) or finished its share of it.
+  bool AllStoppedIn(const Ready& point, const std::set<int>& workers) const;
+  // The checkpoint's minibatch: `first`'s, or for the preemption checkpoint
+  // the furthest any ready worker went.
+  uint64_t PointBatch(const Ready& first, bool preemption) const;
+  void FillManifest(const std::string& id, const Ready& point, uint64_t batch,
+                    const std::set<int>& workers, int num_servers,
+                    proto::CheckpointManifest* manifest) const;
+  // The ready workers wait: for the copy, or (final, or `preemption`) for
+  // the commit.
+  void TakeWaiters(Writing* writing, bool preemption);
   // Every server copied its rows: the workers waiting for the copy go on.
   void ReleaseCopyWaiters();
-  void Answer(int node, uint64_t sequence, const std::string& error);
+  // `preemption`: the answer is the preemption checkpoint's (the worker
+  // stops training).
+  void Answer(int node, uint64_t sequence, const std::string& error, bool preemption = false);
   void CommitLoop();
 
   CheckpointOptions options_;
@@ -135,6 +158,12 @@ class CheckpointCoordinator {
   std::set<int> copies_left_;
   std::map<int, uint64_t> copy_waiters_;  // node -> request sequence
   std::map<std::string, Writing> writing_;
+  // Preemption: started; the preemption checkpoint's id once it began; its
+  // end (committed, or abandoned with `preempt_error_`).
+  bool preempting_ = false;
+  std::string preempt_id_;
+  bool preempt_over_ = false;
+  std::string preempt_error_;
 
   // The commit thread's queue.
   std::mutex queue_mutex_;

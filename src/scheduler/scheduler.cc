@@ -55,6 +55,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
       [this](const std::string& id, const std::string& error) {
         std::lock_guard<std::mutex> lock(mutex_);
+        if (!checkpoints_) return;  // Stop took it: the job is over
         checkpoints_->FinishCommit(id, error);
         changed_.notify_all();
       });
@@ -94,7 +95,15 @@ void Scheduler::Stop() {
   }
   changed_.notify_all();
   if (monitor_thread_.joinable()) monitor_thread_.join();
-  checkpoints_.reset();  // its commit thread calls back into this object
+  // Its commit thread calls back into this object: it is taken under the
+  // lock (a commit still in flight, as after a preemption, finds it gone)
+  // and destroyed, joining that thread, outside it.
+  std::unique_ptr<CheckpointCoordinator> checkpoints;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    checkpoints = std::move(checkpoints_);
+  }
+  checkpoints.reset();
   probes_->Stop();
   if (suspects_) suspects_->Stop();
   van_.Stop();
@@ -166,9 +175,24 @@ void Scheduler::Reject(const proto::Meta& meta, const std::string& why) {
 
 int Scheduler::WaitForJob(double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
-  const bool done = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                                      [this] { return JobOver() && !checkpoints_->busy(); });
-  if (!done) return -1;
+  const double deadline = MonotonicSeconds() + timeout_s;
+  while (true) {
+    const double now = MonotonicSeconds();
+    if (JobOver() && !checkpoints_->busy()) break;
+    if (preempt_noticed_ > 0 && PreemptionOver(now)) {
+      ShutDownNodes();
+      return kPreempted;
+    }
+    if (now >= deadline) return -1;
+    if (preempt_noticed_ > 0 && now - preempt_ordered_ >= kPreemptOrderInterval) {
+      OrderWorkersToStop();
+      preempt_ordered_ = now;
+    }
+    // A preemption is checked at least every kPreemptOrderInterval: its grace
+    // passes with time.
+    changed_.wait_for(
+        lock, std::chrono::duration<double>(std::min(kPreemptOrderInterval, deadline - now)));
+  }
   int succeeded = 0;
   for (const auto& [id, error] : done_) succeeded += error.empty();
   const int failed = CountFailures(succeeded);
@@ -212,6 +236,11 @@ void Scheduler::ShutDownNodes() {
   shut_down_ = true;  // the nodes exit now: their connections closing is no news
   for (const auto& [id, member] : members_) {
     Message shutdown = ControlMessage(proto::SHUTDOWN);
+    if (preemption_.preempted) {
+      shutdown.meta.set_preempt(true);
+      shutdown.meta.set_checkpoint(preemption_.checkpoint);
+      shutdown.meta.set_checkpoint_uri(preemption_.uri);
+    }
     SendTo(id, shutdown);
   }
 }
@@ -283,6 +312,7 @@ void Scheduler::SendTo(int node_id, Message& message) {
 void Scheduler::OnMessage(Message&& message) {
   const proto::Meta& meta = message.meta;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;  // the job is over (and the coordinator may be gone)
   if (meta.command() == proto::REGISTER) {
     OnRegister(message);
     return;
@@ -334,6 +364,9 @@ void Scheduler::OnMessage(Message&& message) {
       break;
     case proto::PROGRESS:
       OnProgress(meta, member);
+      break;
+    case proto::PREEMPT:
+      OnPreempt(meta, member);
       break;
     default:
       LOG(WARNING) << "ignored " << Describe(meta) << ": not a scheduler command";

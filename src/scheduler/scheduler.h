@@ -81,6 +81,19 @@ struct SchedulerOptions {
   // checkpoints go to its timeline/scheduler.jsonl too (io/timeline_writer.h);
   // "" for none.
   std::string model_dir;
+  // Preemption: how long the preemption checkpoint may take to commit after
+  // the notice before the job ends without it.
+  double preemption_grace_s = 90;
+};
+
+// How a preempted job ended.
+struct PreemptionOutcome {
+  bool preempted = false;  // the job ended by preemption
+  std::string checkpoint;  // the checkpoint committed for it ("": none)
+  std::string uri;         // its store
+  double seconds = 0;      // from the notice to the commit (or to the end)
+  // Why there is no checkpoint, and the latest usable one ("" with one).
+  std::string note;
 };
 
 // The largest frame the scheduler accepts: its messages (registrations,
@@ -144,9 +157,20 @@ class Scheduler {
   // Blocks until every worker has reported done and every checkpoint copied
   // is committed or abandoned, tells every node to shut down, and returns the
   // number of workers that reported a failure. Returns -1 if `timeout_s`
-  // passes first.
+  // passes first, kPreempted if the job was preempted (see preemption()).
   int WaitForJob(double timeout_s);
+  static constexpr int kPreempted = -2;
   void Stop();
+
+  // Starts the preemption (`who` sent the notice, for the log); idempotent.
+  // With checkpoints on, every worker stops after the minibatch it has in
+  // flight and the job ends once that checkpoint is committed, or after
+  // preemption_grace_s without it; with none, the job ends at once. Either
+  // way WaitForJob tells every node to shut down and returns kPreempted.
+  void Preempt(const std::string& who);
+  // How the preemption ended (preempted false before WaitForJob returned
+  // kPreempted).
+  PreemptionOutcome preemption() const;
 
   // The current view (epoch 0 until every expected node has registered).
   proto::ClusterView view() const;
@@ -188,12 +212,24 @@ class Scheduler {
   bool TakeOnce(const proto::Meta& meta);
   void SendTo(int node_id, Message& message);
 
+  // Preemption (preemption.cc).
+  void PreemptLocked(const std::string& who);
+  // A node's preemption notice: answered, then the preemption starts.
+  void OnPreempt(const proto::Meta& meta, const Member& member);
+  // Orders every live worker to stop for the preemption checkpoint (again:
+  // control messages are not resent by the transport).
+  void OrderWorkersToStop();
+  // Whether the preemption is over: its checkpoint committed or abandoned,
+  // the grace ran out, or checkpoints are off. Fills preemption_ then.
+  bool PreemptionOver(double now);
+
   // The end of the job (scheduler.cc).
   bool JobOver() const;
   // Logs the workers that failed or left unreplaced; returns how many count
   // as failures (one that left counts only if none of the workers succeeded:
   // `succeeded` of them did).
   int CountFailures(int succeeded) const;
+  // Tells every node to shut down (with preemption_: the job was preempted).
   void ShutDownNodes();
 
   // The view (scheduler.cc).
@@ -307,6 +343,13 @@ class Scheduler {
   uint64_t rejected_ = 0;                          // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
+
+  // Preemption (preemption.cc).
+  double preempt_noticed_ = 0;  // MonotonicSeconds() of the notice; 0: none
+  double preempt_ordered_ = 0;  // ... of the last order to the workers to stop
+  // How often the workers are ordered again to stop (and the grace checked).
+  static constexpr double kPreemptOrderInterval = 0.5;
+  PreemptionOutcome preemption_;
 };
 
 }  // namespace keel

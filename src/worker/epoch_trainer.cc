@@ -167,6 +167,7 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
   const double reading_seconds =
       pass->result.resumed_examples > 0 ? 0 : MonotonicSeconds() - pass->begin;
   node_->SetProgress(CursorOf(pass->result, pass->epoch, pass->batches), reading_seconds);
+  if (node_->preempting() || node_->shutdown_requested()) StopForPreemption(pipeline, pass);
   if (pass->checkpoint_every > 0 &&
       pass->batches % static_cast<uint64_t>(pass->checkpoint_every) == 0) {
     // Every push so far applied, none after: the servers copy this state.
@@ -181,6 +182,25 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
         pass->epoch, result.examples - result.resumed_examples,
         result.examples ? result.losses[0] / static_cast<double>(result.examples) : 0);
   }
+}
+
+void EpochTrainer::StopForPreemption(MinibatchPipeline* pipeline, Pass* pass) {
+  if (checkpoints() && !node_->shutdown_requested()) {
+    // Every push so far applied: the checkpoint holds this worker's
+    // minibatches up to here. It stops counting for the staleness gate, so
+    // that workers held behind it can finish their minibatch in flight too.
+    pipeline->WaitForPushes();
+    client_->AnnounceClock(kLeaveClock, /*wait=*/true);
+    LOG(WARNING) << "worker " << node_->rank() << " stops for the preemption checkpoint at epoch "
+                 << pass->epoch << " minibatch " << pass->batches;
+    node_->Checkpoint(CursorOf(pass->result, pass->epoch, pass->batches),
+                      node_->rank() == 0 ? state_ : nullptr, /*final=*/false, kBarrierTimeoutS,
+                      /*preempt=*/true);
+  }
+  // No checkpoint to wait for (none is possible, or the job is over): what
+  // is in flight is dropped (TrainBatches cancels it).
+  throw MakeError("preempted: worker ", node_->rank(), " stopped at epoch ", pass->epoch,
+                  " after minibatch ", pass->batches);
 }
 
 void EpochTrainer::CountBatch(const PreparedBatch& batch, const Pass& pass) const {

@@ -100,6 +100,11 @@ class EpochTrainer {
   // stops at a checkpoint point, and logs a progress line when due.
   void AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pipeline, Pass* pass);
   void LogProgress(Pass* pass) const;
+  // The job is being preempted (or was ended): with checkpoints on (and the
+  // job not over yet) this worker stops for the preemption checkpoint once
+  // its pushes are applied; either way it then throws Error: it trains no
+  // further.
+  [[noreturn]] void StopForPreemption(MinibatchPipeline* pipeline, Pass* pass);
   // A minibatch of `epoch` of `rows` examples computed: checks the health
   // rules (throws Error when one fires), then adds its `losses` (summed, per
   // model) and `gradients` to `*result`.

@@ -88,6 +88,10 @@ proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state) {
 void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
                        const proto::TrainerState& state, bool final) {
   node->Checkpoint(cursor, node->rank() == 0 ? &state : nullptr, final, kBarrierTimeoutS);
+  if (node->preempt_checkpointed()) {
+    throw MakeError("preempted: worker ", node->rank(), " stopped at epoch ", cursor.epoch(),
+                    " after minibatch ", cursor.batches(), " (the preemption checkpoint's point)");
+  }
 }
 
 }  // namespace keel

@@ -32,7 +32,8 @@ proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state);
 
 // Stops at a checkpoint point at `cursor`; worker 0 brings the job's `state`
 // (`final`: the job's last checkpoint). Blocks until the scheduler answers;
-// throws Error if the checkpoint failed.
+// throws Error if the checkpoint failed, or if it was the preemption
+// checkpoint (the worker stops training).
 void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
                        const proto::TrainerState& state, bool final);
 

@@ -1,0 +1,139 @@
+// CheckpointCoordinator's preemption checkpoint, in one process: the
+// scheduler's side driven by hand (workers' CHECKPOINT messages, servers'
+// SNAPSHOT replies), with a real checkpoint store in a temporary folder.
+#include "scheduler/checkpoint_coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+constexpr int kServer = 10;
+const std::set<int> kWorkers = {1, 2};  // node ids; ranks 0 and 1
+const std::set<int> kServers = {kServer};
+
+class PreemptionCheckpoint : public testing::TempFolderTest {
+ public:
+  PreemptionCheckpoint()
+      : coordinator_(
+            CheckpointOptions{"file://" + folder_ + "/ckpt", /*every=*/100, 0, ""},
+            [this](int node, Message& message) {
+              sent_.push_back({node, message.meta});
+            },
+            [this](const std::string& id, const std::string& error) {
+              std::lock_guard<std::mutex> lock(mutex_);
+              committed_[id] = error;
+              changed_.notify_all();
+            }) {}
+
+  // Worker `node` (rank node - 1) stops at `batches` of epoch 2.
+  void Stop(int node, uint64_t batches, bool preempt) {
+    proto::Meta meta;
+    meta.set_sequence(100 + node);
+    meta.mutable_cursor()->set_epoch(2);
+    meta.mutable_cursor()->set_batches(batches);
+    meta.mutable_cursor()->set_examples(batches * 20);
+    meta.set_preempt(preempt);
+    coordinator_.OnWorker(node, node - 1, meta, kWorkers, kServers, 1);
+  }
+  // The server copied the rows of `id` (reply), then wrote them (report).
+  void ServerCopies(const std::string& id) {
+    proto::Meta copied;
+    copied.set_response(true);
+    copied.set_checkpoint(id);
+    coordinator_.OnServer(kServer, copied);
+  }
+  void ServerWrites(const std::string& id) {
+    proto::Meta written;
+    written.set_checkpoint(id);
+    written.mutable_file()->set_name("server-0.snap");
+    written.mutable_file()->set_bytes(64);  // what a manifest may name (the file is not read)
+    written.mutable_file()->set_checksum("0123456789abcdef");
+    coordinator_.OnServer(kServer, written);
+  }
+  // Waits for the commit thread, then finishes the commit as the scheduler does.
+  void AwaitCommit(const std::string& id) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ASSERT_TRUE(changed_.wait_for(lock, std::chrono::seconds(30),
+                                  [&] { return committed_.count(id) > 0; }));
+    const std::string error = committed_[id];
+    lock.unlock();
+    coordinator_.FinishCommit(id, error);
+  }
+  // The messages sent so far with `command`, by node.
+  std::multimap<int, proto::Meta> Sent(proto::Command command) const {
+    std::multimap<int, proto::Meta> found;
+    for (const auto& [node, meta] : sent_) {
+      if (meta.command() == command) found.emplace(node, meta);
+    }
+    return found;
+  }
+
+ protected:
+  std::vector<std::pair<int, proto::Meta>> sent_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::string> committed_;
+  CheckpointCoordinator coordinator_;
+};
+
+TEST_F(PreemptionCheckpoint, TakesEachWorkerWhereItStoppedAndAnswersOnlyOnceCommitted) {
+  coordinator_.Preempt();
+  Stop(1, 37, /*preempt=*/true);
+  EXPECT_TRUE(Sent(proto::SNAPSHOT).empty()) << "worker 2 has not stopped yet";
+  Stop(2, 35, /*preempt=*/true);
+  const std::string id = CheckpointId(2, 37);  // the furthest worker's minibatch
+  ASSERT_EQ(Sent(proto::SNAPSHOT).size(), 1u);
+  EXPECT_EQ(Sent(proto::SNAPSHOT).begin()->second.checkpoint(), id);
+
+  ServerCopies(id);
+  EXPECT_TRUE(Sent(proto::CHECKPOINT).empty()) << "the workers wait for the commit, not the copy";
+  std::string committed, error;
+  EXPECT_FALSE(coordinator_.PreemptionOver(&committed, &error));
+
+  ServerWrites(id);
+  AwaitCommit(id);
+  ASSERT_TRUE(coordinator_.PreemptionOver(&committed, &error));
+  EXPECT_EQ(committed, id);
+  EXPECT_EQ(error, "");
+  const auto answers = Sent(proto::CHECKPOINT);
+  ASSERT_EQ(answers.size(), 2u);
+  for (const auto& [node, meta] : answers) {
+    EXPECT_TRUE(meta.preempt()) << "node " << node;
+    EXPECT_EQ(meta.error(), "");
+  }
+  const proto::CheckpointManifest manifest =
+      CheckpointStore("file://" + folder_ + "/ckpt").ReadManifest(id);
+  ASSERT_EQ(manifest.workers_size(), 2);
+  std::map<int, uint64_t> batches;
+  for (const auto& cursor : manifest.workers()) batches[cursor.rank()] = cursor.batches();
+  EXPECT_EQ(batches, (std::map<int, uint64_t>{{0, 37}, {1, 35}}));
+}
+
+TEST_F(PreemptionCheckpoint, AWorkerAtAPeriodicPointCountsAsStoppedAndNoCheckpointFollows) {
+  coordinator_.Preempt();
+  Stop(1, 100, /*preempt=*/false);  // at the periodic point when the order came
+  Stop(2, 64, /*preempt=*/true);
+  const std::string id = CheckpointId(2, 100);
+  ASSERT_EQ(Sent(proto::SNAPSHOT).size(), 1u);
+  ServerCopies(id);
+  ServerWrites(id);
+  AwaitCommit(id);
+  // Workers stopping again find no checkpoint taken: the job ends after this one.
+  Stop(1, 101, /*preempt=*/true);
+  Stop(2, 65, /*preempt=*/true);
+  EXPECT_EQ(Sent(proto::SNAPSHOT).size(), 1u);
+}
+
+}  // namespace
+}  // namespace keel
