@@ -41,6 +41,29 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
   EXPECT_EQ(report.at("keys_checked"), "4096");
 }
 
+// The scheduler stopped (SIGSTOP) for longer than the heartbeat timeout: the
+// heartbeats sent meanwhile wait unread, so when it runs again no node may
+// count as silent. (It used to remove every node at once, both servers of a
+// replicated range among them, and the range started over empty.)
+TEST_F(ExactSumFaults, ASchedulerStoppedPastTheHeartbeatTimeoutRemovesNoNode) {
+  const std::string model_dir = folder_ + "/run";
+  const std::string log = folder_ + "/events.jsonl";
+  const std::string membership = folder_ + "/membership.jsonl";
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
+       "--epochs=4", "--exact_sum_minibatches=2500", "--heartbeat_interval=0.25",
+       "--heartbeat_timeout=1", "--model_dir=" + model_dir, "--membership_log=" + membership,
+       "--faults=stop:scheduler@2s+2.5s", "--event_log=" + log},
+      240);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  ASSERT_EQ(testing::EventsNamed(log, "continue").size(), 1u) << exit.output;
+  EXPECT_TRUE(testing::EventsNamed(membership, "leave").empty())
+      << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(exit.output, "the scheduler did not run for")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
+}
+
 TEST_F(ExactSumFaults, AServerRestartedWithoutReplicasLosesItsRangeAndTheJobSaysSo) {
   const std::string model_dir = folder_ + "/run";
   const std::string log = folder_ + "/events.jsonl";
