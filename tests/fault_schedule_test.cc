@@ -84,6 +84,41 @@ TEST(FaultSchedule, ALaterTransportItemOverridesAnEarlierOne) {
   EXPECT_EQ(schedule.TransportFlags("worker", 1), (std::vector<std::string>{"--drop_rate=0.25"}));
 }
 
+TEST(FaultSchedule, TheSchedulerIsNamedWithoutARankForKillStopAndRestart) {
+  const FaultSchedule schedule =
+      Parse("kill:scheduler@2s,restart:scheduler@3s,stop:scheduler@5s+1s");
+  ASSERT_EQ(schedule.items.size(), 3u);
+  for (const FaultItem& item : schedule.items) {
+    EXPECT_EQ(item.role, "scheduler");
+    EXPECT_EQ(item.rank, 0);
+  }
+  EXPECT_EQ(schedule.items[0].action, FaultAction::kKill);
+  EXPECT_DOUBLE_EQ(schedule.items[1].at_s, 3);
+  EXPECT_DOUBLE_EQ(schedule.items[2].duration_s, 1);
+}
+
+TEST(FaultSchedule, APartitionNamesTwoGroupsOfProcessesWhoseCommasDoNotEndTheItem) {
+  const FaultSchedule schedule = Parse(
+      "kill:server:0@1s,partition:server:0|worker:0,worker:2,scheduler@5s+3s,"
+      "stop:worker:1@2s+1s");
+  ASSERT_EQ(schedule.items.size(), 3u);
+  const FaultItem& partition = schedule.items[1];
+  EXPECT_EQ(partition.action, FaultAction::kPartition);
+  EXPECT_EQ(partition.side_a, (std::vector<std::string>{"server 0"}));
+  EXPECT_EQ(partition.side_b, (std::vector<std::string>{"worker 0", "worker 2", "scheduler"}));
+  EXPECT_DOUBLE_EQ(partition.at_s, 5);
+  EXPECT_DOUBLE_EQ(partition.duration_s, 3);
+  EXPECT_EQ(partition.text, "partition:server:0|worker:0,worker:2,scheduler@5s+3s");
+  EXPECT_EQ(schedule.FirstPartition(), &partition);
+  EXPECT_EQ(schedule.items[2].action, FaultAction::kStop);
+}
+
+TEST(FaultSchedule, APartitionIsNoTransportFlag) {
+  const FaultSchedule schedule = Parse("partition:server:0|server:1@1s+1s");
+  EXPECT_TRUE(schedule.TransportFlags("server", 0).empty());
+  EXPECT_EQ(Parse("kill:server:0@1s").FirstPartition(), nullptr);
+}
+
 // Each bad spec is refused with the item's position, its text, and the problem.
 struct BadSpec {
   std::string spec;
@@ -132,7 +167,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"delay:worker:1=5ms~x", "jitter 'x'"},
         BadSpec{"kill:server:1@-2s", "time '-2s' is negative"},
         BadSpec{"kill:server:1@5s,,stop:worker:0@1s+1s", "item 2 is empty"},
-        BadSpec{"kill:server:1@5s,", "item 2 is empty"}));
+        BadSpec{"kill:server:1@5s,", "item 2 is empty"},
+        BadSpec{"kill:scheduler:0@5s", "the scheduler has no rank: kill:scheduler@WHEN"},
+        BadSpec{"drop:scheduler=1%", "the scheduler sends no data messages"},
+        BadSpec{"kill:scheduler", "expected kill:ROLE:WHO@WHEN or kill:scheduler@WHEN"},
+        BadSpec{"partition:server:0@1s+1s", "expected partition:GROUP|GROUP@TIME+DURATION"},
+        BadSpec{"partition:server:0|worker:0@1s", "a partition needs a duration"},
+        BadSpec{"partition:server:0|server:0@1s+1s", "server 0 is on both sides"},
+        BadSpec{"partition:server:0|@1s+1s", "a partition's group is empty"},
+        BadSpec{"partition:server:0|worker:5@1s+1s", "there is no worker 5"},
+        BadSpec{"partition:server:*|worker:0@1s+1s", "name each process of a group"},
+        BadSpec{"partition:server:0|sever:1@1s+1s", "'sever:1' is not a process"},
+        BadSpec{"partition:server:0,server:0|worker:0@1s+1s", "'server:0' is named twice"},
+        BadSpec{"partition:server:0|worker:0@1s+0s", "a partition needs a positive duration"}));
 
 }  // namespace
 }  // namespace keel

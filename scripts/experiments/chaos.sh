@@ -31,7 +31,7 @@
 #   WINDOW       faults fall in [2 s, WINDOW s] after the launch (default 15)
 #   ROWS, FEATURES, EPOCHS   training data and epochs (default 200000, 20000, 6)
 #   SUM_EPOCHS, SUM_MINIBATCHES   exact_sum's --epochs and --exact_sum_minibatches
-#                (default 8 and 300)
+#                (default 12 and 1200)
 #   HB_TIMEOUT   scheduler --heartbeat_timeout (default 2; heartbeats every 0.25 s)
 #   JOB_TIMEOUT  keel launch --timeout for each job (default 240 s)
 #   CKPT_EVERY   REPLICATION=0 training: minibatches per worker between checkpoints (default 100)
@@ -47,8 +47,8 @@ window="${WINDOW:-15}"
 rows="${ROWS:-200000}"
 features="${FEATURES:-20000}"
 epochs="${EPOCHS:-6}"
-sum_epochs="${SUM_EPOCHS:-8}"
-sum_minibatches="${SUM_MINIBATCHES:-300}"
+sum_epochs="${SUM_EPOCHS:-12}"
+sum_minibatches="${SUM_MINIBATCHES:-1200}"
 hb_timeout="${HB_TIMEOUT:-2}"
 job_timeout="${JOB_TIMEOUT:-240}"
 ckpt_every="${CKPT_EVERY:-100}"
