@@ -2,12 +2,13 @@
 """Random fault schedules for scripts/experiments/chaos.sh, each run's outcome,
 and the table and plot of a whole experiment.
 
-  chaos.py schedule SEED REPLICATION WINDOW [SCHEDULER]
+  chaos.py schedule SEED REPLICATION WINDOW [SCHEDULER [PARTITIONS]]
       the schedule of seed SEED as shell assignments (servers=, workers=,
       faults=, down=): 2-3 servers, 2 workers, 3-8 fault items at random
       times in [2 s, WINDOW s] of the launch (kill then restart, stop with a
       duration, restart; of servers, workers and, when SCHEDULER is 1, the
-      scheduler; drops and delays of one process's outgoing data messages).
+      scheduler; drops and delays of one process's outgoing data messages;
+      when PARTITIONS is 1, one process cut from all the others for a while).
       With REPLICATION 1 or more, servers are down one at a time: each server
       fault holds a down-interval (from the fault until its process is back
       plus RECOVERY_S for the view change and the range copy) and no two
@@ -40,11 +41,12 @@ SCHEDULER_RECOVERY_S = 3.0
 
 
 class Generator:
-    def __init__(self, seed, replication, window, scheduler):
+    def __init__(self, seed, replication, window, scheduler, partitions=False):
         self.rng = random.Random(seed)
         self.replication = replication
         self.window = window
         self.scheduler = scheduler
+        self.partitions = partitions
         self.servers = self.rng.choice([2, 3])
         self.workers = 2
         self.items = []  # (time or None, text)
@@ -95,11 +97,41 @@ class Generator:
         jitter = self.rng.choice([0, delay / 2])
         return [(None, "delay:%s:%d=%gms~%gms" % (role, rank, delay, jitter))]
 
+    def partition_fault(self, room):
+        """One process cut from all the others for 0.5-4 s; a server cut off is down."""
+        roles = ["server", "worker"] + (["scheduler"] if self.scheduler else [])
+        role = self.rng.choice(roles)
+        rank = 0 if role == "scheduler" else self.rng.randrange(
+            self.servers if role == "server" else self.workers)
+        gap = round(self.rng.uniform(0.5, 4.0), 1)
+        t = round(self.rng.uniform(2.0, self.window - gap), 1)
+        margin = RECOVERY_S if role == "server" else 1.0
+        interval = (t, t + gap + margin)
+        name = "%s:%s" % (role, rank)
+        if not self.free(self.busy.get(name, []), *interval):
+            return []
+        if role == "server" and not self.free(self.server_busy, *interval):
+            return []
+        self.busy.setdefault(name, []).append(interval)
+        if role == "server":
+            self.server_busy.append(interval)
+            self.down_servers.add(rank)
+        everyone = (["scheduler"] if self.scheduler else []) + \
+            ["server:%d" % r for r in range(self.servers)] + \
+            ["worker:%d" % r for r in range(self.workers)]
+        alone = "scheduler" if role == "scheduler" else name
+        others = ",".join(p for p in everyone if p != alone)
+        return [(t, "partition:%s|%s@%gs+%gs" % (alone, others, t, gap))]
+
     def one(self, room):
         kinds = ["server", "server", "worker", "worker", "transport"]
         if self.scheduler:
             kinds.append("scheduler")
+        if self.partitions:
+            kinds.append("partition")
         kind = self.rng.choice(kinds)
+        if kind == "partition":
+            return self.partition_fault(room)
         if kind == "transport":
             role = self.rng.choice(["server", "worker"])
             count = self.servers if role == "server" else self.workers
@@ -119,8 +151,9 @@ class Generator:
         return self
 
 
-def schedule(seed, replication, window, scheduler="0"):
-    g = Generator(int(seed), int(replication), float(window), scheduler == "1").generate()
+def schedule(seed, replication, window, scheduler="0", partitions="0"):
+    g = Generator(int(seed), int(replication), float(window), scheduler == "1",
+                  partitions == "1").generate()
     faults = ",".join(text for _, text in g.items)
     print("servers=%d" % g.servers)
     print("workers=%d" % g.workers)
@@ -164,7 +197,8 @@ def fault_counts(events):
     counts = {}
     for event in events:
         name = event.get("event")
-        if name in ("kill", "stop", "continue", "restart", "skipped", "not_fired", "restart_failed"):
+        if name in ("kill", "stop", "continue", "restart", "partition", "heal", "skipped",
+                    "not_fired", "restart_failed", "partition_failed"):
             counts[name] = counts.get(name, 0) + 1
     return counts
 
@@ -231,7 +265,8 @@ def outcome(run_dir, job, replication, down, seed, servers, faults, replay):
 
 def svg_report(rows, path):
     """One band per run, a line per job from 0 to its wall time, its faults marked."""
-    colors = {"kill": "#d62728", "stop": "#ff7f0e", "continue": "#2ca02c", "restart": "#1f77b4"}
+    colors = {"kill": "#d62728", "stop": "#ff7f0e", "continue": "#2ca02c", "restart": "#1f77b4",
+              "partition": "#9467bd", "heal": "#8c564b"}
     longest = max([r["wall_s"] for r in rows] + [1.0])
     left, width, band = 170, 760, 18
     height = 60 + band * len(rows)
@@ -241,7 +276,7 @@ def svg_report(rows, path):
            '<rect width="100%" height="100%" fill="white"/>',
            '<text x="10" y="16" font-size="13">Chaos runs: each job from launch to end '
            '(grey ok, red failed); marks: kill (red), stop (orange), continue (green), '
-           'restart (blue)</text>']
+           'restart (blue), partition (purple), heal (brown)</text>']
     for tick in range(0, int(longest) + 1, 10):
         x = left + tick * scale
         out.append('<line x1="%.1f" y1="26" x2="%.1f" y2="%d" stroke="#eee"/>' % (x, x, height - 20))
@@ -303,9 +338,10 @@ def report(out):
     ]
     for r in rows:
         c = r.get("faults", {})
-        fired = sum(c.get(k, 0) for k in ("kill", "stop", "restart"))
+        fired = sum(c.get(k, 0) for k in ("kill", "stop", "restart", "partition"))
         lines.append("| %s | %s | %s | `%s` | %s | %s | %.1f | %d / %d / %d | %s | `%s` |" % (
-            r["seed"], r["servers"], r["replication"], r["schedule"] or "(none)", r["job"],
+            r["seed"], r["servers"], r["replication"],
+            (r["schedule"] or "(none)").replace("|", "\\|"), r["job"],
             r["verdict"], r["wall_s"], fired, c.get("skipped", 0), c.get("not_fired", 0),
             describe(r), r["replay"]))
     with open(os.path.join(out, "chaos.md"), "w") as f:
@@ -315,7 +351,7 @@ def report(out):
 
 
 def main(argv):
-    commands = {"schedule": (schedule, (3, 4)), "outcome": (outcome, (8, 8)),
+    commands = {"schedule": (schedule, (3, 5)), "outcome": (outcome, (8, 8)),
                 "report": (report, (1, 1))}
     if len(argv) < 2 or argv[1] not in commands:
         sys.exit(__doc__)

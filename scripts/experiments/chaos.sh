@@ -8,8 +8,8 @@
 #
 # Run i uses schedule SEED + i (scripts/experiments/chaos.py schedule: 2-3
 # servers, 2 workers, 3-8 kill/stop/restart items on servers, workers and,
-# when the launcher supports it, the scheduler, plus drops and delays; servers
-# down one at a time). `chaos.sh 1 S` replays schedule S: the same faults at
+# when the launcher supports it, the scheduler, plus drops, delays and, as
+# root, partitions; servers down one at a time). `chaos.sh 1 S` replays schedule S: the same faults at
 # the same times (not the same interleaving). Each run prints its seed, its
 # schedule and its replay command before it starts.
 #
@@ -37,6 +37,8 @@
 #   CKPT_EVERY   REPLICATION=0 training: minibatches per worker between checkpoints (default 100)
 #   SCHEDULER    1: include scheduler faults, 0: not (default: 1 when the fault
 #                grammar takes `scheduler`)
+#   PARTITIONS   1: include partitions (one process cut from the others), 0: not
+#                (default: 1 when running as root and the launcher takes them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -eq 2 ] || { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -63,6 +65,11 @@ if [ -z "${SCHEDULER:-}" ]; then
   "$keel" launch --servers=1 --workers=1 --job=exact_sum --faults='kill:scheduler@1s' --check_flags \
     >/dev/null 2>&1 && SCHEDULER=1
 fi
+if [ -z "${PARTITIONS:-}" ]; then
+  PARTITIONS=0
+  "$keel" launch --servers=1 --workers=1 --job=exact_sum --check_flags \
+    --faults='partition:server:0|worker:0@1s+1s' >/dev/null 2>&1 && PARTITIONS=1
+fi
 data="$out/data-$rows-$features"
 [ -f "$data/oracle.json" ] || "$keel" datagen --model=linear --rows="$rows" \
   --features="$features" --nnz=20 --seed=5 --out="$data" >/dev/null
@@ -82,7 +89,7 @@ trap stop INT TERM
 # The environment that shapes a run, for its replay command.
 settings="REPLICATION=$replication WINDOW=$window ROWS=$rows FEATURES=$features EPOCHS=$epochs"
 settings+=" SUM_EPOCHS=$sum_epochs SUM_MINIBATCHES=$sum_minibatches HB_TIMEOUT=$hb_timeout"
-settings+=" CKPT_EVERY=$ckpt_every SCHEDULER=$SCHEDULER"
+settings+=" CKPT_EVERY=$ckpt_every SCHEDULER=$SCHEDULER PARTITIONS=$PARTITIONS"
 
 # run_job JOB ARGS...: one keel launch in $run, its PID kept for Ctrl-C;
 # writes JOB.log, JOB.code, JOB.wall, JOB.events.jsonl, JOB.model/.
@@ -106,7 +113,7 @@ failed_saved=""
 for ((i = 0; i < count; i++)); do
   seed=$((seed0 + i))
   servers="" workers="" faults="" down=""
-  eval "$(python3 "$chaos" schedule "$seed" "$replication" "$window" "$SCHEDULER")"
+  eval "$(python3 "$chaos" schedule "$seed" "$replication" "$window" "$SCHEDULER" "$PARTITIONS")"
   run="$out/runs/seed-$seed"
   rm -rf "$run"; mkdir -p "$run"
   replay="$settings scripts/experiments/chaos.sh 1 $seed"
