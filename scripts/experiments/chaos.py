@@ -7,7 +7,7 @@ and the table and plot of a whole experiment.
       faults=, down=): 2-3 servers, 2 workers, 3-8 fault items at random
       times in [2 s, WINDOW s] of the launch (kill then restart, stop with a
       duration, restart; of servers, workers and, when SCHEDULER is 1, the
-      scheduler; drops and delays of one process's outgoing data messages;
+      scheduler (SCHEDULER "stop": the scheduler is only stopped, never killed); drops and delays of one process's outgoing data messages;
       when PARTITIONS is 1, one process cut from all the others for a while).
       With REPLICATION 1 or more, servers are down one at a time: each server
       fault holds a down-interval (from the fault until its process is back
@@ -62,6 +62,8 @@ class Generator:
         """kill then restart, a stop, or a restart (kill and start at once); [] when it does
         not fit (`room` items left, or a down-interval would overlap)."""
         kind = self.rng.choice(["kill", "stop", "restart"])
+        if role == "scheduler" and self.scheduler == "stop":
+            kind = "stop"
         if kind == "kill" and room < 2:
             return []
         gap = 0.0 if kind == "restart" else round(self.rng.uniform(0.5, 4.0), 1)
@@ -152,8 +154,8 @@ class Generator:
 
 
 def schedule(seed, replication, window, scheduler="0", partitions="0"):
-    g = Generator(int(seed), int(replication), float(window), scheduler == "1",
-                  partitions == "1").generate()
+    g = Generator(int(seed), int(replication), float(window),
+                  scheduler if scheduler in ("1", "stop") else None, partitions == "1").generate()
     faults = ",".join(text for _, text in g.items)
     print("servers=%d" % g.servers)
     print("workers=%d" % g.workers)

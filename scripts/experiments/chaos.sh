@@ -35,8 +35,9 @@
 #   HB_TIMEOUT   scheduler --heartbeat_timeout (default 2; heartbeats every 0.25 s)
 #   JOB_TIMEOUT  keel launch --timeout for each job (default 240 s)
 #   CKPT_EVERY   REPLICATION=0 training: minibatches per worker between checkpoints (default 100)
-#   SCHEDULER    1: include scheduler faults, 0: not (default: 1 when the fault
-#                grammar takes `scheduler`)
+#   SCHEDULER    1: include scheduler faults, stop: only stops of the scheduler
+#                (no kill or restart), 0: none (default: 1 when the fault grammar
+#                takes `scheduler`)
 #   PARTITIONS   1: include partitions (one process cut from the others), 0: not
 #                (default: 1 when running as root and the launcher takes them)
 set -euo pipefail
