@@ -31,9 +31,9 @@
 #   WINDOW       faults fall in [2 s, WINDOW s] after the launch (default 15)
 #   ROWS, FEATURES, EPOCHS   training data and epochs (default 200000, 20000, 6)
 #   SUM_EPOCHS, SUM_MINIBATCHES   exact_sum's --epochs and --exact_sum_minibatches
-#                (default 12 and 1200)
+#                (default 16 and 3000)
 #   HB_TIMEOUT   scheduler --heartbeat_timeout (default 2; heartbeats every 0.25 s)
-#   JOB_TIMEOUT  keel launch --timeout for each job (default 240 s)
+#   JOB_TIMEOUT  keel launch --timeout for each job (default 200 s)
 #   CKPT_EVERY   REPLICATION=0 training: minibatches per worker between checkpoints (default 100)
 #   SCHEDULER    1: include scheduler faults, stop: only stops of the scheduler
 #                (no kill or restart), 0: none (default: 1 when the fault grammar
@@ -50,10 +50,10 @@ window="${WINDOW:-15}"
 rows="${ROWS:-200000}"
 features="${FEATURES:-20000}"
 epochs="${EPOCHS:-6}"
-sum_epochs="${SUM_EPOCHS:-12}"
-sum_minibatches="${SUM_MINIBATCHES:-1200}"
+sum_epochs="${SUM_EPOCHS:-16}"
+sum_minibatches="${SUM_MINIBATCHES:-3000}"
 hb_timeout="${HB_TIMEOUT:-2}"
-job_timeout="${JOB_TIMEOUT:-240}"
+job_timeout="${JOB_TIMEOUT:-200}"
 ckpt_every="${CKPT_EVERY:-100}"
 out="${OUT:-/tmp/keel-chaos-$seed0}"
 chaos="$PWD/scripts/experiments/chaos.py"
