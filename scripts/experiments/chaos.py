@@ -273,20 +273,21 @@ def svg_report(rows, path):
               "partition": "#9467bd", "heal": "#8c564b"}
     longest = max([r["wall_s"] for r in rows] + [1.0])
     left, width, band = 170, 760, 18
-    height = 60 + band * len(rows)
+    height = 74 + band * len(rows)
     scale = width / longest
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'font-family="DejaVu Sans, sans-serif" font-size="11">' % (left + width + 30, height),
            '<rect width="100%" height="100%" fill="white"/>',
            '<text x="10" y="16" font-size="13">Chaos runs: each job from launch to end '
-           '(grey ok, red failed); marks: kill (red), stop (orange), continue (green), '
+           '(grey: ok, red: failed)</text>',
+           '<text x="10" y="32">marks: kill (red), stop (orange), continue (green), '
            'restart (blue), partition (purple), heal (brown)</text>']
     for tick in range(0, int(longest) + 1, 10):
         x = left + tick * scale
-        out.append('<line x1="%.1f" y1="26" x2="%.1f" y2="%d" stroke="#eee"/>' % (x, x, height - 20))
+        out.append('<line x1="%.1f" y1="40" x2="%.1f" y2="%d" stroke="#eee"/>' % (x, x, height - 20))
         out.append('<text x="%.1f" y="%d" text-anchor="middle">%d s</text>' % (x, height - 6, tick))
     for i, r in enumerate(rows):
-        y = 36 + i * band
+        y = 50 + i * band
         ok = r["verdict"].startswith("ok")
         label = "seed %s %s" % (r["seed"], "exact_sum" if r["job"] == "exact_sum" else "train")
         out.append('<text x="10" y="%d">%s</text>' % (y + 4, html.escape(label)))
