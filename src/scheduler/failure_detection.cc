@@ -71,12 +71,15 @@ void Scheduler::ForgiveOwnStall(double now, double stall) {
 std::vector<std::pair<int, double>> Scheduler::FindSilent(double now) {
   std::vector<std::pair<int, double>> silent;
   for (auto& [id, member] : members_) {
-    if (done_.count(id) || member.reported_silent) continue;
+    if (done_.count(id)) continue;
     const double silence = now - member.last_heartbeat;
     if (silence <= options_.heartbeat_timeout_s) continue;
+    // A node logged as silent before the first view and never heard from
+    // since (it died then) is removed once the view is out: its rank is free
+    // for a replacement.
     if (published_) {
       silent.emplace_back(id, silence);
-    } else {
+    } else if (!member.reported_silent) {
       member.reported_silent = true;
       LOG(WARNING) << proto::Role_Name(member.info.role()) << " " << member.info.rank() << " (node "
                    << id << " at " << member.info.address() << ") silent for " << silence << " s";
