@@ -257,9 +257,9 @@ def outcome(run_dir, job, replication, down, seed, servers, faults, replay):
         metrics = read_json(os.path.join(model, "metrics.json")) or {}
         loss = metrics.get("validation:objective_loss")
         line["validation_loss"] = loss
-        restores = [e for e in read_json_lines(os.path.join(model, "timeline", "scheduler.jsonl"))
-                    if "restor" in json.dumps(e)]
-        line["restores"] = len(restores)
+        # Servers restored from a checkpoint (without replication), from the scheduler's lines.
+        log = read_text(os.path.join(run_dir, job + ".log"))
+        line["restores"] = log.count("from checkpoint ckpt-")
         verdict = "ok" if code == 0 and loss is not None else "fail: exit %d" % code
         if code == 0 and loss is None:
             verdict = "fail: no validation loss"
@@ -317,7 +317,10 @@ def describe(r):
             text += ", %d pushes made again" % pushes["repeated"]
         return text
     loss = r.get("validation_loss")
-    return "validation loss %s" % ("%.5f" % loss if isinstance(loss, (int, float)) else "-")
+    text = "validation loss %s" % ("%.5f" % loss if isinstance(loss, (int, float)) else "-")
+    if r.get("restores"):
+        text += ", %d range restore(s) from a checkpoint" % r["restores"]
+    return text
 
 
 def report(out):
