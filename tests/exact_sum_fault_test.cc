@@ -4,6 +4,7 @@
 // without replicas killed and started again, whose range really loses its
 // sums, which the job finds and names.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include "base/files.h"
 #include "test_util.h"
@@ -39,6 +40,72 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
   EXPECT_EQ(report.at("ok"), "true");
   EXPECT_EQ(report.at("violations"), "0");
   EXPECT_EQ(report.at("keys_checked"), "4096");
+}
+
+// The scheduler stopped (SIGSTOP) for longer than the heartbeat timeout: the
+// heartbeats sent meanwhile wait unread, so when it runs again no node may
+// count as silent. (It used to remove every node at once, both servers of a
+// replicated range among them, and the range started over empty.)
+TEST_F(ExactSumFaults, ASchedulerStoppedPastTheHeartbeatTimeoutRemovesNoNode) {
+  const std::string model_dir = folder_ + "/run";
+  const std::string log = folder_ + "/events.jsonl";
+  const std::string membership = folder_ + "/membership.jsonl";
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
+       "--epochs=4", "--exact_sum_minibatches=2500", "--heartbeat_interval=0.25",
+       "--heartbeat_timeout=1", "--model_dir=" + model_dir, "--membership_log=" + membership,
+       "--faults=stop:scheduler@2s+2.5s", "--event_log=" + log},
+      240);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  ASSERT_EQ(testing::EventsNamed(log, "continue").size(), 1u) << exit.output;
+  EXPECT_TRUE(testing::EventsNamed(membership, "leave").empty())
+      << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(exit.output, "the scheduler did not run for")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
+}
+
+// A worker that dies after registering but before the cluster's first view
+// is logged as silent then; once the view is out it must leave it, so that
+// its replacement can take the rank. (It used to stay a member for ever: the
+// replacement was refused, "WORKER rank 0 is taken", and the job hung.)
+TEST_F(ExactSumFaults, AWorkerDeadBeforeTheFirstViewLeavesItAndItsReplacementFinishesTheJob) {
+  testing::Processes processes;
+  const std::string port_file = folder_ + "/port";
+  const std::string membership = folder_ + "/membership.jsonl";
+  const pid_t scheduler =
+      processes.Start({KeelBinary(), "scheduler", "--bind=127.0.0.1", "--port_file=" + port_file,
+                       "--num_servers=1", "--num_workers=2", "--heartbeat_interval=0.2",
+                       "--heartbeat_timeout=1", "--membership_log=" + membership});
+  const std::string port = testing::WaitForPortFile(port_file, 30);
+  ASSERT_FALSE(port.empty()) << processes.Output(scheduler);
+  auto role = [&](const std::string& name, int rank) {
+    return processes.Start({KeelBinary(), name, "--scheduler=127.0.0.1:" + port, "--bind=127.0.0.1",
+                            "--rank=" + std::to_string(rank), "--job=exact_sum", "--epochs=2",
+                            "--exact_sum_minibatches=50", "--heartbeat_interval=0.2",
+                            "--model_dir=" + folder_ + "/run"});
+  };
+  role("server", 0);
+  const pid_t first = role("worker", 0);
+  auto joins = [&] { return testing::EventsNamed(membership, "join").size(); };
+  ASSERT_TRUE(testing::WaitFor([&] { return joins() == 2; }, 60)) << processes.Output(scheduler);
+  kill(first, SIGKILL);
+  processes.Wait(first, 10);
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Contains(processes.Output(scheduler), "WORKER 0 (node"); }, 30))
+      << processes.Output(scheduler);
+  role("worker", 1);  // the cluster is complete: the first view goes out
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !testing::EventsNamed(membership, "leave").empty(); }, 30))
+      << testing::ReadFileOrEmpty(membership);
+  EXPECT_EQ(testing::EventsNamed(membership, "leave")[0].at("role"), "worker");
+  EXPECT_EQ(testing::EventsNamed(membership, "leave")[0].at("rank"), "0");
+  const pid_t replacement = role("worker", 0);
+  const testing::Exit end = processes.Wait(scheduler, 120);
+  EXPECT_TRUE(end.finished) << end.output;
+  EXPECT_EQ(end.code, 0) << end.output;
+  EXPECT_TRUE(Contains(processes.Output(replacement), "0 violation(s)"))
+      << processes.Output(replacement);
 }
 
 TEST_F(ExactSumFaults, AServerRestartedWithoutReplicasLosesItsRangeAndTheJobSaysSo) {

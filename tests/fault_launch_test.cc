@@ -213,6 +213,75 @@ TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
   EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(3, examples)) << exit.output;
 }
 
+TEST_F(FaultLaunch, ASchedulerKilledAndRestartedByTheScheduleComesBackAndTheJobFinishes) {
+  const auto data =
+      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
+                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
+                   60);
+  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  const auto exit = LaunchReplicatedJob(folder_, 4, "kill:scheduler@2s,restart:scheduler@3s", 180);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  const std::string log = folder_ + "/events.jsonl";
+  const std::string text = testing::ReadFileOrEmpty(log);
+  const std::vector<Event> events = testing::ReadJsonLines(log);
+  const int kill = Find(events, "kill", "scheduler");
+  const int restart = Find(events, "restart", "scheduler");
+  const int over = Find(events, "job_over");
+  ASSERT_GE(kill, 0) << text;
+  ASSERT_GT(restart, kill) << text;
+  // The kill did not end the job: it ended after the restart, with the job's own end.
+  ASSERT_GT(over, restart) << text;
+  EXPECT_NE(Member(events[over], "reason"), "") << text;
+  const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
+  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(4, examples)) << exit.output;
+}
+
+TEST_F(FaultLaunch, ASchedulerFaultIsRefusedWhenTheSchedulerIsNotTheLaunchers) {
+  const auto exit =
+      testing::Run({KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",
+                    "--train=" + folder_, "--scheduler=127.0.0.1:9", "--faults=kill:scheduler@1s"},
+                   30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 1) << exit.output;
+  EXPECT_TRUE(Contains(exit.output,
+                       "'kill:scheduler@1s': the scheduler at 127.0.0.1:9 "
+                       "(--scheduler) is not started by this launch"))
+      << exit.output;
+}
+
+// A partition needs root (cgroups, iptables); without it the launch refuses
+// the schedule (tests/partition_test.cc). Worker 1 is cut from the scheduler
+// and both servers for 4 s, longer than the heartbeat timeout.
+TEST_F(FaultLaunch, AWorkerPartitionedFromEveryoneLeavesTheViewAndTheJobFinishesAfterTheHeal) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a partition uses cgroups and iptables)";
+  const auto data =
+      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
+                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
+                   60);
+  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  const std::string partition = "partition:worker:1|scheduler,server:0,server:1@2s+4s";
+  const auto exit = LaunchReplicatedJob(folder_, 4, partition, 240);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  const std::string log = folder_ + "/events.jsonl";
+  const std::string text = testing::ReadFileOrEmpty(log);
+  const std::vector<Event> events = testing::ReadJsonLines(log);
+  const int cut = Find(events, "partition");
+  const int heal = Find(events, "heal");
+  ASSERT_GE(cut, 0) << text;
+  ASSERT_GT(heal, cut) << text;
+  EXPECT_EQ(events[cut].at("a"), "[\"worker 1\"]") << text;
+  EXPECT_EQ(events[cut].at("b"), "[\"scheduler\", \"server 0\", \"server 1\"]") << text;
+  EXPECT_GE(TimeOf(events[heal]) - TimeOf(events[cut]), 4.0) << text;
+  // Cut off, worker 1 sent no heartbeat the scheduler could hear: it left the view.
+  const std::string membership = folder_ + "/membership.jsonl";
+  const std::vector<Event> changes = testing::ReadJsonLines(membership);
+  EXPECT_GE(Find(changes, "leave", "worker", "1"), 0) << testing::ReadFileOrEmpty(membership);
+  // Every rule is gone after the heal and the launch's end.
+  EXPECT_FALSE(Contains(testing::Run({"iptables", "-S", "OUTPUT"}, 30).output, "keel-launch-"));
+}
+
 TEST_F(FaultLaunch, ABadFaultSpecIsRefusedBeforeAnythingStarts) {
   const auto exit =
       testing::Run({KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",

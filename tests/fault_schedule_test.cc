@@ -71,7 +71,7 @@ TEST(FaultSchedule, RestartTakesRandomAndARateLikeKillAndStop) {
 
 TEST(FaultSchedule, PreemptTakesARankRandomOrARateAndTheSchedulerToo) {
   const FaultSchedule schedule =
-      Parse("preempt:worker:0@2s,preempt:server:random@rate=0.5/s,preempt:scheduler:0@1.5s");
+      Parse("preempt:worker:0@2s,preempt:server:random@rate=0.5/s,preempt:scheduler@1.5s");
   ASSERT_EQ(schedule.items.size(), 3u);
   for (const FaultItem& item : schedule.items) EXPECT_EQ(item.action, FaultAction::kPreempt);
   EXPECT_EQ(schedule.items[0].role, "worker");
@@ -98,6 +98,41 @@ TEST(FaultSchedule, ALaterTransportItemOverridesAnEarlierOne) {
   const FaultSchedule schedule = Parse("drop:worker:*=0.5,drop:worker:1=0.25");
   EXPECT_EQ(schedule.TransportFlags("worker", 0), (std::vector<std::string>{"--drop_rate=0.5"}));
   EXPECT_EQ(schedule.TransportFlags("worker", 1), (std::vector<std::string>{"--drop_rate=0.25"}));
+}
+
+TEST(FaultSchedule, TheSchedulerIsNamedWithoutARankForKillStopAndRestart) {
+  const FaultSchedule schedule =
+      Parse("kill:scheduler@2s,restart:scheduler@3s,stop:scheduler@5s+1s");
+  ASSERT_EQ(schedule.items.size(), 3u);
+  for (const FaultItem& item : schedule.items) {
+    EXPECT_EQ(item.role, "scheduler");
+    EXPECT_EQ(item.rank, 0);
+  }
+  EXPECT_EQ(schedule.items[0].action, FaultAction::kKill);
+  EXPECT_DOUBLE_EQ(schedule.items[1].at_s, 3);
+  EXPECT_DOUBLE_EQ(schedule.items[2].duration_s, 1);
+}
+
+TEST(FaultSchedule, APartitionNamesTwoGroupsOfProcessesWhoseCommasDoNotEndTheItem) {
+  const FaultSchedule schedule = Parse(
+      "kill:server:0@1s,partition:server:0|worker:0,worker:2,scheduler@5s+3s,"
+      "stop:worker:1@2s+1s");
+  ASSERT_EQ(schedule.items.size(), 3u);
+  const FaultItem& partition = schedule.items[1];
+  EXPECT_EQ(partition.action, FaultAction::kPartition);
+  EXPECT_EQ(partition.side_a, (std::vector<std::string>{"server 0"}));
+  EXPECT_EQ(partition.side_b, (std::vector<std::string>{"worker 0", "worker 2", "scheduler"}));
+  EXPECT_DOUBLE_EQ(partition.at_s, 5);
+  EXPECT_DOUBLE_EQ(partition.duration_s, 3);
+  EXPECT_EQ(partition.text, "partition:server:0|worker:0,worker:2,scheduler@5s+3s");
+  EXPECT_EQ(schedule.FirstPartition(), &partition);
+  EXPECT_EQ(schedule.items[2].action, FaultAction::kStop);
+}
+
+TEST(FaultSchedule, APartitionIsNoTransportFlag) {
+  const FaultSchedule schedule = Parse("partition:server:0|server:1@1s+1s");
+  EXPECT_TRUE(schedule.TransportFlags("server", 0).empty());
+  EXPECT_EQ(Parse("kill:server:0@1s").FirstPartition(), nullptr);
 }
 
 // Each bad spec is refused with the item's position, its text, and the problem.
@@ -137,9 +172,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "item 2 'preempt:worker:3@2s': there is no worker 3"},
         BadSpec{"preempt:worker:0@2s+1s", "item 1 'preempt:worker:0@2s+1s': only stop takes a"},
         BadSpec{"preempt:worker:0", "expected preempt:ROLE:WHO@WHEN"},
-        BadSpec{"preempt:scheduler:1@2s", "there is no scheduler 1 (the job has 1 scheduler)"},
+        BadSpec{"preempt:scheduler:1@2s", "the scheduler has no rank: preempt:scheduler@WHEN"},
         BadSpec{"preempt:launcher:0@2s", "unknown role 'launcher' (server, worker, scheduler)"},
-        BadSpec{"kill:scheduler:0@2s", "item 1 'kill:scheduler:0@2s': only preempt acts on the"},
+        BadSpec{"kill:scheduler:0@2s", "the scheduler has no rank: kill:scheduler@WHEN"},
         BadSpec{"kill:server:0@1s,restart:server:random@rate=0/s",
                 "item 2 'restart:server:random@rate=0/s': rate '0/s' is not a positive number "
                 "per second"},
@@ -155,7 +190,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"delay:worker:1=5ms~x", "jitter 'x'"},
         BadSpec{"kill:server:1@-2s", "time '-2s' is negative"},
         BadSpec{"kill:server:1@5s,,stop:worker:0@1s+1s", "item 2 is empty"},
-        BadSpec{"kill:server:1@5s,", "item 2 is empty"}));
+        BadSpec{"kill:server:1@5s,", "item 2 is empty"},
+        BadSpec{"kill:scheduler:0@5s", "the scheduler has no rank: kill:scheduler@WHEN"},
+        BadSpec{"drop:scheduler=1%", "the scheduler sends no data messages"},
+        BadSpec{"kill:scheduler", "expected kill:ROLE:WHO@WHEN or kill:scheduler@WHEN"},
+        BadSpec{"partition:server:0@1s+1s", "expected partition:GROUP|GROUP@TIME+DURATION"},
+        BadSpec{"partition:server:0|worker:0@1s", "a partition needs a duration"},
+        BadSpec{"partition:server:0|server:0@1s+1s", "server 0 is on both sides"},
+        BadSpec{"partition:server:0|@1s+1s", "a partition's group is empty"},
+        BadSpec{"partition:server:0|worker:5@1s+1s", "there is no worker 5"},
+        BadSpec{"partition:server:*|worker:0@1s+1s", "name each process of a group"},
+        BadSpec{"partition:server:0|sever:1@1s+1s", "'sever:1' is not a process"},
+        BadSpec{"partition:server:0,server:0|worker:0@1s+1s", "'server:0' is named twice"},
+        BadSpec{"partition:server:0|worker:0@1s+0s", "a partition needs a positive duration"}));
 
 }  // namespace
 }  // namespace keel

@@ -34,6 +34,27 @@ TEST(LaunchedJobEnd, IsOverWhenTheSchedulerExits) {
   EXPECT_EQ(job.reason(), "the scheduler exited");
 }
 
+TEST(LaunchedJobEnd, IsNotOverWhenAFaultKilledTheScheduler) {
+  LaunchedJobEnd job = Started();
+  job.Exited("scheduler", kKilled, /*tolerated=*/true);
+  EXPECT_FALSE(job.over());
+}
+
+TEST(LaunchedJobEnd, IsOverWhenTheSchedulerAFaultRestartedExits) {
+  LaunchedJobEnd job = Started();
+  job.Exited("scheduler", kKilled, /*tolerated=*/true);
+  job.Started("scheduler");
+  job.Exited("scheduler", kClean, /*tolerated=*/true);
+  EXPECT_TRUE(job.over());
+  EXPECT_EQ(job.reason(), "the scheduler exited");
+}
+
+TEST(LaunchedJobEnd, IsOverWhenTheSchedulerIsKilledByAnyoneElse) {
+  LaunchedJobEnd job = Started();
+  job.Exited("scheduler", kKilled);
+  EXPECT_TRUE(job.over());
+}
+
 TEST(LaunchedJobEnd, IsOverWhenAServerExitsCleanlyButNotWhenOneIsKilledOrFails) {
   LaunchedJobEnd job = Started();
   job.Exited("server 0", kKilled);

@@ -45,7 +45,8 @@ std::string RoleFields(const std::string& name) {
 }  // namespace
 
 FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int servers, int workers,
-                         const std::string& event_log, uint64_t seed, TimelineWriter* timeline)
+                         const std::string& event_log, uint64_t seed, TimelineWriter* timeline,
+                         Partitioner* partitioner)
     : group_(group),
       schedule_(std::move(schedule)),
       servers_(servers),
@@ -53,6 +54,7 @@ FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int server
       start_(MonotonicSeconds()),
       echo_(!schedule_.empty() || !event_log.empty()),
       timeline_(timeline),
+      partitioner_(partitioner),
       random_(seed),
       job_end_(workers) {
   if (!event_log.empty()) {
@@ -108,7 +110,7 @@ void FaultRunner::Started(const std::string& name, pid_t pid) {
 }
 
 void FaultRunner::Exited(const std::string& name, pid_t pid, int status, bool tolerated) {
-  job_end_.Exited(name, status);
+  job_end_.Exited(name, status, tolerated);
   Log("exit", name,
       "\"pid\": " + std::to_string(pid) + ", \"status\": " + Quote(StatusText(status)) +
           ", \"expected\": " + (tolerated ? "true" : "false"));
@@ -127,6 +129,10 @@ void FaultRunner::DropPending(const std::string& reason) {
   for (const Pending& item : pending) {
     if (item.resume) {
       Resume(item);
+      continue;
+    }
+    if (item.cut >= 0) {
+      Heal(item);
       continue;
     }
     char at[32];
@@ -162,7 +168,53 @@ void FaultRunner::LogSkipped(const FaultItem& item) {
   Log("skipped", "", "\"spec\": " + Quote(item.text) + ", \"reason\": " + Quote(why));
 }
 
+// ["server 0", "worker 1"] as a JSON array.
+std::string NameList(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + JsonQuote(name);
+  return "[" + list + "]";
+}
+
+void FaultRunner::Partition(const FaultItem& item) {
+  const std::string spec = "\"spec\": " + JsonQuote(item.text);
+  std::vector<Partitioner::Process> sides[2];
+  std::vector<std::string> names[2];
+  for (int side = 0; side < 2; ++side) {
+    for (const std::string& name : side == 0 ? item.side_a : item.side_b) {
+      const pid_t pid = group_->Signal(name, 0);
+      if (pid < 0) continue;  // not running: nothing to cut
+      sides[side].push_back({name, pid});
+      names[side].push_back(name);
+    }
+  }
+  if (!partitioner_ || sides[0].empty() || sides[1].empty()) {
+    Log("skipped", "",
+        spec + ", \"reason\": \"" +
+            (partitioner_ ? "a side has no running process" : "no partitioner") + "\"");
+    return;
+  }
+  try {
+    int rules = 0;
+    const int cut = partitioner_->Cut(sides[0], sides[1], &rules);
+    Log("partition", "",
+        "\"a\": " + NameList(names[0]) + ", \"b\": " + NameList(names[1]) + ", \"rules\": " +
+            std::to_string(rules) + ", \"duration\": " + Number(item.duration_s) + ", " + spec);
+    pending_.push_back(Pending{Now() + item.duration_s, &item, false, "", -1, cut});
+  } catch (const Error& e) {
+    Log("partition_failed", "", spec + ", \"reason\": " + Quote(e.what()));
+  }
+}
+
+void FaultRunner::Heal(const Pending& pending) {
+  partitioner_->Heal(pending.cut);
+  Log("heal", "", "\"spec\": " + Quote(pending.item->text));
+}
+
 void FaultRunner::Fire(const FaultItem& item) {
+  if (item.action == FaultAction::kPartition) {
+    Partition(item);
+    return;
+  }
   const std::string spec = "\"spec\": " + Quote(item.text);
   const std::vector<std::string> targets = Targets(item);
   if (targets.empty()) LogSkipped(item);
@@ -230,6 +282,10 @@ void FaultRunner::Round() {
     pending_.erase(due);
     if (pending.resume) {
       Resume(pending);
+      continue;
+    }
+    if (pending.cut >= 0) {
+      Heal(pending);
       continue;
     }
     Fire(*pending.item);

@@ -5,7 +5,9 @@
 // a failure); stop sends SIGSTOP and SIGCONT after the item's duration;
 // restart starts the role again with the same arguments, so the same --rank.
 // Transport faults (drop, delay) are not run here: they are flags of the
-// processes they target (FaultSchedule::TransportFlags).
+// processes they target (FaultSchedule::TransportFlags). A partition cuts its
+// groups (those of their processes that run then) through the Partitioner
+// and heals them after its duration, logging "partition" and "heal".
 //
 // No fault fires once the job is over (LaunchedJobEnd, cli/launched_job_end.h):
 // the runner logs "job_over" with the reason, continues at once the processes
@@ -32,6 +34,7 @@
 #include "cli/fault_schedule.h"
 #include "cli/launched_job_end.h"
 #include "cli/launcher.h"
+#include "cli/partition.h"
 #include "io/timeline_writer.h"
 
 namespace keel {
@@ -41,9 +44,11 @@ class FaultRunner : public ProcessGroup::Observer {
   // Times count from now. Children are named "server R" and "worker R" (and
   // "scheduler"). `event_log` may be empty (terminal only). Registers itself
   // as `group`'s observer. `timeline` may be null; it must outlive the
-  // runner. Throws Error if the log cannot be created.
+  // runner. `partitioner` (null when the schedule has no partition) must
+  // outlive the runner too. Throws Error if the log cannot be created.
   FaultRunner(ProcessGroup* group, FaultSchedule schedule, int servers, int workers,
-              const std::string& event_log, uint64_t seed, TimelineWriter* timeline = nullptr);
+              const std::string& event_log, uint64_t seed, TimelineWriter* timeline = nullptr,
+              Partitioner* partitioner = nullptr);
   ~FaultRunner() override;
 
   void Started(const std::string& name, pid_t pid) override;
@@ -63,6 +68,7 @@ class FaultRunner : public ProcessGroup::Observer {
     bool resume = false;  // SIGCONT of an earlier stop
     std::string name;     // resume: the process
     pid_t pid = -1;       // resume: the process that was stopped
+    int cut = -1;         // the heal of this Partitioner cut
   };
 
   double Now() const;
@@ -73,6 +79,9 @@ class FaultRunner : public ProcessGroup::Observer {
   void LogSkipped(const FaultItem& item);
   void Fire(const FaultItem& item);
   void Resume(const Pending& pending);
+  // A partition item: cuts its groups, schedules the heal.
+  void Partition(const FaultItem& item);
+  void Heal(const Pending& pending);
   // Empties the schedule: resumes run now, faults are logged "not_fired"
   // with `reason`.
   void DropPending(const std::string& reason);
@@ -88,6 +97,7 @@ class FaultRunner : public ProcessGroup::Observer {
   std::ofstream log_;
   bool echo_;  // to the terminal
   TimelineWriter* timeline_;
+  Partitioner* partitioner_;
   std::mt19937_64 random_;
   std::vector<Pending> pending_;
   LaunchedJobEnd job_end_;

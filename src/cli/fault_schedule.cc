@@ -1,5 +1,6 @@
 #include "cli/fault_schedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -46,26 +47,18 @@ class ItemParser {
       item.action = FaultAction::kDelay;
     } else if (action == "preempt") {
       item.action = FaultAction::kPreempt;
+    } else if (action == "partition") {
+      item.action = FaultAction::kPartition;
+      ParsePartition(text_.substr(first + 1), &item);
+      return item;
     } else {
-      Fail("unknown action '" + action + "' (kill, stop, restart, drop, delay, preempt)");
+      Fail("unknown action '" + action +
+           "' (kill, stop, restart, drop, delay, preempt, partition)");
     }
     const char separator = item.transport() ? '=' : '@';
-    const size_t second = text_.find(':', first + 1);
     const size_t split = text_.find(separator, first + 1);
-    if (second == std::string::npos || split == std::string::npos || split < second) {
-      Fail(std::string("expected ") + action + ":ROLE:WHO" +
-           (item.transport() ? "=VALUE" : "@WHEN"));
-    }
-    item.role = text_.substr(first + 1, second - first - 1);
-    const bool preempt = item.action == FaultAction::kPreempt;
-    if (item.role == "scheduler" && !preempt) {
-      Fail("only preempt acts on the scheduler (server, worker)");
-    }
-    if (item.role != "server" && item.role != "worker" && item.role != "scheduler") {
-      Fail("unknown role '" + item.role +
-           (preempt ? "' (server, worker, scheduler)" : "' (server, worker)"));
-    }
-    ParseWho(text_.substr(second + 1, split - second - 1), &item);
+    if (split == std::string::npos) Fail(Expected(action, item.transport()));
+    ParseTarget(text_.substr(first + 1, split - first - 1), action, &item);
     const std::string rest = text_.substr(split + 1);
     if (item.transport()) {
       ParseValue(rest, &item);
@@ -78,6 +71,89 @@ class ItemParser {
  private:
   [[noreturn]] void Fail(const std::string& why) const {
     throw MakeError("--faults item ", index_ + 1, " '", text_, "': ", why);
+  }
+
+  // "GROUP|GROUP@TIME+DURATION".
+  void ParsePartition(const std::string& rest, FaultItem* item) const {
+    const size_t bar = rest.find('|');
+    const size_t at = rest.find('@');
+    if (bar == std::string::npos || at == std::string::npos || at < bar) {
+      Fail(
+          "expected partition:GROUP|GROUP@TIME+DURATION (like partition:server:0|worker:0,"
+          "worker:1@5s+3s)");
+    }
+    item->side_a = ParseGroup(rest.substr(0, bar));
+    item->side_b = ParseGroup(rest.substr(bar + 1, at - bar - 1));
+    for (const std::string& name : item->side_a) {
+      if (std::find(item->side_b.begin(), item->side_b.end(), name) != item->side_b.end()) {
+        Fail(name + " is on both sides");
+      }
+    }
+    const std::string when = rest.substr(at + 1);
+    const size_t plus = when.find('+');
+    if (plus == std::string::npos)
+      Fail("a partition needs a duration: @TIME+DURATION (like @5s+3s)");
+    item->at_s = Seconds(when.substr(0, plus), "time");
+    item->duration_s = Seconds(when.substr(plus + 1), "duration");
+    if (item->duration_s <= 0) Fail("a partition needs a positive duration");
+  }
+
+  // "server:0,worker:1,scheduler" -> {"server 0", "worker 1", "scheduler"}.
+  std::vector<std::string> ParseGroup(const std::string& group) const {
+    if (group.empty()) Fail("a partition's group is empty (name processes like server:0)");
+    std::vector<std::string> names;
+    size_t start = 0;
+    while (start <= group.size()) {
+      size_t end = group.find(',', start);
+      if (end == std::string::npos) end = group.size();
+      const std::string member = group.substr(start, end - start);
+      FaultItem process;
+      process.action = FaultAction::kKill;  // a process, not a transport item
+      if (member == "scheduler") {
+        names.push_back("scheduler");
+      } else {
+        const size_t colon = member.find(':');
+        process.role = member.substr(0, colon);
+        if (colon == std::string::npos || (process.role != "server" && process.role != "worker")) {
+          Fail("'" + member + "' is not a process (server:R, worker:R or scheduler)");
+        }
+        const std::string who = member.substr(colon + 1);
+        if (who == "*" || who == "random") Fail("name each process of a group: '" + member + "'");
+        ParseWho(who, &process);
+        names.push_back(process.role + " " + std::to_string(process.rank));
+      }
+      if (std::count(names.begin(), names.end(), names.back()) > 1) {
+        Fail("'" + member + "' is named twice");
+      }
+      start = end + 1;
+    }
+    return names;
+  }
+
+  static std::string Expected(const std::string& action, bool transport) {
+    return "expected " + action + ":ROLE:WHO" + (transport ? "=VALUE" : "@WHEN") +
+           (transport ? "" : " or " + action + ":scheduler@WHEN");
+  }
+
+  // "ROLE:WHO", or "scheduler" (one process, no rank; kill, stop and restart only).
+  void ParseTarget(const std::string& target, const std::string& action, FaultItem* item) const {
+    const size_t colon = target.find(':');
+    item->role = target.substr(0, colon);
+    if (item->role == "scheduler") {
+      if (item->transport()) {
+        Fail("the scheduler sends no data messages: drop and delay apply to servers and workers");
+      }
+      if (colon != std::string::npos) {
+        Fail("the scheduler has no rank: " + action + ":scheduler@WHEN");
+      }
+      item->rank = 0;
+      return;
+    }
+    if (colon == std::string::npos) Fail(Expected(action, item->transport()));
+    if (item->role != "server" && item->role != "worker") {
+      Fail("unknown role '" + item->role + "' (server, worker, scheduler)");
+    }
+    ParseWho(target.substr(colon + 1), item);
   }
 
   void ParseWho(const std::string& who, FaultItem* item) const {
@@ -172,6 +248,14 @@ class ItemParser {
   int servers_, workers_;
 };
 
+// True if `text` begins with one of the actions and a colon.
+bool StartsAnItem(const std::string& text) {
+  for (const char* action : {"kill:", "stop:", "restart:", "drop:", "delay:", "partition:"}) {
+    if (text.rfind(action, 0) == 0) return true;
+  }
+  return false;
+}
+
 std::string Number(double value) {
   std::ostringstream text;
   text.precision(17);
@@ -195,12 +279,21 @@ const char* FaultActionName(FaultAction action) {
       return "delay";
     case FaultAction::kPreempt:
       return "preempt";
+    case FaultAction::kPartition:
+      return "partition";
   }
   return "unknown";
 }
 
 bool FaultItem::Targets(const std::string& of_role, int of_rank) const {
   return role == of_role && (rank == kEveryRank || rank == of_rank);
+}
+
+const FaultItem* FaultSchedule::FirstPartition() const {
+  for (const FaultItem& item : items) {
+    if (item.action == FaultAction::kPartition) return &item;
+  }
+  return nullptr;
 }
 
 std::vector<std::string> FaultSchedule::TransportFlags(const std::string& role, int rank) const {
@@ -226,6 +319,12 @@ FaultSchedule ParseFaultSchedule(const std::string& spec, int servers, int worke
   for (size_t index = 0; start <= spec.size(); ++index) {
     size_t end = spec.find(',', start);
     if (end == std::string::npos) end = spec.size();
+    // A partition's group holds commas: a piece that starts no item continues it.
+    while (spec.compare(start, 10, "partition:") == 0 && end < spec.size() &&
+           !StartsAnItem(spec.substr(end + 1))) {
+      end = spec.find(',', end + 1);
+      if (end == std::string::npos) end = spec.size();
+    }
     const std::string text = spec.substr(start, end - start);
     if (text.empty()) {
       if (spec.empty()) break;

@@ -2,10 +2,10 @@
 //
 // SPEC is a comma-separated list of items:
 //
-//   kill:ROLE:WHO@WHEN             SIGKILL
+//   kill:ROLE:WHO@WHEN             SIGKILL (kill:scheduler@WHEN: the scheduler,
+//                                  and likewise for stop, restart and preempt)
 //   preempt:ROLE:WHO@WHEN          SIGTERM: a preemption notice, as spot
-//                                  instances get; the job checkpoints and
-//                                  ends (ROLE may be scheduler too, WHO 0)
+//                                  instances get; the job checkpoints and ends
 //   stop:ROLE:WHO@WHEN+DURATION    SIGSTOP, then SIGCONT after DURATION
 //   restart:ROLE:WHO@WHEN          start the role again with the same --rank
 //                                  (killed first if it is still running;
@@ -15,8 +15,16 @@
 //   delay:ROLE:WHO=DURATION[~JITTER]
 //                                  the role delays its outgoing data messages
 //                                  (--delay_ms, --delay_jitter_ms)
+//   partition:GROUP|GROUP@TIME+DURATION
+//                                  no message passes between the two groups
+//                                  from TIME until TIME + DURATION (heal);
+//                                  GROUP is a comma list of processes:
+//                                  server:R, worker:R, scheduler. Needs root
+//                                  (cli/partition.h)
 //
-//   ROLE      server | worker (preempt: scheduler too)
+//   ROLE      server | worker; or scheduler, without :WHO (kill, stop,
+//             restart and preempt only: it sends no data messages); the launcher restarts
+//             it on the port it had, and its kill does not end the job
 //   WHO       a rank (0, 1, ...), * (every rank), or random (kill, preempt,
 //             stop and restart only), picked when the fault fires: for kill and stop a
 //             running process of that role, for restart one that is down (not
@@ -31,7 +39,10 @@
 //
 // Example: kill:server:1@5s,restart:server:1@7s,stop:worker:0@3s+2s,
 //          kill:worker:random@rate=0.1/s,restart:worker:random@rate=0.2/s,
-//          drop:server:0=0.01,delay:worker:1=5ms~2ms
+//          drop:server:0=0.01,delay:worker:1=5ms~2ms,
+//          partition:server:0|worker:0,worker:1@5s+3s
+// (an item that is not ACTION:... continues a partition's group: the comma
+// inside a GROUP does not end the item)
 #ifndef KEEL_CLI_FAULT_SCHEDULE_H_
 #define KEEL_CLI_FAULT_SCHEDULE_H_
 
@@ -40,7 +51,7 @@
 
 namespace keel {
 
-enum class FaultAction { kKill, kStop, kRestart, kDrop, kDelay, kPreempt };
+enum class FaultAction { kKill, kStop, kRestart, kDrop, kDelay, kPreempt, kPartition };
 
 // "kill", "stop", ...
 const char* FaultActionName(FaultAction action);
@@ -50,8 +61,8 @@ struct FaultItem {
   static constexpr int kRandomRank = -2;
 
   FaultAction action = FaultAction::kKill;
-  std::string role;  // "server", "worker" or (preempt) "scheduler"
-  int rank = 0;      // a rank, kEveryRank or kRandomRank
+  std::string role;  // "server", "worker" or "scheduler"
+  int rank = 0;      // a rank, kEveryRank or kRandomRank (0 for the scheduler)
   // kill, stop, restart, preempt: at `at_s`, or (rate_per_s > 0) at random times.
   double at_s = 0;
   double rate_per_s = 0;
@@ -59,7 +70,10 @@ struct FaultItem {
   double drop_rate = 0;   // drop
   double delay_ms = 0;    // delay
   double jitter_ms = 0;   // delay
-  std::string text;       // the item as written, for messages
+  // partition: the processes of each side, named as the launcher names them
+  // ("server 0", "worker 1", "scheduler"); `duration_s` until the heal.
+  std::vector<std::string> side_a, side_b;
+  std::string text;  // the item as written, for messages
 
   bool transport() const { return action == FaultAction::kDrop || action == FaultAction::kDelay; }
   // True if the item applies to `role` `rank`.
@@ -70,6 +84,8 @@ struct FaultSchedule {
   std::vector<FaultItem> items;
 
   bool empty() const { return items.empty(); }
+  // The first partition item, or nullptr.
+  const FaultItem* FirstPartition() const;
   // The transport flags (--drop_rate, --delay_ms, ...) for one process; a
   // later item overrides an earlier one for the same process.
   std::vector<std::string> TransportFlags(const std::string& role, int rank) const;

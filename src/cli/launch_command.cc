@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -22,10 +23,11 @@
 #include "cli/launch_flags.h"
 #include "cli/launcher.h"
 #include "cli/metrics_flags.h"
+#include "cli/partition.h"
 #include "cli/remote.h"
-#include "io/timeline_writer.h"
-#include "io/storage.h"
 #include "cli/role_output.h"
+#include "io/storage.h"
+#include "io/timeline_writer.h"
 #include "kv/van.h"
 
 namespace keel {
@@ -157,6 +159,28 @@ void CheckLocalDataFormat() {
   if (!note.empty()) std::cout << "keel launch: " << note << std::endl;
 }
 
+// Faults act on the processes this launch starts: not on a scheduler given
+// with --scheduler. A partition needs root (cli/partition.h).
+void CheckFaultTargets(const FaultSchedule& faults, const std::string& scheduler) {
+  if (const FaultItem* partition = faults.FirstPartition()) {
+    CheckPartitionsPossible(geteuid(), partition->text);
+  }
+  for (const FaultItem& item : faults.items) {
+    const bool names_scheduler =
+        item.role == "scheduler" ||
+        std::count(item.side_a.begin(), item.side_a.end(), "scheduler") > 0 ||
+        std::count(item.side_b.begin(), item.side_b.end(), "scheduler") > 0;
+    if (!scheduler.empty() && names_scheduler) {
+      throw MakeError("--faults item '", item.text, "': the scheduler at ", scheduler,
+                      " (--scheduler) is not started by this launch, so it cannot be ",
+                      item.action == FaultAction::kStop        ? "stopped"
+                      : item.action == FaultAction::kPartition ? "partitioned"
+                                                               : "killed or restarted",
+                      " from here");
+    }
+  }
+}
+
 // `keel launch`: the roles on this machine; `model_dir` is the job's model
 // folder (given, or the one ChooseModelDir picked; "" for none).
 int LaunchLocally(const std::vector<std::string>& role_flags, const std::string& model_dir) {
@@ -178,7 +202,8 @@ int LaunchLocally(const std::vector<std::string>& role_flags, const std::string&
   LaunchOutputOptionsFromFlags();  // checks --progress
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
-  ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
+  CheckFaultTargets(ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers),
+                    cluster.scheduler);
   if (FLAGS_check_flags && FlagsOk()) return 0;
   CheckLocalDataFormat();
   return RunLocalCluster(cluster);
@@ -212,6 +237,11 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
     group->StopAll();
     throw MakeError("the scheduler did not start (see its log above)");
   }
+  // A restart (a fault) binds the same port: the nodes know that address.
+  for (std::string& arg : argv) {
+    if (arg.rfind("--port_file=", 0) == 0) arg = "--port=" + port;
+  }
+  group->SetRespawnArguments("scheduler", argv);
   return "127.0.0.1:" + port;
 }
 
@@ -265,14 +295,22 @@ int RunLocalCluster(const LocalCluster& cluster) {
   const double started = MonotonicSeconds();
   std::optional<LaunchOutput> output;  // outlives the group, which prints through it
   if (cluster.show_progress) output.emplace(LaunchOutputOptionsFromFlags(), StandardConsole());
+  // Outlives the group too: its cgroups are removed once the children are gone.
+  std::unique_ptr<Partitioner> partitioner;
+  if (const FaultItem* partition = faults.FirstPartition()) {
+    CheckPartitionsPossible(geteuid(), partition->text);
+    partitioner = std::make_unique<Partitioner>();
+  }
   ProcessGroup group;
   group.DeferNotices();  // every child is a keel role
+  if (partitioner) group.SetCgroupFolder(partitioner->folder());
   TimelineWriter timeline(cluster.model_dir, "launch", cluster.fresh_timeline);
   if (output) output->Attach(&group);
   std::unique_ptr<FaultRunner> fault_runner;
   if (!faults.empty() || !cluster.event_log.empty() || timeline.enabled()) {
     fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
-                                                 cluster.event_log, cluster.fault_seed, &timeline);
+                                                 cluster.event_log, cluster.fault_seed, &timeline,
+                                                 partitioner.get());
   }
   const LaunchMetricsPorts metrics(cluster.metrics, cluster.scheduler.empty(), cluster.servers,
                                    cluster.workers);

@@ -25,9 +25,10 @@ void LaunchedJobEnd::Started(const std::string& name) {
   if (worker >= 0) finished_workers_.erase(worker);
 }
 
-void LaunchedJobEnd::Exited(const std::string& name, int status) {
+void LaunchedJobEnd::Exited(const std::string& name, int status, bool tolerated) {
   if (over()) return;
   if (name == "scheduler") {
+    if (tolerated && WIFSIGNALED(status)) return;  // killed by a fault
     reason_ = "the scheduler exited";
   } else if (const int server = RankOf(name, "server"); server >= 0 && ExitedCleanly(status)) {
     reason_ = name + " was shut down";

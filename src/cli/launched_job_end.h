@@ -3,7 +3,9 @@
 //
 // The job is over once any of these has happened:
 // - the scheduler exited: it exits once every worker reported done (or the
-//   job failed), after sending SHUTDOWN to every node;
+//   job failed), after sending SHUTDOWN to every node. Not when a fault
+//   killed it (a tolerated exit by a signal): it is started again, or the
+//   nodes give up waiting for it by themselves;
 // - a server exited with status 0: a server exits cleanly only on the
 //   scheduler's SHUTDOWN (this covers a scheduler the launcher did not start);
 // - the newest process of every worker rank exited with status 0.
@@ -27,8 +29,9 @@ class LaunchedJobEnd {
 
   // The process `name` started (a restarted worker is not finished any more).
   void Started(const std::string& name);
-  // The process `name` exited with wait status `status` (as waitpid gives it).
-  void Exited(const std::string& name, int status);
+  // The process `name` exited with wait status `status` (as waitpid gives it);
+  // `tolerated`: its failure was expected (a fault acted on it).
+  void Exited(const std::string& name, int status, bool tolerated = false);
 
   bool over() const { return !reason_.empty(); }
   // Why the job is over, like "the scheduler exited"; "" while it is not.

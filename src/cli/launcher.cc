@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,15 +81,39 @@ ChildPipes OpenPipes(const std::string& name, bool stdin_pipe) {
   return pipes;
 }
 
-// In the forked child: wires the pipes to its standard streams and runs
-// `argv`; reports a failed exec on the exec_status pipe.
+// In the forked child: writes its pid to `cgroup_procs` (a cgroup's
+// cgroup.procs file) to join that cgroup. Only async-signal-safe calls.
+bool JoinCgroup(const char* cgroup_procs) {
+  char digits[24];
+  size_t n = 0;
+  for (pid_t pid = getpid(); pid > 0 && n < sizeof(digits); pid /= 10) {
+    digits[n++] = static_cast<char>('0' + pid % 10);
+  }
+  char text[24];
+  for (size_t i = 0; i < n; ++i) text[i] = digits[n - 1 - i];
+  const int fd = open(cgroup_procs, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, text, n) == static_cast<ssize_t>(n);
+  close(fd);
+  return ok;
+}
+
+// In the forked child: joins `cgroup_procs`'s cgroup (if not null), wires
+// the pipes to its standard streams and runs `argv`; reports a failed join
+// or exec on the exec_status pipe.
 [[noreturn]] void ExecChild(const ChildPipes& pipes, const std::vector<std::string>& argv,
-                            pid_t parent, bool defer_notices) {
+                            pid_t parent, bool defer_notices, const char* cgroup_procs) {
   // The child dies with the launcher, and the terminal's Ctrl-C reaches the
   // launcher only, which stops the children in order.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
   setpgid(0, 0);
+  if (cgroup_procs && !JoinCgroup(cgroup_procs)) {
+    const int error = errno;
+    ssize_t ignored = write(pipes.exec_status[1], &error, sizeof(error));
+    (void)ignored;
+    _exit(127);
+  }
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   if (defer_notices) {
@@ -162,13 +187,31 @@ ProcessGroup::ProcessGroup() { InstallHandlers(); }
 
 ProcessGroup::~ProcessGroup() { StopAll(); }
 
+std::string ProcessGroup::MakeCgroup(const std::string& name) const {
+  if (cgroup_folder_.empty()) return "";
+  std::string folder_name = name;
+  for (char& c : folder_name) {
+    if (c == ' ') c = '-';
+  }
+  const std::string folder = cgroup_folder_ + "/" + folder_name;
+  if (mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw MakeError("cannot start ", name, ": cannot create the cgroup ", folder, ": ",
+                    strerror(errno));
+  }
+  return folder + "/cgroup.procs";
+}
+
 pid_t ProcessGroup::Spawn(const std::string& name, const std::vector<std::string>& argv,
                           bool stdin_pipe, const std::string& input) {
+  const std::string cgroup_procs = MakeCgroup(name);
   ChildPipes pipes = OpenPipes(name, stdin_pipe);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw MakeError("cannot start ", name, ": fork: ", strerror(errno));
-  if (pid == 0) ExecChild(pipes, argv, parent, defer_notices_);
+  if (pid == 0) {
+    ExecChild(pipes, argv, parent, defer_notices_,
+              cgroup_procs.empty() ? nullptr : cgroup_procs.c_str());
+  }
   CloseChildEnds(pipes);
   if (const int exec_error = ReadExecError(pipes)) {
     waitpid(pid, nullptr, 0);
@@ -397,6 +440,10 @@ pid_t ProcessGroup::Respawn(const std::string& name) {
   const pid_t pid = Spawn(name, argv);
   Find(name)->tolerated = true;
   return pid;
+}
+
+void ProcessGroup::SetRespawnArguments(const std::string& name, std::vector<std::string> argv) {
+  if (Child* child = Find(name)) child->argv = std::move(argv);
 }
 
 void ProcessGroup::StopAll(double grace_s) {

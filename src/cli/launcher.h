@@ -101,6 +101,10 @@ class ProcessGroup {
 
   // Set before Spawn; not owned.
   void SetObserver(Observer* observer) { observer_ = observer; }
+  // From now on each child joins the cgroup FOLDER/NAME (spaces in its name
+  // made dashes; created if missing) before it runs: cli/partition.h tells
+  // processes apart by it. Spawn throws Error if the child cannot join.
+  void SetCgroupFolder(const std::string& folder) { cgroup_folder_ = folder; }
   // Sends `signal` to the named child; returns its pid, or -1 if it is not running.
   pid_t Signal(const std::string& name, int signal);
   // The named child's failure, now or later, does not fail the group (a fault
@@ -109,6 +113,9 @@ class ProcessGroup {
   // Starts the named child again with the same arguments (killing it first,
   // SIGKILL, if it still runs). Throws Error if it cannot be started.
   pid_t Respawn(const std::string& name);
+  // The arguments Respawn starts the named child with from now on (a
+  // scheduler that chose a free port is restarted on that port).
+  void SetRespawnArguments(const std::string& name, std::vector<std::string> argv);
 
  private:
   struct Child {
@@ -123,6 +130,9 @@ class ProcessGroup {
     bool tolerated = false;
   };
 
+  // With a cgroup folder: creates the child's cgroup and returns its
+  // cgroup.procs path; "" without one. Throws Error if it cannot.
+  std::string MakeCgroup(const std::string& name) const;
   // The newest child named `name`, or nullptr.
   Child* Find(const std::string& name);
   bool AnyRunning() const;
@@ -149,6 +159,7 @@ class ProcessGroup {
   double preemption_forwarded_ = 0;  // MonotonicSeconds() of the forward; 0: none
   bool preempted_ = false;           // a child exited with kPreemptedExitStatus
   bool defer_notices_ = false;
+  std::string cgroup_folder_;
 };
 
 // True once SIGINT arrived, or SIGTERM with nowhere to pass it as a

@@ -48,10 +48,12 @@ std::string Promotions(const RangeChains::Departure& departure) {
 void Scheduler::MonitorLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    const double wait = NextSilenceDeadline(MonotonicSeconds()) - MonotonicSeconds();
-    changed_.wait_for(lock, std::chrono::duration<double>(std::max(wait, 0.0)),
+    const double wake = NextSilenceDeadline(MonotonicSeconds());
+    changed_.wait_for(lock, std::chrono::duration<double>(std::max(wake - MonotonicSeconds(), 0.0)),
                       [this] { return stopping_; });
-    monitor_ran_ = MonotonicSeconds();
+    const double now = MonotonicSeconds();
+    ForgiveOwnStall(now, now - wake);
+    monitor_ran_ = now;
     for (const auto& [id, silence] : FindSilent(MonotonicSeconds())) {
       RemoveMember(id, "no heartbeat for " + std::to_string(silence) + " s");
     }
@@ -114,15 +116,29 @@ void Scheduler::RemoveMember(int id, const std::string& reason) {
   }
 }
 
+void Scheduler::ForgiveOwnStall(double now, double stall) {
+  // Below this a late round is the machine's scheduling noise.
+  constexpr double kToleratedLateness = 0.5;
+  if (stall <= kToleratedLateness) return;
+  LOG(WARNING) << "the scheduler did not run for " << stall
+               << " s (stopped or starved): that time does not count as the nodes' silence";
+  for (auto& [id, member] : members_) {
+    member.last_heartbeat = std::min(now, member.last_heartbeat + stall);
+  }
+}
+
 std::vector<std::pair<int, double>> Scheduler::FindSilent(double now) {
   std::vector<std::pair<int, double>> silent;
   for (auto& [id, member] : members_) {
-    if (done_.count(id) || member.reported_silent) continue;
+    if (done_.count(id)) continue;
     const double silence = now - member.last_heartbeat;
     if (silence <= options_.heartbeat_timeout_s) continue;
+    // A node logged as silent before the first view and never heard from
+    // since (it died then) is removed once the view is out: its rank is free
+    // for a replacement.
     if (published_) {
       silent.emplace_back(id, silence);
-    } else {
+    } else if (!member.reported_silent) {
       member.reported_silent = true;
       LOG(WARNING) << proto::Role_Name(member.info.role()) << " " << member.info.rank() << " (node "
                    << id << " at " << member.info.address() << ") silent for " << silence << " s";

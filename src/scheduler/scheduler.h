@@ -286,6 +286,12 @@ class Scheduler {
   // view, only logs them) and answers ORPHANS requests whose replacement
   // timeout passed.
   void MonitorLoop();
+  // The monitor's round came `stall` seconds later than it was due (the
+  // scheduler was stopped, SIGSTOP, or starved of CPU): the heartbeats that
+  // arrived meanwhile are still unread, so that time is not the nodes'
+  // silence. Moves every member's last heartbeat forward by it (to `now`
+  // at most).
+  void ForgiveOwnStall(double now, double stall);
   // The members silent past the heartbeat timeout at `now`, with how long, to
   // remove; before the first view they are only logged (once).
   std::vector<std::pair<int, double>> FindSilent(double now);

@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""Random fault schedules for scripts/experiments/chaos.sh, each run's outcome,
+and the table and plot of a whole experiment.
+
+  chaos.py schedule SEED REPLICATION WINDOW [SCHEDULER [PARTITIONS]]
+      the schedule of seed SEED as shell assignments (servers=, workers=,
+      faults=, down=): 2-3 servers, 2 workers, 3-8 fault items at random
+      times in [2 s, WINDOW s] of the launch (kill then restart, stop with a
+      duration, restart; of servers, workers and, when SCHEDULER is 1, the
+      scheduler (SCHEDULER "stop": the scheduler is only stopped, never killed); drops and delays of one process's outgoing data messages;
+      when PARTITIONS is 1, one process cut from all the others for a while).
+      With REPLICATION 1 or more, servers are down one at a time: each server
+      fault holds a down-interval (from the fault until its process is back
+      plus RECOVERY_S for the view change and the range copy) and no two
+      overlap, so every key range keeps a live replica. With REPLICATION 0
+      the same rule holds (one server at a time) and what the killed or
+      stopped servers held is the allowed loss (see outcome).
+      The same seed gives the same schedule: Python's random.Random(SEED).
+  chaos.py outcome RUN_DIR JOB REPLICATION DOWN SEED SERVERS FAULTS REPLAY
+      one JSON line (with the run's SEED, SERVERS, FAULTS and REPLAY command) for a job of a run: RUN_DIR holds the job's exit code
+      (JOB.code), wall time (JOB.wall), event log (JOB.events.jsonl) and model
+      folder (JOB.model/). The verdict: "ok" when the job exited 0 and
+      (exact_sum) found no wrong sum; without replication, exact_sum's lost
+      keys in the ranges of the servers in DOWN (comma list of ranks that
+      were killed, restarted or stopped) are the allowed loss ("ok, loss
+      allowed") and any other wrong sum (lost elsewhere, or any doubled) is a
+      violation.
+  chaos.py report OUT
+      OUT/results.jsonl (the outcome lines, with each run's schedule) ->
+      OUT/chaos.md (a table, one row per job) and OUT/chaos.svg (each run's
+      faults on its time line, per job; red: a failure).
+"""
+import html
+import json
+import os
+import random
+import sys
+
+RECOVERY_S = 4.0  # after a server is back: view change, range copy, before the next server fault
+SCHEDULER_RECOVERY_S = 3.0
+
+
+class Generator:
+    def __init__(self, seed, replication, window, scheduler, partitions=False):
+        self.rng = random.Random(seed)
+        self.replication = replication
+        self.window = window
+        self.scheduler = scheduler
+        self.partitions = partitions
+        self.servers = self.rng.choice([2, 3])
+        self.workers = 2
+        self.items = []  # (time or None, text)
+        self.server_busy = []  # [begin, end) intervals, any server
+        self.busy = {}  # "role:rank" -> [begin, end) intervals of that process
+        self.transport = set()  # (action, role, rank) already given
+        self.down_servers = set()
+
+    def free(self, intervals, begin, end):
+        return all(end <= b or begin >= e for b, e in intervals)
+
+    def process_fault(self, role, rank, room):
+        """kill then restart, a stop, or a restart (kill and start at once); [] when it does
+        not fit (`room` items left, or a down-interval would overlap)."""
+        kind = self.rng.choice(["kill", "stop", "restart"])
+        if role == "scheduler" and self.scheduler == "stop":
+            kind = "stop"
+        if kind == "kill" and room < 2:
+            return []
+        gap = 0.0 if kind == "restart" else round(self.rng.uniform(0.5, 4.0), 1)
+        t = round(self.rng.uniform(2.0, self.window - gap), 1)
+        back = t + gap
+        margin = RECOVERY_S if role == "server" else SCHEDULER_RECOVERY_S if role == "scheduler" else 1.0
+        interval = (t, back + margin)
+        name = "%s:%s" % (role, rank)
+        if not self.free(self.busy.get(name, []), *interval):
+            return []
+        if role == "server" and not self.free(self.server_busy, *interval):
+            return []
+        self.busy.setdefault(name, []).append(interval)
+        if role == "server":
+            self.server_busy.append(interval)
+            self.down_servers.add(rank)
+        who = role if role == "scheduler" else name
+        if kind == "kill":
+            return [(t, "kill:%s@%gs" % (who, t)), (back, "restart:%s@%gs" % (who, back))]
+        if kind == "stop":
+            return [(t, "stop:%s@%gs+%gs" % (who, t, gap))]
+        return [(t, "restart:%s@%gs" % (who, t))]
+
+    def transport_fault(self, role, rank):
+        action = self.rng.choice(["drop", "delay"])
+        if (action, role, rank) in self.transport:
+            return []
+        self.transport.add((action, role, rank))
+        if action == "drop":
+            share = self.rng.choice([0.1, 0.5, 1, 2])
+            return [(None, "drop:%s:%d=%g%%" % (role, rank, share))]
+        # Every message of the process waits this long, and a worker has 4 pushes in flight:
+        # 10 ms on a server made exact_sum's 48,000 pushes a worker take over 3 minutes.
+        delay = self.rng.choice([0.5, 1, 2])
+        jitter = self.rng.choice([0, delay / 2])
+        return [(None, "delay:%s:%d=%gms~%gms" % (role, rank, delay, jitter))]
+
+    def partition_fault(self, room):
+        """One process cut from all the others for 0.5-4 s; a server cut off is down."""
+        roles = ["server", "worker"] + (["scheduler"] if self.scheduler else [])
+        role = self.rng.choice(roles)
+        rank = 0 if role == "scheduler" else self.rng.randrange(
+            self.servers if role == "server" else self.workers)
+        gap = round(self.rng.uniform(0.5, 4.0), 1)
+        t = round(self.rng.uniform(2.0, self.window - gap), 1)
+        margin = RECOVERY_S if role == "server" else 1.0
+        interval = (t, t + gap + margin)
+        name = "%s:%s" % (role, rank)
+        if not self.free(self.busy.get(name, []), *interval):
+            return []
+        if role == "server" and not self.free(self.server_busy, *interval):
+            return []
+        self.busy.setdefault(name, []).append(interval)
+        if role == "server":
+            self.server_busy.append(interval)
+            self.down_servers.add(rank)
+        everyone = (["scheduler"] if self.scheduler else []) + \
+            ["server:%d" % r for r in range(self.servers)] + \
+            ["worker:%d" % r for r in range(self.workers)]
+        alone = "scheduler" if role == "scheduler" else name
+        others = ",".join(p for p in everyone if p != alone)
+        return [(t, "partition:%s|%s@%gs+%gs" % (alone, others, t, gap))]
+
+    def one(self, room):
+        kinds = ["server", "server", "worker", "worker", "transport"]
+        if self.scheduler:
+            kinds.append("scheduler")
+        if self.partitions:
+            kinds.append("partition")
+        kind = self.rng.choice(kinds)
+        if kind == "partition":
+            return self.partition_fault(room)
+        if kind == "transport":
+            role = self.rng.choice(["server", "worker"])
+            count = self.servers if role == "server" else self.workers
+            return self.transport_fault(role, self.rng.randrange(count))
+        if kind == "scheduler":
+            return self.process_fault("scheduler", 0, room)
+        count = self.servers if kind == "server" else self.workers
+        return self.process_fault(kind, self.rng.randrange(count), room)
+
+    def generate(self):
+        wanted = self.rng.randint(3, 8)
+        attempts = 0
+        while len(self.items) < wanted and attempts < 200:
+            attempts += 1
+            self.items.extend(self.one(wanted - len(self.items)))
+        self.items.sort(key=lambda item: (item[0] is not None, item[0] or 0))
+        return self
+
+
+def schedule(seed, replication, window, scheduler="0", partitions="0"):
+    g = Generator(int(seed), int(replication), float(window),
+                  scheduler if scheduler in ("1", "stop") else None, partitions == "1").generate()
+    faults = ",".join(text for _, text in g.items)
+    print("servers=%d" % g.servers)
+    print("workers=%d" % g.workers)
+    print("faults='%s'" % faults)
+    print("down='%s'" % ",".join(str(r) for r in sorted(g.down_servers)))
+
+
+def read_json_lines(path):
+    result = []
+    if not os.path.exists(path):
+        return result
+    with open(path) as f:
+        for text in f:
+            text = text.strip()
+            if not text:
+                continue
+            try:
+                result.append(json.loads(text))
+            except ValueError:
+                pass  # a line cut by a kill
+    return result
+
+
+def read_text(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def fault_counts(events):
+    counts = {}
+    for event in events:
+        name = event.get("event")
+        if name in ("kill", "stop", "continue", "restart", "partition", "heal", "skipped",
+                    "not_fired", "restart_failed", "partition_failed"):
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def exact_sum_verdict(report, replication, down):
+    """(violations, allowed_lost, note) from exact_sum.json."""
+    if report is None:
+        return None, 0, "no exact_sum.json"
+    if replication > 0:
+        return report.get("violations", 0), 0, ""
+    allowed = 0
+    violations = 0
+    for r in report.get("ranges", []):
+        if r.get("primary") in down:
+            allowed += r.get("lost", 0)
+            violations += r.get("doubled", 0)
+        else:
+            violations += r.get("lost", 0) + r.get("doubled", 0)
+    return violations, allowed, ""
+
+
+def outcome(run_dir, job, replication, down, seed, servers, faults, replay):
+    replication = int(replication)
+    down = {int(r) for r in down.split(",") if r}
+    code = int(read_text(os.path.join(run_dir, job + ".code"), "-1"))
+    wall = float(read_text(os.path.join(run_dir, job + ".wall"), "0"))
+    model = os.path.join(run_dir, job + ".model")
+    events = read_json_lines(os.path.join(run_dir, job + ".events.jsonl"))
+    line = {"seed": int(seed), "servers": int(servers), "replication": replication,
+            "schedule": faults, "replay": replay, "job": job, "code": code,
+            "wall_s": round(wall, 1), "faults": fault_counts(events)}
+    ends = [e for e in events if e.get("event") == "job_over"]
+    line["job_over_s"] = ends[0]["t"] if ends else None
+    if job == "exact_sum":
+        report = read_json(os.path.join(model, "exact_sum.json"))
+        violations, allowed, note = exact_sum_verdict(report, replication, down)
+        line.update(violations=violations, allowed_lost=allowed)
+        if report is not None:
+            line.update(lost=report.get("lost"), doubled=report.get("doubled"),
+                        pushes=report.get("pushes"))
+        if violations is None:
+            verdict = "fail: " + note + " (exit %d)" % code
+        elif violations > 0:
+            verdict = "fail: %d violation(s)" % violations
+        elif code == 0:
+            verdict = "ok"
+        elif replication == 0 and allowed > 0 and code == 1:
+            verdict = "ok, loss allowed"
+        else:
+            verdict = "fail: exit %d" % code
+    else:
+        metrics = read_json(os.path.join(model, "metrics.json")) or {}
+        loss = metrics.get("validation:objective_loss")
+        line["validation_loss"] = loss
+        # Servers restored from a checkpoint (without replication), from the scheduler's lines.
+        log = read_text(os.path.join(run_dir, job + ".log"))
+        line["restores"] = log.count("from checkpoint ckpt-")
+        verdict = "ok" if code == 0 and loss is not None else "fail: exit %d" % code
+        if code == 0 and loss is None:
+            verdict = "fail: no validation loss"
+    line["verdict"] = verdict
+    print(json.dumps(line))
+
+
+def svg_report(rows, path):
+    """One band per run, a line per job from 0 to its wall time, its faults marked."""
+    colors = {"kill": "#d62728", "stop": "#ff7f0e", "continue": "#2ca02c", "restart": "#1f77b4",
+              "partition": "#9467bd", "heal": "#8c564b"}
+    longest = max([r["wall_s"] for r in rows] + [1.0])
+    left, width, band = 170, 760, 18
+    height = 74 + band * len(rows)
+    scale = width / longest
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="DejaVu Sans, sans-serif" font-size="11">' % (left + width + 30, height),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="10" y="16" font-size="13">Chaos runs: each job from launch to end '
+           '(grey: ok, red: failed)</text>',
+           '<text x="10" y="32">marks: kill (red), stop (orange), continue (green), '
+           'restart (blue), partition (purple), heal (brown)</text>']
+    for tick in range(0, int(longest) + 1, 10):
+        x = left + tick * scale
+        out.append('<line x1="%.1f" y1="40" x2="%.1f" y2="%d" stroke="#eee"/>' % (x, x, height - 20))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%d s</text>' % (x, height - 6, tick))
+    for i, r in enumerate(rows):
+        y = 50 + i * band
+        ok = r["verdict"].startswith("ok")
+        label = "seed %s %s" % (r["seed"], "exact_sum" if r["job"] == "exact_sum" else "train")
+        out.append('<text x="10" y="%d">%s</text>' % (y + 4, html.escape(label)))
+        out.append('<line x1="%d" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="6"/>' %
+                   (left, y, left + r["wall_s"] * scale, y, "#bbb" if ok else "#d62728"))
+        for event in r.get("events", []):
+            color = colors.get(event.get("event"))
+            if color is None or "t" not in event:
+                continue
+            x = left + event["t"] * scale
+            title = html.escape("%s %s %s at %.1f s" % (event.get("event"), event.get("role", ""),
+                                                        event.get("rank", ""), event["t"]))
+            out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="2">'
+                       '<title>%s</title></line>' % (x, y - 7, x, y + 7, color, title))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def describe(r):
+    if r["job"] == "exact_sum":
+        text = "violations %s" % r.get("violations")
+        if r.get("allowed_lost"):
+            text += ", %d lost in restarted ranges (allowed)" % r["allowed_lost"]
+        pushes = r.get("pushes") or {}
+        if pushes.get("repeated"):
+            text += ", %d pushes made again" % pushes["repeated"]
+        return text
+    loss = r.get("validation_loss")
+    text = "validation loss %s" % ("%.5f" % loss if isinstance(loss, (int, float)) else "-")
+    if r.get("restores"):
+        text += ", %d range restore(s) from a checkpoint" % r["restores"]
+    return text
+
+
+def report(out):
+    rows = read_json_lines(os.path.join(out, "results.jsonl"))
+    for r in rows:
+        r["events"] = read_json_lines(os.path.join(out, "runs", "seed-%s" % r["seed"],
+                                                   r["job"] + ".events.jsonl"))
+    runs = sorted({r["seed"] for r in rows})
+    failed = sorted({r["seed"] for r in rows if not r["verdict"].startswith("ok")})
+    finished = sum(1 for r in rows if r["code"] == 0)
+    violations = sum(r.get("violations") or 0 for r in rows if r["job"] == "exact_sum")
+    walls = sorted(r["wall_s"] for r in rows)
+    lines = [
+        "Runs: %d schedule(s), %d job(s); %d job(s) exited 0; exact_sum violations: %d; "
+        "failed schedule(s): %s." % (len(runs), len(rows), finished, violations,
+                                     ", ".join(str(s) for s in failed) or "none"),
+        "Job wall time: median %.1f s, longest %.1f s." % (
+            walls[len(walls) // 2] if walls else 0, walls[-1] if walls else 0),
+        "",
+        "| seed | servers | replication | faults | job | outcome | wall s | fired / skipped / "
+        "not fired | result | replay |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        c = r.get("faults", {})
+        fired = sum(c.get(k, 0) for k in ("kill", "stop", "restart", "partition"))
+        lines.append("| %s | %s | %s | `%s` | %s | %s | %.1f | %d / %d / %d | %s | `%s` |" % (
+            r["seed"], r["servers"], r["replication"],
+            (r["schedule"] or "(none)").replace("|", "\\|"), r["job"],
+            r["verdict"], r["wall_s"], fired, c.get("skipped", 0), c.get("not_fired", 0),
+            describe(r), r["replay"]))
+    with open(os.path.join(out, "chaos.md"), "w") as f:
+        f.write("\n".join(lines) + "\n\n![each job's faults on its time line](chaos.svg)\n")
+    svg_report(rows, os.path.join(out, "chaos.svg"))
+    print("\n".join(lines[:2]))
+
+
+def main(argv):
+    commands = {"schedule": (schedule, (3, 5)), "outcome": (outcome, (8, 8)),
+                "report": (report, (1, 1))}
+    if len(argv) < 2 or argv[1] not in commands:
+        sys.exit(__doc__)
+    function, (least, most) = commands[argv[1]]
+    if not least <= len(argv) - 2 <= most:
+        sys.exit(__doc__)
+    function(*argv[2:])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
