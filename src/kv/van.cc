@@ -74,7 +74,7 @@ bool IsDataPlane(proto::Command command) {
 
 bool IsResentControl(proto::Command command) {
   return command == proto::HEARTBEAT || command == proto::BARRIER || command == proto::CHECKPOINT ||
-         command == proto::ORPHANS || command == proto::WORKER_DONE;
+         command == proto::ORPHANS || command == proto::WORKER_DONE || command == proto::PREEMPT;
 }
 
 void TransportFaults::Check() const {
