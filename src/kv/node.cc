@@ -364,16 +364,20 @@ void Node::ResendOverdueLocked(double now) {
     awaited.wait =
         std::min(2 * awaited.wait, kControlResendMaxHeartbeats * options_.heartbeat_interval_s);
     awaited.next_send = now + awaited.wait;
-    Message again;
-    again.meta = awaited.meta;
-    again.meta.set_sender(id_);
-    again.meta.set_epoch(epoch_);
-    try {
-      van_->Send(kSchedulerId, again);
-      VLOG(1) << "sent " << key << " to the scheduler again";
-    } catch (const Error& e) {
-      LOG(WARNING) << "not sent again to the scheduler: " << e.what();
-    }
+    VLOG(1) << "sending " << key << " to the scheduler again";
+    SendAgainLocked(awaited.meta);
+  }
+}
+
+void Node::SendAgainLocked(const proto::Meta& request) {
+  Message again;
+  again.meta = request;
+  again.meta.set_sender(id_);
+  again.meta.set_epoch(epoch_);
+  try {
+    van_->Send(kSchedulerId, again);
+  } catch (const Error& e) {
+    LOG(WARNING) << "not sent again to the scheduler: " << e.what();
   }
 }
 
@@ -644,17 +648,7 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
 }
 
 void Node::ResendAwaitedLocked() {
-  for (const auto& [key, awaited] : awaiting_) {
-    Message again;
-    again.meta = awaited.meta;
-    again.meta.set_sender(id_);
-    again.meta.set_epoch(epoch_);
-    try {
-      van_->Send(kSchedulerId, again);
-    } catch (const Error& e) {
-      LOG(WARNING) << "not sent again to the scheduler: " << e.what();
-    }
-  }
+  for (const auto& [key, awaited] : awaiting_) SendAgainLocked(awaited.meta);
 }
 
 void Node::CallViewHandler() {

@@ -282,6 +282,9 @@ class Node {
   bool Answered(const std::string& key);
   // Sends again the awaited requests whose wait ran out. Holds mutex_.
   void ResendOverdueLocked(double now);
+  // Sends an awaited request to the scheduler again, as this node now. Holds
+  // mutex_.
+  void SendAgainLocked(const proto::Meta& request);
   // A restarted scheduler asked this node to register again.
   void Rejoin();
 

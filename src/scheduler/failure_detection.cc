@@ -120,11 +120,13 @@ void Scheduler::ForgiveOwnStall(double now, double stall) {
   // Below this a late round is the machine's scheduling noise.
   constexpr double kToleratedLateness = 0.5;
   if (stall <= kToleratedLateness) return;
-  LOG(WARNING) << "the scheduler did not run for " << stall
-               << " s (stopped or starved): that time does not count as the nodes' silence";
-  for (auto& [id, member] : members_) {
-    member.last_heartbeat = std::min(now, member.last_heartbeat + stall);
-  }
+  // The stall began at some unknown time before its round was due, and the
+  // heartbeats that came meanwhile are still unread: no silence can be judged
+  // until the nodes have had a whole timeout to be heard again (a node that
+  // died meanwhile is found then, or at once by its closed connection).
+  LOG(WARNING) << "the scheduler did not run for at least " << stall
+               << " s (stopped or starved): every node gets a whole heartbeat timeout from now";
+  for (auto& [id, member] : members_) member.last_heartbeat = std::max(member.last_heartbeat, now);
 }
 
 std::vector<std::pair<int, double>> Scheduler::FindSilent(double now) {

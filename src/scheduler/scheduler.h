@@ -288,9 +288,9 @@ class Scheduler {
   void MonitorLoop();
   // The monitor's round came `stall` seconds later than it was due (the
   // scheduler was stopped, SIGSTOP, or starved of CPU): the heartbeats that
-  // arrived meanwhile are still unread, so that time is not the nodes'
-  // silence. Moves every member's last heartbeat forward by it (to `now`
-  // at most).
+  // arrived meanwhile are still unread, and the stall began at some unknown
+  // time before: no silence can be judged. Beyond 0.5 s late, every member's
+  // last heartbeat becomes `now`.
   void ForgiveOwnStall(double now, double stall);
   // The members silent past the heartbeat timeout at `now`, with how long, to
   // remove; before the first view they are only logged (once).
