@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -61,6 +62,9 @@ class TcpRelay {
   }
   // Connections cut so far.
   int cut_connections() const { return cut_connections_.load(); }
+  // While held, the relay forwards nothing either way and the connections
+  // stay open: a partition, as a firewall dropping packets makes one.
+  void Hold(bool held) { held_ = held; }
 
  private:
   static sockaddr_in Address(const std::string& host, int port) {
@@ -80,7 +84,9 @@ class TcpRelay {
         ++cuts_;
       }
       std::vector<pollfd> fds = {{listener_, POLLIN, 0}};
-      for (const auto& [fd, other] : peers_) fds.push_back({fd, POLLIN, 0});
+      if (!held_) {
+        for (const auto& [fd, other] : peers_) fds.push_back({fd, POLLIN, 0});
+      }
       if (poll(fds.data(), fds.size(), 10) <= 0) continue;
       if (fds[0].revents & POLLIN) Accept();
       for (size_t i = 1; i < fds.size(); ++i) {
@@ -127,6 +133,7 @@ class TcpRelay {
   std::map<int, int> peers_;  // each end of a relayed connection -> the other end
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cut_{false};
+  std::atomic<bool> held_{false};
   std::atomic<int> cuts_{0};
   std::atomic<int> cut_connections_{0};
   std::thread thread_;
@@ -137,10 +144,12 @@ class FailureDetection : public ::testing::Test {
   // A scheduler expecting `servers` servers (`replication` backups per range)
   // and one worker; heartbeats time out after 30 s, so that only the closed
   // connection can make a node leave within the tests' bounds.
-  void StartScheduler(int servers, int replication, double heartbeat_timeout_s = 30) {
+  void StartScheduler(int servers, int replication, double heartbeat_timeout_s = 30,
+                      const std::string& host = "127.0.0.1", int port = 0) {
     SchedulerOptions options;
     options.secret = secret_;
-    options.bind_host = "127.0.0.1";
+    options.bind_host = host;
+    options.port = port;
     options.num_servers = servers;
     options.num_workers = 1;
     options.replication = replication;
@@ -251,6 +260,53 @@ TEST_F(FailureDetection, ANodeWhoseConnectionDropsButWhichAnswersItsProbeStays) 
   EXPECT_TRUE(WaitFor([&] { return nodes_[1]->SecondsSinceScheduler() < since; }, 20))
       << "its heartbeats are no longer answered";
   EXPECT_FALSE(nodes_[1]->removed());
+}
+
+// The scheduler cut off from every node for longer than the heartbeat
+// timeout (its port is reached through a relay that the test holds, as a
+// partition holds packets) hears from none of them: that is its own
+// isolation, not the death of all of them, and it removes none. (It used to
+// remove every node: every range lost all its replicas and started over.)
+TEST_F(FailureDetection, ASchedulerCutOffFromEveryNodeRemovesNone) {
+  // The scheduler listens on 127.0.0.2; the nodes reach it through a relay
+  // on 127.0.0.1 at the same port.
+  const int port = testing::UnusedPort();
+  TcpRelay relay(port, "127.0.0.2");
+  StartScheduler(2, 1, 1.0, "127.0.0.2", port);
+  StartNodes({Server(0), Server(1), Worker()});
+  relay.Hold(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 2.5 heartbeat timeouts
+  relay.Hold(false);
+  EXPECT_EQ(scheduler_->status().deaf_spells, 1u);
+  // Heard again, each node has a whole timeout for its held heartbeats.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(scheduler_->status().departures, 0u);
+  EXPECT_TRUE(testing::EventsNamed(membership_log_, "leave").empty())
+      << testing::ReadFileOrEmpty(membership_log_);
+  for (const auto& node : nodes_) {
+    EXPECT_TRUE(InView(node->id()));
+    EXPECT_LT(node->SecondsSinceScheduler(), 1.0);
+    EXPECT_FALSE(node->removed());
+  }
+}
+
+// One node cut off while the others are heard is found silent, as before.
+TEST_F(FailureDetection, ANodeCutOffWhileTheOthersAreHeardLeavesAtTheHeartbeatTimeout) {
+  const int port = testing::UnusedPort();
+  TcpRelay relay(port, "127.0.0.2");
+  StartScheduler(1, 0, 1.0, "127.0.0.2", port);
+  NodeOptions server = Server(0);
+  server.scheduler = "127.0.0.2:" + std::to_string(port);  // not through the relay
+  StartNodes({server, Worker()});
+  const int worker_id = nodes_[1]->id();
+  relay.Hold(true);
+  EXPECT_TRUE(WaitFor([&] { return !InView(worker_id); }, 10));
+  relay.Hold(false);
+  EXPECT_EQ(scheduler_->status().deaf_spells, 0u);
+  auto leaves = testing::EventsNamed(membership_log_, "leave");
+  ASSERT_EQ(leaves.size(), 1u) << testing::ReadFileOrEmpty(membership_log_);
+  EXPECT_EQ(leaves[0]["role"], "worker");
+  EXPECT_TRUE(Contains(leaves[0]["reason"], "no heartbeat for")) << leaves[0]["reason"];
 }
 
 }  // namespace

@@ -54,8 +54,10 @@ void Scheduler::MonitorLoop() {
     const double now = MonotonicSeconds();
     ForgiveOwnStall(now, now - wake);
     monitor_ran_ = now;
-    for (const auto& [id, silence] : FindSilent(MonotonicSeconds())) {
-      RemoveMember(id, "no heartbeat for " + std::to_string(silence) + " s");
+    if (HearsTheCluster(now)) {
+      for (const auto& [id, silence] : FindSilent(MonotonicSeconds())) {
+        RemoveMember(id, "no heartbeat for " + std::to_string(silence) + " s");
+      }
     }
     shares_.AnswerExpired();  // replacement timeouts expire with time
     changed_.notify_all();
@@ -63,6 +65,9 @@ void Scheduler::MonitorLoop() {
 }
 
 double Scheduler::NextSilenceDeadline(double now) const {
+  // While it hears nobody the deadlines are past: it looks often for the
+  // first heartbeat heard again.
+  if (deaf_since_ >= 0) return now + std::min(kMonitorRoundS, options_.heartbeat_timeout_s / 10);
   double next = now + kMonitorRoundS;
   for (const auto& [id, member] : members_) {
     if (done_.count(id) || member.reported_silent) continue;
@@ -127,6 +132,35 @@ void Scheduler::ForgiveOwnStall(double now, double stall) {
   LOG(WARNING) << "the scheduler did not run for at least " << stall
                << " s (stopped or starved): every node gets a whole heartbeat timeout from now";
   for (auto& [id, member] : members_) member.last_heartbeat = std::max(member.last_heartbeat, now);
+}
+
+bool Scheduler::HearsTheCluster(double now) {
+  double heard = 0;
+  int live = 0;
+  for (const auto& [id, member] : members_) {
+    if (done_.count(id)) continue;
+    ++live;
+    heard = std::max(heard, member.last_heartbeat);
+  }
+  if (published_ && live >= 2 && now - heard > options_.heartbeat_timeout_s / 2) {
+    if (deaf_since_ < 0) {
+      deaf_since_ = heard;
+      ++deaf_spells_;
+      LOG(WARNING) << "the scheduler has heard from none of its " << live << " nodes for "
+                   << now - heard
+                   << " s: it is likelier cut off from them (a partition, its own network) than "
+                      "they all failed at once, so it removes none for silence until it hears "
+                      "from one again";
+    }
+    return false;
+  }
+  if (deaf_since_ >= 0) {
+    LOG(WARNING) << "the scheduler hears its nodes again after " << now - deaf_since_
+                 << " s: every node gets a whole heartbeat timeout from now";
+    for (auto& [id, member] : members_) member.last_heartbeat = std::max(member.last_heartbeat, now);
+    deaf_since_ = -1;
+  }
+  return true;
 }
 
 std::vector<std::pair<int, double>> Scheduler::FindSilent(double now) {

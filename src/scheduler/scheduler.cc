@@ -154,6 +154,7 @@ SchedulerStatus Scheduler::status() const {
   status.departures = removed_.size();
   status.suspected = suspected_;
   status.suspects_cleared = suspects_cleared_;
+  status.deaf_spells = deaf_spells_;
   status.rejected_messages = rejected_;
   if (checkpoints_) status.checkpoints = checkpoints_->stats();
   status.monitor_age_s = monitor_ran_ > 0 ? now - monitor_ran_ : 0;

@@ -132,6 +132,9 @@ struct SchedulerStatus {
   // found answering (they stayed).
   uint64_t suspected = 0;
   uint64_t suspects_cleared = 0;
+  // Times it heard from no member for half the heartbeat timeout and so
+  // removed none for silence (Scheduler::HearsTheCluster).
+  uint64_t deaf_spells = 0;
   uint64_t rejected_messages = 0;
   CheckpointStats checkpoints;
   std::string checkpoint_uri;   // where checkpoints go ("" : none)
@@ -292,6 +295,15 @@ class Scheduler {
   // time before: no silence can be judged. Beyond 0.5 s late, every member's
   // last heartbeat becomes `now`.
   void ForgiveOwnStall(double now, double stall);
+  // Whether the scheduler hears its members: false while it has heard from
+  // none of (at least two) members for half the heartbeat timeout once the
+  // view is out. Their silence is then likelier its own isolation (a
+  // partition, its network) than the death of all of them at once, so no
+  // member is removed for silence meanwhile (a closed connection to an
+  // address that refuses connections still removes one at once). When one is
+  // heard again, every member gets a whole heartbeat timeout from then (the
+  // others' held heartbeats may come later, their TCP resends backing off).
+  bool HearsTheCluster(double now);
   // The members silent past the heartbeat timeout at `now`, with how long, to
   // remove; before the first view they are only logged (once).
   std::vector<std::pair<int, double>> FindSilent(double now);
@@ -349,6 +361,10 @@ class Scheduler {
   uint64_t rejected_ = 0;                          // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
+  // While it hears from no member (HearsTheCluster): when one was last heard;
+  // -1 while it hears them.
+  double deaf_since_ = -1;
+  uint64_t deaf_spells_ = 0;  // see SchedulerStatus
 
   // Preemption (preemption.cc).
   double preempt_noticed_ = 0;  // MonotonicSeconds() of the notice; 0: none
