@@ -333,13 +333,24 @@ TEST_F(Registration, AFloodOfRegistersCostsNoThreadPerRequest) {
   RawPeer attacker(SchedulerAddress());
   const double before = VirtualMemoryBytes();
   const int sent = 2000;
-  for (int i = 0; i < sent; ++i) attacker.Send(Register(closed));
   int answered = 0, try_again = 0;
   proto::Meta answer;
-  while (answered < sent && attacker.Receive(&answer, 30)) {
+  auto take_answer = [&] {
+    if (!attacker.Receive(&answer, 30)) return false;
     ++answered;
     try_again += Contains(answer.error(), "try again");
-    ASSERT_FALSE(answer.error().empty());
+    EXPECT_FALSE(answer.error().empty());
+    return true;
+  };
+  // At most 500 unread at a time: the scheduler drops answers to a peer that
+  // leaves more than its high-water mark (1000) unread, as it should, and
+  // this test counts them.
+  for (int i = 0; i < sent; ++i) {
+    while (i - answered >= 500 && take_answer()) {
+    }
+    attacker.Send(Register(closed));
+  }
+  while (answered < sent && take_answer()) {
   }
   EXPECT_EQ(answered, sent);
   // A thread per registration kept 8 MiB of stack each until the scheduler
