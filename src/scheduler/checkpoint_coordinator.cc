@@ -39,6 +39,7 @@ CheckpointCoordinator::CheckpointCoordinator(CheckpointOptions options, Send sen
     CheckpointStore resume_store(uri);
     resume_id_ = resume_store.Resolve(spec);
     const proto::CheckpointManifest manifest = resume_store.Verify(resume_id_);
+    resumed_ = manifest;
     resume_uri_ = uri;
     LOG(INFO) << "resuming from checkpoint " << resume_id_ << " in " << uri << " (epoch "
               << manifest.epoch() << ", minibatch " << manifest.batch() << ", written by "

@@ -72,6 +72,8 @@ class CheckpointCoordinator {
   ~CheckpointCoordinator();
 
   bool enabled() const { return !options_.uri.empty(); }
+  // The manifest of the checkpoint the job resumes from (empty: none).
+  const proto::CheckpointManifest& resumed() const { return resumed_; }
   // Checkpoint settings and the resume point, for every view.
   void FillView(proto::ClusterView* view) const;
 
@@ -147,6 +149,7 @@ class CheckpointCoordinator {
   Committed committed_;
   std::unique_ptr<CheckpointStore> store_;
   std::string resume_uri_, resume_id_;
+  proto::CheckpointManifest resumed_;
   std::string last_committed_;  // newest committed (or resumed-from) id
   CheckpointStats stats_;
 

@@ -6,9 +6,43 @@
 #include "scheduler/control_message.h"
 
 namespace keel {
+namespace {
+
+// The share a cursor names: its rank, or -1 - rank for the share of a worker
+// of another number of workers (inherited from a checkpoint).
+int ShareOf(const proto::WorkerCursor& cursor) {
+  return cursor.shards() > 0 ? -1 - cursor.rank() : cursor.rank();
+}
+
+}  // namespace
 
 OrphanedShares::OrphanedShares(int num_workers, double replace_timeout_s, Send send)
     : num_workers_(num_workers), replace_timeout_s_(replace_timeout_s), send_(std::move(send)) {}
+
+void OrphanedShares::Inherit(const proto::CheckpointManifest& manifest) {
+  if (manifest.batch() == 0 || manifest.num_workers() == num_workers_) return;
+  const int epoch = manifest.epoch();
+  EpochWork& work = epochs_[epoch];
+  for (int rank = 0; rank < manifest.num_workers(); ++rank) {
+    proto::WorkerCursor from;
+    from.set_epoch(epoch);
+    for (const proto::WorkerCursor& saved : manifest.workers()) {
+      if (saved.rank() == rank && saved.epoch() == epoch) from = saved;
+    }
+    from.set_rank(rank);
+    from.set_shards(manifest.num_workers());
+    if (from.epoch_done()) {
+      work.done.insert(ShareOf(from));
+      work.examples[ShareOf(from)] = from.examples();
+    } else {
+      work.inherited[ShareOf(from)] = from;
+    }
+  }
+  LOG(INFO) << "epoch " << epoch << " was begun by " << manifest.num_workers()
+            << " worker(s) and goes on with " << num_workers_ << ": the rest of "
+            << work.inherited.size() << " of their shares is handed out, a whole share each, to "
+            << "the workers as they ask";
+}
 
 void OrphanedShares::OnProgress(int rank, const proto::WorkerCursor& cursor) {
   proto::WorkerCursor& progress = progress_[rank];
@@ -29,7 +63,8 @@ void OrphanedShares::OnRequest(int node, int rank, const proto::Meta& meta) {
 
 bool OrphanedShares::FinishPart(int node, const proto::Meta& meta, EpochWork* work) {
   const proto::WorkerCursor& cursor = meta.cursor();
-  auto handed = work->orphans.find(cursor.rank());
+  const int share = ShareOf(cursor);
+  auto handed = work->orphans.find(share);
   if (handed == work->orphans.end() || meta.orphan_part() < 0 ||
       meta.orphan_part() >= handed->second.first) {
     LOG(WARNING) << "ignored ORPHANS from node " << node << ": epoch " << cursor.epoch()
@@ -39,9 +74,9 @@ bool OrphanedShares::FinishPart(int node, const proto::Meta& meta, EpochWork* wo
   }
   auto& [parts, finished] = handed->second;
   finished.insert(meta.orphan_part());
-  work->part_examples[{cursor.rank(), meta.orphan_part()}] = cursor.examples();
+  work->part_examples[{share, meta.orphan_part()}] = cursor.examples();
   if (static_cast<int>(finished.size()) >= parts) {
-    work->done.insert(cursor.rank());
+    work->done.insert(share);
     LOG(INFO) << "epoch " << cursor.epoch() << ": the rest of worker " << cursor.rank()
               << "'s share has been read by " << parts << " other worker(s)";
   }
@@ -96,8 +131,11 @@ bool OrphanedShares::AwaitingReplacement(double now) const {
 
 void OrphanedShares::TryAnswer(int epoch) {
   EpochWork& work = epochs_[epoch];
-  if (work.waiting.empty()) return;
+  if (work.waiting.empty() || HandOutInherited(epoch, &work)) return;
   bool all_done = true;
+  for (const auto& [share, parts] : work.orphans) {
+    if (share < 0 && !work.done.count(share)) all_done = false;  // an inherited share
+  }
   const double now = MonotonicSeconds();
   for (int rank = 0; rank < num_workers_; ++rank) {
     if (work.done.count(rank)) continue;
@@ -138,6 +176,27 @@ void OrphanedShares::HandOut(int epoch, int rank, Vacancy* vacancy, EpochWork* w
   // A replacement that comes later finds this epoch's share taken.
   vacancy->cursor = from;
   vacancy->cursor.set_epoch_done(true);
+}
+
+bool OrphanedShares::HandOutInherited(int epoch, EpochWork* work) {
+  if (work->inherited.empty()) return false;
+  for (auto waiting = work->waiting.begin();
+       waiting != work->waiting.end() && !work->inherited.empty();) {
+    const auto [share, from] = *work->inherited.begin();
+    work->inherited.erase(work->inherited.begin());
+    work->orphans[share] = {1, {}};
+    LOG(INFO) << "epoch " << epoch << ": node " << waiting->first << " reads the rest of worker "
+              << from.rank() << " of " << from.shards() << "'s share from minibatch "
+              << from.batches();
+    Message reply = ControlMessage(proto::ORPHANS);
+    reply.meta.set_sequence(waiting->second);
+    *reply.meta.mutable_cursor() = from;
+    reply.meta.set_orphan_part(0);
+    reply.meta.set_orphan_parts(1);
+    send_(waiting->first, reply);
+    waiting = work->waiting.erase(waiting);
+  }
+  return true;
 }
 
 void OrphanedShares::AnswerEpochDone(EpochWork* work) {

@@ -42,6 +42,12 @@ class OrphanedShares {
   // replacement before its share is handed out.
   OrphanedShares(int num_workers, double replace_timeout_s, Send send);
 
+  // The job resumes from `manifest`. If it was taken inside an epoch by
+  // another number of workers, the rest of that epoch is their shares, from
+  // their cursors (the new ranks have none in it): each is handed out whole to
+  // a worker waiting at the end of that epoch (as `rank` of `shards`).
+  void Inherit(const proto::CheckpointManifest& manifest);
+
   // A progress report (with a heartbeat) from the worker of `rank`. An
   // end-of-share report is newer than any heartbeat of its epoch.
   void OnProgress(int rank, const proto::WorkerCursor& cursor);
@@ -71,12 +77,15 @@ class OrphanedShares {
   const std::map<int, Vacancy>& vacancies() const { return vacant_; }
 
  private:
-  // Per epoch: ranks whose share is done, orphaned shares handed out (rank ->
-  // parts, parts finished), and ORPHANS requests waiting (node -> sequence).
+  // Per epoch: shares done, orphaned shares handed out (share -> parts, parts
+  // finished), ORPHANS requests waiting (node -> sequence), and the shares of
+  // another number of workers inherited from a checkpoint and not handed out
+  // yet. A share is its rank, or -1 - rank for an inherited one (ShareOf).
   struct EpochWork {
     std::set<int> done;
     std::map<int, std::pair<int, std::set<int>>> orphans;
     std::map<int, uint64_t> waiting;
+    std::map<int, proto::WorkerCursor> inherited;
     // Examples read: of each rank's own share (its latest report), and of
     // each handed-over part (rank, part).
     std::map<int, uint64_t> examples;
@@ -92,6 +101,9 @@ class OrphanedShares {
   void TryAnswer(int epoch);
   // Hands the rest of vacant `rank`'s share of `epoch` to the waiting workers.
   void HandOut(int epoch, int rank, Vacancy* vacancy, EpochWork* work);
+  // Hands each inherited share of `epoch` not handed out yet to a waiting
+  // worker, whole; false if none was left to hand out.
+  bool HandOutInherited(int epoch, EpochWork* work);
   // Tells the waiting workers the epoch is over and how many examples it read.
   void AnswerEpochDone(EpochWork* work);
 

@@ -60,6 +60,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
         changed_.notify_all();
       });
   checkpoints_->set_timeline(&timeline_);
+  shares_.Inherit(checkpoints_->resumed());
   if (options_.detect_closed_connections) {
     suspects_ = std::make_unique<Suspects>(
         options_.connect_timeout_s, options_.secret,

@@ -40,9 +40,6 @@ EpochTrainer::EpochTrainer(Node* node, KVWorker* client, ComputeBackend* model,
 bool EpochTrainer::checkpoints() const { return node_->view()->checkpoint_every() >= 0; }
 
 EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
-  BatchStream stream(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
-                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
-                     /*prefetch=*/4, scaler_);
   Pass pass(epoch, options_.clock_every);
   pass.result.losses.assign(hyperparameters_.num_models, 0.0);
   ResumeInside(resume, &pass);
@@ -51,8 +48,9 @@ EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
   if (checkpoints() && epoch > 1 && pass.batches == 0 && resume.epoch() != epoch) {
     StopForCheckpoint(node_, CursorOf(pass.result, epoch, 0), *state_, /*final=*/false);
   }
-  SkipPushedBatches(resume, &stream, &pass);
-  TrainBatches(&stream, &pass);
+  // A job resumed inside an epoch that another number of workers began has
+  // no share of it of its own: it reads the rest of theirs (below).
+  if (resume.epoch() != epoch || !resume.no_share()) TrainOwnShare(resume, &pass);
   LeaveEpoch(pass);
   EpochResult result = pass.result;
   ReadOrphanedShares(pass, &result);
@@ -61,11 +59,19 @@ EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
             << " health: largest minibatch gradient norm over its running median: weights "
             << ratios[0] << ", bias " << ratios[1] << " (an exploding gradient is above "
             << HealthRuleOptions().explosion_factor << ")";
+  return result;
+}
+
+void EpochTrainer::TrainOwnShare(const proto::WorkerCursor& resume, Pass* pass) {
+  BatchStream stream(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
+                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
+                     /*prefetch=*/4, scaler_);
+  SkipPushedBatches(resume, &stream, pass);
+  TrainBatches(&stream, pass);
   if (stream.skipped_records() > 0) {
-    LOG(WARNING) << "worker " << node_->rank() << " epoch " << epoch << ": skipped "
+    LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass->epoch << ": skipped "
                  << stream.skipped_records() << " bad records";
   }
-  return result;
 }
 
 void EpochTrainer::ResumeInside(const proto::WorkerCursor& resume, Pass* pass) const {
@@ -245,9 +251,15 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
   bool have_finished = false;
   while (node_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
                                &part, &parts, &result->epoch_examples, kBarrierTimeoutS)) {
-    LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch << ": reads part " << part
-                 << " of " << parts << " of worker " << work.rank() << "'s share from minibatch "
-                 << work.batches() << " (that worker left)";
+    if (work.shards() > 0) {
+      LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch << ": reads the rest of "
+                   << "the share of worker " << work.rank() << " of the " << work.shards()
+                   << " that began this epoch before the resume, from minibatch " << work.batches();
+    } else {
+      LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch << ": reads part "
+                   << part << " of " << parts << " of worker " << work.rank()
+                   << "'s share from minibatch " << work.batches() << " (that worker left)";
+    }
     uint64_t part_examples = TrainOrphanedPart(work, part, parts, result);
     result->examples += part_examples;
     // The first part also counts what the departed worker read before it left.
@@ -264,7 +276,9 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
 
 uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
                                          EpochResult* result) {
-  BatchStream stream(ResolveChannel(options_.train, work.rank(), node_->view()->num_workers()),
+  // A share of the workers that began a resumed epoch: of their number.
+  const int shards = work.shards() > 0 ? work.shards() : node_->view()->num_workers();
+  BatchStream stream(ResolveChannel(options_.train, work.rank(), shards),
                      options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
                      /*prefetch=*/4, scaler_);
   const int width = model_->weight_width();

@@ -87,6 +87,8 @@ class EpochTrainer {
   void ResumeInside(const proto::WorkerCursor& resume, Pass* pass) const;
   // Joins the epoch's clock and meets the other workers at its start.
   void JoinEpoch(Pass* pass);
+  // This worker's own share of `pass`'s epoch, from where `resume` puts it.
+  void TrainOwnShare(const proto::WorkerCursor& resume, Pass* pass);
   // Reads past the minibatches pushed before a resume (all of them if this
   // share was already done).
   void SkipPushedBatches(const proto::WorkerCursor& resume, BatchStream* stream, Pass* pass);

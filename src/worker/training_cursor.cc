@@ -12,18 +12,6 @@
 namespace keel {
 namespace {
 
-// Throws unless a checkpoint taken inside an epoch is resumed by as many
-// workers as took it (their shards would differ).
-void CheckWorkerCount(const proto::CheckpointManifest& manifest, int workers,
-                      const std::string& where) {
-  if (manifest.batch() > 0 && manifest.num_workers() != workers) {
-    throw MakeError("checkpoint ", where, " was taken inside epoch ", manifest.epoch(), " by ",
-                    manifest.num_workers(), " worker(s); this job has ", workers,
-                    ": resume it with ", manifest.num_workers(),
-                    " worker(s), or from a checkpoint taken between epochs (ckpt-E-000000000)");
-  }
-}
-
 // The checkpoint the view says to resume from: this worker's cursor (epoch 0
 // if none) and, on the leading worker, the job's state.
 proto::WorkerCursor ReadResumePoint(Node* node, proto::TrainerState* state) {
@@ -33,14 +21,23 @@ proto::WorkerCursor ReadResumePoint(Node* node, proto::TrainerState* state) {
   CheckpointStore store(view->resume_uri());
   const proto::CheckpointManifest manifest = store.ReadManifest(view->resume_checkpoint());
   const std::string where = store.storage()->UriOf(manifest.id());
-  CheckWorkerCount(manifest, view->num_workers(), where);
   cursor.set_epoch(manifest.epoch());
+  if (node->rank() == 0) *state = manifest.trainer();
+  if (manifest.final()) state->set_stopped(true);
+  if (manifest.batch() > 0 && manifest.num_workers() != view->num_workers()) {
+    // Its shards were those of another number of workers: the scheduler hands
+    // out the rest of them (OrphanedShares::Inherit).
+    cursor.set_no_share(true);
+    LOG(INFO) << "worker " << node->rank() << " resumes from " << where << " inside epoch "
+              << cursor.epoch() << ", which " << manifest.num_workers()
+              << " worker(s) began: it reads the rest of their shares as the scheduler hands "
+                 "them out, and its own share from the next epoch on";
+    return cursor;
+  }
   for (const proto::WorkerCursor& saved : manifest.workers()) {
     if (saved.rank() == node->rank() && saved.epoch() == manifest.epoch()) cursor = saved;
   }
   cursor.set_epoch(manifest.epoch());
-  if (node->rank() == 0) *state = manifest.trainer();
-  if (manifest.final()) state->set_stopped(true);
   LOG(INFO) << "worker " << node->rank() << " resumes from " << where << " at epoch "
             << cursor.epoch() << " after " << cursor.batches() << " minibatch(es)";
   return cursor;
