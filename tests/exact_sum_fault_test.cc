@@ -86,7 +86,7 @@ TEST_F(ExactSumFaults, ASchedulerPartitionedFromEveryNodeRemovesNone) {
   ASSERT_EQ(testing::EventsNamed(log, "heal").size(), 1u) << exit.output;
   EXPECT_TRUE(testing::EventsNamed(membership, "leave").empty())
       << testing::ReadFileOrEmpty(membership);
-  EXPECT_TRUE(Contains(exit.output, "the scheduler has heard from none of its 4 nodes"))
+  EXPECT_TRUE(Contains(exit.output, "the scheduler has not heard from most of its nodes"))
       << exit.output;
   EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
 }

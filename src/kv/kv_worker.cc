@@ -690,10 +690,23 @@ KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summ
 std::vector<Message> KVWorker::AwaitDump(Handle handle, uint32_t table, double timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
   Request& request = requests_[handle];
-  if (!answered_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                          [&] { return request.unanswered == 0; })) {
-    throw MakeError("dump of table ", table, ": ", request.unanswered,
-                    " server(s) did not answer within ", timeout_s, " s");
+  // As Wait: a node dropped from the view gets no answers (servers ignore
+  // what a node outside their view sends), so it stops waiting.
+  const double deadline = MonotonicSeconds() + timeout_s;
+  while (!answered_.wait_for(
+      lock,
+      std::chrono::duration<double>(std::min(0.5, std::max(0.0, deadline - MonotonicSeconds()))),
+      [&] { return request.unanswered == 0; })) {
+    if (node_->removed()) {
+      CancelLocked(handle);
+      throw MakeError("dump of table ", table, ": this node left the cluster");
+    }
+    if (MonotonicSeconds() >= deadline) {
+      const int unanswered = request.unanswered;
+      CancelLocked(handle);
+      throw MakeError("dump of table ", table, ": ", unanswered,
+                      " server(s) did not answer within ", timeout_s, " s");
+    }
   }
   const std::string error = std::move(request.error);
   std::vector<Message> dumped = std::move(request.dumped);

@@ -67,7 +67,7 @@ void Scheduler::MonitorLoop() {
 double Scheduler::NextSilenceDeadline(double now) const {
   // While it hears nobody the deadlines are past: it looks often for the
   // first heartbeat heard again.
-  if (deaf_since_ >= 0) return now + std::min(kMonitorRoundS, options_.heartbeat_timeout_s / 10);
+  if (HearsTooFew(now)) return now + std::min(kMonitorRoundS, options_.heartbeat_timeout_s / 10);
   double next = now + kMonitorRoundS;
   for (const auto& [id, member] : members_) {
     if (done_.count(id) || member.reported_silent) continue;
@@ -134,33 +134,49 @@ void Scheduler::ForgiveOwnStall(double now, double stall) {
   for (auto& [id, member] : members_) member.last_heartbeat = std::max(member.last_heartbeat, now);
 }
 
-bool Scheduler::HearsTheCluster(double now) {
-  double heard = 0;
-  int live = 0;
+bool Scheduler::HearsTooFew(double now) const {
+  if (!published_) return false;
+  int quiet = 0, undone = 0;
   for (const auto& [id, member] : members_) {
     if (done_.count(id)) continue;
-    ++live;
-    heard = std::max(heard, member.last_heartbeat);
+    ++undone;
+    quiet += now - member.last_heartbeat > options_.heartbeat_timeout_s / 2 ? 1 : 0;
   }
-  if (published_ && live >= 2 && now - heard > options_.heartbeat_timeout_s / 2) {
-    if (deaf_since_ < 0) {
-      deaf_since_ = heard;
+  return quiet >= 2 && 2 * quiet > undone;
+}
+
+bool Scheduler::HearsTheCluster(double now) {
+  if (HearsTooFew(now)) {
+    if (!deaf_) {
+      deaf_ = true;
       ++deaf_spells_;
-      LOG(WARNING) << "the scheduler has heard from none of its " << live << " nodes for "
-                   << now - heard
+      LOG(WARNING) << "the scheduler has not heard from most of its nodes for "
+                   << options_.heartbeat_timeout_s / 2
                    << " s: it is likelier cut off from them (a partition, its own network) than "
                       "they all failed at once, so it removes none for silence until it hears "
-                      "from one again";
+                      "from most of them again";
     }
     return false;
   }
-  if (deaf_since_ >= 0) {
-    LOG(WARNING) << "the scheduler hears its nodes again after " << now - deaf_since_
-                 << " s: every node gets a whole heartbeat timeout from now";
+  if (!deaf_) return true;
+  deaf_ = false;
+  LOG(WARNING) << "the scheduler hears most of its nodes again: every node gets a whole "
+                  "heartbeat timeout from now";
+  for (auto& [id, member] : members_) member.last_heartbeat = std::max(member.last_heartbeat, now);
+  return false;
+}
+
+void Scheduler::HeardFromAMember(double now) {
+  if (published_ && heard_any_ > 0 && now - heard_any_ > options_.heartbeat_timeout_s / 2) {
+    // Heard from none for half the timeout: every node gets a whole timeout.
+    if (!deaf_) {
+      ++deaf_spells_;
+      LOG(WARNING) << "the scheduler heard from none of its nodes for " << now - heard_any_
+                   << " s: every node gets a whole heartbeat timeout from now";
+    }
     for (auto& [id, member] : members_) member.last_heartbeat = std::max(member.last_heartbeat, now);
-    deaf_since_ = -1;
   }
-  return true;
+  heard_any_ = now;
 }
 
 std::vector<std::pair<int, double>> Scheduler::FindSilent(double now) {

@@ -261,6 +261,7 @@ void Scheduler::PublishView() {
     const double now = MonotonicSeconds();
     for (auto& [id, member] : members_)
       member.last_heartbeat = std::max(member.last_heartbeat, now);
+    heard_any_ = now;
   }
   view_.set_epoch(view_.epoch() + 1);
   published_ = true;
@@ -333,6 +334,7 @@ void Scheduler::OnMessage(Message&& message) {
                ")");
     return;
   }
+  HeardFromAMember(MonotonicSeconds());
   member.last_heartbeat = MonotonicSeconds();
   if (member.reported_silent) {
     member.reported_silent = false;

@@ -132,8 +132,9 @@ struct SchedulerStatus {
   // found answering (they stayed).
   uint64_t suspected = 0;
   uint64_t suspects_cleared = 0;
-  // Times it heard from no member for half the heartbeat timeout and so
-  // removed none for silence (Scheduler::HearsTheCluster).
+  // Spells in which it heard too few of its members to judge silence
+  // (most of them not heard for half the heartbeat timeout) and so removed
+  // none for silence (Scheduler::HearsTheCluster).
   uint64_t deaf_spells = 0;
   uint64_t rejected_messages = 0;
   CheckpointStats checkpoints;
@@ -295,15 +296,23 @@ class Scheduler {
   // time before: no silence can be judged. Beyond 0.5 s late, every member's
   // last heartbeat becomes `now`.
   void ForgiveOwnStall(double now, double stall);
-  // Whether the scheduler hears its members: false while it has heard from
-  // none of (at least two) members for half the heartbeat timeout once the
-  // view is out. Their silence is then likelier its own isolation (a
-  // partition, its network) than the death of all of them at once, so no
-  // member is removed for silence meanwhile (a closed connection to an
-  // address that refuses connections still removes one at once). When one is
-  // heard again, every member gets a whole heartbeat timeout from then (the
-  // others' held heartbeats may come later, their TCP resends backing off).
+  // Whether the scheduler hears enough of its members to judge silence, for
+  // the monitor: not while most of them (at least two, more than half of the
+  // members not done) have not been heard for half the heartbeat timeout,
+  // once the view is out. Their silence is then likelier its own isolation (a
+  // partition, its network, a stall in reading) than the failure of most of
+  // them at once, so no member is removed for silence meanwhile (a closed
+  // connection to an address that refuses connections still removes one at
+  // once). The round that finds it hearing enough again gives every member a
+  // whole heartbeat timeout from then and removes none: the others' held
+  // heartbeats may come later, their TCP resends backing off.
   bool HearsTheCluster(double now);
+  // Whether most members are quiet at `now` (above).
+  bool HearsTooFew(double now) const;
+  // A message from a member at `now`. The first after a spell in which none
+  // was heard for half the timeout (whether or not a monitor round saw it)
+  // gives every member a whole heartbeat timeout from then.
+  void HeardFromAMember(double now);
   // The members silent past the heartbeat timeout at `now`, with how long, to
   // remove; before the first view they are only logged (once).
   std::vector<std::pair<int, double>> FindSilent(double now);
@@ -361,10 +370,9 @@ class Scheduler {
   uint64_t rejected_ = 0;                          // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
-  // While it hears from no member (HearsTheCluster): when one was last heard;
-  // -1 while it hears them.
-  double deaf_since_ = -1;
-  uint64_t deaf_spells_ = 0;  // see SchedulerStatus
+  double heard_any_ = 0;       // MonotonicSeconds() a member was last heard from
+  bool deaf_ = false;          // in a spell of hearing too few (HearsTheCluster)
+  uint64_t deaf_spells_ = 0;   // see SchedulerStatus
 
   // Preemption (preemption.cc).
   double preempt_noticed_ = 0;  // MonotonicSeconds() of the notice; 0: none
