@@ -687,27 +687,31 @@ KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summ
   return handle;
 }
 
-std::vector<Message> KVWorker::AwaitDump(Handle handle, uint32_t table, double timeout_s) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  Request& request = requests_[handle];
-  // As Wait: a node dropped from the view gets no answers (servers ignore
-  // what a node outside their view sends), so it stops waiting.
+void KVWorker::AwaitAnswersLocked(std::unique_lock<std::mutex>* lock, Handle handle,
+                                  const Request& request, double timeout_s,
+                                  const std::string& what) {
+  // A node dropped from the view gets no answers (servers ignore what a node
+  // outside their view sends): it stops waiting.
   const double deadline = MonotonicSeconds() + timeout_s;
   while (!answered_.wait_for(
-      lock,
+      *lock,
       std::chrono::duration<double>(std::min(0.5, std::max(0.0, deadline - MonotonicSeconds()))),
       [&] { return request.unanswered == 0; })) {
     if (node_->removed()) {
       CancelLocked(handle);
-      throw MakeError("dump of table ", table, ": this node left the cluster");
+      throw MakeError(what, ": this node left the cluster");
     }
     if (MonotonicSeconds() >= deadline) {
-      const int unanswered = request.unanswered;
-      CancelLocked(handle);
-      throw MakeError("dump of table ", table, ": ", unanswered,
-                      " server(s) did not answer within ", timeout_s, " s");
+      throw MakeError(what, ": ", request.unanswered, " server(s) did not answer within ", timeout_s,
+                      " s");
     }
   }
+}
+
+std::vector<Message> KVWorker::AwaitDump(Handle handle, uint32_t table, double timeout_s) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  Request& request = requests_[handle];
+  AwaitAnswersLocked(&lock, handle, request, timeout_s, "dump of table " + std::to_string(table));
   const std::string error = std::move(request.error);
   std::vector<Message> dumped = std::move(request.dumped);
   requests_.erase(handle);
@@ -732,21 +736,7 @@ void KVWorker::Wait(Handle handle, double timeout_s) {
     std::this_thread::yield();
     lock.lock();
   }
-  // A node dropped from the view gets no answers: it stops waiting.
-  const double deadline = MonotonicSeconds() + timeout_s;
-  while (!answered_.wait_for(
-      lock,
-      std::chrono::duration<double>(std::min(0.5, std::max(0.0, deadline - MonotonicSeconds()))),
-      [&] { return request.unanswered == 0; })) {
-    if (node_->removed()) {
-      requests_.erase(handle);
-      throw MakeError("request ", handle, ": this node left the cluster");
-    }
-    if (MonotonicSeconds() >= deadline) {
-      throw MakeError("request ", handle, ": ", request.unanswered,
-                      " server(s) did not answer within ", timeout_s, " s");
-    }
-  }
+  AwaitAnswersLocked(&lock, handle, request, timeout_s, "request " + std::to_string(handle));
   const std::string error = std::move(request.error);
   requests_.erase(handle);
   if (!error.empty()) throw MakeError("request ", handle, " failed: ", error);

@@ -235,6 +235,12 @@ class KVWorker {
   Handle SendDumpRequests(uint32_t table, int width, bool summarize = false,
                           const std::map<int, Key>* from = nullptr);
   std::vector<Message> AwaitDump(Handle handle, uint32_t table, double timeout_s);
+  // Waits (under `lock` on mutex_) until every part of `request` is answered.
+  // Throws Error naming `what` if this node leaves the cluster (the request
+  // cancelled) or `timeout_s` passes first (it stays outstanding: the caller
+  // may wait again).
+  void AwaitAnswersLocked(std::unique_lock<std::mutex>* lock, Handle handle,
+                          const Request& request, double timeout_s, const std::string& what);
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
                      size_t value_offset, size_t value_count, int range = -1);
