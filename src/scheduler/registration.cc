@@ -36,6 +36,8 @@ void Scheduler::OnRegister(const Message& request) {
     Refuse(request, "its REGISTER names a routing id other than the one its connection carries");
     return;
   }
+  // A node asking again (its answer was late) needs no second check.
+  if (AnswerAgain(request)) return;
   if (!probes_->Add(request)) {
     Refuse(request, std::to_string(RegistrationProbes::kMaxWaiting) +
                         " registrations are being checked; try again");
@@ -63,7 +65,7 @@ void Scheduler::Refuse(const Message& request, const std::string& reason) {
 
 void Scheduler::Admit(const Message& request) {
   const proto::NodeInfo& node = request.meta.node();
-  if (AnswerAgain(request)) return;
+  if (AnswerAgain(request)) return;  // its first REGISTER was admitted while this one was checked
   std::set<int>* taken = node.role() == proto::SERVER   ? &server_ranks_
                          : node.role() == proto::WORKER ? &worker_ranks_
                                                         : nullptr;
