@@ -409,7 +409,9 @@ void Node::Rejoin() {
 void Node::FillRejoinLocked(proto::Meta* request) const {
   // Key ranges may have moved (promotions): the restarted scheduler takes them from here.
   if (view_) *request->mutable_known_view() = *view_;
-  for (const proto::PassedBarrier& passed : passed_barriers_) *request->add_passed_barriers() = passed;
+  for (const proto::PassedBarrier& passed : passed_barriers_) {
+    *request->add_passed_barriers() = passed;
+  }
   // Where a departed worker's replacement resumes comes from the others.
   if (has_progress_) *request->mutable_cursor() = progress_;
   request->set_epoch_ended(epoch_ended_);

@@ -130,7 +130,9 @@ void Scheduler::TakeEarlierRun(const proto::Meta& request, int rank) {
   int passed = 0;
   for (const proto::PassedBarrier& barrier : request.passed_barriers()) {
     if (passed++ >= kMaxPassedBarriers) break;
-    if (barrier.tag().size() <= kMaxBarrierTagBytes) barriers_.Passed(barrier.group(), barrier.tag());
+    if (barrier.tag().size() <= kMaxBarrierTagBytes) {
+      barriers_.Passed(barrier.group(), barrier.tag());
+    }
   }
   if (request.node().role() != proto::WORKER) return;
   const proto::WorkerCursor& cursor = request.cursor();
@@ -310,10 +312,9 @@ void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
   // once the job has chains, a server that registers anew replaces one too.
   // Before a restarted scheduler's first view, ReplaceEarlierHolders decides
   // (the nodes still coming back may name a holder of the rank).
-  const bool server_returns =
-      member.info.role() == proto::SERVER && !rejoin &&
-      (server_vacant_.count(rank) > 0 ||
-       (chains_.started() && (published_ || earlier_view_.epoch() == 0)));
+  const bool server_returns = member.info.role() == proto::SERVER && !rejoin &&
+                              (server_vacant_.count(rank) > 0 ||
+                               (chains_.started() && (published_ || earlier_view_.epoch() == 0)));
   membership_.Record("join", member.info,
                      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
                          ", \"replaces\": " + (resume || server_returns ? "true" : "false"));
