@@ -87,15 +87,17 @@ TEST_F(ExactSumFaults, AWorkerReplacedAcrossASchedulerRestartResumesAtTheJobsEpo
   const std::string membership = folder_ + "/membership.jsonl";
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=6", "--exact_sum_minibatches=10000", "--heartbeat_interval=0.25",
+       "--epochs=6", "--exact_sum_minibatches=7000", "--heartbeat_interval=0.25",
        "--heartbeat_timeout=2", "--detect_closed_connections=false",
-       "--model_dir=" + folder_ + "/run", "--membership_log=" + membership, "--timeout=55",
+       "--model_dir=" + folder_ + "/run", "--membership_log=" + membership, "--timeout=80",
        "--faults=restart:worker:1@4s,restart:scheduler@5.5s"},
-      60);
+      90);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   EXPECT_TRUE(Contains(exit.output, " 0 violation(s) (0 lost, 0 doubled)")) << exit.output;
   EXPECT_TRUE(Replaced(membership, "worker", 1)) << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(exit.output, "registered anew with this restarted scheduler"))
+      << exit.output;
   EXPECT_FALSE(Contains(exit.output, "the restarted scheduler refused this node")) << exit.output;
 }
 
@@ -109,15 +111,17 @@ TEST_F(ExactSumFaults, AServerReplacedAcrossSchedulerRestartsCopiesItsRanges) {
   const std::string membership = folder_ + "/membership.jsonl";
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=6", "--exact_sum_minibatches=10000", "--heartbeat_interval=0.25",
+       "--epochs=6", "--exact_sum_minibatches=7000", "--heartbeat_interval=0.25",
        "--heartbeat_timeout=2", "--detect_closed_connections=false",
-       "--model_dir=" + folder_ + "/run", "--membership_log=" + membership, "--timeout=55",
+       "--model_dir=" + folder_ + "/run", "--membership_log=" + membership, "--timeout=80",
        "--faults=restart:scheduler@3s,restart:server:0@4.5s,restart:scheduler@6s"},
-      60);
+      90);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   EXPECT_TRUE(Contains(exit.output, " 0 violation(s) (0 lost, 0 doubled)")) << exit.output;
   EXPECT_TRUE(Replaced(membership, "server", 0)) << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(exit.output, "registered anew with this restarted scheduler"))
+      << exit.output;
   EXPECT_FALSE(Contains(exit.output, "the restarted scheduler refused this node")) << exit.output;
 }
 
