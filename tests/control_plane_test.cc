@@ -93,6 +93,39 @@ class OtherHostListener {
   std::string address_;
 };
 
+// A listening socket on 127.0.0.1, where a raw peer's REGISTER answer comes
+// (the scheduler connects back to the address a node advertises).
+class LocalListener {
+ public:
+  LocalListener() : context_(1), socket_(context_, zmq::socket_type::router) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::rcvtimeo, 100);
+    socket_.bind("tcp://127.0.0.1:*");
+    const std::string bound = socket_.get(zmq::sockopt::last_endpoint);
+    address_ = bound.substr(bound.find("//") + 2);
+  }
+  const std::string& address() const { return address_; }
+
+  // The next message that comes (after the sender's identity frame), or
+  // false after `timeout_s`.
+  bool Receive(proto::Meta* meta, double timeout_s) {
+    std::vector<zmq::message_t> frames;
+    const bool got = WaitFor(
+        [&] {
+          frames.clear();
+          return zmq::recv_multipart(socket_, std::back_inserter(frames)).has_value();
+        },
+        timeout_s);
+    return got && frames.size() >= 2 &&
+           meta->ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size()));
+  }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+  std::string address_;
+};
+
 // The process's virtual memory, in bytes (VmSize in /proc/self/status).
 double VirtualMemoryBytes() {
   std::ifstream status("/proc/self/status");
@@ -324,6 +357,29 @@ TEST_F(Registration, ARegisterNamingAnotherRoutingIdThanItsConnectionsIsRefused)
                        "carries"))
       << answer.error();
   EXPECT_EQ(scheduler_->view().nodes_size(), 0);
+}
+
+TEST_F(Registration, ARepeatedRegisterIsAnsweredAsTheFirstNotRefusedAsTaken) {
+  // A node asks again when its answer is late (or a restarted scheduler's
+  // "register again" crossed its first REGISTER): it used to be refused,
+  // "WORKER rank 0 is taken", by its own first registration.
+  LocalListener listener;
+  RawPeer node(SchedulerAddress());
+  proto::Meta request = Register(listener.address());
+  request.mutable_node()->set_rank(0);
+  request.set_sequence(11);
+  node.Send(request);
+  proto::Meta first, second, refusal;
+  ASSERT_TRUE(listener.Receive(&first, 10)) << "the first REGISTER was not answered";
+  ASSERT_TRUE(first.error().empty()) << first.error();
+  request.set_sequence(12);
+  node.Send(request);
+  ASSERT_TRUE(listener.Receive(&second, 10)) << "the repeated REGISTER was not answered";
+  EXPECT_TRUE(second.error().empty()) << second.error();
+  EXPECT_EQ(second.node().id(), first.node().id());
+  EXPECT_EQ(second.node().rank(), 0);
+  EXPECT_EQ(second.sequence(), 12u);  // its own number, echoed
+  EXPECT_FALSE(node.Receive(&refusal, 1)) << refusal.error();
 }
 
 TEST_F(Registration, AFloodOfRegistersCostsNoThreadPerRequest) {

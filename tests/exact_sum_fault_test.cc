@@ -18,6 +18,17 @@ using testing::KeelBinary;
 
 class ExactSumFaults : public testing::TempFolderTest {};
 
+// Whether the membership log records a node joining as `role` `rank`'s replacement.
+bool Replaced(const std::string& membership, const std::string& role, int rank) {
+  for (const auto& join : testing::EventsNamed(membership, "join")) {
+    if (join.count("replaces") && join.at("replaces") == "true" && join.at("role") == role &&
+        join.at("rank") == std::to_string(rank)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
   const std::string model_dir = folder_ + "/run";
   const std::string log = folder_ + "/events.jsonl";
@@ -89,6 +100,55 @@ TEST_F(ExactSumFaults, ASchedulerPartitionedFromEveryNodeRemovesNone) {
   EXPECT_TRUE(Contains(exit.output, "the scheduler has not heard from most of its nodes"))
       << exit.output;
   EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
+}
+
+// Chaos seed 100: a worker restarted and, before the scheduler found its old
+// process gone, the scheduler restarted. The restarted scheduler learns the
+// old worker's rank from the view the others bring back; the new worker
+// replaces it at the job's current epoch. (It used to join as a fresh worker
+// at epoch 1 while the others were at epoch 3, and the job waited at a
+// barrier until --timeout.) Closed connections are not watched, so the old
+// worker stays a member until the heartbeat timeout, past the restart.
+TEST_F(ExactSumFaults, AWorkerReplacedAcrossASchedulerRestartResumesAtTheJobsEpoch) {
+  const std::string membership = folder_ + "/membership.jsonl";
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
+       "--epochs=6", "--exact_sum_minibatches=7000", "--heartbeat_interval=0.25",
+       "--heartbeat_timeout=2", "--detect_closed_connections=false",
+       "--model_dir=" + folder_ + "/run", "--membership_log=" + membership, "--timeout=80",
+       "--faults=restart:worker:1@4s,restart:scheduler@5.5s"},
+      90);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, " 0 violation(s) (0 lost, 0 doubled)")) << exit.output;
+  EXPECT_TRUE(Replaced(membership, "worker", 1)) << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(exit.output, "registered anew with this restarted scheduler"))
+      << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "the restarted scheduler refused this node")) << exit.output;
+}
+
+// Chaos seed 102: the scheduler restarted, a server restarted, and the
+// scheduler restarted again before the server's old process was found
+// silent. The new server replaces its rank's old one in the view the others
+// bring back, and copies its ranges from the live replicas. (It used to
+// register as a new node holding range 0 empty: every key of range 0 lost
+// updates.)
+TEST_F(ExactSumFaults, AServerReplacedAcrossSchedulerRestartsCopiesItsRanges) {
+  const std::string membership = folder_ + "/membership.jsonl";
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
+       "--epochs=6", "--exact_sum_minibatches=7000", "--heartbeat_interval=0.25",
+       "--heartbeat_timeout=2", "--detect_closed_connections=false",
+       "--model_dir=" + folder_ + "/run", "--membership_log=" + membership, "--timeout=80",
+       "--faults=restart:scheduler@3s,restart:server:0@4.5s,restart:scheduler@6s"},
+      90);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, " 0 violation(s) (0 lost, 0 doubled)")) << exit.output;
+  EXPECT_TRUE(Replaced(membership, "server", 0)) << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(exit.output, "registered anew with this restarted scheduler"))
+      << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "the restarted scheduler refused this node")) << exit.output;
 }
 
 // A worker that dies after registering but before the cluster's first view

@@ -99,8 +99,8 @@ TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule
   const std::string membership = folder_ + "/membership.jsonl";
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
-       "--job=linear_learner", "--epochs=4", "--mini_batch_size=100",
-       "--train=" + folder_ + "/train", "--validation=" + folder_ + "/validation",
+       "--job=linear_learner", "--epochs=10", "--mini_batch_size=100",
+       "--early_stopping_patience=100", "--train=" + folder_ + "/train", "--validation=" + folder_ + "/validation",
        "--model_dir=" + folder_ + "/model", "--heartbeat_interval=0.2", "--heartbeat_timeout=1",
        "--request_timeout_ms=200", "--faults=kill:server:1@2s,restart:server:1@3s",
        "--event_log=" + log, "--membership_log=" + membership, "--verbose"},
@@ -130,7 +130,7 @@ TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule
   EXPECT_TRUE(Contains(exit.output, "this server holds a replica of it again")) << exit.output;
   // Every epoch read every example.
   const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
-  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(4, examples)) << exit.output;
+  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(10, examples)) << exit.output;
 }
 
 // A job of `epochs` epochs with replicas on 2 servers and 2 workers, `faults`
@@ -141,7 +141,7 @@ testing::Exit LaunchReplicatedJob(const std::string& folder, int epochs, const s
   return testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
        "--job=linear_learner", "--epochs=" + std::to_string(epochs), "--mini_batch_size=100",
-       "--train=" + folder + "/train", "--validation=" + folder + "/validation",
+       "--early_stopping_patience=100", "--train=" + folder + "/train", "--validation=" + folder + "/validation",
        "--model_dir=" + folder + "/model", "--heartbeat_interval=0.2", "--heartbeat_timeout=1",
        "--request_timeout_ms=200", "--faults=" + faults, "--event_log=" + folder + "/events.jsonl",
        "--membership_log=" + folder + "/membership.jsonl", "--verbose"},

@@ -86,7 +86,9 @@ void Node::Register() {
     lock.unlock();
     SendRegister();
     lock.lock();
-    AwaitRegistration(lock, deadline);
+    // Asked again after a while: a scheduler killed and restarted loses the
+    // REGISTER it had (the scheduler answers a repeat as the first).
+    AwaitRegistration(lock, std::min(deadline, MonotonicSeconds() + kRegisterResendS));
     // "try again": the scheduler had too many registrations waiting.
     const bool taken = refused_.find("is taken") != std::string::npos ||
                        refused_.find("try again") != std::string::npos;
@@ -98,6 +100,7 @@ void Node::Register() {
       throw MakeError("the scheduler at ", options_.scheduler, " refused this ",
                       proto::Role_Name(options_.role), ": ", refused_);
     }
+    if (!RegistrationAnsweredLocked() && MonotonicSeconds() < deadline && !stopped_) continue;
     if (!RegistrationAnsweredLocked()) {
       throw MakeError("no answer from the scheduler at ", options_.scheduler, " within ",
                       options_.register_timeout_s, " s (this node listens at ", van_->address(),
@@ -395,10 +398,41 @@ void Node::Rejoin() {
   request.meta.mutable_node()->set_rank(rank_);
   request.meta.mutable_node()->set_id(id_);
   request.meta.mutable_node()->set_routing_id(van_->routing_id());
-  // Key ranges may have moved (promotions): the restarted scheduler takes them from here.
-  if (auto current = view()) *request.meta.mutable_known_view() = *current;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    FillRejoinLocked(&request.meta);
+  }
   LOG(WARNING) << "the scheduler was restarted: registering again as node " << id_;
   SendToScheduler(request);
+}
+
+void Node::FillRejoinLocked(proto::Meta* request) const {
+  // Key ranges may have moved (promotions): the restarted scheduler takes them from here.
+  if (view_) *request->mutable_known_view() = *view_;
+  for (const proto::PassedBarrier& passed : passed_barriers_) {
+    *request->add_passed_barriers() = passed;
+  }
+  // Where a departed worker's replacement resumes comes from the others.
+  if (has_progress_) *request->mutable_cursor() = progress_;
+  request->set_epoch_ended(epoch_ended_);
+}
+
+void Node::RememberAnswerLocked(const std::string& key, const proto::Meta& answer) {
+  const auto awaited = awaiting_.find(key);
+  if (awaited == awaiting_.end()) return;
+  const proto::Meta& request = awaited->second.meta;
+  if (request.command() == proto::BARRIER && !request.barrier_tag().empty()) {
+    proto::PassedBarrier passed;
+    passed.set_group(request.barrier_group());
+    passed.set_tag(request.barrier_tag());
+    passed_barriers_.push_back(passed);
+    if (passed_barriers_.size() > static_cast<size_t>(kMaxPassedBarriers)) {
+      passed_barriers_.erase(passed_barriers_.begin());
+    }
+  }
+  if (request.command() == proto::ORPHANS && !answer.has_cursor() && answer.error().empty()) {
+    epoch_ended_ = std::max(epoch_ended_, request.cursor().epoch());
+  }
 }
 
 void Node::ReportDone(const std::string& error) {
@@ -474,6 +508,7 @@ void Node::OnMessage(Message&& message) {
       break;
     case proto::BARRIER: {
       std::lock_guard<std::mutex> lock(mutex_);
+      RememberAnswerLocked("barrier " + std::to_string(meta.barrier_id()), meta);
       if (Answered("barrier " + std::to_string(meta.barrier_id()))) {
         barriers_released_[meta.barrier_id()] = true;
       }
@@ -484,6 +519,7 @@ void Node::OnMessage(Message&& message) {
       break;
     case proto::ORPHANS: {
       std::lock_guard<std::mutex> lock(mutex_);
+      RememberAnswerLocked("orphans " + std::to_string(meta.sequence()), meta);
       if (Answered("orphans " + std::to_string(meta.sequence()))) {
         orphans_answered_[meta.sequence()] = meta;
       }

@@ -46,6 +46,14 @@ constexpr int kSchedulerId = 0;
 // intervals.
 constexpr double kControlResendMaxHeartbeats = 8;
 
+// How long a node waits for the answer to its REGISTER (or for the first
+// view after it) before sending it again.
+constexpr double kRegisterResendS = 1;
+
+// How many of the tagged barriers it passed a node brings to a restarted
+// scheduler (the latest; a training job passes three an epoch).
+constexpr int kMaxPassedBarriers = 4096;
+
 // Role masks for barriers.
 constexpr int RoleBit(proto::Role role) { return 1 << static_cast<int>(role); }
 constexpr int kServerGroup = RoleBit(proto::SERVER);
@@ -287,6 +295,14 @@ class Node {
   void SendAgainLocked(const proto::Meta& request);
   // A restarted scheduler asked this node to register again.
   void Rejoin();
+  // What a restarted scheduler learns from this node's REGISTER: its view,
+  // the tagged barriers it passed, and a worker's cursor and latest ended
+  // epoch. Holds mutex_.
+  void FillRejoinLocked(proto::Meta* request) const;
+  // An answer to awaited request `key` came: remembers what a restarted
+  // scheduler needs of it (a tagged barrier passed, an epoch ended). Holds
+  // mutex_.
+  void RememberAnswerLocked(const std::string& key, const proto::Meta& answer);
 
   NodeOptions options_;
   std::unique_ptr<Van> van_;
@@ -353,6 +369,11 @@ class Node {
   };
   std::map<std::string, Awaited> awaiting_;
   bool rejoining_ = false;
+  // Tagged barriers released to this node, oldest first (at most
+  // kMaxPassedBarriers), and the latest epoch whose end the scheduler
+  // announced (ORPHANS answered with no work): for a restarted scheduler.
+  std::vector<proto::PassedBarrier> passed_barriers_;
+  int epoch_ended_ = 0;
   // The SHUTDOWN of a preempted job: the checkpoint it committed.
   bool preempted_ = false;
   std::string preempted_checkpoint_, preempted_uri_;

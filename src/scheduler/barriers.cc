@@ -25,6 +25,11 @@ void BarrierTable::Arrive(const proto::Meta& meta, const Members& members) {
   TryRelease(group, members);
 }
 
+void BarrierTable::Passed(int group, const std::string& tag) {
+  if (tag.empty() || group == 0 || (group & ~kAllGroup) != 0) return;
+  released_tags_[group].insert(tag);
+}
+
 void BarrierTable::Forget(int id, const Members& members) {
   for (auto& [group, waiting] : waiting_) {
     waiting.erase(id);

@@ -36,6 +36,11 @@ class BarrierTable {
   // group mask naming no role, or an unknown one, is logged and ignored.
   void Arrive(const proto::Meta& meta, const Members& members);
 
+  // A node of an earlier run of a restarted scheduler was released from
+  // `tag` of `group`: a node arriving there later is released at once. An
+  // empty tag or a group mask naming no role is ignored.
+  void Passed(int group, const std::string& tag);
+
   // Node `id` has left (`members` no longer holds it): barriers stop waiting
   // for it, and those it alone held back are released.
   void Forget(int id, const Members& members);

@@ -20,6 +20,9 @@ struct Member {
   // The connection (Message::route) its admitted REGISTER came on: every
   // message claiming its id must come on it.
   std::string route;
+  bool rejoined = false;  // a node of an earlier run of a restarted scheduler
+  // The answer its REGISTER got: a repeated REGISTER on its route gets it again.
+  proto::Meta answer;
 };
 
 // By node id.

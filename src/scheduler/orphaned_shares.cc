@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "base/time.h"
 #include "scheduler/control_message.h"
 
@@ -97,7 +99,16 @@ void OrphanedShares::WorkerLeft(int node, int rank, const std::string& reason) {
   vacancy.since = MonotonicSeconds();
   vacancy.reason = reason;
   auto progress = progress_.find(rank);
-  if (progress != progress_.end()) vacancy.cursor = progress->second;
+  if (progress != progress_.end()) {
+    vacancy.cursor = progress->second;
+  } else {
+    // A worker cannot be an epoch ahead of the others: an epoch starts once
+    // every share of the one before is read.
+    int latest = 0;
+    for (const auto& [other, cursor] : progress_) latest = std::max(latest, cursor.epoch());
+    vacancy.cursor.set_epoch(latest);
+    vacancy.cursor.set_epoch_done(latest > 0 && latest <= ended_);
+  }
   for (const auto& [epoch, work] : epochs_) {
     // Its share of a later epoch than its last report: not started.
     if (epoch > vacancy.cursor.epoch() && !work.done.count(rank)) {
@@ -116,6 +127,14 @@ const OrphanedShares::Vacancy* OrphanedShares::FindVacancy(int rank) const {
   return vacancy != vacant_.end() ? &vacancy->second : nullptr;
 }
 
+void OrphanedShares::EpochEnded(int epoch) {
+  if (epoch <= ended_) return;
+  ended_ = epoch;
+  for (auto& [each, work] : epochs_) {
+    if (each <= ended_ && !work.waiting.empty()) AnswerEpochDone(&work);
+  }
+}
+
 void OrphanedShares::AnswerExpired() {
   for (auto& [epoch, work] : epochs_) {
     if (!work.waiting.empty()) TryAnswer(epoch);
@@ -131,7 +150,13 @@ bool OrphanedShares::AwaitingReplacement(double now) const {
 
 void OrphanedShares::TryAnswer(int epoch) {
   EpochWork& work = epochs_[epoch];
-  if (work.waiting.empty() || HandOutInherited(epoch, &work)) return;
+  if (work.waiting.empty()) return;
+  if (epoch <= ended_) {
+    // Ended under an earlier run of the scheduler: nobody else comes back to it.
+    AnswerEpochDone(&work);
+    return;
+  }
+  if (HandOutInherited(epoch, &work)) return;
   bool all_done = true;
   for (const auto& [share, parts] : work.orphans) {
     if (share < 0 && !work.done.count(share)) all_done = false;  // an inherited share

@@ -60,8 +60,16 @@ class OrphanedShares {
 
   // Worker node `node` of `rank` left for `reason`: the rank is vacant, from
   // where its last report left off (a later epoch's share: not started), and
-  // the node's waits end.
+  // the node's waits end. With no report of the rank (a scheduler started
+  // again after it left), the rank resumes at the start of the latest epoch
+  // another worker reported, or as done with that epoch once it is known
+  // ended (its share was read before the end was announced).
   void WorkerLeft(int node, int rank, const std::string& reason);
+
+  // A worker of an earlier run of a restarted scheduler says the scheduler
+  // announced the end of `epoch` (every rank's share read): requests for it
+  // and earlier epochs are answered at once.
+  void EpochEnded(int epoch);
 
   // The vacancy of `rank`; null if it has none.
   const Vacancy* FindVacancy(int rank) const;
@@ -113,6 +121,7 @@ class OrphanedShares {
   std::map<int, proto::WorkerCursor> progress_;  // workers' last reports, by rank
   std::map<int, Vacancy> vacant_;                // by rank
   std::map<int, EpochWork> epochs_;
+  int ended_ = 0;  // epochs up to this one are known to have ended (EpochEnded)
 };
 
 }  // namespace keel

@@ -9,6 +9,7 @@
 #include "base/json.h"
 #include "base/time.h"
 #include "base/utf8.h"
+#include "kv/node.h"
 #include "scheduler/control_message.h"
 #include "scheduler/scheduler.h"
 
@@ -21,6 +22,11 @@ int LowestFreeRank(const std::set<int>& taken) {
   return rank;
 }
 
+// Bounds on what a node of an earlier run brings back: epochs (as progress
+// reports, JobProgress) and barrier tags.
+constexpr int kMaxEpochs = 1000000;
+constexpr size_t kMaxBarrierTagBytes = 1024;
+
 }  // namespace
 
 void Scheduler::OnRegister(const Message& request) {
@@ -30,6 +36,8 @@ void Scheduler::OnRegister(const Message& request) {
     Refuse(request, "its REGISTER names a routing id other than the one its connection carries");
     return;
   }
+  // A node asking again (its answer was late) needs no second check.
+  if (AnswerAgain(request)) return;
   if (!probes_->Add(request)) {
     Refuse(request, std::to_string(RegistrationProbes::kMaxWaiting) +
                         " registrations are being checked; try again");
@@ -57,6 +65,7 @@ void Scheduler::Refuse(const Message& request, const std::string& reason) {
 
 void Scheduler::Admit(const Message& request) {
   const proto::NodeInfo& node = request.meta.node();
+  if (AnswerAgain(request)) return;  // its first REGISTER was admitted while this one was checked
   std::set<int>* taken = node.role() == proto::SERVER   ? &server_ranks_
                          : node.role() == proto::WORKER ? &worker_ranks_
                                                         : nullptr;
@@ -87,10 +96,113 @@ void Scheduler::Admit(const Message& request) {
   members_[id] = member;
   if (takeover) shares_.Fill(rank);
   const bool rejoin = node.id() > 0;
+  if (rejoin) TakeEarlierRun(request.meta, rank);
   LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
             << " " << rank << " as node " << id << " at " << node.address();
   AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence());
+  if (!published_ && Complete()) ReplaceEarlierHolders();
   if (published_ || Complete()) PublishView();
+}
+
+bool Scheduler::AnswerAgain(const Message& request) {
+  const proto::NodeInfo& node = request.meta.node();
+  for (const auto& [id, member] : members_) {
+    if (member.route != request.route) continue;
+    // Another node cannot send on a member's route; a claim that differs
+    // is refused the usual way.
+    if (member.info.role() != node.role() || member.info.address() != node.address() ||
+        (node.id() > 0 && node.id() != id) || !member.answer.has_node()) {
+      return false;
+    }
+    LOG(INFO) << proto::Role_Name(node.role()) << " " << member.info.rank() << " (node " << id
+              << ") sent REGISTER again: answered as before";
+    Message reply = ControlMessage(proto::REGISTER);
+    reply.meta = member.answer;
+    reply.meta.set_sequence(request.meta.sequence());
+    SendTo(id, reply);
+    return true;
+  }
+  return false;
+}
+
+void Scheduler::TakeEarlierRun(const proto::Meta& request, int rank) {
+  if (request.known_view().epoch() > earlier_view_.epoch()) earlier_view_ = request.known_view();
+  int passed = 0;
+  for (const proto::PassedBarrier& barrier : request.passed_barriers()) {
+    if (passed++ >= kMaxPassedBarriers) break;
+    if (barrier.tag().size() <= kMaxBarrierTagBytes) {
+      barriers_.Passed(barrier.group(), barrier.tag());
+    }
+  }
+  if (request.node().role() != proto::WORKER) return;
+  const proto::WorkerCursor& cursor = request.cursor();
+  if (request.has_cursor() && cursor.epoch() >= 0 && cursor.epoch() <= kMaxEpochs) {
+    shares_.OnProgress(rank, cursor);
+  }
+  if (request.epoch_ended() > 0 && request.epoch_ended() <= kMaxEpochs) {
+    shares_.EpochEnded(request.epoch_ended());
+  }
+}
+
+void Scheduler::ReplaceEarlierHolders() {
+  if (earlier_view_.epoch() == 0) return;  // not restarted, or nobody came back
+  for (auto& [id, member] : members_) {
+    if (member.rejoined) continue;
+    const proto::Role role = member.info.role();
+    const int rank = member.info.rank();
+    for (const proto::NodeInfo& holder : earlier_view_.nodes()) {
+      if (holder.role() == role && holder.rank() == rank && holder.id() != id &&
+          !members_.count(holder.id()) && !removed_.count(holder.id())) {
+        DepartEarlierHolder(holder);
+      }
+    }
+    Message reply = ControlMessage(proto::REGISTER);
+    reply.meta = member.answer;
+    if (role == proto::WORKER) {
+      // No holder in that view: it left under the earlier run, whose vacancy
+      // (and the last report of it) this scheduler never had.
+      if (!shares_.FindVacancy(rank)) {
+        shares_.WorkerLeft(0, rank, "it left before this scheduler started");
+      }
+      proto::WorkerCursor resume;
+      if (TakesOver(rank, &resume)) {
+        shares_.Fill(rank);
+        *reply.meta.mutable_cursor() = resume;
+      }
+    } else {
+      ReplaceServer(rank, &reply);
+    }
+    membership_.Record("join", member.info,
+                       "\"rejoin\": false, \"replaces\": true, \"before_first_view\": true");
+    LOG(WARNING) << proto::Role_Name(role) << " " << rank << " (node " << id
+                 << ") registered anew with this restarted scheduler: it replaces its rank's "
+                    "earlier node, and is answered again as a replacement";
+    SendTo(id, reply);
+    member.answer = reply.meta;
+  }
+}
+
+void Scheduler::DepartEarlierHolder(const proto::NodeInfo& holder) {
+  const int rank = holder.rank();
+  const std::string reason =
+      "it held this rank in the view (epoch " + std::to_string(earlier_view_.epoch()) +
+      ") the nodes brought back to this restarted scheduler, did not register again, and a " +
+      "new node took its rank";
+  LOG(WARNING) << proto::Role_Name(holder.role()) << " " << rank << " (node " << holder.id()
+               << " at " << holder.address() << ") leaves the cluster: " << reason;
+  removed_.emplace(holder.id(), reason);
+  membership_.Record("leave", holder, "\"reason\": " + JsonQuote(reason));
+  if (holder.role() == proto::WORKER) {
+    shares_.WorkerLeft(holder.id(), rank, reason);
+    return;
+  }
+  server_vacant_[rank] = MonotonicSeconds();
+  if (!chains_.started()) return;
+  const RangeChains::Departure departure = chains_.RemoveServer(rank);
+  for (const auto& [range, primary] : departure.promoted) {
+    LOG(WARNING) << "key range " << range << ": backup server " << primary
+                 << " is promoted to primary";
+  }
 }
 
 std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node,
@@ -178,6 +290,7 @@ Member Scheduler::NewMember(const Message& request, int rank) {
   member.info.set_rank(rank);
   member.info.set_address(node.address());
   member.route = request.route;
+  member.rejoined = rejoin;
   // The digest of the route, not the node's claim: what its peers check its
   // data messages against (Node::OnSendersConnection).
   member.info.set_route_digest(RouteDigest(request.route));
@@ -197,13 +310,17 @@ void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
   // A server taking a departed one's rank. A scheduler started again knows
   // the chains (from the nodes' views) but not who left before it started:
   // once the job has chains, a server that registers anew replaces one too.
+  // Before a restarted scheduler's first view, ReplaceEarlierHolders decides
+  // (the nodes still coming back may name a holder of the rank).
   const bool server_returns = member.info.role() == proto::SERVER && !rejoin &&
-                              (server_vacant_.count(rank) > 0 || chains_.started());
+                              (server_vacant_.count(rank) > 0 ||
+                               (chains_.started() && (published_ || earlier_view_.epoch() == 0)));
   membership_.Record("join", member.info,
                      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
                          ", \"replaces\": " + (resume || server_returns ? "true" : "false"));
   if (server_returns) ReplaceServer(rank, &reply);
   SendTo(member.info.id(), reply);
+  members_.at(member.info.id()).answer = reply.meta;
 }
 
 void Scheduler::ReplaceServer(int rank, Message* reply) {

@@ -283,6 +283,23 @@ class Scheduler {
   void ReplaceServer(int rank, Message* reply);
   // Answers a registration with `reason` on the connection it came on.
   void Refuse(const Message& request, const std::string& reason);
+  // A REGISTER repeated on the route of the member it admitted (the node
+  // asked again before its answer came): answered as the first one was.
+  // False if the request is not such a repeat.
+  bool AnswerAgain(const Message& request);
+  // A node of an earlier run registered again: what it knows of that run
+  // (its view, the tagged barriers it passed, a worker's cursor and the
+  // latest epoch whose end it heard) goes into this scheduler's state.
+  void TakeEarlierRun(const proto::Meta& request, int rank);
+  // Before a restarted scheduler's first view: each node that registered
+  // anew replaces its rank's holder in the view the other nodes brought back,
+  // which did not register again and so departs now (a worker's rank resumes
+  // at the job's current epoch, a server copies its ranges or restores them);
+  // the node gets its REGISTER answer again, as a replacement.
+  void ReplaceEarlierHolders();
+  // `holder`, a member of the earlier run's view that did not register again,
+  // leaves the cluster as if found dead.
+  void DepartEarlierHolder(const proto::NodeInfo& holder);
 
   // Failure detection (failure_detection.cc).
   // When a member's heartbeat deadline passes, and at least every second:
@@ -361,6 +378,9 @@ class Scheduler {
   bool shut_down_ = false;               // SHUTDOWN went to every node: the job is over
   std::map<int, std::string> removed_;   // nodes this scheduler removed from the view: why
   std::map<int, double> server_vacant_;  // server rank -> when its server left
+  // The newest view the nodes of an earlier run brought back (epoch 0: none;
+  // this scheduler was not restarted, or none of them registered again yet).
+  proto::ClusterView earlier_view_;
   bool stopping_ = false;
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
