@@ -29,7 +29,8 @@
 #                restarted or stopped start over empty: their lost keys are the
 #                allowed loss, counted, and any other wrong sum is a violation
 #   WINDOW       faults fall in [2 s, WINDOW s] after the launch (default 15)
-#   ROWS, FEATURES, EPOCHS   training data and epochs (default 200000, 20000, 6)
+#   ROWS, FEATURES, EPOCHS   training data and epochs (default 200000, 20000, 16: the
+#                training job then lasts about as long as the fault window)
 #   SUM_EPOCHS, SUM_MINIBATCHES   exact_sum's --epochs and --exact_sum_minibatches
 #                (default 16 and 3000)
 #   HB_TIMEOUT   scheduler --heartbeat_timeout (default 2; heartbeats every 0.25 s)
@@ -42,14 +43,14 @@
 #                (default: 1 when running as root and the launcher takes them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ $# -eq 2 ] || { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 count=$1 seed0=$2
 [[ "$count" =~ ^[0-9]+$ && "$seed0" =~ ^[0-9]+$ ]] || { echo "chaos.sh: N and SEED are integers" >&2; exit 2; }
 replication="${REPLICATION:-1}"
 window="${WINDOW:-15}"
 rows="${ROWS:-200000}"
 features="${FEATURES:-20000}"
-epochs="${EPOCHS:-6}"
+epochs="${EPOCHS:-16}"
 sum_epochs="${SUM_EPOCHS:-16}"
 sum_minibatches="${SUM_MINIBATCHES:-3000}"
 hb_timeout="${HB_TIMEOUT:-2}"
