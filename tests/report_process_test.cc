@@ -27,12 +27,12 @@ using testing::RunBrowser;
 class Report : public testing::TempFolderTest {
  protected:
   // A two-worker job with validation, checkpoints and a worker stopped for a
-  // second; returns the launcher's output. Minibatches of 20 rows make the job
-  // last several seconds, so the stop at 1 s finds it running (with 100 it
-  // could end first on an idle machine).
+  // second; returns the launcher's output. 100,000 rows in minibatches of 20
+  // make the job last about 2.5 s on an idle machine, so the stop at 1 s finds
+  // it running (with 20,000 rows it ended at 0.7 s, once the start-up was fast).
   std::string LaunchJobWithReport() {
     const auto data =
-        testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000", "--features=2000",
+        testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=100000", "--features=2000",
                       "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
                      60);
     EXPECT_TRUE(data.finished && data.code == 0) << data.output;
