@@ -410,7 +410,9 @@ TEST(MultiProcessCluster, ReplicatedSumsStayExactWithServerKillsAndOnePercentDro
 
 TEST(MultiProcessCluster, ConcurrentPushesFromThreeWorkersSumExactly) {
   const FaultTotals totals = RunExactSums(ExactSumFaults());
-  EXPECT_EQ(totals.dropped + totals.delayed + totals.resent, 0u);
+  // No fault is injected. (A loaded machine may delay an answer past the
+  // adaptive resend timeout: a resend then, deduplicated by the server.)
+  EXPECT_EQ(totals.dropped + totals.delayed, 0u);
 }
 
 TEST(MultiProcessCluster, SumsStayExactWhenEveryNodeDropsOnePercentOfDataMessages) {

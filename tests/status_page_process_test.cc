@@ -66,15 +66,21 @@ TEST_F(StatusPageJob, ChromiumRendersTheRunningJobAndTheStatusRefreshesLive) {
   int port = 0;
   ASSERT_TRUE(WaitFor([&] { return (port = StatusPagePort(processes_.Output(launcher))) > 0; }, 30))
       << processes_.Output(launcher);
-  // The page is worth loading once two epochs are decided and a checkpoint is committed.
+  // The page is worth loading once two epochs are decided, a checkpoint is
+  // committed and both workers have reported their progress (with heartbeats,
+  // once a second: a fast start decides two epochs before the first).
   std::string status;
   ASSERT_TRUE(WaitFor(
       [&] {
         status = HttpGet(port, "/status.json").body;
         if (status.empty()) return false;
         const JsonValue json = ParseJson(status, "/status.json");
+        size_t reported = 0;
+        for (const JsonValue& worker : json.Find("progress")->Find("workers")->AsArray()) {
+          reported += worker.Find("epoch")->AsNumber() > 0 ? 1 : 0;
+        }
         return json.Find("progress")->Find("decided")->AsArray().size() >= 2 &&
-               json.Find("checkpoints")->Find("committed")->AsNumber() >= 1;
+               json.Find("checkpoints")->Find("committed")->AsNumber() >= 1 && reported == 2;
       },
       120))
       << status << processes_.Output(launcher);
