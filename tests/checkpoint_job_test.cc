@@ -206,24 +206,29 @@ TEST_F(CheckpointJob, KeepCheckpointsLeavesTheNewestAndLsMarksLatest) {
 }
 
 // A checkpoint inside an epoch resumes on another number of workers: the
-// rest of that epoch is the shares of the worker that took it, and every
+// rest of that epoch is the shares of the workers that took it, and every
 // epoch from there on reads every example once (preemption checkpoints, the
 // usual case: tests/preemption_test.cc). It used to be refused.
-TEST_F(CheckpointJob, CheckpointInsideAnEpochResumesOnAnotherNumberOfWorkers) {
+TEST_F(CheckpointJob, CheckpointInsideAnEpochResumesOnMoreAndOnFewerWorkers) {
   const auto written = Run(
-      With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=150"}));
+      With(Job(2, 2, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=100"}));
   ASSERT_TRUE(written.finished && written.code == 0) << written.output;
-  const auto resumed =
-      Run(With(Job(2, 2, "resumed"), {"--resume=" + Store("ckpt") + "/" + CheckpointId(2, 150)}));
-  ASSERT_EQ(resumed.code, 0) << resumed.output;
-  const auto history = testing::ReadJsonLines(folder_ + "/resumed/history.jsonl");
-  ASSERT_EQ(history.size(), 4u) << resumed.output;  // epochs 2 to 5
   const std::string examples =
       std::to_string(std::stoul(testing::Shell("cat " + folder_ + "/data/train/* | wc -l").output));
-  for (const auto& line : history) EXPECT_EQ(line.at("examples"), examples) << line.at("epoch");
+  for (const int workers : {3, 1}) {
+    const std::string model = "resumed-on-" + std::to_string(workers);
+    const auto resumed = Run(With(Job(2, workers, model),
+                                  {"--resume=" + Store("ckpt") + "/" + CheckpointId(2, 100)}));
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+    const auto history = testing::ReadJsonLines(folder_ + "/" + model + "/history.jsonl");
+    ASSERT_EQ(history.size(), 4u) << resumed.output;  // epochs 2 to 5
+    for (const auto& line : history) {
+      EXPECT_EQ(line.at("examples"), examples) << workers << " workers, epoch " << line.at("epoch");
+    }
+  }
   // Between epochs any number of workers may resume.
   const auto between =
-      Run(With(Job(2, 2, "between"), {"--resume=" + Store("ckpt") + "/" + CheckpointId(3, 0)}));
+      Run(With(Job(2, 3, "between"), {"--resume=" + Store("ckpt") + "/" + CheckpointId(3, 0)}));
   EXPECT_EQ(between.code, 0) << between.output;
 }
 
