@@ -29,6 +29,29 @@ bool Replaced(const std::string& membership, const std::string& role, int rank) 
   return false;
 }
 
+// An exact_sum job (closed connections unwatched, so a restarted node's old
+// process stays a member until the heartbeat timeout) under `faults`, which
+// restart the scheduler around a restart of `role` `rank`: the job finishes
+// with no wrong sum, and the new node replaced its rank's holder.
+void ExpectReplacedAcrossSchedulerRestarts(const std::string& folder, const std::string& faults,
+                                           const std::string& role, int rank) {
+  const std::string membership = folder + "/membership.jsonl";
+  const auto exit =
+      testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
+                    "--job=exact_sum", "--epochs=6", "--exact_sum_minibatches=7000",
+                    "--heartbeat_interval=0.25", "--heartbeat_timeout=2",
+                    "--detect_closed_connections=false", "--model_dir=" + folder + "/run",
+                    "--membership_log=" + membership, "--timeout=80", "--faults=" + faults},
+                   90);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, " 0 violation(s) (0 lost, 0 doubled)")) << exit.output;
+  EXPECT_TRUE(Replaced(membership, role, rank)) << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(Contains(exit.output, "registered anew with this restarted scheduler"))
+      << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "the restarted scheduler refused this node")) << exit.output;
+}
+
 TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
   const std::string model_dir = folder_ + "/run";
   const std::string log = folder_ + "/events.jsonl";
@@ -110,21 +133,8 @@ TEST_F(ExactSumFaults, ASchedulerPartitionedFromEveryNodeRemovesNone) {
 // barrier until --timeout.) Closed connections are not watched, so the old
 // worker stays a member until the heartbeat timeout, past the restart.
 TEST_F(ExactSumFaults, AWorkerReplacedAcrossASchedulerRestartResumesAtTheJobsEpoch) {
-  const std::string membership = folder_ + "/membership.jsonl";
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=6", "--exact_sum_minibatches=7000", "--heartbeat_interval=0.25",
-       "--heartbeat_timeout=2", "--detect_closed_connections=false",
-       "--model_dir=" + folder_ + "/run", "--membership_log=" + membership, "--timeout=80",
-       "--faults=restart:worker:1@4s,restart:scheduler@5.5s"},
-      90);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, " 0 violation(s) (0 lost, 0 doubled)")) << exit.output;
-  EXPECT_TRUE(Replaced(membership, "worker", 1)) << testing::ReadFileOrEmpty(membership);
-  EXPECT_TRUE(Contains(exit.output, "registered anew with this restarted scheduler"))
-      << exit.output;
-  EXPECT_FALSE(Contains(exit.output, "the restarted scheduler refused this node")) << exit.output;
+  ExpectReplacedAcrossSchedulerRestarts(folder_, "restart:worker:1@4s,restart:scheduler@5.5s",
+                                        "worker", 1);
 }
 
 // Chaos seed 102: the scheduler restarted, a server restarted, and the
@@ -134,21 +144,8 @@ TEST_F(ExactSumFaults, AWorkerReplacedAcrossASchedulerRestartResumesAtTheJobsEpo
 // register as a new node holding range 0 empty: every key of range 0 lost
 // updates.)
 TEST_F(ExactSumFaults, AServerReplacedAcrossSchedulerRestartsCopiesItsRanges) {
-  const std::string membership = folder_ + "/membership.jsonl";
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=6", "--exact_sum_minibatches=7000", "--heartbeat_interval=0.25",
-       "--heartbeat_timeout=2", "--detect_closed_connections=false",
-       "--model_dir=" + folder_ + "/run", "--membership_log=" + membership, "--timeout=80",
-       "--faults=restart:scheduler@3s,restart:server:0@4.5s,restart:scheduler@6s"},
-      90);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, " 0 violation(s) (0 lost, 0 doubled)")) << exit.output;
-  EXPECT_TRUE(Replaced(membership, "server", 0)) << testing::ReadFileOrEmpty(membership);
-  EXPECT_TRUE(Contains(exit.output, "registered anew with this restarted scheduler"))
-      << exit.output;
-  EXPECT_FALSE(Contains(exit.output, "the restarted scheduler refused this node")) << exit.output;
+  ExpectReplacedAcrossSchedulerRestarts(
+      folder_, "restart:scheduler@3s,restart:server:0@4.5s,restart:scheduler@6s", "server", 0);
 }
 
 // A worker that dies after registering but before the cluster's first view
