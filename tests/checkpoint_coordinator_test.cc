@@ -1,5 +1,5 @@
-// CheckpointCoordinator's preemption checkpoint, in one process: the
-// scheduler's side driven by hand (workers' CHECKPOINT messages, servers'
+// CheckpointCoordinator's preemption and periodic checkpoints, in one
+// process: the scheduler's side driven by hand (workers' CHECKPOINT messages, servers'
 // SNAPSHOT replies), with a real checkpoint store in a temporary folder.
 #include "scheduler/checkpoint_coordinator.h"
 
@@ -37,12 +37,16 @@ class PreemptionCheckpoint : public testing::TempFolderTest {
             }) {}
 
   // Worker `node` (rank node - 1) stops at `batches` of epoch 2.
-  void Stop(int node, uint64_t batches, bool preempt) {
+  void Stop(int node, uint64_t batches, bool preempt) { Report(node, 2, batches, preempt, false); }
+  // Worker `node` waits at (`epoch`, `batches`), or reports its share of
+  // `epoch` done there.
+  void Report(int node, int epoch, uint64_t batches, bool preempt, bool done) {
     proto::Meta meta;
-    meta.set_sequence(100 + node);
-    meta.mutable_cursor()->set_epoch(2);
+    meta.set_sequence(done ? 0 : ++sequence_);
+    meta.mutable_cursor()->set_epoch(epoch);
     meta.mutable_cursor()->set_batches(batches);
     meta.mutable_cursor()->set_examples(batches * 20);
+    meta.mutable_cursor()->set_epoch_done(done);
     meta.set_preempt(preempt);
     coordinator_.OnWorker(node, node - 1, meta, kWorkers, kServers, 1);
   }
@@ -80,6 +84,7 @@ class PreemptionCheckpoint : public testing::TempFolderTest {
   }
 
  protected:
+  uint64_t sequence_ = 100;
   std::vector<std::pair<int, proto::Meta>> sent_;
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -133,6 +138,43 @@ TEST_F(PreemptionCheckpoint, AWorkerAtAPeriodicPointCountsAsStoppedAndNoCheckpoi
   Stop(1, 101, /*preempt=*/true);
   Stop(2, 65, /*preempt=*/true);
   EXPECT_EQ(Sent(proto::SNAPSHOT).size(), 1u);
+}
+
+using PeriodicCheckpoint = PreemptionCheckpoint;
+
+// A worker that rejoined after the others went on without it (out of the
+// view for a while) reaches the points they passed: it goes on at once
+// instead of waiting for workers that will not come back to them.
+TEST_F(PeriodicCheckpoint, AWorkerAtAPointTheOthersPassedGoesOnWithoutOne) {
+  Report(1, 9, 100, false, /*done=*/true);  // worker 1's share of epoch 9 is done
+  Report(2, 9, 0, false, false);            // the rejoined worker at epoch 9's start
+  auto answers = Sent(proto::CHECKPOINT);
+  ASSERT_EQ(answers.count(2), 1u) << "the rejoined worker waits for a checkpoint that never comes";
+  EXPECT_EQ(answers.find(2)->second.error(), "");
+  Report(2, 9, 100, false, false);  // and at the point where worker 1 finished
+  EXPECT_EQ(Sent(proto::CHECKPOINT).count(2), 2u);
+  EXPECT_TRUE(Sent(proto::SNAPSHOT).empty());
+}
+
+TEST_F(PeriodicCheckpoint, AWorkerBehindOneThatWaitsFurtherOnGoesOnAndMeetsItThere) {
+  Report(1, 9, 200, false, false);  // waits at minibatch 200
+  Report(2, 9, 100, false, false);  // the rejoined worker, at minibatch 100
+  ASSERT_EQ(Sent(proto::CHECKPOINT).count(2), 1u);
+  EXPECT_EQ(Sent(proto::CHECKPOINT).count(1), 0u);
+  EXPECT_TRUE(Sent(proto::SNAPSHOT).empty());
+  Report(2, 9, 200, false, false);
+  const auto snapshots = Sent(proto::SNAPSHOT);
+  ASSERT_EQ(snapshots.size(), 1u);
+  EXPECT_EQ(snapshots.begin()->second.checkpoint(), CheckpointId(9, 200));
+}
+
+TEST_F(PeriodicCheckpoint, AWorkerWhoseShareEndedBeforeThePointDoesNotHoldItBack) {
+  Report(1, 9, 80, false, /*done=*/true);  // a shorter share
+  Report(2, 9, 100, false, false);
+  EXPECT_EQ(Sent(proto::CHECKPOINT).count(2), 0u) << "answered only once the copy is made";
+  const auto snapshots = Sent(proto::SNAPSHOT);
+  ASSERT_EQ(snapshots.size(), 1u);
+  EXPECT_EQ(snapshots.begin()->second.checkpoint(), CheckpointId(9, 100));
 }
 
 }  // namespace

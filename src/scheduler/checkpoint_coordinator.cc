@@ -131,6 +131,8 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
   if (!copying_.empty() || ready_.empty() || workers.empty()) return;
   // Once the preemption checkpoint began, no other: the job ends after it.
   if (preempting_ && !preempt_id_.empty()) return;
+  if (!preempting_) AnswerPassedPoints(workers);
+  if (ready_.empty()) return;
   const Ready& first = ready_.begin()->second;
   const bool preemption = preempting_ && preempt_id_.empty() && !first.final;
   if (!(preemption ? AllStoppedIn(first, workers) : AllAt(first, workers))) return;
@@ -163,6 +165,37 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
     request.meta.set_checkpoint_uri(options_.uri);
     send_(server, request);
   }
+}
+
+void CheckpointCoordinator::AnswerPassedPoints(const std::set<int>& workers) {
+  for (auto it = ready_.begin(); it != ready_.end();) {
+    const proto::WorkerCursor& point = it->second.cursor;
+    const bool passed =
+        !it->second.final && std::any_of(workers.begin(), workers.end(), [&](int worker) {
+          return worker != it->first && Past(worker, point);
+        });
+    if (!passed) {
+      ++it;
+      continue;
+    }
+    LOG(WARNING) << "worker " << point.rank() << " is at epoch " << point.epoch() << " minibatch "
+                 << point.batches() << ", which the other workers have passed: it goes on "
+                 << "without a checkpoint there";
+    Answer(it->first, it->second.sequence, "");
+    it = ready_.erase(it);
+  }
+}
+
+bool CheckpointCoordinator::Past(int node, const proto::WorkerCursor& point) const {
+  const auto at = [&](const proto::WorkerCursor& cursor) {
+    return std::make_pair(cursor.epoch(), cursor.batches());
+  };
+  auto ready = ready_.find(node);
+  if (ready != ready_.end()) return !ready->second.final && at(ready->second.cursor) > at(point);
+  // A share finished at or after the point passed it (one that ended
+  // before it never reaches it: AllAt counts that one as ready).
+  auto done = finished_.find(node);
+  return done != finished_.end() && at(done->second) >= at(point);
 }
 
 bool CheckpointCoordinator::AllStoppedIn(const Ready& point, const std::set<int>& workers) const {

@@ -122,6 +122,12 @@ class CheckpointCoordinator {
   // Starts the next checkpoint once every live worker is at the point of the
   // first one ready: the servers are told to copy their rows.
   void TryStart(const std::set<int>& workers, const std::set<int>& servers, int num_servers);
+  // Answers, without a checkpoint, each worker waiting at a periodic point
+  // that another of `workers` has gone past: a worker that rejoined after the
+  // others went on without it reaches points they will not come back to.
+  void AnswerPassedPoints(const std::set<int>& workers);
+  // Whether worker `node`, by what it reported last, is past `point`.
+  bool Past(int node, const proto::WorkerCursor& point) const;
   // Whether each of `workers` is ready at `point`, or (not for the final
   // checkpoint) finished its share of that epoch before it.
   bool AllAt(const Ready& point, const std::set<int>& workers) const;
