@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,12 @@ std::string ReadFile(const std::string& path) {
   text << in.rdbuf();
   if (in.bad()) throw MakeError("cannot read ", path, ": ", std::strerror(errno));
   return text.str();
+}
+
+std::string FileVersion(const struct stat& info) {
+  return std::to_string(static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 +
+                        info.st_mtim.tv_nsec) +
+         ":" + std::to_string(info.st_ino) + ":" + std::to_string(info.st_dev);
 }
 
 void WriteFileAtomically(const std::string& path, const std::string& text) {

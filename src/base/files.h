@@ -6,6 +6,8 @@
 
 #include <string>
 
+struct stat;
+
 namespace keel {
 
 // The whole file. Throws Error "cannot read PATH: REASON".
@@ -20,6 +22,10 @@ void MakeDirectories(const std::string& folder);
 // reader sees the old file or the new one, never half of it. Throws Error
 // "cannot write PATH".
 void WriteFileAtomically(const std::string& path, const std::string& text);
+
+// What changes when a file's bytes may have changed, from its stat(2):
+// modification time (ns), inode and device.
+std::string FileVersion(const struct stat& info);
 
 // The folder part of `path`: "a/b" for "a/b/c", "/" for "/c", "." for "c".
 std::string ParentFolder(const std::string& path);

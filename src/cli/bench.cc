@@ -320,7 +320,7 @@ int RunBench(const std::string& what) {
   if (what == "kv") return BenchKV();
   if (what == "zmq") return BenchZmq();
   if (what == "parse") return BenchParse();
-  throw MakeError("unknown benchmark '", what, "': expected kv, zmq, parse or backend");
+  throw MakeError("unknown benchmark '", what, "': expected kv, zmq, parse, backend or train");
 }
 
 }  // namespace keel

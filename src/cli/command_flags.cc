@@ -191,8 +191,9 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             false};
   }
   if (command == "bench") {
-    return {"keel bench kv|zmq|parse|backend [flags]",
-            "measures push/pull through a cluster, raw ZeroMQ, parsing, or a compute backend",
+    return {"keel bench kv|zmq|parse|backend|train [flags]",
+            "measures push/pull through a cluster, raw ZeroMQ, parsing, a compute backend, or a "
+            "training job launched here (where each epoch's time went)",
             {"benchmark", "cluster"},
             {"data", "data_format", "libsvm_zero_based", "device", "threads"},
             true};

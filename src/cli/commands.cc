@@ -1,3 +1,4 @@
+#include "cli/bench_train.h"
 #include "cli/commands.h"
 
 #include <gflags/gflags.h>
@@ -40,9 +41,10 @@ const char kUsage[] =
     "  launch --slurm --servers S [job flags]               one task of an srun step\n"
     "  predict --model_dir D --data F --out P               score a file with a trained model\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
-    "  bench kv|zmq|parse|backend [flags]                   measure push/pull, ZeroMQ, parsing,\n"
+    "  bench kv|zmq|parse|backend|train [flags]             measure push/pull, ZeroMQ, parsing,\n"
     "                                                       a compute backend (--device, "
-    "--threads)\n"
+    "--threads),\n"
+    "                                                       a training job's stages (--data)\n"
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
     "  report MODEL_DIR [--out FILE]                        a job's HTML report with plots\n"
     "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
@@ -105,7 +107,7 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
   invocation->command = argv[1];
   if (invocation->command == "bench") {
     if (argc < 3 || argv[2][0] == '-') {
-      std::cerr << "keel bench: say what to measure: keel bench kv|zmq|parse|backend [flags]\n";
+      std::cerr << "keel bench: say what to measure: keel bench kv|zmq|parse|backend|train [flags]\n";
       return 2;
     }
     invocation->subcommand = argv[2];
@@ -171,6 +173,9 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   }
   if (FLAGS_check_flags) {
     throw MakeError("--check_flags applies to scheduler, server, worker and launch");
+  }
+  if (command == "bench" && invocation.subcommand == "train") {
+    return BenchTrain(std::vector<std::string>(argv + invocation.first_flag, argv + argc));
   }
   if (command == "bench") return RunBench(invocation.subcommand);
   if (command == "predict") return RunPredict();

@@ -31,6 +31,14 @@ DEFINE_string(data_format, "",
               "recordIO's magic number, index:value pairs or commas; libsvm if it shows none)");
 DEFINE_bool(libsvm_zero_based, false, "libsvm feature indices start at 0 (default: 1)");
 DEFINE_bool(skip_bad_records, false, "skip and count malformed records instead of failing");
+DEFINE_string(cache_dir, "",
+              "where each worker keeps its share's parsed minibatches after the first pass, "
+              "for later epochs to read instead of the text (a pipe is then read once): a "
+              "folder, kept and reused while the input is unchanged; none: parse every epoch "
+              "(default: a folder under $TMPDIR, removed at the end)");
+DEFINE_uint64(cache_max_bytes, uint64_t{4} << 30,
+              "largest batch cache file per worker; a share that needs more is parsed every "
+              "epoch (about 20 bytes per non-zero)");
 DEFINE_string(model_dir, "",
               "where the model artifact and metrics.json go (training jobs, not given: a new "
               "folder ./keel-model-JOB-TIME, named when the job starts and ends)");
@@ -215,6 +223,7 @@ std::vector<FlagGroup> JobFlagGroups() {
   return {
       {"data",
        {"train", "validation", "test", "data_format", "libsvm_zero_based", "skip_bad_records",
+        "cache_dir", "cache_max_bytes",
         "model_dir"}},
       {"compute", {"device", "threads"}},
       {"job",
@@ -595,6 +604,9 @@ TrainerOptions TrainerOptionsFromFlags() {
   options.validation = FLAGS_validation;
   options.test = FLAGS_test;
   options.reader = ReaderOptionsFromFlags();
+  options.cache_dir = FLAGS_cache_dir;
+  RequireInRange("cache_max_bytes", FLAGS_cache_max_bytes, uint64_t{1} << 20, UINT64_MAX);
+  options.cache_max_bytes = FLAGS_cache_max_bytes;
   options.model_dir = FLAGS_model_dir;
   options.staleness = StalenessFromFlags();
   RequireInRange("clock_every", FLAGS_clock_every, 1, kMaxCount);
@@ -614,8 +626,9 @@ std::string HyperparameterJson() {
   HyperparametersFromFlags();  // throws for a bad flag
   // predict's and datagen's flags do not shape a training run.
   const std::set<std::string> not_training = {
-      "data", "out",         "model",        "rows",        "features",
-      "nnz",  "train_files", "label_offset", "label_scale", "feature_scale_spread"};
+      "data",        "out",         "model",          "rows",          "features",
+      "nnz",         "train_files", "label_offset",   "label_scale",   "feature_scale_spread",
+      "cache_dir",   "cache_max_bytes"};
   // The cluster's flags that are the job's hyperparameters.
   const std::set<std::string> cluster_job_flags = {"job", "optimizer", "learning_rate", "wd", "l1"};
   std::vector<gflags::CommandLineFlagInfo> flags;

@@ -175,7 +175,7 @@ class FileStorage : public Storage {
         const size_t common = std::min(sub.size(), prefix.size());
         if (sub.compare(0, common, prefix, 0, common) == 0) Walk(sub, prefix, objects);
       } else if (S_ISREG(info.st_mode) && key.compare(0, prefix.size(), prefix) == 0) {
-        objects->push_back(ObjectInfo{key, static_cast<uint64_t>(info.st_size)});
+        objects->push_back(ObjectInfo{key, static_cast<uint64_t>(info.st_size), FileVersion(info)});
       }
     }
     closedir(listing);

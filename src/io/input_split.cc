@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/files.h"
 #include "io/storage.h"
 
 namespace keel {
@@ -60,7 +61,7 @@ std::vector<InputFile> ListObjects(const std::string& uri) {
   std::vector<InputFile> files;
   for (const ObjectInfo& object : objects) {
     if (object.key.find('/') == std::string::npos && IsInputName(object.key)) {
-      files.push_back(InputFile{storage->UriOf(object.key), object.size});
+      files.push_back(InputFile{storage->UriOf(object.key), object.size, object.version});
     }
   }
   if (!files.empty()) return files;  // sorted by key, as List returns them
@@ -71,7 +72,7 @@ std::vector<InputFile> ListObjects(const std::string& uri) {
   if (uri.back() != '/') {
     auto [parent, key] = OpenObject(uri);
     for (const ObjectInfo& object : parent->List(key)) {
-      if (object.key == key) return {InputFile{uri, object.size}};
+      if (object.key == key) return {InputFile{uri, object.size, object.version}};
     }
   }
   throw MakeError(uri, ": no such object or prefix");
@@ -104,7 +105,7 @@ std::vector<InputFile> ListInputs(const std::string& uri) {
   }
   if (S_ISREG(info.st_mode)) {
     CheckReadable(path);
-    return {InputFile{path, static_cast<uint64_t>(info.st_size)}};
+    return {InputFile{path, static_cast<uint64_t>(info.st_size), FileVersion(info)}};
   }
   if (!S_ISDIR(info.st_mode)) {
     throw MakeError(path, ": is not a regular file or folder (for a stream, use pipe:", path, ")");
@@ -119,7 +120,8 @@ std::vector<InputFile> ListInputs(const std::string& uri) {
     std::string file = prefix + name;
     struct stat file_info;
     if (stat(file.c_str(), &file_info) != 0 || !S_ISREG(file_info.st_mode)) continue;
-    files.push_back(InputFile{std::move(file), static_cast<uint64_t>(file_info.st_size)});
+    files.push_back(InputFile{std::move(file), static_cast<uint64_t>(file_info.st_size),
+                              FileVersion(file_info)});
   }
   closedir(folder);
   if (files.empty()) {
@@ -137,7 +139,8 @@ std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int ran
   std::vector<InputSplit> splits;
   if (files.size() >= static_cast<size_t>(workers)) {
     for (size_t i = rank; i < files.size(); i += workers) {
-      splits.push_back(InputSplit{files[i].path, 0, files[i].size, false});
+      splits.push_back(
+          InputSplit{files[i].path, 0, files[i].size, false, files[i].size, files[i].version});
     }
     return splits;
   }
@@ -152,7 +155,8 @@ std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int ran
     const uint64_t begin = std::max(range_begin, file_begin);
     const uint64_t end = std::min(range_end, file_end);
     if (begin < end) {
-      splits.push_back(InputSplit{file.path, begin - file_begin, end - file_begin, false});
+      splits.push_back(InputSplit{file.path, begin - file_begin, end - file_begin, false,
+                                  file.size, file.version});
     }
     file_begin = file_end;
   }
@@ -173,7 +177,7 @@ std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int wo
        at = path.find(kRank, at + rank_text.size())) {
     path.replace(at, kRank.size(), rank_text);
   }
-  return {InputSplit{path, 0, UINT64_MAX, true}};
+  return {InputSplit{path, 0, UINT64_MAX, true, 0, ""}};
 }
 
 // Reads an object with ranged GETs on a background thread, `ahead` blocks

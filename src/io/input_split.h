@@ -27,6 +27,9 @@ struct InputSplit {
   // A FIFO or other stream: read from its start to its end, no seeking;
   // begin and end are ignored.
   bool is_pipe = false;
+  // The file's size and version (InputFile) when it was listed; empty for a stream.
+  uint64_t file_size = 0;
+  std::string version = {};
 
   // For messages: "pipe:PATH", "PATH" (a whole file) or "PATH[BEGIN, END)".
   std::string Describe() const;
@@ -35,6 +38,7 @@ struct InputSplit {
 struct InputFile {
   std::string path;
   uint64_t size = 0;
+  std::string version = {};  // as ObjectInfo::version (io/storage.h)
 };
 
 // A file, or the regular files of a folder (not recursive; sorted by name;

@@ -221,8 +221,9 @@ class S3Storage : public Storage {
         if (name.compare(0, prefix_.size(), prefix_) != 0) {
           throw MakeError(UriOf(prefix), ": listing returned key '", name, "' outside the prefix");
         }
-        ObjectInfo info{name.substr(prefix_.size()), 0};
+        ObjectInfo info{name.substr(prefix_.size()), 0, ""};
         info.size = std::strtoull(XmlText(contents, "Size").c_str(), nullptr, 10);
+        info.version = XmlText(contents, "ETag") + " " + XmlText(contents, "LastModified");
         objects.push_back(std::move(info));
       }
       const bool truncated = XmlText(response.body, "IsTruncated") == "true";

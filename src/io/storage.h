@@ -27,6 +27,10 @@ class NotFoundError : public Error {
 struct ObjectInfo {
   std::string key;  // relative to the root
   uint64_t size = 0;
+  // Changes whenever the object's bytes may have changed (S3: its ETag and
+  // LastModified; a file: its modification time and inode). Caches of what
+  // was read from an object compare it.
+  std::string version = {};
 };
 
 class Storage {

@@ -338,7 +338,7 @@ class CsvReader : public TextReader {
   CsvReader(const InputSplit& split, const ReaderOptions& options) : TextReader(split, options) {
     // Rows must match the file's first row, which an earlier split may hold.
     if (!split.is_pipe && split.begin > 0) {
-      LineSource file(InputSplit{split.path, 0, UINT64_MAX, false}, size_t{64} << 10);
+      LineSource file(InputSplit{split.path, 0, UINT64_MAX, false, 0, ""}, size_t{64} << 10);
       const char* begin;
       const char* end;
       while (columns_ == 0 && file.NextLine(&begin, &end)) columns_ = CountColumns(begin, end);

@@ -249,7 +249,7 @@ void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerSta
   if (!checkpoints_answered_.count(sequence)) throw MakeError("this node left the cluster");
   const std::string error = checkpoints_answered_[sequence];
   checkpoints_answered_.erase(sequence);
-  if (!error.empty()) throw MakeError("checkpoint failed: ", error);
+  if (!error.empty()) throw CheckpointFailed("checkpoint failed: " + error);
 }
 
 void Node::SetProgress(const proto::WorkerCursor& cursor, double reading_seconds) {
@@ -345,6 +345,10 @@ void Node::ReportEpochDone(const proto::WorkerCursor& cursor) {
   report.meta.set_sequence(sequence);
   *report.meta.mutable_cursor() = cursor;
   report.meta.mutable_cursor()->set_epoch_done(true);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    epoch_done_report_ = report.meta;
+  }
   // Awaited so that it is sent again if lost; nothing waits for the answer.
   SendAwaited("epoch done " + std::to_string(sequence), report);
 }
@@ -669,9 +673,12 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
   } else if (!meta.error().empty()) {
     refused_ = meta.error();
   } else if (rejoining_) {
-    // Registered with a restarted scheduler: what it never answered goes again.
+    // Registered with a restarted scheduler: what it never answered goes
+    // again, and where this worker's share ended (the others' checkpoints
+    // must not wait for it there).
     rejoining_ = false;
     ResendAwaitedLocked();
+    if (epoch_done_report_.has_cursor()) SendAgainLocked(epoch_done_report_);
   } else {
     rank_ = meta.node().rank();
     id_ = meta.node().id();

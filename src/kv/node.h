@@ -81,6 +81,13 @@ struct NodeOptions {
   std::optional<ClusterSecret> secret;
 };
 
+// The scheduler could not take a checkpoint (a server left before writing
+// its snapshot, storage failed): that checkpoint is lost, the cluster is not.
+class CheckpointFailed : public Error {
+ public:
+  using Error::Error;
+};
+
 class Node {
  public:
   // Handles PUSH/PULL messages: requests on a server, responses on a worker.
@@ -176,8 +183,8 @@ class Node {
   // Worker: stops at a checkpoint point. Sends `cursor` (and, from the leading
   // worker, `trainer`) to the scheduler and blocks until it answers: once the
   // servers have copied their rows (`final`: once the checkpoint is committed).
-  // Throws Error with the scheduler's reason if the checkpoint failed, or after
-  // `timeout_s`.
+  // Throws CheckpointFailed with the scheduler's reason if the checkpoint
+  // failed (the job itself may go on), Error after `timeout_s`.
   // With `preempt`: the preemption checkpoint; the answer comes once it is
   // committed. Throws Error too if the scheduler ends the job meanwhile.
   void Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer, bool final,
@@ -374,6 +381,9 @@ class Node {
   // announced (ORPHANS answered with no work): for a restarted scheduler.
   std::vector<proto::PassedBarrier> passed_barriers_;
   int epoch_ended_ = 0;
+  // The latest report of this worker's share of an epoch done, for a
+  // restarted scheduler.
+  proto::Meta epoch_done_report_;
   // The SHUTDOWN of a preempted job: the checkpoint it committed.
   bool preempted_ = false;
   std::string preempted_checkpoint_, preempted_uri_;

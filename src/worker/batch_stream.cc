@@ -1,6 +1,9 @@
 #include "worker/batch_stream.h"
 
 #include <algorithm>
+#include <memory>
+
+#include "worker/batch_cache.h"
 
 namespace keel {
 
@@ -31,12 +34,14 @@ void PrepareKeys(PreparedBatch* prepared) {
 }
 
 BatchStream::BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options,
-                         size_t batch_size, size_t prefetch, const DataScaler* scaler)
+                         size_t batch_size, size_t prefetch, const DataScaler* scaler,
+                         BatchCache* cache)
     : splits_(std::move(splits)),
       options_(options),
       batch_size_(batch_size),
       prefetch_(std::max<size_t>(1, prefetch)),
-      scaler_(scaler) {
+      scaler_(scaler),
+      cache_(cache) {
   thread_ = std::thread([this] { Produce(); });
 }
 
@@ -49,33 +54,40 @@ BatchStream::~BatchStream() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool BatchStream::Deliver(PreparedBatch* pending) {
+  if (scaler_ != nullptr) scaler_->Apply(&pending->batch);
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return stopping_ || ready_.size() < prefetch_; });
+  if (stopping_) return false;
+  ready_.push_back(std::move(*pending));
+  *pending = PreparedBatch();
+  changed_.notify_all();
+  return true;
+}
+
 void BatchStream::Produce() {
   try {
-    PreparedBatch pending;
-    auto deliver = [&]() -> bool {
-      if (scaler_ != nullptr) scaler_->Apply(&pending.batch);
-      PrepareKeys(&pending);
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || ready_.size() < prefetch_; });
-      if (stopping_) return false;
-      ready_.push_back(std::move(pending));
-      pending = PreparedBatch();
-      changed_.notify_all();
-      return true;
-    };
-    for (const InputSplit& split : splits_) {
-      auto reader = OpenReader(split, options_);
-      while (true) {
-        const size_t want = batch_size_ - pending.batch.rows();
-        const size_t got = reader->Read(want, &pending.batch);
-        if (pending.batch.rows() == batch_size_ && !deliver()) return;
-        if (got == 0) break;
+    std::unique_ptr<BatchCacheWriter> writer;
+    if (cache_ != nullptr) {
+      const uint64_t key = BatchCacheKey(splits_, options_, batch_size_);
+      if (std::unique_ptr<BatchCacheReader> reader = cache_->OpenReader(key)) {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          from_cache_ = true;
+          skipped_ = reader->skipped_records();
+          bytes_ = reader->bytes_read();
+        }
+        PreparedBatch pending;
+        while (reader->Next(&pending)) {
+          if (!Deliver(&pending)) return;
+        }
+      } else {
+        writer = cache_->OpenWriter(key);
+        ProduceFromText(writer.get());
       }
-      std::lock_guard<std::mutex> lock(mutex_);
-      skipped_ += reader->skipped_records();
-      bytes_ += reader->bytes_read();
+    } else {
+      ProduceFromText(nullptr);
     }
-    if (pending.batch.rows() > 0 && !deliver()) return;
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
     error_ = std::current_exception();
@@ -83,6 +95,32 @@ void BatchStream::Produce() {
   std::lock_guard<std::mutex> lock(mutex_);
   done_ = true;
   changed_.notify_all();
+}
+
+void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
+  PreparedBatch pending;
+  bool caching = writer != nullptr;
+  // Keys are prepared from the indices alone: the cache holds the batch as
+  // read, scaled as it is delivered.
+  const auto deliver = [&]() {
+    PrepareKeys(&pending);
+    if (caching) caching = writer->Append(pending);
+    return Deliver(&pending);
+  };
+  for (const InputSplit& split : splits_) {
+    auto reader = OpenReader(split, options_);
+    while (true) {
+      const size_t want = batch_size_ - pending.batch.rows();
+      const size_t got = reader->Read(want, &pending.batch);
+      if (pending.batch.rows() == batch_size_ && !deliver()) return;
+      if (got == 0) break;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    skipped_ += reader->skipped_records();
+    bytes_ += reader->bytes_read();
+  }
+  if (pending.batch.rows() > 0 && !deliver()) return;
+  if (caching) writer->Seal(skipped_records(), bytes_read());
 }
 
 bool BatchStream::Next(PreparedBatch* out) {
@@ -101,6 +139,11 @@ bool BatchStream::Next(PreparedBatch* out) {
 uint64_t BatchStream::skipped_records() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return skipped_;
+}
+
+bool BatchStream::from_cache() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return from_cache_;
 }
 
 uint64_t BatchStream::bytes_read() const {

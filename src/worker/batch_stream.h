@@ -34,13 +34,20 @@ struct PreparedBatch {
   std::vector<uint32_t> nonzeros_by_key;
 };
 
+class BatchCache;        // worker/batch_cache.h
+class BatchCacheWriter;  // worker/batch_cache.h
+
 class BatchStream {
  public:
   // Starts reading. `prefetch` batches are prepared ahead at most. A
   // `scaler` (which must outlive the stream) is applied to every batch as it
-  // is prepared.
+  // is prepared. With a `cache` (which must outlive the stream), the batches
+  // come from its file when it holds these splits read this way, and are
+  // written to it otherwise (the file is kept only if the stream reads to the
+  // end).
   BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options, size_t batch_size,
-              size_t prefetch = 4, const DataScaler* scaler = nullptr);
+              size_t prefetch = 4, const DataScaler* scaler = nullptr,
+              BatchCache* cache = nullptr);
   ~BatchStream();
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
@@ -50,19 +57,28 @@ class BatchStream {
 
   uint64_t skipped_records() const;
   uint64_t bytes_read() const;
+  // Whether the batches come from the cache.
+  bool from_cache() const;
 
  private:
   void Produce();
+  // Hands `pending` (prepared, not scaled) to the consumer; false once the
+  // stream is stopping.
+  bool Deliver(PreparedBatch* pending);
+  // Reads the splits' text; with a `writer`, writes each batch to it too.
+  void ProduceFromText(BatchCacheWriter* writer);
 
   std::vector<InputSplit> splits_;
   ReaderOptions options_;
   size_t batch_size_;
   size_t prefetch_;
   const DataScaler* scaler_;
+  BatchCache* cache_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<PreparedBatch> ready_;
   bool done_ = false;
+  bool from_cache_ = false;
   bool stopping_ = false;
   std::exception_ptr error_;
   uint64_t skipped_ = 0;

@@ -65,7 +65,7 @@ EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
 void EpochTrainer::TrainOwnShare(const proto::WorkerCursor& resume, Pass* pass) {
   BatchStream stream(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
                      options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
-                     /*prefetch=*/4, scaler_);
+                     /*prefetch=*/4, scaler_, cache_);
   SkipPushedBatches(resume, &stream, pass);
   TrainBatches(&stream, pass);
   if (stream.skipped_records() > 0) {
@@ -137,13 +137,19 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
     CountMinibatch(pass->epoch, pipeline->current().batch.rows(), losses,
                    pipeline->GradientHealth(), &result);
     if (slow) SleepLikeAStraggler(compute_begin);
+    const double push_begin = MonotonicSeconds();
+    result.compute += push_begin - compute_begin;
     pipeline->PushGradients(pass->clock.After(pass->batches), pass->clock.After(pass->batches + 1));
+    result.push += MonotonicSeconds() - push_begin;
     ++pass->batches;
     AfterBatch(pipeline->current(), pipeline, pass);
     pipeline->Advance();
     have = have_next;
   }
+  const double push_begin = MonotonicSeconds();
   pipeline->WaitForPushes();
+  result.push += MonotonicSeconds() - push_begin;
+  result.read_wait += pipeline->read_seconds();
 }
 
 void EpochTrainer::CountMinibatch(int epoch, uint64_t rows, const ModelLosses& losses,

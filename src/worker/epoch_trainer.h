@@ -33,7 +33,14 @@ struct EpochResult {
   uint64_t examples = 0;
   ModelLosses losses;  // per model: the summed training loss of `examples`
   double seconds = 0;
-  double pull_wait = 0;           // blocked on the next minibatch's rows
+  // Where the training loop's time went (seconds): blocked on reading and
+  // preparing minibatches, blocked on the next minibatch's rows, computing
+  // gradients, pushing them (waiting for the previous minibatch's pushes
+  // included). The rest of `seconds` is bookkeeping and checkpoints.
+  double read_wait = 0;
+  double pull_wait = 0;
+  double compute = 0;
+  double push = 0;
   uint64_t epoch_examples = 0;    // read by every worker in the epoch
   uint64_t resumed_examples = 0;  // of `examples`, read before a resume or takeover
   // Read, before they left, by departed workers whose shares this one finished
@@ -63,6 +70,9 @@ class EpochTrainer {
   // Minibatches are scaled by `scaler` (null: not at all) as they are
   // prepared; it must outlive the trainer's use of it.
   void set_scaler(const DataScaler* scaler) { scaler_ = scaler; }
+  // This worker's share is read through `cache` (null: from the text
+  // every epoch), which must outlive the trainer's use of it.
+  void set_cache(BatchCache* cache) { cache_ = cache; }
   // Each minibatch is reported to `timeline` (null: none), which must
   // outlive the trainer's use of it.
   void set_timeline(TimelineRecorder* timeline) { timeline_ = timeline; }
@@ -134,6 +144,7 @@ class EpochTrainer {
   const proto::TrainerState* state_;
   SharedArray<const Key> bias_key_;
   const DataScaler* scaler_ = nullptr;
+  BatchCache* cache_ = nullptr;
   HealthRules rules_;
   TimelineRecorder* timeline_ = nullptr;
 };

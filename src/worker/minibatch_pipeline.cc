@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/time.h"
 #include "worker/hyperparameters.h"
 
 namespace keel {
@@ -22,15 +23,22 @@ void MinibatchPipeline::StartPulls(Slot* slot) {
   if (use_bias_) slot->bias_pull = client_->Pull(bias_key_, &slot->bias, bias_width_, kBiasTable);
 }
 
+bool MinibatchPipeline::ReadNext(BatchStream* stream, PreparedBatch* batch) {
+  const double begin = MonotonicSeconds();
+  const bool have = stream->Next(batch);
+  read_seconds_ += MonotonicSeconds() - begin;
+  return have;
+}
+
 bool MinibatchPipeline::Start(BatchStream* stream) {
-  const bool have = stream->Next(&slots_[current_].batch);
+  const bool have = ReadNext(stream, &slots_[current_].batch);
   if (have) StartPulls(&slots_[current_]);
   return have;
 }
 
 bool MinibatchPipeline::StartNext(BatchStream* stream, int64_t clock) {
   Slot& next = slots_[1 - current_];
-  const bool have_next = stream->Next(&next.batch);
+  const bool have_next = ReadNext(stream, &next.batch);
   client_->set_clock(clock);
   if (have_next) {
     StartPulls(&next);

@@ -70,6 +70,9 @@ class MinibatchPipeline {
   // Forgets every request still in flight: for an error, before the arrays
   // they would fill go out of scope.
   void CancelAll();
+  // Seconds spent blocked on the stream for minibatches (reading and
+  // preparing them did not keep up).
+  double read_seconds() const { return read_seconds_; }
 
  private:
   // A minibatch and its pulls. The two slots are used in turn: a pull writes
@@ -81,6 +84,7 @@ class MinibatchPipeline {
     int64_t pull_clock = 0;  // the clock its pulls were stamped with
   };
   void StartPulls(Slot* slot);
+  bool ReadNext(BatchStream* stream, PreparedBatch* batch);
 
   KVWorker* client_;
   ComputeBackend* model_;
@@ -93,6 +97,7 @@ class MinibatchPipeline {
   std::vector<KVWorker::Handle> pushes_;
   std::vector<float> weight_gradients_, bias_gradient_;
   std::vector<float> zero_bias_;  // the bias without --use_bias
+  double read_seconds_ = 0;
 };
 
 }  // namespace keel

@@ -57,7 +57,10 @@ void TimelineRecorder::EndEpoch(int epoch, const EpochResult& result, const Gate
       "\"rank\": " + std::to_string(rank_) + ", \"epoch\": " + std::to_string(epoch) +
           ", \"examples\": " + std::to_string(result.examples) +
           ", \"seconds\": " + JsonNumberOrNull(result.seconds) +
+          ", \"read_wait_seconds\": " + JsonNumberOrNull(result.read_wait) +
           ", \"pull_wait_seconds\": " + JsonNumberOrNull(result.pull_wait) +
+          ", \"compute_seconds\": " + JsonNumberOrNull(result.compute) +
+          ", \"push_seconds\": " + JsonNumberOrNull(result.push) +
           ", \"pulls\": " + std::to_string(gate.pulls - last_gate_.pulls) + ", \"held_pulls\": " +
           std::to_string(gate.waited - last_gate_.waited) + ", \"held_seconds\": " +
           JsonNumberOrNull(static_cast<double>(gate.waited_us - last_gate_.waited_us) * 1e-6) +

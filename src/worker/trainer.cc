@@ -9,9 +9,11 @@
 #include <optional>
 #include <string>
 
+#include "base/checksum.h"
 #include "base/error.h"
 #include "base/time.h"
 #include "worker/barriers.h"
+#include "worker/batch_stream.h"
 #include "worker/early_stopping.h"
 #include "worker/gate_report.h"
 #include "worker/metrics_files.h"
@@ -47,7 +49,9 @@ void LogEpochDone(int rank, int epoch, const EpochResult& result) {
                                      std::max(result.seconds, 1e-9))
             << " examples/s), mean training loss "
             << (result.examples ? result.losses[0] / result.examples : 0.0)
-            << (result.losses.size() > 1 ? " (model 0)" : "");
+            << (result.losses.size() > 1 ? " (model 0)" : "") << "; waiting for data "
+            << result.read_wait << " s, for rows " << result.pull_wait << " s, computing "
+            << result.compute << " s, pushing " << result.push << " s";
 }
 
 }  // namespace
@@ -111,6 +115,7 @@ void Trainer::Run() {
 
 void Trainer::PrepareData() {
   const double started = MonotonicSeconds();
+  OpenCache();
   if (!options_.reader.skip_bad_records && !IsPipe(options_.train)) {
     share_examples_ = CheckTrainingShard();
   }
@@ -126,18 +131,56 @@ void Trainer::PrepareData() {
   }
 }
 
+void Trainer::OpenCache() {
+  if (options_.cache_dir == "none") return;
+  std::string folder = options_.cache_dir;
+  if (folder.empty()) {
+    try {
+      cache_folder_ = std::make_unique<TemporaryCacheFolder>();
+    } catch (const Error& e) {
+      LOG(WARNING) << "worker " << node_->rank() << ": no batch cache: " << e.what();
+      return;
+    }
+    folder = cache_folder_->path();
+  }
+  // One file per channel and rank: jobs on other data in the same folder
+  // keep theirs.
+  const std::string name = "train-" + ChecksumHex(Checksum64::Of(options_.train.data(),
+                                                                 options_.train.size())) +
+                           "-worker-" + std::to_string(node_->rank()) + ".batches";
+  try {
+    cache_ = std::make_unique<BatchCache>(folder, name, options_.cache_max_bytes);
+  } catch (const Error& e) {
+    throw MakeError("--cache_dir=", options_.cache_dir, ": ", e.what());
+  }
+  epoch_trainer_.set_cache(cache_.get());
+}
+
 uint64_t Trainer::CheckTrainingShard() {
   const double started = MonotonicSeconds();
+  const std::vector<InputSplit> splits =
+      ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers());
   uint64_t rows = 0;
+  bool cached = false;
   try {
-    rows = CheckShard(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
-                      options_.reader);
+    if (cache_) {
+      // The check's pass writes the cache the epochs read.
+      BatchStream stream(splits, options_.reader,
+                         static_cast<size_t>(hyperparameters_.mini_batch_size), /*prefetch=*/4,
+                         nullptr, cache_.get());
+      PreparedBatch batch;
+      while (stream.Next(&batch)) rows += batch.batch.rows();
+      cached = stream.from_cache();
+    } else {
+      rows = CheckShard(splits, options_.reader);
+    }
   } catch (const Error& e) {
     throw MakeError("before the first minibatch: ", e.what());
   }
   LOG(INFO) << "worker " << node_->rank() << ": the labels of its " << rows
-            << " training rows are good (checked in " << std::fixed << std::setprecision(2)
-            << MonotonicSeconds() - started << " s)";
+            << " training rows are good (" << (cached ? "read from " : "checked in ")
+            << (cached ? cache_->path() + ", checked when it was written, in " : "")
+            << std::fixed << std::setprecision(2) << MonotonicSeconds() - started << " s)";
   return rows;
 }
 

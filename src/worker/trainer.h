@@ -25,6 +25,7 @@
 #include "kv/node.h"
 #include "kv/staleness_gate.h"
 #include "models/metrics.h"
+#include "worker/batch_cache.h"
 #include "worker/compute_backend.h"
 #include "worker/control_table.h"
 #include "worker/data_statistics.h"
@@ -55,9 +56,12 @@ class Trainer {
   // minibatches scaled and the loss weighted by them. A resumed job computes
   // the same statistics again.
   void PrepareData();
-  // Reads this worker's shard once (CheckShard) and returns its rows; throws
+  // Reads this worker's shard once (CheckShard; through the batch cache,
+  // which this pass fills, when there is one) and returns its rows; throws
   // its Error, prefixed "before the first minibatch: ".
   uint64_t CheckTrainingShard();
+  // Opens the share's batch cache as TrainerOptions::cache_dir says.
+  void OpenCache();
   // The rows the statistics come from (none for a pipe, which is read once).
   Batch StatisticsSample() const;
   // Checkpoints are on (the view says how often workers stop for one).
@@ -130,6 +134,9 @@ class Trainer {
   // The statistics training uses, folded into every model it dumps.
   DataStatistics statistics_;
   std::unique_ptr<DataScaler> scaler_;
+  // The folder of the share's batch cache when it is a temporary one, and the cache.
+  std::unique_ptr<TemporaryCacheFolder> cache_folder_;
+  std::unique_ptr<BatchCache> cache_;
   // Worker 0: the servers' tables at the end of the epoch before.
   std::array<TableRows, kHealthTables> rows_before_;
   // This worker's part of the job's timeline (started by Run).

@@ -20,6 +20,12 @@ struct TrainerOptions {
   std::string validation;  // optional
   std::string test;        // optional
   ReaderOptions reader;
+  // Where the worker keeps its share's prepared minibatches after the first
+  // pass, for later epochs to read instead of the text (worker/batch_cache.h):
+  // a folder (kept), "" for a folder under the system's temporary folder
+  // removed at the end, or "none". The file is at most `cache_max_bytes`.
+  std::string cache_dir;
+  uint64_t cache_max_bytes = uint64_t{4} << 30;
   std::string model_dir;            // where worker 0 writes the artifact and metrics.json; optional
   std::string hyperparameter_json;  // recorded in the artifact
   double progress_interval_s = 5;

@@ -84,7 +84,16 @@ proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state) {
 
 void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
                        const proto::TrainerState& state, bool final) {
-  node->Checkpoint(cursor, node->rank() == 0 ? &state : nullptr, final, kBarrierTimeoutS);
+  try {
+    node->Checkpoint(cursor, node->rank() == 0 ? &state : nullptr, final, kBarrierTimeoutS);
+  } catch (const CheckpointFailed& e) {
+    // Training goes on: the latest committed checkpoint stays the one to
+    // resume from, and the next point tries again.
+    LOG(WARNING) << "worker " << node->rank() << ": the " << (final ? "final " : "")
+                 << "checkpoint at epoch " << cursor.epoch() << " minibatch " << cursor.batches()
+                 << " was not taken (" << e.what() << "); "
+                 << (final ? "the job ends without it" : "training goes on");
+  }
   if (node->preempt_checkpointed()) {
     throw MakeError("preempted: worker ", node->rank(), " stopped at epoch ", cursor.epoch(),
                     " after minibatch ", cursor.batches(), " (the preemption checkpoint's point)");

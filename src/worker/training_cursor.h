@@ -31,9 +31,10 @@ ModelLosses LossesOf(const proto::WorkerCursor& cursor, int num_models);
 proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state);
 
 // Stops at a checkpoint point at `cursor`; worker 0 brings the job's `state`
-// (`final`: the job's last checkpoint). Blocks until the scheduler answers;
-// throws Error if the checkpoint failed, or if it was the preemption
-// checkpoint (the worker stops training).
+// (`final`: the job's last checkpoint). Blocks until the scheduler answers. A
+// checkpoint the scheduler could not take is logged and training goes on;
+// throws Error if there was no answer, or if it was the preemption checkpoint
+// (the worker stops training).
 void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
                        const proto::TrainerState& state, bool final);
 

@@ -1,0 +1,228 @@
+#include "cli/bench_train.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <system_error>
+
+#include "base/error.h"
+#include "base/json_reader.h"
+#include "base/time.h"
+#include "cli/commands.h"
+
+namespace keel {
+namespace {
+
+bool IsFolder(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+// The value of --NAME in `args` ("--NAME=V" or "--NAME V"), or "".
+std::string FlagIn(const std::vector<std::string>& args, const std::string& name, bool* given) {
+  *given = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    for (const char* dashes : {"--", "-"}) {
+      const std::string bare = std::string(dashes) + name;
+      if (args[i] == bare) {
+        *given = true;
+        return i + 1 < args.size() ? args[i + 1] : "";
+      }
+      if (args[i].rfind(bare + "=", 0) == 0) {
+        *given = true;
+        return args[i].substr(bare.size() + 1);
+      }
+    }
+  }
+  return "";
+}
+
+// `args` without --NAME and its value.
+std::vector<std::string> Without(const std::vector<std::string>& args, const std::string& name) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--" + name || args[i] == "-" + name) {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--" + name + "=", 0) == 0 || args[i].rfind("-" + name + "=", 0) == 0) {
+      continue;
+    }
+    kept.push_back(args[i]);
+  }
+  return kept;
+}
+
+// Runs `argv` with its standard output on ours's standard error; its exit status.
+int RunChild(const std::vector<std::string>& argv) {
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) throw MakeError("cannot start keel launch: fork failed");
+  if (child == 0) {
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+struct EpochShare {
+  int epoch = 0, rank = 0;
+  double end = 0;  // Unix seconds
+  double examples = 0, seconds = 0;
+  double read = 0, pull = 0, compute = 0, push = 0;
+};
+
+double Number(const JsonValue& event, const char* name) {
+  const JsonValue* value = event.Find(name);
+  return value != nullptr && value->type() == JsonValue::Type::kNumber ? value->AsNumber() : 0;
+}
+
+// Every worker's "epoch" events in `model_dir`/timeline.
+std::vector<EpochShare> ReadEpochs(const std::string& model_dir, int workers) {
+  std::vector<EpochShare> epochs;
+  for (int rank = 0; rank < workers; ++rank) {
+    const std::string path = model_dir + "/timeline/worker-" + std::to_string(rank) + ".jsonl";
+    std::ifstream in(path);
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      const JsonValue event = ParseJson(line, path + ":" + std::to_string(number));
+      const JsonValue* name = event.Find("event");
+      if (name == nullptr || name->type() != JsonValue::Type::kString ||
+          name->AsString() != "epoch") {
+        continue;
+      }
+      EpochShare share;
+      share.epoch = static_cast<int>(Number(event, "epoch"));
+      share.rank = rank;
+      share.end = Number(event, "time");
+      share.examples = Number(event, "examples");
+      share.seconds = Number(event, "seconds");
+      share.read = Number(event, "read_wait_seconds");
+      share.pull = Number(event, "pull_wait_seconds");
+      share.compute = Number(event, "compute_seconds");
+      share.push = Number(event, "push_seconds");
+      epochs.push_back(share);
+    }
+  }
+  std::sort(epochs.begin(), epochs.end(), [](const EpochShare& a, const EpochShare& b) {
+    return std::make_pair(a.epoch, a.rank) < std::make_pair(b.epoch, b.rank);
+  });
+  return epochs;
+}
+
+double Percent(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+int BenchTrain(const std::vector<std::string>& args) {
+  bool given = false;
+  const std::string data = FlagIn(args, "data", &given);
+  if (data.empty()) throw MakeError("keel bench train needs --data DIR (or the training file)");
+  std::vector<std::string> launch = {SelfPath(), "launch"};
+  std::vector<std::string> rest = Without(args, "data");
+  int workers = 1;
+  for (const char* count : {"servers", "workers"}) {
+    const std::string value = FlagIn(rest, count, &given);
+    if (!given) launch.push_back(std::string("--") + count + "=1");
+    if (given && std::string(count) == "workers") workers = std::max(1, std::atoi(value.c_str()));
+  }
+  FlagIn(rest, "train", &given);
+  if (given) throw MakeError("keel bench train: give the data as --data, not --train");
+  const bool datagen_layout = IsFolder(data + "/train");
+  launch.push_back("--train=" + (datagen_layout ? data + "/train" : data));
+  FlagIn(rest, "validation", &given);
+  if (!given && datagen_layout && IsFolder(data + "/validation")) {
+    launch.push_back("--validation=" + data + "/validation");
+  }
+  std::string model_dir = FlagIn(rest, "model_dir", &given);
+  std::string temporary;
+  if (!given) {
+    char folder[] = "/tmp/keel-bench-train-XXXXXX";
+    if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
+    temporary = model_dir = folder;
+    launch.push_back("--model_dir=" + model_dir);
+  }
+  launch.insert(launch.end(), rest.begin(), rest.end());
+
+  const double started = WallSeconds();
+  const int status = RunChild(launch);
+  const double wall = WallSeconds() - started;
+  const std::vector<EpochShare> epochs = ReadEpochs(model_dir, workers);
+  if (!temporary.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(temporary, ignored);
+  }
+  if (status != 0) throw MakeError("keel bench train: the job failed (exit status ", status, ")");
+  if (epochs.empty()) throw MakeError("keel bench train: the workers recorded no epoch");
+
+  double first_minibatch = 1e300;
+  for (const EpochShare& share : epochs) {
+    first_minibatch = std::min(first_minibatch, share.end - share.seconds - started);
+  }
+  std::printf("keel bench train: %s, %d worker(s); launch to exit %.2f s, launch to the first "
+              "minibatch %.2f s\n",
+              data.c_str(), workers, wall, first_minibatch);
+  std::printf("%5s %6s %10s %8s %12s %7s %7s %8s %7s %7s\n", "epoch", "worker", "examples",
+              "seconds", "examples/s", "data", "rows", "compute", "push", "other");
+  std::vector<double> later_rates;
+  std::map<std::string, double> later;  // stage seconds summed over epochs after the first
+  for (const EpochShare& e : epochs) {
+    const double other = std::max(0.0, e.seconds - e.read - e.pull - e.compute - e.push);
+    const double rate = e.seconds > 0 ? e.examples / e.seconds : 0;
+    std::printf("%5d %6d %10.0f %8.3f %12.0f %6.1f%% %6.1f%% %7.1f%% %6.1f%% %6.1f%%\n", e.epoch,
+                e.rank, e.examples, e.seconds, rate, Percent(e.read, e.seconds),
+                Percent(e.pull, e.seconds), Percent(e.compute, e.seconds),
+                Percent(e.push, e.seconds), Percent(other, e.seconds));
+    if (e.epoch > 1) {
+      later_rates.push_back(rate);
+      later["seconds"] += e.seconds;
+      later["data"] += e.read;
+      later["rows"] += e.pull;
+      later["compute"] += e.compute;
+      later["push"] += e.push;
+      later["other"] += other;
+    }
+  }
+  const double median = Median(later_rates);
+  if (!later_rates.empty()) {
+    std::printf("after the first epoch: median %.0f examples/s per worker; time shares: data "
+                "%.1f%%, rows %.1f%%, compute %.1f%%, push %.1f%%, other %.1f%%\n",
+                median, Percent(later["data"], later["seconds"]),
+                Percent(later["rows"], later["seconds"]),
+                Percent(later["compute"], later["seconds"]),
+                Percent(later["push"], later["seconds"]), Percent(later["other"], later["seconds"]));
+  }
+  std::printf("{\"bench\":\"train\",\"workers\":%d,\"wall_seconds\":%.3f,"
+              "\"first_minibatch_seconds\":%.3f,\"examples_per_s_after_first_epoch\":%.0f,"
+              "\"shares\":{\"data\":%.4f,\"rows\":%.4f,\"compute\":%.4f,\"push\":%.4f,"
+              "\"other\":%.4f}}\n",
+              workers, wall, first_minibatch, median,
+              Percent(later["data"], later["seconds"]) / 100,
+              Percent(later["rows"], later["seconds"]) / 100,
+              Percent(later["compute"], later["seconds"]) / 100,
+              Percent(later["push"], later["seconds"]) / 100,
+              Percent(later["other"], later["seconds"]) / 100);
+  return 0;
+}
+
+}  // namespace keel

@@ -1,0 +1,257 @@
+// The batch cache (worker/batch_cache.h) under BatchStream: later passes
+// read the first pass's minibatches, exactly; changed input, a damaged file,
+// the size bound, a stopped pass and a crashed writer each leave no wrong or
+// stale cache behind.
+#include "worker/batch_cache.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/files.h"
+#include "test_util.h"
+#include "worker/batch_stream.h"
+
+namespace keel {
+namespace {
+
+constexpr size_t kBatchSize = 7;
+
+// `rows` libsvm lines with 1-5 non-zeros of features 1..50.
+std::string LibsvmText(int rows, unsigned seed) {
+  std::mt19937 random(seed);
+  std::string text;
+  for (int r = 0; r < rows; ++r) {
+    text += std::to_string(random() % 2);
+    const int nnz = 1 + static_cast<int>(random() % 5);
+    int feature = 0;
+    for (int i = 0; i < nnz; ++i) {
+      feature += 1 + static_cast<int>(random() % 10);
+      text += " " + std::to_string(feature) + ":" + std::to_string(0.25 * (random() % 8));
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+struct Pass {
+  std::vector<PreparedBatch> batches;
+  bool from_cache = false;
+};
+
+bool SameBatches(const std::vector<PreparedBatch>& a, const std::vector<PreparedBatch>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const PreparedBatch& x = a[i];
+    const PreparedBatch& y = b[i];
+    if (x.batch.labels != y.batch.labels || x.batch.row_offsets != y.batch.row_offsets ||
+        x.batch.indices != y.batch.indices || x.batch.values != y.batch.values ||
+        x.batch.label_width != y.batch.label_width || x.positions != y.positions ||
+        x.key_offsets != y.key_offsets || x.nonzeros_by_key != y.nonzeros_by_key ||
+        std::vector<Key>(x.keys.begin(), x.keys.end()) !=
+            std::vector<Key>(y.keys.begin(), y.keys.end())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+class BatchCacheTest : public testing::TempFolderTest {
+ protected:
+  BatchCacheTest() { data_ = WriteFile("train.libsvm", LibsvmText(100, 1)); }
+
+  std::vector<InputSplit> Splits() const { return ResolveChannel(data_, 0, 1); }
+
+  // Reads every batch of `splits` through `cache` (null: none).
+  Pass Read(BatchCache* cache, std::vector<InputSplit> splits = {}) {
+    if (splits.empty()) splits = Splits();
+    BatchStream stream(splits, ReaderOptions(), kBatchSize, 4, nullptr, cache);
+    Pass pass;
+    PreparedBatch batch;
+    while (stream.Next(&batch)) pass.batches.push_back(std::move(batch));
+    pass.from_cache = stream.from_cache();
+    return pass;
+  }
+
+  // The names in the cache folder.
+  std::vector<std::string> CacheFiles() const {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(cache_folder_)) {
+      names.push_back(entry.path().filename());
+    }
+    return names;
+  }
+
+  std::string data_;
+  const std::string cache_folder_ = folder_ + "/cache";
+};
+
+TEST_F(BatchCacheTest, ASecondPassReadsTheFirstPassesBatchesExactly) {
+  const Pass text = Read(nullptr);
+  ASSERT_EQ(text.batches.size(), 15u);  // 100 rows in 7s
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  const Pass first = Read(&cache);
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_TRUE(SameBatches(first.batches, text.batches));
+  const Pass second = Read(&cache);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_TRUE(SameBatches(second.batches, text.batches));
+  // Another process's cache object (verifying the file anew) reads it too.
+  BatchCache again(cache_folder_, "train.batches", 1 << 30);
+  const Pass third = Read(&again);
+  EXPECT_TRUE(third.from_cache);
+  EXPECT_TRUE(SameBatches(third.batches, text.batches));
+  EXPECT_EQ(CacheFiles(), std::vector<std::string>{"train.batches"});
+}
+
+TEST_F(BatchCacheTest, ChangedInputIsReadFromTheTextAgain) {
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  Read(&cache);
+  // Same size, other bytes: only the file's version tells.
+  std::string text = ReadFile(data_);
+  text[0] = text[0] == '0' ? '1' : '0';
+  testing::WriteFile(data_, text);
+  const Pass changed = Read(&cache);
+  EXPECT_FALSE(changed.from_cache);
+  EXPECT_TRUE(SameBatches(changed.batches, Read(nullptr).batches));
+  EXPECT_EQ(changed.batches[0].batch.labels[0], text[0] == '1' ? 1.0f : 0.0f);
+  EXPECT_TRUE(Read(&cache).from_cache) << "the changed input's cache is written in its place";
+  // Another batch size or worker count is other minibatches.
+  BatchStream other(Splits(), ReaderOptions(), kBatchSize + 1, 4, nullptr, &cache);
+  PreparedBatch batch;
+  ASSERT_TRUE(other.Next(&batch));
+  EXPECT_EQ(batch.batch.rows(), kBatchSize + 1);
+  EXPECT_FALSE(other.from_cache());
+}
+
+// Flips one byte at `offset` of `path`.
+void Damage(const std::string& path, size_t offset) {
+  std::string bytes = ReadFile(path);
+  ASSERT_LT(offset, bytes.size());
+  bytes[offset] ^= 0x40;
+  testing::WriteFile(path, bytes);
+}
+
+TEST_F(BatchCacheTest, ADamagedFileIsRemovedAndTheTextReadInstead) {
+  const Pass text = Read(nullptr);
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  Read(&cache);
+  const std::string path = cache_folder_ + "/train.batches";
+  const size_t size = std::filesystem::file_size(path);
+  for (size_t offset : {size_t{3}, size / 2, size - 20}) {  // header, a batch, the footer
+    Damage(path, offset);
+    const Pass damaged = Read(&cache);
+    EXPECT_FALSE(damaged.from_cache) << "damaged at byte " << offset;
+    EXPECT_TRUE(SameBatches(damaged.batches, text.batches)) << "damaged at byte " << offset;
+    EXPECT_TRUE(Read(&cache).from_cache) << "written again after damage at byte " << offset;
+  }
+  std::filesystem::resize_file(path, size / 3);
+  const Pass truncated = Read(&cache);
+  EXPECT_FALSE(truncated.from_cache);
+  EXPECT_TRUE(SameBatches(truncated.batches, text.batches));
+  testing::WriteFile(path, "");
+  EXPECT_FALSE(Read(&cache).from_cache);
+  EXPECT_TRUE(Read(&cache).from_cache);
+}
+
+TEST_F(BatchCacheTest, AShareLargerThanTheBoundIsParsedEveryPass) {
+  BatchCache cache(cache_folder_, "train.batches", 2048);
+  const Pass first = Read(&cache);
+  const Pass second = Read(&cache);
+  EXPECT_FALSE(second.from_cache);
+  EXPECT_TRUE(SameBatches(first.batches, second.batches));
+  EXPECT_TRUE(CacheFiles().empty()) << "the given-up file is removed";
+}
+
+TEST_F(BatchCacheTest, APassStoppedEarlyKeepsNoFile) {
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  {
+    BatchStream stream(Splits(), ReaderOptions(), kBatchSize, 1, nullptr, &cache);
+    PreparedBatch batch;
+    ASSERT_TRUE(stream.Next(&batch));
+  }
+  EXPECT_TRUE(CacheFiles().empty());
+  EXPECT_FALSE(Read(&cache).from_cache);
+}
+
+TEST_F(BatchCacheTest, TheUnfinishedFileOfAWriterThatIsGoneIsRemoved) {
+  MakeDirectories(cache_folder_);
+  testing::WriteFile(cache_folder_ + "/train.batches.123.4.partial", "left by a crash");
+  const std::string live = cache_folder_ + "/other.batches.9.9.partial";
+  testing::WriteFile(live, "being written");
+  const int held = open(live.c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);  // its writer is alive
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  EXPECT_EQ(CacheFiles(), std::vector<std::string>{"other.batches.9.9.partial"});
+  close(held);
+}
+
+TEST_F(BatchCacheTest, APipeIsReadOnceThenFromTheCache) {
+  const std::string fifo = folder_ + "/train.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string text = LibsvmText(50, 2);
+  std::thread feeder([&] { testing::WriteFile(fifo, text); });
+  const std::vector<InputSplit> splits = ResolveChannel("pipe:" + fifo, 0, 1);
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  const Pass first = Read(&cache, splits);
+  feeder.join();
+  // Nothing feeds the pipe again: reading it would block, opening it fails.
+  ASSERT_EQ(unlink(fifo.c_str()), 0);
+  const Pass second = Read(&cache, splits);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.batches.size(), 8u);  // 50 rows in 7s
+  EXPECT_TRUE(SameBatches(first.batches, second.batches));
+}
+
+TEST(TemporaryCacheFolder, IsRemovedAtTheEndAndAfterACrashByTheNextOne) {
+  testing::TempFolder parent("tmpdir");
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  setenv("TMPDIR", parent.path().c_str(), 1);
+  std::string path;
+  {
+    TemporaryCacheFolder folder;
+    path = folder.path();
+    EXPECT_EQ(path.rfind(parent.path() + "/keel-cache-", 0), 0u) << path;
+    EXPECT_TRUE(std::filesystem::is_directory(path));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // A crashed process's folder: its lock is free and old. One made a moment
+  // ago may not be locked yet and is kept.
+  const std::string crashed = parent.path() + "/keel-cache-crashed";
+  const std::string fresh = parent.path() + "/keel-cache-fresh";
+  for (const std::string& folder : {crashed, fresh}) {
+    MakeDirectories(folder);
+    testing::WriteFile(folder + "/.lock", "");
+    testing::WriteFile(folder + "/train.batches", "cached");
+  }
+  const auto an_hour_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  std::filesystem::last_write_time(crashed + "/.lock", an_hour_ago);
+  {
+    TemporaryCacheFolder next;
+    EXPECT_FALSE(std::filesystem::exists(crashed));
+    EXPECT_TRUE(std::filesystem::exists(fresh));
+    // A live folder is kept by others, however old.
+    std::filesystem::last_write_time(next.path() + "/.lock", an_hour_ago);
+    TemporaryCacheFolder other;
+    EXPECT_TRUE(std::filesystem::exists(next.path()));
+  }
+  if (old) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+}
+
+}  // namespace
+}  // namespace keel
