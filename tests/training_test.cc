@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -974,6 +976,88 @@ TEST_F(TrainingJob, AccuracyTunesTheThresholdOnValidationAndPredictLabelsByIt) {
   }
   EXPECT_EQ(row, 300u);
   EXPECT_EQ(positive_below_one_half, 100u) << "the group-2 rows, below 0.5 yet labelled 1";
+}
+
+}  // namespace
+}  // namespace keel
+
+namespace keel {
+namespace {
+
+// The model a run of one worker trained, as metrics.json gives it.
+double ValidationLoss(const std::string& model_dir) {
+  return ReadMetrics(model_dir + "/metrics.json").at("validation:objective_loss");
+}
+
+TEST_F(TrainingJob, ASecondJobOnTheSameDataReadsTheBatchCacheAndLearnsTheSame) {
+  Generate("linear", 6000, 2);
+  const std::string cache = folder_ + "/cache";
+  const std::vector<std::string> flags = {"--job=linear_learner", "--epochs=3",
+                                          "--cache_dir=" + cache, "--minloglevel=0"};
+  const auto first = Train(flags, 1);
+  ASSERT_TRUE(first.finished && first.code == 0) << first.output;
+  EXPECT_TRUE(Contains(first.output, "training rows are good (checked in")) << first.output;
+  const double written = ValidationLoss(folder_ + "/model");
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) {
+    EXPECT_NE(entry.path().string().find("-worker-0.batches"), std::string::npos) << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+
+  const auto second = Train(flags, 1);
+  ASSERT_TRUE(second.finished && second.code == 0) << second.output;
+  EXPECT_TRUE(Contains(second.output, "training rows are good (read from " + cache))
+      << second.output;
+  EXPECT_DOUBLE_EQ(ValidationLoss(folder_ + "/model"), written);
+
+  const auto parsed = Train({"--job=linear_learner", "--epochs=3", "--cache_dir=none"}, 1);
+  ASSERT_TRUE(parsed.finished && parsed.code == 0) << parsed.output;
+  EXPECT_DOUBLE_EQ(ValidationLoss(folder_ + "/model"), written);
+}
+
+TEST_F(TrainingJob, TheDefaultCacheFolderIsGoneWhenTheJobEnds) {
+  Generate("linear", 3000, 2);
+  const std::string tmp = folder_ + "/tmp";
+  std::filesystem::create_directories(tmp);
+  setenv("TMPDIR", tmp.c_str(), 1);
+  const auto exit = Train({"--job=linear_learner", "--epochs=2", "--minloglevel=0"}, 2);
+  unsetenv("TMPDIR");
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  for (const char* worker : {"worker 0", "worker 1"}) {
+    EXPECT_TRUE(Contains(exit.output, std::string(worker) + ": its share's minibatches are cached in " +
+                                          tmp + "/keel-cache-"))
+        << worker << " in\n" << exit.output;
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(tmp)) {
+    EXPECT_EQ(entry.path().filename().string().rfind("keel-cache-", 0), std::string::npos)
+        << entry.path() << " left behind";
+  }
+}
+
+TEST_F(TrainingJob, BenchTrainSaysWhereEachEpochsTimeWent) {
+  Generate("linear", 4000, 2);
+  const auto bench = testing::Run({KeelBinary(), "bench", "train", "--data=" + folder_,
+                                   "--flagfile=" + testing::SourceDir() +
+                                       "/configs/linear_learner.flags",
+                                   "--epochs=3", "--minloglevel=1"},
+                                  120);
+  ASSERT_TRUE(bench.finished && bench.code == 0) << bench.output;
+  std::smatch json;
+  ASSERT_TRUE(std::regex_search(bench.output, json, std::regex("\\{\"bench\":\"train\".*\\}")))
+      << bench.output;
+  const JsonValue report = ParseJson(json.str(), "bench train");
+  EXPECT_GT(report.Find("examples_per_s_after_first_epoch")->AsNumber(), 0);
+  EXPECT_GT(report.Find("first_minibatch_seconds")->AsNumber(), 0);
+  double shares = 0;
+  for (const auto& [stage, share] : report.Find("shares")->AsObject()) {
+    EXPECT_GE(share.AsNumber(), 0) << stage;
+    shares += share.AsNumber();
+  }
+  EXPECT_NEAR(shares, 1.0, 0.01);
+  for (const char* epoch : {"\n    1      0 ", "\n    2      0 ", "\n    3      0 "}) {
+    EXPECT_TRUE(Contains(bench.output, epoch)) << epoch << " in\n" << bench.output;
+  }
 }
 
 }  // namespace

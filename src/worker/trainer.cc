@@ -154,6 +154,8 @@ void Trainer::OpenCache() {
     throw MakeError("--cache_dir=", options_.cache_dir, ": ", e.what());
   }
   epoch_trainer_.set_cache(cache_.get());
+  LOG(INFO) << "worker " << node_->rank() << ": its share's minibatches are cached in "
+            << cache_->path() << (cache_folder_ ? " (removed at the end)" : "");
 }
 
 uint64_t Trainer::CheckTrainingShard() {
