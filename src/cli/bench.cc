@@ -151,12 +151,42 @@ std::string BenchSecret(const std::string& folder) {
   return path;
 }
 
+// Bytes on the wire of one sparse request: its keys and values.
+uint64_t SparseRequestBytes(const KVBenchOptions& options, int width) {
+  return options.sparse_keys * (sizeof(Key) + sizeof(float) * static_cast<uint64_t>(width));
+}
+
+// Raw ZeroMQ at the sizes of `options`' cases (the sparse ones: their
+// requests' bytes), rows named as the cases they compare with.
+std::vector<Row> ZmqBaseline(const KVBenchOptions& options) {
+  std::vector<Row> rows;
+  if (options.small || !options.dense_bytes.empty()) rows = ZmqRows(RunZmqBench(options));
+  if (!options.pslite_keys) return rows;
+  for (int width : options.sparse_widths) {
+    KVBenchOptions sparse = options;
+    sparse.small = false;
+    const uint64_t wire = SparseRequestBytes(options, width);
+    sparse.dense_bytes = {wire};
+    for (Row row : ZmqRows(RunZmqBench(sparse))) {
+      // As value bytes per second, the unit of the sparse cases' GB/s.
+      row.gigabytes_per_s *= static_cast<double>(options.sparse_keys * width * sizeof(float)) /
+                             static_cast<double>(wire);
+      const std::string direction = row.name.substr(row.name.rfind(' '));
+      row.name = "sparse " + std::to_string(options.sparse_keys) + "x" + std::to_string(width) +
+                 direction;
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
 int BenchKV() {
   const KVBenchOptions options = BenchFlags();
   std::vector<Row> baseline;
-  if (FLAGS_zmq_baseline && (options.small || !options.dense_bytes.empty())) {
+  if (FLAGS_zmq_baseline &&
+      (options.small || !options.dense_bytes.empty() || options.pslite_keys)) {
     std::fprintf(stderr, "measuring raw ZeroMQ at the same sizes...\n");
-    baseline = ZmqRows(RunZmqBench(options));
+    baseline = ZmqBaseline(options);
   }
   char folder[] = "/tmp/keel-bench-XXXXXX";
   if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
@@ -172,8 +202,12 @@ int BenchKV() {
                         "--bench_seconds=" + std::to_string(FLAGS_bench_seconds),
                         "--inflight=" + std::to_string(FLAGS_inflight),
                         std::string("--small=") + (FLAGS_small ? "true" : "false"),
-                        // Tiny steps keep the pushed rows finite however long it runs.
-                        "--optimizer=sgd", "--learning_rate=1e-9", "--minloglevel=1",
+                        "--workload=" + FLAGS_workload,
+                        // Tiny steps keep the pushed rows finite however long it runs;
+                        // ps-lite's workload sums (its values are small).
+                        "--optimizer=sgd",
+                        options.pslite_keys ? "--learning_rate=1" : "--learning_rate=1e-9",
+                        "--minloglevel=1",
                         "--replication=" + std::to_string(FLAGS_replication)};
   const std::string secret = BenchSecret(folder);
   if (!secret.empty()) cluster.role_flags.push_back("--secret_file=" + secret);
@@ -199,7 +233,8 @@ int BenchKV() {
       }
     }
   }
-  PrintTable("keel push/pull: " + std::to_string(FLAGS_servers) + " server(s), " +
+  PrintTable("keel push/pull (" + FLAGS_workload + " workload): " +
+                 std::to_string(FLAGS_servers) + " server(s), " +
                  std::to_string(FLAGS_workers) + " worker(s), inflight " +
                  std::to_string(FLAGS_inflight) + " (small: 1), replication " +
                  std::to_string(FLAGS_replication) + (secret.empty() ? "" : ", CURVE"),

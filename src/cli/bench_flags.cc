@@ -18,6 +18,11 @@ DEFINE_double(bench_seconds, 2, "bench: seconds per case and direction");
 DEFINE_int32(inflight, 2, "bench: requests in flight per worker (throughput cases)");
 DEFINE_bool(small, true, "bench: include the small-request round trip");
 DEFINE_bool(zmq_baseline, true, "bench kv: measure raw ZeroMQ at the same sizes first");
+DEFINE_string(workload, "keel",
+              "bench kv: keel (sparse keys drawn at random from --key_space, mixed, four key "
+              "sets in turn) or pslite (ps-lite's own benchmark: --sparse_keys keys evenly "
+              "spaced over the key space, the same keys every request, the tables a plain sum; "
+              "raw ZeroMQ measured at the same request size)");
 DEFINE_bool(curve, false,
             "bench kv: run the cluster with a new cluster secret, every connection encrypted "
             "(CURVE); --secret_file=FILE does the same with that secret");
@@ -27,7 +32,7 @@ namespace keel {
 std::vector<FlagGroup> BenchFlagGroups() {
   return {{"benchmark",
            {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space",
-            "bench_seconds", "inflight", "small", "zmq_baseline", "curve"}}};
+            "bench_seconds", "inflight", "small", "zmq_baseline", "workload", "curve"}}};
 }
 namespace {
 
@@ -87,6 +92,10 @@ KVBenchOptions BenchFlags() {
   options.seconds_per_case = FLAGS_bench_seconds;
   options.inflight = FLAGS_inflight;
   options.small = FLAGS_small && FLAGS_mode != "sparse";
+  if (FLAGS_workload != "keel" && FLAGS_workload != "pslite") {
+    throw MakeError("--workload '", FLAGS_workload, "' is not keel or pslite");
+  }
+  options.pslite_keys = FLAGS_workload == "pslite";
   return options;
 }
 

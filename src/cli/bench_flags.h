@@ -20,6 +20,7 @@ DECLARE_int32(inflight);
 DECLARE_bool(small);
 DECLARE_bool(zmq_baseline);
 DECLARE_bool(curve);
+DECLARE_string(workload);
 
 namespace keel {
 

@@ -57,7 +57,7 @@ class BatchStream {
 
   uint64_t skipped_records() const;
   uint64_t bytes_read() const;
-  // Whether the batches come from the cache.
+  // Whether the batches come from the cache (known once Next has returned).
   bool from_cache() const;
 
  private:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -124,7 +125,14 @@ std::vector<BenchCase> RunKVBench(Node* node, KVWorker* client, const KVBenchOpt
     load.inflight = options.inflight;
     std::uniform_int_distribution<uint64_t> index(0, options.key_space - 1);
     size_t largest = 0;
-    for (int b = 0; b < 4; ++b) {
+    if (options.pslite_keys) {
+      std::vector<Key> keys(options.sparse_keys);
+      const Key step = std::numeric_limits<Key>::max() / options.sparse_keys;
+      for (uint64_t i = 0; i < options.sparse_keys; ++i) keys[i] = step * i;
+      largest = keys.size();
+      load.key_batches.push_back(SharedArray<const Key>(std::move(keys)));
+    }
+    for (int b = 0; b < (options.pslite_keys ? 0 : 4); ++b) {
       std::vector<uint64_t> features(options.sparse_keys);
       for (auto& feature : features) feature = index(random);
       auto keys = MixedKeySet(features);

@@ -26,6 +26,11 @@ struct KVBenchOptions {
   int inflight = 2;  // requests in flight per worker
   // Round-trip cases ("small": one key, one float, one request in flight).
   bool small = true;
+  // ps-lite's own benchmark workload for the sparse cases: `sparse_keys` keys
+  // evenly spaced over the whole key space (not mixed), the same keys in
+  // every request (the servers' tables then sum, SGD at rate 1, as the bench
+  // command sets).
+  bool pslite_keys = false;
 };
 
 // One measured case on one worker.
