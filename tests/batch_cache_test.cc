@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/files.h"
 #include "test_util.h"
 #include "worker/batch_stream.h"
@@ -161,6 +163,55 @@ TEST_F(BatchCacheTest, ADamagedFileIsRemovedAndTheTextReadInstead) {
   testing::WriteFile(path, "");
   EXPECT_FALSE(Read(&cache).from_cache);
   EXPECT_TRUE(Read(&cache).from_cache);
+}
+
+TEST_F(BatchCacheTest, AFileWhoseKeysDoNotMatchItsFeaturesIsRemovedThoughItsChecksumsHold) {
+  const Pass text = Read(nullptr);
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  Read(&cache);
+  // The first batch's first key, changed, and its checksum made right again:
+  // what someone who can write the folder could do.
+  const std::string path = cache_folder_ + "/train.batches";
+  std::string bytes = ReadFile(path);
+  const PreparedBatch& first = text.batches[0];
+  const size_t header = 24, batch_header = 40;
+  const size_t payload = header + batch_header;
+  const size_t keys = payload + first.batch.rows() * sizeof(float) +
+                      (first.batch.rows() + 1) * sizeof(uint64_t) +
+                      first.batch.nnz() * (sizeof(uint64_t) + sizeof(float));
+  Key key;
+  std::memcpy(&key, bytes.data() + keys, sizeof(key));
+  ASSERT_EQ(key, first.keys[0]) << "the layout this test assumes";
+  key ^= 1;
+  std::memcpy(bytes.data() + keys, &key, sizeof(key));
+  const size_t payload_bytes = keys + first.keys.size() * sizeof(Key) +
+                               first.batch.nnz() * 2 * sizeof(uint32_t) +
+                               (first.keys.size() + 1) * sizeof(uint32_t) - payload;
+  const uint64_t checksum = WordChecksum64(bytes.data() + payload, payload_bytes);
+  std::memcpy(bytes.data() + payload - sizeof(uint64_t), &checksum, sizeof(checksum));
+  testing::WriteFile(path, bytes);
+  BatchCache another_process(cache_folder_, "train.batches", 1 << 30);
+  const Pass read = Read(&another_process);
+  EXPECT_FALSE(read.from_cache);
+  EXPECT_TRUE(SameBatches(read.batches, text.batches));
+}
+
+TEST_F(BatchCacheTest, AFifoPutInTheFolderBlocksNothing) {
+  MakeDirectories(cache_folder_);
+  ASSERT_EQ(mkfifo((cache_folder_ + "/train.batches").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((cache_folder_ + "/x.batches.1.2.partial").c_str(), 0600), 0);
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);  // cleans up: must not open it
+  EXPECT_FALSE(Read(&cache).from_cache);  // nor read it as the cache
+  EXPECT_TRUE(Read(&cache).from_cache) << "the written file took its place";
+}
+
+TEST_F(BatchCacheTest, AFileOfOtherInputIsReplacedNotRemovedOnSight) {
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  Read(&cache);
+  // Another key: not read, and left in place until this pass's file replaces it.
+  BatchCache reader(cache_folder_, "train.batches", 1 << 30);
+  EXPECT_EQ(reader.OpenReader(12345), nullptr);
+  EXPECT_TRUE(std::filesystem::exists(cache_folder_ + "/train.batches"));
 }
 
 TEST_F(BatchCacheTest, AShareLargerThanTheBoundIsParsedEveryPass) {

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +18,8 @@
 #include "base/json_reader.h"
 #include "base/time.h"
 #include "cli/commands.h"
+#include "cli/job_flags.h"
+#include "cli/launch_flags.h"
 
 namespace keel {
 namespace {
@@ -23,25 +27,6 @@ namespace {
 bool IsFolder(const std::string& path) {
   struct stat info;
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-// The value of --NAME in `args` ("--NAME=V" or "--NAME V"), or "".
-std::string FlagIn(const std::vector<std::string>& args, const std::string& name, bool* given) {
-  *given = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    for (const char* dashes : {"--", "-"}) {
-      const std::string bare = std::string(dashes) + name;
-      if (args[i] == bare) {
-        *given = true;
-        return i + 1 < args.size() ? args[i + 1] : "";
-      }
-      if (args[i].rfind(bare + "=", 0) == 0) {
-        *given = true;
-        return args[i].substr(bare.size() + 1);
-      }
-    }
-  }
-  return "";
 }
 
 // `args` without --NAME and its value.
@@ -75,6 +60,7 @@ int RunChild(const std::vector<std::string>& argv) {
   }
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) throw MakeError("cannot wait for keel launch: ", std::strerror(errno));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -135,28 +121,24 @@ double Median(std::vector<double> values) {
 }  // namespace
 
 int BenchTrain(const std::vector<std::string>& args) {
-  bool given = false;
-  const std::string data = FlagIn(args, "data", &given);
+  const std::string data = FLAGS_data;
   if (data.empty()) throw MakeError("keel bench train needs --data DIR (or the training file)");
   std::vector<std::string> launch = {SelfPath(), "launch"};
   std::vector<std::string> rest = Without(args, "data");
-  int workers = 1;
-  for (const char* count : {"servers", "workers"}) {
-    const std::string value = FlagIn(rest, count, &given);
-    if (!given) launch.push_back(std::string("--") + count + "=1");
-    if (given && std::string(count) == "workers") workers = std::max(1, std::atoi(value.c_str()));
+  // The flags as parsed here (a --flagfile's included) say what the launch
+  // will do; --servers and --workers default to 1 (the flags' own defaults).
+  const int workers = std::max(1, FLAGS_workers);
+  if (!FLAGS_train.empty()) {
+    throw MakeError("keel bench train: give the data as --data, not --train");
   }
-  FlagIn(rest, "train", &given);
-  if (given) throw MakeError("keel bench train: give the data as --data, not --train");
   const bool datagen_layout = IsFolder(data + "/train");
   launch.push_back("--train=" + (datagen_layout ? data + "/train" : data));
-  FlagIn(rest, "validation", &given);
-  if (!given && datagen_layout && IsFolder(data + "/validation")) {
+  if (FLAGS_validation.empty() && datagen_layout && IsFolder(data + "/validation")) {
     launch.push_back("--validation=" + data + "/validation");
   }
-  std::string model_dir = FlagIn(rest, "model_dir", &given);
+  std::string model_dir = FLAGS_model_dir;
   std::string temporary;
-  if (!given) {
+  if (model_dir.empty()) {
     char folder[] = "/tmp/keel-bench-train-XXXXXX";
     if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
     temporary = model_dir = folder;

@@ -6,8 +6,10 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -81,6 +83,19 @@ uint64_t PayloadBytes(const BatchHeader& header) {
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
+// Opens `path` for reading only if it is a regular file of this user, never
+// following a symbolic link and never blocking (a FIFO put in a shared
+// temporary folder must not hang a worker); -1 otherwise.
+int OpenOwnFile(const std::string& path, struct stat* info) {
+  const int descriptor = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (descriptor < 0) return -1;
+  if (fstat(descriptor, info) != 0 || !S_ISREG(info->st_mode) || info->st_uid != geteuid()) {
+    close(descriptor);
+    return -1;
+  }
+  return descriptor;
+}
+
 // Takes an exclusive lock on `descriptor` without waiting; false if another
 // process holds it.
 bool TryLock(int descriptor) { return flock(descriptor, LOCK_EX | LOCK_NB) == 0; }
@@ -98,7 +113,8 @@ void RemoveAbandonedFiles(const std::string& folder) {
       continue;
     }
     const std::string path = folder + "/" + name;
-    const int descriptor = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat info;
+    const int descriptor = OpenOwnFile(path, &info);
     if (descriptor < 0) continue;
     if (TryLock(descriptor)) {
       LOG(WARNING) << "removed " << path << ", a cache file its writer left unfinished";
@@ -125,7 +141,10 @@ void CopyArray(const char* data, uint64_t count, std::vector<T>* out) {
 
 uint64_t BatchCacheKey(const std::vector<InputSplit>& splits, const ReaderOptions& reader,
                        size_t batch_size) {
-  std::string text = "batch cache 1\n";
+  // The format's version and this build's key mixing: a kept folder read by
+  // a build that mixes keys otherwise holds nothing valid for it.
+  std::string text = "batch cache " + std::to_string(kVersion) + " " +
+                     std::to_string(MixKey(12345)) + "\n";
   const auto add = [&](const auto&... fields) {
     ((text += std::to_string(fields), text += ' '), ...);
     text += '\n';
@@ -148,6 +167,64 @@ BatchCacheReader::~BatchCacheReader() {
   munmap(const_cast<char*>(data_), size_);
 }
 
+size_t BatchCacheReader::DecodeBatch(size_t at, PreparedBatch* out) const {
+  BatchHeader head;
+  if (end_ - at < sizeof(head)) throw MakeError("cut off");
+  std::memcpy(&head, data_ + at, sizeof(head));
+  const uint64_t payload = PayloadBytes(head);
+  if (payload == 0 || head.label_width == 0 || head.label_width > kMaxLabelWidth ||
+      payload > end_ - at - sizeof(head) || head.nnz > UINT32_MAX || head.keys > head.nnz) {
+    throw MakeError("claims more than the file holds");
+  }
+  const char* bytes = data_ + at + sizeof(head);
+  Batch& batch = out->batch;
+  batch.label_width = static_cast<int>(head.label_width);
+  CopyArray(bytes, head.rows * head.label_width, &batch.labels);
+  bytes += head.rows * head.label_width * sizeof(float);
+  CopyArray(bytes, head.rows + 1, &batch.row_offsets);
+  bytes += (head.rows + 1) * sizeof(uint64_t);
+  CopyArray(bytes, head.nnz, &batch.indices);
+  bytes += head.nnz * sizeof(uint64_t);
+  CopyArray(bytes, head.nnz, &batch.values);
+  bytes += head.nnz * sizeof(float);
+  std::vector<Key> keys;
+  CopyArray(bytes, head.keys, &keys);
+  bytes += head.keys * sizeof(Key);
+  CopyArray(bytes, head.nnz, &out->positions);
+  bytes += head.nnz * sizeof(uint32_t);
+  CopyArray(bytes, head.keys + 1, &out->key_offsets);
+  bytes += (head.keys + 1) * sizeof(uint32_t);
+  CopyArray(bytes, head.nnz, &out->nonzeros_by_key);
+  // Everything the compute and the requests rely on, as PrepareKeys makes it:
+  // rows in order; keys strictly ascending, each the mix of its non-zeros'
+  // feature and holding at least one; positions and non-zeros by key inverse
+  // of each other.
+  const std::vector<uint64_t>& rows = batch.row_offsets;
+  const std::vector<uint32_t>& offsets = out->key_offsets;
+  if (rows.front() != 0 || rows.back() != head.nnz || offsets.front() != 0 ||
+      offsets.back() != head.nnz) {
+    throw MakeError("offsets out of range");
+  }
+  for (size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r] < rows[r - 1]) throw MakeError("row offsets go back");
+  }
+  for (size_t u = 0; u < keys.size(); ++u) {
+    if (offsets[u + 1] <= offsets[u]) throw MakeError("a key without non-zeros");
+    if (u > 0 && keys[u] <= keys[u - 1]) throw MakeError("keys out of order");
+  }
+  for (size_t u = 0; u < keys.size(); ++u) {
+    for (uint32_t e = offsets[u]; e < offsets[u + 1]; ++e) {
+      const uint32_t nonzero = out->nonzeros_by_key[e];
+      if (nonzero >= head.nnz || out->positions[nonzero] != u ||
+          MixKey(batch.indices[nonzero]) != keys[u]) {
+        throw MakeError("a non-zero's key does not match its feature");
+      }
+    }
+  }
+  out->keys = SharedArray<const Key>(std::move(keys));
+  return at + sizeof(head) + payload;
+}
+
 void BatchCacheReader::Check(uint64_t key, bool verify) {
   FileHeader header;
   Footer footer;
@@ -160,7 +237,7 @@ void BatchCacheReader::Check(uint64_t key, bool verify) {
       header.byte_order != kByteOrder) {
     throw MakeError(path_, ": not a batch cache of this version and byte order");
   }
-  if (header.key != key) throw MakeError(path_, ": a cache of other input (its key differs)");
+  if (header.key != key) throw OtherKey(path_ + ": a cache of other input (its key differs)");
   if (std::memcmp(footer.magic, kEndMagic, sizeof(kEndMagic)) != 0 ||
       footer.checksum != FooterChecksum(footer)) {
     throw MakeError(path_, ": the footer is damaged or missing");
@@ -171,23 +248,25 @@ void BatchCacheReader::Check(uint64_t key, bool verify) {
   rows_ = footer.rows;
   skipped_ = footer.skipped_records;
   bytes_read_ = footer.bytes_read;
-  // Walk the batches: their sizes must add up to the file's.
+  if (!verify) return;
+  // Every batch decoded and checked as Next will, and its checksum.
   size_t at = offset_;
   uint64_t rows = 0;
+  PreparedBatch scratch;
   for (uint64_t batch = 0; batch < batches_; ++batch) {
-    BatchHeader head;
-    if (end_ - at < sizeof(head)) throw MakeError(path_, ": batch ", batch, " is cut off");
-    std::memcpy(&head, data_ + at, sizeof(head));
-    const uint64_t payload = PayloadBytes(head);
-    if (payload == 0 || head.label_width == 0 || head.label_width > kMaxLabelWidth ||
-        payload > end_ - at - sizeof(head)) {
-      throw MakeError(path_, ": batch ", batch, " at byte ", at, " claims more than the file holds");
+    size_t next = 0;
+    try {
+      next = DecodeBatch(at, &scratch);
+    } catch (const Error& e) {
+      throw MakeError(path_, ": batch ", batch, " at byte ", at, ": ", e.what());
     }
-    if (verify && WordChecksum64(data_ + at + sizeof(head), payload) != head.checksum) {
+    BatchHeader head;
+    std::memcpy(&head, data_ + at, sizeof(head));
+    if (WordChecksum64(data_ + at + sizeof(head), next - at - sizeof(head)) != head.checksum) {
       throw MakeError(path_, ": batch ", batch, " at byte ", at, " fails its checksum");
     }
     rows += head.rows;
-    at += sizeof(head) + payload;
+    at = next;
   }
   if (at != end_ || rows != rows_) {
     throw MakeError(path_, ": the batches do not add up to the footer's count");
@@ -196,54 +275,12 @@ void BatchCacheReader::Check(uint64_t key, bool verify) {
 
 bool BatchCacheReader::Next(PreparedBatch* out) {
   if (read_ == batches_) return false;
-  const auto damaged = [&](const char* what) {
-    return MakeError(path_, ": batch ", read_, " at byte ", offset_, ": ", what,
-                     " (the file changed after it was opened)");
-  };
-  BatchHeader head;
-  if (end_ - offset_ < sizeof(head)) throw damaged("cut off");
-  std::memcpy(&head, data_ + offset_, sizeof(head));
-  const uint64_t payload = PayloadBytes(head);
-  if (payload == 0 || head.label_width == 0 || head.label_width > kMaxLabelWidth ||
-      payload > end_ - offset_ - sizeof(head) || head.nnz > UINT32_MAX) {
-    throw damaged("claims more than the file holds");
+  try {
+    offset_ = DecodeBatch(offset_, out);
+  } catch (const Error& e) {
+    throw MakeError(path_, ": batch ", read_, " at byte ", offset_, ": ", e.what(),
+                    " (the file changed after it was opened)");
   }
-  const char* at = data_ + offset_ + sizeof(head);
-  Batch& batch = out->batch;
-  batch.label_width = static_cast<int>(head.label_width);
-  CopyArray(at, head.rows * head.label_width, &batch.labels);
-  at += head.rows * head.label_width * sizeof(float);
-  CopyArray(at, head.rows + 1, &batch.row_offsets);
-  at += (head.rows + 1) * sizeof(uint64_t);
-  CopyArray(at, head.nnz, &batch.indices);
-  at += head.nnz * sizeof(uint64_t);
-  CopyArray(at, head.nnz, &batch.values);
-  at += head.nnz * sizeof(float);
-  std::vector<Key> keys;
-  CopyArray(at, head.keys, &keys);
-  at += head.keys * sizeof(Key);
-  CopyArray(at, head.nnz, &out->positions);
-  at += head.nnz * sizeof(uint32_t);
-  CopyArray(at, head.keys + 1, &out->key_offsets);
-  at += (head.keys + 1) * sizeof(uint32_t);
-  CopyArray(at, head.nnz, &out->nonzeros_by_key);
-  // What the compute indexes with: every offset and position in range.
-  if (batch.row_offsets.front() != 0 || batch.row_offsets.back() != head.nnz ||
-      out->key_offsets.front() != 0 || out->key_offsets.back() != head.nnz) {
-    throw damaged("offsets out of range");
-  }
-  for (size_t r = 1; r < batch.row_offsets.size(); ++r) {
-    if (batch.row_offsets[r] < batch.row_offsets[r - 1]) throw damaged("row offsets go back");
-  }
-  for (size_t u = 1; u < out->key_offsets.size(); ++u) {
-    if (out->key_offsets[u] < out->key_offsets[u - 1]) throw damaged("key offsets go back");
-  }
-  uint32_t bad = 0;
-  for (uint32_t position : out->positions) bad |= position >= head.keys;
-  for (uint32_t nonzero : out->nonzeros_by_key) bad |= nonzero >= head.nnz;
-  if (bad) throw damaged("a position is out of range");
-  out->keys = SharedArray<const Key>(std::move(keys));
-  offset_ += sizeof(head) + payload;
   ++read_;
   return true;
 }
@@ -273,7 +310,8 @@ BatchCacheWriter::~BatchCacheWriter() {
 bool BatchCacheWriter::Write(const void* data, size_t size) {
   if (descriptor_ < 0) return false;
   if (written_ + size > max_bytes_) {
-    GiveUp("it would pass --cache_max_bytes=" + std::to_string(max_bytes_));
+    GiveUp("it would pass " + std::to_string(max_bytes_) +
+           " bytes (--cache_max_bytes, or half the folder's free space)");
     return false;
   }
   written_ += size;
@@ -377,10 +415,10 @@ BatchCache::BatchCache(std::string folder, std::string name, uint64_t max_bytes)
 }
 
 std::unique_ptr<BatchCacheReader> BatchCache::OpenReader(uint64_t key) {
-  const int descriptor = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0) return nullptr;
   struct stat info;
-  if (fstat(descriptor, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) {
+  const int descriptor = OpenOwnFile(path_, &info);
+  if (descriptor < 0) return nullptr;
+  if (info.st_size == 0) {
     close(descriptor);
     return nullptr;
   }
@@ -397,9 +435,16 @@ std::unique_ptr<BatchCacheReader> BatchCache::OpenReader(uint64_t key) {
   const std::string identity = FileVersion(info) + ":" + std::to_string(info.st_size);
   try {
     reader->Check(key, /*verify=*/identity != verified_);
+  } catch (const BatchCacheReader::OtherKey&) {
+    return nullptr;  // replaced by the file this pass writes
   } catch (const Error& e) {
+    // Removed only if it is still the file checked (another process may
+    // have renamed a new one into place meanwhile).
+    struct stat now;
+    if (stat(path_.c_str(), &now) == 0 && now.st_ino == info.st_ino && now.st_dev == info.st_dev) {
+      unlink(path_.c_str());
+    }
     LOG(WARNING) << "removed the batch cache: " << e.what() << "; parsing the text";
-    unlink(path_.c_str());
     return nullptr;
   }
   verified_ = identity;
@@ -410,19 +455,30 @@ std::unique_ptr<BatchCacheWriter> BatchCache::OpenWriter(uint64_t key) {
   const std::string temporary =
       path_ + "." + std::to_string(getpid()) + "." + std::to_string(reinterpret_cast<uintptr_t>(this)) +
       kTemporarySuffix;
+  unlink(temporary.c_str());  // a leftover of this object's own earlier pass
   const int descriptor =
-      open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (descriptor < 0) {
     LOG(WARNING) << "no batch cache: cannot create " << temporary << ": " << ErrnoText(errno);
     return nullptr;
   }
-  // Held while writing: a file whose lock is free was left by a writer that is gone.
-  if (!TryLock(descriptor)) {
+  // Held while writing: a file whose lock is free was left by a writer that
+  // is gone. Another process's clean-up may have removed it between the
+  // open and the lock: then there is no file to write.
+  struct stat info;
+  if (!TryLock(descriptor) || fstat(descriptor, &info) != 0 || info.st_nlink == 0) {
     close(descriptor);
+    LOG(WARNING) << "no batch cache: " << temporary << " was taken away as it was made";
     return nullptr;
   }
+  // At most half the folder's free space: a temporary folder may be memory.
+  uint64_t bound = max_bytes_;
+  struct statvfs space;
+  if (statvfs(folder_.c_str(), &space) == 0) {
+    bound = std::min<uint64_t>(bound, static_cast<uint64_t>(space.f_bavail) * space.f_frsize / 2);
+  }
   return std::unique_ptr<BatchCacheWriter>(
-      new BatchCacheWriter(path_, temporary, descriptor, key, max_bytes_));
+      new BatchCacheWriter(path_, temporary, descriptor, key, bound));
 }
 
 TemporaryCacheFolder::TemporaryCacheFolder() {
@@ -433,11 +489,11 @@ TemporaryCacheFolder::TemporaryCacheFolder() {
     for (struct dirent* entry = readdir(listing); entry != nullptr; entry = readdir(listing)) {
       if (std::strncmp(entry->d_name, kFolderPrefix, sizeof(kFolderPrefix) - 1) != 0) continue;
       const std::string folder = parent + "/" + entry->d_name;
-      const int descriptor = open((folder + "/" + kLockName).c_str(), O_RDONLY | O_CLOEXEC);
+      struct stat info;
+      const int descriptor = OpenOwnFile(folder + "/" + kLockName, &info);
       if (descriptor < 0) continue;
       // A folder made a moment ago may not be locked yet by its owner.
-      struct stat info;
-      const bool old = fstat(descriptor, &info) == 0 && info.st_mtime + 60 < time(nullptr);
+      const bool old = info.st_mtime + 60 < time(nullptr);
       if (old && TryLock(descriptor)) {
         std::error_code ignored;
         std::filesystem::remove_all(folder, ignored);
@@ -453,9 +509,14 @@ TemporaryCacheFolder::TemporaryCacheFolder() {
                     " (set --cache_dir=DIR, or none)");
   }
   path_ = pattern;
-  lock_ = open((path_ + "/" + kLockName).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  lock_ = open((path_ + "/" + kLockName).c_str(),
+               O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_ < 0 || !TryLock(lock_)) {
-    throw MakeError("cannot lock the cache folder ", path_, ": ", ErrnoText(errno));
+    const std::string why = ErrnoText(errno);
+    if (lock_ >= 0) close(lock_);
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+    throw MakeError("cannot lock the cache folder ", path_, ": ", why);
   }
 }
 

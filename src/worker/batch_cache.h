@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "io/input_split.h"
 #include "io/readers.h"
 
@@ -57,9 +58,17 @@ class BatchCacheReader {
  private:
   friend class BatchCache;
   BatchCacheReader(std::string path, const char* data, size_t size);
-  // Checks the header, the footer and (when `verify`) each batch's checksum.
-  // Throws Error "PATH: WHAT" otherwise.
+  // Checks the header and the footer and (when `verify`) decodes every batch
+  // and checks its checksum. Throws OtherKey if the file is for another key,
+  // Error "PATH: WHAT" if it is damaged.
+  class OtherKey : public Error {
+   public:
+    using Error::Error;
+  };
   void Check(uint64_t key, bool verify);
+  // Decodes the batch at byte `at` into `out` with every structural check;
+  // returns the offset after it. Throws Error naming what is wrong.
+  size_t DecodeBatch(size_t at, PreparedBatch* out) const;
 
   std::string path_;
   const char* data_;

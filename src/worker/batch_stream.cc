@@ -120,7 +120,10 @@ void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
     bytes_ += reader->bytes_read();
   }
   if (pending.batch.rows() > 0 && !deliver()) return;
-  if (caching) writer->Seal(skipped_records(), bytes_read());
+  if (caching && writer->Seal(skipped_records(), bytes_read())) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sealed_ = true;
+  }
 }
 
 bool BatchStream::Next(PreparedBatch* out) {
@@ -144,6 +147,11 @@ uint64_t BatchStream::skipped_records() const {
 bool BatchStream::from_cache() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return from_cache_;
+}
+
+bool BatchStream::cached() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return from_cache_ || sealed_;
 }
 
 uint64_t BatchStream::bytes_read() const {

@@ -59,6 +59,9 @@ class BatchStream {
   uint64_t bytes_read() const;
   // Whether the batches come from the cache (known once Next has returned).
   bool from_cache() const;
+  // Whether the cache holds these batches now (read from it, or written to it
+  // and sealed; known once Next has returned false).
+  bool cached() const;
 
  private:
   void Produce();
@@ -79,6 +82,7 @@ class BatchStream {
   std::deque<PreparedBatch> ready_;
   bool done_ = false;
   bool from_cache_ = false;
+  bool sealed_ = false;
   bool stopping_ = false;
   std::exception_ptr error_;
   uint64_t skipped_ = 0;

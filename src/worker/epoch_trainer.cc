@@ -68,6 +68,14 @@ void EpochTrainer::TrainOwnShare(const proto::WorkerCursor& resume, Pass* pass) 
                      /*prefetch=*/4, scaler_, cache_);
   SkipPushedBatches(resume, &stream, pass);
   TrainBatches(&stream, pass);
+  // With a cache, a pipe is read once: later epochs need its batches cached.
+  if (cache_ != nullptr && options_.train.rfind("pipe:", 0) == 0 && !stream.cached() &&
+      pass->epoch < hyperparameters_.epochs) {
+    throw MakeError("worker ", node_->rank(), ": ", options_.train,
+                    " is read once, and its first pass could not be cached (see the warning "
+                    "above): raise --cache_max_bytes, or give --cache_dir=none to have the pipe "
+                    "fed again every epoch");
+  }
   if (stream.skipped_records() > 0) {
     LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass->epoch << ": skipped "
                  << stream.skipped_records() << " bad records";

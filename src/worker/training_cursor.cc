@@ -87,6 +87,7 @@ void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
   try {
     node->Checkpoint(cursor, node->rank() == 0 ? &state : nullptr, final, kBarrierTimeoutS);
   } catch (const CheckpointFailed& e) {
+    if (node->preempt_checkpointed()) throw;
     // Training goes on: the latest committed checkpoint stays the one to
     // resume from, and the next point tries again.
     LOG(WARNING) << "worker " << node->rank() << ": the " << (final ? "final " : "")

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Throughput benchmark: one worker's training speed with and without the
+# batch cache, side by side in alternating rounds, beside the compute backend
+# alone on the same data; then ps-lite's own push/pull workload. Prints every
+# figure; they go to docs/BENCHMARKS.md ("Throughput").
+#
+#   scripts/bench/throughput.sh [ROUNDS] [EPOCHS]
+#
+# Data: the 10^6-row linear set of the training benchmark (scripts/bench/train.sh),
+# generated once under KEEL_BENCH_DIR (default /tmp/keel-bench-train).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rounds="${1:-3}"
+epochs="${2:-5}"
+work="${KEEL_BENCH_DIR:-/tmp/keel-bench-train}"
+keel=build/keel
+data="$work/linear"
+[ -f "$data/oracle.json" ] || $keel datagen --model=linear --rows=1000000 --features=100000 \
+  --nnz=20 --num_factors=4 --seed=11 --out="$data" >/dev/null
+
+# One model, as the issue's figure asks; no early stop inside the run.
+job=(--flagfile=configs/linear_learner.flags --num_models=1 --epochs="$epochs"
+  --early_stopping_patience=1000 --minloglevel=1)
+
+echo "== 1 server, 1 worker, $data, $epochs epochs; rounds alternate cache on / off"
+for round in $(seq "$rounds"); do
+  for cache in on none; do
+    flags=()
+    [ "$cache" = none ] && flags=(--cache_dir=none)
+    echo "-- round $round, cache $cache"
+    $keel bench train --data="$data" "${job[@]}" "${flags[@]}" 2>/dev/null |
+      grep -E '^(keel bench train|after the first|\{)'
+  done
+done
+
+echo "== the compute alone (keel bench backend, same data and job)"
+$keel bench backend --data="$data/train" --flagfile=configs/linear_learner.flags \
+  --num_models=1 --epochs=3 --minloglevel=1 2>/dev/null | head -1
+
+echo "== ps-lite's workload (keel bench kv --workload=pslite), 1 server, 1 worker"
+for inflight in 1 4; do
+  for keys in 100000 1000000; do
+    $keel bench kv --workload=pslite --mode=sparse --sparse_widths=1 --sparse_keys="$keys" \
+      --inflight="$inflight" --small=false --bench_seconds=3 2>/dev/null | grep -E '^(keel|case|sparse)'
+  done
+done
