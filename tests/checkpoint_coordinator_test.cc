@@ -177,5 +177,22 @@ TEST_F(PeriodicCheckpoint, AWorkerWhoseShareEndedBeforeThePointDoesNotHoldItBack
   EXPECT_EQ(snapshots.begin()->second.checkpoint(), CheckpointId(9, 100));
 }
 
+// A restarted scheduler hears a worker waiting at a checkpoint before its
+// servers have registered again: nothing can be copied yet, and the
+// checkpoint must not start (it would wait for ever for copies no server was
+// asked for).
+TEST_F(PeriodicCheckpoint, NoCheckpointStartsWithoutServersAndOneStartsOnceTheyAreBack) {
+  proto::Meta meta;
+  meta.set_sequence(7);
+  meta.mutable_cursor()->set_epoch(7);
+  meta.mutable_cursor()->set_batches(100);
+  coordinator_.OnWorker(2, 1, meta, {2}, /*servers=*/{}, 1);
+  EXPECT_TRUE(Sent(proto::SNAPSHOT).empty());
+  coordinator_.OnMembership({2}, kServers, 1);
+  const auto snapshots = Sent(proto::SNAPSHOT);
+  ASSERT_EQ(snapshots.size(), 1u) << "stuck: a copy begun with no server to make it";
+  EXPECT_EQ(snapshots.begin()->second.checkpoint(), CheckpointId(7, 100));
+}
+
 }  // namespace
 }  // namespace keel

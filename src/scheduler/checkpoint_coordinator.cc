@@ -128,7 +128,8 @@ void CheckpointCoordinator::OnMembership(const std::set<int>& workers, const std
 
 void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::set<int>& servers,
                                      int num_servers) {
-  if (!copying_.empty() || ready_.empty() || workers.empty()) return;
+  // No checkpoint without servers to copy (a scheduler before its view).
+  if (!copying_.empty() || ready_.empty() || workers.empty() || servers.empty()) return;
   // Once the preemption checkpoint began, no other: the job ends after it.
   if (preempting_ && !preempt_id_.empty()) return;
   if (!preempting_) AnswerPassedPoints(workers);

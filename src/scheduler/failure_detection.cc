@@ -237,8 +237,7 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
 void Scheduler::AfterDeparture(int id) {
   barriers_.Forget(id, members_);
   replies_.Forget(id);
-  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), options_.num_servers);
-  PublishView();
+  PublishView();  // and the checkpoints hear of the new membership
   changed_.notify_all();
 }
 

@@ -280,6 +280,8 @@ void Scheduler::PublishView() {
     *message.meta.mutable_view() = view_;
     SendTo(id, message);
   }
+  // Checkpoint requests that came before the first view can start now.
+  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), options_.num_servers);
 }
 
 bool Scheduler::TakeOnce(const proto::Meta& meta) {
@@ -438,8 +440,12 @@ void Scheduler::OnCheckpoint(const proto::Meta& meta, const Member& member) {
     LOG(WARNING) << "ignored CHECKPOINT from node " << meta.sender() << ": not a worker";
     return;
   }
-  checkpoints_->OnWorker(meta.sender(), member.info.rank(), meta, Live(proto::WORKER),
-                         Live(proto::SERVER), options_.num_servers);
+  // Before its first view (a restarted scheduler hearing from its nodes
+  // again) the cluster is not whole: the request waits for the view.
+  checkpoints_->OnWorker(meta.sender(), member.info.rank(), meta,
+                         published_ ? Live(proto::WORKER) : std::set<int>(),
+                         published_ ? Live(proto::SERVER) : std::set<int>(),
+                         options_.num_servers);
 }
 
 void Scheduler::OnOrphans(const proto::Meta& meta, const Member& member) {
