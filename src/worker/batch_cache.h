@@ -66,9 +66,10 @@ class BatchCacheReader {
     using Error::Error;
   };
   void Check(uint64_t key, bool verify);
-  // Decodes the batch at byte `at` into `out` with every structural check;
-  // returns the offset after it. Throws Error naming what is wrong.
-  size_t DecodeBatch(size_t at, PreparedBatch* out) const;
+  // Decodes the batch at byte `at` into `out` with the checks that keep the
+  // compute in bounds, and (`full`) those that keep its keys right; returns
+  // the offset after it. Throws Error naming what is wrong.
+  size_t DecodeBatch(size_t at, bool full, PreparedBatch* out) const;
 
   std::string path_;
   const char* data_;
