@@ -334,8 +334,12 @@ bool BatchCacheWriter::Write(const void* data, size_t size) {
   pending.swap(buffer_);
   pending.insert(pending.end(), bytes, bytes + size);
   buffer_.reserve(size_t{1} << 20);
-  for (size_t done = 0; done < pending.size();) {
-    const ssize_t wrote = write(descriptor_, pending.data() + done, pending.size() - done);
+  return WriteOut(pending);
+}
+
+bool BatchCacheWriter::WriteOut(const std::vector<char>& bytes) {
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t wrote = write(descriptor_, bytes.data() + done, bytes.size() - done);
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) {
       GiveUp("cannot write: " + ErrnoText(errno));
@@ -397,15 +401,7 @@ bool BatchCacheWriter::Seal(uint64_t skipped_records, uint64_t bytes_read) {
   // Flush what the buffer holds.
   std::vector<char> rest;
   rest.swap(buffer_);
-  for (size_t done = 0; done < rest.size();) {
-    const ssize_t wrote = write(descriptor_, rest.data() + done, rest.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      GiveUp("cannot write: " + ErrnoText(errno));
-      return false;
-    }
-    done += static_cast<size_t>(wrote);
-  }
+  if (!WriteOut(rest)) return false;
   if (rename(temporary_.c_str(), path_.c_str()) != 0) {
     GiveUp("cannot rename " + temporary_ + ": " + ErrnoText(errno));
     return false;

@@ -101,7 +101,10 @@ class BatchCacheWriter {
   friend class BatchCache;
   BatchCacheWriter(std::string path, std::string temporary, int descriptor, uint64_t key,
                    uint64_t max_bytes);
+  // Buffers `size` bytes, writing the buffer out when full; false once given up.
   bool Write(const void* data, size_t size);
+  // Writes `bytes` to the file; false (given up) if it cannot.
+  bool WriteOut(const std::vector<char>& bytes);
   void GiveUp(const std::string& why);
 
   std::string path_, temporary_;
