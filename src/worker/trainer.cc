@@ -13,7 +13,6 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "worker/barriers.h"
-#include "worker/batch_stream.h"
 #include "worker/early_stopping.h"
 #include "worker/gate_report.h"
 #include "worker/metrics_files.h"
@@ -165,14 +164,16 @@ uint64_t Trainer::CheckTrainingShard() {
   uint64_t rows = 0;
   bool cached = false;
   try {
+    // A cache of this very input was checked when it was written (the first
+    // epoch writes it: there the parse overlaps training, here it would not).
+    std::unique_ptr<BatchCacheReader> reader;
     if (cache_) {
-      // The check's pass writes the cache the epochs read.
-      BatchStream stream(splits, options_.reader,
-                         static_cast<size_t>(hyperparameters_.mini_batch_size), /*prefetch=*/4,
-                         nullptr, cache_.get());
-      PreparedBatch batch;
-      while (stream.Next(&batch)) rows += batch.batch.rows();
-      cached = stream.from_cache();
+      reader = cache_->OpenReader(BatchCacheKey(
+          splits, options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size)));
+    }
+    if (reader) {
+      rows = reader->rows();
+      cached = true;
     } else {
       rows = CheckShard(splits, options_.reader);
     }

@@ -56,9 +56,9 @@ class Trainer {
   // minibatches scaled and the loss weighted by them. A resumed job computes
   // the same statistics again.
   void PrepareData();
-  // Reads this worker's shard once (CheckShard; through the batch cache,
-  // which this pass fills, when there is one) and returns its rows; throws
-  // its Error, prefixed "before the first minibatch: ".
+  // Reads this worker's shard once (CheckShard; unless the batch cache holds
+  // it, checked when written) and returns its rows; throws its Error,
+  // prefixed "before the first minibatch: ".
   uint64_t CheckTrainingShard();
   // Opens the share's batch cache as TrainerOptions::cache_dir says.
   void OpenCache();
