@@ -23,6 +23,17 @@ using testing::Contains;
 using testing::LocalNode;
 using testing::WaitFor;
 
+// The frames of the next message on `socket` (whose receive timeout is
+// short), or false after `timeout_s`.
+bool ReceiveFrames(zmq::socket_t* socket, double timeout_s, std::vector<zmq::message_t>* frames) {
+  return WaitFor(
+      [&] {
+        frames->clear();
+        return zmq::recv_multipart(*socket, std::back_inserter(*frames)).has_value();
+      },
+      timeout_s);
+}
+
 // A socket of the test's own, like a script an attacker would write: a DEALER
 // connected to `address`, sending Meta frames and reading what comes back.
 class RawPeer {
@@ -46,13 +57,8 @@ class RawPeer {
   // The next message back on this connection, or false after `timeout_s`.
   bool Receive(proto::Meta* meta, double timeout_s) {
     std::vector<zmq::message_t> frames;
-    const bool got = WaitFor(
-        [&] {
-          frames.clear();
-          return zmq::recv_multipart(socket_, std::back_inserter(frames)).has_value();
-        },
-        timeout_s);
-    return got && meta->ParseFromArray(frames[0].data(), static_cast<int>(frames[0].size()));
+    return ReceiveFrames(&socket_, timeout_s, &frames) &&
+           meta->ParseFromArray(frames[0].data(), static_cast<int>(frames[0].size()));
   }
 
  private:
@@ -110,13 +116,7 @@ class LocalListener {
   // false after `timeout_s`.
   bool Receive(proto::Meta* meta, double timeout_s) {
     std::vector<zmq::message_t> frames;
-    const bool got = WaitFor(
-        [&] {
-          frames.clear();
-          return zmq::recv_multipart(socket_, std::back_inserter(frames)).has_value();
-        },
-        timeout_s);
-    return got && frames.size() >= 2 &&
+    return ReceiveFrames(&socket_, timeout_s, &frames) && frames.size() >= 2 &&
            meta->ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size()));
   }
 

@@ -3,6 +3,7 @@
 #ifndef KEEL_BASE_ERROR_H_
 #define KEEL_BASE_ERROR_H_
 
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,9 @@ class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
+
+// The text of an errno value ("No such file or directory").
+inline std::string ErrnoText(int error) { return std::strerror(error); }
 
 // Builds a message from streamable parts: throw MakeError("file.libsvm:", line, ": bad index").
 template <typename... Parts>

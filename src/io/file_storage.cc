@@ -19,8 +19,6 @@ namespace {
 // Temporary files of a Put in progress start with this; List skips them.
 constexpr char kTempPrefix[] = ".keel-tmp-";
 
-std::string ErrnoText(int error) { return std::strerror(error); }
-
 class FileStorage : public Storage {
  public:
   explicit FileStorage(std::string root) : root_(std::move(root)) {}

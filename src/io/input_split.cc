@@ -21,12 +21,10 @@
 namespace keel {
 namespace {
 
-std::string ErrnoText() { return std::strerror(errno); }
-
 // Throws unless `path` can be opened for reading.
 void CheckReadable(const std::string& path) {
   if (access(path.c_str(), R_OK) != 0) {
-    throw MakeError(path, ": cannot read: ", ErrnoText());
+    throw MakeError(path, ": cannot read: ", ErrnoText(errno));
   }
 }
 
@@ -101,7 +99,7 @@ std::vector<InputFile> ListInputs(const std::string& uri) {
   const std::string path = LocalPath(uri);
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {
-    throw MakeError(path, ": cannot read: ", ErrnoText());
+    throw MakeError(path, ": cannot read: ", ErrnoText(errno));
   }
   if (S_ISREG(info.st_mode)) {
     CheckReadable(path);
@@ -111,7 +109,7 @@ std::vector<InputFile> ListInputs(const std::string& uri) {
     throw MakeError(path, ": is not a regular file or folder (for a stream, use pipe:", path, ")");
   }
   DIR* folder = opendir(path.c_str());
-  if (folder == nullptr) throw MakeError(path, ": cannot list: ", ErrnoText());
+  if (folder == nullptr) throw MakeError(path, ": cannot list: ", ErrnoText(errno));
   std::vector<InputFile> files;
   const std::string prefix = path.back() == '/' ? path : path + "/";
   for (struct dirent* entry = readdir(folder); entry != nullptr; entry = readdir(folder)) {
@@ -163,10 +161,12 @@ std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int ran
   return splits;
 }
 
+bool IsPipeChannel(const std::string& spec) { return spec.rfind("pipe:", 0) == 0; }
+
 std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers) {
   CheckWorker(rank, workers);
   const std::string kPipe = "pipe:";
-  if (spec.compare(0, kPipe.size(), kPipe) != 0) {
+  if (!IsPipeChannel(spec)) {
     return ShardInputs(ListInputs(spec), rank, workers);
   }
   std::string path = spec.substr(kPipe.size());
@@ -287,12 +287,12 @@ BlockReader::BlockReader(const std::string& uri, bool is_pipe, uint64_t offset, 
   }
   const std::string path = LocalPath(uri);
   descriptor_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor_ < 0) throw MakeError(path, ": cannot open: ", ErrnoText());
+  if (descriptor_ < 0) throw MakeError(path, ": cannot open: ", ErrnoText(errno));
   struct stat info;
   if (!is_pipe && fstat(descriptor_, &info) == 0 && S_ISREG(info.st_mode)) {
     file_size_ = static_cast<uint64_t>(info.st_size);
     if (offset > 0 && lseek(descriptor_, static_cast<off_t>(offset), SEEK_SET) < 0) {
-      const std::string problem = ErrnoText();
+      const std::string problem = ErrnoText(errno);
       close(descriptor_);
       throw MakeError(path, ": cannot seek to byte ", offset, ": ", problem);
     }
@@ -315,7 +315,7 @@ size_t BlockReader::ReadSome(char* destination, size_t count) {
     const ssize_t got = read(descriptor_, destination, count);
     if (got >= 0) return static_cast<size_t>(got);
     if (errno != EINTR) {
-      throw MakeError(path_, "@", position_ + end_ - begin_, ": read failed: ", ErrnoText());
+      throw MakeError(path_, "@", position_ + end_ - begin_, ": read failed: ", ErrnoText(errno));
     }
   }
 }

@@ -58,6 +58,9 @@ std::vector<InputFile> ListInputs(const std::string& path);
 // Every byte goes to exactly one worker; a worker may get no splits.
 std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int rank, int workers);
 
+// Whether a channel flag value names a stream ("pipe:PATH"), read once.
+bool IsPipeChannel(const std::string& spec);
+
 // The splits of worker `rank` for a channel flag value: "pipe:PATH" is a
 // stream every worker reads on its own ("{rank}" in PATH is replaced by the
 // rank: SageMaker's Pipe mode); anything else is a file or folder, listed by

@@ -81,8 +81,6 @@ uint64_t PayloadBytes(const BatchHeader& header) {
   return bytes > UINT64_MAX ? 0 : static_cast<uint64_t>(bytes);
 }
 
-std::string ErrnoText(int error) { return std::strerror(error); }
-
 // Opens `path` for reading only if it is a regular file of this user, never
 // following a symbolic link and never blocking (a FIFO put in a shared
 // temporary folder must not hang a worker); -1 otherwise.
@@ -94,6 +92,11 @@ int OpenOwnFile(const std::string& path, struct stat* info) {
     return -1;
   }
   return descriptor;
+}
+
+// What a reader compares to know whether it verified this very file.
+std::string FileIdentity(const struct stat& info) {
+  return FileVersion(info) + ":" + std::to_string(info.st_size);
 }
 
 // Takes an exclusive lock on `descriptor` without waiting; false if another
@@ -296,11 +299,12 @@ bool BatchCacheReader::Next(PreparedBatch* out) {
 }
 
 BatchCacheWriter::BatchCacheWriter(std::string path, std::string temporary, int descriptor,
-                                   uint64_t key, uint64_t max_bytes)
+                                   uint64_t key, uint64_t max_bytes, std::string* written)
     : path_(std::move(path)),
       temporary_(std::move(temporary)),
       descriptor_(descriptor),
-      max_bytes_(max_bytes) {
+      max_bytes_(max_bytes),
+      written_identity_(written) {
   buffer_.reserve(size_t{1} << 20);
   FileHeader header;
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
@@ -406,6 +410,9 @@ bool BatchCacheWriter::Seal(uint64_t skipped_records, uint64_t bytes_read) {
     GiveUp("cannot rename " + temporary_ + ": " + ErrnoText(errno));
     return false;
   }
+  // This process made every byte of it: its readers need not verify it.
+  struct stat info;
+  if (fstat(descriptor_, &info) == 0) *written_identity_ = FileIdentity(info);
   close(descriptor_);
   descriptor_ = -1;
   LOG(INFO) << "batch cache " << path_ << ": " << batches_ << " minibatches, " << rows_
@@ -438,7 +445,7 @@ std::unique_ptr<BatchCacheReader> BatchCache::OpenReader(uint64_t key) {
   }
   std::unique_ptr<BatchCacheReader> reader(
       new BatchCacheReader(path_, static_cast<const char*>(data), size));
-  const std::string identity = FileVersion(info) + ":" + std::to_string(info.st_size);
+  const std::string identity = FileIdentity(info);
   try {
     reader->Check(key, /*verify=*/identity != verified_);
   } catch (const BatchCacheReader::OtherKey&) {
@@ -484,7 +491,7 @@ std::unique_ptr<BatchCacheWriter> BatchCache::OpenWriter(uint64_t key) {
     bound = std::min<uint64_t>(bound, static_cast<uint64_t>(space.f_bavail) * space.f_frsize / 2);
   }
   return std::unique_ptr<BatchCacheWriter>(
-      new BatchCacheWriter(path_, temporary, descriptor, key, bound));
+      new BatchCacheWriter(path_, temporary, descriptor, key, bound, &verified_));
 }
 
 TemporaryCacheFolder::TemporaryCacheFolder() {

@@ -14,8 +14,9 @@
 //
 // The file is untrusted input: every count and offset is checked against the
 // file's size and the batch's own arrays before use, and the first reader in
-// a process verifies every batch's checksum. A damaged or foreign file is
-// removed with a warning naming it and the stream parses the text instead.
+// a process decodes every batch with all its checks and its checksum (unless
+// this process wrote that very file). A damaged or hostile file is removed
+// with a warning naming it and the stream parses the text instead.
 #ifndef KEEL_WORKER_BATCH_CACHE_H_
 #define KEEL_WORKER_BATCH_CACHE_H_
 
@@ -99,8 +100,10 @@ class BatchCacheWriter {
 
  private:
   friend class BatchCache;
+  // Once sealed, the file's identity goes to `*written` (the cache's own
+  // record of the file it verified), which must outlive the writer.
   BatchCacheWriter(std::string path, std::string temporary, int descriptor, uint64_t key,
-                   uint64_t max_bytes);
+                   uint64_t max_bytes, std::string* written);
   // Buffers `size` bytes, writing the buffer out when full; false once given up.
   bool Write(const void* data, size_t size);
   // Writes `bytes` to the file; false (given up) if it cannot.
@@ -110,6 +113,7 @@ class BatchCacheWriter {
   std::string path_, temporary_;
   int descriptor_;
   uint64_t max_bytes_;
+  std::string* written_identity_;
   uint64_t written_ = 0;
   uint64_t batches_ = 0, rows_ = 0;
   std::vector<char> buffer_;
@@ -135,7 +139,8 @@ class BatchCache {
   std::string folder_;
   std::string path_;
   uint64_t max_bytes_;
-  std::string verified_;  // the identity (FileVersion) of the file this process verified
+  // The identity (mtime, inode, size) of the file this process verified or wrote.
+  std::string verified_;
 };
 
 // A folder for caches that lives as long as this object: under the system's

@@ -69,7 +69,7 @@ void EpochTrainer::TrainOwnShare(const proto::WorkerCursor& resume, Pass* pass) 
   SkipPushedBatches(resume, &stream, pass);
   TrainBatches(&stream, pass);
   // With a cache, a pipe is read once: later epochs need its batches cached.
-  if (cache_ != nullptr && options_.train.rfind("pipe:", 0) == 0 && !stream.cached() &&
+  if (cache_ != nullptr && IsPipeChannel(options_.train) && !stream.cached() &&
       pass->epoch < hyperparameters_.epochs) {
     throw MakeError("worker ", node_->rank(), ": ", options_.train,
                     " is read once, and its first pass could not be cached (see the warning "

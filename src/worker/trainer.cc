@@ -34,9 +34,6 @@ TrainerOptions WithDataChecks(TrainerOptions options, const Hyperparameters& hyp
   return options;
 }
 
-// A `pipe:` channel: a stream, read once.
-bool IsPipe(const std::string& channel) { return channel.rfind("pipe:", 0) == 0; }
-
 void LogEpochDone(int rank, int epoch, const EpochResult& result) {
   LOG(INFO) << "worker " << rank << " epoch " << epoch << " done: " << result.examples
             << " examples"
@@ -115,7 +112,7 @@ void Trainer::Run() {
 void Trainer::PrepareData() {
   const double started = MonotonicSeconds();
   OpenCache();
-  if (!options_.reader.skip_bad_records && !IsPipe(options_.train)) {
+  if (!options_.reader.skip_bad_records && !IsPipeChannel(options_.train)) {
     share_examples_ = CheckTrainingShard();
   }
   statistics_ = ComputeDataStatistics(StatisticsSample(), hyperparameters_);
@@ -188,7 +185,7 @@ uint64_t Trainer::CheckTrainingShard() {
 }
 
 Batch Trainer::StatisticsSample() const {
-  if (IsPipe(options_.train)) {
+  if (IsPipeChannel(options_.train)) {
     LOG(WARNING) << "--train " << options_.train
                  << " is a pipe, read once: no data statistics (features and labels as read)";
     return Batch();
