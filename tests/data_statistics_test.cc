@@ -232,6 +232,37 @@ TEST(DataScaler, ScalesSampledFeaturesAndTheLabelAndLeavesUnseenFeaturesAlone) {
   EXPECT_FLOAT_EQ(batch.labels[0], 2.0f);  // (40 - 20) / 10
 }
 
+TEST(DataScaler, LargeFeatureIndicesScaleAsSmallOnes) {
+  // The same sample twice, once with its features far apart (past the flat
+  // table's reach): every value must come out bit for bit the same.
+  Hyperparameters h;
+  h.frequency_prior = "0.1";
+  const uint64_t far = uint64_t{1} << 40;
+  const auto sample_with = [](uint64_t offset) {
+    std::vector<std::vector<std::pair<uint64_t, float>>> rows(20);
+    for (int r = 0; r < 20; ++r) {
+      rows[r].push_back({offset + 1, 1.0f + r});
+      if (r % 4 == 0) rows[r].push_back({offset + 7, 0.5f * r});
+    }
+    return MakeBatch(rows, std::vector<float>(20, 0.0f));
+  };
+  const DataStatistics near_stats = ComputeDataStatistics(sample_with(0), h);
+  const DataStatistics far_stats = ComputeDataStatistics(sample_with(far), h);
+  ASSERT_GT(near_stats.unsampled_scale, 1.0);  // unsampled features are scaled too
+  // Sampled, unsampled inside the flat table, and past it.
+  Batch near_batch = MakeBatch({{{1, 3.0f}, {3, 2.0f}, {7, -1.5f}, {far * 2, 4.0f}}}, {0.0f});
+  Batch far_batch =
+      MakeBatch({{{far + 1, 3.0f}, {far + 3, 2.0f}, {far + 7, -1.5f}, {far * 2, 4.0f}}}, {0.0f});
+  DataScaler(near_stats).Apply(&near_batch);
+  DataScaler(far_stats).Apply(&far_batch);
+  ASSERT_EQ(near_batch.values.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(near_batch.values[i], far_batch.values[i]) << "non-zero " << i;
+  }
+  EXPECT_FLOAT_EQ(near_batch.values[1], 2.0f / static_cast<float>(near_stats.unsampled_scale));
+  EXPECT_NE(near_batch.values[0], 3.0f);
+}
+
 class StatisticsSampleTest : public testing::TempFolderTest {};
 
 TEST_F(StatisticsSampleTest, EveryWorkerReadsTheSameSampleSpreadOverTheFiles) {

@@ -357,6 +357,50 @@ TEST(FtrlOptimizer, ColumnGroupsUseTheirOwnPenalties) {
   EXPECT_NEAR(row[1], -0.25, kTolerance);
 }
 
+TEST(FtrlOptimizer, RowsOfOneWeightStepBitForBitAsWiderRows) {
+  // Rows of one weight take a blocked path; a row of two weights steps each
+  // column alone. 300 rows (several blocks and a partial one), some with an
+  // initialized weight, over five pushes with penalties on.
+  OptimizerOptions options = Options("ftrl", 0.3f);
+  options.l1 = 1.0f;
+  options.l2 = 0.5f;
+  auto narrow = MakeOptimizer(options);
+  auto wide = MakeOptimizer(options);
+  constexpr size_t kRows = 300;
+  std::vector<std::vector<float>> narrow_rows(kRows, NewRow(*narrow, 1));
+  std::vector<std::vector<float>> wide_rows(kRows, NewRow(*wide, 2));
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (size_t r = 0; r < kRows; ++r) {
+    if (r % 3 == 0) narrow_rows[r][0] = wide_rows[r][0] = wide_rows[r][1] = normal(random);
+  }
+  std::vector<float*> narrow_pointers, wide_pointers;
+  for (size_t r = 0; r < kRows; ++r) {
+    narrow_pointers.push_back(narrow_rows[r].data());
+    wide_pointers.push_back(wide_rows[r].data());
+  }
+  for (int push = 0; push < 5; ++push) {
+    std::vector<float> gradients(kRows), wide_gradients(2 * kRows);
+    for (size_t r = 0; r < kRows; ++r) {
+      gradients[r] = push == 2 && r % 7 == 0 ? 0.0f : normal(random);
+      wide_gradients[2 * r] = wide_gradients[2 * r + 1] = gradients[r];
+    }
+    narrow->UpdateRows(narrow_pointers.data(), gradients.data(), kRows, 1, 1.0f);
+    wide->UpdateRows(wide_pointers.data(), wide_gradients.data(), kRows, 2, 1.0f);
+  }
+  size_t zeros = 0;
+  for (size_t r = 0; r < kRows; ++r) {
+    // Row layout: weights, then z, then n, one of each per column.
+    const std::vector<float>& w = wide_rows[r];
+    EXPECT_EQ(narrow_rows[r][0], w[0]) << "row " << r;
+    EXPECT_EQ(narrow_rows[r][1], w[2]) << "row " << r;
+    EXPECT_EQ(narrow_rows[r][2], w[4]) << "row " << r;
+    zeros += narrow_rows[r][0] == 0.0f;
+  }
+  EXPECT_GT(zeros, 0u);  // the L1 penalty zeroed some: both branches ran
+  EXPECT_LT(zeros, kRows);
+}
+
 TEST(MakeOptimizer, SelectsTheOptimizerByName) {
   for (const char* name : {"sgd", "adagrad", "rmsprop", "adam", "ftrl"}) {
     EXPECT_STREQ(MakeOptimizer(Options(name, 0.1f))->name(), name);

@@ -97,6 +97,25 @@ TEST(PushStaleness, IsThePushesAppliedSinceThePullThatReadTheRows) {
   EXPECT_EQ(staleness.Of(7, 0, 5, 13), 3);
 }
 
+TEST(PushStaleness, CountsTheWorkersOwnPushesInBetweenAsOneAtMost) {
+  PushStaleness staleness;
+  staleness.RecordPull(/*worker=*/7, /*table=*/0, /*clock=*/5, /*version=*/10);
+  // Applied since: two of worker 7's own (its pipeline's depth) and three of
+  // worker 8's.
+  staleness.RecordPush(7, 0);
+  staleness.RecordPush(8, 0);  // worker 8 never pulled: nothing kept for it
+  staleness.RecordPush(7, 0);
+  EXPECT_EQ(staleness.Of(7, 0, 5, 15), 3 + 1);
+  // Another table's pushes are not this one's.
+  staleness.RecordPull(7, 1, 5, 0);
+  EXPECT_EQ(staleness.Of(7, 1, 5, 4), 4);
+  // Only its own pushes: the one update of a pipeline one minibatch deep.
+  staleness.RecordPull(7, 0, 6, 15);
+  staleness.RecordPush(7, 0);
+  staleness.RecordPush(7, 0);
+  EXPECT_EQ(staleness.Of(7, 0, 6, 17), 1);
+}
+
 TEST(PushStaleness, KeepsTheFirstPullOfAClock) {
   PushStaleness staleness;
   staleness.RecordPull(7, 0, 5, 10);

@@ -190,6 +190,11 @@ DEFINE_string(staleness, "inf",
               "how many clocks a worker may run ahead of the slowest: 0 (BSP), k (SSP) or inf "
               "(asynchronous); servers and workers must agree");
 DEFINE_int32(clock_every, 1, "minibatches per clock");
+DEFINE_string(minibatches_in_flight, "auto",
+              "minibatches a worker pulls ahead of the one it computes and keeps pushes in "
+              "flight for: auto (2 when asynchronous, 1 with --staleness bounded) or a positive "
+              "integer, above 1 only with --staleness=inf (each adds a minibatch of the worker's "
+              "own staleness)");
 DEFINE_bool(staleness_aware_steps, true,
             "servers scale each push's step to the weight and bias tables by "
             "1/sqrt(its staleness in updates), so asynchronous workers' late gradients do not "
@@ -223,8 +228,7 @@ std::vector<FlagGroup> JobFlagGroups() {
   return {
       {"data",
        {"train", "validation", "test", "data_format", "libsvm_zero_based", "skip_bad_records",
-        "cache_dir", "cache_max_bytes",
-        "model_dir"}},
+        "cache_dir", "cache_max_bytes", "model_dir"}},
       {"compute", {"device", "threads"}},
       {"job",
        {"predictor_type", "num_classes", "num_factors", "feature_dim", "mini_batch_size", "epochs",
@@ -248,7 +252,8 @@ std::vector<FlagGroup> JobFlagGroups() {
       {"normalization",
        {"normalize_data", "normalize_label", "unbias_data", "unbias_label", "num_point_for_scaler",
         "frequency_prior", "positive_example_weight_mult", "balance_multiclass_weights"}},
-      {"consistency", {"staleness", "clock_every", "staleness_aware_steps"}},
+      {"consistency",
+       {"staleness", "clock_every", "staleness_aware_steps", "minibatches_in_flight"}},
       {"faults", {"slow_worker"}},
       {"predict", {"data"}},
       {"output", {"out"}},
@@ -511,6 +516,25 @@ int64_t StalenessFromFlags() {
   return value;
 }
 
+int MinibatchesInFlightFromFlags(int64_t staleness) {
+  const bool asynchronous = staleness == StalenessGate::kAsynchronous;
+  if (FLAGS_minibatches_in_flight == "auto") return asynchronous ? 2 : 1;
+  char* end = nullptr;
+  const long long value = std::strtoll(FLAGS_minibatches_in_flight.c_str(), &end, 10);
+  if (FLAGS_minibatches_in_flight.empty() || *end != '\0' || value < 1 || value > 16) {
+    throw MakeError("--minibatches_in_flight '", FLAGS_minibatches_in_flight,
+                    "' is not auto or an integer from 1 to 16");
+  }
+  if (value > 1 && !asynchronous) {
+    throw MakeError(
+        "--minibatches_in_flight=", value,
+        " needs --staleness=inf: with --staleness=", FLAGS_staleness,
+        " a worker keeps one minibatch in flight (the gate bounds "
+        "its staleness by clocks, which minibatches pulled further ahead would exceed)");
+  }
+  return static_cast<int>(value);
+}
+
 std::string DefaultModelDir(const std::string& job) {
   std::string when;
   if (const char* slurm_job = getenv("SLURM_JOB_ID"); slurm_job && *slurm_job) {
@@ -538,8 +562,8 @@ Hyperparameters HyperparametersFromFlags() {
   h.num_factors = FLAGS_num_factors;
   h.feature_dim = FLAGS_feature_dim;
   h.mini_batch_size = FLAGS_mini_batch_size;
-  h.epochs = IsSet("epochs") || h.job != JobKind::kFactorizationMachines ? FLAGS_epochs
-                                                                         : kFmDefaultEpochs;
+  h.epochs =
+      IsSet("epochs") || h.job != JobKind::kFactorizationMachines ? FLAGS_epochs : kFmDefaultEpochs;
   h.use_bias = FLAGS_use_bias;
   h.seed = FLAGS_seed;
   h.early_stopping_patience = FLAGS_early_stopping_patience;
@@ -611,6 +635,7 @@ TrainerOptions TrainerOptionsFromFlags() {
   options.staleness = StalenessFromFlags();
   RequireInRange("clock_every", FLAGS_clock_every, 1, kMaxCount);
   options.clock_every = FLAGS_clock_every;
+  options.minibatches_in_flight = MinibatchesInFlightFromFlags(options.staleness);
   options.device = FLAGS_device;
   options.threads = FLAGS_threads;
   options.keep_best_epoch = FLAGS_keep_best_epoch;
@@ -625,10 +650,12 @@ TrainerOptions TrainerOptionsFromFlags() {
 std::string HyperparameterJson() {
   HyperparametersFromFlags();  // throws for a bad flag
   // predict's and datagen's flags do not shape a training run.
-  const std::set<std::string> not_training = {
-      "data",        "out",         "model",          "rows",          "features",
-      "nnz",         "train_files", "label_offset",   "label_scale",   "feature_scale_spread",
-      "cache_dir",   "cache_max_bytes"};
+  const std::set<std::string> not_training = {"data",        "out",
+                                              "model",       "rows",
+                                              "features",    "nnz",
+                                              "train_files", "label_offset",
+                                              "label_scale", "feature_scale_spread",
+                                              "cache_dir",   "cache_max_bytes"};
   // The cluster's flags that are the job's hyperparameters.
   const std::set<std::string> cluster_job_flags = {"job", "optimizer", "learning_rate", "wd", "l1"};
   std::vector<gflags::CommandLineFlagInfo> flags;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <type_traits>
 
 #include "base/error.h"
 #include "kv/gradient_shaping.h"
@@ -229,8 +230,56 @@ struct FtrlStep {
     }
   }
 
+  // Rows of one weight (a linear model's) in blocks: operator()'s arithmetic,
+  // operation for operation, over arrays the compiler vectorises (each row's
+  // step alone is a chain of two square roots and two divisions).
+  void UpdateWidthOne(float* const* rows, const float* gradients, size_t count,
+                      const ColumnSettings& columns) const {
+    constexpr size_t kBlock = 64;
+    const float beta = beta_;
+    const float alpha = columns.learning_rate[0], l1 = columns.l1[0], l2 = columns.l2[0];
+    float weights[kBlock], zs[kBlock], ns[kBlock];
+    for (size_t begin = 0; begin < count; begin += kBlock) {
+      const size_t m = std::min(kBlock, count - begin);
+      float* const* block = rows + begin;
+      const float* g = gradients + begin;
+      for (size_t i = 0; i < m; ++i) {
+        weights[i] = block[i][0];
+        zs[i] = block[i][1];
+        ns[i] = block[i][2];
+      }
+      for (size_t i = 0; i < m; ++i) {
+        const float w = weights[i];
+        const float first_z = -w * (beta / alpha + l2) - std::copysign(l1, w);
+        // Branch-free selections (& rather than &&), so the loop vectorises.
+        const bool fresh = (ns[i] == 0.0f) & (w != 0.0f);
+        const float z0 = fresh ? first_z : zs[i];
+        const float old_root = std::sqrt(ns[i]);
+        const float n = ns[i] + g[i] * g[i];
+        const float new_root = std::sqrt(n);
+        const float sigma = (new_root - old_root) / alpha;
+        const float z = z0 + (g[i] - sigma * w);
+        const float shrunk = -(z - std::copysign(l1, z)) / ((beta + new_root) / alpha + l2);
+        weights[i] = std::fabs(z) <= l1 ? 0.0f : shrunk;
+        zs[i] = z;
+        ns[i] = n;
+      }
+      for (size_t i = 0; i < m; ++i) {
+        block[i][0] = weights[i];
+        block[i][1] = zs[i];
+        block[i][2] = ns[i];
+      }
+    }
+  }
+
   float beta_;
 };
+
+// Whether `Step` has a blocked path for rows of one weight.
+template <typename Step, typename = void>
+struct HasWidthOnePath : std::false_type {};
+template <typename Step>
+struct HasWidthOnePath<Step, std::void_t<decltype(&Step::UpdateWidthOne)>> : std::true_type {};
 
 // ColumnSettings per row width, resolved from the options on the first use of
 // each width. Not synchronized.
@@ -339,6 +388,9 @@ class StepOptimizer final : public Optimizer {
     }
     const ColumnSettings& columns = columns_.For(width);
     if (!scheduled_ && step_scale == 1.0f) {
+      if constexpr (HasWidthOnePath<Step>::value) {
+        if (width == 1) return step_.UpdateWidthOne(rows, gradients, count, columns);
+      }
       for (size_t i = 0; i < count; ++i) step_(rows[i], gradients + i * width, width, columns);
       return;
     }

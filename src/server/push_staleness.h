@@ -5,10 +5,15 @@
 // A push's staleness is the number of pushes applied to the same table of the
 // same key range between the answer to the pull that read the rows its
 // gradients were computed from and this push (Zhang et al., 2016: the
-// gradient's delay in updates). With one message per server per minibatch,
-// that is the clocks the workers advanced in between, this worker's own
-// included (its next minibatch's rows are pulled before its current one is
-// pushed).
+// gradient's delay in updates), with this worker's own pushes among them
+// counted as one at most. With one message per server per minibatch, that is
+// the clocks the other workers advanced in between, plus one for this
+// worker's own: its pipeline pulls a minibatch's rows before the minibatches
+// ahead of it are pushed (worker/minibatch_pipeline.h), one with the default
+// depth for bounded staleness, two asynchronously. The depth is the worker's
+// own choice, and its own updates it has not seen are known to be its
+// neighbours in the data: a step scaled down for them trained worse per epoch
+// on the datagen set (docs/BENCHMARKS.md), one not scaled learned as depth 1.
 //
 // The pull is named by its clock: a worker stamps each pull with its clock
 // and each push with the clock of the pull that read its rows (read_clock).
@@ -43,6 +48,8 @@ class PushStaleness {
   // Only the first pull with a clock is kept (with --clock_every above 1
   // several share one: the staleness is then an upper bound).
   void RecordPull(int worker, uint32_t table, int64_t clock, uint64_t version);
+  // A push of `worker` to `table` was applied (the table's version went up).
+  void RecordPush(int worker, uint32_t table);
   // The staleness of a push by `worker` to `table` that read its rows at
   // `read_clock`, applied at `version` (the table's version before it), in
   // [0, kMaxStaleness]; 0 if no pull with that clock is remembered.
@@ -51,8 +58,17 @@ class PushStaleness {
   static int64_t Clamp(int64_t staleness);
 
  private:
-  // Per (worker, table): (clock, version) of the newest pulls, oldest first.
-  std::map<std::pair<int, uint32_t>, std::deque<std::pair<int64_t, uint64_t>>> reads_;
+  struct Read {
+    int64_t clock;
+    uint64_t version;
+    uint64_t own_pushes;  // the worker's pushes applied by then
+  };
+  struct Reader {
+    std::deque<Read> reads;  // the newest pulls, oldest first
+    uint64_t own_pushes = 0;
+  };
+  // Per (worker, table).
+  std::map<std::pair<int, uint32_t>, Reader> readers_;
 };
 
 }  // namespace keel

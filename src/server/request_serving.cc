@@ -224,6 +224,8 @@ bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, in
   // Recorded once applied: a push that failed (out of memory) may come again.
   window.Insert(meta.sequence());
   ++table.version;
+  if (table.staleness_aware && meta.origin() == 0)
+    shard.reads.RecordPush(meta.sender(), request.table);
   if (shard.primary_since > 0 && meta.origin() == 0) {
     LOG(INFO) << "key range " << range << ": first push served since this server became "
               << "its primary, " << MonotonicSeconds() - shard.primary_since << " s ago";

@@ -230,10 +230,28 @@ DataScaler::DataScaler(const DataStatistics& statistics)
     features_[statistics.features[i]] = {static_cast<float>(statistics.means[i]),
                                          static_cast<float>(1.0 / statistics.scales[i])};
   }
+  // The features are sorted by index: the last is the largest.
+  if (!features_.empty() && statistics.features.back() < kFlatFeatures) {
+    // An unsampled feature's (x - 0) * scale is x * scale, bit for bit.
+    flat_.assign(statistics.features.back() + 1, Transform{0.0f, unsampled_inverse_scale_});
+    for (const auto& [index, transform] : features_) flat_[index] = transform;
+    features_.clear();
+  }
 }
 
 void DataScaler::Apply(Batch* batch) const {
-  if (!features_.empty() || unsampled_inverse_scale_ != 1.0f) {
+  if (!flat_.empty()) {
+    const uint64_t size = flat_.size();
+    for (size_t i = 0; i < batch->nnz(); ++i) {
+      const uint64_t index = batch->indices[i];
+      if (index < size) {
+        const Transform& transform = flat_[index];
+        batch->values[i] = (batch->values[i] - transform.mean) * transform.inverse_scale;
+      } else {
+        batch->values[i] *= unsampled_inverse_scale_;
+      }
+    }
+  } else if (!features_.empty() || unsampled_inverse_scale_ != 1.0f) {
     for (size_t i = 0; i < batch->nnz(); ++i) {
       const auto found = features_.find(batch->indices[i]);
       if (found == features_.end()) {

@@ -119,7 +119,8 @@ void EpochTrainer::SkipPushedBatches(const proto::WorkerCursor& resume, BatchStr
 void EpochTrainer::TrainBatches(BatchStream* stream, Pass* pass) {
   pass->begin = MonotonicSeconds();
   pass->last_report = pass->begin;
-  MinibatchPipeline pipeline(client_, model_, bias_key_, hyperparameters_.use_bias);
+  MinibatchPipeline pipeline(client_, model_, bias_key_, hyperparameters_.use_bias,
+                             options_.minibatches_in_flight);
   try {
     TrainBatchesIn(stream, &pipeline, pass);
   } catch (...) {
@@ -266,7 +267,8 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
   while (node_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
                                &part, &parts, &result->epoch_examples, kBarrierTimeoutS)) {
     if (work.shards() > 0) {
-      LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch << ": reads the rest of "
+      LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch
+                   << ": reads the rest of "
                    << "the share of worker " << work.rank() << " of the " << work.shards()
                    << " that began this epoch before the resume, from minibatch " << work.batches();
     } else {
@@ -292,8 +294,8 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
                                          EpochResult* result) {
   // A share of the workers that began a resumed epoch: of their number.
   const int shards = work.shards() > 0 ? work.shards() : node_->view()->num_workers();
-  BatchStream stream(ResolveChannel(options_.train, work.rank(), shards),
-                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
+  BatchStream stream(ResolveChannel(options_.train, work.rank(), shards), options_.reader,
+                     static_cast<size_t>(hyperparameters_.mini_batch_size),
                      /*prefetch=*/4, scaler_);
   const int width = model_->weight_width();
   const int bias_width = model_->bias_width();

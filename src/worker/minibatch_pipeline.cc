@@ -1,5 +1,6 @@
 #include "worker/minibatch_pipeline.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "base/time.h"
@@ -8,13 +9,16 @@
 namespace keel {
 
 MinibatchPipeline::MinibatchPipeline(KVWorker* client, ComputeBackend* model,
-                                     const SharedArray<const Key>& bias_key, bool use_bias)
+                                     const SharedArray<const Key>& bias_key, bool use_bias,
+                                     int depth)
     : client_(client),
       model_(model),
       bias_key_(bias_key),
       use_bias_(use_bias),
       width_(model->weight_width()),
       bias_width_(model->bias_width()),
+      depth_(static_cast<size_t>(std::max(depth, 1))),
+      slots_(depth_ + 1),
       zero_bias_(model->bias_width(), 0.0f) {}
 
 void MinibatchPipeline::StartPulls(Slot* slot) {
@@ -37,14 +41,25 @@ bool MinibatchPipeline::Start(BatchStream* stream) {
 }
 
 bool MinibatchPipeline::StartNext(BatchStream* stream, int64_t clock) {
-  Slot& next = slots_[1 - current_];
-  const bool have_next = ReadNext(stream, &next.batch);
   client_->set_clock(clock);
-  if (have_next) {
-    StartPulls(&next);
-    model_->Prefetch(next.batch);
+  while (ahead_ < depth_ && !stream_done_) {
+    Slot& slot = slots_[SlotAfter(current_, ahead_ + 1)];
+    if (!ReadNext(stream, &slot.batch)) {
+      stream_done_ = true;
+      break;
+    }
+    StartPulls(&slot);
+    ++ahead_;
   }
-  return have_next;
+  if (ahead_ == 0) return false;
+  // Each minibatch is prefetched once: when it is the next one.
+  model_->Prefetch(slots_[SlotAfter(current_)].batch);
+  return true;
+}
+
+void MinibatchPipeline::Advance() {
+  current_ = SlotAfter(current_);
+  if (ahead_ > 0) --ahead_;
 }
 
 void MinibatchPipeline::WaitForRows() {
@@ -68,23 +83,35 @@ MinibatchGradients MinibatchPipeline::GradientHealth() const {
 }
 
 void MinibatchPipeline::PushGradients(int64_t clock_before, int64_t clock_after) {
-  WaitForPushes();
+  while (pushes_.size() >= depth_) {
+    WaitFor(pushes_.front());
+    pushes_.pop_front();
+  }
+  Pushes pushes;
   if (use_bias_) {
     client_->set_clock(clock_before);
-    pushes_.push_back(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient_)),
-                                    bias_width_, kBiasTable, slots_[current_].pull_clock));
+    pushes.bias = client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient_)),
+                                bias_width_, kBiasTable, slots_[current_].pull_clock);
     client_->set_clock(clock_after);
   }
-  pushes_.push_back(client_->Push(slots_[current_].batch.keys,
-                                  SharedArray<const float>(std::move(weight_gradients_)), width_,
-                                  kWeightTable, slots_[current_].pull_clock));
+  pushes_.push_back(pushes);  // the weights' handle below, once it exists
+  pushes_.back().weights = client_->Push(slots_[current_].batch.keys,
+                                         SharedArray<const float>(std::move(weight_gradients_)),
+                                         width_, kWeightTable, slots_[current_].pull_clock);
   weight_gradients_ = {};
   bias_gradient_ = {};
 }
 
+void MinibatchPipeline::WaitFor(const Pushes& pushes) {
+  if (pushes.bias) client_->Wait(pushes.bias);
+  if (pushes.weights) client_->Wait(pushes.weights);
+}
+
 void MinibatchPipeline::WaitForPushes() {
-  for (KVWorker::Handle handle : pushes_) client_->Wait(handle);
-  pushes_.clear();
+  while (!pushes_.empty()) {
+    WaitFor(pushes_.front());
+    pushes_.pop_front();
+  }
 }
 
 void MinibatchPipeline::CancelAll() {
@@ -92,7 +119,10 @@ void MinibatchPipeline::CancelAll() {
     if (slot.weights_pull) client_->Cancel(slot.weights_pull);
     if (slot.bias_pull) client_->Cancel(slot.bias_pull);
   }
-  for (KVWorker::Handle handle : pushes_) client_->Cancel(handle);
+  for (const Pushes& pushes : pushes_) {
+    if (pushes.bias) client_->Cancel(pushes.bias);
+    if (pushes.weights) client_->Cancel(pushes.weights);
+  }
 }
 
 }  // namespace keel

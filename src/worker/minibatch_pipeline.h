@@ -1,9 +1,13 @@
 // MinibatchPipeline: a worker's minibatches through pull, compute and push,
-// overlapped. The next minibatch's rows are pulled (and a device backend
-// copies its structure) while the current one computes, and a minibatch's
-// pushes are in flight while the next one computes: the rows a minibatch
-// computes with miss the update of the one just before it (one minibatch of
-// staleness).
+// overlapped. The rows of the next `depth` minibatches are pulled (and a
+// device backend copies the next one's structure) while the current one
+// computes, and the pushes of up to `depth` minibatches are in flight while
+// the next one computes: the rows a minibatch computes with miss the updates
+// of the `depth` minibatches just before it (that many minibatches of this
+// worker's own staleness, which the servers' staleness-aware steps measure).
+// Depth 1 (one pull ahead, one push in flight) suits every consistency
+// model; more is for asynchronous training, where the servers then set the
+// pace and the worker seldom waits for them.
 //
 // The caller drives it one minibatch at a time:
 //   for (bool have = pipeline.Start(&stream); have;) {
@@ -22,6 +26,7 @@
 #define KEEL_WORKER_MINIBATCH_PIPELINE_H_
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "kv/kv_worker.h"
@@ -35,16 +40,17 @@ class MinibatchPipeline {
  public:
   // `client`, `model` and `bias_key` (the bias's one key) must outlive the
   // pipeline. Without `use_bias` the bias is neither pulled nor pushed.
+  // `depth` (at least 1): minibatches pulled ahead, and pushes in flight.
   MinibatchPipeline(KVWorker* client, ComputeBackend* model, const SharedArray<const Key>& bias_key,
-                    bool use_bias);
+                    bool use_bias, int depth = 1);
 
   // Reads the first minibatch and starts pulling its rows. False if `stream`
   // has none.
   bool Start(BatchStream* stream);
-  // Reads the minibatch after the current one and, if there is one, starts
-  // pulling its rows stamped with `clock` (this worker's clock once the
-  // current one is pushed) and has the backend prefetch it. False if there is
-  // none.
+  // Reads minibatches after the current one until `depth` are pulled ahead
+  // (or the stream ends), starting the pulls of those it reads stamped with
+  // `clock` (this worker's clock once the current one is pushed), and has the
+  // backend prefetch the one after the current one. False if there is none.
   bool StartNext(BatchStream* stream, int64_t clock);
   // Blocks until the current minibatch's rows have arrived.
   void WaitForRows();
@@ -54,17 +60,16 @@ class MinibatchPipeline {
   // The figures of the gradients ComputeGradients just made, per health
   // table (worker/training_health.h); call before PushGradients.
   MinibatchGradients GradientHealth() const;
-  // Waits for the previous minibatch's pushes, then pushes the current one's
-  // gradients. A server advances a worker's clock on the first message stamped
-  // with it, and may then answer pulls held for it: so the bias goes first,
-  // stamped with `clock_before`, and the weights (one message per server)
-  // carry `clock_after`. Both carry the clock of the pulls that read their
-  // rows, for the servers' staleness-aware steps.
+  // Waits until fewer than `depth` minibatches' pushes are in flight, then
+  // pushes the current one's gradients. A server advances a worker's clock on the first message
+  // stamped with it, and may then answer pulls held for it: so the bias goes first, stamped with
+  // `clock_before`, and the weights (one message per server) carry `clock_after`. Both carry the
+  // clock of the pulls that read their rows, for the servers' staleness-aware steps.
   void PushGradients(int64_t clock_before, int64_t clock_after);
   // The minibatch being computed.
   const PreparedBatch& current() const { return slots_[current_].batch; }
   // The next minibatch becomes the current one.
-  void Advance() { current_ = 1 - current_; }
+  void Advance();
   // Blocks until every push so far has been applied.
   void WaitForPushes();
   // Forgets every request still in flight: for an error, before the arrays
@@ -75,16 +80,23 @@ class MinibatchPipeline {
   double read_seconds() const { return read_seconds_; }
 
  private:
-  // A minibatch and its pulls. The two slots are used in turn: a pull writes
-  // into its slot's arrays, so a slot stays put until its pulls are waited for.
+  // A minibatch and its pulls. The depth + 1 slots are used in turn: a pull
+  // writes into its slot's arrays, so a slot stays put until its pulls are
+  // waited for.
   struct Slot {
     PreparedBatch batch;
     SharedArray<float> weights, bias;
     KVWorker::Handle weights_pull = 0, bias_pull = 0;
     int64_t pull_clock = 0;  // the clock its pulls were stamped with
   };
+  // A minibatch's pushes: waited for together.
+  struct Pushes {
+    KVWorker::Handle bias = 0, weights = 0;
+  };
   void StartPulls(Slot* slot);
   bool ReadNext(BatchStream* stream, PreparedBatch* batch);
+  void WaitFor(const Pushes& pushes);
+  size_t SlotAfter(size_t slot, size_t steps = 1) const { return (slot + steps) % slots_.size(); }
 
   KVWorker* client_;
   ComputeBackend* model_;
@@ -92,9 +104,12 @@ class MinibatchPipeline {
   const bool use_bias_;
   const int width_;
   const int bias_width_;
-  Slot slots_[2];
-  int current_ = 0;
-  std::vector<KVWorker::Handle> pushes_;
+  const size_t depth_;
+  std::vector<Slot> slots_;
+  size_t current_ = 0;
+  size_t ahead_ = 0;           // slots after the current one read and pulled
+  bool stream_done_ = false;   // the stream said it has no more
+  std::deque<Pushes> pushes_;  // oldest first
   std::vector<float> weight_gradients_, bias_gradient_;
   std::vector<float> zero_bias_;  // the bias without --use_bias
   double read_seconds_ = 0;

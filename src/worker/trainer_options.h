@@ -34,6 +34,10 @@ struct TrainerOptions {
   // advances every `clock_every` minibatches.
   int64_t staleness = StalenessGate::kAsynchronous;
   int clock_every = 1;
+  // Minibatches a worker pulls ahead of the one it computes, and whose pushes
+  // may be in flight at once (worker/minibatch_pipeline.h): above 1 only for
+  // asynchronous training.
+  int minibatches_in_flight = 1;
   // A straggler on purpose: worker `slow_rank` takes `slow_factor` times as
   // long per minibatch (it sleeps the difference).
   int slow_rank = -1;
