@@ -11,7 +11,9 @@ template <typename Done>
 bool ProcessGroup::Pump(double seconds, Done done) {
   const double deadline = MonotonicSeconds() + seconds;
   while (MonotonicSeconds() < deadline && !Interrupted()) {
-    if (Poll(50) >= 0) return false;
+    // Short rounds: what is awaited (a port in a file) makes no output to
+    // wake a round early, and start-up waits for it.
+    if (Poll(5) >= 0) return false;
     if (done()) return true;
   }
   return done();

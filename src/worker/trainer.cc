@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -112,10 +113,16 @@ void Trainer::Run() {
 void Trainer::PrepareData() {
   const double started = MonotonicSeconds();
   OpenCache();
+  // The statistics' sample is read while the shard is checked: both only
+  // read, and start-up waits for both. (The check's error comes first: the
+  // future waits for the sample as it goes out of scope.)
+  std::future<DataStatistics> statistics = std::async(std::launch::async, [this] {
+    return ComputeDataStatistics(StatisticsSample(), hyperparameters_);
+  });
   if (!options_.reader.skip_bad_records && !IsPipeChannel(options_.train)) {
     share_examples_ = CheckTrainingShard();
   }
-  statistics_ = ComputeDataStatistics(StatisticsSample(), hyperparameters_);
+  statistics_ = statistics.get();
   LOG(INFO) << "worker " << node_->rank() << ": data statistics " << statistics_.Json()
             << " (checks and statistics took " << std::fixed << std::setprecision(2)
             << MonotonicSeconds() - started << " s)";
