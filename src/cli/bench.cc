@@ -13,6 +13,7 @@
 #include "base/files.h"
 #include "base/time.h"
 #include "cli/bench_flags.h"
+#include "cli/bench_memory.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/job_flags.h"
@@ -182,6 +183,7 @@ std::vector<Row> ZmqBaseline(const KVBenchOptions& options) {
 }
 
 int BenchKV() {
+  if (FLAGS_mode == "memory") return BenchTableMemory();
   const KVBenchOptions options = BenchFlags();
   std::vector<Row> baseline;
   if (FLAGS_zmq_baseline &&

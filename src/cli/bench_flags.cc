@@ -9,11 +9,15 @@
 #include "cli/flag_rules.h"
 
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
-DEFINE_string(mode, "dense", "bench kv: dense, sparse or all");
+DEFINE_string(mode, "dense",
+              "bench kv: dense, sparse or all (push/pull on a local cluster), or memory (a "
+              "server table's bytes per key for each optimizer and --sparse_widths)");
 DEFINE_string(dense_sizes, "64KiB,1MiB,16MiB", "bench: bytes per dense request");
 DEFINE_string(sparse_widths, "1,9", "bench kv: row widths of the sparse cases");
 DEFINE_uint64(sparse_keys, 100000, "bench kv: keys per sparse request");
 DEFINE_uint64(key_space, 10000000, "bench kv: sparse keys are drawn from this many features");
+DEFINE_uint64(memory_keys, 1000000,
+              "bench kv --mode=memory: distinct keys pushed into each optimizer's table");
 DEFINE_double(bench_seconds, 2, "bench: seconds per case and direction");
 DEFINE_int32(inflight, 2, "bench: requests in flight per worker (throughput cases)");
 DEFINE_bool(small, true, "bench: include the small-request round trip");
@@ -31,7 +35,7 @@ namespace keel {
 
 std::vector<FlagGroup> BenchFlagGroups() {
   return {{"benchmark",
-           {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space",
+           {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space", "memory_keys",
             "bench_seconds", "inflight", "small", "zmq_baseline", "workload", "curve"}}};
 }
 namespace {
@@ -68,12 +72,18 @@ std::vector<uint64_t> ParseSizes(const std::string& text, const std::string& fla
 
 }  // namespace
 
+uint64_t MemoryKeysFromFlags() {
+  RequireInRange("memory_keys", FLAGS_memory_keys, uint64_t{1}, uint64_t{1} << 32);
+  return FLAGS_memory_keys;
+}
+
 KVBenchOptions BenchFlags() {
   KVBenchOptions options;
-  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
-    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse or all");
+  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all" &&
+      FLAGS_mode != "memory") {
+    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse, all or memory");
   }
-  if (FLAGS_mode != "sparse")
+  if (FLAGS_mode != "sparse" && FLAGS_mode != "memory")
     options.dense_bytes = ParseSizes(FLAGS_dense_sizes, "dense_sizes", 1ull << 30);
   if (FLAGS_mode != "dense") {
     for (uint64_t width : ParseSizes(FLAGS_sparse_widths, "sparse_widths", 4096)) {

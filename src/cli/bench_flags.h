@@ -15,6 +15,7 @@ DECLARE_string(dense_sizes);
 DECLARE_string(sparse_widths);
 DECLARE_uint64(sparse_keys);
 DECLARE_uint64(key_space);
+DECLARE_uint64(memory_keys);
 DECLARE_double(bench_seconds);
 DECLARE_int32(inflight);
 DECLARE_bool(small);
@@ -29,6 +30,8 @@ std::vector<FlagGroup> BenchFlagGroups();
 
 // The benchmark cases the flags describe. Throws Error naming a bad flag.
 KVBenchOptions BenchFlags();
+// --memory_keys, checked. Throws Error if out of range.
+uint64_t MemoryKeysFromFlags();
 
 }  // namespace keel
 
