@@ -1,6 +1,6 @@
 // ParameterTable: the rows of one table on one server.
 //
-// An open-addressing hash table (linear probing, load at most 1/2) of
+// An open-addressing hash table (linear probing, load at most 3/4) of
 // fixed-width float rows: the weights, then the optimizer's state. A narrow
 // row sits in its slot beside its key.
 //
@@ -10,7 +10,9 @@
 // sorted batch walks the slots in order and memory is read sequentially. If
 // keys turn out clustered (long probes: keys that were not mixed), the table
 // switches to a Fibonacci hash of the key, which does not care. No heap allocation per key: the
-// slot array grows by doubling (on transparent huge pages when large). Wide rows (kSharedRowBytes
+// slot array grows by half (any capacity: slots are found by multiplying, not masking; on
+// transparent huge pages when large), so it holds between 1/2 and 3/4 of its slots once past its
+// first size, and a row costs its slot's bytes times 4/3 to 2 (`keel bench kv --mode=memory`). Wide rows (kSharedRowBytes
 // and up: a dense model's few long rows) each live in a reference-counted block, so a pull can send
 // a row without copying it; a push to a row that is still being sent copies it first (copy on
 // write). Not synchronized: a server touches a table from one thread. Views from SharedWeights may
@@ -26,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -96,18 +99,33 @@ class ParameterTable {
 
   size_t SlotOf(Key key) const {
     if (ordered_) {
-      return static_cast<size_t>((static_cast<unsigned __int128>(key - first_key_) * scale_) >>
-                                 64) &
-             (capacity_ - 1);
+      const size_t slot = static_cast<size_t>(
+          (static_cast<unsigned __int128>(key - first_key_) * scale_) >> 64);
+      // Only a key outside the range lands past the end.
+      return slot < capacity_ ? slot : slot % capacity_;
     }
-    return (key * 0x9E3779B97F4A7C15ULL) >> shift_;
+    // The mixed key's high bits, scaled to the capacity.
+    return static_cast<size_t>(
+        (static_cast<unsigned __int128>(key * 0x9E3779B97F4A7C15ULL) * capacity_) >> 64);
   }
+  // The slot after `index`, wrapping at the end.
+  size_t NextSlot(size_t index) const { return index + 1 == capacity_ ? 0 : index + 1; }
+  // Whether a table of `capacity` slots holding `rows` rows is past its load.
+  static bool Overloaded(size_t rows, size_t capacity) { return rows * 4 > capacity * 3; }
+  // The capacity a table grows to from `capacity`.
+  static size_t Grown(size_t capacity) { return capacity + capacity / 2; }
   // Slots per key of the range, times 2^64.
   void SetScale();
   char* SlotAt(size_t index) { return slots_.data() + index * slot_bytes_; }
   const char* SlotAt(size_t index) const { return slots_.data() + index * slot_bytes_; }
-  Key& KeyAt(size_t index) { return *reinterpret_cast<Key*>(SlotAt(index)); }
-  Key KeyAt(size_t index) const { return *reinterpret_cast<const Key*>(SlotAt(index)); }
+  // A slot's key: slots are 4-byte aligned (a narrow row is not padded to 8
+  // bytes), so the key is copied rather than referenced.
+  Key KeyAt(size_t index) const {
+    Key key;
+    std::memcpy(&key, SlotAt(index), sizeof(Key));
+    return key;
+  }
+  void SetKey(size_t index, Key key) { std::memcpy(SlotAt(index), &key, sizeof(Key)); }
   const float* Row(size_t index) const {
     return shares_rows_ ? blocks_[index].get()
                         : reinterpret_cast<const float*>(SlotAt(index) + sizeof(Key));
@@ -118,6 +136,8 @@ class ParameterTable {
   size_t FindOrInsertIndex(Key key);
   // The index of `key`'s slot, or kNoSlot if it has no row.
   size_t FindIndex(Key key) const;
+  // From `home` on, the first slot holding `key` or free (key != kFree).
+  size_t ProbeFrom(size_t home, Key key) const;
   // Fills `weights` with the weights a new row of `key` starts from.
   void InitialWeights(Key key, float* weights) const;
   // Makes the row of `key` in slot `index`, then writes the key there: if
@@ -125,7 +145,7 @@ class ParameterTable {
   void CreateRow(size_t index, Key key);
   // Sets capacity_ and the hashing that depends on it; marks every slot free.
   void SetCapacity(size_t capacity);
-  void Grow() { Rebuild(capacity_ * 2, ordered_); }
+  void Grow() { Rebuild(Grown(capacity_), ordered_); }
   // Room for `more` new keys without growing. A sorted batch must land on a
   // table sized for all of it, or in the ordered layout its first keys crowd
   // the first slots.
@@ -146,9 +166,8 @@ class ParameterTable {
   int row_width_;
   Initializer initializer_;
   bool shares_rows_;
-  size_t slot_bytes_;  // the key, then the row unless shared; a multiple of 8
+  size_t slot_bytes_;  // the key, then the row unless shared; a multiple of 4
   size_t capacity_ = 0;
-  int shift_ = 0;  // 64 - log2(capacity)
   bool ordered_ = true;
   uint64_t generation_ = 0;  // rebuilds so far
   Key first_key_;
