@@ -26,9 +26,11 @@ void ProgressPrinter::Finish(int failed_workers, const std::string& checkpoint_u
 }
 
 void ProgressPrinter::Loop() {
+  // Short waits: Finish joins this loop, and the job's end waits for that.
+  constexpr double kWaitS = 0.02;
   uint64_t seen = 0;
   while (!stopping_) {
-    seen = progress_->WaitForChange(seen, 0.2);
+    seen = progress_->WaitForChange(seen, kWaitS);
     PrintNew();
   }
 }

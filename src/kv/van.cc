@@ -26,7 +26,9 @@
 namespace keel {
 namespace {
 
-constexpr int kReceivePollMs = 100;
+// The receive thread checks for stop (and for replies other threads queued)
+// at least this often: a process stops within about it.
+constexpr int kReceivePollMs = 10;
 // How long a closing send socket keeps trying to deliver queued messages.
 constexpr int kLingerMs = 2000;
 

@@ -164,7 +164,7 @@ class Van {
 
   // Answers `received` on the connection it came on, so the answer reaches
   // its sender even when the sender's advertised address does not. The
-  // receive thread sends it within its poll interval (100 ms). Thread-safe.
+  // receive thread sends it within its poll interval (10 ms). Thread-safe.
   void Reply(const Message& received, const Message& answer);
   // A message that came back on the send socket of `node_id` (an answer
   // sent with Reply), or false if none is waiting. Does not block.
