@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -388,13 +389,18 @@ TEST(FtrlOptimizer, RowsOfOneWeightStepBitForBitAsWiderRows) {
     narrow->UpdateRows(narrow_pointers.data(), gradients.data(), kRows, 1, 1.0f);
     wide->UpdateRows(wide_pointers.data(), wide_gradients.data(), kRows, 2, 1.0f);
   }
+  const auto bits = [](float value) {
+    uint32_t out;
+    std::memcpy(&out, &value, sizeof(out));
+    return out;
+  };
   size_t zeros = 0;
   for (size_t r = 0; r < kRows; ++r) {
     // Row layout: weights, then z, then n, one of each per column.
     const std::vector<float>& w = wide_rows[r];
-    EXPECT_EQ(narrow_rows[r][0], w[0]) << "row " << r;
-    EXPECT_EQ(narrow_rows[r][1], w[2]) << "row " << r;
-    EXPECT_EQ(narrow_rows[r][2], w[4]) << "row " << r;
+    EXPECT_EQ(bits(narrow_rows[r][0]), bits(w[0])) << "row " << r;
+    EXPECT_EQ(bits(narrow_rows[r][1]), bits(w[2])) << "row " << r;
+    EXPECT_EQ(bits(narrow_rows[r][2]), bits(w[4])) << "row " << r;
     zeros += narrow_rows[r][0] == 0.0f;
   }
   EXPECT_GT(zeros, 0u);  // the L1 penalty zeroed some: both branches ran

@@ -43,10 +43,14 @@ TEST_F(ShardCheckTest, PiecesOfASplitCountEveryRowOnce) {
   for (int threads : {1, 3, 8}) {
     EXPECT_EQ(CheckShard(splits, Libsvm(), threads, 100), 1037u) << threads << " threads";
   }
-  // A worker's range of a file (the second of two workers) cut again.
-  const std::vector<InputSplit> second = ResolveChannel(folder_, 1, 2);
-  const std::vector<InputSplit> first = ResolveChannel(folder_, 0, 2);
-  EXPECT_EQ(CheckShard(first, Libsvm(), 3, 100) + CheckShard(second, Libsvm(), 3, 100), 1037u);
+  // Each of two workers' byte ranges of one file, cut again.
+  const std::string a = folder_ + "/a";
+  const std::vector<InputSplit> first = ResolveChannel(a, 0, 2);
+  const std::vector<InputSplit> second = ResolveChannel(a, 1, 2);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_GT(second[0].begin, 0u);  // mid-file
+  EXPECT_EQ(CheckShard(first, Libsvm(), 3, 100) + CheckShard(second, Libsvm(), 3, 100), 1000u);
 }
 
 TEST_F(ShardCheckTest, TheFirstBadRecordInTheSplitsOrderIsNamedByItsLine) {

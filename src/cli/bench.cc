@@ -184,6 +184,9 @@ std::vector<Row> ZmqBaseline(const KVBenchOptions& options) {
 
 int BenchKV() {
   if (FLAGS_mode == "memory") return BenchTableMemory();
+  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
+    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse, all or memory");
+  }
   const KVBenchOptions options = BenchFlags();
   std::vector<Row> baseline;
   if (FLAGS_zmq_baseline &&

@@ -72,6 +72,14 @@ std::vector<uint64_t> ParseSizes(const std::string& text, const std::string& fla
 
 }  // namespace
 
+std::vector<int> SparseWidthsFromFlags() {
+  std::vector<int> widths;
+  for (uint64_t width : ParseSizes(FLAGS_sparse_widths, "sparse_widths", 4096)) {
+    widths.push_back(static_cast<int>(width));
+  }
+  return widths;
+}
+
 uint64_t MemoryKeysFromFlags() {
   RequireInRange("memory_keys", FLAGS_memory_keys, uint64_t{1}, uint64_t{1} << 32);
   return FLAGS_memory_keys;
@@ -79,17 +87,13 @@ uint64_t MemoryKeysFromFlags() {
 
 KVBenchOptions BenchFlags() {
   KVBenchOptions options;
-  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all" &&
-      FLAGS_mode != "memory") {
-    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse, all or memory");
+  // memory is `keel bench kv`'s alone (BenchTableMemory): no cluster runs it.
+  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
+    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse or all");
   }
-  if (FLAGS_mode != "sparse" && FLAGS_mode != "memory")
+  if (FLAGS_mode != "sparse")
     options.dense_bytes = ParseSizes(FLAGS_dense_sizes, "dense_sizes", 1ull << 30);
-  if (FLAGS_mode != "dense") {
-    for (uint64_t width : ParseSizes(FLAGS_sparse_widths, "sparse_widths", 4096)) {
-      options.sparse_widths.push_back(static_cast<int>(width));
-    }
-  }
+  if (FLAGS_mode != "dense") options.sparse_widths = SparseWidthsFromFlags();
   RequireInRange("sparse_keys", FLAGS_sparse_keys, uint64_t{1}, uint64_t{100000000});
   options.sparse_keys = FLAGS_sparse_keys;
   options.key_space = FLAGS_key_space;

@@ -32,6 +32,8 @@ std::vector<FlagGroup> BenchFlagGroups();
 KVBenchOptions BenchFlags();
 // --memory_keys, checked. Throws Error if out of range.
 uint64_t MemoryKeysFromFlags();
+// --sparse_widths, each in 1..4096. Throws Error naming a bad one.
+std::vector<int> SparseWidthsFromFlags();
 
 }  // namespace keel
 

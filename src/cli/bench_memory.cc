@@ -86,9 +86,8 @@ std::vector<TableMemory> MeasureTableMemory(uint64_t keys, const std::vector<int
 }
 
 int BenchTableMemory() {
-  const KVBenchOptions options = BenchFlags();
   const uint64_t keys = MemoryKeysFromFlags();
-  const std::vector<TableMemory> rows = MeasureTableMemory(keys, options.sparse_widths);
+  const std::vector<TableMemory> rows = MeasureTableMemory(keys, SparseWidthsFromFlags());
   std::printf("server table memory: %llu distinct keys pushed per table\n",
               static_cast<unsigned long long>(keys));
   std::printf("%-8s %5s %5s %12s %12s %12s %9s\n", "optimizer", "width", "state", "bound B/key",

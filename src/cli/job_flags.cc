@@ -192,8 +192,8 @@ DEFINE_string(staleness, "inf",
 DEFINE_int32(clock_every, 1, "minibatches per clock");
 DEFINE_string(minibatches_in_flight, "auto",
               "minibatches a worker pulls ahead of the one it computes and keeps pushes in "
-              "flight for: auto (2 when asynchronous, 1 with --staleness bounded) or a positive "
-              "integer, above 1 only with --staleness=inf (each adds a minibatch of the worker's "
+              "flight for: auto (2 when asynchronous, 1 with --staleness bounded) or 1 to 8, "
+              "above 1 only with --staleness=inf (each adds a minibatch of the worker's "
               "own staleness)");
 DEFINE_bool(staleness_aware_steps, true,
             "servers scale each push's step to the weight and bias tables by "
@@ -521,9 +521,11 @@ int MinibatchesInFlightFromFlags(int64_t staleness) {
   if (FLAGS_minibatches_in_flight == "auto") return asynchronous ? 2 : 1;
   char* end = nullptr;
   const long long value = std::strtoll(FLAGS_minibatches_in_flight.c_str(), &end, 10);
-  if (FLAGS_minibatches_in_flight.empty() || *end != '\0' || value < 1 || value > 16) {
+  // At most 8: a server remembers a worker's 16 newest pull clocks
+  // (PushStaleness::kRemembered), and a push reads depth + 1 back.
+  if (FLAGS_minibatches_in_flight.empty() || *end != '\0' || value < 1 || value > 8) {
     throw MakeError("--minibatches_in_flight '", FLAGS_minibatches_in_flight,
-                    "' is not auto or an integer from 1 to 16");
+                    "' is not auto or an integer from 1 to 8");
   }
   if (value > 1 && !asynchronous) {
     throw MakeError(

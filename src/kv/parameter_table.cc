@@ -45,7 +45,9 @@ ParameterTable::ParameterTable(int weight_width, int state_width, Initializer in
 void ParameterTable::SetScale() {
   // capacity * 2^64 / (range size), the range size being up to 2^64.
   const unsigned __int128 span = static_cast<unsigned __int128>(last_key_ - first_key_) + 1;
-  scale_ = static_cast<uint64_t>((static_cast<unsigned __int128>(capacity_) << 64) / span);
+  const unsigned __int128 scale = (static_cast<unsigned __int128>(capacity_) << 64) / span;
+  // A range of no more keys than slots: nearly a key per slot (key - 1).
+  scale_ = scale > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(scale);
   if (scale_ == 0) scale_ = 1;
 }
 
@@ -189,7 +191,8 @@ void ParameterTable::Prefetch(Key key) const {
   // often a slot or two past its home: the line holding the end of the slot,
   // or of the second after it when that is near.
   const size_t reach = std::max(slot_bytes_, std::min(3 * slot_bytes_, size_t{128}));
-  __builtin_prefetch(ahead + reach - 1);
+  const size_t end = std::min(static_cast<size_t>(ahead - slots_.data()) + reach, slots_.size());
+  __builtin_prefetch(slots_.data() + end - 1);  // within the slots
 }
 
 size_t ParameterTable::ProbeFrom(size_t home, Key key) const {

@@ -40,8 +40,8 @@ class PushStaleness {
   // The largest staleness reported (a push this late is as late as any).
   static constexpr int64_t kMaxStaleness = 1 << 16;
   // Read clocks remembered per worker and table: the newest ones. A
-  // worker's push reads at most a few clocks back (its pipeline holds two
-  // minibatches).
+  // worker's push reads at most its pipeline's depth + 1 clocks back
+  // (--minibatches_in_flight, at most 8).
   static constexpr size_t kRemembered = 16;
 
   // `worker`'s pull of `table` stamped `clock` was answered at `version`.

@@ -4,7 +4,8 @@
 // computes, and the pushes of up to `depth` minibatches are in flight while
 // the next one computes: the rows a minibatch computes with miss the updates
 // of the `depth` minibatches just before it (that many minibatches of this
-// worker's own staleness, which the servers' staleness-aware steps measure).
+// worker's own staleness; the servers' staleness-aware steps count them as
+// one update, server/push_staleness.h).
 // Depth 1 (one pull ahead, one push in flight) suits every consistency
 // model; more is for asynchronous training, where the servers then set the
 // pace and the worker seldom waits for them.

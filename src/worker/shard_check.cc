@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
-#include <system_error>
 #include <thread>
 
 #include "io/batch.h"
@@ -26,18 +25,21 @@ uint64_t CountRows(const InputSplit& split, const ReaderOptions& reader) {
   return rows;
 }
 
-// `splits` (pipes left out) in order, each of known size cut into up to
-// `threads` byte ranges of at least `min_piece_bytes`: a record belongs to
-// the range holding its first byte, so the pieces hold the same records.
-std::vector<InputSplit> Pieces(const std::vector<InputSplit>& splits, size_t threads,
-                               uint64_t min_piece_bytes) {
+// `splits` (pipes left out) in order, each text split of known size cut into
+// up to `threads` byte ranges of at least `min_piece_bytes`: a record belongs
+// to the range holding its first byte, so the pieces hold the same records.
+// RecordIO is not cut: a reader starting inside a split skips to the next
+// record's magic, passing over whatever bytes come before it unchecked.
+std::vector<InputSplit> Pieces(const std::vector<InputSplit>& splits, DataFormat format,
+                               size_t threads, uint64_t min_piece_bytes) {
   std::vector<InputSplit> pieces;
   for (const InputSplit& split : splits) {
     if (split.is_pipe) continue;
     const uint64_t end = std::min(split.end, split.file_size);
     const uint64_t bytes = end > split.begin ? end - split.begin : 0;
+    const uint64_t most = format == DataFormat::kRecordIO ? 1 : threads;
     const uint64_t count =
-        std::clamp<uint64_t>(bytes / std::max<uint64_t>(min_piece_bytes, 1), 1, threads);
+        std::clamp<uint64_t>(bytes / std::max<uint64_t>(min_piece_bytes, 1), 1, most);
     for (uint64_t i = 0; i < count; ++i) {
       InputSplit piece = split;
       if (count > 1) {
@@ -58,7 +60,7 @@ uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& 
     threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   }
   const std::vector<InputSplit> pieces =
-      Pieces(splits, static_cast<size_t>(threads), min_piece_bytes);
+      Pieces(splits, reader.format, static_cast<size_t>(threads), min_piece_bytes);
   std::vector<uint64_t> rows(pieces.size(), 0);
   std::vector<std::exception_ptr> errors(pieces.size());
   // Pieces are taken in order; once one fails, those after it are not read
@@ -82,10 +84,11 @@ uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& 
   // more to give).
   const size_t workers = std::min(pieces.size(), static_cast<size_t>(threads));
   std::vector<std::thread> helpers;
+  helpers.reserve(workers);
   for (size_t t = 1; t < workers; ++t) {
     try {
       helpers.emplace_back(work);
-    } catch (const std::system_error&) {
+    } catch (...) {
       break;
     }
   }

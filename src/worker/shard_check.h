@@ -16,8 +16,8 @@ namespace keel {
 // and skip_bad_records as training reads them) and returns how many rows it
 // read. Throws the reader's Error for the first bad record ("PATH:LINE: ..."),
 // unless reader.skip_bad_records. Pipes are not read (a pipe is read once):
-// their splits are skipped. A split of known size is read in pieces of at
-// least `min_piece_bytes` on up to `threads` threads (0: the machine's cores,
+// their splits are skipped. A text split of known size is read in pieces of
+// at least `min_piece_bytes` on up to `threads` threads (0: the machine's cores,
 // at most 4): the check is the whole of a worker's start-up work on large
 // data, with the cores otherwise idle then.
 uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& reader,

@@ -1,8 +1,8 @@
 // Trainer: a worker's training loop for the built-in jobs.
 //
 // Each worker reads its shard of the training channel, and for every
-// minibatch pulls the rows of the batch's features (the pull for the next
-// batch is in flight while this one computes), computes the mean loss's
+// minibatch pulls the rows of the batch's features (the pulls for the next
+// --minibatches_in_flight batches are in flight while this one computes), computes the mean loss's
 // gradients on its compute backend (CPU or CUDA) and pushes them; the servers apply them with their
 // optimizer. After each epoch the workers meet at a barrier; worker 0 scores
 // the validation channel, decides on early stopping and tells the others
