@@ -40,22 +40,14 @@ TEST_F(OptimizerFlags, EpochsDefaultTo15ForTheLinearLearnerAnd5ForAFactorization
   EXPECT_EQ(HyperparametersFromFlags().epochs, 15);
 }
 
-TEST_F(OptimizerFlags, MinibatchesInFlightAreTwoAsynchronouslyAndOneWithABound) {
+TEST_F(OptimizerFlags, MinibatchesInFlightAreOneForBulkSynchronousAndTwoOtherwise) {
   EXPECT_EQ(MinibatchesInFlightFromFlags(StalenessFromFlags()), 2);  // inf, auto
   Set("staleness", "3");
-  EXPECT_EQ(MinibatchesInFlightFromFlags(StalenessFromFlags()), 1);
-  Set("minibatches_in_flight", "1");
-  EXPECT_EQ(MinibatchesInFlightFromFlags(StalenessFromFlags()), 1);
-  // More than one with a bound would stretch it: refused, saying why.
-  Set("minibatches_in_flight", "2");
-  try {
-    MinibatchesInFlightFromFlags(StalenessFromFlags());
-    FAIL() << "2 in flight with --staleness=3 was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--staleness=inf"), std::string::npos) << e.what();
-  }
-  Set("staleness", "inf");
   EXPECT_EQ(MinibatchesInFlightFromFlags(StalenessFromFlags()), 2);
+  Set("staleness", "0");
+  EXPECT_EQ(MinibatchesInFlightFromFlags(StalenessFromFlags()), 1);
+  Set("minibatches_in_flight", "3");  // given: any consistency model
+  EXPECT_EQ(MinibatchesInFlightFromFlags(StalenessFromFlags()), 3);
   for (const char* bad : {"0", "9", "two", ""}) {
     Set("minibatches_in_flight", bad);
     EXPECT_THROW(MinibatchesInFlightFromFlags(StalenessFromFlags()), Error) << bad;

@@ -307,6 +307,35 @@ TEST_F(TrainingJob, MinusOnePlusOneLabelsTrainAsZeroOne) {
   }
 }
 
+TEST_F(TrainingJob, ADeeperPipelineKeepsTheStalenessBound) {
+  // Each pull carries the clock of the minibatch that reads it: under
+  // --staleness=0 a lone worker's minibatch sees every push before it however
+  // many are pulled ahead, so depths 1, 2 and 3 train the same model to the
+  // last digit (pulls stamped one clock early would read rows a push stale).
+  Generate("linear", 4000, 1);
+  const std::vector<std::string> flags = {"--job=linear_learner", "--epochs=2", "--staleness=0",
+                                          "--mini_batch_size=100", "--num_models=1"};
+  std::vector<std::map<std::string, double>> runs;
+  for (const char* depth : {"1", "2", "3"}) {
+    std::vector<std::string> with = flags;
+    with.push_back(std::string("--minibatches_in_flight=") + depth);
+    const auto exit = Train(with, 1);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << depth << ": " << exit.output;
+    runs.push_back(ReadMetrics(folder_ + "/model/metrics.json"));
+  }
+  for (const char* metric : {"validation:objective_loss", "validation:roc_auc_score"}) {
+    ASSERT_TRUE(runs[0].count(metric)) << metric;
+    EXPECT_EQ(runs[1].at(metric), runs[0].at(metric)) << metric << ", depth 2";
+    EXPECT_EQ(runs[2].at(metric), runs[0].at(metric)) << metric << ", depth 3";
+  }
+  // Bounded staleness with pulls further ahead than the bound: the pulls
+  // wait at the servers for the worker's own pushes, and the job ends.
+  std::vector<std::string> bounded = {"--job=linear_learner", "--epochs=2", "--staleness=1",
+                                      "--mini_batch_size=100", "--minibatches_in_flight=4"};
+  const auto exit = Train(bounded, 2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+}
+
 TEST_F(TrainingJob, ABadLabelFailsTheJobNamingFileLineAndValueUnlessSkipped) {
   Generate("linear", 2000, 1);
   { std::ofstream(folder_ + "/train/part-0.libsvm", std::ios::app) << "2 5:1\n"; }

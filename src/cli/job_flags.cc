@@ -192,9 +192,9 @@ DEFINE_string(staleness, "inf",
 DEFINE_int32(clock_every, 1, "minibatches per clock");
 DEFINE_string(minibatches_in_flight, "auto",
               "minibatches a worker pulls ahead of the one it computes and keeps pushes in "
-              "flight for: auto (2 when asynchronous, 1 with --staleness bounded) or 1 to 8, "
-              "above 1 only with --staleness=inf (each adds a minibatch of the worker's "
-              "own staleness)");
+              "flight for: auto (1 with --staleness=0, else 2) or 1 to 8; each pull carries the "
+              "clock of the minibatch that reads it, so --staleness holds at any depth (each adds "
+              "a minibatch of the worker's own staleness where the gate lets pulls through)");
 DEFINE_bool(staleness_aware_steps, true,
             "servers scale each push's step to the weight and bias tables by "
             "1/sqrt(its staleness in updates), so asynchronous workers' late gradients do not "
@@ -517,8 +517,9 @@ int64_t StalenessFromFlags() {
 }
 
 int MinibatchesInFlightFromFlags(int64_t staleness) {
-  const bool asynchronous = staleness == StalenessGate::kAsynchronous;
-  if (FLAGS_minibatches_in_flight == "auto") return asynchronous ? 2 : 1;
+  // Bulk-synchronous pulls wait for every worker's previous minibatch
+  // whatever the depth: a deeper pipeline would only hold more of them.
+  if (FLAGS_minibatches_in_flight == "auto") return staleness == 0 ? 1 : 2;
   char* end = nullptr;
   const long long value = std::strtoll(FLAGS_minibatches_in_flight.c_str(), &end, 10);
   // At most 8: a server remembers a worker's 16 newest pull clocks
@@ -526,13 +527,6 @@ int MinibatchesInFlightFromFlags(int64_t staleness) {
   if (FLAGS_minibatches_in_flight.empty() || *end != '\0' || value < 1 || value > 8) {
     throw MakeError("--minibatches_in_flight '", FLAGS_minibatches_in_flight,
                     "' is not auto or an integer from 1 to 8");
-  }
-  if (value > 1 && !asynchronous) {
-    throw MakeError(
-        "--minibatches_in_flight=", value,
-        " needs --staleness=inf: with --staleness=", FLAGS_staleness,
-        " a worker keeps one minibatch in flight (the gate bounds "
-        "its staleness by clocks, which minibatches pulled further ahead would exceed)");
   }
   return static_cast<int>(value);
 }

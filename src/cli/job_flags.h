@@ -140,7 +140,7 @@ void CheckComputeFlags();
 // --staleness as a StalenessGate value. Throws Error if malformed.
 int64_t StalenessFromFlags();
 // --minibatches_in_flight for `staleness` (StalenessFromFlags). Throws Error
-// if malformed, or above 1 with a staleness bound.
+// if malformed.
 int MinibatchesInFlightFromFlags(int64_t staleness);
 
 // --data_format, --libsvm_zero_based, --skip_bad_records, --feature_dim.

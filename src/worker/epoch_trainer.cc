@@ -135,9 +135,8 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
   const bool slow = node_->rank() == options_.slow_rank && options_.slow_factor > 1;
   EpochResult& result = pass->result;
   for (bool have = pipeline->Start(stream); have;) {
-    // The next minibatch's pull carries the clock this worker will have once
-    // this one is pushed.
-    const bool have_next = pipeline->StartNext(stream, pass->clock.After(pass->batches + 1));
+    // Each pull ahead carries the clock of the minibatch that reads its rows.
+    const bool have_next = pipeline->StartNext(stream, pass->clock, pass->batches);
     const double wait_begin = MonotonicSeconds();
     pipeline->WaitForRows();
     const double compute_begin = MonotonicSeconds();

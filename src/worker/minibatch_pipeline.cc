@@ -40,17 +40,19 @@ bool MinibatchPipeline::Start(BatchStream* stream) {
   return have;
 }
 
-bool MinibatchPipeline::StartNext(BatchStream* stream, int64_t clock) {
-  client_->set_clock(clock);
+bool MinibatchPipeline::StartNext(BatchStream* stream, const EpochClock& clock,
+                                  uint64_t current) {
   while (ahead_ < depth_ && !stream_done_) {
     Slot& slot = slots_[SlotAfter(current_, ahead_ + 1)];
     if (!ReadNext(stream, &slot.batch)) {
       stream_done_ = true;
       break;
     }
+    client_->set_clock(clock.After(current + 1 + ahead_));
     StartPulls(&slot);
     ++ahead_;
   }
+  client_->set_clock(clock.After(current + 1));
   if (ahead_ == 0) return false;
   // Each minibatch is prefetched once: when it is the next one.
   model_->Prefetch(slots_[SlotAfter(current_)].batch);

@@ -6,13 +6,19 @@
 // of the `depth` minibatches just before it (that many minibatches of this
 // worker's own staleness; the servers' staleness-aware steps count them as
 // one update, server/push_staleness.h).
-// Depth 1 (one pull ahead, one push in flight) suits every consistency
-// model; more is for asynchronous training, where the servers then set the
-// pace and the worker seldom waits for them.
+// Each pull is stamped with the clock of the minibatch that will read its
+// rows (the clock once the minibatches before it are pushed), so a server's
+// staleness gate holds it exactly as long as for a pipeline one deep: any
+// depth keeps the consistency model's bound. More than 1 overlaps work only
+// where the gate lets pulls through early (staleness above 0, or none): the
+// servers then set the pace and the worker seldom waits for them.
+//
+// A minibatch's index is its position in the epoch; the first one given to
+// Start is minibatch `first`.
 //
 // The caller drives it one minibatch at a time:
 //   for (bool have = pipeline.Start(&stream); have;) {
-//     const bool have_next = pipeline.StartNext(&stream, clock after this one);
+//     const bool have_next = pipeline.StartNext(&stream, clock, this one's index);
 //     pipeline.WaitForRows();
 //     loss += pipeline.ComputeGradients();
 //     pipeline.PushGradients(clock before, clock after);
@@ -33,6 +39,7 @@
 #include "kv/kv_worker.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
+#include "worker/epoch_clock.h"
 #include "worker/training_health.h"
 
 namespace keel {
@@ -48,11 +55,13 @@ class MinibatchPipeline {
   // Reads the first minibatch and starts pulling its rows. False if `stream`
   // has none.
   bool Start(BatchStream* stream);
-  // Reads minibatches after the current one until `depth` are pulled ahead
-  // (or the stream ends), starting the pulls of those it reads stamped with
-  // `clock` (this worker's clock once the current one is pushed), and has the
-  // backend prefetch the one after the current one. False if there is none.
-  bool StartNext(BatchStream* stream, int64_t clock);
+  // Reads minibatches after the current one, minibatch `current` of the
+  // epoch, until `depth` are pulled ahead (or the stream ends), starting the
+  // pull of minibatch j stamped clock.After(j), and has the backend prefetch
+  // the one after the current one. Leaves the client's clock at
+  // clock.After(current + 1), this worker's clock once the current one is
+  // pushed. False if there is no minibatch after the current one.
+  bool StartNext(BatchStream* stream, const EpochClock& clock, uint64_t current);
   // Blocks until the current minibatch's rows have arrived.
   void WaitForRows();
   // The mean loss's gradients of the current minibatch on the backend.
