@@ -154,11 +154,12 @@ TEST_F(FaultLaunch, ARestartDueAfterTheJobsEndIsNotFiredAndTheLauncherReturnsPro
                     "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
                    60);
   ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  // (24 epochs: training got faster, and 8 ended before the stop at 4 s.)
   // Server 1 is frozen from 4 s (once the cluster has formed) for 900 s: its
   // backup takes over and the job ends long before the restart is due, with
   // server 1 still stopped. The bound is far below 500 s, far above the job.
   const std::string restart = "restart:server:1@500s";
-  const auto exit = LaunchReplicatedJob(folder_, 8, "stop:server:1@4s+900s," + restart, 240);
+  const auto exit = LaunchReplicatedJob(folder_, 24, "stop:server:1@4s+900s," + restart, 240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   const std::string log = folder_ + "/events.jsonl";
@@ -187,7 +188,7 @@ TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
   const std::string random_restart = "restart:server:random@rate=1/s";
   // Long enough (about 8 s idle) for the random restarts to find server 1
   // down: with the default seed they fire at 0.4, 0.9, 1.4 and 3.8 s.
-  const auto exit = LaunchReplicatedJob(folder_, 10, "kill:server:1@2s," + random_restart, 180);
+  const auto exit = LaunchReplicatedJob(folder_, 20, "kill:server:1@2s," + random_restart, 180);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   const std::string log = folder_ + "/events.jsonl";
@@ -212,7 +213,7 @@ TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
   ASSERT_GE(left, 0) << testing::ReadFileOrEmpty(membership);
   EXPECT_GE(Find(changes, "join", "server", "1", left), 0) << testing::ReadFileOrEmpty(membership);
   const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
-  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(10, examples)) << exit.output;
+  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(20, examples)) << exit.output;
 }
 
 TEST_F(FaultLaunch, ASchedulerKilledAndRestartedByTheScheduleComesBackAndTheJobFinishes) {
@@ -221,7 +222,7 @@ TEST_F(FaultLaunch, ASchedulerKilledAndRestartedByTheScheduleComesBackAndTheJobF
                     "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
                    60);
   ASSERT_TRUE(data.finished && data.code == 0) << data.output;
-  const auto exit = LaunchReplicatedJob(folder_, 4, "kill:scheduler@2s,restart:scheduler@3s", 180);
+  const auto exit = LaunchReplicatedJob(folder_, 10, "kill:scheduler@2s,restart:scheduler@3s", 180);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   const std::string log = folder_ + "/events.jsonl";
@@ -236,7 +237,7 @@ TEST_F(FaultLaunch, ASchedulerKilledAndRestartedByTheScheduleComesBackAndTheJobF
   ASSERT_GT(over, restart) << text;
   EXPECT_NE(Member(events[over], "reason"), "") << text;
   const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
-  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(4, examples)) << exit.output;
+  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(10, examples)) << exit.output;
 }
 
 TEST_F(FaultLaunch, ASchedulerFaultIsRefusedWhenTheSchedulerIsNotTheLaunchers) {
@@ -263,7 +264,7 @@ TEST_F(FaultLaunch, AWorkerPartitionedFromEveryoneLeavesTheViewAndTheJobFinishes
                    60);
   ASSERT_TRUE(data.finished && data.code == 0) << data.output;
   const std::string partition = "partition:worker:1|scheduler,server:0,server:1@2s+4s";
-  const auto exit = LaunchReplicatedJob(folder_, 4, partition, 240);
+  const auto exit = LaunchReplicatedJob(folder_, 10, partition, 240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   const std::string log = folder_ + "/events.jsonl";
