@@ -13,6 +13,7 @@
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
+#include "cli/serve_flags.h"
 
 namespace keel {
 namespace {
@@ -37,18 +38,20 @@ const std::vector<std::string> kHeadingOrder = {"job",
                                                 "benchmark",
                                                 "exact sum",
                                                 "predict",
+                                                "serve",
                                                 "datagen",
                                                 "output",
                                                 "checking"};
 
 // Headings of commands that are not roles: a role does not take their flags.
-const std::set<std::string> kNotRoleHeadings = {"predict", "datagen", "output"};
+const std::set<std::string> kNotRoleHeadings = {"predict", "serve", "datagen", "output"};
 
 // Every family's table.
 std::vector<FlagGroup> FamilyTables() {
   std::vector<FlagGroup> groups;
   for (const auto& family : {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(),
-                             JobFlagGroups(), BenchFlagGroups(), ExactSumFlagGroups()}) {
+                             JobFlagGroups(), BenchFlagGroups(), ExactSumFlagGroups(),
+                             ServeFlagGroups()}) {
     groups.insert(groups.end(), family.begin(), family.end());
   }
   return groups;
@@ -138,8 +141,8 @@ std::string CommandsListing(const std::string& name) {
 }  // namespace
 
 std::vector<std::string> CommandNames() {
-  return {"scheduler", "server", "worker", "launch",    "predict",
-          "datagen",   "bench",  "keygen", "checkpoint", "report"};
+  return {"scheduler", "server", "worker",     "launch", "predict", "serve",
+          "datagen",   "bench",  "keygen",     "checkpoint", "report"};
 }
 
 CommandFlags FlagsOfCommand(const std::string& command) {
@@ -182,6 +185,15 @@ CommandFlags FlagsOfCommand(const std::string& command) {
         {"model_dir", "data_format", "libsvm_zero_based", "skip_bad_records", "device", "threads",
          "job", "predictor_type", "num_classes", "num_factors", "loss", "f_beta", "accuracy_top_k"},
         false};
+  }
+  if (command == "serve") {
+    return {"keel serve --model_dir D|s3://... [--serve_port 8080] [--serve_bind 127.0.0.1] [flags]",
+            "answers SageMaker's inference contract for a trained model: GET /ping, POST "
+            "/invocations (CSV, JSON, JSON Lines, recordIO-protobuf), GET /metrics; SIGHUP "
+            "reloads the model, SIGTERM stops after the requests in flight",
+            {"serve"},
+            {"model_dir", "device", "port_file"},
+            false};
   }
   if (command == "datagen") {
     return {"keel datagen --model linear|fm --rows N --out DIR [flags]",

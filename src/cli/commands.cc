@@ -39,7 +39,9 @@ const char kUsage[] =
     "  launch --hostfile FILE [job flags]                   run the job over ssh "
     "(docs/OPERATIONS.md)\n"
     "  launch --slurm --servers S [job flags]               one task of an srun step\n"
-    "  predict --model_dir D --data F --out P               score a file with a trained model\n"
+    "  predict --model_dir D --data F --out P|-             score a file with a trained model\n"
+    "  serve --model_dir D [--serve_port 8080]              answer SageMaker's inference "
+    "contract\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
     "  bench kv|zmq|parse|backend|train [flags]             measure push/pull, ZeroMQ, parsing,\n"
     "                                                       a compute backend (--device, "
@@ -179,6 +181,7 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   }
   if (command == "bench") return RunBench(invocation.subcommand);
   if (command == "predict") return RunPredict();
+  if (command == "serve") return RunServe();
   if (command == "datagen") return RunDatagen();
   if (command == "keygen") return RunKeygen();
   if (command == "checkpoint")

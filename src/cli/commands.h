@@ -97,6 +97,8 @@ int RunBench(const std::string& what);
 int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters = nullptr);
 // `keel predict` and `keel datagen`.
 int RunPredict();
+// `keel serve` (serve_command.cc).
+int RunServe();
 int RunDatagen();
 
 // `keel keygen --out FILE`: a new cluster secret, mode 0600 (keygen_command.cc).

@@ -12,6 +12,7 @@
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/job_flags.h"
+#include "io/inference_format.h"
 #include "io/input_split.h"
 #include "models/metrics.h"
 #include "worker/batch_stream.h"
@@ -19,63 +20,11 @@
 #include "worker/datagen.h"
 #include "worker/evaluator.h"
 #include "worker/model_artifact.h"
+#include "worker/scorer.h"
 #include "worker/trainer.h"
 
 namespace keel {
 namespace {
-
-// The artifact's rows by the features' mixed keys.
-std::unordered_map<Key, size_t> FeatureRows(const ModelArtifact& artifact) {
-  std::unordered_map<Key, size_t> rows;
-  rows.reserve(artifact.features.size());
-  for (size_t i = 0; i < artifact.features.size(); ++i) rows[MixKey(artifact.features[i])] = i;
-  return rows;
-}
-
-// Sets *weights to the artifact's rows of `batch`'s keys, `width` floats each:
-// zeros for a feature the model has not seen. Returns how many it had not seen.
-uint64_t GatherWeights(const ModelArtifact& artifact, const std::unordered_map<Key, size_t>& rows,
-                       const PreparedBatch& batch, int width, std::vector<float>* weights) {
-  uint64_t unseen = 0;
-  weights->assign(batch.keys.size() * width, 0.0f);
-  for (size_t k = 0; k < batch.keys.size(); ++k) {
-    auto found = rows.find(batch.keys[k]);
-    if (found == rows.end()) {
-      ++unseen;
-      continue;
-    }
-    std::copy(artifact.weights.begin() + found->second * width,
-              artifact.weights.begin() + (found->second + 1) * width, weights->begin() + k * width);
-  }
-  return unseen;
-}
-
-// Writes a line per example of `rows`, `classes` predictions each: "LABEL,P"
-// for a binary classifier (P a probability, or a hinge_loss model's margin;
-// LABEL 1 when P exceeds the model's threshold: PredictedPositive), "P" for a regressor,
-// "LABEL,P0,P1,..." for a multiclass classifier.
-void WritePredictions(const Hyperparameters& h, const std::vector<float>& predictions, size_t rows,
-                      int classes, std::ostream& out) {
-  const double threshold = h.DecisionThreshold();
-  for (size_t r = 0; r < rows; ++r) {
-    const float* p = predictions.data() + r * classes;
-    switch (h.predictor_type) {
-      case PredictorType::kBinaryClassifier:
-        out << (PredictedPositive(p[0], threshold) ? 1 : 0) << "," << p[0] << "\n";
-        break;
-      case PredictorType::kRegressor:
-        out << p[0] << "\n";
-        break;
-      case PredictorType::kMulticlassClassifier: {
-        const int label = static_cast<int>(std::max_element(p, p + classes) - p);
-        out << label;
-        for (int c = 0; c < classes; ++c) out << "," << p[c];
-        out << "\n";
-        break;
-      }
-    }
-  }
-}
 
 bool FlagGiven(const char* name) { return !gflags::GetCommandLineFlagInfoOrDie(name).is_default; }
 
@@ -166,38 +115,57 @@ int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters) {
 
 int RunPredict() {
   if (FLAGS_model_dir.empty() || FLAGS_data.empty() || FLAGS_out.empty()) {
-    throw MakeError("keel predict needs --model_dir, --data and --out");
+    throw MakeError("keel predict needs --model_dir, --data and --out (--out=- for standard "
+                    "output)");
   }
-  const ModelArtifact artifact = ModelArtifact::Read(FLAGS_model_dir);
+  const InferenceFormat format = ParseFormatName(FLAGS_accept);
+  if (format == InferenceFormat::kLibsvm) {
+    throw MakeError("--accept libsvm: predictions are written as csv, json, jsonlines or recordio");
+  }
+  ModelArtifact artifact = ModelArtifact::Read(FLAGS_model_dir);
   const Hyperparameters h = ScoringHyperparameters(artifact);
-  const std::unique_ptr<ComputeBackend> backend =
-      MakeComputeBackend(FLAGS_device, FLAGS_threads, h);
-  ComputeBackend& model = *backend;
-  const int width = model.weight_width();
-  const std::unordered_map<Key, size_t> rows = FeatureRows(artifact);
-  BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), PredictReaderOptions(artifact, h),
-                     PredictBatchRows(model.prediction_width()));
-  std::ofstream out(FLAGS_out);
-  if (!out) throw MakeError("cannot write ", FLAGS_out);
-  out << std::setprecision(7);
-  std::vector<float> weights, predictions;
+  ReaderOptions reader = PredictReaderOptions(artifact, h);
+  const Scorer scorer(std::move(artifact), h, FLAGS_device, FLAGS_threads);
+  const std::vector<InputSplit> splits = ResolveChannel(FLAGS_data, 0, 1);
+  // Data to score need not be labelled: the first record says which it is.
+  reader.labelled =
+      splits.empty() || FirstRecordLabelled(splits[0], reader, scorer.input().input_dim);
+  BatchStream stream(splits, reader, PredictBatchRows(scorer.prediction_width()));
+
+  const bool to_stdout = FLAGS_out == "-";
+  std::ofstream file;
+  if (!to_stdout) {
+    file.open(FLAGS_out, std::ios::binary);
+    if (!file) throw MakeError("cannot write ", FLAGS_out);
+  }
+  std::ostream& out = to_stdout ? std::cout : file;
   PredictionTally tally(h);
   double loss_sum = 0.0;
+  size_t examples = 0;
   PreparedBatch batch;
+  Predictions predictions;
+  std::string text;
   uint64_t unseen = 0;
   while (stream.Next(&batch)) {
-    unseen += GatherWeights(artifact, rows, batch, width, &weights);
-    loss_sum += model.Predict(batch, weights.data(), artifact.bias.data(), &predictions);
-    WritePredictions(h, predictions, batch.batch.rows(), model.prediction_width(), out);
-    tally.Add(predictions, batch.batch.labels);
+    loss_sum += scorer.Score(batch, &predictions, &unseen);
+    text.clear();
+    EncodePredictions(format, predictions, &text);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    examples += batch.batch.rows();
+    if (reader.labelled) tally.Add(predictions.scores, batch.batch.labels);
   }
-  if (!out) throw MakeError("cannot write ", FLAGS_out);
-  const size_t examples = tally.examples();
-  const MetricSet metrics =
-      tally.Metrics(loss_sum / static_cast<double>(std::max<size_t>(1, examples)));
-  std::cout << "scored " << examples << " examples into " << FLAGS_out << " (" << unseen
-            << " feature occurrences the model has not seen)\n";
-  for (const auto& [name, value] : metrics) std::cout << "  " << name << " " << value << "\n";
+  out.flush();
+  if (!out) throw MakeError("cannot write ", to_stdout ? "standard output" : FLAGS_out);
+  // With the predictions on standard output, the summary goes to standard error.
+  std::ostream& summary = to_stdout ? std::cerr : std::cout;
+  summary << "scored " << examples << (reader.labelled ? "" : " unlabelled") << " examples into "
+          << (to_stdout ? "standard output" : FLAGS_out) << " as " << ContentTypeOf(format)
+          << " (" << unseen << " feature occurrences the model has not seen)\n";
+  if (reader.labelled) {
+    const MetricSet metrics =
+        tally.Metrics(loss_sum / static_cast<double>(std::max<size_t>(1, examples)));
+    for (const auto& [name, value] : metrics) summary << "  " << name << " " << value << "\n";
+  }
   return 0;
 }
 

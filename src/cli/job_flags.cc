@@ -206,9 +206,12 @@ DEFINE_string(slow_worker, "",
 // predict and datagen.
 DEFINE_string(data, "", "predict: the file or folder to score");
 DEFINE_string(out, "",
-              "predict: predictions file; datagen: output folder; keygen: the new secret's "
+              "predict: predictions file ('-': standard output); datagen: output folder; keygen: the new secret's "
               "file; report: the HTML file (default <MODEL_DIR>/report.html, ./report.html "
               "for s3://)");
+DEFINE_string(accept, "csv",
+              "predict: the predictions' format: csv, json, jsonlines or recordio "
+              "(application/x-recordio-protobuf)");
 DEFINE_string(model, "linear", "datagen: planted model, linear or fm");
 DEFINE_uint64(rows, 100000, "datagen: training rows (validation and test get a tenth each)");
 DEFINE_uint64(features, 10000, "datagen: number of features");
@@ -255,7 +258,7 @@ std::vector<FlagGroup> JobFlagGroups() {
       {"consistency",
        {"staleness", "clock_every", "staleness_aware_steps", "minibatches_in_flight"}},
       {"faults", {"slow_worker"}},
-      {"predict", {"data"}},
+      {"predict", {"data", "accept"}},
       {"output", {"out"}},
       {"datagen",
        {"model", "rows", "features", "nnz", "train_files", "label_offset", "label_scale",

@@ -30,6 +30,7 @@ DECLARE_string(model_dir);
 
 // Compute backend.
 DECLARE_string(device);
+DECLARE_string(accept);
 DECLARE_int32(threads);
 
 // Hyperparameters.

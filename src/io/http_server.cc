@@ -102,6 +102,7 @@ void HttpServer::Bind() {
     setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   server.set_keep_alive_timeout(std::max<time_t>(1, std::lround(options_.keep_alive_s)));
+  server.set_keep_alive_max_count(static_cast<size_t>(std::max(1, options_.keep_alive_max_requests)));
   const auto serve = [this](const httplib::Request& in, httplib::Response& out) {
     ToHttplib(Dispatch(FromHttplib(in)), &out);
   };
@@ -109,10 +110,16 @@ void HttpServer::Bind() {
   server.Get(any, serve).Post(any, serve).Put(any, serve).Delete(any, serve);
   server.Patch(any, serve).Options(any, serve);
   // What httplib answers itself (413 for a body too long, 400 for a malformed
-  // request) gets a line saying so.
-  server.set_error_handler([](const httplib::Request&, httplib::Response& out) {
+  // request) gets a line saying so; the handlers' answers (>= 400 pass here
+  // too) already have a body.
+  server.set_error_handler([this](const httplib::Request&, httplib::Response& out) {
     if (out.body.empty()) {
-      out.set_content("HTTP " + std::to_string(out.status) + "\n", "text/plain; charset=utf-8");
+      const std::string text =
+          out.status == 413 ? "the request body is longer than this server's limit of " +
+                                  std::to_string(options_.max_body_bytes) + " bytes"
+                            : "HTTP " + std::to_string(out.status);
+      out.set_content(text + "\n", "text/plain; charset=utf-8");
+      if (options_.on_refused) options_.on_refused(out.status);
     }
   });
   if (options_.port < 0 || options_.port > 65535) {

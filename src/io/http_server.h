@@ -53,6 +53,12 @@ struct HttpServerOptions {
   double read_timeout_s = 5;
   double write_timeout_s = 5;
   double keep_alive_s = 2;
+  // Requests one kept-alive connection may carry before it is closed.
+  int keep_alive_max_requests = 5;
+  // Called (on a serving thread) with the status of each request the HTTP
+  // library refuses itself (413 for a body too long, 400 for a malformed
+  // request), which no handler sees; may be empty.
+  std::function<void(int status)> on_refused;
 };
 
 class HttpServer {

@@ -62,6 +62,10 @@ struct ReaderOptions {
   // The labels' rule; num_classes bounds the class ids of kClassId.
   LabelRule labels = LabelRule::kFinite;
   int num_classes = 0;
+  // Whether records carry a label (training data does). false, for scoring:
+  // libsvm lines and CSV rows hold features only (CSV column j is feature j),
+  // a recordIO record's label, if any, is ignored; every row gets label 0.
+  bool labelled = true;
   // Bytes per read(2). Lines and records longer than this still work (the
   // buffer grows); tests use small blocks to cross block boundaries often.
   size_t block_size = size_t{4} << 20;
@@ -89,6 +93,13 @@ class ExampleReader {
   // file's size.
   virtual uint64_t bytes_read() const = 0;
 };
+
+// Whether the first record of `split` carries a label, for data to score:
+// libsvm, unless its first token is a feature ("index:value"); CSV, unless its
+// row has exactly `features` columns (the model's input width; 0: labelled);
+// recordIO, if its label["values"] is there. A stream or an empty split:
+// true. Throws Error if the file cannot be read.
+bool FirstRecordLabelled(const InputSplit& split, const ReaderOptions& options, uint64_t features);
 
 // Opens a reader of `split` in `options.format`. Throws Error if the file
 // cannot be opened; opening a FIFO blocks until a writer opens it.

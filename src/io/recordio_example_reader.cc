@@ -95,7 +95,8 @@ class RecordIOExampleReader : public ExampleReader {
     if (record == nullptr) return false;
     const aialgs::data::Float32Tensor* features = FindTensor(record->features(), "features");
     if (features == nullptr) return false;
-    const aialgs::data::Float32Tensor* label = FindTensor(record->label(), "label");
+    const aialgs::data::Float32Tensor* label =
+        options_.labelled ? FindTensor(record->label(), "label") : &NoLabel();
     if (label == nullptr) return false;
     if (!CheckFinite(features->values(), "features") || !CheckFinite(label->values(), "label")) {
       return false;
@@ -109,6 +110,16 @@ class RecordIOExampleReader : public ExampleReader {
       return false;
     }
     return true;
+  }
+
+  // What an unlabelled record gets: label 0.
+  static const aialgs::data::Float32Tensor& NoLabel() {
+    static const aialgs::data::Float32Tensor* const kZero = [] {
+      auto* zero = new aialgs::data::Float32Tensor;
+      zero->add_values(0.0f);
+      return zero;
+    }();
+    return *kZero;
   }
 
   // Applies the label rule (io/readers.h) to the labels from `first` on; on

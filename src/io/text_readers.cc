@@ -263,16 +263,21 @@ class LibsvmReader : public TextReader {
     }
     const char* token = SkipSpace(begin, end);
     if (token == end) return LineResult::kBlank;
-    const char* token_end = FindSpace(token, end);
-    if (std::memchr(token, ':', token_end - token) != nullptr) {
-      problem_ = "missing label: the line starts with feature " + Quote(token, token_end);
-      return LineResult::kBad;
+    const char* token_end = token;
+    if (options_.labelled) {
+      token_end = FindSpace(token, end);
+      if (std::memchr(token, ':', token_end - token) != nullptr) {
+        problem_ = "missing label: the line starts with feature " + Quote(token, token_end);
+        return LineResult::kBad;
+      }
+      float label;
+      if (!ParseNumber(token, token_end, "label", &label) || !AllowLabel(&label)) {
+        return LineResult::kBad;
+      }
+      batch->labels.push_back(label);
+    } else {
+      batch->labels.push_back(0.0f);
     }
-    float label;
-    if (!ParseNumber(token, token_end, "label", &label) || !AllowLabel(&label)) {
-      return LineResult::kBad;
-    }
-    batch->labels.push_back(label);
     for (token = SkipSpace(token_end, end); token != end; token = SkipSpace(token_end, end)) {
       if (AppendPlainFeature(token, end, batch, &token_end)) continue;
       token_end = FindSpace(token, end);
@@ -342,6 +347,7 @@ class CsvReader : public TextReader {
       const char* begin;
       const char* end;
       while (columns_ == 0 && file.NextLine(&begin, &end)) columns_ = CountColumns(begin, end);
+      if (columns_ > 0 && !options.labelled) ++columns_;
     }
   }
 
@@ -354,16 +360,20 @@ class CsvReader : public TextReader {
 
   LineResult ParseLine(const char* begin, const char* end, Batch* batch) override {
     if (SkipSpace(begin, end) == end) return LineResult::kBlank;
-    if (columns_ == 0) columns_ = CountColumns(begin, end);
+    if (columns_ == 0) columns_ = CountColumns(begin, end) + (options_.labelled ? 0 : 1);
     if (options_.feature_dim > 0 && columns_ - 1 > options_.feature_dim) {
       problem_ = "the rows have " + std::to_string(columns_ - 1) +
                  " features, more than feature_dim " + std::to_string(options_.feature_dim);
       return LineResult::kBad;
     }
-    size_t column = 0;
+    // Unlabelled rows are read as if a label column came first.
+    const size_t skipped = options_.labelled ? 0 : 1;
+    if (!options_.labelled) batch->labels.push_back(0.0f);
+    size_t column = skipped;
     for (const char* field = begin;; ++column) {
       if (column >= columns_) {
-        problem_ = "the row has more columns than the first row's " + std::to_string(columns_);
+        problem_ = "the row has more columns than the first row's " +
+                   std::to_string(columns_ - skipped);
         return LineResult::kBad;
       }
       float value;
@@ -375,7 +385,9 @@ class CsvReader : public TextReader {
         const char* number_end = field_end;
         while (number_end != number && IsSpace(number_end[-1])) --number_end;
         if (!ParseNumber(number, number_end, column == 0 ? "label" : "feature value", &value)) {
-          if (column > 0) problem_ = "column " + std::to_string(column + 1) + ": " + problem_;
+          if (column > 0) {
+            problem_ = "column " + std::to_string(column + 1 - skipped) + ": " + problem_;
+          }
           return LineResult::kBad;
         }
       }
@@ -390,8 +402,8 @@ class CsvReader : public TextReader {
       field = field_end + 1;
     }
     if (column + 1 != columns_) {
-      problem_ = "the row has " + std::to_string(column + 1) + " columns, the first row has " +
-                 std::to_string(columns_);
+      problem_ = "the row has " + std::to_string(column + 1 - skipped) +
+                 " columns, the first row has " + std::to_string(columns_ - skipped);
       return LineResult::kBad;
     }
     batch->row_offsets.push_back(batch->indices.size());

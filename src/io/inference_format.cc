@@ -1,0 +1,652 @@
+// Inference request decoding and response encoding (io/inference_format.h).
+#include "io/inference_format.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <utility>
+
+#include "base/json_reader.h"
+#include "io/recordio.h"
+#include "record.pb.h"
+
+namespace keel {
+namespace {
+
+constexpr const char* kSupportedRequestTypes =
+    "text/csv, text/libsvm, application/json, application/jsonlines, "
+    "application/x-recordio-protobuf";
+constexpr const char* kSupportedResponseTypes =
+    "application/json, application/jsonlines, application/x-recordio-protobuf, text/csv";
+
+std::string Lower(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+// The media type of a header element without its parameters, lower case.
+std::string MediaType(std::string_view element) {
+  return Lower(Trim(element.substr(0, element.find(';'))));
+}
+
+// The format a media type names; false if none.
+bool FormatOfType(const std::string& type, InferenceFormat* format) {
+  static const std::pair<const char*, InferenceFormat> kTypes[] = {
+      {"text/csv", InferenceFormat::kCsv},
+      {"text/libsvm", InferenceFormat::kLibsvm},
+      {"text/x-libsvm", InferenceFormat::kLibsvm},
+      {"application/json", InferenceFormat::kJson},
+      {"application/jsonlines", InferenceFormat::kJsonLines},
+      {"application/x-jsonlines", InferenceFormat::kJsonLines},
+      {"application/jsonl", InferenceFormat::kJsonLines},
+      {"application/x-recordio-protobuf", InferenceFormat::kRecordIO},
+  };
+  for (const auto& [name, value] : kTypes) {
+    if (type == name) {
+      *format = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+[[noreturn]] void BadRecord(size_t record, const std::string& problem) {
+  throw InferenceRequestError(400, "record " + std::to_string(record) + ": " + problem);
+}
+
+std::string Quote(std::string_view text) {
+  constexpr size_t kMaxShown = 40;
+  if (text.size() > kMaxShown) return "'" + std::string(text.substr(0, kMaxShown)) + "...'";
+  return "'" + std::string(text) + "'";
+}
+
+// A finite float from the whole of `text` (spaces around it allowed).
+bool ParseValue(std::string_view text, float* value) {
+  text = Trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (text.empty()) return false;
+  const std::from_chars_result parsed = std::from_chars(text.data(), text.data() + text.size(),
+                                                        *value);
+  return parsed.ec == std::errc() && parsed.ptr == text.data() + text.size() &&
+         std::isfinite(*value);
+}
+
+// Collects one record's features, checked against the model's input width,
+// then adds them to the batch as a row.
+class RecordBuilder {
+ public:
+  RecordBuilder(const InferenceInput& input, Batch* batch) : input_(input), batch_(batch) {
+    if (batch_->rows() == 0) batch_->label_width = 1;
+    if (batch_->label_width != 1) {
+      throw MakeError("inference records: cannot add rows to a batch of ", batch_->label_width,
+                      " labels per row");
+    }
+  }
+
+  void Dense(size_t record, const std::vector<float>& values) {
+    if (input_.input_dim > 0 && values.size() != input_.input_dim) {
+      BadRecord(record, std::to_string(values.size()) + " features, the model takes " +
+                            std::to_string(input_.input_dim));
+    }
+    indices_.resize(values.size());
+    for (size_t j = 0; j < values.size(); ++j) indices_[j] = j;
+    batch_->AddRow(0.0f, indices_.data(), values.data(), values.size());
+  }
+
+  // `shape` 0: none given.
+  void Sparse(size_t record, const std::vector<uint64_t>& keys, const std::vector<float>& values,
+              uint64_t shape) {
+    if (keys.size() != values.size()) {
+      BadRecord(record, std::to_string(keys.size()) + " keys but " +
+                            std::to_string(values.size()) + " values");
+    }
+    if (shape > 0 && input_.input_dim > 0 && shape != input_.input_dim) {
+      BadRecord(record, "shape " + std::to_string(shape) + ", the model takes " +
+                            std::to_string(input_.input_dim) + " features");
+    }
+    const uint64_t bound = shape > 0 ? shape : input_.input_dim;
+    for (uint64_t key : keys) {
+      if (bound > 0 && key >= bound) {
+        BadRecord(record, "feature index " + std::to_string(key) +
+                              " is out of range: the model takes indices 0 to " +
+                              std::to_string(bound - 1));
+      }
+    }
+    batch_->AddRow(0.0f, keys.data(), values.data(), keys.size());
+  }
+
+ private:
+  const InferenceInput& input_;
+  Batch* batch_;
+  std::vector<uint64_t> indices_;
+};
+
+// Calls `line(number, text)` for each line of `body` that is not blank
+// (without its "\n" or "\r\n"), numbering lines from 1.
+template <typename LineFunction>
+void ForEachLine(std::string_view body, LineFunction line) {
+  size_t number = 0;
+  while (!body.empty()) {
+    const size_t newline = body.find('\n');
+    std::string_view text = body.substr(0, newline);
+    body.remove_prefix(newline == std::string_view::npos ? body.size() : newline + 1);
+    ++number;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (Trim(text).empty()) continue;
+    line(number, text);
+  }
+}
+
+void DecodeCsv(std::string_view body, RecordBuilder* builder) {
+  size_t record = 0;
+  std::vector<float> values;
+  ForEachLine(body, [&](size_t line, std::string_view text) {
+    ++record;
+    values.clear();
+    size_t column = 0;
+    for (;;) {
+      const size_t comma = text.find(',');
+      const std::string_view field = text.substr(0, comma);
+      ++column;
+      float value;
+      if (!ParseValue(field, &value)) {
+        BadRecord(record, "line " + std::to_string(line) + ", column " + std::to_string(column) +
+                              ": " + Quote(Trim(field)) + " is not a finite number");
+      }
+      values.push_back(value);
+      if (comma == std::string_view::npos) break;
+      text.remove_prefix(comma + 1);
+    }
+    builder->Dense(record, values);
+  });
+}
+
+void DecodeLibsvm(std::string_view body, const InferenceInput& input, RecordBuilder* builder) {
+  size_t record = 0;
+  std::vector<uint64_t> keys;
+  std::vector<float> values;
+  const uint64_t first = input.libsvm_zero_based ? 0 : 1;
+  ForEachLine(body, [&](size_t line, std::string_view text) {
+    const size_t comment = text.find('#');
+    if (comment != std::string_view::npos) text = text.substr(0, comment);
+    if (Trim(text).empty()) return;
+    ++record;
+    const std::string where = "line " + std::to_string(line) + ": ";
+    keys.clear();
+    values.clear();
+    bool first_token = true;
+    while (!(text = Trim(text)).empty()) {
+      size_t end = 0;
+      while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+      const std::string_view token = text.substr(0, end);
+      text.remove_prefix(end);
+      const size_t colon = token.find(':');
+      if (colon == std::string_view::npos) {
+        float label;
+        if (first_token && ParseValue(token, &label)) {  // a label: ignored
+          first_token = false;
+          continue;
+        }
+        BadRecord(record, where + "feature " + Quote(token) + " has no ':' (expected index:value)");
+      }
+      first_token = false;
+      if (token.substr(0, colon) == "qid") continue;
+      uint64_t index = 0;
+      const std::from_chars_result parsed =
+          std::from_chars(token.data(), token.data() + colon, index);
+      if (colon == 0 || parsed.ec != std::errc() || parsed.ptr != token.data() + colon) {
+        BadRecord(record, where + "feature index " + Quote(token.substr(0, colon)) +
+                              " is not a non-negative integer");
+      }
+      if (index < first) {
+        BadRecord(record, where + "feature index 0 is below 1, the model's first index");
+      }
+      float value;
+      if (!ParseValue(token.substr(colon + 1), &value)) {
+        BadRecord(record, where + "feature value " + Quote(token.substr(colon + 1)) +
+                              " is not a finite number");
+      }
+      keys.push_back(index - first);
+      values.push_back(value);
+    }
+    builder->Sparse(record, keys, values, 0);
+  });
+}
+
+// The finite numbers of JSON array `array`, named `what` in messages.
+std::vector<float> JsonNumbers(size_t record, const JsonValue& array, const char* what) {
+  if (array.type() != JsonValue::Type::kArray) {
+    BadRecord(record, std::string(what) + " is " + JsonValue::TypeName(array.type()) +
+                          ", not an array of numbers");
+  }
+  std::vector<float> numbers;
+  numbers.reserve(array.AsArray().size());
+  for (size_t i = 0; i < array.AsArray().size(); ++i) {
+    const JsonValue& item = array.AsArray()[i];
+    const double value = item.type() == JsonValue::Type::kNumber ? item.AsNumber() : NAN;
+    if (item.type() != JsonValue::Type::kNumber || !std::isfinite(static_cast<float>(value))) {
+      BadRecord(record, std::string(what) + "[" + std::to_string(i) + "] is " +
+                            (item.type() == JsonValue::Type::kNumber
+                                 ? "not a finite float"
+                                 : JsonValue::TypeName(item.type())) +
+                            ", not a finite number");
+    }
+    numbers.push_back(static_cast<float>(value));
+  }
+  return numbers;
+}
+
+std::vector<uint64_t> JsonIndices(size_t record, const JsonValue& array, const char* what) {
+  if (array.type() != JsonValue::Type::kArray) {
+    BadRecord(record, std::string(what) + " is " + JsonValue::TypeName(array.type()) +
+                          ", not an array of indices");
+  }
+  std::vector<uint64_t> indices;
+  indices.reserve(array.AsArray().size());
+  for (size_t i = 0; i < array.AsArray().size(); ++i) {
+    try {
+      indices.push_back(array.AsArray()[i].AsUint64());
+    } catch (const Error&) {
+      BadRecord(record, std::string(what) + "[" + std::to_string(i) +
+                            "] is not a non-negative integer");
+    }
+  }
+  return indices;
+}
+
+// FEATURES: a dense array or the sparse {"keys", "values", "shape"} form.
+void AddJsonFeatures(size_t record, const JsonValue& features, RecordBuilder* builder) {
+  if (features.type() == JsonValue::Type::kArray) {
+    builder->Dense(record, JsonNumbers(record, features, "features"));
+    return;
+  }
+  if (features.type() != JsonValue::Type::kObject) {
+    BadRecord(record, std::string("features is ") + JsonValue::TypeName(features.type()) +
+                          ", not an array or {\"keys\", \"values\", \"shape\"}");
+  }
+  const JsonValue* values = features.Find("values");
+  if (values == nullptr) BadRecord(record, "features has no \"values\"");
+  const std::vector<float> numbers = JsonNumbers(record, *values, "features.values");
+  const JsonValue* keys = features.Find("keys");
+  uint64_t shape = 0;
+  if (const JsonValue* dims = features.Find("shape")) {
+    const std::vector<uint64_t> sizes = JsonIndices(record, *dims, "features.shape");
+    if (sizes.size() > 1) BadRecord(record, "features.shape has more than one dimension");
+    if (!sizes.empty()) shape = sizes[0];
+    if (!sizes.empty() && shape == 0) BadRecord(record, "features.shape is [0]");
+  }
+  if (keys == nullptr) {
+    if (shape > 0 && numbers.size() != shape) {
+      BadRecord(record, "dense features.values has " + std::to_string(numbers.size()) +
+                            " values but its shape holds " + std::to_string(shape));
+    }
+    builder->Dense(record, numbers);
+    return;
+  }
+  builder->Sparse(record, JsonIndices(record, *keys, "features.keys"), numbers, shape);
+}
+
+// INSTANCE: {"features": F}, {"data": {"features": F}} or F.
+void AddJsonInstance(size_t record, const JsonValue& instance, RecordBuilder* builder) {
+  if (instance.type() == JsonValue::Type::kObject) {
+    if (const JsonValue* features = instance.Find("features")) {
+      AddJsonFeatures(record, *features, builder);
+      return;
+    }
+    if (const JsonValue* data = instance.Find("data")) {
+      const JsonValue* features = data->Find("features");
+      if (features == nullptr) BadRecord(record, "\"data\" has no \"features\"");
+      AddJsonFeatures(record, *features, builder);
+      return;
+    }
+    if (instance.Find("values") != nullptr) {
+      AddJsonFeatures(record, instance, builder);
+      return;
+    }
+    BadRecord(record, "the instance has neither \"features\" nor \"data\"");
+  }
+  AddJsonFeatures(record, instance, builder);
+}
+
+JsonValue ParseRequestJson(std::string_view text, const std::string& what) {
+  try {
+    return ParseJson(std::string(text), what);
+  } catch (const InferenceRequestError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InferenceRequestError(400, e.what());
+  }
+}
+
+void DecodeJson(std::string_view body, RecordBuilder* builder) {
+  if (Trim(body).empty()) return;
+  const JsonValue document = ParseRequestJson(body, "the request's JSON");
+  const JsonValue* instances = &document;
+  if (document.type() == JsonValue::Type::kObject) {
+    instances = document.Find("instances");
+    if (instances == nullptr) {
+      AddJsonInstance(1, document, builder);
+      return;
+    }
+  }
+  if (instances->type() != JsonValue::Type::kArray) {
+    throw InferenceRequestError(400, std::string("\"instances\" is ") +
+                                         JsonValue::TypeName(instances->type()) +
+                                         ", not an array");
+  }
+  // A bare array of numbers is one dense record, not records of numbers.
+  if (instances == &document && !document.AsArray().empty() &&
+      document.AsArray()[0].type() == JsonValue::Type::kNumber) {
+    AddJsonFeatures(1, document, builder);
+    return;
+  }
+  for (size_t i = 0; i < instances->AsArray().size(); ++i) {
+    AddJsonInstance(i + 1, instances->AsArray()[i], builder);
+  }
+}
+
+void DecodeJsonLines(std::string_view body, RecordBuilder* builder) {
+  size_t record = 0;
+  ForEachLine(body, [&](size_t line, std::string_view text) {
+    ++record;
+    const JsonValue instance =
+        ParseRequestJson(text, "record " + std::to_string(record) + " (line " +
+                                   std::to_string(line) + ")");
+    AddJsonInstance(record, instance, builder);
+  });
+}
+
+// The payloads of the RecordIO records in `body`, multi-part ones joined.
+std::vector<std::string> RecordIOPayloads(std::string_view body) {
+  std::vector<std::string> payloads;
+  std::string joined;
+  bool in_parts = false;
+  size_t at = 0;
+  while (at < body.size()) {
+    const size_t record = payloads.size() + 1;
+    if (body.size() - at < 8) BadRecord(record, "truncated RecordIO header at byte " +
+                                                    std::to_string(at));
+    uint32_t magic, lrecord;
+    std::memcpy(&magic, body.data() + at, 4);
+    std::memcpy(&lrecord, body.data() + at + 4, 4);
+    if (magic != kRecordIOMagic) {
+      BadRecord(record, "no RecordIO magic at byte " + std::to_string(at));
+    }
+    const uint32_t flag = lrecord >> 29;
+    const size_t length = lrecord & ((1u << 29) - 1);
+    const size_t padded = (length + 3) / 4 * 4;
+    if (body.size() - at - 8 < length) {
+      BadRecord(record, "RecordIO record at byte " + std::to_string(at) + " holds " +
+                            std::to_string(length) + " bytes, past the body's end");
+    }
+    const std::string_view part = body.substr(at + 8, length);
+    at += 8 + std::min(padded, body.size() - at - 8);
+    if (flag == 0 && !in_parts) {
+      payloads.emplace_back(part);
+    } else if (flag == 1 && !in_parts) {
+      joined.assign(part);
+      in_parts = true;
+    } else if ((flag == 2 || flag == 3) && in_parts) {
+      const uint32_t restored = kRecordIOMagic;
+      joined.append(reinterpret_cast<const char*>(&restored), 4);
+      joined.append(part);
+      if (flag == 3) {
+        payloads.push_back(std::move(joined));
+        joined.clear();
+        in_parts = false;
+      }
+    } else {
+      BadRecord(record, "RecordIO part with flag " + std::to_string(flag) + " out of order");
+    }
+  }
+  if (in_parts) BadRecord(payloads.size() + 1, "the body ends inside a multi-part record");
+  return payloads;
+}
+
+void DecodeRecordIO(std::string_view body, RecordBuilder* builder) {
+  const std::vector<std::string> payloads = RecordIOPayloads(body);
+  aialgs::data::Record record;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    const size_t number = i + 1;
+    if (payloads[i].size() > INT_MAX || !record.ParseFromString(payloads[i])) {
+      BadRecord(number, "the payload is not a valid aialgs.data.Record protobuf");
+    }
+    const auto found = record.features().find("values");
+    if (found == record.features().end()) BadRecord(number, "the record has no features[\"values\"]");
+    if (!found->second.has_float32_tensor()) {
+      BadRecord(number, "features[\"values\"] is not a float32_tensor");
+    }
+    const aialgs::data::Float32Tensor& tensor = found->second.float32_tensor();
+    std::vector<float> values(tensor.values().begin(), tensor.values().end());
+    for (size_t j = 0; j < values.size(); ++j) {
+      if (!std::isfinite(values[j])) {
+        BadRecord(number, "features[\"values\"][" + std::to_string(j) + "] is not finite");
+      }
+    }
+    uint64_t shape = 0;
+    if (tensor.shape_size() > 1) BadRecord(number, "the features' shape has more than one dimension");
+    if (tensor.shape_size() == 1) shape = tensor.shape(0);
+    if (tensor.keys_size() == 0) {
+      if (shape > 0 && !values.empty() && shape != values.size()) {
+        BadRecord(number, "dense features[\"values\"] has " + std::to_string(values.size()) +
+                              " values but its shape holds " + std::to_string(shape));
+      }
+      builder->Dense(number, values);
+    } else {
+      builder->Sparse(number, std::vector<uint64_t>(tensor.keys().begin(), tensor.keys().end()),
+                      values, shape);
+    }
+  }
+}
+
+void AppendScore(float score, std::string* out) {
+  char text[32];
+  const int n = std::snprintf(text, sizeof(text), "%.7g", static_cast<double>(score));
+  out->append(text, static_cast<size_t>(n));
+}
+
+// P of the JSON formats: {"score": ..., "predicted_label": ...}.
+void AppendJsonPrediction(const Predictions& p, size_t r, std::string* out) {
+  const float* scores = p.scores.data() + r * p.width;
+  out->append("{\"score\":");
+  if (p.kind == Predictions::Kind::kMulticlass) {
+    out->push_back('[');
+    for (int c = 0; c < p.width; ++c) {
+      if (c > 0) out->push_back(',');
+      AppendScore(scores[c], out);
+    }
+    out->push_back(']');
+  } else {
+    AppendScore(scores[0], out);
+  }
+  if (p.kind != Predictions::Kind::kRegressor) {
+    out->append(",\"predicted_label\":");
+    out->append(std::to_string(p.labels[r]));
+  }
+  out->push_back('}');
+}
+
+void AppendCsvPrediction(const Predictions& p, size_t r, std::string* out) {
+  const float* scores = p.scores.data() + r * p.width;
+  if (p.kind != Predictions::Kind::kRegressor) {
+    out->append(std::to_string(p.labels[r]));
+    out->push_back(',');
+  }
+  for (int c = 0; c < p.width; ++c) {
+    if (c > 0) out->push_back(',');
+    AppendScore(scores[c], out);
+  }
+  out->push_back('\n');
+}
+
+void AppendRecordIOPredictions(const Predictions& p, std::string* out) {
+  std::ostringstream stream;
+  RecordIOWriter writer(&stream);
+  aialgs::data::Record record;
+  for (size_t r = 0; r < p.records(); ++r) {
+    record.Clear();
+    auto& score = *(*record.mutable_label())["score"].mutable_float32_tensor();
+    for (int c = 0; c < p.width; ++c) score.add_values(p.scores[r * p.width + c]);
+    if (p.kind != Predictions::Kind::kRegressor) {
+      (*record.mutable_label())["predicted_label"].mutable_float32_tensor()->add_values(
+          static_cast<float>(p.labels[r]));
+    }
+    writer.Write(record);
+  }
+  writer.Flush();
+  out->append(stream.str());
+}
+
+}  // namespace
+
+const char* ContentTypeOf(InferenceFormat format) {
+  switch (format) {
+    case InferenceFormat::kCsv:
+      return "text/csv";
+    case InferenceFormat::kLibsvm:
+      return "text/libsvm";
+    case InferenceFormat::kJson:
+      return "application/json";
+    case InferenceFormat::kJsonLines:
+      return "application/jsonlines";
+    case InferenceFormat::kRecordIO:
+      return "application/x-recordio-protobuf";
+  }
+  return "?";
+}
+
+InferenceFormat ParseContentType(const std::string& content_type) {
+  InferenceFormat format;
+  if (FormatOfType(MediaType(content_type), &format)) return format;
+  throw InferenceRequestError(
+      415, (content_type.empty() ? std::string("no Content-Type given")
+                                 : "unsupported Content-Type " + Quote(content_type)) +
+               ": supported are " + kSupportedRequestTypes);
+}
+
+InferenceFormat ParseAccept(const std::string& accept, InferenceFormat fallback) {
+  if (Trim(accept).empty()) return fallback;
+  struct Choice {
+    double q;
+    size_t order;
+    std::string type;
+  };
+  std::vector<Choice> choices;
+  std::string_view rest = accept;
+  for (size_t order = 0; !rest.empty(); ++order) {
+    const size_t comma = rest.find(',');
+    const std::string_view element = rest.substr(0, comma);
+    rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+    double q = 1;
+    const size_t q_at = Lower(element).find(";q=");
+    if (q_at != std::string::npos) {
+      const std::string text(Trim(element.substr(q_at + 3)));
+      char* end = nullptr;
+      q = std::strtod(text.c_str(), &end);
+      if (end == text.c_str()) q = 1;
+    }
+    if (q > 0) choices.push_back({q, order, MediaType(element)});
+  }
+  std::stable_sort(choices.begin(), choices.end(),
+                   [](const Choice& a, const Choice& b) { return a.q > b.q; });
+  for (const Choice& choice : choices) {
+    if (choice.type == "*/*" || choice.type == "application/*") return fallback;
+    if (choice.type == "text/*") return InferenceFormat::kCsv;
+    InferenceFormat format;
+    if (FormatOfType(choice.type, &format) && format != InferenceFormat::kLibsvm) return format;
+  }
+  throw InferenceRequestError(406, "no supported response type in Accept " + Quote(accept) +
+                                       ": supported are " + kSupportedResponseTypes);
+}
+
+InferenceFormat ParseFormatName(const std::string& name) {
+  const std::string lower = Lower(name);
+  if (lower == "csv") return InferenceFormat::kCsv;
+  if (lower == "libsvm") return InferenceFormat::kLibsvm;
+  if (lower == "json") return InferenceFormat::kJson;
+  if (lower == "jsonlines") return InferenceFormat::kJsonLines;
+  if (lower == "recordio" || lower == "recordio-protobuf") return InferenceFormat::kRecordIO;
+  InferenceFormat format;
+  if (FormatOfType(MediaType(lower), &format)) return format;
+  throw MakeError("unknown format '", name,
+                  "': use csv, json, jsonlines or recordio (or their content types)");
+}
+
+void DecodeRecords(InferenceFormat format, std::string_view body, const InferenceInput& input,
+                   Batch* batch) {
+  const size_t labels = batch->labels.size(), rows = batch->row_offsets.size(),
+               nonzeros = batch->indices.size();
+  try {
+    RecordBuilder builder(input, batch);
+    switch (format) {
+      case InferenceFormat::kCsv:
+        DecodeCsv(body, &builder);
+        break;
+      case InferenceFormat::kLibsvm:
+        DecodeLibsvm(body, input, &builder);
+        break;
+      case InferenceFormat::kJson:
+        DecodeJson(body, &builder);
+        break;
+      case InferenceFormat::kJsonLines:
+        DecodeJsonLines(body, &builder);
+        break;
+      case InferenceFormat::kRecordIO:
+        DecodeRecordIO(body, &builder);
+        break;
+    }
+  } catch (const InferenceRequestError&) {
+    batch->labels.resize(labels);
+    batch->row_offsets.resize(rows);
+    batch->indices.resize(nonzeros);
+    batch->values.resize(nonzeros);
+    throw;
+  }
+}
+
+void EncodePredictions(InferenceFormat format, const Predictions& predictions, std::string* out) {
+  const size_t records = predictions.records();
+  switch (format) {
+    case InferenceFormat::kJson:
+      out->append("{\"predictions\":[");
+      for (size_t r = 0; r < records; ++r) {
+        if (r > 0) out->push_back(',');
+        AppendJsonPrediction(predictions, r, out);
+      }
+      out->append("]}\n");
+      return;
+    case InferenceFormat::kJsonLines:
+      for (size_t r = 0; r < records; ++r) {
+        AppendJsonPrediction(predictions, r, out);
+        out->push_back('\n');
+      }
+      return;
+    case InferenceFormat::kCsv:
+      for (size_t r = 0; r < records; ++r) AppendCsvPrediction(predictions, r, out);
+      return;
+    case InferenceFormat::kRecordIO:
+      AppendRecordIOPredictions(predictions, out);
+      return;
+    case InferenceFormat::kLibsvm:
+      break;
+  }
+  throw MakeError("text/libsvm is a request format, not a response format");
+}
+
+}  // namespace keel
