@@ -22,7 +22,10 @@ packages=(build-essential cmake pkg-config libzmq3-dev cppzmq-dev libprotobuf-de
           # server and promtool for the tests, a real browser for page and report tests.
           prometheus-cpp-dev libcpp-httplib-dev prometheus chromium-headless-shell
           # scripts/bench/prior_bound.sh's softmax bound (multiclass set).
-          python3-sklearn)
+          python3-sklearn
+          # keel serve's tests (a real HTTP client) and its load benchmark
+          # (scripts/bench/serve.sh).
+          curl wrk)
 missing=()
 # Node runs the S3 test server; a Node from elsewhere (with its own npm) will do.
 if ! command -v node >/dev/null 2>&1; then

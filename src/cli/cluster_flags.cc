@@ -66,8 +66,8 @@ DEFINE_double(preemption_grace, 90,
               "seconds a preempted job (SIGTERM to any of its processes or to keel launch) waits "
               "for its preemption checkpoint to commit before it exits without one (status 75)");
 DEFINE_string(port_file, "",
-              "scheduler: write the port it listens on to this file ('-': print 'scheduler port "
-              "N' on standard output)");
+              "scheduler and serve: write the port it listens on to this file ('-': print "
+              "'scheduler port N' or 'serve port N' on standard output)");
 DEFINE_bool(progress_records, false,
             "scheduler: print the job's progress on standard output as 'keel-progress {...}' "
             "lines, which keel launch renders (it passes this flag)");

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/json_reader.h"
+#include "io/decimal.h"
 #include "io/recordio.h"
 #include "record.pb.h"
 
@@ -76,15 +77,11 @@ std::string Quote(std::string_view text) {
   return "'" + std::string(text) + "'";
 }
 
-// A finite float from the whole of `text` (spaces around it allowed).
+// A finite float from the whole of `text` (spaces around it allowed), read
+// as the training readers read it (io/decimal.h).
 bool ParseValue(std::string_view text, float* value) {
   text = Trim(text);
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  if (text.empty()) return false;
-  const std::from_chars_result parsed = std::from_chars(text.data(), text.data() + text.size(),
-                                                        *value);
-  return parsed.ec == std::errc() && parsed.ptr == text.data() + text.size() &&
-         std::isfinite(*value);
+  return ParseFloat(text.data(), text.data() + text.size(), value) && std::isfinite(*value);
 }
 
 // Collects one record's features, checked against the model's input width,
@@ -229,8 +226,11 @@ void DecodeLibsvm(std::string_view body, const InferenceInput& input, RecordBuil
   });
 }
 
-// The finite numbers of JSON array `array`, named `what` in messages.
-std::vector<float> JsonNumbers(size_t record, const JsonValue& array, const char* what) {
+// The finite numbers of JSON array `array` of `document`, named `what` in
+// messages. Each is read from its text as the text formats read theirs (not
+// through a double, which could round a float differently).
+std::vector<float> JsonNumbers(size_t record, std::string_view document, const JsonValue& array,
+                               const char* what) {
   if (array.type() != JsonValue::Type::kArray) {
     BadRecord(record, std::string(what) + " is " + JsonValue::TypeName(array.type()) +
                           ", not an array of numbers");
@@ -239,15 +239,19 @@ std::vector<float> JsonNumbers(size_t record, const JsonValue& array, const char
   numbers.reserve(array.AsArray().size());
   for (size_t i = 0; i < array.AsArray().size(); ++i) {
     const JsonValue& item = array.AsArray()[i];
-    const double value = item.type() == JsonValue::Type::kNumber ? item.AsNumber() : NAN;
-    if (item.type() != JsonValue::Type::kNumber || !std::isfinite(static_cast<float>(value))) {
+    float value = NAN;
+    if (item.type() == JsonValue::Type::kNumber) {
+      ParseValue(document.substr(item.offset(), item.end() - item.offset()), &value);
+    }
+    if (item.type() != JsonValue::Type::kNumber || !std::isfinite(value)) {
+      const std::string_view text = document.substr(item.offset(), item.end() - item.offset());
       BadRecord(record, std::string(what) + "[" + std::to_string(i) + "] is " +
                             (item.type() == JsonValue::Type::kNumber
-                                 ? "not a finite float"
-                                 : JsonValue::TypeName(item.type())) +
-                            ", not a finite number");
+                                 ? Quote(text) + ", beyond float32's range"
+                                 : std::string(JsonValue::TypeName(item.type())) +
+                                       ", not a finite number"));
     }
-    numbers.push_back(static_cast<float>(value));
+    numbers.push_back(value);
   }
   return numbers;
 }
@@ -271,9 +275,10 @@ std::vector<uint64_t> JsonIndices(size_t record, const JsonValue& array, const c
 }
 
 // FEATURES: a dense array or the sparse {"keys", "values", "shape"} form.
-void AddJsonFeatures(size_t record, const JsonValue& features, RecordBuilder* builder) {
+void AddJsonFeatures(size_t record, std::string_view document, const JsonValue& features,
+                     RecordBuilder* builder) {
   if (features.type() == JsonValue::Type::kArray) {
-    builder->Dense(record, JsonNumbers(record, features, "features"));
+    builder->Dense(record, JsonNumbers(record, document, features, "features"));
     return;
   }
   if (features.type() != JsonValue::Type::kObject) {
@@ -282,7 +287,7 @@ void AddJsonFeatures(size_t record, const JsonValue& features, RecordBuilder* bu
   }
   const JsonValue* values = features.Find("values");
   if (values == nullptr) BadRecord(record, "features has no \"values\"");
-  const std::vector<float> numbers = JsonNumbers(record, *values, "features.values");
+  const std::vector<float> numbers = JsonNumbers(record, document, *values, "features.values");
   const JsonValue* keys = features.Find("keys");
   uint64_t shape = 0;
   if (const JsonValue* dims = features.Find("shape")) {
@@ -303,25 +308,26 @@ void AddJsonFeatures(size_t record, const JsonValue& features, RecordBuilder* bu
 }
 
 // INSTANCE: {"features": F}, {"data": {"features": F}} or F.
-void AddJsonInstance(size_t record, const JsonValue& instance, RecordBuilder* builder) {
+void AddJsonInstance(size_t record, std::string_view document, const JsonValue& instance,
+                     RecordBuilder* builder) {
   if (instance.type() == JsonValue::Type::kObject) {
     if (const JsonValue* features = instance.Find("features")) {
-      AddJsonFeatures(record, *features, builder);
+      AddJsonFeatures(record, document, *features, builder);
       return;
     }
     if (const JsonValue* data = instance.Find("data")) {
       const JsonValue* features = data->Find("features");
       if (features == nullptr) BadRecord(record, "\"data\" has no \"features\"");
-      AddJsonFeatures(record, *features, builder);
+      AddJsonFeatures(record, document, *features, builder);
       return;
     }
     if (instance.Find("values") != nullptr) {
-      AddJsonFeatures(record, instance, builder);
+      AddJsonFeatures(record, document, instance, builder);
       return;
     }
     BadRecord(record, "the instance has neither \"features\" nor \"data\"");
   }
-  AddJsonFeatures(record, instance, builder);
+  AddJsonFeatures(record, document, instance, builder);
 }
 
 JsonValue ParseRequestJson(std::string_view text, const std::string& what) {
@@ -341,7 +347,7 @@ void DecodeJson(std::string_view body, RecordBuilder* builder) {
   if (document.type() == JsonValue::Type::kObject) {
     instances = document.Find("instances");
     if (instances == nullptr) {
-      AddJsonInstance(1, document, builder);
+      AddJsonInstance(1, body, document, builder);
       return;
     }
   }
@@ -353,11 +359,11 @@ void DecodeJson(std::string_view body, RecordBuilder* builder) {
   // A bare array of numbers is one dense record, not records of numbers.
   if (instances == &document && !document.AsArray().empty() &&
       document.AsArray()[0].type() == JsonValue::Type::kNumber) {
-    AddJsonFeatures(1, document, builder);
+    AddJsonFeatures(1, body, document, builder);
     return;
   }
   for (size_t i = 0; i < instances->AsArray().size(); ++i) {
-    AddJsonInstance(i + 1, instances->AsArray()[i], builder);
+    AddJsonInstance(i + 1, body, instances->AsArray()[i], builder);
   }
 }
 
@@ -368,7 +374,7 @@ void DecodeJsonLines(std::string_view body, RecordBuilder* builder) {
     const JsonValue instance =
         ParseRequestJson(text, "record " + std::to_string(record) + " (line " +
                                    std::to_string(line) + ")");
-    AddJsonInstance(record, instance, builder);
+    AddJsonInstance(record, text, instance, builder);
   });
 }
 
