@@ -11,7 +11,6 @@
 #include <sstream>
 #include <utility>
 
-#include "base/json_reader.h"
 #include "io/decimal.h"
 #include "io/recordio.h"
 #include "record.pb.h"
@@ -226,155 +225,416 @@ void DecodeLibsvm(std::string_view body, const InferenceInput& input, RecordBuil
   });
 }
 
-// The finite numbers of JSON array `array` of `document`, named `what` in
-// messages. Each is read from its text as the text formats read theirs (not
-// through a double, which could round a float differently).
-std::vector<float> JsonNumbers(size_t record, std::string_view document, const JsonValue& array,
-                               const char* what) {
-  if (array.type() != JsonValue::Type::kArray) {
-    BadRecord(record, std::string(what) + " is " + JsonValue::TypeName(array.type()) +
-                          ", not an array of numbers");
+// A cursor over a JSON request, decoding as it goes: no document tree, so a
+// body costs a few bytes per value beyond itself (a tree costs ~120 bytes a
+// value: a 6 MiB body of numbers would take ~400 MB). Strict RFC 8259 syntax;
+// errors are InferenceRequestError 400 "SOURCE: byte N: what is wrong".
+class JsonCursor {
+ public:
+  JsonCursor(std::string_view text, std::string source)
+      : text_(text), source_(std::move(source)) {}
+
+  [[noreturn]] void Fail(const std::string& what) const {
+    throw InferenceRequestError(400, source_ + ": byte " + std::to_string(at_) + ": " + what);
+  }
+
+  // The next character after whitespace, not consumed; '\0' at the end.
+  char Peek() {
+    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t' ||
+                                  text_[at_] == '\n' || text_[at_] == '\r')) {
+      ++at_;
+    }
+    return at_ < text_.size() ? text_[at_] : '\0';
+  }
+  bool Consume(char c) {
+    if (Peek() != c) return false;
+    ++at_;
+    return true;
+  }
+  void Expect(char c) {
+    if (!Consume(c)) Fail(std::string("expected '") + c + "' but found " + Found());
+  }
+  void ExpectEnd() {
+    if (Peek() != '\0') Fail("text after the JSON value: " + Found());
+  }
+
+  // The kind of the next value, for messages: "a number", "a string", ...
+  const char* KindOfNext() {
+    switch (Peek()) {
+      case '{':
+        return "an object";
+      case '[':
+        return "an array";
+      case '"':
+        return "a string";
+      case 't':
+      case 'f':
+        return "a boolean";
+      case 'n':
+        return "null";
+      default:
+        return "a number";
+    }
+  }
+
+  // A string's value (escapes decoded; \u escapes as UTF-8).
+  std::string String() {
+    Expect('"');
+    std::string value;
+    for (;;) {
+      if (at_ >= text_.size()) Fail("unterminated string");
+      const char c = text_[at_++];
+      if (c == '"') return value;
+      if (static_cast<unsigned char>(c) < 0x20) Fail("a control character in a string");
+      if (c != '\\') {
+        value += c;
+        continue;
+      }
+      if (at_ >= text_.size()) Fail("unterminated string");
+      const char escaped = text_[at_++];
+      switch (escaped) {
+        case '"':
+        case '\\':
+        case '/':
+          value += escaped;
+          break;
+        case 'b':
+          value += '\b';
+          break;
+        case 'f':
+          value += '\f';
+          break;
+        case 'n':
+          value += '\n';
+          break;
+        case 'r':
+          value += '\r';
+          break;
+        case 't':
+          value += '\t';
+          break;
+        case 'u': {
+          if (text_.size() - at_ < 4) Fail("a \\u escape needs 4 hex digits");
+          unsigned code = 0;
+          const std::from_chars_result parsed =
+              std::from_chars(text_.data() + at_, text_.data() + at_ + 4, code, 16);
+          if (parsed.ptr != text_.data() + at_ + 4) Fail("a \\u escape needs 4 hex digits");
+          at_ += 4;
+          // Names are matched against ASCII ones: any other code point only
+          // needs to differ from them.
+          value += code < 0x80 ? static_cast<char>(code) : '\x7f';
+          break;
+        }
+        default:
+          Fail(std::string("unknown escape \\") + escaped);
+      }
+    }
+  }
+
+  // A number's text, checked against JSON's grammar.
+  std::string_view Number() {
+    Peek();
+    const size_t start = at_;
+    auto digits = [&] {
+      const size_t first = at_;
+      while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') ++at_;
+      return at_ - first;
+    };
+    if (at_ < text_.size() && text_[at_] == '-') ++at_;
+    const size_t integer_start = at_;
+    const size_t integer_digits = digits();
+    if (integer_digits == 0) Fail("expected a value but found " + Found());
+    if (integer_digits > 1 && text_[integer_start] == '0') Fail("a number with a leading zero");
+    if (at_ < text_.size() && text_[at_] == '.') {
+      ++at_;
+      if (digits() == 0) Fail("a number without digits after its point");
+    }
+    if (at_ < text_.size() && (text_[at_] == 'e' || text_[at_] == 'E')) {
+      ++at_;
+      if (at_ < text_.size() && (text_[at_] == '+' || text_[at_] == '-')) ++at_;
+      if (digits() == 0) Fail("a number without digits in its exponent");
+    }
+    return text_.substr(start, at_ - start);
+  }
+
+  // Skips any value, nested at most kMaxDepth deep.
+  void Skip(int depth = 0) {
+    if (depth > kMaxDepth) Fail("nested more than " + std::to_string(kMaxDepth) + " deep");
+    const char c = Peek();
+    if (c == '{') {
+      ++at_;
+      if (Consume('}')) return;
+      do {
+        String();
+        Expect(':');
+        Skip(depth + 1);
+      } while (Consume(','));
+      Expect('}');
+    } else if (c == '[') {
+      ++at_;
+      if (Consume(']')) return;
+      do {
+        Skip(depth + 1);
+      } while (Consume(','));
+      Expect(']');
+    } else if (c == '"') {
+      String();
+    } else if (c == 't' || c == 'f' || c == 'n') {
+      const std::string_view word = c == 't' ? "true" : c == 'f' ? "false" : "null";
+      if (text_.substr(at_, word.size()) != word) Fail("expected a value but found " + Found());
+      at_ += word.size();
+    } else {
+      Number();
+    }
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+
+  std::string Found() {
+    if (Peek() == '\0') return "the end";
+    return "'" + std::string(1, text_[at_]) + "'";
+  }
+
+  std::string_view text_;
+  std::string source_;
+  size_t at_ = 0;
+};
+
+// Reads the elements of a JSON array with `element(index)`.
+template <typename ElementFunction>
+void ReadArray(JsonCursor* json, ElementFunction element) {
+  json->Expect('[');
+  if (json->Consume(']')) return;
+  size_t index = 0;
+  do {
+    element(index++);
+  } while (json->Consume(','));
+  json->Expect(']');
+}
+
+// An array of finite numbers, named `what` in messages.
+std::vector<float> ReadNumbers(JsonCursor* json, size_t record, const std::string& what) {
+  if (json->Peek() != '[') {
+    BadRecord(record, what + " is " + json->KindOfNext() + ", not an array of numbers");
   }
   std::vector<float> numbers;
-  numbers.reserve(array.AsArray().size());
-  for (size_t i = 0; i < array.AsArray().size(); ++i) {
-    const JsonValue& item = array.AsArray()[i];
-    float value = NAN;
-    if (item.type() == JsonValue::Type::kNumber) {
-      ParseValue(document.substr(item.offset(), item.end() - item.offset()), &value);
+  ReadArray(json, [&](size_t i) {
+    const char* kind = json->KindOfNext();
+    if (std::strcmp(kind, "a number") != 0) {
+      BadRecord(record, what + "[" + std::to_string(i) + "] is " + kind + ", not a number");
     }
-    if (item.type() != JsonValue::Type::kNumber || !std::isfinite(value)) {
-      const std::string_view text = document.substr(item.offset(), item.end() - item.offset());
-      BadRecord(record, std::string(what) + "[" + std::to_string(i) + "] is " +
-                            (item.type() == JsonValue::Type::kNumber
-                                 ? Quote(text) + ", beyond float32's range"
-                                 : std::string(JsonValue::TypeName(item.type())) +
-                                       ", not a finite number"));
+    const std::string_view text = json->Number();
+    float value;
+    if (!ParseValue(text, &value)) {
+      BadRecord(record, what + "[" + std::to_string(i) + "] is " + Quote(text) +
+                            ", beyond float32's range");
     }
     numbers.push_back(value);
-  }
+  });
   return numbers;
 }
 
-std::vector<uint64_t> JsonIndices(size_t record, const JsonValue& array, const char* what) {
-  if (array.type() != JsonValue::Type::kArray) {
-    BadRecord(record, std::string(what) + " is " + JsonValue::TypeName(array.type()) +
-                          ", not an array of indices");
+// An array of non-negative integers (indices, a shape), named `what`.
+std::vector<uint64_t> ReadIndices(JsonCursor* json, size_t record, const std::string& what) {
+  if (json->Peek() != '[') {
+    BadRecord(record, what + " is " + json->KindOfNext() + ", not an array of indices");
   }
   std::vector<uint64_t> indices;
-  indices.reserve(array.AsArray().size());
-  for (size_t i = 0; i < array.AsArray().size(); ++i) {
-    try {
-      indices.push_back(array.AsArray()[i].AsUint64());
-    } catch (const Error&) {
-      BadRecord(record, std::string(what) + "[" + std::to_string(i) +
-                            "] is not a non-negative integer");
+  ReadArray(json, [&](size_t i) {
+    const bool number = std::strcmp(json->KindOfNext(), "a number") == 0;
+    uint64_t index = 0;
+    bool whole = false;
+    if (number) {
+      const std::string_view text = json->Number();
+      const std::from_chars_result parsed =
+          std::from_chars(text.data(), text.data() + text.size(), index);
+      whole = parsed.ec == std::errc() && parsed.ptr == text.data() + text.size();
     }
-  }
+    if (!whole) {
+      BadRecord(record, what + "[" + std::to_string(i) + "] is not a non-negative integer");
+    }
+    indices.push_back(index);
+  });
   return indices;
 }
 
-// FEATURES: a dense array or the sparse {"keys", "values", "shape"} form.
-void AddJsonFeatures(size_t record, std::string_view document, const JsonValue& features,
-                     RecordBuilder* builder) {
-  if (features.type() == JsonValue::Type::kArray) {
-    builder->Dense(record, JsonNumbers(record, document, features, "features"));
+// The members of a features object or instance that make a record.
+struct JsonRecord {
+  bool has_values = false, has_keys = false;
+  std::vector<float> values;
+  std::vector<uint64_t> keys;
+  uint64_t shape = 0;  // 0: none given
+  bool added = false;  // the record was added through "features" or "data"
+};
+
+void ReadShape(JsonCursor* json, size_t record, JsonRecord* parts) {
+  const std::vector<uint64_t> sizes = ReadIndices(json, record, "features.shape");
+  if (sizes.size() > 1) BadRecord(record, "features.shape has more than one dimension");
+  if (!sizes.empty() && sizes[0] == 0) BadRecord(record, "features.shape is [0]");
+  if (!sizes.empty()) parts->shape = sizes[0];
+}
+
+// Adds the record of a sparse-form object's members (values, keys, shape).
+void AddParts(size_t record, const JsonRecord& parts, RecordBuilder* builder) {
+  if (!parts.has_values) BadRecord(record, "features has no \"values\"");
+  if (!parts.has_keys) {
+    if (parts.shape > 0 && parts.values.size() != parts.shape) {
+      BadRecord(record, "dense features.values has " + std::to_string(parts.values.size()) +
+                            " values but its shape holds " + std::to_string(parts.shape));
+    }
+    builder->Dense(record, parts.values);
     return;
   }
-  if (features.type() != JsonValue::Type::kObject) {
-    BadRecord(record, std::string("features is ") + JsonValue::TypeName(features.type()) +
+  builder->Sparse(record, parts.keys, parts.values, parts.shape);
+}
+
+// Reads one member of an object that may hold a features object's parts;
+// false if `name` is not one of them.
+bool ReadPart(JsonCursor* json, size_t record, const std::string& name, JsonRecord* parts) {
+  if (name == "values") {
+    parts->values = ReadNumbers(json, record, "features.values");
+    parts->has_values = true;
+  } else if (name == "keys") {
+    parts->keys = ReadIndices(json, record, "features.keys");
+    parts->has_keys = true;
+  } else if (name == "shape") {
+    ReadShape(json, record, parts);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// FEATURES: a dense array or the sparse {"keys", "values", "shape"} form.
+void ReadFeatures(JsonCursor* json, size_t record, RecordBuilder* builder) {
+  if (json->Peek() == '[') {
+    builder->Dense(record, ReadNumbers(json, record, "features"));
+    return;
+  }
+  if (json->Peek() != '{') {
+    BadRecord(record, std::string("features is ") + json->KindOfNext() +
                           ", not an array or {\"keys\", \"values\", \"shape\"}");
   }
-  const JsonValue* values = features.Find("values");
-  if (values == nullptr) BadRecord(record, "features has no \"values\"");
-  const std::vector<float> numbers = JsonNumbers(record, document, *values, "features.values");
-  const JsonValue* keys = features.Find("keys");
-  uint64_t shape = 0;
-  if (const JsonValue* dims = features.Find("shape")) {
-    const std::vector<uint64_t> sizes = JsonIndices(record, *dims, "features.shape");
-    if (sizes.size() > 1) BadRecord(record, "features.shape has more than one dimension");
-    if (!sizes.empty()) shape = sizes[0];
-    if (!sizes.empty() && shape == 0) BadRecord(record, "features.shape is [0]");
+  JsonRecord parts;
+  json->Expect('{');
+  if (!json->Consume('}')) {
+    do {
+      const std::string name = json->String();
+      json->Expect(':');
+      if (!ReadPart(json, record, name, &parts)) json->Skip();
+    } while (json->Consume(','));
+    json->Expect('}');
   }
-  if (keys == nullptr) {
-    if (shape > 0 && numbers.size() != shape) {
-      BadRecord(record, "dense features.values has " + std::to_string(numbers.size()) +
-                            " values but its shape holds " + std::to_string(shape));
-    }
-    builder->Dense(record, numbers);
+  AddParts(record, parts, builder);
+}
+
+// {"features": F} inside "data".
+void ReadData(JsonCursor* json, size_t record, RecordBuilder* builder, JsonRecord* parts) {
+  if (json->Peek() != '{') BadRecord(record, "\"data\" is not an object");
+  json->Expect('{');
+  if (!json->Consume('}')) {
+    do {
+      const std::string name = json->String();
+      json->Expect(':');
+      if (name == "features" && !parts->added) {
+        ReadFeatures(json, record, builder);
+        parts->added = true;
+      } else {
+        json->Skip();
+      }
+    } while (json->Consume(','));
+    json->Expect('}');
+  }
+  if (!parts->added) BadRecord(record, "\"data\" has no \"features\"");
+}
+
+// The members of an instance object after its '{': {"features": F},
+// {"data": {"features": F}} or the sparse form's members; at the top level
+// (`instances` not null) "instances" too, whose records it reads instead.
+void ReadInstanceMembers(JsonCursor* json, size_t record, RecordBuilder* builder,
+                         bool* instances);
+
+void ReadInstances(JsonCursor* json, RecordBuilder* builder);
+
+// INSTANCE: an object as above, or FEATURES.
+void ReadInstance(JsonCursor* json, size_t record, RecordBuilder* builder) {
+  if (json->Peek() != '{') {
+    ReadFeatures(json, record, builder);
     return;
   }
-  builder->Sparse(record, JsonIndices(record, *keys, "features.keys"), numbers, shape);
+  ReadInstanceMembers(json, record, builder, nullptr);
 }
 
-// INSTANCE: {"features": F}, {"data": {"features": F}} or F.
-void AddJsonInstance(size_t record, std::string_view document, const JsonValue& instance,
-                     RecordBuilder* builder) {
-  if (instance.type() == JsonValue::Type::kObject) {
-    if (const JsonValue* features = instance.Find("features")) {
-      AddJsonFeatures(record, document, *features, builder);
-      return;
-    }
-    if (const JsonValue* data = instance.Find("data")) {
-      const JsonValue* features = data->Find("features");
-      if (features == nullptr) BadRecord(record, "\"data\" has no \"features\"");
-      AddJsonFeatures(record, document, *features, builder);
-      return;
-    }
-    if (instance.Find("values") != nullptr) {
-      AddJsonFeatures(record, document, instance, builder);
-      return;
-    }
-    BadRecord(record, "the instance has neither \"features\" nor \"data\"");
+void ReadInstanceMembers(JsonCursor* json, size_t record, RecordBuilder* builder,
+                         bool* instances) {
+  JsonRecord parts;
+  json->Expect('{');
+  if (!json->Consume('}')) {
+    do {
+      const std::string name = json->String();
+      json->Expect(':');
+      if (instances != nullptr && name == "instances" && !*instances) {
+        ReadInstances(json, builder);
+        *instances = true;
+      } else if (name == "features" && !parts.added) {
+        ReadFeatures(json, record, builder);
+        parts.added = true;
+      } else if (name == "data" && !parts.added) {
+        ReadData(json, record, builder, &parts);
+      } else if (!ReadPart(json, record, name, &parts)) {
+        json->Skip();
+      }
+    } while (json->Consume(','));
+    json->Expect('}');
   }
-  AddJsonFeatures(record, document, instance, builder);
+  if (instances != nullptr && *instances) return;
+  if (parts.added) return;
+  if (parts.has_values || parts.has_keys) {
+    AddParts(record, parts, builder);
+    return;
+  }
+  BadRecord(record, "the instance has neither \"features\" nor \"data\"");
 }
 
-JsonValue ParseRequestJson(std::string_view text, const std::string& what) {
-  try {
-    return ParseJson(std::string(text), what);
-  } catch (const InferenceRequestError&) {
-    throw;
-  } catch (const Error& e) {
-    throw InferenceRequestError(400, e.what());
+void ReadInstances(JsonCursor* json, RecordBuilder* builder) {
+  if (json->Peek() != '[') {
+    throw InferenceRequestError(
+        400, std::string("\"instances\" is ") + json->KindOfNext() + ", not an array");
   }
+  ReadArray(json, [&](size_t i) { ReadInstance(json, i + 1, builder); });
 }
 
 void DecodeJson(std::string_view body, RecordBuilder* builder) {
   if (Trim(body).empty()) return;
-  const JsonValue document = ParseRequestJson(body, "the request's JSON");
-  const JsonValue* instances = &document;
-  if (document.type() == JsonValue::Type::kObject) {
-    instances = document.Find("instances");
-    if (instances == nullptr) {
-      AddJsonInstance(1, body, document, builder);
-      return;
+  JsonCursor json(body, "the request's JSON");
+  if (json.Peek() == '{') {
+    bool instances = false;
+    ReadInstanceMembers(&json, 1, builder, &instances);
+  } else if (json.Peek() == '[') {
+    // A bare array of numbers is one dense record; else an array of instances.
+    JsonCursor ahead = json;
+    ahead.Expect('[');
+    const bool numbers = std::strcmp(ahead.KindOfNext(), "a number") == 0 && ahead.Peek() != ']';
+    if (numbers) {
+      builder->Dense(1, ReadNumbers(&json, 1, "features"));
+    } else {
+      ReadInstances(&json, builder);
     }
+  } else {
+    json.Fail(std::string("expected {\"instances\": [...]} but found ") + json.KindOfNext());
   }
-  if (instances->type() != JsonValue::Type::kArray) {
-    throw InferenceRequestError(400, std::string("\"instances\" is ") +
-                                         JsonValue::TypeName(instances->type()) +
-                                         ", not an array");
-  }
-  // A bare array of numbers is one dense record, not records of numbers.
-  if (instances == &document && !document.AsArray().empty() &&
-      document.AsArray()[0].type() == JsonValue::Type::kNumber) {
-    AddJsonFeatures(1, body, document, builder);
-    return;
-  }
-  for (size_t i = 0; i < instances->AsArray().size(); ++i) {
-    AddJsonInstance(i + 1, body, instances->AsArray()[i], builder);
-  }
+  json.ExpectEnd();
 }
 
 void DecodeJsonLines(std::string_view body, RecordBuilder* builder) {
   size_t record = 0;
   ForEachLine(body, [&](size_t line, std::string_view text) {
     ++record;
-    const JsonValue instance =
-        ParseRequestJson(text, "record " + std::to_string(record) + " (line " +
-                                   std::to_string(line) + ")");
-    AddJsonInstance(record, text, instance, builder);
+    JsonCursor json(text, "record " + std::to_string(record) + " (line " + std::to_string(line) +
+                              ")");
+    ReadInstance(&json, record, builder);
+    json.ExpectEnd();
   });
 }
 
