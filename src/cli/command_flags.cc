@@ -49,9 +49,9 @@ const std::set<std::string> kNotRoleHeadings = {"predict", "serve", "datagen", "
 // Every family's table.
 std::vector<FlagGroup> FamilyTables() {
   std::vector<FlagGroup> groups;
-  for (const auto& family : {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(),
-                             JobFlagGroups(), BenchFlagGroups(), ExactSumFlagGroups(),
-                             ServeFlagGroups()}) {
+  for (const auto& family :
+       {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(), JobFlagGroups(),
+        BenchFlagGroups(), ExactSumFlagGroups(), ServeFlagGroups()}) {
     groups.insert(groups.end(), family.begin(), family.end());
   }
   return groups;
@@ -141,8 +141,8 @@ std::string CommandsListing(const std::string& name) {
 }  // namespace
 
 std::vector<std::string> CommandNames() {
-  return {"scheduler", "server", "worker",     "launch", "predict", "serve",
-          "datagen",   "bench",  "keygen",     "checkpoint", "report"};
+  return {"scheduler", "server", "worker", "launch",     "predict", "serve",
+          "datagen",   "bench",  "keygen", "checkpoint", "report"};
 }
 
 CommandFlags FlagsOfCommand(const std::string& command) {
@@ -187,13 +187,14 @@ CommandFlags FlagsOfCommand(const std::string& command) {
         false};
   }
   if (command == "serve") {
-    return {"keel serve --model_dir D|s3://... [--serve_port 8080] [--serve_bind 127.0.0.1] [flags]",
-            "answers SageMaker's inference contract for a trained model: GET /ping, POST "
-            "/invocations (CSV, JSON, JSON Lines, recordIO-protobuf), GET /metrics; SIGHUP "
-            "reloads the model, SIGTERM stops after the requests in flight",
-            {"serve"},
-            {"model_dir", "device", "port_file"},
-            false};
+    return {
+        "keel serve --model_dir D|s3://... [--serve_port 8080] [--serve_bind 127.0.0.1] [flags]",
+        "answers SageMaker's inference contract for a trained model: GET /ping, POST "
+        "/invocations (CSV, JSON, JSON Lines, recordIO-protobuf), GET /metrics; SIGHUP "
+        "reloads the model, SIGTERM stops after the requests in flight",
+        {"serve"},
+        {"model_dir", "device", "port_file"},
+        false};
   }
   if (command == "datagen") {
     return {"keel datagen --model linear|fm --rows N --out DIR [flags]",

@@ -1,4 +1,3 @@
-#include "cli/bench_train.h"
 #include "cli/commands.h"
 
 #include <gflags/gflags.h>
@@ -15,11 +14,12 @@
 
 #include "base/edit_distance.h"
 #include "base/error.h"
+#include "cli/bench_train.h"
 #include "cli/cluster_flags.h"
-#include "cli/job_flags.h"
 #include "cli/command_flags.h"
 #include "cli/command_help.h"
 #include "cli/flag_arguments.h"
+#include "cli/job_flags.h"
 #include "cli/remote.h"
 
 namespace keel {
@@ -109,7 +109,8 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
   invocation->command = argv[1];
   if (invocation->command == "bench") {
     if (argc < 3 || argv[2][0] == '-') {
-      std::cerr << "keel bench: say what to measure: keel bench kv|zmq|parse|backend|train [flags]\n";
+      std::cerr
+          << "keel bench: say what to measure: keel bench kv|zmq|parse|backend|train [flags]\n";
       return 2;
     }
     invocation->subcommand = argv[2];

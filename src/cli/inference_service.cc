@@ -96,8 +96,9 @@ void InferenceService::AddMetrics() {
                   .AddHistogram("keel_serve_request_duration_seconds",
                                 "Time from a request's arrival (its body read) to its answer.")
                   .Add({}, ServingBucketsSeconds());
-  metrics_.AddCounter("keel_serve_records_total", "Records scored.",
-                      MetricsRegistry::One([this] { return static_cast<double>(records_.load()); }));
+  metrics_.AddCounter("keel_serve_records_total", "Records scored.", MetricsRegistry::One([this] {
+                        return static_cast<double>(records_.load());
+                      }));
   metrics_.AddCounter("keel_serve_model_loads_total",
                       "Models loaded (at start and on SIGHUP), by result.", [this] {
                         return std::vector<MetricSample>{

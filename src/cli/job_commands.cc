@@ -115,8 +115,9 @@ int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters) {
 
 int RunPredict() {
   if (FLAGS_model_dir.empty() || FLAGS_data.empty() || FLAGS_out.empty()) {
-    throw MakeError("keel predict needs --model_dir, --data and --out (--out=- for standard "
-                    "output)");
+    throw MakeError(
+        "keel predict needs --model_dir, --data and --out (--out=- for standard "
+        "output)");
   }
   const InferenceFormat format = ParseFormatName(FLAGS_accept);
   if (format == InferenceFormat::kLibsvm) {
@@ -159,8 +160,8 @@ int RunPredict() {
   // With the predictions on standard output, the summary goes to standard error.
   std::ostream& summary = to_stdout ? std::cerr : std::cout;
   summary << "scored " << examples << (reader.labelled ? "" : " unlabelled") << " examples into "
-          << (to_stdout ? "standard output" : FLAGS_out) << " as " << ContentTypeOf(format)
-          << " (" << unseen << " feature occurrences the model has not seen)\n";
+          << (to_stdout ? "standard output" : FLAGS_out) << " as " << ContentTypeOf(format) << " ("
+          << unseen << " feature occurrences the model has not seen)\n";
   if (reader.labelled) {
     const MetricSet metrics =
         tally.Metrics(loss_sum / static_cast<double>(std::max<size_t>(1, examples)));

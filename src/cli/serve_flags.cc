@@ -47,10 +47,9 @@ InferenceServiceOptions ServeOptionsFromFlags() {
   options.device = FLAGS_device;
   options.http.host = FLAGS_serve_bind;
   options.http.port = FLAGS_serve_port;
-  options.http.threads =
-      FLAGS_serve_threads > 0
-          ? FLAGS_serve_threads
-          : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  options.http.threads = FLAGS_serve_threads > 0
+                             ? FLAGS_serve_threads
+                             : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
   options.http.max_body_bytes = FLAGS_max_request_bytes;
   options.http.read_timeout_s = 10;
   options.http.write_timeout_s = 10;

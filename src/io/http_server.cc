@@ -108,7 +108,8 @@ void HttpServer::Bind() {
     setsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
   });
   server.set_keep_alive_timeout(std::max<time_t>(1, std::lround(options_.keep_alive_s)));
-  server.set_keep_alive_max_count(static_cast<size_t>(std::max(1, options_.keep_alive_max_requests)));
+  server.set_keep_alive_max_count(
+      static_cast<size_t>(std::max(1, options_.keep_alive_max_requests)));
   const auto serve = [this](const httplib::Request& in, httplib::Response& out) {
     ToHttplib(Dispatch(FromHttplib(in)), &out);
   };
@@ -120,10 +121,10 @@ void HttpServer::Bind() {
   // too) already have a body.
   server.set_error_handler([this](const httplib::Request&, httplib::Response& out) {
     if (out.body.empty()) {
-      const std::string text =
-          out.status == 413 ? "the request body is longer than this server's limit of " +
-                                  std::to_string(options_.max_body_bytes) + " bytes"
-                            : "HTTP " + std::to_string(out.status);
+      const std::string text = out.status == 413
+                                   ? "the request body is longer than this server's limit of " +
+                                         std::to_string(options_.max_body_bytes) + " bytes"
+                                   : "HTTP " + std::to_string(out.status);
       out.set_content(text + "\n", "text/plain; charset=utf-8");
       if (options_.on_refused) options_.on_refused(out.status);
     }

@@ -30,13 +30,14 @@ std::string Lower(std::string_view text) {
   return lower;
 }
 
+// Not std::isspace: a call into the C library per character, locale-bound.
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
 std::string_view Trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
+  while (!text.empty() && IsSpace(text.front())) text.remove_prefix(1);
+  while (!text.empty() && IsSpace(text.back())) text.remove_suffix(1);
   return text;
 }
 
@@ -109,8 +110,8 @@ class RecordBuilder {
   void Sparse(size_t record, const std::vector<uint64_t>& keys, const std::vector<float>& values,
               uint64_t shape) {
     if (keys.size() != values.size()) {
-      BadRecord(record, std::to_string(keys.size()) + " keys but " +
-                            std::to_string(values.size()) + " values");
+      BadRecord(record, std::to_string(keys.size()) + " keys but " + std::to_string(values.size()) +
+                            " values");
     }
     if (shape > 0 && input_.input_dim > 0 && shape != input_.input_dim) {
       BadRecord(record, "shape " + std::to_string(shape) + ", the model takes " +
@@ -189,7 +190,7 @@ void DecodeLibsvm(std::string_view body, const InferenceInput& input, RecordBuil
     bool first_token = true;
     while (!(text = Trim(text)).empty()) {
       size_t end = 0;
-      while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+      while (end < text.size() && !IsSpace(text[end])) ++end;
       const std::string_view token = text.substr(0, end);
       text.remove_prefix(end);
       const size_t colon = token.find(':');
@@ -231,8 +232,7 @@ void DecodeLibsvm(std::string_view body, const InferenceInput& input, RecordBuil
 // errors are InferenceRequestError 400 "SOURCE: byte N: what is wrong".
 class JsonCursor {
  public:
-  JsonCursor(std::string_view text, std::string source)
-      : text_(text), source_(std::move(source)) {}
+  JsonCursor(std::string_view text, std::string source) : text_(text), source_(std::move(source)) {}
 
   [[noreturn]] void Fail(const std::string& what) const {
     throw InferenceRequestError(400, source_ + ": byte " + std::to_string(at_) + ": " + what);
@@ -240,8 +240,8 @@ class JsonCursor {
 
   // The next character after whitespace, not consumed; '\0' at the end.
   char Peek() {
-    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t' ||
-                                  text_[at_] == '\n' || text_[at_] == '\r')) {
+    while (at_ < text_.size() &&
+           (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\n' || text_[at_] == '\r')) {
       ++at_;
     }
     return at_ < text_.size() ? text_[at_] : '\0';
@@ -552,8 +552,7 @@ void ReadData(JsonCursor* json, size_t record, RecordBuilder* builder, JsonRecor
 // The members of an instance object after its '{': {"features": F},
 // {"data": {"features": F}} or the sparse form's members; at the top level
 // (`instances` not null) "instances" too, whose records it reads instead.
-void ReadInstanceMembers(JsonCursor* json, size_t record, RecordBuilder* builder,
-                         bool* instances);
+void ReadInstanceMembers(JsonCursor* json, size_t record, RecordBuilder* builder, bool* instances);
 
 void ReadInstances(JsonCursor* json, RecordBuilder* builder);
 
@@ -566,8 +565,7 @@ void ReadInstance(JsonCursor* json, size_t record, RecordBuilder* builder) {
   ReadInstanceMembers(json, record, builder, nullptr);
 }
 
-void ReadInstanceMembers(JsonCursor* json, size_t record, RecordBuilder* builder,
-                         bool* instances) {
+void ReadInstanceMembers(JsonCursor* json, size_t record, RecordBuilder* builder, bool* instances) {
   JsonRecord parts;
   json->Expect('{');
   if (!json->Consume('}')) {
@@ -631,8 +629,8 @@ void DecodeJsonLines(std::string_view body, RecordBuilder* builder) {
   size_t record = 0;
   ForEachLine(body, [&](size_t line, std::string_view text) {
     ++record;
-    JsonCursor json(text, "record " + std::to_string(record) + " (line " + std::to_string(line) +
-                              ")");
+    JsonCursor json(text,
+                    "record " + std::to_string(record) + " (line " + std::to_string(line) + ")");
     ReadInstance(&json, record, builder);
     json.ExpectEnd();
   });
@@ -646,8 +644,8 @@ std::vector<std::string> RecordIOPayloads(std::string_view body) {
   size_t at = 0;
   while (at < body.size()) {
     const size_t record = payloads.size() + 1;
-    if (body.size() - at < 8) BadRecord(record, "truncated RecordIO header at byte " +
-                                                    std::to_string(at));
+    if (body.size() - at < 8)
+      BadRecord(record, "truncated RecordIO header at byte " + std::to_string(at));
     uint32_t magic, lrecord;
     std::memcpy(&magic, body.data() + at, 4);
     std::memcpy(&lrecord, body.data() + at + 4, 4);
@@ -694,7 +692,8 @@ void DecodeRecordIO(std::string_view body, RecordBuilder* builder) {
       BadRecord(number, "the payload is not a valid aialgs.data.Record protobuf");
     }
     const auto found = record.features().find("values");
-    if (found == record.features().end()) BadRecord(number, "the record has no features[\"values\"]");
+    if (found == record.features().end())
+      BadRecord(number, "the record has no features[\"values\"]");
     if (!found->second.has_float32_tensor()) {
       BadRecord(number, "features[\"values\"] is not a float32_tensor");
     }
@@ -706,7 +705,8 @@ void DecodeRecordIO(std::string_view body, RecordBuilder* builder) {
       }
     }
     uint64_t shape = 0;
-    if (tensor.shape_size() > 1) BadRecord(number, "the features' shape has more than one dimension");
+    if (tensor.shape_size() > 1)
+      BadRecord(number, "the features' shape has more than one dimension");
     if (tensor.shape_size() == 1) shape = tensor.shape(0);
     if (tensor.keys_size() == 0) {
       if (shape > 0 && !values.empty() && shape != values.size()) {

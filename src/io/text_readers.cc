@@ -321,8 +321,8 @@ class CsvReader : public TextReader {
     size_t column = skipped;
     for (const char* field = begin;; ++column) {
       if (column >= columns_) {
-        problem_ = "the row has more columns than the first row's " +
-                   std::to_string(columns_ - skipped);
+        problem_ =
+            "the row has more columns than the first row's " + std::to_string(columns_ - skipped);
         return LineResult::kBad;
       }
       float value;

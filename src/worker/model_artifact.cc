@@ -153,8 +153,8 @@ struct ModelFiles {
 };
 
 // Reads the text of `name` (at most `max_bytes`), or false if there is none.
-bool ReadOptional(Storage& storage, const std::string& name, uint64_t max_bytes,
-                  const char* what, std::string* text) {
+bool ReadOptional(Storage& storage, const std::string& name, uint64_t max_bytes, const char* what,
+                  std::string* text) {
   try {
     *text = GetAtMost(storage, name, max_bytes, what);
     return true;
@@ -165,8 +165,8 @@ bool ReadOptional(Storage& storage, const std::string& name, uint64_t max_bytes,
 
 ModelFiles ReadModelFiles(const std::string& dir, Storage& storage) {
   ModelFiles files;
-  files.has_manifest =
-      ReadOptional(storage, "model.manifest", kMaxManifestBytes, "a model.manifest", &files.manifest);
+  files.has_manifest = ReadOptional(storage, "model.manifest", kMaxManifestBytes,
+                                    "a model.manifest", &files.manifest);
   const std::string path = NameOf(dir, storage, "weights.bin");
   try {
     // The header says how large the file must be; nothing more is read.
@@ -176,8 +176,8 @@ ModelFiles ReadModelFiles(const std::string& dir, Storage& storage) {
   } catch (const NotFoundError&) {
     throw MakeError("cannot read the model at ", path, " (is --model_dir right?)");
   }
-  files.has_description = ReadOptional(storage, "model.json", kMaxModelJsonBytes, "a model.json",
-                                       &files.description);
+  files.has_description =
+      ReadOptional(storage, "model.json", kMaxModelJsonBytes, "a model.json", &files.description);
   return files;
 }
 
@@ -272,7 +272,8 @@ void ModelArtifact::Write(const std::string& dir) const {
   const std::unique_ptr<Storage> storage = OpenStorage(dir);
   storage->Put("weights.bin", bytes);
   storage->Put("model.json", description);
-  storage->Put("model.manifest", ManifestOf({{"weights.bin", &bytes}, {"model.json", &description}}));
+  storage->Put("model.manifest",
+               ManifestOf({{"weights.bin", &bytes}, {"model.json", &description}}));
 }
 
 uint64_t ModelFileBytes(std::string_view header, const std::string& where) {
@@ -324,8 +325,7 @@ ModelArtifact ModelArtifact::Read(const std::string& dir) {
                    << "); taking model.json as it is (edited after the model was written?)";
       break;
     }
-    LOG(INFO) << dir << ": "
-              << (mismatch.weights.empty() ? mismatch.description : mismatch.weights)
+    LOG(INFO) << dir << ": " << (mismatch.weights.empty() ? mismatch.description : mismatch.weights)
               << "; reading again (a model being written)";
     std::this_thread::sleep_for(std::chrono::milliseconds(kManifestRetryMs));
   }
