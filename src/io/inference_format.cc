@@ -71,6 +71,22 @@ bool FormatOfType(const std::string& type, InferenceFormat* format) {
   throw InferenceRequestError(400, "record " + std::to_string(record) + ": " + problem);
 }
 
+// Runs `decode` for record `record` on line `line` of a line format, so that
+// its refusal ("record N: ...") names the line too ("record N (line L): ...").
+template <typename DecodeFunction>
+void OnLine(size_t record, size_t line, DecodeFunction decode) {
+  try {
+    decode();
+  } catch (const InferenceRequestError& e) {
+    const std::string prefix = "record " + std::to_string(record) + ": ";
+    const std::string message = e.what();
+    if (message.compare(0, prefix.size(), prefix) != 0) throw;
+    throw InferenceRequestError(e.status(), "record " + std::to_string(record) + " (line " +
+                                                std::to_string(line) +
+                                                "): " + message.substr(prefix.size()));
+  }
+}
+
 std::string Quote(std::string_view text) {
   constexpr size_t kMaxShown = 40;
   if (text.size() > kMaxShown) return "'" + std::string(text.substr(0, kMaxShown)) + "...'";
@@ -106,9 +122,10 @@ class RecordBuilder {
     batch_->AddRow(0.0f, indices_.data(), values.data(), values.size());
   }
 
-  // `shape` 0: none given.
+  // `shape` 0: none given. `base` is added to indices in messages: the
+  // client's numbering (libsvm's 1-based indices), not the 0-based one.
   void Sparse(size_t record, const std::vector<uint64_t>& keys, const std::vector<float>& values,
-              uint64_t shape) {
+              uint64_t shape, uint64_t base = 0) {
     if (keys.size() != values.size()) {
       BadRecord(record, std::to_string(keys.size()) + " keys but " + std::to_string(values.size()) +
                             " values");
@@ -120,9 +137,9 @@ class RecordBuilder {
     const uint64_t bound = shape > 0 ? shape : input_.input_dim;
     for (uint64_t key : keys) {
       if (bound > 0 && key >= bound) {
-        BadRecord(record, "feature index " + std::to_string(key) +
-                              " is out of range: the model takes indices 0 to " +
-                              std::to_string(bound - 1));
+        BadRecord(record, "feature index " + std::to_string(key + base) +
+                              " is out of range: the model takes indices " + std::to_string(base) +
+                              " to " + std::to_string(bound - 1 + base));
       }
     }
     batch_->AddRow(0.0f, keys.data(), values.data(), keys.size());
@@ -155,22 +172,24 @@ void DecodeCsv(std::string_view body, RecordBuilder* builder) {
   std::vector<float> values;
   ForEachLine(body, [&](size_t line, std::string_view text) {
     ++record;
-    values.clear();
-    size_t column = 0;
-    for (;;) {
-      const size_t comma = text.find(',');
-      const std::string_view field = text.substr(0, comma);
-      ++column;
-      float value;
-      if (!ParseValue(field, &value)) {
-        BadRecord(record, "line " + std::to_string(line) + ", column " + std::to_string(column) +
-                              ": " + Quote(Trim(field)) + " is not a finite number");
+    OnLine(record, line, [&] {
+      values.clear();
+      size_t column = 0;
+      for (;;) {
+        const size_t comma = text.find(',');
+        const std::string_view field = text.substr(0, comma);
+        ++column;
+        float value;
+        if (!ParseValue(field, &value)) {
+          BadRecord(record, "column " + std::to_string(column) + ": " + Quote(Trim(field)) +
+                                " is not a finite number");
+        }
+        values.push_back(value);
+        if (comma == std::string_view::npos) break;
+        text.remove_prefix(comma + 1);
       }
-      values.push_back(value);
-      if (comma == std::string_view::npos) break;
-      text.remove_prefix(comma + 1);
-    }
-    builder->Dense(record, values);
+      builder->Dense(record, values);
+    });
   });
 }
 
@@ -184,45 +203,46 @@ void DecodeLibsvm(std::string_view body, const InferenceInput& input, RecordBuil
     if (comment != std::string_view::npos) text = text.substr(0, comment);
     if (Trim(text).empty()) return;
     ++record;
-    const std::string where = "line " + std::to_string(line) + ": ";
-    keys.clear();
-    values.clear();
-    bool first_token = true;
-    while (!(text = Trim(text)).empty()) {
-      size_t end = 0;
-      while (end < text.size() && !IsSpace(text[end])) ++end;
-      const std::string_view token = text.substr(0, end);
-      text.remove_prefix(end);
-      const size_t colon = token.find(':');
-      if (colon == std::string_view::npos) {
-        float label;
-        if (first_token && ParseValue(token, &label)) {  // a label: ignored
-          first_token = false;
-          continue;
+    OnLine(record, line, [&] {
+      keys.clear();
+      values.clear();
+      bool first_token = true;
+      while (!(text = Trim(text)).empty()) {
+        size_t end = 0;
+        while (end < text.size() && !IsSpace(text[end])) ++end;
+        const std::string_view token = text.substr(0, end);
+        text.remove_prefix(end);
+        const size_t colon = token.find(':');
+        if (colon == std::string_view::npos) {
+          float label;
+          if (first_token && ParseValue(token, &label)) {  // a label: ignored
+            first_token = false;
+            continue;
+          }
+          BadRecord(record, "feature " + Quote(token) + " has no ':' (expected index:value)");
         }
-        BadRecord(record, where + "feature " + Quote(token) + " has no ':' (expected index:value)");
+        first_token = false;
+        if (token.substr(0, colon) == "qid") continue;
+        uint64_t index = 0;
+        const std::from_chars_result parsed =
+            std::from_chars(token.data(), token.data() + colon, index);
+        if (colon == 0 || parsed.ec != std::errc() || parsed.ptr != token.data() + colon) {
+          BadRecord(record, "feature index " + Quote(token.substr(0, colon)) +
+                                " is not a non-negative integer");
+        }
+        if (index < first) {
+          BadRecord(record, "feature index 0 is below 1, the model's first index");
+        }
+        float value;
+        if (!ParseValue(token.substr(colon + 1), &value)) {
+          BadRecord(record,
+                    "feature value " + Quote(token.substr(colon + 1)) + " is not a finite number");
+        }
+        keys.push_back(index - first);
+        values.push_back(value);
       }
-      first_token = false;
-      if (token.substr(0, colon) == "qid") continue;
-      uint64_t index = 0;
-      const std::from_chars_result parsed =
-          std::from_chars(token.data(), token.data() + colon, index);
-      if (colon == 0 || parsed.ec != std::errc() || parsed.ptr != token.data() + colon) {
-        BadRecord(record, where + "feature index " + Quote(token.substr(0, colon)) +
-                              " is not a non-negative integer");
-      }
-      if (index < first) {
-        BadRecord(record, where + "feature index 0 is below 1, the model's first index");
-      }
-      float value;
-      if (!ParseValue(token.substr(colon + 1), &value)) {
-        BadRecord(record, where + "feature value " + Quote(token.substr(colon + 1)) +
-                              " is not a finite number");
-      }
-      keys.push_back(index - first);
-      values.push_back(value);
-    }
-    builder->Sparse(record, keys, values, 0);
+      builder->Sparse(record, keys, values, 0, first);
+    });
   });
 }
 
@@ -586,7 +606,15 @@ void ReadInstanceMembers(JsonCursor* json, size_t record, RecordBuilder* builder
     } while (json->Consume(','));
     json->Expect('}');
   }
-  if (instances != nullptr && *instances) return;
+  if (instances != nullptr && *instances) {
+    if (parts.added || parts.has_values || parts.has_keys) {
+      throw InferenceRequestError(
+          400,
+          "the request has \"instances\" and also a record's own \"features\", "
+          "\"data\" or \"values\": put every record in \"instances\"");
+    }
+    return;
+  }
   if (parts.added) return;
   if (parts.has_values || parts.has_keys) {
     AddParts(record, parts, builder);
@@ -629,10 +657,12 @@ void DecodeJsonLines(std::string_view body, RecordBuilder* builder) {
   size_t record = 0;
   ForEachLine(body, [&](size_t line, std::string_view text) {
     ++record;
-    JsonCursor json(text,
-                    "record " + std::to_string(record) + " (line " + std::to_string(line) + ")");
-    ReadInstance(&json, record, builder);
-    json.ExpectEnd();
+    OnLine(record, line, [&] {
+      JsonCursor json(text,
+                      "record " + std::to_string(record) + " (line " + std::to_string(line) + ")");
+      ReadInstance(&json, record, builder);
+      json.ExpectEnd();
+    });
   });
 }
 
@@ -708,7 +738,7 @@ void DecodeRecordIO(std::string_view body, RecordBuilder* builder) {
     if (tensor.shape_size() > 1)
       BadRecord(number, "the features' shape has more than one dimension");
     if (tensor.shape_size() == 1) shape = tensor.shape(0);
-    if (tensor.keys_size() == 0) {
+    if (tensor.keys_size() == 0 && !values.empty()) {
       if (shape > 0 && !values.empty() && shape != values.size()) {
         BadRecord(number, "dense features[\"values\"] has " + std::to_string(values.size()) +
                               " values but its shape holds " + std::to_string(shape));
@@ -718,6 +748,18 @@ void DecodeRecordIO(std::string_view body, RecordBuilder* builder) {
       builder->Sparse(number, std::vector<uint64_t>(tensor.keys().begin(), tensor.keys().end()),
                       values, shape);
     }
+  }
+}
+
+void AppendScore(float score, std::string* out);
+
+// A score in JSON: a non-finite one (a regressor's overflow) is null, which
+// JSON has for it.
+void AppendJsonScore(float score, std::string* out) {
+  if (std::isfinite(score)) {
+    AppendScore(score, out);
+  } else {
+    out->append("null");
   }
 }
 
@@ -735,11 +777,11 @@ void AppendJsonPrediction(const Predictions& p, size_t r, std::string* out) {
     out->push_back('[');
     for (int c = 0; c < p.width; ++c) {
       if (c > 0) out->push_back(',');
-      AppendScore(scores[c], out);
+      AppendJsonScore(scores[c], out);
     }
     out->push_back(']');
   } else {
-    AppendScore(scores[0], out);
+    AppendJsonScore(scores[0], out);
   }
   if (p.kind != Predictions::Kind::kRegressor) {
     out->append(",\"predicted_label\":");
@@ -820,12 +862,18 @@ InferenceFormat ParseAccept(const std::string& accept, InferenceFormat fallback)
     const std::string_view element = rest.substr(0, comma);
     rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
     double q = 1;
-    const size_t q_at = Lower(element).find(";q=");
-    if (q_at != std::string::npos) {
-      const std::string text(Trim(element.substr(q_at + 3)));
-      char* end = nullptr;
-      q = std::strtod(text.c_str(), &end);
-      if (end == text.c_str()) q = 1;
+    for (std::string_view rest_of = element.substr(std::min(element.size(), element.find(';')));
+         !rest_of.empty();) {
+      rest_of.remove_prefix(1);  // the ';'
+      const std::string_view parameter = Trim(rest_of.substr(0, rest_of.find(';')));
+      rest_of.remove_prefix(std::min(rest_of.size(), rest_of.find(';')));
+      if (parameter.size() > 2 && (parameter[0] == 'q' || parameter[0] == 'Q') &&
+          Trim(parameter.substr(1)).front() == '=') {
+        const std::string text(Trim(Trim(parameter.substr(1)).substr(1)));
+        char* end = nullptr;
+        const double parsed = std::strtod(text.c_str(), &end);
+        if (end != text.c_str()) q = parsed;
+      }
     }
     if (q > 0) choices.push_back({q, order, MediaType(element)});
   }
@@ -856,6 +904,10 @@ InferenceFormat ParseFormatName(const std::string& name) {
 
 void DecodeRecords(InferenceFormat format, std::string_view body, const InferenceInput& input,
                    Batch* batch) {
+  // A UTF-8 byte order mark (some editors and clients write one) is not data.
+  if (format != InferenceFormat::kRecordIO && body.substr(0, 3) == "\xEF\xBB\xBF") {
+    body.remove_prefix(3);
+  }
   const size_t labels = batch->labels.size(), rows = batch->row_offsets.size(),
                nonzeros = batch->indices.size();
   try {

@@ -82,8 +82,11 @@ struct InferenceInput {
 
 // Appends the records of `body` to *batch, each with label 0 (an empty batch
 // gets label width 1). Throws InferenceRequestError 400 "record N: PROBLEM"
-// (records counted from 1 in the body; for the line formats also its line),
-// leaving *batch as it was before the bad record. An empty body is no records.
+// (records counted from 1 in the body; for the line formats also its line:
+// "record N (line L): ..."; JSON syntax by byte offset), leaving *batch as it
+// was before the call: a request is taken whole or not at all. An empty body
+// is no records; a UTF-8 byte order mark before a text body is skipped. A
+// recordIO record without values is an empty row, as training reads it.
 void DecodeRecords(InferenceFormat format, std::string_view body, const InferenceInput& input,
                    Batch* batch);
 
@@ -99,7 +102,8 @@ struct Predictions {
 
 // Appends the predictions' response body in `format` to *out. Scores are
 // written with 7 significant digits in the text formats (as float32 in
-// recordIO). text/libsvm is not a response type: Error.
+// recordIO); a non-finite score (a regressor's overflow) is null in JSON,
+// "inf" or "nan" in CSV. text/libsvm is not a response type: Error.
 void EncodePredictions(InferenceFormat format, const Predictions& predictions, std::string* out);
 
 }  // namespace keel

@@ -67,17 +67,20 @@ double Scorer::Score(const Batch& batch, Predictions* out, uint64_t* unseen) con
 double Scorer::Score(const PreparedBatch& prepared, Predictions* out, uint64_t* unseen) const {
   const Batch& batch = prepared.batch;
   std::vector<float> weights(prepared.keys.size() * static_cast<size_t>(width_), 0.0f);
-  uint64_t missing = 0;
+  std::vector<bool> missing(prepared.keys.size(), false);
+  bool any_missing = false;
   for (size_t k = 0; k < prepared.keys.size(); ++k) {
     const auto found = rows_.find(prepared.keys[k]);
     if (found == rows_.end()) {
-      ++missing;
+      missing[k] = any_missing = true;
       continue;
     }
     std::copy_n(artifact_.weights.begin() + found->second * width_, width_,
                 weights.begin() + k * width_);
   }
-  if (unseen != nullptr) *unseen += missing;
+  if (unseen != nullptr && any_missing) {
+    for (uint32_t position : prepared.positions) *unseen += missing[position] ? 1 : 0;
+  }
 
   std::unique_ptr<ComputeBackend> backend = Borrow();
   double loss = 0;

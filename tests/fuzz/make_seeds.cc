@@ -1,11 +1,13 @@
 // Writes the binary seed corpora of the fuzz targets with the code's own
 // writers: make_seeds CORPUS_ROOT writes CORPUS_ROOT/<target>/<name> for the
-// message, snapshot, model_artifact and recordio_reader targets (the text
-// targets' seeds are written by hand). Run by tests/fuzz/make_seeds.sh.
+// message, snapshot, model_artifact and recordio_reader targets, and the
+// recordIO seeds of the inference_request target (the text seeds are written
+// by hand). Run by tests/fuzz/make_seeds.sh.
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -149,6 +151,33 @@ void WriteRecordIOSeeds(const std::string& dir) {
   }
 }
 
+// The inference_request target's input: a selector byte (format, libsvm
+// indexing, input width; inference_request_fuzzer.cc) and recordIO records.
+void WriteInferenceRequestSeed(char selector, const std::vector<aialgs::data::Record>& records,
+                               const std::string& path) {
+  std::ostringstream body;
+  keel::RecordIOWriter writer(&body);
+  for (const aialgs::data::Record& record : records) writer.Write(record);
+  writer.Flush();
+  WriteScratchFile(path, selector + body.str());
+}
+
+void WriteInferenceRequestSeeds(const std::string& dir) {
+  // '@': recordIO, input width 3; ',': recordIO, no input width.
+  WriteInferenceRequestSeed('@', {DenseRecord({1, 0, 2}, 1), DenseRecord({3, 4, 0}, 0)},
+                            dir + "/recordio_dense_width_3.rec");
+  float magic;
+  std::memcpy(&magic, &keel::kRecordIOMagic, sizeof(magic));
+  WriteInferenceRequestSeed(',', {DenseRecord({1, magic, 2, magic}, 0)},
+                            dir + "/recordio_multi_part.rec");
+  aialgs::data::Record sparse = DenseRecord({0.5f, -1}, 1);
+  auto* features = (*sparse.mutable_features())["values"].mutable_float32_tensor();
+  features->add_keys(3);
+  features->add_keys(70);
+  features->add_shape(100);
+  WriteInferenceRequestSeed(',', {sparse}, dir + "/recordio_sparse.rec");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,12 +187,14 @@ int main(int argc, char** argv) {
   }
   keel::fuzz::QuietLogging();
   const std::string root = argv[1];
-  for (const char* target : {"message", "snapshot", "model_artifact", "recordio_reader"}) {
+  for (const char* target :
+       {"message", "snapshot", "model_artifact", "recordio_reader", "inference_request"}) {
     std::filesystem::create_directories(root + "/" + target);
   }
   WriteMessageSeeds(root + "/message");
   WriteSnapshotSeeds(root + "/snapshot");
   WriteModelSeeds(root + "/model_artifact");
   WriteRecordIOSeeds(root + "/recordio_reader");
+  WriteInferenceRequestSeeds(root + "/inference_request");
   return 0;
 }
