@@ -62,4 +62,13 @@ HttpAnswer HttpPost(int port, const std::string& path, const std::string& body, 
   return AnswerOf(client.Post(path.c_str(), body, "application/octet-stream"));
 }
 
+HttpAnswer HttpPost(int port, const std::string& path, const std::string& body,
+                    const std::string& content_type,
+                    const std::multimap<std::string, std::string>& headers, double timeout_s) {
+  httplib::Client client = MakeClient("127.0.0.1", port, timeout_s);
+  httplib::Headers request_headers;
+  for (const auto& [name, value] : headers) request_headers.emplace(name, value);
+  return AnswerOf(client.Post(path, request_headers, body, content_type));
+}
+
 }  // namespace keel::testing

@@ -28,6 +28,14 @@ HttpAnswer HttpGet(int port, const std::string& path, const std::string& host = 
 HttpAnswer HttpPost(int port, const std::string& path, const std::string& body,
                     double timeout_s = 5);
 
+// POST `body` to http://127.0.0.1:`port``path` as `content_type` with
+// `headers` besides (Accept, ...), bounded by `timeout_s`. (httplib sends
+// "text/plain" for an empty `content_type`: curl can send none.)
+HttpAnswer HttpPost(int port, const std::string& path, const std::string& body,
+                    const std::string& content_type,
+                    const std::multimap<std::string, std::string>& headers = {},
+                    double timeout_s = 5);
+
 }  // namespace keel::testing
 
 #endif  // KEEL_TESTS_SCRAPE_H_

@@ -83,7 +83,7 @@ InferenceService::InferenceService(InferenceServiceOptions options)
   });
 }
 
-InferenceService::~InferenceService() { Stop(); }
+InferenceService::~InferenceService() { Stop(0); }
 
 void InferenceService::AddMetrics() {
   requests_ = &metrics_.AddObservedCounter(
@@ -111,7 +111,10 @@ void InferenceService::AddMetrics() {
 
 void InferenceService::Start() { http_.Start(); }
 
-void InferenceService::Stop() { http_.Stop(); }
+void InferenceService::Stop(double max_seconds) {
+  stopping_ = true;
+  http_.Drain(max_seconds);
+}
 
 void InferenceService::Reload() {
   try {
@@ -138,6 +141,7 @@ std::shared_ptr<const Scorer> InferenceService::model() const {
 }
 
 HttpResponse InferenceService::Ping(const HttpRequest&) const {
+  if (stopping_.load()) return Text(503, "stopping");
   if (!loaded()) return Text(503, "loading the model from " + options_.model_dir);
   return Text(200, "");
 }

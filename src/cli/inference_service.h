@@ -58,9 +58,11 @@ class InferenceService {
   // Loads the model folder (again) and swaps it in. Throws Error naming the
   // folder and the problem; the model that was serving (if any) goes on.
   void Reload();
-  // Stops taking connections, lets the requests in flight finish, and joins
-  // the serving threads. Idempotent.
-  void Stop();
+  // Stops: /ping answers 503 (a load balancer takes this instance out),
+  // every answer closes its connection, the requests in flight and those
+  // already accepted are answered (HttpServer::Drain, for at most
+  // `max_seconds`), then the serving threads are joined. Idempotent.
+  void Stop(double max_seconds = 5);
 
   int port() const { return http_.port(); }
   std::string address() const { return http_.address(); }
@@ -82,6 +84,7 @@ class InferenceService {
   mutable std::mutex mutex_;  // guards model_
   std::shared_ptr<const Scorer> model_;
   std::atomic<uint64_t> loads_{0}, failed_loads_{0}, records_{0};
+  std::atomic<bool> stopping_{false};
   prometheus::Family<prometheus::Counter>* requests_ = nullptr;  // by code
   prometheus::Family<prometheus::Counter>* errors_ = nullptr;    // by kind
   prometheus::Histogram* latency_ = nullptr;

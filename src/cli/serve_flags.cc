@@ -14,7 +14,8 @@ DEFINE_string(serve_bind, "127.0.0.1",
               "serve: the address to listen on (0.0.0.0 in a container, to be reachable from "
               "outside it)");
 DEFINE_int32(serve_threads, 0,
-             "serve: threads answering requests (0: one per hardware thread, at least 2)");
+             "serve: threads answering requests; a kept-alive connection holds one while it is "
+             "open (0: 4 per hardware thread, at least 16)");
 DEFINE_uint64(max_request_bytes, 6 << 20,
               "serve: longest request body accepted (SageMaker's 6 MB); longer ones get 413");
 
@@ -47,13 +48,14 @@ InferenceServiceOptions ServeOptionsFromFlags() {
   options.device = FLAGS_device;
   options.http.host = FLAGS_serve_bind;
   options.http.port = FLAGS_serve_port;
-  options.http.threads = FLAGS_serve_threads > 0
-                             ? FLAGS_serve_threads
-                             : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  options.http.threads =
+      FLAGS_serve_threads > 0
+          ? FLAGS_serve_threads
+          : std::max(16, 4 * static_cast<int>(std::thread::hardware_concurrency()));
   options.http.max_body_bytes = FLAGS_max_request_bytes;
   options.http.read_timeout_s = 10;
   options.http.write_timeout_s = 10;
-  options.http.keep_alive_s = 5;
+  options.http.keep_alive_s = 2;
   options.http.keep_alive_max_requests = 1000;
   return options;
 }

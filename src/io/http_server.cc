@@ -110,8 +110,33 @@ void HttpServer::Bind() {
   server.set_keep_alive_timeout(std::max<time_t>(1, std::lround(options_.keep_alive_s)));
   server.set_keep_alive_max_count(
       static_cast<size_t>(std::max(1, options_.keep_alive_max_requests)));
+  // Before a body is read: refuse what the body limit cannot bound. httplib
+  // checks max_body_bytes against Content-Length only, so a chunked body, or
+  // one compressed (inflated after the check), would be read whole first.
+  server.set_pre_routing_handler([this](const httplib::Request& in, httplib::Response& out) {
+    const auto refuse = [&](int status, const std::string& text) {
+      out.status = status;
+      out.set_header("Connection", "close");  // its body is not read
+      out.set_content(text + "\n", "text/plain; charset=utf-8");
+      if (options_.on_refused) options_.on_refused(status);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (in.has_header("Transfer-Encoding")) {
+      return refuse(411, "a request body must come with a Content-Length (not Transfer-Encoding: " +
+                             in.get_header_value("Transfer-Encoding") + ")");
+    }
+    if (in.has_header("Content-Encoding") &&
+        in.get_header_value("Content-Encoding") != "identity") {
+      return refuse(415, "Content-Encoding " + in.get_header_value("Content-Encoding") +
+                             " is not accepted: send the body uncompressed");
+    }
+    if (draining_.load()) out.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   const auto serve = [this](const httplib::Request& in, httplib::Response& out) {
+    ++in_flight_;
     ToHttplib(Dispatch(FromHttplib(in)), &out);
+    --in_flight_;
   };
   const std::string any = ".*";
   server.Get(any, serve).Post(any, serve).Put(any, serve).Delete(any, serve);
@@ -160,6 +185,21 @@ void HttpServer::Start() {
     Stop();
     throw MakeError("HTTP server on ", address(), " did not start within ", kStartTimeoutS, " s");
   }
+}
+
+void HttpServer::Drain(double max_seconds) {
+  if (!server_) return;
+  draining_ = true;
+  constexpr double kQuietSeconds = 0.2;
+  const double deadline = MonotonicSeconds() + max_seconds;
+  double quiet_since = MonotonicSeconds();
+  while (MonotonicSeconds() < deadline) {
+    const double now = MonotonicSeconds();
+    if (in_flight_.load() > 0) quiet_since = now;
+    if (now - quiet_since >= kQuietSeconds) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  Stop();
 }
 
 void HttpServer::Stop() {

@@ -12,6 +12,7 @@
 #ifndef KEEL_IO_HTTP_SERVER_H_
 #define KEEL_IO_HTTP_SERVER_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -81,6 +82,11 @@ class HttpServer {
   // Stops listening, lets the requests in flight finish (handlers must return
   // promptly) and joins the threads. Idempotent; does nothing before Start.
   void Stop();
+  // Stop, gracefully: first every answer says "Connection: close" (kept-alive
+  // clients reconnect elsewhere) and the requests in flight, and connections
+  // already accepted, are served until none has been for 0.2 s, or for at
+  // most `max_seconds`; then Stop.
+  void Drain(double max_seconds);
 
   // The port bound (the free one chosen for port 0); 0 before Start.
   int port() const { return port_; }
@@ -98,6 +104,8 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   int port_ = 0;
+  std::atomic<bool> draining_{false};
+  std::atomic<int> in_flight_{0};  // requests being answered
 };
 
 }  // namespace keel

@@ -1,5 +1,8 @@
 #include "io/recordio.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -48,8 +51,16 @@ RecordIOWriter::RecordIOWriter(const std::string& path)
 }
 
 void RecordIOWriter::Write(const aialgs::data::Record& record) {
-  if (!record.SerializeToString(&serialized_)) {
-    throw MakeError(name_, ": cannot serialize a record");
+  // Deterministic: a Record's maps otherwise come out in varying order, and
+  // the same record would not always make the same bytes.
+  serialized_.clear();
+  {
+    google::protobuf::io::StringOutputStream stream(&serialized_);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!record.SerializeToCodedStream(&coded) || coded.HadError()) {
+      throw MakeError(name_, ": cannot serialize a record");
+    }
   }
   WritePayload(serialized_);
 }
