@@ -324,7 +324,9 @@ TEST(InferenceJson, InstancesBesideARecordOfTheRequestsOwnAreRefused) {
 }
 
 TEST(InferenceRequest, AByteOrderMarkBeforeATextBodyIsSkipped) {
-  const Batch batch = Decoded(InferenceFormat::kCsv, "\xEF\xBB\xBF" "1,2\n");
+  const Batch batch = Decoded(InferenceFormat::kCsv,
+                              "\xEF\xBB\xBF"
+                              "1,2\n");
   ASSERT_EQ(batch.rows(), 1u);
   EXPECT_EQ(batch.values, (std::vector<float>{1, 2}));
 }
@@ -729,6 +731,29 @@ TEST(InferenceResponse, JsonOfABinaryClassifierHasScoreAndPredictedLabel) {
   EXPECT_EQ(predictions[0].Find("predicted_label")->AsNumber(), 0);
   EXPECT_EQ(predictions[1].Find("score")->AsNumber(), 0.875);
   EXPECT_EQ(predictions[1].Find("predicted_label")->AsNumber(), 1);
+}
+
+TEST(InferenceResponse, AWriterOfManyBatchesWritesOneJsonDocument) {
+  std::ostringstream out;
+  PredictionWriter writer(InferenceFormat::kJson, &out);
+  writer.Write(Binary());
+  writer.Write(Binary());
+  writer.Finish();
+  const std::vector<JsonValue> predictions = JsonPredictions(out.str());
+  ASSERT_EQ(predictions.size(), 4u);
+  EXPECT_EQ(predictions[3].Find("score")->AsNumber(), 0.875);
+}
+
+TEST(InferenceResponse, AWriterWritesWhatEncodingEachBatchWouldInTheLineFormats) {
+  for (const InferenceFormat format :
+       {InferenceFormat::kCsv, InferenceFormat::kJsonLines, InferenceFormat::kRecordIO}) {
+    std::ostringstream out;
+    PredictionWriter writer(format, &out);
+    writer.Write(Multiclass());
+    writer.Write(Regressor());
+    writer.Finish();
+    EXPECT_EQ(out.str(), Encoded(format, Multiclass()) + Encoded(format, Regressor()));
+  }
 }
 
 TEST(InferenceResponse, JsonOfAMulticlassClassifierHasAScoreArray) {

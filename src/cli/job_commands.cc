@@ -145,23 +145,26 @@ int RunPredict() {
   size_t examples = 0;
   PreparedBatch batch;
   Predictions predictions;
-  std::string text;
+  PredictionWriter writer(format, &out);
   uint64_t unseen = 0;
-  while (stream.Next(&batch)) {
-    loss_sum += scorer.Score(batch, &predictions, &unseen);
-    text.clear();
-    EncodePredictions(format, predictions, &text);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    examples += batch.batch.rows();
-    if (reader.labelled) tally.Add(predictions.scores, batch.batch.labels);
+  const std::string destination = to_stdout ? "standard output" : FLAGS_out;
+  try {
+    while (stream.Next(&batch)) {
+      loss_sum += scorer.Score(batch, &predictions, &unseen);
+      writer.Write(predictions);
+      examples += batch.batch.rows();
+      if (reader.labelled) tally.Add(predictions.scores, batch.batch.labels);
+    }
+    writer.Finish();
+  } catch (const Error& e) {
+    if (!out) throw MakeError("cannot write ", destination);
+    throw;
   }
-  out.flush();
-  if (!out) throw MakeError("cannot write ", to_stdout ? "standard output" : FLAGS_out);
   // With the predictions on standard output, the summary goes to standard error.
   std::ostream& summary = to_stdout ? std::cerr : std::cout;
   summary << "scored " << examples << (reader.labelled ? "" : " unlabelled") << " examples into "
-          << (to_stdout ? "standard output" : FLAGS_out) << " as " << ContentTypeOf(format) << " ("
-          << unseen << " feature occurrences the model has not seen)\n";
+          << destination << " as " << ContentTypeOf(format) << " (" << unseen
+          << " feature occurrences the model has not seen)\n";
   if (reader.labelled) {
     const MetricSet metrics =
         tally.Metrics(loss_sum / static_cast<double>(std::max<size_t>(1, examples)));

@@ -803,20 +803,24 @@ void AppendCsvPrediction(const Predictions& p, size_t r, std::string* out) {
   out->push_back('\n');
 }
 
+// Writes record `r`'s prediction as a recordIO Record with `writer`.
+void WriteRecordIOPrediction(const Predictions& p, size_t r, aialgs::data::Record* record,
+                             RecordIOWriter* writer) {
+  record->Clear();
+  auto& score = *(*record->mutable_label())["score"].mutable_float32_tensor();
+  for (int c = 0; c < p.width; ++c) score.add_values(p.scores[r * p.width + c]);
+  if (p.kind != Predictions::Kind::kRegressor) {
+    (*record->mutable_label())["predicted_label"].mutable_float32_tensor()->add_values(
+        static_cast<float>(p.labels[r]));
+  }
+  writer->Write(*record);
+}
+
 void AppendRecordIOPredictions(const Predictions& p, std::string* out) {
   std::ostringstream stream;
   RecordIOWriter writer(&stream);
   aialgs::data::Record record;
-  for (size_t r = 0; r < p.records(); ++r) {
-    record.Clear();
-    auto& score = *(*record.mutable_label())["score"].mutable_float32_tensor();
-    for (int c = 0; c < p.width; ++c) score.add_values(p.scores[r * p.width + c]);
-    if (p.kind != Predictions::Kind::kRegressor) {
-      (*record.mutable_label())["predicted_label"].mutable_float32_tensor()->add_values(
-          static_cast<float>(p.labels[r]));
-    }
-    writer.Write(record);
-  }
+  for (size_t r = 0; r < p.records(); ++r) WriteRecordIOPrediction(p, r, &record, &writer);
   writer.Flush();
   out->append(stream.str());
 }
@@ -965,6 +969,56 @@ void EncodePredictions(InferenceFormat format, const Predictions& predictions, s
       break;
   }
   throw MakeError("text/libsvm is a request format, not a response format");
+}
+
+PredictionWriter::PredictionWriter(InferenceFormat format, std::ostream* out)
+    : format_(format), out_(out) {
+  if (format == InferenceFormat::kLibsvm) {
+    throw MakeError("text/libsvm is a request format, not a response format");
+  }
+  if (format == InferenceFormat::kRecordIO) recordio_ = std::make_unique<RecordIOWriter>(out);
+  if (format == InferenceFormat::kJson) buffer_ = "{\"predictions\":[";
+}
+
+PredictionWriter::~PredictionWriter() = default;
+
+void PredictionWriter::Write(const Predictions& predictions) {
+  aialgs::data::Record record;
+  for (size_t r = 0; r < predictions.records(); ++r, ++written_) {
+    switch (format_) {
+      case InferenceFormat::kJson:
+        if (written_ > 0) buffer_.push_back(',');
+        AppendJsonPrediction(predictions, r, &buffer_);
+        break;
+      case InferenceFormat::kJsonLines:
+        AppendJsonPrediction(predictions, r, &buffer_);
+        buffer_.push_back('\n');
+        break;
+      case InferenceFormat::kCsv:
+        AppendCsvPrediction(predictions, r, &buffer_);
+        break;
+      case InferenceFormat::kRecordIO:
+        WriteRecordIOPrediction(predictions, r, &record, recordio_.get());
+        break;
+      case InferenceFormat::kLibsvm:
+        break;
+    }
+    if (buffer_.size() >= kFlushBytes) Flush();
+  }
+}
+
+void PredictionWriter::Finish() {
+  if (format_ == InferenceFormat::kJson) buffer_.append("]}\n");
+  Flush();
+  if (recordio_) recordio_->Flush();
+  out_->flush();
+  if (!*out_) throw MakeError("cannot write the predictions");
+}
+
+void PredictionWriter::Flush() {
+  out_->write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+  buffer_.clear();
+  if (!*out_) throw MakeError("cannot write the predictions");
 }
 
 }  // namespace keel

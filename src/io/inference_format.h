@@ -33,6 +33,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,6 +107,36 @@ struct Predictions {
 // recordIO); a non-finite score (a regressor's overflow) is null in JSON,
 // "inf" or "nan" in CSV. text/libsvm is not a response type: Error.
 void EncodePredictions(InferenceFormat format, const Predictions& predictions, std::string* out);
+
+class RecordIOWriter;  // io/recordio.h
+
+// Writes the predictions of many batches to a stream as one response body
+// (one JSON document, not one per batch), holding at most about a megabyte
+// (or one record) in memory: what `keel predict` writes. Not thread-safe.
+class PredictionWriter {
+ public:
+  // `out` must outlive the writer. Throws Error for text/libsvm.
+  PredictionWriter(InferenceFormat format, std::ostream* out);
+  ~PredictionWriter();
+  PredictionWriter(const PredictionWriter&) = delete;
+  PredictionWriter& operator=(const PredictionWriter&) = delete;
+
+  // Appends the predictions' records. Throws Error if writing fails.
+  void Write(const Predictions& predictions);
+  // Ends the body (JSON's closing brackets) and flushes. Throws Error if
+  // writing fails.
+  void Finish();
+
+ private:
+  static constexpr size_t kFlushBytes = size_t{1} << 20;
+  void Flush();
+
+  InferenceFormat format_;
+  std::ostream* out_;
+  std::unique_ptr<RecordIOWriter> recordio_;
+  std::string buffer_;
+  size_t written_ = 0;  // records so far
+};
 
 }  // namespace keel
 
