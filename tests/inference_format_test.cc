@@ -122,14 +122,6 @@ aialgs::data::Record SparseRecord(const std::vector<uint64_t>& keys,
   return record;
 }
 
-std::string RecordIOBody(const std::vector<aialgs::data::Record>& records) {
-  std::ostringstream out;
-  RecordIOWriter writer(&out);
-  for (const aialgs::data::Record& record : records) writer.Write(record);
-  writer.Flush();
-  return out.str();
-}
-
 std::string RecordIOPayload(std::string_view payload) {
   std::ostringstream out;
   RecordIOWriter writer(&out);
@@ -434,7 +426,8 @@ TEST(InferenceRecordIO, DecodesDenseAndSparseTensorsIgnoringLabels) {
   (*dense.mutable_label())["values"].mutable_float32_tensor()->add_values(7);
   const Batch batch = Decoded(
       InferenceFormat::kRecordIO,
-      RecordIOBody({dense, SparseRecord({0, 2}, {-1, 4}, 3), SparseRecord({1}, {6})}), Width(3));
+      testing::RecordIOBody({dense, SparseRecord({0, 2}, {-1, 4}, 3), SparseRecord({1}, {6})}),
+      Width(3));
   ASSERT_EQ(batch.rows(), 3u);
   EXPECT_EQ(Indices(batch, 0), (std::vector<uint64_t>{0, 1, 2}));
   EXPECT_EQ(Values(batch, 0), (std::vector<float>{1, 0, 2.5f}));
@@ -461,8 +454,8 @@ TEST(InferenceRecordIO, DecodesARecordWrittenInParts) {
     }
     if (aligned) break;
   }
-  const std::string first = RecordIOBody({DenseRecord({5})});
-  const std::string body = first + RecordIOBody({record});
+  const std::string first = testing::RecordIOBody({DenseRecord({5})});
+  const std::string body = first + testing::RecordIOBody({record});
   uint32_t second_lrecord;
   std::memcpy(&second_lrecord, body.data() + first.size() + 4, 4);
   ASSERT_EQ(second_lrecord >> 29, 1u) << "the record was not written in parts";
@@ -477,20 +470,22 @@ TEST(InferenceRecordIO, DecodesARecordWrittenInParts) {
 
 TEST(InferenceRecordIO, AWrongFeatureCountIsRefusedNamingTheRecord) {
   EXPECT_TRUE(Refused(InferenceFormat::kRecordIO,
-                      RecordIOBody({DenseRecord({1, 2, 3}), DenseRecord({1, 2})}), Width(3),
-                      "record 2: 2 features, the model takes 3"));
+                      testing::RecordIOBody({DenseRecord({1, 2, 3}), DenseRecord({1, 2})}),
+                      Width(3), "record 2: 2 features, the model takes 3"));
 }
 
 TEST(InferenceRecordIO, ASparseKeyAtOrBeyondTheInputWidthOrShapeIsRefused) {
-  EXPECT_TRUE(Refused(InferenceFormat::kRecordIO, RecordIOBody({SparseRecord({0, 3}, {1, 1})}),
-                      Width(3), "record 1: feature index 3 is out of range"));
   EXPECT_TRUE(Refused(InferenceFormat::kRecordIO,
-                      RecordIOBody({DenseRecord({1}), SparseRecord({4}, {1}, 4)}), {},
+                      testing::RecordIOBody({SparseRecord({0, 3}, {1, 1})}), Width(3),
+                      "record 1: feature index 3 is out of range"));
+  EXPECT_TRUE(Refused(InferenceFormat::kRecordIO,
+                      testing::RecordIOBody({DenseRecord({1}), SparseRecord({4}, {1}, 4)}), {},
                       "record 2: feature index 4 is out of range"));
 }
 
 TEST(InferenceRecordIO, KeysAndValuesOfDifferentLengthsAreRefused) {
-  EXPECT_TRUE(Refused(InferenceFormat::kRecordIO, RecordIOBody({SparseRecord({0, 1}, {1})}), {},
+  EXPECT_TRUE(Refused(InferenceFormat::kRecordIO,
+                      testing::RecordIOBody({SparseRecord({0, 1}, {1})}), {},
                       "record 1: 2 keys but 1 values"));
 }
 
@@ -498,13 +493,14 @@ TEST(InferenceRecordIO, ANonFiniteValueIsRefused) {
   const float infinity = std::numeric_limits<float>::infinity();
   for (const float value : {std::numeric_limits<float>::quiet_NaN(), infinity, -infinity}) {
     SCOPED_TRACE(value);
-    EXPECT_TRUE(Refused(InferenceFormat::kRecordIO, RecordIOBody({DenseRecord({1, value})}), {},
+    EXPECT_TRUE(Refused(InferenceFormat::kRecordIO,
+                        testing::RecordIOBody({DenseRecord({1, value})}), {},
                         "record 1: features[\"values\"][1] is not finite"));
   }
 }
 
 TEST(InferenceRecordIO, ATruncatedBodyIsRefused) {
-  const std::string body = RecordIOBody({DenseRecord({1, 2}), DenseRecord({3, 4})});
+  const std::string body = testing::RecordIOBody({DenseRecord({1, 2}), DenseRecord({3, 4})});
   EXPECT_TRUE(Refused(InferenceFormat::kRecordIO, body.substr(0, body.size() - 3), {},
                       "record 2: RecordIO record at byte"));
   EXPECT_TRUE(
@@ -513,7 +509,7 @@ TEST(InferenceRecordIO, ATruncatedBodyIsRefused) {
 }
 
 TEST(InferenceRecordIO, ABadMagicIsRefused) {
-  std::string body = RecordIOBody({DenseRecord({1})});
+  std::string body = testing::RecordIOBody({DenseRecord({1})});
   body[0] = 'x';
   EXPECT_TRUE(
       Refused(InferenceFormat::kRecordIO, body, {}, "record 1: no RecordIO magic at byte 0"));
@@ -534,14 +530,14 @@ TEST(InferenceRecordIO, APayloadThatIsNotARecordIsRefused) {
 TEST(InferenceRecordIO, ARecordWithoutFeatureValuesIsRefused) {
   aialgs::data::Record record;
   (*record.mutable_features())["other"].mutable_float32_tensor()->add_values(1);
-  EXPECT_TRUE(Refused(InferenceFormat::kRecordIO, RecordIOBody({DenseRecord({1}), record}), {},
-                      "record 2: the record has no features[\"values\"]"));
+  EXPECT_TRUE(Refused(InferenceFormat::kRecordIO, testing::RecordIOBody({DenseRecord({1}), record}),
+                      {}, "record 2: the record has no features[\"values\"]"));
 }
 
 TEST(InferenceRecordIO, ASparseRecordWithoutNonZerosIsAnEmptyRowOfTheModelsWidth) {
   // All of a sparse record's features zero: no keys, no values, its shape.
-  const Batch batch =
-      Decoded(InferenceFormat::kRecordIO, RecordIOBody({SparseRecord({}, {}, 3)}), Width(3));
+  const Batch batch = Decoded(InferenceFormat::kRecordIO,
+                              testing::RecordIOBody({SparseRecord({}, {}, 3)}), Width(3));
   ASSERT_EQ(batch.rows(), 1u);
   EXPECT_TRUE(Indices(batch, 0).empty());
 }

@@ -247,21 +247,13 @@ std::string JsonLinesBody(const std::vector<std::string>& features) {
   return body;
 }
 
-std::string RecordIOBody(const std::vector<aialgs::data::Record>& records) {
-  std::ostringstream stream;
-  RecordIOWriter writer(&stream);
-  for (const aialgs::data::Record& record : records) writer.Write(record);
-  writer.Flush();
-  return stream.str();
-}
-
 std::string DenseRecordIOBody(const DenseRecords& records) {
   std::vector<aialgs::data::Record> protos(records.size());
   for (size_t r = 0; r < records.size(); ++r) {
     auto* tensor = (*protos[r].mutable_features())["values"].mutable_float32_tensor();
     for (float value : records[r]) tensor->add_values(value);
   }
-  return RecordIOBody(protos);
+  return testing::RecordIOBody(protos);
 }
 
 // `shape` 0: none given.
@@ -275,7 +267,7 @@ std::string SparseRecordIOBody(const SparseRecords& records, uint64_t shape) {
     }
     if (shape > 0) tensor->add_shape(shape);
   }
-  return RecordIOBody(protos);
+  return testing::RecordIOBody(protos);
 }
 
 struct Request {
@@ -296,7 +288,8 @@ std::vector<Request> DenseRequests(const DenseRecords& records, uint64_t width) 
       {"jsonlines sparse", "application/jsonlines",
        JsonLinesBody(JsonSparseFeatures(sparse, width))},
       {"recordio dense", "application/x-recordio-protobuf", DenseRecordIOBody(records)},
-      {"recordio sparse", "application/x-recordio-protobuf", SparseRecordIOBody(sparse, width)},
+      {"recordio sparse", "application/x-recordio-protobuf",
+       SparseRecordIOBody(sparse, width)},
   };
 }
 
@@ -306,7 +299,8 @@ std::vector<Request> SparseRequests(const SparseRecords& records) {
       {"libsvm", "text/libsvm", LibsvmBody(records)},
       {"json sparse", "application/json", JsonBody(JsonSparseFeatures(records, 0))},
       {"jsonlines sparse", "application/jsonlines", JsonLinesBody(JsonSparseFeatures(records, 0))},
-      {"recordio sparse", "application/x-recordio-protobuf", SparseRecordIOBody(records, 0)},
+      {"recordio sparse", "application/x-recordio-protobuf",
+       SparseRecordIOBody(records, 0)},
   };
 }
 
@@ -822,7 +816,8 @@ TEST_F(ServeProcess, AWrongFeatureCountIsRefused400NamingTheRecord) {
        {Request{"csv", "text/csv", CsvBody(records)},
         Request{"json", "application/json", JsonBody(JsonDenseFeatures(records))},
         Request{"jsonlines", "application/jsonlines", JsonLinesBody(JsonDenseFeatures(records))},
-        Request{"recordio", "application/x-recordio-protobuf", DenseRecordIOBody(records)}}) {
+        Request{"recordio", "application/x-recordio-protobuf",
+                DenseRecordIOBody(records)}}) {
     ExpectRefused(request, 400, {"record 2", ": 3 features, the model takes 4"});
   }
 }
@@ -834,7 +829,8 @@ TEST_F(ServeProcess, AnIndexOutOfRangeIsRefused400NamingTheRecordAndTheRange) {
        {Request{"json", "application/json", JsonBody(JsonSparseFeatures(records, 0))},
         Request{"jsonlines", "application/jsonlines",
                 JsonLinesBody(JsonSparseFeatures(records, 0))},
-        Request{"recordio", "application/x-recordio-protobuf", SparseRecordIOBody(records, 0)}}) {
+        Request{"recordio", "application/x-recordio-protobuf",
+                SparseRecordIOBody(records, 0)}}) {
     ExpectRefused(
         request, 400,
         {"record 2", ": feature index 4 is out of range: the model takes indices 0 to 3"});
@@ -857,10 +853,10 @@ TEST_F(ServeProcess, ABadNumberIsRefused400NamingTheRecordAndTheValue) {
                 {"record 2: features[1] is a string, not a number"});
   ExpectRefused({"json beyond float32", "application/json", R"({"instances":[[1,2,3,1e39]]})"}, 400,
                 {"record 1: features[3] is '1e39', beyond float32's range"});
-  ExpectRefused(
-      {"recordio", "application/x-recordio-protobuf",
-       DenseRecordIOBody({{1, 2, 3, 4}, {1, 2, std::numeric_limits<float>::quiet_NaN(), 4}})},
-      400, {"record 2: features[\"values\"][2] is not finite"});
+  ExpectRefused({"recordio", "application/x-recordio-protobuf",
+                 DenseRecordIOBody(
+                     {{1, 2, 3, 4}, {1, 2, std::numeric_limits<float>::quiet_NaN(), 4}})},
+                400, {"record 2: features[\"values\"][2] is not finite"});
 }
 
 TEST_F(ServeProcess, AnUnsupportedContentTypeIsRefused415NamingTheSupportedOnes) {

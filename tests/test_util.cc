@@ -25,6 +25,8 @@
 #include "base/json_reader.h"
 #include "base/time.h"
 #include "cli/metrics_flags.h"
+#include "io/recordio.h"
+#include "io/recordio.h"
 #include "kv/node.h"
 
 namespace keel::testing {
@@ -310,6 +312,14 @@ std::vector<long> ExamplesPerEpoch(const std::string& output) {
     counts.push_back(std::stol((*it)[1]));
   }
   return counts;
+}
+
+std::string RecordIOBody(const std::vector<aialgs::data::Record>& records) {
+  std::ostringstream out;
+  RecordIOWriter writer(&out);
+  for (const aialgs::data::Record& record : records) writer.Write(record);
+  writer.Flush();
+  return out.str();
 }
 
 }  // namespace keel::testing

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kv/node.h"
+#include "record.pb.h"
 
 namespace keel::testing {
 
@@ -187,6 +188,9 @@ size_t CountLinesInFolder(const std::string& folder);
 // The example counts of every "epoch N: X examples across" line the leading
 // worker prints: what all workers read in each epoch.
 std::vector<long> ExamplesPerEpoch(const std::string& output);
+
+// `records` as one recordIO body (io/recordio.h), as a client sends them.
+std::string RecordIOBody(const std::vector<aialgs::data::Record>& records);
 
 }  // namespace keel::testing
 

@@ -433,6 +433,20 @@ void ReadArray(JsonCursor* json, ElementFunction element) {
   json->Expect(']');
 }
 
+// Reads the members of a JSON object with `member(name)`, which reads or
+// skips the value.
+template <typename MemberFunction>
+void ReadObject(JsonCursor* json, MemberFunction member) {
+  json->Expect('{');
+  if (json->Consume('}')) return;
+  do {
+    const std::string name = json->String();
+    json->Expect(':');
+    member(name);
+  } while (json->Consume(','));
+  json->Expect('}');
+}
+
 // An array of finite numbers, named `what` in messages.
 std::vector<float> ReadNumbers(JsonCursor* json, size_t record, const std::string& what) {
   if (json->Peek() != '[') {
@@ -537,35 +551,23 @@ void ReadFeatures(JsonCursor* json, size_t record, RecordBuilder* builder) {
                           ", not an array or {\"keys\", \"values\", \"shape\"}");
   }
   JsonRecord parts;
-  json->Expect('{');
-  if (!json->Consume('}')) {
-    do {
-      const std::string name = json->String();
-      json->Expect(':');
-      if (!ReadPart(json, record, name, &parts)) json->Skip();
-    } while (json->Consume(','));
-    json->Expect('}');
-  }
+  ReadObject(json, [&](const std::string& name) {
+    if (!ReadPart(json, record, name, &parts)) json->Skip();
+  });
   AddParts(record, parts, builder);
 }
 
 // {"features": F} inside "data".
 void ReadData(JsonCursor* json, size_t record, RecordBuilder* builder, JsonRecord* parts) {
   if (json->Peek() != '{') BadRecord(record, "\"data\" is not an object");
-  json->Expect('{');
-  if (!json->Consume('}')) {
-    do {
-      const std::string name = json->String();
-      json->Expect(':');
-      if (name == "features" && !parts->added) {
-        ReadFeatures(json, record, builder);
-        parts->added = true;
-      } else {
-        json->Skip();
-      }
-    } while (json->Consume(','));
-    json->Expect('}');
-  }
+  ReadObject(json, [&](const std::string& name) {
+    if (name == "features" && !parts->added) {
+      ReadFeatures(json, record, builder);
+      parts->added = true;
+    } else {
+      json->Skip();
+    }
+  });
   if (!parts->added) BadRecord(record, "\"data\" has no \"features\"");
 }
 
@@ -587,25 +589,19 @@ void ReadInstance(JsonCursor* json, size_t record, RecordBuilder* builder) {
 
 void ReadInstanceMembers(JsonCursor* json, size_t record, RecordBuilder* builder, bool* instances) {
   JsonRecord parts;
-  json->Expect('{');
-  if (!json->Consume('}')) {
-    do {
-      const std::string name = json->String();
-      json->Expect(':');
-      if (instances != nullptr && name == "instances" && !*instances) {
-        ReadInstances(json, builder);
-        *instances = true;
-      } else if (name == "features" && !parts.added) {
-        ReadFeatures(json, record, builder);
-        parts.added = true;
-      } else if (name == "data" && !parts.added) {
-        ReadData(json, record, builder, &parts);
-      } else if (!ReadPart(json, record, name, &parts)) {
-        json->Skip();
-      }
-    } while (json->Consume(','));
-    json->Expect('}');
-  }
+  ReadObject(json, [&](const std::string& name) {
+    if (instances != nullptr && name == "instances" && !*instances) {
+      ReadInstances(json, builder);
+      *instances = true;
+    } else if (name == "features" && !parts.added) {
+      ReadFeatures(json, record, builder);
+      parts.added = true;
+    } else if (name == "data" && !parts.added) {
+      ReadData(json, record, builder, &parts);
+    } else if (!ReadPart(json, record, name, &parts)) {
+      json->Skip();
+    }
+  });
   if (instances != nullptr && *instances) {
     if (parts.added || parts.has_values || parts.has_keys) {
       throw InferenceRequestError(
