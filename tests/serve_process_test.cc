@@ -107,6 +107,36 @@ ModelArtifact SparseModel() {
   return model;
 }
 
+// A factorization machine with 2 factors on the 4 CSV features: rows are
+// (w, v1, v2); 0.5 sum_f ((sum_i v_if x_i)^2 - sum_i v_if^2 x_i^2) + w.x + b.
+ModelArtifact FactorizationMachineModel(PredictorType type) {
+  ModelArtifact model = CsvModel(type);
+  model.hyperparameters.job = JobKind::kFactorizationMachines;
+  model.hyperparameters.num_factors = 2;
+  model.weights = {0.5f,  0.25f,  -0.5f,   // feature 0
+                   -1.0f, 0.5f,   0.125f,  // feature 1
+                   0.25f, -0.25f, 1.0f,    // feature 2
+                   2.0f,  0.75f,  0.5f};   // feature 3
+  model.bias = {-0.125f};
+  return model;
+}
+
+// The factorization machine's score (before a link) for a dense record.
+double FactorizationMachineSum(const ModelArtifact& model, const std::vector<float>& x) {
+  double sum = model.bias[0];
+  for (size_t i = 0; i < x.size(); ++i) sum += double{model.weights[3 * i]} * x[i];
+  for (int f = 1; f <= 2; ++f) {
+    double linear = 0, squares = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double vx = double{model.weights[3 * i + f]} * x[i];
+      linear += vx;
+      squares += vx * vx;
+    }
+    sum += 0.5 * (linear * linear - squares);
+  }
+  return sum;
+}
+
 // The weighted sum of `model` (a width-1 linear one) for a record given by
 // its (0-based index, value) pairs; unseen features weigh zero.
 double WeightedSum(const ModelArtifact& model, const std::vector<std::pair<uint64_t, float>>& x) {
@@ -288,8 +318,7 @@ std::vector<Request> DenseRequests(const DenseRecords& records, uint64_t width) 
       {"jsonlines sparse", "application/jsonlines",
        JsonLinesBody(JsonSparseFeatures(sparse, width))},
       {"recordio dense", "application/x-recordio-protobuf", DenseRecordIOBody(records)},
-      {"recordio sparse", "application/x-recordio-protobuf",
-       SparseRecordIOBody(sparse, width)},
+      {"recordio sparse", "application/x-recordio-protobuf", SparseRecordIOBody(sparse, width)},
   };
 }
 
@@ -299,8 +328,7 @@ std::vector<Request> SparseRequests(const SparseRecords& records) {
       {"libsvm", "text/libsvm", LibsvmBody(records)},
       {"json sparse", "application/json", JsonBody(JsonSparseFeatures(records, 0))},
       {"jsonlines sparse", "application/jsonlines", JsonLinesBody(JsonSparseFeatures(records, 0))},
-      {"recordio sparse", "application/x-recordio-protobuf",
-       SparseRecordIOBody(records, 0)},
+      {"recordio sparse", "application/x-recordio-protobuf", SparseRecordIOBody(records, 0)},
   };
 }
 
@@ -665,6 +693,40 @@ TEST_F(ServeProcess, SparseLibsvmModelAnswersEveryFormatInEveryResponseTypeAsPre
       WriteFile("records.libsvm", LibsvmBody(SparseRecordsForSparseModel())));
 }
 
+TEST_F(ServeProcess, FactorizationMachineBinaryClassifierAnswersAsPredictWritesAndByHand) {
+  const ModelArtifact model = FactorizationMachineModel(PredictorType::kBinaryClassifier);
+  ASSERT_TRUE(Serve(model));
+  ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
+                                WriteFile("records.csv", CsvBody(FourRecords())));
+  const HttpAnswer answer = Curl("text/csv", CsvBody(FourRecords()), "application/jsonlines");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const std::vector<std::string> lines = Lines(answer.body);
+  ASSERT_EQ(lines.size(), 4u) << answer.body;
+  for (size_t r = 0; r < lines.size(); ++r) {
+    const JsonValue prediction = ParseJson(lines[r], "line " + std::to_string(r + 1));
+    EXPECT_NEAR(ScoreOf(prediction), Sigmoid(FactorizationMachineSum(model, FourRecords()[r])),
+                1e-6)
+        << lines[r];
+  }
+}
+
+TEST_F(ServeProcess, FactorizationMachineRegressorAnswersAsPredictWritesAndByHand) {
+  const ModelArtifact model = FactorizationMachineModel(PredictorType::kRegressor);
+  ASSERT_TRUE(Serve(model));
+  ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
+                                WriteFile("records.csv", CsvBody(FourRecords())));
+  const HttpAnswer answer = Curl("text/csv", CsvBody(FourRecords()), "application/jsonlines");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  const std::vector<std::string> lines = Lines(answer.body);
+  ASSERT_EQ(lines.size(), 4u) << answer.body;
+  for (size_t r = 0; r < lines.size(); ++r) {
+    const JsonValue prediction = ParseJson(lines[r], "line " + std::to_string(r + 1));
+    EXPECT_NEAR(ScoreOf(prediction), FactorizationMachineSum(model, FourRecords()[r]), 1e-4)
+        << lines[r];
+    EXPECT_EQ(prediction.Find("predicted_label"), nullptr) << lines[r];
+  }
+}
+
 TEST_F(ServeProcess, BinaryScoreIsTheSigmoidOfTheWeightedSumLabelledByTheTunedThreshold) {
   const ModelArtifact model = BinaryModel();
   ASSERT_TRUE(Serve(model));
@@ -816,8 +878,7 @@ TEST_F(ServeProcess, AWrongFeatureCountIsRefused400NamingTheRecord) {
        {Request{"csv", "text/csv", CsvBody(records)},
         Request{"json", "application/json", JsonBody(JsonDenseFeatures(records))},
         Request{"jsonlines", "application/jsonlines", JsonLinesBody(JsonDenseFeatures(records))},
-        Request{"recordio", "application/x-recordio-protobuf",
-                DenseRecordIOBody(records)}}) {
+        Request{"recordio", "application/x-recordio-protobuf", DenseRecordIOBody(records)}}) {
     ExpectRefused(request, 400, {"record 2", ": 3 features, the model takes 4"});
   }
 }
@@ -829,8 +890,7 @@ TEST_F(ServeProcess, AnIndexOutOfRangeIsRefused400NamingTheRecordAndTheRange) {
        {Request{"json", "application/json", JsonBody(JsonSparseFeatures(records, 0))},
         Request{"jsonlines", "application/jsonlines",
                 JsonLinesBody(JsonSparseFeatures(records, 0))},
-        Request{"recordio", "application/x-recordio-protobuf",
-                SparseRecordIOBody(records, 0)}}) {
+        Request{"recordio", "application/x-recordio-protobuf", SparseRecordIOBody(records, 0)}}) {
     ExpectRefused(
         request, 400,
         {"record 2", ": feature index 4 is out of range: the model takes indices 0 to 3"});
@@ -853,10 +913,10 @@ TEST_F(ServeProcess, ABadNumberIsRefused400NamingTheRecordAndTheValue) {
                 {"record 2: features[1] is a string, not a number"});
   ExpectRefused({"json beyond float32", "application/json", R"({"instances":[[1,2,3,1e39]]})"}, 400,
                 {"record 1: features[3] is '1e39', beyond float32's range"});
-  ExpectRefused({"recordio", "application/x-recordio-protobuf",
-                 DenseRecordIOBody(
-                     {{1, 2, 3, 4}, {1, 2, std::numeric_limits<float>::quiet_NaN(), 4}})},
-                400, {"record 2: features[\"values\"][2] is not finite"});
+  ExpectRefused(
+      {"recordio", "application/x-recordio-protobuf",
+       DenseRecordIOBody({{1, 2, 3, 4}, {1, 2, std::numeric_limits<float>::quiet_NaN(), 4}})},
+      400, {"record 2: features[\"values\"][2] is not finite"});
 }
 
 TEST_F(ServeProcess, AnUnsupportedContentTypeIsRefused415NamingTheSupportedOnes) {
