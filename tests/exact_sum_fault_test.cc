@@ -87,7 +87,7 @@ TEST_F(ExactSumFaults, ASchedulerStoppedPastTheHeartbeatTimeoutRemovesNoNode) {
   const std::string membership = folder_ + "/membership.jsonl";
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=4", "--exact_sum_minibatches=2500", "--heartbeat_interval=0.25",
+       "--epochs=4", "--exact_sum_minibatches=6000", "--heartbeat_interval=0.25",
        "--heartbeat_timeout=1", "--model_dir=" + model_dir, "--membership_log=" + membership,
        "--faults=stop:scheduler@2s+2.5s", "--event_log=" + log},
       240);

@@ -74,11 +74,11 @@ TEST_F(S3JobTest, LinearLearnerTrainsFromS3WritesItsModelThereAndPredictReadsIt)
   // The model and the job's timeline are in the bucket, and nowhere on the local disk.
   std::vector<std::string> keys;
   for (const ObjectInfo& object : storage_->List("model/")) keys.push_back(object.key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"model/history.jsonl", "model/metrics.json",
-                                            "model/model.json", "model/timeline/launch.jsonl",
-                                            "model/timeline/scheduler.jsonl",
-                                            "model/timeline/worker-0.jsonl",
-                                            "model/timeline/worker-1.jsonl", "model/weights.bin"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "model/history.jsonl", "model/metrics.json", "model/model.json",
+                      "model/model.manifest", "model/timeline/launch.jsonl",
+                      "model/timeline/scheduler.jsonl", "model/timeline/worker-0.jsonl",
+                      "model/timeline/worker-1.jsonl", "model/weights.bin"}));
   EXPECT_FALSE(std::filesystem::exists("s3:"));
   EXPECT_EQ(CountLines(storage_->Get("model/history.jsonl")), 2u);
   const auto metrics = ParseMetrics(storage_->Get("model/metrics.json"));

@@ -25,6 +25,11 @@ const std::vector<double>& ServingBucketsSeconds() {
   return kBuckets;
 }
 
+// Bounds on what one request may make the server hold: 2^20 scores (their
+// JSON text is ~40 MB), 2^24 gathered weights (64 MiB).
+constexpr uint64_t kMaxScoresPerRequest = uint64_t{1} << 20;
+constexpr uint64_t kMaxGatheredPerRequest = uint64_t{1} << 24;
+
 // The first value of header `name` (case-insensitive, as HTTP names are), or "".
 std::string Header(const HttpRequest& request, const std::string& name) {
   for (const auto& [key, value] : request.headers) {
@@ -164,6 +169,18 @@ HttpResponse InferenceService::Invoke(const HttpRequest& request) {
       const InferenceFormat out = ParseAccept(Header(request, "Accept"), InferenceFormat::kJson);
       Batch batch;
       DecodeRecords(in, request.body, scorer->input(), &batch);
+      // What one request may make the server hold: its scores, and its rows'
+      // gathered weights (a body of empty records is millions of them).
+      const uint64_t scores = uint64_t{batch.rows()} * scorer->prediction_width();
+      const uint64_t gathered = uint64_t{batch.nnz()} * scorer->hyperparameters().weight_width();
+      if (scores > kMaxScoresPerRequest || gathered > kMaxGatheredPerRequest) {
+        throw InferenceRequestError(
+            413, std::to_string(batch.rows()) + " records of " + std::to_string(batch.nnz()) +
+                     " features make " + std::to_string(scores) + " scores and " +
+                     std::to_string(gathered) + " weights, more than one request may (" +
+                     std::to_string(kMaxScoresPerRequest) + " and " +
+                     std::to_string(kMaxGatheredPerRequest) + "): send fewer records a request");
+      }
       Predictions predictions;
       if (batch.rows() > 0) scorer->Score(batch, &predictions);
       predictions.width = scorer->prediction_width();

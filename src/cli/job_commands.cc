@@ -129,8 +129,12 @@ int RunPredict() {
   const Scorer scorer(std::move(artifact), h, FLAGS_device, FLAGS_threads);
   const std::vector<InputSplit> splits = ResolveChannel(FLAGS_data, 0, 1);
   // Data to score need not be labelled: the first record says which it is.
+  // (The first split of a file that is not empty: an empty part file says nothing.)
+  const auto first = std::find_if(splits.begin(), splits.end(), [](const InputSplit& split) {
+    return split.is_pipe || split.file_size > 0;
+  });
   reader.labelled =
-      splits.empty() || FirstRecordLabelled(splits[0], reader, scorer.input().input_dim);
+      first == splits.end() || FirstRecordLabelled(*first, reader, scorer.input().input_dim);
   BatchStream stream(splits, reader, PredictBatchRows(scorer.prediction_width()));
 
   const bool to_stdout = FLAGS_out == "-";

@@ -125,6 +125,11 @@ void HttpServer::Bind() {
       return refuse(411, "a request body must come with a Content-Length (not Transfer-Encoding: " +
                              in.get_header_value("Transfer-Encoding") + ")");
     }
+    if ((in.method == "POST" || in.method == "PUT" || in.method == "PATCH") &&
+        !in.has_header("Content-Length")) {
+      // httplib would read a body without a length until the client stops.
+      return refuse(411, "a request body must come with a Content-Length");
+    }
     if (in.has_header("Content-Encoding") &&
         in.get_header_value("Content-Encoding") != "identity") {
       return refuse(415, "Content-Encoding " + in.get_header_value("Content-Encoding") +
@@ -134,9 +139,12 @@ void HttpServer::Bind() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   const auto serve = [this](const httplib::Request& in, httplib::Response& out) {
-    ++in_flight_;
+    struct InFlight {
+      std::atomic<int>& count;
+      explicit InFlight(std::atomic<int>& c) : count(c) { ++count; }
+      ~InFlight() { --count; }
+    } in_flight(in_flight_);
     ToHttplib(Dispatch(FromHttplib(in)), &out);
-    --in_flight_;
   };
   const std::string any = ".*";
   server.Get(any, serve).Post(any, serve).Put(any, serve).Delete(any, serve);
