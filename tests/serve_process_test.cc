@@ -658,6 +658,18 @@ class ServeProcess : public testing::TempFolderTest {
     }
   }
 
+  // The predictions of `records` sent as CSV and answered in JSON Lines, one
+  // a record (parse errors and a status other than 200 fail the test).
+  std::vector<JsonValue> JsonLinesPredictions(const DenseRecords& records) {
+    const HttpAnswer answer = Curl("text/csv", CsvBody(records), "application/jsonlines");
+    EXPECT_EQ(answer.status, 200) << answer.body;
+    std::vector<JsonValue> predictions;
+    for (const std::string& line : Lines(answer.body)) {
+      predictions.push_back(ParseJson(line, "the answer's line " + line));
+    }
+    return predictions;
+  }
+
   testing::Processes processes_;
   const std::string model_dir_ = folder_ + "/model";
   pid_t serve_ = 0;
@@ -698,15 +710,12 @@ TEST_F(ServeProcess, FactorizationMachineBinaryClassifierAnswersAsPredictWritesA
   ASSERT_TRUE(Serve(model));
   ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
                                 WriteFile("records.csv", CsvBody(FourRecords())));
-  const HttpAnswer answer = Curl("text/csv", CsvBody(FourRecords()), "application/jsonlines");
-  ASSERT_EQ(answer.status, 200) << answer.body;
-  const std::vector<std::string> lines = Lines(answer.body);
-  ASSERT_EQ(lines.size(), 4u) << answer.body;
-  for (size_t r = 0; r < lines.size(); ++r) {
-    const JsonValue prediction = ParseJson(lines[r], "line " + std::to_string(r + 1));
-    EXPECT_NEAR(ScoreOf(prediction), Sigmoid(FactorizationMachineSum(model, FourRecords()[r])),
+  const std::vector<JsonValue> predictions = JsonLinesPredictions(FourRecords());
+  ASSERT_EQ(predictions.size(), 4u);
+  for (size_t r = 0; r < predictions.size(); ++r) {
+    EXPECT_NEAR(ScoreOf(predictions[r]), Sigmoid(FactorizationMachineSum(model, FourRecords()[r])),
                 1e-6)
-        << lines[r];
+        << "record " << r + 1;
   }
 }
 
@@ -715,15 +724,12 @@ TEST_F(ServeProcess, FactorizationMachineRegressorAnswersAsPredictWritesAndByHan
   ASSERT_TRUE(Serve(model));
   ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
                                 WriteFile("records.csv", CsvBody(FourRecords())));
-  const HttpAnswer answer = Curl("text/csv", CsvBody(FourRecords()), "application/jsonlines");
-  ASSERT_EQ(answer.status, 200) << answer.body;
-  const std::vector<std::string> lines = Lines(answer.body);
-  ASSERT_EQ(lines.size(), 4u) << answer.body;
-  for (size_t r = 0; r < lines.size(); ++r) {
-    const JsonValue prediction = ParseJson(lines[r], "line " + std::to_string(r + 1));
-    EXPECT_NEAR(ScoreOf(prediction), FactorizationMachineSum(model, FourRecords()[r]), 1e-4)
-        << lines[r];
-    EXPECT_EQ(prediction.Find("predicted_label"), nullptr) << lines[r];
+  const std::vector<JsonValue> predictions = JsonLinesPredictions(FourRecords());
+  ASSERT_EQ(predictions.size(), 4u);
+  for (size_t r = 0; r < predictions.size(); ++r) {
+    EXPECT_NEAR(ScoreOf(predictions[r]), FactorizationMachineSum(model, FourRecords()[r]), 1e-4)
+        << "record " << r + 1;
+    EXPECT_EQ(predictions[r].Find("predicted_label"), nullptr) << "record " << r + 1;
   }
 }
 

@@ -167,7 +167,8 @@ HttpResponse InferenceService::Invoke(const HttpRequest& request) {
     try {
       const InferenceFormat in = ParseContentType(Header(request, "Content-Type"));
       const InferenceFormat out = ParseAccept(Header(request, "Accept"), InferenceFormat::kJson);
-      Batch batch;
+      PreparedBatch prepared;  // decoded in place: the batch is not copied to be scored
+      Batch& batch = prepared.batch;
       DecodeRecords(in, request.body, scorer->input(), &batch);
       // What one request may make the server hold: its scores, and its rows'
       // gathered weights (a body of empty records is millions of them).
@@ -182,7 +183,10 @@ HttpResponse InferenceService::Invoke(const HttpRequest& request) {
                      std::to_string(kMaxGatheredPerRequest) + "): send fewer records a request");
       }
       Predictions predictions;
-      if (batch.rows() > 0) scorer->Score(batch, &predictions);
+      if (batch.rows() > 0) {
+        PrepareKeys(&prepared);
+        scorer->Score(prepared, &predictions);
+      }
       predictions.width = scorer->prediction_width();
       response.content_type = ContentTypeOf(out);
       EncodePredictions(out, predictions, &response.body);
