@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <new>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -223,6 +224,105 @@ TEST(ParameterTable, PushToASharedRowBeingReadCopiesItFirst) {
   EXPECT_EQ(before[0], 0.0f);  // the view in flight is unchanged
   EXPECT_EQ(table.SharedWeights(9)[0], -1.0f);
   EXPECT_EQ(table.Find(9)[width - 1], -1.0f);
+}
+
+// Random inserts and erasures against a map, in both layouts (ordered keys
+// from the table's range; clustered ones that switch it to hashing), with
+// growth between: every key kept is found with its row, every key erased
+// reads as new, and the size agrees.
+void CheckEraseAgainstAMap(bool clustered, int width) {
+  ParameterTable table(width, 1, nullptr, 0, clustered ? ~Key{0} : (Key{1} << 20) - 1);
+  std::unordered_map<Key, float> expected;
+  std::mt19937_64 random(clustered ? 5 : 6);
+  for (int step = 0; step < 60000; ++step) {
+    const Key key = clustered ? (random() % 4096) * 16 : MixKey(random() % 30000) >> 44;
+    if (random() % 3 == 0) {
+      const bool had = expected.erase(key) == 1;
+      EXPECT_EQ(table.Erase(key), had) << key;
+    } else {
+      const float value = static_cast<float>(step);
+      table.FindOrInsert(key)[width - 1] = value;
+      expected[key] = value;
+    }
+    if (step % 5000 == 0 || step == 59999) {
+      ASSERT_EQ(table.size(), expected.size()) << step;
+      for (const auto& [k, v] : expected) {
+        const float* row = table.Find(k);
+        ASSERT_NE(row, nullptr) << k << " at step " << step;
+        ASSERT_EQ(row[width - 1], v) << k;
+      }
+      size_t visited = 0;
+      table.ForEach([&](Key k, const float* row) {
+        ++visited;
+        ASSERT_EQ(expected.at(k), row[width - 1]);
+      });
+      ASSERT_EQ(visited, expected.size());
+    }
+  }
+  if (clustered) {
+    EXPECT_FALSE(table.ordered());
+  }
+}
+
+TEST(ParameterTable, EraseKeepsEveryOtherKeyReachableInTheOrderedLayout) {
+  CheckEraseAgainstAMap(/*clustered=*/false, 1);
+}
+
+TEST(ParameterTable, EraseKeepsEveryOtherKeyReachableInTheHashedLayout) {
+  CheckEraseAgainstAMap(/*clustered=*/true, 3);
+}
+
+TEST(ParameterTable, EraseOfAWideRowAndOfTheExtremeKey) {
+  const int width = ParameterTable::kSharedRowBytes / sizeof(float);
+  ParameterTable table(width, 0, [](Key, float* weights, int) { weights[0] = 5; });
+  table.FindOrInsert(3)[0] = 1;
+  table.FindOrInsert(~Key{0})[0] = 2;
+  EXPECT_TRUE(table.Erase(~Key{0}));
+  EXPECT_FALSE(table.Erase(~Key{0}));
+  EXPECT_TRUE(table.Erase(3));
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.Find(3), nullptr);
+  EXPECT_EQ(table.SharedWeights(3)[0], 5.0f);  // the initializer's again
+  EXPECT_EQ(table.SharedWeights(~Key{0})[0], 5.0f);
+}
+
+std::set<Key> ChangedSince(const ParameterTable& table, uint32_t stamp) {
+  std::set<Key> keys;
+  table.ForEachChangedSince(stamp, [&](Key key, const float*) { keys.insert(key); });
+  return keys;
+}
+
+TEST(ParameterTable, StampsTellTheRowsChangedSinceAMomentThroughGrowthAndErasure) {
+  OptimizerOptions options;
+  auto sgd = MakeOptimizer(options);
+  ParameterTable table(1, 0);
+  table.FindOrInsert(1);
+  table.EnableStamps();  // rows held before count as changed
+  const uint32_t start = table.stamp() - 1;
+  EXPECT_EQ(ChangedSince(table, start), (std::set<Key>{1}));
+  const uint32_t copied = table.stamp();
+  table.AdvanceStamp();
+  EXPECT_TRUE(ChangedSince(table, copied).empty());
+  // Enough new keys to grow the slots several times, and one old key pushed.
+  std::vector<Key> keys;
+  for (Key k = 2; k < 20000; ++k) keys.push_back(MixKey(k));
+  keys.push_back(1);
+  std::sort(keys.begin(), keys.end());
+  std::vector<float> gradients(keys.size(), 1.0f);
+  table.Push(keys.data(), keys.size(), gradients.data(), sgd.get());
+  EXPECT_EQ(ChangedSince(table, copied).size(), keys.size());
+  const uint32_t second = table.stamp();
+  table.AdvanceStamp();
+  Key some = keys[7];
+  table.Push(&some, 1, gradients.data(), sgd.get());
+  table.Erase(keys[100]);  // an erased row is no longer reported
+  EXPECT_EQ(ChangedSince(table, second), (std::set<Key>{some}));
+  EXPECT_EQ(table.StampedBefore(second + 1).size(), keys.size() - 2);
+  // Without stamps every row counts as changed.
+  ParameterTable plain(1, 0);
+  plain.FindOrInsert(4);
+  EXPECT_EQ(ChangedSince(plain, 1000), (std::set<Key>{4}));
+  EXPECT_TRUE(plain.StampedBefore(1000).empty());
 }
 
 }  // namespace

@@ -78,6 +78,7 @@ void ParameterTable::CreateRow(size_t index, Key key) {
   } else {
     SetKey(index, key);
   }
+  Stamp(index);
   ++size_;
 }
 
@@ -123,7 +124,11 @@ float* ParameterTable::MutableRow(size_t index) {
   return block.get();
 }
 
-float* ParameterTable::FindOrInsert(Key key) { return MutableRow(FindOrInsertIndex(key)); }
+float* ParameterTable::FindOrInsert(Key key) {
+  const size_t index = FindOrInsertIndex(key);
+  Stamp(index);
+  return MutableRow(index);
+}
 
 size_t ParameterTable::FindIndex(Key key) const {
   if (key == kFree) return has_free_key_ ? capacity_ : kNoSlot;
@@ -155,17 +160,21 @@ void ParameterTable::Rebuild(size_t capacity, bool ordered) {
   // Everything that allocates comes first.
   std::vector<char, HugePageAllocator<char>> new_slots((capacity + 1) * slot_bytes_, 0);
   std::vector<std::shared_ptr<float[]>> new_blocks(shares_rows_ ? capacity + 1 : 0);
+  std::vector<uint32_t> new_stamps(stamps_.empty() ? 0 : capacity + 1, 0);
   ++generation_;
   const size_t old_capacity = capacity_;
   auto old_slots = std::move(slots_);
   auto old_blocks = std::move(blocks_);
+  auto old_stamps = std::move(stamps_);
   slots_ = std::move(new_slots);
   blocks_ = std::move(new_blocks);
+  stamps_ = std::move(new_stamps);
   ordered_ = ordered;
   SetCapacity(capacity);
   auto move_slot = [&](size_t from, size_t to) {
     std::memcpy(SlotAt(to), old_slots.data() + from * slot_bytes_, slot_bytes_);
     if (shares_rows_) blocks_[to] = std::move(old_blocks[from]);
+    if (!stamps_.empty()) stamps_[to] = old_stamps[from];
   };
   for (size_t from = 0; from < old_capacity; ++from) {
     Key key;
@@ -243,7 +252,10 @@ void ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
     // A rebuild moved the slots found before it; every key exists now, so a
     // second pass inserts nothing and rebuilds nothing.
     if (generation_ != generation) ForBatch(chunk, n, resolve);
-    for (size_t i = 0; i < n; ++i) rows[i] = MutableRow(indices[i]);
+    for (size_t i = 0; i < n; ++i) {
+      rows[i] = MutableRow(indices[i]);
+      Stamp(indices[i]);
+    }
     optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_, step_scale);
   }
 }
@@ -274,6 +286,69 @@ void ParameterTable::ForEach(const std::function<void(Key, const float*)>& visit
     if (KeyAt(i) != kFree) visit(KeyAt(i), Row(i));
   }
   if (has_free_key_) visit(kFree, Row(capacity_));
+}
+
+void ParameterTable::EnableStamps() {
+  if (!stamps_.empty()) return;
+  stamps_.assign(capacity_ + 1, stamp_);
+}
+
+void ParameterTable::ForEachChangedSince(
+    uint32_t stamp, const std::function<void(Key, const float*)>& visit) const {
+  if (stamps_.empty()) {
+    ForEach(visit);
+    return;
+  }
+  for (size_t i = 0; i < capacity_; ++i) {
+    if (stamps_[i] > stamp && KeyAt(i) != kFree) visit(KeyAt(i), Row(i));
+  }
+  if (has_free_key_ && stamps_[capacity_] > stamp) visit(kFree, Row(capacity_));
+}
+
+std::vector<Key> ParameterTable::StampedBefore(uint32_t stamp) const {
+  std::vector<Key> keys;
+  if (stamps_.empty()) return keys;
+  for (size_t i = 0; i < capacity_; ++i) {
+    if (stamps_[i] < stamp && KeyAt(i) != kFree) keys.push_back(KeyAt(i));
+  }
+  if (has_free_key_ && stamps_[capacity_] < stamp) keys.push_back(kFree);
+  return keys;
+}
+
+void ParameterTable::MoveSlot(size_t from, size_t to) {
+  std::memcpy(SlotAt(to), SlotAt(from), slot_bytes_);
+  if (shares_rows_) blocks_[to] = std::move(blocks_[from]);
+  if (!stamps_.empty()) stamps_[to] = stamps_[from];
+  SetKey(from, kFree);
+}
+
+bool ParameterTable::Erase(Key key) {
+  if (key == kFree) {
+    if (!has_free_key_) return false;
+    has_free_key_ = false;
+    if (shares_rows_) blocks_[capacity_].reset();
+    --size_;
+    return true;
+  }
+  size_t hole = FindIndex(key);
+  if (hole == kNoSlot) return false;
+  SetKey(hole, kFree);
+  if (shares_rows_) blocks_[hole].reset();
+  --size_;
+  // Backward shift: each key after the hole in its probe run moves into the
+  // hole unless its home slot lies after the hole (cyclically), so every key
+  // stays reachable from its home without tombstones.
+  for (size_t next = NextSlot(hole);; next = NextSlot(next)) {
+    const Key moving = KeyAt(next);
+    if (moving == kFree) break;
+    const size_t home = SlotOf(moving);
+    const size_t from_home = next >= home ? next - home : next + capacity_ - home;
+    const size_t hole_from_home = hole >= home ? hole - home : hole + capacity_ - home;
+    if (hole_from_home > from_home) continue;  // the hole is before its home
+    MoveSlot(next, hole);
+    hole = next;
+  }
+  return true;
 }
 
 }  // namespace keel

@@ -91,6 +91,28 @@ class ParameterTable {
   // Calls visit(key, row) for every row, in no particular order.
   void ForEach(const std::function<void(Key, const float*)>& visit) const;
 
+  // Stamps: with them on, every row carries the value of stamp() when it was
+  // last pushed or made (FindOrInsert counts as a change), so the rows
+  // changed since a moment are those stamped after the stamp() of that
+  // moment (the caller advances it). 4 bytes a row; off until enabled, and
+  // the rows already held then count as changed.
+  void EnableStamps();
+  bool stamped() const { return !stamps_.empty(); }
+  uint32_t stamp() const { return stamp_; }
+  // Starts a new stamp: rows changed from now on are told apart from those
+  // changed before. Returns the new stamp.
+  uint32_t AdvanceStamp() { return ++stamp_; }
+  // Calls visit(key, row) for every row stamped after `stamp` (all rows
+  // without stamps), in no particular order.
+  void ForEachChangedSince(uint32_t stamp,
+                           const std::function<void(Key, const float*)>& visit) const;
+  // The keys of the rows last stamped before `stamp` (none without stamps).
+  std::vector<Key> StampedBefore(uint32_t stamp) const;
+
+  // Removes the row of `key`; false if it had none. Later reads of `key`
+  // answer its initial weights again.
+  bool Erase(Key key);
+
  private:
   // Marks a free slot; the key with this value has the extra slot at capacity().
   static constexpr Key kFree = ~Key{0};
@@ -161,6 +183,12 @@ class ParameterTable {
   template <typename Visit>
   void ForBatchFound(const Key* keys, size_t count, Visit visit) const;
   void Prefetch(Key key) const;
+  void Stamp(size_t index) {
+    if (!stamps_.empty()) stamps_[index] = stamp_;
+  }
+  // Moves slot `from`'s key, row and stamp to the free slot `to`; `from` is
+  // then free.
+  void MoveSlot(size_t from, size_t to);
 
   int weight_width_;
   int row_width_;
@@ -177,6 +205,8 @@ class ParameterTable {
   bool has_free_key_ = false;
   std::vector<char, HugePageAllocator<char>> slots_;  // capacity + 1 slots
   std::vector<std::shared_ptr<float[]>> blocks_;      // wide rows: capacity + 1
+  std::vector<uint32_t> stamps_;                      // capacity + 1 when enabled
+  uint32_t stamp_ = 1;
 };
 
 }  // namespace keel
