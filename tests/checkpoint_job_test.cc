@@ -217,8 +217,8 @@ TEST_F(CheckpointJob, CheckpointInsideAnEpochResumesOnMoreAndOnFewerWorkers) {
       std::to_string(std::stoul(testing::Shell("cat " + folder_ + "/data/train/* | wc -l").output));
   for (const int workers : {3, 1}) {
     const std::string model = "resumed-on-" + std::to_string(workers);
-    const auto resumed = Run(With(Job(2, workers, model),
-                                  {"--resume=" + Store("ckpt") + "/" + CheckpointId(2, 100)}));
+    const auto resumed = Run(
+        With(Job(2, workers, model), {"--resume=" + Store("ckpt") + "/" + CheckpointId(2, 100)}));
     ASSERT_EQ(resumed.code, 0) << resumed.output;
     const auto history = testing::ReadJsonLines(folder_ + "/" + model + "/history.jsonl");
     ASSERT_EQ(history.size(), 4u) << resumed.output;  // epochs 2 to 5
@@ -230,6 +230,98 @@ TEST_F(CheckpointJob, CheckpointInsideAnEpochResumesOnMoreAndOnFewerWorkers) {
   const auto between =
       Run(With(Job(2, 3, "between"), {"--resume=" + Store("ckpt") + "/" + CheckpointId(3, 0)}));
   EXPECT_EQ(between.code, 0) << between.output;
+}
+
+// Delta checkpoints: a chain (a full checkpoint, then only the rows changed
+// since the one before) restores the very tables a full checkpoint written at
+// the same point holds. The keys are many (10^5 features), so each interval
+// changes a fraction of the rows and the rest must come from the chain's
+// earlier links.
+TEST_F(CheckpointJob, ADeltaChainRestoresTheTablesOfAFullCheckpointAtTheSamePointBitForBit) {
+  const auto data =
+      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000", "--features=100000",
+                    "--nnz=10", "--seed=12", "--out=" + folder_ + "/sparse"},
+                   60);
+  ASSERT_EQ(data.code, 0) << data.output;
+  auto job = [&](int servers, const std::string& model, const std::vector<std::string>& more) {
+    std::vector<std::string> argv = With(Job(servers, 1, model), more);
+    for (std::string& arg : argv) {
+      if (arg.rfind("--train=", 0) == 0) arg = "--train=" + folder_ + "/sparse/train";
+      if (arg.rfind("--validation=", 0) == 0)
+        arg = "--validation=" + folder_ + "/sparse/validation";
+    }
+    return With(argv, {"--epochs=2", "--num_models=2"});
+  };
+  const auto full =
+      Run(job(2, "full", {"--checkpoint_uri=" + Store("full"), "--checkpoint_every=100"}));
+  ASSERT_EQ(full.code, 0) << full.output;
+  const auto delta = Run(job(2, "delta",
+                             {"--checkpoint_uri=" + Store("delta"), "--checkpoint_every=100",
+                              "--checkpoint_delta", "--checkpoint_full_every=4"}));
+  ASSERT_EQ(delta.code, 0) << delta.output;
+  ASSERT_FALSE(Weights("full").empty());
+  ASSERT_TRUE(Weights("delta") == Weights("full")) << "the two runs trained differently";
+
+  CheckpointStore full_store(Store("full")), delta_store(Store("delta"));
+  const std::vector<std::string> ids = delta_store.Committed();
+  ASSERT_EQ(ids, full_store.Committed());
+  // Ten checkpoints (minibatches 100 to 400 of each epoch, then the final
+  // one), every fourth full: the final one is a delta of the ninth.
+  ASSERT_EQ(ids.size(), 10u);
+  const std::string middle = ids[6], last = ids[9];
+  const proto::CheckpointManifest middle_manifest = delta_store.ReadManifest(middle);
+  EXPECT_EQ(middle_manifest.delta_depth(), 2);
+  EXPECT_EQ(middle_manifest.delta_of(), ids[5]);
+  EXPECT_EQ(delta_store.ReadManifest(ids[8]).delta_depth(), 0);
+  const proto::CheckpointManifest last_manifest = delta_store.ReadManifest(last);
+  EXPECT_TRUE(last_manifest.final());
+  EXPECT_EQ(last_manifest.delta_of(), ids[8]);
+  for (const auto& file : middle_manifest.files()) EXPECT_TRUE(file.delta()) << file.name();
+  uint64_t delta_rows = 0, full_rows = 0;
+  for (const auto& file : middle_manifest.files()) delta_rows += file.rows();
+  const proto::CheckpointManifest full_middle = full_store.ReadManifest(middle);
+  for (const auto& file : full_middle.files()) full_rows += file.rows();
+  EXPECT_LT(delta_rows * 10, full_rows * 6) << "a delta of 100 minibatches holds most rows";
+
+  // The final checkpoints restored and written out as models at once: the
+  // tables themselves, compared bit for bit.
+  for (const std::string& store : {std::string("full"), std::string("delta")}) {
+    const auto resumed = Run(job(2, "final-" + store, {"--resume=" + Store(store) + "/" + last}));
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+  }
+  EXPECT_TRUE(Weights("final-delta") == Weights("final-full"));
+  EXPECT_TRUE(Weights("final-delta") == Weights("full"));
+  // Training on from the middle of a chain, on another number of servers.
+  const auto on3 = Run(job(3, "middle-on-3", {"--resume=" + Store("delta") + "/" + middle}));
+  ASSERT_EQ(on3.code, 0) << on3.output;
+  EXPECT_TRUE(Weights("middle-on-3") == Weights("full"));
+
+  const auto verify =
+      testing::Run({KeelBinary(), "checkpoint", "verify", Store("delta") + "/" + middle}, 60);
+  EXPECT_EQ(verify.code, 0) << verify.output;
+  EXPECT_TRUE(Contains(verify.output, "with its chain: 3 checkpoints from the full " + ids[4]))
+      << verify.output;
+  const auto ls = testing::Run({KeelBinary(), "checkpoint", "ls", Store("delta")}, 60);
+  EXPECT_TRUE(Contains(ls.output, "delta 2 of " + ids[5])) << ls.output;
+}
+
+// Retention keeps what a kept delta needs: with --keep_checkpoints=1 the
+// final delta's whole chain stays, and it still resumes.
+TEST_F(CheckpointJob, KeepCheckpointsNeverDeletesTheBaseOfAKeptDelta) {
+  const auto written =
+      Run(With(Job(2, 1, "whole"),
+               {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=100", "--checkpoint_delta",
+                "--checkpoint_full_every=100", "--keep_checkpoints=1", "--epochs=2"}));
+  ASSERT_EQ(written.code, 0) << written.output;
+  CheckpointStore store(Store("ckpt"));
+  const std::string latest = store.Latest();
+  std::vector<std::string> chain;
+  for (const auto& link : store.Chain(latest)) chain.push_back(link.id());
+  EXPECT_EQ(store.Committed(), chain);
+  EXPECT_EQ(chain.size(), 10u);  // 1-100 full to the final 3-0
+  const auto resumed = Run(With(Job(2, 1, "resumed"), {"--resume=" + Store("ckpt"), "--epochs=2"}));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_TRUE(Weights("resumed") == Weights("whole"));
 }
 
 }  // namespace

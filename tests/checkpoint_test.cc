@@ -91,6 +91,59 @@ TEST(SnapshotFile, TruncatedAndForeignFilesAreRefused) {
   EXPECT_TRUE(Contains(ErrorOf([&] { DecodeSnapshot(foreign, "f"); }), "bad magic"));
 }
 
+TEST(SnapshotFile, RoundTripsADeltaWithRemovedKeysAndAdmissionCounters) {
+  ServerSnapshot delta = SampleSnapshot(1);
+  delta.delta = true;
+  delta.tables[0].deleted = {7, 102, 4000};
+  delta.tables[1].sketch_depth = 2;
+  delta.tables[1].sketch_width = 3;
+  delta.tables[1].sketch = {1, 2, 3, 65535, 0, 9};
+  const ServerSnapshot read = DecodeSnapshot(EncodeSnapshot(delta, nullptr), "d.snap");
+  EXPECT_TRUE(read.delta);
+  EXPECT_EQ(read.tables[0].deleted, delta.tables[0].deleted);
+  EXPECT_TRUE(read.tables[1].deleted.empty());
+  EXPECT_EQ(read.tables[1].sketch, delta.tables[1].sketch);
+  EXPECT_EQ(read.tables[1].sketch_width, 3u);
+  EXPECT_EQ(read.tables[0].sketch_depth, 0u);
+  EXPECT_FALSE(DecodeSnapshot(EncodeSnapshot(SampleSnapshot(1), nullptr), "f").delta);
+  // Removed keys out of order are refused like rows out of order.
+  delta.tables[0].deleted = {9, 8};
+  const std::string error = ErrorOf([&] { DecodeSnapshot(EncodeSnapshot(delta, nullptr), "d"); });
+  EXPECT_TRUE(Contains(error, "table 0 removed keys are not sorted at row 1")) << error;
+  // Counters claimed past the bytes left.
+  delta.tables[0].deleted.clear();
+  delta.tables[1].sketch_width = 1 << 20;
+  const std::string claim = ErrorOf([&] { DecodeSnapshot(EncodeSnapshot(delta, nullptr), "d"); });
+  EXPECT_TRUE(Contains(claim, "admission counters, more than the")) << claim;
+}
+
+TEST(SnapshotFile, AVersionOneFileIsStillRead) {
+  // Version 1: no kind, no removed keys, no counters.
+  std::string bytes("KEELSNAP", 8);
+  auto put = [&](auto value) {
+    bytes.append(reinterpret_cast<const char*>(&value), sizeof(value));
+  };
+  put(uint32_t{1});  // version
+  put(int32_t{4});   // rank
+  put(uint32_t{1});  // spans
+  put(uint64_t{0});
+  put(~uint64_t{0});
+  put(uint32_t{1});   // tables
+  put(uint32_t{2});   // id
+  put(uint32_t{1});   // weight width
+  put(uint32_t{2});   // row width
+  put(uint64_t{1});   // rows
+  put(uint64_t{77});  // key
+  put(1.5f);
+  put(0.25f);
+  const ServerSnapshot read = DecodeSnapshot(WithChecksum(bytes), "v1.snap");
+  EXPECT_FALSE(read.delta);
+  EXPECT_EQ(read.server_rank, 4);
+  ASSERT_EQ(read.tables.size(), 1u);
+  EXPECT_EQ(read.tables[0].keys, std::vector<uint64_t>{77});
+  EXPECT_EQ(read.tables[0].rows, (std::vector<float>{1.5f, 0.25f}));
+}
+
 TEST(CheckpointId, SortsInTrainingOrder) {
   EXPECT_EQ(CheckpointId(2, 120), "ckpt-000002-000000120");
   EXPECT_LT(CheckpointId(2, 999), CheckpointId(3, 0));
@@ -111,10 +164,13 @@ class CheckpointStoreTest : public testing::TempFolderTest {
  protected:
   // Writes a checkpoint with two servers' files; commits it unless told not to.
   proto::CheckpointManifest Write(CheckpointStore* store, int epoch, uint64_t batch,
-                                  bool commit = true) {
+                                  bool commit = true, const std::string& delta_of = "",
+                                  int depth = 0) {
     proto::CheckpointManifest manifest;
     manifest.set_format_version(1);
     manifest.set_id(CheckpointId(epoch, batch));
+    manifest.set_delta_of(delta_of);
+    manifest.set_delta_depth(depth);
     manifest.set_epoch(epoch);
     manifest.set_batch(batch);
     manifest.set_num_servers(2);
@@ -127,6 +183,7 @@ class CheckpointStoreTest : public testing::TempFolderTest {
       file->set_server_rank(rank);
       file->set_bytes(bytes.size());
       file->set_checksum(ChecksumHex(checksum));
+      file->set_delta(!delta_of.empty());
     }
     if (commit) store->Commit(manifest);
     return manifest;
@@ -206,6 +263,54 @@ TEST_F(CheckpointStoreTest, PruneKeepsTheNewestAndDropsOlderIncompleteOnes) {
             (std::vector<std::string>{"ckpt-000001-000000020", "ckpt-000001-000000030"}));
   EXPECT_EQ(store.Incomplete(), std::vector<std::string>{"ckpt-000001-000000040"});
   EXPECT_TRUE(store.Prune(0).empty());
+}
+
+TEST_F(CheckpointStoreTest, ADeltaChainIsReadVerifiedAndKeptWhole) {
+  CheckpointStore store(folder_);
+  const std::string full = CheckpointId(1, 10), d1 = CheckpointId(1, 20), d2 = CheckpointId(1, 30),
+                    full2 = CheckpointId(1, 40), d3 = CheckpointId(1, 50);
+  Write(&store, 1, 10);
+  Write(&store, 1, 20, true, full, 1);
+  Write(&store, 1, 30, true, d1, 2);
+  Write(&store, 1, 40);
+  Write(&store, 1, 50, true, full2, 1);
+  std::vector<std::string> chain;
+  for (const auto& link : store.Chain(d2)) chain.push_back(link.id());
+  EXPECT_EQ(chain, (std::vector<std::string>{full, d1, d2}));
+  EXPECT_EQ(store.Chain(full).size(), 1u);
+  EXPECT_NO_THROW(store.Verify(d2));
+  // Keeping the newest two keeps d3's base only (full2 is one of them).
+  EXPECT_EQ(store.Prune(2), (std::vector<std::string>{full, d1, d2}));
+  // Keeping d3 alone keeps its base.
+  Write(&store, 1, 60, true, d3, 2);
+  EXPECT_TRUE(store.Prune(1).empty());
+  EXPECT_EQ(store.Committed().size(), 3u);
+  // A damaged base fails the verification of every delta on it, naming the base's file.
+  FlipByte(folder_ + "/" + full2 + "/server-0.snap", 40);
+  const std::string error = ErrorOf([&] { store.Verify(CheckpointId(1, 60)); });
+  EXPECT_TRUE(Contains(error, full2 + "/server-0.snap: checksum check failed")) << error;
+  // A missing base is named.
+  std::remove((folder_ + "/" + full2 + "/manifest.json").c_str());
+  const std::string missing = ErrorOf([&] { store.Chain(d3); });
+  EXPECT_TRUE(Contains(missing, d3 + " is a delta of " + full2 + ", which cannot be read"))
+      << missing;
+}
+
+TEST_F(CheckpointStoreTest, AManifestWhoseDeltaLinksDoNotFitIsRefused) {
+  CheckpointStore store(folder_);
+  proto::CheckpointManifest manifest = Write(&store, 1, 10, /*commit=*/false);
+  manifest.set_delta_of(CheckpointId(1, 20));  // not older
+  manifest.set_delta_depth(1);
+  EXPECT_TRUE(Contains(ErrorOf([&] { ManifestFromJson(ManifestToJson(manifest), "m"); }),
+                       "is not a checkpoint id older than"));
+  manifest.set_delta_of(CheckpointId(1, 5));
+  manifest.set_delta_depth(0);
+  EXPECT_TRUE(Contains(ErrorOf([&] { ManifestFromJson(ManifestToJson(manifest), "m"); }),
+                       "delta_depth 0 does not fit"));
+  manifest.set_delta_of("");
+  manifest.mutable_files(0)->set_delta(true);
+  EXPECT_TRUE(Contains(ErrorOf([&] { ManifestFromJson(ManifestToJson(manifest), "m"); }),
+                       "is a delta, but the manifest names no delta_of"));
 }
 
 TEST_F(CheckpointStoreTest, ResolveFindsLatestOrSaysThereIsNone) {

@@ -21,7 +21,12 @@ int RunCheckpointCommand(const std::string& what, const std::string& uri) {
       std::cout << id << "  epoch " << manifest.epoch() << " minibatch " << manifest.batch() << "  "
                 << manifest.num_servers() << " server(s) " << manifest.num_workers()
                 << " worker(s)  " << rows << " rows " << bytes << " bytes  " << manifest.created()
-                << (manifest.final() ? "  final" : "") << (id == latest ? "  LATEST" : "") << "\n";
+                << (manifest.final() ? "  final" : "")
+                << (manifest.delta_of().empty()
+                        ? "  full"
+                        : "  delta " + std::to_string(manifest.delta_depth()) + " of " +
+                              manifest.delta_of())
+                << (id == latest ? "  LATEST" : "") << "\n";
     }
     for (const std::string& id : store.Incomplete()) {
       std::cout << id << "  incomplete (no manifest: not a checkpoint)\n";
@@ -34,12 +39,29 @@ int RunCheckpointCommand(const std::string& what, const std::string& uri) {
     CheckpointStore store(root);
     const std::string id = store.Resolve(spec);
     if (what == "show") {
-      std::cout << ManifestToJson(store.ReadManifest(id)) << "\n";
+      const proto::CheckpointManifest manifest = store.ReadManifest(id);
+      std::cout << ManifestToJson(manifest) << "\n";
+      if (!manifest.delta_of().empty()) {
+        // The checkpoints its state is made of, as resume replays them.
+        std::cout << "chain:";
+        for (const proto::CheckpointManifest& link : store.Chain(id)) {
+          std::cout << " " << link.id() << (link.delta_of().empty() ? " (full)" : "");
+        }
+        std::cout << "\n";
+      }
       return 0;
     }
+    const std::vector<proto::CheckpointManifest> chain = store.Chain(id);
     const proto::CheckpointManifest manifest = store.Verify(id);
+    int files = 0;
+    for (const proto::CheckpointManifest& link : chain) files += link.files_size();
     std::cout << id << ": manifest and " << manifest.files_size()
-              << " file(s) verified (sizes and checksums)\n";
+              << " file(s) verified (sizes and checksums)";
+    if (chain.size() > 1) {
+      std::cout << ", with its chain: " << chain.size() << " checkpoints from the full "
+                << chain.front().id() << ", " << files << " file(s)";
+    }
+    std::cout << "\n";
     return 0;
   }
   throw MakeError("unknown checkpoint command '", what, "' (ls, show or verify)");

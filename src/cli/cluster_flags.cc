@@ -58,7 +58,14 @@ DEFINE_string(checkpoint_uri, "",
 DEFINE_int32(checkpoint_every, 0,
              "scheduler: minibatches per worker between checkpoints within an epoch (0: only "
              "between epochs and at the end)");
-DEFINE_int32(keep_checkpoints, 0, "scheduler: committed checkpoints to keep (0: all)");
+DEFINE_int32(keep_checkpoints, 0,
+             "scheduler: committed checkpoints to keep (0: all); the checkpoints a kept "
+             "delta's chain needs are kept with it");
+DEFINE_bool(checkpoint_delta, false,
+            "scheduler: after a full checkpoint, servers write only the rows changed (or "
+            "removed) since the previous one; resume replays the full one and its deltas");
+DEFINE_int32(checkpoint_full_every, 10,
+             "scheduler: with --checkpoint_delta, every N-th checkpoint is full (1: all)");
 DEFINE_string(resume, "",
               "scheduler: resume from a checkpoint: latest (in --checkpoint_uri), a checkpoint's "
               "URI, or a checkpoint store's URI (its LATEST)");
@@ -105,7 +112,8 @@ std::vector<FlagGroup> ClusterFlagGroups() {
         "worker_replace_timeout", "replication", "membership_log", "port_file", "connect_timeout",
         "progress_records"}},
       {"checkpoints",
-       {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "resume", "preemption_grace"}},
+       {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "checkpoint_delta",
+        "checkpoint_full_every", "resume", "preemption_grace"}},
       {"checking", {"check_flags"}},
   };
 }
@@ -172,6 +180,8 @@ void CheckSchedulerFlags(const ClusterSize& size) {
   RequireInRange("checkpoint_every", FLAGS_checkpoint_every, 0, kMaxCount,
                  "minibatches between checkpoints (0: between epochs)");
   RequireInRange("keep_checkpoints", FLAGS_keep_checkpoints, 0, kMaxCount, "0 keeps all");
+  RequireInRange("checkpoint_full_every", FLAGS_checkpoint_full_every, 1, kMaxCount,
+                 "checkpoints from one full checkpoint to the next");
   RequirePositive("preemption_grace", FLAGS_preemption_grace, kMaxSeconds);
   CheckCheckpointPlaces();
 }
@@ -236,6 +246,8 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.checkpoint.uri = FLAGS_checkpoint_uri;
   options.checkpoint.every = FLAGS_checkpoint_every;
   options.checkpoint.keep = FLAGS_keep_checkpoints;
+  options.checkpoint.delta = FLAGS_checkpoint_delta;
+  options.checkpoint.full_every = FLAGS_checkpoint_full_every;
   options.checkpoint.resume = FLAGS_resume;
   options.connect_timeout_s = FLAGS_connect_timeout;
   options.faults = TransportFaultsFromFlags();

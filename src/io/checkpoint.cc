@@ -15,7 +15,12 @@ namespace keel {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'E', 'E', 'L', 'S', 'N', 'A', 'P'};
-constexpr uint32_t kSnapshotVersion = 1;
+// Version 2 added the delta flag, removed keys and admission counters; 1 is
+// still read.
+constexpr uint32_t kSnapshotVersion = 2;
+constexpr uint32_t kOldestSnapshotVersion = 1;
+// Admission counters a table may carry (2^28: 512 MiB).
+constexpr uint64_t kMaxSketchCounters = uint64_t{1} << 28;
 constexpr char kManifest[] = "manifest.json";
 constexpr char kLatest[] = "LATEST";
 constexpr char kPrefix[] = "ckpt-";
@@ -53,8 +58,8 @@ std::string_view SnapshotBody(std::string_view bytes, const std::string& where) 
   return bytes.substr(0, body);
 }
 
-// Magic, version, server rank and key spans.
-void ReadSnapshotHeader(ByteReader* in, ServerSnapshot* snapshot) {
+// Magic, version, kind, server rank and key spans; returns the version.
+uint32_t ReadSnapshotHeader(ByteReader* in, ServerSnapshot* snapshot) {
   char magic[sizeof(kMagic)];
   in->Bytes(magic, sizeof(magic), "magic");
   if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
@@ -62,10 +67,11 @@ void ReadSnapshotHeader(ByteReader* in, ServerSnapshot* snapshot) {
   }
   const size_t version_at = in->offset();
   const auto version = in->Get<uint32_t>("version");
-  if (version != kSnapshotVersion) {
+  if (version < kOldestSnapshotVersion || version > kSnapshotVersion) {
     throw in->ErrorAt(version_at, "snapshot format version ", version, ", this build reads ",
-                      kSnapshotVersion);
+                      kOldestSnapshotVersion, " to ", kSnapshotVersion);
   }
+  if (version >= 2) snapshot->delta = in->GetBounded<uint32_t>("kind (0 full, 1 delta)", 0, 1) == 1;
   snapshot->server_rank = in->GetBounded<int32_t>("server rank", 0, INT32_MAX);
   const auto spans = in->GetCount<uint32_t>("span count", 2 * sizeof(uint64_t), UINT32_MAX);
   snapshot->spans.reserve(spans);
@@ -76,11 +82,22 @@ void ReadSnapshotHeader(ByteReader* in, ServerSnapshot* snapshot) {
     if (first > last) throw in->ErrorAt(at, "key span [", first, ", ", last, "] is empty");
     snapshot->spans.emplace_back(first, last);
   }
+  return version;
+}
+
+// Keys strictly ascending, or an Error naming the table and the row.
+void CheckAscending(const std::vector<uint64_t>& keys, const ByteReader& in, uint32_t table,
+                    const char* what) {
+  for (size_t i = 1; i < keys.size(); ++i) {
+    if (keys[i] <= keys[i - 1]) {
+      throw MakeError(in.where(), ": table ", table, " ", what, " are not sorted at row ", i);
+    }
+  }
 }
 
 // One table: its widths and row count checked against sane bounds and the
 // bytes left before its keys and rows are allocated; keys strictly ascending.
-SnapshotTable ReadSnapshotTable(ByteReader* in) {
+SnapshotTable ReadSnapshotTable(ByteReader* in, uint32_t version) {
   SnapshotTable table;
   table.table = in->Get<uint32_t>("table id");
   table.weight_width = in->GetBounded<uint32_t>("weight width", 1, kMaxRowWidth);
@@ -96,11 +113,27 @@ SnapshotTable ReadSnapshotTable(ByteReader* in) {
   table.rows.resize(rows * table.row_width);
   in->Bytes(table.keys.data(), rows * sizeof(uint64_t), "keys");
   in->Bytes(table.rows.data(), table.rows.size() * sizeof(float), "rows");
-  for (size_t i = 1; i < table.keys.size(); ++i) {
-    if (table.keys[i] <= table.keys[i - 1]) {
-      throw MakeError(in->where(), ": table ", table.table, " keys are not sorted at row ", i);
-    }
+  CheckAscending(table.keys, *in, table.table, "keys");
+  if (version < 2) return table;
+  const auto deleted = in->GetCount<uint64_t>("removed key count", sizeof(uint64_t), UINT64_MAX);
+  table.deleted.resize(deleted);
+  in->Bytes(table.deleted.data(), deleted * sizeof(uint64_t), "removed keys");
+  CheckAscending(table.deleted, *in, table.table, "removed keys");
+  table.sketch_depth = in->GetBounded<uint32_t>("admission counter rows", 0, 64);
+  const size_t width_at = in->offset();
+  table.sketch_width = in->Get<uint32_t>("admission counter width");
+  const uint64_t counters = uint64_t{table.sketch_depth} * table.sketch_width;
+  if (counters > kMaxSketchCounters || (table.sketch_depth == 0) != (table.sketch_width == 0)) {
+    throw in->ErrorAt(width_at, "table ", table.table, " has ", table.sketch_depth, " x ",
+                      table.sketch_width, " admission counters (at most ", kMaxSketchCounters,
+                      ", and none or both)");
   }
+  if (counters * sizeof(uint16_t) > in->remaining()) {
+    throw in->ErrorAt(width_at, "table ", table.table, " claims ", counters,
+                      " admission counters, more than the ", in->remaining(), " bytes left");
+  }
+  table.sketch.resize(counters);
+  in->Bytes(table.sketch.data(), counters * sizeof(uint16_t), "admission counters");
   return table;
 }
 
@@ -155,6 +188,7 @@ std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
   ByteWriter out;
   out.Bytes(kMagic, sizeof(kMagic));
   out.Put(kSnapshotVersion);
+  out.Put(static_cast<uint32_t>(snapshot.delta ? 1 : 0));
   out.Put(static_cast<int32_t>(snapshot.server_rank));
   out.Put(static_cast<uint32_t>(snapshot.spans.size()));
   for (const auto& [first, last] : snapshot.spans) {
@@ -169,6 +203,11 @@ std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
     out.Put(static_cast<uint64_t>(table.keys.size()));
     out.Bytes(table.keys.data(), table.keys.size() * sizeof(uint64_t));
     out.Bytes(table.rows.data(), table.rows.size() * sizeof(float));
+    out.Put(static_cast<uint64_t>(table.deleted.size()));
+    out.Bytes(table.deleted.data(), table.deleted.size() * sizeof(uint64_t));
+    out.Put(table.sketch_depth);
+    out.Put(table.sketch_width);
+    out.Bytes(table.sketch.data(), table.sketch.size() * sizeof(uint16_t));
   }
   const uint64_t sum = Checksum64::Of(out.out().data(), out.out().size());
   out.Put(sum);
@@ -179,10 +218,10 @@ std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
 ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where) {
   ByteReader in(SnapshotBody(bytes, where), where);
   ServerSnapshot snapshot;
-  ReadSnapshotHeader(&in, &snapshot);
+  const uint32_t version = ReadSnapshotHeader(&in, &snapshot);
   const auto tables = in.GetCount<uint32_t>("table count", kTableHeaderBytes, UINT32_MAX);
   for (uint32_t t = 0; t < tables; ++t) {
-    snapshot.tables.push_back(ReadSnapshotTable(&in));
+    snapshot.tables.push_back(ReadSnapshotTable(&in, version));
     if (t > 0 && snapshot.tables[t].table <= snapshot.tables[t - 1].table) {
       throw MakeError(where, ": table ", snapshot.tables[t].table, " follows table ",
                       snapshot.tables[t - 1].table, " (tables are in ascending order, once each)");
@@ -216,6 +255,21 @@ proto::CheckpointManifest ManifestFromJson(const std::string& json, const std::s
                     ", this build reads 1");
   }
   CheckManifestFiles(manifest, where);
+  if (!manifest.delta_of().empty() &&
+      (!IsCheckpointId(manifest.delta_of()) || manifest.delta_of() >= manifest.id())) {
+    throw MakeError(where, ": delta_of '", manifest.delta_of(),
+                    "' is not a checkpoint id older than ", manifest.id());
+  }
+  if (manifest.delta_depth() < 0 || (manifest.delta_depth() > 0) != !manifest.delta_of().empty()) {
+    throw MakeError(where, ": delta_depth ", manifest.delta_depth(), " does not fit delta_of '",
+                    manifest.delta_of(), "'");
+  }
+  for (const proto::CheckpointFile& file : manifest.files()) {
+    if (file.delta() && manifest.delta_of().empty()) {
+      throw MakeError(where, ": file ", file.name(), " is a delta, but the manifest names no ",
+                      "delta_of");
+    }
+  }
   return manifest;
 }
 
@@ -286,6 +340,23 @@ void CheckpointStore::Commit(const proto::CheckpointManifest& manifest) {
   if (latest.empty() || latest < manifest.id()) storage_->Put(kLatest, manifest.id() + "\n");
 }
 
+std::vector<proto::CheckpointManifest> CheckpointStore::Chain(const std::string& id) {
+  std::vector<proto::CheckpointManifest> chain;
+  chain.push_back(ReadManifest(id));
+  while (!chain.back().delta_of().empty()) {
+    const std::string base = chain.back().delta_of();
+    // ManifestFromJson checked delta_of < id: the walk ends.
+    try {
+      chain.push_back(ReadManifest(base));
+    } catch (const Error& e) {
+      throw MakeError("checkpoint ", chain.back().id(), " is a delta of ", base,
+                      ", which cannot be read: ", e.what());
+    }
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
 std::vector<std::string> CheckpointStore::Prune(int keep) {
   std::vector<std::string> deleted;
   if (keep <= 0) return deleted;
@@ -294,6 +365,26 @@ std::vector<std::string> CheckpointStore::Prune(int keep) {
   std::set<std::string> doomed;
   for (size_t i = 0; i + static_cast<size_t>(keep) < committed.size(); ++i) {
     doomed.insert(committed[i]);
+  }
+  // A kept checkpoint's chain is kept whole. A chain that cannot be read
+  // keeps everything older: nothing is deleted that might be needed.
+  for (size_t i = committed.size() - std::min(committed.size(), static_cast<size_t>(keep));
+       i < committed.size(); ++i) {
+    std::string id = committed[i];
+    while (true) {
+      proto::CheckpointManifest manifest;
+      try {
+        manifest = ReadManifest(id);
+      } catch (const Error&) {
+        for (const std::string& older : committed) {
+          if (older < id) doomed.erase(older);
+        }
+        break;
+      }
+      if (manifest.delta_of().empty()) break;
+      id = manifest.delta_of();
+      doomed.erase(id);
+    }
   }
   for (const std::string& id : Incomplete()) {
     if (id < committed.back()) doomed.insert(id);
@@ -342,15 +433,21 @@ proto::CheckpointManifest CheckpointStore::VerifyOnly(const std::string& id) {
   return manifest;
 }
 
+proto::CheckpointManifest CheckpointStore::VerifyChain(const std::string& id) {
+  proto::CheckpointManifest last;
+  for (const proto::CheckpointManifest& link : Chain(id)) last = VerifyOnly(link.id());
+  return last;
+}
+
 proto::CheckpointManifest CheckpointStore::Verify(const std::string& id) {
   try {
-    return VerifyOnly(id);
+    return VerifyChain(id);
   } catch (const Error& failure) {
     std::string alternative;
     for (const std::string& older : Committed()) {
       if (older >= id) break;
       try {
-        VerifyOnly(older);
+        VerifyChain(older);
         alternative = older;
       } catch (const Error&) {
       }

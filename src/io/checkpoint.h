@@ -7,6 +7,13 @@
 // manifest is not a checkpoint. `<root>/LATEST` names the newest committed
 // checkpoint. Checkpoint `ckpt-E-B` resumes training at epoch E after B
 // minibatches per worker (B = 0: between epochs).
+//
+// Delta checkpoints: a checkpoint whose manifest names `delta_of` holds, in
+// its files marked `delta`, only the rows changed since that checkpoint and
+// the keys whose rows were removed (a file not marked delta replaces the rows
+// of its key spans whole). Its state is that of its chain: the full checkpoint
+// at the chain's root, then each delta in order (Chain). A checkpoint is
+// deleted only once no kept checkpoint's chain needs it (Prune).
 #ifndef KEEL_IO_CHECKPOINT_H_
 #define KEEL_IO_CHECKPOINT_H_
 
@@ -33,10 +40,20 @@ struct SnapshotTable {
   uint32_t row_width = 0;  // weights, then the optimizer's state
   std::vector<uint64_t> keys;
   std::vector<float> rows;
+  // A delta's keys whose rows were removed since its base, sorted (none in a
+  // full snapshot).
+  std::vector<uint64_t> deleted;
+  // Key admission's counters (sketch_depth x sketch_width; none: empty).
+  uint32_t sketch_depth = 0;
+  uint32_t sketch_width = 0;
+  std::vector<uint16_t> sketch;
 };
 
 struct ServerSnapshot {
   int server_rank = 0;
+  // The rows changed since the checkpoint the manifest's delta_of names, not
+  // all rows of the spans.
+  bool delta = false;
   std::vector<std::pair<uint64_t, uint64_t>> spans;  // [first, last] key ranges held
   std::vector<SnapshotTable> tables;
 };
@@ -78,14 +95,20 @@ class CheckpointStore {
   // Writes the manifest, then points LATEST at it unless LATEST already names
   // a newer checkpoint.
   void Commit(const proto::CheckpointManifest& manifest);
-  // Deletes all but the newest `keep` committed checkpoints, and incomplete
-  // folders older than the newest committed one. keep <= 0: deletes nothing.
-  // Returns the ids deleted.
+  // Deletes all but the newest `keep` committed checkpoints and the
+  // checkpoints their chains need, and incomplete folders older than the
+  // newest committed one. keep <= 0: deletes nothing. Returns the ids deleted.
   std::vector<std::string> Prune(int keep);
 
-  // Reads the manifest and every file it lists, checking sizes and checksums.
-  // Throws Error naming the checkpoint, the file and the failed check, and the
-  // newest older checkpoint that verifies, if any.
+  // The manifests `id`'s state is made of, oldest first: the full checkpoint
+  // its chain starts at, then each delta up to `id` itself (just `id` for a
+  // full one). Throws Error naming the missing or malformed link.
+  std::vector<proto::CheckpointManifest> Chain(const std::string& id);
+
+  // Reads the manifest and every file it lists, checking sizes and checksums,
+  // for `id` and every checkpoint of its chain. Throws Error naming the
+  // checkpoint, the file and the failed check, and the newest older
+  // checkpoint that verifies, if any. Returns `id`'s manifest.
   proto::CheckpointManifest Verify(const std::string& id);
 
   // "ckpt-..." or "" from a --resume value relative to this store: "latest"
@@ -93,8 +116,10 @@ class CheckpointStore {
   std::string Resolve(const std::string& spec);
 
  private:
-  // Verify without looking for an alternative.
+  // Verify of one checkpoint's own files, without looking for an alternative.
   proto::CheckpointManifest VerifyOnly(const std::string& id);
+  // VerifyOnly of every checkpoint of `id`'s chain; `id`'s manifest.
+  proto::CheckpointManifest VerifyChain(const std::string& id);
   std::string Key(const std::string& id, const std::string& name) const;
 
   std::string uri_;

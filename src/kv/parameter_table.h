@@ -12,11 +12,11 @@
 // switches to a Fibonacci hash of the key, which does not care. No heap allocation per key: the
 // slot array grows by half (any capacity: slots are found by multiplying, not masking; on
 // transparent huge pages when large), so it holds between 1/2 and 3/4 of its slots once past its
-// first size, and a row costs its slot's bytes times 4/3 to 2 (`keel bench kv --mode=memory`). Wide rows (kSharedRowBytes
-// and up: a dense model's few long rows) each live in a reference-counted block, so a pull can send
-// a row without copying it; a push to a row that is still being sent copies it first (copy on
-// write). Not synchronized: a server touches a table from one thread. Views from SharedWeights may
-// be read from any thread.
+// first size, and a row costs its slot's bytes times 4/3 to 2 (`keel bench kv --mode=memory`). Wide
+// rows (kSharedRowBytes and up: a dense model's few long rows) each live in a reference-counted
+// block, so a pull can send a row without copying it; a push to a row that is still being sent
+// copies it first (copy on write). Not synchronized: a server touches a table from one thread.
+// Views from SharedWeights may be read from any thread.
 //
 // Only pushes (and FindOrInsert) create rows: a read of a key without a row answers the weights its
 // row would start from (the initializer's, else zeros) and stores nothing, so reading keys costs
@@ -121,8 +121,8 @@ class ParameterTable {
 
   size_t SlotOf(Key key) const {
     if (ordered_) {
-      const size_t slot = static_cast<size_t>(
-          (static_cast<unsigned __int128>(key - first_key_) * scale_) >> 64);
+      const size_t slot =
+          static_cast<size_t>((static_cast<unsigned __int128>(key - first_key_) * scale_) >> 64);
       // Only a key outside the range lands past the end.
       return slot < capacity_ ? slot : slot % capacity_;
     }

@@ -34,6 +34,7 @@ CheckpointCoordinator::CheckpointCoordinator(CheckpointOptions options, Send sen
                                              Committed committed)
     : options_(std::move(options)), send_(std::move(send)), committed_(std::move(committed)) {
   if (options_.every < 0) throw MakeError("--checkpoint_every must be >= 0");
+  if (options_.full_every < 1) throw MakeError("--checkpoint_full_every must be >= 1");
   if (!options_.resume.empty()) {
     auto [uri, spec] = SplitResumeSpec(options_.resume, options_.uri);
     CheckpointStore resume_store(uri);
@@ -45,7 +46,11 @@ CheckpointCoordinator::CheckpointCoordinator(CheckpointOptions options, Send sen
               << manifest.epoch() << ", minibatch " << manifest.batch() << ", written by "
               << manifest.num_servers() << " server(s) and " << manifest.num_workers()
               << " worker(s))";
-    if (!options_.uri.empty() && uri == options_.uri) last_committed_ = resume_id_;
+    if (!options_.uri.empty() && uri == options_.uri) {
+      last_committed_ = resume_id_;
+      last_started_ = resume_id_;
+      depths_[resume_id_] = manifest.delta_depth();
+    }
   }
   if (enabled()) {
     store_ = std::make_unique<CheckpointStore>(options_.uri);
@@ -68,6 +73,25 @@ void CheckpointCoordinator::FillView(proto::ClusterView* view) const {
   view->set_checkpoint_every(enabled() ? options_.every : -1);
   view->set_resume_uri(resume_uri_);
   view->set_resume_checkpoint(resume_id_);
+  view->set_checkpoint_delta(enabled() && options_.delta && options_.full_every > 1);
+}
+
+std::string CheckpointCoordinator::DeltaBase(int* depth) const {
+  *depth = 0;
+  // Only on the checkpoint copied last, committed or still being written
+  // (not abandoned), by this job (or resumed from).
+  if (!options_.delta || last_started_.empty()) return "";
+  int base_depth = 0;
+  if (auto committed = depths_.find(last_started_); committed != depths_.end()) {
+    base_depth = committed->second;
+  } else if (auto writing = writing_.find(last_started_); writing != writing_.end()) {
+    base_depth = writing->second.planned_depth;
+  } else {
+    return "";
+  }
+  if (base_depth + 1 >= options_.full_every) return "";
+  *depth = base_depth + 1;
+  return last_started_;
 }
 
 void CheckpointCoordinator::Answer(int node, uint64_t sequence, const std::string& error,
@@ -150,7 +174,12 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
     return;
   }
   if (preemption) preempt_id_ = id;
+  int depth = 0;
+  const std::string delta_base = DeltaBase(&depth);
   Writing& writing = writing_[id];
+  writing.delta_base = delta_base;
+  writing.planned_depth = depth;
+  last_started_ = id;
   writing.started = MonotonicSeconds();
   FillManifest(id, first, batch, workers, num_servers, &writing.manifest);
   TakeWaiters(&writing, preemption);
@@ -158,12 +187,14 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
   copies_left_ = servers;
   writing.servers_left = servers;
   LOG(INFO) << "checkpoint " << id << (preemption ? " (preemption)" : "")
-            << ": servers copy their rows";
+            << ": servers copy their rows"
+            << (delta_base.empty() ? "" : " changed since " + delta_base);
   for (int server : servers) {
     Message request;
     request.meta.set_command(proto::SNAPSHOT);
     request.meta.set_checkpoint(id);
     request.meta.set_checkpoint_uri(options_.uri);
+    request.meta.set_delta_base(delta_base);
     send_(server, request);
   }
 }
@@ -309,6 +340,32 @@ void CheckpointCoordinator::OnServer(int node, const proto::Meta& meta) {
     FinishCommit(meta.checkpoint(), writing.error);
     return;
   }
+  Complete(meta.checkpoint());
+}
+
+void CheckpointCoordinator::Complete(const std::string& id) {
+  Writing& writing = writing_.at(id);
+  writing.waiting_for_base = false;
+  const bool delta = std::any_of(writing.manifest.files().begin(), writing.manifest.files().end(),
+                                 [](const proto::CheckpointFile& file) { return file.delta(); });
+  if (delta) {
+    if (writing.delta_base.empty()) {
+      FinishCommit(id, "a server wrote a delta where none was asked for");
+      return;
+    }
+    if (writing_.count(writing.delta_base)) {
+      writing.waiting_for_base = true;  // FinishCommit of the base goes on
+      return;
+    }
+    auto depth = depths_.find(writing.delta_base);
+    if (depth == depths_.end()) {
+      FinishCommit(id,
+                   "it is a delta of checkpoint " + writing.delta_base + ", which was abandoned");
+      return;
+    }
+    writing.manifest.set_delta_of(writing.delta_base);
+    writing.manifest.set_delta_depth(depth->second + 1);
+  }
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     queue_.push_back(writing.manifest);
@@ -325,9 +382,13 @@ void CheckpointCoordinator::FinishCommit(const std::string& id, const std::strin
   if (timeline_) RecordCommit(timeline_, id, writing.started, bytes, writing.manifest, error);
   if (error.empty()) {
     LOG(INFO) << "checkpoint " << id << " committed: " << writing.manifest.files_size()
-              << " file(s), " << bytes << " bytes, " << MonotonicSeconds() - writing.started
-              << " s after the copy began";
+              << " file(s), " << bytes << " bytes"
+              << (writing.manifest.delta_of().empty()
+                      ? ""
+                      : " (a delta of " + writing.manifest.delta_of() + ")")
+              << ", " << MonotonicSeconds() - writing.started << " s after the copy began";
     if (id > last_committed_) last_committed_ = id;
+    depths_[id] = writing.manifest.delta_depth();
     ++stats_.committed;
     stats_.last_committed_at = MonotonicSeconds();
     stats_.last_seconds = stats_.last_committed_at - writing.started;
@@ -344,7 +405,12 @@ void CheckpointCoordinator::FinishCommit(const std::string& id, const std::strin
   for (const auto& [worker, sequence] : writing.final_waiters) {
     Answer(worker, sequence, error, preemption);
   }
-  writing_.erase(found);  // `error` may be its own: not used after this
+  writing_.erase(found);  // `error` and `id` may be its own: not used after this
+  std::vector<std::string> waiting;
+  for (const auto& [other, state] : writing_) {
+    if (state.waiting_for_base && writing_.count(state.delta_base) == 0) waiting.push_back(other);
+  }
+  for (const std::string& other : waiting) Complete(other);
 }
 
 void CheckpointCoordinator::CommitLoop() {

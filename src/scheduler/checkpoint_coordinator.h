@@ -46,6 +46,10 @@ struct CheckpointOptions {
   int every = 0;       // minibatches per worker between checkpoints in an epoch (0: epochs only)
   int keep = 0;        // committed checkpoints to keep (0: all)
   std::string resume;  // --resume: "latest", a checkpoint's URI or a store's URI; "" none
+  // Delta checkpoints: after a full checkpoint, servers write only the rows
+  // changed since the previous one, and a full one every `full_every`.
+  bool delta = false;
+  int full_every = 10;
 };
 
 // What checkpoints did so far, for metrics.
@@ -118,7 +122,19 @@ class CheckpointCoordinator {
     std::map<int, uint64_t> final_waiters;  // node -> request sequence
     std::string error;
     double started = 0;
+    // The checkpoint the servers were asked to write changes since ("": all
+    // rows); a server that cannot writes all of its own. A delta commits only
+    // after its base: until then it waits, its files written.
+    std::string delta_base;
+    int planned_depth = 0;
+    bool waiting_for_base = false;
   };
+  // The checkpoint the next one may be a delta of ("": it is full), and the
+  // depth it would then have.
+  std::string DeltaBase(int* depth) const;
+  // Every server wrote its file for `id`: it is queued for its commit, or
+  // waits for its base's, or is abandoned with its base.
+  void Complete(const std::string& id);
   // Starts the next checkpoint once every live worker is at the point of the
   // first one ready: the servers are told to copy their rows.
   void TryStart(const std::set<int>& workers, const std::set<int>& servers, int num_servers);
@@ -157,6 +173,12 @@ class CheckpointCoordinator {
   std::string resume_uri_, resume_id_;
   proto::CheckpointManifest resumed_;
   std::string last_committed_;  // newest committed (or resumed-from) id
+  // Deltas since its full checkpoint, of each checkpoint committed (or
+  // resumed from) by this job: a delta may build on these only.
+  std::map<std::string, int> depths_;
+  // The newest checkpoint whose copy began in this job (or the one resumed
+  // from): the servers' rows are tracked since its copy.
+  std::string last_started_;
   CheckpointStats stats_;
 
   std::map<int, Ready> ready_;                   // workers stopped at a point

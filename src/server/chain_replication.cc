@@ -74,6 +74,7 @@ void KVServer::NotePromotions(const RangeMap& ranges) {
       shard.primary_since = MonotonicSeconds();
       LOG(INFO) << "key range " << range << ": this server is its primary now";
     }
+    if (primary != shard.primary) shard.tracked.clear();  // its next checkpoint is whole
     shard.primary = primary;
   }
 }
@@ -200,6 +201,7 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
   if (shard.copy_pages == 0) {  // a copy replaces whatever the replica had
     shard.tables.clear();
     shard.applied.clear();
+    shard.tracked.clear();
   }
   uint64_t rows = 0;
   for (const SnapshotTable& saved : state.tables) {

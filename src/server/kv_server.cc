@@ -127,6 +127,12 @@ void KVServer::OnClock(const proto::Meta& meta) {
 
 void KVServer::OnView(const proto::ClusterView& view) {
   const bool first_view = view_epoch_ == 0;
+  if (view.checkpoint_delta() && !track_changes_) {
+    track_changes_ = true;
+    for (auto& [range, shard] : shards_) {
+      for (auto& [id, table] : shard.tables) table.rows->EnableStamps();
+    }
+  }
   auto ranges = node_->ranges();
   if (ranges) UpdateShards(view, *ranges, first_view);
   RestoreOnce(view);
@@ -172,6 +178,16 @@ void KVServer::RestoreOnce(const proto::ClusterView& view) {
       Restore(replace_uri, replace_from, targets);
     } else {
       Restore(view.resume_uri(), view.resume_checkpoint(), targets);
+      // The rows are the checkpoint's exactly: the first checkpoint may be a
+      // delta of it.
+      for (size_t range : targets) {
+        Shard& shard = shards_[range];
+        shard.tracked = DeltaToken(view.resume_uri(), view.resume_checkpoint());
+        for (auto& [id, table] : shard.tables) {
+          table.copied_stamp = table.rows->stamp();
+          table.rows->AdvanceStamp();
+        }
+      }
     }
   } catch (const std::exception& e) {
     LOG(ERROR) << "cannot resume: " << e.what();

@@ -265,15 +265,20 @@ class KVServer {
 
   // Checkpoints (snapshot_restore.cc).
   void OnSnapshot(const proto::Meta& meta);
-  // Copies the rows of the ranges this server is primary of; adds their count
-  // to `rows`.
-  ServerSnapshot CopyForSnapshot(uint64_t* rows) const;
-  // Loads the rows of the ranges in `ranges` from checkpoint `id` in `uri`.
-  void Restore(const std::string& uri, const std::string& id, const std::set<size_t>& ranges);
-  // Loads the rows of `targets` that `snapshot` (read from `where`) holds;
-  // returns how many.
+  // Copies the rows of the ranges this server is primary of for the
+  // checkpoint `meta` names (adding their count to `rows`): only those
+  // changed since meta.delta_base if every such range was tracked since it
+  // (Shard::tracked), else all. Then they are tracked from this copy on.
+  ServerSnapshot CopyForSnapshot(const proto::Meta& meta, uint64_t* rows);
+  // Loads the rows of the ranges in `ranges` from checkpoint `id` in `uri`:
+  // its chain's full checkpoint, then each delta. Returns the rows loaded.
+  uint64_t Restore(const std::string& uri, const std::string& id, const std::set<size_t>& ranges);
+  // Applies to `targets` what `snapshot` (read from `where`) holds: its
+  // removed keys and rows, and for a full one the removal first of every
+  // row of its spans (unless `fresh`: the tables are empty). Returns the
+  // rows loaded.
   uint64_t RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
-                           const std::set<size_t>& targets, const RangeMap& ranges);
+                           const std::set<size_t>& targets, const RangeMap& ranges, bool fresh);
 
   Node* node_;
   OptimizerOptions default_optimizer_;
@@ -291,6 +296,8 @@ class KVServer {
   StalenessGate gate_;
   std::list<Parked> parked_;
   bool restored_ = false;
+  // The view asks for delta checkpoints: tables stamp their rows' changes.
+  bool track_changes_ = false;
   // Node ids in the current view and their roles: requests from anyone else
   // (a node that left the view and came back from a pause) are refused.
   std::map<int, proto::Role> members_;

@@ -310,6 +310,7 @@ ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint
   made.rows = std::make_unique<ParameterTable>(
       static_cast<int>(width), state, spec != specs_.end() ? spec->second.initializer : nullptr,
       first, last);
+  if (track_changes_) made.rows->EnableStamps();
   return shard.tables.emplace(table, std::move(made)).first->second;
 }
 

@@ -5,15 +5,21 @@
 
 namespace keel {
 
-void AppendRows(const ServerTable& table, SnapshotTable* copy) {
+void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only) {
   copy->weight_width = static_cast<uint32_t>(table.rows->weight_width());
   copy->row_width = static_cast<uint32_t>(table.rows->row_width());
-  copy->keys.reserve(copy->keys.size() + table.rows->size());
-  copy->rows.reserve(copy->rows.size() + table.rows->size() * copy->row_width);
-  table.rows->ForEach([&](Key key, const float* row) {
+  auto append = [&](Key key, const float* row) {
     copy->keys.push_back(key);
     copy->rows.insert(copy->rows.end(), row, row + copy->row_width);
-  });
+  };
+  if (changed_only) {
+    table.rows->ForEachChangedSince(table.copied_stamp, append);
+    copy->deleted.insert(copy->deleted.end(), table.removed.begin(), table.removed.end());
+    return;
+  }
+  copy->keys.reserve(copy->keys.size() + table.rows->size());
+  copy->rows.reserve(copy->rows.size() + table.rows->size() * copy->row_width);
+  table.rows->ForEach(append);
 }
 
 SnapshotTable SortedCopy(uint32_t id, const ServerTable& table) {

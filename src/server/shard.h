@@ -35,6 +35,11 @@ struct ServerTable {
   uint64_t version = 0;
   // Steps scaled by the pushes' staleness (OptimizerOptions::staleness_aware).
   bool staleness_aware = false;
+  // Delta checkpoints: rows->stamp() when the shard's tracked copy was taken
+  // (rows stamped after it changed since), and the keys whose rows were
+  // removed since.
+  uint32_t copied_stamp = 0;
+  std::vector<Key> removed;
 };
 
 // This server's replica of one key range.
@@ -56,15 +61,26 @@ struct Shard {
   // had it itself: node id and request sequence, answered once it has.
   std::vector<std::pair<int, uint64_t>> askers;
   bool primary = false;
+  // Delta checkpoints: the checkpoint (DeltaToken) this shard's rows were
+  // last copied for as the range's primary, its tables' stamps advanced
+  // then; "" when a delta could miss a change (the rows came from a copy or a
+  // load since, or this server was a replica then).
+  std::string tracked;
   // When this server became the range's primary after the start (a
   // promotion, or a replacement): the first push it then serves is logged
   // with the time since, which measures recovery. 0: not waiting for one.
   double primary_since = 0;
 };
 
+// Names checkpoint `id` of store `uri` for Shard::tracked.
+inline std::string DeltaToken(const std::string& uri, const std::string& id) {
+  return uri + "\n" + id;
+}
+
 // Appends `table`'s rows (weights and optimizer state), in table order, to
-// `copy`, and sets its widths.
-void AppendRows(const ServerTable& table, SnapshotTable* copy);
+// `copy`, and sets its widths. `changed_only`: only the rows changed since
+// table.copied_stamp, and the keys removed since.
+void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only = false);
 
 // `table`'s rows as table `id`, sorted by key.
 SnapshotTable SortedCopy(uint32_t id, const ServerTable& table);

@@ -3,8 +3,10 @@
 // replaces one that left.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "base/time.h"
@@ -15,9 +17,10 @@ namespace keel {
 void KVServer::OnSnapshot(const proto::Meta& meta) {
   const double begin = MonotonicSeconds();
   uint64_t rows = 0;
-  ServerSnapshot snapshot = CopyForSnapshot(&rows);
-  LOG(INFO) << "checkpoint " << meta.checkpoint() << ": copied " << rows << " rows in "
-            << MonotonicSeconds() - begin << " s";
+  ServerSnapshot snapshot = CopyForSnapshot(meta, &rows);
+  LOG(INFO) << "checkpoint " << meta.checkpoint() << ": copied " << rows
+            << (snapshot.delta ? " changed rows (a delta of " + meta.delta_base() + ")" : " rows")
+            << " in " << MonotonicSeconds() - begin << " s";
   Message reply;
   reply.meta.set_command(proto::SNAPSHOT);
   reply.meta.set_response(true);
@@ -27,31 +30,50 @@ void KVServer::OnSnapshot(const proto::Meta& meta) {
   writer_->Write(meta.checkpoint_uri(), meta.checkpoint(), std::move(snapshot));
 }
 
-ServerSnapshot KVServer::CopyForSnapshot(uint64_t* rows) const {
+ServerSnapshot KVServer::CopyForSnapshot(const proto::Meta& meta, uint64_t* rows) {
   ServerSnapshot snapshot;
   snapshot.server_rank = node_->rank();
   // Each range is written once, by its primary.
   auto ranges = node_->ranges();
-  std::map<uint32_t, SnapshotTable> copies;
+  auto primary = [&](size_t range) { return ranges && ranges->server(range) == node_->rank(); };
+  const std::string base =
+      meta.delta_base().empty() ? "" : DeltaToken(meta.checkpoint_uri(), meta.delta_base());
+  // A delta only if every range written was tracked since the base.
+  snapshot.delta = track_changes_ && !base.empty();
   for (const auto& [range, shard] : shards_) {
-    if (!ranges || ranges->server(range) != node_->rank()) continue;
+    if (primary(range) && shard.tracked != base) snapshot.delta = false;
+  }
+  std::map<uint32_t, SnapshotTable> copies;
+  const std::string token = DeltaToken(meta.checkpoint_uri(), meta.checkpoint());
+  for (auto& [range, shard] : shards_) {
+    if (!primary(range)) {
+      shard.tracked.clear();  // a replica's rows may lag or lead the primary's copy
+      continue;
+    }
     snapshot.spans.emplace_back(ranges->begin(range), ranges->last(range));
-    for (const auto& [id, table] : shard.tables) {
+    for (auto& [id, table] : shard.tables) {
       SnapshotTable& copy = copies[id];
       copy.table = id;
-      AppendRows(table, &copy);
-      *rows += table.rows->size();
+      const size_t before = copy.keys.size();
+      AppendRows(table, &copy, snapshot.delta);
+      *rows += copy.keys.size() - before;
+      if (track_changes_) {
+        table.copied_stamp = table.rows->stamp();
+        table.rows->AdvanceStamp();
+        table.removed.clear();
+      }
     }
+    shard.tracked = track_changes_ ? token : "";
   }
   for (auto& [id, copy] : copies) snapshot.tables.push_back(std::move(copy));
   return snapshot;
 }
 
-void KVServer::Restore(const std::string& uri, const std::string& id,
-                       const std::set<size_t>& targets) {
+uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
+                           const std::set<size_t>& targets) {
   const double begin = MonotonicSeconds();
   CheckpointStore store(uri);
-  const proto::CheckpointManifest manifest = store.ReadManifest(id);
+  const std::vector<proto::CheckpointManifest> chain = store.Chain(id);
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("no cluster view to restore key ranges for");
   auto overlaps = [&](Key first, Key last) {
@@ -62,21 +84,55 @@ void KVServer::Restore(const std::string& uri, const std::string& id,
   };
   uint64_t loaded = 0;
   int files = 0;
-  for (const proto::CheckpointFile& file : manifest.files()) {
-    bool relevant = file.spans().empty();
-    for (const proto::KeySpan& span : file.spans()) relevant |= overlaps(span.first(), span.last());
-    if (!relevant) continue;
-    ++files;
-    const std::string where = store.storage()->UriOf(id + "/" + file.name());
-    const ServerSnapshot snapshot = DecodeSnapshot(store.ReadSnapshotFile(id, file), where);
-    loaded += RestoreSnapshot(snapshot, where, targets, *ranges);
+  for (size_t link = 0; link < chain.size(); ++link) {
+    const proto::CheckpointManifest& manifest = chain[link];
+    for (const proto::CheckpointFile& file : manifest.files()) {
+      bool relevant = file.spans().empty();
+      for (const proto::KeySpan& span : file.spans()) {
+        relevant |= overlaps(span.first(), span.last());
+      }
+      if (!relevant) continue;
+      ++files;
+      const std::string where = store.storage()->UriOf(manifest.id() + "/" + file.name());
+      const ServerSnapshot snapshot =
+          DecodeSnapshot(store.ReadSnapshotFile(manifest.id(), file), where);
+      if (snapshot.delta != file.delta()) {
+        throw MakeError(where, ": the file is ", snapshot.delta ? "a delta" : "full",
+                        ", its manifest says ", file.delta() ? "a delta" : "full");
+      }
+      loaded += RestoreSnapshot(snapshot, where, targets, *ranges, /*fresh=*/link == 0);
+    }
   }
-  LOG(INFO) << "resumed from checkpoint " << id << ": loaded " << loaded << " rows of " << files
-            << " snapshot file(s) in " << MonotonicSeconds() - begin << " s";
+  LOG(INFO) << "resumed from checkpoint " << id
+            << (chain.size() > 1
+                    ? " (a full checkpoint and " + std::to_string(chain.size() - 1) + " delta(s))"
+                    : "")
+            << ": loaded " << loaded << " rows of " << files << " snapshot file(s) in "
+            << MonotonicSeconds() - begin << " s";
+  return loaded;
 }
 
 uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
-                                   const std::set<size_t>& targets, const RangeMap& ranges) {
+                                   const std::set<size_t>& targets, const RangeMap& ranges,
+                                   bool fresh) {
+  // A full file replaces the rows of its spans: rows there that it lacks
+  // were removed before it was written.
+  if (!snapshot.delta && !fresh) {
+    for (size_t range : targets) {
+      for (auto& [id, table] : shards_[range].tables) {
+        std::vector<Key> doomed;
+        table.rows->ForEach([&](Key key, const float*) {
+          for (const auto& [first, last] : snapshot.spans) {
+            if (first <= key && key <= last) {
+              doomed.push_back(key);
+              return;
+            }
+          }
+        });
+        for (Key key : doomed) table.rows->Erase(key);
+      }
+    }
+  }
   uint64_t loaded = 0;
   for (const SnapshotTable& saved : snapshot.tables) {
     for (size_t range : targets) {
@@ -87,7 +143,12 @@ uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::st
                         table.optimizer->name(), " needs ", table.rows->row_width(),
                         " (resume with the optimizer the checkpoint was written with)");
       }
-      loaded += CopyRowsIn(saved, ranges.begin(range), ranges.last(range), table.rows.get());
+      const Key first = ranges.begin(range), last = ranges.last(range);
+      for (auto it = std::lower_bound(saved.deleted.begin(), saved.deleted.end(), first);
+           it != saved.deleted.end() && *it <= last; ++it) {
+        table.rows->Erase(*it);
+      }
+      loaded += CopyRowsIn(saved, first, last, table.rows.get());
     }
   }
   return loaded;

@@ -61,9 +61,11 @@ proto::CheckpointFile SnapshotWriter::WriteOne(Job& job) {
   proto::CheckpointFile file;
   file.set_name(SnapshotFileName(job.snapshot.server_rank));
   file.set_server_rank(job.snapshot.server_rank);
+  file.set_delta(job.snapshot.delta);
   uint64_t rows = 0;
   for (SnapshotTable& table : job.snapshot.tables) {
     SortByKey(&table);
+    std::sort(table.deleted.begin(), table.deleted.end());
     rows += table.keys.size();
   }
   for (const auto& [first, last] : job.snapshot.spans) {
@@ -78,9 +80,10 @@ proto::CheckpointFile SnapshotWriter::WriteOne(Job& job) {
   file.set_bytes(bytes.size());
   file.set_rows(rows);
   file.set_checksum(ChecksumHex(checksum));
-  LOG(INFO) << "checkpoint " << job.checkpoint << ": wrote " << rows << " rows (" << bytes.size()
-            << " bytes) to " << store.storage()->UriOf(job.checkpoint) << " in "
-            << MonotonicSeconds() - begin << " s";
+  LOG(INFO) << "checkpoint " << job.checkpoint << ": wrote " << rows
+            << (job.snapshot.delta ? " changed" : "") << " rows (" << bytes.size() << " bytes) to "
+            << store.storage()->UriOf(job.checkpoint) << " in " << MonotonicSeconds() - begin
+            << " s";
   return file;
 }
 
