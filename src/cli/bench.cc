@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "base/time.h"
+#include "cli/bench_checkpoint.h"
 #include "cli/bench_flags.h"
 #include "cli/bench_memory.h"
 #include "cli/cluster_flags.h"
@@ -174,8 +175,8 @@ std::vector<Row> ZmqBaseline(const KVBenchOptions& options) {
       row.gigabytes_per_s *= static_cast<double>(options.sparse_keys * width * sizeof(float)) /
                              static_cast<double>(wire);
       const std::string direction = row.name.substr(row.name.rfind(' '));
-      row.name = "sparse " + std::to_string(options.sparse_keys) + "x" + std::to_string(width) +
-                 direction;
+      row.name =
+          "sparse " + std::to_string(options.sparse_keys) + "x" + std::to_string(width) + direction;
       rows.push_back(row);
     }
   }
@@ -200,21 +201,18 @@ int BenchKV() {
   cluster.servers = FLAGS_servers;
   cluster.workers = FLAGS_workers;
   cluster.timeout_s = FLAGS_timeout;
-  cluster.role_flags = {"--job=kv_bench", "--bench_out=" + std::string(folder),
-                        "--mode=" + FLAGS_mode, "--dense_sizes=" + FLAGS_dense_sizes,
-                        "--sparse_widths=" + FLAGS_sparse_widths,
-                        "--sparse_keys=" + std::to_string(FLAGS_sparse_keys),
-                        "--key_space=" + std::to_string(FLAGS_key_space),
-                        "--bench_seconds=" + std::to_string(FLAGS_bench_seconds),
-                        "--inflight=" + std::to_string(FLAGS_inflight),
-                        std::string("--small=") + (FLAGS_small ? "true" : "false"),
-                        "--workload=" + FLAGS_workload,
-                        // Tiny steps keep the pushed rows finite however long it runs;
-                        // ps-lite's workload sums (its values are small).
-                        "--optimizer=sgd",
-                        options.pslite_keys ? "--learning_rate=1" : "--learning_rate=1e-9",
-                        "--minloglevel=1",
-                        "--replication=" + std::to_string(FLAGS_replication)};
+  cluster.role_flags = {
+      "--job=kv_bench", "--bench_out=" + std::string(folder), "--mode=" + FLAGS_mode,
+      "--dense_sizes=" + FLAGS_dense_sizes, "--sparse_widths=" + FLAGS_sparse_widths,
+      "--sparse_keys=" + std::to_string(FLAGS_sparse_keys),
+      "--key_space=" + std::to_string(FLAGS_key_space),
+      "--bench_seconds=" + std::to_string(FLAGS_bench_seconds),
+      "--inflight=" + std::to_string(FLAGS_inflight),
+      std::string("--small=") + (FLAGS_small ? "true" : "false"), "--workload=" + FLAGS_workload,
+      // Tiny steps keep the pushed rows finite however long it runs;
+      // ps-lite's workload sums (its values are small).
+      "--optimizer=sgd", options.pslite_keys ? "--learning_rate=1" : "--learning_rate=1e-9",
+      "--minloglevel=1", "--replication=" + std::to_string(FLAGS_replication)};
   const std::string secret = BenchSecret(folder);
   if (!secret.empty()) cluster.role_flags.push_back("--secret_file=" + secret);
   const int status = RunLocalCluster(cluster);
@@ -239,9 +237,8 @@ int BenchKV() {
       }
     }
   }
-  PrintTable("keel push/pull (" + FLAGS_workload + " workload): " +
-                 std::to_string(FLAGS_servers) + " server(s), " +
-                 std::to_string(FLAGS_workers) + " worker(s), inflight " +
+  PrintTable("keel push/pull (" + FLAGS_workload + " workload): " + std::to_string(FLAGS_servers) +
+                 " server(s), " + std::to_string(FLAGS_workers) + " worker(s), inflight " +
                  std::to_string(FLAGS_inflight) + " (small: 1), replication " +
                  std::to_string(FLAGS_replication) + (secret.empty() ? "" : ", CURVE"),
              rows, !baseline.empty());
@@ -361,7 +358,9 @@ int RunBench(const std::string& what) {
   if (what == "kv") return BenchKV();
   if (what == "zmq") return BenchZmq();
   if (what == "parse") return BenchParse();
-  throw MakeError("unknown benchmark '", what, "': expected kv, zmq, parse, backend or train");
+  if (what == "checkpoint") return BenchCheckpoint();
+  throw MakeError("unknown benchmark '", what,
+                  "': expected kv, zmq, parse, backend, train or checkpoint");
 }
 
 }  // namespace keel

@@ -27,6 +27,10 @@ DEFINE_string(workload, "keel",
               "sets in turn) or pslite (ps-lite's own benchmark: --sparse_keys keys evenly "
               "spaced over the key space, the same keys every request, the tables a plain sum; "
               "raw ZeroMQ measured at the same request size)");
+DEFINE_uint64(checkpoint_keys, 10000000, "bench checkpoint: rows of the table");
+DEFINE_double(changed_share, 0.01,
+              "bench checkpoint: share of the keys pushed between two checkpoints");
+DEFINE_int32(rounds, 5, "bench checkpoint: checkpoints measured each way");
 DEFINE_bool(curve, false,
             "bench kv: run the cluster with a new cluster secret, every connection encrypted "
             "(CURVE); --secret_file=FILE does the same with that secret");
@@ -35,8 +39,9 @@ namespace keel {
 
 std::vector<FlagGroup> BenchFlagGroups() {
   return {{"benchmark",
-           {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space", "memory_keys",
-            "bench_seconds", "inflight", "small", "zmq_baseline", "workload", "curve"}}};
+           {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space",
+            "memory_keys", "bench_seconds", "inflight", "small", "zmq_baseline", "workload",
+            "curve", "checkpoint_keys", "changed_share", "rounds"}}};
 }
 namespace {
 

@@ -22,6 +22,9 @@ DECLARE_bool(small);
 DECLARE_bool(zmq_baseline);
 DECLARE_bool(curve);
 DECLARE_string(workload);
+DECLARE_uint64(checkpoint_keys);
+DECLARE_double(changed_share);
+DECLARE_int32(rounds);
 
 namespace keel {
 

@@ -21,12 +21,11 @@ int RunCheckpointCommand(const std::string& what, const std::string& uri) {
       std::cout << id << "  epoch " << manifest.epoch() << " minibatch " << manifest.batch() << "  "
                 << manifest.num_servers() << " server(s) " << manifest.num_workers()
                 << " worker(s)  " << rows << " rows " << bytes << " bytes  " << manifest.created()
-                << (manifest.final() ? "  final" : "")
                 << (manifest.delta_of().empty()
                         ? "  full"
                         : "  delta " + std::to_string(manifest.delta_depth()) + " of " +
                               manifest.delta_of())
-                << (id == latest ? "  LATEST" : "") << "\n";
+                << (manifest.final() ? "  final" : "") << (id == latest ? "  LATEST" : "") << "\n";
     }
     for (const std::string& id : store.Incomplete()) {
       std::cout << id << "  incomplete (no manifest: not a checkpoint)\n";

@@ -43,10 +43,11 @@ const char kUsage[] =
     "  serve --model_dir D [--serve_port 8080]              answer SageMaker's inference "
     "contract\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
-    "  bench kv|zmq|parse|backend|train [flags]             measure push/pull, ZeroMQ, parsing,\n"
+    "  bench kv|zmq|parse|backend|train|checkpoint [flags]  measure push/pull, ZeroMQ, parsing,\n"
     "                                                       a compute backend (--device, "
     "--threads),\n"
-    "                                                       a training job's stages (--data)\n"
+    "                                                       a training job's stages (--data),\n"
+    "                                                       full against delta checkpoints\n"
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
     "  report MODEL_DIR [--out FILE]                        a job's HTML report with plots\n"
     "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
@@ -109,8 +110,8 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
   invocation->command = argv[1];
   if (invocation->command == "bench") {
     if (argc < 3 || argv[2][0] == '-') {
-      std::cerr
-          << "keel bench: say what to measure: keel bench kv|zmq|parse|backend|train [flags]\n";
+      std::cerr << "keel bench: say what to measure: keel bench "
+                   "kv|zmq|parse|backend|train|checkpoint [flags]\n";
       return 2;
     }
     invocation->subcommand = argv[2];

@@ -1,0 +1,15 @@
+// `keel bench checkpoint`: the bytes and seconds of full and delta
+// checkpoints of one server's table (see bench_checkpoint.cc).
+#ifndef KEEL_CLI_BENCH_CHECKPOINT_H_
+#define KEEL_CLI_BENCH_CHECKPOINT_H_
+
+namespace keel {
+
+// Runs the benchmark the flags describe (--checkpoint_keys, --changed_share,
+// --rounds, --checkpoint_uri: where to write, a temporary folder if none).
+// Throws Error naming a bad flag or a failed write.
+int BenchCheckpoint();
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_BENCH_CHECKPOINT_H_
