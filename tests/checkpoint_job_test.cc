@@ -305,6 +305,34 @@ TEST_F(CheckpointJob, ADeltaChainRestoresTheTablesOfAFullCheckpointAtTheSamePoin
   EXPECT_TRUE(Contains(ls.output, "delta 2 of " + ids[5])) << ls.output;
 }
 
+// Checkpoints carry the admission counters (--admit_after): a job resumed
+// from the middle of a delta chain, on the same or another number of
+// servers, admits the same features at the same pushes as the uninterrupted
+// one, so its final weights are the same bit for bit.
+TEST_F(CheckpointJob, AdmissionCountersResumeWithTheirCheckpoint) {
+  const auto whole =
+      Run(With(Job(2, 1, "whole"), {"--admit_after=2", "--admit_sketch_mib=1", "--epochs=2",
+                                    "--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=100",
+                                    "--checkpoint_delta", "--checkpoint_full_every=4"}));
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  const auto plain = Run(With(Job(2, 1, "plain"), {"--epochs=2"}));
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  EXPECT_FALSE(Weights("whole") == Weights("plain")) << "admission changed nothing";
+  CheckpointStore store(Store("ckpt"));
+  const std::vector<std::string> ids = store.Committed();
+  ASSERT_GE(ids.size(), 8u);
+  const proto::CheckpointManifest middle = store.ReadManifest(ids[6]);
+  ASSERT_EQ(middle.delta_depth(), 2);
+  for (int servers : {2, 3}) {
+    const std::string model = "resumed-on-" + std::to_string(servers);
+    const auto resumed =
+        Run(With(Job(servers, 1, model), {"--admit_after=2", "--admit_sketch_mib=1", "--epochs=2",
+                                          "--resume=" + Store("ckpt") + "/" + ids[6]}));
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+    EXPECT_TRUE(Weights(model) == Weights("whole")) << servers << " servers";
+  }
+}
+
 // Retention keeps what a kept delta needs: with --keep_checkpoints=1 the
 // final delta's whole chain stays, and it still resumes.
 TEST_F(CheckpointJob, KeepCheckpointsNeverDeletesTheBaseOfAKeptDelta) {

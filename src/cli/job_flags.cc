@@ -111,6 +111,17 @@ DEFINE_string(frequency_prior, "auto",
               "sparse data: a feature in a share p of the sample's rows below this frequency F "
               "has its values scaled by p / F, a prior that a rare feature's weight is small "
               "(a Keel extra; auto: 0.001, 0: off)");
+DEFINE_int32(admit_after, 0,
+             "servers: a feature gets a row only once it has been pushed this many times (its "
+             "earlier gradients are dropped; pulls read its initial weights); counted in a "
+             "count-min sketch of --admit_sketch_mib per key range (0: every feature at once)");
+DEFINE_int32(admit_sketch_mib, 8,
+             "servers: MiB of admission counters per key range (more: fewer rare features "
+             "admitted by collisions)");
+DEFINE_int32(evict_after, 0,
+             "servers: drop a feature's row when it was not pushed in the last N clocks (a "
+             "clock: a minibatch, or --clock_every); it starts again from its initial weights "
+             "(0: never)");
 DEFINE_string(positive_example_weight_mult, "1.0",
               "binary_classifier: the weight of a positive example's loss, a positive number or "
               "balanced (negatives over positives in the sample)");
@@ -206,7 +217,8 @@ DEFINE_string(slow_worker, "",
 // predict and datagen.
 DEFINE_string(data, "", "predict: the file or folder to score");
 DEFINE_string(out, "",
-              "predict: predictions file ('-': standard output); datagen: output folder; keygen: the new secret's "
+              "predict: predictions file ('-': standard output); datagen: output folder; keygen: "
+              "the new secret's "
               "file; report: the HTML file (default <MODEL_DIR>/report.html, ./report.html "
               "for s3://)");
 DEFINE_string(accept, "csv",
@@ -255,6 +267,7 @@ std::vector<FlagGroup> JobFlagGroups() {
       {"normalization",
        {"normalize_data", "normalize_label", "unbias_data", "unbias_label", "num_point_for_scaler",
         "frequency_prior", "positive_example_weight_mult", "balance_multiclass_weights"}},
+      {"admission and eviction", {"admit_after", "admit_sketch_mib", "evict_after"}},
       {"consistency",
        {"staleness", "clock_every", "staleness_aware_steps", "minibatches_in_flight"}},
       {"faults", {"slow_worker"}},
@@ -584,6 +597,12 @@ Hyperparameters HyperparametersFromFlags() {
   h.unbias_label = FLAGS_unbias_label;
   h.num_point_for_scaler = FLAGS_num_point_for_scaler;
   h.frequency_prior = FLAGS_frequency_prior;
+  RequireInRange("admit_after", FLAGS_admit_after, 0, 65535, "pushes before a row (0: at once)");
+  RequireInRange("admit_sketch_mib", FLAGS_admit_sketch_mib, 1, 2048);
+  RequireInRange("evict_after", FLAGS_evict_after, 0, kMaxCount, "clocks (0: never)");
+  h.admit_after = static_cast<uint32_t>(FLAGS_admit_after);
+  h.admit_sketch_mib = static_cast<uint32_t>(FLAGS_admit_sketch_mib);
+  h.evict_after = static_cast<uint32_t>(FLAGS_evict_after);
   h.positive_example_weight_mult = FLAGS_positive_example_weight_mult;
   h.balance_multiclass_weights = FLAGS_balance_multiclass_weights;
 

@@ -702,8 +702,8 @@ void KVWorker::AwaitAnswersLocked(std::unique_lock<std::mutex>* lock, Handle han
       throw MakeError(what, ": this node left the cluster");
     }
     if (MonotonicSeconds() >= deadline) {
-      throw MakeError(what, ": ", request.unanswered, " server(s) did not answer within ", timeout_s,
-                      " s");
+      throw MakeError(what, ": ", request.unanswered, " server(s) did not answer within ",
+                      timeout_s, " s");
     }
   }
 }

@@ -239,8 +239,8 @@ class KVWorker {
   // Throws Error naming `what` if this node leaves the cluster (the request
   // cancelled) or `timeout_s` passes first (it stays outstanding: the caller
   // may wait again).
-  void AwaitAnswersLocked(std::unique_lock<std::mutex>* lock, Handle handle,
-                          const Request& request, double timeout_s, const std::string& what);
+  void AwaitAnswersLocked(std::unique_lock<std::mutex>* lock, Handle handle, const Request& request,
+                          double timeout_s, const std::string& what);
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
                      size_t value_offset, size_t value_count, int range = -1);

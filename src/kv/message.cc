@@ -68,7 +68,8 @@ DataRequest ParseDataRequest(const Message& message) {
     request.table = meta.table();
     return request;
   }
-  const size_t expected_frames = push ? 2 : 1;
+  if (meta.evicted_count() > 0 && !push) throw MakeError("only a PUSH carries evicted keys");
+  const size_t expected_frames = push ? (meta.evicted_count() > 0 ? 3 : 2) : 1;
   if (message.frames.size() != expected_frames) {
     throw MakeError(proto::Command_Name(meta.command()), " needs ", expected_frames,
                     " data frames, got ", message.frames.size());
@@ -102,6 +103,20 @@ DataRequest ParseDataRequest(const Message& message) {
                       " keys x width ", request.width, " need ", expected);
     }
     request.values = value_frame.As<const float>();
+  }
+  if (meta.evicted_count() > 0) {
+    const Bytes& evicted_frame = message.frames[2];
+    if (evicted_frame.size() / sizeof(Key) != meta.evicted_count() ||
+        evicted_frame.size() % sizeof(Key) != 0) {
+      throw MakeError("evicted key frame has ", evicted_frame.size(), " bytes, evicted_count ",
+                      meta.evicted_count(), " needs ", meta.evicted_count() * sizeof(Key));
+    }
+    request.evicted = evicted_frame.As<const Key>();
+    for (size_t i = 1; i < request.evicted.size(); ++i) {
+      if (request.evicted[i] <= request.evicted[i - 1]) {
+        throw MakeError("evicted keys are not sorted strictly ascending at position ", i);
+      }
+    }
   }
   return request;
 }

@@ -68,6 +68,8 @@ inline size_t RowsPerPage(size_t page_bytes, uint64_t row_floats) {
 struct DataRequest {
   SharedArray<const Key> keys;
   SharedArray<const float> values;  // PUSH only: keys.size() * width floats
+  // A PUSH passed down a chain: keys whose rows the primary evicted first.
+  SharedArray<const Key> evicted;
   uint32_t width = 0;
   uint32_t table = 0;
 };

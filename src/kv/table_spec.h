@@ -13,6 +13,14 @@ struct TableSpec {
   int width = 0;  // weights per key; 0: taken from the first request
   OptimizerOptions optimizer;
   ParameterTable::Initializer initializer;  // nullptr: zeros
+  // Key admission: a key gets a row once it has been pushed this many times
+  // (counted in an AdmissionSketch of `admit_sketch_bytes`); its pushes
+  // before are dropped. 0 or 1: at its first push.
+  uint32_t admit_after = 0;
+  uint64_t admit_sketch_bytes = uint64_t{8} << 20;
+  // Eviction: rows not pushed in the table's last this many clocks are
+  // removed (0: never).
+  uint32_t evict_after = 0;
 };
 
 }  // namespace keel

@@ -141,6 +141,18 @@ void AddServerMetrics(KVServer* server, MetricsRegistry* registry) {
       "Pushes and clock messages received again after being applied (acknowledged, not "
       "applied twice).",
       MetricsRegistry::One([server] { return Number(server->duplicate_pushes()); }));
+  registry->AddCounter(
+      "keel_server_admitted_keys_total",
+      "Keys given a row after --admit_after pushes (decided here as their range's primary).",
+      MetricsRegistry::One([server] { return Number(server->admitted_keys()); }));
+  registry->AddCounter(
+      "keel_server_unadmitted_key_pushes_total",
+      "Key gradients dropped because the key had not yet been pushed --admit_after times.",
+      MetricsRegistry::One([server] { return Number(server->unadmitted_key_pushes()); }));
+  registry->AddCounter(
+      "keel_server_evicted_rows_total",
+      "Rows removed because they were not pushed in the last --evict_after clocks.",
+      MetricsRegistry::One([server] { return Number(server->evicted_rows()); }));
   registry->AddCounter("keel_server_gate_held_pulls_total",
                        "Pulls the staleness gate held until the slowest worker caught up.",
                        MetricsRegistry::One([server] { return Number(server->parked_pulls()); }));
@@ -188,7 +200,8 @@ void AddHealthMetrics(const LatestHealth* health, MetricsRegistry* registry) {
       {"keel_worker_health_nonfinite_ratio",
        "Share of non-finite values among the table's gradients in the last epoch.",
        [](const TableHealth& t) { return t.nonfinite_share; }},
-      {"keel_worker_health_rows_created", "Rows the servers created in the table in the last epoch.",
+      {"keel_worker_health_rows_created",
+       "Rows the servers created in the table in the last epoch.",
        [](const TableHealth& t) { return static_cast<double>(t.rows_created); }}};
   for (const auto& [name, help, figure] : figures) {
     registry->AddGauge(name, std::string(help) + " Worker 0 only; none before an epoch ends.",

@@ -108,6 +108,12 @@ class KVServer {
   // Requests refused for a sequence outside the window around the sender's
   // last applied one (also in rejected_requests).
   uint64_t out_of_window_sequences() const { return out_of_window_.load(); }
+  // Key admission and eviction, decided here as a range's primary: keys given
+  // a row after their admit_after-th push, key pushes dropped before that,
+  // and rows evicted.
+  uint64_t admitted_keys() const { return admitted_keys_.load(); }
+  uint64_t unadmitted_key_pushes() const { return unadmitted_pushes_.load(); }
+  uint64_t evicted_rows() const { return evicted_rows_.load(); }
   // Senders whose applied sequences this server remembers, summed over its
   // shards and CLOCKs (a departed worker's are dropped).
   size_t remembered_senders() const { return remembered_senders_.load(); }
@@ -203,6 +209,18 @@ class KVServer {
   // passed down before the shard has its rows is held. Returns true if it was
   // applied now.
   bool ServePush(Message&& message, const DataRequest& request, Shard& shard, size_t range);
+  // Eviction: a push with a clock above every one before advances the
+  // table's clock (and starts a new stamp of its rows).
+  void AdvanceTableClock(int64_t clock, ServerTable* table);
+  // Key admission at the primary: drops from `request` the keys without a
+  // row that have not yet been pushed admit_after times (counting this push).
+  void Admit(DataRequest* request, ServerTable* table);
+  // Eviction at the primary: once every eighth of the window, removes the
+  // rows not pushed in the table's last evict_after clocks; returns their
+  // keys, ascending, for the replicas.
+  std::vector<Key> Sweep(Shard* shard, ServerTable* table);
+  // Removes the rows of `keys` (noting them for a delta checkpoint).
+  void EraseRows(const Key* keys, size_t count, Shard* shard, ServerTable* table);
   // Throws Error unless a push of `range` came from the right place: a
   // worker's to the range's primary, a passed-down one from the predecessor.
   void CheckPushRoute(const proto::Meta& meta, size_t range) const;
@@ -277,8 +295,12 @@ class KVServer {
   // removed keys and rows, and for a full one the removal first of every
   // row of its spans (unless `fresh`: the tables are empty). Returns the
   // rows loaded.
+  // Admission counters: the first file of a checkpoint that covers a target
+  // range replaces its table's, later ones add theirs (`sketches` lists the
+  // (range, table) pairs taken in this checkpoint).
   uint64_t RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
-                           const std::set<size_t>& targets, const RangeMap& ranges, bool fresh);
+                           const std::set<size_t>& targets, const RangeMap& ranges, bool fresh,
+                           std::set<std::pair<size_t, uint32_t>>* sketches);
 
   Node* node_;
   OptimizerOptions default_optimizer_;
@@ -292,6 +314,9 @@ class KVServer {
   std::atomic<uint64_t> parked_total_{0};
   std::atomic<uint64_t> non_finite_{0};
   std::atomic<uint64_t> out_of_window_{0};
+  std::atomic<uint64_t> admitted_keys_{0};
+  std::atomic<uint64_t> unadmitted_pushes_{0};
+  std::atomic<uint64_t> evicted_rows_{0};
   std::atomic<size_t> remembered_senders_{0};
   StalenessGate gate_;
   std::list<Parked> parked_;

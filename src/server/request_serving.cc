@@ -161,13 +161,103 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     return false;
   }
   ServerTable& table = TableFor(shard, range, request.table, request.width);
+  const bool fresh = shard.applied[origin].Classify(meta.sequence()) == DedupeWindow::Verdict::kNew;
+  if (fresh) AdvanceTableClock(meta.clock(), &table);
+  // The primary decides which keys are admitted and which rows are evicted;
+  // the replicas apply what it passes down.
+  DataRequest admitted = request;
+  const bool deciding = fresh && meta.origin() == 0;
+  if (deciding && table.admission) Admit(&admitted, &table);
   int64_t staleness = 0;
-  const bool applied = ApplyOnce(meta, request, origin, shard, table, range, &staleness);
+  const bool applied = ApplyOnce(meta, admitted, origin, shard, table, range, &staleness);
   served_.fetch_add(1);
+  if (applied && !request.evicted.empty()) {
+    EraseRows(request.evicted.data(), request.evicted.size(), &shard, &table);
+  }
+  std::vector<Key> evicted;
+  if (applied && deciding && admitted.keys.size() > 0) evicted = Sweep(&shard, &table);
+  if (deciding && (admitted.keys.size() != request.keys.size() || !evicted.empty())) {
+    if (admitted.keys.size() == 0) {
+      // Nothing admitted: nothing for the replicas to apply.
+      Message response;
+      Reply(meta, response);
+      return applied;
+    }
+    message.frames = {AsBytes(admitted.keys), AsBytes(admitted.values)};
+    message.meta.set_key_count(admitted.keys.size());
+    if (!evicted.empty()) {
+      auto keys = SharedArray<Key>::Allocate(evicted.size());
+      std::copy(evicted.begin(), evicted.end(), keys.data());
+      message.frames.push_back(AsBytes(keys));
+      message.meta.set_evicted_count(evicted.size());
+    }
+  }
   // Every replica takes the step the primary took.
   if (applied && table.staleness_aware) message.meta.set_push_staleness(staleness);
   PassDown(message, range, origin);
   return applied;
+}
+
+void KVServer::AdvanceTableClock(int64_t clock, ServerTable* table) {
+  if (table->evict_after == 0 || clock <= table->push_clock) return;
+  table->push_clock = clock;
+  ++table->clock;
+  table->clock_stamps[table->clock] = table->rows->AdvanceStamp();
+}
+
+void KVServer::Admit(DataRequest* request, ServerTable* table) {
+  const size_t count = request->keys.size(), width = request->width;
+  std::vector<size_t> kept;
+  kept.reserve(count);
+  uint64_t admitted = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Key key = request->keys[i];
+    if (table->rows->Find(key)) {
+      kept.push_back(i);
+    } else if (table->admission->Add(key) >= table->admit_after) {
+      kept.push_back(i);
+      ++admitted;
+    }
+  }
+  admitted_keys_.fetch_add(admitted);
+  unadmitted_pushes_.fetch_add(count - kept.size());
+  if (kept.size() == count) return;
+  auto keys = SharedArray<Key>::Allocate(kept.size());
+  auto values = SharedArray<float>::Allocate(kept.size() * width);
+  for (size_t j = 0; j < kept.size(); ++j) {
+    keys[j] = request->keys[kept[j]];
+    std::memcpy(values.data() + j * width, request->values.data() + kept[j] * width,
+                sizeof(float) * width);
+  }
+  request->keys = keys;
+  request->values = values;
+}
+
+std::vector<Key> KVServer::Sweep(Shard* shard, ServerTable* table) {
+  // A scan of the table's stamps every eighth of the window.
+  const uint64_t every = std::max<uint64_t>(1, table->evict_after / 8);
+  if (table->evict_after == 0 || table->clock <= table->evict_after ||
+      table->clock < table->swept_clock + every) {
+    return {};
+  }
+  table->swept_clock = table->clock;
+  // Rows last pushed before this clock go.
+  const uint64_t oldest_kept = table->clock - table->evict_after + 1;
+  auto first_kept = table->clock_stamps.lower_bound(oldest_kept);
+  if (first_kept == table->clock_stamps.end()) return {};
+  std::vector<Key> evicted = table->rows->StampedBefore(first_kept->second);
+  table->clock_stamps.erase(table->clock_stamps.begin(), first_kept);
+  std::sort(evicted.begin(), evicted.end());
+  EraseRows(evicted.data(), evicted.size(), shard, table);
+  evicted_rows_.fetch_add(evicted.size());
+  return evicted;
+}
+
+void KVServer::EraseRows(const Key* keys, size_t count, Shard* shard, ServerTable* table) {
+  for (size_t i = 0; i < count; ++i) {
+    // A delta checkpoint lists the keys removed since its base.
+    if (table->rows->Erase(keys[i]) && !shard->tracked.empty()) table->removed.push_back(keys[i]);
+  }
 }
 
 void KVServer::CheckPushRoute(const proto::Meta& meta, size_t range) const {
@@ -310,7 +400,16 @@ ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint
   made.rows = std::make_unique<ParameterTable>(
       static_cast<int>(width), state, spec != specs_.end() ? spec->second.initializer : nullptr,
       first, last);
-  if (track_changes_) made.rows->EnableStamps();
+  if (spec != specs_.end()) {
+    const TableSpec& declared = spec->second;
+    if (declared.admit_after > 1) {
+      made.admit_after = declared.admit_after;
+      made.admission =
+          std::make_unique<AdmissionSketch>(AdmissionSketch::WidthFor(declared.admit_sketch_bytes));
+    }
+    made.evict_after = declared.evict_after;
+  }
+  if (track_changes_ || made.evict_after > 0) made.rows->EnableStamps();
   return shard.tables.emplace(table, std::move(made)).first->second;
 }
 

@@ -12,6 +12,21 @@ void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only
     copy->keys.push_back(key);
     copy->rows.insert(copy->rows.end(), row, row + copy->row_width);
   };
+  if (table.admission) {
+    // The counters of every range this copy holds, summed: the sketch of
+    // all their pushes.
+    const AdmissionSketch& sketch = *table.admission;
+    if (copy->sketch.empty()) {
+      copy->sketch_depth = sketch.depth();
+      copy->sketch_width = sketch.width();
+      copy->sketch = sketch.counters();
+    } else if (copy->sketch_width == sketch.width()) {
+      for (size_t i = 0; i < copy->sketch.size(); ++i) {
+        copy->sketch[i] = static_cast<uint16_t>(
+            std::min<uint32_t>(UINT16_MAX, uint32_t{copy->sketch[i]} + sketch.counters()[i]));
+      }
+    }
+  }
   if (changed_only) {
     table.rows->ForEachChangedSince(table.copied_stamp, append);
     copy->deleted.insert(copy->deleted.end(), table.removed.begin(), table.removed.end());

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "kv/admission_sketch.h"
 #include "kv/keys.h"
 #include "kv/message.h"
 #include "kv/optimizer.h"
@@ -40,6 +41,18 @@ struct ServerTable {
   // removed since.
   uint32_t copied_stamp = 0;
   std::vector<Key> removed;
+  // Key admission (TableSpec::admit_after): the pushes of keys without rows
+  // counted; nullptr when every key is admitted at once.
+  std::unique_ptr<AdmissionSketch> admission;
+  uint32_t admit_after = 0;
+  // Eviction (TableSpec::evict_after): the table's clock (how often a push
+  // came with a clock above every one before: `push_clock`), the rows'
+  // stamp when each recent clock began, and the clock of the last sweep.
+  uint32_t evict_after = 0;
+  int64_t push_clock = 0;
+  uint64_t clock = 0;
+  std::map<uint64_t, uint32_t> clock_stamps;
+  uint64_t swept_clock = 0;
 };
 
 // This server's replica of one key range.
@@ -78,8 +91,9 @@ inline std::string DeltaToken(const std::string& uri, const std::string& id) {
 }
 
 // Appends `table`'s rows (weights and optimizer state), in table order, to
-// `copy`, and sets its widths. `changed_only`: only the rows changed since
-// table.copied_stamp, and the keys removed since.
+// `copy`, and sets its widths, and adds its admission counters to copy's.
+// `changed_only`: only the rows changed since table.copied_stamp, and the
+// keys removed since.
 void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only = false);
 
 // `table`'s rows as table `id`, sorted by key.

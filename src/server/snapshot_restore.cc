@@ -86,6 +86,9 @@ uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
   int files = 0;
   for (size_t link = 0; link < chain.size(); ++link) {
     const proto::CheckpointManifest& manifest = chain[link];
+    // Each checkpoint's files carry the whole admission state: the last
+    // link's replaces the earlier ones'.
+    std::set<std::pair<size_t, uint32_t>> sketches;
     for (const proto::CheckpointFile& file : manifest.files()) {
       bool relevant = file.spans().empty();
       for (const proto::KeySpan& span : file.spans()) {
@@ -100,7 +103,7 @@ uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
         throw MakeError(where, ": the file is ", snapshot.delta ? "a delta" : "full",
                         ", its manifest says ", file.delta() ? "a delta" : "full");
       }
-      loaded += RestoreSnapshot(snapshot, where, targets, *ranges, /*fresh=*/link == 0);
+      loaded += RestoreSnapshot(snapshot, where, targets, *ranges, /*fresh=*/link == 0, &sketches);
     }
   }
   LOG(INFO) << "resumed from checkpoint " << id
@@ -114,7 +117,7 @@ uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
 
 uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
                                    const std::set<size_t>& targets, const RangeMap& ranges,
-                                   bool fresh) {
+                                   bool fresh, std::set<std::pair<size_t, uint32_t>>* sketches) {
   // A full file replaces the rows of its spans: rows there that it lacks
   // were removed before it was written.
   if (!snapshot.delta && !fresh) {
@@ -149,6 +152,22 @@ uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::st
         table.rows->Erase(*it);
       }
       loaded += CopyRowsIn(saved, first, last, table.rows.get());
+      const bool overlaps =
+          std::any_of(snapshot.spans.begin(), snapshot.spans.end(),
+                      [&](const auto& span) { return span.first <= last && first <= span.second; });
+      if (!table.admission || saved.sketch.empty() || !overlaps) continue;
+      if (saved.sketch_width != table.admission->width()) {
+        LOG(WARNING) << where << ": table " << saved.table << "'s admission counters are "
+                     << saved.sketch_width << " wide, this job's " << table.admission->width()
+                     << " (--admit_sketch_mib changed): admission counts start again";
+        continue;
+      }
+      AdmissionSketch sketch(saved.sketch_depth, saved.sketch_width, saved.sketch);
+      if (sketches->insert({range, saved.table}).second) {
+        *table.admission = std::move(sketch);
+      } else {
+        table.admission->Merge(sketch);
+      }
     }
   }
   return loaded;

@@ -336,6 +336,9 @@ std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
     }
   }
   weights.initializer = MakeInitializer(h.linear_init, factor_columns, h.seed);
+  weights.admit_after = h.admit_after;
+  weights.admit_sketch_bytes = uint64_t{h.admit_sketch_mib} << 20;
+  weights.evict_after = h.evict_after;
 
   TableSpec bias;
   bias.width = h.table_bias_width();

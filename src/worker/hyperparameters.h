@@ -116,6 +116,13 @@ struct Hyperparameters {
   // or "balanced": negatives over positives in the sample.
   std::string positive_example_weight_mult = "1.0";
   bool balance_multiclass_weights = false;
+  // The weights table's key admission and eviction (kv/table_spec.h): a
+  // feature gets a row after admit_after pushes (0: at once), counted in
+  // admit_sketch_mib MiB per table and key range; rows not pushed in the last
+  // evict_after clocks are dropped (0: never).
+  uint32_t admit_after = 0;
+  uint32_t admit_sketch_mib = 8;
+  uint32_t evict_after = 0;
   // How the servers update each table, and how they create its rows.
   OptimizerOptions weights_optimizer;
   OptimizerOptions bias_optimizer;
