@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "base/time.h"
+#include "cli/bench_admission.h"
 #include "cli/bench_checkpoint.h"
 #include "cli/bench_flags.h"
 #include "cli/bench_memory.h"
@@ -359,8 +360,9 @@ int RunBench(const std::string& what) {
   if (what == "zmq") return BenchZmq();
   if (what == "parse") return BenchParse();
   if (what == "checkpoint") return BenchCheckpoint();
+  if (what == "admission") return BenchAdmission();
   throw MakeError("unknown benchmark '", what,
-                  "': expected kv, zmq, parse, backend, train or checkpoint");
+                  "': expected kv, zmq, parse, backend, train, checkpoint or admission");
 }
 
 }  // namespace keel

@@ -31,6 +31,7 @@ DEFINE_uint64(checkpoint_keys, 10000000, "bench checkpoint: rows of the table");
 DEFINE_double(changed_share, 0.01,
               "bench checkpoint: share of the keys pushed between two checkpoints");
 DEFINE_int32(rounds, 5, "bench checkpoint: checkpoints measured each way");
+DEFINE_uint64(distinct_keys, 100000000, "bench admission: distinct keys in the stream");
 DEFINE_bool(curve, false,
             "bench kv: run the cluster with a new cluster secret, every connection encrypted "
             "(CURVE); --secret_file=FILE does the same with that secret");
@@ -41,7 +42,7 @@ std::vector<FlagGroup> BenchFlagGroups() {
   return {{"benchmark",
            {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space",
             "memory_keys", "bench_seconds", "inflight", "small", "zmq_baseline", "workload",
-            "curve", "checkpoint_keys", "changed_share", "rounds"}}};
+            "curve", "checkpoint_keys", "changed_share", "rounds", "distinct_keys"}}};
 }
 namespace {
 

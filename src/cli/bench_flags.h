@@ -25,6 +25,7 @@ DECLARE_string(workload);
 DECLARE_uint64(checkpoint_keys);
 DECLARE_double(changed_share);
 DECLARE_int32(rounds);
+DECLARE_uint64(distinct_keys);
 
 namespace keel {
 

@@ -208,18 +208,7 @@ void KVServer::AdvanceTableClock(int64_t clock, ServerTable* table) {
 void KVServer::Admit(DataRequest* request, ServerTable* table) {
   const size_t count = request->keys.size(), width = request->width;
   std::vector<size_t> kept;
-  kept.reserve(count);
-  uint64_t admitted = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const Key key = request->keys[i];
-    if (table->rows->Find(key)) {
-      kept.push_back(i);
-    } else if (table->admission->Add(key) >= table->admit_after) {
-      kept.push_back(i);
-      ++admitted;
-    }
-  }
-  admitted_keys_.fetch_add(admitted);
+  admitted_keys_.fetch_add(AdmitKeys(request->keys.data(), count, *table, &kept));
   unadmitted_pushes_.fetch_add(count - kept.size());
   if (kept.size() == count) return;
   auto keys = SharedArray<Key>::Allocate(kept.size());

@@ -37,6 +37,22 @@ void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only
   table.rows->ForEach(append);
 }
 
+uint64_t AdmitKeys(const Key* keys, size_t count, const ServerTable& table,
+                   std::vector<size_t>* kept) {
+  kept->clear();
+  kept->reserve(count);
+  uint64_t admitted = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (table.rows->Find(keys[i])) {
+      kept->push_back(i);
+    } else if (table.admission->Add(keys[i]) >= table.admit_after) {
+      kept->push_back(i);
+      ++admitted;
+    }
+  }
+  return admitted;
+}
+
 SnapshotTable SortedCopy(uint32_t id, const ServerTable& table) {
   std::vector<std::pair<Key, const float*>> sorted;
   table.rows->ForEach([&](Key key, const float* row) { sorted.emplace_back(key, row); });

@@ -96,6 +96,13 @@ inline std::string DeltaToken(const std::string& uri, const std::string& id) {
 // keys removed since.
 void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only = false);
 
+// Key admission: the indices of `keys` to apply to `table` (those with rows,
+// and those whose push, counted now in table.admission, is their
+// admit_after-th or later) into `kept`. Returns how many of them were
+// admitted now (had no row).
+uint64_t AdmitKeys(const Key* keys, size_t count, const ServerTable& table,
+                   std::vector<size_t>* kept);
+
 // `table`'s rows as table `id`, sorted by key.
 SnapshotTable SortedCopy(uint32_t id, const ServerTable& table);
 

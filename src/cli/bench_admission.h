@@ -1,0 +1,13 @@
+// `keel bench admission`: a server table's memory under a power-law key
+// stream with and without key admission (see bench_admission.cc).
+#ifndef KEEL_CLI_BENCH_ADMISSION_H_
+#define KEEL_CLI_BENCH_ADMISSION_H_
+
+namespace keel {
+
+// Runs the benchmark (--distinct_keys). Throws Error naming a bad flag.
+int BenchAdmission();
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_BENCH_ADMISSION_H_
