@@ -91,6 +91,12 @@ TEST_F(FlagChecks, KeepCheckpointsMustNotBeNegative) {
       << SchedulerError();
 }
 
+TEST_F(FlagChecks, CheckpointFullEveryIsAtLeastOne) {
+  Set("checkpoint_full_every", "0");
+  EXPECT_TRUE(Contains(SchedulerError(), "--checkpoint_full_every 0 is not in [1, 1000000000]"))
+      << SchedulerError();
+}
+
 TEST_F(FlagChecks, ResumeLatestNeedsACheckpointUri) {
   Set("resume", "latest");
   EXPECT_TRUE(Contains(SchedulerError(), "--resume latest needs --checkpoint_uri"))

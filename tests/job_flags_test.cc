@@ -131,6 +131,28 @@ TEST_F(OptimizerFlags, ScheduleFlagsReachBothTables) {
   EXPECT_FALSE(HyperparametersFromFlags().weights_optimizer.schedule.enabled);
 }
 
+TEST_F(OptimizerFlags, AdmissionAndEvictionReachTheWeightsTableOnly) {
+  Set("admit_after", "3");
+  Set("admit_sketch_mib", "2");
+  Set("evict_after", "50");
+  for (const auto& [table, spec] : TablesFor(HyperparametersFromFlags())) {
+    const bool weights = table == kWeightTable;
+    EXPECT_EQ(spec.admit_after, weights ? 3u : 0u) << table;
+    EXPECT_EQ(spec.evict_after, weights ? 50u : 0u) << table;
+    if (weights) {
+      EXPECT_EQ(spec.admit_sketch_bytes, uint64_t{2} << 20);
+    }
+  }
+  Set("admit_after", "65536");
+  std::string error;
+  try {
+    HyperparametersFromFlags();
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("--admit_after 65536 is not in [0, 65535]"), std::string::npos) << error;
+}
+
 TEST_F(OptimizerFlags, NumericHyperparametersDefaultToAutoAndResolveToKeelsValues) {
   const Hyperparameters h = HyperparametersFromFlags();  // linear_learner, adam
   EXPECT_FLOAT_EQ(h.weights_optimizer.learning_rate, 0.01f);

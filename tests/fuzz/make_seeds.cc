@@ -91,6 +91,24 @@ void WriteSnapshotSeeds(const std::string& dir) {
   snapshot.tables.push_back(bias);
   WriteScratchFile(dir + "/two_tables.snap", keel::EncodeSnapshot(snapshot, nullptr));
   WriteScratchFile(dir + "/empty.snap", keel::EncodeSnapshot(keel::ServerSnapshot{}, nullptr));
+  // A delta: removed keys and admission counters.
+  keel::ServerSnapshot delta;
+  delta.delta = true;
+  delta.server_rank = 0;
+  delta.spans = {{0, ~uint64_t{0}}};
+  keel::SnapshotTable changed;
+  changed.table = 0;
+  changed.weight_width = 1;
+  changed.row_width = 1;
+  changed.keys = {5};
+  changed.rows = {1.5f};
+  changed.deleted = {3, 9};
+  changed.sketch_depth = 4;
+  changed.sketch_width = 1024;
+  changed.sketch.assign(4 * 1024, 0);
+  changed.sketch[7] = 2;
+  delta.tables.push_back(changed);
+  WriteScratchFile(dir + "/delta.snap", keel::EncodeSnapshot(delta, nullptr));
 }
 
 void WriteModelSeed(const keel::ModelArtifact& model, const std::string& path) {
