@@ -39,6 +39,44 @@ class S3JobTest : public TempFolderTest {
     return lines;
   }
 
+  // 6000 rows of 1000 features in two training files, and a validation
+  // channel, in the bucket.
+  void UploadSmallData() {
+    const Exit generate = keel::testing::Run(
+        {KeelBinary(), "datagen", "--model=linear", "--rows=6000", "--features=1000", "--nnz=10",
+         "--seed=5", "--train_files=2", "--out=" + folder_},
+        60);
+    ASSERT_TRUE(generate.finished && generate.code == 0) << generate.output;
+    Upload("train");
+    Upload("validation");
+  }
+
+  // A 3-epoch linear learner on that data, 2 servers and 1 worker,
+  // synchronous, its model at `model` in the bucket.
+  Exit CheckpointedJob(const std::string& model, const std::vector<std::string>& more) {
+    std::vector<std::string> argv = {
+        KeelBinary(), "launch", "--servers=2", "--workers=1", "--job=linear_learner", "--epochs=3",
+        "--mini_batch_size=100", "--optimizer=adam",
+        // The last epoch's weights: a resumed run does not carry the best epoch's.
+        "--keep_best_epoch=false", "--staleness=0", "--train=" + root_ + "/data/train/",
+        "--validation=" + root_ + "/data/validation/", "--model_dir=" + root_ + "/" + model,
+        "--minloglevel=1", "--verbose"};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return keel::testing::Run(argv, 180);
+  }
+
+  // The manifests under `prefix`, sorted.
+  std::vector<std::string> Manifests(const std::string& prefix) {
+    std::vector<std::string> manifests;
+    for (const ObjectInfo& object : storage_->List(prefix)) {
+      if (object.key.size() > 14 && object.key.substr(object.key.size() - 14) == "/manifest.json") {
+        manifests.push_back(object.key);
+      }
+    }
+    std::sort(manifests.begin(), manifests.end());
+    return manifests;
+  }
+
   S3Server server_;
   std::string root_;
   std::unique_ptr<Storage> storage_;
@@ -114,47 +152,51 @@ TEST_F(S3JobTest, LinearLearnerTrainsFromS3WritesItsModelThereAndPredictReadsIt)
 // checkpoint inside an epoch ends where the whole run did (one worker,
 // synchronous: bit for bit).
 TEST_F(S3JobTest, JobCheckpointsToS3AndResumesFromThereToTheSameWeights) {
-  const Exit generate = keel::testing::Run(
-      {KeelBinary(), "datagen", "--model=linear", "--rows=6000", "--features=1000", "--nnz=10",
-       "--seed=5", "--train_files=2", "--out=" + folder_},
-      60);
-  ASSERT_TRUE(generate.finished && generate.code == 0) << generate.output;
-  Upload("train");
-  Upload("validation");
-  auto job = [&](const std::string& model, const std::vector<std::string>& more) {
-    std::vector<std::string> argv = {
-        KeelBinary(), "launch", "--servers=2", "--workers=1", "--job=linear_learner", "--epochs=3",
-        "--mini_batch_size=100", "--optimizer=adam",
-        // The last epoch's weights: a resumed run does not
-        // carry the best epoch's.
-        "--keep_best_epoch=false", "--staleness=0", "--train=" + root_ + "/data/train/",
-        "--validation=" + root_ + "/data/validation/", "--model_dir=" + root_ + "/" + model,
-        "--minloglevel=1", "--verbose"};
-    argv.insert(argv.end(), more.begin(), more.end());
-    return keel::testing::Run(argv, 180);
-  };
-  const Exit whole = job("whole", {"--checkpoint_uri=" + root_ + "/ckpt", "--checkpoint_every=25"});
+  UploadSmallData();
+  const Exit whole =
+      CheckpointedJob("whole", {"--checkpoint_uri=" + root_ + "/ckpt", "--checkpoint_every=25"});
   ASSERT_TRUE(whole.finished && whole.code == 0) << whole.output << server_.Output();
-  std::vector<std::string> manifests;
-  for (const ObjectInfo& object : storage_->List("ckpt/")) {
-    if (object.key.size() > 14 && object.key.substr(object.key.size() - 14) == "/manifest.json") {
-      manifests.push_back(object.key);
-    }
-  }
   // Two inside each of 3 epochs, two between epochs, the final one.
-  EXPECT_EQ(manifests.size(), 9u);
+  EXPECT_EQ(Manifests("ckpt/").size(), 9u);
   EXPECT_EQ(storage_->Get("ckpt/LATEST"), "ckpt-000004-000000000\n");
 
   const std::string middle = root_ + "/ckpt/ckpt-000002-000000025";
   const Exit verify = keel::testing::Run({KeelBinary(), "checkpoint", "verify", middle}, 60);
   EXPECT_EQ(verify.code, 0) << verify.output;
-  const Exit resumed = job("resumed", {"--resume=" + middle});
+  const Exit resumed = CheckpointedJob("resumed", {"--resume=" + middle});
   ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
   // It trained epochs 2 and 3 only.
   EXPECT_FALSE(Contains(resumed.output, "epoch 1:")) << resumed.output;
   EXPECT_TRUE(Contains(resumed.output, "epoch 2:")) << resumed.output;
   EXPECT_TRUE(storage_->Get("resumed/weights.bin") == storage_->Get("whole/weights.bin"));
   EXPECT_FALSE(Contains(resumed.output + whole.output, S3Server::kSecretKey));
+}
+
+// Delta checkpoints on S3: every third full, the newest two kept with the
+// checkpoint their chain needs, and a resume from a delta there ends where
+// the whole run did.
+TEST_F(S3JobTest, DeltaCheckpointChainsLiveOnS3AndResumeToTheSameWeights) {
+  UploadSmallData();
+  const Exit whole = CheckpointedJob(
+      "whole", {"--checkpoint_uri=" + root_ + "/ckpt", "--checkpoint_every=25",
+                "--checkpoint_delta", "--checkpoint_full_every=3", "--keep_checkpoints=2"});
+  ASSERT_TRUE(whole.finished && whole.code == 0) << whole.output << server_.Output();
+  // 1-25 full, 1-50, 2-0, 2-25 full, 2-50, 3-0, 3-25 full, 3-50, 4-0: the
+  // newest two are deltas of 3-25, which is kept for them.
+  EXPECT_EQ(Manifests("ckpt/"),
+            (std::vector<std::string>{"ckpt/ckpt-000003-000000025/manifest.json",
+                                      "ckpt/ckpt-000003-000000050/manifest.json",
+                                      "ckpt/ckpt-000004-000000000/manifest.json"}));
+  const std::string middle = root_ + "/ckpt/ckpt-000003-000000050";
+  const Exit verify = keel::testing::Run({KeelBinary(), "checkpoint", "verify", middle}, 60);
+  EXPECT_EQ(verify.code, 0) << verify.output;
+  EXPECT_TRUE(Contains(verify.output,
+                       "with its chain: 2 checkpoints from the full "
+                       "ckpt-000003-000000025"))
+      << verify.output;
+  const Exit resumed = CheckpointedJob("resumed", {"--resume=" + middle});
+  ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+  EXPECT_TRUE(storage_->Get("resumed/weights.bin") == storage_->Get("whole/weights.bin"));
 }
 
 TEST_F(S3JobTest, PredictNamesAMissingModelOnS3) {
