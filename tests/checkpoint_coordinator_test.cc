@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/checkpoint.h"
@@ -22,11 +23,22 @@ constexpr int kServer = 10;
 const std::set<int> kWorkers = {1, 2};  // node ids; ranks 0 and 1
 const std::set<int> kServers = {kServer};
 
+CheckpointOptions Options(bool delta) {
+  CheckpointOptions options;
+  options.every = 100;
+  options.delta = delta;
+  return options;
+}
+
 class PreemptionCheckpoint : public testing::TempFolderTest {
  public:
-  PreemptionCheckpoint()
+  explicit PreemptionCheckpoint(bool delta = false)
       : coordinator_(
-            CheckpointOptions{"file://" + folder_ + "/ckpt", /*every=*/100, 0, ""},
+            [&] {
+              CheckpointOptions options = Options(delta);
+              options.uri = "file://" + folder_ + "/ckpt";
+              return options;
+            }(),
             [this](int node, Message& message) {
               sent_.push_back({node, message.meta});
             },
@@ -57,9 +69,11 @@ class PreemptionCheckpoint : public testing::TempFolderTest {
     copied.set_checkpoint(id);
     coordinator_.OnServer(kServer, copied);
   }
-  void ServerWrites(const std::string& id) {
+  void ServerWrites(const std::string& id, bool delta = false, const std::string& error = "") {
     proto::Meta written;
     written.set_checkpoint(id);
+    written.set_error(error);
+    written.mutable_file()->set_delta(delta);
     written.mutable_file()->set_name("server-0.snap");
     written.mutable_file()->set_bytes(64);  // what a manifest may name (the file is not read)
     written.mutable_file()->set_checksum("0123456789abcdef");
@@ -192,6 +206,78 @@ TEST_F(PeriodicCheckpoint, NoCheckpointStartsWithoutServersAndOneStartsOnceTheyA
   const auto snapshots = Sent(proto::SNAPSHOT);
   ASSERT_EQ(snapshots.size(), 1u) << "stuck: a copy begun with no server to make it";
   EXPECT_EQ(snapshots.begin()->second.checkpoint(), CheckpointId(7, 100));
+}
+
+class DeltaCheckpoint : public PreemptionCheckpoint {
+ public:
+  DeltaCheckpoint() : PreemptionCheckpoint(/*delta=*/true) {}
+  // Both workers at minibatch `batches` of epoch 9; the SNAPSHOT sent.
+  proto::Meta Point(uint64_t batches) {
+    Report(1, 9, batches, false, false);
+    Report(2, 9, batches, false, false);
+    const auto snapshots = Sent(proto::SNAPSHOT);
+    EXPECT_FALSE(snapshots.empty());
+    proto::Meta last;
+    for (const auto& [node, meta] : snapshots) {
+      if (meta.checkpoint() == CheckpointId(9, batches)) last = meta;
+    }
+    EXPECT_EQ(last.checkpoint(), CheckpointId(9, batches));
+    return last;
+  }
+  bool Committed(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return committed_.count(id) > 0;
+  }
+};
+
+// A delta may build on a checkpoint still being written, but commits only
+// after it; it is abandoned with its base; the job's final checkpoint builds
+// on a committed one only.
+TEST_F(DeltaCheckpoint, ADeltaCommitsAfterItsBaseAndIsAbandonedWithIt) {
+  const std::string a = CheckpointId(9, 100), b = CheckpointId(9, 200), c = CheckpointId(9, 300),
+                    d = CheckpointId(9, 400);
+  EXPECT_EQ(Point(100).delta_base(), "");  // the first is full
+  ServerCopies(a);
+  EXPECT_EQ(Point(200).delta_base(), a);  // a is still being written
+  ServerCopies(b);
+  ServerWrites(b, /*delta=*/true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(Committed(b)) << "a delta committed before its base";
+  ServerWrites(a);
+  AwaitCommit(a);
+  AwaitCommit(b);
+  CheckpointStore store("file://" + folder_ + "/ckpt");
+  EXPECT_EQ(store.Latest(), b);
+  EXPECT_EQ(store.ReadManifest(b).delta_of(), a);
+  EXPECT_EQ(store.ReadManifest(b).delta_depth(), 1);
+
+  EXPECT_EQ(Point(300).delta_base(), b);
+  ServerCopies(c);
+  EXPECT_EQ(Point(400).delta_base(), c);
+  ServerCopies(d);
+  ServerWrites(d, /*delta=*/true);
+  ServerWrites(c, /*delta=*/true, "disk full");  // c is abandoned, and d with it
+  EXPECT_FALSE(Committed(d));
+  EXPECT_EQ(store.Latest(), b);
+  EXPECT_EQ(store.Incomplete().size(), 0u);  // nothing was written by the fake server
+
+  // 9-500 is full (its base was abandoned); the final checkpoint comes while
+  // 9-500 is still being written, so it is full too.
+  EXPECT_EQ(Point(500).delta_base(), "") << "the base was abandoned";
+  ServerCopies(CheckpointId(9, 500));
+  proto::Meta final_point;
+  final_point.set_sequence(++sequence_);
+  final_point.set_final(true);
+  final_point.mutable_cursor()->set_epoch(10);
+  for (int node : kWorkers) {
+    final_point.set_sequence(++sequence_);
+    coordinator_.OnWorker(node, node - 1, final_point, kWorkers, kServers, 1);
+  }
+  std::string final_base = "unset";
+  for (const auto& [node, meta] : Sent(proto::SNAPSHOT)) {
+    if (meta.checkpoint() == CheckpointId(10, 0)) final_base = meta.delta_base();
+  }
+  EXPECT_EQ(final_base, "") << "the final checkpoint builds on one still being written";
 }
 
 }  // namespace

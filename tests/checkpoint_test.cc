@@ -95,16 +95,25 @@ TEST(SnapshotFile, RoundTripsADeltaWithRemovedKeysAndAdmissionCounters) {
   ServerSnapshot delta = SampleSnapshot(1);
   delta.delta = true;
   delta.tables[0].deleted = {7, 102, 4000};
-  delta.tables[1].sketch_depth = 2;
-  delta.tables[1].sketch_width = 3;
-  delta.tables[1].sketch = {1, 2, 3, 65535, 0, 9};
+  RangeSketch sketch;
+  sketch.first = 100;
+  sketch.last = 200;
+  sketch.depth = 2;
+  sketch.width = 3;
+  sketch.counters = {1, 2, 3, 65535, 0, 9};
+  delta.tables[1].sketches = {sketch, sketch};
+  delta.tables[1].sketches[1].first = 1000;
+  delta.tables[1].sketches[1].last = 2000;
   const ServerSnapshot read = DecodeSnapshot(EncodeSnapshot(delta, nullptr), "d.snap");
   EXPECT_TRUE(read.delta);
   EXPECT_EQ(read.tables[0].deleted, delta.tables[0].deleted);
   EXPECT_TRUE(read.tables[1].deleted.empty());
-  EXPECT_EQ(read.tables[1].sketch, delta.tables[1].sketch);
-  EXPECT_EQ(read.tables[1].sketch_width, 3u);
-  EXPECT_EQ(read.tables[0].sketch_depth, 0u);
+  ASSERT_EQ(read.tables[1].sketches.size(), 2u);
+  EXPECT_EQ(read.tables[1].sketches[0].counters, sketch.counters);
+  EXPECT_EQ(read.tables[1].sketches[0].width, 3u);
+  EXPECT_EQ(read.tables[1].sketches[1].first, 1000u);
+  EXPECT_EQ(read.tables[1].sketches[1].last, 2000u);
+  EXPECT_TRUE(read.tables[0].sketches.empty());
   EXPECT_FALSE(DecodeSnapshot(EncodeSnapshot(SampleSnapshot(1), nullptr), "f").delta);
   // Removed keys out of order are refused like rows out of order.
   delta.tables[0].deleted = {9, 8};
@@ -112,7 +121,7 @@ TEST(SnapshotFile, RoundTripsADeltaWithRemovedKeysAndAdmissionCounters) {
   EXPECT_TRUE(Contains(error, "table 0 removed keys are not sorted at row 1")) << error;
   // Counters claimed past the bytes left.
   delta.tables[0].deleted.clear();
-  delta.tables[1].sketch_width = 1 << 20;
+  delta.tables[1].sketches[0].width = 1 << 20;
   const std::string claim = ErrorOf([&] { DecodeSnapshot(EncodeSnapshot(delta, nullptr), "d"); });
   EXPECT_TRUE(Contains(claim, "admission counters, more than the")) << claim;
 }

@@ -598,7 +598,7 @@ Hyperparameters HyperparametersFromFlags() {
   h.num_point_for_scaler = FLAGS_num_point_for_scaler;
   h.frequency_prior = FLAGS_frequency_prior;
   RequireInRange("admit_after", FLAGS_admit_after, 0, 65535, "pushes before a row (0: at once)");
-  RequireInRange("admit_sketch_mib", FLAGS_admit_sketch_mib, 1, 2048);
+  RequireInRange("admit_sketch_mib", FLAGS_admit_sketch_mib, 1, 512);
   RequireInRange("evict_after", FLAGS_evict_after, 0, kMaxCount, "clocks (0: never)");
   h.admit_after = static_cast<uint32_t>(FLAGS_admit_after);
   h.admit_sketch_mib = static_cast<uint32_t>(FLAGS_admit_sketch_mib);

@@ -19,7 +19,7 @@ constexpr char kMagic[8] = {'K', 'E', 'E', 'L', 'S', 'N', 'A', 'P'};
 // still read.
 constexpr uint32_t kSnapshotVersion = 2;
 constexpr uint32_t kOldestSnapshotVersion = 1;
-// Admission counters a table may carry (2^28: 512 MiB).
+// Admission counters one key range's set may have (2^28: 512 MiB).
 constexpr uint64_t kMaxSketchCounters = uint64_t{1} << 28;
 constexpr char kManifest[] = "manifest.json";
 constexpr char kLatest[] = "LATEST";
@@ -119,21 +119,35 @@ SnapshotTable ReadSnapshotTable(ByteReader* in, uint32_t version) {
   table.deleted.resize(deleted);
   in->Bytes(table.deleted.data(), deleted * sizeof(uint64_t), "removed keys");
   CheckAscending(table.deleted, *in, table.table, "removed keys");
-  table.sketch_depth = in->GetBounded<uint32_t>("admission counter rows", 0, 64);
-  const size_t width_at = in->offset();
-  table.sketch_width = in->Get<uint32_t>("admission counter width");
-  const uint64_t counters = uint64_t{table.sketch_depth} * table.sketch_width;
-  if (counters > kMaxSketchCounters || (table.sketch_depth == 0) != (table.sketch_width == 0)) {
-    throw in->ErrorAt(width_at, "table ", table.table, " has ", table.sketch_depth, " x ",
-                      table.sketch_width, " admission counters (at most ", kMaxSketchCounters,
-                      ", and none or both)");
+  // Each set: its key range, depth and width (24 bytes), then its counters.
+  const auto sets = in->GetCount<uint32_t>("admission counter sets", 24, UINT32_MAX);
+  for (uint32_t s = 0; s < sets; ++s) {
+    RangeSketch sketch;
+    const size_t span_at = in->offset();
+    sketch.first = in->Get<uint64_t>("admission counters' first key");
+    sketch.last = in->Get<uint64_t>("admission counters' last key");
+    if (sketch.first > sketch.last) {
+      throw in->ErrorAt(span_at, "table ", table.table,
+                        " has admission counters for the empty "
+                        "key span [",
+                        sketch.first, ", ", sketch.last, "]");
+    }
+    sketch.depth = in->GetBounded<uint32_t>("admission counter rows", 1, 64);
+    const size_t width_at = in->offset();
+    sketch.width = in->GetBounded<uint32_t>("admission counter width", 1, UINT32_MAX);
+    const uint64_t counters = uint64_t{sketch.depth} * sketch.width;
+    if (counters > kMaxSketchCounters) {
+      throw in->ErrorAt(width_at, "table ", table.table, " has ", sketch.depth, " x ", sketch.width,
+                        " admission counters (at most ", kMaxSketchCounters, ")");
+    }
+    if (counters * sizeof(uint16_t) > in->remaining()) {
+      throw in->ErrorAt(width_at, "table ", table.table, " claims ", counters,
+                        " admission counters, more than the ", in->remaining(), " bytes left");
+    }
+    sketch.counters.resize(counters);
+    in->Bytes(sketch.counters.data(), counters * sizeof(uint16_t), "admission counters");
+    table.sketches.push_back(std::move(sketch));
   }
-  if (counters * sizeof(uint16_t) > in->remaining()) {
-    throw in->ErrorAt(width_at, "table ", table.table, " claims ", counters,
-                      " admission counters, more than the ", in->remaining(), " bytes left");
-  }
-  table.sketch.resize(counters);
-  in->Bytes(table.sketch.data(), counters * sizeof(uint16_t), "admission counters");
   return table;
 }
 
@@ -205,9 +219,14 @@ std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
     out.Bytes(table.rows.data(), table.rows.size() * sizeof(float));
     out.Put(static_cast<uint64_t>(table.deleted.size()));
     out.Bytes(table.deleted.data(), table.deleted.size() * sizeof(uint64_t));
-    out.Put(table.sketch_depth);
-    out.Put(table.sketch_width);
-    out.Bytes(table.sketch.data(), table.sketch.size() * sizeof(uint16_t));
+    out.Put(static_cast<uint32_t>(table.sketches.size()));
+    for (const RangeSketch& sketch : table.sketches) {
+      out.Put(sketch.first);
+      out.Put(sketch.last);
+      out.Put(sketch.depth);
+      out.Put(sketch.width);
+      out.Bytes(sketch.counters.data(), sketch.counters.size() * sizeof(uint16_t));
+    }
   }
   const uint64_t sum = Checksum64::Of(out.out().data(), out.out().size());
   out.Put(sum);
@@ -260,7 +279,8 @@ proto::CheckpointManifest ManifestFromJson(const std::string& json, const std::s
     throw MakeError(where, ": delta_of '", manifest.delta_of(),
                     "' is not a checkpoint id older than ", manifest.id());
   }
-  if (manifest.delta_depth() < 0 || (manifest.delta_depth() > 0) != !manifest.delta_of().empty()) {
+  if (manifest.delta_depth() < 0 || manifest.delta_depth() > 1000000 ||
+      (manifest.delta_depth() > 0) != !manifest.delta_of().empty()) {
     throw MakeError(where, ": delta_depth ", manifest.delta_depth(), " does not fit delta_of '",
                     manifest.delta_of(), "'");
   }

@@ -33,6 +33,13 @@ namespace keel {
 std::string CheckpointId(int epoch, uint64_t batch);
 std::string SnapshotFileName(int server_rank);
 
+// Key admission's counters of one key range [first, last]: depth x width.
+struct RangeSketch {
+  uint64_t first = 0, last = 0;
+  uint32_t depth = 0, width = 0;
+  std::vector<uint16_t> counters;
+};
+
 // The rows of one table, sorted by key: keys.size() x row_width floats.
 struct SnapshotTable {
   uint32_t table = 0;
@@ -43,10 +50,8 @@ struct SnapshotTable {
   // A delta's keys whose rows were removed since its base, sorted (none in a
   // full snapshot).
   std::vector<uint64_t> deleted;
-  // Key admission's counters (sketch_depth x sketch_width; none: empty).
-  uint32_t sketch_depth = 0;
-  uint32_t sketch_width = 0;
-  std::vector<uint16_t> sketch;
+  // Key admission's counters, one set per key range (none: empty).
+  std::vector<RangeSketch> sketches;
 };
 
 struct ServerSnapshot {

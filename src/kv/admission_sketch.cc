@@ -12,7 +12,8 @@ namespace {
 constexpr uint64_t kMultipliers[AdmissionSketch::kDepth] = {
     0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL, 0x165667B19E3779F9ULL, 0xD6E8FEB86659FD93ULL};
 constexpr uint32_t kMinWidth = 1024;
-constexpr uint64_t kMaxWidth = uint64_t{1} << 28;
+// 4 rows of 2^26: 2^28 counters (512 MiB), what a checkpoint may carry.
+constexpr uint64_t kMaxWidth = uint64_t{1} << 26;
 
 }  // namespace
 

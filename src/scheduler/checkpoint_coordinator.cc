@@ -76,7 +76,7 @@ void CheckpointCoordinator::FillView(proto::ClusterView* view) const {
   view->set_checkpoint_delta(enabled() && options_.delta && options_.full_every > 1);
 }
 
-std::string CheckpointCoordinator::DeltaBase(int* depth) const {
+std::string CheckpointCoordinator::DeltaBase(bool committed_only, int* depth) const {
   *depth = 0;
   // Only on the checkpoint copied last, committed or still being written
   // (not abandoned), by this job (or resumed from).
@@ -84,7 +84,8 @@ std::string CheckpointCoordinator::DeltaBase(int* depth) const {
   int base_depth = 0;
   if (auto committed = depths_.find(last_started_); committed != depths_.end()) {
     base_depth = committed->second;
-  } else if (auto writing = writing_.find(last_started_); writing != writing_.end()) {
+  } else if (auto writing = writing_.find(last_started_);
+             !committed_only && writing != writing_.end()) {
     base_depth = writing->second.planned_depth;
   } else {
     return "";
@@ -175,7 +176,9 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
   }
   if (preemption) preempt_id_ = id;
   int depth = 0;
-  const std::string delta_base = DeltaBase(&depth);
+  // The job's last checkpoint (final, or the preemption's) must not be lost
+  // with a base that fails after it: it builds on a committed one only.
+  const std::string delta_base = DeltaBase(first.final || preemption, &depth);
   Writing& writing = writing_[id];
   writing.delta_base = delta_base;
   writing.planned_depth = depth;
@@ -340,37 +343,43 @@ void CheckpointCoordinator::OnServer(int node, const proto::Meta& meta) {
     FinishCommit(meta.checkpoint(), writing.error);
     return;
   }
-  Complete(meta.checkpoint());
+  writing.complete = true;
+  CommitInOrder();
 }
 
-void CheckpointCoordinator::Complete(const std::string& id) {
-  Writing& writing = writing_.at(id);
-  writing.waiting_for_base = false;
-  const bool delta = std::any_of(writing.manifest.files().begin(), writing.manifest.files().end(),
-                                 [](const proto::CheckpointFile& file) { return file.delta(); });
-  if (delta) {
-    if (writing.delta_base.empty()) {
-      FinishCommit(id, "a server wrote a delta where none was asked for");
-      return;
+void CheckpointCoordinator::CommitInOrder() {
+  // In the order they were taken: a checkpoint waits until every earlier one
+  // is committed or abandoned, so LATEST and the pruning that follows a
+  // commit never pass a delta still waiting for its base.
+  for (auto it = writing_.begin(); it != writing_.end(); ++it) {
+    Writing& writing = it->second;
+    if (writing.queued) continue;
+    if (!writing.complete) return;
+    const std::string id = it->first;
+    const bool delta = std::any_of(writing.manifest.files().begin(), writing.manifest.files().end(),
+                                   [](const proto::CheckpointFile& file) { return file.delta(); });
+    if (delta) {
+      if (writing.delta_base.empty()) {
+        FinishCommit(id, "a server wrote a delta where none was asked for");
+        return;  // FinishCommit went on with the rest
+      }
+      if (writing_.count(writing.delta_base)) return;  // its base is still being committed
+      auto depth = depths_.find(writing.delta_base);
+      if (depth == depths_.end()) {
+        FinishCommit(id,
+                     "it is a delta of checkpoint " + writing.delta_base + ", which was abandoned");
+        return;
+      }
+      writing.manifest.set_delta_of(writing.delta_base);
+      writing.manifest.set_delta_depth(depth->second + 1);
     }
-    if (writing_.count(writing.delta_base)) {
-      writing.waiting_for_base = true;  // FinishCommit of the base goes on
-      return;
+    writing.queued = true;
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      queue_.push_back(writing.manifest);
     }
-    auto depth = depths_.find(writing.delta_base);
-    if (depth == depths_.end()) {
-      FinishCommit(id,
-                   "it is a delta of checkpoint " + writing.delta_base + ", which was abandoned");
-      return;
-    }
-    writing.manifest.set_delta_of(writing.delta_base);
-    writing.manifest.set_delta_depth(depth->second + 1);
+    queue_changed_.notify_all();
   }
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    queue_.push_back(writing.manifest);
-  }
-  queue_changed_.notify_all();
 }
 
 void CheckpointCoordinator::FinishCommit(const std::string& id, const std::string& error) {
@@ -406,11 +415,7 @@ void CheckpointCoordinator::FinishCommit(const std::string& id, const std::strin
     Answer(worker, sequence, error, preemption);
   }
   writing_.erase(found);  // `error` and `id` may be its own: not used after this
-  std::vector<std::string> waiting;
-  for (const auto& [other, state] : writing_) {
-    if (state.waiting_for_base && writing_.count(state.delta_base) == 0) waiting.push_back(other);
-  }
-  for (const std::string& other : waiting) Complete(other);
+  CommitInOrder();
 }
 
 void CheckpointCoordinator::CommitLoop() {

@@ -123,18 +123,21 @@ class CheckpointCoordinator {
     std::string error;
     double started = 0;
     // The checkpoint the servers were asked to write changes since ("": all
-    // rows); a server that cannot writes all of its own. A delta commits only
-    // after its base: until then it waits, its files written.
+    // rows); a server that cannot writes all of its own.
     std::string delta_base;
     int planned_depth = 0;
-    bool waiting_for_base = false;
+    bool complete = false;  // every file written
+    bool queued = false;    // handed to the commit thread
+    // Checkpoints commit in the order they were taken (CommitInOrder).
   };
-  // The checkpoint the next one may be a delta of ("": it is full), and the
-  // depth it would then have.
-  std::string DeltaBase(int* depth) const;
-  // Every server wrote its file for `id`: it is queued for its commit, or
-  // waits for its base's, or is abandoned with its base.
-  void Complete(const std::string& id);
+  // The checkpoint the next one may be a delta of ("": it is full; with
+  // `committed_only`, unless it is committed), and the depth it would then
+  // have.
+  std::string DeltaBase(bool committed_only, int* depth) const;
+  // Queues for their commit, in order, the checkpoints whose files are all
+  // written, up to the first that is not (or a delta whose base is not
+  // committed yet); abandons a delta whose base was abandoned.
+  void CommitInOrder();
   // Starts the next checkpoint once every live worker is at the point of the
   // first one ready: the servers are told to copy their rows.
   void TryStart(const std::set<int>& workers, const std::set<int>& servers, int num_servers);

@@ -215,6 +215,10 @@ class KVServer {
   // Key admission at the primary: drops from `request` the keys without a
   // row that have not yet been pushed admit_after times (counting this push).
   void Admit(DataRequest* request, ServerTable* table);
+  // Drops from `request` the keys without a row in `table`.
+  void KeepKeysWithRows(DataRequest* request, const ServerTable& table);
+  // Keeps the keys (and their values) at the indices `kept` (ascending).
+  void KeepOnly(const std::vector<size_t>& kept, DataRequest* request);
   // Eviction at the primary: once every eighth of the window, removes the
   // rows not pushed in the table's last evict_after clocks; returns their
   // keys, ascending, for the replicas.
@@ -295,9 +299,12 @@ class KVServer {
   // removed keys and rows, and for a full one the removal first of every
   // row of its spans (unless `fresh`: the tables are empty). Returns the
   // rows loaded.
-  // Admission counters: the first file of a checkpoint that covers a target
-  // range replaces its table's, later ones add theirs (`sketches` lists the
-  // (range, table) pairs taken in this checkpoint).
+  // Admission counters (RestoreCounters): the first set of a checkpoint that
+  // covers a target range replaces its table's, later ones add theirs
+  // (`sketches` lists the (range, table) pairs taken in this checkpoint).
+  void RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
+                       Key first, Key last, ServerTable* table,
+                       std::set<std::pair<size_t, uint32_t>>* sketches);
   uint64_t RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
                            const std::set<size_t>& targets, const RangeMap& ranges, bool fresh,
                            std::set<std::pair<size_t, uint32_t>>* sketches);

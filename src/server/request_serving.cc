@@ -160,14 +160,20 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     HoldPush(std::move(message), shard, range);
     return false;
   }
+  if (meta.origin() == 0 && !request.evicted.empty()) {
+    throw MakeError("a worker's push carries evicted keys (only a primary passes them down)");
+  }
   ServerTable& table = TableFor(shard, range, request.table, request.width);
   const bool fresh = shard.applied[origin].Classify(meta.sequence()) == DedupeWindow::Verdict::kNew;
   if (fresh) AdvanceTableClock(meta.clock(), &table);
   // The primary decides which keys are admitted and which rows are evicted;
   // the replicas apply what it passes down.
   DataRequest admitted = request;
-  const bool deciding = fresh && meta.origin() == 0;
-  if (deciding && table.admission) Admit(&admitted, &table);
+  const bool filters = meta.origin() == 0 && table.admit_after > 1;
+  if (filters && fresh) Admit(&admitted, &table);
+  // A repeat passed down again (a replica may have missed the first copy)
+  // carries only the keys that have rows here: those the first admitted.
+  if (filters && !fresh) KeepKeysWithRows(&admitted, table);
   int64_t staleness = 0;
   const bool applied = ApplyOnce(meta, admitted, origin, shard, table, range, &staleness);
   served_.fetch_add(1);
@@ -175,8 +181,8 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     EraseRows(request.evicted.data(), request.evicted.size(), &shard, &table);
   }
   std::vector<Key> evicted;
-  if (applied && deciding && admitted.keys.size() > 0) evicted = Sweep(&shard, &table);
-  if (deciding && (admitted.keys.size() != request.keys.size() || !evicted.empty())) {
+  if (applied && meta.origin() == 0 && admitted.keys.size() > 0) evicted = Sweep(&shard, &table);
+  if (admitted.keys.size() != request.keys.size() || !evicted.empty()) {
     if (admitted.keys.size() == 0) {
       // Nothing admitted: nothing for the replicas to apply.
       Message response;
@@ -185,11 +191,11 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     }
     message.frames = {AsBytes(admitted.keys), AsBytes(admitted.values)};
     message.meta.set_key_count(admitted.keys.size());
+    message.meta.set_evicted_count(evicted.size());
     if (!evicted.empty()) {
       auto keys = SharedArray<Key>::Allocate(evicted.size());
       std::copy(evicted.begin(), evicted.end(), keys.data());
       message.frames.push_back(AsBytes(keys));
-      message.meta.set_evicted_count(evicted.size());
     }
   }
   // Every replica takes the step the primary took.
@@ -203,14 +209,36 @@ void KVServer::AdvanceTableClock(int64_t clock, ServerTable* table) {
   table->push_clock = clock;
   ++table->clock;
   table->clock_stamps[table->clock] = table->rows->AdvanceStamp();
+  // Only the clocks a sweep can still ask for are kept (a replica never sweeps).
+  if (table->clock > table->evict_after) {
+    table->clock_stamps.erase(table->clock_stamps.begin(),
+                              table->clock_stamps.lower_bound(table->clock - table->evict_after));
+  }
+}
+
+void KVServer::KeepKeysWithRows(DataRequest* request, const ServerTable& table) {
+  std::vector<size_t> kept;
+  for (size_t i = 0; i < request->keys.size(); ++i) {
+    if (table.rows->Find(request->keys[i])) kept.push_back(i);
+  }
+  KeepOnly(kept, request);
 }
 
 void KVServer::Admit(DataRequest* request, ServerTable* table) {
-  const size_t count = request->keys.size(), width = request->width;
+  // Counters are made on first use: a range's replica never counts.
+  if (!table->admission) {
+    table->admission = std::make_unique<AdmissionSketch>(table->admit_sketch_width);
+  }
+  const size_t count = request->keys.size();
   std::vector<size_t> kept;
   admitted_keys_.fetch_add(AdmitKeys(request->keys.data(), count, *table, &kept));
   unadmitted_pushes_.fetch_add(count - kept.size());
-  if (kept.size() == count) return;
+  KeepOnly(kept, request);
+}
+
+void KVServer::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
+  const size_t width = request->width;
+  if (kept.size() == request->keys.size()) return;
   auto keys = SharedArray<Key>::Allocate(kept.size());
   auto values = SharedArray<float>::Allocate(kept.size() * width);
   for (size_t j = 0; j < kept.size(); ++j) {
@@ -393,8 +421,7 @@ ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint
     const TableSpec& declared = spec->second;
     if (declared.admit_after > 1) {
       made.admit_after = declared.admit_after;
-      made.admission =
-          std::make_unique<AdmissionSketch>(AdmissionSketch::WidthFor(declared.admit_sketch_bytes));
+      made.admit_sketch_width = AdmissionSketch::WidthFor(declared.admit_sketch_bytes);
     }
     made.evict_after = declared.evict_after;
   }

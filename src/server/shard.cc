@@ -5,7 +5,8 @@
 
 namespace keel {
 
-void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only) {
+void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only, Key first,
+                Key last) {
   copy->weight_width = static_cast<uint32_t>(table.rows->weight_width());
   copy->row_width = static_cast<uint32_t>(table.rows->row_width());
   auto append = [&](Key key, const float* row) {
@@ -13,19 +14,13 @@ void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only
     copy->rows.insert(copy->rows.end(), row, row + copy->row_width);
   };
   if (table.admission) {
-    // The counters of every range this copy holds, summed: the sketch of
-    // all their pushes.
-    const AdmissionSketch& sketch = *table.admission;
-    if (copy->sketch.empty()) {
-      copy->sketch_depth = sketch.depth();
-      copy->sketch_width = sketch.width();
-      copy->sketch = sketch.counters();
-    } else if (copy->sketch_width == sketch.width()) {
-      for (size_t i = 0; i < copy->sketch.size(); ++i) {
-        copy->sketch[i] = static_cast<uint16_t>(
-            std::min<uint32_t>(UINT16_MAX, uint32_t{copy->sketch[i]} + sketch.counters()[i]));
-      }
-    }
+    RangeSketch sketch;
+    sketch.first = first;
+    sketch.last = last;
+    sketch.depth = table.admission->depth();
+    sketch.width = table.admission->width();
+    sketch.counters = table.admission->counters();
+    copy->sketches.push_back(std::move(sketch));
   }
   if (changed_only) {
     table.rows->ForEachChangedSince(table.copied_stamp, append);

@@ -43,8 +43,9 @@ struct ServerTable {
   std::vector<Key> removed;
   // Key admission (TableSpec::admit_after): the pushes of keys without rows
   // counted; nullptr when every key is admitted at once.
-  std::unique_ptr<AdmissionSketch> admission;
+  std::unique_ptr<AdmissionSketch> admission;  // made at the first push decided here
   uint32_t admit_after = 0;
+  uint32_t admit_sketch_width = 0;
   // Eviction (TableSpec::evict_after): the table's clock (how often a push
   // came with a clock above every one before: `push_clock`), the rows'
   // stamp when each recent clock began, and the clock of the last sweep.
@@ -91,10 +92,12 @@ inline std::string DeltaToken(const std::string& uri, const std::string& id) {
 }
 
 // Appends `table`'s rows (weights and optimizer state), in table order, to
-// `copy`, and sets its widths, and adds its admission counters to copy's.
+// `copy`, sets its widths, and adds its admission counters to copy's.
 // `changed_only`: only the rows changed since table.copied_stamp, and the
 // keys removed since.
-void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only = false);
+// The admission counters, if any, are those of key range [first, last].
+void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only = false,
+                Key first = 0, Key last = ~Key{0});
 
 // Key admission: the indices of `keys` to apply to `table` (those with rows,
 // and those whose push, counted now in table.admission, is their

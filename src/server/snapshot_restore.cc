@@ -55,7 +55,7 @@ ServerSnapshot KVServer::CopyForSnapshot(const proto::Meta& meta, uint64_t* rows
       SnapshotTable& copy = copies[id];
       copy.table = id;
       const size_t before = copy.keys.size();
-      AppendRows(table, &copy, snapshot.delta);
+      AppendRows(table, &copy, snapshot.delta, ranges->begin(range), ranges->last(range));
       *rows += copy.keys.size() - before;
       if (track_changes_) {
         table.copied_stamp = table.rows->stamp();
@@ -115,6 +115,26 @@ uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
   return loaded;
 }
 
+void KVServer::RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
+                               Key first, Key last, ServerTable* table,
+                               std::set<std::pair<size_t, uint32_t>>* sketches) {
+  for (const RangeSketch& set : saved.sketches) {
+    if (set.last < first || last < set.first) continue;
+    if (set.width != table->admit_sketch_width) {
+      LOG(WARNING) << where << ": table " << saved.table << "'s admission counters are "
+                   << set.width << " wide, this job's " << table->admit_sketch_width
+                   << " (--admit_sketch_mib changed): admission counts start again";
+      continue;
+    }
+    AdmissionSketch sketch(set.depth, set.width, set.counters);
+    if (sketches->insert({range, saved.table}).second || !table->admission) {
+      table->admission = std::make_unique<AdmissionSketch>(std::move(sketch));
+    } else {
+      table->admission->Merge(sketch);
+    }
+  }
+}
+
 uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
                                    const std::set<size_t>& targets, const RangeMap& ranges,
                                    bool fresh, std::set<std::pair<size_t, uint32_t>>* sketches) {
@@ -152,22 +172,8 @@ uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::st
         table.rows->Erase(*it);
       }
       loaded += CopyRowsIn(saved, first, last, table.rows.get());
-      const bool overlaps =
-          std::any_of(snapshot.spans.begin(), snapshot.spans.end(),
-                      [&](const auto& span) { return span.first <= last && first <= span.second; });
-      if (!table.admission || saved.sketch.empty() || !overlaps) continue;
-      if (saved.sketch_width != table.admission->width()) {
-        LOG(WARNING) << where << ": table " << saved.table << "'s admission counters are "
-                     << saved.sketch_width << " wide, this job's " << table.admission->width()
-                     << " (--admit_sketch_mib changed): admission counts start again";
-        continue;
-      }
-      AdmissionSketch sketch(saved.sketch_depth, saved.sketch_width, saved.sketch);
-      if (sketches->insert({range, saved.table}).second) {
-        *table.admission = std::move(sketch);
-      } else {
-        table.admission->Merge(sketch);
-      }
+      if (table.admit_after > 1)
+        RestoreCounters(saved, where, range, first, last, &table, sketches);
     }
   }
   return loaded;

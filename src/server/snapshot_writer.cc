@@ -65,7 +65,10 @@ proto::CheckpointFile SnapshotWriter::WriteOne(Job& job) {
   uint64_t rows = 0;
   for (SnapshotTable& table : job.snapshot.tables) {
     SortByKey(&table);
+    // A key evicted, pushed again and evicted again is listed once.
     std::sort(table.deleted.begin(), table.deleted.end());
+    table.deleted.erase(std::unique(table.deleted.begin(), table.deleted.end()),
+                        table.deleted.end());
     rows += table.keys.size();
   }
   for (const auto& [first, last] : job.snapshot.spans) {

@@ -103,10 +103,14 @@ void WriteSnapshotSeeds(const std::string& dir) {
   changed.keys = {5};
   changed.rows = {1.5f};
   changed.deleted = {3, 9};
-  changed.sketch_depth = 4;
-  changed.sketch_width = 1024;
-  changed.sketch.assign(4 * 1024, 0);
-  changed.sketch[7] = 2;
+  keel::RangeSketch counters;
+  counters.first = 0;
+  counters.last = ~uint64_t{0};
+  counters.depth = 4;
+  counters.width = 1024;
+  counters.counters.assign(4 * 1024, 0);
+  counters.counters[7] = 2;
+  changed.sketches.push_back(counters);
   delta.tables.push_back(changed);
   WriteScratchFile(dir + "/delta.snap", keel::EncodeSnapshot(delta, nullptr));
 }
