@@ -261,23 +261,29 @@ TEST_F(DeltaCheckpoint, ADeltaCommitsAfterItsBaseAndIsAbandonedWithIt) {
   EXPECT_EQ(store.Latest(), b);
   EXPECT_EQ(store.Incomplete().size(), 0u);  // nothing was written by the fake server
 
-  // 9-500 is full (its base was abandoned); the final checkpoint comes while
-  // 9-500 is still being written, so it is full too.
+  // 9-500 is full (its base was abandoned). The final checkpoint, ready
+  // while 9-500 is still being written, waits for its commit and is then a
+  // delta of it.
   EXPECT_EQ(Point(500).delta_base(), "") << "the base was abandoned";
   ServerCopies(CheckpointId(9, 500));
   proto::Meta final_point;
-  final_point.set_sequence(++sequence_);
   final_point.set_final(true);
   final_point.mutable_cursor()->set_epoch(10);
   for (int node : kWorkers) {
     final_point.set_sequence(++sequence_);
     coordinator_.OnWorker(node, node - 1, final_point, kWorkers, kServers, 1);
   }
-  std::string final_base = "unset";
-  for (const auto& [node, meta] : Sent(proto::SNAPSHOT)) {
-    if (meta.checkpoint() == CheckpointId(10, 0)) final_base = meta.delta_base();
-  }
-  EXPECT_EQ(final_base, "") << "the final checkpoint builds on one still being written";
+  auto final_base = [&] {
+    std::string base = "none sent";
+    for (const auto& [node, meta] : Sent(proto::SNAPSHOT)) {
+      if (meta.checkpoint() == CheckpointId(10, 0)) base = meta.delta_base();
+    }
+    return base;
+  };
+  EXPECT_EQ(final_base(), "none sent");
+  ServerWrites(CheckpointId(9, 500));
+  AwaitCommit(CheckpointId(9, 500));
+  EXPECT_EQ(final_base(), CheckpointId(9, 500));
 }
 
 }  // namespace

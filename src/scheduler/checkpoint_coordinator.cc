@@ -174,10 +174,17 @@ void CheckpointCoordinator::TryStart(const std::set<int>& workers, const std::se
     }
     return;
   }
+  if (first.final && !preemption && options_.delta && !writing_.empty()) {
+    // The final checkpoint waits for those still being written, so that it
+    // may be a delta of a committed one (FinishCommit starts it).
+    final_held_ = {workers, servers, num_servers};
+    return;
+  }
   if (preemption) preempt_id_ = id;
   int depth = 0;
   // The job's last checkpoint (final, or the preemption's) must not be lost
-  // with a base that fails after it: it builds on a committed one only.
+  // with a base that fails after it: it builds on a committed one only (the
+  // final one waited for it above; the preemption's has no time to).
   const std::string delta_base = DeltaBase(first.final || preemption, &depth);
   Writing& writing = writing_[id];
   writing.delta_base = delta_base;
@@ -416,6 +423,11 @@ void CheckpointCoordinator::FinishCommit(const std::string& id, const std::strin
   }
   writing_.erase(found);  // `error` and `id` may be its own: not used after this
   CommitInOrder();
+  if (final_held_ && writing_.empty()) {
+    const HeldFinal held = *final_held_;
+    final_held_.reset();
+    TryStart(held.workers, held.servers, held.num_servers);
+  }
 }
 
 void CheckpointCoordinator::CommitLoop() {

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -182,6 +183,13 @@ class CheckpointCoordinator {
   // The newest checkpoint whose copy began in this job (or the one resumed
   // from): the servers' rows are tracked since its copy.
   std::string last_started_;
+  // The final checkpoint, ready while earlier ones were still being written
+  // (with deltas on): the membership to start it with once they are done.
+  struct HeldFinal {
+    std::set<int> workers, servers;
+    int num_servers = 0;
+  };
+  std::optional<HeldFinal> final_held_;
   CheckpointStats stats_;
 
   std::map<int, Ready> ready_;                   // workers stopped at a point
