@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checkpoint.h"
 #include "test_util.h"
 
 namespace keel {
@@ -97,14 +98,15 @@ TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule
   ASSERT_TRUE(data.finished && data.code == 0) << data.output;
   const std::string log = folder_ + "/events.jsonl";
   const std::string membership = folder_ + "/membership.jsonl";
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
-       "--job=linear_learner", "--epochs=10", "--mini_batch_size=100",
-       "--early_stopping_patience=100", "--train=" + folder_ + "/train", "--validation=" + folder_ + "/validation",
-       "--model_dir=" + folder_ + "/model", "--heartbeat_interval=0.2", "--heartbeat_timeout=1",
-       "--request_timeout_ms=200", "--faults=kill:server:1@2s,restart:server:1@3s",
-       "--event_log=" + log, "--membership_log=" + membership, "--verbose"},
-      180);
+  const auto exit =
+      testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
+                    "--job=linear_learner", "--epochs=10", "--mini_batch_size=100",
+                    "--early_stopping_patience=100", "--train=" + folder_ + "/train",
+                    "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
+                    "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--request_timeout_ms=200",
+                    "--faults=kill:server:1@2s,restart:server:1@3s", "--event_log=" + log,
+                    "--membership_log=" + membership, "--verbose"},
+                   180);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   const std::vector<Event> events = testing::ReadJsonLines(log);
@@ -141,9 +143,10 @@ testing::Exit LaunchReplicatedJob(const std::string& folder, int epochs, const s
   return testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
        "--job=linear_learner", "--epochs=" + std::to_string(epochs), "--mini_batch_size=100",
-       "--early_stopping_patience=100", "--train=" + folder + "/train", "--validation=" + folder + "/validation",
-       "--model_dir=" + folder + "/model", "--heartbeat_interval=0.2", "--heartbeat_timeout=1",
-       "--request_timeout_ms=200", "--faults=" + faults, "--event_log=" + folder + "/events.jsonl",
+       "--early_stopping_patience=100", "--train=" + folder + "/train",
+       "--validation=" + folder + "/validation", "--model_dir=" + folder + "/model",
+       "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--request_timeout_ms=200",
+       "--faults=" + faults, "--event_log=" + folder + "/events.jsonl",
        "--membership_log=" + folder + "/membership.jsonl", "--verbose"},
       timeout_s);
 }
@@ -295,6 +298,61 @@ TEST_F(FaultLaunch, ABadFaultSpecIsRefusedBeforeAnythingStarts) {
   EXPECT_TRUE(Contains(exit.output, "--faults item 2 'kill:worker:3@2s': there is no worker 3"))
       << exit.output;
   EXPECT_FALSE(Contains(exit.output, "[scheduler]")) << exit.output;
+}
+
+// Delta checkpoints across a promotion: a replicated job (one worker) loses
+// server 1 mid-job; its backup takes over, and the rows it now writes as
+// primary were not tracked by it since the last checkpoint (it was a
+// replica), so its next file is whole, and the chain starts again there.
+// The final checkpoint's chain gives the job's final weights, bit for bit.
+TEST_F(FaultLaunch, ADeltaChainStartsAgainAfterAPromotionAndRestoresTheJobsWeights) {
+  const auto data = testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000",
+                                  "--features=50000", "--nnz=10", "--seed=7", "--out=" + folder_},
+                                 60);
+  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  const std::vector<std::string> job = {KeelBinary(),
+                                        "launch",
+                                        "--servers=2",
+                                        "--workers=1",
+                                        "--job=linear_learner",
+                                        "--epochs=3",
+                                        "--mini_batch_size=100",
+                                        "--num_models=2",
+                                        "--optimizer=adam",
+                                        "--early_stopping_patience=100",
+                                        "--keep_best_epoch=false",
+                                        "--staleness=0",
+                                        "--train=" + folder_ + "/train",
+                                        "--validation=" + folder_ + "/validation",
+                                        "--minloglevel=1"};
+  const std::string log = folder_ + "/events.jsonl";
+  std::vector<std::string> faulted = job;
+  faulted.insert(faulted.end(),
+                 {"--replication=1", "--model_dir=" + folder_ + "/faulted",
+                  "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--request_timeout_ms=200",
+                  "--checkpoint_uri=file://" + folder_ + "/ckpt", "--checkpoint_every=200",
+                  "--checkpoint_delta", "--checkpoint_full_every=1000",
+                  "--faults=kill:server:1@1.5s", "--event_log=" + log});
+  const auto run = testing::Run(faulted, 180);
+  ASSERT_EQ(run.code, 0) << run.output;
+  ASSERT_EQ(testing::EventsNamed(log, "kill").size(), 1u) << run.output;
+  ASSERT_TRUE(Contains(run.output, "backup server 0 is promoted to primary")) << run.output;
+  CheckpointStore store("file://" + folder_ + "/ckpt");
+  const std::vector<std::string> ids = store.Committed();
+  const std::string last = store.Latest();
+  ASSERT_EQ(last, ids.back());
+  const std::vector<proto::CheckpointManifest> chain = store.Chain(last);
+  ASSERT_GT(chain.size(), 1u);
+  // Without the promotion one chain (every 1000th full) would span the job.
+  EXPECT_NE(chain.front().id(), ids.front()) << "no full checkpoint after server 1 left";
+  std::vector<std::string> resumed = job;
+  resumed.insert(resumed.end(), {"--model_dir=" + folder_ + "/resumed",
+                                 "--resume=file://" + folder_ + "/ckpt/" + last});
+  const auto again = testing::Run(resumed, 120);
+  ASSERT_EQ(again.code, 0) << again.output;
+  const std::string weights = testing::ReadFileOrEmpty(folder_ + "/faulted/weights.bin");
+  ASSERT_FALSE(weights.empty());
+  EXPECT_TRUE(testing::ReadFileOrEmpty(folder_ + "/resumed/weights.bin") == weights);
 }
 
 }  // namespace
