@@ -341,6 +341,28 @@ TEST_F(CheckpointJob, ADeltaChainCarriesTheRowsEvictedBetweenItsCheckpoints) {
   EXPECT_TRUE(Weights("final-full") == Weights("full"));
 }
 
+// Checkpoints carry eviction's state (each row's clock of its last push, each
+// range's clock): a job resumed from the middle of a delta chain evicts
+// what the uninterrupted one did when it did, so its final weights are the
+// same bit for bit.
+TEST_F(CheckpointJob, EvictionResumesWhereItStoppedFromTheMiddleOfAChain) {
+  const std::vector<std::string> evicting = {"--evict_after=30", "--admit_after=2",
+                                             "--admit_sketch_mib=1"};
+  const auto whole =
+      Run(SparseJob(2, "whole",
+                    With(evicting, {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=100",
+                                    "--checkpoint_delta", "--checkpoint_full_every=4"})));
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  CheckpointStore store(Store("ckpt"));
+  const std::vector<std::string> ids = store.Committed();
+  ASSERT_GE(ids.size(), 8u);
+  ASSERT_EQ(store.ReadManifest(ids[6]).delta_depth(), 2);
+  const auto resumed =
+      Run(SparseJob(2, "resumed", With(evicting, {"--resume=" + Store("ckpt") + "/" + ids[6]})));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_TRUE(Weights("resumed") == Weights("whole"));
+}
+
 // Checkpoints carry the admission counters (--admit_after): a job resumed
 // from the middle of a delta chain admits the same features at the same
 // pushes as the uninterrupted one, so its final weights are the same bit for

@@ -104,6 +104,8 @@ TEST(SnapshotFile, RoundTripsADeltaWithRemovedKeysAndAdmissionCounters) {
   delta.tables[1].sketches = {sketch, sketch};
   delta.tables[1].sketches[1].first = 1000;
   delta.tables[1].sketches[1].last = 2000;
+  delta.tables[0].clocks = {RangeClock{100, 200, 77}};
+  delta.tables[0].pushed_at = {70, 71, 77, 12};  // one a row
   const ServerSnapshot read = DecodeSnapshot(EncodeSnapshot(delta, nullptr), "d.snap");
   EXPECT_TRUE(read.delta);
   EXPECT_EQ(read.tables[0].deleted, delta.tables[0].deleted);
@@ -114,6 +116,15 @@ TEST(SnapshotFile, RoundTripsADeltaWithRemovedKeysAndAdmissionCounters) {
   EXPECT_EQ(read.tables[1].sketches[1].first, 1000u);
   EXPECT_EQ(read.tables[1].sketches[1].last, 2000u);
   EXPECT_TRUE(read.tables[0].sketches.empty());
+  ASSERT_EQ(read.tables[0].clocks.size(), 1u);
+  EXPECT_EQ(read.tables[0].clocks[0].clock, 77u);
+  EXPECT_EQ(read.tables[0].pushed_at, delta.tables[0].pushed_at);
+  EXPECT_TRUE(read.tables[1].pushed_at.empty());
+  // Last push clocks for some rows only are refused.
+  ServerSnapshot partial = delta;
+  partial.tables[0].pushed_at.pop_back();
+  const std::string some = ErrorOf([&] { DecodeSnapshot(EncodeSnapshot(partial, nullptr), "d"); });
+  EXPECT_TRUE(Contains(some, "3 last push clocks for 4 rows")) << some;
   EXPECT_FALSE(DecodeSnapshot(EncodeSnapshot(SampleSnapshot(1), nullptr), "f").delta);
   // Removed keys out of order are refused like rows out of order.
   delta.tables[0].deleted = {9, 8};

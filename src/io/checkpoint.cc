@@ -148,6 +148,29 @@ SnapshotTable ReadSnapshotTable(ByteReader* in, uint32_t version) {
     in->Bytes(sketch.counters.data(), counters * sizeof(uint16_t), "admission counters");
     table.sketches.push_back(std::move(sketch));
   }
+  const auto clocks = in->GetCount<uint32_t>("eviction clocks", 24, UINT32_MAX);
+  for (uint32_t c = 0; c < clocks; ++c) {
+    RangeClock clock;
+    const size_t span_at = in->offset();
+    clock.first = in->Get<uint64_t>("eviction clock's first key");
+    clock.last = in->Get<uint64_t>("eviction clock's last key");
+    if (clock.first > clock.last) {
+      throw in->ErrorAt(span_at, "table ", table.table,
+                        " has an eviction clock for the empty "
+                        "key span [",
+                        clock.first, ", ", clock.last, "]");
+    }
+    clock.clock = in->Get<uint64_t>("eviction clock");
+    table.clocks.push_back(clock);
+  }
+  const size_t pushed_at = in->offset();
+  const auto pushes = in->GetCount<uint64_t>("last push clocks", sizeof(uint64_t), UINT64_MAX);
+  if (pushes != 0 && pushes != table.keys.size()) {
+    throw in->ErrorAt(pushed_at, "table ", table.table, " has ", pushes, " last push clocks for ",
+                      table.keys.size(), " rows (0 or one a row)");
+  }
+  table.pushed_at.resize(pushes);
+  in->Bytes(table.pushed_at.data(), pushes * sizeof(uint64_t), "last push clocks");
   return table;
 }
 
@@ -227,6 +250,14 @@ std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
       out.Put(sketch.width);
       out.Bytes(sketch.counters.data(), sketch.counters.size() * sizeof(uint16_t));
     }
+    out.Put(static_cast<uint32_t>(table.clocks.size()));
+    for (const RangeClock& clock : table.clocks) {
+      out.Put(clock.first);
+      out.Put(clock.last);
+      out.Put(clock.clock);
+    }
+    out.Put(static_cast<uint64_t>(table.pushed_at.size()));
+    out.Bytes(table.pushed_at.data(), table.pushed_at.size() * sizeof(uint64_t));
   }
   const uint64_t sum = Checksum64::Of(out.out().data(), out.out().size());
   out.Put(sum);

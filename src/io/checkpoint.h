@@ -40,6 +40,12 @@ struct RangeSketch {
   std::vector<uint16_t> counters;
 };
 
+// Eviction's clock of one key range [first, last]: the table's clock there.
+struct RangeClock {
+  uint64_t first = 0, last = 0;
+  uint64_t clock = 0;
+};
+
 // The rows of one table, sorted by key: keys.size() x row_width floats.
 struct SnapshotTable {
   uint32_t table = 0;
@@ -52,6 +58,10 @@ struct SnapshotTable {
   std::vector<uint64_t> deleted;
   // Key admission's counters, one set per key range (none: empty).
   std::vector<RangeSketch> sketches;
+  // Eviction (none: empty): each range's table clock, and each row's clock
+  // of its last push there (keys.size() of them).
+  std::vector<RangeClock> clocks;
+  std::vector<uint64_t> pushed_at;
 };
 
 struct ServerSnapshot {

@@ -315,6 +315,25 @@ std::vector<Key> ParameterTable::StampedBefore(uint32_t stamp) const {
   return keys;
 }
 
+void ParameterTable::ForEachStamped(
+    uint32_t since, const std::function<void(Key, const float*, uint32_t)>& visit) const {
+  if (stamps_.empty()) {
+    ForEach([&](Key key, const float* row) { visit(key, row, 0); });
+    return;
+  }
+  for (size_t i = 0; i < capacity_; ++i) {
+    if (stamps_[i] > since && KeyAt(i) != kFree) visit(KeyAt(i), Row(i), stamps_[i]);
+  }
+  if (has_free_key_ && stamps_[capacity_] > since) {
+    visit(kFree, Row(capacity_), stamps_[capacity_]);
+  }
+}
+
+void ParameterTable::SetStamp(Key key, uint32_t stamp) {
+  const size_t index = FindIndex(key);
+  if (index != kNoSlot && !stamps_.empty()) stamps_[index] = stamp;
+}
+
 void ParameterTable::MoveSlot(size_t from, size_t to) {
   std::memcpy(SlotAt(to), SlotAt(from), slot_bytes_);
   if (shares_rows_) blocks_[to] = std::move(blocks_[from]);

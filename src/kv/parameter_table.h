@@ -108,6 +108,15 @@ class ParameterTable {
                            const std::function<void(Key, const float*)>& visit) const;
   // The keys of the rows last stamped before `stamp` (none without stamps).
   std::vector<Key> StampedBefore(uint32_t stamp) const;
+  // Calls visit(key, row, its stamp) for every row stamped after `since`
+  // (all rows, stamp 0, without stamps).
+  void ForEachStamped(uint32_t since,
+                      const std::function<void(Key, const float*, uint32_t)>& visit) const;
+  // Sets the stamp of `key`'s row (if it has one) and, with `counter`, the
+  // table's stamp(): restoring stamps saved with the rows (no row may then
+  // carry a stamp above `counter`).
+  void SetStamp(Key key, uint32_t stamp);
+  void SetStampCounter(uint32_t counter) { stamp_ = counter; }
 
   // Removes the row of `key`; false if it had none. Later reads of `key`
   // answer its initial weights again.

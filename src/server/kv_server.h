@@ -302,6 +302,9 @@ class KVServer {
   // Admission counters (RestoreCounters): the first set of a checkpoint that
   // covers a target range replaces its table's, later ones add theirs
   // (`sketches` lists the (range, table) pairs taken in this checkpoint).
+  // Eviction after a restore: the tables whose clocks came back take their
+  // rows' last push clocks as stamps (see snapshot_restore.cc).
+  void RestoreClocks();
   void RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
                        Key first, Key last, ServerTable* table,
                        std::set<std::pair<size_t, uint32_t>>* sketches);
@@ -328,6 +331,8 @@ class KVServer {
   StalenessGate gate_;
   std::list<Parked> parked_;
   bool restored_ = false;
+  // (range, table) whose eviction clocks a restore took, for RestoreClocks.
+  std::set<std::pair<size_t, uint32_t>> clocks_restored_;
   // The view asks for delta checkpoints: tables stamp their rows' changes.
   bool track_changes_ = false;
   // Node ids in the current view and their roles: requests from anyone else

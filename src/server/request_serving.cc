@@ -253,11 +253,11 @@ void KVServer::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
 std::vector<Key> KVServer::Sweep(Shard* shard, ServerTable* table) {
   // A scan of the table's stamps every eighth of the window.
   const uint64_t every = std::max<uint64_t>(1, table->evict_after / 8);
-  if (table->evict_after == 0 || table->clock <= table->evict_after ||
-      table->clock < table->swept_clock + every) {
+  // At fixed clocks (a multiple of `every`), so that a resumed table, its
+  // clock restored, sweeps where the uninterrupted one did.
+  if (table->evict_after == 0 || table->clock <= table->evict_after || table->clock % every != 0) {
     return {};
   }
-  table->swept_clock = table->clock;
   // Rows last pushed before this clock go.
   const uint64_t oldest_kept = table->clock - table->evict_after + 1;
   auto first_kept = table->clock_stamps.lower_bound(oldest_kept);

@@ -22,14 +22,35 @@ void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only
     sketch.counters = table.admission->counters();
     copy->sketches.push_back(std::move(sketch));
   }
+  const uint32_t since = changed_only ? table.copied_stamp : 0;
   if (changed_only) {
-    table.rows->ForEachChangedSince(table.copied_stamp, append);
     copy->deleted.insert(copy->deleted.end(), table.removed.begin(), table.removed.end());
+  } else {
+    copy->keys.reserve(copy->keys.size() + table.rows->size());
+    copy->rows.reserve(copy->rows.size() + table.rows->size() * copy->row_width);
+  }
+  if (table.evict_after == 0) {
+    if (changed_only) {
+      table.rows->ForEachChangedSince(since, append);
+    } else {
+      table.rows->ForEach(append);
+    }
     return;
   }
-  copy->keys.reserve(copy->keys.size() + table.rows->size());
-  copy->rows.reserve(copy->rows.size() + table.rows->size() * copy->row_width);
-  table.rows->ForEach(append);
+  // Eviction: each row's clock of its last push, from its stamp (the last
+  // clock whose stamp is not above it; before the clocks kept, the one
+  // before them), and the range's clock.
+  copy->clocks.push_back(RangeClock{first, last, table.clock});
+  std::vector<std::pair<uint32_t, uint64_t>> stamp_clocks;  // ascending in both
+  for (const auto& [clock, stamp] : table.clock_stamps) stamp_clocks.emplace_back(stamp, clock);
+  const uint64_t before = stamp_clocks.empty() ? table.clock : stamp_clocks.front().second - 1;
+  copy->pushed_at.resize(copy->keys.size(), 0);
+  table.rows->ForEachStamped(since, [&](Key key, const float* row, uint32_t stamp) {
+    append(key, row);
+    auto after = std::upper_bound(stamp_clocks.begin(), stamp_clocks.end(),
+                                  std::make_pair(stamp, ~uint64_t{0}));
+    copy->pushed_at.push_back(after == stamp_clocks.begin() ? before : std::prev(after)->second);
+  });
 }
 
 uint64_t AdmitKeys(const Key* keys, size_t count, const ServerTable& table,
@@ -73,6 +94,12 @@ uint64_t CopyRowsIn(const SnapshotTable& saved, Key first, Key last, ParameterTa
     const size_t index = static_cast<size_t>(it - saved.keys.begin());
     std::memcpy(rows->FindOrInsert(*it), saved.rows.data() + index * saved.row_width,
                 sizeof(float) * saved.row_width);
+    // Eviction: until the restore ends, a row's stamp holds its last push's
+    // clock (RestoreClocks).
+    if (!saved.pushed_at.empty()) {
+      rows->SetStamp(
+          *it, static_cast<uint32_t>(std::min<uint64_t>(saved.pushed_at[index], UINT32_MAX - 1)));
+    }
     ++copied;
   }
   return copied;

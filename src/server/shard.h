@@ -47,13 +47,12 @@ struct ServerTable {
   uint32_t admit_after = 0;
   uint32_t admit_sketch_width = 0;
   // Eviction (TableSpec::evict_after): the table's clock (how often a push
-  // came with a clock above every one before: `push_clock`), the rows'
-  // stamp when each recent clock began, and the clock of the last sweep.
+  // came with a clock above every one before: `push_clock`), and the rows'
+  // stamp when each recent clock began.
   uint32_t evict_after = 0;
   int64_t push_clock = 0;
   uint64_t clock = 0;
   std::map<uint64_t, uint32_t> clock_stamps;
-  uint64_t swept_clock = 0;
 };
 
 // This server's replica of one key range.
@@ -110,7 +109,8 @@ uint64_t AdmitKeys(const Key* keys, size_t count, const ServerTable& table,
 SnapshotTable SortedCopy(uint32_t id, const ServerTable& table);
 
 // Copies the rows of `saved` whose keys lie in [first, last] into `rows`
-// (inserting them), whole: weights and optimizer state. `saved` must be sorted
+// (inserting them), whole: weights and optimizer state; with eviction's last
+// push clocks, each row's stamp is set to its clock. `saved` must be sorted
 // by key and have `rows`'s row width. Returns the number of rows copied.
 uint64_t CopyRowsIn(const SnapshotTable& saved, Key first, Key last, ParameterTable* rows);
 

@@ -106,6 +106,7 @@ uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
       loaded += RestoreSnapshot(snapshot, where, targets, *ranges, /*fresh=*/link == 0, &sketches);
     }
   }
+  RestoreClocks();
   LOG(INFO) << "resumed from checkpoint " << id
             << (chain.size() > 1
                     ? " (a full checkpoint and " + std::to_string(chain.size() - 1) + " delta(s))"
@@ -113,6 +114,23 @@ uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
             << ": loaded " << loaded << " rows of " << files << " snapshot file(s) in "
             << MonotonicSeconds() - begin << " s";
   return loaded;
+}
+
+void KVServer::RestoreClocks() {
+  // The rows' stamps hold their last push's clock (CopyRowsIn): the stamps
+  // of the clocks a sweep may ask for are made the clocks themselves, and the
+  // table's stamp counter its clock, so the next sweep removes what the
+  // uninterrupted job's would have.
+  for (const auto& [range, id] : std::exchange(clocks_restored_, {})) {
+    ServerTable& table = shards_[range].tables.at(id);
+    if (table.evict_after == 0) continue;
+    table.clock_stamps.clear();
+    const uint64_t from = table.clock > table.evict_after ? table.clock - table.evict_after : 1;
+    for (uint64_t clock = from; clock <= table.clock; ++clock) {
+      table.clock_stamps[clock] = static_cast<uint32_t>(clock);
+    }
+    table.rows->SetStampCounter(static_cast<uint32_t>(table.clock));
+  }
 }
 
 void KVServer::RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
@@ -172,8 +190,16 @@ uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::st
         table.rows->Erase(*it);
       }
       loaded += CopyRowsIn(saved, first, last, table.rows.get());
-      if (table.admit_after > 1)
+      if (table.admit_after > 1) {
         RestoreCounters(saved, where, range, first, last, &table, sketches);
+      }
+      for (const RangeClock& clock : saved.clocks) {
+        if (clock.first <= last && first <= clock.last) {
+          table.clock = std::max(table.clock, clock.clock);
+          table.push_clock = 0;
+          clocks_restored_.insert({range, saved.table});
+        }
+      }
     }
   }
   return loaded;

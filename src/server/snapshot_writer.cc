@@ -30,6 +30,11 @@ void SortByKey(SnapshotTable* table) {
   }
   table->keys = std::move(keys);
   table->rows = std::move(rows);
+  if (!table->pushed_at.empty()) {
+    std::vector<uint64_t> pushed_at(order.size());
+    for (size_t i = 0; i < order.size(); ++i) pushed_at[i] = table->pushed_at[order[i]];
+    table->pushed_at = std::move(pushed_at);
+  }
 }
 
 }  // namespace

@@ -111,6 +111,8 @@ void WriteSnapshotSeeds(const std::string& dir) {
   counters.counters.assign(4 * 1024, 0);
   counters.counters[7] = 2;
   changed.sketches.push_back(counters);
+  changed.clocks.push_back(keel::RangeClock{0, ~uint64_t{0}, 40});
+  changed.pushed_at = {38};
   delta.tables.push_back(changed);
   WriteScratchFile(dir + "/delta.snap", keel::EncodeSnapshot(delta, nullptr));
 }
