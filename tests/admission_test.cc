@@ -87,7 +87,7 @@ class AdmissionCluster : public ::testing::Test {
     spec.evict_after = 4;
     std::vector<std::thread> starting;
     for (int rank = 0; rank < 2; ++rank) {
-      NodeOptions node = LocalNode(proto::SERVER, scheduler_->port());
+      NodeOptions node = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
       node.rank = rank;
       server_nodes_.push_back(std::make_unique<Node>(node));
       servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), OptimizerOptions(),
@@ -102,7 +102,9 @@ class AdmissionCluster : public ::testing::Test {
 
   void TearDown() override {
     worker_node_->Stop();
-    for (auto& node : server_nodes_) node->Stop();
+    for (auto& node : server_nodes_) {
+      if (node) node->Stop();
+    }
     scheduler_->Stop();
   }
 
@@ -127,13 +129,14 @@ class AdmissionCluster : public ::testing::Test {
   }
   uint64_t Sum(uint64_t (KVServer::*counter)() const) const {
     uint64_t sum = 0;
-    for (const auto& server : servers_) sum += (server.get()->*counter)();
+    for (const auto& server : servers_) sum += server ? (server.get()->*counter)() : 0;
     return sum;
   }
   // Rows of table 0 on both servers (each range's primary and its replica).
   uint64_t Rows() const {
     uint64_t rows = 0;
     for (const auto& server : servers_) {
+      if (!server) continue;
       for (const auto& size : server->table_sizes()) rows += size.table == 0 ? size.rows : 0;
     }
     return rows;
@@ -188,6 +191,30 @@ TEST_F(AdmissionCluster, AdmitsAtTheThirdPushEvictsAfterFourIdleClocksAndReplica
   // starts from its initial weights.
   Push(11, {warm[0]});
   EXPECT_EQ(Pull({warm[0]}), std::vector<float>{kInitial + 1});
+}
+
+// Replicas count as their primary does (the keys it did not admit ride down
+// the chain), so a promoted replica admits a key at the push its primary
+// would have: here the third, though two were counted before the promotion.
+TEST_F(AdmissionCluster, APromotedReplicaAdmitsAtThePushItsPrimaryWould) {
+  const std::vector<Key> keys = MixedKeySet({31, 32, 33, 34, 35, 36, 37, 38});
+  auto ranges = worker_node_->ranges();
+  ASSERT_NE(ranges->RangeOf(keys.front()), ranges->RangeOf(keys.back()));
+  Push(1, keys);
+  Push(2, keys);
+  EXPECT_EQ(Rows(), 0u);
+  // Server 1 stops: server 0, its ranges' replica, is promoted.
+  servers_[1].reset();
+  server_nodes_[1].reset();
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto now = worker_node_->ranges();
+        return now->Chain(0) == std::vector<int>{0} && now->Chain(1) == std::vector<int>{0};
+      },
+      20));
+  Push(3, keys);
+  EXPECT_EQ(Pull(keys), std::vector<float>(keys.size(), kInitial + 1));
+  EXPECT_EQ(Rows(), keys.size());
 }
 
 }  // namespace

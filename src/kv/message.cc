@@ -51,6 +51,29 @@ Message Decode(std::vector<zmq::message_t>&& frames) {
   return message;
 }
 
+namespace {
+
+// The frame at `*index` as `count` keys sorted strictly ascending (none for
+// count 0); moves `*index` past it.
+SharedArray<const Key> KeyListFrame(const Message& message, uint64_t count, const char* what,
+                                    size_t* index) {
+  if (count == 0) return {};
+  const Bytes& frame = message.frames[(*index)++];
+  if (frame.size() % sizeof(Key) != 0 || frame.size() / sizeof(Key) != count) {
+    throw MakeError(what, " key frame has ", frame.size(), " bytes, ", what, "_count ", count,
+                    " needs ", count * sizeof(Key));
+  }
+  SharedArray<const Key> keys = frame.As<const Key>();
+  for (size_t i = 1; i < keys.size(); ++i) {
+    if (keys[i] <= keys[i - 1]) {
+      throw MakeError(what, " keys are not sorted strictly ascending at position ", i);
+    }
+  }
+  return keys;
+}
+
+}  // namespace
+
 DataRequest ParseDataRequest(const Message& message) {
   const proto::Meta& meta = message.meta;
   const bool push = meta.command() == proto::PUSH;
@@ -68,8 +91,11 @@ DataRequest ParseDataRequest(const Message& message) {
     request.table = meta.table();
     return request;
   }
-  if (meta.evicted_count() > 0 && !push) throw MakeError("only a PUSH carries evicted keys");
-  const size_t expected_frames = push ? (meta.evicted_count() > 0 ? 3 : 2) : 1;
+  if ((meta.evicted_count() > 0 || meta.unadmitted_count() > 0) && !push) {
+    throw MakeError("only a PUSH carries evicted or unadmitted keys");
+  }
+  const size_t expected_frames =
+      push ? 2 + (meta.evicted_count() > 0 ? 1 : 0) + (meta.unadmitted_count() > 0 ? 1 : 0) : 1;
   if (message.frames.size() != expected_frames) {
     throw MakeError(proto::Command_Name(meta.command()), " needs ", expected_frames,
                     " data frames, got ", message.frames.size());
@@ -104,20 +130,9 @@ DataRequest ParseDataRequest(const Message& message) {
     }
     request.values = value_frame.As<const float>();
   }
-  if (meta.evicted_count() > 0) {
-    const Bytes& evicted_frame = message.frames[2];
-    if (evicted_frame.size() / sizeof(Key) != meta.evicted_count() ||
-        evicted_frame.size() % sizeof(Key) != 0) {
-      throw MakeError("evicted key frame has ", evicted_frame.size(), " bytes, evicted_count ",
-                      meta.evicted_count(), " needs ", meta.evicted_count() * sizeof(Key));
-    }
-    request.evicted = evicted_frame.As<const Key>();
-    for (size_t i = 1; i < request.evicted.size(); ++i) {
-      if (request.evicted[i] <= request.evicted[i - 1]) {
-        throw MakeError("evicted keys are not sorted strictly ascending at position ", i);
-      }
-    }
-  }
+  size_t next_frame = 2;
+  request.evicted = KeyListFrame(message, meta.evicted_count(), "evicted", &next_frame);
+  request.unadmitted = KeyListFrame(message, meta.unadmitted_count(), "unadmitted", &next_frame);
   return request;
 }
 

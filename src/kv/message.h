@@ -68,8 +68,10 @@ inline size_t RowsPerPage(size_t page_bytes, uint64_t row_floats) {
 struct DataRequest {
   SharedArray<const Key> keys;
   SharedArray<const float> values;  // PUSH only: keys.size() * width floats
-  // A PUSH passed down a chain: keys whose rows the primary evicted first.
+  // A PUSH passed down a chain: keys whose rows the primary evicted after
+  // applying it, and keys it did not admit.
   SharedArray<const Key> evicted;
+  SharedArray<const Key> unadmitted;
   uint32_t width = 0;
   uint32_t table = 0;
 };

@@ -214,7 +214,12 @@ class KVServer {
   void AdvanceTableClock(int64_t clock, ServerTable* table);
   // Key admission at the primary: drops from `request` the keys without a
   // row that have not yet been pushed admit_after times (counting this push).
-  void Admit(DataRequest* request, ServerTable* table);
+  // The keys dropped go to `unadmitted` (ascending), for the replicas.
+  void Admit(DataRequest* request, ServerTable* table, std::vector<Key>* unadmitted);
+  // A replica's counting of a push passed down: the keys its primary
+  // counted (the admitted ones without a row, and the unadmitted), in the
+  // primary's order.
+  void CountAsPrimaryDid(const DataRequest& request, ServerTable* table);
   // Drops from `request` the keys without a row in `table`.
   void KeepKeysWithRows(DataRequest* request, const ServerTable& table);
   // Keeps the keys (and their values) at the indices `kept` (ascending).

@@ -54,7 +54,8 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     if (meta.origin() != 0 && meta.command() != proto::PUSH) {
       throw MakeError("only pushes are passed down a replica chain");
     }
-    if (request.keys.size() == 0) return ServeEmpty(meta);
+    // A push passed down with no key admitted still carries the keys counted.
+    if (request.keys.size() == 0 && request.unadmitted.size() == 0) return ServeEmpty(meta);
     size_t range = 0;
     Shard& shard = ShardFor(request, &range);
     if (meta.command() == proto::PUSH) return ServePush(std::move(message), request, shard, range);
@@ -160,8 +161,10 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     HoldPush(std::move(message), shard, range);
     return false;
   }
-  if (meta.origin() == 0 && !request.evicted.empty()) {
-    throw MakeError("a worker's push carries evicted keys (only a primary passes them down)");
+  if (meta.origin() == 0 && (!request.evicted.empty() || !request.unadmitted.empty())) {
+    throw MakeError(
+        "a worker's push carries evicted or unadmitted keys (only a primary passes "
+        "them down)");
   }
   ServerTable& table = TableFor(shard, range, request.table, request.width);
   const bool fresh = shard.applied[origin].Classify(meta.sequence()) == DedupeWindow::Verdict::kNew;
@@ -170,7 +173,11 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
   // the replicas apply what it passes down.
   DataRequest admitted = request;
   const bool filters = meta.origin() == 0 && table.admit_after > 1;
-  if (filters && fresh) Admit(&admitted, &table);
+  std::vector<Key> unadmitted;
+  if (filters && fresh) Admit(&admitted, &table, &unadmitted);
+  // A replica counts the pushes of keys without rows as its primary did, so
+  // that it admits alike once promoted.
+  if (meta.origin() != 0 && fresh && table.admit_after > 1) CountAsPrimaryDid(request, &table);
   // A repeat passed down again (a replica may have missed the first copy)
   // carries only the keys that have rows here: those the first admitted.
   if (filters && !fresh) KeepKeysWithRows(&admitted, table);
@@ -183,8 +190,8 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
   std::vector<Key> evicted;
   if (applied && meta.origin() == 0 && admitted.keys.size() > 0) evicted = Sweep(&shard, &table);
   if (admitted.keys.size() != request.keys.size() || !evicted.empty()) {
-    if (admitted.keys.size() == 0) {
-      // Nothing admitted: nothing for the replicas to apply.
+    if (admitted.keys.size() == 0 && unadmitted.empty()) {
+      // A repeat with nothing admitted: nothing for the replicas to do.
       Message response;
       Reply(meta, response);
       return applied;
@@ -192,9 +199,11 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     message.frames = {AsBytes(admitted.keys), AsBytes(admitted.values)};
     message.meta.set_key_count(admitted.keys.size());
     message.meta.set_evicted_count(evicted.size());
-    if (!evicted.empty()) {
-      auto keys = SharedArray<Key>::Allocate(evicted.size());
-      std::copy(evicted.begin(), evicted.end(), keys.data());
+    message.meta.set_unadmitted_count(unadmitted.size());
+    for (const std::vector<Key>* list : {&evicted, &unadmitted}) {
+      if (list->empty()) continue;
+      auto keys = SharedArray<Key>::Allocate(list->size());
+      std::copy(list->begin(), list->end(), keys.data());
       message.frames.push_back(AsBytes(keys));
     }
   }
@@ -224,8 +233,7 @@ void KVServer::KeepKeysWithRows(DataRequest* request, const ServerTable& table) 
   KeepOnly(kept, request);
 }
 
-void KVServer::Admit(DataRequest* request, ServerTable* table) {
-  // Counters are made on first use: a range's replica never counts.
+void KVServer::Admit(DataRequest* request, ServerTable* table, std::vector<Key>* unadmitted) {
   if (!table->admission) {
     table->admission = std::make_unique<AdmissionSketch>(table->admit_sketch_width);
   }
@@ -233,7 +241,35 @@ void KVServer::Admit(DataRequest* request, ServerTable* table) {
   std::vector<size_t> kept;
   admitted_keys_.fetch_add(AdmitKeys(request->keys.data(), count, *table, &kept));
   unadmitted_pushes_.fetch_add(count - kept.size());
+  unadmitted->clear();
+  for (size_t i = 0, k = 0; i < count; ++i) {
+    if (k < kept.size() && kept[k] == i) {
+      ++k;
+    } else {
+      unadmitted->push_back(request->keys[i]);
+    }
+  }
   KeepOnly(kept, request);
+}
+
+void KVServer::CountAsPrimaryDid(const DataRequest& request, ServerTable* table) {
+  if (!table->admission) {
+    table->admission = std::make_unique<AdmissionSketch>(table->admit_sketch_width);
+  }
+  // The primary counted every key of the push without a row, in key order:
+  // those it admitted (no row here yet either) and those it did not.
+  const Key* admitted = request.keys.data();
+  const Key* admitted_end = admitted + request.keys.size();
+  const Key* dropped = request.unadmitted.data();
+  const Key* dropped_end = dropped + request.unadmitted.size();
+  while (admitted != admitted_end || dropped != dropped_end) {
+    if (dropped == dropped_end || (admitted != admitted_end && *admitted < *dropped)) {
+      if (!table->rows->Find(*admitted)) table->admission->Add(*admitted);
+      ++admitted;
+    } else {
+      table->admission->Add(*dropped++);
+    }
+  }
 }
 
 void KVServer::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
@@ -376,11 +412,19 @@ void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Sh
 Shard& KVServer::ShardFor(const DataRequest& request, size_t* range) {
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("this server has no cluster view yet");
-  *range = ranges->RangeOf(request.keys[0]);
-  if (request.keys[request.keys.size() - 1] > ranges->last(*range)) {
-    throw MakeError("the request's keys span key ranges ", *range, " and ",
-                    ranges->RangeOf(request.keys[request.keys.size() - 1]),
-                    "; send one request per range");
+  // Every key a request names lies in one range (the first list's).
+  bool found = false;
+  for (const SharedArray<const Key>* keys :
+       {&request.keys, &request.unadmitted, &request.evicted}) {
+    if (keys->size() == 0) continue;
+    const size_t first = ranges->RangeOf((*keys)[0]);
+    const size_t last = ranges->RangeOf((*keys)[keys->size() - 1]);
+    if (!found) *range = first;
+    found = true;
+    if (first != *range || last != *range) {
+      throw MakeError("the request's keys span key ranges ", std::min(first, *range), " and ",
+                      std::max(last, *range), "; send one request per range");
+    }
   }
   auto shard = shards_.find(*range);
   if (shard == shards_.end()) {
