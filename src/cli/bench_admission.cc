@@ -21,6 +21,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "cli/bench_checkpoint.h"
 #include "cli/bench_flags.h"
 #include "cli/flag_rules.h"
 #include "kv/keys.h"
@@ -66,12 +67,7 @@ struct Result {
 Result Fill(const Case& c, const std::vector<uint32_t>& pushes,
             const std::vector<uint32_t>& order) {
   const uint64_t distinct = pushes.size();
-  OptimizerOptions options;
-  options.name = "adagrad";
-  options.learning_rate = 1e-3f;
-  ServerTable table;
-  table.optimizer = MakeOptimizer(options);
-  table.rows = std::make_unique<ParameterTable>(1, table.optimizer->StateWidth(1));
+  ServerTable table = AdagradBenchTable();
   if (c.admit_after > 1) {
     table.admit_after = c.admit_after;
     table.admission =

@@ -103,6 +103,16 @@ void MarkCopied(ServerTable* table) {
 
 }  // namespace
 
+ServerTable AdagradBenchTable() {
+  OptimizerOptions options;
+  options.name = "adagrad";
+  options.learning_rate = 1e-3f;
+  ServerTable table;
+  table.optimizer = MakeOptimizer(options);
+  table.rows = std::make_unique<ParameterTable>(1, table.optimizer->StateWidth(1));
+  return table;
+}
+
 int BenchCheckpoint() {
   RequireInRange("checkpoint_keys", FLAGS_checkpoint_keys, uint64_t{1000}, uint64_t{1} << 31);
   if (!(FLAGS_changed_share > 0 && FLAGS_changed_share <= 1)) {
@@ -117,12 +127,7 @@ int BenchCheckpoint() {
     scratch = folder;
     uri = "file://" + scratch;
   }
-  OptimizerOptions options;
-  options.name = "adagrad";
-  options.learning_rate = 1e-3f;
-  ServerTable table;
-  table.optimizer = MakeOptimizer(options);
-  table.rows = std::make_unique<ParameterTable>(1, table.optimizer->StateWidth(1));
+  ServerTable table = AdagradBenchTable();
   table.rows->EnableStamps();
   const uint64_t keys = FLAGS_checkpoint_keys;
   std::fprintf(stderr, "filling a table of %llu keys...\n", static_cast<unsigned long long>(keys));

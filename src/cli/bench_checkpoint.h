@@ -3,7 +3,12 @@
 #ifndef KEEL_CLI_BENCH_CHECKPOINT_H_
 #define KEEL_CLI_BENCH_CHECKPOINT_H_
 
+#include "server/shard.h"
+
 namespace keel {
+
+// A server's table as the table benchmarks fill it: Adagrad, one weight.
+ServerTable AdagradBenchTable();
 
 // Runs the benchmark the flags describe (--checkpoint_keys, --changed_share,
 // --rounds, --checkpoint_uri: where to write, a temporary folder if none).
