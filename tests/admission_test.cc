@@ -85,19 +85,37 @@ class AdmissionCluster : public ::testing::Test {
     spec.admit_after = 3;
     spec.admit_sketch_bytes = 64 << 10;
     spec.evict_after = 4;
+    spec_ = spec;
     std::vector<std::thread> starting;
-    for (int rank = 0; rank < 2; ++rank) {
-      NodeOptions node = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
-      node.rank = rank;
-      server_nodes_.push_back(std::make_unique<Node>(node));
-      servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), OptimizerOptions(),
-                                                    std::map<uint32_t, TableSpec>{{0, spec}}));
-    }
+    server_nodes_.resize(2);
+    servers_.resize(2);
+    for (int rank = 0; rank < 2; ++rank) MakeServer(rank);
     for (auto& node : server_nodes_) starting.emplace_back([&node] { node->Start(); });
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
     client_ = std::make_unique<KVWorker>(worker_node_.get());
     worker_node_->Start();
     for (auto& thread : starting) thread.join();
+  }
+
+  void MakeServer(int rank) {
+    NodeOptions node = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
+    node.rank = rank;
+    server_nodes_[rank] = std::make_unique<Node>(node);
+    servers_[rank] = std::make_unique<KVServer>(server_nodes_[rank].get(), OptimizerOptions(),
+                                                std::map<uint32_t, TableSpec>{{0, spec_}});
+  }
+  void StopServer(int rank) {
+    servers_[rank].reset();
+    server_nodes_[rank].reset();
+  }
+  // Waits until the worker's view gives both ranges the chain `chain`.
+  bool ChainsBecome(const std::vector<int>& chain) {
+    return testing::WaitFor(
+        [&] {
+          auto now = worker_node_->ranges();
+          return now->Chain(0) == chain && now->Chain(1) == chain;
+        },
+        20);
   }
 
   void TearDown() override {
@@ -142,6 +160,7 @@ class AdmissionCluster : public ::testing::Test {
     return rows;
   }
 
+  TableSpec spec_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Node>> server_nodes_;
   std::vector<std::unique_ptr<KVServer>> servers_;
@@ -204,17 +223,32 @@ TEST_F(AdmissionCluster, APromotedReplicaAdmitsAtThePushItsPrimaryWould) {
   Push(2, keys);
   EXPECT_EQ(Rows(), 0u);
   // Server 1 stops: server 0, its ranges' replica, is promoted.
-  servers_[1].reset();
-  server_nodes_[1].reset();
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        auto now = worker_node_->ranges();
-        return now->Chain(0) == std::vector<int>{0} && now->Chain(1) == std::vector<int>{0};
-      },
-      20));
+  StopServer(1);
+  ASSERT_TRUE(ChainsBecome({0}));
   Push(3, keys);
   EXPECT_EQ(Pull(keys), std::vector<float>(keys.size(), kInitial + 1));
   EXPECT_EQ(Rows(), keys.size());
+}
+
+// A replica that joins a chain later gets its predecessor's counters with
+// the rows (REPLICA_SYNC), so it too admits at the push its primary would.
+TEST_F(AdmissionCluster, AReplicaCopiedLaterGetsTheCountersWithTheRows) {
+  const std::vector<Key> keys = MixedKeySet({41, 42, 43, 44, 45, 46, 47, 48});
+  Push(1, keys);
+  // Server 1 stops and comes back: it copies both ranges from server 0.
+  StopServer(1);
+  ASSERT_TRUE(ChainsBecome({0}));
+  MakeServer(1);
+  server_nodes_[1]->Start();
+  ASSERT_TRUE(testing::WaitFor([&] { return servers_[1]->serving(); }, 20));
+  ASSERT_TRUE(ChainsBecome({0, 1}));
+  Push(2, keys);
+  // Server 0 stops: server 1, counting since its copy, is promoted.
+  StopServer(0);
+  ASSERT_TRUE(ChainsBecome({1}));
+  EXPECT_EQ(Rows(), 0u);
+  Push(3, keys);
+  EXPECT_EQ(Pull(keys), std::vector<float>(keys.size(), kInitial + 1));
 }
 
 }  // namespace

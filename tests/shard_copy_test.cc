@@ -50,6 +50,29 @@ TEST(ShardCopy, RoundTripsRowsAndAppliedSequences) {
   EXPECT_EQ(back.applied, sent.applied);
 }
 
+TEST(ShardCopy, CarriesAdmissionCountersOnTheLastPageOnly) {
+  ShardState state = TwoTables();
+  RangeSketch sketch;
+  sketch.depth = 4;
+  sketch.width = 1024;
+  sketch.counters.assign(4 * 1024, 0);
+  sketch.counters[5] = 3;
+  state.counters.emplace_back(7, sketch);
+  const std::vector<Message> pages = EncodeShardCopy(state, /*page_bytes=*/64);
+  ASSERT_GT(pages.size(), 1u);
+  for (size_t p = 0; p + 1 < pages.size(); ++p) {
+    EXPECT_TRUE(DecodeShardCopy(pages[p]).counters.empty()) << p;
+  }
+  const ShardState last = DecodeShardCopy(pages.back());
+  ASSERT_EQ(last.counters.size(), 1u);
+  EXPECT_EQ(last.counters[0].first, 7u);
+  EXPECT_EQ(last.counters[0].second.counters, sketch.counters);
+  // Counters of another size than announced are refused.
+  Message bad = pages.back();
+  bad.meta.mutable_shard()->mutable_counters(0)->set_width(1000);
+  EXPECT_TRUE(Contains(ErrorOf([&] { DecodeShardCopy(bad); }), "admission counters are said"));
+}
+
 TEST(ShardCopy, NamesTheRangeAndSenderOfAFrameCountThatDisagrees) {
   Message message = EncodeShardCopy(TwoTables()).at(0);
   message.meta.set_sender(2);

@@ -217,6 +217,20 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
     DedupeWindow& window = shard.applied[sender];
     for (uint64_t sequence : sequences) window.Insert(sequence);
   }
+  // The predecessor's admission counters, so that this replica counts on
+  // from where its chain stands.
+  for (const auto& [id, sketch] : state.counters) {
+    auto table = shard.tables.find(id);
+    if (table == shard.tables.end() || table->second.admit_after <= 1) continue;
+    if (sketch.width != table->second.admit_sketch_width) {
+      LOG(WARNING) << "key range " << range << ": table " << id << "'s admission counters are "
+                   << sketch.width << " wide, this server's " << table->second.admit_sketch_width
+                   << ": they start again here";
+      continue;
+    }
+    table->second.admission =
+        std::make_unique<AdmissionSketch>(sketch.depth, sketch.width, sketch.counters);
+  }
   ++shard.copy_pages;
   shard.copy_rows += rows;
 }
@@ -229,6 +243,14 @@ void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t 
   for (const auto& [id, table] : shard.tables) {
     state.tables.push_back(SortedCopy(id, table));
     rows += state.tables.back().keys.size();
+  }
+  for (const auto& [id, table] : shard.tables) {
+    if (!table.admission) continue;
+    RangeSketch sketch;
+    sketch.depth = table.admission->depth();
+    sketch.width = table.admission->width();
+    sketch.counters = table.admission->counters();
+    state.counters.emplace_back(id, std::move(sketch));
   }
   for (const auto& [sender, window] : shard.applied) {
     state.applied.emplace_back(

@@ -12,7 +12,8 @@ namespace {
 // Throws Error unless `message` has the frames its tables and senders need.
 void CheckShape(const Message& message, const std::string& what) {
   const proto::ShardCopy& shard = message.meta.shard();
-  const size_t frames = 2 * static_cast<size_t>(shard.tables_size()) + 1;
+  const size_t frames =
+      2 * static_cast<size_t>(shard.tables_size()) + 1 + static_cast<size_t>(shard.counters_size());
   if (message.frames.size() != frames) {
     throw MakeError(what, ": ", message.frames.size(), " frames for ", shard.tables_size(),
                     " table(s); expected ", frames);
@@ -117,6 +118,14 @@ void ClosePage(const ShardState& state, bool last, Message* page) {
   }
   shard->set_more_pages(!last);
   page->frames.push_back(AsBytes(SharedArray<const uint64_t>(std::move(sequences))));
+  if (!last) return;
+  for (const auto& [table, sketch] : state.counters) {
+    proto::ShardCounters* described = shard->add_counters();
+    described->set_table(table);
+    described->set_depth(sketch.depth);
+    described->set_width(sketch.width);
+    page->frames.push_back(AsBytes(SharedArray<const uint16_t>(sketch.counters)));
+  }
 }
 
 }  // namespace
@@ -165,7 +174,22 @@ ShardState DecodeShardCopy(const Message& message) {
     state.tables.push_back(
         DecodeTable(shard.tables(t), message.frames[2 * t], message.frames[2 * t + 1], what));
   }
-  state.applied = DecodeApplied(shard, message.frames.back(), what);
+  const size_t sequences = 2 * static_cast<size_t>(shard.tables_size());
+  state.applied = DecodeApplied(shard, message.frames[sequences], what);
+  for (int c = 0; c < shard.counters_size(); ++c) {
+    const proto::ShardCounters& described = shard.counters(c);
+    const auto counters = message.frames[sequences + 1 + c].As<const uint16_t>();
+    if (counters.size() != uint64_t{described.depth()} * described.width()) {
+      throw MakeError(what, ": table ", described.table(), "'s admission counters are said to be ",
+                      described.depth(), " x ", described.width(), " but ", counters.size(),
+                      " came");
+    }
+    RangeSketch sketch;
+    sketch.depth = described.depth();
+    sketch.width = described.width();
+    sketch.counters.assign(counters.begin(), counters.end());
+    state.counters.emplace_back(described.table(), std::move(sketch));
+  }
   return state;
 }
 

@@ -19,14 +19,16 @@ struct ShardState {
   std::vector<SnapshotTable> tables;
   // Per worker node id: the push sequences applied, oldest first.
   std::vector<std::pair<int, std::vector<uint64_t>>> applied;
+  // Key admission's counters by table (RangeSketch's span unused).
+  std::vector<std::pair<uint32_t, RangeSketch>> counters;
 };
 
 // The REPLICA_SYNC response carrying `state`, as pages of at most
 // `page_bytes` of rows each (keys and floats; at least one row a page), in
 // order: page i has shard.page i, every page but the last more_pages, and
-// only the last the applied sequences; a table without rows is described in
-// the first page. Command, response flag, shard and frames are set; the
-// caller sets the sequence.
+// only the last the applied sequences and the admission counters; a table without rows is described
+// in the first page. Command, response flag, shard and frames are set; the caller sets the
+// sequence.
 std::vector<Message> EncodeShardCopy(const ShardState& state, size_t page_bytes = kPageBytes);
 
 // Reads one page of a REPLICA_SYNC response: its tables hold that page's
