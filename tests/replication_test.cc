@@ -167,6 +167,19 @@ TEST_F(ReplicatedCluster, ADumpReadsEveryRowOnceThoughEachLivesOnTwoServers) {
   ExpectDumpOfThreePushes(client_.get(), keys);
 }
 
+// A dump asked of a server that has died, before the scheduler noticed (it
+// watches heartbeats only here): once the view drops the server, the dump
+// starts again and reads every row from the promoted replicas. (It used to
+// ask the dead server until its attempts ran out, and fail the job's end.)
+TEST_F(ReplicatedCluster, ADumpThatLosesAServerStartsAgainOnTheNewView) {
+  StartCluster(3, 1, /*heartbeat_timeout_s=*/1.0, /*detect_closed_connections=*/false);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 3);
+  StopServer(1);
+  ExpectDumpOfThreePushes(client_.get(), keys);
+  EXPECT_EQ(worker_node_->ranges()->Chain(1), std::vector<int>{2});
+}
+
 // Ten rows of two floats and a key per page: every server answers in many.
 constexpr size_t kTenRows = 10 * (sizeof(Key) + kWidth * sizeof(float));
 

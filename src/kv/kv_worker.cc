@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -336,6 +337,22 @@ void KVWorker::OnView(const proto::ClusterView& view) {
   }
   for (auto it = parts_.begin(); it != parts_.end();) {
     Part& part = it->second;
+    if (part.command == proto::DUMP && !servers.count(part.server_id)) {
+      // Its rows are served by the range's new primary now: the dump starts
+      // again on this view (Dump).
+      const Handle handle = part.handle;
+      it = parts_.erase(it);
+      auto request = requests_.find(handle);
+      if (request != requests_.end()) {
+        request->second.server_left = true;
+        if (request->second.error.empty()) {
+          request->second.error = "server node " + std::to_string(part.server_id) +
+                                  " left the cluster view during the dump";
+        }
+        PartDoneLocked(handle, request->second);
+      }
+      continue;
+    }
     if (part.command == proto::CLOCK && !servers.count(part.server_id)) {
       // The server left: its replacement, if any, counts this worker from
       // its next push or announcement.
@@ -604,6 +621,25 @@ void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
 void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
                     double timeout_s) {
   CheckWidth(width);
+  // A server that leaves the view during the dump: its ranges' rows are on
+  // their new primaries, so the dump starts again on the view that followed.
+  constexpr int kMaxRestarts = 10;
+  for (int restart = 0;; ++restart) {
+    try {
+      DumpOnce(table, width, keys, values, timeout_s);
+      return;
+    } catch (const DumpInterrupted& e) {
+      if (restart == kMaxRestarts) throw MakeError(e.what(), " (", kMaxRestarts, " restarts)");
+      LOG(WARNING) << e.what() << ": the dump starts again on the new view";
+      // Wait for the view without the server (its departure may be
+      // noticed by the scheduler after the dump's own failure).
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+}
+
+void KVWorker::DumpOnce(uint32_t table, int width, std::vector<Key>* keys,
+                        std::vector<float>* values, double timeout_s) {
   // Page by page: each round asks every server with rows left for its next
   // page, from the key after its last page's last.
   std::vector<Message> dumped;
@@ -662,7 +698,8 @@ KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summ
     servers.emplace_back(node.id(), node.rank());
   }
   if (from && servers.size() != from->size()) {
-    throw MakeError("dump of table ", table, ": a server left the cluster view during the dump");
+    throw DumpInterrupted("dump of table " + std::to_string(table) +
+                          ": a server left the cluster view during the dump");
   }
   std::vector<std::pair<int, Message>> outgoing;
   Handle handle;
@@ -713,8 +750,10 @@ std::vector<Message> KVWorker::AwaitDump(Handle handle, uint32_t table, double t
   Request& request = requests_[handle];
   AwaitAnswersLocked(&lock, handle, request, timeout_s, "dump of table " + std::to_string(table));
   const std::string error = std::move(request.error);
+  const bool server_left = request.server_left;
   std::vector<Message> dumped = std::move(request.dumped);
   requests_.erase(handle);
+  if (server_left) throw DumpInterrupted("dump of table " + std::to_string(table) + ": " + error);
   if (!error.empty()) throw MakeError("dump of table ", table, " failed: ", error);
   return dumped;
 }

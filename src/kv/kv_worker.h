@@ -60,6 +60,12 @@ namespace keel {
 // answer. Dumps wait by the fixed schedule (TimeoutAfter): a page of up to
 // kPageBytes takes the server long to build, and tells nothing of the round
 // trip.
+// A dump that lost a server mid-way (KVWorker::Dump starts it again).
+class DumpInterrupted : public Error {
+ public:
+  using Error::Error;
+};
+
 struct RequestRetry {
   double timeout_s = 1;
   double min_timeout_s = 0.002;
@@ -137,8 +143,10 @@ class KVWorker {
   // `values` keys->size() x width. Each server answers in pages of at most
   // kPageBytes of rows (asked for again until none remain), so a page is a
   // consistent copy of its rows but the whole is not if pushes run meanwhile:
-  // dump when they do not (the end of a job). Blocks; throws Error as Wait
-  // does, each page bounded by `timeout_s`.
+  // dump when they do not (the end of a job). A server that leaves the view
+  // during the dump (its ranges promoted elsewhere) makes it start again on
+  // the new view. Blocks; throws Error as Wait does, each page bounded by
+  // `timeout_s`.
   void Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
             double timeout_s = 600);
 
@@ -187,6 +195,9 @@ class KVWorker {
     std::vector<Message> dumped;  // Dump: the servers' responses
     std::string error;
     bool detached = false;  // nobody waits: forgotten once answered
+    // Dump: a server asked left the view before answering (the dump starts
+    // again on the view that followed).
+    bool server_left = false;
   };
   // One server's share of a request, kept until answered so it can be resent.
   struct Part {
@@ -248,6 +259,9 @@ class KVWorker {
   // every push, if a server left), and clock announcements to servers that
   // left count as answered.
   void OnView(const proto::ClusterView& view);
+  // One attempt of Dump; throws DumpInterrupted if a server left meanwhile.
+  void DumpOnce(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
+                double timeout_s);
   void OnResponse(Message&& message);
   void CancelLocked(Handle handle);
   // Ends `handle` with `error` (caller holds mutex_).
