@@ -180,6 +180,15 @@ TEST_F(ReplicatedCluster, ADumpThatLosesAServerStartsAgainOnTheNewView) {
   EXPECT_EQ(worker_node_->ranges()->Chain(1), std::vector<int>{2});
 }
 
+// The same for a summary (each epoch's row count): it starts again too.
+TEST_F(ReplicatedCluster, ASummaryThatLosesAServerStartsAgainOnTheNewView) {
+  StartCluster(3, 1, /*heartbeat_timeout_s=*/1.0, /*detect_closed_connections=*/false);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 3);
+  StopServer(1);
+  EXPECT_EQ(client_->Summarize(0, kWidth, 30).rows(), keys.size());
+}
+
 // Ten rows of two floats and a key per page: every server answers in many.
 constexpr size_t kTenRows = 10 * (sizeof(Key) + kWidth * sizeof(float));
 

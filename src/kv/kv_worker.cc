@@ -621,21 +621,7 @@ void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
 void KVWorker::Dump(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
                     double timeout_s) {
   CheckWidth(width);
-  // A server that leaves the view during the dump: its ranges' rows are on
-  // their new primaries, so the dump starts again on the view that followed.
-  constexpr int kMaxRestarts = 10;
-  for (int restart = 0;; ++restart) {
-    try {
-      DumpOnce(table, width, keys, values, timeout_s);
-      return;
-    } catch (const DumpInterrupted& e) {
-      if (restart == kMaxRestarts) throw MakeError(e.what(), " (", kMaxRestarts, " restarts)");
-      LOG(WARNING) << e.what() << ": the dump starts again on the new view";
-      // Wait for the view without the server (its departure may be
-      // noticed by the scheduler after the dump's own failure).
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
+  RestartingOnViewChange([&] { DumpOnce(table, width, keys, values, timeout_s); });
 }
 
 void KVWorker::DumpOnce(uint32_t table, int width, std::vector<Key>* keys,
@@ -678,13 +664,34 @@ void KVWorker::DumpOnce(uint32_t table, int width, std::vector<Key>* keys,
 
 proto::TableSummary KVWorker::Summarize(uint32_t table, int width, double timeout_s) {
   CheckWidth(width);
-  const Handle handle = SendDumpRequests(table, width, /*summarize=*/true);
-  proto::TableSummary sum;
-  for (const Message& answer : AwaitDump(handle, table, timeout_s)) {
-    sum.set_rows(sum.rows() + answer.meta.summary().rows());
-    sum.set_weight_square_sum(sum.weight_square_sum() + answer.meta.summary().weight_square_sum());
+  std::optional<proto::TableSummary> sum;
+  RestartingOnViewChange([&] {
+    const Handle handle = SendDumpRequests(table, width, /*summarize=*/true);
+    sum.emplace();
+    for (const Message& answer : AwaitDump(handle, table, timeout_s)) {
+      sum->set_rows(sum->rows() + answer.meta.summary().rows());
+      sum->set_weight_square_sum(sum->weight_square_sum() +
+                                 answer.meta.summary().weight_square_sum());
+    }
+  });
+  return *sum;
+}
+
+void KVWorker::RestartingOnViewChange(const std::function<void()>& attempt) {
+  // A server that leaves the view mid-way: its ranges' rows are on their
+  // new primaries, so the whole read starts again on the view that followed.
+  constexpr int kMaxRestarts = 10;
+  for (int restart = 0;; ++restart) {
+    try {
+      attempt();
+      return;
+    } catch (const DumpInterrupted& e) {
+      if (restart == kMaxRestarts) throw MakeError(e.what(), " (", kMaxRestarts, " restarts)");
+      LOG(WARNING) << e.what() << ": starting again on the new view";
+      // Its departure may reach this worker's view a moment after.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
-  return sum;
 }
 
 KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summarize,

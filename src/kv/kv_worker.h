@@ -34,6 +34,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -152,7 +153,8 @@ class KVWorker {
 
   // Every server's figures of table `table` (rows `width` weights wide),
   // summed: its rows, and the sum of their weights' squares. Each range
-  // counts once (its primary's). Blocks; throws Error as Wait does.
+  // counts once (its primary's); starts again if a server leaves the view
+  // meanwhile, as Dump does. Blocks; throws Error as Wait does.
   proto::TableSummary Summarize(uint32_t table, int width, double timeout_s = 600);
 
   // Blocks until the request completes. Throws Error if a server refused it
@@ -259,6 +261,9 @@ class KVWorker {
   // every push, if a server left), and clock announcements to servers that
   // left count as answered.
   void OnView(const proto::ClusterView& view);
+  // Runs `attempt` (a dump or a summary) again, up to 10 times, while it
+  // throws DumpInterrupted (a server asked left the view).
+  void RestartingOnViewChange(const std::function<void()>& attempt);
   // One attempt of Dump; throws DumpInterrupted if a server left meanwhile.
   void DumpOnce(uint32_t table, int width, std::vector<Key>* keys, std::vector<float>* values,
                 double timeout_s);
