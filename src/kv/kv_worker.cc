@@ -341,13 +341,14 @@ void KVWorker::OnView(const proto::ClusterView& view) {
       // Its rows are served by the range's new primary now: the dump starts
       // again on this view (Dump).
       const Handle handle = part.handle;
-      it = parts_.erase(it);
+      const int server = part.server_id;
+      it = parts_.erase(it);  // `part` is gone from here on
       auto request = requests_.find(handle);
       if (request != requests_.end()) {
         request->second.server_left = true;
         if (request->second.error.empty()) {
-          request->second.error = "server node " + std::to_string(part.server_id) +
-                                  " left the cluster view during the dump";
+          request->second.error =
+              "server node " + std::to_string(server) + " left the cluster view during the dump";
         }
         PartDoneLocked(handle, request->second);
       }
