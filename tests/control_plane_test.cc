@@ -479,16 +479,17 @@ TEST_F(Registration, ARejoiningNodesKeyRangesAreCheckedAgainstTheJob) {
   proto::ClusterView* known = rejoin.mutable_known_view();
   known->set_epoch(3);
   *known->add_nodes() = rejoin.node();
-  proto::KeyRange* range = known->add_ranges();  // the job has 1 server: rank 0 only
+  proto::KeyRange* range = known->add_ranges();  // no server of the view holds it
   range->set_begin(0);
   range->set_server_rank(5);
+  range->add_backups(6);
   RawPeer attacker(SchedulerAddress());
   attacker.Send(rejoin);
   proto::Meta answer;
   ASSERT_TRUE(attacker.Receive(&answer, 10)) << "the rejoin was not refused";
   EXPECT_EQ(answer.error(),
-            "node 77 registering again: key range 0's chain names server 5, which the range "
-            "never was on");
+            "node 77 registering again: key range 0's chain names server 5, which is not a "
+            "server in that view");
 }
 
 TEST_F(Registration, ARejoiningNodeMustBeInTheViewItBrings) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "base/error.h"
 #include "test_util.h"
 
@@ -39,6 +42,98 @@ TEST(RangeChains, AReplicaSyncFromTheServerCopyingTheRangeCountsIt) {
   chains.ToView({0, 1}, &view);
   EXPECT_EQ(view.ranges(0).copying_size(), 0);
   EXPECT_EQ(view.ranges(1).copying_size(), 1);
+}
+
+// Each rank's replicas among `view`'s chains.
+std::map<int, int> Held(const proto::ClusterView& view) {
+  std::map<int, int> held;
+  for (const proto::KeyRange& range : view.ranges()) {
+    ++held[range.server_rank()];
+    for (int backup : range.backups()) ++held[backup];
+  }
+  return held;
+}
+
+proto::ClusterView ViewOf(RangeChains& chains, const std::set<int>& live, uint64_t epoch) {
+  proto::ClusterView view;
+  view.set_epoch(epoch);
+  chains.ToView(live, &view);
+  return view;
+}
+
+TEST(RangeChains, MoreKeyRangesThanServersAreDealtRoundTheServers) {
+  RangeChains chains(3, 1, 6);
+  const proto::ClusterView view = ViewOf(chains, {0, 1, 2}, 1);
+  ASSERT_EQ(view.ranges_size(), 6);
+  EXPECT_EQ(view.ranges(4).server_rank(), 1);
+  EXPECT_EQ(view.ranges(4).backups(0), 2);
+  EXPECT_EQ(Held(view), (std::map<int, int>{{0, 4}, {1, 4}, {2, 4}}));
+}
+
+// A server joins 2 servers' 8 ranges: it copies its share, and once the
+// copies arrived the old holders leave those chains.
+TEST(RangeChains, AJoiningServerCopiesItsShareAndTheOldHoldersLeaveOnceItHasThem) {
+  RangeChains chains(2, 0, 8);
+  ViewOf(chains, {0, 1}, 1);
+  const std::vector<size_t> moved = chains.Join(2, {0, 1, 2});
+  ASSERT_EQ(moved.size(), 2u);
+  EXPECT_EQ(chains.Moving(), 2u);
+  const proto::ClusterView copying = ViewOf(chains, {0, 1, 2}, 2);
+  for (size_t range : moved) {
+    // Joined behind the old holder, marked copying.
+    ASSERT_EQ(copying.ranges(range).backups_size(), 1);
+    EXPECT_EQ(copying.ranges(range).backups(0), 2);
+    EXPECT_EQ(copying.ranges(range).copying(0), 2);
+  }
+  EXPECT_TRUE(chains.Trim().empty()) << "nobody leaves before the copy arrived";
+  chains.Synced(moved[0], 2);
+  EXPECT_EQ(chains.Trim().size(), 1u);
+  chains.Synced(moved[1], 2);
+  EXPECT_EQ(chains.Trim().size(), 1u);
+  EXPECT_EQ(chains.Moving(), 0u);
+  const proto::ClusterView after = ViewOf(chains, {0, 1, 2}, 3);
+  EXPECT_EQ(Held(after), (std::map<int, int>{{0, 3}, {1, 3}, {2, 2}}));
+  for (size_t range : moved) EXPECT_EQ(after.ranges(range).server_rank(), 2);
+}
+
+TEST(RangeChains, ADrainedServersRangesGoToTheLeastLoadedAndItIsNamedNoMore) {
+  RangeChains chains(3, 1, 6);
+  ViewOf(chains, {0, 1, 2}, 1);
+  const std::vector<size_t> moved = chains.Drain(0, {1, 2});
+  EXPECT_EQ(moved.size(), 4u);  // ranges 0, 2, 3, 5 have server 0 in their chain
+  const proto::ClusterView copying = ViewOf(chains, {0, 1, 2}, 2);
+  for (size_t range : moved) {
+    for (int rank : copying.ranges(range).copying()) chains.Synced(range, rank);
+  }
+  chains.Trim();
+  EXPECT_FALSE(chains.Names(0));
+  const proto::ClusterView after = ViewOf(chains, {1, 2}, 3);
+  EXPECT_EQ(Held(after), (std::map<int, int>{{1, 6}, {2, 6}}));
+  for (const proto::KeyRange& range : after.ranges()) EXPECT_EQ(range.backups_size(), 1);
+}
+
+TEST(RangeChains, ADrainThatWouldLeaveTooFewServersForTheReplicasChangesNothing) {
+  RangeChains chains(2, 1, 4);
+  ViewOf(chains, {0, 1}, 1);
+  EXPECT_EQ(testing::ErrorOf([&] { chains.Drain(1, {0}); }),
+            "draining server 1 would leave 1 server(s), too few for a key range and its 1 "
+            "backup(s) (--replication)");
+  EXPECT_EQ(chains.Moving(), 0u);
+  EXPECT_EQ(testing::ErrorOf([&] { chains.Join(5, {0, 1, 2, 3, 5}); }),
+            "the job has 4 key ranges, too few for 5 servers (start it with a larger "
+            "--key_ranges to let more servers join)");
+}
+
+// A move whose new holder left before its copy arrived: the old holder stays.
+TEST(RangeChains, AMoveWhoseNewHolderLeftKeepsTheOldHolder) {
+  RangeChains chains(2, 0, 4);
+  ViewOf(chains, {0, 1}, 1);
+  const std::vector<size_t> moved = chains.Join(2, {0, 1, 2});
+  ViewOf(chains, {0, 1, 2}, 2);
+  chains.RemoveServer(2);
+  EXPECT_TRUE(chains.Trim().empty());
+  const proto::ClusterView after = ViewOf(chains, {0, 1}, 3);
+  for (size_t range : moved) EXPECT_NE(after.ranges(range).server_rank(), 2);
 }
 
 }  // namespace

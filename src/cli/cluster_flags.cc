@@ -29,6 +29,9 @@ DEFINE_double(register_timeout, 30, "seconds to wait for the scheduler's cluster
 DEFINE_double(heartbeat_interval, 1, "seconds between heartbeats to the scheduler");
 DEFINE_double(scheduler_timeout, 60,
               "a server exits with an error after this many seconds without the scheduler");
+DEFINE_bool(join, false,
+            "server: join a running job (live resharding): take the next free rank and key "
+            "ranges from the servers there, copied while the job trains");
 DEFINE_string(secret_file, "",
               "the cluster secret made by `keel keygen` (mode 0600): every connection is "
               "encrypted and only holders of the secret may join (default: $KEEL_SECRET_FILE; "
@@ -50,6 +53,11 @@ DEFINE_double(worker_replace_timeout, 30,
 DEFINE_int32(replication, 0,
              "scheduler: backups per key range (chain replication; 0 .. servers - 1): a push is "
              "acknowledged once every replica applied it, and a server that leaves loses nothing");
+DEFINE_int32(key_ranges, 0,
+             "scheduler: key ranges the key space is split into (0: one per server). More than "
+             "--num_servers lets servers join the running job (keel server --join, up to one "
+             "per range) and be drained from it (keel admin drain); each range a push touches "
+             "is one request");
 DEFINE_string(membership_log, "",
               "scheduler: append every join, departure (who, when, why, which backups were "
               "promoted) and view to this file as JSON lines");
@@ -106,10 +114,11 @@ std::vector<FlagGroup> ClusterFlagGroups() {
       {"optimizer", {"optimizer", "learning_rate", "wd", "l1"}},
       {"node",
        {"scheduler", "bind", "advertise", "port", "rank", "rank_env", "register_timeout",
-        "heartbeat_interval", "scheduler_timeout", "secret_file"}},
+        "heartbeat_interval", "scheduler_timeout", "secret_file", "join"}},
       {"scheduler",
        {"num_servers", "num_workers", "heartbeat_timeout", "detect_closed_connections",
-        "worker_replace_timeout", "replication", "membership_log", "port_file", "connect_timeout",
+        "worker_replace_timeout", "replication", "key_ranges", "membership_log", "port_file",
+        "connect_timeout",
         "progress_records"}},
       {"checkpoints",
        {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "checkpoint_delta",
@@ -174,6 +183,11 @@ void CheckSchedulerFlags(const ClusterSize& size) {
   RequireInRange(
       "replication", FLAGS_replication, 0, size.servers - 1,
       "a range's backups are other servers, so fewer than --" + std::string(size.servers_flag));
+  if (FLAGS_key_ranges != 0) {
+    RequireInRange("key_ranges", FLAGS_key_ranges, size.servers, kMaxKeyRanges,
+                   "0 (one per server) or at least --" + std::string(size.servers_flag) +
+                       ": each server holds a range");
+  }
   RequirePositive("heartbeat_timeout", FLAGS_heartbeat_timeout, kMaxSeconds);
   RequirePositive("worker_replace_timeout", FLAGS_worker_replace_timeout, kMaxSeconds);
   RequirePositive("connect_timeout", FLAGS_connect_timeout, kMaxSeconds);
@@ -216,6 +230,11 @@ NodeOptions NodeOptionsFromFlags(proto::Role role) {
   options.register_timeout_s = FLAGS_register_timeout;
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
   options.rank = RankFromFlags();
+  if (FLAGS_join && role != proto::SERVER) throw MakeError("--join is for servers");
+  if (FLAGS_join && options.rank >= 0) {
+    throw MakeError("--join takes the next free rank: give no --rank or --rank_env");
+  }
+  options.join = FLAGS_join;
   options.faults = TransportFaultsFromFlags();
   options.secret = ClusterSecretFromFlags();
   return options;
@@ -241,6 +260,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.detect_closed_connections = FLAGS_detect_closed_connections;
   options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
   options.replication = FLAGS_replication;
+  options.key_ranges = FLAGS_key_ranges;
   options.membership_log = FLAGS_membership_log;
   options.model_dir = FLAGS_model_dir;  // its timeline
   options.checkpoint.uri = FLAGS_checkpoint_uri;

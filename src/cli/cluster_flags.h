@@ -22,6 +22,8 @@ DECLARE_string(bind);
 DECLARE_string(advertise);
 DECLARE_int32(port);
 DECLARE_int32(rank);
+DECLARE_bool(join);
+DECLARE_int32(key_ranges);
 DECLARE_string(rank_env);
 DECLARE_double(register_timeout);
 DECLARE_double(heartbeat_interval);

@@ -142,7 +142,7 @@ std::string CommandsListing(const std::string& name) {
 
 std::vector<std::string> CommandNames() {
   return {"scheduler", "server", "worker", "launch",     "predict", "serve",
-          "datagen",   "bench",  "keygen", "checkpoint", "report"};
+          "datagen",   "bench",  "keygen", "checkpoint", "report", "admin"};
 }
 
 CommandFlags FlagsOfCommand(const std::string& command) {
@@ -220,6 +220,14 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             "lists, shows or verifies checkpoints",
             {},
             {},
+            false};
+  }
+  if (command == "admin") {
+    return {"keel admin drain --scheduler HOST:PORT --rank R [--secret_file F]",
+            "asks a running job's scheduler to drain server R: its key ranges move to the other "
+            "servers while the job trains, then it leaves the cluster and exits",
+            {},
+            {"scheduler", "rank", "secret_file"},
             false};
   }
   if (command == "report") {

@@ -52,6 +52,8 @@ const char kUsage[] =
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
     "  report MODEL_DIR [--out FILE]                        a job's HTML report with plots\n"
     "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
+    "  admin drain --scheduler HOST:P --rank R              move a server's key ranges off it\n"
+    "                                                       while the job runs; it then leaves\n"
     "  version                                              build facts (cuda: ...)\n"
     "\n"
     "  guard -- COMMAND...                                  run COMMAND; stop it when stdin "
@@ -113,6 +115,14 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
     if (argc < 3 || argv[2][0] == '-') {
       std::cerr << "keel bench: say what to measure: keel bench "
                    "kv|zmq|parse|backend|train|checkpoint|admission [flags]\n";
+      return 2;
+    }
+    invocation->subcommand = argv[2];
+    invocation->first_flag = 3;
+  }
+  if (invocation->command == "admin") {
+    if (argc < 3 || argv[2][0] == '-') {
+      std::cerr << "keel admin: keel admin drain --scheduler HOST:PORT --rank R\n";
       return 2;
     }
     invocation->subcommand = argv[2];
@@ -187,6 +197,7 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (command == "serve") return RunServe();
   if (command == "datagen") return RunDatagen();
   if (command == "keygen") return RunKeygen();
+  if (command == "admin") return RunAdmin(invocation.subcommand);
   if (command == "checkpoint")
     return RunCheckpointCommand(invocation.subcommand, invocation.target);
   if (command == "report") return RunReport(invocation.target, FLAGS_out);

@@ -103,6 +103,8 @@ int RunDatagen();
 
 // `keel keygen --out FILE`: a new cluster secret, mode 0600 (keygen_command.cc).
 int RunKeygen();
+// `keel admin drain`: asks a running job's scheduler to drain a server.
+int RunAdmin(const std::string& what);
 
 // `keel checkpoint ls|show|verify URI` (checkpoint_command.cc).
 int RunCheckpointCommand(const std::string& what, const std::string& uri);

@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "base/time.h"
 #include "kv/node.h"
+#include "scheduler/admin_client.h"
 
 namespace keel {
 namespace {
@@ -81,6 +82,44 @@ FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int server
 }
 
 FaultRunner::~FaultRunner() { group_->SetObserver(nullptr); }
+
+void FaultRunner::SetCluster(const std::string& self, std::vector<std::string> server_args,
+                             const std::string& scheduler, std::optional<ClusterSecret> secret) {
+  self_ = self;
+  server_args_ = std::move(server_args);
+  scheduler_ = scheduler;
+  secret_ = std::move(secret);
+}
+
+void FaultRunner::Join(const FaultItem& item) {
+  const std::string spec = "\"spec\": " + Quote(item.text);
+  const std::string name = ChildName("server", servers_ + joined_);
+  if (self_.empty()) {
+    Log("skipped", name, spec + ", \"reason\": \"no cluster to join\"");
+    return;
+  }
+  ++joined_;
+  std::vector<std::string> argv = {self_, "server", "--join"};
+  argv.insert(argv.end(), server_args_.begin(), server_args_.end());
+  try {
+    const pid_t pid = group_->Spawn(name, argv);
+    Log("join", name, "\"pid\": " + std::to_string(pid) + ", " + spec);
+  } catch (const Error& e) {
+    Log("join_failed", name, spec + ", \"reason\": " + Quote(e.what()));
+  }
+}
+
+void FaultRunner::Drain(const FaultItem& item, const std::string& name) {
+  const std::string spec = "\"spec\": " + Quote(item.text);
+  try {
+    if (scheduler_.empty()) throw MakeError("no scheduler to ask");
+    constexpr double kTimeoutS = 10;
+    RequestDrain(scheduler_, item.rank, secret_, kTimeoutS);
+    Log("drain", name, spec);
+  } catch (const Error& e) {
+    Log("drain_failed", name, spec + ", \"reason\": " + Quote(e.what()));
+  }
+}
 
 double FaultRunner::Now() const { return MonotonicSeconds() - start_; }
 
@@ -215,6 +254,10 @@ void FaultRunner::Fire(const FaultItem& item) {
     Partition(item);
     return;
   }
+  if (item.action == FaultAction::kJoin) {
+    Join(item);
+    return;
+  }
   const std::string spec = "\"spec\": " + Quote(item.text);
   const std::vector<std::string> targets = Targets(item);
   if (targets.empty()) LogSkipped(item);
@@ -232,7 +275,9 @@ void FaultRunner::Fire(const FaultItem& item) {
       Log("skipped", name, spec + ", \"reason\": \"not running\"");
       continue;
     }
-    if (item.action == FaultAction::kKill) {
+    if (item.action == FaultAction::kDrain) {
+      Drain(item, name);
+    } else if (item.action == FaultAction::kKill) {
       group_->Tolerate(name);
       const pid_t pid = group_->Signal(name, SIGKILL);
       Log("kill", name, "\"pid\": " + std::to_string(pid) + ", \"signal\": \"SIGKILL\", " + spec);

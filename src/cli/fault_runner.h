@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "cli/launcher.h"
 #include "cli/partition.h"
 #include "io/timeline_writer.h"
+#include "kv/cluster_secret.h"
 
 namespace keel {
 
@@ -50,6 +52,13 @@ class FaultRunner : public ProcessGroup::Observer {
               const std::string& event_log, uint64_t seed, TimelineWriter* timeline = nullptr,
               Partitioner* partitioner = nullptr);
   ~FaultRunner() override;
+
+  // What join and drain items need: the arguments a joining server starts
+  // with after `self server --join` (the scheduler's address among them), the
+  // scheduler's address, and the cluster secret (if any) a drain request
+  // goes with.
+  void SetCluster(const std::string& self, std::vector<std::string> server_args,
+                  const std::string& scheduler, std::optional<ClusterSecret> secret);
 
   void Started(const std::string& name, pid_t pid) override;
   void Exited(const std::string& name, pid_t pid, int status, bool tolerated) override;
@@ -78,6 +87,9 @@ class FaultRunner : public ProcessGroup::Observer {
   // Logs that `item` found no process to act on.
   void LogSkipped(const FaultItem& item);
   void Fire(const FaultItem& item);
+  // join: starts a server with --join; drain: asks the scheduler.
+  void Join(const FaultItem& item);
+  void Drain(const FaultItem& item, const std::string& name);
   void Resume(const Pending& pending);
   // A partition item: cuts its groups, schedules the heal.
   void Partition(const FaultItem& item);
@@ -93,6 +105,10 @@ class FaultRunner : public ProcessGroup::Observer {
   ProcessGroup* group_;
   FaultSchedule schedule_;
   int servers_, workers_;
+  int joined_ = 0;  // servers started by join items
+  std::string self_, scheduler_;
+  std::vector<std::string> server_args_;
+  std::optional<ClusterSecret> secret_;
   double start_;
   std::ofstream log_;
   bool echo_;  // to the terminal

@@ -51,14 +51,32 @@ class ItemParser {
       item.action = FaultAction::kPartition;
       ParsePartition(text_.substr(first + 1), &item);
       return item;
+    } else if (action == "join") {
+      item.action = FaultAction::kJoin;
+    } else if (action == "drain") {
+      item.action = FaultAction::kDrain;
     } else {
       Fail("unknown action '" + action +
-           "' (kill, stop, restart, drop, delay, preempt, partition)");
+           "' (kill, stop, restart, drop, delay, preempt, partition, join, drain)");
+    }
+    if (item.action == FaultAction::kJoin) {
+      const size_t at = text_.find('@', first + 1);
+      if (at == std::string::npos || text_.substr(first + 1, at - first - 1) != "server") {
+        Fail("expected join:server@WHEN (a new server joins the running job)");
+      }
+      item.role = "server";
+      item.rank = FaultItem::kNewRank;
+      ParseWhen(text_.substr(at + 1), &item);
+      if (item.rate_per_s > 0) Fail("a join happens once: join:server@TIME");
+      return item;
     }
     const char separator = item.transport() ? '=' : '@';
     const size_t split = text_.find(separator, first + 1);
     if (split == std::string::npos) Fail(Expected(action, item.transport()));
     ParseTarget(text_.substr(first + 1, split - first - 1), action, &item);
+    if (item.action == FaultAction::kDrain && (item.role != "server" || item.rank < 0)) {
+      Fail("expected drain:server:R@TIME (name the server's rank)");
+    }
     const std::string rest = text_.substr(split + 1);
     if (item.transport()) {
       ParseValue(rest, &item);
@@ -208,6 +226,7 @@ class ItemParser {
       Fail("a stop needs a duration: stop:ROLE:WHO@TIME+DURATION (like @3s+2s)");
     }
     if (time.rfind("rate=", 0) == 0) {
+      if (item->action == FaultAction::kDrain) Fail("a drain happens once: drain:server:R@TIME");
       const std::string rate = time.substr(5);
       if (!EndsWith(rate, "/s") ||
           !ParseNumber(rate.substr(0, rate.size() - 2), &item->rate_per_s) ||
@@ -250,7 +269,8 @@ class ItemParser {
 
 // True if `text` begins with one of the actions and a colon.
 bool StartsAnItem(const std::string& text) {
-  for (const char* action : {"kill:", "stop:", "restart:", "drop:", "delay:", "partition:"}) {
+  for (const char* action :
+       {"kill:", "stop:", "restart:", "drop:", "delay:", "partition:", "join:", "drain:"}) {
     if (text.rfind(action, 0) == 0) return true;
   }
   return false;
@@ -281,6 +301,10 @@ const char* FaultActionName(FaultAction action) {
       return "preempt";
     case FaultAction::kPartition:
       return "partition";
+    case FaultAction::kJoin:
+      return "join";
+    case FaultAction::kDrain:
+      return "drain";
   }
   return "unknown";
 }
@@ -315,6 +339,12 @@ std::vector<std::string> FaultSchedule::TransportFlags(const std::string& role, 
 
 FaultSchedule ParseFaultSchedule(const std::string& spec, int servers, int workers) {
   FaultSchedule schedule;
+  // Servers that join count as ranks the items may name (server N, N from
+  // `servers` on).
+  for (size_t at = spec.find("join:server@"); at != std::string::npos;
+       at = spec.find("join:server@", at + 1)) {
+    if (at == 0 || spec[at - 1] == ',') ++servers;
+  }
   size_t start = 0;
   for (size_t index = 0; start <= spec.size(); ++index) {
     size_t end = spec.find(',', start);

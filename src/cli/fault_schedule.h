@@ -15,6 +15,14 @@
 //   delay:ROLE:WHO=DURATION[~JITTER]
 //                                  the role delays its outgoing data messages
 //                                  (--delay_ms, --delay_jitter_ms)
+//   join:server@WHEN               start one more server with --join: it joins
+//                                  the running job and takes key ranges from
+//                                  the others (needs --key_ranges above
+//                                  --servers); it is named server N, N
+//                                  counting on from the servers started
+//   drain:server:R@WHEN            ask the scheduler to drain server R (keel
+//                                  admin drain): its key ranges move to the
+//                                  others, then it exits
 //   partition:GROUP|GROUP@TIME+DURATION
 //                                  no message passes between the two groups
 //                                  from TIME until TIME + DURATION (heal);
@@ -51,7 +59,17 @@
 
 namespace keel {
 
-enum class FaultAction { kKill, kStop, kRestart, kDrop, kDelay, kPreempt, kPartition };
+enum class FaultAction {
+  kKill,
+  kStop,
+  kRestart,
+  kDrop,
+  kDelay,
+  kPreempt,
+  kPartition,
+  kJoin,
+  kDrain
+};
 
 // "kill", "stop", ...
 const char* FaultActionName(FaultAction action);
@@ -59,6 +77,7 @@ const char* FaultActionName(FaultAction action);
 struct FaultItem {
   static constexpr int kEveryRank = -1;
   static constexpr int kRandomRank = -2;
+  static constexpr int kNewRank = -3;  // join: the server started
 
   FaultAction action = FaultAction::kKill;
   std::string role;  // "server", "worker" or "scheduler"

@@ -320,6 +320,7 @@ int RunLocalCluster(const LocalCluster& cluster) {
   std::vector<std::string> common = {"--scheduler=" + scheduler, "--bind=127.0.0.1"};
   common.insert(common.end(), cluster.role_flags.begin(), cluster.role_flags.end());
   metrics.Print(std::cout);
+  if (fault_runner) fault_runner->SetCluster(self, common, scheduler, ClusterSecretFromFlags());
   // A SIGTERM to the launcher is a preemption notice: the scheduler handles it.
   if (cluster.scheduler.empty()) group.SetPreemptionTarget("scheduler", FLAGS_preemption_grace);
   SpawnRoles("server", cluster.servers, self, common, faults, metrics, &group);

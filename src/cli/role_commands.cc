@@ -56,6 +56,17 @@ namespace {
   throw MakeError("cannot start ", self, " again: ", strerror(errno));
 }
 
+// A server that joined the running job (--join) starts over as its rank's
+// replacement: without --join, with --rank.
+std::vector<std::string> AsReplacement(const std::vector<std::string>& argv, int rank) {
+  std::vector<std::string> again;
+  for (const std::string& arg : argv) {
+    if (arg != "--join" && arg != "-join" && arg.rfind("--join=", 0) != 0) again.push_back(arg);
+  }
+  again.push_back("--rank=" + std::to_string(rank));
+  return again;
+}
+
 // Whether a node the scheduler dropped from the view starts over as a new
 // process (at most 3 times in a row, so a node that keeps losing its place
 // gives up with its error instead).
@@ -207,7 +218,7 @@ int RunServer(const std::vector<std::string>& argv) {
       LOG(WARNING) << "server " << node.rank() << " left the cluster; it joins again";
       endpoint.reset();  // it reads the server
       server.reset();
-      RejoinAsNewProcess(argv);
+      RejoinAsNewProcess(FLAGS_join ? AsReplacement(argv, node.rank()) : argv);
     }
   }
   LOG(INFO) << "server " << node.rank() << " shutting down: served " << server->served_requests()

@@ -57,20 +57,26 @@ std::vector<Key> MixedKeySet(const std::vector<uint64_t>& feature_indices) {
   return keys;
 }
 
-RangeMap RangeMap::Even(int num_servers, int replication) {
+RangeMap RangeMap::Even(int num_servers, int replication, int num_ranges) {
   if (num_servers <= 0) throw MakeError("a range map needs at least one server, got ", num_servers);
   if (replication < 0 || replication >= num_servers) {
     throw MakeError("replication ", replication,
                     " needs 0 <= replication < the number of servers (", num_servers,
                     "): each range's backups are other servers");
   }
+  if (num_ranges == 0) num_ranges = num_servers;
+  if (num_ranges < num_servers || num_ranges > kMaxKeyRanges) {
+    throw MakeError("key ranges ", num_ranges, " must be between the number of servers (",
+                    num_servers, ") and ", kMaxKeyRanges, ": each server holds at least one");
+  }
   RangeMap map;
-  const Key step = std::numeric_limits<Key>::max() / static_cast<Key>(num_servers);
-  for (int i = 0; i < num_servers; ++i) {
+  const Key step = std::numeric_limits<Key>::max() / static_cast<Key>(num_ranges);
+  for (int i = 0; i < num_ranges; ++i) {
+    const int server = i % num_servers;
     map.begins_.push_back(step * static_cast<Key>(i));
-    map.servers_.push_back(i);
+    map.servers_.push_back(server);
     std::vector<int> backups;
-    for (int b = 1; b <= replication; ++b) backups.push_back((i + b) % num_servers);
+    for (int b = 1; b <= replication; ++b) backups.push_back((server + b) % num_servers);
     map.backups_.push_back(std::move(backups));
   }
   return map;

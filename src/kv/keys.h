@@ -12,6 +12,10 @@ namespace keel {
 
 using Key = uint64_t;
 
+// The most key ranges a job may have (--key_ranges): each is one request per
+// push or pull that touches it.
+constexpr int kMaxKeyRanges = 4096;
+
 // A fixed invertible 64-bit mix (a bijection on uint64). Feature indices go
 // through it before routing so that contiguous ranges of the key space carry
 // even load however skewed the raw indices are.
@@ -29,10 +33,12 @@ std::vector<Key> MixedKeySet(const std::vector<uint64_t>& feature_indices);
 class RangeMap {
  public:
   RangeMap() = default;
-  // `num_servers` equal ranges, range i on server i, backed up (chain
-  // replication) by the next `replication` servers: i + 1, ..., i + k (mod
-  // num_servers). Throws Error unless 0 <= replication < num_servers.
-  static RangeMap Even(int num_servers, int replication = 0);
+  // `num_ranges` equal ranges (0: one per server), range i on server
+  // s = i mod num_servers, backed up (chain replication) by the next
+  // `replication` servers: s + 1, ..., s + k (mod num_servers). Throws Error
+  // unless 0 <= replication < num_servers and num_ranges (if given) is at
+  // least num_servers and at most kMaxKeyRanges.
+  static RangeMap Even(int num_servers, int replication = 0, int num_ranges = 0);
   // From a view's ranges (sorted by begin, the first at 0). Throws Error if malformed.
   static RangeMap FromProto(const google::protobuf::RepeatedPtrField<proto::KeyRange>& ranges);
   void ToProto(google::protobuf::RepeatedPtrField<proto::KeyRange>* ranges) const;

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "base/error.h"
 #include "base/time.h"
@@ -520,6 +521,19 @@ void KVWorker::OnResponse(Message&& message) {
     OnHeldLocked(part->second, now);
     return;
   }
+  if (meta.moved() && meta.command() == part->second.command &&
+      (meta.command() == proto::PUSH || meta.command() == proto::PULL)) {
+    // The range moved off that server: sent again at once if this worker's
+    // view is as new as the server's (to the range's primary in it), else
+    // when the newer view arrives (OnView).
+    VLOG(1) << DescribePart(meta.sequence(), part->second) << ": the range moved";
+    if (node_->epoch() >= meta.epoch()) {
+      part->second.deadline = now;
+      resend_now_ = true;
+      resend_wake_.notify_all();
+    }
+    return;
+  }
   SampleLocked(part->second, message, now);
   const Handle handle = part->second.handle;
   Request& request = requests_[handle];
@@ -557,6 +571,9 @@ void KVWorker::OnResponse(Message&& message) {
     }
   }
   if (observer_ && request.error.empty()) ObserveLocked(part->second, message);
+  if (part->second.command == proto::PUSH) {
+    longest_push_s_ = std::max(longest_push_s_, now - part->second.first_sent);
+  }
   parts_.erase(part);
   PartDoneLocked(handle, request);
 }
@@ -787,6 +804,11 @@ void KVWorker::Wait(Handle handle, double timeout_s) {
   const std::string error = std::move(request.error);
   requests_.erase(handle);
   if (!error.empty()) throw MakeError("request ", handle, " failed: ", error);
+}
+
+double KVWorker::TakeLongestPush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(longest_push_s_, 0.0);
 }
 
 size_t KVWorker::pending() const {

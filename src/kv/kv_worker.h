@@ -184,6 +184,10 @@ class KVWorker {
   // Requests sent but not yet waited for.
   size_t pending() const;
 
+  // The longest a push part waited for its answer (from its first send)
+  // since the last call, in seconds; 0 if none was answered.
+  double TakeLongestPush();
+
   // Request parts sent again for want of an answer.
   uint64_t resends() const { return resends_.load(); }
   // Responses ignored because their request was answered (or cancelled).
@@ -314,6 +318,7 @@ class KVWorker {
   std::string background_error_;              // a detached request's failure
   std::atomic<uint64_t> resends_{0};
   std::atomic<uint64_t> late_responses_{0};
+  double longest_push_s_ = 0;  // since TakeLongestPush
   RequestObserver observer_;
   bool stopping_ = false;
   bool resend_now_ = false;                            // a view change made parts due

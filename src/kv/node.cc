@@ -116,6 +116,7 @@ void Node::SendRegister() {
   request.meta.mutable_node()->set_address(van_->address());
   request.meta.mutable_node()->set_rank(options_.rank);
   request.meta.mutable_node()->set_routing_id(van_->routing_id());
+  request.meta.set_join(options_.join);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     register_nonce_ = RegisterNonce();

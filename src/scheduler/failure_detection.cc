@@ -218,7 +218,11 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   members_.erase(id);
   removed_.emplace(id, reason);
   server_ranks_.erase(rank);
-  server_vacant_[rank] = MonotonicSeconds();
+  if (draining_.erase(rank)) {
+    --num_servers_;  // it was leaving: no replacement is awaited
+  } else {
+    server_vacant_[rank] = MonotonicSeconds();
+  }
   const RangeChains::Departure departure = chains_.RemoveServer(rank);
   membership_.Record("leave", member.info, ServerLeaveFields(reason, departure));
   const std::string moved = Promotions(departure);
@@ -232,6 +236,7 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
                              "started again with --rank " +
                              std::to_string(rank));
   AfterDeparture(id);
+  AdvanceMoves();  // a move may wait on it no more
 }
 
 void Scheduler::AfterDeparture(int id) {

@@ -1,8 +1,9 @@
 // RangeChains: the key ranges and their replica chains, as the scheduler
-// changes them while servers leave and come back.
+// changes them while servers leave and come back, join and are drained.
 //
-// The chains start as RangeMap::Even(num_servers, replication) at the first
-// view (or come from a node that rejoins a restarted scheduler). A server that
+// The chains start as RangeMap::Even(num_servers, replication, num_ranges) at
+// the first view (or come from a node that rejoins a restarted scheduler).
+// Each range also has a home: the servers it is meant to be on. A server that
 // leaves drops out of every chain it is in: the next replica takes its place,
 // a backup being promoted where it was the primary. A range left without a
 // replica that holds its rows keeps the departed rank alone as its primary, to
@@ -10,6 +11,14 @@
 // chain copies the range from its predecessor and is marked "copying" until it
 // reports the copy arrived (REPLICA_SYNC); a copying replica is never the one
 // left holding a range.
+//
+// Live resharding moves homes: a server that joins (Join) takes ranges from
+// the servers holding the most, and a drained one (Drain) hands each of its
+// ranges to the server holding the fewest. A range whose home gained a live
+// server gets it at the end of its chain, copying (Repair); once no replica
+// of the range is copying, the members its home lost leave its chain (Trim).
+// A move is thus a chain join followed by a leave: the range's pushes go on
+// throughout, and the at-most-once records travel with the copy.
 //
 // Not synchronized: the scheduler calls it under its lock.
 #ifndef KEEL_SCHEDULER_RANGE_CHAINS_H_
@@ -38,8 +47,11 @@ class RangeChains {
   // Per server rank added to chains: (range, the predecessor it copies from).
   using Additions = std::map<int, std::vector<std::pair<size_t, int>>>;
 
-  // Requires 0 <= replication < num_servers (RangeMap::Even checks it).
-  RangeChains(int num_servers, int replication);
+  // Requires 0 <= replication < num_servers <= num_ranges (0: num_servers;
+  // RangeMap::Even checks it).
+  RangeChains(int num_servers, int replication, int num_ranges = 0);
+
+  int num_ranges() const { return num_ranges_; }
 
   // Whether the job has chains yet: a view went out, or a rejoining node
   // brought the ones it knew.
@@ -51,16 +63,37 @@ class RangeChains {
   void Adopt(const proto::ClusterView& known);
   // Throws Error naming the first problem unless `known`'s ranges (if any)
   // are well formed and could have come from this job: the same ranges as at
-  // the start, each chain made of servers the range started on.
+  // the start, each chain made of server ranks below kMaxServerRank. Its
+  // chains become the homes (servers may have joined or been drained).
   void CheckFits(const proto::ClusterView& known) const;
 
   // Server `rank` left: each chain closes over the gap (see above).
   Departure RemoveServer(int rank);
 
-  // Gives every range whose primary is in `live_ranks` the live servers it
-  // started on and lacks, at the end of its chain, each to copy the range from
+  // Gives every range whose primary is in `live_ranks` the live servers of
+  // its home it lacks, at the end of its chain, each to copy the range from
   // its predecessor (marked copying). Returns what it added.
   Additions Repair(const std::set<int>& live_ranks);
+
+  // Live resharding. `ranks`: every server rank the homes may use (live and
+  // vacant, without those being drained). Each returns the ranges whose home
+  // changed.
+  // Server `rank` joins: homes are rebalanced so that every rank in `ranks`
+  // (which includes it) holds as many range replicas as any other, to one.
+  // Throws Error (changing nothing) if there are fewer ranges than ranks.
+  std::vector<size_t> Join(int rank, const std::set<int>& ranks);
+  // Server `rank` is drained: each range homed on it is homed instead on the
+  // rank of `ranks` (which lacks it) holding the fewest, then homes are
+  // rebalanced. Throws Error (changing nothing) if `ranks` has too few
+  // servers for a range's replicas.
+  std::vector<size_t> Drain(int rank, const std::set<int>& ranks);
+  // Each range whose home's members are all in its chain and none copying
+  // sheds the chain members its home lacks. Returns (range, rank) removed.
+  std::vector<std::pair<size_t, int>> Trim();
+  // Whether any chain or home names `rank`.
+  bool Names(int rank) const;
+  // Ranges whose chain differs from their home (a move under way).
+  size_t Moving() const;
 
   // The ranges whose chain is `rank` alone.
   std::vector<size_t> HeldAlone(int rank) const;
@@ -78,15 +111,25 @@ class RangeChains {
   void ToView(const std::set<int>& live_ranks, proto::ClusterView* view);
 
  private:
-  const int num_servers_;
+  // Rebalances homes over `ranks` (see Join), recording changed ranges.
+  void Balance(const std::set<int>& ranks, std::set<size_t>* changed);
+  // Replicas each rank of `ranks` holds in the homes.
+  std::map<int, int> HomeCounts(const std::set<int>& ranks) const;
+
+  int num_servers_;
   const int replication_;
+  const int num_ranges_;
   RangeMap ranges_;
+  RangeMap home_;  // per range, the servers it is meant to be on
   uint64_t epoch_ = 0;  // the view epoch `ranges_` came from
   // Per range: ranks that joined its chain and have not yet reported that its
   // copy arrived. They are not promoted in place of the last replica that
   // holds the rows.
   std::map<size_t, std::set<int>> copying_;
 };
+
+// The largest server rank a view may name.
+constexpr int kMaxServerRank = 65535;
 
 // `ranges` as "0, 2, 5", for messages.
 std::string JoinRanges(const std::vector<size_t>& ranges);

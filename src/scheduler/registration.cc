@@ -16,12 +16,6 @@
 namespace keel {
 namespace {
 
-int LowestFreeRank(const std::set<int>& taken) {
-  int rank = 0;
-  while (taken.count(rank)) ++rank;
-  return rank;
-}
-
 // Bounds on what a node of an earlier run brings back: epochs (as progress
 // reports, JobProgress) and barrier tags.
 constexpr int kMaxEpochs = 1000000;
@@ -73,14 +67,18 @@ void Scheduler::Admit(const Message& request) {
     Refuse(request, "role " + std::to_string(node.role()) + " cannot join a cluster");
     return;
   }
-  std::string refusal = AdmissionRefusal(node, *taken);
+  // A server joining the running job (a node of an earlier run that joined
+  // registers again as any other).
+  const bool join = node.role() == proto::SERVER && request.meta.join() && node.id() <= 0;
+  std::string refusal = AdmissionRefusal(node, *taken, join);
   if (refusal.empty() && node.id() > 0) refusal = RejoinRefusal(request);
   if (!refusal.empty()) {
     Refuse(request, refusal);
     return;
   }
-  // A node may ask for a rank (--rank); otherwise it gets the lowest free one.
-  const int rank = node.rank() >= 0 ? node.rank() : LowestFreeRank(*taken);
+  // A node may ask for a rank (--rank); otherwise it gets the lowest free one
+  // (a server: the lowest vacant one first, whose ranges wait for it).
+  const int rank = node.rank() >= 0 ? node.rank() : FreeRank(node.role(), *taken, join);
   taken->insert(rank);
   proto::WorkerCursor resume;
   const bool takeover = node.role() == proto::WORKER && TakesOver(rank, &resume);
@@ -99,7 +97,8 @@ void Scheduler::Admit(const Message& request) {
   if (rejoin) TakeEarlierRun(request.meta, rank);
   LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
             << " " << rank << " as node " << id << " at " << node.address();
-  AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence());
+  if (join) JoinServer(member);
+  AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence(), join);
   if (!published_ && Complete()) ReplaceEarlierHolders();
   if (published_ || Complete()) PublishView();
 }
@@ -126,7 +125,13 @@ bool Scheduler::AnswerAgain(const Message& request) {
 }
 
 void Scheduler::TakeEarlierRun(const proto::Meta& request, int rank) {
-  if (request.known_view().epoch() > earlier_view_.epoch()) earlier_view_ = request.known_view();
+  if (request.known_view().epoch() > earlier_view_.epoch()) {
+    earlier_view_ = request.known_view();
+    // Servers may have joined or been drained since the start: the latest
+    // view says how many the job has.
+    const int servers = earlier_view_.num_servers();
+    if (servers > 0 && servers <= chains_.num_ranges()) num_servers_ = servers;
+  }
   int passed = 0;
   for (const proto::PassedBarrier& barrier : request.passed_barriers()) {
     if (passed++ >= kMaxPassedBarriers) break;
@@ -205,26 +210,63 @@ void Scheduler::DepartEarlierHolder(const proto::NodeInfo& holder) {
   }
 }
 
-std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node,
-                                        const std::set<int>& taken) const {
-  const int expected = node.role() == proto::SERVER ? options_.num_servers : options_.num_workers;
+int Scheduler::FreeRank(proto::Role role, const std::set<int>& taken, bool join) const {
+  if (role == proto::SERVER && !join) {
+    for (const auto& [rank, since] : server_vacant_) {
+      if (!taken.count(rank)) return rank;
+    }
+  }
+  // A joining server takes no rank a key range still names (a vacant one's,
+  // or a drained one's still leaving).
+  int rank = 0;
+  while (taken.count(rank) || (join && (server_vacant_.count(rank) || chains_.Names(rank)))) ++rank;
+  return rank;
+}
+
+std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken,
+                                        bool join) const {
+  const bool server = node.role() == proto::SERVER;
+  const int expected = server ? num_servers_ : options_.num_workers;
   const std::string role = proto::Role_Name(node.role());
+  if (join) {
+    if (!published_) {
+      return "--join adds a server to a running job, and this job has not started: start its "
+             "first servers without --join";
+    }
+    if (node.rank() >= 0) return "--join takes the next free rank: give no --rank";
+    const int servers = static_cast<int>(server_ranks_.size() + server_vacant_.size()) + 1;
+    if (servers > chains_.num_ranges()) {
+      return "the job has " + std::to_string(chains_.num_ranges()) + " key range(s), too few for " +
+             std::to_string(servers) +
+             " servers (each holds at least one): start it with a larger --key_ranges to let "
+             "more servers join";
+    }
+    return "";
+  }
   if (node.rank() >= 0 && node.rank() < expected && taken.count(node.rank())) {
     // Perhaps held by a worker that has died but is not yet found silent: the
     // node asks again.
     return role + " rank " + std::to_string(node.rank()) + " is taken";
   }
   if (static_cast<int>(taken.size()) >= expected) {
-    return "the cluster already has its " + std::to_string(expected) + " " + role + "(s)";
+    return "the cluster already has its " + std::to_string(expected) + " " + role + "(s)" +
+           (server && published_ ? " (start a server with --join to add one)" : "");
   }
   // A node of an earlier run of this scheduler keeps its id (servers key
   // their dedupe windows and clocks by it) and its rank.
   if (node.id() > 0 && (members_.count(node.id()) || removed_.count(node.id()))) {
     return "node id " + std::to_string(node.id()) + " is in use or left the cluster";
   }
-  if (node.rank() >= expected) {
+  // After servers joined and were drained the ranks need not be 0..n-1: a
+  // vacant rank, or one an earlier run's view names, is the job's too.
+  const bool known_rank =
+      server && (server_vacant_.count(node.rank()) || (node.id() > 0 && node.rank() >= 0));
+  if (node.rank() >= expected && !known_rank) {
     return role + " rank " + std::to_string(node.rank()) + " is outside 0.." +
            std::to_string(expected - 1);
+  }
+  if (server && node.rank() >= 0 && taken.count(node.rank())) {
+    return role + " rank " + std::to_string(node.rank()) + " is taken";
   }
   return "";
 }
@@ -299,7 +341,7 @@ Member Scheduler::NewMember(const Message& request, int rank) {
 }
 
 void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
-                                   const proto::WorkerCursor* resume, uint64_t nonce) {
+                                   const proto::WorkerCursor* resume, uint64_t nonce, bool join) {
   const int rank = member.info.rank();
   Message reply = ControlMessage(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
@@ -312,12 +354,13 @@ void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
   // once the job has chains, a server that registers anew replaces one too.
   // Before a restarted scheduler's first view, ReplaceEarlierHolders decides
   // (the nodes still coming back may name a holder of the rank).
-  const bool server_returns = member.info.role() == proto::SERVER && !rejoin &&
+  const bool server_returns = member.info.role() == proto::SERVER && !rejoin && !join &&
                               (server_vacant_.count(rank) > 0 ||
                                (chains_.started() && (published_ || earlier_view_.epoch() == 0)));
   membership_.Record("join", member.info,
                      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
-                         ", \"replaces\": " + (resume || server_returns ? "true" : "false"));
+                         ", \"replaces\": " + (resume || server_returns ? "true" : "false") +
+                         (join ? ", \"joins\": true" : ""));
   if (server_returns) ReplaceServer(rank, &reply);
   SendTo(member.info.id(), reply);
   members_.at(member.info.id()).answer = reply.meta;

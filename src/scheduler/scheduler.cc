@@ -18,7 +18,8 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
     throw MakeError("a cluster needs at least one server and one worker (--num_servers ",
                     options.num_servers, ", --num_workers ", options.num_workers, ")");
   }
-  RangeMap::Even(options.num_servers, options.replication);  // checks the replication
+  // Checks the replication and the key ranges.
+  RangeMap::Even(options.num_servers, options.replication, options.key_ranges);
   VanOptions van;
   van.bind_host = options.bind_host;
   van.port = options.port;
@@ -36,7 +37,8 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       timeline_(options.model_dir, "scheduler", options.checkpoint.resume.empty()),
       membership_(options.membership_log, &timeline_),
       van_(SchedulerVan(options)),
-      chains_(options.num_servers, options.replication),
+      num_servers_(options.num_servers),
+      chains_(options.num_servers, options.replication, options.key_ranges),
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
       shares_(options.num_workers, options.worker_replace_timeout_s,
               [this](int node, Message& message) { SendTo(node, message); }),
@@ -142,7 +144,7 @@ SchedulerStatus Scheduler::status() const {
                                {range.copying().begin(), range.copying().end()}});
     }
   }
-  status.expected_servers = options_.num_servers;
+  status.expected_servers = num_servers_;
   status.expected_workers = options_.num_workers;
   status.replication = options_.replication;
   status.checkpoint_uri = options_.checkpoint.uri;
@@ -250,7 +252,7 @@ void Scheduler::ShutDownNodes() {
 std::set<int> Scheduler::Live(proto::Role role) const { return MemberIds(members_, role); }
 
 bool Scheduler::Complete() const {
-  return static_cast<int>(server_ranks_.size()) == options_.num_servers &&
+  return static_cast<int>(server_ranks_.size()) == num_servers_ &&
          static_cast<int>(worker_ranks_.size()) == options_.num_workers;
 }
 
@@ -265,7 +267,7 @@ void Scheduler::PublishView() {
   }
   view_.set_epoch(view_.epoch() + 1);
   published_ = true;
-  view_.set_num_servers(options_.num_servers);
+  view_.set_num_servers(num_servers_);
   view_.set_num_workers(options_.num_workers);
   view_.clear_nodes();
   for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
@@ -273,7 +275,7 @@ void Scheduler::PublishView() {
   view_.set_replication(options_.replication);
   membership_.RecordView(view_);
   checkpoints_->FillView(&view_);
-  LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << options_.num_servers
+  LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << num_servers_
             << " server(s), " << options_.num_workers << " worker(s)";
   for (const auto& [id, member] : members_) {
     Message message = ControlMessage(proto::VIEW);
@@ -281,7 +283,7 @@ void Scheduler::PublishView() {
     SendTo(id, message);
   }
   // Checkpoint requests that came before the first view can start now.
-  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), options_.num_servers);
+  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), num_servers_);
 }
 
 bool Scheduler::TakeOnce(const proto::Meta& meta) {
@@ -320,6 +322,10 @@ void Scheduler::OnMessage(Message&& message) {
   if (stopping_) return;  // the job is over (and the coordinator may be gone)
   if (meta.command() == proto::REGISTER) {
     OnRegister(message);
+    return;
+  }
+  if (meta.command() == proto::DRAIN) {
+    OnDrainRequest(message);
     return;
   }
   auto found = members_.find(meta.sender());
@@ -444,8 +450,7 @@ void Scheduler::OnCheckpoint(const proto::Meta& meta, const Member& member) {
   // again) the cluster is not whole: the request waits for the view.
   checkpoints_->OnWorker(meta.sender(), member.info.rank(), meta,
                          published_ ? Live(proto::WORKER) : std::set<int>(),
-                         published_ ? Live(proto::SERVER) : std::set<int>(),
-                         options_.num_servers);
+                         published_ ? Live(proto::SERVER) : std::set<int>(), num_servers_);
 }
 
 void Scheduler::OnOrphans(const proto::Meta& meta, const Member& member) {
@@ -460,7 +465,9 @@ void Scheduler::OnReplicaSync(const proto::Meta& meta, const Member& member) {
     chains_.Synced(meta.shard().range(), member.info.rank());
   } catch (const Error& e) {
     Reject(meta, e.what());
+    return;
   }
+  AdvanceMoves();
 }
 
 void Scheduler::OnSnapshot(const proto::Meta& meta, const Member& member) {

@@ -70,6 +70,9 @@ struct SchedulerOptions {
   // Backups per key range (chain replication), 0 .. num_servers - 1. Range i
   // starts on servers i, i + 1, ..., i + replication (mod num_servers).
   int replication = 0;
+  // Key ranges (0: one per server). More ranges than servers let servers
+  // join the running job (at most one per range) and be drained from it.
+  int key_ranges = 0;
   CheckpointOptions checkpoint;
   // How long to try connecting back to a registering node's advertised
   // address before refusing it as unreachable (and how long a suspect's
@@ -179,6 +182,12 @@ class Scheduler {
   // The current view (epoch 0 until every expected node has registered).
   proto::ClusterView view() const;
 
+  // Live resharding: drains server `rank` (`who` asked, for the log). Each of
+  // its key ranges is copied to another server while pushes go on, and once
+  // none is left on it the server leaves the view and is told to shut down.
+  // Returns "" if the drain started (or was under way already), else why not.
+  std::string Drain(int rank, const std::string& who);
+
   // What the scheduler knows now (a copy, taken under its lock). Not to be
   // called while Stop runs (stop whoever reads it, a metrics endpoint, first).
   SchedulerStatus status() const;
@@ -208,6 +217,9 @@ class Scheduler {
   void OnOrphans(const proto::Meta& meta, const Member& member);
   void OnReplicaSync(const proto::Meta& meta, const Member& member);
   void OnSnapshot(const proto::Meta& meta, const Member& member);
+  // DRAIN from `message`'s sender (an admin client: no member); answered on
+  // its connection.
+  void OnDrainRequest(const Message& message);
   // A worker's progress (with a heartbeat, or PROGRESS): into progress_, or
   // rejected with the reason.
   void OnProgress(const proto::Meta& meta, const Member& member);
@@ -258,8 +270,12 @@ class Scheduler {
   // complete. A worker taking a vacant rank resumes its predecessor's work; a
   // server taking a departed server's rank takes back its ranges.
   void Admit(const Message& request);
-  // Why `node` may not join ("" if it may); `taken` holds its role's ranks.
-  std::string AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken) const;
+  // Why `node` may not join ("" if it may); `taken` holds its role's ranks;
+  // `join`: a server joining the running job.
+  std::string AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken,
+                               bool join) const;
+  // The rank a node asking for none gets.
+  int FreeRank(proto::Role role, const std::set<int>& taken, bool join) const;
   // Why a node of an earlier run of this scheduler may not join again with
   // what it claims ("" if it may): its view must name it with the id, role
   // and rank it asks for, at the epoch it sends, and its key ranges must fit
@@ -275,7 +291,7 @@ class Scheduler {
   // where to resume), echoing `nonce` (its REGISTER's sequence), and records
   // the join.
   void AnswerRegistration(const Member& member, bool rejoin, const proto::WorkerCursor* resume,
-                          uint64_t nonce);
+                          uint64_t nonce, bool join = false);
   // A server taking `rank` back: the ranges the rank held alone come from the
   // latest checkpoint (filled into `reply`); then every range whose primary is
   // live gets back, at the end of its chain, the live servers it started on
@@ -344,6 +360,20 @@ class Scheduler {
   // address refused the connection the node leaves the view (before the
   // first view, it is only logged); otherwise it stays.
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
+  // Live resharding (resharding.cc).
+  std::string DrainLocked(int rank, const std::string& who);
+  // A server registered with --join: the key ranges homed on it now.
+  void JoinServer(const Member& member);
+  // The ranks key ranges may be homed on: live and vacant servers, not those
+  // being drained.
+  std::set<int> HomeRanks() const;
+  // After a copy arrived: ranges whose new replicas all have their rows drop
+  // the servers they moved off, and drained servers that hold nothing any
+  // more leave (told to shut down). Publishes a view if anything changed.
+  void AdvanceMoves();
+  // Drained server `rank` leaves the view; returns its node id (-1: none).
+  int ReleaseDrained(int rank);
+
   // Removes member `id` for `reason`: RemoveServer or RemoveWorker.
   void RemoveMember(int id, const std::string& reason);
   // A worker that left (silent, or its process gone) leaves the view: a new view (epoch + 1)
@@ -368,6 +398,10 @@ class Scheduler {
   Members members_;
   int next_id_ = 1;                            // the next fresh node id (see the constructor)
   std::set<int> server_ranks_, worker_ranks_;  // ranks given out
+  // Servers expected in the view: the start's, plus those that joined, less
+  // those drained (a restarted scheduler takes the latest view's).
+  int num_servers_ = 0;
+  std::set<int> draining_;  // server ranks being drained
   proto::ClusterView view_;
   RangeChains chains_;
   BarrierTable barriers_;

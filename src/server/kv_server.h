@@ -191,6 +191,9 @@ class KVServer {
   // Answers a request; returns true if it was a push applied now (not a
   // repeat, not refused).
   bool Serve(Message&& message, int64_t waited_us);
+  // Whether `request`, a worker's PUSH or PULL sent for an older view, is for
+  // a key range this server is not the primary of now: answered as moved.
+  bool MovedAway(const proto::Meta& meta, const DataRequest& request) const;
   // Throws Error if this server cannot serve, or SenderProblem finds one.
   void CheckCanServe(const proto::Meta& meta) const;
   // Why `meta`'s sender may not send it: not a member of the view, or not in

@@ -41,7 +41,14 @@ size_t FirstNonFinite(const float* values, size_t count) {
 bool KVServer::Serve(Message&& message, int64_t waited_us) {
   const proto::Meta& meta = message.meta;
   if (meta.response()) {
-    // Answering a response could bounce between two nodes forever.
+    // Answering a response could bounce between two nodes forever. A
+    // replica's refusal of a push passed down for a view that has changed
+    // since (its chain moved on) is expected, and needs no answer either.
+    auto member = members_.find(meta.sender());
+    if (member != members_.end() && member->second == proto::SERVER) {
+      VLOG(1) << "ignored " << Describe(meta) << " from a replica: " << meta.error();
+      return false;
+    }
     NoteRefused(meta, "servers take requests, not responses");
     return false;
   }
@@ -56,6 +63,11 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     }
     // A push passed down with no key admitted still carries the keys counted.
     if (request.keys.size() == 0 && request.unadmitted.size() == 0) return ServeEmpty(meta);
+    if (MovedAway(meta, request)) {
+      response.meta.set_moved(true);
+      Reply(meta, response);
+      return false;
+    }
     size_t range = 0;
     Shard& shard = ShardFor(request, &range);
     if (meta.command() == proto::PUSH) return ServePush(std::move(message), request, shard, range);
@@ -311,6 +323,16 @@ void KVServer::EraseRows(const Key* keys, size_t count, Shard* shard, ServerTabl
     // A delta checkpoint lists the keys removed since its base.
     if (table->rows->Erase(keys[i]) && !shard->tracked.empty()) table->removed.push_back(keys[i]);
   }
+}
+
+bool KVServer::MovedAway(const proto::Meta& meta, const DataRequest& request) const {
+  // A worker's request for an older view: the range may have moved on since
+  // (live resharding), and the worker will send it where its view says once
+  // it has this one.
+  if (meta.origin() != 0 || meta.epoch() >= view_epoch_ || request.keys.size() == 0) return false;
+  if (meta.command() != proto::PUSH && meta.command() != proto::PULL) return false;
+  auto ranges = node_->ranges();
+  return ranges && ranges->server(ranges->RangeOf(request.keys[0])) != node_->rank();
 }
 
 void KVServer::CheckPushRoute(const proto::Meta& meta, size_t range) const {

@@ -40,7 +40,10 @@ void TimelineRecorder::Sample(int epoch, uint64_t examples, double mean_loss, do
   writer_.Record("sample", "\"rank\": " + std::to_string(rank_) + ", \"epoch\": " +
                                std::to_string(epoch) + ", \"examples\": " + std::to_string(total) +
                                ", \"examples_per_second\": " + JsonNumberOrNull(rate) +
-                               ", \"loss\": " + JsonNumberOrNull(mean_loss));
+                               ", \"loss\": " + JsonNumberOrNull(mean_loss) +
+                               (client_ ? ", \"longest_push_ms\": " +
+                                              JsonNumberOrNull(client_->TakeLongestPush() * 1e3)
+                                        : std::string()));
   last_examples_ = total;
   last_sample_ = now;
 }

@@ -26,6 +26,10 @@ class TimelineRecorder {
   // checkpoint, or this process took over its rank), so the file goes on.
   TimelineRecorder(const std::string& model_dir, int rank, bool resumed);
 
+  // Each sample also records the longest a push waited for its answer since
+  // the one before (KVWorker::TakeLongestPush): the stalls of view changes.
+  void set_client(KVWorker* client) { client_ = client; }
+
   // After each minibatch of `epoch`: `examples` read in the epoch so far by
   // this process, `mean_loss` the epoch's mean training loss so far (model
   // 0). Writes a sample when one is due.
@@ -42,6 +46,7 @@ class TimelineRecorder {
 
   TimelineWriter writer_;
   const int rank_;
+  KVWorker* client_ = nullptr;
   uint64_t earlier_examples_ = 0;  // in this process's earlier epochs
   uint64_t last_examples_ = 0;     // at the last sample, this process's whole count
   double last_sample_;             // monotonic seconds

@@ -79,6 +79,7 @@ void Trainer::Run() {
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
   timeline_ = std::make_unique<TimelineRecorder>(options_.model_dir, node_->rank(),
                                                  /*resumed=*/resume.epoch() > 0);
+  timeline_->set_client(client_);
   epoch_trainer_.set_timeline(timeline_.get());
   PrepareData();
   // Rows the servers had before this run's first epoch (resumed: from the checkpoint).
