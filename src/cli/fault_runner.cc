@@ -115,6 +115,8 @@ void FaultRunner::Drain(const FaultItem& item, const std::string& name) {
     if (scheduler_.empty()) throw MakeError("no scheduler to ask");
     constexpr double kTimeoutS = 10;
     RequestDrain(scheduler_, item.rank, secret_, kTimeoutS);
+    job_end_.Drained(name);  // its exit, once its ranges moved, is no end of the job
+    group_->Tolerate(name);
     Log("drain", name, spec);
   } catch (const Error& e) {
     Log("drain_failed", name, spec + ", \"reason\": " + Quote(e.what()));

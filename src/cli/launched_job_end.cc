@@ -30,7 +30,8 @@ void LaunchedJobEnd::Exited(const std::string& name, int status, bool tolerated)
   if (name == "scheduler") {
     if (tolerated && WIFSIGNALED(status)) return;  // killed by a fault
     reason_ = "the scheduler exited";
-  } else if (const int server = RankOf(name, "server"); server >= 0 && ExitedCleanly(status)) {
+  } else if (const int server = RankOf(name, "server");
+             server >= 0 && ExitedCleanly(status) && !drained_.count(name)) {
     reason_ = name + " was shut down";
   } else if (const int worker = RankOf(name, "worker"); worker >= 0) {
     if (ExitedCleanly(status)) {

@@ -7,7 +7,8 @@
 //   killed it (a tolerated exit by a signal): it is started again, or the
 //   nodes give up waiting for it by themselves;
 // - a server exited with status 0: a server exits cleanly only on the
-//   scheduler's SHUTDOWN (this covers a scheduler the launcher did not start);
+//   scheduler's SHUTDOWN (this covers a scheduler the launcher did not start),
+//   unless it was drained (it leaves a running job);
 // - the newest process of every worker rank exited with status 0.
 // A fault that fires after that would act on a job that no longer exists (a
 // restarted process would wait for a scheduler that is gone).
@@ -33,6 +34,9 @@ class LaunchedJobEnd {
   // `tolerated`: its failure was expected (a fault acted on it).
   void Exited(const std::string& name, int status, bool tolerated = false);
 
+  // The server `name` was drained: its clean exit does not end the job.
+  void Drained(const std::string& name) { drained_.insert(name); }
+
   bool over() const { return !reason_.empty(); }
   // Why the job is over, like "the scheduler exited"; "" while it is not.
   const std::string& reason() const { return reason_; }
@@ -40,6 +44,7 @@ class LaunchedJobEnd {
  private:
   int workers_;
   std::set<int> finished_workers_;  // ranks whose newest process exited with 0
+  std::set<std::string> drained_;   // servers drained from the running job
   std::string reason_;
 };
 

@@ -61,7 +61,7 @@ void KVServer::DropLeftShards(const RangeMap& ranges) {
       ++it;
       continue;
     }
-    LOG(WARNING) << "key range " << it->first << " is no longer held by server " << rank;
+    LOG(INFO) << "key range " << it->first << " is no longer held by server " << rank;
     it = shards_.erase(it);
   }
 }

@@ -191,6 +191,8 @@ class KVServer {
   // Answers a request; returns true if it was a push applied now (not a
   // repeat, not refused).
   bool Serve(Message&& message, int64_t waited_us);
+  // The node id of this server's predecessor in `range`'s chain; -1 if none.
+  int PredecessorId(size_t range) const;
   // Whether `request`, a worker's PUSH or PULL sent for an older view, is for
   // a key range this server is not the primary of now: answered as moved.
   bool MovedAway(const proto::Meta& meta, const DataRequest& request) const;

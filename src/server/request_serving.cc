@@ -167,6 +167,15 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
                          size_t range) {
   const proto::Meta& meta = message.meta;
   const int origin = meta.origin() != 0 ? meta.origin() : meta.sender();
+  if (meta.origin() != 0 && meta.epoch() < view_epoch_ &&
+      PredecessorId(range) != meta.sender()) {
+    // Passed down for an older view, by a server that is no longer this
+    // one's predecessor (the chain moved on): dropped. The worker, which has
+    // no acknowledgement, sends it again along the new chain.
+    VLOG(1) << "dropped " << Describe(meta) << ": passed down for view " << meta.epoch()
+            << " by a server no longer before this one in key range " << range << "'s chain";
+    return false;
+  }
   CheckPushRoute(meta, range);
   CheckFinite(request);
   if (!shard.ready) {
@@ -333,6 +342,16 @@ bool KVServer::MovedAway(const proto::Meta& meta, const DataRequest& request) co
   if (meta.command() != proto::PUSH && meta.command() != proto::PULL) return false;
   auto ranges = node_->ranges();
   return ranges && ranges->server(ranges->RangeOf(request.keys[0])) != node_->rank();
+}
+
+int KVServer::PredecessorId(size_t range) const {
+  auto ranges = node_->ranges();
+  const int predecessor = ranges ? ranges->Predecessor(range, node_->rank()) : -1;
+  try {
+    return predecessor >= 0 ? node_->ServerId(predecessor) : -1;
+  } catch (const Error&) {
+    return -1;
+  }
 }
 
 void KVServer::CheckPushRoute(const proto::Meta& meta, size_t range) const {
