@@ -219,5 +219,45 @@ TEST_F(ExactSumFaults, AServerRestartedWithoutReplicasLosesItsRangeAndTheJobSays
   EXPECT_TRUE(Contains(exit.output, "lost updates")) << exit.output;
 }
 
+// Live resharding under the exact-sum job: two servers join (a quarter of
+// the 8 key ranges move to each), then one of them and server 0 are drained
+// (their ranges move to the others), while both workers push; every update
+// is applied exactly once on the two servers left.
+void ExpectExactSumsAcrossJoinsAndDrains(const std::string& folder, int replication) {
+  const std::string model_dir = folder + "/run";
+  const std::string log = folder + "/events.jsonl";
+  const std::string membership = folder + "/membership.jsonl";
+  const auto exit = testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2",
+       "--replication=" + std::to_string(replication), "--key_ranges=8", "--job=exact_sum",
+       "--epochs=4", "--exact_sum_minibatches=10000", "--model_dir=" + model_dir,
+       "--faults=join:server@2s,join:server@2s,drain:server:3@4s,drain:server:0@5s",
+       "--event_log=" + log, "--membership_log=" + membership},
+      240);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  EXPECT_EQ(testing::EventsNamed(log, "join").size(), 2u) << exit.output;
+  EXPECT_EQ(testing::EventsNamed(log, "drain").size(), 2u) << exit.output;
+  // Both drains ended (the servers left the cluster) while the job ran.
+  size_t drained = 0;
+  for (const auto& leave : testing::EventsNamed(membership, "leave")) {
+    drained += leave.count("reason") && leave.at("reason") == "drained";
+  }
+  EXPECT_EQ(drained, 2u) << testing::ReadFileOrEmpty(membership);
+  EXPECT_TRUE(testing::EventsNamed(log, "not_fired").empty()) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, " 0 violation(s) (0 lost, 0 doubled)")) << exit.output;
+  const auto report = testing::ParseJsonObject(ReadFile(model_dir + "/exact_sum.json"));
+  EXPECT_EQ(report.at("ok"), "true");
+  EXPECT_EQ(report.at("keys_checked"), "4096");
+}
+
+TEST_F(ExactSumFaults, ServersJoinedAndDrainedMidJobLoseAndDoubleNoUpdate) {
+  ExpectExactSumsAcrossJoinsAndDrains(folder_, 0);
+}
+
+TEST_F(ExactSumFaults, ReplicatedServersJoinedAndDrainedMidJobLoseAndDoubleNoUpdate) {
+  ExpectExactSumsAcrossJoinsAndDrains(folder_, 1);
+}
+
 }  // namespace
 }  // namespace keel

@@ -135,6 +135,19 @@ TEST(FaultSchedule, APartitionIsNoTransportFlag) {
   EXPECT_EQ(Parse("kill:server:0@1s").FirstPartition(), nullptr);
 }
 
+TEST(FaultSchedule, JoinStartsAServerAndDrainNamesOneThatJoinedToo) {
+  const FaultSchedule schedule =
+      Parse("join:server@2s,join:server@2s,drain:server:3@5s,drain:server:0@6s");
+  ASSERT_EQ(schedule.items.size(), 4u);
+  EXPECT_EQ(schedule.items[0].action, FaultAction::kJoin);
+  EXPECT_EQ(schedule.items[0].role, "server");
+  EXPECT_DOUBLE_EQ(schedule.items[0].at_s, 2);
+  EXPECT_EQ(schedule.items[2].action, FaultAction::kDrain);
+  EXPECT_EQ(schedule.items[2].rank, 3);  // the second server that joins
+  EXPECT_STREQ(FaultActionName(FaultAction::kDrain), "drain");
+  EXPECT_TRUE(Contains(ErrorOf([] { Parse("drain:server:2@5s"); }), "there is no server 2"));
+}
+
 // Each bad spec is refused with the item's position, its text, and the problem.
 struct BadSpec {
   std::string spec;
@@ -153,6 +166,11 @@ INSTANTIATE_TEST_SUITE_P(
     BadSpecs, FaultScheduleRefuses,
     ::testing::Values(
         BadSpec{"kil:server:1@5s", "item 1 'kil:server:1@5s': unknown action 'kil'"},
+        BadSpec{"join:worker@5s", "expected join:server@WHEN"},
+        BadSpec{"join:server@rate=1/s", "a join happens once"},
+        BadSpec{"drain:server:*@5s", "expected drain:server:R@TIME"},
+        BadSpec{"drain:worker:0@5s", "expected drain:server:R@TIME"},
+        BadSpec{"drain:server:0@rate=1/s", "a drain happens once"},
         BadSpec{"kill:server:1@5s,kill:sever:1@5s", "item 2 'kill:sever:1@5s': unknown role"},
         BadSpec{"kill:server:2@5s", "there is no server 2 (the job has 2 servers)"},
         BadSpec{"kill:worker:-1@5s", "'-1' is not a rank"},

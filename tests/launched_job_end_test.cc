@@ -34,6 +34,15 @@ TEST(LaunchedJobEnd, IsOverWhenTheSchedulerExits) {
   EXPECT_EQ(job.reason(), "the scheduler exited");
 }
 
+TEST(LaunchedJobEnd, IsNotOverWhenADrainedServerExits) {
+  LaunchedJobEnd job = Started();
+  job.Drained("server 1");
+  job.Exited("server 1", kClean);
+  EXPECT_FALSE(job.over());
+  job.Exited("server 0", kClean);
+  EXPECT_EQ(job.reason(), "server 0 was shut down");
+}
+
 TEST(LaunchedJobEnd, IsNotOverWhenAFaultKilledTheScheduler) {
   LaunchedJobEnd job = Started();
   job.Exited("scheduler", kKilled, /*tolerated=*/true);

@@ -70,15 +70,25 @@ TEST(RangeChains, MoreKeyRangesThanServersAreDealtRoundTheServers) {
   EXPECT_EQ(Held(view), (std::map<int, int>{{0, 4}, {1, 4}, {2, 4}}));
 }
 
-// A server joins 2 servers' 8 ranges: it copies its share, and once the
-// copies arrived the old holders leave those chains.
+// A server joins 2 servers' 8 ranges: it pre-copies its share outside the
+// chains, then joins them copying the changes, and once those arrived the old
+// holders leave those chains.
 TEST(RangeChains, AJoiningServerCopiesItsShareAndTheOldHoldersLeaveOnceItHasThem) {
   RangeChains chains(2, 0, 8);
   ViewOf(chains, {0, 1}, 1);
   const std::vector<size_t> moved = chains.Join(2, {0, 1, 2});
   ASSERT_EQ(moved.size(), 2u);
   EXPECT_EQ(chains.Moving(), 2u);
-  const proto::ClusterView copying = ViewOf(chains, {0, 1, 2}, 2);
+  const proto::ClusterView precopying = ViewOf(chains, {0, 1, 2}, 2);
+  for (size_t range : moved) {
+    ASSERT_EQ(precopying.ranges(range).precopy_size(), 1);
+    EXPECT_EQ(precopying.ranges(range).precopy(0), 2);
+    EXPECT_EQ(precopying.ranges(range).backups_size(), 0) << "not in the chain yet";
+    chains.Precopied(range, 2);
+  }
+  EXPECT_EQ(testing::ErrorOf([&] { chains.Precopied(moved[0], 2); }),
+            "server 2 is not pre-copying key range " + std::to_string(moved[0]));
+  const proto::ClusterView copying = ViewOf(chains, {0, 1, 2}, 3);
   for (size_t range : moved) {
     // Joined behind the old holder, marked copying.
     ASSERT_EQ(copying.ranges(range).backups_size(), 1);
@@ -91,7 +101,7 @@ TEST(RangeChains, AJoiningServerCopiesItsShareAndTheOldHoldersLeaveOnceItHasThem
   chains.Synced(moved[1], 2);
   EXPECT_EQ(chains.Trim().size(), 1u);
   EXPECT_EQ(chains.Moving(), 0u);
-  const proto::ClusterView after = ViewOf(chains, {0, 1, 2}, 3);
+  const proto::ClusterView after = ViewOf(chains, {0, 1, 2}, 4);
   EXPECT_EQ(Held(after), (std::map<int, int>{{0, 3}, {1, 3}, {2, 2}}));
   for (size_t range : moved) EXPECT_EQ(after.ranges(range).server_rank(), 2);
 }
@@ -101,13 +111,18 @@ TEST(RangeChains, ADrainedServersRangesGoToTheLeastLoadedAndItIsNamedNoMore) {
   ViewOf(chains, {0, 1, 2}, 1);
   const std::vector<size_t> moved = chains.Drain(0, {1, 2});
   EXPECT_EQ(moved.size(), 4u);  // ranges 0, 2, 3, 5 have server 0 in their chain
-  const proto::ClusterView copying = ViewOf(chains, {0, 1, 2}, 2);
+  const proto::ClusterView precopying = ViewOf(chains, {0, 1, 2}, 2);
   for (size_t range : moved) {
+    for (int rank : precopying.ranges(range).precopy()) chains.Precopied(range, rank);
+  }
+  const proto::ClusterView copying = ViewOf(chains, {0, 1, 2}, 3);
+  for (size_t range : moved) {
+    ASSERT_EQ(copying.ranges(range).copying_size(), 1);
     for (int rank : copying.ranges(range).copying()) chains.Synced(range, rank);
   }
   chains.Trim();
   EXPECT_FALSE(chains.Names(0));
-  const proto::ClusterView after = ViewOf(chains, {1, 2}, 3);
+  const proto::ClusterView after = ViewOf(chains, {1, 2}, 4);
   EXPECT_EQ(Held(after), (std::map<int, int>{{1, 6}, {2, 6}}));
   for (const proto::KeyRange& range : after.ranges()) EXPECT_EQ(range.backups_size(), 1);
 }
@@ -119,7 +134,9 @@ TEST(RangeChains, ADrainThatWouldLeaveTooFewServersForTheReplicasChangesNothing)
             "draining server 1 would leave 1 server(s), too few for a key range and its 1 "
             "backup(s) (--replication)");
   EXPECT_EQ(chains.Moving(), 0u);
-  EXPECT_EQ(testing::ErrorOf([&] { chains.Join(5, {0, 1, 2, 3, 5}); }),
+  EXPECT_EQ(testing::ErrorOf([&] {
+              chains.Join(5, {0, 1, 2, 3, 5});
+            }),
             "the job has 4 key ranges, too few for 5 servers (start it with a larger "
             "--key_ranges to let more servers join)");
 }

@@ -14,6 +14,7 @@
 #include "base/time.h"
 #include "cli/bench_admission.h"
 #include "cli/bench_checkpoint.h"
+#include "cli/bench_reshard.h"
 #include "cli/bench_flags.h"
 #include "cli/bench_memory.h"
 #include "cli/cluster_flags.h"
@@ -361,8 +362,9 @@ int RunBench(const std::string& what) {
   if (what == "parse") return BenchParse();
   if (what == "checkpoint") return BenchCheckpoint();
   if (what == "admission") return BenchAdmission();
+  if (what == "reshard") return BenchReshard();
   throw MakeError("unknown benchmark '", what,
-                  "': expected kv, zmq, parse, backend, train, checkpoint or admission");
+                  "': expected kv, zmq, parse, backend, train, checkpoint, admission or reshard");
 }
 
 }  // namespace keel

@@ -32,6 +32,8 @@ DEFINE_double(changed_share, 0.01,
               "bench checkpoint: share of the keys pushed between two checkpoints");
 DEFINE_int32(rounds, 5, "bench checkpoint: checkpoints measured each way");
 DEFINE_uint64(distinct_keys, 100000000, "bench admission: distinct keys in the stream");
+DEFINE_uint64(reshard_keys, 4000000, "bench reshard: rows of the table whose ranges move");
+DEFINE_int32(reshard_width, 8, "bench reshard: floats a row");
 DEFINE_bool(curve, false,
             "bench kv: run the cluster with a new cluster secret, every connection encrypted "
             "(CURVE); --secret_file=FILE does the same with that secret");
@@ -42,7 +44,8 @@ std::vector<FlagGroup> BenchFlagGroups() {
   return {{"benchmark",
            {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space",
             "memory_keys", "bench_seconds", "inflight", "small", "zmq_baseline", "workload",
-            "curve", "checkpoint_keys", "changed_share", "rounds", "distinct_keys"}}};
+            "curve", "checkpoint_keys", "changed_share", "rounds", "distinct_keys",
+            "reshard_keys", "reshard_width"}}};
 }
 namespace {
 

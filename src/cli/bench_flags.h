@@ -26,6 +26,8 @@ DECLARE_uint64(checkpoint_keys);
 DECLARE_double(changed_share);
 DECLARE_int32(rounds);
 DECLARE_uint64(distinct_keys);
+DECLARE_uint64(reshard_keys);
+DECLARE_int32(reshard_width);
 
 namespace keel {
 

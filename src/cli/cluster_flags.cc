@@ -30,8 +30,9 @@ DEFINE_double(heartbeat_interval, 1, "seconds between heartbeats to the schedule
 DEFINE_double(scheduler_timeout, 60,
               "a server exits with an error after this many seconds without the scheduler");
 DEFINE_bool(join, false,
-            "server: join a running job (live resharding): take the next free rank and key "
-            "ranges from the servers there, copied while the job trains");
+            "server: join a running job (live resharding): take the rank asked for (--rank; "
+            "default: the next free one) and key ranges from the servers there, copied while "
+            "the job trains");
 DEFINE_string(secret_file, "",
               "the cluster secret made by `keel keygen` (mode 0600): every connection is "
               "encrypted and only holders of the secret may join (default: $KEEL_SECRET_FILE; "
@@ -231,9 +232,6 @@ NodeOptions NodeOptionsFromFlags(proto::Role role) {
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
   options.rank = RankFromFlags();
   if (FLAGS_join && role != proto::SERVER) throw MakeError("--join is for servers");
-  if (FLAGS_join && options.rank >= 0) {
-    throw MakeError("--join takes the next free rank: give no --rank or --rank_env");
-  }
   options.join = FLAGS_join;
   options.faults = TransportFaultsFromFlags();
   options.secret = ClusterSecretFromFlags();

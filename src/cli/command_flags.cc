@@ -204,7 +204,7 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             false};
   }
   if (command == "bench") {
-    return {"keel bench kv|zmq|parse|backend|train|checkpoint|admission [flags]",
+    return {"keel bench kv|zmq|parse|backend|train|checkpoint|admission|reshard [flags]",
             "measures push/pull through a cluster, raw ZeroMQ, parsing, a compute backend, or a "
             "training job launched here (where each epoch's time went)",
             {"benchmark", "cluster"},

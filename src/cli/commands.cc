@@ -43,12 +43,14 @@ const char kUsage[] =
     "  serve --model_dir D [--serve_port 8080]              answer SageMaker's inference "
     "contract\n"
     "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
-    "  bench kv|zmq|parse|backend|train|checkpoint|admission  measure push/pull, ZeroMQ, parsing,\n"
+    "  bench kv|zmq|parse|backend|train|checkpoint|admission|reshard\n"
+    "                                                       measure push/pull, ZeroMQ, parsing,\n"
     "                                                       a compute backend (--device, "
     "--threads),\n"
     "                                                       a training job's stages (--data),\n"
     "                                                       full against delta checkpoints,\n"
-    "                                                       a table's memory with admission\n"
+    "                                                       a table's memory with admission,\n"
+    "                                                       pushes' stalls while ranges move\n"
     "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
     "  report MODEL_DIR [--out FILE]                        a job's HTML report with plots\n"
     "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
@@ -114,7 +116,7 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
   if (invocation->command == "bench") {
     if (argc < 3 || argv[2][0] == '-') {
       std::cerr << "keel bench: say what to measure: keel bench "
-                   "kv|zmq|parse|backend|train|checkpoint|admission [flags]\n";
+                   "kv|zmq|parse|backend|train|checkpoint|admission|reshard [flags]\n";
       return 2;
     }
     invocation->subcommand = argv[2];

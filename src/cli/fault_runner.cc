@@ -99,7 +99,9 @@ void FaultRunner::Join(const FaultItem& item) {
     return;
   }
   ++joined_;
-  std::vector<std::string> argv = {self_, "server", "--join"};
+  // Its rank asked for, so that the scheduler's rank is the launcher's name.
+  std::vector<std::string> argv = {self_, "server", "--join",
+                                   "--rank=" + std::to_string(servers_ + joined_ - 1)};
   argv.insert(argv.end(), server_args_.begin(), server_args_.end());
   try {
     const pid_t pid = group_->Spawn(name, argv);

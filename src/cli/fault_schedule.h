@@ -18,7 +18,7 @@
 //   join:server@WHEN               start one more server with --join: it joins
 //                                  the running job and takes key ranges from
 //                                  the others (needs --key_ranges above
-//                                  --servers); it is named server N, N
+//                                  --servers); it is server N (--rank=N), N
 //                                  counting on from the servers started
 //   drain:server:R@WHEN            ask the scheduler to drain server R (keel
 //                                  admin drain): its key ranges move to the

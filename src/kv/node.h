@@ -72,8 +72,8 @@ struct NodeOptions {
   std::string advertise_host;
   // The rank to ask for (-1: any free rank).
   int rank = -1;
-  // A server joining a running job (live resharding): it takes the next free
-  // rank and key ranges from the servers there.
+  // A server joining a running job (live resharding): it takes `rank` (or
+  // the next free one) and key ranges from the servers there.
   bool join = false;
   // How long Start waits for the scheduler's view.
   double register_timeout_s = 30;

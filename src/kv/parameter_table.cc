@@ -288,6 +288,14 @@ void ParameterTable::ForEach(const std::function<void(Key, const float*)>& visit
   if (has_free_key_) visit(kFree, Row(capacity_));
 }
 
+void ParameterTable::ForEachInSlots(size_t begin, size_t end,
+                                    const std::function<void(Key, const float*)>& visit) const {
+  for (size_t i = begin; i < std::min(end, capacity_); ++i) {
+    if (KeyAt(i) != kFree) visit(KeyAt(i), Row(i));
+  }
+  if (end > capacity_ && has_free_key_) visit(kFree, Row(capacity_));
+}
+
 void ParameterTable::EnableStamps() {
   if (!stamps_.empty()) return;
   stamps_.assign(capacity_ + 1, stamp_);

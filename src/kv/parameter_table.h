@@ -102,6 +102,17 @@ class ParameterTable {
   // Starts a new stamp: rows changed from now on are told apart from those
   // changed before. Returns the new stamp.
   uint32_t AdvanceStamp() { return ++stamp_; }
+  // Room for `more` new keys without growing. A sorted batch must land on a
+  // table sized for all of it, or in the ordered layout its first keys crowd
+  // the first slots. Throws std::bad_alloc (the table unchanged) if the
+  // slots cannot grow.
+  void Reserve(size_t more);
+  // Calls visit(key, row) for the rows in slots [begin, end) (the key ~0's
+  // row when end > capacity()). Rows keep their slots until the table grows
+  // (or a row is erased): slices of a capacity() taken between growths see
+  // every row once.
+  void ForEachInSlots(size_t begin, size_t end,
+                      const std::function<void(Key, const float*)>& visit) const;
   // Calls visit(key, row) for every row stamped after `stamp` (all rows
   // without stamps), in no particular order.
   void ForEachChangedSince(uint32_t stamp,
@@ -177,10 +188,6 @@ class ParameterTable {
   // Sets capacity_ and the hashing that depends on it; marks every slot free.
   void SetCapacity(size_t capacity);
   void Grow() { Rebuild(Grown(capacity_), ordered_); }
-  // Room for `more` new keys without growing. A sorted batch must land on a
-  // table sized for all of it, or in the ordered layout its first keys crowd
-  // the first slots.
-  void Reserve(size_t more);
   // Moves every row into new slots of `capacity`, laid out in key order if
   // `ordered`. The new slots are allocated first: if that fails, the table is
   // unchanged.

@@ -174,7 +174,8 @@ void Scheduler::HeardFromAMember(double now) {
       LOG(WARNING) << "the scheduler heard from none of its nodes for " << now - heard_any_
                    << " s: every node gets a whole heartbeat timeout from now";
     }
-    for (auto& [id, member] : members_) member.last_heartbeat = std::max(member.last_heartbeat, now);
+    for (auto& [id, member] : members_)
+      member.last_heartbeat = std::max(member.last_heartbeat, now);
   }
   heard_any_ = now;
 }

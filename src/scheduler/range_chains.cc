@@ -77,11 +77,17 @@ RangeChains::Departure RangeChains::RemoveServer(int rank) {
   for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
     std::vector<int> chain = ranges_.Chain(range);
     auto it = std::find(chain.begin(), chain.end(), rank);
-    if (it == chain.end()) continue;
+    if (it == chain.end()) {
+      precopy_[range].erase(rank);
+      precopied_[range].erase(rank);
+      continue;
+    }
     const bool primary = it == chain.begin();
     chain.erase(it);
     std::set<int>& copying = copying_[range];
     copying.erase(rank);
+    precopy_[range].erase(rank);
+    precopied_[range].erase(rank);
     const bool held =
         std::any_of(chain.begin(), chain.end(), [&](int other) { return !copying.count(other); });
     if (!held) {
@@ -101,15 +107,28 @@ RangeChains::Additions RangeChains::Repair(const std::set<int>& live_ranks) {
   if (ranges_.num_ranges() == 0) return added;
   for (size_t range = 0; range < ranges_.num_ranges() && range < home_.num_ranges(); ++range) {
     std::vector<int> chain = ranges_.Chain(range);
+    for (std::map<size_t, std::set<int>>* moving : {&moves_, &precopy_, &precopied_}) {
+      std::set<int>& ranks = (*moving)[range];
+      for (auto it = ranks.begin(); it != ranks.end();) {
+        it = home_.Holds(range, *it) ? std::next(it) : ranks.erase(it);  // moved elsewhere since
+      }
+    }
     if (!live_ranks.count(chain[0])) continue;  // nobody joins behind a departed primary
     for (int member : home_.Chain(range)) {
       if (std::find(chain.begin(), chain.end(), member) != chain.end() ||
           !live_ranks.count(member)) {
         continue;
       }
+      if (moves_[range].count(member) && !precopied_[range].count(member)) {
+        precopy_[range].insert(member);  // copies the range before it joins the chain
+        continue;
+      }
       added[member].emplace_back(range, chain.back());
       chain.push_back(member);
       copying_[range].insert(member);
+      moves_[range].erase(member);
+      precopy_[range].erase(member);
+      precopied_[range].erase(member);
     }
     ranges_ = ranges_.WithChain(range, chain);
   }
@@ -132,6 +151,19 @@ std::vector<size_t> RangeChains::Missing(int rank) const {
   return missing;
 }
 
+void RangeChains::Precopied(size_t range, int rank) {
+  if (range >= ranges_.num_ranges()) {
+    throw MakeError("key range ", range, " does not exist (the job has ", ranges_.num_ranges(),
+                    ")");
+  }
+  auto precopy = precopy_.find(range);
+  if (precopy == precopy_.end() || !precopy->second.count(rank)) {
+    throw MakeError("server ", rank, " is not pre-copying key range ", range);
+  }
+  precopy->second.erase(rank);
+  precopied_[range].insert(rank);
+}
+
 void RangeChains::Synced(size_t range, int rank) {
   if (range >= ranges_.num_ranges()) {
     throw MakeError("key range ", range, " does not exist (the job has ", ranges_.num_ranges(),
@@ -151,6 +183,7 @@ void RangeChains::ToView(const std::set<int>& live_ranks, proto::ClusterView* vi
   ranges_.ToProto(view->mutable_ranges());
   for (int range = 0; range < view->ranges_size(); ++range) {
     for (int rank : home_.Chain(range)) view->mutable_ranges(range)->add_home(rank);
+    for (int rank : precopy_[range]) view->mutable_ranges(range)->add_precopy(rank);
     for (int rank : copying_[range]) {
       if (ranges_.Holds(range, rank)) view->mutable_ranges(range)->add_copying(rank);
     }
@@ -192,6 +225,7 @@ void RangeChains::Balance(const std::set<int>& ranks, std::set<size_t>* changed)
     chain.erase(std::find(chain.begin(), chain.end(), most->first));
     chain.push_back(fewest->first);  // where Repair will put it
     home_ = home_.WithChain(moved, chain);
+    if (precopy_moves_) moves_[moved].insert(fewest->first);
     --most->second;
     ++fewest->second;
     changed->insert(moved);
@@ -229,6 +263,7 @@ std::vector<size_t> RangeChains::Drain(int rank, const std::set<int>& ranks) {
       if (heir < 0 || count < counts[heir]) heir = candidate;
     }
     chain.push_back(heir);  // there is one: ranks has more members than the chain
+    if (precopy_moves_) moves_[range].insert(heir);
     ++counts[heir];
     home_ = home_.WithChain(range, chain);
     changed.insert(range);

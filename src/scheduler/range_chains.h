@@ -14,11 +14,14 @@
 //
 // Live resharding moves homes: a server that joins (Join) takes ranges from
 // the servers holding the most, and a drained one (Drain) hands each of its
-// ranges to the server holding the fewest. A range whose home gained a live
-// server gets it at the end of its chain, copying (Repair); once no replica
-// of the range is copying, the members its home lost leave its chain (Trim).
-// A move is thus a chain join followed by a leave: the range's pushes go on
-// throughout, and the at-most-once records travel with the copy.
+// ranges to the server holding the fewest. A live server a range's home
+// gained by a move first copies the range from the chain's end without
+// joining it (pre-copy: pushes go on as before); once that copy arrived it
+// joins the chain's end, copying (Repair), and needs only the rows changed
+// since, while the pushes passed down to it wait. Once no replica of the
+// range is copying, the members its home lost leave its chain (Trim). A move
+// is thus a chain join followed by a leave, and the at-most-once records
+// travel with the copy.
 //
 // Not synchronized: the scheduler calls it under its lock.
 #ifndef KEEL_SCHEDULER_RANGE_CHAINS_H_
@@ -52,6 +55,9 @@ class RangeChains {
   RangeChains(int num_servers, int replication, int num_ranges = 0);
 
   int num_ranges() const { return num_ranges_; }
+  // Whether a moving range is copied before its new server joins the chain
+  // (true unless set; benchmarks compare).
+  void set_precopy(bool precopy) { precopy_moves_ = precopy; }
 
   // Whether the job has chains yet: a view went out, or a rejoining node
   // brought the ones it knew.
@@ -100,6 +106,11 @@ class RangeChains {
   // The ranges `rank` started on but is not in the chain of now.
   std::vector<size_t> Missing(int rank) const;
 
+  // Server `rank` reports its pre-copy of `range` arrived: it joins the
+  // chain's end at the next view, to copy what changed since. Throws Error
+  // (and changes nothing) unless `rank` was pre-copying `range`.
+  void Precopied(size_t range, int rank);
+
   // Server `rank` reports its copy of `range` arrived: it counts as a replica.
   // Throws Error (and changes nothing) unless `range` exists and `rank` is
   // copying it.
@@ -117,11 +128,16 @@ class RangeChains {
   std::map<int, int> HomeCounts(const std::set<int>& ranks) const;
 
   int num_servers_;
+  bool precopy_moves_ = true;
   const int replication_;
   const int num_ranges_;
   RangeMap ranges_;
   RangeMap home_;  // per range, the servers it is meant to be on
   uint64_t epoch_ = 0;  // the view epoch `ranges_` came from
+  // Per range: ranks its home gained by a move (Join, Drain), which copy it
+  // before they join its chain (pre-copy), those copying it so, and those
+  // whose pre-copy arrived.
+  std::map<size_t, std::set<int>> moves_, precopy_, precopied_;
   // Per range: ranks that joined its chain and have not yet reported that its
   // copy arrived. They are not promoted in place of the last replica that
   // holds the rows.

@@ -233,7 +233,16 @@ std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node, const std::
       return "--join adds a server to a running job, and this job has not started: start its "
              "first servers without --join";
     }
-    if (node.rank() >= 0) return "--join takes the next free rank: give no --rank";
+    if (node.rank() > kMaxServerRank) {
+      return "server rank " + std::to_string(node.rank()) + " is above " +
+             std::to_string(kMaxServerRank);
+    }
+    if (node.rank() >= 0 && (taken.count(node.rank()) || server_vacant_.count(node.rank()) ||
+                             chains_.Names(node.rank()))) {
+      return "server rank " + std::to_string(node.rank()) +
+             " is taken, or a key range still names it: a joining server needs a new rank "
+             "(or none, for the next free one)";
+    }
     const int servers = static_cast<int>(server_ranks_.size() + server_vacant_.size()) + 1;
     if (servers > chains_.num_ranges()) {
       return "the job has " + std::to_string(chains_.num_ranges()) + " key range(s), too few for " +

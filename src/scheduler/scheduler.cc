@@ -43,6 +43,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       shares_(options.num_workers, options.worker_replace_timeout_s,
               [this](int node, Message& message) { SendTo(node, message); }),
       progress_(options.num_workers) {
+  chains_.set_precopy(options.precopy);
   // Node ids are never reused, across a restart of the scheduler too: a
   // scheduler started again does not know the ids its predecessor gave out
   // until their nodes register again, and a new node may come first. So each
@@ -275,8 +276,8 @@ void Scheduler::PublishView() {
   view_.set_replication(options_.replication);
   membership_.RecordView(view_);
   checkpoints_->FillView(&view_);
-  LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << num_servers_
-            << " server(s), " << options_.num_workers << " worker(s)";
+  LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << num_servers_ << " server(s), "
+            << options_.num_workers << " worker(s)";
   for (const auto& [id, member] : members_) {
     Message message = ControlMessage(proto::VIEW);
     *message.meta.mutable_view() = view_;
@@ -460,7 +461,18 @@ void Scheduler::OnOrphans(const proto::Meta& meta, const Member& member) {
 
 void Scheduler::OnReplicaSync(const proto::Meta& meta, const Member& member) {
   // A server that joined a chain holds the range now: it counts as a replica.
+  // One that pre-copied a range it moves to joins the range's chain.
   if (member.info.role() != proto::SERVER) return;
+  if (meta.shard().precopy()) {
+    try {
+      chains_.Precopied(meta.shard().range(), member.info.rank());
+    } catch (const Error& e) {
+      Reject(meta, e.what());
+      return;
+    }
+    PublishView();
+    return;
+  }
   try {
     chains_.Synced(meta.shard().range(), member.info.rank());
   } catch (const Error& e) {

@@ -73,6 +73,10 @@ struct SchedulerOptions {
   // Key ranges (0: one per server). More ranges than servers let servers
   // join the running job (at most one per range) and be drained from it.
   int key_ranges = 0;
+  // A moving range is copied to its new server before that server joins the
+  // range's chain, so that pushes wait only for the changes since (false:
+  // they wait for the whole copy; for comparison).
+  bool precopy = true;
   CheckpointOptions checkpoint;
   // How long to try connecting back to a registering node's advertised
   // address before refusing it as unreachable (and how long a suspect's

@@ -21,6 +21,20 @@ bool Copying(const proto::ClusterView& view, size_t range, int rank) {
   return std::find(copying.begin(), copying.end(), rank) != copying.end();
 }
 
+// Whether `view` says server `rank` copies `range` before joining its chain.
+bool Precopying(const proto::ClusterView& view, size_t range, int rank) {
+  if (range >= static_cast<size_t>(view.ranges_size())) return false;
+  const auto& precopy = view.ranges(static_cast<int>(range)).precopy();
+  return std::find(precopy.begin(), precopy.end(), rank) != precopy.end();
+}
+
+// Whether any table of `shard` evicts rows: its removals are not tracked
+// between a pre-copy and its delta, so such a range is handed over whole.
+bool Evicts(const Shard& shard) {
+  return std::any_of(shard.tables.begin(), shard.tables.end(),
+                     [](const auto& table) { return table.second.evict_after > 0; });
+}
+
 }  // namespace
 
 void KVServer::PassDown(const Message& push, size_t range, int origin) {
@@ -49,15 +63,17 @@ void KVServer::PassDown(const Message& push, size_t range, int origin) {
 
 void KVServer::UpdateShards(const proto::ClusterView& view, const RangeMap& ranges,
                             bool first_view) {
-  DropLeftShards(ranges);
+  DropLeftShards(view, ranges);
   NotePromotions(ranges);
   AddJoinedShards(view, ranges, first_view);
 }
 
-void KVServer::DropLeftShards(const RangeMap& ranges) {
+void KVServer::DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges) {
   const int rank = node_->rank();
   for (auto it = shards_.begin(); it != shards_.end();) {
-    if (it->first < ranges.num_ranges() && ranges.Holds(it->first, rank)) {
+    if (it->first < ranges.num_ranges() &&
+        (ranges.Holds(it->first, rank) ||
+         (it->second.precopy && Precopying(view, it->first, rank)))) {
       ++it;
       continue;
     }
@@ -83,7 +99,26 @@ void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& r
                                bool first_view) {
   const int rank = node_->rank();
   for (size_t range = 0; range < ranges.num_ranges(); ++range) {
-    if (!ranges.Holds(range, rank) || shards_.count(range)) continue;
+    auto existing = shards_.find(range);
+    if (existing == shards_.end() && !ranges.Holds(range, rank) && Precopying(view, range, rank)) {
+      // A range moving here: copied before this server joins its chain.
+      Shard& shard = shards_[range];
+      shard.precopy = true;
+      shard.ready = false;
+      LOG(INFO) << "key range " << range << " moves to this server: copying it from server "
+                << ranges.Chain(range).back() << " while its pushes go on";
+      continue;
+    }
+    if (existing != shards_.end() && existing->second.precopy && ranges.Holds(range, rank)) {
+      // It joins the chain now: the pushes passed down wait for the changes
+      // since the pre-copy (or for a whole copy, if it has none).
+      existing->second.precopy = false;
+      existing->second.asked = -1;
+      LOG(INFO) << "key range " << range << ": joins its chain behind server "
+                << ranges.Predecessor(range, rank) << "; waiting for the changes since its copy";
+      continue;
+    }
+    if (!ranges.Holds(range, rank) || existing != shards_.end()) continue;
     Shard& shard = shards_[range];
     shard.primary = ranges.server(range) == rank;
     if (shard.primary && (!first_view || node_->replaces())) {
@@ -106,6 +141,11 @@ void KVServer::AskForRanges(const RangeMap& ranges) {
   const int rank = node_->rank();
   for (auto& [range, shard] : shards_) {
     if (shard.ready) continue;
+    if (shard.precopy) {
+      // From the chain's end: the replica this one will follow.
+      if (!shard.precopied) AskPredecessor(range, shard, ranges.Chain(range).back());
+      continue;
+    }
     const int predecessor = ranges.Predecessor(range, rank);
     if (predecessor < 0) {
       // Every replica before it left: nothing to copy from.
@@ -125,6 +165,10 @@ void KVServer::AskPredecessor(size_t range, Shard& shard, int predecessor) {
   } catch (const Error&) {
     return;  // asked at the next view
   }
+  AskNode(range, shard, id);
+}
+
+void KVServer::AskNode(size_t range, Shard& shard, int id) {
   if (id == shard.asked) return;
   shard.asked = id;
   shard.copy_pages = 0;  // a copy from another replica starts over
@@ -133,11 +177,25 @@ void KVServer::AskPredecessor(size_t range, Shard& shard, int predecessor) {
   request.meta.set_command(proto::REPLICA_SYNC);
   request.meta.set_sequence(node_->NextSequence());
   request.meta.mutable_shard()->set_range(static_cast<uint32_t>(range));
+  request.meta.mutable_shard()->set_precopy(shard.precopy);
+  // Rows copied from that node already: only what changed since.
+  const bool delta = shard.copied_from == id;
+  request.meta.mutable_shard()->set_delta(delta);
+  shard.slicing = shard.precopy && !delta;
+  if (shard.slicing) {
+    // A pre-copy's whole round, in slices: the source serves pushes between.
+    if (shard.asked_slice_source != id) {
+      shard.precopy_slice = 0;
+      shard.precopy_round_rows = 0;
+    }
+    shard.asked_slice_source = id;
+    request.meta.mutable_shard()->set_slice(shard.precopy_slice);
+    request.meta.mutable_shard()->set_slices(kPrecopySlices);
+  }
   try {
     node_->Send(id, request);
   } catch (const Error& e) {
-    LOG(WARNING) << "key range " << range << ": could not ask server " << predecessor << ": "
-                 << e.what();
+    LOG(WARNING) << "key range " << range << ": could not ask node " << id << ": " << e.what();
     shard.asked = -1;
   }
 }
@@ -161,6 +219,12 @@ void KVServer::OnReplicaSync(Message&& message) {
   } catch (const std::exception& e) {  // a bad copy, or one too large for memory
     rejected_.fetch_add(1);
     shard.tables.clear();
+    shard.precopied = false;  // its rows are gone: the next copy is whole
+    shard.copied_from = -1;
+    shard.precopy_rounds = 0;
+    shard.precopy_slice = 0;
+    shard.precopy_round_rows = 0;
+    shard.asked_slice_source = -1;
     shard.asked = -1;  // asked again at the next view
     shard.copy_pages = 0;
     shard.copy_rows = 0;
@@ -168,6 +232,18 @@ void KVServer::OnReplicaSync(Message&& message) {
     return;
   }
   if (meta.shard().more_pages()) return;
+  if (shard.precopy) {
+    shard.precopy_round_rows += shard.copy_rows;
+    if (shard.slicing && ++shard.precopy_slice < kPrecopySlices) {
+      // A slice of the whole round: the next, until the last.
+      shard.asked = -1;
+      AskNode(range, shard, meta.sender());
+      return;
+    }
+    shard.slicing = false;
+    PrecopyRound(range, shard, meta.sender());
+    return;
+  }
   LOG(INFO) << "key range " << range << ": received " << shard.copy_rows << " rows in "
             << shard.copy_pages << " page(s) from node " << meta.sender()
             << "; this server holds a replica of it again (" << shard.held.size()
@@ -185,10 +261,121 @@ void KVServer::AnswerShardRequest(const proto::Meta& meta, size_t range) {
     LOG(WARNING) << "node " << meta.sender() << " asked for key range " << range
                  << ", which this server does not hold";
   } else if (!found->second.ready) {
-    found->second.askers.emplace_back(meta.sender(), meta.sequence());  // answered when it is
+    // Answered (whole) when it is.
+    found->second.askers.emplace_back(meta.sender(), meta.sequence());
+  } else if (meta.shard().precopy() || meta.shard().delta()) {
+    AnswerPrecopy(meta, range, found->second);
   } else {
     SendShardCopy(range, found->second, meta.sender(), meta.sequence());
   }
+}
+
+void KVServer::AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard) {
+  const int to = meta.sender();
+  auto record = shard.precopies.find(to);
+  // Only the rows changed since the asker's last copy from here, if this
+  // replica took it (its stamps tell); removals (eviction) stamps do not
+  // show, so such a range goes whole.
+  std::map<uint32_t, uint32_t> since;
+  const bool delta = meta.shard().delta() && record != shard.precopies.end() && !Evicts(shard);
+  if (delta) since = record->second;
+  if (!delta && meta.shard().precopy() && meta.shard().slices() > 1 &&
+      meta.shard().slices() <= kPrecopySlices && meta.shard().slice() < meta.shard().slices() &&
+      !Evicts(shard)) {
+    SendPrecopySlice(meta, range, shard);
+    return;
+  }
+  SendShardCopy(range, shard, to, meta.sequence(), delta ? &since : nullptr);
+  if (!meta.shard().precopy()) {
+    shard.precopies.erase(to);  // handed over
+    return;
+  }
+  RecordPrecopy(to, &shard);
+}
+
+void KVServer::SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& shard) {
+  // The slices are slot ranges of each table (cheap to read, unlike key
+  // ranges: a slot-ordered table is roughly key-ordered anyway). The stamps
+  // are taken at the first, so rows changed while the slices go come in the
+  // next round; a table that grew since (its rows moved to other slots) or
+  // is new goes whole, and ends the slices.
+  const int to = meta.sender();
+  const uint32_t slices = meta.shard().slices();
+  const uint32_t slice = meta.shard().slice();
+  if (slice == 0) {
+    RecordPrecopy(to, &shard);
+    std::map<uint32_t, size_t>& capacities = shard.precopy_capacities[to];
+    capacities.clear();
+    for (const auto& [id, table] : shard.tables) capacities[id] = table.rows->capacity();
+  }
+  const std::map<uint32_t, size_t>& capacities = shard.precopy_capacities[to];
+  bool whole = false;
+  const TableCopier take = [&](uint32_t id, const ServerTable& table) {
+    const auto found = capacities.find(id);
+    if (found == capacities.end() || found->second != table.rows->capacity()) {
+      whole = true;
+      return SortedCopy(id, table);
+    }
+    const size_t capacity = found->second;
+    const size_t begin = capacity * slice / slices;
+    const size_t end = slice + 1 == slices ? ~size_t{0} : capacity * (slice + 1) / slices;
+    return SortedCopy(id, table, 0, begin, end);
+  };
+  // A grown table goes whole again in each later slice: laid over itself.
+  SendShardCopy(range, shard, to, meta.sequence(), nullptr, &take, /*adds=*/slice > 0, slices);
+  if (whole) VLOG(1) << "key range " << range << ": a table grew during a sliced copy";
+}
+
+void KVServer::RecordPrecopy(int to, Shard* shard) {
+  // The stamps now: rows changed after this copy carry later ones.
+  std::map<uint32_t, uint32_t>& stamps = shard->precopies[to];
+  stamps.clear();
+  for (auto& [id, table] : shard->tables) {
+    table.rows->EnableStamps();
+    stamps[id] = table.rows->stamp();
+    table.rows->AdvanceStamp();
+  }
+}
+
+void KVServer::PrecopyRound(size_t range, Shard& shard, int from) {
+  // Each round copies what changed during the one before; once that stops
+  // halving (pushes change rows as fast as they are copied), or is small,
+  // the hand-over follows: joined to the chain, the pushes passed down wait
+  // only for what changed during the last round.
+  constexpr int kMaxRounds = 4;
+  constexpr uint64_t kSmallRows = 1000;
+  const uint64_t rows = std::exchange(shard.precopy_round_rows, 0);
+  shard.precopy_slice = 0;
+  shard.asked_slice_source = -1;
+  const bool shrinking = shard.precopy_rounds == 0 || rows * 2 <= shard.precopy_last_rows;
+  ++shard.precopy_rounds;
+  shard.precopy_last_rows = rows;
+  shard.copied_from = from;
+  if (shard.precopy_rounds < kMaxRounds && rows > kSmallRows && shrinking) {
+    shard.asked = -1;
+    AskNode(range, shard, from);
+    return;
+  }
+  PrecopyDone(range, shard, from);
+}
+
+void KVServer::PrecopyDone(size_t range, Shard& shard, int from) {
+  LOG(INFO) << "key range " << range << ": copied from node " << from << " in "
+            << shard.precopy_rounds << " round(s) (" << shard.precopy_last_rows
+            << " rows in the last) ahead of joining its chain";
+  shard.precopied = true;
+  shard.copy_pages = 0;
+  shard.copy_rows = 0;
+  Message report;
+  report.meta.set_command(proto::REPLICA_SYNC);
+  report.meta.mutable_shard()->set_range(static_cast<uint32_t>(range));
+  report.meta.mutable_shard()->set_precopy(true);
+  try {
+    node_->SendToScheduler(report);
+  } catch (const Error& e) {
+    LOG(WARNING) << "key range " << range << ": could not tell the scheduler: " << e.what();
+  }
+  PublishSizes();
 }
 
 void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range) {
@@ -198,10 +385,13 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
                     meta.shard().page(), " arrived where page ", shard.copy_pages, " was expected");
   }
   const ShardState state = DecodeShardCopy(message);
-  if (shard.copy_pages == 0) {  // a copy replaces whatever the replica had
-    shard.tables.clear();
+  if (shard.copy_pages == 0) {
+    // A copy replaces whatever the replica had; a delta goes over its
+    // pre-copy (only the dedupe windows are replaced whole).
+    if (!meta.shard().delta()) shard.tables.clear();
     shard.applied.clear();
     shard.tracked.clear();
+    shard.precopies.clear();  // stamps of rows this copy replaces
   }
   uint64_t rows = 0;
   for (const SnapshotTable& saved : state.tables) {
@@ -210,6 +400,12 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
       throw MakeError("key range ", range, " from node ", meta.sender(), ": table ", saved.table,
                       " rows have ", saved.row_width, " floats; this server's ",
                       table.optimizer->name(), " optimizer needs ", table.rows->row_width());
+    }
+    if (shard.slicing && shard.precopy_slice == 0 && shard.copy_pages == 0) {
+      // The first of a round's slices: room for them all now, so that the
+      // table is laid out for the whole range rather than grown around the
+      // first slice's keys.
+      table.rows->Reserve(saved.keys.size() * kPrecopySlices);
     }
     rows += CopyRowsIn(saved, 0, ~Key{0}, table.rows.get());
   }
@@ -235,13 +431,20 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
   shard.copy_rows += rows;
 }
 
-void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence) {
+void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
+                             const std::map<uint32_t, uint32_t>* since, const TableCopier* take,
+                             bool adds, uint32_t slices) {
   const double begin = MonotonicSeconds();
   ShardState state;
   state.range = static_cast<uint32_t>(range);
   uint64_t rows = 0;
   for (const auto& [id, table] : shard.tables) {
-    state.tables.push_back(SortedCopy(id, table));
+    uint32_t stamp = 0;  // whole
+    if (since) {
+      auto found = since->find(id);
+      if (found != since->end()) stamp = found->second;
+    }
+    state.tables.push_back(take ? (*take)(id, table) : SortedCopy(id, table, stamp));
     rows += state.tables.back().keys.size();
   }
   for (const auto& [id, table] : shard.tables) {
@@ -260,10 +463,13 @@ void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t 
   try {
     for (Message& page : pages) {
       page.meta.set_sequence(sequence);
+      page.meta.mutable_shard()->set_delta(since != nullptr || adds);
+      page.meta.mutable_shard()->set_slices(slices);
       node_->Send(to, page);
     }
-    LOG(INFO) << "key range " << range << ": sent " << rows << " rows in " << pages.size()
-              << " page(s) to node " << to << " (copied in " << MonotonicSeconds() - begin << " s)";
+    LOG(INFO) << "key range " << range << ": sent " << rows << (since ? " changed" : "")
+              << " rows in " << pages.size() << " page(s) to node " << to << " (copied in "
+              << MonotonicSeconds() - begin << " s)";
   } catch (const Error& e) {
     LOG(WARNING) << "key range " << range << ": could not send it to node " << to << ": "
                  << e.what();
@@ -272,6 +478,9 @@ void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t 
 
 void KVServer::ShardReady(size_t range, Shard& shard) {
   shard.ready = true;
+  shard.precopied = false;  // handed over
+  shard.copied_from = -1;
+  shard.precopy_rounds = 0;
   for (const auto& [to, sequence] : std::exchange(shard.askers, {})) {
     SendShardCopy(range, shard, to, sequence);
   }

@@ -193,8 +193,8 @@ class KVServer {
   bool Serve(Message&& message, int64_t waited_us);
   // The node id of this server's predecessor in `range`'s chain; -1 if none.
   int PredecessorId(size_t range) const;
-  // Whether `request`, a worker's PUSH or PULL sent for an older view, is for
-  // a key range this server is not the primary of now: answered as moved.
+  // Whether `request`, a worker's PUSH or PULL, is for a key range this
+  // server is not the primary of now: answered as moved.
   bool MovedAway(const proto::Meta& meta, const DataRequest& request) const;
   // Throws Error if this server cannot serve, or SenderProblem finds one.
   void CheckCanServe(const proto::Meta& meta) const;
@@ -274,14 +274,20 @@ class KVServer {
   void PassDown(const Message& push, size_t range, int origin);
   // Creates the shards of ranges this server joined and drops those it left.
   void UpdateShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
-  void DropLeftShards(const RangeMap& ranges);
+  void DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges);
   // Marks the shards this server became the primary of (a promotion).
   void NotePromotions(const RangeMap& ranges);
   void AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
   // Asks the predecessor of every range still waiting for its rows.
   void AskForRanges(const RangeMap& ranges);
-  // Asks server `predecessor` for `range`, unless it was asked already.
+  // Asks server `predecessor` for `range`, unless it was asked already: a
+  // pre-copy if the shard is pre-copying, only the changes since the
+  // pre-copy if it has one from that server, else the whole range.
   void AskPredecessor(size_t range, Shard& shard, int predecessor);
+  // Asks node `id` for `range` (as AskPredecessor), unless it was asked already.
+  void AskNode(size_t range, Shard& shard, int id);
+  // A round of a pre-copy arrived from node `from`: asks for another, or is done.
+  void PrecopyRound(size_t range, Shard& shard, int from);
   // REPLICA_SYNC: answers a request for a range, or takes a range's copy.
   void OnReplicaSync(Message&& message);
   void AnswerShardRequest(const proto::Meta& meta, size_t range);
@@ -289,8 +295,24 @@ class KVServer {
   // and dedupe windows, the others add theirs. Throws Error if the page is
   // out of order, malformed or does not fit.
   void TakeShardCopy(const Message& message, Shard& shard, size_t range);
-  // Sends `range`'s rows and dedupe windows to node `to`, answering `sequence`.
-  void SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence);
+  // Sends `range`'s rows and dedupe windows to node `to`, answering
+  // `sequence`: every row, or (`since`, by table) only those changed since
+  // a pre-copy (tables not in `since` whole).
+  // `take`, if given, makes each table's copy instead (a slice, laid over
+  // earlier slices: `adds` marks the pages delta; `slices` is echoed, 0 if
+  // the slices end with this one).
+  using TableCopier = std::function<SnapshotTable(uint32_t, const ServerTable&)>;
+  void SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
+                     const std::map<uint32_t, uint32_t>* since = nullptr,
+                     const TableCopier* take = nullptr, bool adds = false, uint32_t slices = 0);
+  // One slice of a pre-copy's whole round for node meta.sender().
+  void SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& shard);
+  // A pre-copy or its delta asked by node `to` (AnswerShardRequest).
+  void AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard);
+  // Keeps each table's stamp now for node `to`'s next delta, and starts new ones.
+  void RecordPrecopy(int to, Shard* shard);
+  // A pre-copy arrived: tells the scheduler.
+  void PrecopyDone(size_t range, Shard& shard, int from);
   // The shard has its rows: answers the replicas that asked for it meanwhile,
   // tells the scheduler, and lets the pushes held meanwhile go on.
   void ShardReady(size_t range, Shard& shard);

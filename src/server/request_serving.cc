@@ -167,8 +167,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
                          size_t range) {
   const proto::Meta& meta = message.meta;
   const int origin = meta.origin() != 0 ? meta.origin() : meta.sender();
-  if (meta.origin() != 0 && meta.epoch() < view_epoch_ &&
-      PredecessorId(range) != meta.sender()) {
+  if (meta.origin() != 0 && meta.epoch() < view_epoch_ && PredecessorId(range) != meta.sender()) {
     // Passed down for an older view, by a server that is no longer this
     // one's predecessor (the chain moved on): dropped. The worker, which has
     // no acknowledgement, sends it again along the new chain.
@@ -335,10 +334,11 @@ void KVServer::EraseRows(const Key* keys, size_t count, Shard* shard, ServerTabl
 }
 
 bool KVServer::MovedAway(const proto::Meta& meta, const DataRequest& request) const {
-  // A worker's request for an older view: the range may have moved on since
-  // (live resharding), and the worker will send it where its view says once
-  // it has this one.
-  if (meta.origin() != 0 || meta.epoch() >= view_epoch_ || request.keys.size() == 0) return false;
+  // A worker's request for a range this server is not the primary of: the
+  // range moved on (live resharding, a promotion) after the worker routed it,
+  // perhaps while its view changed under it, so its epoch may even be this
+  // view's; the worker sends it where its view says once it has this one.
+  if (meta.origin() != 0 || request.keys.size() == 0) return false;
   if (meta.command() != proto::PUSH && meta.command() != proto::PULL) return false;
   auto ranges = node_->ranges();
   return ranges && ranges->server(ranges->RangeOf(request.keys[0])) != node_->rank();

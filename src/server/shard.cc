@@ -69,9 +69,15 @@ uint64_t AdmitKeys(const Key* keys, size_t count, const ServerTable& table,
   return admitted;
 }
 
-SnapshotTable SortedCopy(uint32_t id, const ServerTable& table) {
+SnapshotTable SortedCopy(uint32_t id, const ServerTable& table, uint32_t since,
+                         size_t slot_begin, size_t slot_end) {
   std::vector<std::pair<Key, const float*>> sorted;
-  table.rows->ForEach([&](Key key, const float* row) { sorted.emplace_back(key, row); });
+  auto take = [&](Key key, const float* row) { sorted.emplace_back(key, row); };
+  if (since > 0) {
+    table.rows->ForEachChangedSince(since, take);
+  } else {
+    table.rows->ForEachInSlots(slot_begin, slot_end, take);
+  }
   std::sort(sorted.begin(), sorted.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   SnapshotTable copy;

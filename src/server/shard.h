@@ -74,6 +74,29 @@ struct Shard {
   // had it itself: node id and request sequence, answered once it has.
   std::vector<std::pair<int, uint64_t>> askers;
   bool primary = false;
+  // Live resharding: this server copies the range before it joins the
+  // range's chain (the view lists it as pre-copying; it takes no pushes
+  // then), in rounds: the whole range, then the rows changed during the
+  // round before, until they stop shrinking; `precopied` after the last.
+  // `copied_from`: the node whose rows (and stamps) this copy is of, so that
+  // the hand-over asks it only for what changed since.
+  bool precopy = false;
+  bool precopied = false;
+  int copied_from = -1;
+  int precopy_rounds = 0;
+  uint64_t precopy_last_rows = 0;
+  // The first round's next slice, and the rows the round has brought so far.
+  bool slicing = false;  // the request out asks for a slice
+  uint32_t precopy_slice = 0;
+  int asked_slice_source = -1;
+  uint64_t precopy_round_rows = 0;
+  // As the source of such copies: per node that pre-copied the range from
+  // here, each table's stamp when it was taken (rows stamped after it changed
+  // since), for the delta that hands the range over; and each table's
+  // capacity at a sliced round's first slice (a table grown since is sent
+  // whole).
+  std::map<int, std::map<uint32_t, uint32_t>> precopies;
+  std::map<int, std::map<uint32_t, size_t>> precopy_capacities;
   // Delta checkpoints: the checkpoint (DeltaToken) this shard's rows were
   // last copied for as the range's primary, its tables' stamps advanced
   // then; "" when a delta could miss a change (the rows came from a copy or a
@@ -84,6 +107,9 @@ struct Shard {
   // with the time since, which measures recovery. 0: not waiting for one.
   double primary_since = 0;
 };
+
+// The slices a pre-copy's whole round comes in (ShardCopy.slices).
+constexpr uint32_t kPrecopySlices = 16;
 
 // Names checkpoint `id` of store `uri` for Shard::tracked.
 inline std::string DeltaToken(const std::string& uri, const std::string& id) {
@@ -105,8 +131,11 @@ void AppendRows(const ServerTable& table, SnapshotTable* copy, bool changed_only
 uint64_t AdmitKeys(const Key* keys, size_t count, const ServerTable& table,
                    std::vector<size_t>* kept);
 
-// `table`'s rows as table `id`, sorted by key.
-SnapshotTable SortedCopy(uint32_t id, const ServerTable& table);
+// `table`'s rows as table `id`, sorted by key: those in slots
+// [slot_begin, slot_end) (ForEachInSlots), or if `since` is not 0 those
+// stamped after it (ForEachChangedSince).
+SnapshotTable SortedCopy(uint32_t id, const ServerTable& table, uint32_t since = 0,
+                         size_t slot_begin = 0, size_t slot_end = ~size_t{0});
 
 // Copies the rows of `saved` whose keys lie in [first, last] into `rows`
 // (inserting them), whole: weights and optimizer state; with eviction's last
