@@ -80,24 +80,35 @@ class ElasticCluster : public ::testing::Test {
   }
 
   // Keys spread over every range.
-  static std::vector<Key> SomeKeys() {
+  static std::vector<Key> SomeKeys(uint64_t count = 400) {
     std::vector<uint64_t> features;
-    for (uint64_t f = 0; f < 400; ++f) features.push_back(f);
+    for (uint64_t f = 0; f < count; ++f) features.push_back(f);
     return MixedKeySet(features);
   }
 
-  // Pushes gradients of 1 and 2 (by column) for keys_, `times` times, one
-  // at a time, in the background; counts them and keeps the longest wait.
+  // Pushes gradients of 1 and 2 (by column), `times` times, one at a time,
+  // in the background; counts them and keeps the longest wait. Push t
+  // carries the keys_[i] with i % kParts == t % kParts, so that a range's
+  // rows change a part at a time (a copy's later rounds hold only some).
+  static constexpr int kParts = 4;
   void StartPushing(int times) {
     pusher_ = std::thread([this, times] {
-      std::vector<float> gradient;
-      for (size_t i = 0; i < keys_.size(); ++i) gradient.insert(gradient.end(), {1.0f, 2.0f});
-      const SharedArray<const Key> keys(keys_);
-      const SharedArray<const float> values(gradient);
+      std::vector<SharedArray<const Key>> keys;
+      std::vector<SharedArray<const float>> values;
+      for (int part = 0; part < kParts; ++part) {
+        std::vector<Key> some;
+        std::vector<float> gradient;
+        for (size_t i = part; i < keys_.size(); i += kParts) {
+          some.push_back(keys_[i]);
+          gradient.insert(gradient.end(), {1.0f, 2.0f});
+        }
+        keys.emplace_back(std::move(some));
+        values.emplace_back(std::move(gradient));
+      }
       try {
         for (int t = 0; t < times && !stop_.load(); ++t) {
           const double begin = MonotonicSeconds();
-          client_->Wait(client_->Push(keys, values, kWidth), 30);
+          client_->Wait(client_->Push(keys[t % kParts], values[t % kParts], kWidth), 30);
           const double took = MonotonicSeconds() - begin;
           if (took > longest_push_s_.load()) longest_push_s_.store(took);
           pushed_.fetch_add(1);
@@ -145,8 +156,9 @@ class ElasticCluster : public ::testing::Test {
   // once.
   void GrowAndDrain(int replication) {
     StartCluster(2, replication);
-    keys_ = SomeKeys();
-    constexpr int kPushes = 600;
+    // 5000 rows a range: a pre-copy takes more than one round.
+    keys_ = SomeKeys(40000);
+    constexpr int kPushes = 1200;
     StartPushing(kPushes);
     ASSERT_TRUE(WaitFor([&] { return pushed_.load() >= 100 || done_.load(); }, 30));
     AddServer(2, /*join=*/true);
@@ -173,8 +185,9 @@ class ElasticCluster : public ::testing::Test {
     client_->Wait(client_->Pull(SharedArray<const Key>(keys_), &values, kWidth), 30);
     ASSERT_EQ(values.size(), keys_.size() * kWidth);
     for (size_t i = 0; i < keys_.size(); ++i) {
-      ASSERT_EQ(values[i * kWidth], -1.0f * kPushes) << "key " << i;
-      ASSERT_EQ(values[i * kWidth + 1], -2.0f * kPushes) << "key " << i;
+      const float pushes = kPushes / kParts;  // kPushes is a multiple of kParts
+      ASSERT_EQ(values[i * kWidth], -1.0f * pushes) << "key " << i;
+      ASSERT_EQ(values[i * kWidth + 1], -2.0f * pushes) << "key " << i;
     }
     std::vector<Key> dumped;
     std::vector<float> rows;

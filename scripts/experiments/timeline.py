@@ -15,6 +15,11 @@ Observability), for the experiment scripts: they read these, not log text.
       launch, worker-R) whose "event" is EVENT and whose members match
   timeline.py start MODEL_DIR
       the job's start (the earliest "start" line of launch, scheduler or a worker)
+  timeline.py views MODEL_DIR T0
+      "seconds_since_T0 servers epoch" per view the scheduler published
+  timeline.py pushes MODEL_DIR T0
+      "seconds_since_T0 longest_push_ms rank" per worker sample: the longest a
+      push waited for its answer since the worker's sample before
 """
 import glob
 import json
@@ -103,6 +108,19 @@ def start(model_dir):
         print("%.3f" % min(times))
 
 
+def views(model_dir, t0):
+    for line in lines(os.path.join(model_dir, "timeline", "scheduler.jsonl")):
+        if line.get("event") == "view":
+            print("%.3f %d %d" % (line["time"] - t0, line["servers"], line["epoch"]))
+
+
+def pushes(model_dir, t0):
+    for path in sorted(glob.glob(os.path.join(model_dir, "timeline", "worker-*.jsonl"))):
+        for line in lines(path):
+            if line.get("event") == "sample" and line.get("longest_push_ms") is not None:
+                print("%.3f %.3f %d" % (line["time"] - t0, line["longest_push_ms"], line["rank"]))
+
+
 def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__)
@@ -131,6 +149,10 @@ def main(argv):
         event(model_dir, argv[3], argv[4], conditions, after, last)
     elif command == "start" and len(argv) == 3:
         start(model_dir)
+    elif command == "views" and len(argv) == 4:
+        views(model_dir, float(argv[3]))
+    elif command == "pushes" and len(argv) == 4:
+        pushes(model_dir, float(argv[3]))
     else:
         sys.exit(__doc__)
 

@@ -214,7 +214,8 @@ int BenchKV() {
       // Tiny steps keep the pushed rows finite however long it runs;
       // ps-lite's workload sums (its values are small).
       "--optimizer=sgd", options.pslite_keys ? "--learning_rate=1" : "--learning_rate=1e-9",
-      "--minloglevel=1", "--replication=" + std::to_string(FLAGS_replication)};
+      "--minloglevel=1", "--replication=" + std::to_string(FLAGS_replication),
+      "--key_ranges=" + std::to_string(FLAGS_key_ranges)};
   const std::string secret = BenchSecret(folder);
   if (!secret.empty()) cluster.role_flags.push_back("--secret_file=" + secret);
   const int status = RunLocalCluster(cluster);
@@ -242,7 +243,10 @@ int BenchKV() {
   PrintTable("keel push/pull (" + FLAGS_workload + " workload): " + std::to_string(FLAGS_servers) +
                  " server(s), " + std::to_string(FLAGS_workers) + " worker(s), inflight " +
                  std::to_string(FLAGS_inflight) + " (small: 1), replication " +
-                 std::to_string(FLAGS_replication) + (secret.empty() ? "" : ", CURVE"),
+                 std::to_string(FLAGS_replication) +
+                 (FLAGS_key_ranges > 0 ? ", " + std::to_string(FLAGS_key_ranges) + " key ranges"
+                                       : std::string()) +
+                 (secret.empty() ? "" : ", CURVE"),
              rows, !baseline.empty());
   std::printf("%s\n", Json("kv", rows).c_str());
   return 0;

@@ -208,7 +208,7 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             "measures push/pull through a cluster, raw ZeroMQ, parsing, a compute backend, or a "
             "training job launched here (where each epoch's time went)",
             {"benchmark", "cluster"},
-            {"data", "data_format", "libsvm_zero_based", "device", "threads"},
+            {"data", "data_format", "libsvm_zero_based", "device", "threads", "key_ranges"},
             true};
   }
   if (command == "keygen") {

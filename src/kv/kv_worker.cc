@@ -252,9 +252,11 @@ void KVWorker::CollectDuePartsLocked(double now, double* next,
       failed->emplace_back(part.handle, std::move(error));
       continue;
     }
-    if (!part.held && part.command != proto::DUMP && round_trips_.count(part.server_id)) {
+    if (!part.held && !part.moved && part.command != proto::DUMP &&
+        round_trips_.count(part.server_id)) {
       round_trips_.at(part.server_id).OnTimeout(part.attempts);
     }
+    part.moved = false;
     ++part.attempts;
     ++part.sends_since_heard;
     if (!Retarget(part)) {
@@ -527,6 +529,7 @@ void KVWorker::OnResponse(Message&& message) {
     // view is as new as the server's (to the range's primary in it), else
     // when the newer view arrives (OnView).
     VLOG(1) << DescribePart(meta.sequence(), part->second) << ": the range moved";
+    part->second.moved = true;  // its resend is no sign of a slow server
     if (node_->epoch() >= meta.epoch()) {
       part->second.deadline = now;
       resend_now_ = true;

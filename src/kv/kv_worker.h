@@ -224,6 +224,7 @@ class KVWorker {
     double heard_at = 0;
     int sends_since_heard = 1;
     bool held = false;  // acknowledged as held at the gate
+    bool moved = false;  // answered moved: resent for the range's new server
   };
 
   // A request part on its way to a server (-1: none holds its range now).

@@ -102,15 +102,18 @@ class ParameterTable {
   // Starts a new stamp: rows changed from now on are told apart from those
   // changed before. Returns the new stamp.
   uint32_t AdvanceStamp() { return ++stamp_; }
+  // Rebuilds so far (growth, or a change of layout): rows keep their slots
+  // while it stays the same.
+  uint64_t generation() const { return generation_; }
   // Room for `more` new keys without growing. A sorted batch must land on a
   // table sized for all of it, or in the ordered layout its first keys crowd
   // the first slots. Throws std::bad_alloc (the table unchanged) if the
   // slots cannot grow.
   void Reserve(size_t more);
   // Calls visit(key, row) for the rows in slots [begin, end) (the key ~0's
-  // row when end > capacity()). Rows keep their slots until the table grows
-  // (or a row is erased): slices of a capacity() taken between growths see
-  // every row once.
+  // row when end > capacity()). Rows keep their slots until the table is
+  // rebuilt (generation()) or a row is erased: slices of a capacity() taken
+  // within one generation see every row once.
   void ForEachInSlots(size_t begin, size_t end,
                       const std::function<void(Key, const float*)>& visit) const;
   // Calls visit(key, row) for every row stamped after `stamp` (all rows

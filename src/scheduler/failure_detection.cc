@@ -114,6 +114,8 @@ void Scheduler::OnSuspectProbed(int id, const std::string& address, const Addres
 }
 
 void Scheduler::RemoveMember(int id, const std::string& reason) {
+  // Gone already: a drained server let go by an earlier removal's moves.
+  if (!members_.count(id)) return;
   if (members_.at(id).info.role() == proto::SERVER) {
     RemoveServer(id, reason);
   } else {
@@ -219,11 +221,9 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   members_.erase(id);
   removed_.emplace(id, reason);
   server_ranks_.erase(rank);
-  if (draining_.erase(rank)) {
-    --num_servers_;  // it was leaving: no replacement is awaited
-  } else {
-    server_vacant_[rank] = MonotonicSeconds();
-  }
+  // Vacant even if it was being drained: a range it held alone waits for its
+  // replacement (which restores it, then hands it on: the drain goes on).
+  server_vacant_[rank] = MonotonicSeconds();
   const RangeChains::Departure departure = chains_.RemoveServer(rank);
   membership_.Record("leave", member.info, ServerLeaveFields(reason, departure));
   const std::string moved = Promotions(departure);

@@ -65,9 +65,25 @@ void RangeChains::Adopt(const proto::ClusterView& known) {
   ranges_ = RangeMap::FromProto(known.ranges());
   // The homes, as the earlier scheduler had them (a view without them comes
   // from a job whose servers never moved: they are the start's).
+  // And the moves under way: replicas still copying (not to be trimmed past
+  // before their copy arrives) and servers still pre-copying.
+  copying_.clear();
+  precopy_.clear();
+  precopied_.clear();
+  moves_.clear();
   for (int range = 0; range < known.ranges_size(); ++range) {
-    const auto& home = known.ranges(range).home();
+    const proto::KeyRange& known_range = known.ranges(range);
+    const auto& home = known_range.home();
     if (!home.empty()) home_ = home_.WithChain(range, {home.begin(), home.end()});
+    for (int rank : known_range.copying()) {
+      if (ranges_.Holds(range, rank)) copying_[range].insert(rank);
+    }
+    for (int rank : known_range.precopy()) {
+      if (home_.Holds(range, rank) && !ranges_.Holds(range, rank)) {
+        precopy_[range].insert(rank);
+        moves_[range].insert(rank);
+      }
+    }
   }
   epoch_ = known.epoch();
 }

@@ -131,6 +131,12 @@ void Scheduler::TakeEarlierRun(const proto::Meta& request, int rank) {
     // view says how many the job has.
     const int servers = earlier_view_.num_servers();
     if (servers > 0 && servers <= chains_.num_ranges()) num_servers_ = servers;
+    draining_.clear();
+    for (int rank : earlier_view_.draining()) {
+      if (rank >= 0 && rank <= kMaxServerRank && draining_.size() < size_t{kMaxServerRank}) {
+        draining_.insert(rank);
+      }
+    }
   }
   int passed = 0;
   for (const proto::PassedBarrier& barrier : request.passed_barriers()) {

@@ -12,8 +12,9 @@
 namespace keel {
 
 std::set<int> Scheduler::HomeRanks() const {
+  // Live servers only: a vacant rank keeps the ranges homed on it (they wait
+  // for its replacement) but takes no new one, which would wait as long.
   std::set<int> ranks = server_ranks_;
-  for (const auto& [rank, since] : server_vacant_) ranks.insert(rank);
   for (int rank : draining_) ranks.erase(rank);
   return ranks;
 }
@@ -35,11 +36,15 @@ void Scheduler::JoinServer(const Member& member) {
 
 std::string Scheduler::Drain(int rank, const std::string& who) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return DrainLocked(rank, who);
+  return DrainLocked(rank, who, /*loopback=*/true);
 }
 
-std::string Scheduler::DrainLocked(int rank, const std::string& who) {
+std::string Scheduler::DrainLocked(int rank, const std::string& who, bool loopback) {
   if (stopping_ || shut_down_) return "the job is over";
+  if (!options_.secret && !loopback) {
+    return "without a cluster secret (plain TCP) only a client on the scheduler's own host may "
+           "drain servers: start the cluster with --secret_file to drain from elsewhere";
+  }
   if (!published_) return "the job has not started";
   if (!server_ranks_.count(rank)) {
     return "server " + std::to_string(rank) + " is not in the cluster";
@@ -76,7 +81,8 @@ void Scheduler::OnDrainRequest(const Message& message) {
   const std::string who =
       "an admin client at " +
       (message.peer_host.empty() ? std::string("an unknown host") : message.peer_host);
-  const std::string refusal = DrainLocked(meta.drain_rank(), who);
+  const bool loopback = message.peer_host.rfind("127.", 0) == 0 || message.peer_host == "::1";
+  const std::string refusal = DrainLocked(meta.drain_rank(), who, loopback);
   Message reply = ControlMessage(proto::DRAIN);
   reply.meta.set_sequence(meta.sequence());
   reply.meta.set_epoch(view_.epoch());
@@ -112,6 +118,14 @@ void Scheduler::AdvanceMoves() {
 
 int Scheduler::ReleaseDrained(int rank) {
   draining_.erase(rank);
+  if (server_vacant_.erase(rank)) {
+    // It died while being drained, and nothing is left on it: no
+    // replacement is awaited any more.
+    --num_servers_;
+    LOG(WARNING) << "server " << rank << ", drained and gone, is no longer awaited; "
+                 << num_servers_ << " server(s) now";
+    return -1;
+  }
   for (const auto& [id, member] : members_) {
     if (member.info.role() != proto::SERVER || member.info.rank() != rank) continue;
     const proto::NodeInfo info = member.info;

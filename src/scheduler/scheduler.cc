@@ -273,6 +273,8 @@ void Scheduler::PublishView() {
   view_.clear_nodes();
   for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
   chains_.ToView(server_ranks_, &view_);
+  view_.clear_draining();
+  for (int rank : draining_) view_.add_draining(rank);
   view_.set_replication(options_.replication);
   membership_.RecordView(view_);
   checkpoints_->FillView(&view_);

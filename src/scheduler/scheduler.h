@@ -365,7 +365,9 @@ class Scheduler {
   // first view, it is only logged); otherwise it stays.
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
   // Live resharding (resharding.cc).
-  std::string DrainLocked(int rank, const std::string& who);
+  // `loopback`: the request came from this host (without a cluster secret
+  // only such a request is taken).
+  std::string DrainLocked(int rank, const std::string& who, bool loopback);
   // A server registered with --join: the key ranges homed on it now.
   void JoinServer(const Member& member);
   // The ranks key ranges may be homed on: live and vacant servers, not those

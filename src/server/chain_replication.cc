@@ -171,11 +171,12 @@ void KVServer::AskPredecessor(size_t range, Shard& shard, int predecessor) {
 void KVServer::AskNode(size_t range, Shard& shard, int id) {
   if (id == shard.asked) return;
   shard.asked = id;
+  shard.asked_sequence = node_->NextSequence();
   shard.copy_pages = 0;  // a copy from another replica starts over
   shard.copy_rows = 0;
   Message request;
   request.meta.set_command(proto::REPLICA_SYNC);
-  request.meta.set_sequence(node_->NextSequence());
+  request.meta.set_sequence(shard.asked_sequence);
   request.meta.mutable_shard()->set_range(static_cast<uint32_t>(range));
   request.meta.mutable_shard()->set_precopy(shard.precopy);
   // Rows copied from that node already: only what changed since.
@@ -208,7 +209,9 @@ void KVServer::OnReplicaSync(Message&& message) {
     return;
   }
   auto found = shards_.find(range);
-  if (found == shards_.end() || found->second.ready || meta.sender() != found->second.asked) {
+  // The answer to the request out (an earlier one's, still on its way, is not).
+  if (found == shards_.end() || found->second.ready || meta.sender() != found->second.asked ||
+      meta.sequence() != found->second.asked_sequence) {
     LOG(WARNING) << "ignored a copy of key range " << range << " from node " << meta.sender()
                  << ": not waiting for one from it";
     return;
@@ -234,7 +237,8 @@ void KVServer::OnReplicaSync(Message&& message) {
   if (meta.shard().more_pages()) return;
   if (shard.precopy) {
     shard.precopy_round_rows += shard.copy_rows;
-    if (shard.slicing && ++shard.precopy_slice < kPrecopySlices) {
+    // A whole answer (slices not echoed: the source sent every row) ends them.
+    if (shard.slicing && meta.shard().slices() > 0 && ++shard.precopy_slice < kPrecopySlices) {
       // A slice of the whole round: the next, until the last.
       shard.asked = -1;
       AskNode(range, shard, meta.sender());
@@ -297,33 +301,34 @@ void KVServer::SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& sh
   // The slices are slot ranges of each table (cheap to read, unlike key
   // ranges: a slot-ordered table is roughly key-ordered anyway). The stamps
   // are taken at the first, so rows changed while the slices go come in the
-  // next round; a table that grew since (its rows moved to other slots) or
-  // is new goes whole, and ends the slices.
+  // next round. A table rebuilt since (grown, or laid out anew: its rows
+  // moved) or made since ends the slices: this answer is every row, and
+  // says so (no slices echoed).
   const int to = meta.sender();
   const uint32_t slices = meta.shard().slices();
   const uint32_t slice = meta.shard().slice();
   if (slice == 0) {
     RecordPrecopy(to, &shard);
-    std::map<uint32_t, size_t>& capacities = shard.precopy_capacities[to];
-    capacities.clear();
-    for (const auto& [id, table] : shard.tables) capacities[id] = table.rows->capacity();
+    std::map<uint32_t, uint64_t>& generations = shard.precopy_generations[to];
+    generations.clear();
+    for (const auto& [id, table] : shard.tables) generations[id] = table.rows->generation();
   }
-  const std::map<uint32_t, size_t>& capacities = shard.precopy_capacities[to];
-  bool whole = false;
+  const std::map<uint32_t, uint64_t>& generations = shard.precopy_generations[to];
+  const bool moved = std::any_of(shard.tables.begin(), shard.tables.end(), [&](const auto& table) {
+    const auto found = generations.find(table.first);
+    return found == generations.end() || found->second != table.second.rows->generation();
+  });
+  if (moved) {
+    SendShardCopy(range, shard, to, meta.sequence(), nullptr, nullptr, /*adds=*/slice > 0);
+    return;
+  }
   const TableCopier take = [&](uint32_t id, const ServerTable& table) {
-    const auto found = capacities.find(id);
-    if (found == capacities.end() || found->second != table.rows->capacity()) {
-      whole = true;
-      return SortedCopy(id, table);
-    }
-    const size_t capacity = found->second;
+    const size_t capacity = table.rows->capacity();
     const size_t begin = capacity * slice / slices;
     const size_t end = slice + 1 == slices ? ~size_t{0} : capacity * (slice + 1) / slices;
     return SortedCopy(id, table, 0, begin, end);
   };
-  // A grown table goes whole again in each later slice: laid over itself.
   SendShardCopy(range, shard, to, meta.sequence(), nullptr, &take, /*adds=*/slice > 0, slices);
-  if (whole) VLOG(1) << "key range " << range << ": a table grew during a sliced copy";
 }
 
 void KVServer::RecordPrecopy(int to, Shard* shard) {

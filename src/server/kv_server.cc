@@ -65,7 +65,13 @@ void KVServer::ReportSnapshot(const std::string& checkpoint, const proto::Checkp
 void KVServer::Handle(Message&& message) {
   const proto::Meta& meta = message.meta;
   if (meta.command() == proto::REPLICA_SYNC) {
-    if (!members_.count(meta.sender())) {
+    auto member = members_.find(meta.sender());
+    if (member != members_.end() && member->second != proto::SERVER) {
+      LOG(WARNING) << "ignored " << Describe(meta) << ": node " << meta.sender()
+                   << " is not a server";
+      return;
+    }
+    if (member == members_.end()) {
       LOG(WARNING) << "ignored " << Describe(meta) << ": node " << meta.sender()
                    << " is not in the cluster view (epoch " << view_epoch_ << ")";
       return;
@@ -153,7 +159,16 @@ void KVServer::ForgetDeparted() {
     }
   };
   forget(clocks_applied_);
-  for (auto& [range, shard] : shards_) forget(shard.applied);
+  for (auto& [range, shard] : shards_) {
+    forget(shard.applied);
+    // Pre-copies of servers that left: their deltas will not be asked for.
+    for (auto it = shard.precopies.begin(); it != shard.precopies.end();) {
+      it = members_.count(it->first) ? std::next(it) : shard.precopies.erase(it);
+    }
+    for (auto it = shard.precopy_generations.begin(); it != shard.precopy_generations.end();) {
+      it = members_.count(it->first) ? std::next(it) : shard.precopy_generations.erase(it);
+    }
+  }
 }
 
 void KVServer::CountRememberedSenders() {

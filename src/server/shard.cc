@@ -69,8 +69,8 @@ uint64_t AdmitKeys(const Key* keys, size_t count, const ServerTable& table,
   return admitted;
 }
 
-SnapshotTable SortedCopy(uint32_t id, const ServerTable& table, uint32_t since,
-                         size_t slot_begin, size_t slot_end) {
+SnapshotTable SortedCopy(uint32_t id, const ServerTable& table, uint32_t since, size_t slot_begin,
+                         size_t slot_end) {
   std::vector<std::pair<Key, const float*>> sorted;
   auto take = [&](Key key, const float* row) { sorted.emplace_back(key, row); };
   if (since > 0) {

@@ -67,6 +67,7 @@ struct Shard {
   bool ready = true;
   std::vector<Message> held;
   int asked = -1;  // node id the range was last asked of
+  uint64_t asked_sequence = 0;  // ... and the request's sequence, which its answer echoes
   // The copy being received: pages taken so far and their rows.
   uint32_t copy_pages = 0;
   uint64_t copy_rows = 0;
@@ -93,10 +94,10 @@ struct Shard {
   // As the source of such copies: per node that pre-copied the range from
   // here, each table's stamp when it was taken (rows stamped after it changed
   // since), for the delta that hands the range over; and each table's
-  // capacity at a sliced round's first slice (a table grown since is sent
-  // whole).
+  // generation at a sliced round's first slice (a table rebuilt since, its
+  // rows moved, is sent whole).
   std::map<int, std::map<uint32_t, uint32_t>> precopies;
-  std::map<int, std::map<uint32_t, size_t>> precopy_capacities;
+  std::map<int, std::map<uint32_t, uint64_t>> precopy_generations;
   // Delta checkpoints: the checkpoint (DeltaToken) this shard's rows were
   // last copied for as the range's primary, its tables' stamps advanced
   // then; "" when a delta could miss a change (the rows came from a copy or a
