@@ -167,30 +167,25 @@ std::vector<size_t> RangeChains::Missing(int rank) const {
   return missing;
 }
 
-void RangeChains::Precopied(size_t range, int rank) {
+void RangeChains::TakeReport(size_t range, int rank, std::map<size_t, std::set<int>>* from,
+                             const char* doing) {
   if (range >= ranges_.num_ranges()) {
     throw MakeError("key range ", range, " does not exist (the job has ", ranges_.num_ranges(),
                     ")");
   }
-  auto precopy = precopy_.find(range);
-  if (precopy == precopy_.end() || !precopy->second.count(rank)) {
-    throw MakeError("server ", rank, " is not pre-copying key range ", range);
+  auto found = from->find(range);
+  if (found == from->end() || !found->second.count(rank)) {
+    throw MakeError("server ", rank, " is not ", doing, " key range ", range);
   }
-  precopy->second.erase(rank);
+  found->second.erase(rank);
+}
+
+void RangeChains::Precopied(size_t range, int rank) {
+  TakeReport(range, rank, &precopy_, "pre-copying");
   precopied_[range].insert(rank);
 }
 
-void RangeChains::Synced(size_t range, int rank) {
-  if (range >= ranges_.num_ranges()) {
-    throw MakeError("key range ", range, " does not exist (the job has ", ranges_.num_ranges(),
-                    ")");
-  }
-  auto copying = copying_.find(range);
-  if (copying == copying_.end() || !copying->second.count(rank)) {
-    throw MakeError("server ", rank, " is not copying key range ", range);
-  }
-  copying->second.erase(rank);
-}
+void RangeChains::Synced(size_t range, int rank) { TakeReport(range, rank, &copying_, "copying"); }
 
 void RangeChains::ToView(const std::set<int>& live_ranks, proto::ClusterView* view) {
   if (epoch_ == 0) ranges_ = home_;

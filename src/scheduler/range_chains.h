@@ -122,6 +122,11 @@ class RangeChains {
   void ToView(const std::set<int>& live_ranks, proto::ClusterView* view);
 
  private:
+  // A server's report that its copy of `range` arrived: takes `rank` out of
+  // `from`'s set for the range, or throws Error (`doing`: what it should be
+  // doing, for the message).
+  void TakeReport(size_t range, int rank, std::map<size_t, std::set<int>>* from,
+                  const char* doing);
   // Rebalances homes over `ranks` (see Join), recording changed ranges.
   void Balance(const std::set<int>& ranks, std::set<size_t>* changed);
   // Replicas each rank of `ranks` holds in the homes.
