@@ -21,6 +21,7 @@
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "kv/van.h"
+#include "scheduler/admin_client.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
 #include "test_util.h"
@@ -320,6 +321,46 @@ TEST(SecretCluster, ANodeWithAnotherKeyCannotJoin) {
         << e.what();
   }
   node.Stop();
+  scheduler.Stop();
+}
+
+// A drain request is a control message from outside the cluster: over CURVE
+// only a client with the cluster's key gets through to the scheduler.
+TEST(SecretCluster, OnlyAClientWithTheClusterKeyCanDrainAServer) {
+  const ClusterSecret secret = NewKeypair();
+  SchedulerOptions scheduler_options;
+  scheduler_options.bind_host = "127.0.0.1";
+  scheduler_options.secret = secret;
+  scheduler_options.num_servers = 2;
+  scheduler_options.key_ranges = 4;
+  Scheduler scheduler(scheduler_options);
+  scheduler.Start();
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<std::unique_ptr<KVServer>> servers;
+  OptimizerOptions sgd;
+  for (int rank = 0; rank < 2; ++rank) {
+    NodeOptions options = SecretNode(proto::SERVER, scheduler.port(), secret);
+    options.rank = rank;
+    nodes.push_back(std::make_unique<Node>(options));
+    servers.push_back(std::make_unique<KVServer>(nodes.back().get(), sgd));
+  }
+  Node worker_node(SecretNode(proto::WORKER, scheduler.port(), secret));
+  KVWorker client(&worker_node);
+  std::thread starting([&] { nodes[0]->Start(); });
+  std::thread starting_too([&] { nodes[1]->Start(); });
+  worker_node.Start();
+  starting.join();
+  starting_too.join();
+  const std::string address = "127.0.0.1:" + std::to_string(scheduler.port());
+  const std::string stranger =
+      testing::ErrorOf([&] { RequestDrain(address, 1, NewKeypair(), /*timeout_s=*/2); });
+  EXPECT_TRUE(testing::Contains(stranger, "no answer from the scheduler")) << stranger;
+  EXPECT_FALSE(nodes[1]->shutdown_requested());
+  RequestDrain(address, 1, secret, /*timeout_s=*/10);
+  EXPECT_TRUE(WaitFor([&] { return nodes[1]->shutdown_requested(); }, 30))
+      << "the drained server was not let go";
+  worker_node.Stop();
+  for (auto& node : nodes) node->Stop();
   scheduler.Stop();
 }
 
