@@ -12,8 +12,6 @@
 #include "cli/bench_reshard.h"
 
 #include <gflags/gflags.h>
-#include <stdlib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -48,7 +46,6 @@ struct PushTime {
 struct Move {
   double begin = 0, end = 0;  // from the request to a settled view
   double longest_push_s = 0;  // the longest wait of a push overlapping it
-  double longest_at = 0;      // when that push was sent, from the move's start
 };
 
 struct Run {
@@ -222,7 +219,6 @@ Run Measure(bool precopy, const std::vector<Key>& keys, int width, size_t per_pu
     bool during = false;
     for (Move* move : {&run.join, &run.drain}) {
       if (push.sent <= move->end && done >= move->begin) {
-        if (push.seconds > move->longest_push_s) move->longest_at = push.sent - move->begin;
         move->longest_push_s = std::max(move->longest_push_s, push.seconds);
         during = true;
       }
@@ -261,10 +257,6 @@ int BenchReshard() {
            (run.join.end - run.join.begin) * 1e3, run.join.longest_push_s * 1e3,
            (run.drain.end - run.drain.begin) * 1e3, run.drain.longest_push_s * 1e3,
            static_cast<unsigned long>(run.pushes));
-    if (getenv("KEEL_BENCH_DEBUG")) {
-      printf("  longest join push sent at +%.0f ms, drain push at +%.0f ms\n",
-             run.join.longest_at * 1e3, run.drain.longest_at * 1e3);
-    }
     fflush(stdout);
   }
   return 0;
