@@ -142,15 +142,26 @@ TEST(RangeChains, ADrainThatWouldLeaveTooFewServersForTheReplicasChangesNothing)
 }
 
 // A move whose new holder left before its copy arrived: the old holder stays.
+// Both ways: while it pre-copies (outside the chain), and once it joined the
+// chain and is copying the changes.
 TEST(RangeChains, AMoveWhoseNewHolderLeftKeepsTheOldHolder) {
   RangeChains chains(2, 0, 4);
   ViewOf(chains, {0, 1}, 1);
   const std::vector<size_t> moved = chains.Join(2, {0, 1, 2});
-  ViewOf(chains, {0, 1, 2}, 2);
+  ASSERT_EQ(moved.size(), 1u);
+  const size_t range = moved[0];
+  const int old_holder = ViewOf(chains, {0, 1, 2}, 2).ranges(range).server_rank();
+  chains.Precopied(range, 2);
+  const proto::ClusterView joined = ViewOf(chains, {0, 1, 2}, 3);
+  ASSERT_EQ(joined.ranges(range).backups_size(), 1);
+  ASSERT_EQ(joined.ranges(range).backups(0), 2) << "in the chain, copying";
   chains.RemoveServer(2);
   EXPECT_TRUE(chains.Trim().empty());
-  const proto::ClusterView after = ViewOf(chains, {0, 1}, 3);
-  for (size_t range : moved) EXPECT_NE(after.ranges(range).server_rank(), 2);
+  const proto::ClusterView after = ViewOf(chains, {0, 1}, 4);
+  EXPECT_EQ(after.ranges(range).server_rank(), old_holder);
+  EXPECT_EQ(after.ranges(range).backups_size(), 0);
+  EXPECT_EQ(after.ranges(range).precopy_size(), 0) << "nobody copies for a dead rank";
+  EXPECT_TRUE(chains.Names(2)) << "its home still waits for rank 2";
 }
 
 }  // namespace

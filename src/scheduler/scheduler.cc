@@ -465,23 +465,22 @@ void Scheduler::OnReplicaSync(const proto::Meta& meta, const Member& member) {
   // A server that joined a chain holds the range now: it counts as a replica.
   // One that pre-copied a range it moves to joins the range's chain.
   if (member.info.role() != proto::SERVER) return;
-  if (meta.shard().precopy()) {
-    try {
-      chains_.Precopied(meta.shard().range(), member.info.rank());
-    } catch (const Error& e) {
-      Reject(meta, e.what());
-      return;
-    }
-    PublishView();
-    return;
-  }
+  const bool precopy = meta.shard().precopy();
   try {
-    chains_.Synced(meta.shard().range(), member.info.rank());
+    if (precopy) {
+      chains_.Precopied(meta.shard().range(), member.info.rank());
+    } else {
+      chains_.Synced(meta.shard().range(), member.info.rank());
+    }
   } catch (const Error& e) {
     Reject(meta, e.what());
     return;
   }
-  AdvanceMoves();
+  if (precopy) {
+    PublishView();  // it joins the chain
+  } else {
+    AdvanceMoves();
+  }
 }
 
 void Scheduler::OnSnapshot(const proto::Meta& meta, const Member& member) {

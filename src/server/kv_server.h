@@ -193,9 +193,10 @@ class KVServer {
   bool Serve(Message&& message, int64_t waited_us);
   // The node id of this server's predecessor in `range`'s chain; -1 if none.
   int PredecessorId(size_t range) const;
-  // Whether `request`, a worker's PUSH or PULL, is for a key range this
-  // server is not the primary of now: answered as moved.
-  bool MovedAway(const proto::Meta& meta, const DataRequest& request) const;
+  // Whether `meta`, a worker's PUSH or PULL, is for a key range this server
+  // is not the primary of now (`shard`: its replica of the range, or null if
+  // it has none): answered as moved.
+  bool MovedAway(const proto::Meta& meta, const Shard* shard) const;
   // Throws Error if this server cannot serve, or SenderProblem finds one.
   void CheckCanServe(const proto::Meta& meta) const;
   // Why `meta`'s sender may not send it: not a member of the view, or not in
@@ -251,9 +252,9 @@ class KVServer {
                       const ServerTable& table) const;
   void ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard, size_t range,
                  int64_t waited_us, Message* response);
-  // The shard of `range` (which `request` must lie in entirely); throws Error
-  // if this server holds no replica of it.
-  Shard& ShardFor(const DataRequest& request, size_t* range);
+  // The key range `request`'s keys lie in; throws Error if they span more
+  // than one, or this server has no view yet.
+  size_t RangeOfRequest(const DataRequest& request) const;
   // Table `table` of `shard`, created with its spec on first use; throws Error
   // if its rows are not `width` wide.
   ServerTable& TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width);

@@ -63,13 +63,18 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     }
     // A push passed down with no key admitted still carries the keys counted.
     if (request.keys.size() == 0 && request.unadmitted.size() == 0) return ServeEmpty(meta);
-    if (MovedAway(meta, request)) {
+    const size_t range = RangeOfRequest(request);
+    auto found = shards_.find(range);
+    Shard* held = found == shards_.end() ? nullptr : &found->second;
+    if (MovedAway(meta, held)) {
       response.meta.set_moved(true);
       Reply(meta, response);
       return false;
     }
-    size_t range = 0;
-    Shard& shard = ShardFor(request, &range);
+    if (!held) {
+      throw MakeError("server ", node_->rank(), " holds no replica of key range ", range);
+    }
+    Shard& shard = *held;
     if (meta.command() == proto::PUSH) return ServePush(std::move(message), request, shard, range);
     ServePull(meta, request, shard, range, waited_us, &response);
   } catch (const Error& e) {
@@ -333,15 +338,14 @@ void KVServer::EraseRows(const Key* keys, size_t count, Shard* shard, ServerTabl
   }
 }
 
-bool KVServer::MovedAway(const proto::Meta& meta, const DataRequest& request) const {
+bool KVServer::MovedAway(const proto::Meta& meta, const Shard* shard) const {
   // A worker's request for a range this server is not the primary of: the
   // range moved on (live resharding, a promotion) after the worker routed it,
   // perhaps while its view changed under it, so its epoch may even be this
   // view's; the worker sends it where its view says once it has this one.
-  if (meta.origin() != 0 || request.keys.size() == 0) return false;
+  if (meta.origin() != 0) return false;
   if (meta.command() != proto::PUSH && meta.command() != proto::PULL) return false;
-  auto ranges = node_->ranges();
-  return ranges && ranges->server(ranges->RangeOf(request.keys[0])) != node_->rank();
+  return !shard || !shard->primary;
 }
 
 int KVServer::PredecessorId(size_t range) const {
@@ -362,13 +366,7 @@ void KVServer::CheckPushRoute(const proto::Meta& meta, size_t range) const {
   }
   if (meta.origin() == 0) return;
   // Only the replica before this one in the range's chain passes pushes on.
-  const int predecessor = ranges->Predecessor(range, node_->rank());
-  int expected = -1;
-  try {
-    if (predecessor >= 0) expected = node_->ServerId(predecessor);
-  } catch (const Error&) {
-  }
-  if (meta.sender() != expected) {
+  if (meta.sender() != PredecessorId(range)) {
     throw MakeError("node ", meta.sender(), " passed on a push of key range ", range,
                     ", but it is not this server's predecessor in the range's chain");
   }
@@ -450,29 +448,25 @@ void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Sh
   served_.fetch_add(1);
 }
 
-Shard& KVServer::ShardFor(const DataRequest& request, size_t* range) {
+size_t KVServer::RangeOfRequest(const DataRequest& request) const {
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("this server has no cluster view yet");
   // Every key a request names lies in one range (the first list's).
+  size_t range = 0;
   bool found = false;
   for (const SharedArray<const Key>* keys :
        {&request.keys, &request.unadmitted, &request.evicted}) {
     if (keys->size() == 0) continue;
     const size_t first = ranges->RangeOf((*keys)[0]);
     const size_t last = ranges->RangeOf((*keys)[keys->size() - 1]);
-    if (!found) *range = first;
+    if (!found) range = first;
     found = true;
-    if (first != *range || last != *range) {
-      throw MakeError("the request's keys span key ranges ", std::min(first, *range), " and ",
-                      std::max(last, *range), "; send one request per range");
+    if (first != range || last != range) {
+      throw MakeError("the request's keys span key ranges ", std::min(first, range), " and ",
+                      std::max(last, range), "; send one request per range");
     }
   }
-  auto shard = shards_.find(*range);
-  if (shard == shards_.end()) {
-    throw MakeError("server ", node_->rank(), " holds no replica of key range ", *range,
-                    " (its primary is server ", ranges->server(*range), ")");
-  }
-  return shard->second;
+  return range;
 }
 
 ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width) {
