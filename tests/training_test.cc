@@ -1064,6 +1064,20 @@ TEST_F(TrainingJob, TheDefaultCacheFolderIsGoneWhenTheJobEnds) {
   }
 }
 
+TEST_F(TrainingJob, AOneEpochJobWritesNoTemporaryCache) {
+  Generate("linear", 3000, 2);
+  const std::string tmp = folder_ + "/tmp";
+  std::filesystem::create_directories(tmp);
+  setenv("TMPDIR", tmp.c_str(), 1);
+  const auto exit = Train({"--job=linear_learner", "--epochs=1", "--minloglevel=0"}, 1);
+  unsetenv("TMPDIR");
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "worker 0: no batch cache: the job has one epoch"))
+      << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "minibatches are cached in")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "training rows are good (checked in")) << exit.output;
+}
+
 TEST_F(TrainingJob, BenchTrainSaysWhereEachEpochsTimeWent) {
   Generate("linear", 4000, 2);
   const auto bench = testing::Run({KeelBinary(), "bench", "train", "--data=" + folder_,

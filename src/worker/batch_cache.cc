@@ -494,9 +494,15 @@ std::unique_ptr<BatchCacheWriter> BatchCache::OpenWriter(uint64_t key) {
       new BatchCacheWriter(path_, temporary, descriptor, key, bound, &verified_));
 }
 
-TemporaryCacheFolder::TemporaryCacheFolder() {
+namespace {
+std::string TemporaryParent() {
   const char* tmp = std::getenv("TMPDIR");
-  const std::string parent = tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp";
+  return tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp";
+}
+}  // namespace
+
+void TemporaryCacheFolder::RemoveAbandoned() {
+  const std::string parent = TemporaryParent();
   // Folders of processes that are gone: their lock is free.
   if (DIR* listing = opendir(parent.c_str())) {
     for (struct dirent* entry = readdir(listing); entry != nullptr; entry = readdir(listing)) {
@@ -516,6 +522,11 @@ TemporaryCacheFolder::TemporaryCacheFolder() {
     }
     closedir(listing);
   }
+}
+
+TemporaryCacheFolder::TemporaryCacheFolder() {
+  RemoveAbandoned();
+  const std::string parent = TemporaryParent();
   std::string pattern = parent + "/" + kFolderPrefix + "XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
     throw MakeError("cannot create a cache folder in ", parent, ": ", ErrnoText(errno),

@@ -156,6 +156,10 @@ class TemporaryCacheFolder {
 
   const std::string& path() const { return path_; }
 
+  // Removes the folders under the system's temporary folder whose owner is
+  // gone, as the constructor does; for a process that makes none.
+  static void RemoveAbandoned();
+
  private:
   std::string path_;
   int lock_ = -1;

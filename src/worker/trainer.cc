@@ -81,11 +81,12 @@ void Trainer::Run() {
                                                  /*resumed=*/resume.epoch() > 0);
   timeline_->set_client(client_);
   epoch_trainer_.set_timeline(timeline_.get());
-  PrepareData();
+  const int first_epoch = std::max(1, resume.epoch());
+  PrepareData(first_epoch);
   // Rows the servers had before this run's first epoch (resumed: from the checkpoint).
   if (node_->rank() == 0) rows_before_ = ReadTableRows(client_, HealthWidths());
   node_->SetProgressReport(ShareReport(hyperparameters_.epochs, share_examples_));
-  int epoch = std::max(1, resume.epoch());
+  int epoch = first_epoch;
   for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
     const EpochResult result = epoch_trainer_.Train(epoch, resume);
     CountEpoch(epoch, result);
@@ -111,9 +112,9 @@ void Trainer::Run() {
                                       final_metrics, options_.model_dir));
 }
 
-void Trainer::PrepareData() {
+void Trainer::PrepareData(int first_epoch) {
   const double started = MonotonicSeconds();
-  OpenCache();
+  OpenCache(first_epoch);
   // The statistics' sample is read while the shard is checked: both only
   // read, and start-up waits for both. (The check's error comes first: the
   // future waits for the sample as it goes out of scope.)
@@ -135,10 +136,20 @@ void Trainer::PrepareData() {
   }
 }
 
-void Trainer::OpenCache() {
+void Trainer::OpenCache(int first_epoch) {
   if (options_.cache_dir == "none") return;
   std::string folder = options_.cache_dir;
   if (folder.empty()) {
+    if (first_epoch >= hyperparameters_.epochs) {
+      // Writing it would slow the only epoch left for nothing (a pipe, read
+      // once, needs no second pass either). A folder the user names keeps
+      // its cache for a later job, so it is written there.
+      LOG(INFO) << "worker " << node_->rank() << ": no batch cache: "
+                << (first_epoch > 1 ? "only epoch " + std::to_string(first_epoch) + " is left"
+                                    : "the job has one epoch");
+      TemporaryCacheFolder::RemoveAbandoned();
+      return;
+    }
     try {
       cache_folder_ = std::make_unique<TemporaryCacheFolder>();
     } catch (const Error& e) {

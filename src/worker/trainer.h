@@ -55,13 +55,15 @@ class Trainer {
   // sample of the training channel (worker/data_statistics.h) and has the
   // minibatches scaled and the loss weighted by them. A resumed job computes
   // the same statistics again.
-  void PrepareData();
+  void PrepareData(int first_epoch);
   // Reads this worker's shard once (CheckShard; unless the batch cache holds
   // it, checked when written) and returns its rows; throws its Error,
   // prefixed "before the first minibatch: ".
   uint64_t CheckTrainingShard();
-  // Opens the share's batch cache as TrainerOptions::cache_dir says.
-  void OpenCache();
+  // Opens the share's batch cache as TrainerOptions::cache_dir says. The
+  // default cache (a temporary folder, removed at the end) is not made for a
+  // run of one epoch from `first_epoch`: no later epoch would read it.
+  void OpenCache(int first_epoch);
   // The rows the statistics come from (none for a pipe, which is read once).
   Batch StatisticsSample() const;
   // Checkpoints are on (the view says how often workers stop for one).
