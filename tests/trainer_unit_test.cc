@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/json_reader.h"
+#include "kv/keys.h"
 #include "random_batch.h"
 #include "test_util.h"
 #include "worker/batch_stream.h"
@@ -55,6 +56,62 @@ TEST(PrepareKeys, PositionsPointAtEachFeaturesMixedKey) {
   for (size_t j = 0; j < prepared.batch.nnz(); ++j) {
     ASSERT_EQ(keys[prepared.positions[j]], MixKey(prepared.batch.indices[j]));
   }
+}
+
+// PrepareKeys of a batch whose non-zeros are `indices` (rows of 20) against
+// the same built from a plain sort of (key, non-zero) pairs.
+void ExpectPreparedAsByAPlainSort(const std::vector<uint64_t>& indices) {
+  PreparedBatch prepared;
+  const std::vector<float> values(20, 1.0f);
+  for (size_t begin = 0; begin < indices.size(); begin += 20) {
+    const size_t count = std::min<size_t>(20, indices.size() - begin);
+    prepared.batch.AddRow(1.0f, indices.data() + begin, values.data(), count);
+  }
+  PrepareKeys(&prepared);
+  std::vector<std::pair<Key, uint32_t>> pairs;
+  for (size_t i = 0; i < indices.size(); ++i) pairs.push_back({MixKey(indices[i]), i});
+  std::sort(pairs.begin(), pairs.end());
+  std::vector<Key> keys;
+  std::vector<uint32_t> offsets, by_key, positions(indices.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (keys.empty() || keys.back() != pairs[i].first) {
+      keys.push_back(pairs[i].first);
+      offsets.push_back(i);
+    }
+    by_key.push_back(pairs[i].second);
+    positions[pairs[i].second] = keys.size() - 1;
+  }
+  offsets.push_back(pairs.size());
+  ASSERT_EQ(std::vector<Key>(prepared.keys.begin(), prepared.keys.end()), keys);
+  EXPECT_EQ(prepared.key_offsets, offsets);
+  EXPECT_EQ(prepared.nonzeros_by_key, by_key);
+  EXPECT_EQ(prepared.positions, positions);
+}
+
+TEST(PrepareKeys, LargeBatchesComeOutAsFromAPlainSort) {
+  std::mt19937_64 random(12);
+  // Power-law features, as real data: a few features in most rows.
+  std::vector<uint64_t> common;
+  for (int i = 0; i < 20000; ++i) {
+    common.push_back(
+        static_cast<uint64_t>(std::pow(100000.0, std::generate_canonical<double, 53>(random))));
+  }
+  ExpectPreparedAsByAPlainSort(common);
+  // Uniform features over 64 bits, and few distinct ones (every bucket full
+  // of one key's non-zeros).
+  std::vector<uint64_t> uniform(30000), few(5000);
+  for (auto& index : uniform) index = random();
+  for (auto& index : few) index = random() % 7;
+  ExpectPreparedAsByAPlainSort(uniform);
+  ExpectPreparedAsByAPlainSort(few);
+  // Many distinct keys with the same top bits (one crowded bucket) beside a
+  // spread of others, interleaved.
+  std::vector<uint64_t> crowded;
+  for (int i = 0; i < 4000; ++i) {
+    crowded.push_back(UnmixKey((Key{0xabc} << 52) | (random() >> 12)));
+    crowded.push_back(random() % 1000);
+  }
+  ExpectPreparedAsByAPlainSort(crowded);
 }
 
 // Mean loss over the batch in double, for finite differences.
