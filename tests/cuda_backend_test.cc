@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <random>
 #include <unordered_map>
 
@@ -227,6 +230,27 @@ TEST(CudaDevice, WithoutAGpuTheCudaBackendIsRefusedWithTheReason) {
     EXPECT_NE(std::string(e.what()).find("--device cuda:0: " + why), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("use --device=cpu"), std::string::npos) << e.what();
   }
+}
+
+// Runs on every machine with the toolkit: cuBLAS is not loaded with the
+// program, only by the first CUDA model (OpenCublas), which finds it.
+TEST(CudaDevice, CublasIsOpenedWhenFirstNeededNotAtStart) {
+  auto mapped = [] {
+    std::ifstream maps("/proc/self/maps");
+    std::stringstream text;
+    text << maps.rdbuf();
+    return text.str().find("libcublas") != std::string::npos;
+  };
+  std::string why;
+  if (CudaDeviceCount(&why) > 0) {
+    std::cout << "[   NOTE   ] a GPU is present: earlier tests made CUDA models, so cuBLAS may "
+                 "be loaded already; only its opening is checked\n";
+  } else {
+    EXPECT_FALSE(mapped()) << "cuBLAS was loaded before any CUDA model was made";
+  }
+  ASSERT_TRUE(OpenCublas(&why)) << why;
+  EXPECT_TRUE(mapped());
+  EXPECT_TRUE(OpenCublas(&why)) << "opened once, then known";
 }
 
 }  // namespace

@@ -15,10 +15,12 @@
 //     pinned buffer; the host waits on the compute stream.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "base/error.h"
@@ -43,10 +45,79 @@ void CheckCuda(cudaError_t status, const char* call, const char* file, int line)
                   cudaGetErrorString(status));
 }
 
+namespace {
+
+// cuBLAS is opened by the first CUDA model, not linked: loading its libraries
+// runs static constructors that cost every process about 0.15 s and 200 MB of
+// resident memory at start, roles that never compute on a GPU included.
+struct CublasLibrary {
+  void* handle = nullptr;
+  std::string error;  // why it could not be opened
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasSgemv_v2) sgemv = nullptr;
+  decltype(&cublasGetStatusName) status_name = nullptr;
+  decltype(&cublasGetStatusString) status_string = nullptr;
+};
+
+template <typename Function>
+void Resolve(CublasLibrary* library, const char* name, Function* function) {
+  *function = reinterpret_cast<Function>(dlsym(library->handle, name));
+  if (*function == nullptr && library->error.empty()) {
+    library->error = std::string("it has no ") + name;
+  }
+}
+
+CublasLibrary OpenCublasLibrary() {
+  CublasLibrary library;
+  const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+  // By name (the loader's path, then this binary's run path), then where the
+  // toolkit was at build time.
+  library.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+#ifdef KEEL_CUDA_LIBRARY_DIR
+  if (library.handle == nullptr) {
+    library.handle =
+        dlopen((std::string(KEEL_CUDA_LIBRARY_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
+#endif
+  if (library.handle == nullptr) {
+    const char* why = dlerror();
+    library.error = "cannot open " + name + " (cuBLAS): " + (why ? why : "unknown error");
+    return library;
+  }
+  Resolve(&library, "cublasCreate_v2", &library.create);
+  Resolve(&library, "cublasDestroy_v2", &library.destroy);
+  Resolve(&library, "cublasSetStream_v2", &library.set_stream);
+  Resolve(&library, "cublasSgemm_v2", &library.sgemm);
+  Resolve(&library, "cublasSgemv_v2", &library.sgemv);
+  Resolve(&library, "cublasGetStatusName", &library.status_name);
+  Resolve(&library, "cublasGetStatusString", &library.status_string);
+  if (!library.error.empty()) library.error = name + ": " + library.error;
+  return library;
+}
+
+const CublasLibrary& Cublas() {
+  static std::once_flag opened;
+  static CublasLibrary library;
+  std::call_once(opened, [] { library = OpenCublasLibrary(); });
+  return library;
+}
+
+}  // namespace
+
+bool OpenCublas(std::string* why) {
+  const CublasLibrary& library = Cublas();
+  if (library.error.empty()) return true;
+  if (why != nullptr) *why = library.error;
+  return false;
+}
+
 void CheckCublas(cublasStatus_t status, const char* call, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw MakeError(file, ":", line, ": ", call, " failed: ", cublasGetStatusName(status), ": ",
-                  cublasGetStatusString(status));
+  throw MakeError(file, ":", line, ": ", call, " failed: ", Cublas().status_name(status), ": ",
+                  Cublas().status_string(status));
 }
 
 int CudaDeviceCount(std::string* why) {
@@ -356,8 +427,10 @@ class CudaModel : public ComputeBackend {
     for (Slot& slot : slots_) {
       KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&slot.copied, cudaEventDisableTiming));
     }
-    KEEL_CUBLAS_CHECK(cublasCreate(&cublas_));
-    KEEL_CUBLAS_CHECK(cublasSetStream(cublas_, compute_stream_));
+    std::string why;
+    if (!OpenCublas(&why)) throw MakeError("--device cuda:", ordinal_, ": ", why);
+    KEEL_CUBLAS_CHECK(Cublas().create(&cublas_));
+    KEEL_CUBLAS_CHECK(Cublas().set_stream(cublas_, compute_stream_));
     const int k = factorization_ ? hyperparameters_.num_factors : 0;
     const int split = factorization_ ? k : classes_;  // what a row's lanes share out
     group_ = 1;
@@ -380,7 +453,7 @@ class CudaModel : public ComputeBackend {
     cudaSetDevice(ordinal_);
     cudaStreamSynchronize(copy_stream_);
     cudaStreamSynchronize(compute_stream_);
-    if (cublas_) cublasDestroy(cublas_);
+    if (cublas_) Cublas().destroy(cublas_);
     for (Slot& slot : slots_) {
       if (slot.copied) cudaEventDestroy(slot.copied);
     }
@@ -728,7 +801,7 @@ class CudaModel : public ComputeBackend {
     const int keys = static_cast<int>(slot.keys);
     const float one = 1.0f, zero = 0.0f;
     float* products = dense_products_.Reserve(static_cast<size_t>(rows) * width_);
-    KEEL_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, width_, rows, keys, &one,
+    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, width_, rows, keys, &one,
                                   gathered, width_, structure.values, keys, &zero, products,
                                   width_));
     return products;
@@ -751,7 +824,7 @@ class CudaModel : public ComputeBackend {
     KEEL_CUDA_CHECK_LAUNCH("FactorNormsKernel");
     float* squares = dense_squares_.Reserve(rows);
     // squares = (X.X) norms: (X.X) is keys x rows column-major, so transpose it.
-    KEEL_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values, keys,
+    KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values, keys,
                                   norms, 1, &zero, squares, 1));
     return squares;
   }
@@ -793,14 +866,14 @@ class CudaModel : public ComputeBackend {
     const int keys = static_cast<int>(slot.keys);
     const float one = 1.0f, zero = 0.0f;
     float* gradient = dense_gradient_.Reserve(static_cast<size_t>(keys) * width_);
-    KEEL_CUBLAS_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, width_, keys, rows, &one,
+    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, width_, keys, rows, &one,
                                   a.score_gradients, width_, structure.values, keys, &zero,
                                   gradient, width_));
     float* weighted_squares = nullptr;
     if (factorization_) {
       // weighted_squares = (X.X)^T g: keys x rows column-major, as it lies.
       weighted_squares = dense_weighted_squares_.Reserve(keys);
-      KEEL_CUBLAS_CHECK(cublasSgemv(cublas_, CUBLAS_OP_N, keys, rows, &one,
+      KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_N, keys, rows, &one,
                                     dense_squared_values_.data(), keys, a.score_scale, 1, &zero,
                                     weighted_squares, 1));
     }

@@ -19,6 +19,12 @@ std::unique_ptr<ComputeBackend> MakeCudaModel(const Hyperparameters& hyperparame
 // error, or that there are none) when there are none.
 int CudaDeviceCount(std::string* why);
 
+// Opens cuBLAS, once per process: the first CUDA model does. keel does not
+// link it, so that processes that never compute on a GPU do not load it.
+// Returns false with `*why` (the library's name and the loader's error) when
+// it cannot be opened.
+bool OpenCublas(std::string* why);
+
 }  // namespace keel
 
 #endif  // KEEL_WORKER_CUDA_MODEL_H_
