@@ -211,22 +211,27 @@ struct FtrlStep {
     const float* alpha = columns.learning_rate.data();
     const float* l1 = columns.l1.data();
     const float* l2 = columns.l2.data();
+    // Branch-free (selections compute both sides), so the compiler vectorises
+    // the columns: a row of many models' weights steps them side by side.
     for (int i = 0; i < width; ++i) {
       const float g = gradient[i];
-      if (n[i] == 0.0f && row[i] != 0.0f) {
-        // First update of an initialized weight: start z where the closed form
-        // below gives that weight back, so FTRL starts from the initializer's
-        // value (a factorization machine's factors must not all start at 0).
-        z[i] = -row[i] * (beta / alpha[i] + l2[i]) - std::copysign(l1[i], row[i]);
-      }
+      const float w = row[i];
+      // First update of an initialized weight: start z where the closed form
+      // below gives that weight back, so FTRL starts from the initializer's
+      // value (a factorization machine's factors must not all start at 0).
+      const float first_z = -w * (beta / alpha[i] + l2[i]) - std::copysign(l1[i], w);
+      const bool fresh = (n[i] == 0.0f) & (w != 0.0f);
+      const float z0 = fresh ? first_z : z[i];
       const float old_root = std::sqrt(n[i]);
-      n[i] += g * g;
-      const float new_root = std::sqrt(n[i]);
+      const float n1 = n[i] + g * g;
+      const float new_root = std::sqrt(n1);
       const float sigma = (new_root - old_root) / alpha[i];
-      z[i] += g - sigma * row[i];
-      row[i] = std::fabs(z[i]) <= l1[i]
-                   ? 0.0f
-                   : -(z[i] - std::copysign(l1[i], z[i])) / ((beta + new_root) / alpha[i] + l2[i]);
+      const float z1 = z0 + (g - sigma * w);
+      const float shrunk =
+          -(z1 - std::copysign(l1[i], z1)) / ((beta + new_root) / alpha[i] + l2[i]);
+      row[i] = std::fabs(z1) <= l1[i] ? 0.0f : shrunk;
+      z[i] = z1;
+      n[i] = n1;
     }
   }
 
