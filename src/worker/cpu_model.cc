@@ -26,8 +26,8 @@ inline void GatherRow(const float* weights, const uint32_t* positions, int nnz, 
 }
 
 // Adds each non-zero's gradient row into its key's row.
-inline void ScatterAdd(const float* row_gradients, const uint32_t* positions, int nnz, int width,
-                       float* key_gradients) {
+inline void ScatterAdd(const float* __restrict row_gradients, const uint32_t* positions, int nnz,
+                       int width, float* __restrict key_gradients) {
   for (int j = 0; j < nnz; ++j) {
     float* target = key_gradients + static_cast<size_t>(positions[j]) * width;
     const float* source = row_gradients + static_cast<size_t>(j) * width;
@@ -241,14 +241,32 @@ double CpuModel::SumRows(size_t rows, std::vector<float>* bias_gradient) {
 void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, const float* bias,
                           size_t row_begin, size_t row_end, Scratch* scratch,
                           const Outputs& out) const {
+  // One model's weights, or the default's 8 models side by side.
+  if (!factorization_ && row_width_ == row_scores_) {
+    if (row_width_ == 1) {
+      return SparseRowsOf<1>(prepared, weights, bias, row_begin, row_end, scratch, out);
+    }
+    if (row_width_ == 8) {
+      return SparseRowsOf<8>(prepared, weights, bias, row_begin, row_end, scratch, out);
+    }
+  }
+  SparseRowsOf<0>(prepared, weights, bias, row_begin, row_end, scratch, out);
+}
+
+template <int kWidth>
+void CpuModel::SparseRowsOf(const PreparedBatch& prepared, const float* weights, const float* bias,
+                            size_t row_begin, size_t row_end, Scratch* scratch,
+                            const Outputs& out) const {
+  const int row_width = kWidth > 0 ? kWidth : row_width_;
+  const int row_scores = kWidth > 0 ? kWidth : row_scores_;
   const Batch& batch = prepared.batch;
   const size_t rows = batch.rows();
   const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;
   const bool use_bias = hyperparameters_.use_bias;
   const int k = hyperparameters_.num_factors;
   std::vector<float>& params = scratch->params;
-  scratch->scores.resize(row_scores_);
-  scratch->score_gradient.resize(row_scores_);
+  scratch->scores.resize(row_scores);
+  scratch->score_gradient.resize(row_scores);
   scratch->factor_sums.resize(factorization_ ? k : 0);
   float* scores = scratch->scores.data();
   float* score_gradient = scratch->score_gradient.data();
@@ -258,23 +276,23 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
     const int nnz = static_cast<int>(batch.row_offsets[r + 1] - begin);
     const float* values = batch.values.data() + begin;
     const uint32_t* positions = prepared.positions.data() + begin;
-    params.resize(static_cast<size_t>(nnz) * row_width_);
-    GatherRow(weights, positions, nnz, row_width_, params.data());
+    params.resize(static_cast<size_t>(nnz) * row_width);
+    GatherRow(weights, positions, nnz, row_width, params.data());
     if (factorization_) {
       scores[0] = FmScore(params.data(), values, nnz, k, use_bias ? bias[0] : 0.0f, factor_sums);
     } else {
-      LinearScores(params.data(), values, nnz, row_scores_, use_bias ? bias : nullptr, scores);
+      LinearScores(params.data(), values, nnz, row_scores, use_bias ? bias : nullptr, scores);
     }
     RowLosses(r, scores, batch.labels[r], score_gradient, out);
     if (!backward) continue;
-    ScaleToMean(rows, row_scores_, score_gradient);
+    ScaleToMean(rows, row_scores, score_gradient);
     // Straight into this row's own slots, or into scratch and then into the keys.
     float* row_gradients;
     if (out.slot_gradients != nullptr) {
-      row_gradients = out.slot_gradients + begin * row_width_;
-      std::fill(row_gradients, row_gradients + static_cast<size_t>(nnz) * row_width_, 0.0f);
+      row_gradients = out.slot_gradients + begin * row_width;
+      std::fill(row_gradients, row_gradients + static_cast<size_t>(nnz) * row_width, 0.0f);
     } else {
-      scratch->gradients.assign(static_cast<size_t>(nnz) * row_width_, 0.0f);
+      scratch->gradients.assign(static_cast<size_t>(nnz) * row_width, 0.0f);
       row_gradients = scratch->gradients.data();
     }
     float* bias_gradient = out.row_bias_gradients + r * row_bias_;
@@ -282,10 +300,10 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
       FmGradients(params.data(), values, nnz, k, factor_sums, score_gradient[0], row_gradients,
                   bias_gradient);
     } else {
-      LinearGradients(values, nnz, row_scores_, score_gradient, row_gradients, bias_gradient);
+      LinearGradients(values, nnz, row_scores, score_gradient, row_gradients, bias_gradient);
     }
     if (out.key_gradients != nullptr) {
-      ScatterAdd(row_gradients, positions, nnz, row_width_, out.key_gradients);
+      ScatterAdd(row_gradients, positions, nnz, row_width, out.key_gradients);
     }
   }
 }

@@ -89,6 +89,13 @@ class CpuModel : public ComputeBackend {
   // The per-row pass over rows [begin, end).
   void SparseRows(const PreparedBatch& batch, const float* weights, const float* bias, size_t begin,
                   size_t end, Scratch* scratch, const Outputs& out) const;
+  // SparseRows for rows of kWidth floats (a linear learner's kWidth models or
+  // classes side by side), or of row_width_ for kWidth 0: at a width known
+  // when compiled, the per-row loops over it unroll and vectorise, doing the
+  // same operations in the same order.
+  template <int kWidth>
+  void SparseRowsOf(const PreparedBatch& batch, const float* weights, const float* bias,
+                    size_t begin, size_t end, Scratch* scratch, const Outputs& out) const;
   // The dense pass over rows [begin, end) of a dense batch: adds the gradients
   // of the gathered weights (keys in row 0's order) to scratch->accumulator.
   void DenseRows(const PreparedBatch& batch, const float* gathered, const float* bias, size_t begin,
