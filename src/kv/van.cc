@@ -31,6 +31,13 @@ namespace {
 constexpr int kReceivePollMs = 10;
 // How long a closing send socket keeps trying to deliver queued messages.
 constexpr int kLingerMs = 2000;
+// ZeroMQ's I/O threads: the receiving socket's connections are served by the
+// first (affinity bit 0), the sending sockets' by the second, so a large
+// message going out does not hold up the acknowledgements coming in, nor the
+// other way round (docs/BENCHMARKS.md, "KV push/pull against raw ZeroMQ").
+constexpr int kIoThreads = 2;
+constexpr uint64_t kReceiveAffinity = 1;
+constexpr uint64_t kSendAffinity = 2;
 
 std::string Endpoint(const std::string& host, int port) {
   return "tcp://" + host + ":" + (port == 0 ? std::string("*") : std::to_string(port));
@@ -267,7 +274,7 @@ AddressProbe ProbeNode(const std::string& address, double timeout_s,
 }
 
 Van::Van(const VanOptions& options)
-    : context_(1),
+    : context_(kIoThreads),
       receiver_(context_, zmq::socket_type::router),
       secret_(options.secret),
       routing_id_(RandomRoutingId()),
@@ -292,6 +299,7 @@ Van::Van(const VanOptions& options)
 Van::~Van() { Stop(); }
 
 void Van::ConfigureReceiver(int64_t max_frame_bytes) {
+  receiver_.set(zmq::sockopt::affinity, kReceiveAffinity);
   receiver_.set(zmq::sockopt::rcvhwm, 0);
   receiver_.set(zmq::sockopt::rcvtimeo, kReceivePollMs);
   receiver_.set(zmq::sockopt::linger, 0);
@@ -303,6 +311,7 @@ void Van::ConfigureReceiver(int64_t max_frame_bytes) {
 
 zmq::socket_t Van::MakeSendSocket() {
   zmq::socket_t socket(context_, zmq::socket_type::dealer);
+  socket.set(zmq::sockopt::affinity, kSendAffinity);
   socket.set(zmq::sockopt::sndhwm, 0);
   socket.set(zmq::sockopt::linger, kLingerMs);
   socket.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
