@@ -87,19 +87,21 @@ double RocAucOf(const char* function, const std::vector<float>& scores,
   const double negatives = static_cast<double>(examples) - positives;
   if (positives == 0.0 || negatives == 0.0) return 0.5;
 
-  std::vector<size_t> order(examples);
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(),
-            [&scores](size_t a, size_t b) { return scores[a] < scores[b]; });
+  // (score, positive) pairs sorted by score: contiguous, so the sort does not
+  // chase indices into the scores.
+  std::vector<std::pair<float, bool>> ranked(examples);
+  for (size_t i = 0; i < examples; ++i) ranked[i] = {scores[i], labels[i] == 1.0f};
+  std::sort(ranked.begin(), ranked.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   // Mann-Whitney: the ranks (1-based, ties sharing their average) of the
   // positives, less the smallest sum they could have, over the pair count.
   double positive_rank_sum = 0.0;
   for (size_t start = 0; start < examples;) {
     size_t end = start + 1;
-    while (end < examples && scores[order[end]] == scores[order[start]]) ++end;
+    while (end < examples && ranked[end].first == ranked[start].first) ++end;
     const double average_rank = 0.5 * static_cast<double>(start + 1 + end);
     for (size_t i = start; i < end; ++i) {
-      if (labels[order[i]] == 1.0f) positive_rank_sum += average_rank;
+      if (ranked[i].second) positive_rank_sum += average_rank;
     }
     start = end;
   }

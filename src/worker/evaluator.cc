@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <unordered_map>
+#include <vector>
 
 #include "base/error.h"
 #include "worker/batch_stream.h"
@@ -27,8 +27,18 @@ MetricSet WithTrainingLoss(const Hyperparameters& h, MetricSet metrics, double m
 class ArtifactRows {
  public:
   ArtifactRows(const ModelArtifact& artifact, int width) : artifact_(artifact), width_(width) {
-    rows_.reserve(artifact.features.size());
-    for (size_t i = 0; i < artifact.features.size(); ++i) rows_[MixKey(artifact.features[i])] = i;
+    const size_t features = artifact.features.size();
+    int bits = 4;
+    while ((size_t{1} << bits) < 2 * features && bits < 62) ++bits;
+    shift_ = 64 - bits;
+    mask_ = (size_t{1} << bits) - 1;
+    slots_.assign(size_t{1} << bits, Slot{0, kNoRow});
+    for (size_t i = 0; i < features; ++i) {
+      const Key key = MixKey(artifact.features[i]);
+      size_t slot = key >> shift_;
+      while (slots_[slot].row != kNoRow && slots_[slot].key != key) slot = (slot + 1) & mask_;
+      slots_[slot] = {key, i};
+    }
   }
 
   // batch.keys.size() x width floats in `*rows`: each key's weights, zero for
@@ -36,17 +46,30 @@ class ArtifactRows {
   void Gather(const PreparedBatch& batch, std::vector<float>* rows) const {
     rows->assign(batch.keys.size() * width_, 0.0f);
     for (size_t k = 0; k < batch.keys.size(); ++k) {
-      const auto found = rows_.find(batch.keys[k]);
-      if (found == rows_.end()) continue;
-      std::copy_n(artifact_.weights.begin() + found->second * width_, width_,
-                  rows->begin() + k * width_);
+      const Key key = batch.keys[k];
+      for (size_t slot = key >> shift_; slots_[slot].row != kNoRow; slot = (slot + 1) & mask_) {
+        if (slots_[slot].key != key) continue;
+        std::copy_n(artifact_.weights.begin() + slots_[slot].row * width_, width_,
+                    rows->begin() + k * width_);
+        break;
+      }
     }
   }
 
  private:
+  static constexpr size_t kNoRow = ~size_t{0};
+  struct Slot {
+    Key key;
+    size_t row;  // the feature's row, or kNoRow for an empty slot
+  };
   const ModelArtifact& artifact_;
   const int width_;
-  std::unordered_map<Key, size_t> rows_;  // mixed key -> the feature's row
+  // Open addressing from the mixed key's top bits (MixKey spreads them
+  // evenly), at most half full: a batch's keys, in ascending order, probe the
+  // slots in order.
+  std::vector<Slot> slots_;
+  int shift_ = 0;
+  size_t mask_ = 0;
 };
 
 // Cuts `prepared` to its first `rows` rows (and their key set) if it has more.
