@@ -76,15 +76,23 @@ CublasLibrary OpenCublasLibrary() {
   // By name (the loader's path, then this binary's run path), then where the
   // toolkit was at build time.
   library.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string why;
+  if (library.handle == nullptr) {
+    const char* error = dlerror();
+    why = error ? error : "unknown error";
+  }
 #ifdef KEEL_CUDA_LIBRARY_DIR
   if (library.handle == nullptr) {
-    library.handle =
-        dlopen((std::string(KEEL_CUDA_LIBRARY_DIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+    const std::string path = std::string(KEEL_CUDA_LIBRARY_DIR) + "/" + name;
+    library.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library.handle == nullptr) {
+      const char* error = dlerror();
+      why += std::string("; ") + (error ? error : path + ": unknown error");
+    }
   }
 #endif
   if (library.handle == nullptr) {
-    const char* why = dlerror();
-    library.error = "cannot open " + name + " (cuBLAS): " + (why ? why : "unknown error");
+    library.error = "cannot open " + name + " (cuBLAS): " + why;
     return library;
   }
   Resolve(&library, "cublasCreate_v2", &library.create);
@@ -418,6 +426,10 @@ class CudaModel : public ComputeBackend {
  public:
   CudaModel(const Hyperparameters& hyperparameters, int ordinal)
       : ComputeBackend(hyperparameters), ordinal_(ordinal) {
+    // Before any stream or event is made: a constructor that throws runs no
+    // destructor to release them.
+    std::string why;
+    if (!OpenCublas(&why)) throw MakeError("--device cuda:", ordinal_, ": ", why);
     KEEL_CUDA_CHECK(cudaSetDevice(ordinal_));
     cudaDeviceProp properties;
     KEEL_CUDA_CHECK(cudaGetDeviceProperties(&properties, ordinal_));
@@ -427,8 +439,6 @@ class CudaModel : public ComputeBackend {
     for (Slot& slot : slots_) {
       KEEL_CUDA_CHECK(cudaEventCreateWithFlags(&slot.copied, cudaEventDisableTiming));
     }
-    std::string why;
-    if (!OpenCublas(&why)) throw MakeError("--device cuda:", ordinal_, ": ", why);
     KEEL_CUBLAS_CHECK(Cublas().create(&cublas_));
     KEEL_CUBLAS_CHECK(Cublas().set_stream(cublas_, compute_stream_));
     const int k = factorization_ ? hyperparameters_.num_factors : 0;

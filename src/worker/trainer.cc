@@ -144,9 +144,11 @@ void Trainer::OpenCache(int first_epoch) {
       // Writing it would slow the only epoch left for nothing (a pipe, read
       // once, needs no second pass either). A folder the user names keeps
       // its cache for a later job, so it is written there.
-      LOG(INFO) << "worker " << node_->rank() << ": no batch cache: "
-                << (first_epoch > 1 ? "only epoch " + std::to_string(first_epoch) + " is left"
-                                    : "the job has one epoch");
+      const std::string why = first_epoch > hyperparameters_.epochs ? "no epoch is left to run"
+                              : first_epoch > 1
+                                  ? "only epoch " + std::to_string(first_epoch) + " is left"
+                                  : "the job has one epoch";
+      LOG(INFO) << "worker " << node_->rank() << ": no batch cache: " << why;
       TemporaryCacheFolder::RemoveAbandoned();
       return;
     }
