@@ -45,6 +45,16 @@ class TrainingJob : public testing::TempFolderTest {
 
   const std::string& dir() const { return folder_; }
 
+  // Train with $TMPDIR set to `tmp` (made here), where default batch caches go.
+  testing::Exit TrainWithTemporaryFolder(const std::string& tmp,
+                                         const std::vector<std::string>& flags, int workers) {
+    std::filesystem::create_directories(tmp);
+    setenv("TMPDIR", tmp.c_str(), 1);
+    testing::Exit exit = Train(flags, workers);
+    unsetenv("TMPDIR");
+    return exit;
+  }
+
   testing::Exit Train(const std::vector<std::string>& flags, int workers, double timeout = 120) {
     std::vector<std::string> argv = {KeelBinary(),
                                      "launch",
@@ -1048,10 +1058,8 @@ TEST_F(TrainingJob, ASecondJobOnTheSameDataReadsTheBatchCacheAndLearnsTheSame) {
 TEST_F(TrainingJob, TheDefaultCacheFolderIsGoneWhenTheJobEnds) {
   Generate("linear", 3000, 2);
   const std::string tmp = folder_ + "/tmp";
-  std::filesystem::create_directories(tmp);
-  setenv("TMPDIR", tmp.c_str(), 1);
-  const auto exit = Train({"--job=linear_learner", "--epochs=2", "--minloglevel=0"}, 2);
-  unsetenv("TMPDIR");
+  const auto exit =
+      TrainWithTemporaryFolder(tmp, {"--job=linear_learner", "--epochs=2", "--minloglevel=0"}, 2);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   for (const char* worker : {"worker 0", "worker 1"}) {
     EXPECT_TRUE(Contains(exit.output, std::string(worker) + ": its share's minibatches are cached in " +
@@ -1067,15 +1075,14 @@ TEST_F(TrainingJob, TheDefaultCacheFolderIsGoneWhenTheJobEnds) {
 TEST_F(TrainingJob, AOneEpochJobWritesNoTemporaryCache) {
   Generate("linear", 3000, 2);
   const std::string tmp = folder_ + "/tmp";
-  std::filesystem::create_directories(tmp);
-  setenv("TMPDIR", tmp.c_str(), 1);
-  const auto exit = Train({"--job=linear_learner", "--epochs=1", "--minloglevel=0"}, 1);
-  unsetenv("TMPDIR");
+  const auto exit =
+      TrainWithTemporaryFolder(tmp, {"--job=linear_learner", "--epochs=1", "--minloglevel=0"}, 1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "worker 0: no batch cache: the job has one epoch"))
       << exit.output;
   EXPECT_FALSE(Contains(exit.output, "minibatches are cached in")) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "training rows are good (checked in")) << exit.output;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "something was left behind in " << tmp;
 }
 
 TEST_F(TrainingJob, BenchTrainSaysWhereEachEpochsTimeWent) {
