@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
 #include "base/files.h"
+#include "io/batch.h"
 #include "io/input_split.h"
 #include "test_util.h"
+#include "worker/batch_stream.h"
 
 namespace keel {
 namespace {
@@ -74,6 +77,107 @@ TEST_F(ShardCheckTest, TheFirstBadRecordInTheSplitsOrderIsNamedByItsLine) {
       EXPECT_NE(message.find(path + ":300:"), std::string::npos) << message;
     }
   }
+}
+
+// The rows of `splits` as one reader per split gives them, one after another.
+Batch ReadWhole(const std::vector<InputSplit>& splits, const ReaderOptions& options,
+                std::vector<uint64_t>* bytes_read) {
+  Batch all;
+  for (const InputSplit& split : splits) {
+    auto reader = OpenReader(split, options);
+    while (reader->Read(100, &all) > 0) {
+    }
+    bytes_read->push_back(reader->bytes_read());
+  }
+  return all;
+}
+
+void ExpectSameRows(const Batch& expected, const Batch& actual) {
+  EXPECT_EQ(actual.labels, expected.labels);
+  EXPECT_EQ(actual.row_offsets, expected.row_offsets);
+  EXPECT_EQ(actual.indices, expected.indices);
+  EXPECT_EQ(actual.values, expected.values);
+}
+
+TEST_F(ShardCheckTest, KeptRowsAreEverySplitsRowsInTheReadersOrder) {
+  WriteRows("a", 1000, 0);
+  WriteRows("b", 37, 0);
+  const std::vector<InputSplit> splits = ResolveChannel(folder_, 0, 1);
+  std::vector<uint64_t> bytes_read;
+  const Batch whole = ReadWhole(splits, Libsvm(), &bytes_read);
+  ASSERT_EQ(whole.rows(), 1037u);
+  for (int threads : {1, 3}) {
+    // Pieces of about 100 bytes: split "a" is read as many, on several threads.
+    CheckedRows kept;
+    ASSERT_EQ(CheckShard(splits, Libsvm(), threads, 100, &kept, uint64_t{1} << 30), 1037u);
+    ASSERT_TRUE(kept.Holds(splits));
+    ASSERT_EQ(kept.chunks.size(), 2u);
+    Batch joined;
+    for (const auto& chunks : kept.chunks) {
+      for (const Batch& chunk : chunks) joined.AppendRows(chunk, 0, chunk.rows());
+    }
+    ExpectSameRows(whole, joined);
+    EXPECT_EQ(kept.bytes_read, bytes_read) << threads << " threads";
+    EXPECT_GT(kept.held_bytes, 0u);
+  }
+}
+
+TEST_F(ShardCheckTest, RowsOverTheBoundAreNotKeptButStillChecked) {
+  WriteRows("a", 1000, 0);
+  const std::vector<InputSplit> splits = ResolveChannel(folder_, 0, 1);
+  CheckedRows kept;
+  EXPECT_EQ(CheckShard(splits, Libsvm(), 2, 100, &kept, 1000), 1000u);
+  EXPECT_TRUE(kept.empty());
+  EXPECT_EQ(kept.held_bytes, 0u);
+  // A bad record still fails the check that keeps rows.
+  WriteRows("a", 1000, 500);
+  EXPECT_NE(testing::ErrorOf([&] {
+              CheckShard(splits, Libsvm(), 2, 100, &kept, uint64_t{1} << 30);
+            }).find(":500:"),
+            std::string::npos);
+}
+
+TEST_F(ShardCheckTest, AStreamTakesKeptRowsOnlyForTheirOwnSplits) {
+  WriteRows("a", 1000, 0);
+  WriteRows("b", 37, 0);
+  const std::vector<InputSplit> splits = ResolveChannel(folder_, 0, 1);
+  // Minibatches of 64 rows from the text, then from the kept rows.
+  const auto minibatches = [&](const std::vector<InputSplit>& of, CheckedRows* held,
+                               uint64_t* bytes) {
+    BatchStream stream(of, Libsvm(), 64, 4, nullptr, nullptr, held);
+    std::vector<PreparedBatch> out;
+    PreparedBatch batch;
+    while (stream.Next(&batch)) out.push_back(std::move(batch));
+    *bytes = stream.bytes_read();
+    return out;
+  };
+  uint64_t text_bytes = 0;
+  const std::vector<PreparedBatch> from_text = minibatches(splits, nullptr, &text_bytes);
+  CheckedRows kept;
+  ASSERT_EQ(CheckShard(splits, Libsvm(), 3, 100, &kept, uint64_t{1} << 30), 1037u);
+  // Marked, to see where the stream's rows come from: the first row's label.
+  ASSERT_EQ(kept.chunks[0][0].labels[0], 1.0f);
+  kept.chunks[0][0].labels[0] = 7.0f;
+  CheckedRows other = kept;  // the same rows, said to be another worker's
+  other.splits[1].begin = 1;
+  uint64_t other_bytes = 0;
+  EXPECT_EQ(minibatches(splits, &other, &other_bytes)[0].batch.labels[0], 1.0f);
+  uint64_t kept_bytes = 0;
+  const std::vector<PreparedBatch> from_kept = minibatches(splits, &kept, &kept_bytes);
+  ASSERT_EQ(from_kept.size(), from_text.size());
+  EXPECT_EQ(from_kept[0].batch.labels[0], 7.0f);
+  // Each chunk's memory was given back as the stream took its rows.
+  EXPECT_EQ(kept.chunks[0][0].indices.capacity(), 0u);
+  for (size_t b = 0; b < from_text.size(); ++b) {
+    SCOPED_TRACE("minibatch " + std::to_string(b));
+    Batch expected = from_text[b].batch;
+    if (b == 0) expected.labels[0] = 7.0f;
+    ExpectSameRows(expected, from_kept[b].batch);
+    EXPECT_EQ(from_kept[b].keys.size(), from_text[b].keys.size());
+    EXPECT_EQ(from_kept[b].positions, from_text[b].positions);
+  }
+  EXPECT_EQ(kept_bytes, text_bytes);
+  EXPECT_EQ(other_bytes, text_bytes);
 }
 
 }  // namespace

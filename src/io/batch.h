@@ -36,6 +36,22 @@ struct Batch {
     values.insert(values.end(), row_values, row_values + count);
     row_offsets.push_back(indices.size());
   }
+  // Appends rows [first, first + count) of `from`, whose label width must be
+  // this batch's (any, if this batch has no row yet).
+  void AppendRows(const Batch& from, size_t first, size_t count) {
+    if (rows() == 0) label_width = from.label_width;
+    const size_t width = static_cast<size_t>(from.label_width);
+    labels.insert(labels.end(), from.labels.begin() + first * width,
+                  from.labels.begin() + (first + count) * width);
+    const uint64_t begin = from.row_offsets[first];
+    const uint64_t end = from.row_offsets[first + count];
+    const uint64_t shift = indices.size() - begin;  // wraps, and wraps back below
+    indices.insert(indices.end(), from.indices.begin() + begin, from.indices.begin() + end);
+    values.insert(values.end(), from.values.begin() + begin, from.values.begin() + end);
+    for (size_t r = first + 1; r <= first + count; ++r) {
+      row_offsets.push_back(from.row_offsets[r] + shift);
+    }
+  }
 };
 
 }  // namespace keel

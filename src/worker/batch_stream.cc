@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "worker/batch_cache.h"
+#include "worker/shard_check.h"
 
 namespace keel {
 
@@ -87,13 +88,14 @@ void PrepareKeys(PreparedBatch* prepared) {
 
 BatchStream::BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options,
                          size_t batch_size, size_t prefetch, const DataScaler* scaler,
-                         BatchCache* cache)
+                         BatchCache* cache, CheckedRows* held)
     : splits_(std::move(splits)),
       options_(options),
       batch_size_(batch_size),
       prefetch_(std::max<size_t>(1, prefetch)),
       scaler_(scaler),
-      cache_(cache) {
+      cache_(cache),
+      held_(held != nullptr && held->Holds(splits_) ? held : nullptr) {
   thread_ = std::thread([this] { Produce(); });
 }
 
@@ -159,7 +161,24 @@ void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
     if (caching) caching = writer->Append(pending);
     return Deliver(&pending);
   };
-  for (const InputSplit& split : splits_) {
+  for (size_t s = 0; s < splits_.size(); ++s) {
+    if (held_ != nullptr) {
+      // The rows as the check read them, in chunks cut where its reads
+      // stopped: cut again into minibatches, each chunk freed once taken.
+      for (Batch& chunk : held_->chunks[s]) {
+        for (size_t row = 0; row < chunk.rows();) {
+          const size_t take = std::min(batch_size_ - pending.batch.rows(), chunk.rows() - row);
+          pending.batch.AppendRows(chunk, row, take);
+          row += take;
+          if (pending.batch.rows() == batch_size_ && !deliver()) return;
+        }
+        chunk = Batch();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      bytes_ += held_->bytes_read[s];
+      continue;
+    }
+    const InputSplit& split = splits_[s];
     auto reader = OpenReader(split, options_);
     while (true) {
       const size_t want = batch_size_ - pending.batch.rows();

@@ -36,6 +36,7 @@ struct PreparedBatch {
 
 class BatchCache;        // worker/batch_cache.h
 class BatchCacheWriter;  // worker/batch_cache.h
+struct CheckedRows;      // worker/shard_check.h
 
 class BatchStream {
  public:
@@ -44,10 +45,13 @@ class BatchStream {
   // is prepared. With a `cache` (which must outlive the stream), the batches
   // come from its file when it holds these splits read this way, and are
   // written to it otherwise (the file is kept only if the stream reads to the
-  // end).
+  // end). With `held` (which must outlive the stream), the rows the shard
+  // check read, kept for these very splits (CheckedRows::Holds), are taken
+  // from it, and its memory given back as they are, instead of parsing the
+  // text again; a cache that holds the splits still comes first.
   BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options, size_t batch_size,
-              size_t prefetch = 4, const DataScaler* scaler = nullptr,
-              BatchCache* cache = nullptr);
+              size_t prefetch = 4, const DataScaler* scaler = nullptr, BatchCache* cache = nullptr,
+              CheckedRows* held = nullptr);
   ~BatchStream();
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
@@ -77,6 +81,7 @@ class BatchStream {
   size_t prefetch_;
   const DataScaler* scaler_;
   BatchCache* cache_;
+  CheckedRows* held_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<PreparedBatch> ready_;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -63,9 +64,12 @@ EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
 }
 
 void EpochTrainer::TrainOwnShare(const proto::WorkerCursor& resume, Pass* pass) {
+  // The check's rows serve one epoch at most (then the cache or the text).
+  CheckedRows checked;
+  if (checked_ != nullptr) std::swap(checked, *checked_);
   BatchStream stream(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
                      options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
-                     /*prefetch=*/4, scaler_, cache_);
+                     /*prefetch=*/4, scaler_, cache_, &checked);
   SkipPushedBatches(resume, &stream, pass);
   TrainBatches(&stream, pass);
   // With a cache, a pipe is read once: later epochs need its batches cached.

@@ -23,6 +23,7 @@
 #include "worker/health_rules.h"
 #include "worker/hyperparameters.h"
 #include "worker/minibatch_pipeline.h"
+#include "worker/shard_check.h"
 #include "worker/trainer_options.h"
 #include "worker/training_loss.h"
 
@@ -73,6 +74,10 @@ class EpochTrainer {
   // This worker's share is read through `cache` (null: from the text
   // every epoch), which must outlive the trainer's use of it.
   void set_cache(BatchCache* cache) { cache_ = cache; }
+  // The next epoch of this worker's own share takes its rows from `checked`
+  // (the shard check's, worker/shard_check.h) if they are its splits', and
+  // empties it: it must outlive that epoch.
+  void set_checked_rows(CheckedRows* checked) { checked_ = checked; }
   // Each minibatch is reported to `timeline` (null: none), which must
   // outlive the trainer's use of it.
   void set_timeline(TimelineRecorder* timeline) { timeline_ = timeline; }
@@ -145,6 +150,7 @@ class EpochTrainer {
   SharedArray<const Key> bias_key_;
   const DataScaler* scaler_ = nullptr;
   BatchCache* cache_ = nullptr;
+  CheckedRows* checked_ = nullptr;
   HealthRules rules_;
   TimelineRecorder* timeline_ = nullptr;
 };

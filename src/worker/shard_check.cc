@@ -10,19 +10,60 @@
 namespace keel {
 namespace {
 
-// The rows of one split (all of them: a bad record throws).
-uint64_t CountRows(const InputSplit& split, const ReaderOptions& reader) {
-  constexpr size_t kRowsPerRead = 4096;
+// The memory a batch's arrays take.
+uint64_t BytesOf(const Batch& batch) {
+  return batch.labels.capacity() * sizeof(float) + batch.row_offsets.capacity() * sizeof(uint64_t) +
+         batch.indices.capacity() * sizeof(uint64_t) + batch.values.capacity() * sizeof(float);
+}
+
+// The rows of the pieces kept so far, and what they take, across threads.
+struct KeepBudget {
+  uint64_t max_bytes = 0;
+  std::atomic<uint64_t> held{0};
+  std::atomic<bool> over{false};
+
+  // Counts `bytes` more; false (and from then on) once past the budget.
+  bool Take(uint64_t bytes) {
+    if (over.load()) return false;
+    if (held.fetch_add(bytes) + bytes <= max_bytes) return true;
+    over.store(true);
+    return false;
+  }
+};
+
+// What a piece read: its rows' count, and its rows if kept.
+struct PieceRows {
   uint64_t rows = 0;
-  Batch scratch;
+  uint64_t bytes_read = 0;
+  std::vector<Batch> chunks;
+};
+
+// The rows of one split (all of them: a bad record throws), kept in `*piece`
+// while `budget` (if any) allows.
+void ReadRows(const InputSplit& split, const ReaderOptions& reader, KeepBudget* budget,
+              PieceRows* piece) {
+  constexpr size_t kRowsPerRead = 4096;
+  Batch chunk;
   const auto split_reader = OpenReader(split, reader);
   while (true) {
-    scratch.Clear();
-    const size_t got = split_reader->Read(kRowsPerRead, &scratch);
+    const size_t got = split_reader->Read(kRowsPerRead, &chunk);
     if (got == 0) break;
-    rows += got;
+    piece->rows += got;
+    if (budget != nullptr && budget->Take(BytesOf(chunk))) {
+      // The next chunk is about as large: room for it up front.
+      const size_t nnz = chunk.nnz();
+      piece->chunks.push_back(std::move(chunk));
+      chunk = Batch();
+      chunk.indices.reserve(nnz + nnz / 8);
+      chunk.values.reserve(nnz + nnz / 8);
+      chunk.labels.reserve(kRowsPerRead);
+      chunk.row_offsets.reserve(kRowsPerRead + 1);
+    } else {
+      if (budget != nullptr) piece->chunks.clear();
+      chunk.Clear();
+    }
   }
-  return rows;
+  piece->bytes_read = split_reader->bytes_read();
 }
 
 // `splits` (pipes left out) in order, each text split of known size cut into
@@ -30,10 +71,13 @@ uint64_t CountRows(const InputSplit& split, const ReaderOptions& reader) {
 // to the range holding its first byte, so the pieces hold the same records.
 // RecordIO is not cut: a reader starting inside a split skips to the next
 // record's magic, passing over whatever bytes come before it unchecked.
+// `*owners` gets each piece's index in `splits`.
 std::vector<InputSplit> Pieces(const std::vector<InputSplit>& splits, DataFormat format,
-                               size_t threads, uint64_t min_piece_bytes) {
+                               size_t threads, uint64_t min_piece_bytes,
+                               std::vector<size_t>* owners) {
   std::vector<InputSplit> pieces;
-  for (const InputSplit& split : splits) {
+  for (size_t s = 0; s < splits.size(); ++s) {
+    const InputSplit& split = splits[s];
     if (split.is_pipe) continue;
     const uint64_t end = std::min(split.end, split.file_size);
     const uint64_t bytes = end > split.begin ? end - split.begin : 0;
@@ -47,6 +91,7 @@ std::vector<InputSplit> Pieces(const std::vector<InputSplit>& splits, DataFormat
         piece.end = i + 1 == count ? split.end : split.begin + bytes / count * (i + 1);
       }
       pieces.push_back(std::move(piece));
+      owners->push_back(s);
     }
   }
   return pieces;
@@ -54,14 +99,34 @@ std::vector<InputSplit> Pieces(const std::vector<InputSplit>& splits, DataFormat
 
 }  // namespace
 
-uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& reader,
-                    int threads, uint64_t min_piece_bytes) {
+bool CheckedRows::Holds(const std::vector<InputSplit>& other) const {
+  if (other.size() != splits.size()) return false;
+  for (size_t i = 0; i < other.size(); ++i) {
+    const InputSplit& a = splits[i];
+    const InputSplit& b = other[i];
+    if (a.path != b.path || a.begin != b.begin || a.end != b.end || a.is_pipe != b.is_pipe ||
+        a.file_size != b.file_size || a.version != b.version) {
+      return false;
+    }
+  }
+  return true;
+}
+
+uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& reader, int threads,
+                    uint64_t min_piece_bytes, CheckedRows* keep, uint64_t keep_max_bytes) {
   if (threads <= 0) {
     threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   }
+  if (keep != nullptr) keep->Clear();
+  const bool any_pipe = std::any_of(splits.begin(), splits.end(),
+                                    [](const InputSplit& split) { return split.is_pipe; });
+  KeepBudget budget;
+  budget.max_bytes = keep_max_bytes;
+  KeepBudget* keeping = keep != nullptr && !any_pipe && !splits.empty() ? &budget : nullptr;
+  std::vector<size_t> owners;
   const std::vector<InputSplit> pieces =
-      Pieces(splits, reader.format, static_cast<size_t>(threads), min_piece_bytes);
-  std::vector<uint64_t> rows(pieces.size(), 0);
+      Pieces(splits, reader.format, static_cast<size_t>(threads), min_piece_bytes, &owners);
+  std::vector<PieceRows> read(pieces.size());
   std::vector<std::exception_ptr> errors(pieces.size());
   // Pieces are taken in order; once one fails, those after it are not read
   // (the error reported is the first bad record's in the splits' order).
@@ -71,7 +136,7 @@ uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& 
     for (size_t i = next++; i < pieces.size(); i = next++) {
       if (i > first_failed.load()) continue;
       try {
-        rows[i] = CountRows(pieces[i], reader);
+        ReadRows(pieces[i], reader, keeping, &read[i]);
       } catch (...) {
         errors[i] = std::current_exception();
         size_t failed = first_failed.load();
@@ -97,7 +162,18 @@ uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& 
   uint64_t total = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (errors[i]) std::rethrow_exception(errors[i]);
-    total += rows[i];
+    total += read[i].rows;
+  }
+  if (keeping == nullptr || budget.over.load()) return total;
+  // A split's pieces hold its records in order: their chunks, one after another.
+  keep->splits = splits;
+  keep->chunks.resize(splits.size());
+  keep->bytes_read.assign(splits.size(), 0);
+  keep->held_bytes = budget.held.load();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::vector<Batch>& chunks = keep->chunks[owners[i]];
+    for (Batch& chunk : read[i].chunks) chunks.push_back(std::move(chunk));
+    keep->bytes_read[owners[i]] += read[i].bytes_read;
   }
   return total;
 }

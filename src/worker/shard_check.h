@@ -7,10 +7,26 @@
 #include <cstdint>
 #include <vector>
 
+#include "io/batch.h"
 #include "io/input_split.h"
 #include "io/readers.h"
 
 namespace keel {
+
+// The rows a check read (CheckShard), split by split, in the order a reader
+// of each split gives them, in chunks of a few thousand rows.
+struct CheckedRows {
+  std::vector<InputSplit> splits;
+  std::vector<std::vector<Batch>> chunks;  // per split
+  std::vector<uint64_t> bytes_read;        // per split, as its reader counts them
+  uint64_t held_bytes = 0;                 // the memory the chunks take
+
+  bool empty() const { return splits.empty(); }
+  // Whether these are the rows of exactly `other` (the same files, ranges and
+  // versions, in the same order).
+  bool Holds(const std::vector<InputSplit>& other) const;
+  void Clear() { *this = CheckedRows(); }
+};
 
 // Reads every record of `splits` with `reader` (its label rule, feature_dim
 // and skip_bad_records as training reads them) and returns how many rows it
@@ -20,8 +36,13 @@ namespace keel {
 // at least `min_piece_bytes` on up to `threads` threads (0: the machine's cores,
 // at most 4): the check is the whole of a worker's start-up work on large
 // data, with the cores otherwise idle then.
+//
+// With `keep`, the rows read are also kept there, for the first epoch to train
+// on instead of parsing the text again; unless they would take more than
+// `keep_max_bytes` of memory, or a split is a pipe: then *keep is left empty.
 uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& reader,
-                    int threads = 0, uint64_t min_piece_bytes = uint64_t{8} << 20);
+                    int threads = 0, uint64_t min_piece_bytes = uint64_t{8} << 20,
+                    CheckedRows* keep = nullptr, uint64_t keep_max_bytes = 0);
 
 }  // namespace keel
 

@@ -1,6 +1,7 @@
 #include "worker/trainer.h"
 
 #include <glog/logging.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <future>
@@ -193,10 +194,28 @@ uint64_t Trainer::CheckTrainingShard() {
       rows = reader->rows();
       cached = true;
     } else {
-      rows = CheckShard(splits, options_.reader);
+      // The rows read are kept for the first epoch (which then parses
+      // nothing) when they fit in an eighth of the machine's memory and the
+      // cache's bound; --cache_dir=none parses every epoch.
+      const bool keep = options_.cache_dir != "none";
+      const uint64_t memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                              static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+      const uint64_t keep_max = std::min(options_.cache_max_bytes, memory / 8);
+      rows = CheckShard(splits, options_.reader, /*threads=*/0, uint64_t{8} << 20,
+                        keep ? &checked_ : nullptr, keep_max);
+      if (keep && checked_.empty() && !IsPipeChannel(options_.train)) {
+        LOG(INFO) << "worker " << node_->rank() << ": the first epoch parses its share again "
+                  << "(its rows take more than " << keep_max / (1 << 20)
+                  << " MiB, the least of an eighth of the memory and --cache_max_bytes)";
+      }
+      epoch_trainer_.set_checked_rows(&checked_);
     }
   } catch (const Error& e) {
     throw MakeError("before the first minibatch: ", e.what());
+  }
+  if (!checked_.empty()) {
+    LOG(INFO) << "worker " << node_->rank() << ": the first epoch takes the " << rows
+              << " rows as checked (" << checked_.held_bytes / (1 << 20) << " MiB held)";
   }
   LOG(INFO) << "worker " << node_->rank() << ": the labels of its " << rows
             << " training rows are good (" << (cached ? "read from " : "checked in ")

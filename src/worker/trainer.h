@@ -33,6 +33,7 @@
 #include "worker/evaluator.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
+#include "worker/shard_check.h"
 #include "worker/timeline_recorder.h"
 #include "worker/trainer_options.h"
 #include "worker/training_health.h"
@@ -139,6 +140,8 @@ class Trainer {
   // The folder of the share's batch cache when it is a temporary one, and the cache.
   std::unique_ptr<TemporaryCacheFolder> cache_folder_;
   std::unique_ptr<BatchCache> cache_;
+  // The rows the shard check read, for the first epoch (then emptied).
+  CheckedRows checked_;
   // Worker 0: the servers' tables at the end of the epoch before.
   std::array<TableRows, kHealthTables> rows_before_;
   // This worker's part of the job's timeline (started by Run).
