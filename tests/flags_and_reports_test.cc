@@ -125,7 +125,8 @@ TEST(FailureReport, AWorkersErrorQuotingBinaryJunkReachesTheScheduler) {
   testing::WriteFile(train, "1 3:1\n\xFF\xFE:\x80\x81 2:1\n");
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",
-       "--train=" + train, "--epochs=1", "--verbose"},  // the scheduler's "worker 0 done" line
+       "--train=" + train, "--epochs=1", "--model_dir=" + folder.path() + "/model",
+       "--verbose"},  // the scheduler's "worker 0 done" line
       120);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 1) << exit.output;

@@ -69,7 +69,8 @@ TEST(Launch, StopsEveryRoleWhenOneFails) {
   const std::string marker = folder.path() + "/out";
   // The workers fail once they open their (missing) data, after joining.
   const auto exit = testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2",
-                                  "--job=linear_learner", "--train=" + marker + "/missing"},
+                                  "--job=linear_learner", "--train=" + marker + "/missing",
+                                  "--model_dir=" + marker + "/model"},
                                  60);
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);

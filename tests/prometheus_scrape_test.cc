@@ -70,10 +70,10 @@ class PrometheusScrape : public testing::TempFolderTest {
                                     "--features=2000", "--nnz=10", "--out=" + folder_ + "/data"},
                                    60);
     EXPECT_EQ(data.code, 0) << data.output;
-    return processes_.Start({KeelBinary(), "launch", "--servers=1", "--workers=1",
-                             "--job=linear_learner", "--predictor_type=binary_classifier",
-                             "--mini_batch_size=100", "--epochs=100000",
-                             "--train=" + folder_ + "/data/train"});
+    return processes_.Start(
+        {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",
+         "--predictor_type=binary_classifier", "--mini_batch_size=100", "--epochs=100000",
+         "--train=" + folder_ + "/data/train", "--model_dir=" + folder_ + "/model"});
   }
 
   // Starts Prometheus on a free loopback port, scraping `targets` every second.

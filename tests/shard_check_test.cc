@@ -180,5 +180,29 @@ TEST_F(ShardCheckTest, AStreamTakesKeptRowsOnlyForTheirOwnSplits) {
   EXPECT_EQ(other_bytes, text_bytes);
 }
 
+TEST(BatchAppendRows, CopiesRowsAndRefusesRowsOfAnotherLabelWidth) {
+  Batch two;  // two rows of two labels
+  two.label_width = 2;
+  two.labels = {1, 2, 3, 4};
+  two.row_offsets = {0, 1, 3};
+  two.indices = {5, 6, 7};
+  two.values = {0.5f, 0.25f, 0.125f};
+  Batch out;
+  out.AppendRows(two, 1, 1);
+  out.AppendRows(two, 0, 1);
+  EXPECT_EQ(out.label_width, 2);
+  EXPECT_EQ(out.labels, (std::vector<float>{3, 4, 1, 2}));
+  EXPECT_EQ(out.row_offsets, (std::vector<uint64_t>{0, 2, 3}));
+  EXPECT_EQ(out.indices, (std::vector<uint64_t>{6, 7, 5}));
+  EXPECT_EQ(out.values, (std::vector<float>{0.25f, 0.125f, 0.5f}));
+  Batch one;  // one row of one label
+  const uint64_t index = 9;
+  const float value = 1.0f;
+  one.AddRow(1.0f, &index, &value, 1);
+  EXPECT_NE(testing::ErrorOf([&] { out.AppendRows(one, 0, 1); }).find("1 labels"),
+            std::string::npos);
+  EXPECT_EQ(out.rows(), 2u);
+}
+
 }  // namespace
 }  // namespace keel

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/error.h"
+
 namespace keel {
 
 struct Batch {
@@ -37,9 +39,15 @@ struct Batch {
     row_offsets.push_back(indices.size());
   }
   // Appends rows [first, first + count) of `from`, whose label width must be
-  // this batch's (any, if this batch has no row yet).
+  // this batch's (any, if this batch has no row yet; Error otherwise, as a
+  // reader's Read says).
   void AppendRows(const Batch& from, size_t first, size_t count) {
-    if (rows() == 0) label_width = from.label_width;
+    if (rows() == 0) {
+      label_width = from.label_width;
+    } else if (from.label_width != label_width) {
+      throw MakeError("cannot add rows with ", from.label_width, " labels to a batch with ",
+                      label_width, " labels per row");
+    }
     const size_t width = static_cast<size_t>(from.label_width);
     labels.insert(labels.end(), from.labels.begin() + first * width,
                   from.labels.begin() + (first + count) * width);
