@@ -110,7 +110,7 @@ TEST_F(ShardCheckTest, KeptRowsAreEverySplitsRowsInTheReadersOrder) {
     // Pieces of about 100 bytes: split "a" is read as many, on several threads.
     CheckedRows kept;
     ASSERT_EQ(CheckShard(splits, Libsvm(), threads, 100, &kept, uint64_t{1} << 30), 1037u);
-    ASSERT_TRUE(kept.Holds(splits));
+    ASSERT_TRUE(kept.Holds(splits, Libsvm()));
     ASSERT_EQ(kept.chunks.size(), 2u);
     Batch joined;
     for (const auto& chunks : kept.chunks) {
@@ -158,10 +158,16 @@ TEST_F(ShardCheckTest, AStreamTakesKeptRowsOnlyForTheirOwnSplits) {
   // Marked, to see where the stream's rows come from: the first row's label.
   ASSERT_EQ(kept.chunks[0][0].labels[0], 1.0f);
   kept.chunks[0][0].labels[0] = 7.0f;
-  CheckedRows other = kept;  // the same rows, said to be another worker's
-  other.splits[1].begin = 1;
+  // The same rows, said to be read from file "a" alone, or with other options.
+  CheckedRows other;
+  ASSERT_EQ(CheckShard({splits[0]}, Libsvm(), 3, 100, &other, uint64_t{1} << 30), 1000u);
+  other.chunks = kept.chunks;
+  other.bytes_read = kept.bytes_read;
   uint64_t other_bytes = 0;
   EXPECT_EQ(minibatches(splits, &other, &other_bytes)[0].batch.labels[0], 1.0f);
+  ReaderOptions zero_based = Libsvm();
+  zero_based.zero_based = true;
+  EXPECT_FALSE(kept.Holds(splits, zero_based));
   uint64_t kept_bytes = 0;
   const std::vector<PreparedBatch> from_kept = minibatches(splits, &kept, &kept_bytes);
   ASSERT_EQ(from_kept.size(), from_text.size());

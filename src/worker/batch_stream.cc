@@ -95,7 +95,7 @@ BatchStream::BatchStream(std::vector<InputSplit> splits, const ReaderOptions& op
       prefetch_(std::max<size_t>(1, prefetch)),
       scaler_(scaler),
       cache_(cache),
-      held_(held != nullptr && held->Holds(splits_) ? held : nullptr) {
+      held_(held != nullptr && held->Holds(splits_, options_) ? held : nullptr) {
   thread_ = std::thread([this] { Produce(); });
 }
 

@@ -46,9 +46,10 @@ class BatchStream {
   // come from its file when it holds these splits read this way, and are
   // written to it otherwise (the file is kept only if the stream reads to the
   // end). With `held` (which must outlive the stream), the rows the shard
-  // check read, kept for these very splits (CheckedRows::Holds), are taken
-  // from it, and its memory given back as they are, instead of parsing the
-  // text again; a cache that holds the splits still comes first.
+  // check read, kept for these very splits and reader options
+  // (CheckedRows::Holds), are taken from it, and its memory given back as
+  // they are, instead of parsing the text again; a cache that holds the
+  // splits still comes first.
   BatchStream(std::vector<InputSplit> splits, const ReaderOptions& options, size_t batch_size,
               size_t prefetch = 4, const DataScaler* scaler = nullptr, BatchCache* cache = nullptr,
               CheckedRows* held = nullptr);

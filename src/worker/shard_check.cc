@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "io/batch.h"
+#include "worker/batch_cache.h"
 
 namespace keel {
 namespace {
@@ -99,17 +100,8 @@ std::vector<InputSplit> Pieces(const std::vector<InputSplit>& splits, DataFormat
 
 }  // namespace
 
-bool CheckedRows::Holds(const std::vector<InputSplit>& other) const {
-  if (other.size() != splits.size()) return false;
-  for (size_t i = 0; i < other.size(); ++i) {
-    const InputSplit& a = splits[i];
-    const InputSplit& b = other[i];
-    if (a.path != b.path || a.begin != b.begin || a.end != b.end || a.is_pipe != b.is_pipe ||
-        a.file_size != b.file_size || a.version != b.version) {
-      return false;
-    }
-  }
-  return true;
+bool CheckedRows::Holds(const std::vector<InputSplit>& splits, const ReaderOptions& reader) const {
+  return !empty() && key == BatchCacheKey(splits, reader, 0);
 }
 
 uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& reader, int threads,
@@ -166,7 +158,7 @@ uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& 
   }
   if (keeping == nullptr || budget.over.load()) return total;
   // A split's pieces hold its records in order: their chunks, one after another.
-  keep->splits = splits;
+  keep->key = BatchCacheKey(splits, reader, 0);
   keep->chunks.resize(splits.size());
   keep->bytes_read.assign(splits.size(), 0);
   keep->held_bytes = budget.held.load();

@@ -16,15 +16,17 @@ namespace keel {
 // The rows a check read (CheckShard), split by split, in the order a reader
 // of each split gives them, in chunks of a few thousand rows.
 struct CheckedRows {
-  std::vector<InputSplit> splits;
+  // The splits and reader options read, as the batch cache keys them
+  // (BatchCacheKey, with a batch size of 0).
+  uint64_t key = 0;
   std::vector<std::vector<Batch>> chunks;  // per split
   std::vector<uint64_t> bytes_read;        // per split, as its reader counts them
   uint64_t held_bytes = 0;                 // the memory the chunks take
 
-  bool empty() const { return splits.empty(); }
-  // Whether these are the rows of exactly `other` (the same files, ranges and
-  // versions, in the same order).
-  bool Holds(const std::vector<InputSplit>& other) const;
+  bool empty() const { return chunks.empty(); }
+  // Whether these are the rows of exactly `splits` (the same files, ranges
+  // and versions, in the same order) read with `reader`'s options.
+  bool Holds(const std::vector<InputSplit>& splits, const ReaderOptions& reader) const;
   void Clear() { *this = CheckedRows(); }
 };
 
