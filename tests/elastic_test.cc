@@ -40,10 +40,12 @@ class ElasticCluster : public ::testing::Test {
     scheduler_options_ = options;
     scheduler_ = std::make_unique<Scheduler>(options);
     scheduler_->Start();
+    // Every server is made before any starts: AddServer grows server_nodes_,
+    // which a starting thread would otherwise read while it moves.
+    for (int rank = 0; rank < servers; ++rank) AddServer(rank, /*join=*/false);
     std::vector<std::thread> starting;
     for (int rank = 0; rank < servers; ++rank) {
-      AddServer(rank, /*join=*/false);
-      starting.emplace_back([this, rank] { server_nodes_[rank]->Start(); });
+      starting.emplace_back([node = server_nodes_[rank].get()] { node->Start(); });
     }
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port(), 0.1));
     RequestRetry retry;
