@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 
 #include "base/error.h"
@@ -194,14 +195,18 @@ void ParameterTable::Reserve(size_t more) {
 }
 
 void ParameterTable::Prefetch(Key key) const {
-  const char* ahead = SlotAt(SlotOf(key));
-  __builtin_prefetch(ahead);
-  // A slot may straddle two cache lines, and at the table's load a key is
-  // often a slot or two past its home: the line holding the end of the slot,
-  // or of the second after it when that is near.
+  // Every cache line of the home slot (a wide row's slot spans three), and at
+  // the table's load a key is often a slot or two past its home: the lines up
+  // to the second slot after it when that is near.
+  const size_t begin = static_cast<size_t>(SlotAt(SlotOf(key)) - slots_.data());
   const size_t reach = std::max(slot_bytes_, std::min(3 * slot_bytes_, size_t{128}));
-  const size_t end = std::min(static_cast<size_t>(ahead - slots_.data()) + reach, slots_.size());
-  __builtin_prefetch(slots_.data() + end - 1);  // within the slots
+  const size_t end = std::min(begin + reach, slots_.size());  // within the slots
+  constexpr uintptr_t kLine = 64;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(slots_.data() + end - 1);
+  for (uintptr_t line = reinterpret_cast<uintptr_t>(slots_.data() + begin) & ~(kLine - 1);
+       line <= last; line += kLine) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line));  // a hint: never faults
+  }
 }
 
 size_t ParameterTable::ProbeFrom(size_t home, Key key) const {
