@@ -351,10 +351,16 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   const EpochVerdict verdict = JudgeEpoch(validation, model_losses, hyperparameters_, &state_);
   // The job's model is its best validation epoch's: dumped now, written at the end.
   if (verdict.improved && options_.keep_best_epoch) {
-    best_ = BestEpoch{epoch,
-                      validation,
-                      {},
-                      folded.empty() ? DumpServersModel(*selected) : std::move(folded[*selected])};
+    best_ = BestEpoch{};
+    best_.epoch = epoch;
+    best_.validation = validation;
+    best_.model = folded.empty() ? DumpServersModel(*selected) : std::move(folded[*selected]);
+    const size_t rows = scored[*selected].labels.size();
+    if (TunesThreshold(hyperparameters_) && rows <= hyperparameters_.num_calibration_samples) {
+      const ModelScore& score = scores[*selected];
+      best_.threshold = ThresholdChoice{score.threshold, score.score, score.target_met};
+      best_.threshold_rows = rows;
+    }
   }
   return verdict.stop;
 }
@@ -417,15 +423,23 @@ void Trainer::TuneThreshold(MetricSet* final_metrics) {
               << std::endl;
     return;
   }
-  const ChannelPredictions rows =
-      evaluator_.Predict(channel, &best_.model, hyperparameters_.num_calibration_samples);
-  const ThresholdChoice choice = ChooseThreshold(
-      rows.predictions, rows.labels, model.threshold_criterion(), model.DecisionThreshold());
+  // The kept epoch's validation scored the model on every row already.
+  ThresholdChoice choice;
+  size_t rows = best_.threshold_rows;
+  if (on_validation && best_.threshold) {
+    choice = *best_.threshold;
+  } else {
+    const ChannelPredictions scored =
+        evaluator_.Predict(channel, &best_.model, hyperparameters_.num_calibration_samples);
+    choice = ChooseThreshold(scored.predictions, scored.labels, model.threshold_criterion(),
+                             model.DecisionThreshold());
+    rows = scored.labels.size();
+  }
   model.threshold = choice.threshold;
   const MetricSet metrics = ThresholdMetrics(on_validation ? "validation" : "train", model, choice);
   for (const auto& [name, value] : metrics) (*final_metrics)[name] = value;
   std::cout << "decision threshold tuned for " << SelectionCriterionName(model.selection_criterion)
-            << " on " << rows.labels.size() << " rows of " << channel << ": "
+            << " on " << rows << " rows of " << channel << ": "
             << FormatMetrics(metrics) << std::endl;
 }
 

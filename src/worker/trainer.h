@@ -18,6 +18,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "io/readers.h"
@@ -25,6 +26,7 @@
 #include "kv/node.h"
 #include "kv/staleness_gate.h"
 #include "models/metrics.h"
+#include "models/threshold_selection.h"
 #include "worker/batch_cache.h"
 #include "worker/compute_backend.h"
 #include "worker/control_table.h"
@@ -132,6 +134,12 @@ class Trainer {
     MetricSet validation;  // the selected model's
     MetricSet figures;     // the epoch's history line: every model's figures
     ModelArtifact model;   // the selected model alone
+    // The selected model's threshold choice on all `threshold_rows` rows of
+    // the validation channel, which TuneThreshold takes instead of scoring
+    // them again (none when the channel holds more than
+    // --num_calibration_samples rows: those are scored again, up to that many).
+    std::optional<ThresholdChoice> threshold;
+    size_t threshold_rows = 0;
   };
   BestEpoch best_;
   // The statistics training uses, folded into every model it dumps.
