@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <cstring>
 
 #include "base/error.h"
@@ -200,13 +199,15 @@ void ParameterTable::Prefetch(Key key) const {
   // to the second slot after it when that is near.
   const size_t begin = static_cast<size_t>(SlotAt(SlotOf(key)) - slots_.data());
   const size_t reach = std::max(slot_bytes_, std::min(3 * slot_bytes_, size_t{128}));
-  const size_t end = std::min(begin + reach, slots_.size());  // within the slots
-  constexpr uintptr_t kLine = 64;
-  const uintptr_t last = reinterpret_cast<uintptr_t>(slots_.data() + end - 1);
-  for (uintptr_t line = reinterpret_cast<uintptr_t>(slots_.data() + begin) & ~(kLine - 1);
-       line <= last; line += kLine) {
-    __builtin_prefetch(reinterpret_cast<const void*>(line));  // a hint: never faults
-  }
+  const char* first = slots_.data() + begin;
+  const char* last = slots_.data() + std::min(begin + reach, slots_.size()) - 1;  // within
+  // Up to 128 bytes span at most three lines: the first's, the one 64 bytes
+  // on and the last's, fetched without a branch (how many lines it takes
+  // depends on the slot's alignment, which a branch would mispredict).
+  __builtin_prefetch(first);
+  __builtin_prefetch(std::min(first + 64, last));
+  __builtin_prefetch(last);
+  for (const char* line = first + 128; line < last; line += 64) __builtin_prefetch(line);
 }
 
 size_t ParameterTable::ProbeFrom(size_t home, Key key) const {
