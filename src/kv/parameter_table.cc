@@ -194,20 +194,22 @@ void ParameterTable::Reserve(size_t more) {
 }
 
 void ParameterTable::Prefetch(Key key) const {
-  // Every cache line of the home slot (a wide row's slot spans three), and at
-  // the table's load a key is often a slot or two past its home: the lines up
-  // to the second slot after it when that is near.
+  // Every cache line of the home slot (a slot of 8 FTRL models spans three),
+  // and at the table's load a key is often a slot or two past its home: the
+  // lines up to the second slot after it when that is near. Offsets, so that
+  // no pointer past the slots is formed.
   const size_t begin = static_cast<size_t>(SlotAt(SlotOf(key)) - slots_.data());
   const size_t reach = std::max(slot_bytes_, std::min(3 * slot_bytes_, size_t{128}));
-  const char* first = slots_.data() + begin;
-  const char* last = slots_.data() + std::min(begin + reach, slots_.size()) - 1;  // within
+  const size_t last = std::min(begin + reach, slots_.size()) - 1;
   // Up to 128 bytes span at most three lines: the first's, the one 64 bytes
-  // on and the last's, fetched without a branch (how many lines it takes
-  // depends on the slot's alignment, which a branch would mispredict).
-  __builtin_prefetch(first);
-  __builtin_prefetch(std::min(first + 64, last));
-  __builtin_prefetch(last);
-  for (const char* line = first + 128; line < last; line += 64) __builtin_prefetch(line);
+  // on and the last's, fetched without a branch (how many lines they take
+  // depends on the slot's alignment, which a branch would mispredict). Only
+  // slots over 128 bytes take the loop, for all their lines.
+  const char* slots = slots_.data();
+  __builtin_prefetch(slots + begin);
+  __builtin_prefetch(slots + std::min(begin + 64, last));
+  __builtin_prefetch(slots + last);
+  for (size_t line = begin + 128; line < last; line += 64) __builtin_prefetch(slots + line);
 }
 
 size_t ParameterTable::ProbeFrom(size_t home, Key key) const {

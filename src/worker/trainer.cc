@@ -319,12 +319,12 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   }
   const std::vector<ChannelPredictions> scored =
       evaluator_.PredictModels(options_.validation, joined ? &*joined : nullptr);
-  // Each model's figures (sorts of every validation row's score) on as many
-  // threads as there are cores, which the epoch has stopped using.
+  // Each model's figures (sorts of every validation row's score) on up to 4
+  // threads, one per core: each holds a copy of the scores while it sorts.
   std::vector<MetricSet> per_model(scored.size());
   std::vector<ModelScore> scores(scored.size());
-  const int threads = static_cast<int>(
-      std::clamp<size_t>(std::thread::hardware_concurrency(), 1, scored.size()));
+  const int threads = static_cast<int>(std::min<size_t>(
+      std::clamp(std::thread::hardware_concurrency(), 1u, 4u), scored.size()));
   ThreadPool pool(threads);
   pool.Run([&](int part) {
     for (size_t k = static_cast<size_t>(part); k < scored.size(); k += threads) {
@@ -355,8 +355,12 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
     best_.epoch = epoch;
     best_.validation = validation;
     best_.model = folded.empty() ? DumpServersModel(*selected) : std::move(folded[*selected]);
+    // Validation scored the artifact written (folded and joined) only when
+    // statistics were folded; else it scored the servers' weights, which give
+    // a feature without a row its initial weight where the artifact has none.
     const size_t rows = scored[*selected].labels.size();
-    if (TunesThreshold(hyperparameters_) && rows <= hyperparameters_.num_calibration_samples) {
+    if (joined && TunesThreshold(hyperparameters_) &&
+        rows <= hyperparameters_.num_calibration_samples) {
       const ModelScore& score = scores[*selected];
       best_.threshold = ThresholdChoice{score.threshold, score.score, score.target_met};
       best_.threshold_rows = rows;
