@@ -28,6 +28,9 @@ struct ModelScore {
   // False when a target precision or recall was out of reach: the score is
   // then 0, below that of any model that reaches it.
   bool target_met = true;
+
+  // The threshold choice this score stands for (TunesThreshold's).
+  ThresholdChoice choice() const { return ThresholdChoice{threshold, score, target_met}; }
 };
 
 // Whether the job tunes its decision threshold: a linear learner binary

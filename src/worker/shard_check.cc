@@ -7,6 +7,7 @@
 
 #include "io/batch.h"
 #include "worker/batch_cache.h"
+#include "worker/thread_pool.h"
 
 namespace keel {
 namespace {
@@ -107,7 +108,7 @@ bool CheckedRows::Holds(const std::vector<InputSplit>& splits, const ReaderOptio
 uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& reader, int threads,
                     uint64_t min_piece_bytes, CheckedRows* keep, uint64_t keep_max_bytes) {
   if (threads <= 0) {
-    threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+    threads = ThreadsUpTo(4);
   }
   if (keep != nullptr) keep->Clear();
   const bool any_pipe = std::any_of(splits.begin(), splits.end(),

@@ -6,6 +6,7 @@
 #ifndef KEEL_WORKER_THREAD_POOL_H_
 #define KEEL_WORKER_THREAD_POOL_H_
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -46,6 +47,13 @@ class ThreadPool {
   std::vector<std::exception_ptr> errors_;
   std::vector<std::thread> workers_;
 };
+
+// Threads for a step that has the machine's cores to itself: one per
+// hardware thread, at least 1 and at most `most`.
+inline int ThreadsUpTo(int most) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, std::min(cores, most));
+}
 
 // The rows [begin, end) of part `part` of `parts` equal parts of `rows`.
 inline void PartRange(size_t rows, int parts, int part, size_t* begin, size_t* end) {

@@ -10,7 +10,6 @@
 #include <limits>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "base/checksum.h"
 #include "base/error.h"
@@ -323,8 +322,7 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   // threads, one per core: each holds a copy of the scores while it sorts.
   std::vector<MetricSet> per_model(scored.size());
   std::vector<ModelScore> scores(scored.size());
-  const int threads = static_cast<int>(std::min<size_t>(
-      std::clamp(std::thread::hardware_concurrency(), 1u, 4u), scored.size()));
+  const int threads = std::min(ThreadsUpTo(4), static_cast<int>(scored.size()));
   ThreadPool pool(threads);
   pool.Run([&](int part) {
     for (size_t k = static_cast<size_t>(part); k < scored.size(); k += threads) {
@@ -338,8 +336,8 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   for (int k = 0; per_model.size() > 1 && k < static_cast<int>(per_model.size()); ++k) {
     Record(OfModel(k, OfChannel("validation", per_model[k])), figures);
     if (TunesThreshold(hyperparameters_)) {
-      ThresholdChoice choice{scores[k].threshold, scores[k].score, scores[k].target_met};
-      Record(OfModel(k, ThresholdMetrics("validation", hyperparameters_, choice)), figures);
+      Record(OfModel(k, ThresholdMetrics("validation", hyperparameters_, scores[k].choice())),
+             figures);
     }
   }
   const MetricSet& validation = per_model[*selected];
@@ -361,8 +359,7 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
     const size_t rows = scored[*selected].labels.size();
     if (joined && TunesThreshold(hyperparameters_) &&
         rows <= hyperparameters_.num_calibration_samples) {
-      const ModelScore& score = scores[*selected];
-      best_.threshold = ThresholdChoice{score.threshold, score.score, score.target_met};
+      best_.threshold = scores[*selected].choice();
       best_.threshold_rows = rows;
     }
   }
