@@ -79,6 +79,40 @@ TEST(DataStatistics, SparseFeaturesAreScaledByTheirNonZerosRootMeanSquareNotCent
   EXPECT_DOUBLE_EQ(ScaleOf(s, 9), 2.0);
 }
 
+TEST(DataStatistics, SmallAndLargeFeatureIndicesGiveTheSameFiguresBitForBit) {
+  // Small indices are summed in a flat table, large ones in a hash map: the
+  // same rows with every index moved past 2^40 give the same figures. A
+  // feature seen only as 0 is listed either way, scaled as one the sample
+  // lacks (it was infinite: its share of non-zeros, 0, under the prior).
+  std::mt19937 random(5);
+  std::vector<std::vector<std::pair<uint64_t, float>>> rows(2000);
+  std::vector<std::vector<std::pair<uint64_t, float>>> moved(rows.size());
+  constexpr uint64_t kShift = uint64_t{1} << 40;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (int k = 0; k < 10; ++k) {
+      const uint64_t index = random() % 3000;
+      const float value = static_cast<float>(random() % 1000) / 7.0f;
+      rows[r].push_back({index, value});
+      moved[r].push_back({index + kShift, value});
+    }
+  }
+  rows[0].push_back({4000, 0.0f});
+  moved[0].push_back({4000 + kShift, 0.0f});
+  const std::vector<float> labels(rows.size(), 1.0f);
+  const DataStatistics small = ComputeDataStatistics(MakeBatch(rows, labels), Hyperparameters());
+  const DataStatistics large = ComputeDataStatistics(MakeBatch(moved, labels), Hyperparameters());
+  ASSERT_EQ(small.features.size(), large.features.size());
+  EXPECT_EQ(small.features.back(), 4000u);
+  for (size_t i = 0; i < small.features.size(); ++i) {
+    EXPECT_EQ(small.features[i] + kShift, large.features[i]) << i;
+    EXPECT_EQ(small.scales[i], large.scales[i]) << small.features[i];
+    EXPECT_EQ(small.means[i], large.means[i]) << small.features[i];
+  }
+  EXPECT_EQ(ScaleOf(small, 4000), small.unsampled_scale);
+  EXPECT_GT(small.unsampled_scale, 1.0);
+  EXPECT_EQ(small.unsampled_scale, large.unsampled_scale);
+}
+
 // 20 sparse rows: feature 1 in every row (value 2), feature 2 in one (value 3).
 Batch RareFeatureSample() {
   std::vector<std::vector<std::pair<uint64_t, float>>> rows(20, {{1, 2.0f}});
