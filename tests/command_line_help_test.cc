@@ -4,6 +4,7 @@
 // without --model_dir picks, and a data format read from the data.
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -183,6 +184,37 @@ TEST_F(DefaultsJob, WithoutModelDirTheModelGoesToAFolderNamedAtStartAndEnd) {
   ASSERT_EQ(models.size(), 1u) << exit.output;
   EXPECT_TRUE(std::filesystem::exists(models[0] + "/weights.bin")) << exit.output;
   EXPECT_TRUE(std::filesystem::exists(models[0] + "/model.json")) << exit.output;
+}
+
+TEST_F(DefaultsJob, AFolderOfTheSameSecondIsLeftAloneAndTheJobTakesTheNextName) {
+  // Folders for the next few seconds exist already (an earlier launch in the
+  // same second): the job takes "<time>-2" and touches none of them.
+  Generate();
+  const std::string prefix = folder_ + "/keel-model-linear_learner-";
+  std::vector<std::string> taken;
+  const std::time_t now = std::time(nullptr);
+  for (int s = 0; s < 6; ++s) {
+    const std::time_t when = now + s;
+    std::tm utc{};
+    gmtime_r(&when, &utc);
+    char name[32];
+    std::strftime(name, sizeof(name), "%Y%m%d-%H%M%S", &utc);
+    taken.push_back(prefix + name);
+    std::filesystem::create_directory(taken.back());
+    testing::WriteFile(taken.back() + "/earlier", "kept");
+  }
+  const auto exit = Train({"--train=" + folder_ + "/data/train"});
+  ASSERT_TRUE(exit.finished);
+  ASSERT_EQ(exit.code, 0) << exit.output;
+  std::string chosen;
+  for (const std::string& folder : taken) {
+    EXPECT_EQ(testing::ReadFileOrEmpty(folder + "/earlier"), "kept") << folder;
+    EXPECT_FALSE(std::filesystem::exists(folder + "/weights.bin")) << folder;
+    if (std::filesystem::exists(folder + "-2/weights.bin")) chosen = folder + "-2";
+  }
+  ASSERT_FALSE(chosen.empty()) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "the model goes to " + chosen + "\n")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "keel launch: the model is in " + chosen)) << exit.output;
 }
 
 TEST_F(DefaultsJob, CsvDataIsReadAsCsvWithoutDataFormat) {

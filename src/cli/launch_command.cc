@@ -2,9 +2,12 @@
 // cluster), over ssh from a hostfile, or as the tasks of a Slurm step.
 #include <glog/logging.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -134,7 +137,20 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
 std::string ChooseModelDir(std::vector<std::string>* role_flags) {
   const bool writes = IsTrainingJob(FLAGS_job) || FLAGS_job == "exact_sum";
   if (!writes || !FLAGS_model_dir.empty()) return "";
-  const std::string model_dir = DefaultModelDir(FLAGS_job);
+  std::string model_dir = DefaultModelDir(FLAGS_job);
+  // On this machine the folder is made here, so that two launches in the
+  // same second take two folders ("-2" after the time, and on). Under Slurm
+  // every task names the same folder; over ssh it is on worker 0's host.
+  if (!FLAGS_slurm && FLAGS_hostfile.empty() && !FLAGS_check_flags) {
+    const std::string base = model_dir;
+    for (int n = 2; mkdir(model_dir.c_str(), 0777) != 0; ++n) {
+      if (errno != EEXIST || n > 1000) {
+        throw MakeError("cannot make the model folder ", model_dir, ": ", std::strerror(errno),
+                        " (give --model_dir)");
+      }
+      model_dir = base + "-" + std::to_string(n);
+    }
+  }
   role_flags->push_back("--model_dir=" + model_dir);
   FLAGS_model_dir = model_dir;
   if (!FLAGS_check_flags) {
@@ -278,7 +294,15 @@ int RunLaunch(const std::vector<std::string>& args) {
   } else if (!FLAGS_hostfile.empty()) {
     code = LaunchOverSsh(role_flags, model_dir);
   } else {
-    code = LaunchLocally(role_flags, model_dir);
+    // A job that failed before writing anything leaves no empty folder
+    // behind (rmdir removes only an empty one).
+    try {
+      code = LaunchLocally(role_flags, model_dir);
+    } catch (...) {
+      if (!chosen.empty()) rmdir(chosen.c_str());
+      throw;
+    }
+    if (code != 0 && !chosen.empty()) rmdir(chosen.c_str());
   }
   if (code == 0 && !chosen.empty() && !FLAGS_check_flags) {
     std::cout << "keel launch: " << (IsTrainingJob(FLAGS_job) ? "the model" : "the report")
