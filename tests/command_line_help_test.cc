@@ -187,13 +187,13 @@ TEST_F(DefaultsJob, WithoutModelDirTheModelGoesToAFolderNamedAtStartAndEnd) {
 }
 
 TEST_F(DefaultsJob, AFolderOfTheSameSecondIsLeftAloneAndTheJobTakesTheNextName) {
-  // Folders for the next few seconds exist already (an earlier launch in the
+  // Folders for the next 30 seconds exist already (an earlier launch in the
   // same second): the job takes "<time>-2" and touches none of them.
   Generate();
   const std::string prefix = folder_ + "/keel-model-linear_learner-";
   std::vector<std::string> taken;
   const std::time_t now = std::time(nullptr);
-  for (int s = 0; s < 6; ++s) {
+  for (int s = 0; s < 30; ++s) {
     const std::time_t when = now + s;
     std::tm utc{};
     gmtime_r(&when, &utc);

@@ -133,23 +133,29 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
 // A training job's (or exact_sum's) model folder when --model_dir is not
 // given: the default (DefaultModelDir), added to `role_flags` and to this
 // process's flags (the roles' flags are checked here) and announced; "" when
-// the job names its own (or writes nothing there).
-std::string ChooseModelDir(std::vector<std::string>* role_flags) {
+// the job names its own (or writes nothing there). *made: whether it made the
+// folder (then a launch that fails early removes it again, if still empty).
+std::string ChooseModelDir(std::vector<std::string>* role_flags, bool* made) {
+  *made = false;
   const bool writes = IsTrainingJob(FLAGS_job) || FLAGS_job == "exact_sum";
   if (!writes || !FLAGS_model_dir.empty()) return "";
   std::string model_dir = DefaultModelDir(FLAGS_job);
-  // On this machine the folder is made here, so that two launches in the
-  // same second take two folders ("-2" after the time, and on). Under Slurm
-  // every task names the same folder; over ssh it is on worker 0's host.
-  if (!FLAGS_slurm && FLAGS_hostfile.empty() && !FLAGS_check_flags) {
+  // On this machine a folder named by the time is made here, so that two
+  // launches in the same second take two folders ("-2" after the time, and
+  // on). Under Slurm every task names the same folder (by the Slurm job,
+  // which a requeued job resumes into); over ssh it is on worker 0's host.
+  const char* slurm_job = getenv("SLURM_JOB_ID");
+  const bool named_by_time = slurm_job == nullptr || *slurm_job == '\0';
+  if (!FLAGS_slurm && FLAGS_hostfile.empty() && !FLAGS_check_flags && named_by_time) {
     const std::string base = model_dir;
-    for (int n = 2; mkdir(model_dir.c_str(), 0777) != 0; ++n) {
+    for (int n = 2; mkdir(model_dir.c_str(), 0755) != 0; ++n) {
       if (errno != EEXIST || n > 1000) {
         throw MakeError("cannot make the model folder ", model_dir, ": ", std::strerror(errno),
                         " (give --model_dir)");
       }
       model_dir = base + "-" + std::to_string(n);
     }
+    *made = true;
   }
   role_flags->push_back("--model_dir=" + model_dir);
   FLAGS_model_dir = model_dir;
@@ -281,7 +287,8 @@ int RunLaunch(const std::vector<std::string>& args) {
   std::vector<std::string> role_flags = RoleFlags(args);
   if (FLAGS_slurm && !FLAGS_hostfile.empty())
     throw MakeError("give --slurm or --hostfile, not both");
-  const std::string chosen = ChooseModelDir(&role_flags);
+  bool made = false;
+  const std::string chosen = ChooseModelDir(&role_flags, &made);
   const std::string model_dir = chosen.empty() ? FLAGS_model_dir : chosen;
   if (FLAGS_report && model_dir.empty()) {
     throw MakeError(
@@ -299,10 +306,10 @@ int RunLaunch(const std::vector<std::string>& args) {
     try {
       code = LaunchLocally(role_flags, model_dir);
     } catch (...) {
-      if (!chosen.empty()) rmdir(chosen.c_str());
+      if (made) rmdir(chosen.c_str());
       throw;
     }
-    if (code != 0 && !chosen.empty()) rmdir(chosen.c_str());
+    if (code != 0 && made) rmdir(chosen.c_str());
   }
   if (code == 0 && !chosen.empty() && !FLAGS_check_flags) {
     std::cout << "keel launch: " << (IsTrainingJob(FLAGS_job) ? "the model" : "the report")
