@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <new>
+#include <set>
 #include <thread>
 #include <zmq_addon.hpp>
 
@@ -33,6 +35,9 @@ using testing::WaitFor;
 constexpr uint32_t kTable = 0;        // declared: width 1, rows start at 0.5
 constexpr uint32_t kWideTable = 1;    // declared: width 4
 const Key kFailingKey = MixKey(666);  // its row's creation runs out of memory
+// Features from here on take the server 10 ms to make a row for.
+constexpr uint64_t kSlowFeatures = 1000000;
+constexpr auto kSlowRow = std::chrono::milliseconds(10);
 
 // One server declaring two tables, two workers; heartbeats fast enough that a
 // stopped worker leaves the view within seconds.
@@ -56,8 +61,11 @@ class DataPlane : public ::testing::Test {
     InitializerSpec half;
     half.value = 0.5f;
     auto initial = MakeInitializer(half, {}, 1);
-    tables[kTable].initializer = [initial](Key key, float* weights, int width) {
+    std::set<Key> slow;
+    for (uint64_t f = kSlowFeatures; f < kSlowFeatures + 100; ++f) slow.insert(MixKey(f));
+    tables[kTable].initializer = [initial, slow](Key key, float* weights, int width) {
       if (key == kFailingKey) throw std::bad_alloc();
+      if (slow.count(key)) std::this_thread::sleep_for(kSlowRow);
       initial(key, weights, width);
     };
     tables[kWideTable].width = 4;
@@ -66,7 +74,7 @@ class DataPlane : public ::testing::Test {
     for (int i = 0; i < 2; ++i) {
       worker_nodes_.push_back(
           std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.2)));
-      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get()));
+      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get(), Retry()));
     }
     std::vector<std::thread> starting;
     starting.emplace_back([this] { server_node_->Start(); });
@@ -74,6 +82,8 @@ class DataPlane : public ::testing::Test {
     worker_nodes_[1]->Start();
     for (auto& thread : starting) thread.join();
   }
+
+  virtual RequestRetry Retry() const { return RequestRetry(); }
 
   void TearDown() override {
     for (auto& node : worker_nodes_) node->Stop();
@@ -316,6 +326,39 @@ TEST_F(DataPlane, ADepartedWorkersDedupeWindowsAreDropped) {
   worker_nodes_[1]->Stop();  // silent: it leaves the view at the heartbeat timeout
   ASSERT_TRUE(WaitFor([&] { return server_->remembered_senders() == 1u; }, 20))
       << server_->remembered_senders() << " senders remembered";
+}
+
+// Workers that wait at least 30 ms for an answer (20 ms of slack over a 10 ms
+// request for a loaded machine).
+class DataPlaneQueued : public DataPlane {
+ protected:
+  RequestRetry Retry() const override {
+    RequestRetry retry;
+    retry.min_timeout_s = 0.03;
+    return retry;
+  }
+};
+
+TEST_F(DataPlaneQueued, RequestsQueuedBehindSlowOnesAreNotResentWhileAnswersArrive) {
+  // Fast round trips first: the wait settles at its 30 ms floor.
+  for (int i = 0; i < 30; ++i) Pull(kKeys);
+  // Ten pushes at once, each making a row the server takes 10 ms over: the
+  // last is answered 100 ms after it was sent, three waits of 30 ms. Each
+  // answer restarts the wait of the parts sent after it (queued behind it),
+  // so none is resent, where a wait timed from each part's own send resent
+  // at least the seven answered after 30 ms.
+  const uint64_t resends_before = client().resends();
+  std::vector<KVWorker::Handle> pushes;
+  std::vector<Key> slow;
+  for (uint64_t f = kSlowFeatures; f < kSlowFeatures + 10; ++f) {
+    slow.push_back(MixKey(f));
+    pushes.push_back(client().Push(SharedArray<const Key>(std::vector<Key>{slow.back()}),
+                                   SharedArray<const float>(std::vector<float>{1.0f}), 1));
+  }
+  for (const KVWorker::Handle push : pushes) client().Wait(push, 10);
+  // A loaded machine may still stall an answer past the wait once or twice.
+  EXPECT_LE(client().resends() - resends_before, 2u);
+  for (const Key key : slow) EXPECT_EQ(Pull({key}), (std::vector<float>{-0.5f})) << key;
 }
 
 }  // namespace

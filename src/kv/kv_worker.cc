@@ -176,6 +176,32 @@ void KVWorker::SampleLocked(const Part& part, const Message& response, double no
   EstimatorLocked(part.server_id).OnAnswer(now - part.first_sent, part.attempts);
 }
 
+void KVWorker::RestartLaterTimersLocked(uint64_t sequence, const Part& answered, int answered_by,
+                                        double now) {
+  // Only the answer to the oldest part still outstanding at that server, from
+  // the server itself, on its first send, tells that what came after it was
+  // queued behind it (a chained push is answered by the chain's last
+  // replica, a held pull after later requests; a part before it still
+  // unanswered may be lost, and answers after it must not put its resend
+  // off).
+  if (answered.server_id < 0 || answered_by != answered.server_id || answered.attempts != 1 ||
+      answered.held || answered.command == proto::DUMP) {
+    return;
+  }
+  for (const auto& [other, part] : parts_) {
+    if (other < sequence && part.server_id == answered.server_id) return;
+  }
+  // Sequences are taken in the order the parts are made: a larger one was
+  // made, and (but for two threads sending at once) sent, later.
+  for (auto& [later, part] : parts_) {
+    if (later <= sequence || part.server_id != answered.server_id || part.attempts != 1 ||
+        part.held || part.moved || part.command == proto::DUMP || part.deadline <= now) {
+      continue;  // a part already due (a view change made it so) goes as due
+    }
+    part.deadline = std::max(part.deadline, now + WaitLocked(part));
+  }
+}
+
 void KVWorker::FailLocked(Handle handle, const std::string& error) {
   for (auto it = parts_.begin(); it != parts_.end();) {
     it = it->second.handle == handle ? parts_.erase(it) : std::next(it);
@@ -538,6 +564,7 @@ void KVWorker::OnResponse(Message&& message) {
     return;
   }
   SampleLocked(part->second, message, now);
+  RestartLaterTimersLocked(part->first, part->second, meta.sender(), now);
   const Handle handle = part->second.handle;
   Request& request = requests_[handle];
   if (meta.command() != part->second.command) {

@@ -286,6 +286,14 @@ class KVWorker {
   void ResendLoop();
   // The round-trip estimate of server `server_id`, made on first use.
   RttEstimator& EstimatorLocked(int server_id);
+  // Node `answered_by` answered part `sequence` (`answered`): when that was
+  // the oldest part outstanding at its server and the server itself
+  // answered, the parts sent to it later and still on their first send wait
+  // a round trip from now (they were queued behind it there; as TCP restarts
+  // its timer on an acknowledgement of new data). A part is restarted only
+  // by answers to parts sent before it, so a lost one is still resent.
+  void RestartLaterTimersLocked(uint64_t sequence, const Part& answered, int answered_by,
+                                double now);
   // How long `part` waits for an answer after its latest send.
   double WaitLocked(const Part& part);
   // A PULL response marked held: the server holds `part` at its gate.
