@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <exception>
 #include <future>
 #include <iomanip>
 #include <iostream>
@@ -323,15 +324,25 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   std::vector<MetricSet> per_model(scored.size());
   std::vector<ModelScore> scores(scored.size());
   const int threads = std::min(ThreadsUpTo(4), static_cast<int>(scored.size()));
+  // A model's error is kept by model, so that the lowest model's is the one
+  // reported, whichever thread ran it.
+  std::vector<std::exception_ptr> errors(scored.size());
   ThreadPool pool(threads);
   pool.Run([&](int part) {
     for (size_t k = static_cast<size_t>(part); k < scored.size(); k += threads) {
       const ChannelPredictions& model = scored[k];
-      per_model[k] =
-          PredictionMetrics(hyperparameters_, model.predictions, model.labels, model.mean_loss);
-      scores[k] = ScoreModel(hyperparameters_, model.predictions, model.labels, model.mean_loss);
+      try {
+        per_model[k] =
+            PredictionMetrics(hyperparameters_, model.predictions, model.labels, model.mean_loss);
+        scores[k] = ScoreModel(hyperparameters_, model.predictions, model.labels, model.mean_loss);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
     }
   });
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
   *selected = BestModel(scores);
   for (int k = 0; per_model.size() > 1 && k < static_cast<int>(per_model.size()); ++k) {
     Record(OfModel(k, OfChannel("validation", per_model[k])), figures);
