@@ -63,9 +63,16 @@ keel_job() {  # $1: the keel binary, $2: a name
 
 liblinear 1
 baseline="${KEEL_BASELINE:-}"
+# The two builds take turns going first: the run just after LIBLINEAR's was
+# the slower one in every round of a session where "this" always went first.
 for round in $(seq "$rounds"); do
   echo "-- round $round"
   liblinear 0.1
-  keel_job "$keel" this
-  [ -z "$baseline" ] || keel_job "$baseline" baseline
+  if [ -n "$baseline" ] && [ $((round % 2)) -eq 0 ]; then
+    keel_job "$baseline" baseline
+    keel_job "$keel" this
+  else
+    keel_job "$keel" this
+    [ -z "$baseline" ] || keel_job "$baseline" baseline
+  fi
 done
