@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <random>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -793,6 +795,30 @@ TEST(InferenceResponse, ScoresHaveSevenSignificantDigits) {
   Predictions p = Regressor();
   p.scores = {0.123456789f, 123456789.0f};
   EXPECT_EQ(Encoded(InferenceFormat::kCsv, p), "0.1234568\n1.234568e+08\n");
+}
+
+TEST(InferenceResponse, ScoresAreWrittenAsPrintfsSevenDigitGeneralFormat) {
+  // The text of "%.7g" for floats of every exponent and sign (denormals,
+  // the largest float, non-finite ones), whatever formats them.
+  std::mt19937 random(9);
+  Predictions p = Regressor();
+  p.scores = {0.0f, -0.0f, 1e-45f, std::numeric_limits<float>::max(), 1e7f, 9999999.0f,
+              0.0001f, 0.00001f, std::numeric_limits<float>::infinity(),
+              -std::numeric_limits<float>::infinity()};
+  while (p.scores.size() < 20000) {
+    const uint32_t bits = random();
+    float score;
+    std::memcpy(&score, &bits, sizeof(score));
+    if (!std::isnan(score)) p.scores.push_back(score);
+  }
+  p.labels.assign(p.scores.size(), 0);
+  std::string expected;
+  for (const float score : p.scores) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.7g\n", static_cast<double>(score));
+    expected += text;
+  }
+  EXPECT_EQ(Encoded(InferenceFormat::kCsv, p), expected);
 }
 
 TEST(InferenceResponse, JsonLinesHaveAPredictionPerLine) {

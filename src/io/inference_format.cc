@@ -760,9 +760,13 @@ void AppendJsonScore(float score, std::string* out) {
 }
 
 void AppendScore(float score, std::string* out) {
+  // The text of printf's "%.7g" (to_chars with a precision is specified as
+  // printf), at a quarter of snprintf's time: a multiclass model writes every
+  // class's score of every record.
   char text[32];
-  const int n = std::snprintf(text, sizeof(text), "%.7g", static_cast<double>(score));
-  out->append(text, static_cast<size_t>(n));
+  const std::to_chars_result end =
+      std::to_chars(text, text + sizeof(text), score, std::chars_format::general, 7);
+  out->append(text, static_cast<size_t>(end.ptr - text));
 }
 
 // P of the JSON formats: {"score": ..., "predicted_label": ...}.
