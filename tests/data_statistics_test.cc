@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -434,6 +435,39 @@ void ExpectFoldingKeepsPredictions(bool fm, bool dense, PredictorType type,
   ASSERT_EQ(folded.size(), expected.size());
   for (size_t i = 0; i < folded.size(); ++i) {
     EXPECT_NEAR(folded[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i]))) << "score " << i;
+  }
+}
+
+TEST(FoldStatistics, EachFeatureGetsItsOwnScaleInAscendingOrAnyOtherOrder) {
+  // Statistics of every third feature below 30,000 with scales 1..7, and a
+  // model's features: sorted with gaps, before the first and past the last
+  // sampled one, then the same features in descending order. A weight of 1
+  // folds to 1 / its feature's scale (the unsampled scale for the others).
+  DataStatistics statistics;
+  statistics.unsampled_scale = 9.0;
+  for (uint64_t f = 3; f < 30000; f += 3) {
+    statistics.features.push_back(f);
+    statistics.means.push_back(0.0);
+    statistics.scales.push_back(1.0 + static_cast<double>(f % 7));
+  }
+  const auto scale_of = [&](uint64_t f) {
+    return f >= 3 && f < 30000 && f % 3 == 0 ? 1.0 + static_cast<double>(f % 7) : 9.0;
+  };
+  std::mt19937_64 random(3);
+  std::vector<uint64_t> features = {0, 1, 3};
+  for (uint64_t f = 4; f < 40000; f += 1 + random() % 700) features.push_back(f);
+  features.push_back(29997);
+  std::sort(features.begin(), features.end());
+  features.erase(std::unique(features.begin(), features.end()), features.end());
+  for (const bool descending : {false, true}) {
+    if (descending) std::reverse(features.begin(), features.end());
+    std::vector<float> weights(features.size(), 1.0f);
+    std::vector<float> bias = {0.0f};
+    FoldIntoLinear(statistics, features, 1, weights.data(), bias.data());
+    for (size_t i = 0; i < features.size(); ++i) {
+      EXPECT_EQ(weights[i], static_cast<float>(1.0 / scale_of(features[i])))
+          << "feature " << features[i] << (descending ? ", descending" : "");
+    }
   }
 }
 

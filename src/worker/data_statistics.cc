@@ -148,17 +148,46 @@ std::vector<float> MulticlassWeights(const Batch& sample, int classes) {
   return weights;
 }
 
-// The statistics of one feature: mean 0 and the unsampled scale when it was
-// not sampled.
-std::pair<double, double> MeanAndScale(const DataStatistics& statistics, uint64_t feature) {
-  const auto found =
-      std::lower_bound(statistics.features.begin(), statistics.features.end(), feature);
-  if (found == statistics.features.end() || *found != feature) {
-    return {0.0, statistics.unsampled_scale};
+// Each feature's statistics (mean 0 and the unsampled scale for a feature not
+// sampled), for features asked in ascending order, as a model's are: from
+// where the last one was found, by steps that double, then a binary search
+// within the last step (a binary search over all of them per feature took
+// most of a fold's time). A smaller feature than the last searches them all.
+class StatisticsCursor {
+ public:
+  explicit StatisticsCursor(const DataStatistics& statistics) : statistics_(statistics) {}
+
+  std::pair<double, double> MeanAndScale(uint64_t feature) {
+    const std::vector<uint64_t>& features = statistics_.features;
+    size_t begin = 0, end = features.size();
+    if (asked_ && feature >= last_) {
+      // Every feature before at_ is below the last one asked, so below this
+      // one: the first at or past it is at_ or later.
+      begin = at_;
+      size_t step = 1;
+      while (begin + step < end && features[begin + step] < feature) {
+        begin += step;
+        step *= 2;
+      }
+      end = std::min(end, begin + step + 1);
+    }
+    at_ = static_cast<size_t>(
+        std::lower_bound(features.begin() + begin, features.begin() + end, feature) -
+        features.begin());
+    asked_ = true;
+    last_ = feature;
+    if (at_ == features.size() || features[at_] != feature) {
+      return {0.0, statistics_.unsampled_scale};
+    }
+    return {statistics_.means[at_], statistics_.scales[at_]};
   }
-  const size_t i = found - statistics.features.begin();
-  return {statistics.means[i], statistics.scales[i]};
-}
+
+ private:
+  const DataStatistics& statistics_;
+  bool asked_ = false;
+  uint64_t last_ = 0;  // the feature asked last
+  size_t at_ = 0;      // where it was found, or would go
+};
 
 std::string Number(double value) {
   std::ostringstream out;
@@ -297,8 +326,9 @@ void DataScaler::Apply(Batch* batch) const {
 void FoldIntoLinear(const DataStatistics& statistics, const std::vector<uint64_t>& features,
                     int classes, float* weights, float* bias) {
   std::vector<double> bias_shift(classes, 0.0);
+  StatisticsCursor cursor(statistics);
   for (size_t i = 0; i < features.size(); ++i) {
-    const auto [mean, scale] = MeanAndScale(statistics, features[i]);
+    const auto [mean, scale] = cursor.MeanAndScale(features[i]);
     for (int c = 0; c < classes; ++c) {
       float& weight = weights[i * classes + c];
       const double scaled = weight / scale;
@@ -320,8 +350,9 @@ void FoldIntoFactorizationMachine(const DataStatistics& statistics,
   std::vector<double> centre(k, 0.0);
   double bias_shift = 0.0;
   std::vector<double> means(features.size()), scales(features.size());
+  StatisticsCursor cursor(statistics);
   for (size_t i = 0; i < features.size(); ++i) {
-    std::tie(means[i], scales[i]) = MeanAndScale(statistics, features[i]);
+    std::tie(means[i], scales[i]) = cursor.MeanAndScale(features[i]);
     const float* row = params + i * width;
     bias_shift -= row[0] / scales[i] * means[i];
     double norm = 0.0;
