@@ -459,6 +459,7 @@ TEST(FoldStatistics, EachFeatureGetsItsOwnScaleInAscendingOrAnyOtherOrder) {
   features.push_back(29997);
   std::sort(features.begin(), features.end());
   features.erase(std::unique(features.begin(), features.end()), features.end());
+  features.insert(features.begin() + 5, features[5]);  // a feature twice in a row
   for (const bool descending : {false, true}) {
     if (descending) std::reverse(features.begin(), features.end());
     std::vector<float> weights(features.size(), 1.0f);
@@ -469,6 +470,13 @@ TEST(FoldStatistics, EachFeatureGetsItsOwnScaleInAscendingOrAnyOtherOrder) {
           << "feature " << features[i] << (descending ? ", descending" : "");
     }
   }
+  // No sampled feature at all: every one takes the unsampled scale.
+  DataStatistics none;
+  none.unsampled_scale = 4.0;
+  std::vector<float> weights(features.size(), 1.0f);
+  std::vector<float> bias = {0.0f};
+  FoldIntoLinear(none, features, 1, weights.data(), bias.data());
+  for (const float weight : weights) EXPECT_EQ(weight, 0.25f);
 }
 
 TEST(FoldStatistics, LinearSparseScaledOnly) {

@@ -799,17 +799,19 @@ TEST(InferenceResponse, ScoresHaveSevenSignificantDigits) {
 
 TEST(InferenceResponse, ScoresAreWrittenAsPrintfsSevenDigitGeneralFormat) {
   // The text of "%.7g" for floats of every exponent and sign (denormals,
-  // the largest float, non-finite ones), whatever formats them.
+  // the largest float, non-finite ones: CSV writes a regressor's overflow
+  // as it comes), whatever formats them.
   std::mt19937 random(9);
   Predictions p = Regressor();
   p.scores = {0.0f, -0.0f, 1e-45f, std::numeric_limits<float>::max(), 1e7f, 9999999.0f,
               0.0001f, 0.00001f, std::numeric_limits<float>::infinity(),
-              -std::numeric_limits<float>::infinity()};
+              -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+              -std::numeric_limits<float>::quiet_NaN()};
   while (p.scores.size() < 20000) {
     const uint32_t bits = random();
     float score;
     std::memcpy(&score, &bits, sizeof(score));
-    if (!std::isnan(score)) p.scores.push_back(score);
+    p.scores.push_back(score);
   }
   p.labels.assign(p.scores.size(), 0);
   std::string expected;
