@@ -547,10 +547,15 @@ int MinibatchesInFlightFromFlags(int64_t staleness) {
   return static_cast<int>(value);
 }
 
+bool DefaultModelDirNamedByTime() {
+  const char* slurm_job = getenv("SLURM_JOB_ID");
+  return slurm_job == nullptr || *slurm_job == '\0';
+}
+
 std::string DefaultModelDir(const std::string& job) {
   std::string when;
-  if (const char* slurm_job = getenv("SLURM_JOB_ID"); slurm_job && *slurm_job) {
-    when = std::string("slurm") + slurm_job;
+  if (!DefaultModelDirNamedByTime()) {
+    when = std::string("slurm") + getenv("SLURM_JOB_ID");
   } else {
     for (const char c : UtcTimestamp()) {  // 2026-11-25T14:30:00Z: 20261125-143000
       if (isdigit(static_cast<unsigned char>(c))) when += c;

@@ -167,6 +167,9 @@ ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader
 // never thrown away: `keel launch` picks this folder and gives it to the roles
 // as --model_dir; a worker started alone without one picks it itself.
 std::string DefaultModelDir(const std::string& job);
+// Whether DefaultModelDir names its folder by the time (not by a Slurm job):
+// then each launch's folder is its own.
+bool DefaultModelDirNamedByTime();
 
 // The worker's data and training options from the flags. Throws Error if any
 // is wrong (checks only: no file is opened).

@@ -144,9 +144,8 @@ std::string ChooseModelDir(std::vector<std::string>* role_flags, bool* made) {
   // launches in the same second take two folders ("-2" after the time, and
   // on). Under Slurm every task names the same folder (by the Slurm job,
   // which a requeued job resumes into); over ssh it is on worker 0's host.
-  const char* slurm_job = getenv("SLURM_JOB_ID");
-  const bool named_by_time = slurm_job == nullptr || *slurm_job == '\0';
-  if (!FLAGS_slurm && FLAGS_hostfile.empty() && !FLAGS_check_flags && named_by_time) {
+  if (!FLAGS_slurm && FLAGS_hostfile.empty() && !FLAGS_check_flags &&
+      DefaultModelDirNamedByTime()) {
     const std::string base = model_dir;
     for (int n = 2; mkdir(model_dir.c_str(), 0755) != 0; ++n) {
       if (errno != EEXIST || n > 1000) {
