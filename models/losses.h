@@ -20,18 +20,29 @@ KEEL_HOST_DEVICE inline float HoldFinite(float value) {
   return fminf(fmaxf(value, -3.402823466e38f), 3.402823466e38f);
 }
 
+// e^-|z|: the one exponential the logistic loss, its gradient and its
+// prediction all take (see the ...GivenExp functions below).
+KEEL_HOST_DEVICE inline float ExpOfMinusAbs(float z) { return expf(-fabsf(z)); }
+
+// Sigmoid(z) given e = ExpOfMinusAbs(z): 1 / (1 + e^-z) for z >= 0, and
+// e^z / (1 + e^z) below, so that neither side overflows.
+KEEL_HOST_DEVICE inline float SigmoidGivenExp(float z, float e) {
+  return z >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
 // 1 / (1 + e^-z), without overflow for any z.
-KEEL_HOST_DEVICE inline float Sigmoid(float z) {
-  if (z >= 0.0f) return 1.0f / (1.0f + expf(-z));
-  const float exp_z = expf(z);
-  return exp_z / (1.0f + exp_z);
+KEEL_HOST_DEVICE inline float Sigmoid(float z) { return SigmoidGivenExp(z, ExpOfMinusAbs(z)); }
+
+// LogisticLoss given e = ExpOfMinusAbs(score).
+KEEL_HOST_DEVICE inline float LogisticLossGivenExp(float score, float label, float e) {
+  return fmaxf(score, 0.0f) - score * label + log1pf(e);
 }
 
 // -[y log p + (1 - y) log(1 - p)] with p = Sigmoid(score), computed as
 // softplus(score) - y * score so that it stays finite and keeps its precision
 // when p rounds to 0 or 1.
 KEEL_HOST_DEVICE inline float LogisticLoss(float score, float label) {
-  return fmaxf(score, 0.0f) - score * label + log1pf(expf(-fabsf(score)));
+  return LogisticLossGivenExp(score, label, ExpOfMinusAbs(score));
 }
 
 // dLogisticLoss/dscore = p - y.
@@ -241,13 +252,16 @@ KEEL_HOST_DEVICE inline float UnweightedExampleLoss(const LossFunction& loss, co
     SoftmaxGradient(scores, classes, class_id, score_gradient);
     return value;
   }
-  if (predictions != nullptr) {
-    predictions[0] = loss.kind == LossKind::kLogistic ? Sigmoid(score) : score;
+  if (loss.kind == LossKind::kLogistic) {
+    // Sigmoid, LogisticGradient and LogisticLoss with their one exponential.
+    const float e = ExpOfMinusAbs(score);
+    const float probability = SigmoidGivenExp(score, e);
+    if (predictions != nullptr) predictions[0] = probability;
+    score_gradient[0] = probability - label;
+    return LogisticLossGivenExp(score, label, e);
   }
+  if (predictions != nullptr) predictions[0] = score;
   switch (loss.kind) {
-    case LossKind::kLogistic:
-      score_gradient[0] = LogisticGradient(score, label);
-      return LogisticLoss(score, label);
     case LossKind::kAbsolute:
       score_gradient[0] = AbsoluteGradient(score, label);
       return AbsoluteLoss(score, label);

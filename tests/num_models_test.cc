@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -203,13 +204,15 @@ TEST(MultiModelBackend, IsWhatMakeComputeBackendGivesSeveralFactorizationMachine
 
 // The CPU backend computes a linear learner's models in one pass, with the
 // same arithmetic as each model alone: the wrapper's results, bit for bit
-// (sparse batches; one thread and three).
+// (sparse batches; one thread and three; 3 models, and the default's 8, whose
+// rows of 8 floats take a pass compiled for that width).
 TEST(CpuModel, ComputesSeveralLinearModelsTogetherExactlyAsEachAlone) {
   for (const PredictorType type :
        {PredictorType::kBinaryClassifier, PredictorType::kMulticlassClassifier,
         PredictorType::kRegressor}) {
-    for (const int threads : {1, 3}) {
-      const Hyperparameters h = Job(JobKind::kLinearLearner, type, 3);
+    for (const auto& [threads, models] : {std::pair{1, 3}, {3, 3}, {1, 8}, {3, 8}}) {
+      SCOPED_TRACE(::testing::Message() << threads << " thread(s), " << models << " models");
+      const Hyperparameters h = Job(JobKind::kLinearLearner, type, models);
       std::mt19937_64 random(11);
       const PreparedBatch batch = testing::RandomBatch(50, 40, 6, h.classes() > 1 ? h.classes() : 1,
                                                        type == PredictorType::kRegressor, &random);
