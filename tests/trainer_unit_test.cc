@@ -12,6 +12,8 @@
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "kv/keys.h"
+#include "models/factorization_machine.h"
+#include "models/losses.h"
 #include "random_batch.h"
 #include "test_util.h"
 #include "worker/batch_stream.h"
@@ -297,6 +299,80 @@ TEST(CpuModel, ThreadedPassWithFewerRowsThanThreads) {
   const Pass got = RunPass(&many, batch, weights, bias);
   EXPECT_EQ(got.weight_gradients, expected.weight_gradients);
   EXPECT_EQ(got.loss, expected.loss);
+}
+
+// The sparse pass of a factorization machine written out with the shared
+// per-example functions of models/, one row after another: what CpuModel
+// computes, whatever the width of its rows.
+Pass FactorizationMachineByTheSharedFunctions(const Hyperparameters& h,
+                                              const PreparedBatch& prepared,
+                                              const std::vector<float>& weights,
+                                              const std::vector<float>& bias) {
+  const Batch& batch = prepared.batch;
+  const int k = h.num_factors;
+  const int width = FmRowWidth(k);
+  const size_t rows = batch.rows();
+  const LossFunction loss = h.loss_function();
+  Pass pass;
+  pass.weight_gradients.assign(prepared.keys.size() * width, 0.0f);
+  pass.bias_gradient.assign(1, 0.0f);
+  std::vector<float> row_bias_gradients(rows, 0.0f), sums(k);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t begin = batch.row_offsets[r];
+    const int nnz = static_cast<int>(batch.row_offsets[r + 1] - begin);
+    const float* values = batch.values.data() + begin;
+    std::vector<float> params, gradients(static_cast<size_t>(nnz) * width, 0.0f);
+    for (int j = 0; j < nnz; ++j) {
+      const float* row =
+          weights.data() + static_cast<size_t>(prepared.positions[begin + j]) * width;
+      params.insert(params.end(), row, row + width);
+    }
+    float score = FmScore(params.data(), values, nnz, k, h.use_bias ? bias[0] : 0.0f, sums.data());
+    float score_gradient = 0.0f, prediction = 0.0f;
+    pass.loss += ExampleLoss(loss, &score, 1, batch.labels[r], &score_gradient, &prediction);
+    pass.predictions.push_back(prediction);
+    score_gradient /= static_cast<float>(rows);
+    FmGradients(params.data(), values, nnz, k, sums.data(), score_gradient, gradients.data(),
+                &row_bias_gradients[r]);
+    for (int j = 0; j < nnz; ++j) {
+      float* key =
+          pass.weight_gradients.data() + static_cast<size_t>(prepared.positions[begin + j]) * width;
+      for (int c = 0; c < width; ++c) key[c] += gradients[static_cast<size_t>(j) * width + c];
+    }
+  }
+  if (h.use_bias) {
+    for (size_t r = 0; r < rows; ++r) pass.bias_gradient[0] += row_bias_gradients[r];
+  }
+  return pass;
+}
+
+// The CPU pass compiles the rows of a factorization machine with k = 4 and
+// k = 8 (5 and 9 floats) for their width; k = 3 takes the pass for any
+// width. Each gives, bit for bit, what the shared functions give.
+TEST(CpuModel, FactorizationMachineRowsOfEveryWidthAsTheSharedFunctionsComputeThem) {
+  for (const PredictorType type : {PredictorType::kBinaryClassifier, PredictorType::kRegressor}) {
+    for (const int k : {3, 4, 8}) {
+      for (const int threads : {1, 3}) {
+        SCOPED_TRACE(::testing::Message() << "k " << k << ", threads " << threads);
+        Hyperparameters h = Task(type, JobKind::kFactorizationMachines);
+        h.num_factors = k;
+        std::mt19937_64 random(k * 7 + threads);
+        const PreparedBatch batch =
+            RandomBatch(97, 60, 9, 1, type == PredictorType::kRegressor, &random);
+        CpuModel model(h, threads);
+        ASSERT_EQ(model.weight_width(), FmRowWidth(k));
+        const std::vector<float> weights =
+            RandomWeights(batch.keys.size() * model.weight_width(), &random);
+        const std::vector<float> bias = RandomWeights(model.bias_width(), &random);
+        const Pass expected = FactorizationMachineByTheSharedFunctions(h, batch, weights, bias);
+        const Pass got = RunPass(&model, batch, weights, bias);
+        EXPECT_EQ(got.loss, expected.loss);
+        EXPECT_EQ(got.predictions, expected.predictions);
+        EXPECT_EQ(got.weight_gradients, expected.weight_gradients);
+        EXPECT_EQ(got.bias_gradient, expected.bias_gradient);
+      }
+    }
+  }
 }
 
 TEST(IsDenseBatch, OnlyWhenEveryRowListsEveryKeyInTheSameOrder) {

@@ -90,9 +90,9 @@ class CpuModel : public ComputeBackend {
   void SparseRows(const PreparedBatch& batch, const float* weights, const float* bias, size_t begin,
                   size_t end, Scratch* scratch, const Outputs& out) const;
   // SparseRows for rows of kWidth floats (a linear learner's kWidth models or
-  // classes side by side), or of row_width_ for kWidth 0: at a width known
-  // when compiled, the per-row loops over it unroll and vectorise, doing the
-  // same operations in the same order.
+  // classes side by side, or a factorization machine's 1 + k weights), or of
+  // row_width_ for kWidth 0: at a width known when compiled, the per-row loops
+  // over it unroll and vectorise, doing the same operations in the same order.
   template <int kWidth>
   void SparseRowsOf(const PreparedBatch& batch, const float* weights, const float* bias,
                     size_t begin, size_t end, Scratch* scratch, const Outputs& out) const;
