@@ -265,30 +265,28 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
   // One model's weights, or the default's 8 models side by side.
   if (!factorization_ && row_width_ == row_scores_) {
     if (row_width_ == 1) {
-      return SparseRowsOf<1>(prepared, weights, bias, row_begin, row_end, scratch, out);
+      return SparseRowsOf<1, 1>(prepared, weights, bias, row_begin, row_end, scratch, out);
     }
     if (row_width_ == 8) {
-      return SparseRowsOf<8>(prepared, weights, bias, row_begin, row_end, scratch, out);
+      return SparseRowsOf<8, 8>(prepared, weights, bias, row_begin, row_end, scratch, out);
     }
   }
   // A factorization machine's 1 + k weights: the default k = 4, and k = 8.
   if (factorization_ && row_width_ == 5) {
-    return SparseRowsOf<5>(prepared, weights, bias, row_begin, row_end, scratch, out);
+    return SparseRowsOf<5, 1>(prepared, weights, bias, row_begin, row_end, scratch, out);
   }
   if (factorization_ && row_width_ == 9) {
-    return SparseRowsOf<9>(prepared, weights, bias, row_begin, row_end, scratch, out);
+    return SparseRowsOf<9, 1>(prepared, weights, bias, row_begin, row_end, scratch, out);
   }
-  SparseRowsOf<0>(prepared, weights, bias, row_begin, row_end, scratch, out);
+  SparseRowsOf<0, 0>(prepared, weights, bias, row_begin, row_end, scratch, out);
 }
 
-template <int kWidth>
+template <int kWidth, int kScores>
 void CpuModel::SparseRowsOf(const PreparedBatch& prepared, const float* weights, const float* bias,
                             size_t row_begin, size_t row_end, Scratch* scratch,
                             const Outputs& out) const {
   const int row_width = kWidth > 0 ? kWidth : row_width_;
-  // A linear learner's rows hold a score's weights each; a factorization
-  // machine's give one score.
-  const int row_scores = kWidth > 0 && !factorization_ ? kWidth : row_scores_;
+  const int row_scores = kScores > 0 ? kScores : row_scores_;
   const Batch& batch = prepared.batch;
   const size_t rows = batch.rows();
   const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;

@@ -89,11 +89,12 @@ class CpuModel : public ComputeBackend {
   // The per-row pass over rows [begin, end).
   void SparseRows(const PreparedBatch& batch, const float* weights, const float* bias, size_t begin,
                   size_t end, Scratch* scratch, const Outputs& out) const;
-  // SparseRows for rows of kWidth floats (a linear learner's kWidth models or
-  // classes side by side, or a factorization machine's 1 + k weights), or of
-  // row_width_ for kWidth 0: at a width known when compiled, the per-row loops
-  // over it unroll and vectorise, doing the same operations in the same order.
-  template <int kWidth>
+  // SparseRows for rows of kWidth floats that give kScores scores (a linear
+  // learner's kWidth models or classes side by side, kScores = kWidth; a
+  // factorization machine's 1 + k weights, kScores = 1), or of row_width_ and
+  // row_scores_ for 0: at a width known when compiled, the per-row loops over
+  // it unroll and vectorise, doing the same operations in the same order.
+  template <int kWidth, int kScores>
   void SparseRowsOf(const PreparedBatch& batch, const float* weights, const float* bias,
                     size_t begin, size_t end, Scratch* scratch, const Outputs& out) const;
   // The dense pass over rows [begin, end) of a dense batch: adds the gradients
