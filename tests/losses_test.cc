@@ -160,6 +160,44 @@ TEST(Losses, PredictionsAreTheScoreExceptForTheLogisticProbability) {
   EXPECT_FLOAT_EQ(Evaluate(Loss(LossKind::kLogistic), 0.0f, 1.0f).prediction, 0.5f);
 }
 
+// The logistic loss, its gradient and its probability take one exponential
+// between them; each is bit for bit the separate formula: 1 / (1 + e^-z) for
+// z >= 0 (-0 included), e^z / (1 + e^z) below, and the loss
+// max(z, 0) - z y + log1p(e^-|z|).
+TEST(Losses, LogisticSharesOneExponentialWithTheSameValuesAsEachFormula) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> scores = {0.0f,
+                               -0.0f,
+                               1e-30f,
+                               -1e-30f,
+                               88.7f,
+                               -88.7f,
+                               104.0f,
+                               -104.0f,
+                               1e30f,
+                               -1e30f,
+                               std::numeric_limits<float>::max(),
+                               inf,
+                               -inf};
+  for (int i = -4000; i <= 4000; ++i) scores.push_back(static_cast<float>(i) * 0.01337f);
+  for (const float z : scores) {
+    for (const float y : {0.0f, 1.0f}) {
+      const float probability = z >= 0.0f ? 1.0f / (1.0f + expf(-z)) : expf(z) / (1.0f + expf(z));
+      const float loss = fmaxf(z, 0.0f) - z * y + log1pf(expf(-fabsf(z)));
+      const Evaluation e = Evaluate(Loss(LossKind::kLogistic), z, y);
+      EXPECT_EQ(e.prediction, probability) << z;
+      EXPECT_EQ(e.gradient, probability - y) << z;
+      if (std::isnan(loss)) {
+        EXPECT_TRUE(std::isnan(e.loss)) << z;  // an infinite score: inf - inf
+      } else {
+        EXPECT_EQ(e.loss, loss) << z << " " << y;
+      }
+      EXPECT_EQ(Sigmoid(z), probability) << z;
+      EXPECT_EQ(LogisticGradient(z, y), probability - y) << z;
+    }
+  }
+}
+
 TEST(Losses, EveryLossAndGradientIsFiniteForAnyFiniteScore) {
   const float big = std::numeric_limits<float>::max();
   const std::vector<LossFunction> losses = {Loss(LossKind::kLogistic),

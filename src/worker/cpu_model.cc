@@ -30,8 +30,8 @@ inline void GatherRow(const float* weights, const uint32_t* positions, int nnz, 
 // which cannot tell the two arrays apart once this is inlined, adds whole rows
 // in vector registers: the same additions in the same order.
 template <int kWidth>
-inline void ScatterAdd(const float* row_gradients, const uint32_t* positions, int nnz, int width,
-                       float* key_gradients) {
+inline void ScatterAdd(const float* __restrict row_gradients, const uint32_t* positions, int nnz,
+                       int width, float* __restrict key_gradients) {
   for (int j = 0; j < nnz; ++j) {
     float* target = key_gradients + static_cast<size_t>(positions[j]) * width;
     const float* source = row_gradients + static_cast<size_t>(j) * width;
@@ -271,11 +271,12 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
       return SparseRowsOf<8, 8>(prepared, weights, bias, row_begin, row_end, scratch, out);
     }
   }
-  // A factorization machine's 1 + k weights: the default k = 4, and k = 8.
-  if (factorization_ && row_width_ == 5) {
+  // A factorization machine's 1 + k weights (one score): the default k = 4,
+  // and k = 8.
+  if (factorization_ && row_scores_ == 1 && row_width_ == 5) {
     return SparseRowsOf<5, 1>(prepared, weights, bias, row_begin, row_end, scratch, out);
   }
-  if (factorization_ && row_width_ == 9) {
+  if (factorization_ && row_scores_ == 1 && row_width_ == 9) {
     return SparseRowsOf<9, 1>(prepared, weights, bias, row_begin, row_end, scratch, out);
   }
   SparseRowsOf<0, 0>(prepared, weights, bias, row_begin, row_end, scratch, out);
