@@ -10,15 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=${KEEL_CLANG_TREE:-build-clang}
-options=()
-if command -v ccache >/dev/null 2>&1; then
-  options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
-# KEEL_WERROR (CI sets it) only when given: a tree keeps its setting otherwise.
-if [ -n "${KEEL_WERROR:-}" ]; then
-  options+=(-DKEEL_WERROR="$KEEL_WERROR")
-fi
-cmake -S . -B "$tree" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
-  -DKEEL_ENABLE_CUDA=OFF -DKEEL_FUZZ=ON "${options[@]}" "$@" >/dev/null
+# KEEL_WERROR (CI sets it) only when given: a tree keeps its setting otherwise
+# (scripts/configure.sh, which also compiles through ccache when installed).
+KEEL_ENABLE_CUDA=OFF scripts/configure.sh "$tree" -DCMAKE_CXX_COMPILER=clang++ -DKEEL_FUZZ=ON "$@"
 read -r -a targets <<<"${KEEL_CLANG_TARGETS:-keel_unit_tests keel_cluster_tests keel_fuzz_targets}"
 cmake --build "$tree" -j "$(nproc)" --target "${targets[@]}"

@@ -2,11 +2,15 @@
 # Sets up, builds and runs every test, the multihost ones too (network
 # namespaces, sshd, Slurm: they need root and skip without it). Each test is
 # its own ctest entry with a label (unit, cluster, process, storage, faults,
-# multihost, gpu) and its own timeout. Tests run as many at a time as the
-# machine has cores, except the faults and multihost ones, which run alone
+# multihost, gpu, package) and its own timeout. Tests run as many at a time as
+# the machine has cores, except the faults and multihost ones, which run alone
 # (RUN_SERIAL). Extra arguments go to ctest (for example: scripts/test.sh -L
 # unit, scripts/test.sh -R cluster, scripts/test.sh -LE multihost to leave
 # those out, or -j1 for one test at a time).
+#
+# The set-up (scripts/setup.sh --tests) installs what the tests need beside
+# what the demo's installs, in the same tree: after scripts/demo.sh it builds
+# only what the demo did not.
 #
 # Then, when run without arguments (or with KEEL_SANITIZER_STAGE=1), the
 # sanitizer stage: the clang tree build-clang/ (AddressSanitizer +
@@ -15,13 +19,19 @@
 # target for a few seconds. KEEL_SANITIZER_STAGE=0 leaves it out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+source scripts/lib/steps.sh
+scripts/setup.sh --tests
 jobs=$(nproc)
+step "running the tests in build/ (ctest $*)"
 (cd build && ctest --output-on-failure --parallel "$jobs" "$@")
+step_done
 
 stage=${KEEL_SANITIZER_STAGE:-$([ $# -eq 0 ] && echo 1 || echo 0)}
 if [ "$stage" = 1 ]; then
-  echo "test.sh: the sanitizer stage (ASan+UBSan, build-clang/)"
+  step "building the sanitizer tree build-clang/ (ASan+UBSan, clang)"
   scripts/sanitize_build.sh
+  step_done
+  step "running the unit, cluster and fuzz tests in build-clang/"
   (cd build-clang && ctest --output-on-failure --parallel "$jobs" -L 'unit|cluster|fuzz')
+  step_done
 fi
