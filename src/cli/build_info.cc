@@ -1,6 +1,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "keel_version.h"
 
 namespace keel {
 
@@ -10,7 +11,7 @@ std::string CudaDeviceSummary();
 #endif
 
 std::string VersionText() {
-  std::string text = "keel 0.1.0\n";
+  std::string text = "keel " KEEL_VERSION "\ncommit: " KEEL_COMMIT "\n";
 #ifdef KEEL_HAVE_CUDA
   text += "cuda: compiled (" + CudaDeviceSummary() + ")\n";
 #else

@@ -109,7 +109,8 @@ int RunAdmin(const std::string& what);
 // `keel checkpoint ls|show|verify URI` (checkpoint_command.cc).
 int RunCheckpointCommand(const std::string& what, const std::string& uri);
 
-// "keel 0.1.0 (cuda: compiled|not compiled ...)" (build_info.cc).
+// "keel VERSION", "commit: HASH" and "cuda: compiled|not compiled (...)", a
+// line each (build_info.cc).
 std::string VersionText();
 
 }  // namespace keel
