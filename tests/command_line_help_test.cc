@@ -4,12 +4,14 @@
 // without --model_dir picks, and a data format read from the data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli/command_flags.h"
 #include "test_util.h"
 
 namespace keel {
@@ -34,6 +36,61 @@ TEST(Help, LaunchHelpExitsZeroListingItsGroups) {
   }
   EXPECT_FALSE(Contains(exit.output, "logtostderr")) << exit.output;
   EXPECT_FALSE(Contains(exit.output, "Flags from")) << exit.output;
+}
+
+// What bash offers after `keel WORDS<TAB>`, from `keel completion bash`
+// sourced into a real bash: the words of COMPREPLY, one per line.
+std::vector<std::string> Completions(const std::string& script, const std::string& words) {
+  const auto exit = testing::Shell("bash -c '. " + script + "; COMP_WORDS=(" + words +
+                                   "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _keel; "
+                                   "printf \"%s\\n\" \"${COMPREPLY[@]}\"'");
+  EXPECT_TRUE(exit.finished && exit.code == 0) << words << ": " << exit.output;
+  std::vector<std::string> lines;
+  std::istringstream in(exit.output);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+TEST(Completion, BashCompletesCommandsOperandsAndEveryFlagEachCommandTakes) {
+  const testing::TempFolder folder("completion");
+  const std::string script = folder.path() + "/keel.bash";
+  const auto made = testing::Shell(KeelBinary() + " completion bash > " + script);
+  ASSERT_TRUE(made.finished && made.code == 0) << made.output;
+  EXPECT_EQ(Completions(script, "keel lau"), std::vector<std::string>{"launch"});
+  EXPECT_EQ(Completions(script, "keel che"), std::vector<std::string>{"checkpoint"});
+  EXPECT_EQ(Completions(script, "keel checkpoint ve"), std::vector<std::string>{"verify"});
+  EXPECT_EQ(Completions(script, "keel bench re"), std::vector<std::string>{"reshard"});
+  // A flag --help lists for a command is offered for its whole name: alone,
+  // as "--flag=", or beside the longer flags it begins (--port, --port_file).
+  size_t flags = 0;
+  for (const std::string& command : CommandNames()) {
+    const std::string words = "keel " + command;
+    for (const FlagGroup& group : CommandFlagGroups(command)) {
+      size_t sampled = 0;  // a sample of each group keeps the test short
+      for (size_t i = 0; i < group.flags.size() && sampled < 6; i += 3, ++sampled, ++flags) {
+        const std::string flag = "--" + group.flags[i];
+        const auto offered = Completions(script, words + " " + flag);
+        if (offered.size() == 1) {
+          EXPECT_EQ(offered[0], flag + "=") << words;
+        } else {
+          EXPECT_NE(std::find(offered.begin(), offered.end(), flag), offered.end())
+              << words << " " << flag;
+        }
+      }
+    }
+  }
+  EXPECT_GT(flags, 100u);
+  // A flag of another command is not offered.
+  EXPECT_TRUE(Completions(script, "keel keygen --checkpoint_ev").empty());
+}
+
+TEST(Completion, AnotherShellIsRefusedNamingBash) {
+  const auto exit = Keel({"completion", "zsh"});
+  ASSERT_TRUE(exit.finished);
+  EXPECT_EQ(exit.code, 2);
+  EXPECT_TRUE(Contains(exit.output, "keel completion bash")) << exit.output;
 }
 
 TEST(Help, EveryCommandsHelpExitsZero) {

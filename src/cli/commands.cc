@@ -18,6 +18,7 @@
 #include "cli/cluster_flags.h"
 #include "cli/command_flags.h"
 #include "cli/command_help.h"
+#include "cli/completion.h"
 #include "cli/flag_arguments.h"
 #include "cli/job_flags.h"
 #include "cli/remote.h"
@@ -56,7 +57,9 @@ const char kUsage[] =
     "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
     "  admin drain --scheduler HOST:P --rank R              move a server's key ranges off it\n"
     "                                                       while the job runs; it then leaves\n"
-    "  version                                              build facts (cuda: ...)\n"
+    "  version                                              version, commit, build facts\n"
+    "  completion bash                                      a bash completion script\n"
+    "                                                       (source <(keel completion bash))\n"
     "\n"
     "  guard -- COMMAND...                                  run COMMAND; stop it when stdin "
     "closes\n"
@@ -253,6 +256,7 @@ int RunCommandLine(int argc, char** argv) {
     return 0;
   }
   if (command == "guard") return RunGuardCommand(argc, argv);
+  if (command == "completion") return RunCompletion(argc, argv);
   const std::vector<std::string> commands = CommandNames();
   if (std::find(commands.begin(), commands.end(), command) == commands.end()) {
     return UnknownCommand(command);
