@@ -15,7 +15,8 @@ std::string VersionText() {
 #ifdef KEEL_HAVE_CUDA
   text += "cuda: compiled (" + CudaDeviceSummary() + ")\n";
 #else
-  text += "cuda: not compiled (nvcc was not found at build time)\n";
+  text +=
+      "cuda: not compiled (nvcc was not found at build time, or KEEL_ENABLE_CUDA was OFF)\n";
 #endif
   return text;
 }

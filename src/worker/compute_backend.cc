@@ -83,7 +83,8 @@ void CheckDevice(const std::string& device) {
 #else
   throw MakeError("--device ", device,
                   ": this keel was built without the CUDA backend (nvcc was not found at build "
-                  "time); use --device=cpu");
+                  "time, or KEEL_ENABLE_CUDA was OFF: the Debian package is a CPU build); use "
+                  "--device=cpu");
 #endif
 }
 
