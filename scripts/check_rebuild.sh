@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 failed=0
+# Its set-ups' own steps are not stages of the caller's (.ci/run's) times.
+unset KEEL_STEP_TIMES
 for setup in "scripts/setup.sh" "scripts/setup.sh --tests" "scripts/setup.sh"; do
   log=$(mktemp)
   $setup >"$log" 2>&1 || { cat "$log"; echo "check_rebuild: '$setup' failed"; exit 1; }
