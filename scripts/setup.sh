@@ -93,7 +93,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   recommends=()
   [ "$tests" = 1 ] || recommends=(--no-install-recommends)
   install=("${sudo_cmd[@]}" apt-get install -y -q "${recommends[@]}" "${missing[@]}")
-  quiet "${install[@]}" || { quiet "${sudo_cmd[@]}" apt-get update -q && quiet "${install[@]}"; }
+  # A machine whose package lists are missing or stale (a new root has none)
+  # reads them first; the failed attempt says nothing.
+  "${install[@]}" >/dev/null 2>&1 \
+    || { quiet "${sudo_cmd[@]}" apt-get update -q && quiet "${install[@]}"; }
   step_done
 fi
 
