@@ -5,7 +5,8 @@
 # it, /usr/local/cuda bind-mounted as these machines have it, and an empty
 # ccache. In it, as root: scripts/demo.sh, timed; then, unless
 # KEEL_FIRST_RUN_TESTS=0, scripts/test.sh's set-up and build (the step that
-# must rebuild nothing the demo built), timed; then the command that was asked
+# must rebuild nothing the demo built), timed, with a count of what the demo
+# built that it built again; then the command that was asked
 # for in KEEL_FIRST_RUN_THEN, if any (for example "scripts/test.sh -L unit").
 # Prints each step's line with its time. Needs root. The root is removed at the end.
 #   scripts/bench/first_run.sh
@@ -24,6 +25,8 @@ start=$(date +%s)
 mmdebstrap --quiet --variant=apt --include=git,ca-certificates bookworm "$root"
 echo "first_run: a fresh Debian 12 root in $root: $(($(date +%s) - start)) s"
 git clone -q "$PWD" "$root/root/keel"
+# KEEL_FIRST_RUN_COMMIT: measure another commit (an earlier one, side by side).
+[ -z "${KEEL_FIRST_RUN_COMMIT:-}" ] || git -C "$root/root/keel" checkout -q "$KEEL_FIRST_RUN_COMMIT"
 for dir in proc sys dev dev/pts; do
   mount --bind "/$dir" "$root/$dir"
   mounts+=("$root/$dir")
@@ -52,8 +55,10 @@ time_it() {
 time_it "scripts/demo.sh (fresh root)" "scripts/demo.sh"
 if [ "${KEEL_FIRST_RUN_TESTS:-1}" != 0 ]; then
   in_root "touch build/.demo-built"
-  time_it "scripts/setup.sh --tests after the demo" \
-    "KEEL_SETUP_QUIET=1 scripts/setup.sh --tests"
+  # KEEL_FIRST_RUN_SETUP: the tests' set-up of another commit (before this
+  # one's, scripts/test.sh ran plain scripts/setup.sh).
+  tests_setup=${KEEL_FIRST_RUN_SETUP:-KEEL_SETUP_QUIET=1 scripts/setup.sh --tests}
+  time_it "the tests' set-up after the demo ($tests_setup)" "$tests_setup"
   in_root 'echo "first_run: what the demo built, built again by the tests set-up:" \
     $(find build/keel build/CMakeFiles -newer build/.demo-built \( -name "*.o" -o -name "*.a" \
       -o -name "*.gch" -o -name keel \) | wc -l) "file(s)"'
