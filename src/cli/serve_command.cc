@@ -1,5 +1,5 @@
 // `keel serve`: a trained model behind SageMaker's inference contract
-// (cli/inference_service.h), until SIGTERM or SIGINT; SIGHUP reloads the model.
+// (serve/inference_service.h), until SIGTERM or SIGINT; SIGHUP reloads the model.
 #include <glog/logging.h>
 #include <signal.h>
 
@@ -10,8 +10,8 @@
 #include "base/files.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
-#include "cli/inference_service.h"
 #include "cli/serve_flags.h"
+#include "serve/inference_service.h"
 
 namespace keel {
 

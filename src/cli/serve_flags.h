@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/flag_group.h"
-#include "cli/inference_service.h"
+#include "serve/inference_service.h"
 
 DECLARE_int32(serve_port);
 DECLARE_string(serve_bind);

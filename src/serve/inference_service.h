@@ -16,8 +16,8 @@
 //
 // Thread-safe: Reload and Stop may be called from any thread while requests
 // are served.
-#ifndef KEEL_CLI_INFERENCE_SERVICE_H_
-#define KEEL_CLI_INFERENCE_SERVICE_H_
+#ifndef KEEL_SERVE_INFERENCE_SERVICE_H_
+#define KEEL_SERVE_INFERENCE_SERVICE_H_
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -92,4 +92,4 @@ class InferenceService {
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_INFERENCE_SERVICE_H_
+#endif  // KEEL_SERVE_INFERENCE_SERVICE_H_

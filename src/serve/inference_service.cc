@@ -1,5 +1,5 @@
-// InferenceService (cli/inference_service.h).
-#include "cli/inference_service.h"
+// InferenceService (serve/inference_service.h).
+#include "serve/inference_service.h"
 
 #include <glog/logging.h>
 
