@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/json.h"
 #include "io/timeline_writer.h"
 #include "report/job_record.h"
 #include "report/report_page.h"

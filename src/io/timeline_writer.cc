@@ -20,13 +20,6 @@ std::string JsonUnixTime(double unix_seconds) {
   return text;
 }
 
-std::string JsonNumberOrNull(double value) {
-  if (!std::isfinite(value)) return "null";
-  char text[32];
-  snprintf(text, sizeof(text), "%.9g", value);
-  return text;
-}
-
 TimelineWriter::TimelineWriter(const std::string& model_dir, const std::string& name, bool fresh)
     : model_dir_(model_dir), key_("timeline/" + name + ".jsonl") {
   if (model_dir_.empty()) return;

@@ -66,9 +66,6 @@ class TimelineWriter {
   bool warned_ = false;
 };
 
-// A number for a JSON line: finite values with up to 9 significant digits,
-// non-finite ones as null.
-std::string JsonNumberOrNull(double value);
 // Unix seconds for a JSON line, to the millisecond ("1764073000.123").
 std::string JsonUnixTime(double unix_seconds);
 

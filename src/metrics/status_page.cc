@@ -13,28 +13,6 @@
 namespace keel {
 namespace {
 
-// A JSON object written field by field: Field("a", "1"); Field("b", "2")
-// makes {"a": 1, "b": 2}; values are JSON already.
-class JsonObject {
- public:
-  JsonObject& Field(const char* name, const std::string& json) {
-    text_ += (text_.empty() ? "{" : ", ") + JsonQuote(name) + ": " + json;
-    return *this;
-  }
-  JsonObject& Number(const char* name, double value) {
-    return Field(name, JsonNumberOrNull(value));
-  }
-  JsonObject& Count(const char* name, uint64_t value) { return Field(name, std::to_string(value)); }
-  JsonObject& Text(const char* name, const std::string& value) {
-    return Field(name, JsonQuote(value));
-  }
-  JsonObject& Flag(const char* name, bool value) { return Field(name, value ? "true" : "false"); }
-  std::string Close() const { return text_.empty() ? "{}" : text_ + "}"; }
-
- private:
-  std::string text_;
-};
-
 std::string JsonArray(const std::vector<std::string>& items) {
   std::string text = "[";
   for (size_t i = 0; i < items.size(); ++i) text += (i ? ", " : "") + items[i];
@@ -64,60 +42,60 @@ std::string ViewJson(const SchedulerStatus& status) {
   for (const SchedulerStatus::Node& node : status.members) {
     nodes.push_back(JsonObject()
                         .Count("id", node.id)
-                        .Text("role", node.role == proto::SERVER ? "server" : "worker")
-                        .Field("rank", std::to_string(node.rank))
-                        .Text("address", node.address)
+                        .String("role", node.role == proto::SERVER ? "server" : "worker")
+                        .Add("rank", std::to_string(node.rank))
+                        .String("address", node.address)
                         .Number("heartbeat_age_s", node.heartbeat_age_s)
-                        .Flag("silent", node.silent)
-                        .Flag("done", node.done)
-                        .Text("error", node.error)
+                        .Bool("silent", node.silent)
+                        .Bool("done", node.done)
+                        .String("error", node.error)
                         .Close());
   }
   for (const SchedulerStatus::Range& range : status.ranges) {
     ranges.push_back(JsonObject()
-                         .Field("begin", Hex(range.begin))
-                         .Field("primary", std::to_string(range.primary))
-                         .Field("backups", Ranks(range.backups))
-                         .Field("copying", Ranks(range.copying))
+                         .Add("begin", Hex(range.begin))
+                         .Add("primary", std::to_string(range.primary))
+                         .Add("backups", Ranks(range.backups))
+                         .Add("copying", Ranks(range.copying))
                          .Close());
   }
   return JsonObject()
       .Count("epoch", status.epoch)
-      .Field("expected_servers", std::to_string(status.expected_servers))
-      .Field("expected_workers", std::to_string(status.expected_workers))
-      .Field("replication", std::to_string(status.replication))
-      .Field("nodes", JsonArray(nodes))
-      .Field("ranges", JsonArray(ranges))
+      .Add("expected_servers", std::to_string(status.expected_servers))
+      .Add("expected_workers", std::to_string(status.expected_workers))
+      .Add("replication", std::to_string(status.replication))
+      .Add("nodes", JsonArray(nodes))
+      .Add("ranges", JsonArray(ranges))
       .Close();
 }
 
 std::string CheckpointsJson(const SchedulerStatus& status, double now) {
   const CheckpointStats& stats = status.checkpoints;
   return JsonObject()
-      .Text("uri", status.checkpoint_uri)
-      .Text("last", status.last_checkpoint)
+      .String("uri", status.checkpoint_uri)
+      .String("last", status.last_checkpoint)
       .Count("committed", stats.committed)
       .Count("abandoned", stats.abandoned)
       .Number("last_seconds", stats.last_seconds)
       .Count("last_bytes", stats.last_bytes)
-      .Field("last_age_s",
+      .Add("last_age_s",
              stats.last_committed_at > 0 ? JsonNumberOrNull(now - stats.last_committed_at) : "null")
       .Close();
 }
 
 std::string WorkerJson(const WorkerProgress& worker, double now_unix) {
   return JsonObject()
-      .Field("rank", std::to_string(worker.rank))
+      .Add("rank", std::to_string(worker.rank))
       .Count("node", worker.node_id)
-      .Field("epoch", std::to_string(worker.epoch))
+      .Add("epoch", std::to_string(worker.epoch))
       .Count("examples", worker.examples)
-      .Flag("epoch_done", worker.epoch_done)
-      .Flag("reading", worker.reading)
+      .Bool("epoch_done", worker.epoch_done)
+      .Bool("reading", worker.reading)
       .Number("examples_per_second", worker.examples_per_second)
       .Number("loss", worker.loss)
       .Count("share_examples", worker.share_examples)
-      .Field("validation", Metrics(worker.validation))
-      .Field("age_s", worker.last_update_wall > 0
+      .Add("validation", Metrics(worker.validation))
+      .Add("age_s", worker.last_update_wall > 0
                           ? JsonNumberOrNull(now_unix - worker.last_update_wall)
                           : "null")
       .Close();
@@ -133,28 +111,28 @@ std::string ProgressJson(const ProgressSnapshot& progress, double now_unix) {
   for (size_t i = first; i < progress.decided.size(); ++i) {
     const DecidedEpoch& epoch = progress.decided[i];
     decided.push_back(JsonObject()
-                          .Field("epoch", std::to_string(epoch.epoch))
+                          .Add("epoch", std::to_string(epoch.epoch))
                           .Count("examples", epoch.examples)
                           .Number("seconds", epoch.seconds)
-                          .Flag("stop", epoch.stop)
-                          .Field("metrics", Metrics(epoch.metrics))
+                          .Bool("stop", epoch.stop)
+                          .Add("metrics", Metrics(epoch.metrics))
                           .Close());
   }
   std::string end = "null";
   if (progress.end) {
     end = JsonObject()
-              .Field("epochs_run", std::to_string(progress.end->epochs_run))
-              .Flag("stopped_early", progress.end->stopped_early)
-              .Text("model_dir", progress.end->model_dir)
-              .Field("metrics", Metrics(progress.end->metrics))
+              .Add("epochs_run", std::to_string(progress.end->epochs_run))
+              .Bool("stopped_early", progress.end->stopped_early)
+              .String("model_dir", progress.end->model_dir)
+              .Add("metrics", Metrics(progress.end->metrics))
               .Close();
   }
   std::string headline;
   double value = 0;
   if (!progress.decided.empty()) HeadlineMetric(progress.decided.back().metrics, &headline, &value);
   return JsonObject()
-      .Field("epochs", std::to_string(progress.epochs))
-      .Field("epoch", std::to_string(progress.epoch))
+      .Add("epochs", std::to_string(progress.epochs))
+      .Add("epoch", std::to_string(progress.epoch))
       .Count("epoch_done", progress.epoch_done)
       .Count("epoch_expected", progress.epoch_expected)
       .Number("epoch_fraction", progress.figures.epoch_fraction)
@@ -163,10 +141,10 @@ std::string ProgressJson(const ProgressSnapshot& progress, double now_unix) {
       .Count("examples_read", progress.examples_read)
       .Number("training_loss", progress.training_loss)
       .Number("seconds", progress.seconds)
-      .Field("workers", JsonArray(workers))
-      .Text("headline_metric", headline)
-      .Field("decided", JsonArray(decided))
-      .Field("end", end)
+      .Add("workers", JsonArray(workers))
+      .String("headline_metric", headline)
+      .Add("decided", JsonArray(decided))
+      .Add("end", end)
       .Close();
 }
 
@@ -175,14 +153,14 @@ std::string ProgressJson(const ProgressSnapshot& progress, double now_unix) {
 std::string StatusJson(const SchedulerStatus& status, const ProgressSnapshot& progress,
                        double now_unix) {
   return JsonObject()
-      .Field("time", JsonUnixTime(now_unix))
-      .Field("view", ViewJson(status))
-      .Field("workers_done", std::to_string(status.workers_done))
+      .Add("time", JsonUnixTime(now_unix))
+      .Add("view", ViewJson(status))
+      .Add("workers_done", std::to_string(status.workers_done))
       .Count("departures", status.departures)
       .Count("rejected_messages", status.rejected_messages)
-      .Field("checkpoints", CheckpointsJson(status, MonotonicSeconds()))
-      .Field("progress", ProgressJson(progress, now_unix))
-      .Field("events", JsonArray(status.events))
+      .Add("checkpoints", CheckpointsJson(status, MonotonicSeconds()))
+      .Add("progress", ProgressJson(progress, now_unix))
+      .Add("events", JsonArray(status.events))
       .Close();
 }
 

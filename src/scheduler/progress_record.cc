@@ -23,38 +23,10 @@ const char* TypeName(ProgressRecord::Type type) {
   return "progress";
 }
 
-// One JSON object, built member by member.
-class JsonObject {
- public:
-  JsonObject& Add(const std::string& name, const std::string& json) {
-    text_ += (text_.empty() ? "{" : ",") + JsonQuote(name) + ":" + json;
-    return *this;
-  }
-  JsonObject& Number(const std::string& name, double value) {
-    if (!std::isfinite(value)) return Add(name, "null");
-    char buffer[32];
-    snprintf(buffer, sizeof(buffer), "%.9g", value);
-    return Add(name, buffer);
-  }
-  JsonObject& Count(const std::string& name, uint64_t value) {
-    return Add(name, std::to_string(value));
-  }
-  JsonObject& Bool(const std::string& name, bool value) {
-    return Add(name, value ? "true" : "false");
-  }
-  JsonObject& String(const std::string& name, const std::string& value) {
-    return Add(name, JsonQuote(value));
-  }
-  std::string Text() const { return text_.empty() ? "{}" : text_ + "}"; }
-
- private:
-  std::string text_;
-};
-
 std::string MetricsObject(const MetricSet& metrics) {
-  JsonObject object;
+  JsonObject object(JsonObject::Style::kCompact);
   for (const auto& [name, value] : metrics) object.Number(name, value);
-  return object.Text();
+  return object.Close();
 }
 
 // Readers of a record's members: a missing member leaves the default.
@@ -109,7 +81,7 @@ ProgressRecord::Type TypeOf(const std::string& name) {
 }  // namespace
 
 std::string FormatProgressRecord(const ProgressRecord& record) {
-  JsonObject object;
+  JsonObject object(JsonObject::Style::kCompact);
   object.String("type", TypeName(record.type)).Count("epochs", record.epochs);
   switch (record.type) {
     case ProgressRecord::Type::kProgress:
@@ -139,7 +111,7 @@ std::string FormatProgressRecord(const ProgressRecord& record) {
       break;
   }
   object.Number("seconds", record.seconds);
-  return kProgressRecordPrefix + object.Text();
+  return kProgressRecordPrefix + object.Close();
 }
 
 bool ParseProgressRecord(const std::string& line, ProgressRecord* record) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "base/json.h"
 #include "base/time.h"
 
 namespace keel {
