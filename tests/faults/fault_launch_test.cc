@@ -257,7 +257,7 @@ TEST_F(FaultLaunch, ASchedulerFaultIsRefusedWhenTheSchedulerIsNotTheLaunchers) {
 }
 
 // A partition needs root (cgroups, iptables); without it the launch refuses
-// the schedule (tests/partition_test.cc). Worker 1 is cut from the scheduler
+// the schedule (tests/faults/partition_test.cc). Worker 1 is cut from the scheduler
 // and both servers for 4 s, longer than the heartbeat timeout.
 TEST_F(FaultLaunch, AWorkerPartitionedFromEveryoneLeavesTheViewAndTheJobFinishesAfterTheHeal) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a partition uses cgroups and iptables)";

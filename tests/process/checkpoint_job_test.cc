@@ -227,7 +227,7 @@ TEST_F(CheckpointJob, KeepCheckpointsLeavesTheNewestAndLsMarksLatest) {
 // A checkpoint inside an epoch resumes on another number of workers: the
 // rest of that epoch is the shares of the workers that took it, and every
 // epoch from there on reads every example once (preemption checkpoints, the
-// usual case: tests/preemption_test.cc). It used to be refused.
+// usual case: tests/faults/preemption_test.cc). It used to be refused.
 TEST_F(CheckpointJob, CheckpointInsideAnEpochResumesOnMoreAndOnFewerWorkers) {
   const auto written = Run(
       With(Job(2, 2, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=100"}));

@@ -140,7 +140,7 @@ TEST_F(Preemption, APreemptedJobResumesOnAnotherNumberOfServers) {
 // finds the first epoch begun on a loaded machine too. It may still find the
 // workers between epochs (then any number resumes as before): checkpoints
 // taken at a chosen minibatch inside an epoch resume on more and on fewer
-// workers in tests/checkpoint_job_test.cc.
+// workers in tests/process/checkpoint_job_test.cc.
 TEST_F(Preemption, APreemptedJobResumesOnMoreWorkers) {
   const auto preempted = testing::Run(
       Job(2, 2, {"--checkpoint_uri=" + Store(), "--faults=preempt:worker:1@2500ms"}), 180);

@@ -2,7 +2,7 @@
 // whose connection closes and whose port refuses connections leaves the view
 // at once, long before the heartbeat timeout; one whose connection closes
 // but which still answers stays. (A stopped process, whose connections stay
-// open, is found by heartbeats: tests/failure_detection_process_test.cc.)
+// open, is found by heartbeats: tests/process/failure_detection_process_test.cc.)
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

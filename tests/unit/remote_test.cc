@@ -1,5 +1,5 @@
 // Hostfiles, shell quoting and Slurm task roles: the pure parts of the
-// multi-host launchers (the launchers themselves: tests/multihost_test.cc).
+// multi-host launchers (the launchers themselves: tests/multihost/multihost_test.cc).
 #include "cli/remote.h"
 
 #include <gtest/gtest.h>
