@@ -15,6 +15,7 @@ $(VAR) in args is expanded as Kubernetes does.
 Output, one block per container:
   container KIND/NAME/CONTAINER
   restart POLICY               (the pod's restartPolicy, Always when unset)
+  grace SECONDS                (the pod's terminationGracePeriodSeconds, 30 when unset)
   env NAME=VALUE
   arg WORD
   port NAME NUMBER             (its containerPorts)
@@ -143,6 +144,7 @@ def main():
                                   container["name"])
             print("container " + label)
             print("restart " + spec.get("restartPolicy", "Always"))
+            print("grace %s" % spec.get("terminationGracePeriodSeconds", 30))
             for name, value in sorted(env.items()):
                 print("env %s=%s" % (name, value))
             for word in argv:

@@ -24,6 +24,7 @@ namespace {
 struct Container {
   std::string name;                              // KIND/NAME/CONTAINER
   std::string restart;                           // the pod's restartPolicy
+  double grace = 0;                              // its terminationGracePeriodSeconds
   std::vector<std::string> env;                  // NAME=VALUE, the pod's environment
   std::vector<std::string> args;                 // the command: keel ROLE FLAGS...
   std::map<std::string, std::string> ports;      // name -> number
@@ -48,7 +49,7 @@ void SplitAfter(const std::string& line, size_t prefix, std::string* key, std::s
 }
 
 // The containers of k8s_commands.py's output: blocks of "container NAME",
-// "restart POLICY", "env NAME=VALUE", "arg WORD", "port NAME NUMBER",
+// "restart POLICY", "grace SECONDS", "env NAME=VALUE", "arg WORD", "port NAME NUMBER",
 // "probe KIND PATH PORT" and "resource NAME VALUE" lines, each closed by "end".
 std::vector<Container> ParseContainers(const std::string& listing) {
   std::vector<Container> containers;
@@ -61,6 +62,8 @@ std::vector<Container> ParseContainers(const std::string& listing) {
       current.name = line.substr(10);
     } else if (line.rfind("restart ", 0) == 0) {
       current.restart = line.substr(8);
+    } else if (line.rfind("grace ", 0) == 0) {
+      current.grace = std::stod(line.substr(6));
     } else if (line.rfind("env ", 0) == 0) {
       current.env.push_back(line.substr(4));
     } else if (line.rfind("arg ", 0) == 0) {
@@ -238,6 +241,46 @@ TEST(KubernetesManifests, EveryRoleRunsInAJobWhosePodsEndWithTheirProcess) {
   for (const Container& container : ListContainers(out.path(), &listing)) {
     EXPECT_EQ(container.name.rfind("Job/", 0), 0u) << container.name;
     EXPECT_EQ(container.restart, "Never") << container.name;
+  }
+}
+
+// The seconds of `--preemption_grace` a container runs with: its argument,
+// else its flagfile's line, else the default `keel scheduler --help` shows.
+double PreemptionGrace(const Container& container) {
+  std::string value = container.Flag("preemption_grace");
+  const std::string flagfile = container.Flag("flagfile");
+  if (value.empty() && !flagfile.empty()) {
+    std::istringstream lines(ReadFileOrEmpty(flagfile));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("--preemption_grace=", 0) == 0) value = line.substr(19);
+    }
+  }
+  if (value.empty()) {
+    const auto help = testing::Run({KeelBinary(), "scheduler", "--help"}, 10);
+    const size_t at = help.output.find("--preemption_grace=");
+    EXPECT_NE(at, std::string::npos) << help.output;
+    if (at == std::string::npos) return 0;
+    value = help.output.substr(at + 19, help.output.find(' ', at) - at - 19);
+  }
+  return std::stod(value);
+}
+
+TEST(KubernetesManifests, EveryPodOutlastsThePreemptionGraceBeforeTheKubeletKillsIt) {
+  // On a SIGTERM (a node drained, a spot instance reclaimed) the job takes its
+  // preemption checkpoint within --preemption_grace and exits 75; a pod whose
+  // terminationGracePeriodSeconds is shorter is killed before it can commit.
+  if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  TempFolder out("manifests");
+  std::string listing;
+  const std::vector<Container> containers = ListContainers(out.path(), &listing);
+  ASSERT_GE(containers.size(), 3u) << listing;
+  for (const Container& container : containers) {
+    const double grace = PreemptionGrace(container);
+    EXPECT_GT(grace, 0) << container.name;
+    // The checkpoint commits within the grace; SHUTDOWN and the exits follow.
+    EXPECT_GE(container.grace, grace + 10) << container.name << ": the pod's grace "
+                                           << container.grace << " s, --preemption_grace "
+                                           << grace << " s";
   }
 }
 
