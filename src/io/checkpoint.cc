@@ -3,9 +3,11 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "base/binary.h"
 #include "base/checksum.h"
@@ -187,8 +189,14 @@ void CheckManifestFiles(const proto::CheckpointManifest& manifest, const std::st
   for (int i = 0; i < manifest.files_size(); ++i) {
     const proto::CheckpointFile& file = manifest.files(i);
     const std::string field = "files[" + std::to_string(i) + "]";
-    if (file.name().empty() || file.name().find('/') != std::string::npos || file.name() == "." ||
-        file.name() == ".." || file.name() == kManifest) {
+    // A control character names no file a server writes, and a name is both a
+    // storage key and a path: a NUL would cut it short where it reaches the
+    // file system (another file would be read), a newline would split a listing.
+    const bool control = std::any_of(file.name().begin(), file.name().end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (file.name().empty() || control || file.name().find('/') != std::string::npos ||
+        file.name() == "." || file.name() == ".." || file.name() == kManifest) {
       throw MakeError(where, ": ", field, ".name '", file.name(),
                       "' is not a snapshot file's name in the checkpoint's folder");
     }
@@ -203,6 +211,39 @@ void CheckManifestFiles(const proto::CheckpointManifest& manifest, const std::st
       if (span.first() > span.last()) {
         throw MakeError(where, ": ", field, " has an empty key span [", span.first(), ", ",
                         span.last(), "]");
+      }
+    }
+  }
+}
+
+// Sets every -0 among `message`'s floating-point fields (and its messages',
+// maps' values included) to 0. protobuf's JSON parser reads "-0" as 0 while
+// its printer writes -0 as "-0", so a manifest holding one would not be
+// written again as it was read.
+void ZeroNegativeZeros(google::protobuf::Message* message) {
+  const google::protobuf::Reflection* reflection = message->GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(*message, &fields);
+  using Field = google::protobuf::FieldDescriptor;
+  for (const Field* field : fields) {
+    const int count = field->is_repeated() ? reflection->FieldSize(*message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const bool repeated = field->is_repeated();
+      if (field->cpp_type() == Field::CPPTYPE_MESSAGE) {
+        ZeroNegativeZeros(repeated ? reflection->MutableRepeatedMessage(message, field, i)
+                                   : reflection->MutableMessage(message, field));
+      } else if (field->cpp_type() == Field::CPPTYPE_DOUBLE) {
+        const double value = repeated ? reflection->GetRepeatedDouble(*message, field, i)
+                                      : reflection->GetDouble(*message, field);
+        if (value != 0 || !std::signbit(value)) continue;
+        repeated ? reflection->SetRepeatedDouble(message, field, i, 0.0)
+                 : reflection->SetDouble(message, field, 0.0);
+      } else if (field->cpp_type() == Field::CPPTYPE_FLOAT) {
+        const float value = repeated ? reflection->GetRepeatedFloat(*message, field, i)
+                                     : reflection->GetFloat(*message, field);
+        if (value != 0 || !std::signbit(value)) continue;
+        repeated ? reflection->SetRepeatedFloat(message, field, i, 0.0f)
+                 : reflection->SetFloat(message, field, 0.0f);
       }
     }
   }
@@ -300,6 +341,11 @@ proto::CheckpointManifest ManifestFromJson(const std::string& json, const std::s
   options.ignore_unknown_fields = true;  // written by a newer build
   auto status = google::protobuf::util::JsonStringToMessage(json, &manifest, options);
   if (!status.ok()) throw MakeError(where, ": not a valid manifest: ", status.ToString());
+  // What this build does not know goes, and -0 is 0: the manifest read is then
+  // the one it writes again (protobuf's parser keeps some unknown members, such
+  // as one named "", as unknown fields, which ManifestToJson does not write).
+  manifest.DiscardUnknownFields();
+  ZeroNegativeZeros(&manifest);
   if (manifest.format_version() != 1) {
     throw MakeError(where, ": manifest format version ", manifest.format_version(),
                     ", this build reads 1");
