@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "cli/preemption_notice.h"
+#include "base/exit_status.h"
 #include "cli/progress_display.h"
 
 namespace keel {

@@ -14,8 +14,8 @@
 #include <iostream>
 
 #include "base/error.h"
+#include "base/exit_status.h"
 #include "base/time.h"
-#include "cli/preemption_notice.h"
 
 namespace keel {
 namespace {

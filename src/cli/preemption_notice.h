@@ -16,11 +16,9 @@
 #include <string>
 #include <thread>
 
-namespace keel {
+#include "base/exit_status.h"
 
-// The exit status of every process of a preempted job (EX_TEMPFAIL: try
-// again, with --resume=latest).
-constexpr int kPreemptedExitStatus = 75;
+namespace keel {
 
 // What a preempted process says last: the checkpoint it committed (`checkpoint`
 // in store `uri`; "" if none) or, without one, `note`.
