@@ -21,7 +21,7 @@
 #include "cli/completion.h"
 #include "cli/flag_arguments.h"
 #include "cli/job_flags.h"
-#include "cli/remote.h"
+#include "launch/remote.h"
 
 namespace keel {
 namespace {

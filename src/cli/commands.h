@@ -68,7 +68,7 @@ struct LocalCluster {
   bool fresh_timeline = true;  // false when the job resumes: the timeline goes on
   bool report = false;         // write the job's report at the end (keel report)
   // Progress, quiet logs and the closing summary as --progress, --verbose
-  // and --log_dir say (cli/role_output.h); false: every role's line as it
+  // and --log_dir say (launch/role_output.h); false: every role's line as it
   // comes.
   bool show_progress = false;
   // Each role started gets a free --metrics_port, and where to scrape them

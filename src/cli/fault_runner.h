@@ -9,7 +9,7 @@
 // groups (those of their processes that run then) through the Partitioner
 // and heals them after its duration, logging "partition" and "heal".
 //
-// No fault fires once the job is over (LaunchedJobEnd, cli/launched_job_end.h):
+// No fault fires once the job is over (LaunchedJobEnd, launch/launched_job_end.h):
 // the runner logs "job_over" with the reason, continues at once the processes
 // it had stopped (so they can see the scheduler's SHUTDOWN), logs each fault
 // still due as "not_fired", and tells the group (JobOver), which stops
@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "cli/fault_schedule.h"
-#include "cli/launched_job_end.h"
-#include "cli/launcher.h"
+#include "launch/launched_job_end.h"
+#include "launch/launcher.h"
 #include "cli/partition.h"
 #include "io/timeline_writer.h"
 #include "kv/cluster_secret.h"

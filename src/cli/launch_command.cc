@@ -24,11 +24,11 @@
 #include "cli/flag_rules.h"
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
-#include "cli/launcher.h"
+#include "launch/launcher.h"
 #include "cli/metrics_flags.h"
 #include "cli/partition.h"
-#include "cli/remote.h"
-#include "cli/role_output.h"
+#include "launch/remote.h"
+#include "launch/role_output.h"
 #include "io/storage.h"
 #include "io/timeline_writer.h"
 #include "kv/van.h"
@@ -124,6 +124,7 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
   launch.timeout_s = FLAGS_timeout;
   launch.secret = JobSecret(role_flags);
   launch.show_progress = true;
+  launch.output = LaunchOutputOptionsFromFlags();
   const int code = RunSshLaunch(launch);
   // The model folder must be readable here (s3://, or a shared folder).
   if (FLAGS_report) ReportAtTheEnd(model_dir);

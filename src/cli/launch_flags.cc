@@ -1,5 +1,7 @@
 #include "cli/launch_flags.h"
 
+#include <glog/logging.h>
+
 #include <set>
 
 #include "cli/fault_flags.h"
@@ -68,6 +70,15 @@ std::vector<std::string> RoleFlags(const std::vector<std::string>& args) {
     }
   }
   return role_flags;
+}
+
+LaunchOutputOptions LaunchOutputOptionsFromFlags() {
+  LaunchOutputOptions options;
+  options.width = TerminalWidth();
+  options.mode = ProgressModeFromFlag(FLAGS_progress, options.width > 0);
+  options.verbose = FLAGS_verbose || FLAGS_v > 0;
+  options.log_dir = FLAGS_log_dir;
+  return options;
 }
 
 }  // namespace keel

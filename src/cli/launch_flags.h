@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/flag_group.h"
+#include "launch/role_output.h"
 
 DECLARE_int32(servers);
 DECLARE_int32(workers);
@@ -33,6 +34,11 @@ std::vector<FlagGroup> LaunchFlagGroups();
 // all but launch's own flags (these, where the cluster is, --check_flags and
 // the fault schedule's) and their values.
 std::vector<std::string> RoleFlags(const std::vector<std::string>& args);
+
+// How `keel launch` shows its roles' output: from --progress, --verbose (or
+// glog's --v above 0) and --log_dir, and whether standard output is a
+// terminal. Throws Error naming a bad flag.
+LaunchOutputOptions LaunchOutputOptionsFromFlags();
 
 }  // namespace keel
 

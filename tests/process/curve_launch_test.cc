@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "cli/remote.h"
+#include "launch/remote.h"
 #include "test_util.h"
 
 namespace keel {

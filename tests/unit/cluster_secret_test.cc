@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "base/files.h"
-#include "cli/remote.h"
+#include "launch/remote.h"
 #include "kv/peer_authenticator.h"
 #include "test_util.h"
 

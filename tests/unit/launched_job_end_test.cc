@@ -1,5 +1,5 @@
 // LaunchedJobEnd: when a launched job is over, told from its processes' exits.
-#include "cli/launched_job_end.h"
+#include "launch/launched_job_end.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

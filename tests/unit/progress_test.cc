@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/job_summary.h"
-#include "cli/progress_display.h"
-#include "cli/role_output.h"
+#include "launch/job_summary.h"
+#include "launch/progress_display.h"
+#include "launch/role_output.h"
 #include "scheduler/job_progress.h"
 #include "scheduler/progress_estimate.h"
 #include "scheduler/progress_record.h"

@@ -1,6 +1,6 @@
 // Hostfiles, shell quoting and Slurm task roles: the pure parts of the
 // multi-host launchers (the launchers themselves: tests/multihost/multihost_test.cc).
-#include "cli/remote.h"
+#include "launch/remote.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 // again after them.
 //
 // Not synchronized: the launcher calls it from the thread that forwards output.
-#ifndef KEEL_CLI_PROGRESS_DISPLAY_H_
-#define KEEL_CLI_PROGRESS_DISPLAY_H_
+#ifndef KEEL_LAUNCH_PROGRESS_DISPLAY_H_
+#define KEEL_LAUNCH_PROGRESS_DISPLAY_H_
 
 #include <functional>
 #include <optional>
@@ -77,4 +77,4 @@ std::string ProgressLineText(const ProgressRecord& progress);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_PROGRESS_DISPLAY_H_
+#endif  // KEEL_LAUNCH_PROGRESS_DISPLAY_H_

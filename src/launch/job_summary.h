@@ -1,8 +1,8 @@
 // The closing summary `keel launch` prints when a job ends: how it ended and
 // in how long, its throughput, the selected model's validation and test
 // metrics, and where the model, its metrics, the checkpoints and the logs went.
-#ifndef KEEL_CLI_JOB_SUMMARY_H_
-#define KEEL_CLI_JOB_SUMMARY_H_
+#ifndef KEEL_LAUNCH_JOB_SUMMARY_H_
+#define KEEL_LAUNCH_JOB_SUMMARY_H_
 
 #include <optional>
 #include <string>
@@ -26,4 +26,4 @@ std::string FormatJobSummary(const JobSummaryInput& input);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_JOB_SUMMARY_H_
+#endif  // KEEL_LAUNCH_JOB_SUMMARY_H_

@@ -15,8 +15,8 @@
 //
 // Processes are named as the launcher names them: "scheduler", "server R",
 // "worker R"; other names are ignored. Not thread-safe.
-#ifndef KEEL_CLI_LAUNCHED_JOB_END_H_
-#define KEEL_CLI_LAUNCHED_JOB_END_H_
+#ifndef KEEL_LAUNCH_LAUNCHED_JOB_END_H_
+#define KEEL_LAUNCH_LAUNCHED_JOB_END_H_
 
 #include <set>
 #include <string>
@@ -50,4 +50,4 @@ class LaunchedJobEnd {
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_LAUNCHED_JOB_END_H_
+#endif  // KEEL_LAUNCH_LAUNCHED_JOB_END_H_

@@ -1,4 +1,4 @@
-#include "cli/progress_display.h"
+#include "launch/progress_display.h"
 
 #include <algorithm>
 #include <cmath>

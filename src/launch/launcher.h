@@ -3,8 +3,8 @@
 // Each child's stdout and stderr are forwarded line by line with a "[name] "
 // prefix. Children die with the group: they are stopped when it is destroyed
 // and killed by the kernel if this process dies (PR_SET_PDEATHSIG).
-#ifndef KEEL_CLI_LAUNCHER_H_
-#define KEEL_CLI_LAUNCHER_H_
+#ifndef KEEL_LAUNCH_LAUNCHER_H_
+#define KEEL_LAUNCH_LAUNCHER_H_
 
 #include <sys/types.h>
 
@@ -25,7 +25,7 @@ class ProcessGroup {
     // `tolerated`: the child was marked with Tolerate.
     virtual void Exited(const std::string& name, pid_t pid, int status, bool tolerated) = 0;
     virtual void Round() = 0;
-    // True once the job the children run is over (src/cli/launched_job_end.h). Wait
+    // True once the job the children run is over (src/launch/launched_job_end.h). Wait
     // then gives the children still running kEndGraceSeconds to exit on
     // their own (they were told to shut down), then stops them.
     virtual bool JobOver() const = 0;
@@ -172,6 +172,6 @@ std::vector<char*> ExecArguments(const std::vector<std::string>& argv);
 
 }  // namespace keel
 
-#include "cli/launcher_inl.h"
+#include "launch/launcher_inl.h"
 
-#endif  // KEEL_CLI_LAUNCHER_H_
+#endif  // KEEL_LAUNCH_LAUNCHER_H_

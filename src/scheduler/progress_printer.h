@@ -1,8 +1,8 @@
 // ProgressPrinter: `keel scheduler --progress_records` prints its JobProgress
 // as progress records (scheduler/progress_record.h) on standard output, for
 // `keel launch` to render.
-#ifndef KEEL_CLI_PROGRESS_PRINTER_H_
-#define KEEL_CLI_PROGRESS_PRINTER_H_
+#ifndef KEEL_SCHEDULER_PROGRESS_PRINTER_H_
+#define KEEL_SCHEDULER_PROGRESS_PRINTER_H_
 
 #include <atomic>
 #include <mutex>
@@ -48,4 +48,4 @@ class ProgressPrinter {
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_PROGRESS_PRINTER_H_
+#endif  // KEEL_SCHEDULER_PROGRESS_PRINTER_H_

@@ -1,4 +1,4 @@
-#include "cli/launched_job_end.h"
+#include "launch/launched_job_end.h"
 
 #include <sys/wait.h>
 

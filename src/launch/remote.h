@@ -1,11 +1,13 @@
 // Running a job's roles on other machines: over ssh from a hostfile, and as
 // the tasks of a Slurm step. See docs/OPERATIONS.md for the user's side.
-#ifndef KEEL_CLI_REMOTE_H_
-#define KEEL_CLI_REMOTE_H_
+#ifndef KEEL_LAUNCH_REMOTE_H_
+#define KEEL_LAUNCH_REMOTE_H_
 
 #include <map>
 #include <string>
 #include <vector>
+
+#include "launch/role_output.h"
 
 namespace keel {
 
@@ -45,8 +47,10 @@ struct SshLaunch {
   // it on its ssh connection's standard input (`keel guard
   // --secret_from_stdin`), never on a command line or in a shared file.
   std::string secret;
-  // Progress, quiet logs and the summary (see LocalCluster::show_progress).
+  // Progress, quiet logs and the summary (see LocalCluster::show_progress),
+  // shown as `output` says.
   bool show_progress = false;
+  LaunchOutputOptions output;
 };
 
 // Starts the scheduler, then every server and worker, each through
@@ -104,4 +108,4 @@ int RunGuard(const std::vector<std::string>& command, bool secret_from_stdin = f
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_REMOTE_H_
+#endif  // KEEL_LAUNCH_REMOTE_H_

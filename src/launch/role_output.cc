@@ -1,4 +1,4 @@
-#include "cli/role_output.h"
+#include "launch/role_output.h"
 
 #include <glog/logging.h>
 #include <sys/ioctl.h>
@@ -12,22 +12,10 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "base/time.h"
-#include "cli/job_summary.h"
-#include "cli/launch_flags.h"
+#include "launch/job_summary.h"
 
 namespace keel {
 namespace {
-
-// Whether standard output is a terminal that understands "\r" and erasing
-// to the end of the line; its width (0 if not a terminal).
-int TerminalWidth() {
-  if (!isatty(STDOUT_FILENO)) return 0;
-  const char* term = getenv("TERM");
-  if (term && std::string(term) == "dumb") return 0;
-  winsize size{};
-  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
-  return 80;
-}
 
 // Whether the role `name` is the scheduler ("scheduler"; over ssh "HOST scheduler").
 bool IsScheduler(const std::string& name) {
@@ -82,13 +70,13 @@ ConsoleWrite StandardConsole() {
   };
 }
 
-LaunchOutputOptions LaunchOutputOptionsFromFlags() {
-  LaunchOutputOptions options;
-  options.width = TerminalWidth();
-  options.mode = ProgressModeFromFlag(FLAGS_progress, options.width > 0);
-  options.verbose = FLAGS_verbose || FLAGS_v > 0;
-  options.log_dir = FLAGS_log_dir;
-  return options;
+int TerminalWidth() {
+  if (!isatty(STDOUT_FILENO)) return 0;
+  const char* term = getenv("TERM");
+  if (term && std::string(term) == "dumb") return 0;
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 80;
 }
 
 LaunchOutput::LaunchOutput(const LaunchOutputOptions& options, ConsoleWrite write)

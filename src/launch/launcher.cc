@@ -1,4 +1,4 @@
-#include "cli/launcher.h"
+#include "launch/launcher.h"
 
 #include <fcntl.h>
 #include <poll.h>

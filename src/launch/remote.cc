@@ -1,6 +1,6 @@
 // `keel launch --hostfile` (the hostfile, the roles over ssh) and `keel launch
 // --slurm` (a task's role); `keel guard` is in guard.cc.
-#include "cli/remote.h"
+#include "launch/remote.h"
 
 #include <glog/logging.h>
 #include <sys/stat.h>
@@ -17,8 +17,8 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "base/time.h"
-#include "cli/launcher.h"
-#include "cli/role_output.h"
+#include "launch/launcher.h"
+#include "launch/role_output.h"
 #include "kv/cluster_secret.h"
 
 extern char** environ;
@@ -294,7 +294,7 @@ int RunSshLaunch(const SshLaunch& launch) {
   if (!scheduler_host) throw MakeError("no host runs the scheduler");
   const double started = MonotonicSeconds();
   std::optional<LaunchOutput> output;  // outlives the group, which prints through it
-  if (launch.show_progress) output.emplace(LaunchOutputOptionsFromFlags(), StandardConsole());
+  if (launch.show_progress) output.emplace(launch.output, StandardConsole());
   ProcessGroup group;
   if (output) output->Attach(&group);
   const int port = StartSshScheduler(launch, *scheduler_host, servers, workers, &group);

@@ -6,21 +6,21 @@
 // roles' warnings and errors (glog's W, E and F lines, and any other line on
 // a role's standard error: a failure report, a crash), the launcher's own
 // lines ("launch": its reports; "faults": the fault schedule's events) and,
-// at the end, the summary (cli/job_summary.h); glog's INFO lines
+// at the end, the summary (launch/job_summary.h); glog's INFO lines
 // and the roles' other output only with --verbose (or --progress=none, which
 // shows the roles' plain output as it comes).
 //
 // Not synchronized: the launcher calls it from the thread that forwards output.
-#ifndef KEEL_CLI_ROLE_OUTPUT_H_
-#define KEEL_CLI_ROLE_OUTPUT_H_
+#ifndef KEEL_LAUNCH_ROLE_OUTPUT_H_
+#define KEEL_LAUNCH_ROLE_OUTPUT_H_
 
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 
-#include "cli/launcher.h"
-#include "cli/progress_display.h"
+#include "launch/launcher.h"
+#include "launch/progress_display.h"
 
 namespace keel {
 
@@ -36,9 +36,9 @@ struct LaunchOutputOptions {
   int width = 0;        // the terminal's columns (0: not a terminal)
 };
 
-// From --progress, --verbose (or glog's --v above 0) and --log_dir, and
-// whether standard output is a terminal. Throws Error naming a bad flag.
-LaunchOutputOptions LaunchOutputOptionsFromFlags();
+// Whether standard output is a terminal that understands "\r" and erasing
+// to the end of the line; its width (0 if not a terminal).
+int TerminalWidth();
 
 class LaunchOutput {
  public:
@@ -76,4 +76,4 @@ std::string LogFileName(const std::string& name);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_ROLE_OUTPUT_H_
+#endif  // KEEL_LAUNCH_ROLE_OUTPUT_H_

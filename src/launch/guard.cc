@@ -1,4 +1,4 @@
-// `keel guard -- COMMAND...` (cli/remote.h): the remote end of an ssh launch,
+// `keel guard -- COMMAND...` (launch/remote.h): the remote end of an ssh launch,
 // which stops its command when the connection closes.
 #include <fcntl.h>
 #include <poll.h>
@@ -15,8 +15,8 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "cli/launcher.h"
-#include "cli/remote.h"
+#include "launch/launcher.h"
+#include "launch/remote.h"
 #include "kv/cluster_secret.h"
 
 namespace keel {

@@ -1,6 +1,6 @@
 // Template members of ProcessGroup.
-#ifndef KEEL_CLI_LAUNCHER_INL_H_
-#define KEEL_CLI_LAUNCHER_INL_H_
+#ifndef KEEL_LAUNCH_LAUNCHER_INL_H_
+#define KEEL_LAUNCH_LAUNCHER_INL_H_
 
 #include "base/time.h"
 #include "kv/node.h"
@@ -21,4 +21,4 @@ bool ProcessGroup::Pump(double seconds, Done done) {
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_LAUNCHER_INL_H_
+#endif  // KEEL_LAUNCH_LAUNCHER_INL_H_

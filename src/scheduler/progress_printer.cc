@@ -1,4 +1,4 @@
-#include "cli/progress_printer.h"
+#include "scheduler/progress_printer.h"
 
 #include "base/time.h"
 #include "scheduler/progress_record.h"

@@ -1,9 +1,9 @@
-#include "cli/job_summary.h"
+#include "launch/job_summary.h"
 
 #include <cstdio>
 
 #include "base/exit_status.h"
-#include "cli/progress_display.h"
+#include "launch/progress_display.h"
 
 namespace keel {
 namespace {
