@@ -98,11 +98,16 @@ TEST_F(SecretCommands, GuardHandsTheSecretToItsCommandInAPrivateFileAndRemovesIt
   const std::string secret = ReadFileOrEmpty(Keygen("cluster.secret"));
   const std::string tmp = folder_ + "/tmp";
   ASSERT_EQ(mkdir(tmp.c_str(), 0700), 0);
-  // The command prints the file's mode, its path and its contents.
+  // The command prints the file's mode, its path and its contents, then
+  // marks that it is done. Standard input stays open until then (at most
+  // 10 s), as an ssh connection's does: guard stops its command when its
+  // input ends.
+  const std::string done = folder_ + "/done";
   const auto exit =
-      Shell("printf '%s\\n' " + ShellQuote(secret) + " | TMPDIR=" + tmp + " " + KeelBinary() +
+      Shell("{ printf '%s\\n' " + ShellQuote(secret) + "; for i in $(seq 200); do [ -e " + done +
+            " ] && break; sleep 0.05; done; } | TMPDIR=" + tmp + " " + KeelBinary() +
             " guard --secret_from_stdin -- sh -c 'stat -c %a \"$KEEL_SECRET_FILE\"; "
-            "echo \"$KEEL_SECRET_FILE\"; cat \"$KEEL_SECRET_FILE\"' 2>&1");
+            "echo \"$KEEL_SECRET_FILE\"; cat \"$KEEL_SECRET_FILE\"; touch " + done + "' 2>&1");
   ASSERT_EQ(exit.code, 0) << exit.output;
   EXPECT_EQ(exit.output.substr(0, 4), "600\n") << exit.output;
   EXPECT_TRUE(Contains(exit.output, "\n" + tmp + "/keel-secret-")) << exit.output;
