@@ -57,7 +57,7 @@ struct LocalCluster {
   std::string scheduler;                // "host:port" of an external scheduler, or empty
   std::vector<std::string> role_flags;  // forwarded to every role
   double timeout_s = 0;                 // 0: none
-  std::string faults;                   // fault schedule (cli/fault_schedule.h), or empty
+  std::string faults;                   // fault schedule (faults/fault_schedule.h), or empty
   std::string event_log;                // where fault and process events go, or empty
   uint64_t fault_seed = 1;              // seeds the schedule's random choices
   // The job's model folder (--model_dir, or the default `keel launch` chose

@@ -10,7 +10,7 @@
 #include "kv/kv_worker.h"
 #include "kv/van.h"
 
-// `keel launch`: the fault schedule (cli/fault_schedule.h), the event log,
+// `keel launch`: the fault schedule (faults/fault_schedule.h), the event log,
 // and the seed of the schedule's random choices (and of the transport faults).
 DECLARE_string(faults);
 DECLARE_string(event_log);

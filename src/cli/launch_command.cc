@@ -20,13 +20,13 @@
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/fault_flags.h"
-#include "cli/fault_runner.h"
+#include "faults/fault_runner.h"
 #include "cli/flag_rules.h"
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
 #include "launch/launcher.h"
 #include "cli/metrics_flags.h"
-#include "cli/partition.h"
+#include "faults/partition.h"
 #include "launch/remote.h"
 #include "launch/role_output.h"
 #include "io/storage.h"
@@ -182,7 +182,7 @@ void CheckLocalDataFormat() {
 }
 
 // Faults act on the processes this launch starts: not on a scheduler given
-// with --scheduler. A partition needs root (cli/partition.h).
+// with --scheduler. A partition needs root (faults/partition.h).
 void CheckFaultTargets(const FaultSchedule& faults, const std::string& scheduler) {
   if (const FaultItem* partition = faults.FirstPartition()) {
     CheckPartitionsPossible(geteuid(), partition->text);

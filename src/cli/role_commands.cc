@@ -25,7 +25,7 @@
 #include "cli/job_flags.h"
 #include "launch/launcher.h"
 #include "cli/metrics_flags.h"
-#include "cli/preemption_notice.h"
+#include "faults/preemption_notice.h"
 #include "scheduler/progress_printer.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"

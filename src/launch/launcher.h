@@ -17,7 +17,7 @@ namespace keel {
 class ProcessGroup {
  public:
   // Told of every child started and reaped, and called once per round of
-  // Wait (fault injection hooks in here: src/cli/fault_runner.h).
+  // Wait (fault injection hooks in here: src/faults/fault_runner.h).
   class Observer {
    public:
     virtual ~Observer() = default;
@@ -102,7 +102,7 @@ class ProcessGroup {
   // Set before Spawn; not owned.
   void SetObserver(Observer* observer) { observer_ = observer; }
   // From now on each child joins the cgroup FOLDER/NAME (spaces in its name
-  // made dashes; created if missing) before it runs: cli/partition.h tells
+  // made dashes; created if missing) before it runs: faults/partition.h tells
   // processes apart by it. Spawn throws Error if the child cannot join.
   void SetCgroupFolder(const std::string& folder) { cgroup_folder_ = folder; }
   // Sends `signal` to the named child; returns its pid, or -1 if it is not running.

@@ -1,5 +1,5 @@
 // The --faults grammar: what it accepts, and how it names what it refuses.
-#include "cli/fault_schedule.h"
+#include "faults/fault_schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// Partitions (cli/partition.h): who may make them, and how the launcher finds
+// Partitions (faults/partition.h): who may make them, and how the launcher finds
 // a process's listening ports for its rules.
-#include "cli/partition.h"
+#include "faults/partition.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>

@@ -1,11 +1,11 @@
-// Fuzzes ParseFaultSchedule (cli/fault_schedule.h), the --faults grammar of
+// Fuzzes ParseFaultSchedule (faults/fault_schedule.h), the --faults grammar of
 // `keel launch`, for a job of 3 servers and 4 workers; an accepted schedule
 // must then answer TransportFlags and Targets for every process.
 #include <cstdint>
 #include <string>
 
 #include "base/error.h"
-#include "cli/fault_schedule.h"
+#include "faults/fault_schedule.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

@@ -1,4 +1,4 @@
-#include "cli/partition.h"
+#include "faults/partition.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

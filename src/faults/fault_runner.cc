@@ -1,4 +1,4 @@
-#include "cli/fault_runner.h"
+#include "faults/fault_runner.h"
 
 #include <signal.h>
 #include <sys/wait.h>

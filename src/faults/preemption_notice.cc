@@ -1,4 +1,4 @@
-#include "cli/preemption_notice.h"
+#include "faults/preemption_notice.h"
 
 #include <glog/logging.h>
 #include <pthread.h>

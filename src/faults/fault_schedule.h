@@ -28,7 +28,7 @@
 //                                  from TIME until TIME + DURATION (heal);
 //                                  GROUP is a comma list of processes:
 //                                  server:R, worker:R, scheduler. Needs root
-//                                  (cli/partition.h)
+//                                  (faults/partition.h)
 //
 //   ROLE      server | worker; or scheduler, without :WHO (kill, stop,
 //             restart and preempt only: it sends no data messages); the launcher restarts
@@ -51,8 +51,8 @@
 //          partition:server:0|worker:0,worker:1@5s+3s
 // (an item that is not ACTION:... continues a partition's group: the comma
 // inside a GROUP does not end the item)
-#ifndef KEEL_CLI_FAULT_SCHEDULE_H_
-#define KEEL_CLI_FAULT_SCHEDULE_H_
+#ifndef KEEL_FAULTS_FAULT_SCHEDULE_H_
+#define KEEL_FAULTS_FAULT_SCHEDULE_H_
 
 #include <string>
 #include <vector>
@@ -116,4 +116,4 @@ FaultSchedule ParseFaultSchedule(const std::string& spec, int servers, int worke
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_FAULT_SCHEDULE_H_
+#endif  // KEEL_FAULTS_FAULT_SCHEDULE_H_

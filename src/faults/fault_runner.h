@@ -22,8 +22,8 @@
 // with a "[faults] " prefix (when there is a schedule or an event log). With a
 // timeline (io/timeline_writer.h) each line goes there too, with "time" (Unix
 // seconds) added. Not thread-safe: it runs on the launcher's thread.
-#ifndef KEEL_CLI_FAULT_RUNNER_H_
-#define KEEL_CLI_FAULT_RUNNER_H_
+#ifndef KEEL_FAULTS_FAULT_RUNNER_H_
+#define KEEL_FAULTS_FAULT_RUNNER_H_
 
 #include <cstdint>
 #include <fstream>
@@ -32,10 +32,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/fault_schedule.h"
+#include "faults/fault_schedule.h"
 #include "launch/launched_job_end.h"
 #include "launch/launcher.h"
-#include "cli/partition.h"
+#include "faults/partition.h"
 #include "io/timeline_writer.h"
 #include "kv/cluster_secret.h"
 
@@ -122,4 +122,4 @@ class FaultRunner : public ProcessGroup::Observer {
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_FAULT_RUNNER_H_
+#endif  // KEEL_FAULTS_FAULT_RUNNER_H_

@@ -8,8 +8,8 @@
 // for the preemption checkpoint; a second SIGTERM, or a SIGINT after the
 // first SIGTERM, ends the process at once with kPreemptedExitStatus. A SIGINT
 // before any SIGTERM keeps its default: the process dies at once.
-#ifndef KEEL_CLI_PREEMPTION_NOTICE_H_
-#define KEEL_CLI_PREEMPTION_NOTICE_H_
+#ifndef KEEL_FAULTS_PREEMPTION_NOTICE_H_
+#define KEEL_FAULTS_PREEMPTION_NOTICE_H_
 
 #include <atomic>
 #include <functional>
@@ -47,4 +47,4 @@ class PreemptionWatch {
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_PREEMPTION_NOTICE_H_
+#endif  // KEEL_FAULTS_PREEMPTION_NOTICE_H_

@@ -1,4 +1,4 @@
-#include "cli/fault_schedule.h"
+#include "faults/fault_schedule.h"
 
 #include <algorithm>
 #include <cmath>

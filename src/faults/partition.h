@@ -1,6 +1,6 @@
 // Partitioner: cuts the network between two groups of a local launch's
 // processes and heals it, for the fault schedule's partition items
-// (cli/fault_schedule.h).
+// (faults/fault_schedule.h).
 //
 // How: every process of the launch runs in a cgroup of its own (cgroup v2,
 // <cgroup2 mount>/keel-launch-<launcher pid>/<process name>), joined before it
@@ -16,8 +16,8 @@
 //
 // Needs root (iptables, cgroups): CheckPartitionsPossible says why not.
 // Not thread-safe: it runs on the launcher's thread.
-#ifndef KEEL_CLI_PARTITION_H_
-#define KEEL_CLI_PARTITION_H_
+#ifndef KEEL_FAULTS_PARTITION_H_
+#define KEEL_FAULTS_PARTITION_H_
 
 #include <sys/types.h>
 
@@ -71,4 +71,4 @@ std::string CgroupName(const std::string& process);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_PARTITION_H_
+#endif  // KEEL_FAULTS_PARTITION_H_
