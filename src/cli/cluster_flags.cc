@@ -285,9 +285,21 @@ OptimizerOptions ServerOptimizerFromFlags() {
   return optimizer;
 }
 
-bool FlagsOk() {
+bool FlagsCheckedOnly() {
+  if (!FLAGS_check_flags) return false;
   std::cout << "flags ok" << std::endl;
   return true;
+}
+
+bool CheckFlagsGiven() { return FLAGS_check_flags; }
+
+std::string PortFileFromFlags() { return FLAGS_port_file; }
+
+DrainTarget DrainTargetFromFlags() {
+  if (FLAGS_scheduler.empty()) throw MakeError("--scheduler HOST:PORT is required");
+  ParseHostPort(FLAGS_scheduler, "--scheduler");
+  if (FLAGS_rank < 0) throw MakeError("--rank R is required: the server to drain");
+  return {FLAGS_scheduler, FLAGS_rank};
 }
 
 }  // namespace keel

@@ -111,8 +111,25 @@ double AutoOr(const char* flag, const std::string& value, double automatic);
 // Throws Error naming a bad flag.
 OptimizerOptions ServerOptimizerFromFlags();
 
-// Prints "flags ok" and returns true, for `if (FLAGS_check_flags && FlagsOk()) return 0;`.
-bool FlagsOk();
+// Whether --check_flags asks only to check the flags: then prints "flags ok"
+// (the flags were checked before) and returns true, for
+// `if (FlagsCheckedOnly()) return 0;`.
+bool FlagsCheckedOnly();
+
+// Whether --check_flags is given (without printing anything).
+bool CheckFlagsGiven();
+
+// --port_file: where the scheduler or the inference service writes the port
+// it listens on ("-": standard output; "": nowhere).
+std::string PortFileFromFlags();
+
+// `keel admin drain`'s target: the scheduler (--scheduler) and the server
+// (--rank). Throws Error naming a flag that is missing or malformed.
+struct DrainTarget {
+  std::string scheduler;
+  int rank = -1;
+};
+DrainTarget DrainTargetFromFlags();
 
 }  // namespace keel
 

@@ -191,7 +191,7 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (command == "launch") {
     return RunLaunch(std::vector<std::string>(argv + invocation.first_flag, argv + argc));
   }
-  if (FLAGS_check_flags) {
+  if (CheckFlagsGiven()) {
     throw MakeError("--check_flags applies to scheduler, server, worker and launch");
   }
   if (command == "bench" && invocation.subcommand == "train") {
@@ -205,7 +205,7 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (command == "admin") return RunAdmin(invocation.subcommand);
   if (command == "checkpoint")
     return RunCheckpointCommand(invocation.subcommand, invocation.target);
-  if (command == "report") return RunReport(invocation.target, FLAGS_out);
+  if (command == "report") return RunReport(invocation.target, OutFromFlags());
   throw MakeError("no command '", command, "'");
 }
 

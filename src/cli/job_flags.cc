@@ -567,6 +567,10 @@ std::string DefaultModelDir(const std::string& job) {
   return std::string(folder) + "/keel-model-" + job + "-" + when;
 }
 
+std::string DefaultModelDirFromFlags() { return DefaultModelDir(FLAGS_job); }
+
+std::string OutFromFlags() { return FLAGS_out; }
+
 bool IsTrainingJob(const std::string& job) {
   return job == "linear_learner" || job == "factorization_machines";
 }

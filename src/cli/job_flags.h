@@ -167,6 +167,11 @@ ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader
 // never thrown away: `keel launch` picks this folder and gives it to the roles
 // as --model_dir; a worker started alone without one picks it itself.
 std::string DefaultModelDir(const std::string& job);
+// DefaultModelDir for --job.
+std::string DefaultModelDirFromFlags();
+
+// --out: keygen's secret file, report's HTML file ("" for the default).
+std::string OutFromFlags();
 // Whether DefaultModelDir names its folder by the time (not by a Slurm job):
 // then each launch's folder is its own.
 bool DefaultModelDirNamedByTime();

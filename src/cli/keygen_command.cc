@@ -9,11 +9,11 @@
 namespace keel {
 
 int RunKeygen() {
-  if (FLAGS_out.empty())
-    throw MakeError("keel keygen needs --out FILE (a file that does not exist)");
-  WriteClusterSecretFile(FLAGS_out, GenerateClusterSecret());
-  std::cout << "wrote a new cluster secret to " << FLAGS_out
-            << " (mode 0600); give every role --secret_file=" << FLAGS_out << "\n";
+  const std::string out = OutFromFlags();
+  if (out.empty()) throw MakeError("keel keygen needs --out FILE (a file that does not exist)");
+  WriteClusterSecretFile(out, GenerateClusterSecret());
+  std::cout << "wrote a new cluster secret to " << out
+            << " (mode 0600); give every role --secret_file=" << out << "\n";
   return 0;
 }
 

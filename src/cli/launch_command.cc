@@ -88,7 +88,7 @@ void CheckLocalClusterSize(const LocalCluster& cluster) {
 // count), so one stands for them here.
 int LaunchSlurmTask(const std::vector<std::string>& role_flags) {
   CheckLaunchFlags({FLAGS_servers, "servers", 1, "workers"});
-  if (FLAGS_check_flags && FlagsOk()) return 0;
+  if (FlagsCheckedOnly()) return 0;
   return RunSlurmTask(SelfPath(), FLAGS_servers, FLAGS_scheduler_port, role_flags);
 }
 
@@ -114,7 +114,7 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
   }
   CheckLaunchFlags(size);
   LaunchOutputOptionsFromFlags();  // checks --progress
-  if (FLAGS_check_flags && FlagsOk()) return 0;
+  if (FlagsCheckedOnly()) return 0;
   launch.role_flags = role_flags;
   launch.ssh_options = SplitWords(FLAGS_ssh_options);
   launch.remote_keel = FLAGS_remote_keel.empty() ? SelfPath() : FLAGS_remote_keel;
@@ -226,7 +226,7 @@ int LaunchLocally(const std::vector<std::string>& role_flags, const std::string&
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
   CheckFaultTargets(ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers),
                     cluster.scheduler);
-  if (FLAGS_check_flags && FlagsOk()) return 0;
+  if (FlagsCheckedOnly()) return 0;
   CheckLocalDataFormat();
   return RunLocalCluster(cluster);
 }

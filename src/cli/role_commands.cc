@@ -155,7 +155,7 @@ int RunScheduler() {
   InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
   SchedulerOptions options = SchedulerOptionsFromFlags();
   CheckMetricsFlags();
-  if (FLAGS_check_flags && FlagsOk()) return 0;
+  if (FlagsCheckedOnly()) return 0;
   Scheduler scheduler(options);
   MetricsRegistry metrics;
   AddSchedulerMetrics(&scheduler, &metrics);
@@ -195,7 +195,7 @@ int RunServer(const std::vector<std::string>& argv) {
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
   CheckMetricsFlags();
-  if (FLAGS_check_flags && FlagsOk()) return 0;
+  if (FlagsCheckedOnly()) return 0;
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   Node node(node_options);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
@@ -238,7 +238,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
   const RequestRetry retry = RequestRetryFromFlags();
   CheckMetricsFlags();
-  if (FLAGS_check_flags && FlagsOk()) return 0;
+  if (FlagsCheckedOnly()) return 0;
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   TrainingCounters counters;
   Node node(node_options);

@@ -28,10 +28,11 @@ int RunServe() {
   service.Start();
   LOG(INFO) << "serving " << options.model_dir << " on http://" << service.address()
             << " (/ping, /invocations, /metrics) with " << options.http.threads << " threads";
-  if (FLAGS_port_file == "-") {
+  const std::string port_file = PortFileFromFlags();
+  if (port_file == "-") {
     std::cout << "serve port " << service.port() << std::endl;
-  } else if (!FLAGS_port_file.empty()) {
-    WriteFileAtomically(FLAGS_port_file, std::to_string(service.port()) + "\n");
+  } else if (!port_file.empty()) {
+    WriteFileAtomically(port_file, std::to_string(service.port()) + "\n");
   }
   // The model loads while /ping already answers (503 until it is in).
   std::thread loading([&service, &options] {
