@@ -7,7 +7,7 @@
 #
 # KEEL_ENABLE_CUDA=ON builds the CUDA variant instead (tree build-package-cuda/):
 # the same package with the CUDA backend, which needs the CUDA toolkit's
-# cuBLAS on the machine that runs --device=cuda (docs/OPERATIONS.md,
+# cuBLAS on the machine that runs --device=cuda (docs/guide/operations.md,
 # "Installing the package").
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 // The metrics of each role, each defined in one place (role_metrics.cc) so
-// their names are easy to review; docs/ARCHITECTURE.md ("Observability:
-// metrics") lists them all. Every function registers its role's metrics on
+// their names are easy to review; docs/guide/operations.md ("Every
+// metric") lists them all. Every function registers its role's metrics on
 // `registry`, reading the objects given, which must outlive every later
 // scrape (stop the endpoint first). Label sets are bounded by the cluster's
 // size and the job's tables.
