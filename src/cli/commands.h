@@ -11,6 +11,7 @@
 
 #include "kv/kv_worker.h"
 #include "kv/node.h"
+#include "launch/role_output.h"
 #include "worker/kv_bench_job.h"
 #include "worker/training_counters.h"
 
@@ -71,9 +72,14 @@ struct LocalCluster {
   // and --log_dir say (launch/role_output.h); false: every role's line as it
   // comes.
   bool show_progress = false;
+  // How the terminal shows them, when show_progress.
+  LaunchOutputOptions output;
   // Each role started gets a free --metrics_port, and where to scrape them
   // is printed.
   bool metrics = false;
+  // How long a SIGTERM to the launcher (a preemption notice, passed to the
+  // scheduler) waits for the preemption checkpoint (--preemption_grace).
+  double preemption_grace_s = 90;
 };
 
 // Starts the cluster, forwards its logs and waits; returns 0 when every role

@@ -58,8 +58,7 @@ void ReportAtTheEnd(const std::string& model_dir) {
 // Every role reads the same flags: checks them as each role would, for a
 // cluster of `size`, before anything starts.
 void CheckLaunchFlags(const ClusterSize& size) {
-  RequireInRange("scheduler_port", FLAGS_scheduler_port, 0, 65535);
-  RequireInRange("timeout", FLAGS_timeout, 0.0, kMaxSeconds, "0 waits for ever");
+  CheckLaunchOwnFlags();
   CheckSchedulerFlags(size);
   CheckNodeFlags();
   ServerOptimizerFromFlags();
@@ -86,10 +85,10 @@ void CheckLocalClusterSize(const LocalCluster& cluster) {
 // `keel launch --slurm`: this task's role. The workers are the step's other
 // tasks (SLURM_NTASKS - 1 - servers; the scheduler's task checks their
 // count), so one stands for them here.
-int LaunchSlurmTask(const std::vector<std::string>& role_flags) {
-  CheckLaunchFlags({FLAGS_servers, "servers", 1, "workers"});
+int LaunchSlurmTask(const LaunchSettings& settings, const std::vector<std::string>& role_flags) {
+  CheckLaunchFlags({settings.servers, "servers", 1, "workers"});
   if (FlagsCheckedOnly()) return 0;
-  return RunSlurmTask(SelfPath(), FLAGS_servers, FLAGS_scheduler_port, role_flags);
+  return RunSlurmTask(SelfPath(), settings.servers, settings.scheduler_port, role_flags);
 }
 
 // A new cluster secret's text for a job across hosts, unless the user gave
@@ -104,9 +103,10 @@ std::string JobSecret(const std::vector<std::string>& role_flags) {
 }
 
 // `keel launch --hostfile`: the roles over ssh.
-int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string& model_dir) {
+int LaunchOverSsh(const LaunchSettings& settings, const std::vector<std::string>& role_flags,
+                  const std::string& model_dir) {
   SshLaunch launch;
-  launch.hosts = ParseHostfile(ReadFile(FLAGS_hostfile), FLAGS_hostfile);
+  launch.hosts = ParseHostfile(ReadFile(settings.hostfile), settings.hostfile);
   ClusterSize size{0, "hostfile (servers=)", 0, "hostfile (workers=)"};
   for (const HostEntry& host : launch.hosts) {
     size.servers += host.servers;
@@ -116,18 +116,18 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
   LaunchOutputOptionsFromFlags();  // checks --progress
   if (FlagsCheckedOnly()) return 0;
   launch.role_flags = role_flags;
-  launch.ssh_options = SplitWords(FLAGS_ssh_options);
-  launch.remote_keel = FLAGS_remote_keel.empty() ? SelfPath() : FLAGS_remote_keel;
+  launch.ssh_options = SplitWords(settings.ssh_options);
+  launch.remote_keel = settings.remote_keel.empty() ? SelfPath() : settings.remote_keel;
   char folder[4096];
   if (getcwd(folder, sizeof(folder))) launch.remote_folder = folder;
-  launch.scheduler_port = FLAGS_scheduler_port;
-  launch.timeout_s = FLAGS_timeout;
+  launch.scheduler_port = settings.scheduler_port;
+  launch.timeout_s = settings.timeout_s;
   launch.secret = JobSecret(role_flags);
   launch.show_progress = true;
   launch.output = LaunchOutputOptionsFromFlags();
   const int code = RunSshLaunch(launch);
   // The model folder must be readable here (s3://, or a shared folder).
-  if (FLAGS_report) ReportAtTheEnd(model_dir);
+  if (settings.report) ReportAtTheEnd(model_dir);
   return code;
 }
 
@@ -136,16 +136,17 @@ int LaunchOverSsh(const std::vector<std::string>& role_flags, const std::string&
 // process's flags (the roles' flags are checked here) and announced; "" when
 // the job names its own (or writes nothing there). *made: whether it made the
 // folder (then a launch that fails early removes it again, if still empty).
-std::string ChooseModelDir(std::vector<std::string>* role_flags, bool* made) {
+std::string ChooseModelDir(const LaunchSettings& settings, std::vector<std::string>* role_flags,
+                           bool* made) {
   *made = false;
-  const bool writes = IsTrainingJob(FLAGS_job) || FLAGS_job == "exact_sum";
-  if (!writes || !FLAGS_model_dir.empty()) return "";
-  std::string model_dir = DefaultModelDir(FLAGS_job);
+  const bool writes = IsTrainingJob(settings.job) || settings.job == "exact_sum";
+  if (!writes || !settings.model_dir.empty()) return "";
+  std::string model_dir = DefaultModelDir(settings.job);
   // On this machine a folder named by the time is made here, so that two
   // launches in the same second take two folders ("-2" after the time, and
   // on). Under Slurm every task names the same folder (by the Slurm job,
   // which a requeued job resumes into); over ssh it is on worker 0's host.
-  if (!FLAGS_slurm && FLAGS_hostfile.empty() && !FLAGS_check_flags &&
+  if (!settings.slurm && settings.hostfile.empty() && !settings.check_only &&
       DefaultModelDirNamedByTime()) {
     const std::string base = model_dir;
     for (int n = 2; mkdir(model_dir.c_str(), 0755) != 0; ++n) {
@@ -158,8 +159,8 @@ std::string ChooseModelDir(std::vector<std::string>* role_flags, bool* made) {
     *made = true;
   }
   role_flags->push_back("--model_dir=" + model_dir);
-  FLAGS_model_dir = model_dir;
-  if (!FLAGS_check_flags) {
+  SetModelDirFlag(model_dir);
+  if (!settings.check_only) {
     std::cout << "keel launch: no --model_dir given: the model goes to " << model_dir << std::endl;
   }
   return model_dir;
@@ -169,9 +170,9 @@ std::string ChooseModelDir(std::vector<std::string>* role_flags, bool* made) {
 // anything starts (ResolveDataFormat; the workers settle it again: a channel
 // on S3 is theirs to read). A channel that is not there is left to the
 // workers to report.
-void CheckLocalDataFormat() {
-  const std::string& train = FLAGS_train;
-  if (!IsTrainingJob(FLAGS_job) || train.empty() || train.rfind("pipe:", 0) == 0 ||
+void CheckLocalDataFormat(const LaunchSettings& settings) {
+  const std::string& train = settings.train;
+  if (!IsTrainingJob(settings.job) || train.empty() || train.rfind("pipe:", 0) == 0 ||
       IsStorageUri(train) || access(train.c_str(), R_OK) != 0) {
     return;
   }
@@ -205,29 +206,31 @@ void CheckFaultTargets(const FaultSchedule& faults, const std::string& scheduler
 
 // `keel launch`: the roles on this machine; `model_dir` is the job's model
 // folder (given, or the one ChooseModelDir picked; "" for none).
-int LaunchLocally(const std::vector<std::string>& role_flags, const std::string& model_dir) {
+int LaunchLocally(const LaunchSettings& settings, const std::vector<std::string>& role_flags,
+                  const std::string& model_dir) {
   LocalCluster cluster;
   cluster.model_dir = model_dir;
-  cluster.servers = FLAGS_servers;
-  cluster.workers = FLAGS_workers;
-  cluster.scheduler = FLAGS_scheduler;
-  cluster.timeout_s = FLAGS_timeout;
-  cluster.faults = FLAGS_faults;
-  cluster.event_log = FLAGS_event_log;
-  cluster.fault_seed = FLAGS_fault_seed;
+  cluster.servers = settings.servers;
+  cluster.workers = settings.workers;
+  cluster.scheduler = settings.scheduler;
+  cluster.timeout_s = settings.timeout_s;
+  cluster.faults = settings.faults;
+  cluster.event_log = settings.event_log;
+  cluster.fault_seed = settings.fault_seed;
   cluster.role_flags = role_flags;
-  cluster.fresh_timeline = FLAGS_resume.empty();
-  cluster.report = FLAGS_report;
+  cluster.fresh_timeline = !settings.resumes;
+  cluster.report = settings.report;
   cluster.show_progress = true;
   cluster.metrics = LaunchMetricsOn(role_flags);
+  cluster.preemption_grace_s = settings.preemption_grace_s;
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
-  LaunchOutputOptionsFromFlags();  // checks --progress
+  cluster.output = LaunchOutputOptionsFromFlags();  // checks --progress
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
   CheckFaultTargets(ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers),
                     cluster.scheduler);
   if (FlagsCheckedOnly()) return 0;
-  CheckLocalDataFormat();
+  CheckLocalDataFormat(settings);
   return RunLocalCluster(cluster);
 }
 
@@ -284,36 +287,37 @@ void SpawnRoles(const std::string& role, int count, const std::string& self,
 }  // namespace
 
 int RunLaunch(const std::vector<std::string>& args) {
+  const LaunchSettings settings = LaunchSettingsFromFlags();
   std::vector<std::string> role_flags = RoleFlags(args);
-  if (FLAGS_slurm && !FLAGS_hostfile.empty())
+  if (settings.slurm && !settings.hostfile.empty())
     throw MakeError("give --slurm or --hostfile, not both");
   bool made = false;
-  const std::string chosen = ChooseModelDir(&role_flags, &made);
-  const std::string model_dir = chosen.empty() ? FLAGS_model_dir : chosen;
-  if (FLAGS_report && model_dir.empty()) {
+  const std::string chosen = ChooseModelDir(settings, &role_flags, &made);
+  const std::string model_dir = chosen.empty() ? settings.model_dir : chosen;
+  if (settings.report && model_dir.empty()) {
     throw MakeError(
         "--report needs --model_dir: the report is drawn from what the job records "
         "there");
   }
   int code = 0;
-  if (FLAGS_slurm) {
-    code = LaunchSlurmTask(role_flags);
-  } else if (!FLAGS_hostfile.empty()) {
-    code = LaunchOverSsh(role_flags, model_dir);
+  if (settings.slurm) {
+    code = LaunchSlurmTask(settings, role_flags);
+  } else if (!settings.hostfile.empty()) {
+    code = LaunchOverSsh(settings, role_flags, model_dir);
   } else {
     // A job that failed before writing anything leaves no empty folder
     // behind (rmdir removes only an empty one).
     try {
-      code = LaunchLocally(role_flags, model_dir);
+      code = LaunchLocally(settings, role_flags, model_dir);
     } catch (...) {
       if (made) rmdir(chosen.c_str());
       throw;
     }
     if (code != 0 && made) rmdir(chosen.c_str());
   }
-  if (code == 0 && !chosen.empty() && !FLAGS_check_flags) {
-    std::cout << "keel launch: " << (IsTrainingJob(FLAGS_job) ? "the model" : "the report")
-              << " is in " << chosen << (FLAGS_hostfile.empty() ? "" : " on worker 0's host")
+  if (code == 0 && !chosen.empty() && !settings.check_only) {
+    std::cout << "keel launch: " << (IsTrainingJob(settings.job) ? "the model" : "the report")
+              << " is in " << chosen << (settings.hostfile.empty() ? "" : " on worker 0's host")
               << std::endl;
   }
   return code;
@@ -325,7 +329,7 @@ int RunLocalCluster(const LocalCluster& cluster) {
   const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
   const double started = MonotonicSeconds();
   std::optional<LaunchOutput> output;  // outlives the group, which prints through it
-  if (cluster.show_progress) output.emplace(LaunchOutputOptionsFromFlags(), StandardConsole());
+  if (cluster.show_progress) output.emplace(cluster.output, StandardConsole());
   // Outlives the group too: its cgroups are removed once the children are gone.
   std::unique_ptr<Partitioner> partitioner;
   if (const FaultItem* partition = faults.FirstPartition()) {
@@ -353,7 +357,7 @@ int RunLocalCluster(const LocalCluster& cluster) {
   metrics.Print(std::cout);
   if (fault_runner) fault_runner->SetCluster(self, common, scheduler, ClusterSecretFromFlags());
   // A SIGTERM to the launcher is a preemption notice: the scheduler handles it.
-  if (cluster.scheduler.empty()) group.SetPreemptionTarget("scheduler", FLAGS_preemption_grace);
+  if (cluster.scheduler.empty()) group.SetPreemptionTarget("scheduler", cluster.preemption_grace_s);
   SpawnRoles("server", cluster.servers, self, common, faults, metrics, &group);
   SpawnRoles("worker", cluster.workers, self, common, faults, metrics, &group);
   const int code = group.Wait(cluster.timeout_s);

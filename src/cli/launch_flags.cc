@@ -4,7 +4,10 @@
 
 #include <set>
 
+#include "cli/cluster_flags.h"
 #include "cli/fault_flags.h"
+#include "cli/flag_rules.h"
+#include "cli/job_flags.h"
 
 DEFINE_int32(servers, 1, "launch/bench: number of servers");
 DEFINE_int32(workers, 1, "launch/bench: number of workers");
@@ -71,6 +74,37 @@ std::vector<std::string> RoleFlags(const std::vector<std::string>& args) {
   }
   return role_flags;
 }
+
+LaunchSettings LaunchSettingsFromFlags() {
+  LaunchSettings settings;
+  settings.servers = FLAGS_servers;
+  settings.workers = FLAGS_workers;
+  settings.scheduler = FLAGS_scheduler;
+  settings.scheduler_port = FLAGS_scheduler_port;
+  settings.timeout_s = FLAGS_timeout;
+  settings.hostfile = FLAGS_hostfile;
+  settings.ssh_options = FLAGS_ssh_options;
+  settings.remote_keel = FLAGS_remote_keel;
+  settings.slurm = FLAGS_slurm;
+  settings.report = FLAGS_report;
+  settings.check_only = FLAGS_check_flags;
+  settings.job = FLAGS_job;
+  settings.model_dir = FLAGS_model_dir;
+  settings.train = FLAGS_train;
+  settings.resumes = !FLAGS_resume.empty();
+  settings.faults = FLAGS_faults;
+  settings.event_log = FLAGS_event_log;
+  settings.fault_seed = FLAGS_fault_seed;
+  settings.preemption_grace_s = FLAGS_preemption_grace;
+  return settings;
+}
+
+void CheckLaunchOwnFlags() {
+  RequireInRange("scheduler_port", FLAGS_scheduler_port, 0, 65535);
+  RequireInRange("timeout", FLAGS_timeout, 0.0, kMaxSeconds, "0 waits for ever");
+}
+
+void SetModelDirFlag(const std::string& model_dir) { FLAGS_model_dir = model_dir; }
 
 LaunchOutputOptions LaunchOutputOptionsFromFlags() {
   LaunchOutputOptions options;

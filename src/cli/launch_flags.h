@@ -7,6 +7,7 @@
 
 #include <gflags/gflags.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,37 @@ std::vector<FlagGroup> LaunchFlagGroups();
 // all but launch's own flags (these, where the cluster is, --check_flags and
 // the fault schedule's) and their values.
 std::vector<std::string> RoleFlags(const std::vector<std::string>& args);
+
+// `keel launch`'s own settings (the roles' flags go to them as they are).
+struct LaunchSettings {
+  int servers = 1;               // --servers
+  int workers = 1;               // --workers
+  std::string scheduler;         // --scheduler: an external scheduler's HOST:PORT, or ""
+  int scheduler_port = 0;        // --scheduler_port
+  double timeout_s = 0;          // --timeout
+  std::string hostfile;          // --hostfile
+  std::string ssh_options;       // --ssh_options
+  std::string remote_keel;       // --remote_keel
+  bool slurm = false;            // --slurm
+  bool report = false;           // --report
+  bool check_only = false;       // --check_flags
+  std::string job;               // --job
+  std::string model_dir;         // --model_dir
+  std::string train;             // --train
+  bool resumes = false;          // --resume is given
+  std::string faults;            // --faults
+  std::string event_log;         // --event_log
+  uint64_t fault_seed = 1;       // --fault_seed
+  double preemption_grace_s = 90;  // --preemption_grace
+};
+LaunchSettings LaunchSettingsFromFlags();
+
+// Checks --scheduler_port and --timeout. Throws Error naming a bad one.
+void CheckLaunchOwnFlags();
+
+// Sets --model_dir in this process (after `keel launch` chose the default
+// folder), so the roles' flags are checked here as the roles will see them.
+void SetModelDirFlag(const std::string& model_dir);
 
 // How `keel launch` shows its roles' output: from --progress, --verbose (or
 // glog's --v above 0) and --log_dir, and whether standard output is a
