@@ -14,7 +14,7 @@
 
 #include "base/edit_distance.h"
 #include "base/error.h"
-#include "cli/bench_train.h"
+#include "bench/bench_train.h"
 #include "cli/cluster_flags.h"
 #include "cli/command_flags.h"
 #include "cli/command_help.h"

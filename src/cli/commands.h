@@ -88,7 +88,7 @@ int RunReport(const std::string& model_dir, const std::string& out);
 // <model_dir>/report.html (through Storage), ./report.html for s3://.
 std::string WriteReport(const std::string& model_dir, const std::string& out);
 
-// `keel bench kv|zmq|parse|backend` (bench.cc; `keel bench train`: cli/bench_train.h).
+// `keel bench kv|zmq|parse|backend` (bench/bench.cc; `keel bench train`: bench/bench_train.h).
 int RunBench(const std::string& what);
 
 // The training jobs (job_commands.cc).

@@ -1,4 +1,4 @@
-#include "cli/bench_memory.h"
+#include "bench/bench_memory.h"
 
 #include <unistd.h>
 

@@ -2,8 +2,8 @@
 // each optimizer and row width, beside the bound (the key, the weights and the
 // optimizer's state), so a reader can size servers and see the table's
 // overhead.
-#ifndef KEEL_CLI_BENCH_MEMORY_H_
-#define KEEL_CLI_BENCH_MEMORY_H_
+#ifndef KEEL_BENCH_BENCH_MEMORY_H_
+#define KEEL_BENCH_BENCH_MEMORY_H_
 
 #include <cstdint>
 #include <string>
@@ -36,4 +36,4 @@ int BenchTableMemory();
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_BENCH_MEMORY_H_
+#endif  // KEEL_BENCH_BENCH_MEMORY_H_

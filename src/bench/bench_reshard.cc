@@ -9,7 +9,7 @@
 // overlapped each move. It runs twice, with the moving ranges copied before
 // their new server joins the chain (pre-copy: pushes wait only for the rows
 // changed since) and without (they wait for the whole copy).
-#include "cli/bench_reshard.h"
+#include "bench/bench_reshard.h"
 
 #include <gflags/gflags.h>
 #include <algorithm>

@@ -1,7 +1,7 @@
 // `keel bench checkpoint`: the bytes and seconds of full and delta
 // checkpoints of one server's table (see bench_checkpoint.cc).
-#ifndef KEEL_CLI_BENCH_CHECKPOINT_H_
-#define KEEL_CLI_BENCH_CHECKPOINT_H_
+#ifndef KEEL_BENCH_BENCH_CHECKPOINT_H_
+#define KEEL_BENCH_BENCH_CHECKPOINT_H_
 
 #include "server/shard.h"
 
@@ -17,4 +17,4 @@ int BenchCheckpoint();
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_BENCH_CHECKPOINT_H_
+#endif  // KEEL_BENCH_BENCH_CHECKPOINT_H_

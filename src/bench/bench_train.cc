@@ -1,4 +1,4 @@
-#include "cli/bench_train.h"
+#include "bench/bench_train.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

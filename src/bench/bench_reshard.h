@@ -1,8 +1,8 @@
 // `keel bench reshard`: pushes' stalls while key ranges move to a joining
 // server and off a drained one, with and without pre-copy (see
 // bench_reshard.cc).
-#ifndef KEEL_CLI_BENCH_RESHARD_H_
-#define KEEL_CLI_BENCH_RESHARD_H_
+#ifndef KEEL_BENCH_BENCH_RESHARD_H_
+#define KEEL_BENCH_BENCH_RESHARD_H_
 
 namespace keel {
 
@@ -12,4 +12,4 @@ int BenchReshard();
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_BENCH_RESHARD_H_
+#endif  // KEEL_BENCH_BENCH_RESHARD_H_

@@ -6,7 +6,7 @@
 // is timed in its two parts: the copy (on a server's receive thread, where
 // pushes wait) and the write (sort, encode, store: in the background), and
 // its bytes are counted. Then both are read back the way a resume does.
-#include "cli/bench_checkpoint.h"
+#include "bench/bench_checkpoint.h"
 
 #include <gflags/gflags.h>
 #include <stdlib.h>

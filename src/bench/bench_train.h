@@ -2,8 +2,8 @@
 // machine as a user launches it, timed from the launch to its end, with where
 // each epoch's time went on each worker (waiting for data, for rows,
 // computing, pushing), so a reader sees which stage bounds the run.
-#ifndef KEEL_CLI_BENCH_TRAIN_H_
-#define KEEL_CLI_BENCH_TRAIN_H_
+#ifndef KEEL_BENCH_BENCH_TRAIN_H_
+#define KEEL_BENCH_BENCH_TRAIN_H_
 
 #include <string>
 #include <vector>
@@ -19,4 +19,4 @@ int BenchTrain(const std::vector<std::string>& args);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_BENCH_TRAIN_H_
+#endif  // KEEL_BENCH_BENCH_TRAIN_H_

@@ -9,7 +9,7 @@
 // than --admit_after, yet given a row). Cases: every key; admission after 2
 // pushes with the default 8 MiB of counters, and with 2 and 8 bytes of
 // counters per distinct key; after 3 pushes with 8 bytes.
-#include "cli/bench_admission.h"
+#include "bench/bench_admission.h"
 
 #include <gflags/gflags.h>
 
@@ -21,7 +21,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "cli/bench_checkpoint.h"
+#include "bench/bench_checkpoint.h"
 #include "cli/bench_flags.h"
 #include "cli/flag_rules.h"
 #include "kv/keys.h"

@@ -1,7 +1,7 @@
 // `keel bench admission`: a server table's memory under a power-law key
 // stream with and without key admission (see bench_admission.cc).
-#ifndef KEEL_CLI_BENCH_ADMISSION_H_
-#define KEEL_CLI_BENCH_ADMISSION_H_
+#ifndef KEEL_BENCH_BENCH_ADMISSION_H_
+#define KEEL_BENCH_BENCH_ADMISSION_H_
 
 namespace keel {
 
@@ -10,4 +10,4 @@ int BenchAdmission();
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_BENCH_ADMISSION_H_
+#endif  // KEEL_BENCH_BENCH_ADMISSION_H_
