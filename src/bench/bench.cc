@@ -364,7 +364,7 @@ int RunBench(const std::string& what) {
   if (what == "kv") return BenchKV();
   if (what == "zmq") return BenchZmq();
   if (what == "parse") return BenchParse();
-  if (what == "checkpoint") return BenchCheckpoint();
+  if (what == "checkpoint") return BenchCheckpoint(BenchCheckpointOptionsFromFlags());
   if (what == "admission") return BenchAdmission();
   if (what == "reshard") return BenchReshard();
   throw MakeError("unknown benchmark '", what,

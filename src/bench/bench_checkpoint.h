@@ -3,6 +3,7 @@
 #ifndef KEEL_BENCH_BENCH_CHECKPOINT_H_
 #define KEEL_BENCH_BENCH_CHECKPOINT_H_
 
+#include "bench/bench_options.h"
 #include "server/shard.h"
 
 namespace keel {
@@ -10,10 +11,9 @@ namespace keel {
 // A server's table as the table benchmarks fill it: Adagrad, one weight.
 ServerTable AdagradBenchTable();
 
-// Runs the benchmark the flags describe (--checkpoint_keys, --changed_share,
-// --rounds, --checkpoint_uri: where to write, a temporary folder if none).
-// Throws Error naming a bad flag or a failed write.
-int BenchCheckpoint();
+// Runs the benchmark `options` describe (checkpoint_uri: where to write, a
+// temporary folder if none). Throws Error naming a failed write.
+int BenchCheckpoint(const BenchCheckpointOptions& options);
 
 }  // namespace keel
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
 
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
@@ -119,6 +120,20 @@ KVBenchOptions BenchFlags() {
     throw MakeError("--workload '", FLAGS_workload, "' is not keel or pslite");
   }
   options.pslite_keys = FLAGS_workload == "pslite";
+  return options;
+}
+
+BenchCheckpointOptions BenchCheckpointOptionsFromFlags() {
+  RequireInRange("checkpoint_keys", FLAGS_checkpoint_keys, uint64_t{1000}, uint64_t{1} << 31);
+  if (!(FLAGS_changed_share > 0 && FLAGS_changed_share <= 1)) {
+    throw MakeError("--changed_share must be in (0, 1], got ", FLAGS_changed_share);
+  }
+  RequireInRange("rounds", FLAGS_rounds, 1, 1000);
+  BenchCheckpointOptions options;
+  options.checkpoint_keys = FLAGS_checkpoint_keys;
+  options.changed_share = FLAGS_changed_share;
+  options.rounds = FLAGS_rounds;
+  options.checkpoint_uri = FLAGS_checkpoint_uri;
   return options;
 }
 

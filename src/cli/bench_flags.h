@@ -1,11 +1,17 @@
 // The command line's benchmark flags (bench_flags.cc): the cases `keel bench
-// kv|zmq` measure and the kv_bench job runs. Every user of these flags
-// includes this header; the flags are defined nowhere else.
+// kv|zmq` measure and the kv_bench job runs, and each `keel bench`'s options
+// (bench/bench_options.h) read from these and the other flag families. Every
+// user of these flags includes this header; the flags are defined nowhere
+// else.
 #ifndef KEEL_CLI_BENCH_FLAGS_H_
 #define KEEL_CLI_BENCH_FLAGS_H_
 
 #include <gflags/gflags.h>
 
+#include <string>
+#include <vector>
+
+#include "bench/bench_options.h"
 #include "cli/flag_group.h"
 #include "worker/kv_bench_job.h"
 
@@ -40,6 +46,10 @@ KVBenchOptions BenchFlags();
 uint64_t MemoryKeysFromFlags();
 // --sparse_widths, each in 1..4096. Throws Error naming a bad one.
 std::vector<int> SparseWidthsFromFlags();
+
+// Each benchmark's options from the flags, checked. Each throws Error naming
+// a bad flag.
+BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
 
 }  // namespace keel
 

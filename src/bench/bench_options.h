@@ -1,0 +1,25 @@
+// What each `keel bench` measures, as plain values: one struct per
+// benchmark, each field named after the flag it comes from (the command line
+// fills them, cli/bench_flags.h, with its checks done: a benchmark takes its
+// options as valid). What a benchmark needs from the command line beyond
+// values (starting a local cluster, resolving the data's format) comes as a
+// function the command line passes in, so nothing here depends on it.
+#ifndef KEEL_BENCH_BENCH_OPTIONS_H_
+#define KEEL_BENCH_BENCH_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+namespace keel {
+
+// `keel bench checkpoint`: full against delta checkpoints of one table.
+struct BenchCheckpointOptions {
+  uint64_t checkpoint_keys = 10000000;
+  double changed_share = 0.01;
+  int rounds = 5;
+  std::string checkpoint_uri;  // "" for a temporary folder
+};
+
+}  // namespace keel
+
+#endif  // KEEL_BENCH_BENCH_OPTIONS_H_
