@@ -365,7 +365,7 @@ int RunBench(const std::string& what) {
   if (what == "zmq") return BenchZmq();
   if (what == "parse") return BenchParse();
   if (what == "checkpoint") return BenchCheckpoint(BenchCheckpointOptionsFromFlags());
-  if (what == "admission") return BenchAdmission();
+  if (what == "admission") return BenchAdmission(BenchAdmissionOptionsFromFlags());
   if (what == "reshard") return BenchReshard();
   throw MakeError("unknown benchmark '", what,
                   "': expected kv, zmq, parse, backend, train, checkpoint, admission or reshard");

@@ -11,8 +11,6 @@
 // counters per distinct key; after 3 pushes with 8 bytes.
 #include "bench/bench_admission.h"
 
-#include <gflags/gflags.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,8 +20,6 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "bench/bench_checkpoint.h"
-#include "cli/bench_flags.h"
-#include "cli/flag_rules.h"
 #include "kv/keys.h"
 #include "server/shard.h"
 
@@ -116,9 +112,8 @@ Result Fill(const Case& c, const std::vector<uint32_t>& pushes,
 
 }  // namespace
 
-int BenchAdmission() {
-  RequireInRange("distinct_keys", FLAGS_distinct_keys, uint64_t{1000}, uint64_t{1} << 32);
-  const uint64_t distinct = FLAGS_distinct_keys;
+int BenchAdmission(const BenchAdmissionOptions& options) {
+  const uint64_t distinct = options.distinct_keys;
   const std::vector<double> cdf = PushCountCdf();
   std::vector<uint32_t> pushes(distinct);
   uint64_t total = 0, once = 0;

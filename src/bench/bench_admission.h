@@ -3,10 +3,12 @@
 #ifndef KEEL_BENCH_BENCH_ADMISSION_H_
 #define KEEL_BENCH_BENCH_ADMISSION_H_
 
+#include "bench/bench_options.h"
+
 namespace keel {
 
-// Runs the benchmark (--distinct_keys). Throws Error naming a bad flag.
-int BenchAdmission();
+// Runs the benchmark over `options.distinct_keys` keys.
+int BenchAdmission(const BenchAdmissionOptions& options);
 
 }  // namespace keel
 

@@ -20,6 +20,11 @@ struct BenchCheckpointOptions {
   std::string checkpoint_uri;  // "" for a temporary folder
 };
 
+// `keel bench admission`: a table under a power-law key stream.
+struct BenchAdmissionOptions {
+  uint64_t distinct_keys = 100000000;
+};
+
 }  // namespace keel
 
 #endif  // KEEL_BENCH_BENCH_OPTIONS_H_

@@ -137,4 +137,11 @@ BenchCheckpointOptions BenchCheckpointOptionsFromFlags() {
   return options;
 }
 
+BenchAdmissionOptions BenchAdmissionOptionsFromFlags() {
+  RequireInRange("distinct_keys", FLAGS_distinct_keys, uint64_t{1000}, uint64_t{1} << 32);
+  BenchAdmissionOptions options;
+  options.distinct_keys = FLAGS_distinct_keys;
+  return options;
+}
+
 }  // namespace keel

@@ -50,6 +50,7 @@ std::vector<int> SparseWidthsFromFlags();
 // Each benchmark's options from the flags, checked. Each throws Error naming
 // a bad flag.
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
+BenchAdmissionOptions BenchAdmissionOptionsFromFlags();
 
 }  // namespace keel
 
