@@ -366,7 +366,7 @@ int RunBench(const std::string& what) {
   if (what == "parse") return BenchParse();
   if (what == "checkpoint") return BenchCheckpoint(BenchCheckpointOptionsFromFlags());
   if (what == "admission") return BenchAdmission(BenchAdmissionOptionsFromFlags());
-  if (what == "reshard") return BenchReshard();
+  if (what == "reshard") return BenchReshard(BenchReshardOptionsFromFlags());
   throw MakeError("unknown benchmark '", what,
                   "': expected kv, zmq, parse, backend, train, checkpoint, admission or reshard");
 }

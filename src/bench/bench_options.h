@@ -25,6 +25,14 @@ struct BenchAdmissionOptions {
   uint64_t distinct_keys = 100000000;
 };
 
+// `keel bench reshard`: pushes' stalls while key ranges move.
+struct BenchReshardOptions {
+  uint64_t reshard_keys = 4000000;
+  int reshard_width = 8;
+  uint64_t sparse_keys = 100000;
+  int key_ranges = 8;
+};
+
 }  // namespace keel
 
 #endif  // KEEL_BENCH_BENCH_OPTIONS_H_

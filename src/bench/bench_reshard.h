@@ -4,11 +4,12 @@
 #ifndef KEEL_BENCH_BENCH_RESHARD_H_
 #define KEEL_BENCH_BENCH_RESHARD_H_
 
+#include "bench/bench_options.h"
+
 namespace keel {
 
-// Runs the benchmark (--reshard_keys, --reshard_width, --sparse_keys,
-// --key_ranges). Throws Error naming a bad flag.
-int BenchReshard();
+// Runs the benchmark `options` describe (key_ranges: at least 3).
+int BenchReshard(const BenchReshardOptions& options);
 
 }  // namespace keel
 

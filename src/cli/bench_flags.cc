@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
+#include "kv/keys.h"
 
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
 DEFINE_string(mode, "dense",
@@ -141,6 +142,20 @@ BenchAdmissionOptions BenchAdmissionOptionsFromFlags() {
   RequireInRange("distinct_keys", FLAGS_distinct_keys, uint64_t{1000}, uint64_t{1} << 32);
   BenchAdmissionOptions options;
   options.distinct_keys = FLAGS_distinct_keys;
+  return options;
+}
+
+BenchReshardOptions BenchReshardOptionsFromFlags() {
+  RequireInRange<uint64_t>("reshard_keys", FLAGS_reshard_keys, 1000, uint64_t{1} << 28);
+  RequireInRange("reshard_width", FLAGS_reshard_width, 1, 256);
+  RequireInRange<uint64_t>("sparse_keys", FLAGS_sparse_keys, 1, 10000000);
+  const int key_ranges = FLAGS_key_ranges > 0 ? FLAGS_key_ranges : 8;
+  RequireInRange("key_ranges", key_ranges, 3, kMaxKeyRanges);
+  BenchReshardOptions options;
+  options.reshard_keys = FLAGS_reshard_keys;
+  options.reshard_width = FLAGS_reshard_width;
+  options.sparse_keys = FLAGS_sparse_keys;
+  options.key_ranges = key_ranges;
   return options;
 }
 

@@ -51,6 +51,7 @@ std::vector<int> SparseWidthsFromFlags();
 // a bad flag.
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
 BenchAdmissionOptions BenchAdmissionOptionsFromFlags();
+BenchReshardOptions BenchReshardOptionsFromFlags();
 
 }  // namespace keel
 
