@@ -16,6 +16,7 @@
 #include "bench/bench_checkpoint.h"
 #include "bench/bench_memory.h"
 #include "bench/bench_reshard.h"
+#include "bench/bench_options.h"
 #include "bench/zmq_bench.h"
 #include "cli/bench_flags.h"
 #include "cli/cluster_flags.h"
@@ -112,12 +113,14 @@ void PrintTable(const std::string& title, const std::vector<Row>& rows, bool wit
   }
 }
 
-std::string Json(const std::string& bench, const std::vector<Row>& rows) {
+// `servers` ... `seconds_per_case`: the run's settings, as the flags gave them.
+std::string Json(const std::string& bench, int servers, int workers, int inflight,
+                 double seconds_per_case, const std::vector<Row>& rows) {
   std::ostringstream out;
   out.precision(6);
-  out << "{\"bench\":\"" << bench << "\",\"servers\":" << FLAGS_servers
-      << ",\"workers\":" << FLAGS_workers << ",\"inflight\":" << FLAGS_inflight
-      << ",\"seconds_per_case\":" << FLAGS_bench_seconds << ",\"cases\":[";
+  out << "{\"bench\":\"" << bench << "\",\"servers\":" << servers << ",\"workers\":" << workers
+      << ",\"inflight\":" << inflight << ",\"seconds_per_case\":" << seconds_per_case
+      << ",\"cases\":[";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     out << (i ? "," : "") << "{\"name\":\"" << row.name << "\",\"requests\":" << row.requests
@@ -135,21 +138,22 @@ std::string Json(const std::string& bench, const std::vector<Row>& rows) {
   return out.str();
 }
 
-int BenchZmq() {
-  KVBenchOptions options = BenchFlags();
+int BenchZmq(const BenchZmqOptions& zmq) {
+  KVBenchOptions options = zmq.cases;
   if (options.dense_bytes.empty()) options.dense_bytes = {64 << 10, 1 << 20, 16 << 20};
   const std::vector<Row> rows = ZmqRows(RunZmqBench(options));
-  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(FLAGS_inflight) + ")", rows,
+  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(zmq.inflight) + ")", rows,
              false);
-  std::printf("%s\n", Json("zmq", rows).c_str());
+  std::printf("%s\n",
+              Json("zmq", zmq.servers, zmq.workers, zmq.inflight, zmq.bench_seconds, rows).c_str());
   return 0;
 }
 
-// The secret file the benchmark cluster uses: --secret_file's, a new one in
-// `folder` with --curve, or none ("").
-std::string BenchSecret(const std::string& folder) {
-  if (!FLAGS_secret_file.empty()) return FLAGS_secret_file;
-  if (!FLAGS_curve) return "";
+// The secret file the benchmark cluster uses: secret_file, a new one in
+// `folder` with curve, or none ("").
+std::string BenchSecret(const BenchKVOptions& options, const std::string& folder) {
+  if (!options.secret_file.empty()) return options.secret_file;
+  if (!options.curve) return "";
   const std::string path = folder + "/cluster.secret";
   WriteClusterSecretFile(path, GenerateClusterSecret());
   return path;
@@ -185,44 +189,40 @@ std::vector<Row> ZmqBaseline(const KVBenchOptions& options) {
   return rows;
 }
 
-int BenchKV() {
-  if (FLAGS_mode == "memory") return BenchTableMemory();
-  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
-    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse, all or memory");
-  }
-  const KVBenchOptions options = BenchFlags();
+int BenchKV(const BenchKVOptions& kv) {
+  if (kv.mode == "memory") return BenchTableMemory(kv.memory);
+  const KVBenchOptions& options = kv.cases;
   std::vector<Row> baseline;
-  if (FLAGS_zmq_baseline &&
-      (options.small || !options.dense_bytes.empty() || options.pslite_keys)) {
+  if (kv.zmq_baseline && (options.small || !options.dense_bytes.empty() || options.pslite_keys)) {
     std::fprintf(stderr, "measuring raw ZeroMQ at the same sizes...\n");
     baseline = ZmqBaseline(options);
   }
   char folder[] = "/tmp/keel-bench-XXXXXX";
   if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
-  LocalCluster cluster;
-  cluster.servers = FLAGS_servers;
-  cluster.workers = FLAGS_workers;
-  cluster.timeout_s = FLAGS_timeout;
+  BenchCluster cluster;
+  cluster.servers = kv.servers;
+  cluster.workers = kv.workers;
+  cluster.timeout_s = kv.timeout;
   cluster.role_flags = {
-      "--job=kv_bench", "--bench_out=" + std::string(folder), "--mode=" + FLAGS_mode,
-      "--dense_sizes=" + FLAGS_dense_sizes, "--sparse_widths=" + FLAGS_sparse_widths,
-      "--sparse_keys=" + std::to_string(FLAGS_sparse_keys),
-      "--key_space=" + std::to_string(FLAGS_key_space),
-      "--bench_seconds=" + std::to_string(FLAGS_bench_seconds),
-      "--inflight=" + std::to_string(FLAGS_inflight),
-      std::string("--small=") + (FLAGS_small ? "true" : "false"), "--workload=" + FLAGS_workload,
+      "--job=kv_bench", "--bench_out=" + std::string(folder), "--mode=" + kv.mode,
+      "--dense_sizes=" + kv.dense_sizes, "--sparse_widths=" + kv.sparse_widths,
+      "--sparse_keys=" + std::to_string(kv.sparse_keys),
+      "--key_space=" + std::to_string(kv.key_space),
+      "--bench_seconds=" + std::to_string(kv.bench_seconds),
+      "--inflight=" + std::to_string(kv.inflight),
+      std::string("--small=") + (kv.small ? "true" : "false"), "--workload=" + kv.workload,
       // Tiny steps keep the pushed rows finite however long it runs;
       // ps-lite's workload sums (its values are small).
       "--optimizer=sgd", options.pslite_keys ? "--learning_rate=1" : "--learning_rate=1e-9",
-      "--minloglevel=1", "--replication=" + std::to_string(FLAGS_replication),
-      "--key_ranges=" + std::to_string(FLAGS_key_ranges)};
-  const std::string secret = BenchSecret(folder);
+      "--minloglevel=1", "--replication=" + std::to_string(kv.replication),
+      "--key_ranges=" + std::to_string(kv.key_ranges)};
+  const std::string secret = BenchSecret(kv, folder);
   if (!secret.empty()) cluster.role_flags.push_back("--secret_file=" + secret);
-  const int status = RunLocalCluster(cluster);
-  if (FLAGS_secret_file.empty() && !secret.empty()) unlink(secret.c_str());
+  const int status = kv.run_cluster(cluster);
+  if (kv.secret_file.empty() && !secret.empty()) unlink(secret.c_str());
   std::vector<std::vector<BenchCase>> per_worker;
   if (status == 0) {
-    for (int rank = 0; rank < FLAGS_workers; ++rank) {
+    for (int rank = 0; rank < kv.workers; ++rank) {
       const std::string path = std::string(folder) + "/worker-" + std::to_string(rank) + ".tsv";
       per_worker.push_back(ParseBenchCases(ReadFile(path), path));
       unlink(path.c_str());
@@ -240,15 +240,16 @@ int BenchKV() {
       }
     }
   }
-  PrintTable("keel push/pull (" + FLAGS_workload + " workload): " + std::to_string(FLAGS_servers) +
-                 " server(s), " + std::to_string(FLAGS_workers) + " worker(s), inflight " +
-                 std::to_string(FLAGS_inflight) + " (small: 1), replication " +
-                 std::to_string(FLAGS_replication) +
-                 (FLAGS_key_ranges > 0 ? ", " + std::to_string(FLAGS_key_ranges) + " key ranges"
-                                       : std::string()) +
+  PrintTable("keel push/pull (" + kv.workload + " workload): " + std::to_string(kv.servers) +
+                 " server(s), " + std::to_string(kv.workers) + " worker(s), inflight " +
+                 std::to_string(kv.inflight) + " (small: 1), replication " +
+                 std::to_string(kv.replication) +
+                 (kv.key_ranges > 0 ? ", " + std::to_string(kv.key_ranges) + " key ranges"
+                                    : std::string()) +
                  (secret.empty() ? "" : ", CURVE"),
              rows, !baseline.empty());
-  std::printf("%s\n", Json("kv", rows).c_str());
+  std::printf("%s\n",
+              Json("kv", kv.servers, kv.workers, kv.inflight, kv.bench_seconds, rows).c_str());
   return 0;
 }
 
@@ -357,12 +358,25 @@ int BenchBackend() {
   return 0;
 }
 
+int RunBenchCluster(const BenchCluster& bench) {
+  LocalCluster cluster;
+  cluster.servers = bench.servers;
+  cluster.workers = bench.workers;
+  cluster.timeout_s = bench.timeout_s;
+  cluster.role_flags = bench.role_flags;
+  return RunLocalCluster(cluster);
+}
+
 }  // namespace
 
 int RunBench(const std::string& what) {
   if (what == "backend") return BenchBackend();
-  if (what == "kv") return BenchKV();
-  if (what == "zmq") return BenchZmq();
+  if (what == "kv") {
+    BenchKVOptions options = BenchKVOptionsFromFlags();
+    options.run_cluster = RunBenchCluster;
+    return BenchKV(options);
+  }
+  if (what == "zmq") return BenchZmq(BenchZmqOptionsFromFlags());
   if (what == "parse") return BenchParse();
   if (what == "checkpoint") return BenchCheckpoint(BenchCheckpointOptionsFromFlags());
   if (what == "admission") return BenchAdmission(BenchAdmissionOptionsFromFlags());

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_options.h"
+
 namespace keel {
 
 struct TableMemory {
@@ -30,9 +32,9 @@ struct TableMemory {
 // width.
 std::vector<TableMemory> MeasureTableMemory(uint64_t keys, const std::vector<int>& widths);
 
-// `keel bench kv --mode=memory`: MeasureTableMemory with --memory_keys and
-// --sparse_widths, printed as a table and a JSON line.
-int BenchTableMemory();
+// `keel bench kv --mode=memory`: MeasureTableMemory with `options`' keys and
+// widths, printed as a table and a JSON line.
+int BenchTableMemory(const BenchMemoryOptions& options);
 
 }  // namespace keel
 

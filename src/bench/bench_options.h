@@ -8,9 +8,69 @@
 #define KEEL_BENCH_BENCH_OPTIONS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
+
+#include "worker/kv_bench_job.h"
 
 namespace keel {
+
+// A local cluster as `keel bench kv` runs it: a scheduler, `servers` servers
+// and `workers` workers as child processes on loopback, each given
+// `role_flags`; `timeout_s` 0 for none.
+struct BenchCluster {
+  int servers = 1;
+  int workers = 1;
+  double timeout_s = 0;
+  std::vector<std::string> role_flags;
+};
+// Starts `cluster`, forwards its logs and waits; 0 when every role succeeded.
+using BenchClusterRunner = std::function<int(const BenchCluster&)>;
+
+// `keel bench kv --mode=memory` (bench/bench_memory.h).
+struct BenchMemoryOptions {
+  uint64_t memory_keys = 1000000;
+  std::vector<int> sparse_widths = {1, 9};
+};
+
+// `keel bench kv`: push/pull on a local cluster, or with --mode=memory a
+// server table's bytes per key.
+struct BenchKVOptions {
+  std::string mode = "dense";  // dense, sparse, all or memory
+  BenchMemoryOptions memory;   // for --mode=memory; the rest is for the others
+  KVBenchOptions cases;        // the cases the flags below describe, checked
+  bool zmq_baseline = true;
+  bool curve = false;
+  // The flags the cluster's workers are given as they were written
+  // (--job=kv_bench reads them again).
+  std::string dense_sizes = "64KiB,1MiB,16MiB";
+  std::string sparse_widths = "1,9";
+  uint64_t sparse_keys = 100000;
+  uint64_t key_space = 10000000;
+  double bench_seconds = 2;
+  int inflight = 2;
+  bool small = true;
+  std::string workload = "keel";
+  // The cluster.
+  int servers = 1;
+  int workers = 1;
+  double timeout = 0;
+  int replication = 0;
+  int key_ranges = 0;
+  std::string secret_file;  // "" for none (or a new one with `curve`)
+  BenchClusterRunner run_cluster;
+};
+
+// `keel bench zmq`: raw ZeroMQ at the KV benchmark's sizes.
+struct BenchZmqOptions {
+  KVBenchOptions cases;  // the cases, checked
+  // Said in the JSON line as `keel bench kv` says them.
+  int servers = 1;
+  int workers = 1;
+  int inflight = 2;
+  double bench_seconds = 2;
+};
 
 // `keel bench checkpoint`: full against delta checkpoints of one table.
 struct BenchCheckpointOptions {

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
+#include "cli/launch_flags.h"
 #include "kv/keys.h"
 
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
@@ -121,6 +122,47 @@ KVBenchOptions BenchFlags() {
     throw MakeError("--workload '", FLAGS_workload, "' is not keel or pslite");
   }
   options.pslite_keys = FLAGS_workload == "pslite";
+  return options;
+}
+
+BenchKVOptions BenchKVOptionsFromFlags() {
+  BenchKVOptions options;
+  options.mode = FLAGS_mode;
+  if (FLAGS_mode == "memory") {
+    options.memory.memory_keys = MemoryKeysFromFlags();
+    options.memory.sparse_widths = SparseWidthsFromFlags();
+    return options;
+  }
+  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
+    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse, all or memory");
+  }
+  options.cases = BenchFlags();
+  options.zmq_baseline = FLAGS_zmq_baseline;
+  options.curve = FLAGS_curve;
+  options.dense_sizes = FLAGS_dense_sizes;
+  options.sparse_widths = FLAGS_sparse_widths;
+  options.sparse_keys = FLAGS_sparse_keys;
+  options.key_space = FLAGS_key_space;
+  options.bench_seconds = FLAGS_bench_seconds;
+  options.inflight = FLAGS_inflight;
+  options.small = FLAGS_small;
+  options.workload = FLAGS_workload;
+  options.servers = FLAGS_servers;
+  options.workers = FLAGS_workers;
+  options.timeout = FLAGS_timeout;
+  options.replication = FLAGS_replication;
+  options.key_ranges = FLAGS_key_ranges;
+  options.secret_file = FLAGS_secret_file;
+  return options;
+}
+
+BenchZmqOptions BenchZmqOptionsFromFlags() {
+  BenchZmqOptions options;
+  options.cases = BenchFlags();
+  options.servers = FLAGS_servers;
+  options.workers = FLAGS_workers;
+  options.inflight = FLAGS_inflight;
+  options.bench_seconds = FLAGS_bench_seconds;
   return options;
 }
 

@@ -48,7 +48,10 @@ uint64_t MemoryKeysFromFlags();
 std::vector<int> SparseWidthsFromFlags();
 
 // Each benchmark's options from the flags, checked. Each throws Error naming
-// a bad flag.
+// a bad flag. What is not a flag's value is left for the command to fill:
+// BenchKVOptions::run_cluster.
+BenchKVOptions BenchKVOptionsFromFlags();
+BenchZmqOptions BenchZmqOptionsFromFlags();
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
 BenchAdmissionOptions BenchAdmissionOptionsFromFlags();
 BenchReshardOptions BenchReshardOptionsFromFlags();
