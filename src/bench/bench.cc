@@ -253,24 +253,17 @@ int BenchKV(const BenchKVOptions& kv) {
   return 0;
 }
 
-// Reads --data with the data readers alone (no training), one thread, with
-// the labels checked as training checks them (--predictor_type, --num_classes).
-int BenchParse() {
-  if (FLAGS_data.empty()) throw MakeError("keel bench parse needs --data FILE_OR_FOLDER");
-  Hyperparameters labels;
-  labels.predictor_type = ParsePredictorType(FLAGS_predictor_type);
-  labels.num_classes = FLAGS_num_classes;
-  ReaderOptions options = WithLabelRule(ReaderOptions(), labels);
-  options.format = ReaderOptionsFromFlags().format;
-  options.zero_based = FLAGS_libsvm_zero_based;
-  options = ResolveDataFormat(FLAGS_data, options, true);
+// Reads parse.data with the data readers alone (no training), one thread,
+// three times.
+int BenchParse(const BenchParseOptions& parse) {
+  const ReaderOptions& options = parse.reader;
   const char* format = DataFormatName(options.format);
   std::vector<double> seconds;
   uint64_t bytes = 0, rows = 0, nonzeros = 0;
   for (int repeat = 0; repeat < 3; ++repeat) {
     bytes = rows = nonzeros = 0;
     const double begin = MonotonicSeconds();
-    for (const InputSplit& split : ResolveChannel(FLAGS_data, 0, 1)) {
+    for (const InputSplit& split : ResolveChannel(parse.data, 0, 1)) {
       auto reader = OpenReader(split, options);
       Batch batch;
       while (reader->Read(4096, &batch) > 0) {
@@ -377,7 +370,7 @@ int RunBench(const std::string& what) {
     return BenchKV(options);
   }
   if (what == "zmq") return BenchZmq(BenchZmqOptionsFromFlags());
-  if (what == "parse") return BenchParse();
+  if (what == "parse") return BenchParse(BenchParseOptionsFromFlags());
   if (what == "checkpoint") return BenchCheckpoint(BenchCheckpointOptionsFromFlags());
   if (what == "admission") return BenchAdmission(BenchAdmissionOptionsFromFlags());
   if (what == "reshard") return BenchReshard(BenchReshardOptionsFromFlags());

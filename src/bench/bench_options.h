@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "io/readers.h"
 #include "worker/kv_bench_job.h"
 
 namespace keel {
@@ -70,6 +71,12 @@ struct BenchZmqOptions {
   int workers = 1;
   int inflight = 2;
   double bench_seconds = 2;
+};
+
+// `keel bench parse`: the readers alone over `data`.
+struct BenchParseOptions {
+  std::string data;
+  ReaderOptions reader;  // the format settled, the labels' rule set
 };
 
 // `keel bench checkpoint`: full against delta checkpoints of one table.

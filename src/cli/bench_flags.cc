@@ -8,8 +8,10 @@
 #include "base/error.h"
 #include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
+#include "cli/job_flags.h"
 #include "cli/launch_flags.h"
 #include "kv/keys.h"
+#include "worker/hyperparameters.h"
 
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
 DEFINE_string(mode, "dense",
@@ -163,6 +165,21 @@ BenchZmqOptions BenchZmqOptionsFromFlags() {
   options.workers = FLAGS_workers;
   options.inflight = FLAGS_inflight;
   options.bench_seconds = FLAGS_bench_seconds;
+  return options;
+}
+
+BenchParseOptions BenchParseOptionsFromFlags() {
+  if (FLAGS_data.empty()) throw MakeError("keel bench parse needs --data FILE_OR_FOLDER");
+  // The labels checked as training checks them (--predictor_type, --num_classes).
+  Hyperparameters labels;
+  labels.predictor_type = ParsePredictorType(FLAGS_predictor_type);
+  labels.num_classes = FLAGS_num_classes;
+  ReaderOptions reader = WithLabelRule(ReaderOptions(), labels);
+  reader.format = ReaderOptionsFromFlags().format;
+  reader.zero_based = FLAGS_libsvm_zero_based;
+  BenchParseOptions options;
+  options.data = FLAGS_data;
+  options.reader = ResolveDataFormat(FLAGS_data, reader, true);
   return options;
 }
 

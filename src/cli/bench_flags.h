@@ -52,6 +52,8 @@ std::vector<int> SparseWidthsFromFlags();
 // BenchKVOptions::run_cluster.
 BenchKVOptions BenchKVOptionsFromFlags();
 BenchZmqOptions BenchZmqOptionsFromFlags();
+// Reads the first bytes of --data to settle its format (ResolveDataFormat).
+BenchParseOptions BenchParseOptionsFromFlags();
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
 BenchAdmissionOptions BenchAdmissionOptionsFromFlags();
 BenchReshardOptions BenchReshardOptionsFromFlags();
