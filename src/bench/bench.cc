@@ -287,20 +287,14 @@ int BenchParse(const BenchParseOptions& parse) {
   return 0;
 }
 
-// The compute backend alone: --data read once into prepared minibatches with
-// random weights, then --epochs timed passes of Gradients over all of them
-// (no servers, no network). Prints the median pass.
-int BenchBackend() {
-  if (FLAGS_data.empty() || FLAGS_job.empty()) {
-    throw MakeError("keel bench backend needs --data FILE_OR_FOLDER and --job");
-  }
-  const Hyperparameters hyperparameters = HyperparametersFromFlags();
-  const auto backend = MakeComputeBackend(FLAGS_device, FLAGS_threads, hyperparameters);
-  ReaderOptions options;
-  options.format = ReaderOptionsFromFlags().format;
-  options.zero_based = FLAGS_libsvm_zero_based;
-  options = ResolveDataFormat(FLAGS_data, options, true);
-  BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), options,
+// The compute backend alone: bench.data read once into prepared minibatches
+// with random weights, then bench.epochs timed passes of Gradients over all
+// of them (no servers, no network). Prints the median pass.
+int BenchBackend(const BenchBackendOptions& bench) {
+  const Hyperparameters& hyperparameters = bench.hyperparameters;
+  const auto backend = MakeComputeBackend(bench.device, bench.threads, hyperparameters);
+  const ReaderOptions options = bench.reader();
+  BatchStream stream(ResolveChannel(bench.data, 0, 1), options,
                      static_cast<size_t>(hyperparameters.mini_batch_size));
   std::vector<PreparedBatch> batches;
   std::vector<std::vector<float>> weights;
@@ -320,10 +314,10 @@ int BenchBackend() {
     weights.push_back(std::move(w));
     batches.push_back(std::move(batch));
   }
-  if (batches.empty()) throw MakeError(FLAGS_data, " holds no examples");
+  if (batches.empty()) throw MakeError(bench.data, " holds no examples");
   const std::vector<float> bias(backend->bias_width(), 0.0f);
   std::vector<float> weight_gradients, bias_gradient;
-  const int passes = std::max(1, FLAGS_epochs);
+  const int passes = std::max(1, bench.epochs);
   std::vector<double> seconds;
   double loss = 0;
   for (int pass = 0; pass <= passes; ++pass) {  // pass 0 warms up
@@ -341,13 +335,13 @@ int BenchBackend() {
   std::printf(
       "%s, %s: %llu examples (%llu non-zeros) in %zu minibatches of %d: %.4f s a pass (median "
       "of %d), %.0f examples/s, mean loss %.6f\n",
-      backend->name().c_str(), FLAGS_job.c_str(), static_cast<unsigned long long>(examples),
+      backend->name().c_str(), bench.job.c_str(), static_cast<unsigned long long>(examples),
       static_cast<unsigned long long>(nonzeros), batches.size(), hyperparameters.mini_batch_size,
       median, passes, examples / median, loss / examples);
   std::printf(
       "{\"bench\":\"backend\",\"device\":\"%s\",\"threads\":%d,\"job\":\"%s\","
       "\"examples_per_s\":%.0f,\"seconds\":%.6f}\n",
-      FLAGS_device.c_str(), FLAGS_threads, FLAGS_job.c_str(), examples / median, median);
+      bench.device.c_str(), bench.threads, bench.job.c_str(), examples / median, median);
   return 0;
 }
 
@@ -363,7 +357,7 @@ int RunBenchCluster(const BenchCluster& bench) {
 }  // namespace
 
 int RunBench(const std::string& what) {
-  if (what == "backend") return BenchBackend();
+  if (what == "backend") return BenchBackend(BenchBackendOptionsFromFlags());
   if (what == "kv") {
     BenchKVOptions options = BenchKVOptionsFromFlags();
     options.run_cluster = RunBenchCluster;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/readers.h"
+#include "worker/hyperparameters.h"
 #include "worker/kv_bench_job.h"
 
 namespace keel {
@@ -77,6 +78,19 @@ struct BenchZmqOptions {
 struct BenchParseOptions {
   std::string data;
   ReaderOptions reader;  // the format settled, the labels' rule set
+};
+
+// `keel bench backend`: a compute backend alone over `data`.
+struct BenchBackendOptions {
+  std::string data;
+  std::string job;
+  std::string device = "cpu";
+  int threads = 1;
+  int epochs = 15;  // timed passes (at least one)
+  Hyperparameters hyperparameters;
+  // The reader options for `data` (its format settled by its first bytes);
+  // throws Error for a bad format. Called once the backend is made.
+  std::function<ReaderOptions()> reader;
 };
 
 // `keel bench checkpoint`: full against delta checkpoints of one table.

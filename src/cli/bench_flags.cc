@@ -183,6 +183,26 @@ BenchParseOptions BenchParseOptionsFromFlags() {
   return options;
 }
 
+BenchBackendOptions BenchBackendOptionsFromFlags() {
+  if (FLAGS_data.empty() || FLAGS_job.empty()) {
+    throw MakeError("keel bench backend needs --data FILE_OR_FOLDER and --job");
+  }
+  BenchBackendOptions options;
+  options.data = FLAGS_data;
+  options.job = FLAGS_job;
+  options.device = FLAGS_device;
+  options.threads = FLAGS_threads;
+  options.epochs = FLAGS_epochs;
+  options.hyperparameters = HyperparametersFromFlags();
+  options.reader = [] {
+    ReaderOptions reader;
+    reader.format = ReaderOptionsFromFlags().format;
+    reader.zero_based = FLAGS_libsvm_zero_based;
+    return ResolveDataFormat(FLAGS_data, reader, true);
+  };
+  return options;
+}
+
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags() {
   RequireInRange("checkpoint_keys", FLAGS_checkpoint_keys, uint64_t{1000}, uint64_t{1} << 31);
   if (!(FLAGS_changed_share > 0 && FLAGS_changed_share <= 1)) {

@@ -54,6 +54,7 @@ BenchKVOptions BenchKVOptionsFromFlags();
 BenchZmqOptions BenchZmqOptionsFromFlags();
 // Reads the first bytes of --data to settle its format (ResolveDataFormat).
 BenchParseOptions BenchParseOptionsFromFlags();
+BenchBackendOptions BenchBackendOptionsFromFlags();
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
 BenchAdmissionOptions BenchAdmissionOptionsFromFlags();
 BenchReshardOptions BenchReshardOptionsFromFlags();
