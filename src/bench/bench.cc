@@ -15,14 +15,12 @@
 #include "bench/bench_admission.h"
 #include "bench/bench_checkpoint.h"
 #include "bench/bench_memory.h"
-#include "bench/bench_reshard.h"
 #include "bench/bench_options.h"
+#include "bench/bench_reshard.h"
+#include "bench/bench_train.h"
 #include "bench/zmq_bench.h"
 #include "cli/bench_flags.h"
-#include "cli/cluster_flags.h"
 #include "cli/commands.h"
-#include "cli/job_flags.h"
-#include "cli/launch_flags.h"
 #include "io/input_split.h"
 #include "io/readers.h"
 #include "kv/cluster_secret.h"
@@ -356,7 +354,12 @@ int RunBenchCluster(const BenchCluster& bench) {
 
 }  // namespace
 
-int RunBench(const std::string& what) {
+int RunBench(const std::string& what, const std::vector<std::string>& args) {
+  if (what == "train") {
+    BenchTrainOptions options = BenchTrainOptionsFromFlags(args);
+    options.keel = SelfPath();
+    return BenchTrain(options);
+  }
   if (what == "backend") return BenchBackend(BenchBackendOptionsFromFlags());
   if (what == "kv") {
     BenchKVOptions options = BenchKVOptionsFromFlags();

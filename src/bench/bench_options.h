@@ -93,6 +93,18 @@ struct BenchBackendOptions {
   std::function<ReaderOptions()> reader;
 };
 
+// `keel bench train`: a training job launched as a user launches it.
+struct BenchTrainOptions {
+  std::string data;        // a datagen folder (train/, validation/) or the training data
+  std::string validation;  // --validation as given ("" if none)
+  std::string model_dir;   // "" for a temporary folder
+  int workers = 1;         // the launch's workers
+  std::string keel;        // the keel executable, to run `keel launch` with
+  // The command line after `keel bench train`: given to `keel launch`,
+  // without --data.
+  std::vector<std::string> args;
+};
+
 // `keel bench checkpoint`: full against delta checkpoints of one table.
 struct BenchCheckpointOptions {
   uint64_t checkpoint_keys = 10000000;

@@ -5,17 +5,16 @@
 #ifndef KEEL_BENCH_BENCH_TRAIN_H_
 #define KEEL_BENCH_BENCH_TRAIN_H_
 
-#include <string>
-#include <vector>
+#include "bench/bench_options.h"
 
 namespace keel {
 
-// `args`: the command line after `keel bench train`. --data is the data: a
-// folder with train/ (and validation/) as `keel datagen` writes it, or the
-// training file or folder itself; every other flag goes to `keel launch`
-// (--servers and --workers default to 1). Prints a table and a JSON line;
-// returns the launch's exit status. Throws Error for a bad --data.
-int BenchTrain(const std::vector<std::string>& args);
+// options.data is the data: a folder with train/ (and validation/) as `keel
+// datagen` writes it, or the training file or folder itself; options.args
+// but --data go to `keel launch` (--servers and --workers default to 1).
+// Prints a table and a JSON line; returns 0. Throws Error if the job fails
+// or its workers recorded no epoch.
+int BenchTrain(const BenchTrainOptions& options);
 
 }  // namespace keel
 

@@ -203,6 +203,22 @@ BenchBackendOptions BenchBackendOptionsFromFlags() {
   return options;
 }
 
+BenchTrainOptions BenchTrainOptionsFromFlags(const std::vector<std::string>& args) {
+  if (FLAGS_data.empty()) {
+    throw MakeError("keel bench train needs --data DIR (or the training file)");
+  }
+  if (!FLAGS_train.empty()) {
+    throw MakeError("keel bench train: give the data as --data, not --train");
+  }
+  BenchTrainOptions options;
+  options.data = FLAGS_data;
+  options.validation = FLAGS_validation;
+  options.model_dir = FLAGS_model_dir;
+  options.workers = FLAGS_workers;
+  options.args = args;
+  return options;
+}
+
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags() {
   RequireInRange("checkpoint_keys", FLAGS_checkpoint_keys, uint64_t{1000}, uint64_t{1} << 31);
   if (!(FLAGS_changed_share > 0 && FLAGS_changed_share <= 1)) {

@@ -49,12 +49,14 @@ std::vector<int> SparseWidthsFromFlags();
 
 // Each benchmark's options from the flags, checked. Each throws Error naming
 // a bad flag. What is not a flag's value is left for the command to fill:
-// BenchKVOptions::run_cluster.
+// BenchKVOptions::run_cluster, BenchTrainOptions::keel.
 BenchKVOptions BenchKVOptionsFromFlags();
 BenchZmqOptions BenchZmqOptionsFromFlags();
 // Reads the first bytes of --data to settle its format (ResolveDataFormat).
 BenchParseOptions BenchParseOptionsFromFlags();
 BenchBackendOptions BenchBackendOptionsFromFlags();
+// `args`: the command line after `keel bench train`.
+BenchTrainOptions BenchTrainOptionsFromFlags(const std::vector<std::string>& args);
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
 BenchAdmissionOptions BenchAdmissionOptionsFromFlags();
 BenchReshardOptions BenchReshardOptionsFromFlags();

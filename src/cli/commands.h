@@ -88,8 +88,9 @@ int RunReport(const std::string& model_dir, const std::string& out);
 // <model_dir>/report.html (through Storage), ./report.html for s3://.
 std::string WriteReport(const std::string& model_dir, const std::string& out);
 
-// `keel bench kv|zmq|parse|backend` (bench/bench.cc; `keel bench train`: bench/bench_train.h).
-int RunBench(const std::string& what);
+// `keel bench WHAT` (bench/bench.cc). `args`: the command line after `keel
+// bench WHAT`.
+int RunBench(const std::string& what, const std::vector<std::string>& args);
 
 // The training jobs (job_commands.cc).
 // Runs the training job the flags describe on a started worker node,
