@@ -1,7 +1,5 @@
-// `keel bench kv`: push/pull throughput on a local cluster, beside
-// `keel bench zmq`: raw ZeroMQ over loopback at the same message sizes;
-// `keel bench parse`: the readers alone; `keel bench backend`: a compute
-// backend alone.
+#include "bench/bench.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,15 +10,8 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "base/time.h"
-#include "bench/bench_admission.h"
-#include "bench/bench_checkpoint.h"
 #include "bench/bench_memory.h"
-#include "bench/bench_options.h"
-#include "bench/bench_reshard.h"
-#include "bench/bench_train.h"
 #include "bench/zmq_bench.h"
-#include "cli/bench_flags.h"
-#include "cli/commands.h"
 #include "io/input_split.h"
 #include "io/readers.h"
 #include "kv/cluster_secret.h"
@@ -136,17 +127,6 @@ std::string Json(const std::string& bench, int servers, int workers, int infligh
   return out.str();
 }
 
-int BenchZmq(const BenchZmqOptions& zmq) {
-  KVBenchOptions options = zmq.cases;
-  if (options.dense_bytes.empty()) options.dense_bytes = {64 << 10, 1 << 20, 16 << 20};
-  const std::vector<Row> rows = ZmqRows(RunZmqBench(options));
-  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(zmq.inflight) + ")", rows,
-             false);
-  std::printf("%s\n",
-              Json("zmq", zmq.servers, zmq.workers, zmq.inflight, zmq.bench_seconds, rows).c_str());
-  return 0;
-}
-
 // The secret file the benchmark cluster uses: secret_file, a new one in
 // `folder` with curve, or none ("").
 std::string BenchSecret(const BenchKVOptions& options, const std::string& folder) {
@@ -185,6 +165,19 @@ std::vector<Row> ZmqBaseline(const KVBenchOptions& options) {
     }
   }
   return rows;
+}
+
+}  // namespace
+
+int BenchZmq(const BenchZmqOptions& zmq) {
+  KVBenchOptions options = zmq.cases;
+  if (options.dense_bytes.empty()) options.dense_bytes = {64 << 10, 1 << 20, 16 << 20};
+  const std::vector<Row> rows = ZmqRows(RunZmqBench(options));
+  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(zmq.inflight) + ")", rows,
+             false);
+  std::printf("%s\n",
+              Json("zmq", zmq.servers, zmq.workers, zmq.inflight, zmq.bench_seconds, rows).c_str());
+  return 0;
 }
 
 int BenchKV(const BenchKVOptions& kv) {
@@ -251,8 +244,6 @@ int BenchKV(const BenchKVOptions& kv) {
   return 0;
 }
 
-// Reads parse.data with the data readers alone (no training), one thread,
-// three times.
 int BenchParse(const BenchParseOptions& parse) {
   const ReaderOptions& options = parse.reader;
   const char* format = DataFormatName(options.format);
@@ -285,9 +276,6 @@ int BenchParse(const BenchParseOptions& parse) {
   return 0;
 }
 
-// The compute backend alone: bench.data read once into prepared minibatches
-// with random weights, then bench.epochs timed passes of Gradients over all
-// of them (no servers, no network). Prints the median pass.
 int BenchBackend(const BenchBackendOptions& bench) {
   const Hyperparameters& hyperparameters = bench.hyperparameters;
   const auto backend = MakeComputeBackend(bench.device, bench.threads, hyperparameters);
@@ -341,38 +329,6 @@ int BenchBackend(const BenchBackendOptions& bench) {
       "\"examples_per_s\":%.0f,\"seconds\":%.6f}\n",
       bench.device.c_str(), bench.threads, bench.job.c_str(), examples / median, median);
   return 0;
-}
-
-int RunBenchCluster(const BenchCluster& bench) {
-  LocalCluster cluster;
-  cluster.servers = bench.servers;
-  cluster.workers = bench.workers;
-  cluster.timeout_s = bench.timeout_s;
-  cluster.role_flags = bench.role_flags;
-  return RunLocalCluster(cluster);
-}
-
-}  // namespace
-
-int RunBench(const std::string& what, const std::vector<std::string>& args) {
-  if (what == "train") {
-    BenchTrainOptions options = BenchTrainOptionsFromFlags(args);
-    options.keel = SelfPath();
-    return BenchTrain(options);
-  }
-  if (what == "backend") return BenchBackend(BenchBackendOptionsFromFlags());
-  if (what == "kv") {
-    BenchKVOptions options = BenchKVOptionsFromFlags();
-    options.run_cluster = RunBenchCluster;
-    return BenchKV(options);
-  }
-  if (what == "zmq") return BenchZmq(BenchZmqOptionsFromFlags());
-  if (what == "parse") return BenchParse(BenchParseOptionsFromFlags());
-  if (what == "checkpoint") return BenchCheckpoint(BenchCheckpointOptionsFromFlags());
-  if (what == "admission") return BenchAdmission(BenchAdmissionOptionsFromFlags());
-  if (what == "reshard") return BenchReshard(BenchReshardOptionsFromFlags());
-  throw MakeError("unknown benchmark '", what,
-                  "': expected kv, zmq, parse, backend, train, checkpoint, admission or reshard");
 }
 
 }  // namespace keel

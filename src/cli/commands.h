@@ -88,8 +88,8 @@ int RunReport(const std::string& model_dir, const std::string& out);
 // <model_dir>/report.html (through Storage), ./report.html for s3://.
 std::string WriteReport(const std::string& model_dir, const std::string& out);
 
-// `keel bench WHAT` (bench/bench.cc). `args`: the command line after `keel
-// bench WHAT`.
+// `keel bench WHAT` (bench_command.cc: the options from the flags, the
+// benchmarks in src/bench). `args`: the command line after `keel bench WHAT`.
 int RunBench(const std::string& what, const std::vector<std::string>& args);
 
 // The training jobs (job_commands.cc).
