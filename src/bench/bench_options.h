@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/kv_bench_job.h"
 #include "io/readers.h"
 #include "worker/hyperparameters.h"
-#include "worker/kv_bench_job.h"
 
 namespace keel {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "worker/kv_bench_job.h"
+#include "bench/kv_bench_job.h"
 
 namespace keel {
 

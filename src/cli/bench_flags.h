@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "bench/bench_options.h"
+#include "bench/kv_bench_job.h"
 #include "cli/flag_group.h"
-#include "worker/kv_bench_job.h"
 
 DECLARE_string(bench_out);
 DECLARE_string(mode);

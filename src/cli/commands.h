@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/kv_bench_job.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
-#include "worker/kv_bench_job.h"
 #include "worker/training_counters.h"
 
 namespace keel {
