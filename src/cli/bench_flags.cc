@@ -6,7 +6,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
+#include "cli/job_flags.h"
+#include "cli/launch_flags.h"
+#include "kv/keys.h"
+#include "worker/hyperparameters.h"
 
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
 DEFINE_string(mode, "dense",
@@ -119,6 +124,133 @@ KVBenchOptions BenchFlags() {
     throw MakeError("--workload '", FLAGS_workload, "' is not keel or pslite");
   }
   options.pslite_keys = FLAGS_workload == "pslite";
+  return options;
+}
+
+BenchKVOptions BenchKVOptionsFromFlags() {
+  BenchKVOptions options;
+  options.mode = FLAGS_mode;
+  if (FLAGS_mode == "memory") {
+    options.memory.memory_keys = MemoryKeysFromFlags();
+    options.memory.sparse_widths = SparseWidthsFromFlags();
+    return options;
+  }
+  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
+    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse, all or memory");
+  }
+  options.cases = BenchFlags();
+  options.zmq_baseline = FLAGS_zmq_baseline;
+  options.curve = FLAGS_curve;
+  options.dense_sizes = FLAGS_dense_sizes;
+  options.sparse_widths = FLAGS_sparse_widths;
+  options.sparse_keys = FLAGS_sparse_keys;
+  options.key_space = FLAGS_key_space;
+  options.bench_seconds = FLAGS_bench_seconds;
+  options.inflight = FLAGS_inflight;
+  options.small = FLAGS_small;
+  options.workload = FLAGS_workload;
+  options.servers = FLAGS_servers;
+  options.workers = FLAGS_workers;
+  options.timeout = FLAGS_timeout;
+  options.replication = FLAGS_replication;
+  options.key_ranges = FLAGS_key_ranges;
+  options.secret_file = FLAGS_secret_file;
+  return options;
+}
+
+BenchZmqOptions BenchZmqOptionsFromFlags() {
+  BenchZmqOptions options;
+  options.cases = BenchFlags();
+  options.servers = FLAGS_servers;
+  options.workers = FLAGS_workers;
+  options.inflight = FLAGS_inflight;
+  options.bench_seconds = FLAGS_bench_seconds;
+  return options;
+}
+
+BenchParseOptions BenchParseOptionsFromFlags() {
+  if (FLAGS_data.empty()) throw MakeError("keel bench parse needs --data FILE_OR_FOLDER");
+  // The labels checked as training checks them (--predictor_type, --num_classes).
+  Hyperparameters labels;
+  labels.predictor_type = ParsePredictorType(FLAGS_predictor_type);
+  labels.num_classes = FLAGS_num_classes;
+  ReaderOptions reader = WithLabelRule(ReaderOptions(), labels);
+  reader.format = ReaderOptionsFromFlags().format;
+  reader.zero_based = FLAGS_libsvm_zero_based;
+  BenchParseOptions options;
+  options.data = FLAGS_data;
+  options.reader = ResolveDataFormat(FLAGS_data, reader, true);
+  return options;
+}
+
+BenchBackendOptions BenchBackendOptionsFromFlags() {
+  if (FLAGS_data.empty() || FLAGS_job.empty()) {
+    throw MakeError("keel bench backend needs --data FILE_OR_FOLDER and --job");
+  }
+  BenchBackendOptions options;
+  options.data = FLAGS_data;
+  options.job = FLAGS_job;
+  options.device = FLAGS_device;
+  options.threads = FLAGS_threads;
+  options.epochs = FLAGS_epochs;
+  options.hyperparameters = HyperparametersFromFlags();
+  options.reader = [] {
+    ReaderOptions reader;
+    reader.format = ReaderOptionsFromFlags().format;
+    reader.zero_based = FLAGS_libsvm_zero_based;
+    return ResolveDataFormat(FLAGS_data, reader, true);
+  };
+  return options;
+}
+
+BenchTrainOptions BenchTrainOptionsFromFlags(const std::vector<std::string>& args) {
+  if (FLAGS_data.empty()) {
+    throw MakeError("keel bench train needs --data DIR (or the training file)");
+  }
+  if (!FLAGS_train.empty()) {
+    throw MakeError("keel bench train: give the data as --data, not --train");
+  }
+  BenchTrainOptions options;
+  options.data = FLAGS_data;
+  options.validation = FLAGS_validation;
+  options.model_dir = FLAGS_model_dir;
+  options.workers = FLAGS_workers;
+  options.args = args;
+  return options;
+}
+
+BenchCheckpointOptions BenchCheckpointOptionsFromFlags() {
+  RequireInRange("checkpoint_keys", FLAGS_checkpoint_keys, uint64_t{1000}, uint64_t{1} << 31);
+  if (!(FLAGS_changed_share > 0 && FLAGS_changed_share <= 1)) {
+    throw MakeError("--changed_share must be in (0, 1], got ", FLAGS_changed_share);
+  }
+  RequireInRange("rounds", FLAGS_rounds, 1, 1000);
+  BenchCheckpointOptions options;
+  options.checkpoint_keys = FLAGS_checkpoint_keys;
+  options.changed_share = FLAGS_changed_share;
+  options.rounds = FLAGS_rounds;
+  options.checkpoint_uri = FLAGS_checkpoint_uri;
+  return options;
+}
+
+BenchAdmissionOptions BenchAdmissionOptionsFromFlags() {
+  RequireInRange("distinct_keys", FLAGS_distinct_keys, uint64_t{1000}, uint64_t{1} << 32);
+  BenchAdmissionOptions options;
+  options.distinct_keys = FLAGS_distinct_keys;
+  return options;
+}
+
+BenchReshardOptions BenchReshardOptionsFromFlags() {
+  RequireInRange<uint64_t>("reshard_keys", FLAGS_reshard_keys, 1000, uint64_t{1} << 28);
+  RequireInRange("reshard_width", FLAGS_reshard_width, 1, 256);
+  RequireInRange<uint64_t>("sparse_keys", FLAGS_sparse_keys, 1, 10000000);
+  const int key_ranges = FLAGS_key_ranges > 0 ? FLAGS_key_ranges : 8;
+  RequireInRange("key_ranges", key_ranges, 3, kMaxKeyRanges);
+  BenchReshardOptions options;
+  options.reshard_keys = FLAGS_reshard_keys;
+  options.reshard_width = FLAGS_reshard_width;
+  options.sparse_keys = FLAGS_sparse_keys;
+  options.key_ranges = key_ranges;
   return options;
 }
 

@@ -1,13 +1,19 @@
 // The command line's benchmark flags (bench_flags.cc): the cases `keel bench
-// kv|zmq` measure and the kv_bench job runs. Every user of these flags
-// includes this header; the flags are defined nowhere else.
+// kv|zmq` measure and the kv_bench job runs, and each `keel bench`'s options
+// (bench/bench_options.h) read from these and the other flag families. Every
+// user of these flags includes this header; the flags are defined nowhere
+// else.
 #ifndef KEEL_CLI_BENCH_FLAGS_H_
 #define KEEL_CLI_BENCH_FLAGS_H_
 
 #include <gflags/gflags.h>
 
+#include <string>
+#include <vector>
+
+#include "bench/bench_options.h"
+#include "bench/kv_bench_job.h"
 #include "cli/flag_group.h"
-#include "worker/kv_bench_job.h"
 
 DECLARE_string(bench_out);
 DECLARE_string(mode);
@@ -40,6 +46,20 @@ KVBenchOptions BenchFlags();
 uint64_t MemoryKeysFromFlags();
 // --sparse_widths, each in 1..4096. Throws Error naming a bad one.
 std::vector<int> SparseWidthsFromFlags();
+
+// Each benchmark's options from the flags, checked. Each throws Error naming
+// a bad flag. What is not a flag's value is left for the command to fill:
+// BenchKVOptions::run_cluster, BenchTrainOptions::keel.
+BenchKVOptions BenchKVOptionsFromFlags();
+BenchZmqOptions BenchZmqOptionsFromFlags();
+// Reads the first bytes of --data to settle its format (ResolveDataFormat).
+BenchParseOptions BenchParseOptionsFromFlags();
+BenchBackendOptions BenchBackendOptionsFromFlags();
+// `args`: the command line after `keel bench train`.
+BenchTrainOptions BenchTrainOptionsFromFlags(const std::vector<std::string>& args);
+BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
+BenchAdmissionOptions BenchAdmissionOptionsFromFlags();
+BenchReshardOptions BenchReshardOptionsFromFlags();
 
 }  // namespace keel
 

@@ -14,7 +14,6 @@
 
 #include "base/edit_distance.h"
 #include "base/error.h"
-#include "cli/bench_train.h"
 #include "cli/cluster_flags.h"
 #include "cli/command_flags.h"
 #include "cli/command_help.h"
@@ -194,10 +193,10 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (CheckFlagsGiven()) {
     throw MakeError("--check_flags applies to scheduler, server, worker and launch");
   }
-  if (command == "bench" && invocation.subcommand == "train") {
-    return BenchTrain(std::vector<std::string>(argv + invocation.first_flag, argv + argc));
+  if (command == "bench") {
+    return RunBench(invocation.subcommand,
+                    std::vector<std::string>(argv + invocation.first_flag, argv + argc));
   }
-  if (command == "bench") return RunBench(invocation.subcommand);
   if (command == "predict") return RunPredict();
   if (command == "serve") return RunServe();
   if (command == "datagen") return RunDatagen();

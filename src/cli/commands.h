@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "bench/kv_bench_job.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "launch/role_output.h"
-#include "worker/kv_bench_job.h"
 #include "worker/training_counters.h"
 
 namespace keel {
@@ -94,8 +94,9 @@ int RunReport(const std::string& model_dir, const std::string& out);
 // <model_dir>/report.html (through Storage), ./report.html for s3://.
 std::string WriteReport(const std::string& model_dir, const std::string& out);
 
-// `keel bench kv|zmq|parse|backend` (bench.cc; `keel bench train`: cli/bench_train.h).
-int RunBench(const std::string& what);
+// `keel bench WHAT` (bench_command.cc: the options from the flags, the
+// benchmarks in src/bench). `args`: the command line after `keel bench WHAT`.
+int RunBench(const std::string& what, const std::vector<std::string>& args);
 
 // The training jobs (job_commands.cc).
 // Runs the training job the flags describe on a started worker node,

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "base/time.h"
+#include "bench/kv_bench_job.h"
 #include "cli/bench_flags.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
@@ -35,7 +36,6 @@
 #include "metrics/status_page.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
-#include "worker/kv_bench_job.h"
 
 namespace keel {
 namespace {

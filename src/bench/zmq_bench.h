@@ -1,11 +1,11 @@
 // `keel bench zmq`'s measurement: raw ZeroMQ request/reply over loopback TCP,
 // the baseline `keel bench kv` compares push/pull with.
-#ifndef KEEL_CLI_ZMQ_BENCH_H_
-#define KEEL_CLI_ZMQ_BENCH_H_
+#ifndef KEEL_BENCH_ZMQ_BENCH_H_
+#define KEEL_BENCH_ZMQ_BENCH_H_
 
 #include <vector>
 
-#include "worker/kv_bench_job.h"
+#include "bench/kv_bench_job.h"
 
 namespace keel {
 
@@ -17,4 +17,4 @@ std::vector<BenchCase> RunZmqBench(const KVBenchOptions& options);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_ZMQ_BENCH_H_
+#endif  // KEEL_BENCH_ZMQ_BENCH_H_

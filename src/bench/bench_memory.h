@@ -2,12 +2,14 @@
 // each optimizer and row width, beside the bound (the key, the weights and the
 // optimizer's state), so a reader can size servers and see the table's
 // overhead.
-#ifndef KEEL_CLI_BENCH_MEMORY_H_
-#define KEEL_CLI_BENCH_MEMORY_H_
+#ifndef KEEL_BENCH_BENCH_MEMORY_H_
+#define KEEL_BENCH_BENCH_MEMORY_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "bench/bench_options.h"
 
 namespace keel {
 
@@ -30,10 +32,10 @@ struct TableMemory {
 // width.
 std::vector<TableMemory> MeasureTableMemory(uint64_t keys, const std::vector<int>& widths);
 
-// `keel bench kv --mode=memory`: MeasureTableMemory with --memory_keys and
-// --sparse_widths, printed as a table and a JSON line.
-int BenchTableMemory();
+// `keel bench kv --mode=memory`: MeasureTableMemory with `options`' keys and
+// widths, printed as a table and a JSON line.
+int BenchTableMemory(const BenchMemoryOptions& options);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_BENCH_MEMORY_H_
+#endif  // KEEL_BENCH_BENCH_MEMORY_H_

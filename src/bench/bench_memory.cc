@@ -1,4 +1,4 @@
-#include "cli/bench_memory.h"
+#include "bench/bench_memory.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "cli/bench_flags.h"
 #include "kv/keys.h"
 #include "kv/optimizer.h"
 #include "kv/parameter_table.h"
@@ -85,9 +84,9 @@ std::vector<TableMemory> MeasureTableMemory(uint64_t keys, const std::vector<int
   return rows;
 }
 
-int BenchTableMemory() {
-  const uint64_t keys = MemoryKeysFromFlags();
-  const std::vector<TableMemory> rows = MeasureTableMemory(keys, SparseWidthsFromFlags());
+int BenchTableMemory(const BenchMemoryOptions& options) {
+  const uint64_t keys = options.memory_keys;
+  const std::vector<TableMemory> rows = MeasureTableMemory(keys, options.sparse_widths);
   std::printf("server table memory: %llu distinct keys pushed per table\n",
               static_cast<unsigned long long>(keys));
   std::printf("%-8s %5s %5s %12s %12s %12s %9s\n", "optimizer", "width", "state", "bound B/key",

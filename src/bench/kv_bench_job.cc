@@ -1,4 +1,4 @@
-#include "worker/kv_bench_job.h"
+#include "bench/kv_bench_job.h"
 
 #include <glog/logging.h>
 

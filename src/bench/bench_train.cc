@@ -1,4 +1,4 @@
-#include "cli/bench_train.h"
+#include "bench/bench_train.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,9 +17,6 @@
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "base/time.h"
-#include "cli/commands.h"
-#include "cli/job_flags.h"
-#include "cli/launch_flags.h"
 
 namespace keel {
 namespace {
@@ -120,23 +117,20 @@ double Median(std::vector<double> values) {
 
 }  // namespace
 
-int BenchTrain(const std::vector<std::string>& args) {
-  const std::string data = FLAGS_data;
-  if (data.empty()) throw MakeError("keel bench train needs --data DIR (or the training file)");
-  std::vector<std::string> launch = {SelfPath(), "launch"};
-  std::vector<std::string> rest = Without(args, "data");
-  // The flags as parsed here (a --flagfile's included) say what the launch
-  // will do; --servers and --workers default to 1 (the flags' own defaults).
-  const int workers = std::max(1, FLAGS_workers);
-  if (!FLAGS_train.empty()) {
-    throw MakeError("keel bench train: give the data as --data, not --train");
-  }
+int BenchTrain(const BenchTrainOptions& options) {
+  const std::string& data = options.data;
+  std::vector<std::string> launch = {options.keel, "launch"};
+  std::vector<std::string> rest = Without(options.args, "data");
+  // The options (the flags as parsed, a --flagfile's included) say what the
+  // launch will do; --servers and --workers default to 1 (the flags' own
+  // defaults).
+  const int workers = std::max(1, options.workers);
   const bool datagen_layout = IsFolder(data + "/train");
   launch.push_back("--train=" + (datagen_layout ? data + "/train" : data));
-  if (FLAGS_validation.empty() && datagen_layout && IsFolder(data + "/validation")) {
+  if (options.validation.empty() && datagen_layout && IsFolder(data + "/validation")) {
     launch.push_back("--validation=" + data + "/validation");
   }
-  std::string model_dir = FLAGS_model_dir;
+  std::string model_dir = options.model_dir;
   std::string temporary;
   if (model_dir.empty()) {
     char folder[] = "/tmp/keel-bench-train-XXXXXX";

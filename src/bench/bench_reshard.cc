@@ -9,9 +9,8 @@
 // overlapped each move. It runs twice, with the moving ranges copied before
 // their new server joins the chain (pre-copy: pushes wait only for the rows
 // changed since) and without (they wait for the whole copy).
-#include "cli/bench_reshard.h"
+#include "bench/bench_reshard.h"
 
-#include <gflags/gflags.h>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -23,16 +22,11 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "cli/bench_flags.h"
-#include "cli/cluster_flags.h"
-#include "cli/flag_rules.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/admin_client.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
-
-DECLARE_uint64(sparse_keys);
 
 namespace keel {
 namespace {
@@ -233,25 +227,21 @@ Run Measure(bool precopy, const std::vector<Key>& keys, int width, size_t per_pu
 
 }  // namespace
 
-int BenchReshard() {
-  RequireInRange<uint64_t>("reshard_keys", FLAGS_reshard_keys, 1000, uint64_t{1} << 28);
-  RequireInRange("reshard_width", FLAGS_reshard_width, 1, 256);
-  RequireInRange<uint64_t>("sparse_keys", FLAGS_sparse_keys, 1, 10000000);
-  const int key_ranges = FLAGS_key_ranges > 0 ? FLAGS_key_ranges : 8;
-  RequireInRange("key_ranges", key_ranges, 3, kMaxKeyRanges);
-  const std::vector<Key> keys = TableKeys(FLAGS_reshard_keys);
-  const int width = FLAGS_reshard_width;
+int BenchReshard(const BenchReshardOptions& options) {
+  const int key_ranges = options.key_ranges;
+  const std::vector<Key> keys = TableKeys(options.reshard_keys);
+  const int width = options.reshard_width;
   const double row_bytes = sizeof(Key) + sizeof(float) * width;
   printf(
       "reshard: %zu rows x %d floats (%.0f MB), %d key ranges on 2 servers; pushes of %zu "
       "random keys, one in flight; a server joins (%d ranges move to it), then server 0 is "
       "drained\n",
       keys.size(), width, keys.size() * row_bytes / 1e6, key_ranges,
-      static_cast<size_t>(FLAGS_sparse_keys), key_ranges / 3);
+      static_cast<size_t>(options.sparse_keys), key_ranges / 3);
   printf("%-10s %10s %12s %12s %12s %12s %8s\n", "copy", "push p50", "join took", "join stall",
          "drain took", "drain stall", "pushes");
   for (bool precopy : {false, true}) {
-    const Run run = Measure(precopy, keys, width, FLAGS_sparse_keys, key_ranges);
+    const Run run = Measure(precopy, keys, width, options.sparse_keys, key_ranges);
     printf("%-10s %8.1fms %10.0fms %10.1fms %10.0fms %10.1fms %8lu\n",
            precopy ? "pre-copy" : "whole", run.median_push_s * 1e3,
            (run.join.end - run.join.begin) * 1e3, run.join.longest_push_s * 1e3,

@@ -6,9 +6,8 @@
 // is timed in its two parts: the copy (on a server's receive thread, where
 // pushes wait) and the write (sort, encode, store: in the background), and
 // its bytes are counted. Then both are read back the way a resume does.
-#include "cli/bench_checkpoint.h"
+#include "bench/bench_checkpoint.h"
 
-#include <gflags/gflags.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -20,9 +19,6 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "cli/bench_flags.h"
-#include "cli/cluster_flags.h"
-#include "cli/flag_rules.h"
 #include "io/checkpoint.h"
 #include "kv/keys.h"
 #include "server/shard.h"
@@ -113,13 +109,8 @@ ServerTable AdagradBenchTable() {
   return table;
 }
 
-int BenchCheckpoint() {
-  RequireInRange("checkpoint_keys", FLAGS_checkpoint_keys, uint64_t{1000}, uint64_t{1} << 31);
-  if (!(FLAGS_changed_share > 0 && FLAGS_changed_share <= 1)) {
-    throw MakeError("--changed_share must be in (0, 1], got ", FLAGS_changed_share);
-  }
-  RequireInRange("rounds", FLAGS_rounds, 1, 1000);
-  std::string uri = FLAGS_checkpoint_uri;
+int BenchCheckpoint(const BenchCheckpointOptions& options) {
+  std::string uri = options.checkpoint_uri;
   std::string scratch;
   if (uri.empty()) {
     char folder[] = "/tmp/keel-bench-ckpt-XXXXXX";
@@ -129,7 +120,7 @@ int BenchCheckpoint() {
   }
   ServerTable table = AdagradBenchTable();
   table.rows->EnableStamps();
-  const uint64_t keys = FLAGS_checkpoint_keys;
+  const uint64_t keys = options.checkpoint_keys;
   std::fprintf(stderr, "filling a table of %llu keys...\n", static_cast<unsigned long long>(keys));
   std::mt19937 random(7);
   {
@@ -147,9 +138,10 @@ int BenchCheckpoint() {
               static_cast<unsigned long long>(first.bytes), first.copy_seconds,
               first.write_seconds);
   std::vector<Taken> deltas, fulls;
-  const uint64_t changed = std::max<uint64_t>(1, static_cast<uint64_t>(FLAGS_changed_share * keys));
+  const uint64_t changed =
+      std::max<uint64_t>(1, static_cast<uint64_t>(options.changed_share * keys));
   std::uniform_int_distribution<uint64_t> pick(0, keys - 1);
-  for (int round = 0; round < FLAGS_rounds; ++round) {
+  for (int round = 0; round < options.rounds; ++round) {
     std::vector<Key> touched;
     touched.reserve(changed);
     while (touched.size() < changed) touched.push_back(MixKey(pick(random)));
@@ -177,7 +169,7 @@ int BenchCheckpoint() {
     return Median(values);
   };
   std::printf("%llu keys, %.2f%% changed between checkpoints, median of %d rounds:\n",
-              static_cast<unsigned long long>(keys), 100 * FLAGS_changed_share, FLAGS_rounds);
+              static_cast<unsigned long long>(keys), 100 * options.changed_share, options.rounds);
   std::printf("%-6s %12s %14s %10s %10s %10s\n", "kind", "rows", "bytes", "copy s", "write s",
               "read s");
   for (const auto& [name, takes] :
@@ -191,7 +183,7 @@ int BenchCheckpoint() {
       "{\"bench\": \"checkpoint\", \"keys\": %llu, \"changed_share\": %g, \"full_bytes\": %.0f, "
       "\"delta_bytes\": %.0f, \"full_copy_s\": %.4f, \"delta_copy_s\": %.4f, \"full_write_s\": "
       "%.4f, \"delta_write_s\": %.4f}\n",
-      static_cast<unsigned long long>(keys), FLAGS_changed_share, median_bytes(fulls),
+      static_cast<unsigned long long>(keys), options.changed_share, median_bytes(fulls),
       median_bytes(deltas), median(fulls, &Taken::copy_seconds),
       median(deltas, &Taken::copy_seconds), median(fulls, &Taken::write_seconds),
       median(deltas, &Taken::write_seconds));

@@ -1,8 +1,8 @@
 // The KV benchmark's worker side: push/pull throughput and latency against the
 // cluster's servers, case by case, with every worker running the same case at
 // the same time (barriers between cases).
-#ifndef KEEL_WORKER_KV_BENCH_JOB_H_
-#define KEEL_WORKER_KV_BENCH_JOB_H_
+#ifndef KEEL_BENCH_KV_BENCH_JOB_H_
+#define KEEL_BENCH_KV_BENCH_JOB_H_
 
 #include <cstdint>
 #include <string>
@@ -55,4 +55,4 @@ std::string FormatBytes(uint64_t bytes);
 
 }  // namespace keel
 
-#endif  // KEEL_WORKER_KV_BENCH_JOB_H_
+#endif  // KEEL_BENCH_KV_BENCH_JOB_H_

@@ -9,9 +9,7 @@
 // than --admit_after, yet given a row). Cases: every key; admission after 2
 // pushes with the default 8 MiB of counters, and with 2 and 8 bytes of
 // counters per distinct key; after 3 pushes with 8 bytes.
-#include "cli/bench_admission.h"
-
-#include <gflags/gflags.h>
+#include "bench/bench_admission.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,9 +19,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "cli/bench_checkpoint.h"
-#include "cli/bench_flags.h"
-#include "cli/flag_rules.h"
+#include "bench/bench_checkpoint.h"
 #include "kv/keys.h"
 #include "server/shard.h"
 
@@ -116,9 +112,8 @@ Result Fill(const Case& c, const std::vector<uint32_t>& pushes,
 
 }  // namespace
 
-int BenchAdmission() {
-  RequireInRange("distinct_keys", FLAGS_distinct_keys, uint64_t{1000}, uint64_t{1} << 32);
-  const uint64_t distinct = FLAGS_distinct_keys;
+int BenchAdmission(const BenchAdmissionOptions& options) {
+  const uint64_t distinct = options.distinct_keys;
   const std::vector<double> cdf = PushCountCdf();
   std::vector<uint32_t> pushes(distinct);
   uint64_t total = 0, once = 0;

@@ -1,4 +1,4 @@
-#include "cli/zmq_bench.h"
+#include "bench/zmq_bench.h"
 
 #include <signal.h>
 #include <sys/prctl.h>

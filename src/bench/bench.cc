@@ -1,7 +1,5 @@
-// `keel bench kv`: push/pull throughput on a local cluster, beside
-// `keel bench zmq`: raw ZeroMQ over loopback at the same message sizes;
-// `keel bench parse`: the readers alone; `keel bench backend`: a compute
-// backend alone.
+#include "bench/bench.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,16 +10,8 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "base/time.h"
-#include "cli/bench_admission.h"
-#include "cli/bench_checkpoint.h"
-#include "cli/bench_reshard.h"
-#include "cli/bench_flags.h"
-#include "cli/bench_memory.h"
-#include "cli/cluster_flags.h"
-#include "cli/commands.h"
-#include "cli/job_flags.h"
-#include "cli/launch_flags.h"
-#include "cli/zmq_bench.h"
+#include "bench/bench_memory.h"
+#include "bench/zmq_bench.h"
 #include "io/input_split.h"
 #include "io/readers.h"
 #include "kv/cluster_secret.h"
@@ -112,12 +102,14 @@ void PrintTable(const std::string& title, const std::vector<Row>& rows, bool wit
   }
 }
 
-std::string Json(const std::string& bench, const std::vector<Row>& rows) {
+// `servers` ... `seconds_per_case`: the run's settings, as the flags gave them.
+std::string Json(const std::string& bench, int servers, int workers, int inflight,
+                 double seconds_per_case, const std::vector<Row>& rows) {
   std::ostringstream out;
   out.precision(6);
-  out << "{\"bench\":\"" << bench << "\",\"servers\":" << FLAGS_servers
-      << ",\"workers\":" << FLAGS_workers << ",\"inflight\":" << FLAGS_inflight
-      << ",\"seconds_per_case\":" << FLAGS_bench_seconds << ",\"cases\":[";
+  out << "{\"bench\":\"" << bench << "\",\"servers\":" << servers << ",\"workers\":" << workers
+      << ",\"inflight\":" << inflight << ",\"seconds_per_case\":" << seconds_per_case
+      << ",\"cases\":[";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     out << (i ? "," : "") << "{\"name\":\"" << row.name << "\",\"requests\":" << row.requests
@@ -135,21 +127,11 @@ std::string Json(const std::string& bench, const std::vector<Row>& rows) {
   return out.str();
 }
 
-int BenchZmq() {
-  KVBenchOptions options = BenchFlags();
-  if (options.dense_bytes.empty()) options.dense_bytes = {64 << 10, 1 << 20, 16 << 20};
-  const std::vector<Row> rows = ZmqRows(RunZmqBench(options));
-  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(FLAGS_inflight) + ")", rows,
-             false);
-  std::printf("%s\n", Json("zmq", rows).c_str());
-  return 0;
-}
-
-// The secret file the benchmark cluster uses: --secret_file's, a new one in
-// `folder` with --curve, or none ("").
-std::string BenchSecret(const std::string& folder) {
-  if (!FLAGS_secret_file.empty()) return FLAGS_secret_file;
-  if (!FLAGS_curve) return "";
+// The secret file the benchmark cluster uses: secret_file, a new one in
+// `folder` with curve, or none ("").
+std::string BenchSecret(const BenchKVOptions& options, const std::string& folder) {
+  if (!options.secret_file.empty()) return options.secret_file;
+  if (!options.curve) return "";
   const std::string path = folder + "/cluster.secret";
   WriteClusterSecretFile(path, GenerateClusterSecret());
   return path;
@@ -185,44 +167,53 @@ std::vector<Row> ZmqBaseline(const KVBenchOptions& options) {
   return rows;
 }
 
-int BenchKV() {
-  if (FLAGS_mode == "memory") return BenchTableMemory();
-  if (FLAGS_mode != "dense" && FLAGS_mode != "sparse" && FLAGS_mode != "all") {
-    throw MakeError("--mode '", FLAGS_mode, "' is not dense, sparse, all or memory");
-  }
-  const KVBenchOptions options = BenchFlags();
+}  // namespace
+
+int BenchZmq(const BenchZmqOptions& zmq) {
+  KVBenchOptions options = zmq.cases;
+  if (options.dense_bytes.empty()) options.dense_bytes = {64 << 10, 1 << 20, 16 << 20};
+  const std::vector<Row> rows = ZmqRows(RunZmqBench(options));
+  PrintTable("raw ZeroMQ over loopback TCP (inflight " + std::to_string(zmq.inflight) + ")", rows,
+             false);
+  std::printf("%s\n",
+              Json("zmq", zmq.servers, zmq.workers, zmq.inflight, zmq.bench_seconds, rows).c_str());
+  return 0;
+}
+
+int BenchKV(const BenchKVOptions& kv) {
+  if (kv.mode == "memory") return BenchTableMemory(kv.memory);
+  const KVBenchOptions& options = kv.cases;
   std::vector<Row> baseline;
-  if (FLAGS_zmq_baseline &&
-      (options.small || !options.dense_bytes.empty() || options.pslite_keys)) {
+  if (kv.zmq_baseline && (options.small || !options.dense_bytes.empty() || options.pslite_keys)) {
     std::fprintf(stderr, "measuring raw ZeroMQ at the same sizes...\n");
     baseline = ZmqBaseline(options);
   }
   char folder[] = "/tmp/keel-bench-XXXXXX";
   if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
-  LocalCluster cluster;
-  cluster.servers = FLAGS_servers;
-  cluster.workers = FLAGS_workers;
-  cluster.timeout_s = FLAGS_timeout;
+  BenchCluster cluster;
+  cluster.servers = kv.servers;
+  cluster.workers = kv.workers;
+  cluster.timeout_s = kv.timeout;
   cluster.role_flags = {
-      "--job=kv_bench", "--bench_out=" + std::string(folder), "--mode=" + FLAGS_mode,
-      "--dense_sizes=" + FLAGS_dense_sizes, "--sparse_widths=" + FLAGS_sparse_widths,
-      "--sparse_keys=" + std::to_string(FLAGS_sparse_keys),
-      "--key_space=" + std::to_string(FLAGS_key_space),
-      "--bench_seconds=" + std::to_string(FLAGS_bench_seconds),
-      "--inflight=" + std::to_string(FLAGS_inflight),
-      std::string("--small=") + (FLAGS_small ? "true" : "false"), "--workload=" + FLAGS_workload,
+      "--job=kv_bench", "--bench_out=" + std::string(folder), "--mode=" + kv.mode,
+      "--dense_sizes=" + kv.dense_sizes, "--sparse_widths=" + kv.sparse_widths,
+      "--sparse_keys=" + std::to_string(kv.sparse_keys),
+      "--key_space=" + std::to_string(kv.key_space),
+      "--bench_seconds=" + std::to_string(kv.bench_seconds),
+      "--inflight=" + std::to_string(kv.inflight),
+      std::string("--small=") + (kv.small ? "true" : "false"), "--workload=" + kv.workload,
       // Tiny steps keep the pushed rows finite however long it runs;
       // ps-lite's workload sums (its values are small).
       "--optimizer=sgd", options.pslite_keys ? "--learning_rate=1" : "--learning_rate=1e-9",
-      "--minloglevel=1", "--replication=" + std::to_string(FLAGS_replication),
-      "--key_ranges=" + std::to_string(FLAGS_key_ranges)};
-  const std::string secret = BenchSecret(folder);
+      "--minloglevel=1", "--replication=" + std::to_string(kv.replication),
+      "--key_ranges=" + std::to_string(kv.key_ranges)};
+  const std::string secret = BenchSecret(kv, folder);
   if (!secret.empty()) cluster.role_flags.push_back("--secret_file=" + secret);
-  const int status = RunLocalCluster(cluster);
-  if (FLAGS_secret_file.empty() && !secret.empty()) unlink(secret.c_str());
+  const int status = kv.run_cluster(cluster);
+  if (kv.secret_file.empty() && !secret.empty()) unlink(secret.c_str());
   std::vector<std::vector<BenchCase>> per_worker;
   if (status == 0) {
-    for (int rank = 0; rank < FLAGS_workers; ++rank) {
+    for (int rank = 0; rank < kv.workers; ++rank) {
       const std::string path = std::string(folder) + "/worker-" + std::to_string(rank) + ".tsv";
       per_worker.push_back(ParseBenchCases(ReadFile(path), path));
       unlink(path.c_str());
@@ -240,36 +231,28 @@ int BenchKV() {
       }
     }
   }
-  PrintTable("keel push/pull (" + FLAGS_workload + " workload): " + std::to_string(FLAGS_servers) +
-                 " server(s), " + std::to_string(FLAGS_workers) + " worker(s), inflight " +
-                 std::to_string(FLAGS_inflight) + " (small: 1), replication " +
-                 std::to_string(FLAGS_replication) +
-                 (FLAGS_key_ranges > 0 ? ", " + std::to_string(FLAGS_key_ranges) + " key ranges"
-                                       : std::string()) +
+  PrintTable("keel push/pull (" + kv.workload + " workload): " + std::to_string(kv.servers) +
+                 " server(s), " + std::to_string(kv.workers) + " worker(s), inflight " +
+                 std::to_string(kv.inflight) + " (small: 1), replication " +
+                 std::to_string(kv.replication) +
+                 (kv.key_ranges > 0 ? ", " + std::to_string(kv.key_ranges) + " key ranges"
+                                    : std::string()) +
                  (secret.empty() ? "" : ", CURVE"),
              rows, !baseline.empty());
-  std::printf("%s\n", Json("kv", rows).c_str());
+  std::printf("%s\n",
+              Json("kv", kv.servers, kv.workers, kv.inflight, kv.bench_seconds, rows).c_str());
   return 0;
 }
 
-// Reads --data with the data readers alone (no training), one thread, with
-// the labels checked as training checks them (--predictor_type, --num_classes).
-int BenchParse() {
-  if (FLAGS_data.empty()) throw MakeError("keel bench parse needs --data FILE_OR_FOLDER");
-  Hyperparameters labels;
-  labels.predictor_type = ParsePredictorType(FLAGS_predictor_type);
-  labels.num_classes = FLAGS_num_classes;
-  ReaderOptions options = WithLabelRule(ReaderOptions(), labels);
-  options.format = ReaderOptionsFromFlags().format;
-  options.zero_based = FLAGS_libsvm_zero_based;
-  options = ResolveDataFormat(FLAGS_data, options, true);
+int BenchParse(const BenchParseOptions& parse) {
+  const ReaderOptions& options = parse.reader;
   const char* format = DataFormatName(options.format);
   std::vector<double> seconds;
   uint64_t bytes = 0, rows = 0, nonzeros = 0;
   for (int repeat = 0; repeat < 3; ++repeat) {
     bytes = rows = nonzeros = 0;
     const double begin = MonotonicSeconds();
-    for (const InputSplit& split : ResolveChannel(FLAGS_data, 0, 1)) {
+    for (const InputSplit& split : ResolveChannel(parse.data, 0, 1)) {
       auto reader = OpenReader(split, options);
       Batch batch;
       while (reader->Read(4096, &batch) > 0) {
@@ -293,20 +276,11 @@ int BenchParse() {
   return 0;
 }
 
-// The compute backend alone: --data read once into prepared minibatches with
-// random weights, then --epochs timed passes of Gradients over all of them
-// (no servers, no network). Prints the median pass.
-int BenchBackend() {
-  if (FLAGS_data.empty() || FLAGS_job.empty()) {
-    throw MakeError("keel bench backend needs --data FILE_OR_FOLDER and --job");
-  }
-  const Hyperparameters hyperparameters = HyperparametersFromFlags();
-  const auto backend = MakeComputeBackend(FLAGS_device, FLAGS_threads, hyperparameters);
-  ReaderOptions options;
-  options.format = ReaderOptionsFromFlags().format;
-  options.zero_based = FLAGS_libsvm_zero_based;
-  options = ResolveDataFormat(FLAGS_data, options, true);
-  BatchStream stream(ResolveChannel(FLAGS_data, 0, 1), options,
+int BenchBackend(const BenchBackendOptions& bench) {
+  const Hyperparameters& hyperparameters = bench.hyperparameters;
+  const auto backend = MakeComputeBackend(bench.device, bench.threads, hyperparameters);
+  const ReaderOptions options = bench.reader();
+  BatchStream stream(ResolveChannel(bench.data, 0, 1), options,
                      static_cast<size_t>(hyperparameters.mini_batch_size));
   std::vector<PreparedBatch> batches;
   std::vector<std::vector<float>> weights;
@@ -326,10 +300,10 @@ int BenchBackend() {
     weights.push_back(std::move(w));
     batches.push_back(std::move(batch));
   }
-  if (batches.empty()) throw MakeError(FLAGS_data, " holds no examples");
+  if (batches.empty()) throw MakeError(bench.data, " holds no examples");
   const std::vector<float> bias(backend->bias_width(), 0.0f);
   std::vector<float> weight_gradients, bias_gradient;
-  const int passes = std::max(1, FLAGS_epochs);
+  const int passes = std::max(1, bench.epochs);
   std::vector<double> seconds;
   double loss = 0;
   for (int pass = 0; pass <= passes; ++pass) {  // pass 0 warms up
@@ -347,28 +321,14 @@ int BenchBackend() {
   std::printf(
       "%s, %s: %llu examples (%llu non-zeros) in %zu minibatches of %d: %.4f s a pass (median "
       "of %d), %.0f examples/s, mean loss %.6f\n",
-      backend->name().c_str(), FLAGS_job.c_str(), static_cast<unsigned long long>(examples),
+      backend->name().c_str(), bench.job.c_str(), static_cast<unsigned long long>(examples),
       static_cast<unsigned long long>(nonzeros), batches.size(), hyperparameters.mini_batch_size,
       median, passes, examples / median, loss / examples);
   std::printf(
       "{\"bench\":\"backend\",\"device\":\"%s\",\"threads\":%d,\"job\":\"%s\","
       "\"examples_per_s\":%.0f,\"seconds\":%.6f}\n",
-      FLAGS_device.c_str(), FLAGS_threads, FLAGS_job.c_str(), examples / median, median);
+      bench.device.c_str(), bench.threads, bench.job.c_str(), examples / median, median);
   return 0;
-}
-
-}  // namespace
-
-int RunBench(const std::string& what) {
-  if (what == "backend") return BenchBackend();
-  if (what == "kv") return BenchKV();
-  if (what == "zmq") return BenchZmq();
-  if (what == "parse") return BenchParse();
-  if (what == "checkpoint") return BenchCheckpoint();
-  if (what == "admission") return BenchAdmission();
-  if (what == "reshard") return BenchReshard();
-  throw MakeError("unknown benchmark '", what,
-                  "': expected kv, zmq, parse, backend, train, checkpoint, admission or reshard");
 }
 
 }  // namespace keel
