@@ -233,24 +233,25 @@ void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerSta
   if (trainer) *request.meta.mutable_trainer() = *trainer;
   request.meta.set_final(final);
   request.meta.set_preempt(preempt);
-  SendAwaited("checkpoint " + std::to_string(sequence), request);
-  std::unique_lock<std::mutex> lock(mutex_);
-  const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_ || shutdown_;
-  });
-  awaiting_.erase("checkpoint " + std::to_string(sequence));
-  if (!answered) {
-    throw MakeError("checkpoint at epoch ", cursor.epoch(), " minibatch ", cursor.batches(),
-                    ": no answer from the scheduler within ", timeout_s, " s");
+  const ControlAnswer answer =
+      Request(request, "checkpoint " + std::to_string(sequence), timeout_s);
+  if (answer.answered && answer.meta.preempt()) preempt_checkpointed_ = true;
+  switch (answer.outcome) {
+    case ControlOutcome::kTimedOut:
+      throw MakeError("checkpoint at epoch ", cursor.epoch(), " minibatch ", cursor.batches(),
+                      ": no answer from the scheduler within ", timeout_s, " s");
+    case ControlOutcome::kStopped:
+      throw MakeError("stopped while waiting for a checkpoint");
+    case ControlOutcome::kShutdown:
+      throw MakeError("the scheduler ended the job while this worker waited for a checkpoint");
+    case ControlOutcome::kRemoved:
+      throw MakeError("this node left the cluster");
+    case ControlOutcome::kAnswered:
+      break;
   }
-  if (stopped_) throw MakeError("stopped while waiting for a checkpoint");
-  if (shutdown_ && !checkpoints_answered_.count(sequence)) {
-    throw MakeError("the scheduler ended the job while this worker waited for a checkpoint");
+  if (!answer.meta.error().empty()) {
+    throw CheckpointFailed("checkpoint failed: " + answer.meta.error());
   }
-  if (!checkpoints_answered_.count(sequence)) throw MakeError("this node left the cluster");
-  const std::string error = checkpoints_answered_[sequence];
-  checkpoints_answered_.erase(sequence);
-  if (!error.empty()) throw CheckpointFailed("checkpoint failed: " + error);
 }
 
 void Node::SetProgress(const proto::WorkerCursor& cursor, double reading_seconds) {
@@ -312,23 +313,26 @@ bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerC
   } else {
     *request.meta.mutable_cursor() = share;
   }
-  SendAwaited("orphans " + std::to_string(sequence), request);
-  std::unique_lock<std::mutex> lock(mutex_);
-  const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    return orphans_answered_.count(sequence) > 0 || stopped_ || removed_ || shutdown_;
-  });
-  awaiting_.erase("orphans " + std::to_string(sequence));
-  if (!answered) {
-    throw MakeError("end of epoch ", epoch, ": no answer from the scheduler within ", timeout_s,
-                    " s");
+  const ControlAnswer reply = Request(request, "orphans " + std::to_string(sequence), timeout_s);
+  if (reply.answered && !reply.meta.has_cursor() && reply.meta.error().empty()) {
+    // The epoch ended, for a restarted scheduler.
+    std::lock_guard<std::mutex> lock(mutex_);
+    epoch_ended_ = std::max(epoch_ended_, request.meta.cursor().epoch());
   }
-  if (stopped_) throw MakeError("stopped at the end of epoch ", epoch);
-  if (shutdown_ && !orphans_answered_.count(sequence)) {
-    throw MakeError("end of epoch ", epoch, ": the scheduler ended the job");
+  switch (reply.outcome) {
+    case ControlOutcome::kTimedOut:
+      throw MakeError("end of epoch ", epoch, ": no answer from the scheduler within ", timeout_s,
+                      " s");
+    case ControlOutcome::kStopped:
+      throw MakeError("stopped at the end of epoch ", epoch);
+    case ControlOutcome::kShutdown:
+      throw MakeError("end of epoch ", epoch, ": the scheduler ended the job");
+    case ControlOutcome::kRemoved:
+      throw MakeError("this node left the cluster");
+    case ControlOutcome::kAnswered:
+      break;
   }
-  if (!orphans_answered_.count(sequence)) throw MakeError("this node left the cluster");
-  const proto::Meta answer = orphans_answered_[sequence];
-  orphans_answered_.erase(sequence);
+  const proto::Meta& answer = reply.meta;
   if (!answer.error().empty()) throw MakeError("end of epoch ", epoch, ": ", answer.error());
   if (!answer.has_cursor()) {
     *epoch_examples = answer.epoch_examples();
@@ -350,20 +354,60 @@ void Node::ReportEpochDone(const proto::WorkerCursor& cursor) {
     std::lock_guard<std::mutex> lock(mutex_);
     epoch_done_report_ = report.meta;
   }
-  // Awaited so that it is sent again if lost; nothing waits for the answer.
-  SendAwaited("epoch done " + std::to_string(sequence), report);
+  // Sent again if lost; nothing waits for the answer.
+  Post(report, "epoch done " + std::to_string(sequence));
 }
 
-void Node::SendAwaited(const std::string& key, Message& request) {
+Node::ControlAnswer Node::Request(Message& request, const std::string& name, double timeout_s) {
+  SendAwaited(name, request, /*waited=*/true);
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool ended = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+    return answers_.count(name) > 0 || stopped_ || removed_ || shutdown_;
+  });
+  awaiting_.erase(name);
+  ControlAnswer result;
+  if (auto answer = answers_.find(name); answer != answers_.end()) {
+    result.answered = true;
+    result.meta = std::move(answer->second);
+    answers_.erase(answer);
+  }
+  if (!ended) {
+    result.outcome = ControlOutcome::kTimedOut;
+  } else if (stopped_) {
+    result.outcome = ControlOutcome::kStopped;
+  } else if (!result.answered) {
+    result.outcome = shutdown_ ? ControlOutcome::kShutdown : ControlOutcome::kRemoved;
+  } else {
+    result.outcome = ControlOutcome::kAnswered;
+  }
+  return result;
+}
+
+void Node::Post(Message& request, const std::string& name) { SendAwaited(name, request); }
+
+void Node::SendAwaited(const std::string& key, Message& request, bool waited) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     awaiting_[key] = Awaited{request.meta, MonotonicSeconds() + options_.heartbeat_interval_s,
-                             options_.heartbeat_interval_s};
+                             options_.heartbeat_interval_s, waited};
+    answer_commands_.insert(request.meta.command());
   }
   SendToScheduler(request);
 }
 
 bool Node::Answered(const std::string& key) { return awaiting_.erase(key) > 0; }
+
+void Node::TakeAnswerLocked(const proto::Meta& answer) {
+  for (auto awaited = awaiting_.begin(); awaited != awaiting_.end(); ++awaited) {
+    const proto::Meta& request = awaited->second.meta;
+    if (request.command() != answer.command() || request.sequence() != answer.sequence()) {
+      continue;
+    }
+    if (awaited->second.waited) answers_[awaited->first] = answer;
+    awaiting_.erase(awaited);
+    return;
+  }
+}
 
 void Node::ResendOverdueLocked(double now) {
   if (rejoining_) return;  // sent again once registered with the new scheduler
@@ -422,7 +466,7 @@ void Node::FillRejoinLocked(proto::Meta* request) const {
   request->set_epoch_ended(epoch_ended_);
 }
 
-void Node::RememberAnswerLocked(const std::string& key, const proto::Meta& answer) {
+void Node::RememberAnswerLocked(const std::string& key) {
   const auto awaited = awaiting_.find(key);
   if (awaited == awaiting_.end()) return;
   const proto::Meta& request = awaited->second.meta;
@@ -435,15 +479,12 @@ void Node::RememberAnswerLocked(const std::string& key, const proto::Meta& answe
       passed_barriers_.erase(passed_barriers_.begin());
     }
   }
-  if (request.command() == proto::ORPHANS && !answer.has_cursor() && answer.error().empty()) {
-    epoch_ended_ = std::max(epoch_ended_, request.cursor().epoch());
-  }
 }
 
 void Node::ReportDone(const std::string& error) {
   Message report = Control(proto::WORKER_DONE);
   report.meta.set_error(ValidUtf8(error));
-  SendAwaited("done", report);
+  Post(report, "done");
 }
 
 void Node::RequestPreemption() {
@@ -513,7 +554,7 @@ void Node::OnMessage(Message&& message) {
       break;
     case proto::BARRIER: {
       std::lock_guard<std::mutex> lock(mutex_);
-      RememberAnswerLocked("barrier " + std::to_string(meta.barrier_id()), meta);
+      RememberAnswerLocked("barrier " + std::to_string(meta.barrier_id()));
       if (Answered("barrier " + std::to_string(meta.barrier_id()))) {
         barriers_released_[meta.barrier_id()] = true;
       }
@@ -522,24 +563,6 @@ void Node::OnMessage(Message&& message) {
     case proto::HEARTBEAT:
       OnHeartbeatAnswer(meta, message.route.empty());
       break;
-    case proto::ORPHANS: {
-      std::lock_guard<std::mutex> lock(mutex_);
-      RememberAnswerLocked("orphans " + std::to_string(meta.sequence()), meta);
-      if (Answered("orphans " + std::to_string(meta.sequence()))) {
-        orphans_answered_[meta.sequence()] = meta;
-      }
-      break;
-    }
-    case proto::CHECKPOINT: {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (Answered("checkpoint " + std::to_string(meta.sequence()))) {
-        if (meta.preempt()) preempt_checkpointed_ = true;
-        checkpoints_answered_[meta.sequence()] = meta.error();
-      } else {
-        Answered("epoch done " + std::to_string(meta.sequence()));  // nothing waits for it
-      }
-      break;
-    }
     case proto::SHUTDOWN: {
       std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
       if (meta.preempt()) {
@@ -556,13 +579,20 @@ void Node::OnMessage(Message&& message) {
       Answered("preempt");
       break;
     }
-    default:
+    default: {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (answer_commands_.count(meta.command()) > 0) {
+        TakeAnswerLocked(meta);
+        break;
+      }
+      lock.unlock();
       if (control_handler_) {
         control_handler_(std::move(message));
       } else {
         LOG(WARNING) << "ignored unexpected " << Describe(meta);
       }
       return;
+    }
   }
   changed_.notify_all();
 }

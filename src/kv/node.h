@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -198,6 +199,34 @@ class Node {
   // Sends a message to the scheduler (stamping sender and epoch).
   void SendToScheduler(Message& message);
 
+  // How a control request's wait ended (Request).
+  enum class ControlOutcome {
+    kAnswered,  // the scheduler answered
+    kTimedOut,  // no answer within the time allowed
+    kStopped,   // this node was stopped meanwhile (whether or not the answer came)
+    kShutdown,  // the scheduler ended the job before answering
+    kRemoved,   // this node left the cluster before the answer came
+  };
+  struct ControlAnswer {
+    ControlOutcome outcome = ControlOutcome::kTimedOut;
+    // Whether the scheduler's answer came (also with kStopped), and the answer.
+    bool answered = false;
+    proto::Meta meta;
+  };
+  // Sends control request `request` to the scheduler and blocks until it
+  // answers (a message of the same command echoing the request's sequence),
+  // `timeout_s` passes, this node is stopped or leaves the cluster, or the
+  // scheduler ends the job. Until answered, the request is sent again on the
+  // heartbeat thread (first after a heartbeat interval, then twice as long
+  // each time, up to kControlResendMaxHeartbeats intervals) and to a restarted
+  // scheduler once this node is registered with it; the scheduler takes each
+  // once. `name` names it in the logs and is unique among the requests
+  // awaiting an answer (the sequence in it). Throws Error if it cannot be sent.
+  ControlAnswer Request(Message& request, const std::string& name, double timeout_s);
+  // Sends `request` to the scheduler and again, as Request does, until the
+  // scheduler answers it; nothing waits for the answer.
+  void Post(Message& request, const std::string& name);
+
   // Worker: tells the scheduler the job finished (`error` empty on success).
   void ReportDone(const std::string& error);
   // Blocks until the scheduler says the job is over (true) or `timeout_s`
@@ -293,11 +322,15 @@ class Node {
   void HeartbeatLoop();
   // Handles what came back on this node's own connection to the scheduler.
   void TakeSchedulerReplies();
-  // Sends a control request and remembers it under `key` until answered.
-  void SendAwaited(const std::string& key, Message& request);
+  // Sends a control request and remembers it under `key` until answered
+  // (`waited`: someone waits for the answer, which is kept for it).
+  void SendAwaited(const std::string& key, Message& request, bool waited = false);
   // Takes an answer for `key`: false if nothing awaits it (a copy, or its
   // waiter gave up). Holds mutex_.
   bool Answered(const std::string& key);
+  // Takes the scheduler's answer to a request sent with Request or Post;
+  // ignores one nothing awaits any more. Holds mutex_.
+  void TakeAnswerLocked(const proto::Meta& answer);
   // Sends again the awaited requests whose wait ran out. Holds mutex_.
   void ResendOverdueLocked(double now);
   // Sends an awaited request to the scheduler again, as this node now. Holds
@@ -310,9 +343,8 @@ class Node {
   // epoch. Holds mutex_.
   void FillRejoinLocked(proto::Meta* request) const;
   // An answer to awaited request `key` came: remembers what a restarted
-  // scheduler needs of it (a tagged barrier passed, an epoch ended). Holds
-  // mutex_.
-  void RememberAnswerLocked(const std::string& key, const proto::Meta& answer);
+  // scheduler needs of it (a tagged barrier passed). Holds mutex_.
+  void RememberAnswerLocked(const std::string& key);
 
   NodeOptions options_;
   std::unique_ptr<Van> van_;
@@ -353,10 +385,11 @@ class Node {
   uint64_t register_nonce_ = 0;
   std::string scheduler_route_;
   uint64_t next_barrier_ = 0;
-  // Checkpoint answers by request sequence: "" done, else the error.
-  std::map<uint64_t, std::string> checkpoints_answered_;
-  // ORPHANS answers by request sequence.
-  std::map<uint64_t, proto::Meta> orphans_answered_;
+  // The commands of the awaited requests: the scheduler's messages of these
+  // commands (but BARRIER and PREEMPT, which the node handles) are answers. The answers a Request
+  // waits for, by its name.
+  std::set<int> answer_commands_;
+  std::map<std::string, proto::Meta> answers_;
   proto::WorkerCursor progress_;
   double progress_reading_seconds_ = 0;
   bool has_progress_ = false;
@@ -376,6 +409,7 @@ class Node {
     proto::Meta meta;
     double next_send = 0;  // MonotonicSeconds() of its next resend
     double wait = 0;       // the wait before that one
+    bool waited = false;   // a Request waits for its answer
   };
   std::map<std::string, Awaited> awaiting_;
   bool rejoining_ = false;
