@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "base/utf8.h"
 
 namespace keel {
 namespace {
@@ -224,57 +223,21 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
   barriers_released_.erase(barrier_id);
 }
 
-void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer,
-                      bool final, double timeout_s, bool preempt) {
-  Message request = Control(proto::CHECKPOINT);
-  const uint64_t sequence = NextSequence();
-  request.meta.set_sequence(sequence);
-  *request.meta.mutable_cursor() = cursor;
-  if (trainer) *request.meta.mutable_trainer() = *trainer;
-  request.meta.set_final(final);
-  request.meta.set_preempt(preempt);
-  const ControlAnswer answer =
-      Request(request, "checkpoint " + std::to_string(sequence), timeout_s);
-  if (answer.answered && answer.meta.preempt()) preempt_checkpointed_ = true;
-  switch (answer.outcome) {
-    case ControlOutcome::kTimedOut:
-      throw MakeError("checkpoint at epoch ", cursor.epoch(), " minibatch ", cursor.batches(),
-                      ": no answer from the scheduler within ", timeout_s, " s");
-    case ControlOutcome::kStopped:
-      throw MakeError("stopped while waiting for a checkpoint");
-    case ControlOutcome::kShutdown:
-      throw MakeError("the scheduler ended the job while this worker waited for a checkpoint");
-    case ControlOutcome::kRemoved:
-      throw MakeError("this node left the cluster");
-    case ControlOutcome::kAnswered:
-      break;
-  }
-  if (!answer.meta.error().empty()) {
-    throw CheckpointFailed("checkpoint failed: " + answer.meta.error());
-  }
-}
-
-void Node::SetProgress(const proto::WorkerCursor& cursor, double reading_seconds) {
+proto::Meta Node::registration() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  progress_ = cursor;
-  progress_reading_seconds_ = reading_seconds;
-  has_progress_ = true;
+  return registration_;
 }
 
-void Node::SetProgressReport(const proto::ProgressReport& report) {
+void Node::SetHeartbeatFields(std::function<void(proto::Meta*)> fill) {
   std::lock_guard<std::mutex> lock(mutex_);
-  progress_report_ = report;
-  has_progress_report_ = true;
+  heartbeat_fields_ = std::move(fill);
 }
 
-void Node::ReportProgress(const proto::ProgressReport& report) {
-  Message message = Control(proto::PROGRESS);
-  *message.meta.mutable_progress() = report;
-  try {
-    SendToScheduler(message);
-  } catch (const Error& e) {
-    LOG(WARNING) << "progress report not sent: " << e.what();
-  }
+void Node::SetRejoinFields(std::function<void(proto::Meta*)> rejoin,
+                           std::function<std::vector<proto::Meta>()> resend) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  rejoin_fields_ = std::move(rejoin);
+  rejoin_resend_ = std::move(resend);
 }
 
 std::string Node::restore_checkpoint(std::string* uri) const {
@@ -286,76 +249,6 @@ std::string Node::restore_checkpoint(std::string* uri) const {
 bool Node::replaces() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return replaces_;
-}
-
-bool Node::has_takeover() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return has_takeover_;
-}
-
-proto::WorkerCursor Node::takeover() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return takeover_;
-}
-
-bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerCursor* finished,
-                          int finished_part, int finished_parts, proto::WorkerCursor* work,
-                          int* part, int* parts, uint64_t* epoch_examples, double timeout_s) {
-  const int epoch = share.epoch();
-  Message request = Control(proto::ORPHANS);
-  const uint64_t sequence = NextSequence();
-  request.meta.set_sequence(sequence);
-  if (finished) {
-    *request.meta.mutable_cursor() = *finished;
-    request.meta.set_orphan_done(true);
-    request.meta.set_orphan_part(finished_part);
-    request.meta.set_orphan_parts(finished_parts);
-  } else {
-    *request.meta.mutable_cursor() = share;
-  }
-  const ControlAnswer reply = Request(request, "orphans " + std::to_string(sequence), timeout_s);
-  if (reply.answered && !reply.meta.has_cursor() && reply.meta.error().empty()) {
-    // The epoch ended, for a restarted scheduler.
-    std::lock_guard<std::mutex> lock(mutex_);
-    epoch_ended_ = std::max(epoch_ended_, request.meta.cursor().epoch());
-  }
-  switch (reply.outcome) {
-    case ControlOutcome::kTimedOut:
-      throw MakeError("end of epoch ", epoch, ": no answer from the scheduler within ", timeout_s,
-                      " s");
-    case ControlOutcome::kStopped:
-      throw MakeError("stopped at the end of epoch ", epoch);
-    case ControlOutcome::kShutdown:
-      throw MakeError("end of epoch ", epoch, ": the scheduler ended the job");
-    case ControlOutcome::kRemoved:
-      throw MakeError("this node left the cluster");
-    case ControlOutcome::kAnswered:
-      break;
-  }
-  const proto::Meta& answer = reply.meta;
-  if (!answer.error().empty()) throw MakeError("end of epoch ", epoch, ": ", answer.error());
-  if (!answer.has_cursor()) {
-    *epoch_examples = answer.epoch_examples();
-    return false;
-  }
-  *work = answer.cursor();
-  *part = answer.orphan_part();
-  *parts = answer.orphan_parts();
-  return true;
-}
-
-void Node::ReportEpochDone(const proto::WorkerCursor& cursor) {
-  Message report = Control(proto::CHECKPOINT);
-  const uint64_t sequence = NextSequence();
-  report.meta.set_sequence(sequence);
-  *report.meta.mutable_cursor() = cursor;
-  report.meta.mutable_cursor()->set_epoch_done(true);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    epoch_done_report_ = report.meta;
-  }
-  // Sent again if lost; nothing waits for the answer.
-  Post(report, "epoch done " + std::to_string(sequence));
 }
 
 Node::ControlAnswer Node::Request(Message& request, const std::string& name, double timeout_s) {
@@ -461,9 +354,7 @@ void Node::FillRejoinLocked(proto::Meta* request) const {
   for (const proto::PassedBarrier& passed : passed_barriers_) {
     *request->add_passed_barriers() = passed;
   }
-  // Where a departed worker's replacement resumes comes from the others.
-  if (has_progress_) *request->mutable_cursor() = progress_;
-  request->set_epoch_ended(epoch_ended_);
+  if (rejoin_fields_) rejoin_fields_(request);
 }
 
 void Node::RememberAnswerLocked(const std::string& key) {
@@ -479,12 +370,6 @@ void Node::RememberAnswerLocked(const std::string& key) {
       passed_barriers_.erase(passed_barriers_.begin());
     }
   }
-}
-
-void Node::ReportDone(const std::string& error) {
-  Message report = Control(proto::WORKER_DONE);
-  report.meta.set_error(ValidUtf8(error));
-  Post(report, "done");
 }
 
 void Node::RequestPreemption() {
@@ -705,16 +590,16 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
     refused_ = meta.error();
   } else if (rejoining_) {
     // Registered with a restarted scheduler: what it never answered goes
-    // again, and where this worker's share ended (the others' checkpoints
-    // must not wait for it there).
+    // again, and what the protocols over this node tell it again.
     rejoining_ = false;
     ResendAwaitedLocked();
-    if (epoch_done_report_.has_cursor()) SendAgainLocked(epoch_done_report_);
+    if (rejoin_resend_) {
+      for (const proto::Meta& request : rejoin_resend_()) SendAgainLocked(request);
+    }
   } else {
     rank_ = meta.node().rank();
     id_ = meta.node().id();
-    has_takeover_ = meta.has_cursor();
-    if (has_takeover_) takeover_ = meta.cursor();
+    registration_ = meta;
     restore_uri_ = meta.checkpoint_uri();
     restore_checkpoint_ = meta.checkpoint();
     replaces_ = meta.replaces();
@@ -796,12 +681,8 @@ void Node::HeartbeatLoop() {
     lock.unlock();
     Message beat = Control(proto::HEARTBEAT);
     {
-      std::lock_guard<std::mutex> progress_lock(mutex_);
-      if (has_progress_) {
-        *beat.meta.mutable_cursor() = progress_;
-        beat.meta.set_reading_seconds(progress_reading_seconds_);
-      }
-      if (has_progress_report_) *beat.meta.mutable_progress() = progress_report_;
+      std::lock_guard<std::mutex> fields_lock(mutex_);
+      if (heartbeat_fields_) heartbeat_fields_(&beat.meta);
     }
     // Who this is, for a restarted scheduler that asks it to register again.
     beat.meta.mutable_node()->set_role(options_.role);
