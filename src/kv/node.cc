@@ -76,7 +76,7 @@ void Node::StartVan() {
 }
 
 void Node::Register() {
-  // A rank still held by a worker the scheduler has not yet found silent is
+  // A rank still held by a node the scheduler has not yet found silent is
   // "taken": a replacement asks again until the rank is free.
   const double deadline = MonotonicSeconds() + options_.register_timeout_s;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -238,17 +238,6 @@ void Node::SetRejoinFields(std::function<void(proto::Meta*)> rejoin,
   std::lock_guard<std::mutex> lock(mutex_);
   rejoin_fields_ = std::move(rejoin);
   rejoin_resend_ = std::move(resend);
-}
-
-std::string Node::restore_checkpoint(std::string* uri) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  *uri = restore_uri_;
-  return restore_checkpoint_;
-}
-
-bool Node::replaces() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return replaces_;
 }
 
 Node::ControlAnswer Node::Request(Message& request, const std::string& name, double timeout_s) {
@@ -600,9 +589,6 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
     rank_ = meta.node().rank();
     id_ = meta.node().id();
     registration_ = meta;
-    restore_uri_ = meta.checkpoint_uri();
-    restore_checkpoint_ = meta.checkpoint();
-    replaces_ = meta.replaces();
   }
 }
 

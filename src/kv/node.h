@@ -1,9 +1,12 @@
 // Node: one process's membership in a Keel cluster.
 //
-// A Node owns the transport (Van) and everything a server or worker needs from
-// the scheduler: registration, its id and rank, the cluster view (members, the
-// key-range map, the epoch), barriers, heartbeats and the shutdown signal. It
-// is an object, not a global, so a test can run several nodes in one process.
+// A Node owns the transport (Van) and everything any node needs from the
+// scheduler: registration, its id and rank, the cluster view (members, the
+// key-range map, the epoch), barriers, heartbeats, preemption, the shutdown
+// signal, and control requests that are sent again until answered. Each
+// role's own exchanges with the scheduler are built over these in the role's
+// folder; the node knows none of them. It is an object, not a global, so a
+// test can run several nodes in one process.
 // All methods are safe to call from any thread.
 //
 // Whom it believes (see docs/ARCHITECTURE.md, "Security: the control plane"):
@@ -73,8 +76,9 @@ struct NodeOptions {
   std::string advertise_host;
   // The rank to ask for (-1: any free rank).
   int rank = -1;
-  // A server joining a running job (live resharding): it takes `rank` (or
-  // the next free one) and key ranges from the servers there.
+  // Joins a running job rather than filling one of its ranks (live
+  // resharding; the scheduler says which roles may): it takes `rank` (or the
+  // next free one).
   bool join = false;
   // How long Start waits for the scheduler's view.
   double register_timeout_s = 30;
@@ -87,8 +91,8 @@ struct NodeOptions {
 
 class Node {
  public:
-  // Handles PUSH/PULL messages: requests on a server, responses on a worker.
-  // Runs on the receive thread.
+  // Handles data messages (PUSH, PULL, ...: requests and responses). Runs on
+  // the receive thread.
   using DataHandler = std::function<void(Message&&)>;
 
   explicit Node(NodeOptions options);
@@ -105,7 +109,8 @@ class Node {
   }
 
   // Handles control commands from the scheduler that the node does not handle
-  // itself (SNAPSHOT on a server). Runs on the receive thread. Set before Start.
+  // itself (and that answer none of its requests). Runs on the receive thread.
+  // Set before Start.
   void SetControlHandler(std::function<void(Message&&)> handler) {
     control_handler_ = std::move(handler);
   }
@@ -137,17 +142,10 @@ class Node {
 
   // Blocks until every node in `group` (a mask of RoleBit) has called Barrier
   // with the same group (and `tag`). A node that arrives at a tagged barrier
-  // the group has already passed (it joined late, replacing a worker) is
+  // the group has already passed (it joined late, replacing a node) is
   // released at once. Throws Error after `timeout_s`.
   void Barrier(int group, double timeout_s, const std::string& tag = "");
 
-  // Server: set when this node replaces a server that left: the checkpoint
-  // its key ranges come from ("" if none).
-  std::string restore_checkpoint(std::string* uri) const;
-  // Server: this node took the rank of a server that left. Its key ranges
-  // come from live replicas (their chains name it as a backup) or, where none
-  // is left, from restore_checkpoint.
-  bool replaces() const;
   // The scheduler no longer counts this node as a member (it was silent too
   // long and left the view).
   bool removed() const { return removed_.load(); }
@@ -357,8 +355,6 @@ class Node {
   proto::Meta registration_;
   std::function<void(proto::Meta*)> heartbeat_fields_, rejoin_fields_;
   std::function<std::vector<proto::Meta>()> rejoin_resend_;
-  std::string restore_uri_, restore_checkpoint_;
-  bool replaces_ = false;
   // Control requests still awaiting the scheduler's answer (those sent with
   // Post too): sent again on the heartbeat thread while unanswered,
   // first after a heartbeat interval, doubling up to kControlResendMaxHeartbeats (the
