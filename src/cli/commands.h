@@ -13,6 +13,7 @@
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "launch/role_output.h"
+#include "worker/scheduler_link.h"
 #include "worker/training_counters.h"
 
 namespace keel {
@@ -99,9 +100,11 @@ std::string WriteReport(const std::string& model_dir, const std::string& out);
 int RunBench(const std::string& what, const std::vector<std::string>& args);
 
 // The training jobs (job_commands.cc).
-// Runs the training job the flags describe on a started worker node,
-// keeping its running figures in `counters` (if not null) for metrics.
-int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters = nullptr);
+// Runs the training job the flags describe on a started worker node (and
+// its link to the scheduler), keeping its running figures in `counters` (if
+// not null) for metrics.
+int RunTraining(Node* node, SchedulerLink* scheduler, KVWorker* client,
+                TrainingCounters* counters = nullptr);
 // `keel predict` and `keel datagen`.
 int RunPredict();
 // `keel serve` (serve_command.cc).

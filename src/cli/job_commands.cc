@@ -50,7 +50,8 @@ size_t PredictBatchRows(int prediction_width, const std::string& model_dir) {
 
 }  // namespace
 
-int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters) {
+int RunTraining(Node* node, SchedulerLink* scheduler, KVWorker* client,
+                TrainingCounters* counters) {
   const Hyperparameters hyperparameters = HyperparametersFromFlags();
   TrainerOptions options = TrainerOptionsFromFlags();
   options.counters = counters;
@@ -63,7 +64,7 @@ int RunTraining(Node* node, KVWorker* client, TrainingCounters* counters) {
     }
   }
   options.reader = ResolveDataFormat(options.train, options.reader, node->rank() == 0);
-  Trainer trainer(node, client, hyperparameters, options);
+  Trainer trainer(node, scheduler, client, hyperparameters, options);
   trainer.Run();
   return 0;
 }

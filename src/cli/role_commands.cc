@@ -36,6 +36,7 @@
 #include "metrics/status_page.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
+#include "worker/scheduler_link.h"
 
 namespace keel {
 namespace {
@@ -77,13 +78,14 @@ bool ShouldStartOver(const Node& node) {
 
 // Runs the worker's job; returns its error (any std::exception's message), or
 // "" if it succeeded.
-std::string RunWorkerJob(Node* node, KVWorker* client, const KVBenchOptions& bench,
-                         TrainingCounters* counters) {
+std::string RunWorkerJob(Node* node, SchedulerLink* scheduler, KVWorker* client,
+                         const KVBenchOptions& bench, TrainingCounters* counters) {
   try {
     if (IsTrainingJob(FLAGS_job)) {
-      RunTraining(node, client, counters);
+      RunTraining(node, scheduler, client, counters);
     } else if (FLAGS_job == "exact_sum") {
-      RunExactSum(node, client, ExactSumOptionsFromFlags(), &std::cerr);  // on the launch terminal
+      // On the launch terminal.
+      RunExactSum(node, scheduler, client, ExactSumOptionsFromFlags(), &std::cerr);
     } else {
       const auto cases = RunKVBench(node, client, bench);
       WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",
@@ -242,6 +244,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
   TrainingCounters counters;
   Node node(node_options);
+  SchedulerLink scheduler(node);
   KVWorker client(&node, retry);
   AddNodeMetrics(&node, &metrics);
   AddWorkerMetrics(&client, IsTrainingJob(FLAGS_job) ? &counters : nullptr, &metrics);
@@ -249,7 +252,7 @@ int RunWorker(const std::vector<std::string>& argv) {
       "worker", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), WorkerReady(&node));
   node.Start();
   PreemptionWatch watch([&node] { node.RequestPreemption(); });
-  const std::string error = RunWorkerJob(&node, &client, bench, &counters);
+  const std::string error = RunWorkerJob(&node, &scheduler, &client, bench, &counters);
   if (!error.empty() && EndedByPreemption(&node)) {
     endpoint.reset();
     node.Stop();
@@ -259,7 +262,7 @@ int RunWorker(const std::vector<std::string>& argv) {
     endpoint.reset();  // a worker that starts over binds its port again
     StartOverIfRemoved(&node, argv);
   }
-  node.ReportDone(error);
+  scheduler.ReportDone(error);
   if (!node.WaitForShutdown(30)) LOG(WARNING) << "no shutdown from the scheduler; exiting";
   endpoint.reset();
   node.Stop();

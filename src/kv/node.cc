@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "base/utf8.h"
 
 namespace keel {
 namespace {
@@ -77,7 +76,7 @@ void Node::StartVan() {
 }
 
 void Node::Register() {
-  // A rank still held by a worker the scheduler has not yet found silent is
+  // A rank still held by a node the scheduler has not yet found silent is
   // "taken": a replacement asks again until the rank is free.
   const double deadline = MonotonicSeconds() + options_.register_timeout_s;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -224,146 +223,73 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
   barriers_released_.erase(barrier_id);
 }
 
-void Node::Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer,
-                      bool final, double timeout_s, bool preempt) {
-  Message request = Control(proto::CHECKPOINT);
-  const uint64_t sequence = NextSequence();
-  request.meta.set_sequence(sequence);
-  *request.meta.mutable_cursor() = cursor;
-  if (trainer) *request.meta.mutable_trainer() = *trainer;
-  request.meta.set_final(final);
-  request.meta.set_preempt(preempt);
-  SendAwaited("checkpoint " + std::to_string(sequence), request);
+proto::Meta Node::registration() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return registration_;
+}
+
+void Node::SetHeartbeatFields(std::function<void(proto::Meta*)> fill) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  heartbeat_fields_ = std::move(fill);
+}
+
+void Node::SetRejoinFields(std::function<void(proto::Meta*)> rejoin,
+                           std::function<std::vector<proto::Meta>()> resend) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  rejoin_fields_ = std::move(rejoin);
+  rejoin_resend_ = std::move(resend);
+}
+
+Node::ControlAnswer Node::Request(Message& request, const std::string& name, double timeout_s) {
+  SendAwaited(name, request, /*waited=*/true);
   std::unique_lock<std::mutex> lock(mutex_);
-  const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    return checkpoints_answered_.count(sequence) > 0 || stopped_ || removed_ || shutdown_;
+  const bool ended = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+    return answers_.count(name) > 0 || stopped_ || removed_ || shutdown_;
   });
-  awaiting_.erase("checkpoint " + std::to_string(sequence));
-  if (!answered) {
-    throw MakeError("checkpoint at epoch ", cursor.epoch(), " minibatch ", cursor.batches(),
-                    ": no answer from the scheduler within ", timeout_s, " s");
+  awaiting_.erase(name);
+  ControlAnswer result;
+  if (auto answer = answers_.find(name); answer != answers_.end()) {
+    result.answered = true;
+    result.meta = std::move(answer->second);
+    answers_.erase(answer);
   }
-  if (stopped_) throw MakeError("stopped while waiting for a checkpoint");
-  if (shutdown_ && !checkpoints_answered_.count(sequence)) {
-    throw MakeError("the scheduler ended the job while this worker waited for a checkpoint");
-  }
-  if (!checkpoints_answered_.count(sequence)) throw MakeError("this node left the cluster");
-  const std::string error = checkpoints_answered_[sequence];
-  checkpoints_answered_.erase(sequence);
-  if (!error.empty()) throw CheckpointFailed("checkpoint failed: " + error);
-}
-
-void Node::SetProgress(const proto::WorkerCursor& cursor, double reading_seconds) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  progress_ = cursor;
-  progress_reading_seconds_ = reading_seconds;
-  has_progress_ = true;
-}
-
-void Node::SetProgressReport(const proto::ProgressReport& report) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  progress_report_ = report;
-  has_progress_report_ = true;
-}
-
-void Node::ReportProgress(const proto::ProgressReport& report) {
-  Message message = Control(proto::PROGRESS);
-  *message.meta.mutable_progress() = report;
-  try {
-    SendToScheduler(message);
-  } catch (const Error& e) {
-    LOG(WARNING) << "progress report not sent: " << e.what();
-  }
-}
-
-std::string Node::restore_checkpoint(std::string* uri) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  *uri = restore_uri_;
-  return restore_checkpoint_;
-}
-
-bool Node::replaces() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return replaces_;
-}
-
-bool Node::has_takeover() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return has_takeover_;
-}
-
-proto::WorkerCursor Node::takeover() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return takeover_;
-}
-
-bool Node::TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerCursor* finished,
-                          int finished_part, int finished_parts, proto::WorkerCursor* work,
-                          int* part, int* parts, uint64_t* epoch_examples, double timeout_s) {
-  const int epoch = share.epoch();
-  Message request = Control(proto::ORPHANS);
-  const uint64_t sequence = NextSequence();
-  request.meta.set_sequence(sequence);
-  if (finished) {
-    *request.meta.mutable_cursor() = *finished;
-    request.meta.set_orphan_done(true);
-    request.meta.set_orphan_part(finished_part);
-    request.meta.set_orphan_parts(finished_parts);
+  if (!ended) {
+    result.outcome = ControlOutcome::kTimedOut;
+  } else if (stopped_) {
+    result.outcome = ControlOutcome::kStopped;
+  } else if (!result.answered) {
+    result.outcome = shutdown_ ? ControlOutcome::kShutdown : ControlOutcome::kRemoved;
   } else {
-    *request.meta.mutable_cursor() = share;
+    result.outcome = ControlOutcome::kAnswered;
   }
-  SendAwaited("orphans " + std::to_string(sequence), request);
-  std::unique_lock<std::mutex> lock(mutex_);
-  const bool answered = changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    return orphans_answered_.count(sequence) > 0 || stopped_ || removed_ || shutdown_;
-  });
-  awaiting_.erase("orphans " + std::to_string(sequence));
-  if (!answered) {
-    throw MakeError("end of epoch ", epoch, ": no answer from the scheduler within ", timeout_s,
-                    " s");
-  }
-  if (stopped_) throw MakeError("stopped at the end of epoch ", epoch);
-  if (shutdown_ && !orphans_answered_.count(sequence)) {
-    throw MakeError("end of epoch ", epoch, ": the scheduler ended the job");
-  }
-  if (!orphans_answered_.count(sequence)) throw MakeError("this node left the cluster");
-  const proto::Meta answer = orphans_answered_[sequence];
-  orphans_answered_.erase(sequence);
-  if (!answer.error().empty()) throw MakeError("end of epoch ", epoch, ": ", answer.error());
-  if (!answer.has_cursor()) {
-    *epoch_examples = answer.epoch_examples();
-    return false;
-  }
-  *work = answer.cursor();
-  *part = answer.orphan_part();
-  *parts = answer.orphan_parts();
-  return true;
+  return result;
 }
 
-void Node::ReportEpochDone(const proto::WorkerCursor& cursor) {
-  Message report = Control(proto::CHECKPOINT);
-  const uint64_t sequence = NextSequence();
-  report.meta.set_sequence(sequence);
-  *report.meta.mutable_cursor() = cursor;
-  report.meta.mutable_cursor()->set_epoch_done(true);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    epoch_done_report_ = report.meta;
-  }
-  // Awaited so that it is sent again if lost; nothing waits for the answer.
-  SendAwaited("epoch done " + std::to_string(sequence), report);
-}
+void Node::Post(Message& request, const std::string& name) { SendAwaited(name, request); }
 
-void Node::SendAwaited(const std::string& key, Message& request) {
+void Node::SendAwaited(const std::string& key, Message& request, bool waited) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     awaiting_[key] = Awaited{request.meta, MonotonicSeconds() + options_.heartbeat_interval_s,
-                             options_.heartbeat_interval_s};
+                             options_.heartbeat_interval_s, waited};
+    answer_commands_.insert(request.meta.command());
   }
   SendToScheduler(request);
 }
 
 bool Node::Answered(const std::string& key) { return awaiting_.erase(key) > 0; }
+
+void Node::TakeAnswerLocked(const proto::Meta& answer) {
+  for (auto awaited = awaiting_.begin(); awaited != awaiting_.end(); ++awaited) {
+    const proto::Meta& request = awaited->second.meta;
+    if (request.command() != answer.command() || request.sequence() != answer.sequence()) {
+      continue;
+    }
+    if (awaited->second.waited) answers_[awaited->first] = answer;
+    awaiting_.erase(awaited);
+    return;
+  }
+}
 
 void Node::ResendOverdueLocked(double now) {
   if (rejoining_) return;  // sent again once registered with the new scheduler
@@ -417,12 +343,10 @@ void Node::FillRejoinLocked(proto::Meta* request) const {
   for (const proto::PassedBarrier& passed : passed_barriers_) {
     *request->add_passed_barriers() = passed;
   }
-  // Where a departed worker's replacement resumes comes from the others.
-  if (has_progress_) *request->mutable_cursor() = progress_;
-  request->set_epoch_ended(epoch_ended_);
+  if (rejoin_fields_) rejoin_fields_(request);
 }
 
-void Node::RememberAnswerLocked(const std::string& key, const proto::Meta& answer) {
+void Node::RememberAnswerLocked(const std::string& key) {
   const auto awaited = awaiting_.find(key);
   if (awaited == awaiting_.end()) return;
   const proto::Meta& request = awaited->second.meta;
@@ -435,15 +359,6 @@ void Node::RememberAnswerLocked(const std::string& key, const proto::Meta& answe
       passed_barriers_.erase(passed_barriers_.begin());
     }
   }
-  if (request.command() == proto::ORPHANS && !answer.has_cursor() && answer.error().empty()) {
-    epoch_ended_ = std::max(epoch_ended_, request.cursor().epoch());
-  }
-}
-
-void Node::ReportDone(const std::string& error) {
-  Message report = Control(proto::WORKER_DONE);
-  report.meta.set_error(ValidUtf8(error));
-  SendAwaited("done", report);
 }
 
 void Node::RequestPreemption() {
@@ -513,7 +428,7 @@ void Node::OnMessage(Message&& message) {
       break;
     case proto::BARRIER: {
       std::lock_guard<std::mutex> lock(mutex_);
-      RememberAnswerLocked("barrier " + std::to_string(meta.barrier_id()), meta);
+      RememberAnswerLocked("barrier " + std::to_string(meta.barrier_id()));
       if (Answered("barrier " + std::to_string(meta.barrier_id()))) {
         barriers_released_[meta.barrier_id()] = true;
       }
@@ -522,24 +437,6 @@ void Node::OnMessage(Message&& message) {
     case proto::HEARTBEAT:
       OnHeartbeatAnswer(meta, message.route.empty());
       break;
-    case proto::ORPHANS: {
-      std::lock_guard<std::mutex> lock(mutex_);
-      RememberAnswerLocked("orphans " + std::to_string(meta.sequence()), meta);
-      if (Answered("orphans " + std::to_string(meta.sequence()))) {
-        orphans_answered_[meta.sequence()] = meta;
-      }
-      break;
-    }
-    case proto::CHECKPOINT: {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (Answered("checkpoint " + std::to_string(meta.sequence()))) {
-        if (meta.preempt()) preempt_checkpointed_ = true;
-        checkpoints_answered_[meta.sequence()] = meta.error();
-      } else {
-        Answered("epoch done " + std::to_string(meta.sequence()));  // nothing waits for it
-      }
-      break;
-    }
     case proto::SHUTDOWN: {
       std::lock_guard<std::mutex> lock(mutex_);  // no lost wake-up
       if (meta.preempt()) {
@@ -556,13 +453,20 @@ void Node::OnMessage(Message&& message) {
       Answered("preempt");
       break;
     }
-    default:
+    default: {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (answer_commands_.count(meta.command()) > 0) {
+        TakeAnswerLocked(meta);
+        break;
+      }
+      lock.unlock();
       if (control_handler_) {
         control_handler_(std::move(message));
       } else {
         LOG(WARNING) << "ignored unexpected " << Describe(meta);
       }
       return;
+    }
   }
   changed_.notify_all();
 }
@@ -675,19 +579,16 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
     refused_ = meta.error();
   } else if (rejoining_) {
     // Registered with a restarted scheduler: what it never answered goes
-    // again, and where this worker's share ended (the others' checkpoints
-    // must not wait for it there).
+    // again, and what the protocols over this node tell it again.
     rejoining_ = false;
     ResendAwaitedLocked();
-    if (epoch_done_report_.has_cursor()) SendAgainLocked(epoch_done_report_);
+    if (rejoin_resend_) {
+      for (const proto::Meta& request : rejoin_resend_()) SendAgainLocked(request);
+    }
   } else {
     rank_ = meta.node().rank();
     id_ = meta.node().id();
-    has_takeover_ = meta.has_cursor();
-    if (has_takeover_) takeover_ = meta.cursor();
-    restore_uri_ = meta.checkpoint_uri();
-    restore_checkpoint_ = meta.checkpoint();
-    replaces_ = meta.replaces();
+    registration_ = meta;
   }
 }
 
@@ -766,12 +667,8 @@ void Node::HeartbeatLoop() {
     lock.unlock();
     Message beat = Control(proto::HEARTBEAT);
     {
-      std::lock_guard<std::mutex> progress_lock(mutex_);
-      if (has_progress_) {
-        *beat.meta.mutable_cursor() = progress_;
-        beat.meta.set_reading_seconds(progress_reading_seconds_);
-      }
-      if (has_progress_report_) *beat.meta.mutable_progress() = progress_report_;
+      std::lock_guard<std::mutex> fields_lock(mutex_);
+      if (heartbeat_fields_) heartbeat_fields_(&beat.meta);
     }
     // Who this is, for a restarted scheduler that asks it to register again.
     beat.meta.mutable_node()->set_role(options_.role);

@@ -1,9 +1,12 @@
 // Node: one process's membership in a Keel cluster.
 //
-// A Node owns the transport (Van) and everything a server or worker needs from
-// the scheduler: registration, its id and rank, the cluster view (members, the
-// key-range map, the epoch), barriers, heartbeats and the shutdown signal. It
-// is an object, not a global, so a test can run several nodes in one process.
+// A Node owns the transport (Van) and everything any node needs from the
+// scheduler: registration, its id and rank, the cluster view (members, the
+// key-range map, the epoch), barriers, heartbeats, preemption, the shutdown
+// signal, and control requests that are sent again until answered. Each
+// role's own exchanges with the scheduler are built over these in the role's
+// folder; the node knows none of them. It is an object, not a global, so a
+// test can run several nodes in one process.
 // All methods are safe to call from any thread.
 //
 // Whom it believes (see docs/ARCHITECTURE.md, "Security: the control plane"):
@@ -27,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,8 +76,9 @@ struct NodeOptions {
   std::string advertise_host;
   // The rank to ask for (-1: any free rank).
   int rank = -1;
-  // A server joining a running job (live resharding): it takes `rank` (or
-  // the next free one) and key ranges from the servers there.
+  // Joins a running job rather than filling one of its ranks (live
+  // resharding; the scheduler says which roles may): it takes `rank` (or the
+  // next free one).
   bool join = false;
   // How long Start waits for the scheduler's view.
   double register_timeout_s = 30;
@@ -84,17 +89,10 @@ struct NodeOptions {
   std::optional<ClusterSecret> secret;
 };
 
-// The scheduler could not take a checkpoint (a server left before writing
-// its snapshot, storage failed): that checkpoint is lost, the cluster is not.
-class CheckpointFailed : public Error {
- public:
-  using Error::Error;
-};
-
 class Node {
  public:
-  // Handles PUSH/PULL messages: requests on a server, responses on a worker.
-  // Runs on the receive thread.
+  // Handles data messages (PUSH, PULL, ...: requests and responses). Runs on
+  // the receive thread.
   using DataHandler = std::function<void(Message&&)>;
 
   explicit Node(NodeOptions options);
@@ -111,7 +109,8 @@ class Node {
   }
 
   // Handles control commands from the scheduler that the node does not handle
-  // itself (SNAPSHOT on a server). Runs on the receive thread. Set before Start.
+  // itself (and that answer none of its requests). Runs on the receive thread.
+  // Set before Start.
   void SetControlHandler(std::function<void(Message&&)> handler) {
     control_handler_ = std::move(handler);
   }
@@ -143,63 +142,60 @@ class Node {
 
   // Blocks until every node in `group` (a mask of RoleBit) has called Barrier
   // with the same group (and `tag`). A node that arrives at a tagged barrier
-  // the group has already passed (it joined late, replacing a worker) is
+  // the group has already passed (it joined late, replacing a node) is
   // released at once. Throws Error after `timeout_s`.
   void Barrier(int group, double timeout_s, const std::string& tag = "");
 
-  // Worker: where it is in its shard; sent with every heartbeat, so a
-  // replacement can take over from there. `reading_seconds`: since this
-  // process began reading the cursor's epoch (0: not known), for the job's
-  // rate.
-  void SetProgress(const proto::WorkerCursor& cursor, double reading_seconds);
-  // Worker: what its heartbeats carry for the job's progress display beside
-  // the cursor (the job's epochs, the examples of its share).
-  void SetProgressReport(const proto::ProgressReport& report);
-  // Worker: sends a PROGRESS message to the scheduler now (no answer awaited;
-  // lost if the scheduler is restarting).
-  void ReportProgress(const proto::ProgressReport& report);
-  // Worker: set when this node took over a rank whose previous worker left:
-  // where that worker's last progress report left off.
-  bool has_takeover() const;
-  proto::WorkerCursor takeover() const;
-  // Server: set when this node replaces a server that left: the checkpoint
-  // its key ranges come from ("" if none).
-  std::string restore_checkpoint(std::string* uri) const;
-  // Server: this node took the rank of a server that left. Its key ranges
-  // come from live replicas (their chains name it as a backup) or, where none
-  // is left, from restore_checkpoint.
-  bool replaces() const;
-  // Worker: the scheduler no longer counts this node as a member (it was
-  // silent too long and left the view).
+  // The scheduler no longer counts this node as a member (it was silent too
+  // long and left the view).
   bool removed() const { return removed_.load(); }
-
-  // Worker, at the end of its share of `epoch` (`share`: its cursor there)
-  // and of each orphaned part it was handed (`finished`, with the examples of
-  // that part): blocks until every rank's share of the epoch is done (returns
-  // false and sets `*epoch_examples`, the examples all workers read) or the
-  // scheduler hands over part of a share whose worker left (returns true and
-  // fills `work`, `part`, `parts`).
-  bool TakeOrphanWork(const proto::WorkerCursor& share, const proto::WorkerCursor* finished,
-                      int finished_part, int finished_parts, proto::WorkerCursor* work, int* part,
-                      int* parts, uint64_t* epoch_examples, double timeout_s);
-
-  // Worker: stops at a checkpoint point. Sends `cursor` (and, from the leading
-  // worker, `trainer`) to the scheduler and blocks until it answers: once the
-  // servers have copied their rows (`final`: once the checkpoint is committed).
-  // Throws CheckpointFailed with the scheduler's reason if the checkpoint
-  // failed (the job itself may go on), Error after `timeout_s`.
-  // With `preempt`: the preemption checkpoint; the answer comes once it is
-  // committed. Throws Error too if the scheduler ends the job meanwhile.
-  void Checkpoint(const proto::WorkerCursor& cursor, const proto::TrainerState* trainer, bool final,
-                  double timeout_s, bool preempt = false);
-  // Worker: reports the end of its share of an epoch (no answer awaited).
-  void ReportEpochDone(const proto::WorkerCursor& cursor);
+  // The scheduler's answer to this node's registration: its id and rank, and
+  // whatever else the scheduler tells a newcomer for the protocols built over
+  // the node.
+  proto::Meta registration() const;
 
   // Sends a message to the scheduler (stamping sender and epoch).
   void SendToScheduler(Message& message);
 
-  // Worker: tells the scheduler the job finished (`error` empty on success).
-  void ReportDone(const std::string& error);
+  // How a control request's wait ended (Request).
+  enum class ControlOutcome {
+    kAnswered,  // the scheduler answered
+    kTimedOut,  // no answer within the time allowed
+    kStopped,   // this node was stopped meanwhile (whether or not the answer came)
+    kShutdown,  // the scheduler ended the job before answering
+    kRemoved,   // this node left the cluster before the answer came
+  };
+  struct ControlAnswer {
+    ControlOutcome outcome = ControlOutcome::kTimedOut;
+    // Whether the scheduler's answer came (also with kStopped), and the answer.
+    bool answered = false;
+    proto::Meta meta;
+  };
+  // Sends control request `request` to the scheduler and blocks until it
+  // answers (a message of the same command echoing the request's sequence),
+  // `timeout_s` passes, this node is stopped or leaves the cluster, or the
+  // scheduler ends the job. Until answered, the request is sent again on the
+  // heartbeat thread (first after a heartbeat interval, then twice as long
+  // each time, up to kControlResendMaxHeartbeats intervals) and to a restarted
+  // scheduler once this node is registered with it; the scheduler takes each
+  // once. `name` names it in the logs and is unique among the requests
+  // awaiting an answer (the sequence in it). Throws Error if it cannot be sent.
+  ControlAnswer Request(Message& request, const std::string& name, double timeout_s);
+  // Sends `request` to the scheduler and again, as Request does, until the
+  // scheduler answers it; nothing waits for the answer.
+  void Post(Message& request, const std::string& name);
+
+  // What the protocols built over this node add to what it sends on its own:
+  // `fill` adds fields to every heartbeat; for a restarted scheduler, `rejoin`
+  // adds fields to the REGISTER that registers this node again, and `resend`
+  // gives requests sent again once it is registered (after the requests
+  // still awaiting an answer), answered before or not. They run with the
+  // node's lock held and must not call the node. Set from any thread at any
+  // time; an empty function removes one.
+  void SetHeartbeatFields(std::function<void(proto::Meta*)> fill);
+  void SetRejoinFields(std::function<void(proto::Meta*)> rejoin,
+                       std::function<std::vector<proto::Meta>()> resend);
+
   // Blocks until the scheduler says the job is over (true) or `timeout_s`
   // passes (false).
   bool WaitForShutdown(double timeout_s);
@@ -209,12 +205,9 @@ class Node {
   // instances get before they go), so that it checkpoints the job and ends it.
   // Sent again with every heartbeat until the scheduler answers. Idempotent.
   void RequestPreemption();
-  // The scheduler answered a preemption request or (worker) ordered this node
-  // to stop for the preemption checkpoint.
+  // The scheduler answered a preemption request or ordered this node to stop
+  // for the preemption checkpoint.
   bool preempting() const { return preempting_.load(); }
-  // Worker: the checkpoint it last stopped at was the preemption checkpoint
-  // (committed): it trains no further.
-  bool preempt_checkpointed() const { return preempt_checkpointed_.load(); }
   // The job ended by preemption (the SHUTDOWN said so); `*uri` and the result
   // name the checkpoint it committed ("" if none). False before the SHUTDOWN.
   bool preempted(std::string* checkpoint, std::string* uri) const;
@@ -293,11 +286,15 @@ class Node {
   void HeartbeatLoop();
   // Handles what came back on this node's own connection to the scheduler.
   void TakeSchedulerReplies();
-  // Sends a control request and remembers it under `key` until answered.
-  void SendAwaited(const std::string& key, Message& request);
+  // Sends a control request and remembers it under `key` until answered
+  // (`waited`: someone waits for the answer, which is kept for it).
+  void SendAwaited(const std::string& key, Message& request, bool waited = false);
   // Takes an answer for `key`: false if nothing awaits it (a copy, or its
   // waiter gave up). Holds mutex_.
   bool Answered(const std::string& key);
+  // Takes the scheduler's answer to a request sent with Request or Post;
+  // ignores one nothing awaits any more. Holds mutex_.
+  void TakeAnswerLocked(const proto::Meta& answer);
   // Sends again the awaited requests whose wait ran out. Holds mutex_.
   void ResendOverdueLocked(double now);
   // Sends an awaited request to the scheduler again, as this node now. Holds
@@ -306,13 +303,11 @@ class Node {
   // A restarted scheduler asked this node to register again.
   void Rejoin();
   // What a restarted scheduler learns from this node's REGISTER: its view,
-  // the tagged barriers it passed, and a worker's cursor and latest ended
-  // epoch. Holds mutex_.
+  // the tagged barriers it passed, and the rejoin fields. Holds mutex_.
   void FillRejoinLocked(proto::Meta* request) const;
   // An answer to awaited request `key` came: remembers what a restarted
-  // scheduler needs of it (a tagged barrier passed, an epoch ended). Holds
-  // mutex_.
-  void RememberAnswerLocked(const std::string& key, const proto::Meta& answer);
+  // scheduler needs of it (a tagged barrier passed). Holds mutex_.
+  void RememberAnswerLocked(const std::string& key);
 
   NodeOptions options_;
   std::unique_ptr<Van> van_;
@@ -325,7 +320,6 @@ class Node {
   std::atomic<uint64_t> next_sequence_{0};
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> preempting_{false};
-  std::atomic<bool> preempt_checkpointed_{false};
   std::atomic<bool> removed_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> last_scheduler_contact_ns_{0};
@@ -353,21 +347,16 @@ class Node {
   uint64_t register_nonce_ = 0;
   std::string scheduler_route_;
   uint64_t next_barrier_ = 0;
-  // Checkpoint answers by request sequence: "" done, else the error.
-  std::map<uint64_t, std::string> checkpoints_answered_;
-  // ORPHANS answers by request sequence.
-  std::map<uint64_t, proto::Meta> orphans_answered_;
-  proto::WorkerCursor progress_;
-  double progress_reading_seconds_ = 0;
-  bool has_progress_ = false;
-  proto::ProgressReport progress_report_;
-  bool has_progress_report_ = false;
-  proto::WorkerCursor takeover_;
-  bool has_takeover_ = false;
-  std::string restore_uri_, restore_checkpoint_;
-  bool replaces_ = false;
-  // Control requests still awaiting the scheduler's answer (and the done and
-  // epoch-done reports): sent again on the heartbeat thread while unanswered,
+  // The commands of the awaited requests: the scheduler's messages of these
+  // commands (but BARRIER and PREEMPT, which the node handles) are answers. The answers a Request
+  // waits for, by its name.
+  std::set<int> answer_commands_;
+  std::map<std::string, proto::Meta> answers_;
+  proto::Meta registration_;
+  std::function<void(proto::Meta*)> heartbeat_fields_, rejoin_fields_;
+  std::function<std::vector<proto::Meta>()> rejoin_resend_;
+  // Control requests still awaiting the scheduler's answer (those sent with
+  // Post too): sent again on the heartbeat thread while unanswered,
   // first after a heartbeat interval, doubling up to kControlResendMaxHeartbeats (the
   // scheduler takes each once: ControlReplies), and to a restarted scheduler
   // once this node is registered with it. A waiter that gives up removes its
@@ -376,17 +365,13 @@ class Node {
     proto::Meta meta;
     double next_send = 0;  // MonotonicSeconds() of its next resend
     double wait = 0;       // the wait before that one
+    bool waited = false;   // a Request waits for its answer
   };
   std::map<std::string, Awaited> awaiting_;
   bool rejoining_ = false;
   // Tagged barriers released to this node, oldest first (at most
-  // kMaxPassedBarriers), and the latest epoch whose end the scheduler
-  // announced (ORPHANS answered with no work): for a restarted scheduler.
+  // kMaxPassedBarriers): for a restarted scheduler.
   std::vector<proto::PassedBarrier> passed_barriers_;
-  int epoch_ended_ = 0;
-  // The latest report of this worker's share of an epoch done, for a
-  // restarted scheduler.
-  proto::Meta epoch_done_report_;
   // The SHUTDOWN of a preempted job: the checkpoint it committed.
   bool preempted_ = false;
   std::string preempted_checkpoint_, preempted_uri_;

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "server/kv_server.h"
+#include "server/replacement.h"
 #include "server/shard_copy.h"
 
 namespace keel {
@@ -121,7 +122,7 @@ void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& r
     if (!ranges.Holds(range, rank) || existing != shards_.end()) continue;
     Shard& shard = shards_[range];
     shard.primary = ranges.server(range) == rank;
-    if (shard.primary && (!first_view || node_->replaces())) {
+    if (shard.primary && (!first_view || Replacement(*node_).replaces())) {
       shard.primary_since = MonotonicSeconds();
     }
     // At the job's start every replica starts alike (empty, or from the

@@ -9,6 +9,7 @@
 #include "base/time.h"
 #include "base/utf8.h"
 #include "kv/kv_worker.h"
+#include "server/replacement.h"
 
 namespace keel {
 
@@ -179,7 +180,7 @@ void KVServer::CountRememberedSenders() {
 
 void KVServer::RestoreOnce(const proto::ClusterView& view) {
   std::string replace_uri;
-  const std::string replace_from = node_->restore_checkpoint(&replace_uri);
+  const std::string replace_from = Replacement(*node_).restore_checkpoint(&replace_uri);
   if (restored_ || (view.resume_checkpoint().empty() && replace_from.empty())) return;
   restored_ = true;
   // A resumed job (every replica loads its ranges), or a server replacing

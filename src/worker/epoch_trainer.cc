@@ -26,10 +26,11 @@ proto::WorkerCursor CursorOf(const EpochResult& result, int epoch, uint64_t batc
 
 }  // namespace
 
-EpochTrainer::EpochTrainer(Node* node, KVWorker* client, ComputeBackend* model,
-                           const Hyperparameters& hyperparameters, const TrainerOptions& options,
-                           const proto::TrainerState* state)
+EpochTrainer::EpochTrainer(Node* node, SchedulerLink* scheduler, KVWorker* client,
+                           ComputeBackend* model, const Hyperparameters& hyperparameters,
+                           const TrainerOptions& options, const proto::TrainerState* state)
     : node_(node),
+      scheduler_(scheduler),
       client_(client),
       model_(model),
       hyperparameters_(hyperparameters),
@@ -47,7 +48,7 @@ EpochResult EpochTrainer::Train(int epoch, const proto::WorkerCursor& resume) {
   JoinEpoch(&pass);
   // Between epochs: a checkpoint (unless this is where the job resumed).
   if (checkpoints() && epoch > 1 && pass.batches == 0 && resume.epoch() != epoch) {
-    StopForCheckpoint(node_, CursorOf(pass.result, epoch, 0), *state_, /*final=*/false);
+    StopForCheckpoint(scheduler_, CursorOf(pass.result, epoch, 0), *state_, /*final=*/false);
   }
   // A job resumed inside an epoch that another number of workers began has
   // no share of it of its own: it reads the rest of theirs (below).
@@ -190,13 +191,13 @@ void EpochTrainer::AfterBatch(const PreparedBatch& batch, MinibatchPipeline* pip
   // its reading time is not known here.
   const double reading_seconds =
       pass->result.resumed_examples > 0 ? 0 : MonotonicSeconds() - pass->begin;
-  node_->SetProgress(CursorOf(pass->result, pass->epoch, pass->batches), reading_seconds);
+  scheduler_->SetProgress(CursorOf(pass->result, pass->epoch, pass->batches), reading_seconds);
   if (node_->preempting() || node_->shutdown_requested()) StopForPreemption(pipeline, pass);
   if (pass->checkpoint_every > 0 &&
       pass->batches % static_cast<uint64_t>(pass->checkpoint_every) == 0) {
     // Every push so far applied, none after: the servers copy this state.
     pipeline->WaitForPushes();
-    StopForCheckpoint(node_, CursorOf(pass->result, pass->epoch, pass->batches), *state_,
+    StopForCheckpoint(scheduler_, CursorOf(pass->result, pass->epoch, pass->batches), *state_,
                       /*final=*/false);
   }
   LogProgress(pass);
@@ -217,9 +218,9 @@ void EpochTrainer::StopForPreemption(MinibatchPipeline* pipeline, Pass* pass) {
     client_->AnnounceClock(kLeaveClock, /*wait=*/true);
     LOG(WARNING) << "worker " << node_->rank() << " stops for the preemption checkpoint at epoch "
                  << pass->epoch << " minibatch " << pass->batches;
-    node_->Checkpoint(CursorOf(pass->result, pass->epoch, pass->batches),
-                      node_->rank() == 0 ? state_ : nullptr, /*final=*/false, kBarrierTimeoutS,
-                      /*preempt=*/true);
+    scheduler_->Checkpoint(CursorOf(pass->result, pass->epoch, pass->batches),
+                           node_->rank() == 0 ? state_ : nullptr, /*final=*/false, kBarrierTimeoutS,
+                           /*preempt=*/true);
   }
   // No checkpoint to wait for (none is possible, or the job is over): what
   // is in flight is dropped (TrainBatches cancels it).
@@ -253,7 +254,7 @@ void EpochTrainer::LogProgress(Pass* pass) const {
 void EpochTrainer::LeaveEpoch(const Pass& pass) {
   if (checkpoints()) {
     // Checkpoints later in this epoch need not wait for this worker.
-    node_->ReportEpochDone(CursorOf(pass.result, pass.epoch, pass.batches));
+    scheduler_->ReportEpochDone(CursorOf(pass.result, pass.epoch, pass.batches));
   }
   // Done with this epoch: stop holding back the workers still in it. Requests
   // outside the minibatch loop (validation, control values) carry clock 0,
@@ -267,8 +268,8 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
   proto::WorkerCursor work, finished;
   int part = 0, parts = 0;
   bool have_finished = false;
-  while (node_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
-                               &part, &parts, &result->epoch_examples, kBarrierTimeoutS)) {
+  while (scheduler_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
+                                    &part, &parts, &result->epoch_examples, kBarrierTimeoutS)) {
     if (work.shards() > 0) {
       LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass.epoch
                    << ": reads the rest of "

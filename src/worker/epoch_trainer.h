@@ -23,6 +23,7 @@
 #include "worker/health_rules.h"
 #include "worker/hyperparameters.h"
 #include "worker/minibatch_pipeline.h"
+#include "worker/scheduler_link.h"
 #include "worker/shard_check.h"
 #include "worker/trainer_options.h"
 #include "worker/training_loss.h"
@@ -58,7 +59,7 @@ class EpochTrainer {
  public:
   // Every pointer must outlive the trainer. `state` is the job's state as
   // worker 0 keeps it, which its checkpoints carry.
-  EpochTrainer(Node* node, KVWorker* client, ComputeBackend* model,
+  EpochTrainer(Node* node, SchedulerLink* scheduler, KVWorker* client, ComputeBackend* model,
                const Hyperparameters& hyperparameters, const TrainerOptions& options,
                const proto::TrainerState* state);
 
@@ -142,6 +143,7 @@ class EpochTrainer {
                              EpochResult* result);
 
   Node* node_;
+  SchedulerLink* scheduler_;
   KVWorker* client_;
   ComputeBackend* model_;
   Hyperparameters hyperparameters_;

@@ -46,8 +46,9 @@ PendingPush SendPush(KVWorker* client, const ExactSumWorkload& workload, const P
 // One worker process's side of the job.
 class ExactSumWorker {
  public:
-  ExactSumWorker(Node* node, KVWorker* client, const ExactSumOptions& options)
-      : node_(node), client_(client), options_(options) {}
+  ExactSumWorker(Node* node, SchedulerLink* scheduler, KVWorker* client,
+                 const ExactSumOptions& options)
+      : node_(node), scheduler_(scheduler), client_(client), options_(options) {}
 
   void Run(std::ostream* out);
 
@@ -70,6 +71,7 @@ class ExactSumWorker {
   void Check(std::ostream* out);
 
   Node* node_;
+  SchedulerLink* scheduler_;
   KVWorker* client_;
   const ExactSumOptions& options_;
   std::unique_ptr<LedgerWriter> ledger_;
@@ -79,8 +81,8 @@ void ExactSumWorker::Run(std::ostream* out) {
   CheckExactSumWorkload(options_.workload, node_->view()->num_workers());
   OpenLedger();
   proto::WorkerCursor start;
-  if (node_->has_takeover()) {
-    start = node_->takeover();
+  if (scheduler_->has_takeover()) {
+    start = scheduler_->takeover();
     LOG(WARNING) << "worker " << node_->rank() << " takes over its rank at epoch " << start.epoch()
                  << " minibatch " << start.batches()
                  << " (pushes its previous worker made after that are made again)";
@@ -94,7 +96,7 @@ void ExactSumWorker::Run(std::ostream* out) {
 
 void ExactSumWorker::OpenLedger() {
   MakeDirectories(LedgerFolder());
-  if (node_->rank() == 0 && !node_->has_takeover()) RemoveLedgers(LedgerFolder());
+  if (node_->rank() == 0 && !scheduler_->has_takeover()) RemoveLedgers(LedgerFolder());
   node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "exact_sum start");
   ledger_ = std::make_unique<LedgerWriter>(LedgerPath(LedgerFolder(), node_->id()));
 }
@@ -107,10 +109,10 @@ void ExactSumWorker::PushEpoch(int epoch, const proto::WorkerCursor& start) {
   }
   node_->Barrier(kWorkerGroup, kBarrierTimeoutS, "exact_sum epoch " + std::to_string(epoch));
   const double begin = MonotonicSeconds();
-  node_->SetProgress(CursorAt(epoch, batches, batches, {}), 0);
+  scheduler_->SetProgress(CursorAt(epoch, batches, batches, {}), 0);
   PushMinibatches({node_->rank(), epoch, batches}, 1, [&](const PushId& push) {
     batches = push.minibatch + 1;
-    node_->SetProgress(CursorAt(epoch, batches, batches, {}), MonotonicSeconds() - begin);
+    scheduler_->SetProgress(CursorAt(epoch, batches, batches, {}), MonotonicSeconds() - begin);
   });
   PushOrphanedShares(epoch, batches);
 }
@@ -140,8 +142,8 @@ void ExactSumWorker::PushOrphanedShares(int epoch, int batches) {
   int part = 0, parts = 0;
   bool have_finished = false;
   uint64_t epoch_minibatches = 0;
-  while (node_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
-                               &part, &parts, &epoch_minibatches, kBarrierTimeoutS)) {
+  while (scheduler_->TakeOrphanWork(share, have_finished ? &finished : nullptr, part, parts, &work,
+                                    &part, &parts, &epoch_minibatches, kBarrierTimeoutS)) {
     LOG(WARNING) << "worker " << node_->rank() << " epoch " << epoch << ": pushes part " << part
                  << " of " << parts << " of worker " << work.rank() << "'s share from minibatch "
                  << work.batches() << " (that worker left)";
@@ -200,8 +202,9 @@ std::map<uint32_t, TableSpec> ExactSumTables() {
   return {{kExactSumTable, std::move(sums)}};
 }
 
-void RunExactSum(Node* node, KVWorker* client, const ExactSumOptions& options, std::ostream* out) {
-  ExactSumWorker(node, client, options).Run(out);
+void RunExactSum(Node* node, SchedulerLink* scheduler, KVWorker* client,
+                 const ExactSumOptions& options, std::ostream* out) {
+  ExactSumWorker(node, scheduler, client, options).Run(out);
 }
 
 }  // namespace keel

@@ -21,6 +21,7 @@
 #include "kv/node.h"
 #include "kv/table_spec.h"
 #include "worker/exact_sum_check.h"
+#include "worker/scheduler_link.h"
 
 namespace keel {
 
@@ -41,7 +42,8 @@ std::map<uint32_t, TableSpec> ExactSumTables();
 // `keel launch` shows) and exact_sum.json. Throws Error if a request, a
 // barrier or a ledger fails, and on worker 0 if the check finds a violation
 // (after the report is written), naming how many and the first.
-void RunExactSum(Node* node, KVWorker* client, const ExactSumOptions& options, std::ostream* out);
+void RunExactSum(Node* node, SchedulerLink* scheduler, KVWorker* client,
+                 const ExactSumOptions& options, std::ostream* out);
 
 }  // namespace keel
 

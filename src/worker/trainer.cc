@@ -56,9 +56,10 @@ void LogEpochDone(int rank, int epoch, const EpochResult& result) {
 
 }  // namespace
 
-Trainer::Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparameters,
-                 TrainerOptions options)
+Trainer::Trainer(Node* node, SchedulerLink* scheduler, KVWorker* client,
+                 const Hyperparameters& hyperparameters, TrainerOptions options)
     : node_(node),
+      scheduler_(scheduler),
       client_(client),
       hyperparameters_(hyperparameters),
       options_(WithDataChecks(std::move(options), hyperparameters)),
@@ -71,13 +72,13 @@ Trainer::Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparam
       control_(client),
       evaluator_(client, backend_.get(), one_model_ ? one_model_.get() : backend_.get(),
                  hyperparameters, options_.reader),
-      epoch_trainer_(node, client, backend_.get(), hyperparameters, options_, &state_) {
+      epoch_trainer_(node, scheduler, client, backend_.get(), hyperparameters, options_, &state_) {
   if (options_.train.empty()) throw MakeError("--train is required");
 }
 
 void Trainer::Run() {
   state_.set_best_loss(std::numeric_limits<double>::infinity());
-  const proto::WorkerCursor resume = StartingPoint(node_, &state_);
+  const proto::WorkerCursor resume = StartingPoint(scheduler_, &state_);
   // Time already spent by the run this one resumes.
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
   timeline_ = std::make_unique<TimelineRecorder>(options_.model_dir, node_->rank(),
@@ -88,7 +89,7 @@ void Trainer::Run() {
   PrepareData(first_epoch);
   // Rows the servers had before this run's first epoch (resumed: from the checkpoint).
   if (node_->rank() == 0) rows_before_ = ReadTableRows(client_, HealthWidths());
-  node_->SetProgressReport(ShareReport(hyperparameters_.epochs, share_examples_));
+  scheduler_->SetProgressReport(ShareReport(hyperparameters_.epochs, share_examples_));
   int epoch = first_epoch;
   for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
     const EpochResult result = epoch_trainer_.Train(epoch, resume);
@@ -103,7 +104,7 @@ void Trainer::Run() {
     // The job's last checkpoint (answered once committed; skipped by the
     // scheduler when the job resumed from it).
     state_.set_elapsed_seconds(MonotonicSeconds() - started);
-    StopForCheckpoint(node_, CursorAt(epoch, 0, 0, {}), state_, /*final=*/true);
+    StopForCheckpoint(scheduler_, CursorAt(epoch, 0, 0, {}), state_, /*final=*/true);
   }
   MetricSet final_metrics(state_.metrics().begin(), state_.metrics().end());
   ReportGate(node_, client_, &control_, options_.staleness, state_.training_seconds(),
@@ -111,8 +112,8 @@ void Trainer::Run() {
   timeline_->Flush();
   if (node_->rank() != 0) return;
   FinishJob(epoch - 1, &final_metrics);
-  node_->ReportProgress(OutcomeReport(hyperparameters_.epochs, epoch - 1, state_.stopped(),
-                                      final_metrics, options_.model_dir));
+  scheduler_->ReportProgress(OutcomeReport(hyperparameters_.epochs, epoch - 1, state_.stopped(),
+                                           final_metrics, options_.model_dir));
 }
 
 void Trainer::PrepareData(int first_epoch) {
@@ -278,8 +279,8 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
     std::cout << "; no gain for " << state_.epochs_without_gain() << " epoch(s): stopping early";
   }
   std::cout << std::endl;
-  node_->ReportProgress(EpochReport(hyperparameters_.epochs, epoch, examples,
-                                    MonotonicSeconds() - started, figures, stop));
+  scheduler_->ReportProgress(EpochReport(hyperparameters_.epochs, epoch, examples,
+                                         MonotonicSeconds() - started, figures, stop));
   if (stop) control_.Add(ControlTable::kStopFeature, 1);
   state_.set_elapsed_seconds(MonotonicSeconds() - started);
 }

@@ -35,6 +35,7 @@
 #include "worker/evaluator.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
+#include "worker/scheduler_link.h"
 #include "worker/shard_check.h"
 #include "worker/timeline_recorder.h"
 #include "worker/trainer_options.h"
@@ -44,8 +45,8 @@ namespace keel {
 
 class Trainer {
  public:
-  Trainer(Node* node, KVWorker* client, const Hyperparameters& hyperparameters,
-          TrainerOptions options);
+  Trainer(Node* node, SchedulerLink* scheduler, KVWorker* client,
+          const Hyperparameters& hyperparameters, TrainerOptions options);
 
   // Trains every epoch (or until early stopping). Throws Error on bad data,
   // a failed request, a failed write, or a training health rule that fired
@@ -114,6 +115,7 @@ class Trainer {
   ModelArtifact FoldedModel(const ModelArtifact& all, int k) const;
 
   Node* node_;
+  SchedulerLink* scheduler_;
   KVWorker* client_;
   Hyperparameters hyperparameters_;
   TrainerOptions options_;

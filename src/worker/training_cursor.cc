@@ -44,10 +44,11 @@ proto::WorkerCursor ReadResumePoint(Node* node, proto::TrainerState* state) {
 }
 
 // A replacing worker: where the departed worker's last progress report left off.
-proto::WorkerCursor TakeoverPoint(Node* node) {
-  proto::WorkerCursor cursor = node->takeover();
+proto::WorkerCursor TakeoverPoint(const SchedulerLink& scheduler) {
+  const Node& node = scheduler.node();
+  proto::WorkerCursor cursor = scheduler.takeover();
   if (cursor.epoch() == 0) cursor.set_epoch(1);
-  LOG(WARNING) << "worker " << node->rank() << " replaces a worker that left: it goes on at epoch "
+  LOG(WARNING) << "worker " << node.rank() << " replaces a worker that left: it goes on at epoch "
                << cursor.epoch() << " after " << cursor.batches()
                << " minibatch(es) (its last progress report; minibatches pushed after that "
                   "report are read again)";
@@ -76,18 +77,19 @@ ModelLosses LossesOf(const proto::WorkerCursor& cursor, int num_models) {
   return losses;
 }
 
-proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state) {
-  proto::WorkerCursor cursor = ReadResumePoint(node, state);
-  if (node->has_takeover()) cursor = TakeoverPoint(node);
+proto::WorkerCursor StartingPoint(SchedulerLink* scheduler, proto::TrainerState* state) {
+  proto::WorkerCursor cursor = ReadResumePoint(&scheduler->node(), state);
+  if (scheduler->has_takeover()) cursor = TakeoverPoint(*scheduler);
   return cursor;
 }
 
-void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
+void StopForCheckpoint(SchedulerLink* scheduler, const proto::WorkerCursor& cursor,
                        const proto::TrainerState& state, bool final) {
+  const Node* node = &scheduler->node();
   try {
-    node->Checkpoint(cursor, node->rank() == 0 ? &state : nullptr, final, kBarrierTimeoutS);
+    scheduler->Checkpoint(cursor, node->rank() == 0 ? &state : nullptr, final, kBarrierTimeoutS);
   } catch (const CheckpointFailed& e) {
-    if (node->preempt_checkpointed()) throw;
+    if (scheduler->preempt_checkpointed()) throw;
     // Training goes on: the latest committed checkpoint stays the one to
     // resume from, and the next point tries again.
     LOG(WARNING) << "worker " << node->rank() << ": the " << (final ? "final " : "")
@@ -95,7 +97,7 @@ void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
                  << " was not taken (" << e.what() << "); "
                  << (final ? "the job ends without it" : "training goes on");
   }
-  if (node->preempt_checkpointed()) {
+  if (scheduler->preempt_checkpointed()) {
     throw MakeError("preempted: worker ", node->rank(), " stopped at epoch ", cursor.epoch(),
                     " after minibatch ", cursor.batches(), " (the preemption checkpoint's point)");
   }

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "checkpoint.pb.h"
-#include "kv/node.h"
+#include "worker/scheduler_link.h"
 #include "worker/training_loss.h"
 
 namespace keel {
@@ -28,14 +28,14 @@ ModelLosses LossesOf(const proto::WorkerCursor& cursor, int num_models);
 // instead goes on where that one's last progress report left off (epoch 1 at
 // the least). Logs which. Throws Error if the checkpoint cannot be read, or
 // was taken inside an epoch by another number of workers.
-proto::WorkerCursor StartingPoint(Node* node, proto::TrainerState* state);
+proto::WorkerCursor StartingPoint(SchedulerLink* scheduler, proto::TrainerState* state);
 
 // Stops at a checkpoint point at `cursor`; worker 0 brings the job's `state`
 // (`final`: the job's last checkpoint). Blocks until the scheduler answers. A
 // checkpoint the scheduler could not take is logged and training goes on;
 // throws Error if there was no answer, or if it was the preemption checkpoint
 // (the worker stops training).
-void StopForCheckpoint(Node* node, const proto::WorkerCursor& cursor,
+void StopForCheckpoint(SchedulerLink* scheduler, const proto::WorkerCursor& cursor,
                        const proto::TrainerState& state, bool final);
 
 }  // namespace keel

@@ -13,6 +13,7 @@
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
 #include "test_util.h"
+#include "worker/scheduler_link.h"
 
 namespace keel {
 namespace {
@@ -210,14 +211,14 @@ TEST_F(InProcessCluster, BarrierReleasesEveryoneOnceAllArrive) {
 }
 
 TEST_F(InProcessCluster, JobEndsWhenEveryWorkerReportsDone) {
-  worker_node_->ReportDone("");
+  SchedulerLink(*worker_node_).ReportDone("");
   EXPECT_EQ(scheduler_->WaitForJob(10), 0);
   for (auto& node : server_nodes_) EXPECT_TRUE(node->WaitForShutdown(10));
   EXPECT_TRUE(worker_node_->WaitForShutdown(10));
 }
 
 TEST_F(InProcessCluster, AFailedWorkerIsCounted) {
-  worker_node_->ReportDone("disk full");
+  SchedulerLink(*worker_node_).ReportDone("disk full");
   EXPECT_EQ(scheduler_->WaitForJob(10), 1);
 }
 

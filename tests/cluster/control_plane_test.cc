@@ -15,6 +15,7 @@
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
 #include "test_util.h"
+#include "worker/scheduler_link.h"
 
 namespace keel {
 namespace {
@@ -150,6 +151,7 @@ class ControlPlane : public ::testing::Test {
     scheduler_->Start();
     server_ = std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port()));
     worker_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
+    worker_link_ = std::make_unique<SchedulerLink>(*worker_);
     std::thread starting([this] { server_->Start(); });
     worker_->Start();
     starting.join();
@@ -166,6 +168,7 @@ class ControlPlane : public ::testing::Test {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Node> server_;
   std::unique_ptr<Node> worker_;
+  std::unique_ptr<SchedulerLink> worker_link_;
 };
 
 TEST_F(ControlPlane, AShutdownFromAnUnregisteredSocketIsIgnored) {
@@ -174,7 +177,7 @@ TEST_F(ControlPlane, AShutdownFromAnUnregisteredSocketIsIgnored) {
   ASSERT_TRUE(WaitFor([&] { return server_->rejected_control_messages() == 1; }, 10));
   EXPECT_FALSE(server_->shutdown_requested());
   // The scheduler's own shutdown still arrives.
-  worker_->ReportDone("");
+  worker_link_->ReportDone("");
   EXPECT_EQ(scheduler_->WaitForJob(10), 0);
   EXPECT_TRUE(server_->WaitForShutdown(10));
 }
@@ -195,7 +198,7 @@ TEST_F(ControlPlane, ARequestToRegisterAgainFromAnUnregisteredSocketIsIgnored) {
   attacker.Send(forged);
   ASSERT_TRUE(WaitFor([&] { return worker_->rejected_control_messages() == 1; }, 10));
   // Had it registered again, the scheduler would have refused its id as in use.
-  worker_->ReportDone("");
+  worker_link_->ReportDone("");
   EXPECT_EQ(scheduler_->WaitForJob(10), 0);
 }
 
@@ -204,7 +207,7 @@ TEST_F(ControlPlane, AWorkerDoneClaimingTheWorkersIdFromAnotherSocketIsIgnored) 
   attacker.Send(Command(proto::WORKER_DONE, worker_->id()));
   ASSERT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));
   EXPECT_EQ(scheduler_->WaitForJob(0), -1);  // the job is not over
-  worker_->ReportDone("");
+  worker_link_->ReportDone("");
   EXPECT_EQ(scheduler_->WaitForJob(10), 0);
 }
 
@@ -219,7 +222,7 @@ proto::ProgressReport DecidedEpoch(int epoch, int epochs) {
 }
 
 TEST_F(ControlPlane, AWorkersProgressReachesTheSchedulersSnapshot) {
-  worker_->ReportProgress(DecidedEpoch(1, 2));
+  worker_link_->ReportProgress(DecidedEpoch(1, 2));
   ASSERT_TRUE(WaitFor([&] { return !scheduler_->progress().Snapshot(0).decided.empty(); }, 10));
   const ProgressSnapshot snapshot = scheduler_->progress().Snapshot(0);
   EXPECT_EQ(snapshot.epochs, 2);
@@ -231,13 +234,13 @@ TEST_F(ControlPlane, AWorkersProgressReachesTheSchedulersSnapshot) {
 }
 
 TEST_F(ControlPlane, AProgressReportFromAServerIsRefused) {
-  server_->ReportProgress(DecidedEpoch(1, 2));
+  SchedulerLink(*server_).ReportProgress(DecidedEpoch(1, 2));
   ASSERT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));
   EXPECT_TRUE(scheduler_->progress().Snapshot(0).decided.empty());
 }
 
 TEST_F(ControlPlane, AProgressReportOutOfBoundsIsRefusedWhole) {
-  worker_->ReportProgress(DecidedEpoch(5, 2));  // epoch 5 of a job of 2
+  worker_link_->ReportProgress(DecidedEpoch(5, 2));  // epoch 5 of a job of 2
   ASSERT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));
   const ProgressSnapshot snapshot = scheduler_->progress().Snapshot(0);
   EXPECT_TRUE(snapshot.decided.empty());

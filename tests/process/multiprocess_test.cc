@@ -15,6 +15,7 @@
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "test_util.h"
+#include "worker/scheduler_link.h"
 
 namespace keel {
 namespace {
@@ -132,7 +133,7 @@ int RunExactSumWorker(const std::string& scheduler, const ExactSumFaults& faults
   for (auto handle : in_flight) client.Wait(handle, 30);
   node.Barrier(kWorkerGroup, 30);
   const int wrong = CountWrongSums(&client, rank, iterations);
-  node.ReportDone(wrong ? "wrong sums" : "");
+  SchedulerLink(node).ReportDone(wrong ? "wrong sums" : "");
   node.WaitForShutdown(20);
   node.Stop();
   const TransportFaultCounts counts = node.transport_fault_counts();
@@ -269,7 +270,7 @@ int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faul
   if (testing::WaitFor([&] { return Exists(folder + "/go"); }, 60)) {
     wrong_after = CountWrongSums(&client, rank, faults.iterations);
   }
-  node.ReportDone(wrong_before || wrong_after ? "wrong sums" : "");
+  SchedulerLink(node).ReportDone(wrong_before || wrong_after ? "wrong sums" : "");
   node.WaitForShutdown(20);
   node.Stop();
   const TransportFaultCounts counts = node.transport_fault_counts();
