@@ -44,9 +44,6 @@ std::string SelfPath();
 int RunScheduler();
 int RunServer(const std::vector<std::string>& argv);
 int RunWorker(const std::vector<std::string>& argv);
-// The worker's job flags (--job and what it needs): the kv_bench cases for
-// --job=kv_bench. Throws Error if any is wrong.
-KVBenchOptions CheckWorkerJobFlags();
 
 // `keel launch` with the arguments after the command (launch_command.cc).
 int RunLaunch(const std::vector<std::string>& args);

@@ -26,6 +26,7 @@
 #include "cli/launch_flags.h"
 #include "launch/launcher.h"
 #include "cli/metrics_flags.h"
+#include "cli/role_flags.h"
 #include "faults/partition.h"
 #include "launch/remote.h"
 #include "launch/role_output.h"

@@ -18,7 +18,6 @@
 #include "base/files.h"
 #include "base/time.h"
 #include "bench/kv_bench_job.h"
-#include "cli/bench_flags.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/exact_sum_flags.h"
@@ -26,6 +25,7 @@
 #include "cli/job_flags.h"
 #include "launch/launcher.h"
 #include "cli/metrics_flags.h"
+#include "cli/role_flags.h"
 #include "faults/preemption_notice.h"
 #include "scheduler/progress_printer.h"
 #include "kv/kv_worker.h"
@@ -78,17 +78,18 @@ bool ShouldStartOver(const Node& node) {
 
 // Runs the worker's job; returns its error (any std::exception's message), or
 // "" if it succeeded.
-std::string RunWorkerJob(Node* node, SchedulerLink* scheduler, KVWorker* client,
-                         const KVBenchOptions& bench, TrainingCounters* counters) {
+std::string RunWorkerJob(const RoleSettings& settings, Node* node, SchedulerLink* scheduler,
+                         KVWorker* client, const KVBenchOptions& bench,
+                         TrainingCounters* counters) {
   try {
-    if (IsTrainingJob(FLAGS_job)) {
+    if (IsTrainingJob(settings.job)) {
       RunTraining(node, scheduler, client, counters);
-    } else if (FLAGS_job == "exact_sum") {
+    } else if (settings.job == "exact_sum") {
       // On the launch terminal.
       RunExactSum(node, scheduler, client, ExactSumOptionsFromFlags(), &std::cerr);
     } else {
       const auto cases = RunKVBench(node, client, bench);
-      WriteFileAtomically(FLAGS_bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",
+      WriteFileAtomically(settings.bench_out + "/worker-" + std::to_string(node->rank()) + ".tsv",
                           FormatBenchCases(cases));
     }
   } catch (const std::exception& e) {  // keel::Error, and bad_alloc too: the report goes out
@@ -105,8 +106,9 @@ std::string RunWorkerJob(Node* node, SchedulerLink* scheduler, KVWorker* client,
 // After a failed job: if the failure came from leaving the view (its requests
 // refused), the scheduler says so at the next heartbeat, and the worker
 // starts over as a new process.
-void StartOverIfRemoved(Node* node, const std::vector<std::string>& argv) {
-  const double deadline = MonotonicSeconds() + 3 * FLAGS_heartbeat_interval + 1;
+void StartOverIfRemoved(Node* node, const std::vector<std::string>& argv,
+                        double heartbeat_interval_s) {
+  const double deadline = MonotonicSeconds() + 3 * heartbeat_interval_s + 1;
   while (!node->removed() && MonotonicSeconds() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -121,9 +123,9 @@ void StartOverIfRemoved(Node* node, const std::vector<std::string>& argv) {
 // (this worker asked, was told to stop, or the scheduler ended the job),
 // waits for the scheduler's SHUTDOWN (within the grace) and returns whether
 // it said the job was preempted, logging the checkpoint it named.
-bool EndedByPreemption(Node* node) {
+bool EndedByPreemption(Node* node, double preemption_grace_s) {
   if (!node->preempting() && !node->shutdown_requested()) return false;
-  node->WaitForShutdown(FLAGS_preemption_grace + 10);
+  node->WaitForShutdown(preemption_grace_s + 10);
   std::string checkpoint, uri;
   if (!node->preempted(&checkpoint, &uri)) return false;
   LOG(WARNING) << "worker " << node->rank() << ": "
@@ -133,29 +135,10 @@ bool EndedByPreemption(Node* node) {
 
 }  // namespace
 
-// The worker's job flags; throws Error if any is wrong.
-KVBenchOptions CheckWorkerJobFlags() {
-  KVBenchOptions bench;
-  if (IsTrainingJob(FLAGS_job)) {
-    JobTablesFromFlags();  // the hyperparameters
-    CheckComputeFlags();   // and the device: a worker without one fails now
-    TrainerOptionsFromFlags();
-  } else if (FLAGS_job == "kv_bench") {
-    bench = BenchFlags();
-    if (FLAGS_bench_out.empty()) throw MakeError("--job=kv_bench needs --bench_out FOLDER");
-  } else if (FLAGS_job == "exact_sum") {
-    ExactSumOptionsFromFlags();
-  } else {
-    throw MakeError("--job '", FLAGS_job,
-                    "' is not linear_learner, factorization_machines, kv_bench or exact_sum");
-  }
-  StalenessFromFlags();
-  return bench;
-}
-
 int RunScheduler() {
   InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
   SchedulerOptions options = SchedulerOptionsFromFlags();
+  const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
   Scheduler scheduler(options);
@@ -166,13 +149,13 @@ int RunScheduler() {
       "scheduler", &metrics, SchedulerLive(&scheduler), SchedulerReady(&scheduler),
       [&scheduler](HttpServer* http) { RouteStatusPage(&scheduler, http); });
   if (endpoint) LOG(INFO) << "scheduler: status page on http://" << endpoint->address() << "/";
-  if (FLAGS_port_file == "-") {
+  if (settings.port_file == "-") {
     std::cout << "scheduler port " << scheduler.port() << std::endl;
-  } else if (!FLAGS_port_file.empty()) {
-    WriteFileAtomically(FLAGS_port_file, std::to_string(scheduler.port()) + "\n");
+  } else if (!settings.port_file.empty()) {
+    WriteFileAtomically(settings.port_file, std::to_string(scheduler.port()) + "\n");
   }
   std::optional<ProgressPrinter> printer;
-  if (FLAGS_progress_records) printer.emplace(&scheduler.progress(), &std::cout);
+  if (settings.progress_records) printer.emplace(&scheduler.progress(), &std::cout);
   PreemptionWatch watch([&scheduler] { scheduler.Preempt("a SIGTERM to the scheduler"); });
   const int failed = scheduler.WaitForJob(1e9);
   if (failed == Scheduler::kPreempted) {
@@ -196,6 +179,7 @@ int RunServer(const std::vector<std::string>& argv) {
   const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
+  const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
@@ -204,14 +188,15 @@ int RunServer(const std::vector<std::string>& argv) {
   AddNodeMetrics(&node, &metrics);
   AddServerMetrics(&*server, &metrics);
   auto endpoint = StartMetricsEndpoint(
-      "server", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), ServerReady(&node, &*server));
+      "server", &metrics, NodeLive(&node, settings.heartbeat_interval_s),
+      ServerReady(&node, &*server));
   node.Start();
   PreemptionWatch watch([&node] { node.RequestPreemption(); });
   while (!node.WaitForShutdown(1.0)) {
     if (const std::string failure = server->failure(); !failure.empty()) throw Error(failure);
-    if (node.SecondsSinceScheduler() > FLAGS_scheduler_timeout) {
-      throw MakeError("no word from the scheduler at ", FLAGS_scheduler, " for ",
-                      FLAGS_scheduler_timeout, " s");
+    if (node.SecondsSinceScheduler() > settings.scheduler_timeout_s) {
+      throw MakeError("no word from the scheduler at ", settings.scheduler, " for ",
+                      settings.scheduler_timeout_s, " s");
     }
     if (ShouldStartOver(node)) {
       // Paused or cut off past the heartbeat timeout: the other replicas took
@@ -220,7 +205,7 @@ int RunServer(const std::vector<std::string>& argv) {
       LOG(WARNING) << "server " << node.rank() << " left the cluster; it joins again";
       endpoint.reset();  // it reads the server
       server.reset();
-      RejoinAsNewProcess(FLAGS_join ? AsReplacement(argv, node.rank()) : argv);
+      RejoinAsNewProcess(settings.join ? AsReplacement(argv, node.rank()) : argv);
     }
   }
   LOG(INFO) << "server " << node.rank() << " shutting down: served " << server->served_requests()
@@ -239,6 +224,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
   const RequestRetry retry = RequestRetryFromFlags();
+  const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
@@ -247,20 +233,20 @@ int RunWorker(const std::vector<std::string>& argv) {
   SchedulerLink scheduler(node);
   KVWorker client(&node, retry);
   AddNodeMetrics(&node, &metrics);
-  AddWorkerMetrics(&client, IsTrainingJob(FLAGS_job) ? &counters : nullptr, &metrics);
+  AddWorkerMetrics(&client, IsTrainingJob(settings.job) ? &counters : nullptr, &metrics);
   auto endpoint = StartMetricsEndpoint(
-      "worker", &metrics, NodeLive(&node, FLAGS_heartbeat_interval), WorkerReady(&node));
+      "worker", &metrics, NodeLive(&node, settings.heartbeat_interval_s), WorkerReady(&node));
   node.Start();
   PreemptionWatch watch([&node] { node.RequestPreemption(); });
-  const std::string error = RunWorkerJob(&node, &scheduler, &client, bench, &counters);
-  if (!error.empty() && EndedByPreemption(&node)) {
+  const std::string error = RunWorkerJob(settings, &node, &scheduler, &client, bench, &counters);
+  if (!error.empty() && EndedByPreemption(&node, settings.preemption_grace_s)) {
     endpoint.reset();
     node.Stop();
     return kPreemptedExitStatus;
   }
   if (!error.empty()) {
     endpoint.reset();  // a worker that starts over binds its port again
-    StartOverIfRemoved(&node, argv);
+    StartOverIfRemoved(&node, argv, settings.heartbeat_interval_s);
   }
   scheduler.ReportDone(error);
   if (!node.WaitForShutdown(30)) LOG(WARNING) << "no shutdown from the scheduler; exiting";
