@@ -24,10 +24,9 @@
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "base/time.h"
-#include "cli/metrics_flags.h"
-#include "io/recordio.h"
 #include "io/recordio.h"
 #include "kv/node.h"
+#include "launch/ports.h"
 
 namespace keel::testing {
 namespace {

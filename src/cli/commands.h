@@ -73,8 +73,9 @@ struct LocalCluster {
   // How the terminal shows them, when show_progress.
   LaunchOutputOptions output;
   // Each role started gets a free --metrics_port, and where to scrape them
-  // is printed.
+  // (on `metrics_bind`, the roles' --metrics_bind) is printed.
   bool metrics = false;
+  std::string metrics_bind = "127.0.0.1";
   // How long a SIGTERM to the launcher (a preemption notice, passed to the
   // scheduler) waits for the preemption checkpoint (--preemption_grace).
   double preemption_grace_s = 90;

@@ -25,6 +25,7 @@
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
 #include "launch/launcher.h"
+#include "launch/ports.h"
 #include "cli/metrics_flags.h"
 #include "cli/role_flags.h"
 #include "faults/partition.h"
@@ -223,6 +224,7 @@ int LaunchLocally(const LaunchSettings& settings, const std::vector<std::string>
   cluster.report = settings.report;
   cluster.show_progress = true;
   cluster.metrics = LaunchMetricsOn(role_flags);
+  cluster.metrics_bind = MetricsBindFromFlags();
   cluster.preemption_grace_s = settings.preemption_grace_s;
   CheckLaunchFlags({cluster.servers, "servers", cluster.workers, "workers"});
   cluster.output = LaunchOutputOptionsFromFlags();  // checks --progress
@@ -349,7 +351,7 @@ int RunLocalCluster(const LocalCluster& cluster) {
                                                  partitioner.get());
   }
   const LaunchMetricsPorts metrics(cluster.metrics, cluster.scheduler.empty(), cluster.servers,
-                                   cluster.workers);
+                                   cluster.workers, cluster.metrics_bind);
   const std::string scheduler = cluster.scheduler.empty()
                                     ? StartLocalScheduler(cluster, self, metrics, &group)
                                     : cluster.scheduler;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "launch/ports.h"
 #include "test_util.h"
 
 namespace keel {
@@ -102,7 +103,7 @@ std::string MetricsPortFlag(const std::vector<std::string>& argv) {
 }
 
 TEST_F(MetricsFlags, LaunchGivesEveryRoleItsOwnPortAndPrintsWhereToScrapeIt) {
-  const LaunchMetricsPorts ports(/*on=*/true, /*with_scheduler=*/true, 2, 1);
+  const LaunchMetricsPorts ports(/*on=*/true, /*with_scheduler=*/true, 2, 1, "127.0.0.1");
   std::set<std::string> flags;
   for (const char* role : {"scheduler", "server 0", "server 1", "worker 0"}) {
     std::vector<std::string> argv = {"keel", "server"};
@@ -123,7 +124,7 @@ TEST_F(MetricsFlags, LaunchGivesEveryRoleItsOwnPortAndPrintsWhereToScrapeIt) {
 }
 
 TEST_F(MetricsFlags, LaunchWithMetricsOffAddsNoFlagAndPrintsNothing) {
-  const LaunchMetricsPorts ports(/*on=*/false, /*with_scheduler=*/true, 2, 1);
+  const LaunchMetricsPorts ports(/*on=*/false, /*with_scheduler=*/true, 2, 1, "127.0.0.1");
   std::vector<std::string> argv = {"keel", "worker"};
   ports.AddFlag("worker 0", &argv);
   EXPECT_EQ(MetricsPortFlag(argv), "");
