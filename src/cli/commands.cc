@@ -237,13 +237,6 @@ bool PrintHelpIfAsked(int argc, char** argv, const std::string& command) {
 
 }  // namespace
 
-std::string SelfPath() {
-  char buffer[4096];
-  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (n <= 0) throw MakeError("cannot find the keel executable (/proc/self/exe)");
-  return std::string(buffer, static_cast<size_t>(n));
-}
-
 int RunCommandLine(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
     std::cout << kUsage;

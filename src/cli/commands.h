@@ -12,7 +12,7 @@
 #include "bench/kv_bench_job.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
-#include "launch/role_output.h"
+#include "launch/local_cluster.h"
 #include "worker/scheduler_link.h"
 #include "worker/training_counters.h"
 
@@ -33,10 +33,6 @@ int ExitCodeOf(const std::string& name, const std::function<int()>& body);
 // (not abort's 134 and a core dump).
 void ReportUncaughtExceptionsAs(const std::string& name);
 
-// The keel executable's absolute path, to start roles with. Throws Error if
-// it cannot be found.
-std::string SelfPath();
-
 // The roles (role_commands.cc). Each checks its flags first (and with
 // --check_flags stops there), then runs until the job ends; returns the exit
 // code, or throws Error. `argv` is the whole command line: a node dropped from
@@ -48,42 +44,6 @@ int RunWorker(const std::vector<std::string>& argv);
 // `keel launch` with the arguments after the command (launch_command.cc).
 int RunLaunch(const std::vector<std::string>& args);
 
-// A local cluster: a scheduler (unless `scheduler` names an external one),
-// servers and workers as child processes on loopback.
-struct LocalCluster {
-  int servers = 1;
-  int workers = 1;
-  std::string scheduler;                // "host:port" of an external scheduler, or empty
-  std::vector<std::string> role_flags;  // forwarded to every role
-  double timeout_s = 0;                 // 0: none
-  std::string faults;                   // fault schedule (faults/fault_schedule.h), or empty
-  std::string event_log;                // where fault and process events go, or empty
-  uint64_t fault_seed = 1;              // seeds the schedule's random choices
-  // The job's model folder (--model_dir, or the default `keel launch` chose
-  // when the job named none, in role_flags as --model_dir): the launcher's
-  // part of the timeline goes there (timeline/launch.jsonl), and the closing
-  // summary names it; "" for none.
-  std::string model_dir;
-  bool fresh_timeline = true;  // false when the job resumes: the timeline goes on
-  bool report = false;         // write the job's report at the end (keel report)
-  // Progress, quiet logs and the closing summary as --progress, --verbose
-  // and --log_dir say (launch/role_output.h); false: every role's line as it
-  // comes.
-  bool show_progress = false;
-  // How the terminal shows them, when show_progress.
-  LaunchOutputOptions output;
-  // Each role started gets a free --metrics_port, and where to scrape them
-  // (on `metrics_bind`, the roles' --metrics_bind) is printed.
-  bool metrics = false;
-  std::string metrics_bind = "127.0.0.1";
-  // How long a SIGTERM to the launcher (a preemption notice, passed to the
-  // scheduler) waits for the preemption checkpoint (--preemption_grace).
-  double preemption_grace_s = 90;
-};
-
-// Starts the cluster, forwards its logs and waits; returns 0 when every role
-// succeeded. See ProcessGroup::Wait for the other codes.
-int RunLocalCluster(const LocalCluster& cluster);
 
 // `keel report MODEL_DIR [--out FILE]` (report_command.cc): writes the job's
 // HTML report to `out` (a local file; "" for the default, DefaultReportPath)

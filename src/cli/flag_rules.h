@@ -16,8 +16,6 @@ namespace keel {
 // it starts a process or sizes a table by it.
 constexpr int kMaxServers = 1024;
 constexpr int kMaxWorkers = 4096;
-// The most processes `keel launch` starts on this machine.
-constexpr int kMaxLocalProcesses = 256;
 // The most of anything else a count flag counts (minibatches, checkpoints).
 constexpr int kMaxCount = 1000000000;
 // The longest any timeout or duration flag may be, in seconds (about 115

@@ -20,20 +20,17 @@
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/fault_flags.h"
-#include "faults/fault_runner.h"
 #include "cli/flag_rules.h"
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
-#include "launch/launcher.h"
-#include "launch/ports.h"
 #include "cli/metrics_flags.h"
 #include "cli/role_flags.h"
+#include "faults/launch_faults.h"
 #include "faults/partition.h"
-#include "launch/remote.h"
-#include "launch/role_output.h"
 #include "io/storage.h"
-#include "io/timeline_writer.h"
 #include "kv/van.h"
+#include "launch/local_cluster.h"
+#include "launch/remote.h"
 
 namespace keel {
 namespace {
@@ -68,20 +65,6 @@ void CheckLaunchFlags(const ClusterSize& size) {
   CheckWorkerJobFlags();
   RequestRetryFromFlags();
   CheckMetricsFlags();
-}
-
-// A cluster on this machine: at least one server and one worker, at most
-// kMaxLocalProcesses in all.
-void CheckLocalClusterSize(const LocalCluster& cluster) {
-  if (cluster.servers < 1 || cluster.workers < 1) {
-    throw MakeError("a cluster needs at least one server and one worker (--servers ",
-                    cluster.servers, ", --workers ", cluster.workers, ")");
-  }
-  if (cluster.servers + cluster.workers > kMaxLocalProcesses) {
-    throw MakeError("--servers ", cluster.servers, " and --workers ", cluster.workers,
-                    ": a local cluster has at most ", kMaxLocalProcesses,
-                    " servers and workers on this machine");
-  }
 }
 
 // `keel launch --slurm`: this task's role. The workers are the step's other
@@ -216,12 +199,9 @@ int LaunchLocally(const LaunchSettings& settings, const std::vector<std::string>
   cluster.workers = settings.workers;
   cluster.scheduler = settings.scheduler;
   cluster.timeout_s = settings.timeout_s;
-  cluster.faults = settings.faults;
-  cluster.event_log = settings.event_log;
-  cluster.fault_seed = settings.fault_seed;
   cluster.role_flags = role_flags;
   cluster.fresh_timeline = !settings.resumes;
-  cluster.report = settings.report;
+  if (settings.report) cluster.report = ReportAtTheEnd;
   cluster.show_progress = true;
   cluster.metrics = LaunchMetricsOn(role_flags);
   cluster.metrics_bind = MetricsBindFromFlags();
@@ -230,61 +210,13 @@ int LaunchLocally(const LaunchSettings& settings, const std::vector<std::string>
   cluster.output = LaunchOutputOptionsFromFlags();  // checks --progress
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
-  CheckFaultTargets(ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers),
+  CheckFaultTargets(ParseFaultSchedule(settings.faults, cluster.servers, cluster.workers),
                     cluster.scheduler);
   if (FlagsCheckedOnly()) return 0;
   CheckLocalDataFormat(settings);
-  return RunLocalCluster(cluster);
-}
-
-// Starts a scheduler for `cluster` on loopback; returns its "host:port".
-std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& self,
-                                const LaunchMetricsPorts& metrics, ProcessGroup* group) {
-  char folder[] = "/tmp/keel-launch-XXXXXX";
-  if (!mkdtemp(folder)) throw MakeError("cannot create a folder under /tmp");
-  const std::string port_file = std::string(folder) + "/scheduler.port";
-  std::vector<std::string> argv = {self,
-                                   "scheduler",
-                                   "--bind=127.0.0.1",
-                                   "--port_file=" + port_file,
-                                   "--num_servers=" + std::to_string(cluster.servers),
-                                   "--num_workers=" + std::to_string(cluster.workers)};
-  if (cluster.show_progress) argv.push_back("--progress_records");
-  // The job's flags too: logging flags apply, the rest are ignored.
-  argv.insert(argv.end(), cluster.role_flags.begin(), cluster.role_flags.end());
-  metrics.AddFlag("scheduler", &argv);
-  group->Spawn("scheduler", argv);
-  std::string port;
-  const bool started = group->Pump(15, [&] {
-    std::ifstream in(port_file);
-    return static_cast<bool>(in >> port);
-  });
-  unlink(port_file.c_str());
-  rmdir(folder);
-  if (!started) {
-    group->StopAll();
-    throw MakeError("the scheduler did not start (see its log above)");
-  }
-  // A restart (a fault) binds the same port: the nodes know that address.
-  for (std::string& arg : argv) {
-    if (arg.rfind("--port_file=", 0) == 0) arg = "--port=" + port;
-  }
-  group->SetRespawnArguments("scheduler", argv);
-  return "127.0.0.1:" + port;
-}
-
-// Starts `count` processes of `role` ("server" or "worker"), ranks 0 on.
-void SpawnRoles(const std::string& role, int count, const std::string& self,
-                const std::vector<std::string>& common, const FaultSchedule& faults,
-                const LaunchMetricsPorts& metrics, ProcessGroup* group) {
-  for (int i = 0; i < count; ++i) {
-    const std::string name = role + " " + std::to_string(i);
-    std::vector<std::string> argv = {self, role, "--rank=" + std::to_string(i)};
-    argv.insert(argv.end(), common.begin(), common.end());
-    for (auto& flag : faults.TransportFlags(role, i)) argv.push_back(flag);
-    metrics.AddFlag(name, &argv);
-    group->Spawn(name, argv);
-  }
+  LaunchFaults faults(settings.faults, cluster.servers, cluster.workers, settings.event_log,
+                      settings.fault_seed, ClusterSecretFromFlags());
+  return RunLocalCluster(cluster, &faults);
 }
 
 }  // namespace
@@ -323,51 +255,6 @@ int RunLaunch(const std::vector<std::string>& args) {
               << " is in " << chosen << (settings.hostfile.empty() ? "" : " on worker 0's host")
               << std::endl;
   }
-  return code;
-}
-
-int RunLocalCluster(const LocalCluster& cluster) {
-  CheckLocalClusterSize(cluster);
-  const std::string self = SelfPath();
-  const FaultSchedule faults = ParseFaultSchedule(cluster.faults, cluster.servers, cluster.workers);
-  const double started = MonotonicSeconds();
-  std::optional<LaunchOutput> output;  // outlives the group, which prints through it
-  if (cluster.show_progress) output.emplace(cluster.output, StandardConsole());
-  // Outlives the group too: its cgroups are removed once the children are gone.
-  std::unique_ptr<Partitioner> partitioner;
-  if (const FaultItem* partition = faults.FirstPartition()) {
-    CheckPartitionsPossible(geteuid(), partition->text);
-    partitioner = std::make_unique<Partitioner>();
-  }
-  ProcessGroup group;
-  group.DeferNotices();  // every child is a keel role
-  if (partitioner) group.SetCgroupFolder(partitioner->folder());
-  TimelineWriter timeline(cluster.model_dir, "launch", cluster.fresh_timeline);
-  if (output) output->Attach(&group);
-  std::unique_ptr<FaultRunner> fault_runner;
-  if (!faults.empty() || !cluster.event_log.empty() || timeline.enabled()) {
-    fault_runner = std::make_unique<FaultRunner>(&group, faults, cluster.servers, cluster.workers,
-                                                 cluster.event_log, cluster.fault_seed, &timeline,
-                                                 partitioner.get());
-  }
-  const LaunchMetricsPorts metrics(cluster.metrics, cluster.scheduler.empty(), cluster.servers,
-                                   cluster.workers, cluster.metrics_bind);
-  const std::string scheduler = cluster.scheduler.empty()
-                                    ? StartLocalScheduler(cluster, self, metrics, &group)
-                                    : cluster.scheduler;
-  std::vector<std::string> common = {"--scheduler=" + scheduler, "--bind=127.0.0.1"};
-  common.insert(common.end(), cluster.role_flags.begin(), cluster.role_flags.end());
-  metrics.Print(std::cout);
-  if (fault_runner) fault_runner->SetCluster(self, common, scheduler, ClusterSecretFromFlags());
-  // A SIGTERM to the launcher is a preemption notice: the scheduler handles it.
-  if (cluster.scheduler.empty()) group.SetPreemptionTarget("scheduler", cluster.preemption_grace_s);
-  SpawnRoles("server", cluster.servers, self, common, faults, metrics, &group);
-  SpawnRoles("worker", cluster.workers, self, common, faults, metrics, &group);
-  const int code = group.Wait(cluster.timeout_s);
-  if (fault_runner) fault_runner->Finish(code);
-  timeline.Flush();
-  if (cluster.report) ReportAtTheEnd(cluster.model_dir);
-  if (output) output->Finish(code, MonotonicSeconds() - started);
   return code;
 }
 
