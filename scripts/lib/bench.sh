@@ -1,0 +1,109 @@
+# shellcheck shell=bash
+# What the benchmark and experiment scripts share (sourced, as
+# `source "$(dirname "$0")/../lib/bench.sh"` from scripts/bench/ and scripts/experiments/).
+# Sourcing it moves to the repository root, where the scripts' relative paths start.
+#   keel_binary [--absolute] [VARIABLE]   prints build/keel, or $VARIABLE when it is set
+#                         (the scripts that take KEEL pass KEEL); with --absolute, under $PWD
+#   cached_datagen DIR FLAGS...   `$keel datagen FLAGS... --out=DIR`, unless DIR already
+#                         holds a set (its oracle.json)
+#   install_missing COMMAND PACKAGE   apt-get installs PACKAGE (with sudo when not root)
+#                         when COMMAND is not on the PATH
+#   now, now_ns           the Unix time: $EPOCHREALTIME (6 decimals), date's (9 decimals)
+#   wait_for SECONDS FILE REGEX [POLL]   waits until a line of FILE matches REGEX,
+#                         looking every POLL s (0.05); fails after SECONDS
+#   glog_time FILE REGEX [DIGITS], glog_time_last FILE REGEX [DIGITS]   the Unix time
+#                         of the first (last) line of FILE matching REGEX, its glog stamp
+#                         read against `midnight`, with DIGITS decimals (6); "" if none
+#   track_processes [--cont] [COMMAND...]   from here on every PID given to `tracked`
+#                         is killed when the script exits, then COMMAND runs; INT and
+#                         TERM exit with 130
+#   tracked PID...        adds PIDs for track_processes
+#   kill_pids [--cont] PID...   kill -9 each PID; with --cont, SIGCONT first (a stopped
+#                         process); never fails
+#   liblinear_fit C TRAIN VALIDATION OUT   LIBLINEAR -s 0 (L2-regularized logistic
+#                         regression, primal, one thread) at cost C on the libsvm file
+#                         TRAIN, into OUT.model; its probabilities for VALIDATION into
+#                         OUT.out; prints the training wall seconds
+#   liblinear_auc VALIDATION OUT   the AUC of OUT.out's probabilities on VALIDATION
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit
+
+keel_binary() {
+  local prefix=""
+  if [ "${1:-}" = --absolute ]; then prefix="$PWD/"; shift; fi
+  local binary=build/keel
+  [ -z "${1:-}" ] || binary=${!1:-build/keel}
+  echo "$prefix$binary"
+}
+
+cached_datagen() {
+  local out=$1; shift
+  # shellcheck disable=SC2154 # keel: the sourcing script's
+  [ -f "$out/oracle.json" ] || $keel datagen "$@" --out="$out" >/dev/null
+}
+
+install_missing() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  local sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get install -y -q "$2" >/dev/null
+}
+
+now() { echo "$EPOCHREALTIME"; }
+now_ns() { date +%s.%N; }
+
+wait_for() {
+  local deadline
+  deadline=$(echo "$(now) + $1" | bc)
+  until grep -qE "$3" "$2" 2>/dev/null; do
+    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && return 1
+    sleep "${4:-0.05}"
+  done
+}
+
+# glog stamps are local wall-clock time of day; midnight turns them into Unix seconds.
+midnight=$(date -d "$(date +%F) 00:00:00" +%s)
+glog_seconds() {  # DIGITS: stdin's glog lines as Unix times
+  awk -v m="$midnight" -v d="$1" \
+    '{split($2, c, ":"); printf "%." d "f\n", m + c[1] * 3600 + c[2] * 60 + c[3]}'
+}
+glog_time() { grep -E -m1 "$2" "$1" 2>/dev/null | glog_seconds "${3:-6}" || true; }
+glog_time_last() { grep -E "$2" "$1" 2>/dev/null | tail -1 | glog_seconds "${3:-6}" || true; }
+
+keel_tracked=()
+keel_tracked_cont=()
+keel_on_exit=()
+track_processes() {
+  if [ "${1:-}" = --cont ]; then keel_tracked_cont=(--cont); shift; fi
+  keel_on_exit=("$@")
+  trap keel_exit EXIT
+  trap 'exit 130' INT TERM
+}
+tracked() { keel_tracked+=("$@"); }
+keel_exit() {
+  kill_pids "${keel_tracked_cont[@]}" "${keel_tracked[@]}"
+  if [ ${#keel_on_exit[@]} -gt 0 ]; then "${keel_on_exit[@]}"; fi
+}
+kill_pids() {
+  local cont=0 p
+  if [ "${1:-}" = --cont ]; then cont=1; shift; fi
+  for p in "$@"; do
+    [ "$cont" = 0 ] || kill -CONT "$p" 2>/dev/null || true
+    kill -9 "$p" 2>/dev/null || true
+  done
+}
+
+liblinear_fit() {
+  local c=$1 train=$2 validation=$3 out=$4 start end
+  start=$(now_ns)
+  liblinear-train -q -s 0 -c "$c" "$train" "$out.model"
+  end=$(now_ns)
+  liblinear-predict -b 1 "$validation" "$out.model" "$out.out" >/dev/null
+  echo "$end - $start" | bc
+}
+liblinear_auc() {
+  local column
+  # Output: a header "labels 1 0" (or "0 1"), then "predicted p(first) p(second)".
+  column=$(head -1 "$2.out" | awk '{print ($2 == 1) ? 2 : 3}')
+  paste -d' ' <(cut -d' ' -f1 "$1") <(tail -n +2 "$2.out" | awk -v c="$column" '{print $c}') \
+    | sort -g -k2 | awk -f scripts/bench/auc.awk
+}
