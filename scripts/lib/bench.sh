@@ -72,6 +72,7 @@ glog_time_last() { grep -E "$2" "$1" 2>/dev/null | tail -1 | glog_seconds "${3:-
 keel_tracked=()
 keel_tracked_cont=()
 keel_on_exit=()
+# shellcheck disable=SC2120 # its arguments are optional
 track_processes() {
   if [ "${1:-}" = --cont ]; then keel_tracked_cont=(--cont); shift; fi
   keel_on_exit=("$@")
