@@ -27,6 +27,7 @@
 #   liblinear_auc VALIDATION OUT   the AUC of OUT.out's probabilities on VALIDATION
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit
 
+# shellcheck disable=SC2120 # its arguments are optional
 keel_binary() {
   local prefix=""
   if [ "${1:-}" = --absolute ]; then prefix="$PWD/"; shift; fi
