@@ -96,16 +96,17 @@ kill_pids() {
 
 liblinear_fit() {
   local c=$1 train=$2 validation=$3 out=$4 start end
+  # Called as $(...), which does not inherit set -e: a failure returns at once.
   start=$(now_ns)
-  liblinear-train -q -s 0 -c "$c" "$train" "$out.model"
+  liblinear-train -q -s 0 -c "$c" "$train" "$out.model" || return
   end=$(now_ns)
-  liblinear-predict -b 1 "$validation" "$out.model" "$out.out" >/dev/null
+  liblinear-predict -b 1 "$validation" "$out.model" "$out.out" >/dev/null || return
   echo "$end - $start" | bc
 }
 liblinear_auc() {
   local column
   # Output: a header "labels 1 0" (or "0 1"), then "predicted p(first) p(second)".
-  column=$(head -1 "$2.out" | awk '{print ($2 == 1) ? 2 : 3}')
+  column=$(head -1 "$2.out" | awk '{print ($2 == 1) ? 2 : 3}') || return
   paste -d' ' <(cut -d' ' -f1 "$1") <(tail -n +2 "$2.out" | awk -v c="$column" '{print $c}') \
     | sort -g -k2 | awk -f scripts/bench/auc.awk
 }
