@@ -56,11 +56,7 @@ run_one() {
   start scheduler scheduler --bind=127.0.0.1 --port_file="$run/port" --num_servers=2 \
     --num_workers=2 --replication=1 --heartbeat_timeout="$hb_timeout" \
     --heartbeat_interval="$hb_interval" --membership_log="$run/membership.jsonl"
-  local deadline; deadline=$(echo "$(now) + 30" | bc)
-  until [ -s "$run/port" ]; do
-    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && { echo "no scheduler port" >&2; return 1; }
-    sleep 0.05
-  done
+  wait_until 30 0.05 test -s "$run/port" || { echo "no scheduler port" >&2; return 1; }
   port=$(cat "$run/port")
   for r in 0 1; do start "server$r" server --scheduler=127.0.0.1:"$port" --rank=$r "${job[@]}"; done
   for r in 0 1; do

@@ -59,17 +59,15 @@ alive() {
   stat=${stat##*) }
   [ "${stat:0:1}" != Z ]
 }
+none_alive() {
+  local p
+  for p in "$@"; do alive "$p" && return 1; done
+  return 0
+}
 # wait_gone SECONDS PID...: 0 when all have exited within SECONDS.
 wait_gone() {
-  local deadline p any
-  deadline=$(echo "$(now) + $1" | bc); shift
-  while :; do
-    any=0
-    for p in "$@"; do alive "$p" && any=1; done
-    [ "$any" = 0 ] && return 0
-    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && return 1
-    sleep 0.1
-  done
+  local seconds=$1; shift
+  wait_until "$seconds" 0.1 none_alive "$@"
 }
 # start NAME ARGS...: start a role in the background, log to $run/NAME.log,
 # record NAME, PID and start time in $run/pids.
@@ -101,11 +99,7 @@ run_one() {
   [ "$kind" = replica ] && sched+=(--replication=1)
   local t0; t0=$(now); echo "$t0" > "$run/t0"
   start scheduler "${sched[@]}" --port_file="$run/port"
-  local deadline; deadline=$(echo "$t0 + 30" | bc)
-  until [ -s "$run/port" ]; do
-    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && { echo "no scheduler port" >&2; return 1; }
-    sleep 0.05
-  done
+  wait_until 30 0.05 test -s "$run/port" || { echo "no scheduler port" >&2; return 1; }
   port=$(cat "$run/port")
   for r in 0 1; do start server$r server --scheduler=127.0.0.1:$port --rank=$r $(job_flags) "${extra[@]}"; done
   for r in 0 1; do start worker$r worker --scheduler=127.0.0.1:$port --rank=$r $(job_flags) "${extra[@]}"; done

@@ -9,6 +9,8 @@
 #   install_missing COMMAND PACKAGE   apt-get installs PACKAGE (with sudo when not root)
 #                         when COMMAND is not on the PATH
 #   now, now_ns           the Unix time: $EPOCHREALTIME (6 decimals), date's (9 decimals)
+#   wait_until SECONDS POLL COMMAND...   runs COMMAND every POLL s until it succeeds;
+#                         fails after SECONDS
 #   wait_for SECONDS FILE REGEX [POLL]   waits until a line of FILE matches REGEX,
 #                         looking every POLL s (0.05); fails after SECONDS
 #   glog_time FILE REGEX [DIGITS], glog_time_last FILE REGEX [DIGITS]   the Unix time
@@ -52,14 +54,17 @@ install_missing() {
 now() { echo "$EPOCHREALTIME"; }
 now_ns() { date +%s.%N; }
 
-wait_for() {
-  local deadline
+wait_until() {
+  local deadline poll=$2
   deadline=$(echo "$(now) + $1" | bc)
-  until grep -qE "$3" "$2" 2>/dev/null; do
+  shift 2
+  until "$@"; do
     [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && return 1
-    sleep "${4:-0.05}"
+    sleep "$poll"
   done
 }
+file_matches() { grep -qE "$2" "$1" 2>/dev/null; }
+wait_for() { wait_until "$1" "${4:-0.05}" file_matches "$2" "$3"; }
 
 # glog stamps are local wall-clock time of day; midnight turns them into Unix seconds.
 midnight=$(date -d "$(date +%F) 00:00:00" +%s)
