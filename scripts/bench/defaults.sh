@@ -73,8 +73,8 @@ metric() { json "$work/model-$1/metrics.json" "$2"; }
 # the linear set: prints "AUC SECONDS" (validation AUC, training wall time).
 liblinear() {
   local c=$1 validation="$data/linear/validation/part-0.libsvm" seconds auc
-  seconds=$(liblinear_fit "$c" "$work/linear-train.libsvm" "$validation" "$work/liblinear-$c")
-  auc=$(liblinear_auc "$validation" "$work/liblinear-$c")
+  seconds=$(liblinear_fit "$c" "$work/linear-train.libsvm" "$work/liblinear-$c.model")
+  auc=$(liblinear_auc "$validation" "$work/liblinear-$c.model" "$work/liblinear-$c.out")
   echo "$auc $(calc "$seconds")"
 }
 

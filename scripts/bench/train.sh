@@ -67,8 +67,8 @@ echo "== LIBLINEAR (L2-regularized logistic regression, primal, -s 0, one thread
 cat "$work/linear"/train/* > "$work/linear-train.libsvm"
 validation="$work/linear/validation/part-0.libsvm"
 for c in 0.1 1; do
-  seconds=$(liblinear_fit "$c" "$work/linear-train.libsvm" "$validation" "$work/liblinear-$c")
-  auc=$(liblinear_auc "$validation" "$work/liblinear-$c")
+  seconds=$(liblinear_fit "$c" "$work/linear-train.libsvm" "$work/liblinear-$c.model")
+  auc=$(liblinear_auc "$validation" "$work/liblinear-$c.model" "$work/liblinear-$c.out")
   accuracy=$(paste -d' ' <(cut -d' ' -f1 "$validation") \
       <(tail -n +2 "$work/liblinear-$c.out" | awk '{print $1}') \
     | awk '{ok += ($1 == $2)} END {printf "%.4f", ok / NR}')

@@ -6,6 +6,8 @@
 #                         (the scripts that take KEEL pass KEEL); with --absolute, under $PWD
 #   cached_datagen DIR FLAGS...   `$keel datagen FLAGS... --out=DIR`, unless DIR already
 #                         holds a set (its oracle.json)
+#   cached_train_set DIR  cached_datagen of the training benchmark's linear set
+#                         (10^6 rows, 10^5 features, seed 11), which other benchmarks share
 #   install_missing COMMAND PACKAGE   apt-get installs PACKAGE (with sudo when not root)
 #                         when COMMAND is not on the PATH
 #   now, now_ns           the Unix time: $EPOCHREALTIME (6 decimals), date's (9 decimals)
@@ -22,11 +24,11 @@
 #   tracked PID...        adds PIDs for track_processes
 #   kill_pids [--cont] PID...   kill -9 each PID; with --cont, SIGCONT first (a stopped
 #                         process); never fails
-#   liblinear_fit C TRAIN VALIDATION OUT   LIBLINEAR -s 0 (L2-regularized logistic
-#                         regression, primal, one thread) at cost C on the libsvm file
-#                         TRAIN, into OUT.model; its probabilities for VALIDATION into
-#                         OUT.out; prints the training wall seconds
-#   liblinear_auc VALIDATION OUT   the AUC of OUT.out's probabilities on VALIDATION
+#   liblinear_fit C TRAIN MODEL   LIBLINEAR -s 0 (L2-regularized logistic regression,
+#                         primal, one thread) at cost C on the libsvm file TRAIN, into
+#                         MODEL; prints the training wall seconds
+#   liblinear_auc VALIDATION MODEL PREDICTIONS   MODEL's probabilities for the libsvm
+#                         file VALIDATION into PREDICTIONS; prints their AUC
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit
 
 # shellcheck disable=SC2120 # its arguments are optional
@@ -42,6 +44,11 @@ cached_datagen() {
   local out=$1; shift
   # shellcheck disable=SC2154 # keel: the sourcing script's
   [ -f "$out/oracle.json" ] || $keel datagen "$@" --out="$out" >/dev/null
+}
+
+cached_train_set() {
+  cached_datagen "$1" --model=linear --rows=1000000 --features=100000 --nnz=20 --num_factors=4 \
+    --seed=11
 }
 
 install_missing() {
@@ -99,19 +106,20 @@ kill_pids() {
   done
 }
 
+# Both are called as $(...), which does not inherit set -e: a failure returns at once.
 liblinear_fit() {
-  local c=$1 train=$2 validation=$3 out=$4 start end
-  # Called as $(...), which does not inherit set -e: a failure returns at once.
+  local start end
   start=$(now_ns)
-  liblinear-train -q -s 0 -c "$c" "$train" "$out.model" || return
+  liblinear-train -q -s 0 -c "$1" "$2" "$3" || return
   end=$(now_ns)
-  liblinear-predict -b 1 "$validation" "$out.model" "$out.out" >/dev/null || return
   echo "$end - $start" | bc
 }
 liblinear_auc() {
-  local column
+  local validation=$1 predictions=$3 column
+  liblinear-predict -b 1 "$validation" "$2" "$predictions" >/dev/null || return
   # Output: a header "labels 1 0" (or "0 1"), then "predicted p(first) p(second)".
-  column=$(head -1 "$2.out" | awk '{print ($2 == 1) ? 2 : 3}') || return
-  paste -d' ' <(cut -d' ' -f1 "$1") <(tail -n +2 "$2.out" | awk -v c="$column" '{print $c}') \
+  column=$(head -1 "$predictions" | awk '{print ($2 == 1) ? 2 : 3}') || return
+  paste -d' ' <(cut -d' ' -f1 "$validation") \
+      <(tail -n +2 "$predictions" | awk -v c="$column" '{print $c}') \
     | sort -g -k2 | awk -f scripts/bench/auc.awk
 }
