@@ -10,21 +10,21 @@
 #
 #   scripts/bench/admission.sh [DISTINCT_KEYS]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 distinct="${1:-100000000}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-train}"
-keel=build/keel
+keel=$(keel_binary)
 metric() { grep -o "\"$2\": [-0-9.e]*" "$1" | awk '{print $2}'; }
 
 echo "== a table under a power-law stream"
-/usr/bin/time -f "%e s, %M KiB peak resident" $keel bench admission --distinct_keys="$distinct" \
+/usr/bin/time -f "%e s, %M KiB peak resident" "$keel" bench admission --distinct_keys="$distinct" \
   2>&1 | grep -v '^{'
 echo "== full against delta checkpoints"
 $keel bench checkpoint --checkpoint_keys=10000000 --changed_share=0.01 --rounds=5 2>/dev/null |
   grep -v '^{'
 
-[ -f "$work/linear/oracle.json" ] || $keel datagen --model=linear --rows=1000000 \
-  --features=100000 --nnz=20 --num_factors=4 --seed=11 --out="$work/linear" >/dev/null
+cached_train_set "$work/linear"
 echo "== the AUC cost of admission (10^6 rows, 10^5 features)"
 for admit in 0 2 3 5 10; do
   $keel launch --servers=2 --workers=2 --flagfile=configs/linear_learner.flags \

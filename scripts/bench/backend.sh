@@ -11,15 +11,16 @@
 # DEVICE defaults to cpu; on a GPU machine `scripts/bench/backend.sh 200000 5
 # cuda:0` measures the CUDA backend beside the CPU's one and two threads.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${1:-200000}"
 rounds="${2:-5}"
 device="${3:-cpu}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-backend}"
-keel="${KEEL:-build/keel}"
+keel=$(keel_binary KEEL)
 
-[ -f "$work/sparse/oracle.json" ] || $keel datagen --model=fm --rows="$rows" --features=100000 \
-  --nnz=20 --num_factors=8 --seed=5 --train_files=1 --out="$work/sparse" >/dev/null
+cached_datagen "$work/sparse" --model=fm --rows="$rows" --features=100000 --nnz=20 \
+  --num_factors=8 --seed=5 --train_files=1
 
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 

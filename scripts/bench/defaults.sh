@@ -17,11 +17,12 @@
 #   e.g. scripts/bench/defaults.sh 20000 2000       # a quick check
 #   KEEL_BENCH_DIR (default /tmp/keel-bench-defaults), KEEL (default build/keel)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${1:-1000000}"
 features="${2:-100000}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-defaults}"
-keel="${KEEL:-build/keel}"
+keel=$(keel_binary KEEL)
 worker_rows=$((rows < 200000 ? rows : 200000)) # the workers' figure's set
 data="$work/data-$rows-$features"
 summary="$work/summary.txt"
@@ -32,7 +33,6 @@ command -v liblinear-train >/dev/null 2>&1 || {
 }
 [ -x "$keel" ] || { echo "defaults.sh: $keel is not an executable; build first" >&2; exit 1; }
 
-now() { date +%s.%N; }
 # json FILE KEY: KEY's value in a flat JSON object, "-" when absent.
 json() {
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], "-"))' "$1" "$2" \
@@ -47,8 +47,7 @@ rowf() { printf '%-50s | %-44s | %-32s | %s\n' "$@" | tee -a "$summary"; }
 
 datagen() {  # folder [datagen flags]
   local out=$1; shift
-  [ -f "$out/oracle.json" ] || $keel datagen --rows="$rows" --features="$features" --nnz=20 \
-    --seed=11 --out="$out" "$@" >/dev/null
+  cached_datagen "$out" --rows="$rows" --features="$features" --nnz=20 --seed=11 "$@"
 }
 
 # run_keel LABEL DATA SERVERS WORKERS [flags]: a job on DATA's channels, its
@@ -59,13 +58,13 @@ run_keel() {
   local label=$1 set=$2 servers=$3 workers=$4; shift 4
   local dir="$work/model-$label" start
   rm -rf "$dir"
-  start=$(now)
+  start=$(now_ns)
   if ! $keel launch --servers="$servers" --workers="$workers" --feature_dim="$features" \
     --train="$set/train" --validation="$set/validation" --test="$set/test" \
     --model_dir="$dir" "$@" > "$work/log-$label.txt" 2>&1; then
     echo "defaults.sh: run $label failed; see $work/log-$label.txt" >&2
   fi
-  echo "$(now) - $start" | bc > "$work/model-$label.seconds"
+  echo "$(now_ns) - $start" | bc > "$work/model-$label.seconds"
   echo "  $label: $(calc "$(cat "$work/model-$label.seconds")") s" >&2
 }
 metric() { json "$work/model-$1/metrics.json" "$2"; }
@@ -73,18 +72,10 @@ metric() { json "$work/model-$1/metrics.json" "$2"; }
 # LIBLINEAR (-s 0: L2-regularized logistic regression, primal) at cost C on
 # the linear set: prints "AUC SECONDS" (validation AUC, training wall time).
 liblinear() {
-  local c=$1 start end column auc
-  start=$(now)
-  liblinear-train -q -s 0 -c "$c" "$work/linear-train.libsvm" "$work/liblinear-$c.model"
-  end=$(now)
-  liblinear-predict -b 1 "$data/linear/validation/part-0.libsvm" "$work/liblinear-$c.model" \
-    "$work/liblinear-$c.out" >/dev/null
-  # Output: a header "labels 1 0" (or "0 1"), then "predicted p(first) p(second)".
-  column=$(head -1 "$work/liblinear-$c.out" | awk '{print ($2 == 1) ? 2 : 3}')
-  auc=$(paste -d' ' <(cut -d' ' -f1 "$data/linear/validation/part-0.libsvm") \
-      <(tail -n +2 "$work/liblinear-$c.out" | awk -v c="$column" '{print $c}') \
-    | sort -g -k2 | awk -f scripts/bench/auc.awk)
-  echo "$auc $(calc "$end - $start")"
+  local c=$1 validation="$data/linear/validation/part-0.libsvm" seconds auc
+  seconds=$(liblinear_fit "$c" "$work/linear-train.libsvm" "$work/liblinear-$c.model")
+  auc=$(liblinear_auc "$validation" "$work/liblinear-$c.model" "$work/liblinear-$c.out")
+  echo "$auc $(calc "$seconds")"
 }
 
 # The first epoch of LABEL's history whose validation AUC reaches TARGET:
@@ -112,8 +103,8 @@ datagen "$data/spread" --model=linear --feature_scale_spread=4
 workers_set="$data/linear"
 if [ "$worker_rows" -ne "$rows" ]; then
   workers_set="$work/data-$worker_rows-$features/linear"
-  [ -f "$workers_set/oracle.json" ] || $keel datagen --rows="$worker_rows" --features="$features" \
-    --nnz=20 --seed=11 --model=linear --out="$workers_set" >/dev/null
+  cached_datagen "$workers_set" --rows="$worker_rows" --features="$features" --nnz=20 --seed=11 \
+    --model=linear
 fi
 # The standardized copy of the spread set: every feature divided by its scale
 # leaves every value 1, which is the linear set (same seed, spread 0; datagen's

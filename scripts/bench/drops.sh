@@ -13,7 +13,8 @@
 #   scripts/bench/drops.sh     (RUNS, ROWS, FEATURES, EPOCHS, BATCH, DROP_RATE override;
 #                               EXTRA: more flags for every run)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 runs="${RUNS:-3}"
 rows="${ROWS:-600000}"
 features="${FEATURES:-60000}"
@@ -22,12 +23,11 @@ batch="${BATCH:-200}"
 drop_rate="${DROP_RATE:-0.01}"
 read -r -a extra <<< "${EXTRA:-}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-drops}"
-keel="${KEEL:-build/keel}"
+keel=$(keel_binary KEEL)
 heading="## Message drops: what 1% lost messages cost a job (scripts/bench/drops.sh)"
 mkdir -p "$work"
 data="$work/data-$rows-$features"
-[ -f "$data/oracle.json" ] || $keel datagen --model=linear --rows="$rows" \
-  --features="$features" --nnz=20 --seed=5 --out="$data" >/dev/null
+cached_datagen "$data" --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=5
 
 field() { grep -o "\"$2\": [-0-9.e]*" "$1" | awk '{print $2}'; }
 # sum_of DIR WORD WHAT: the workers' "WORD N WHAT" log lines, N summed.

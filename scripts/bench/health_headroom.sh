@@ -10,15 +10,15 @@
 #   scripts/bench/health_headroom.sh [ROWS] [FEATURES]   # defaults 200000 20000
 #   KEEL_BENCH_DIR (default /tmp/keel-bench-health), KEEL (default build/keel)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${1:-200000}"
 features="${2:-20000}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-health}"
-keel="${KEEL:-build/keel}"
+keel=$(keel_binary KEEL)
 mkdir -p "$work"
 gen() {  # name [datagen flags]
-  [ -f "$work/$1/oracle.json" ] || "$keel" datagen --rows="$rows" --features="$features" \
-    --nnz=20 --seed=11 --out="$work/$1" "${@:2}" >/dev/null
+  cached_datagen "$work/$1" --rows="$rows" --features="$features" --nnz=20 --seed=11 "${@:2}"
 }
 gen binary
 gen fm --model=fm --num_factors=4

@@ -10,51 +10,34 @@
 #
 #   [KEEL_BASELINE=OTHER/build/keel] scripts/bench/liblinear_time.sh [ROUNDS] [EPOCHS]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rounds="${1:-3}"
 epochs="${2:-1}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-train}"
-keel=build/keel
+keel=$(keel_binary)
 data="$work/linear"
-command -v liblinear-train >/dev/null 2>&1 || {
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get install -y -q liblinear-tools >/dev/null
-}
-[ -f "$data/oracle.json" ] || $keel datagen --model=linear --rows=1000000 --features=100000 \
-  --nnz=20 --num_factors=4 --seed=11 --out="$data" >/dev/null
+install_missing liblinear-train liblinear-tools
+cached_train_set "$data"
 [ -f "$work/linear-train.libsvm" ] || cat "$data"/train/* > "$work/linear-train.libsvm"
 
-now() { date +%s.%N; }
 seconds() { echo "$2 - $1" | bc; }
 
-# LIBLINEAR's validation AUC for the model in $1.
-liblinear_auc() {
-  liblinear-predict -b 1 "$data/validation/part-0.libsvm" "$1" "$1.out" >/dev/null
-  # Output: a header "labels 1 0" (or "0 1"), then "predicted p(first) p(second)".
-  local column
-  column=$(head -1 "$1.out" | awk '{print ($2 == 1) ? 2 : 3}')
-  paste -d' ' <(cut -d' ' -f1 "$data/validation/part-0.libsvm") \
-      <(tail -n +2 "$1.out" | awk -v c="$column" '{print $c}') \
-    | sort -g -k2 | awk -f scripts/bench/auc.awk
-}
-
 liblinear() {  # $1: C
-  local start end
-  start=$(now)
-  liblinear-train -q -s 0 -c "$1" "$work/linear-train.libsvm" "$work/liblinear-$1.model"
-  end=$(now)
-  printf 'liblinear -c %-4s %.2f s, validation AUC %s\n' "$1" "$(seconds "$start" "$end")" \
-    "$(liblinear_auc "$work/liblinear-$1.model")"
+  local model="$work/liblinear-$1.model" seconds
+  seconds=$(liblinear_fit "$1" "$work/linear-train.libsvm" "$model")
+  printf 'liblinear -c %-4s %.2f s, validation AUC %s\n' "$1" "$seconds" \
+    "$(liblinear_auc "$data/validation/part-0.libsvm" "$model" "$model.out")"
 }
 
 keel_job() {  # $1: the keel binary, $2: a name
   local start end model="$work/liblinear-time-model"
   rm -rf "$model"
-  start=$(now)
+  start=$(now_ns)
   "$1" launch --servers=1 --workers=1 --flagfile=configs/linear_learner.flags \
     --train="$data/train" --validation="$data/validation" --epochs="$epochs" \
     --model_dir="$model" --minloglevel=1 > "$work/liblinear-time-keel.log" 2>&1
-  end=$(now)
+  end=$(now_ns)
   printf 'keel %-9s %.2f s, validation AUC %s (%s epoch(s), launch to exit)\n' "$2" \
     "$(seconds "$start" "$end")" \
     "$(grep -o '"validation:roc_auc_score": [0-9.]*' "$model/metrics.json" | awk '{print $2}')" \

@@ -13,15 +13,15 @@
 #
 #   scripts/bench/metrics_cost.sh [ROWS] [ROUNDS] [EPOCHS]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${1:-200000}"
 rounds="${2:-5}"
 epochs="${3:-5}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-metrics}"
-keel="${KEEL:-build/keel}"
+keel=$(keel_binary KEEL)
 
-[ -f "$work/data/oracle.json" ] || $keel datagen --model=linear --rows="$rows" \
-  --features=100000 --nnz=20 --seed=7 --out="$work/data" >/dev/null
+cached_datagen "$work/data" --model=linear --rows="$rows" --features=100000 --nnz=20 --seed=7
 
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 metric() { grep -o "\"$2\": [-0-9.e]*" "$1" | awk '{print $2}'; }

@@ -13,11 +13,12 @@
 #
 #   scripts/bench/preempt.sh [RUNS] [AT]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 runs="${1:-5}"
 at="${2:-5s}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-preempt}"
-keel="${KEEL:-build/keel}"
+keel=$(keel_binary KEEL)
 
 [ -d "$work/data/train" ] || $keel datagen --model=linear --rows=100000 --features=20000 \
   --nnz=20 --seed=5 --out="$work/data" >/dev/null

@@ -19,42 +19,22 @@
 #                                                ROWS, FEATURES override the data;
 #                                                KEEP=1 keeps the runs' logs)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 kills="${1:-10}"
 stops="${2:-10}"
 hb_timeout="${HEARTBEAT_TIMEOUT:-2}"
 hb_interval=0.2
 rows="${ROWS:-400000}"
 features="${FEATURES:-40000}"
-keel="$PWD/${KEEL:-build/keel}"
+keel=$(keel_binary --absolute KEEL)
 work="$(mktemp -d /tmp/keel-bench-recovery-XXXXXX)"
 
-# Every process this script starts, by PID; all are killed on the way out.
-started=()
-cleanup() {
-  for p in "${started[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
+# Every process this script starts is killed on the way out (a stopped one continued first).
+remove_work() {
   if [ -n "${KEEP:-}" ]; then echo "logs: $work" >&2; else rm -rf "$work"; fi
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-now() { echo "$EPOCHREALTIME"; }
-# glog stamps are local wall-clock time of day; turn them into Unix seconds.
-midnight=$(date -d "$(date +%F) 00:00:00" +%s)
-# glog_time FILE REGEX: Unix time of the first line matching REGEX ("" if none).
-glog_time() {
-  grep -E -m1 "$2" "$1" 2>/dev/null | awk -v m="$midnight" \
-    '{split($2, c, ":"); printf "%.6f\n", m + c[1] * 3600 + c[2] * 60 + c[3]}' || true
-}
-# wait_for SECONDS FILE REGEX
-wait_for() {
-  local deadline
-  deadline=$(echo "$(now) + $1" | bc)
-  until grep -qE "$3" "$2" 2>/dev/null; do
-    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && return 1
-    sleep 0.05
-  done
-}
+track_processes --cont remove_work
 
 data="$work/data"
 $keel datagen --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=5 \
@@ -67,7 +47,7 @@ run_one() {
   start() {
     local name=$1; shift
     "$keel" "$@" > "$run/$name.log" 2>&1 &
-    pids+=("$!"); started+=("$!")
+    pids+=("$!"); tracked "$!"
     eval "pid_$name=$!"
   }
   local job=(--flagfile=configs/linear_learner.flags --train="$data/train"
@@ -76,11 +56,7 @@ run_one() {
   start scheduler scheduler --bind=127.0.0.1 --port_file="$run/port" --num_servers=2 \
     --num_workers=2 --replication=1 --heartbeat_timeout="$hb_timeout" \
     --heartbeat_interval="$hb_interval" --membership_log="$run/membership.jsonl"
-  local deadline; deadline=$(echo "$(now) + 30" | bc)
-  until [ -s "$run/port" ]; do
-    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && { echo "no scheduler port" >&2; return 1; }
-    sleep 0.05
-  done
+  wait_until 30 0.05 test -s "$run/port" || { echo "no scheduler port" >&2; return 1; }
   port=$(cat "$run/port")
   for r in 0 1; do start "server$r" server --scheduler=127.0.0.1:"$port" --rank=$r "${job[@]}"; done
   for r in 0 1; do
@@ -103,7 +79,7 @@ run_one() {
   local reason
   reason=$(grep -m1 '"event": "leave"' "$run/membership.jsonl" 2>/dev/null \
     | grep -oE '"reason": "[^"]*"' | sed 's/"reason": //' || true)
-  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
+  kill_pids --cont "${pids[@]}"
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ "$outcome" != ok ] || [ -z "$recovered" ]; then
     echo "$kind run $2: $outcome" >&2

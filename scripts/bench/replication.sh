@@ -7,10 +7,11 @@
 #
 #   scripts/bench/replication.sh [ROUNDS] [SECONDS_PER_CASE]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rounds="${1:-3}"
 seconds="${2:-2}"
-keel="${KEEL:-build/keel}"
+keel=$(keel_binary KEEL)
 out="$(mktemp -d /tmp/keel-bench-replication-XXXXXX)"
 trap 'rm -rf "$out"' EXIT
 

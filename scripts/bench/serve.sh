@@ -12,14 +12,14 @@
 #
 # Data: generated once under KEEL_BENCH_DIR (default /tmp/keel-bench-train).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 seconds="${1:-10}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-train}"
-keel=$PWD/build/keel
+keel=$(keel_binary --absolute)
 data="$work/linear"
 command -v wrk >/dev/null || { echo "serve.sh: wrk is not installed (scripts/setup.sh)"; exit 1; }
-[ -f "$data/oracle.json" ] || $keel datagen --model=linear --rows=1000000 --features=100000 \
-  --nnz=20 --num_factors=4 --seed=11 --out="$data" >/dev/null
+cached_train_set "$data"
 
 out=$(mktemp -d /tmp/keel-bench-serve.XXXXXX)
 serve_pid=""

@@ -9,21 +9,21 @@
 #   scripts/bench/staleness.sh [ROWS] [EPOCHS] [WORKER COUNTS...]
 #   e.g. scripts/bench/staleness.sh 200000 3 2 8 16
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${1:-200000}"
 epochs="${2:-3}"
 shift 2 || true
 worker_counts=("$@")
 [ ${#worker_counts[@]} -gt 0 ] || worker_counts=(2 8 16)
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-staleness}"
-keel="${KEEL:-build/keel}"
+keel=$(keel_binary KEEL)
 features=100000
 data="$work/linear-$rows"
 
 metric() { grep -o "\"$2\": [-0-9.e]*" "$1" | awk '{print $2}'; }
 
-[ -f "$data/oracle.json" ] || $keel datagen --model=linear --rows="$rows" --features=$features \
-  --nnz=20 --seed=11 --out="$data" >/dev/null
+cached_datagen "$data" --model=linear --rows="$rows" --features=$features --nnz=20 --seed=11
 echo "== $rows training rows, $features features; default linear learner, $epochs epochs, 4 servers"
 echo "oracle: validation log loss $(metric "$data/oracle.json" validation:objective_loss)," \
   "AUC $(metric "$data/oracle.json" validation:roc_auc_score)"

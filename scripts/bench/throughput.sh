@@ -12,14 +12,14 @@
 # Data: the 10^6-row linear set of the training benchmark (scripts/bench/train.sh),
 # generated once under KEEL_BENCH_DIR (default /tmp/keel-bench-train).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rounds="${1:-3}"
 epochs="${2:-5}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-train}"
-keel=build/keel
+keel=$(keel_binary)
 data="$work/linear"
-[ -f "$data/oracle.json" ] || $keel datagen --model=linear --rows=1000000 --features=100000 \
-  --nnz=20 --num_factors=4 --seed=11 --out="$data" >/dev/null
+cached_train_set "$data"
 
 # One model, as the issue's figure asks; no early stop inside the run.
 job=(--flagfile=configs/linear_learner.flags --num_models=1 --epochs="$epochs"

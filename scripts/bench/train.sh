@@ -6,22 +6,19 @@
 #
 #   scripts/bench/train.sh [ROWS] [FEATURES]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${1:-1000000}"
 features="${2:-100000}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-train}"
-keel=build/keel
-command -v liblinear-train >/dev/null 2>&1 || {
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get install -y -q liblinear-tools >/dev/null
-}
+keel=$(keel_binary)
+install_missing liblinear-train liblinear-tools
 
-now() { date +%s.%N; }
 metric() { grep -o "\"$2\": [-0-9.e]*" "$1" | awk '{print $2}'; }
 
 for model in linear fm; do
-  [ -f "$work/$model/oracle.json" ] || $keel datagen --model=$model --rows="$rows" \
-    --features="$features" --nnz=20 --num_factors=4 --seed=11 --out="$work/$model" >/dev/null
+  cached_datagen "$work/$model" --model=$model --rows="$rows" --features="$features" --nnz=20 \
+    --num_factors=4 --seed=11
 done
 
 echo "== data: $rows training rows, $features features, 20 non-zeros a row"
@@ -33,11 +30,11 @@ done
 run_keel() {  # job flagfile data label [extra flags]
   local job=$1 flags=$2 data=$3 label=$4; shift 4
   local start end
-  start=$(now)
+  start=$(now_ns)
   $keel launch --servers=2 --workers=2 --flagfile="$flags" --train="$data/train" \
     --validation="$data/validation" --model_dir="$work/model-$label" --minloglevel=1 "$@" \
     > "$work/log-$label.txt" 2>&1
-  end=$(now)
+  end=$(now_ns)
   printf '%-28s validation AUC %s (oracle %s), accuracy %s, logloss %s; %s epochs, %.1f s wall, %s examples/s per worker\n' \
     "$label" "$(metric "$work/model-$label/metrics.json" validation:roc_auc_score)" \
     "$(metric "$data/oracle.json" validation:roc_auc_score)" \
@@ -57,10 +54,10 @@ echo "== parse throughput (readers alone, one thread)"
 $keel bench parse --data="$work/linear/train" --data_format=libsvm | head -1
 
 echo "== one epoch end to end (1 server, 1 worker)"
-start=$(now)
+start=$(now_ns)
 $keel launch --servers=1 --workers=1 --flagfile=configs/linear_learner.flags \
   --train="$work/linear/train" --epochs=1 --minloglevel=1 > "$work/log-parse.txt" 2>&1
-end=$(now)
+end=$(now_ns)
 bytes=$(cat "$work/linear"/train/* | wc -c)
 printf 'one epoch, 1 worker: %.1f s for %d MB (%.0f MB/s end to end, training included)\n' \
   "$(echo "$end - $start" | bc)" "$((bytes / 1000000))" \
@@ -68,20 +65,13 @@ printf 'one epoch, 1 worker: %.1f s for %d MB (%.0f MB/s end to end, training in
 
 echo "== LIBLINEAR (L2-regularized logistic regression, primal, -s 0, one thread)"
 cat "$work/linear"/train/* > "$work/linear-train.libsvm"
+validation="$work/linear/validation/part-0.libsvm"
 for c in 0.1 1; do
-  start=$(now)
-  liblinear-train -q -s 0 -c "$c" "$work/linear-train.libsvm" "$work/liblinear-$c.model"
-  end=$(now)
-  liblinear-predict -b 1 "$work/linear/validation/part-0.libsvm" "$work/liblinear-$c.model" \
-    "$work/liblinear-$c.out" >/dev/null
-  # Output: a header "labels 1 0" (or "0 1"), then "predicted p(first) p(second)".
-  column=$(head -1 "$work/liblinear-$c.out" | awk '{print ($2 == 1) ? 2 : 3}')
-  auc=$(paste -d' ' <(cut -d' ' -f1 "$work/linear/validation/part-0.libsvm") \
-      <(tail -n +2 "$work/liblinear-$c.out" | awk -v c="$column" '{print $c}') \
-    | sort -g -k2 | awk -f scripts/bench/auc.awk)
-  accuracy=$(paste -d' ' <(cut -d' ' -f1 "$work/linear/validation/part-0.libsvm") \
+  seconds=$(liblinear_fit "$c" "$work/linear-train.libsvm" "$work/liblinear-$c.model")
+  auc=$(liblinear_auc "$validation" "$work/liblinear-$c.model" "$work/liblinear-$c.out")
+  accuracy=$(paste -d' ' <(cut -d' ' -f1 "$validation") \
       <(tail -n +2 "$work/liblinear-$c.out" | awk '{print $1}') \
     | awk '{ok += ($1 == $2)} END {printf "%.4f", ok / NR}')
   printf 'liblinear -c %-4s validation AUC %s, accuracy %s; %.1f s training\n' "$c" "$auc" \
-    "$accuracy" "$(echo "$end - $start" | bc)"
+    "$accuracy" "$seconds"
 done

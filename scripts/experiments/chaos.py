@@ -58,6 +58,20 @@ class Generator:
     def free(self, intervals, begin, end):
         return all(end <= b or begin >= e for b, e in intervals)
 
+    def hold(self, role, rank, interval):
+        """Books `interval` (down, then recovering) for process role:rank and returns its name
+        "role:rank"; None when the process, or for a server any server, is busy then."""
+        name = "%s:%s" % (role, rank)
+        if not self.free(self.busy.get(name, []), *interval):
+            return None
+        if role == "server" and not self.free(self.server_busy, *interval):
+            return None
+        self.busy.setdefault(name, []).append(interval)
+        if role == "server":
+            self.server_busy.append(interval)
+            self.down_servers.add(rank)
+        return name
+
     def process_fault(self, role, rank, room):
         """kill then restart, a stop, or a restart (kill and start at once); [] when it does
         not fit (`room` items left, or a down-interval would overlap)."""
@@ -71,15 +85,9 @@ class Generator:
         back = t + gap
         margin = RECOVERY_S if role == "server" else SCHEDULER_RECOVERY_S if role == "scheduler" else 1.0
         interval = (t, back + margin)
-        name = "%s:%s" % (role, rank)
-        if not self.free(self.busy.get(name, []), *interval):
+        name = self.hold(role, rank, interval)
+        if name is None:
             return []
-        if role == "server" and not self.free(self.server_busy, *interval):
-            return []
-        self.busy.setdefault(name, []).append(interval)
-        if role == "server":
-            self.server_busy.append(interval)
-            self.down_servers.add(rank)
         who = role if role == "scheduler" else name
         if kind == "kill":
             return [(t, "kill:%s@%gs" % (who, t)), (back, "restart:%s@%gs" % (who, back))]
@@ -111,15 +119,9 @@ class Generator:
         t = round(self.rng.uniform(2.0, self.window - gap), 1)
         margin = RECOVERY_S if role == "server" else 1.0
         interval = (t, t + gap + margin)
-        name = "%s:%s" % (role, rank)
-        if not self.free(self.busy.get(name, []), *interval):
+        name = self.hold(role, rank, interval)
+        if name is None:
             return []
-        if role == "server" and not self.free(self.server_busy, *interval):
-            return []
-        self.busy.setdefault(name, []).append(interval)
-        if role == "server":
-            self.server_busy.append(interval)
-            self.down_servers.add(rank)
         everyone = (["scheduler"] if self.scheduler else []) + \
             ["server:%d" % r for r in range(self.servers)] + \
             ["worker:%d" % r for r in range(self.workers)]

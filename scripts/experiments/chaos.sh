@@ -42,7 +42,8 @@
 #   PARTITIONS   1: include partitions (one process cut from the others), 0: not
 #                (default: 1 when running as root and the launcher takes them)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 [ $# -eq 2 ] || { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 count=$1 seed0=$2
 [[ "$count" =~ ^[0-9]+$ && "$seed0" =~ ^[0-9]+$ ]] || { echo "chaos.sh: N and SEED are integers" >&2; exit 2; }
@@ -61,7 +62,7 @@ chaos="$PWD/scripts/experiments/chaos.py"
 mkdir -p "$out/runs"
 # A copy of the binary: a rebuild during the experiment does not change it.
 keel="$out/keel"
-cp build/keel "$keel"
+cp "$(keel_binary)" "$keel"
 if [ -z "${SCHEDULER:-}" ]; then
   SCHEDULER=0
   "$keel" launch --servers=1 --workers=1 --job=exact_sum --faults='kill:scheduler@1s' --check_flags \
@@ -73,8 +74,7 @@ if [ -z "${PARTITIONS:-}" ]; then
     --faults='partition:server:0|worker:0@1s+1s' >/dev/null 2>&1 && PARTITIONS=1
 fi
 data="$out/data-$rows-$features"
-[ -f "$data/oracle.json" ] || "$keel" datagen --model=linear --rows="$rows" \
-  --features="$features" --nnz=20 --seed=5 --out="$data" >/dev/null
+cached_datagen "$data" --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=5
 
 launch_pid=""
 stop() {

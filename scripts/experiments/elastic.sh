@@ -10,7 +10,8 @@
 #
 #   scripts/experiments/elastic.sh   (ROWS, FEATURES, EPOCHS, JOIN, DRAIN1, DRAIN2 override)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${ROWS:-1000000}"
 features="${FEATURES:-100000}"
 epochs="${EPOCHS:-20}"
@@ -19,14 +20,10 @@ drain1_at="${DRAIN1:-18}"
 drain2_at="${DRAIN2:-28}"
 work="${KEEL_EXPERIMENT_DIR:-/tmp/keel-elastic}"
 out=docs/experiments
-keel=build/keel
-command -v gnuplot >/dev/null 2>&1 || {
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get install -y -q gnuplot-nox >/dev/null
-}
+keel=$(keel_binary)
+install_missing gnuplot gnuplot-nox
 mkdir -p "$work" "$out"
-[ -f "$work/data/oracle.json" ] || $keel datagen --model=linear --rows="$rows" \
-  --features="$features" --nnz=20 --seed=11 --out="$work/data" >/dev/null
+cached_datagen "$work/data" --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=11
 rm -rf "$work/model"
 faults="join:server@${join_at}s,join:server@${join_at}s,drain:server:3@${drain1_at}s"
 faults+=",drain:server:2@${drain2_at}s"

@@ -27,7 +27,8 @@
 #   scripts/experiments/faults.sh      (ROWS, FEATURES, EPOCHS, BATCH, RUNS, SERVER_WAIT,
 #                                       CKPT_EVERY override)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${ROWS:-600000}"
 features="${FEATURES:-60000}"
 epochs="${EPOCHS:-8}"
@@ -41,37 +42,16 @@ hb_interval=0.2
 hb_timeout=1
 work="${KEEL_EXPERIMENT_DIR:-/tmp/keel-faults}"
 out=docs/experiments
-keel="$PWD/build/keel"
+keel=$(keel_binary --absolute)
 timeline="$PWD/scripts/experiments/timeline.py"
-command -v gnuplot >/dev/null 2>&1 || {
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get install -y -q gnuplot-nox >/dev/null
-}
+install_missing gnuplot gnuplot-nox
 mkdir -p "$work" "$out"
 data="$work/data-$rows-$features"
-[ -f "$data/oracle.json" ] || $keel datagen --model=linear --rows="$rows" \
-  --features="$features" --nnz=20 --seed=5 --out="$data" >/dev/null
+cached_datagen "$data" --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=5
 
-# Every process this script starts, by PID; all are killed on the way out.
-started=()
-cleanup() {
-  for p in "${started[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Every process this script starts is killed on the way out.
+track_processes
 
-now() { echo "$EPOCHREALTIME"; }
-# glog stamps are local wall-clock time of day; turn them into Unix seconds.
-midnight=$(date -d "$(date +%F) 00:00:00" +%s)
-# glog_time FILE REGEX: Unix time of the first line matching REGEX (empty if none).
-glog_time() {
-  grep -E -m1 "$2" "$1" 2>/dev/null | awk -v m="$midnight" \
-    '{split($2, c, ":"); printf "%.3f\n", m + c[1] * 3600 + c[2] * 60 + c[3]}' || true
-}
-glog_time_last() {
-  grep -E "$2" "$1" 2>/dev/null | tail -1 | awk -v m="$midnight" \
-    '{split($2, c, ":"); printf "%.3f\n", m + c[1] * 3600 + c[2] * 60 + c[3]}' || true
-}
 # Running (a killed child stays a zombie until reaped: that counts as gone).
 alive() {
   local stat
@@ -79,28 +59,16 @@ alive() {
   stat=${stat##*) }
   [ "${stat:0:1}" != Z ]
 }
+none_alive() {
+  local p
+  for p in "$@"; do alive "$p" && return 1; done
+  return 0
+}
 # wait_gone SECONDS PID...: 0 when all have exited within SECONDS.
 wait_gone() {
-  local deadline p any
-  deadline=$(echo "$(now) + $1" | bc); shift
-  while :; do
-    any=0
-    for p in "$@"; do alive "$p" && any=1; done
-    [ "$any" = 0 ] && return 0
-    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && return 1
-    sleep 0.1
-  done
+  local seconds=$1; shift
+  wait_until "$seconds" 0.1 none_alive "$@"
 }
-# wait_for SECONDS FILE REGEX
-wait_for() {
-  local deadline
-  deadline=$(echo "$(now) + $1" | bc)
-  until grep -qE "$3" "$2" 2>/dev/null; do
-    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && return 1
-    sleep 0.1
-  done
-}
-
 # start NAME ARGS...: start a role in the background, log to $run/NAME.log,
 # record NAME, PID and start time in $run/pids.
 declare -A pid
@@ -108,7 +76,7 @@ start() {
   local name=$1; shift
   "$keel" "$@" >> "$run/$name.log" 2>&1 &
   pid[$name]=$!
-  started+=("$!")
+  tracked "$!"
   echo "$name $! $(now)" >> "$run/pids"
 }
 
@@ -131,18 +99,14 @@ run_one() {
   [ "$kind" = replica ] && sched+=(--replication=1)
   local t0; t0=$(now); echo "$t0" > "$run/t0"
   start scheduler "${sched[@]}" --port_file="$run/port"
-  local deadline; deadline=$(echo "$t0 + 30" | bc)
-  until [ -s "$run/port" ]; do
-    [ "$(echo "$(now) > $deadline" | bc)" = 1 ] && { echo "no scheduler port" >&2; return 1; }
-    sleep 0.05
-  done
+  wait_until 30 0.05 test -s "$run/port" || { echo "no scheduler port" >&2; return 1; }
   port=$(cat "$run/port")
   for r in 0 1; do start server$r server --scheduler=127.0.0.1:$port --rank=$r $(job_flags) "${extra[@]}"; done
   for r in 0 1; do start worker$r worker --scheduler=127.0.0.1:$port --rank=$r $(job_flags) "${extra[@]}"; done
 
   if [ "$kind" != baseline ] && [ "$kind" != drop ]; then
     # Mid-run: 3 s after the leading worker's first epoch line (inside epoch 2).
-    wait_for 120 "$run/worker0.log" '^epoch 1: ' || status="no epoch 1 within 120 s"
+    wait_for 120 "$run/worker0.log" '^epoch 1: ' 0.1 || status="no epoch 1 within 120 s"
     sleep 3
     case $kind in
       worker)
@@ -168,7 +132,7 @@ run_one() {
   if ! wait_gone "$limit" "${everyone[@]}"; then
     local since=start; [ -n "$t_fault" ] && since=kill
     status="still running $(printf '%.0f' "$(echo "$(now) - ${t_fault:-$t0}" | bc)") s after the $since; killed"
-    for p in "${everyone[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    kill_pids "${everyone[@]}"
     wait_gone 10 "${everyone[@]}" || true
   fi
   local t_end; t_end=$(now)
@@ -259,13 +223,13 @@ row() {
       detect=$(rel "$(at "$run/model" scheduler leave role=server rank=1)" "$t_fault")
       local t_repl; t_repl=$(at "$run/model" scheduler join role=server rank=1 --after "$t_fault")
       back=$(rel "$t_repl" "$t_fault")
-      recover=$(rel "$(glog_time "$run/server1b.log" 'first push served since this server became')" "$t_fault")
+      recover=$(rel "$(glog_time "$run/server1b.log" 'first push served since this server became' 3)" "$t_fault")
       local ck; ck=$(grep -oE 'server 1 is replaced after .*' "$run/scheduler.log" | head -1 || true)
       local ckid; ckid=$(echo "$ck" | grep -oE 'ckpt-[0-9]+-[0-9]+' || true)
       local started_before; started_before=$(grep -E 'checkpoint ckpt-[0-9]+-[0-9]+: servers copy' "$run/scheduler.log" \
         | awk -v m="$midnight" -v tf="$t_fault" '{split($2, c, ":"); t = m + c[1] * 3600 + c[2] * 60 + c[3]; if (t < tf) id = $0} END { print id }' \
         | grep -oE 'ckpt-[0-9]+-[0-9]+' || true)
-      local t_ck; [ -n "$ckid" ] && t_ck=$(glog_time "$run/scheduler.log" "checkpoint $ckid committed")
+      local t_ck; [ -n "$ckid" ] && t_ck=$(glog_time "$run/scheduler.log" "checkpoint $ckid committed" 3)
       local t_next; [ -n "$t_repl" ] && t_next=$(grep -E 'checkpoint ckpt-[0-9]+-[0-9]+: servers copy' "$run/scheduler.log" \
         | awk -v m="$midnight" -v t="$t_repl" '{split($2, c, ":"); s = m + c[1] * 3600 + c[2] * 60 + c[3]; if (s > t) { printf "%.6f %s\n", s, $0; exit }}' || true)
       notes+=("server: '${ck:-no replacement line}'. Restored checkpoint $ckid committed $(rel "${t_ck:-}" "$t_fault") s from the kill; the last checkpoint begun before the kill: ${started_before:-none}; abandoned: $(grep -c 'abandoned' "$run/scheduler.log" || true). First checkpoint begun after the replacement: $(echo "${t_next:-}" | grep -oE 'ckpt-[0-9]+-[0-9]+' || echo none), $(rel "$(echo "${t_next:-}" | awk '{print $1}')" "$t_fault") s after the kill.") ;;
@@ -273,8 +237,8 @@ row() {
       what="server 1 killed -9 at t=$(rel "$t_fault" "$t0") s, restarted with --rank 1 at +$(rel "$t_restart" "$t_fault") s; --replication=1, no checkpoints; the workers resent $(resent "$run") request part(s)"
       detect=$(rel "$(at "$run/model" scheduler leave role=server rank=1)" "$t_fault")
       back=$(rel "$(at "$run/model" scheduler join role=server rank=1 --after "$t_fault")" "$t_fault")
-      recover=$(rel "$(glog_time "$run/server0.log" 'first push served since this server became')" "$t_fault")
-      notes+=("replica: '$(grep -oE 'leaves the cluster: .*' "$run/scheduler.log" | head -1 || true)'. The restarted server 1 had both ranges copied from server 0 $(rel "$(glog_time_last "$run/server1b.log" 'holds a replica of it again')" "$t_fault") s after the kill: $(grep -oE 'received [0-9]+ rows' "$run/server1b.log" | awk '{ s += $2 } END { print s + 0 }') rows, $(grep -oE '\([0-9]+ push\(es\) held' "$run/server1b.log" | tr -d '(' | awk '{ s += $1 } END { print s + 0 }') push(es) held meanwhile.") ;;
+      recover=$(rel "$(glog_time "$run/server0.log" 'first push served since this server became' 3)" "$t_fault")
+      notes+=("replica: '$(grep -oE 'leaves the cluster: .*' "$run/scheduler.log" | head -1 || true)'. The restarted server 1 had both ranges copied from server 0 $(rel "$(glog_time_last "$run/server1b.log" 'holds a replica of it again' 3)" "$t_fault") s after the kill: $(grep -oE 'received [0-9]+ rows' "$run/server1b.log" | awk '{ s += $2 } END { print s + 0 }') rows, $(grep -oE '\([0-9]+ push\(es\) held' "$run/server1b.log" | tr -d '(' | awk '{ s += $1 } END { print s + 0 }') push(es) held meanwhile.") ;;
   esac
   local status; status=$(cat "$run/status")
   local dloss="-"

@@ -12,7 +12,8 @@
 #
 #   scripts/experiments/staleness.sh            (ROWS, FEATURES, EPOCHS, SLOW, WORKERS override)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
 rows="${ROWS:-300000}"
 features="${FEATURES:-30000}"
 epochs="${EPOCHS:-6}"
@@ -21,14 +22,10 @@ workers="${WORKERS:-3}"
 batch="${BATCH:-200}"
 work="${KEEL_EXPERIMENT_DIR:-/tmp/keel-staleness}"
 out=docs/experiments
-keel=build/keel
-command -v gnuplot >/dev/null 2>&1 || {
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get install -y -q gnuplot-nox >/dev/null
-}
+keel=$(keel_binary)
+install_missing gnuplot gnuplot-nox
 mkdir -p "$work" "$out"
-[ -f "$work/data/oracle.json" ] || $keel datagen --model=linear --rows="$rows" \
-  --features="$features" --nnz=20 --seed=5 --out="$work/data" >/dev/null
+cached_datagen "$work/data" --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=5
 
 timeline=scripts/experiments/timeline.py
 field() { python3 "$timeline" metric "$(dirname "$1")" "$2"; }
