@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "worker/batch_stream.h"
 #include "worker/hyperparameters.h"
+#include "worker/prepared_batch.h"
 
 namespace keel {
 
