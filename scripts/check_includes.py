@@ -68,8 +68,6 @@ KNOWN_BREACHES = {
     ("src/worker/cuda_model.h", "worker/compute_backend.h"),
     ("src/worker/compute_backend.cc", "worker/multi_model_backend.h"),
     ("src/worker/multi_model_backend.h", "worker/compute_backend.h"),
-    ("src/worker/epoch_trainer.cc", "worker/timeline_recorder.h"),
-    ("src/worker/timeline_recorder.h", "worker/epoch_trainer.h"),
 }
 
 # Headers the build generates (from proto/ and src/cli/keel_version.h.in),
