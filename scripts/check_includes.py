@@ -62,12 +62,6 @@ KNOWN_BREACHES = {
     ("src/kv/optimizer.cc", "kv/gradient_shaping.h"),
     ("src/worker/model_artifact.cc", "worker/model_json.h"),
     ("src/worker/model_json.h", "worker/model_artifact.h"),
-    ("src/worker/compute_backend.cc", "worker/cpu_model.h"),
-    ("src/worker/cpu_model.h", "worker/compute_backend.h"),
-    ("src/worker/compute_backend.cc", "worker/cuda_model.h"),
-    ("src/worker/cuda_model.h", "worker/compute_backend.h"),
-    ("src/worker/compute_backend.cc", "worker/multi_model_backend.h"),
-    ("src/worker/multi_model_backend.h", "worker/compute_backend.h"),
 }
 
 # Headers the build generates (from proto/ and src/cli/keel_version.h.in),

@@ -19,6 +19,7 @@
 #include "io/input_split.h"
 #include "kv/staleness_gate.h"
 #include "worker/compute_backend.h"
+#include "worker/compute_backend_factory.h"
 #include "worker/exact_sum_job.h"
 #include "worker/model_variants.h"
 
