@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "worker/batch_stream.h"
+#include "worker/prepared_batch.h"
 
 namespace keel::testing {
 

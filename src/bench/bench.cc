@@ -18,6 +18,7 @@
 #include "kv/node.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
+#include "worker/compute_backend_factory.h"
 
 namespace keel {
 namespace {

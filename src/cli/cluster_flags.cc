@@ -11,7 +11,6 @@
 #include "base/error.h"
 #include "cli/fault_flags.h"
 #include "cli/flag_rules.h"
-#include "cli/job_flags.h"
 #include "kv/van.h"
 
 // Where a node is and how it reaches the scheduler.
@@ -106,6 +105,9 @@ DEFINE_string(l1, "auto", "L1 penalty, a non-negative number or auto (0)");
 
 // The worker's job.
 DEFINE_string(job, "", "worker job: linear_learner, factorization_machines, kv_bench or exact_sum");
+DEFINE_string(model_dir, "",
+              "where the model artifact and metrics.json go (training jobs, not given: a new "
+              "folder ./keel-model-JOB-TIME, named when the job starts and ends)");
 
 namespace keel {
 

@@ -61,6 +61,7 @@ DECLARE_string(l1);
 
 // The worker's job: linear_learner, factorization_machines, kv_bench or exact_sum.
 DECLARE_string(job);
+DECLARE_string(model_dir);
 
 namespace keel {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
 #include "cli/job_flags.h"
 #include "io/storage.h"

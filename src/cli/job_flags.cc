@@ -19,6 +19,7 @@
 #include "io/input_split.h"
 #include "kv/staleness_gate.h"
 #include "worker/compute_backend.h"
+#include "worker/compute_backend_factory.h"
 #include "worker/exact_sum_job.h"
 #include "worker/model_variants.h"
 
@@ -39,9 +40,6 @@ DEFINE_string(cache_dir, "",
 DEFINE_uint64(cache_max_bytes, uint64_t{4} << 30,
               "largest batch cache file per worker; a share that needs more is parsed every "
               "epoch (about 20 bytes per non-zero)");
-DEFINE_string(model_dir, "",
-              "where the model artifact and metrics.json go (training jobs, not given: a new "
-              "folder ./keel-model-JOB-TIME, named when the job starts and ends)");
 
 // Compute backend.
 DEFINE_string(device, "cpu", "where workers (and predict) compute: cpu or cuda:N");

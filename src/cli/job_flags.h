@@ -26,7 +26,6 @@ DECLARE_string(test);
 DECLARE_string(data_format);
 DECLARE_bool(libsvm_zero_based);
 DECLARE_bool(skip_bad_records);
-DECLARE_string(model_dir);
 
 // Compute backend.
 DECLARE_string(device);

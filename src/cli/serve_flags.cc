@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "cli/cluster_flags.h"
 #include "cli/job_flags.h"
 
 DEFINE_int32(serve_port, 8080,

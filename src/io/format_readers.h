@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "io/example_reader.h"
 #include "io/input_split.h"
-#include "io/readers.h"
 
 namespace keel {
 

@@ -12,8 +12,6 @@
 
 namespace keel {
 
-ExampleReader::~ExampleReader() = default;
-
 DataFormat ParseDataFormat(const std::string& name) {
   if (name == "libsvm" || name == "text/libsvm") return DataFormat::kLibsvm;
   if (name == "csv" || name == "text/csv") return DataFormat::kCsv;

@@ -21,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/xml.h"
 #include "io/s3_xml.h"
 #include "io/storage.h"
 

@@ -1,6 +1,7 @@
 // The little XML that S3's REST API speaks: reading elements out of its
-// answers, escaping text for its requests. Not a general XML parser: it relies
-// on S3's answers never nesting an element in one of the same name.
+// answers. Not a general XML parser: it relies on S3's answers never nesting
+// an element in one of the same name. Text for its requests is escaped with
+// XmlEscape (base/xml.h).
 #ifndef KEEL_IO_S3_XML_H_
 #define KEEL_IO_S3_XML_H_
 
@@ -18,9 +19,6 @@ std::vector<std::string_view> XmlElements(std::string_view xml, std::string_view
 // &gt; &quot; &apos; &#N; &#xN;; an unknown entity is kept as written), or ""
 // if there is none.
 std::string XmlText(std::string_view xml, std::string_view tag);
-
-// `text` with & < > " ' as entities, for character data.
-std::string XmlEscape(std::string_view text);
 
 }  // namespace keel
 

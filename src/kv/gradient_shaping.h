@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "kv/optimizer.h"
+#include "kv/optimizer_interface.h"
 
 namespace keel {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <set>
 
-#include "io/s3_xml.h"
+#include "base/xml.h"
 #include "report/svg_chart.h"
 
 namespace keel {

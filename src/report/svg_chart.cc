@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <map>
 
-#include "io/s3_xml.h"
+#include "base/xml.h"
 
 namespace keel {
 namespace {

@@ -36,45 +36,19 @@ RegistrationProbes::RegistrationProbes(double connect_timeout_s, const std::stri
       bind_host_(bind_host),
       port_(port),
       secret_(std::move(secret)),
-      done_(std::move(done)) {
-  for (int i = 0; i < kThreads; ++i) threads_.emplace_back([this] { Loop(); });
-}
+      done_(std::move(done)),
+      waiting_(kThreads, [this](Message& request) -> std::optional<double> {
+        done_(request, Check(request));
+        return std::nullopt;
+      }) {}
 
 RegistrationProbes::~RegistrationProbes() { Stop(); }
 
 bool RegistrationProbes::Add(const Message& request) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ || waiting_.size() >= kMaxWaiting) return false;
-    waiting_.push_back(request);
-  }
-  changed_.notify_one();
-  return true;
+  return waiting_.PushBack(request, kMaxWaiting);
 }
 
-void RegistrationProbes::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return;
-    stopping_ = true;
-    waiting_.clear();
-  }
-  changed_.notify_all();
-  for (auto& thread : threads_) thread.join();
-}
-
-void RegistrationProbes::Loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (true) {
-    changed_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
-    if (stopping_) return;
-    const Message request = std::move(waiting_.front());
-    waiting_.pop_front();
-    lock.unlock();
-    done_(request, Check(request));
-    lock.lock();
-  }
-}
+void RegistrationProbes::Stop() { waiting_.Stop(); }
 
 std::string RegistrationProbes::Check(const Message& request) const {
   const std::string& address = request.meta.node().address();

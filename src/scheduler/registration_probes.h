@@ -1,5 +1,5 @@
 // RegistrationProbes: the scheduler's checks of registering nodes' addresses,
-// on a fixed pool of threads with a bounded queue.
+// on a fixed pool of threads with a bounded queue (base/work_queue.h).
 //
 // Before admitting a node the scheduler connects back to the address it
 // advertises: with a cluster secret, a CURVE handshake with the cluster's
@@ -15,15 +15,11 @@
 #ifndef KEEL_SCHEDULER_REGISTRATION_PROBES_H_
 #define KEEL_SCHEDULER_REGISTRATION_PROBES_H_
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
+#include "base/work_queue.h"
 #include "kv/cluster_secret.h"
 #include "kv/message.h"
 
@@ -55,7 +51,6 @@ class RegistrationProbes {
   void Stop();
 
  private:
-  void Loop();
   // Why the address `request` advertises is refused, "" if it is not.
   std::string Check(const Message& request) const;
 
@@ -64,11 +59,7 @@ class RegistrationProbes {
   const int port_;
   const std::optional<ClusterSecret> secret_;
   const Done done_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Message> waiting_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  WorkQueue<Message> waiting_;  // last: its threads use the members above
 };
 
 // Whether `host` (a name or an IP address) resolves to the IP address `ip`.

@@ -16,24 +16,22 @@
 // the kernel, on the dying socket's backlog). So a suspect that answers is
 // probed again after kRetryDelays (0.05, 0.2 and 0.75 s later): it is
 // cleared only if every probe got through, and dead as soon as one is
-// refused. Probes run on a fixed pool of threads, at most one per node at a
-// time, so the queue holds at most one entry per member; a suspect waiting
-// for its next probe holds no thread.
+// refused. Probes run on a fixed pool of threads (base/work_queue.h), at
+// most one per node at a time, so the queue holds at most one entry per
+// member; a suspect waiting for its next probe holds no thread.
 //
 // Thread-safe. The callback runs on a probe thread.
 #ifndef KEEL_SCHEDULER_SUSPECTS_H_
 #define KEEL_SCHEDULER_SUSPECTS_H_
 
-#include <condition_variable>
-#include <deque>
+#include <cstddef>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
-#include <vector>
 
+#include "base/work_queue.h"
 #include "kv/cluster_secret.h"
 #include "kv/van.h"
 
@@ -70,23 +68,18 @@ class Suspects {
     int node_id;
     std::string address;
     size_t probes;  // done so far
-    double due;     // MonotonicSeconds() of the next
   };
 
-  void Loop();
-  // Probes `suspect` (without the lock) and counts the probe; true once it
-  // has its outcome (and the callback ran).
+  // Probes `suspect` and counts the probe; true once it has its outcome (and
+  // the callback ran).
   bool Probe(Suspect& suspect);
 
   const double probe_timeout_s_;
   const std::optional<ClusterSecret> secret_;
   const Probed probed_;
   std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Suspect> waiting_;  // in the order they fall due
-  std::set<int> pending_;        // node ids waiting or being probed
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  std::set<int> pending_;       // node ids waiting or being probed
+  WorkQueue<Suspect> waiting_;  // last: its threads use the members above
 };
 
 }  // namespace keel

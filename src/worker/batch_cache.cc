@@ -21,7 +21,7 @@
 #include "base/checksum.h"
 #include "base/error.h"
 #include "base/files.h"
-#include "worker/batch_stream.h"
+#include "worker/prepared_batch.h"
 
 namespace keel {
 namespace {

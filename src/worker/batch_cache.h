@@ -31,7 +31,7 @@
 
 namespace keel {
 
-struct PreparedBatch;  // worker/batch_stream.h
+struct PreparedBatch;  // worker/prepared_batch.h
 
 // What a cache file of `splits` read with `reader` in minibatches of
 // `batch_size` rows is valid for. A stream (pipe) is read once: its key is

@@ -14,25 +14,12 @@
 #include <thread>
 #include <vector>
 
-#include "io/batch.h"
 #include "io/input_split.h"
 #include "io/readers.h"
-#include "kv/keys.h"
-#include "kv/shared_array.h"
 #include "worker/data_statistics.h"
+#include "worker/prepared_batch.h"
 
 namespace keel {
-
-struct PreparedBatch {
-  Batch batch;
-  SharedArray<const Key> keys;      // the batch's features, mixed, sorted, unique
-  std::vector<uint32_t> positions;  // per non-zero: its feature's index in `keys`
-  // The non-zeros of each key in ascending order: those of keys[u] are
-  // nonzeros_by_key[key_offsets[u] .. key_offsets[u + 1]). Backends reduce
-  // gradients per key in this fixed order, however many threads made them.
-  std::vector<uint32_t> key_offsets;
-  std::vector<uint32_t> nonzeros_by_key;
-};
 
 class BatchCache;        // worker/batch_cache.h
 class BatchCacheWriter;  // worker/batch_cache.h
@@ -95,10 +82,6 @@ class BatchStream {
   uint64_t bytes_ = 0;
   std::thread thread_;
 };
-
-// Fills `keys`, `positions`, `key_offsets` and `nonzeros_by_key` of a batch
-// from its indices.
-void PrepareKeys(PreparedBatch* prepared);
 
 }  // namespace keel
 

@@ -5,15 +5,16 @@
 // the same quantities for the same batch: the summed loss, the predictions,
 // and the mean loss's gradient per unique key of the batch, reduced before it
 // is pushed. A backend is not safe for concurrent use: one thread calls it.
+// MakeComputeBackend (worker/compute_backend_factory.h) makes the one a
+// device names.
 #ifndef KEEL_WORKER_COMPUTE_BACKEND_H_
 #define KEEL_WORKER_COMPUTE_BACKEND_H_
 
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "worker/batch_stream.h"
 #include "worker/hyperparameters.h"
+#include "worker/prepared_batch.h"
 
 namespace keel {
 
@@ -80,19 +81,6 @@ class ComputeBackend {
   int bias_width_;  // of one model
   int models_ = 1;
 };
-
-// The backend `device` names: "cpu" (with `threads` threads, 0 for one per
-// hardware thread) or "cuda:N". For hyperparameters.num_models > 1 the CPU
-// backend of a linear learner computes every model in one pass; the others
-// are wrapped in a MultiModelBackend. Throws Error for an unknown device, for
-// "cuda:N" in a build without the CUDA backend, and when device N does not
-// exist or no CUDA device is usable, saying why.
-std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, int threads,
-                                                   const Hyperparameters& hyperparameters);
-
-// Checks that `device` names a backend this build has and, for "cuda:N",
-// that device N exists, without starting it. Throws Error saying why not.
-void CheckDevice(const std::string& device);
 
 // True when every row of `batch` lists all of the batch's keys in the same
 // order: a dense matrix (CSV and dense recordIO data), where products of

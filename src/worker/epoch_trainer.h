@@ -20,6 +20,7 @@
 #include "worker/compute_backend.h"
 #include "worker/data_statistics.h"
 #include "worker/epoch_clock.h"
+#include "worker/epoch_result.h"
 #include "worker/health_rules.h"
 #include "worker/hyperparameters.h"
 #include "worker/minibatch_pipeline.h"
@@ -29,29 +30,6 @@
 #include "worker/training_loss.h"
 
 namespace keel {
-
-// What one worker did in an epoch.
-struct EpochResult {
-  uint64_t examples = 0;
-  ModelLosses losses;  // per model: the summed training loss of `examples`
-  double seconds = 0;
-  // Where the training loop's time went (seconds): blocked on reading and
-  // preparing minibatches, blocked on the next minibatch's rows, computing
-  // gradients, pushing them (waiting for the previous minibatch's pushes
-  // included). The rest of `seconds` is bookkeeping and checkpoints.
-  double read_wait = 0;
-  double pull_wait = 0;
-  double compute = 0;
-  double push = 0;
-  uint64_t epoch_examples = 0;    // read by every worker in the epoch
-  uint64_t resumed_examples = 0;  // of `examples`, read before a resume or takeover
-  // Read, before they left, by departed workers whose shares this one finished
-  // (not in `examples` or `loss`).
-  uint64_t departed_examples = 0;
-  ModelLosses departed_losses;
-  // The gradients this worker pushed (orphaned shares' included).
-  EpochGradients gradients;
-};
 
 class TimelineRecorder;
 

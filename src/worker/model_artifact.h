@@ -41,7 +41,7 @@ struct ModelArtifact {
 
   // Writes <dir>/weights.bin and <dir>/model.json (creating dir), each
   // replaced whole. `dir` is a folder or a storage URI (file://, s3://;
-  // io/storage.h). Throws Error.
+  // io/storage.h). Throws Error. (Write and Read: worker/model_folder.cc.)
   void Write(const std::string& dir) const;
   // Reads <dir>/weights.bin and <dir>/model.json (a folder or a storage URI);
   // throws Error naming the file and what is wrong (missing, bad magic,
@@ -57,6 +57,11 @@ struct ModelArtifact {
 // training allows, the widths those imply, a feature count within a sanity
 // bound. Throws Error naming `where`, the field and its byte offset.
 uint64_t ModelFileBytes(std::string_view header, const std::string& where);
+
+// The bytes of weights.bin for `model` (what Write stores; ParseModelArtifact
+// reads them back). Throws Error if the weights do not fit the features and
+// the hyperparameters' width.
+std::string EncodeModelArtifact(const ModelArtifact& model);
 
 // Decodes a whole weights.bin from memory (what a fuzz target calls): the
 // header (as ModelFileBytes checks it), then the file's size against the

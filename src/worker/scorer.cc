@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "models/metrics.h"
+#include "worker/compute_backend_factory.h"
 
 namespace keel {
 namespace {

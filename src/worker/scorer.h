@@ -21,10 +21,10 @@
 #include "io/batch.h"
 #include "io/inference_format.h"
 #include "kv/keys.h"
-#include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
+#include "worker/prepared_batch.h"
 
 namespace keel {
 

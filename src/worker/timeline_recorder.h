@@ -13,7 +13,7 @@
 
 #include "io/timeline_writer.h"
 #include "kv/kv_worker.h"
-#include "worker/epoch_trainer.h"
+#include "worker/epoch_result.h"
 
 namespace keel {
 

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "worker/barriers.h"
+#include "worker/compute_backend_factory.h"
 #include "worker/early_stopping.h"
 #include "worker/gate_report.h"
 #include "worker/metrics_files.h"

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/xml.h"
 #include "fuzz_util.h"
 #include "io/s3_xml.h"
 

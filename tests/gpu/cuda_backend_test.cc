@@ -16,6 +16,7 @@
 #include "models/metrics.h"
 #include "random_batch.h"
 #include "worker/compute_backend.h"
+#include "worker/compute_backend_factory.h"
 #include "worker/cpu_model.h"
 #include "worker/cuda_model.h"
 

@@ -19,6 +19,7 @@
 #include "test_util.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
+#include "worker/compute_backend_factory.h"
 
 namespace keel {
 namespace {

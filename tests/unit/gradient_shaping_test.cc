@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "kv/optimizer.h"
 
 namespace keel {
 namespace {

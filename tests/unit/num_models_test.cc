@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "random_batch.h"
+#include "worker/compute_backend_factory.h"
 #include "worker/cpu_model.h"
 #include "worker/model_dump.h"
 #include "worker/model_selection.h"

@@ -18,6 +18,7 @@
 #include "test_util.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
+#include "worker/compute_backend_factory.h"
 #include "worker/cpu_model.h"
 #include "worker/evaluator.h"
 #include "worker/model_artifact.h"

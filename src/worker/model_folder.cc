@@ -1,0 +1,185 @@
+// ModelArtifact::Write and ModelArtifact::Read (worker/model_artifact.h): a
+// model folder's files published and read back, weights.bin
+// (model_artifact.cc's encoding), model.json (model_json.h) and the
+// model.manifest that names both.
+#include <glog/logging.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/checksum.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/json_reader.h"
+#include "io/storage.h"
+#include "worker/model_artifact.h"
+#include "worker/model_json.h"
+
+namespace keel {
+namespace {
+
+// model.json is a page of text; anything near this is not one.
+constexpr uint64_t kMaxModelJsonBytes = uint64_t{16} << 20;
+// model.manifest names two files in a few hundred bytes.
+constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 10;
+// A reader finding files other than the manifest names reads again this many
+// times in all, this far apart, before it gives up.
+// model.json alone differing is taken after kDescriptionAttempts.
+constexpr int kManifestAttempts = 10;
+constexpr int kDescriptionAttempts = 3;
+constexpr int kManifestRetryMs = 100;
+
+// For messages: "DIR/NAME" for a local folder, the object's URI otherwise.
+std::string NameOf(const std::string& dir, const Storage& storage, const std::string& name) {
+  return IsStorageUri(dir) ? storage.UriOf(name) : dir + "/" + name;
+}
+
+// A model folder's files as read at one moment: weights.bin, model.json (""
+// when there is none) and model.manifest ("" when there is none).
+struct ModelFiles {
+  std::string weights, description, manifest;
+  bool has_description = false, has_manifest = false;
+};
+
+// Reads the text of `name` (at most `max_bytes`), or false if there is none.
+bool ReadOptional(Storage& storage, const std::string& name, uint64_t max_bytes, const char* what,
+                  std::string* text) {
+  try {
+    *text = GetAtMost(storage, name, max_bytes, what);
+    return true;
+  } catch (const NotFoundError&) {
+    return false;
+  }
+}
+
+ModelFiles ReadModelFiles(const std::string& dir, Storage& storage) {
+  ModelFiles files;
+  files.has_manifest = ReadOptional(storage, "model.manifest", kMaxManifestBytes,
+                                    "a model.manifest", &files.manifest);
+  const std::string path = NameOf(dir, storage, "weights.bin");
+  try {
+    // The header says how large the file must be; nothing more is read.
+    const uint64_t size =
+        ModelFileBytes(storage.GetRange("weights.bin", 0, kModelHeaderBytes), path);
+    files.weights = GetAtMost(storage, "weights.bin", size, "the model file its header describes");
+  } catch (const NotFoundError&) {
+    throw MakeError("cannot read the model at ", path, " (is --model_dir right?)");
+  }
+  files.has_description =
+      ReadOptional(storage, "model.json", kMaxModelJsonBytes, "a model.json", &files.description);
+  return files;
+}
+
+// The model.manifest of files `names` with `contents`: each one's size and checksum.
+std::string ManifestOf(const std::vector<std::pair<std::string, const std::string*>>& files) {
+  std::string text = "{\"keel_model_manifest\":1,\"files\":[";
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& bytes = *files[i].second;
+    text += std::string(i > 0 ? "," : "") + "{\"name\":" + JsonQuote(files[i].first) +
+            ",\"bytes\":" + std::to_string(bytes.size()) + ",\"checksum\":\"" +
+            ChecksumHex(Checksum64::Of(bytes.data(), bytes.size())) + "\"}";
+  }
+  return text + "]}\n";
+}
+
+// What differs between `files` and their manifest: `weights` for weights.bin,
+// `description` for model.json ("" where they agree).
+struct ManifestMismatch {
+  std::string weights, description;
+};
+
+ManifestMismatch CompareWithManifest(const ModelFiles& files, const std::string& manifest_path) {
+  const JsonValue manifest = ParseJson(files.manifest, manifest_path);
+  const JsonValue* listed = manifest.Find("files");
+  if (listed == nullptr || listed->type() != JsonValue::Type::kArray) {
+    throw MakeError(manifest_path, ": no \"files\" array");
+  }
+  ManifestMismatch mismatch;
+  for (const JsonValue& entry : listed->AsArray()) {
+    const JsonValue* name = entry.Find("name");
+    const JsonValue* bytes = entry.Find("bytes");
+    const JsonValue* checksum = entry.Find("checksum");
+    if (name == nullptr || bytes == nullptr || checksum == nullptr) {
+      throw MakeError(manifest_path, ": byte ", entry.offset(),
+                      ": a file entry needs \"name\", \"bytes\" and \"checksum\"");
+    }
+    const bool is_weights = name->AsString() == "weights.bin";
+    if (!is_weights && name->AsString() != "model.json") continue;
+    std::string& problem = is_weights ? mismatch.weights : mismatch.description;
+    if (!is_weights && !files.has_description) {
+      problem = "model.json is missing";
+      continue;
+    }
+    const std::string& content = is_weights ? files.weights : files.description;
+    const std::string found = ChecksumHex(Checksum64::Of(content.data(), content.size()));
+    if (content.size() != bytes->AsUint64() || found != checksum->AsString()) {
+      problem = name->AsString() + " has " + std::to_string(content.size()) + " bytes, checksum " +
+                found + ", where the manifest names " + std::to_string(bytes->AsUint64()) +
+                " bytes, checksum " + checksum->AsString();
+    }
+  }
+  return mismatch;
+}
+
+}  // namespace
+
+void ModelArtifact::Write(const std::string& dir) const {
+  const std::string bytes = EncodeModelArtifact(*this);
+
+  // Each file is replaced whole (a local one through a temporary file and a
+  // rename), so a reader never sees half a model file.
+  // A model is published files first, then the small manifest naming their
+  // sizes and checksums: a reader that finds files other than the manifest
+  // names (a publication under way, or one cut short) waits and reads again,
+  // and never takes half of one model and half of another.
+  const std::string description = ModelJson(*this);
+  const std::unique_ptr<Storage> storage = OpenStorage(dir);
+  storage->Put("weights.bin", bytes);
+  storage->Put("model.json", description);
+  storage->Put("model.manifest",
+               ManifestOf({{"weights.bin", &bytes}, {"model.json", &description}}));
+}
+
+ModelArtifact ModelArtifact::Read(const std::string& dir) {
+  const std::unique_ptr<Storage> storage = OpenStorage(dir);
+  const std::string weights_path = NameOf(dir, *storage, "weights.bin");
+  const std::string manifest_path = NameOf(dir, *storage, "model.manifest");
+  ModelFiles files;
+  ModelArtifact model;
+  for (int attempt = 1;; ++attempt) {
+    files = ReadModelFiles(dir, *storage);
+    // Each file is replaced whole, so a damaged weights.bin is damage, not a
+    // publication under way: it fails at once.
+    model = ParseModelArtifact(files.weights, weights_path);
+    if (!files.has_manifest) break;  // a model from before manifests: its files as they are
+    const ManifestMismatch mismatch = CompareWithManifest(files, manifest_path);
+    if (mismatch.weights.empty() && mismatch.description.empty()) break;
+    if (!mismatch.weights.empty() && attempt == kManifestAttempts) {
+      throw MakeError(dir, ": ", mismatch.weights, " (", manifest_path,
+                      "): the model is being written, or its writing was cut short");
+    }
+    // model.json alone differing for a while is a hand edit (a threshold
+    // changed, say): taken, since it must still agree with weights.bin.
+    if (mismatch.weights.empty() && attempt == kDescriptionAttempts) {
+      LOG(WARNING) << dir << ": " << mismatch.description << " (" << manifest_path
+                   << "); taking model.json as it is (edited after the model was written?)";
+      break;
+    }
+    LOG(INFO) << dir << ": " << (mismatch.weights.empty() ? mismatch.description : mismatch.weights)
+              << "; reading again (a model being written)";
+    std::this_thread::sleep_for(std::chrono::milliseconds(kManifestRetryMs));
+  }
+  const std::string description_path = NameOf(dir, *storage, "model.json");
+  if (files.has_description) {
+    ReadModelJson(files.description, description_path, &model);
+  } else {
+    LOG(INFO) << "no " << description_path << ": the model is scored with default hyperparameters";
+  }
+  return model;
+}
+
+}  // namespace keel
