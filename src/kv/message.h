@@ -32,6 +32,14 @@ struct Message {
   std::string peer_host;
 };
 
+// A message carrying `command` and nothing else yet: the start of a control
+// message (the sender fills in the rest).
+inline Message CommandMessage(proto::Command command) {
+  Message message;
+  message.meta.set_command(command);
+  return message;
+}
+
 // Wraps a typed array as a data frame (no copy).
 template <typename T>
 Bytes AsBytes(const SharedArray<T>& array) {

@@ -12,12 +12,6 @@
 namespace keel {
 namespace {
 
-Message Control(proto::Command command) {
-  Message message;
-  message.meta.set_command(command);
-  return message;
-}
-
 // A random number for a REGISTER, never 0 (which no answer may match).
 uint64_t RegisterNonce() {
   std::random_device device;
@@ -110,7 +104,7 @@ void Node::Register() {
 }
 
 void Node::SendRegister() {
-  Message request = Control(proto::REGISTER);
+  Message request = CommandMessage(proto::REGISTER);
   request.meta.mutable_node()->set_role(options_.role);
   request.meta.mutable_node()->set_address(van_->address());
   request.meta.mutable_node()->set_rank(options_.rank);
@@ -200,7 +194,7 @@ void Node::Barrier(int group, double timeout_s, const std::string& tag) {
     std::lock_guard<std::mutex> lock(mutex_);
     barrier_id = ++next_barrier_;
   }
-  Message request = Control(proto::BARRIER);
+  Message request = CommandMessage(proto::BARRIER);
   request.meta.set_barrier_group(group);
   request.meta.set_barrier_id(barrier_id);
   request.meta.set_barrier_tag(tag);
@@ -316,7 +310,7 @@ void Node::SendAgainLocked(const proto::Meta& request) {
 }
 
 void Node::Rejoin() {
-  Message request = Control(proto::REGISTER);
+  Message request = CommandMessage(proto::REGISTER);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (rejoining_) return;
@@ -362,7 +356,7 @@ void Node::RememberAnswerLocked(const std::string& key) {
 }
 
 void Node::RequestPreemption() {
-  Message request = Control(proto::PREEMPT);
+  Message request = CommandMessage(proto::PREEMPT);
   SendAwaited("preempt", request);  // sent again until answered (ResendOverdueLocked)
 }
 
@@ -533,7 +527,7 @@ bool Node::Hold(Message&& message) {
     return false;
   }
   if (first) {
-    Message ask = Control(proto::VIEW);
+    Message ask = CommandMessage(proto::VIEW);
     SendToScheduler(ask);
   }
   return true;
@@ -665,7 +659,7 @@ void Node::HeartbeatLoop() {
                       [this] { return stopped_.load(); });
     if (stopped_) break;
     lock.unlock();
-    Message beat = Control(proto::HEARTBEAT);
+    Message beat = CommandMessage(proto::HEARTBEAT);
     {
       std::lock_guard<std::mutex> fields_lock(mutex_);
       if (heartbeat_fields_) heartbeat_fields_(&beat.meta);

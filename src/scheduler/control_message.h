@@ -12,8 +12,7 @@ namespace keel {
 // scheduler only answers requests or tells nodes what changed). The sender
 // stamps the view epoch.
 inline Message ControlMessage(proto::Command command) {
-  Message message;
-  message.meta.set_command(command);
+  Message message = CommandMessage(command);
   message.meta.set_sender(kSchedulerId);
   message.meta.set_response(true);
   return message;

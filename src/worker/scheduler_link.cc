@@ -7,15 +7,6 @@
 #include "base/utf8.h"
 
 namespace keel {
-namespace {
-
-Message Control(proto::Command command) {
-  Message message;
-  message.meta.set_command(command);
-  return message;
-}
-
-}  // namespace
 
 SchedulerLink::SchedulerLink(Node& node) : node_(node) {
   node_.SetHeartbeatFields([this](proto::Meta* beat) { FillHeartbeat(beat); });
@@ -42,7 +33,7 @@ void SchedulerLink::SetProgressReport(const proto::ProgressReport& report) {
 }
 
 void SchedulerLink::ReportProgress(const proto::ProgressReport& report) {
-  Message message = Control(proto::PROGRESS);
+  Message message = CommandMessage(proto::PROGRESS);
   *message.meta.mutable_progress() = report;
   try {
     node_.SendToScheduler(message);
@@ -60,7 +51,7 @@ bool SchedulerLink::TakeOrphanWork(const proto::WorkerCursor& share,
                                    int finished_parts, proto::WorkerCursor* work, int* part,
                                    int* parts, uint64_t* epoch_examples, double timeout_s) {
   const int epoch = share.epoch();
-  Message request = Control(proto::ORPHANS);
+  Message request = CommandMessage(proto::ORPHANS);
   const uint64_t sequence = node_.NextSequence();
   request.meta.set_sequence(sequence);
   if (finished) {
@@ -103,7 +94,7 @@ bool SchedulerLink::TakeOrphanWork(const proto::WorkerCursor& share,
 }
 
 void SchedulerLink::ReportEpochDone(const proto::WorkerCursor& cursor) {
-  Message report = Control(proto::CHECKPOINT);
+  Message report = CommandMessage(proto::CHECKPOINT);
   const uint64_t sequence = node_.NextSequence();
   report.meta.set_sequence(sequence);
   *report.meta.mutable_cursor() = cursor;
@@ -119,7 +110,7 @@ void SchedulerLink::ReportEpochDone(const proto::WorkerCursor& cursor) {
 void SchedulerLink::Checkpoint(const proto::WorkerCursor& cursor,
                                const proto::TrainerState* trainer, bool final, double timeout_s,
                                bool preempt) {
-  Message request = Control(proto::CHECKPOINT);
+  Message request = CommandMessage(proto::CHECKPOINT);
   const uint64_t sequence = node_.NextSequence();
   request.meta.set_sequence(sequence);
   *request.meta.mutable_cursor() = cursor;
@@ -148,7 +139,7 @@ void SchedulerLink::Checkpoint(const proto::WorkerCursor& cursor,
 }
 
 void SchedulerLink::ReportDone(const std::string& error) {
-  Message report = Control(proto::WORKER_DONE);
+  Message report = CommandMessage(proto::WORKER_DONE);
   report.meta.set_error(ValidUtf8(error));
   node_.Post(report, "done");
 }
