@@ -45,7 +45,7 @@ void KVServer::PassDown(const Message& push, size_t range, int origin) {
     Message response;
     proto::Meta request = push.meta;
     request.set_sender(origin);
-    Reply(request, response);
+    state_.Reply(request, response);
     return;
   }
   Message next;
@@ -70,7 +70,7 @@ void KVServer::UpdateShards(const proto::ClusterView& view, const RangeMap& rang
 
 void KVServer::DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges) {
   const int rank = node_->rank();
-  for (auto it = shards_.begin(); it != shards_.end();) {
+  for (auto it = state_.shards.begin(); it != state_.shards.end();) {
     if (it->first < ranges.num_ranges() &&
         (ranges.Holds(it->first, rank) ||
          (it->second.precopy && Precopying(view, it->first, rank)))) {
@@ -78,13 +78,13 @@ void KVServer::DropLeftShards(const proto::ClusterView& view, const RangeMap& ra
       continue;
     }
     LOG(INFO) << "key range " << it->first << " is no longer held by server " << rank;
-    it = shards_.erase(it);
+    it = state_.shards.erase(it);
   }
 }
 
 void KVServer::NotePromotions(const RangeMap& ranges) {
   const int rank = node_->rank();
-  for (auto& [range, shard] : shards_) {
+  for (auto& [range, shard] : state_.shards) {
     const bool primary = ranges.server(range) == rank;
     if (primary && !shard.primary) {
       shard.primary_since = MonotonicSeconds();
@@ -99,17 +99,17 @@ void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& r
                                bool first_view) {
   const int rank = node_->rank();
   for (size_t range = 0; range < ranges.num_ranges(); ++range) {
-    auto existing = shards_.find(range);
-    if (existing == shards_.end() && !ranges.Holds(range, rank) && Precopying(view, range, rank)) {
+    auto existing = state_.shards.find(range);
+    if (existing == state_.shards.end() && !ranges.Holds(range, rank) && Precopying(view, range, rank)) {
       // A range moving here: copied before this server joins its chain.
-      Shard& shard = shards_[range];
+      Shard& shard = state_.shards[range];
       shard.precopy = true;
       shard.ready = false;
       LOG(INFO) << "key range " << range << " moves to this server: copying it from server "
                 << ranges.Chain(range).back() << " while its pushes go on";
       continue;
     }
-    if (existing != shards_.end() && existing->second.precopy && ranges.Holds(range, rank)) {
+    if (existing != state_.shards.end() && existing->second.precopy && ranges.Holds(range, rank)) {
       // It joins the chain now: the pushes passed down wait for the changes
       // since the pre-copy (or for a whole copy, if it has none).
       existing->second.precopy = false;
@@ -118,8 +118,8 @@ void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& r
                 << ranges.Predecessor(range, rank) << "; waiting for the changes since its copy";
       continue;
     }
-    if (!ranges.Holds(range, rank) || existing != shards_.end()) continue;
-    Shard& shard = shards_[range];
+    if (!ranges.Holds(range, rank) || existing != state_.shards.end()) continue;
+    Shard& shard = state_.shards[range];
     shard.primary = ranges.server(range) == rank;
     if (shard.primary && (!first_view || node_->replaces())) {
       shard.primary_since = MonotonicSeconds();
@@ -139,7 +139,7 @@ void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& r
 
 void KVServer::AskForRanges(const RangeMap& ranges) {
   const int rank = node_->rank();
-  for (auto& [range, shard] : shards_) {
+  for (auto& [range, shard] : state_.shards) {
     if (shard.ready) continue;
     if (shard.precopy) {
       // From the chain's end: the replica this one will follow.
@@ -208,9 +208,9 @@ void KVServer::OnReplicaSync(Message&& message) {
     AnswerShardRequest(meta, range);
     return;
   }
-  auto found = shards_.find(range);
+  auto found = state_.shards.find(range);
   // The answer to the request out (an earlier one's, still on its way, is not).
-  if (found == shards_.end() || found->second.ready || meta.sender() != found->second.asked ||
+  if (found == state_.shards.end() || found->second.ready || meta.sender() != found->second.asked ||
       meta.sequence() != found->second.asked_sequence) {
     LOG(WARNING) << "ignored a copy of key range " << range << " from node " << meta.sender()
                  << ": not waiting for one from it";
@@ -220,7 +220,7 @@ void KVServer::OnReplicaSync(Message&& message) {
   try {
     TakeShardCopy(message, shard, range);
   } catch (const std::exception& e) {  // a bad copy, or one too large for memory
-    rejected_.fetch_add(1);
+    state_.counters.rejected.fetch_add(1);
     shard.tables.clear();
     shard.precopied = false;  // its rows are gone: the next copy is whole
     shard.copied_from = -1;
@@ -260,8 +260,8 @@ void KVServer::OnReplicaSync(Message&& message) {
 void KVServer::AnswerShardRequest(const proto::Meta& meta, size_t range) {
   // A replica joining the chain behind this server asks for the range. From
   // here on, pushes passed down reach it after this copy (links keep order).
-  auto found = shards_.find(range);
-  if (found == shards_.end()) {
+  auto found = state_.shards.find(range);
+  if (found == state_.shards.end()) {
     LOG(WARNING) << "node " << meta.sender() << " asked for key range " << range
                  << ", which this server does not hold";
   } else if (!found->second.ready) {
@@ -400,7 +400,7 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
   }
   uint64_t rows = 0;
   for (const SnapshotTable& saved : state.tables) {
-    ServerTable& table = TableFor(shard, range, saved.table, saved.weight_width);
+    ServerTable& table = state_.TableFor(shard, range, saved.table, saved.weight_width);
     if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
       throw MakeError("key range ", range, " from node ", meta.sender(), ": table ", saved.table,
                       " rows have ", saved.row_width, " floats; this server's ",
@@ -464,7 +464,7 @@ void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t 
     state.applied.emplace_back(
         sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
   }
-  std::vector<Message> pages = EncodeShardCopy(state, page_bytes_);
+  std::vector<Message> pages = EncodeShardCopy(state, state_.page_bytes);
   try {
     for (Message& page : pages) {
       page.meta.set_sequence(sequence);

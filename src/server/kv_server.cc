@@ -7,7 +7,6 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "base/utf8.h"
 #include "kv/kv_worker.h"
 
 namespace keel {
@@ -17,63 +16,39 @@ static_assert(2 * kResendSequenceHorizon <= DedupeWindow::kDefaultCapacity,
 
 KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
                    std::map<uint32_t, TableSpec> tables, int64_t staleness)
-    : node_(node),
-      default_optimizer_(default_optimizer),
-      specs_(std::move(tables)),
-      gate_(staleness) {
+    : state_(node, default_optimizer, std::move(tables)), node_(node), gate_(staleness) {
   node_->SetViewHandler([this](const proto::ClusterView& view) { OnView(view); });
   // Check every optimizer now, not at the first request.
-  MakeOptimizer(default_optimizer_);
-  for (const auto& [id, spec] : specs_) MakeOptimizer(spec.optimizer);
+  MakeOptimizer(state_.default_optimizer);
+  for (const auto& [id, spec] : state_.specs) MakeOptimizer(spec.optimizer);
   node_->SetDataHandler([this](Message&& message) { Handle(std::move(message)); });
   node_->SetControlHandler([this](Message&& message) {
     if (message.meta.command() == proto::SNAPSHOT) {
-      OnSnapshot(message.meta);
+      snapshots_->OnSnapshot(message.meta);
     } else {
       LOG(WARNING) << "ignored unexpected " << Describe(message.meta);
     }
   });
-  writer_ = std::make_unique<SnapshotWriter>(
-      [this](const std::string& checkpoint, const proto::CheckpointFile& file,
-             const std::string& error) { ReportSnapshot(checkpoint, file, error); });
+  snapshots_ = std::make_unique<SnapshotRestore>(&state_);
 }
 
 KVServer::~KVServer() {
-  writer_.reset();  // snapshots already copied are written and reported first
+  snapshots_->FinishWriting();  // snapshots already copied are written and reported first
   node_->Stop();
-}
-
-std::string KVServer::failure() const {
-  std::lock_guard<std::mutex> lock(failure_mutex_);
-  return failure_;
-}
-
-void KVServer::ReportSnapshot(const std::string& checkpoint, const proto::CheckpointFile& file,
-                              const std::string& error) {
-  Message report;
-  report.meta.set_command(proto::SNAPSHOT);
-  report.meta.set_checkpoint(checkpoint);
-  *report.meta.mutable_file() = file;
-  report.meta.set_error(ValidUtf8(error));
-  try {
-    node_->SendToScheduler(report);
-  } catch (const std::exception& e) {
-    LOG(WARNING) << "checkpoint " << checkpoint << ": could not report: " << e.what();
-  }
 }
 
 void KVServer::Handle(Message&& message) {
   const proto::Meta& meta = message.meta;
   if (meta.command() == proto::REPLICA_SYNC) {
-    auto member = members_.find(meta.sender());
-    if (member != members_.end() && member->second != proto::SERVER) {
+    auto member = state_.members.find(meta.sender());
+    if (member != state_.members.end() && member->second != proto::SERVER) {
       LOG(WARNING) << "ignored " << Describe(meta) << ": node " << meta.sender()
                    << " is not a server";
       return;
     }
-    if (member == members_.end()) {
+    if (member == state_.members.end()) {
       LOG(WARNING) << "ignored " << Describe(meta) << ": node " << meta.sender()
-                   << " is not in the cluster view (epoch " << view_epoch_ << ")";
+                   << " is not in the cluster view (epoch " << state_.view_epoch << ")";
       return;
     }
     OnReplicaSync(std::move(message));
@@ -114,9 +89,9 @@ void KVServer::OnClock(const proto::Meta& meta) {
   // Acknowledged announcements may be resent: apply each once. (A late copy
   // of a leave must not remove a worker that has joined again since.)
   if (meta.ack() && !clocks_applied_[meta.sender()].Insert(meta.sequence())) {
-    duplicates_.fetch_add(1);
+    state_.counters.duplicates.fetch_add(1);
     Message response;
-    Reply(meta, response);
+    state_.Reply(meta, response);
     return;
   }
   if (meta.clock() == kLeaveClock) {
@@ -126,22 +101,22 @@ void KVServer::OnClock(const proto::Meta& meta) {
   }
   if (meta.ack()) {
     Message response;
-    Reply(meta, response);
+    state_.Reply(meta, response);
   }
   WakeParked();
 }
 
 void KVServer::OnView(const proto::ClusterView& view) {
-  const bool first_view = view_epoch_ == 0;
-  if (view.checkpoint_delta() && !track_changes_) {
-    track_changes_ = true;
-    for (auto& [range, shard] : shards_) {
+  const bool first_view = state_.view_epoch == 0;
+  if (view.checkpoint_delta() && !state_.track_changes) {
+    state_.track_changes = true;
+    for (auto& [range, shard] : state_.shards) {
       for (auto& [id, table] : shard.tables) table.rows->EnableStamps();
     }
   }
   auto ranges = node_->ranges();
   if (ranges) UpdateShards(view, *ranges, first_view);
-  RestoreOnce(view);
+  snapshots_->RestoreOnce(view);
   const std::set<int> workers = UpdateMembers(view);
   ForgetDeparted();
   if (ranges) AskForRanges(*ranges);
@@ -155,69 +130,35 @@ void KVServer::OnView(const proto::ClusterView& view) {
 void KVServer::ForgetDeparted() {
   auto forget = [this](std::unordered_map<int, DedupeWindow>& windows) {
     for (auto it = windows.begin(); it != windows.end();) {
-      it = members_.count(it->first) ? std::next(it) : windows.erase(it);
+      it = state_.members.count(it->first) ? std::next(it) : windows.erase(it);
     }
   };
   forget(clocks_applied_);
-  for (auto& [range, shard] : shards_) {
+  for (auto& [range, shard] : state_.shards) {
     forget(shard.applied);
     // Pre-copies of servers that left: their deltas will not be asked for.
     for (auto it = shard.precopies.begin(); it != shard.precopies.end();) {
-      it = members_.count(it->first) ? std::next(it) : shard.precopies.erase(it);
+      it = state_.members.count(it->first) ? std::next(it) : shard.precopies.erase(it);
     }
     for (auto it = shard.precopy_generations.begin(); it != shard.precopy_generations.end();) {
-      it = members_.count(it->first) ? std::next(it) : shard.precopy_generations.erase(it);
+      it = state_.members.count(it->first) ? std::next(it) : shard.precopy_generations.erase(it);
     }
   }
 }
 
 void KVServer::CountRememberedSenders() {
   size_t count = clocks_applied_.size();
-  for (const auto& [range, shard] : shards_) count += shard.applied.size();
-  remembered_senders_.store(count);
-}
-
-void KVServer::RestoreOnce(const proto::ClusterView& view) {
-  std::string replace_uri;
-  const std::string replace_from = node_->restore_checkpoint(&replace_uri);
-  if (restored_ || (view.resume_checkpoint().empty() && replace_from.empty())) return;
-  restored_ = true;
-  // A resumed job (every replica loads its ranges), or a server replacing
-  // one that left (the ranges it is the only holder of).
-  std::set<size_t> targets;
-  for (const auto& [range, shard] : shards_) {
-    if (shard.ready) targets.insert(range);
-  }
-  try {
-    if (!replace_from.empty()) {
-      Restore(replace_uri, replace_from, targets);
-    } else {
-      Restore(view.resume_uri(), view.resume_checkpoint(), targets);
-      // The rows are the checkpoint's exactly: the first checkpoint may be a
-      // delta of it.
-      for (size_t range : targets) {
-        Shard& shard = shards_[range];
-        shard.tracked = DeltaToken(view.resume_uri(), view.resume_checkpoint());
-        for (auto& [id, table] : shard.tables) {
-          table.copied_stamp = table.rows->stamp();
-          table.rows->AdvanceStamp();
-        }
-      }
-    }
-  } catch (const std::exception& e) {
-    LOG(ERROR) << "cannot resume: " << e.what();
-    std::lock_guard<std::mutex> lock(failure_mutex_);
-    failure_ = std::string("cannot resume: ") + e.what();
-  }
+  for (const auto& [range, shard] : state_.shards) count += shard.applied.size();
+  state_.counters.remembered_senders.store(count);
 }
 
 std::set<int> KVServer::UpdateMembers(const proto::ClusterView& view) {
   std::set<int> workers;
-  members_.clear();
-  view_epoch_ = view.epoch();
+  state_.members.clear();
+  state_.view_epoch = view.epoch();
   for (const auto& node : view.nodes()) {
     if (node.role() == proto::WORKER) workers.insert(node.id());
-    members_[node.id()] = node.role();
+    state_.members[node.id()] = node.role();
   }
   return workers;
 }
@@ -233,16 +174,16 @@ void KVServer::Park(Message&& message, double arrived) {
   });
   Message held;
   held.meta.set_held(true);
-  Reply(message.meta, held);
+  state_.Reply(message.meta, held);
   if (repeated) return;
   parked_.push_back(Parked{std::move(message), arrived});
-  parked_total_.fetch_add(1);
+  state_.counters.parked_total.fetch_add(1);
 }
 
 void KVServer::RefuseParkedOfLeavers() {
   // Pulls held for nodes that left are refused now, not held forever.
   for (auto it = parked_.begin(); it != parked_.end();) {
-    if (members_.count(it->message.meta.sender())) {
+    if (state_.members.count(it->message.meta.sender())) {
       ++it;
       continue;
     }
@@ -290,7 +231,7 @@ void KVServer::PublishSizes() {
   size_t waiting = 0, held = 0;
   std::lock_guard<std::mutex> lock(sizes_mutex_);
   sizes_.clear();  // keeps its capacity: no allocation once the tables are known
-  for (const auto& [range, shard] : shards_) {
+  for (const auto& [range, shard] : state_.shards) {
     if (!shard.ready) ++waiting;
     held += shard.held.size();
     for (const auto& [id, table] : shard.tables) {
@@ -303,7 +244,7 @@ void KVServer::PublishSizes() {
   }
   ranges_waiting_.store(waiting);
   held_pushes_.store(held);
-  serving_.store(view_epoch_ > 0 && waiting == 0);
+  serving_.store(state_.view_epoch > 0 && waiting == 0);
 }
 
 std::vector<KVServer::TableSize> KVServer::table_sizes() const {
@@ -315,21 +256,6 @@ std::vector<KVServer::TableSize> KVServer::table_sizes() const {
   std::sort(sizes.begin(), sizes.end(),
             [](const TableSize& a, const TableSize& b) { return a.table < b.table; });
   return sizes;
-}
-
-void KVServer::Reply(const proto::Meta& request, Message& response) {
-  proto::Meta& meta = response.meta;
-  meta.set_command(request.command());
-  meta.set_sequence(request.sequence());
-  meta.set_table(request.table());
-  if (meta.key_count() == 0) meta.set_key_count(request.key_count());
-  meta.set_value_width(request.value_width());
-  meta.set_response(true);
-  try {
-    node_->Send(request.sender(), response);
-  } catch (const Error& e) {
-    LOG(WARNING) << "could not answer " << Describe(request) << ": " << e.what();
-  }
 }
 
 }  // namespace keel

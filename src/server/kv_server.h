@@ -43,9 +43,10 @@
 // Where each mechanism lives: kv_server.cc receives (dispatch, CLOCK and the
 // staleness gate, views), request_serving.cc answers PUSH, PULL and DUMP,
 // chain_replication.cc passes pushes down and copies ranges (REPLICA_SYNC,
-// wire form in shard_copy.h), snapshot_restore.cc copies and loads
-// checkpoints (written by SnapshotWriter); shard.h is a range's replica and
-// dedupe_window.h the at-most-once bookkeeping.
+// wire form in shard_copy.h), SnapshotRestore (snapshot_restore.h) copies and
+// loads checkpoints (written by SnapshotWriter); ServerState (server_state.h)
+// is what they share; shard.h is a range's replica and dedupe_window.h the
+// at-most-once bookkeeping.
 #ifndef KEEL_SERVER_KV_SERVER_H_
 #define KEEL_SERVER_KV_SERVER_H_
 
@@ -70,8 +71,9 @@
 #include "kv/staleness_gate.h"
 #include "kv/table_spec.h"
 #include "server/dedupe_window.h"
+#include "server/server_state.h"
 #include "server/shard.h"
-#include "server/snapshot_writer.h"
+#include "server/snapshot_restore.h"
 
 namespace keel {
 
@@ -98,30 +100,30 @@ class KVServer {
 
   // Requests refused since start (malformed, from a non-member, out of
   // bounds, non-finite, out of memory).
-  uint64_t rejected_requests() const { return rejected_.load(); }
+  uint64_t rejected_requests() const { return state_.counters.rejected.load(); }
   // Pushes and CLOCK messages not applied again because their
   // (sender, sequence) was already applied; each was still acknowledged.
-  uint64_t duplicate_pushes() const { return duplicates_.load(); }
-  uint64_t served_requests() const { return served_.load(); }
+  uint64_t duplicate_pushes() const { return state_.counters.duplicates.load(); }
+  uint64_t served_requests() const { return state_.counters.served.load(); }
   // Pushes refused whole for a non-finite value (also in rejected_requests).
-  uint64_t non_finite_pushes() const { return non_finite_.load(); }
+  uint64_t non_finite_pushes() const { return state_.counters.non_finite.load(); }
   // Requests refused for a sequence outside the window around the sender's
   // last applied one (also in rejected_requests).
-  uint64_t out_of_window_sequences() const { return out_of_window_.load(); }
+  uint64_t out_of_window_sequences() const { return state_.counters.out_of_window.load(); }
   // Key admission and eviction, decided here as a range's primary: keys given
   // a row after their admit_after-th push, key pushes dropped before that,
   // and rows evicted.
-  uint64_t admitted_keys() const { return admitted_keys_.load(); }
-  uint64_t unadmitted_key_pushes() const { return unadmitted_pushes_.load(); }
-  uint64_t evicted_rows() const { return evicted_rows_.load(); }
+  uint64_t admitted_keys() const { return state_.counters.admitted_keys.load(); }
+  uint64_t unadmitted_key_pushes() const { return state_.counters.unadmitted_pushes.load(); }
+  uint64_t evicted_rows() const { return state_.counters.evicted_rows.load(); }
   // Senders whose applied sequences this server remembers, summed over its
   // shards and CLOCKs (a departed worker's are dropped).
-  size_t remembered_senders() const { return remembered_senders_.load(); }
+  size_t remembered_senders() const { return state_.counters.remembered_senders.load(); }
 
   // Pulls that had to wait at the staleness gate since start.
-  uint64_t parked_pulls() const { return parked_total_.load(); }
+  uint64_t parked_pulls() const { return state_.counters.parked_total.load(); }
   // Why the server cannot serve (a checkpoint that failed to load); "" if it can.
-  std::string failure() const;
+  std::string failure() const { return state_.failure(); }
 
   // Rows and bytes of one table, summed over this server's replicas.
   struct TableSize {
@@ -144,7 +146,7 @@ class KVServer {
   // The most bytes of rows one DUMP answer or one REPLICA_SYNC page carries
   // (kPageBytes unless set; tests set less to see many pages). Set before
   // node->Start().
-  void SetPageBytes(size_t bytes) { page_bytes_ = std::max<size_t>(1, bytes); }
+  void SetPageBytes(size_t bytes) { state_.page_bytes = std::max<size_t>(1, bytes); }
 
   // Hears of every PUSH and PULL this server answered, for metrics (on the
   // receive thread). Set before node->Start().
@@ -161,9 +163,6 @@ class KVServer {
   void Handle(Message&& message);
   void OnClock(const proto::Meta& meta);
   void OnView(const proto::ClusterView& view);
-  // Loads the checkpoint the view (or the registration, for a replacement)
-  // names, once, into the shards this server has.
-  void RestoreOnce(const proto::ClusterView& view);
   // Records the view's members; returns its workers' node ids.
   std::set<int> UpdateMembers(const proto::ClusterView& view);
   // Drops the dedupe windows of senders no longer in the view.
@@ -181,11 +180,6 @@ class KVServer {
   // Takes table_sizes() and the replicas' readiness (serving(),
   // ranges_waiting(), held_pushes()) for other threads.
   void PublishSizes();
-  // Sends `response` as the answer to `request`.
-  void Reply(const proto::Meta& request, Message& response);
-  // Tells the scheduler that a snapshot was written (or why not).
-  void ReportSnapshot(const std::string& checkpoint, const proto::CheckpointFile& file,
-                      const std::string& error);
 
   // Request serving (request_serving.cc).
   // Answers a request; returns true if it was a push applied now (not a
@@ -255,9 +249,6 @@ class KVServer {
   // The key range `request`'s keys lie in; throws Error if they span more
   // than one, or this server has no view yet.
   size_t RangeOfRequest(const DataRequest& request) const;
-  // Table `table` of `shard`, created with its spec on first use; throws Error
-  // if its rows are not `width` wide.
-  ServerTable& TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width);
   // One page of the rows of the ranges this server is primary of: those with
   // keys >= `from`, in key order, at most page_bytes_ of them (dump_more set
   // if more remain).
@@ -318,63 +309,14 @@ class KVServer {
   // tells the scheduler, and lets the pushes held meanwhile go on.
   void ShardReady(size_t range, Shard& shard);
 
-  // Checkpoints (snapshot_restore.cc).
-  void OnSnapshot(const proto::Meta& meta);
-  // Copies the rows of the ranges this server is primary of for the
-  // checkpoint `meta` names (adding their count to `rows`): only those
-  // changed since meta.delta_base if every such range was tracked since it
-  // (Shard::tracked), else all. Then they are tracked from this copy on.
-  ServerSnapshot CopyForSnapshot(const proto::Meta& meta, uint64_t* rows);
-  // Loads the rows of the ranges in `ranges` from checkpoint `id` in `uri`:
-  // its chain's full checkpoint, then each delta. Returns the rows loaded.
-  uint64_t Restore(const std::string& uri, const std::string& id, const std::set<size_t>& ranges);
-  // Applies to `targets` what `snapshot` (read from `where`) holds: its
-  // removed keys and rows, and for a full one the removal first of every
-  // row of its spans (unless `fresh`: the tables are empty). Returns the
-  // rows loaded.
-  // Admission counters (RestoreCounters): the first set of a checkpoint that
-  // covers a target range replaces its table's, later ones add theirs
-  // (`sketches` lists the (range, table) pairs taken in this checkpoint).
-  // Eviction after a restore: the tables whose clocks came back take their
-  // rows' last push clocks as stamps (see snapshot_restore.cc).
-  void RestoreClocks();
-  void RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
-                       Key first, Key last, ServerTable* table,
-                       std::set<std::pair<size_t, uint32_t>>* sketches);
-  uint64_t RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
-                           const std::set<size_t>& targets, const RangeMap& ranges, bool fresh,
-                           std::set<std::pair<size_t, uint32_t>>* sketches);
-
-  Node* node_;
-  OptimizerOptions default_optimizer_;
-  std::map<uint32_t, TableSpec> specs_;
+  // The shards, members and counters the collaborators share.
+  ServerState state_;
+  Node* const node_;
   // Touched only on the receive thread.
-  std::map<size_t, Shard> shards_;                        // by range index
   std::unordered_map<int, DedupeWindow> clocks_applied_;  // CLOCKs, by sender
-  std::atomic<uint64_t> rejected_{0};
-  std::atomic<uint64_t> duplicates_{0};
-  std::atomic<uint64_t> served_{0};
-  std::atomic<uint64_t> parked_total_{0};
-  std::atomic<uint64_t> non_finite_{0};
-  std::atomic<uint64_t> out_of_window_{0};
-  std::atomic<uint64_t> admitted_keys_{0};
-  std::atomic<uint64_t> unadmitted_pushes_{0};
-  std::atomic<uint64_t> evicted_rows_{0};
-  std::atomic<size_t> remembered_senders_{0};
   StalenessGate gate_;
   std::list<Parked> parked_;
-  bool restored_ = false;
-  // (range, table) whose eviction clocks a restore took, for RestoreClocks.
-  std::set<std::pair<size_t, uint32_t>> clocks_restored_;
-  // The view asks for delta checkpoints: tables stamp their rows' changes.
-  bool track_changes_ = false;
-  // Node ids in the current view and their roles: requests from anyone else
-  // (a node that left the view and came back from a pause) are refused.
-  std::map<int, proto::Role> members_;
-  uint64_t view_epoch_ = 0;
-  mutable std::mutex failure_mutex_;
-  std::string failure_;
-  std::unique_ptr<SnapshotWriter> writer_;
+  std::unique_ptr<SnapshotRestore> snapshots_;
   RequestObserver observer_;
   // What PublishSizes takes, for other threads.
   mutable std::mutex sizes_mutex_;
@@ -382,7 +324,6 @@ class KVServer {
   std::atomic<bool> serving_{false};
   std::atomic<size_t> ranges_waiting_{0};
   std::atomic<size_t> held_pushes_{0};
-  size_t page_bytes_ = kPageBytes;
 };
 
 }  // namespace keel

@@ -44,8 +44,8 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     // Answering a response could bounce between two nodes forever. A
     // replica's refusal of a push passed down for a view that has changed
     // since (its chain moved on) is expected, and needs no answer either.
-    auto member = members_.find(meta.sender());
-    if (member != members_.end() && member->second == proto::SERVER) {
+    auto member = state_.members.find(meta.sender());
+    if (member != state_.members.end() && member->second == proto::SERVER) {
       VLOG(1) << "ignored " << Describe(meta) << " from a replica: " << meta.error();
       return false;
     }
@@ -64,11 +64,11 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     // A push passed down with no key admitted still carries the keys counted.
     if (request.keys.size() == 0 && request.unadmitted.size() == 0) return ServeEmpty(meta);
     const size_t range = RangeOfRequest(request);
-    auto found = shards_.find(range);
-    Shard* held = found == shards_.end() ? nullptr : &found->second;
+    auto found = state_.shards.find(range);
+    Shard* held = found == state_.shards.end() ? nullptr : &found->second;
     if (MovedAway(meta, held)) {
       response.meta.set_moved(true);
-      Reply(meta, response);
+      state_.Reply(meta, response);
       return false;
     }
     if (!held) {
@@ -90,12 +90,12 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     response = Message();
     response.meta.set_error(why);
   }
-  Reply(meta, response);
+  state_.Reply(meta, response);
   return false;
 }
 
 void KVServer::NoteRefused(const proto::Meta& meta, const std::string& why) {
-  const uint64_t refused = rejected_.fetch_add(1) + 1;
+  const uint64_t refused = state_.counters.rejected.fetch_add(1) + 1;
   if (refused <= kRefusalsLoggedEach || refused % kRefusalLogEvery == 0) {
     LOG(WARNING) << "refused " << Describe(meta) << ": " << why << " (" << refused
                  << " requests refused so far)";
@@ -103,15 +103,15 @@ void KVServer::NoteRefused(const proto::Meta& meta, const std::string& why) {
 }
 
 void KVServer::CheckCanServe(const proto::Meta& meta) const {
-  if (std::string failed = failure(); !failed.empty()) throw Error(failed);
+  if (std::string failed = state_.failure(); !failed.empty()) throw Error(failed);
   if (std::string problem = SenderProblem(meta); !problem.empty()) throw Error(problem);
 }
 
 std::string KVServer::SenderProblem(const proto::Meta& meta) const {
-  if (view_epoch_ == 0) return "this server has no cluster view yet";
-  auto member = members_.find(meta.sender());
-  if (member == members_.end()) {
-    return MakeError("node ", meta.sender(), " is not in the cluster view (epoch ", view_epoch_,
+  if (state_.view_epoch == 0) return "this server has no cluster view yet";
+  auto member = state_.members.find(meta.sender());
+  if (member == state_.members.end()) {
+    return MakeError("node ", meta.sender(), " is not in the cluster view (epoch ", state_.view_epoch,
                      "): it left the cluster or never joined")
         .what();
   }
@@ -125,11 +125,11 @@ std::string KVServer::SenderProblem(const proto::Meta& meta) const {
 }
 
 void KVServer::CheckDeclared(const DataRequest& request) const {
-  if (specs_.empty()) return;  // no declarations: tables as first used
-  auto spec = specs_.find(request.table);
-  if (spec == specs_.end()) {
+  if (state_.specs.empty()) return;  // no declarations: tables as first used
+  auto spec = state_.specs.find(request.table);
+  if (spec == state_.specs.end()) {
     std::ostringstream declared;
-    for (const auto& [id, unused] : specs_) declared << (declared.tellp() > 0 ? ", " : "") << id;
+    for (const auto& [id, unused] : state_.specs) declared << (declared.tellp() > 0 ? ", " : "") << id;
     throw MakeError("table ", request.table, " is not one of the job's tables (", declared.str(),
                     ")");
   }
@@ -144,7 +144,7 @@ void KVServer::CheckFinite(const DataRequest& request) {
   const size_t count = request.values.size();
   const size_t bad = FirstNonFinite(request.values.data(), count);
   if (bad == count) return;
-  non_finite_.fetch_add(1);
+  state_.counters.non_finite.fetch_add(1);
   throw MakeError("push to table ", request.table, " has a non-finite value (", request.values[bad],
                   ") at key ", bad / request.width, " of ", request.keys.size(), ", column ",
                   bad % request.width, ": refused whole, nothing applied");
@@ -153,18 +153,18 @@ void KVServer::CheckFinite(const DataRequest& request) {
 bool KVServer::ServeDump(const proto::Meta& meta, const DataRequest& request) {
   Message response = meta.summarize() ? Summarize(request.table, request.width)
                                       : Dump(request.table, request.width, meta.dump_from());
-  served_.fetch_add(1);
-  Reply(meta, response);
+  state_.counters.served.fetch_add(1);
+  state_.Reply(meta, response);
   return false;
 }
 
 bool KVServer::ServeEmpty(const proto::Meta& meta) {
   Message response;
-  served_.fetch_add(1);
+  state_.counters.served.fetch_add(1);
   if (meta.command() == proto::PULL) {
     response.frames.push_back(AsBytes(SharedArray<float>()));
   }
-  Reply(meta, response);
+  state_.Reply(meta, response);
   return false;
 }
 
@@ -172,7 +172,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
                          size_t range) {
   const proto::Meta& meta = message.meta;
   const int origin = meta.origin() != 0 ? meta.origin() : meta.sender();
-  if (meta.origin() != 0 && meta.epoch() < view_epoch_ && PredecessorId(range) != meta.sender()) {
+  if (meta.origin() != 0 && meta.epoch() < state_.view_epoch && PredecessorId(range) != meta.sender()) {
     // Passed down for an older view, by a server that is no longer this
     // one's predecessor (the chain moved on): dropped. The worker, which has
     // no acknowledgement, sends it again along the new chain.
@@ -191,7 +191,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
         "a worker's push carries evicted or unadmitted keys (only a primary passes "
         "them down)");
   }
-  ServerTable& table = TableFor(shard, range, request.table, request.width);
+  ServerTable& table = state_.TableFor(shard, range, request.table, request.width);
   const bool fresh = shard.applied[origin].Classify(meta.sequence()) == DedupeWindow::Verdict::kNew;
   if (fresh) AdvanceTableClock(meta.clock(), &table);
   // The primary decides which keys are admitted and which rows are evicted;
@@ -208,7 +208,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
   if (filters && !fresh) KeepKeysWithRows(&admitted, table);
   int64_t staleness = 0;
   const bool applied = ApplyOnce(meta, admitted, origin, shard, table, range, &staleness);
-  served_.fetch_add(1);
+  state_.counters.served.fetch_add(1);
   if (applied && !request.evicted.empty()) {
     EraseRows(request.evicted.data(), request.evicted.size(), &shard, &table);
   }
@@ -218,7 +218,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     if (admitted.keys.size() == 0 && unadmitted.empty()) {
       // A repeat with nothing admitted: nothing for the replicas to do.
       Message response;
-      Reply(meta, response);
+      state_.Reply(meta, response);
       return applied;
     }
     message.frames = {AsBytes(admitted.keys), AsBytes(admitted.values)};
@@ -264,8 +264,8 @@ void KVServer::Admit(DataRequest* request, ServerTable* table, std::vector<Key>*
   }
   const size_t count = request->keys.size();
   std::vector<size_t> kept;
-  admitted_keys_.fetch_add(AdmitKeys(request->keys.data(), count, *table, &kept));
-  unadmitted_pushes_.fetch_add(count - kept.size());
+  state_.counters.admitted_keys.fetch_add(AdmitKeys(request->keys.data(), count, *table, &kept));
+  state_.counters.unadmitted_pushes.fetch_add(count - kept.size());
   unadmitted->clear();
   for (size_t i = 0, k = 0; i < count; ++i) {
     if (k < kept.size() && kept[k] == i) {
@@ -327,7 +327,7 @@ std::vector<Key> KVServer::Sweep(Shard* shard, ServerTable* table) {
   table->clock_stamps.erase(table->clock_stamps.begin(), first_kept);
   std::sort(evicted.begin(), evicted.end());
   EraseRows(evicted.data(), evicted.size(), shard, table);
-  evicted_rows_.fetch_add(evicted.size());
+  state_.counters.evicted_rows.fetch_add(evicted.size());
   return evicted;
 }
 
@@ -385,10 +385,10 @@ bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, in
   DedupeWindow& window = shard.applied[origin];
   switch (window.Classify(meta.sequence())) {
     case DedupeWindow::Verdict::kRepeat:
-      duplicates_.fetch_add(1);  // applied before: passed on and acknowledged all the same
+      state_.counters.duplicates.fetch_add(1);  // applied before: passed on and acknowledged all the same
       return false;
     case DedupeWindow::Verdict::kOutOfWindow:
-      out_of_window_.fetch_add(1);
+      state_.counters.out_of_window.fetch_add(1);
       throw MakeError("sequence ", meta.sequence(), " of node ", origin,
                       " is outside the window of its newest applied push to key range ", range,
                       " (", window.newest(), ", window -", DedupeWindow::kMaxBehind, "/+",
@@ -428,7 +428,7 @@ int64_t KVServer::StalenessOf(const proto::Meta& meta, uint32_t table_id, const 
 void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard,
                          size_t range, int64_t waited_us, Message* response) {
   if (!shard.ready) throw MakeError("key range ", range, " is not ready here");
-  ServerTable& served = TableFor(shard, range, request.table, request.width);
+  ServerTable& served = state_.TableFor(shard, range, request.table, request.width);
   if (served.staleness_aware) {
     shard.reads.RecordPull(meta.sender(), request.table, meta.clock(), served.version);
   }
@@ -445,7 +445,7 @@ void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Sh
     table->Pull(request.keys.data(), request.keys.size(), values.data());
     response->frames.push_back(AsBytes(values));
   }
-  served_.fetch_add(1);
+  state_.counters.served.fetch_add(1);
 }
 
 size_t KVServer::RangeOfRequest(const DataRequest& request) const {
@@ -469,49 +469,10 @@ size_t KVServer::RangeOfRequest(const DataRequest& request) const {
   return range;
 }
 
-ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width) {
-  auto found = shard.tables.find(table);
-  if (found != shard.tables.end()) {
-    if (static_cast<uint32_t>(found->second.rows->weight_width()) != width) {
-      throw MakeError("table ", table, " has rows of width ", found->second.rows->weight_width(),
-                      ", the request has width ", width);
-    }
-    return found->second;
-  }
-  // Made whole before it joins the shard: an allocation that fails leaves no
-  // table without rows behind.
-  auto spec = specs_.find(table);
-  const OptimizerOptions& options =
-      spec != specs_.end() ? spec->second.optimizer : default_optimizer_;
-  ServerTable made;
-  made.optimizer = MakeOptimizer(options);
-  made.staleness_aware = options.staleness_aware;
-  const int state = made.optimizer->StateWidth(static_cast<int>(width));
-  // The table is laid out for its key range.
-  Key first = 0, last = ~Key{0};
-  if (auto ranges = node_->ranges(); ranges && range < ranges->num_ranges()) {
-    first = ranges->begin(range);
-    last = ranges->last(range);
-  }
-  made.rows = std::make_unique<ParameterTable>(
-      static_cast<int>(width), state, spec != specs_.end() ? spec->second.initializer : nullptr,
-      first, last);
-  if (spec != specs_.end()) {
-    const TableSpec& declared = spec->second;
-    if (declared.admit_after > 1) {
-      made.admit_after = declared.admit_after;
-      made.admit_sketch_width = AdmissionSketch::WidthFor(declared.admit_sketch_bytes);
-    }
-    made.evict_after = declared.evict_after;
-  }
-  if (track_changes_ || made.evict_after > 0) made.rows->EnableStamps();
-  return shard.tables.emplace(table, std::move(made)).first->second;
-}
-
 void KVServer::ForEachPrimaryRow(uint32_t table, uint32_t width,
                                  const std::function<void(Key, const float*)>& visit) const {
   auto ranges = node_->ranges();
-  for (const auto& [range, shard] : shards_) {
+  for (const auto& [range, shard] : state_.shards) {
     // Each range's rows come from its primary only.
     if (!ranges || ranges->server(range) != node_->rank()) continue;
     auto found = shard.tables.find(table);
@@ -540,7 +501,7 @@ Message KVServer::Summarize(uint32_t table, uint32_t width) const {
 }
 
 Message KVServer::Dump(uint32_t table, uint32_t width, Key from) const {
-  const size_t page_rows = RowsPerPage(page_bytes_, width);
+  const size_t page_rows = RowsPerPage(state_.page_bytes, width);
   const auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
   // The page's rows: the `page_rows` smallest keys >= from, found in one pass
   // that never holds more than twice as many.
