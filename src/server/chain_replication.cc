@@ -1,6 +1,5 @@
-// KVServer's part in chain replication: passing applied pushes down a range's
-// chain, following the view (ranges joined, left, or promoted to), and
-// REPLICA_SYNC, which copies a range to a replica joining its chain.
+#include "server/chain_replication.h"
+
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -8,7 +7,6 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "server/kv_server.h"
 #include "server/shard_copy.h"
 
 namespace keel {
@@ -37,7 +35,10 @@ bool Evicts(const Shard& shard) {
 
 }  // namespace
 
-void KVServer::PassDown(const Message& push, size_t range, int origin) {
+ChainReplication::ChainReplication(ServerState* state, Hooks hooks)
+    : state_(*state), node_(state->node), hooks_(std::move(hooks)) {}
+
+void ChainReplication::PassDown(const Message& push, size_t range, int origin) {
   auto ranges = node_->ranges();
   const int successor = ranges ? ranges->Successor(range, node_->rank()) : -1;
   if (successor < 0) {
@@ -61,14 +62,14 @@ void KVServer::PassDown(const Message& push, size_t range, int origin) {
   }
 }
 
-void KVServer::UpdateShards(const proto::ClusterView& view, const RangeMap& ranges,
+void ChainReplication::UpdateShards(const proto::ClusterView& view, const RangeMap& ranges,
                             bool first_view) {
   DropLeftShards(view, ranges);
   NotePromotions(ranges);
   AddJoinedShards(view, ranges, first_view);
 }
 
-void KVServer::DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges) {
+void ChainReplication::DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges) {
   const int rank = node_->rank();
   for (auto it = state_.shards.begin(); it != state_.shards.end();) {
     if (it->first < ranges.num_ranges() &&
@@ -82,7 +83,7 @@ void KVServer::DropLeftShards(const proto::ClusterView& view, const RangeMap& ra
   }
 }
 
-void KVServer::NotePromotions(const RangeMap& ranges) {
+void ChainReplication::NotePromotions(const RangeMap& ranges) {
   const int rank = node_->rank();
   for (auto& [range, shard] : state_.shards) {
     const bool primary = ranges.server(range) == rank;
@@ -95,7 +96,7 @@ void KVServer::NotePromotions(const RangeMap& ranges) {
   }
 }
 
-void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges,
+void ChainReplication::AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges,
                                bool first_view) {
   const int rank = node_->rank();
   for (size_t range = 0; range < ranges.num_ranges(); ++range) {
@@ -137,7 +138,7 @@ void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& r
   }
 }
 
-void KVServer::AskForRanges(const RangeMap& ranges) {
+void ChainReplication::AskForRanges(const RangeMap& ranges) {
   const int rank = node_->rank();
   for (auto& [range, shard] : state_.shards) {
     if (shard.ready) continue;
@@ -158,7 +159,7 @@ void KVServer::AskForRanges(const RangeMap& ranges) {
   }
 }
 
-void KVServer::AskPredecessor(size_t range, Shard& shard, int predecessor) {
+void ChainReplication::AskPredecessor(size_t range, Shard& shard, int predecessor) {
   int id = -1;
   try {
     id = node_->ServerId(predecessor);
@@ -168,7 +169,7 @@ void KVServer::AskPredecessor(size_t range, Shard& shard, int predecessor) {
   AskNode(range, shard, id);
 }
 
-void KVServer::AskNode(size_t range, Shard& shard, int id) {
+void ChainReplication::AskNode(size_t range, Shard& shard, int id) {
   if (id == shard.asked) return;
   shard.asked = id;
   shard.asked_sequence = node_->NextSequence();
@@ -201,7 +202,7 @@ void KVServer::AskNode(size_t range, Shard& shard, int id) {
   }
 }
 
-void KVServer::OnReplicaSync(Message&& message) {
+void ChainReplication::OnReplicaSync(Message&& message) {
   const proto::Meta& meta = message.meta;
   const size_t range = meta.shard().range();
   if (!meta.response()) {
@@ -257,7 +258,7 @@ void KVServer::OnReplicaSync(Message&& message) {
   ShardReady(range, shard);
 }
 
-void KVServer::AnswerShardRequest(const proto::Meta& meta, size_t range) {
+void ChainReplication::AnswerShardRequest(const proto::Meta& meta, size_t range) {
   // A replica joining the chain behind this server asks for the range. From
   // here on, pushes passed down reach it after this copy (links keep order).
   auto found = state_.shards.find(range);
@@ -274,7 +275,7 @@ void KVServer::AnswerShardRequest(const proto::Meta& meta, size_t range) {
   }
 }
 
-void KVServer::AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard) {
+void ChainReplication::AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard) {
   const int to = meta.sender();
   auto record = shard.precopies.find(to);
   // Only the rows changed since the asker's last copy from here, if this
@@ -297,7 +298,7 @@ void KVServer::AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard
   RecordPrecopy(to, &shard);
 }
 
-void KVServer::SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& shard) {
+void ChainReplication::SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& shard) {
   // The slices are slot ranges of each table (cheap to read, unlike key
   // ranges: a slot-ordered table is roughly key-ordered anyway). The stamps
   // are taken at the first, so rows changed while the slices go come in the
@@ -331,7 +332,7 @@ void KVServer::SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& sh
   SendShardCopy(range, shard, to, meta.sequence(), nullptr, &take, /*adds=*/slice > 0, slices);
 }
 
-void KVServer::RecordPrecopy(int to, Shard* shard) {
+void ChainReplication::RecordPrecopy(int to, Shard* shard) {
   // The stamps now: rows changed after this copy carry later ones.
   std::map<uint32_t, uint32_t>& stamps = shard->precopies[to];
   stamps.clear();
@@ -342,7 +343,7 @@ void KVServer::RecordPrecopy(int to, Shard* shard) {
   }
 }
 
-void KVServer::PrecopyRound(size_t range, Shard& shard, int from) {
+void ChainReplication::PrecopyRound(size_t range, Shard& shard, int from) {
   // Each round copies what changed during the one before; once that stops
   // halving (pushes change rows as fast as they are copied), or is small,
   // the hand-over follows: joined to the chain, the pushes passed down wait
@@ -364,7 +365,7 @@ void KVServer::PrecopyRound(size_t range, Shard& shard, int from) {
   PrecopyDone(range, shard, from);
 }
 
-void KVServer::PrecopyDone(size_t range, Shard& shard, int from) {
+void ChainReplication::PrecopyDone(size_t range, Shard& shard, int from) {
   LOG(INFO) << "key range " << range << ": copied from node " << from << " in "
             << shard.precopy_rounds << " round(s) (" << shard.precopy_last_rows
             << " rows in the last) ahead of joining its chain";
@@ -380,10 +381,10 @@ void KVServer::PrecopyDone(size_t range, Shard& shard, int from) {
   } catch (const Error& e) {
     LOG(WARNING) << "key range " << range << ": could not tell the scheduler: " << e.what();
   }
-  PublishSizes();
+  hooks_.readiness_changed();
 }
 
-void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range) {
+void ChainReplication::TakeShardCopy(const Message& message, Shard& shard, size_t range) {
   const proto::Meta& meta = message.meta;
   if (meta.shard().page() != shard.copy_pages) {
     throw MakeError("key range ", range, " from node ", meta.sender(), ": page ",
@@ -436,7 +437,7 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
   shard.copy_rows += rows;
 }
 
-void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
+void ChainReplication::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
                              const std::map<uint32_t, uint32_t>* since, const TableCopier* take,
                              bool adds, uint32_t slices) {
   const double begin = MonotonicSeconds();
@@ -481,7 +482,7 @@ void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t 
   }
 }
 
-void KVServer::ShardReady(size_t range, Shard& shard) {
+void ChainReplication::ShardReady(size_t range, Shard& shard) {
   shard.ready = true;
   shard.precopied = false;  // handed over
   shard.copied_from = -1;
@@ -499,8 +500,8 @@ void KVServer::ShardReady(size_t range, Shard& shard) {
   }
   // Pushes passed down before the copy was taken are in it already: the
   // dedupe window recognises them, and they go on down the chain.
-  for (Message& held : std::exchange(shard.held, {})) Serve(std::move(held), 0);
-  PublishSizes();
+  for (Message& held : std::exchange(shard.held, {})) hooks_.serve_held(std::move(held));
+  hooks_.readiness_changed();
 }
 
 }  // namespace keel

@@ -17,6 +17,10 @@ static_assert(2 * kResendSequenceHorizon <= DedupeWindow::kDefaultCapacity,
 KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
                    std::map<uint32_t, TableSpec> tables, int64_t staleness)
     : state_(node, default_optimizer, std::move(tables)), node_(node), gate_(staleness) {
+  ChainReplication::Hooks hooks;
+  hooks.serve_held = [this](Message&& push) { Serve(std::move(push), 0); };
+  hooks.readiness_changed = [this] { PublishSizes(); };
+  chain_ = std::make_unique<ChainReplication>(&state_, std::move(hooks));
   node_->SetViewHandler([this](const proto::ClusterView& view) { OnView(view); });
   // Check every optimizer now, not at the first request.
   MakeOptimizer(state_.default_optimizer);
@@ -51,7 +55,7 @@ void KVServer::Handle(Message&& message) {
                    << " is not in the cluster view (epoch " << state_.view_epoch << ")";
       return;
     }
-    OnReplicaSync(std::move(message));
+    chain_->OnReplicaSync(std::move(message));
     return;
   }
   const double arrived = MonotonicSeconds();
@@ -115,11 +119,11 @@ void KVServer::OnView(const proto::ClusterView& view) {
     }
   }
   auto ranges = node_->ranges();
-  if (ranges) UpdateShards(view, *ranges, first_view);
+  if (ranges) chain_->UpdateShards(view, *ranges, first_view);
   snapshots_->RestoreOnce(view);
   const std::set<int> workers = UpdateMembers(view);
   ForgetDeparted();
-  if (ranges) AskForRanges(*ranges);
+  if (ranges) chain_->AskForRanges(*ranges);
   gate_.RemoveMissing(workers);
   RefuseParkedOfLeavers();
   WakeParked();

@@ -42,8 +42,8 @@
 //
 // Where each mechanism lives: kv_server.cc receives (dispatch, CLOCK and the
 // staleness gate, views), request_serving.cc answers PUSH, PULL and DUMP,
-// chain_replication.cc passes pushes down and copies ranges (REPLICA_SYNC,
-// wire form in shard_copy.h), SnapshotRestore (snapshot_restore.h) copies and
+// ChainReplication (chain_replication.h) passes pushes down and copies ranges
+// (REPLICA_SYNC, wire form in shard_copy.h), SnapshotRestore (snapshot_restore.h) copies and
 // loads checkpoints (written by SnapshotWriter); ServerState (server_state.h)
 // is what they share; shard.h is a range's replica and dedupe_window.h the
 // at-most-once bookkeeping.
@@ -70,6 +70,7 @@
 #include "kv/request_observer.h"
 #include "kv/staleness_gate.h"
 #include "kv/table_spec.h"
+#include "server/chain_replication.h"
 #include "server/dedupe_window.h"
 #include "server/server_state.h"
 #include "server/shard.h"
@@ -260,55 +261,6 @@ class KVServer {
   void ForEachPrimaryRow(uint32_t table, uint32_t width,
                          const std::function<void(Key, const float*)>& visit) const;
 
-  // Chain replication (chain_replication.cc).
-  // Passes an applied push to the next replica of `range`, or acknowledges it
-  // to the worker if this is the last.
-  void PassDown(const Message& push, size_t range, int origin);
-  // Creates the shards of ranges this server joined and drops those it left.
-  void UpdateShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
-  void DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges);
-  // Marks the shards this server became the primary of (a promotion).
-  void NotePromotions(const RangeMap& ranges);
-  void AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
-  // Asks the predecessor of every range still waiting for its rows.
-  void AskForRanges(const RangeMap& ranges);
-  // Asks server `predecessor` for `range`, unless it was asked already: a
-  // pre-copy if the shard is pre-copying, only the changes since the
-  // pre-copy if it has one from that server, else the whole range.
-  void AskPredecessor(size_t range, Shard& shard, int predecessor);
-  // Asks node `id` for `range` (as AskPredecessor), unless it was asked already.
-  void AskNode(size_t range, Shard& shard, int id);
-  // A round of a pre-copy arrived from node `from`: asks for another, or is done.
-  void PrecopyRound(size_t range, Shard& shard, int from);
-  // REPLICA_SYNC: answers a request for a range, or takes a range's copy.
-  void OnReplicaSync(Message&& message);
-  void AnswerShardRequest(const proto::Meta& meta, size_t range);
-  // Takes one page of a copy (`message`): the first replaces `shard`'s rows
-  // and dedupe windows, the others add theirs. Throws Error if the page is
-  // out of order, malformed or does not fit.
-  void TakeShardCopy(const Message& message, Shard& shard, size_t range);
-  // Sends `range`'s rows and dedupe windows to node `to`, answering
-  // `sequence`: every row, or (`since`, by table) only those changed since
-  // a pre-copy (tables not in `since` whole).
-  // `take`, if given, makes each table's copy instead (a slice, laid over
-  // earlier slices: `adds` marks the pages delta; `slices` is echoed, 0 if
-  // the slices end with this one).
-  using TableCopier = std::function<SnapshotTable(uint32_t, const ServerTable&)>;
-  void SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
-                     const std::map<uint32_t, uint32_t>* since = nullptr,
-                     const TableCopier* take = nullptr, bool adds = false, uint32_t slices = 0);
-  // One slice of a pre-copy's whole round for node meta.sender().
-  void SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& shard);
-  // A pre-copy or its delta asked by node `to` (AnswerShardRequest).
-  void AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard);
-  // Keeps each table's stamp now for node `to`'s next delta, and starts new ones.
-  void RecordPrecopy(int to, Shard* shard);
-  // A pre-copy arrived: tells the scheduler.
-  void PrecopyDone(size_t range, Shard& shard, int from);
-  // The shard has its rows: answers the replicas that asked for it meanwhile,
-  // tells the scheduler, and lets the pushes held meanwhile go on.
-  void ShardReady(size_t range, Shard& shard);
-
   // The shards, members and counters the collaborators share.
   ServerState state_;
   Node* const node_;
@@ -317,6 +269,7 @@ class KVServer {
   StalenessGate gate_;
   std::list<Parked> parked_;
   std::unique_ptr<SnapshotRestore> snapshots_;
+  std::unique_ptr<ChainReplication> chain_;
   RequestObserver observer_;
   // What PublishSizes takes, for other threads.
   mutable std::mutex sizes_mutex_;

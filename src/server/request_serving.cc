@@ -234,7 +234,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
   }
   // Every replica takes the step the primary took.
   if (applied && table.staleness_aware) message.meta.set_push_staleness(staleness);
-  PassDown(message, range, origin);
+  chain_->PassDown(message, range, origin);
   return applied;
 }
 
