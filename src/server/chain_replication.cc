@@ -63,7 +63,7 @@ void ChainReplication::PassDown(const Message& push, size_t range, int origin) {
 }
 
 void ChainReplication::UpdateShards(const proto::ClusterView& view, const RangeMap& ranges,
-                            bool first_view) {
+                                    bool first_view) {
   DropLeftShards(view, ranges);
   NotePromotions(ranges);
   AddJoinedShards(view, ranges, first_view);
@@ -97,11 +97,12 @@ void ChainReplication::NotePromotions(const RangeMap& ranges) {
 }
 
 void ChainReplication::AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges,
-                               bool first_view) {
+                                       bool first_view) {
   const int rank = node_->rank();
   for (size_t range = 0; range < ranges.num_ranges(); ++range) {
     auto existing = state_.shards.find(range);
-    if (existing == state_.shards.end() && !ranges.Holds(range, rank) && Precopying(view, range, rank)) {
+    if (existing == state_.shards.end() && !ranges.Holds(range, rank) &&
+        Precopying(view, range, rank)) {
       // A range moving here: copied before this server joins its chain.
       Shard& shard = state_.shards[range];
       shard.precopy = true;
@@ -438,8 +439,8 @@ void ChainReplication::TakeShardCopy(const Message& message, Shard& shard, size_
 }
 
 void ChainReplication::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
-                             const std::map<uint32_t, uint32_t>* since, const TableCopier* take,
-                             bool adds, uint32_t slices) {
+                                     const std::map<uint32_t, uint32_t>* since,
+                                     const TableCopier* take, bool adds, uint32_t slices) {
   const double begin = MonotonicSeconds();
   ShardState state;
   state.range = static_cast<uint32_t>(range);

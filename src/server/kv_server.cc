@@ -18,9 +18,13 @@ KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
                    std::map<uint32_t, TableSpec> tables, int64_t staleness)
     : state_(node, default_optimizer, std::move(tables)), node_(node), gate_(staleness) {
   ChainReplication::Hooks hooks;
-  hooks.serve_held = [this](Message&& push) { Serve(std::move(push), 0); };
+  hooks.serve_held = [this](Message&& push) { requests_->Serve(std::move(push), 0); };
   hooks.readiness_changed = [this] { PublishSizes(); };
   chain_ = std::make_unique<ChainReplication>(&state_, std::move(hooks));
+  requests_ = std::make_unique<RequestServing>(
+      &state_, &gate_, [this](const Message& push, size_t range, int origin) {
+        chain_->PassDown(push, range, origin);
+      });
   node_->SetViewHandler([this](const proto::ClusterView& view) { OnView(view); });
   // Check every optimizer now, not at the first request.
   MakeOptimizer(state_.default_optimizer);
@@ -59,9 +63,9 @@ void KVServer::Handle(Message&& message) {
     return;
   }
   const double arrived = MonotonicSeconds();
-  if (!SenderProblem(meta).empty()) {
+  if (!requests_->SenderProblem(meta).empty()) {
     // Refused (Serve says why); it must not count at the staleness gate.
-    Serve(std::move(message), 0);
+    requests_->Serve(std::move(message), 0);
     return;
   }
   if (!meta.response() && meta.command() == proto::CLOCK) {
@@ -69,7 +73,7 @@ void KVServer::Handle(Message&& message) {
     return;
   }
   if (!meta.response() && meta.command() == proto::PULL && !gate_.Admits(meta.clock())) {
-    Park(std::move(message), arrived);
+    requests_->Park(std::move(message), arrived);
     return;
   }
   const int sender = meta.sender();
@@ -80,12 +84,12 @@ void KVServer::Handle(Message&& message) {
   // A repeated push does not move the gate either: a late copy must not
   // count a worker that has left since.
   const bool push = meta.command() == proto::PUSH;
-  const bool applied = ServeObserved(std::move(message), 0, arrived);
+  const bool applied = requests_->ServeObserved(std::move(message), 0, arrived);
   CountRememberedSenders();
   if (push) PublishSizes();  // only pushes make rows (or wait for a range's copy)
   if (applied && direct && clock > 0) {
     gate_.Advance(sender, clock);
-    WakeParked();
+    requests_->WakeParked();
   }
 }
 
@@ -107,7 +111,7 @@ void KVServer::OnClock(const proto::Meta& meta) {
     Message response;
     state_.Reply(meta, response);
   }
-  WakeParked();
+  requests_->WakeParked();
 }
 
 void KVServer::OnView(const proto::ClusterView& view) {
@@ -125,8 +129,8 @@ void KVServer::OnView(const proto::ClusterView& view) {
   ForgetDeparted();
   if (ranges) chain_->AskForRanges(*ranges);
   gate_.RemoveMissing(workers);
-  RefuseParkedOfLeavers();
-  WakeParked();
+  requests_->RefuseParkedOfLeavers();
+  requests_->WakeParked();
   CountRememberedSenders();
   PublishSizes();
 }
@@ -165,70 +169,6 @@ std::set<int> KVServer::UpdateMembers(const proto::ClusterView& view) {
     state_.members[node.id()] = node.role();
   }
   return workers;
-}
-
-void KVServer::Park(Message&& message, double arrived) {
-  // Held until the slowest worker catches up; nothing waits on a thread. The
-  // worker hears so at once, and stops counting the wait as a lost request
-  // (kv/kv_worker.h). A copy it sent again to ask is not held twice.
-  const int sender = message.meta.sender();
-  const uint64_t sequence = message.meta.sequence();
-  const bool repeated = std::any_of(parked_.begin(), parked_.end(), [&](const Parked& parked) {
-    return parked.message.meta.sender() == sender && parked.message.meta.sequence() == sequence;
-  });
-  Message held;
-  held.meta.set_held(true);
-  state_.Reply(message.meta, held);
-  if (repeated) return;
-  parked_.push_back(Parked{std::move(message), arrived});
-  state_.counters.parked_total.fetch_add(1);
-}
-
-void KVServer::RefuseParkedOfLeavers() {
-  // Pulls held for nodes that left are refused now, not held forever.
-  for (auto it = parked_.begin(); it != parked_.end();) {
-    if (state_.members.count(it->message.meta.sender())) {
-      ++it;
-      continue;
-    }
-    Message message = std::move(it->message);
-    it = parked_.erase(it);
-    Serve(std::move(message), 0);
-  }
-}
-
-void KVServer::WakeParked() {
-  if (parked_.empty()) return;
-  const double now = MonotonicSeconds();
-  for (auto it = parked_.begin(); it != parked_.end();) {
-    if (!gate_.Admits(it->message.meta.clock())) {
-      ++it;
-      continue;
-    }
-    const double since = it->since;
-    const int64_t waited_us = static_cast<int64_t>((now - since) * 1e6);
-    Message message = std::move(it->message);
-    it = parked_.erase(it);
-    ServeObserved(std::move(message), std::max<int64_t>(waited_us, 1), since);
-  }
-}
-
-bool KVServer::ServeObserved(Message&& message, int64_t waited_us, double arrived) {
-  if (!observer_) return Serve(std::move(message), waited_us);
-  const proto::Meta meta = message.meta;
-  RequestRecord record;
-  record.command = meta.command();
-  record.server_rank = node_->rank();
-  record.table = meta.table();
-  for (const Bytes& frame : message.frames) record.bytes += frame.size();
-  const bool applied = Serve(std::move(message), waited_us);
-  if (record.command != proto::PUSH && record.command != proto::PULL) return applied;
-  if (record.command == proto::PULL) {
-    record.bytes += uint64_t{meta.key_count()} * meta.value_width() * sizeof(float);
-  }
-  record.seconds = MonotonicSeconds() - arrived;
-  observer_(record);
-  return applied;
 }
 
 void KVServer::PublishSizes() {

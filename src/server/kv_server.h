@@ -41,20 +41,25 @@
 // it serves anything.
 //
 // Where each mechanism lives: kv_server.cc receives (dispatch, CLOCK and the
-// staleness gate, views), request_serving.cc answers PUSH, PULL and DUMP,
+// staleness gate, views); RequestServing (request_serving.h) answers PUSH,
+// PULL and DUMP and holds the pulls the gate does not admit yet;
 // ChainReplication (chain_replication.h) passes pushes down and copies ranges
-// (REPLICA_SYNC, wire form in shard_copy.h), SnapshotRestore (snapshot_restore.h) copies and
-// loads checkpoints (written by SnapshotWriter); ServerState (server_state.h)
-// is what they share; shard.h is a range's replica and dedupe_window.h the
-// at-most-once bookkeeping.
+// (REPLICA_SYNC, wire form in shard_copy.h); SnapshotRestore
+// (snapshot_restore.h) copies and loads checkpoints (written by
+// SnapshotWriter); ServerState (server_state.h) is what they share; shard.h is
+// a range's replica and dedupe_window.h the at-most-once bookkeeping. KVServer
+// owns the three and calls them; they call back only through what it hands
+// them (RequestServing's PassDown, ChainReplication's Hooks).
+//
+// Threading: the node's handlers run on its receive thread, the setters
+// before node->Start(); the accessors (counters, table_sizes(), serving(),
+// failure()) are safe from any thread.
 #ifndef KEEL_SERVER_KV_SERVER_H_
 #define KEEL_SERVER_KV_SERVER_H_
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -72,6 +77,7 @@
 #include "kv/table_spec.h"
 #include "server/chain_replication.h"
 #include "server/dedupe_window.h"
+#include "server/request_serving.h"
 #include "server/server_state.h"
 #include "server/shard.h"
 #include "server/snapshot_restore.h"
@@ -151,14 +157,9 @@ class KVServer {
 
   // Hears of every PUSH and PULL this server answered, for metrics (on the
   // receive thread). Set before node->Start().
-  void SetRequestObserver(RequestObserver observer) { observer_ = std::move(observer); }
+  void SetRequestObserver(RequestObserver observer) { requests_->SetObserver(std::move(observer)); }
 
  private:
-  struct Parked {
-    Message message;
-    double since;
-  };
-
   // Receiving (kv_server.cc): what the node's handlers call, on its receive
   // thread.
   void Handle(Message&& message);
@@ -170,96 +171,9 @@ class KVServer {
   void ForgetDeparted();
   // Updates remembered_senders().
   void CountRememberedSenders();
-  // Holds a pull at the staleness gate and acknowledges it as held.
-  void Park(Message&& message, double arrived);
-  // Refuses the parked pulls of nodes no longer in the view.
-  void RefuseParkedOfLeavers();
-  // Answers the parked pulls the gate admits now.
-  void WakeParked();
-  // Serve, timed for the observer from `arrived` (MonotonicSeconds).
-  bool ServeObserved(Message&& message, int64_t waited_us, double arrived);
   // Takes table_sizes() and the replicas' readiness (serving(),
   // ranges_waiting(), held_pushes()) for other threads.
   void PublishSizes();
-
-  // Request serving (request_serving.cc).
-  // Answers a request; returns true if it was a push applied now (not a
-  // repeat, not refused).
-  bool Serve(Message&& message, int64_t waited_us);
-  // The node id of this server's predecessor in `range`'s chain; -1 if none.
-  int PredecessorId(size_t range) const;
-  // Whether `meta`, a worker's PUSH or PULL, is for a key range this server
-  // is not the primary of now (`shard`: its replica of the range, or null if
-  // it has none): answered as moved.
-  bool MovedAway(const proto::Meta& meta, const Shard* shard) const;
-  // Throws Error if this server cannot serve, or SenderProblem finds one.
-  void CheckCanServe(const proto::Meta& meta) const;
-  // Why `meta`'s sender may not send it: not a member of the view, or not in
-  // the role its request needs; "" if it may.
-  std::string SenderProblem(const proto::Meta& meta) const;
-  // Throws Error unless the job declared `request`'s table at its width (see
-  // the constructor).
-  void CheckDeclared(const DataRequest& request) const;
-  // Throws Error naming the first NaN or infinity among a push's values.
-  void CheckFinite(const DataRequest& request);
-  // Counts and logs (rate-limited) a refused request; the answer carries `why`.
-  void NoteRefused(const proto::Meta& meta, const std::string& why);
-  bool ServeDump(const proto::Meta& meta, const DataRequest& request);
-  bool ServeEmpty(const proto::Meta& meta);
-  // Applies a push once, then passes it down the chain (PassDown); a push
-  // passed down before the shard has its rows is held. Returns true if it was
-  // applied now.
-  bool ServePush(Message&& message, const DataRequest& request, Shard& shard, size_t range);
-  // Eviction: a push with a clock above every one before advances the
-  // table's clock (and starts a new stamp of its rows).
-  void AdvanceTableClock(int64_t clock, ServerTable* table);
-  // Key admission at the primary: drops from `request` the keys without a
-  // row that have not yet been pushed admit_after times (counting this push).
-  // The keys dropped go to `unadmitted` (ascending), for the replicas.
-  void Admit(DataRequest* request, ServerTable* table, std::vector<Key>* unadmitted);
-  // A replica's counting of a push passed down: the keys its primary
-  // counted (the admitted ones without a row, and the unadmitted), in the
-  // primary's order.
-  void CountAsPrimaryDid(const DataRequest& request, ServerTable* table);
-  // Drops from `request` the keys without a row in `table`.
-  void KeepKeysWithRows(DataRequest* request, const ServerTable& table);
-  // Keeps the keys (and their values) at the indices `kept` (ascending).
-  void KeepOnly(const std::vector<size_t>& kept, DataRequest* request);
-  // Eviction at the primary: once every eighth of the window, removes the
-  // rows not pushed in the table's last evict_after clocks; returns their
-  // keys, ascending, for the replicas.
-  std::vector<Key> Sweep(Shard* shard, ServerTable* table);
-  // Removes the rows of `keys` (noting them for a delta checkpoint).
-  void EraseRows(const Key* keys, size_t count, Shard* shard, ServerTable* table);
-  // Throws Error unless a push of `range` came from the right place: a
-  // worker's to the range's primary, a passed-down one from the predecessor.
-  void CheckPushRoute(const proto::Meta& meta, size_t range) const;
-  // Holds a push passed down before `shard` has its rows (bounded).
-  void HoldPush(Message&& message, Shard& shard, size_t range);
-  // Applies `request` to `table` unless `origin` sent its sequence before,
-  // its step scaled by the push's staleness (set in `*staleness`) if the
-  // table is staleness-aware.
-  bool ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin, Shard& shard,
-                 ServerTable& table, size_t range, int64_t* staleness);
-  // The staleness of a push to `table`: measured (PushStaleness) for a
-  // worker's, the primary's figure for a passed-down one.
-  int64_t StalenessOf(const proto::Meta& meta, uint32_t table_id, const Shard& shard,
-                      const ServerTable& table) const;
-  void ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard, size_t range,
-                 int64_t waited_us, Message* response);
-  // The key range `request`'s keys lie in; throws Error if they span more
-  // than one, or this server has no view yet.
-  size_t RangeOfRequest(const DataRequest& request) const;
-  // One page of the rows of the ranges this server is primary of: those with
-  // keys >= `from`, in key order, at most page_bytes_ of them (dump_more set
-  // if more remain).
-  Message Dump(uint32_t table, uint32_t width, Key from) const;
-  // Their count and the sum of their weights' squares (DUMP with summarize).
-  Message Summarize(uint32_t table, uint32_t width) const;
-  // Calls visit(key, row) for every row of `table` in the ranges this server
-  // is primary of; throws Error if the table's rows are not `width` wide.
-  void ForEachPrimaryRow(uint32_t table, uint32_t width,
-                         const std::function<void(Key, const float*)>& visit) const;
 
   // The shards, members and counters the collaborators share.
   ServerState state_;
@@ -267,10 +181,9 @@ class KVServer {
   // Touched only on the receive thread.
   std::unordered_map<int, DedupeWindow> clocks_applied_;  // CLOCKs, by sender
   StalenessGate gate_;
-  std::list<Parked> parked_;
   std::unique_ptr<SnapshotRestore> snapshots_;
   std::unique_ptr<ChainReplication> chain_;
-  RequestObserver observer_;
+  std::unique_ptr<RequestServing> requests_;
   // What PublishSizes takes, for other threads.
   mutable std::mutex sizes_mutex_;
   std::vector<TableSize> sizes_;

@@ -1,5 +1,5 @@
-// KVServer's answers to PUSH, PULL and DUMP, and the shards and tables they
-// address.
+#include "server/request_serving.h"
+
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -12,7 +12,6 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "base/utf8.h"
-#include "server/kv_server.h"
 
 namespace keel {
 namespace {
@@ -38,7 +37,10 @@ size_t FirstNonFinite(const float* values, size_t count) {
 }
 }  // namespace
 
-bool KVServer::Serve(Message&& message, int64_t waited_us) {
+RequestServing::RequestServing(ServerState* state, const StalenessGate* gate, PassDown pass_down)
+    : state_(*state), node_(state->node), gate_(*gate), pass_down_(std::move(pass_down)) {}
+
+bool RequestServing::Serve(Message&& message, int64_t waited_us) {
   const proto::Meta& meta = message.meta;
   if (meta.response()) {
     // Answering a response could bounce between two nodes forever. A
@@ -94,7 +96,71 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
   return false;
 }
 
-void KVServer::NoteRefused(const proto::Meta& meta, const std::string& why) {
+void RequestServing::Park(Message&& message, double arrived) {
+  // Held until the slowest worker catches up; nothing waits on a thread. The
+  // worker hears so at once, and stops counting the wait as a lost request
+  // (kv/kv_worker.h). A copy it sent again to ask is not held twice.
+  const int sender = message.meta.sender();
+  const uint64_t sequence = message.meta.sequence();
+  const bool repeated = std::any_of(parked_.begin(), parked_.end(), [&](const Parked& parked) {
+    return parked.message.meta.sender() == sender && parked.message.meta.sequence() == sequence;
+  });
+  Message held;
+  held.meta.set_held(true);
+  state_.Reply(message.meta, held);
+  if (repeated) return;
+  parked_.push_back(Parked{std::move(message), arrived});
+  state_.counters.parked_total.fetch_add(1);
+}
+
+void RequestServing::RefuseParkedOfLeavers() {
+  // Pulls held for nodes that left are refused now, not held forever.
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (state_.members.count(it->message.meta.sender())) {
+      ++it;
+      continue;
+    }
+    Message message = std::move(it->message);
+    it = parked_.erase(it);
+    Serve(std::move(message), 0);
+  }
+}
+
+void RequestServing::WakeParked() {
+  if (parked_.empty()) return;
+  const double now = MonotonicSeconds();
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (!gate_.Admits(it->message.meta.clock())) {
+      ++it;
+      continue;
+    }
+    const double since = it->since;
+    const int64_t waited_us = static_cast<int64_t>((now - since) * 1e6);
+    Message message = std::move(it->message);
+    it = parked_.erase(it);
+    ServeObserved(std::move(message), std::max<int64_t>(waited_us, 1), since);
+  }
+}
+
+bool RequestServing::ServeObserved(Message&& message, int64_t waited_us, double arrived) {
+  if (!observer_) return Serve(std::move(message), waited_us);
+  const proto::Meta meta = message.meta;
+  RequestRecord record;
+  record.command = meta.command();
+  record.server_rank = node_->rank();
+  record.table = meta.table();
+  for (const Bytes& frame : message.frames) record.bytes += frame.size();
+  const bool applied = Serve(std::move(message), waited_us);
+  if (record.command != proto::PUSH && record.command != proto::PULL) return applied;
+  if (record.command == proto::PULL) {
+    record.bytes += uint64_t{meta.key_count()} * meta.value_width() * sizeof(float);
+  }
+  record.seconds = MonotonicSeconds() - arrived;
+  observer_(record);
+  return applied;
+}
+
+void RequestServing::NoteRefused(const proto::Meta& meta, const std::string& why) {
   const uint64_t refused = state_.counters.rejected.fetch_add(1) + 1;
   if (refused <= kRefusalsLoggedEach || refused % kRefusalLogEvery == 0) {
     LOG(WARNING) << "refused " << Describe(meta) << ": " << why << " (" << refused
@@ -102,17 +168,17 @@ void KVServer::NoteRefused(const proto::Meta& meta, const std::string& why) {
   }
 }
 
-void KVServer::CheckCanServe(const proto::Meta& meta) const {
+void RequestServing::CheckCanServe(const proto::Meta& meta) const {
   if (std::string failed = state_.failure(); !failed.empty()) throw Error(failed);
   if (std::string problem = SenderProblem(meta); !problem.empty()) throw Error(problem);
 }
 
-std::string KVServer::SenderProblem(const proto::Meta& meta) const {
+std::string RequestServing::SenderProblem(const proto::Meta& meta) const {
   if (state_.view_epoch == 0) return "this server has no cluster view yet";
   auto member = state_.members.find(meta.sender());
   if (member == state_.members.end()) {
-    return MakeError("node ", meta.sender(), " is not in the cluster view (epoch ", state_.view_epoch,
-                     "): it left the cluster or never joined")
+    return MakeError("node ", meta.sender(), " is not in the cluster view (epoch ",
+                     state_.view_epoch, "): it left the cluster or never joined")
         .what();
   }
   const bool passed_down = meta.origin() != 0;
@@ -124,12 +190,14 @@ std::string KVServer::SenderProblem(const proto::Meta& meta) const {
       .what();
 }
 
-void KVServer::CheckDeclared(const DataRequest& request) const {
+void RequestServing::CheckDeclared(const DataRequest& request) const {
   if (state_.specs.empty()) return;  // no declarations: tables as first used
   auto spec = state_.specs.find(request.table);
   if (spec == state_.specs.end()) {
     std::ostringstream declared;
-    for (const auto& [id, unused] : state_.specs) declared << (declared.tellp() > 0 ? ", " : "") << id;
+    for (const auto& [id, unused] : state_.specs) {
+      declared << (declared.tellp() > 0 ? ", " : "") << id;
+    }
     throw MakeError("table ", request.table, " is not one of the job's tables (", declared.str(),
                     ")");
   }
@@ -140,7 +208,7 @@ void KVServer::CheckDeclared(const DataRequest& request) const {
   }
 }
 
-void KVServer::CheckFinite(const DataRequest& request) {
+void RequestServing::CheckFinite(const DataRequest& request) {
   const size_t count = request.values.size();
   const size_t bad = FirstNonFinite(request.values.data(), count);
   if (bad == count) return;
@@ -150,7 +218,7 @@ void KVServer::CheckFinite(const DataRequest& request) {
                   bad % request.width, ": refused whole, nothing applied");
 }
 
-bool KVServer::ServeDump(const proto::Meta& meta, const DataRequest& request) {
+bool RequestServing::ServeDump(const proto::Meta& meta, const DataRequest& request) {
   Message response = meta.summarize() ? Summarize(request.table, request.width)
                                       : Dump(request.table, request.width, meta.dump_from());
   state_.counters.served.fetch_add(1);
@@ -158,7 +226,7 @@ bool KVServer::ServeDump(const proto::Meta& meta, const DataRequest& request) {
   return false;
 }
 
-bool KVServer::ServeEmpty(const proto::Meta& meta) {
+bool RequestServing::ServeEmpty(const proto::Meta& meta) {
   Message response;
   state_.counters.served.fetch_add(1);
   if (meta.command() == proto::PULL) {
@@ -168,11 +236,12 @@ bool KVServer::ServeEmpty(const proto::Meta& meta) {
   return false;
 }
 
-bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& shard,
-                         size_t range) {
+bool RequestServing::ServePush(Message&& message, const DataRequest& request, Shard& shard,
+                               size_t range) {
   const proto::Meta& meta = message.meta;
   const int origin = meta.origin() != 0 ? meta.origin() : meta.sender();
-  if (meta.origin() != 0 && meta.epoch() < state_.view_epoch && PredecessorId(range) != meta.sender()) {
+  if (meta.origin() != 0 && meta.epoch() < state_.view_epoch &&
+      PredecessorId(range) != meta.sender()) {
     // Passed down for an older view, by a server that is no longer this
     // one's predecessor (the chain moved on): dropped. The worker, which has
     // no acknowledgement, sends it again along the new chain.
@@ -234,11 +303,11 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
   }
   // Every replica takes the step the primary took.
   if (applied && table.staleness_aware) message.meta.set_push_staleness(staleness);
-  chain_->PassDown(message, range, origin);
+  pass_down_(message, range, origin);
   return applied;
 }
 
-void KVServer::AdvanceTableClock(int64_t clock, ServerTable* table) {
+void RequestServing::AdvanceTableClock(int64_t clock, ServerTable* table) {
   if (table->evict_after == 0 || clock <= table->push_clock) return;
   table->push_clock = clock;
   ++table->clock;
@@ -250,7 +319,7 @@ void KVServer::AdvanceTableClock(int64_t clock, ServerTable* table) {
   }
 }
 
-void KVServer::KeepKeysWithRows(DataRequest* request, const ServerTable& table) {
+void RequestServing::KeepKeysWithRows(DataRequest* request, const ServerTable& table) {
   std::vector<size_t> kept;
   for (size_t i = 0; i < request->keys.size(); ++i) {
     if (table.rows->Find(request->keys[i])) kept.push_back(i);
@@ -258,7 +327,7 @@ void KVServer::KeepKeysWithRows(DataRequest* request, const ServerTable& table) 
   KeepOnly(kept, request);
 }
 
-void KVServer::Admit(DataRequest* request, ServerTable* table, std::vector<Key>* unadmitted) {
+void RequestServing::Admit(DataRequest* request, ServerTable* table, std::vector<Key>* unadmitted) {
   if (!table->admission) {
     table->admission = std::make_unique<AdmissionSketch>(table->admit_sketch_width);
   }
@@ -277,7 +346,7 @@ void KVServer::Admit(DataRequest* request, ServerTable* table, std::vector<Key>*
   KeepOnly(kept, request);
 }
 
-void KVServer::CountAsPrimaryDid(const DataRequest& request, ServerTable* table) {
+void RequestServing::CountAsPrimaryDid(const DataRequest& request, ServerTable* table) {
   if (!table->admission) {
     table->admission = std::make_unique<AdmissionSketch>(table->admit_sketch_width);
   }
@@ -297,7 +366,7 @@ void KVServer::CountAsPrimaryDid(const DataRequest& request, ServerTable* table)
   }
 }
 
-void KVServer::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
+void RequestServing::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
   const size_t width = request->width;
   if (kept.size() == request->keys.size()) return;
   auto keys = SharedArray<Key>::Allocate(kept.size());
@@ -311,7 +380,7 @@ void KVServer::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
   request->values = values;
 }
 
-std::vector<Key> KVServer::Sweep(Shard* shard, ServerTable* table) {
+std::vector<Key> RequestServing::Sweep(Shard* shard, ServerTable* table) {
   // A scan of the table's stamps every eighth of the window.
   const uint64_t every = std::max<uint64_t>(1, table->evict_after / 8);
   // At fixed clocks (a multiple of `every`), so that a resumed table, its
@@ -331,14 +400,14 @@ std::vector<Key> KVServer::Sweep(Shard* shard, ServerTable* table) {
   return evicted;
 }
 
-void KVServer::EraseRows(const Key* keys, size_t count, Shard* shard, ServerTable* table) {
+void RequestServing::EraseRows(const Key* keys, size_t count, Shard* shard, ServerTable* table) {
   for (size_t i = 0; i < count; ++i) {
     // A delta checkpoint lists the keys removed since its base.
     if (table->rows->Erase(keys[i]) && !shard->tracked.empty()) table->removed.push_back(keys[i]);
   }
 }
 
-bool KVServer::MovedAway(const proto::Meta& meta, const Shard* shard) const {
+bool RequestServing::MovedAway(const proto::Meta& meta, const Shard* shard) const {
   // A worker's request for a range this server is not the primary of: the
   // range moved on (live resharding, a promotion) after the worker routed it,
   // perhaps while its view changed under it, so its epoch may even be this
@@ -348,7 +417,7 @@ bool KVServer::MovedAway(const proto::Meta& meta, const Shard* shard) const {
   return !shard || !shard->primary;
 }
 
-int KVServer::PredecessorId(size_t range) const {
+int RequestServing::PredecessorId(size_t range) const {
   auto ranges = node_->ranges();
   const int predecessor = ranges ? ranges->Predecessor(range, node_->rank()) : -1;
   try {
@@ -358,7 +427,7 @@ int KVServer::PredecessorId(size_t range) const {
   }
 }
 
-void KVServer::CheckPushRoute(const proto::Meta& meta, size_t range) const {
+void RequestServing::CheckPushRoute(const proto::Meta& meta, size_t range) const {
   auto ranges = node_->ranges();
   if (meta.origin() == 0 && ranges->server(range) != node_->rank()) {
     throw MakeError("server ", node_->rank(), " is not the primary of key range ", range,
@@ -372,7 +441,7 @@ void KVServer::CheckPushRoute(const proto::Meta& meta, size_t range) const {
   }
 }
 
-void KVServer::HoldPush(Message&& message, Shard& shard, size_t range) {
+void RequestServing::HoldPush(Message&& message, Shard& shard, size_t range) {
   // Passed down before this replica has the range: it goes on once the
   // range's copy (which will include it) has arrived. Past the bound,
   // dropped: the worker resends it.
@@ -380,12 +449,13 @@ void KVServer::HoldPush(Message&& message, Shard& shard, size_t range) {
   if (shard.held.size() < kMaxHeldPushes) shard.held.push_back(std::move(message));
 }
 
-bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin,
-                         Shard& shard, ServerTable& table, size_t range, int64_t* staleness) {
+bool RequestServing::ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin,
+                               Shard& shard, ServerTable& table, size_t range, int64_t* staleness) {
   DedupeWindow& window = shard.applied[origin];
   switch (window.Classify(meta.sequence())) {
     case DedupeWindow::Verdict::kRepeat:
-      state_.counters.duplicates.fetch_add(1);  // applied before: passed on and acknowledged all the same
+      state_.counters.duplicates.fetch_add(
+          1);  // applied before: passed on and acknowledged all the same
       return false;
     case DedupeWindow::Verdict::kOutOfWindow:
       state_.counters.out_of_window.fetch_add(1);
@@ -416,8 +486,8 @@ bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, in
   return true;
 }
 
-int64_t KVServer::StalenessOf(const proto::Meta& meta, uint32_t table_id, const Shard& shard,
-                              const ServerTable& table) const {
+int64_t RequestServing::StalenessOf(const proto::Meta& meta, uint32_t table_id, const Shard& shard,
+                                    const ServerTable& table) const {
   if (meta.origin() != 0) {
     return meta.has_push_staleness() ? PushStaleness::Clamp(meta.push_staleness()) : 0;
   }
@@ -425,8 +495,8 @@ int64_t KVServer::StalenessOf(const proto::Meta& meta, uint32_t table_id, const 
   return shard.reads.Of(meta.sender(), table_id, meta.read_clock(), table.version);
 }
 
-void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard,
-                         size_t range, int64_t waited_us, Message* response) {
+void RequestServing::ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard,
+                               size_t range, int64_t waited_us, Message* response) {
   if (!shard.ready) throw MakeError("key range ", range, " is not ready here");
   ServerTable& served = state_.TableFor(shard, range, request.table, request.width);
   if (served.staleness_aware) {
@@ -448,7 +518,7 @@ void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Sh
   state_.counters.served.fetch_add(1);
 }
 
-size_t KVServer::RangeOfRequest(const DataRequest& request) const {
+size_t RequestServing::RangeOfRequest(const DataRequest& request) const {
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("this server has no cluster view yet");
   // Every key a request names lies in one range (the first list's).
@@ -469,8 +539,8 @@ size_t KVServer::RangeOfRequest(const DataRequest& request) const {
   return range;
 }
 
-void KVServer::ForEachPrimaryRow(uint32_t table, uint32_t width,
-                                 const std::function<void(Key, const float*)>& visit) const {
+void RequestServing::ForEachPrimaryRow(uint32_t table, uint32_t width,
+                                       const std::function<void(Key, const float*)>& visit) const {
   auto ranges = node_->ranges();
   for (const auto& [range, shard] : state_.shards) {
     // Each range's rows come from its primary only.
@@ -485,7 +555,7 @@ void KVServer::ForEachPrimaryRow(uint32_t table, uint32_t width,
   }
 }
 
-Message KVServer::Summarize(uint32_t table, uint32_t width) const {
+Message RequestServing::Summarize(uint32_t table, uint32_t width) const {
   uint64_t rows = 0;
   double square_sum = 0;
   ForEachPrimaryRow(table, width, [&](Key, const float* row) {
@@ -500,7 +570,7 @@ Message KVServer::Summarize(uint32_t table, uint32_t width) const {
   return response;
 }
 
-Message KVServer::Dump(uint32_t table, uint32_t width, Key from) const {
+Message RequestServing::Dump(uint32_t table, uint32_t width, Key from) const {
   const size_t page_rows = RowsPerPage(state_.page_bytes, width);
   const auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
   // The page's rows: the `page_rows` smallest keys >= from, found in one pass

@@ -124,7 +124,7 @@ ServerSnapshot SnapshotRestore::CopyForSnapshot(const proto::Meta& meta, uint64_
 }
 
 uint64_t SnapshotRestore::Restore(const std::string& uri, const std::string& id,
-                           const std::set<size_t>& targets) {
+                                  const std::set<size_t>& targets) {
   const double begin = MonotonicSeconds();
   CheckpointStore store(uri);
   const std::vector<proto::CheckpointManifest> chain = store.Chain(id);
@@ -187,9 +187,9 @@ void SnapshotRestore::RestoreClocks() {
   }
 }
 
-void SnapshotRestore::RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
-                               Key first, Key last, ServerTable* table,
-                               std::set<std::pair<size_t, uint32_t>>* sketches) {
+void SnapshotRestore::RestoreCounters(const SnapshotTable& saved, const std::string& where,
+                                      size_t range, Key first, Key last, ServerTable* table,
+                                      std::set<std::pair<size_t, uint32_t>>* sketches) {
   for (const RangeSketch& set : saved.sketches) {
     if (set.last < first || last < set.first) continue;
     if (set.width != table->admit_sketch_width) {
@@ -208,8 +208,9 @@ void SnapshotRestore::RestoreCounters(const SnapshotTable& saved, const std::str
 }
 
 uint64_t SnapshotRestore::RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
-                                   const std::set<size_t>& targets, const RangeMap& ranges,
-                                   bool fresh, std::set<std::pair<size_t, uint32_t>>* sketches) {
+                                          const std::set<size_t>& targets, const RangeMap& ranges,
+                                          bool fresh,
+                                          std::set<std::pair<size_t, uint32_t>>* sketches) {
   // A full file replaces the rows of its spans: rows there that it lacks
   // were removed before it was written.
   if (!snapshot.delta && !fresh) {
@@ -231,7 +232,8 @@ uint64_t SnapshotRestore::RestoreSnapshot(const ServerSnapshot& snapshot, const 
   uint64_t loaded = 0;
   for (const SnapshotTable& saved : snapshot.tables) {
     for (size_t range : targets) {
-      ServerTable& table = state_.TableFor(state_.shards[range], range, saved.table, saved.weight_width);
+      ServerTable& table =
+          state_.TableFor(state_.shards[range], range, saved.table, saved.weight_width);
       if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
         throw MakeError(where, ": table ", saved.table, " rows have ", saved.row_width,
                         " floats (weights and optimizer state); this job's optimizer ",
