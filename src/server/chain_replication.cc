@@ -1,6 +1,5 @@
-// KVServer's part in chain replication: passing applied pushes down a range's
-// chain, following the view (ranges joined, left, or promoted to), and
-// REPLICA_SYNC, which copies a range to a replica joining its chain.
+#include "server/chain_replication.h"
+
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -8,7 +7,6 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "server/kv_server.h"
 #include "server/replacement.h"
 #include "server/shard_copy.h"
 
@@ -38,7 +36,10 @@ bool Evicts(const Shard& shard) {
 
 }  // namespace
 
-void KVServer::PassDown(const Message& push, size_t range, int origin) {
+ChainReplication::ChainReplication(ServerState* state, Hooks hooks)
+    : state_(*state), node_(state->node), hooks_(std::move(hooks)) {}
+
+void ChainReplication::PassDown(const Message& push, size_t range, int origin) {
   auto ranges = node_->ranges();
   const int successor = ranges ? ranges->Successor(range, node_->rank()) : -1;
   if (successor < 0) {
@@ -46,7 +47,7 @@ void KVServer::PassDown(const Message& push, size_t range, int origin) {
     Message response;
     proto::Meta request = push.meta;
     request.set_sender(origin);
-    Reply(request, response);
+    state_.Reply(request, response);
     return;
   }
   Message next;
@@ -62,16 +63,16 @@ void KVServer::PassDown(const Message& push, size_t range, int origin) {
   }
 }
 
-void KVServer::UpdateShards(const proto::ClusterView& view, const RangeMap& ranges,
-                            bool first_view) {
+void ChainReplication::UpdateShards(const proto::ClusterView& view, const RangeMap& ranges,
+                                    bool first_view) {
   DropLeftShards(view, ranges);
   NotePromotions(ranges);
   AddJoinedShards(view, ranges, first_view);
 }
 
-void KVServer::DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges) {
+void ChainReplication::DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges) {
   const int rank = node_->rank();
-  for (auto it = shards_.begin(); it != shards_.end();) {
+  for (auto it = state_.shards.begin(); it != state_.shards.end();) {
     if (it->first < ranges.num_ranges() &&
         (ranges.Holds(it->first, rank) ||
          (it->second.precopy && Precopying(view, it->first, rank)))) {
@@ -79,13 +80,13 @@ void KVServer::DropLeftShards(const proto::ClusterView& view, const RangeMap& ra
       continue;
     }
     LOG(INFO) << "key range " << it->first << " is no longer held by server " << rank;
-    it = shards_.erase(it);
+    it = state_.shards.erase(it);
   }
 }
 
-void KVServer::NotePromotions(const RangeMap& ranges) {
+void ChainReplication::NotePromotions(const RangeMap& ranges) {
   const int rank = node_->rank();
-  for (auto& [range, shard] : shards_) {
+  for (auto& [range, shard] : state_.shards) {
     const bool primary = ranges.server(range) == rank;
     if (primary && !shard.primary) {
       shard.primary_since = MonotonicSeconds();
@@ -96,21 +97,22 @@ void KVServer::NotePromotions(const RangeMap& ranges) {
   }
 }
 
-void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges,
-                               bool first_view) {
+void ChainReplication::AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges,
+                                       bool first_view) {
   const int rank = node_->rank();
   for (size_t range = 0; range < ranges.num_ranges(); ++range) {
-    auto existing = shards_.find(range);
-    if (existing == shards_.end() && !ranges.Holds(range, rank) && Precopying(view, range, rank)) {
+    auto existing = state_.shards.find(range);
+    if (existing == state_.shards.end() && !ranges.Holds(range, rank) &&
+        Precopying(view, range, rank)) {
       // A range moving here: copied before this server joins its chain.
-      Shard& shard = shards_[range];
+      Shard& shard = state_.shards[range];
       shard.precopy = true;
       shard.ready = false;
       LOG(INFO) << "key range " << range << " moves to this server: copying it from server "
                 << ranges.Chain(range).back() << " while its pushes go on";
       continue;
     }
-    if (existing != shards_.end() && existing->second.precopy && ranges.Holds(range, rank)) {
+    if (existing != state_.shards.end() && existing->second.precopy && ranges.Holds(range, rank)) {
       // It joins the chain now: the pushes passed down wait for the changes
       // since the pre-copy (or for a whole copy, if it has none).
       existing->second.precopy = false;
@@ -119,8 +121,8 @@ void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& r
                 << ranges.Predecessor(range, rank) << "; waiting for the changes since its copy";
       continue;
     }
-    if (!ranges.Holds(range, rank) || existing != shards_.end()) continue;
-    Shard& shard = shards_[range];
+    if (!ranges.Holds(range, rank) || existing != state_.shards.end()) continue;
+    Shard& shard = state_.shards[range];
     shard.primary = ranges.server(range) == rank;
     if (shard.primary && (!first_view || Replacement(*node_).replaces())) {
       shard.primary_since = MonotonicSeconds();
@@ -138,9 +140,9 @@ void KVServer::AddJoinedShards(const proto::ClusterView& view, const RangeMap& r
   }
 }
 
-void KVServer::AskForRanges(const RangeMap& ranges) {
+void ChainReplication::AskForRanges(const RangeMap& ranges) {
   const int rank = node_->rank();
-  for (auto& [range, shard] : shards_) {
+  for (auto& [range, shard] : state_.shards) {
     if (shard.ready) continue;
     if (shard.precopy) {
       // From the chain's end: the replica this one will follow.
@@ -159,7 +161,7 @@ void KVServer::AskForRanges(const RangeMap& ranges) {
   }
 }
 
-void KVServer::AskPredecessor(size_t range, Shard& shard, int predecessor) {
+void ChainReplication::AskPredecessor(size_t range, Shard& shard, int predecessor) {
   int id = -1;
   try {
     id = node_->ServerId(predecessor);
@@ -169,7 +171,7 @@ void KVServer::AskPredecessor(size_t range, Shard& shard, int predecessor) {
   AskNode(range, shard, id);
 }
 
-void KVServer::AskNode(size_t range, Shard& shard, int id) {
+void ChainReplication::AskNode(size_t range, Shard& shard, int id) {
   if (id == shard.asked) return;
   shard.asked = id;
   shard.asked_sequence = node_->NextSequence();
@@ -202,16 +204,16 @@ void KVServer::AskNode(size_t range, Shard& shard, int id) {
   }
 }
 
-void KVServer::OnReplicaSync(Message&& message) {
+void ChainReplication::OnReplicaSync(Message&& message) {
   const proto::Meta& meta = message.meta;
   const size_t range = meta.shard().range();
   if (!meta.response()) {
     AnswerShardRequest(meta, range);
     return;
   }
-  auto found = shards_.find(range);
+  auto found = state_.shards.find(range);
   // The answer to the request out (an earlier one's, still on its way, is not).
-  if (found == shards_.end() || found->second.ready || meta.sender() != found->second.asked ||
+  if (found == state_.shards.end() || found->second.ready || meta.sender() != found->second.asked ||
       meta.sequence() != found->second.asked_sequence) {
     LOG(WARNING) << "ignored a copy of key range " << range << " from node " << meta.sender()
                  << ": not waiting for one from it";
@@ -221,7 +223,7 @@ void KVServer::OnReplicaSync(Message&& message) {
   try {
     TakeShardCopy(message, shard, range);
   } catch (const std::exception& e) {  // a bad copy, or one too large for memory
-    rejected_.fetch_add(1);
+    state_.counters.rejected.fetch_add(1);
     shard.tables.clear();
     shard.precopied = false;  // its rows are gone: the next copy is whole
     shard.copied_from = -1;
@@ -258,11 +260,11 @@ void KVServer::OnReplicaSync(Message&& message) {
   ShardReady(range, shard);
 }
 
-void KVServer::AnswerShardRequest(const proto::Meta& meta, size_t range) {
+void ChainReplication::AnswerShardRequest(const proto::Meta& meta, size_t range) {
   // A replica joining the chain behind this server asks for the range. From
   // here on, pushes passed down reach it after this copy (links keep order).
-  auto found = shards_.find(range);
-  if (found == shards_.end()) {
+  auto found = state_.shards.find(range);
+  if (found == state_.shards.end()) {
     LOG(WARNING) << "node " << meta.sender() << " asked for key range " << range
                  << ", which this server does not hold";
   } else if (!found->second.ready) {
@@ -275,7 +277,7 @@ void KVServer::AnswerShardRequest(const proto::Meta& meta, size_t range) {
   }
 }
 
-void KVServer::AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard) {
+void ChainReplication::AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard) {
   const int to = meta.sender();
   auto record = shard.precopies.find(to);
   // Only the rows changed since the asker's last copy from here, if this
@@ -298,7 +300,7 @@ void KVServer::AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard
   RecordPrecopy(to, &shard);
 }
 
-void KVServer::SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& shard) {
+void ChainReplication::SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& shard) {
   // The slices are slot ranges of each table (cheap to read, unlike key
   // ranges: a slot-ordered table is roughly key-ordered anyway). The stamps
   // are taken at the first, so rows changed while the slices go come in the
@@ -332,7 +334,7 @@ void KVServer::SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& sh
   SendShardCopy(range, shard, to, meta.sequence(), nullptr, &take, /*adds=*/slice > 0, slices);
 }
 
-void KVServer::RecordPrecopy(int to, Shard* shard) {
+void ChainReplication::RecordPrecopy(int to, Shard* shard) {
   // The stamps now: rows changed after this copy carry later ones.
   std::map<uint32_t, uint32_t>& stamps = shard->precopies[to];
   stamps.clear();
@@ -343,7 +345,7 @@ void KVServer::RecordPrecopy(int to, Shard* shard) {
   }
 }
 
-void KVServer::PrecopyRound(size_t range, Shard& shard, int from) {
+void ChainReplication::PrecopyRound(size_t range, Shard& shard, int from) {
   // Each round copies what changed during the one before; once that stops
   // halving (pushes change rows as fast as they are copied), or is small,
   // the hand-over follows: joined to the chain, the pushes passed down wait
@@ -365,7 +367,7 @@ void KVServer::PrecopyRound(size_t range, Shard& shard, int from) {
   PrecopyDone(range, shard, from);
 }
 
-void KVServer::PrecopyDone(size_t range, Shard& shard, int from) {
+void ChainReplication::PrecopyDone(size_t range, Shard& shard, int from) {
   LOG(INFO) << "key range " << range << ": copied from node " << from << " in "
             << shard.precopy_rounds << " round(s) (" << shard.precopy_last_rows
             << " rows in the last) ahead of joining its chain";
@@ -381,10 +383,10 @@ void KVServer::PrecopyDone(size_t range, Shard& shard, int from) {
   } catch (const Error& e) {
     LOG(WARNING) << "key range " << range << ": could not tell the scheduler: " << e.what();
   }
-  PublishSizes();
+  hooks_.readiness_changed();
 }
 
-void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range) {
+void ChainReplication::TakeShardCopy(const Message& message, Shard& shard, size_t range) {
   const proto::Meta& meta = message.meta;
   if (meta.shard().page() != shard.copy_pages) {
     throw MakeError("key range ", range, " from node ", meta.sender(), ": page ",
@@ -401,7 +403,7 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
   }
   uint64_t rows = 0;
   for (const SnapshotTable& saved : state.tables) {
-    ServerTable& table = TableFor(shard, range, saved.table, saved.weight_width);
+    ServerTable& table = state_.TableFor(shard, range, saved.table, saved.weight_width);
     if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
       throw MakeError("key range ", range, " from node ", meta.sender(), ": table ", saved.table,
                       " rows have ", saved.row_width, " floats; this server's ",
@@ -437,9 +439,9 @@ void KVServer::TakeShardCopy(const Message& message, Shard& shard, size_t range)
   shard.copy_rows += rows;
 }
 
-void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
-                             const std::map<uint32_t, uint32_t>* since, const TableCopier* take,
-                             bool adds, uint32_t slices) {
+void ChainReplication::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
+                                     const std::map<uint32_t, uint32_t>* since,
+                                     const TableCopier* take, bool adds, uint32_t slices) {
   const double begin = MonotonicSeconds();
   ShardState state;
   state.range = static_cast<uint32_t>(range);
@@ -465,7 +467,7 @@ void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t 
     state.applied.emplace_back(
         sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
   }
-  std::vector<Message> pages = EncodeShardCopy(state, page_bytes_);
+  std::vector<Message> pages = EncodeShardCopy(state, state_.page_bytes);
   try {
     for (Message& page : pages) {
       page.meta.set_sequence(sequence);
@@ -482,7 +484,7 @@ void KVServer::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t 
   }
 }
 
-void KVServer::ShardReady(size_t range, Shard& shard) {
+void ChainReplication::ShardReady(size_t range, Shard& shard) {
   shard.ready = true;
   shard.precopied = false;  // handed over
   shard.copied_from = -1;
@@ -500,8 +502,8 @@ void KVServer::ShardReady(size_t range, Shard& shard) {
   }
   // Pushes passed down before the copy was taken are in it already: the
   // dedupe window recognises them, and they go on down the chain.
-  for (Message& held : std::exchange(shard.held, {})) Serve(std::move(held), 0);
-  PublishSizes();
+  for (Message& held : std::exchange(shard.held, {})) hooks_.serve_held(std::move(held));
+  hooks_.readiness_changed();
 }
 
 }  // namespace keel

@@ -41,19 +41,25 @@
 // it serves anything.
 //
 // Where each mechanism lives: kv_server.cc receives (dispatch, CLOCK and the
-// staleness gate, views), request_serving.cc answers PUSH, PULL and DUMP,
-// chain_replication.cc passes pushes down and copies ranges (REPLICA_SYNC,
-// wire form in shard_copy.h), snapshot_restore.cc copies and loads
-// checkpoints (written by SnapshotWriter); shard.h is a range's replica and
-// dedupe_window.h the at-most-once bookkeeping.
+// staleness gate, views); RequestServing (request_serving.h) answers PUSH,
+// PULL and DUMP and holds the pulls the gate does not admit yet;
+// ChainReplication (chain_replication.h) passes pushes down and copies ranges
+// (REPLICA_SYNC, wire form in shard_copy.h); SnapshotRestore
+// (snapshot_restore.h) copies and loads checkpoints (written by
+// SnapshotWriter); ServerState (server_state.h) is what they share; shard.h is
+// a range's replica and dedupe_window.h the at-most-once bookkeeping. KVServer
+// owns the three and calls them; they call back only through what it hands
+// them (RequestServing's PassDown, ChainReplication's Hooks).
+//
+// Threading: the node's handlers run on its receive thread, the setters
+// before node->Start(); the accessors (counters, table_sizes(), serving(),
+// failure()) are safe from any thread.
 #ifndef KEEL_SERVER_KV_SERVER_H_
 #define KEEL_SERVER_KV_SERVER_H_
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -69,9 +75,12 @@
 #include "kv/request_observer.h"
 #include "kv/staleness_gate.h"
 #include "kv/table_spec.h"
+#include "server/chain_replication.h"
 #include "server/dedupe_window.h"
+#include "server/request_serving.h"
+#include "server/server_state.h"
 #include "server/shard.h"
-#include "server/snapshot_writer.h"
+#include "server/snapshot_restore.h"
 
 namespace keel {
 
@@ -98,30 +107,30 @@ class KVServer {
 
   // Requests refused since start (malformed, from a non-member, out of
   // bounds, non-finite, out of memory).
-  uint64_t rejected_requests() const { return rejected_.load(); }
+  uint64_t rejected_requests() const { return state_.counters.rejected.load(); }
   // Pushes and CLOCK messages not applied again because their
   // (sender, sequence) was already applied; each was still acknowledged.
-  uint64_t duplicate_pushes() const { return duplicates_.load(); }
-  uint64_t served_requests() const { return served_.load(); }
+  uint64_t duplicate_pushes() const { return state_.counters.duplicates.load(); }
+  uint64_t served_requests() const { return state_.counters.served.load(); }
   // Pushes refused whole for a non-finite value (also in rejected_requests).
-  uint64_t non_finite_pushes() const { return non_finite_.load(); }
+  uint64_t non_finite_pushes() const { return state_.counters.non_finite.load(); }
   // Requests refused for a sequence outside the window around the sender's
   // last applied one (also in rejected_requests).
-  uint64_t out_of_window_sequences() const { return out_of_window_.load(); }
+  uint64_t out_of_window_sequences() const { return state_.counters.out_of_window.load(); }
   // Key admission and eviction, decided here as a range's primary: keys given
   // a row after their admit_after-th push, key pushes dropped before that,
   // and rows evicted.
-  uint64_t admitted_keys() const { return admitted_keys_.load(); }
-  uint64_t unadmitted_key_pushes() const { return unadmitted_pushes_.load(); }
-  uint64_t evicted_rows() const { return evicted_rows_.load(); }
+  uint64_t admitted_keys() const { return state_.counters.admitted_keys.load(); }
+  uint64_t unadmitted_key_pushes() const { return state_.counters.unadmitted_pushes.load(); }
+  uint64_t evicted_rows() const { return state_.counters.evicted_rows.load(); }
   // Senders whose applied sequences this server remembers, summed over its
   // shards and CLOCKs (a departed worker's are dropped).
-  size_t remembered_senders() const { return remembered_senders_.load(); }
+  size_t remembered_senders() const { return state_.counters.remembered_senders.load(); }
 
   // Pulls that had to wait at the staleness gate since start.
-  uint64_t parked_pulls() const { return parked_total_.load(); }
+  uint64_t parked_pulls() const { return state_.counters.parked_total.load(); }
   // Why the server cannot serve (a checkpoint that failed to load); "" if it can.
-  std::string failure() const;
+  std::string failure() const { return state_.failure(); }
 
   // Rows and bytes of one table, summed over this server's replicas.
   struct TableSize {
@@ -144,245 +153,43 @@ class KVServer {
   // The most bytes of rows one DUMP answer or one REPLICA_SYNC page carries
   // (kPageBytes unless set; tests set less to see many pages). Set before
   // node->Start().
-  void SetPageBytes(size_t bytes) { page_bytes_ = std::max<size_t>(1, bytes); }
+  void SetPageBytes(size_t bytes) { state_.page_bytes = std::max<size_t>(1, bytes); }
 
   // Hears of every PUSH and PULL this server answered, for metrics (on the
   // receive thread). Set before node->Start().
-  void SetRequestObserver(RequestObserver observer) { observer_ = std::move(observer); }
+  void SetRequestObserver(RequestObserver observer) { requests_->SetObserver(std::move(observer)); }
 
  private:
-  struct Parked {
-    Message message;
-    double since;
-  };
-
   // Receiving (kv_server.cc): what the node's handlers call, on its receive
   // thread.
   void Handle(Message&& message);
   void OnClock(const proto::Meta& meta);
   void OnView(const proto::ClusterView& view);
-  // Loads the checkpoint the view (or the registration, for a replacement)
-  // names, once, into the shards this server has.
-  void RestoreOnce(const proto::ClusterView& view);
   // Records the view's members; returns its workers' node ids.
   std::set<int> UpdateMembers(const proto::ClusterView& view);
   // Drops the dedupe windows of senders no longer in the view.
   void ForgetDeparted();
   // Updates remembered_senders().
   void CountRememberedSenders();
-  // Holds a pull at the staleness gate and acknowledges it as held.
-  void Park(Message&& message, double arrived);
-  // Refuses the parked pulls of nodes no longer in the view.
-  void RefuseParkedOfLeavers();
-  // Answers the parked pulls the gate admits now.
-  void WakeParked();
-  // Serve, timed for the observer from `arrived` (MonotonicSeconds).
-  bool ServeObserved(Message&& message, int64_t waited_us, double arrived);
   // Takes table_sizes() and the replicas' readiness (serving(),
   // ranges_waiting(), held_pushes()) for other threads.
   void PublishSizes();
-  // Sends `response` as the answer to `request`.
-  void Reply(const proto::Meta& request, Message& response);
-  // Tells the scheduler that a snapshot was written (or why not).
-  void ReportSnapshot(const std::string& checkpoint, const proto::CheckpointFile& file,
-                      const std::string& error);
 
-  // Request serving (request_serving.cc).
-  // Answers a request; returns true if it was a push applied now (not a
-  // repeat, not refused).
-  bool Serve(Message&& message, int64_t waited_us);
-  // The node id of this server's predecessor in `range`'s chain; -1 if none.
-  int PredecessorId(size_t range) const;
-  // Whether `meta`, a worker's PUSH or PULL, is for a key range this server
-  // is not the primary of now (`shard`: its replica of the range, or null if
-  // it has none): answered as moved.
-  bool MovedAway(const proto::Meta& meta, const Shard* shard) const;
-  // Throws Error if this server cannot serve, or SenderProblem finds one.
-  void CheckCanServe(const proto::Meta& meta) const;
-  // Why `meta`'s sender may not send it: not a member of the view, or not in
-  // the role its request needs; "" if it may.
-  std::string SenderProblem(const proto::Meta& meta) const;
-  // Throws Error unless the job declared `request`'s table at its width (see
-  // the constructor).
-  void CheckDeclared(const DataRequest& request) const;
-  // Throws Error naming the first NaN or infinity among a push's values.
-  void CheckFinite(const DataRequest& request);
-  // Counts and logs (rate-limited) a refused request; the answer carries `why`.
-  void NoteRefused(const proto::Meta& meta, const std::string& why);
-  bool ServeDump(const proto::Meta& meta, const DataRequest& request);
-  bool ServeEmpty(const proto::Meta& meta);
-  // Applies a push once, then passes it down the chain (PassDown); a push
-  // passed down before the shard has its rows is held. Returns true if it was
-  // applied now.
-  bool ServePush(Message&& message, const DataRequest& request, Shard& shard, size_t range);
-  // Eviction: a push with a clock above every one before advances the
-  // table's clock (and starts a new stamp of its rows).
-  void AdvanceTableClock(int64_t clock, ServerTable* table);
-  // Key admission at the primary: drops from `request` the keys without a
-  // row that have not yet been pushed admit_after times (counting this push).
-  // The keys dropped go to `unadmitted` (ascending), for the replicas.
-  void Admit(DataRequest* request, ServerTable* table, std::vector<Key>* unadmitted);
-  // A replica's counting of a push passed down: the keys its primary
-  // counted (the admitted ones without a row, and the unadmitted), in the
-  // primary's order.
-  void CountAsPrimaryDid(const DataRequest& request, ServerTable* table);
-  // Drops from `request` the keys without a row in `table`.
-  void KeepKeysWithRows(DataRequest* request, const ServerTable& table);
-  // Keeps the keys (and their values) at the indices `kept` (ascending).
-  void KeepOnly(const std::vector<size_t>& kept, DataRequest* request);
-  // Eviction at the primary: once every eighth of the window, removes the
-  // rows not pushed in the table's last evict_after clocks; returns their
-  // keys, ascending, for the replicas.
-  std::vector<Key> Sweep(Shard* shard, ServerTable* table);
-  // Removes the rows of `keys` (noting them for a delta checkpoint).
-  void EraseRows(const Key* keys, size_t count, Shard* shard, ServerTable* table);
-  // Throws Error unless a push of `range` came from the right place: a
-  // worker's to the range's primary, a passed-down one from the predecessor.
-  void CheckPushRoute(const proto::Meta& meta, size_t range) const;
-  // Holds a push passed down before `shard` has its rows (bounded).
-  void HoldPush(Message&& message, Shard& shard, size_t range);
-  // Applies `request` to `table` unless `origin` sent its sequence before,
-  // its step scaled by the push's staleness (set in `*staleness`) if the
-  // table is staleness-aware.
-  bool ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin, Shard& shard,
-                 ServerTable& table, size_t range, int64_t* staleness);
-  // The staleness of a push to `table`: measured (PushStaleness) for a
-  // worker's, the primary's figure for a passed-down one.
-  int64_t StalenessOf(const proto::Meta& meta, uint32_t table_id, const Shard& shard,
-                      const ServerTable& table) const;
-  void ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard, size_t range,
-                 int64_t waited_us, Message* response);
-  // The key range `request`'s keys lie in; throws Error if they span more
-  // than one, or this server has no view yet.
-  size_t RangeOfRequest(const DataRequest& request) const;
-  // Table `table` of `shard`, created with its spec on first use; throws Error
-  // if its rows are not `width` wide.
-  ServerTable& TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width);
-  // One page of the rows of the ranges this server is primary of: those with
-  // keys >= `from`, in key order, at most page_bytes_ of them (dump_more set
-  // if more remain).
-  Message Dump(uint32_t table, uint32_t width, Key from) const;
-  // Their count and the sum of their weights' squares (DUMP with summarize).
-  Message Summarize(uint32_t table, uint32_t width) const;
-  // Calls visit(key, row) for every row of `table` in the ranges this server
-  // is primary of; throws Error if the table's rows are not `width` wide.
-  void ForEachPrimaryRow(uint32_t table, uint32_t width,
-                         const std::function<void(Key, const float*)>& visit) const;
-
-  // Chain replication (chain_replication.cc).
-  // Passes an applied push to the next replica of `range`, or acknowledges it
-  // to the worker if this is the last.
-  void PassDown(const Message& push, size_t range, int origin);
-  // Creates the shards of ranges this server joined and drops those it left.
-  void UpdateShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
-  void DropLeftShards(const proto::ClusterView& view, const RangeMap& ranges);
-  // Marks the shards this server became the primary of (a promotion).
-  void NotePromotions(const RangeMap& ranges);
-  void AddJoinedShards(const proto::ClusterView& view, const RangeMap& ranges, bool first_view);
-  // Asks the predecessor of every range still waiting for its rows.
-  void AskForRanges(const RangeMap& ranges);
-  // Asks server `predecessor` for `range`, unless it was asked already: a
-  // pre-copy if the shard is pre-copying, only the changes since the
-  // pre-copy if it has one from that server, else the whole range.
-  void AskPredecessor(size_t range, Shard& shard, int predecessor);
-  // Asks node `id` for `range` (as AskPredecessor), unless it was asked already.
-  void AskNode(size_t range, Shard& shard, int id);
-  // A round of a pre-copy arrived from node `from`: asks for another, or is done.
-  void PrecopyRound(size_t range, Shard& shard, int from);
-  // REPLICA_SYNC: answers a request for a range, or takes a range's copy.
-  void OnReplicaSync(Message&& message);
-  void AnswerShardRequest(const proto::Meta& meta, size_t range);
-  // Takes one page of a copy (`message`): the first replaces `shard`'s rows
-  // and dedupe windows, the others add theirs. Throws Error if the page is
-  // out of order, malformed or does not fit.
-  void TakeShardCopy(const Message& message, Shard& shard, size_t range);
-  // Sends `range`'s rows and dedupe windows to node `to`, answering
-  // `sequence`: every row, or (`since`, by table) only those changed since
-  // a pre-copy (tables not in `since` whole).
-  // `take`, if given, makes each table's copy instead (a slice, laid over
-  // earlier slices: `adds` marks the pages delta; `slices` is echoed, 0 if
-  // the slices end with this one).
-  using TableCopier = std::function<SnapshotTable(uint32_t, const ServerTable&)>;
-  void SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
-                     const std::map<uint32_t, uint32_t>* since = nullptr,
-                     const TableCopier* take = nullptr, bool adds = false, uint32_t slices = 0);
-  // One slice of a pre-copy's whole round for node meta.sender().
-  void SendPrecopySlice(const proto::Meta& meta, size_t range, Shard& shard);
-  // A pre-copy or its delta asked by node `to` (AnswerShardRequest).
-  void AnswerPrecopy(const proto::Meta& meta, size_t range, Shard& shard);
-  // Keeps each table's stamp now for node `to`'s next delta, and starts new ones.
-  void RecordPrecopy(int to, Shard* shard);
-  // A pre-copy arrived: tells the scheduler.
-  void PrecopyDone(size_t range, Shard& shard, int from);
-  // The shard has its rows: answers the replicas that asked for it meanwhile,
-  // tells the scheduler, and lets the pushes held meanwhile go on.
-  void ShardReady(size_t range, Shard& shard);
-
-  // Checkpoints (snapshot_restore.cc).
-  void OnSnapshot(const proto::Meta& meta);
-  // Copies the rows of the ranges this server is primary of for the
-  // checkpoint `meta` names (adding their count to `rows`): only those
-  // changed since meta.delta_base if every such range was tracked since it
-  // (Shard::tracked), else all. Then they are tracked from this copy on.
-  ServerSnapshot CopyForSnapshot(const proto::Meta& meta, uint64_t* rows);
-  // Loads the rows of the ranges in `ranges` from checkpoint `id` in `uri`:
-  // its chain's full checkpoint, then each delta. Returns the rows loaded.
-  uint64_t Restore(const std::string& uri, const std::string& id, const std::set<size_t>& ranges);
-  // Applies to `targets` what `snapshot` (read from `where`) holds: its
-  // removed keys and rows, and for a full one the removal first of every
-  // row of its spans (unless `fresh`: the tables are empty). Returns the
-  // rows loaded.
-  // Admission counters (RestoreCounters): the first set of a checkpoint that
-  // covers a target range replaces its table's, later ones add theirs
-  // (`sketches` lists the (range, table) pairs taken in this checkpoint).
-  // Eviction after a restore: the tables whose clocks came back take their
-  // rows' last push clocks as stamps (see snapshot_restore.cc).
-  void RestoreClocks();
-  void RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
-                       Key first, Key last, ServerTable* table,
-                       std::set<std::pair<size_t, uint32_t>>* sketches);
-  uint64_t RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
-                           const std::set<size_t>& targets, const RangeMap& ranges, bool fresh,
-                           std::set<std::pair<size_t, uint32_t>>* sketches);
-
-  Node* node_;
-  OptimizerOptions default_optimizer_;
-  std::map<uint32_t, TableSpec> specs_;
+  // The shards, members and counters the collaborators share.
+  ServerState state_;
+  Node* const node_;
   // Touched only on the receive thread.
-  std::map<size_t, Shard> shards_;                        // by range index
   std::unordered_map<int, DedupeWindow> clocks_applied_;  // CLOCKs, by sender
-  std::atomic<uint64_t> rejected_{0};
-  std::atomic<uint64_t> duplicates_{0};
-  std::atomic<uint64_t> served_{0};
-  std::atomic<uint64_t> parked_total_{0};
-  std::atomic<uint64_t> non_finite_{0};
-  std::atomic<uint64_t> out_of_window_{0};
-  std::atomic<uint64_t> admitted_keys_{0};
-  std::atomic<uint64_t> unadmitted_pushes_{0};
-  std::atomic<uint64_t> evicted_rows_{0};
-  std::atomic<size_t> remembered_senders_{0};
   StalenessGate gate_;
-  std::list<Parked> parked_;
-  bool restored_ = false;
-  // (range, table) whose eviction clocks a restore took, for RestoreClocks.
-  std::set<std::pair<size_t, uint32_t>> clocks_restored_;
-  // The view asks for delta checkpoints: tables stamp their rows' changes.
-  bool track_changes_ = false;
-  // Node ids in the current view and their roles: requests from anyone else
-  // (a node that left the view and came back from a pause) are refused.
-  std::map<int, proto::Role> members_;
-  uint64_t view_epoch_ = 0;
-  mutable std::mutex failure_mutex_;
-  std::string failure_;
-  std::unique_ptr<SnapshotWriter> writer_;
-  RequestObserver observer_;
+  std::unique_ptr<SnapshotRestore> snapshots_;
+  std::unique_ptr<ChainReplication> chain_;
+  std::unique_ptr<RequestServing> requests_;
   // What PublishSizes takes, for other threads.
   mutable std::mutex sizes_mutex_;
   std::vector<TableSize> sizes_;
   std::atomic<bool> serving_{false};
   std::atomic<size_t> ranges_waiting_{0};
   std::atomic<size_t> held_pushes_{0};
-  size_t page_bytes_ = kPageBytes;
 };
 
 }  // namespace keel

@@ -1,5 +1,5 @@
-// KVServer's answers to PUSH, PULL and DUMP, and the shards and tables they
-// address.
+#include "server/request_serving.h"
+
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -12,7 +12,6 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "base/utf8.h"
-#include "server/kv_server.h"
 
 namespace keel {
 namespace {
@@ -38,14 +37,17 @@ size_t FirstNonFinite(const float* values, size_t count) {
 }
 }  // namespace
 
-bool KVServer::Serve(Message&& message, int64_t waited_us) {
+RequestServing::RequestServing(ServerState* state, const StalenessGate* gate, PassDown pass_down)
+    : state_(*state), node_(state->node), gate_(*gate), pass_down_(std::move(pass_down)) {}
+
+bool RequestServing::Serve(Message&& message, int64_t waited_us) {
   const proto::Meta& meta = message.meta;
   if (meta.response()) {
     // Answering a response could bounce between two nodes forever. A
     // replica's refusal of a push passed down for a view that has changed
     // since (its chain moved on) is expected, and needs no answer either.
-    auto member = members_.find(meta.sender());
-    if (member != members_.end() && member->second == proto::SERVER) {
+    auto member = state_.members.find(meta.sender());
+    if (member != state_.members.end() && member->second == proto::SERVER) {
       VLOG(1) << "ignored " << Describe(meta) << " from a replica: " << meta.error();
       return false;
     }
@@ -64,11 +66,11 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     // A push passed down with no key admitted still carries the keys counted.
     if (request.keys.size() == 0 && request.unadmitted.size() == 0) return ServeEmpty(meta);
     const size_t range = RangeOfRequest(request);
-    auto found = shards_.find(range);
-    Shard* held = found == shards_.end() ? nullptr : &found->second;
+    auto found = state_.shards.find(range);
+    Shard* held = found == state_.shards.end() ? nullptr : &found->second;
     if (MovedAway(meta, held)) {
       response.meta.set_moved(true);
-      Reply(meta, response);
+      state_.Reply(meta, response);
       return false;
     }
     if (!held) {
@@ -90,29 +92,93 @@ bool KVServer::Serve(Message&& message, int64_t waited_us) {
     response = Message();
     response.meta.set_error(why);
   }
-  Reply(meta, response);
+  state_.Reply(meta, response);
   return false;
 }
 
-void KVServer::NoteRefused(const proto::Meta& meta, const std::string& why) {
-  const uint64_t refused = rejected_.fetch_add(1) + 1;
+void RequestServing::Park(Message&& message, double arrived) {
+  // Held until the slowest worker catches up; nothing waits on a thread. The
+  // worker hears so at once, and stops counting the wait as a lost request
+  // (kv/kv_worker.h). A copy it sent again to ask is not held twice.
+  const int sender = message.meta.sender();
+  const uint64_t sequence = message.meta.sequence();
+  const bool repeated = std::any_of(parked_.begin(), parked_.end(), [&](const Parked& parked) {
+    return parked.message.meta.sender() == sender && parked.message.meta.sequence() == sequence;
+  });
+  Message held;
+  held.meta.set_held(true);
+  state_.Reply(message.meta, held);
+  if (repeated) return;
+  parked_.push_back(Parked{std::move(message), arrived});
+  state_.counters.parked_total.fetch_add(1);
+}
+
+void RequestServing::RefuseParkedOfLeavers() {
+  // Pulls held for nodes that left are refused now, not held forever.
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (state_.members.count(it->message.meta.sender())) {
+      ++it;
+      continue;
+    }
+    Message message = std::move(it->message);
+    it = parked_.erase(it);
+    Serve(std::move(message), 0);
+  }
+}
+
+void RequestServing::WakeParked() {
+  if (parked_.empty()) return;
+  const double now = MonotonicSeconds();
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (!gate_.Admits(it->message.meta.clock())) {
+      ++it;
+      continue;
+    }
+    const double since = it->since;
+    const int64_t waited_us = static_cast<int64_t>((now - since) * 1e6);
+    Message message = std::move(it->message);
+    it = parked_.erase(it);
+    ServeObserved(std::move(message), std::max<int64_t>(waited_us, 1), since);
+  }
+}
+
+bool RequestServing::ServeObserved(Message&& message, int64_t waited_us, double arrived) {
+  if (!observer_) return Serve(std::move(message), waited_us);
+  const proto::Meta meta = message.meta;
+  RequestRecord record;
+  record.command = meta.command();
+  record.server_rank = node_->rank();
+  record.table = meta.table();
+  for (const Bytes& frame : message.frames) record.bytes += frame.size();
+  const bool applied = Serve(std::move(message), waited_us);
+  if (record.command != proto::PUSH && record.command != proto::PULL) return applied;
+  if (record.command == proto::PULL) {
+    record.bytes += uint64_t{meta.key_count()} * meta.value_width() * sizeof(float);
+  }
+  record.seconds = MonotonicSeconds() - arrived;
+  observer_(record);
+  return applied;
+}
+
+void RequestServing::NoteRefused(const proto::Meta& meta, const std::string& why) {
+  const uint64_t refused = state_.counters.rejected.fetch_add(1) + 1;
   if (refused <= kRefusalsLoggedEach || refused % kRefusalLogEvery == 0) {
     LOG(WARNING) << "refused " << Describe(meta) << ": " << why << " (" << refused
                  << " requests refused so far)";
   }
 }
 
-void KVServer::CheckCanServe(const proto::Meta& meta) const {
-  if (std::string failed = failure(); !failed.empty()) throw Error(failed);
+void RequestServing::CheckCanServe(const proto::Meta& meta) const {
+  if (std::string failed = state_.failure(); !failed.empty()) throw Error(failed);
   if (std::string problem = SenderProblem(meta); !problem.empty()) throw Error(problem);
 }
 
-std::string KVServer::SenderProblem(const proto::Meta& meta) const {
-  if (view_epoch_ == 0) return "this server has no cluster view yet";
-  auto member = members_.find(meta.sender());
-  if (member == members_.end()) {
-    return MakeError("node ", meta.sender(), " is not in the cluster view (epoch ", view_epoch_,
-                     "): it left the cluster or never joined")
+std::string RequestServing::SenderProblem(const proto::Meta& meta) const {
+  if (state_.view_epoch == 0) return "this server has no cluster view yet";
+  auto member = state_.members.find(meta.sender());
+  if (member == state_.members.end()) {
+    return MakeError("node ", meta.sender(), " is not in the cluster view (epoch ",
+                     state_.view_epoch, "): it left the cluster or never joined")
         .what();
   }
   const bool passed_down = meta.origin() != 0;
@@ -124,12 +190,14 @@ std::string KVServer::SenderProblem(const proto::Meta& meta) const {
       .what();
 }
 
-void KVServer::CheckDeclared(const DataRequest& request) const {
-  if (specs_.empty()) return;  // no declarations: tables as first used
-  auto spec = specs_.find(request.table);
-  if (spec == specs_.end()) {
+void RequestServing::CheckDeclared(const DataRequest& request) const {
+  if (state_.specs.empty()) return;  // no declarations: tables as first used
+  auto spec = state_.specs.find(request.table);
+  if (spec == state_.specs.end()) {
     std::ostringstream declared;
-    for (const auto& [id, unused] : specs_) declared << (declared.tellp() > 0 ? ", " : "") << id;
+    for (const auto& [id, unused] : state_.specs) {
+      declared << (declared.tellp() > 0 ? ", " : "") << id;
+    }
     throw MakeError("table ", request.table, " is not one of the job's tables (", declared.str(),
                     ")");
   }
@@ -140,39 +208,40 @@ void KVServer::CheckDeclared(const DataRequest& request) const {
   }
 }
 
-void KVServer::CheckFinite(const DataRequest& request) {
+void RequestServing::CheckFinite(const DataRequest& request) {
   const size_t count = request.values.size();
   const size_t bad = FirstNonFinite(request.values.data(), count);
   if (bad == count) return;
-  non_finite_.fetch_add(1);
+  state_.counters.non_finite.fetch_add(1);
   throw MakeError("push to table ", request.table, " has a non-finite value (", request.values[bad],
                   ") at key ", bad / request.width, " of ", request.keys.size(), ", column ",
                   bad % request.width, ": refused whole, nothing applied");
 }
 
-bool KVServer::ServeDump(const proto::Meta& meta, const DataRequest& request) {
+bool RequestServing::ServeDump(const proto::Meta& meta, const DataRequest& request) {
   Message response = meta.summarize() ? Summarize(request.table, request.width)
                                       : Dump(request.table, request.width, meta.dump_from());
-  served_.fetch_add(1);
-  Reply(meta, response);
+  state_.counters.served.fetch_add(1);
+  state_.Reply(meta, response);
   return false;
 }
 
-bool KVServer::ServeEmpty(const proto::Meta& meta) {
+bool RequestServing::ServeEmpty(const proto::Meta& meta) {
   Message response;
-  served_.fetch_add(1);
+  state_.counters.served.fetch_add(1);
   if (meta.command() == proto::PULL) {
     response.frames.push_back(AsBytes(SharedArray<float>()));
   }
-  Reply(meta, response);
+  state_.Reply(meta, response);
   return false;
 }
 
-bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& shard,
-                         size_t range) {
+bool RequestServing::ServePush(Message&& message, const DataRequest& request, Shard& shard,
+                               size_t range) {
   const proto::Meta& meta = message.meta;
   const int origin = meta.origin() != 0 ? meta.origin() : meta.sender();
-  if (meta.origin() != 0 && meta.epoch() < view_epoch_ && PredecessorId(range) != meta.sender()) {
+  if (meta.origin() != 0 && meta.epoch() < state_.view_epoch &&
+      PredecessorId(range) != meta.sender()) {
     // Passed down for an older view, by a server that is no longer this
     // one's predecessor (the chain moved on): dropped. The worker, which has
     // no acknowledgement, sends it again along the new chain.
@@ -191,7 +260,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
         "a worker's push carries evicted or unadmitted keys (only a primary passes "
         "them down)");
   }
-  ServerTable& table = TableFor(shard, range, request.table, request.width);
+  ServerTable& table = state_.TableFor(shard, range, request.table, request.width);
   const bool fresh = shard.applied[origin].Classify(meta.sequence()) == DedupeWindow::Verdict::kNew;
   if (fresh) AdvanceTableClock(meta.clock(), &table);
   // The primary decides which keys are admitted and which rows are evicted;
@@ -208,7 +277,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
   if (filters && !fresh) KeepKeysWithRows(&admitted, table);
   int64_t staleness = 0;
   const bool applied = ApplyOnce(meta, admitted, origin, shard, table, range, &staleness);
-  served_.fetch_add(1);
+  state_.counters.served.fetch_add(1);
   if (applied && !request.evicted.empty()) {
     EraseRows(request.evicted.data(), request.evicted.size(), &shard, &table);
   }
@@ -218,7 +287,7 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
     if (admitted.keys.size() == 0 && unadmitted.empty()) {
       // A repeat with nothing admitted: nothing for the replicas to do.
       Message response;
-      Reply(meta, response);
+      state_.Reply(meta, response);
       return applied;
     }
     message.frames = {AsBytes(admitted.keys), AsBytes(admitted.values)};
@@ -234,11 +303,11 @@ bool KVServer::ServePush(Message&& message, const DataRequest& request, Shard& s
   }
   // Every replica takes the step the primary took.
   if (applied && table.staleness_aware) message.meta.set_push_staleness(staleness);
-  PassDown(message, range, origin);
+  pass_down_(message, range, origin);
   return applied;
 }
 
-void KVServer::AdvanceTableClock(int64_t clock, ServerTable* table) {
+void RequestServing::AdvanceTableClock(int64_t clock, ServerTable* table) {
   if (table->evict_after == 0 || clock <= table->push_clock) return;
   table->push_clock = clock;
   ++table->clock;
@@ -250,7 +319,7 @@ void KVServer::AdvanceTableClock(int64_t clock, ServerTable* table) {
   }
 }
 
-void KVServer::KeepKeysWithRows(DataRequest* request, const ServerTable& table) {
+void RequestServing::KeepKeysWithRows(DataRequest* request, const ServerTable& table) {
   std::vector<size_t> kept;
   for (size_t i = 0; i < request->keys.size(); ++i) {
     if (table.rows->Find(request->keys[i])) kept.push_back(i);
@@ -258,14 +327,14 @@ void KVServer::KeepKeysWithRows(DataRequest* request, const ServerTable& table) 
   KeepOnly(kept, request);
 }
 
-void KVServer::Admit(DataRequest* request, ServerTable* table, std::vector<Key>* unadmitted) {
+void RequestServing::Admit(DataRequest* request, ServerTable* table, std::vector<Key>* unadmitted) {
   if (!table->admission) {
     table->admission = std::make_unique<AdmissionSketch>(table->admit_sketch_width);
   }
   const size_t count = request->keys.size();
   std::vector<size_t> kept;
-  admitted_keys_.fetch_add(AdmitKeys(request->keys.data(), count, *table, &kept));
-  unadmitted_pushes_.fetch_add(count - kept.size());
+  state_.counters.admitted_keys.fetch_add(AdmitKeys(request->keys.data(), count, *table, &kept));
+  state_.counters.unadmitted_pushes.fetch_add(count - kept.size());
   unadmitted->clear();
   for (size_t i = 0, k = 0; i < count; ++i) {
     if (k < kept.size() && kept[k] == i) {
@@ -277,7 +346,7 @@ void KVServer::Admit(DataRequest* request, ServerTable* table, std::vector<Key>*
   KeepOnly(kept, request);
 }
 
-void KVServer::CountAsPrimaryDid(const DataRequest& request, ServerTable* table) {
+void RequestServing::CountAsPrimaryDid(const DataRequest& request, ServerTable* table) {
   if (!table->admission) {
     table->admission = std::make_unique<AdmissionSketch>(table->admit_sketch_width);
   }
@@ -297,7 +366,7 @@ void KVServer::CountAsPrimaryDid(const DataRequest& request, ServerTable* table)
   }
 }
 
-void KVServer::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
+void RequestServing::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
   const size_t width = request->width;
   if (kept.size() == request->keys.size()) return;
   auto keys = SharedArray<Key>::Allocate(kept.size());
@@ -311,7 +380,7 @@ void KVServer::KeepOnly(const std::vector<size_t>& kept, DataRequest* request) {
   request->values = values;
 }
 
-std::vector<Key> KVServer::Sweep(Shard* shard, ServerTable* table) {
+std::vector<Key> RequestServing::Sweep(Shard* shard, ServerTable* table) {
   // A scan of the table's stamps every eighth of the window.
   const uint64_t every = std::max<uint64_t>(1, table->evict_after / 8);
   // At fixed clocks (a multiple of `every`), so that a resumed table, its
@@ -327,18 +396,18 @@ std::vector<Key> KVServer::Sweep(Shard* shard, ServerTable* table) {
   table->clock_stamps.erase(table->clock_stamps.begin(), first_kept);
   std::sort(evicted.begin(), evicted.end());
   EraseRows(evicted.data(), evicted.size(), shard, table);
-  evicted_rows_.fetch_add(evicted.size());
+  state_.counters.evicted_rows.fetch_add(evicted.size());
   return evicted;
 }
 
-void KVServer::EraseRows(const Key* keys, size_t count, Shard* shard, ServerTable* table) {
+void RequestServing::EraseRows(const Key* keys, size_t count, Shard* shard, ServerTable* table) {
   for (size_t i = 0; i < count; ++i) {
     // A delta checkpoint lists the keys removed since its base.
     if (table->rows->Erase(keys[i]) && !shard->tracked.empty()) table->removed.push_back(keys[i]);
   }
 }
 
-bool KVServer::MovedAway(const proto::Meta& meta, const Shard* shard) const {
+bool RequestServing::MovedAway(const proto::Meta& meta, const Shard* shard) const {
   // A worker's request for a range this server is not the primary of: the
   // range moved on (live resharding, a promotion) after the worker routed it,
   // perhaps while its view changed under it, so its epoch may even be this
@@ -348,7 +417,7 @@ bool KVServer::MovedAway(const proto::Meta& meta, const Shard* shard) const {
   return !shard || !shard->primary;
 }
 
-int KVServer::PredecessorId(size_t range) const {
+int RequestServing::PredecessorId(size_t range) const {
   auto ranges = node_->ranges();
   const int predecessor = ranges ? ranges->Predecessor(range, node_->rank()) : -1;
   try {
@@ -358,7 +427,7 @@ int KVServer::PredecessorId(size_t range) const {
   }
 }
 
-void KVServer::CheckPushRoute(const proto::Meta& meta, size_t range) const {
+void RequestServing::CheckPushRoute(const proto::Meta& meta, size_t range) const {
   auto ranges = node_->ranges();
   if (meta.origin() == 0 && ranges->server(range) != node_->rank()) {
     throw MakeError("server ", node_->rank(), " is not the primary of key range ", range,
@@ -372,7 +441,7 @@ void KVServer::CheckPushRoute(const proto::Meta& meta, size_t range) const {
   }
 }
 
-void KVServer::HoldPush(Message&& message, Shard& shard, size_t range) {
+void RequestServing::HoldPush(Message&& message, Shard& shard, size_t range) {
   // Passed down before this replica has the range: it goes on once the
   // range's copy (which will include it) has arrived. Past the bound,
   // dropped: the worker resends it.
@@ -380,15 +449,16 @@ void KVServer::HoldPush(Message&& message, Shard& shard, size_t range) {
   if (shard.held.size() < kMaxHeldPushes) shard.held.push_back(std::move(message));
 }
 
-bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin,
-                         Shard& shard, ServerTable& table, size_t range, int64_t* staleness) {
+bool RequestServing::ApplyOnce(const proto::Meta& meta, const DataRequest& request, int origin,
+                               Shard& shard, ServerTable& table, size_t range, int64_t* staleness) {
   DedupeWindow& window = shard.applied[origin];
   switch (window.Classify(meta.sequence())) {
     case DedupeWindow::Verdict::kRepeat:
-      duplicates_.fetch_add(1);  // applied before: passed on and acknowledged all the same
+      state_.counters.duplicates.fetch_add(
+          1);  // applied before: passed on and acknowledged all the same
       return false;
     case DedupeWindow::Verdict::kOutOfWindow:
-      out_of_window_.fetch_add(1);
+      state_.counters.out_of_window.fetch_add(1);
       throw MakeError("sequence ", meta.sequence(), " of node ", origin,
                       " is outside the window of its newest applied push to key range ", range,
                       " (", window.newest(), ", window -", DedupeWindow::kMaxBehind, "/+",
@@ -416,8 +486,8 @@ bool KVServer::ApplyOnce(const proto::Meta& meta, const DataRequest& request, in
   return true;
 }
 
-int64_t KVServer::StalenessOf(const proto::Meta& meta, uint32_t table_id, const Shard& shard,
-                              const ServerTable& table) const {
+int64_t RequestServing::StalenessOf(const proto::Meta& meta, uint32_t table_id, const Shard& shard,
+                                    const ServerTable& table) const {
   if (meta.origin() != 0) {
     return meta.has_push_staleness() ? PushStaleness::Clamp(meta.push_staleness()) : 0;
   }
@@ -425,10 +495,10 @@ int64_t KVServer::StalenessOf(const proto::Meta& meta, uint32_t table_id, const 
   return shard.reads.Of(meta.sender(), table_id, meta.read_clock(), table.version);
 }
 
-void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard,
-                         size_t range, int64_t waited_us, Message* response) {
+void RequestServing::ServePull(const proto::Meta& meta, const DataRequest& request, Shard& shard,
+                               size_t range, int64_t waited_us, Message* response) {
   if (!shard.ready) throw MakeError("key range ", range, " is not ready here");
-  ServerTable& served = TableFor(shard, range, request.table, request.width);
+  ServerTable& served = state_.TableFor(shard, range, request.table, request.width);
   if (served.staleness_aware) {
     shard.reads.RecordPull(meta.sender(), request.table, meta.clock(), served.version);
   }
@@ -445,10 +515,10 @@ void KVServer::ServePull(const proto::Meta& meta, const DataRequest& request, Sh
     table->Pull(request.keys.data(), request.keys.size(), values.data());
     response->frames.push_back(AsBytes(values));
   }
-  served_.fetch_add(1);
+  state_.counters.served.fetch_add(1);
 }
 
-size_t KVServer::RangeOfRequest(const DataRequest& request) const {
+size_t RequestServing::RangeOfRequest(const DataRequest& request) const {
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("this server has no cluster view yet");
   // Every key a request names lies in one range (the first list's).
@@ -469,49 +539,10 @@ size_t KVServer::RangeOfRequest(const DataRequest& request) const {
   return range;
 }
 
-ServerTable& KVServer::TableFor(Shard& shard, size_t range, uint32_t table, uint32_t width) {
-  auto found = shard.tables.find(table);
-  if (found != shard.tables.end()) {
-    if (static_cast<uint32_t>(found->second.rows->weight_width()) != width) {
-      throw MakeError("table ", table, " has rows of width ", found->second.rows->weight_width(),
-                      ", the request has width ", width);
-    }
-    return found->second;
-  }
-  // Made whole before it joins the shard: an allocation that fails leaves no
-  // table without rows behind.
-  auto spec = specs_.find(table);
-  const OptimizerOptions& options =
-      spec != specs_.end() ? spec->second.optimizer : default_optimizer_;
-  ServerTable made;
-  made.optimizer = MakeOptimizer(options);
-  made.staleness_aware = options.staleness_aware;
-  const int state = made.optimizer->StateWidth(static_cast<int>(width));
-  // The table is laid out for its key range.
-  Key first = 0, last = ~Key{0};
-  if (auto ranges = node_->ranges(); ranges && range < ranges->num_ranges()) {
-    first = ranges->begin(range);
-    last = ranges->last(range);
-  }
-  made.rows = std::make_unique<ParameterTable>(
-      static_cast<int>(width), state, spec != specs_.end() ? spec->second.initializer : nullptr,
-      first, last);
-  if (spec != specs_.end()) {
-    const TableSpec& declared = spec->second;
-    if (declared.admit_after > 1) {
-      made.admit_after = declared.admit_after;
-      made.admit_sketch_width = AdmissionSketch::WidthFor(declared.admit_sketch_bytes);
-    }
-    made.evict_after = declared.evict_after;
-  }
-  if (track_changes_ || made.evict_after > 0) made.rows->EnableStamps();
-  return shard.tables.emplace(table, std::move(made)).first->second;
-}
-
-void KVServer::ForEachPrimaryRow(uint32_t table, uint32_t width,
-                                 const std::function<void(Key, const float*)>& visit) const {
+void RequestServing::ForEachPrimaryRow(uint32_t table, uint32_t width,
+                                       const std::function<void(Key, const float*)>& visit) const {
   auto ranges = node_->ranges();
-  for (const auto& [range, shard] : shards_) {
+  for (const auto& [range, shard] : state_.shards) {
     // Each range's rows come from its primary only.
     if (!ranges || ranges->server(range) != node_->rank()) continue;
     auto found = shard.tables.find(table);
@@ -524,7 +555,7 @@ void KVServer::ForEachPrimaryRow(uint32_t table, uint32_t width,
   }
 }
 
-Message KVServer::Summarize(uint32_t table, uint32_t width) const {
+Message RequestServing::Summarize(uint32_t table, uint32_t width) const {
   uint64_t rows = 0;
   double square_sum = 0;
   ForEachPrimaryRow(table, width, [&](Key, const float* row) {
@@ -539,8 +570,8 @@ Message KVServer::Summarize(uint32_t table, uint32_t width) const {
   return response;
 }
 
-Message KVServer::Dump(uint32_t table, uint32_t width, Key from) const {
-  const size_t page_rows = RowsPerPage(page_bytes_, width);
+Message RequestServing::Dump(uint32_t table, uint32_t width, Key from) const {
+  const size_t page_rows = RowsPerPage(state_.page_bytes, width);
   const auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
   // The page's rows: the `page_rows` smallest keys >= from, found in one pass
   // that never holds more than twice as many.

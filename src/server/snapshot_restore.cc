@@ -1,20 +1,75 @@
-// KVServer's checkpoints: copying its rows at a SNAPSHOT (written by
-// SnapshotWriter) and loading them back when a job resumes or a server
-// replaces one that left.
+#include "server/snapshot_restore.h"
+
 #include <glog/logging.h>
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "base/error.h"
 #include "base/time.h"
-#include "server/kv_server.h"
+#include "base/utf8.h"
+#include "server/replacement.h"
 
 namespace keel {
 
-void KVServer::OnSnapshot(const proto::Meta& meta) {
+SnapshotRestore::SnapshotRestore(ServerState* state)
+    : state_(*state),
+      node_(state->node),
+      writer_(std::make_unique<SnapshotWriter>(
+          [this](const std::string& checkpoint, const proto::CheckpointFile& file,
+                 const std::string& error) { ReportSnapshot(checkpoint, file, error); })) {}
+
+void SnapshotRestore::ReportSnapshot(const std::string& checkpoint,
+                                     const proto::CheckpointFile& file, const std::string& error) {
+  Message report;
+  report.meta.set_command(proto::SNAPSHOT);
+  report.meta.set_checkpoint(checkpoint);
+  *report.meta.mutable_file() = file;
+  report.meta.set_error(ValidUtf8(error));
+  try {
+    node_->SendToScheduler(report);
+  } catch (const std::exception& e) {
+    LOG(WARNING) << "checkpoint " << checkpoint << ": could not report: " << e.what();
+  }
+}
+
+void SnapshotRestore::RestoreOnce(const proto::ClusterView& view) {
+  std::string replace_uri;
+  const std::string replace_from = Replacement(*node_).restore_checkpoint(&replace_uri);
+  if (restored_ || (view.resume_checkpoint().empty() && replace_from.empty())) return;
+  restored_ = true;
+  // A resumed job (every replica loads its ranges), or a server replacing
+  // one that left (the ranges it is the only holder of).
+  std::set<size_t> targets;
+  for (const auto& [range, shard] : state_.shards) {
+    if (shard.ready) targets.insert(range);
+  }
+  try {
+    if (!replace_from.empty()) {
+      Restore(replace_uri, replace_from, targets);
+    } else {
+      Restore(view.resume_uri(), view.resume_checkpoint(), targets);
+      // The rows are the checkpoint's exactly: the first checkpoint may be a
+      // delta of it.
+      for (size_t range : targets) {
+        Shard& shard = state_.shards[range];
+        shard.tracked = DeltaToken(view.resume_uri(), view.resume_checkpoint());
+        for (auto& [id, table] : shard.tables) {
+          table.copied_stamp = table.rows->stamp();
+          table.rows->AdvanceStamp();
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    LOG(ERROR) << "cannot resume: " << e.what();
+    state_.Fail(std::string("cannot resume: ") + e.what());
+  }
+}
+
+void SnapshotRestore::OnSnapshot(const proto::Meta& meta) {
   const double begin = MonotonicSeconds();
   uint64_t rows = 0;
   ServerSnapshot snapshot = CopyForSnapshot(meta, &rows);
@@ -30,7 +85,7 @@ void KVServer::OnSnapshot(const proto::Meta& meta) {
   writer_->Write(meta.checkpoint_uri(), meta.checkpoint(), std::move(snapshot));
 }
 
-ServerSnapshot KVServer::CopyForSnapshot(const proto::Meta& meta, uint64_t* rows) {
+ServerSnapshot SnapshotRestore::CopyForSnapshot(const proto::Meta& meta, uint64_t* rows) {
   ServerSnapshot snapshot;
   snapshot.server_rank = node_->rank();
   // Each range is written once, by its primary.
@@ -39,13 +94,13 @@ ServerSnapshot KVServer::CopyForSnapshot(const proto::Meta& meta, uint64_t* rows
   const std::string base =
       meta.delta_base().empty() ? "" : DeltaToken(meta.checkpoint_uri(), meta.delta_base());
   // A delta only if every range written was tracked since the base.
-  snapshot.delta = track_changes_ && !base.empty();
-  for (const auto& [range, shard] : shards_) {
+  snapshot.delta = state_.track_changes && !base.empty();
+  for (const auto& [range, shard] : state_.shards) {
     if (primary(range) && shard.tracked != base) snapshot.delta = false;
   }
   std::map<uint32_t, SnapshotTable> copies;
   const std::string token = DeltaToken(meta.checkpoint_uri(), meta.checkpoint());
-  for (auto& [range, shard] : shards_) {
+  for (auto& [range, shard] : state_.shards) {
     if (!primary(range)) {
       shard.tracked.clear();  // a replica's rows may lag or lead the primary's copy
       continue;
@@ -57,20 +112,20 @@ ServerSnapshot KVServer::CopyForSnapshot(const proto::Meta& meta, uint64_t* rows
       const size_t before = copy.keys.size();
       AppendRows(table, &copy, snapshot.delta, ranges->begin(range), ranges->last(range));
       *rows += copy.keys.size() - before;
-      if (track_changes_) {
+      if (state_.track_changes) {
         table.copied_stamp = table.rows->stamp();
         table.rows->AdvanceStamp();
         table.removed.clear();
       }
     }
-    shard.tracked = track_changes_ ? token : "";
+    shard.tracked = state_.track_changes ? token : "";
   }
   for (auto& [id, copy] : copies) snapshot.tables.push_back(std::move(copy));
   return snapshot;
 }
 
-uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
-                           const std::set<size_t>& targets) {
+uint64_t SnapshotRestore::Restore(const std::string& uri, const std::string& id,
+                                  const std::set<size_t>& targets) {
   const double begin = MonotonicSeconds();
   CheckpointStore store(uri);
   const std::vector<proto::CheckpointManifest> chain = store.Chain(id);
@@ -116,13 +171,13 @@ uint64_t KVServer::Restore(const std::string& uri, const std::string& id,
   return loaded;
 }
 
-void KVServer::RestoreClocks() {
+void SnapshotRestore::RestoreClocks() {
   // The rows' stamps hold their last push's clock (CopyRowsIn): the stamps
   // of the clocks a sweep may ask for are made the clocks themselves, and the
   // table's stamp counter its clock, so the next sweep removes what the
   // uninterrupted job's would have.
   for (const auto& [range, id] : std::exchange(clocks_restored_, {})) {
-    ServerTable& table = shards_[range].tables.at(id);
+    ServerTable& table = state_.shards[range].tables.at(id);
     if (table.evict_after == 0) continue;
     table.clock_stamps.clear();
     const uint64_t from = table.clock > table.evict_after ? table.clock - table.evict_after : 1;
@@ -133,9 +188,9 @@ void KVServer::RestoreClocks() {
   }
 }
 
-void KVServer::RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
-                               Key first, Key last, ServerTable* table,
-                               std::set<std::pair<size_t, uint32_t>>* sketches) {
+void SnapshotRestore::RestoreCounters(const SnapshotTable& saved, const std::string& where,
+                                      size_t range, Key first, Key last, ServerTable* table,
+                                      std::set<std::pair<size_t, uint32_t>>* sketches) {
   for (const RangeSketch& set : saved.sketches) {
     if (set.last < first || last < set.first) continue;
     if (set.width != table->admit_sketch_width) {
@@ -153,14 +208,15 @@ void KVServer::RestoreCounters(const SnapshotTable& saved, const std::string& wh
   }
 }
 
-uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
-                                   const std::set<size_t>& targets, const RangeMap& ranges,
-                                   bool fresh, std::set<std::pair<size_t, uint32_t>>* sketches) {
+uint64_t SnapshotRestore::RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
+                                          const std::set<size_t>& targets, const RangeMap& ranges,
+                                          bool fresh,
+                                          std::set<std::pair<size_t, uint32_t>>* sketches) {
   // A full file replaces the rows of its spans: rows there that it lacks
   // were removed before it was written.
   if (!snapshot.delta && !fresh) {
     for (size_t range : targets) {
-      for (auto& [id, table] : shards_[range].tables) {
+      for (auto& [id, table] : state_.shards[range].tables) {
         std::vector<Key> doomed;
         table.rows->ForEach([&](Key key, const float*) {
           for (const auto& [first, last] : snapshot.spans) {
@@ -177,7 +233,8 @@ uint64_t KVServer::RestoreSnapshot(const ServerSnapshot& snapshot, const std::st
   uint64_t loaded = 0;
   for (const SnapshotTable& saved : snapshot.tables) {
     for (size_t range : targets) {
-      ServerTable& table = TableFor(shards_[range], range, saved.table, saved.weight_width);
+      ServerTable& table =
+          state_.TableFor(state_.shards[range], range, saved.table, saved.weight_width);
       if (static_cast<uint32_t>(table.rows->row_width()) != saved.row_width) {
         throw MakeError(where, ": table ", saved.table, " rows have ", saved.row_width,
                         " floats (weights and optimizer state); this job's optimizer ",
