@@ -33,11 +33,11 @@
 #include <vector>
 
 #include "faults/fault_schedule.h"
-#include "launch/launched_job_end.h"
-#include "launch/launcher.h"
 #include "faults/partition.h"
 #include "io/timeline_writer.h"
 #include "kv/cluster_secret.h"
+#include "launch/launched_job_end.h"
+#include "launch/launcher.h"
 
 namespace keel {
 

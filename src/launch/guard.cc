@@ -15,9 +15,9 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "kv/cluster_secret.h"
 #include "launch/launcher.h"
 #include "launch/remote.h"
-#include "kv/cluster_secret.h"
 
 namespace keel {
 namespace {

@@ -17,9 +17,9 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "base/time.h"
+#include "kv/cluster_secret.h"
 #include "launch/launcher.h"
 #include "launch/role_output.h"
-#include "kv/cluster_secret.h"
 
 extern char** environ;
 

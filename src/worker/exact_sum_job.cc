@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "base/time.h"
 #include "base/files.h"
+#include "base/time.h"
 #include "worker/barriers.h"
 #include "worker/training_cursor.h"
 

@@ -8,8 +8,8 @@
 
 #include "base/error.h"
 #include "base/files.h"
-#include "launch/remote.h"
 #include "kv/peer_authenticator.h"
+#include "launch/remote.h"
 #include "test_util.h"
 
 namespace keel {
