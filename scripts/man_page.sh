@@ -18,7 +18,7 @@ trap 'rm -f "$include"' EXIT
     echo ".fi"
   done
   echo "[SEE ALSO]"
-  echo "The guide and the examples: /usr/share/doc/keel/ (README.md, examples/*.flags)."
+  echo "The guide and the examples: /usr/share/doc/keel/ (README.md, guide/, examples/*.flags)."
   echo "Bash completion: \`keel completion bash\`."
 } >"$include"
 help2man --no-info --no-discard-stderr --name="a parameter-server training runtime" \

@@ -19,6 +19,7 @@ bash -c '. /usr/share/bash-completion/completions/keel
          _keel; [ "${COMPREPLY[*]}" = --checkpoint_every= ]'
 echo "completion: keel lau -> launch, keel launch --checkpoint_e -> --checkpoint_every="
 ls /usr/share/doc/keel/examples/linear_learner.flags
+ls /usr/share/doc/keel/guide/README.md
 cd /tmp
 keel datagen --model=linear --rows=4000 --features=200 --nnz=8 --seed=3 --out=/tmp/data
 keel launch --servers=1 --workers=1 --flagfile=/usr/share/doc/keel/examples/linear_learner.flags \
