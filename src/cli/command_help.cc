@@ -12,6 +12,54 @@
 namespace keel {
 namespace {
 
+constexpr char kUsage[] =
+    "keel: a parameter-server training runtime\n"
+    "\n"
+    "usage: keel <command> [--flags]\n"
+    "\n"
+    "commands:\n"
+    "  scheduler --port P --num_servers S --num_workers W   run the scheduler\n"
+    "  server --scheduler HOST:P                            run a parameter server\n"
+    "  worker --scheduler HOST:P --job JOB                  run a worker\n"
+    "  launch --servers S --workers W [job flags]           run a local cluster\n"
+    "         [--checkpoint_uri URI [--checkpoint_every N] [--resume latest|URI]]\n"
+    "  launch --hostfile FILE [job flags]                   run the job over ssh "
+    "(docs/OPERATIONS.md)\n"
+    "  launch --slurm --servers S [job flags]               one task of an srun step\n"
+    "  predict --model_dir D --data F --out P|-             score a file with a trained model\n"
+    "  serve --model_dir D [--serve_port 8080]              answer SageMaker's inference "
+    "contract\n"
+    "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
+    "  bench kv|zmq|parse|backend|train|checkpoint|admission|reshard\n"
+    "                                                       measure push/pull, ZeroMQ, parsing,\n"
+    "                                                       a compute backend (--device, "
+    "--threads),\n"
+    "                                                       a training job's stages (--data),\n"
+    "                                                       full against delta checkpoints,\n"
+    "                                                       a table's memory with admission,\n"
+    "                                                       pushes' stalls while ranges move\n"
+    "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
+    "  report MODEL_DIR [--out FILE]                        a job's HTML report with plots\n"
+    "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
+    "  admin drain --scheduler HOST:P --rank R              move a server's key ranges off it\n"
+    "                                                       while the job runs; it then leaves\n"
+    "  version                                              version, commit, build facts\n"
+    "  completion bash                                      a bash completion script\n"
+    "                                                       (source <(keel completion bash))\n"
+    "\n"
+    "  guard -- COMMAND...                                  run COMMAND; stop it when stdin "
+    "closes\n"
+    "\n"
+    "keel <command> --help lists the command's flags by group (job, data, cluster,\n"
+    "checkpoints, faults, ...); --helpfull every flag. --flagfile=FILE reads flags from FILE\n"
+    "(--name=value lines); an unknown flag there or on the command line is an error.\n"
+    "--check_flags checks a role's flags (and the job's) without starting it.\n";
+
+}  // namespace
+
+const char* KeelUsage() { return kUsage; }
+namespace {
+
 constexpr size_t kWidth = 100;      // the lines' length
 constexpr size_t kTextColumn = 34;  // where descriptions start
 

@@ -9,6 +9,10 @@
 
 namespace keel {
 
+// `keel --help`: what keel is, its commands with their usage, and where to
+// read more.
+const char* KeelUsage();
+
 // The usage of `command` (one of CommandNames(), cli/command_flags.h), then
 // the groups of flags it takes (CommandFlagGroups), each flag with its
 // default and its description.

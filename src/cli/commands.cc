@@ -25,49 +25,6 @@
 namespace keel {
 namespace {
 
-const char kUsage[] =
-    "keel: a parameter-server training runtime\n"
-    "\n"
-    "usage: keel <command> [--flags]\n"
-    "\n"
-    "commands:\n"
-    "  scheduler --port P --num_servers S --num_workers W   run the scheduler\n"
-    "  server --scheduler HOST:P                            run a parameter server\n"
-    "  worker --scheduler HOST:P --job JOB                  run a worker\n"
-    "  launch --servers S --workers W [job flags]           run a local cluster\n"
-    "         [--checkpoint_uri URI [--checkpoint_every N] [--resume latest|URI]]\n"
-    "  launch --hostfile FILE [job flags]                   run the job over ssh "
-    "(docs/OPERATIONS.md)\n"
-    "  launch --slurm --servers S [job flags]               one task of an srun step\n"
-    "  predict --model_dir D --data F --out P|-             score a file with a trained model\n"
-    "  serve --model_dir D [--serve_port 8080]              answer SageMaker's inference "
-    "contract\n"
-    "  datagen --model linear|fm --rows N --out DIR         synthetic data from a planted model\n"
-    "  bench kv|zmq|parse|backend|train|checkpoint|admission|reshard\n"
-    "                                                       measure push/pull, ZeroMQ, parsing,\n"
-    "                                                       a compute backend (--device, "
-    "--threads),\n"
-    "                                                       a training job's stages (--data),\n"
-    "                                                       full against delta checkpoints,\n"
-    "                                                       a table's memory with admission,\n"
-    "                                                       pushes' stalls while ranges move\n"
-    "  checkpoint ls|show|verify URI                        list, show or verify checkpoints\n"
-    "  report MODEL_DIR [--out FILE]                        a job's HTML report with plots\n"
-    "  keygen --out FILE                                    a new cluster secret (--secret_file)\n"
-    "  admin drain --scheduler HOST:P --rank R              move a server's key ranges off it\n"
-    "                                                       while the job runs; it then leaves\n"
-    "  version                                              version, commit, build facts\n"
-    "  completion bash                                      a bash completion script\n"
-    "                                                       (source <(keel completion bash))\n"
-    "\n"
-    "  guard -- COMMAND...                                  run COMMAND; stop it when stdin "
-    "closes\n"
-    "\n"
-    "keel <command> --help lists the command's flags by group (job, data, cluster,\n"
-    "checkpoints, faults, ...); --helpfull every flag. --flagfile=FILE reads flags from FILE\n"
-    "(--name=value lines); an unknown flag there or on the command line is an error.\n"
-    "--check_flags checks a role's flags (and the job's) without starting it.\n";
-
 // What `exception` says: a keel::Error's message, "out of memory" for
 // std::bad_alloc, "unexpected error: WHAT" for another std::exception (a bug:
 // Keel's own failures are keel::Error).
@@ -170,7 +127,7 @@ int ParseFlags(int argc, char** argv, const Invocation& invocation) {
   for (int i = invocation.first_flag; i < argc; ++i) rest.push_back(argv[i]);
   int rest_count = static_cast<int>(rest.size());
   char** rest_argv = rest.data();
-  gflags::SetUsageMessage(kUsage);
+  gflags::SetUsageMessage(KeelUsage());
   gflags::SetVersionString(VersionText());
   gflags::SetCommandLineOptionWithMode("logtostderr", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&rest_count, &rest_argv, true);
@@ -213,7 +170,7 @@ int UnknownCommand(const std::string& command) {
   const std::string nearest = NearestName(command, CommandNames());
   std::cerr << "keel: unknown command '" << command << "'"
             << (nearest.empty() ? "" : " (did you mean " + nearest + "?)") << "\n\n"
-            << kUsage;
+            << KeelUsage();
   return 2;
 }
 
@@ -239,7 +196,7 @@ bool PrintHelpIfAsked(int argc, char** argv, const std::string& command) {
 
 int RunCommandLine(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-    std::cout << kUsage;
+    std::cout << KeelUsage();
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
