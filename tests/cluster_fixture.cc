@@ -30,6 +30,14 @@ void StartNodes(const std::vector<Node*>& nodes) {
   for (auto& thread : starting) thread.join();
 }
 
+RequestRetry Retries(double timeout_s, double max_timeout_s, int max_attempts) {
+  RequestRetry retry;
+  retry.timeout_s = timeout_s;
+  retry.max_timeout_s = max_timeout_s;
+  retry.max_attempts = max_attempts;
+  return retry;
+}
+
 RequestRetry PatientRetry() {
   RequestRetry retry;
   retry.timeout_s = 0.2;

@@ -32,6 +32,10 @@ std::unique_ptr<Scheduler> StartScheduler(const SchedulerOptions& options);
 // own, the last on this one; returns once all have started.
 void StartNodes(const std::vector<Node*>& nodes);
 
+// Retries that wait `timeout_s` after the first send, at most `max_timeout_s`
+// after a later one, and send `max_attempts` times in all.
+RequestRetry Retries(double timeout_s, double max_timeout_s, int max_attempts);
+
 // Retries for a worker that resends soon and often (0.2 s, 100 sends): for
 // clusters whose servers come and go under it.
 RequestRetry PatientRetry();
