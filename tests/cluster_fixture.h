@@ -3,7 +3,9 @@
 // worker (a Node and a KVWorker), as objects a test makes and reaches into.
 // LocalScheduler and StartScheduler make the scheduler, StartNodes starts
 // nodes together (each Start blocks until the whole cluster has registered),
-// and the fixture ClusterTest holds the usual set and stops it at the end.
+// and the fixtures ClusterTest (servers and one worker) and
+// OneServerClusterTest (one server, several workers) hold the usual sets and
+// stop them at the end.
 #ifndef KEEL_TESTS_CLUSTER_FIXTURE_H_
 #define KEEL_TESTS_CLUSTER_FIXTURE_H_
 
