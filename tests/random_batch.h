@@ -10,6 +10,13 @@
 
 namespace keel::testing {
 
+// A label for the task: real in [-1, 1] for regression, else a class id (0/1
+// when classes is 1).
+inline float RandomLabel(int classes, bool regression, std::mt19937_64* random) {
+  if (regression) return std::uniform_real_distribution<float>(-1.0f, 1.0f)(*random);
+  return static_cast<float>((*random)() % (classes > 1 ? classes : 2));
+}
+
 // `rows` rows of 1..max_nnz distinct features out of `features`, values in
 // [-1, 1], labels for the task: real for regression, else a class id (0/1
 // when classes is 1). Prepared (PrepareKeys).
@@ -29,10 +36,8 @@ inline PreparedBatch RandomBatch(size_t rows, uint64_t features, int max_nnz, in
       indices.push_back(f);
       values.push_back(value(*random));
     }
-    const float label = regression    ? value(*random)
-                        : classes > 1 ? static_cast<float>((*random)() % classes)
-                                      : static_cast<float>((*random)() % 2);
-    prepared.batch.AddRow(label, indices.data(), values.data(), indices.size());
+    prepared.batch.AddRow(RandomLabel(classes, regression, random), indices.data(), values.data(),
+                          indices.size());
   }
   PrepareKeys(&prepared);
   return prepared;
@@ -49,10 +54,8 @@ inline PreparedBatch RandomDenseBatch(size_t rows, uint64_t features, int classe
   std::vector<float> values(features);
   for (size_t r = 0; r < rows; ++r) {
     for (float& v : values) v = value(*random);
-    const float label = regression    ? value(*random)
-                        : classes > 1 ? static_cast<float>((*random)() % classes)
-                                      : static_cast<float>((*random)() % 2);
-    prepared.batch.AddRow(label, indices.data(), values.data(), indices.size());
+    prepared.batch.AddRow(RandomLabel(classes, regression, random), indices.data(), values.data(),
+                          indices.size());
   }
   PrepareKeys(&prepared);
   return prepared;

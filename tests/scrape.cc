@@ -52,6 +52,12 @@ std::map<std::string, double> ParseExposition(const std::string& text) {
   return samples;
 }
 
+double SumOfValues(const std::map<std::string, double>& samples) {
+  double sum = 0;
+  for (const auto& [name, value] : samples) sum += value;
+  return sum;
+}
+
 HttpAnswer HttpGet(int port, const std::string& path, const std::string& host, double timeout_s) {
   httplib::Client client = MakeClient(host, port, timeout_s);
   return AnswerOf(client.Get(path.c_str()));

@@ -13,6 +13,9 @@ namespace keel::testing {
 // keel::Error naming the line if a sample's value is not a number.
 std::map<std::string, double> ParseExposition(const std::string& text);
 
+// The sum of the values of `samples` (series, or instances, to values).
+double SumOfValues(const std::map<std::string, double>& samples);
+
 struct HttpAnswer {
   int status = 0;  // 0: no answer (refused, timed out)
   std::string body;

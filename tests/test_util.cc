@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -133,6 +134,20 @@ Exit Run(const std::vector<std::string>& argv, double timeout_s) {
   return processes.Wait(processes.Start(argv), timeout_s);
 }
 
+std::vector<std::string> LaunchCommand(int servers, int workers,
+                                       const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {KeelBinary(), "launch", "--servers=" + std::to_string(servers),
+                                   "--workers=" + std::to_string(workers)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return argv;
+}
+
+Exit GenerateLinearData(const std::string& out, int rows, int seed) {
+  return Run({KeelBinary(), "datagen", "--model=linear", "--rows=" + std::to_string(rows),
+              "--features=2000", "--nnz=10", "--seed=" + std::to_string(seed), "--out=" + out},
+             60);
+}
+
 Exit Shell(const std::string& command, double timeout_s) {
   return Run({"/bin/sh", "-c", command}, timeout_s);
 }
@@ -199,16 +214,35 @@ std::string WaitForPortFile(const std::string& path, double timeout_s) {
   return port;
 }
 
-std::string ErrorOf(const std::function<void()>& body) {
+namespace {
+
+// The message of the keel::Error `body` throws, if it throws one.
+std::optional<std::string> ErrorMessage(const std::function<void()>& body) {
   try {
     body();
   } catch (const Error& error) {
-    return error.what();
+    return std::string(error.what());
   }
-  return "no error";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string ErrorOf(const std::function<void()>& body) {
+  return ErrorMessage(body).value_or("no error");
+}
+
+std::string ErrorOrEmpty(const std::function<void()>& body) {
+  return ErrorMessage(body).value_or("");
 }
 
 // --- Files ------------------------------------------------------------------
+
+uint64_t Fnv1a64(const std::string& bytes) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char byte : bytes) hash = (hash ^ byte) * 0x100000001b3ULL;
+  return hash;
+}
 
 TempFolder::TempFolder(const std::string& purpose) {
   std::string pattern = "/tmp/keel-" + purpose + "-XXXXXX";
@@ -305,12 +339,20 @@ size_t CountLinesInFolder(const std::string& folder) {
 
 std::vector<long> ExamplesPerEpoch(const std::string& output) {
   std::vector<long> counts;
-  const std::regex line("epoch [0-9]+: ([0-9]+) examples across");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
-       it != std::sregex_iterator(); ++it) {
-    counts.push_back(std::stol((*it)[1]));
+  for (const std::string& count : FirstGroups(output, "epoch [0-9]+: ([0-9]+) examples across")) {
+    counts.push_back(std::stol(count));
   }
   return counts;
+}
+
+std::vector<std::string> FirstGroups(const std::string& text, const std::string& pattern) {
+  std::vector<std::string> groups;
+  const std::regex expression(pattern);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), expression);
+       it != std::sregex_iterator(); ++it) {
+    groups.push_back((*it)[1]);
+  }
+  return groups;
 }
 
 std::string RecordIOBody(const std::vector<aialgs::data::Record>& records) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -86,6 +87,14 @@ class Processes {
 // Runs `argv` to completion (bounded by `timeout_s`).
 Exit Run(const std::vector<std::string>& argv, double timeout_s);
 
+// `keel launch` of `servers` servers and `workers` workers, then `flags`.
+std::vector<std::string> LaunchCommand(int servers, int workers,
+                                       const std::vector<std::string>& flags);
+
+// Runs `keel datagen` of a linear model's data, `rows` rows of 2000 features
+// (10 of them set) from `seed`, into folder `out` (bounded by 60 s).
+Exit GenerateLinearData(const std::string& out, int rows, int seed);
+
 // Runs `command` with /bin/sh, bounded.
 Exit Shell(const std::string& command, double timeout_s = 30);
 
@@ -121,6 +130,9 @@ std::string WaitForPortFile(const std::string& path, double timeout_s);
 // The message of the keel::Error `body` throws, or "no error".
 std::string ErrorOf(const std::function<void()>& body);
 
+// The message of the keel::Error `body` throws, or "" if it throws none.
+std::string ErrorOrEmpty(const std::function<void()>& body);
+
 inline bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -139,6 +151,25 @@ class TempFolderTest : public ::testing::Test {
   TempFolder temp_folder_;
   const std::string folder_ = temp_folder_.path();
 };
+
+// A TempFolderTest whose folder_/data holds, from SetUp on, a linear model's
+// data from `seed` (GenerateLinearData, 20000 rows): for launched jobs.
+class LinearDataTest : public TempFolderTest {
+ protected:
+  LinearDataTest(const std::string& purpose, int seed) : TempFolderTest(purpose), seed_(seed) {}
+  void SetUp() override {
+    const auto exit = GenerateLinearData(folder_ + "/data", 20000, seed_);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  }
+
+ private:
+  const int seed_;
+};
+
+// 64-bit FNV-1a as published (offset basis 0xcbf29ce484222325, prime
+// 0x100000001b3): the checksum Keel's files end with, written here
+// independently of the code under test.
+uint64_t Fnv1a64(const std::string& bytes);
 
 // Writes `contents` to `path` (replacing it). (Inside a TempFolderTest, call
 // it as testing::WriteFile: the fixture's WriteFile takes a name in folder_.)
@@ -188,6 +219,10 @@ size_t CountLinesInFolder(const std::string& folder);
 // The example counts of every "epoch N: X examples across" line the leading
 // worker prints: what all workers read in each epoch.
 std::vector<long> ExamplesPerEpoch(const std::string& output);
+
+// The first group of every match of regular expression `pattern` in `text`,
+// in order.
+std::vector<std::string> FirstGroups(const std::string& text, const std::string& pattern);
 
 // `records` as one recordIO body (io/recordio.h), as a client sends them.
 std::string RecordIOBody(const std::vector<aialgs::data::Record>& records);

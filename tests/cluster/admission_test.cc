@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cluster_fixture.h"
 #include "kv/admission_sketch.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
@@ -67,16 +68,12 @@ constexpr float kInitial = 0.5f;
 // Two servers, every range on both (replication 1), one worker; table 0 has
 // rows of two weights (the first starts at 0.5), SGD with rate 1 (a push of
 // -1 adds 1), admission after 3 pushes and eviction after 4 clocks.
-class AdmissionCluster : public ::testing::Test {
+class AdmissionCluster : public testing::ClusterTest {
  protected:
   void SetUp() override {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = 2;
-    options.num_workers = 1;
+    SchedulerOptions options = testing::LocalScheduler(2, 1);
     options.replication = 1;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(options);
     TableSpec spec;
     spec.width = kWidth;
     spec.optimizer.name = "sgd";
@@ -86,15 +83,12 @@ class AdmissionCluster : public ::testing::Test {
     spec.admit_sketch_bytes = 64 << 10;
     spec.evict_after = 4;
     spec_ = spec;
-    std::vector<std::thread> starting;
     server_nodes_.resize(2);
     servers_.resize(2);
     for (int rank = 0; rank < 2; ++rank) MakeServer(rank);
-    for (auto& node : server_nodes_) starting.emplace_back([&node] { node->Start(); });
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
     client_ = std::make_unique<KVWorker>(worker_node_.get());
-    worker_node_->Start();
-    for (auto& thread : starting) thread.join();
+    StartAll();
   }
 
   void MakeServer(int rank) {
@@ -116,14 +110,6 @@ class AdmissionCluster : public ::testing::Test {
           return now->Chain(0) == chain && now->Chain(1) == chain;
         },
         20);
-  }
-
-  void TearDown() override {
-    worker_node_->Stop();
-    for (auto& node : server_nodes_) {
-      if (node) node->Stop();
-    }
-    scheduler_->Stop();
   }
 
   // One push at `clock` of every key in `keys` (sorted), each weight's
@@ -167,11 +153,6 @@ class AdmissionCluster : public ::testing::Test {
   }
 
   TableSpec spec_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::vector<std::unique_ptr<Node>> server_nodes_;
-  std::vector<std::unique_ptr<KVServer>> servers_;
-  std::unique_ptr<Node> worker_node_;
-  std::unique_ptr<KVWorker> client_;
 };
 
 // Hot keys pushed at every clock, warm ones at the first three only, a cold

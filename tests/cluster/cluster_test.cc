@@ -8,6 +8,7 @@
 #include <zmq_addon.hpp>
 
 #include "base/error.h"
+#include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
@@ -18,21 +19,18 @@
 namespace keel {
 namespace {
 
+using testing::Contains;
+using testing::ErrorOf;
 using testing::WaitFor;
 
 using testing::LocalNode;
 
-class InProcessCluster : public ::testing::Test {
+class InProcessCluster : public testing::ClusterTest {
  protected:
   static constexpr int kServers = 2;
 
   void SetUp() override {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = kServers;
-    options.num_workers = 1;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(testing::LocalScheduler(kServers, 1));
     OptimizerOptions sgd;
     sgd.learning_rate = 1.0f;
     for (int i = 0; i < kServers; ++i) {
@@ -41,29 +39,8 @@ class InProcessCluster : public ::testing::Test {
     }
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
     client_ = std::make_unique<KVWorker>(worker_node_.get());
-    // Start blocks until the whole cluster has registered.
-    std::vector<std::thread> starting;
-    for (auto& node : server_nodes_) starting.emplace_back([&node] { node->Start(); });
-    worker_node_->Start();
-    for (auto& thread : starting) thread.join();
+    StartAll();
   }
-
-  void TearDown() override {
-    worker_node_->Stop();
-    for (auto& node : server_nodes_) node->Stop();
-    scheduler_->Stop();
-  }
-
-  // The server node serving `key`.
-  int ServerRankOf(Key key) {
-    return worker_node_->ranges()->server(worker_node_->ranges()->RangeOf(key));
-  }
-
-  std::unique_ptr<Scheduler> scheduler_;
-  std::vector<std::unique_ptr<Node>> server_nodes_;
-  std::vector<std::unique_ptr<KVServer>> servers_;
-  std::unique_ptr<Node> worker_node_;
-  std::unique_ptr<KVWorker> client_;
 };
 
 TEST_F(InProcessCluster, EveryNodeGetsTheSameViewWithARankPerRole) {
@@ -101,12 +78,11 @@ TEST_F(InProcessCluster, PullReturnsWhatPushesAddedAcrossServers) {
 TEST_F(InProcessCluster, AWidthThatDisagreesWithTheTableFailsWithTheServersReason) {
   SharedArray<const Key> keys(std::vector<Key>{MixKey(1)});
   client_->Wait(client_->Push(keys, SharedArray<const float>(std::vector<float>{1}), 1));
-  try {
+  // "no error": a push of the wrong width was accepted.
+  const std::string error = ErrorOf([&] {
     client_->Wait(client_->Push(keys, SharedArray<const float>(std::vector<float>{1, 2}), 2));
-    FAIL() << "a push of the wrong width was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("has rows of width 1"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_TRUE(Contains(error, "has rows of width 1")) << error;
 }
 
 TEST_F(InProcessCluster, ClientRejectsUnsortedKeysBeforeSending) {
@@ -224,13 +200,9 @@ TEST_F(InProcessCluster, AFailedWorkerIsCounted) {
 
 TEST_F(InProcessCluster, ANodeBeyondTheExpectedCountIsRefused) {
   Node extra(LocalNode(proto::WORKER, scheduler_->port()));
-  try {
-    extra.Start();
-    FAIL() << "an extra worker was admitted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("already has its 1 WORKER"), std::string::npos)
-        << e.what();
-  }
+  // "no error": an extra worker was admitted.
+  const std::string error = ErrorOf([&] { extra.Start(); });
+  EXPECT_TRUE(Contains(error, "already has its 1 WORKER")) << error;
 }
 
 TEST(Scheduler, RefusesANodeItCannotReachNamingBothAddresses) {
@@ -278,14 +250,9 @@ TEST(Node, FailsClearlyWhenTheSchedulerDoesNotAnswer) {
   NodeOptions options = LocalNode(proto::WORKER, testing::UnusedPort());
   options.register_timeout_s = 1;
   Node node(options);
-  try {
-    node.Start();
-    FAIL() << "started without a scheduler";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no answer from the scheduler at " + options.scheduler),
-              std::string::npos)
-        << e.what();
-  }
+  // "no error": it started without a scheduler.
+  const std::string error = ErrorOf([&] { node.Start(); });
+  EXPECT_TRUE(Contains(error, "no answer from the scheduler at " + options.scheduler)) << error;
 }
 
 }  // namespace

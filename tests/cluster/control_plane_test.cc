@@ -12,6 +12,7 @@
 #include <vector>
 #include <zmq_addon.hpp>
 
+#include "cluster_fixture.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
 #include "test_util.h"
@@ -82,32 +83,18 @@ proto::Meta Register(const std::string& address) {
   return meta;
 }
 
-// A listening socket on 127.0.0.2: another host's open port, as far as a
-// process connecting from 127.0.0.1 can tell.
-class OtherHostListener {
+// A listening socket of the test's own (a ROUTER) on `host`: on 127.0.0.1 an
+// address that accepts connections, where a raw peer's REGISTER answer comes
+// (the scheduler connects back to the address a node advertises); on
+// 127.0.0.2 another host's open port, as far as a process connecting from
+// 127.0.0.1 can tell.
+class Listener {
  public:
-  OtherHostListener() : context_(1), socket_(context_, zmq::socket_type::router) {
-    socket_.set(zmq::sockopt::linger, 0);
-    socket_.bind("tcp://127.0.0.2:*");
-    const std::string bound = socket_.get(zmq::sockopt::last_endpoint);
-    address_ = bound.substr(bound.find("//") + 2);
-  }
-  const std::string& address() const { return address_; }
-
- private:
-  zmq::context_t context_;
-  zmq::socket_t socket_;
-  std::string address_;
-};
-
-// A listening socket on 127.0.0.1, where a raw peer's REGISTER answer comes
-// (the scheduler connects back to the address a node advertises).
-class LocalListener {
- public:
-  LocalListener() : context_(1), socket_(context_, zmq::socket_type::router) {
+  explicit Listener(const std::string& host = "127.0.0.1")
+      : context_(1), socket_(context_, zmq::socket_type::router) {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.set(zmq::sockopt::rcvtimeo, 100);
-    socket_.bind("tcp://127.0.0.1:*");
+    socket_.bind("tcp://" + host + ":*");
     const std::string bound = socket_.get(zmq::sockopt::last_endpoint);
     address_ = bound.substr(bound.find("//") + 2);
   }
@@ -145,16 +132,11 @@ double VirtualMemoryBytes() {
 class ControlPlane : public ::testing::Test {
  protected:
   void SetUp() override {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(testing::LocalScheduler(1, 1));
     server_ = std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port()));
     worker_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
     worker_link_ = std::make_unique<SchedulerLink>(*worker_);
-    std::thread starting([this] { server_->Start(); });
-    worker_->Start();
-    starting.join();
+    testing::StartNodes({server_.get(), worker_.get()});
   }
 
   void TearDown() override {
@@ -298,11 +280,9 @@ TEST_F(ControlPlane, DataMessagesHeldForANewerViewAreBoundedInTotal) {
 class Registration : public ::testing::Test {
  protected:
   void SetUp() override {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
+    SchedulerOptions options = testing::LocalScheduler(1, 1);
     options.connect_timeout_s = 2;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(options);
   }
   void TearDown() override { scheduler_->Stop(); }
 
@@ -312,7 +292,7 @@ class Registration : public ::testing::Test {
 };
 
 TEST_F(Registration, AForgedRegisterNamingAnotherHostIsRefusedAndTheRealWorkerAdmitted) {
-  OtherHostListener elsewhere;
+  Listener elsewhere("127.0.0.2");
   RawPeer attacker(SchedulerAddress());
   attacker.Send(Register(elsewhere.address()));
   proto::Meta answer;
@@ -333,7 +313,7 @@ TEST_F(Registration, AForgedRegisterNamingAnotherHostIsRefusedAndTheRealWorkerAd
 }
 
 TEST_F(Registration, ARegisterAnswersTheSameForAnOpenAndAClosedPortOnAnotherHost) {
-  OtherHostListener open;
+  Listener open("127.0.0.2");
   const std::string closed = "127.0.0.2:" + std::to_string(testing::UnusedPort());
   RawPeer attacker(SchedulerAddress());
   proto::Meta to_open, to_closed;
@@ -366,7 +346,7 @@ TEST_F(Registration, ARepeatedRegisterIsAnsweredAsTheFirstNotRefusedAsTaken) {
   // A node asks again when its answer is late (or a restarted scheduler's
   // "register again" crossed its first REGISTER): it used to be refused,
   // "WORKER rank 0 is taken", by its own first registration.
-  LocalListener listener;
+  Listener listener;
   RawPeer node(SchedulerAddress());
   proto::Meta request = Register(listener.address());
   request.mutable_node()->set_rank(0);
@@ -447,29 +427,6 @@ TEST_F(Registration, ARegisteredNodesMessagesFromAnotherSocketAreIgnored) {
   worker.Stop();
   server.Stop();
 }
-
-}  // namespace
-}  // namespace keel
-
-namespace keel {
-namespace {
-
-// A ROUTER of the test's own on 127.0.0.1: an address that accepts connections.
-class Listener {
- public:
-  Listener() : context_(1), socket_(context_, zmq::socket_type::router) {
-    socket_.set(zmq::sockopt::linger, 0);
-    socket_.bind("tcp://127.0.0.1:*");
-    const std::string bound = socket_.get(zmq::sockopt::last_endpoint);
-    address_ = bound.substr(bound.find("//") + 2);
-  }
-  const std::string& address() const { return address_; }
-
- private:
-  zmq::context_t context_;
-  zmq::socket_t socket_;
-  std::string address_;
-};
 
 TEST_F(Registration, ARejoiningNodesKeyRangesAreCheckedAgainstTheJob) {
   // A scheduler started again knows nobody; a REGISTER with an id claims to

@@ -18,6 +18,7 @@
 #include <zmq_addon.hpp>
 
 #include "base/error.h"
+#include "cluster_fixture.h"
 #include "kv/initializer.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
@@ -41,18 +42,9 @@ constexpr auto kSlowRow = std::chrono::milliseconds(10);
 
 // One server declaring two tables, two workers; heartbeats fast enough that a
 // stopped worker leaves the view within seconds.
-class DataPlane : public ::testing::Test {
+class DataPlane : public testing::OneServerClusterTest {
  protected:
   void SetUp() override {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = 1;
-    options.num_workers = 2;
-    options.heartbeat_timeout_s = 1;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
-    server_node_ =
-        std::make_unique<Node>(testing::LocalNode(proto::SERVER, scheduler_->port(), 0.2));
     OptimizerOptions sgd;
     sgd.learning_rate = 1.0f;
     std::map<uint32_t, TableSpec> tables;
@@ -70,26 +62,11 @@ class DataPlane : public ::testing::Test {
     };
     tables[kWideTable].width = 4;
     tables[kWideTable].optimizer = sgd;
-    server_ = std::make_unique<KVServer>(server_node_.get(), sgd, tables);
-    for (int i = 0; i < 2; ++i) {
-      worker_nodes_.push_back(
-          std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.2)));
-      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get(), Retry()));
-    }
-    std::vector<std::thread> starting;
-    starting.emplace_back([this] { server_node_->Start(); });
-    starting.emplace_back([this] { worker_nodes_[0]->Start(); });
-    worker_nodes_[1]->Start();
-    for (auto& thread : starting) thread.join();
+    StartCluster(
+        2, [&](Node* node) { return std::make_unique<KVServer>(node, sgd, tables); }, Retry());
   }
 
   virtual RequestRetry Retry() const { return RequestRetry(); }
-
-  void TearDown() override {
-    for (auto& node : worker_nodes_) node->Stop();
-    server_node_->Stop();
-    scheduler_->Stop();
-  }
 
   void Push(const std::vector<Key>& keys, const std::vector<float>& values, uint32_t table = kTable,
             int width = 1) {
@@ -155,11 +132,6 @@ class DataPlane : public ::testing::Test {
 
   KVWorker& client() { return *clients_[0]; }
 
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Node> server_node_;
-  std::unique_ptr<KVServer> server_;
-  std::vector<std::unique_ptr<Node>> worker_nodes_;
-  std::vector<std::unique_ptr<KVWorker>> clients_;
   zmq::context_t context_{1};
   zmq::socket_t raw_{context_, zmq::socket_type::dealer};
 };

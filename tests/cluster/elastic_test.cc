@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/time.h"
+#include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/admin_client.h"
@@ -27,33 +28,20 @@ using testing::WaitFor;
 constexpr int kWidth = 2;
 constexpr int kKeyRanges = 8;
 
-class ElasticCluster : public ::testing::Test {
+class ElasticCluster : public testing::ClusterTest {
  protected:
   void StartCluster(int servers, int replication) {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = servers;
-    options.num_workers = 1;
+    SchedulerOptions options = testing::LocalScheduler(servers, 1);
     options.replication = replication;
     options.key_ranges = kKeyRanges;
     options.heartbeat_timeout_s = 2;
     scheduler_options_ = options;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(options);
     // Every server is made before any starts: AddServer grows server_nodes_,
     // which a starting thread would otherwise read while it moves.
     for (int rank = 0; rank < servers; ++rank) AddServer(rank, /*join=*/false);
-    std::vector<std::thread> starting;
-    for (int rank = 0; rank < servers; ++rank) {
-      starting.emplace_back([node = server_nodes_[rank].get()] { node->Start(); });
-    }
-    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port(), 0.1));
-    RequestRetry retry;
-    retry.timeout_s = 0.2;
-    retry.max_attempts = 100;
-    client_ = std::make_unique<KVWorker>(worker_node_.get(), retry);
-    worker_node_->Start();
-    for (auto& thread : starting) thread.join();
+    MakeWorker(0.1, testing::PatientRetry());
+    StartAll();
   }
 
   // Makes server `index` (its rank if not joining); Start it after.
@@ -74,11 +62,7 @@ class ElasticCluster : public ::testing::Test {
 
   void TearDown() override {
     StopPushing();
-    if (worker_node_) worker_node_->Stop();
-    for (auto& node : server_nodes_) {
-      if (node) node->Stop();
-    }
-    if (scheduler_) scheduler_->Stop();
+    ClusterTest::TearDown();
   }
 
   // Keys spread over every range.
@@ -199,11 +183,6 @@ class ElasticCluster : public ::testing::Test {
   }
 
   SchedulerOptions scheduler_options_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::vector<std::unique_ptr<Node>> server_nodes_;
-  std::vector<std::unique_ptr<KVServer>> servers_;
-  std::unique_ptr<Node> worker_node_;
-  std::unique_ptr<KVWorker> client_;
   std::vector<Key> keys_;
   std::thread pusher_;
   std::atomic<bool> stop_{false}, done_{false};

@@ -20,6 +20,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "cluster_fixture.h"
 #include "kv/cluster_secret.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
@@ -150,25 +151,55 @@ class FailureDetection : public ::testing::Test {
   // connection can make a node leave within the tests' bounds.
   void StartScheduler(int servers, int replication, double heartbeat_timeout_s = 30,
                       const std::string& host = "127.0.0.1", int port = 0) {
-    SchedulerOptions options;
+    SchedulerOptions options = testing::LocalScheduler(servers, 1);
     options.secret = secret_;
     options.bind_host = host;
     options.port = port;
-    options.num_servers = servers;
-    options.num_workers = 1;
     options.replication = replication;
     options.heartbeat_timeout_s = heartbeat_timeout_s;
     options.membership_log = membership_log_;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(options);
   }
 
   // Starts the nodes (Start returns once the cluster is complete).
   void StartNodes(std::vector<NodeOptions> options) {
-    std::vector<std::thread> starting;
-    for (auto& node_options : options) nodes_.push_back(std::make_unique<Node>(node_options));
-    for (auto& node : nodes_) starting.emplace_back([&node] { node->Start(); });
-    for (auto& thread : starting) thread.join();
+    std::vector<Node*> nodes;
+    for (auto& node_options : options) {
+      nodes_.push_back(std::make_unique<Node>(node_options));
+      nodes.push_back(nodes_.back().get());
+    }
+    testing::StartNodes(nodes);
+  }
+
+  // A scheduler on 127.0.0.2 whose heartbeats time out after 1 s, which the
+  // nodes reach through the relay returned, on 127.0.0.1 at the same port.
+  std::unique_ptr<TcpRelay> StartSchedulerBehindARelay(int servers, int replication) {
+    relayed_port_ = testing::UnusedPort();
+    auto relay = std::make_unique<TcpRelay>(relayed_port_, "127.0.0.2");
+    StartScheduler(servers, replication, 1.0, "127.0.0.2", relayed_port_);
+    return relay;
+  }
+
+  // `options`, reaching the scheduler of StartSchedulerBehindARelay directly,
+  // not through the relay.
+  NodeOptions Direct(NodeOptions options) const {
+    options.scheduler = "127.0.0.2:" + std::to_string(relayed_port_);
+    return options;
+  }
+
+  // Holds every heartbeat through `relay` for 2.5 heartbeat timeouts: the
+  // scheduler has one deaf spell, and removes no node, though they were
+  // silent (once heard again, each node has a whole timeout for its held
+  // heartbeats).
+  void HoldForADeafSpellAndExpectNoneRemoved(TcpRelay& relay) {
+    relay.Hold(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 2.5 heartbeat timeouts
+    relay.Hold(false);
+    EXPECT_EQ(scheduler_->status().deaf_spells, 1u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_EQ(scheduler_->status().departures, 0u);
+    EXPECT_TRUE(testing::EventsNamed(membership_log_, "leave").empty())
+        << testing::ReadFileOrEmpty(membership_log_);
   }
 
   NodeOptions Server(int rank) {
@@ -211,6 +242,8 @@ class FailureDetection : public ::testing::Test {
     }
     if (scheduler_) scheduler_->Stop();
   }
+
+  int relayed_port_ = 0;
 
   bool InView(int node_id) {
     const proto::ClusterView view = scheduler_->view();
@@ -274,19 +307,9 @@ TEST_F(FailureDetection, ANodeWhoseConnectionDropsButWhichAnswersItsProbeStays) 
 TEST_F(FailureDetection, ASchedulerCutOffFromEveryNodeRemovesNone) {
   // The scheduler listens on 127.0.0.2; the nodes reach it through a relay
   // on 127.0.0.1 at the same port.
-  const int port = testing::UnusedPort();
-  TcpRelay relay(port, "127.0.0.2");
-  StartScheduler(2, 1, 1.0, "127.0.0.2", port);
+  const auto relay = StartSchedulerBehindARelay(2, 1);
   StartNodes({Server(0), Server(1), Worker()});
-  relay.Hold(true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 2.5 heartbeat timeouts
-  relay.Hold(false);
-  EXPECT_EQ(scheduler_->status().deaf_spells, 1u);
-  // Heard again, each node has a whole timeout for its held heartbeats.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  EXPECT_EQ(scheduler_->status().departures, 0u);
-  EXPECT_TRUE(testing::EventsNamed(membership_log_, "leave").empty())
-      << testing::ReadFileOrEmpty(membership_log_);
+  HoldForADeafSpellAndExpectNoneRemoved(*relay);
   for (const auto& node : nodes_) {
     EXPECT_TRUE(InView(node->id()));
     EXPECT_LT(node->SecondsSinceScheduler(), 1.0);
@@ -299,34 +322,19 @@ TEST_F(FailureDetection, ASchedulerCutOffFromEveryNodeRemovesNone) {
 // a stall in its reading): it removes none. (With the rule "none heard", the
 // one heard node let it remove the others: chaos seed 306.)
 TEST_F(FailureDetection, ASchedulerThatHearsFewerThanHalfItsNodesRemovesNone) {
-  const int port = testing::UnusedPort();
-  TcpRelay relay(port, "127.0.0.2");
-  StartScheduler(2, 1, 1.0, "127.0.0.2", port);
-  NodeOptions heard = Server(0);
-  heard.scheduler = "127.0.0.2:" + std::to_string(port);  // not through the relay
-  StartNodes({heard, Server(1), Worker()});
-  relay.Hold(true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 2.5 heartbeat timeouts
-  relay.Hold(false);
-  EXPECT_EQ(scheduler_->status().deaf_spells, 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  EXPECT_EQ(scheduler_->status().departures, 0u);
-  EXPECT_TRUE(testing::EventsNamed(membership_log_, "leave").empty())
-      << testing::ReadFileOrEmpty(membership_log_);
+  const auto relay = StartSchedulerBehindARelay(2, 1);
+  StartNodes({Direct(Server(0)), Server(1), Worker()});
+  HoldForADeafSpellAndExpectNoneRemoved(*relay);
 }
 
 // One node cut off while the others are heard is found silent, as before.
 TEST_F(FailureDetection, ANodeCutOffWhileTheOthersAreHeardLeavesAtTheHeartbeatTimeout) {
-  const int port = testing::UnusedPort();
-  TcpRelay relay(port, "127.0.0.2");
-  StartScheduler(1, 0, 1.0, "127.0.0.2", port);
-  NodeOptions server = Server(0);
-  server.scheduler = "127.0.0.2:" + std::to_string(port);  // not through the relay
-  StartNodes({server, Worker()});
+  const auto relay = StartSchedulerBehindARelay(1, 0);
+  StartNodes({Direct(Server(0)), Worker()});
   const int worker_id = nodes_[1]->id();
-  relay.Hold(true);
+  relay->Hold(true);
   EXPECT_TRUE(WaitFor([&] { return !InView(worker_id); }, 10));
-  relay.Hold(false);
+  relay->Hold(false);
   EXPECT_EQ(scheduler_->status().deaf_spells, 0u);
   auto leaves = testing::EventsNamed(membership_log_, "leave");
   ASSERT_EQ(leaves.size(), 1u) << testing::ReadFileOrEmpty(membership_log_);
@@ -341,12 +349,8 @@ TEST_F(FailureDetection, ANodeCutOffWhileTheOthersAreHeardLeavesAtTheHeartbeatTi
 // starting over as a replacement: chaos seed 316.)
 TEST_F(FailureDetection, AWorkerDroppedFromTheViewStopsWaitingForItsDump) {
   constexpr uint32_t kTable = 0;
-  const int port = testing::UnusedPort();
-  TcpRelay relay(port, "127.0.0.2");
-  StartScheduler(1, 0, 1.0, "127.0.0.2", port);
-  NodeOptions server_options = Server(0);
-  server_options.scheduler = "127.0.0.2:" + std::to_string(port);  // not through the relay
-  Node server(server_options);
+  const auto relay = StartSchedulerBehindARelay(1, 0);
+  Node server(Direct(Server(0)));
   KVServer kv_server(&server, OptimizerOptions{});
   Node worker(Worker());
   KVWorker client(&worker);
@@ -356,9 +360,9 @@ TEST_F(FailureDetection, AWorkerDroppedFromTheViewStopsWaitingForItsDump) {
   std::vector<Key> keys;
   std::vector<float> values;
   client.Dump(kTable, 1, &keys, &values, 10);  // answered while it is a member
-  relay.Hold(true);
+  relay->Hold(true);
   ASSERT_TRUE(WaitFor([&] { return !InView(worker.id()); }, 10));
-  relay.Hold(false);
+  relay->Hold(false);
   ASSERT_TRUE(WaitFor([&] { return worker.removed(); }, 10));
   const double begin = MonotonicSeconds();
   try {

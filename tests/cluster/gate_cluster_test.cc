@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "kv/staleness_gate.h"
@@ -17,32 +18,18 @@
 namespace keel {
 namespace {
 
-class GateCluster : public ::testing::Test {
+class GateCluster : public testing::OneServerClusterTest {
  protected:
   void SetUp() override {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = 1;
-    options.num_workers = 2;
-    options.heartbeat_timeout_s = 1;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
-    server_node_ =
-        std::make_unique<Node>(testing::LocalNode(proto::SERVER, scheduler_->port(), 0.2));
     OptimizerOptions sgd;
     sgd.learning_rate = 1.0f;
-    server_ = std::make_unique<KVServer>(server_node_.get(), sgd, std::map<uint32_t, TableSpec>{},
-                                         /*staleness=*/0);
-    for (int i = 0; i < 2; ++i) {
-      worker_nodes_.push_back(
-          std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.2)));
-      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get(), Retry()));
-    }
-    std::vector<std::thread> starting;
-    starting.emplace_back([this] { server_node_->Start(); });
-    starting.emplace_back([this] { worker_nodes_[0]->Start(); });
-    worker_nodes_[1]->Start();
-    for (auto& thread : starting) thread.join();
+    StartCluster(
+        2,
+        [&](Node* node) {
+          return std::make_unique<KVServer>(node, sgd, std::map<uint32_t, TableSpec>{},
+                                            /*staleness=*/0);
+        },
+        Retry());
     for (auto& client : clients_) Announce(*client, 1);
   }
 
@@ -64,33 +51,36 @@ class GateCluster : public ::testing::Test {
 
   virtual RequestRetry Retry() const { return RequestRetry(); }
 
-  void TearDown() override {
-    for (auto& node : worker_nodes_) node->Stop();
-    server_node_->Stop();
-    scheduler_->Stop();
+  // The fast worker (1), at `clock` (announced: it has pushed `clock`
+  // minibatches), pulls keys_ into `values`; the gate holds the pull, so a
+  // short wait for it times out.
+  KVWorker::Handle HeldPull(int64_t clock, SharedArray<float>* values) {
+    KVWorker& fast = *clients_[1];
+    fast.AnnounceClock(clock, /*wait=*/true);
+    fast.set_clock(clock);
+    const auto pull = fast.Pull(keys_, values, 1);
+    EXPECT_THROW(fast.Wait(pull, 0.3), Error);
+    return pull;
   }
 
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Node> server_node_;
-  std::unique_ptr<KVServer> server_;
-  std::vector<std::unique_ptr<Node>> worker_nodes_;
-  std::vector<std::unique_ptr<KVWorker>> clients_;
+  // The slow worker (0) pushes ones to keys_ at clock 3.
+  void SlowWorkerPushesAtClock3() {
+    clients_[0]->set_clock(3);
+    clients_[0]->Wait(
+        clients_[0]->Push(keys_, SharedArray<const float>(std::vector<float>{1, 1}), 1));
+  }
+
   SharedArray<const Key> keys_{std::vector<Key>{MixKey(1), MixKey(2)}};
 };
 
 TEST_F(GateCluster, APullAheadOfTheSlowestWorkerWaitsUntilItCatchesUp) {
   KVWorker& fast = *clients_[1];
-  fast.AnnounceClock(3, /*wait=*/true);  // it has pushed 3 minibatches
-  fast.set_clock(3);
   SharedArray<float> values;
-  const auto pull = fast.Pull(keys_, &values, 1);
-  EXPECT_THROW(fast.Wait(pull, 0.3), Error);  // held: the other worker is at clock 1
+  const auto pull = HeldPull(3, &values);  // held: the other worker is at clock 1
   EXPECT_EQ(server_->parked_pulls(), 1u);
   clients_[0]->AnnounceClock(2, /*wait=*/true);
   EXPECT_THROW(fast.Wait(pull, 0.3), Error);  // still one clock short
-  clients_[0]->set_clock(3);
-  clients_[0]->Wait(clients_[0]->Push(keys_, SharedArray<const float>(std::vector<float>{1, 1}),
-                                      1));  // a push advances it
+  SlowWorkerPushesAtClock3();                 // a push advances it
   fast.Wait(pull, 5);
   const GateStats stats = fast.gate_stats();
   EXPECT_EQ(stats.waited, 1u);
@@ -101,11 +91,8 @@ TEST_F(GateCluster, APullAheadOfTheSlowestWorkerWaitsUntilItCatchesUp) {
 
 TEST_F(GateCluster, AWorkerLeavingTheViewReleasesParkedPulls) {
   KVWorker& fast = *clients_[1];
-  fast.AnnounceClock(5, /*wait=*/true);  // it has pushed 5 minibatches
-  fast.set_clock(5);
   SharedArray<float> values;
-  const auto pull = fast.Pull(keys_, &values, 1);
-  EXPECT_THROW(fast.Wait(pull, 0.3), Error);
+  const auto pull = HeldPull(5, &values);
   // The slow worker's process hangs: no more heartbeats.
   worker_nodes_[0]->Stop();
   // Released by the view change: a pull still parked would fail its Wait.
@@ -126,11 +113,8 @@ TEST_F(GateCluster, AWorkerLeavingTheViewReleasesParkedPulls) {
 
 TEST_F(GateCluster, ALeavingClockReleasesParkedPulls) {
   KVWorker& fast = *clients_[1];
-  fast.AnnounceClock(4, /*wait=*/true);  // it has pushed 4 minibatches
-  fast.set_clock(4);
   SharedArray<float> values;
-  const auto pull = fast.Pull(keys_, &values, 1);
-  EXPECT_THROW(fast.Wait(pull, 0.3), Error);
+  const auto pull = HeldPull(4, &values);
   clients_[0]->AnnounceClock(kLeaveClock, /*wait=*/true);  // end of its epoch
   fast.Wait(pull, 5);
 }
@@ -140,9 +124,8 @@ class GateClusterQuickToGiveUp : public GateCluster {
  protected:
   RequestRetry Retry() const override {
     RequestRetry retry;
-    retry.timeout_s = 0.05;
+    retry.timeout_s = retry.max_timeout_s = 0.05;
     retry.min_timeout_s = 0.001;
-    retry.max_timeout_s = 0.05;
     retry.max_attempts = 2;
     return retry;
   }
@@ -158,9 +141,7 @@ TEST_F(GateClusterQuickToGiveUp, AHeldPullIsPolledHeldOnceAndNeverGivenUp) {
   // Polled again and again, long past the two sends after which an
   // unacknowledged request fails: the server acknowledges each as held.
   ASSERT_TRUE(testing::WaitFor([&] { return fast.resends() >= resends_before + 10; }, 30));
-  clients_[0]->set_clock(3);
-  clients_[0]->Wait(clients_[0]->Push(keys_, SharedArray<const float>(std::vector<float>{1, 1}),
-                                      1));  // the slow worker catches up
+  SlowWorkerPushesAtClock3();  // the slow worker catches up
   fast.Wait(pull, 10);
   EXPECT_EQ(values[0], -1.0f);
   EXPECT_EQ(server_->parked_pulls(), 1u);  // the polls were not held again

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
@@ -23,38 +24,25 @@ using testing::WaitFor;
 
 constexpr int kWidth = 2;
 
-class ReplicatedCluster : public ::testing::Test {
+class ReplicatedCluster : public testing::ClusterTest {
  protected:
   // `servers` servers with `replication` backups per range, and one worker.
   // `detect_closed_connections` false: a stopped server leaves only at the
   // heartbeat timeout (not at once, when its port refuses connections).
   void StartCluster(int servers, int replication, double heartbeat_timeout_s = 0.5,
                     bool detect_closed_connections = true) {
-    SchedulerOptions options;
+    SchedulerOptions options = testing::LocalScheduler(servers, 1);
     options.detect_closed_connections = detect_closed_connections;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = servers;
-    options.num_workers = 1;
     options.replication = replication;
     options.heartbeat_timeout_s = heartbeat_timeout_s;
     options.membership_log = membership_log_;
     scheduler_options_ = options;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(options);
     server_nodes_.resize(servers);
     servers_.resize(servers);
-    std::vector<std::thread> starting;
-    for (int rank = 0; rank < servers; ++rank) {
-      MakeServer(rank);
-      starting.emplace_back([this, rank] { server_nodes_[rank]->Start(); });
-    }
-    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port(), 0.1));
-    RequestRetry retry;
-    retry.timeout_s = 0.2;
-    retry.max_attempts = 100;
-    client_ = std::make_unique<KVWorker>(worker_node_.get(), retry);
-    worker_node_->Start();
-    for (auto& thread : starting) thread.join();
+    for (int rank = 0; rank < servers; ++rank) MakeServer(rank);
+    MakeWorker(0.1, testing::PatientRetry());
+    StartAll();
   }
 
   void MakeServer(int rank) {
@@ -87,14 +75,6 @@ class ReplicatedCluster : public ::testing::Test {
   void RestartServer(int rank) {
     MakeServer(rank);
     server_nodes_[rank]->Start();
-  }
-
-  void TearDown() override {
-    if (worker_node_) worker_node_->Stop();
-    for (auto& node : server_nodes_) {
-      if (node) node->Stop();
-    }
-    if (scheduler_) scheduler_->Stop();
   }
 
   // Waits until the worker's view gives every range the chain `chain`.
@@ -141,11 +121,6 @@ class ReplicatedCluster : public ::testing::Test {
   const testing::TempFolder folder_{"membership"};
   const std::string membership_log_ = folder_.path() + "/membership.jsonl";
   SchedulerOptions scheduler_options_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::vector<std::unique_ptr<Node>> server_nodes_;
-  std::vector<std::unique_ptr<KVServer>> servers_;
-  std::unique_ptr<Node> worker_node_;
-  std::unique_ptr<KVWorker> client_;
 };
 
 // Dumps table 0 and checks it holds exactly `keys`, each pushed three times.

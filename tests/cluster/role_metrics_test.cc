@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "metrics/metrics_registry.h"
@@ -29,6 +30,7 @@ namespace {
 using testing::Contains;
 using testing::LocalNode;
 using testing::ParseExposition;
+using testing::SumOfValues;
 using testing::WaitFor;
 
 // The label names every role's metrics may use: none names a key.
@@ -72,22 +74,12 @@ std::map<std::string, double> SeriesOf(const std::string& exposition, const std:
   return series;
 }
 
-double Sum(const std::map<std::string, double>& series) {
-  double sum = 0;
-  for (const auto& [key, value] : series) sum += value;
-  return sum;
-}
-
-class RoleMetrics : public ::testing::Test {
+class RoleMetrics : public testing::ClusterTest {
  protected:
   static constexpr int kServers = 2;
 
   void SetUp() override {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = kServers;
-    options.num_workers = 1;
-    scheduler_ = std::make_unique<Scheduler>(options);
+    scheduler_ = std::make_unique<Scheduler>(testing::LocalScheduler(kServers, 1));
     AddSchedulerMetrics(scheduler_.get(), &scheduler_metrics_);
     scheduler_->Start();
     OptimizerOptions sgd;
@@ -103,20 +95,6 @@ class RoleMetrics : public ::testing::Test {
     client_ = std::make_unique<KVWorker>(worker_node_.get());
     AddNodeMetrics(worker_node_.get(), &worker_metrics_);
     AddWorkerMetrics(client_.get(), &counters_, &worker_metrics_);
-  }
-
-  // Start blocks until the whole cluster has registered.
-  void StartNodes() {
-    std::vector<std::thread> starting;
-    for (auto& node : server_nodes_) starting.emplace_back([&node] { node->Start(); });
-    worker_node_->Start();
-    for (auto& thread : starting) thread.join();
-  }
-
-  void TearDown() override {
-    worker_node_->Stop();
-    for (auto& node : server_nodes_) node->Stop();
-    scheduler_->Stop();
   }
 
   // Pushes ones for `count` keys from `first` on (spread over the key space)
@@ -140,20 +118,16 @@ class RoleMetrics : public ::testing::Test {
     return texts;
   }
 
-  // Declared first, destroyed last: the nodes' receive threads observe into them.
+  // The nodes' receive threads observe into these: ClusterTest's TearDown
+  // destroys the nodes before them.
   MetricsRegistry scheduler_metrics_;
   MetricsRegistry worker_metrics_;
   std::vector<std::unique_ptr<MetricsRegistry>> server_metrics_;
   TrainingCounters counters_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::vector<std::unique_ptr<Node>> server_nodes_;
-  std::vector<std::unique_ptr<KVServer>> servers_;
-  std::unique_ptr<Node> worker_node_;
-  std::unique_ptr<KVWorker> client_;
 };
 
 TEST_F(RoleMetrics, EveryNameFollowsPrometheusConventions) {
-  StartNodes();
+  StartAll();
   PushAndPull(0, 1, 100);
   for (const std::string& text : Expositions()) {
     const auto types = Types(text);
@@ -172,22 +146,22 @@ TEST_F(RoleMetrics, EveryNameFollowsPrometheusConventions) {
 }
 
 TEST_F(RoleMetrics, RequestSeriesAreBoundedByOpsServersAndTablesNotKeys) {
-  StartNodes();
+  StartAll();
   for (uint32_t table = 0; table < 3; ++table) PushAndPull(table, 1, 100);
   const std::string name = "keel_worker_request_duration_seconds_count";
   const auto before = SeriesOf(worker_metrics_.TextExposition(), name);
   // 2 ops x 2 servers x 3 tables (100 mixed keys reach both servers).
   EXPECT_EQ(before.size(), 12u);
-  EXPECT_EQ(Sum(before), 12);
+  EXPECT_EQ(SumOfValues(before), 12);
   for (uint32_t table = 0; table < 3; ++table) PushAndPull(table, 1000, 10000);
   const auto after = SeriesOf(worker_metrics_.TextExposition(), name);
   EXPECT_EQ(after.size(), 12u);
-  EXPECT_EQ(Sum(after), 24);
+  EXPECT_EQ(SumOfValues(after), 24);
   EXPECT_EQ(after.count(name + "{op=\"push\",server=\"1\",table=\"2\"}"), 1u);
 }
 
 TEST_F(RoleMetrics, ServersCountTheRowsAndRequestsOfEachTable) {
-  StartNodes();
+  StartAll();
   PushAndPull(4, 1, 1000);
   // The sizes are taken just after each push is answered.
   double rows = 0;
@@ -195,7 +169,7 @@ TEST_F(RoleMetrics, ServersCountTheRowsAndRequestsOfEachTable) {
       [&] {
         rows = 0;
         for (const auto& registry : server_metrics_) {
-          rows += Sum(SeriesOf(registry->TextExposition(), "keel_server_table_rows"));
+          rows += SumOfValues(SeriesOf(registry->TextExposition(), "keel_server_table_rows"));
         }
         return rows == 1000;
       },
@@ -203,14 +177,15 @@ TEST_F(RoleMetrics, ServersCountTheRowsAndRequestsOfEachTable) {
       << rows;
   double pushes = 0;
   for (const auto& registry : server_metrics_) {
-    pushes += Sum(SeriesOf(registry->TextExposition(),
-                           "keel_server_request_duration_seconds_count{op=\"push\",table=\"4\"}"));
+    pushes += SumOfValues(
+        SeriesOf(registry->TextExposition(),
+                 "keel_server_request_duration_seconds_count{op=\"push\",table=\"4\"}"));
   }
   EXPECT_GE(pushes, 2);  // each server had a part of the first push
 }
 
 TEST_F(RoleMetrics, TheSchedulerCountsMembersByRoleAndEachOnesHeartbeatAge) {
-  StartNodes();
+  StartAll();
   const auto samples = ParseExposition(scheduler_metrics_.TextExposition());
   EXPECT_EQ(samples.at("keel_scheduler_members{role=\"server\"}"), 2);
   EXPECT_EQ(samples.at("keel_scheduler_members{role=\"worker\"}"), 1);
@@ -223,7 +198,7 @@ TEST_F(RoleMetrics, TheSchedulerCountsMembersByRoleAndEachOnesHeartbeatAge) {
 }
 
 TEST_F(RoleMetrics, AWorkerShowsTheLastEpochsTrainingHealthByTable) {
-  StartNodes();
+  StartAll();
   const std::string name = "keel_worker_health_weight_norm";
   EXPECT_TRUE(SeriesOf(worker_metrics_.TextExposition(), name).empty());  // no epoch yet
   HealthReport report;
@@ -247,7 +222,7 @@ TEST_F(RoleMetrics, ProbesAreReadyOnlyOnceTheViewIsFormed) {
   EXPECT_EQ(server_ready(), "registering with the scheduler");
   EXPECT_EQ(worker_ready(), "registering with the scheduler");
   EXPECT_EQ(SchedulerLive(scheduler_.get())(), "");
-  StartNodes();
+  StartAll();
   EXPECT_EQ(scheduler_ready(), "");
   EXPECT_TRUE(WaitFor([&] { return server_ready().empty(); }, 10)) << server_ready();
   EXPECT_EQ(worker_ready(), "");
@@ -255,7 +230,7 @@ TEST_F(RoleMetrics, ProbesAreReadyOnlyOnceTheViewIsFormed) {
 }
 
 TEST_F(RoleMetrics, ANodeWhoseHeartbeatLoopStoppedIsNotLive) {
-  StartNodes();
+  StartAll();
   // The heartbeat comes every second (LocalNode); stalled after 5 s here.
   const Probe live = NodeLive(worker_node_.get(), 1, /*min_stall_s=*/0);
   EXPECT_EQ(live(), "");

@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
@@ -21,40 +22,17 @@ namespace {
 
 constexpr uint32_t kAwareTable = 0;
 
-class StalenessSteps : public ::testing::Test {
+class StalenessSteps : public testing::OneServerClusterTest {
  protected:
   void SetUp() override {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = 1;
-    options.num_workers = 2;
-    options.heartbeat_timeout_s = 1;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
-    server_node_ =
-        std::make_unique<Node>(testing::LocalNode(proto::SERVER, scheduler_->port(), 0.2));
     std::map<uint32_t, TableSpec> tables;
     tables[kAwareTable].optimizer.learning_rate = 1.0f;
     tables[kAwareTable].optimizer.staleness_aware = true;
     tables[kControlTable] = TablesFor(Hyperparameters())[kControlTable];
     tables[kControlTable].width = 1;  // its optimizer, at the width these tests push
-    server_ = std::make_unique<KVServer>(server_node_.get(), OptimizerOptions(), tables);
-    for (int i = 0; i < 2; ++i) {
-      worker_nodes_.push_back(
-          std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.2)));
-      clients_.push_back(std::make_unique<KVWorker>(worker_nodes_.back().get()));
-    }
-    std::vector<std::thread> starting;
-    starting.emplace_back([this] { server_node_->Start(); });
-    starting.emplace_back([this] { worker_nodes_[0]->Start(); });
-    worker_nodes_[1]->Start();
-    for (auto& thread : starting) thread.join();
-  }
-
-  void TearDown() override {
-    for (auto& node : worker_nodes_) node->Stop();
-    server_node_->Stop();
-    scheduler_->Stop();
+    StartCluster(2, [&](Node* node) {
+      return std::make_unique<KVServer>(node, OptimizerOptions(), tables);
+    });
   }
 
   // Worker `w` pushes a gradient of 1 to the key, read at `read_clock`.
@@ -74,11 +52,6 @@ class StalenessSteps : public ::testing::Test {
     for (int i = 0; i < 3; ++i) PushOne(1, table);
   }
 
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Node> server_node_;
-  std::unique_ptr<KVServer> server_;
-  std::vector<std::unique_ptr<Node>> worker_nodes_;
-  std::vector<std::unique_ptr<KVWorker>> clients_;
   SharedArray<const Key> key_{std::vector<Key>{MixKey(1)}};
 };
 

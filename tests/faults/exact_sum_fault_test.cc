@@ -16,7 +16,30 @@ namespace {
 using testing::Contains;
 using testing::KeelBinary;
 
-class ExactSumFaults : public testing::TempFolderTest {};
+class ExactSumFaults : public testing::TempFolderTest {
+ protected:
+  // An exact_sum job of `epochs` epochs of `minibatches` minibatches on 2
+  // servers (one backup per range) and 2 workers, heartbeats timing out after
+  // 1 s, under `faults` (`exit`): it must end, and succeed, the event log must
+  // hold one `event`, and the membership log no leave.
+  void RunWithoutLeaves(int epochs, int minibatches, const std::string& faults,
+                        const std::string& event, testing::Exit* exit) {
+    const std::string log = folder_ + "/events.jsonl";
+    const std::string membership = folder_ + "/membership.jsonl";
+    *exit = testing::Run(
+        {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
+         "--epochs=" + std::to_string(epochs),
+         "--exact_sum_minibatches=" + std::to_string(minibatches), "--heartbeat_interval=0.25",
+         "--heartbeat_timeout=1", "--model_dir=" + folder_ + "/run",
+         "--membership_log=" + membership, "--faults=" + faults, "--event_log=" + log},
+        240);
+    ASSERT_TRUE(exit->finished) << exit->output;
+    EXPECT_EQ(exit->code, 0) << exit->output;
+    ASSERT_EQ(testing::EventsNamed(log, event).size(), 1u) << exit->output;
+    EXPECT_TRUE(testing::EventsNamed(membership, "leave").empty())
+        << testing::ReadFileOrEmpty(membership);
+  }
+};
 
 // Whether the membership log records a node joining as `role` `rank`'s replacement.
 bool Replaced(const std::string& membership, const std::string& role, int rank) {
@@ -82,20 +105,8 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
 // count as silent. (It used to remove every node at once, both servers of a
 // replicated range among them, and the range started over empty.)
 TEST_F(ExactSumFaults, ASchedulerStoppedPastTheHeartbeatTimeoutRemovesNoNode) {
-  const std::string model_dir = folder_ + "/run";
-  const std::string log = folder_ + "/events.jsonl";
-  const std::string membership = folder_ + "/membership.jsonl";
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=4", "--exact_sum_minibatches=6000", "--heartbeat_interval=0.25",
-       "--heartbeat_timeout=1", "--model_dir=" + model_dir, "--membership_log=" + membership,
-       "--faults=stop:scheduler@2s+2.5s", "--event_log=" + log},
-      240);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  ASSERT_EQ(testing::EventsNamed(log, "continue").size(), 1u) << exit.output;
-  EXPECT_TRUE(testing::EventsNamed(membership, "leave").empty())
-      << testing::ReadFileOrEmpty(membership);
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(RunWithoutLeaves(4, 6000, "stop:scheduler@2s+2.5s", "continue", &exit));
   EXPECT_TRUE(Contains(exit.output, "the scheduler did not run for")) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
 }
@@ -106,20 +117,9 @@ TEST_F(ExactSumFaults, ASchedulerStoppedPastTheHeartbeatTimeoutRemovesNoNode) {
 // every range, whose keys started over empty: chaos seeds 208, 211-213.)
 TEST_F(ExactSumFaults, ASchedulerPartitionedFromEveryNodeRemovesNone) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a partition uses cgroups and iptables)";
-  const std::string log = folder_ + "/events.jsonl";
-  const std::string membership = folder_ + "/membership.jsonl";
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=8", "--exact_sum_minibatches=2500", "--heartbeat_interval=0.25",
-       "--heartbeat_timeout=1", "--model_dir=" + folder_ + "/run", "--membership_log=" + membership,
-       "--faults=partition:scheduler|server:0,server:1,worker:0,worker:1@2s+2.5s",
-       "--event_log=" + log},
-      240);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  ASSERT_EQ(testing::EventsNamed(log, "heal").size(), 1u) << exit.output;
-  EXPECT_TRUE(testing::EventsNamed(membership, "leave").empty())
-      << testing::ReadFileOrEmpty(membership);
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(RunWithoutLeaves(
+      8, 2500, "partition:scheduler|server:0,server:1,worker:0,worker:1@2s+2.5s", "heal", &exit));
   EXPECT_TRUE(Contains(exit.output, "the scheduler has not heard from most of its nodes"))
       << exit.output;
   EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;

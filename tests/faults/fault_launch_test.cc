@@ -41,7 +41,56 @@ int Find(const std::vector<Event>& events, const std::string& name, const std::s
 
 double TimeOf(const Event& event) { return std::stod(event.at("t")); }
 
-class FaultLaunch : public testing::TempFolderTest {};
+// A job of `epochs` epochs with replicas on 2 servers and 2 workers, `faults`
+// its schedule; the event log goes to events.jsonl and the membership log to
+// membership.jsonl in `folder`. Bounded by `timeout_s`.
+testing::Exit LaunchReplicatedJob(const std::string& folder, int epochs, const std::string& faults,
+                                  double timeout_s) {
+  return testing::Run(
+      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
+       "--job=linear_learner", "--epochs=" + std::to_string(epochs), "--mini_batch_size=100",
+       "--early_stopping_patience=100", "--train=" + folder + "/train",
+       "--validation=" + folder + "/validation", "--model_dir=" + folder + "/model",
+       "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--request_timeout_ms=200",
+       "--faults=" + faults, "--event_log=" + folder + "/events.jsonl",
+       "--membership_log=" + folder + "/membership.jsonl", "--verbose"},
+      timeout_s);
+}
+
+class FaultLaunch : public testing::TempFolderTest {
+ protected:
+  // A linear model's data in folder_: 200000 rows over 5000 features, the
+  // training channel in two files.
+  void GenerateData() {
+    const auto data =
+        testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
+                      "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
+                     60);
+    ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  }
+
+  // GenerateData, then LaunchReplicatedJob in folder_ (`exit`), which must
+  // end, and succeed.
+  void RunReplicatedJob(int epochs, const std::string& faults, double timeout_s,
+                        testing::Exit* exit) {
+    ASSERT_NO_FATAL_FAILURE(GenerateData());
+    *exit = LaunchReplicatedJob(folder_, epochs, faults, timeout_s);
+    ASSERT_TRUE(exit->finished) << exit->output;
+    EXPECT_EQ(exit->code, 0) << exit->output;
+  }
+
+  // The event log of LaunchReplicatedJob, as text and as events.
+  std::string EventsText() const { return testing::ReadFileOrEmpty(folder_ + "/events.jsonl"); }
+  std::vector<Event> Events() const { return testing::ReadJsonLines(folder_ + "/events.jsonl"); }
+
+  // Every one of `epochs` epochs of the job that printed `exit` read every
+  // example of the training channel.
+  void ExpectEveryEpochReadEveryExample(const testing::Exit& exit, int epochs) {
+    const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
+    EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(epochs, examples))
+        << exit.output;
+  }
+};
 
 TEST_F(FaultLaunch, AJobStoppedAndLosingMessagesFinishesAndLogsItsFaultsInOrder) {
   const auto data =
@@ -91,25 +140,10 @@ TEST_F(FaultLaunch, AJobStoppedAndLosingMessagesFinishesAndLogsItsFaultsInOrder)
 }
 
 TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule) {
-  const auto data =
-      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
-                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
-                   60);
-  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
-  const std::string log = folder_ + "/events.jsonl";
   const std::string membership = folder_ + "/membership.jsonl";
-  const auto exit =
-      testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
-                    "--job=linear_learner", "--epochs=10", "--mini_batch_size=100",
-                    "--early_stopping_patience=100", "--train=" + folder_ + "/train",
-                    "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
-                    "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--request_timeout_ms=200",
-                    "--faults=kill:server:1@2s,restart:server:1@3s", "--event_log=" + log,
-                    "--membership_log=" + membership, "--verbose"},
-                   180);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  const std::vector<Event> events = testing::ReadJsonLines(log);
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(10, "kill:server:1@2s,restart:server:1@3s", 180, &exit));
+  const std::vector<Event> events = Events();
   const int kill = Find(events, "kill", "server", "1");
   const int restart = Find(events, "restart", "server", "1");
   ASSERT_GE(kill, 0) << exit.output;
@@ -131,43 +165,19 @@ TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule
   // The view does not say when the copy is done; the server's log does.
   EXPECT_TRUE(Contains(exit.output, "this server holds a replica of it again")) << exit.output;
   // Every epoch read every example.
-  const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
-  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(10, examples)) << exit.output;
-}
-
-// A job of `epochs` epochs with replicas on 2 servers and 2 workers, `faults`
-// its schedule; the event log goes to events.jsonl and the membership log to
-// membership.jsonl in `folder`. Bounded by `timeout_s`.
-testing::Exit LaunchReplicatedJob(const std::string& folder, int epochs, const std::string& faults,
-                                  double timeout_s) {
-  return testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
-       "--job=linear_learner", "--epochs=" + std::to_string(epochs), "--mini_batch_size=100",
-       "--early_stopping_patience=100", "--train=" + folder + "/train",
-       "--validation=" + folder + "/validation", "--model_dir=" + folder + "/model",
-       "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--request_timeout_ms=200",
-       "--faults=" + faults, "--event_log=" + folder + "/events.jsonl",
-       "--membership_log=" + folder + "/membership.jsonl", "--verbose"},
-      timeout_s);
+  ExpectEveryEpochReadEveryExample(exit, 10);
 }
 
 TEST_F(FaultLaunch, ARestartDueAfterTheJobsEndIsNotFiredAndTheLauncherReturnsPromptly) {
-  const auto data =
-      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
-                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
-                   60);
-  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
   // (24 epochs: training got faster, and 8 ended before the stop at 4 s.)
   // Server 1 is frozen from 4 s (once the cluster has formed) for 900 s: its
   // backup takes over and the job ends long before the restart is due, with
   // server 1 still stopped. The bound is far below 500 s, far above the job.
   const std::string restart = "restart:server:1@500s";
-  const auto exit = LaunchReplicatedJob(folder_, 24, "stop:server:1@4s+900s," + restart, 240);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  const std::string log = folder_ + "/events.jsonl";
-  const std::string text = testing::ReadFileOrEmpty(log);
-  const std::vector<Event> events = testing::ReadJsonLines(log);
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(24, "stop:server:1@4s+900s," + restart, 240, &exit));
+  const std::string text = EventsText();
+  const std::vector<Event> events = Events();
   const int stop = Find(events, "stop", "server", "1");
   const int over = Find(events, "job_over");
   ASSERT_GE(stop, 0) << text;
@@ -183,20 +193,13 @@ TEST_F(FaultLaunch, ARestartDueAfterTheJobsEndIsNotFiredAndTheLauncherReturnsPro
 }
 
 TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
-  const auto data =
-      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
-                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
-                   60);
-  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
   const std::string random_restart = "restart:server:random@rate=1/s";
   // Long enough (about 8 s idle) for the random restarts to find server 1
   // down: with the default seed they fire at 0.4, 0.9, 1.4 and 3.8 s.
-  const auto exit = LaunchReplicatedJob(folder_, 20, "kill:server:1@2s," + random_restart, 180);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  const std::string log = folder_ + "/events.jsonl";
-  const std::string text = testing::ReadFileOrEmpty(log);
-  const std::vector<Event> events = testing::ReadJsonLines(log);
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(20, "kill:server:1@2s," + random_restart, 180, &exit));
+  const std::string text = EventsText();
+  const std::vector<Event> events = Events();
   const int kill = Find(events, "kill", "server", "1");
   ASSERT_GE(kill, 0) << text;
   // Before the kill no server was down: any firing then was skipped.
@@ -215,22 +218,15 @@ TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
   const int left = Find(changes, "leave", "server", "1");
   ASSERT_GE(left, 0) << testing::ReadFileOrEmpty(membership);
   EXPECT_GE(Find(changes, "join", "server", "1", left), 0) << testing::ReadFileOrEmpty(membership);
-  const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
-  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(20, examples)) << exit.output;
+  ExpectEveryEpochReadEveryExample(exit, 20);
 }
 
 TEST_F(FaultLaunch, ASchedulerKilledAndRestartedByTheScheduleComesBackAndTheJobFinishes) {
-  const auto data =
-      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
-                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
-                   60);
-  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
-  const auto exit = LaunchReplicatedJob(folder_, 10, "kill:scheduler@2s,restart:scheduler@3s", 180);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  const std::string log = folder_ + "/events.jsonl";
-  const std::string text = testing::ReadFileOrEmpty(log);
-  const std::vector<Event> events = testing::ReadJsonLines(log);
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(
+      RunReplicatedJob(10, "kill:scheduler@2s,restart:scheduler@3s", 180, &exit));
+  const std::string text = EventsText();
+  const std::vector<Event> events = Events();
   const int kill = Find(events, "kill", "scheduler");
   const int restart = Find(events, "restart", "scheduler");
   const int over = Find(events, "job_over");
@@ -239,8 +235,7 @@ TEST_F(FaultLaunch, ASchedulerKilledAndRestartedByTheScheduleComesBackAndTheJobF
   // The kill did not end the job: it ended after the restart, with the job's own end.
   ASSERT_GT(over, restart) << text;
   EXPECT_NE(Member(events[over], "reason"), "") << text;
-  const long examples = static_cast<long>(testing::CountLinesInFolder(folder_ + "/train"));
-  EXPECT_EQ(testing::ExamplesPerEpoch(exit.output), std::vector<long>(10, examples)) << exit.output;
+  ExpectEveryEpochReadEveryExample(exit, 10);
 }
 
 TEST_F(FaultLaunch, ASchedulerFaultIsRefusedWhenTheSchedulerIsNotTheLaunchers) {
@@ -261,18 +256,11 @@ TEST_F(FaultLaunch, ASchedulerFaultIsRefusedWhenTheSchedulerIsNotTheLaunchers) {
 // and both servers for 4 s, longer than the heartbeat timeout.
 TEST_F(FaultLaunch, AWorkerPartitionedFromEveryoneLeavesTheViewAndTheJobFinishesAfterTheHeal) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a partition uses cgroups and iptables)";
-  const auto data =
-      testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
-                    "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
-                   60);
-  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
   const std::string partition = "partition:worker:1|scheduler,server:0,server:1@2s+4s";
-  const auto exit = LaunchReplicatedJob(folder_, 10, partition, 240);
-  ASSERT_TRUE(exit.finished) << exit.output;
-  EXPECT_EQ(exit.code, 0) << exit.output;
-  const std::string log = folder_ + "/events.jsonl";
-  const std::string text = testing::ReadFileOrEmpty(log);
-  const std::vector<Event> events = testing::ReadJsonLines(log);
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(10, partition, 240, &exit));
+  const std::string text = EventsText();
+  const std::vector<Event> events = Events();
   const int cut = Find(events, "partition");
   const int heal = Find(events, "heal");
   ASSERT_GE(cut, 0) << text;

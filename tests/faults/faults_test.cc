@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "kv/van.h"
@@ -121,16 +122,11 @@ TEST(RequestRetry, WaitsDoubleUpToTheLargest) {
 
 // A scheduler, two servers (server 0's node injecting `server_faults` into
 // its responses) and a worker resending after `retry`, in one process.
-class LossyCluster : public ::testing::Test {
+class LossyCluster : public testing::ClusterTest {
  protected:
   void Start(const TransportFaults& server_faults, const RequestRetry& retry,
              const TransportFaults& worker_faults = TransportFaults()) {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = 2;
-    options.num_workers = 1;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(testing::LocalScheduler(2, 1));
     OptimizerOptions sgd;
     sgd.learning_rate = 1.0f;
     for (int i = 0; i < 2; ++i) {
@@ -144,10 +140,7 @@ class LossyCluster : public ::testing::Test {
     worker.faults = worker_faults;
     worker_node_ = std::make_unique<Node>(worker);
     client_ = std::make_unique<KVWorker>(worker_node_.get(), retry);
-    std::vector<std::thread> starting;
-    for (auto& node : server_nodes_) starting.emplace_back([&node] { node->Start(); });
-    worker_node_->Start();
-    for (auto& thread : starting) thread.join();
+    StartAll();
   }
 
   void TearDown() override {
@@ -157,33 +150,31 @@ class LossyCluster : public ::testing::Test {
     if (scheduler_) scheduler_->Stop();
   }
 
+  // Pushes ones to `keys` `pushes` times, then pulls them: each push applied
+  // once moves a weight by -1 (SGD at rate 1 from 0). Each wait is bounded by
+  // `timeout_s`.
+  void ExpectEveryPushAppliedOnce(const std::vector<Key>& keys, int pushes, double timeout_s) {
+    SharedArray<const Key> shared(keys);
+    SharedArray<const float> ones(std::vector<float>(keys.size(), 1.0f));
+    for (int i = 0; i < pushes; ++i) client_->Wait(client_->Push(shared, ones, 1), timeout_s);
+    SharedArray<float> values;
+    client_->Wait(client_->Pull(shared, &values, 1), timeout_s);
+    for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(values[i], -pushes) << i;
+  }
+
   // Mixed keys of features 0..n-1 that server `rank` holds.
   std::vector<Key> KeysOf(int rank, int n) {
     std::vector<uint64_t> features;
     for (int f = 0; f < n; ++f) features.push_back(static_cast<uint64_t>(f));
     std::vector<Key> keys;
     for (Key key : MixedKeySet(features)) {
-      if (worker_node_->ranges()->server(worker_node_->ranges()->RangeOf(key)) == rank) {
-        keys.push_back(key);
-      }
+      if (ServerRankOf(key) == rank) keys.push_back(key);
     }
     return keys;
   }
-
-  std::unique_ptr<Scheduler> scheduler_;
-  std::vector<std::unique_ptr<Node>> server_nodes_;
-  std::vector<std::unique_ptr<KVServer>> servers_;
-  std::unique_ptr<Node> worker_node_;
-  std::unique_ptr<KVWorker> client_;
 };
 
-RequestRetry Quick(int attempts) {
-  RequestRetry retry;
-  retry.timeout_s = 0.02;
-  retry.max_timeout_s = 0.1;
-  retry.max_attempts = attempts;
-  return retry;
-}
+RequestRetry Quick(int attempts) { return testing::Retries(0.02, 0.1, attempts); }
 
 TEST_F(LossyCluster, APushWhoseAnswerWasLostIsResentAcknowledgedAndAppliedOnce) {
   TransportFaults lossy;
@@ -192,13 +183,7 @@ TEST_F(LossyCluster, APushWhoseAnswerWasLostIsResentAcknowledgedAndAppliedOnce) 
   Start(lossy, Quick(50));
   const std::vector<Key> keys = KeysOf(0, 40);
   ASSERT_FALSE(keys.empty());
-  SharedArray<const Key> shared(keys);
-  SharedArray<const float> ones(std::vector<float>(keys.size(), 1.0f));
-  constexpr int kPushes = 100;
-  for (int i = 0; i < kPushes; ++i) client_->Wait(client_->Push(shared, ones, 1), 30);
-  SharedArray<float> values;
-  client_->Wait(client_->Pull(shared, &values, 1), 30);
-  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(values[i], -kPushes) << i;
+  ExpectEveryPushAppliedOnce(keys, 100, 30);
   // Every Wait above returned, so the repeated pushes were answered as successes.
   EXPECT_GT(servers_[0]->duplicate_pushes(), 0u);
   EXPECT_GT(client_->resends(), 0u);
@@ -217,14 +202,7 @@ TEST_F(LossyCluster, AWorkerWithDropsOnItsLinkGetsEveryPushAppliedExactlyOnce) {
   std::vector<Key> keys = KeysOf(0, 40);
   for (Key key : KeysOf(1, 40)) keys.push_back(key);
   std::sort(keys.begin(), keys.end());
-  SharedArray<const Key> shared(keys);
-  SharedArray<const float> ones(std::vector<float>(keys.size(), 1.0f));
-  constexpr int kPushes = 300;
-  for (int i = 0; i < kPushes; ++i) client_->Wait(client_->Push(shared, ones, 1), 60);
-  SharedArray<float> values;
-  client_->Wait(client_->Pull(shared, &values, 1), 60);
-  // SGD at rate 1 from 0: each push applied once moves a weight by -1.
-  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(values[i], -kPushes) << i;
+  ExpectEveryPushAppliedOnce(keys, 300, 60);
   EXPECT_GT(worker_node_->transport_fault_counts().dropped, 0u);
   EXPECT_GT(server_nodes_[0]->transport_fault_counts().dropped, 0u);
   EXPECT_GT(client_->resends(), 0u);

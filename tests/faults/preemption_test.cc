@@ -22,31 +22,18 @@ using testing::KeelBinary;
 constexpr int kPreempted = 75;
 constexpr int kEpochs = 30;  // at 20 examples a minibatch, seconds: the notice finds it running
 
-class Preemption : public testing::TempFolderTest {
+class Preemption : public testing::LinearDataTest {
  public:
-  Preemption() : TempFolderTest("preempt") {}
-  void SetUp() override {
-    const auto exit =
-        testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000", "--features=2000",
-                      "--nnz=10", "--seed=5", "--out=" + folder_ + "/data"},
-                     60);
-    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  }
+  Preemption() : LinearDataTest("preempt", 5) {}
 
   // A linear learner whose minibatches of 20 make the job last seconds.
   std::vector<std::string> Job(int servers, int workers, std::vector<std::string> more) const {
-    std::vector<std::string> argv = {KeelBinary(),
-                                     "launch",
-                                     "--servers=" + std::to_string(servers),
-                                     "--workers=" + std::to_string(workers),
-                                     "--job=linear_learner",
-                                     "--train=" + folder_ + "/data/train",
-                                     "--validation=" + folder_ + "/data/validation",
-                                     "--epochs=" + std::to_string(kEpochs),
-                                     "--mini_batch_size=20",
-                                     "--early_stopping_patience=100",
-                                     "--model_dir=" + folder_ + "/model",
-                                     "--minloglevel=1"};
+    std::vector<std::string> argv = testing::LaunchCommand(
+        servers, workers,
+        {"--job=linear_learner", "--train=" + folder_ + "/data/train",
+         "--validation=" + folder_ + "/data/validation", "--epochs=" + std::to_string(kEpochs),
+         "--mini_batch_size=20", "--early_stopping_patience=100",
+         "--model_dir=" + folder_ + "/model", "--minloglevel=1"});
     argv.insert(argv.end(), more.begin(), more.end());
     return argv;
   }
@@ -110,26 +97,32 @@ class Preemption : public testing::TempFolderTest {
       EXPECT_EQ(line.at("examples"), examples) << "epoch " << epoch;
     }
   }
+  // A job on `servers` servers and `workers` workers checkpointing to
+  // Store() (`preempted`), preempted by `fault`, then resumed from its
+  // checkpoint on `resumed_servers` and `resumed_workers`: it reads every
+  // epoch once.
+  void PreemptAndResume(int servers, int workers, const std::string& fault, int resumed_servers,
+                        int resumed_workers, testing::Exit* preempted) {
+    *preempted = testing::Run(
+        Job(servers, workers, {"--checkpoint_uri=" + Store(), "--faults=" + fault}), 180);
+    const std::string checkpoint = PreemptedCheckpoint(*preempted);
+    const auto resumed = testing::Run(
+        Job(resumed_servers, resumed_workers, {"--checkpoint_uri=" + Store(), "--resume=latest"}),
+        180);
+    ExpectEveryEpochReadOnce(resumed, checkpoint);
+  }
 };
 
 TEST_F(Preemption, APreemptedWorkerCheckpointsTheJobAndResumeReadsEveryEpochOnce) {
-  const auto preempted = testing::Run(
-      Job(2, 2, {"--checkpoint_uri=" + Store(), "--faults=preempt:worker:0@1500ms"}), 180);
-  const std::string checkpoint = PreemptedCheckpoint(preempted);
+  testing::Exit preempted;
+  PreemptAndResume(2, 2, "preempt:worker:0@1500ms", 2, 2, &preempted);
   EXPECT_TRUE(Contains(preempted.output, "\"event\": \"preempt\"")) << preempted.output;
   EXPECT_TRUE(Contains(preempted.output, "job preempted")) << preempted.output;
-  const auto resumed =
-      testing::Run(Job(2, 2, {"--checkpoint_uri=" + Store(), "--resume=latest"}), 180);
-  ExpectEveryEpochReadOnce(resumed, checkpoint);
 }
 
 TEST_F(Preemption, APreemptedJobResumesOnAnotherNumberOfServers) {
-  const auto preempted = testing::Run(
-      Job(2, 2, {"--checkpoint_uri=" + Store(), "--faults=preempt:server:1@1500ms"}), 180);
-  const std::string checkpoint = PreemptedCheckpoint(preempted);
-  const auto resumed =
-      testing::Run(Job(3, 2, {"--checkpoint_uri=" + Store(), "--resume=latest"}), 180);
-  ExpectEveryEpochReadOnce(resumed, checkpoint);
+  testing::Exit preempted;
+  PreemptAndResume(2, 2, "preempt:server:1@1500ms", 3, 2, &preempted);
 }
 
 // A preemption checkpoint is inside an epoch; resumed on another number of
@@ -142,21 +135,13 @@ TEST_F(Preemption, APreemptedJobResumesOnAnotherNumberOfServers) {
 // taken at a chosen minibatch inside an epoch resume on more and on fewer
 // workers in tests/process/checkpoint_job_test.cc.
 TEST_F(Preemption, APreemptedJobResumesOnMoreWorkers) {
-  const auto preempted = testing::Run(
-      Job(2, 2, {"--checkpoint_uri=" + Store(), "--faults=preempt:worker:1@2500ms"}), 180);
-  const std::string checkpoint = PreemptedCheckpoint(preempted);
-  const auto resumed =
-      testing::Run(Job(2, 3, {"--checkpoint_uri=" + Store(), "--resume=latest"}), 180);
-  ExpectEveryEpochReadOnce(resumed, checkpoint);
+  testing::Exit preempted;
+  PreemptAndResume(2, 2, "preempt:worker:1@2500ms", 2, 3, &preempted);
 }
 
 TEST_F(Preemption, APreemptedJobResumesOnFewerWorkers) {
-  const auto preempted = testing::Run(
-      Job(2, 3, {"--checkpoint_uri=" + Store(), "--faults=preempt:worker:2@2500ms"}), 180);
-  const std::string checkpoint = PreemptedCheckpoint(preempted);
-  const auto resumed =
-      testing::Run(Job(2, 1, {"--checkpoint_uri=" + Store(), "--resume=latest"}), 180);
-  ExpectEveryEpochReadOnce(resumed, checkpoint);
+  testing::Exit preempted;
+  PreemptAndResume(2, 3, "preempt:worker:2@2500ms", 2, 1, &preempted);
 }
 
 TEST_F(Preemption, APreemptedJobWithoutACheckpointStoreSaysSoAndExitsPreempted) {

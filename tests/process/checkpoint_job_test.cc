@@ -21,28 +21,21 @@ using testing::KeelBinary;
 using testing::MetricOf;
 using testing::ReadFileOrEmpty;
 
-class CheckpointJob : public testing::TempFolderTest {
+class CheckpointJob : public testing::LinearDataTest {
  public:
-  CheckpointJob() : TempFolderTest("ckpt") {}
-  void SetUp() override {
-    const auto exit =
-        testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000", "--features=2000",
-                      "--nnz=10", "--seed=11", "--out=" + folder_ + "/data"},
-                     60);
-    ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  }
+  CheckpointJob() : LinearDataTest("ckpt", 11) {}
 
   // A linear learner with synchronous consistency (staleness 0), so that a
   // single worker's run is deterministic.
   std::vector<std::string> Job(int servers, int workers, const std::string& model) const {
-    return {KeelBinary(), "launch", "--servers=" + std::to_string(servers),
-            "--workers=" + std::to_string(workers), "--job=linear_learner",
-            "--train=" + folder_ + "/data/train", "--validation=" + folder_ + "/data/validation",
-            "--epochs=5", "--mini_batch_size=50", "--optimizer=adam", "--learning_rate=0.02",
-            "--early_stopping_patience=100",
-            // The last epoch's weights: a resumed run does not carry the best epoch's.
-            "--keep_best_epoch=false", "--staleness=0", "--model_dir=" + folder_ + "/" + model,
-            "--minloglevel=1"};
+    return testing::LaunchCommand(
+        servers, workers,
+        {"--job=linear_learner", "--train=" + folder_ + "/data/train",
+         "--validation=" + folder_ + "/data/validation", "--epochs=5", "--mini_batch_size=50",
+         "--optimizer=adam", "--learning_rate=0.02", "--early_stopping_patience=100",
+         // The last epoch's weights: a resumed run does not carry the best epoch's.
+         "--keep_best_epoch=false", "--staleness=0", "--model_dir=" + folder_ + "/" + model,
+         "--minloglevel=1"});
   }
   static std::vector<std::string> With(std::vector<std::string> argv,
                                        const std::vector<std::string>& more) {

@@ -26,6 +26,16 @@ testing::Exit Keel(const std::vector<std::string>& args, double timeout_s = 10) 
   return testing::Run(argv, timeout_s);
 }
 
+// `exit` is a refusal: it ended with status `code` saying `message`, and
+// did not say `not_said` ("": not checked).
+void ExpectRefusal(const testing::Exit& exit, int code, const std::string& message,
+                   const std::string& not_said = "") {
+  ASSERT_TRUE(exit.finished);
+  EXPECT_EQ(exit.code, code) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, message)) << exit.output;
+  if (!not_said.empty()) EXPECT_FALSE(Contains(exit.output, not_said)) << exit.output;
+}
+
 TEST(Help, LaunchHelpExitsZeroListingItsGroups) {
   const auto exit = Keel({"launch", "--help"});
   ASSERT_TRUE(exit.finished);
@@ -114,27 +124,18 @@ TEST(Help, HelpfullExitsZeroListingTheLoggingFlagsToo) {
 TEST(CommandLine, AMisspelledFlagIsAnErrorSuggestingTheRightOne) {
   const auto exit =
       Keel({"launch", "--job=linear_learner", "--train=/d", "--epoch=2", "--check_flags"});
-  ASSERT_TRUE(exit.finished);
-  EXPECT_EQ(exit.code, 1) << exit.output;
-  EXPECT_TRUE(
-      Contains(exit.output, "keel launch: error: unknown flag --epoch (did you mean --epochs?)"))
-      << exit.output;
-  EXPECT_FALSE(Contains(exit.output, "flags ok")) << exit.output;
+  ExpectRefusal(exit, 1, "keel launch: error: unknown flag --epoch (did you mean --epochs?)",
+                "flags ok");
 }
 
 TEST(CommandLine, AMisspelledCommandIsAnErrorSuggestingTheRightOne) {
   const auto exit = Keel({"lanch", "--servers=1"});
-  ASSERT_TRUE(exit.finished);
-  EXPECT_EQ(exit.code, 2) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "unknown command 'lanch' (did you mean launch?)"))
-      << exit.output;
+  ExpectRefusal(exit, 2, "unknown command 'lanch' (did you mean launch?)");
 }
 
 TEST(CommandLine, AFlagTheCommandDoesNotTakeIsAnError) {
   const auto exit = Keel({"predict", "--model_dir=/m", "--data=/d", "--out=/o", "--epochs=3"});
-  ASSERT_TRUE(exit.finished);
-  EXPECT_EQ(exit.code, 1) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "--epochs is not a flag of keel predict")) << exit.output;
+  ExpectRefusal(exit, 1, "--epochs is not a flag of keel predict");
 }
 
 class Flagfiles : public testing::TempFolderTest {};
@@ -143,13 +144,11 @@ TEST_F(Flagfiles, CheckFlagsRefusesAnUnknownKeyNamingTheFileAndLine) {
   const std::string path =
       WriteFile("job.flags", "--job=linear_learner\n--train=/data\n--learning_rat=0.1\n");
   const auto exit = Keel({"worker", "--scheduler=h:1", "--flagfile=" + path, "--check_flags"});
-  ASSERT_TRUE(exit.finished);
-  EXPECT_EQ(exit.code, 1) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "keel worker: error: " + path +
-                                        ":3: unknown flag --learning_rat (did you mean "
-                                        "--learning_rate?)"))
-      << exit.output;
-  EXPECT_FALSE(Contains(exit.output, "flags ok")) << exit.output;
+  ExpectRefusal(exit, 1,
+                "keel worker: error: " + path +
+                    ":3: unknown flag --learning_rat (did you mean "
+                    "--learning_rate?)",
+                "flags ok");
 }
 
 TEST_F(Flagfiles, LaunchRefusesAnUnknownKeyInANestedFlagfileBeforeStartingAnything) {
@@ -158,12 +157,11 @@ TEST_F(Flagfiles, LaunchRefusesAnUnknownKeyInANestedFlagfileBeforeStartingAnythi
       WriteFile("outer.flags", "--job=linear_learner\n--flagfile=" + inner + "\n");
   const auto exit = Keel(
       {"launch", "--servers=1", "--workers=1", "--train=" + folder_ + "/t", "--flagfile=" + outer});
-  ASSERT_TRUE(exit.finished);
-  EXPECT_EQ(exit.code, 1) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, inner + ":2: unknown flag --mini_bach_size (did you mean "
-                                            "--mini_batch_size?)"))
-      << exit.output;
-  EXPECT_FALSE(Contains(exit.output, "[scheduler]")) << exit.output;
+  ExpectRefusal(exit, 1,
+                inner +
+                    ":2: unknown flag --mini_bach_size (did you mean "
+                    "--mini_batch_size?)",
+                "[scheduler]");
 }
 
 TEST_F(Flagfiles, EveryRoleAcceptsTheSharedJobFlagfile) {
@@ -289,13 +287,11 @@ TEST_F(DefaultsJob, CsvDataReadAsLibsvmIsAnErrorNamingTheFlagToSet) {
   WriteCsv(folder_ + "/data/train/part-0.libsvm", folder_ + "/train.csv", 20);
   const auto exit = Train({"--train=" + folder_ + "/train.csv", "--model_dir=" + folder_ + "/m",
                            "--data_format=libsvm"});
-  ASSERT_TRUE(exit.finished);
-  EXPECT_EQ(exit.code, 1) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "keel launch: error: --data_format=libsvm but " + folder_ +
-                                        "/train.csv shows commas: it is csv data; set "
-                                        "--data_format=csv"))
-      << exit.output;
-  EXPECT_FALSE(Contains(exit.output, "[scheduler]")) << exit.output;  // before anything started
+  ExpectRefusal(exit, 1,
+                "keel launch: error: --data_format=libsvm but " + folder_ +
+                    "/train.csv shows commas: it is csv data; set "
+                    "--data_format=csv",
+                "[scheduler]");  // before anything started
 }
 
 }  // namespace

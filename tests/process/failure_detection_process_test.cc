@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster_fixture.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
 #include "test_util.h"
@@ -27,15 +28,11 @@ using testing::WaitFor;
 class ServerProcessFailures : public ::testing::Test {
  protected:
   void StartCluster(double heartbeat_timeout_s) {
-    SchedulerOptions options;
-    options.bind_host = "127.0.0.1";
-    options.num_servers = 2;
-    options.num_workers = 1;
+    SchedulerOptions options = testing::LocalScheduler(2, 1);
     options.replication = 1;
     options.heartbeat_timeout_s = heartbeat_timeout_s;
     options.membership_log = membership_log_;
-    scheduler_ = std::make_unique<Scheduler>(options);
-    scheduler_->Start();
+    scheduler_ = testing::StartScheduler(options);
     const std::string address = "127.0.0.1:" + std::to_string(scheduler_->port());
     for (int rank = 0; rank < 2; ++rank) {
       servers_.push_back(
@@ -60,6 +57,15 @@ class ServerProcessFailures : public ::testing::Test {
     return leaves.empty() ? std::map<std::string, std::string>() : leaves[0];
   }
 
+  // Sends server 1's process `signal`; once range 1 has moved to server 0,
+  // `leave` is the one leave line, which must be rank 1's.
+  void SignalServerOne(int signal, std::map<std::string, std::string>* leave) {
+    kill(servers_[1], signal);
+    ASSERT_TRUE(RangeOneMovedToServerZero()) << testing::ReadFileOrEmpty(membership_log_);
+    *leave = OnlyLeave();
+    EXPECT_EQ(leave->at("rank"), "1");
+  }
+
   bool RangeOneMovedToServerZero() {
     return WaitFor([&] { return worker_->ranges()->Chain(1) == std::vector<int>{0}; }, 20);
   }
@@ -74,10 +80,8 @@ class ServerProcessFailures : public ::testing::Test {
 
 TEST_F(ServerProcessFailures, AServerKilledMinus9LeavesAtOnceThoughHeartbeatsWait30s) {
   StartCluster(/*heartbeat_timeout_s=*/30);
-  kill(servers_[1], SIGKILL);
-  ASSERT_TRUE(RangeOneMovedToServerZero()) << testing::ReadFileOrEmpty(membership_log_);
-  const auto leave = OnlyLeave();
-  EXPECT_EQ(leave.at("rank"), "1");
+  std::map<std::string, std::string> leave;
+  ASSERT_NO_FATAL_FAILURE(SignalServerOne(SIGKILL, &leave));
   EXPECT_TRUE(Contains(leave.at("reason"), "its connection closed and 127.0.0.1:"))
       << leave.at("reason");
   EXPECT_TRUE(Contains(leave.at("reason"), "refuses connections")) << leave.at("reason");
@@ -86,10 +90,8 @@ TEST_F(ServerProcessFailures, AServerKilledMinus9LeavesAtOnceThoughHeartbeatsWai
 
 TEST_F(ServerProcessFailures, AStoppedServerKeepsItsConnectionsAndLeavesAtTheHeartbeatTimeout) {
   StartCluster(/*heartbeat_timeout_s=*/2);
-  kill(servers_[1], SIGSTOP);
-  ASSERT_TRUE(RangeOneMovedToServerZero()) << testing::ReadFileOrEmpty(membership_log_);
-  const auto leave = OnlyLeave();
-  EXPECT_EQ(leave.at("rank"), "1");
+  std::map<std::string, std::string> leave;
+  ASSERT_NO_FATAL_FAILURE(SignalServerOne(SIGSTOP, &leave));
   EXPECT_EQ(leave.at("reason").rfind("no heartbeat for ", 0), 0u) << leave.at("reason");
   // No connection of its closed: nothing was suspected.
   EXPECT_EQ(scheduler_->status().suspected, 0u);

@@ -20,19 +20,14 @@ namespace {
 using testing::Contains;
 using testing::KeelBinary;
 
-// 64-bit FNV-1a as published: the checksum Keel's files end with.
-uint64_t Fnv1a64(const std::string& bytes) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char byte : bytes) hash = (hash ^ byte) * 0x100000001b3ULL;
-  return hash;
-}
-
 template <typename T>
 std::string Field(T value) {
   return std::string(reinterpret_cast<const char*>(&value), sizeof(value));
 }
 
-std::string WithChecksum(const std::string& bytes) { return bytes + Field(Fnv1a64(bytes)); }
+std::string WithChecksum(const std::string& bytes) {
+  return bytes + Field(testing::Fnv1a64(bytes));
+}
 
 // A valid snapshot of no spans and no tables: magic, version 1, rank 0, zero
 // spans, zero tables, checksum.
@@ -130,8 +125,9 @@ TEST_F(HostileFilesProcess, ASnapshotClaimingTwoToTheFortyRowsIsRefusedByVerify)
   const std::string manifest = folder_ + "/ckpt/" + kId + "/manifest.json";
   std::string text = testing::ReadFileOrEmpty(manifest);
   char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx",
-                static_cast<unsigned long long>(Fnv1a64(snapshot.substr(0, snapshot.size() - 8))));
+  std::snprintf(
+      hex, sizeof(hex), "%016llx",
+      static_cast<unsigned long long>(testing::Fnv1a64(snapshot.substr(0, snapshot.size() - 8))));
   text.replace(text.find("\"checksum\": \"0\""), 15, std::string("\"checksum\": \"") + hex + "\"");
   testing::WriteFile(manifest, text);
   const testing::Exit exit = Verify();

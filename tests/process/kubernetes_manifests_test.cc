@@ -96,7 +96,32 @@ std::vector<Container> ListContainers(const std::string& out, std::string* listi
   return ParseContainers(listed.output);
 }
 
+// ListContainers into `out` (`containers`), which must list 3 or more.
+void ListThreeOrMore(const std::string& out, std::vector<Container>* containers) {
+  std::string listing;
+  *containers = ListContainers(out, &listing);
+  ASSERT_GE(containers->size(), 3u) << listing;
+}
+
 bool HavePyYaml() { return Shell("python3 -c 'import yaml'").code == 0; }
+
+// Why a schema test is skipped when SchemaChecker finds nothing.
+const char kNoSchemaChecker[] =
+    "node or scripts/k8s-schema's packages are missing; scripts/setup.sh installs them";
+
+// The schema check (`checker`) of a copy of deploy/kubernetes/`file` whose
+// first `from` is replaced by `to` (`exit`), which must refuse it.
+void CheckEditedManifest(const std::string& checker, const std::string& file,
+                         const std::string& from, const std::string& to, testing::Exit* exit) {
+  TempFolder broken("manifests");
+  std::string text = ReadFileOrEmpty(SourceDir() + "/deploy/kubernetes/" + file);
+  const size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), to);
+  WriteFile(broken.path() + "/" + file, text);
+  *exit = testing::Run({SystemTool("node"), checker, broken.path()}, 60);
+  EXPECT_TRUE(exit->finished && exit->code == 1) << exit->output;
+}
 
 // scripts/k8s-schema's checker, or "" when its packages are not installed.
 std::string SchemaChecker() {
@@ -158,10 +183,7 @@ TEST(KubernetesManifests, EveryContainersCommandPassesCheckFlags) {
 
 TEST(KubernetesManifests, PassTheKubernetesSchemas) {
   const std::string checker = SchemaChecker();
-  if (checker.empty()) {
-    GTEST_SKIP() << "node or scripts/k8s-schema's packages are missing; scripts/setup.sh "
-                    "installs them";
-  }
+  if (checker.empty()) GTEST_SKIP() << kNoSchemaChecker;
   const auto exit =
       testing::Run({SystemTool("node"), checker, SourceDir() + "/deploy/kubernetes"}, 60);
   EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
@@ -172,18 +194,10 @@ TEST(KubernetesManifests, PassTheKubernetesSchemas) {
 
 TEST(KubernetesManifests, TheSchemaCheckRefusesAValueTheFieldDoesNotAllow) {
   const std::string checker = SchemaChecker();
-  if (checker.empty()) {
-    GTEST_SKIP() << "node or scripts/k8s-schema's packages are missing; scripts/setup.sh "
-                    "installs them";
-  }
-  TempFolder broken("manifests");
-  std::string workers = ReadFileOrEmpty(SourceDir() + "/deploy/kubernetes/workers.yaml");
-  const size_t at = workers.find("restartPolicy: Never");
-  ASSERT_NE(at, std::string::npos);
-  workers.replace(at, 20, "restartPolicy: Sometimes");
-  WriteFile(broken.path() + "/workers.yaml", workers);
-  const auto exit = testing::Run({SystemTool("node"), checker, broken.path()}, 60);
-  EXPECT_TRUE(exit.finished && exit.code == 1) << exit.output;
+  if (checker.empty()) GTEST_SKIP() << kNoSchemaChecker;
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(CheckEditedManifest(checker, "workers.yaml", "restartPolicy: Never",
+                                              "restartPolicy: Sometimes", &exit));
   EXPECT_TRUE(Contains(exit.output, "Job/keel-worker: /spec/template/spec/restartPolicy"))
       << exit.output;
 }
@@ -191,18 +205,10 @@ TEST(KubernetesManifests, TheSchemaCheckRefusesAValueTheFieldDoesNotAllow) {
 TEST(KubernetesManifests, TheSchemaCheckRefusesAnUnknownFieldNamingItsPath) {
   // kubectl apply refuses unknown fields; a misspelt probe would otherwise be dropped silently.
   const std::string checker = SchemaChecker();
-  if (checker.empty()) {
-    GTEST_SKIP() << "node or scripts/k8s-schema's packages are missing; scripts/setup.sh "
-                    "installs them";
-  }
-  TempFolder broken("manifests");
-  std::string servers = ReadFileOrEmpty(SourceDir() + "/deploy/kubernetes/servers.yaml");
-  const size_t at = servers.find("readinessProbe:");
-  ASSERT_NE(at, std::string::npos);
-  servers.replace(at, 15, "readinesProbe:");
-  WriteFile(broken.path() + "/servers.yaml", servers);
-  const auto exit = testing::Run({SystemTool("node"), checker, broken.path()}, 60);
-  EXPECT_TRUE(exit.finished && exit.code == 1) << exit.output;
+  if (checker.empty()) GTEST_SKIP() << kNoSchemaChecker;
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(
+      CheckEditedManifest(checker, "servers.yaml", "readinessProbe:", "readinesProbe:", &exit));
   EXPECT_TRUE(Contains(exit.output,
                        "Job/keel-server: unknown field spec.template.spec.containers[0]."
                        "readinesProbe"))
@@ -212,9 +218,8 @@ TEST(KubernetesManifests, TheSchemaCheckRefusesAnUnknownFieldNamingItsPath) {
 TEST(KubernetesManifests, EveryContainerIsProbedOnItsMetricsPortAndHasResources) {
   if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
   TempFolder out("manifests");
-  std::string listing;
-  const std::vector<Container> containers = ListContainers(out.path(), &listing);
-  ASSERT_GE(containers.size(), 3u) << listing;
+  std::vector<Container> containers;
+  ASSERT_NO_FATAL_FAILURE(ListThreeOrMore(out.path(), &containers));
   for (const Container& container : containers) {
     // The kubelet probes the pod's IP: the port must be bound beyond loopback.
     const std::string port = container.Flag("metrics_port");
@@ -271,16 +276,15 @@ TEST(KubernetesManifests, EveryPodOutlastsThePreemptionGraceBeforeTheKubeletKill
   // terminationGracePeriodSeconds is shorter is killed before it can commit.
   if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
   TempFolder out("manifests");
-  std::string listing;
-  const std::vector<Container> containers = ListContainers(out.path(), &listing);
-  ASSERT_GE(containers.size(), 3u) << listing;
+  std::vector<Container> containers;
+  ASSERT_NO_FATAL_FAILURE(ListThreeOrMore(out.path(), &containers));
   for (const Container& container : containers) {
     const double grace = PreemptionGrace(container);
     EXPECT_GT(grace, 0) << container.name;
     // The checkpoint commits within the grace; SHUTDOWN and the exits follow.
-    EXPECT_GE(container.grace, grace + 10) << container.name << ": the pod's grace "
-                                           << container.grace << " s, --preemption_grace "
-                                           << grace << " s";
+    EXPECT_GE(container.grace, grace + 10)
+        << container.name << ": the pod's grace " << container.grace << " s, --preemption_grace "
+        << grace << " s";
   }
 }
 

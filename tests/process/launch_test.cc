@@ -85,10 +85,10 @@ TEST(Launch, StopsEveryRoleWhenOneFails) {
   const testing::TempFolder folder("marker");
   const std::string marker = folder.path() + "/out";
   // The workers fail once they open their (missing) data, after joining.
-  const auto exit = testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2",
-                                  "--job=linear_learner", "--train=" + marker + "/missing",
-                                  "--model_dir=" + marker + "/model"},
-                                 60);
+  const auto exit =
+      testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner",
+                    "--train=" + marker + "/missing", "--model_dir=" + marker + "/model"},
+                   60);
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);
   EXPECT_TRUE(Contains(exit.output, marker + "/missing")) << exit.output;
@@ -156,6 +156,13 @@ TEST(CheckFlags, TakesTheRankFromAnEnvironmentVariable) {
   unsetenv("KEEL_TEST_POD_NAME");
 }
 
+// Expects `output` to contain each of `parts`.
+void ExpectSaysEach(const std::string& output, const std::vector<std::string>& parts) {
+  for (const std::string& part : parts) {
+    EXPECT_TRUE(Contains(output, part)) << part << "\n" << output;
+  }
+}
+
 TEST(Launch, RunsAJobToCompletionWithPrefixedLogs) {
   const testing::TempFolder temp_folder("marker");
   const std::string& folder = temp_folder.path();
@@ -166,9 +173,7 @@ TEST(Launch, RunsAJobToCompletionWithPrefixedLogs) {
       120);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "[scheduler] ")) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "[server 1] ")) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "[worker 1] ")) << exit.output;
+  ExpectSaysEach(exit.output, {"[scheduler] ", "[server 1] ", "[worker 1] "});
   for (const char* file : {"/worker-0.tsv", "/worker-1.tsv"}) {
     EXPECT_EQ(access((folder + file).c_str(), R_OK), 0) << file;
   }
@@ -212,10 +217,8 @@ TEST(Bench, KVPrintsATableAndAJsonLine) {
       120);
   ASSERT_TRUE(exit.finished) << exit.output;
   ASSERT_EQ(exit.code, 0) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "dense 4KiB push")) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "sparse 1000x1 pull")) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "{\"bench\":\"kv\"")) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "\"zmq_gb_per_s\"")) << exit.output;
+  ExpectSaysEach(exit.output, {"dense 4KiB push", "sparse 1000x1 pull", "{\"bench\":\"kv\"",
+                               "\"zmq_gb_per_s\""});
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "test_util.h"
@@ -53,7 +54,21 @@ float Expected(uint64_t feature, int column, int iterations) {
 }
 
 // The run's faults: the same on every node (servers get them as flags).
+// Retries that resend soon (drops are expected): after 0.1 s, at most 1 s
+// apart, `max_attempts` sends in all.
+RequestRetry ResendSoon(int max_attempts) { return testing::Retries(0.1, 1, max_attempts); }
+
 struct ExactSumFaults {
+  // `iterations` iterations in which every node drops `drop_rate` of its data
+  // messages, the decisions seeded with `seed`.
+  static ExactSumFaults Dropping(int iterations, double drop_rate, uint64_t seed) {
+    ExactSumFaults faults;
+    faults.iterations = iterations;
+    faults.transport.drop_rate = drop_rate;
+    faults.transport.seed = seed;
+    return faults;
+  }
+
   int iterations = kIterations;
   TransportFaults transport;
   std::vector<std::string> ServerFlags() const {
@@ -114,11 +129,7 @@ int RunExactSumWorker(const std::string& scheduler, const ExactSumFaults& faults
   options.faults = faults.transport;
   options.faults.seed += 100 + index;  // not the servers' sequence of decisions
   Node node(options);
-  RequestRetry retry;
-  retry.timeout_s = 0.1;  // drops are expected: resend soon
-  retry.max_timeout_s = 1;
-  retry.max_attempts = 20;
-  KVWorker client(&node, retry);
+  KVWorker client(&node, ResendSoon(20));
   node.Start();
   const int rank = node.rank();
   const WorkerGradient gradient = GradientOf(rank);
@@ -233,11 +244,7 @@ int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faul
   options.faults = faults.transport;
   options.faults.seed += 100 + index;
   Node node(options);
-  RequestRetry retry;
-  retry.timeout_s = 0.1;
-  retry.max_timeout_s = 1;
-  retry.max_attempts = 60;
-  KVWorker client(&node, retry);
+  KVWorker client(&node, ResendSoon(60));
   node.Start();
   const int rank = node.rank();
   const WorkerGradient gradient = GradientOf(rank);
@@ -400,10 +407,7 @@ TEST(MultiProcessCluster, APausedReplicatedServerLeavesAndOnContinueRejoinsWitho
 }
 
 TEST(MultiProcessCluster, ReplicatedSumsStayExactWithServerKillsAndOnePercentDrops) {
-  ExactSumFaults faults;
-  faults.iterations = kReplicatedIterations;
-  faults.transport.drop_rate = 0.01;
-  faults.transport.seed = 14;
+  const ExactSumFaults faults = ExactSumFaults::Dropping(kReplicatedIterations, 0.01, 14);
   const FaultTotals totals = RunReplicatedExactSums(faults, ServerFault::kKillAndRestart);
   EXPECT_GT(totals.dropped, 0u);
   EXPECT_GT(totals.resent, 0u);
@@ -417,10 +421,7 @@ TEST(MultiProcessCluster, ConcurrentPushesFromThreeWorkersSumExactly) {
 }
 
 TEST(MultiProcessCluster, SumsStayExactWhenEveryNodeDropsOnePercentOfDataMessages) {
-  ExactSumFaults faults;
-  faults.iterations = kFaultIterations;
-  faults.transport.drop_rate = 0.01;
-  faults.transport.seed = 11;
+  const ExactSumFaults faults = ExactSumFaults::Dropping(kFaultIterations, 0.01, 11);
   const FaultTotals totals = RunExactSums(faults);
   // The losses happened, were made good by resends, and a resent push whose
   // first copy had been applied was acknowledged without being applied again.
@@ -440,12 +441,9 @@ TEST(MultiProcessCluster, SumsStayExactWhenEveryNodeDelaysItsDataMessages) {
 }
 
 TEST(MultiProcessCluster, SumsStayExactWithDropsAndDelaysTogether) {
-  ExactSumFaults faults;
-  faults.iterations = kFaultIterations;
-  faults.transport.drop_rate = 0.01;
+  ExactSumFaults faults = ExactSumFaults::Dropping(kFaultIterations, 0.01, 13);
   faults.transport.delay_ms = 2;
   faults.transport.delay_jitter_ms = 3;
-  faults.transport.seed = 13;
   const FaultTotals totals = RunExactSums(faults);
   EXPECT_GT(totals.dropped, 0u);
   EXPECT_GT(totals.delayed, 0u);

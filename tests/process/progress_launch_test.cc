@@ -30,15 +30,10 @@ class ProgressLaunch : public testing::TempFolderTest {
 
   // `keel launch` of a 3-epoch linear learner with 2 workers, and `flags`.
   std::vector<std::string> Launch(const std::vector<std::string>& flags) const {
-    std::vector<std::string> argv = {KeelBinary(),
-                                     "launch",
-                                     "--servers=1",
-                                     "--workers=2",
-                                     "--job=linear_learner",
-                                     "--epochs=3",
-                                     "--train=" + folder_ + "/train",
-                                     "--validation=" + folder_ + "/validation",
-                                     "--model_dir=" + folder_ + "/model"};
+    std::vector<std::string> argv = testing::LaunchCommand(
+        1, 2,
+        {"--job=linear_learner", "--epochs=3", "--train=" + folder_ + "/train",
+         "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model"});
     argv.insert(argv.end(), flags.begin(), flags.end());
     return argv;
   }
@@ -47,10 +42,8 @@ class ProgressLaunch : public testing::TempFolderTest {
 // The epochs of the lines that end an epoch ("epoch K/3  100% ..."), in order.
 std::vector<int> FinishedEpochs(const std::string& output) {
   std::vector<int> epochs;
-  const std::regex line("epoch ([0-9]+)/3  100%");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
-       it != std::sregex_iterator(); ++it) {
-    epochs.push_back(std::stoi((*it)[1]));
+  for (const std::string& epoch : testing::FirstGroups(output, "epoch ([0-9]+)/3  100%")) {
+    epochs.push_back(std::stoi(epoch));
   }
   return epochs;
 }

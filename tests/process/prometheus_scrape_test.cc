@@ -19,6 +19,7 @@ namespace {
 using testing::Contains;
 using testing::HttpGet;
 using testing::KeelBinary;
+using testing::SumOfValues;
 using testing::WaitFor;
 
 // The role -> metrics port table `keel launch` prints at start ("  worker 0
@@ -51,12 +52,6 @@ std::map<std::string, double> Query(int prometheus_port, const std::string& quer
     values[instance->AsString()] = std::stod(value->AsArray()[1].AsString());
   }
   return values;
-}
-
-double Total(const std::map<std::string, double>& values) {
-  double total = 0;
-  for (const auto& [instance, value] : values) total += value;
-  return total;
 }
 
 class PrometheusScrape : public testing::TempFolderTest {
@@ -134,23 +129,23 @@ TEST_F(PrometheusScrape, PrometheusScrapesEveryRoleAndSeesTheJobsCountersGrow) {
   ASSERT_TRUE(WaitFor([&] { return HttpGet(prometheus_port, "/-/ready").status == 200; }, 60))
       << processes_.Output(prometheus);
   // Every role scraped and up.
-  EXPECT_TRUE(WaitFor([&] { return Total(Query(prometheus_port, "up")) == 3; }, 30))
+  EXPECT_TRUE(WaitFor([&] { return SumOfValues(Query(prometheus_port, "up")) == 3; }, 30))
       << processes_.Output(prometheus);
   // Two samples of the worker's examples and the server's served requests,
   // the later above the earlier.
   double examples = 0, served = 0;
   ASSERT_TRUE(WaitFor(
       [&] {
-        examples = Total(Query(prometheus_port, "keel_worker_examples_total"));
-        served = Total(Query(prometheus_port, "keel_server_served_requests_total"));
+        examples = SumOfValues(Query(prometheus_port, "keel_worker_examples_total"));
+        served = SumOfValues(Query(prometheus_port, "keel_server_served_requests_total"));
         return examples > 0 && served > 0;
       },
       30));
   double later_examples = 0, later_served = 0;
   EXPECT_TRUE(WaitFor(
       [&] {
-        later_examples = Total(Query(prometheus_port, "keel_worker_examples_total"));
-        later_served = Total(Query(prometheus_port, "keel_server_served_requests_total"));
+        later_examples = SumOfValues(Query(prometheus_port, "keel_worker_examples_total"));
+        later_served = SumOfValues(Query(prometheus_port, "keel_server_served_requests_total"));
         return later_examples > examples && later_served > served;
       },
       30))

@@ -56,21 +56,27 @@ class TrainingJob : public testing::TempFolderTest {
   }
 
   testing::Exit Train(const std::vector<std::string>& flags, int workers, double timeout = 120) {
-    std::vector<std::string> argv = {KeelBinary(),
-                                     "launch",
-                                     "--servers=2",
-                                     "--workers=" + std::to_string(workers),
-                                     "--train=" + folder_ + "/train",
-                                     "--validation=" + folder_ + "/validation",
-                                     "--test=" + folder_ + "/test",
-                                     "--model_dir=" + folder_ + "/model",
-                                     "--minloglevel=1",
-                                     // Worker 0's own lines (epochs, metrics), read below.
-                                     "--verbose"};
+    std::vector<std::string> argv = {
+        KeelBinary(), "launch", "--servers=2", "--workers=" + std::to_string(workers),
+        "--train=" + folder_ + "/train", "--validation=" + folder_ + "/validation",
+        "--test=" + folder_ + "/test", "--model_dir=" + folder_ + "/model", "--minloglevel=1",
+        // Worker 0's own lines (epochs, metrics), read below.
+        "--verbose"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     return testing::Run(argv, timeout);
   }
 };
+
+// `keel predict` of `folder`/model on `folder`/`data`, writing
+// `folder`/predictions.csv, with `flags` (bounded by 60 s).
+testing::Exit Predict(const std::string& folder, const std::string& data,
+                      const std::vector<std::string>& flags = {}) {
+  std::vector<std::string> argv = {KeelBinary(), "predict", "--model_dir=" + folder + "/model",
+                                   "--data=" + folder + "/" + data,
+                                   "--out=" + folder + "/predictions.csv"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return testing::Run(argv, 60);
+}
 
 TEST_F(TrainingJob, EveryExampleIsConsumedOncePerEpochWhenFilesAreShared) {
   Generate("linear", 5000, 5);  // more files than workers: whole files
@@ -102,9 +108,7 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
   EXPECT_GT(metrics.at("train:examples_per_second"), 0);
 
   const std::string predictions = folder_ + "/predictions.csv";
-  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                                     "--data=" + folder_ + "/test", "--out=" + predictions},
-                                    60);
+  const auto predict = Predict(folder_, "test");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   EXPECT_EQ(testing::CountLines(ReadFileOrEmpty(predictions)), 4000u);
   // The artifact holds the same weights the job scored the test channel with.
@@ -168,10 +172,7 @@ TEST_F(TrainingJob, SeveralModelsAreRecordedAndTheBestOnValidationIsKept) {
   } else {
     EXPECT_GT(std::abs(rate - 0.01), 1e-4);
   }
-  const auto predict =
-      testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                    "--data=" + folder_ + "/test", "--out=" + folder_ + "/predictions.csv"},
-                   60);
+  const auto predict = Predict(folder_, "test");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   const auto scored = PredictMetrics(predict.output);
   EXPECT_NEAR(scored.at("roc_auc_score"), metrics.at("test:roc_auc_score"), 1e-6);
@@ -210,10 +211,7 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   EXPECT_DOUBLE_EQ(groups[1].Find("learning_rate")->AsNumber(), 0.02);  // factors_lr
   EXPECT_EQ(document.Find("flags")->Find("learning_rate")->AsString(), "auto");
 
-  const auto predict =
-      testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                    "--data=" + folder_ + "/test", "--out=" + folder_ + "/predictions.csv"},
-                   60);
+  const auto predict = Predict(folder_, "test");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   const auto scored = PredictMetrics(predict.output);
   ASSERT_TRUE(scored.count("roc_auc_score")) << predict.output;
@@ -259,10 +257,7 @@ TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
   EXPECT_NEAR(metrics.at("validation:roc_auc_score"), best_auc, 1e-6);
   // The artifact holds that epoch's weights: scoring the validation channel
   // with it gives that epoch's figures.
-  const auto predict =
-      testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                    "--data=" + folder_ + "/validation", "--out=" + folder_ + "/predictions.csv"},
-                   60);
+  const auto predict = Predict(folder_, "validation");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   std::smatch auc;
   ASSERT_TRUE(std::regex_search(predict.output, auc, std::regex("roc_auc_score ([0-9.]+)")))
@@ -416,17 +411,26 @@ TEST_F(TrainingJob, AHealthyJobWritesTheHealthOfEveryTableEveryEpoch) {
   EXPECT_GT(metrics.at("health:weights:weight_norm"), 0);
 }
 
-TEST_F(TrainingJob, ADivergingJobStopsNamingTheEpochTheTableAndTheFigure) {
-  // Labels in the thousands, left unscaled, and plain SGD at a rate of 10:
-  // every step multiplies the bias's error by about -9.
-  const auto generated = RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=5000",
-                                              "--label_scale=1000", "--rows=4000"});
+// Labels in the thousands, left unscaled, and plain SGD at a rate of 10:
+// every step multiplies the bias's error by about -9. `exit` is the job's,
+// on one worker, with `flags` besides.
+void TrainDiverging(TrainingJob* job, const std::vector<std::string>& flags, testing::Exit* exit) {
+  const auto generated = RunDatagen(
+      job->dir(),
+      {"--predictor_type=regressor", "--label_offset=5000", "--label_scale=1000", "--rows=4000"});
   ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
-  const auto exit =
-      Train({"--job=linear_learner", "--predictor_type=regressor", "--normalize_label=false",
-             "--optimizer=sgd", "--learning_rate=10", "--use_lr_scheduler=false", "--num_models=1",
-             "--epochs=3", "--mini_batch_size=50"},
-            1);
+  std::vector<std::string> all = {"--job=linear_learner",    "--predictor_type=regressor",
+                                  "--normalize_label=false", "--optimizer=sgd",
+                                  "--learning_rate=10",      "--use_lr_scheduler=false",
+                                  "--num_models=1",          "--epochs=3",
+                                  "--mini_batch_size=50"};
+  all.insert(all.end(), flags.begin(), flags.end());
+  *exit = job->Train(all, 1);
+}
+
+TEST_F(TrainingJob, ADivergingJobStopsNamingTheEpochTheTableAndTheFigure) {
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(TrainDiverging(this, {}, &exit));
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);
   std::smatch stop;
@@ -440,14 +444,8 @@ TEST_F(TrainingJob, ADivergingJobStopsNamingTheEpochTheTableAndTheFigure) {
 }
 
 TEST_F(TrainingJob, WithHealthRulesOffTheDivergingJobGoesOnUntilAServerRefusesAPush) {
-  const auto generated = RunDatagen(folder_, {"--predictor_type=regressor", "--label_offset=5000",
-                                              "--label_scale=1000", "--rows=4000"});
-  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
-  const auto exit =
-      Train({"--job=linear_learner", "--predictor_type=regressor", "--normalize_label=false",
-             "--optimizer=sgd", "--learning_rate=10", "--use_lr_scheduler=false", "--num_models=1",
-             "--epochs=3", "--mini_batch_size=50", "--health_rules=off"},
-            1);
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(TrainDiverging(this, {"--health_rules=off"}, &exit));
   ASSERT_TRUE(exit.finished);
   EXPECT_NE(exit.code, 0);
   EXPECT_FALSE(Contains(exit.output, "training health:")) << exit.output;
@@ -504,10 +502,7 @@ void ExpectPredictReproducesTestMse(TrainingJob* job, const std::vector<std::str
   const auto metrics = ReadMetrics(job->dir() + "/model/metrics.json");
   ASSERT_TRUE(metrics.count("test:mse")) << exit.output;
   EXPECT_LT(metrics.at("test:mse"), 2 * 60 * 60 * 2) << "near the label's variance or below";
-  const auto predict =
-      testing::Run({KeelBinary(), "predict", "--model_dir=" + job->dir() + "/model",
-                    "--data=" + job->dir() + "/test", "--out=" + job->dir() + "/predictions.csv"},
-                   60);
+  const auto predict = Predict(job->dir(), "test");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   std::smatch mse;
   ASSERT_TRUE(std::regex_search(predict.output, mse, std::regex("[^r]mse ([0-9.]+)")))
@@ -599,20 +594,43 @@ void WriteRuleData(const std::string& path, int rows, bool multiclass, uint64_t 
   }
 }
 
-TEST_F(TrainingJob, RegressorLearnsARule) {
-  for (const char* channel : {"train", "validation"}) {
-    ASSERT_EQ(mkdir((folder_ + "/" + channel).c_str(), 0755), 0);
-    WriteRuleData(folder_ + "/" + channel + "/part-0.libsvm", 4000, false, channel[0]);
+// Writes the rule data of WriteRuleData, `rows` rows, to each of `channels`
+// (folders of one file).
+void WriteRuleChannels(const std::string& folder, const std::vector<std::string>& channels,
+                       bool multiclass, int rows = 2000) {
+  for (const std::string& channel : channels) {
+    ASSERT_EQ(mkdir((folder + "/" + channel).c_str(), 0755), 0);
+    WriteRuleData(folder + "/" + channel + "/part-0.libsvm", rows, multiclass, channel[0]);
   }
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=1", "--workers=2", "--job=linear_learner",
-       "--predictor_type=regressor", "--train=" + folder_ + "/train",
-       "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
-       "--epochs=10", "--learning_rate=0.01", "--mini_batch_size=50", "--minloglevel=1"},
-      120);
-  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
-  ASSERT_TRUE(metrics.count("validation:mse")) << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+}
+
+// The rule data of WriteRuleData, 4000 rows, in `folder`'s train and
+// validation channels, and `keel launch` of a linear learner with `servers`
+// servers and `workers` workers on them (10 epochs of minibatches of 50), its
+// model in `folder`/model, with `flags` (bounded by 120 s): `exit` and `metrics` (metrics.json) are
+// the job's, and it fails the test unless the job succeeded and `metric` is one of its metrics.
+void TrainOnRules(const std::string& folder, bool multiclass, int servers, int workers,
+                  const std::vector<std::string>& flags, const std::string& metric,
+                  testing::Exit* exit, std::map<std::string, double>* metrics) {
+  ASSERT_NO_FATAL_FAILURE(WriteRuleChannels(folder, {"train", "validation"}, multiclass, 4000));
+  std::vector<std::string> argv = testing::LaunchCommand(
+      servers, workers,
+      {"--job=linear_learner", "--train=" + folder + "/train",
+       "--validation=" + folder + "/validation", "--model_dir=" + folder + "/model", "--epochs=10",
+       "--mini_batch_size=50", "--minloglevel=1"});
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  *exit = testing::Run(argv, 120);
+  ASSERT_TRUE(exit->finished && exit->code == 0) << exit->output;
+  *metrics = ReadMetrics(folder + "/model/metrics.json");
+  ASSERT_TRUE(metrics->count(metric)) << ReadFileOrEmpty(folder + "/model/metrics.json");
+}
+
+TEST_F(TrainingJob, RegressorLearnsARule) {
+  testing::Exit exit;
+  std::map<std::string, double> metrics;
+  ASSERT_NO_FATAL_FAILURE(TrainOnRules(folder_, false, 1, 2,
+                                       {"--predictor_type=regressor", "--learning_rate=0.01"},
+                                       "validation:mse", &exit, &metrics));
   EXPECT_TRUE(metrics.count("validation:absolute_loss"));
   EXPECT_TRUE(metrics.count("validation:rmse"));
   // The targets vary by about 1.3 (standard deviation); a learned model is far closer.
@@ -622,20 +640,12 @@ TEST_F(TrainingJob, RegressorLearnsARule) {
 // absolute_loss: the validation objective_loss is the mean absolute error,
 // computed as the training loss, and model.json records the loss.
 TEST_F(TrainingJob, RegressorLearnsARuleUnderAbsoluteLoss) {
-  for (const char* channel : {"train", "validation"}) {
-    ASSERT_EQ(mkdir((folder_ + "/" + channel).c_str(), 0755), 0);
-    WriteRuleData(folder_ + "/" + channel + "/part-0.libsvm", 4000, false, channel[0]);
-  }
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",
-       "--predictor_type=regressor", "--loss=absolute_loss", "--train=" + folder_ + "/train",
-       "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
-       "--epochs=10", "--learning_rate=0.01", "--mini_batch_size=50", "--minloglevel=1"},
-      120);
-  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
-  ASSERT_TRUE(metrics.count("validation:absolute_loss"))
-      << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+  testing::Exit exit;
+  std::map<std::string, double> metrics;
+  ASSERT_NO_FATAL_FAILURE(
+      TrainOnRules(folder_, false, 1, 1,
+                   {"--predictor_type=regressor", "--loss=absolute_loss", "--learning_rate=0.01"},
+                   "validation:absolute_loss", &exit, &metrics));
   // The targets vary by about 1.3 (standard deviation) around the rule, with
   // noise of at most 0.05: a learned model's absolute error is far below 1.
   EXPECT_LT(metrics.at("validation:absolute_loss"), 0.15) << exit.output;
@@ -656,39 +666,20 @@ TEST_F(TrainingJob, ALossThatDoesNotFitThePredictorTypeFailsAtStartNamingBoth) {
 }
 
 TEST_F(TrainingJob, MulticlassClassifierBeatsChance) {
-  for (const char* channel : {"train", "validation"}) {
-    ASSERT_EQ(mkdir((folder_ + "/" + channel).c_str(), 0755), 0);
-    WriteRuleData(folder_ + "/" + channel + "/part-0.libsvm", 4000, true, channel[0]);
-  }
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner",
-       "--predictor_type=multiclass_classifier", "--num_classes=3", "--train=" + folder_ + "/train",
-       "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
-       "--epochs=10", "--learning_rate=0.05", "--mini_batch_size=50", "--minloglevel=1"},
-      120);
-  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
-  ASSERT_TRUE(metrics.count("validation:multiclass_accuracy"))
-      << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+  testing::Exit exit;
+  std::map<std::string, double> metrics;
+  ASSERT_NO_FATAL_FAILURE(TrainOnRules(
+      folder_, true, 2, 2,
+      {"--predictor_type=multiclass_classifier", "--num_classes=3", "--learning_rate=0.05"},
+      "validation:multiclass_accuracy", &exit, &metrics));
   EXPECT_GT(metrics.at("validation:multiclass_accuracy"), 0.6);  // chance is about 1/3
   const std::string predictions = folder_ + "/predictions.csv";
-  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                                     "--data=" + folder_ + "/validation", "--out=" + predictions},
-                                    60);
+  const auto predict = Predict(folder_, "validation");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   std::ifstream in(predictions);
   std::string first;
   std::getline(in, first);
   EXPECT_EQ(std::count(first.begin(), first.end(), ','), 3) << first;  // label, 3 probabilities
-}
-
-// Writes the rule data of WriteRuleData to each of `channels` (folders of one file).
-void WriteRuleChannels(const std::string& folder, const std::vector<std::string>& channels,
-                       bool multiclass) {
-  for (const std::string& channel : channels) {
-    ASSERT_EQ(mkdir((folder + "/" + channel).c_str(), 0755), 0);
-    WriteRuleData(folder + "/" + channel + "/part-0.libsvm", 2000, multiclass, channel[0]);
-  }
 }
 
 // `keel predict`'s metric lines ("  NAME VALUE") by name.
@@ -715,10 +706,7 @@ TEST_F(TrainingJob, PredictNeedsOnlyTheModelTheDataAndTheOutput) {
             1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   const auto trained = ReadMetrics(folder_ + "/model/metrics.json");
-  const auto predict =
-      testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                    "--data=" + folder_ + "/test", "--out=" + folder_ + "/predictions.csv"},
-                   60);
+  const auto predict = Predict(folder_, "test");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   const auto scored = PredictMetrics(predict.output);
   ASSERT_TRUE(scored.count("objective_loss")) << predict.output;
@@ -730,6 +718,26 @@ TEST_F(TrainingJob, PredictNeedsOnlyTheModelTheDataAndTheOutput) {
   EXPECT_NEAR(scored.at("objective_loss"), scored.at("absolute_loss"), 1e-5);
 }
 
+// A line of a predictions file: "LABEL,SCORE" (the score a margin or a
+// probability).
+struct Prediction {
+  std::string line;
+  int label;
+  double score;
+};
+
+// The lines of predictions file `path`; fails the test at a line without a
+// comma.
+void ReadPredictions(const std::string& path, std::vector<Prediction>* predictions) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const size_t comma = line.find(',');
+    ASSERT_NE(comma, std::string::npos) << line;
+    predictions->push_back(
+        {line, std::stoi(line.substr(0, comma)), std::stod(line.substr(comma + 1))});
+  }
+}
+
 // A hinge_loss classifier's scores are margins: predict labels an example by
 // the sign of its margin, as the trainer's metrics do (the threshold left at
 // its default, 0, by the loss_function criterion).
@@ -739,22 +747,16 @@ TEST_F(TrainingJob, PredictLabelsAHingeLossModelsExamplesByTheSignOfTheMargin) {
                            "--binary_classifier_model_selection_criteria=loss_function"},
                           1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const std::string predictions = folder_ + "/predictions.csv";
-  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                                     "--data=" + folder_ + "/test", "--out=" + predictions},
-                                    60);
+  const auto predict = Predict(folder_, "test");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
-  std::ifstream in(predictions);
-  size_t lines = 0, positive_below_one_half = 0;
-  for (std::string line; std::getline(in, line); ++lines) {
-    const size_t comma = line.find(',');
-    ASSERT_NE(comma, std::string::npos) << line;
-    const int label = std::stoi(line.substr(0, comma));
-    const double margin = std::stod(line.substr(comma + 1));
+  std::vector<Prediction> predictions;
+  ASSERT_NO_FATAL_FAILURE(ReadPredictions(folder_ + "/predictions.csv", &predictions));
+  size_t positive_below_one_half = 0;
+  for (const auto& [line, label, margin] : predictions) {
     EXPECT_EQ(label, margin >= 0 ? 1 : 0) << line;
     if (margin >= 0 && margin < 0.5) ++positive_below_one_half;
   }
-  EXPECT_EQ(lines, 400u);
+  EXPECT_EQ(predictions.size(), 400u);
   EXPECT_GT(positive_below_one_half, 0u) << "no margin tells 0 from 0.5 apart";
   const auto trained = ReadMetrics(folder_ + "/model/metrics.json");
   EXPECT_NEAR(PredictMetrics(predict.output).at("binary_classification_accuracy"),
@@ -785,10 +787,7 @@ TEST_F(TrainingJob, PredictTakesAnExplicitDataFormatOverTheModels) {
                           1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   WriteAsCsv(folder_ + "/test/part-0.libsvm", folder_ + "/test.csv");
-  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                                     "--data=" + folder_ + "/test.csv", "--data_format=csv",
-                                     "--out=" + folder_ + "/predictions.csv"},
-                                    60);
+  const auto predict = Predict(folder_, "test.csv", {"--data_format=csv"});
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
   const auto trained = ReadMetrics(folder_ + "/model/metrics.json");
   const double mse = PredictMetrics(predict.output).at("mse");
@@ -799,10 +798,7 @@ TEST_F(TrainingJob, PredictRefusesAPredictorTypeTheModelWasNotTrainedFor) {
   Generate("linear", 1000, 1);
   const auto exit = Train({"--job=linear_learner", "--epochs=1"}, 1);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const auto predict = testing::Run(
-      {KeelBinary(), "predict", "--model_dir=" + folder_ + "/model", "--data=" + folder_ + "/test",
-       "--out=" + folder_ + "/predictions.csv", "--predictor_type=regressor"},
-      60);
+  const auto predict = Predict(folder_, "test", {"--predictor_type=regressor"});
   ASSERT_TRUE(predict.finished);
   EXPECT_NE(predict.code, 0);
   EXPECT_TRUE(Contains(predict.output, "--predictor_type regressor contradicts the model in " +
@@ -998,22 +994,17 @@ TEST_F(TrainingJob, AccuracyTunesTheThresholdOnValidationAndPredictLabelsByIt) {
   // The test metrics (the validation rows again) use the tuned threshold.
   EXPECT_EQ(metrics.at("test:binary_classification_accuracy"), 1.0);
 
-  const std::string predictions = folder_ + "/predictions.csv";
-  const auto predict = testing::Run({KeelBinary(), "predict", "--model_dir=" + folder_ + "/model",
-                                     "--data=" + folder_ + "/validation", "--out=" + predictions},
-                                    60);
+  const auto predict = Predict(folder_, "validation");
   ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
-  std::ifstream in(predictions);
-  size_t row = 0, positive_below_one_half = 0;
-  for (std::string line; std::getline(in, line); ++row) {
-    const size_t comma = line.find(',');
-    ASSERT_NE(comma, std::string::npos) << line;
-    const int label = std::stoi(line.substr(0, comma));
-    const double probability = std::stod(line.substr(comma + 1));
+  std::vector<Prediction> predictions;
+  ASSERT_NO_FATAL_FAILURE(ReadPredictions(folder_ + "/predictions.csv", &predictions));
+  size_t positive_below_one_half = 0;
+  for (size_t row = 0; row < predictions.size(); ++row) {
+    const auto& [line, label, probability] = predictions[row];
     EXPECT_EQ(label, row % 3 != 2 ? 1 : 0) << "row " << row << ": " << line;
     if (label == 1 && probability < 0.5) ++positive_below_one_half;
   }
-  EXPECT_EQ(row, 300u);
+  EXPECT_EQ(predictions.size(), 300u);
   EXPECT_EQ(positive_below_one_half, 100u) << "the group-2 rows, below 0.5 yet labelled 1";
 }
 
@@ -1062,9 +1053,11 @@ TEST_F(TrainingJob, TheDefaultCacheFolderIsGoneWhenTheJobEnds) {
       TrainWithTemporaryFolder(tmp, {"--job=linear_learner", "--epochs=2", "--minloglevel=0"}, 2);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   for (const char* worker : {"worker 0", "worker 1"}) {
-    EXPECT_TRUE(Contains(exit.output, std::string(worker) + ": its share's minibatches are cached in " +
-                                          tmp + "/keel-cache-"))
-        << worker << " in\n" << exit.output;
+    EXPECT_TRUE(Contains(
+        exit.output,
+        std::string(worker) + ": its share's minibatches are cached in " + tmp + "/keel-cache-"))
+        << worker << " in\n"
+        << exit.output;
   }
   for (const auto& entry : std::filesystem::directory_iterator(tmp)) {
     EXPECT_EQ(entry.path().filename().string().rfind("keel-cache-", 0), std::string::npos)
@@ -1087,11 +1080,11 @@ TEST_F(TrainingJob, AOneEpochJobWritesNoTemporaryCache) {
 
 TEST_F(TrainingJob, BenchTrainSaysWhereEachEpochsTimeWent) {
   Generate("linear", 4000, 2);
-  const auto bench = testing::Run({KeelBinary(), "bench", "train", "--data=" + folder_,
-                                   "--flagfile=" + testing::SourceDir() +
-                                       "/configs/linear_learner.flags",
-                                   "--epochs=3", "--minloglevel=1"},
-                                  120);
+  const auto bench =
+      testing::Run({KeelBinary(), "bench", "train", "--data=" + folder_,
+                    "--flagfile=" + testing::SourceDir() + "/configs/linear_learner.flags",
+                    "--epochs=3", "--minloglevel=1"},
+                   120);
   ASSERT_TRUE(bench.finished && bench.code == 0) << bench.output;
   std::smatch json;
   ASSERT_TRUE(std::regex_search(bench.output, json, std::regex("\\{\"bench\":\"train\".*\\}")))

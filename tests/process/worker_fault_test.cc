@@ -100,6 +100,20 @@ class WorkerFaults : public testing::TempFolderTest {
   }
   testing::Exit FinishJob() { return processes_.Wait(scheduler_, 180); }
 
+  // Kills `pid`, the process of `role` `rank`, starts its replacement
+  // (`replacement`), and waits for the job (`job`), which must end, and
+  // succeed with the replacement in the role's place.
+  void ReplaceAndFinish(pid_t pid, const std::string& role, int rank, pid_t* replacement,
+                        testing::Exit* job) {
+    kill(pid, SIGKILL);
+    processes_.Wait(pid, 10);
+    *replacement = Role(role, rank, "faulty");
+    *job = FinishJob();
+    ASSERT_TRUE(job->finished) << job->output;
+    EXPECT_EQ(job->code, 0) << job->output;
+    EXPECT_EQ(MembershipOf(role, rank), "join, leave, join replaces") << job->output;
+  }
+
   // The scheduler's --membership_log (a scheduler started again appends).
   std::string MembershipLog() const { return folder_ + "/membership.jsonl"; }
   // What the membership log says of `role` `rank`, in order: "join",
@@ -143,13 +157,9 @@ TEST_F(WorkerFaults, WorkerKilledMidEpochAndRestartedTakesItsRankBackAndNoExampl
   // 0.2 s, carries its progress to the scheduler) so that it dies mid-epoch.
   // Nothing outside the processes marks a progress report to wait on.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  kill(workers_[1], SIGKILL);
-  processes_.Wait(workers_[1], 10);
-  const pid_t replacement = Role("worker", 1, "faulty");
-  const testing::Exit job = FinishJob();
-  ASSERT_TRUE(job.finished) << job.output;
-  EXPECT_EQ(job.code, 0) << job.output;
-  EXPECT_EQ(MembershipOf("worker", 1), "join, leave, join replaces") << job.output;
+  pid_t replacement = -1;
+  testing::Exit job;
+  ASSERT_NO_FATAL_FAILURE(ReplaceAndFinish(workers_[1], "worker", 1, &replacement, &job));
   const std::string leader = processes_.Output(workers_[0]);
   EXPECT_EQ(ExamplesPerEpoch(leader), std::vector<long>(kEpochs, kRows))
       << leader << processes_.Output(replacement);
@@ -201,13 +211,9 @@ TEST_F(WorkerFaults, ServerKilledAndRestartedRestoresItsRangesFromTheLatestCheck
   StartCluster("faulty", /*replace_timeout=*/60,
                {"--checkpoint_uri=file://" + folder_ + "/ckpt", "--checkpoint_every=100"});
   ASSERT_TRUE(InsideEpochTwo()) << processes_.Output(workers_[0]);
-  kill(servers_[1], SIGKILL);
-  processes_.Wait(servers_[1], 10);
-  const pid_t replacement = Role("server", 1, "faulty");
-  const testing::Exit job = FinishJob();
-  ASSERT_TRUE(job.finished) << job.output;
-  EXPECT_EQ(job.code, 0) << job.output;
-  EXPECT_EQ(MembershipOf("server", 1), "join, leave, join replaces") << job.output;
+  pid_t replacement = -1;
+  testing::Exit job;
+  ASSERT_NO_FATAL_FAILURE(ReplaceAndFinish(servers_[1], "server", 1, &replacement, &job));
   EXPECT_TRUE(Contains(job.output, "restores key range(s) 1 from checkpoint ckpt-00000"))
       << job.output;
   EXPECT_TRUE(Contains(job.output, "job finished: 2 of 2 worker(s) succeeded")) << job.output;

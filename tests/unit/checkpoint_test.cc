@@ -36,24 +36,16 @@ ServerSnapshot SampleSnapshot(int rank) {
   return snapshot;
 }
 
-// 64-bit FNV-1a, as published (offset basis 0xcbf29ce484222325, prime
-// 0x100000001b3): the reference the files' checksum must match.
-uint64_t Fnv1a64(const std::string& bytes) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char byte : bytes) hash = (hash ^ byte) * 0x100000001b3ULL;
-  return hash;
-}
-
 // `bytes` followed by their checksum, as a snapshot file ends.
 std::string WithChecksum(std::string bytes) {
-  const uint64_t sum = Fnv1a64(bytes);
+  const uint64_t sum = testing::Fnv1a64(bytes);
   return bytes.append(reinterpret_cast<const char*>(&sum), sizeof(sum));
 }
 
 TEST(Fnv1a64, MatchesThePublishedTestVectors) {
-  EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ULL);
-  EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
-  EXPECT_EQ(Fnv1a64("foobar"), 0x85944171f73967e8ULL);
+  EXPECT_EQ(testing::Fnv1a64(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(testing::Fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(testing::Fnv1a64("foobar"), 0x85944171f73967e8ULL);
 }
 
 TEST(SnapshotFile, RoundTripsEveryTableAndSpan) {
@@ -67,7 +59,7 @@ TEST(SnapshotFile, RoundTripsEveryTableAndSpan) {
   EXPECT_EQ(read.tables[0].rows, SampleSnapshot(3).tables[0].rows);
   EXPECT_EQ(read.tables[1].rows, std::vector<float>{0.25f});
   // The checksum covers every byte before it, and ends the file.
-  EXPECT_EQ(checksum, Fnv1a64(bytes.substr(0, bytes.size() - 8)));
+  EXPECT_EQ(checksum, testing::Fnv1a64(bytes.substr(0, bytes.size() - 8)));
   uint64_t stored = 0;
   std::memcpy(&stored, bytes.data() + bytes.size() - 8, sizeof(stored));
   EXPECT_EQ(stored, checksum);

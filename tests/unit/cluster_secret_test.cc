@@ -15,21 +15,13 @@
 namespace keel {
 namespace {
 
+using testing::ErrorOf;
 using testing::TempFolderTest;
 
 mode_t ModeOf(const std::string& path) {
   struct stat status {};
   EXPECT_EQ(stat(path.c_str(), &status), 0) << path;
   return status.st_mode & 07777;
-}
-
-std::string ErrorOf(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A keypair made by libzmq directly, independent of GenerateClusterSecret.

@@ -198,12 +198,7 @@ TEST(DataStatistics, NormalizeDataFalseLeavesTheFeaturesAlone) {
 
 // Validate's message for `h`, or "" if it passes.
 std::string ValidationError(const Hyperparameters& h) {
-  try {
-    h.Validate();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return testing::ErrorOrEmpty([&] { h.Validate(); });
 }
 
 TEST(DataStatistics, BadSettingsFailValidationNamingTheFlag) {

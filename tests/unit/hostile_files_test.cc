@@ -21,14 +21,6 @@ namespace {
 using testing::Contains;
 using testing::ErrorOf;
 
-// 64-bit FNV-1a as published (the checksum Keel's files end with), written
-// here independently of the code under test.
-uint64_t Fnv1a64(const std::string& bytes) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char byte : bytes) hash = (hash ^ byte) * 0x100000001b3ULL;
-  return hash;
-}
-
 // A file built field by field, in the machine's byte order as Keel writes.
 class FileBuilder {
  public:
@@ -43,7 +35,7 @@ class FileBuilder {
   }
   // The bytes so far followed by their checksum, as every Keel file ends.
   std::string WithChecksum() const {
-    const uint64_t sum = Fnv1a64(bytes_);
+    const uint64_t sum = testing::Fnv1a64(bytes_);
     return bytes_ + std::string(reinterpret_cast<const char*>(&sum), sizeof(sum));
   }
   size_t size() const { return bytes_.size(); }

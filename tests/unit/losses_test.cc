@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "test_util.h"
 #include "worker/evaluator.h"
 #include "worker/hyperparameters.h"
 
@@ -331,12 +332,7 @@ TEST(LossSelection, AnUnknownLossIsRefusedNamingIt) {
 }
 
 std::string ValidationError(const Hyperparameters& h) {
-  try {
-    h.Validate();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return testing::ErrorOrEmpty([&] { h.Validate(); });
 }
 
 TEST(LossSelection, LossParametersOutsideSageMakersRangesAreRefusedNamingTheFlag) {
