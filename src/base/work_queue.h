@@ -9,7 +9,7 @@
 // until then. The queue is ordered by when each item falls due.
 //
 // Thread-safe. `run` is called on the queue's threads, never under its lock.
-// (worker/thread_pool.h's ThreadPool is the other kind: one parallel step of
+// (base/thread_pool.h's ThreadPool is the other kind: one parallel step of
 // a computation at a time, split into equal parts.)
 #ifndef KEEL_BASE_WORK_QUEUE_H_
 #define KEEL_BASE_WORK_QUEUE_H_

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "worker/compute_backend.h"
-#include "worker/thread_pool.h"
 
 namespace keel {
 

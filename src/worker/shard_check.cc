@@ -5,9 +5,9 @@
 #include <exception>
 #include <thread>
 
+#include "base/thread_pool.h"
 #include "io/batch.h"
 #include "worker/batch_cache.h"
-#include "worker/thread_pool.h"
 
 namespace keel {
 namespace {

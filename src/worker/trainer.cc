@@ -14,6 +14,7 @@
 
 #include "base/checksum.h"
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "base/time.h"
 #include "worker/barriers.h"
 #include "worker/compute_backend_factory.h"
@@ -24,7 +25,6 @@
 #include "worker/model_selection.h"
 #include "worker/progress_reports.h"
 #include "worker/shard_check.h"
-#include "worker/thread_pool.h"
 #include "worker/training_cursor.h"
 #include "worker/training_loss.h"
 

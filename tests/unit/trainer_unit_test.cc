@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/json_reader.h"
+#include "base/thread_pool.h"
 #include "kv/keys.h"
 #include "models/factorization_machine.h"
 #include "models/losses.h"
@@ -22,7 +23,6 @@
 #include "worker/cpu_model.h"
 #include "worker/evaluator.h"
 #include "worker/model_artifact.h"
-#include "worker/thread_pool.h"
 
 namespace keel {
 namespace {

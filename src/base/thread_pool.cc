@@ -1,4 +1,4 @@
-#include "worker/thread_pool.h"
+#include "base/thread_pool.h"
 
 #include <algorithm>
 

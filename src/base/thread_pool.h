@@ -3,8 +3,8 @@
 // A compute backend runs every minibatch as a few equal parts, one per
 // thread; starting threads per batch would cost more than a small batch's
 // work, so the threads live as long as the pool and sleep between steps.
-#ifndef KEEL_WORKER_THREAD_POOL_H_
-#define KEEL_WORKER_THREAD_POOL_H_
+#ifndef KEEL_BASE_THREAD_POOL_H_
+#define KEEL_BASE_THREAD_POOL_H_
 
 #include <algorithm>
 #include <condition_variable>
@@ -63,4 +63,4 @@ inline void PartRange(size_t rows, int parts, int part, size_t* begin, size_t* e
 
 }  // namespace keel
 
-#endif  // KEEL_WORKER_THREAD_POOL_H_
+#endif  // KEEL_BASE_THREAD_POOL_H_
