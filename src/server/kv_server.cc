@@ -144,6 +144,7 @@ void KVServer::ForgetDeparted() {
   forget(clocks_applied_);
   for (auto& [range, shard] : state_.shards) {
     forget(shard.applied);
+    shard.reads.ForgetWorkersUnless([this](int worker) { return state_.members.count(worker) > 0; });
     // Pre-copies of servers that left: their deltas will not be asked for.
     for (auto it = shard.precopies.begin(); it != shard.precopies.end();) {
       it = state_.members.count(it->first) ? std::next(it) : shard.precopies.erase(it);
@@ -155,9 +156,13 @@ void KVServer::ForgetDeparted() {
 }
 
 void KVServer::CountRememberedSenders() {
-  size_t count = clocks_applied_.size();
-  for (const auto& [range, shard] : state_.shards) count += shard.applied.size();
+  size_t count = clocks_applied_.size(), readers = 0;
+  for (const auto& [range, shard] : state_.shards) {
+    count += shard.applied.size();
+    readers += shard.reads.remembered();
+  }
   state_.counters.remembered_senders.store(count);
+  state_.counters.remembered_readers.store(readers);
 }
 
 std::set<int> KVServer::UpdateMembers(const proto::ClusterView& view) {

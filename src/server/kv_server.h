@@ -126,6 +126,10 @@ class KVServer {
   // Senders whose applied sequences this server remembers, summed over its
   // shards and CLOCKs (a departed worker's are dropped).
   size_t remembered_senders() const { return state_.counters.remembered_senders.load(); }
+  // Workers whose pulls this server remembers for the staleness of their
+  // pushes (PushStaleness), per shard and table (a departed worker's are
+  // dropped).
+  size_t remembered_readers() const { return state_.counters.remembered_readers.load(); }
 
   // Pulls that had to wait at the staleness gate since start.
   uint64_t parked_pulls() const { return state_.counters.parked_total.load(); }
@@ -167,9 +171,10 @@ class KVServer {
   void OnView(const proto::ClusterView& view);
   // Records the view's members; returns its workers' node ids.
   std::set<int> UpdateMembers(const proto::ClusterView& view);
-  // Drops the dedupe windows of senders no longer in the view.
+  // Drops the dedupe windows and the pulls' versions of senders no longer in
+  // the view.
   void ForgetDeparted();
-  // Updates remembered_senders().
+  // Updates remembered_senders() and remembered_readers().
   void CountRememberedSenders();
   // Takes table_sizes() and the replicas' readiness (serving(),
   // ranges_waiting(), held_pushes()) for other threads.

@@ -57,6 +57,17 @@ class PushStaleness {
   // `staleness` (from anywhere: a passed-down push's) in [0, kMaxStaleness].
   static int64_t Clamp(int64_t staleness);
 
+  // Forgets every worker for which `keep` is false: a worker that left the
+  // view (node ids are never reused: one that comes back is a new reader).
+  template <typename Keep>
+  void ForgetWorkersUnless(Keep keep) {
+    for (auto it = readers_.begin(); it != readers_.end();) {
+      it = keep(it->first.first) ? std::next(it) : readers_.erase(it);
+    }
+  }
+  // How many (worker, table) pairs are remembered.
+  size_t remembered() const { return readers_.size(); }
+
  private:
   struct Read {
     int64_t clock;

@@ -39,6 +39,7 @@ struct ServerCounters {
   std::atomic<uint64_t> unadmitted_pushes{0};
   std::atomic<uint64_t> evicted_rows{0};
   std::atomic<size_t> remembered_senders{0};
+  std::atomic<size_t> remembered_readers{0};
 };
 
 struct ServerState {

@@ -83,5 +83,17 @@ TEST_F(StalenessSteps, AReadClockNeverPulledTakesNoLargerStep) {
   EXPECT_FLOAT_EQ(Read(0, kAwareTable), -5.0f);
 }
 
+// A worker that leaves the view is forgotten: its pulls' table versions go
+// with it (node ids are never reused, so they would only pile up).
+TEST_F(StalenessSteps, ADepartedWorkersPullsAreForgotten) {
+  Read(0, kAwareTable);
+  Read(1, kAwareTable);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->remembered_readers() == 2u; }, 20))
+      << server_->remembered_readers() << " readers remembered";
+  worker_nodes_[1]->Stop();  // silent: it leaves the view at the heartbeat timeout
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->remembered_readers() == 1u; }, 20))
+      << server_->remembered_readers() << " readers remembered";
+}
+
 }  // namespace
 }  // namespace keel
