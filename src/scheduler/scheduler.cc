@@ -42,7 +42,9 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
       shares_(options.num_workers, options.worker_replace_timeout_s,
               [this](int node, Message& message) { SendTo(node, message); }),
-      progress_(options.num_workers) {
+      progress_(options.num_workers),
+      preemption_(members_, &timeline_, options.preemption_grace_s,
+                  [this](int node, Message& message) { SendTo(node, message); }) {
   chains_.set_precopy(options.precopy);
   // Node ids are never reused, across a restart of the scheduler too: a
   // scheduler started again does not know the ids its predecessor gave out
@@ -165,6 +167,18 @@ SchedulerStatus Scheduler::status() const {
   return status;
 }
 
+void Scheduler::Preempt(const std::string& who) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;
+  preemption_.Notice(who, *checkpoints_);
+  changed_.notify_all();
+}
+
+PreemptionOutcome Scheduler::preemption() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return preemption_.outcome();
+}
+
 uint64_t Scheduler::rejected_messages() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return rejected_;
@@ -184,19 +198,16 @@ int Scheduler::WaitForJob(double timeout_s) {
   while (true) {
     const double now = MonotonicSeconds();
     if (JobOver() && !checkpoints_->busy()) break;
-    if (preempt_noticed_ > 0 && PreemptionOver(now)) {
+    if (preemption_.noticed() && preemption_.Over(now, *checkpoints_)) {
       ShutDownNodes();
       return kPreempted;
     }
     if (now >= deadline) return -1;
-    if (preempt_noticed_ > 0 && now - preempt_ordered_ >= kPreemptOrderInterval) {
-      OrderWorkersToStop();
-      preempt_ordered_ = now;
-    }
-    // A preemption is checked at least every kPreemptOrderInterval: its grace
-    // passes with time.
-    changed_.wait_for(
-        lock, std::chrono::duration<double>(std::min(kPreemptOrderInterval, deadline - now)));
+    preemption_.Remind(now, *checkpoints_);
+    // A preemption is checked at least every Preemption::kOrderInterval: its
+    // grace passes with time.
+    changed_.wait_for(lock, std::chrono::duration<double>(
+                                std::min(Preemption::kOrderInterval, deadline - now)));
   }
   int succeeded = 0;
   for (const auto& [id, error] : done_) succeeded += error.empty();
@@ -241,10 +252,11 @@ void Scheduler::ShutDownNodes() {
   shut_down_ = true;  // the nodes exit now: their connections closing is no news
   for (const auto& [id, member] : members_) {
     Message shutdown = ControlMessage(proto::SHUTDOWN);
-    if (preemption_.preempted) {
+    const PreemptionOutcome& preemption = preemption_.outcome();
+    if (preemption.preempted) {
       shutdown.meta.set_preempt(true);
-      shutdown.meta.set_checkpoint(preemption_.checkpoint);
-      shutdown.meta.set_checkpoint_uri(preemption_.uri);
+      shutdown.meta.set_checkpoint(preemption.checkpoint);
+      shutdown.meta.set_checkpoint_uri(preemption.uri);
     }
     SendTo(id, shutdown);
   }
@@ -381,7 +393,8 @@ void Scheduler::OnMessage(Message&& message) {
       OnProgress(meta, member);
       break;
     case proto::PREEMPT:
-      OnPreempt(meta, member);
+      preemption_.OnPreempt(meta, member, *checkpoints_);
+      changed_.notify_all();
       break;
     default:
       LOG(WARNING) << "ignored " << Describe(meta) << ": not a scheduler command";

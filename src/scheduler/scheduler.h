@@ -14,7 +14,8 @@
 // ranks, replacements), failure_detection.cc (heartbeat silence, closed
 // connections, departures), Suspects (the probes of closed connections),
 // RangeChains (key ranges' replica chains), BarrierTable, OrphanedShares (a
-// departed worker's share of an epoch), CheckpointCoordinator, MembershipLog.
+// departed worker's share of an epoch), CheckpointCoordinator, Preemption,
+// MembershipLog.
 //
 // Thread-safe: its methods may be called from any thread.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
@@ -41,6 +42,7 @@
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
 #include "scheduler/orphaned_shares.h"
+#include "scheduler/preemption.h"
 #include "scheduler/range_chains.h"
 #include "scheduler/registration_probes.h"
 #include "scheduler/suspects.h"
@@ -91,16 +93,6 @@ struct SchedulerOptions {
   // Preemption: how long the preemption checkpoint may take to commit after
   // the notice before the job ends without it.
   double preemption_grace_s = 90;
-};
-
-// How a preempted job ended.
-struct PreemptionOutcome {
-  bool preempted = false;  // the job ended by preemption
-  std::string checkpoint;  // the checkpoint committed for it ("": none)
-  std::string uri;         // its store
-  double seconds = 0;      // from the notice to the commit (or to the end)
-  // Why there is no checkpoint, and the latest usable one ("" with one).
-  std::string note;
 };
 
 // The largest frame the scheduler accepts: its messages (registrations,
@@ -231,17 +223,6 @@ class Scheduler {
   // a copy of one taken already (answered again if its answer went out).
   bool TakeOnce(const proto::Meta& meta);
   void SendTo(int node_id, Message& message);
-
-  // Preemption (preemption.cc).
-  void PreemptLocked(const std::string& who);
-  // A node's preemption notice: answered, then the preemption starts.
-  void OnPreempt(const proto::Meta& meta, const Member& member);
-  // Orders every live worker to stop for the preemption checkpoint (again:
-  // control messages are not resent by the transport).
-  void OrderWorkersToStop();
-  // Whether the preemption is over: its checkpoint committed or abandoned,
-  // the grace ran out, or checkpoints are off. Fills preemption_ then.
-  bool PreemptionOver(double now);
 
   // The end of the job (scheduler.cc).
   bool JobOver() const;
@@ -433,13 +414,7 @@ class Scheduler {
   double heard_any_ = 0;       // MonotonicSeconds() a member was last heard from
   bool deaf_ = false;          // in a spell of hearing too few (HearsTheCluster)
   uint64_t deaf_spells_ = 0;   // see SchedulerStatus
-
-  // Preemption (preemption.cc).
-  double preempt_noticed_ = 0;  // MonotonicSeconds() of the notice; 0: none
-  double preempt_ordered_ = 0;  // ... of the last order to the workers to stop
-  // How often the workers are ordered again to stop (and the grace checked).
-  static constexpr double kPreemptOrderInterval = 0.5;
-  PreemptionOutcome preemption_;
+  Preemption preemption_;
 };
 
 }  // namespace keel
