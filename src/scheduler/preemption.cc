@@ -29,8 +29,7 @@ std::string NodeName(const Member& member) {
 
 }  // namespace
 
-Preemption::Preemption(const Members& members, TimelineWriter* timeline, double grace_s,
-                       Send send)
+Preemption::Preemption(const Members& members, TimelineWriter* timeline, double grace_s, Send send)
     : members_(members), timeline_(timeline), grace_s_(grace_s), send_(std::move(send)) {}
 
 void Preemption::Notice(const std::string& who, CheckpointCoordinator& checkpoints) {

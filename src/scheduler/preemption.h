@@ -51,8 +51,7 @@ class Preemption {
   // notice is ignored.
   void Notice(const std::string& who, CheckpointCoordinator& checkpoints);
   // A member's PREEMPT: answered, then the preemption starts.
-  void OnPreempt(const proto::Meta& meta, const Member& member,
-                 CheckpointCoordinator& checkpoints);
+  void OnPreempt(const proto::Meta& meta, const Member& member, CheckpointCoordinator& checkpoints);
   // Whether a notice came.
   bool noticed() const { return noticed_ > 0; }
   // After a notice: orders the workers again to stop if kOrderInterval passed

@@ -42,6 +42,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
       shares_(options.num_workers, options.worker_replace_timeout_s,
               [this](int node, Message& message) { SendTo(node, message); }),
+      detector_(options.heartbeat_timeout_s, {members_, done_, published_}),
       progress_(options.num_workers),
       preemption_(members_, &timeline_, options.preemption_grace_s,
                   [this](int node, Message& message) { SendTo(node, message); }) {
@@ -158,9 +159,9 @@ SchedulerStatus Scheduler::status() const {
   status.events = membership_.Recent();
   status.workers_done = static_cast<int>(done_.size());
   status.departures = removed_.size();
-  status.suspected = suspected_;
-  status.suspects_cleared = suspects_cleared_;
-  status.deaf_spells = deaf_spells_;
+  status.suspected = detector_.suspected();
+  status.suspects_cleared = detector_.suspects_cleared();
+  status.deaf_spells = detector_.deaf_spells();
   status.rejected_messages = rejected_;
   if (checkpoints_) status.checkpoints = checkpoints_->stats();
   status.monitor_age_s = monitor_ran_ > 0 ? now - monitor_ran_ : 0;
@@ -206,8 +207,8 @@ int Scheduler::WaitForJob(double timeout_s) {
     preemption_.Remind(now, *checkpoints_);
     // A preemption is checked at least every Preemption::kOrderInterval: its
     // grace passes with time.
-    changed_.wait_for(lock, std::chrono::duration<double>(
-                                std::min(Preemption::kOrderInterval, deadline - now)));
+    changed_.wait_for(
+        lock, std::chrono::duration<double>(std::min(Preemption::kOrderInterval, deadline - now)));
   }
   int succeeded = 0;
   for (const auto& [id, error] : done_) succeeded += error.empty();
@@ -273,10 +274,7 @@ void Scheduler::PublishView() {
   if (!published_) {
     // Nodes send heartbeats once they have a view: their silence counts
     // from the first one, not from their registration.
-    const double now = MonotonicSeconds();
-    for (auto& [id, member] : members_)
-      member.last_heartbeat = std::max(member.last_heartbeat, now);
-    heard_any_ = now;
+    detector_.StartClocks(MonotonicSeconds());
   }
   view_.set_epoch(view_.epoch() + 1);
   published_ = true;
@@ -357,7 +355,7 @@ void Scheduler::OnMessage(Message&& message) {
                ")");
     return;
   }
-  HeardFromAMember(MonotonicSeconds());
+  detector_.HeardFromAMember(MonotonicSeconds());
   member.last_heartbeat = MonotonicSeconds();
   if (member.reported_silent) {
     member.reported_silent = false;

@@ -11,8 +11,9 @@
 // connections (its process died).
 //
 // The mechanisms behind it, each in its own file: registration.cc (admission,
-// ranks, replacements), failure_detection.cc (heartbeat silence, closed
-// connections, departures), Suspects (the probes of closed connections),
+// ranks, replacements), failure_detection.cc (the monitor loop, closed
+// connections, departures), FailureDetector (heartbeat silence, suspects),
+// Suspects (the probes of closed connections),
 // RangeChains (key ranges' replica chains), BarrierTable, OrphanedShares (a
 // departed worker's share of an epoch), CheckpointCoordinator, Preemption,
 // MembershipLog.
@@ -38,6 +39,7 @@
 #include "scheduler/barriers.h"
 #include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/control_replies.h"
+#include "scheduler/failure_detector.h"
 #include "scheduler/job_progress.h"
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
@@ -133,7 +135,7 @@ struct SchedulerStatus {
   uint64_t suspects_cleared = 0;
   // Spells in which it heard too few of its members to judge silence
   // (most of them not heard for half the heartbeat timeout) and so removed
-  // none for silence (Scheduler::HearsTheCluster).
+  // none for silence (FailureDetector::HearsTheCluster).
   uint64_t deaf_spells = 0;
   uint64_t rejected_messages = 0;
   CheckpointStats checkpoints;
@@ -304,46 +306,15 @@ class Scheduler {
 
   // Failure detection (failure_detection.cc).
   // When a member's heartbeat deadline passes, and at least every second:
-  // removes the nodes silent past the heartbeat timeout (before the first
-  // view, only logs them) and answers ORPHANS requests whose replacement
-  // timeout passed.
+  // removes the nodes silent past the heartbeat timeout (as FailureDetector
+  // finds them) and answers ORPHANS requests whose replacement timeout passed.
   void MonitorLoop();
-  // The monitor's round came `stall` seconds later than it was due (the
-  // scheduler was stopped, SIGSTOP, or starved of CPU): the heartbeats that
-  // arrived meanwhile are still unread, and the stall began at some unknown
-  // time before: no silence can be judged. Beyond 0.5 s late, every member's
-  // last heartbeat becomes `now`.
-  void ForgiveOwnStall(double now, double stall);
-  // Whether the scheduler hears enough of its members to judge silence, for
-  // the monitor: not while most of them (at least two, more than half of the
-  // members not done) have not been heard for half the heartbeat timeout,
-  // once the view is out. Their silence is then likelier its own isolation (a
-  // partition, its network, a stall in reading) than the failure of most of
-  // them at once, so no member is removed for silence meanwhile (a closed
-  // connection to an address that refuses connections still removes one at
-  // once). The round that finds it hearing enough again gives every member a
-  // whole heartbeat timeout from then and removes none: the others' held
-  // heartbeats may come later, their TCP resends backing off.
-  bool HearsTheCluster(double now);
-  // Whether most members are quiet at `now` (above).
-  bool HearsTooFew(double now) const;
-  // A message from a member at `now`. The first after a spell in which none
-  // was heard for half the timeout (whether or not a monitor round saw it)
-  // gives every member a whole heartbeat timeout from then.
-  void HeardFromAMember(double now);
-  // The members silent past the heartbeat timeout at `now`, with how long, to
-  // remove; before the first view they are only logged (once).
-  std::vector<std::pair<int, double>> FindSilent(double now);
-  // When the next member may fall silent past the heartbeat timeout (now +
-  // 1 s if none sooner).
-  double NextSilenceDeadline(double now) const;
   // On the Van's connection watch: the connection to node `id` closed. A
   // member not done nor at the job's end becomes a suspect (Suspects probes
   // it).
   void OnConnectionClosed(int id);
-  // On a probe thread: node `id`, a suspect, was probed at `address`. If the
-  // address refused the connection the node leaves the view (before the
-  // first view, it is only logged); otherwise it stays.
+  // On a probe thread: node `id`, a suspect, was probed at `address`: it
+  // leaves the view if FailureDetector::Judge says so.
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
   // Live resharding (resharding.cc).
   // `loopback`: the request came from this host (without a cluster secret
@@ -405,15 +376,12 @@ class Scheduler {
   bool stopping_ = false;
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  std::unique_ptr<RegistrationProbes> probes_;     // checks of registering nodes' addresses
-  std::unique_ptr<Suspects> suspects_;             // probes of members whose connection closed
-  uint64_t suspected_ = 0, suspects_cleared_ = 0;  // see SchedulerStatus
-  uint64_t rejected_ = 0;                          // see rejected_messages()
+  std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
+  std::unique_ptr<Suspects> suspects_;          // probes of members whose connection closed
+  FailureDetector detector_;  // judges silence and suspects (over members_, done_)
+  uint64_t rejected_ = 0;     // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
-  double heard_any_ = 0;       // MonotonicSeconds() a member was last heard from
-  bool deaf_ = false;          // in a spell of hearing too few (HearsTheCluster)
-  uint64_t deaf_spells_ = 0;   // see SchedulerStatus
   Preemption preemption_;
 };
 
