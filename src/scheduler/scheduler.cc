@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "base/utf8.h"
 #include "kv/node.h"
 #include "scheduler/control_message.h"
 
@@ -42,6 +43,9 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
       shares_(options.num_workers, options.worker_replace_timeout_s,
               [this](int node, Message& message) { SendTo(node, message); }),
+      resharding_(
+          {members_, chains_, server_ranks_, num_servers_, removed_, server_vacant_, membership_},
+          [this](int node, Message& message) { SendTo(node, message); }),
       detector_(options.heartbeat_timeout_s, {members_, done_, published_}),
       progress_(options.num_workers),
       preemption_(members_, &timeline_, options.preemption_grace_s,
@@ -284,7 +288,7 @@ void Scheduler::PublishView() {
   for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
   chains_.ToView(server_ranks_, &view_);
   view_.clear_draining();
-  for (int rank : draining_) view_.add_draining(rank);
+  for (int rank : resharding_.draining()) view_.add_draining(rank);
   view_.set_replication(options_.replication);
   membership_.RecordView(view_);
   checkpoints_->FillView(&view_);
@@ -426,6 +430,55 @@ void Scheduler::OnNonMember(const Message& message) {
     return;
   }
   LOG(WARNING) << "ignored " << Describe(meta) << ": the sender is not a member";
+}
+
+std::string Scheduler::Drain(int rank, const std::string& who) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return DrainLocked(rank, who, /*loopback=*/true);
+}
+
+std::string Scheduler::DrainLocked(int rank, const std::string& who, bool loopback) {
+  if (stopping_ || shut_down_) return "the job is over";
+  if (!options_.secret && !loopback) {
+    return "without a cluster secret (plain TCP) only a client on the scheduler's own host may "
+           "drain servers: start the cluster with --secret_file to drain from elsewhere";
+  }
+  if (!published_) return "the job has not started";
+  bool started = false;
+  const std::string refusal = resharding_.Drain(rank, who, &started);
+  if (!started) return refusal;
+  PublishView();   // the ranges' new servers join their chains and copy them
+  AdvanceMoves();  // nothing to copy: it leaves at once
+  return "";
+}
+
+void Scheduler::OnDrainRequest(const Message& message) {
+  // An admin client, not a member: over CURVE it holds the cluster secret.
+  const proto::Meta& meta = message.meta;
+  const std::string who =
+      "an admin client at " +
+      (message.peer_host.empty() ? std::string("an unknown host") : message.peer_host);
+  const bool loopback = message.peer_host.rfind("127.", 0) == 0 || message.peer_host == "::1";
+  const std::string refusal = DrainLocked(meta.drain_rank(), who, loopback);
+  Message reply = ControlMessage(proto::DRAIN);
+  reply.meta.set_sequence(meta.sequence());
+  reply.meta.set_epoch(view_.epoch());
+  reply.meta.set_drain_rank(meta.drain_rank());
+  reply.meta.set_error(ValidUtf8(refusal));
+  if (!refusal.empty())
+    LOG(WARNING) << "refused to drain server " << meta.drain_rank() << ": " << refusal;
+  van_.Reply(message, reply);
+}
+
+void Scheduler::AdvanceMoves() {
+  std::vector<int> gone;
+  if (!resharding_.AdvanceMoves(&gone)) return;
+  for (int id : gone) {
+    barriers_.Forget(id, members_);
+    replies_.Forget(id);
+  }
+  PublishView();
+  changed_.notify_all();
 }
 
 void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {

@@ -13,10 +13,10 @@
 // The mechanisms behind it, each in its own file: registration.cc (admission,
 // ranks, replacements), failure_detection.cc (the monitor loop, closed
 // connections, departures), FailureDetector (heartbeat silence, suspects),
-// Suspects (the probes of closed connections),
-// RangeChains (key ranges' replica chains), BarrierTable, OrphanedShares (a
-// departed worker's share of an epoch), CheckpointCoordinator, Preemption,
-// MembershipLog.
+// Suspects (the probes of closed connections), Resharding (servers joining
+// and drained), RangeChains (key ranges' replica chains), BarrierTable,
+// OrphanedShares (a departed worker's share of an epoch),
+// CheckpointCoordinator, Preemption, MembershipLog.
 //
 // Thread-safe: its methods may be called from any thread.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
@@ -47,6 +47,7 @@
 #include "scheduler/preemption.h"
 #include "scheduler/range_chains.h"
 #include "scheduler/registration_probes.h"
+#include "scheduler/resharding.h"
 #include "scheduler/suspects.h"
 
 namespace keel {
@@ -316,21 +317,13 @@ class Scheduler {
   // On a probe thread: node `id`, a suspect, was probed at `address`: it
   // leaves the view if FailureDetector::Judge says so.
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
-  // Live resharding (resharding.cc).
+  // Live resharding (Resharding; scheduler.cc).
   // `loopback`: the request came from this host (without a cluster secret
   // only such a request is taken).
   std::string DrainLocked(int rank, const std::string& who, bool loopback);
-  // A server registered with --join: the key ranges homed on it now.
-  void JoinServer(const Member& member);
-  // The ranks key ranges may be homed on: live and vacant servers, not those
-  // being drained.
-  std::set<int> HomeRanks() const;
-  // After a copy arrived: ranges whose new replicas all have their rows drop
-  // the servers they moved off, and drained servers that hold nothing any
-  // more leave (told to shut down). Publishes a view if anything changed.
+  // Resharding::AdvanceMoves, then a view if anything changed (the servers
+  // it released forgotten by the barriers and replies first).
   void AdvanceMoves();
-  // Drained server `rank` leaves the view; returns its node id (-1: none).
-  int ReleaseDrained(int rank);
 
   // Removes member `id` for `reason`: RemoveServer or RemoveWorker.
   void RemoveMember(int id, const std::string& reason);
@@ -359,7 +352,6 @@ class Scheduler {
   // Servers expected in the view: the start's, plus those that joined, less
   // those drained (a restarted scheduler takes the latest view's).
   int num_servers_ = 0;
-  std::set<int> draining_;  // server ranks being drained
   proto::ClusterView view_;
   RangeChains chains_;
   BarrierTable barriers_;
@@ -374,6 +366,7 @@ class Scheduler {
   // this scheduler was not restarted, or none of them registered again yet).
   proto::ClusterView earlier_view_;
   bool stopping_ = false;
+  Resharding resharding_;  // servers joining and drained; holds those being drained
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
