@@ -1,15 +1,15 @@
-// Preemption: a notice (SIGTERM to a role or to the launcher, or PREEMPT from
-// a node) becomes an immediate checkpoint, then the end of the job.
+#include "scheduler/preemption.h"
+
 #include <glog/logging.h>
 
 #include <cctype>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 
 #include "base/json.h"
 #include "base/time.h"
 #include "scheduler/control_message.h"
-#include "scheduler/scheduler.h"
 
 namespace keel {
 namespace {
@@ -29,77 +29,74 @@ std::string NodeName(const Member& member) {
 
 }  // namespace
 
-void Scheduler::Preempt(const std::string& who) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stopping_) return;
-  PreemptLocked(who);
-  changed_.notify_all();
-}
+Preemption::Preemption(const Members& members, TimelineWriter* timeline, double grace_s, Send send)
+    : members_(members), timeline_(timeline), grace_s_(grace_s), send_(std::move(send)) {}
 
-PreemptionOutcome Scheduler::preemption() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return preemption_;
-}
-
-void Scheduler::PreemptLocked(const std::string& who) {
-  if (preempt_noticed_ > 0) return;  // a repeated notice
-  preempt_noticed_ = MonotonicSeconds();
-  timeline_.Record("preempt", "\"from\": " + JsonQuote(who));
-  if (!checkpoints_->enabled()) {
+void Preemption::Notice(const std::string& who, CheckpointCoordinator& checkpoints) {
+  if (noticed_ > 0) return;  // a repeated notice
+  noticed_ = MonotonicSeconds();
+  timeline_->Record("preempt", "\"from\": " + JsonQuote(who));
+  if (!checkpoints.enabled()) {
     LOG(WARNING) << "preemption notice from " << who
                  << ": no checkpoint is possible (--checkpoint_uri is not set); the job ends now";
     return;
   }
   LOG(WARNING) << "preemption notice from " << who
                << ": the workers stop after the minibatch in flight for a checkpoint (grace "
-               << options_.preemption_grace_s << " s)";
-  checkpoints_->Preempt();
-  OrderWorkersToStop();
-  preempt_ordered_ = preempt_noticed_;
+               << grace_s_ << " s)";
+  checkpoints.Preempt();
+  OrderWorkersToStop(checkpoints);
+  ordered_ = noticed_;
 }
 
-void Scheduler::OnPreempt(const proto::Meta& meta, const Member& member) {
+void Preemption::OnPreempt(const proto::Meta& meta, const Member& member,
+                           CheckpointCoordinator& checkpoints) {
   Message answer = ControlMessage(proto::PREEMPT);
-  SendTo(meta.sender(), answer);
-  PreemptLocked(NodeName(member));
-  changed_.notify_all();
+  send_(meta.sender(), answer);
+  Notice(NodeName(member), checkpoints);
 }
 
-void Scheduler::OrderWorkersToStop() {
-  if (!checkpoints_->enabled()) return;
-  for (int worker : Live(proto::WORKER)) {
-    Message order = ControlMessage(proto::PREEMPT);
-    order.meta.set_response(false);
-    SendTo(worker, order);
+void Preemption::Remind(double now, CheckpointCoordinator& checkpoints) {
+  if (noticed_ > 0 && now - ordered_ >= kOrderInterval) {
+    OrderWorkersToStop(checkpoints);
+    ordered_ = now;
   }
 }
 
-bool Scheduler::PreemptionOver(double now) {
+void Preemption::OrderWorkersToStop(CheckpointCoordinator& checkpoints) {
+  if (!checkpoints.enabled()) return;
+  for (int worker : MemberIds(members_, proto::WORKER)) {
+    Message order = ControlMessage(proto::PREEMPT);
+    order.meta.set_response(false);
+    send_(worker, order);
+  }
+}
+
+bool Preemption::Over(double now, CheckpointCoordinator& checkpoints) {
   PreemptionOutcome outcome;
   outcome.preempted = true;
-  outcome.seconds = now - preempt_noticed_;
-  std::string latest = checkpoints_->LatestCommitted(&outcome.uri);
+  outcome.seconds = now - noticed_;
+  std::string latest = checkpoints.LatestCommitted(&outcome.uri);
   std::string id, error;
-  if (!checkpoints_->enabled()) {
+  if (!checkpoints.enabled()) {
     outcome.note = "no checkpoint: --checkpoint_uri is not set";
-  } else if (checkpoints_->PreemptionOver(&id, &error)) {
+  } else if (checkpoints.PreemptionOver(&id, &error)) {
     outcome.checkpoint = id;
     if (id.empty()) {
       outcome.note = "the preemption checkpoint failed (" + error + ")";
     }
-  } else if (outcome.seconds >= options_.preemption_grace_s) {
-    outcome.note = "no checkpoint committed within --preemption_grace " +
-                   Seconds(options_.preemption_grace_s) + " s";
+  } else if (outcome.seconds >= grace_s_) {
+    outcome.note = "no checkpoint committed within --preemption_grace " + Seconds(grace_s_) + " s";
   } else {
     return false;
   }
-  if (outcome.checkpoint.empty() && checkpoints_->enabled()) {
+  if (outcome.checkpoint.empty() && checkpoints.enabled()) {
     outcome.note += latest.empty() ? "; there is no earlier checkpoint"
                                    : "; the latest usable checkpoint is " + latest;
   }
-  preemption_ = outcome;
-  timeline_.Record("preempted", "\"checkpoint\": " + JsonQuote(outcome.checkpoint) +
-                                    ", \"seconds\": " + Seconds(outcome.seconds));
+  outcome_ = outcome;
+  timeline_->Record("preempted", "\"checkpoint\": " + JsonQuote(outcome.checkpoint) +
+                                     ", \"seconds\": " + Seconds(outcome.seconds));
   LOG(WARNING) << "preempted after " << Seconds(outcome.seconds) << " s: "
                << (outcome.checkpoint.empty() ? outcome.note
                                               : "checkpoint " + outcome.checkpoint + " committed");

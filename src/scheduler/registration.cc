@@ -97,7 +97,7 @@ void Scheduler::Admit(const Message& request) {
   if (rejoin) TakeEarlierRun(request.meta, rank);
   LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
             << " " << rank << " as node " << id << " at " << node.address();
-  if (join) JoinServer(member);
+  if (join) resharding_.Join(member);
   AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence(), join);
   if (!published_ && Complete()) ReplaceEarlierHolders();
   if (published_ || Complete()) PublishView();
@@ -131,12 +131,7 @@ void Scheduler::TakeEarlierRun(const proto::Meta& request, int rank) {
     // view says how many the job has.
     const int servers = earlier_view_.num_servers();
     if (servers > 0 && servers <= chains_.num_ranges()) num_servers_ = servers;
-    draining_.clear();
-    for (int rank : earlier_view_.draining()) {
-      if (rank >= 0 && rank <= kMaxServerRank && draining_.size() < size_t{kMaxServerRank}) {
-        draining_.insert(rank);
-      }
-    }
+    resharding_.RestoreDraining(earlier_view_);
   }
   int passed = 0;
   for (const proto::PassedBarrier& barrier : request.passed_barriers()) {

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "base/utf8.h"
 #include "kv/node.h"
 #include "scheduler/control_message.h"
 
@@ -42,7 +43,13 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
       shares_(options.num_workers, options.worker_replace_timeout_s,
               [this](int node, Message& message) { SendTo(node, message); }),
-      progress_(options.num_workers) {
+      resharding_(
+          {members_, chains_, server_ranks_, num_servers_, removed_, server_vacant_, membership_},
+          [this](int node, Message& message) { SendTo(node, message); }),
+      detector_(options.heartbeat_timeout_s, {members_, done_, published_}),
+      progress_(options.num_workers),
+      preemption_(members_, &timeline_, options.preemption_grace_s,
+                  [this](int node, Message& message) { SendTo(node, message); }) {
   chains_.set_precopy(options.precopy);
   // Node ids are never reused, across a restart of the scheduler too: a
   // scheduler started again does not know the ids its predecessor gave out
@@ -156,13 +163,25 @@ SchedulerStatus Scheduler::status() const {
   status.events = membership_.Recent();
   status.workers_done = static_cast<int>(done_.size());
   status.departures = removed_.size();
-  status.suspected = suspected_;
-  status.suspects_cleared = suspects_cleared_;
-  status.deaf_spells = deaf_spells_;
+  status.suspected = detector_.suspected();
+  status.suspects_cleared = detector_.suspects_cleared();
+  status.deaf_spells = detector_.deaf_spells();
   status.rejected_messages = rejected_;
   if (checkpoints_) status.checkpoints = checkpoints_->stats();
   status.monitor_age_s = monitor_ran_ > 0 ? now - monitor_ran_ : 0;
   return status;
+}
+
+void Scheduler::Preempt(const std::string& who) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;
+  preemption_.Notice(who, *checkpoints_);
+  changed_.notify_all();
+}
+
+PreemptionOutcome Scheduler::preemption() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return preemption_.outcome();
 }
 
 uint64_t Scheduler::rejected_messages() const {
@@ -184,19 +203,16 @@ int Scheduler::WaitForJob(double timeout_s) {
   while (true) {
     const double now = MonotonicSeconds();
     if (JobOver() && !checkpoints_->busy()) break;
-    if (preempt_noticed_ > 0 && PreemptionOver(now)) {
+    if (preemption_.noticed() && preemption_.Over(now, *checkpoints_)) {
       ShutDownNodes();
       return kPreempted;
     }
     if (now >= deadline) return -1;
-    if (preempt_noticed_ > 0 && now - preempt_ordered_ >= kPreemptOrderInterval) {
-      OrderWorkersToStop();
-      preempt_ordered_ = now;
-    }
-    // A preemption is checked at least every kPreemptOrderInterval: its grace
-    // passes with time.
+    preemption_.Remind(now, *checkpoints_);
+    // A preemption is checked at least every Preemption::kOrderInterval: its
+    // grace passes with time.
     changed_.wait_for(
-        lock, std::chrono::duration<double>(std::min(kPreemptOrderInterval, deadline - now)));
+        lock, std::chrono::duration<double>(std::min(Preemption::kOrderInterval, deadline - now)));
   }
   int succeeded = 0;
   for (const auto& [id, error] : done_) succeeded += error.empty();
@@ -241,10 +257,11 @@ void Scheduler::ShutDownNodes() {
   shut_down_ = true;  // the nodes exit now: their connections closing is no news
   for (const auto& [id, member] : members_) {
     Message shutdown = ControlMessage(proto::SHUTDOWN);
-    if (preemption_.preempted) {
+    const PreemptionOutcome& preemption = preemption_.outcome();
+    if (preemption.preempted) {
       shutdown.meta.set_preempt(true);
-      shutdown.meta.set_checkpoint(preemption_.checkpoint);
-      shutdown.meta.set_checkpoint_uri(preemption_.uri);
+      shutdown.meta.set_checkpoint(preemption.checkpoint);
+      shutdown.meta.set_checkpoint_uri(preemption.uri);
     }
     SendTo(id, shutdown);
   }
@@ -261,10 +278,7 @@ void Scheduler::PublishView() {
   if (!published_) {
     // Nodes send heartbeats once they have a view: their silence counts
     // from the first one, not from their registration.
-    const double now = MonotonicSeconds();
-    for (auto& [id, member] : members_)
-      member.last_heartbeat = std::max(member.last_heartbeat, now);
-    heard_any_ = now;
+    detector_.StartClocks(MonotonicSeconds());
   }
   view_.set_epoch(view_.epoch() + 1);
   published_ = true;
@@ -274,7 +288,7 @@ void Scheduler::PublishView() {
   for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
   chains_.ToView(server_ranks_, &view_);
   view_.clear_draining();
-  for (int rank : draining_) view_.add_draining(rank);
+  for (int rank : resharding_.draining()) view_.add_draining(rank);
   view_.set_replication(options_.replication);
   membership_.RecordView(view_);
   checkpoints_->FillView(&view_);
@@ -345,7 +359,7 @@ void Scheduler::OnMessage(Message&& message) {
                ")");
     return;
   }
-  HeardFromAMember(MonotonicSeconds());
+  detector_.HeardFromAMember(MonotonicSeconds());
   member.last_heartbeat = MonotonicSeconds();
   if (member.reported_silent) {
     member.reported_silent = false;
@@ -381,7 +395,8 @@ void Scheduler::OnMessage(Message&& message) {
       OnProgress(meta, member);
       break;
     case proto::PREEMPT:
-      OnPreempt(meta, member);
+      preemption_.OnPreempt(meta, member, *checkpoints_);
+      changed_.notify_all();
       break;
     default:
       LOG(WARNING) << "ignored " << Describe(meta) << ": not a scheduler command";
@@ -415,6 +430,55 @@ void Scheduler::OnNonMember(const Message& message) {
     return;
   }
   LOG(WARNING) << "ignored " << Describe(meta) << ": the sender is not a member";
+}
+
+std::string Scheduler::Drain(int rank, const std::string& who) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return DrainLocked(rank, who, /*loopback=*/true);
+}
+
+std::string Scheduler::DrainLocked(int rank, const std::string& who, bool loopback) {
+  if (stopping_ || shut_down_) return "the job is over";
+  if (!options_.secret && !loopback) {
+    return "without a cluster secret (plain TCP) only a client on the scheduler's own host may "
+           "drain servers: start the cluster with --secret_file to drain from elsewhere";
+  }
+  if (!published_) return "the job has not started";
+  bool started = false;
+  const std::string refusal = resharding_.Drain(rank, who, &started);
+  if (!started) return refusal;
+  PublishView();   // the ranges' new servers join their chains and copy them
+  AdvanceMoves();  // nothing to copy: it leaves at once
+  return "";
+}
+
+void Scheduler::OnDrainRequest(const Message& message) {
+  // An admin client, not a member: over CURVE it holds the cluster secret.
+  const proto::Meta& meta = message.meta;
+  const std::string who =
+      "an admin client at " +
+      (message.peer_host.empty() ? std::string("an unknown host") : message.peer_host);
+  const bool loopback = message.peer_host.rfind("127.", 0) == 0 || message.peer_host == "::1";
+  const std::string refusal = DrainLocked(meta.drain_rank(), who, loopback);
+  Message reply = ControlMessage(proto::DRAIN);
+  reply.meta.set_sequence(meta.sequence());
+  reply.meta.set_epoch(view_.epoch());
+  reply.meta.set_drain_rank(meta.drain_rank());
+  reply.meta.set_error(ValidUtf8(refusal));
+  if (!refusal.empty())
+    LOG(WARNING) << "refused to drain server " << meta.drain_rank() << ": " << refusal;
+  van_.Reply(message, reply);
+}
+
+void Scheduler::AdvanceMoves() {
+  std::vector<int> gone;
+  if (!resharding_.AdvanceMoves(&gone)) return;
+  for (int id : gone) {
+    barriers_.Forget(id, members_);
+    replies_.Forget(id);
+  }
+  PublishView();
+  changed_.notify_all();
 }
 
 void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {

@@ -11,10 +11,12 @@
 // connections (its process died).
 //
 // The mechanisms behind it, each in its own file: registration.cc (admission,
-// ranks, replacements), failure_detection.cc (heartbeat silence, closed
-// connections, departures), Suspects (the probes of closed connections),
-// RangeChains (key ranges' replica chains), BarrierTable, OrphanedShares (a
-// departed worker's share of an epoch), CheckpointCoordinator, MembershipLog.
+// ranks, replacements), failure_detection.cc (the monitor loop, closed
+// connections, departures), FailureDetector (heartbeat silence, suspects),
+// Suspects (the probes of closed connections), Resharding (servers joining
+// and drained), RangeChains (key ranges' replica chains), BarrierTable,
+// OrphanedShares (a departed worker's share of an epoch),
+// CheckpointCoordinator, Preemption, MembershipLog.
 //
 // Thread-safe: its methods may be called from any thread.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
@@ -37,12 +39,15 @@
 #include "scheduler/barriers.h"
 #include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/control_replies.h"
+#include "scheduler/failure_detector.h"
 #include "scheduler/job_progress.h"
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
 #include "scheduler/orphaned_shares.h"
+#include "scheduler/preemption.h"
 #include "scheduler/range_chains.h"
 #include "scheduler/registration_probes.h"
+#include "scheduler/resharding.h"
 #include "scheduler/suspects.h"
 
 namespace keel {
@@ -93,16 +98,6 @@ struct SchedulerOptions {
   double preemption_grace_s = 90;
 };
 
-// How a preempted job ended.
-struct PreemptionOutcome {
-  bool preempted = false;  // the job ended by preemption
-  std::string checkpoint;  // the checkpoint committed for it ("": none)
-  std::string uri;         // its store
-  double seconds = 0;      // from the notice to the commit (or to the end)
-  // Why there is no checkpoint, and the latest usable one ("" with one).
-  std::string note;
-};
-
 // The largest frame the scheduler accepts: its messages (registrations,
 // heartbeats, barriers, reports, checkpoint records) are kilobytes; 64 MiB
 // leaves room for a job's largest while a peer sending a bigger one is
@@ -141,7 +136,7 @@ struct SchedulerStatus {
   uint64_t suspects_cleared = 0;
   // Spells in which it heard too few of its members to judge silence
   // (most of them not heard for half the heartbeat timeout) and so removed
-  // none for silence (Scheduler::HearsTheCluster).
+  // none for silence (FailureDetector::HearsTheCluster).
   uint64_t deaf_spells = 0;
   uint64_t rejected_messages = 0;
   CheckpointStats checkpoints;
@@ -232,17 +227,6 @@ class Scheduler {
   bool TakeOnce(const proto::Meta& meta);
   void SendTo(int node_id, Message& message);
 
-  // Preemption (preemption.cc).
-  void PreemptLocked(const std::string& who);
-  // A node's preemption notice: answered, then the preemption starts.
-  void OnPreempt(const proto::Meta& meta, const Member& member);
-  // Orders every live worker to stop for the preemption checkpoint (again:
-  // control messages are not resent by the transport).
-  void OrderWorkersToStop();
-  // Whether the preemption is over: its checkpoint committed or abandoned,
-  // the grace ran out, or checkpoints are off. Fills preemption_ then.
-  bool PreemptionOver(double now);
-
   // The end of the job (scheduler.cc).
   bool JobOver() const;
   // Logs the workers that failed or left unreplaced; returns how many count
@@ -323,62 +307,23 @@ class Scheduler {
 
   // Failure detection (failure_detection.cc).
   // When a member's heartbeat deadline passes, and at least every second:
-  // removes the nodes silent past the heartbeat timeout (before the first
-  // view, only logs them) and answers ORPHANS requests whose replacement
-  // timeout passed.
+  // removes the nodes silent past the heartbeat timeout (as FailureDetector
+  // finds them) and answers ORPHANS requests whose replacement timeout passed.
   void MonitorLoop();
-  // The monitor's round came `stall` seconds later than it was due (the
-  // scheduler was stopped, SIGSTOP, or starved of CPU): the heartbeats that
-  // arrived meanwhile are still unread, and the stall began at some unknown
-  // time before: no silence can be judged. Beyond 0.5 s late, every member's
-  // last heartbeat becomes `now`.
-  void ForgiveOwnStall(double now, double stall);
-  // Whether the scheduler hears enough of its members to judge silence, for
-  // the monitor: not while most of them (at least two, more than half of the
-  // members not done) have not been heard for half the heartbeat timeout,
-  // once the view is out. Their silence is then likelier its own isolation (a
-  // partition, its network, a stall in reading) than the failure of most of
-  // them at once, so no member is removed for silence meanwhile (a closed
-  // connection to an address that refuses connections still removes one at
-  // once). The round that finds it hearing enough again gives every member a
-  // whole heartbeat timeout from then and removes none: the others' held
-  // heartbeats may come later, their TCP resends backing off.
-  bool HearsTheCluster(double now);
-  // Whether most members are quiet at `now` (above).
-  bool HearsTooFew(double now) const;
-  // A message from a member at `now`. The first after a spell in which none
-  // was heard for half the timeout (whether or not a monitor round saw it)
-  // gives every member a whole heartbeat timeout from then.
-  void HeardFromAMember(double now);
-  // The members silent past the heartbeat timeout at `now`, with how long, to
-  // remove; before the first view they are only logged (once).
-  std::vector<std::pair<int, double>> FindSilent(double now);
-  // When the next member may fall silent past the heartbeat timeout (now +
-  // 1 s if none sooner).
-  double NextSilenceDeadline(double now) const;
   // On the Van's connection watch: the connection to node `id` closed. A
   // member not done nor at the job's end becomes a suspect (Suspects probes
   // it).
   void OnConnectionClosed(int id);
-  // On a probe thread: node `id`, a suspect, was probed at `address`. If the
-  // address refused the connection the node leaves the view (before the
-  // first view, it is only logged); otherwise it stays.
+  // On a probe thread: node `id`, a suspect, was probed at `address`: it
+  // leaves the view if FailureDetector::Judge says so.
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
-  // Live resharding (resharding.cc).
+  // Live resharding (Resharding; scheduler.cc).
   // `loopback`: the request came from this host (without a cluster secret
   // only such a request is taken).
   std::string DrainLocked(int rank, const std::string& who, bool loopback);
-  // A server registered with --join: the key ranges homed on it now.
-  void JoinServer(const Member& member);
-  // The ranks key ranges may be homed on: live and vacant servers, not those
-  // being drained.
-  std::set<int> HomeRanks() const;
-  // After a copy arrived: ranges whose new replicas all have their rows drop
-  // the servers they moved off, and drained servers that hold nothing any
-  // more leave (told to shut down). Publishes a view if anything changed.
+  // Resharding::AdvanceMoves, then a view if anything changed (the servers
+  // it released forgotten by the barriers and replies first).
   void AdvanceMoves();
-  // Drained server `rank` leaves the view; returns its node id (-1: none).
-  int ReleaseDrained(int rank);
 
   // Removes member `id` for `reason`: RemoveServer or RemoveWorker.
   void RemoveMember(int id, const std::string& reason);
@@ -407,7 +352,6 @@ class Scheduler {
   // Servers expected in the view: the start's, plus those that joined, less
   // those drained (a restarted scheduler takes the latest view's).
   int num_servers_ = 0;
-  std::set<int> draining_;  // server ranks being drained
   proto::ClusterView view_;
   RangeChains chains_;
   BarrierTable barriers_;
@@ -422,24 +366,16 @@ class Scheduler {
   // this scheduler was not restarted, or none of them registered again yet).
   proto::ClusterView earlier_view_;
   bool stopping_ = false;
+  Resharding resharding_;  // servers joining and drained; holds those being drained
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  std::unique_ptr<RegistrationProbes> probes_;     // checks of registering nodes' addresses
-  std::unique_ptr<Suspects> suspects_;             // probes of members whose connection closed
-  uint64_t suspected_ = 0, suspects_cleared_ = 0;  // see SchedulerStatus
-  uint64_t rejected_ = 0;                          // see rejected_messages()
+  std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
+  std::unique_ptr<Suspects> suspects_;          // probes of members whose connection closed
+  FailureDetector detector_;  // judges silence and suspects (over members_, done_)
+  uint64_t rejected_ = 0;     // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
-  double heard_any_ = 0;       // MonotonicSeconds() a member was last heard from
-  bool deaf_ = false;          // in a spell of hearing too few (HearsTheCluster)
-  uint64_t deaf_spells_ = 0;   // see SchedulerStatus
-
-  // Preemption (preemption.cc).
-  double preempt_noticed_ = 0;  // MonotonicSeconds() of the notice; 0: none
-  double preempt_ordered_ = 0;  // ... of the last order to the workers to stop
-  // How often the workers are ordered again to stop (and the grace checked).
-  static constexpr double kPreemptOrderInterval = 0.5;
-  PreemptionOutcome preemption_;
+  Preemption preemption_;
 };
 
 }  // namespace keel

@@ -1,0 +1,84 @@
+// Resharding: servers joining the running job (--join) and drained from it
+// (DRAIN), their key ranges moving while pushes go on (see RangeChains for
+// how a move runs).
+//
+// A joining server takes ranges from the servers holding the most; a drained
+// one hands each of its ranges to another server and, once none is left on
+// it, is told to shut down and leaves the view. It changes the scheduler's
+// state it is given (the members, the chains, the server ranks and count, the
+// removed and vacant servers) and records in its membership log; the
+// scheduler publishes the views that follow and forgets a released server in
+// its barriers and replies.
+//
+// Not synchronized: the scheduler calls it under its lock.
+#ifndef KEEL_SCHEDULER_RESHARDING_H_
+#define KEEL_SCHEDULER_RESHARDING_H_
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "keel.pb.h"
+#include "kv/message.h"
+#include "scheduler/members.h"
+#include "scheduler/membership_log.h"
+#include "scheduler/range_chains.h"
+
+namespace keel {
+
+class Resharding {
+ public:
+  // The scheduler's state it reads and changes (it outlives this object).
+  struct Cluster {
+    Members& members;
+    RangeChains& chains;
+    std::set<int>& server_ranks;  // server ranks given out
+    int& num_servers;             // servers expected in the view
+    // Nodes removed from the view: why (a released server joins them).
+    std::map<int, std::string>& removed;
+    // Server rank -> when its server left (a released one is no longer awaited).
+    std::map<int, double>& server_vacant;
+    MembershipLog& membership;
+  };
+  // Sends a control message to a node (the scheduler stamps it).
+  using Send = std::function<void(int node_id, Message& message)>;
+
+  Resharding(Cluster cluster, Send send);
+
+  // Server ranks being drained.
+  const std::set<int>& draining() const { return draining_; }
+  // A restarted scheduler takes them from `view`, the latest its nodes
+  // brought back (at most kMaxServerRank of them, each within 0 ..
+  // kMaxServerRank).
+  void RestoreDraining(const proto::ClusterView& view);
+  // The ranks key ranges may be homed on: live servers, not those being
+  // drained.
+  std::set<int> HomeRanks() const;
+
+  // A server registered with --join: the key ranges homed on it now (one
+  // server more expected).
+  void Join(const Member& member);
+  // Drains server `rank` (`who` asked, for the log): its ranges move to the
+  // other home ranks. Returns "" and sets `started` if the drain started,
+  // "" if it was under way already, else why not.
+  std::string Drain(int rank, const std::string& who, bool* started);
+  // After a copy arrived, or a departure: ranges whose new replicas all have
+  // their rows drop the servers they moved off, and drained servers that hold
+  // nothing any more leave (told to shut down; their node ids go into
+  // `released`). Returns whether anything changed (a view is due).
+  bool AdvanceMoves(std::vector<int>* released);
+
+ private:
+  // Drained server `rank` leaves the view; returns its node id (-1: none).
+  int ReleaseDrained(int rank);
+
+  Cluster cluster_;
+  Send send_;
+  std::set<int> draining_;  // server ranks being drained
+};
+
+}  // namespace keel
+
+#endif  // KEEL_SCHEDULER_RESHARDING_H_
