@@ -65,18 +65,19 @@ class LocalClusterHooks {
   virtual std::string CgroupFolder() const { return ""; }
   // The group and the launcher's timeline (both outlive the hooks' use of
   // them), before anything starts.
-  virtual void Attach(ProcessGroup* group, TimelineWriter* timeline) {}
+  virtual void Attach(ProcessGroup* /*group*/, TimelineWriter* /*timeline*/) {}
   // Flags for process `role` (server or worker) of rank `rank`, after the
   // cluster's.
-  virtual std::vector<std::string> RoleFlags(const std::string& role, int rank) const {
+  virtual std::vector<std::string> RoleFlags(const std::string& /*role*/, int /*rank*/) const {
     return {};
   }
   // The scheduler's address and the arguments every server and worker starts
   // with (after `self ROLE`), once the scheduler runs.
-  virtual void ClusterKnown(const std::string& self, const std::vector<std::string>& common,
-                            const std::string& scheduler) {}
+  virtual void ClusterKnown(const std::string& /*self*/,
+                            const std::vector<std::string>& /*common*/,
+                            const std::string& /*scheduler*/) {}
   // The group's exit code, once every process is gone.
-  virtual void Finish(int code) {}
+  virtual void Finish(int /*code*/) {}
   // Lets go of the group and the timeline: called before either goes,
   // whether the cluster ran to its end or failed to start.
   virtual void Detach() {}

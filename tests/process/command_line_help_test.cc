@@ -33,7 +33,9 @@ void ExpectRefusal(const testing::Exit& exit, int code, const std::string& messa
   ASSERT_TRUE(exit.finished);
   EXPECT_EQ(exit.code, code) << exit.output;
   EXPECT_TRUE(Contains(exit.output, message)) << exit.output;
-  if (!not_said.empty()) EXPECT_FALSE(Contains(exit.output, not_said)) << exit.output;
+  if (!not_said.empty()) {
+    EXPECT_FALSE(Contains(exit.output, not_said)) << exit.output;
+  }
 }
 
 TEST(Help, LaunchHelpExitsZeroListingItsGroups) {
