@@ -55,10 +55,6 @@ constexpr char kUsage[] =
     "(--name=value lines); an unknown flag there or on the command line is an error.\n"
     "--check_flags checks a role's flags (and the job's) without starting it.\n";
 
-}  // namespace
-
-const char* KeelUsage() { return kUsage; }
-namespace {
 
 constexpr size_t kWidth = 100;      // the lines' length
 constexpr size_t kTextColumn = 34;  // where descriptions start
@@ -159,5 +155,7 @@ void PrintFullHelp(const std::string& command, std::ostream& out) {
   }
   for (const auto& [heading, names] : foreign) PrintGroup(heading, names, out);
 }
+
+const char* KeelUsage() { return kUsage; }
 
 }  // namespace keel

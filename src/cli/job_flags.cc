@@ -296,7 +296,6 @@ InitializerSpec Initializer(const std::string& prefix, const std::string& method
 // How much of a data file SniffDataFormat reads: its first lines.
 constexpr size_t kSniffBytes = 4096;
 
-bool IsSet(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
 
 // The factorization machine's epochs unless --epochs is given (SageMaker's FM
 // default, 1, leaves the factors near their start).
@@ -697,5 +696,7 @@ std::string HyperparameterJson() {
   json << "}";
   return json.str();
 }
+
+bool IsSet(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
 
 }  // namespace keel

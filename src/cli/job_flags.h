@@ -166,6 +166,10 @@ ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader
 // never thrown away: `keel launch` picks this folder and gives it to the roles
 // as --model_dir; a worker started alone without one picks it itself.
 std::string DefaultModelDir(const std::string& job);
+// Whether --`flag` was given (on the command line or in a flagfile), not
+// left at its default.
+bool IsSet(const char* flag);
+
 // DefaultModelDir for --job.
 std::string DefaultModelDirFromFlags();
 

@@ -98,7 +98,7 @@ int LaunchOverSsh(const LaunchSettings& settings, const std::vector<std::string>
     size.workers += host.workers;
   }
   CheckLaunchFlags(size);
-  LaunchOutputOptionsFromFlags();  // checks --progress
+  launch.output = LaunchOutputOptionsFromFlags();  // checks --progress
   if (FlagsCheckedOnly()) return 0;
   launch.role_flags = role_flags;
   launch.ssh_options = SplitWords(settings.ssh_options);
@@ -109,7 +109,6 @@ int LaunchOverSsh(const LaunchSettings& settings, const std::vector<std::string>
   launch.timeout_s = settings.timeout_s;
   launch.secret = JobSecret(role_flags);
   launch.show_progress = true;
-  launch.output = LaunchOutputOptionsFromFlags();
   const int code = RunSshLaunch(launch);
   // The model folder must be readable here (s3://, or a shared folder).
   if (settings.report) ReportAtTheEnd(model_dir);
@@ -210,11 +209,11 @@ int LaunchLocally(const LaunchSettings& settings, const std::vector<std::string>
   cluster.output = LaunchOutputOptionsFromFlags();  // checks --progress
   CheckLocalClusterSize(cluster);
   if (!cluster.scheduler.empty()) ParseHostPort(cluster.scheduler, "--scheduler");
-  CheckFaultTargets(ParseFaultSchedule(settings.faults, cluster.servers, cluster.workers),
-                    cluster.scheduler);
+  FaultSchedule schedule = ParseFaultSchedule(settings.faults, cluster.servers, cluster.workers);
+  CheckFaultTargets(schedule, cluster.scheduler);
   if (FlagsCheckedOnly()) return 0;
   CheckLocalDataFormat(settings);
-  LaunchFaults faults(settings.faults, cluster.servers, cluster.workers, settings.event_log,
+  LaunchFaults faults(std::move(schedule), cluster.servers, cluster.workers, settings.event_log,
                       settings.fault_seed, ClusterSecretFromFlags());
   return RunLocalCluster(cluster, &faults);
 }

@@ -1,7 +1,5 @@
 #include "cli/tool_flags.h"
 
-#include <gflags/gflags.h>
-
 #include "base/error.h"
 #include "cli/cluster_flags.h"
 #include "cli/job_flags.h"
@@ -9,13 +7,11 @@
 namespace keel {
 namespace {
 
-bool FlagGiven(const char* name) { return !gflags::GetCommandLineFlagInfoOrDie(name).is_default; }
-
 // Throws Error when flag `name`, given on the command line as `given`,
 // contradicts the model's `recorded` value.
 void RefuseContradiction(const char* name, const std::string& given, const std::string& recorded,
                          const std::string& model_dir) {
-  if (!FlagGiven(name) || given == recorded) return;
+  if (!IsSet(name) || given == recorded) return;
   throw MakeError("--", name, " ", given, " contradicts the model in ", model_dir, " (", recorded,
                   "): predict scores a model as it was trained; leave the flag out");
 }
@@ -54,12 +50,12 @@ Hyperparameters ScoringHyperparametersFromFlags(const ModelArtifact& artifact,
     RefuseContradiction("num_factors", std::to_string(FLAGS_num_factors),
                         std::to_string(h.num_factors), model_dir);
   }
-  if (FlagGiven("loss")) {
+  if (IsSet("loss")) {
     RefuseContradiction("loss", LossName(LossKindOf(h.predictor_type, FLAGS_loss)),
                         LossName(h.loss_function().kind), model_dir);
   }
-  if (FlagGiven("f_beta")) h.f_beta = FLAGS_f_beta;
-  if (FlagGiven("accuracy_top_k")) h.accuracy_top_k = FLAGS_accuracy_top_k;
+  if (IsSet("f_beta")) h.f_beta = FLAGS_f_beta;
+  if (IsSet("accuracy_top_k")) h.accuracy_top_k = FLAGS_accuracy_top_k;
   h.Validate();
   return h;
 }
@@ -67,8 +63,8 @@ Hyperparameters ScoringHyperparametersFromFlags(const ModelArtifact& artifact,
 ReaderOptions PredictReaderOptionsFromFlags(const ModelArtifact& artifact,
                                             const Hyperparameters& h) {
   ReaderOptions reader = ReaderOptionsFromFlags();
-  if (!FlagGiven("data_format")) reader.format = artifact.data_format;
-  if (!FlagGiven("libsvm_zero_based")) reader.zero_based = artifact.libsvm_zero_based;
+  if (!IsSet("data_format")) reader.format = artifact.data_format;
+  if (!IsSet("libsvm_zero_based")) reader.zero_based = artifact.libsvm_zero_based;
   reader.feature_dim = 0;
   return WithLabelRule(reader, h);
 }
@@ -85,7 +81,7 @@ DatagenOptions DatagenOptionsFromFlags() {
   options.out = FLAGS_out;
   options.predictor_type = ParsePredictorType(FLAGS_predictor_type);
   options.num_classes = FLAGS_num_classes;
-  if (FlagGiven("num_classes") && options.predictor_type != PredictorType::kMulticlassClassifier) {
+  if (IsSet("num_classes") && options.predictor_type != PredictorType::kMulticlassClassifier) {
     throw MakeError("--num_classes ", FLAGS_num_classes,
                     " needs --predictor_type=multiclass_classifier");
   }

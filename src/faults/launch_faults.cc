@@ -4,10 +4,10 @@
 
 namespace keel {
 
-LaunchFaults::LaunchFaults(const std::string& spec, int servers, int workers,
+LaunchFaults::LaunchFaults(FaultSchedule schedule, int servers, int workers,
                            const std::string& event_log, uint64_t seed,
                            std::optional<ClusterSecret> secret)
-    : schedule_(ParseFaultSchedule(spec, servers, workers)),
+    : schedule_(std::move(schedule)),
       servers_(servers),
       workers_(workers),
       event_log_(event_log),

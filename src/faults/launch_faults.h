@@ -22,12 +22,12 @@ namespace keel {
 
 class LaunchFaults : public LocalClusterHooks {
  public:
-  // Parses `spec` (--faults; may be empty) for a cluster of `servers` and
-  // `workers`; with a partition in it, checks that partitions are possible
-  // here and makes the cgroups. `event_log` may be empty; `seed` seeds the
+  // Acts out `schedule` (ParseFaultSchedule's, for a cluster of `servers`
+  // and `workers`; may be empty); with a partition in it, checks that
+  // partitions are possible here and makes the cgroups. `event_log` may be empty; `seed` seeds the
   // schedule's random choices; `secret` goes with a drain request. Throws
   // Error naming the problem.
-  LaunchFaults(const std::string& spec, int servers, int workers, const std::string& event_log,
+  LaunchFaults(FaultSchedule schedule, int servers, int workers, const std::string& event_log,
                uint64_t seed, std::optional<ClusterSecret> secret);
 
   std::string CgroupFolder() const override;
