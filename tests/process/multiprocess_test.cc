@@ -364,7 +364,14 @@ FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fau
   // A third of the pushes done, and more on their way: server 1 dies.
   EXPECT_TRUE(AllWorkersWrote(folder, "third"));
   const bool pause = fault == ServerFault::kPauseAndContinue;
-  kill(server1, pause ? SIGSTOP : SIGKILL);
+  // Stopped first, so that pushes are waiting on it when it dies: killed
+  // outright between two pushes, its loss could be seen before any was sent
+  // to it, and nothing would need resending.
+  kill(server1, SIGSTOP);
+  if (!pause) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill(server1, SIGKILL);
+  }
   EXPECT_TRUE(
       testing::WaitFor([&] { return !testing::EventsNamed(membership, "leave").empty(); }, 20))
       << processes.Output(scheduler);
