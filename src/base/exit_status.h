@@ -9,6 +9,12 @@ namespace keel {
 // again, with --resume=latest).
 constexpr int kPreemptedExitStatus = 75;
 
+// The exit status of a job that kept backups (--replication >= 1) and still
+// lost every replica of a key range (announced when it happened), unless the
+// scheduler was told to allow it (--allow_data_loss). The scheduler exits
+// with it, and `keel launch` passes it on.
+constexpr int kDataLostExitStatus = 3;
+
 }  // namespace keel
 
 #endif  // KEEL_BASE_EXIT_STATUS_H_

@@ -53,6 +53,11 @@ DEFINE_double(worker_replace_timeout, 30,
 DEFINE_int32(replication, 0,
              "scheduler: backups per key range (chain replication; 0 .. servers - 1): a push is "
              "acknowledged once every replica applied it, and a server that leaves loses nothing");
+DEFINE_bool(allow_data_loss, false,
+            "scheduler: with --replication >= 1, a job in which a key range lost every replica "
+            "(two failures on one chain before its backups were whole) still ends with exit "
+            "status 0; without it the job ends with exit status 3 (the loss is announced "
+            "either way)");
 DEFINE_int32(key_ranges, 0,
              "scheduler: key ranges the key space is split into (0: one per server). More than "
              "--num_servers lets servers join the running job (keel server --join, up to one "
@@ -120,7 +125,8 @@ std::vector<FlagGroup> ClusterFlagGroups() {
         "heartbeat_interval", "scheduler_timeout", "secret_file", "join"}},
       {"scheduler",
        {"num_servers", "num_workers", "heartbeat_timeout", "detect_closed_connections",
-        "worker_replace_timeout", "replication", "key_ranges", "membership_log", "port_file",
+        "worker_replace_timeout", "replication", "allow_data_loss", "key_ranges", "membership_log",
+        "port_file",
         "connect_timeout",
         "progress_records"}},
       {"checkpoints",
@@ -260,6 +266,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.detect_closed_connections = FLAGS_detect_closed_connections;
   options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
   options.replication = FLAGS_replication;
+  options.allow_data_loss = FLAGS_allow_data_loss;
   options.key_ranges = FLAGS_key_ranges;
   options.membership_log = FLAGS_membership_log;
   options.model_dir = FLAGS_model_dir;  // its timeline

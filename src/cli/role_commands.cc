@@ -167,10 +167,22 @@ int RunScheduler() {
     scheduler.Stop();
     return kPreemptedExitStatus;
   }
-  if (printer) printer->Finish(failed, options.checkpoint.uri);
+  const std::vector<LostRange> lost = scheduler.lost_ranges();
+  if (printer) printer->Finish(failed, options.checkpoint.uri, LostRangeIndices(lost));
   if (endpoint) endpoint->Stop();
+  const bool data_lost = scheduler.data_lost();
   scheduler.Stop();
-  return failed == 0 ? 0 : 1;
+  if (failed != 0) return 1;
+  if (data_lost) {
+    // On standard error: `keel launch` shows it whatever its progress mode.
+    std::cerr << "data lost (exit status " << kDataLostExitStatus << "): key range(s) "
+              << JoinRanges(LostRangeIndices(lost))
+              << " lost every replica during the job (see the membership log); "
+                 "--allow_data_loss lets such a job end with 0"
+              << std::endl;
+    return kDataLostExitStatus;
+  }
+  return 0;
 }
 
 int RunServer(const std::vector<std::string>& argv) {

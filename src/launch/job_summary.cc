@@ -19,6 +19,8 @@ std::string Ending(int exit_code) {
       return "job interrupted";
     case kPreemptedExitStatus:
       return "job preempted (the same command with --resume=latest goes on)";
+    case kDataLostExitStatus:
+      return "job lost data (--allow_data_loss lets such a job end with 0)";
     default:
       return "job failed";
   }
@@ -111,6 +113,16 @@ std::string FormatJobSummary(const JobSummaryInput& input) {
     }
     const std::string test = ChannelMetrics(end.metrics, "test");
     if (!test.empty()) text += Entry("test", test);
+    if (!end.lost_ranges.empty()) {
+      std::string ranges;
+      for (size_t range : end.lost_ranges) {
+        ranges += (ranges.empty() ? "" : ", ") + std::to_string(range);
+      }
+      text += Entry("data lost", "key range(s) " + ranges +
+                                     " lost every replica during the job: the updates their "
+                                     "last server acknowledged after the latest checkpoint are "
+                                     "gone (the membership log says when)");
+    }
     text += Outputs(input);
   }
   text += Entry("logs", input.log_dir.empty() ? "not kept (--log_dir=DIR keeps every role's output)"

@@ -12,8 +12,9 @@
 namespace keel {
 
 struct JobSummaryInput {
-  // The launch's exit code: 0, 1 (a role failed), 124 (--timeout), 130
-  // (interrupted); see ProcessGroup::Wait.
+  // The launch's exit code: 0, 1 (a role failed), kDataLostExitStatus,
+  // kPreemptedExitStatus, 124 (--timeout), 130 (interrupted); see
+  // ProcessGroup::Wait.
   int exit_code = 0;
   double wall_seconds = 0;            // the launch's whole run
   std::optional<ProgressRecord> end;  // the scheduler's end record, if it came

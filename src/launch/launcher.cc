@@ -307,6 +307,8 @@ int ProcessGroup::Poll(int wait_ms) {
       Reap(child, status);
       if (Preempted(status)) {
         preempted_ = true;  // not a failure: the job ends, to be resumed
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) == kDataLostExitStatus) {
+        data_lost_ = true;  // the job ended (its scheduler says it lost data): the others finish
       } else if (Failed(status) && !child.tolerated && failed < 0) {
         failed = static_cast<int>(i);
       }
@@ -328,7 +330,7 @@ int ProcessGroup::Wait(double timeout_s) {
       StopAll();
       return 1;
     }
-    const int ended = preempted_ ? kPreemptedExitStatus : 0;
+    const int ended = preempted_ ? kPreemptedExitStatus : data_lost_ ? kDataLostExitStatus : 0;
     if (!AnyRunning()) return ended;
     if (StoppedAfterTheEnd(&over_since)) return ended;
     if (const int code = ForwardPreemption(); code >= 0) return code;

@@ -293,6 +293,12 @@ void AddSchedulerMetrics(const Scheduler* scheduler, MetricsRegistry* registry) 
   registry->AddGauge(
       "keel_scheduler_workers_done", "Workers that reported the end of their job.",
       MetricsRegistry::One([scheduler] { return double(scheduler->status().workers_done); }));
+  registry->AddGauge(
+      "keel_scheduler_key_ranges_lost",
+      "Key ranges that lost every replica during the job (their updates since the latest "
+      "checkpoint are gone).",
+      MetricsRegistry::One(
+          [scheduler] { return double(scheduler->status().lost_ranges.size()); }));
   registry->AddCounter(
       "keel_scheduler_departures_total",
       "Nodes removed from the view (heartbeat silence, or a closed connection to a dead process).",

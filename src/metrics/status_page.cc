@@ -51,12 +51,24 @@ std::string ViewJson(const SchedulerStatus& status) {
                         .String("error", node.error)
                         .Close());
   }
-  for (const SchedulerStatus::Range& range : status.ranges) {
+  for (size_t r = 0; r < status.ranges.size(); ++r) {
+    const SchedulerStatus::Range& range = status.ranges[r];
+    // Declared lost: when, and where its rows came back from.
+    std::string lost = "null";
+    for (const LostRange& gone : status.lost_ranges) {
+      if (gone.range != r) continue;
+      lost = JsonObject(JsonObject::Style::kCompact)
+                 .Add("since", gone.since > 0 ? JsonUnixTime(gone.since) : "null")
+                 .Add("last_server", std::to_string(gone.rank))
+                 .String("rebuilt_from", gone.rebuilt_from)
+                 .Close();
+    }
     ranges.push_back(JsonObject()
                          .Add("begin", Hex(range.begin))
                          .Add("primary", std::to_string(range.primary))
                          .Add("backups", Ranks(range.backups))
                          .Add("copying", Ranks(range.copying))
+                         .Add("lost", lost)
                          .Close());
   }
   return JsonObject()
@@ -157,6 +169,7 @@ std::string StatusJson(const SchedulerStatus& status, const ProgressSnapshot& pr
       .Add("view", ViewJson(status))
       .Add("workers_done", std::to_string(status.workers_done))
       .Count("departures", status.departures)
+      .Count("lost_ranges", status.lost_ranges.size())
       .Count("rejected_messages", status.rejected_messages)
       .Add("checkpoints", CheckpointsJson(status, MonotonicSeconds()))
       .Add("progress", ProgressJson(progress, now_unix))

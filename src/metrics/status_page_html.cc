@@ -75,7 +75,7 @@ const char kStatusPageTemplate[] = R"KEEL_PAGE(<!DOCTYPE html>
 <section>
   <h2>Key ranges</h2>
   <table id="ranges"><thead><tr><th>Range</th><th>Begins at</th><th>Primary</th>
-    <th>Backups (chain order)</th><th>Copying</th></tr></thead><tbody></tbody></table>
+    <th>Backups (chain order)</th><th>Copying</th><th>Lost</th></tr></thead><tbody></tbody></table>
 </section>
 <section>
   <h2>Checkpoints</h2>
@@ -319,8 +319,11 @@ function renderRanges(status) {
   replaceRows("ranges", status.view.ranges.map((range, i) => [
     i, range.begin, "server " + range.primary,
     range.backups.length ? range.backups.map(r => "server " + r).join(" \u2192 ") : "none",
-    range.copying.length ? range.copying.map(r => "server " + r).join(", ") : "–"]),
-    5, "no view yet: the ranges are assigned once every node has registered");
+    range.copying.length ? range.copying.map(r => "server " + r).join(", ") : "–",
+    range.lost ? "every replica left" + (range.lost.since ? " at " + clock(range.lost.since) : "") +
+      " (last on server " + range.lost.last_server + "); rebuilt from " +
+      (range.lost.rebuilt_from || "nothing yet") : "–"]),
+    6, "no view yet: the ranges are assigned once every node has registered");
 }
 
 function renderCheckpoints(status) {

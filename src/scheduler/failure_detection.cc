@@ -110,17 +110,36 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   const RangeChains::Departure departure = chains_.RemoveServer(rank);
   membership_.Record("leave", member.info, ServerLeaveFields(reason, departure));
   const std::string moved = Promotions(departure);
-  const std::string alone = JoinRanges(departure.alone);
   LOG(WARNING) << "server " << rank << " (node " << id << " at " << member.info.address()
                << ") leaves the cluster: " << reason << (moved.empty() ? "" : "; " + moved)
-               << (alone.empty()
+               << (departure.alone.empty()
                        ? "; no acknowledged update is lost (its ranges have live replicas)"
-                       : "; requests for key range(s) " + alone +
-                             ", which no other replica holds, wait for a server "
-                             "started again with --rank " +
-                             std::to_string(rank));
+                       : "");
+  DeclareLost(departure.alone, member.info);
   AfterDeparture(id);
   AdvanceMoves();  // a move may wait on it no more
+}
+
+void Scheduler::DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder) {
+  if (ranges.empty()) return;
+  const int rank = holder.rank();
+  std::vector<size_t> declared;
+  for (size_t range : ranges) {
+    if (lost_.Lose(range, rank, view_.epoch(), WallSeconds())) declared.push_back(range);
+  }
+  const std::string listed = JoinRanges(ranges);
+  LOG(ERROR) << "key range(s) " << listed << " lost every replica: server " << rank
+             << " held them last, and what it acknowledged that no checkpoint holds is lost"
+             << (options_.replication > 0 ? " (a second failure before its backups were whole)"
+                                          : " (--replication=0 keeps no backup)")
+             << "; requests for them wait for a server started again with --rank " << rank
+             << ", which restores them from the latest checkpoint";
+  for (size_t range : declared) {
+    membership_.Record("range_lost", holder,
+                       "\"range\": " + std::to_string(range) +
+                           ", \"view_epoch\": " + std::to_string(view_.epoch()) +
+                           ", \"replication\": " + std::to_string(options_.replication));
+  }
 }
 
 void Scheduler::AfterDeparture(int id) {

@@ -15,14 +15,16 @@ ProgressPrinter::~ProgressPrinter() {
   if (thread_.joinable()) thread_.join();
 }
 
-void ProgressPrinter::Finish(int failed_workers, const std::string& checkpoint_uri) {
+void ProgressPrinter::Finish(int failed_workers, const std::string& checkpoint_uri,
+                             const std::vector<size_t>& lost_ranges) {
   stopping_ = true;
   if (thread_.joinable()) thread_.join();
   if (finished_) return;
   finished_ = true;
   PrintNew();
   PrintLine(FormatProgressRecord(
-      EndRecordOf(progress_->Snapshot(MonotonicSeconds()), failed_workers, checkpoint_uri)));
+      EndRecordOf(progress_->Snapshot(MonotonicSeconds()), failed_workers, checkpoint_uri,
+                  lost_ranges)));
 }
 
 void ProgressPrinter::Loop() {

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "scheduler/job_progress.h"
 
@@ -26,7 +27,8 @@ class ProgressPrinter {
 
   // Stops the thread, prints what is not printed yet and then the end record
   // (`failed_workers`, where checkpoints went). Once; later calls do nothing.
-  void Finish(int failed_workers, const std::string& checkpoint_uri);
+  void Finish(int failed_workers, const std::string& checkpoint_uri,
+              const std::vector<size_t>& lost_ranges = {});
 
  private:
   void Loop();

@@ -29,6 +29,13 @@ std::string MetricsObject(const MetricSet& metrics) {
   return object.Close();
 }
 
+// `ranges` as a JSON array.
+std::string RangeList(const std::vector<size_t>& ranges) {
+  std::string list;
+  for (size_t range : ranges) list += (list.empty() ? "" : ",") + std::to_string(range);
+  return "[" + list + "]";
+}
+
 // Readers of a record's members: a missing member leaves the default.
 double NumberOf(const JsonValue& object, const char* name, double fallback) {
   const JsonValue* value = object.Find(name);
@@ -107,7 +114,8 @@ std::string FormatProgressRecord(const ProgressRecord& record) {
           .Count("failed_workers", record.failed_workers)
           .Add("metrics", MetricsObject(record.metrics))
           .String("model_dir", record.model_dir)
-          .String("checkpoint_uri", record.checkpoint_uri);
+          .String("checkpoint_uri", record.checkpoint_uri)
+          .Add("lost_ranges", RangeList(record.lost_ranges));
       break;
   }
   object.Number("seconds", record.seconds);
@@ -138,6 +146,9 @@ bool ParseProgressRecord(const std::string& line, ProgressRecord* record) {
   parsed.metrics = MetricsOf(object);
   parsed.model_dir = StringOf(object, "model_dir");
   parsed.checkpoint_uri = StringOf(object, "checkpoint_uri");
+  if (const JsonValue* lost = object.Find("lost_ranges")) {
+    for (const JsonValue& range : lost->AsArray()) parsed.lost_ranges.push_back(range.AsUint64());
+  }
   *record = std::move(parsed);
   return true;
 }
@@ -170,8 +181,10 @@ ProgressRecord EpochRecordOf(const DecidedEpoch& epoch, int epochs) {
 }
 
 ProgressRecord EndRecordOf(const ProgressSnapshot& snapshot, int failed_workers,
-                           const std::string& checkpoint_uri) {
+                           const std::string& checkpoint_uri,
+                           const std::vector<size_t>& lost_ranges) {
   ProgressRecord record;
+  record.lost_ranges = lost_ranges;
   record.type = ProgressRecord::Type::kEnd;
   record.epochs = snapshot.epochs;
   record.examples = snapshot.examples_read;

@@ -10,7 +10,7 @@
 //     "stop":false,"metrics":{"validation:roc_auc_score":0.7712,...}}
 //   keel-progress {"type":"end","epochs":15,"epochs_run":15,"stopped_early":false,
 //     "reported":true,"examples":1275000,"seconds":31.4,"failed_workers":0,
-//     "metrics":{...},"model_dir":"...","checkpoint_uri":"..."}
+//     "metrics":{...},"model_dir":"...","checkpoint_uri":"...","lost_ranges":[]}
 //
 // Unknown numbers are -1 (fraction, eta); non-finite metrics are null.
 #ifndef KEEL_SCHEDULER_PROGRESS_RECORD_H_
@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "models/metrics.h"
 #include "scheduler/job_progress.h"
@@ -51,6 +52,8 @@ struct ProgressRecord {
   MetricSet metrics;           // epoch: its figures; end: the final metrics
   std::string model_dir;       // end
   std::string checkpoint_uri;  // end: "" without checkpoints
+  // end: key ranges that lost every replica during the job (LostRanges).
+  std::vector<size_t> lost_ranges;
 };
 
 // The record as one line (without the newline), kProgressRecordPrefix first.
@@ -65,7 +68,8 @@ bool ParseProgressRecord(const std::string& line, ProgressRecord* record);
 ProgressRecord ProgressRecordOf(const ProgressSnapshot& snapshot);
 ProgressRecord EpochRecordOf(const DecidedEpoch& epoch, int epochs);
 ProgressRecord EndRecordOf(const ProgressSnapshot& snapshot, int failed_workers,
-                           const std::string& checkpoint_uri);
+                           const std::string& checkpoint_uri,
+                           const std::vector<size_t>& lost_ranges = {});
 
 }  // namespace keel
 

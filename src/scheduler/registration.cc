@@ -209,6 +209,7 @@ void Scheduler::DepartEarlierHolder(const proto::NodeInfo& holder) {
     LOG(WARNING) << "key range " << range << ": backup server " << primary
                  << " is promoted to primary";
   }
+  DeclareLost(departure.alone, holder);
 }
 
 int Scheduler::FreeRank(proto::Role role, const std::set<int>& taken, bool join) const {
@@ -335,6 +336,7 @@ Member Scheduler::NewMember(const Message& request, int rank) {
     // Its key ranges too: backups may have been promoted since the start.
     try {
       chains_.Adopt(request.meta.known_view());
+      lost_.Adopt(request.meta.known_view());
     } catch (const Error& e) {
       LOG(WARNING) << "ignored the key ranges node " << node.id() << " knows: " << e.what();
     }
@@ -389,12 +391,15 @@ void Scheduler::ReplaceServer(int rank, Message* reply) {
   // Ranges the rank holds alone come from the latest checkpoint, and it is
   // their primary again; every other range it started in takes it back at the
   // end of its chain once its primary is live (the promoted primaries stay).
-  const std::string alone = JoinRanges(chains_.HeldAlone(rank));
+  const std::vector<size_t> held_alone = chains_.HeldAlone(rank);
+  const std::string alone = JoinRanges(held_alone);
   RangeChains::Additions added = chains_.Repair(server_ranks_);
   std::string copied;
+  std::vector<size_t> copied_lost;  // copies of rows rebuilt after a loss
   for (const auto& [range, predecessor] : added[rank]) {
     copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
               std::to_string(predecessor) + ")";
+    if (lost_.Lost(range)) copied_lost.push_back(range);
   }
   const std::string waiting = JoinRanges(chains_.Missing(rank));
   if (!copied.empty()) what += "; it copies key range(s) " + copied + " from live replicas";
@@ -402,11 +407,21 @@ void Scheduler::ReplaceServer(int rank, Message* reply) {
     what += "; key range(s) " + waiting + " wait for their primary's replacement first";
   }
   if (alone.empty()) {
-    LOG(INFO) << what << (waiting.empty() ? "; nothing was lost" : "");
+    // Only a replacement copying whole replicas of ranges never lost loses
+    // nothing; a range lost before is copied as it was rebuilt.
+    if (!copied_lost.empty()) {
+      LOG(WARNING) << what << "; key range(s) " << JoinRanges(copied_lost)
+                   << " lost every replica earlier in the job: it copies their rebuilt rows";
+    } else {
+      LOG(INFO) << what << (waiting.empty() ? "; nothing was lost" : "");
+    }
     return;
   }
   std::string uri;
   const std::string latest = checkpoints_->LatestCommitted(&uri);
+  for (size_t range : held_alone) {
+    lost_.Rebuilt(range, latest.empty() ? "initial values" : "checkpoint " + latest);
+  }
   if (!latest.empty()) {
     reply->meta.set_checkpoint_uri(uri);
     reply->meta.set_checkpoint(latest);

@@ -126,6 +126,18 @@ proto::ClusterView Scheduler::view() const {
   return view_;
 }
 
+std::vector<LostRange> Scheduler::lost_ranges() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<LostRange> ranges;
+  for (const auto& [range, lost] : lost_.ranges()) ranges.push_back(lost);
+  return ranges;
+}
+
+bool Scheduler::data_lost() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lost_.any() && options_.replication > 0 && !options_.allow_data_loss;
+}
+
 SchedulerStatus Scheduler::status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   const double now = MonotonicSeconds();
@@ -163,6 +175,7 @@ SchedulerStatus Scheduler::status() const {
   status.events = membership_.Recent();
   status.workers_done = static_cast<int>(done_.size());
   status.departures = removed_.size();
+  for (const auto& [range, lost] : lost_.ranges()) status.lost_ranges.push_back(lost);
   status.suspected = detector_.suspected();
   status.suspects_cleared = detector_.suspects_cleared();
   status.deaf_spells = detector_.deaf_spells();
@@ -287,6 +300,7 @@ void Scheduler::PublishView() {
   view_.clear_nodes();
   for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
   chains_.ToView(server_ranks_, &view_);
+  lost_.MarkView(&view_);
   view_.clear_draining();
   for (int rank : resharding_.draining()) view_.add_draining(rank);
   view_.set_replication(options_.replication);

@@ -41,6 +41,7 @@
 #include "scheduler/control_replies.h"
 #include "scheduler/failure_detector.h"
 #include "scheduler/job_progress.h"
+#include "scheduler/lost_ranges.h"
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
 #include "scheduler/orphaned_shares.h"
@@ -96,6 +97,9 @@ struct SchedulerOptions {
   // Preemption: how long the preemption checkpoint may take to commit after
   // the notice before the job ends without it.
   double preemption_grace_s = 90;
+  // With replication >= 1, a job in which a key range lost every replica
+  // ends with kDataLostExitStatus (see data_lost()) unless this is set.
+  bool allow_data_loss = false;
 };
 
 // The largest frame the scheduler accepts: its messages (registrations,
@@ -125,6 +129,9 @@ struct SchedulerStatus {
     std::vector<int> backups, copying;
   };
   std::vector<Range> ranges;
+  // Key ranges that lost every replica during the job (LostRanges), in
+  // range order.
+  std::vector<LostRange> lost_ranges;
   int expected_servers = 0;
   int expected_workers = 0;
   int replication = 0;
@@ -195,6 +202,13 @@ class Scheduler {
   // than the one that member registered on, or (REPLICA_SYNC) named a key
   // range the server is not copying.
   uint64_t rejected_messages() const;
+
+  // Key ranges that lost every replica so far (LostRanges), in range order.
+  std::vector<LostRange> lost_ranges() const;
+  // Whether the job is to end with kDataLostExitStatus: a key range lost
+  // every replica although the job kept backups (--replication >= 1), and
+  // --allow_data_loss was not given.
+  bool data_lost() const;
 
   // The job's progress as the workers report it (thread-safe on its own).
   const JobProgress& progress() const { return progress_; }
@@ -339,6 +353,9 @@ class Scheduler {
   // What follows any departure: barriers and checkpoints stop waiting for the
   // node, and a new view goes out.
   void AfterDeparture(int id);
+  // `holder`, a server that left, was the last replica of `ranges`: each is
+  // declared lost (LostRanges) in the log and the membership log.
+  void DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder);
 
   SchedulerOptions options_;
   TimelineWriter timeline_;
@@ -354,6 +371,7 @@ class Scheduler {
   int num_servers_ = 0;
   proto::ClusterView view_;
   RangeChains chains_;
+  LostRanges lost_;  // ranges that lost every replica (marked in every view)
   BarrierTable barriers_;
   ControlReplies replies_;  // awaited control requests taken, and their answers
   OrphanedShares shares_;

@@ -48,6 +48,10 @@ void CheckKey(Key key, double sum, const Expectation& want, const RangeMap& rang
   SumViolation violation{SumViolation::kLost, key, want.feature, range, sum, want.least, want.most};
   if (sum < static_cast<double>(want.least) || (!integer && sum < static_cast<double>(want.most))) {
     ++tally.lost;
+    if (tally.announced_lost) {
+      ++report->announced_lost;
+      return;
+    }
     ++report->lost;
   } else if (sum > static_cast<double>(want.most) || !integer) {
     violation.kind = SumViolation::kDoubled;
@@ -140,7 +144,8 @@ void ExpectedSums::Add(const PushId& push, bool certain) {
 }
 
 ExactSumReport CompareSums(const ExpectedSums& expected, const std::vector<Key>& keys,
-                           const std::vector<float>& weights, const RangeMap& ranges) {
+                           const std::vector<float>& weights, const RangeMap& ranges,
+                           const std::set<size_t>& announced) {
   if (weights.size() != keys.size()) {
     throw MakeError("exact_sum: the dump has ", keys.size(), " keys but ", weights.size(),
                     " weights");
@@ -150,7 +155,8 @@ ExactSumReport CompareSums(const ExpectedSums& expected, const std::vector<Key>&
   report.pushes_unacknowledged = expected.unacknowledged();
   report.pushes_repeated = expected.repeated();
   for (size_t r = 0; r < ranges.num_ranges(); ++r) {
-    report.ranges.push_back({ranges.begin(r), ranges.last(r), ranges.server(r), 0, 0, 0});
+    report.ranges.push_back(
+        {ranges.begin(r), ranges.last(r), ranges.server(r), 0, 0, 0, announced.count(r) > 0});
   }
   // Every feature of the workload, in key order, merged with the dump.
   std::vector<uint64_t> features(expected.features());
@@ -189,6 +195,7 @@ std::string ExactSumJson(const ExactSumReport& report, size_t max_listed) {
   json << "{\"job\":\"exact_sum\",\"ok\":" << (report.ok() ? "true" : "false")
        << ",\"keys_checked\":" << report.keys_checked
        << ",\"violations\":" << report.violations.size() << ",\"lost\":" << report.lost
+       << ",\"announced_lost\":" << report.announced_lost
        << ",\"doubled\":" << report.doubled
        << ",\"pushes\":{\"acknowledged\":" << report.pushes_acknowledged
        << ",\"unacknowledged\":" << report.pushes_unacknowledged
@@ -198,7 +205,8 @@ std::string ExactSumJson(const ExactSumReport& report, size_t max_listed) {
     json << (r ? "," : "") << "{\"range\":" << r << ",\"begin\":" << JsonQuote(Hex(range.begin))
          << ",\"last\":" << JsonQuote(Hex(range.last)) << ",\"primary\":" << range.primary
          << ",\"keys_checked\":" << range.keys_checked << ",\"lost\":" << range.lost
-         << ",\"doubled\":" << range.doubled << "}";
+         << ",\"doubled\":" << range.doubled
+         << ",\"announced_lost\":" << (range.announced_lost ? "true" : "false") << "}";
   }
   json << "],\"violating_keys\":[";
   for (size_t i = 0; i < report.violations.size() && i < max_listed; ++i) {

@@ -19,7 +19,9 @@
 //   its part whole or not at all, independently of the others.
 // So each key has a least and a most sum; they are equal unless a worker died
 // with pushes in flight. Below the least is a lost update; above the most a
-// doubled one.
+// doubled one. A key below its least in a range the scheduler announced lost
+// (every replica left; KeyRange.lost) is an announced loss, not a violation:
+// only loss nobody announced, and doubled updates anywhere, are violations.
 #ifndef KEEL_WORKER_EXACT_SUM_CHECK_H_
 #define KEEL_WORKER_EXACT_SUM_CHECK_H_
 
@@ -120,11 +122,13 @@ struct RangeCheck {
   uint64_t keys_checked = 0;
   uint64_t lost = 0;
   uint64_t doubled = 0;
+  bool announced_lost = false;  // the scheduler declared the range lost
 };
 
 struct ExactSumReport {
   uint64_t keys_checked = 0;
-  uint64_t lost = 0;
+  uint64_t lost = 0;            // keys with lost updates outside announced ranges
+  uint64_t announced_lost = 0;  // keys with lost updates in announced ranges
   uint64_t doubled = 0;
   uint64_t pushes_acknowledged = 0;
   uint64_t pushes_unacknowledged = 0;
@@ -137,9 +141,11 @@ struct ExactSumReport {
 // Checks a dump of the table (`keys` sorted, one weight per key) against
 // `expected`: every feature of the workload (a key without a row sums to 0)
 // and every dumped key outside it (which must sum to 0). `ranges`: the view's
-// key ranges, to place each key.
+// key ranges, to place each key; `announced`: the indices of those the
+// scheduler declared lost.
 ExactSumReport CompareSums(const ExpectedSums& expected, const std::vector<Key>& keys,
-                           const std::vector<float>& weights, const RangeMap& ranges);
+                           const std::vector<float>& weights, const RangeMap& ranges,
+                           const std::set<size_t>& announced = {});
 
 // "key 0x9e37...15 (feature 17) in range 1 [0x8000000000000000, 0xffffffffffffffff] on server 1:
 // sum 12, expected 24: lost updates".

@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "base/error.h"
@@ -168,7 +169,12 @@ void ExactSumWorker::Check(std::ostream* out) {
   client_->Dump(kExactSumTable, 1, &keys, &weights);
   ExpectedSums expected(options_.workload);
   expected.AddLedgers(ReadLedgers(LedgerFolder()));
-  const ExactSumReport report = CompareSums(expected, keys, weights, *node_->ranges());
+  std::set<size_t> announced;
+  const auto view = node_->view();
+  for (int r = 0; r < view->ranges_size(); ++r) {
+    if (view->ranges(r).lost()) announced.insert(static_cast<size_t>(r));
+  }
+  const ExactSumReport report = CompareSums(expected, keys, weights, *node_->ranges(), announced);
   const std::string path = options_.model_dir + "/" + kReportFile;
   WriteFileAtomically(path, ExactSumJson(report) + "\n");
   *out << "exact_sum: " << report.keys_checked << " keys checked in " << report.ranges.size()
@@ -176,10 +182,15 @@ void ExactSumWorker::Check(std::ostream* out) {
        << " lost, " << report.doubled << " doubled); pushes: " << report.pushes_acknowledged
        << " acknowledged, " << report.pushes_unacknowledged << " never acknowledged, "
        << report.pushes_repeated << " made again by a replacement" << std::endl;
+  if (!announced.empty()) {
+    *out << "exact_sum: " << report.announced_lost
+         << " key(s) lost updates in the key range(s) the scheduler announced lost" << std::endl;
+  }
   for (size_t r = 0; r < report.ranges.size(); ++r) {
     const RangeCheck& range = report.ranges[r];
     *out << "exact_sum: range " << r << " (server " << range.primary << "): " << range.keys_checked
-         << " keys, " << range.lost << " lost, " << range.doubled << " doubled" << std::endl;
+         << " keys, " << range.lost << " lost, " << range.doubled << " doubled"
+         << (range.announced_lost ? " (announced lost)" : "") << std::endl;
   }
   for (size_t i = 0; i < report.violations.size() && i < kPrintedViolations; ++i) {
     *out << "exact_sum: " << DescribeViolation(report.violations[i], report) << std::endl;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/exit_status.h"
 #include "launch/job_summary.h"
 #include "launch/progress_display.h"
 #include "launch/role_output.h"
@@ -387,6 +388,10 @@ TEST(ProgressRecord, AnEndRecordKeepsItsPathsAndFailures) {
   EXPECT_EQ(read.checkpoint_uri, record.checkpoint_uri);
   EXPECT_EQ(read.failed_workers, 2);
   EXPECT_TRUE(read.reported);
+  EXPECT_TRUE(read.lost_ranges.empty());
+  record.lost_ranges = {1, 4};
+  ASSERT_TRUE(ParseProgressRecord(FormatProgressRecord(record), &read));
+  EXPECT_EQ(read.lost_ranges, (std::vector<size_t>{1, 4}));
 }
 
 TEST(ProgressRecord, AnotherLineIsNotARecord) {
@@ -679,6 +684,24 @@ TEST(JobSummary, NamesTheTimeTheMetricsAndWhereEverythingWent) {
       << summary;
   EXPECT_TRUE(Contains(summary, "checkpoints  s3://bucket/job\n")) << summary;
   EXPECT_TRUE(Contains(summary, "logs         /tmp/logs (a file per role)\n")) << summary;
+}
+
+TEST(JobSummary, AJobThatLostDataSaysWhichRangesAndHowItEnded) {
+  JobSummaryInput input;
+  input.wall_seconds = 14;
+  input.exit_code = kDataLostExitStatus;
+  ProgressRecord end;
+  end.type = ProgressRecord::Type::kEnd;
+  end.lost_ranges = {1, 3};
+  input.end = end;
+  const std::string summary = FormatJobSummary(input);
+  EXPECT_TRUE(Contains(summary, "job lost data (--allow_data_loss lets such a job end with 0) in "
+                                "0:14 (exit status 3)"))
+      << summary;
+  EXPECT_TRUE(Contains(summary, "data lost    key range(s) 1, 3 lost every replica")) << summary;
+  input.exit_code = 0;  // allowed: the loss is still said
+  input.end->lost_ranges = {2};
+  EXPECT_TRUE(Contains(FormatJobSummary(input), "data lost    key range(s) 2 lost every replica"));
 }
 
 TEST(JobSummary, TheRateIsOverTheJobsTimeAndWhileTrainingWhenReported) {

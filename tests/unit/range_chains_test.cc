@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "scheduler/lost_ranges.h"
 #include "test_util.h"
 
 namespace keel {
@@ -162,6 +163,42 @@ TEST(RangeChains, AMoveWhoseNewHolderLeftKeepsTheOldHolder) {
   EXPECT_EQ(after.ranges(range).backups_size(), 0);
   EXPECT_EQ(after.ranges(range).precopy_size(), 0) << "nobody copies for a dead rank";
   EXPECT_TRUE(chains.Names(2)) << "its home still waits for rank 2";
+}
+
+// Three servers, one backup each: a backup that leaves, then the range's
+// promoted primary, leave the range with no replica; that range alone is
+// lost, once, and every later view says so (a restarted scheduler too).
+TEST(LostRanges, ARangeWhoseLastReplicaLeftIsLostInEveryLaterView) {
+  RangeChains chains(3, 1);
+  proto::ClusterView view;
+  view.set_epoch(1);
+  chains.ToView({0, 1, 2}, &view);
+  EXPECT_TRUE(chains.RemoveServer(1).alone.empty());
+  const RangeChains::Departure second = chains.RemoveServer(2);
+  ASSERT_EQ(second.alone, (std::vector<size_t>{1}));
+  LostRanges lost;
+  EXPECT_TRUE(lost.Lose(1, 2, 3, 1000.5));
+  EXPECT_FALSE(lost.Lose(1, 0, 4, 2000));  // the first loss is the one reported
+  lost.Rebuilt(1, "initial values");
+  lost.Rebuilt(1, "checkpoint 7");  // rebuilt once: a later copy of it is no rebuild
+  ASSERT_EQ(lost.ranges().size(), 1u);
+  const LostRange& range = lost.ranges().at(1);
+  EXPECT_EQ(range.rank, 2);
+  EXPECT_EQ(range.epoch, 3u);
+  EXPECT_EQ(range.since, 1000.5);
+  EXPECT_EQ(range.rebuilt_from, "initial values");
+  view.set_epoch(4);
+  chains.ToView({0}, &view);
+  lost.MarkView(&view);
+  ASSERT_EQ(view.ranges_size(), 3);
+  EXPECT_FALSE(view.ranges(0).lost());
+  EXPECT_TRUE(view.ranges(1).lost());
+  EXPECT_FALSE(view.ranges(2).lost());
+  LostRanges restarted;
+  restarted.Adopt(view);
+  EXPECT_TRUE(restarted.Lost(1));
+  EXPECT_FALSE(restarted.Lost(0));
+  EXPECT_EQ(LostRangeIndices({range}), (std::vector<size_t>{1}));
 }
 
 }  // namespace

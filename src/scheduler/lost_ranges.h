@@ -1,0 +1,63 @@
+// LostRanges: the key ranges that lost every replica, as the scheduler
+// declares them (the moment a range's last server leaves, not when someone
+// notices wrong sums).
+//
+// A range is lost when the server leaving was the last one holding its rows
+// (RangeChains::Departure::alone): whatever that server acknowledged and no
+// checkpoint holds is gone. The declaration is sticky for the job: every
+// later view marks the range (KeyRange.lost), a restarted scheduler learns it
+// from the views its nodes bring back, and the job's end says so (with
+// --replication >= 1, a distinct exit status unless --allow_data_loss).
+//
+// Not synchronized: the scheduler calls it under its lock.
+#ifndef KEEL_SCHEDULER_LOST_RANGES_H_
+#define KEEL_SCHEDULER_LOST_RANGES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "keel.pb.h"
+
+namespace keel {
+
+struct LostRange {
+  size_t range = 0;
+  int rank = -1;         // the server rank that held it last (-1: not known)
+  uint64_t epoch = 0;    // the view epoch in which it was lost
+  double since = 0;      // WallSeconds() of the declaration (0: not known)
+  // Where its rows came back from: "checkpoint <id>", "initial values", or
+  // "" while it waits for a server to take it.
+  std::string rebuilt_from;
+};
+
+class LostRanges {
+ public:
+  // Records that `range`'s last replica, server `rank`, left in view `epoch`
+  // at wall time `since`. Returns false (and changes nothing) if the range
+  // was declared lost before: the first loss is the one reported.
+  bool Lose(size_t range, int rank, uint64_t epoch, double since);
+  // The range lost earlier came back from `from` (see LostRange).
+  void Rebuilt(size_t range, const std::string& from);
+  // Ranges marked lost in `known`, a view a node of an earlier scheduler run
+  // brings, are lost here too (their details unknown).
+  void Adopt(const proto::ClusterView& known);
+  // Marks every lost range of `view` (whose ranges are filled).
+  void MarkView(proto::ClusterView* view) const;
+
+  bool any() const { return !lost_.empty(); }
+  bool Lost(size_t range) const { return lost_.count(range) > 0; }
+  const std::map<size_t, LostRange>& ranges() const { return lost_; }
+
+ private:
+  std::map<size_t, LostRange> lost_;
+};
+
+// The ranges' indices, in their order.
+std::vector<size_t> LostRangeIndices(const std::vector<LostRange>& ranges);
+
+}  // namespace keel
+
+#endif  // KEEL_SCHEDULER_LOST_RANGES_H_
