@@ -2,7 +2,7 @@
 """Random fault schedules for scripts/experiments/chaos.sh, each run's outcome,
 and the table and plot of a whole experiment.
 
-  chaos.py schedule SEED REPLICATION WINDOW [SCHEDULER [PARTITIONS]]
+  chaos.py schedule SEED REPLICATION WINDOW [SCHEDULER [PARTITIONS [MODE [HB_TIMEOUT]]]]
       the schedule of seed SEED as shell assignments (servers=, workers=,
       faults=, down=): 2-3 servers, 2 workers, 3-8 fault items at random
       times in [2 s, WINDOW s] of the launch (kill then restart, stop with a
@@ -15,16 +15,25 @@ and the table and plot of a whole experiment.
       overlap, so every key range keeps a live replica. With REPLICATION 0
       the same rule holds (one server at a time) and what the killed or
       stopped servers held is the allowed loss (see outcome).
+      MODE "chain" (REPLICATION 1 or more) aims two overlapping faults at the
+      servers of one key range's chain instead: 3 servers; a backup stopped
+      past HB_TIMEOUT (default 2) and the primary killed while it is out; both
+      killed within the copy window (the primary killed and started again,
+      then the backup it copies from killed during the copy); or the primary
+      restarted, then its copy source restarted during the copy. Plus 0-2
+      worker or transport faults. With one backup the range may lose every
+      replica (which the scheduler must announce); with two it must not.
       The same seed gives the same schedule: Python's random.Random(SEED).
   chaos.py outcome RUN_DIR JOB REPLICATION DOWN SEED SERVERS FAULTS REPLAY
       one JSON line (with the run's SEED, SERVERS, FAULTS and REPLAY command) for a job of a run: RUN_DIR holds the job's exit code
       (JOB.code), wall time (JOB.wall), event log (JOB.events.jsonl) and model
       folder (JOB.model/). The verdict: "ok" when the job exited 0 and
-      (exact_sum) found no wrong sum; without replication, exact_sum's lost
-      keys in the ranges of the servers in DOWN (comma list of ranks that
-      were killed, restarted or stopped) are the allowed loss ("ok, loss
-      allowed") and any other wrong sum (lost elsewhere, or any doubled) is a
-      violation.
+      (exact_sum) found no wrong sum; "ok, loss announced" when exact_sum's
+      only lost keys are in ranges the scheduler declared lost (every replica
+      left: exact_sum.json's announced_lost) and the job exited 0, or 3 (a
+      replicated job that lost data); any lost key outside an announced range
+      (silent loss) or any doubled key is a violation. DOWN (comma list of
+      ranks that were killed, restarted or stopped) is kept for the table.
   chaos.py report OUT
       OUT/results.jsonl (the outcome lines, with each run's schedule) ->
       OUT/chaos.md (a table, one row per job) and OUT/chaos.svg (each run's
@@ -147,6 +156,60 @@ class Generator:
         count = self.servers if kind == "server" else self.workers
         return self.process_fault(kind, self.rng.randrange(count), room)
 
+    def chain_faults(self, hb_timeout):
+        """Two overlapping faults on the servers of one key range's chain (MODE chain)."""
+        first = self.rng.randrange(self.servers)
+        chain = [(first + i) % self.servers for i in range(self.replication + 1)]
+        primary, backup = chain[0], chain[1]
+        pattern = self.rng.choice(["stop_backup_kill_primary", "kill_both_in_copy",
+                                   "restart_during_copy"])
+        t = round(self.rng.uniform(2.0, self.window - 6.0), 1)
+        if pattern == "stop_backup_kill_primary":
+            gap = round(self.rng.uniform(hb_timeout + 1.0, hb_timeout + 3.0), 1)
+            kill = round(t + hb_timeout + self.rng.uniform(0.3, 0.8), 1)
+            back = round(kill + self.rng.uniform(0.2, 1.0), 1)
+            items = [(t, "stop:server:%d@%gs+%gs" % (backup, t, gap)),
+                     (kill, "kill:server:%d@%gs" % (primary, kill)),
+                     (back, "restart:server:%d@%gs" % (primary, back))]
+            end = max(t + gap, back)
+        elif pattern == "kill_both_in_copy":
+            back = round(t + self.rng.uniform(0.3, 1.0), 1)
+            second = round(back + self.rng.uniform(0.1, 0.6), 1)
+            again = round(second + self.rng.uniform(0.3, 1.0), 1)
+            items = [(t, "kill:server:%d@%gs" % (primary, t)),
+                     (back, "restart:server:%d@%gs" % (primary, back)),
+                     (second, "kill:server:%d@%gs" % (backup, second)),
+                     (again, "restart:server:%d@%gs" % (backup, again))]
+            end = again
+        else:
+            second = round(t + self.rng.uniform(0.2, 1.0), 1)
+            items = [(t, "restart:server:%d@%gs" % (primary, t)),
+                     (second, "restart:server:%d@%gs" % (backup, second))]
+            end = second
+        for rank in (primary, backup):
+            self.busy.setdefault("server:%d" % rank, []).append((t, end + RECOVERY_S))
+            self.down_servers.add(rank)
+        self.server_busy.append((t, end + RECOVERY_S))
+        self.items.extend(items)
+        self.pattern = pattern
+
+    def generate_chain(self, hb_timeout):
+        self.servers = 3
+        self.chain_faults(hb_timeout)
+        extra = self.rng.randint(0, 2)
+        attempts = 0
+        while extra > 0 and attempts < 50:
+            attempts += 1
+            kind = self.rng.choice(["worker", "transport"])
+            if kind == "transport":
+                found = self.transport_fault("worker", self.rng.randrange(self.workers))
+            else:
+                found = self.process_fault("worker", self.rng.randrange(self.workers), extra)
+            extra -= len(found) > 0
+            self.items.extend(found)
+        self.items.sort(key=lambda item: (item[0] is not None, item[0] or 0))
+        return self
+
     def generate(self):
         wanted = self.rng.randint(3, 8)
         attempts = 0
@@ -157,9 +220,16 @@ class Generator:
         return self
 
 
-def schedule(seed, replication, window, scheduler="0", partitions="0"):
+def schedule(seed, replication, window, scheduler="0", partitions="0", mode="mixed",
+             hb_timeout="2"):
     g = Generator(int(seed), int(replication), float(window),
-                  scheduler if scheduler in ("1", "stop") else None, partitions == "1").generate()
+                  scheduler if scheduler in ("1", "stop") else None, partitions == "1")
+    if mode == "chain":
+        if int(replication) < 1:
+            sys.exit("chaos.py: MODE chain needs REPLICATION 1 or more")
+        g.generate_chain(float(hb_timeout))
+    else:
+        g.generate()
     faults = ",".join(text for _, text in g.items)
     print("servers=%d" % g.servers)
     print("workers=%d" % g.workers)
@@ -209,21 +279,12 @@ def fault_counts(events):
     return counts
 
 
-def exact_sum_verdict(report, replication, down):
-    """(violations, allowed_lost, note) from exact_sum.json."""
+def exact_sum_verdict(report):
+    """(violations, announced_lost, note) from exact_sum.json: lost keys outside the ranges
+    the scheduler declared lost, and doubled keys anywhere, are violations."""
     if report is None:
         return None, 0, "no exact_sum.json"
-    if replication > 0:
-        return report.get("violations", 0), 0, ""
-    allowed = 0
-    violations = 0
-    for r in report.get("ranges", []):
-        if r.get("primary") in down:
-            allowed += r.get("lost", 0)
-            violations += r.get("doubled", 0)
-        else:
-            violations += r.get("lost", 0) + r.get("doubled", 0)
-    return violations, allowed, ""
+    return report.get("violations", 0), report.get("announced_lost", 0), ""
 
 
 def outcome(run_dir, job, replication, down, seed, servers, faults, replay):
@@ -240,8 +301,16 @@ def outcome(run_dir, job, replication, down, seed, servers, faults, replay):
     line["job_over_s"] = ends[0]["t"] if ends else None
     if job == "exact_sum":
         report = read_json(os.path.join(model, "exact_sum.json"))
-        violations, allowed, note = exact_sum_verdict(report, replication, down)
-        line.update(violations=violations, allowed_lost=allowed)
+        violations, announced, note = exact_sum_verdict(report)
+        lost_ranges = [r.get("range") for r in (report or {}).get("ranges", [])
+                       if r.get("announced_lost")]
+        line.update(violations=violations, announced_lost=announced, lost_ranges=lost_ranges)
+        # Each range the scheduler declared lost, and whether the check found the loss real.
+        declared = sorted({e.get("range") for e in read_json_lines(
+            os.path.join(run_dir, job + ".membership.jsonl")) if e.get("event") == "range_lost"})
+        line["declared_lost"] = declared
+        if declared != sorted(lost_ranges):
+            note = "declared %s, the last view marked %s" % (declared, sorted(lost_ranges))
         if report is not None:
             line.update(lost=report.get("lost"), doubled=report.get("doubled"),
                         pushes=report.get("pushes"))
@@ -249,10 +318,12 @@ def outcome(run_dir, job, replication, down, seed, servers, faults, replay):
             verdict = "fail: " + note + " (exit %d)" % code
         elif violations > 0:
             verdict = "fail: %d violation(s)" % violations
-        elif code == 0:
+        elif code == 0 and not lost_ranges:
             verdict = "ok"
-        elif replication == 0 and allowed > 0 and code == 1:
-            verdict = "ok, loss allowed"
+        elif note:
+            verdict = "fail: " + note
+        elif lost_ranges and (code == 0 or (code == 3 and replication > 0)):
+            verdict = "ok, loss announced"
         else:
             verdict = "fail: exit %d" % code
     else:
@@ -312,8 +383,9 @@ def svg_report(rows, path):
 def describe(r):
     if r["job"] == "exact_sum":
         text = "violations %s" % r.get("violations")
-        if r.get("allowed_lost"):
-            text += ", %d lost in restarted ranges (allowed)" % r["allowed_lost"]
+        if r.get("lost_ranges"):
+            text += ", %d key(s) lost in range(s) %s, announced" % (
+                r.get("announced_lost", 0), ", ".join(str(x) for x in r["lost_ranges"]))
         pushes = r.get("pushes") or {}
         if pushes.get("repeated"):
             text += ", %d pushes made again" % pushes["repeated"]
@@ -334,11 +406,14 @@ def report(out):
     failed = sorted({r["seed"] for r in rows if not r["verdict"].startswith("ok")})
     finished = sum(1 for r in rows if r["code"] == 0)
     violations = sum(r.get("violations") or 0 for r in rows if r["job"] == "exact_sum")
+    announced = [r for r in rows if r["job"] == "exact_sum" and r.get("lost_ranges")]
     walls = sorted(r["wall_s"] for r in rows)
     lines = [
-        "Runs: %d schedule(s), %d job(s); %d job(s) exited 0; exact_sum violations: %d; "
-        "failed schedule(s): %s." % (len(runs), len(rows), finished, violations,
-                                     ", ".join(str(s) for s in failed) or "none"),
+        "Runs: %d schedule(s), %d job(s); %d job(s) exited 0; exact_sum violations (silent "
+        "loss or doubled): %d; exact_sum runs with announced loss: %d (%d keys); failed "
+        "schedule(s): %s." % (len(runs), len(rows), finished, violations, len(announced),
+                              sum(r.get("announced_lost") or 0 for r in announced),
+                              ", ".join(str(s) for s in failed) or "none"),
         "Job wall time: median %.1f s, longest %.1f s." % (
             walls[len(walls) // 2] if walls else 0, walls[-1] if walls else 0),
         "",
@@ -361,7 +436,7 @@ def report(out):
 
 
 def main(argv):
-    commands = {"schedule": (schedule, (3, 5)), "outcome": (outcome, (8, 8)),
+    commands = {"schedule": (schedule, (3, 7)), "outcome": (outcome, (8, 8)),
                 "report": (report, (1, 1))}
     if len(argv) < 2 or argv[1] not in commands:
         sys.exit(__doc__)

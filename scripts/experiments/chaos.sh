@@ -41,10 +41,13 @@
 #                takes `scheduler`)
 #   PARTITIONS   1: include partitions (one process cut from the others), 0: not
 #                (default: 1 when running as root and the launcher takes them)
+#   MODE         mixed (default) or chain: two overlapping faults aimed at the
+#                servers of one key range's chain (see chaos.py), REPLICATION >= 1
+#   JOBS         the jobs each schedule runs (default "exact_sum train")
 set -euo pipefail
 # shellcheck source=scripts/lib/bench.sh
 source "$(dirname "$0")/../lib/bench.sh"
-[ $# -eq 2 ] || { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 count=$1 seed0=$2
 [[ "$count" =~ ^[0-9]+$ && "$seed0" =~ ^[0-9]+$ ]] || { echo "chaos.sh: N and SEED are integers" >&2; exit 2; }
 replication="${REPLICATION:-1}"
@@ -57,6 +60,8 @@ sum_minibatches="${SUM_MINIBATCHES:-3000}"
 hb_timeout="${HB_TIMEOUT:-2}"
 job_timeout="${JOB_TIMEOUT:-200}"
 ckpt_every="${CKPT_EVERY:-100}"
+mode="${MODE:-mixed}"
+jobs="${JOBS:-exact_sum train}"
 out="${OUT:-/tmp/keel-chaos-$seed0}"
 chaos="$PWD/scripts/experiments/chaos.py"
 mkdir -p "$out/runs"
@@ -74,7 +79,9 @@ if [ -z "${PARTITIONS:-}" ]; then
     --faults='partition:server:0|worker:0@1s+1s' >/dev/null 2>&1 && PARTITIONS=1
 fi
 data="$out/data-$rows-$features"
-cached_datagen "$data" --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=5
+if [[ " $jobs " == *" train "* ]]; then
+  cached_datagen "$data" --model=linear --rows="$rows" --features="$features" --nnz=20 --seed=5
+fi
 
 launch_pid=""
 stop() {
@@ -91,7 +98,8 @@ trap stop INT TERM
 # The environment that shapes a run, for its replay command.
 settings="REPLICATION=$replication WINDOW=$window ROWS=$rows FEATURES=$features EPOCHS=$epochs"
 settings+=" SUM_EPOCHS=$sum_epochs SUM_MINIBATCHES=$sum_minibatches HB_TIMEOUT=$hb_timeout"
-settings+=" CKPT_EVERY=$ckpt_every SCHEDULER=$SCHEDULER PARTITIONS=$PARTITIONS"
+settings+=" CKPT_EVERY=$ckpt_every SCHEDULER=$SCHEDULER PARTITIONS=$PARTITIONS MODE=$mode"
+settings+=" JOBS='$jobs'"
 
 # run_job JOB ARGS...: one keel launch in $run, its PID kept for Ctrl-C;
 # writes JOB.log, JOB.code, JOB.wall, JOB.events.jsonl, JOB.model/.
@@ -99,7 +107,8 @@ run_job() {
   local job=$1; shift
   local args=(launch --servers="$servers" --workers="$workers" --replication="$replication"
     --faults="$faults" --fault_seed="$seed" --event_log="$run/$job.events.jsonl"
-    --model_dir="$run/$job.model" --heartbeat_interval=0.25 --heartbeat_timeout="$hb_timeout"
+    --model_dir="$run/$job.model" --membership_log="$run/$job.membership.jsonl"
+    --heartbeat_interval=0.25 --heartbeat_timeout="$hb_timeout"
     --timeout="$job_timeout" --progress=lines "$@")
   printf '%q ' "$keel" "${args[@]}" >> "$run/commands"; echo >> "$run/commands"
   local t0=$EPOCHREALTIME code=0
@@ -115,7 +124,8 @@ failed_saved=""
 for ((i = 0; i < count; i++)); do
   seed=$((seed0 + i))
   servers="" workers="" faults="" down=""
-  eval "$(python3 "$chaos" schedule "$seed" "$replication" "$window" "$SCHEDULER" "$PARTITIONS")"
+  eval "$(python3 "$chaos" schedule "$seed" "$replication" "$window" "$SCHEDULER" "$PARTITIONS" \
+    "$mode" "$hb_timeout")"
   run="$out/runs/seed-$seed"
   rm -rf "$run"; mkdir -p "$run"
   replay="$settings scripts/experiments/chaos.sh 1 $seed"
@@ -123,15 +133,19 @@ for ((i = 0; i < count; i++)); do
   echo "  replay: $replay"
   printf 'servers=%s\nworkers=%s\nreplication=%s\nfaults=%s\nreplay=%s\n' "$servers" "$workers" \
     "$replication" "$faults" "$replay" > "$run/schedule"
-  run_job exact_sum --job=exact_sum --epochs="$sum_epochs" \
-    --exact_sum_minibatches="$sum_minibatches"
-  train=(--flagfile=configs/linear_learner.flags --train="$data/train"
-    --validation="$data/validation" --epochs="$epochs" --early_stopping_patience=1000)
-  [ "$replication" = 0 ] && train+=(--checkpoint_uri="file://$run/train.ckpt"
-    --checkpoint_every="$ckpt_every")
-  run_job train "${train[@]}"
+  if [[ " $jobs " == *" exact_sum "* ]]; then
+    run_job exact_sum --job=exact_sum --epochs="$sum_epochs" \
+      --exact_sum_minibatches="$sum_minibatches"
+  fi
+  if [[ " $jobs " == *" train "* ]]; then
+    train=(--flagfile=configs/linear_learner.flags --train="$data/train"
+      --validation="$data/validation" --epochs="$epochs" --early_stopping_patience=1000)
+    [ "$replication" = 0 ] && train+=(--checkpoint_uri="file://$run/train.ckpt"
+      --checkpoint_every="$ckpt_every")
+    run_job train "${train[@]}"
+  fi
   verdicts=""
-  for job in exact_sum train; do
+  for job in $jobs; do
     line=$(python3 "$chaos" outcome "$run" "$job" "$replication" "$down" "$seed" "$servers" \
       "$faults" "$replay")
     echo "$line" >> "$out/results.jsonl"
