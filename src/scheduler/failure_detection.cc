@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "base/json.h"
 #include "base/time.h"
@@ -24,6 +25,13 @@ std::string ServerLeaveFields(const std::string& reason, const RangeChains::Depa
   }
   return "\"reason\": " + JsonQuote(reason) + ", \"promoted\": [" + promoted +
          "], \"ranges_without_replica\": [" + JoinRanges(departure.alone) + "]";
+}
+
+// "0.15 s", for the log.
+std::string FormatSeconds(double seconds) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.2f s", seconds);
+  return text;
 }
 
 // What a server's departure did to the chains, for the log.
@@ -115,31 +123,50 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
                << (departure.alone.empty()
                        ? "; no acknowledged update is lost (its ranges have live replicas)"
                        : "");
-  DeclareLost(departure.alone, member.info);
+  DeclareLost(departure.alone, member.info, &member);
   AfterDeparture(id);
   AdvanceMoves();  // a move may wait on it no more
 }
 
-void Scheduler::DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder) {
+void Scheduler::DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder,
+                            const Member* last_report) {
   if (ranges.empty()) return;
   const int rank = holder.rank();
-  std::vector<size_t> declared;
+  const double age =
+      last_report && last_report->range_pushes_at > 0
+          ? MonotonicSeconds() - last_report->range_pushes_at
+          : 0;
+  std::string held;  // what the last report said each range held
   for (size_t range : ranges) {
-    if (lost_.Lose(range, rank, view_.epoch(), WallSeconds())) declared.push_back(range);
-  }
-  const std::string listed = JoinRanges(ranges);
-  LOG(ERROR) << "key range(s) " << listed << " lost every replica: server " << rank
-             << " held them last, and what it acknowledged that no checkpoint holds is lost"
-             << (options_.replication > 0 ? " (a second failure before its backups were whole)"
-                                          : " (--replication=0 keeps no backup)")
-             << "; requests for them wait for a server started again with --rank " << rank
-             << ", which restores them from the latest checkpoint";
-  for (size_t range : declared) {
+    int64_t pushes = -1;
+    if (last_report && last_report->range_pushes_at > 0) {
+      auto found = last_report->range_pushes.find(range);
+      pushes = found == last_report->range_pushes.end() ? 0
+                                                         : static_cast<int64_t>(found->second);
+    }
+    if (pushes >= 0) {
+      held += (held.empty() ? "" : ", ") + std::string("range ") + std::to_string(range) + " " +
+              std::to_string(pushes) + " push(es)";
+    }
+    if (!lost_.Lose(range, rank, view_.epoch(), WallSeconds(), pushes, age)) continue;
     membership_.Record("range_lost", holder,
                        "\"range\": " + std::to_string(range) +
                            ", \"view_epoch\": " + std::to_string(view_.epoch()) +
-                           ", \"replication\": " + std::to_string(options_.replication));
+                           ", \"replication\": " + std::to_string(options_.replication) +
+                           ", \"pushes_at_last_report\": " +
+                           (pushes >= 0 ? std::to_string(pushes) : "null") +
+                           ", \"report_age_s\": " + (pushes >= 0 ? JsonNumberOrNull(age) : "null"));
   }
+  LOG(ERROR) << "key range(s) " << JoinRanges(ranges) << " lost every replica: server " << rank
+             << " held them last, and what it acknowledged that no checkpoint holds is lost"
+             << (options_.replication > 0 ? " (a second failure before its backups were whole)"
+                                          : " (--replication=0 keeps no backup)")
+             << (held.empty() ? "; no report of what they held came from it"
+                              : "; by its last report (" + FormatSeconds(age) +
+                                    " before it left) they held " + held +
+                                    ", and it may have applied more since")
+             << "; requests for them wait for a server started again with --rank " << rank
+             << ", which restores them from the latest checkpoint";
 }
 
 void Scheduler::AfterDeparture(int id) {

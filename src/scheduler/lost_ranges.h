@@ -31,6 +31,12 @@ struct LostRange {
   // Where its rows came back from: "checkpoint <id>", "initial values", or
   // "" while it waits for a server to take it.
   std::string rebuilt_from;
+  // The pushes its rows reflected on that server at its last report
+  // (RangePushes), and how long before the loss that report came; -1: no
+  // report. Every acknowledged push among them that no checkpoint holds is
+  // lost, and so are those it applied after the report.
+  int64_t pushes = -1;
+  double report_age_s = 0;
 };
 
 class LostRanges {
@@ -38,7 +44,8 @@ class LostRanges {
   // Records that `range`'s last replica, server `rank`, left in view `epoch`
   // at wall time `since`. Returns false (and changes nothing) if the range
   // was declared lost before: the first loss is the one reported.
-  bool Lose(size_t range, int rank, uint64_t epoch, double since);
+  bool Lose(size_t range, int rank, uint64_t epoch, double since, int64_t pushes = -1,
+            double report_age_s = 0);
   // The range lost earlier came back from `from` (see LostRange).
   void Rebuilt(size_t range, const std::string& from);
   // Ranges marked lost in `known`, a view a node of an earlier scheduler run

@@ -23,6 +23,10 @@ struct Member {
   bool rejoined = false;  // a node of an earlier run of a restarted scheduler
   // The answer its REGISTER got: a repeated REGISTER on its route gets it again.
   proto::Meta answer;
+  // A server's latest report of the pushes each key range's rows reflect on
+  // it (HEARTBEAT range_pushes), and when it came (MonotonicSeconds()).
+  std::map<size_t, uint64_t> range_pushes;
+  double range_pushes_at = 0;
 };
 
 // By node id.

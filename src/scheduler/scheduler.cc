@@ -500,6 +500,17 @@ void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
     shares_.OnProgress(member.info.rank(), meta.cursor());
   }
   if (meta.has_progress()) OnProgress(meta, member);
+  if (member.info.role() == proto::SERVER && meta.range_pushes_size() > 0) {
+    // Only ranges of this job, and each once: a report is bounded by the ranges.
+    std::map<size_t, uint64_t> pushes;
+    const auto ranges = static_cast<size_t>(view_.ranges_size());
+    for (const proto::RangePushes& entry : meta.range_pushes()) {
+      if (entry.range() < ranges) pushes[entry.range()] = entry.pushes();
+    }
+    Member& reporting = members_.at(meta.sender());
+    reporting.range_pushes = std::move(pushes);
+    reporting.range_pushes_at = MonotonicSeconds();
+  }
   Message ack = ControlMessage(proto::HEARTBEAT);
   SendTo(meta.sender(), ack);
 }

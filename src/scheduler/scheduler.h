@@ -354,8 +354,10 @@ class Scheduler {
   // node, and a new view goes out.
   void AfterDeparture(int id);
   // `holder`, a server that left, was the last replica of `ranges`: each is
-  // declared lost (LostRanges) in the log and the membership log.
-  void DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder);
+  // declared lost (LostRanges) in the log and the membership log, with what
+  // `holder`'s last report (if any) said the range held.
+  void DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder,
+                   const Member* last_report = nullptr);
 
   SchedulerOptions options_;
   TimelineWriter timeline_;

@@ -257,6 +257,7 @@ void ChainReplication::OnReplicaSync(Message&& message) {
             << " push(es) held meanwhile go on now)";
   shard.copy_pages = 0;
   shard.copy_rows = 0;
+  state_.range_pushes.Set(range, meta.shard().pushes());
   ShardReady(range, shard);
 }
 
@@ -468,6 +469,9 @@ void ChainReplication::SendShardCopy(size_t range, const Shard& shard, int to, u
         sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
   }
   std::vector<Message> pages = EncodeShardCopy(state, state_.page_bytes);
+  if (!pages.empty()) {
+    pages.back().meta.mutable_shard()->set_pushes(state_.range_pushes.Get(range));
+  }
   try {
     for (Message& page : pages) {
       page.meta.set_sequence(sequence);

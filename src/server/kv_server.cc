@@ -26,6 +26,14 @@ KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
         chain_->PassDown(push, range, origin);
       });
   node_->SetViewHandler([this](const proto::ClusterView& view) { OnView(view); });
+  // Each heartbeat says how many pushes each range's rows here reflect.
+  node_->SetHeartbeatFields([this](proto::Meta* beat) {
+    for (const auto& [range, pushes] : state_.range_pushes.All()) {
+      proto::RangePushes* entry = beat->add_range_pushes();
+      entry->set_range(static_cast<uint32_t>(range));
+      entry->set_pushes(pushes);
+    }
+  });
   // Check every optimizer now, not at the first request.
   MakeOptimizer(state_.default_optimizer);
   for (const auto& [id, spec] : state_.specs) MakeOptimizer(spec.optimizer);
@@ -41,6 +49,7 @@ KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
 }
 
 KVServer::~KVServer() {
+  node_->SetHeartbeatFields(nullptr);
   snapshots_->FinishWriting();  // snapshots already copied are written and reported first
   node_->Stop();
 }

@@ -476,6 +476,7 @@ bool RequestServing::ApplyOnce(const proto::Meta& meta, const DataRequest& reque
   // Recorded once applied: a push that failed (out of memory) may come again.
   window.Insert(meta.sequence());
   ++table.version;
+  state_.range_pushes.Add(range);
   if (table.staleness_aware && meta.origin() == 0)
     shard.reads.RecordPush(meta.sender(), request.table);
   if (shard.primary_since > 0 && meta.origin() == 0) {

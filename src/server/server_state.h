@@ -42,6 +42,34 @@ struct ServerCounters {
   std::atomic<size_t> remembered_readers{0};
 };
 
+// Per key range: the pushes its rows here reflect (those applied here, and
+// those the copy it took from another replica reflected there), for the
+// heartbeats. Thread-safe: the receive thread counts, the heartbeat reads.
+class RangePushCounts {
+ public:
+  void Add(size_t range) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++counts_[range];
+  }
+  void Set(size_t range, uint64_t pushes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counts_[range] = pushes;
+  }
+  uint64_t Get(size_t range) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = counts_.find(range);
+    return found == counts_.end() ? 0 : found->second;
+  }
+  std::map<size_t, uint64_t> All() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counts_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<size_t, uint64_t> counts_;
+};
+
 struct ServerState {
   ServerState(Node* node, const OptimizerOptions& default_optimizer,
               std::map<uint32_t, TableSpec> specs)
@@ -74,6 +102,7 @@ struct ServerState {
   // The most bytes of rows one DUMP answer or one REPLICA_SYNC page carries.
   size_t page_bytes = kPageBytes;
   ServerCounters counters;
+  RangePushCounts range_pushes;
 
  private:
   mutable std::mutex failure_mutex_;

@@ -252,7 +252,12 @@ TEST_F(ExactSumFaults, TwoFailuresOnOneChainAreAnnouncedAndNoLossGoesUnsaid) {
   ASSERT_EQ(lost.size(), 1u) << testing::ReadFileOrEmpty(membership);
   EXPECT_EQ(lost[0].at("range"), "1");
   EXPECT_EQ(lost[0].at("rank"), "2");
+  // What the range held by server 2's last report: the pushes of the 3 s
+  // before the backup stopped, and more.
+  EXPECT_GT(std::stoull(lost[0].at("pushes_at_last_report")), 1000u)
+      << testing::ReadFileOrEmpty(membership);
   EXPECT_TRUE(Contains(exit.output, "key range(s) 1 lost every replica")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "by its last report")) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "job lost data")) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "data lost    key range(s) 1")) << exit.output;
   // The check: wrong sums in range 1 only, all of them announced.
