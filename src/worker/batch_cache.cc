@@ -21,6 +21,7 @@
 #include "base/checksum.h"
 #include "base/error.h"
 #include "base/files.h"
+#include "base/mapped_read.h"
 #include "worker/prepared_batch.h"
 
 namespace keel {
@@ -37,6 +38,8 @@ constexpr uint32_t kByteOrder = 0x01020304;
 constexpr char kTemporarySuffix[] = ".partial";
 constexpr char kFolderPrefix[] = "keel-cache-";
 constexpr char kLockName[] = ".lock";
+// What a read of the mapping says when the file no longer holds its bytes.
+constexpr char kTruncated[] = "the file was truncated while in use: another process cut it short";
 // Bounds on a batch's claims, far above any minibatch a job makes.
 constexpr uint32_t kMaxLabelWidth = 1 << 16;
 
@@ -134,12 +137,6 @@ uint64_t ProcessNonce() {
   return nonce;
 }
 
-template <typename T>
-void CopyArray(const char* data, uint64_t count, std::vector<T>* out) {
-  out->resize(count);
-  if (count > 0) std::memcpy(out->data(), data, count * sizeof(T));
-}
-
 }  // namespace
 
 uint64_t BatchCacheKey(const std::vector<InputSplit>& splits, const ReaderOptions& reader,
@@ -170,34 +167,45 @@ BatchCacheReader::~BatchCacheReader() {
   munmap(const_cast<char*>(data_), size_);
 }
 
+void BatchCacheReader::Copy(size_t at, void* to, size_t bytes) const {
+  if (!CopyMapped(to, data_ + at, bytes)) throw Error(kTruncated);
+}
+
+uint64_t BatchCacheReader::Checksum(size_t at, size_t bytes) const {
+  uint64_t checksum = 0;
+  auto sum = [&] { checksum = WordChecksum64(data_ + at, bytes); };
+  if (!ReadMapped(sum)) throw Error(kTruncated);
+  return checksum;
+}
+
+template <typename T>
+size_t BatchCacheReader::CopyArray(size_t at, uint64_t count, std::vector<T>* out) const {
+  out->resize(count);
+  if (count > 0) Copy(at, out->data(), count * sizeof(T));
+  return at + count * sizeof(T);
+}
+
 size_t BatchCacheReader::DecodeBatch(size_t at, bool full, PreparedBatch* out) const {
   BatchHeader head;
   if (end_ - at < sizeof(head)) throw MakeError("cut off");
-  std::memcpy(&head, data_ + at, sizeof(head));
+  Copy(at, &head, sizeof(head));
   const uint64_t payload = PayloadBytes(head);
   if (payload == 0 || head.label_width == 0 || head.label_width > kMaxLabelWidth ||
       payload > end_ - at - sizeof(head) || head.nnz > UINT32_MAX || head.keys > head.nnz) {
     throw MakeError("claims more than the file holds");
   }
-  const char* bytes = data_ + at + sizeof(head);
+  size_t from = at + sizeof(head);
   Batch& batch = out->batch;
   batch.label_width = static_cast<int>(head.label_width);
-  CopyArray(bytes, head.rows * head.label_width, &batch.labels);
-  bytes += head.rows * head.label_width * sizeof(float);
-  CopyArray(bytes, head.rows + 1, &batch.row_offsets);
-  bytes += (head.rows + 1) * sizeof(uint64_t);
-  CopyArray(bytes, head.nnz, &batch.indices);
-  bytes += head.nnz * sizeof(uint64_t);
-  CopyArray(bytes, head.nnz, &batch.values);
-  bytes += head.nnz * sizeof(float);
+  from = CopyArray(from, head.rows * head.label_width, &batch.labels);
+  from = CopyArray(from, head.rows + 1, &batch.row_offsets);
+  from = CopyArray(from, head.nnz, &batch.indices);
+  from = CopyArray(from, head.nnz, &batch.values);
   std::vector<Key> keys;
-  CopyArray(bytes, head.keys, &keys);
-  bytes += head.keys * sizeof(Key);
-  CopyArray(bytes, head.nnz, &out->positions);
-  bytes += head.nnz * sizeof(uint32_t);
-  CopyArray(bytes, head.keys + 1, &out->key_offsets);
-  bytes += (head.keys + 1) * sizeof(uint32_t);
-  CopyArray(bytes, head.nnz, &out->nonzeros_by_key);
+  from = CopyArray(from, head.keys, &keys);
+  from = CopyArray(from, head.nnz, &out->positions);
+  from = CopyArray(from, head.keys + 1, &out->key_offsets);
+  CopyArray(from, head.nnz, &out->nonzeros_by_key);
   // Everything the compute and the requests rely on, as PrepareKeys makes it:
   // rows in order; keys strictly ascending, each holding at least one
   // non-zero; every position and non-zero in range; and (`full`) each key the
@@ -242,8 +250,12 @@ void BatchCacheReader::Check(uint64_t key, bool verify) {
   if (size_ < sizeof(header) + sizeof(footer)) {
     throw MakeError(path_, ": ", size_, " bytes, too short for a batch cache");
   }
-  std::memcpy(&header, data_, sizeof(header));
-  std::memcpy(&footer, data_ + size_ - sizeof(footer), sizeof(footer));
+  try {
+    Copy(0, &header, sizeof(header));
+    Copy(size_ - sizeof(footer), &footer, sizeof(footer));
+  } catch (const Error& e) {
+    throw MakeError(path_, ": ", e.what());
+  }
   if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0 || header.version != kVersion ||
       header.byte_order != kByteOrder) {
     throw MakeError(path_, ": not a batch cache of this version and byte order");
@@ -266,14 +278,16 @@ void BatchCacheReader::Check(uint64_t key, bool verify) {
   PreparedBatch scratch;
   for (uint64_t batch = 0; batch < batches_; ++batch) {
     size_t next = 0;
+    BatchHeader head;
+    uint64_t checksum = 0;
     try {
       next = DecodeBatch(at, /*full=*/true, &scratch);
+      Copy(at, &head, sizeof(head));
+      checksum = Checksum(at + sizeof(head), next - at - sizeof(head));
     } catch (const Error& e) {
       throw MakeError(path_, ": batch ", batch, " at byte ", at, ": ", e.what());
     }
-    BatchHeader head;
-    std::memcpy(&head, data_ + at, sizeof(head));
-    if (WordChecksum64(data_ + at + sizeof(head), next - at - sizeof(head)) != head.checksum) {
+    if (checksum != head.checksum) {
       throw MakeError(path_, ": batch ", batch, " at byte ", at, " fails its checksum");
     }
     rows += head.rows;

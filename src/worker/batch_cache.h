@@ -16,7 +16,8 @@
 // file's size and the batch's own arrays before use, and the first reader in
 // a process decodes every batch with all its checks and its checksum (unless
 // this process wrote that very file). A damaged or hostile file is removed
-// with a warning naming it and the stream parses the text instead.
+// with a warning naming it and the stream parses the text instead. A file cut
+// short while a reader has it mapped is an Error naming it, never SIGBUS.
 #ifndef KEEL_WORKER_BATCH_CACHE_H_
 #define KEEL_WORKER_BATCH_CACHE_H_
 
@@ -47,7 +48,9 @@ class BatchCacheReader {
   BatchCacheReader& operator=(const BatchCacheReader&) = delete;
 
   // The next minibatch; false after the last. Throws Error naming the file
-  // and the minibatch if the file is damaged (it changed after it was opened).
+  // and the minibatch if the file is damaged (it changed after it was
+  // opened), also if another process truncated it: the mapping's reads turn
+  // that fault into the error (base/mapped_read.h).
   bool Next(PreparedBatch* out);
 
   // What the pass that wrote the file counted.
@@ -67,6 +70,16 @@ class BatchCacheReader {
     using Error::Error;
   };
   void Check(uint64_t key, bool verify);
+  // Copy `bytes` bytes at byte `at` of the file to `to`; Checksum returns
+  // their checksum. Both throw Error if the file was truncated (by another
+  // process) so that it no longer holds them: a read of the mapping past the
+  // file's end, which would raise SIGBUS (base/mapped_read.h).
+  void Copy(size_t at, void* to, size_t bytes) const;
+  uint64_t Checksum(size_t at, size_t bytes) const;
+  // Resizes `out` to `count` elements copied from byte `at`; returns the
+  // offset after them.
+  template <typename T>
+  size_t CopyArray(size_t at, uint64_t count, std::vector<T>* out) const;
   // Decodes the batch at byte `at` into `out` with the checks that keep the
   // compute in bounds, and (`full`) those that keep its keys right; returns
   // the offset after it. Throws Error naming what is wrong.

@@ -33,6 +33,17 @@ void SchedulerLink::SetProgressReport(const proto::ProgressReport& report) {
 }
 
 void SchedulerLink::ReportProgress(const proto::ProgressReport& report) {
+  {
+    // What a restarted scheduler is told again: the latest of each field.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (report.epochs() > 0) progress_reported_.set_epochs(report.epochs());
+    if (report.share_examples() > 0) {
+      progress_reported_.set_share_examples(report.share_examples());
+    }
+    if (report.has_decided()) *progress_reported_.mutable_decided() = report.decided();
+    if (report.has_outcome()) *progress_reported_.mutable_outcome() = report.outcome();
+    has_progress_reported_ = true;
+  }
   Message message = CommandMessage(proto::PROGRESS);
   *message.meta.mutable_progress() = report;
   try {
@@ -161,8 +172,14 @@ void SchedulerLink::FillRejoin(proto::Meta* request) const {
 
 std::vector<proto::Meta> SchedulerLink::ResendAfterRejoin() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!epoch_done_report_.has_cursor()) return {};
-  return {epoch_done_report_};
+  std::vector<proto::Meta> again;
+  if (epoch_done_report_.has_cursor()) again.push_back(epoch_done_report_);
+  if (has_progress_reported_) {
+    Message progress = CommandMessage(proto::PROGRESS);
+    *progress.meta.mutable_progress() = progress_reported_;
+    again.push_back(progress.meta);
+  }
+  return again;
 }
 
 }  // namespace keel

@@ -9,8 +9,8 @@
 // a checkpoint point, for the checkpoint. What the scheduler told it when it
 // registered: where a worker that took over a departed worker's rank goes on.
 // A restarted scheduler learns from it, when the node registers again, its
-// cursor, the latest epoch whose end it heard of and its latest epoch-done
-// report.
+// cursor, the latest epoch whose end it heard of, its latest epoch-done
+// report and the latest of what its PROGRESS messages said.
 //
 // One per worker node, for as long as the node runs: it adds its fields to
 // the node's heartbeats and re-registrations until it is destroyed. All
@@ -55,8 +55,11 @@ class SchedulerLink {
   // What its heartbeats carry for the job's progress display beside the
   // cursor (the job's epochs, the examples of its share).
   void SetProgressReport(const proto::ProgressReport& report);
-  // Sends a PROGRESS message to the scheduler now (no answer awaited; lost if
-  // the scheduler is restarting).
+  // Sends a PROGRESS message to the scheduler now (no answer awaited). One
+  // that goes while the scheduler restarts is lost there; the restarted
+  // scheduler is sent the latest of each field of every report (the job's
+  // epochs, the share, the latest decided epoch, the outcome) once this node
+  // has registered with it again.
   void ReportProgress(const proto::ProgressReport& report);
 
   // Set when this node took over a rank whose previous worker left: where
@@ -100,7 +103,8 @@ class SchedulerLink {
   // the latest epoch whose end the scheduler announced.
   void FillRejoin(proto::Meta* request) const;
   // Sent again to a restarted scheduler once registered with it: where this
-  // worker's share ended (the others' checkpoints must not wait for it there).
+  // worker's share ended (the others' checkpoints must not wait for it there)
+  // and the latest progress it reported (its figures, its display).
   std::vector<proto::Meta> ResendAfterRejoin() const;
 
   Node& node_;
@@ -115,6 +119,9 @@ class SchedulerLink {
   int epoch_ended_ = 0;
   // The latest report of this worker's share of an epoch done.
   proto::Meta epoch_done_report_;
+  // The latest of each field its PROGRESS messages carried.
+  proto::ProgressReport progress_reported_;
+  bool has_progress_reported_ = false;
   std::atomic<bool> preempt_checkpointed_{false};
 };
 

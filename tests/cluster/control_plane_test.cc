@@ -215,6 +215,33 @@ TEST_F(ControlPlane, AWorkersProgressReachesTheSchedulersSnapshot) {
   EXPECT_EQ(scheduler_->rejected_messages(), 0u);
 }
 
+TEST_F(ControlPlane, ProgressReportedWhileTheSchedulerRestartsReachesTheRestartedOne) {
+  // The scheduler dies; the worker reports two epochs and the job's end
+  // meanwhile, into the void (or to a scheduler it has not registered with).
+  SchedulerOptions options = testing::LocalScheduler(1, 1);
+  options.port = scheduler_->port();
+  scheduler_->Stop();
+  scheduler_.reset();
+  worker_link_->ReportProgress(DecidedEpoch(1, 2));
+  proto::ProgressReport last = DecidedEpoch(2, 2);
+  last.mutable_outcome()->set_done(true);
+  last.mutable_outcome()->set_epochs_run(2);
+  last.mutable_outcome()->set_model_dir("/models/m");
+  worker_link_->ReportProgress(last);
+  // Started again on the same address, it learns the latest figures once the
+  // worker has registered with it again.
+  scheduler_ = testing::StartScheduler(options);
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->progress().Snapshot(0).end.has_value(); }, 20))
+      << "the restarted scheduler never heard of the job's end";
+  const ProgressSnapshot snapshot = scheduler_->progress().Snapshot(0);
+  EXPECT_EQ(snapshot.epochs, 2);
+  ASSERT_FALSE(snapshot.decided.empty());
+  EXPECT_EQ(snapshot.decided.back().epoch, 2);
+  EXPECT_EQ(snapshot.end->epochs_run, 2);
+  EXPECT_EQ(snapshot.end->model_dir, "/models/m");
+  EXPECT_EQ(scheduler_->rejected_messages(), 0u);
+}
+
 TEST_F(ControlPlane, AProgressReportFromAServerIsRefused) {
   SchedulerLink(*server_).ReportProgress(DecidedEpoch(1, 2));
   ASSERT_TRUE(WaitFor([&] { return scheduler_->rejected_messages() == 1; }, 10));

@@ -365,6 +365,15 @@ TEST_F(SshHosts, CtrlCStopsEveryRemoteProcess) {
       << Leftovers().size() << " processes remain";
 }
 
+TEST_F(SshHosts, SigtermToTheLauncherStopsEveryRemoteProcess) {
+  const pid_t launcher = StartLongJob();
+  kill(launcher, SIGTERM);
+  const auto exit = processes_.Wait(launcher, 20);
+  EXPECT_TRUE(exit.finished) << exit.output;
+  EXPECT_TRUE(WaitFor([&] { return Leftovers().empty(); }, 15))
+      << Leftovers().size() << " processes remain\n" << exit.output;
+}
+
 TEST_F(SshHosts, KillingTheLauncherClosesTheConnectionsAndStopsEveryRemoteProcess) {
   const pid_t launcher = StartLongJob();
   kill(launcher, SIGKILL);
@@ -482,6 +491,37 @@ TEST_F(SlurmCluster, SbatchRunsAJobAcrossTheAllocation) {
   EXPECT_TRUE(Contains(output, "job finished: 2 of 2 worker(s) succeeded")) << output;
   EXPECT_TRUE(Contains(output, "on node 1: worker")) << output;  // the second node's tasks
   EXPECT_EQ(ReadMetrics(folder_ + "/model/metrics.json").count("validation:roc_auc_score"), 1u);
+}
+
+TEST_F(SlurmCluster, SigtermToSrunStopsEveryTask) {
+  // keel.sbatch's step, run by srun itself (the batch script execs it): a
+  // scheduler, a server and two workers over the two nodes.
+  const std::string marker = "--bench_out=" + folder_;
+  setenv("KEEL_SECRET_DIR", (folder_ + "/secrets").c_str(), 1);
+  const pid_t launcher = processes_.Start(
+      {SystemTool("srun"), "-N", "2", "-n", "4", "--kill-on-bad-exit=1", "--label", KeelBinary(),
+       "launch", "--slurm", "--servers=1", "--job=kv_bench", "--mode=dense", "--dense_sizes=64KiB",
+       "--bench_seconds=100", "--minloglevel=0", marker});
+  unsetenv("KEEL_SECRET_DIR");
+  // Its four roles (each task execs its role), and srun's helper process.
+  const auto tasks = [&] {
+    std::vector<pid_t> found;
+    for (pid_t pid : ProcessesMentioning(marker)) {
+      if (pid != launcher) found.push_back(pid);
+    }
+    return found;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Contains(processes_.Output(launcher), "cluster view epoch 1") && tasks().size() >= 4;
+      },
+      90))
+      << processes_.Output(launcher) << ReadFileOrEmpty(folder_ + "/log/slurmctld.log");
+  kill(launcher, SIGTERM);
+  const auto exit = processes_.Wait(launcher, 30);
+  EXPECT_TRUE(exit.finished) << exit.output;
+  EXPECT_TRUE(WaitFor([&] { return tasks().empty(); }, 15))
+      << tasks().size() << " tasks remain\n" << exit.output;
 }
 
 }  // namespace

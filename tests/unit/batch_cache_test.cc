@@ -1,7 +1,7 @@
 // The batch cache (worker/batch_cache.h) under BatchStream: later passes
 // read the first pass's minibatches, exactly; changed input, a damaged file,
 // the size bound, a stopped pass and a crashed writer each leave no wrong or
-// stale cache behind.
+// stale cache behind; a file truncated while in use is an error naming it.
 #include "worker/batch_cache.h"
 
 #include <fcntl.h>
@@ -13,12 +13,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/checksum.h"
+#include "base/error.h"
 #include "base/files.h"
 #include "test_util.h"
 #include "worker/batch_stream.h"
@@ -163,6 +165,44 @@ TEST_F(BatchCacheTest, ADamagedFileIsRemovedAndTheTextReadInstead) {
   testing::WriteFile(path, "");
   EXPECT_FALSE(Read(&cache).from_cache);
   EXPECT_TRUE(Read(&cache).from_cache);
+}
+
+TEST_F(BatchCacheTest, AFileTruncatedWhileInUseIsAnErrorNamingItNotACrash) {
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  Read(&cache);
+  const std::string path = cache_folder_ + "/train.batches";
+  std::unique_ptr<BatchCacheReader> reader =
+      cache.OpenReader(BatchCacheKey(Splits(), ReaderOptions(), kBatchSize));
+  ASSERT_NE(reader, nullptr);
+  PreparedBatch batch;
+  ASSERT_TRUE(reader->Next(&batch));
+  // Another process cuts the mapped file short: reading past its new end
+  // would raise SIGBUS.
+  std::filesystem::resize_file(path, 0);
+  try {
+    reader->Next(&batch);
+    ADD_FAILURE() << "a batch read from a truncated file";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+  }
+  // Cut at a page's end midway: the batches before it are read, the one
+  // across it is the error.
+  Read(&cache);
+  reader = cache.OpenReader(BatchCacheKey(Splits(), ReaderOptions(), kBatchSize));
+  ASSERT_NE(reader, nullptr);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  ASSERT_GT(std::filesystem::file_size(path), page) << "the file this test needs";
+  std::filesystem::resize_file(path, page);
+  size_t read = 0;
+  try {
+    while (reader->Next(&batch)) ++read;
+    ADD_FAILURE() << "every batch read from a truncated file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(read, 0u);
 }
 
 TEST_F(BatchCacheTest, AFileWhoseKeysDoNotMatchItsFeaturesIsRemovedThoughItsChecksumsHold) {
