@@ -12,11 +12,16 @@ DEFINE_int32(exact_sum_minibatches, 20, "exact_sum: pushes per worker and epoch"
 DEFINE_uint64(exact_sum_keys, 4096,
               "exact_sum: keys the pushes cover (the first 64 are in every push)");
 DEFINE_int32(exact_sum_inflight, 4, "exact_sum: pushes in flight per worker");
+DEFINE_double(exact_sum_push_interval_ms, 0,
+              "exact_sum: milliseconds each worker waits after sending each push (a soak: a long "
+              "job at a low rate; 0: none)");
 
 namespace keel {
 
 std::vector<FlagGroup> ExactSumFlagGroups() {
-  return {{"exact sum", {"exact_sum_minibatches", "exact_sum_keys", "exact_sum_inflight"}}};
+  return {{"exact sum",
+           {"exact_sum_minibatches", "exact_sum_keys", "exact_sum_inflight",
+            "exact_sum_push_interval_ms"}}};
 }
 
 ExactSumOptions ExactSumOptionsFromFlags() {
@@ -28,6 +33,8 @@ ExactSumOptions ExactSumOptionsFromFlags() {
   CheckExactSumWorkload(options.workload, 1);
   RequireInRange("exact_sum_inflight", FLAGS_exact_sum_inflight, 1, 1024);
   options.inflight = FLAGS_exact_sum_inflight;
+  RequireInRange("exact_sum_push_interval_ms", FLAGS_exact_sum_push_interval_ms, 0.0, 60000.0);
+  options.push_interval_s = FLAGS_exact_sum_push_interval_ms / 1000;
   options.model_dir = FLAGS_model_dir;
   if (options.model_dir.empty()) {
     throw MakeError(

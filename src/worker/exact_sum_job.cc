@@ -3,10 +3,12 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -133,6 +135,9 @@ void ExactSumWorker::PushMinibatches(PushId first, int step,
     ledger_->Sent(push);  // before it can reach a server
     window.push_back(SendPush(client_, options_.workload, push));
     if (window.size() >= inflight) settle();
+    if (options_.push_interval_s > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(options_.push_interval_s));
+    }
   }
   while (!window.empty()) settle();
 }

@@ -31,6 +31,9 @@ struct ExactSumOptions {
   // system): the ledgers and the report go there.
   std::string model_dir;
   int inflight = 4;  // pushes in flight per worker
+  // Each worker waits this long after sending each push (0: none): a soak
+  // runs a long job at a low rate, its sums still below 2^24.
+  double push_interval_s = 0;
 };
 
 // The servers' table for the job: one float per key, SGD at rate 1 (no
