@@ -37,9 +37,11 @@ targets=("$@")
 
 packages=(build-essential cmake ninja-build ccache pkg-config libzmq3-dev cppzmq-dev
           libprotobuf-dev protobuf-compiler libeigen3-dev libgflags-dev libgoogle-glog-dev
-          libcurl4-openssl-dev libssl-dev prometheus-cpp-dev libcpp-httplib-dev)
+          libcurl4-openssl-dev libssl-dev prometheus-cpp-dev libmicrohttpd-dev)
 if [ "$tests" = 1 ]; then
   packages+=(libgtest-dev
+             # The tests' HTTP client (tests/scrape.cc).
+             libcpp-httplib-dev
              # The multihost tests: hosts as network namespaces, a real sshd, a real
              # Slurm, the Kubernetes manifests (they start and stop the daemons).
              iproute2 iptables openssh-client openssh-server slurm-wlm munge yamllint

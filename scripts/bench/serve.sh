@@ -89,14 +89,7 @@ for body in json1 json100 libsvm1 libsvm100; do
     libsvm*) type=text/libsvm ;;
   esac
   records=${body//[a-z]/}
-  cat > "$out/post.lua" <<EOF
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "$type"
-wrk.headers["Accept"] = "application/json"
-local f = io.open("$out/$body.body", "rb")
-wrk.body = f:read("*a")
-f:close()
-EOF
+  wrk_post_script "$out/post.lua" "$type" "$out/$body.body"
   for threads in 1 2; do
     result=$(wrk -t"$threads" -c"$threads" -d"${seconds}s" --latency -s "$out/post.lua" \
       "http://127.0.0.1:$port/invocations")

@@ -24,6 +24,8 @@
 #   tracked PID...        adds PIDs for track_processes
 #   kill_pids [--cont] PID...   kill -9 each PID; with --cont, SIGCONT first (a stopped
 #                         process); never fails
+#   wrk_post_script LUA TYPE BODY   writes wrk's Lua script LUA: every request a POST
+#                         of the file BODY as Content-Type TYPE, Accept application/json
 #   liblinear_fit C TRAIN MODEL   LIBLINEAR -s 0 (L2-regularized logistic regression,
 #                         primal, one thread) at cost C on the libsvm file TRAIN, into
 #                         MODEL; prints the training wall seconds
@@ -104,6 +106,17 @@ kill_pids() {
     [ "$cont" = 0 ] || kill -CONT "$p" 2>/dev/null || true
     kill -9 "$p" 2>/dev/null || true
   done
+}
+
+wrk_post_script() {
+  cat > "$1" <<EOF
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "$2"
+wrk.headers["Accept"] = "application/json"
+local f = io.open("$3", "rb")
+wrk.body = f:read("*a")
+f:close()
+EOF
 }
 
 # Both are called as $(...), which does not inherit set -e: a failure returns at once.

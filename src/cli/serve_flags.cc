@@ -15,8 +15,8 @@ DEFINE_string(serve_bind, "127.0.0.1",
               "serve: the address to listen on (0.0.0.0 in a container, to be reachable from "
               "outside it)");
 DEFINE_int32(serve_threads, 0,
-             "serve: threads answering requests; a kept-alive connection holds one while it is "
-             "open (0: 4 per hardware thread, at least 16)");
+             "serve: event loops answering requests; each serves any number of connections "
+             "(0: 4 per hardware thread, at least 16)");
 DEFINE_uint64(max_request_bytes, 6 << 20,
               "serve: longest request body accepted (SageMaker's 6 MB); longer ones get 413");
 

@@ -58,10 +58,11 @@ class InferenceService {
   // Loads the model folder (again) and swaps it in. Throws Error naming the
   // folder and the problem; the model that was serving (if any) goes on.
   void Reload();
-  // Stops: /ping answers 503 (a load balancer takes this instance out),
-  // every answer closes its connection, the requests in flight and those
-  // already accepted are answered (HttpServer::Drain, for at most
-  // `max_seconds`), then the serving threads are joined. Idempotent.
+  // Stops: new connections are refused, /ping answers 503 on those already
+  // open (a load balancer takes this instance out), every answer closes its
+  // connection, the requests in flight and those already accepted are
+  // answered (HttpServer::Drain, for at most `max_seconds`), then the serving
+  // threads are joined. Idempotent.
   void Stop(double max_seconds = 5);
 
   int port() const { return http_.port(); }

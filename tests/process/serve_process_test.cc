@@ -960,8 +960,8 @@ TEST_F(ServeProcess, ABodyOverMaxRequestBytesIsRefused413NamingTheLimit) {
                 {"the request body is longer than this server's limit of 1024 bytes"});
 }
 
-// cpp-httplib bounds only a body sent with Content-Length: a chunked one
-// would be read whole, whatever its size, so it is refused before it is read.
+// A chunked body has no length to hold against the limit before it is read,
+// so it is refused before it is read.
 TEST_F(ServeProcess, AChunkedBodyIsRefusedBeforeItIsRead) {
   ASSERT_TRUE(Serve(BinaryModel(), {"--max_request_bytes=1024"}));
   const std::string body = CsvBody(DenseRecords(1000, {1, 2, 3, 4}));  // 8000 bytes
@@ -972,9 +972,9 @@ TEST_F(ServeProcess, AChunkedBodyIsRefusedBeforeItIsRead) {
       << answer.status << ": " << answer.body.substr(0, 200);
 }
 
-// cpp-httplib (built with zlib) would inflate a "Content-Encoding: gzip" body
-// after checking its compressed length (a few hundred kilobytes inflate to
-// hundreds of megabytes), so a compressed body is refused before it is read.
+// A "Content-Encoding: gzip" body's length says nothing of what it inflates
+// to (a few hundred kilobytes inflate to hundreds of megabytes), so a
+// compressed body is refused before it is read.
 TEST_F(ServeProcess, AGzipBodyIsRefusedBeforeItIsInflated) {
   ASSERT_TRUE(Serve(BinaryModel(), {"--max_request_bytes=1024"}));
   const std::string body = WriteFile("body.csv", CsvBody(DenseRecords(1000, {1, 2, 3, 4})));

@@ -1,5 +1,7 @@
 // HttpServer (io/http_server.h) on loopback: routes, the answers it gives
-// itself (404, 405, 413, 500), binding, and stopping with a request in flight.
+// itself (404, 405, 413, 431, 500), its limits (a body refused before it is
+// read, idle connections that hold nothing), binding, and stopping with a
+// request in flight.
 #include "io/http_server.h"
 
 #include <arpa/inet.h>
@@ -11,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "base/time.h"
 #include "scrape.h"
@@ -24,23 +27,41 @@ using testing::ErrorOf;
 using testing::HttpGet;
 using testing::HttpPost;
 
-// Sends `bytes` to 127.0.0.1:`port` on a fresh connection and returns what
-// comes back before the server closes it (at most 5 s).
-std::string RawExchange(int port, const std::string& bytes) {
+// A connected socket to 127.0.0.1:`port` (-1 if it cannot connect) whose
+// receives time out after `timeout_s`.
+int Connect(int port, int timeout_s = 5) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  timeval timeout{5, 0};
+  timeval timeout{timeout_s, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string answer;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      send(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size())) {
-    char buffer[4096];
-    for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) answer.append(buffer, n);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return -1;
   }
-  close(fd);
+  return fd;
+}
+
+// Sends `bytes` to 127.0.0.1:`port` on a fresh connection and returns what
+// comes back before the server closes it (at most `timeout_s`), or the first
+// answer's head when `until_head` (the server may keep the connection).
+std::string RawExchange(int port, const std::string& bytes, int timeout_s = 5,
+                        bool until_head = false) {
+  const int fd = Connect(port, timeout_s);
+  std::string answer;
+  if (fd >= 0) {
+    // A server may answer and close before it has read all of it: what it
+    // answered is read all the same.
+    send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    char buffer[4096];
+    for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) {
+      answer.append(buffer, n);
+      if (until_head && answer.find("\r\n\r\n") != std::string::npos) break;
+    }
+  }
+  if (fd >= 0) close(fd);
   return answer;
 }
 
@@ -110,6 +131,92 @@ TEST(HttpServer, ABodyOverTheLimitIsRefusedWith413) {
   EXPECT_EQ(HttpPost(server.port(), "/invocations", std::string(1000, 'x')).status, 200);
   EXPECT_EQ(HttpPost(server.port(), "/invocations", std::string(5000, 'x')).status, 413);
   EXPECT_EQ(handled.load(), 1);
+}
+
+// Only the head of the request is sent: the 413 must not wait for a body
+// the server will not take (a server that reads it to discard it answers at
+// its read timeout, or never).
+TEST(HttpServer, ABodyDeclaredOverTheLimitIsRefused413BeforeItIsSent) {
+  HttpServerOptions options;
+  options.max_body_bytes = 1000;
+  options.read_timeout_s = 5;
+  HttpServer server(options);
+  server.Route("POST", "/invocations", [](const HttpRequest&) { return Text("ok"); });
+  server.Start();
+  const double start = MonotonicSeconds();
+  const std::string answer =
+      RawExchange(server.port(),
+                  "POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n", 5,
+                  /*until_head=*/true);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+  EXPECT_LT(MonotonicSeconds() - start, 2.0);
+}
+
+TEST(HttpServer, AHeaderLineOverTheLimitIsRefusedAndTheServerGoesOn) {
+  HttpServerOptions options;
+  options.max_header_bytes = 16 << 10;
+  HttpServer server(options);
+  std::atomic<int> handled{0};
+  server.Route("GET", "/metrics", [&](const HttpRequest&) {
+    ++handled;
+    return Text("m");
+  });
+  server.Start();
+  const std::string answer = RawExchange(
+      server.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(1 << 20, 'a') +
+                         "\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(answer.rfind("HTTP/1.1 431", 0) == 0 || answer.rfind("HTTP/1.1 400", 0) == 0)
+      << answer.substr(0, 200);
+  EXPECT_EQ(handled.load(), 0);
+  EXPECT_EQ(HttpGet(server.port(), "/metrics").body, "m");
+}
+
+// Connections that send nothing (idle, or slow clients) hold no serving
+// thread: a new request is answered while far more of them than threads
+// are open.
+TEST(HttpServer, ManyIdleConnectionsDoNotStopANewRequestBeingAnswered) {
+  HttpServerOptions options;
+  options.threads = 2;
+  options.read_timeout_s = 30;
+  options.keep_alive_s = 30;
+  HttpServer server(options);
+  server.Route("GET", "/metrics", [](const HttpRequest&) { return Text("m"); });
+  server.Start();
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = Connect(server.port());
+    ASSERT_GE(fd, 0);
+    idle.push_back(fd);
+  }
+  // Half of them have sent part of a request's head.
+  for (size_t i = 0; i < idle.size(); i += 2) {
+    ASSERT_GT(send(idle[i], "GET /metr", 9, MSG_NOSIGNAL), 0);
+  }
+  const double start = MonotonicSeconds();
+  const auto answer = HttpGet(server.port(), "/metrics", "127.0.0.1", 3);
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_LT(MonotonicSeconds() - start, 2.0);
+  for (const int fd : idle) close(fd);
+}
+
+TEST(HttpServer, AConnectionBeyondTheLimitWaitsUntilAnotherCloses) {
+  HttpServerOptions options;
+  options.max_connections = 8;
+  options.threads = 1;  // the limit is one loop's, not shared out among several
+  options.keep_alive_s = 30;
+  options.read_timeout_s = 30;
+  HttpServer server(options);
+  server.Route("GET", "/metrics", [](const HttpRequest&) { return Text("m"); });
+  server.Start();
+  std::vector<int> open;
+  for (int i = 0; i < 8; ++i) {
+    open.push_back(Connect(server.port()));
+    ASSERT_GE(open.back(), 0);
+  }
+  EXPECT_EQ(HttpGet(server.port(), "/metrics", "127.0.0.1", 1).status, 0);
+  for (const int fd : open) close(fd);
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return HttpGet(server.port(), "/metrics", "127.0.0.1", 1).status == 200; }, 5));
 }
 
 TEST(HttpServer, AHandlerThatThrowsIsAnsweredWith500AndItsMessage) {
