@@ -573,7 +573,10 @@ void Van::ReceiveLoop() {
       LOG(ERROR) << "receive failed: " << e.what();
       continue;
     }
-    if (!received) continue;  // poll timeout: check for stop
+    if (!received) {  // poll timeout: nothing waiting; check for stop
+      caught_up_at_.store(MonotonicSeconds());
+      continue;
+    }
     // Frame 0 is the ROUTER's routing id of the sending socket: kept for Reply.
     std::string route = frames.front().to_string();
     std::string peer;
@@ -601,6 +604,14 @@ void Van::ReceiveLoop() {
     } catch (const std::exception& e) {
       malformed_.fetch_add(1);
       LOG(ERROR) << "message handler failed: " << e.what();
+    }
+    // Caught up if nothing else is waiting (under a steady stream of messages
+    // the poll seldom times out).
+    const double handled = MonotonicSeconds();
+    try {
+      if ((receiver_.get(zmq::sockopt::events) & ZMQ_POLLIN) == 0) caught_up_at_.store(handled);
+    } catch (const zmq::error_t&) {
+      // Closing: the loop ends at its next turn.
     }
   }
 }

@@ -172,6 +172,11 @@ class Van {
 
   // Messages dropped because they could not be decoded.
   uint64_t malformed_messages() const { return malformed_.load(); }
+  // MonotonicSeconds() when the receive thread last found no message waiting
+  // (every message that had arrived by then was handled); 0 before it first
+  // did. A receive thread starved of CPU, or behind a backlog, falls behind
+  // the clock: the scheduler judges heartbeat silence as of this time.
+  double caught_up_at() const { return caught_up_at_.load(); }
   // Connections refused during the CURVE handshake (0 without a secret).
   uint64_t refused_connections() const { return authenticator_ ? authenticator_->refused() : 0; }
   // Lines logged about refused connections (first ones per address, and
@@ -228,6 +233,7 @@ class Van {
   std::thread receive_thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> malformed_{0};
+  std::atomic<double> caught_up_at_{0};
 
   std::mutex replies_mutex_;
   std::vector<std::pair<std::string, std::vector<zmq::message_t>>> replies_;  // route, frames

@@ -56,7 +56,11 @@ void Scheduler::MonitorLoop() {
     detector_.ForgiveOwnStall(now, now - wake);
     monitor_ran_ = now;
     if (detector_.HearsTheCluster(now)) {
-      for (const auto& [id, silence] : detector_.FindSilent(MonotonicSeconds())) {
+      // Silence as of the last moment every message that had arrived was
+      // read: heartbeats waiting unread behind a backlog, or for a receive
+      // thread starved of CPU, do not count as missing.
+      const double judged_at = std::min(MonotonicSeconds(), van_.caught_up_at());
+      for (const auto& [id, silence] : detector_.FindSilent(judged_at)) {
         RemoveMember(id, "no heartbeat for " + std::to_string(silence) + " s");
       }
     }
