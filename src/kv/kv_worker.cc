@@ -458,20 +458,25 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
     std::lock_guard<std::mutex> lock(mutex_);
     ThrowBackgroundErrorLocked();
     handle = ++next_handle_;
-    Request& request = requests_[handle];
-    request.out = out;
-    for (size_t r = 0; r < ranges->num_ranges(); ++r) {
-      const size_t begin = bounds[r], end = bounds[r + 1];
-      if (begin == end) continue;
-      const int server_rank = ranges->server(r);
-      Outgoing part{ServerIdOrNone(server_rank),
-                    PartMessage(command, keys, values, begin, end, width, table, read_clock)};
-      AddPartLocked(handle, part.server_id, server_rank, part.message, begin * width,
-                    (end - begin) * width, static_cast<int>(r));
-      outgoing.push_back(std::move(part));
+    try {
+      Request& request = requests_[handle];
+      request.out = out;
+      for (size_t r = 0; r < ranges->num_ranges(); ++r) {
+        const size_t begin = bounds[r], end = bounds[r + 1];
+        if (begin == end) continue;
+        const int server_rank = ranges->server(r);
+        Outgoing part{ServerIdOrNone(server_rank),
+                      PartMessage(command, keys, values, begin, end, width, table, read_clock)};
+        AddPartLocked(handle, part.server_id, server_rank, part.message, begin * width,
+                      (end - begin) * width, static_cast<int>(r));
+        outgoing.push_back(std::move(part));
+      }
+      request.parts = request.unanswered;
+      PrepareResultLocked(request, keys.size() * static_cast<size_t>(width));
+    } catch (...) {
+      CancelLocked(handle);  // nothing was sent: the request never was
+      throw;
     }
-    request.parts = request.unanswered;
-    PrepareResultLocked(request, keys.size() * static_cast<size_t>(width));
   }
   // Sent outside the lock: a response may arrive before the last part leaves.
   SendParts(handle, outgoing);
@@ -518,14 +523,22 @@ void KVWorker::PrepareResultLocked(Request& request, size_t count) {
 }
 
 void KVWorker::SendParts(Handle handle, std::vector<Outgoing>& outgoing) {
-  // A part that cannot go out now (its server just left the view) is resent.
+  // A part that cannot go out now (Error: its server just left the view, or
+  // is not connected) is resent. Anything else (the socket failed, memory ran
+  // out) ends the request here: forgotten, and the caller told.
   for (Outgoing& part : outgoing) {
     if (part.server_id < 0) continue;
     try {
-      node_->Send(part.server_id, part.message);
+      SendPart(part.server_id, part.message);
     } catch (const Error& e) {
       LOG(WARNING) << "request " << handle << " to node " << part.server_id
                    << " waits to be resent: " << e.what();
+    } catch (const std::exception& e) {
+      Cancel(handle);
+      const proto::Meta& meta = part.message.meta;
+      throw MakeError("request ", handle, ": its ", proto::Command_Name(meta.command()),
+                      " to node ", part.server_id, " (", meta.key_count(), " keys, table ",
+                      meta.table(), ") could not be sent: ", e.what());
     }
   }
 }
@@ -641,7 +654,7 @@ GateStats KVWorker::gate_stats() const {
 void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
   auto view = node_->view();
   if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
-  std::vector<std::pair<int, Message>> outgoing;
+  std::vector<Outgoing> outgoing;
   Handle handle = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -649,20 +662,25 @@ void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
     // Always acknowledged, so a lost announcement is resent; without `wait`
     // nobody waits for the acknowledgements.
     handle = ++next_handle_;
-    requests_[handle].detached = !wait;
-    for (const auto& node : view->nodes()) {
-      if (node.role() != proto::SERVER) continue;
-      Message message;
-      message.meta.set_command(proto::CLOCK);
-      message.meta.set_sequence(node_->NextSequence());
-      message.meta.set_clock(clock);
-      message.meta.set_ack(true);
-      AddPartLocked(handle, node.id(), node.rank(), message, 0, 0);
-      outgoing.emplace_back(node.id(), std::move(message));
+    try {
+      requests_[handle].detached = !wait;
+      for (const auto& node : view->nodes()) {
+        if (node.role() != proto::SERVER) continue;
+        Message message;
+        message.meta.set_command(proto::CLOCK);
+        message.meta.set_sequence(node_->NextSequence());
+        message.meta.set_clock(clock);
+        message.meta.set_ack(true);
+        AddPartLocked(handle, node.id(), node.rank(), message, 0, 0);
+        outgoing.push_back(Outgoing{node.id(), std::move(message)});
+      }
+    } catch (...) {
+      CancelLocked(handle);
+      throw;
     }
     if (!wait && requests_[handle].unanswered == 0) requests_.erase(handle);
   }
-  for (auto& [server, message] : outgoing) node_->Send(server, message);
+  SendParts(handle, outgoing);
   if (wait) Wait(handle, timeout_s);
 }
 
@@ -756,26 +774,31 @@ KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summ
     throw DumpInterrupted("dump of table " + std::to_string(table) +
                           ": a server left the cluster view during the dump");
   }
-  std::vector<std::pair<int, Message>> outgoing;
+  std::vector<Outgoing> outgoing;
   Handle handle;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     handle = ++next_handle_;
-    Request& request = requests_[handle];
-    for (const auto& [server, rank] : servers) {
-      Message message;
-      message.meta.set_command(proto::DUMP);
-      message.meta.set_sequence(node_->NextSequence());
-      message.meta.set_value_width(width);
-      message.meta.set_table(table);
-      message.meta.set_summarize(summarize);
-      if (from) message.meta.set_dump_from(from->at(server));
-      AddPartLocked(handle, server, rank, message, 0, 0);
-      outgoing.emplace_back(server, std::move(message));
+    try {
+      Request& request = requests_[handle];
+      for (const auto& [server, rank] : servers) {
+        Message message;
+        message.meta.set_command(proto::DUMP);
+        message.meta.set_sequence(node_->NextSequence());
+        message.meta.set_value_width(width);
+        message.meta.set_table(table);
+        message.meta.set_summarize(summarize);
+        if (from) message.meta.set_dump_from(from->at(server));
+        AddPartLocked(handle, server, rank, message, 0, 0);
+        outgoing.push_back(Outgoing{server, std::move(message)});
+      }
+      request.parts = request.unanswered;
+    } catch (...) {
+      CancelLocked(handle);
+      throw;
     }
-    request.parts = request.unanswered;
   }
-  for (auto& [server, message] : outgoing) node_->Send(server, message);
+  SendParts(handle, outgoing);
   return handle;
 }
 

@@ -118,14 +118,17 @@ class KVWorker {
   // Error if `retry` is malformed.
   explicit KVWorker(Node* node, RequestRetry retry = RequestRetry());
   // Stops the node first, so no response arrives for a destroyed client.
-  ~KVWorker();
+  virtual ~KVWorker();
   KVWorker(const KVWorker&) = delete;
   KVWorker& operator=(const KVWorker&) = delete;
 
   // Sends gradients for `keys` (values.size() == keys.size() * width) to the
   // servers of table `table`, which apply them with their optimizer. `keys`
   // and `values` must stay unchanged until Wait returns. Throws Error if the
-  // keys are not sorted and unique or the sizes disagree. `read_clock`: the
+  // keys are not sorted and unique or the sizes disagree, or if a part could
+  // not be made or sent (the socket failed, memory ran out; a part whose
+  // server is not reachable now is resent instead): the request is then
+  // forgotten, and nothing of it is resent. `read_clock`: the
   // clock stamped on the pull that read the rows the gradients were computed
   // from, which lets a server scale the step by the push's staleness
   // (server/push_staleness.h); without it the step is not scaled.
@@ -136,7 +139,7 @@ class KVWorker {
   // When Wait returns, `*values` holds them: filled in place if it already had
   // that size and the rows came from several servers, otherwise pointed at
   // the received message itself (no copy). Neither `keys` nor `*values` may be
-  // touched before then.
+  // touched before then. Throws Error as Push does.
   Handle Pull(const SharedArray<const Key>& keys, SharedArray<float>* values, int width,
               uint32_t table = 0);
 
@@ -192,6 +195,12 @@ class KVWorker {
   uint64_t resends() const { return resends_.load(); }
   // Responses ignored because their request was answered (or cancelled).
   uint64_t late_responses() const { return late_responses_.load(); }
+
+ protected:
+  // Sends a request's part for the first time (resends go to the node from
+  // the resend thread). Throws what Node::Send throws; a test overrides it to
+  // make sends fail.
+  virtual void SendPart(int server_id, Message& message) { node_->Send(server_id, message); }
 
  private:
   struct Request {

@@ -12,12 +12,24 @@ namespace {
 constexpr int kInitialLogCapacity = 10;
 // Keys and rows are prefetched this many keys ahead of the one being used.
 constexpr size_t kPrefetchDistance = 16;
-// An insertion probing further than this from its home slot turns the
-// ordered layout off. Mixed keys at load 3/4 probe a few hundred slots at
-// worst in a table of 10^7; clustered ones, thousands.
+// An insertion or a rebuild probing further than this from a key's home slot
+// turns the ordered layout off. Mixed keys at load 3/4 probe a few hundred
+// slots at worst in a table of 10^7; clustered ones, thousands.
 constexpr size_t kMaxOrderedProbe = 1024;
+// So does a layout whose probes since it was made average more than this per
+// row placed (beyond a first kMaxOrderedProbe): mixed keys average under 8 at
+// load 3/4, while keys that fill only part of the key range pile into runs
+// whose probes grow with the run, each probe shorter than kMaxOrderedProbe
+// but quadratic in all.
+constexpr uint64_t kOrderedProbesPerRow = 32;
 // Rows handed to the optimizer at once.
 constexpr size_t kUpdateChunk = 256;
+
+// Whether `probes` slots passed over while placing `rows` rows is more than
+// the ordered layout may cost.
+bool OrderedTooCostly(uint64_t probes, uint64_t rows) {
+  return probes > kOrderedProbesPerRow * rows + kMaxOrderedProbe;
+}
 
 }  // namespace
 
@@ -97,12 +109,16 @@ size_t ParameterTable::FindOrInsertIndex(Key key) {
         return FindOrInsertIndex(key);
       }
       const size_t probed = i >= home ? i - home : i + capacity_ - home;
-      if (ordered_ && probed > kMaxOrderedProbe) {
+      if (ordered_ && (probed > kMaxOrderedProbe ||
+                       OrderedTooCostly(ordered_probes_ + probed, ordered_rows_ + 1))) {
         // Clustered keys: the ordered layout no longer pays.
         Rebuild(capacity_, /*ordered=*/false);
         return FindOrInsertIndex(key);
       }
       CreateRow(i, key);
+      probes_ += probed;
+      ordered_probes_ += probed;
+      ++ordered_rows_;
       return i;
     }
   }
@@ -163,28 +179,47 @@ void ParameterTable::Rebuild(size_t capacity, bool ordered) {
   std::vector<uint32_t> new_stamps(stamps_.empty() ? 0 : capacity + 1, 0);
   ++generation_;
   const size_t old_capacity = capacity_;
-  auto old_slots = std::move(slots_);
-  auto old_blocks = std::move(blocks_);
-  auto old_stamps = std::move(stamps_);
+  const auto old_slots = std::move(slots_);
+  const auto old_blocks = std::move(blocks_);
+  const auto old_stamps = std::move(stamps_);
   slots_ = std::move(new_slots);
   blocks_ = std::move(new_blocks);
   stamps_ = std::move(new_stamps);
-  ordered_ = ordered;
-  SetCapacity(capacity);
-  auto move_slot = [&](size_t from, size_t to) {
+  // Rows are copied, not moved, so that an ordered layout that turns out too
+  // costly is given up and the rows laid out again by hash.
+  auto copy_slot = [&](size_t from, size_t to) {
     std::memcpy(SlotAt(to), old_slots.data() + from * slot_bytes_, slot_bytes_);
-    if (shares_rows_) blocks_[to] = std::move(old_blocks[from]);
+    if (shares_rows_) blocks_[to] = old_blocks[from];
     if (!stamps_.empty()) stamps_[to] = old_stamps[from];
   };
-  for (size_t from = 0; from < old_capacity; ++from) {
-    Key key;
-    std::memcpy(&key, old_slots.data() + from * slot_bytes_, sizeof(Key));
-    if (key == kFree) continue;
-    size_t to = SlotOf(key);
-    while (KeyAt(to) != kFree) to = NextSlot(to);
-    move_slot(from, to);
-  }
-  if (has_free_key_) move_slot(old_capacity, capacity_);
+  // Lays the rows out; false if the ordered layout was given up part way.
+  auto lay_out = [&](bool in_order) {
+    ordered_ = in_order;
+    SetCapacity(capacity);
+    std::fill(blocks_.begin(), blocks_.end(), nullptr);
+    uint64_t probed = 0;
+    for (size_t from = 0; from < old_capacity; ++from) {
+      Key key;
+      std::memcpy(&key, old_slots.data() + from * slot_bytes_, sizeof(Key));
+      if (key == kFree) continue;
+      const size_t home = SlotOf(key);
+      size_t to = home;
+      for (size_t run = 0; KeyAt(to) != kFree; to = NextSlot(to)) {
+        ++probed;
+        if (in_order && (++run > kMaxOrderedProbe || OrderedTooCostly(probed, size_))) {
+          probes_ += probed;
+          return false;
+        }
+      }
+      copy_slot(from, to);
+    }
+    if (has_free_key_) copy_slot(old_capacity, capacity_);
+    probes_ += probed;
+    ordered_probes_ = probed;
+    ordered_rows_ = size_;
+    return true;
+  };
+  if (!lay_out(ordered)) lay_out(/*ordered=*/false);
 }
 
 void ParameterTable::Reserve(size_t more) {

@@ -8,8 +8,11 @@
 // range, and in sorted batches. The home slot of a key is therefore its
 // position within the range, scaled to the capacity: order-preserving, so a
 // sorted batch walks the slots in order and memory is read sequentially. If
-// keys turn out clustered (long probes: keys that were not mixed), the table
-// switches to a Fibonacci hash of the key, which does not care. No heap allocation per key: the
+// keys turn out clustered (keys that were not mixed, or that fill only part
+// of the range: one long probe, or more than a few slots probed per row, when
+// inserting or when growing), the table switches to a Fibonacci hash of the
+// key, which does not care, so the slots probed stay a small multiple of the
+// rows placed (probes()). No heap allocation per key: the
 // slot array grows by half (any capacity: slots are found by multiplying, not masking; on
 // transparent huge pages when large), so it holds between 1/2 and 3/4 of its slots once past its
 // first size, and a row costs its slot's bytes times 4/3 to 2 (`keel bench kv --mode=memory`). Wide
@@ -105,6 +108,9 @@ class ParameterTable {
   // Rebuilds so far (growth, or a change of layout): rows keep their slots
   // while it stays the same.
   uint64_t generation() const { return generation_; }
+  // Slots passed over so far on the way to a free one, beyond each key's
+  // home slot, by insertions and rebuilds: the work the layout costs.
+  uint64_t probes() const { return probes_; }
   // Room for `more` new keys without growing. A sorted batch must land on a
   // table sized for all of it, or in the ordered layout its first keys crowd
   // the first slots. Throws std::bad_alloc (the table unchanged) if the
@@ -192,8 +198,8 @@ class ParameterTable {
   void SetCapacity(size_t capacity);
   void Grow() { Rebuild(Grown(capacity_), ordered_); }
   // Moves every row into new slots of `capacity`, laid out in key order if
-  // `ordered`. The new slots are allocated first: if that fails, the table is
-  // unchanged.
+  // `ordered` (by hash instead if that turns out too costly: clustered keys).
+  // The new slots are allocated first: if that fails, the table is unchanged.
   void Rebuild(size_t capacity, bool ordered);
   // Calls visit(i, slot index) for each key, prefetching ahead.
   template <typename Visit>
@@ -217,6 +223,11 @@ class ParameterTable {
   size_t capacity_ = 0;
   bool ordered_ = true;
   uint64_t generation_ = 0;  // rebuilds so far
+  uint64_t probes_ = 0;      // see probes()
+  // Since the layout was made: probes, and rows placed (by the rebuild, then
+  // by insertions). See OrderedTooCostly.
+  uint64_t ordered_probes_ = 0;
+  uint64_t ordered_rows_ = 0;
   Key first_key_;
   Key last_key_;
   uint64_t scale_ = 0;  // ordered layout: slot = (key - first_key) * scale >> 64

@@ -56,7 +56,7 @@ void ChainReplication::PassDown(const Message& push, size_t range, int origin) {
   next.frames = push.frames;
   try {
     node_->Send(node_->ServerId(successor), next);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // Error, or the socket's own (memory ran out)
     // Not acknowledged: the worker resends it once the view has changed.
     LOG(WARNING) << "could not pass a push of key range " << range << " to server " << successor
                  << ": " << e.what();
@@ -198,9 +198,9 @@ void ChainReplication::AskNode(size_t range, Shard& shard, int id) {
   }
   try {
     node_->Send(id, request);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     LOG(WARNING) << "key range " << range << ": could not ask node " << id << ": " << e.what();
-    shard.asked = -1;
+    shard.asked = -1;  // asked again at the next view
   }
 }
 
@@ -381,7 +381,7 @@ void ChainReplication::PrecopyDone(size_t range, Shard& shard, int from) {
   report.meta.mutable_shard()->set_precopy(true);
   try {
     node_->SendToScheduler(report);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     LOG(WARNING) << "key range " << range << ": could not tell the scheduler: " << e.what();
   }
   hooks_.readiness_changed();
@@ -443,36 +443,38 @@ void ChainReplication::TakeShardCopy(const Message& message, Shard& shard, size_
 void ChainReplication::SendShardCopy(size_t range, const Shard& shard, int to, uint64_t sequence,
                                      const std::map<uint32_t, uint32_t>* since,
                                      const TableCopier* take, bool adds, uint32_t slices) {
-  const double begin = MonotonicSeconds();
-  ShardState state;
-  state.range = static_cast<uint32_t>(range);
-  uint64_t rows = 0;
-  for (const auto& [id, table] : shard.tables) {
-    uint32_t stamp = 0;  // whole
-    if (since) {
-      auto found = since->find(id);
-      if (found != since->end()) stamp = found->second;
-    }
-    state.tables.push_back(take ? (*take)(id, table) : SortedCopy(id, table, stamp));
-    rows += state.tables.back().keys.size();
-  }
-  for (const auto& [id, table] : shard.tables) {
-    if (!table.admission) continue;
-    RangeSketch sketch;
-    sketch.depth = table.admission->depth();
-    sketch.width = table.admission->width();
-    sketch.counters = table.admission->counters();
-    state.counters.emplace_back(id, std::move(sketch));
-  }
-  for (const auto& [sender, window] : shard.applied) {
-    state.applied.emplace_back(
-        sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
-  }
-  std::vector<Message> pages = EncodeShardCopy(state, state_.page_bytes);
-  if (!pages.empty()) {
-    pages.back().meta.mutable_shard()->set_pushes(state_.range_pushes.Get(range));
-  }
+  // Copying a large range can run out of memory, and sending can fail: that
+  // is reported, no copy goes from here, and this server goes on as it was.
   try {
+    const double begin = MonotonicSeconds();
+    ShardState state;
+    state.range = static_cast<uint32_t>(range);
+    uint64_t rows = 0;
+    for (const auto& [id, table] : shard.tables) {
+      uint32_t stamp = 0;  // whole
+      if (since) {
+        auto found = since->find(id);
+        if (found != since->end()) stamp = found->second;
+      }
+      state.tables.push_back(take ? (*take)(id, table) : SortedCopy(id, table, stamp));
+      rows += state.tables.back().keys.size();
+    }
+    for (const auto& [id, table] : shard.tables) {
+      if (!table.admission) continue;
+      RangeSketch sketch;
+      sketch.depth = table.admission->depth();
+      sketch.width = table.admission->width();
+      sketch.counters = table.admission->counters();
+      state.counters.emplace_back(id, std::move(sketch));
+    }
+    for (const auto& [sender, window] : shard.applied) {
+      state.applied.emplace_back(
+          sender, std::vector<uint64_t>(window.sequences().begin(), window.sequences().end()));
+    }
+    std::vector<Message> pages = EncodeShardCopy(state, state_.page_bytes);
+    if (!pages.empty()) {
+      pages.back().meta.mutable_shard()->set_pushes(state_.range_pushes.Get(range));
+    }
     for (Message& page : pages) {
       page.meta.set_sequence(sequence);
       page.meta.mutable_shard()->set_delta(since != nullptr || adds);
@@ -482,8 +484,8 @@ void ChainReplication::SendShardCopy(size_t range, const Shard& shard, int to, u
     LOG(INFO) << "key range " << range << ": sent " << rows << (since ? " changed" : "")
               << " rows in " << pages.size() << " page(s) to node " << to << " (copied in "
               << MonotonicSeconds() - begin << " s)";
-  } catch (const Error& e) {
-    LOG(WARNING) << "key range " << range << ": could not send it to node " << to << ": "
+  } catch (const std::exception& e) {
+    LOG(WARNING) << "key range " << range << ": could not copy it to node " << to << ": "
                  << e.what();
   }
 }
@@ -501,12 +503,24 @@ void ChainReplication::ShardReady(size_t range, Shard& shard) {
   report.meta.mutable_shard()->set_range(static_cast<uint32_t>(range));
   try {
     node_->SendToScheduler(report);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     LOG(WARNING) << "key range " << range << ": could not tell the scheduler: " << e.what();
   }
   // Pushes passed down before the copy was taken are in it already: the
-  // dedupe window recognises them, and they go on down the chain.
-  for (Message& held : std::exchange(shard.held, {})) hooks_.serve_held(std::move(held));
+  // dedupe window recognises them, and they go on down the chain. One that
+  // fails (an exception serving it) is not acknowledged, so its worker sends
+  // it again; the others are still served.
+  for (Message& held : std::exchange(shard.held, {})) {
+    const int sender = held.meta.sender();
+    const uint64_t sequence = held.meta.sequence();
+    try {
+      hooks_.serve_held(std::move(held));
+    } catch (const std::exception& e) {
+      state_.counters.rejected.fetch_add(1);
+      LOG(ERROR) << "key range " << range << ": a push held for its copy (sequence " << sequence
+                 << " from node " << sender << ") failed: " << e.what();
+    }
+  }
   hooks_.readiness_changed();
 }
 

@@ -13,6 +13,14 @@
 // It calls back into its owner only through Hooks: to serve a held push, and
 // to say that a replica's readiness changed.
 //
+// Failures: an exception of any kind (Keel's Error, std::bad_alloc, one from
+// protobuf or the standard library) while passing a push down, asking for a
+// copy, making or sending one, telling the scheduler, or serving a held push
+// is logged with the range and the node, and leaves the chain as if that
+// message had been lost: a push not acknowledged is resent by its worker, a
+// request for a copy not sent goes again at the next view, and the other held
+// pushes are still served.
+//
 // Threading: not synchronized; every method runs on the node's receive thread
 // (it touches the shards).
 #ifndef KEEL_SERVER_CHAIN_REPLICATION_H_

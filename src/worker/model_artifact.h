@@ -17,6 +17,8 @@
 
 namespace keel {
 
+class Storage;
+
 constexpr uint32_t kModelFormatVersion = 1;
 // weights.bin's fixed part: magic, version, seven 32-bit fields, feature count.
 constexpr size_t kModelHeaderBytes = 8 + 8 * sizeof(uint32_t) + sizeof(uint64_t);
@@ -49,6 +51,9 @@ struct ModelArtifact {
   // ReadModelJson). A model without model.json loads with default
   // hyperparameters, and says so in the log.
   static ModelArtifact Read(const std::string& dir);
+  // The same from `storage`, the folder `dir` names opened (dir only names
+  // the files in messages).
+  static ModelArtifact Read(const std::string& dir, Storage& storage);
 };
 
 // The size a weights.bin must have, from its first kModelHeaderBytes bytes

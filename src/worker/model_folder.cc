@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -32,6 +33,10 @@ constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 10;
 constexpr int kManifestAttempts = 10;
 constexpr int kDescriptionAttempts = 3;
 constexpr int kManifestRetryMs = 100;
+// weights.bin found other than its header, read just before, described is
+// read again (header and whole) this many times in all before the reader
+// gives up: each disagreement is a new file published between the two reads.
+constexpr int kWeightsAttempts = 5;
 
 // For messages: "DIR/NAME" for a local folder, the object's URI otherwise.
 std::string NameOf(const std::string& dir, const Storage& storage, const std::string& name) {
@@ -56,16 +61,47 @@ bool ReadOptional(Storage& storage, const std::string& name, uint64_t max_bytes,
   }
 }
 
+// The bytes of weights.bin (`path` in messages), as one version of it. The
+// header says how large the file must be, and nothing more is read (a byte
+// more, to tell a larger file); the whole is read at once, a single version,
+// but the file may have been replaced since its header was read (a model
+// being published): if the whole begins with another header, both are read
+// again, up to kWeightsAttempts times in all.
+std::string ReadWeights(Storage& storage, const std::string& path) {
+  for (int attempt = 1;; ++attempt) {
+    const std::string header = storage.GetRange("weights.bin", 0, kModelHeaderBytes);
+    const uint64_t size = ModelFileBytes(header, path);
+    std::string bytes;
+    try {
+      bytes = storage.GetRange("weights.bin", 0, size + 1);
+    } catch (const std::bad_alloc&) {
+      throw MakeError(path, ": not enough memory to read the ", size,
+                      " bytes of the model file its header describes");
+    }
+    if (bytes.compare(0, header.size(), header) == 0) {
+      if (bytes.size() == size) return bytes;
+      // The same header: not a new file but a damaged one. Too short, it is
+      // truncated (ParseModelArtifact says so); too long, GetAtMost refuses
+      // it, saying how long it is (unless replaced meanwhile: read again).
+      if (bytes.size() < size) return bytes;
+      GetAtMost(storage, "weights.bin", size, "the model file its header describes");
+    }
+    if (attempt == kWeightsAttempts) {
+      throw MakeError(path, ": its header describes ", size, " bytes, but ", bytes.size(),
+                      bytes.size() > size ? " or more" : "", " were read after it ",
+                      kWeightsAttempts, " times: the file keeps changing while it is read");
+    }
+    LOG(INFO) << path << ": replaced while it was read; reading it again";
+  }
+}
+
 ModelFiles ReadModelFiles(const std::string& dir, Storage& storage) {
   ModelFiles files;
   files.has_manifest = ReadOptional(storage, "model.manifest", kMaxManifestBytes,
                                     "a model.manifest", &files.manifest);
   const std::string path = NameOf(dir, storage, "weights.bin");
   try {
-    // The header says how large the file must be; nothing more is read.
-    const uint64_t size =
-        ModelFileBytes(storage.GetRange("weights.bin", 0, kModelHeaderBytes), path);
-    files.weights = GetAtMost(storage, "weights.bin", size, "the model file its header describes");
+    files.weights = ReadWeights(storage, path);
   } catch (const NotFoundError&) {
     throw MakeError("cannot read the model at ", path, " (is --model_dir right?)");
   }
@@ -146,12 +182,16 @@ void ModelArtifact::Write(const std::string& dir) const {
 
 ModelArtifact ModelArtifact::Read(const std::string& dir) {
   const std::unique_ptr<Storage> storage = OpenStorage(dir);
-  const std::string weights_path = NameOf(dir, *storage, "weights.bin");
-  const std::string manifest_path = NameOf(dir, *storage, "model.manifest");
+  return Read(dir, *storage);
+}
+
+ModelArtifact ModelArtifact::Read(const std::string& dir, Storage& storage) {
+  const std::string weights_path = NameOf(dir, storage, "weights.bin");
+  const std::string manifest_path = NameOf(dir, storage, "model.manifest");
   ModelFiles files;
   ModelArtifact model;
   for (int attempt = 1;; ++attempt) {
-    files = ReadModelFiles(dir, *storage);
+    files = ReadModelFiles(dir, storage);
     // Each file is replaced whole, so a damaged weights.bin is damage, not a
     // publication under way: it fails at once.
     model = ParseModelArtifact(files.weights, weights_path);
@@ -173,7 +213,7 @@ ModelArtifact ModelArtifact::Read(const std::string& dir) {
               << "; reading again (a model being written)";
     std::this_thread::sleep_for(std::chrono::milliseconds(kManifestRetryMs));
   }
-  const std::string description_path = NameOf(dir, *storage, "model.json");
+  const std::string description_path = NameOf(dir, storage, "model.json");
   if (files.has_description) {
     ReadModelJson(files.description, description_path, &model);
   } else {

@@ -2,8 +2,12 @@
 // scheduler, servers and client without process boundaries.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <zmq_addon.hpp>
 
@@ -89,6 +93,78 @@ TEST_F(InProcessCluster, ClientRejectsUnsortedKeysBeforeSending) {
   SharedArray<const Key> keys(std::vector<Key>{5, 3});
   EXPECT_THROW(client_->Push(keys, SharedArray<const float>(std::vector<float>{1, 2}), 1), Error);
   EXPECT_EQ(client_->pending(), 0u);
+}
+
+// A client whose sends fail, when told to, as a socket's can: with an
+// exception that is not Keel's Error (which means "not connected now: resend
+// later").
+class FailingSendWorker : public KVWorker {
+ public:
+  using KVWorker::KVWorker;
+  std::atomic<bool> failing{false};
+
+ protected:
+  void SendPart(int server_id, Message& message) override {
+    if (failing.load()) throw std::runtime_error("zmq_msg_send: Cannot allocate memory");
+    KVWorker::SendPart(server_id, message);
+  }
+};
+
+// The message of any exception `body` throws, or "no error".
+std::string AnyErrorOf(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+class SendFailure : public testing::ClusterTest {
+ protected:
+  void SetUp() override {
+    scheduler_ = testing::StartScheduler(testing::LocalScheduler(2, 1));
+    OptimizerOptions sgd;
+    sgd.learning_rate = 1.0f;
+    for (int i = 0; i < 2; ++i) {
+      server_nodes_.push_back(std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port())));
+      servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), sgd));
+    }
+    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
+    // Resent soon: a request left behind would be resent within the test.
+    auto worker =
+        std::make_unique<FailingSendWorker>(worker_node_.get(), testing::Retries(0.02, 0.05, 100));
+    worker_ = worker.get();
+    client_ = std::move(worker);
+    StartAll();
+  }
+  FailingSendWorker* worker_ = nullptr;
+};
+
+TEST_F(SendFailure, ARequestWhoseSendThrowsFailsAtOnceAndIsForgotten) {
+  const std::vector<Key> keys = MixedKeySet({1, 2, 3, 4, 5, 6, 7, 8});
+  const std::vector<float> gradient(keys.size(), 1.0f);
+  SharedArray<const Key> shared_keys(keys);
+  SharedArray<const float> shared_gradient(gradient);
+  SharedArray<float> values;
+  worker_->failing = true;
+  // An error naming the request, the part and the cause.
+  std::string error = AnyErrorOf([&] { client_->Push(shared_keys, shared_gradient, 1); });
+  EXPECT_TRUE(Contains(error, "could not be sent")) << error;
+  EXPECT_TRUE(Contains(error, "Cannot allocate memory")) << error;
+  EXPECT_EQ(client_->pending(), 0u);
+  error = AnyErrorOf([&] { client_->Pull(shared_keys, &values, 1); });
+  EXPECT_TRUE(Contains(error, "could not be sent")) << error;
+  EXPECT_EQ(client_->pending(), 0u);
+  error = AnyErrorOf([&] { client_->AnnounceClock(3, /*wait=*/true, 5); });
+  EXPECT_TRUE(Contains(error, "could not be sent")) << error;
+  EXPECT_EQ(client_->pending(), 0u);
+  // Nothing of them is resent later: the push failed, and is not applied.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(client_->resends(), 0u);
+  worker_->failing = false;
+  client_->Wait(client_->Pull(shared_keys, &values, 1));
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(values[i], 0.0f) << i;
 }
 
 // Sends raw multipart messages to a server as if from the worker's node id.

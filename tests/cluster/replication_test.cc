@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -13,7 +14,9 @@
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
+#include "server/chain_replication.h"
 #include "server/kv_server.h"
+#include "server/shard_copy.h"
 #include "test_util.h"
 
 namespace keel {
@@ -333,6 +336,54 @@ TEST_F(ReplicatedCluster, ASchedulerStartedAgainKeepsThePromotionsAndTakesAServe
   ASSERT_TRUE(WaitFor([&] { return worker_node_->ranges()->Chain(1) == std::vector<int>{1}; }, 10));
   EXPECT_EQ(Pull(keys), with_two);
   for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(with_two[i * kWidth], -3.0f) << i;
+}
+
+// ChainReplication alone over a server node of a running cluster: a range's
+// copy arrives while pushes wait for it, and serving one of them throws an
+// exception other than Keel's Error (an initializer's std::out_of_range, say).
+// It is reported and counted; the other held pushes are still served and the
+// range is ready, its readiness announced.
+TEST(ChainReplicationAlone, AHeldPushThatThrowsLeavesTheRangeReadyAndTheOthersServed) {
+  auto scheduler = testing::StartScheduler(testing::LocalScheduler(1, 1));
+  Node server(LocalNode(proto::SERVER, scheduler->port()));
+  Node worker(LocalNode(proto::WORKER, scheduler->port()));
+  testing::StartNodes({&server, &worker});
+  ServerState state(&server, OptimizerOptions(), {});
+  std::vector<uint64_t> served;
+  int readiness_changes = 0;
+  ChainReplication::Hooks hooks;
+  hooks.serve_held = [&](Message&& push) {
+    if (push.meta.sequence() == 2) throw std::out_of_range("map::at");
+    served.push_back(push.meta.sequence());
+  };
+  hooks.readiness_changed = [&] { ++readiness_changes; };
+  ChainReplication chain(&state, hooks);
+  constexpr int kPredecessor = 7;
+  constexpr uint64_t kAsked = 42;
+  Shard& shard = state.shards[0];
+  shard.ready = false;
+  shard.asked = kPredecessor;
+  shard.asked_sequence = kAsked;
+  for (uint64_t sequence : {1, 2, 3}) {
+    Message push;
+    push.meta.set_command(proto::PUSH);
+    push.meta.set_sequence(sequence);
+    shard.held.push_back(std::move(push));
+  }
+  ShardState copy;  // an empty range
+  std::vector<Message> pages = EncodeShardCopy(copy);
+  ASSERT_EQ(pages.size(), 1u);
+  pages[0].meta.set_sender(kPredecessor);
+  pages[0].meta.set_sequence(kAsked);
+  EXPECT_NO_THROW(chain.OnReplicaSync(std::move(pages[0])));
+  EXPECT_TRUE(state.shards[0].ready);
+  EXPECT_TRUE(state.shards[0].held.empty());
+  EXPECT_EQ(served, (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(readiness_changes, 1);
+  EXPECT_EQ(state.counters.rejected.load(), 1u);
+  worker.Stop();
+  server.Stop();
+  scheduler->Stop();
 }
 
 }  // namespace

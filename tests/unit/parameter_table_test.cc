@@ -210,6 +210,41 @@ TEST(ParameterTable, PushOfManyNewKeysSurvivesGrowthMidBatch) {
   }
 }
 
+// Keys that fill a sixteenth of the table's key range, sorted (as a slice of
+// a range copy arrives), into a table not reserved for them: the ordered
+// layout would pile them into long runs that every growth lays out again.
+// The work stays a small multiple of the keys however many there are.
+TEST(ParameterTable, ClusteredKeysCostProbesLinearInTheRows) {
+  for (const size_t count : {20000, 80000}) {
+    ParameterTable table(1, 1, nullptr, 0, (Key{1} << 40) - 1);
+    std::vector<Key> keys(count);
+    std::mt19937_64 random(count);
+    for (Key& key : keys) key = random() % (Key{1} << 36);
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (size_t i = 0; i < keys.size(); ++i) table.FindOrInsert(keys[i])[0] = static_cast<float>(i);
+    EXPECT_LE(table.probes(), 8 * keys.size()) << keys.size() << " keys";
+    EXPECT_FALSE(table.ordered());
+    for (size_t i = 0; i < keys.size(); ++i)
+      ASSERT_EQ(table.Find(keys[i])[0], static_cast<float>(i));
+  }
+}
+
+// Mixed keys keep the ordered layout, and cost a few probes each (about 4.5
+// in sorted batches at load 1/2 to 3/4).
+TEST(ParameterTable, MixedKeysStayOrderedAtFewProbesEach) {
+  ParameterTable table(1, 1);
+  std::mt19937_64 random(8);
+  std::vector<Key> batch(1000);
+  for (int round = 0; round < 300; ++round) {
+    for (Key& key : batch) key = MixKey(random());
+    std::sort(batch.begin(), batch.end());
+    for (Key key : batch) table.FindOrInsert(key);
+  }
+  EXPECT_TRUE(table.ordered());
+  EXPECT_LE(table.probes(), 8 * table.size());
+}
+
 TEST(ParameterTable, PushToASharedRowBeingReadCopiesItFirst) {
   OptimizerOptions options;
   options.learning_rate = 1.0f;

@@ -6,12 +6,17 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <random>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "base/thread_pool.h"
+#include "io/storage.h"
 #include "kv/keys.h"
 #include "models/factorization_machine.h"
 #include "models/losses.h"
@@ -528,6 +533,66 @@ TEST_F(ModelArtifactTest, RefusesATruncatedFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
   }
+}
+
+// A folder's storage that runs `after_header` right after the first read of
+// weights.bin's header (after every one with `every_time`): a trainer
+// publishing a new model between the reader's two reads of that file.
+class ReplacedAfterHeader : public Storage {
+ public:
+  ReplacedAfterHeader(const std::string& dir, std::function<void()> after_header,
+                      bool every_time = false)
+      : inner_(OpenStorage(dir)), after_header_(std::move(after_header)), every_time_(every_time) {}
+  void Put(const std::string& key, std::string_view data) override { inner_->Put(key, data); }
+  std::string Get(const std::string& key) override { return inner_->Get(key); }
+  std::string GetRange(const std::string& key, uint64_t offset, uint64_t length) override {
+    std::string bytes = inner_->GetRange(key, offset, length);
+    if (key == "weights.bin" && length == kModelHeaderBytes && after_header_) {
+      after_header_();
+      if (!every_time_) after_header_ = nullptr;
+    }
+    return bytes;
+  }
+  std::vector<ObjectInfo> List(const std::string& prefix) override { return inner_->List(prefix); }
+  void Delete(const std::string& key) override { inner_->Delete(key); }
+  std::string UriOf(const std::string& key) const override { return inner_->UriOf(key); }
+
+ private:
+  std::unique_ptr<Storage> inner_;
+  std::function<void()> after_header_;
+  bool every_time_;
+};
+
+TEST_F(ModelArtifactTest, AModelReplacedBetweenTheHeaderAndTheWholeIsReadAsOneVersion) {
+  Sample().Write(folder_);
+  ModelArtifact larger = Sample();
+  larger.features = {3, 10, 99, 500, 7000};
+  larger.weights = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  ModelArtifact smaller = Sample();
+  smaller.features = {4};
+  smaller.weights = {1, 2, 3};
+  for (const ModelArtifact& next : {larger, smaller}) {
+    Sample().Write(folder_);
+    ReplacedAfterHeader storage(folder_, [&] { next.Write(folder_); });
+    const ModelArtifact read = ModelArtifact::Read(folder_, storage);
+    EXPECT_EQ(read.features, next.features);
+    EXPECT_EQ(read.weights, next.weights);
+  }
+}
+
+TEST_F(ModelArtifactTest, AModelReplacedBetweenEveryTwoReadsIsRefusedAfterAFewAttempts) {
+  ModelArtifact larger = Sample();
+  larger.features = {3, 10, 99, 500};
+  larger.weights = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  Sample().Write(folder_);
+  int replaced = 0;
+  ReplacedAfterHeader storage(
+      folder_, [&] { (++replaced % 2 == 1 ? larger : Sample()).Write(folder_); },
+      /*every_time=*/true);
+  const std::string error = testing::ErrorOf([&] { ModelArtifact::Read(folder_, storage); });
+  EXPECT_TRUE(testing::Contains(error, "weights.bin: its header describes")) << error;
+  EXPECT_TRUE(testing::Contains(error, "the file keeps changing while it is read")) << error;
+  EXPECT_EQ(replaced, 5);
 }
 
 TEST_F(ModelArtifactTest, SaysWhenThereIsNoModel) {
