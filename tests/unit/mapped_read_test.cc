@@ -55,7 +55,9 @@ TEST_F(MappedReadTest, AFaultOutsideAGuardedReadStillEndsTheProcess) {
   std::vector<char> copy(page_);
   ASSERT_FALSE(CopyMapped(copy.data(), data_ + page_, page_));  // the handler is in place
   const volatile char* past_the_end = data_ + page_;
-  EXPECT_EXIT((void)*past_the_end, ::testing::KilledBySignal(SIGBUS), "");
+  // The handler before this one has it: the default kills the process with
+  // SIGBUS; AddressSanitizer's (the clang tree's) reports it and exits 1.
+  EXPECT_DEATH((void)*past_the_end, "");
 }
 
 }  // namespace
