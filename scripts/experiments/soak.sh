@@ -75,7 +75,7 @@ start=$(now)
 while kill -0 "$launch" 2>/dev/null; do
   t=$(echo "$(now) - $start" | bc)
   for pid in $(descendants "$launch"); do
-    cmdline=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || continue
+    cmdline=$( { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null) || continue  # gone meanwhile
     role=$(echo "$cmdline" | grep -oE ' (scheduler|server|worker) ' | head -1 | tr -d ' ') || true
     [ -n "$role" ] || continue
     [[ "$cmdline" == *"$keel"* ]] || continue

@@ -158,28 +158,30 @@ int RunScheduler() {
   if (settings.progress_records) printer.emplace(&scheduler.progress(), &std::cout);
   PreemptionWatch watch([&scheduler] { scheduler.Preempt("a SIGTERM to the scheduler"); });
   const int failed = scheduler.WaitForJob(1e9);
+  // What the job lost, read once: the end record and the exit status agree.
+  const std::vector<LostRange> lost = scheduler.lost_ranges();
+  const std::string lost_line = "key range(s) " + JoinRanges(LostRangeIndices(lost)) +
+                                " lost every replica during the job (see the membership log)";
   if (failed == Scheduler::kPreempted) {
     const PreemptionOutcome outcome = scheduler.preemption();
     // On standard error: `keel launch` shows it whatever its progress mode.
     std::cerr << PreemptedLine(outcome.checkpoint, outcome.uri, outcome.note) << " (" << std::fixed
               << std::setprecision(3) << outcome.seconds << " s after the notice)" << std::endl;
+    // A resumed job does not know it: said here, before the job ends.
+    if (!lost.empty()) std::cerr << "before the preemption, " << lost_line << std::endl;
     if (endpoint) endpoint->Stop();
     scheduler.Stop();
     return kPreemptedExitStatus;
   }
-  const std::vector<LostRange> lost = scheduler.lost_ranges();
   if (printer) printer->Finish(failed, options.checkpoint.uri, LostRangeIndices(lost));
   if (endpoint) endpoint->Stop();
-  const bool data_lost = scheduler.data_lost();
   scheduler.Stop();
   if (failed != 0) return 1;
-  if (data_lost) {
+  // A job that kept backups and still lost a range ends so unless allowed.
+  if (!lost.empty() && options.replication > 0 && !options.allow_data_loss) {
     // On standard error: `keel launch` shows it whatever its progress mode.
-    std::cerr << "data lost (exit status " << kDataLostExitStatus << "): key range(s) "
-              << JoinRanges(LostRangeIndices(lost))
-              << " lost every replica during the job (see the membership log); "
-                 "--allow_data_loss lets such a job end with 0"
-              << std::endl;
+    std::cerr << "data lost (exit status " << kDataLostExitStatus << "): " << lost_line
+              << "; --allow_data_loss lets such a job end with 0" << std::endl;
     return kDataLostExitStatus;
   }
   return 0;

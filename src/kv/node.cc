@@ -644,12 +644,20 @@ void Node::OnView(const proto::ClusterView& view) {
     LOG(ERROR) << "ignored a malformed view (epoch " << view.epoch() << "): " << e.what();
     return;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (view_ && view.epoch() <= view_->epoch()) return;
-  view_ = std::make_shared<proto::ClusterView>(view);
-  ranges_ = std::move(ranges);
-  checked_routes_.clear();  // checked again against the new view's digests
-  epoch_ = view.epoch();
+  std::set<int> members{kSchedulerId};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (view_ && view.epoch() <= view_->epoch()) return;
+    view_ = std::make_shared<proto::ClusterView>(view);
+    ranges_ = std::move(ranges);
+    checked_routes_.clear();  // checked again against the new view's digests
+    epoch_ = view.epoch();
+    for (const proto::NodeInfo& node : view.nodes()) members.insert(node.id());
+  }
+  // The connections to nodes that left the view close (each is a descriptor
+  // and a socket that keeps dialling a dead address; a long job with many
+  // replacements ran out of neither before this, but grew without bound).
+  van_->DisconnectAllBut(members);
 }
 
 void Node::HeartbeatLoop() {

@@ -279,7 +279,8 @@ Van::Van(const VanOptions& options)
       secret_(options.secret),
       routing_id_(RandomRoutingId()),
       faults_(options.faults),
-      fault_random_(options.faults.seed) {
+      fault_random_(options.faults.seed),
+      track_caught_up_(options.track_caught_up) {
   faults_.Check();
   WarnIfOpenToTheNetwork(options);
   ConfigureCurveServer(options);
@@ -418,6 +419,18 @@ void Van::Disconnect(int node_id) {
   if (it == peers_.end()) return;
   ClosePeerLocked(*it->second);
   peers_.erase(it);
+}
+
+void Van::DisconnectAllBut(const std::set<int>& keep) {
+  std::lock_guard<std::mutex> lock(peers_mutex_);
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    if (keep.count(it->first)) {
+      ++it;
+      continue;
+    }
+    ClosePeerLocked(*it->second);
+    it = peers_.erase(it);
+  }
 }
 
 bool Van::IsConnected(int node_id) const {
@@ -607,11 +620,15 @@ void Van::ReceiveLoop() {
     }
     // Caught up if nothing else is waiting (under a steady stream of messages
     // the poll seldom times out).
-    const double handled = MonotonicSeconds();
-    try {
-      if ((receiver_.get(zmq::sockopt::events) & ZMQ_POLLIN) == 0) caught_up_at_.store(handled);
-    } catch (const zmq::error_t&) {
-      // Closing: the loop ends at its next turn.
+    if (track_caught_up_) {
+      const double handled = MonotonicSeconds();
+      try {
+        if ((receiver_.get(zmq::sockopt::events) & ZMQ_POLLIN) == 0) {
+          caught_up_at_.store(handled);
+        }
+      } catch (const zmq::error_t&) {
+        // Closing: the loop ends at its next turn.
+      }
     }
   }
 }

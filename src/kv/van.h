@@ -39,6 +39,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -116,6 +117,10 @@ struct VanOptions {
   // a role whose messages are all small (the scheduler) sets less, so that
   // a peer cannot make it allocate more.
   int64_t max_frame_bytes = kMaxFrameBytes;
+  // Keep caught_up_at() up to date after every message (a getsockopt per
+  // message; the scheduler's failure detection reads it). Off: it advances
+  // only when the receive poll times out.
+  bool track_caught_up = false;
 };
 
 class Van {
@@ -156,6 +161,8 @@ class Van {
   // Closes the send socket for `node_id`; messages already queued are still
   // delivered for up to the linger time.
   void Disconnect(int node_id);
+  // Disconnects every node but those in `keep`.
+  void DisconnectAllBut(const std::set<int>& keep);
   // Queues `message` for `node_id`. Thread-safe. Throws Error if `node_id` was
   // never connected. A data message may be dropped or held back (see
   // TransportFaults); a message held back is sent later by the delay thread,
@@ -248,6 +255,7 @@ class Van {
   mutable std::mutex faults_mutex_;
   std::condition_variable delay_changed_;
   std::mt19937_64 fault_random_;
+  const bool track_caught_up_;  // VanOptions::track_caught_up
   TransportFaultCounts fault_counts_;
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<Delayed>> delayed_;
   // Per peer: keeps each link in order.

@@ -307,7 +307,8 @@ int ProcessGroup::Poll(int wait_ms) {
       Reap(child, status);
       if (Preempted(status)) {
         preempted_ = true;  // not a failure: the job ends, to be resumed
-      } else if (WIFEXITED(status) && WEXITSTATUS(status) == kDataLostExitStatus) {
+      } else if (child.name == "scheduler" && WIFEXITED(status) &&
+                 WEXITSTATUS(status) == kDataLostExitStatus) {
         data_lost_ = true;  // the job ended (its scheduler says it lost data): the others finish
       } else if (Failed(status) && !child.tolerated && failed < 0) {
         failed = static_cast<int>(i);

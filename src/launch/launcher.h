@@ -73,9 +73,10 @@ class ProcessGroup {
   // stops the rest and returns 1. On SIGINT (or SIGTERM without a preemption
   // target) stops all and returns 130. After `timeout_s` (0: none) stops all
   // and returns 124. A child that exits with kPreemptedExitStatus is no
-  // failure: the group then returns that status once the job is over; so is
-  // one that exits with kDataLostExitStatus (a scheduler ending a job that
-  // lost data), whose status the group returns once every child is done.
+  // failure: the group then returns that status once the job is over; nor is
+  // the child named "scheduler" exiting with kDataLostExitStatus (it ended a
+  // job that lost data), whose status the group returns once every child is
+  // done (from any other child that status is a failure).
   int Wait(double timeout_s);
 
   // A first SIGTERM (a preemption notice) is passed to the child `name` (the
@@ -160,7 +161,7 @@ class ProcessGroup {
   double preemption_grace_s_ = 0;
   double preemption_forwarded_ = 0;  // MonotonicSeconds() of the forward; 0: none
   bool preempted_ = false;           // a child exited with kPreemptedExitStatus
-  bool data_lost_ = false;           // a child exited with kDataLostExitStatus
+  bool data_lost_ = false;           // the scheduler exited with kDataLostExitStatus
   bool defer_notices_ = false;
   std::string cgroup_folder_;
 };

@@ -59,7 +59,7 @@ std::string ViewJson(const SchedulerStatus& status) {
       if (gone.range != r) continue;
       lost = JsonObject(JsonObject::Style::kCompact)
                  .Add("since", gone.since > 0 ? JsonUnixTime(gone.since) : "null")
-                 .Add("last_server", std::to_string(gone.rank))
+                 .Add("last_server", gone.rank >= 0 ? std::to_string(gone.rank) : "null")
                  .String("rebuilt_from", gone.rebuilt_from)
                  .Close();
     }

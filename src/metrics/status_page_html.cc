@@ -321,7 +321,8 @@ function renderRanges(status) {
     range.backups.length ? range.backups.map(r => "server " + r).join(" \u2192 ") : "none",
     range.copying.length ? range.copying.map(r => "server " + r).join(", ") : "–",
     range.lost ? "every replica left" + (range.lost.since ? " at " + clock(range.lost.since) : "") +
-      " (last on server " + range.lost.last_server + "); rebuilt from " +
+      " (last on server " + (range.lost.last_server === null ? "unknown" : range.lost.last_server) +
+      "); rebuilt from " +
       (range.lost.rebuilt_from || "nothing yet") : "–"]),
     6, "no view yet: the ranges are assigned once every node has registered");
 }

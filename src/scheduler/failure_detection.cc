@@ -47,19 +47,37 @@ std::string Promotions(const RangeChains::Departure& departure) {
 }  // namespace
 
 void Scheduler::MonitorLoop() {
+  // The shortest wait between rounds: a deadline passed on the clock but not
+  // yet as of the receive thread's catching up (below) is looked at again
+  // after the receive thread's poll interval, not in a loop that would keep
+  // the lock from it.
+  constexpr double kMinWaitS = 0.01;
+  bool lagging = false;  // judging as of the bound below (logged once a spell)
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    const double wake = detector_.NextDeadline(MonotonicSeconds());
-    changed_.wait_for(lock, std::chrono::duration<double>(std::max(wake - MonotonicSeconds(), 0.0)),
+    const double before = MonotonicSeconds();
+    const double wake = std::max(detector_.NextDeadline(before), before + kMinWaitS);
+    changed_.wait_for(lock, std::chrono::duration<double>(wake - before),
                       [this] { return stopping_; });
     const double now = MonotonicSeconds();
     detector_.ForgiveOwnStall(now, now - wake);
     monitor_ran_ = now;
-    if (detector_.HearsTheCluster(now)) {
+    // Once the job is over, no one is removed: the nodes are shutting down.
+    if (!shut_down_ && detector_.HearsTheCluster(now)) {
       // Silence as of the last moment every message that had arrived was
       // read: heartbeats waiting unread behind a backlog, or for a receive
-      // thread starved of CPU, do not count as missing.
-      const double judged_at = std::min(MonotonicSeconds(), van_.caught_up_at());
+      // thread starved of CPU, do not count as missing. But by at most a
+      // heartbeat timeout: a stream of messages with no pause (a flood)
+      // delays a removal, it cannot prevent it.
+      const double bound = now - options_.heartbeat_timeout_s;
+      const double judged_at = std::min(now, std::max(van_.caught_up_at(), bound));
+      if (van_.caught_up_at() < bound && !lagging) {
+        LOG(WARNING) << "the scheduler's receive thread has had messages waiting for over "
+                     << options_.heartbeat_timeout_s
+                     << " s (starved of CPU, or flooded): silence is judged as of "
+                     << options_.heartbeat_timeout_s << " s ago";
+      }
+      lagging = van_.caught_up_at() < bound;
       for (const auto& [id, silence] : detector_.FindSilent(judged_at)) {
         RemoveMember(id, "no heartbeat for " + std::to_string(silence) + " s");
       }
@@ -104,6 +122,7 @@ void Scheduler::RemoveWorker(int id, const std::string& reason) {
   membership_.Record("leave", member.info, "\"reason\": " + JsonQuote(reason));
   members_.erase(id);
   removed_.emplace(id, reason);
+  van_.Disconnect(id);  // what it still sends is answered on its own connection
   worker_ranks_.erase(member.info.rank());
   done_.erase(id);
   shares_.WorkerLeft(id, member.info.rank(), reason);
@@ -115,6 +134,7 @@ void Scheduler::RemoveServer(int id, const std::string& reason) {
   const int rank = member.info.rank();
   members_.erase(id);
   removed_.emplace(id, reason);
+  van_.Disconnect(id);  // what it still sends is answered on its own connection
   server_ranks_.erase(rank);
   // Vacant even if it was being drained: a range it held alone waits for its
   // replacement (which restores it, then hands it on: the drain goes on).

@@ -1,5 +1,7 @@
 #include "scheduler/lost_ranges.h"
 
+#include <algorithm>
+
 namespace keel {
 
 bool LostRanges::Lose(size_t range, int rank, uint64_t epoch, double since, int64_t pushes,
@@ -22,10 +24,21 @@ void LostRanges::Rebuilt(size_t range, const std::string& from) {
 
 void LostRanges::Adopt(const proto::ClusterView& known) {
   for (int range = 0; range < known.ranges_size(); ++range) {
-    if (!known.ranges(range).lost() || lost_.count(static_cast<size_t>(range))) continue;
+    const proto::KeyRange& known_range = known.ranges(range);
+    // Marked lost; or not yet (the scheduler that declared it ended before
+    // its view went out) but waiting alone for a server not in the view.
+    const int rank = known_range.server_rank();
+    const bool waiting =
+        known_range.backups_size() == 0 &&
+        std::none_of(known.nodes().begin(), known.nodes().end(), [&](const proto::NodeInfo& node) {
+          return node.role() == proto::SERVER && node.rank() == rank;
+        });
+    if (!(known_range.lost() || waiting) || lost_.count(static_cast<size_t>(range))) continue;
     LostRange& lost = lost_[static_cast<size_t>(range)];
     lost.range = static_cast<size_t>(range);
-    lost.rebuilt_from = "not known (declared before this scheduler started)";
+    lost.rank = rank;
+    lost.epoch = known.epoch();
+    if (known_range.lost()) lost.rebuilt_from = "not known (before this scheduler started)";
   }
 }
 

@@ -49,7 +49,9 @@ class LostRanges {
   // The range lost earlier came back from `from` (see LostRange).
   void Rebuilt(size_t range, const std::string& from);
   // Ranges marked lost in `known`, a view a node of an earlier scheduler run
-  // brings, are lost here too (their details unknown).
+  // brings, are lost here too (their details unknown); so is one that waits
+  // alone for a server rank not in that view (its loss declared by a
+  // scheduler that ended before the view marking it went out).
   void Adopt(const proto::ClusterView& known);
   // Marks every lost range of `view` (whose ranges are filled).
   void MarkView(proto::ClusterView* view) const;

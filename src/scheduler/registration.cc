@@ -197,6 +197,7 @@ void Scheduler::DepartEarlierHolder(const proto::NodeInfo& holder) {
   LOG(WARNING) << proto::Role_Name(holder.role()) << " " << rank << " (node " << holder.id()
                << " at " << holder.address() << ") leaves the cluster: " << reason;
   removed_.emplace(holder.id(), reason);
+  van_.Disconnect(holder.id());
   membership_.Record("leave", holder, "\"reason\": " + JsonQuote(reason));
   if (holder.role() == proto::WORKER) {
     shares_.WorkerLeft(holder.id(), rank, reason);

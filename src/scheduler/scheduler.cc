@@ -27,6 +27,7 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
   van.secret = options.secret;
   van.faults = options.faults;
   van.max_frame_bytes = kSchedulerMaxFrameBytes;
+  van.track_caught_up = true;  // failure detection judges silence as of it
   return van;
 }
 
@@ -131,11 +132,6 @@ std::vector<LostRange> Scheduler::lost_ranges() const {
   std::vector<LostRange> ranges;
   for (const auto& [range, lost] : lost_.ranges()) ranges.push_back(lost);
   return ranges;
-}
-
-bool Scheduler::data_lost() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return lost_.any() && options_.replication > 0 && !options_.allow_data_loss;
 }
 
 SchedulerStatus Scheduler::status() const {
@@ -507,9 +503,11 @@ void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
     for (const proto::RangePushes& entry : meta.range_pushes()) {
       if (entry.range() < ranges) pushes[entry.range()] = entry.pushes();
     }
-    Member& reporting = members_.at(meta.sender());
-    reporting.range_pushes = std::move(pushes);
-    reporting.range_pushes_at = MonotonicSeconds();
+    if (!pushes.empty()) {
+      Member& reporting = members_.at(meta.sender());
+      reporting.range_pushes = std::move(pushes);
+      reporting.range_pushes_at = MonotonicSeconds();
+    }
   }
   Message ack = ControlMessage(proto::HEARTBEAT);
   SendTo(meta.sender(), ack);
@@ -568,6 +566,9 @@ void Scheduler::OnReplicaSync(const proto::Meta& meta, const Member& member) {
   if (precopy) {
     PublishView();  // it joins the chain
   } else {
+    // The nodes' views no longer mark it copying: a scheduler started again
+    // takes the chains from those views, and must count it as a replica.
+    PublishView();
     AdvanceMoves();
   }
 }

@@ -98,7 +98,7 @@ struct SchedulerOptions {
   // the notice before the job ends without it.
   double preemption_grace_s = 90;
   // With replication >= 1, a job in which a key range lost every replica
-  // ends with kDataLostExitStatus (see data_lost()) unless this is set.
+  // ends with kDataLostExitStatus (see lost_ranges()) unless this is set.
   bool allow_data_loss = false;
 };
 
@@ -204,11 +204,9 @@ class Scheduler {
   uint64_t rejected_messages() const;
 
   // Key ranges that lost every replica so far (LostRanges), in range order.
+  // A job that kept backups (--replication >= 1) and lost one ends with
+  // kDataLostExitStatus unless --allow_data_loss (keel scheduler).
   std::vector<LostRange> lost_ranges() const;
-  // Whether the job is to end with kDataLostExitStatus: a key range lost
-  // every replica although the job kept backups (--replication >= 1), and
-  // --allow_data_loss was not given.
-  bool data_lost() const;
 
   // The job's progress as the workers report it (thread-safe on its own).
   const JobProgress& progress() const { return progress_; }

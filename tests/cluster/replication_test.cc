@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -336,6 +337,78 @@ TEST_F(ReplicatedCluster, ASchedulerStartedAgainKeepsThePromotionsAndTakesAServe
   ASSERT_TRUE(WaitFor([&] { return worker_node_->ranges()->Chain(1) == std::vector<int>{1}; }, 10));
   EXPECT_EQ(Pull(keys), with_two);
   for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(with_two[i * kWidth], -3.0f) << i;
+}
+
+// A replacement's copy arrived: the next view says so (no replica left
+// marked copying), so that a scheduler started again after it, which takes
+// the chains from the nodes' views, counts the replacement as a replica. (A
+// one-hour soak found it: the view kept the replacement marked copying, a
+// scheduler restarted later took that mark, and when the range's other
+// replica left the range was declared lost and rebuilt from nothing while
+// the replacement held every row.)
+TEST_F(ReplicatedCluster, ACopyThatArrivedIsInTheViewAndASchedulerStartedAgainCountsIt) {
+  StartCluster(3, 1);
+  const std::vector<Key> keys = SomeKeys();
+  Push(keys, 2);
+  StopServer(1);
+  ASSERT_TRUE(WaitFor([&] { return worker_node_->ranges()->Chain(1) == std::vector<int>{2}; }, 10));
+  RestartServer(1);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const proto::ClusterView view = scheduler_->view();
+        if (view.ranges_size() != 3 || view.ranges(1).backups_size() != 1) return false;
+        for (const proto::KeyRange& range : view.ranges()) {
+          if (range.copying_size() > 0) return false;
+        }
+        return true;
+      },
+      20))
+      << scheduler_->view().DebugString();
+  const std::vector<float> before = Pull(keys);
+  RestartScheduler();
+  ASSERT_TRUE(WaitFor([&] { return scheduler_->status().epoch > 0; }, 20));
+  StopServer(2);
+  ASSERT_TRUE(WaitFor([&] { return worker_node_->ranges()->Chain(1) == std::vector<int>{1}; }, 10))
+      << scheduler_->view().DebugString();
+  EXPECT_TRUE(scheduler_->lost_ranges().empty());
+  EXPECT_EQ(Pull(keys), before);
+}
+
+// Open descriptors of this process (every node of the cluster runs in it).
+size_t OpenDescriptors() {
+  size_t count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++count;
+  }
+  return count;
+}
+
+// Nodes that leave the view are disconnected from, by the scheduler and by
+// every node: a server replaced again and again leaves no descriptors behind.
+// (A one-hour soak found the scheduler's descriptors growing by about 170 an
+// hour, a server's by 45: every departed node's connection stayed open,
+// dialling its dead address.)
+TEST_F(ReplicatedCluster, ServersReplacedAgainAndAgainLeaveNoConnectionsBehind) {
+  StartCluster(3, 1);
+  const std::vector<Key> keys = SomeKeys();
+  auto replace = [&] {
+    StopServer(1);
+    ASSERT_TRUE(WaitFor(
+        [&] { return worker_node_->ranges()->Chain(1) == std::vector<int>{2}; }, 10));
+    RestartServer(1);
+    ASSERT_TRUE(WaitFor(
+        [&] { return worker_node_->ranges()->Chain(1) == std::vector<int>{2, 1}; }, 20));
+    Push(keys, 1);  // every node talks to the new server
+  };
+  ASSERT_NO_FATAL_FAILURE(replace());
+  const size_t baseline = OpenDescriptors();
+  constexpr int kCycles = 6;
+  for (int i = 0; i < kCycles; ++i) ASSERT_NO_FATAL_FAILURE(replace());
+  // Each cycle left the scheduler, the worker and two servers a connection
+  // to the departed server before (4 a cycle); a few may be on their way to
+  // closing.
+  EXPECT_LT(OpenDescriptors(), baseline + kCycles);
 }
 
 // ChainReplication alone over a server node of a running cluster: a range's

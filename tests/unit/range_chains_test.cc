@@ -194,10 +194,22 @@ TEST(LostRanges, ARangeWhoseLastReplicaLeftIsLostInEveryLaterView) {
   EXPECT_FALSE(view.ranges(0).lost());
   EXPECT_TRUE(view.ranges(1).lost());
   EXPECT_FALSE(view.ranges(2).lost());
+  proto::NodeInfo* server = view.add_nodes();
+  server->set_role(proto::SERVER);
+  server->set_rank(0);
   LostRanges restarted;
   restarted.Adopt(view);
   EXPECT_TRUE(restarted.Lost(1));
   EXPECT_FALSE(restarted.Lost(0));
+  EXPECT_FALSE(restarted.Lost(2));
+  // The view that would have marked it never went out: a range waiting alone
+  // for a server the view lacks is lost all the same.
+  view.mutable_ranges(1)->set_lost(false);
+  LostRanges unmarked;
+  unmarked.Adopt(view);
+  EXPECT_TRUE(unmarked.Lost(1));
+  EXPECT_EQ(unmarked.ranges().at(1).rank, 2);
+  EXPECT_FALSE(unmarked.Lost(0));
   EXPECT_EQ(LostRangeIndices({range}), (std::vector<size_t>{1}));
 }
 
