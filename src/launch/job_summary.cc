@@ -4,6 +4,7 @@
 
 #include "base/exit_status.h"
 #include "launch/progress_display.h"
+#include "scheduler/range_chains.h"
 
 namespace keel {
 namespace {
@@ -114,11 +115,7 @@ std::string FormatJobSummary(const JobSummaryInput& input) {
     const std::string test = ChannelMetrics(end.metrics, "test");
     if (!test.empty()) text += Entry("test", test);
     if (!end.lost_ranges.empty()) {
-      std::string ranges;
-      for (size_t range : end.lost_ranges) {
-        ranges += (ranges.empty() ? "" : ", ") + std::to_string(range);
-      }
-      text += Entry("data lost", "key range(s) " + ranges +
+      text += Entry("data lost", "key range(s) " + JoinRanges(end.lost_ranges) +
                                      " lost every replica during the job: the updates their "
                                      "last server acknowledged after the latest checkpoint are "
                                      "gone (the membership log says when)");

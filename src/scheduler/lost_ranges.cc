@@ -6,15 +6,8 @@ namespace keel {
 
 bool LostRanges::Lose(size_t range, int rank, uint64_t epoch, double since, int64_t pushes,
                       double report_age_s) {
-  if (lost_.count(range)) return false;
-  LostRange& lost = lost_[range];
-  lost.range = range;
-  lost.rank = rank;
-  lost.epoch = epoch;
-  lost.since = since;
-  lost.pushes = pushes;
-  lost.report_age_s = report_age_s;
-  return true;
+  return lost_.emplace(range, LostRange{range, rank, epoch, since, "", pushes, report_age_s})
+      .second;
 }
 
 void LostRanges::Rebuilt(size_t range, const std::string& from) {
