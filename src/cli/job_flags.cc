@@ -91,14 +91,16 @@ DEFINE_uint64(num_calibration_samples, 10000000,
 DEFINE_string(beta_1, "auto", "adam: decay of the first moment, in [0, 1) (auto: 0.9)");
 DEFINE_string(beta_2, "auto", "adam: decay of the second moment, in [0, 1) (auto: 0.999)");
 DEFINE_bool(normalize_data, true,
-            "scale each feature by statistics of a sample taken before training (dense data "
-            "is also centred: --unbias_data); folded into the saved model");
+            "scale each feature by statistics of a sample taken before training (features "
+            "present in most rows are also centred: --unbias_data), whatever the data's "
+            "format; folded into the saved model");
 DEFINE_string(normalize_label, "auto",
               "regressor: centre and scale the label by the sample's mean and standard "
               "deviation (auto: on for a regressor; classifiers ignore it)");
 DEFINE_string(unbias_data, "auto",
-              "centre each feature on its sample mean: auto (dense data with --normalize_data "
-              "and --use_bias), true (dense data only) or false");
+              "centre features on their sample mean: auto (with --normalize_data and "
+              "--use_bias, the features present in at least half the sample's rows, in any "
+              "format), true (every feature: sparse rows become dense) or false");
 DEFINE_string(unbias_label, "auto",
               "regressor: centre the label on its sample mean (auto: with --normalize_label and "
               "--use_bias)");

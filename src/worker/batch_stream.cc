@@ -32,8 +32,13 @@ BatchStream::~BatchStream() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool BatchStream::Deliver(PreparedBatch* pending) {
-  if (scaler_ != nullptr) scaler_->Apply(&pending->batch);
+bool BatchStream::Deliver(PreparedBatch* pending, bool keys_prepared) {
+  if (scaler_ != nullptr) {
+    scaler_->Apply(&pending->batch);
+    // Centring adds to sparse rows the features they lack: keys anew.
+    if (scaler_->AddsEntries()) keys_prepared = false;
+  }
+  if (!keys_prepared) PrepareKeys(pending);
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return stopping_ || ready_.size() < prefetch_; });
   if (stopping_) return false;
@@ -57,7 +62,7 @@ void BatchStream::Produce() {
         }
         PreparedBatch pending;
         while (reader->Next(&pending)) {
-          if (!Deliver(&pending)) return;
+          if (!Deliver(&pending, /*keys_prepared=*/true)) return;
         }
       } else {
         writer = cache_->OpenWriter(key);
@@ -79,11 +84,12 @@ void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
   PreparedBatch pending;
   bool caching = writer != nullptr;
   // Keys are prepared from the indices alone: the cache holds the batch as
-  // read, scaled as it is delivered.
+  // read, with its keys, scaled as it is delivered.
   const auto deliver = [&]() {
+    if (!caching) return Deliver(&pending, /*keys_prepared=*/false);
     PrepareKeys(&pending);
-    if (caching) caching = writer->Append(pending);
-    return Deliver(&pending);
+    caching = writer->Append(pending);
+    return Deliver(&pending, /*keys_prepared=*/true);
   };
   for (size_t s = 0; s < splits_.size(); ++s) {
     if (held_ != nullptr) {

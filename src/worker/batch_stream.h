@@ -57,9 +57,9 @@ class BatchStream {
 
  private:
   void Produce();
-  // Hands `pending` (prepared, not scaled) to the consumer; false once the
-  // stream is stopping.
-  bool Deliver(PreparedBatch* pending);
+  // Hands `pending` (not scaled; its keys prepared if `keys_prepared`) to the
+  // consumer, scaled and with its keys; false once the stream is stopping.
+  bool Deliver(PreparedBatch* pending, bool keys_prepared);
   // Reads the splits' text; with a `writer`, writes each batch to it too.
   void ProduceFromText(BatchCacheWriter* writer);
 

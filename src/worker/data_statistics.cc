@@ -16,24 +16,15 @@ namespace {
 // The sample is read as if by this many workers, a share from each.
 constexpr int kSamplePieces = 8;
 
+// unbias_data=auto centres the features present (non-zero) in at least this
+// share of the sample's rows, whatever the data's format. A sparse row gains
+// an entry for each centred feature it lacks, so the rule bounds what
+// centring adds: at most as many entries as the rows held.
+constexpr double kCentredShare = 0.5;
+
 // "auto" resolves to `automatic`.
 bool Resolve(const std::string& setting, bool automatic) {
   return setting == "auto" ? automatic : setting == "true";
-}
-
-// Every row lists the same features in the same order (CSV, dense recordIO).
-bool IsDenseSample(const Batch& sample) {
-  if (sample.rows() == 0) return false;
-  const uint64_t width = sample.row_offsets[1];
-  for (size_t r = 1; r < sample.rows(); ++r) {
-    const uint64_t begin = sample.row_offsets[r];
-    if (sample.row_offsets[r + 1] - begin != width ||
-        !std::equal(sample.indices.begin(), sample.indices.begin() + width,
-                    sample.indices.begin() + begin)) {
-      return false;
-    }
-  }
-  return true;
 }
 
 // A positive, finite scale; anything else (a constant feature) is 1.
@@ -43,6 +34,10 @@ double UsableScale(double scale) { return std::isfinite(scale) && scale > 0 ? sc
 double PriorFactor(double share, double frequency_prior) {
   return share < frequency_prior ? share / frequency_prior : 1.0;
 }
+
+// Which features are centred: none, those in at least kCentredShare of the
+// sample's rows, or every one with a non-zero mean.
+enum class CentreRule { kNone, kFrequent, kEvery };
 
 struct FeatureSums {
   double sum = 0, sum_of_squares = 0;
@@ -54,9 +49,12 @@ struct FeatureSums {
 // when the sample has at least an eighth as many non-zeros as the table slots.
 constexpr uint64_t kFlatStatistics = uint64_t{1} << 21;
 
-// Each feature's mean and scale: dense data its mean (if centred) and standard
-// deviation; sparse data the root mean square of its non-zero values.
-void FeatureStatistics(const Batch& sample, bool dense, DataStatistics* out) {
+// Each feature's mean and scale, from sums over every row of the sample (a
+// row that lacks a feature counts as a 0, so a zero written out, as in CSV,
+// and one left out, as in libsvm, give the same figures): a centred feature
+// its mean and standard deviation, any other the root mean square of its
+// non-zero values under the frequency prior.
+void FeatureStatistics(const Batch& sample, CentreRule centre, DataStatistics* out) {
   // Each feature's sums, added up in the sample's order: by index in a flat
   // table when the indices are small (a hash map's lookup per non-zero took
   // most of the statistics' time), else in a hash map.
@@ -87,21 +85,26 @@ void FeatureStatistics(const Batch& sample, bool dense, DataStatistics* out) {
   }
   const double rows = static_cast<double>(sample.rows());
   for (const FeatureSums* s : sums) {
-    double mean = 0, scale = 1;
-    if (dense) {
-      const double average = s->sum / rows;
-      mean = out->features_centred ? average : 0.0;
-      scale = std::sqrt(std::max(0.0, s->sum_of_squares / rows - average * average));
-    } else if (s->count > 0) {
-      scale = std::sqrt(s->sum_of_squares / static_cast<double>(s->count));
-    }
-    out->means.push_back(mean);
     // A feature whose sampled values are all 0 is as rare as one the sample
     // lacks (its share 0 would make the scale infinite).
     const double share = s->count > 0 ? static_cast<double>(s->count) / rows : 0.5 / rows;
-    const double prior = PriorFactor(share, out->frequency_prior);
+    const double average = s->sum / rows;
+    const bool centred = average != 0.0 && (centre == CentreRule::kEvery ||
+                                            (centre == CentreRule::kFrequent &&
+                                             share >= kCentredShare));
+    double mean = 0, scale = 1, prior = 1;
+    if (centred) {
+      mean = average;
+      scale = std::sqrt(std::max(0.0, s->sum_of_squares / rows - average * average));
+      ++out->centred_features;
+    } else {
+      if (s->count > 0) scale = std::sqrt(s->sum_of_squares / static_cast<double>(s->count));
+      prior = PriorFactor(share, out->frequency_prior);
+    }
+    out->means.push_back(mean);
     out->scales.push_back((out->features_scaled ? UsableScale(scale) : 1.0) / prior);
   }
+  out->features_centred = out->centred_features > 0;
   // A feature the sample lacks is rarer than one row in it: half a row's share.
   out->unsampled_scale = 1.0 / PriorFactor(0.5 / rows, out->frequency_prior);
 }
@@ -211,6 +214,7 @@ std::string DataStatistics::Json() const {
   std::ostringstream json;
   json << "{\"sample_rows\":" << sample_rows << ",\"features_scaled\":" << Bool(features_scaled)
        << ",\"features_centred\":" << Bool(features_centred)
+       << ",\"centred_features\":" << centred_features
        << ",\"sampled_features\":" << features.size()
        << ",\"frequency_prior\":" << Number(frequency_prior)
        << ",\"unsampled_scale\":" << Number(unsampled_scale)
@@ -248,16 +252,14 @@ Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& read
 DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters& h) {
   DataStatistics out;
   out.sample_rows = sample.rows();
-  const bool dense = IsDenseSample(sample);
-  if (h.unbias_data == "true" && !dense) {
-    throw MakeError("--unbias_data true needs dense data (CSV, dense recordIO): centring ",
-                    "a sparse feature would make every row dense");
-  }
   out.features_scaled = h.normalize_data;
-  out.features_centred = dense && Resolve(h.unbias_data, h.normalize_data && h.use_bias);
-  out.frequency_prior = dense ? 0.0 : h.FrequencyPrior();
-  if (out.features_scaled || out.features_centred || out.frequency_prior > 0) {
-    FeatureStatistics(sample, dense, &out);
+  out.frequency_prior = h.FrequencyPrior();
+  const CentreRule centre = h.unbias_data == "true" ? CentreRule::kEvery
+                            : Resolve(h.unbias_data, h.normalize_data && h.use_bias)
+                                ? CentreRule::kFrequent
+                                : CentreRule::kNone;
+  if (out.features_scaled || centre != CentreRule::kNone || out.frequency_prior > 0) {
+    FeatureStatistics(sample, centre, &out);
   }
   if (h.predictor_type == PredictorType::kRegressor) {
     out.label_scaled = Resolve(h.normalize_label, true);
@@ -282,38 +284,40 @@ DataScaler::DataScaler(const DataStatistics& statistics)
   for (size_t i = 0; i < statistics.features.size(); ++i) {
     const bool unchanged = statistics.means[i] == 0.0 && statistics.scales[i] == 1.0;
     if (unchanged && statistics.unsampled_scale == 1.0) continue;
-    features_[statistics.features[i]] = {static_cast<float>(statistics.means[i]),
-                                         static_cast<float>(1.0 / statistics.scales[i])};
+    Transform transform{static_cast<float>(statistics.means[i]),
+                        static_cast<float>(1.0 / statistics.scales[i]), kNotCentred};
+    if (statistics.means[i] != 0.0) {
+      transform.centred = static_cast<int32_t>(centred_.size());
+      centred_.push_back(statistics.features[i]);
+      centred_absent_.push_back((0.0f - transform.mean) * transform.inverse_scale);
+    }
+    features_[statistics.features[i]] = transform;
   }
   // The features are sorted by index: the last is the largest.
   if (!features_.empty() && statistics.features.back() < kFlatFeatures) {
     // An unsampled feature's (x - 0) * scale is x * scale, bit for bit.
-    flat_.assign(statistics.features.back() + 1, Transform{0.0f, unsampled_inverse_scale_});
+    flat_.assign(statistics.features.back() + 1,
+                 Transform{0.0f, unsampled_inverse_scale_, kNotCentred});
     for (const auto& [index, transform] : features_) flat_[index] = transform;
     features_.clear();
   }
 }
 
+const DataScaler::Transform* DataScaler::Find(uint64_t index) const {
+  if (!flat_.empty()) return index < flat_.size() ? &flat_[index] : nullptr;
+  const auto found = features_.find(index);
+  return found == features_.end() ? nullptr : &found->second;
+}
+
 void DataScaler::Apply(Batch* batch) const {
-  if (!flat_.empty()) {
-    const uint64_t size = flat_.size();
+  if (!centred_.empty()) {
+    AddAbsentCentred(batch);
+  } else if (!flat_.empty() || !features_.empty() || unsampled_inverse_scale_ != 1.0f) {
     for (size_t i = 0; i < batch->nnz(); ++i) {
-      const uint64_t index = batch->indices[i];
-      if (index < size) {
-        const Transform& transform = flat_[index];
-        batch->values[i] = (batch->values[i] - transform.mean) * transform.inverse_scale;
-      } else {
-        batch->values[i] *= unsampled_inverse_scale_;
-      }
-    }
-  } else if (!features_.empty() || unsampled_inverse_scale_ != 1.0f) {
-    for (size_t i = 0; i < batch->nnz(); ++i) {
-      const auto found = features_.find(batch->indices[i]);
-      if (found == features_.end()) {
-        batch->values[i] *= unsampled_inverse_scale_;
-      } else {
-        batch->values[i] = (batch->values[i] - found->second.mean) * found->second.inverse_scale;
-      }
+      const Transform* transform = Find(batch->indices[i]);
+      batch->values[i] = transform == nullptr ? batch->values[i] * unsampled_inverse_scale_
+                                              : (batch->values[i] - transform->mean) *
+                                                    transform->inverse_scale;
     }
   }
   if (label_scaled_) {
@@ -321,6 +325,40 @@ void DataScaler::Apply(Batch* batch) const {
       label = static_cast<float>((label - label_offset_) / label_scale_);
     }
   }
+}
+
+void DataScaler::AddAbsentCentred(Batch* batch) const {
+  // Each row's entries, scaled, then the centred features it lacks: a row of
+  // CSV lists them all, and gains none.
+  std::vector<uint64_t> indices;
+  std::vector<float> values;
+  std::vector<uint64_t> offsets = {0};
+  indices.reserve(batch->nnz());
+  values.reserve(batch->nnz());
+  offsets.reserve(batch->row_offsets.size());
+  // seen[c] == r + 1: row r lists centred feature c.
+  std::vector<size_t> seen(centred_.size(), 0);
+  for (size_t r = 0; r < batch->rows(); ++r) {
+    for (uint64_t i = batch->row_offsets[r]; i < batch->row_offsets[r + 1]; ++i) {
+      const Transform* transform = Find(batch->indices[i]);
+      indices.push_back(batch->indices[i]);
+      if (transform == nullptr) {
+        values.push_back(batch->values[i] * unsampled_inverse_scale_);
+        continue;
+      }
+      values.push_back((batch->values[i] - transform->mean) * transform->inverse_scale);
+      if (transform->centred != kNotCentred) seen[static_cast<size_t>(transform->centred)] = r + 1;
+    }
+    for (size_t c = 0; c < centred_.size(); ++c) {
+      if (seen[c] == r + 1) continue;
+      indices.push_back(centred_[c]);
+      values.push_back(centred_absent_[c]);
+    }
+    offsets.push_back(indices.size());
+  }
+  batch->indices = std::move(indices);
+  batch->values = std::move(values);
+  batch->row_offsets = std::move(offsets);
 }
 
 void FoldIntoLinear(const DataStatistics& statistics, const std::vector<uint64_t>& features,

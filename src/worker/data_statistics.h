@@ -1,5 +1,5 @@
 // Data statistics taken before training: each feature's scale (and, for
-// dense data, its mean), a regressor's label offset and scale, and the class
+// features present in most rows, its mean), a regressor's label offset and scale, and the class
 // weights (SageMaker Linear Learner's normalize_data, unbias_data,
 // normalize_label, unbias_label, num_point_for_scaler,
 // positive_example_weight_mult, balance_multiclass_weights).
@@ -11,7 +11,9 @@
 //
 // Every worker reads the same sample (ReadStatisticsSample) and computes the
 // statistics from it in double precision, so all workers, and a resumed job,
-// train with identical statistics without exchanging them.
+// train with identical statistics without exchanging them. The statistics do
+// not depend on the data's format: the same rows as CSV, libsvm or sparse
+// recordIO give the same statistics and the same scaled rows.
 #ifndef KEEL_WORKER_DATA_STATISTICS_H_
 #define KEEL_WORKER_DATA_STATISTICS_H_
 
@@ -33,7 +35,7 @@ struct DataStatistics {
   // Features seen in the sample, sorted by index, with x' = (x - mean) / scale.
   // Features not listed keep mean 0 and scale 1.
   std::vector<uint64_t> features;
-  std::vector<double> means;   // all zero unless features_centred
+  std::vector<double> means;   // 0 for a feature not centred
   std::vector<double> scales;  // positive
   // The frequency prior in force (0: off; Hyperparameters::frequency_prior,
   // never on dense data), and the scale of every feature the sample lacks
@@ -41,6 +43,8 @@ struct DataStatistics {
   double frequency_prior = 0.0;
   double unsampled_scale = 1.0;
   bool features_scaled = false;
+  // Features centred on their mean (a non-zero one), and whether there is any.
+  uint64_t centred_features = 0;
   bool features_centred = false;
   // A regressor's label: y' = (y - label_offset) / label_scale.
   bool label_scaled = false;
@@ -68,24 +72,30 @@ struct DataStatistics {
 // training (bad records throw or are skipped as it says). Throws Error.
 Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& reader, uint64_t rows);
 
-// The statistics of `sample` under `hyperparameters`' settings:
-//   features (normalize_data): dense data (every row lists the same features)
-//     is centred (unbias_data auto or true) and divided by its standard
-//     deviation; sparse data is divided by the root mean square of the
-//     feature's non-zero values and never centred. A feature whose scale is 0
-//     keeps scale 1.
-//   frequency prior (sparse data, Hyperparameters::FrequencyPrior() F > 0):
-//     a feature in a share p < F of the sample's rows has its scale divided
-//     by p / F (so its values are multiplied by p / F); a feature the sample
-//     lacks counts as half a row.
+// The statistics of `sample` under `hyperparameters`' settings, the same
+// whatever the data's format: every figure is taken over all the sample's
+// rows, a row that lacks a feature counting as a 0 (a zero written out, as in
+// CSV, and one left out, as in libsvm or sparse recordIO, are the same).
+//   centring (unbias_data): auto (on when normalize_data and use_bias are)
+//     centres each feature present (non-zero) in at least half the rows on
+//     its mean; true centres every feature with a non-zero mean (sparse rows
+//     then gain every sampled feature); false none. DataScaler adds to each
+//     row the centred features it lacks, so that the row is centred as a
+//     dense one would be; the means fold into the bias.
+//   scale (normalize_data): a centred feature is divided by its standard
+//     deviation, any other by the root mean square of its non-zero values. A
+//     feature whose scale is 0 keeps scale 1.
+//   frequency prior (Hyperparameters::FrequencyPrior() F > 0, features not
+//     centred): a feature in a share p < F of the sample's rows has its scale
+//     divided by p / F (so its values are multiplied by p / F); a feature the
+//     sample lacks counts as half a row.
 //   label (regressor, normalize_label auto or true): divided by its standard
 //     deviation, centred (unbias_label auto or true) on its mean.
 //   class weights: positive_example_weight_mult (a number, or balanced:
 //     negatives / positives of the sample) for a binary classifier;
 //     rows / (classes x class rows) per class with balance_multiclass_weights
 //     (a class absent from the sample weighs 1).
-// Throws Error naming the flag for unbias_data=true on sparse data, and for a
-// balanced weight without both classes in the sample.
+// Throws Error for a balanced weight without both classes in the sample.
 DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters& hyperparameters);
 
 // Applies statistics to minibatches as they are prepared. Thread-safe for
@@ -93,18 +103,30 @@ DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters&
 class DataScaler {
  public:
   explicit DataScaler(const DataStatistics& statistics);
-  // Scales the features (and a regressor's labels) of `batch` in place.
+  // Scales the features (and a regressor's labels) of `batch` in place, and
+  // adds to each row the centred features it lacks (their value, 0, centred
+  // and scaled) after its own.
   void Apply(Batch* batch) const;
+  // True when Apply may add entries (some feature is centred): a batch's
+  // keys are prepared after it.
+  bool AddsEntries() const { return !centred_.empty(); }
 
  private:
+  static constexpr int32_t kNotCentred = -1;
   struct Transform {
     float mean, inverse_scale;
+    int32_t centred;  // the feature's place in centred_, or kNotCentred
   };
+  // The transform of a sampled feature; nullptr for one the sample lacks.
+  const Transform* Find(uint64_t index) const;
+  void AddAbsentCentred(Batch* batch) const;
   // Indices up to this many are looked up in a flat table, larger ones in a
   // hash map (a lookup per non-zero: the flat one is several times faster).
   static constexpr uint64_t kFlatFeatures = uint64_t{1} << 21;
   std::vector<Transform> flat_;                       // by index: every index below its size
   std::unordered_map<uint64_t, Transform> features_;  // when flat_ is empty
+  std::vector<uint64_t> centred_;     // the centred features, ascending
+  std::vector<float> centred_absent_;  // their value where a row lacks them
   float unsampled_inverse_scale_;
   bool label_scaled_;
   double label_offset_, label_scale_;

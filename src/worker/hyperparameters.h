@@ -101,10 +101,10 @@ struct Hyperparameters {
   // names and defaults; the tri-state ones are "auto", "true" or "false".
   bool normalize_data = true;
   std::string normalize_label = "auto";  // auto: on for a regressor
-  std::string unbias_data = "auto";      // auto: on for dense data when normalising
+  std::string unbias_data = "auto";      // auto: features in most rows, when normalising
   std::string unbias_label = "auto";     // auto: on when normalize_label is
   int num_point_for_scaler = 100000;     // rows of the sample (SageMaker's default: 10000)
-  // A Keel extra: on sparse data, a feature present in a share p of the
+  // A Keel extra: a feature not centred and present in a share p of the
   // sample's rows below this frequency F has its values scaled by p / F (a
   // prior that a rarely seen feature's weight is small), folded into the
   // model like the other statistics. "auto" (0.001), "0" (off), or a number

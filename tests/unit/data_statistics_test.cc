@@ -71,9 +71,10 @@ TEST(DataStatistics, DenseFeaturesAreCentredOnTheirMeanAndScaledByTheirDeviation
   EXPECT_DOUBLE_EQ(ScaleOf(s, 1), 1.0);
 }
 
-TEST(DataStatistics, SparseFeaturesAreScaledByTheirNonZerosRootMeanSquareNotCentred) {
-  // Feature 7 is 3 and 4 where present: root mean square sqrt(12.5).
-  const Batch sample = MakeBatch({{{7, 3.0f}}, {{7, 4.0f}, {9, 2.0f}}, {{9, 2.0f}}}, {0, 1, 0});
+TEST(DataStatistics, FeaturesInUnderHalfTheRowsAreScaledByTheirNonZerosRootMeanSquareNotCentred) {
+  // Feature 7 is 3 and 4 where present (2 rows of 5): root mean square sqrt(12.5).
+  const Batch sample =
+      MakeBatch({{{7, 3.0f}}, {{7, 4.0f}, {9, 2.0f}}, {{9, 2.0f}}, {}, {}}, {0, 1, 0, 1, 0});
   const DataStatistics s = ComputeDataStatistics(sample, Hyperparameters());
   EXPECT_FALSE(s.features_centred);
   EXPECT_DOUBLE_EQ(ScaleOf(s, 7), std::sqrt(12.5));
@@ -115,9 +116,10 @@ TEST(DataStatistics, SmallAndLargeFeatureIndicesGiveTheSameFiguresBitForBit) {
   EXPECT_EQ(small.unsampled_scale, large.unsampled_scale);
 }
 
-// 20 sparse rows: feature 1 in every row (value 2), feature 2 in one (value 3).
+// 20 sparse rows: feature 1 in 8 rows (value 2), feature 2 in one (value 3).
 Batch RareFeatureSample() {
-  std::vector<std::vector<std::pair<uint64_t, float>>> rows(20, {{1, 2.0f}});
+  std::vector<std::vector<std::pair<uint64_t, float>>> rows(20);
+  for (int r = 0; r < 8; ++r) rows[r].push_back({1, 2.0f});
   rows[4].push_back({2, 3.0f});
   return MakeBatch(rows, std::vector<float>(20, 0.0f));
 }
@@ -127,7 +129,7 @@ TEST(DataStatistics, AFeatureRarerThanTheFrequencyPriorIsScaledDownInProportion)
   h.frequency_prior = "0.1";
   const DataStatistics s = ComputeDataStatistics(RareFeatureSample(), h);
   EXPECT_DOUBLE_EQ(s.frequency_prior, 0.1);
-  EXPECT_DOUBLE_EQ(ScaleOf(s, 1), 2.0);  // in every row: the prior leaves it
+  EXPECT_DOUBLE_EQ(ScaleOf(s, 1), 2.0);  // in 8 rows of 20: the prior leaves it
   // In 1 row of 20: share 0.05, half of 0.1, so its values are halved.
   EXPECT_DOUBLE_EQ(ScaleOf(s, 2), 3.0 / 0.5);
   // Absent: half a row, 0.025, a quarter of 0.1.
@@ -139,7 +141,7 @@ TEST(DataStatistics, AFeatureRarerThanTheFrequencyPriorIsScaledDownInProportion)
   EXPECT_FLOAT_EQ(batch.values[2], 2.0f);
 }
 
-TEST(DataStatistics, TheFrequencyPriorAppliesWithoutNormalisationAndNeverToDenseData) {
+TEST(DataStatistics, TheFrequencyPriorAppliesWithoutNormalisationAndLeavesFrequentFeatures) {
   Hyperparameters h;
   h.frequency_prior = "0.1";
   h.normalize_data = false;
@@ -152,8 +154,12 @@ TEST(DataStatistics, TheFrequencyPriorAppliesWithoutNormalisationAndNeverToDense
   h.frequency_prior = "0.9";
   const Batch dense = MakeBatch({{{0, 1.0f}, {1, 5.0f}}, {{0, 3.0f}, {1, 5.0f}}}, {0, 1});
   const DataStatistics statistics = ComputeDataStatistics(dense, h);
-  EXPECT_DOUBLE_EQ(statistics.frequency_prior, 0.0);
-  EXPECT_TRUE(statistics.LeavesDataAlone());
+  EXPECT_DOUBLE_EQ(statistics.frequency_prior, 0.9);
+  // Both features are in every row: the prior leaves them (only a feature the
+  // sample lacks would be scaled).
+  EXPECT_DOUBLE_EQ(ScaleOf(statistics, 0), 1.0);
+  EXPECT_DOUBLE_EQ(ScaleOf(statistics, 1), 1.0);
+  EXPECT_GT(statistics.unsampled_scale, 1.0);
 }
 
 TEST(DataStatistics, TheFrequencyPriorIsOnByDefaultAt0001AndTheSampleIs100000Rows) {
@@ -163,16 +169,89 @@ TEST(DataStatistics, TheFrequencyPriorIsOnByDefaultAt0001AndTheSampleIs100000Row
   EXPECT_EQ(h.num_point_for_scaler, 100000);
 }
 
-TEST(DataStatistics, UnbiasDataTrueOnSparseDataIsAnErrorNamingTheFlag) {
+// The rows of `rows` with every feature of 0..width-1 written out, zeros too,
+// as CSV writes them.
+Batch Densified(const std::vector<std::vector<std::pair<uint64_t, float>>>& rows,
+                const std::vector<float>& labels, uint64_t width) {
+  std::vector<std::vector<std::pair<uint64_t, float>>> dense(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (uint64_t f = 0; f < width; ++f) {
+      float value = 0.0f;
+      for (const auto& [index, v] : rows[r]) {
+        if (index == f) value = v;
+      }
+      dense[r].push_back({f, value});
+    }
+  }
+  return MakeBatch(dense, labels);
+}
+
+// Each row of `batch` as a map from feature to value.
+std::vector<std::map<uint64_t, float>> RowMaps(const Batch& batch) {
+  std::vector<std::map<uint64_t, float>> maps(batch.rows());
+  for (size_t r = 0; r < batch.rows(); ++r) {
+    for (uint64_t i = batch.row_offsets[r]; i < batch.row_offsets[r + 1]; ++i) {
+      maps[r][batch.indices[i]] = batch.values[i];
+    }
+  }
+  return maps;
+}
+
+TEST(DataStatistics, TheSameRowsWithZerosWrittenOrLeftOutGetTheSameStatisticsAndScaledRows) {
+  // Feature 0 (an offset, as a blood pressure) is in every row but one,
+  // feature 1 in 3 of 4, feature 2 in 1 of 4: 0 and 1 are centred, 2 is not.
+  const std::vector<std::vector<std::pair<uint64_t, float>>> rows = {
+      {{0, 70.0f}, {1, 1.0f}}, {{0, 80.0f}, {2, 5.0f}}, {{1, 2.0f}}, {{0, 90.0f}, {1, 3.0f}}};
+  const std::vector<float> labels = {0, 1, 0, 1};
+  const Batch sparse = MakeBatch(rows, labels);
+  const Batch dense = Densified(rows, labels, 3);
+  for (const PredictorType type : {PredictorType::kBinaryClassifier, PredictorType::kRegressor}) {
+    Hyperparameters h;
+    h.predictor_type = type;
+    const DataStatistics from_sparse = ComputeDataStatistics(sparse, h);
+    const DataStatistics from_dense = ComputeDataStatistics(dense, h);
+    ASSERT_EQ(from_sparse.features, from_dense.features);
+    EXPECT_EQ(from_sparse.means, from_dense.means);
+    EXPECT_EQ(from_sparse.scales, from_dense.scales);
+    EXPECT_EQ(from_sparse.Json(), from_dense.Json());
+    EXPECT_EQ(from_sparse.centred_features, 2u);
+    EXPECT_DOUBLE_EQ(MeanOf(from_sparse, 0), 60.0);
+    EXPECT_DOUBLE_EQ(MeanOf(from_sparse, 1), 1.5);
+    EXPECT_DOUBLE_EQ(MeanOf(from_sparse, 2), 0.0);
+    EXPECT_DOUBLE_EQ(ScaleOf(from_sparse, 2), 5.0);
+    // Scaled, the sparse rows gain the centred features they lack, and the
+    // two batches hold the same values (the dense one keeps its zeros of
+    // feature 2, which stay 0).
+    Batch sparse_scaled = sparse, dense_scaled = dense;
+    DataScaler(from_sparse).Apply(&sparse_scaled);
+    DataScaler(from_dense).Apply(&dense_scaled);
+    EXPECT_EQ(dense_scaled.nnz(), dense.nnz());
+    EXPECT_EQ(sparse_scaled.nnz(), sparse.nnz() + 2);  // row 2 gains feature 0, row 1 feature 1
+    std::vector<std::map<uint64_t, float>> dense_rows = RowMaps(dense_scaled);
+    for (auto& row : dense_rows) {
+      if (row.at(2) == 0.0f) row.erase(2);
+    }
+    EXPECT_EQ(RowMaps(sparse_scaled), dense_rows);
+    EXPECT_EQ(sparse_scaled.labels, dense_scaled.labels);
+    EXPECT_FLOAT_EQ(RowMaps(sparse_scaled)[2].at(0), -60.0f / static_cast<float>(ScaleOf(from_sparse, 0)));
+  }
+}
+
+TEST(DataStatistics, UnbiasDataTrueCentresEveryFeatureAndFalseNone) {
   Hyperparameters h;
   h.unbias_data = "true";
-  const Batch sample = MakeBatch({{{7, 3.0f}}, {{9, 2.0f}}}, {0, 1});
-  try {
-    ComputeDataStatistics(sample, h);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--unbias_data"), std::string::npos) << e.what();
-  }
+  const Batch sample = MakeBatch({{{7, 3.0f}}, {{9, 2.0f}}, {}, {}}, {0, 1, 0, 1});
+  const DataStatistics every = ComputeDataStatistics(sample, h);
+  EXPECT_EQ(every.centred_features, 2u);
+  EXPECT_DOUBLE_EQ(MeanOf(every, 7), 0.75);
+  Batch batch = MakeBatch({{}}, {0.0f});
+  DataScaler(every).Apply(&batch);
+  EXPECT_EQ(batch.nnz(), 2u);  // the empty row gains both
+  h.unbias_data = "false";
+  const Batch frequent = MakeBatch({{{7, 3.0f}}, {{7, 2.0f}}}, {0, 1});
+  EXPECT_EQ(ComputeDataStatistics(frequent, h).centred_features, 0u);
+  h.unbias_data = "auto";
+  EXPECT_EQ(ComputeDataStatistics(frequent, h).centred_features, 1u);
 }
 
 TEST(DataStatistics, ARegressorsLabelIsCentredAndScaledAClassifiersIsNot) {
@@ -332,10 +411,12 @@ std::vector<float> Random(size_t count, std::mt19937_64* random) {
   return values;
 }
 
-// Rows over features 0..7: dense (every feature) or sparse (about half).
-Batch RandomRows(bool dense, int rows, std::mt19937_64* random) {
+// Rows over features 0..7, each present in a row with probability `presence`
+// (1: dense).
+Batch RandomRows(double presence, int rows, std::mt19937_64* random) {
   std::uniform_real_distribution<float> value(-3.0f, 8.0f);
-  std::bernoulli_distribution present(0.5);
+  std::bernoulli_distribution present(presence);
+  const bool dense = presence >= 1.0;
   std::vector<std::vector<std::pair<uint64_t, float>>> data(rows);
   std::vector<float> labels(rows);
   for (int r = 0; r < rows; ++r) {
@@ -391,11 +472,13 @@ Batch WithoutFeature(const Batch& batch, uint64_t feature) {
 }
 
 // Trains nothing: random parameters stand for a model trained on scaled data.
-// `frequency_prior`: "0" off; else the sample lacks feature 7, and the prior
-// applies to it and to the features in under that share of the rows.
-void ExpectFoldingKeepsPredictions(bool fm, bool dense, PredictorType type,
+// `presence`: each feature's chance to be in a row (at least a half: the
+// features are centred). `frequency_prior`: "0" off; else the sample lacks
+// feature 7, and the prior applies to it and to the features in under that
+// share of the rows.
+void ExpectFoldingKeepsPredictions(bool fm, double presence, PredictorType type,
                                    const std::string& frequency_prior = "0") {
-  std::mt19937_64 random(fm * 4 + dense * 2 + static_cast<int>(type));
+  std::mt19937_64 random(fm * 4 + static_cast<int>(presence * 20) + static_cast<int>(type));
   Hyperparameters h;
   h.frequency_prior = frequency_prior;
   h.job = fm ? JobKind::kFactorizationMachines : JobKind::kLinearLearner;
@@ -403,14 +486,14 @@ void ExpectFoldingKeepsPredictions(bool fm, bool dense, PredictorType type,
   h.num_classes = 3;
   h.num_factors = 4;
   const int classes = fm ? 1 : h.classes();
-  Batch sample = RandomRows(dense, 200, &random);
+  Batch sample = RandomRows(presence, 200, &random);
   if (frequency_prior != "0") sample = WithoutFeature(sample, 7);
-  Batch raw = RandomRows(dense, 30, &random);
+  Batch raw = RandomRows(presence, 30, &random);
   if (type == PredictorType::kMulticlassClassifier) {
     for (float& label : raw.labels) label = 0;
   }
   const DataStatistics statistics = ComputeDataStatistics(sample, h);
-  ASSERT_EQ(statistics.features_centred, dense);
+  ASSERT_EQ(statistics.features_centred, presence >= 0.5);
   ASSERT_EQ(statistics.label_scaled, type == PredictorType::kRegressor);
   ASSERT_EQ(statistics.unsampled_scale > 1.0, frequency_prior != "0");
   std::vector<uint64_t> features = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -475,38 +558,51 @@ TEST(FoldStatistics, EachFeatureGetsItsOwnScaleInAscendingOrAnyOtherOrder) {
   for (const float weight : weights) EXPECT_EQ(weight, 0.25f);
 }
 
+// Features in a third of the rows (scaled only), in every row, and in most
+// rows (centred, sparse rows gaining the ones they lack).
+constexpr double kSparse = 0.3, kDense = 1.0, kFrequent = 0.8;
+
+TEST(FoldStatistics, LinearFrequentFeaturesCentredInSparseRows) {
+  ExpectFoldingKeepsPredictions(false, kFrequent, PredictorType::kBinaryClassifier);
+}
+TEST(FoldStatistics, LinearFrequentFeaturesCentredInSparseRowsMulticlass) {
+  ExpectFoldingKeepsPredictions(false, kFrequent, PredictorType::kMulticlassClassifier);
+}
+TEST(FoldStatistics, FactorizationMachineFrequentFeaturesCentredInSparseRowsRegressor) {
+  ExpectFoldingKeepsPredictions(true, kFrequent, PredictorType::kRegressor);
+}
 TEST(FoldStatistics, LinearSparseScaledOnly) {
-  ExpectFoldingKeepsPredictions(false, false, PredictorType::kBinaryClassifier);
+  ExpectFoldingKeepsPredictions(false, kSparse, PredictorType::kBinaryClassifier);
 }
 TEST(FoldStatistics, LinearDenseCentred) {
-  ExpectFoldingKeepsPredictions(false, true, PredictorType::kBinaryClassifier);
+  ExpectFoldingKeepsPredictions(false, kDense, PredictorType::kBinaryClassifier);
 }
 TEST(FoldStatistics, LinearDenseCentredRegressorWithLabelOffsetAndScale) {
-  ExpectFoldingKeepsPredictions(false, true, PredictorType::kRegressor);
+  ExpectFoldingKeepsPredictions(false, kDense, PredictorType::kRegressor);
 }
 TEST(FoldStatistics, LinearSparseRegressorWithLabelOffsetAndScale) {
-  ExpectFoldingKeepsPredictions(false, false, PredictorType::kRegressor);
+  ExpectFoldingKeepsPredictions(false, kSparse, PredictorType::kRegressor);
 }
 TEST(FoldStatistics, LinearDenseCentredMulticlass) {
-  ExpectFoldingKeepsPredictions(false, true, PredictorType::kMulticlassClassifier);
+  ExpectFoldingKeepsPredictions(false, kDense, PredictorType::kMulticlassClassifier);
 }
 TEST(FoldStatistics, LinearSparseWithTheFrequencyPriorAndAnUnsampledFeature) {
-  ExpectFoldingKeepsPredictions(false, false, PredictorType::kBinaryClassifier, "0.6");
+  ExpectFoldingKeepsPredictions(false, kSparse, PredictorType::kBinaryClassifier, "0.6");
 }
 TEST(FoldStatistics, LinearSparseRegressorWithTheFrequencyPrior) {
-  ExpectFoldingKeepsPredictions(false, false, PredictorType::kRegressor, "0.6");
+  ExpectFoldingKeepsPredictions(false, kSparse, PredictorType::kRegressor, "0.6");
 }
 TEST(FoldStatistics, FactorizationMachineSparseWithTheFrequencyPrior) {
-  ExpectFoldingKeepsPredictions(true, false, PredictorType::kBinaryClassifier, "0.6");
+  ExpectFoldingKeepsPredictions(true, kSparse, PredictorType::kBinaryClassifier, "0.6");
 }
 TEST(FoldStatistics, FactorizationMachineSparseScaledOnly) {
-  ExpectFoldingKeepsPredictions(true, false, PredictorType::kBinaryClassifier);
+  ExpectFoldingKeepsPredictions(true, kSparse, PredictorType::kBinaryClassifier);
 }
 TEST(FoldStatistics, FactorizationMachineDenseCentred) {
-  ExpectFoldingKeepsPredictions(true, true, PredictorType::kBinaryClassifier);
+  ExpectFoldingKeepsPredictions(true, kDense, PredictorType::kBinaryClassifier);
 }
 TEST(FoldStatistics, FactorizationMachineDenseCentredRegressorWithLabelOffsetAndScale) {
-  ExpectFoldingKeepsPredictions(true, true, PredictorType::kRegressor);
+  ExpectFoldingKeepsPredictions(true, kDense, PredictorType::kRegressor);
 }
 
 TEST(FoldStatistics, AModelWithoutBiasGainsOneForACentredLabelAndRecordsTheStatistics) {
