@@ -9,6 +9,7 @@
 #include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
 #include "cli/job_flags.h"
+#include "worker/auto_minibatch.h"
 #include "cli/launch_flags.h"
 #include "kv/keys.h"
 #include "worker/hyperparameters.h"
@@ -194,6 +195,10 @@ BenchBackendOptions BenchBackendOptionsFromFlags() {
   options.threads = FLAGS_threads;
   options.epochs = FLAGS_epochs;
   options.hyperparameters = HyperparametersFromFlags();
+  // The benchmarks' data is large: auto is SageMaker's 1,000 there.
+  if (options.hyperparameters.mini_batch_size == 0) {
+    options.hyperparameters.mini_batch_size = kAutoMinibatchMost;
+  }
   options.reader = [] {
     ReaderOptions reader;
     reader.format = ReaderOptionsFromFlags().format;

@@ -16,6 +16,7 @@
 #include "io/inference_format.h"
 #include "io/input_split.h"
 #include "models/metrics.h"
+#include "worker/auto_minibatch.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/datagen.h"
@@ -52,7 +53,7 @@ size_t PredictBatchRows(int prediction_width, const std::string& model_dir) {
 
 int RunTraining(Node* node, SchedulerLink* scheduler, KVWorker* client,
                 TrainingCounters* counters) {
-  const Hyperparameters hyperparameters = HyperparametersFromFlags();
+  Hyperparameters hyperparameters = HyperparametersFromFlags();
   TrainerOptions options = TrainerOptionsFromFlags();
   options.counters = counters;
   if (counters) options.health = &counters->health;
@@ -64,6 +65,13 @@ int RunTraining(Node* node, SchedulerLink* scheduler, KVWorker* client,
     }
   }
   options.reader = ResolveDataFormat(options.train, options.reader, node->rank() == 0);
+  if (hyperparameters.mini_batch_size == 0) {
+    const int workers = node->view()->num_workers();
+    hyperparameters.mini_batch_size = AutoMinibatchSize(options.train, options.reader, workers);
+    LOG(INFO) << "worker " << node->rank() << ": --mini_batch_size=auto is "
+              << hyperparameters.mini_batch_size << " for " << options.train << " over " << workers
+              << " worker(s)";
+  }
   Trainer trainer(node, scheduler, client, hyperparameters, options);
   trainer.Run();
   return 0;

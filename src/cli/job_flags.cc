@@ -53,7 +53,9 @@ DEFINE_string(predictor_type, "binary_classifier",
 DEFINE_int32(num_classes, 2, "classes of a multiclass_classifier");
 DEFINE_int32(num_factors, 8, "factorization machine: factors per feature");
 DEFINE_uint64(feature_dim, 0, "feature indices must be below this (0: not checked)");
-DEFINE_int32(mini_batch_size, 1000, "examples per minibatch and worker");
+DEFINE_string(mini_batch_size, "auto",
+              "examples per minibatch and worker (auto: a tenth of a worker's share of the "
+              "training rows, in 16..1000, so that small data gets enough steps)");
 DEFINE_int32(epochs, 15,
              "passes over the training data (SageMaker's linear learner default; "
              "factorization_machines: 5 unless given)");
@@ -481,7 +483,7 @@ std::string FlagValueJson(const gflags::CommandLineFlagInfo& flag) {
 // the bound.
 void CheckJobCounts() {
   RequireInRange("num_classes", FLAGS_num_classes, 2, 1000000);
-  RequireInRange("mini_batch_size", FLAGS_mini_batch_size, 1, 10000000);
+  MiniBatchSizeFromFlags();
   RequireInRange("epochs", FLAGS_epochs, 1, 1000000);
   RequireInRange("early_stopping_patience", FLAGS_early_stopping_patience, 1, kMaxCount);
   RequireInRange("accuracy_top_k", FLAGS_accuracy_top_k, 1, kMaxCount);
@@ -574,6 +576,17 @@ bool IsTrainingJob(const std::string& job) {
   return job == "linear_learner" || job == "factorization_machines";
 }
 
+int MiniBatchSizeFromFlags() {
+  if (FLAGS_mini_batch_size == "auto") return 0;
+  char* end = nullptr;
+  const long long size = std::strtoll(FLAGS_mini_batch_size.c_str(), &end, 10);
+  if (FLAGS_mini_batch_size.empty() || *end != '\0' || size < 1 || size > 10000000) {
+    throw MakeError("--mini_batch_size '", FLAGS_mini_batch_size,
+                    "' is not auto or an integer in 1..10000000");
+  }
+  return static_cast<int>(size);
+}
+
 Hyperparameters HyperparametersFromFlags() {
   Hyperparameters h;
   h.job = ParseJobKind(FLAGS_job);
@@ -581,7 +594,7 @@ Hyperparameters HyperparametersFromFlags() {
   h.num_classes = FLAGS_num_classes;
   h.num_factors = FLAGS_num_factors;
   h.feature_dim = FLAGS_feature_dim;
-  h.mini_batch_size = FLAGS_mini_batch_size;
+  h.mini_batch_size = MiniBatchSizeFromFlags();
   h.epochs =
       IsSet("epochs") || h.job != JobKind::kFactorizationMachines ? FLAGS_epochs : kFmDefaultEpochs;
   h.use_bias = FLAGS_use_bias;

@@ -37,7 +37,7 @@ DECLARE_string(predictor_type);
 DECLARE_int32(num_classes);
 DECLARE_int32(num_factors);
 DECLARE_uint64(feature_dim);
-DECLARE_int32(mini_batch_size);
+DECLARE_string(mini_batch_size);
 DECLARE_int32(epochs);
 DECLARE_bool(use_bias);
 DECLARE_uint64(seed);
@@ -127,7 +127,12 @@ std::vector<FlagGroup> JobFlagGroups();
 // Whether `job` is a built-in training job (linear_learner, factorization_machines).
 bool IsTrainingJob(const std::string& job);
 
-// The job's hyperparameters from the flags. Throws Error naming a bad flag.
+// --mini_batch_size: 0 for auto (the worker resolves it from the data,
+// worker/auto_minibatch.h), else its number. Throws Error naming the flag.
+int MiniBatchSizeFromFlags();
+
+// The job's hyperparameters from the flags (mini_batch_size 0 for auto).
+// Throws Error naming a bad flag.
 Hyperparameters HyperparametersFromFlags();
 
 // The servers' tables for --job (none for jobs that are not training jobs).

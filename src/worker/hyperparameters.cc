@@ -237,7 +237,8 @@ void Hyperparameters::ValidateLoss() const {
 }
 
 void Hyperparameters::ValidateTraining() const {
-  if (mini_batch_size < 1) throw MakeError("--mini_batch_size must be at least 1");
+  // 0: auto, resolved by the worker before training (worker/auto_minibatch.h).
+  if (mini_batch_size < 0) throw MakeError("--mini_batch_size must be auto or at least 1");
   if (epochs < 1) throw MakeError("--epochs must be at least 1");
   if (early_stopping_patience < 1) throw MakeError("--early_stopping_patience must be at least 1");
   if (!(f_beta > 0.0) || std::isinf(f_beta)) {

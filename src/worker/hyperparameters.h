@@ -70,7 +70,7 @@ struct Hyperparameters {
   int num_classes = 2;       // multiclass_classifier only
   int num_factors = 8;       // factorization_machines only
   uint64_t feature_dim = 0;  // 0: indices are not checked
-  int mini_batch_size = 1000;
+  int mini_batch_size = 1000;  // 0 in the flags' hyperparameters: auto, until the worker resolves it
   int epochs = 15;  // the job flags give a factorization machine 5
   bool use_bias = true;
   uint64_t seed = 1;

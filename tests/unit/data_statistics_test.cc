@@ -17,6 +17,7 @@
 #include "models/linear.h"
 #include "models/losses.h"
 #include "test_util.h"
+#include "worker/auto_minibatch.h"
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/compute_backend_factory.h"
@@ -399,6 +400,26 @@ TEST_F(StatisticsSampleTest, EveryWorkerReadsTheSameSampleSpreadOverTheFiles) {
   EXPECT_EQ(a.scales, b.scales);
   EXPECT_EQ(a.label_offset, b.label_offset);
   EXPECT_EQ(a.label_scale, b.label_scale);
+}
+
+TEST(AutoMinibatch, ATenthOfAWorkersShareWithin16And1000) {
+  EXPECT_EQ(AutoMinibatchSize(1347, 2), 67);      // 673 rows a worker: ten steps an epoch
+  EXPECT_EQ(AutoMinibatchSize(200, 2), 16);       // never below 16
+  EXPECT_EQ(AutoMinibatchSize(0, 1), 16);
+  EXPECT_EQ(AutoMinibatchSize(20000, 2), 1000);   // 10,000 rows a worker: SageMaker's 1,000
+  EXPECT_EQ(AutoMinibatchSize(1000000, 4), 1000);
+}
+
+TEST_F(StatisticsSampleTest, AutoMinibatchCountsTheChannelsRowsOverEveryFile) {
+  for (int file = 0; file < 3; ++file) {
+    std::string text;
+    for (int row = 0; row < 400; ++row) text += "1 1:" + std::to_string(row + 1) + "\n";
+    WriteFile("part-" + std::to_string(file), text);
+  }
+  ReaderOptions reader;
+  EXPECT_EQ(AutoMinibatchSize(folder_, reader, 2), 60);  // 1,200 rows, 600 a worker
+  EXPECT_EQ(AutoMinibatchSize(folder_, reader, 1), 120);
+  EXPECT_EQ(AutoMinibatchSize("pipe:" + folder_ + "/fifo", reader, 1), 1000);
 }
 
 // ---------------------------------------------------------------------------

@@ -198,7 +198,7 @@ TEST_F(FlagChecks, JobCountsAreBounded) {
   Set("job", "linear_learner");
   Set("mini_batch_size", "2000000000");
   EXPECT_EQ(ErrorOf([] { HyperparametersFromFlags(); }),
-            "--mini_batch_size 2000000000 is not in [1, 10000000]");
+            "--mini_batch_size '2000000000' is not auto or an integer in 1..10000000");
 }
 
 TEST_F(FlagChecks, EpochsAreBounded) {
