@@ -27,6 +27,11 @@
 DEFINE_string(train, "", "training channel: a file, a folder of files, or pipe:PATH");
 DEFINE_string(validation, "", "validation channel (metrics every epoch)");
 DEFINE_string(test, "", "test channel (metrics at the end)");
+DEFINE_string(holdout, "auto",
+              "share of the training rows held out, as a validation channel, to select the "
+              "model and the epoch and to stop early, when there is no --validation: auto "
+              "(0.1 without --validation, else 0), 0 (train on every row) or a share in "
+              "(0, 0.5]");
 DEFINE_string(data_format, "",
               "libsvm, csv or recordio-protobuf (not given: what the first training file shows: "
               "recordIO's magic number, index:value pairs or commas; libsvm if it shows none)");
@@ -244,7 +249,7 @@ namespace keel {
 std::vector<FlagGroup> JobFlagGroups() {
   return {
       {"data",
-       {"train", "validation", "test", "data_format", "libsvm_zero_based", "skip_bad_records",
+       {"train", "validation", "holdout", "test", "data_format", "libsvm_zero_based", "skip_bad_records",
         "cache_dir", "cache_max_bytes", "model_dir"}},
       {"compute", {"device", "threads"}},
       {"job",
@@ -660,11 +665,32 @@ std::map<uint32_t, TableSpec> JobTablesFromFlags() {
   return TablesFor(HyperparametersFromFlags());
 }
 
+double HoldoutFromFlags(const std::string& train, const std::string& validation) {
+  if (FLAGS_holdout == "auto") {
+    // A pipe is read once: its rows cannot be read again to validate.
+    return validation.empty() && !IsPipeChannel(train) ? kAutoHoldout : 0.0;
+  }
+  const double share = AutoOr("holdout", FLAGS_holdout, kAutoHoldout);
+  if (!(share >= 0.0 && share <= 0.5)) {
+    throw MakeError("--holdout ", FLAGS_holdout, " is not auto or a share in [0, 0.5]");
+  }
+  if (share > 0 && !validation.empty()) {
+    throw MakeError("--holdout ", FLAGS_holdout, " and --validation ", validation,
+                    ": a job validates on one or the other (--holdout=0 or auto with --validation)");
+  }
+  if (share > 0 && IsPipeChannel(train)) {
+    throw MakeError("--holdout ", FLAGS_holdout, ": --train ", train,
+                    " is a pipe, read once, so its held-out rows cannot be read again to validate");
+  }
+  return share;
+}
+
 TrainerOptions TrainerOptionsFromFlags() {
   TrainerOptions options;
   options.train = FLAGS_train;
   if (options.train.empty()) throw MakeError("--train is required");
   options.validation = FLAGS_validation;
+  options.holdout = HoldoutFromFlags(options.train, options.validation);
   options.test = FLAGS_test;
   options.reader = ReaderOptionsFromFlags();
   options.cache_dir = FLAGS_cache_dir;

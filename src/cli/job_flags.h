@@ -22,6 +22,7 @@
 // Data channels.
 DECLARE_string(train);
 DECLARE_string(validation);
+DECLARE_string(holdout);
 DECLARE_string(test);
 DECLARE_string(data_format);
 DECLARE_bool(libsvm_zero_based);
@@ -126,6 +127,15 @@ std::vector<FlagGroup> JobFlagGroups();
 
 // Whether `job` is a built-in training job (linear_learner, factorization_machines).
 bool IsTrainingJob(const std::string& job);
+
+// --holdout=auto's share of the training rows.
+constexpr double kAutoHoldout = 0.1;
+
+// --holdout for a job of channels `train` and `validation`: auto is
+// kAutoHoldout without a validation channel (and a training pipe), else 0.
+// Throws Error naming the flag for a bad share, a share beside --validation,
+// or one of a pipe.
+double HoldoutFromFlags(const std::string& train, const std::string& validation);
 
 // --mini_batch_size: 0 for auto (the worker resolves it from the data,
 // worker/auto_minibatch.h), else its number. Throws Error naming the flag.

@@ -40,7 +40,19 @@ struct ReaderOptions {
   // Bytes per read(2). Lines and records longer than this still work (the
   // buffer grows); tests use small blocks to cross block boundaries often.
   size_t block_size = size_t{4} << 20;
+  // A share of the rows held out of training (0: none): a row is held out
+  // when a hash of its label and its non-zero entries (index and value)
+  // falls below holdout_share, so the same rows are held out however the
+  // channel is split among workers and whatever its format (a zero written
+  // out, as in CSV, and one left out hash alike). The reader yields only the
+  // held-out rows (holdout_side) or only the others.
+  double holdout_share = 0.0;
+  bool holdout_side = false;
 };
+
+// Whether row `row` of `batch` is among `share` of rows held out (see
+// ReaderOptions::holdout_share).
+bool HeldOut(const Batch& batch, size_t row, double share);
 
 // Reads the examples of one InputSplit: the records whose first byte lies in
 // it. Not thread-safe; use one reader per thread.

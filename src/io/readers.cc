@@ -116,10 +116,63 @@ bool FirstRecordLabelled(const InputSplit& split, const ReaderOptions& options, 
   }
 }
 
-std::unique_ptr<ExampleReader> OpenReader(const InputSplit& split, const ReaderOptions& options) {
-  if (!split.is_pipe && split.begin > split.end) {
-    throw MakeError(split.path, ": bad split: begin ", split.begin, " is past end ", split.end);
+bool HeldOut(const Batch& batch, size_t row, double share) {
+  const auto mix = [](uint64_t h, uint64_t word) {
+    // splitmix64's finaliser over the running hash and the next word.
+    uint64_t z = h ^ (word + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  const auto bits = [](float value) {
+    uint32_t word;
+    std::memcpy(&word, &value, sizeof word);
+    return uint64_t{word};
+  };
+  const size_t width = static_cast<size_t>(batch.label_width);
+  uint64_t h = 0x5eedf00dull;
+  for (size_t l = 0; l < width; ++l) h = mix(h, bits(batch.labels[row * width + l]));
+  for (uint64_t i = batch.row_offsets[row]; i < batch.row_offsets[row + 1]; ++i) {
+    if (batch.values[i] == 0.0f) continue;
+    h = mix(mix(h, batch.indices[i]), bits(batch.values[i]));
   }
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < share;
+}
+
+namespace {
+
+// Yields one side of a holdout (ReaderOptions::holdout_share) of another
+// reader's rows.
+class HoldoutReader : public ExampleReader {
+ public:
+  HoldoutReader(std::unique_ptr<ExampleReader> reader, double share, bool held_out)
+      : reader_(std::move(reader)), share_(share), held_out_(held_out) {}
+
+  size_t Read(size_t max_rows, Batch* batch) override {
+    size_t kept = 0;
+    while (kept < max_rows) {
+      read_.Clear();
+      if (reader_->Read(max_rows - kept, &read_) == 0) break;
+      for (size_t r = 0; r < read_.rows(); ++r) {
+        if (HeldOut(read_, r, share_) != held_out_) continue;
+        batch->AppendRows(read_, r, 1);
+        ++kept;
+      }
+    }
+    return kept;
+  }
+  uint64_t skipped_records() const override { return reader_->skipped_records(); }
+  uint64_t bytes_read() const override { return reader_->bytes_read(); }
+
+ private:
+  std::unique_ptr<ExampleReader> reader_;
+  double share_;
+  bool held_out_;
+  Batch read_;
+};
+
+std::unique_ptr<ExampleReader> OpenFormatReader(const InputSplit& split,
+                                                const ReaderOptions& options) {
   switch (options.format) {
     case DataFormat::kLibsvm:
       return OpenLibsvmReader(split, options);
@@ -129,6 +182,18 @@ std::unique_ptr<ExampleReader> OpenReader(const InputSplit& split, const ReaderO
       return OpenRecordIOExampleReader(split, options);
   }
   throw MakeError(split.path, ": unknown data format");
+}
+
+}  // namespace
+
+std::unique_ptr<ExampleReader> OpenReader(const InputSplit& split, const ReaderOptions& options) {
+  if (!split.is_pipe && split.begin > split.end) {
+    throw MakeError(split.path, ": bad split: begin ", split.begin, " is past end ", split.end);
+  }
+  std::unique_ptr<ExampleReader> reader = OpenFormatReader(split, options);
+  if (options.holdout_share <= 0.0) return reader;
+  return std::make_unique<HoldoutReader>(std::move(reader), options.holdout_share,
+                                         options.holdout_side);
 }
 
 }  // namespace keel

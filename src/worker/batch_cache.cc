@@ -150,7 +150,8 @@ uint64_t BatchCacheKey(const std::vector<InputSplit>& splits, const ReaderOption
     text += '\n';
   };
   add(static_cast<int>(reader.format), reader.zero_based, reader.skip_bad_records,
-      reader.feature_dim, static_cast<int>(reader.labels), reader.num_classes, batch_size);
+      reader.feature_dim, static_cast<int>(reader.labels), reader.num_classes, batch_size,
+      reader.holdout_share, reader.holdout_side);
   for (const InputSplit& split : splits) {
     text += split.path + "\n" + split.version + "\n";
     add(split.begin, split.end, split.is_pipe, split.file_size);

@@ -113,18 +113,20 @@ MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* a
 }
 
 ChannelPredictions Evaluator::Predict(const std::string& channel, const ModelArtifact* artifact,
-                                      uint64_t max_rows) {
-  return std::move(Score(channel, artifact, max_rows)[0]);
+                                      uint64_t max_rows, const ReaderOptions* reader) {
+  return std::move(Score(channel, artifact, max_rows, reader ? *reader : reader_)[0]);
 }
 
 std::vector<ChannelPredictions> Evaluator::PredictModels(const std::string& channel,
-                                                         const ModelArtifact* models) {
-  return Score(channel, models, std::numeric_limits<uint64_t>::max());
+                                                         const ModelArtifact* models,
+                                                         const ReaderOptions* reader) {
+  return Score(channel, models, std::numeric_limits<uint64_t>::max(), reader ? *reader : reader_);
 }
 
 std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
-                                                 const ModelArtifact* artifact, uint64_t max_rows) {
-  BatchStream stream(ResolveChannel(channel, 0, 1), reader_,
+                                                 const ModelArtifact* artifact, uint64_t max_rows,
+                                                 const ReaderOptions& reader) {
+  BatchStream stream(ResolveChannel(channel, 0, 1), reader,
                      static_cast<size_t>(hyperparameters_.mini_batch_size));
   // An artifact of one model (of several, when JoinModels made it).
   ComputeBackend* model =

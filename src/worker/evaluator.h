@@ -93,21 +93,25 @@ class Evaluator {
   // The predictions and labels of the first `max_rows` (>= 1) examples of
   // `channel` (all of them when it has fewer), scored as Evaluate scores them.
   // Throws Error as Evaluate does.
+  // `reader`, if given, reads the channel instead of the evaluator's own
+  // (here and in PredictModels: the held-out rows of a training channel).
   ChannelPredictions Predict(const std::string& channel, const ModelArtifact* artifact = nullptr,
-                             uint64_t max_rows = std::numeric_limits<uint64_t>::max());
+                             uint64_t max_rows = std::numeric_limits<uint64_t>::max(),
+                             const ReaderOptions* reader = nullptr);
 
   // The predictions and labels of every example of `channel` under each of
   // the job's models on the servers (num_models), or in `models` if given (an
   // artifact of every model's columns: JoinModels), in one pass over the
   // data: one ChannelPredictions per model. Throws Error as Evaluate does.
   std::vector<ChannelPredictions> PredictModels(const std::string& channel,
-                                                const ModelArtifact* models = nullptr);
+                                                const ModelArtifact* models = nullptr,
+                                                const ReaderOptions* reader = nullptr);
 
  private:
   // The first `max_rows` examples of `channel` under each model of the
   // servers' weights, or under `artifact`.
   std::vector<ChannelPredictions> Score(const std::string& channel, const ModelArtifact* artifact,
-                                        uint64_t max_rows);
+                                        uint64_t max_rows, const ReaderOptions& reader);
   // The bias to score with: the artifact's, the servers' (pulled), or zeros.
   std::vector<float> BiasFor(const ModelArtifact* artifact);
   KVWorker* client_;

@@ -33,10 +33,30 @@ namespace {
 
 // The reader checks feature indices against --feature_dim and labels by the
 // predictor type.
+// `options` with the data's checks (labels, feature_dim), and its holdout
+// applied: the training reader skips the held-out rows, which are the
+// validation channel (read with HeldOutReader).
 TrainerOptions WithDataChecks(TrainerOptions options, const Hyperparameters& hyperparameters) {
   options.reader = WithLabelRule(options.reader, hyperparameters);
   options.reader.feature_dim = hyperparameters.feature_dim;
+  if (options.holdout > 0) {
+    options.validation = options.train;
+    options.reader.holdout_share = options.holdout;
+    options.reader.holdout_side = false;
+  }
   return options;
+}
+
+// `reader` for the held-out rows alone (with a holdout), or for every row.
+ReaderOptions HeldOutReader(ReaderOptions reader) {
+  reader.holdout_side = true;
+  return reader;
+}
+
+// `reader` for every row of a channel (the test channel).
+ReaderOptions EveryRowReader(ReaderOptions reader) {
+  reader.holdout_share = 0.0;
+  return reader;
 }
 
 void LogEpochDone(int rank, int epoch, const EpochResult& result) {
@@ -72,9 +92,15 @@ Trainer::Trainer(Node* node, SchedulerLink* scheduler, KVWorker* client,
               : nullptr),
       control_(client),
       evaluator_(client, backend_.get(), one_model_ ? one_model_.get() : backend_.get(),
-                 hyperparameters, options_.reader),
+                 hyperparameters, EveryRowReader(options_.reader)),
+      validation_reader_(HeldOutReader(options_.reader)),
       epoch_trainer_(node, scheduler, client, backend_.get(), hyperparameters, options_, &state_) {
   if (options_.train.empty()) throw MakeError("--train is required");
+  if (options_.holdout > 0 && node_->rank() == 0) {
+    std::cout << "no --validation: " << options_.holdout * 100 << "% of the training rows are held "
+              << "out to select the model and the epoch and to stop early (--holdout=0 trains on "
+              << "every row)" << std::endl;
+  }
 }
 
 void Trainer::Run() {
@@ -320,7 +346,8 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
     joined = JoinModels(folded, hyperparameters_);
   }
   const std::vector<ChannelPredictions> scored =
-      evaluator_.PredictModels(options_.validation, joined ? &*joined : nullptr);
+      evaluator_.PredictModels(options_.validation, joined ? &*joined : nullptr,
+                               &validation_reader_);
   // Each model's figures (sorts of every validation row's score) on up to 4
   // threads, one per core: each holds a copy of the scores while it sorts.
   std::vector<MetricSet> per_model(scored.size());
@@ -407,7 +434,10 @@ void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {
     if (hyperparameters_.num_models > 1) {
       std::cout << "keeping model " << state_.best_model() << " of " << hyperparameters_.num_models
                 << ", the best on "
-                << (options_.validation.empty() ? "training loss" : "validation") << std::endl;
+                << (options_.validation.empty() ? "training loss"
+                    : options_.holdout > 0      ? "the held-out rows"
+                                                : "validation")
+                << std::endl;
     }
     return;
   }
@@ -421,8 +451,8 @@ void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {
     (*final_metrics)["train:selected_model"] = best_.model.selected_model;
   }
   if (best_.epoch != last_epoch) {
-    std::cout << "keeping the model of epoch " << best_.epoch << ", the best on validation"
-              << std::endl;
+    std::cout << "keeping the model of epoch " << best_.epoch << ", the best on "
+              << (options_.holdout > 0 ? "the held-out rows" : "validation") << std::endl;
   }
 }
 
@@ -444,7 +474,8 @@ void Trainer::TuneThreshold(MetricSet* final_metrics) {
     choice = *best_.threshold;
   } else {
     const ChannelPredictions scored =
-        evaluator_.Predict(channel, &best_.model, hyperparameters_.num_calibration_samples);
+        evaluator_.Predict(channel, &best_.model, hyperparameters_.num_calibration_samples,
+                           on_validation ? &validation_reader_ : &options_.reader);
     choice = ChooseThreshold(scored.predictions, scored.labels, model.threshold_criterion(),
                              model.DecisionThreshold());
     rows = scored.labels.size();
@@ -453,7 +484,8 @@ void Trainer::TuneThreshold(MetricSet* final_metrics) {
   const MetricSet metrics = ThresholdMetrics(on_validation ? "validation" : "train", model, choice);
   for (const auto& [name, value] : metrics) (*final_metrics)[name] = value;
   std::cout << "decision threshold tuned for " << SelectionCriterionName(model.selection_criterion)
-            << " on " << rows << " rows of " << channel << ": "
+            << " on " << rows << (options_.holdout > 0 ? " held-out" : "") << " rows of "
+            << channel << ": "
             << FormatMetrics(metrics) << std::endl;
 }
 

@@ -126,6 +126,9 @@ class Trainer {
   std::unique_ptr<ComputeBackend> one_model_;
   ControlTable control_;
   Evaluator evaluator_;
+  // How the validation channel is read: its rows, or the training channel's
+  // held-out rows (TrainerOptions::holdout).
+  ReaderOptions validation_reader_;
   // The job's state as checkpoints carry it (kept current by the leader).
   proto::TrainerState state_;
   EpochTrainer epoch_trainer_;

@@ -18,6 +18,9 @@ class LatestHealth;  // worker/training_health.h
 struct TrainerOptions {
   std::string train;       // channel: file, folder, or pipe:PATH
   std::string validation;  // optional
+  // A share of the training rows held out as the validation channel when
+  // there is none (ReaderOptions::holdout_share; 0: none).
+  double holdout = 0.0;
   std::string test;        // optional
   ReaderOptions reader;
   // Where the worker keeps its share's prepared minibatches after the first

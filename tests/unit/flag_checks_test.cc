@@ -194,6 +194,25 @@ TEST_F(FlagChecks, RequestAttemptsAreBounded) {
   EXPECT_EQ(ErrorOf([] { RequestRetryFromFlags(); }), "--request_attempts 0 is not in [1, 1000]");
 }
 
+TEST_F(FlagChecks, HoldoutIsATenthWithoutValidationAndNoneBesideItOrForAPipe) {
+  Set("holdout", "auto");
+  EXPECT_EQ(HoldoutFromFlags("/data/train", ""), 0.1);
+  EXPECT_EQ(HoldoutFromFlags("/data/train", "/data/validation"), 0.0);
+  EXPECT_EQ(HoldoutFromFlags("pipe:/opt/ml/input/data/train_0", ""), 0.0);
+  Set("holdout", "0.25");
+  EXPECT_EQ(HoldoutFromFlags("/data/train", ""), 0.25);
+  EXPECT_EQ(ErrorOf([] { HoldoutFromFlags("/data/train", "/data/validation"); }),
+            "--holdout 0.25 and --validation /data/validation: a job validates on one or the "
+            "other (--holdout=0 or auto with --validation)");
+  EXPECT_NE(ErrorOf([] { HoldoutFromFlags("pipe:/p", ""); }).find("is a pipe, read once"),
+            std::string::npos);
+  Set("holdout", "0.9");
+  EXPECT_EQ(ErrorOf([] { HoldoutFromFlags("/data/train", ""); }),
+            "--holdout 0.9 is not auto or a share in [0, 0.5]");
+  Set("holdout", "0");
+  EXPECT_EQ(HoldoutFromFlags("/data/train", ""), 0.0);
+}
+
 TEST_F(FlagChecks, JobCountsAreBounded) {
   Set("job", "linear_learner");
   Set("mini_batch_size", "2000000000");

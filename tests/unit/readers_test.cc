@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,6 +53,92 @@ ReaderOptions Options(DataFormat format) {
   ReaderOptions options;
   options.format = format;
   return options;
+}
+
+// ---------------------------------------------------------------------------
+// Holdout
+
+class Holdout : public TempFolder {
+ protected:
+  // 2,000 distinct rows of 4 features, some zero, as CSV (zeros written) and libsvm
+  // (zeros left out).
+  void WriteSets();
+};
+
+void Holdout::WriteSets() {
+  std::string csv, libsvm;
+  for (int r = 0; r < 2000; ++r) {
+    const int label = r % 2;
+    csv += std::to_string(label);
+    libsvm += std::to_string(label);
+    for (int f = 0; f < 4; ++f) {
+      // Features 0-2 are 0 one time in five; feature 3 tells the rows apart.
+      const int value = f == 3 ? r + 1 : (r * 7 + f * 13) % 5;
+      csv += "," + std::to_string(value);
+      if (value != 0) libsvm += " " + std::to_string(f + 1) + ":" + std::to_string(value);
+    }
+    csv += "\n";
+    libsvm += "\n";
+  }
+  WriteFile("rows.csv", csv);
+  WriteFile("rows.libsvm", libsvm);
+}
+
+// Each row of a batch as text: label, then its non-zero entries.
+std::multiset<std::string> RowTexts(const Batch& batch) {
+  std::multiset<std::string> rows;
+  for (size_t r = 0; r < batch.rows(); ++r) {
+    std::string text = std::to_string(batch.labels[r]);
+    for (uint64_t i = batch.row_offsets[r]; i < batch.row_offsets[r + 1]; ++i) {
+      if (batch.values[i] != 0.0f) {
+        text += " " + std::to_string(batch.indices[i]) + ":" + std::to_string(batch.values[i]);
+      }
+    }
+    rows.insert(text);
+  }
+  return rows;
+}
+
+TEST_F(Holdout, TheTwoSidesSplitTheRowsAboutAsAskedAndEveryFormatHoldsOutTheSameRows) {
+  WriteSets();
+  ReaderOptions csv = Options(DataFormat::kCsv);
+  ReaderOptions libsvm = Options(DataFormat::kLibsvm);
+  for (ReaderOptions* options : {&csv, &libsvm}) options->holdout_share = 0.1;
+  const Batch csv_train = ReadAll(folder_ + "/rows.csv", csv);
+  const Batch libsvm_train = ReadAll(folder_ + "/rows.libsvm", libsvm);
+  csv.holdout_side = libsvm.holdout_side = true;
+  const Batch csv_held = ReadAll(folder_ + "/rows.csv", csv);
+  const Batch libsvm_held = ReadAll(folder_ + "/rows.libsvm", libsvm);
+  EXPECT_EQ(csv_train.rows() + csv_held.rows(), 2000u);
+  EXPECT_GT(csv_held.rows(), 140u);  // 200 expected: 4 standard deviations either way
+  EXPECT_LT(csv_held.rows(), 260u);
+  EXPECT_EQ(RowTexts(csv_held), RowTexts(libsvm_held));
+  EXPECT_EQ(RowTexts(csv_train), RowTexts(libsvm_train));
+  // Every row read at once is on exactly one side.
+  std::multiset<std::string> joined = RowTexts(csv_train);
+  const std::multiset<std::string> held = RowTexts(csv_held);
+  joined.insert(held.begin(), held.end());
+  EXPECT_EQ(joined, RowTexts(ReadAll(folder_ + "/rows.csv", Options(DataFormat::kCsv))));
+}
+
+TEST_F(Holdout, WorkersSplittingTheChannelHoldOutTheRowsOneReaderHoldsOut) {
+  WriteSets();
+  ReaderOptions options = Options(DataFormat::kLibsvm);
+  options.holdout_share = 0.2;
+  options.holdout_side = true;
+  const Batch whole = ReadAll(folder_ + "/rows.libsvm", options);
+  std::multiset<std::string> by_workers;
+  for (int rank = 0; rank < 3; ++rank) {
+    for (const InputSplit& split : ResolveChannel(folder_ + "/rows.libsvm", rank, 3)) {
+      std::unique_ptr<ExampleReader> reader = OpenReader(split, options);
+      Batch part;
+      while (reader->Read(7, &part) > 0) {
+      }
+      const std::multiset<std::string> rows = RowTexts(part);
+      by_workers.insert(rows.begin(), rows.end());
+    }
+  }
+  EXPECT_EQ(by_workers, RowTexts(whole));
 }
 
 // ---------------------------------------------------------------------------
