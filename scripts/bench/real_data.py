@@ -388,7 +388,9 @@ def _per_run(splits, metric):
 
 
 def _number(value, metric):
-    return f"{value:.4f}" if metric != "mse" else f"{value:.4g}"
+    if metric != "mse":
+        return f"{value:.4f}"
+    return f"{value:.2f}" if value < 1000 else f"{value:.0f}"
 
 
 def table(rows, spread=False):
