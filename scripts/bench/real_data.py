@@ -445,7 +445,7 @@ def main():
             journal_file.write(json.dumps({"started": started, "keel": binary, **entry}) + "\n")
             journal_file.flush()
 
-    rows, mismatches = [], []
+    rows, mismatches, failures = [], [], 0
     for name in names:
         load, task, source = SETS[name]
         features, labels = load()
@@ -459,6 +459,7 @@ def main():
                                             journal)
             for learner, value in figures.items():
                 per_learner.setdefault(learner, []).append(value)
+                failures += value.count(None)
             for data_format, difference in differences.items():
                 if difference > 1e-5:
                     mismatches.append(f"{name} split {seed}: {data_format} scores differ from "
@@ -474,7 +475,9 @@ def main():
             out.write(text + "\n")
     for mismatch in mismatches:
         print(f"real_data: format check failed: {mismatch}", file=sys.stderr)
-    return 1 if mismatches else 0
+    if failures:
+        print(f"real_data: {failures} Keel run(s) failed", file=sys.stderr)
+    return 1 if mismatches or failures else 0
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@
 # --jsonl appends every figure (each split, learner and format, with its
 # training seconds) and each split's format check as JSON lines, for comparing
 # runs. Needs python3-sklearn and python3-statsmodels (scripts/setup.sh --tests).
-# Exit status 1 if a format check failed.
+# Exit status 1 if a Keel run or a format check failed.
 set -euo pipefail
+caller=$PWD # where --out and --jsonl are relative to (bench.sh moves to the repository root)
 # shellcheck source=scripts/lib/bench.sh
 source "$(dirname "$0")/../lib/bench.sh"
 keel=$(realpath -m "$(keel_binary KEEL)")
@@ -35,11 +36,12 @@ python=/usr/bin/python3
   exit 1
 }
 
+path() { (cd "$caller" && realpath -m "$1"); }
 options=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --out | --jsonl) options+=("$1=$(realpath -m "$2")"); shift 2 ;;
-    --out=* | --jsonl=*) options+=("${1%%=*}=$(realpath -m "${1#*=}")"); shift ;;
+    --out | --jsonl) options+=("$1=$(path "$2")"); shift 2 ;;
+    --out=* | --jsonl=*) options+=("${1%%=*}=$(path "${1#*=}")"); shift ;;
     *) echo "usage: real_data.sh [--out TABLE.md] [--jsonl FIGURES.jsonl]" >&2; exit 2 ;;
   esac
 done
