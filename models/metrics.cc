@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <iomanip>
 #include <limits>
 #include <numeric>
@@ -255,6 +256,22 @@ MetricSet OfChannel(const std::string& channel, const MetricSet& metrics) {
   MetricSet named;
   for (const auto& [name, value] : metrics) named.emplace(channel + ":" + name, value);
   return named;
+}
+
+std::vector<std::string> WorseThanTrivial(const MetricSet& model, const MetricSet& trivial) {
+  std::vector<std::string> worse;
+  for (const auto& [name, constant] : trivial) {
+    const auto found = model.find(name);
+    if (found == model.end()) continue;
+    const bool higher_is_better = name.find("accuracy") != std::string::npos;
+    const double value = found->second;
+    if (higher_is_better ? value < constant : value > constant) {
+      char text[160];
+      snprintf(text, sizeof(text), "%s %.4f (a constant: %.4f)", name.c_str(), value, constant);
+      worse.push_back(text);
+    }
+  }
+  return worse;
 }
 
 std::string FormatMetrics(const MetricSet& metrics) {

@@ -131,6 +131,14 @@ std::string FormatMetrics(const MetricSet& metrics);
 // metrics.json and oracle.json.
 std::string MetricsJson(const MetricSet& metrics);
 
+// The figures of `model` worse than the same figures of `trivial`, a constant
+// predictor's on the same rows (worker/trivial_predictor.h), each as
+// "objective_loss 0.7312 (a constant: 0.6931)": accuracies
+// (binary_classification_accuracy, multiclass_accuracy) when lower, every
+// other figure `trivial` holds (objective_loss, mse) when higher. A figure
+// either lacks is not compared. Empty: no worse figure.
+std::vector<std::string> WorseThanTrivial(const MetricSet& model, const MetricSet& trivial);
+
 // The metric a progress line or a status page shows for an epoch: the first
 // of `metrics` among validation:roc_auc_score, validation:multiclass_accuracy,
 // validation:binary_classification_accuracy, validation:rmse,

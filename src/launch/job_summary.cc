@@ -72,6 +72,39 @@ std::string Entry(const std::string& name, const std::string& value) {
   return padded + value + "\n";
 }
 
+// The metrics named "PREFIX..." without the prefix.
+MetricSet WithPrefix(const MetricSet& metrics, const std::string& prefix) {
+  MetricSet named;
+  for (const auto& [name, value] : metrics) {
+    if (name.compare(0, prefix.size(), prefix) == 0) named[name.substr(prefix.size())] = value;
+  }
+  return named;
+}
+
+// A line for each channel where the kept model is worse than a constant
+// prediction of the training labels (the trivial:CHANNEL:* figures the
+// worker recorded).
+std::string TrivialWarnings(const MetricSet& metrics) {
+  std::string text;
+  for (const std::string channel : {"validation", "test"}) {
+    MetricSet trivial = WithPrefix(metrics, "trivial:" + channel + ":");
+    trivial.erase("worse");
+    const std::vector<std::string> worse =
+        WorseThanTrivial(WithPrefix(metrics, channel + ":"), trivial);
+    if (worse.empty()) continue;
+    std::string figures;
+    for (const std::string& figure : worse) figures += (figures.empty() ? "" : ", ") + figure;
+    const auto selected = metrics.find("train:selected_model");
+    const std::string which = selected == metrics.end()
+                                  ? "the model"
+                                  : "the kept model (model " +
+                                        std::to_string(static_cast<int>(selected->second)) + ")";
+    text += Entry("WARNING", which + " is worse on " + channel +
+                                 " than a constant prediction of the training labels: " + figures);
+  }
+  return text;
+}
+
 std::string Absolute(const std::string& path, const std::string& folder) {
   if (path.empty() || path[0] == '/' || path.find("://") != std::string::npos || folder.empty()) {
     return path;
@@ -114,6 +147,7 @@ std::string FormatJobSummary(const JobSummaryInput& input) {
     }
     const std::string test = ChannelMetrics(end.metrics, "test");
     if (!test.empty()) text += Entry("test", test);
+    text += TrivialWarnings(end.metrics);
     if (!end.lost_ranges.empty()) {
       text += Entry("data lost", "key range(s) " + JoinRanges(end.lost_ranges) +
                                      " lost every replica during the job: the updates their "

@@ -105,11 +105,15 @@ Evaluator::Evaluator(KVWorker* client, ComputeBackend* models, ComputeBackend* o
       reader_(reader),
       bias_key_(BiasKey()) {}
 
-MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* artifact) {
-  const ChannelPredictions scored = Predict(channel, artifact);
+MetricSet Evaluator::Evaluate(const std::string& channel, const ModelArtifact* artifact,
+                              std::vector<float>* labels) {
+  ChannelPredictions scored = Predict(channel, artifact);
   Hyperparameters scoring = hyperparameters_;
   if (artifact != nullptr) scoring.threshold = artifact->hyperparameters.threshold;
-  return PredictionMetrics(scoring, scored.predictions, scored.labels, scored.mean_loss);
+  MetricSet metrics =
+      PredictionMetrics(scoring, scored.predictions, scored.labels, scored.mean_loss);
+  if (labels != nullptr) *labels = std::move(scored.labels);
+  return metrics;
 }
 
 ChannelPredictions Evaluator::Predict(const std::string& channel, const ModelArtifact* artifact,

@@ -88,7 +88,9 @@ class Evaluator {
   // prefix: PredictionMetrics, a binary classifier labelled by the artifact's
   // threshold when given. Throws Error on bad data, a failed request, or an
   // empty channel.
-  MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr);
+  // `labels`, if given, receives the channel's labels.
+  MetricSet Evaluate(const std::string& channel, const ModelArtifact* artifact = nullptr,
+                     std::vector<float>* labels = nullptr);
 
   // The predictions and labels of the first `max_rows` (>= 1) examples of
   // `channel` (all of them when it has fewer), scored as Evaluate scores them.

@@ -181,6 +181,7 @@ Hyperparameters Hyperparameters::Model(int k) const {
   const ModelVariant& variant = variants[k];
   ApplyVariant(variant.learning_rate_scale, variant.wd, variant.l1, &model.weights_optimizer);
   ApplyVariant(variant.learning_rate_scale, 0, 0, &model.bias_optimizer);
+  if (variant.linear_only) model.factors_init = InitializerSpec{"constant", 0.0f, 0.0f};
   model.num_models = 1;
   model.variants = {ModelVariant{}};
   return model;
@@ -319,8 +320,8 @@ void Hyperparameters::Validate() const {
   ValidateModels();
 }
 
-double AutoLearningRate(JobKind job, const std::string& optimizer) {
-  if (optimizer == "ftrl") return job == JobKind::kFactorizationMachines ? 10.0 : 1.0;
+double AutoLearningRate(JobKind /*job*/, const std::string& optimizer) {
+  if (optimizer == "ftrl") return 1.0;
   return 0.01;
 }
 
@@ -333,7 +334,7 @@ std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
     for (int k = 0; k < h.num_models; ++k) {
       const int first = k * h.weight_width();
       factor_columns.push_back(
-          InitializerGroup{first + 1, first + 1 + h.num_factors, h.factors_init});
+          InitializerGroup{first + 1, first + 1 + h.num_factors, h.Model(k).factors_init});
     }
   }
   weights.initializer = MakeInitializer(h.linear_init, factor_columns, h.seed);

@@ -62,6 +62,9 @@ struct ModelVariant {
   float learning_rate_scale = 1.0f;
   float wd = 0.0f;
   float l1 = 0.0f;
+  // A factorization machine's linear model: its factors start at (and so
+  // stay at) zero.
+  bool linear_only = false;
 };
 
 struct Hyperparameters {
@@ -183,9 +186,10 @@ PredictorType ParsePredictorType(
     const std::string& name);  // binary_classifier | regressor | multiclass_classifier
 
 // What --learning_rate=auto stands for in `job` under `optimizer` (a resolved
-// name, ResolveOptimizerName): 1 for the linear learner's ftrl and 10 for the
-// factorization machine's (FTRL's alpha; the rates configs/*.flags were tuned
-// to), 0.01 for every other optimizer (Keel's default rate before `auto`).
+// name, ResolveOptimizerName): 1 for ftrl in both jobs (FTRL's alpha; on
+// dense data a factorization machine's factors diverge at 10, which
+// configs/factorization_machines.flags keeps for its sparse data), 0.01 for
+// every other optimizer (Keel's default rate before `auto`).
 // docs/ARCHITECTURE.md ("Training jobs") says why.
 double AutoLearningRate(JobKind job, const std::string& optimizer);
 

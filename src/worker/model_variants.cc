@@ -17,7 +17,8 @@ constexpr double kBronze = 0.7320508075688772;  // sqrt(3) - 1
 
 }  // namespace
 
-std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& weights) {
+std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& weights,
+                                       JobKind job) {
   const bool takes_l1 = ResolveOptimizerName(weights.name) != "adam";
   std::vector<ModelVariant> variants(static_cast<size_t>(std::max(num_models, 1)));
   for (int k = 1; k < num_models; ++k) {
@@ -27,6 +28,11 @@ std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& w
     if (takes_l1 && k % 3 == 0) {
       variant.l1 = static_cast<float>(std::pow(10.0, -7.0 + 4.0 * Weyl(k, kBronze)));
     }
+  }
+  if (job == JobKind::kFactorizationMachines && num_models >= 2) {
+    ModelVariant linear;
+    linear.linear_only = true;
+    variants.back() = linear;
   }
   return variants;
 }
@@ -48,7 +54,8 @@ int ParseNumModels(const std::string& value, const Hyperparameters& hyperparamet
 
 Hyperparameters WithModels(Hyperparameters hyperparameters, int num_models) {
   hyperparameters.num_models = num_models;
-  hyperparameters.variants = SpreadModels(num_models, hyperparameters.weights_optimizer);
+  hyperparameters.variants =
+      SpreadModels(num_models, hyperparameters.weights_optimizer, hyperparameters.job);
   return hyperparameters;
 }
 

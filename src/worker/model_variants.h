@@ -6,7 +6,12 @@
 // every other model adds an L2 penalty (wd) of 10^v_k, v_k in [-7, -3), to
 // its weights; every third adds an L1 penalty alike when the optimizer takes
 // one (adam does not). u_k, v_k come from golden-ratio (Weyl) sequences, which
-// cover their ranges evenly for any number of models.
+// cover their ranges evenly for any number of models. A factorization
+// machine of two models or more makes its last model a linear one: the
+// settings given, its factors starting at zero (where their gradient is zero,
+// so they stay there). Selected on validation (or held-out rows), the job's
+// model is then never worse there than the linear part alone: interactions
+// that overfit a small or dense data set lose to it.
 //
 // Why these ranges: the rate is the setting a default most often gets wrong
 // by up to a decade either way (feature scales, label scales, data size), and
@@ -22,9 +27,10 @@
 
 namespace keel {
 
-// The variants of `num_models` models (1..kMaxModels) for a job whose weights
-// use `weights` (its name decides whether an L1 penalty is spread).
-std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& weights);
+// The variants of `num_models` models (1..kMaxModels) for a `job` whose
+// weights use `weights` (its name decides whether an L1 penalty is spread).
+std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& weights,
+                                       JobKind job);
 
 // What num_models=auto resolves to for a job (docs/ARCHITECTURE.md says why).
 int AutoNumModels(const Hyperparameters& hyperparameters);

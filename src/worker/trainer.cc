@@ -150,7 +150,9 @@ void Trainer::PrepareData(int first_epoch) {
   // read, and start-up waits for both. (The check's error comes first: the
   // future waits for the sample as it goes out of scope.)
   std::future<DataStatistics> statistics = std::async(std::launch::async, [this] {
-    return ComputeDataStatistics(StatisticsSample(), hyperparameters_);
+    const Batch sample = StatisticsSample();
+    trivial_ = FitTrivialPredictor(sample, hyperparameters_);
+    return ComputeDataStatistics(sample, hyperparameters_);
   });
   if (!options_.reader.skip_bad_records && !IsPipeChannel(options_.train)) {
     share_examples_ = CheckTrainingShard();
@@ -380,6 +382,11 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
              figures);
     }
   }
+  if (trivial_figures_.count("validation") == 0) {
+    // Every model scored the same rows.
+    trivial_figures_["validation"] =
+        TrivialMetrics(trivial_, hyperparameters_, scored[*selected].labels);
+  }
   const MetricSet& validation = per_model[*selected];
   const MetricSet named = OfChannel("validation", validation);
   Record(named, figures);
@@ -410,10 +417,14 @@ void Trainer::FinishJob(int last_epoch, MetricSet* final_metrics) {
   ChooseModel(last_epoch, final_metrics);
   TuneThreshold(final_metrics);
   if (!options_.test.empty()) {
-    const MetricSet metrics = OfChannel("test", evaluator_.Evaluate(options_.test, &best_.model));
+    std::vector<float> labels;
+    const MetricSet metrics =
+        OfChannel("test", evaluator_.Evaluate(options_.test, &best_.model, &labels));
     for (const auto& [name, value] : metrics) (*final_metrics)[name] = value;
     std::cout << FormatMetrics(metrics) << std::endl;
+    trivial_figures_["test"] = TrivialMetrics(trivial_, hyperparameters_, labels);
   }
+  GuardAgainstTrivial(final_metrics);
   // Every worker's examples over the workers' summed training time per worker.
   (*final_metrics)["train:examples_per_second"] =
       state_.training_seconds() > 0
@@ -424,6 +435,31 @@ void Trainer::FinishJob(int last_epoch, MetricSet* final_metrics) {
   LOG(INFO) << "wrote the model (" << best_.model.features.size() << " features) to "
             << options_.model_dir;
   WriteMetricsFile(options_.model_dir, *final_metrics);
+}
+
+void Trainer::GuardAgainstTrivial(MetricSet* final_metrics) {
+  for (const auto& [channel, trivial] : trivial_figures_) {
+    if (trivial.empty()) continue;
+    MetricSet model;
+    const std::string prefix = channel + ":";
+    for (const auto& [name, value] : *final_metrics) {
+      if (name.compare(0, prefix.size(), prefix) == 0) model[name.substr(prefix.size())] = value;
+    }
+    for (const auto& [name, value] : trivial) (*final_metrics)["trivial:" + channel + ":" + name] = value;
+    const std::vector<std::string> worse = WorseThanTrivial(model, trivial);
+    (*final_metrics)["trivial:" + channel + ":worse"] = static_cast<double>(worse.size());
+    if (worse.empty()) continue;
+    std::string figures;
+    for (const std::string& figure : worse) figures += (figures.empty() ? "" : ", ") + figure;
+    const std::string which = hyperparameters_.num_models > 1
+                                  ? "model " + std::to_string(state_.best_model()) + " of " +
+                                        std::to_string(hyperparameters_.num_models) + ", kept,"
+                                  : "the model";
+    LOG(WARNING) << which << " is worse on " << channel
+                 << " than a constant prediction of the training labels: " << figures;
+    std::cout << "WARNING: " << which << " is worse on " << channel
+              << " than a constant prediction of the training labels: " << figures << std::endl;
+  }
 }
 
 void Trainer::ChooseModel(int last_epoch, MetricSet* final_metrics) {

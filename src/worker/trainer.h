@@ -39,6 +39,7 @@
 #include "worker/shard_check.h"
 #include "worker/timeline_recorder.h"
 #include "worker/trainer_options.h"
+#include "worker/trivial_predictor.h"
 #include "worker/training_health.h"
 
 namespace keel {
@@ -95,6 +96,11 @@ class Trainer {
   std::array<int, kHealthTables> HealthWidths() const;
   // Records `figures` in the job's metrics (state_) and in the epoch's line.
   void Record(const MetricSet& named, MetricSet* figures);
+  // Worker 0, at the end: records the trivial predictor's figures on each
+  // channel scored (trivial:CHANNEL:NAME, and trivial:CHANNEL:worse, how many
+  // of the model's figures there are worse) and warns, naming the model and
+  // the figures, when the kept model is worse than it.
+  void GuardAgainstTrivial(MetricSet* final_metrics);
   // Worker 0, at the end: picks the model (the best validation epoch's or the
   // last one's, `last_epoch`; of several models the selected one), scores the
   // test channel with it, and writes the artifact and metrics.json.
@@ -149,6 +155,10 @@ class Trainer {
   BestEpoch best_;
   // The statistics training uses, folded into every model it dumps.
   DataStatistics statistics_;
+  // The best constant prediction of the sample's labels, and its figures on
+  // each channel scored ("validation", "test"): the guard's yardstick.
+  TrivialPredictor trivial_;
+  std::map<std::string, MetricSet> trivial_figures_;
   std::unique_ptr<DataScaler> scaler_;
   // The folder of the share's batch cache when it is a temporary one, and the cache.
   std::unique_ptr<TemporaryCacheFolder> cache_folder_;

@@ -59,7 +59,7 @@ class PrometheusScrape : public testing::TempFolderTest {
   PrometheusScrape() : TempFolderTest("prometheus") {}
 
   // A small training job that runs until the test stops it (no validation
-  // channel, so no early stopping).
+  // channel and no held-out rows, so no early stopping).
   pid_t LaunchJob() {
     const auto data = testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=20000",
                                     "--features=2000", "--nnz=10", "--out=" + folder_ + "/data"},
@@ -67,7 +67,7 @@ class PrometheusScrape : public testing::TempFolderTest {
     EXPECT_EQ(data.code, 0) << data.output;
     return processes_.Start(
         {KeelBinary(), "launch", "--servers=1", "--workers=1", "--job=linear_learner",
-         "--predictor_type=binary_classifier", "--mini_batch_size=100", "--epochs=100000",
+         "--predictor_type=binary_classifier", "--mini_batch_size=100", "--epochs=100000", "--holdout=0",
          "--train=" + folder_ + "/data/train", "--model_dir=" + folder_ + "/model"});
   }
 

@@ -106,6 +106,11 @@ TEST_F(TrainingJob, LinearLearnerLearnsAndPredictReproducesItsTestScore) {
             0.5 + 0.5 * (oracle.at("validation:roc_auc_score") - 0.5));
   EXPECT_LT(metrics.at("validation:roc_auc_score"), oracle.at("validation:roc_auc_score") + 0.01);
   EXPECT_GT(metrics.at("train:examples_per_second"), 0);
+  // Better than a constant prediction of the training labels on both channels.
+  EXPECT_EQ(metrics.at("trivial:validation:worse"), 0);
+  EXPECT_EQ(metrics.at("trivial:test:worse"), 0);
+  EXPECT_GT(metrics.at("trivial:test:objective_loss"), metrics.at("test:objective_loss"));
+  EXPECT_EQ(exit.output.find("WARNING"), std::string::npos) << exit.output;
 
   const std::string predictions = folder_ + "/predictions.csv";
   const auto predict = Predict(folder_, "test");
@@ -200,14 +205,14 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   const JsonValue document = ParseJson(json, "model.json");
   const JsonValue& weights = *document.Find("hyperparameters")->Find("weights_optimizer");
   EXPECT_EQ(weights.Find("name")->AsString(), "ftrl");              // auto for FM binary
-  EXPECT_DOUBLE_EQ(weights.Find("learning_rate")->AsNumber(), 10);  // auto for ftrl FM
+  EXPECT_DOUBLE_EQ(weights.Find("learning_rate")->AsNumber(), 1);   // auto for ftrl
   EXPECT_DOUBLE_EQ(weights.Find("beta1")->AsNumber(), 0.9);         // auto
   EXPECT_DOUBLE_EQ(weights.Find("beta2")->AsNumber(), 0.999);       // auto
   EXPECT_DOUBLE_EQ(weights.Find("rescale_grad")->AsNumber(), 0.5);
   EXPECT_DOUBLE_EQ(weights.Find("clip_gradient")->AsNumber(), 5);
   const auto& groups = weights.Find("groups")->AsArray();
   ASSERT_EQ(groups.size(), 2u) << json;
-  EXPECT_DOUBLE_EQ(groups[0].Find("learning_rate")->AsNumber(), 10);    // linear_lr auto
+  EXPECT_DOUBLE_EQ(groups[0].Find("learning_rate")->AsNumber(), 1);     // linear_lr auto
   EXPECT_DOUBLE_EQ(groups[1].Find("learning_rate")->AsNumber(), 0.02);  // factors_lr
   EXPECT_EQ(document.Find("flags")->Find("learning_rate")->AsString(), "auto");
 
@@ -263,6 +268,28 @@ TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
   ASSERT_TRUE(std::regex_search(predict.output, auc, std::regex("roc_auc_score ([0-9.]+)")))
       << predict.output;
   EXPECT_NEAR(std::stod(auc[1]), best_auc, 2e-4);
+}
+
+// The guard against a model no better than a constant: a factorization machine
+// whose learning rate makes it diverge (its scores saturate, wrong half the
+// time) ends with a warning naming the channels and the figures, in the
+// summary and in metrics.json.
+TEST_F(TrainingJob, ADivergedFactorizationMachineIsReportedWorseThanAConstantPrediction) {
+  Generate("fm", 4000, 1);
+  const auto exit = Train({"--job=factorization_machines", "--learning_rate=100000",
+                           "--num_models=1", "--epochs=2", "--health_rules=off"},
+                          2);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("trivial:test:worse")) << ReadFileOrEmpty(folder_ + "/model/metrics.json");
+  EXPECT_GE(metrics.at("trivial:validation:worse"), 1);
+  EXPECT_GE(metrics.at("trivial:test:worse"), 1);
+  EXPECT_GT(metrics.at("test:objective_loss"), metrics.at("trivial:test:objective_loss"));
+  EXPECT_NE(exit.output.find("WARNING      the model is worse on test than a constant prediction "
+                             "of the training labels: "),
+            std::string::npos)
+      << exit.output;
+  EXPECT_NE(exit.output.find("objective_loss"), std::string::npos);
 }
 
 TEST_F(TrainingJob, ABadRecordFailsTheJobNamingFileAndLineUnlessSkipped) {

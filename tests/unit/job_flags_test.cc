@@ -165,11 +165,11 @@ TEST_F(OptimizerFlags, NumericHyperparametersDefaultToAutoAndResolveToKeelsValue
   EXPECT_EQ(h.weights_optimizer.clip_gradient, 0.0f);  // no clipping
 }
 
-TEST_F(OptimizerFlags, AutoLearningRateDependsOnTheJobAndTheOptimizer) {
+TEST_F(OptimizerFlags, AutoLearningRateDependsOnTheOptimizer) {
   Set("optimizer", "ftrl");
   EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.learning_rate, 1.0f);
   Set("job", "factorization_machines");
-  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.learning_rate, 10.0f);
+  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.learning_rate, 1.0f);
   Set("optimizer", "sgd");
   EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.learning_rate, 0.01f);
 }

@@ -43,7 +43,7 @@ std::vector<float> Random(std::mt19937_64* random, size_t count) {
 TEST(SpreadModels, ModelZeroIsTheSettingsGivenAndTheOthersDiffer) {
   OptimizerOptions sgd;
   sgd.name = "sgd";
-  const std::vector<ModelVariant> variants = SpreadModels(8, sgd);
+  const std::vector<ModelVariant> variants = SpreadModels(8, sgd, JobKind::kLinearLearner);
   ASSERT_EQ(variants.size(), 8u);
   EXPECT_EQ(variants[0].learning_rate_scale, 1.0f);
   EXPECT_EQ(variants[0].wd, 0.0f);
@@ -62,13 +62,40 @@ TEST(SpreadModels, ModelZeroIsTheSettingsGivenAndTheOthersDiffer) {
 TEST(SpreadModels, IsDeterministicAndGivesAdamNoL1) {
   OptimizerOptions adam;
   adam.name = "adam";
-  const std::vector<ModelVariant> first = SpreadModels(32, adam);
-  const std::vector<ModelVariant> second = SpreadModels(32, adam);
+  const std::vector<ModelVariant> first = SpreadModels(32, adam, JobKind::kLinearLearner);
+  const std::vector<ModelVariant> second = SpreadModels(32, adam, JobKind::kLinearLearner);
   for (size_t k = 0; k < first.size(); ++k) {
     EXPECT_EQ(first[k].learning_rate_scale, second[k].learning_rate_scale);
     EXPECT_EQ(first[k].wd, second[k].wd);
     EXPECT_EQ(first[k].l1, 0.0f) << k;
   }
+}
+
+TEST(SpreadModels, AFactorizationMachinesLastModelIsLinearWithTheSettingsGiven) {
+  Hyperparameters h;
+  h.job = JobKind::kFactorizationMachines;
+  h.num_factors = 4;
+  h.factors_init = InitializerSpec{"normal", 0.0f, 0.01f};
+  h = WithModels(h, 4);
+  for (int k = 0; k < 3; ++k) EXPECT_FALSE(h.variants[k].linear_only) << k;
+  const ModelVariant& linear = h.variants[3];
+  EXPECT_TRUE(linear.linear_only);
+  EXPECT_EQ(linear.learning_rate_scale, 1.0f);
+  EXPECT_EQ(linear.wd, 0.0f);
+  EXPECT_EQ(h.Model(3).factors_init.method, "constant");
+  EXPECT_EQ(h.Model(3).factors_init.value, 0.0f);
+  EXPECT_EQ(h.Model(0).factors_init.method, "normal");
+  // The servers start model 3's factor columns at zero, the others' at random.
+  const TableSpec weights = TablesFor(h).at(kWeightTable);
+  std::vector<float> row(static_cast<size_t>(weights.width));
+  weights.initializer(12345, row.data(), weights.width);
+  for (int f = 1; f <= 4; ++f) EXPECT_EQ(row[3 * 5 + f], 0.0f) << f;
+  EXPECT_NE(row[0 * 5 + 1], 0.0f);
+  // One model alone is the settings given: a factorization machine.
+  EXPECT_FALSE(WithModels(h, 1).variants[0].linear_only);
+  // The linear learner has no such model.
+  h.job = JobKind::kLinearLearner;
+  for (const ModelVariant& variant : WithModels(h, 4).variants) EXPECT_FALSE(variant.linear_only);
 }
 
 TEST(ParseNumModels, TakesAutoAndOneToThirtyTwoOnly) {
