@@ -19,7 +19,8 @@ fits StandardScaler + LogisticRegression(max_iter=5000) or Ridge() on the same
 split, once (it is deterministic).
 
 A file Keel misreads must not look right, so every split is checked: each
-model's training examples per epoch must be the training rows, each
+model's training examples per epoch and held-out rows must be the training
+rows, each
 prediction file must have a line per test row, and the CSV linear model's
 scores of the test rows in the three formats must agree.
 """
@@ -342,9 +343,12 @@ def train_and_score(keel, job, task, shape, files, data_format, model_dir, label
                  model_dir + ".predict.log")
     predicted, scores = read_predictions(predictions, task)
     problems = []
-    if trained.get("train:examples_per_epoch") != len(y_train):
+    # Without --validation the job holds out some training rows (--holdout).
+    read = trained.get("train:examples_per_epoch", 0) + trained.get("train:held_out_examples", 0)
+    if read != len(y_train):
         problems.append(f"trained on {trained.get('train:examples_per_epoch')} examples an "
-                        f"epoch, not {len(y_train)}")
+                        f"epoch and held out {trained.get('train:held_out_examples', 0)}, "
+                        f"not {len(y_train)} in all")
     if len(predicted) != len(y_test):
         problems.append(f"{len(predicted)} predictions for {len(y_test)} test rows")
     if problems:

@@ -382,6 +382,10 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
              figures);
     }
   }
+  if (options_.holdout > 0) {
+    Record({{"train:held_out_examples", static_cast<double>(scored[*selected].labels.size())}},
+           figures);
+  }
   if (trivial_figures_.count("validation") == 0) {
     // Every model scored the same rows.
     trivial_figures_["validation"] =
