@@ -59,7 +59,7 @@ DEFINE_int32(num_classes, 2, "classes of a multiclass_classifier");
 DEFINE_int32(num_factors, 8, "factorization machine: factors per feature");
 DEFINE_uint64(feature_dim, 0, "feature indices must be below this (0: not checked)");
 DEFINE_string(mini_batch_size, "auto",
-              "examples per minibatch and worker (auto: a tenth of a worker's share of the "
+              "examples per minibatch and worker (auto: a fortieth of a worker's share of the "
               "training rows, in 16..1000, so that small data gets enough steps)");
 DEFINE_int32(epochs, 15,
              "passes over the training data (SageMaker's linear learner default; "

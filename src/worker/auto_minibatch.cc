@@ -10,7 +10,7 @@ namespace keel {
 namespace {
 
 // Minibatches an epoch that auto aims at, at least, on each worker.
-constexpr uint64_t kStepsPerEpoch = 10;
+constexpr uint64_t kStepsPerEpoch = 40;
 
 }  // namespace
 

@@ -33,11 +33,8 @@ BatchStream::~BatchStream() {
 }
 
 bool BatchStream::Deliver(PreparedBatch* pending, bool keys_prepared) {
-  if (scaler_ != nullptr) {
-    scaler_->Apply(&pending->batch);
-    // Centring adds to sparse rows the features they lack: keys anew.
-    if (scaler_->AddsEntries()) keys_prepared = false;
-  }
+  // Scaling may drop zeros and add centred features: keys anew.
+  if (scaler_ != nullptr && scaler_->Apply(&pending->batch)) keys_prepared = false;
   if (!keys_prepared) PrepareKeys(pending);
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return stopping_ || ready_.size() < prefetch_; });

@@ -309,9 +309,12 @@ const DataScaler::Transform* DataScaler::Find(uint64_t index) const {
   return found == features_.end() ? nullptr : &found->second;
 }
 
-void DataScaler::Apply(Batch* batch) const {
-  if (!centred_.empty()) {
-    AddAbsentCentred(batch);
+bool DataScaler::Apply(Batch* batch) const {
+  const bool rebuilt =
+      !centred_.empty() ||
+      std::find(batch->values.begin(), batch->values.end(), 0.0f) != batch->values.end();
+  if (rebuilt) {
+    Rebuild(batch);
   } else if (!flat_.empty() || !features_.empty() || unsampled_inverse_scale_ != 1.0f) {
     for (size_t i = 0; i < batch->nnz(); ++i) {
       const Transform* transform = Find(batch->indices[i]);
@@ -325,11 +328,14 @@ void DataScaler::Apply(Batch* batch) const {
       label = static_cast<float>((label - label_offset_) / label_scale_);
     }
   }
+  return rebuilt;
 }
 
-void DataScaler::AddAbsentCentred(Batch* batch) const {
-  // Each row's entries, scaled, then the centred features it lacks: a row of
-  // CSV lists them all, and gains none.
+void DataScaler::Rebuild(Batch* batch) const {
+  // Each row's entries, scaled, but for the zeros of features not centred
+  // (which stay 0: a zero left out and one written out train alike); then
+  // the centred features it lacks (a row of CSV lists them all, and gains
+  // none).
   std::vector<uint64_t> indices;
   std::vector<float> values;
   std::vector<uint64_t> offsets = {0};
@@ -341,13 +347,15 @@ void DataScaler::AddAbsentCentred(Batch* batch) const {
   for (size_t r = 0; r < batch->rows(); ++r) {
     for (uint64_t i = batch->row_offsets[r]; i < batch->row_offsets[r + 1]; ++i) {
       const Transform* transform = Find(batch->indices[i]);
+      const bool centred = transform != nullptr && transform->centred != kNotCentred;
+      if (batch->values[i] == 0.0f && !centred) continue;
       indices.push_back(batch->indices[i]);
       if (transform == nullptr) {
         values.push_back(batch->values[i] * unsampled_inverse_scale_);
         continue;
       }
       values.push_back((batch->values[i] - transform->mean) * transform->inverse_scale);
-      if (transform->centred != kNotCentred) seen[static_cast<size_t>(transform->centred)] = r + 1;
+      if (centred) seen[static_cast<size_t>(transform->centred)] = r + 1;
     }
     for (size_t c = 0; c < centred_.size(); ++c) {
       if (seen[c] == r + 1) continue;

@@ -103,13 +103,13 @@ DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters&
 class DataScaler {
  public:
   explicit DataScaler(const DataStatistics& statistics);
-  // Scales the features (and a regressor's labels) of `batch` in place, and
-  // adds to each row the centred features it lacks (their value, 0, centred
-  // and scaled) after its own.
-  void Apply(Batch* batch) const;
-  // True when Apply may add entries (some feature is centred): a batch's
-  // keys are prepared after it.
-  bool AddsEntries() const { return !centred_.empty(); }
+  // Scales the features (and a regressor's labels) of `batch` in place,
+  // drops the zeros of features not centred, and adds to each row the
+  // centred features it lacks (their value, 0, centred and scaled) after its
+  // own: the same rows as CSV, libsvm or sparse recordIO then train alike
+  // (optimizers such as adam move a weight pushed a zero gradient). True when
+  // entries were dropped or added: the batch's keys are to be prepared again.
+  bool Apply(Batch* batch) const;
 
  private:
   static constexpr int32_t kNotCentred = -1;
@@ -119,7 +119,7 @@ class DataScaler {
   };
   // The transform of a sampled feature; nullptr for one the sample lacks.
   const Transform* Find(uint64_t index) const;
-  void AddAbsentCentred(Batch* batch) const;
+  void Rebuild(Batch* batch) const;
   // Indices up to this many are looked up in a flat table, larger ones in a
   // hash map (a lookup per non-zero: the flat one is several times faster).
   static constexpr uint64_t kFlatFeatures = uint64_t{1} << 21;
