@@ -65,13 +65,23 @@ int RunTraining(Node* node, SchedulerLink* scheduler, KVWorker* client,
     }
   }
   options.reader = ResolveDataFormat(options.train, options.reader, node->rank() == 0);
-  if (hyperparameters.mini_batch_size == 0) {
+  const bool auto_epochs = !EpochsGiven();
+  if ((hyperparameters.mini_batch_size == 0 || auto_epochs) && !IsPipeChannel(options.train)) {
+    // A pipe is read once: it keeps the defaults, uncounted.
     const int workers = node->view()->num_workers();
-    hyperparameters.mini_batch_size = AutoMinibatchSize(options.train, options.reader, workers);
-    LOG(INFO) << "worker " << node->rank() << ": --mini_batch_size=auto is "
-              << hyperparameters.mini_batch_size << " for " << options.train << " over " << workers
-              << " worker(s)";
+    const uint64_t rows = CountTrainingRows(options.train, options.reader, workers);
+    if (hyperparameters.mini_batch_size == 0) {
+      hyperparameters.mini_batch_size = AutoMinibatchSize(rows, workers);
+    }
+    if (auto_epochs) {
+      hyperparameters.epochs =
+          AutoEpochs(rows, workers, hyperparameters.mini_batch_size, hyperparameters.epochs);
+    }
+    LOG(INFO) << "worker " << node->rank() << ": " << options.train << " over " << workers
+              << " worker(s): minibatches of " << hyperparameters.mini_batch_size << ", "
+              << hyperparameters.epochs << " epoch(s)";
   }
+  if (hyperparameters.mini_batch_size == 0) hyperparameters.mini_batch_size = kAutoMinibatchMost;
   Trainer trainer(node, scheduler, client, hyperparameters, options);
   trainer.Run();
   return 0;

@@ -137,6 +137,10 @@ constexpr double kAutoHoldout = 0.1;
 // or one of a pipe.
 double HoldoutFromFlags(const std::string& train, const std::string& validation);
 
+// Whether --epochs was given (else the job's default, which the worker may
+// raise for small data: worker/auto_minibatch.h).
+bool EpochsGiven();
+
 // --mini_batch_size: 0 for auto (the worker resolves it from the data,
 // worker/auto_minibatch.h), else its number. Throws Error naming the flag.
 int MiniBatchSizeFromFlags();

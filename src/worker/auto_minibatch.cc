@@ -9,20 +9,13 @@
 namespace keel {
 namespace {
 
-// Minibatches an epoch that auto aims at, at least, on each worker.
+// Minibatches an epoch that auto aims at on each worker.
 constexpr uint64_t kStepsPerEpoch = 40;
 
 }  // namespace
 
-int AutoMinibatchSize(uint64_t rows, int workers) {
-  const uint64_t share = rows / static_cast<uint64_t>(std::max(workers, 1));
-  return static_cast<int>(std::clamp<uint64_t>(share / kStepsPerEpoch, kAutoMinibatchLeast,
-                                               kAutoMinibatchMost));
-}
-
-int AutoMinibatchSize(const std::string& channel, const ReaderOptions& reader, int workers) {
-  if (IsPipeChannel(channel)) return kAutoMinibatchMost;
-  // Past this many rows every answer is kAutoMinibatchMost.
+uint64_t CountTrainingRows(const std::string& channel, const ReaderOptions& reader, int workers) {
+  // Past this many rows every answer is the same.
   const uint64_t enough = kAutoMinibatchMost * kStepsPerEpoch * static_cast<uint64_t>(workers);
   uint64_t rows = 0;
   Batch batch;
@@ -36,7 +29,22 @@ int AutoMinibatchSize(const std::string& channel, const ReaderOptions& reader, i
     }
     if (rows >= enough) break;
   }
-  return AutoMinibatchSize(rows, workers);
+  return rows;
+}
+
+int AutoMinibatchSize(uint64_t rows, int workers) {
+  const uint64_t share = rows / static_cast<uint64_t>(std::max(workers, 1));
+  return static_cast<int>(std::clamp<uint64_t>(share / kStepsPerEpoch, kAutoMinibatchLeast,
+                                               kAutoMinibatchMost));
+}
+
+int AutoEpochs(uint64_t rows, int workers, int minibatch, int epochs) {
+  const uint64_t share = rows / static_cast<uint64_t>(std::max(workers, 1));
+  const uint64_t steps = std::max<uint64_t>(
+      1, (share + static_cast<uint64_t>(minibatch) - 1) / static_cast<uint64_t>(minibatch));
+  const uint64_t needed = (kAutoLeastSteps + steps - 1) / steps;
+  return static_cast<int>(
+      std::clamp<uint64_t>(needed, static_cast<uint64_t>(epochs), kAutoMostEpochs));
 }
 
 }  // namespace keel

@@ -1,5 +1,5 @@
-// --mini_batch_size=auto: examples per minibatch and worker chosen from the
-// size of the training data.
+// --mini_batch_size=auto, and the epochs a job runs when --epochs is not
+// given: chosen from the size of the training data.
 //
 // Small data needs small minibatches for the optimizer to take enough steps:
 // 1,347 rows over 2 workers at SageMaker's default of 1,000 rows a minibatch
@@ -9,6 +9,12 @@
 // more keeps 1,000. (At ten steps an epoch the linear learner still stopped
 // short of its optimum on 6,366 rows: test AUC 0.733 or 0.742 as the rows
 // fell to two workers, 0.741 either way at forty.)
+//
+// Tinier data still takes few steps an epoch at the least minibatch (iris's
+// 101 training rows, 50 a worker: 4), so the epochs not given are raised
+// until every worker takes kAutoLeastSteps minibatches (fifteen epochs of
+// forty), at most kAutoMostEpochs; early stopping on the validation channel
+// or the held-out rows ends the job once it stops gaining.
 #ifndef KEEL_WORKER_AUTO_MINIBATCH_H_
 #define KEEL_WORKER_AUTO_MINIBATCH_H_
 
@@ -21,16 +27,22 @@ namespace keel {
 
 constexpr int kAutoMinibatchLeast = 16;
 constexpr int kAutoMinibatchMost = 1000;
+constexpr uint64_t kAutoLeastSteps = 600;
+constexpr int kAutoMostEpochs = 500;
+
+// The training rows of `channel` read by `workers` workers, counted up to the
+// most that change AutoMinibatchSize's or AutoEpochs' answer (kAutoMinibatchMost
+// x 40 per worker): a larger channel gives that many. Throws Error as the
+// readers do (a bad record without skip_bad_records).
+uint64_t CountTrainingRows(const std::string& channel, const ReaderOptions& reader, int workers);
 
 // The minibatch size for `rows` training rows over `workers` workers.
 int AutoMinibatchSize(uint64_t rows, int workers);
 
-// The minibatch size for the training channel `channel` over `workers`
-// workers: its rows are counted, up to the most that change the answer
-// (kAutoMinibatchMost x 40 per worker). A pipe, read once, is not counted
-// and gets kAutoMinibatchMost. Throws Error as the readers do (a bad record
-// without skip_bad_records).
-int AutoMinibatchSize(const std::string& channel, const ReaderOptions& reader, int workers);
+// The epochs to run for `rows` rows over `workers` workers in minibatches of
+// `minibatch` when the job's default is `epochs`: `epochs`, raised until each
+// worker takes kAutoLeastSteps minibatches, at most kAutoMostEpochs.
+int AutoEpochs(uint64_t rows, int workers, int minibatch, int epochs);
 
 }  // namespace keel
 

@@ -1,5 +1,6 @@
 #include "worker/model_selection.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "worker/evaluator.h"
@@ -48,6 +49,36 @@ int BestModel(const std::vector<ModelScore>& scores) {
     }
   }
   return best;
+}
+
+bool ClearlyBetter(const Hyperparameters& h, const std::vector<float>& predictions,
+                   const std::vector<float>& baseline, const std::vector<float>& labels) {
+  const LossKind loss = LossKindOf(h.predictor_type, h.loss);
+  const bool logistic = h.predictor_type == PredictorType::kBinaryClassifier &&
+                        loss == LossKind::kLogistic;
+  const bool squared = h.predictor_type == PredictorType::kRegressor && loss == LossKind::kSquared;
+  if ((!logistic && !squared) || labels.empty() || predictions.size() != labels.size() ||
+      baseline.size() != labels.size()) {
+    return true;
+  }
+  const auto row_loss = [&](float prediction, float label) {
+    if (squared) return (static_cast<double>(prediction) - label) * (prediction - label);
+    const double p = std::clamp(static_cast<double>(prediction), 1e-7, 1 - 1e-7);
+    return label > 0.5f ? -std::log(p) : -std::log(1 - p);
+  };
+  double sum = 0, sum_of_squares = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const double difference = row_loss(predictions[i], labels[i]) - row_loss(baseline[i], labels[i]);
+    sum += difference;
+    sum_of_squares += difference * difference;
+  }
+  const double rows = static_cast<double>(labels.size());
+  const double mean = sum / rows;
+  // The differences' sample variance (of n - 1), and the mean's standard error.
+  const double variance =
+      rows > 1 ? std::max(0.0, (sum_of_squares - rows * mean * mean) / (rows - 1)) : 0.0;
+  const double standard_error = std::sqrt(variance / rows);
+  return mean + standard_error < 0;
 }
 
 int BestOnTraining(const ModelLosses& mean_losses) {

@@ -63,6 +63,18 @@ MetricSet ThresholdMetrics(const std::string& channel, const Hyperparameters& hy
 // highest score; the lowest index among equals (NaN loses). At least one.
 int BestModel(const std::vector<ModelScore>& scores);
 
+// Whether `predictions` beat `baseline`'s (another model's, on the same
+// `labels`) by more than one standard error: the mean of the per-row
+// difference of their losses (cross-entropy for a logistic binary classifier,
+// squared error for a squared-loss regressor) plus its standard error is
+// below 0. True for any other loss (no per-row loss to compare: the
+// selection stands). A factorization machine keeps an interaction model
+// selected on validation over its linear model only if it is better so: on a
+// few hundred held-out rows, one of eight models that overfit can beat the
+// linear one by luck.
+bool ClearlyBetter(const Hyperparameters& hyperparameters, const std::vector<float>& predictions,
+                   const std::vector<float>& baseline, const std::vector<float>& labels);
+
 // The model with the lowest mean training loss: how models compete without a
 // validation channel. The lowest index among equals (NaN loses).
 int BestOnTraining(const ModelLosses& mean_losses);

@@ -375,6 +375,14 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
     if (error) std::rethrow_exception(error);
   }
   *selected = BestModel(scores);
+  // A factorization machine's interactions must beat its linear model (the
+  // last) clearly, not by luck on a few rows.
+  const int linear = static_cast<int>(scored.size()) - 1;
+  if (hyperparameters_.variants.back().linear_only && *selected != linear &&
+      !ClearlyBetter(hyperparameters_, scored[*selected].predictions, scored[linear].predictions,
+                     scored[*selected].labels)) {
+    *selected = linear;
+  }
   for (int k = 0; per_model.size() > 1 && k < static_cast<int>(per_model.size()); ++k) {
     Record(OfModel(k, OfChannel("validation", per_model[k])), figures);
     if (TunesThreshold(hyperparameters_)) {

@@ -406,16 +406,27 @@ TEST(AutoMinibatch, AFortiethOfAWorkersShareWithin16And1000) {
   EXPECT_EQ(AutoMinibatchSize(1000000, 4), 1000);
 }
 
-TEST_F(StatisticsSampleTest, AutoMinibatchCountsTheChannelsRowsOverEveryFile) {
+TEST_F(StatisticsSampleTest, TheTrainingRowsAreCountedOverEveryFile) {
   for (int file = 0; file < 3; ++file) {
     std::string text;
     for (int row = 0; row < 400; ++row) text += "1 1:" + std::to_string(row + 1) + "\n";
     WriteFile("part-" + std::to_string(file), text);
   }
   ReaderOptions reader;
-  EXPECT_EQ(AutoMinibatchSize(folder_, reader, 2), 16);  // 1,200 rows, 600 a worker
-  EXPECT_EQ(AutoMinibatchSize(folder_, reader, 1), 30);
-  EXPECT_EQ(AutoMinibatchSize("pipe:" + folder_ + "/fifo", reader, 1), 1000);
+  EXPECT_EQ(CountTrainingRows(folder_, reader, 2), 1200u);
+  // Counting stops where the answer no longer changes: 40,000 rows a worker.
+  std::string text;
+  for (int row = 0; row < 50000; ++row) text += "0 1:1\n";
+  WriteFile("part-3", text);
+  EXPECT_EQ(CountTrainingRows(folder_, reader, 1), 40000u);
+  EXPECT_EQ(CountTrainingRows(folder_, reader, 2), 51200u);
+}
+
+TEST(AutoMinibatch, SmallDataRunsMoreEpochsForSixHundredStepsAWorker) {
+  EXPECT_EQ(AutoEpochs(100000, 2, 1000, 15), 15);  // 50 steps an epoch: 750 in 15
+  EXPECT_EQ(AutoEpochs(101, 2, 16, 15), 150);      // 50 rows a worker: 4 steps an epoch
+  EXPECT_EQ(AutoEpochs(4774, 2, 59, 5), 15);       // a factorization machine's 5 epochs
+  EXPECT_EQ(AutoEpochs(10, 2, 16, 15), 500);       // at most 500
 }
 
 // ---------------------------------------------------------------------------

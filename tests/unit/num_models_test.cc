@@ -307,6 +307,29 @@ ModelScore Scored(double score) {
   return scored;
 }
 
+TEST(ModelSelection, AModelIsClearlyBetterOnlyByMoreThanOneStandardError) {
+  Hyperparameters h;
+  h.job = JobKind::kFactorizationMachines;
+  const std::vector<float> labels = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
+  const std::vector<float> baseline(labels.size(), 0.5f);
+  // Right on every row, by a wide margin: clearly better.
+  std::vector<float> sharp;
+  for (const float label : labels) sharp.push_back(label > 0.5f ? 0.9f : 0.1f);
+  EXPECT_TRUE(ClearlyBetter(h, sharp, baseline, labels));
+  // Better on average, by luck on one row of sixteen: not clearly.
+  std::vector<float> lucky = baseline;
+  lucky[0] = 0.9f;
+  EXPECT_FALSE(ClearlyBetter(h, lucky, baseline, labels));
+  EXPECT_FALSE(ClearlyBetter(h, baseline, baseline, labels));  // the same is not better
+  // A regressor by squared error.
+  h.predictor_type = PredictorType::kRegressor;
+  EXPECT_TRUE(ClearlyBetter(h, {1.0f, 2.0f, 3.0f}, {2.0f, 3.0f, 4.0f}, {1.1f, 2.1f, 2.9f}));
+  EXPECT_FALSE(ClearlyBetter(h, {2.0f, 3.0f, 4.0f}, {1.0f, 2.0f, 3.0f}, {1.1f, 2.1f, 2.9f}));
+  // Another loss has no per-row loss here: the selection stands.
+  h.loss = "absolute_loss";
+  EXPECT_TRUE(ClearlyBetter(h, {2.0f}, {1.0f}, {1.0f}));
+}
+
 TEST(ModelSelection, PicksTheHighestScoreOrLowestLossAndTheFirstAmongEquals) {
   EXPECT_EQ(BestModel({Scored(-0.5), Scored(-0.4), Scored(-0.4)}), 1);
   EXPECT_EQ(BestModel({Scored(NAN), Scored(-0.9)}), 1);
