@@ -92,6 +92,17 @@ int RunPredict() {
   ModelArtifact artifact = ModelArtifact::Read(options.model_dir);
   const Hyperparameters h = ScoringHyperparametersFromFlags(artifact, options.model_dir);
   ReaderOptions reader = PredictReaderOptionsFromFlags(artifact, h);
+  if (!IsSet("data_format")) {
+    // The data's own format when its first bytes show one (a model trained
+    // on CSV scores libsvm rows too); else the model's training format.
+    const DataFormat trained = reader.format;
+    std::string note;
+    reader = ResolveDataFormat(options.data, reader, /*log=*/false, &note);
+    if (reader.format != trained) {
+      std::cerr << "keel predict: " << note << " (the model trained on "
+                << DataFormatName(trained) << " data)" << std::endl;
+    }
+  }
   const Scorer scorer(std::move(artifact), h, options.device, options.threads);
   const std::vector<InputSplit> splits = ResolveChannel(options.data, 0, 1);
   // Data to score need not be labelled: the first record says which it is.

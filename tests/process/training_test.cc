@@ -547,6 +547,48 @@ TEST_F(TrainingJob, PredictOfANormalisedFactorizationMachineReproducesItsTestMse
              "--epochs=2"});
 }
 
+// A model scores rows in another format than it trained on: predict reads
+// the data's own format when --data_format is not given (it read the model's,
+// and a CSV row failed as a libsvm label), and says so.
+TEST_F(TrainingJob, PredictReadsTheDatasFormatNotTheModels) {
+  Generate("linear", 4000, 1);
+  const auto exit = Train({"--job=linear_learner", "--epochs=1"}, 1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  // The first 50 test rows as CSV: 2,000 columns, zeros written.
+  std::ifstream libsvm(std::filesystem::directory_iterator(folder_ + "/test")->path());
+  ASSERT_TRUE(libsvm) << folder_ << "/test holds no file";
+  std::ofstream csv(folder_ + "/test.csv");
+  std::ofstream head(folder_ + "/test-head");
+  std::string line;
+  for (int row = 0; row < 50 && std::getline(libsvm, line); ++row) {
+    head << line << "\n";
+    std::istringstream tokens(line);
+    std::string label, pair;
+    tokens >> label;
+    std::vector<std::string> columns(2000, "0");
+    while (tokens >> pair) {
+      const size_t colon = pair.find(':');
+      columns[std::stoul(pair.substr(0, colon)) - 1] = pair.substr(colon + 1);
+    }
+    csv << label;
+    for (const std::string& column : columns) csv << "," << column;
+    csv << "\n";
+  }
+  csv.close();
+  head.close();
+  const auto from_csv = Predict(folder_, "test.csv");
+  ASSERT_TRUE(from_csv.finished && from_csv.code == 0) << from_csv.output;
+  EXPECT_NE(from_csv.output.find("so the data is read as csv (the model trained on libsvm data)"),
+            std::string::npos)
+      << from_csv.output;
+  const std::string csv_scores = ReadFileOrEmpty(folder_ + "/predictions.csv");
+  const auto from_libsvm = Predict(folder_, "test-head");
+  ASSERT_TRUE(from_libsvm.finished && from_libsvm.code == 0) << from_libsvm.output;
+  EXPECT_EQ(from_libsvm.output.find("the model trained on"), std::string::npos);
+  EXPECT_EQ(csv_scores, ReadFileOrEmpty(folder_ + "/predictions.csv"));
+  EXPECT_EQ(testing::CountLines(csv_scores), 50u);
+}
+
 // Each worker logs the statistics it computed; with a sample every worker
 // reads alike they are the same text on both.
 TEST_F(TrainingJob, EveryWorkerTrainsWithTheSameDataStatistics) {
