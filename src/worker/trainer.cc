@@ -339,17 +339,15 @@ void Trainer::Record(const MetricSet& named, MetricSet* figures) {
 }
 
 bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
-  // Scaled data trains the servers' weights: validation scores each model
-  // with the statistics folded in, on raw data, as predict will.
-  std::vector<ModelArtifact> folded;
-  std::optional<ModelArtifact> joined;
-  if (!statistics_.LeavesDataAlone()) {
-    folded = DumpFoldedModels();
-    joined = JoinModels(folded, hyperparameters_);
-  }
+  // Validation scores each model's artifact as predict will: the
+  // statistics folded in, on raw data, and a feature the model lacks (seen
+  // only in validation) weighing nothing. (The servers' weights would give
+  // such a feature a row with its initial weights: a factorization machine's
+  // random factors.)
+  std::vector<ModelArtifact> folded = DumpFoldedModels();
+  const ModelArtifact joined = JoinModels(folded, hyperparameters_);
   const std::vector<ChannelPredictions> scored =
-      evaluator_.PredictModels(options_.validation, joined ? &*joined : nullptr,
-                               &validation_reader_);
+      evaluator_.PredictModels(options_.validation, &joined, &validation_reader_);
   // Each model's figures (sorts of every validation row's score) on up to 4
   // threads, one per core: each holds a copy of the scores while it sorts.
   std::vector<MetricSet> per_model(scored.size());
@@ -411,12 +409,10 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
     best_ = BestEpoch{};
     best_.epoch = epoch;
     best_.validation = validation;
-    best_.model = folded.empty() ? DumpServersModel(*selected) : std::move(folded[*selected]);
-    // Validation scored the artifact written (folded and joined) only when
-    // statistics were folded; else it scored the servers' weights, which give
-    // a feature without a row its initial weight where the artifact has none.
+    best_.model = std::move(folded[*selected]);
+    // Validation scored the artifact written: its threshold stands.
     const size_t rows = scored[*selected].labels.size();
-    if (joined && TunesThreshold(hyperparameters_) &&
+    if (TunesThreshold(hyperparameters_) &&
         rows <= hyperparameters_.num_calibration_samples) {
       best_.threshold = scores[*selected].choice();
       best_.threshold_rows = rows;

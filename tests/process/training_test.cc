@@ -547,6 +547,33 @@ TEST_F(TrainingJob, PredictOfANormalisedFactorizationMachineReproducesItsTestMse
              "--epochs=2"});
 }
 
+// A feature seen only in validation: the job's validation figures are the
+// artifact's, which gives it no weight, as `keel predict` does (validation
+// scored the servers' weights without statistics to fold, and the servers
+// gave such a feature a row of random initial factors).
+TEST_F(TrainingJob, AFeatureSeenOnlyInValidationScoresAsPredictScoresIt) {
+  Generate("fm", 4000, 1);
+  const std::string validation =
+      std::filesystem::directory_iterator(folder_ + "/validation")->path().string();
+  std::ifstream in(validation);
+  std::string rows, line;
+  while (std::getline(in, line)) rows += line + " 2001:3\n";  // datagen's features are 1..2000
+  in.close();
+  std::ofstream(validation) << rows;
+  const auto exit = Train({"--job=factorization_machines", "--normalize_data=false",
+                           "--frequency_prior=0", "--factors_init_sigma=0.5", "--epochs=1",
+                           "--num_models=1"},
+                          1);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("validation:objective_loss")) << exit.output;
+  const auto predict = Predict(folder_, "validation");
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  const auto scored = PredictMetrics(predict.output);
+  ASSERT_TRUE(scored.count("objective_loss")) << predict.output;
+  EXPECT_NEAR(scored.at("objective_loss"), metrics.at("validation:objective_loss"), 1e-5);
+}
+
 // A model scores rows in another format than it trained on: predict reads
 // the data's own format when --data_format is not given (it read the model's,
 // and a CSV row failed as a libsvm label), and says so.
