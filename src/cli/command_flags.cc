@@ -200,7 +200,7 @@ CommandFlags FlagsOfCommand(const std::string& command) {
     return {"keel datagen --model linear|fm --rows N --out DIR [flags]",
             "writes synthetic training, validation and test data from a planted model",
             {"datagen", "output"},
-            {"seed", "num_factors", "predictor_type", "num_classes"},
+            {"seed", "num_factors", "predictor_type", "num_classes", "data_format"},
             false};
   }
   if (command == "bench") {

@@ -244,6 +244,11 @@ DEFINE_double(label_scale, 1, "datagen --predictor_type=regressor: the labels' s
 DEFINE_double(feature_scale_spread, 0,
               "datagen: multiply each feature's values by 10^u, u uniform in [-S/2, S/2] "
               "decades (0: every value is 1)");
+DEFINE_int32(dense_features, 0,
+             "datagen: features present in every row after the sparse ones, each a measurement "
+             "offset_j + spread_j x z (offset 10^u, u in [0, --dense_offset_decades]; spread 3% "
+             "to 50% of it); the planted model weighs z");
+DEFINE_double(dense_offset_decades, 3, "datagen: the dense features' offsets span this many decades");
 
 namespace keel {
 
@@ -283,7 +288,7 @@ std::vector<FlagGroup> JobFlagGroups() {
       {"output", {"out"}},
       {"datagen",
        {"model", "rows", "features", "nnz", "train_files", "label_offset", "label_scale",
-        "feature_scale_spread"}},
+        "feature_scale_spread", "dense_features", "dense_offset_decades"}},
   };
 }
 namespace {
@@ -723,6 +728,7 @@ std::string HyperparameterJson() {
                                               "features",    "nnz",
                                               "train_files", "label_offset",
                                               "label_scale", "feature_scale_spread",
+                                              "dense_features", "dense_offset_decades",
                                               "cache_dir",   "cache_max_bytes"};
   // The cluster's flags that are the job's hyperparameters.
   const std::set<std::string> cluster_job_flags = {"job", "optimizer", "learning_rate", "wd", "l1"};

@@ -119,6 +119,8 @@ DECLARE_int32(train_files);
 DECLARE_double(label_offset);
 DECLARE_double(label_scale);
 DECLARE_double(feature_scale_spread);
+DECLARE_int32(dense_features);
+DECLARE_double(dense_offset_decades);
 
 namespace keel {
 

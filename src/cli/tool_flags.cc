@@ -88,6 +88,13 @@ DatagenOptions DatagenOptionsFromFlags() {
   options.label_offset = FLAGS_label_offset;
   options.label_scale = FLAGS_label_scale;
   options.feature_scale_spread = FLAGS_feature_scale_spread;
+  if (FLAGS_dense_features < 0) {
+    throw MakeError("--dense_features ", FLAGS_dense_features, " must not be negative");
+  }
+  options.dense_features = FLAGS_dense_features;
+  options.dense_offset_decades = FLAGS_dense_offset_decades;
+  // The data's format, libsvm unless --data_format names another.
+  if (!FLAGS_data_format.empty()) options.format = ParseDataFormat(FLAGS_data_format);
   return options;
 }
 

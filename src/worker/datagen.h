@@ -16,7 +16,14 @@
 // feature_scale_spread S > 0 multiplies each feature's values by 10^u, u
 // uniform in [-S/2, S/2] per feature, drawn apart so that rows and labels are
 // those of S = 0: the oracle's metrics are unchanged, but a learner sees
-// features of unstandardized scales. Existing options give the same bytes as
+// features of unstandardized scales. dense_features D > 0 adds D features
+// (indices after the sparse ones) present in every row, as measurements are:
+// feature j's value is offset_j + spread_j z_j, z_j standard normal per row,
+// offset_j 10^u with u uniform in [0, dense_offset_decades], spread_j 3% to
+// 50% of it; the planted model weighs z_j (weights N(0, 1/D): a score
+// deviation near 1 from them). Rows are written in `format`: libsvm, CSV
+// (every column, zeros written: for few features) or sparse recordIO, the same
+// rows and labels in each for a seed. Existing options give the same bytes as
 // before these were added.
 #ifndef KEEL_WORKER_DATAGEN_H_
 #define KEEL_WORKER_DATAGEN_H_
@@ -24,6 +31,7 @@
 #include <cstdint>
 #include <string>
 
+#include "io/example_reader.h"
 #include "models/metrics.h"
 #include "worker/hyperparameters.h"
 
@@ -43,10 +51,15 @@ struct DatagenOptions {
   double label_offset = 0;          // regressor
   double label_scale = 1;           // regressor
   double feature_scale_spread = 0;  // decades; 0: every value is 1
+  // Dense features after the sparse ones, in every row, with offsets of up to
+  // dense_offset_decades decades (see above).
+  int dense_features = 0;
+  double dense_offset_decades = 3;
+  DataFormat format = DataFormat::kLibsvm;  // of every file
 };
 
-// Writes <out>/train/part-N.libsvm, <out>/validation/part-0.libsvm,
-// <out>/test/part-0.libsvm and <out>/oracle.json, and returns the oracle's
+// Writes <out>/train/part-N.EXT, <out>/validation/part-0.EXT,
+// <out>/test/part-0.EXT (EXT: libsvm, csv or recordio) and <out>/oracle.json, and returns the oracle's
 // validation and test metrics ("validation:roc_auc_score"; the regression and
 // multiclass metric names of models/metrics.h for those tasks). Throws Error
 // on bad options or a failed write.

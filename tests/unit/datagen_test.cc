@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 #include "io/readers.h"
@@ -30,8 +31,13 @@ class Datagen : public testing::TempFolderTest {
 
   // The training channel of `options`, read whole.
   static Batch ReadTraining(const DatagenOptions& options) {
+    ReaderOptions reader_options;
+    reader_options.format = options.format;
+    const char* extension = options.format == DataFormat::kCsv        ? ".csv"
+                            : options.format == DataFormat::kRecordIO ? ".recordio"
+                                                                      : ".libsvm";
     std::unique_ptr<ExampleReader> reader =
-        OpenReader(InputSplit{options.out + "/train/part-0.libsvm"}, ReaderOptions());
+        OpenReader(InputSplit{options.out + "/train/part-0" + extension}, reader_options);
     Batch batch;
     while (reader->Read(1 << 20, &batch) > 0) {
     }
@@ -100,6 +106,61 @@ TEST_F(Datagen, FeatureScaleSpreadScalesEachFeatureKeepingRowsAndLabels) {
   }
   EXPECT_LT(smallest, 0.03f);  // the spread is used, not just allowed
   EXPECT_GT(largest, 30.0f);
+}
+
+// Dense features with offsets: in every row after the sparse ones, each with
+// values around its own offset; the same rows and labels (and the oracle) in
+// libsvm, CSV and sparse recordIO.
+TEST_F(Datagen, DenseFeaturesWithOffsetsAreTheSameRowsInEveryFormat) {
+  std::map<DataFormat, Batch> read;
+  MetricSet oracle;
+  for (const DataFormat format : {DataFormat::kLibsvm, DataFormat::kCsv, DataFormat::kRecordIO}) {
+    DatagenOptions options = Options(std::string("dense-") + DataFormatName(format));
+    options.rows = 2000;
+    options.features = 40;
+    options.nnz = 4;
+    options.dense_features = 6;
+    options.format = format;
+    const MetricSet generated = GenerateData(options);
+    if (oracle.empty()) oracle = generated;
+    EXPECT_EQ(generated, oracle) << DataFormatName(format);
+    read[format] = ReadTraining(options);
+  }
+  // Each row's non-zero entries, the same in every format.
+  const auto entries = [](const Batch& batch) {
+    std::vector<std::map<uint64_t, float>> rows(batch.rows());
+    for (size_t r = 0; r < batch.rows(); ++r) {
+      for (uint64_t i = batch.row_offsets[r]; i < batch.row_offsets[r + 1]; ++i) {
+        if (batch.values[i] != 0.0f) rows[r][batch.indices[i]] = batch.values[i];
+      }
+    }
+    return rows;
+  };
+  const Batch& libsvm = read[DataFormat::kLibsvm];
+  ASSERT_EQ(libsvm.rows(), 2000u);
+  EXPECT_EQ(entries(read[DataFormat::kCsv]), entries(libsvm));
+  EXPECT_EQ(entries(read[DataFormat::kRecordIO]), entries(libsvm));
+  EXPECT_EQ(read[DataFormat::kCsv].labels, libsvm.labels);
+  // Features 40..45 are in every row, each around its own offset (its
+  // spread at most half of it: the mean is two deviations from 0 at least),
+  // and the offsets are of several decades.
+  std::map<uint64_t, std::pair<double, double>> sums;  // feature: sum, sum of squares
+  for (const auto& row : entries(libsvm)) {
+    for (uint64_t f = 40; f < 46; ++f) {
+      ASSERT_EQ(row.count(f), 1u) << f;
+      sums[f].first += row.at(f);
+      sums[f].second += static_cast<double>(row.at(f)) * row.at(f);
+    }
+    EXPECT_EQ(row.rbegin()->first, 45u);
+  }
+  std::set<int> decades;
+  for (const auto& [feature, sum] : sums) {
+    const double mean = sum.first / 2000;
+    const double deviation = std::sqrt(sum.second / 2000 - mean * mean);
+    EXPECT_GT(mean, 1.5 * deviation) << feature;
+    decades.insert(static_cast<int>(std::floor(std::log10(mean))));
+  }
+  EXPECT_GE(decades.size(), 2u) << "offsets of several decades";
 }
 
 TEST_F(Datagen, BadTaskOptionsThrowNamingTheFlag) {
