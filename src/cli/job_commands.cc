@@ -65,7 +65,10 @@ int RunTraining(Node* node, SchedulerLink* scheduler, KVWorker* client,
     }
   }
   options.reader = ResolveDataFormat(options.train, options.reader, node->rank() == 0);
-  const bool auto_epochs = !EpochsGiven();
+  // The factorization machine keeps its default epochs: its interactions
+  // overfit, then diverge, with more (boston: exploding gradients by epoch 31).
+  const bool auto_epochs =
+      !EpochsGiven() && hyperparameters.job == JobKind::kLinearLearner;
   if ((hyperparameters.mini_batch_size == 0 || auto_epochs) && !IsPipeChannel(options.train)) {
     // A pipe is read once: it keeps the defaults, uncounted.
     const int workers = node->view()->num_workers();

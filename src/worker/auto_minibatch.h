@@ -11,10 +11,12 @@
 // fell to two workers, 0.741 either way at forty.)
 //
 // Tinier data still takes few steps an epoch at the least minibatch (iris's
-// 101 training rows, 50 a worker: 4), so the epochs not given are raised
-// until every worker takes kAutoLeastSteps minibatches (fifteen epochs of
-// forty), at most kAutoMostEpochs; early stopping on the validation channel
-// or the held-out rows ends the job once it stops gaining.
+// 101 training rows, 50 a worker: 4), so a linear learner's epochs not given
+// are raised until every worker takes kAutoLeastSteps minibatches (fifteen
+// epochs of forty), at most kAutoMostEpochs; early stopping on the validation
+// channel or the held-out rows ends the job once it stops gaining. (A
+// factorization machine keeps its 5: its interactions overfit, then diverge,
+// with more.)
 #ifndef KEEL_WORKER_AUTO_MINIBATCH_H_
 #define KEEL_WORKER_AUTO_MINIBATCH_H_
 
