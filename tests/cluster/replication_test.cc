@@ -407,8 +407,10 @@ TEST_F(ReplicatedCluster, ServersReplacedAgainAndAgainLeaveNoConnectionsBehind) 
   for (int i = 0; i < kCycles; ++i) ASSERT_NO_FATAL_FAILURE(replace());
   // Each cycle left the scheduler, the worker and two servers a connection
   // to the departed server before (4 a cycle); a few may be on their way to
-  // closing.
-  EXPECT_LT(OpenDescriptors(), baseline + kCycles);
+  // closing (on a loaded machine 2 more than the bound were, a moment after
+  // the last cycle): they are given a few seconds.
+  EXPECT_TRUE(WaitFor([&] { return OpenDescriptors() < baseline + kCycles; }, 5))
+      << OpenDescriptors() << " descriptors open, " << baseline << " before the cycles";
 }
 
 // ChainReplication alone over a server node of a running cluster: a range's
