@@ -176,6 +176,7 @@ void Scheduler::DeclareLost(const std::vector<size_t>& ranges, const proto::Node
     membership_.Record("range_lost", holder,
                        "\"range\": " + std::to_string(range) +
                            ", \"view_epoch\": " + std::to_string(view_.epoch()) +
+                           ", \"losses\": " + std::to_string(lost_.ranges().at(range).losses) +
                            ", \"replication\": " + std::to_string(options_.replication) +
                            ", \"pushes_at_last_report\": " +
                            (pushes >= 0 ? std::to_string(pushes) : "null") +

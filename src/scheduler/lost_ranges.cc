@@ -6,8 +6,15 @@ namespace keel {
 
 bool LostRanges::Lose(size_t range, int rank, uint64_t epoch, double since, int64_t pushes,
                       double report_age_s) {
-  return lost_.emplace(range, LostRange{range, rank, epoch, since, "", pushes, report_age_s})
-      .second;
+  auto [found, inserted] =
+      lost_.emplace(range, LostRange{range, rank, epoch, since, "", pushes, report_age_s});
+  if (inserted) return true;
+  LostRange& lost = found->second;
+  if (lost.rebuilt_from.empty()) return false;
+  const int losses = lost.losses + 1;
+  lost = LostRange{range, rank, epoch, since, "", pushes, report_age_s};
+  lost.losses = losses;
+  return true;
 }
 
 void LostRanges::Rebuilt(size_t range, const std::string& from) {

@@ -37,13 +37,18 @@ struct LostRange {
   // lost, and so are those it applied after the report.
   int64_t pushes = -1;
   double report_age_s = 0;
+  // Times the range lost every replica in the job: a rebuilt range can be
+  // lost again (the fields above are then the latest loss's).
+  int losses = 1;
 };
 
 class LostRanges {
  public:
   // Records that `range`'s last replica, server `rank`, left in view `epoch`
   // at wall time `since`. Returns false (and changes nothing) if the range
-  // was declared lost before: the first loss is the one reported.
+  // was declared lost and waits for its rebuild still: that is the same loss.
+  // A range lost again after its rebuild is a new loss: its details replace
+  // the earlier one's, `losses` counts it, and Lose returns true.
   bool Lose(size_t range, int rank, uint64_t epoch, double since, int64_t pushes = -1,
             double report_age_s = 0);
   // The range lost earlier came back from `from` (see LostRange).

@@ -213,5 +213,22 @@ TEST(LostRanges, ARangeWhoseLastReplicaLeftIsLostInEveryLaterView) {
   EXPECT_EQ(LostRangeIndices({range}), (std::vector<size_t>{1}));
 }
 
+// A range lost, rebuilt, then lost again: the second loss is a loss of its
+// own, declared with its own server, view and time (it went unsaid).
+TEST(LostRanges, ARangeLostAgainAfterItsRebuildIsDeclaredAgain) {
+  LostRanges lost;
+  EXPECT_TRUE(lost.Lose(1, 2, 3, 1000.5, 40));
+  EXPECT_FALSE(lost.Lose(1, 0, 4, 1001));  // still waiting for its rebuild: the same loss
+  lost.Rebuilt(1, "checkpoint 7");
+  EXPECT_TRUE(lost.Lose(1, 0, 9, 2000, 12, 0.5));
+  const LostRange& range = lost.ranges().at(1);
+  EXPECT_EQ(range.losses, 2);
+  EXPECT_EQ(range.rank, 0);
+  EXPECT_EQ(range.epoch, 9u);
+  EXPECT_EQ(range.since, 2000);
+  EXPECT_EQ(range.pushes, 12);
+  EXPECT_EQ(range.rebuilt_from, "");  // waiting for its second rebuild
+}
+
 }  // namespace
 }  // namespace keel
