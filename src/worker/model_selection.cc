@@ -61,6 +61,7 @@ bool ClearlyBetter(const Hyperparameters& h, const std::vector<float>& predictio
       baseline.size() != labels.size()) {
     return true;
   }
+  if (logistic && labels.size() < kLeastRowsToTellBetter) return false;
   const auto row_loss = [&](float prediction, float label) {
     if (squared) return (static_cast<double>(prediction) - label) * (prediction - label);
     const double p = std::clamp(static_cast<double>(prediction), 1e-7, 1 - 1e-7);

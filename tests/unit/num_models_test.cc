@@ -310,18 +310,23 @@ ModelScore Scored(double score) {
 TEST(ModelSelection, AModelIsClearlyBetterOnlyByMoreThanOneStandardError) {
   Hyperparameters h;
   h.job = JobKind::kFactorizationMachines;
-  const std::vector<float> labels = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
+  std::vector<float> labels;
+  for (int row = 0; row < 208; ++row) labels.push_back(static_cast<float>(row % 2));
   const std::vector<float> baseline(labels.size(), 0.5f);
   // Right on every row, by a wide margin: clearly better.
   std::vector<float> sharp;
   for (const float label : labels) sharp.push_back(label > 0.5f ? 0.9f : 0.1f);
   EXPECT_TRUE(ClearlyBetter(h, sharp, baseline, labels));
-  // Better on average, by luck on one row of sixteen: not clearly.
+  // Better on average, by luck on 2 rows of 208: not clearly.
   std::vector<float> lucky = baseline;
-  lucky[0] = 0.9f;
+  lucky[0] = lucky[2] = 0.9f;
   EXPECT_FALSE(ClearlyBetter(h, lucky, baseline, labels));
+  // A classifier right on every one of fewer than 200 rows tells nothing.
+  const std::vector<float> few_labels(labels.begin(), labels.begin() + 40);
+  const std::vector<float> few_sharp(sharp.begin(), sharp.begin() + 40);
+  EXPECT_FALSE(ClearlyBetter(h, few_sharp, std::vector<float>(40, 0.5f), few_labels));
   EXPECT_FALSE(ClearlyBetter(h, baseline, baseline, labels));  // the same is not better
-  // A regressor by squared error.
+  // A regressor by squared error, on few rows too.
   h.predictor_type = PredictorType::kRegressor;
   EXPECT_TRUE(ClearlyBetter(h, {1.0f, 2.0f, 3.0f}, {2.0f, 3.0f, 4.0f}, {1.1f, 2.1f, 2.9f}));
   EXPECT_FALSE(ClearlyBetter(h, {2.0f, 3.0f, 4.0f}, {1.0f, 2.0f, 3.0f}, {1.1f, 2.1f, 2.9f}));
