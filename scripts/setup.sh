@@ -55,6 +55,8 @@ if [ "$tests" = 1 ]; then
              prometheus chromium-headless-shell
              # scripts/bench/prior_bound.sh's softmax bound (multiclass set).
              python3-sklearn
+             # The suite on a loaded machine (scripts/experiments/loaded_suite.sh).
+             stress-ng
              # scripts/bench/real_data.sh's real data sets (with python3-sklearn's).
              python3-statsmodels
              # keel serve's tests (a real HTTP client) and its load benchmark.
