@@ -310,11 +310,10 @@ const DataScaler::Transform* DataScaler::Find(uint64_t index) const {
 }
 
 bool DataScaler::Apply(Batch* batch) const {
-  const bool rebuilt =
-      !centred_.empty() ||
-      std::find(batch->values.begin(), batch->values.end(), 0.0f) != batch->values.end();
-  if (rebuilt) {
-    Rebuild(batch);
+  bool changed = false;
+  if (!centred_.empty() ||
+      std::find(batch->values.begin(), batch->values.end(), 0.0f) != batch->values.end()) {
+    changed = Rebuild(batch);
   } else if (!flat_.empty() || !features_.empty() || unsampled_inverse_scale_ != 1.0f) {
     for (size_t i = 0; i < batch->nnz(); ++i) {
       const Transform* transform = Find(batch->indices[i]);
@@ -328,10 +327,10 @@ bool DataScaler::Apply(Batch* batch) const {
       label = static_cast<float>((label - label_offset_) / label_scale_);
     }
   }
-  return rebuilt;
+  return changed;
 }
 
-void DataScaler::Rebuild(Batch* batch) const {
+bool DataScaler::Rebuild(Batch* batch) const {
   // Each row's entries, scaled, but for the zeros of features not centred
   // (which stay 0: a zero left out and one written out train alike); then
   // the centred features it lacks (a row of CSV lists them all, and gains
@@ -364,9 +363,13 @@ void DataScaler::Rebuild(Batch* batch) const {
     }
     offsets.push_back(indices.size());
   }
+  // The same entries in the same order (a CSV row that lists every centred
+  // feature and no zero of another) keep the keys prepared for them.
+  const bool changed = indices != batch->indices || offsets != batch->row_offsets;
   batch->indices = std::move(indices);
   batch->values = std::move(values);
   batch->row_offsets = std::move(offsets);
+  return changed;
 }
 
 void FoldIntoLinear(const DataStatistics& statistics, const std::vector<uint64_t>& features,

@@ -119,7 +119,8 @@ class DataScaler {
   };
   // The transform of a sampled feature; nullptr for one the sample lacks.
   const Transform* Find(uint64_t index) const;
-  void Rebuild(Batch* batch) const;
+  // Apply's dropping and adding; true when the entries changed.
+  bool Rebuild(Batch* batch) const;
   // Indices up to this many are looked up in a flat table, larger ones in a
   // hash map (a lookup per non-zero: the flat one is several times faster).
   static constexpr uint64_t kFlatFeatures = uint64_t{1} << 21;

@@ -232,6 +232,15 @@ TEST(DataStatistics, TheSameRowsWithZerosWrittenOrLeftOutGetTheSameStatisticsAnd
     EXPECT_EQ(sparse_scaled.labels, dense_scaled.labels);
     EXPECT_FLOAT_EQ(RowMaps(sparse_scaled)[2].at(0), -60.0f / static_cast<float>(ScaleOf(from_sparse, 0)));
   }
+  // Rows that list every centred feature and no zero of another keep their
+  // entries (and so their keys): Apply says nothing changed.
+  Hyperparameters h;
+  h.unbias_data = "true";
+  const Batch full = MakeBatch({{{0, 70.0f}, {1, 1.0f}}, {{0, 80.0f}, {1, 2.0f}}}, {0, 1});
+  Batch scaled = full;
+  EXPECT_FALSE(DataScaler(ComputeDataStatistics(full, h)).Apply(&scaled));
+  EXPECT_EQ(scaled.indices, full.indices);
+  EXPECT_NE(scaled.values, full.values);
 }
 
 TEST(DataStatistics, UnbiasDataTrueCentresEveryFeatureAndFalseNone) {
