@@ -443,7 +443,7 @@ OptimizerOptions WeightsOptimizerFromFlags(JobKind job, PredictorType type) {
   OptimizerOptions weights;
   weights.name = OptimizerFor(job, type);
   weights.learning_rate =
-      PositiveOrAuto("learning_rate", FLAGS_learning_rate, AutoLearningRate(job, weights.name));
+      PositiveOrAuto("learning_rate", FLAGS_learning_rate, AutoLearningRate(weights.name));
   weights.l1 = NonNegativeOrAuto("l1", FLAGS_l1, 0);
   weights.l2 = NonNegativeOrAuto("wd", FLAGS_wd, 0);
   weights.beta1 = static_cast<float>(AutoOr("beta_1", FLAGS_beta_1, 0.9));

@@ -104,7 +104,6 @@ void FeatureStatistics(const Batch& sample, CentreRule centre, DataStatistics* o
     out->means.push_back(mean);
     out->scales.push_back((out->features_scaled ? UsableScale(scale) : 1.0) / prior);
   }
-  out->features_centred = out->centred_features > 0;
   // A feature the sample lacks is rarer than one row in it: half a row's share.
   out->unsampled_scale = 1.0 / PriorFactor(0.5 / rows, out->frequency_prior);
 }
@@ -213,7 +212,7 @@ bool DataStatistics::LeavesDataAlone() const {
 std::string DataStatistics::Json() const {
   std::ostringstream json;
   json << "{\"sample_rows\":" << sample_rows << ",\"features_scaled\":" << Bool(features_scaled)
-       << ",\"features_centred\":" << Bool(features_centred)
+       << ",\"features_centred\":" << Bool(features_centred())
        << ",\"centred_features\":" << centred_features
        << ",\"sampled_features\":" << features.size()
        << ",\"frequency_prior\":" << Number(frequency_prior)
@@ -441,7 +440,7 @@ void FoldStatistics(const DataStatistics& statistics, ModelArtifact* model) {
     FoldIntoLinear(statistics, model->features, h.classes(), model->weights.data(),
                    model->bias.data());
   }
-  if (statistics.features_centred || statistics.label_centred) h.use_bias = true;
+  if (statistics.features_centred() || statistics.label_centred) h.use_bias = true;
 }
 
 }  // namespace keel

@@ -43,9 +43,9 @@ struct DataStatistics {
   double frequency_prior = 0.0;
   double unsampled_scale = 1.0;
   bool features_scaled = false;
-  // Features centred on their mean (a non-zero one), and whether there is any.
+  // Features centred on their mean (a non-zero one).
   uint64_t centred_features = 0;
-  bool features_centred = false;
+  bool features_centred() const { return centred_features > 0; }
   // A regressor's label: y' = (y - label_offset) / label_scale.
   bool label_scaled = false;
   bool label_centred = false;
@@ -126,8 +126,8 @@ class DataScaler {
   static constexpr uint64_t kFlatFeatures = uint64_t{1} << 21;
   std::vector<Transform> flat_;                       // by index: every index below its size
   std::unordered_map<uint64_t, Transform> features_;  // when flat_ is empty
-  std::vector<uint64_t> centred_;     // the centred features, ascending
-  std::vector<float> centred_absent_;  // their value where a row lacks them
+  std::vector<uint64_t> centred_;                     // the centred features, ascending
+  std::vector<float> centred_absent_;                 // their value where a row lacks them
   float unsampled_inverse_scale_;
   bool label_scaled_;
   double label_offset_, label_scale_;

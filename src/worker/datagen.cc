@@ -170,19 +170,6 @@ class DataFile {
   const bool real_labels_;
 };
 
-// The file name's extension for `format`.
-const char* Extension(DataFormat format) {
-  switch (format) {
-    case DataFormat::kCsv:
-      return ".csv";
-    case DataFormat::kRecordIO:
-      return ".recordio";
-    case DataFormat::kLibsvm:
-      break;
-  }
-  return ".libsvm";
-}
-
 // Throws Error naming the flag unless `options` can make a data set.
 void CheckOptions(const DatagenOptions& options) {
   if (options.model != "linear" && options.model != "fm") {
@@ -365,8 +352,7 @@ class Generator {
         oracle_[0] = Sigmoid(planted_.Score(row_, z_));
         return uniform_(random_) < oracle_[0] ? 1.0f : 0.0f;
       case PredictorType::kRegressor: {
-        const float z =
-            (planted_.Score(row_, z_) - scaling_.score_mean) / scaling_.score_deviation;
+        const float z = (planted_.Score(row_, z_) - scaling_.score_mean) / scaling_.score_deviation;
         oracle_[0] = scaling_.offset + scaling_.scale * z;
         return oracle_[0] + scaling_.scale * normal_(random_);
       }
@@ -444,10 +430,10 @@ std::vector<float> FeatureScales(const DatagenOptions& options) {
 // <out>/<channel>/part-N.<format>, a data file of the channel.
 std::unique_ptr<DataFile> OpenDataFile(const DatagenOptions& options, const std::string& channel,
                                        int n, const std::vector<float>& scales) {
-  return std::make_unique<DataFile>(
-      options.out + "/" + channel + "/part-" + std::to_string(n) + Extension(options.format),
-      options.format, scales, options.features,
-      options.predictor_type == PredictorType::kRegressor);
+  const std::string path = options.out + "/" + channel + "/part-" + std::to_string(n) +
+                           DataFileExtension(options.format);
+  return std::make_unique<DataFile>(path, options.format, scales, options.features,
+                                    options.predictor_type == PredictorType::kRegressor);
 }
 
 // <out>/train/part-N.<format>: `rows` rows, dealt to the files in turn.
@@ -506,6 +492,18 @@ void WriteOracle(const std::string& out, const MetricSet& oracle) {
 }
 
 }  // namespace
+
+const char* DataFileExtension(DataFormat format) {
+  switch (format) {
+    case DataFormat::kCsv:
+      return ".csv";
+    case DataFormat::kRecordIO:
+      return ".recordio";
+    case DataFormat::kLibsvm:
+      break;
+  }
+  return ".libsvm";
+}
 
 MetricSet GenerateData(const DatagenOptions& options) {
   CheckOptions(options);

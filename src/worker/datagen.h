@@ -58,6 +58,10 @@ struct DatagenOptions {
   DataFormat format = DataFormat::kLibsvm;  // of every file
 };
 
+// The extension of a data file datagen writes in `format`: ".libsvm", ".csv"
+// or ".recordio".
+const char* DataFileExtension(DataFormat format);
+
 // Writes <out>/train/part-N.EXT, <out>/validation/part-0.EXT,
 // <out>/test/part-0.EXT (EXT: libsvm, csv or recordio) and <out>/oracle.json, and returns the oracle's
 // validation and test metrics ("validation:roc_auc_score"; the regression and

@@ -320,7 +320,7 @@ void Hyperparameters::Validate() const {
   ValidateModels();
 }
 
-double AutoLearningRate(JobKind /*job*/, const std::string& optimizer) {
+double AutoLearningRate(const std::string& optimizer) {
   if (optimizer == "ftrl") return 1.0;
   return 0.01;
 }

@@ -73,7 +73,8 @@ struct Hyperparameters {
   int num_classes = 2;       // multiclass_classifier only
   int num_factors = 8;       // factorization_machines only
   uint64_t feature_dim = 0;  // 0: indices are not checked
-  int mini_batch_size = 1000;  // 0 in the flags' hyperparameters: auto, until the worker resolves it
+  // 0 in the flags' hyperparameters: auto, until the worker resolves it.
+  int mini_batch_size = 1000;
   int epochs = 15;  // the job flags give a factorization machine 5
   bool use_bias = true;
   uint64_t seed = 1;
@@ -185,13 +186,13 @@ JobKind ParseJobKind(const std::string& name);  // linear_learner | factorizatio
 PredictorType ParsePredictorType(
     const std::string& name);  // binary_classifier | regressor | multiclass_classifier
 
-// What --learning_rate=auto stands for in `job` under `optimizer` (a resolved
-// name, ResolveOptimizerName): 1 for ftrl in both jobs (FTRL's alpha; on
+// What --learning_rate=auto stands for under `optimizer` (a resolved name,
+// ResolveOptimizerName), whatever the job: 1 for ftrl (FTRL's alpha; on
 // dense data a factorization machine's factors diverge at 10, which
 // configs/factorization_machines.flags keeps for its sparse data), 0.01 for
 // every other optimizer (Keel's default rate before `auto`).
 // docs/ARCHITECTURE.md ("Training jobs") says why.
-double AutoLearningRate(JobKind job, const std::string& optimizer);
+double AutoLearningRate(const std::string& optimizer);
 
 // The servers' table specs for a job: widths, optimizers, initializers.
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& hyperparameters);

@@ -65,7 +65,7 @@ TEST(DataStatistics, DenseFeaturesAreCentredOnTheirMeanAndScaledByTheirDeviation
   const Batch sample = MakeBatch({{{0, 1.0f}, {1, 5.0f}}, {{0, 3.0f}, {1, 5.0f}}}, {0, 1});
   const DataStatistics s = ComputeDataStatistics(sample, Hyperparameters());
   EXPECT_TRUE(s.features_scaled);
-  EXPECT_TRUE(s.features_centred);
+  EXPECT_TRUE(s.features_centred());
   EXPECT_DOUBLE_EQ(MeanOf(s, 0), 2.0);
   EXPECT_DOUBLE_EQ(ScaleOf(s, 0), 1.0);
   EXPECT_DOUBLE_EQ(MeanOf(s, 1), 5.0);
@@ -77,7 +77,7 @@ TEST(DataStatistics, FeaturesInUnderHalfTheRowsAreScaledByTheirNonZerosRootMeanS
   const Batch sample =
       MakeBatch({{{7, 3.0f}}, {{7, 4.0f}, {9, 2.0f}}, {{9, 2.0f}}, {}, {}}, {0, 1, 0, 1, 0});
   const DataStatistics s = ComputeDataStatistics(sample, Hyperparameters());
-  EXPECT_FALSE(s.features_centred);
+  EXPECT_FALSE(s.features_centred());
   EXPECT_DOUBLE_EQ(ScaleOf(s, 7), std::sqrt(12.5));
   EXPECT_DOUBLE_EQ(MeanOf(s, 7), 0.0);
   EXPECT_DOUBLE_EQ(ScaleOf(s, 9), 2.0);
@@ -530,7 +530,7 @@ void ExpectFoldingKeepsPredictions(bool fm, double presence, PredictorType type,
     for (float& label : raw.labels) label = 0;
   }
   const DataStatistics statistics = ComputeDataStatistics(sample, h);
-  ASSERT_EQ(statistics.features_centred, presence >= 0.5);
+  ASSERT_EQ(statistics.features_centred(), presence >= 0.5);
   ASSERT_EQ(statistics.label_scaled, type == PredictorType::kRegressor);
   ASSERT_EQ(statistics.unsampled_scale > 1.0, frequency_prior != "0");
   std::vector<uint64_t> features = {0, 1, 2, 3, 4, 5, 6, 7};

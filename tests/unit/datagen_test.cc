@@ -33,11 +33,9 @@ class Datagen : public testing::TempFolderTest {
   static Batch ReadTraining(const DatagenOptions& options) {
     ReaderOptions reader_options;
     reader_options.format = options.format;
-    const char* extension = options.format == DataFormat::kCsv        ? ".csv"
-                            : options.format == DataFormat::kRecordIO ? ".recordio"
-                                                                      : ".libsvm";
-    std::unique_ptr<ExampleReader> reader =
-        OpenReader(InputSplit{options.out + "/train/part-0" + extension}, reader_options);
+    std::unique_ptr<ExampleReader> reader = OpenReader(
+        InputSplit{options.out + "/train/part-0" + DataFileExtension(options.format)},
+        reader_options);
     Batch batch;
     while (reader->Read(1 << 20, &batch) > 0) {
     }
