@@ -58,6 +58,10 @@ DEFINE_bool(allow_data_loss, false,
             "(two failures on one chain before its backups were whole) still ends with exit "
             "status 0; without it the job ends with exit status 3 (the loss is announced "
             "either way)");
+DEFINE_double(rebuild_wait, 10,
+              "scheduler: seconds a key range that lost every replica waits for a server removed "
+              "while alive (paused or cut off) that held it, and may come back with its copy, "
+              "before an empty replacement rebuilds it from the latest checkpoint");
 DEFINE_int32(key_ranges, 0,
              "scheduler: key ranges the key space is split into (0: one per server). More than "
              "--num_servers lets servers join the running job (keel server --join, up to one "
@@ -125,7 +129,8 @@ std::vector<FlagGroup> ClusterFlagGroups() {
         "heartbeat_interval", "scheduler_timeout", "secret_file", "join"}},
       {"scheduler",
        {"num_servers", "num_workers", "heartbeat_timeout", "detect_closed_connections",
-        "worker_replace_timeout", "replication", "allow_data_loss", "key_ranges", "membership_log",
+        "worker_replace_timeout", "replication", "allow_data_loss", "rebuild_wait", "key_ranges",
+        "membership_log",
         "port_file",
         "connect_timeout",
         "progress_records"}},
@@ -267,6 +272,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
   options.replication = FLAGS_replication;
   options.allow_data_loss = FLAGS_allow_data_loss;
+  options.rebuild_wait_s = FLAGS_rebuild_wait;
   options.key_ranges = FLAGS_key_ranges;
   options.membership_log = FLAGS_membership_log;
   options.model_dir = FLAGS_model_dir;  // its timeline

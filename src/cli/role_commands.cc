@@ -8,11 +8,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "base/error.h"
 #include "base/files.h"
@@ -35,6 +38,7 @@
 #include "metrics/status_page.h"
 #include "scheduler/progress_printer.h"
 #include "scheduler/scheduler.h"
+#include "server/held_copy.h"
 #include "server/kv_server.h"
 #include "worker/scheduler_link.h"
 
@@ -57,8 +61,9 @@ namespace {
   throw MakeError("cannot start ", self, " again: ", strerror(errno));
 }
 
-// A server that joined the running job (--join) starts over as its rank's
-// replacement: without --join, with --rank.
+// A server starts over as its rank's replacement: with --rank (the rank whose
+// ranges it held), without --join (one that joined the running job has a
+// rank now).
 std::vector<std::string> AsReplacement(const std::vector<std::string>& argv, int rank) {
   std::vector<std::string> again;
   for (const std::string& arg : argv) {
@@ -66,6 +71,38 @@ std::vector<std::string> AsReplacement(const std::vector<std::string>& argv, int
   }
   again.push_back("--rank=" + std::to_string(rank));
   return again;
+}
+
+// Where a server that starts over finds the copy of its ranges it kept.
+constexpr char kHeldCopyEnv[] = "KEEL_SERVER_COPY";
+
+// Removes a folder when it goes out of scope (not when the process is
+// replaced by exec: the next process uses the folder).
+class FolderRemover {
+ public:
+  explicit FolderRemover(std::string folder) : folder_(std::move(folder)) {}
+  ~FolderRemover() {
+    std::error_code ignored;
+    std::filesystem::remove_all(folder_, ignored);
+  }
+  FolderRemover(const FolderRemover&) = delete;
+  FolderRemover& operator=(const FolderRemover&) = delete;
+
+ private:
+  const std::string folder_;
+};
+
+// Writes the copy of `server`'s ranges into `folder` for the process that
+// replaces this one (kHeldCopyEnv); a copy that cannot be written is logged
+// and the server starts over without one.
+void KeepCopyForRejoin(const KVServer& server, const std::string& folder) {
+  try {
+    SaveHeldCopy(server.KeepCopy(folder), folder);
+    setenv(kHeldCopyEnv, folder.c_str(), 1);
+  } catch (const std::exception& e) {
+    LOG(WARNING) << "cannot keep a copy of this server's key ranges: " << e.what();
+    unsetenv(kHeldCopyEnv);
+  }
 }
 
 // Whether a node the scheduler dropped from the view starts over as a new
@@ -197,7 +234,19 @@ int RunServer(const std::vector<std::string>& argv) {
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
-  Node node(node_options);
+  // A server that started over after the scheduler removed it brings the copy
+  // of its ranges it kept (server/held_copy.h); the folder goes when it ends.
+  const std::string copy_folder = HeldCopyFolder(getpid());
+  NodeOptions options_with_copy = node_options;
+  if (const char* kept = getenv(kHeldCopyEnv); kept && *kept) {
+    try {
+      options_with_copy.held_copy = LoadHeldCopy(kept);
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "the copy of its key ranges this server kept is not used: " << e.what();
+    }
+  }
+  FolderRemover remove_copy(copy_folder);
+  Node node(options_with_copy);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
   AddNodeMetrics(&node, &metrics);
   AddServerMetrics(&*server, &metrics);
@@ -215,11 +264,16 @@ int RunServer(const std::vector<std::string>& argv) {
     if (ShouldStartOver(node)) {
       // Paused or cut off past the heartbeat timeout: the other replicas took
       // over its ranges. It starts over and takes its rank back as a
-      // replacement, copying its ranges from them.
+      // replacement, copying its ranges from them; it keeps a copy of what
+      // it held, which the scheduler uses for a range that lost every other
+      // replica meanwhile.
       LOG(WARNING) << "server " << node.rank() << " left the cluster; it joins again";
+      const int rank = node.rank();
       endpoint.reset();  // it reads the server
+      node.Stop();       // nothing touches the shards from here on
+      KeepCopyForRejoin(*server, copy_folder);
       server.reset();
-      RejoinAsNewProcess(settings.join ? AsReplacement(argv, node.rank()) : argv);
+      RejoinAsNewProcess(AsReplacement(argv, rank));
     }
   }
   LOG(INFO) << "server " << node.rank() << " shutting down: served " << server->served_requests()

@@ -110,6 +110,7 @@ void Node::SendRegister() {
   request.meta.mutable_node()->set_rank(options_.rank);
   request.meta.mutable_node()->set_routing_id(van_->routing_id());
   request.meta.set_join(options_.join);
+  if (options_.held_copy) *request.meta.mutable_held_copy() = *options_.held_copy;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     register_nonce_ = RegisterNonce();

@@ -87,6 +87,9 @@ struct NodeOptions {
   TransportFaults faults;
   // The cluster's CURVE keypair (see Van); none: plain TCP.
   std::optional<ClusterSecret> secret;
+  // A server that starts over after the scheduler removed it: the copy of
+  // its key ranges it kept, sent with its REGISTER (server/held_copy.h).
+  std::optional<proto::HeldCopy> held_copy;
 };
 
 class Node {
@@ -153,6 +156,8 @@ class Node {
   // whatever else the scheduler tells a newcomer for the protocols built over
   // the node.
   proto::Meta registration() const;
+  // The copy of its ranges this node registered with (NodeOptions), if any.
+  const std::optional<proto::HeldCopy>& held_copy() const { return options_.held_copy; }
 
   // Sends a message to the scheduler (stamping sender and epoch).
   void SendToScheduler(Message& message);

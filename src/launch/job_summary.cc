@@ -151,8 +151,9 @@ std::string FormatJobSummary(const JobSummaryInput& input) {
     if (!end.lost_ranges.empty()) {
       text += Entry("data lost", "key range(s) " + JoinRanges(end.lost_ranges) +
                                      " lost every replica during the job: the updates their "
-                                     "last server acknowledged after the latest checkpoint are "
-                                     "gone (the membership log says when)");
+                                     "last server acknowledged that no surviving copy or "
+                                     "checkpoint held are gone (the membership log says which "
+                                     "and how many)");
     }
     text += Outputs(input);
   }

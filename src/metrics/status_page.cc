@@ -61,6 +61,8 @@ std::string ViewJson(const SchedulerStatus& status) {
                  .Add("since", gone.since > 0 ? JsonUnixTime(gone.since) : "null")
                  .Add("last_server", gone.rank >= 0 ? std::to_string(gone.rank) : "null")
                  .String("rebuilt_from", gone.rebuilt_from)
+                 .Add("pushes_lost_at_least",
+                      gone.pushes_lost >= 0 ? std::to_string(gone.pushes_lost) : "null")
                  .Close();
     }
     ranges.push_back(JsonObject()

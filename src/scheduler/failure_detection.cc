@@ -79,7 +79,8 @@ void Scheduler::MonitorLoop() {
       }
       lagging = van_.caught_up_at() < bound;
       for (const auto& [id, silence] : detector_.FindSilent(judged_at)) {
-        RemoveMember(id, "no heartbeat for " + std::to_string(silence) + " s");
+        RemoveMember(id, "no heartbeat for " + std::to_string(silence) + " s",
+                     /*may_return=*/true);
       }
     }
     shares_.AnswerExpired();  // replacement timeouts expire with time
@@ -105,11 +106,11 @@ void Scheduler::OnSuspectProbed(int id, const std::string& address, const Addres
   RemoveMember(id, reason);
 }
 
-void Scheduler::RemoveMember(int id, const std::string& reason) {
+void Scheduler::RemoveMember(int id, const std::string& reason, bool may_return) {
   // Gone already: a drained server let go by an earlier removal's moves.
   if (!members_.count(id)) return;
   if (members_.at(id).info.role() == proto::SERVER) {
-    RemoveServer(id, reason);
+    RemoveServer(id, reason, may_return);
   } else {
     RemoveWorker(id, reason);
   }
@@ -129,9 +130,20 @@ void Scheduler::RemoveWorker(int id, const std::string& reason) {
   AfterDeparture(id);
 }
 
-void Scheduler::RemoveServer(int id, const std::string& reason) {
+void Scheduler::RemoveServer(int id, const std::string& reason, bool may_return) {
   const Member member = members_[id];
   const int rank = member.info.rank();
+  if (may_return) {
+    FormerHolder& former = former_holders_[rank];
+    former.id = id;
+    former.removed_at = MonotonicSeconds();
+    const std::vector<size_t> whole = chains_.WholeReplicas(rank);
+    former.ranges = std::set<size_t>(whole.begin(), whole.end());
+    std::string uri;
+    former.checkpoint_then = checkpoints_->LatestCommitted(&uri);
+  } else {
+    former_holders_.erase(rank);
+  }
   members_.erase(id);
   removed_.emplace(id, reason);
   van_.Disconnect(id);  // what it still sends is answered on its own connection
@@ -191,7 +203,8 @@ void Scheduler::DeclareLost(const std::vector<size_t>& ranges, const proto::Node
                                     " before it left) they held " + held +
                                     ", and it may have applied more since")
              << "; requests for them wait for a server started again with --rank " << rank
-             << ", which restores them from the latest checkpoint";
+             << " (which restores them from the latest checkpoint), or for a server removed "
+                "while alive that held them to come back with its copy (--rebuild_wait)";
 }
 
 void Scheduler::AfterDeparture(int id) {

@@ -17,9 +17,11 @@ bool LostRanges::Lose(size_t range, int rank, uint64_t epoch, double since, int6
   return true;
 }
 
-void LostRanges::Rebuilt(size_t range, const std::string& from) {
+void LostRanges::Rebuilt(size_t range, const std::string& from, int64_t pushes_lost) {
   auto found = lost_.find(range);
-  if (found != lost_.end() && found->second.rebuilt_from.empty()) found->second.rebuilt_from = from;
+  if (found == lost_.end() || !found->second.rebuilt_from.empty()) return;
+  found->second.rebuilt_from = from;
+  found->second.pushes_lost = pushes_lost;
 }
 
 void LostRanges::Adopt(const proto::ClusterView& known) {

@@ -28,8 +28,9 @@ struct LostRange {
   int rank = -1;         // the server rank that held it last (-1: not known)
   uint64_t epoch = 0;    // the view epoch in which it was lost
   double since = 0;      // WallSeconds() of the declaration (0: not known)
-  // Where its rows came back from: "checkpoint <id>", "initial values", or
-  // "" while it waits for a server to take it.
+  // Where its rows came back from: "checkpoint <id>", "initial values",
+  // "server R's copy" (a removed server's HeldCopy), or "" while it waits for
+  // a server to take it.
   std::string rebuilt_from;
   // The pushes its rows reflected on that server at its last report
   // (RangePushes), and how long before the loss that report came; -1: no
@@ -40,6 +41,10 @@ struct LostRange {
   // Times the range lost every replica in the job: a rebuilt range can be
   // lost again (the fields above are then the latest loss's).
   int losses = 1;
+  // Rebuilt from a removed server's copy: the pushes `pushes` counted that
+  // the copy lacks (a lower bound: more may have come after the report);
+  // -1: not known (rebuilt otherwise, or no report).
+  int64_t pushes_lost = -1;
 };
 
 class LostRanges {
@@ -51,8 +56,9 @@ class LostRanges {
   // the earlier one's, `losses` counts it, and Lose returns true.
   bool Lose(size_t range, int rank, uint64_t epoch, double since, int64_t pushes = -1,
             double report_age_s = 0);
-  // The range lost earlier came back from `from` (see LostRange).
-  void Rebuilt(size_t range, const std::string& from);
+  // The range lost earlier came back from `from` (see LostRange), lacking
+  // `pushes_lost` of the pushes its last holder reported (-1: not known).
+  void Rebuilt(size_t range, const std::string& from, int64_t pushes_lost = -1);
   // Ranges marked lost in `known`, a view a node of an earlier scheduler run
   // brings, are lost here too (their details unknown); so is one that waits
   // alone for a server rank not in that view (its loss declared by a

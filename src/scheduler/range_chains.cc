@@ -159,6 +159,30 @@ std::vector<size_t> RangeChains::HeldAlone(int rank) const {
   return alone;
 }
 
+std::vector<size_t> RangeChains::WholeReplicas(int rank) const {
+  std::vector<size_t> whole;
+  for (size_t range = 0; range < ranges_.num_ranges(); ++range) {
+    auto copying = copying_.find(range);
+    if (ranges_.Holds(range, rank) && (copying == copying_.end() || !copying->second.count(rank))) {
+      whole.push_back(range);
+    }
+  }
+  return whole;
+}
+
+void RangeChains::Hand(size_t range, int rank) {
+  if (range >= ranges_.num_ranges()) {
+    throw MakeError("key range ", range, " does not exist (the job has ", ranges_.num_ranges(),
+                    ")");
+  }
+  if (ranges_.Chain(range).size() != 1) {
+    throw MakeError("key range ", range, " has live replicas: it cannot be handed to server ",
+                    rank);
+  }
+  ranges_ = ranges_.WithChain(range, {rank});
+  copying_[range].clear();
+}
+
 std::vector<size_t> RangeChains::Missing(int rank) const {
   std::vector<size_t> missing;
   for (size_t range = 0; range < ranges_.num_ranges() && range < home_.num_ranges(); ++range) {

@@ -103,6 +103,14 @@ class RangeChains {
 
   // The ranges whose chain is `rank` alone.
   std::vector<size_t> HeldAlone(int rank) const;
+  // The ranges whose chain has `rank` as a whole replica (not copying).
+  std::vector<size_t> WholeReplicas(int rank) const;
+  // `range`, which lost every replica and waits alone for a departed rank,
+  // is held by `rank` alone from now on (its primary, not copying: it
+  // restores the rows itself). Its home is unchanged, so the departed rank
+  // copies it back when it returns. Throws Error (and changes nothing) unless
+  // the range exists and its chain is one rank (the departed one, or `rank`).
+  void Hand(size_t range, int rank);
   // The ranges `rank` started on but is not in the chain of now.
   std::vector<size_t> Missing(int rank) const;
 

@@ -48,8 +48,11 @@ void Scheduler::OnProbed(const Message& request, const std::string& refusal) {
   }
 }
 
-void Scheduler::Refuse(const Message& request, const std::string& reason) {
-  LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
+void Scheduler::Refuse(const Message& request, const std::string& reason, bool log) {
+  if (log) {
+    LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": "
+                 << reason;
+  }
   Message reply = ControlMessage(proto::REGISTER);
   reply.meta.set_epoch(view_.epoch());
   reply.meta.set_sequence(request.meta.sequence());  // the node's number, echoed
@@ -79,6 +82,19 @@ void Scheduler::Admit(const Message& request) {
   // A node may ask for a rank (--rank); otherwise it gets the lowest free one
   // (a server: the lowest vacant one first, whose ranges wait for it).
   const int rank = node.rank() >= 0 ? node.rank() : FreeRank(node.role(), *taken, join);
+  const proto::HeldCopy* held =
+      node.role() == proto::SERVER && request.meta.has_held_copy() ? &request.meta.held_copy()
+                                                                    : nullptr;
+  if (node.role() == proto::SERVER && !join && node.id() <= 0) {
+    const std::string wait = RebuildWait(rank, held);
+    if (!wait.empty()) {
+      // Asked again every quarter second: said once per wait.
+      if (wait != last_rebuild_wait_) LOG(WARNING) << "server " << rank << " waits: " << wait;
+      last_rebuild_wait_ = wait;
+      Refuse(request, wait, /*log=*/false);
+      return;
+    }
+  }
   taken->insert(rank);
   proto::WorkerCursor resume;
   const bool takeover = node.role() == proto::WORKER && TakesOver(rank, &resume);
@@ -98,7 +114,10 @@ void Scheduler::Admit(const Message& request) {
   LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
             << " " << rank << " as node " << id << " at " << node.address();
   if (join) resharding_.Join(member);
-  AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence(), join);
+  AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence(), join,
+                     held);
+  // Its rank is back: a copy the removed holder kept cannot come any more.
+  if (node.role() == proto::SERVER) former_holders_.erase(rank);
   if (!published_ && Complete()) ReplaceEarlierHolders();
   if (published_ || Complete()) PublishView();
 }
@@ -354,7 +373,8 @@ Member Scheduler::NewMember(const Message& request, int rank) {
 }
 
 void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
-                                   const proto::WorkerCursor* resume, uint64_t nonce, bool join) {
+                                   const proto::WorkerCursor* resume, uint64_t nonce, bool join,
+                                   const proto::HeldCopy* held) {
   const int rank = member.info.rank();
   Message reply = ControlMessage(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
@@ -374,12 +394,112 @@ void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
                      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
                          ", \"replaces\": " + (resume || server_returns ? "true" : "false") +
                          (join ? ", \"joins\": true" : ""));
-  if (server_returns) ReplaceServer(rank, &reply);
+  if (server_returns) ReplaceServer(rank, &reply, held);
   SendTo(member.info.id(), reply);
   members_.at(member.info.id()).answer = reply.meta;
 }
 
-void Scheduler::ReplaceServer(int rank, Message* reply) {
+std::string Scheduler::RebuildWait(int rank, const proto::HeldCopy* held) const {
+  if (!lost_.any()) return "";
+  std::set<size_t> in_copy;
+  if (held) {
+    for (const proto::RangePushes& entry : held->ranges()) in_copy.insert(entry.range());
+  }
+  const double now = WallSeconds();
+  for (size_t range : chains_.HeldAlone(rank)) {
+    if (!lost_.Lost(range) || in_copy.count(range)) continue;
+    const LostRange& loss = lost_.ranges().at(range);
+    if (!loss.rebuilt_from.empty()) continue;  // rebuilt already: not waiting
+    const double left = loss.since + options_.rebuild_wait_s - now;
+    if (left <= 0) continue;
+    for (const auto& [former_rank, former] : former_holders_) {
+      if (former_rank == rank || !former.ranges.count(range) ||
+          server_ranks_.count(former_rank)) {
+        continue;
+      }
+      char seconds[32];
+      snprintf(seconds, sizeof(seconds), "%g", options_.rebuild_wait_s);
+      return "key range " + std::to_string(range) + " lost every replica, and server " +
+             std::to_string(former_rank) + " (node " + std::to_string(former.id) +
+             "), removed while it may still run, held it: for up to " + seconds +
+             " s after the loss (--rebuild_wait) the range waits for that server to come back "
+             "with its copy before this replacement rebuilds it from the latest checkpoint; "
+             "try again";
+    }
+  }
+  return "";
+}
+
+std::vector<size_t> Scheduler::UseHeldCopy(int rank, const proto::HeldCopy& held,
+                                           Message* reply) {
+  auto former = former_holders_.find(rank);
+  if (former == former_holders_.end() || former->second.id != held.node_id()) {
+    LOG(WARNING) << "server " << rank << " brought a copy of its ranges (checkpoint "
+                 << held.checkpoint() << ") that this scheduler did not see it leave with: "
+                 << "not used";
+    return {};
+  }
+  std::string uri;
+  const std::string latest = checkpoints_->LatestCommitted(&uri);
+  if (latest != former->second.checkpoint_then) {
+    LOG(WARNING) << "server " << rank << "'s copy of its ranges predates checkpoint " << latest
+                 << ": the checkpoint is used";
+    return {};
+  }
+  std::map<size_t, uint64_t> pushes;  // the ranges to rebuild from the copy
+  for (const proto::RangePushes& entry : held.ranges()) {
+    const size_t range = entry.range();
+    if (range >= static_cast<size_t>(chains_.num_ranges()) || !lost_.Lost(range) ||
+        !former->second.ranges.count(range) || !lost_.ranges().at(range).rebuilt_from.empty()) {
+      continue;
+    }
+    const std::vector<size_t> holders = chains_.HeldAlone(lost_.ranges().at(range).rank);
+    if (std::find(holders.begin(), holders.end(), range) == holders.end()) continue;
+    pushes[range] = entry.pushes();
+  }
+  // One source per replacement: the copy only if it covers every range the
+  // rank would hold alone.
+  for (size_t range : chains_.HeldAlone(rank)) {
+    if (!pushes.count(range)) return {};
+  }
+  if (pushes.empty()) return {};
+  std::vector<size_t> rebuilt;
+  for (const auto& [range, copied] : pushes) {
+    chains_.Hand(range, rank);
+    const LostRange& loss = lost_.ranges().at(range);
+    // Counts travel with the rows (RangePushes), so the last holder's count
+    // less the copy's is what the copy lacks (at least: the last holder may
+    // have applied more after its last report).
+    const int64_t missing =
+        loss.pushes < 0 ? -1 : std::max<int64_t>(0, loss.pushes - static_cast<int64_t>(copied));
+    lost_.Rebuilt(range, "server " + std::to_string(rank) + "'s copy", missing);
+    proto::NodeInfo holder;
+    holder.set_role(proto::SERVER);
+    holder.set_rank(rank);
+    holder.set_id(held.node_id());
+    membership_.Record("range_rebuilt", holder,
+                       "\"range\": " + std::to_string(range) + ", \"from\": \"held_copy\"" +
+                           ", \"pushes_in_copy\": " + std::to_string(copied) +
+                           ", \"pushes_lost_at_least\": " +
+                           (missing >= 0 ? std::to_string(missing) : "null"));
+    LOG(WARNING) << "key range " << range << " is rebuilt from the copy server " << rank
+                 << " kept when it was removed (" << copied << " push(es)) instead of from "
+                 << (latest.empty() ? "initial values" : "checkpoint " + latest)
+                 << (missing >= 0 ? ": " + std::to_string(missing) +
+                                        " acknowledged push(es) by server " +
+                                        std::to_string(loss.rank) +
+                                        "'s last report are lost (those after the copy was "
+                                        "taken), and any it applied after that report"
+                                  : "");
+    rebuilt.push_back(range);
+  }
+  reply->meta.set_checkpoint_uri(held.uri());
+  reply->meta.set_checkpoint(held.checkpoint());
+  return rebuilt;
+}
+
+void Scheduler::ReplaceServer(int rank, Message* reply, const proto::HeldCopy* held) {
+  const std::vector<size_t> from_copy = held ? UseHeldCopy(rank, *held, reply) : std::vector<size_t>{};
   auto vacant = server_vacant_.find(rank);
   std::string what = "server " + std::to_string(rank) + " is replaced";
   if (vacant != server_vacant_.end()) {
@@ -416,6 +536,11 @@ void Scheduler::ReplaceServer(int rank, Message* reply) {
     } else {
       LOG(INFO) << what << (waiting.empty() ? "; nothing was lost" : "");
     }
+    return;
+  }
+  if (!from_copy.empty()) {
+    LOG(WARNING) << what << "; it restores key range(s) " << alone
+                 << " from the copy it kept when it was removed";
     return;
   }
   std::string uri;

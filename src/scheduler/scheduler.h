@@ -100,6 +100,11 @@ struct SchedulerOptions {
   // With replication >= 1, a job in which a key range lost every replica
   // ends with kDataLostExitStatus (see lost_ranges()) unless this is set.
   bool allow_data_loss = false;
+  // A key range that lost every replica waits this long (from the loss) for
+  // a server removed while alive that held it (FormerHolder) to come back
+  // with its copy, before an empty replacement of the range's last rank is
+  // admitted to rebuild it from the latest checkpoint.
+  double rebuild_wait_s = 10;
 };
 
 // The largest frame the scheduler accepts: its messages (registrations,
@@ -291,14 +296,34 @@ class Scheduler {
   // where to resume), echoing `nonce` (its REGISTER's sequence), and records
   // the join.
   void AnswerRegistration(const Member& member, bool rejoin, const proto::WorkerCursor* resume,
-                          uint64_t nonce, bool join = false);
+                          uint64_t nonce, bool join = false,
+                          const proto::HeldCopy* held = nullptr);
   // A server taking `rank` back: the ranges the rank held alone come from the
   // latest checkpoint (filled into `reply`); then every range whose primary is
   // live gets back, at the end of its chain, the live servers it started on
   // and lacks (this one among them), each to copy it from its predecessor.
-  void ReplaceServer(int rank, Message* reply);
+  // `held`: the copy a server removed while alive brings back (nullptr:
+  // none); where it is the freshest left of a range that lost every replica,
+  // the range is rebuilt from it instead (UseHeldCopy).
+  void ReplaceServer(int rank, Message* reply, const proto::HeldCopy* held = nullptr);
+  // Server `rank` came back with `held`: each range that lost every replica,
+  // waits for its rebuild, and that the copy holds whole and fresher than the
+  // latest checkpoint (the server left after that checkpoint was committed)
+  // is handed to it (RangeChains::Hand). Only if every range `rank` would
+  // then hold alone is in the copy: else nothing changes and the checkpoint
+  // rebuilds them as before. Fills `reply` to restore from the copy and
+  // returns the ranges rebuilt from it.
+  std::vector<size_t> UseHeldCopy(int rank, const proto::HeldCopy& held, Message* reply);
+  // Why a server registering anew for `rank` waits ("" if it need not): a
+  // range it would rebuild from the checkpoint (it held it alone) waits,
+  // until options_.rebuild_wait_s after its loss, for a former holder of
+  // another rank that may come back with its copy. `held`: the copy it
+  // brings, if any.
+  std::string RebuildWait(int rank, const proto::HeldCopy* held) const;
   // Answers a registration with `reason` on the connection it came on.
-  void Refuse(const Message& request, const std::string& reason);
+  // `log`: say so in the log (a refusal repeated while a node waits is said
+  // once by the caller).
+  void Refuse(const Message& request, const std::string& reason, bool log = true);
   // A REGISTER repeated on the route of the member it admitted (the node
   // asked again before its answer came): answered as the first one was.
   // False if the request is not such a repeat.
@@ -338,7 +363,7 @@ class Scheduler {
   void AdvanceMoves();
 
   // Removes member `id` for `reason`: RemoveServer or RemoveWorker.
-  void RemoveMember(int id, const std::string& reason);
+  void RemoveMember(int id, const std::string& reason, bool may_return = false);
   // A worker that left (silent, or its process gone) leaves the view: a new view (epoch + 1)
   // goes to every node, its barriers stop waiting for it, and its rank waits
   // for a replacement (OrphanedShares).
@@ -347,7 +372,9 @@ class Scheduler {
   // range's chain the next replica takes its place (a backup is promoted
   // where it was the primary). A range it held alone waits for a server
   // started again with its rank, which restores it from the latest checkpoint.
-  void RemoveServer(int id, const std::string& reason);
+  // `may_return`: it left for silence, so its process may be alive (paused,
+  // cut off) and come back with its copy (FormerHolder).
+  void RemoveServer(int id, const std::string& reason, bool may_return = false);
   // What follows any departure: barriers and checkpoints stop waiting for the
   // node, and a new view goes out.
   void AfterDeparture(int id);
@@ -380,6 +407,16 @@ class Scheduler {
   bool shut_down_ = false;               // SHUTDOWN went to every node: the job is over
   std::map<int, std::string> removed_;   // nodes this scheduler removed from the view: why
   std::map<int, double> server_vacant_;  // server rank -> when its server left
+  // A server removed for silence, whose process may come back with the ranges
+  // it held (HeldCopy), by rank, until its rank registers again.
+  struct FormerHolder {
+    int id = 0;
+    double removed_at = 0;           // MonotonicSeconds()
+    std::set<size_t> ranges;         // those it was a whole replica of
+    std::string checkpoint_then;     // the latest committed checkpoint then ("" none)
+  };
+  std::map<int, FormerHolder> former_holders_;
+  std::string last_rebuild_wait_;  // the latest RebuildWait refusal, said once
   // The newest view the nodes of an earlier run brought back (epoch 0: none;
   // this scheduler was not restarted, or none of them registered again yet).
   proto::ClusterView earlier_view_;

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "kv/kv_worker.h"
+#include "server/held_copy.h"
 
 namespace keel {
 
@@ -214,6 +215,10 @@ std::vector<KVServer::TableSize> KVServer::table_sizes() const {
   std::sort(sizes.begin(), sizes.end(),
             [](const TableSize& a, const TableSize& b) { return a.table < b.table; });
   return sizes;
+}
+
+proto::HeldCopy KVServer::KeepCopy(const std::string& folder) const {
+  return WriteHeldCopy(state_, node_->rank(), folder);
 }
 
 }  // namespace keel

@@ -154,6 +154,11 @@ class KVServer {
   size_t ranges_waiting() const { return ranges_waiting_.load(); }
   size_t held_pushes() const { return held_pushes_.load(); }
 
+  // Writes the key ranges this server holds whole to a checkpoint in
+  // `folder` (server/held_copy.h) and returns what its next REGISTER brings.
+  // Only once the node has stopped (nothing else touches the shards).
+  proto::HeldCopy KeepCopy(const std::string& folder) const;
+
   // The most bytes of rows one DUMP answer or one REPLICA_SYNC page carries
   // (kPageBytes unless set; tests set less to see many pages). Set before
   // node->Start().

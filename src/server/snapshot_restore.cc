@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "base/utf8.h"
+#include "server/held_copy.h"
 #include "server/replacement.h"
 
 namespace keel {
@@ -50,6 +51,15 @@ void SnapshotRestore::RestoreOnce(const proto::ClusterView& view) {
   try {
     if (!replace_from.empty()) {
       Restore(replace_uri, replace_from, targets);
+      // The copy this server kept when it was removed: its ranges reflect
+      // the pushes they did then (what the scheduler compares).
+      const auto& held = node_->held_copy();
+      if (held && held->uri() == replace_uri && held->checkpoint() == replace_from) {
+        for (const proto::RangePushes& entry : held->ranges()) {
+          if (targets.count(entry.range())) state_.range_pushes.Set(entry.range(), entry.pushes());
+        }
+        RestoreHeldApplied(*held, targets, &state_);
+      }
     } else {
       Restore(view.resume_uri(), view.resume_checkpoint(), targets);
       // The rows are the checkpoint's exactly: the first checkpoint may be a

@@ -1,5 +1,6 @@
 #include "worker/exact_sum_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -44,10 +45,12 @@ void CheckKey(Key key, double sum, const Expectation& want, const RangeMap& rang
   RangeCheck& tally = report->ranges[range];
   ++tally.keys_checked;
   ++report->keys_checked;
+  tally.expected += static_cast<double>(want.least);
   const bool integer = sum == std::floor(sum);
   SumViolation violation{SumViolation::kLost, key, want.feature, range, sum, want.least, want.most};
   if (sum < static_cast<double>(want.least) || (!integer && sum < static_cast<double>(want.most))) {
     ++tally.lost;
+    tally.missing += std::max(0.0, static_cast<double>(want.least) - sum);
     if (tally.announced_lost) {
       ++report->announced_lost;
       return;
@@ -206,7 +209,8 @@ std::string ExactSumJson(const ExactSumReport& report, size_t max_listed) {
          << ",\"last\":" << JsonQuote(Hex(range.last)) << ",\"primary\":" << range.primary
          << ",\"keys_checked\":" << range.keys_checked << ",\"lost\":" << range.lost
          << ",\"doubled\":" << range.doubled
-         << ",\"announced_lost\":" << (range.announced_lost ? "true" : "false") << "}";
+         << ",\"announced_lost\":" << (range.announced_lost ? "true" : "false")
+         << ",\"expected\":" << range.expected << ",\"missing\":" << range.missing << "}";
   }
   json << "],\"violating_keys\":[";
   for (size_t i = 0; i < report.violations.size() && i < max_listed; ++i) {

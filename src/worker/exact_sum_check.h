@@ -123,6 +123,11 @@ struct RangeCheck {
   uint64_t lost = 0;
   uint64_t doubled = 0;
   bool announced_lost = false;  // the scheduler declared the range lost
+  // The updates its keys must hold at least (the sum of their lower bounds),
+  // and those the keys with lost updates lack: how much of the range a loss
+  // took.
+  double expected = 0;
+  double missing = 0;
 };
 
 struct ExactSumReport {

@@ -165,6 +165,39 @@ TEST(RangeChains, AMoveWhoseNewHolderLeftKeepsTheOldHolder) {
   EXPECT_TRUE(chains.Names(2)) << "its home still waits for rank 2";
 }
 
+// Three servers, one backup each (range i on servers i, i + 1): server 1 is
+// removed, then server 2, range 1's last replica. Server 1 comes back with
+// its copy: the range is handed to it alone, and server 2, back later,
+// copies it from server 1.
+TEST(RangeChains, ALostRangeHandedToAReturningHolderIsCopiedFromItByTheRest) {
+  RangeChains chains(3, 1);
+  ViewOf(chains, {0, 1, 2}, 1);
+  EXPECT_EQ(chains.WholeReplicas(1), (std::vector<size_t>{0, 1}));
+  chains.RemoveServer(1);
+  const RangeChains::Departure departure = chains.RemoveServer(2);
+  EXPECT_EQ(departure.alone, (std::vector<size_t>{1}));
+  EXPECT_EQ(chains.HeldAlone(2), (std::vector<size_t>{1}));
+  chains.Hand(1, 1);
+  EXPECT_TRUE(chains.HeldAlone(2).empty());
+  EXPECT_EQ(chains.HeldAlone(1), (std::vector<size_t>{1}));
+  // Server 1 restores range 1 itself (a whole replica) and copies range 0.
+  RangeChains::Additions added = chains.Repair({0, 1});
+  EXPECT_EQ(added[1], (std::vector<std::pair<size_t, int>>{{0, 0}}));
+  EXPECT_EQ(chains.WholeReplicas(1), (std::vector<size_t>{1}));
+  added = chains.Repair({0, 1, 2});
+  EXPECT_EQ(added[2], (std::vector<std::pair<size_t, int>>{{1, 1}, {2, 0}}));
+}
+
+TEST(RangeChains, ARangeWithReplicasIsNotHandedOver) {
+  RangeChains chains(3, 1);
+  ViewOf(chains, {0, 1, 2}, 1);
+  EXPECT_EQ(testing::ErrorOf([&] { chains.Hand(0, 2); }),
+            "key range 0 has live replicas: it cannot be handed to server 2");
+  EXPECT_EQ(testing::ErrorOf([&] { chains.Hand(7, 2); }),
+            "key range 7 does not exist (the job has 3)");
+  EXPECT_EQ(chains.HeldAlone(2), std::vector<size_t>{});
+}
+
 // Three servers, one backup each: a backup that leaves, then the range's
 // promoted primary, leave the range with no replica; that range alone is
 // lost, once, and every later view says so (a restarted scheduler too).
