@@ -306,9 +306,18 @@ def outcome(run_dir, job, replication, down, seed, servers, faults, replay):
                        if r.get("announced_lost")]
         line.update(violations=violations, announced_lost=announced, lost_ranges=lost_ranges)
         # Each range the scheduler declared lost, and whether the check found the loss real.
-        declared = sorted({e.get("range") for e in read_json_lines(
-            os.path.join(run_dir, job + ".membership.jsonl")) if e.get("event") == "range_lost"})
+        membership = read_json_lines(os.path.join(run_dir, job + ".membership.jsonl"))
+        declared = sorted({e.get("range") for e in membership if e.get("event") == "range_lost"})
         line["declared_lost"] = declared
+        # Ranges rebuilt from a removed server's copy, with the pushes it lacked by report.
+        line["rebuilt_from_copy"] = [
+            {"range": e.get("range"), "pushes_lost_at_least": e.get("pushes_lost_at_least")}
+            for e in membership if e.get("event") == "range_rebuilt"]
+        # Per lost range, the share of its updates the check found missing.
+        line["missing_share"] = {
+            str(r.get("range")): round(r["missing"] / r["expected"], 4)
+            for r in (report or {}).get("ranges", [])
+            if r.get("announced_lost") and r.get("expected")}
         if declared != sorted(lost_ranges):
             note = "declared %s, the last view marked %s" % (declared, sorted(lost_ranges))
         if report is not None:
@@ -386,6 +395,13 @@ def describe(r):
         if r.get("lost_ranges"):
             text += ", %d key(s) lost in range(s) %s, announced" % (
                 r.get("announced_lost", 0), ", ".join(str(x) for x in r["lost_ranges"]))
+            shares = r.get("missing_share") or {}
+            if shares:
+                text += " (%s of its updates missing)" % ", ".join(
+                    "%.1f %%" % (100 * v) for v in shares.values())
+        for rebuilt in r.get("rebuilt_from_copy") or []:
+            text += ", range %s rebuilt from a removed server's copy (%s push(es) lost)" % (
+                rebuilt.get("range"), rebuilt.get("pushes_lost_at_least"))
         pushes = r.get("pushes") or {}
         if pushes.get("repeated"):
             text += ", %d pushes made again" % pushes["repeated"]
@@ -407,13 +423,15 @@ def report(out):
     finished = sum(1 for r in rows if r["code"] == 0)
     violations = sum(r.get("violations") or 0 for r in rows if r["job"] == "exact_sum")
     announced = [r for r in rows if r["job"] == "exact_sum" and r.get("lost_ranges")]
+    from_copy = sum(len(r.get("rebuilt_from_copy") or []) for r in rows)
     walls = sorted(r["wall_s"] for r in rows)
     lines = [
         "Runs: %d schedule(s), %d job(s); %d job(s) exited 0; exact_sum violations (silent "
         "loss or doubled): %d; exact_sum runs with announced loss: %d (%d keys); failed "
-        "schedule(s): %s." % (len(runs), len(rows), finished, violations, len(announced),
-                              sum(r.get("announced_lost") or 0 for r in announced),
-                              ", ".join(str(s) for s in failed) or "none"),
+        "schedule(s): %s. Ranges rebuilt from a removed server's copy: %d." % (
+            len(runs), len(rows), finished, violations, len(announced),
+            sum(r.get("announced_lost") or 0 for r in announced),
+            ", ".join(str(s) for s in failed) or "none", from_copy),
         "Job wall time: median %.1f s, longest %.1f s." % (
             walls[len(walls) // 2] if walls else 0, walls[-1] if walls else 0),
         "",
