@@ -1,5 +1,6 @@
 #include "cluster_fixture.h"
 
+#include <exception>
 #include <thread>
 
 #include "test_util.h"
@@ -22,12 +23,29 @@ std::unique_ptr<Scheduler> StartScheduler(const SchedulerOptions& options) {
 
 void StartNodes(const std::vector<Node*>& nodes) {
   if (nodes.empty()) return;
+  // A node that cannot register (its registration timed out on a loaded
+  // machine) throws; on a thread of its own that would end the process, so
+  // the first error is taken to the caller, where the test fails with it.
+  std::vector<std::exception_ptr> errors(nodes.size());
   std::vector<std::thread> starting;
   for (size_t i = 0; i + 1 < nodes.size(); ++i) {
-    starting.emplace_back([node = nodes[i]] { node->Start(); });
+    starting.emplace_back([node = nodes[i], error = &errors[i]] {
+      try {
+        node->Start();
+      } catch (...) {
+        *error = std::current_exception();
+      }
+    });
   }
-  nodes.back()->Start();
+  try {
+    nodes.back()->Start();
+  } catch (...) {
+    errors.back() = std::current_exception();
+  }
   for (auto& thread : starting) thread.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
 }
 
 RequestRetry Retries(double timeout_s, double max_timeout_s, int max_attempts) {

@@ -31,7 +31,8 @@ SchedulerOptions LocalScheduler(int servers, int workers);
 std::unique_ptr<Scheduler> StartScheduler(const SchedulerOptions& options);
 
 // Starts every node of `nodes` at once: each but the last on a thread of its
-// own, the last on this one; returns once all have started.
+// own, the last on this one; returns once all have started, or throws the
+// first node's error (a registration that timed out) once all have returned.
 void StartNodes(const std::vector<Node*>& nodes);
 
 // Retries that wait `timeout_s` after the first send, at most `max_timeout_s`

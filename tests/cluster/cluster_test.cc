@@ -47,6 +47,24 @@ class InProcessCluster : public testing::ClusterTest {
   }
 };
 
+// Nodes that cannot register (no scheduler at their address: on a loaded
+// machine, one whose registration timed out) make StartNodes throw the first
+// node's error to the test, which fails with it; thrown on the node's own
+// thread, it used to end the whole test process.
+TEST(StartNodes, ANodeThatCannotRegisterFailsTheTestRatherThanTheProcess) {
+  const int nobody = testing::UnusedPort();
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (proto::Role role : {proto::SERVER, proto::WORKER}) {
+    NodeOptions options = testing::LocalNode(role, nobody, 0.1);
+    options.register_timeout_s = 0.5;
+    nodes.push_back(std::make_unique<Node>(options));
+  }
+  const std::string error =
+      ErrorOf([&] { testing::StartNodes({nodes[0].get(), nodes[1].get()}); });
+  EXPECT_TRUE(Contains(error, "no answer from the scheduler")) << error;
+  for (auto& node : nodes) node->Stop();
+}
+
 TEST_F(InProcessCluster, EveryNodeGetsTheSameViewWithARankPerRole) {
   auto view = worker_node_->view();
   ASSERT_NE(view, nullptr);
