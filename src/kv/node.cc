@@ -103,6 +103,12 @@ void Node::Register() {
   }
 }
 
+uint64_t Node::NewRegisterNonceLocked() {
+  if (register_nonces_.size() == kRegisterNonces) register_nonces_.pop_front();
+  register_nonces_.push_back(RegisterNonce());
+  return register_nonces_.back();
+}
+
 void Node::SendRegister() {
   Message request = CommandMessage(proto::REGISTER);
   request.meta.mutable_node()->set_role(options_.role);
@@ -113,8 +119,7 @@ void Node::SendRegister() {
   if (options_.held_copy) *request.meta.mutable_held_copy() = *options_.held_copy;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    register_nonce_ = RegisterNonce();
-    request.meta.set_sequence(register_nonce_);
+    request.meta.set_sequence(NewRegisterNonceLocked());
   }
   SendToScheduler(request);
 }
@@ -316,8 +321,7 @@ void Node::Rejoin() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (rejoining_) return;
     rejoining_ = true;
-    register_nonce_ = RegisterNonce();
-    request.meta.set_sequence(register_nonce_);
+    request.meta.set_sequence(NewRegisterNonceLocked());
   }
   request.meta.mutable_node()->set_role(options_.role);
   request.meta.mutable_node()->set_address(van_->address());
@@ -473,8 +477,9 @@ bool Node::FromScheduler(const Message& message) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!scheduler_route_.empty() && message.route == scheduler_route_) return true;
   // The answer to this node's latest REGISTER: its connection is the scheduler's.
-  if (meta.command() == proto::REGISTER && register_nonce_ != 0 &&
-      meta.sequence() == register_nonce_) {
+  if (meta.command() == proto::REGISTER && meta.sequence() != 0 &&
+      std::find(register_nonces_.begin(), register_nonces_.end(), meta.sequence()) !=
+          register_nonces_.end()) {
     scheduler_route_ = message.route;
     return true;
   }

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -256,6 +257,9 @@ class Node {
   void StartVan();
   void Register();
   void SendRegister();
+  // A new random number for a REGISTER, remembered among the latest
+  // kRegisterNonces (mutex_ held).
+  uint64_t NewRegisterNonceLocked();
   // Waits (releasing `lock` meanwhile) until the scheduler answered the
   // registration or `deadline` passed.
   void AwaitRegistration(std::unique_lock<std::mutex>& lock, double deadline);
@@ -347,9 +351,12 @@ class Node {
   std::vector<Message> held_;
   std::map<int, size_t> held_per_sender_;
   size_t held_bytes_ = 0;
-  // The random number in this node's latest REGISTER, which the scheduler's
-  // answer echoes; the route that answer came on (the scheduler's connection).
-  uint64_t register_nonce_ = 0;
+  // The random numbers in this node's latest REGISTERs (the latest last, at
+  // most kRegisterNonces), one of which the scheduler's answer echoes: a
+  // scheduler slower to answer than the node's resend interval answers an
+  // earlier one. The route that answer came on is the scheduler's connection.
+  static constexpr size_t kRegisterNonces = 64;
+  std::deque<uint64_t> register_nonces_;
   std::string scheduler_route_;
   uint64_t next_barrier_ = 0;
   // The commands of the awaited requests: the scheduler's messages of these

@@ -412,6 +412,46 @@ TEST_F(Registration, ARegisterNamingAnotherRoutingIdThanItsConnectionsIsRefused)
   EXPECT_EQ(scheduler_->view().nodes_size(), 0);
 }
 
+// A scheduler slower to answer than the node's resend interval (a loaded
+// machine) answers an earlier REGISTER of the node's than its latest: the
+// node takes that answer. It used to take only the latest's, so with every
+// answer one resend late it never registered ("no answer from the scheduler
+// ... within 30 s" while the scheduler logged "answered as before").
+TEST(SlowScheduler, AnAnswerToAnEarlierRegisterOfTheSameAttemptIsTaken) {
+  Listener scheduler;  // the test's own, answering by hand
+  const std::string address = scheduler.address();
+  NodeOptions options =
+      LocalNode(proto::WORKER, std::stoi(address.substr(address.rfind(':') + 1)), 0.2);
+  options.register_timeout_s = 8;
+  Node node(options);
+  std::string error;
+  std::thread start([&] { error = testing::ErrorOrEmpty([&] { node.Start(); }); });
+  proto::Meta first, second;
+  ASSERT_TRUE(scheduler.Receive(&first, 10));
+  ASSERT_EQ(first.command(), proto::REGISTER);
+  ASSERT_TRUE(scheduler.Receive(&second, 10)) << "no second REGISTER";
+  ASSERT_EQ(second.command(), proto::REGISTER);
+  ASSERT_NE(first.sequence(), second.sequence());
+  // The answer to the first, where the scheduler answers: the node's address.
+  RawPeer answer(first.node().address());
+  proto::Meta reply = Command(proto::REGISTER, kSchedulerId);
+  reply.set_sequence(first.sequence());
+  reply.mutable_node()->set_role(proto::WORKER);
+  reply.mutable_node()->set_id(7);
+  reply.mutable_node()->set_rank(0);
+  reply.mutable_node()->set_address(first.node().address());
+  answer.Send(reply);
+  proto::Meta view = Command(proto::VIEW, kSchedulerId);
+  view.mutable_view()->set_epoch(1);
+  *view.mutable_view()->add_nodes() = reply.node();
+  RangeMap::Even(1).ToProto(view.mutable_view()->mutable_ranges());
+  answer.Send(view);
+  start.join();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(node.id(), 7);
+  node.Stop();
+}
+
 TEST_F(Registration, ARepeatedRegisterIsAnsweredAsTheFirstNotRefusedAsTaken) {
   // A node asks again when its answer is late (or a restarted scheduler's
   // "register again" crossed its first REGISTER): it used to be refused,
