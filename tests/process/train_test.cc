@@ -4,6 +4,7 @@
 // reason in output/failure and a non-zero exit within seconds.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <regex>
@@ -86,6 +87,32 @@ TEST_F(TrainCommand, OneHostTrainsAModelThatPredictScoresAsTheJobDid) {
   ASSERT_TRUE(std::regex_search(predict.output, auc, std::regex("roc_auc_score ([0-9.]+)")))
       << predict.output;
   EXPECT_NEAR(std::stod(auc[1]), metrics.at("test:roc_auc_score"), 1e-4);
+}
+
+TEST_F(TrainCommand, APipeChannelIsReadOnceFromItsFirstPassesFifo) {
+  GenerateData(5000);
+  const std::string fifo = folder_ + "/input/data/train_0";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  WriteContract(R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "64"})",
+                R"({"train": {"ContentType": "text/libsvm", "TrainingInputMode": "Pipe"},
+                    "validation": {"ContentType": "text/libsvm"}})");
+  // SageMaker's side: the channel's bytes streamed into the FIFO.
+  testing::Processes processes;
+  const pid_t writer =
+      processes.Start({"/bin/sh", "-c", "cat " + folder_ + "/input/data/train/* > " + fifo});
+  const auto exit = Train(180);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << Failure();
+  EXPECT_TRUE(Contains(exit.output, "pipe:" + fifo)) << exit.output;
+  EXPECT_TRUE(
+      std::regex_search(exit.output, std::regex("keel-metric epoch=3 validation:roc_auc_score=")))
+      << exit.output;
+  const auto written = processes.Wait(writer, 10);
+  EXPECT_TRUE(written.finished && written.code == 0) << written.output;
+  // Every pass saw the whole stream: the first read it, the others the batch cache.
+  const auto metrics = testing::ReadMetrics(folder_ + "/model/metrics.json");
+  EXPECT_EQ(metrics.count("validation:roc_auc_score"), 1u);
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 5000) << exit.output;
+  EXPECT_EQ(metrics.at("train:epochs"), 3) << exit.output;
 }
 
 TEST_F(TrainCommand, ASigtermCheckpointsAndTheSameCommandResumesAndFinishes) {
