@@ -124,10 +124,11 @@ std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract
                       ": CompressionType Gzip is not read by keel train yet (give the "
                       "files uncompressed)");
     }
-    if (channel.sharded_by_key) {
+    if (channel.sharded_by_key && channel.name != "train") {
       throw MakeError(where,
-                      ": S3DistributionType ShardedByS3Key is not read by keel train yet "
-                      "(FullyReplicated is)");
+                      ": S3DistributionType ShardedByS3Key is read for the train channel "
+                      "only (",
+                      channel.name, " is scored on the leader, from all its files)");
     }
     if (!channel.data_format.empty()) {
       if (!format.empty() && format != channel.data_format) {
@@ -150,6 +151,9 @@ std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract
       flags.push_back("--" + channel.name + "=pipe:" + contract.ChannelPipe(channel.name, 0));
     } else {
       flags.push_back("--" + channel.name + "=" + contract.ChannelFolder(channel.name));
+    }
+    if (channel.sharded_by_key) {
+      flags.push_back("--split_within_host=" + std::to_string(workers_per_host));
     }
   }
   if (!format.empty()) flags.push_back("--data_format=" + format);

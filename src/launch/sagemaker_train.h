@@ -43,10 +43,12 @@ SageMakerHostPlan PlanSageMakerHost(const SageMakerHosts& hosts, int servers_per
 // The roles' channel flags from the contract: --train, --validation and
 // --test (File channels: their folders under input/data; a Pipe channel: its
 // first pass's FIFO, pipe:ROOT/input/data/train_0, read once and kept in the
-// workers' batch cache for the later passes) and --data_format when the
-// channels give a ContentType. Throws Error naming what keel train does not
-// read: channels of different ContentTypes, a Gzip channel, Pipe mode for
-// validation or test or with more than one worker per host, ShardedByS3Key.
+// workers' batch cache for the later passes), --split_within_host for a
+// ShardedByS3Key train channel (each host's files are its share, split among
+// its workers) and --data_format when the channels give a ContentType.
+// Throws Error naming what keel train does not read: channels of different
+// ContentTypes, a Gzip channel, Pipe mode for validation or test or with more
+// than one worker per host, ShardedByS3Key for validation or test.
 std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract,
                                                int workers_per_host);
 

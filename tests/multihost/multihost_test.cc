@@ -327,6 +327,41 @@ TEST_F(SageMakerHosts, ThreeHostsTrainTheSameCommandAndTheLeaderWritesTheModel) 
   EXPECT_TRUE(Contains(predict.output, "roc_auc_score")) << predict.output;
 }
 
+TEST_F(SageMakerHosts, WithShardedByS3KeyEachHostTrainsOnItsOwnFiles) {
+  const auto generated = testing::Run(
+      {KeelBinary(), "datagen", "--model=linear", "--rows=18000", "--features=2000", "--nnz=10",
+       "--seed=7", "--train_files=3", "--out=" + folder_ + "/data"},
+      60);
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  for (int host = 1; host <= 3; ++host) {
+    WriteContract(host,
+                  R"({"feature_dim": "2000", "epochs": "2", "mini_batch_size": "100",
+                      "workers_per_host": "2"})",
+                  R"({"train": {"ContentType": "text/libsvm", "S3DistributionType": "ShardedByS3Key"},
+                      "validation": {"ContentType": "text/libsvm"}})");
+    // Host N keeps the N-th training file only: its share, as SageMaker copies it.
+    for (int other = 0; other < 3; ++other) {
+      if (other != host - 1) {
+        std::filesystem::remove(Root(host) + "/input/data/train/part-" + std::to_string(other) +
+                                ".libsvm");
+      }
+    }
+  }
+  std::vector<pid_t> hosts;
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  std::vector<Exit> exits;
+  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+  }
+  EXPECT_TRUE(Contains(exits[0].output, "expecting 3 server(s) and 6 worker(s)")) << exits[0].output;
+  // Every row of every host's share, once an epoch.
+  const auto metrics = ReadMetrics(Root(1) + "/model/metrics.json");
+  ASSERT_EQ(metrics.count("train:examples_per_epoch"), 1u) << exits[0].output;
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 18000) << exits[0].output;
+}
+
 TEST_F(SageMakerHosts, ABadHyperparameterFailsEveryHostNamingIt) {
   Generate(2000);
   for (int host = 1; host <= 3; ++host) {

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "base/files.h"
 #include "launch/sagemaker_hyperparameters.h"
+#include "launch/sagemaker_train.h"
 #include "test_util.h"
 
 namespace keel {
@@ -187,6 +190,96 @@ TEST(SageMakerInputDataConfig, RefusesWhatItDoesNotRead) {
             "idc.json: channel extra: Keel reads the channels train, validation and test");
   EXPECT_EQ(ErrorOf([] { ParseInputDataConfig(R"({"validation": {}})", "idc.json"); }),
             "idc.json: no train channel");
+}
+
+SageMakerContract ContractOf(const std::string& channels) {
+  SageMakerContract contract;
+  contract.root = "/ml";
+  contract.channels = ParseInputDataConfig(channels, "idc.json");
+  return contract;
+}
+
+TEST(SageMakerChannels, BecomeTheRolesChannelFlags) {
+  EXPECT_EQ(
+      SageMakerChannelFlags(ContractOf(R"({"train": {"ContentType": "text/csv"},
+                                                 "validation": {"TrainingInputMode": "FastFile"}})"),
+                            1),
+      (std::vector<std::string>{"--train=/ml/input/data/train",
+                                "--validation=/ml/input/data/validation", "--data_format=csv"}));
+  EXPECT_EQ(SageMakerChannelFlags(ContractOf(R"({"train": {"TrainingInputMode": "Pipe"}})"), 1),
+            std::vector<std::string>{"--train=pipe:/ml/input/data/train_0"});
+}
+
+TEST(SageMakerChannels, AShardedTrainChannelIsSplitWithinEachHost) {
+  EXPECT_EQ(SageMakerChannelFlags(
+                ContractOf(R"({"train": {"S3DistributionType": "ShardedByS3Key"}})"), 2),
+            (std::vector<std::string>{"--train=/ml/input/data/train", "--split_within_host=2"}));
+}
+
+TEST(SageMakerChannels, RefuseWhatKeelTrainDoesNotReadYet) {
+  EXPECT_TRUE(Contains(ErrorOf([] {
+                         SageMakerChannelFlags(
+                             ContractOf(R"({"train": {"CompressionType": "Gzip"}})"), 1);
+                       }),
+                       "channel train: CompressionType Gzip is not read by keel train yet"));
+  EXPECT_TRUE(Contains(ErrorOf([] {
+                         SageMakerChannelFlags(
+                             ContractOf(R"({"train": {"TrainingInputMode": "Pipe"}})"), 2);
+                       }),
+                       "workers_per_host must be 1"));
+  EXPECT_TRUE(Contains(ErrorOf([] {
+                         SageMakerChannelFlags(
+                             ContractOf(R"({"train": {}, "test": {"TrainingInputMode": "Pipe"}})"),
+                             1);
+                       }),
+                       "channel test: Pipe mode is read for the train channel only"));
+  EXPECT_TRUE(Contains(
+      ErrorOf([] {
+        SageMakerChannelFlags(
+            ContractOf(R"({"train": {}, "validation": {"S3DistributionType": "ShardedByS3Key"}})"),
+            1);
+      }),
+      "channel validation: S3DistributionType ShardedByS3Key is read for the train channel only"));
+  EXPECT_TRUE(Contains(ErrorOf([] {
+                         SageMakerChannelFlags(ContractOf(R"({"train": {"ContentType": "text/csv"},
+                                           "test": {"ContentType": "text/libsvm"}})"),
+                                               1);
+                       }),
+                       "Keel reads every channel in one format"));
+}
+
+TEST(SageMakerHostPlan, TheFirstSortedHostLeadsAndRanksFollowTheSortedOrder) {
+  SageMakerHosts hosts = ParseResourceConfig(
+      R"({"current_host": "algo-2", "hosts": ["algo-2", "algo-1", "algo-3"]})", "rc.json");
+  const SageMakerHostPlan plan = PlanSageMakerHost(hosts, 2, 3, 9800, {});
+  EXPECT_FALSE(plan.leads);
+  EXPECT_EQ(plan.scheduler, "algo-1:9800");
+  EXPECT_EQ(plan.servers, 6);
+  EXPECT_EQ(plan.workers, 9);
+  EXPECT_EQ(plan.first_server, 2);
+  EXPECT_EQ(plan.first_worker, 3);
+  EXPECT_EQ(plan.host_servers, 2);
+  EXPECT_EQ(plan.host_workers, 3);
+  hosts.current_host = "algo-1";
+  const SageMakerHostPlan leader = PlanSageMakerHost(hosts, 1, 1, 9800, {{"algo-1", "10.0.0.1"}});
+  EXPECT_TRUE(leader.leads);
+  EXPECT_EQ(leader.scheduler, "10.0.0.1:9800");
+  EXPECT_EQ(leader.first_worker, 0);
+}
+
+TEST(SageMakerMetrics, EpochAndEndRecordsBecomeOneLineAFigure) {
+  ProgressRecord epoch;
+  epoch.type = ProgressRecord::Type::kEpoch;
+  epoch.epoch = 3;
+  epoch.metrics = {{"train:objective_loss", 0.4125}, {"validation:roc_auc_score", 0.86}};
+  EXPECT_EQ(SageMakerMetricLines(epoch),
+            (std::vector<std::string>{"keel-metric epoch=3 train:objective_loss=0.4125",
+                                      "keel-metric epoch=3 validation:roc_auc_score=0.86"}));
+  ProgressRecord end;
+  end.type = ProgressRecord::Type::kEnd;
+  end.metrics = {{"test:mse", std::nan("")}};
+  EXPECT_EQ(SageMakerMetricLines(end), std::vector<std::string>{"keel-metric final test:mse=nan"});
+  EXPECT_TRUE(SageMakerMetricLines(ProgressRecord()).empty());  // a progress record
 }
 
 class SageMakerContractFiles : public testing::TempFolderTest {
