@@ -97,6 +97,9 @@ int Train(const TrainSettings& settings, std::string* host) {
   grace << "--preemption_grace=" << train.preemption_grace_s;
   train.role_flags.push_back(grace.str());
   train.timeout_s = settings.timeout_s;
+  const HostWatchSettings watch = HostWatchSettingsFromFlags();
+  train.lost_host_ends_job = watch.lost_host_ends_job;
+  train.host_grace_s = watch.grace_s;
   LOG(INFO) << "host " << contract.hosts.current_host << " ("
             << (train.plan.leads ? "the leader: scheduler, " : "") << train.plan.host_servers
             << " server(s), " << train.plan.host_workers << " worker(s)); scheduler at "

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
 #include "cli/launch_flags.h"
 #include "launch/sagemaker_contract.h"
@@ -40,6 +41,13 @@ TrainSettings TrainSettingsFromFlags() {
   }
   CheckLaunchOwnFlags();  // --timeout
   settings.timeout_s = FLAGS_timeout;
+  return settings;
+}
+
+HostWatchSettings HostWatchSettingsFromFlags() {
+  HostWatchSettings settings;
+  settings.lost_host_ends_job = FLAGS_replication == 0;
+  settings.grace_s = FLAGS_heartbeat_timeout;
   return settings;
 }
 

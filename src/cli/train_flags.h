@@ -33,6 +33,16 @@ struct TrainSettings {
 // Reads and checks them. Throws Error naming a bad flag.
 TrainSettings TrainSettingsFromFlags();
 
+// How keel train watches the other hosts, from the roles' flags (as the
+// hyperparameters set them): a host gone ends the job when no replica
+// carries its key ranges (--replication 0); a host is gone after
+// --heartbeat_timeout without an answer.
+struct HostWatchSettings {
+  bool lost_host_ends_job = true;
+  double grace_s = 10;
+};
+HostWatchSettings HostWatchSettingsFromFlags();
+
 }  // namespace keel
 
 #endif  // KEEL_CLI_TRAIN_FLAGS_H_

@@ -110,6 +110,13 @@ SageMakerHostPlan PlanSageMakerHost(const SageMakerHosts& hosts, int servers_per
   plan.host_workers = workers_per_host;
   plan.first_server = servers_per_host * index;
   plan.first_worker = workers_per_host * index;
+  plan.watch_port = port + 1;
+  for (const std::string& host : hosts.hosts) {
+    if (host == hosts.current_host) continue;
+    const auto mapped = addresses.find(host);
+    plan.others.push_back(
+        {host, mapped == addresses.end() ? host : mapped->second, host == hosts.Leader()});
+  }
   return plan;
 }
 
@@ -191,9 +198,15 @@ std::vector<std::string> SageMakerMetricLines(const ProgressRecord& record) {
 int RunSageMakerTrain(const SageMakerTrain& train) {
   const SageMakerHostPlan& plan = train.plan;
   TrainOutput output;
+  HostWatch watch(plan.others, plan.watch_port, train.lost_host_ends_job, train.host_grace_s);
+  if (!plan.others.empty()) watch.Listen();
   int code = 0;
   {
     ProcessGroup group;
+    if (!plan.others.empty()) {
+      group.SetObserver(&watch);
+      watch.Attach(&group);
+    }
     group.DeferNotices();  // every child is a keel role
     group.SetOutput([&output](const std::string& name, const std::string& line, bool to_stderr) {
       output.Line(name, line, to_stderr);
@@ -220,6 +233,11 @@ int RunSageMakerTrain(const SageMakerTrain& train) {
     SpawnRoles(train, "server", plan.first_server, plan.host_servers, &group);
     SpawnRoles(train, "worker", plan.first_worker, plan.host_workers, &group);
     code = group.Wait(train.timeout_s);
+  }
+  if (!watch.failure().empty()) {
+    WriteSageMakerFailure(train.contract.root,
+                          train.contract.hosts.current_host + ": " + watch.failure());
+    return code != 0 ? code : 1;
   }
   if (code != 0) {
     const std::string cause =

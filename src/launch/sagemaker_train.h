@@ -16,12 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "launch/host_watch.h"
 #include "launch/sagemaker_contract.h"
 #include "scheduler/progress_record.h"
 
 namespace keel {
 
-// The scheduler's port on the leader unless given (--sagemaker_port).
+// The scheduler's port on the leader unless given (--sagemaker_port); every
+// host's keel train listens on the next one, for the others to see it is
+// there (HostWatch).
 constexpr int kSageMakerSchedulerPort = 9800;
 
 // What this host runs.
@@ -31,6 +34,8 @@ struct SageMakerHostPlan {
   int servers = 0, workers = 0;            // in the whole job
   int first_server = 0, first_worker = 0;  // this host's first ranks
   int host_servers = 0, host_workers = 0;  // on this host
+  std::vector<WatchedHost> others;         // every other host, to watch
+  int watch_port = 0;                      // the scheduler's port + 1
 };
 
 // The plan of `hosts.current_host`. `addresses` maps host names to the
@@ -70,14 +75,20 @@ struct SageMakerTrain {
   std::vector<std::string> role_flags;  // every role's flags (the job's)
   double preemption_grace_s = 90;
   double timeout_s = 0;  // 0: none
+  // A host other than the leader that is gone ends the job too (no
+  // replicas); a host is gone after `host_grace_s` without an answer.
+  bool lost_host_ends_job = true;
+  double host_grace_s = 10;
 };
 
-// Starts this host's roles and waits for them. On the leader a SIGTERM goes
-// to the scheduler (the preemption checkpoint); elsewhere to this host's
-// first role, which asks the scheduler for it. Returns 0 when every role
-// succeeded; otherwise writes the first cause (the first error a role
+// Starts this host's roles and waits for them, watching the other hosts
+// (HostWatch, on plan.watch_port). On the leader a SIGTERM goes to the
+// scheduler (the preemption checkpoint); elsewhere to this host's first role,
+// which asks the scheduler for it. Returns 0 when every role succeeded;
+// otherwise writes the first cause (a host gone, else the first error a role
 // printed, else how a role ended) to the contract's failure file, prefixed
-// by the host's name, and returns non-zero (ProcessGroup::Wait's codes).
+// by the host's name, and returns non-zero (ProcessGroup::Wait's codes, 1
+// for a host gone). Throws Error if the watch port cannot be listened on.
 int RunSageMakerTrain(const SageMakerTrain& train);
 
 }  // namespace keel

@@ -287,6 +287,34 @@ class SageMakerHosts : public NamespaceHosts {
   }
 
   pid_t Train(int host) { return StartOn(host, {"train", "--sagemaker_root=" + Root(host)}); }
+
+  // Starts a long job on the three hosts, kills host `victim`'s keel train
+  // (its roles die with it) once the first epoch is decided, and checks that
+  // each other host fails within seconds, its output/failure saying `why`.
+  void KillAHostMidJob(int victim, const std::string& why) {
+    Generate(20000);
+    for (int host = 1; host <= 3; ++host) {
+      WriteContract(host, R"({"feature_dim": "2000", "epochs": "500", "mini_batch_size": "32",
+                              "heartbeat_timeout": "3"})",
+                    R"({"train": {"ContentType": "text/libsvm"}})");
+    }
+    std::vector<pid_t> hosts;
+    for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+    ASSERT_TRUE(WaitFor(
+        [&] { return Contains(processes_.Output(hosts[0]), "keel-metric epoch=1 "); }, 60))
+        << processes_.Output(hosts[0]);
+    kill(hosts[static_cast<size_t>(victim - 1)], SIGKILL);
+    for (int host = 1; host <= 3; ++host) {
+      if (host == victim) continue;
+      const Exit exit = processes_.Wait(hosts[static_cast<size_t>(host - 1)], 30);
+      ASSERT_TRUE(exit.finished) << exit.output;
+      EXPECT_NE(exit.code, 0) << exit.output;
+      const std::string failure = ReadFileOrEmpty(Root(host) + "/output/failure");
+      EXPECT_TRUE(Contains(failure, "algo-" + std::to_string(host) + ": " + why))
+          << failure << exit.output;
+      EXPECT_TRUE(Contains(failure, "so the job cannot go on")) << failure;
+    }
+  }
 };
 
 TEST_F(SageMakerHosts, ThreeHostsTrainTheSameCommandAndTheLeaderWritesTheModel) {
@@ -378,6 +406,14 @@ TEST_F(SageMakerHosts, ABadHyperparameterFailsEveryHostNamingIt) {
     EXPECT_TRUE(Contains(failure, "algo-" + std::to_string(host) + ": ")) << failure;
     EXPECT_TRUE(Contains(failure, "mini_batch_size")) << failure;
   }
+}
+
+TEST_F(SageMakerHosts, AHostKilledMidJobFailsEverySurvivingHostNamingIt) {
+  KillAHostMidJob(3, "host algo-3 is gone");
+}
+
+TEST_F(SageMakerHosts, TheLeaderKilledMidJobFailsEverySurvivingHostNamingIt) {
+  KillAHostMidJob(1, "the leader algo-1 is gone");
 }
 
 // ---------------------------------------------------------------------------

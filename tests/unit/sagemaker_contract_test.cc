@@ -260,6 +260,12 @@ TEST(SageMakerHostPlan, TheFirstSortedHostLeadsAndRanksFollowTheSortedOrder) {
   EXPECT_EQ(plan.first_worker, 3);
   EXPECT_EQ(plan.host_servers, 2);
   EXPECT_EQ(plan.host_workers, 3);
+  EXPECT_EQ(plan.watch_port, 9801);
+  ASSERT_EQ(plan.others.size(), 2u);
+  EXPECT_EQ(plan.others[0].name, "algo-1");
+  EXPECT_TRUE(plan.others[0].leader);
+  EXPECT_EQ(plan.others[1].address, "algo-3");
+  EXPECT_FALSE(plan.others[1].leader);
   hosts.current_host = "algo-1";
   const SageMakerHostPlan leader = PlanSageMakerHost(hosts, 1, 1, 9800, {{"algo-1", "10.0.0.1"}});
   EXPECT_TRUE(leader.leads);
