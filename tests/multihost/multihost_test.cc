@@ -390,6 +390,44 @@ TEST_F(SageMakerHosts, WithShardedByS3KeyEachHostTrainsOnItsOwnFiles) {
   EXPECT_EQ(metrics.at("train:examples_per_epoch"), 18000) << exits[0].output;
 }
 
+TEST_F(SageMakerHosts, PipeChannelsStreamEachHostsShareThroughItsFifo) {
+  const auto generated = testing::Run(
+      {KeelBinary(), "datagen", "--model=linear", "--rows=18000", "--features=2000", "--nnz=10",
+       "--seed=7", "--train_files=3", "--out=" + folder_ + "/data"},
+      60);
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  std::vector<pid_t> writers;
+  for (int host = 1; host <= 3; ++host) {
+    WriteContract(host, R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "100"})",
+                  R"({"train": {"ContentType": "text/libsvm", "TrainingInputMode": "Pipe",
+                                "S3DistributionType": "ShardedByS3Key"},
+                      "validation": {"ContentType": "text/libsvm"}})");
+    // SageMaker's side: host N's share streamed into its first pass's FIFO.
+    const std::string fifo = Root(host) + "/input/data/train_0";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << fifo;
+    writers.push_back(processes_.Start({"/bin/sh", "-c",
+                                        "cat " + folder_ + "/data/train/part-" +
+                                            std::to_string(host - 1) + ".libsvm > " + fifo}));
+  }
+  std::vector<pid_t> hosts;
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  std::vector<Exit> exits;
+  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+  }
+  for (pid_t writer : writers) {
+    const Exit written = processes_.Wait(writer, 10);
+    EXPECT_TRUE(written.finished && written.code == 0) << written.output;
+  }
+  // Every host's stream, whole, every epoch (the later ones from the batch cache).
+  const auto metrics = ReadMetrics(Root(1) + "/model/metrics.json");
+  ASSERT_EQ(metrics.count("train:examples_per_epoch"), 1u) << exits[0].output;
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 18000) << exits[0].output;
+  EXPECT_EQ(metrics.at("train:epochs"), 3) << exits[0].output;
+}
+
 TEST_F(SageMakerHosts, ABadHyperparameterFailsEveryHostNamingIt) {
   Generate(2000);
   for (int host = 1; host <= 3; ++host) {
