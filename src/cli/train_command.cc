@@ -6,6 +6,8 @@
 #include <glog/logging.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "base/error.h"
@@ -50,7 +52,15 @@ bool HoldsCheckpoint(const std::string& folder) {
   return access((folder + "/LATEST").c_str(), F_OK) == 0;
 }
 
-int Train(const TrainSettings& settings, std::string* host) {
+// Where this run unpacks its Gzip channels: a folder of its own under
+// $TMPDIR (else /tmp), removed when the run ends.
+std::string UnpackFolder() {
+  const char* tmp = getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/keel-train-" + std::to_string(getpid()) +
+         "-unpacked";
+}
+
+int Train(const TrainSettings& settings, const std::string& unpacked, std::string* host) {
   const SageMakerContract contract = ReadSageMakerContract(settings.root);
   *host = contract.hosts.current_host;
   const std::string path = contract.ConfigFile("hyperparameters.json");
@@ -65,7 +75,7 @@ int Train(const TrainSettings& settings, std::string* host) {
   role_flags.insert(role_flags.end(), hyperparameters.role_flags.begin(),
                     hyperparameters.role_flags.end());
   for (const std::string& flag :
-       SageMakerChannelFlags(contract, hyperparameters.workers_per_host)) {
+       SageMakerChannelFlags(contract, hyperparameters.workers_per_host, unpacked)) {
     role_flags.push_back(flag);
   }
   role_flags.push_back("--model_dir=" + contract.ModelFolder());
@@ -86,6 +96,7 @@ int Train(const TrainSettings& settings, std::string* host) {
       {train.plan.servers, "servers_per_host", train.plan.workers, "workers_per_host"});
   CheckSageMakerChannelFiles(contract);
   if (FlagsCheckedOnly()) return 0;
+  UnpackGzipChannels(contract, unpacked);
   MakeDirectories(contract.ModelFolder());
   MakeDirectories(checkpoints);
   train.self = SelfPath();
@@ -113,8 +124,16 @@ int RunTrain() {
   const TrainSettings settings = TrainSettingsFromFlags();
   unlink((settings.root + "/output/failure").c_str());  // a former run's
   std::string host;
+  const std::string unpacked = UnpackFolder();
+  struct RemoveAtTheEnd {
+    std::string folder;
+    ~RemoveAtTheEnd() {
+      std::error_code ignored;
+      std::filesystem::remove_all(folder, ignored);
+    }
+  } remove{unpacked};
   try {
-    return Train(settings, &host);
+    return Train(settings, unpacked, &host);
   } catch (const Error& e) {
     WriteSageMakerFailure(settings.root, (host.empty() ? "" : host + ": ") + e.what());
     throw;

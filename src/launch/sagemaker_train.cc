@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/exit_status.h"
 #include "io/input_split.h"
+#include "launch/gzip_channel.h"
 #include "launch/launcher.h"
 #include "launch/role_output.h"
 
@@ -121,15 +122,15 @@ SageMakerHostPlan PlanSageMakerHost(const SageMakerHosts& hosts, int servers_per
 }
 
 std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract,
-                                               int workers_per_host) {
+                                               int workers_per_host, const std::string& unpacked) {
   std::vector<std::string> flags;
   std::string format;
   for (const SageMakerChannel& channel : contract.channels) {
     const std::string where = "channel " + channel.name;
-    if (channel.gzip) {
+    if (channel.gzip && channel.mode == SageMakerChannel::InputMode::kPipe) {
       throw MakeError(where,
-                      ": CompressionType Gzip is not read by keel train yet (give the "
-                      "files uncompressed)");
+                      ": a Gzip channel in Pipe mode is not read by keel train yet (give it "
+                      "as File or FastFile, or uncompressed)");
     }
     if (channel.sharded_by_key && channel.name != "train") {
       throw MakeError(where,
@@ -156,6 +157,8 @@ std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract
                         "workers_per_host must be 1");
       }
       flags.push_back("--" + channel.name + "=pipe:" + contract.ChannelPipe(channel.name, 0));
+    } else if (channel.gzip) {
+      flags.push_back("--" + channel.name + "=" + unpacked + "/" + channel.name);
     } else {
       flags.push_back("--" + channel.name + "=" + contract.ChannelFolder(channel.name));
     }
@@ -165,6 +168,20 @@ std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract
   }
   if (!format.empty()) flags.push_back("--data_format=" + format);
   return flags;
+}
+
+void UnpackGzipChannels(const SageMakerContract& contract, const std::string& unpacked) {
+  for (const SageMakerChannel& channel : contract.channels) {
+    if (!channel.gzip || channel.mode == SageMakerChannel::InputMode::kPipe) continue;
+    const std::string into = unpacked + "/" + channel.name;
+    try {
+      const uint64_t bytes = UnpackGzipFolder(contract.ChannelFolder(channel.name), into);
+      LOG(INFO) << "channel " << channel.name << ": its gzip files unpacked into " << into << " ("
+                << bytes << " bytes)";
+    } catch (const Error& e) {
+      throw MakeError("channel ", channel.name, ": ", e.what());
+    }
+  }
 }
 
 void CheckSageMakerChannelFiles(const SageMakerContract& contract) {

@@ -46,16 +46,22 @@ SageMakerHostPlan PlanSageMakerHost(const SageMakerHosts& hosts, int servers_per
                                     const std::map<std::string, std::string>& addresses);
 
 // The roles' channel flags from the contract: --train, --validation and
-// --test (File channels: their folders under input/data; a Pipe channel: its
-// first pass's FIFO, pipe:ROOT/input/data/train_0, read once and kept in the
-// workers' batch cache for the later passes), --split_within_host for a
-// ShardedByS3Key train channel (each host's files are its share, split among
-// its workers) and --data_format when the channels give a ContentType.
-// Throws Error naming what keel train does not read: channels of different
-// ContentTypes, a Gzip channel, Pipe mode for validation or test or with more
-// than one worker per host, ShardedByS3Key for validation or test.
+// --test (File channels: their folders under input/data, or for a Gzip
+// channel `unpacked`/CHANNEL, where UnpackGzipChannels puts its files; a
+// Pipe channel: its first pass's FIFO, pipe:ROOT/input/data/train_0, read
+// once and kept in the workers' batch cache for the later passes),
+// --split_within_host for a ShardedByS3Key train channel (each host's files
+// are its share, split among its workers) and --data_format when the
+// channels give a ContentType. Throws Error naming what keel train does not
+// read: channels of different ContentTypes, a Gzip Pipe channel, Pipe mode
+// for validation or test or with more than one worker per host,
+// ShardedByS3Key for validation or test.
 std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract,
-                                               int workers_per_host);
+                                               int workers_per_host, const std::string& unpacked);
+
+// Unpacks every Gzip File channel's files into `unpacked`/CHANNEL (a folder
+// of this host's, made if missing). Throws Error naming the channel and file.
+void UnpackGzipChannels(const SageMakerContract& contract, const std::string& unpacked);
 
 // Checks that every File channel's folder is there and holds a file. Throws
 // Error naming the channel and its folder.

@@ -115,6 +115,20 @@ TEST_F(TrainCommand, APipeChannelIsReadOnceFromItsFirstPassesFifo) {
   EXPECT_EQ(metrics.at("train:epochs"), 3) << exit.output;
 }
 
+TEST_F(TrainCommand, AGzipChannelIsUnpackedAndReadWhole) {
+  GenerateData(5000);
+  const auto zipped = testing::Shell("gzip " + folder_ + "/input/data/train/*");
+  ASSERT_TRUE(zipped.finished && zipped.code == 0) << zipped.output;
+  WriteContract(R"({"feature_dim": "2000", "epochs": "2", "mini_batch_size": "64"})",
+                R"({"train": {"ContentType": "text/libsvm", "CompressionType": "Gzip"},
+                    "validation": {"ContentType": "text/libsvm"}})");
+  const auto exit = Train(180);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << Failure();
+  EXPECT_TRUE(Contains(exit.output, "channel train: its gzip files unpacked into")) << exit.output;
+  const auto metrics = testing::ReadMetrics(folder_ + "/model/metrics.json");
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 5000) << exit.output;
+}
+
 TEST_F(TrainCommand, ASigtermCheckpointsAndTheSameCommandResumesAndFinishes) {
   GenerateData(20000);
   WriteContract(R"({"feature_dim": "2000", "epochs": "30", "mini_batch_size": "32",

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "base/files.h"
+#include "launch/gzip_channel.h"
 #include "launch/sagemaker_hyperparameters.h"
 #include "launch/sagemaker_train.h"
 #include "test_util.h"
@@ -199,51 +200,51 @@ SageMakerContract ContractOf(const std::string& channels) {
   return contract;
 }
 
+// The channel flags of `channels` (inputdataconfig.json's text) for
+// `workers_per_host` workers a host, Gzip channels unpacked under /unpacked.
+std::vector<std::string> FlagsOf(const std::string& channels, int workers_per_host = 1) {
+  return SageMakerChannelFlags(ContractOf(channels), workers_per_host, "/unpacked");
+}
+
 TEST(SageMakerChannels, BecomeTheRolesChannelFlags) {
   EXPECT_EQ(
-      SageMakerChannelFlags(ContractOf(R"({"train": {"ContentType": "text/csv"},
-                                                 "validation": {"TrainingInputMode": "FastFile"}})"),
-                            1),
+      FlagsOf(R"({"train": {"ContentType": "text/csv"},
+                        "validation": {"TrainingInputMode": "FastFile"}})"),
       (std::vector<std::string>{"--train=/ml/input/data/train",
                                 "--validation=/ml/input/data/validation", "--data_format=csv"}));
-  EXPECT_EQ(SageMakerChannelFlags(ContractOf(R"({"train": {"TrainingInputMode": "Pipe"}})"), 1),
+  EXPECT_EQ(FlagsOf(R"({"train": {"TrainingInputMode": "Pipe"}})"),
             std::vector<std::string>{"--train=pipe:/ml/input/data/train_0"});
 }
 
+TEST(SageMakerChannels, AGzipChannelIsReadFromWhereItsFilesAreUnpacked) {
+  EXPECT_EQ(FlagsOf(R"({"train": {"CompressionType": "Gzip"}, "test": {}})"),
+            (std::vector<std::string>{"--train=/unpacked/train", "--test=/ml/input/data/test"}));
+}
+
 TEST(SageMakerChannels, AShardedTrainChannelIsSplitWithinEachHost) {
-  EXPECT_EQ(SageMakerChannelFlags(
-                ContractOf(R"({"train": {"S3DistributionType": "ShardedByS3Key"}})"), 2),
+  EXPECT_EQ(FlagsOf(R"({"train": {"S3DistributionType": "ShardedByS3Key"}})", 2),
             (std::vector<std::string>{"--train=/ml/input/data/train", "--split_within_host=2"}));
 }
 
 TEST(SageMakerChannels, RefuseWhatKeelTrainDoesNotReadYet) {
   EXPECT_TRUE(Contains(ErrorOf([] {
-                         SageMakerChannelFlags(
-                             ContractOf(R"({"train": {"CompressionType": "Gzip"}})"), 1);
+                         FlagsOf(R"({"train": {"CompressionType": "Gzip",
+                                               "TrainingInputMode": "Pipe"}})");
                        }),
-                       "channel train: CompressionType Gzip is not read by keel train yet"));
-  EXPECT_TRUE(Contains(ErrorOf([] {
-                         SageMakerChannelFlags(
-                             ContractOf(R"({"train": {"TrainingInputMode": "Pipe"}})"), 2);
-                       }),
+                       "channel train: a Gzip channel in Pipe mode is not read by keel train yet"));
+  EXPECT_TRUE(Contains(ErrorOf([] { FlagsOf(R"({"train": {"TrainingInputMode": "Pipe"}})", 2); }),
                        "workers_per_host must be 1"));
-  EXPECT_TRUE(Contains(ErrorOf([] {
-                         SageMakerChannelFlags(
-                             ContractOf(R"({"train": {}, "test": {"TrainingInputMode": "Pipe"}})"),
-                             1);
-                       }),
-                       "channel test: Pipe mode is read for the train channel only"));
+  EXPECT_TRUE(
+      Contains(ErrorOf([] { FlagsOf(R"({"train": {}, "test": {"TrainingInputMode": "Pipe"}})"); }),
+               "channel test: Pipe mode is read for the train channel only"));
   EXPECT_TRUE(Contains(
       ErrorOf([] {
-        SageMakerChannelFlags(
-            ContractOf(R"({"train": {}, "validation": {"S3DistributionType": "ShardedByS3Key"}})"),
-            1);
+        FlagsOf(R"({"train": {}, "validation": {"S3DistributionType": "ShardedByS3Key"}})");
       }),
       "channel validation: S3DistributionType ShardedByS3Key is read for the train channel only"));
   EXPECT_TRUE(Contains(ErrorOf([] {
-                         SageMakerChannelFlags(ContractOf(R"({"train": {"ContentType": "text/csv"},
-                                           "test": {"ContentType": "text/libsvm"}})"),
-                                               1);
+                         FlagsOf(R"({"train": {"ContentType": "text/csv"},
+                                     "test": {"ContentType": "text/libsvm"}})");
                        }),
                        "Keel reads every channel in one format"));
 }
@@ -329,6 +330,25 @@ TEST_F(SageMakerContractFiles, FailureFileHoldsAShortReason) {
   EXPECT_EQ(ReadFile(folder_ + "/output/failure"), "algo-1: worker 0: bad data\n");
   WriteSageMakerFailure(folder_, std::string(3000, 'x'));
   EXPECT_EQ(ReadFile(folder_ + "/output/failure").size(), 1025u);
+}
+
+TEST_F(SageMakerContractFiles, GzipFilesAreUnpackedUnderTheirNamesWithoutGz) {
+  MakeDirectories(folder_ + "/gz");
+  testing::WriteFile(folder_ + "/gz/part-0.libsvm", "1 3:1\n0 2:1\n");
+  testing::WriteFile(folder_ + "/gz/part-1", "1 1:1\n");
+  const auto zipped = testing::Shell("gzip " + folder_ + "/gz/part-0.libsvm && gzip -S .z " +
+                                     folder_ + "/gz/part-1");
+  ASSERT_TRUE(zipped.finished && zipped.code == 0) << zipped.output;
+  EXPECT_EQ(UnpackGzipFolder(folder_ + "/gz", folder_ + "/out"), 18u);
+  EXPECT_EQ(ReadFile(folder_ + "/out/part-0.libsvm"), "1 3:1\n0 2:1\n");
+  EXPECT_EQ(ReadFile(folder_ + "/out/part-1.z"), "1 1:1\n");
+}
+
+TEST_F(SageMakerContractFiles, AFileThatIsNotGzipIsRefusedNamingIt) {
+  MakeDirectories(folder_ + "/gz");
+  testing::WriteFile(folder_ + "/gz/part-0", "1 3:1\n");
+  EXPECT_EQ(ErrorOf([&] { UnpackGzipFolder(folder_ + "/gz", folder_ + "/out"); }),
+            folder_ + "/gz/part-0 is not gzip (the channel's CompressionType is Gzip)");
 }
 
 }  // namespace
