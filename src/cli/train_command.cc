@@ -26,10 +26,14 @@
 namespace keel {
 namespace {
 
-// Whether Keel's roles take --`name` (a hyperparameter may name any of them).
+// Whether Keel's roles take --`name` (a hyperparameter may name any of
+// them): one of Keel's own flags (not gflags' --flagfile or glog's).
 bool IsRoleFlag(const std::string& name) {
   gflags::CommandLineFlagInfo info;
-  if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info)) return false;
+  if (!gflags::GetCommandLineFlagInfo(name.c_str(), &info) ||
+      info.filename.find("src/cli/") == std::string::npos) {
+    return false;
+  }
   return CommandTakes("worker", name) || CommandTakes("server", name) ||
          CommandTakes("scheduler", name);
 }

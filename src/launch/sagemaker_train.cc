@@ -47,7 +47,7 @@ class TrainOutput {
       is_record = ParseProgressRecord(line, &record);
     } catch (const Error& e) {
       LOG(WARNING) << "a progress record that does not parse: " << e.what();
-      is_record = true;
+      is_record = false;  // forwarded as it is
     }
     if (is_record) {
       for (const std::string& metric : SageMakerMetricLines(record)) std::cout << metric << "\n";

@@ -176,6 +176,27 @@ TEST_F(TrainCommand, AnUnknownHyperparameterFailsBeforeTrainingNamingIt) {
   EXPECT_FALSE(Contains(exit.output, "[worker 0]")) << exit.output;
 }
 
+TEST_F(TrainCommand, GflagsOwnFlagsAreNotHyperparameters) {
+  GenerateData(1000);
+  WriteContract(R"({"flagfile": "/etc/hostname"})", kLibsvmChannels);
+  const auto exit = Train(30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(Contains(Failure(), "hyperparameter flagfile: neither Keel nor SageMaker"))
+      << Failure();
+}
+
+TEST_F(TrainCommand, CheckFlagsReadsTheContractAndStartsNothing) {
+  GenerateData(1000);
+  WriteContract(R"({"feature_dim": "2000", "epochs": "2"})", kLibsvmChannels);
+  const auto exit =
+      testing::Run({KeelBinary(), "train", "--sagemaker_root=" + folder_, "--check_flags"}, 30);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "flags ok")) << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "[worker 0]")) << exit.output;
+  EXPECT_EQ(ReadFileOrEmpty(folder_ + "/model/model.json"), "");
+}
+
 TEST_F(TrainCommand, ABadHyperparameterValueFailsBeforeTrainingNamingIt) {
   GenerateData(1000);
   WriteContract(R"({"epochs": "many"})", kLibsvmChannels);
