@@ -428,6 +428,51 @@ TEST_F(SageMakerHosts, PipeChannelsStreamEachHostsShareThroughItsFifo) {
   EXPECT_EQ(metrics.at("train:epochs"), 3) << exits[0].output;
 }
 
+// Spot training: SIGTERM to every host, SageMaker's sync of every host's
+// checkpoints/ to one S3 prefix and back (here: each folder copied into the
+// others), then the same command again on every host.
+TEST_F(SageMakerHosts, SigtermToEveryHostCheckpointsAndTheSameCommandResumes) {
+  Generate(20000);
+  for (int host = 1; host <= 3; ++host) {
+    WriteContract(host, R"({"feature_dim": "2000", "epochs": "40", "mini_batch_size": "32",
+                            "early_stopping_patience": "100"})",
+                  R"({"train": {"ContentType": "text/libsvm"}})");
+  }
+  std::vector<pid_t> hosts;
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  ASSERT_TRUE(WaitFor(
+      [&] { return Contains(processes_.Output(hosts[0]), "keel-metric epoch=1 "); }, 60))
+      << processes_.Output(hosts[0]);
+  for (pid_t pid : hosts) kill(pid, SIGTERM);
+  for (int host = 1; host <= 3; ++host) {
+    const Exit exit = processes_.Wait(hosts[static_cast<size_t>(host - 1)], 60);
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 75) << exit.output;
+    EXPECT_FALSE(Contains(exit.output, "keel-metric epoch=40 ")) << exit.output;
+  }
+  ASSERT_NE(ReadFileOrEmpty(Root(1) + "/checkpoints/LATEST"), "");
+  for (int from = 1; from <= 3; ++from) {
+    for (int to = 1; to <= 3; ++to) {
+      if (from == to) continue;
+      std::filesystem::copy(Root(from) + "/checkpoints", Root(to) + "/checkpoints",
+                            std::filesystem::copy_options::recursive |
+                                std::filesystem::copy_options::skip_existing);
+    }
+  }
+  hosts.clear();
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  std::vector<Exit> exits;
+  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "the job resumes from it")) << exit.output;
+  }
+  EXPECT_FALSE(Contains(exits[0].output, "keel-metric epoch=1 ")) << exits[0].output;
+  EXPECT_TRUE(Contains(exits[0].output, "keel-metric epoch=40 ")) << exits[0].output;
+  EXPECT_EQ(ReadMetrics(Root(1) + "/model/metrics.json").count("train:objective_loss"), 1u);
+}
+
 TEST_F(SageMakerHosts, ABadHyperparameterFailsEveryHostNamingIt) {
   Generate(2000);
   for (int host = 1; host <= 3; ++host) {
