@@ -1,7 +1,6 @@
 #include "launch/sagemaker_train.h"
 
 #include <glog/logging.h>
-#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdio>
