@@ -129,6 +129,19 @@ TEST_F(TrainCommand, AGzipChannelIsUnpackedAndReadWhole) {
   EXPECT_EQ(metrics.at("train:examples_per_epoch"), 5000) << exit.output;
 }
 
+TEST_F(TrainCommand, ASecretFileHyperparameterEncryptsEveryConnection) {
+  GenerateData(2000);
+  const std::string secret = folder_ + "/cluster.secret";
+  const auto made = testing::Run({KeelBinary(), "keygen", "--out=" + secret}, 30);
+  ASSERT_TRUE(made.finished && made.code == 0) << made.output;
+  WriteContract(R"({"feature_dim": "2000", "epochs": "2", "secret_file": ")" + secret + R"("})",
+                kLibsvmChannels);
+  const auto exit = Train(180);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << Failure();
+  EXPECT_FALSE(Contains(exit.output, "INSECURE")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "keel-metric epoch=2 ")) << exit.output;
+}
+
 TEST_F(TrainCommand, ASigtermCheckpointsAndTheSameCommandResumesAndFinishes) {
   GenerateData(20000);
   WriteContract(R"({"feature_dim": "2000", "epochs": "30", "mini_batch_size": "32",
