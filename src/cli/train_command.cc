@@ -56,6 +56,25 @@ bool HoldsCheckpoint(const std::string& folder) {
   return access((folder + "/LATEST").c_str(), F_OK) == 0;
 }
 
+// The train channel's files against its ContentType (or, without one, what
+// they show), before anything starts, as `keel launch` checks a local
+// channel. Throws Error naming the channel, its ContentType and the file.
+void CheckTrainDataFormat(const SageMakerContract& contract, const std::string& unpacked) {
+  const SageMakerChannel* train = contract.Channel("train");
+  if (train->mode == SageMakerChannel::InputMode::kPipe) return;  // read once, by the worker
+  const std::string folder = train->gzip ? unpacked + "/train" : contract.ChannelFolder("train");
+  try {
+    std::string note;
+    ResolveDataFormat(folder, ReaderOptionsFromFlags(), false, &note);
+    if (!note.empty()) LOG(INFO) << note;
+  } catch (const Error& e) {
+    throw MakeError(
+        "channel train",
+        train->data_format.empty() ? "" : " (its ContentType reads as " + train->data_format + ")",
+        ": ", e.what());
+  }
+}
+
 // Where this run unpacks its Gzip channels: a folder of its own under
 // $TMPDIR (else /tmp), removed when the run ends.
 std::string UnpackFolder() {
@@ -101,6 +120,7 @@ int Train(const TrainSettings& settings, const std::string& unpacked, std::strin
   CheckSageMakerChannelFiles(contract);
   if (FlagsCheckedOnly()) return 0;
   UnpackGzipChannels(contract, unpacked);
+  CheckTrainDataFormat(contract, unpacked);
   MakeDirectories(contract.ModelFolder());
   MakeDirectories(checkpoints);
   train.self = SelfPath();

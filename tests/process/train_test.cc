@@ -245,6 +245,18 @@ TEST_F(TrainCommand, GarbageDataFailsTheJobWithTheWorkersReason) {
   EXPECT_LT(failure.size(), 1100u);
 }
 
+TEST_F(TrainCommand, DataThatContradictsItsContentTypeFailsBeforeTraining) {
+  GenerateData(1000);  // libsvm
+  WriteContract(R"({"feature_dim": "2000"})", R"({"train": {"ContentType": "text/csv"}})");
+  const auto exit = Train(30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(Contains(Failure(), "algo-1: channel train (its ContentType reads as csv): "))
+      << Failure();
+  EXPECT_TRUE(Contains(Failure(), "libsvm")) << Failure();
+  EXPECT_FALSE(Contains(exit.output, "[worker 0]")) << exit.output;
+}
+
 TEST_F(TrainCommand, BadJsonNamesTheFile) {
   WriteContract("{\"epochs\": \"2\",}", kLibsvmChannels);
   const auto exit = Train(30);
