@@ -37,7 +37,7 @@ targets=("$@")
 
 packages=(build-essential cmake ninja-build ccache pkg-config libzmq3-dev cppzmq-dev
           libprotobuf-dev protobuf-compiler libeigen3-dev libgflags-dev libgoogle-glog-dev
-          libcurl4-openssl-dev libssl-dev prometheus-cpp-dev libmicrohttpd-dev)
+          libcurl4-openssl-dev libssl-dev prometheus-cpp-dev libmicrohttpd-dev zlib1g-dev)
 if [ "$tests" = 1 ]; then
   packages+=(libgtest-dev
              # The tests' HTTP client (tests/scrape.cc).

@@ -14,6 +14,7 @@
 #include "cli/job_flags.h"
 #include "cli/launch_flags.h"
 #include "cli/serve_flags.h"
+#include "cli/train_flags.h"
 
 namespace keel {
 namespace {
@@ -39,19 +40,21 @@ const std::vector<std::string> kHeadingOrder = {"job",
                                                 "exact sum",
                                                 "predict",
                                                 "serve",
+                                                "sagemaker",
                                                 "datagen",
                                                 "output",
                                                 "checking"};
 
 // Headings of commands that are not roles: a role does not take their flags.
-const std::set<std::string> kNotRoleHeadings = {"predict", "serve", "datagen", "output"};
+const std::set<std::string> kNotRoleHeadings = {"predict", "serve", "sagemaker", "datagen",
+                                                "output"};
 
 // Every family's table.
 std::vector<FlagGroup> FamilyTables() {
   std::vector<FlagGroup> groups;
   for (const auto& family :
        {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(), JobFlagGroups(),
-        BenchFlagGroups(), ExactSumFlagGroups(), ServeFlagGroups()}) {
+        BenchFlagGroups(), ExactSumFlagGroups(), ServeFlagGroups(), TrainFlagGroups()}) {
     groups.insert(groups.end(), family.begin(), family.end());
   }
   return groups;
@@ -141,7 +144,7 @@ std::string CommandsListing(const std::string& name) {
 }  // namespace
 
 std::vector<std::string> CommandNames() {
-  return {"scheduler", "server", "worker", "launch",     "predict", "serve",
+  return {"scheduler", "server", "worker", "launch",     "train",  "predict", "serve",
           "datagen",   "bench",  "keygen", "checkpoint", "report", "admin"};
 }
 
@@ -176,6 +179,15 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             RoleHeadings(),
             {},
             true};
+  }
+  if (command == "train") {
+    return {"keel train [--sagemaker_root /opt/ml]",
+            "runs this host's part of a job as SageMaker runs a training container: "
+            "hyperparameters, hosts and channels from the contract under the root, the model "
+            "to model/, a failure's reason to output/failure (docs/guide/sagemaker.md)",
+            {"sagemaker"},
+            {"timeout", "preemption_grace", "check_flags"},
+            false};
   }
   if (command == "predict") {
     return {

@@ -26,6 +26,8 @@ constexpr char kUsage[] =
     "  launch --hostfile FILE [job flags]                   run the job over ssh "
     "(docs/OPERATIONS.md)\n"
     "  launch --slurm --servers S [job flags]               one task of an srun step\n"
+    "  train [--sagemaker_root /opt/ml]                     this host's part of a job under\n"
+    "                                                       SageMaker's training contract\n"
     "  predict --model_dir D --data F --out P|-             score a file with a trained model\n"
     "  serve --model_dir D [--serve_port 8080]              answer SageMaker's inference "
     "contract\n"

@@ -147,8 +147,9 @@ int Dispatch(const Invocation& invocation, int argc, char** argv) {
   if (command == "launch") {
     return RunLaunch(std::vector<std::string>(argv + invocation.first_flag, argv + argc));
   }
+  if (command == "train") return RunTrain();
   if (CheckFlagsGiven()) {
-    throw MakeError("--check_flags applies to scheduler, server, worker and launch");
+    throw MakeError("--check_flags applies to scheduler, server, worker, launch and train");
   }
   if (command == "bench") {
     return RunBench(invocation.subcommand,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/kv_bench_job.h"
+#include "cli/cluster_flags.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "launch/local_cluster.h"
@@ -43,6 +44,14 @@ int RunWorker(const std::vector<std::string>& argv);
 
 // `keel launch` with the arguments after the command (launch_command.cc).
 int RunLaunch(const std::vector<std::string>& args);
+// Checks every role's flags as each role would, for a cluster of `size`,
+// before anything starts (launch_command.cc). Throws Error naming a bad one.
+void CheckLaunchFlags(const ClusterSize& size);
+
+// `keel train`: this host's part of a job under SageMaker's training
+// contract (train_command.cc). Writes a failure's reason to the contract's
+// output/failure as well as throwing it.
+int RunTrain();
 
 
 // `keel report MODEL_DIR [--out FILE]` (report_command.cc): writes the job's

@@ -24,6 +24,7 @@
 #include "worker/model_artifact.h"
 #include "worker/scorer.h"
 #include "worker/trainer.h"
+#include "worker/training_share.h"
 
 namespace keel {
 namespace {
@@ -71,7 +72,8 @@ int RunTraining(Node* node, SchedulerLink* scheduler, KVWorker* client,
       !EpochsGiven() && hyperparameters.job == JobKind::kLinearLearner;
   if ((hyperparameters.mini_batch_size == 0 || auto_epochs) && !IsPipeChannel(options.train)) {
     // A pipe is read once: it keeps the defaults, uncounted.
-    const int workers = node->view()->num_workers();
+    // The workers that split this worker's channel (all, or its host's).
+    const int workers = WorkersSharingChannel(options, node->view()->num_workers());
     const uint64_t rows = CountTrainingRows(options.train, options.reader, workers);
     if (hyperparameters.mini_batch_size == 0) {
       hyperparameters.mini_batch_size = AutoMinibatchSize(rows, workers);

@@ -35,6 +35,10 @@ DEFINE_string(holdout, "auto",
 DEFINE_string(data_format, "",
               "libsvm, csv or recordio-protobuf (not given: what the first training file shows: "
               "recordIO's magic number, index:value pairs or commas; libsvm if it shows none)");
+DEFINE_int32(split_within_host, 0,
+             "the training channel is each host's own share of the files (SageMaker's "
+             "ShardedByS3Key), split among the N workers of consecutive ranks each host runs "
+             "(0: the channel is the whole job's, split among every worker)");
 DEFINE_bool(libsvm_zero_based, false, "libsvm feature indices start at 0 (default: 1)");
 DEFINE_bool(skip_bad_records, false, "skip and count malformed records instead of failing");
 DEFINE_string(cache_dir, "",
@@ -255,7 +259,8 @@ namespace keel {
 std::vector<FlagGroup> JobFlagGroups() {
   return {
       {"data",
-       {"train", "validation", "holdout", "test", "data_format", "libsvm_zero_based", "skip_bad_records",
+       {"train", "validation", "holdout", "test", "split_within_host", "data_format",
+        "libsvm_zero_based", "skip_bad_records",
         "cache_dir", "cache_max_bytes", "model_dir"}},
       {"compute", {"device", "threads"}},
       {"job",
@@ -700,6 +705,8 @@ TrainerOptions TrainerOptionsFromFlags() {
   options.validation = FLAGS_validation;
   options.holdout = HoldoutFromFlags(options.train, options.validation);
   options.test = FLAGS_test;
+  RequireInRange("split_within_host", FLAGS_split_within_host, 0, kMaxCount);
+  options.split_within_host = FLAGS_split_within_host;
   options.reader = ReaderOptionsFromFlags();
   options.cache_dir = FLAGS_cache_dir;
   RequireInRange("cache_max_bytes", FLAGS_cache_max_bytes, uint64_t{1} << 20, UINT64_MAX);

@@ -54,19 +54,6 @@ void ReportAtTheEnd(const std::string& model_dir) {
   }
 }
 
-// Every role reads the same flags: checks them as each role would, for a
-// cluster of `size`, before anything starts.
-void CheckLaunchFlags(const ClusterSize& size) {
-  CheckLaunchOwnFlags();
-  CheckSchedulerFlags(size);
-  CheckNodeFlags();
-  ServerOptimizerFromFlags();
-  JobTablesFromFlags();
-  CheckWorkerJobFlags();
-  RequestRetryFromFlags();
-  CheckMetricsFlags();
-}
-
 // `keel launch --slurm`: this task's role. The workers are the step's other
 // tasks (SLURM_NTASKS - 1 - servers; the scheduler's task checks their
 // count), so one stands for them here.
@@ -219,6 +206,18 @@ int LaunchLocally(const LaunchSettings& settings, const std::vector<std::string>
 }
 
 }  // namespace
+
+// Every role reads the same flags.
+void CheckLaunchFlags(const ClusterSize& size) {
+  CheckLaunchOwnFlags();
+  CheckSchedulerFlags(size);
+  CheckNodeFlags();
+  ServerOptimizerFromFlags();
+  JobTablesFromFlags();
+  CheckWorkerJobFlags();
+  RequestRetryFromFlags();
+  CheckMetricsFlags();
+}
 
 int RunLaunch(const std::vector<std::string>& args) {
   const LaunchSettings settings = LaunchSettingsFromFlags();

@@ -11,7 +11,8 @@
 
 DEFINE_int32(servers, 1, "launch/bench: number of servers");
 DEFINE_int32(workers, 1, "launch/bench: number of workers");
-DEFINE_double(timeout, 0, "launch/bench: stop everything after this many seconds (0: never)");
+DEFINE_double(timeout, 0,
+              "launch/bench/train: stop everything after this many seconds (0: never)");
 DEFINE_string(hostfile, "",
               "launch: start the roles over ssh on the hosts this file lists, one line per host: "
               "[user@]host[:sshport] [scheduler] [servers=N] [workers=N] [address=HOST]");

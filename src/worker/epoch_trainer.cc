@@ -16,6 +16,7 @@
 #include "worker/barriers.h"
 #include "worker/timeline_recorder.h"
 #include "worker/training_cursor.h"
+#include "worker/training_share.h"
 
 namespace keel {
 namespace {
@@ -68,7 +69,7 @@ void EpochTrainer::TrainOwnShare(const proto::WorkerCursor& resume, Pass* pass) 
   // The check's rows serve one epoch at most (then the cache or the text).
   CheckedRows checked;
   if (checked_ != nullptr) std::swap(checked, *checked_);
-  BatchStream stream(ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers()),
+  BatchStream stream(TrainingShare(options_, node_->rank(), node_->view()->num_workers()),
                      options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
                      /*prefetch=*/4, scaler_, cache_, &checked);
   SkipPushedBatches(resume, &stream, pass);
@@ -297,8 +298,9 @@ void EpochTrainer::ReadOrphanedShares(const Pass& pass, EpochResult* result) {
 uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
                                          EpochResult* result) {
   // A share of the workers that began a resumed epoch: of their number.
+  // (Of a host's own share, with split_within_host: this host's files.)
   const int shards = work.shards() > 0 ? work.shards() : node_->view()->num_workers();
-  BatchStream stream(ResolveChannel(options_.train, work.rank(), shards), options_.reader,
+  BatchStream stream(TrainingShare(options_, work.rank(), shards), options_.reader,
                      static_cast<size_t>(hyperparameters_.mini_batch_size),
                      /*prefetch=*/4, scaler_);
   const int width = model_->weight_width();

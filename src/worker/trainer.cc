@@ -27,6 +27,7 @@
 #include "worker/shard_check.h"
 #include "worker/training_cursor.h"
 #include "worker/training_loss.h"
+#include "worker/training_share.h"
 
 namespace keel {
 namespace {
@@ -211,7 +212,7 @@ void Trainer::OpenCache(int first_epoch) {
 uint64_t Trainer::CheckTrainingShard() {
   const double started = MonotonicSeconds();
   const std::vector<InputSplit> splits =
-      ResolveChannel(options_.train, node_->rank(), node_->view()->num_workers());
+      TrainingShare(options_, node_->rank(), node_->view()->num_workers());
   uint64_t rows = 0;
   bool cached = false;
   try {

@@ -22,6 +22,11 @@ struct TrainerOptions {
   // there is none (ReaderOptions::holdout_share; 0: none).
   double holdout = 0.0;
   std::string test;        // optional
+  // 0: the training channel is the whole job's, split among every worker.
+  // N > 0: it is the host's own share of the files (SageMaker's
+  // ShardedByS3Key), split among the N workers the host runs, of
+  // consecutive ranks (worker/training_share.h).
+  int split_within_host = 0;
   ReaderOptions reader;
   // Where the worker keeps its share's prepared minibatches after the first
   // pass, for later epochs to read instead of the text (worker/batch_cache.h):

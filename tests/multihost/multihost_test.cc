@@ -241,6 +241,265 @@ TEST_F(NamespaceHosts, AWorkerCutOffFromTheSchedulerIsRemovedAndReported) {
 }
 
 // ---------------------------------------------------------------------------
+// `keel train` on three hosts named algo-1, algo-2 and algo-3 (the names each
+// namespace's /etc/hosts gives, through /etc/netns/NAME/hosts), each with its
+// own copy of SageMaker's contract, each running the same command.
+
+class SageMakerHosts : public NamespaceHosts {
+ protected:
+  void SetUp() override {
+    NamespaceHosts::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    std::string hosts = "127.0.0.1 localhost\n";
+    for (int host = 1; host <= 3; ++host)
+      hosts += Address(host) + " algo-" + std::to_string(host) + "\n";
+    for (int host = 1; host <= 3; ++host) {
+      const std::string folder = "/etc/netns/" + Host(host);
+      std::filesystem::create_directories(folder);
+      testing::WriteFile(folder + "/hosts", hosts);
+    }
+  }
+
+  void TearDown() override {
+    NamespaceHosts::TearDown();
+    for (int host = 1; host <= 3; ++host) {
+      std::error_code ignored;
+      std::filesystem::remove_all("/etc/netns/" + Host(host), ignored);
+    }
+  }
+
+  std::string Root(int host) const { return folder_ + "/algo-" + std::to_string(host); }
+
+  // Host `host`'s contract: the hyperparameters and channels given, the
+  // three hosts, and every channel's files (FullyReplicated: all of them).
+  void WriteContract(int host, const std::string& hyperparameters, const std::string& channels) {
+    const std::string root = Root(host);
+    std::filesystem::create_directories(root + "/input/config");
+    testing::WriteFile(root + "/input/config/hyperparameters.json", hyperparameters);
+    testing::WriteFile(root + "/input/config/resourceconfig.json",
+                       R"({"current_host": "algo-)" + std::to_string(host) +
+                           R"(", "hosts": ["algo-3", "algo-1", "algo-2"],
+                            "network_interface_name": "eth0"})");
+    testing::WriteFile(root + "/input/config/inputdataconfig.json", channels);
+    std::filesystem::create_directories(root + "/input/data");
+    std::filesystem::copy(folder_ + "/data", root + "/input/data",
+                          std::filesystem::copy_options::recursive);
+  }
+
+  pid_t Train(int host) { return StartOn(host, {"train", "--sagemaker_root=" + Root(host)}); }
+
+  // Starts a long job on the three hosts, kills host `victim`'s keel train
+  // (its roles die with it) once the first epoch is decided, and checks that
+  // each other host fails within seconds, its output/failure saying `why`.
+  void KillAHostMidJob(int victim, const std::string& why) {
+    Generate(20000);
+    for (int host = 1; host <= 3; ++host) {
+      WriteContract(host, R"({"feature_dim": "2000", "epochs": "500", "mini_batch_size": "32",
+                              "heartbeat_timeout": "3"})",
+                    R"({"train": {"ContentType": "text/libsvm"}})");
+    }
+    std::vector<pid_t> hosts;
+    for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+    ASSERT_TRUE(WaitFor(
+        [&] { return Contains(processes_.Output(hosts[0]), "keel-metric epoch=1 "); }, 60))
+        << processes_.Output(hosts[0]);
+    kill(hosts[static_cast<size_t>(victim - 1)], SIGKILL);
+    for (int host = 1; host <= 3; ++host) {
+      if (host == victim) continue;
+      const Exit exit = processes_.Wait(hosts[static_cast<size_t>(host - 1)], 30);
+      ASSERT_TRUE(exit.finished) << exit.output;
+      EXPECT_NE(exit.code, 0) << exit.output;
+      const std::string failure = ReadFileOrEmpty(Root(host) + "/output/failure");
+      EXPECT_TRUE(Contains(failure, "algo-" + std::to_string(host) + ": " + why))
+          << failure << exit.output;
+      EXPECT_TRUE(Contains(failure, "so the job cannot go on")) << failure;
+    }
+  }
+};
+
+TEST_F(SageMakerHosts, ThreeHostsTrainTheSameCommandAndTheLeaderWritesTheModel) {
+  Generate(20000);
+  for (int host = 1; host <= 3; ++host) {
+    WriteContract(host, R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "100"})",
+                  R"({"train": {"ContentType": "text/libsvm"},
+                      "validation": {"ContentType": "text/libsvm"}})");
+  }
+  std::vector<pid_t> hosts;
+  for (int host : {3, 2, 1}) hosts.push_back(Train(host));  // the leader need not be first
+  std::vector<Exit> exits;
+  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+  }
+  const std::string& leader = exits[2].output;
+  EXPECT_TRUE(Contains(leader, "expecting 3 server(s) and 3 worker(s)")) << leader;
+  EXPECT_TRUE(Contains(leader, "job finished: 3 of 3 worker(s) succeeded")) << leader;
+  EXPECT_TRUE(Contains(leader, "keel-metric epoch=3 validation:roc_auc_score=")) << leader;
+  // The other hosts' roles reached the leader by its name, from their own addresses.
+  EXPECT_TRUE(Contains(exits[0].output, "scheduler at algo-1:9800")) << exits[0].output;
+  EXPECT_TRUE(Contains(exits[0].output, "advertising " + Address(3))) << exits[0].output;
+  EXPECT_TRUE(Contains(exits[1].output, "advertising " + Address(2))) << exits[1].output;
+  for (int host = 1; host <= 3; ++host) {
+    EXPECT_EQ(ReadFileOrEmpty(Root(host) + "/output/failure"), "") << host;
+  }
+  const auto metrics = ReadMetrics(Root(1) + "/model/metrics.json");
+  ASSERT_EQ(metrics.count("validation:roc_auc_score"), 1u) << leader;
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 20000);
+  // `keel predict` scores the leader's model as it scores a launched job's.
+  const auto predict =
+      testing::Run({KeelBinary(), "predict", "--model_dir=" + Root(1) + "/model",
+                    "--data=" + folder_ + "/data/validation", "--out=" + folder_ + "/scores.csv"},
+                   60);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  EXPECT_TRUE(Contains(predict.output, "roc_auc_score")) << predict.output;
+}
+
+TEST_F(SageMakerHosts, WithShardedByS3KeyEachHostTrainsOnItsOwnFiles) {
+  const auto generated = testing::Run(
+      {KeelBinary(), "datagen", "--model=linear", "--rows=18000", "--features=2000", "--nnz=10",
+       "--seed=7", "--train_files=3", "--out=" + folder_ + "/data"},
+      60);
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  for (int host = 1; host <= 3; ++host) {
+    WriteContract(host,
+                  R"({"feature_dim": "2000", "epochs": "2", "mini_batch_size": "100",
+                      "workers_per_host": "2"})",
+                  R"({"train": {"ContentType": "text/libsvm", "S3DistributionType": "ShardedByS3Key"},
+                      "validation": {"ContentType": "text/libsvm"}})");
+    // Host N keeps the N-th training file only: its share, as SageMaker copies it.
+    for (int other = 0; other < 3; ++other) {
+      if (other != host - 1) {
+        std::filesystem::remove(Root(host) + "/input/data/train/part-" + std::to_string(other) +
+                                ".libsvm");
+      }
+    }
+  }
+  std::vector<pid_t> hosts;
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  std::vector<Exit> exits;
+  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+  }
+  EXPECT_TRUE(Contains(exits[0].output, "expecting 3 server(s) and 6 worker(s)")) << exits[0].output;
+  // Every row of every host's share, once an epoch.
+  const auto metrics = ReadMetrics(Root(1) + "/model/metrics.json");
+  ASSERT_EQ(metrics.count("train:examples_per_epoch"), 1u) << exits[0].output;
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 18000) << exits[0].output;
+}
+
+TEST_F(SageMakerHosts, PipeChannelsStreamEachHostsShareThroughItsFifo) {
+  const auto generated = testing::Run(
+      {KeelBinary(), "datagen", "--model=linear", "--rows=18000", "--features=2000", "--nnz=10",
+       "--seed=7", "--train_files=3", "--out=" + folder_ + "/data"},
+      60);
+  ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
+  std::vector<pid_t> writers;
+  for (int host = 1; host <= 3; ++host) {
+    WriteContract(host, R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "100"})",
+                  R"({"train": {"ContentType": "text/libsvm", "TrainingInputMode": "Pipe",
+                                "S3DistributionType": "ShardedByS3Key"},
+                      "validation": {"ContentType": "text/libsvm"}})");
+    // SageMaker's side: host N's share streamed into its first pass's FIFO.
+    const std::string fifo = Root(host) + "/input/data/train_0";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << fifo;
+    writers.push_back(processes_.Start({"/bin/sh", "-c",
+                                        "cat " + folder_ + "/data/train/part-" +
+                                            std::to_string(host - 1) + ".libsvm > " + fifo}));
+  }
+  std::vector<pid_t> hosts;
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  std::vector<Exit> exits;
+  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+  }
+  for (pid_t writer : writers) {
+    const Exit written = processes_.Wait(writer, 10);
+    EXPECT_TRUE(written.finished && written.code == 0) << written.output;
+  }
+  // Every host's stream, whole, every epoch (the later ones from the batch cache).
+  const auto metrics = ReadMetrics(Root(1) + "/model/metrics.json");
+  ASSERT_EQ(metrics.count("train:examples_per_epoch"), 1u) << exits[0].output;
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 18000) << exits[0].output;
+  EXPECT_EQ(metrics.at("train:epochs"), 3) << exits[0].output;
+}
+
+// Spot training: SIGTERM to every host, SageMaker's sync of every host's
+// checkpoints/ to one S3 prefix and back (here: each folder copied into the
+// others), then the same command again on every host.
+TEST_F(SageMakerHosts, SigtermToEveryHostCheckpointsAndTheSameCommandResumes) {
+  Generate(20000);
+  for (int host = 1; host <= 3; ++host) {
+    WriteContract(host, R"({"feature_dim": "2000", "epochs": "40", "mini_batch_size": "32",
+                            "early_stopping_patience": "100"})",
+                  R"({"train": {"ContentType": "text/libsvm"}})");
+  }
+  std::vector<pid_t> hosts;
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  ASSERT_TRUE(WaitFor(
+      [&] { return Contains(processes_.Output(hosts[0]), "keel-metric epoch=1 "); }, 60))
+      << processes_.Output(hosts[0]);
+  for (pid_t pid : hosts) kill(pid, SIGTERM);
+  for (int host = 1; host <= 3; ++host) {
+    const Exit exit = processes_.Wait(hosts[static_cast<size_t>(host - 1)], 60);
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 75) << exit.output;
+    EXPECT_FALSE(Contains(exit.output, "keel-metric epoch=40 ")) << exit.output;
+  }
+  ASSERT_NE(ReadFileOrEmpty(Root(1) + "/checkpoints/LATEST"), "");
+  for (int from = 1; from <= 3; ++from) {
+    for (int to = 1; to <= 3; ++to) {
+      if (from == to) continue;
+      std::filesystem::copy(Root(from) + "/checkpoints", Root(to) + "/checkpoints",
+                            std::filesystem::copy_options::recursive |
+                                std::filesystem::copy_options::skip_existing);
+    }
+  }
+  hosts.clear();
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  std::vector<Exit> exits;
+  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "the job resumes from it")) << exit.output;
+  }
+  EXPECT_FALSE(Contains(exits[0].output, "keel-metric epoch=1 ")) << exits[0].output;
+  EXPECT_TRUE(Contains(exits[0].output, "keel-metric epoch=40 ")) << exits[0].output;
+  EXPECT_EQ(ReadMetrics(Root(1) + "/model/metrics.json").count("train:objective_loss"), 1u);
+}
+
+TEST_F(SageMakerHosts, ABadHyperparameterFailsEveryHostNamingIt) {
+  Generate(2000);
+  for (int host = 1; host <= 3; ++host) {
+    WriteContract(host, R"({"feature_dim": "2000", "mini_batch_size": "lots"})",
+                  R"({"train": {"ContentType": "text/libsvm"}})");
+  }
+  std::vector<pid_t> hosts;
+  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
+  for (int host = 1; host <= 3; ++host) {
+    const Exit exit = processes_.Wait(hosts[static_cast<size_t>(host - 1)], 30);
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_NE(exit.code, 0) << exit.output;
+    const std::string failure = ReadFileOrEmpty(Root(host) + "/output/failure");
+    EXPECT_TRUE(Contains(failure, "algo-" + std::to_string(host) + ": ")) << failure;
+    EXPECT_TRUE(Contains(failure, "mini_batch_size")) << failure;
+  }
+}
+
+TEST_F(SageMakerHosts, AHostKilledMidJobFailsEverySurvivingHostNamingIt) {
+  KillAHostMidJob(3, "host algo-3 is gone");
+}
+
+TEST_F(SageMakerHosts, TheLeaderKilledMidJobFailsEverySurvivingHostNamingIt) {
+  KillAHostMidJob(1, "the leader algo-1 is gone");
+}
+
+// ---------------------------------------------------------------------------
 // `keel launch --hostfile` over a real sshd on 127.0.0.1 (its own host key,
 // client key, config and port), reached as two hosts: 127.0.0.1 and localhost.
 

@@ -1,0 +1,54 @@
+#include "cli/train_flags.h"
+
+#include <sstream>
+
+#include "base/error.h"
+#include "cli/cluster_flags.h"
+#include "cli/flag_rules.h"
+#include "cli/launch_flags.h"
+#include "launch/sagemaker_contract.h"
+#include "launch/sagemaker_train.h"
+
+DEFINE_string(sagemaker_root, keel::kSageMakerRoot,
+              "train: the folder SageMaker's contract is under (input/config, input/data, "
+              "model, output, checkpoints)");
+DEFINE_int32(sagemaker_port, keel::kSageMakerSchedulerPort,
+             "train: the port of the scheduler on the leading host (the first of "
+             "resourceconfig.json's hosts, sorted); every host must give the same");
+DEFINE_string(sagemaker_addresses, "",
+              "train: NAME=ADDRESS,... the address of hosts whose names do not resolve here "
+              "(tests on one machine: algo-1=127.0.0.1)");
+
+namespace keel {
+
+std::vector<FlagGroup> TrainFlagGroups() {
+  return {{"sagemaker", {"sagemaker_root", "sagemaker_port", "sagemaker_addresses"}}};
+}
+
+TrainSettings TrainSettingsFromFlags() {
+  TrainSettings settings;
+  if (FLAGS_sagemaker_root.empty()) throw MakeError("--sagemaker_root must name a folder");
+  settings.root = FLAGS_sagemaker_root;
+  RequireInRange("sagemaker_port", FLAGS_sagemaker_port, 1, 65535);
+  settings.port = FLAGS_sagemaker_port;
+  std::istringstream items(FLAGS_sagemaker_addresses);
+  for (std::string item; std::getline(items, item, ',');) {
+    const size_t equals = item.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == item.size()) {
+      throw MakeError("--sagemaker_addresses: '", item, "' is not NAME=ADDRESS");
+    }
+    settings.addresses[item.substr(0, equals)] = item.substr(equals + 1);
+  }
+  CheckLaunchOwnFlags();  // --timeout
+  settings.timeout_s = FLAGS_timeout;
+  return settings;
+}
+
+HostWatchSettings HostWatchSettingsFromFlags() {
+  HostWatchSettings settings;
+  settings.lost_host_ends_job = FLAGS_replication == 0;
+  settings.grace_s = FLAGS_heartbeat_timeout;
+  return settings;
+}
+
+}  // namespace keel
