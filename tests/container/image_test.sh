@@ -115,6 +115,8 @@ podman stop --time 10 "$prefix-port" >/dev/null
 # Other arguments: a program in the image runs; an unknown word is refused.
 version=$(timeout 60 podman run --rm "$image" keel --version | head -1)
 echo "run as a program: $version"
+timeout 60 podman run --rm "$image" test -s /etc/ssl/certs/ca-certificates.crt \
+  || { echo "FAIL: the image has no CA certificates (s3:// over TLS)"; exit 1; }
 status=0
 refusal=$(timeout 60 podman run --rm "$image" predict 2>&1) || status=$?
 if [ "$status" != 127 ] || ! grep -q "'predict' is neither train, serve" <<<"$refusal"; then
