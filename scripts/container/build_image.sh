@@ -93,10 +93,18 @@ trap 'rm -rf "$context"' EXIT
 cp "$deb" "$context/keel.deb"
 cp deploy/container/entrypoint.sh "$context/entrypoint.sh"
 chmod 755 "$context/entrypoint.sh"
+previous=$(podman image inspect --format '{{.Id}}' "$name:latest" 2>/dev/null || true)
 quiet podman build --pull=never --file deploy/container/Containerfile \
   --build-arg BASE="$base" --build-arg KEEL_VERSION="$version" \
   --tag "$name:$tag" --tag "$name:latest" "$context"
 rm -rf "$context"
+# The image this one replaces when nothing names it any more (a rebuild of the
+# same version); one still tagged with its own version, or used by a container,
+# stays.
+if [ -n "$previous" ] \
+   && [ "$previous" != "$(podman image inspect --format '{{.Id}}' "$name:latest")" ]; then
+  podman rmi "$previous" >/dev/null 2>&1 || true
+fi
 step_done
 echo "$name:$tag ($name:latest), $(podman image inspect --format '{{.Size}}' "$name:$tag" \
   | awk '{ printf "%.0f MB", $1 / 1e6 }'), keel $version"
