@@ -6,9 +6,9 @@
 #                     (the hyperparameters, the hosts and the channels it reads,
 #                     the model, failure and checkpoints it writes).
 #   serve [FLAGS...]  keel serve on the model in /opt/ml/model, on every address
-#                     of the container, port SAGEMAKER_BIND_TO_PORT (SageMaker's
-#                     multi-model and inference-pipeline hosting set it), 8080
-#                     without it.
+#                     of the container, port SAGEMAKER_BIND_TO_PORT (SageMaker
+#                     sets it for a container in an inference pipeline), 8080
+#                     without it. FLAGS come after these, so they override them.
 #   PROGRAM [ARG...]  any other program in the image, run as given (for
 #                     example `keel predict ...`, `keel --version`, `sh`).
 #
