@@ -81,8 +81,8 @@ timeout 120 "$keel" launch --servers=1 --workers=1 --job=linear_learner \
   --train="$work/data/train" --validation="$work/data/validation" \
   --model_dir="$work/model" --minloglevel=1 >"$work/launch.log" 2>&1 \
   || { echo "FAIL: keel launch"; tail -20 "$work/launch.log"; exit 1; }
-test_file=$(ls "$work"/data/test/* | head -1)
-head -50 "$test_file" >"$work/records.libsvm"
+test_files=("$work"/data/test/*)
+head -50 "${test_files[0]}" >"$work/records.libsvm"
 "$keel" predict --model_dir="$work/model" --data="$work/records.libsvm" \
   --out="$work/expected.json" --accept=application/json >/dev/null
 
