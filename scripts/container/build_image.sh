@@ -12,8 +12,8 @@
 #    per machine, reused while it is in the store (KEEL_IMAGE_NEW_BASE=1 makes it
 #    again). About a minute, most of it mmdebstrap.
 # 3. The image, tagged localhost/keel:VERSION and localhost/keel:latest: the
-#    package installed on the base with apt (which fetches the libraries it
-#    declares from the base's sources), and the entry point.
+#    libraries the package declares, installed with apt from the base's
+#    sources, then the package and the entry point.
 # Prints the image's name and size.
 #
 # Podman runs with deploy/container/containers.conf (CONTAINERS_CONF, unless
@@ -91,6 +91,10 @@ step "building $name:$tag on $base"
 context=$(mktemp -d /tmp/keel-image-context.XXXXXX)
 trap 'rm -rf "$context"' EXIT
 cp "$deb" "$context/keel.deb"
+# The package's dependencies by name, one a line (the first of alternatives):
+# the Containerfile installs them in a layer of their own.
+dpkg-deb --field "$deb" Depends | tr ',' '\n' \
+  | sed -e 's/|.*//' -e 's/(.*)//' -e 's/[[:space:]]//g' | grep -v '^$' >"$context/keel.depends"
 cp deploy/container/entrypoint.sh "$context/entrypoint.sh"
 chmod 755 "$context/entrypoint.sh"
 previous=$(podman image inspect --format '{{.Id}}' "$name:latest" 2>/dev/null || true)
