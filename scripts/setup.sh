@@ -2,7 +2,7 @@
 # Sets Keel up on Debian 12 and builds it into build/. Safe to run again: it
 # installs only the packages that are missing and rebuilds only what changed.
 #
-#   scripts/setup.sh [--tests] [--package] [--install-only] [TARGET...]
+#   scripts/setup.sh [--tests] [--package] [--container] [--install-only] [TARGET...]
 #
 # Without --tests: the packages that building and running `keel` need (the
 # compiler, CMake, Ninja, ccache and the libraries), and the build of TARGET
@@ -11,7 +11,8 @@
 # and its sanitizers, the S3 test server's and the Kubernetes schema check's
 # npm packages), and the build of every target unless TARGETs are given.
 # --package: also what scripts/package.sh needs (help2man, dpkg-dev);
-# --install-only: the packages alone, no build.
+# --container: also what scripts/container/build_image.sh needs (podman, runc,
+# mmdebstrap; --tests includes both); --install-only: the packages alone, no build.
 #
 # The tree is configured the same way by every script, so that one after the
 # other rebuilds nothing (KEEL_WERROR and the CUDA backend are kept as the
@@ -23,11 +24,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/steps.sh
 
-tests=0 package=0 build=1
+tests=0 package=0 container=0 build=1
 while [ $# -gt 0 ]; do
   case $1 in
-    --tests) tests=1 package=1 ;;
+    --tests) tests=1 package=1 container=1 ;;
     --package) package=1 ;;
+    --container) package=1 container=1 ;;
     --install-only) build=0 ;;
     *) break ;;
   esac
@@ -60,15 +62,20 @@ if [ "$tests" = 1 ]; then
              # scripts/bench/real_data.sh's real data sets (with python3-sklearn's).
              python3-statsmodels
              # keel serve's tests (a real HTTP client) and its load benchmark.
-             curl wrk
-             # The test that installs the package into a throwaway Debian root.
-             mmdebstrap)
+             curl wrk)
   # Node runs the S3 test server; a Node from elsewhere (with its own npm) will do.
   if ! command -v node >/dev/null 2>&1; then
     packages+=(nodejs npm)
   elif ! command -v npm >/dev/null 2>&1; then
     packages+=(npm)
   fi
+fi
+if [ "$container" = 1 ]; then
+  # The image (scripts/container/build_image.sh, tests/container): its base
+  # made from Debian's packages, built and run with Debian's podman on runc
+  # (deploy/container/containers.conf says why not crun). mmdebstrap also
+  # makes the throwaway Debian root tests/package installs the package into.
+  packages+=(mmdebstrap podman runc)
 fi
 if [ "$package" = 1 ]; then
   # The package (scripts/package.sh): its man page from --help, its

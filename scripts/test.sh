@@ -2,11 +2,12 @@
 # Sets up, builds and runs every test, the multihost ones too (network
 # namespaces, sshd, Slurm: they need root and skip without it). Each test is
 # its own ctest entry with a label (unit, cluster, process, storage, faults,
-# multihost, gpu, package) and its own timeout. Tests run as many at a time as
-# the machine has cores, except the faults and multihost ones, which run alone
-# (RUN_SERIAL). Extra arguments go to ctest (for example: scripts/test.sh -L
-# unit, scripts/test.sh -R cluster, scripts/test.sh -LE multihost to leave
-# those out, or -j1 for one test at a time).
+# multihost, gpu, package, container) and its own timeout. Tests run as many at
+# a time as the machine has cores, except the faults, multihost, package and
+# container ones, which run alone (RUN_SERIAL). Extra arguments go to ctest
+# (for example: scripts/test.sh -L unit, scripts/test.sh -R cluster,
+# scripts/test.sh -LE multihost to leave those out, or -j1 for one test at a
+# time).
 #
 # The set-up (scripts/setup.sh --tests) installs what the tests need beside
 # what the demo's installs, in the same tree: after scripts/demo.sh it builds
