@@ -288,21 +288,29 @@ class SageMakerHosts : public NamespaceHosts {
 
   pid_t Train(int host) { return StartOn(host, {"train", "--sagemaker_root=" + Root(host)}); }
 
+  // 20,000 libsvm rows on every host, each with `hyperparameters`, `keel
+  // train` started on hosts 1, 2 and 3 (their pids in `hosts`, in order),
+  // once the leader printed epoch 1's metrics.
+  void TrainPastTheFirstEpoch(const std::string& hyperparameters, std::vector<pid_t>* hosts) {
+    Generate(20000);
+    for (int host = 1; host <= 3; ++host) {
+      WriteContract(host, hyperparameters, R"({"train": {"ContentType": "text/libsvm"}})");
+    }
+    for (int host = 1; host <= 3; ++host) hosts->push_back(Train(host));
+    ASSERT_TRUE(WaitFor(
+        [&] { return Contains(processes_.Output(hosts->front()), "keel-metric epoch=1 "); }, 60))
+        << processes_.Output(hosts->front());
+  }
+
   // Starts a long job on the three hosts, kills host `victim`'s keel train
   // (its roles die with it) once the first epoch is decided, and checks that
   // each other host fails within seconds, its output/failure saying `why`.
   void KillAHostMidJob(int victim, const std::string& why) {
-    Generate(20000);
-    for (int host = 1; host <= 3; ++host) {
-      WriteContract(host, R"({"feature_dim": "2000", "epochs": "500", "mini_batch_size": "32",
-                              "heartbeat_timeout": "3"})",
-                    R"({"train": {"ContentType": "text/libsvm"}})");
-    }
     std::vector<pid_t> hosts;
-    for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
-    ASSERT_TRUE(WaitFor(
-        [&] { return Contains(processes_.Output(hosts[0]), "keel-metric epoch=1 "); }, 60))
-        << processes_.Output(hosts[0]);
+    ASSERT_NO_FATAL_FAILURE(TrainPastTheFirstEpoch(
+        R"({"feature_dim": "2000", "epochs": "500", "mini_batch_size": "32",
+            "heartbeat_timeout": "3"})",
+        &hosts));
     kill(hosts[static_cast<size_t>(victim - 1)], SIGKILL);
     for (int host = 1; host <= 3; ++host) {
       if (host == victim) continue;
@@ -432,17 +440,11 @@ TEST_F(SageMakerHosts, PipeChannelsStreamEachHostsShareThroughItsFifo) {
 // checkpoints/ to one S3 prefix and back (here: each folder copied into the
 // others), then the same command again on every host.
 TEST_F(SageMakerHosts, SigtermToEveryHostCheckpointsAndTheSameCommandResumes) {
-  Generate(20000);
-  for (int host = 1; host <= 3; ++host) {
-    WriteContract(host, R"({"feature_dim": "2000", "epochs": "40", "mini_batch_size": "32",
-                            "early_stopping_patience": "100"})",
-                  R"({"train": {"ContentType": "text/libsvm"}})");
-  }
   std::vector<pid_t> hosts;
-  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
-  ASSERT_TRUE(WaitFor(
-      [&] { return Contains(processes_.Output(hosts[0]), "keel-metric epoch=1 "); }, 60))
-      << processes_.Output(hosts[0]);
+  ASSERT_NO_FATAL_FAILURE(TrainPastTheFirstEpoch(
+      R"({"feature_dim": "2000", "epochs": "40", "mini_batch_size": "32",
+          "early_stopping_patience": "100"})",
+      &hosts));
   for (pid_t pid : hosts) kill(pid, SIGTERM);
   for (int host = 1; host <= 3; ++host) {
     const Exit exit = processes_.Wait(hosts[static_cast<size_t>(host - 1)], 60);
