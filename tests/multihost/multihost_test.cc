@@ -288,6 +288,18 @@ class SageMakerHosts : public NamespaceHosts {
 
   pid_t Train(int host) { return StartOn(host, {"train", "--sagemaker_root=" + Root(host)}); }
 
+  // `keel train` on the hosts of `order` at once, each waited for: their
+  // exits, in that order, into `exits`; each must end with status 0.
+  void TrainToTheEnd(const std::vector<int>& order, std::vector<Exit>* exits) {
+    std::vector<pid_t> hosts;
+    for (int host : order) hosts.push_back(Train(host));
+    for (pid_t pid : hosts) exits->push_back(processes_.Wait(pid, 180));
+    for (const Exit& exit : *exits) {
+      ASSERT_TRUE(exit.finished) << exit.output;
+      EXPECT_EQ(exit.code, 0) << exit.output;
+    }
+  }
+
   // 20,000 libsvm rows on every host, each with `hyperparameters`, `keel
   // train` started on hosts 1, 2 and 3 (their pids in `hosts`, in order),
   // once the leader printed epoch 1's metrics.
@@ -332,14 +344,8 @@ TEST_F(SageMakerHosts, ThreeHostsTrainTheSameCommandAndTheLeaderWritesTheModel) 
                   R"({"train": {"ContentType": "text/libsvm"},
                       "validation": {"ContentType": "text/libsvm"}})");
   }
-  std::vector<pid_t> hosts;
-  for (int host : {3, 2, 1}) hosts.push_back(Train(host));  // the leader need not be first
-  std::vector<Exit> exits;
-  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
-  for (const Exit& exit : exits) {
-    ASSERT_TRUE(exit.finished) << exit.output;
-    EXPECT_EQ(exit.code, 0) << exit.output;
-  }
+  std::vector<Exit> exits;  // the leader need not be first
+  ASSERT_NO_FATAL_FAILURE(TrainToTheEnd({3, 2, 1}, &exits));
   const std::string& leader = exits[2].output;
   EXPECT_TRUE(Contains(leader, "expecting 3 server(s) and 3 worker(s)")) << leader;
   EXPECT_TRUE(Contains(leader, "job finished: 3 of 3 worker(s) succeeded")) << leader;
@@ -383,14 +389,8 @@ TEST_F(SageMakerHosts, WithShardedByS3KeyEachHostTrainsOnItsOwnFiles) {
       }
     }
   }
-  std::vector<pid_t> hosts;
-  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
   std::vector<Exit> exits;
-  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
-  for (const Exit& exit : exits) {
-    ASSERT_TRUE(exit.finished) << exit.output;
-    EXPECT_EQ(exit.code, 0) << exit.output;
-  }
+  ASSERT_NO_FATAL_FAILURE(TrainToTheEnd({1, 2, 3}, &exits));
   EXPECT_TRUE(Contains(exits[0].output, "expecting 3 server(s) and 6 worker(s)")) << exits[0].output;
   // Every row of every host's share, once an epoch.
   const auto metrics = ReadMetrics(Root(1) + "/model/metrics.json");
@@ -417,14 +417,8 @@ TEST_F(SageMakerHosts, PipeChannelsStreamEachHostsShareThroughItsFifo) {
                                         "cat " + folder_ + "/data/train/part-" +
                                             std::to_string(host - 1) + ".libsvm > " + fifo}));
   }
-  std::vector<pid_t> hosts;
-  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
   std::vector<Exit> exits;
-  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
-  for (const Exit& exit : exits) {
-    ASSERT_TRUE(exit.finished) << exit.output;
-    EXPECT_EQ(exit.code, 0) << exit.output;
-  }
+  ASSERT_NO_FATAL_FAILURE(TrainToTheEnd({1, 2, 3}, &exits));
   for (pid_t writer : writers) {
     const Exit written = processes_.Wait(writer, 10);
     EXPECT_TRUE(written.finished && written.code == 0) << written.output;
@@ -461,13 +455,9 @@ TEST_F(SageMakerHosts, SigtermToEveryHostCheckpointsAndTheSameCommandResumes) {
                                 std::filesystem::copy_options::skip_existing);
     }
   }
-  hosts.clear();
-  for (int host = 1; host <= 3; ++host) hosts.push_back(Train(host));
   std::vector<Exit> exits;
-  for (pid_t pid : hosts) exits.push_back(processes_.Wait(pid, 180));
+  ASSERT_NO_FATAL_FAILURE(TrainToTheEnd({1, 2, 3}, &exits));
   for (const Exit& exit : exits) {
-    ASSERT_TRUE(exit.finished) << exit.output;
-    EXPECT_EQ(exit.code, 0) << exit.output;
     EXPECT_TRUE(Contains(exit.output, "the job resumes from it")) << exit.output;
   }
   EXPECT_FALSE(Contains(exits[0].output, "keel-metric epoch=1 ")) << exits[0].output;
