@@ -393,6 +393,11 @@ size_t Node::held_messages() const {
   return held_.size();
 }
 
+size_t Node::awaited_requests() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return awaiting_.size();
+}
+
 uint64_t Node::malformed_messages() const { return van_ ? van_->malformed_messages() : 0; }
 
 TransportFaultCounts Node::transport_fault_counts() const {

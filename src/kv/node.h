@@ -241,6 +241,8 @@ class Node {
   const std::string& routing_id() const;
   // Data messages held now, waiting for a newer view.
   size_t held_messages() const;
+  // Control requests sent (Request, Post) and not yet answered.
+  size_t awaited_requests() const;
 
   // Bounds of the queue of data messages from a newer view. A dropped request
   // is sent again by its worker (KVWorker resends what gets no answer), so

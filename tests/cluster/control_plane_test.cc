@@ -269,8 +269,10 @@ TEST(SchedulerRestart, AWorkersShareDoneReportReachesTheRestartedSchedulerAndRel
   share.set_epoch(9);
   share.set_batches(100);
   done.ReportEpochDone(share);
-  // Its report arrives (it is answered), then the scheduler dies and comes back.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Its report arrives (it is answered: not sent again as an unanswered
+  // request), then the scheduler dies and comes back.
+  Node& done_node = first.rank() == 0 ? first : second;
+  ASSERT_TRUE(WaitFor([&] { return done_node.awaited_requests() == 0; }, 10));
   scheduler->Stop();
   scheduler.reset();
   scheduler = testing::StartScheduler(options);
