@@ -34,8 +34,10 @@ uint64_t ConnectionWatch::Watch(zmq::socket_t& socket, int node_id) {
     watch = next_watch_++;
   }
   const std::string endpoint = "inproc://keel-connection-" + std::to_string(watch);
-  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(),
-                         ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_MONITOR_STOPPED) != 0) {
+  // Not ZMQ_EVENT_MONITOR_STOPPED: libzmq sends it with a blocking send when
+  // the monitor stops, which never returns if this PAIR is closed by then (the
+  // socket's owner unwatches it first: Unwatch).
+  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
     throw MakeError("cannot watch the connection to node ", node_id, ": ",
                     zmq_strerror(zmq_errno()));
   }
@@ -44,9 +46,16 @@ uint64_t ConnectionWatch::Watch(zmq::socket_t& socket, int node_id) {
   monitor.set(zmq::sockopt::linger, 0);
   monitor.connect(endpoint);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stopping_.load()) return 0;  // nobody would close it: `monitor` closes here
+  if (stopping_.load()) {  // nobody would read it: `monitor` closes here
+    Unwatch(socket);
+    return 0;
+  }
   added_.push_back(Monitor{watch, node_id, std::move(monitor)});
   return watch;
+}
+
+void ConnectionWatch::Unwatch(zmq::socket_t& socket) {
+  zmq_socket_monitor(socket.handle(), nullptr, 0);
 }
 
 void ConnectionWatch::Forget(uint64_t watch) {
@@ -88,13 +97,9 @@ void ConnectionWatch::Loop() {
     for (Monitor& monitor : monitors) items.push_back({monitor.socket.handle(), 0, ZMQ_POLLIN, 0});
     try {
       zmq::poll(items, std::chrono::milliseconds(kPollMs));
-      std::vector<Monitor> open;
       for (size_t i = 0; i < monitors.size(); ++i) {
-        if (!(items[i].revents & ZMQ_POLLIN) || OnEvent(monitors[i])) {
-          open.push_back(std::move(monitors[i]));
-        }
+        if (items[i].revents & ZMQ_POLLIN) OnEvent(monitors[i]);
       }
-      monitors.swap(open);
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
       LOG(ERROR) << "connection watch: " << e.what();
@@ -104,21 +109,15 @@ void ConnectionWatch::Loop() {
 
 // Monitor events come as two frames: 6 bytes (event id, uint16; value,
 // uint32; native order) and the socket's endpoint.
-bool ConnectionWatch::OnEvent(Monitor& monitor) {
+void ConnectionWatch::OnEvent(Monitor& monitor) {
   std::vector<zmq::message_t> frames;
   if (!zmq::recv_multipart(monitor.socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-    return true;
+    return;
   }
-  if (frames.empty() || frames[0].size() < 6) return true;
+  if (frames.empty() || frames[0].size() < 6) return;
   uint16_t event = 0;
   memcpy(&event, frames[0].data(), sizeof(event));
-  if (event == ZMQ_EVENT_MONITOR_STOPPED) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    forgotten_.erase(monitor.watch);
-    return false;
-  }
   if (event == ZMQ_EVENT_DISCONNECTED && !Forgotten(monitor.watch)) closed_(monitor.node_id);
-  return true;
 }
 
 }  // namespace keel

@@ -45,8 +45,13 @@ class ConnectionWatch {
   // Forget takes (0, and nothing watched, after Stop). Throws Error if libzmq
   // cannot monitor the socket.
   uint64_t Watch(zmq::socket_t& socket, int node_id);
-  // Stops reporting the socket watched under `watch` (before it is closed:
-  // its owner closing it is not news).
+  // Stops libzmq's monitor of `socket`, from the thread that owns it, before
+  // it is closed or its watch forgotten: a monitor whose PAIR is gone blocks
+  // the libzmq thread that reports an event to it (the socket's reaper, for
+  // as long as the context lives: every socket closed after it stays open).
+  static void Unwatch(zmq::socket_t& socket);
+  // Stops reporting the socket watched under `watch` (after Unwatch, before
+  // it is closed: its owner closing it is not news).
   void Forget(uint64_t watch);
   // Stops the thread and closes its sockets; idempotent.
   void Stop();
@@ -63,8 +68,8 @@ class ConnectionWatch {
   // Takes the monitors Watch made since the last round and closes the
   // forgotten ones (on the watch's thread, which owns them).
   void Update(std::vector<Monitor>* monitors);
-  // Reads one event from `monitor`; false once its socket stopped.
-  bool OnEvent(Monitor& monitor);
+  // Reads one event from `monitor` (kept open until forgotten).
+  void OnEvent(Monitor& monitor);
   bool Forgotten(uint64_t watch);
 
   zmq::context_t& context_;

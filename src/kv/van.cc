@@ -209,6 +209,11 @@ AddressProbe ProbeNode(const std::string& address, double timeout_s,
   zmq::socket_t monitor(context, zmq::socket_type::pair);
   monitor.set(zmq::sockopt::linger, 0);
   monitor.connect(kProbeMonitor);
+  // Unwatched before `monitor` closes (ConnectionWatch::Unwatch says why).
+  struct Unwatch {
+    zmq::socket_t& socket;
+    ~Unwatch() { ConnectionWatch::Unwatch(socket); }
+  } unwatch{probe};
   try {
     probe.connect(Endpoint(host, port));
   } catch (const zmq::error_t& e) {
@@ -369,7 +374,19 @@ void Van::Stop() {
               << " of " << counts.data_messages << " outgoing data messages ("
               << counts.discarded_at_stop << " delayed ones discarded at stop)";
   }
-  if (watch_) watch_->Stop();  // before the sockets close: that is no news
+  std::unique_ptr<ConnectionWatch> watch;
+  {
+    // Every socket unwatched before the watch closes its PAIRs
+    // (ConnectionWatch::Unwatch), and none watched after.
+    std::lock_guard<std::mutex> lock(peers_mutex_);
+    for (auto& [id, peer] : peers_) {
+      if (!peer || !peer->watch) continue;
+      std::lock_guard<std::mutex> peer_lock(peer->mutex);
+      ConnectionWatch::Unwatch(peer->socket);
+    }
+    watch = std::move(watch_);
+  }
+  if (watch) watch->Stop();  // before the sockets close: that is no news
   {
     std::lock_guard<std::mutex> lock(peers_mutex_);
     for (auto& [id, peer] : peers_) {
@@ -403,8 +420,9 @@ void Van::Connect(int node_id, const std::string& address) {
 }
 
 void Van::ClosePeerLocked(Peer& peer) {
-  if (watch_ && peer.watch) watch_->Forget(peer.watch);
   std::lock_guard<std::mutex> peer_lock(peer.mutex);
+  if (peer.watch) ConnectionWatch::Unwatch(peer.socket);
+  if (watch_ && peer.watch) watch_->Forget(peer.watch);
   peer.socket.close();
 }
 
