@@ -71,6 +71,7 @@ CheckpointCoordinator::~CheckpointCoordinator() {
 
 void CheckpointCoordinator::FillView(proto::ClusterView* view) const {
   view->set_checkpoint_every(enabled() ? options_.every : -1);
+  view->set_checkpoint_uri(options_.uri);
   view->set_resume_uri(resume_uri_);
   view->set_resume_checkpoint(resume_id_);
   view->set_checkpoint_delta(enabled() && options_.delta && options_.full_every > 1);

@@ -17,6 +17,7 @@
 #include "base/thread_pool.h"
 #include "base/time.h"
 #include "worker/barriers.h"
+#include "worker/best_epoch_store.h"
 #include "worker/compute_backend_factory.h"
 #include "worker/early_stopping.h"
 #include "worker/gate_report.h"
@@ -107,6 +108,7 @@ Trainer::Trainer(Node* node, SchedulerLink* scheduler, KVWorker* client,
 void Trainer::Run() {
   state_.set_best_loss(std::numeric_limits<double>::infinity());
   const proto::WorkerCursor resume = StartingPoint(scheduler_, &state_);
+  if (node_->rank() == 0) RestoreBestEpoch();
   // Time already spent by the run this one resumes.
   const double started = MonotonicSeconds() - state_.elapsed_seconds();
   timeline_ = std::make_unique<TimelineRecorder>(options_.model_dir, node_->rank(),
@@ -302,7 +304,12 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
     std::cout << " (model " << selected << " of " << models << ")";
   }
   state_.set_best_model(selected);
-  if (best_.epoch == epoch) best_.figures = figures;
+  if (best_.epoch == epoch) {
+    best_.figures = figures;
+    if (state_.best_epoch() == epoch) {
+      state_.mutable_best_figures()->insert(figures.begin(), figures.end());
+    }
+  }
   AppendHistory(options_.model_dir, epoch, MonotonicSeconds() - started, examples, figures,
                 RecordHealth(epoch));
   if (stop) {
@@ -418,8 +425,50 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
       best_.threshold = scores[*selected].choice();
       best_.threshold_rows = rows;
     }
+    KeepBestForResume();
   }
   return verdict.stop;
+}
+
+void Trainer::KeepBestForResume() {
+  const std::string uri = node_->view()->checkpoint_uri();
+  if (!checkpoints() || uri.empty()) return;
+  state_.set_best_epoch(0);
+  state_.clear_best_model_folder();
+  state_.clear_best_validation();
+  state_.clear_best_figures();
+  try {
+    state_.set_best_model_folder(KeepBestModel(uri, best_.epoch, best_.model));
+  } catch (const Error& e) {
+    LOG(WARNING) << "the model of epoch " << best_.epoch << ", the best so far, was not kept in "
+                 << uri << " (" << e.what() << "): a job resumed from a later checkpoint keeps "
+                 << "the best epoch after the resume";
+    return;
+  }
+  state_.set_best_epoch(best_.epoch);
+  state_.mutable_best_validation()->insert(best_.validation.begin(), best_.validation.end());
+}
+
+void Trainer::RestoreBestEpoch() {
+  if (state_.best_epoch() <= 0 || !options_.keep_best_epoch) return;
+  const std::string uri = node_->view()->resume_uri();
+  try {
+    best_.model = ReadBestModel(uri, state_.best_model_folder());
+  } catch (const Error& e) {
+    LOG(WARNING) << "the best epoch before the resume (" << state_.best_epoch()
+                 << ") cannot be kept: " << e.what();
+    std::cout << "the model of epoch " << state_.best_epoch()
+              << ", the best before the resume, cannot be read (" << e.what()
+              << "): the job keeps the best epoch after the resume, or the last" << std::endl;
+    state_.set_best_epoch(0);
+    state_.clear_best_model_folder();
+    return;
+  }
+  best_.epoch = state_.best_epoch();
+  best_.validation = MetricSet(state_.best_validation().begin(), state_.best_validation().end());
+  best_.figures = MetricSet(state_.best_figures().begin(), state_.best_figures().end());
+  LOG(INFO) << "the model of epoch " << best_.epoch << ", the best before the resume, read from "
+            << uri << "/" << state_.best_model_folder();
 }
 
 void Trainer::FinishJob(int last_epoch, MetricSet* final_metrics) {

@@ -117,6 +117,13 @@ class Trainer {
   // Every model of the servers' current weights, each an artifact with the
   // data statistics folded in.
   std::vector<ModelArtifact> DumpFoldedModels();
+  // Worker 0, a new best epoch (best_): its model kept in the checkpoint
+  // store for a resume, and named in state_ (worker/best_epoch_store.h). A
+  // failure is logged; the state then names no best epoch.
+  void KeepBestForResume();
+  // Worker 0, a resumed job: best_ from the model and figures the state
+  // names; unreadable, it is said on the terminal and the job goes on without.
+  void RestoreBestEpoch();
   // Model k of `all` (a dump of every model), with the data statistics folded in.
   ModelArtifact FoldedModel(const ModelArtifact& all, int k) const;
 

@@ -55,9 +55,9 @@ struct TrainerOptions {
   int threads = 1;
   // Worker 0 dumps the weights whenever the validation loss improves; the
   // artifact, metrics.json and the test channel's scores are then the best
-  // validation epoch's instead of the last one's. Not carried by checkpoints:
-  // a resumed job keeps the last epoch unless one after the resume beats the
-  // best before it.
+  // validation epoch's instead of the last one's. With checkpoints, that
+  // model is kept in the checkpoint store, and a resumed job carries the best
+  // epoch before the resume (worker/best_epoch_store.h).
   bool keep_best_epoch = false;
   // Every worker stops the job when a minibatch breaks a training health
   // rule (worker/health_rules.h).

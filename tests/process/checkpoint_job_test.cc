@@ -21,6 +21,9 @@ using testing::KeelBinary;
 using testing::MetricOf;
 using testing::ReadFileOrEmpty;
 
+// A learning rate with which later epochs do worse than the first on this data.
+constexpr char kTooLargeRate[] = "5";
+
 class CheckpointJob : public testing::LinearDataTest {
  public:
   CheckpointJob() : LinearDataTest("ckpt", 11) {}
@@ -159,6 +162,51 @@ TEST_F(CheckpointJob, ResumesOnFewerAndOnMoreServersThanWroteTheCheckpoint) {
     // One worker: the result does not depend on how keys are spread.
     EXPECT_TRUE(Weights(model) == Weights("whole")) << servers << " servers";
   }
+}
+
+// The best validation epoch comes before the checkpoint a job resumes from
+// (a learning rate too large for this data: epoch 1 is the best): the resumed
+// job ends with that epoch's model and figures, as the uninterrupted run does,
+// not with its last epoch's.
+TEST_F(CheckpointJob, AResumedJobKeepsTheBestEpochBeforeTheResume) {
+  const std::vector<std::string> settings = {"--keep_best_epoch=true", "--optimizer=sgd",
+                                             "--learning_rate=" + std::string(kTooLargeRate)};
+  const auto written = Run(With(With(Job(2, 1, "whole"), settings),
+                                {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=150"}));
+  ASSERT_TRUE(written.finished && written.code == 0) << written.output;
+  const std::string whole = folder_ + "/whole/metrics.json";
+  ASSERT_EQ(MetricOf(whole, "train:best_epoch"), 1) << "the test needs epoch 1 to be the best";
+  const auto resumed = Run(With(With(Job(2, 1, "resumed"), settings),
+                                {"--resume=" + Store("ckpt") + "/" + CheckpointId(3, 150)}));
+  ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+  EXPECT_TRUE(Contains(resumed.output, "(epoch 1, kept for its lowest loss)")) << resumed.output;
+  const std::string after = folder_ + "/resumed/metrics.json";
+  EXPECT_EQ(MetricOf(after, "train:best_epoch"), 1);
+  EXPECT_EQ(MetricOf(after, "validation:objective_loss"),
+            MetricOf(whole, "validation:objective_loss"));
+  ASSERT_FALSE(Weights("whole").empty());
+  EXPECT_TRUE(Weights("resumed") == Weights("whole"));
+}
+
+// A checkpoint naming a best epoch's folder that is not one (a name from the
+// manifest, which is input) is not read: the job says so and goes on.
+TEST_F(CheckpointJob, ABestEpochFolderOutsideTheStoreIsNotRead) {
+  const std::vector<std::string> settings = {"--keep_best_epoch=true", "--optimizer=sgd",
+                                             "--learning_rate=" + std::string(kTooLargeRate)};
+  const auto written = Run(With(With(Job(2, 1, "whole"), settings),
+                                {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=150"}));
+  ASSERT_TRUE(written.finished && written.code == 0) << written.output;
+  const std::string manifest = folder_ + "/ckpt/" + CheckpointId(3, 150) + "/manifest.json";
+  std::string json = ReadFileOrEmpty(manifest);
+  const std::string named = "\"best-model-epoch-1\"";
+  ASSERT_NE(json.find(named), std::string::npos) << json;
+  json.replace(json.find(named), named.size(), "\"../../whole\"");
+  std::ofstream(manifest) << json;
+  const auto resumed = Run(With(With(Job(2, 1, "resumed"), settings),
+                                {"--resume=" + Store("ckpt") + "/" + CheckpointId(3, 150)}));
+  ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+  EXPECT_TRUE(Contains(resumed.output, "'../../whole' as its best epoch's model folder"))
+      << resumed.output;
 }
 
 TEST_F(CheckpointJob, CorruptedCheckpointIsRefusedNamingTheFileAndThePreviousGoodOne) {
