@@ -1,21 +1,12 @@
 // The roles on the command line: `keel scheduler`, `keel server` and
 // `keel worker`, each checking its flags before it starts.
 #include <glog/logging.h>
-#include <stdlib.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
-#include <thread>
-#include <utility>
 
 #include "base/error.h"
 #include "base/files.h"
@@ -32,6 +23,7 @@
 #include "kv/kv_worker.h"
 #include "kv/node.h"
 #include "launch/launcher.h"
+#include "launch/start_over.h"
 #include "metrics/metrics_registry.h"
 #include "metrics/role_metrics.h"
 #include "metrics/role_probes.h"
@@ -39,79 +31,12 @@
 #include "scheduler/progress_printer.h"
 #include "scheduler/scheduler.h"
 #include "server/held_copy.h"
+#include "server/server_restart.h"
 #include "server/kv_server.h"
 #include "worker/scheduler_link.h"
 
 namespace keel {
 namespace {
-
-// A worker the scheduler dropped from the view (it was paused or cut off
-// longer than the heartbeat timeout) starts over as a new process with the
-// same flags: it registers again, takes its rank back if it is still free,
-// and goes on from its rank's last progress report. Its old requests are
-// refused by the servers (they are not from a member), so nothing stale is
-// applied.
-[[noreturn]] void RejoinAsNewProcess(const std::vector<std::string>& argv) {
-  const char* previous = getenv("KEEL_REJOINS");
-  const int rejoins = previous ? std::atoi(previous) + 1 : 1;
-  setenv("KEEL_REJOINS", std::to_string(rejoins).c_str(), 1);
-  std::vector<char*> args = ExecArguments(argv);
-  const std::string self = SelfPath();
-  execv(self.c_str(), args.data());
-  throw MakeError("cannot start ", self, " again: ", strerror(errno));
-}
-
-// A server starts over as its rank's replacement: with --rank (the rank whose
-// ranges it held), without --join (one that joined the running job has a
-// rank now).
-std::vector<std::string> AsReplacement(const std::vector<std::string>& argv, int rank) {
-  std::vector<std::string> again;
-  for (const std::string& arg : argv) {
-    if (arg != "--join" && arg != "-join" && arg.rfind("--join=", 0) != 0) again.push_back(arg);
-  }
-  again.push_back("--rank=" + std::to_string(rank));
-  return again;
-}
-
-// Where a server that starts over finds the copy of its ranges it kept.
-constexpr char kHeldCopyEnv[] = "KEEL_SERVER_COPY";
-
-// Removes a folder when it goes out of scope (not when the process is
-// replaced by exec: the next process uses the folder).
-class FolderRemover {
- public:
-  explicit FolderRemover(std::string folder) : folder_(std::move(folder)) {}
-  ~FolderRemover() {
-    std::error_code ignored;
-    std::filesystem::remove_all(folder_, ignored);
-  }
-  FolderRemover(const FolderRemover&) = delete;
-  FolderRemover& operator=(const FolderRemover&) = delete;
-
- private:
-  const std::string folder_;
-};
-
-// Writes the copy of `server`'s ranges into `folder` for the process that
-// replaces this one (kHeldCopyEnv); a copy that cannot be written is logged
-// and the server starts over without one.
-void KeepCopyForRejoin(const KVServer& server, const std::string& folder) {
-  try {
-    SaveHeldCopy(server.KeepCopy(folder), folder);
-    setenv(kHeldCopyEnv, folder.c_str(), 1);
-  } catch (const std::exception& e) {
-    LOG(WARNING) << "cannot keep a copy of this server's key ranges: " << e.what();
-    unsetenv(kHeldCopyEnv);
-  }
-}
-
-// Whether a node the scheduler dropped from the view starts over as a new
-// process (at most 3 times in a row, so a node that keeps losing its place
-// gives up with its error instead).
-bool ShouldStartOver(const Node& node) {
-  const char* rejoins = getenv("KEEL_REJOINS");
-  return node.removed() && (!rejoins || std::atoi(rejoins) < 3);
-}
 
 // Runs the worker's job; returns its error (any std::exception's message), or
 // "" if it succeeded.
@@ -138,36 +63,6 @@ std::string RunWorkerJob(const RoleSettings& settings, Node* node, SchedulerLink
     return e.what();
   }
   return "";
-}
-
-// After a failed job: if the failure came from leaving the view (its requests
-// refused), the scheduler says so at the next heartbeat, and the worker
-// starts over as a new process.
-void StartOverIfRemoved(Node* node, const std::vector<std::string>& argv,
-                        double heartbeat_interval_s) {
-  const double deadline = MonotonicSeconds() + 3 * heartbeat_interval_s + 1;
-  while (!node->removed() && MonotonicSeconds() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (ShouldStartOver(*node)) {
-    LOG(WARNING) << "worker " << node->rank() << " left the cluster; it joins again";
-    node->Stop();
-    RejoinAsNewProcess(argv);
-  }
-}
-
-// After a worker's job stopped with an error: if the job is being preempted
-// (this worker asked, was told to stop, or the scheduler ended the job),
-// waits for the scheduler's SHUTDOWN (within the grace) and returns whether
-// it said the job was preempted, logging the checkpoint it named.
-bool EndedByPreemption(Node* node, double preemption_grace_s) {
-  if (!node->preempting() && !node->shutdown_requested()) return false;
-  node->WaitForShutdown(preemption_grace_s + 10);
-  std::string checkpoint, uri;
-  if (!node->preempted(&checkpoint, &uri)) return false;
-  LOG(WARNING) << "worker " << node->rank() << ": "
-               << PreemptedLine(checkpoint, uri, "no checkpoint committed");
-  return true;
 }
 
 }  // namespace
@@ -238,13 +133,7 @@ int RunServer(const std::vector<std::string>& argv) {
   // of its ranges it kept (server/held_copy.h); the folder goes when it ends.
   const std::string copy_folder = HeldCopyFolder(getpid());
   NodeOptions options_with_copy = node_options;
-  if (const char* kept = getenv(kHeldCopyEnv); kept && *kept) {
-    try {
-      options_with_copy.held_copy = LoadHeldCopy(kept);
-    } catch (const std::exception& e) {
-      LOG(WARNING) << "the copy of its key ranges this server kept is not used: " << e.what();
-    }
-  }
+  options_with_copy.held_copy = HeldCopyFromEnvironment();
   FolderRemover remove_copy(copy_folder);
   Node node(options_with_copy);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
@@ -271,7 +160,7 @@ int RunServer(const std::vector<std::string>& argv) {
       const int rank = node.rank();
       endpoint.reset();  // it reads the server
       node.Stop();       // nothing touches the shards from here on
-      KeepCopyForRejoin(*server, copy_folder);
+      KeepCopyForRestart(*server, copy_folder);
       server.reset();
       RejoinAsNewProcess(AsReplacement(argv, rank));
     }

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <exception>
 
+#include "kv/node.h"
+
 namespace keel {
 namespace {
 
@@ -73,6 +75,16 @@ PreemptionWatch::PreemptionWatch(std::function<void()> on_notice)
 PreemptionWatch::~PreemptionWatch() {
   stopping_ = true;
   if (thread_.joinable()) thread_.join();
+}
+
+bool EndedByPreemption(Node* node, double preemption_grace_s) {
+  if (!node->preempting() && !node->shutdown_requested()) return false;
+  node->WaitForShutdown(preemption_grace_s + 10);
+  std::string checkpoint, uri;
+  if (!node->preempted(&checkpoint, &uri)) return false;
+  LOG(WARNING) << "worker " << node->rank() << ": "
+               << PreemptedLine(checkpoint, uri, "no checkpoint committed");
+  return true;
 }
 
 }  // namespace keel

@@ -25,6 +25,14 @@ namespace keel {
 std::string PreemptedLine(const std::string& checkpoint, const std::string& uri,
                           const std::string& note);
 
+class Node;
+
+// A worker whose job stopped with an error: if the job is being preempted
+// (this worker asked, was told to stop, or the scheduler ended the job),
+// waits for the scheduler's SHUTDOWN (within the grace and 10 s) and returns
+// whether it said the job was preempted, logging the checkpoint it named.
+bool EndedByPreemption(Node* node, double preemption_grace_s);
+
 // Installs the signal handlers (for the rest of the process's life): from
 // now on a SIGTERM is remembered as a notice. Unblocks SIGTERM on the calling
 // thread (the first, before any other starts). Idempotent.
