@@ -8,20 +8,12 @@
 
 #include "io/inference_format.h"
 #include "io/readers.h"
+#include "serve/batch_predict.h"
 #include "worker/datagen.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
 
 namespace keel {
-
-struct PredictOptions {
-  std::string model_dir;  // --model_dir
-  std::string data;       // --data: the file or folder to score
-  std::string out;        // --out: the predictions' file, "-" for standard output
-  InferenceFormat format = InferenceFormat::kCsv;  // --accept
-  std::string device;     // --device
-  int threads = 0;        // --threads
-};
 
 // Throws Error for a missing --model_dir, --data or --out, or an --accept
 // predictions cannot be written as.
