@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/exit_status.h"
 #include "bench/kv_bench_job.h"
 #include "cli/cluster_flags.h"
 #include "kv/kv_worker.h"
@@ -21,18 +22,6 @@ namespace keel {
 
 // Runs `keel <command> [flags]`; returns the process exit code (commands.cc).
 int RunCommandLine(int argc, char** argv);
-
-// Runs `body` and returns its exit code. If it throws anything at all, prints
-// one line to standard error, "`name`: error: WHAT" (WHAT: a keel::Error's
-// message, "out of memory" for std::bad_alloc, "unexpected error: WHAT" for
-// another std::exception, "an exception that is not a std::exception" for
-// the rest), and returns 1.
-int ExitCodeOf(const std::string& name, const std::function<int()>& body);
-
-// Makes an exception that escapes a thread (std::terminate) print one line
-// naming `name` and what was thrown, then end the process with exit code 1
-// (not abort's 134 and a core dump).
-void ReportUncaughtExceptionsAs(const std::string& name);
 
 // The roles (role_commands.cc). Each checks its flags first (and with
 // --check_flags stops there), then runs until the job ends; returns the exit

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/exit_status.h"
 #include "cli/commands.h"
 
 namespace keel {
