@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -26,7 +25,6 @@
 #include "cli/metrics_flags.h"
 #include "cli/role_flags.h"
 #include "faults/launch_faults.h"
-#include "faults/partition.h"
 #include "io/storage.h"
 #include "kv/van.h"
 #include "launch/local_cluster.h"
@@ -61,17 +59,6 @@ int LaunchSlurmTask(const LaunchSettings& settings, const std::vector<std::strin
   CheckLaunchFlags({settings.servers, "servers", 1, "workers"});
   if (FlagsCheckedOnly()) return 0;
   return RunSlurmTask(SelfPath(), settings.servers, settings.scheduler_port, role_flags);
-}
-
-// A new cluster secret's text for a job across hosts, unless the user gave
-// --secret_file (then it is theirs to place on every host).
-std::string JobSecret(const std::vector<std::string>& role_flags) {
-  for (const std::string& flag : role_flags) {
-    if (flag.rfind("--secret_file", 0) == 0) return "";
-  }
-  LOG(INFO) << "a new cluster secret for this job: every connection is encrypted (CURVE); each "
-               "host gets it over ssh";
-  return FormatClusterSecret(GenerateClusterSecret());
 }
 
 // `keel launch --hostfile`: the roles over ssh.
@@ -151,28 +138,6 @@ void CheckLocalDataFormat(const LaunchSettings& settings) {
   ResolveDataFormat(train, ReaderOptionsFromFlags(), false, &note);
   // The workers' own line says it too, but only with --verbose.
   if (!note.empty()) std::cout << "keel launch: " << note << std::endl;
-}
-
-// Faults act on the processes this launch starts: not on a scheduler given
-// with --scheduler. A partition needs root (faults/partition.h).
-void CheckFaultTargets(const FaultSchedule& faults, const std::string& scheduler) {
-  if (const FaultItem* partition = faults.FirstPartition()) {
-    CheckPartitionsPossible(geteuid(), partition->text);
-  }
-  for (const FaultItem& item : faults.items) {
-    const bool names_scheduler =
-        item.role == "scheduler" ||
-        std::count(item.side_a.begin(), item.side_a.end(), "scheduler") > 0 ||
-        std::count(item.side_b.begin(), item.side_b.end(), "scheduler") > 0;
-    if (!scheduler.empty() && names_scheduler) {
-      throw MakeError("--faults item '", item.text, "': the scheduler at ", scheduler,
-                      " (--scheduler) is not started by this launch, so it cannot be ",
-                      item.action == FaultAction::kStop        ? "stopped"
-                      : item.action == FaultAction::kPartition ? "partitioned"
-                                                               : "killed or restarted",
-                      " from here");
-    }
-  }
 }
 
 // `keel launch`: the roles on this machine; `model_dir` is the job's model

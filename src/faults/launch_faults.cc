@@ -2,7 +2,31 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "base/error.h"
+
 namespace keel {
+
+void CheckFaultTargets(const FaultSchedule& faults, const std::string& scheduler) {
+  if (const FaultItem* partition = faults.FirstPartition()) {
+    CheckPartitionsPossible(geteuid(), partition->text);
+  }
+  for (const FaultItem& item : faults.items) {
+    const bool names_scheduler =
+        item.role == "scheduler" ||
+        std::count(item.side_a.begin(), item.side_a.end(), "scheduler") > 0 ||
+        std::count(item.side_b.begin(), item.side_b.end(), "scheduler") > 0;
+    if (!scheduler.empty() && names_scheduler) {
+      throw MakeError("--faults item '", item.text, "': the scheduler at ", scheduler,
+                      " (--scheduler) is not started by this launch, so it cannot be ",
+                      item.action == FaultAction::kStop        ? "stopped"
+                      : item.action == FaultAction::kPartition ? "partitioned"
+                                                               : "killed or restarted",
+                      " from here");
+    }
+  }
+}
 
 LaunchFaults::LaunchFaults(FaultSchedule schedule, int servers, int workers,
                            const std::string& event_log, uint64_t seed,

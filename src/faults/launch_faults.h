@@ -20,6 +20,11 @@
 
 namespace keel {
 
+// Faults act on the processes a launch starts: not on a scheduler given with
+// --scheduler (`scheduler`, "" if the launch starts its own). A partition
+// needs root (faults/partition.h). Throws Error naming the item.
+void CheckFaultTargets(const FaultSchedule& faults, const std::string& scheduler);
+
 class LaunchFaults : public LocalClusterHooks {
  public:
   // Acts out `schedule` (ParseFaultSchedule's, for a cluster of `servers`

@@ -283,6 +283,15 @@ std::vector<HostEntry> ParseHostfile(const std::string& text, const std::string&
   return hosts;
 }
 
+std::string JobSecret(const std::vector<std::string>& role_flags) {
+  for (const std::string& flag : role_flags) {
+    if (flag.rfind("--secret_file", 0) == 0) return "";
+  }
+  LOG(INFO) << "a new cluster secret for this job: every connection is encrypted (CURVE); each "
+               "host gets it over ssh";
+  return FormatClusterSecret(GenerateClusterSecret());
+}
+
 int RunSshLaunch(const SshLaunch& launch) {
   int servers = 0, workers = 0;
   const HostEntry* scheduler_host = nullptr;

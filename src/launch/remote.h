@@ -53,6 +53,11 @@ struct SshLaunch {
   LaunchOutputOptions output;
 };
 
+// A new cluster secret's text (FormatClusterSecret) for a job across hosts,
+// unless `role_flags` name --secret_file (then it is the user's to place on
+// every host): "".
+std::string JobSecret(const std::vector<std::string>& role_flags);
+
 // Starts the scheduler, then every server and worker, each through
 // `ssh ... keel guard -- keel ROLE ...` so that closing the connection stops
 // the remote process. Forwards their output with "[host role rank]"
