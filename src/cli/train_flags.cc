@@ -23,7 +23,7 @@ DEFINE_string(sagemaker_addresses, "",
 DEFINE_string(hosts, "",
               "train: NAME,... the job's hosts in index order, in place of resourceconfig.json "
               "(a Kubernetes Indexed Job: keel-train-{0..2}.keel-train; one {FIRST..LAST} range "
-              "per name); the first leads, none is sorted");
+              "per name, quoted from a shell); the first leads, none is sorted");
 DEFINE_double(leader_resolve_timeout, 600,
               "train: seconds a host other than the leader waits for the leader's name to "
               "resolve before it starts its roles (a Kubernetes pod's name resolves once the pod "
