@@ -2,7 +2,10 @@
 // schemas (scripts/k8s-schema), every container's command, as its pod would
 // run it (tests/k8s_commands.py prints them), passes `keel --check_flags`,
 // and every container has its probes on its metrics port, resource requests
-// and limits, and a pod that ends when its process does. Needs no root:
+// and limits, and a pod that ends when its process does. The symmetric form,
+// deploy/kubernetes/train (yamllint's run covers it too), the same way: each
+// index's `keel train --check_flags` on the contract its volumes give it,
+// its probes on the watch port, its state on volumes, its grace. Needs no root:
 // python3 with PyYAML, yamllint, and Node with scripts/k8s-schema's packages,
 // which scripts/setup.sh installs.
 #include <gtest/gtest.h>
