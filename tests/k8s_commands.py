@@ -9,7 +9,7 @@ here. A Secret volume's mount is rewritten to OUT_FOLDER/<secret>/; the files
 there (the caller puts those the manifests do not hold, such as the cluster
 secret) get the volume's defaultMode, 0644 when it has none, as a pod's would. The environment a pod would have is given for each container: literal
 values, the pod's name for metadata.name (ordinal 0 of a StatefulSet), 0 for
-an Indexed Job's completion index, and a placeholder for Secret keys.
+an Indexed Job's completion index (and its pod's hostname, JOB-0), and a placeholder for Secret keys.
 $(VAR) in args is expanded as Kubernetes does.
 
 Output, one block per container:
@@ -19,9 +19,18 @@ Output, one block per container:
   env NAME=VALUE
   arg WORD
   port NAME NUMBER             (its containerPorts)
-  probe KIND PATH PORT         (readiness, liveness, startup: httpGet's path and port)
+  probe KIND PATH PORT         (readiness, liveness, startup: httpGet's path and port,
+                               or "tcp" and the port of a tcpSocket probe)
+  job MODE COMPLETIONS PARALLELISM  (a Job's pod: completionMode, NonIndexed when unset)
+  subdomain NAME               (the pod's subdomain, when it has one)
+  mount PATH KIND NAME SUBPATH (its volumeMounts: the volume's kind, configMap, secret,
+                               persistentVolumeClaim, emptyDir, ..., its ConfigMap, Secret
+                               or claim's name, and the subPath, "-" for none)
   resource requests.cpu VALUE  (and requests.memory, limits.cpu, limits.memory)
   end
+
+Before the blocks, a line for each headless Service (clusterIP None):
+  headless_service NAME PUBLISH  (PUBLISH: publishNotReadyAddresses, true or false)
 
 Also checks that --num_servers and --num_workers in the job's flagfile match
 the completions of the Jobs (or the replicas of a StatefulSet) running
@@ -49,9 +58,10 @@ def pod_spec(document):
 def pod_env(document, container):
     kind = document["kind"]
     name = document["metadata"]["name"]
-    pod_name = name + "-0" if kind == "StatefulSet" else name + "-7f9c4"
+    indexed = kind == "Job" and document["spec"].get("completionMode") == "Indexed"
+    pod_name = name + "-0" if kind == "StatefulSet" or indexed else name + "-7f9c4"
     env = {"HOSTNAME": pod_name}
-    if kind == "Job" and document["spec"].get("completionMode") == "Indexed":
+    if indexed:
         env["JOB_COMPLETION_INDEX"] = "0"
     for variable in container.get("env", []):
         if "value" in variable:
@@ -79,12 +89,25 @@ def print_ports_probes_resources(container):
         probe = container.get(kind + "Probe")
         if probe is None:
             continue
+        if "tcpSocket" in probe:
+            print("probe %s tcp %s" % (kind, probe["tcpSocket"].get("port", "-")))
+            continue
         http = probe.get("httpGet", {})
         print("probe %s %s %s" % (kind, http.get("path", "-"), http.get("port", "-")))
     resources = container.get("resources", {})
     for section in ("requests", "limits"):
         for name, value in sorted(resources.get(section, {}).items()):
             print("resource %s.%s %s" % (section, name, value))
+
+
+def print_mounts(spec, container):
+    volumes = {volume["name"]: volume for volume in spec.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        volume = volumes.get(mount["name"], {})
+        kind = next((key for key in volume if key != "name"), "-")
+        source = volume.get(kind) or {}
+        name = source.get("name") or source.get("secretName") or source.get("claimName") or "-"
+        print("mount %s %s %s %s" % (mount["mountPath"], kind, name, mount.get("subPath", "-")))
 
 
 def expand(text, env):
@@ -108,6 +131,13 @@ def main():
             for key, value in configmaps[name].items():
                 with open(os.path.join(out, name, key), "w") as stream:
                     stream.write(value)
+
+    for document in documents:
+        spec = document.get("spec", {})
+        if document.get("kind") == "Service" and spec.get("clusterIP") == "None":
+            print("headless_service %s %s" % (document["metadata"]["name"],
+                                              str(spec.get("publishNotReadyAddresses",
+                                                           False)).lower()))
 
     problems = []
     counts = {}
@@ -150,6 +180,13 @@ def main():
             for word in argv:
                 print("arg " + word)
             print_ports_probes_resources(container)
+            print_mounts(spec, container)
+            if document["kind"] == "Job":
+                job = document["spec"]
+                print("job %s %s %s" % (job.get("completionMode", "NonIndexed"),
+                                        job.get("completions", 1), job.get("parallelism", 1)))
+            if "subdomain" in spec:
+                print("subdomain " + spec["subdomain"])
             print("end")
             role = argv[1] if len(argv) > 1 else ""
             count_key = {"server": "num_servers", "worker": "num_workers"}.get(role)

@@ -84,8 +84,18 @@ std::string UnpackFolder() {
 }
 
 int Train(const TrainSettings& settings, const std::string& unpacked, std::string* host) {
-  const SageMakerContract contract = ReadSageMakerContract(settings.root);
+  const SageMakerContract contract =
+      ReadSageMakerContract(settings.root, settings.hosts ? &*settings.hosts : nullptr);
   *host = contract.hosts.current_host;
+  if (settings.hosts) {
+    std::string listing;
+    for (const std::string& name : contract.hosts.hosts) {
+      listing += (listing.empty() ? "" : ",") + name;
+    }
+    LOG(INFO) << "hosts from --hosts, in index order (index 0 leads): " << listing
+              << "; this host: " << contract.hosts.current_host << ", index "
+              << contract.hosts.CurrentIndex() << " of " << contract.hosts.hosts.size();
+  }
   const std::string path = contract.ConfigFile("hyperparameters.json");
   const TrainHyperparameters hyperparameters =
       TranslateHyperparameters(contract.hyperparameters, path, IsRoleFlag);
@@ -135,6 +145,7 @@ int Train(const TrainSettings& settings, const std::string& unpacked, std::strin
   const HostWatchSettings watch = HostWatchSettingsFromFlags();
   train.lost_host_ends_job = watch.lost_host_ends_job;
   train.host_grace_s = watch.grace_s;
+  if (!train.plan.leads) AwaitLeaderName(train.plan, settings.leader_resolve_timeout_s);
   LOG(INFO) << "host " << contract.hosts.current_host << " ("
             << (train.plan.leads ? "the leader: scheduler, " : "") << train.plan.host_servers
             << " server(s), " << train.plan.host_workers << " worker(s)); scheduler at "

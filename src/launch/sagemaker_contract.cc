@@ -1,6 +1,7 @@
 #include "launch/sagemaker_contract.h"
 
 #include <glog/logging.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -188,13 +189,28 @@ std::string SageMakerContract::ModelFolder() const { return root + "/model"; }
 std::string SageMakerContract::FailureFile() const { return root + "/output/failure"; }
 std::string SageMakerContract::CheckpointFolder() const { return root + "/checkpoints"; }
 
-SageMakerContract ReadSageMakerContract(const std::string& root) {
+SageMakerContract ReadSageMakerContract(const std::string& root,
+                                        const SageMakerHosts* given_hosts) {
   SageMakerContract contract;
   contract.root = root;
   const std::string hyperparameters = contract.ConfigFile("hyperparameters.json");
   contract.hyperparameters = ParseHyperparameters(ReadConfigFile(hyperparameters), hyperparameters);
   const std::string resources = contract.ConfigFile("resourceconfig.json");
-  contract.hosts = ParseResourceConfig(ReadConfigFile(resources), resources);
+  const bool has_resources = access(resources.c_str(), F_OK) == 0;
+  if (given_hosts && has_resources) {
+    throw MakeError("SageMaker's contract: both ", resources,
+                    " and --hosts give the hosts: give one (remove the file, or the flag and its "
+                    "--current_host)");
+  }
+  if (given_hosts) {
+    contract.hosts = *given_hosts;
+  } else if (!has_resources) {
+    throw MakeError("SageMaker's contract: no ", resources,
+                    " (SageMaker writes it; elsewhere give the hosts with --hosts and "
+                    "--current_host or JOB_COMPLETION_INDEX)");
+  } else {
+    contract.hosts = ParseResourceConfig(ReadConfigFile(resources), resources);
+  }
   const std::string data = contract.ConfigFile("inputdataconfig.json");
   contract.channels = ParseInputDataConfig(ReadConfigFile(data), data);
   return contract;

@@ -3,6 +3,7 @@
 //
 //   ROOT/input/config/hyperparameters.json   {"name": "value", ...}, every value a string
 //   ROOT/input/config/resourceconfig.json    current_host, hosts, network_interface_name
+//                                            (or the hosts given as flags: indexed_hosts.h)
 //   ROOT/input/config/inputdataconfig.json   {"train": {"ContentType": ...}, ...}
 //   ROOT/input/data/CHANNEL/                 a File channel's files
 //   ROOT/input/data/CHANNEL_N                a Pipe channel's FIFO for pass N
@@ -37,7 +38,9 @@ std::vector<Hyperparameter> ParseHyperparameters(const std::string& text, const 
 // resourceconfig.json: the hosts of the job and which one this is.
 struct SageMakerHosts {
   std::string current_host;
-  std::vector<std::string> hosts;      // sorted: hosts[0] leads (runs the scheduler)
+  // In index order: hosts[0] leads (runs the scheduler), a host's index
+  // ranks its roles. resourceconfig.json's are sorted by name.
+  std::vector<std::string> hosts;
   std::string network_interface_name;  // "" when not given
 
   // current_host's place in `hosts`.
@@ -96,9 +99,13 @@ struct SageMakerContract {
   std::string CheckpointFolder() const;  // ROOT/checkpoints
 };
 
-// Reads the three config files under `root`. Throws Error naming the file
-// that is missing, unreadable or wrong.
-SageMakerContract ReadSageMakerContract(const std::string& root);
+// Reads the three config files under `root`; with `given_hosts` (the hosts
+// as flags give them, indexed_hosts.h) the hosts are those, and a
+// resourceconfig.json there too is refused (one source of the hosts, never
+// two that may disagree). Throws Error naming the file that is missing,
+// unreadable or wrong.
+SageMakerContract ReadSageMakerContract(const std::string& root,
+                                        const SageMakerHosts* given_hosts = nullptr);
 
 // Writes `reason` to the contract's failure file (its folder made if
 // missing), cut to SageMaker's limit on what it shows (1 KiB, whole UTF-8

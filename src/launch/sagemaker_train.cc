@@ -1,13 +1,18 @@
 #include "launch/sagemaker_train.h"
 
 #include <glog/logging.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "base/error.h"
 #include "base/exit_status.h"
+#include "base/time.h"
 #include "io/input_split.h"
 #include "launch/gzip_channel.h"
 #include "launch/launcher.h"
@@ -118,6 +123,28 @@ SageMakerHostPlan PlanSageMakerHost(const SageMakerHosts& hosts, int servers_per
         {host, mapped == addresses.end() ? host : mapped->second, host == hosts.Leader()});
   }
   return plan;
+}
+
+void AwaitLeaderName(const SageMakerHostPlan& plan, double timeout_s) {
+  const std::string leader = plan.scheduler.substr(0, plan.scheduler.rfind(':'));
+  const double start = MonotonicSeconds();
+  for (bool logged = false;; logged = true) {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(leader.c_str(), nullptr, &hints, &found) == 0) {
+      freeaddrinfo(found);
+      if (logged) LOG(INFO) << "the leader's name " << leader << " resolves";
+      return;
+    }
+    if (MonotonicSeconds() - start >= timeout_s) {
+      throw MakeError("the leader's name ", leader, " did not resolve within ", timeout_s,
+                      " s (--leader_resolve_timeout)");
+    }
+    if (!logged) LOG(INFO) << "waiting for the leader's name " << leader << " to resolve";
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
 }
 
 std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract,

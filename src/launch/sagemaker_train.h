@@ -1,10 +1,10 @@
 // `keel train`: one host's part of a job run the way SageMaker runs its
-// built-in algorithms. Every host runs the same command; the first host in
-// sorted order leads (runs the scheduler on a fixed port); every host runs
+// built-in algorithms. Every host runs the same command; the host of index 0
+// (SageMakerHosts: resourceconfig.json's first in sorted order, or the first
+// of --hosts) leads (runs the scheduler on a fixed port); every host runs
 // `servers_per_host` servers and `workers_per_host` workers, ranked by the
-// host's place in the sorted list, which reach the scheduler by the leader's
-// host name. The job's flags come from the contract (sagemaker_contract.h,
-// sagemaker_hyperparameters.h).
+// host's index, which reach the scheduler by the leader's host name. The job's flags come from the
+// contract (sagemaker_contract.h, sagemaker_hyperparameters.h).
 //
 // Standard output carries the roles' lines ("[worker 0] ...") and, on the
 // leader, each decided epoch's figures as metric lines for SageMaker's
@@ -73,6 +73,14 @@ void CheckSageMakerChannelFiles(const SageMakerContract& contract);
 // the job's end, "keel-metric final NAME=VALUE"; none for the others. VALUE
 // is printed with %.6g ("nan" when not finite).
 std::vector<std::string> SageMakerMetricLines(const ProgressRecord& record);
+
+// Waits until the leader's name (plan.scheduler's host) resolves, checking
+// once a second. A pod of a Kubernetes Indexed Job may start before the
+// leader's pod has an address and so a DNS name, and a role resolves the
+// scheduler's name once, when it starts; on SageMaker every name resolves
+// from the start and this returns at once. Throws Error naming the leader if
+// it does not resolve within `timeout_s`.
+void AwaitLeaderName(const SageMakerHostPlan& plan, double timeout_s);
 
 struct SageMakerTrain {
   std::string self;  // the keel binary

@@ -492,6 +492,171 @@ TEST_F(SageMakerHosts, TheLeaderKilledMidJobFailsEverySurvivingHostNamingIt) {
 }
 
 // ---------------------------------------------------------------------------
+// `keel train` as deploy/kubernetes/train runs it: three pods of one Indexed
+// Job, named keel-train-0.keel-train, ... (each namespace's /etc/hosts, as the
+// headless Service's DNS gives them), each with the same command and its own
+// JOB_COMPLETION_INDEX, a contract without resourceconfig.json (the hosts come
+// from --hosts), and the volumes every pod mounts: the data, and one folder
+// holding checkpoints/ and model/.
+
+class KubernetesPods : public NamespaceHosts {
+ protected:
+  void SetUp() override {
+    NamespaceHosts::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    PublishNames(0);
+  }
+
+  // Every namespace's /etc/hosts names the pods from index `first` on, as
+  // the headless Service's DNS names the pods that have an address.
+  // Rewritten in place, so that what runs in a namespace sees the change.
+  void PublishNames(int first) {
+    std::string hosts = "127.0.0.1 localhost\n";
+    for (int index = first; index < 3; ++index) {
+      hosts += Address(index + 1) + " " + Pod(index) + "\n";
+    }
+    for (int host = 1; host <= 3; ++host) {
+      const std::string folder = "/etc/netns/" + Host(host);
+      std::filesystem::create_directories(folder);
+      testing::WriteFile(folder + "/hosts", hosts);
+    }
+  }
+
+  void TearDown() override {
+    NamespaceHosts::TearDown();
+    for (int host = 1; host <= 3; ++host) {
+      std::error_code ignored;
+      std::filesystem::remove_all("/etc/netns/" + Host(host), ignored);
+    }
+  }
+
+  static std::string Pod(int index) {
+    return "keel-train-" + std::to_string(index) + ".keel-train";
+  }
+  std::string Root(int index) const { return folder_ + "/pod-" + std::to_string(index); }
+  std::string State() const { return folder_ + "/state"; }
+
+  // Pod `index`'s /opt/ml: the ConfigMap's two files, and the volumes.
+  void WriteContract(int index, const std::string& hyperparameters, const std::string& channels) {
+    const std::string root = Root(index);
+    std::filesystem::create_directories(root + "/input/config");
+    testing::WriteFile(root + "/input/config/hyperparameters.json", hyperparameters);
+    testing::WriteFile(root + "/input/config/inputdataconfig.json", channels);
+    std::filesystem::create_directories(State() + "/checkpoints");
+    std::filesystem::create_directories(State() + "/model");
+    std::filesystem::create_directory_symlink(folder_ + "/data", root + "/input/data");
+    std::filesystem::create_directory_symlink(State() + "/checkpoints", root + "/checkpoints");
+    std::filesystem::create_directory_symlink(State() + "/model", root + "/model");
+  }
+
+  // Pod `index`'s keel train, in host index + 1's namespace.
+  pid_t Train(int index) {
+    return processes_.Start({ip_, "netns", "exec", Host(index + 1), "/usr/bin/env",
+                             "JOB_COMPLETION_INDEX=" + std::to_string(index), KeelBinary(), "train",
+                             "--sagemaker_root=" + Root(index),
+                             "--hosts=keel-train-{0..2}.keel-train", "--preemption_grace=30"});
+  }
+};
+
+TEST_F(KubernetesPods, ThreePodsTrainTheSameCommandAndIndexZeroWritesTheModel) {
+  Generate(20000);
+  for (int index = 0; index < 3; ++index) {
+    WriteContract(index, R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "100"})",
+                  R"({"train": {"ContentType": "text/libsvm"},
+                      "validation": {"ContentType": "text/libsvm"}})");
+  }
+  // The leader's pod comes last, its name after the others have started.
+  PublishNames(1);
+  std::vector<pid_t> pods(3);
+  for (int index : {2, 1}) pods[static_cast<size_t>(index)] = Train(index);
+  for (int index : {2, 1}) {
+    const pid_t pid = pods[static_cast<size_t>(index)];
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return Contains(processes_.Output(pid),
+                          "waiting for the leader's name " + Pod(0) + " to resolve");
+        },
+        30))
+        << processes_.Output(pid);
+  }
+  PublishNames(0);
+  pods[0] = Train(0);
+  std::vector<Exit> exits;
+  for (pid_t pid : pods) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+  }
+  const std::string& leader = exits[0].output;
+  EXPECT_TRUE(Contains(leader, "host " + Pod(0) + " (the leader: scheduler")) << leader;
+  EXPECT_TRUE(Contains(leader, "expecting 3 server(s) and 3 worker(s)")) << leader;
+  EXPECT_TRUE(Contains(leader, "job finished: 3 of 3 worker(s) succeeded")) << leader;
+  EXPECT_TRUE(Contains(leader, "keel-metric epoch=3 validation:roc_auc_score=")) << leader;
+  // The others reached the leader by its pod name, from their own addresses.
+  EXPECT_TRUE(Contains(exits[2].output, "this host: " + Pod(2) + ", index 2 of 3"))
+      << exits[2].output;
+  EXPECT_TRUE(Contains(exits[2].output, "scheduler at " + Pod(0) + ":9800")) << exits[2].output;
+  EXPECT_TRUE(Contains(exits[2].output, "the leader's name " + Pod(0) + " resolves"))
+      << exits[2].output;
+  EXPECT_TRUE(Contains(exits[1].output, "advertising " + Address(2))) << exits[1].output;
+  for (int index = 0; index < 3; ++index) {
+    EXPECT_EQ(ReadFileOrEmpty(Root(index) + "/output/failure"), "") << index;
+  }
+  const auto metrics = ReadMetrics(State() + "/model/metrics.json");
+  ASSERT_EQ(metrics.count("validation:roc_auc_score"), 1u) << leader;
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 20000);
+}
+
+TEST_F(KubernetesPods, SigtermToOnePodCheckpointsTheJobOnTheVolumeAndTheSameJobResumes) {
+  // A node drained: its pod gets SIGTERM, the whole job checkpoints into the
+  // shared volume and every pod exits 75; the Job starts every index again.
+  Generate(20000);
+  for (int index = 0; index < 3; ++index) {
+    WriteContract(index, R"({"feature_dim": "2000", "epochs": "40", "mini_batch_size": "32",
+                             "early_stopping_patience": "100"})",
+                  R"({"train": {"ContentType": "text/libsvm"}})");
+  }
+  std::vector<pid_t> pods;
+  for (int index = 0; index < 3; ++index) pods.push_back(Train(index));
+  ASSERT_TRUE(
+      WaitFor([&] { return Contains(processes_.Output(pods[0]), "keel-metric epoch=1 "); }, 60))
+      << processes_.Output(pods[0]);
+  kill(pods[1], SIGTERM);
+  for (int index = 0; index < 3; ++index) {
+    const Exit exit = processes_.Wait(pods[static_cast<size_t>(index)], 60);
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 75) << index << ": " << exit.output;
+    EXPECT_FALSE(Contains(exit.output, "keel-metric epoch=40 ")) << exit.output;
+  }
+  ASSERT_NE(ReadFileOrEmpty(State() + "/checkpoints/LATEST"), "");
+  pods.clear();
+  for (int index = 0; index < 3; ++index) pods.push_back(Train(index));
+  std::vector<Exit> exits;
+  for (pid_t pid : pods) exits.push_back(processes_.Wait(pid, 180));
+  for (const Exit& exit : exits) {
+    ASSERT_TRUE(exit.finished) << exit.output;
+    EXPECT_EQ(exit.code, 0) << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "the job resumes from it")) << exit.output;
+  }
+  EXPECT_FALSE(Contains(exits[0].output, "keel-metric epoch=1 ")) << exits[0].output;
+  EXPECT_TRUE(Contains(exits[0].output, "keel-metric epoch=40 ")) << exits[0].output;
+  EXPECT_EQ(ReadMetrics(State() + "/model/metrics.json").count("train:objective_loss"), 1u);
+}
+
+TEST_F(KubernetesPods, AResourceConfigBesideHostsFailsThePodNamingBoth) {
+  Generate(2000);
+  WriteContract(1, R"({"feature_dim": "2000"})", R"({"train": {"ContentType": "text/libsvm"}})");
+  testing::WriteFile(Root(1) + "/input/config/resourceconfig.json",
+                     R"({"current_host": "algo-1", "hosts": ["algo-1"]})");
+  const Exit exit = processes_.Wait(Train(1), 30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0) << exit.output;
+  EXPECT_TRUE(Contains(ReadFileOrEmpty(Root(1) + "/output/failure"),
+                       "resourceconfig.json and --hosts give the hosts: give one"))
+      << exit.output;
+}
+
+// ---------------------------------------------------------------------------
 // `keel launch --hostfile` over a real sshd on 127.0.0.1 (its own host key,
 // client key, config and port), reached as two hosts: 127.0.0.1 and localhost.
 

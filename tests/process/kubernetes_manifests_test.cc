@@ -2,7 +2,10 @@
 // schemas (scripts/k8s-schema), every container's command, as its pod would
 // run it (tests/k8s_commands.py prints them), passes `keel --check_flags`,
 // and every container has its probes on its metrics port, resource requests
-// and limits, and a pod that ends when its process does. Needs no root:
+// and limits, and a pod that ends when its process does. The symmetric form,
+// deploy/kubernetes/train (yamllint's run covers it too), the same way: each
+// index's `keel train --check_flags` on the contract its volumes give it,
+// its probes on the watch port, its state on volumes, its grace. Needs no root:
 // python3 with PyYAML, yamllint, and Node with scripts/k8s-schema's packages,
 // which scripts/setup.sh installs.
 #include <gtest/gtest.h>
@@ -10,6 +13,7 @@
 
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -30,6 +34,9 @@ struct Container {
   std::map<std::string, std::string> ports;      // name -> number
   std::map<std::string, std::string> probes;     // kind -> "PATH PORT"
   std::map<std::string, std::string> resources;  // requests.cpu, limits.memory, ... -> value
+  std::string job;                               // a Job's "MODE COMPLETIONS PARALLELISM"
+  std::string subdomain;                         // the pod's subdomain
+  std::map<std::string, std::string> mounts;     // mount path -> "KIND NAME SUBPATH"
 
   // The value of `--flag=VALUE` among the args; "" if absent.
   std::string Flag(const std::string& flag) const {
@@ -50,7 +57,9 @@ void SplitAfter(const std::string& line, size_t prefix, std::string* key, std::s
 
 // The containers of k8s_commands.py's output: blocks of "container NAME",
 // "restart POLICY", "grace SECONDS", "env NAME=VALUE", "arg WORD", "port NAME NUMBER",
-// "probe KIND PATH PORT" and "resource NAME VALUE" lines, each closed by "end".
+// "probe KIND PATH PORT", "resource NAME VALUE", "job MODE COMPLETIONS
+// PARALLELISM", "subdomain NAME" and "mount PATH KIND NAME SUBPATH" lines,
+// each closed by "end".
 std::vector<Container> ParseContainers(const std::string& listing) {
   std::vector<Container> containers;
   Container current;
@@ -77,6 +86,13 @@ std::vector<Container> ParseContainers(const std::string& listing) {
     } else if (line.rfind("resource ", 0) == 0) {
       SplitAfter(line, 9, &key, &value);
       current.resources[key] = value;
+    } else if (line.rfind("job ", 0) == 0) {
+      current.job = line.substr(4);
+    } else if (line.rfind("subdomain ", 0) == 0) {
+      current.subdomain = line.substr(10);
+    } else if (line.rfind("mount ", 0) == 0) {
+      SplitAfter(line, 6, &key, &value);
+      current.mounts[key] = value;
     } else if (line == "end") {
       containers.push_back(current);
     }
@@ -84,12 +100,14 @@ std::vector<Container> ParseContainers(const std::string& listing) {
   return containers;
 }
 
-// The manifests' containers (k8s_commands.py run on deploy/kubernetes, its
-// files written under `out`); fails the test if the listing fails.
-std::vector<Container> ListContainers(const std::string& out, std::string* listing) {
+// The manifests' containers (k8s_commands.py run on `folder`,
+// deploy/kubernetes unless given, its files written under `out`); fails the
+// test if the listing fails.
+std::vector<Container> ListContainers(const std::string& out, std::string* listing,
+                                      const std::string& folder = "deploy/kubernetes") {
   const auto listed =
       testing::Run({"/usr/bin/env", "python3", SourceDir() + "/tests/k8s_commands.py",
-                    SourceDir() + "/deploy/kubernetes", out},
+                    SourceDir() + "/" + folder, out},
                    60);
   EXPECT_TRUE(listed.finished && listed.code == 0) << listed.output;
   *listing = listed.output;
@@ -286,6 +304,179 @@ TEST(KubernetesManifests, EveryPodOutlastsThePreemptionGraceBeforeTheKubeletKill
         << container.name << ": the pod's grace " << container.grace << " s, --preemption_grace "
         << grace << " s";
   }
+}
+
+// ---------------------------------------------------------------------------
+// deploy/kubernetes/train: keel train on every pod of one Indexed Job, the
+// hosts from --hosts (the pods' names through a headless Service) and each
+// pod's JOB_COMPLETION_INDEX, the job's hyperparameters and channels from a
+// ConfigMap mounted where SageMaker's contract has them.
+
+constexpr char kTrainFolder[] = "deploy/kubernetes/train";
+
+// The one container of deploy/kubernetes/train (its ConfigMaps written under
+// `out`), which must run the image's `train`.
+void ListTrainContainer(const std::string& out, Container* container, std::string* listing) {
+  const std::vector<Container> containers = ListContainers(out, listing, kTrainFolder);
+  ASSERT_EQ(containers.size(), 1u) << *listing;
+  *container = containers[0];
+  ASSERT_FALSE(container->args.empty()) << *listing;
+  // The image's entry point runs `keel train` for the argument train.
+  EXPECT_EQ(container->args[0], "train") << *listing;
+}
+
+// The Job's completions (`job` is "Indexed COMPLETIONS PARALLELISM"); fails
+// the test unless the Job is Indexed with parallelism equal to completions.
+int IndexedCompletions(const Container& container) {
+  std::istringstream words(container.job);
+  std::string mode;
+  int completions = 0, parallelism = 0;
+  words >> mode >> completions >> parallelism;
+  EXPECT_EQ(mode, "Indexed") << container.name;
+  EXPECT_EQ(parallelism, completions) << container.name << ": every host runs at once";
+  return completions;
+}
+
+// The value of `--flag` in `keel train --help`'s usage ("--flag=VALUE ").
+std::string TrainHelpDefault(const std::string& flag) {
+  const auto help = testing::Run({KeelBinary(), "train", "--help"}, 10);
+  const size_t at = help.output.find("--" + flag + "=");
+  EXPECT_NE(at, std::string::npos) << help.output;
+  if (at == std::string::npos) return "0";
+  const size_t from = at + flag.size() + 3;
+  return help.output.substr(from, help.output.find_first_of(" \n", from) - from);
+}
+
+TEST(KubernetesTrainManifests, PassTheKubernetesSchemas) {
+  const std::string checker = SchemaChecker();
+  if (checker.empty()) GTEST_SKIP() << kNoSchemaChecker;
+  const auto exit =
+      testing::Run({SystemTool("node"), checker, SourceDir() + "/" + kTrainFolder}, 60);
+  EXPECT_TRUE(exit.finished && exit.code == 0) << exit.output;
+  for (const char* object :
+       {"Job/keel-train", "Service/keel-train", "ConfigMap/keel-train-config",
+        "PersistentVolumeClaim/keel-train-data", "PersistentVolumeClaim/keel-train-state"}) {
+    EXPECT_TRUE(Contains(exit.output, std::string("valid ") + object)) << exit.output;
+  }
+}
+
+TEST(KubernetesTrainManifests, EveryIndexsCommandPassesCheckFlagsAsItsHostAmongThePods) {
+  // Each pod's command, run here with its JOB_COMPLETION_INDEX on a copy of
+  // the contract its volumes give it: the ConfigMap's files in input/config
+  // and a line of data in each channel's folder.
+  if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  TempFolder out("manifests");
+  Container container;
+  std::string listing;
+  ASSERT_NO_FATAL_FAILURE(ListTrainContainer(out.path(), &container, &listing));
+  EXPECT_EQ(container.restart, "Never") << listing;
+  const std::string root = container.Flag("sagemaker_root");
+  ASSERT_FALSE(root.empty()) << listing;
+  ASSERT_TRUE(container.mounts.count(root + "/input/config")) << listing;
+  std::istringstream config(container.mounts.at(root + "/input/config"));
+  std::string kind, config_map;
+  config >> kind >> config_map;
+  ASSERT_EQ(kind, "configMap") << listing;
+  EXPECT_FALSE(std::filesystem::exists(out.path() + "/" + config_map + "/resourceconfig.json"))
+      << "the hosts come from --hosts; keel train refuses a resourceconfig.json beside it";
+  TempFolder contract("contract");
+  std::filesystem::create_directories(contract.path() + "/input");
+  std::filesystem::copy(out.path() + "/" + config_map, contract.path() + "/input/config",
+                        std::filesystem::copy_options::recursive);
+  for (const char* channel : {"train", "validation", "test"}) {
+    const std::string folder = contract.path() + "/input/data/" + channel;
+    std::filesystem::create_directories(folder);
+    WriteFile(folder + "/part-0", "1 3:1 7:0.5\n0 2:1\n");
+  }
+  // The pods' names: the Job's name and index (the pod's hostname), then its
+  // subdomain, a headless Service that publishes pods not yet ready.
+  const std::string job = container.name.substr(4, container.name.rfind('/') - 4);
+  ASSERT_FALSE(container.subdomain.empty()) << listing;
+  EXPECT_TRUE(Contains(listing, "headless_service " + container.subdomain + " true")) << listing;
+  const int hosts = IndexedCompletions(container);
+  ASSERT_GE(hosts, 2) << listing;
+  std::string names;
+  for (int index = 0; index < hosts; ++index) {
+    names += (index ? "," : "") + job + "-" + std::to_string(index) + "." + container.subdomain;
+  }
+  for (int index = 0; index < hosts; ++index) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-i",
+                                     "JOB_COMPLETION_INDEX=" + std::to_string(index), KeelBinary()};
+    for (const std::string& arg : container.args) {
+      argv.push_back(arg.rfind("--sagemaker_root=", 0) == 0 ? "--sagemaker_root=" + contract.path()
+                                                            : arg);
+    }
+    argv.push_back("--check_flags");
+    const auto exit = testing::Run(argv, 30);
+    ASSERT_TRUE(exit.finished && exit.code == 0) << index << ": " << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "flags ok")) << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "in index order (index 0 leads): " + names + ";"))
+        << names << "\n"
+        << exit.output;
+    EXPECT_TRUE(Contains(exit.output, "this host: " + job + "-" + std::to_string(index) + "." +
+                                          container.subdomain + ", index " + std::to_string(index) +
+                                          " of " + std::to_string(hosts)))
+        << exit.output;
+  }
+}
+
+TEST(KubernetesTrainManifests, CheckpointsAndTheModelOutliveThePods) {
+  // A job started again resumes from what its checkpoints folder holds: it
+  // must be a volume, not the pod's own disk, and so must the model.
+  if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  TempFolder out("manifests");
+  Container container;
+  std::string listing;
+  ASSERT_NO_FATAL_FAILURE(ListTrainContainer(out.path(), &container, &listing));
+  const std::string root = container.Flag("sagemaker_root");
+  for (const char* folder : {"/checkpoints", "/model", "/input/data"}) {
+    ASSERT_TRUE(container.mounts.count(root + folder)) << folder << "\n" << listing;
+    EXPECT_EQ(container.mounts.at(root + folder).rfind("persistentVolumeClaim ", 0), 0u)
+        << folder << "\n"
+        << listing;
+  }
+}
+
+TEST(KubernetesTrainManifests, ProbesAskTheWatchPortAndThePodHasResources) {
+  // keel train serves no HTTP: it listens on the watch port, --sagemaker_port + 1.
+  if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  TempFolder out("manifests");
+  Container container;
+  std::string listing;
+  ASSERT_NO_FATAL_FAILURE(ListTrainContainer(out.path(), &container, &listing));
+  std::string port = container.Flag("sagemaker_port");
+  if (port.empty()) port = TrainHelpDefault("sagemaker_port");
+  ASSERT_TRUE(container.ports.count("scheduler") && container.ports.count("watch")) << listing;
+  EXPECT_EQ(container.ports.at("scheduler"), port);
+  EXPECT_EQ(container.ports.at("watch"), std::to_string(std::stoi(port) + 1));
+  EXPECT_EQ(container.probes["readiness"], "tcp watch") << listing;
+  EXPECT_EQ(container.probes["liveness"], "tcp watch") << listing;
+  // Until its roles start (the leader's name may take minutes to resolve).
+  EXPECT_EQ(container.probes["startup"], "tcp watch") << listing;
+  for (const char* resource : {"requests.cpu", "requests.memory", "limits.memory"}) {
+    EXPECT_TRUE(container.resources.count(resource)) << resource << "\n" << listing;
+  }
+}
+
+TEST(KubernetesTrainManifests, ThePodsOutlastThePreemptionGraceBeforeTheKubeletKillsThem) {
+  if (!HavePyYaml()) GTEST_SKIP() << "python3 with PyYAML is not installed";
+  TempFolder out("manifests");
+  Container container;
+  std::string listing;
+  ASSERT_NO_FATAL_FAILURE(ListTrainContainer(out.path(), &container, &listing));
+  // keel train's --preemption_grace, else the hyperparameter's, else its default.
+  std::string grace = container.Flag("preemption_grace");
+  std::smatch hyperparameter;
+  const std::string hyperparameters =
+      ReadFileOrEmpty(out.path() + "/keel-train-config/hyperparameters.json");
+  if (grace.empty() && std::regex_search(hyperparameters, hyperparameter,
+                                         std::regex("\"preemption_grace\"\\s*:\\s*\"([^\"]*)\""))) {
+    grace = hyperparameter[1];
+  }
+  if (grace.empty()) grace = TrainHelpDefault("preemption_grace");
+  EXPECT_GT(std::stod(grace), 0);
+  EXPECT_GE(container.grace, std::stod(grace) + 10)
+      << "the pod's grace " << container.grace << " s, --preemption_grace " << grace << " s";
 }
 
 }  // namespace

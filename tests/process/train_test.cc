@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <regex>
 
 #include "base/files.h"
@@ -264,6 +265,72 @@ TEST_F(TrainCommand, BadJsonNamesTheFile) {
   EXPECT_NE(exit.code, 0);
   EXPECT_TRUE(Contains(Failure(), folder_ + "/input/config/hyperparameters.json: byte"))
       << Failure();
+}
+
+// The hosts as a Kubernetes Indexed Job gives them: --hosts and the pod's
+// JOB_COMPLETION_INDEX in place of resourceconfig.json (three pods as
+// namespaces: tests/multihost, KubernetesPods).
+class TrainCommandWithHostsFlags : public TrainCommand {
+ protected:
+  void WriteContractWithoutHosts(const std::string& hyperparameters) {
+    WriteContract(hyperparameters, kLibsvmChannels);
+    std::remove((folder_ + "/input/config/resourceconfig.json").c_str());
+  }
+
+  testing::Exit TrainAsPod(const std::string& index, const std::string& hosts, double timeout_s) {
+    return testing::Run({"/usr/bin/env", "JOB_COMPLETION_INDEX=" + index, KeelBinary(), "train",
+                         "--sagemaker_root=" + folder_, "--hosts=" + hosts,
+                         "--sagemaker_addresses=keel-train-0.keel-train=127.0.0.1",
+                         "--sagemaker_port=" + std::to_string(testing::UnusedPort())},
+                        timeout_s);
+  }
+};
+
+TEST_F(TrainCommandWithHostsFlags, OnePodTrainsWithoutAResourceConfig) {
+  GenerateData(2000);
+  WriteContractWithoutHosts(R"({"feature_dim": "2000", "epochs": "2"})");
+  const auto exit = TrainAsPod("0", "keel-train-{0..0}.keel-train", 180);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << Failure();
+  EXPECT_TRUE(Contains(exit.output, "this host: keel-train-0.keel-train, index 0 of 1"))
+      << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "host keel-train-0.keel-train (the leader: scheduler"))
+      << exit.output;
+  EXPECT_EQ(testing::ReadMetrics(folder_ + "/model/metrics.json").count("train:objective_loss"), 1u)
+      << exit.output;
+}
+
+TEST_F(TrainCommandWithHostsFlags, AResourceConfigBesideHostsIsRefusedNamingBoth) {
+  GenerateData(1000);
+  WriteContract(R"({"epochs": "2"})", kLibsvmChannels);
+  const auto exit = TrainAsPod("0", "keel-train-0.keel-train", 30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(Contains(Failure(), "resourceconfig.json and --hosts give the hosts: give one"))
+      << Failure();
+  EXPECT_FALSE(Contains(exit.output, "[worker 0]")) << exit.output;
+}
+
+TEST_F(TrainCommandWithHostsFlags, NeitherHostsNorAResourceConfigSaysWhatToGive) {
+  GenerateData(1000);
+  WriteContractWithoutHosts(R"({"epochs": "2"})");
+  const auto exit = Train(30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(Contains(Failure(), "no " + folder_ + "/input/config/resourceconfig.json"))
+      << Failure();
+  EXPECT_TRUE(Contains(Failure(), "give the hosts with --hosts")) << Failure();
+}
+
+TEST_F(TrainCommandWithHostsFlags, AnIndexBeyondTheHostsIsRefusedNamingIt) {
+  GenerateData(1000);
+  WriteContractWithoutHosts(R"({"epochs": "2"})");
+  const auto exit = TrainAsPod("3", "keel-train-{0..2}.keel-train", 30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0);
+  EXPECT_TRUE(Contains(exit.output,
+                       "JOB_COMPLETION_INDEX '3' is not an index of --hosts' 3 host(s) (0 to 2)"))
+      << exit.output;
+  EXPECT_FALSE(Contains(exit.output, "[worker 0]")) << exit.output;
 }
 
 }  // namespace
