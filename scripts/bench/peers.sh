@@ -126,15 +126,16 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 pslite_kv() {  # KEYS ROUND
   local keys=$1 out="$work/pslite-$1-$2.txt" port pids=() pid status=0
   port=$(free_port)
-  export DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1 DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=$port \
-    DMLC_NODE_HOST=127.0.0.1 DMLC_INTERFACE=lo
+  # Every role on loopback.
+  local cluster=(DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1 DMLC_PS_ROOT_URI=127.0.0.1
+    DMLC_PS_ROOT_PORT="$port" DMLC_NODE_HOST=127.0.0.1 DMLC_INTERFACE=lo)
   for role in scheduler server; do
-    DMLC_ROLE=$role "$pslite_dir/pslite_kv" "$keys" "$seconds" push:1 pull:1 push:4 \
+    env "${cluster[@]}" DMLC_ROLE=$role "$pslite_dir/pslite_kv" "$keys" "$seconds" push:1 pull:1 push:4 \
       > "$work/pslite-$role.log" 2>&1 &
     pids+=($!)
     tracked $!
   done
-  DMLC_ROLE=worker timeout 300 "$pslite_dir/pslite_kv" "$keys" "$seconds" push:1 pull:1 push:4 \
+  env "${cluster[@]}" DMLC_ROLE=worker timeout 300 "$pslite_dir/pslite_kv" "$keys" "$seconds" push:1 pull:1 push:4 \
     > "$out" 2>&1 || status=$?
   for pid in "${pids[@]}"; do
     wait_until 30 0.1 eval "! kill -0 $pid 2>/dev/null" || { kill_pids "$pid"; status=1; }
