@@ -177,11 +177,12 @@ prepare_set() {  # NAME: the set's folder, its training rows as one libsvm file 
     linear) cached_train_set "$data" ;;
   esac
   [ -f "$data.train.libsvm" ] || cat "$data"/train/* > "$data.train.libsvm"
-  # VW's text: labels -1/1, every feature in one namespace.
-  local file
-  for file in "$data.train" "$data/validation/part-0"; do
-    [ -f "$file.vw" ] || awk '{ $1 = ($1 == 1) ? "1 |" : "-1 |"; print }' "$file.libsvm" > "$file.vw"
-  done
+  # VW's text (labels -1/1, every feature in one namespace), beside the set's
+  # folders, where Keel would read it.
+  [ -f "$data.train.vw" ] || awk '{ $1 = ($1 == 1) ? "1 |" : "-1 |"; print }' \
+    "$data.train.libsvm" > "$data.train.vw"
+  [ -f "$data.validation.vw" ] || awk '{ $1 = ($1 == 1) ? "1 |" : "-1 |"; print }' \
+    "$data/validation/part-0.libsvm" > "$data.validation.vw"
 }
 
 keel_train() {  # SET ROUND
@@ -236,7 +237,7 @@ vw_train() {  # SET ROUND
   "$vw" --quiet --loss_function=logistic -d "$data.train.vw" -f "$model"
   end=$(now)
   echo "train_$1_vw_seconds vw $(echo "$end - $start" | bc)" >> "$results"
-  "$vw" --quiet -t -i "$model" --link=logistic -d "$data/validation/part-0.vw" -p "$model.out"
+  "$vw" --quiet -t -i "$model" --link=logistic -d "$data.validation.vw" -p "$model.out"
   echo "train_$1_vw_auc vw $(paste -d' ' <(cut -d' ' -f1 "$data/validation/part-0.libsvm") "$model.out" |
     sort -g -k2 | awk -f scripts/bench/auc.awk)" >> "$results"
 }
