@@ -193,7 +193,7 @@ keel_train() {  # SET ROUND
   timeout 1800 "$keel" launch --servers=1 --workers=1 --flagfile=configs/linear_learner.flags \
     --epochs="$epochs" --train="$data/train" --validation="$data/validation" \
     --model_dir="$model" --minloglevel=1 2>&1 |
-    while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$log"
+    while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$log" || true
   grep -q 'job done' "$log" || { echo "peers.sh: keel launch failed; $log:" >&2; tail "$log" >&2; exit 1; }
   # "epoch 2/5 ... validation roc_auc_score 0.7701 ...": seconds from launch and the AUC.
   awk -v s="$start" -v set="$1" '/ epoch [0-9]+\/[0-9]+ .*validation roc_auc_score/ {
