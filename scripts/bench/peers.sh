@@ -32,7 +32,7 @@
 # the project, once for each content of the source folder: a second run does not
 # rebuild. Keel is built in KEEL_BUILD_DIR (default build) with
 # scripts/configure.sh. What the peers need is installed from Debian (apt-get).
-# Environment: KEEL_PEERS_CASES ("kv train", the cases to run), KEEL_PEERS_EPOCHS
+# Environment: KEEL_PEERS_CASES ("kv train", the cases to run; "" builds only), KEEL_PEERS_EPOCHS
 # (Keel's epochs, 5), KEEL_PEERS_SECONDS (seconds a kv case, 2), KEEL_BENCH_DIR
 # (data and logs, /tmp/keel-bench-peers), KEEL_PEERS_TABLE (the Markdown table,
 # $KEEL_BENCH_DIR/peers.md).
@@ -42,18 +42,26 @@ vw_src=$(realpath "${2:?usage: peers.sh PSLITE_SRC VW_SRC [ROUNDS]}")
 rounds="${3:-3}"
 # shellcheck source=scripts/lib/bench.sh
 source "$(dirname "$0")/../lib/bench.sh"
-[ -f "$pslite_src/include/ps/kv_app.h" ] || { echo "peers.sh: $pslite_src is not ps-lite" >&2; exit 1; }
-[ -f "$vw_src/vowpalwabbit/cli/CMakeLists.txt" ] || {
-  echo "peers.sh: $vw_src is not Vowpal Wabbit" >&2
+fail() { echo "peers.sh: $*" >&2; exit 1; }
+fail_with() {  # LOG MESSAGE: MESSAGE, then the end of LOG
+  echo "peers.sh: $2; $1 ends:" >&2
+  tail "$1" >&2
   exit 1
 }
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "peers.sh: ROUNDS must be a positive integer" >&2; exit 1; }
+[ -f "$pslite_src/include/ps/kv_app.h" ] || fail "$pslite_src is not ps-lite"
+[ -f "$vw_src/vowpalwabbit/cli/CMakeLists.txt" ] || fail "$vw_src is not Vowpal Wabbit"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || fail "ROUNDS must be a positive integer"
 peers="${KEEL_PEERS_DIR:-/tmp/keel-peers}"
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-peers}"
 build="${KEEL_BUILD_DIR:-build}"
-cases="${KEEL_PEERS_CASES:-kv train}"
+cases="${KEEL_PEERS_CASES-kv train}"
 epochs="${KEEL_PEERS_EPOCHS:-5}"
 seconds="${KEEL_PEERS_SECONDS:-2}"
+for case in $cases; do
+  [[ "$case" =~ ^(kv|train)$ ]] || fail "KEEL_PEERS_CASES: unknown case '$case' (kv, train)"
+done
+[[ "$epochs" =~ ^[1-9][0-9]*$ ]] || fail "KEEL_PEERS_EPOCHS must be a positive integer"
+[[ "$seconds" =~ ^[1-9][0-9]*$ ]] || fail "KEEL_PEERS_SECONDS must be a positive integer"
 table="${KEEL_PEERS_TABLE:-$work/peers.md}"
 mkdir -p "$peers" "$work"
 results="$work/results.txt"
@@ -61,7 +69,7 @@ results="$work/results.txt"
 track_processes
 
 # --- what the peers need, from Debian -----------------------------------------
-packages=(build-essential cmake bc libzmq3-dev libprotobuf-dev protobuf-compiler
+packages=(build-essential cmake bc python3 libzmq3-dev libprotobuf-dev protobuf-compiler
   liblinear-tools libfmt-dev libspdlog-dev rapidjson-dev libboost-dev libeigen3-dev zlib1g-dev)
 missing=()
 for package in "${packages[@]}"; do
@@ -120,7 +128,12 @@ cmake --build "$build" -j2 --target keel >/dev/null
 keel=$(realpath "$build/keel")
 
 # --- kv -----------------------------------------------------------------------
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() {
+  python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
 
 # One ps-lite cluster (scheduler, server, worker) on loopback for each key count.
 pslite_kv() {  # KEYS ROUND
@@ -129,18 +142,17 @@ pslite_kv() {  # KEYS ROUND
   # Every role on loopback.
   local cluster=(DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1 DMLC_PS_ROOT_URI=127.0.0.1
     DMLC_PS_ROOT_PORT="$port" DMLC_NODE_HOST=127.0.0.1 DMLC_INTERFACE=lo)
+  local run=("$pslite_dir/pslite_kv" "$keys" "$seconds" push:1 pull:1 push:4)
   for role in scheduler server; do
-    env "${cluster[@]}" DMLC_ROLE=$role "$pslite_dir/pslite_kv" "$keys" "$seconds" push:1 pull:1 push:4 \
-      > "$work/pslite-$role.log" 2>&1 &
+    env "${cluster[@]}" DMLC_ROLE=$role "${run[@]}" > "$work/pslite-$role.log" 2>&1 &
     pids+=($!)
     tracked $!
   done
-  env "${cluster[@]}" DMLC_ROLE=worker timeout 300 "$pslite_dir/pslite_kv" "$keys" "$seconds" push:1 pull:1 push:4 \
-    > "$out" 2>&1 || status=$?
+  env "${cluster[@]}" DMLC_ROLE=worker timeout 300 "${run[@]}" > "$out" 2>&1 || status=$?
   for pid in "${pids[@]}"; do
     wait_until 30 0.1 eval "! kill -0 $pid 2>/dev/null" || { kill_pids "$pid"; status=1; }
   done
-  [ "$status" = 0 ] || { echo "peers.sh: ps-lite's run failed; $out:" >&2; tail "$out" >&2; exit 1; }
+  [ "$status" = 0 ] || fail_with "$out" "ps-lite's run failed"
   awk -v k="$keys" '$1 == "pslite" {
       split($4, f, "="); inflight = f[2]; split($7, m, "=")
       print "kv_" k "_" $2 "_inflight" inflight "_mkeys_per_s pslite " m[2] }' "$out" >> "$results"
@@ -152,7 +164,7 @@ keel_kv() {  # KEYS ROUND
     out="$work/keel-kv-$keys-$inflight-$2.txt"
     timeout 300 "$keel" bench kv --workload=pslite --mode=sparse --sparse_widths=1 \
       --sparse_keys="$keys" --inflight="$inflight" --small=false --bench_seconds="$seconds" \
-      --minloglevel=1 > "$out" 2>&1 || { echo "peers.sh: keel bench kv failed; $out:" >&2; tail "$out" >&2; exit 1; }
+      --minloglevel=1 > "$out" 2>&1 || fail_with "$out" "keel bench kv failed"
     grep '^{"bench":"kv"' "$out" | python3 -c '
 import json, sys
 run = json.load(sys.stdin)
@@ -173,7 +185,8 @@ for case in run["cases"]:
 prepare_set() {  # NAME: the set's folder, its training rows as one libsvm file and as VW text
   local data="$work/$1"
   case "$1" in
-    powerlaw13) cached_datagen "$data" --model=linear --rows=1000000 --features=100000 --nnz=13 --seed=11 ;;
+    powerlaw13)
+      cached_datagen "$data" --model=linear --rows=1000000 --features=100000 --nnz=13 --seed=11 ;;
     linear) cached_train_set "$data" ;;
   esac
   [ -f "$data.train.libsvm" ] || cat "$data"/train/* > "$data.train.libsvm"
@@ -194,7 +207,7 @@ keel_train() {  # SET ROUND
     --epochs="$epochs" --train="$data/train" --validation="$data/validation" \
     --model_dir="$model" --minloglevel=1 2>&1 |
     while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$log" || true
-  grep -q 'job done' "$log" || { echo "peers.sh: keel launch failed; $log:" >&2; tail "$log" >&2; exit 1; }
+  grep -q 'job done' "$log" || fail_with "$log" "keel launch failed"
   # "epoch 2/5 ... validation roc_auc_score 0.7701 ...": seconds from launch and the AUC.
   awk -v s="$start" -v set="$1" '/ epoch [0-9]+\/[0-9]+ .*validation roc_auc_score/ {
       split($3, e, "/")
@@ -218,16 +231,18 @@ EOF
 keel_backend() {  # SET
   "$keel" bench backend --data="$work/$1/train" --flagfile=configs/linear_learner.flags --epochs=3 \
     --minloglevel=1 2>/dev/null | grep '^{"bench":"backend"' |
-    python3 -c 'import json, sys; print("train_%s_keel_examples_per_s_after_epoch1 backend %.0f" % (sys.argv[1], json.load(sys.stdin)["examples_per_s"]))' "$1" \
-    >> "$results"
+    python3 -c 'import json, sys
+print("train_%s_keel_examples_per_s_after_epoch1 backend %.0f"
+      % (sys.argv[1], json.load(sys.stdin)["examples_per_s"]))' "$1" >> "$results"
 }
 
 liblinear_train() {  # SET ROUND
   local data="$work/$1" model="$work/liblinear-$1.model" took
   took=$(liblinear_fit 0.1 "$data.train.libsvm" "$model")
   echo "train_$1_liblinear_seconds liblinear $took" >> "$results"
-  echo "train_$1_liblinear_auc liblinear $(liblinear_auc "$data/validation/part-0.libsvm" "$model" "$model.out")" \
-    >> "$results"
+  local auc
+  auc=$(liblinear_auc "$data/validation/part-0.libsvm" "$model" "$model.out")
+  echo "train_$1_liblinear_auc liblinear $auc" >> "$results"
 }
 
 vw_train() {  # SET ROUND
@@ -238,8 +253,10 @@ vw_train() {  # SET ROUND
   end=$(now)
   echo "train_$1_vw_seconds vw $(echo "$end - $start" | bc)" >> "$results"
   "$vw" --quiet -t -i "$model" --link=logistic -d "$data.validation.vw" -p "$model.out"
-  echo "train_$1_vw_auc vw $(paste -d' ' <(cut -d' ' -f1 "$data/validation/part-0.libsvm") "$model.out" |
-    sort -g -k2 | awk -f scripts/bench/auc.awk)" >> "$results"
+  local auc
+  auc=$(paste -d' ' <(cut -d' ' -f1 "$data/validation/part-0.libsvm") "$model.out" |
+    sort -g -k2 | awk -f scripts/bench/auc.awk)
+  echo "train_$1_vw_auc vw $auc" >> "$results"
 }
 
 # --- rounds -------------------------------------------------------------------
@@ -293,8 +310,7 @@ for keys in ("100000", "1000000"):
                      "%.1f (%s)" % (k, spread((c, "keel"))), "ps-lite",
                      "%.1f (%s)" % (p, spread((c, "pslite"))), "%.2f" % (k / p), note))
 for s in ("powerlaw13", "linear"):
-    ll_t, ll_a = ("train_%s_liblinear_seconds" % s, "liblinear"), ("train_%s_liblinear_auc" % s, "liblinear")
-    if ll_t not in med:
+    if ("train_%s_liblinear_seconds" % s, "liblinear") not in med:
         continue
     # Keel's time to each epoch (median over rounds), its AUC.
     epochs_seen = [e for e in range(1, epochs + 1)
@@ -303,7 +319,8 @@ for s in ("powerlaw13", "linear"):
     keel_a = {e: med[("train_%s_keel_epoch%d_auc" % (s, e), "keel")] for e in epochs_seen}
     curve = ", ".join("e%d %.2f s AUC %.4f" % (e, keel_t[e], keel_a[e]) for e in epochs_seen)
     for peer, name in (("liblinear", "LIBLINEAR -s 0 -c 0.1"), ("vw", "VW one pass")):
-        t, a = med[("train_%s_%s_seconds" % (s, peer), peer)], med[("train_%s_%s_auc" % (s, peer), peer)]
+        seconds_key = ("train_%s_%s_seconds" % (s, peer), peer)
+        t, a = med[seconds_key], med[("train_%s_%s_auc" % (s, peer), peer)]
         reached = [e for e in epochs_seen if keel_a[e] >= a]
         if reached:
             e = reached[0]
@@ -312,17 +329,18 @@ for s in ("powerlaw13", "linear"):
         else:
             keel_cell = "not reached in %d epochs (best AUC %.4f)" % (epochs, max(keel_a.values()))
             ratio = "-"
-        rows.append(("%s: time to %s's AUC (s; ratio Keel / peer time)" % (s, name), keel_cell, name,
-                     "%.2f s (%s), AUC %.4f" % (t, spread(("train_%s_%s_seconds" % (s, peer), peer)), a),
-                     ratio, ""))
+        rows.append(("%s: time to %s's AUC (s; ratio Keel / peer time)" % (s, name), keel_cell,
+                     name, "%.2f s (%s), AUC %.4f" % (t, spread(seconds_key), a), ratio, ""))
     rows.append(("%s: Keel per epoch, from launch" % s, curve, "", "", "", ""))
     c = "train_%s_keel_examples_per_s_after_epoch1" % s
     if (c, "keel") in med and (c, "backend") in med:
         k, b = med[(c, "keel")], med[(c, "backend")]
-        rows.append(("%s: examples/s per worker after epoch 1" % s, "%.0f (%s)" % (k, spread((c, "keel"))),
-                     "keel bench backend (compute alone)", "%.0f" % b, "%.2f" % (k / b), ""))
+        rows.append(("%s: examples/s per worker after epoch 1" % s,
+                     "%.0f (%s)" % (k, spread((c, "keel"))), "keel bench backend (compute alone)",
+                     "%.0f" % b, "%.2f" % (k / b), ""))
 with open(table, "w") as out:
-    out.write("| case | Keel (median of %s rounds; range) | peer | peer (median; range) | Keel / peer | note |\n" % rounds)
+    out.write("| case | Keel (median of %s rounds; range) | peer | peer (median; range) "
+              "| Keel / peer | note |\n" % rounds)
     out.write("| --- | --- | --- | --- | --- | --- |\n")
     for row in rows:
         out.write("| " + " | ".join(row) + " |\n")
