@@ -20,8 +20,8 @@
 #             train on the same rows from one text file, reading included, and
 #             are scored on the same validation rows.
 #
-# Each round runs every case's sides in turn, the first side alternating
-# between rounds (A B, then B A). Prints each case's median over the rounds per
+# Each round runs every case's sides in turn, their order reversed every other
+# round (A B C, then C B A). Prints each case's median over the rounds per
 # side and Keel's ratio to the peer, and writes them as a Markdown table.
 #
 #   scripts/bench/peers.sh PSLITE_SRC VW_SRC [ROUNDS]
@@ -32,10 +32,10 @@
 # the project, once for each content of the source folder: a second run does not
 # rebuild. Keel is built in KEEL_BUILD_DIR (default build) with
 # scripts/configure.sh. What the peers need is installed from Debian (apt-get).
-# Environment: KEEL_PEERS_CASES ("kv train", the cases to run; "" builds only), KEEL_PEERS_EPOCHS
-# (Keel's epochs, 5), KEEL_PEERS_SECONDS (seconds a kv case, 2), KEEL_BENCH_DIR
-# (data and logs, /tmp/keel-bench-peers), KEEL_PEERS_TABLE (the Markdown table,
-# $KEEL_BENCH_DIR/peers.md).
+# Environment: KEEL_PEERS_CASES ("kv train", the cases to run; "" builds only),
+# KEEL_PEERS_EPOCHS (Keel's epochs, 5), KEEL_PEERS_SECONDS (seconds a kv case, 2),
+# KEEL_BENCH_DIR (data and logs, /tmp/keel-bench-peers), KEEL_PEERS_TABLE (the
+# Markdown table, $KEEL_BENCH_DIR/peers.md).
 set -euo pipefail
 pslite_src=$(realpath "${1:?usage: peers.sh PSLITE_SRC VW_SRC [ROUNDS]}")
 vw_src=$(realpath "${2:?usage: peers.sh PSLITE_SRC VW_SRC [ROUNDS]}")
