@@ -14,7 +14,7 @@ using Key = uint64_t;
 
 // The most key ranges a job may have (--key_ranges): each is one request per
 // push or pull that touches it.
-constexpr int kMaxKeyRanges = 4096;
+constexpr int kMaxKeyRanges = 16384;
 
 // A fixed invertible 64-bit mix (a bijection on uint64). Feature indices go
 // through it before routing so that contiguous ranges of the key space carry
