@@ -7,6 +7,7 @@
 #
 #   scripts/bench/control.sh [N ...]        (default: 100 1000 10000)
 #   KEEL_CONTROL_TRANSPORT=memory scripts/bench/control.sh 1000
+#   KEEL_CONTROL_FLAGS=--view_deltas=false scripts/bench/control.sh   (the whole view each time)
 #   KEEL=/tmp/build/keel scripts/bench/control.sh
 set -euo pipefail
 # shellcheck source=scripts/lib/bench.sh
@@ -17,6 +18,7 @@ log="${KEEL_BENCH_DIR:-/tmp}/keel-bench-control.log"
 [ $# -gt 0 ] || set -- 100 1000 10000
 for nodes in "$@"; do
   echo "== $nodes members ($transport; the scheduler's log in $log)"
+  # shellcheck disable=SC2086
   "$keel" bench control --nodes="$nodes" --transport="$transport" --key_ranges=10000 \
-    2>>"$log"
+    ${KEEL_CONTROL_FLAGS:-} 2>>"$log"
 done

@@ -500,7 +500,7 @@ std::string Json(const ControlReport& r) {
       << ",\"scheduler_cpu_share\":" << r.scheduler_cpu_share
       << ",\"scheduler_zmq_cpu_share\":" << r.scheduler_zmq_cpu_share
       << ",\"process_cpu_share\":" << r.process_cpu_share
-      << ",\"heartbeats_acked\":" << r.heartbeats_acked
+      << ",\"heartbeats_acked\":" << r.heartbeats_acked << ",\"status_s\":" << r.status_s
       << ",\"kill_to_view_sent_s\":" << r.kill_to_view_sent_s
       << ",\"kill_to_first_member_view_s\":" << r.kill_to_first_member_view_s
       << ",\"kill_to_all_views_s\":" << r.kill_to_all_views_s
@@ -603,6 +603,15 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   report.process_cpu_share = (ProcessCpuSeconds() - process_start) / report.steady_seconds;
   report.heartbeats_acked = fleet.acks() - acks_start;
   report.rss_growth_mb = StatusMegabytes("VmRSS") - rss_before;
+  // What the status page and the metrics read on every request.
+  std::vector<double> status_s;
+  for (int i = 0; i < 5; ++i) {
+    const double start = MonotonicSeconds();
+    report.status_members = static_cast<int>(scheduler.status().members.size());
+    status_s.push_back(MonotonicSeconds() - start);
+  }
+  std::sort(status_s.begin(), status_s.end());
+  report.status_s = status_s[status_s.size() / 2];
 
   // A worker killed.
   const int victim = options.nodes - 1;
@@ -656,6 +665,8 @@ int BenchControl(const BenchControlOptions& options) {
               options.heartbeat_interval_s, 100 * r.scheduler_cpu_share,
               100 * r.scheduler_zmq_cpu_share, 100 * r.process_cpu_share, static_cast<unsigned long long>(r.heartbeats_acked),
               r.steady_seconds);
+  std::printf("  Scheduler::status() (status page, metrics) %.4f s (median of 5; %d members)\n",
+              r.status_s, r.status_members);
   std::printf("  kill -> new view sent to every member %6.3f s  (the scheduler's part)\n",
               r.kill_to_view_sent_s);
   std::printf("  kill -> first member on new view  %10.3f s\n", r.kill_to_first_member_view_s);

@@ -29,6 +29,10 @@ struct ControlReport {
   double scheduler_zmq_cpu_share = -1;  // of that, its ZeroMQ context's threads
   double process_cpu_share = -1;    // scheduler and members
   uint64_t heartbeats_acked = 0;    // in the window
+  // Scheduler::status(), which the status page and every metrics scrape
+  // take (under the scheduler's lock): the median of 5, and its members.
+  double status_s = -1;
+  int status_members = 0;
   // A worker killed (its connection closes).
   double kill_to_view_sent_s = -1;          // until the scheduler had sent the new view to all
   double kill_to_first_member_view_s = -1;  // ~ detection: the first member on the new view
