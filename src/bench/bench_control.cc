@@ -152,8 +152,8 @@ size_t FrameBytes(const std::vector<zmq::message_t>& frames) {
 // i % kFleetThreads, which alone touches its state and sockets).
 class Fleet {
  public:
-  Fleet(int nodes, int servers, double heartbeat_interval_s,
-        std::shared_ptr<MemoryNetwork> network, const std::string& scheduler_address)
+  Fleet(int nodes, int servers, double heartbeat_interval_s, std::shared_ptr<MemoryNetwork> network,
+        const std::string& scheduler_address)
       : interval_s_(heartbeat_interval_s),
         network_(std::move(network)),
         scheduler_address_(scheduler_address),
@@ -265,8 +265,8 @@ class Fleet {
     double next_beat = 0;
     uint64_t epoch = 0;  // of the view it holds
     bool dead = false;
-    zmq::socket_t receiver, sender;           // tcp
-    std::unique_ptr<Endpoint> endpoint;       // memory
+    zmq::socket_t receiver, sender;      // tcp
+    std::unique_ptr<Endpoint> endpoint;  // memory
   };
   struct Shard {
     std::mutex mutex;  // inbox and view_bytes
@@ -422,7 +422,8 @@ class Fleet {
       items.push_back({member.sender.handle(), 0, ZMQ_POLLIN, 0});
       owners.emplace_back(static_cast<int>(i), false);
     }
-    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(static_cast<int>(wait_s * 1000)));
+    zmq::poll(items.data(), items.size(),
+              std::chrono::milliseconds(static_cast<int>(wait_s * 1000)));
     const double now = MonotonicSeconds();
     for (size_t k = 0; k < items.size(); ++k) {
       if (!(items[k].revents & ZMQ_POLLIN)) continue;
@@ -528,8 +529,8 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   if (transport == "tcp" && options.nodes > tcp_fit) {
     throw MakeError("--nodes ", options.nodes, " over tcp needs about ",
                     options.nodes * kTcpDescriptorsPerMember + kSpareDescriptors,
-                    " descriptors and the limit is ", limit,
-                    ": at most ", tcp_fit, " (or --transport=memory)");
+                    " descriptors and the limit is ", limit, ": at most ", tcp_fit,
+                    " (or --transport=memory)");
   }
   ControlReport report;
   report.nodes = options.nodes;
@@ -559,8 +560,7 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
     if (IsZeroMQThread(tid)) scheduler_zmq_tasks.insert(tid);
   }
   // (Over a MemoryNetwork the scheduler holds the first address, on 127.0.0.1.)
-  const std::string scheduler_address =
-      "127.0.0.1:" + std::to_string(scheduler.port());
+  const std::string scheduler_address = "127.0.0.1:" + std::to_string(scheduler.port());
 
   Fleet fleet(options.nodes, report.servers, options.heartbeat_interval_s, network,
               scheduler_address);
@@ -629,10 +629,9 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   const proto::ClusterView view = scheduler.view();
   report.living_members = view.nodes_size();
   report.killed_left_view =
-      view.epoch() >= target && std::none_of(view.nodes().begin(), view.nodes().end(),
-                                             [&](const proto::NodeInfo& node) {
-                                               return node.id() == victim_id;
-                                             });
+      view.epoch() >= target &&
+      std::none_of(view.nodes().begin(), view.nodes().end(),
+                   [&](const proto::NodeInfo& node) { return node.id() == victim_id; });
   const auto [first_new, last_new] = fleet.TargetSpan();
   const double killed_at = fleet.killed_at();
   if (first_new >= 0) report.kill_to_first_member_view_s = first_new - killed_at;
@@ -660,11 +659,12 @@ int BenchControl(const BenchControlOptions& options) {
               r.storm_to_all_views_s, r.members_with_view, r.nodes,
               static_cast<unsigned long long>(r.registration_refusals));
   std::printf("  first view, bytes to all members  %10.1f MB\n", r.first_view_bytes / 1e6);
-  std::printf("  scheduler CPU, heartbeats at %gs   %10.1f %% of a core (ZeroMQ's threads %.1f %%; "
-              "process %.1f %%; %llu acks in %.1f s)\n",
-              options.heartbeat_interval_s, 100 * r.scheduler_cpu_share,
-              100 * r.scheduler_zmq_cpu_share, 100 * r.process_cpu_share, static_cast<unsigned long long>(r.heartbeats_acked),
-              r.steady_seconds);
+  std::printf(
+      "  scheduler CPU, heartbeats at %gs   %10.1f %% of a core (ZeroMQ's threads %.1f %%; "
+      "process %.1f %%; %llu acks in %.1f s)\n",
+      options.heartbeat_interval_s, 100 * r.scheduler_cpu_share, 100 * r.scheduler_zmq_cpu_share,
+      100 * r.process_cpu_share, static_cast<unsigned long long>(r.heartbeats_acked),
+      r.steady_seconds);
   std::printf("  Scheduler::status() (status page, metrics) %.4f s (median of 5; %d members)\n",
               r.status_s, r.status_members);
   std::printf("  kill -> new view sent to every member %6.3f s  (the scheduler's part)\n",
@@ -678,8 +678,8 @@ int BenchControl(const BenchControlOptions& options) {
               r.rss_growth_mb, r.peak_rss_mb, r.descriptors_per_member);
   std::printf("%s\n", Json(r).c_str());
   std::fflush(stdout);
-  const bool complete = r.members_with_view == r.nodes && r.killed_left_view &&
-                        r.members_on_new_view >= r.nodes - 1;
+  const bool complete =
+      r.members_with_view == r.nodes && r.killed_left_view && r.members_on_new_view >= r.nodes - 1;
   return complete ? 0 : 1;
 }
 

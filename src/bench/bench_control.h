@@ -14,7 +14,7 @@ namespace keel {
 // What one run measured. Times in seconds, from the monotonic clock.
 struct ControlReport {
   int nodes = 0, servers = 0, workers = 0, key_ranges = 0;
-  std::string transport;  // "tcp" or "memory"
+  std::string transport;    // "tcp" or "memory"
   bool view_deltas = true;  // SchedulerOptions::view_deltas
   // The storm: every member sends REGISTER at once.
   double storm_to_view_sent_s = -1;          // until the scheduler had sent view 1 to all
@@ -25,10 +25,10 @@ struct ControlReport {
   uint64_t first_view_bytes = 0;       // every member's copy of the first view
   // Steady state: heartbeats at heartbeat_interval_s.
   double steady_seconds = 0;
-  double scheduler_cpu_share = -1;  // of one core, its threads only
+  double scheduler_cpu_share = -1;      // of one core, its threads only
   double scheduler_zmq_cpu_share = -1;  // of that, its ZeroMQ context's threads
-  double process_cpu_share = -1;    // scheduler and members
-  uint64_t heartbeats_acked = 0;    // in the window
+  double process_cpu_share = -1;        // scheduler and members
+  uint64_t heartbeats_acked = 0;        // in the window
   // Scheduler::status(), which the status page and every metrics scrape
   // take (under the scheduler's lock): the median of 5, and its members.
   double status_s = -1;
@@ -39,13 +39,13 @@ struct ControlReport {
   double kill_to_all_views_s = -1;          // every living member on the new view
   double detection_to_all_views_s = -1;     // the difference: the new view's spread
   int living_members = 0, members_on_new_view = 0;
-  bool killed_left_view = false;      // the scheduler's view no longer names it
-  uint64_t failure_view_bytes = 0;    // the new view's bytes to every member
-  uint64_t departures = 0;            // the scheduler's count (1: the one killed)
+  bool killed_left_view = false;    // the scheduler's view no longer names it
+  uint64_t failure_view_bytes = 0;  // the new view's bytes to every member
+  uint64_t departures = 0;          // the scheduler's count (1: the one killed)
   // Memory and descriptors.
-  double rss_growth_mb = 0;          // over the run: scheduler and members
-  double peak_rss_mb = 0;            // the process's
-  double descriptors_per_member = 0; // the process's, over the storm (both ends)
+  double rss_growth_mb = 0;           // over the run: scheduler and members
+  double peak_rss_mb = 0;             // the process's
+  double descriptors_per_member = 0;  // the process's, over the storm (both ends)
 };
 
 // Runs the benchmark once. Throws Error on bad options.

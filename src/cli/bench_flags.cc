@@ -61,10 +61,11 @@ namespace keel {
 
 std::vector<FlagGroup> BenchFlagGroups() {
   return {{"benchmark",
-           {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space",
-            "memory_keys", "bench_seconds", "inflight", "small", "zmq_baseline", "workload",
-            "curve", "checkpoint_keys", "changed_share", "rounds", "distinct_keys",
-            "reshard_keys", "reshard_width", "nodes", "transport", "view_deltas"}}};
+           {"bench_out",    "mode",          "dense_sizes",   "sparse_widths",   "sparse_keys",
+            "key_space",    "memory_keys",   "bench_seconds", "inflight",        "small",
+            "zmq_baseline", "workload",      "curve",         "checkpoint_keys", "changed_share",
+            "rounds",       "distinct_keys", "reshard_keys",  "reshard_width",   "nodes",
+            "transport",    "view_deltas"}}};
 }
 namespace {
 

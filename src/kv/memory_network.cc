@@ -16,8 +16,8 @@ std::string MemoryNetwork::Bind(Endpoint* endpoint, const std::string& routing_i
   const uint64_t index = bound_++;
   const uint64_t host = index / kPortsPerHost;
   const std::string address = "127." + std::to_string(host / 256 % 256) + "." +
-                              std::to_string(host % 256) + ".1:" +
-                              std::to_string(kFirstPort + index % kPortsPerHost);
+                              std::to_string(host % 256) +
+                              ".1:" + std::to_string(kFirstPort + index % kPortsPerHost);
   by_address_[address] = endpoint;
   by_route_[routing_id] = endpoint;
   route_of_[address] = routing_id;

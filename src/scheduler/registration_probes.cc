@@ -68,7 +68,7 @@ std::string RegistrationProbes::Check(const Message& request) const {
            "--advertise address of that host";
   }
   const std::string why = network_ ? (network_->Reachable(address) ? "" : "connection refused")
-                                    : ProbeAddress(address, connect_timeout_s_, secret_);
+                                   : ProbeAddress(address, connect_timeout_s_, secret_);
   if (why.empty()) return "";
   std::string self = bind_host_;
   try {

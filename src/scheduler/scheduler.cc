@@ -77,7 +77,8 @@ Scheduler::Scheduler(const SchedulerOptions& options)
   next_id_ = 1 + static_cast<int>(ms % 1000000) * 1000;
   probes_ = std::make_unique<RegistrationProbes>(
       options_.connect_timeout_s, options_.bind_host, van_.port(), options_.secret,
-      options_.memory_network.get(), [this](const Message& request, const std::string& refusal) { OnProbed(request, refusal); });
+      options_.memory_network.get(),
+      [this](const Message& request, const std::string& refusal) { OnProbed(request, refusal); });
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
       [this](const std::string& id, const std::string& error) {

@@ -80,9 +80,8 @@ TEST(ControlBench, FiftyMembersInProcessAllGetEachView) {
 }
 
 TEST(ControlBench, RefusesAnUnknownTransport) {
-  const auto exit =
-      testing::Run({testing::KeelBinary(), "bench", "control", "--nodes=50", "--transport=carrier-pigeon"},
-                   30);
+  const auto exit = testing::Run(
+      {testing::KeelBinary(), "bench", "control", "--nodes=50", "--transport=carrier-pigeon"}, 30);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_NE(exit.code, 0);
   EXPECT_NE(exit.output.find("--transport 'carrier-pigeon'"), std::string::npos) << exit.output;

@@ -40,8 +40,9 @@ void ExpectRoundTrip(const proto::ClusterView& base, const proto::ClusterView& n
   ASSERT_TRUE(DiffViews(base, next, &delta));
   proto::ClusterView applied;
   ASSERT_TRUE(ApplyViewDelta(base, delta, &applied));
-  EXPECT_TRUE(MessageDifferencer::Equals(applied, next))
-      << "expected\n" << next.DebugString() << "got\n" << applied.DebugString();
+  EXPECT_TRUE(MessageDifferencer::Equals(applied, next)) << "expected\n"
+                                                         << next.DebugString() << "got\n"
+                                                         << applied.DebugString();
 }
 
 TEST(ViewDelta, ANodeRemovedIsAFewBytesAndAppliesExactly) {
@@ -69,7 +70,7 @@ TEST(ViewDelta, NodesAddedChangedAndRemovedTogether) {
     proto::NodeInfo* kept = next.add_nodes();
     *kept = node;
     if (node.id() == 1010) kept->set_address("127.0.0.1:1");  // changed
-    if (node.id() == 1012) {  // a new id between two
+    if (node.id() == 1012) {                                  // a new id between two
       proto::NodeInfo* added = next.add_nodes();
       *added = node;
       added->set_id(1013);
