@@ -126,6 +126,19 @@ struct BenchReshardOptions {
   int key_ranges = 8;
 };
 
+// `keel bench control`: the scheduler under N simulated members.
+struct BenchControlOptions {
+  int nodes = 1000;
+  int key_ranges = 10000;
+  // "tcp" (real sockets on loopback), "memory" (MemoryNetwork) or "auto"
+  // (tcp where the descriptor limit allows).
+  std::string transport = "auto";
+  double heartbeat_interval_s = 1;  // Node's default
+  bool view_deltas = true;          // SchedulerOptions::view_deltas (false: whole views)
+  double steady_seconds = 5;        // the steady-state window
+  double timeout_s = 600;           // each phase's bound
+};
+
 }  // namespace keel
 
 #endif  // KEEL_BENCH_BENCH_OPTIONS_H_

@@ -8,6 +8,7 @@
 #include "bench/bench.h"
 #include "bench/bench_admission.h"
 #include "bench/bench_checkpoint.h"
+#include "bench/bench_control.h"
 #include "bench/bench_reshard.h"
 #include "bench/bench_train.h"
 #include "cli/bench_flags.h"
@@ -46,8 +47,10 @@ int RunBench(const std::string& what, const std::vector<std::string>& args) {
   if (what == "checkpoint") return BenchCheckpoint(BenchCheckpointOptionsFromFlags());
   if (what == "admission") return BenchAdmission(BenchAdmissionOptionsFromFlags());
   if (what == "reshard") return BenchReshard(BenchReshardOptionsFromFlags());
+  if (what == "control") return BenchControl(BenchControlOptionsFromFlags());
   throw MakeError("unknown benchmark '", what,
-                  "': expected kv, zmq, parse, backend, train, checkpoint, admission or reshard");
+                  "': expected kv, zmq, parse, backend, train, checkpoint, admission, reshard or "
+                  "control");
 }
 
 }  // namespace keel

@@ -1,5 +1,6 @@
 #include "cli/bench_flags.h"
 
+#include <algorithm>
 #include <exception>
 #include <sstream>
 #include <string>
@@ -40,6 +41,18 @@ DEFINE_int32(rounds, 5, "bench checkpoint: checkpoints measured each way");
 DEFINE_uint64(distinct_keys, 100000000, "bench admission: distinct keys in the stream");
 DEFINE_uint64(reshard_keys, 4000000, "bench reshard: rows of the table whose ranges move");
 DEFINE_int32(reshard_width, 8, "bench reshard: floats a row");
+DEFINE_int32(nodes, 1000,
+             "bench control: simulated members (a tenth servers, the rest workers) registering "
+             "with the scheduler at once, heartbeating at --heartbeat_interval, one worker "
+             "killed; --key_ranges (default 10000) key ranges, a steady window of "
+             "--bench_seconds (at least 5)");
+DEFINE_string(transport, "auto",
+              "bench control: tcp (the members on loopback sockets, as far as the descriptor "
+              "limit allows), memory (an in-process transport, for more members), or auto "
+              "(tcp where it fits)");
+DEFINE_bool(view_deltas, true,
+            "bench control: the scheduler sends each view change as a delta from the view "
+            "before (false: the whole view to every member, for comparison)");
 DEFINE_bool(curve, false,
             "bench kv: run the cluster with a new cluster secret, every connection encrypted "
             "(CURVE); --secret_file=FILE does the same with that secret");
@@ -48,10 +61,11 @@ namespace keel {
 
 std::vector<FlagGroup> BenchFlagGroups() {
   return {{"benchmark",
-           {"bench_out", "mode", "dense_sizes", "sparse_widths", "sparse_keys", "key_space",
-            "memory_keys", "bench_seconds", "inflight", "small", "zmq_baseline", "workload",
-            "curve", "checkpoint_keys", "changed_share", "rounds", "distinct_keys",
-            "reshard_keys", "reshard_width"}}};
+           {"bench_out",    "mode",          "dense_sizes",   "sparse_widths",   "sparse_keys",
+            "key_space",    "memory_keys",   "bench_seconds", "inflight",        "small",
+            "zmq_baseline", "workload",      "curve",         "checkpoint_keys", "changed_share",
+            "rounds",       "distinct_keys", "reshard_keys",  "reshard_width",   "nodes",
+            "transport",    "view_deltas"}}};
 }
 namespace {
 
@@ -242,6 +256,23 @@ BenchAdmissionOptions BenchAdmissionOptionsFromFlags() {
   RequireInRange("distinct_keys", FLAGS_distinct_keys, uint64_t{1000}, uint64_t{1} << 32);
   BenchAdmissionOptions options;
   options.distinct_keys = FLAGS_distinct_keys;
+  return options;
+}
+
+BenchControlOptions BenchControlOptionsFromFlags() {
+  RequireInRange("nodes", FLAGS_nodes, 2, 1000000);
+  if (FLAGS_transport != "tcp" && FLAGS_transport != "memory" && FLAGS_transport != "auto") {
+    throw MakeError("--transport '", FLAGS_transport, "': expected tcp, memory or auto");
+  }
+  RequirePositive("heartbeat_interval", FLAGS_heartbeat_interval, 3600.0);
+  BenchControlOptions options;
+  options.nodes = FLAGS_nodes;
+  options.transport = FLAGS_transport;
+  options.key_ranges = FLAGS_key_ranges > 0 ? FLAGS_key_ranges : 10000;
+  RequireInRange("key_ranges", options.key_ranges, 1, kMaxKeyRanges);
+  options.heartbeat_interval_s = FLAGS_heartbeat_interval;
+  options.steady_seconds = std::max(5.0, FLAGS_bench_seconds);
+  options.view_deltas = FLAGS_view_deltas;
   return options;
 }
 

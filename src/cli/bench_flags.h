@@ -34,6 +34,9 @@ DECLARE_int32(rounds);
 DECLARE_uint64(distinct_keys);
 DECLARE_uint64(reshard_keys);
 DECLARE_int32(reshard_width);
+DECLARE_int32(nodes);
+DECLARE_string(transport);
+DECLARE_bool(view_deltas);
 
 namespace keel {
 
@@ -60,6 +63,7 @@ BenchTrainOptions BenchTrainOptionsFromFlags(const std::vector<std::string>& arg
 BenchCheckpointOptions BenchCheckpointOptionsFromFlags();
 BenchAdmissionOptions BenchAdmissionOptionsFromFlags();
 BenchReshardOptions BenchReshardOptionsFromFlags();
+BenchControlOptions BenchControlOptionsFromFlags();
 
 }  // namespace keel
 

@@ -59,7 +59,7 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
   if (invocation->command == "bench") {
     if (argc < 3 || argv[2][0] == '-') {
       std::cerr << "keel bench: say what to measure: keel bench "
-                   "kv|zmq|parse|backend|train|checkpoint|admission|reshard [flags]\n";
+                   "kv|zmq|parse|backend|train|checkpoint|admission|reshard|control [flags]\n";
       return 2;
     }
     invocation->subcommand = argv[2];

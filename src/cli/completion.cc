@@ -19,7 +19,7 @@ struct Operands {
   const char* words;
 };
 const Operands kOperands[] = {
-    {"bench", "kv zmq parse backend train checkpoint admission reshard"},
+    {"bench", "kv zmq parse backend train checkpoint admission reshard control"},
     {"checkpoint", "ls show verify"},
     {"admin", "drain"},
     {"completion", "bash"},

@@ -14,15 +14,34 @@
 namespace keel {
 namespace {
 
-// How long a round of the watch's thread may wait: a socket watched
+// The watch's thread polls every monitor in one call, which costs time in
+// proportion to the monitors (a scheduler has one per member): it does so
+// when woken (an event, or Watch/Forget/Stop) and at least this often, not
+// on a short timer.
+constexpr int kPollMs = 1000;
+// After a wake-up by Watch or Forget it lets the next ones gather this long
+// (a registration storm adds a monitor per member): a socket watched
 // meanwhile is polled from the next round on (its events wait in its PAIR).
-constexpr int kPollMs = 50;
+constexpr int kGatherMs = 50;
 
 }  // namespace
 
 ConnectionWatch::ConnectionWatch(zmq::context_t& context, Closed closed)
-    : context_(context), closed_(std::move(closed)) {
+    : context_(context),
+      closed_(std::move(closed)),
+      wake_(context, zmq::socket_type::pair),
+      woken_(context, zmq::socket_type::pair) {
+  const std::string endpoint =
+      "inproc://keel-connection-watch-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  woken_.set(zmq::sockopt::linger, 0);
+  wake_.set(zmq::sockopt::linger, 0);
+  woken_.bind(endpoint);
+  wake_.connect(endpoint);
   thread_ = std::thread([this] { Loop(); });
+}
+
+void ConnectionWatch::WakeLocked() {
+  if (wake_) wake_.send(zmq::buffer("w", 1), zmq::send_flags::dontwait);
 }
 
 ConnectionWatch::~ConnectionWatch() { Stop(); }
@@ -51,6 +70,7 @@ uint64_t ConnectionWatch::Watch(zmq::socket_t& socket, int node_id) {
     return 0;
   }
   added_.push_back(Monitor{watch, node_id, std::move(monitor)});
+  WakeLocked();
   return watch;
 }
 
@@ -61,13 +81,20 @@ void ConnectionWatch::Unwatch(zmq::socket_t& socket) {
 void ConnectionWatch::Forget(uint64_t watch) {
   std::lock_guard<std::mutex> lock(mutex_);
   forgotten_.insert(watch);
+  WakeLocked();
 }
 
 void ConnectionWatch::Stop() {
   if (stopping_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    WakeLocked();
+  }
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mutex_);
   added_.clear();  // closes them
+  wake_.close();
+  woken_.close();
 }
 
 bool ConnectionWatch::Forgotten(uint64_t watch) {
@@ -94,11 +121,18 @@ void ConnectionWatch::Loop() {
   while (!stopping_.load()) {
     Update(&monitors);
     items.clear();
+    items.push_back({woken_.handle(), 0, ZMQ_POLLIN, 0});  // item 0: Watch, Forget, Stop
     for (Monitor& monitor : monitors) items.push_back({monitor.socket.handle(), 0, ZMQ_POLLIN, 0});
     try {
       zmq::poll(items, std::chrono::milliseconds(kPollMs));
       for (size_t i = 0; i < monitors.size(); ++i) {
-        if (items[i].revents & ZMQ_POLLIN) OnEvent(monitors[i]);
+        if (items[i + 1].revents & ZMQ_POLLIN) OnEvent(monitors[i]);
+      }
+      if (items[0].revents & ZMQ_POLLIN) {
+        zmq::message_t signal;
+        while (woken_.recv(signal, zmq::recv_flags::dontwait)) {
+        }
+        if (!stopping_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(kGatherMs));
       }
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;

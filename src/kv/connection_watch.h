@@ -71,6 +71,8 @@ class ConnectionWatch {
   // Reads one event from `monitor` (kept open until forgotten).
   void OnEvent(Monitor& monitor);
   bool Forgotten(uint64_t watch);
+  // Wakes the thread's poll (Watch, Forget, Stop). Needs mutex_.
+  void WakeLocked();
 
   zmq::context_t& context_;
   const Closed closed_;
@@ -78,6 +80,9 @@ class ConnectionWatch {
   std::vector<Monitor> added_;    // made by Watch, not yet polled
   std::set<uint64_t> forgotten_;  // still polled, not to be reported
   uint64_t next_watch_ = 1;
+  // A PAIR that wakes the thread (written under mutex_) and its other end
+  // (the thread's).
+  zmq::socket_t wake_, woken_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -107,9 +107,13 @@ int RangeMap::Predecessor(size_t range, int rank) const {
 
 RangeMap RangeMap::WithChain(size_t range, const std::vector<int>& chain) const {
   RangeMap map = *this;
-  map.servers_[range] = chain.at(0);
-  map.backups_[range].assign(chain.begin() + 1, chain.end());
+  map.SetChain(range, chain);
   return map;
+}
+
+void RangeMap::SetChain(size_t range, const std::vector<int>& chain) {
+  servers_.at(range) = chain.at(0);
+  backups_.at(range).assign(chain.begin() + 1, chain.end());
 }
 
 RangeMap RangeMap::FromProto(const google::protobuf::RepeatedPtrField<proto::KeyRange>& ranges) {

@@ -14,7 +14,7 @@ using Key = uint64_t;
 
 // The most key ranges a job may have (--key_ranges): each is one request per
 // push or pull that touches it.
-constexpr int kMaxKeyRanges = 4096;
+constexpr int kMaxKeyRanges = 16384;
 
 // A fixed invertible 64-bit mix (a bijection on uint64). Feature indices go
 // through it before routing so that contiguous ranges of the key space carry
@@ -61,6 +61,9 @@ class RangeMap {
   int Predecessor(size_t range, int rank) const;
   // A copy with `range`'s chain set to `chain` (primary first; not empty).
   RangeMap WithChain(size_t range, const std::vector<int>& chain) const;
+  // Sets `range`'s chain to `chain` (primary first; not empty) in place: a
+  // loop over the ranges that copied the map for each took O(ranges^2).
+  void SetChain(size_t range, const std::vector<int>& chain);
   // The range holding `key`.
   size_t RangeOf(Key key) const;
 

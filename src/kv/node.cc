@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "kv/view_delta.h"
 
 namespace keel {
 namespace {
@@ -426,7 +427,11 @@ void Node::OnMessage(Message&& message) {
       OnRegisterAnswer(meta);
       break;
     case proto::VIEW:
-      OnView(meta.view());
+      if (meta.has_view_delta()) {
+        if (!OnViewDelta(meta.view_delta())) break;
+      } else {
+        OnView(meta.view());
+      }
       CallViewHandler();
       ReleaseHeld();
       break;
@@ -669,6 +674,27 @@ void Node::OnView(const proto::ClusterView& view) {
   // and a socket that keeps dialling a dead address; a long job with many
   // replacements ran out of neither before this, but grew without bound).
   van_->DisconnectAllBut(members);
+}
+
+bool Node::OnViewDelta(const proto::ViewDelta& delta) {
+  std::shared_ptr<const proto::ClusterView> held;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held = view_;
+  }
+  if (held && delta.fields().epoch() <= held->epoch()) return false;  // old news
+  proto::ClusterView next;
+  if (!held || !ApplyViewDelta(*held, delta, &next)) {
+    LOG(INFO) << "the view of epoch " << delta.fields().epoch() << " came as a change from epoch "
+              << delta.base_epoch() << ", and this node holds "
+              << (held ? "epoch " + std::to_string(held->epoch()) : std::string("none"))
+              << ": asking for the whole view";
+    Message ask = CommandMessage(proto::VIEW);
+    SendToScheduler(ask);
+    return false;
+  }
+  OnView(next);
+  return true;
 }
 
 void Node::HeartbeatLoop() {

@@ -288,6 +288,9 @@ class Node {
   // Sends the control requests still awaiting an answer again.
   void ResendAwaitedLocked();
   void OnView(const proto::ClusterView& view);
+  // A view sent as a delta: applied to the view held, or (held is not its
+  // base) the whole view asked for. False if no new view was taken.
+  bool OnViewDelta(const proto::ViewDelta& delta);
   void CallViewHandler();
   // Hands the data messages held for a view this node now has to the handler.
   void ReleaseHeld();

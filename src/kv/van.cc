@@ -56,6 +56,17 @@ void WarnIfOpenToTheNetwork(const VanOptions& options) {
                   "`keel keygen`; see README, Security). ***";
 }
 
+// A context for `options`' sockets (ZMQ_MAX_SOCKETS set before the first).
+zmq::context_t MakeContext(const VanOptions& options) {
+  zmq::context_t context(kIoThreads);
+  if (options.max_sockets > 0 &&
+      zmq_ctx_set(context.handle(), ZMQ_MAX_SOCKETS, options.max_sockets) != 0) {
+    throw MakeError("cannot allow ", options.max_sockets,
+                    " ZeroMQ sockets: ", zmq_strerror(zmq_errno()));
+  }
+  return context;
+}
+
 }  // namespace
 
 std::string RandomRoutingId() {
@@ -279,7 +290,8 @@ AddressProbe ProbeNode(const std::string& address, double timeout_s,
 }
 
 Van::Van(const VanOptions& options)
-    : context_(kIoThreads),
+    : network_(options.memory_network),
+      context_(MakeContext(options)),
       receiver_(context_, zmq::socket_type::router),
       secret_(options.secret),
       routing_id_(RandomRoutingId()),
@@ -287,6 +299,14 @@ Van::Van(const VanOptions& options)
       fault_random_(options.faults.seed),
       track_caught_up_(options.track_caught_up) {
   faults_.Check();
+  if (network_) {
+    if (faults_.any() || secret_) {
+      throw MakeError("an in-process transport takes no transport faults and no cluster secret");
+    }
+    address_ = network_->Bind(&inbox_, routing_id_);
+    port_ = ParseHostPort(address_, "in-process address").second;
+    return;
+  }
   WarnIfOpenToTheNetwork(options);
   ConfigureCurveServer(options);
   ConfigureReceiver(options.max_frame_bytes);
@@ -349,7 +369,7 @@ void Van::ConfigureCurveClient(zmq::socket_t& socket) const {
 
 void Van::Start(Handler handler) {
   handler_ = std::move(handler);
-  receive_thread_ = std::thread([this] { ReceiveLoop(); });
+  receive_thread_ = std::thread([this] { network_ ? ReceiveFromMemory() : ReceiveLoop(); });
   if (faults_.delays()) delay_thread_ = std::thread([this] { DelayLoop(); });
   if (faults_.any()) {
     LOG(INFO) << "transport faults at " << address_ << ": drop " << faults_.drop_rate
@@ -361,6 +381,7 @@ void Van::Start(Handler handler) {
 
 void Van::Stop() {
   if (stopping_.exchange(true)) return;
+  if (network_) network_->Unbind(address_);  // nothing arrives any more
   if (receive_thread_.joinable()) receive_thread_.join();
   {
     std::lock_guard<std::mutex> lock(faults_mutex_);
@@ -380,7 +401,7 @@ void Van::Stop() {
     // (ConnectionWatch::Unwatch), and none watched after.
     std::lock_guard<std::mutex> lock(peers_mutex_);
     for (auto& [id, peer] : peers_) {
-      if (!peer || !peer->watch) continue;
+      if (!peer || !peer->watch || network_) continue;
       std::lock_guard<std::mutex> peer_lock(peer->mutex);
       ConnectionWatch::Unwatch(peer->socket);
     }
@@ -406,6 +427,15 @@ void Van::Connect(int node_id, const std::string& address) {
   if (existing != peers_.end() && existing->second->address == address) return;
   auto fresh = std::make_shared<Peer>();
   fresh->address = address;
+  if (network_) {
+    if (closed_) {
+      fresh->watch = network_->Watch(address, [closed = closed_, node_id] { closed(node_id); });
+    }
+    auto& peer = peers_[node_id];
+    if (peer) ClosePeerLocked(*peer);
+    peer = std::move(fresh);
+    return;
+  }
   fresh->socket = MakeSendSocket();
   if (watch_) fresh->watch = watch_->Watch(fresh->socket, node_id);
   try {
@@ -420,6 +450,10 @@ void Van::Connect(int node_id, const std::string& address) {
 }
 
 void Van::ClosePeerLocked(Peer& peer) {
+  if (network_) {
+    if (peer.watch) network_->Forget(peer.watch);
+    return;
+  }
   std::lock_guard<std::mutex> peer_lock(peer.mutex);
   if (peer.watch) ConnectionWatch::Unwatch(peer.socket);
   if (watch_ && peer.watch) watch_->Forget(peer.watch);
@@ -428,6 +462,10 @@ void Van::ClosePeerLocked(Peer& peer) {
 
 void Van::WatchConnections(ConnectionWatch::Closed closed) {
   std::lock_guard<std::mutex> lock(peers_mutex_);
+  if (network_) {
+    closed_ = std::move(closed);
+    return;
+  }
   watch_ = std::make_unique<ConnectionWatch>(context_, std::move(closed));
 }
 
@@ -497,6 +535,13 @@ void Van::Send(int node_id, const Message& message) {
   SendNow(node_id, frames);
 }
 
+void Van::SendShared(int node_id, const std::vector<zmq::message_t>& frames) {
+  std::vector<zmq::message_t> copies(frames.size());
+  // A copy of a ZeroMQ message shares its buffer (reference-counted).
+  for (size_t i = 0; i < frames.size(); ++i) copies[i].copy(const_cast<zmq::message_t&>(frames[i]));
+  SendNow(node_id, copies);
+}
+
 void Van::SendNow(int node_id, std::vector<zmq::message_t>& frames) {
   std::shared_ptr<Peer> peer;
   {
@@ -504,6 +549,10 @@ void Van::SendNow(int node_id, std::vector<zmq::message_t>& frames) {
     auto it = peers_.find(node_id);
     if (it == peers_.end()) throw MakeError("no connection to node ", node_id);
     peer = it->second;
+  }
+  if (network_) {
+    network_->Send(routing_id_, peer->address, std::move(frames));  // lost if it left
+    return;
   }
   std::lock_guard<std::mutex> lock(peer->mutex);
   if (!peer->socket) throw MakeError("connection to node ", node_id, " is closed");
@@ -545,6 +594,10 @@ void Van::DelayLoop() {
 
 void Van::Reply(const Message& received, const Message& answer) {
   std::vector<zmq::message_t> frames = Encode(answer);
+  if (network_) {
+    network_->Reply(received.route, std::move(frames));
+    return;
+  }
   std::lock_guard<std::mutex> lock(replies_mutex_);
   replies_.emplace_back(received.route, std::move(frames));
 }
@@ -574,7 +627,11 @@ bool Van::TakeReply(int node_id, Message* reply) {
     peer = it->second;
   }
   std::vector<zmq::message_t> frames;
-  {
+  if (network_) {
+    // Answers come on one queue, whoever sent them (a node's only come from
+    // the scheduler).
+    if (!inbox_.TakeReply(&frames)) return false;
+  } else {
     std::lock_guard<std::mutex> lock(peer->mutex);
     if (!peer->socket) return false;
     if (!zmq::recv_multipart(peer->socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
@@ -649,6 +706,72 @@ void Van::ReceiveLoop() {
       }
     }
   }
+}
+
+void Van::ReceiveFromMemory() {
+  std::string route;
+  std::vector<zmq::message_t> frames;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    frames.clear();
+    if (!inbox_.Take(kReceivePollMs, &route, &frames)) {
+      caught_up_at_.store(MonotonicSeconds());
+      continue;
+    }
+    Message message;
+    try {
+      message = Decode(std::move(frames));
+      message.route = route;
+    } catch (const Error& e) {
+      malformed_.fetch_add(1);
+      LOG(WARNING) << "dropped a malformed message: " << e.what();
+      continue;
+    }
+    try {
+      handler_(std::move(message));
+    } catch (const std::exception& e) {
+      malformed_.fetch_add(1);
+      LOG(ERROR) << "message handler failed: " << e.what();
+    }
+    if (track_caught_up_ && inbox_.Empty()) caught_up_at_.store(MonotonicSeconds());
+  }
+}
+
+void Van::Inbox::Receive(const std::string& route, std::vector<zmq::message_t>&& frames) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    messages_.emplace(route, std::move(frames));
+  }
+  arrived_.notify_one();
+}
+
+void Van::Inbox::ReceiveReply(std::vector<zmq::message_t>&& frames) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  replies_.push(std::move(frames));
+}
+
+bool Van::Inbox::Take(int wait_ms, std::string* route, std::vector<zmq::message_t>* frames) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!arrived_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+                         [this] { return !messages_.empty(); })) {
+    return false;
+  }
+  *route = std::move(messages_.front().first);
+  *frames = std::move(messages_.front().second);
+  messages_.pop();
+  return true;
+}
+
+bool Van::Inbox::Empty() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return messages_.empty();
+}
+
+bool Van::Inbox::TakeReply(std::vector<zmq::message_t>* frames) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (replies_.empty()) return false;
+  *frames = std::move(replies_.front());
+  replies_.pop();
+  return true;
 }
 
 }  // namespace keel

@@ -47,6 +47,7 @@
 
 #include "kv/cluster_secret.h"
 #include "kv/connection_watch.h"
+#include "kv/memory_network.h"
 #include "kv/message.h"
 #include "kv/peer_authenticator.h"
 
@@ -121,6 +122,13 @@ struct VanOptions {
   // message; the scheduler's failure detection reads it). Off: it advances
   // only when the receive poll times out.
   bool track_caught_up = false;
+  // Most ZeroMQ sockets its context may hold (ZMQ_MAX_SOCKETS); 0: libzmq's
+  // default (1023). A scheduler holds three per member (a send socket and
+  // its connection watch's pair), so it sets more.
+  int max_sockets = 0;
+  // In-process transport (benchmarks; see MemoryNetwork): no socket is bound
+  // and everything goes through the network. No faults nor secret with it.
+  std::shared_ptr<MemoryNetwork> memory_network;
 };
 
 class Van {
@@ -168,6 +176,10 @@ class Van {
   // TransportFaults); a message held back is sent later by the delay thread,
   // and lost if the peer is disconnected meanwhile.
   void Send(int node_id, const Message& message);
+  // Sends frames Encode made, sharing their buffers with the caller's (one
+  // message to many peers, encoded once). For control messages only: no
+  // transport fault touches them. Throws Error as Send.
+  void SendShared(int node_id, const std::vector<zmq::message_t>& frames);
 
   // Answers `received` on the connection it came on, so the answer reaches
   // its sender even when the sender's advertised address does not. The
@@ -197,8 +209,26 @@ class Van {
   struct Peer {
     std::mutex mutex;
     std::string address;
-    zmq::socket_t socket;
-    uint64_t watch = 0;  // its ConnectionWatch number, if watched
+    zmq::socket_t socket;  // none on a MemoryNetwork
+    uint64_t watch = 0;    // its ConnectionWatch (or MemoryNetwork) number, if watched
+  };
+
+  // This Van's end of a MemoryNetwork: what arrives waits for the receive
+  // thread; answers wait for TakeReply.
+  class Inbox : public MemoryNetwork::Endpoint {
+   public:
+    void Receive(const std::string& route, std::vector<zmq::message_t>&& frames) override;
+    void ReceiveReply(std::vector<zmq::message_t>&& frames) override;
+    // The next message (false if none came within `wait_ms`).
+    bool Take(int wait_ms, std::string* route, std::vector<zmq::message_t>* frames);
+    bool Empty();
+    bool TakeReply(std::vector<zmq::message_t>* frames);
+
+   private:
+    std::mutex mutex_;
+    std::condition_variable arrived_;
+    std::queue<std::pair<std::string, std::vector<zmq::message_t>>> messages_;
+    std::queue<std::vector<zmq::message_t>> replies_;
   };
 
   // A message held back by fault injection.
@@ -221,6 +251,8 @@ class Van {
   void ClosePeerLocked(Peer& peer);
 
   void ReceiveLoop();
+  // ReceiveLoop on a MemoryNetwork.
+  void ReceiveFromMemory();
   void DelayLoop();
   // Sends encoded frames now. Throws Error if `node_id` is not connected.
   void SendNow(int node_id, std::vector<zmq::message_t>& frames);
@@ -230,6 +262,9 @@ class Van {
   void ConfigureCurveServer(const VanOptions& options);
   void ConfigureCurveClient(zmq::socket_t& socket) const;
 
+  std::shared_ptr<MemoryNetwork> network_;  // VanOptions::memory_network
+  Inbox inbox_;                             // with a network
+  ConnectionWatch::Closed closed_;          // with a network: WatchConnections'
   zmq::context_t context_;
   zmq::socket_t receiver_;
   std::optional<ClusterSecret> secret_;

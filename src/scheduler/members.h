@@ -27,6 +27,9 @@ struct Member {
   // it (HEARTBEAT range_pushes), and when it came (MonotonicSeconds()).
   std::map<size_t, uint64_t> range_pushes;
   double range_pushes_at = 0;
+  // The epoch of the latest view sent to it (0: none): the next goes to it as
+  // a delta from that one (see Scheduler::SendView).
+  uint64_t view_epoch = 0;
 };
 
 // By node id.

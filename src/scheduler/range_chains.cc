@@ -74,7 +74,7 @@ void RangeChains::Adopt(const proto::ClusterView& known) {
   for (int range = 0; range < known.ranges_size(); ++range) {
     const proto::KeyRange& known_range = known.ranges(range);
     const auto& home = known_range.home();
-    if (!home.empty()) home_ = home_.WithChain(range, {home.begin(), home.end()});
+    if (!home.empty()) home_.SetChain(range, {home.begin(), home.end()});
     for (int rank : known_range.copying()) {
       if (ranges_.Holds(range, rank)) copying_[range].insert(rank);
     }
@@ -108,11 +108,11 @@ RangeChains::Departure RangeChains::RemoveServer(int rank) {
         std::any_of(chain.begin(), chain.end(), [&](int other) { return !copying.count(other); });
     if (!held) {
       departure.alone.push_back(range);
-      ranges_ = ranges_.WithChain(range, {rank});
+      ranges_.SetChain(range, {rank});
       copying.clear();
       continue;
     }
-    ranges_ = ranges_.WithChain(range, chain);
+    ranges_.SetChain(range, chain);
     if (primary) departure.promoted.emplace_back(range, chain[0]);
   }
   return departure;
@@ -146,7 +146,7 @@ RangeChains::Additions RangeChains::Repair(const std::set<int>& live_ranks) {
       precopy_[range].erase(member);
       precopied_[range].erase(member);
     }
-    ranges_ = ranges_.WithChain(range, chain);
+    ranges_.SetChain(range, chain);
   }
   return added;
 }
@@ -179,7 +179,7 @@ void RangeChains::Hand(size_t range, int rank) {
     throw MakeError("key range ", range, " has live replicas: it cannot be handed to server ",
                     rank);
   }
-  ranges_ = ranges_.WithChain(range, {rank});
+  ranges_.SetChain(range, {rank});
   copying_[range].clear();
 }
 
@@ -259,7 +259,7 @@ void RangeChains::Balance(const std::set<int>& ranks, std::set<size_t>* changed)
     std::vector<int> chain = home_.Chain(moved);
     chain.erase(std::find(chain.begin(), chain.end(), most->first));
     chain.push_back(fewest->first);  // where Repair will put it
-    home_ = home_.WithChain(moved, chain);
+    home_.SetChain(moved, chain);
     if (precopy_moves_) moves_[moved].insert(fewest->first);
     --most->second;
     ++fewest->second;
@@ -300,7 +300,7 @@ std::vector<size_t> RangeChains::Drain(int rank, const std::set<int>& ranks) {
     chain.push_back(heir);  // there is one: ranks has more members than the chain
     if (precopy_moves_) moves_[range].insert(heir);
     ++counts[heir];
-    home_ = home_.WithChain(range, chain);
+    home_.SetChain(range, chain);
     changed.insert(range);
   }
   Balance(ranks, &changed);
@@ -326,7 +326,7 @@ std::vector<std::pair<size_t, int>> RangeChains::Trim() {
         removed.emplace_back(range, rank);
       }
     }
-    if (kept.size() != chain.size()) ranges_ = ranges_.WithChain(range, kept);
+    if (kept.size() != chain.size()) ranges_.SetChain(range, kept);
   }
   return removed;
 }

@@ -241,6 +241,13 @@ int Scheduler::FreeRank(proto::Role role, const std::set<int>& taken, bool join)
   // A joining server takes no rank a key range still names (a vacant one's,
   // or a drained one's still leaving).
   int rank = 0;
+  // Ranks 0 .. size - 1 all taken (the usual case, as nodes register): the
+  // search starts past them, not at 0 (which made a storm of N
+  // registrations O(N^2)).
+  if (!taken.empty() && *taken.begin() == 0 &&
+      *taken.rbegin() == static_cast<int>(taken.size()) - 1) {
+    rank = static_cast<int>(taken.size());
+  }
   while (taken.count(rank) || (join && (server_vacant_.count(rank) || chains_.Names(rank)))) ++rank;
   return rank;
 }

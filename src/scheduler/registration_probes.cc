@@ -31,11 +31,13 @@ bool HostHasAddress(const std::string& host, const std::string& ip) {
 }
 
 RegistrationProbes::RegistrationProbes(double connect_timeout_s, const std::string& bind_host,
-                                       int port, std::optional<ClusterSecret> secret, Done done)
+                                       int port, std::optional<ClusterSecret> secret,
+                                       const MemoryNetwork* network, Done done)
     : connect_timeout_s_(connect_timeout_s),
       bind_host_(bind_host),
       port_(port),
       secret_(std::move(secret)),
+      network_(network),
       done_(std::move(done)),
       waiting_(kThreads, [this](Message& request) -> std::optional<double> {
         done_(request, Check(request));
@@ -65,7 +67,8 @@ std::string RegistrationProbes::Check(const Message& request) const {
            "); the scheduler connects back only to a registering node's own host: give it an "
            "--advertise address of that host";
   }
-  const std::string why = ProbeAddress(address, connect_timeout_s_, secret_);
+  const std::string why = network_ ? (network_->Reachable(address) ? "" : "connection refused")
+                                   : ProbeAddress(address, connect_timeout_s_, secret_);
   if (why.empty()) return "";
   std::string self = bind_host_;
   try {

@@ -21,6 +21,7 @@
 
 #include "base/work_queue.h"
 #include "kv/cluster_secret.h"
+#include "kv/memory_network.h"
 #include "kv/message.h"
 
 namespace keel {
@@ -36,9 +37,10 @@ class RegistrationProbes {
 
   // `connect_timeout_s`: how long a connection attempt may take. `bind_host`
   // and `port`: the scheduler's, to name it in refusals. `secret`: the
-  // cluster's, if it has one.
+  // cluster's, if it has one. `network`: the in-process transport whose
+  // addresses are checked instead of TCP ones (nullptr: TCP).
   RegistrationProbes(double connect_timeout_s, const std::string& bind_host, int port,
-                     std::optional<ClusterSecret> secret, Done done);
+                     std::optional<ClusterSecret> secret, const MemoryNetwork* network, Done done);
   ~RegistrationProbes();  // Stop()
   RegistrationProbes(const RegistrationProbes&) = delete;
   RegistrationProbes& operator=(const RegistrationProbes&) = delete;
@@ -58,6 +60,7 @@ class RegistrationProbes {
   const std::string bind_host_;
   const int port_;
   const std::optional<ClusterSecret> secret_;
+  const MemoryNetwork* const network_;
   const Done done_;
   WorkQueue<Message> waiting_;  // last: its threads use the members above
 };

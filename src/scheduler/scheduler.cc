@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <glog/logging.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,10 +10,20 @@
 #include "base/time.h"
 #include "base/utf8.h"
 #include "kv/node.h"
+#include "kv/view_delta.h"
 #include "scheduler/control_message.h"
 
 namespace keel {
 namespace {
+
+constexpr int kSchedulerMinSockets = 1024;
+
+// The process's limit on open descriptors (RLIMIT_NOFILE), at most 1 << 20.
+int DescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur, 1 << 20));
+}
 
 VanOptions SchedulerVan(const SchedulerOptions& options) {
   if (options.num_servers <= 0 || options.num_workers <= 0) {
@@ -28,6 +39,11 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
   van.faults = options.faults;
   van.max_frame_bytes = kSchedulerMaxFrameBytes;
   van.track_caught_up = true;  // failure detection judges silence as of it
+  // Three ZeroMQ sockets a member (its send socket, and the pair watching
+  // that socket's connection), each holding a descriptor: the process's
+  // descriptor limit bounds them before libzmq's default of 1023 does.
+  van.max_sockets = std::max(kSchedulerMinSockets, DescriptorLimit());
+  van.memory_network = options.memory_network;
   return van;
 }
 
@@ -61,6 +77,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
   next_id_ = 1 + static_cast<int>(ms % 1000000) * 1000;
   probes_ = std::make_unique<RegistrationProbes>(
       options_.connect_timeout_s, options_.bind_host, van_.port(), options_.secret,
+      options_.memory_network.get(),
       [this](const Message& request, const std::string& refusal) { OnProbed(request, refusal); });
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
@@ -74,7 +91,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
   shares_.Inherit(checkpoints_->resumed());
   if (options_.detect_closed_connections) {
     suspects_ = std::make_unique<Suspects>(
-        options_.connect_timeout_s, options_.secret,
+        options_.connect_timeout_s, options_.secret, options_.memory_network.get(),
         [this](int id, const std::string& address, const AddressProbe& probe) {
           OnSuspectProbed(id, address, probe);
         });
@@ -125,6 +142,11 @@ void Scheduler::Stop() {
 proto::ClusterView Scheduler::view() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return view_;
+}
+
+uint64_t Scheduler::epoch() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return published_ ? view_.epoch() : 0;
 }
 
 std::vector<LostRange> Scheduler::lost_ranges() const {
@@ -289,6 +311,8 @@ void Scheduler::PublishView() {
     // from the first one, not from their registration.
     detector_.StartClocks(MonotonicSeconds());
   }
+  proto::ClusterView previous;  // the view the members were sent, for the delta
+  if (options_.view_deltas && published_) previous = view_;
   view_.set_epoch(view_.epoch() + 1);
   published_ = true;
   view_.set_num_servers(num_servers_);
@@ -304,13 +328,55 @@ void Scheduler::PublishView() {
   checkpoints_->FillView(&view_);
   LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << num_servers_ << " server(s), "
             << options_.num_workers << " worker(s)";
-  for (const auto& [id, member] : members_) {
-    Message message = ControlMessage(proto::VIEW);
-    *message.meta.mutable_view() = view_;
-    SendTo(id, message);
+  if (options_.view_deltas) {
+    SendView(previous);
+  } else {
+    for (auto& [id, member] : members_) {
+      Message message = ControlMessage(proto::VIEW);
+      *message.meta.mutable_view() = view_;
+      SendTo(id, message);
+      member.view_epoch = view_.epoch();
+    }
   }
   // Checkpoint requests that came before the first view can start now.
   checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), num_servers_);
+}
+
+void Scheduler::SendView(const proto::ClusterView& previous) {
+  // Each form is encoded once; every send shares its frames.
+  auto encode = [this](Message& message) {
+    message.meta.set_sender(kSchedulerId);
+    message.meta.set_epoch(view_.epoch());
+    return Encode(message);
+  };
+  std::vector<zmq::message_t> whole, delta;
+  bool no_delta = previous.epoch() == 0;
+  for (auto& [id, member] : members_) {
+    const std::vector<zmq::message_t>* frames = nullptr;
+    if (!no_delta && member.view_epoch == previous.epoch()) {
+      if (delta.empty()) {
+        Message message = ControlMessage(proto::VIEW);
+        no_delta = !DiffViews(previous, view_, message.meta.mutable_view_delta());
+        if (!no_delta) delta = encode(message);
+      }
+      if (!no_delta) frames = &delta;
+    }
+    if (!frames) {
+      if (whole.empty()) {
+        Message message = ControlMessage(proto::VIEW);
+        *message.meta.mutable_view() = view_;
+        whole = encode(message);
+      }
+      frames = &whole;
+    }
+    try {
+      van_.SendShared(id, *frames);
+    } catch (const Error& e) {
+      LOG(WARNING) << "could not send the view (epoch " << view_.epoch() << ") to node " << id
+                   << ": " << e.what();
+    }
+    member.view_epoch = view_.epoch();
+  }
 }
 
 bool Scheduler::TakeOnce(const proto::Meta& meta) {
@@ -518,6 +584,7 @@ void Scheduler::OnViewRequest(const proto::Meta& meta) {
   Message reply = ControlMessage(proto::VIEW);
   *reply.meta.mutable_view() = view_;
   SendTo(meta.sender(), reply);
+  members_.at(meta.sender()).view_epoch = view_.epoch();
 }
 
 void Scheduler::OnWorkerDone(const proto::Meta& meta, const Member& member) {

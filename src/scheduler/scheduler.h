@@ -105,6 +105,14 @@ struct SchedulerOptions {
   // with its copy, before an empty replacement of the range's last rank is
   // admitted to rebuild it from the latest checkpoint.
   double rebuild_wait_s = 10;
+  // In-process transport instead of TCP (`keel bench control` beyond the
+  // descriptors one process has; see MemoryNetwork); nullptr: TCP.
+  std::shared_ptr<MemoryNetwork> memory_network;
+  // A new view goes, encoded once, to each member that was sent the view
+  // before it as the change from that one (kv/view_delta.h), and whole to
+  // the others. False: the whole view, encoded for each member (for
+  // comparison: `keel bench control --view_deltas=false`).
+  bool view_deltas = true;
 };
 
 // The largest frame the scheduler accepts: its messages (registrations,
@@ -192,6 +200,9 @@ class Scheduler {
 
   // The current view (epoch 0 until every expected node has registered).
   proto::ClusterView view() const;
+  // Its epoch alone (no copy of the view). Waits for a view being sent out:
+  // once it returns a new epoch, that view went to every member.
+  uint64_t epoch() const;
 
   // Live resharding: drains server `rank` (`who` asked, for the log). Each of
   // its key ranges is copied to another server while pushes go on, and once
@@ -262,6 +273,10 @@ class Scheduler {
   // to every member. The first one starts every member's heartbeat clock
   // (nodes send heartbeats once they have a view).
   void PublishView();
+  // Sends view_ to every member: as a delta from `previous` (the view before
+  // it; epoch 0: none) to those sent `previous`, whole to the others, each
+  // form encoded once.
+  void SendView(const proto::ClusterView& previous);
 
   // Registration (registration.cc).
   // Queues the node's advertised address for a check (RegistrationProbes),

@@ -5,9 +5,11 @@
 
 namespace keel {
 
-Suspects::Suspects(double probe_timeout_s, std::optional<ClusterSecret> secret, Probed probed)
+Suspects::Suspects(double probe_timeout_s, std::optional<ClusterSecret> secret,
+                   const MemoryNetwork* network, Probed probed)
     : probe_timeout_s_(probe_timeout_s),
       secret_(std::move(secret)),
+      network_(network),
       probed_(std::move(probed)),
       waiting_(kThreads, [this](Suspect& suspect) -> std::optional<double> {
         if (!Probe(suspect)) return kRetryDelays[suspect.probes - 1];
@@ -34,7 +36,12 @@ void Suspects::Stop() { waiting_.Stop(); }
 bool Suspects::Probe(Suspect& suspect) {
   AddressProbe probe;
   try {
-    probe = ProbeNode(suspect.address, probe_timeout_s_, secret_);
+    if (network_) {
+      probe.refused = !network_->Reachable(suspect.address);
+      if (probe.refused) probe.failure = "connection refused";
+    } else {
+      probe = ProbeNode(suspect.address, probe_timeout_s_, secret_);
+    }
   } catch (const std::exception& e) {  // an address registration let through
     probe.failure = e.what();
   }

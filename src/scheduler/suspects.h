@@ -50,8 +50,10 @@ class Suspects {
       std::function<void(int node_id, const std::string& address, const AddressProbe& probe)>;
 
   // `probe_timeout_s`: how long a probe may wait for an answer. `secret`:
-  // the cluster's, if it has one.
-  Suspects(double probe_timeout_s, std::optional<ClusterSecret> secret, Probed probed);
+  // the cluster's, if it has one. `network`: the in-process transport whose
+  // addresses are probed instead of TCP ones (nullptr: TCP).
+  Suspects(double probe_timeout_s, std::optional<ClusterSecret> secret,
+           const MemoryNetwork* network, Probed probed);
   ~Suspects();  // Stop()
   Suspects(const Suspects&) = delete;
   Suspects& operator=(const Suspects&) = delete;
@@ -76,6 +78,7 @@ class Suspects {
 
   const double probe_timeout_s_;
   const std::optional<ClusterSecret> secret_;
+  const MemoryNetwork* const network_;
   const Probed probed_;
   std::mutex mutex_;
   std::set<int> pending_;       // node ids waiting or being probed

@@ -1,0 +1,686 @@
+// `keel bench control`: the scheduler (src/scheduler, its real code) with N
+// simulated members in this process.
+//
+// Each member speaks the scheduler's protocol as Node does: it listens where
+// it advertises (so the scheduler's registration probe and its connection
+// reach it), sends REGISTER from its own routing id, asks again when told
+// "try again", takes its id from the answer, holds the views it is sent and,
+// once it has one, sends a HEARTBEAT every heartbeat interval. Members parse
+// every message they get (a view whole) but keep only its epoch. Over "tcp"
+// each member has a ROUTER bound on loopback and a DEALER to the scheduler,
+// as a Node's Van; over "memory" both ends are MemoryNetwork endpoints (the
+// scheduler's Van included), for more members than the descriptor limit
+// allows over TCP. Two threads serve the members.
+//
+// The run: a registration storm (every member at once), until every member
+// holds the first view; a steady window of heartbeats, over which the CPU
+// time of the scheduler's own threads is read from /proc; a worker killed
+// (its sockets closed, or it leaves the network: its connection closes),
+// until every living member holds the view without it.
+#include "bench/bench_control.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "base/error.h"
+#include "base/time.h"
+#include "kv/memory_network.h"
+#include "kv/message.h"
+#include "kv/node.h"
+#include "kv/van.h"
+#include "scheduler/scheduler.h"
+
+namespace keel {
+namespace {
+
+constexpr int kFleetThreads = 2;
+// Descriptors a member costs over TCP, both ends in this process: at the
+// scheduler its connection in, its send socket (connection and mailbox) and
+// that socket's watch (two mailboxes); at the member a listener, a mailbox
+// each for its two sockets and both connections' ends. Rounded up.
+constexpr int kTcpDescriptorsPerMember = 11;
+constexpr int kSpareDescriptors = 512;
+// A member refused ("try again") or unanswered asks again after this long.
+constexpr double kRegisterRetryS = 0.25;
+constexpr double kRegisterUnansweredS = 5;
+
+// Raises the soft descriptor limit to the hard one; returns it.
+int RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur, 1 << 30));
+}
+
+std::set<int> Tasks() {
+  std::set<int> tasks;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] != '.') tasks.insert(std::atoi(entry->d_name));
+    }
+    closedir(dir);
+  }
+  return tasks;
+}
+
+// CPU seconds (user and system) thread `tid` of this process used so far.
+double TaskCpuSeconds(int tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');  // the name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::atof(field.c_str());  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Whether thread `tid` of this process is one of ZeroMQ's (its I/O threads
+// and reaper are named "ZMQbg/...").
+bool IsZeroMQThread(int tid) {
+  std::ifstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name.rfind("ZMQbg", 0) == 0;
+}
+
+double CpuSeconds(const std::set<int>& tasks) {
+  double seconds = 0;
+  for (int tid : tasks) seconds += TaskCpuSeconds(tid);
+  return seconds;
+}
+
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
+// A field of /proc/self/status in MB ("VmRSS", "VmHWM").
+double StatusMegabytes(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::atof(line.c_str() + field.size() + 1) / 1024;
+  }
+  return 0;
+}
+
+int OpenDescriptors() {
+  int count = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (dirent* entry = readdir(dir)) count += entry->d_name[0] != '.';
+    closedir(dir);
+  }
+  return count;
+}
+
+size_t FrameBytes(const std::vector<zmq::message_t>& frames) {
+  size_t bytes = 0;
+  for (const auto& frame : frames) bytes += frame.size();
+  return bytes;
+}
+
+// The simulated members, served by kFleetThreads threads (member i by thread
+// i % kFleetThreads, which alone touches its state and sockets).
+class Fleet {
+ public:
+  Fleet(int nodes, int servers, double heartbeat_interval_s, std::shared_ptr<MemoryNetwork> network,
+        const std::string& scheduler_address)
+      : interval_s_(heartbeat_interval_s),
+        network_(std::move(network)),
+        scheduler_address_(scheduler_address),
+        members_(nodes),
+        first_view_at_(nodes, -1),
+        target_at_(nodes, -1),
+        shards_(kFleetThreads) {
+    if (!network_) {
+      context_ = std::make_unique<zmq::context_t>(1);
+      if (zmq_ctx_set(context_->handle(), ZMQ_MAX_SOCKETS, 2 * nodes + 64) != 0) {
+        throw MakeError("cannot allow ", 2 * nodes + 64, " ZeroMQ sockets");
+      }
+    }
+    std::mt19937_64 random(7);
+    for (int i = 0; i < nodes; ++i) {
+      Member& member = members_[i];
+      member.role = i < servers ? proto::SERVER : proto::WORKER;
+      member.routing_id = RandomRoutingId();
+      member.phase = std::uniform_real_distribution<double>(0, 1)(random);
+      if (network_) {
+        member.endpoint = std::make_unique<Endpoint>(&shards_[i % kFleetThreads], i);
+        member.address = network_->Bind(member.endpoint.get(), member.routing_id);
+        continue;
+      }
+      member.receiver = zmq::socket_t(*context_, zmq::socket_type::router);
+      member.receiver.set(zmq::sockopt::linger, 0);
+      member.receiver.set(zmq::sockopt::rcvhwm, 0);
+      member.receiver.bind("tcp://127.0.0.1:*");
+      const std::string bound = member.receiver.get(zmq::sockopt::last_endpoint);
+      member.address = bound.substr(bound.find("//") + 2);
+      member.sender = zmq::socket_t(*context_, zmq::socket_type::dealer);
+      member.sender.set(zmq::sockopt::linger, 0);
+      member.sender.set(zmq::sockopt::sndhwm, 0);
+      member.sender.set(zmq::sockopt::routing_id, zmq::buffer(member.routing_id));
+      member.sender.connect("tcp://" + scheduler_address_);
+    }
+    for (int t = 0; t < kFleetThreads; ++t) {
+      threads_.emplace_back([this, t] { Run(t); });
+    }
+  }
+
+  ~Fleet() { Stop(); }
+
+  void Stop() {
+    stopping_ = true;
+    for (auto& shard : shards_) shard.arrived.notify_all();
+    for (auto& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+    for (Member& member : members_) Close(member);
+    if (context_) context_->close();
+  }
+
+  void Storm() { storm_ = true; }
+  // The owning thread closes member `index` (at once) and notes when.
+  void Kill(int index) { kill_ = index; }
+  // Members reaching a view of `epoch` or later are counted from now on.
+  void Watch(uint64_t epoch) { target_epoch_ = epoch; }
+
+  int with_view() const { return with_view_.load(std::memory_order_acquire); }
+  int on_target() const { return on_target_.load(std::memory_order_acquire); }
+  double killed_at() const { return killed_at_.load(); }
+  uint64_t refusals() const { return refusals_.load(); }
+  uint64_t acks() const { return acks_.load(); }
+  int id(int index) const { return members_[index].id; }  // after every member has a view
+  // Earliest and latest of the times counted by with_view / on_target.
+  std::pair<double, double> FirstViewSpan() const { return Span(first_view_at_); }
+  std::pair<double, double> TargetSpan() const { return Span(target_at_); }
+  // Bytes of VIEW messages of `epoch` every member got.
+  uint64_t ViewBytes(uint64_t epoch) {
+    uint64_t bytes = 0;
+    for (Shard& shard : shards_) {
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      const auto found = shard.view_bytes.find(epoch);
+      if (found != shard.view_bytes.end()) bytes += found->second;
+    }
+    return bytes;
+  }
+
+ private:
+  struct Shard;
+  class Endpoint : public MemoryNetwork::Endpoint {
+   public:
+    Endpoint(Shard* shard, int index) : shard_(shard), index_(index) {}
+    void Receive(const std::string&, std::vector<zmq::message_t>&& frames) override {
+      Push(std::move(frames));
+    }
+    void ReceiveReply(std::vector<zmq::message_t>&& frames) override { Push(std::move(frames)); }
+
+   private:
+    void Push(std::vector<zmq::message_t>&& frames) {
+      {
+        std::lock_guard<std::mutex> lock(shard_->mutex);
+        shard_->inbox.emplace_back(index_, std::move(frames));
+      }
+      shard_->arrived.notify_one();
+    }
+    Shard* const shard_;
+    const int index_;
+  };
+  struct Member {
+    proto::Role role = proto::WORKER;
+    std::string routing_id, address;
+    double phase = 0;  // of its heartbeats, in intervals
+    int id = 0;
+    uint64_t nonce = 0;
+    bool registered = false;
+    double register_at = 0;  // when its REGISTER is (again) due
+    double next_beat = 0;
+    uint64_t epoch = 0;  // of the view it holds
+    bool dead = false;
+    zmq::socket_t receiver, sender;      // tcp
+    std::unique_ptr<Endpoint> endpoint;  // memory
+  };
+  struct Shard {
+    std::mutex mutex;  // inbox and view_bytes
+    std::condition_variable arrived;
+    std::deque<std::pair<int, std::vector<zmq::message_t>>> inbox;  // memory
+    std::map<uint64_t, uint64_t> view_bytes;                        // epoch -> bytes
+  };
+
+  static std::pair<double, double> Span(const std::vector<double>& times) {
+    double first = -1, last = -1;
+    for (double at : times) {
+      if (at < 0) continue;
+      first = first < 0 ? at : std::min(first, at);
+      last = std::max(last, at);
+    }
+    return {first, last};
+  }
+
+  void Close(Member& member) {
+    member.dead = true;
+    if (member.endpoint) {
+      network_->Unbind(member.address);
+      return;
+    }
+    if (member.receiver) member.receiver.close();
+    if (member.sender) member.sender.close();
+  }
+
+  void Send(Member& member, Message& message) {
+    message.meta.set_sender(member.id);
+    message.meta.set_epoch(member.epoch);
+    std::vector<zmq::message_t> frames = Encode(message);
+    if (network_) {
+      network_->Send(member.routing_id, scheduler_address_, std::move(frames));
+    } else {
+      zmq::send_multipart(member.sender, frames);
+    }
+  }
+
+  void SendRegister(Member& member, double now) {
+    Message request = CommandMessage(proto::REGISTER);
+    request.meta.mutable_node()->set_role(member.role);
+    request.meta.mutable_node()->set_address(member.address);
+    request.meta.mutable_node()->set_rank(-1);
+    request.meta.mutable_node()->set_routing_id(member.routing_id);
+    member.nonce = member.nonce * 6364136223846793005ull + 1442695040888963407ull;
+    if (member.nonce == 0) member.nonce = 1;
+    request.meta.set_sequence(member.nonce);
+    Send(member, request);
+    member.register_at = now + kRegisterUnansweredS;
+  }
+
+  void SendHeartbeat(Member& member) {
+    Message beat = CommandMessage(proto::HEARTBEAT);
+    beat.meta.mutable_node()->set_role(member.role);
+    beat.meta.mutable_node()->set_address(member.address);
+    Send(member, beat);
+  }
+
+  void Handle(int index, std::vector<zmq::message_t>&& frames, double now) {
+    Member& member = members_[index];
+    const size_t bytes = FrameBytes(frames);
+    Message message;
+    try {
+      message = Decode(std::move(frames));
+    } catch (const Error&) {
+      return;
+    }
+    const proto::Meta& meta = message.meta;
+    switch (meta.command()) {
+      case proto::REGISTER:
+        if (!meta.error().empty()) {
+          refusals_.fetch_add(1);
+          member.register_at = now + kRegisterRetryS * (1 + member.phase);
+        } else if (meta.sequence() == member.nonce && !member.registered) {
+          member.id = meta.node().id();
+          member.registered = true;
+        }
+        break;
+      case proto::VIEW: {
+        const bool delta = meta.has_view_delta();
+        const uint64_t epoch = delta ? meta.view_delta().fields().epoch() : meta.view().epoch();
+        {
+          Shard& shard = shards_[index % kFleetThreads];
+          std::lock_guard<std::mutex> lock(shard.mutex);
+          shard.view_bytes[epoch] += bytes;
+        }
+        if (epoch <= member.epoch) break;
+        if (delta && meta.view_delta().base_epoch() != member.epoch) {
+          // Not a change from the view it holds: it asks for the whole view,
+          // as Node does.
+          Message ask = CommandMessage(proto::VIEW);
+          Send(member, ask);
+          break;
+        }
+        if (member.epoch == 0) {
+          member.next_beat = now + interval_s_ * member.phase;
+          first_view_at_[index] = now;
+          with_view_.fetch_add(1, std::memory_order_release);
+        }
+        member.epoch = epoch;
+        const uint64_t target = target_epoch_.load();
+        if (target > 0 && epoch >= target && target_at_[index] < 0) {
+          target_at_[index] = now;
+          on_target_.fetch_add(1, std::memory_order_release);
+        }
+        break;
+      }
+      case proto::HEARTBEAT:
+        acks_.fetch_add(1);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Sends what is due from thread `t`'s members.
+  void SendDue(int t, double now) {
+    for (size_t i = t; i < members_.size(); i += kFleetThreads) {
+      Member& member = members_[i];
+      if (member.dead) continue;
+      if (!member.registered) {
+        if (now >= member.register_at) SendRegister(member, now);
+      } else if (member.epoch > 0 && now >= member.next_beat) {
+        SendHeartbeat(member);
+        member.next_beat = std::max(member.next_beat + interval_s_, now);
+      }
+    }
+  }
+
+  void ReceiveFromMemory(Shard& shard, double wait_s) {
+    std::deque<std::pair<int, std::vector<zmq::message_t>>> arrived;
+    {
+      std::unique_lock<std::mutex> lock(shard.mutex);
+      shard.arrived.wait_for(lock, std::chrono::duration<double>(wait_s),
+                             [&] { return !shard.inbox.empty() || stopping_; });
+      arrived.swap(shard.inbox);
+    }
+    const double now = MonotonicSeconds();
+    for (auto& [index, frames] : arrived) {
+      if (!members_[index].dead) Handle(index, std::move(frames), now);
+    }
+  }
+
+  void ReceiveFromSockets(int t, double wait_s) {
+    std::vector<zmq::pollitem_t> items;
+    std::vector<std::pair<int, bool>> owners;  // member, is its receiver
+    for (size_t i = t; i < members_.size(); i += kFleetThreads) {
+      Member& member = members_[i];
+      if (member.dead) continue;
+      items.push_back({member.receiver.handle(), 0, ZMQ_POLLIN, 0});
+      owners.emplace_back(static_cast<int>(i), true);
+      items.push_back({member.sender.handle(), 0, ZMQ_POLLIN, 0});
+      owners.emplace_back(static_cast<int>(i), false);
+    }
+    zmq::poll(items.data(), items.size(),
+              std::chrono::milliseconds(static_cast<int>(wait_s * 1000)));
+    const double now = MonotonicSeconds();
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (!(items[k].revents & ZMQ_POLLIN)) continue;
+      Member& member = members_[owners[k].first];
+      zmq::socket_t& socket = owners[k].second ? member.receiver : member.sender;
+      while (true) {
+        std::vector<zmq::message_t> frames;
+        if (!zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+          break;
+        }
+        if (owners[k].second && !frames.empty()) frames.erase(frames.begin());  // the route
+        Handle(owners[k].first, std::move(frames), now);
+      }
+    }
+  }
+
+  void Run(int t) {
+    while (!stopping_) {
+      const double now = MonotonicSeconds();
+      const int kill = kill_.load();
+      if (kill >= 0 && kill % kFleetThreads == t) {
+        Close(members_[kill]);
+        killed_at_ = MonotonicSeconds();
+        kill_ = -1;
+      }
+      if (storm_) SendDue(t, now);
+      if (network_) {
+        ReceiveFromMemory(shards_[t], 0.005);
+      } else {
+        ReceiveFromSockets(t, 0.005);
+      }
+    }
+  }
+
+  const double interval_s_;
+  const std::shared_ptr<MemoryNetwork> network_;
+  const std::string scheduler_address_;
+  std::unique_ptr<zmq::context_t> context_;  // tcp
+  std::vector<Member> members_;
+  std::vector<double> first_view_at_, target_at_;  // -1: not yet
+  std::vector<Shard> shards_;
+  std::atomic<bool> stopping_{false}, storm_{false};
+  std::atomic<int> kill_{-1};
+  std::atomic<double> killed_at_{-1};
+  std::atomic<uint64_t> target_epoch_{0};
+  std::atomic<int> with_view_{0}, on_target_{0};
+  std::atomic<uint64_t> refusals_{0}, acks_{0};
+  std::vector<std::thread> threads_;  // last: they use the members above
+};
+
+// Waits until `done()` or `timeout_s`; false on timeout.
+template <typename Done>
+bool WaitFor(Done done, double timeout_s) {
+  const double deadline = MonotonicSeconds() + timeout_s;
+  while (!done()) {
+    if (MonotonicSeconds() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+std::string Json(const ControlReport& r) {
+  std::ostringstream out;
+  out.precision(6);
+  out << "{\"bench\":\"control\",\"nodes\":" << r.nodes << ",\"servers\":" << r.servers
+      << ",\"workers\":" << r.workers << ",\"key_ranges\":" << r.key_ranges << ",\"transport\":\""
+      << r.transport << "\",\"view_deltas\":" << (r.view_deltas ? "true" : "false")
+      << ",\"storm_to_view_sent_s\":" << r.storm_to_view_sent_s
+      << ",\"storm_to_first_member_view_s\":" << r.storm_to_first_member_view_s
+      << ",\"storm_to_all_views_s\":" << r.storm_to_all_views_s
+      << ",\"members_with_view\":" << r.members_with_view
+      << ",\"registration_refusals\":" << r.registration_refusals
+      << ",\"first_view_bytes\":" << r.first_view_bytes
+      << ",\"steady_seconds\":" << r.steady_seconds
+      << ",\"scheduler_cpu_share\":" << r.scheduler_cpu_share
+      << ",\"scheduler_zmq_cpu_share\":" << r.scheduler_zmq_cpu_share
+      << ",\"process_cpu_share\":" << r.process_cpu_share
+      << ",\"heartbeats_acked\":" << r.heartbeats_acked << ",\"status_s\":" << r.status_s
+      << ",\"kill_to_view_sent_s\":" << r.kill_to_view_sent_s
+      << ",\"kill_to_first_member_view_s\":" << r.kill_to_first_member_view_s
+      << ",\"kill_to_all_views_s\":" << r.kill_to_all_views_s
+      << ",\"detection_to_all_views_s\":" << r.detection_to_all_views_s
+      << ",\"living_members\":" << r.living_members
+      << ",\"members_on_new_view\":" << r.members_on_new_view
+      << ",\"killed_left_view\":" << (r.killed_left_view ? "true" : "false")
+      << ",\"failure_view_bytes\":" << r.failure_view_bytes << ",\"departures\":" << r.departures
+      << ",\"rss_growth_mb\":" << r.rss_growth_mb << ",\"peak_rss_mb\":" << r.peak_rss_mb
+      << ",\"descriptors_per_member\":" << r.descriptors_per_member << "}";
+  return out.str();
+}
+
+}  // namespace
+
+ControlReport RunControlBench(const BenchControlOptions& options) {
+  if (options.nodes < 2) throw MakeError("--nodes ", options.nodes, ": at least 2");
+  const int limit = RaiseDescriptorLimit();
+  const int tcp_fit = (limit - kSpareDescriptors) / kTcpDescriptorsPerMember;
+  std::string transport = options.transport;
+  if (transport == "auto") transport = options.nodes <= tcp_fit ? "tcp" : "memory";
+  if (transport != "tcp" && transport != "memory") {
+    throw MakeError("--transport '", options.transport, "': expected tcp, memory or auto");
+  }
+  if (transport == "tcp" && options.nodes > tcp_fit) {
+    throw MakeError("--nodes ", options.nodes, " over tcp needs about ",
+                    options.nodes * kTcpDescriptorsPerMember + kSpareDescriptors,
+                    " descriptors and the limit is ", limit, ": at most ", tcp_fit,
+                    " (or --transport=memory)");
+  }
+  ControlReport report;
+  report.nodes = options.nodes;
+  report.servers = std::max(1, options.nodes / 10);
+  report.workers = options.nodes - report.servers;
+  report.key_ranges = std::max(options.key_ranges, report.servers);
+  report.transport = transport;
+
+  const double rss_before = StatusMegabytes("VmRSS");
+  const std::set<int> before = Tasks();
+  SchedulerOptions scheduler_options;
+  scheduler_options.bind_host = "127.0.0.1";
+  scheduler_options.num_servers = report.servers;
+  scheduler_options.num_workers = report.workers;
+  scheduler_options.key_ranges = report.key_ranges;
+  scheduler_options.view_deltas = options.view_deltas;
+  report.view_deltas = options.view_deltas;
+  std::shared_ptr<MemoryNetwork> network;
+  if (transport == "memory") network = std::make_shared<MemoryNetwork>();
+  scheduler_options.memory_network = network;
+  Scheduler scheduler(scheduler_options);
+  scheduler.Start();
+  std::set<int> scheduler_tasks, scheduler_zmq_tasks;
+  for (int tid : Tasks()) {
+    if (before.count(tid)) continue;
+    scheduler_tasks.insert(tid);
+    if (IsZeroMQThread(tid)) scheduler_zmq_tasks.insert(tid);
+  }
+  // (Over a MemoryNetwork the scheduler holds the first address, on 127.0.0.1.)
+  const std::string scheduler_address = "127.0.0.1:" + std::to_string(scheduler.port());
+
+  Fleet fleet(options.nodes, report.servers, options.heartbeat_interval_s, network,
+              scheduler_address);
+  const int descriptors_before = OpenDescriptors();
+
+  // The storm.
+  const double storm = MonotonicSeconds();
+  fleet.Storm();
+  if (WaitFor([&] { return scheduler.epoch() >= 1; }, options.timeout_s)) {
+    report.storm_to_view_sent_s = MonotonicSeconds() - storm;
+  }
+  const bool all_viewed =
+      WaitFor([&] { return fleet.with_view() == options.nodes; }, options.timeout_s);
+  report.members_with_view = fleet.with_view();
+  report.registration_refusals = fleet.refusals();
+  const auto [first_view, last_view] = fleet.FirstViewSpan();
+  if (first_view >= 0) report.storm_to_first_member_view_s = first_view - storm;
+  if (all_viewed) report.storm_to_all_views_s = last_view - storm;
+  report.first_view_bytes = fleet.ViewBytes(1);
+  report.descriptors_per_member =
+      static_cast<double>(OpenDescriptors() - descriptors_before) / options.nodes;
+  if (!all_viewed) {
+    report.rss_growth_mb = StatusMegabytes("VmRSS") - rss_before;
+    report.peak_rss_mb = StatusMegabytes("VmHWM");
+    scheduler.Stop();  // first: the members' leaving is no news to it
+    return report;
+  }
+
+  // Steady state.
+  std::this_thread::sleep_for(std::chrono::duration<double>(options.heartbeat_interval_s));
+  const double cpu_start = CpuSeconds(scheduler_tasks), process_start = ProcessCpuSeconds();
+  const double zmq_start = CpuSeconds(scheduler_zmq_tasks);
+  const uint64_t acks_start = fleet.acks();
+  const double window_start = MonotonicSeconds();
+  std::this_thread::sleep_for(std::chrono::duration<double>(options.steady_seconds));
+  report.steady_seconds = MonotonicSeconds() - window_start;
+  report.scheduler_cpu_share = (CpuSeconds(scheduler_tasks) - cpu_start) / report.steady_seconds;
+  report.scheduler_zmq_cpu_share =
+      (CpuSeconds(scheduler_zmq_tasks) - zmq_start) / report.steady_seconds;
+  report.process_cpu_share = (ProcessCpuSeconds() - process_start) / report.steady_seconds;
+  report.heartbeats_acked = fleet.acks() - acks_start;
+  report.rss_growth_mb = StatusMegabytes("VmRSS") - rss_before;
+  // What the status page and the metrics read on every request.
+  std::vector<double> status_s;
+  for (int i = 0; i < 5; ++i) {
+    const double start = MonotonicSeconds();
+    report.status_members = static_cast<int>(scheduler.status().members.size());
+    status_s.push_back(MonotonicSeconds() - start);
+  }
+  std::sort(status_s.begin(), status_s.end());
+  report.status_s = status_s[status_s.size() / 2];
+
+  // A worker killed.
+  const int victim = options.nodes - 1;
+  const int victim_id = fleet.id(victim);
+  const uint64_t target = scheduler.epoch() + 1;
+  fleet.Watch(target);
+  fleet.Kill(victim);
+  if (WaitFor([&] { return scheduler.epoch() >= target; }, options.timeout_s) &&
+      fleet.killed_at() > 0) {
+    report.kill_to_view_sent_s = MonotonicSeconds() - fleet.killed_at();
+  }
+  const int living = options.nodes - 1;
+  WaitFor([&] { return fleet.on_target() >= living; }, options.timeout_s);
+  report.members_on_new_view = fleet.on_target();
+  const proto::ClusterView view = scheduler.view();
+  report.living_members = view.nodes_size();
+  report.killed_left_view =
+      view.epoch() >= target &&
+      std::none_of(view.nodes().begin(), view.nodes().end(),
+                   [&](const proto::NodeInfo& node) { return node.id() == victim_id; });
+  const auto [first_new, last_new] = fleet.TargetSpan();
+  const double killed_at = fleet.killed_at();
+  if (first_new >= 0) report.kill_to_first_member_view_s = first_new - killed_at;
+  if (report.members_on_new_view >= living) {
+    report.kill_to_all_views_s = last_new - killed_at;
+    report.detection_to_all_views_s = last_new - first_new;
+  }
+  report.failure_view_bytes = fleet.ViewBytes(target);
+  report.departures = scheduler.status().departures;
+  report.peak_rss_mb = StatusMegabytes("VmHWM");
+  scheduler.Stop();  // first: the members' leaving is no news to it
+  fleet.Stop();
+  return report;
+}
+
+int BenchControl(const BenchControlOptions& options) {
+  const ControlReport r = RunControlBench(options);
+  std::printf("control plane: %d members (%d servers, %d workers), %d key ranges, over %s, %s\n",
+              r.nodes, r.servers, r.workers, r.key_ranges, r.transport.c_str(),
+              r.view_deltas ? "view deltas" : "whole views");
+  std::printf("  storm -> view 1 sent to every member %7.3f s  (the scheduler's part)\n",
+              r.storm_to_view_sent_s);
+  std::printf("  storm -> first member on view 1   %10.3f s\n", r.storm_to_first_member_view_s);
+  std::printf("  storm -> every member on view 1   %10.3f s  (%d of %d; %llu asked to retry)\n",
+              r.storm_to_all_views_s, r.members_with_view, r.nodes,
+              static_cast<unsigned long long>(r.registration_refusals));
+  std::printf("  first view, bytes to all members  %10.1f MB\n", r.first_view_bytes / 1e6);
+  std::printf(
+      "  scheduler CPU, heartbeats at %gs   %10.1f %% of a core (ZeroMQ's threads %.1f %%; "
+      "process %.1f %%; %llu acks in %.1f s)\n",
+      options.heartbeat_interval_s, 100 * r.scheduler_cpu_share, 100 * r.scheduler_zmq_cpu_share,
+      100 * r.process_cpu_share, static_cast<unsigned long long>(r.heartbeats_acked),
+      r.steady_seconds);
+  std::printf("  Scheduler::status() (status page, metrics) %.4f s (median of 5; %d members)\n",
+              r.status_s, r.status_members);
+  std::printf("  kill -> new view sent to every member %6.3f s  (the scheduler's part)\n",
+              r.kill_to_view_sent_s);
+  std::printf("  kill -> first member on new view  %10.3f s\n", r.kill_to_first_member_view_s);
+  std::printf("  kill -> every member on new view  %10.3f s  (%d of %d living; spread %.3f s)\n",
+              r.kill_to_all_views_s, r.members_on_new_view, r.living_members,
+              r.detection_to_all_views_s);
+  std::printf("  failure view, bytes to all        %10.1f MB\n", r.failure_view_bytes / 1e6);
+  std::printf("  memory: RSS +%.1f MB, peak %.1f MB; %.2f descriptors a member (both ends)\n",
+              r.rss_growth_mb, r.peak_rss_mb, r.descriptors_per_member);
+  std::printf("%s\n", Json(r).c_str());
+  std::fflush(stdout);
+  const bool complete =
+      r.members_with_view == r.nodes && r.killed_left_view && r.members_on_new_view >= r.nodes - 1;
+  return complete ? 0 : 1;
+}
+
+}  // namespace keel

@@ -1,0 +1,91 @@
+// `keel bench control`: the scheduler under simulated members. Small runs,
+// so that the benchmark cannot rot unnoticed: every member gets the first
+// view, and the view after a killed member reaches every living one.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "base/json_reader.h"
+#include "test_util.h"
+
+namespace keel {
+namespace {
+
+// The report's JSON line in `output`.
+JsonValue Report(const std::string& output) {
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("{\"bench\":\"control\"", 0) == 0) return ParseJson(line, "the report");
+  }
+  ADD_FAILURE() << "no report line in:\n" << output;
+  return JsonValue();
+}
+
+double Number(const JsonValue& report, const std::string& field) {
+  const JsonValue* value = report.Find(field);
+  if (!value) {
+    ADD_FAILURE() << "the report has no " << field;
+    return -1;
+  }
+  return value->AsNumber();
+}
+
+void ExpectSaneReport(const std::string& output, const std::string& transport) {
+  const JsonValue report = Report(output);
+  ASSERT_EQ(report.type(), JsonValue::Type::kObject);
+  EXPECT_EQ(report.Find("transport")->AsString(), transport);
+  EXPECT_EQ(Number(report, "nodes"), 50);
+  EXPECT_EQ(Number(report, "servers") + Number(report, "workers"), 50);
+  // Every member holds the first view, which came after the storm began.
+  EXPECT_EQ(Number(report, "members_with_view"), 50);
+  EXPECT_GT(Number(report, "storm_to_all_views_s"), 0);
+  EXPECT_GE(Number(report, "storm_to_all_views_s"), Number(report, "storm_to_first_member_view_s"));
+  EXPECT_GT(Number(report, "first_view_bytes"), 50 * 1000);  // 50 copies of a view of 10^4 ranges
+  // Heartbeats flowed in the steady window (50 a second for at least 5 s,
+  // give or take the window's edges) and the scheduler used some CPU, less
+  // than the whole process.
+  EXPECT_GE(Number(report, "heartbeats_acked"), 200);
+  EXPECT_GE(Number(report, "scheduler_cpu_share"), 0);
+  EXPECT_LE(Number(report, "scheduler_cpu_share"), Number(report, "process_cpu_share") + 0.02);
+  // The killed worker left the view, and every living member got the new one.
+  EXPECT_TRUE(report.Find("killed_left_view")->AsBool());
+  EXPECT_EQ(Number(report, "living_members"), 49);
+  EXPECT_EQ(Number(report, "members_on_new_view"), 49);
+  EXPECT_GT(Number(report, "kill_to_all_views_s"), 0);
+  EXPECT_GE(Number(report, "kill_to_all_views_s"), Number(report, "kill_to_first_member_view_s"));
+  EXPECT_GT(Number(report, "failure_view_bytes"), 0);
+  EXPECT_EQ(Number(report, "departures"), 1);
+  EXPECT_GT(Number(report, "peak_rss_mb"), 0);
+}
+
+TEST(ControlBench, FiftyMembersOverTcpAllGetEachView) {
+  const auto exit = testing::Run({testing::KeelBinary(), "bench", "control", "--nodes=50",
+                                  "--transport=tcp", "--minloglevel=1"},
+                                 120);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  ASSERT_EQ(exit.code, 0) << exit.output;
+  ExpectSaneReport(exit.output, "tcp");
+  EXPECT_GT(Number(Report(exit.output), "descriptors_per_member"), 0);
+}
+
+TEST(ControlBench, FiftyMembersInProcessAllGetEachView) {
+  const auto exit = testing::Run({testing::KeelBinary(), "bench", "control", "--nodes=50",
+                                  "--transport=memory", "--minloglevel=1"},
+                                 120);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  ASSERT_EQ(exit.code, 0) << exit.output;
+  ExpectSaneReport(exit.output, "memory");
+}
+
+TEST(ControlBench, RefusesAnUnknownTransport) {
+  const auto exit = testing::Run(
+      {testing::KeelBinary(), "bench", "control", "--nodes=50", "--transport=carrier-pigeon"}, 30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0);
+  EXPECT_NE(exit.output.find("--transport 'carrier-pigeon'"), std::string::npos) << exit.output;
+}
+
+}  // namespace
+}  // namespace keel

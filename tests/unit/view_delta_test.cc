@@ -1,0 +1,143 @@
+// View deltas (kv/view_delta.h): the change from one view to the next,
+// applied to the first, gives the next exactly.
+#include "kv/view_delta.h"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace keel {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+
+proto::ClusterView View(uint64_t epoch, int nodes, int ranges) {
+  proto::ClusterView view;
+  view.set_epoch(epoch);
+  view.set_num_servers(2);
+  view.set_num_workers(nodes - 2);
+  for (int i = 0; i < nodes; ++i) {
+    proto::NodeInfo* node = view.add_nodes();
+    node->set_id(1000 + 2 * i);
+    node->set_role(i < 2 ? proto::SERVER : proto::WORKER);
+    node->set_rank(i < 2 ? i : i - 2);
+    node->set_address("127.0.0.1:" + std::to_string(20000 + i));
+    node->set_route_digest(std::string(32, static_cast<char>('a' + i % 26)));
+  }
+  for (int r = 0; r < ranges; ++r) {
+    proto::KeyRange* range = view.add_ranges();
+    range->set_begin(uint64_t{1} << 40 | static_cast<uint64_t>(r));
+    range->set_server_rank(r % 2);
+    range->add_home(r % 2);
+  }
+  return view;
+}
+
+// Diffs `base` and `next`, applies the delta to `base` and expects `next`.
+void ExpectRoundTrip(const proto::ClusterView& base, const proto::ClusterView& next) {
+  proto::ViewDelta delta;
+  ASSERT_TRUE(DiffViews(base, next, &delta));
+  proto::ClusterView applied;
+  ASSERT_TRUE(ApplyViewDelta(base, delta, &applied));
+  EXPECT_TRUE(MessageDifferencer::Equals(applied, next)) << "expected\n"
+                                                         << next.DebugString() << "got\n"
+                                                         << applied.DebugString();
+}
+
+TEST(ViewDelta, ANodeRemovedIsAFewBytesAndAppliesExactly) {
+  const proto::ClusterView base = View(7, 1000, 1000);
+  proto::ClusterView next = base;
+  next.set_epoch(8);
+  next.mutable_nodes()->DeleteSubrange(500, 1);
+  ExpectRoundTrip(base, next);
+  proto::ViewDelta delta;
+  ASSERT_TRUE(DiffViews(base, next, &delta));
+  EXPECT_EQ(delta.removed_nodes_size(), 1);
+  EXPECT_EQ(delta.upserted_nodes_size(), 0);
+  EXPECT_EQ(delta.changed_ranges_size(), 0);
+  EXPECT_LT(delta.ByteSizeLong(), 64u);
+  EXPECT_GT(next.ByteSizeLong(), 50000u);
+}
+
+TEST(ViewDelta, NodesAddedChangedAndRemovedTogether) {
+  const proto::ClusterView base = View(3, 20, 8);  // ids 1000, 1002, ..., 1038
+  proto::ClusterView next = base;
+  next.set_epoch(4);
+  next.clear_nodes();
+  for (const proto::NodeInfo& node : base.nodes()) {
+    if (node.id() == 1000) continue;  // removed: the lowest id
+    proto::NodeInfo* kept = next.add_nodes();
+    *kept = node;
+    if (node.id() == 1010) kept->set_address("127.0.0.1:1");  // changed
+    if (node.id() == 1012) {                                  // a new id between two
+      proto::NodeInfo* added = next.add_nodes();
+      *added = node;
+      added->set_id(1013);
+    }
+  }
+  proto::NodeInfo* last = next.add_nodes();  // a new highest id
+  *last = base.nodes(0);
+  last->set_id(100000);
+  ExpectRoundTrip(base, next);
+  proto::ViewDelta delta;
+  ASSERT_TRUE(DiffViews(base, next, &delta));
+  EXPECT_EQ(delta.removed_nodes_size(), 1);
+  EXPECT_EQ(delta.upserted_nodes_size(), 3);
+}
+
+TEST(ViewDelta, RangesAndFieldsChange) {
+  const proto::ClusterView base = View(3, 6, 8);
+  proto::ClusterView grown = base;
+  grown.set_epoch(4);
+  grown.mutable_ranges(2)->add_backups(1);
+  grown.mutable_ranges(5)->add_copying(0);
+  grown.add_ranges()->set_begin(99);
+  grown.add_draining(1);
+  grown.set_num_servers(3);
+  grown.set_checkpoint_every(5);
+  ExpectRoundTrip(base, grown);
+  proto::ClusterView shrunk = base;
+  shrunk.set_epoch(4);
+  shrunk.mutable_ranges()->DeleteSubrange(6, 2);
+  ExpectRoundTrip(base, shrunk);
+}
+
+TEST(ViewDelta, AppliesOnlyToItsBase) {
+  const proto::ClusterView base = View(3, 6, 4);
+  proto::ClusterView next = base;
+  next.set_epoch(4);
+  next.mutable_nodes()->DeleteSubrange(3, 1);
+  proto::ViewDelta delta;
+  ASSERT_TRUE(DiffViews(base, next, &delta));
+  proto::ClusterView other = base;
+  other.set_epoch(2);
+  proto::ClusterView applied;
+  EXPECT_FALSE(ApplyViewDelta(other, delta, &applied));
+}
+
+TEST(ViewDelta, RefusesARangeIndexPastTheRanges) {
+  const proto::ClusterView base = View(3, 6, 4);
+  proto::ViewDelta delta;
+  delta.set_base_epoch(3);
+  delta.mutable_fields()->set_epoch(4);
+  delta.set_num_ranges(4);
+  delta.add_changed_range_indexes(4);
+  delta.add_changed_ranges();
+  proto::ClusterView applied;
+  EXPECT_FALSE(ApplyViewDelta(base, delta, &applied));
+  delta.add_changed_range_indexes(0);  // more indexes than ranges
+  EXPECT_FALSE(ApplyViewDelta(base, delta, &applied));
+}
+
+TEST(ViewDelta, DiffRefusesNodesOutOfIdOrder) {
+  const proto::ClusterView base = View(3, 6, 4);
+  proto::ClusterView next = base;
+  next.set_epoch(4);
+  next.mutable_nodes()->SwapElements(1, 2);
+  proto::ViewDelta delta;
+  EXPECT_FALSE(DiffViews(base, next, &delta));
+}
+
+}  // namespace
+}  // namespace keel
