@@ -26,6 +26,7 @@
 #include "cli/exact_sum_flags.h"
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
+#include "cli/key_cache_flags.h"
 #include "cli/metrics_flags.h"
 #include "cli/role_flags.h"
 #include "faults/preemption_notice.h"
@@ -230,6 +231,7 @@ int RunServer(const std::vector<std::string>& argv) {
   const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
+  const KeyCacheBounds key_cache = KeyCacheBoundsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
@@ -248,11 +250,12 @@ int RunServer(const std::vector<std::string>& argv) {
   FolderRemover remove_copy(copy_folder);
   Node node(options_with_copy);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
+  server->SetKeyCacheBounds(key_cache);
   AddNodeMetrics(&node, &metrics);
   AddServerMetrics(&*server, &metrics);
-  auto endpoint = StartMetricsEndpoint(
-      "server", &metrics, NodeLive(&node, settings.heartbeat_interval_s),
-      ServerReady(&node, &*server));
+  auto endpoint =
+      StartMetricsEndpoint("server", &metrics, NodeLive(&node, settings.heartbeat_interval_s),
+                           ServerReady(&node, &*server));
   node.Start();
   PreemptionWatch watch([&node] { node.RequestPreemption(); });
   while (!node.WaitForShutdown(1.0)) {
@@ -292,6 +295,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
   const RequestRetry retry = RequestRetryFromFlags();
+  const KeyCacheOptions key_cache = KeyCacheOptionsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
@@ -300,6 +304,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   Node node(node_options);
   SchedulerLink scheduler(node);
   KVWorker client(&node, retry);
+  client.SetKeyCache(key_cache);
   AddNodeMetrics(&node, &metrics);
   AddWorkerMetrics(&client, IsTrainingJob(settings.job) ? &counters : nullptr, &metrics);
   auto endpoint = StartMetricsEndpoint(
