@@ -207,6 +207,7 @@ int BenchKV(const BenchKVOptions& kv) {
       // ps-lite's workload sums (its values are small).
       "--optimizer=sgd", options.pslite_keys ? "--learning_rate=1" : "--learning_rate=1e-9",
       "--minloglevel=1", "--replication=" + std::to_string(kv.replication),
+      std::string("--key_cache=") + (kv.key_cache ? "true" : "false"),
       "--key_ranges=" + std::to_string(kv.key_ranges)};
   const std::string secret = BenchSecret(kv, folder);
   if (!secret.empty()) cluster.role_flags.push_back("--secret_file=" + secret);
@@ -236,6 +237,7 @@ int BenchKV(const BenchKVOptions& kv) {
                  " server(s), " + std::to_string(kv.workers) + " worker(s), inflight " +
                  std::to_string(kv.inflight) + " (small: 1), replication " +
                  std::to_string(kv.replication) +
+                 (kv.key_cache ? ", key cache" : ", no key cache") +
                  (kv.key_ranges > 0 ? ", " + std::to_string(kv.key_ranges) + " key ranges"
                                     : std::string()) +
                  (secret.empty() ? "" : ", CURVE"),

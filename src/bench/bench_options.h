@@ -54,6 +54,7 @@ struct BenchKVOptions {
   int inflight = 2;
   bool small = true;
   std::string workload = "keel";
+  bool key_cache = true;  // the workers' --key_cache
   // The cluster.
   int servers = 1;
   int workers = 1;

@@ -10,9 +10,10 @@
 #include "cli/cluster_flags.h"
 #include "cli/flag_rules.h"
 #include "cli/job_flags.h"
-#include "worker/auto_minibatch.h"
+#include "cli/key_cache_flags.h"
 #include "cli/launch_flags.h"
 #include "kv/keys.h"
+#include "worker/auto_minibatch.h"
 #include "worker/hyperparameters.h"
 
 DEFINE_string(bench_out, "", "kv_bench: folder for each worker's measurements");
@@ -164,6 +165,7 @@ BenchKVOptions BenchKVOptionsFromFlags() {
   options.inflight = FLAGS_inflight;
   options.small = FLAGS_small;
   options.workload = FLAGS_workload;
+  options.key_cache = FLAGS_key_cache;
   options.servers = FLAGS_servers;
   options.workers = FLAGS_workers;
   options.timeout = FLAGS_timeout;

@@ -12,6 +12,7 @@
 #include "cli/exact_sum_flags.h"
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
+#include "cli/key_cache_flags.h"
 #include "cli/launch_flags.h"
 #include "cli/serve_flags.h"
 #include "cli/train_flags.h"
@@ -30,6 +31,7 @@ const std::vector<std::string> kHeadingOrder = {"job",
                                                 "checkpoints",
                                                 "faults",
                                                 "resends",
+                                                "key caching",
                                                 "consistency",
                                                 "optimizer",
                                                 "learning rate schedule",
@@ -52,9 +54,9 @@ const std::set<std::string> kNotRoleHeadings = {"predict", "serve", "sagemaker",
 // Every family's table.
 std::vector<FlagGroup> FamilyTables() {
   std::vector<FlagGroup> groups;
-  for (const auto& family :
-       {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(), JobFlagGroups(),
-        BenchFlagGroups(), ExactSumFlagGroups(), ServeFlagGroups(), TrainFlagGroups()}) {
+  for (const auto& family : {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(),
+                             KeyCacheFlagGroups(), JobFlagGroups(), BenchFlagGroups(),
+                             ExactSumFlagGroups(), ServeFlagGroups(), TrainFlagGroups()}) {
     groups.insert(groups.end(), family.begin(), family.end());
   }
   return groups;
@@ -159,7 +161,8 @@ CommandFlags FlagsOfCommand(const std::string& command) {
   if (command == "server") {
     return {"keel server --scheduler HOST:PORT [flags]",
             "runs a parameter server",
-            RoleGroups({"job", "node", "optimizer", "consistency", "faults", "checking"}),
+            RoleGroups(
+                {"job", "node", "optimizer", "consistency", "faults", "key caching", "checking"}),
             {},
             true};
   }
@@ -168,7 +171,7 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             "runs a worker: the job (training, kv_bench or exact_sum) on its share of the data",
             RoleGroups({"job", "data", "compute", "node", "consistency", "loss and metrics",
                         "optimizer", "learning rate schedule", "normalization", "initialization",
-                        "faults", "resends", "benchmark", "exact sum", "checking"}),
+                        "faults", "resends", "key caching", "benchmark", "exact sum", "checking"}),
             {},
             true};
   }
@@ -221,7 +224,8 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             "training job launched here (where each epoch's time went), or the scheduler under N "
             "simulated members (control)",
             {"benchmark", "cluster"},
-            {"data", "data_format", "libsvm_zero_based", "device", "threads", "key_ranges"},
+            {"data", "data_format", "libsvm_zero_based", "device", "threads", "key_ranges",
+             "key_cache"},
             true};
   }
   if (command == "keygen") {

@@ -17,6 +17,7 @@
 #include "cli/exact_sum_flags.h"
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
+#include "cli/key_cache_flags.h"
 #include "cli/metrics_flags.h"
 #include "cli/role_flags.h"
 #include "faults/preemption_notice.h"
@@ -125,6 +126,7 @@ int RunServer(const std::vector<std::string>& argv) {
   const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
+  const KeyCacheBounds key_cache = KeyCacheBoundsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
@@ -137,11 +139,12 @@ int RunServer(const std::vector<std::string>& argv) {
   FolderRemover remove_copy(copy_folder);
   Node node(options_with_copy);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
+  server->SetKeyCacheBounds(key_cache);
   AddNodeMetrics(&node, &metrics);
   AddServerMetrics(&*server, &metrics);
-  auto endpoint = StartMetricsEndpoint(
-      "server", &metrics, NodeLive(&node, settings.heartbeat_interval_s),
-      ServerReady(&node, &*server));
+  auto endpoint =
+      StartMetricsEndpoint("server", &metrics, NodeLive(&node, settings.heartbeat_interval_s),
+                           ServerReady(&node, &*server));
   node.Start();
   PreemptionWatch watch([&node] { node.RequestPreemption(); });
   while (!node.WaitForShutdown(1.0)) {
@@ -168,7 +171,9 @@ int RunServer(const std::vector<std::string>& argv) {
   LOG(INFO) << "server " << node.rank() << " shutting down: served " << server->served_requests()
             << " requests, rejected " << server->rejected_requests() << " (non-finite pushes "
             << server->non_finite_pushes() << ", sequences out of window "
-            << server->out_of_window_sequences() << "), repeated " << server->duplicate_pushes();
+            << server->out_of_window_sequences() << "), repeated " << server->duplicate_pushes()
+            << "; key lists kept " << server->key_lists_kept() << ", requests naming one "
+            << server->key_list_hits() << ", naming one not held " << server->unknown_key_lists();
   endpoint.reset();
   std::string checkpoint, uri;
   const bool preempted = node.preempted(&checkpoint, &uri);
@@ -181,6 +186,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   const KVBenchOptions bench = CheckWorkerJobFlags();  // before joining
   const NodeOptions node_options = NodeOptionsFromFlags(proto::WORKER);
   const RequestRetry retry = RequestRetryFromFlags();
+  const KeyCacheOptions key_cache = KeyCacheOptionsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
@@ -189,6 +195,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   Node node(node_options);
   SchedulerLink scheduler(node);
   KVWorker client(&node, retry);
+  client.SetKeyCache(key_cache);
   AddNodeMetrics(&node, &metrics);
   AddWorkerMetrics(&client, IsTrainingJob(settings.job) ? &counters : nullptr, &metrics);
   auto endpoint = StartMetricsEndpoint(

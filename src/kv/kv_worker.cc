@@ -95,11 +95,17 @@ double RequestRetry::GiveUpAfter() const {
   return total;
 }
 
-KVWorker::KVWorker(Node* node, RequestRetry retry) : node_(node), retry_(retry) {
+KVWorker::KVWorker(Node* node, RequestRetry retry)
+    : node_(node), retry_(retry), key_lists_(std::make_unique<SentKeyLists>()) {
   retry_.Check();
   node_->SetDataHandler([this](Message&& message) { OnResponse(std::move(message)); });
   node_->SetViewHandler([this](const proto::ClusterView& view) { OnView(view); });
   resend_thread_ = std::thread([this] { ResendLoop(); });
+}
+
+void KVWorker::SetKeyCache(const KeyCacheOptions& options) {
+  options.Check();
+  key_lists_ = std::make_unique<SentKeyLists>(options);
 }
 
 KVWorker::~KVWorker() {
@@ -117,7 +123,8 @@ KVWorker::~KVWorker() {
 }
 
 void KVWorker::AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
-                             size_t value_offset, size_t value_count, int range) {
+                             size_t value_offset, size_t value_count, int range,
+                             const SharedArray<const Key>& keys) {
   Part part;
   part.range = range;
   part.handle = handle;
@@ -128,6 +135,7 @@ void KVWorker::AddPartLocked(Handle handle, int server_id, int server_rank, cons
   part.server_id = server_id;
   part.server_rank = server_rank;
   part.message = message;
+  part.keys = keys;
   part.first_sent = MonotonicSeconds();
   part.heard_at = part.first_sent;
   part.deadline = part.first_sent + WaitLocked(part);
@@ -293,6 +301,8 @@ void KVWorker::CollectDuePartsLocked(double now, double* next,
     }
     part.deadline = now + WaitLocked(part);
     *next = std::min(*next, part.deadline);
+    // The server it goes to now may not hold the list it named.
+    WithKeys(&part);
     VLOG(1) << "resending " << what << ", attempt " << part.attempts;
     resend->emplace_back(part.server_id, part.message);
   }
@@ -353,6 +363,8 @@ void KVWorker::OnView(const proto::ClusterView& view) {
     server_ids[node.rank()] = node.id();
   }
   auto ranges = node_->ranges();
+  // The servers dropped the lists they kept (KeyListCache).
+  key_lists_->Clear();
   std::lock_guard<std::mutex> lock(mutex_);
   const double now = MonotonicSeconds();
   // A server left: a push it was to pass down, or to acknowledge as the last
@@ -452,6 +464,17 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
                       " values one request may carry; use smaller batches");
     }
   }
+  // Key caching: each part's list is looked up (and compared) before the
+  // lock is taken, which the receive thread needs.
+  std::vector<int> server_ids(ranges->num_ranges(), -1);
+  std::vector<SentKeyLists::Choice> choices(ranges->num_ranges());
+  for (size_t r = 0; r < ranges->num_ranges(); ++r) {
+    if (bounds[r] == bounds[r + 1]) continue;
+    server_ids[r] = ServerIdOrNone(ranges->server(r));
+    if (server_ids[r] >= 0) {
+      choices[r] = key_lists_->Choose(server_ids[r], keys.Slice(bounds[r], bounds[r + 1]));
+    }
+  }
   std::vector<Outgoing> outgoing;
   Handle handle;
   {
@@ -465,10 +488,11 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
         const size_t begin = bounds[r], end = bounds[r + 1];
         if (begin == end) continue;
         const int server_rank = ranges->server(r);
-        Outgoing part{ServerIdOrNone(server_rank),
-                      PartMessage(command, keys, values, begin, end, width, table, read_clock)};
+        Outgoing part{server_ids[r], PartMessage(command, keys, values, begin, end, width, table,
+                                                 read_clock, choices[r])};
+        if (choices[r].mode == SentKeyLists::Mode::kNamed) named_requests_.fetch_add(1);
         AddPartLocked(handle, part.server_id, server_rank, part.message, begin * width,
-                      (end - begin) * width, static_cast<int>(r));
+                      (end - begin) * width, static_cast<int>(r), keys.Slice(begin, end));
         outgoing.push_back(std::move(part));
       }
       request.parts = request.unanswered;
@@ -495,7 +519,8 @@ int KVWorker::ServerIdOrNone(int server_rank) const {
 
 Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Key>& keys,
                               const SharedArray<const float>& values, size_t begin, size_t end,
-                              int width, uint32_t table, std::optional<int64_t> read_clock) {
+                              int width, uint32_t table, std::optional<int64_t> read_clock,
+                              SentKeyLists::Choice key_list) {
   Message message;
   proto::Meta& meta = message.meta;
   meta.set_command(command);
@@ -505,11 +530,22 @@ Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Ke
   meta.set_value_width(width);
   meta.set_table(table);
   if (read_clock) meta.set_read_clock(*read_clock);
-  message.frames.push_back(AsBytes(keys.Slice(begin, end)));
+  if (key_list.mode != SentKeyLists::Mode::kKeys) meta.set_key_list(key_list.id);
+  if (key_list.mode != SentKeyLists::Mode::kNamed) {
+    message.frames.push_back(AsBytes(keys.Slice(begin, end)));
+  }
   if (command == proto::PUSH) {
     message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
   }
   return message;
+}
+
+void KVWorker::WithKeys(Part* part) {
+  Message& message = part->message;
+  if (message.meta.key_list() == 0) return;
+  const bool named = message.frames.size() == (part->command == proto::PUSH ? 1u : 0u);
+  message.meta.clear_key_list();
+  if (named) message.frames.insert(message.frames.begin(), AsBytes(part->keys));
 }
 
 void KVWorker::PrepareResultLocked(Request& request, size_t count) {
@@ -575,6 +611,29 @@ void KVWorker::OnResponse(Message&& message) {
       resend_wake_.notify_all();
     }
     return;
+  }
+  if (meta.unknown_key_list() && meta.command() == part->second.command &&
+      part->second.message.meta.key_list() != 0) {
+    // The server holds no such list (a view change or a restart dropped it):
+    // nothing was applied; the part goes again at once, with its keys.
+    unknown_key_lists_.fetch_add(1);
+    key_lists_->Forget(part->second.server_id, part->second.message.meta.key_list());
+    WithKeys(&part->second);
+    part->second.moved = true;  // its resend is no sign of a slow server
+    part->second.deadline = now;
+    resend_now_ = true;
+    resend_wake_.notify_all();
+    return;
+  }
+  if (meta.error().empty() && meta.command() == part->second.command &&
+      part->second.message.meta.key_list() != 0) {
+    // The answer to an offer, or to a request naming a kept list.
+    if (meta.key_list_kept()) {
+      key_lists_->Kept(part->second.server_id, part->second.message.meta.key_list());
+    } else if (part->second.message.frames.size() >
+               (part->second.command == proto::PUSH ? 1u : 0u)) {
+      key_lists_->Forget(part->second.server_id, part->second.message.meta.key_list());
+    }
   }
   SampleLocked(part->second, message, now);
   RestartLaterTimersLocked(part->first, part->second, meta.sender(), now);

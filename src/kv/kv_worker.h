@@ -27,6 +27,13 @@
 // with its values when the gate opens; its answer would be a sample inflated
 // by the hold; and it would fail once held past the give-up time.
 //
+// Key caching (SetKeyCache; off unless set): a push or pull whose keys for a
+// server are a list sent there before names the list by an id the server
+// kept it under (SentKeyLists) instead of carrying the keys. A server that no
+// longer holds the list answers so before applying anything, and the part
+// goes again at once with its keys; a part resent for want of an answer (or
+// to another server) always carries its keys.
+//
 // Thread-safe: Push, Pull and Wait may be called from several threads.
 #ifndef KEEL_KV_KV_WORKER_H_
 #define KEEL_KV_KV_WORKER_H_
@@ -36,6 +43,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -48,6 +56,7 @@
 #include "kv/node.h"
 #include "kv/request_observer.h"
 #include "kv/rtt_estimator.h"
+#include "kv/sent_key_lists.h"
 #include "kv/shared_array.h"
 
 namespace keel {
@@ -180,6 +189,14 @@ class KVWorker {
   // before node->Start().
   void SetRequestObserver(RequestObserver observer) { observer_ = std::move(observer); }
 
+  // Turns key caching on (options.enabled) with its bounds. Set before
+  // node->Start(). Throws Error naming a zero bound.
+  void SetKeyCache(const KeyCacheOptions& options);
+  // Request parts sent naming a kept key list, and answers that the server
+  // held no such list (the part went again with its keys).
+  uint64_t named_key_lists() const { return named_requests_.load(); }
+  uint64_t unknown_key_lists() const { return unknown_key_lists_.load(); }
+
   // Forgets a request: a late response to it is dropped, and arrays it was
   // to fill are no longer touched. For a caller giving up on a request.
   void Cancel(Handle handle);
@@ -223,16 +240,17 @@ class KVWorker {
     proto::Command command = proto::COMMAND_UNKNOWN;
     int server_id = -1;
     int server_rank = -1;
-    int range = -1;    // the key range it is for; -1: for the server itself (CLOCK, DUMP)
-    Message message;   // as sent (frames share the caller's arrays)
-    int attempts = 1;  // sends so far
+    int range = -1;   // the key range it is for; -1: for the server itself (CLOCK, DUMP)
+    Message message;  // as sent (frames share the caller's arrays)
+    SharedArray<const Key> keys;  // PUSH, PULL: its keys (sent again if a list is unknown)
+    int attempts = 1;             // sends so far
     double first_sent = 0;
     double deadline = 0;  // resend (or fail) when no answer by then
     // The last word from the server: the first send, or its latest
     // acknowledgement that the staleness gate holds the pull.
     double heard_at = 0;
     int sends_since_heard = 1;
-    bool held = false;  // acknowledged as held at the gate
+    bool held = false;   // acknowledged as held at the gate
     bool moved = false;  // answered moved: resent for the range's new server
   };
 
@@ -249,9 +267,13 @@ class KVWorker {
   // The node id of the server of rank `server_rank`, or -1 if none has it now.
   int ServerIdOrNone(int server_rank) const;
   // The part of a push or pull with keys [begin, end) (frames share the arrays).
+  // `key_list`: how its keys go (SentKeyLists).
   Message PartMessage(proto::Command command, const SharedArray<const Key>& keys,
                       const SharedArray<const float>& values, size_t begin, size_t end, int width,
-                      uint32_t table, std::optional<int64_t> read_clock);
+                      uint32_t table, std::optional<int64_t> read_clock,
+                      SentKeyLists::Choice key_list = SentKeyLists::Choice());
+  // Makes `part` carry its keys and name no key list.
+  static void WithKeys(Part* part);
   // Sizes a pull's result array for `count` floats gathered from its parts.
   void PrepareResultLocked(Request& request, size_t count);
   void SendParts(Handle handle, std::vector<Outgoing>& outgoing);
@@ -270,7 +292,8 @@ class KVWorker {
                           double timeout_s, const std::string& what);
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
-                     size_t value_offset, size_t value_count, int range = -1);
+                     size_t value_offset, size_t value_count, int range = -1,
+                     const SharedArray<const Key>& keys = SharedArray<const Key>());
   // A new view: parts for a range whose primary changed go again now (and
   // every push, if a server left), and clock announcements to servers that
   // left count as answered.
@@ -336,6 +359,9 @@ class KVWorker {
   std::string background_error_;              // a detached request's failure
   std::atomic<uint64_t> resends_{0};
   std::atomic<uint64_t> late_responses_{0};
+  std::atomic<uint64_t> named_requests_{0};
+  std::atomic<uint64_t> unknown_key_lists_{0};
+  std::unique_ptr<SentKeyLists> key_lists_;
   double longest_push_s_ = 0;  // since TakeLongestPush
   RequestObserver observer_;
   bool stopping_ = false;

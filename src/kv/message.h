@@ -86,9 +86,10 @@ struct DataRequest {
 
 // Checks a PUSH, PULL or DUMP request: known command, frame count, width in
 // 1..kMaxValueWidth, key_count x width at most kMaxRequestValues, frame sizes
-// that match key_count and value_width, keys sorted strictly ascending. Throws
-// Error naming the first problem found.
-DataRequest ParseDataRequest(const Message& message);
+// that match key_count and value_width, keys sorted strictly ascending (not
+// checked again with `keys_checked`: keys a server kept, see Meta.key_list).
+// Throws Error naming the first problem found.
+DataRequest ParseDataRequest(const Message& message, bool keys_checked = false);
 
 // A short description for logs: "PUSH from 3 seq 17 (epoch 1, 100 keys x 1)".
 std::string Describe(const proto::Meta& meta);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "base/error.h"
 
@@ -24,6 +26,9 @@ constexpr size_t kMaxOrderedProbe = 1024;
 constexpr uint64_t kOrderedProbesPerRow = 32;
 // Rows handed to the optimizer at once.
 constexpr size_t kUpdateChunk = 256;
+// Tables made so far in this process: each table's Layout names it by its
+// number, so slots found in a table gone are never taken for another's.
+std::atomic<uint64_t> tables_made{0};
 
 // Whether `probes` slots passed over while placing `rows` rows is more than
 // the ordered layout may cost.
@@ -39,6 +44,7 @@ ParameterTable::ParameterTable(int weight_width, int state_width, Initializer in
       row_width_(weight_width + state_width),
       initializer_(std::move(initializer)),
       shares_rows_(static_cast<size_t>(row_width_) * sizeof(float) >= kSharedRowBytes),
+      serial_(tables_made.fetch_add(1) + 1),
       first_key_(first_key),
       last_key_(last_key) {
   if (last_key < first_key) throw MakeError("a table's key range ends before it begins");
@@ -385,6 +391,59 @@ void ParameterTable::SetStamp(Key key, uint32_t stamp) {
   if (index != kNoSlot && !stamps_.empty()) stamps_[index] = stamp;
 }
 
+bool ParameterTable::FindSlots(const Key* keys, size_t count, std::vector<uint32_t>* slots) const {
+  slots->clear();
+  if (capacity_ >= std::numeric_limits<uint32_t>::max()) return false;
+  slots->resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kPrefetchDistance < count) Prefetch(keys[i + kPrefetchDistance]);
+    const size_t index = FindIndex(keys[i]);
+    if (index == kNoSlot) {
+      slots->clear();
+      return false;
+    }
+    (*slots)[i] = static_cast<uint32_t>(index);
+  }
+  return true;
+}
+
+void ParameterTable::PrefetchSlot(size_t index) const {
+  const char* slot = SlotAt(index);
+  __builtin_prefetch(slot, 1, 3);
+  // A slot that crosses into the next line (4-byte aligned, a narrow row).
+  if ((reinterpret_cast<uintptr_t>(slot) & 63) + slot_bytes_ > 64) {
+    __builtin_prefetch(slot + 64, 1, 3);
+  }
+}
+
+void ParameterTable::PushSlots(const uint32_t* slots, size_t count, const float* gradients,
+                               Optimizer* optimizer, float step_scale) {
+  const size_t width = static_cast<size_t>(weight_width_);
+  float* rows[kUpdateChunk];
+  for (size_t begin = 0; begin < count; begin += kUpdateChunk) {
+    const size_t n = std::min(kUpdateChunk, count - begin);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = begin + i;
+      if (at + kPrefetchDistance < count) PrefetchSlot(slots[at + kPrefetchDistance]);
+      rows[i] = MutableRow(slots[at]);
+      Stamp(slots[at]);
+    }
+    optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_, step_scale);
+  }
+}
+
+void ParameterTable::PullSlots(const uint32_t* slots, size_t count, float* out) const {
+  const size_t width = static_cast<size_t>(weight_width_);
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kPrefetchDistance < count) PrefetchSlot(slots[i + kPrefetchDistance]);
+    if (width == 1 && !shares_rows_) {
+      out[i] = *Row(slots[i]);
+    } else {
+      std::memcpy(out + i * width, Row(slots[i]), sizeof(float) * width);
+    }
+  }
+}
+
 void ParameterTable::MoveSlot(size_t from, size_t to) {
   std::memcpy(SlotAt(to), SlotAt(from), slot_bytes_);
   if (shares_rows_) blocks_[to] = std::move(blocks_[from]);
@@ -402,6 +461,7 @@ bool ParameterTable::Erase(Key key) {
   }
   size_t hole = FindIndex(key);
   if (hole == kNoSlot) return false;
+  ++erasures_;  // rows after it may move back
   SetKey(hole, kFree);
   if (shares_rows_) blocks_[hole].reset();
   --size_;

@@ -142,6 +142,28 @@ class ParameterTable {
   // answer its initial weights again.
   bool Erase(Key key);
 
+  // Slots (a server's kept key lists, server/key_list_cache.h): where the
+  // rows of a list of keys are, so that a list pushed or pulled again is not
+  // probed again. A layout names this table and how its rows lie; it changes
+  // whenever a row may have moved (a rebuild, an erasure), never when a row
+  // is added, and no two tables of a process share one.
+  struct Layout {
+    uint64_t table = 0;
+    uint64_t version = 0;
+    bool operator==(const Layout& other) const {
+      return table == other.table && version == other.version;
+    }
+  };
+  Layout layout() const { return {serial_, generation_ + erasures_}; }
+  // The slots of the rows of `keys` into `slots`; false (and `slots`
+  // cleared) if a key has no row or a slot does not fit 32 bits.
+  bool FindSlots(const Key* keys, size_t count, std::vector<uint32_t>* slots) const;
+  // Push and Pull through `slots` found by FindSlots while layout() was what
+  // it is now (required, not checked).
+  void PushSlots(const uint32_t* slots, size_t count, const float* gradients, Optimizer* optimizer,
+                 float step_scale = 1.0f);
+  void PullSlots(const uint32_t* slots, size_t count, float* out) const;
+
  private:
   // Marks a free slot; the key with this value has the extra slot at capacity().
   static constexpr Key kFree = ~Key{0};
@@ -208,6 +230,8 @@ class ParameterTable {
   template <typename Visit>
   void ForBatchFound(const Key* keys, size_t count, Visit visit) const;
   void Prefetch(Key key) const;
+  // The cache lines of slot `index` (its key and a narrow row).
+  void PrefetchSlot(size_t index) const;
   void Stamp(size_t index) {
     if (!stamps_.empty()) stamps_[index] = stamp_;
   }
@@ -223,6 +247,8 @@ class ParameterTable {
   size_t capacity_ = 0;
   bool ordered_ = true;
   uint64_t generation_ = 0;  // rebuilds so far
+  uint64_t erasures_ = 0;    // rows erased so far (each may move others)
+  uint64_t serial_;          // this table's own, in the process (Layout)
   uint64_t probes_ = 0;      // see probes()
   // Since the layout was made: probes, and rows placed (by the rebuild, then
   // by insertions). See OrderedTooCostly.

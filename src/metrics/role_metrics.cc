@@ -153,6 +153,15 @@ void AddServerMetrics(KVServer* server, MetricsRegistry* registry) {
       "keel_server_evicted_rows_total",
       "Rows removed because they were not pushed in the last --evict_after clocks.",
       MetricsRegistry::One([server] { return Number(server->evicted_rows()); }));
+  registry->AddCounter(
+      "keel_server_key_list_requests_total",
+      "Key caching: lists kept for the workers, requests served from a kept list, and requests "
+      "naming a list not held here (answered unknown; the worker sent the keys again).",
+      [server] {
+        return Samples{{{{"outcome", "kept"}}, Number(server->key_lists_kept())},
+                       {{{"outcome", "named"}}, Number(server->key_list_hits())},
+                       {{{"outcome", "unknown"}}, Number(server->unknown_key_lists())}};
+      });
   registry->AddCounter("keel_server_gate_held_pulls_total",
                        "Pulls the staleness gate held until the slowest worker caught up.",
                        MetricsRegistry::One([server] { return Number(server->parked_pulls()); }));
@@ -297,8 +306,7 @@ void AddSchedulerMetrics(const Scheduler* scheduler, MetricsRegistry* registry) 
       "keel_scheduler_key_ranges_lost",
       "Key ranges that lost every replica during the job (their updates since the latest "
       "checkpoint are gone).",
-      MetricsRegistry::One(
-          [scheduler] { return double(scheduler->status().lost_ranges.size()); }));
+      MetricsRegistry::One([scheduler] { return double(scheduler->status().lost_ranges.size()); }));
   registry->AddCounter(
       "keel_scheduler_departures_total",
       "Nodes removed from the view (heartbeat silence, or a closed connection to a dead process).",

@@ -132,6 +132,9 @@ void KVServer::OnView(const proto::ClusterView& view) {
       for (auto& [id, table] : shard.tables) table.rows->EnableStamps();
     }
   }
+  // Ranges may have moved, servers come or gone, rows been restored: the
+  // workers send their key lists again (answered unknown_key_list).
+  if (view.epoch() != state_.view_epoch) state_.key_lists.Clear();
   auto ranges = node_->ranges();
   if (ranges) chain_->UpdateShards(view, *ranges, first_view);
   snapshots_->RestoreOnce(view);
@@ -154,7 +157,8 @@ void KVServer::ForgetDeparted() {
   forget(clocks_applied_);
   for (auto& [range, shard] : state_.shards) {
     forget(shard.applied);
-    shard.reads.ForgetWorkersUnless([this](int worker) { return state_.members.count(worker) > 0; });
+    shard.reads.ForgetWorkersUnless(
+        [this](int worker) { return state_.members.count(worker) > 0; });
     // Pre-copies of servers that left: their deltas will not be asked for.
     for (auto it = shard.precopies.begin(); it != shard.precopies.end();) {
       it = state_.members.count(it->first) ? std::next(it) : shard.precopies.erase(it);

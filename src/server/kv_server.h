@@ -123,6 +123,11 @@ class KVServer {
   uint64_t admitted_keys() const { return state_.counters.admitted_keys.load(); }
   uint64_t unadmitted_key_pushes() const { return state_.counters.unadmitted_pushes.load(); }
   uint64_t evicted_rows() const { return state_.counters.evicted_rows.load(); }
+  // Key caching (KeyListCache): lists kept, requests served from a kept
+  // list, and requests naming a list not held here (answered unknown).
+  uint64_t key_lists_kept() const { return state_.counters.key_lists_kept.load(); }
+  uint64_t key_list_hits() const { return state_.counters.key_list_hits.load(); }
+  uint64_t unknown_key_lists() const { return state_.counters.unknown_key_lists.load(); }
   // Senders whose applied sequences this server remembers, summed over its
   // shards and CLOCKs (a departed worker's are dropped).
   size_t remembered_senders() const { return state_.counters.remembered_senders.load(); }
@@ -163,6 +168,12 @@ class KVServer {
   // (kPageBytes unless set; tests set less to see many pages). Set before
   // node->Start().
   void SetPageBytes(size_t bytes) { state_.page_bytes = std::max<size_t>(1, bytes); }
+  // The bounds of the key lists kept for the workers (checked: throws Error
+  // naming a zero bound). Call before node->Start().
+  void SetKeyCacheBounds(const KeyCacheBounds& bounds) {
+    bounds.Check();
+    state_.key_lists.set_bounds(bounds);
+  }
 
   // Hears of every PUSH and PULL this server answered, for metrics (on the
   // receive thread). Set before node->Start().

@@ -21,6 +21,18 @@ constexpr size_t kMaxHeldPushes = 100000;
 constexpr uint64_t kRefusalsLoggedEach = 10;
 constexpr uint64_t kRefusalLogEvery = 1000;
 
+// A request naming a key list this server does not hold (Meta.key_list):
+// answered with unknown_key_list, so the worker sends its keys.
+class UnknownKeyList : public Error {
+ public:
+  using Error::Error;
+};
+
+bool NamesKeyList(const proto::Meta& meta) {
+  return meta.key_list() != 0 && meta.origin() == 0 &&
+         (meta.command() == proto::PUSH || meta.command() == proto::PULL);
+}
+
 // The index of the first NaN or infinity among `count` floats, or `count`.
 size_t FirstNonFinite(const float* values, size_t count) {
   // A branch-free pass first (all exponent bits set: NaN or infinity).
@@ -55,9 +67,23 @@ bool RequestServing::Serve(Message&& message, int64_t waited_us) {
     return false;
   }
   Message response;
+  serving_list_ = nullptr;
   try {
     CheckCanServe(meta);
-    DataRequest request = ParseDataRequest(message);
+    // Only a primary says it kept a list (and only on a push it passes down).
+    if (meta.origin() == 0) message.meta.clear_key_list_kept();
+    message.meta.clear_unknown_key_list();
+    // The list the request named, for its rows' slots while it is served.
+    serving_list_ = NamesKeyList(meta) ? ResolveKeyList(&message) : nullptr;
+    const bool cached_keys = serving_list_ != nullptr;
+    DataRequest request = ParseDataRequest(message, cached_keys);
+    if (NamesKeyList(meta) && !cached_keys) {
+      const bool kept = state_.key_lists.Keep(meta.sender(), meta.key_list(), request.keys);
+      if (kept) state_.counters.key_lists_kept.fetch_add(1);
+      // A push carries it down its chain to the replica that acknowledges.
+      message.meta.set_key_list_kept(kept);
+      response.meta.set_key_list_kept(kept);
+    }
     CheckDeclared(request);
     if (meta.command() == proto::DUMP) return ServeDump(meta, request);
     if (meta.origin() != 0 && meta.command() != proto::PUSH) {
@@ -79,6 +105,12 @@ bool RequestServing::Serve(Message&& message, int64_t waited_us) {
     Shard& shard = *held;
     if (meta.command() == proto::PUSH) return ServePush(std::move(message), request, shard, range);
     ServePull(meta, request, shard, range, waited_us, &response);
+  } catch (const UnknownKeyList& e) {
+    // Expected after a view change or a restart: not counted as refused.
+    VLOG(1) << Describe(meta) << ": " << e.what();
+    response = Message();
+    response.meta.set_unknown_key_list(true);
+    response.meta.set_error(ValidUtf8(e.what()));
   } catch (const Error& e) {
     NoteRefused(meta, e.what());
     response = Message();
@@ -94,6 +126,66 @@ bool RequestServing::Serve(Message&& message, int64_t waited_us) {
   }
   state_.Reply(meta, response);
   return false;
+}
+
+KeyListCache::List* RequestServing::ResolveKeyList(Message* message) {
+  const proto::Meta& meta = message->meta;
+  // With its keys frame the request defines the list (kept after parsing).
+  const size_t frames_without_keys = meta.command() == proto::PUSH ? 1 : 0;
+  if (message->frames.size() != frames_without_keys) return nullptr;
+  KeyListCache::List* list = state_.key_lists.Find(meta.sender(), meta.key_list());
+  if (!list) {
+    state_.counters.unknown_key_lists.fetch_add(1);
+    throw UnknownKeyList("server " + std::to_string(node_->rank()) + " holds no key list " +
+                         std::to_string(meta.key_list()) + " of node " +
+                         std::to_string(meta.sender()) + " (send the keys again)");
+  }
+  const SharedArray<const Key>& keys = list->keys();
+  if (keys.size() != meta.key_count()) {
+    throw MakeError("key list ", meta.key_list(), " holds ", keys.size(),
+                    " keys, the request says ", meta.key_count());
+  }
+  // The keys go down a chain with the push: a replica keeps no lists.
+  message->frames.insert(message->frames.begin(), AsBytes(keys));
+  state_.counters.key_list_hits.fetch_add(1);
+  return list;
+}
+
+KeyListCache::List* RequestServing::ServedList(const DataRequest& request) const {
+  // Key admission may have left out some of the list's keys.
+  if (!serving_list_ || serving_list_->keys().data() != request.keys.data() ||
+      serving_list_->keys().size() != request.keys.size()) {
+    return nullptr;
+  }
+  return serving_list_;
+}
+
+void RequestServing::PushRows(const DataRequest& request, ServerTable& table, float step_scale) {
+  ParameterTable& rows = *table.rows;
+  KeyListCache::List* list = ServedList(request);
+  if (list) {
+    if (const std::vector<uint32_t>* slots = list->SlotsIn(request.table, rows)) {
+      rows.PushSlots(slots->data(), slots->size(), request.values.data(), table.optimizer.get(),
+                     step_scale);
+      return;
+    }
+  }
+  rows.Push(request.keys.data(), request.keys.size(), request.values.data(), table.optimizer.get(),
+            step_scale);
+  if (list) list->FindSlotsIn(request.table, rows);
+}
+
+void RequestServing::PullRows(const DataRequest& request, uint32_t table_id,
+                              const ParameterTable& rows, float* out) const {
+  KeyListCache::List* list = ServedList(request);
+  if (list) {
+    if (const std::vector<uint32_t>* slots = list->SlotsIn(table_id, rows)) {
+      rows.PullSlots(slots->data(), slots->size(), out);
+      return;
+    }
+  }
+  rows.Pull(request.keys.data(), request.keys.size(), out);
+  if (list) list->FindSlotsIn(table_id, rows);
 }
 
 void RequestServing::Park(Message&& message, double arrived) {
@@ -471,8 +563,7 @@ bool RequestServing::ApplyOnce(const proto::Meta& meta, const DataRequest& reque
     *staleness = StalenessOf(meta, request.table, shard, table);
     step_scale = StalenessStepScale(*staleness);
   }
-  table.rows->Push(request.keys.data(), request.keys.size(), request.values.data(),
-                   table.optimizer.get(), step_scale);
+  PushRows(request, table, step_scale);
   // Recorded once applied: a push that failed (out of memory) may come again.
   window.Insert(meta.sequence());
   ++table.version;
@@ -513,7 +604,7 @@ void RequestServing::ServePull(const proto::Meta& meta, const DataRequest& reque
     response->frames.push_back(AsBytes(table->SharedWeights(request.keys[0])));
   } else {
     auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
-    table->Pull(request.keys.data(), request.keys.size(), values.data());
+    PullRows(request, request.table, *table, values.data());
     response->frames.push_back(AsBytes(values));
   }
   state_.counters.served.fetch_add(1);

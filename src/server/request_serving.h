@@ -13,7 +13,10 @@
 // its rows is held in the shard (bounded) for ChainReplication to serve once
 // the copy arrives. A pull is answered with the rows' weights; one the gate
 // does not admit yet is parked (acknowledged as held) and answered when it
-// does, or refused when its sender leaves the view.
+// does, or refused when its sender leaves the view. A worker's push or pull
+// may name a key list the server keeps (KeyListCache) instead of carrying its
+// keys; one it does not hold is answered unknown_key_list, before anything is
+// applied or recorded for dedupe.
 //
 // Threading: not synchronized; every method runs on the node's receive
 // thread. The gate is read here and moved only by the owner, on that thread.
@@ -72,6 +75,19 @@ class RequestServing {
     double since;
   };
 
+  // A worker's request naming a key list without its keys frame: puts the
+  // kept keys in as its first frame and returns the list; null if it carries
+  // its keys. Throws UnknownKeyList if none are kept under the id, Error if
+  // their count is not the request's.
+  KeyListCache::List* ResolveKeyList(Message* message);
+  // The list being served if `request`'s keys are all of it, else null.
+  KeyListCache::List* ServedList(const DataRequest& request) const;
+  // ParameterTable::Push and Pull of `request`'s rows, through the slots the
+  // list it named keeps (found on its first use, or after a table's layout
+  // changed).
+  void PushRows(const DataRequest& request, ServerTable& table, float step_scale);
+  void PullRows(const DataRequest& request, uint32_t table_id, const ParameterTable& rows,
+                float* out) const;
   // The node id of this server's predecessor in `range`'s chain; -1 if none.
   int PredecessorId(size_t range) const;
   // Whether `meta`, a worker's PUSH or PULL, is for a key range this server
@@ -150,6 +166,9 @@ class RequestServing {
   PassDown pass_down_;
   RequestObserver observer_;
   std::list<Parked> parked_;
+  // The kept key list the request being served named (null: none); set by
+  // Serve, which is not re-entered.
+  KeyListCache::List* serving_list_ = nullptr;
 };
 
 }  // namespace keel

@@ -66,6 +66,8 @@ void ServerState::Reply(const proto::Meta& request, Message& response) {
   if (meta.key_count() == 0) meta.set_key_count(request.key_count());
   meta.set_value_width(request.value_width());
   meta.set_response(true);
+  // The last replica acknowledges a push for its chain's primary.
+  if (request.key_list_kept()) meta.set_key_list_kept(true);
   try {
     node->Send(request.sender(), response);
   } catch (const Error& e) {

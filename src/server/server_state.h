@@ -23,6 +23,7 @@
 #include "kv/node.h"
 #include "kv/optimizer.h"
 #include "kv/table_spec.h"
+#include "server/key_list_cache.h"
 #include "server/shard.h"
 
 namespace keel {
@@ -38,6 +39,9 @@ struct ServerCounters {
   std::atomic<uint64_t> admitted_keys{0};
   std::atomic<uint64_t> unadmitted_pushes{0};
   std::atomic<uint64_t> evicted_rows{0};
+  std::atomic<uint64_t> key_lists_kept{0};
+  std::atomic<uint64_t> key_list_hits{0};
+  std::atomic<uint64_t> unknown_key_lists{0};
   std::atomic<size_t> remembered_senders{0};
   std::atomic<size_t> remembered_readers{0};
 };
@@ -103,6 +107,8 @@ struct ServerState {
   size_t page_bytes = kPageBytes;
   ServerCounters counters;
   RangePushCounts range_pushes;
+  // Key lists kept for the workers' requests (key caching).
+  KeyListCache key_lists;
 
  private:
   mutable std::mutex failure_mutex_;

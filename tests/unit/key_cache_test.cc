@@ -1,0 +1,317 @@
+// Key caching's two records: the lists a server keeps for its workers
+// (KeyListCache) and a worker's record of what it offered and what was kept
+// (SentKeyLists).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "base/error.h"
+#include "kv/message.h"
+#include "kv/optimizer.h"
+#include "kv/parameter_table.h"
+#include "kv/sent_key_lists.h"
+#include "server/key_list_cache.h"
+
+namespace keel {
+namespace {
+
+SharedArray<const Key> KeysFrom(Key first, size_t count) {
+  std::vector<Key> keys(count);
+  for (size_t i = 0; i < count; ++i) keys[i] = first + 2 * i;
+  return SharedArray<const Key>(std::move(keys));
+}
+
+// ---------------------------------------------------------------- KeyListCache
+
+TEST(KeyListCache, FindsAKeptListUnderItsSenderAndId) {
+  KeyListCache cache;
+  const auto keys = KeysFrom(10, 100);
+  EXPECT_TRUE(cache.Keep(3, 1, keys));
+  ASSERT_NE(cache.Find(3, 1), nullptr);
+  EXPECT_EQ(cache.Find(3, 1)->keys().data(), keys.data());  // a reference, not a copy
+  EXPECT_EQ(cache.Find(4, 1), nullptr);                     // another sender's id 1 is another list
+  EXPECT_EQ(cache.Find(3, 2), nullptr);
+  EXPECT_EQ(cache.bytes(), 100 * KeyListCache::kBytesPerKey);
+}
+
+TEST(KeyListCache, NeverReplacesAListByAnotherUnderTheSameId) {
+  KeyListCache cache;
+  const auto first = KeysFrom(10, 100);
+  EXPECT_TRUE(cache.Keep(3, 1, first));
+  EXPECT_TRUE(cache.Keep(3, 1, KeysFrom(10, 100)));   // the same keys again: kept
+  EXPECT_FALSE(cache.Keep(3, 1, KeysFrom(11, 100)));  // other keys: not taken
+  EXPECT_FALSE(cache.Keep(3, 1, KeysFrom(10, 99)));
+  EXPECT_EQ(cache.Find(3, 1)->keys().data(), first.data());
+  EXPECT_EQ(cache.lists(), 1u);
+}
+
+TEST(KeyListCache, RefusesPastASendersListBoundWithoutDroppingAnything) {
+  KeyCacheBounds bounds;
+  bounds.lists = 2;
+  KeyListCache cache(bounds);
+  EXPECT_TRUE(cache.Keep(3, 1, KeysFrom(0, 10)));
+  EXPECT_TRUE(cache.Keep(3, 2, KeysFrom(0, 20)));
+  EXPECT_FALSE(cache.Keep(3, 3, KeysFrom(0, 30)));
+  EXPECT_NE(cache.Find(3, 1), nullptr);
+  EXPECT_NE(cache.Find(3, 2), nullptr);
+  EXPECT_EQ(cache.Find(3, 3), nullptr);
+  // Another sender has bounds of its own.
+  EXPECT_TRUE(cache.Keep(4, 1, KeysFrom(0, 10)));
+}
+
+TEST(KeyListCache, RefusesPastASendersByteBound) {
+  KeyCacheBounds bounds;
+  bounds.bytes = 150 * KeyListCache::kBytesPerKey;
+  KeyListCache cache(bounds);
+  EXPECT_TRUE(cache.Keep(3, 1, KeysFrom(0, 100)));
+  EXPECT_FALSE(cache.Keep(3, 2, KeysFrom(0, 51)));
+  EXPECT_TRUE(cache.Keep(3, 3, KeysFrom(0, 50)));
+  EXPECT_FALSE(cache.Keep(5, 1, KeysFrom(0, 151)));  // one list past the bound
+  EXPECT_EQ(cache.bytes(), 150 * KeyListCache::kBytesPerKey);
+}
+
+TEST(KeyListCache, RefusesPastTheTotalByteBoundWhateverTheSender) {
+  KeyCacheBounds bounds;
+  bounds.total_bytes = 250 * KeyListCache::kBytesPerKey;
+  KeyListCache cache(bounds);
+  for (int sender = 1; sender <= 2; ++sender) EXPECT_TRUE(cache.Keep(sender, 1, KeysFrom(0, 100)));
+  EXPECT_FALSE(cache.Keep(3, 1, KeysFrom(0, 100)));
+  EXPECT_TRUE(cache.Keep(3, 1, KeysFrom(0, 50)));
+  EXPECT_EQ(cache.bytes(), 250 * KeyListCache::kBytesPerKey);
+}
+
+TEST(KeyListCache, ClearDropsEveryListAndFreesItsRoom) {
+  KeyCacheBounds bounds;
+  bounds.lists = 1;
+  KeyListCache cache(bounds);
+  EXPECT_TRUE(cache.Keep(3, 1, KeysFrom(0, 10)));
+  cache.Clear();
+  EXPECT_EQ(cache.Find(3, 1), nullptr);
+  EXPECT_EQ(cache.lists(), 0u);
+  EXPECT_EQ(cache.bytes(), 0u);
+  EXPECT_TRUE(cache.Keep(3, 2, KeysFrom(0, 10)));
+}
+
+TEST(KeyListCache, ForgetsTheListsOfSendersThatLeft) {
+  KeyListCache cache;
+  EXPECT_TRUE(cache.Keep(3, 1, KeysFrom(0, 10)));
+  EXPECT_TRUE(cache.Keep(3, 2, KeysFrom(0, 10)));
+  EXPECT_TRUE(cache.Keep(4, 1, KeysFrom(0, 30)));
+  cache.ForgetSendersUnless([](int sender) { return sender == 4; });
+  EXPECT_EQ(cache.Find(3, 1), nullptr);
+  EXPECT_EQ(cache.Find(3, 2), nullptr);
+  EXPECT_NE(cache.Find(4, 1), nullptr);
+  EXPECT_EQ(cache.bytes(), 30 * KeyListCache::kBytesPerKey);
+}
+
+TEST(KeyListCache, KeepsNoEmptyListAndNoIdZero) {
+  KeyListCache cache;
+  EXPECT_FALSE(cache.Keep(3, 0, KeysFrom(0, 10)));
+  EXPECT_FALSE(cache.Keep(3, 1, SharedArray<const Key>()));
+  EXPECT_EQ(cache.lists(), 0u);
+}
+
+TEST(KeyListCache, ZeroBoundsAreRefused) {
+  KeyCacheBounds bounds;
+  bounds.lists = 0;
+  EXPECT_THROW(bounds.Check(), Error);
+  KeyCacheBounds ok;
+  EXPECT_NO_THROW(ok.Check());
+}
+
+// ---------------------------------------------------------------- SentKeyLists
+
+KeyCacheOptions Enabled(size_t lists = 8, size_t bytes = 1 << 20) {
+  KeyCacheOptions options;
+  options.enabled = true;
+  options.lists = lists;
+  options.bytes = bytes;
+  options.min_keys = 1;
+  return options;
+}
+
+using Mode = SentKeyLists::Mode;
+
+TEST(SentKeyLists, OffersAListTheSecondTimeAndNamesItOnceKept) {
+  SentKeyLists sent(Enabled());
+  const auto keys = KeysFrom(5, 300);
+  EXPECT_EQ(sent.Choose(7, keys).mode, Mode::kKeys);
+  const auto offer = sent.Choose(7, keys);
+  ASSERT_EQ(offer.mode, Mode::kOffer);
+  EXPECT_NE(offer.id, 0u);
+  // Not answered yet: offered again, under the same id.
+  EXPECT_EQ(sent.Choose(7, keys).mode, Mode::kOffer);
+  EXPECT_EQ(sent.Choose(7, keys).id, offer.id);
+  sent.Kept(7, offer.id);
+  const auto named = sent.Choose(7, KeysFrom(5, 300));  // equal keys, another array
+  EXPECT_EQ(named.mode, Mode::kNamed);
+  EXPECT_EQ(named.id, offer.id);
+  // Another server has not kept it.
+  EXPECT_EQ(sent.Choose(8, keys).mode, Mode::kKeys);
+}
+
+TEST(SentKeyLists, NamesAListOnlyForExactlyItsKeys) {
+  SentKeyLists sent(Enabled());
+  const auto keys = KeysFrom(5, 1000);
+  sent.Choose(7, keys);
+  sent.Kept(7, sent.Choose(7, keys).id);
+  std::vector<Key> changed(keys.begin(), keys.end());
+  changed[1] += 1;  // not a sampled key: the fingerprint is the same
+  // Seen twice, but never as the kept list.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(sent.Choose(7, SharedArray<const Key>(changed)).mode, Mode::kKeys);
+  }
+  EXPECT_EQ(sent.Choose(7, keys).mode, Mode::kNamed);
+}
+
+TEST(SentKeyLists, IdsAreNeverReused) {
+  SentKeyLists sent(Enabled());
+  const auto keys = KeysFrom(5, 300);
+  sent.Choose(7, keys);
+  const uint64_t first = sent.Choose(7, keys).id;
+  sent.Kept(7, first);
+  sent.Forget(7, first);  // the server no longer holds it
+  const auto again = sent.Choose(7, keys);
+  EXPECT_EQ(again.mode, Mode::kOffer);  // seen before: offered at once
+  EXPECT_NE(again.id, first);
+  sent.Clear();  // a view change
+  const auto after_view = sent.Choose(7, keys);
+  EXPECT_EQ(after_view.mode, Mode::kOffer);
+  EXPECT_NE(after_view.id, again.id);
+  EXPECT_NE(after_view.id, first);
+}
+
+TEST(SentKeyLists, AListNotKeptIsForgottenAndOfferedAgain) {
+  SentKeyLists sent(Enabled());
+  const auto keys = KeysFrom(5, 300);
+  sent.Choose(7, keys);
+  const uint64_t id = sent.Choose(7, keys).id;
+  sent.Forget(7, id);
+  EXPECT_EQ(sent.lists(7), 0u);
+  EXPECT_EQ(sent.Choose(7, keys).mode, Mode::kOffer);
+}
+
+TEST(SentKeyLists, PastItsBoundsANewListGoesWithItsKeys) {
+  SentKeyLists sent(Enabled(/*lists=*/2));
+  for (Key first : {Key{1}, Key{2}, Key{3}}) {
+    sent.Choose(7, KeysFrom(first * 1000, 10));
+  }
+  EXPECT_EQ(sent.Choose(7, KeysFrom(1000, 10)).mode, Mode::kOffer);
+  EXPECT_EQ(sent.Choose(7, KeysFrom(2000, 10)).mode, Mode::kOffer);
+  EXPECT_EQ(sent.Choose(7, KeysFrom(3000, 10)).mode, Mode::kKeys);
+  EXPECT_EQ(sent.lists(7), 2u);
+  SentKeyLists small(Enabled(8, /*bytes=*/15 * sizeof(Key)));
+  small.Choose(7, KeysFrom(0, 10));
+  EXPECT_EQ(small.Choose(7, KeysFrom(0, 10)).mode, Mode::kOffer);
+  small.Choose(7, KeysFrom(500, 10));
+  EXPECT_EQ(small.Choose(7, KeysFrom(500, 10)).mode, Mode::kKeys);
+}
+
+TEST(SentKeyLists, OffAndShortListsAlwaysGoWithTheirKeys) {
+  SentKeyLists off;
+  const auto keys = KeysFrom(5, 300);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(off.Choose(7, keys).mode, Mode::kKeys);
+  KeyCacheOptions options = Enabled();
+  options.min_keys = 301;
+  SentKeyLists short_lists(options);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(short_lists.Choose(7, keys).mode, Mode::kKeys);
+}
+
+// ---------------------------------------------------------------- the request
+
+TEST(KeyListRequest, KeysAServerKeptAreNotCheckedAgain) {
+  Message message;
+  message.meta.set_command(proto::PULL);
+  message.meta.set_key_count(3);
+  message.meta.set_value_width(1);
+  message.frames.push_back(AsBytes(SharedArray<const Key>(std::vector<Key>{3, 2, 1})));
+  EXPECT_THROW(ParseDataRequest(message), Error);
+  EXPECT_EQ(ParseDataRequest(message, /*keys_checked=*/true).keys.size(), 3u);
+}
+
+// ---------------------------------------------------------------- slots
+
+std::vector<Key> MixedKeys(uint64_t first, size_t count) {
+  std::vector<uint64_t> features;
+  for (size_t i = 0; i < count; ++i) features.push_back(first + i);
+  return MixedKeySet(features);
+}
+
+TEST(ParameterTableSlots, PushAndPullThroughSlotsAsThroughKeys) {
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  sgd.learning_rate = 1.0f;
+  auto optimizer = MakeOptimizer(sgd);
+  ParameterTable by_keys(2, 0), by_slots(2, 0);
+  const std::vector<Key> keys = MixedKeys(0, 3000);
+  std::vector<float> gradients(keys.size() * 2);
+  for (size_t i = 0; i < gradients.size(); ++i) gradients[i] = 0.25f * static_cast<float>(i % 7);
+  std::vector<uint32_t> slots;
+  EXPECT_FALSE(by_slots.FindSlots(keys.data(), keys.size(), &slots));  // no rows yet
+  EXPECT_TRUE(slots.empty());
+  by_keys.Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
+  by_slots.Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
+  ASSERT_TRUE(by_slots.FindSlots(keys.data(), keys.size(), &slots));
+  for (int round = 0; round < 3; ++round) {
+    by_keys.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 0.5f);
+    by_slots.PushSlots(slots.data(), slots.size(), gradients.data(), optimizer.get(), 0.5f);
+  }
+  std::vector<float> expected(keys.size() * 2), pulled(keys.size() * 2);
+  by_keys.Pull(keys.data(), keys.size(), expected.data());
+  by_slots.PullSlots(slots.data(), slots.size(), pulled.data());
+  EXPECT_EQ(pulled, expected);
+  by_slots.Pull(keys.data(), keys.size(), pulled.data());
+  EXPECT_EQ(pulled, expected);
+}
+
+TEST(ParameterTableSlots, TheLayoutChangesWhenRowsMayMoveAndOnlyThen) {
+  ParameterTable table(1, 0), other(1, 0);
+  EXPECT_FALSE(table.layout() == other.layout());  // tables never share one
+  const std::vector<Key> keys = MixedKeys(0, 100);
+  const std::vector<float> gradients(keys.size(), 1.0f);
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  auto optimizer = MakeOptimizer(sgd);
+  table.Reserve(10000);
+  const ParameterTable::Layout before = table.layout();
+  table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
+  EXPECT_TRUE(table.layout() == before);  // rows added in place
+  table.Erase(keys[5]);
+  EXPECT_FALSE(table.layout() == before);  // later rows may shift back
+  const ParameterTable::Layout after_erase = table.layout();
+  const std::vector<Key> many = MixedKeys(1000, 50000);
+  const std::vector<float> more(many.size(), 1.0f);
+  table.Push(many.data(), many.size(), more.data(), optimizer.get());
+  EXPECT_FALSE(table.layout() == after_erase);  // grown: every row moved
+}
+
+TEST(KeyListCacheSlots, AListKeepsItsSlotsPerTableUntilTheLayoutChanges) {
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  auto optimizer = MakeOptimizer(sgd);
+  const std::vector<Key> keys = MixedKeys(0, 500);
+  const std::vector<float> gradients(keys.size(), 1.0f);
+  ParameterTable table(1, 0);
+  KeyListCache cache;
+  ASSERT_TRUE(cache.Keep(3, 1, SharedArray<const Key>(keys)));
+  KeyListCache::List* list = cache.Find(3, 1);
+  ASSERT_NE(list, nullptr);
+  list->FindSlotsIn(7, table);
+  EXPECT_EQ(list->SlotsIn(7, table), nullptr);  // no rows yet
+  table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
+  list->FindSlotsIn(7, table);  // the table has rows now: looked for again
+  const std::vector<uint32_t>* slots = list->SlotsIn(7, table);
+  ASSERT_NE(slots, nullptr);
+  EXPECT_EQ(slots->size(), keys.size());
+  EXPECT_EQ(list->SlotsIn(8, table), nullptr);  // another table id
+  ParameterTable replaced(1, 0);
+  replaced.Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
+  EXPECT_EQ(list->SlotsIn(7, replaced), nullptr);  // another table under the same id
+  table.Erase(keys[0]);
+  EXPECT_EQ(list->SlotsIn(7, table), nullptr);
+  list->FindSlotsIn(7, table);
+  EXPECT_EQ(list->SlotsIn(7, table), nullptr);  // keys[0] has no row now
+}
+
+}  // namespace
+}  // namespace keel
