@@ -124,7 +124,8 @@ KEEL_HOST_DEVICE inline void FmGradients(const float* params, const float* value
 // score is the one FmScore gives that model alone, bit for bit.
 // `biases`: one per model, or null for none; `factor_sums`: models x k floats
 // of scratch, left holding each model's S_f for FmModelsGradients; `linear`
-// and `squares`: models floats of scratch; `scores`: one per model.
+// and `squares`: models floats of scratch; `scores`: one per model. (The CUDA
+// kernels give each model its own lanes instead: FmStridedScoreTerms.)
 KEEL_HOST_DEVICE inline void FmModelsScores(const float* params, const float* values, int nnz,
                                             int k, int models, const float* biases,
                                             float* factor_sums, float* linear, float* squares,

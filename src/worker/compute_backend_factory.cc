@@ -56,8 +56,10 @@ std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, in
   CheckDevice(device);
   const int ordinal = ParseDevice(device);
   // The CPU backend computes several models together in one pass (their
-  // weights side by side in each row); the CUDA backend, one model at a time.
-  const bool together = ordinal < 0;
+  // weights side by side in each row), and so does the CUDA backend for
+  // factorization machines; a linear learner's on a CUDA device, one model at
+  // a time.
+  const bool together = ordinal < 0 || hyperparameters.job == JobKind::kFactorizationMachines;
   if (hyperparameters.num_models > 1 && !together) {
     return std::make_unique<MultiModelBackend>(
         hyperparameters, MakeComputeBackend(device, threads, hyperparameters.Model(0)));
