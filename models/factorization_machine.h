@@ -157,7 +157,8 @@ KEEL_HOST_DEVICE inline void FmModelsScores(const float* params, const float* va
     const float* sums = factor_sums + m * k;
     float sums_squared = 0.0f;
     for (int f = 0; f < k; ++f) sums_squared += sums[f] * sums[f];
-    scores[m] = FmCombine(biases != nullptr ? biases[m] : 0.0f, linear[m], sums_squared, squares[m]);
+    scores[m] =
+        FmCombine(biases != nullptr ? biases[m] : 0.0f, linear[m], sums_squared, squares[m]);
   }
 }
 
@@ -167,8 +168,8 @@ KEEL_HOST_DEVICE inline void FmModelsScores(const float* params, const float* va
 // `score_gradients`: dLoss/dscore per model.
 KEEL_HOST_DEVICE inline void FmModelsGradients(const float* params, const float* values, int nnz,
                                                int k, int models, const float* factor_sums,
-                                               const float* score_gradients,
-                                               float* param_gradients, float* bias_gradients) {
+                                               const float* score_gradients, float* param_gradients,
+                                               float* bias_gradients) {
   const int width = FmRowWidth(k);
   const int row_width = models * width;
   for (int j = 0; j < nnz; ++j) {

@@ -292,9 +292,9 @@ __global__ void RowKernel(RowArguments a) {
   }
   __syncwarp();
   if (lane == 0 && active) {
-    a.row_losses[output] = ExampleLoss(
-        a.loss, scores, a.classes, a.labels[row], score_gradient,
-        a.predictions != nullptr ? a.predictions + output * a.classes : nullptr);
+    a.row_losses[output] =
+        ExampleLoss(a.loss, scores, a.classes, a.labels[row], score_gradient,
+                    a.predictions != nullptr ? a.predictions + output * a.classes : nullptr);
     if (a.slots != nullptr) {
       // The mean loss's gradient: each example weighs 1/rows (divided, as on the CPU).
       for (int c = 0; c < a.classes; ++c) {
@@ -309,8 +309,8 @@ __global__ void RowKernel(RowArguments a) {
   if (a.slots == nullptr || !active) return;
   float* gradients = a.slots + begin * a.row_width + static_cast<size_t>(model) * a.width;
   if (a.factorization) {
-    FmStridedGradientTerms(params, a.row_width, values, nnz, a.factors, lane, a.group,
-                           factor_sums, score_gradient[0], gradients, nullptr);
+    FmStridedGradientTerms(params, a.row_width, values, nnz, a.factors, lane, a.group, factor_sums,
+                           score_gradient[0], gradients, nullptr);
   } else {
     LinearGradientTerms(values, nnz, a.classes, lane, a.group, score_gradient, gradients, nullptr);
   }
@@ -372,7 +372,7 @@ struct DenseRowArguments {
   int factors;
   bool factorization;
   LossFunction loss;
-  float* scratch;  // rows x models x 2 classes
+  float* scratch;             // rows x models x 2 classes
   float* row_losses;          // rows x models
   float* predictions;         // rows x models x classes, or null
   float* score_gradients;     // rows x row_width: D, for X^T D; null for the forward pass only
@@ -396,8 +396,8 @@ __global__ void DenseRowKernel(DenseRowArguments a) {
   if (a.factorization) {
     float sums_squared = 0.0f;
     for (int f = 1; f <= a.factors; ++f) sums_squared += product[f] * product[f];
-    scores[0] = FmCombine(bias != nullptr ? bias[0] : 0.0f, product[0], sums_squared,
-                          a.squares[output]);
+    scores[0] =
+        FmCombine(bias != nullptr ? bias[0] : 0.0f, product[0], sums_squared, a.squares[output]);
   } else {
     for (int c = 0; c < a.classes; ++c) {
       scores[c] = product[c] + (bias != nullptr ? bias[c] : 0.0f);
@@ -455,8 +455,9 @@ class CudaModel : public ComputeBackend {
     // wraps a linear learner's several models in a MultiModelBackend.
     if (hyperparameters.num_models > 1) {
       if (!factorization_) {
-        throw MakeError("the CUDA backend computes several linear models only through a "
-                        "MultiModelBackend");
+        throw MakeError(
+            "the CUDA backend computes several linear models only through a "
+            "MultiModelBackend");
       }
       models_ = hyperparameters.num_models;
     }
@@ -746,8 +747,7 @@ class CudaModel : public ComputeBackend {
     float* slots = nullptr;
     if (backward) {
       slots = slots_gradients_.Reserve(nnz * row_width);
-      KEEL_CUDA_CHECK(
-          cudaMemsetAsync(slots, 0, nnz * row_width * sizeof(float), compute_stream_));
+      KEEL_CUDA_CHECK(cudaMemsetAsync(slots, 0, nnz * row_width * sizeof(float), compute_stream_));
     }
     const RowArguments a = RowArgumentsFor(slot, structure, gathered, bias, slots, results);
     const dim3 blocks(static_cast<unsigned>((slot.rows + rows_per_block_ - 1) / rows_per_block_),
@@ -864,9 +864,9 @@ class CudaModel : public ComputeBackend {
     const int row_width = weight_width();
     const float one = 1.0f, zero = 0.0f;
     float* products = dense_products_.Reserve(static_cast<size_t>(rows) * row_width);
-    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, row_width, rows, keys,
-                                  &one, gathered, row_width, structure.values, keys, &zero,
-                                  products, row_width));
+    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, row_width, rows, keys, &one,
+                                     gathered, row_width, structure.values, keys, &zero, products,
+                                     row_width));
     return products;
   }
 
@@ -889,14 +889,14 @@ class CudaModel : public ComputeBackend {
     float* squares = dense_squares_.Reserve(static_cast<size_t>(rows) * models_);
     if (models_ == 1) {
       // squares = (X.X) norms: (X.X) is keys x rows column-major, so transpose it.
-      KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values,
-                                    keys, norms, 1, &zero, squares, 1));
+      KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values, keys,
+                                       norms, 1, &zero, squares, 1));
     } else {
       // squares (rows x models row-major: models x rows column-major) =
       // norms (models x keys column-major) (X.X)^T (keys x rows column-major).
-      KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, models_, rows, keys,
-                                    &one, norms, models_, squared_values, keys, &zero, squares,
-                                    models_));
+      KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, models_, rows, keys, &one,
+                                       norms, models_, squared_values, keys, &zero, squares,
+                                       models_));
     }
     return squares;
   }
@@ -945,24 +945,24 @@ class CudaModel : public ComputeBackend {
     const int row_width = weight_width();
     const float one = 1.0f, zero = 0.0f;
     float* gradient = dense_gradient_.Reserve(static_cast<size_t>(keys) * row_width);
-    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, row_width, keys, rows,
-                                  &one, a.score_gradients, row_width, structure.values, keys,
-                                  &zero, gradient, row_width));
+    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, row_width, keys, rows, &one,
+                                     a.score_gradients, row_width, structure.values, keys, &zero,
+                                     gradient, row_width));
     float* weighted_squares = nullptr;
     if (factorization_) {
       weighted_squares = dense_weighted_squares_.Reserve(static_cast<size_t>(keys) * models_);
       if (models_ == 1) {
         // weighted_squares = (X.X)^T g: keys x rows column-major, as it lies.
         KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_N, keys, rows, &one,
-                                      dense_squared_values_.data(), keys, a.score_scale, 1,
-                                      &zero, weighted_squares, 1));
+                                         dense_squared_values_.data(), keys, a.score_scale, 1,
+                                         &zero, weighted_squares, 1));
       } else {
         // weighted_squares (keys x models row-major: models x keys column-major)
         // = g (models x rows column-major) (X.X) (rows x keys: the transpose of
         // X.X as it lies).
         KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, models_, keys, rows,
-                                      &one, a.score_scale, models_, dense_squared_values_.data(),
-                                      keys, &zero, weighted_squares, models_));
+                                         &one, a.score_scale, models_, dense_squared_values_.data(),
+                                         keys, &zero, weighted_squares, models_));
       }
     }
     DenseScatterKernel<<<Blocks(static_cast<size_t>(keys) * row_width), kThreadsPerBlock, 0,

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <random>
+#include <sstream>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -112,12 +112,11 @@ TEST_F(CudaBackend, MatchesTheCpuBackendOnSparseAndDenseBatches) {
 // and gradients are what the CPU backend's one pass gives, which are each
 // model's alone (tests/unit/num_models_test.cc).
 TEST_F(CudaBackend, ComputesSeveralFactorizationMachinesInOnePassAsTheCpuBackend) {
-  for (const auto& [type, factors, models] :
-       {std::tuple{PredictorType::kBinaryClassifier, 4, 8},
-        std::tuple{PredictorType::kRegressor, 20, 3}}) {
+  for (const auto& [type, factors, models] : {std::tuple{PredictorType::kBinaryClassifier, 4, 8},
+                                              std::tuple{PredictorType::kRegressor, 20, 3}}) {
     for (bool dense : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << models << " models of k = " << factors
-                                        << (dense ? ", dense" : ", sparse"));
+      SCOPED_TRACE(::testing::Message()
+                   << models << " models of k = " << factors << (dense ? ", dense" : ", sparse"));
       Hyperparameters given;
       given.job = JobKind::kFactorizationMachines;
       given.predictor_type = type;

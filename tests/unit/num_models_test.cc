@@ -294,7 +294,9 @@ void ExpectFactorizationMachinesAsEachAlone(PredictorType type, int models, int 
   ASSERT_EQ(gradients.size(), keys * models * width);
   ASSERT_EQ(bias_gradient.size(), static_cast<size_t>(models));
   ASSERT_EQ(predictions.size(), batch.batch.rows() * models);
-  const auto near = [dense](double expected) { return dense ? 1e-5 * (1 + std::abs(expected)) : 0; };
+  const auto near = [dense](double expected) {
+    return dense ? 1e-5 * (1 + std::abs(expected)) : 0;
+  };
   double sum = 0;
   for (int m = 0; m < models; ++m) {
     SCOPED_TRACE(::testing::Message() << "model " << m);
@@ -317,8 +319,7 @@ void ExpectFactorizationMachinesAsEachAlone(PredictorType type, int models, int 
     }
     EXPECT_NEAR(bias_gradient[m], own_bias_gradient[0], near(own_bias_gradient[0]));
     for (size_t row = 0; row < batch.batch.rows(); ++row) {
-      ASSERT_NEAR(predictions[row * models + m], own_predictions[row],
-                  near(own_predictions[row]))
+      ASSERT_NEAR(predictions[row * models + m], own_predictions[row], near(own_predictions[row]))
           << "row " << row;
     }
   }
@@ -343,7 +344,8 @@ TEST(CpuModel, ComputesSeveralFactorizationMachinesInOnePassAsEachAlone) {
 // for bit, on a sparse batch.
 TEST(CpuModel, ComputesSeveralFactorizationMachinesExactlyAsTheWrapper) {
   for (const int threads : {1, 3}) {
-    Hyperparameters given = Job(JobKind::kFactorizationMachines, PredictorType::kBinaryClassifier, 1);
+    Hyperparameters given =
+        Job(JobKind::kFactorizationMachines, PredictorType::kBinaryClassifier, 1);
     given.num_factors = 4;
     const Hyperparameters h = WithModels(given, 8);
     std::mt19937_64 random(5);
