@@ -55,9 +55,11 @@ std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, in
   if (threads < 0) throw MakeError("--threads must be 0 (one per hardware thread) or more");
   CheckDevice(device);
   const int ordinal = ParseDevice(device);
-  // The CPU backend computes a linear learner's models together (their
-  // weights side by side in each row); the others, one model at a time.
-  const bool together = ordinal < 0 && hyperparameters.job == JobKind::kLinearLearner;
+  // The CPU backend computes several models together in one pass (their
+  // weights side by side in each row), and so does the CUDA backend for
+  // factorization machines; a linear learner's on a CUDA device, one model at
+  // a time.
+  const bool together = ordinal < 0 || hyperparameters.job == JobKind::kFactorizationMachines;
   if (hyperparameters.num_models > 1 && !together) {
     return std::make_unique<MultiModelBackend>(
         hyperparameters, MakeComputeBackend(device, threads, hyperparameters.Model(0)));

@@ -16,8 +16,10 @@ namespace keel {
 
 // The backend `device` names: "cpu" (with `threads` threads, 0 for one per
 // hardware thread) or "cuda:N". For hyperparameters.num_models > 1 the CPU
-// backend of a linear learner computes every model in one pass; the others
-// are wrapped in a MultiModelBackend. Throws Error for an unknown device, for
+// backend computes every model in one pass (a linear learner's or a
+// factorization machine's), and so does a CUDA device's for factorization
+// machines; a linear learner's on a CUDA device is wrapped in a
+// MultiModelBackend. Throws Error for an unknown device, for
 // "cuda:N" in a build without the CUDA backend, and when device N does not
 // exist or no CUDA device is usable, saying why.
 std::unique_ptr<ComputeBackend> MakeComputeBackend(const std::string& device, int threads,

@@ -47,11 +47,14 @@ inline void ScatterAdd(const float* __restrict row_gradients, const uint32_t* po
 
 // Asks for the rows the next example will gather, so that their loads are
 // under way while this example computes (the pulled rows are seldom in the
-// core's own cache: the receiving thread wrote them).
+// core's own cache: the receiving thread wrote them): every cache line of a
+// row, as several models' rows span several (the default's 8 factorization
+// machines: 160 bytes, up to four lines).
 inline void PrefetchRows(const float* weights, const uint32_t* positions, int nnz, int width) {
+  constexpr int kLine = 64 / sizeof(float);
   for (int j = 0; j < nnz; ++j) {
     const float* row = weights + static_cast<size_t>(positions[j]) * width;
-    __builtin_prefetch(row);
+    for (int c = 0; c < width; c += kLine) __builtin_prefetch(row + c);
     __builtin_prefetch(row + width - 1);  // a row may end on the next cache line
   }
 }
@@ -65,14 +68,7 @@ inline void ScaleToMean(size_t rows, int classes, float* score_gradient) {
 
 CpuModel::CpuModel(const Hyperparameters& hyperparameters, int threads)
     : ComputeBackend(hyperparameters), pool_(threads), scratch_(pool_.size()) {
-  if (hyperparameters.num_models > 1) {
-    if (factorization_) {
-      throw MakeError(
-          "the CPU backend computes several factorization machines only through "
-          "a MultiModelBackend");
-    }
-    models_ = hyperparameters.num_models;
-  }
+  if (hyperparameters.num_models > 1) models_ = hyperparameters.num_models;
   row_width_ = models_ * width_;
   row_bias_ = models_ * bias_width_;
   row_scores_ = models_ * classes_;
@@ -198,12 +194,15 @@ void CpuModel::GatherDenseWeights(const PreparedBatch& prepared, const float* we
                 sizeof(float) * row_width_);
   }
   if (!factorization_) return;
-  factor_norms_.resize(keys);
+  // Per key, each model's |v_j|^2.
+  factor_norms_.resize(keys * models_);
   for (size_t j = 0; j < keys; ++j) {
-    float norm = 0.0f;
-    for (int f = 1; f < row_width_; ++f)
-      norm += gathered_[j * row_width_ + f] * gathered_[j * row_width_ + f];
-    factor_norms_[j] = norm;
+    for (int m = 0; m < models_; ++m) {
+      const float* factors = gathered_.data() + j * row_width_ + m * width_;
+      float norm = 0.0f;
+      for (int f = 1; f < width_; ++f) norm += factors[f] * factors[f];
+      factor_norms_[j * models_ + m] = norm;
+    }
   }
 }
 
@@ -272,12 +271,15 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
     }
   }
   // A factorization machine's 1 + k weights (one score): the default k = 4,
-  // and k = 8.
+  // and k = 8; and the default's 8 models of k = 4 side by side.
   if (factorization_ && row_scores_ == 1 && row_width_ == 5) {
     return SparseRowsOf<5, 1>(prepared, weights, bias, row_begin, row_end, scratch, out);
   }
   if (factorization_ && row_scores_ == 1 && row_width_ == 9) {
     return SparseRowsOf<9, 1>(prepared, weights, bias, row_begin, row_end, scratch, out);
+  }
+  if (factorization_ && row_scores_ == 8 && row_width_ == 40) {
+    return SparseRowsOf<40, 8>(prepared, weights, bias, row_begin, row_end, scratch, out);
   }
   SparseRowsOf<0, 0>(prepared, weights, bias, row_begin, row_end, scratch, out);
 }
@@ -292,11 +294,15 @@ void CpuModel::SparseRowsOf(const PreparedBatch& prepared, const float* weights,
   const size_t rows = batch.rows();
   const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;
   const bool use_bias = hyperparameters_.use_bias;
-  const int k = hyperparameters_.num_factors;
+  // A factorization machine's row holds each of its row_scores models' 1 + k.
+  constexpr int kFactors = kWidth > 0 && kScores > 0 ? kWidth / kScores - 1 : 0;
+  const int k = factorization_ && kWidth > 0 ? kFactors : hyperparameters_.num_factors;
   std::vector<float>& params = scratch->params;
   scratch->scores.resize(row_scores);
   scratch->score_gradient.resize(row_scores);
-  scratch->factor_sums.resize(factorization_ ? k : 0);
+  scratch->factor_sums.resize(factorization_ ? static_cast<size_t>(row_scores) * k : 0);
+  scratch->linear.resize(factorization_ ? row_scores : 0);
+  scratch->squares.resize(factorization_ ? row_scores : 0);
   float* scores = scratch->scores.data();
   float* score_gradient = scratch->score_gradient.data();
   float* factor_sums = scratch->factor_sums.data();
@@ -312,8 +318,11 @@ void CpuModel::SparseRowsOf(const PreparedBatch& prepared, const float* weights,
       PrefetchRows(weights, prepared.positions.data() + next,
                    static_cast<int>(batch.row_offsets[r + 2] - next), row_width);
     }
-    if (factorization_) {
+    if (factorization_ && row_scores == 1) {
       scores[0] = FmScore(params.data(), values, nnz, k, use_bias ? bias[0] : 0.0f, factor_sums);
+    } else if (factorization_) {
+      FmModelsScores(params.data(), values, nnz, k, row_scores, use_bias ? bias : nullptr,
+                     factor_sums, scratch->linear.data(), scratch->squares.data(), scores);
     } else {
       LinearScores(params.data(), values, nnz, row_scores, use_bias ? bias : nullptr, scores);
     }
@@ -330,9 +339,12 @@ void CpuModel::SparseRowsOf(const PreparedBatch& prepared, const float* weights,
       row_gradients = scratch->gradients.data();
     }
     float* bias_gradient = out.row_bias_gradients + r * row_bias_;
-    if (factorization_) {
+    if (factorization_ && row_scores == 1) {
       FmGradients(params.data(), values, nnz, k, factor_sums, score_gradient[0], row_gradients,
                   bias_gradient);
+    } else if (factorization_) {
+      FmModelsGradients(params.data(), values, nnz, k, row_scores, factor_sums, score_gradient,
+                        row_gradients, bias_gradient);
     } else {
       LinearGradients(values, nnz, row_scores, score_gradient, row_gradients, bias_gradient);
     }
@@ -358,24 +370,28 @@ void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, c
   scratch->products.resize(static_cast<size_t>(count) * row_width_);
   Eigen::Map<RowMatrix> products(scratch->products.data(), count, row_width_);
   products.noalias() = x * w;  // linear: the scores less the bias; FM: [linear, S_1..S_k]
-  Eigen::VectorXf squares;     // FM: sum_j x_j^2 |v_j|^2 per row
+  RowMatrix squares;           // FM: sum_j x_j^2 |v_j|^2 per row and model
   if (factorization_) {
-    Eigen::Map<const Eigen::VectorXf> norms(factor_norms_.data(), keys);
+    Eigen::Map<const RowMatrix> norms(factor_norms_.data(), keys, models_);
     squares.noalias() = x.cwiseAbs2() * norms;
   }
   // Per row: loss, prediction, and the score gradient D (rows x width) that
   // X^T D turns into the weights' gradient.
   scratch->row_gradients.resize(backward ? static_cast<size_t>(count) * row_width_ : 0);
   Eigen::Map<RowMatrix> d(scratch->row_gradients.data(), backward ? count : 0, row_width_);
-  Eigen::VectorXf score_scale(backward ? count : 0);  // FM: the score gradient per row
+  // FM: the score gradient per row and model.
+  RowMatrix score_scale(backward && factorization_ ? count : 0, models_);
   DenseRowLosses(batch, bias, squares.data(), row_begin, row_end, scratch, out, score_scale.data());
   if (!backward) return;
   Eigen::Map<RowMatrix> accumulator(scratch->accumulator.data(), keys, row_width_);
   accumulator.noalias() = x.transpose() * d;
   if (factorization_) {
-    const Eigen::VectorXf weighted_squares = x.cwiseAbs2().transpose() * score_scale;
-    accumulator.rightCols(k) -=
-        (w.rightCols(k).array().colwise() * weighted_squares.array()).matrix();
+    const RowMatrix weighted_squares = x.cwiseAbs2().transpose() * score_scale;
+    for (int m = 0; m < models_; ++m) {
+      accumulator.middleCols(m * width_ + 1, k) -=
+          (w.middleCols(m * width_ + 1, k).array().colwise() * weighted_squares.col(m).array())
+              .matrix();
+    }
   }
 }
 
@@ -394,9 +410,13 @@ void CpuModel::DenseRowLosses(const Batch& batch, const float* bias, const float
     const size_t r = row_begin + i;
     const float* product = scratch->products.data() + i * row_width_;  // row i of X W
     if (factorization_) {
-      float sums_squared = 0.0f;
-      for (int f = 1; f <= k; ++f) sums_squared += product[f] * product[f];
-      scores[0] = FmCombine(use_bias ? bias[0] : 0.0f, product[0], sums_squared, squares[i]);
+      for (int m = 0; m < models_; ++m) {
+        const float* model = product + m * width_;  // [linear, S_1..S_k]
+        float sums_squared = 0.0f;
+        for (int f = 1; f <= k; ++f) sums_squared += model[f] * model[f];
+        scores[m] =
+            FmCombine(use_bias ? bias[m] : 0.0f, model[0], sums_squared, squares[i * models_ + m]);
+      }
     } else {
       for (int c = 0; c < row_scores_; ++c) scores[c] = product[c] + (use_bias ? bias[c] : 0.0f);
     }
@@ -411,9 +431,12 @@ void CpuModel::DenseRowLosses(const Batch& batch, const float* bias, const float
     float* d = scratch->row_gradients.data() + i * row_width_;  // row i of D
     if (factorization_) {
       // dscore/dw_j = x_j, dscore/dv_jf = x_j S_f - v_jf x_j^2.
-      score_scale[i] = score_gradient[0];
-      d[0] = score_gradient[0];
-      for (int f = 1; f <= k; ++f) d[f] = score_gradient[0] * product[f];
+      for (int m = 0; m < models_; ++m) {
+        const int first = m * width_;
+        score_scale[i * models_ + m] = score_gradient[m];
+        d[first] = score_gradient[m];
+        for (int f = 1; f <= k; ++f) d[first + f] = score_gradient[m] * product[first + f];
+      }
     } else {
       for (int c = 0; c < row_scores_; ++c) d[c] = score_gradient[c];
     }

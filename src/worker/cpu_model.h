@@ -44,7 +44,7 @@ class CpuModel : public ComputeBackend {
  private:
   // Per-thread scratch, kept between batches.
   struct Scratch {
-    std::vector<float> params, gradients, scores, score_gradient, factor_sums;
+    std::vector<float> params, gradients, scores, score_gradient, factor_sums, linear, squares;
     std::vector<float> products, row_gradients, accumulator;
   };
   // Where a pass writes: every array is indexed by row (or non-zero) of the
@@ -91,7 +91,8 @@ class CpuModel : public ComputeBackend {
                   size_t end, Scratch* scratch, const Outputs& out) const;
   // SparseRows for rows of kWidth floats that give kScores scores (a linear
   // learner's kWidth models or classes side by side, kScores = kWidth; a
-  // factorization machine's 1 + k weights, kScores = 1), or of row_width_ and
+  // factorization machine's 1 + k weights, kScores = 1, or kScores models'
+  // side by side, kWidth = kScores (1 + k)), or of row_width_ and
   // row_scores_ for 0: at a width known when compiled, the per-row loops over
   // it unroll and vectorise, doing the same operations in the same order.
   template <int kWidth, int kScores>
@@ -103,14 +104,16 @@ class CpuModel : public ComputeBackend {
                  size_t end, Scratch* scratch, const Outputs& out) const;
   // Dense, per row of rows [begin, end): loss, prediction, and (backward) the
   // score gradient D, bias gradients and the FM's score scale.
-  // `squares`: the FM's sum_j x_j^2 |v_j|^2 per row of the range.
+  // `squares`: the FM's sum_j x_j^2 |v_j|^2 per row of the range and model.
   void DenseRowLosses(const Batch& batch, const float* bias, const float* squares, size_t begin,
                       size_t end, Scratch* scratch, const Outputs& out, float* score_scale) const;
 
-  // A linear learner's several models are computed together: a row holds
-  // every model's weights side by side (row_width_ floats), each row of the
-  // batch gets every model's scores (row_scores_) in one pass, and each model
-  // then takes its own loss. Factorization machines are one model here.
+  // Several models are computed together: a row holds every model's weights
+  // side by side (row_width_ floats: a linear learner's, or each
+  // factorization machine's [w, v_1..v_k]), each row of the batch gets every
+  // model's scores (row_scores_) in one pass, features outer and models
+  // inner, and each model then takes its own loss. The models differ only in
+  // the servers' settings (their rates, penalties and factor init).
   int row_width_ = 0;
   int row_bias_ = 0;
   int row_scores_ = 0;

@@ -230,77 +230,87 @@ struct RowArguments {
   const uint32_t* row_offsets;
   const float* values;
   const float* labels;
-  const float* gathered;  // nnz x width: each non-zero's parameters, in CSR order
-  const float* bias;      // bias_width floats, or null without bias
+  const float* gathered;  // nnz x row_width: each non-zero's parameters, in CSR order
+  const float* bias;      // models x classes floats, or null without bias
   int rows;
-  int width;
+  int width;      // of one model
+  int models;     // FM: side by side in each row, one per blockIdx.y; linear: 1
+  int row_width;  // models x width
   int classes;
   int factors;  // FM: k; linear: 0
   bool factorization;
   LossFunction loss;
   int group;                  // lanes per row: a power of two, at most 32
   int scratch_floats;         // shared floats per row
-  float* row_losses;          // rows
-  float* predictions;         // rows x classes, or null
-  float* slots;               // nnz x width (zeroed), or null for the forward pass only
-  float* row_bias_gradients;  // rows x classes, or null
+  float* row_losses;          // rows x models
+  float* predictions;         // rows x models x classes, or null
+  float* slots;               // nnz x row_width (zeroed), or null for the forward pass only
+  float* row_bias_gradients;  // rows x models x classes, or null
 };
 
-// One group of `group` lanes per row. Lane l of a row's group takes factors
-// (FM) or classes (linear) l, l + group, ...; the partial sums meet through a
-// butterfly of shuffles, after which every lane holds the same total. Every
-// lane of a warp reaches every shuffle and __syncwarp (rows past the end run
-// with no non-zeros and write nothing), so full-warp masks are right.
+// One group of `group` lanes per row and model (blockIdx.y: several
+// factorization machines side by side, each model's parameters at
+// model x width in each row, take one block row each). Lane l of a row's group
+// takes factors (FM) or classes (linear) l, l + group, ...; the partial sums
+// meet through a butterfly of shuffles, after which every lane holds the same
+// total. Every lane of a warp reaches every shuffle and __syncwarp (rows past
+// the end run with no non-zeros and write nothing), so full-warp masks are
+// right.
 __global__ void RowKernel(RowArguments a) {
   extern __shared__ float shared[];
   const int lane = static_cast<int>(threadIdx.x) % a.group;
   const int slot = static_cast<int>(threadIdx.x) / a.group;
   const int row = static_cast<int>(blockIdx.x) * (static_cast<int>(blockDim.x) / a.group) + slot;
+  const int model = static_cast<int>(blockIdx.y);
   const bool active = row < a.rows;
+  // This row's outputs of this model: its loss, and classes predictions and
+  // bias gradients.
+  const size_t output = static_cast<size_t>(row) * a.models + model;
   float* scratch = shared + slot * a.scratch_floats;
   float* factor_sums = scratch;                // FM: k floats
   float* scores = scratch + a.factors;         // classes floats
   float* score_gradient = scores + a.classes;  // classes floats
   const size_t begin = active ? a.row_offsets[row] : 0;
   const int nnz = active ? static_cast<int>(a.row_offsets[row + 1] - begin) : 0;
-  const float* params = a.gathered + begin * a.width;
+  const float* params = a.gathered + begin * a.row_width + static_cast<size_t>(model) * a.width;
   const float* values = a.values + begin;
+  const float* bias = a.bias != nullptr ? a.bias + static_cast<size_t>(model) * a.classes : nullptr;
 
   if (a.factorization) {
     float linear, sums_squared, squares;
-    FmScoreTerms(params, values, nnz, a.factors, lane, a.group, factor_sums, &linear, &sums_squared,
-                 &squares);
+    FmStridedScoreTerms(params, a.row_width, values, nnz, a.factors, lane, a.group, factor_sums,
+                        &linear, &sums_squared, &squares);
     for (int offset = a.group / 2; offset > 0; offset /= 2) {
       sums_squared += __shfl_xor_sync(0xffffffffu, sums_squared, offset, a.group);
       squares += __shfl_xor_sync(0xffffffffu, squares, offset, a.group);
     }
     if (lane == 0) {
-      scores[0] = FmCombine(a.bias != nullptr ? a.bias[0] : 0.0f, linear, sums_squared, squares);
+      scores[0] = FmCombine(bias != nullptr ? bias[0] : 0.0f, linear, sums_squared, squares);
     }
   } else {
-    LinearScoreTerms(params, values, nnz, a.classes, lane, a.group, a.bias, scores);
+    LinearScoreTerms(params, values, nnz, a.classes, lane, a.group, bias, scores);
   }
   __syncwarp();
   if (lane == 0 && active) {
-    a.row_losses[row] = ExampleLoss(
-        a.loss, scores, a.classes, a.labels[row], score_gradient,
-        a.predictions != nullptr ? a.predictions + static_cast<size_t>(row) * a.classes : nullptr);
+    a.row_losses[output] =
+        ExampleLoss(a.loss, scores, a.classes, a.labels[row], score_gradient,
+                    a.predictions != nullptr ? a.predictions + output * a.classes : nullptr);
     if (a.slots != nullptr) {
       // The mean loss's gradient: each example weighs 1/rows (divided, as on the CPU).
       for (int c = 0; c < a.classes; ++c) {
         score_gradient[c] /= static_cast<float>(a.rows);
         if (a.row_bias_gradients != nullptr) {
-          a.row_bias_gradients[static_cast<size_t>(row) * a.classes + c] = score_gradient[c];
+          a.row_bias_gradients[output * a.classes + c] = score_gradient[c];
         }
       }
     }
   }
   __syncwarp();
   if (a.slots == nullptr || !active) return;
-  float* gradients = a.slots + begin * a.width;
+  float* gradients = a.slots + begin * a.row_width + static_cast<size_t>(model) * a.width;
   if (a.factorization) {
-    FmGradientTerms(params, values, nnz, a.factors, lane, a.group, factor_sums, score_gradient[0],
-                    gradients, nullptr);
+    FmStridedGradientTerms(params, a.row_width, values, nnz, a.factors, lane, a.group, factor_sums,
+                           score_gradient[0], gradients, nullptr);
   } else {
     LinearGradientTerms(values, nnz, a.classes, lane, a.group, score_gradient, gradients, nullptr);
   }
@@ -332,15 +342,16 @@ __global__ void BiasReduceKernel(const float* row_bias_gradients, int rows, int 
   }
 }
 
-// Dense batches. norms[j] = sum_f v_jf^2 of the gathered FM rows.
-__global__ void FactorNormsKernel(const float* gathered, int keys, int width, float* norms) {
-  const int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (j >= keys) return;
+// Dense batches. norms[j * models + m] = sum_f v_jf^2 of model m's columns of
+// the gathered FM rows (each `width` floats, models side by side).
+__global__ void FactorNormsKernel(const float* gathered, int keys, int width, int models,
+                                  float* norms) {
+  const int index = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (index >= keys * models) return;
+  const float* factors = gathered + static_cast<size_t>(index) * width;  // key j, model m
   float norm = 0.0f;
-  for (int f = 1; f < width; ++f)
-    norm +=
-        gathered[static_cast<size_t>(j) * width + f] * gathered[static_cast<size_t>(j) * width + f];
-  norms[j] = norm;
+  for (int f = 1; f < width; ++f) norm += factors[f] * factors[f];
+  norms[index] = norm;
 }
 
 __global__ void SquareKernel(const float* values, size_t count, float* squares) {
@@ -349,56 +360,64 @@ __global__ void SquareKernel(const float* values, size_t count, float* squares) 
 }
 
 struct DenseRowArguments {
-  const float* products;  // rows x width: X W (linear: scores less the bias; FM: [linear, S])
-  const float* squares;   // FM: rows: sum_j x_j^2 |v_j|^2
+  const float* products;  // rows x row_width: X W (linear: scores less the bias; FM: [linear, S])
+  const float* squares;   // FM: rows x models: sum_j x_j^2 |v_j|^2
   const float* labels;
   const float* bias;
   int rows;
-  int width;
+  int width;      // of one model
+  int models;     // FM: side by side in each row, one per blockIdx.y; linear: 1
+  int row_width;  // models x width
   int classes;
   int factors;
   bool factorization;
   LossFunction loss;
-  float* scratch;  // rows x 2 classes
-  float* row_losses;
-  float* predictions;
-  float* score_gradients;     // rows x width: D, for X^T D; null for the forward pass only
-  float* score_scale;         // FM: rows: the score gradient
-  float* row_bias_gradients;  // rows x classes, or null
+  float* scratch;             // rows x models x 2 classes
+  float* row_losses;          // rows x models
+  float* predictions;         // rows x models x classes, or null
+  float* score_gradients;     // rows x row_width: D, for X^T D; null for the forward pass only
+  float* score_scale;         // FM: rows x models: the score gradient
+  float* row_bias_gradients;  // rows x models x classes, or null
 };
 
-// One thread per row of a dense batch: the score from the products, the loss,
-// and the row of D that X^T D turns into the weights' gradient.
+// One thread per row of a dense batch and model (blockIdx.y): the score from
+// the products, the loss, and the row of D that X^T D turns into the weights'
+// gradient.
 __global__ void DenseRowKernel(DenseRowArguments a) {
   const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int model = static_cast<int>(blockIdx.y);
   if (row >= a.rows) return;
-  const float* product = a.products + static_cast<size_t>(row) * a.width;
-  float* scores = a.scratch + static_cast<size_t>(row) * 2 * a.classes;
+  const size_t output = static_cast<size_t>(row) * a.models + model;
+  const float* product =
+      a.products + static_cast<size_t>(row) * a.row_width + static_cast<size_t>(model) * a.width;
+  const float* bias = a.bias != nullptr ? a.bias + static_cast<size_t>(model) * a.classes : nullptr;
+  float* scores = a.scratch + output * 2 * a.classes;
   float* score_gradient = scores + a.classes;
   if (a.factorization) {
     float sums_squared = 0.0f;
     for (int f = 1; f <= a.factors; ++f) sums_squared += product[f] * product[f];
     scores[0] =
-        FmCombine(a.bias != nullptr ? a.bias[0] : 0.0f, product[0], sums_squared, a.squares[row]);
+        FmCombine(bias != nullptr ? bias[0] : 0.0f, product[0], sums_squared, a.squares[output]);
   } else {
     for (int c = 0; c < a.classes; ++c) {
-      scores[c] = product[c] + (a.bias != nullptr ? a.bias[c] : 0.0f);
+      scores[c] = product[c] + (bias != nullptr ? bias[c] : 0.0f);
     }
   }
-  a.row_losses[row] = ExampleLoss(
-      a.loss, scores, a.classes, a.labels[row], score_gradient,
-      a.predictions != nullptr ? a.predictions + static_cast<size_t>(row) * a.classes : nullptr);
+  a.row_losses[output] =
+      ExampleLoss(a.loss, scores, a.classes, a.labels[row], score_gradient,
+                  a.predictions != nullptr ? a.predictions + output * a.classes : nullptr);
   if (a.score_gradients == nullptr) return;
-  float* d = a.score_gradients + static_cast<size_t>(row) * a.width;
+  float* d = a.score_gradients + static_cast<size_t>(row) * a.row_width +
+             static_cast<size_t>(model) * a.width;
   for (int c = 0; c < a.classes; ++c) {
     score_gradient[c] /= static_cast<float>(a.rows);
     if (a.row_bias_gradients != nullptr) {
-      a.row_bias_gradients[static_cast<size_t>(row) * a.classes + c] = score_gradient[c];
+      a.row_bias_gradients[output * a.classes + c] = score_gradient[c];
     }
   }
   if (a.factorization) {
     // dscore/dw_j = x_j, dscore/dv_jf = x_j S_f - v_jf x_j^2.
-    a.score_scale[row] = score_gradient[0];
+    a.score_scale[output] = score_gradient[0];
     d[0] = score_gradient[0];
     for (int f = 1; f <= a.factors; ++f) d[f] = score_gradient[0] * product[f];
   } else {
@@ -406,18 +425,23 @@ __global__ void DenseRowKernel(DenseRowArguments a) {
   }
 }
 
-// FM, dense: gradient[j][1 + f] -= v_jf * weighted_squares[j], then each row j
+// FM, dense: model m's gradient[j][1 + f] -= v_jf * weighted_squares[j][m]
+// (rows of `models` models of `width` floats side by side), then each row j
 // goes to its key's place: key_gradients[positions[j]] = gradient[j].
 __global__ void DenseScatterKernel(const float* gradient, const float* gathered,
                                    const float* weighted_squares, const uint32_t* positions,
-                                   int keys, int width, bool factorization, float* key_gradients) {
+                                   int keys, int width, int models, bool factorization,
+                                   float* key_gradients) {
+  const int row_width = models * width;
   const size_t index = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index >= static_cast<size_t>(keys) * width) return;
-  const size_t j = index / width;
-  const int c = static_cast<int>(index % width);
+  if (index >= static_cast<size_t>(keys) * row_width) return;
+  const size_t j = index / row_width;
+  const int c = static_cast<int>(index % row_width);
   float value = gradient[index];
-  if (factorization && c > 0) value -= gathered[index] * weighted_squares[j];
-  key_gradients[static_cast<size_t>(positions[j]) * width + c] = value;
+  if (factorization && c % width > 0) {
+    value -= gathered[index] * weighted_squares[j * models + c / width];
+  }
+  key_gradients[static_cast<size_t>(positions[j]) * row_width + c] = value;
 }
 
 // --- The backend ---
@@ -426,6 +450,18 @@ class CudaModel : public ComputeBackend {
  public:
   CudaModel(const Hyperparameters& hyperparameters, int ordinal)
       : ComputeBackend(hyperparameters), ordinal_(ordinal) {
+    // Several factorization machines are computed in one pass (their rows
+    // side by side, a block row of the kernels per model); MakeComputeBackend
+    // wraps a linear learner's several models in a MultiModelBackend.
+    if (hyperparameters.num_models > 1) {
+      if (!factorization_) {
+        throw MakeError(
+            "the CUDA backend computes several linear models only through a "
+            "MultiModelBackend");
+      }
+      models_ = hyperparameters.num_models;
+    }
+    model_losses_.assign(models_, 0.0);
     // Before any stream or event is made: a constructor that throws runs no
     // destructor to release them.
     std::string why;
@@ -473,6 +509,11 @@ class CudaModel : public ComputeBackend {
 
   std::string name() const override {
     return "cuda:" + std::to_string(ordinal_) + " (" + device_name_ + ")";
+  }
+
+  std::vector<double> LastModelLosses(double last_total) const override {
+    if (models_ == 1) return {last_total};
+    return model_losses_;
   }
 
   // The kernels read the weights from a copy on the device.
@@ -589,9 +630,9 @@ class CudaModel : public ComputeBackend {
     size_t losses_offset = 0, predictions_offset = 0, gradients_offset = 0,
            bias_gradient_offset = 0;
     char* buffer = nullptr;
-    float* row_losses = nullptr;          // rows
-    float* predictions = nullptr;         // rows x classes, or null when not asked for
-    float* key_gradients = nullptr;       // keys x width, or null for the forward pass
+    float* row_losses = nullptr;          // rows x models
+    float* predictions = nullptr;         // rows x prediction_width, or null when not asked for
+    float* key_gradients = nullptr;       // keys x weight_width, or null for the forward pass
     float* bias_gradient = nullptr;       // bias_width (backward only)
     float* row_bias_gradients = nullptr;  // rows x bias_width, or null (forward, or no bias)
   };
@@ -621,10 +662,10 @@ class CudaModel : public ComputeBackend {
   // The host outputs at their sizes, zeroed.
   void SizeResults(const PreparedBatch& prepared, std::vector<float>* predictions,
                    std::vector<float>* weight_gradients, std::vector<float>* bias_gradient) const {
-    if (predictions) predictions->assign(prepared.batch.rows() * classes_, 0.0f);
+    if (predictions) predictions->assign(prepared.batch.rows() * prediction_width(), 0.0f);
     if (weight_gradients != nullptr) {
-      weight_gradients->assign(prepared.keys.size() * width_, 0.0f);
-      bias_gradient->assign(bias_width_, 0.0f);
+      weight_gradients->assign(prepared.keys.size() * weight_width(), 0.0f);
+      bias_gradient->assign(bias_width(), 0.0f);
     }
   }
 
@@ -645,11 +686,11 @@ class CudaModel : public ComputeBackend {
                           const float** device_bias) {
     const bool use_bias = hyperparameters_.use_bias;
     Layout in;
-    const size_t weights_offset = in.Add(slot.keys * width_ * sizeof(float));
-    const size_t bias_offset = in.Add(bias_width_ * sizeof(float));
+    const size_t weights_offset = in.Add(slot.keys * weight_width() * sizeof(float));
+    const size_t bias_offset = in.Add(bias_width() * sizeof(float));
     char* host_in = input_.Reserve(in.bytes);
-    std::memcpy(host_in + weights_offset, weights, slot.keys * width_ * sizeof(float));
-    if (use_bias) std::memcpy(host_in + bias_offset, bias, bias_width_ * sizeof(float));
+    std::memcpy(host_in + weights_offset, weights, slot.keys * weight_width() * sizeof(float));
+    if (use_bias) std::memcpy(host_in + bias_offset, bias, bias_width() * sizeof(float));
     char* device_in = device_input_.Reserve(in.bytes);
     KEEL_CUDA_CHECK(
         cudaMemcpyAsync(device_in, host_in, in.bytes, cudaMemcpyHostToDevice, compute_stream_));
@@ -675,10 +716,11 @@ class CudaModel : public ComputeBackend {
     const size_t rows = slot.rows, keys = slot.keys;
     DeviceResults results;
     Layout& out = results.layout;
-    results.losses_offset = out.Add(rows * sizeof(float));
-    results.predictions_offset = out.Add(with_predictions ? rows * classes_ * sizeof(float) : 0);
-    results.gradients_offset = out.Add(backward ? keys * width_ * sizeof(float) : 0);
-    results.bias_gradient_offset = out.Add(backward ? bias_width_ * sizeof(float) : 0);
+    results.losses_offset = out.Add(rows * models_ * sizeof(float));
+    results.predictions_offset =
+        out.Add(with_predictions ? rows * prediction_width() * sizeof(float) : 0);
+    results.gradients_offset = out.Add(backward ? keys * weight_width() * sizeof(float) : 0);
+    results.bias_gradient_offset = out.Add(backward ? bias_width() * sizeof(float) : 0);
     char* buffer = results.buffer = device_output_.Reserve(out.bytes);
     results.row_losses = reinterpret_cast<float*>(buffer + results.losses_offset);
     results.predictions =
@@ -687,7 +729,7 @@ class CudaModel : public ComputeBackend {
         backward ? reinterpret_cast<float*>(buffer + results.gradients_offset) : nullptr;
     results.bias_gradient = reinterpret_cast<float*>(buffer + results.bias_gradient_offset);
     results.row_bias_gradients = backward && hyperparameters_.use_bias
-                                     ? row_bias_gradients_.Reserve(rows * bias_width_)
+                                     ? row_bias_gradients_.Reserve(rows * bias_width())
                                      : nullptr;
     return results;
   }
@@ -696,24 +738,26 @@ class CudaModel : public ComputeBackend {
   void RunSparse(const Slot& slot, const DeviceBatch& structure, const float* weights,
                  const float* bias, const DeviceResults& results) {
     const size_t nnz = slot.nnz, keys = slot.keys;
+    const int row_width = weight_width();
     const bool backward = results.key_gradients != nullptr;
-    float* gathered = gathered_.Reserve(nnz * width_);
-    GatherKernel<<<Blocks(nnz * width_), kThreadsPerBlock, 0, compute_stream_>>>(
-        weights, structure.positions, nnz, width_, gathered);
+    float* gathered = gathered_.Reserve(nnz * row_width);
+    GatherKernel<<<Blocks(nnz * row_width), kThreadsPerBlock, 0, compute_stream_>>>(
+        weights, structure.positions, nnz, row_width, gathered);
     KEEL_CUDA_CHECK_LAUNCH("GatherKernel");
     float* slots = nullptr;
     if (backward) {
-      slots = slots_gradients_.Reserve(nnz * width_);
-      KEEL_CUDA_CHECK(cudaMemsetAsync(slots, 0, nnz * width_ * sizeof(float), compute_stream_));
+      slots = slots_gradients_.Reserve(nnz * row_width);
+      KEEL_CUDA_CHECK(cudaMemsetAsync(slots, 0, nnz * row_width * sizeof(float), compute_stream_));
     }
     const RowArguments a = RowArgumentsFor(slot, structure, gathered, bias, slots, results);
-    const int blocks = static_cast<int>((slot.rows + rows_per_block_ - 1) / rows_per_block_);
+    const dim3 blocks(static_cast<unsigned>((slot.rows + rows_per_block_ - 1) / rows_per_block_),
+                      static_cast<unsigned>(models_));
     const size_t shared = static_cast<size_t>(rows_per_block_) * scratch_floats_ * sizeof(float);
     RowKernel<<<blocks, rows_per_block_ * group_, shared, compute_stream_>>>(a);
     KEEL_CUDA_CHECK_LAUNCH("RowKernel");
     if (!backward) return;
-    KeyReduceKernel<<<Blocks(keys * width_), kThreadsPerBlock, 0, compute_stream_>>>(
-        slots, structure.key_offsets, structure.nonzeros_by_key, keys, width_,
+    KeyReduceKernel<<<Blocks(keys * row_width), kThreadsPerBlock, 0, compute_stream_>>>(
+        slots, structure.key_offsets, structure.nonzeros_by_key, keys, row_width,
         results.key_gradients);
     KEEL_CUDA_CHECK_LAUNCH("KeyReduceKernel");
   }
@@ -729,6 +773,8 @@ class CudaModel : public ComputeBackend {
     a.bias = bias;
     a.rows = static_cast<int>(slot.rows);
     a.width = width_;
+    a.models = models_;
+    a.row_width = weight_width();
     a.classes = classes_;
     a.factors = factorization_ ? hyperparameters_.num_factors : 0;
     a.factorization = factorization_;
@@ -746,11 +792,11 @@ class CudaModel : public ComputeBackend {
   void ReduceBias(size_t rows, const DeviceResults& results) {
     if (!hyperparameters_.use_bias) {
       KEEL_CUDA_CHECK(
-          cudaMemsetAsync(results.bias_gradient, 0, bias_width_ * sizeof(float), compute_stream_));
+          cudaMemsetAsync(results.bias_gradient, 0, bias_width() * sizeof(float), compute_stream_));
       return;
     }
     BiasReduceKernel<<<1, 128, 0, compute_stream_>>>(
-        results.row_bias_gradients, static_cast<int>(rows), bias_width_, results.bias_gradient);
+        results.row_bias_gradients, static_cast<int>(rows), bias_width(), results.bias_gradient);
     KEEL_CUDA_CHECK_LAUNCH("BiasReduceKernel");
   }
 
@@ -765,16 +811,21 @@ class CudaModel : public ComputeBackend {
     KEEL_CUDA_CHECK(cudaStreamSynchronize(compute_stream_));
     const float* losses = reinterpret_cast<const float*>(host_out + results.losses_offset);
     double loss = 0;
-    for (size_t r = 0; r < slot.rows; ++r) loss += losses[r];
+    for (int m = 0; m < models_; ++m) {
+      double model_loss = 0;
+      for (size_t r = 0; r < slot.rows; ++r) model_loss += losses[r * models_ + m];
+      model_losses_[m] = model_loss;
+      loss += model_loss;
+    }
     if (predictions) {
       std::memcpy(predictions->data(), host_out + results.predictions_offset,
-                  slot.rows * classes_ * sizeof(float));
+                  slot.rows * prediction_width() * sizeof(float));
     }
     if (weight_gradients != nullptr) {
       std::memcpy(weight_gradients->data(), host_out + results.gradients_offset,
-                  slot.keys * width_ * sizeof(float));
+                  slot.keys * weight_width() * sizeof(float));
       std::memcpy(bias_gradient->data(), host_out + results.bias_gradient_offset,
-                  bias_width_ * sizeof(float));
+                  bias_width() * sizeof(float));
     }
     return loss;
   }
@@ -797,9 +848,10 @@ class CudaModel : public ComputeBackend {
   // W: the rows of row 0's keys, in its order.
   const float* GatherDense(const Slot& slot, const DeviceBatch& structure, const float* weights) {
     const int keys = static_cast<int>(slot.keys);
-    float* gathered = gathered_.Reserve(static_cast<size_t>(keys) * width_);
-    GatherKernel<<<Blocks(static_cast<size_t>(keys) * width_), kThreadsPerBlock, 0,
-                   compute_stream_>>>(weights, structure.positions, keys, width_, gathered);
+    const int row_width = weight_width();
+    float* gathered = gathered_.Reserve(static_cast<size_t>(keys) * row_width);
+    GatherKernel<<<Blocks(static_cast<size_t>(keys) * row_width), kThreadsPerBlock, 0,
+                   compute_stream_>>>(weights, structure.positions, keys, row_width, gathered);
     KEEL_CUDA_CHECK_LAUNCH("GatherKernel");
     return gathered;
   }
@@ -809,16 +861,17 @@ class CudaModel : public ComputeBackend {
                              const float* gathered) {
     const int rows = static_cast<int>(slot.rows);
     const int keys = static_cast<int>(slot.keys);
+    const int row_width = weight_width();
     const float one = 1.0f, zero = 0.0f;
-    float* products = dense_products_.Reserve(static_cast<size_t>(rows) * width_);
-    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, width_, rows, keys, &one,
-                                  gathered, width_, structure.values, keys, &zero, products,
-                                  width_));
+    float* products = dense_products_.Reserve(static_cast<size_t>(rows) * row_width);
+    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, row_width, rows, keys, &one,
+                                     gathered, row_width, structure.values, keys, &zero, products,
+                                     row_width));
     return products;
   }
 
-  // FM: sum_j x_j^2 |v_j|^2 per row (leaves X.X in dense_squared_values_ for
-  // the gradients).
+  // FM: sum_j x_j^2 |v_j|^2 per row and model (leaves X.X in
+  // dense_squared_values_ for the gradients).
   const float* DenseSquares(const Slot& slot, const DeviceBatch& structure, const float* gathered) {
     const int rows = static_cast<int>(slot.rows);
     const int keys = static_cast<int>(slot.keys);
@@ -828,14 +881,23 @@ class CudaModel : public ComputeBackend {
     SquareKernel<<<Blocks(count), kThreadsPerBlock, 0, compute_stream_>>>(structure.values, count,
                                                                           squared_values);
     KEEL_CUDA_CHECK_LAUNCH("SquareKernel");
-    float* norms = dense_norms_.Reserve(keys);
-    FactorNormsKernel<<<Blocks(keys), kThreadsPerBlock, 0, compute_stream_>>>(gathered, keys,
-                                                                              width_, norms);
+    const size_t norms_count = static_cast<size_t>(keys) * models_;
+    float* norms = dense_norms_.Reserve(norms_count);
+    FactorNormsKernel<<<Blocks(norms_count), kThreadsPerBlock, 0, compute_stream_>>>(
+        gathered, keys, width_, models_, norms);
     KEEL_CUDA_CHECK_LAUNCH("FactorNormsKernel");
-    float* squares = dense_squares_.Reserve(rows);
-    // squares = (X.X) norms: (X.X) is keys x rows column-major, so transpose it.
-    KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values, keys,
-                                  norms, 1, &zero, squares, 1));
+    float* squares = dense_squares_.Reserve(static_cast<size_t>(rows) * models_);
+    if (models_ == 1) {
+      // squares = (X.X) norms: (X.X) is keys x rows column-major, so transpose it.
+      KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_T, keys, rows, &one, squared_values, keys,
+                                       norms, 1, &zero, squares, 1));
+    } else {
+      // squares (rows x models row-major: models x rows column-major) =
+      // norms (models x keys column-major) (X.X)^T (keys x rows column-major).
+      KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, models_, rows, keys, &one,
+                                       norms, models_, squared_values, keys, &zero, squares,
+                                       models_));
+    }
     return squares;
   }
 
@@ -853,18 +915,24 @@ class CudaModel : public ComputeBackend {
     a.bias = bias;
     a.rows = rows;
     a.width = width_;
+    a.models = models_;
+    a.row_width = weight_width();
     a.classes = classes_;
     a.factors = factorization_ ? hyperparameters_.num_factors : 0;
     a.factorization = factorization_;
     a.loss = Loss();
-    a.scratch = dense_scratch_.Reserve(static_cast<size_t>(rows) * 2 * classes_);
+    a.scratch = dense_scratch_.Reserve(static_cast<size_t>(rows) * models_ * 2 * classes_);
     a.row_losses = results.row_losses;
     a.predictions = results.predictions;
     a.score_gradients =
-        backward ? dense_score_gradients_.Reserve(static_cast<size_t>(rows) * width_) : nullptr;
-    a.score_scale = backward && factorization_ ? dense_score_scale_.Reserve(rows) : nullptr;
+        backward ? dense_score_gradients_.Reserve(static_cast<size_t>(rows) * a.row_width)
+                 : nullptr;
+    a.score_scale = backward && factorization_
+                        ? dense_score_scale_.Reserve(static_cast<size_t>(rows) * models_)
+                        : nullptr;
     a.row_bias_gradients = results.row_bias_gradients;
-    DenseRowKernel<<<Blocks(rows), kThreadsPerBlock, 0, compute_stream_>>>(a);
+    const dim3 blocks(static_cast<unsigned>(Blocks(rows)), static_cast<unsigned>(models_));
+    DenseRowKernel<<<blocks, kThreadsPerBlock, 0, compute_stream_>>>(a);
     KEEL_CUDA_CHECK_LAUNCH("DenseRowKernel");
     return a;
   }
@@ -874,23 +942,33 @@ class CudaModel : public ComputeBackend {
                       const DenseRowArguments& a, float* key_gradients) {
     const int rows = static_cast<int>(slot.rows);
     const int keys = static_cast<int>(slot.keys);
+    const int row_width = weight_width();
     const float one = 1.0f, zero = 0.0f;
-    float* gradient = dense_gradient_.Reserve(static_cast<size_t>(keys) * width_);
-    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, width_, keys, rows, &one,
-                                  a.score_gradients, width_, structure.values, keys, &zero,
-                                  gradient, width_));
+    float* gradient = dense_gradient_.Reserve(static_cast<size_t>(keys) * row_width);
+    KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, row_width, keys, rows, &one,
+                                     a.score_gradients, row_width, structure.values, keys, &zero,
+                                     gradient, row_width));
     float* weighted_squares = nullptr;
     if (factorization_) {
-      // weighted_squares = (X.X)^T g: keys x rows column-major, as it lies.
-      weighted_squares = dense_weighted_squares_.Reserve(keys);
-      KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_N, keys, rows, &one,
-                                    dense_squared_values_.data(), keys, a.score_scale, 1, &zero,
-                                    weighted_squares, 1));
+      weighted_squares = dense_weighted_squares_.Reserve(static_cast<size_t>(keys) * models_);
+      if (models_ == 1) {
+        // weighted_squares = (X.X)^T g: keys x rows column-major, as it lies.
+        KEEL_CUBLAS_CHECK(Cublas().sgemv(cublas_, CUBLAS_OP_N, keys, rows, &one,
+                                         dense_squared_values_.data(), keys, a.score_scale, 1,
+                                         &zero, weighted_squares, 1));
+      } else {
+        // weighted_squares (keys x models row-major: models x keys column-major)
+        // = g (models x rows column-major) (X.X) (rows x keys: the transpose of
+        // X.X as it lies).
+        KEEL_CUBLAS_CHECK(Cublas().sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, models_, keys, rows,
+                                         &one, a.score_scale, models_, dense_squared_values_.data(),
+                                         keys, &zero, weighted_squares, models_));
+      }
     }
-    DenseScatterKernel<<<Blocks(static_cast<size_t>(keys) * width_), kThreadsPerBlock, 0,
+    DenseScatterKernel<<<Blocks(static_cast<size_t>(keys) * row_width), kThreadsPerBlock, 0,
                          compute_stream_>>>(gradient, gathered, weighted_squares,
-                                            structure.positions, keys, width_, factorization_,
-                                            key_gradients);
+                                            structure.positions, keys, width_, models_,
+                                            factorization_, key_gradients);
     KEEL_CUDA_CHECK_LAUNCH("DenseScatterKernel");
   }
 
@@ -899,6 +977,7 @@ class CudaModel : public ComputeBackend {
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t compute_stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  std::vector<double> model_losses_;  // the last call's, per model
   int group_ = 1;
   int scratch_floats_ = 0;
   int rows_per_block_ = kThreadsPerBlock;

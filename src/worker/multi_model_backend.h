@@ -8,6 +8,9 @@
 // backend on them (the CPU's or a CUDA device's, so both compute K models),
 // then puts the gradients and predictions back in place. Models share
 // everything but their weights: the loss, the data, the device.
+// MakeComputeBackend uses it only for a linear learner's several models on a
+// CUDA device: the CPU backend computes any job's models in one pass, and the
+// CUDA backend a factorization machine's; tests compare those passes with it.
 #ifndef KEEL_WORKER_MULTI_MODEL_BACKEND_H_
 #define KEEL_WORKER_MULTI_MODEL_BACKEND_H_
 

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <random>
+#include <sstream>
+#include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "base/error.h"
 #include "kv/initializer.h"
@@ -19,6 +21,7 @@
 #include "worker/compute_backend_factory.h"
 #include "worker/cpu_model.h"
 #include "worker/cuda_model.h"
+#include "worker/model_variants.h"
 
 namespace keel {
 namespace {
@@ -97,6 +100,52 @@ TEST_F(CudaBackend, MatchesTheCpuBackendOnSparseAndDenseBatches) {
         ExpectRelativelyClose(cuda_predictions, cpu_predictions, "prediction");
         cpu.Gradients(batch, weights.data(), bias.data(), &cpu_w, &cpu_b);
         cuda->Gradients(batch, weights.data(), bias.data(), &cuda_w, &cuda_b);
+        ExpectRelativelyClose(cuda_w, cpu_w, "weight gradient");
+        ExpectRelativelyClose(cuda_b, cpu_b, "bias gradient");
+      }
+    }
+  }
+}
+
+// Several factorization machines in one pass (a block row of the kernels per
+// model, rows of every model side by side): each model's losses, predictions
+// and gradients are what the CPU backend's one pass gives, which are each
+// model's alone (tests/unit/num_models_test.cc).
+TEST_F(CudaBackend, ComputesSeveralFactorizationMachinesInOnePassAsTheCpuBackend) {
+  for (const auto& [type, factors, models] : {std::tuple{PredictorType::kBinaryClassifier, 4, 8},
+                                              std::tuple{PredictorType::kRegressor, 20, 3}}) {
+    for (bool dense : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << models << " models of k = " << factors << (dense ? ", dense" : ", sparse"));
+      Hyperparameters given;
+      given.job = JobKind::kFactorizationMachines;
+      given.predictor_type = type;
+      given.num_factors = factors;
+      const Hyperparameters h = WithModels(given, models);
+      const bool regression = type == PredictorType::kRegressor;
+      std::mt19937_64 random(13);
+      CpuModel cpu(h, 1);
+      auto cuda = MakeComputeBackend("cuda:0", 1, h);
+      ASSERT_EQ(cuda->num_models(), models);
+      ASSERT_EQ(cuda->weight_width(), cpu.weight_width());
+      for (size_t rows : {1, 37, 1000}) {
+        PreparedBatch batch = dense ? RandomDenseBatch(rows, 30, 1, regression, &random)
+                                    : RandomBatch(rows, 5000, 40, 1, regression, &random);
+        const auto weights = RandomWeights(batch.keys.size() * cpu.weight_width(), &random, 0.1f);
+        const auto bias = RandomWeights(cpu.bias_width(), &random);
+        std::vector<float> cpu_predictions, cuda_predictions, cpu_w, cuda_w, cpu_b, cuda_b;
+        cpu.Predict(batch, weights.data(), bias.data(), &cpu_predictions);
+        cuda->Predict(batch, weights.data(), bias.data(), &cuda_predictions);
+        ExpectRelativelyClose(cuda_predictions, cpu_predictions, "prediction");
+        const double cpu_loss = cpu.Gradients(batch, weights.data(), bias.data(), &cpu_w, &cpu_b);
+        const double cuda_loss =
+            cuda->Gradients(batch, weights.data(), bias.data(), &cuda_w, &cuda_b);
+        const std::vector<double> cpu_losses = cpu.LastModelLosses(cpu_loss);
+        const std::vector<double> cuda_losses = cuda->LastModelLosses(cuda_loss);
+        ASSERT_EQ(cuda_losses.size(), cpu_losses.size());
+        for (size_t m = 0; m < cpu_losses.size(); ++m) {
+          EXPECT_NEAR(cuda_losses[m], cpu_losses[m], 1e-5 * std::fabs(cpu_losses[m]) + 1e-6) << m;
+        }
         ExpectRelativelyClose(cuda_w, cpu_w, "weight gradient");
         ExpectRelativelyClose(cuda_b, cpu_b, "bias gradient");
       }
