@@ -158,9 +158,9 @@ void AddServerMetrics(KVServer* server, MetricsRegistry* registry) {
       "Key caching: lists kept for the workers, requests served from a kept list, and requests "
       "naming a list not held here (answered unknown; the worker sent the keys again).",
       [server] {
-        return Samples{{{{"outcome", "kept"}}, Number(server->key_lists_kept())},
-                       {{{"outcome", "named"}}, Number(server->key_list_hits())},
-                       {{{"outcome", "unknown"}}, Number(server->unknown_key_lists())}};
+        return Samples{{{{"result", "kept"}}, Number(server->key_lists_kept())},
+                       {{{"result", "named"}}, Number(server->key_list_hits())},
+                       {{{"result", "unknown"}}, Number(server->unknown_key_lists())}};
       });
   registry->AddCounter("keel_server_gate_held_pulls_total",
                        "Pulls the staleness gate held until the slowest worker caught up.",
