@@ -2,9 +2,11 @@
 
 #include <glog/logging.h>
 
+#include <filesystem>
 #include <memory>
 #include <regex>
 #include <set>
+#include <system_error>
 
 #include "base/error.h"
 #include "io/checkpoint.h"
@@ -41,9 +43,20 @@ std::string KeepBestModel(const std::string& uri, int epoch, const ModelArtifact
   model.Write(Within(uri, folder));
   const std::set<std::string> keep = {folder, FolderOfLatest(uri)};
   const std::unique_ptr<Storage> storage = OpenStorage(uri);
+  std::set<std::string> deleted;
   for (const ObjectInfo& object : storage->List(kPrefix)) {
     const std::string name = object.key.substr(0, object.key.find('/'));
-    if (IsBestModelFolder(name) && !keep.count(name)) storage->Delete(object.key);
+    if (!IsBestModelFolder(name) || keep.count(name)) continue;
+    storage->Delete(object.key);
+    deleted.insert(name);
+  }
+  // A folder store keeps a folder its files left: removed too (if empty).
+  if (uri.rfind("s3://", 0) != 0) {
+    const std::string root = uri.rfind("file://", 0) == 0 ? uri.substr(7) : uri;
+    for (const std::string& name : deleted) {
+      std::error_code ignored;
+      std::filesystem::remove(std::filesystem::path(root) / name, ignored);
+    }
   }
   return folder;
 }
