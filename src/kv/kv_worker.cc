@@ -347,7 +347,7 @@ bool KVWorker::Retarget(Part& part) {
 void KVWorker::SendAgain(std::vector<std::pair<int, Message>>& resend) {
   for (auto& [server, message] : resend) {
     try {
-      node_->Send(server, message);
+      SendPart(server, message);
     } catch (const std::exception& e) {
       LOG(WARNING) << "could not resend to node " << server << ": " << e.what();
     }
@@ -613,7 +613,16 @@ void KVWorker::OnResponse(Message&& message) {
     return;
   }
   if (meta.unknown_key_list() && meta.command() == part->second.command &&
-      part->second.message.meta.key_list() != 0) {
+      part->second.message.meta.key_list() == 0) {
+    // The answer to an earlier send that named a list, come after the part
+    // went again with its keys (a resend, or a view change): nothing was
+    // applied, and the answer to the keys is on its way.
+    late_responses_.fetch_add(1);
+    VLOG(1) << DescribePart(meta.sequence(), part->second)
+            << ": an earlier send's list was unknown; it went again with its keys";
+    return;
+  }
+  if (meta.unknown_key_list() && meta.command() == part->second.command) {
     // The server holds no such list (a view change or a restart dropped it):
     // nothing was applied; the part goes again at once, with its keys.
     unknown_key_lists_.fetch_add(1);

@@ -214,9 +214,9 @@ class KVWorker {
   uint64_t late_responses() const { return late_responses_.load(); }
 
  protected:
-  // Sends a request's part for the first time (resends go to the node from
-  // the resend thread). Throws what Node::Send throws; a test overrides it to
-  // make sends fail.
+  // Sends a request's part, the first time and again (from the resend
+  // thread, which logs what it throws). Throws what Node::Send throws; a test
+  // overrides it to make sends fail or to lose one.
   virtual void SendPart(int server_id, Message& message) { node_->Send(server_id, message); }
 
  private:

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -53,9 +54,54 @@ class WorkerNamingAnUnknownListOnce : public KVWorker {
   std::atomic<bool> renamed_{false};
 };
 
+// A worker whose first request naming a kept list is lost on its way; when
+// it goes again (with its keys), a copy of the lost send naming an id the
+// server does not hold goes just before it: the server's "unknown list"
+// answer to the earlier send comes after the part went again with its keys.
+class WorkerAnsweredUnknownAfterItsResend : public KVWorker {
+ public:
+  using KVWorker::KVWorker;
+
+ protected:
+  void SendPart(int server_id, Message& message) override {
+    const bool named = message.meta.key_list() != 0 && message.frames.size() == 1 &&
+                       message.meta.command() == proto::PUSH;
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (named && !lost_) {
+      lost_ = Message();
+      lost_->meta = message.meta;
+      lost_->meta.set_key_list(1u << 30);
+      lost_->frames = message.frames;
+      return;  // lost
+    }
+    if (lost_ && !resent_ && message.meta.sequence() == lost_->meta.sequence()) {
+      resent_ = true;
+      Message earlier = *lost_;
+      lock.unlock();
+      KVWorker::SendPart(server_id, earlier);
+    } else {
+      lock.unlock();
+    }
+    KVWorker::SendPart(server_id, message);
+  }
+
+ public:
+  bool resent() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return resent_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::optional<Message> lost_;
+  bool resent_ = false;
+};
+
 class KeyCachedCluster : public testing::ClusterTest {
  protected:
-  void StartCluster(int servers, int replication, bool rename_once = false) {
+  enum class Twist { kNone, kRenameOnce, kUnknownAfterResend };
+
+  void StartCluster(int servers, int replication, Twist twist = Twist::kNone) {
     SchedulerOptions options = testing::LocalScheduler(servers, 1);
     options.replication = replication;
     options.heartbeat_timeout_s = 0.5;
@@ -64,9 +110,12 @@ class KeyCachedCluster : public testing::ClusterTest {
     servers_.resize(servers);
     for (int rank = 0; rank < servers; ++rank) MakeServer(rank);
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port(), 0.1));
-    if (rename_once) {
+    if (twist == Twist::kRenameOnce) {
       client_ = std::make_unique<WorkerNamingAnUnknownListOnce>(worker_node_.get(),
                                                                 testing::PatientRetry());
+    } else if (twist == Twist::kUnknownAfterResend) {
+      client_ = std::make_unique<WorkerAnsweredUnknownAfterItsResend>(worker_node_.get(),
+                                                                      testing::PatientRetry());
     } else {
       client_ = std::make_unique<KVWorker>(worker_node_.get(), testing::PatientRetry());
     }
@@ -185,7 +234,7 @@ TEST_F(KeyCachedCluster, ABackupGetsThePrimarysKeysAndServesEveryPushOncePromote
 }
 
 TEST_F(KeyCachedCluster, AListTheServerDoesNotHoldIsSentAgainWithItsKeysAndAppliedOnce) {
-  StartCluster(2, 1, /*rename_once=*/true);
+  StartCluster(2, 1, Twist::kRenameOnce);
   const std::vector<Key> keys = SomeKeys();
   for (int i = 0; i < 5; ++i) PushOnce(keys);
   EXPECT_EQ(client_->unknown_key_lists(), 1u);
@@ -194,6 +243,18 @@ TEST_F(KeyCachedCluster, AListTheServerDoesNotHoldIsSentAgainWithItsKeysAndAppli
   EXPECT_EQ(unknown, 1u);
   ExpectPushedTimes(keys, 5);
   for (const auto& server : servers_) EXPECT_EQ(server->rejected_requests(), 0u);
+}
+
+TEST_F(KeyCachedCluster, AnUnknownListAnswerToASendBeforeTheResendWithKeysFailsNothing) {
+  StartCluster(2, 0, Twist::kUnknownAfterResend);
+  const std::vector<Key> keys = SomeKeys();
+  for (int i = 0; i < 5; ++i) PushOnce(keys);
+  auto* worker = static_cast<WorkerAnsweredUnknownAfterItsResend*>(client_.get());
+  ASSERT_TRUE(worker->resent());
+  uint64_t unknown = 0;
+  for (const auto& server : servers_) unknown += server->unknown_key_lists();
+  EXPECT_EQ(unknown, 1u);
+  ExpectPushedTimes(keys, 5);
 }
 
 TEST_F(KeyCachedCluster, PushesGoOnThroughViewChangesAndAServerRestartWithoutLossOrDouble) {
