@@ -17,6 +17,11 @@ namespace {
 using testing::Contains;
 using testing::KeelBinary;
 
+// The faults below come at fixed times: each job's workers wait this long (or
+// as said) after each push, so that the job outlasts its faults however fast
+// the pushes are (e.g. 24,000 pushes at 0.3 ms take at least 7.2 s).
+const std::string kPace = "0.3";
+
 class ExactSumFaults : public testing::TempFolderTest {
  protected:
   // An exact_sum job of `epochs` epochs of `minibatches` minibatches on 2
@@ -30,7 +35,8 @@ class ExactSumFaults : public testing::TempFolderTest {
     *exit = testing::Run(
         {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
          "--epochs=" + std::to_string(epochs),
-         "--exact_sum_minibatches=" + std::to_string(minibatches), "--heartbeat_interval=0.25",
+         "--exact_sum_minibatches=" + std::to_string(minibatches),
+         "--exact_sum_push_interval_ms=" + kPace, "--heartbeat_interval=0.25",
          "--heartbeat_timeout=1", "--model_dir=" + folder_ + "/run",
          "--membership_log=" + membership, "--faults=" + faults, "--event_log=" + log},
         240);
@@ -63,6 +69,7 @@ void ExpectReplacedAcrossSchedulerRestarts(const std::string& folder, const std:
   const auto exit =
       testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
                     "--job=exact_sum", "--epochs=6", "--exact_sum_minibatches=7000",
+                    "--exact_sum_push_interval_ms=0.25",
                     "--heartbeat_interval=0.25", "--heartbeat_timeout=2",
                     "--detect_closed_connections=false", "--model_dir=" + folder + "/run",
                     "--membership_log=" + membership, "--timeout=80", "--faults=" + faults},
@@ -81,8 +88,8 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
   const std::string log = folder_ + "/events.jsonl";
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=4", "--exact_sum_minibatches=10000", "--heartbeat_timeout=3",
-       "--model_dir=" + model_dir, "--request_timeout_ms=100", "--drop_rate=0.01",
+       "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.2",
+       "--heartbeat_timeout=3", "--model_dir=" + model_dir, "--request_timeout_ms=100", "--drop_rate=0.01",
        "--faults=kill:server:1@3s,restart:worker:0@4s", "--event_log=" + log},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
@@ -204,8 +211,8 @@ TEST_F(ExactSumFaults, AServerRestartedWithoutReplicasLosesItsRangeAndTheJobSays
   // The pushes take far longer than the 5 s before the fault.
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=exact_sum", "--epochs=4",
-       "--exact_sum_minibatches=10000", "--model_dir=" + model_dir, "--heartbeat_timeout=3",
-       "--faults=restart:server:1@5s", "--event_log=" + log, "--membership_log=" + membership},
+       "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
+       "--model_dir=" + model_dir, "--heartbeat_timeout=3", "--faults=restart:server:1@5s", "--event_log=" + log, "--membership_log=" + membership},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
@@ -247,9 +254,9 @@ TEST_F(ExactSumFaults, TwoFailuresOnOneChainRebuildTheRangeFromTheRemovedServers
   const std::string membership = folder_ + "/membership.jsonl";
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=3", "--workers=2", "--replication=1", "--job=exact_sum",
-       "--epochs=4", "--exact_sum_minibatches=10000", "--heartbeat_interval=0.2",
-       "--heartbeat_timeout=1", "--model_dir=" + model_dir, "--membership_log=" + membership,
-       "--faults=stop:server:1@3s+3s,kill:server:2@4.8s,restart:server:2@5.2s"},
+       "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
+       "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--model_dir=" + model_dir,
+       "--membership_log=" + membership, "--faults=stop:server:1@3s+3s,kill:server:2@4.8s,restart:server:2@5.2s"},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 3) << exit.output;  // kDataLostExitStatus
@@ -307,9 +314,9 @@ TEST_F(ExactSumFaults, AStoppedServerWithoutReplicasComesBackWithItsRange) {
   const std::string membership = folder_ + "/membership.jsonl";
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=exact_sum", "--epochs=4",
-       "--exact_sum_minibatches=6000", "--heartbeat_interval=0.2", "--heartbeat_timeout=1",
-       "--model_dir=" + model_dir, "--membership_log=" + membership,
-       "--faults=stop:server:1@3s+2s"},
+       "--exact_sum_minibatches=6000", "--exact_sum_push_interval_ms=0.35",
+       "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--model_dir=" + model_dir,
+       "--membership_log=" + membership, "--faults=stop:server:1@3s+2s"},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;  // no replicas: the loss was the promise
@@ -339,8 +346,8 @@ void ExpectExactSumsAcrossJoinsAndDrains(const std::string& folder, int replicat
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2",
        "--replication=" + std::to_string(replication), "--key_ranges=8", "--job=exact_sum",
-       "--epochs=4", "--exact_sum_minibatches=10000", "--model_dir=" + model_dir,
-       "--faults=join:server@2s,join:server@2s,drain:server:3@4s,drain:server:0@5s",
+       "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
+       "--model_dir=" + model_dir, "--faults=join:server@2s,join:server@2s,drain:server:3@4s,drain:server:0@5s",
        "--event_log=" + log, "--membership_log=" + membership},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
