@@ -24,7 +24,9 @@
 #include "worker/model_variants.h"
 
 // Data channels.
-DEFINE_string(train, "", "training channel: a file, a folder of files, or pipe:PATH");
+DEFINE_string(train, "",
+              "training channel: a file, a folder of files, or pipe:PATH ({rank} in PATH: the "
+              "worker's rank; {pass}: a stream per pass over the data, 0, 1, ...)");
 DEFINE_string(validation, "", "validation channel (metrics every epoch)");
 DEFINE_string(test, "", "test channel (metrics at the end)");
 DEFINE_string(holdout, "auto",
@@ -43,7 +45,8 @@ DEFINE_bool(libsvm_zero_based, false, "libsvm feature indices start at 0 (defaul
 DEFINE_bool(skip_bad_records, false, "skip and count malformed records instead of failing");
 DEFINE_string(cache_dir, "",
               "where each worker keeps its share's parsed minibatches after the first pass, "
-              "for later epochs to read instead of the text (a pipe is then read once): a "
+              "for later epochs to read instead of the text (a pipe is then read once, a "
+              "pipe naming {pass} too while its pass fits): a "
               "folder, kept and reused while the input is unchanged; none: parse every epoch "
               "(default: a folder under $TMPDIR, removed at the end)");
 DEFINE_uint64(cache_max_bytes, uint64_t{4} << 30,

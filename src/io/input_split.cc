@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <glog/logging.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -161,23 +163,60 @@ std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int ran
   return splits;
 }
 
+namespace {
+
+constexpr char kPassField[] = "{pass}";
+
+// `text` with every `field` replaced by `value`.
+std::string Substituted(std::string text, const std::string& field, const std::string& value) {
+  for (size_t at = text.find(field); at != std::string::npos;
+       at = text.find(field, at + value.size())) {
+    text.replace(at, field.size(), value);
+  }
+  return text;
+}
+
+}  // namespace
+
 bool IsPipeChannel(const std::string& spec) { return spec.rfind("pipe:", 0) == 0; }
 
-std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers) {
+bool IsPipePerPass(const std::string& spec) {
+  return IsPipeChannel(spec) && spec.find(kPassField) != std::string::npos;
+}
+
+std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers, int pass) {
   CheckWorker(rank, workers);
   const std::string kPipe = "pipe:";
   if (!IsPipeChannel(spec)) {
     return ShardInputs(ListInputs(spec), rank, workers);
   }
-  std::string path = spec.substr(kPipe.size());
-  if (path.empty()) throw MakeError("channel '", spec, "': pipe: needs a path");
-  const std::string kRank = "{rank}";
-  const std::string rank_text = std::to_string(rank);
-  for (size_t at = path.find(kRank); at != std::string::npos;
-       at = path.find(kRank, at + rank_text.size())) {
-    path.replace(at, kRank.size(), rank_text);
+  if (pass < 0) throw MakeError("channel '", spec, "': pass ", pass, " is negative");
+  const std::string stream = Substituted(spec.substr(kPipe.size()), "{rank}", std::to_string(rank));
+  if (stream.empty()) throw MakeError("channel '", spec, "': pipe: needs a path");
+  InputSplit split{
+      Substituted(stream, kPassField, std::to_string(pass)), 0, UINT64_MAX, true, 0, ""};
+  if (split.path != stream) split.stream = stream;
+  return {split};
+}
+
+void AwaitStream(const InputSplit& split, double timeout_s) {
+  if (!split.is_pipe) return;
+  struct stat info;
+  const auto begin = std::chrono::steady_clock::now();
+  bool said = false;
+  while (stat(split.path.c_str(), &info) != 0) {
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (waited >= timeout_s) {
+      throw MakeError(split.Describe(), ": not there after waiting ", timeout_s, " s for it (",
+                      std::strerror(errno), ")");
+    }
+    if (!said && waited >= 1) {
+      LOG(INFO) << "waiting for " << split.Describe() << " to appear";
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return {InputSplit{path, 0, UINT64_MAX, true, 0, ""}};
 }
 
 // Reads an object with ranged GETs on a background thread, `ahead` blocks

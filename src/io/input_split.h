@@ -30,6 +30,10 @@ struct InputSplit {
   // The file's size and version (InputFile) when it was listed; empty for a stream.
   uint64_t file_size = 0;
   std::string version = {};
+  // A stream given once per pass (a pipe whose path names "{pass}", as
+  // SageMaker's Pipe mode gives train_0, train_1, ...): its path before the
+  // pass was put in, which names the stream whatever the pass. Empty otherwise.
+  std::string stream = {};
 
   // For messages: "pipe:PATH", "PATH" (a whole file) or "PATH[BEGIN, END)".
   std::string Describe() const;
@@ -61,12 +65,25 @@ std::vector<InputSplit> ShardInputs(const std::vector<InputFile>& files, int ran
 // Whether a channel flag value names a stream ("pipe:PATH"), read once.
 bool IsPipeChannel(const std::string& spec);
 
+// Whether a channel flag value names a stream given anew for every pass
+// ("pipe:PATH" with "{pass}" in PATH).
+bool IsPipePerPass(const std::string& spec);
+
 // The splits of worker `rank` for a channel flag value: "pipe:PATH" is a
 // stream every worker reads on its own ("{rank}" in PATH is replaced by the
-// rank: SageMaker's Pipe mode); anything else is a file or folder, listed by
-// ListInputs and sharded by ShardInputs. Throws Error on a bad spec, rank or
-// path.
-std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers);
+// rank, "{pass}" by `pass`, the count of passes over the stream read before
+// this one: SageMaker's Pipe mode gives a FIFO per pass, CHANNEL_0,
+// CHANNEL_1, ...); anything else is a file or folder, listed by ListInputs and
+// sharded by ShardInputs (`pass` unused). Throws Error on a bad spec, rank,
+// pass or path.
+std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers,
+                                       int pass = 0);
+
+// Waits until a stream's path (split.is_pipe) exists, as a stream given
+// once per pass may be made only after the pass before it was read: returns
+// at once for a path that exists or a split that is not a stream; logs once
+// after a second of waiting. Throws Error naming the path after `timeout_s`.
+void AwaitStream(const InputSplit& split, double timeout_s);
 
 class ObjectPrefetcher;
 

@@ -185,6 +185,9 @@ std::string SageMakerContract::ChannelFolder(const std::string& name) const {
 std::string SageMakerContract::ChannelPipe(const std::string& name, int pass) const {
   return ChannelFolder(name) + "_" + std::to_string(pass);
 }
+std::string SageMakerContract::ChannelPipes(const std::string& name) const {
+  return ChannelFolder(name) + "_{pass}";
+}
 std::string SageMakerContract::ModelFolder() const { return root + "/model"; }
 std::string SageMakerContract::FailureFile() const { return root + "/output/failure"; }
 std::string SageMakerContract::CheckpointFolder() const { return root + "/checkpoints"; }

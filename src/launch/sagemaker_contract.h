@@ -94,6 +94,9 @@ struct SageMakerContract {
   std::string ChannelFolder(const std::string& name) const;  // ROOT/input/data/NAME
   // ROOT/input/data/NAME_PASS: a Pipe channel's FIFO for pass PASS.
   std::string ChannelPipe(const std::string& name, int pass) const;
+  // ROOT/input/data/NAME_{pass}: every pass's FIFO, as the path of a pipe
+  // channel given once per pass (ResolveChannel).
+  std::string ChannelPipes(const std::string& name) const;
   std::string ModelFolder() const;       // ROOT/model
   std::string FailureFile() const;       // ROOT/output/failure
   std::string CheckpointFolder() const;  // ROOT/checkpoints

@@ -182,7 +182,7 @@ std::vector<std::string> SageMakerChannelFlags(const SageMakerContract& contract
                         ": Pipe mode gives a host one stream per pass, for one worker: "
                         "workers_per_host must be 1");
       }
-      flags.push_back("--" + channel.name + "=pipe:" + contract.ChannelPipe(channel.name, 0));
+      flags.push_back("--" + channel.name + "=pipe:" + contract.ChannelPipes(channel.name));
     } else if (channel.gzip) {
       flags.push_back("--" + channel.name + "=" + unpacked + "/" + channel.name);
     } else {

@@ -48,8 +48,9 @@ SageMakerHostPlan PlanSageMakerHost(const SageMakerHosts& hosts, int servers_per
 // The roles' channel flags from the contract: --train, --validation and
 // --test (File channels: their folders under input/data, or for a Gzip
 // channel `unpacked`/CHANNEL, where UnpackGzipChannels puts its files; a
-// Pipe channel: its first pass's FIFO, pipe:ROOT/input/data/train_0, read
-// once and kept in the workers' batch cache for the later passes),
+// Pipe channel: a FIFO per pass, pipe:ROOT/input/data/train_{pass}, the
+// first one read and kept in the worker's batch cache for the later passes,
+// or, when its pass does not fit the cache, each epoch's own),
 // --split_within_host for a ShardedByS3Key train channel (each host's files
 // are its share, split among its workers) and --data_format when the
 // channels give a ContentType. Throws Error naming what keel train does not

@@ -153,7 +153,8 @@ uint64_t BatchCacheKey(const std::vector<InputSplit>& splits, const ReaderOption
       reader.feature_dim, static_cast<int>(reader.labels), reader.num_classes, batch_size,
       reader.holdout_share, reader.holdout_side);
   for (const InputSplit& split : splits) {
-    text += split.path + "\n" + split.version + "\n";
+    // A stream given once per pass is the same stream whatever the pass.
+    text += (split.stream.empty() ? split.path : split.stream) + "\n" + split.version + "\n";
     add(split.begin, split.end, split.is_pipe, split.file_size);
     // A stream's bytes are known only to the process that read them.
     if (split.is_pipe) add(getpid(), ProcessNonce());

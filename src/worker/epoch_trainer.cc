@@ -21,6 +21,10 @@
 namespace keel {
 namespace {
 
+// How long a pass's own stream (SageMaker's CHANNEL_N) may take to appear
+// once the pass before it was read.
+constexpr double kPassStreamWaitS = 300;
+
 proto::WorkerCursor CursorOf(const EpochResult& result, int epoch, uint64_t batches) {
   return CursorAt(epoch, batches, result.examples, result.losses);
 }
@@ -69,18 +73,30 @@ void EpochTrainer::TrainOwnShare(const proto::WorkerCursor& resume, Pass* pass) 
   // The check's rows serve one epoch at most (then the cache or the text).
   CheckedRows checked;
   if (checked_ != nullptr) std::swap(checked, *checked_);
-  BatchStream stream(TrainingShare(options_, node_->rank(), node_->view()->num_workers()),
-                     options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
+  const std::vector<InputSplit> splits =
+      TrainingShare(options_, node_->rank(), node_->view()->num_workers(), pipe_passes_);
+  // A pass not in the cache reads its own stream, which may appear late.
+  if (IsPipePerPass(options_.train) && !pipe_cached_) AwaitStream(splits[0], kPassStreamWaitS);
+  BatchStream stream(splits, options_.reader, static_cast<size_t>(hyperparameters_.mini_batch_size),
                      /*prefetch=*/4, scaler_, cache_, &checked);
   SkipPushedBatches(resume, &stream, pass);
   TrainBatches(&stream, pass);
-  // With a cache, a pipe is read once: later epochs need its batches cached.
-  if (cache_ != nullptr && IsPipeChannel(options_.train) && !stream.cached() &&
-      pass->epoch < hyperparameters_.epochs) {
+  pipe_cached_ = stream.cached();
+  if (IsPipeChannel(options_.train) && !stream.from_cache()) {
+    ++pipe_passes_;
+    if (IsPipePerPass(options_.train) && cache_ != nullptr && !stream.cached() &&
+        pass->epoch < hyperparameters_.epochs) {
+      LOG(INFO) << "worker " << node_->rank() << ": the pass over " << splits[0].Describe()
+                << " is not cached (see above); the next epoch reads the next pass's stream";
+    }
+  }
+  // A pipe read once: later epochs need its batches cached.
+  if (cache_ != nullptr && IsPipeChannel(options_.train) && !IsPipePerPass(options_.train) &&
+      !stream.cached() && pass->epoch < hyperparameters_.epochs) {
     throw MakeError("worker ", node_->rank(), ": ", options_.train,
                     " is read once, and its first pass could not be cached (see the warning "
-                    "above): raise --cache_max_bytes, or give --cache_dir=none to have the pipe "
-                    "fed again every epoch");
+                    "above): raise --cache_max_bytes, give --cache_dir=none to have the pipe "
+                    "fed again every epoch, or name each pass's stream with {pass} in its path");
   }
   if (stream.skipped_records() > 0) {
     LOG(WARNING) << "worker " << node_->rank() << " epoch " << pass->epoch << ": skipped "

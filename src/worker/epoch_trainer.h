@@ -130,6 +130,10 @@ class EpochTrainer {
   SharedArray<const Key> bias_key_;
   const DataScaler* scaler_ = nullptr;
   BatchCache* cache_ = nullptr;
+  // Passes read from a training pipe given once per pass (the next one's
+  // number: SageMaker's CHANNEL_N).
+  int pipe_passes_ = 0;
+  bool pipe_cached_ = false;  // the cache holds the last pass read
   CheckedRows* checked_ = nullptr;
   HealthRules rules_;
   TimelineRecorder* timeline_ = nullptr;

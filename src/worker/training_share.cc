@@ -6,10 +6,11 @@ int WorkersSharingChannel(const TrainerOptions& options, int workers) {
   return options.split_within_host > 0 ? options.split_within_host : workers;
 }
 
-std::vector<InputSplit> TrainingShare(const TrainerOptions& options, int rank, int workers) {
+std::vector<InputSplit> TrainingShare(const TrainerOptions& options, int rank, int workers,
+                                      int pass) {
   const int sharing = WorkersSharingChannel(options, workers);
   return ResolveChannel(options.train, options.split_within_host > 0 ? rank % sharing : rank,
-                        sharing);
+                        sharing, pass);
 }
 
 }  // namespace keel

@@ -16,9 +16,10 @@ namespace keel {
 // options.split_within_host N > 0, the channel is its host's own share, read
 // by the N workers of consecutive ranks the host runs (ranks h*N .. h*N+N-1):
 // worker `rank` reads split rank % N of N. Otherwise split `rank` of
-// `workers` of the whole channel (ResolveChannel). Throws Error as
-// ResolveChannel does.
-std::vector<InputSplit> TrainingShare(const TrainerOptions& options, int rank, int workers);
+// `workers` of the whole channel (ResolveChannel; `pass` for a pipe given
+// once per pass). Throws Error as ResolveChannel does.
+std::vector<InputSplit> TrainingShare(const TrainerOptions& options, int rank, int workers,
+                                      int pass = 0);
 
 // How many workers split the channel `rank` reads: N with
 // options.split_within_host N > 0, else `workers`.

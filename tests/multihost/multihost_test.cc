@@ -398,7 +398,7 @@ TEST_F(SageMakerHosts, WithShardedByS3KeyEachHostTrainsOnItsOwnFiles) {
   EXPECT_EQ(metrics.at("train:examples_per_epoch"), 18000) << exits[0].output;
 }
 
-TEST_F(SageMakerHosts, PipeChannelsStreamEachHostsShareThroughItsFifo) {
+TEST_F(SageMakerHosts, PipeChannelsStreamEachHostsShareThroughAFifoPerPass) {
   const auto generated = testing::Run(
       {KeelBinary(), "datagen", "--model=linear", "--rows=18000", "--features=2000", "--nnz=10",
        "--seed=7", "--train_files=3", "--out=" + folder_ + "/data"},
@@ -406,24 +406,29 @@ TEST_F(SageMakerHosts, PipeChannelsStreamEachHostsShareThroughItsFifo) {
   ASSERT_TRUE(generated.finished && generated.code == 0) << generated.output;
   std::vector<pid_t> writers;
   for (int host = 1; host <= 3; ++host) {
-    WriteContract(host, R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "100"})",
+    // No batch cache: every pass is read from its own FIFO.
+    WriteContract(host, R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "100",
+                            "cache_dir": "none"})",
                   R"({"train": {"ContentType": "text/libsvm", "TrainingInputMode": "Pipe",
                                 "S3DistributionType": "ShardedByS3Key"},
                       "validation": {"ContentType": "text/libsvm"}})");
-    // SageMaker's side: host N's share streamed into its first pass's FIFO.
-    const std::string fifo = Root(host) + "/input/data/train_0";
-    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << fifo;
-    writers.push_back(processes_.Start({"/bin/sh", "-c",
-                                        "cat " + folder_ + "/data/train/part-" +
-                                            std::to_string(host - 1) + ".libsvm > " + fifo}));
+    // SageMaker's side: host N's share streamed into a FIFO per pass,
+    // train_0, train_1, ..., each made once the one before it was read.
+    const std::string fifo = Root(host) + "/input/data/train_";
+    const std::string share = folder_ + "/data/train/part-" + std::to_string(host - 1) + ".libsvm";
+    writers.push_back(processes_.Start(
+        {"/bin/sh", "-c",
+         "for pass in 0 1 2; do mkfifo " + fifo + "$pass && cat " + share + " > " + fifo +
+             "$pass && echo pass $pass written || exit 1; done"}));
   }
   std::vector<Exit> exits;
   ASSERT_NO_FATAL_FAILURE(TrainToTheEnd({1, 2, 3}, &exits));
   for (pid_t writer : writers) {
     const Exit written = processes_.Wait(writer, 10);
     EXPECT_TRUE(written.finished && written.code == 0) << written.output;
+    EXPECT_TRUE(Contains(written.output, "pass 2 written")) << written.output;
   }
-  // Every host's stream, whole, every epoch (the later ones from the batch cache).
+  // Every host's stream, whole, every epoch, each from its pass's FIFO.
   const auto metrics = ReadMetrics(Root(1) + "/model/metrics.json");
   ASSERT_EQ(metrics.count("train:examples_per_epoch"), 1u) << exits[0].output;
   EXPECT_EQ(metrics.at("train:examples_per_epoch"), 18000) << exits[0].output;

@@ -90,6 +90,8 @@ TEST_F(TrainCommand, OneHostTrainsAModelThatPredictScoresAsTheJobDid) {
   EXPECT_NEAR(std::stod(auc[1]), metrics.at("test:roc_auc_score"), 1e-4);
 }
 
+// A pass that fits the batch cache: the first pass's FIFO alone is read
+// (nothing ever makes train_1).
 TEST_F(TrainCommand, APipeChannelIsReadOnceFromItsFirstPassesFifo) {
   GenerateData(5000);
   const std::string fifo = folder_ + "/input/data/train_0";
@@ -103,7 +105,8 @@ TEST_F(TrainCommand, APipeChannelIsReadOnceFromItsFirstPassesFifo) {
       processes.Start({"/bin/sh", "-c", "cat " + folder_ + "/input/data/train/* > " + fifo});
   const auto exit = Train(180);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << Failure();
-  EXPECT_TRUE(Contains(exit.output, "pipe:" + fifo)) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "pipe:" + folder_ + "/input/data/train_{pass}"))
+      << exit.output;
   EXPECT_TRUE(
       std::regex_search(exit.output, std::regex("keel-metric epoch=3 validation:roc_auc_score=")))
       << exit.output;
@@ -113,6 +116,34 @@ TEST_F(TrainCommand, APipeChannelIsReadOnceFromItsFirstPassesFifo) {
   const auto metrics = testing::ReadMetrics(folder_ + "/model/metrics.json");
   EXPECT_EQ(metrics.count("validation:roc_auc_score"), 1u);
   EXPECT_EQ(metrics.at("train:examples_per_epoch"), 5000) << exit.output;
+  EXPECT_EQ(metrics.at("train:epochs"), 3) << exit.output;
+}
+
+// SageMaker's Pipe mode as it gives a channel: a FIFO per pass, the next
+// one made once the one before it was read to its end. A pass larger than
+// the batch cache (--cache_max_bytes, 1 MiB here) is read from its own FIFO.
+TEST_F(TrainCommand, APipeChannelTooLargeForTheCacheIsReadFromEachPassesFifo) {
+  GenerateData(12000);
+  WriteContract(R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "64",
+                    "cache_max_bytes": "1048576"})",
+                R"({"train": {"ContentType": "text/libsvm", "TrainingInputMode": "Pipe"},
+                    "validation": {"ContentType": "text/libsvm"}})");
+  const std::string fifo = folder_ + "/input/data/train_";
+  testing::Processes processes;
+  const pid_t writer = processes.Start(
+      {"/bin/sh", "-c",
+       "for pass in 0 1 2; do mkfifo " + fifo + "$pass && cat " + folder_ +
+           "/input/data/train/* > " + fifo + "$pass && echo pass $pass written || exit 1; done"});
+  const auto exit = Train(180);
+  ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << Failure();
+  EXPECT_TRUE(Contains(exit.output, "pipe:" + fifo + "{pass}")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "the next epoch reads the next pass's stream")) << exit.output;
+  const auto written = processes.Wait(writer, 10);
+  ASSERT_TRUE(written.finished && written.code == 0) << written.output;
+  EXPECT_TRUE(Contains(written.output, "pass 2 written")) << written.output;
+  // Every pass read its FIFO whole.
+  const auto metrics = testing::ReadMetrics(folder_ + "/model/metrics.json");
+  EXPECT_EQ(metrics.at("train:examples_per_epoch"), 12000) << exit.output;
   EXPECT_EQ(metrics.at("train:epochs"), 3) << exit.output;
 }
 

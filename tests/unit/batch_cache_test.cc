@@ -304,6 +304,26 @@ TEST_F(BatchCacheTest, APipeIsReadOnceThenFromTheCache) {
   EXPECT_TRUE(SameBatches(first.batches, second.batches));
 }
 
+TEST_F(BatchCacheTest, APipeGivenPerPassIsCachedFromItsFirstPassAndServedForTheNext) {
+  const std::string fifo = folder_ + "/train_0";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string text = LibsvmText(50, 2);
+  std::thread feeder([&] { testing::WriteFile(fifo, text); });
+  const std::string spec = "pipe:" + folder_ + "/train_{pass}";
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  const Pass first = Read(&cache, ResolveChannel(spec, 0, 1, 0));
+  feeder.join();
+  // The next pass's stream is another path, never made: the cache serves it.
+  const Pass second = Read(&cache, ResolveChannel(spec, 0, 1, 1));
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_TRUE(SameBatches(first.batches, second.batches));
+  EXPECT_EQ(BatchCacheKey(ResolveChannel(spec, 0, 1, 0), ReaderOptions(), 7),
+            BatchCacheKey(ResolveChannel(spec, 0, 1, 5), ReaderOptions(), 7));
+  EXPECT_NE(BatchCacheKey(ResolveChannel(spec, 0, 1, 0), ReaderOptions(), 7),
+            BatchCacheKey(ResolveChannel("pipe:" + folder_ + "/other_{pass}", 0, 1, 0),
+                          ReaderOptions(), 7));
+}
+
 TEST(TemporaryCacheFolder, IsRemovedAtTheEndAndAfterACrashByTheNextOne) {
   testing::TempFolder parent("tmpdir");
   const char* old = std::getenv("TMPDIR");

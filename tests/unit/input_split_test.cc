@@ -322,6 +322,46 @@ TEST(ChannelSpec, PipeReplacesRankInThePath) {
   EXPECT_TRUE(splits[0].is_pipe);
 }
 
+TEST(ChannelSpec, APipeNamingThePassIsTheSameStreamWhateverThePass) {
+  EXPECT_TRUE(IsPipePerPass("pipe:/opt/ml/input/data/train_{pass}"));
+  EXPECT_FALSE(IsPipePerPass("pipe:/opt/ml/input/data/train_0"));
+  EXPECT_FALSE(IsPipePerPass("/data/train_{pass}"));
+  const std::vector<InputSplit> second = ResolveChannel("pipe:/ml/w{rank}/train_{pass}", 1, 2, 2);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].path, "/ml/w1/train_2");
+  EXPECT_EQ(second[0].stream, "/ml/w1/train_{pass}");
+  EXPECT_TRUE(second[0].is_pipe);
+  EXPECT_EQ(ResolveChannel("pipe:/ml/w{rank}/train_{pass}", 1, 2)[0].path, "/ml/w1/train_0");
+  // A pipe without the field is one stream, read from the same path every pass.
+  const std::vector<InputSplit> once = ResolveChannel("pipe:/ml/train", 0, 1, 3);
+  EXPECT_EQ(once[0].path, "/ml/train");
+  EXPECT_EQ(once[0].stream, "");
+  EXPECT_TRUE(Contains(ErrorOf([] { ResolveChannel("pipe:/ml/train_{pass}", 0, 1, -1); }),
+                       "pass -1 is negative"));
+}
+
+class StreamAwaited : public TempFolderTest {};
+
+TEST_F(StreamAwaited, UntilItsPathAppears) {
+  const std::string fifo = folder_ + "/train_1";
+  std::thread maker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    mkfifo(fifo.c_str(), 0600);
+  });
+  const InputSplit split = ResolveChannel("pipe:" + folder_ + "/train_{pass}", 0, 1, 1)[0];
+  AwaitStream(split, 30);
+  maker.join();
+  struct stat info;
+  EXPECT_EQ(stat(fifo.c_str(), &info), 0);
+}
+
+TEST_F(StreamAwaited, AndNamedWhenItNeverComes) {
+  const InputSplit split = ResolveChannel("pipe:" + folder_ + "/train_{pass}", 0, 1, 4)[0];
+  const std::string error = ErrorOf([&] { AwaitStream(split, 0.1); });
+  EXPECT_TRUE(Contains(error, "pipe:" + folder_ + "/train_4: not there after waiting 0.1 s"))
+      << error;
+}
+
 TEST(ChannelSpec, PipeWithoutAPathThrows) {
   EXPECT_TRUE(Contains(ErrorOf([] { ResolveChannel("pipe:", 0, 1); }), "pipe: needs a path"));
 }

@@ -213,7 +213,7 @@ TEST(SageMakerChannels, BecomeTheRolesChannelFlags) {
       (std::vector<std::string>{"--train=/ml/input/data/train",
                                 "--validation=/ml/input/data/validation", "--data_format=csv"}));
   EXPECT_EQ(FlagsOf(R"({"train": {"TrainingInputMode": "Pipe"}})"),
-            std::vector<std::string>{"--train=pipe:/ml/input/data/train_0"});
+            std::vector<std::string>{"--train=pipe:/ml/input/data/train_{pass}"});
 }
 
 TEST(SageMakerChannels, AGzipChannelIsReadFromWhereItsFilesAreUnpacked) {
