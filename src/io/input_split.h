@@ -79,6 +79,10 @@ bool IsPipePerPass(const std::string& spec);
 std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int workers,
                                        int pass = 0);
 
+// How long a stream given once per pass may take to appear (AwaitStream):
+// SageMaker makes a channel's next FIFO once the one before it was read.
+constexpr double kPassStreamWaitS = 300;
+
 // Waits until a stream's path (split.is_pipe) exists, as a stream given
 // once per pass may be made only after the pass before it was read: returns
 // at once for a path that exists or a split that is not a stream; logs once

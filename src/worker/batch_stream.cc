@@ -89,6 +89,7 @@ void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
     return Deliver(&pending, /*keys_prepared=*/true);
   };
   for (size_t s = 0; s < splits_.size(); ++s) {
+    std::unique_ptr<ExampleReader> reader;
     if (held_ != nullptr) {
       // The rows as the check read them, in chunks cut where its reads
       // stopped: cut again into minibatches, each chunk freed once taken.
@@ -101,12 +102,16 @@ void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
         }
         chunk = Batch();
       }
-      std::lock_guard<std::mutex> lock(mutex_);
-      bytes_ += held_->bytes_read[s];
-      continue;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        bytes_ += held_->bytes_read[s];
+      }
+      // A stream whose head alone is held goes on from where it stopped.
+      if (s >= held_->rest.size() || held_->rest[s] == nullptr) continue;
+      reader = std::move(held_->rest[s]);
+    } else {
+      reader = OpenReader(splits_[s], options_);
     }
-    const InputSplit& split = splits_[s];
-    auto reader = OpenReader(split, options_);
     while (true) {
       const size_t want = batch_size_ - pending.batch.rows();
       const size_t got = reader->Read(want, &pending.batch);

@@ -21,10 +21,6 @@
 namespace keel {
 namespace {
 
-// How long a pass's own stream (SageMaker's CHANNEL_N) may take to appear
-// once the pass before it was read.
-constexpr double kPassStreamWaitS = 300;
-
 proto::WorkerCursor CursorOf(const EpochResult& result, int epoch, uint64_t batches) {
   return CursorAt(epoch, batches, result.examples, result.losses);
 }

@@ -105,6 +105,24 @@ bool CheckedRows::Holds(const std::vector<InputSplit>& splits, const ReaderOptio
   return !empty() && key == BatchCacheKey(splits, reader, 0);
 }
 
+uint64_t HoldStreamHead(const InputSplit& split, const ReaderOptions& reader, uint64_t rows,
+                        CheckedRows* held) {
+  held->Clear();
+  std::unique_ptr<ExampleReader> stream = OpenReader(split, reader);
+  Batch head;
+  while (head.rows() < rows) {
+    if (stream->Read(static_cast<size_t>(rows - head.rows()), &head) == 0) break;
+  }
+  const uint64_t read = head.rows();
+  held->key = BatchCacheKey({split}, reader, 0);
+  held->held_bytes = BytesOf(head);
+  held->chunks.resize(1);
+  held->chunks[0].push_back(std::move(head));
+  held->bytes_read.push_back(0);
+  held->rest.push_back(std::move(stream));
+  return read;
+}
+
 uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& reader, int threads,
                     uint64_t min_piece_bytes, CheckedRows* keep, uint64_t keep_max_bytes) {
   if (threads <= 0) {

@@ -5,6 +5,7 @@
 #define KEEL_WORKER_SHARD_CHECK_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "io/batch.h"
@@ -22,6 +23,10 @@ struct CheckedRows {
   std::vector<std::vector<Batch>> chunks;  // per split
   std::vector<uint64_t> bytes_read;        // per split, as its reader counts them
   uint64_t held_bytes = 0;                 // the memory the chunks take
+  // Per split, or empty: the open reader of a stream whose first rows alone
+  // are in its chunks (a pipe's statistics sample, HoldStreamHead), read on
+  // after them; its bytes_read counts the chunks' bytes too.
+  std::vector<std::unique_ptr<ExampleReader>> rest;
 
   bool empty() const { return chunks.empty(); }
   // Whether these are the rows of exactly `splits` (the same files, ranges
@@ -45,6 +50,13 @@ struct CheckedRows {
 uint64_t CheckShard(const std::vector<InputSplit>& splits, const ReaderOptions& reader,
                     int threads = 0, uint64_t min_piece_bytes = uint64_t{8} << 20,
                     CheckedRows* keep = nullptr, uint64_t keep_max_bytes = 0);
+
+// Reads the first `rows` rows of a stream (`split`, a pipe, read once) into
+// `held` (its one chunk), leaving the stream open in held->rest for the
+// first epoch to read on after them: a sample taken without losing the rows
+// it read. Returns the rows read. Throws the reader's Error.
+uint64_t HoldStreamHead(const InputSplit& split, const ReaderOptions& reader, uint64_t rows,
+                        CheckedRows* held);
 
 }  // namespace keel
 

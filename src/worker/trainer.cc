@@ -149,6 +149,7 @@ void Trainer::Run() {
 void Trainer::PrepareData(int first_epoch) {
   const double started = MonotonicSeconds();
   OpenCache(first_epoch);
+  if (IsPipeChannel(options_.train)) HoldPipeHead();
   // The statistics' sample is read while the shard is checked: both only
   // read, and start-up waits for both. (The check's error comes first: the
   // future waits for the sample as it goes out of scope.)
@@ -259,11 +260,26 @@ uint64_t Trainer::CheckTrainingShard() {
   return rows;
 }
 
+void Trainer::HoldPipeHead() {
+  const std::vector<InputSplit> splits =
+      TrainingShare(options_, node_->rank(), node_->view()->num_workers());
+  uint64_t rows = 0;
+  try {
+    AwaitStream(splits[0], kPassStreamWaitS);
+    rows = HoldStreamHead(splits[0], options_.reader,
+                          static_cast<uint64_t>(hyperparameters_.num_point_for_scaler), &checked_);
+  } catch (const Error& e) {
+    throw MakeError("before the first minibatch: ", e.what());
+  }
+  epoch_trainer_.set_checked_rows(&checked_);
+  LOG(INFO) << "worker " << node_->rank() << ": the data statistics come from the first " << rows
+            << " rows of " << splits[0].Describe() << ", a pipe read once (held for the first "
+            << "epoch to train on before the rest of the stream)";
+}
+
 Batch Trainer::StatisticsSample() const {
   if (IsPipeChannel(options_.train)) {
-    LOG(WARNING) << "--train " << options_.train
-                 << " is a pipe, read once: no data statistics (features and labels as read)";
-    return Batch();
+    return checked_.empty() || checked_.chunks[0].empty() ? Batch() : checked_.chunks[0][0];
   }
   return ReadStatisticsSample(options_.train, options_.reader,
                               static_cast<uint64_t>(hyperparameters_.num_point_for_scaler));

@@ -105,14 +105,18 @@ TEST_F(TrainCommand, APipeChannelIsReadOnceFromItsFirstPassesFifo) {
       processes.Start({"/bin/sh", "-c", "cat " + folder_ + "/input/data/train/* > " + fifo});
   const auto exit = Train(180);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << Failure();
-  EXPECT_TRUE(Contains(exit.output, "pipe:" + folder_ + "/input/data/train_{pass}"))
-      << exit.output;
   EXPECT_TRUE(
       std::regex_search(exit.output, std::regex("keel-metric epoch=3 validation:roc_auc_score=")))
       << exit.output;
   const auto written = processes.Wait(writer, 10);
   EXPECT_TRUE(written.finished && written.code == 0) << written.output;
-  // Every pass saw the whole stream: the first read it, the others the batch cache.
+  // The statistics came from the stream's first rows (here all of them),
+  // which were trained on with the rest: every pass saw the whole stream,
+  // the first read it, the others the batch cache.
+  EXPECT_TRUE(Contains(exit.output, "the data statistics come from the first 5000 rows of pipe:" +
+                                        folder_ + "/input/data/train_0,"))
+      << exit.output;
+  EXPECT_TRUE(Contains(exit.output, R"("sample_rows":5000,"features_scaled":true)")) << exit.output;
   const auto metrics = testing::ReadMetrics(folder_ + "/model/metrics.json");
   EXPECT_EQ(metrics.count("validation:roc_auc_score"), 1u);
   EXPECT_EQ(metrics.at("train:examples_per_epoch"), 5000) << exit.output;
@@ -125,7 +129,7 @@ TEST_F(TrainCommand, APipeChannelIsReadOnceFromItsFirstPassesFifo) {
 TEST_F(TrainCommand, APipeChannelTooLargeForTheCacheIsReadFromEachPassesFifo) {
   GenerateData(12000);
   WriteContract(R"({"feature_dim": "2000", "epochs": "3", "mini_batch_size": "64",
-                    "cache_max_bytes": "1048576"})",
+                    "cache_max_bytes": "1048576", "num_point_for_scaler": "1000"})",
                 R"({"train": {"ContentType": "text/libsvm", "TrainingInputMode": "Pipe"},
                     "validation": {"ContentType": "text/libsvm"}})");
   const std::string fifo = folder_ + "/input/data/train_";
@@ -136,12 +140,15 @@ TEST_F(TrainCommand, APipeChannelTooLargeForTheCacheIsReadFromEachPassesFifo) {
            "/input/data/train/* > " + fifo + "$pass && echo pass $pass written || exit 1; done"});
   const auto exit = Train(180);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output << Failure();
-  EXPECT_TRUE(Contains(exit.output, "pipe:" + fifo + "{pass}")) << exit.output;
-  EXPECT_TRUE(Contains(exit.output, "the next epoch reads the next pass's stream")) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "the pass over pipe:" + fifo +
+                                        "1 is not cached (see above); the next epoch reads the "
+                                        "next pass's stream"))
+      << exit.output;
   const auto written = processes.Wait(writer, 10);
   ASSERT_TRUE(written.finished && written.code == 0) << written.output;
   EXPECT_TRUE(Contains(written.output, "pass 2 written")) << written.output;
-  // Every pass read its FIFO whole.
+  // The statistics' 1,000 rows were trained on too: every pass read its FIFO whole.
+  EXPECT_TRUE(Contains(exit.output, R"("sample_rows":1000,)")) << exit.output;
   const auto metrics = testing::ReadMetrics(folder_ + "/model/metrics.json");
   EXPECT_EQ(metrics.at("train:examples_per_epoch"), 12000) << exit.output;
   EXPECT_EQ(metrics.at("train:epochs"), 3) << exit.output;

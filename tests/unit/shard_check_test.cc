@@ -1,8 +1,10 @@
 #include "worker/shard_check.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -184,6 +186,47 @@ TEST_F(ShardCheckTest, AStreamTakesKeptRowsOnlyForTheirOwnSplits) {
   }
   EXPECT_EQ(kept_bytes, text_bytes);
   EXPECT_EQ(other_bytes, text_bytes);
+}
+
+// A pipe's first rows held for the statistics, then the stream read on after
+// them: every row of the stream once, in order, as a stream reading it alone.
+TEST_F(ShardCheckTest, AStreamsHeldHeadIsFollowedByTheRestOfTheStream) {
+  const std::string text = ReadFile(WriteRows("a", 1000, 0));
+  const std::string fifo = folder_ + "/stream";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto read_stream = [&](CheckedRows* held, uint64_t* bytes) {
+    std::thread feeder([&] { testing::WriteFile(fifo, text); });
+    const std::vector<InputSplit> splits = ResolveChannel("pipe:" + fifo, 0, 1);
+    if (held != nullptr) {
+      EXPECT_EQ(HoldStreamHead(splits[0], Libsvm(), 300, held), 300u);
+    }
+    BatchStream stream(splits, Libsvm(), 64, 4, nullptr, nullptr, held);
+    std::vector<PreparedBatch> out;
+    PreparedBatch batch;
+    while (stream.Next(&batch)) out.push_back(std::move(batch));
+    *bytes = stream.bytes_read();
+    feeder.join();
+    return out;
+  };
+  uint64_t alone_bytes = 0;
+  const std::vector<PreparedBatch> alone = read_stream(nullptr, &alone_bytes);
+  CheckedRows held;
+  uint64_t held_bytes = 0;
+  const std::vector<PreparedBatch> after_head = read_stream(&held, &held_bytes);
+  ASSERT_EQ(after_head.size(), alone.size());
+  ASSERT_EQ(alone.size(), 16u);  // 1,000 rows in 64s
+  for (size_t b = 0; b < alone.size(); ++b) {
+    SCOPED_TRACE("minibatch " + std::to_string(b));
+    ExpectSameRows(alone[b].batch, after_head[b].batch);
+  }
+  EXPECT_EQ(held_bytes, alone_bytes);
+  EXPECT_EQ(held_bytes, text.size());
+  // A head longer than the stream holds all of it, and the rest is empty.
+  std::thread feeder([&] { testing::WriteFile(fifo, text); });
+  CheckedRows whole;
+  EXPECT_EQ(HoldStreamHead(ResolveChannel("pipe:" + fifo, 0, 1)[0], Libsvm(), 5000, &whole),
+            1000u);
+  feeder.join();
 }
 
 TEST(BatchAppendRows, CopiesRowsAndRefusesRowsOfAnotherLabelWidth) {
