@@ -41,7 +41,7 @@ RULES = {
     "serve": ("base", "io", "kv", "models", "worker", "metrics"),
     "launch": ("base", "io", "kv", "models", "scheduler"),
     "faults": ("base", "io", "kv", "models", "scheduler", "launch"),
-    "bench": ("base", "io", "kv", "models", "server", "worker", "scheduler", "launch"),
+    "bench": ("base", "io", "kv", "models", "server", "worker", "scheduler", "launch", "metrics"),
     "cli": None,  # all of them
 }
 

@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,9 @@
 #include "kv/message.h"
 #include "kv/node.h"
 #include "kv/van.h"
+#include "metrics/metrics_registry.h"
+#include "metrics/role_metrics.h"
+#include "metrics/status_page.h"
 #include "scheduler/scheduler.h"
 
 namespace keel {
@@ -502,6 +506,10 @@ std::string Json(const ControlReport& r) {
       << ",\"scheduler_zmq_cpu_share\":" << r.scheduler_zmq_cpu_share
       << ",\"process_cpu_share\":" << r.process_cpu_share
       << ",\"heartbeats_acked\":" << r.heartbeats_acked << ",\"status_s\":" << r.status_s
+      << ",\"status_json_s\":" << r.status_json_s << ",\"status_json_bytes\":" << r.status_json_bytes
+      << ",\"status_json_all_s\":" << r.status_json_all_s
+      << ",\"status_json_all_bytes\":" << r.status_json_all_bytes << ",\"scrape_s\":" << r.scrape_s
+      << ",\"scrape_bytes\":" << r.scrape_bytes
       << ",\"kill_to_view_sent_s\":" << r.kill_to_view_sent_s
       << ",\"kill_to_first_member_view_s\":" << r.kill_to_first_member_view_s
       << ",\"kill_to_all_views_s\":" << r.kill_to_all_views_s
@@ -513,6 +521,36 @@ std::string Json(const ControlReport& r) {
       << ",\"rss_growth_mb\":" << r.rss_growth_mb << ",\"peak_rss_mb\":" << r.peak_rss_mb
       << ",\"descriptors_per_member\":" << r.descriptors_per_member << "}";
   return out.str();
+}
+
+// What a refresh of the status page and a metrics scrape cost the scheduler
+// (medians of 5) and what they carry.
+void MeasureStatusServing(const Scheduler& scheduler, ControlReport* report) {
+  const auto median_of_5 = [](const std::function<size_t()>& serve, uint64_t* bytes) {
+    std::vector<double> seconds;
+    for (int i = 0; i < 5; ++i) {
+      const double start = MonotonicSeconds();
+      *bytes = serve();
+      seconds.push_back(MonotonicSeconds() - start);
+    }
+    std::sort(seconds.begin(), seconds.end());
+    return seconds[seconds.size() / 2];
+  };
+  const auto status_json = [&](const StatusPaging& paging) {
+    return StatusJson(scheduler.status(), scheduler.progress().Snapshot(MonotonicSeconds()),
+                      WallSeconds(), paging)
+        .size();
+  };
+  StatusPaging every_row;
+  every_row.nodes_max = every_row.ranges_max = every_row.workers_max = SIZE_MAX;
+  report->status_json_s =
+      median_of_5([&] { return status_json(StatusPaging()); }, &report->status_json_bytes);
+  report->status_json_all_s =
+      median_of_5([&] { return status_json(every_row); }, &report->status_json_all_bytes);
+  MetricsRegistry registry;
+  AddSchedulerMetrics(&scheduler, &registry);
+  report->scrape_s =
+      median_of_5([&] { return registry.TextExposition().size(); }, &report->scrape_bytes);
 }
 
 }  // namespace
@@ -612,6 +650,7 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   }
   std::sort(status_s.begin(), status_s.end());
   report.status_s = status_s[status_s.size() / 2];
+  MeasureStatusServing(scheduler, &report);
 
   // A worker killed.
   const int victim = options.nodes - 1;
@@ -667,6 +706,12 @@ int BenchControl(const BenchControlOptions& options) {
       r.steady_seconds);
   std::printf("  Scheduler::status() (status page, metrics) %.4f s (median of 5; %d members)\n",
               r.status_s, r.status_members);
+  std::printf("  /status.json as served (500 rows a table) %.4f s, %.1f KB; every row %.4f s, "
+              "%.1f KB\n",
+              r.status_json_s, r.status_json_bytes / 1e3, r.status_json_all_s,
+              r.status_json_all_bytes / 1e3);
+  std::printf("  one metrics scrape                %10.5f s, %.1f KB\n", r.scrape_s,
+              r.scrape_bytes / 1e3);
   std::printf("  kill -> new view sent to every member %6.3f s  (the scheduler's part)\n",
               r.kill_to_view_sent_s);
   std::printf("  kill -> first member on new view  %10.3f s\n", r.kill_to_first_member_view_s);

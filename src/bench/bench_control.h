@@ -33,6 +33,11 @@ struct ControlReport {
   // take (under the scheduler's lock): the median of 5, and its members.
   double status_s = -1;
   int status_members = 0;
+  // What the status page serves (/status.json: status, progress, JSON) and
+  // one metrics scrape: medians of 5, and their bytes; the page as served
+  // (500 rows of each table) and with every row.
+  double status_json_s = -1, status_json_all_s = -1, scrape_s = -1;
+  uint64_t status_json_bytes = 0, status_json_all_bytes = 0, scrape_bytes = 0;
   // A worker killed (its connection closes).
   double kill_to_view_sent_s = -1;          // until the scheduler had sent the new view to all
   double kill_to_first_member_view_s = -1;  // ~ detection: the first member on the new view

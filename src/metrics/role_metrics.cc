@@ -3,8 +3,10 @@
 // latencies and bytes are observed through the roles' RequestObserver.
 #include "metrics/role_metrics.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -271,73 +273,122 @@ void AddWorkerMetrics(KVWorker* client, const TrainingCounters* counters,
   AddHealthMetrics(&counters->health, registry);
 }
 
+namespace {
+
+// The scheduler's status for the series of a scrape: taken once and shared
+// for kReuseS, not once per series (a scrape reads it about a dozen times,
+// and at 10^4 members each take holds the scheduler's lock for milliseconds).
+// Thread-safe.
+class ScrapeStatus {
+ public:
+  explicit ScrapeStatus(const Scheduler* scheduler) : scheduler_(scheduler) {}
+
+  std::shared_ptr<const SchedulerStatus> Get() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const double now = MonotonicSeconds();
+    if (!status_ || now - taken_at_ > kReuseS) {
+      status_ = std::make_shared<const SchedulerStatus>(scheduler_->status());
+      taken_at_ = now;
+    }
+    return status_;
+  }
+
+ private:
+  static constexpr double kReuseS = 0.25;
+  const Scheduler* scheduler_;
+  std::mutex mutex_;
+  std::shared_ptr<const SchedulerStatus> status_;
+  double taken_at_ = 0;
+};
+
+}  // namespace
+
 void AddSchedulerMetrics(const Scheduler* scheduler, MetricsRegistry* registry) {
+  const auto taken = std::make_shared<ScrapeStatus>(scheduler);
   registry->AddGauge(
       "keel_scheduler_view_epoch", "Epoch of the cluster view (0: none published yet).",
-      MetricsRegistry::One([scheduler] { return Number(scheduler->status().epoch); }));
-  registry->AddGauge("keel_scheduler_members", "Members of the view, by role.", [scheduler] {
+      MetricsRegistry::One([taken] { return Number(taken->Get()->epoch); }));
+  registry->AddGauge("keel_scheduler_members", "Members of the view, by role.", [taken] {
     std::map<std::string, int> counts = {{"server", 0}, {"worker", 0}};
-    for (const auto& member : scheduler->status().members) ++counts[RoleLabel(member.role)];
+    for (const auto& member : taken->Get()->members) ++counts[RoleLabel(member.role)];
     Samples samples;
     for (const auto& [role, count] : counts) samples.push_back({{{"role", role}}, double(count)});
     return samples;
   });
   registry->AddGauge("keel_scheduler_expected_members", "Members the job expects, by role.",
-                     [scheduler] {
-                       const SchedulerStatus status = scheduler->status();
-                       return Samples{{{{"role", "server"}}, double(status.expected_servers)},
-                                      {{{"role", "worker"}}, double(status.expected_workers)}};
+                     [taken] {
+                       const auto status = taken->Get();
+                       return Samples{{{{"role", "server"}}, double(status->expected_servers)},
+                                      {{{"role", "worker"}}, double(status->expected_workers)}};
                      });
   registry->AddGauge(
       "keel_scheduler_heartbeat_age_seconds",
-      "Seconds since each member was last heard from, by role and rank.", [scheduler] {
+      "Seconds since each member was last heard from, by role and rank (while the view has "
+      "at most 256 members; keel_scheduler_heartbeat_age_max_seconds beyond).",
+      [taken] {
         Samples samples;
-        for (const auto& member : scheduler->status().members) {
+        const auto status = taken->Get();
+        if (status->members.size() > kMemberSeries) return samples;
+        for (const auto& member : status->members) {
           samples.push_back(
               {{{"role", RoleLabel(member.role)}, {"rank", std::to_string(member.rank)}},
                member.heartbeat_age_s});
         }
         return samples;
       });
+  registry->AddGauge("keel_scheduler_heartbeat_age_max_seconds",
+                     "The longest any member of the role was not heard from, in seconds.",
+                     [taken] {
+                       std::map<std::string, double> oldest = {{"server", 0}, {"worker", 0}};
+                       for (const auto& member : taken->Get()->members) {
+                         double& age = oldest[RoleLabel(member.role)];
+                         age = std::max(age, member.heartbeat_age_s);
+                       }
+                       Samples samples;
+                       for (const auto& [role, age] : oldest) {
+                         samples.push_back({{{"role", role}}, age});
+                       }
+                       return samples;
+                     });
   registry->AddGauge(
       "keel_scheduler_workers_done", "Workers that reported the end of their job.",
-      MetricsRegistry::One([scheduler] { return double(scheduler->status().workers_done); }));
+      MetricsRegistry::One([taken] { return double(taken->Get()->workers_done); }));
   registry->AddGauge(
       "keel_scheduler_key_ranges_lost",
       "Key ranges that lost every replica during the job (their updates since the latest "
       "checkpoint are gone).",
-      MetricsRegistry::One([scheduler] { return double(scheduler->status().lost_ranges.size()); }));
+      MetricsRegistry::One([taken] { return double(taken->Get()->lost_ranges.size()); }));
   registry->AddCounter(
       "keel_scheduler_departures_total",
       "Nodes removed from the view (heartbeat silence, or a closed connection to a dead process).",
-      MetricsRegistry::One([scheduler] { return Number(scheduler->status().departures); }));
+      MetricsRegistry::One([taken] { return Number(taken->Get()->departures); }));
   registry->AddCounter(
       "keel_scheduler_rejected_messages_total",
       "Messages ignored: a member's id claimed on another connection, or a range not copied.",
       MetricsRegistry::One([scheduler] { return Number(scheduler->rejected_messages()); }));
   registry->AddCounter("keel_scheduler_checkpoints_total", "Checkpoints ended, by result.",
-                       [scheduler] {
-                         const CheckpointStats stats = scheduler->status().checkpoints;
+                       [taken] {
+                         const CheckpointStats stats = taken->Get()->checkpoints;
                          return Samples{{{{"result", "committed"}}, Number(stats.committed)},
                                         {{{"result", "abandoned"}}, Number(stats.abandoned)}};
                        });
   registry->AddGauge(
       "keel_scheduler_last_checkpoint_duration_seconds",
       "Seconds from the newest committed checkpoint's copy to its commit (absent before one).",
-      [scheduler] {
-        const CheckpointStats stats = scheduler->status().checkpoints;
+      [taken] {
+        const CheckpointStats stats = taken->Get()->checkpoints;
         return stats.committed ? Samples{{{}, stats.last_seconds}} : Samples{};
       });
   registry->AddGauge("keel_scheduler_last_checkpoint_bytes",
                      "Bytes of the newest committed checkpoint's files (absent before one).",
-                     [scheduler] {
-                       const CheckpointStats stats = scheduler->status().checkpoints;
+                     [taken] {
+                       const CheckpointStats stats = taken->Get()->checkpoints;
                        return stats.committed ? Samples{{{}, Number(stats.last_bytes)}} : Samples{};
                      });
   registry->AddGauge("keel_scheduler_checkpoint_age_seconds",
                      "Seconds since the newest checkpoint was committed (absent before one).",
-                     [scheduler] {
-                       const CheckpointStats stats = scheduler->status().checkpoints;
+                     [taken] {
+                       const CheckpointStats stats = taken->Get()->checkpoints;
                        if (!stats.committed) return Samples{};
                        return Samples{{{}, MonotonicSeconds() - stats.last_committed_at}};
                      });

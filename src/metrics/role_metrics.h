@@ -31,6 +31,10 @@ void AddWorkerMetrics(KVWorker* client, const TrainingCounters* counters,
                       MetricsRegistry* registry);
 
 // The scheduler's view, members, heartbeats and checkpoints, keel_scheduler_*.
+// Members up to which the scheduler exports a series per member
+// (keel_scheduler_heartbeat_age_seconds); beyond, its series are per role.
+constexpr size_t kMemberSeries = 256;
+
 void AddSchedulerMetrics(const Scheduler* scheduler, MetricsRegistry* registry);
 
 // The label value of a request's command: "push" or "pull".

@@ -1,11 +1,15 @@
 // The status page's JSON and routes; the page itself is status_page_html.cc.
 #include "metrics/status_page.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/error.h"
 #include "base/json.h"
 #include "base/time.h"
 #include "io/timeline_writer.h"
@@ -37,9 +41,42 @@ std::string Hex(uint64_t value) {
   return JsonQuote(text);
 }
 
-std::string ViewJson(const SchedulerStatus& status) {
+// The rows [from, from + max) of `total`, as [begin, end).
+std::pair<size_t, size_t> PageOf(size_t total, size_t from, size_t max) {
+  const size_t begin = std::min(from, total);
+  return {begin, begin + std::min(max, total - begin)};
+}
+
+// The members counted by role, the silent ones and the longest silence.
+std::string MembersJson(const std::vector<SchedulerStatus::Node>& members) {
+  size_t servers = 0, workers = 0, silent = 0;
+  double oldest = 0;
+  for (const SchedulerStatus::Node& node : members) {
+    ++(node.role == proto::SERVER ? servers : workers);
+    silent += node.silent ? 1 : 0;
+    oldest = std::max(oldest, node.heartbeat_age_s);
+  }
+  return JsonObject()
+      .Count("servers", servers)
+      .Count("workers", workers)
+      .Count("silent", silent)
+      .Number("oldest_heartbeat_age_s", oldest)
+      .Close();
+}
+
+std::string ViewJson(const SchedulerStatus& status, const StatusPaging& paging) {
+  std::vector<const SchedulerStatus::Node*> ordered;
+  for (const SchedulerStatus::Node& node : status.members) ordered.push_back(&node);
+  std::sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
+    return std::make_pair(a->role != proto::SERVER, a->rank) <
+           std::make_pair(b->role != proto::SERVER, b->rank);
+  });
+  const auto [nodes_begin, nodes_end] = PageOf(ordered.size(), paging.nodes_from, paging.nodes_max);
+  const auto [ranges_begin, ranges_end] =
+      PageOf(status.ranges.size(), paging.ranges_from, paging.ranges_max);
   std::vector<std::string> nodes, ranges;
-  for (const SchedulerStatus::Node& node : status.members) {
+  for (size_t n = nodes_begin; n < nodes_end; ++n) {
+    const SchedulerStatus::Node& node = *ordered[n];
     nodes.push_back(JsonObject()
                         .Count("id", node.id)
                         .String("role", node.role == proto::SERVER ? "server" : "worker")
@@ -51,7 +88,7 @@ std::string ViewJson(const SchedulerStatus& status) {
                         .String("error", node.error)
                         .Close());
   }
-  for (size_t r = 0; r < status.ranges.size(); ++r) {
+  for (size_t r = ranges_begin; r < ranges_end; ++r) {
     const SchedulerStatus::Range& range = status.ranges[r];
     // Declared lost: when, and where its rows came back from.
     std::string lost = "null";
@@ -78,7 +115,12 @@ std::string ViewJson(const SchedulerStatus& status) {
       .Add("expected_servers", std::to_string(status.expected_servers))
       .Add("expected_workers", std::to_string(status.expected_workers))
       .Add("replication", std::to_string(status.replication))
+      .Add("members", MembersJson(status.members))
+      .Count("nodes_total", ordered.size())
+      .Count("nodes_from", nodes_begin)
       .Add("nodes", JsonArray(nodes))
+      .Count("ranges_total", status.ranges.size())
+      .Count("ranges_from", ranges_begin)
       .Add("ranges", JsonArray(ranges))
       .Close();
 }
@@ -115,10 +157,13 @@ std::string WorkerJson(const WorkerProgress& worker, double now_unix) {
       .Close();
 }
 
-std::string ProgressJson(const ProgressSnapshot& progress, double now_unix) {
+std::string ProgressJson(const ProgressSnapshot& progress, double now_unix,
+                         const StatusPaging& paging) {
   std::vector<std::string> workers, decided;
-  for (const WorkerProgress& worker : progress.workers) {
-    workers.push_back(WorkerJson(worker, now_unix));
+  const auto [workers_begin, workers_end] =
+      PageOf(progress.workers.size(), paging.workers_from, paging.workers_max);
+  for (size_t w = workers_begin; w < workers_end; ++w) {
+    workers.push_back(WorkerJson(progress.workers[w], now_unix));
   }
   const size_t first =
       progress.decided.size() > kStatusEpochs ? progress.decided.size() - kStatusEpochs : 0;
@@ -155,6 +200,8 @@ std::string ProgressJson(const ProgressSnapshot& progress, double now_unix) {
       .Count("examples_read", progress.examples_read)
       .Number("training_loss", progress.training_loss)
       .Number("seconds", progress.seconds)
+      .Count("workers_total", progress.workers.size())
+      .Count("workers_from", workers_begin)
       .Add("workers", JsonArray(workers))
       .String("headline_metric", headline)
       .Add("decided", JsonArray(decided))
@@ -164,17 +211,38 @@ std::string ProgressJson(const ProgressSnapshot& progress, double now_unix) {
 
 }  // namespace
 
+StatusPaging StatusPagingOf(const std::multimap<std::string, std::string>& query) {
+  StatusPaging paging;
+  const std::map<std::string, size_t*> fields = {
+      {"nodes_from", &paging.nodes_from},     {"nodes_max", &paging.nodes_max},
+      {"ranges_from", &paging.ranges_from},   {"ranges_max", &paging.ranges_max},
+      {"workers_from", &paging.workers_from}, {"workers_max", &paging.workers_max}};
+  for (const auto& [name, value] : query) {
+    const auto field = fields.find(name);
+    if (field == fields.end()) throw MakeError("unknown parameter '", name, "'");
+    const bool whole = !value.empty() && value.size() <= 9 &&
+                       value.find_first_not_of("0123456789") == std::string::npos;
+    if (!whole) throw MakeError(name, " '", value, "' is not a whole number");
+    *field->second = std::stoul(value);
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, "_max") == 0 &&
+        *field->second > kStatusMaxRows) {
+      throw MakeError(name, " ", value, " is above ", kStatusMaxRows);
+    }
+  }
+  return paging;
+}
+
 std::string StatusJson(const SchedulerStatus& status, const ProgressSnapshot& progress,
-                       double now_unix) {
+                       double now_unix, const StatusPaging& paging) {
   return JsonObject()
       .Add("time", JsonUnixTime(now_unix))
-      .Add("view", ViewJson(status))
+      .Add("view", ViewJson(status, paging))
       .Add("workers_done", std::to_string(status.workers_done))
       .Count("departures", status.departures)
       .Count("lost_ranges", status.lost_ranges.size())
       .Count("rejected_messages", status.rejected_messages)
       .Add("checkpoints", CheckpointsJson(status, MonotonicSeconds()))
-      .Add("progress", ProgressJson(progress, now_unix))
+      .Add("progress", ProgressJson(progress, now_unix, paging))
       .Add("events", JsonArray(status.events))
       .Close();
 }
@@ -197,24 +265,29 @@ std::string StatusPage(const std::string& status_json) {
 }
 
 void RouteStatusPage(const Scheduler* scheduler, HttpServer* http) {
-  const auto status_json = [scheduler] {
-    return StatusJson(scheduler->status(), scheduler->progress().Snapshot(MonotonicSeconds()),
-                      WallSeconds());
+  // A query the paging does not take is answered 400, naming what is wrong.
+  const auto serve = [scheduler](const HttpRequest& request, bool page) {
+    HttpResponse response;
+    response.headers.emplace("Cache-Control", "no-store");
+    StatusPaging paging;
+    try {
+      paging = StatusPagingOf(request.query);
+    } catch (const Error& e) {
+      response.status = 400;
+      response.content_type = "text/plain; charset=utf-8";
+      response.body = std::string(e.what()) + "\n";
+      return response;
+    }
+    const std::string json =
+        StatusJson(scheduler->status(), scheduler->progress().Snapshot(MonotonicSeconds()),
+                   WallSeconds(), paging);
+    response.body = page ? StatusPage(json) : json;
+    response.content_type = page ? "text/html; charset=utf-8" : "application/json";
+    return response;
   };
-  http->Route("GET", "/", [status_json](const HttpRequest&) {
-    HttpResponse response;
-    response.body = StatusPage(status_json());
-    response.content_type = "text/html; charset=utf-8";
-    response.headers.emplace("Cache-Control", "no-store");
-    return response;
-  });
-  http->Route("GET", "/status.json", [status_json](const HttpRequest&) {
-    HttpResponse response;
-    response.body = status_json();
-    response.content_type = "application/json";
-    response.headers.emplace("Cache-Control", "no-store");
-    return response;
-  });
+  http->Route("GET", "/", [serve](const HttpRequest& request) { return serve(request, true); });
+  http->Route("GET", "/status.json",
+              [serve](const HttpRequest& request) { return serve(request, false); });
 }
 
 }  // namespace keel

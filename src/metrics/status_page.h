@@ -14,6 +14,7 @@
 #ifndef KEEL_METRICS_STATUS_PAGE_H_
 #define KEEL_METRICS_STATUS_PAGE_H_
 
+#include <map>
 #include <string>
 
 #include "io/http_server.h"
@@ -24,14 +25,35 @@ namespace keel {
 
 // Decided epochs /status.json carries at most (the latest).
 constexpr size_t kStatusEpochs = 500;
+// Rows of each table (nodes, key ranges, workers' progress) /status.json
+// carries unless asked for others, and at most: a page, so that a job of
+// 10^4 nodes does not cost megabytes every refresh.
+constexpr size_t kStatusPageRows = 500;
+constexpr size_t kStatusMaxRows = 5000;
+
+// Which rows of each table a status carries: from row `*_from` (0-based),
+// at most `*_max`. Nodes are ordered by role (servers first) and rank,
+// key ranges and workers by number.
+struct StatusPaging {
+  size_t nodes_from = 0, nodes_max = kStatusPageRows;
+  size_t ranges_from = 0, ranges_max = kStatusPageRows;
+  size_t workers_from = 0, workers_max = kStatusPageRows;
+};
+
+// The paging a request's query asks for (nodes_from, nodes_max, ranges_from,
+// ...; the others as StatusPaging's defaults). Throws Error naming a
+// parameter that is not a whole number, a `*_max` above kStatusMaxRows, or
+// a name it does not know.
+StatusPaging StatusPagingOf(const std::multimap<std::string, std::string>& query);
 
 // The scheduler's status and the job's progress as one JSON object (what
 // /status.json serves; its fields are listed in docs/ARCHITECTURE.md,
-// "Status page"). `now_unix` is the Unix time it is taken at. Numbers that
-// are not finite are null; key-range starts are hex strings (a JSON number
-// cannot hold 64 bits).
+// "Status page"): the rows `paging` asks for of each table, with each
+// table's total and the members counted by role (all of them). `now_unix`
+// is the Unix time it is taken at. Numbers that are not finite are null;
+// key-range starts are hex strings (a JSON number cannot hold 64 bits).
 std::string StatusJson(const SchedulerStatus& status, const ProgressSnapshot& progress,
-                       double now_unix);
+                       double now_unix, const StatusPaging& paging = StatusPaging());
 
 // The page's HTML and script (status_page_html.cc), with the marker
 // {{STATUS_JSON}} where its initial state goes.

@@ -68,12 +68,14 @@ const char kStatusPageTemplate[] = R"KEEL_PAGE(<!DOCTYPE html>
 </section>
 <section>
   <h2>Nodes</h2>
+  <p class="paging" id="nodes-paging"></p>
   <table id="nodes"><thead><tr><th>Node</th><th>Role</th><th>Rank</th><th>Address</th>
     <th>State</th><th>Heartbeat</th><th>Epoch</th><th>Examples</th><th>Examples/s</th>
     <th>Loss</th></tr></thead><tbody></tbody></table>
 </section>
 <section>
   <h2>Key ranges</h2>
+  <p class="paging" id="ranges-paging"></p>
   <table id="ranges"><thead><tr><th>Range</th><th>Begins at</th><th>Primary</th>
     <th>Backups (chain order)</th><th>Copying</th><th>Lost</th></tr></thead><tbody></tbody></table>
 </section>
@@ -207,8 +209,7 @@ function drawChart(svg, series, emptyText) {
 
 function renderCards(status) {
   const view = status.view, progress = status.progress;
-  const servers = view.nodes.filter(n => n.role === "server").length;
-  const workers = view.nodes.filter(n => n.role === "worker").length;
+  const servers = view.members.servers, workers = view.members.workers;
   const last = progress.decided.length ? progress.decided[progress.decided.length - 1] : null;
   const metric = chosenMetric(progress);
   const cards = [
@@ -304,8 +305,8 @@ function nodeState(node) {
 function renderNodes(status) {
   const byRank = {};
   for (const w of status.progress.workers) byRank[w.rank] = w;
-  const nodes = status.view.nodes.slice().sort((a, b) =>
-      a.role === b.role ? a.rank - b.rank : (a.role === "server" ? -1 : 1));
+  const nodes = status.view.nodes;  // servers first, by rank
+  renderPaging("nodes", status.view.nodes_from, nodes.length, status.view.nodes_total);
   replaceRows("nodes", nodes.map(node => {
     const w = node.role === "worker" ? byRank[node.rank] : null;
     return [node.id, node.role, node.rank, node.address, nodeState(node),
@@ -315,9 +316,33 @@ function renderNodes(status) {
   }), 10, "no node has registered yet");
 }
 
+// A table's rows shown, of how many, and links to the pages before and after
+// (the page's own query with `table`_from changed: /status.json takes it too).
+function renderPaging(table, from, shown, total) {
+  const box = document.getElementById(table + "-paging");
+  while (box.firstChild) box.removeChild(box.firstChild);
+  if (shown === total) return;
+  box.appendChild(document.createTextNode(
+      "rows " + (shown ? from + 1 : from) + "\u2013" + (from + shown) + " of " + total + " "));
+  const link = (text, start) => {
+    const query = new URLSearchParams(location.search);
+    query.set(table + "_from", start);
+    const a = document.createElement("a");
+    a.href = "?" + query.toString();
+    a.textContent = text;
+    box.appendChild(a);
+    box.appendChild(document.createTextNode(" "));
+  };
+  const page = Math.max(shown, 1);
+  if (from > 0) link("previous", Math.max(0, from - page));
+  if (from + shown < total) link("next", from + shown);
+}
+
 function renderRanges(status) {
+  renderPaging("ranges", status.view.ranges_from, status.view.ranges.length,
+               status.view.ranges_total);
   replaceRows("ranges", status.view.ranges.map((range, i) => [
-    i, range.begin, "server " + range.primary,
+    status.view.ranges_from + i, range.begin, "server " + range.primary,
     range.backups.length ? range.backups.map(r => "server " + r).join(" \u2192 ") : "none",
     range.copying.length ? range.copying.map(r => "server " + r).join(", ") : "–",
     range.lost ? "every replica left" + (range.lost.since ? " at " + clock(range.lost.since) : "") +
@@ -394,7 +419,7 @@ function showUpdated() {
 }
 
 function refresh() {
-  fetch("status.json", { cache: "no-store" })
+  fetch("status.json" + location.search, { cache: "no-store" })
       .then(answer => {
         if (!answer.ok) throw new Error("HTTP " + answer.status);
         return answer.json();

@@ -194,6 +194,10 @@ TEST_F(RoleMetrics, TheSchedulerCountsMembersByRoleAndEachOnesHeartbeatAge) {
       SeriesOf(scheduler_metrics_.TextExposition(), "keel_scheduler_heartbeat_age_seconds");
   EXPECT_EQ(ages.size(), 3u);
   EXPECT_EQ(ages.count("keel_scheduler_heartbeat_age_seconds{rank=\"1\",role=\"server\"}"), 1u);
+  const auto oldest = SeriesOf(scheduler_metrics_.TextExposition(),
+                               "keel_scheduler_heartbeat_age_max_seconds");
+  EXPECT_EQ(oldest.count("keel_scheduler_heartbeat_age_max_seconds{role=\"server\"}"), 1u);
+  EXPECT_EQ(oldest.count("keel_scheduler_heartbeat_age_max_seconds{role=\"worker\"}"), 1u);
   EXPECT_EQ(samples.count("keel_scheduler_checkpoint_age_seconds"), 0u);  // none committed
 }
 

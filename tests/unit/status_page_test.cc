@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "base/error.h"
@@ -126,6 +127,80 @@ TEST(StatusJson, KeepsOnlyTheLatestDecidedEpochs) {
   EXPECT_EQ(At(decided.back(), "epoch").AsNumber(), kStatusEpochs + 10);
 }
 
+// 10^4 members, 4,096 ranges and 9,000 workers' progress: a page of each,
+// the totals and the members counted over all of them.
+TEST(StatusJson, CarriesAPageOfEachTableWithItsTotal) {
+  SchedulerStatus status;
+  for (int rank = 0; rank < 9000; ++rank) {
+    status.members.push_back({rank + 1, proto::WORKER, rank, "10.0.0.1:1", 0.5,
+                              rank % 100 == 0, false, ""});
+  }
+  for (int rank = 999; rank >= 0; --rank) {  // servers last, in reverse
+    status.members.push_back(
+        {rank + 20000, proto::SERVER, rank, "10.0.0.2:1", rank == 7 ? 9.0 : 0.1, false,
+         false, ""});
+  }
+  for (uint64_t r = 0; r < 4096; ++r) status.ranges.push_back({r << 40, 0, {}, {}});
+  ProgressSnapshot progress;
+  for (int rank = 0; rank < 9000; ++rank) {
+    WorkerProgress worker;
+    worker.rank = rank;
+    progress.workers.push_back(worker);
+  }
+  const JsonValue first = ParseJson(StatusJson(status, progress, 0), "status json");
+  EXPECT_EQ(At(first, "view.nodes").AsArray().size(), kStatusPageRows);
+  EXPECT_EQ(At(first, "view.nodes_total").AsNumber(), 10000);
+  EXPECT_EQ(At(first, "view.nodes_from").AsNumber(), 0);
+  EXPECT_EQ(At(At(first, "view.nodes").AsArray()[0], "role").AsString(), "server");
+  EXPECT_EQ(At(At(first, "view.nodes").AsArray()[0], "rank").AsNumber(), 0) << "servers by rank";
+  EXPECT_EQ(At(first, "view.members.servers").AsNumber(), 1000);
+  EXPECT_EQ(At(first, "view.members.workers").AsNumber(), 9000);
+  EXPECT_EQ(At(first, "view.members.silent").AsNumber(), 90);
+  EXPECT_EQ(At(first, "view.members.oldest_heartbeat_age_s").AsNumber(), 9);
+  EXPECT_EQ(At(first, "view.ranges").AsArray().size(), kStatusPageRows);
+  EXPECT_EQ(At(first, "view.ranges_total").AsNumber(), 4096);
+  EXPECT_EQ(At(first, "progress.workers").AsArray().size(), kStatusPageRows);
+  EXPECT_EQ(At(first, "progress.workers_total").AsNumber(), 9000);
+
+  StatusPaging paging;
+  paging.nodes_from = 9900;
+  paging.ranges_from = 4000;
+  paging.ranges_max = 10;
+  paging.workers_from = 20000;
+  const JsonValue later = ParseJson(StatusJson(status, progress, 0, paging), "status json");
+  const auto& nodes = At(later, "view.nodes").AsArray();
+  ASSERT_EQ(nodes.size(), 100u);
+  EXPECT_EQ(At(nodes[0], "role").AsString(), "worker");
+  EXPECT_EQ(At(nodes[0], "rank").AsNumber(), 8900);
+  EXPECT_EQ(At(later, "view.nodes_from").AsNumber(), 9900);
+  const auto& ranges = At(later, "view.ranges").AsArray();
+  ASSERT_EQ(ranges.size(), 10u);
+  EXPECT_EQ(At(ranges[0], "begin").AsString(), "0x000fa00000000000");
+  EXPECT_TRUE(At(later, "progress.workers").AsArray().empty()) << "past the end: none";
+  EXPECT_EQ(At(later, "progress.workers_from").AsNumber(), 9000);
+}
+
+TEST(StatusPaging, IsReadFromTheQueryAndBadParametersAreNamed) {
+  const StatusPaging paging = StatusPagingOf({{"nodes_from", "1000"}, {"ranges_max", "20"}});
+  EXPECT_EQ(paging.nodes_from, 1000u);
+  EXPECT_EQ(paging.nodes_max, kStatusPageRows);
+  EXPECT_EQ(paging.ranges_max, 20u);
+  const auto error = [](const std::multimap<std::string, std::string>& query) {
+    try {
+      StatusPagingOf(query);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({{"nodes_max", "5001"}}), "nodes_max 5001 is above 5000");
+  EXPECT_EQ(error({{"nodes_from", "-1"}}), "nodes_from '-1' is not a whole number");
+  EXPECT_EQ(error({{"nodes_from", "99999999999999999999"}}),
+            "nodes_from '99999999999999999999' is not a whole number");
+  EXPECT_EQ(error({{"workers_from", ""}}), "workers_from '' is not a whole number");
+  EXPECT_EQ(error({{"page", "2"}}), "unknown parameter 'page'");
+}
+
 // What a node sent cannot close the page's script element and run as markup.
 TEST(StatusPage, EmbedsTheStateSoNoValueCanCloseItsScript) {
   SchedulerStatus status = SomeStatus();
@@ -175,6 +250,13 @@ TEST(StatusPage, ASchedulerServesThePageAndItsJson) {
   EXPECT_EQ(At(json, "view.replication").AsNumber(), 1);
   EXPECT_TRUE(At(json, "view.ranges").AsArray().empty()) << "no view, no ranges";
   EXPECT_EQ(testing::HttpPost(http.port(), "/status.json", "{}").status, 405);
+  // Paging from the query, on both routes; a bad parameter is named.
+  EXPECT_EQ(testing::HttpGet(http.port(), "/status.json?nodes_from=10&ranges_max=5").status, 200);
+  EXPECT_EQ(testing::HttpGet(http.port(), "/?workers_max=20").status, 200);
+  const auto refused = testing::HttpGet(http.port(), "/status.json?nodes_max=99999");
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_TRUE(Contains(refused.body, "nodes_max 99999 is above 5000")) << refused.body;
+  EXPECT_EQ(testing::HttpGet(http.port(), "/?color=red").status, 400);
   http.Stop();
   scheduler.Stop();
 }
