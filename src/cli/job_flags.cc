@@ -14,7 +14,7 @@
 #include "base/json.h"
 #include "base/time.h"
 #include "cli/cluster_flags.h"
-#include "cli/flag_rules.h"
+#include "flags/flag_rules.h"
 #include "io/format_sniffer.h"
 #include "io/input_split.h"
 #include "kv/staleness_gate.h"

@@ -1,4 +1,4 @@
-#include "cli/flag_rules.h"
+#include "flags/flag_rules.h"
 
 #include "base/utf8.h"
 

@@ -1,8 +1,8 @@
 // Range rules for the command line's flags, shared by every flag family
 // (cli/*_flags.cc). Each throws Error naming the flag, its value and the rule
 // it breaks ("--drop_rate 2 is not in [0, 1]"), and accepts NaN nowhere.
-#ifndef KEEL_CLI_FLAG_RULES_H_
-#define KEEL_CLI_FLAG_RULES_H_
+#ifndef KEEL_FLAGS_FLAG_RULES_H_
+#define KEEL_FLAGS_FLAG_RULES_H_
 
 #include <string>
 
@@ -44,4 +44,4 @@ void RequireUtf8(const char* flag, const std::string& value);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_FLAG_RULES_H_
+#endif  // KEEL_FLAGS_FLAG_RULES_H_
