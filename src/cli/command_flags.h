@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/flag_arguments.h"
+#include "flags/flag_arguments.h"
 #include "flags/flag_group.h"
 
 namespace keel {
