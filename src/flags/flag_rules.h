@@ -38,6 +38,11 @@ void RequirePositive(const char* flag, T value, T high) {
   throw MakeError("--", flag, " must be positive and at most ", high, ", not ", value);
 }
 
+// `text` as a decimal integer in [low, high] (strtoll's syntax, nothing
+// after the digits) into `*value`; false, and `*value` unchanged, if it is
+// not one.
+bool ParseIntegerInRange(const std::string& text, long long low, long long high, long long* value);
+
 // `value` of --`flag` must be valid UTF-8: it travels in a proto3 string
 // field (an address, a checkpoint's URI), which a receiver refuses otherwise.
 void RequireUtf8(const char* flag, const std::string& value);
