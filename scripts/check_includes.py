@@ -30,6 +30,7 @@ import sys
 # headers (GENERATED) and system or third-party headers are always allowed.
 RULES = {
     "base": (),
+    "flags": ("base",),
     "models": ("base",),
     "kv": ("base",),
     "io": ("base",),

@@ -106,6 +106,78 @@ int ClusterTest::ServerRankOf(Key key) const {
   return worker_node_->ranges()->server(worker_node_->ranges()->RangeOf(key));
 }
 
+void ClusterTest::StopServer(int rank) {
+  servers_[rank].reset();
+  server_nodes_[rank].reset();
+}
+
+bool ClusterTest::ChainsBecome(const std::vector<int>& chain) {
+  return WaitFor(
+      [&] {
+        auto ranges = worker_node_->ranges();
+        for (size_t r = 0; ranges && r < ranges->num_ranges(); ++r) {
+          if (ranges->Chain(r) != chain) return false;
+        }
+        return ranges != nullptr;
+      },
+      20);
+}
+
+void ReplicatedClusterTest::StartServersAndWorker(const SchedulerOptions& options,
+                                                  const MakeClient& make_client) {
+  scheduler_ = StartScheduler(options);
+  server_nodes_.resize(options.num_servers);
+  servers_.resize(options.num_servers);
+  for (int rank = 0; rank < options.num_servers; ++rank) MakeServer(rank);
+  if (make_client) {
+    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port(), 0.1));
+    client_ = make_client(worker_node_.get(), PatientRetry());
+  } else {
+    MakeWorker(0.1, PatientRetry());
+  }
+  StartAll();
+}
+
+void ReplicatedClusterTest::MakeServer(int rank) {
+  NodeOptions options = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
+  options.rank = rank;
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  sgd.learning_rate = 1.0f;
+  server_nodes_[rank] = std::make_unique<Node>(options);
+  servers_[rank] = std::make_unique<KVServer>(server_nodes_[rank].get(), sgd);
+  if (page_bytes_ > 0) servers_[rank]->SetPageBytes(page_bytes_);
+}
+
+void ReplicatedClusterTest::RestartServer(int rank) {
+  MakeServer(rank);
+  server_nodes_[rank]->Start();
+}
+
+void ReplicatedClusterTest::Push(const std::vector<Key>& keys, int times) {
+  std::vector<float> gradient;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (int c = 0; c < kWidth; ++c) gradient.push_back(static_cast<float>(c + 1));
+  }
+  for (int t = 0; t < times; ++t) {
+    client_->Wait(
+        client_->Push(SharedArray<const Key>(keys), SharedArray<const float>(gradient), kWidth),
+        60);
+  }
+}
+
+std::vector<float> ReplicatedClusterTest::Pull(const std::vector<Key>& keys) {
+  SharedArray<float> values;
+  client_->Wait(client_->Pull(SharedArray<const Key>(keys), &values, kWidth), 60);
+  return std::vector<float>(values.begin(), values.end());
+}
+
+std::vector<Key> ReplicatedClusterTest::SpreadKeys(uint64_t features) {
+  std::vector<uint64_t> indices;
+  for (uint64_t f = 0; f < features; ++f) indices.push_back(f);
+  return MixedKeySet(indices);
+}
+
 void OneServerClusterTest::StartCluster(
     int workers, const std::function<std::unique_ptr<KVServer>(Node*)>& make_server,
     const RequestRetry& retry) {

@@ -61,11 +61,58 @@ class ClusterTest : public ::testing::Test {
   // The server node serving `key`.
   int ServerRankOf(Key key) const;
 
+  // The server of `rank` dies: its KVServer and node go, so its heartbeats
+  // stop.
+  void StopServer(int rank);
+
+  // Waits (at most 20 s) until the worker's view gives every range the
+  // chain `chain`.
+  bool ChainsBecome(const std::vector<int>& chain);
+
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Node>> server_nodes_;
   std::vector<std::unique_ptr<KVServer>> servers_;
   std::unique_ptr<Node> worker_node_;
   std::unique_ptr<KVWorker> client_;
+};
+
+// Servers that replicate their ranges, each an SGD of rate 1 on rows of
+// kWidth (a push of g subtracts g), and one worker that heartbeats every
+// 0.1 s and resends soon and often (PatientRetry): for the tests of what
+// outlives a server's departure and return.
+class ReplicatedClusterTest : public ClusterTest {
+ public:
+  static constexpr int kWidth = 2;
+
+ protected:
+
+  // Makes the worker's client for its node, resending after the retry given.
+  using MakeClient = std::function<std::unique_ptr<KVWorker>(Node*, const RequestRetry&)>;
+
+  // Starts a scheduler with `options` (LocalScheduler(servers, 1) as the
+  // test changed it), makes its servers (MakeServer) and the worker (its
+  // client made by `make_client`; null: a KVWorker), and starts them.
+  void StartServersAndWorker(const SchedulerOptions& options,
+                             const MakeClient& make_client = nullptr);
+
+  // Makes the node and KVServer of `rank` (pages of page_bytes_, if set).
+  void MakeServer(int rank);
+
+  // Starts a server taking `rank` back (Start returns once it has a view).
+  void RestartServer(int rank);
+
+  // Pushes `times` gradients of 1, 2 (by column) for every key of `keys`,
+  // one after the other.
+  void Push(const std::vector<Key>& keys, int times);
+
+  // The rows of `keys`, kWidth floats each.
+  std::vector<float> Pull(const std::vector<Key>& keys);
+
+  // The mixed keys of features 0 .. features - 1: spread over every range.
+  static std::vector<Key> SpreadKeys(uint64_t features);
+
+  // DUMP answers' and range copies' pages (0: the servers' default).
+  size_t page_bytes_ = 0;
 };
 
 // One server and several workers, as the server's own behaviour wants:

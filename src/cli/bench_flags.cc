@@ -8,10 +8,10 @@
 
 #include "base/error.h"
 #include "cli/cluster_flags.h"
-#include "cli/flag_rules.h"
 #include "cli/job_flags.h"
 #include "cli/key_cache_flags.h"
 #include "cli/launch_flags.h"
+#include "flags/flag_rules.h"
 #include "kv/keys.h"
 #include "worker/auto_minibatch.h"
 #include "worker/hyperparameters.h"

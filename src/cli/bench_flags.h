@@ -13,7 +13,7 @@
 
 #include "bench/bench_options.h"
 #include "bench/kv_bench_job.h"
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 
 DECLARE_string(bench_out);
 DECLARE_string(mode);
@@ -40,7 +40,7 @@ DECLARE_bool(view_deltas);
 
 namespace keel {
 
-// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+// The headings of `keel COMMAND --help` for this file's flags (flags/flag_group.h).
 std::vector<FlagGroup> BenchFlagGroups();
 
 // The benchmark cases the flags describe. Throws Error naming a bad flag.

@@ -10,7 +10,7 @@
 
 #include "base/error.h"
 #include "cli/fault_flags.h"
-#include "cli/flag_rules.h"
+#include "flags/flag_rules.h"
 #include "kv/van.h"
 
 // Where a node is and how it reaches the scheduler.

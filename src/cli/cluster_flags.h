@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "kv/cluster_secret.h"
 #include "kv/node.h"
 #include "kv/optimizer.h"
@@ -65,7 +65,7 @@ DECLARE_string(model_dir);
 
 namespace keel {
 
-// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+// The headings of `keel COMMAND --help` for this file's flags (flags/flag_group.h).
 std::vector<FlagGroup> ClusterFlagGroups();
 
 // A node of `role` as the flags place it. Throws Error naming a bad flag.

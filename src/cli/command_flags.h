@@ -1,4 +1,4 @@
-// Which flags each `keel` command takes, by group (cli/flag_group.h), and the
+// Which flags each `keel` command takes, by group (flags/flag_group.h), and the
 // check that reports a flag a command does not take.
 //
 // The groups are the flag families' tables (cli/*_flags.h) merged by heading.
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/flag_arguments.h"
-#include "cli/flag_group.h"
+#include "flags/flag_arguments.h"
+#include "flags/flag_group.h"
 
 namespace keel {
 

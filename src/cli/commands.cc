@@ -19,8 +19,8 @@
 #include "cli/command_flags.h"
 #include "cli/command_help.h"
 #include "cli/completion.h"
-#include "cli/flag_arguments.h"
 #include "cli/job_flags.h"
+#include "flags/flag_arguments.h"
 #include "launch/remote.h"
 
 namespace keel {
@@ -94,7 +94,7 @@ int ReadOperands(int argc, char** argv, Invocation* invocation) {
 }
 
 // Checks the flags of argv's arguments after the operands, and of their
-// flagfiles, before gflags sets them (cli/flag_arguments.h): every flag
+// flagfiles, before gflags sets them (flags/flag_arguments.h): every flag
 // exists and the command takes it. Returns 0, or 1 after saying what is wrong.
 int CheckFlags(int argc, char** argv, const Invocation& invocation) {
   return ExitCodeOf(invocation.Name(), [&] {

@@ -4,8 +4,8 @@
 
 #include "base/error.h"
 #include "cli/cluster_flags.h"
-#include "cli/flag_rules.h"
 #include "cli/job_flags.h"
+#include "flags/flag_rules.h"
 #include "io/storage.h"
 
 DEFINE_int32(exact_sum_minibatches, 20, "exact_sum: pushes per worker and epoch");

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "worker/exact_sum_job.h"
 
 DECLARE_int32(exact_sum_minibatches);
@@ -18,7 +18,7 @@ DECLARE_int32(exact_sum_inflight);
 
 namespace keel {
 
-// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+// The headings of `keel COMMAND --help` for this file's flags (flags/flag_group.h).
 std::vector<FlagGroup> ExactSumFlagGroups();
 
 // --job=exact_sum's options from the flags. Throws Error naming a bad flag,

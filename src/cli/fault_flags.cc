@@ -3,7 +3,7 @@
 #include <gflags/gflags.h>
 
 #include "base/error.h"
-#include "cli/flag_rules.h"
+#include "flags/flag_rules.h"
 
 // Transport faults: on the process given them, for its outgoing data messages.
 DEFINE_double(drop_rate, 0,

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "kv/kv_worker.h"
 #include "kv/van.h"
 
@@ -18,7 +18,7 @@ DECLARE_uint64(fault_seed);
 
 namespace keel {
 
-// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+// The headings of `keel COMMAND --help` for this file's flags (flags/flag_group.h).
 std::vector<FlagGroup> FaultFlagGroups();
 
 // --drop_rate, --delay_ms, --delay_jitter_ms, --delay_rate, --fault_seed.

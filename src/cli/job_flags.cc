@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -14,7 +15,7 @@
 #include "base/json.h"
 #include "base/time.h"
 #include "cli/cluster_flags.h"
-#include "cli/flag_rules.h"
+#include "flags/flag_rules.h"
 #include "io/format_sniffer.h"
 #include "io/input_split.h"
 #include "kv/staleness_gate.h"
@@ -509,6 +510,18 @@ void CheckJobCounts() {
   RequireInRange("num_point_for_scaler", FLAGS_num_point_for_scaler, 1, 100000000);
 }
 
+// `value` of --`flag`: `if_auto` for auto, else an integer in [low, high]
+// (`range` says which in the error).
+int AutoOrInteger(const char* flag, const std::string& value, int if_auto, int low, int high,
+                  const char* range) {
+  if (value == "auto") return if_auto;
+  long long parsed = 0;
+  if (!ParseIntegerInRange(value, low, high, &parsed)) {
+    throw MakeError("--", flag, " '", value, "' is not auto or an integer ", range);
+  }
+  return static_cast<int>(parsed);
+}
+
 }  // namespace
 
 ReaderOptions ReaderOptionsFromFlags() {
@@ -544,9 +557,8 @@ ReaderOptions ResolveDataFormat(const std::string& channel, ReaderOptions reader
 
 int64_t StalenessFromFlags() {
   if (FLAGS_staleness == "inf") return StalenessGate::kAsynchronous;
-  char* end = nullptr;
-  const long long value = std::strtoll(FLAGS_staleness.c_str(), &end, 10);
-  if (FLAGS_staleness.empty() || *end != '\0' || value < 0) {
+  long long value = 0;
+  if (!ParseIntegerInRange(FLAGS_staleness, 0, LLONG_MAX, &value)) {
     throw MakeError("--staleness '", FLAGS_staleness, "' is not a non-negative integer or inf");
   }
   return value;
@@ -555,16 +567,10 @@ int64_t StalenessFromFlags() {
 int MinibatchesInFlightFromFlags(int64_t staleness) {
   // Bulk-synchronous pulls wait for every worker's previous minibatch
   // whatever the depth: a deeper pipeline would only hold more of them.
-  if (FLAGS_minibatches_in_flight == "auto") return staleness == 0 ? 1 : 2;
-  char* end = nullptr;
-  const long long value = std::strtoll(FLAGS_minibatches_in_flight.c_str(), &end, 10);
   // At most 8: a server remembers a worker's 16 newest pull clocks
   // (PushStaleness::kRemembered), and a push reads depth + 1 back.
-  if (FLAGS_minibatches_in_flight.empty() || *end != '\0' || value < 1 || value > 8) {
-    throw MakeError("--minibatches_in_flight '", FLAGS_minibatches_in_flight,
-                    "' is not auto or an integer from 1 to 8");
-  }
-  return static_cast<int>(value);
+  return AutoOrInteger("minibatches_in_flight", FLAGS_minibatches_in_flight, staleness == 0 ? 1 : 2,
+                       1, 8, "from 1 to 8");
 }
 
 bool DefaultModelDirNamedByTime() {
@@ -598,14 +604,7 @@ bool IsTrainingJob(const std::string& job) {
 bool EpochsGiven() { return IsSet("epochs"); }
 
 int MiniBatchSizeFromFlags() {
-  if (FLAGS_mini_batch_size == "auto") return 0;
-  char* end = nullptr;
-  const long long size = std::strtoll(FLAGS_mini_batch_size.c_str(), &end, 10);
-  if (FLAGS_mini_batch_size.empty() || *end != '\0' || size < 1 || size > 10000000) {
-    throw MakeError("--mini_batch_size '", FLAGS_mini_batch_size,
-                    "' is not auto or an integer in 1..10000000");
-  }
-  return static_cast<int>(size);
+  return AutoOrInteger("mini_batch_size", FLAGS_mini_batch_size, 0, 1, 10000000, "in 1..10000000");
 }
 
 Hyperparameters HyperparametersFromFlags() {

@@ -13,7 +13,7 @@
 #include <map>
 #include <string>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "io/readers.h"
 #include "kv/table_spec.h"
 #include "worker/hyperparameters.h"
@@ -124,7 +124,7 @@ DECLARE_double(dense_offset_decades);
 
 namespace keel {
 
-// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+// The headings of `keel COMMAND --help` for this file's flags (flags/flag_group.h).
 std::vector<FlagGroup> JobFlagGroups();
 
 // Whether `job` is a built-in training job (linear_learner, factorization_machines).

@@ -1,6 +1,6 @@
 #include "cli/key_cache_flags.h"
 
-#include "cli/flag_rules.h"
+#include "flags/flag_rules.h"
 
 DEFINE_bool(key_cache, true,
             "worker: key caching; a push or pull whose keys for a server are a list sent there "

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "kv/sent_key_lists.h"
 #include "server/key_list_cache.h"
 

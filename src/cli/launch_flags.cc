@@ -6,8 +6,8 @@
 
 #include "cli/cluster_flags.h"
 #include "cli/fault_flags.h"
-#include "cli/flag_rules.h"
 #include "cli/job_flags.h"
+#include "flags/flag_rules.h"
 
 DEFINE_int32(servers, 1, "launch/bench: number of servers");
 DEFINE_int32(workers, 1, "launch/bench: number of workers");

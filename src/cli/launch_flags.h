@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "launch/role_output.h"
 
 DECLARE_int32(servers);
@@ -28,7 +28,7 @@ DECLARE_bool(verbose);
 
 namespace keel {
 
-// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+// The headings of `keel COMMAND --help` for this file's flags (flags/flag_group.h).
 std::vector<FlagGroup> LaunchFlagGroups();
 
 // The arguments of `keel launch` (after the command) that are for the roles:

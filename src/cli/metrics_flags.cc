@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "base/error.h"
-#include "cli/flag_rules.h"
+#include "flags/flag_rules.h"
 
 DEFINE_int32(metrics_port, 0,
              "scheduler/server/worker: serve /metrics (Prometheus), /healthz and /readyz on this "

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "serve/inference_service.h"
 
 DECLARE_int32(serve_port);
@@ -18,7 +18,7 @@ DECLARE_uint64(max_request_bytes);
 
 namespace keel {
 
-// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+// The headings of `keel COMMAND --help` for this file's flags (flags/flag_group.h).
 std::vector<FlagGroup> ServeFlagGroups();
 
 // `keel serve`'s service from the flags (--model_dir, the serving flags,

@@ -5,8 +5,8 @@
 
 #include "base/error.h"
 #include "cli/cluster_flags.h"
-#include "cli/flag_rules.h"
 #include "cli/launch_flags.h"
+#include "flags/flag_rules.h"
 #include "launch/indexed_hosts.h"
 #include "launch/sagemaker_contract.h"
 #include "launch/sagemaker_train.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "launch/sagemaker_contract.h"
 
 DECLARE_string(sagemaker_root);
@@ -25,7 +25,7 @@ DECLARE_double(leader_resolve_timeout);
 
 namespace keel {
 
-// The headings of `keel COMMAND --help` for this file's flags (cli/flag_group.h).
+// The headings of `keel COMMAND --help` for this file's flags (flags/flag_group.h).
 std::vector<FlagGroup> TrainFlagGroups();
 
 // `keel train`'s own settings.

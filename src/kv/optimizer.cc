@@ -111,6 +111,24 @@ struct MomentumStep {
   float momentum_;
 };
 
+// Adagrad's and RMSprop's rule: each weight's step is its rate over the root
+// of its own running sum of squared gradients (row + width holds one a
+// weight), which `accumulate(sum, g)` updates with the gradient g.
+template <typename Accumulate>
+inline void RootScaledStep(float* __restrict row, const float* __restrict gradient, int width,
+                           const ColumnSettings& columns, float epsilon, Accumulate accumulate) {
+  float* __restrict squares = row + width;
+  const float* rate = columns.learning_rate.data();
+  const float* l1 = columns.l1.data();
+  const float* l2 = columns.l2.data();
+  for (int i = 0; i < width; ++i) {
+    const float g = gradient[i] + l2[i] * row[i];
+    squares[i] = accumulate(squares[i], g);
+    const float step = rate[i] / (std::sqrt(squares[i]) + epsilon);
+    row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
+  }
+}
+
 // Row layout: weights, then one accumulator per weight.
 struct AdagradStep {
   static constexpr const char* kName = "adagrad";
@@ -120,17 +138,8 @@ struct AdagradStep {
 
   void operator()(float* __restrict row, const float* __restrict gradient, int width,
                   const ColumnSettings& columns) const {
-    const float epsilon = epsilon_;
-    float* __restrict accumulator = row + width;
-    const float* rate = columns.learning_rate.data();
-    const float* l1 = columns.l1.data();
-    const float* l2 = columns.l2.data();
-    for (int i = 0; i < width; ++i) {
-      const float g = gradient[i] + l2[i] * row[i];
-      accumulator[i] += g * g;
-      const float step = rate[i] / (std::sqrt(accumulator[i]) + epsilon);
-      row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
-    }
+    RootScaledStep(row, gradient, width, columns, epsilon_,
+                   [](float sum, float g) { return sum + g * g; });
   }
 
   float epsilon_;
@@ -146,17 +155,10 @@ struct RmspropStep {
 
   void operator()(float* __restrict row, const float* __restrict gradient, int width,
                   const ColumnSettings& columns) const {
-    const float decay = decay_, epsilon = epsilon_;
-    float* __restrict mean_square = row + width;
-    const float* rate = columns.learning_rate.data();
-    const float* l1 = columns.l1.data();
-    const float* l2 = columns.l2.data();
-    for (int i = 0; i < width; ++i) {
-      const float g = gradient[i] + l2[i] * row[i];
-      mean_square[i] = decay * mean_square[i] + (1.0f - decay) * g * g;
-      const float step = rate[i] / (std::sqrt(mean_square[i]) + epsilon);
-      row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
-    }
+    const float decay = decay_;
+    RootScaledStep(row, gradient, width, columns, epsilon_, [decay](float mean_square, float g) {
+      return decay * mean_square + (1.0f - decay) * g * g;
+    });
   }
 
   float decay_, epsilon_;

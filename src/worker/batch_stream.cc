@@ -129,7 +129,22 @@ void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
   }
 }
 
+void BatchStream::Select(uint64_t first, int part, int parts) {
+  selection_.first = first;
+  selection_.part = static_cast<uint64_t>(part);
+  selection_.parts = static_cast<uint64_t>(std::max(parts, 1));
+}
+
 bool BatchStream::Next(PreparedBatch* out) {
+  while (Take(out)) {
+    const uint64_t index = taken_++;
+    const Selection& chosen = selection_;
+    if (index >= chosen.first && (index - chosen.first) % chosen.parts == chosen.part) return true;
+  }
+  return false;
+}
+
+bool BatchStream::Take(PreparedBatch* out) {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return !ready_.empty() || done_; });
   if (!ready_.empty()) {

@@ -46,6 +46,11 @@ class BatchStream {
 
   // The next batch; false at the end. Rethrows the reader's Error.
   bool Next(PreparedBatch* out);
+  // From now on Next gives only part `part` of `parts` (0 <= part < parts)
+  // of the batches from batch `first` on (batches counted from the stream's
+  // first, 0), taken in turn: batches first + part, first + part + parts, ...
+  // Call before the first Next.
+  void Select(uint64_t first, int part, int parts);
 
   uint64_t skipped_records() const;
   uint64_t bytes_read() const;
@@ -56,6 +61,8 @@ class BatchStream {
   bool cached() const;
 
  private:
+  // The next batch read, selected or not; false at the end.
+  bool Take(PreparedBatch* out);
   void Produce();
   // Hands `pending` (not scaled; its keys prepared if `keys_prepared`) to the
   // consumer, scaled and with its keys; false once the stream is stopping.
@@ -80,6 +87,11 @@ class BatchStream {
   std::exception_ptr error_;
   uint64_t skipped_ = 0;
   uint64_t bytes_ = 0;
+  // What Next gives (Select), and how many batches it has taken.
+  struct Selection {
+    uint64_t first = 0, part = 0, parts = 1;
+  } selection_;
+  uint64_t taken_ = 0;
   std::thread thread_;
 };
 

@@ -150,23 +150,25 @@ int Blocks(size_t threads) {
   return static_cast<int>((threads + kThreadsPerBlock - 1) / kThreadsPerBlock);
 }
 
-// Device memory that grows as needed; its contents do not survive growing.
-template <typename T>
-class DeviceArray {
+// Memory that grows as needed; its contents do not survive growing. It comes
+// from `Allocate` and goes back with `Release`: device memory (DeviceArray)
+// or page-locked host memory (PinnedBuffer).
+template <typename T, cudaError_t (*Allocate)(void**, size_t), cudaError_t (*Release)(void*)>
+class GrowingBuffer {
  public:
-  DeviceArray() = default;
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() {
-    if (data_) cudaFree(data_);
+  GrowingBuffer() = default;
+  GrowingBuffer(const GrowingBuffer&) = delete;
+  GrowingBuffer& operator=(const GrowingBuffer&) = delete;
+  ~GrowingBuffer() {
+    if (data_) Release(data_);
   }
   T* Reserve(size_t count) {
     if (count > capacity_) {
       const size_t grown = std::max(count, capacity_ * 3 / 2);
-      if (data_) KEEL_CUDA_CHECK(cudaFree(data_));
+      if (data_) KEEL_CUDA_CHECK(Release(data_));
       data_ = nullptr;
       capacity_ = 0;
-      KEEL_CUDA_CHECK(cudaMalloc(&data_, grown * sizeof(T)));
+      KEEL_CUDA_CHECK(Allocate(reinterpret_cast<void**>(&data_), grown * sizeof(T)));
       capacity_ = grown;
     }
     return data_;
@@ -178,31 +180,12 @@ class DeviceArray {
   size_t capacity_ = 0;
 };
 
-// Page-locked host memory (cudaMallocHost), so copies run asynchronously.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (data_) cudaFreeHost(data_);
-  }
-  char* Reserve(size_t bytes) {
-    if (bytes > capacity_) {
-      const size_t grown = std::max(bytes, capacity_ * 3 / 2);
-      if (data_) KEEL_CUDA_CHECK(cudaFreeHost(data_));
-      data_ = nullptr;
-      capacity_ = 0;
-      KEEL_CUDA_CHECK(cudaMallocHost(&data_, grown));
-      capacity_ = grown;
-    }
-    return data_;
-  }
+// Device memory.
+template <typename T>
+using DeviceArray = GrowingBuffer<T, cudaMalloc, cudaFree>;
 
- private:
-  char* data_ = nullptr;
-  size_t capacity_ = 0;
-};
+// Page-locked host memory (cudaMallocHost), so copies run asynchronously.
+using PinnedBuffer = GrowingBuffer<char, cudaMallocHost, cudaFreeHost>;
 
 // Sections of one packed buffer, each 256-byte aligned.
 struct Layout {
@@ -226,13 +209,8 @@ __global__ void GatherKernel(const float* weights, const uint32_t* positions, si
   gathered[index] = weights[static_cast<size_t>(positions[e]) * width + c];
 }
 
-struct RowArguments {
-  const uint32_t* row_offsets;
-  const float* values;
-  const float* labels;
-  const float* gathered;  // nnz x row_width: each non-zero's parameters, in CSR order
-  const float* bias;      // models x classes floats, or null without bias
-  int rows;
+// The model as the row kernels see it (RowArguments, DenseRowArguments).
+struct ModelShape {
   int width;      // of one model
   int models;     // FM: side by side in each row, one per blockIdx.y; linear: 1
   int row_width;  // models x width
@@ -240,6 +218,15 @@ struct RowArguments {
   int factors;  // FM: k; linear: 0
   bool factorization;
   LossFunction loss;
+};
+
+struct RowArguments : ModelShape {
+  const uint32_t* row_offsets;
+  const float* values;
+  const float* labels;
+  const float* gathered;  // nnz x row_width: each non-zero's parameters, in CSR order
+  const float* bias;      // models x classes floats, or null without bias
+  int rows;
   int group;                  // lanes per row: a power of two, at most 32
   int scratch_floats;         // shared floats per row
   float* row_losses;          // rows x models
@@ -359,19 +346,12 @@ __global__ void SquareKernel(const float* values, size_t count, float* squares) 
   if (index < count) squares[index] = values[index] * values[index];
 }
 
-struct DenseRowArguments {
+struct DenseRowArguments : ModelShape {
   const float* products;  // rows x row_width: X W (linear: scores less the bias; FM: [linear, S])
   const float* squares;   // FM: rows x models: sum_j x_j^2 |v_j|^2
   const float* labels;
   const float* bias;
   int rows;
-  int width;      // of one model
-  int models;     // FM: side by side in each row, one per blockIdx.y; linear: 1
-  int row_width;  // models x width
-  int classes;
-  int factors;
-  bool factorization;
-  LossFunction loss;
   float* scratch;             // rows x models x 2 classes
   float* row_losses;          // rows x models
   float* predictions;         // rows x models x classes, or null
@@ -612,6 +592,17 @@ class CudaModel : public ComputeBackend {
   }
 
   LossFunction Loss() const { return loss_; }
+  ModelShape Shape() const {
+    ModelShape shape;
+    shape.width = width_;
+    shape.models = models_;
+    shape.row_width = weight_width();
+    shape.classes = classes_;
+    shape.factors = factorization_ ? hyperparameters_.num_factors : 0;
+    shape.factorization = factorization_;
+    shape.loss = Loss();
+    return shape;
+  }
 
   // The structure of a staged batch, on the device (views of its slot's buffer).
   struct DeviceBatch {
@@ -772,13 +763,7 @@ class CudaModel : public ComputeBackend {
     a.gathered = gathered;
     a.bias = bias;
     a.rows = static_cast<int>(slot.rows);
-    a.width = width_;
-    a.models = models_;
-    a.row_width = weight_width();
-    a.classes = classes_;
-    a.factors = factorization_ ? hyperparameters_.num_factors : 0;
-    a.factorization = factorization_;
-    a.loss = Loss();
+    static_cast<ModelShape&>(a) = Shape();
     a.group = group_;
     a.scratch_floats = scratch_floats_;
     a.row_losses = results.row_losses;
@@ -914,13 +899,7 @@ class CudaModel : public ComputeBackend {
     a.labels = structure.labels;
     a.bias = bias;
     a.rows = rows;
-    a.width = width_;
-    a.models = models_;
-    a.row_width = weight_width();
-    a.classes = classes_;
-    a.factors = factorization_ ? hyperparameters_.num_factors : 0;
-    a.factorization = factorization_;
-    a.loss = Loss();
+    static_cast<ModelShape&>(a) = Shape();
     a.scratch = dense_scratch_.Reserve(static_cast<size_t>(rows) * models_ * 2 * classes_);
     a.row_losses = results.row_losses;
     a.predictions = results.predictions;

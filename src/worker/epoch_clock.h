@@ -19,6 +19,14 @@ class EpochClock {
   EpochClock(int epoch, int clock_every)
       : base_(static_cast<int64_t>(epoch) << 32),
         every_(static_cast<uint64_t>(std::max(1, clock_every))) {}
+  // Clock 0 however many minibatches are pushed: the clock of requests
+  // outside an epoch's gate (a departed worker's share read after this
+  // worker left it), which the gate neither counts nor holds.
+  static EpochClock Outside() {
+    EpochClock clock(0, 1);
+    clock.every_ = UINT64_MAX;
+    return clock;
+  }
 
   // The clock once `batches` minibatches of the epoch are pushed.
   int64_t After(uint64_t batches) const { return base_ + static_cast<int64_t>(batches / every_); }

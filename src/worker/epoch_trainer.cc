@@ -159,9 +159,7 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
     pipeline->WaitForRows();
     const double compute_begin = MonotonicSeconds();
     result.pull_wait += compute_begin - wait_begin;
-    const ModelLosses losses = model_->LastModelLosses(pipeline->ComputeGradients());
-    CountMinibatch(pass->epoch, pipeline->current().batch.rows(), losses,
-                   pipeline->GradientHealth(), &result);
+    ComputeMinibatch(pipeline, pass->epoch, &result);
     if (slow) SleepLikeAStraggler(compute_begin);
     const double push_begin = MonotonicSeconds();
     result.compute += push_begin - compute_begin;
@@ -176,6 +174,12 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
   pipeline->WaitForPushes();
   result.push += MonotonicSeconds() - push_begin;
   result.read_wait += pipeline->read_seconds();
+}
+
+void EpochTrainer::ComputeMinibatch(MinibatchPipeline* pipeline, int epoch, EpochResult* result) {
+  const ModelLosses losses = model_->LastModelLosses(pipeline->ComputeGradients());
+  CountMinibatch(epoch, pipeline->current().batch.rows(), losses, pipeline->GradientHealth(),
+                 result);
 }
 
 void EpochTrainer::CountMinibatch(int epoch, uint64_t rows, const ModelLosses& losses,
@@ -315,41 +319,34 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
   BatchStream stream(TrainingShare(options_, work.rank(), shards), options_.reader,
                      static_cast<size_t>(hyperparameters_.mini_batch_size),
                      /*prefetch=*/4, scaler_);
-  const int width = model_->weight_width();
-  const int bias_width = model_->bias_width();
-  const bool use_bias = hyperparameters_.use_bias;
-  std::vector<float> zero_bias(bias_width, 0.0f);
-  std::vector<float> weight_gradients, bias_gradient;
-  uint64_t examples = 0;
-  PreparedBatch batch;
-  for (uint64_t index = 0; stream.Next(&batch); ++index) {
-    if (index < work.batches() ||
-        (index - work.batches()) % static_cast<uint64_t>(parts) != static_cast<uint64_t>(part)) {
-      continue;
-    }
-    SharedArray<float> weights, bias;
-    const int64_t read_clock = client_->clock();  // the pulls' stamp
-    client_->Wait(client_->Pull(batch.keys, &weights, width, kWeightTable));
-    if (use_bias) client_->Wait(client_->Pull(bias_key_, &bias, bias_width, kBiasTable));
-    const double loss =
-        model_->Gradients(batch, weights.data(), use_bias ? bias.data() : zero_bias.data(),
-                          &weight_gradients, &bias_gradient);
-    MinibatchGradients gradients;
-    gradients[0] = MeasureGradients(weight_gradients.data(), weight_gradients.size());
-    if (use_bias) gradients[1] = MeasureGradients(bias_gradient.data(), bias_gradient.size());
-    CountMinibatch(work.epoch(), batch.batch.rows(), model_->LastModelLosses(loss), gradients,
-                   result);
-    if (use_bias) {
-      client_->Wait(client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient)),
-                                  bias_width, kBiasTable, read_clock));
-    }
-    client_->Wait(client_->Push(batch.keys, SharedArray<const float>(std::move(weight_gradients)),
-                                width, kWeightTable, read_clock));
-    weight_gradients = {};
-    bias_gradient = {};
-    examples += batch.batch.rows();
-    if (options_.counters) options_.counters->AddBatch(batch.batch.rows());
+  stream.Select(work.batches(), part, parts);
+  MinibatchPipeline pipeline(client_, model_, bias_key_, hyperparameters_.use_bias,
+                             options_.minibatches_in_flight);
+  try {
+    return TrainOrphanedBatches(work.epoch(), &stream, &pipeline, result);
+  } catch (...) {
+    pipeline.CancelAll();  // their arrays are about to go out of scope
+    throw;
   }
+}
+
+uint64_t EpochTrainer::TrainOrphanedBatches(int epoch, BatchStream* stream,
+                                            MinibatchPipeline* pipeline, EpochResult* result) {
+  const EpochClock outside = EpochClock::Outside();
+  uint64_t examples = 0;
+  uint64_t index = 0;  // of the minibatches this part reads
+  for (bool have = pipeline->Start(stream); have; ++index) {
+    const bool have_next = pipeline->StartNext(stream, outside, index);
+    pipeline->WaitForRows();
+    ComputeMinibatch(pipeline, epoch, result);
+    pipeline->PushGradients(outside.After(index), outside.After(index + 1));
+    const uint64_t rows = pipeline->current().batch.rows();
+    examples += rows;
+    if (options_.counters) options_.counters->AddBatch(rows);
+    pipeline->Advance();
+    have = have_next;
+  }
+  pipeline->WaitForPushes();
   return examples;
 }
 

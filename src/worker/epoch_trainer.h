@@ -89,6 +89,9 @@ class EpochTrainer {
   // Every minibatch left in `stream` through the pipeline.
   void TrainBatches(BatchStream* stream, Pass* pass);
   void TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeline, Pass* pass);
+  // The current minibatch's gradients, once its rows are in, counted into
+  // `*result` as a minibatch of `epoch` (CountMinibatch).
+  void ComputeMinibatch(MinibatchPipeline* pipeline, int epoch, EpochResult* result);
   // A straggler on purpose: sleeps (slow_factor - 1) times the compute time
   // since `compute_begin`.
   void SleepLikeAStraggler(double compute_begin) const;
@@ -115,10 +118,14 @@ class EpochTrainer {
   // over meanwhile.
   void ReadOrphanedShares(const Pass& pass, EpochResult* result);
   // Part `part` of `parts` of a departed worker's share from `work`'s
-  // minibatch on, one minibatch at a time. Adds the losses and gradients to
-  // `*result`; returns the examples read.
+  // minibatch on, through the MinibatchPipeline at clock 0 (outside the
+  // gate: this worker has left the epoch's), its pushes applied when it
+  // returns. Adds the losses and gradients to `*result`; returns the
+  // examples read.
   uint64_t TrainOrphanedPart(const proto::WorkerCursor& work, int part, int parts,
                              EpochResult* result);
+  uint64_t TrainOrphanedBatches(int epoch, BatchStream* stream, MinibatchPipeline* pipeline,
+                                EpochResult* result);
 
   Node* node_;
   SchedulerLink* scheduler_;

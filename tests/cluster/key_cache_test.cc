@@ -27,13 +27,17 @@ namespace {
 using testing::LocalNode;
 using testing::WaitFor;
 
-constexpr int kWidth = 2;
-
 KeyCacheOptions CacheEveryList() {
   KeyCacheOptions options;
   options.enabled = true;
   options.min_keys = 1;
   return options;
+}
+
+// A push that names a kept list instead of sending its keys.
+bool NamesAKeptList(const Message& message) {
+  return message.meta.key_list() != 0 && message.frames.size() == 1 &&
+         message.meta.command() == proto::PUSH;
 }
 
 // A worker whose first request naming a kept list names, once, an id no
@@ -44,8 +48,7 @@ class WorkerNamingAnUnknownListOnce : public KVWorker {
 
  protected:
   void SendPart(int server_id, Message& message) override {
-    const bool named = message.meta.key_list() != 0 && message.frames.size() == 1 &&
-                       message.meta.command() == proto::PUSH;
+    const bool named = NamesAKeptList(message);
     if (named && !renamed_.exchange(true)) message.meta.set_key_list(1u << 30);
     KVWorker::SendPart(server_id, message);
   }
@@ -64,8 +67,7 @@ class WorkerAnsweredUnknownAfterItsResend : public KVWorker {
 
  protected:
   void SendPart(int server_id, Message& message) override {
-    const bool named = message.meta.key_list() != 0 && message.frames.size() == 1 &&
-                       message.meta.command() == proto::PUSH;
+    const bool named = NamesAKeptList(message);
     std::unique_lock<std::mutex> lock(mutex_);
     if (named && !lost_) {
       lost_ = Message();
@@ -97,7 +99,7 @@ class WorkerAnsweredUnknownAfterItsResend : public KVWorker {
   bool resent_ = false;
 };
 
-class KeyCachedCluster : public testing::ClusterTest {
+class KeyCachedCluster : public testing::ReplicatedClusterTest {
  protected:
   enum class Twist { kNone, kRenameOnce, kUnknownAfterResend };
 
@@ -105,72 +107,22 @@ class KeyCachedCluster : public testing::ClusterTest {
     SchedulerOptions options = testing::LocalScheduler(servers, 1);
     options.replication = replication;
     options.heartbeat_timeout_s = 0.5;
-    scheduler_ = testing::StartScheduler(options);
-    server_nodes_.resize(servers);
-    servers_.resize(servers);
-    for (int rank = 0; rank < servers; ++rank) MakeServer(rank);
-    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port(), 0.1));
-    if (twist == Twist::kRenameOnce) {
-      client_ = std::make_unique<WorkerNamingAnUnknownListOnce>(worker_node_.get(),
-                                                                testing::PatientRetry());
-    } else if (twist == Twist::kUnknownAfterResend) {
-      client_ = std::make_unique<WorkerAnsweredUnknownAfterItsResend>(worker_node_.get(),
-                                                                      testing::PatientRetry());
-    } else {
-      client_ = std::make_unique<KVWorker>(worker_node_.get(), testing::PatientRetry());
-    }
-    client_->SetKeyCache(CacheEveryList());
-    StartAll();
-  }
-
-  void MakeServer(int rank) {
-    NodeOptions options = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
-    options.rank = rank;
-    OptimizerOptions sgd;
-    sgd.name = "sgd";
-    sgd.learning_rate = 1.0f;
-    server_nodes_[rank] = std::make_unique<Node>(options);
-    servers_[rank] = std::make_unique<KVServer>(server_nodes_[rank].get(), sgd);
-  }
-
-  void StopServer(int rank) {
-    servers_[rank].reset();
-    server_nodes_[rank].reset();
-  }
-
-  void RestartServer(int rank) {
-    MakeServer(rank);
-    server_nodes_[rank]->Start();
-  }
-
-  bool ChainsBecome(const std::vector<int>& chain) {
-    return WaitFor(
-        [&] {
-          auto ranges = worker_node_->ranges();
-          for (size_t r = 0; ranges && r < ranges->num_ranges(); ++r) {
-            if (ranges->Chain(r) != chain) return false;
-          }
-          return ranges != nullptr;
-        },
-        20);
+    StartServersAndWorker(options, [twist](Node* node, const RequestRetry& retry) {
+      std::unique_ptr<KVWorker> client;
+      if (twist == Twist::kRenameOnce) {
+        client = std::make_unique<WorkerNamingAnUnknownListOnce>(node, retry);
+      } else if (twist == Twist::kUnknownAfterResend) {
+        client = std::make_unique<WorkerAnsweredUnknownAfterItsResend>(node, retry);
+      } else {
+        client = std::make_unique<KVWorker>(node, retry);
+      }
+      client->SetKeyCache(CacheEveryList());
+      return client;
+    });
   }
 
   // Pushes a gradient of 1, 2 (by column) for every key of `keys`, once.
-  void PushOnce(const std::vector<Key>& keys) {
-    std::vector<float> gradient;
-    for (size_t i = 0; i < keys.size(); ++i) {
-      for (int c = 0; c < kWidth; ++c) gradient.push_back(static_cast<float>(c + 1));
-    }
-    client_->Wait(
-        client_->Push(SharedArray<const Key>(keys), SharedArray<const float>(gradient), kWidth),
-        60);
-  }
-
-  std::vector<float> Pull(const std::vector<Key>& keys) {
-    SharedArray<float> values;
-    client_->Wait(client_->Pull(SharedArray<const Key>(keys), &values, kWidth), 60);
-    return std::vector<float>(values.begin(), values.end());
-  }
+  void PushOnce(const std::vector<Key>& keys) { Push(keys, 1); }
 
   // Checks that every key's row holds exactly `pushes` pushes of PushOnce.
   void ExpectPushedTimes(const std::vector<Key>& keys, int pushes) {
@@ -190,12 +142,7 @@ class KeyCachedCluster : public testing::ClusterTest {
     return hits;
   }
 
-  // Keys spread over every range.
-  static std::vector<Key> SomeKeys() {
-    std::vector<uint64_t> features;
-    for (uint64_t f = 0; f < 500; ++f) features.push_back(f);
-    return MixedKeySet(features);
-  }
+  static std::vector<Key> SomeKeys() { return SpreadKeys(500); }
 };
 
 TEST_F(KeyCachedCluster, RepeatedRequestsNameTheKeptListsAndSumExactly) {

@@ -27,9 +27,7 @@ namespace {
 using testing::LocalNode;
 using testing::WaitFor;
 
-constexpr int kWidth = 2;
-
-class ReplicatedCluster : public testing::ClusterTest {
+class ReplicatedCluster : public testing::ReplicatedClusterTest {
  protected:
   // `servers` servers with `replication` backups per range, and one worker.
   // `detect_closed_connections` false: a stopped server leaves only at the
@@ -42,29 +40,7 @@ class ReplicatedCluster : public testing::ClusterTest {
     options.heartbeat_timeout_s = heartbeat_timeout_s;
     options.membership_log = membership_log_;
     scheduler_options_ = options;
-    scheduler_ = testing::StartScheduler(options);
-    server_nodes_.resize(servers);
-    servers_.resize(servers);
-    for (int rank = 0; rank < servers; ++rank) MakeServer(rank);
-    MakeWorker(0.1, testing::PatientRetry());
-    StartAll();
-  }
-
-  void MakeServer(int rank) {
-    NodeOptions options = LocalNode(proto::SERVER, scheduler_->port(), 0.1);
-    options.rank = rank;
-    OptimizerOptions sgd;
-    sgd.name = "sgd";
-    sgd.learning_rate = 1.0f;
-    server_nodes_[rank] = std::make_unique<Node>(options);
-    servers_[rank] = std::make_unique<KVServer>(server_nodes_[rank].get(), sgd);
-    if (page_bytes_ > 0) servers_[rank]->SetPageBytes(page_bytes_);
-  }
-
-  // The server of `rank` dies: its node stops, so its heartbeats stop.
-  void StopServer(int rank) {
-    servers_[rank].reset();
-    server_nodes_[rank].reset();
+    StartServersAndWorker(options);
   }
 
   // The scheduler dies and is started again on the same port.
@@ -76,57 +52,14 @@ class ReplicatedCluster : public testing::ClusterTest {
     scheduler_->Start();
   }
 
-  // Starts a server taking `rank` back (Start returns once it has a view).
-  void RestartServer(int rank) {
-    MakeServer(rank);
-    server_nodes_[rank]->Start();
-  }
+  static std::vector<Key> SomeKeys() { return SpreadKeys(300); }
 
-  // Waits until the worker's view gives every range the chain `chain`.
-  bool ChainsBecome(const std::vector<int>& chain) {
-    return WaitFor(
-        [&] {
-          auto ranges = worker_node_->ranges();
-          for (size_t r = 0; ranges && r < ranges->num_ranges(); ++r) {
-            if (ranges->Chain(r) != chain) return false;
-          }
-          return ranges != nullptr;
-        },
-        10);
-  }
-
-  // Pushes `times` gradients of 1, 2, ... (by column) for `keys`.
-  void Push(const std::vector<Key>& keys, int times) {
-    std::vector<float> gradient;
-    for (size_t i = 0; i < keys.size(); ++i) {
-      for (int c = 0; c < kWidth; ++c) gradient.push_back(static_cast<float>(c + 1));
-    }
-    for (int t = 0; t < times; ++t) {
-      client_->Wait(
-          client_->Push(SharedArray<const Key>(keys), SharedArray<const float>(gradient), kWidth),
-          30);
-    }
-  }
-
-  std::vector<float> Pull(const std::vector<Key>& keys) {
-    SharedArray<float> values;
-    client_->Wait(client_->Pull(SharedArray<const Key>(keys), &values, kWidth), 30);
-    return std::vector<float>(values.begin(), values.end());
-  }
-
-  // Keys spread over every range.
-  static std::vector<Key> SomeKeys() {
-    std::vector<uint64_t> features;
-    for (uint64_t f = 0; f < 300; ++f) features.push_back(f);
-    return MixedKeySet(features);
-  }
-
-  // DUMP answers' and range copies' pages (0: the servers' default).
-  size_t page_bytes_ = 0;
   const testing::TempFolder folder_{"membership"};
   const std::string membership_log_ = folder_.path() + "/membership.jsonl";
   SchedulerOptions scheduler_options_;
 };
+
+constexpr int kWidth = ReplicatedCluster::kWidth;
 
 // Dumps table 0 and checks it holds exactly `keys`, each pushed three times.
 void ExpectDumpOfThreePushes(KVWorker* client, const std::vector<Key>& keys) {

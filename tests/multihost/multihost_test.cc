@@ -112,6 +112,27 @@ class NamespaceHosts : public MultiHostTest {
   }
 
   std::string Host(int host) const { return prefix_ + "-h" + std::to_string(host); }
+
+  // Gives every namespace `hosts` as its /etc/hosts (ip netns exec reads
+  // /etc/netns/NAME/hosts); written in place, so that what runs in a
+  // namespace sees a change.
+  void WriteHostsFiles(const std::string& hosts) const {
+    for (int host = 1; host <= 3; ++host) {
+      const std::string folder = "/etc/netns/" + Host(host);
+      std::filesystem::create_directories(folder);
+      testing::WriteFile(folder + "/hosts", hosts);
+    }
+  }
+
+  // Stops the hosts (NamespaceHosts::TearDown) and removes what
+  // WriteHostsFiles wrote.
+  void TearDownWithHostsFiles() {
+    NamespaceHosts::TearDown();
+    for (int host = 1; host <= 3; ++host) {
+      std::error_code ignored;
+      std::filesystem::remove_all("/etc/netns/" + Host(host), ignored);
+    }
+  }
   // The scheduler's --membership_log.
   std::string MembershipLog() const { return folder_ + "/membership.jsonl"; }
   // How many nodes registered from an address on host `address`.
@@ -253,20 +274,10 @@ class SageMakerHosts : public NamespaceHosts {
     std::string hosts = "127.0.0.1 localhost\n";
     for (int host = 1; host <= 3; ++host)
       hosts += Address(host) + " algo-" + std::to_string(host) + "\n";
-    for (int host = 1; host <= 3; ++host) {
-      const std::string folder = "/etc/netns/" + Host(host);
-      std::filesystem::create_directories(folder);
-      testing::WriteFile(folder + "/hosts", hosts);
-    }
+    WriteHostsFiles(hosts);
   }
 
-  void TearDown() override {
-    NamespaceHosts::TearDown();
-    for (int host = 1; host <= 3; ++host) {
-      std::error_code ignored;
-      std::filesystem::remove_all("/etc/netns/" + Host(host), ignored);
-    }
-  }
+  void TearDown() override { TearDownWithHostsFiles(); }
 
   std::string Root(int host) const { return folder_ + "/algo-" + std::to_string(host); }
 
@@ -520,20 +531,10 @@ class KubernetesPods : public NamespaceHosts {
     for (int index = first; index < 3; ++index) {
       hosts += Address(index + 1) + " " + Pod(index) + "\n";
     }
-    for (int host = 1; host <= 3; ++host) {
-      const std::string folder = "/etc/netns/" + Host(host);
-      std::filesystem::create_directories(folder);
-      testing::WriteFile(folder + "/hosts", hosts);
-    }
+    WriteHostsFiles(hosts);
   }
 
-  void TearDown() override {
-    NamespaceHosts::TearDown();
-    for (int host = 1; host <= 3; ++host) {
-      std::error_code ignored;
-      std::filesystem::remove_all("/etc/netns/" + Host(host), ignored);
-    }
-  }
+  void TearDown() override { TearDownWithHostsFiles(); }
 
   static std::string Pod(int index) {
     return "keel-train-" + std::to_string(index) + ".keel-train";

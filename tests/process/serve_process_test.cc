@@ -624,6 +624,12 @@ class ServeProcess : public testing::TempFolderTest {
     return testing::ParseExposition(testing::HttpGet(port_, "/metrics").body);
   }
 
+  // ExpectAnsweredAsPredictWrites for FourRecords, in every dense format.
+  void ExpectFourRecordsAnsweredAsPredictWrites() {
+    ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
+                                  WriteFile("records.csv", CsvBody(FourRecords())));
+  }
+
   // Each request in each response type, sent by curl and by the tests' own
   // client, is answered 200 with exactly what `keel predict` writes for
   // `data` (the same records in a file) in that type.
@@ -682,20 +688,17 @@ class ServeProcess : public testing::TempFolderTest {
 
 TEST_F(ServeProcess, BinaryClassifierAnswersEveryFormatInEveryResponseTypeAsPredictWrites) {
   ASSERT_TRUE(Serve(BinaryModel()));
-  ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
-                                WriteFile("records.csv", CsvBody(FourRecords())));
+  ExpectFourRecordsAnsweredAsPredictWrites();
 }
 
 TEST_F(ServeProcess, MulticlassClassifierAnswersEveryFormatInEveryResponseTypeAsPredictWrites) {
   ASSERT_TRUE(Serve(MulticlassModel()));
-  ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
-                                WriteFile("records.csv", CsvBody(FourRecords())));
+  ExpectFourRecordsAnsweredAsPredictWrites();
 }
 
 TEST_F(ServeProcess, RegressorAnswersEveryFormatInEveryResponseTypeAsPredictWrites) {
   ASSERT_TRUE(Serve(RegressorModel()));
-  ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
-                                WriteFile("records.csv", CsvBody(FourRecords())));
+  ExpectFourRecordsAnsweredAsPredictWrites();
 }
 
 TEST_F(ServeProcess, SparseLibsvmModelAnswersEveryFormatInEveryResponseTypeAsPredictWrites) {
@@ -708,8 +711,7 @@ TEST_F(ServeProcess, SparseLibsvmModelAnswersEveryFormatInEveryResponseTypeAsPre
 TEST_F(ServeProcess, FactorizationMachineBinaryClassifierAnswersAsPredictWritesAndByHand) {
   const ModelArtifact model = FactorizationMachineModel(PredictorType::kBinaryClassifier);
   ASSERT_TRUE(Serve(model));
-  ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
-                                WriteFile("records.csv", CsvBody(FourRecords())));
+  ExpectFourRecordsAnsweredAsPredictWrites();
   const std::vector<JsonValue> predictions = JsonLinesPredictions(FourRecords());
   ASSERT_EQ(predictions.size(), 4u);
   for (size_t r = 0; r < predictions.size(); ++r) {
@@ -722,8 +724,7 @@ TEST_F(ServeProcess, FactorizationMachineBinaryClassifierAnswersAsPredictWritesA
 TEST_F(ServeProcess, FactorizationMachineRegressorAnswersAsPredictWritesAndByHand) {
   const ModelArtifact model = FactorizationMachineModel(PredictorType::kRegressor);
   ASSERT_TRUE(Serve(model));
-  ExpectAnsweredAsPredictWrites(DenseRequests(FourRecords(), 4),
-                                WriteFile("records.csv", CsvBody(FourRecords())));
+  ExpectFourRecordsAnsweredAsPredictWrites();
   const std::vector<JsonValue> predictions = JsonLinesPredictions(FourRecords());
   ASSERT_EQ(predictions.size(), 4u);
   for (size_t r = 0; r < predictions.size(); ++r) {

@@ -129,6 +129,18 @@ testing::Exit RunDatagen(const std::string& folder, const std::vector<std::strin
 // `keel predict`'s metric lines by name (defined below).
 std::map<std::string, double> PredictMetrics(const std::string& output);
 
+// `keel predict` of the model in `folder` on its `channel` scores `metric`
+// within `tolerance` of what the job wrote to metrics.json (`trained`).
+void ExpectPredictScoresAsTrained(const std::string& folder, const std::string& channel,
+                                  const std::string& metric,
+                                  const std::map<std::string, double>& trained, double tolerance) {
+  const auto predict = Predict(folder, channel);
+  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
+  const auto scored = PredictMetrics(predict.output);
+  ASSERT_TRUE(scored.count(metric)) << predict.output;
+  EXPECT_NEAR(scored.at(metric), trained.at(channel + ":" + metric), tolerance);
+}
+
 // num_models: every model's figures in metrics.json and history.jsonl, the
 // selected one the best on validation by the criterion (accuracy at its tuned
 // threshold), and the artifact is that model alone: its own settings, and
@@ -216,11 +228,7 @@ TEST_F(TrainingJob, FactorizationMachineTrainsEndToEnd) {
   EXPECT_DOUBLE_EQ(groups[1].Find("learning_rate")->AsNumber(), 0.02);  // factors_lr
   EXPECT_EQ(document.Find("flags")->Find("learning_rate")->AsString(), "auto");
 
-  const auto predict = Predict(folder_, "test");
-  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
-  const auto scored = PredictMetrics(predict.output);
-  ASSERT_TRUE(scored.count("roc_auc_score")) << predict.output;
-  EXPECT_NEAR(scored.at("roc_auc_score"), metrics.at("test:roc_auc_score"), 1e-5);
+  ExpectPredictScoresAsTrained(folder_, "test", "roc_auc_score", metrics, 1e-5);
 }
 
 TEST_F(TrainingJob, TheArtifactAndMetricsAreTheBestValidationEpochs) {
@@ -567,11 +575,7 @@ TEST_F(TrainingJob, AFeatureSeenOnlyInValidationScoresAsPredictScoresIt) {
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
   const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
   ASSERT_TRUE(metrics.count("validation:objective_loss")) << exit.output;
-  const auto predict = Predict(folder_, "validation");
-  ASSERT_TRUE(predict.finished && predict.code == 0) << predict.output;
-  const auto scored = PredictMetrics(predict.output);
-  ASSERT_TRUE(scored.count("objective_loss")) << predict.output;
-  EXPECT_NEAR(scored.at("objective_loss"), metrics.at("validation:objective_loss"), 1e-5);
+  ExpectPredictScoresAsTrained(folder_, "validation", "objective_loss", metrics, 1e-5);
 }
 
 // A model scores rows in another format than it trained on: predict reads

@@ -364,5 +364,29 @@ TEST(TemporaryCacheFolder, IsRemovedAtTheEndAndAfterACrashByTheNextOne) {
   }
 }
 
+// BatchStream::Select, as a survivor reads its part of a departed worker's
+// share: every parts-th batch from the cursor on, starting at its part.
+TEST_F(BatchCacheTest, ASelectedStreamGivesItsPartOfTheBatchesFromTheFirstInTurn) {
+  const Pass all = Read(nullptr);
+  ASSERT_EQ(all.batches.size(), 15u);
+  for (int part = 0; part < 3; ++part) {
+    BatchStream stream(Splits(), ReaderOptions(), kBatchSize);
+    stream.Select(/*first=*/4, part, /*parts=*/3);
+    std::vector<PreparedBatch> read, expected;
+    PreparedBatch batch;
+    while (stream.Next(&batch)) read.push_back(std::move(batch));
+    for (size_t i = 4 + static_cast<size_t>(part); i < all.batches.size(); i += 3) {
+      expected.push_back(all.batches[i]);
+    }
+    EXPECT_EQ(read.size(), part < 2 ? 4u : 3u) << "part " << part;
+    EXPECT_TRUE(SameBatches(read, expected)) << "part " << part;
+  }
+  // From past the end: nothing.
+  BatchStream stream(Splits(), ReaderOptions(), kBatchSize);
+  stream.Select(/*first=*/15, 0, 1);
+  PreparedBatch batch;
+  EXPECT_FALSE(stream.Next(&batch));
+}
+
 }  // namespace
 }  // namespace keel

@@ -53,6 +53,16 @@ def expect_caught(name, code, output, wanted):
     return True
 
 
+def expect_line_caught(scratch, name, path, line, wanted):
+    """Plants `line` at the end of `path` in a fresh copy; the check must fail
+    with each of `wanted` (where %d is the planted line's number)."""
+    root = fresh_copy(scratch, name.replace(" ", "_"))
+    number = append_line(root, path, line)
+    code, output = run_check(root)
+    return expect_caught(name, code, output,
+                         [text % number if "%d" in text else text for text in wanted])
+
+
 def main():
     passed = True
     with tempfile.TemporaryDirectory(prefix="keel_check_includes_") as scratch:
@@ -64,19 +74,14 @@ def main():
         else:
             print("ok   clean copy passes")
 
-        root = fresh_copy(scratch, "kv_role")
-        line = append_line(root, "src/kv/keys.h", '#include "worker/trainer.h"')
-        code, output = run_check(root)
-        passed &= expect_caught("kv includes a role", code, output,
-                                ['src/kv/keys.h:%d: includes "worker/trainer.h"' % line,
-                                 "kv knows no role", "rule kv -> base"])
-
-        root = fresh_copy(scratch, "base_up")
-        line = append_line(root, "src/base/error.h", '#include "kv/keys.h"')
-        code, output = run_check(root)
-        passed &= expect_caught("base includes kv", code, output,
-                                ['src/base/error.h:%d: includes "kv/keys.h"' % line,
-                                 "rule base -> nothing"])
+        passed &= expect_line_caught(scratch, "kv includes a role", "src/kv/keys.h",
+                                     '#include "worker/trainer.h"',
+                                     ['src/kv/keys.h:%d: includes "worker/trainer.h"',
+                                      "kv knows no role", "rule kv -> base"])
+        passed &= expect_line_caught(scratch, "base includes kv", "src/base/error.h",
+                                     '#include "kv/keys.h"',
+                                     ['src/base/error.h:%d: includes "kv/keys.h"',
+                                      "rule base -> nothing"])
 
         root = fresh_copy(scratch, "loop")
         with open(os.path.join(root, "src", "kv", "planted_a.h"), "w") as header:
@@ -89,12 +94,10 @@ def main():
                                  'src/kv/planted_b.h:2: includes "kv/planted_a.h"',
                                  "include loop within kv/: planted_a -> planted_b -> planted_a"])
 
-        root = fresh_copy(scratch, "flag_read")
-        line = append_line(root, "src/kv/keys.h", "inline int Planted() { return FLAGS_workers; }")
-        code, output = run_check(root)
-        passed &= expect_caught("a flag read outside the flag files", code, output,
-                                ["src/kv/keys.h:%d: reads FLAGS_workers" % line,
-                                 "a flag is read only in src/cli/*_flags.cc"])
+        passed &= expect_line_caught(scratch, "a flag read outside the flag files", "src/kv/keys.h",
+                                     "inline int Planted() { return FLAGS_workers; }",
+                                     ["src/kv/keys.h:%d: reads FLAGS_workers",
+                                      "a flag is read only in src/cli/*_flags.cc"])
     return 0 if passed else 1
 
 

@@ -1,7 +1,7 @@
 // How Keel reads a command line's flags and its flagfiles before gflags sets
-// them (cli/flag_arguments.h): every flag must exist, with the value it
+// them (flags/flag_arguments.h): every flag must exist, with the value it
 // needs, and an error names the file, the line and the nearest flag.
-#include "cli/flag_arguments.h"
+#include "flags/flag_arguments.h"
 
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>

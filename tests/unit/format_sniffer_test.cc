@@ -27,18 +27,20 @@ std::string RecordIOBytes() {
   return out.str();
 }
 
-TEST(SniffDataFormat, RecordIOsMagicNumberIsRecordIO) {
-  const SniffedFormat sniffed = SniffDataFormat(RecordIOBytes());
+// `text` is sniffed as `format`, for `evidence`.
+void ExpectSniffed(const std::string& text, DataFormat format, const std::string& evidence) {
+  const SniffedFormat sniffed = SniffDataFormat(text);
   ASSERT_TRUE(sniffed.format.has_value());
-  EXPECT_EQ(*sniffed.format, DataFormat::kRecordIO);
-  EXPECT_EQ(sniffed.evidence, "recordIO's magic number");
+  EXPECT_EQ(*sniffed.format, format);
+  EXPECT_EQ(sniffed.evidence, evidence);
+}
+
+TEST(SniffDataFormat, RecordIOsMagicNumberIsRecordIO) {
+  ExpectSniffed(RecordIOBytes(), DataFormat::kRecordIO, "recordIO's magic number");
 }
 
 TEST(SniffDataFormat, IndexValuePairsAreLibsvm) {
-  const SniffedFormat sniffed = SniffDataFormat("1 3:0.5 17:1\n0 2:1\n");
-  ASSERT_TRUE(sniffed.format.has_value());
-  EXPECT_EQ(*sniffed.format, DataFormat::kLibsvm);
-  EXPECT_EQ(sniffed.evidence, "index:value pairs");
+  ExpectSniffed("1 3:0.5 17:1\n0 2:1\n", DataFormat::kLibsvm, "index:value pairs");
 }
 
 TEST(SniffDataFormat, ALibsvmLineWithAQueryIdIsLibsvm) {
@@ -46,10 +48,7 @@ TEST(SniffDataFormat, ALibsvmLineWithAQueryIdIsLibsvm) {
 }
 
 TEST(SniffDataFormat, CommasAreCsv) {
-  const SniffedFormat sniffed = SniffDataFormat("1,0.5,0,2.25\n0,1,1,0\n");
-  ASSERT_TRUE(sniffed.format.has_value());
-  EXPECT_EQ(*sniffed.format, DataFormat::kCsv);
-  EXPECT_EQ(sniffed.evidence, "commas");
+  ExpectSniffed("1,0.5,0,2.25\n0,1,1,0\n", DataFormat::kCsv, "commas");
 }
 
 TEST(SniffDataFormat, BlankLinesAndCommentsBeforeTheFirstRowAreSkipped) {

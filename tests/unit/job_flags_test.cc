@@ -28,6 +28,23 @@ class OptimizerFlags : public testing::Test {
     ASSERT_FALSE(gflags::SetCommandLineOption(flag, value.c_str()).empty()) << flag;
   }
 
+  // Each of `bad` (flag, value), set alone, makes HyperparametersFromFlags
+  // throw an Error that names the flag.
+  static void ExpectEachRefusedNamingTheFlag(
+      const std::vector<std::pair<const char*, const char*>>& bad) {
+    for (const auto& [flag, value] : bad) {
+      gflags::FlagSaver restore;
+      Set(flag, value);
+      try {
+        HyperparametersFromFlags();
+        ADD_FAILURE() << "--" << flag << "=" << value << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(std::string("--") + flag), std::string::npos)
+            << e.what();
+      }
+    }
+  }
+
  private:
   gflags::FlagSaver saver_;
 };
@@ -318,34 +335,14 @@ TEST_F(OptimizerFlags, BadValuesAreRefusedNamingTheFlag) {
       {"init_method", "constant"},
       {"rmsprop_decay", "1"},
   };
-  for (const auto& [flag, value] : bad) {
-    gflags::FlagSaver restore;
-    Set(flag, value);
-    try {
-      HyperparametersFromFlags();
-      ADD_FAILURE() << "--" << flag << "=" << value << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("--") + flag), std::string::npos)
-          << e.what();
-    }
-  }
+  ExpectEachRefusedNamingTheFlag(bad);
 }
 
 TEST_F(OptimizerFlags, BadFactorizationMachineRatesAreRefusedNamingTheFlag) {
   Set("job", "factorization_machines");
   const std::vector<std::pair<const char*, const char*>> bad = {
       {"linear_lr", "0"}, {"factors_lr", "-1"}, {"linear_wd", "-1"}, {"factors_wd", "nan"}};
-  for (const auto& [flag, value] : bad) {
-    gflags::FlagSaver restore;
-    Set(flag, value);
-    try {
-      HyperparametersFromFlags();
-      ADD_FAILURE() << "--" << flag << "=" << value << " was accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("--") + flag), std::string::npos)
-          << e.what();
-    }
-  }
+  ExpectEachRefusedNamingTheFlag(bad);
 }
 
 TEST_F(OptimizerFlags, SageMakerNameAndKeelAliasTogetherAreRefused) {

@@ -218,6 +218,14 @@ struct Pass {
   std::vector<float> predictions, weight_gradients, bias_gradient;
 };
 
+// `got` is `expected` bit for bit: loss, predictions and gradients.
+void ExpectSamePass(const Pass& got, const Pass& expected) {
+  EXPECT_EQ(got.loss, expected.loss);
+  EXPECT_EQ(got.predictions, expected.predictions);
+  EXPECT_EQ(got.weight_gradients, expected.weight_gradients);
+  EXPECT_EQ(got.bias_gradient, expected.bias_gradient);
+}
+
 Pass RunPass(CpuModel* model, const PreparedBatch& batch, const std::vector<float>& weights,
              const std::vector<float>& bias) {
   Pass pass;
@@ -247,10 +255,7 @@ TEST(CpuModel, ThreadedSparsePassEqualsTheOneThreadPassExactly) {
       const std::vector<float> bias = RandomWeights(one.bias_width(), &random);
       const Pass expected = RunPass(&one, batch, weights, bias);
       const Pass got = RunPass(&many, batch, weights, bias);
-      EXPECT_EQ(got.loss, expected.loss);
-      EXPECT_EQ(got.predictions, expected.predictions);
-      EXPECT_EQ(got.weight_gradients, expected.weight_gradients);
-      EXPECT_EQ(got.bias_gradient, expected.bias_gradient);
+      ExpectSamePass(got, expected);
     }
   }
 }
@@ -372,10 +377,7 @@ TEST(CpuModel, FactorizationMachineRowsOfEveryWidthAsTheSharedFunctionsComputeTh
         const std::vector<float> bias = RandomWeights(model.bias_width(), &random);
         const Pass expected = FactorizationMachineByTheSharedFunctions(h, batch, weights, bias);
         const Pass got = RunPass(&model, batch, weights, bias);
-        EXPECT_EQ(got.loss, expected.loss);
-        EXPECT_EQ(got.predictions, expected.predictions);
-        EXPECT_EQ(got.weight_gradients, expected.weight_gradients);
-        EXPECT_EQ(got.bias_gradient, expected.bias_gradient);
+        ExpectSamePass(got, expected);
       }
     }
   }

@@ -1,8 +1,8 @@
 // Range rules for the command line's flags, shared by every flag family
 // (cli/*_flags.cc). Each throws Error naming the flag, its value and the rule
 // it breaks ("--drop_rate 2 is not in [0, 1]"), and accepts NaN nowhere.
-#ifndef KEEL_CLI_FLAG_RULES_H_
-#define KEEL_CLI_FLAG_RULES_H_
+#ifndef KEEL_FLAGS_FLAG_RULES_H_
+#define KEEL_FLAGS_FLAG_RULES_H_
 
 #include <string>
 
@@ -38,10 +38,15 @@ void RequirePositive(const char* flag, T value, T high) {
   throw MakeError("--", flag, " must be positive and at most ", high, ", not ", value);
 }
 
+// `text` as a decimal integer in [low, high] (strtoll's syntax, nothing
+// after the digits) into `*value`; false, and `*value` unchanged, if it is
+// not one.
+bool ParseIntegerInRange(const std::string& text, long long low, long long high, long long* value);
+
 // `value` of --`flag` must be valid UTF-8: it travels in a proto3 string
 // field (an address, a checkpoint's URI), which a receiver refuses otherwise.
 void RequireUtf8(const char* flag, const std::string& value);
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_FLAG_RULES_H_
+#endif  // KEEL_FLAGS_FLAG_RULES_H_

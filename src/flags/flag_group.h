@@ -2,8 +2,8 @@
 // flag family (cli/*_flags.h) has a table of these for the flags it defines;
 // cli/command_flags.h merges them by heading and says which command takes
 // which groups.
-#ifndef KEEL_CLI_FLAG_GROUP_H_
-#define KEEL_CLI_FLAG_GROUP_H_
+#ifndef KEEL_FLAGS_FLAG_GROUP_H_
+#define KEEL_FLAGS_FLAG_GROUP_H_
 
 #include <string>
 #include <vector>
@@ -17,4 +17,4 @@ struct FlagGroup {
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_FLAG_GROUP_H_
+#endif  // KEEL_FLAGS_FLAG_GROUP_H_

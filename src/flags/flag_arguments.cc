@@ -1,4 +1,4 @@
-#include "cli/flag_arguments.h"
+#include "flags/flag_arguments.h"
 
 #include <gflags/gflags.h>
 #include <stdlib.h>

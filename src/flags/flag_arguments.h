@@ -6,8 +6,8 @@
 // flag for a list of program names that turns the following lines off; so
 // Keel reads the command line and its flagfiles first, the way gflags will,
 // and refuses all of these, naming the file and the line.
-#ifndef KEEL_CLI_FLAG_ARGUMENTS_H_
-#define KEEL_CLI_FLAG_ARGUMENTS_H_
+#ifndef KEEL_FLAGS_FLAG_ARGUMENTS_H_
+#define KEEL_FLAGS_FLAG_ARGUMENTS_H_
 
 #include <string>
 #include <vector>
@@ -37,4 +37,4 @@ std::vector<std::string> AllFlagNames();
 
 }  // namespace keel
 
-#endif  // KEEL_CLI_FLAG_ARGUMENTS_H_
+#endif  // KEEL_FLAGS_FLAG_ARGUMENTS_H_
