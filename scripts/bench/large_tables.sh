@@ -8,7 +8,8 @@
 #      folder, written by 3 servers;
 #   2. resume: the same job on 5 servers (--resume=latest): each restores its
 #      share of the checkpoint; the checkpoint is the job's last, so the
-#      resumed job then ends at once and worker 0 dumps the model from the 5.
+#      resumed job then ends at once and worker 0 dumps the model from the 5,
+#      which must be the trained job's model byte for byte.
 # The training rows come from a generator through a FIFO (`pipe:`), never on
 # disk: row i holds features i*NNZ+1 .. i*NNZ+NNZ (each feature once: KEYS
 # distinct keys in KEYS/NNZ rows), its label a coin toss (a scale test, not a
@@ -207,3 +208,11 @@ awk -v a="$drain_begin" -v b="$drain_end" -v rows="$drained_rows" 'BEGIN {
 run_phase resume --servers=5 --workers=1 --epochs=1 --resume=latest
 report_phase resume
 report_logs resume
+# The resumed job trained nothing: its model, dumped from the 5 servers that
+# restored the checkpoint, is the model the 3 that wrote it held.
+if cmp -s "$work/model-train/weights.bin" "$work/model-resume/weights.bin"; then
+  echo "  the resumed job's model is the trained job's, byte for byte ($(stat -c %s "$work/model-train/weights.bin") bytes)"
+else
+  echo "  the resumed job's model differs from the trained job's" >&2
+  exit 1
+fi

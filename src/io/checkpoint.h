@@ -95,7 +95,7 @@ ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where);
 // A snapshot file read from storage a piece at a time, never whole, with
 // DecodeSnapshot's checks: what a restore and a verification read, so that a
 // server's memory holds its table and not also the file and its decoding.
-// Not synchronized.
+// `storage` must outlive it. Not synchronized.
 class SnapshotFileReader {
  public:
   // Streams the file's `size` bytes once to check its checksum (against
