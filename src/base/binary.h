@@ -4,9 +4,11 @@
 #ifndef KEEL_BASE_BINARY_H_
 #define KEEL_BASE_BINARY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,7 +39,16 @@ class ByteWriter {
 // claim the file's bytes cannot hold. Not synchronized.
 class ByteReader {
  public:
-  ByteReader(std::string_view bytes, std::string where) : bytes_(bytes), where_(std::move(where)) {}
+  // Up to `length` bytes from `offset` of a source (fewer only at its end).
+  using Fetch = std::function<std::string(uint64_t offset, uint64_t length)>;
+
+  ByteReader(std::string_view bytes, std::string where)
+      : bytes_(bytes), size_(bytes.size()), where_(std::move(where)) {}
+  // Reads the first `size` bytes of a source too large to hold whole: a
+  // window of up to 1 MiB at a time through `fetch`, and a read larger than
+  // that straight into its destination.
+  ByteReader(Fetch fetch, uint64_t size, std::string where)
+      : fetch_(std::move(fetch)), size_(size), where_(std::move(where)) {}
 
   template <typename T>
   T Get(const char* what) {
@@ -50,7 +61,18 @@ class ByteReader {
       throw MakeError(where_, ": truncated at byte ", offset_, " (reading ", what, ")");
     }
     if (size == 0) return;  // `out` may be an empty vector's null data()
-    std::memcpy(out, bytes_.data() + offset_, size);
+    if (fetch_) {
+      Fetched(static_cast<char*>(out), size, what);
+    } else {
+      std::memcpy(out, bytes_.data() + offset_, size);
+    }
+    offset_ += size;
+  }
+  // Passes over `size` bytes (checked to be there, as Bytes does).
+  void Skip(size_t size, const char* what) {
+    if (remaining() < size) {
+      throw MakeError(where_, ": truncated at byte ", offset_, " (reading ", what, ")");
+    }
     offset_ += size;
   }
   // A count of `element_bytes`-byte elements that follow: checked to be at
@@ -89,13 +111,46 @@ class ByteReader {
   }
 
   size_t offset() const { return offset_; }
-  size_t remaining() const { return bytes_.size() - offset_; }
+  size_t remaining() const { return size_ - offset_; }
   const std::string& where() const { return where_; }
 
  private:
+  static constexpr size_t kWindow = size_t{1} << 20;
+
+  // Bytes [offset_, offset_ + size) of a fetched source, into `out`.
+  void Fetched(char* out, size_t size, const char* what) {
+    size_t at = offset_;
+    while (size > 0) {
+      if (at < window_at_ || at >= window_at_ + window_.size()) {
+        if (size >= kWindow) {
+          const std::string piece = fetch_(at, size);
+          if (piece.size() != size) Short(at, what);
+          std::memcpy(out, piece.data(), size);
+          return;
+        }
+        window_ = fetch_(at, std::min<uint64_t>(kWindow, size_ - at));
+        window_at_ = at;
+        if (window_.size() < size) Short(at, what);
+      }
+      const size_t count = std::min(size, window_at_ + window_.size() - at);
+      std::memcpy(out, window_.data() + (at - window_at_), count);
+      out += count;
+      at += count;
+      size -= count;
+    }
+  }
+  [[noreturn]] void Short(size_t at, const char* what) const {
+    throw MakeError(where_, ": truncated at byte ", at, " (reading ", what,
+                    "; the source ended early)");
+  }
+
   std::string_view bytes_;
+  Fetch fetch_;
+  size_t size_ = 0;
   std::string where_;
   size_t offset_ = 0;
+  std::string window_;  // fetched bytes from window_at_
+  size_t window_at_ = 0;
 };
 
 }  // namespace keel

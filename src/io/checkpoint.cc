@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <set>
 #include <vector>
 
@@ -97,9 +98,17 @@ void CheckAscending(const std::vector<uint64_t>& keys, const ByteReader& in, uin
   }
 }
 
+// Where a table's arrays lie in its file, when they are left there.
+struct TableArrays {
+  uint64_t rows = 0;
+  size_t keys_at = 0, rows_at = 0, pushed_at_at = 0;
+};
+
 // One table: its widths and row count checked against sane bounds and the
 // bytes left before its keys and rows are allocated; keys strictly ascending.
-SnapshotTable ReadSnapshotTable(ByteReader* in, uint32_t version) {
+// With `arrays`, the keys, rows and last push clocks are passed over (their
+// places noted there) and not checked.
+SnapshotTable ReadSnapshotTable(ByteReader* in, uint32_t version, TableArrays* arrays = nullptr) {
   SnapshotTable table;
   table.table = in->Get<uint32_t>("table id");
   table.weight_width = in->GetBounded<uint32_t>("weight width", 1, kMaxRowWidth);
@@ -111,11 +120,19 @@ SnapshotTable ReadSnapshotTable(ByteReader* in, uint32_t version) {
   }
   const size_t row_bytes = sizeof(uint64_t) + sizeof(float) * size_t{table.row_width};
   const auto rows = in->GetCount<uint64_t>("row count", row_bytes, UINT64_MAX);
-  table.keys.resize(rows);
-  table.rows.resize(rows * table.row_width);
-  in->Bytes(table.keys.data(), rows * sizeof(uint64_t), "keys");
-  in->Bytes(table.rows.data(), table.rows.size() * sizeof(float), "rows");
-  CheckAscending(table.keys, *in, table.table, "keys");
+  if (arrays) {
+    arrays->rows = rows;
+    arrays->keys_at = in->offset();
+    in->Skip(rows * sizeof(uint64_t), "keys");
+    arrays->rows_at = in->offset();
+    in->Skip(rows * table.row_width * sizeof(float), "rows");
+  } else {
+    table.keys.resize(rows);
+    table.rows.resize(rows * table.row_width);
+    in->Bytes(table.keys.data(), rows * sizeof(uint64_t), "keys");
+    in->Bytes(table.rows.data(), table.rows.size() * sizeof(float), "rows");
+    CheckAscending(table.keys, *in, table.table, "keys");
+  }
   if (version < 2) return table;
   const auto deleted = in->GetCount<uint64_t>("removed key count", sizeof(uint64_t), UINT64_MAX);
   table.deleted.resize(deleted);
@@ -167,13 +184,120 @@ SnapshotTable ReadSnapshotTable(ByteReader* in, uint32_t version) {
   }
   const size_t pushed_at = in->offset();
   const auto pushes = in->GetCount<uint64_t>("last push clocks", sizeof(uint64_t), UINT64_MAX);
-  if (pushes != 0 && pushes != table.keys.size()) {
+  const uint64_t row_count = arrays ? arrays->rows : table.keys.size();
+  if (pushes != 0 && pushes != row_count) {
     throw in->ErrorAt(pushed_at, "table ", table.table, " has ", pushes, " last push clocks for ",
-                      table.keys.size(), " rows (0 or one a row)");
+                      row_count, " rows (0 or one a row)");
+  }
+  if (arrays) {
+    arrays->pushed_at_at = pushes == 0 ? 0 : in->offset();
+    in->Skip(pushes * sizeof(uint64_t), "last push clocks");
+    return table;
   }
   table.pushed_at.resize(pushes);
   in->Bytes(table.pushed_at.data(), pushes * sizeof(uint64_t), "last push clocks");
   return table;
+}
+
+// Everything after the checksum's removal: header, then the tables in
+// ascending order, then nothing. With `arrays`, each table's arrays are left
+// in the file (ReadSnapshotTable).
+void ReadSnapshotBody(ByteReader* in, ServerSnapshot* snapshot, std::vector<TableArrays>* arrays) {
+  const uint32_t version = ReadSnapshotHeader(in, snapshot);
+  const auto tables = in->GetCount<uint32_t>("table count", kTableHeaderBytes, UINT32_MAX);
+  for (uint32_t t = 0; t < tables; ++t) {
+    TableArrays* placed = nullptr;
+    if (arrays) placed = &arrays->emplace_back();
+    snapshot->tables.push_back(ReadSnapshotTable(in, version, placed));
+    if (t > 0 && snapshot->tables[t].table <= snapshot->tables[t - 1].table) {
+      throw MakeError(in->where(), ": table ", snapshot->tables[t].table, " follows table ",
+                      snapshot->tables[t - 1].table, " (tables are in ascending order, once each)");
+    }
+  }
+  if (in->remaining() != 0) {
+    throw in->ErrorAt(in->offset(), in->remaining(), " unexpected bytes after the last table");
+  }
+}
+
+// Bytes to a sink through a buffer of about 1 MiB, checksummed as they go; a
+// large array goes to the sink as it is.
+class PieceWriter {
+ public:
+  explicit PieceWriter(const Storage::PieceSink& sink) : sink_(sink) { buffer_.reserve(kBuffer); }
+
+  template <typename T>
+  void Put(const T& value) {
+    Bytes(&value, sizeof(T));
+  }
+  void Bytes(const void* data, size_t size) {
+    if (size == 0) return;
+    if (buffer_.size() + size <= kBuffer) {
+      buffer_.append(static_cast<const char*>(data), size);
+      return;
+    }
+    Flush();
+    if (size < kBuffer) {
+      buffer_.append(static_cast<const char*>(data), size);
+      return;
+    }
+    checksum_.Add(data, size);
+    sink_(std::string_view(static_cast<const char*>(data), size));
+  }
+  // Appends the checksum of everything before it, flushes, and returns it.
+  uint64_t Finish() {
+    Flush();
+    const uint64_t sum = checksum_.value();
+    sink_(std::string_view(reinterpret_cast<const char*>(&sum), sizeof(sum)));
+    return sum;
+  }
+
+ private:
+  static constexpr size_t kBuffer = size_t{1} << 20;
+  void Flush() {
+    if (buffer_.empty()) return;
+    checksum_.Add(buffer_.data(), buffer_.size());
+    sink_(buffer_);
+    buffer_.clear();
+  }
+
+  const Storage::PieceSink& sink_;
+  std::string buffer_;
+  Checksum64 checksum_;
+};
+
+// Sorts `table`'s rows by key: the order of the rows as an array of `Index`,
+// then each cycle of that permutation moved in place.
+template <typename Index>
+void SortTableInPlace(SnapshotTable* table) {
+  std::vector<uint64_t>& keys = table->keys;
+  if (std::is_sorted(keys.begin(), keys.end())) return;
+  const size_t width = table->row_width;
+  const bool clocks = !table->pushed_at.empty();
+  std::vector<Index> order(keys.size());
+  std::iota(order.begin(), order.end(), Index{0});
+  std::sort(order.begin(), order.end(), [&](Index a, Index b) { return keys[a] < keys[b]; });
+  // Row i takes row order[i]; a row moved is marked order[i] = i.
+  std::vector<float> row(width);
+  float* rows = table->rows.data();
+  for (size_t start = 0; start < order.size(); ++start) {
+    if (order[start] == start) continue;
+    const uint64_t key = keys[start];
+    const uint64_t pushed_at = clocks ? table->pushed_at[start] : 0;
+    std::copy_n(rows + start * width, width, row.data());
+    size_t at = start;
+    while (order[at] != start) {
+      const size_t from = order[at];
+      keys[at] = keys[from];
+      std::copy_n(rows + from * width, width, rows + at * width);
+      if (clocks) table->pushed_at[at] = table->pushed_at[from];
+      order[at] = static_cast<Index>(at);
+      at = from;
+    }
+    keys[at] = key;
+    std::copy_n(row.data(), width, rows + at * width);
+    if (clocks) table->pushed_at[at] = pushed_at;
+    order[at] = static_cast<Index>(at);
+  }
 }
 
 std::string BaseName(std::string path) {
@@ -262,8 +386,8 @@ std::string SnapshotFileName(int server_rank) {
   return "server-" + std::to_string(server_rank) + ".snap";
 }
 
-std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
-  ByteWriter out;
+uint64_t WriteSnapshot(const ServerSnapshot& snapshot, const Storage::PieceSink& sink) {
+  PieceWriter out(sink);
   out.Bytes(kMagic, sizeof(kMagic));
   out.Put(kSnapshotVersion);
   out.Put(static_cast<uint32_t>(snapshot.delta ? 1 : 0));
@@ -300,28 +424,110 @@ std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
     out.Put(static_cast<uint64_t>(table.pushed_at.size()));
     out.Bytes(table.pushed_at.data(), table.pushed_at.size() * sizeof(uint64_t));
   }
-  const uint64_t sum = Checksum64::Of(out.out().data(), out.out().size());
-  out.Put(sum);
+  return out.Finish();
+}
+
+std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum) {
+  std::string bytes;
+  const uint64_t sum =
+      WriteSnapshot(snapshot, [&bytes](std::string_view piece) { bytes.append(piece); });
   if (checksum) *checksum = sum;
-  return std::move(out.out());
+  return bytes;
+}
+
+void SortSnapshotTables(ServerSnapshot* snapshot) {
+  for (SnapshotTable& table : snapshot->tables) {
+    if (table.keys.size() <= UINT32_MAX) {
+      SortTableInPlace<uint32_t>(&table);
+    } else {
+      SortTableInPlace<uint64_t>(&table);
+    }
+  }
 }
 
 ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where) {
   ByteReader in(SnapshotBody(bytes, where), where);
   ServerSnapshot snapshot;
-  const uint32_t version = ReadSnapshotHeader(&in, &snapshot);
-  const auto tables = in.GetCount<uint32_t>("table count", kTableHeaderBytes, UINT32_MAX);
-  for (uint32_t t = 0; t < tables; ++t) {
-    snapshot.tables.push_back(ReadSnapshotTable(&in, version));
-    if (t > 0 && snapshot.tables[t].table <= snapshot.tables[t - 1].table) {
-      throw MakeError(where, ": table ", snapshot.tables[t].table, " follows table ",
-                      snapshot.tables[t - 1].table, " (tables are in ascending order, once each)");
-    }
-  }
-  if (in.remaining() != 0) {
-    throw in.ErrorAt(in.offset(), in.remaining(), " unexpected bytes after the last table");
-  }
+  ReadSnapshotBody(&in, &snapshot, nullptr);
   return snapshot;
+}
+
+SnapshotFileReader::SnapshotFileReader(Storage* storage, std::string key, uint64_t size,
+                                       std::string where, const std::string& expected)
+    : storage_(storage), key_(std::move(key)), where_(std::move(where)) {
+  if (size < sizeof(kMagic) + sizeof(uint64_t)) {
+    throw MakeError(where_, ": ", size, " bytes is too short for a snapshot file (at least ",
+                    kMinSnapshotBytes, ")");
+  }
+  const uint64_t body = size - sizeof(uint64_t);
+  Checksum64 sum;
+  constexpr uint64_t kPiece = uint64_t{8} << 20;
+  for (uint64_t at = 0; at < body; at += kPiece) {
+    const std::string piece = Fetch(at, std::min(kPiece, body - at));
+    sum.Add(piece.data(), piece.size());
+  }
+  if (!expected.empty() && ChecksumHex(sum.value()) != expected) {
+    throw MakeError(where_, ": checksum check failed (its bytes give ", ChecksumHex(sum.value()),
+                    ", the manifest says ", expected, ")");
+  }
+  const std::string stored = Fetch(body, sizeof(uint64_t));
+  std::memcpy(&checksum_, stored.data(), sizeof(checksum_));
+  if (checksum_ != sum.value()) {
+    throw MakeError(where_, ": checksum mismatch (the file says ", ChecksumHex(checksum_),
+                    ", its bytes give ", ChecksumHex(sum.value()), ")");
+  }
+  ByteReader in([this](uint64_t offset, uint64_t length) { return Fetch(offset, length); }, body,
+                where_);
+  std::vector<TableArrays> arrays;
+  ReadSnapshotBody(&in, &outline_, &arrays);
+  for (const TableArrays& table : arrays) {
+    arrays_.push_back(Arrays{table.rows, table.keys_at, table.rows_at, table.pushed_at_at});
+  }
+}
+
+std::string SnapshotFileReader::Fetch(uint64_t offset, uint64_t length) const {
+  std::string bytes = storage_->GetRange(key_, offset, length);
+  if (bytes.size() != length) {
+    throw MakeError(where_, ": the file ended at byte ", offset + bytes.size(), " (reading ",
+                    length, " bytes from byte ", offset, ")");
+  }
+  return bytes;
+}
+
+void SnapshotFileReader::ForEachChunk(size_t table,
+                                      const std::function<void(const SnapshotTable&)>& take,
+                                      size_t chunk_rows) const {
+  const SnapshotTable& outline = outline_.tables.at(table);
+  const Arrays& arrays = arrays_.at(table);
+  const size_t width = outline.row_width;
+  SnapshotTable chunk;
+  chunk.table = outline.table;
+  chunk.weight_width = outline.weight_width;
+  chunk.row_width = outline.row_width;
+  uint64_t previous = 0;
+  for (uint64_t first = 0; first < arrays.rows; first += chunk_rows) {
+    const size_t count = static_cast<size_t>(std::min<uint64_t>(chunk_rows, arrays.rows - first));
+    std::string bytes = Fetch(arrays.keys_at + first * sizeof(uint64_t), count * sizeof(uint64_t));
+    chunk.keys.resize(count);
+    std::memcpy(chunk.keys.data(), bytes.data(), bytes.size());
+    bytes = Fetch(arrays.rows_at + first * width * sizeof(float), count * width * sizeof(float));
+    chunk.rows.resize(count * width);
+    std::memcpy(chunk.rows.data(), bytes.data(), bytes.size());
+    chunk.pushed_at.clear();
+    if (arrays.pushed_at_at != 0) {
+      bytes = Fetch(arrays.pushed_at_at + first * sizeof(uint64_t), count * sizeof(uint64_t));
+      chunk.pushed_at.resize(count);
+      std::memcpy(chunk.pushed_at.data(), bytes.data(), bytes.size());
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (first + i > 0 && chunk.keys[i] <= previous) {
+        throw MakeError(where_, ": table ", outline.table, " keys are not sorted at row ",
+                        first + i);
+      }
+      previous = chunk.keys[i];
+    }
+    take(chunk);
+  }
 }
 
 std::string ManifestToJson(const proto::CheckpointManifest& manifest) {
@@ -431,6 +637,19 @@ void CheckpointStore::PutFile(const std::string& id, const std::string& name,
   storage_->Put(Key(id, name), bytes);
 }
 
+uint64_t CheckpointStore::PutFilePieces(
+    const std::string& id, const std::string& name,
+    const std::function<void(const Storage::PieceSink&)>& produce) {
+  uint64_t bytes = 0;
+  storage_->PutPieces(Key(id, name), [&](const Storage::PieceSink& sink) {
+    produce([&](std::string_view piece) {
+      bytes += piece.size();
+      sink(piece);
+    });
+  });
+  return bytes;
+}
+
 void CheckpointStore::Commit(const proto::CheckpointManifest& manifest) {
   storage_->Put(Key(manifest.id(), kManifest), ManifestToJson(manifest));
   const std::string latest = Latest();
@@ -514,18 +733,33 @@ std::string CheckpointStore::ReadSnapshotFile(const std::string& id,
   return bytes;
 }
 
+SnapshotFileReader CheckpointStore::OpenSnapshotFile(const std::string& id,
+                                                     const proto::CheckpointFile& file) {
+  const std::string key = Key(id, file.name());
+  uint64_t size = 0;
+  bool found = false;
+  for (const ObjectInfo& object : storage_->List(key)) {
+    if (object.key == key) {
+      size = object.size;
+      found = true;
+    }
+  }
+  if (!found) throw MakeError(storage_->UriOf(key), ": missing (the manifest lists it)");
+  if (size != file.bytes()) {
+    throw MakeError(storage_->UriOf(key), ": size check failed (", size,
+                    " bytes, the manifest says ", file.bytes(), ")");
+  }
+  return SnapshotFileReader(storage_.get(), key, size, storage_->UriOf(key), file.checksum());
+}
+
 proto::CheckpointManifest CheckpointStore::VerifyOnly(const std::string& id) {
   proto::CheckpointManifest manifest = ReadManifest(id);
   for (const proto::CheckpointFile& file : manifest.files()) {
-    const std::string where = storage_->UriOf(Key(id, file.name()));
-    const std::string bytes = ReadSnapshotFile(id, file);
-    // The manifest's bytes are at least a snapshot's smallest size (ReadManifest).
-    const uint64_t sum = Checksum64::Of(bytes.data(), bytes.size() - sizeof(uint64_t));
-    if (ChecksumHex(sum) != file.checksum()) {
-      throw MakeError(where, ": checksum check failed (its bytes give ", ChecksumHex(sum),
-                      ", the manifest says ", file.checksum(), ")");
+    // Its size, checksums and structure, a piece at a time.
+    const SnapshotFileReader reader = OpenSnapshotFile(id, file);
+    for (size_t table = 0; table < reader.outline().tables.size(); ++table) {
+      reader.ForEachChunk(table, [](const SnapshotTable&) {});  // keys ascending
     }
-    DecodeSnapshot(bytes, where);  // the file's own checksum and structure
   }
   return manifest;
 }

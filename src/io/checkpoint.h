@@ -18,6 +18,7 @@
 #define KEEL_IO_CHECKPOINT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -73,14 +74,61 @@ struct ServerSnapshot {
   std::vector<SnapshotTable> tables;
 };
 
-// The file's bytes; its checksum is in its last 8 bytes and in `*checksum`.
+// Writes the snapshot file's bytes to `sink` in order, in pieces of at most
+// about 1 MiB besides the tables' key and row arrays, which go out as they are
+// (nothing is copied whole); returns the checksum, also its last 8 bytes.
+// Every table's keys must be sorted.
+uint64_t WriteSnapshot(const ServerSnapshot& snapshot, const Storage::PieceSink& sink);
+// The file's bytes whole (WriteSnapshot gathered); its checksum is in its
+// last 8 bytes and in `*checksum`.
 std::string EncodeSnapshot(const ServerSnapshot& snapshot, uint64_t* checksum);
+// Sorts each table's rows by key in place: 4 bytes a row besides the rows
+// (8 past 2^32 rows), where a sorted copy would take as much as the rows.
+void SortSnapshotTables(ServerSnapshot* snapshot);
 // Decodes a whole snapshot file from memory (what a fuzz target calls).
 // Checks the length and checksum first, then the magic and version, and every
 // count and width against sane bounds and the bytes left before allocating
 // for it; spans non-empty, tables ascending, keys strictly ascending. Throws
 // Error naming `where`, the field and its byte offset.
 ServerSnapshot DecodeSnapshot(std::string_view bytes, const std::string& where);
+
+// A snapshot file read from storage a piece at a time, never whole, with
+// DecodeSnapshot's checks: what a restore and a verification read, so that a
+// server's memory holds its table and not also the file and its decoding.
+// `storage` must outlive it. Not synchronized.
+class SnapshotFileReader {
+ public:
+  // Streams the file's `size` bytes once to check its checksum (against
+  // `expected`, in hex, too, unless empty: a manifest's), then reads its
+  // header and each table's fixed part, removed keys, counters and clocks.
+  // Throws Error naming `where`, the field and its byte offset.
+  SnapshotFileReader(Storage* storage, std::string key, uint64_t size, std::string where,
+                     const std::string& expected = "");
+
+  // The file without its tables' keys, rows and last push clocks.
+  const ServerSnapshot& outline() const { return outline_; }
+  uint64_t checksum() const { return checksum_; }
+  uint64_t rows(size_t table) const { return arrays_.at(table).rows; }
+  // Calls `take` with table `table`'s rows in key order, `chunk_rows` at a
+  // time: a SnapshotTable of the table's id and widths holding that chunk's
+  // keys, rows and last push clocks only. Throws Error naming the row if the
+  // keys are not strictly ascending, or if the storage fails.
+  void ForEachChunk(size_t table, const std::function<void(const SnapshotTable&)>& take,
+                    size_t chunk_rows = size_t{1} << 20) const;
+
+ private:
+  struct Arrays {
+    uint64_t rows = 0;
+    uint64_t keys_at = 0, rows_at = 0, pushed_at_at = 0;  // 0: no clocks
+  };
+  std::string Fetch(uint64_t offset, uint64_t length) const;
+
+  Storage* storage_;
+  std::string key_, where_;
+  uint64_t checksum_ = 0;
+  ServerSnapshot outline_;
+  std::vector<Arrays> arrays_;
+};
 
 // The checkpoints under one storage root.
 class CheckpointStore {
@@ -105,7 +153,14 @@ class CheckpointStore {
   // their size is the manifest's: a file of another size is refused, naming it
   // and both sizes, without being read whole. Throws Error.
   std::string ReadSnapshotFile(const std::string& id, const proto::CheckpointFile& file);
+  // The same file read a piece at a time (SnapshotFileReader), once its size
+  // is the manifest's.
+  SnapshotFileReader OpenSnapshotFile(const std::string& id, const proto::CheckpointFile& file);
   void PutFile(const std::string& id, const std::string& name, std::string_view bytes);
+  // PutFile of the bytes `produce` hands its sink piece by piece
+  // (Storage::PutPieces); returns their count.
+  uint64_t PutFilePieces(const std::string& id, const std::string& name,
+                         const std::function<void(const Storage::PieceSink&)>& produce);
 
   // Writes the manifest, then points LATEST at it unless LATEST already names
   // a newer checkpoint.

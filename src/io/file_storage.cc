@@ -24,6 +24,11 @@ class FileStorage : public Storage {
   explicit FileStorage(std::string root) : root_(std::move(root)) {}
 
   void Put(const std::string& key, std::string_view data) override {
+    PutPieces(key, [data](const PieceSink& sink) { sink(data); });
+  }
+
+  void PutPieces(const std::string& key,
+                 const std::function<void(const PieceSink&)>& produce) override {
     const std::string path = PathOf(key);
     const std::string folder = ParentFolder(path);
     try {
@@ -39,10 +44,19 @@ class FileStorage : public Storage {
       throw MakeError(UriOf(key), ": cannot create ", temp, ": ", ErrnoText(errno));
     }
     int error = 0;
-    for (size_t written = 0; written < data.size() && error == 0;) {
-      const ssize_t count = write(descriptor, data.data() + written, data.size() - written);
-      if (count < 0 && errno != EINTR) error = errno;
-      if (count > 0) written += static_cast<size_t>(count);
+    auto sink = [&](std::string_view data) {
+      for (size_t written = 0; written < data.size() && error == 0;) {
+        const ssize_t count = write(descriptor, data.data() + written, data.size() - written);
+        if (count < 0 && errno != EINTR) error = errno;
+        if (count > 0) written += static_cast<size_t>(count);
+      }
+    };
+    try {
+      produce(sink);
+    } catch (...) {
+      close(descriptor);
+      unlink(temp.c_str());
+      throw;
     }
     if (error == 0 && fsync(descriptor) != 0) error = errno;
     if (close(descriptor) != 0 && error == 0) error = errno;

@@ -20,6 +20,13 @@ std::string SizeOfLargeObject(Storage& storage, const std::string& key, uint64_t
 
 }  // namespace
 
+void Storage::PutPieces(const std::string& key,
+                        const std::function<void(const PieceSink&)>& produce) {
+  std::string bytes;
+  produce([&bytes](std::string_view piece) { bytes.append(piece); });
+  Put(key, bytes);
+}
+
 std::string GetAtMost(Storage& storage, const std::string& key, uint64_t max_bytes,
                       const std::string& what) {
   // One byte more than allowed tells a file that is too large from one that fits.

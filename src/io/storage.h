@@ -10,6 +10,7 @@
 #define KEEL_IO_STORAGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,6 +41,16 @@ class Storage {
   // Writes `data` as object `key`, replacing any previous one. A reader sees
   // the old object or the new one, never a part of it.
   virtual void Put(const std::string& key, std::string_view data) = 0;
+
+  // Receives an object's bytes piece by piece, in order.
+  using PieceSink = std::function<void(std::string_view piece)>;
+  // Writes object `key` from the pieces `produce` hands its sink, in order,
+  // with Put's guarantee (the old object or the new one, never a part). A
+  // folder writes each piece as it comes, so the object is never whole in
+  // memory; this default gathers the pieces and Puts them. An exception from
+  // `produce` leaves the old object.
+  virtual void PutPieces(const std::string& key,
+                         const std::function<void(const PieceSink&)>& produce);
 
   // The whole object.
   virtual std::string Get(const std::string& key) = 0;

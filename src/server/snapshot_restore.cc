@@ -162,10 +162,10 @@ uint64_t SnapshotRestore::Restore(const std::string& uri, const std::string& id,
       if (!relevant) continue;
       ++files;
       const std::string where = store.storage()->UriOf(manifest.id() + "/" + file.name());
-      const ServerSnapshot snapshot =
-          DecodeSnapshot(store.ReadSnapshotFile(manifest.id(), file), where);
-      if (snapshot.delta != file.delta()) {
-        throw MakeError(where, ": the file is ", snapshot.delta ? "a delta" : "full",
+      // Read a piece at a time: the file is as large as the rows it holds.
+      const SnapshotFileReader snapshot = store.OpenSnapshotFile(manifest.id(), file);
+      if (snapshot.outline().delta != file.delta()) {
+        throw MakeError(where, ": the file is ", snapshot.outline().delta ? "a delta" : "full",
                         ", its manifest says ", file.delta() ? "a delta" : "full");
       }
       loaded += RestoreSnapshot(snapshot, where, targets, *ranges, /*fresh=*/link == 0, &sketches);
@@ -218,10 +218,11 @@ void SnapshotRestore::RestoreCounters(const SnapshotTable& saved, const std::str
   }
 }
 
-uint64_t SnapshotRestore::RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
+uint64_t SnapshotRestore::RestoreSnapshot(const SnapshotFileReader& file, const std::string& where,
                                           const std::set<size_t>& targets, const RangeMap& ranges,
                                           bool fresh,
                                           std::set<std::pair<size_t, uint32_t>>* sketches) {
+  const ServerSnapshot& snapshot = file.outline();
   // A full file replaces the rows of its spans: rows there that it lacks
   // were removed before it was written.
   if (!snapshot.delta && !fresh) {
@@ -241,7 +242,8 @@ uint64_t SnapshotRestore::RestoreSnapshot(const ServerSnapshot& snapshot, const 
     }
   }
   uint64_t loaded = 0;
-  for (const SnapshotTable& saved : snapshot.tables) {
+  for (size_t t = 0; t < snapshot.tables.size(); ++t) {
+    const SnapshotTable& saved = snapshot.tables[t];
     for (size_t range : targets) {
       ServerTable& table =
           state_.TableFor(state_.shards[range], range, saved.table, saved.weight_width);
@@ -256,7 +258,20 @@ uint64_t SnapshotRestore::RestoreSnapshot(const ServerSnapshot& snapshot, const 
            it != saved.deleted.end() && *it <= last; ++it) {
         table.rows->Erase(*it);
       }
-      loaded += CopyRowsIn(saved, first, last, table.rows.get());
+    }
+    // The rows, a chunk at a time, each into the target range it falls in.
+    file.ForEachChunk(t, [&](const SnapshotTable& chunk) {
+      if (chunk.keys.empty()) return;
+      for (size_t range : targets) {
+        const Key first = ranges.begin(range), last = ranges.last(range);
+        if (last < chunk.keys.front() || chunk.keys.back() < first) continue;
+        ServerTable& table = state_.shards[range].tables.at(saved.table);
+        loaded += CopyRowsIn(chunk, first, last, table.rows.get());
+      }
+    });
+    for (size_t range : targets) {
+      ServerTable& table = state_.shards[range].tables.at(saved.table);
+      const Key first = ranges.begin(range), last = ranges.last(range);
       if (table.admit_after > 1) {
         RestoreCounters(saved, where, range, first, last, &table, sketches);
       }

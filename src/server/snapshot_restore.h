@@ -68,11 +68,11 @@ class SnapshotRestore {
   void RestoreCounters(const SnapshotTable& saved, const std::string& where, size_t range,
                        Key first, Key last, ServerTable* table,
                        std::set<std::pair<size_t, uint32_t>>* sketches);
-  // Applies to `targets` what `snapshot` (read from `where`) holds: its
-  // removed keys and rows, and for a full one the removal first of every
-  // row of its spans (unless `fresh`: the tables are empty). Returns the
-  // rows loaded.
-  uint64_t RestoreSnapshot(const ServerSnapshot& snapshot, const std::string& where,
+  // Applies to `targets` what `file` (at `where`) holds: its removed keys
+  // and rows (read a chunk at a time), and for a full one the removal first
+  // of every row of its spans (unless `fresh`: the tables are empty).
+  // Returns the rows loaded.
+  uint64_t RestoreSnapshot(const SnapshotFileReader& file, const std::string& where,
                            const std::set<size_t>& targets, const RangeMap& ranges, bool fresh,
                            std::set<std::pair<size_t, uint32_t>>* sketches);
 

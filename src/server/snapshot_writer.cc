@@ -3,9 +3,6 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstring>
-#include <numeric>
 
 #include "base/checksum.h"
 #include "base/error.h"
@@ -13,31 +10,6 @@
 #include "kv/node.h"
 
 namespace keel {
-namespace {
-
-void SortByKey(SnapshotTable* table) {
-  const size_t width = table->row_width;
-  std::vector<size_t> order(table->keys.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return table->keys[a] < table->keys[b]; });
-  std::vector<uint64_t> keys(order.size());
-  std::vector<float> rows(table->rows.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    keys[i] = table->keys[order[i]];
-    std::memcpy(rows.data() + i * width, table->rows.data() + order[i] * width,
-                sizeof(float) * width);
-  }
-  table->keys = std::move(keys);
-  table->rows = std::move(rows);
-  if (!table->pushed_at.empty()) {
-    std::vector<uint64_t> pushed_at(order.size());
-    for (size_t i = 0; i < order.size(); ++i) pushed_at[i] = table->pushed_at[order[i]];
-    table->pushed_at = std::move(pushed_at);
-  }
-}
-
-}  // namespace
 
 SnapshotWriter::SnapshotWriter(Done done) : done_(std::move(done)) {
   thread_ = std::thread([this] { Loop(); });
@@ -68,8 +40,10 @@ proto::CheckpointFile SnapshotWriter::WriteOne(Job& job) {
   file.set_server_rank(job.snapshot.server_rank);
   file.set_delta(job.snapshot.delta);
   uint64_t rows = 0;
+  // In place, and then written as it is encoded: besides the copy, the
+  // writer holds 4 bytes a row and a 1 MiB buffer, never the file whole.
+  SortSnapshotTables(&job.snapshot);
   for (SnapshotTable& table : job.snapshot.tables) {
-    SortByKey(&table);
     // A key evicted, pushed again and evicted again is listed once.
     std::sort(table.deleted.begin(), table.deleted.end());
     table.deleted.erase(std::unique(table.deleted.begin(), table.deleted.end()),
@@ -82,14 +56,15 @@ proto::CheckpointFile SnapshotWriter::WriteOne(Job& job) {
     span->set_last(last);
   }
   uint64_t checksum = 0;
-  const std::string bytes = EncodeSnapshot(job.snapshot, &checksum);
   CheckpointStore store(job.uri);
-  store.PutFile(job.checkpoint, file.name(), bytes);
-  file.set_bytes(bytes.size());
+  const uint64_t bytes = store.PutFilePieces(
+      job.checkpoint, file.name(),
+      [&](const Storage::PieceSink& sink) { checksum = WriteSnapshot(job.snapshot, sink); });
+  file.set_bytes(bytes);
   file.set_rows(rows);
   file.set_checksum(ChecksumHex(checksum));
   LOG(INFO) << "checkpoint " << job.checkpoint << ": wrote " << rows
-            << (job.snapshot.delta ? " changed" : "") << " rows (" << bytes.size() << " bytes) to "
+            << (job.snapshot.delta ? " changed" : "") << " rows (" << bytes << " bytes) to "
             << store.storage()->UriOf(job.checkpoint) << " in " << MonotonicSeconds() - begin
             << " s";
   return file;

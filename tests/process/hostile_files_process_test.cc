@@ -98,7 +98,7 @@ TEST_F(HostileFilesProcess, AnEightGigabyteSnapshotIsRefusedWithoutReadingIt) {
   for (const testing::Exit& exit : {Verify(), Resume()}) {
     ASSERT_TRUE(exit.finished) << exit.output;
     EXPECT_EQ(exit.code, 1) << exit.output;
-    EXPECT_TRUE(Contains(exit.output, SnapshotPath() + ": size check failed (8589934592 bytes;"))
+    EXPECT_TRUE(Contains(exit.output, SnapshotPath() + ": size check failed (8589934592 bytes,"))
         << exit.output;
   }
 }

@@ -209,6 +209,29 @@ TEST_P(StorageTest, LargeObjectRoundTripsByteForByte) {
               data.substr((size_t{5} << 20) - 10, 20));
 }
 
+TEST_P(StorageTest, PutPiecesWritesThePiecesInOrderAsOneObject) {
+  const std::string big = RandomBytes(3 << 20, 7);
+  storage_->PutPieces("p.bin", [&](const Storage::PieceSink& sink) {
+    sink("head");
+    sink(big);
+    sink("");
+    sink("tail");
+  });
+  EXPECT_EQ(storage_->Get("p.bin"), "head" + big + "tail");
+}
+
+TEST_P(StorageTest, PutPiecesThatThrowsLeavesTheOldObject) {
+  storage_->Put("p.bin", "old");
+  EXPECT_THROW(storage_->PutPieces("p.bin",
+                                   [](const Storage::PieceSink& sink) {
+                                     sink("new, but cut short");
+                                     throw Error("the producer failed");
+                                   }),
+               Error);
+  EXPECT_EQ(storage_->Get("p.bin"), "old");
+  EXPECT_EQ(KeysOf(storage_->List("")), std::vector<std::string>{"p.bin"});
+}
+
 TEST_P(StorageTest, ConcurrentPutsAndGetsFromSeveralThreads) {
   std::vector<std::thread> threads;
   std::atomic<int> mismatches{0};

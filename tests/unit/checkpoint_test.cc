@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <random>
 
 #include "base/checksum.h"
 #include "test_util.h"
@@ -63,6 +66,63 @@ TEST(SnapshotFile, RoundTripsEveryTableAndSpan) {
   uint64_t stored = 0;
   std::memcpy(&stored, bytes.data() + bytes.size() - 8, sizeof(stored));
   EXPECT_EQ(stored, checksum);
+}
+
+TEST(SnapshotFile, WrittenInPiecesAreTheEncodedBytesWithoutCopyingTheRows) {
+  ServerSnapshot snapshot = SampleSnapshot(2);
+  // Enough rows that the arrays are larger than the writer's buffer.
+  SnapshotTable& weights = snapshot.tables[0];
+  weights.keys.clear();
+  weights.rows.clear();
+  for (uint64_t key = 0; key < 100000; ++key) {
+    weights.keys.push_back(3 * key + 1);
+    for (int c = 0; c < 5; ++c) weights.rows.push_back(static_cast<float>(key) + 0.1f * c);
+  }
+  uint64_t encoded_sum = 0;
+  const std::string encoded = EncodeSnapshot(snapshot, &encoded_sum);
+  std::string written;
+  size_t largest_copied_piece = 0;
+  bool rows_passed_as_they_are = false;
+  const uint64_t sum = WriteSnapshot(snapshot, [&](std::string_view piece) {
+    if (piece.data() == reinterpret_cast<const char*>(weights.rows.data())) {
+      rows_passed_as_they_are = true;
+    } else if (piece.data() != reinterpret_cast<const char*>(weights.keys.data())) {
+      largest_copied_piece = std::max(largest_copied_piece, piece.size());
+    }
+    written.append(piece);
+  });
+  EXPECT_EQ(written, encoded);
+  EXPECT_EQ(sum, encoded_sum);
+  EXPECT_TRUE(rows_passed_as_they_are);
+  EXPECT_LE(largest_copied_piece, size_t{1} << 20);
+  EXPECT_EQ(DecodeSnapshot(written, "s.snap").tables[0].keys, weights.keys);
+}
+
+TEST(SnapshotFile, SortingInPlaceMovesEachRowAndClockWithItsKey) {
+  ServerSnapshot snapshot;
+  SnapshotTable table;
+  table.row_width = 3;
+  table.weight_width = 1;
+  std::mt19937_64 random(5);
+  for (int i = 0; i < 10000; ++i) {
+    const uint64_t key = random();
+    table.keys.push_back(key);
+    table.pushed_at.push_back(key / 7);
+    for (int c = 0; c < 3; ++c) table.rows.push_back(static_cast<float>(key % 1000003) + c);
+  }
+  snapshot.tables = {table};
+  SortSnapshotTables(&snapshot);
+  const SnapshotTable& sorted = snapshot.tables[0];
+  std::vector<uint64_t> expected = table.keys;
+  std::sort(expected.begin(), expected.end());
+  ASSERT_EQ(sorted.keys, expected);
+  for (size_t i = 0; i < sorted.keys.size(); ++i) {
+    const uint64_t key = sorted.keys[i];
+    ASSERT_EQ(sorted.pushed_at[i], key / 7) << "row " << i;
+    for (int c = 0; c < 3; ++c) {
+      ASSERT_EQ(sorted.rows[i * 3 + c], static_cast<float>(key % 1000003) + c) << "row " << i;
+    }
+  }
 }
 
 TEST(SnapshotFile, AFlippedByteFailsTheChecksumNamingTheFile) {
@@ -323,6 +383,109 @@ TEST_F(CheckpointStoreTest, AManifestWhoseDeltaLinksDoNotFitIsRefused) {
   manifest.mutable_files(0)->set_delta(true);
   EXPECT_TRUE(Contains(ErrorOf([&] { ManifestFromJson(ManifestToJson(manifest), "m"); }),
                        "is a delta, but the manifest names no delta_of"));
+}
+
+// A storage that passes every call to a folder's and keeps the largest read.
+class ReadCountingStorage : public Storage {
+ public:
+  explicit ReadCountingStorage(const std::string& folder) : inner_(OpenStorage(folder)) {}
+  void Put(const std::string& key, std::string_view data) override { inner_->Put(key, data); }
+  std::string Get(const std::string& key) override {
+    ++whole_reads;
+    return inner_->Get(key);
+  }
+  std::string GetRange(const std::string& key, uint64_t offset, uint64_t length) override {
+    std::string bytes = inner_->GetRange(key, offset, length);
+    largest_read = std::max<uint64_t>(largest_read, bytes.size());
+    return bytes;
+  }
+  std::vector<ObjectInfo> List(const std::string& prefix) override { return inner_->List(prefix); }
+  void Delete(const std::string& key) override { inner_->Delete(key); }
+  std::string UriOf(const std::string& key) const override { return inner_->UriOf(key); }
+
+  int whole_reads = 0;
+  uint64_t largest_read = 0;
+
+ private:
+  std::unique_ptr<Storage> inner_;
+};
+
+// A snapshot of `rows` rows of 3 floats in table 0, and the bias table.
+ServerSnapshot LargeSnapshot(uint64_t rows) {
+  ServerSnapshot snapshot = SampleSnapshot(0);
+  SnapshotTable& weights = snapshot.tables[0];
+  weights.row_width = 3;
+  weights.weight_width = 1;
+  weights.keys.clear();
+  weights.rows.clear();
+  weights.deleted = {7, 9};
+  for (uint64_t key = 0; key < rows; ++key) {
+    weights.keys.push_back(5 * key + 2);
+    for (int c = 0; c < 3; ++c) weights.rows.push_back(static_cast<float>(key) + 0.25f * c);
+  }
+  return snapshot;
+}
+
+TEST_F(CheckpointStoreTest, ASnapshotFileIsReadInPiecesNeverWhole) {
+  ReadCountingStorage storage(folder_);
+  const ServerSnapshot snapshot = LargeSnapshot(1000000);  // 20 MB
+  uint64_t checksum = 0;
+  const std::string bytes = EncodeSnapshot(snapshot, &checksum);
+  storage.Put("s.snap", bytes);
+  const SnapshotFileReader reader(&storage, "s.snap", bytes.size(), "s.snap",
+                                  ChecksumHex(checksum));
+  EXPECT_EQ(reader.outline().spans, snapshot.spans);
+  ASSERT_EQ(reader.outline().tables.size(), 2u);
+  EXPECT_EQ(reader.outline().tables[0].deleted, snapshot.tables[0].deleted);
+  EXPECT_TRUE(reader.outline().tables[0].keys.empty());
+  EXPECT_EQ(reader.rows(0), 1000000u);
+  SnapshotTable read;
+  int chunks = 0;
+  reader.ForEachChunk(
+      0,
+      [&](const SnapshotTable& chunk) {
+        ++chunks;
+        EXPECT_EQ(chunk.row_width, 3u);
+        read.keys.insert(read.keys.end(), chunk.keys.begin(), chunk.keys.end());
+        read.rows.insert(read.rows.end(), chunk.rows.begin(), chunk.rows.end());
+      },
+      300000);
+  EXPECT_EQ(chunks, 4);
+  EXPECT_EQ(read.keys, snapshot.tables[0].keys);
+  EXPECT_EQ(read.rows, snapshot.tables[0].rows);
+  EXPECT_EQ(storage.whole_reads, 0);
+  // The checksum's pieces (8 MiB) are the largest reads: never the 20 MB.
+  EXPECT_LE(storage.largest_read, uint64_t{8} << 20);
+}
+
+TEST_F(CheckpointStoreTest, ASnapshotFileReadInPiecesIsCheckedAsADecodedOneIs) {
+  auto storage = OpenStorage(folder_);
+  ServerSnapshot snapshot = LargeSnapshot(1000);
+  uint64_t checksum = 0;
+  std::string bytes = EncodeSnapshot(snapshot, &checksum);
+  storage->Put("s.snap", bytes);
+  EXPECT_TRUE(Contains(
+      ErrorOf([&] { SnapshotFileReader(storage.get(), "s.snap", bytes.size(), "s.snap", "00"); }),
+      "s.snap: checksum check failed"));
+  bytes[100] ^= 1;
+  storage->Put("flipped.snap", bytes);
+  EXPECT_TRUE(Contains(
+      ErrorOf([&] { SnapshotFileReader(storage.get(), "flipped.snap", bytes.size(), "f.snap"); }),
+      "f.snap: checksum mismatch"));
+  EXPECT_TRUE(Contains(
+      ErrorOf([&] { SnapshotFileReader(storage.get(), "s.snap", bytes.size() + 8, "s.snap"); }),
+      "s.snap: the file ended at byte"));
+  // Keys out of order across two chunks: the row is named.
+  std::swap(snapshot.tables[0].keys[499], snapshot.tables[0].keys[500]);
+  bytes = EncodeSnapshot(snapshot, &checksum);
+  storage->Put("unsorted.snap", bytes);
+  EXPECT_TRUE(Contains(ErrorOf([&] { DecodeSnapshot(bytes, "u.snap"); }), "not sorted at row 500"));
+  const SnapshotFileReader reader(storage.get(), "unsorted.snap", bytes.size(), "u.snap");
+  EXPECT_TRUE(Contains(ErrorOf([&] {
+                         reader.ForEachChunk(
+                             0, [](const SnapshotTable&) {}, 500);
+                       }),
+                       "u.snap: table 0 keys are not sorted at row 500"));
 }
 
 TEST_F(CheckpointStoreTest, ResolveFindsLatestOrSaysThereIsNone) {
