@@ -13,6 +13,7 @@
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/key_cache_flags.h"
+#include "cli/wire_flags.h"
 #include "cli/launch_flags.h"
 #include "cli/serve_flags.h"
 #include "cli/train_flags.h"
@@ -32,6 +33,7 @@ const std::vector<std::string> kHeadingOrder = {"job",
                                                 "faults",
                                                 "resends",
                                                 "key caching",
+                                                "wire precision",
                                                 "consistency",
                                                 "optimizer",
                                                 "learning rate schedule",
@@ -55,7 +57,7 @@ const std::set<std::string> kNotRoleHeadings = {"predict", "serve", "sagemaker",
 std::vector<FlagGroup> FamilyTables() {
   std::vector<FlagGroup> groups;
   for (const auto& family : {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(),
-                             KeyCacheFlagGroups(), JobFlagGroups(), BenchFlagGroups(),
+                             KeyCacheFlagGroups(), WireFlagGroups(), JobFlagGroups(), BenchFlagGroups(),
                              ExactSumFlagGroups(), ServeFlagGroups(), TrainFlagGroups()}) {
     groups.insert(groups.end(), family.begin(), family.end());
   }
@@ -171,7 +173,8 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             "runs a worker: the job (training, kv_bench or exact_sum) on its share of the data",
             RoleGroups({"job", "data", "compute", "node", "consistency", "loss and metrics",
                         "optimizer", "learning rate schedule", "normalization", "initialization",
-                        "faults", "resends", "key caching", "benchmark", "exact sum", "checking"}),
+                        "faults", "resends", "key caching", "wire precision", "benchmark",
+                        "exact sum", "checking"}),
             {},
             true};
   }

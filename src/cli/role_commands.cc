@@ -18,6 +18,7 @@
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/key_cache_flags.h"
+#include "cli/wire_flags.h"
 #include "cli/metrics_flags.h"
 #include "cli/role_flags.h"
 #include "faults/preemption_notice.h"
@@ -188,6 +189,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   const RequestRetry retry = RequestRetryFromFlags();
   const KeyCacheOptions key_cache = KeyCacheOptionsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
+  const proto::WirePrecision precision = WirePrecisionFromFlags(settings.job);
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
@@ -196,6 +198,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   SchedulerLink scheduler(node);
   KVWorker client(&node, retry);
   client.SetKeyCache(key_cache);
+  client.SetWirePrecision(precision);
   AddNodeMetrics(&node, &metrics);
   AddWorkerMetrics(&client, IsTrainingJob(settings.job) ? &counters : nullptr, &metrics);
   auto endpoint = StartMetricsEndpoint(
