@@ -102,12 +102,7 @@ class KeyCachedCluster : public testing::ClusterTest {
   enum class Twist { kNone, kRenameOnce, kUnknownAfterResend };
 
   void StartCluster(int servers, int replication, Twist twist = Twist::kNone) {
-    SchedulerOptions options = testing::LocalScheduler(servers, 1);
-    options.replication = replication;
-    options.heartbeat_timeout_s = 0.5;
-    scheduler_ = testing::StartScheduler(options);
-    server_nodes_.resize(servers);
-    servers_.resize(servers);
+    StartReplicatedScheduler(servers, replication);
     for (int rank = 0; rank < servers; ++rank) MakeServer(rank);
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port(), 0.1));
     if (twist == Twist::kRenameOnce) {
