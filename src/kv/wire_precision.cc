@@ -1,6 +1,7 @@
 #include "kv/wire_precision.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "base/error.h"
 
@@ -37,6 +38,15 @@ uint32_t RoundShift(uint32_t value, int shift) {
   const uint32_t rest = value & ((1u << shift) - 1);
   const uint32_t half = 1u << (shift - 1);
   return kept + ((rest > half || (rest == half && (kept & 1))) ? 1 : 0);
+}
+
+// The bytes of `array` (no copy).
+template <typename T>
+SharedArray<char> BytesOf(const SharedArray<T>& array) {
+  using Mutable = std::remove_const_t<T>;
+  return SharedArray<char>(array.owner(),
+                           reinterpret_cast<char*>(const_cast<Mutable*>(array.data())),
+                           array.bytes());
 }
 
 }  // namespace
@@ -122,8 +132,9 @@ float Fp16ToFloat(uint16_t bits) {
   return FloatOf(sign | ((exponent + 127 - 15) << 23) | (significand << 13));
 }
 
-Bytes NarrowValues(const SharedArray<const float>& values, proto::WirePrecision precision) {
-  if (precision == proto::WIRE_FP32) return AsBytes(values);
+SharedArray<char> NarrowValues(const SharedArray<const float>& values,
+                               proto::WirePrecision precision) {
+  if (precision == proto::WIRE_FP32) return BytesOf(values);
   BytesPerValue(precision);  // throws for an unknown one
   auto narrow = SharedArray<uint16_t>::Allocate(values.size());
   const float* in = values.data();
@@ -133,7 +144,7 @@ Bytes NarrowValues(const SharedArray<const float>& values, proto::WirePrecision 
   } else {
     for (size_t i = 0; i < values.size(); ++i) out[i] = FloatToFp16(in[i]);
   }
-  return AsBytes(narrow);
+  return BytesOf(narrow);
 }
 
 void WidenInto(const char* data, size_t count, proto::WirePrecision precision, float* out) {
@@ -149,7 +160,7 @@ void WidenInto(const char* data, size_t count, proto::WirePrecision precision, f
   }
 }
 
-SharedArray<const float> WidenValues(const Bytes& frame, uint64_t count,
+SharedArray<const float> WidenValues(const SharedArray<char>& frame, uint64_t count,
                                      proto::WirePrecision precision, const std::string& what) {
   if (!proto::WirePrecision_IsValid(precision)) {
     throw MakeError(what, ": unknown wire precision ", static_cast<int>(precision));

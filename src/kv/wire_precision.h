@@ -20,7 +20,7 @@
 #include <string>
 
 #include "keel.pb.h"
-#include "kv/message.h"
+#include "kv/shared_array.h"
 
 namespace keel {
 
@@ -36,14 +36,14 @@ float Bf16ToFloat(uint16_t bits);
 uint16_t FloatToFp16(float value);
 float Fp16ToFloat(uint16_t bits);
 
-// `count` floats as a frame of `precision` (float32: the floats themselves,
-// not copied; 16-bit: a new array of converted values).
-Bytes NarrowValues(const SharedArray<const float>& values, proto::WirePrecision precision);
+// `values` as the bytes of a frame of `precision` (float32: the floats
+// themselves, not copied; 16-bit: a new array of converted values).
+SharedArray<char> NarrowValues(const SharedArray<const float>& values, proto::WirePrecision precision);
 
 // A frame of `count` values of `precision` widened to float32 (float32: the
 // frame itself, not copied). Throws Error, naming `what`, if the frame is not
 // count values of that precision, or the precision is unknown.
-SharedArray<const float> WidenValues(const Bytes& frame, uint64_t count,
+SharedArray<const float> WidenValues(const SharedArray<char>& frame, uint64_t count,
                                      proto::WirePrecision precision, const std::string& what);
 // Widens `count` values of `precision` at `data` into `out`.
 void WidenInto(const char* data, size_t count, proto::WirePrecision precision, float* out);

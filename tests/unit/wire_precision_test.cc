@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "kv/message.h"
 
 namespace keel {
 namespace {
