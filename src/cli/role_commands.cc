@@ -35,6 +35,7 @@
 #include "server/held_copy.h"
 #include "server/server_restart.h"
 #include "server/kv_server.h"
+#include "worker/hyperparameters.h"
 #include "worker/scheduler_link.h"
 
 namespace keel {
@@ -198,7 +199,8 @@ int RunWorker(const std::vector<std::string>& argv) {
   SchedulerLink scheduler(node);
   KVWorker client(&node, retry);
   client.SetKeyCache(key_cache);
-  client.SetWirePrecision(precision);
+  // The model's tables only: the control table's counts and sums stay float32.
+  client.SetWirePrecision(precision, {kWeightTable, kBiasTable});
   AddNodeMetrics(&node, &metrics);
   AddWorkerMetrics(&client, IsTrainingJob(settings.job) ? &counters : nullptr, &metrics);
   auto endpoint = StartMetricsEndpoint(

@@ -109,9 +109,11 @@ void KVWorker::SetKeyCache(const KeyCacheOptions& options) {
   key_lists_ = std::make_unique<SentKeyLists>(options);
 }
 
-void KVWorker::SetWirePrecision(proto::WirePrecision precision) {
+void KVWorker::SetWirePrecision(proto::WirePrecision precision,
+                                const std::set<uint32_t>& tables) {
   BytesPerValue(precision);  // throws for an unknown one
   precision_ = precision;
+  narrow_tables_ = tables;
 }
 
 namespace {
@@ -553,9 +555,11 @@ Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Ke
   if (key_list.mode != SentKeyLists::Mode::kNamed) {
     message.frames.push_back(AsBytes(keys.Slice(begin, end)));
   }
-  if (command == proto::PUSH || command == proto::PULL) meta.set_precision(precision_);
+  const proto::WirePrecision precision =
+      narrow_tables_.count(table) ? precision_ : proto::WIRE_FP32;
+  meta.set_precision(precision);
   if (command == proto::PUSH) {
-    message.frames.push_back(NarrowValues(values.Slice(begin * width, end * width), precision_));
+    message.frames.push_back(NarrowValues(values.Slice(begin * width, end * width), precision));
   }
   return message;
 }

@@ -34,10 +34,11 @@
 // goes again at once with its keys; a part resent for want of an answer (or
 // to another server) always carries its keys.
 //
-// Wire precision (SetWirePrecision; float32 unless set): a push's values and
-// a pull's answer travel as 16-bit values (kv/wire_precision.h); the server
-// widens a push's values and applies float32, and a pull's answer is widened
-// here. Dumps and clock announcements are not affected.
+// Wire precision (SetWirePrecision; float32 unless set): the pushes' values
+// and pulls' answers of the tables named travel as 16-bit values
+// (kv/wire_precision.h); the server widens a push's values and applies
+// float32, and a pull's answer is widened here. Other tables (a job's
+// counters and sums), dumps and clock announcements stay float32.
 //
 // Thread-safe: Push, Pull and Wait may be called from several threads.
 #ifndef KEEL_KV_KV_WORKER_H_
@@ -197,9 +198,10 @@ class KVWorker {
   // Turns key caching on (options.enabled) with its bounds. Set before
   // node->Start(). Throws Error naming a zero bound.
   void SetKeyCache(const KeyCacheOptions& options);
-  // The precision pushes' values and pulls' answers travel in. Set before
-  // node->Start(). Throws Error for an unknown precision.
-  void SetWirePrecision(proto::WirePrecision precision);
+  // The precision the pushes' values and pulls' answers of `tables` travel
+  // in (the others' stay float32). Set before node->Start(). Throws Error for
+  // an unknown precision.
+  void SetWirePrecision(proto::WirePrecision precision, const std::set<uint32_t>& tables);
   proto::WirePrecision wire_precision() const { return precision_; }
   // Bytes of every data message this worker sent to servers (each send of a
   // part, resends included) and received from them (every answer, late ones
@@ -382,6 +384,7 @@ class KVWorker {
   std::atomic<uint64_t> wire_bytes_sent_{0};
   std::atomic<uint64_t> wire_bytes_received_{0};
   proto::WirePrecision precision_ = proto::WIRE_FP32;
+  std::set<uint32_t> narrow_tables_;  // the tables that travel at precision_
   std::unique_ptr<SentKeyLists> key_lists_;
   double longest_push_s_ = 0;  // since TakeLongestPush
   RequestObserver observer_;

@@ -74,7 +74,7 @@ class WirePrecisionCluster : public testing::ClusterTest {
     auto worker = std::make_unique<BreakingWorker>(worker_node_.get(), testing::PatientRetry());
     worker_ = worker.get();
     client_ = std::move(worker);
-    client_->SetWirePrecision(precision);
+    client_->SetWirePrecision(precision, {0});
     StartAll();
   }
 
@@ -140,6 +140,23 @@ TEST_F(WirePrecisionCluster, Bf16PushesAreAppliedAsWidenedFloatsAndPullsComeBack
   const uint64_t sent = client_->wire_bytes_sent() - before;
   EXPECT_GT(sent, keys.size() * (8 + kWidth * 2));
   EXPECT_LT(sent, keys.size() * (8 + kWidth * 4));
+}
+
+TEST_F(WirePrecisionCluster, ATableNotNamedForBf16TravelsAsFloat32) {
+  // A job's counters (the control table) must add up exactly: 20001 is no
+  // bfloat16 value (19968 and 20096 are its neighbours).
+  StartCluster(1, 0, proto::WIRE_BF16);
+  const std::vector<Key> keys = MixedKeySet({1});
+  client_->Wait(client_->Push(SharedArray<const Key>(keys),
+                              SharedArray<const float>(std::vector<float>{-20001, -1}), kWidth,
+                              /*table=*/1),
+                30);
+  SharedArray<float> counted;
+  client_->Wait(client_->Pull(SharedArray<const Key>(keys), &counted, kWidth, /*table=*/1), 30);
+  EXPECT_EQ(std::vector<float>(counted.begin(), counted.end()), (std::vector<float>{20001, 1}));
+  // The table named travels as bf16 both ways.
+  Push(keys, {-20001, -1});
+  EXPECT_EQ(Pull(keys), (std::vector<float>{Bf16(20001), 1}));
 }
 
 TEST_F(WirePrecisionCluster, ABf16JobConvergesToItsTargets) {
