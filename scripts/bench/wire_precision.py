@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_data  # noqa: E402  (its loaders and writers; needs python3-sklearn)
 from sklearn.metrics import roc_auc_score  # noqa: E402

@@ -13,10 +13,10 @@
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
 #include "cli/key_cache_flags.h"
-#include "cli/wire_flags.h"
 #include "cli/launch_flags.h"
 #include "cli/serve_flags.h"
 #include "cli/train_flags.h"
+#include "cli/wire_flags.h"
 
 namespace keel {
 namespace {
@@ -56,9 +56,10 @@ const std::set<std::string> kNotRoleHeadings = {"predict", "serve", "sagemaker",
 // Every family's table.
 std::vector<FlagGroup> FamilyTables() {
   std::vector<FlagGroup> groups;
-  for (const auto& family : {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(),
-                             KeyCacheFlagGroups(), WireFlagGroups(), JobFlagGroups(), BenchFlagGroups(),
-                             ExactSumFlagGroups(), ServeFlagGroups(), TrainFlagGroups()}) {
+  for (const auto& family :
+       {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(), KeyCacheFlagGroups(),
+        WireFlagGroups(), JobFlagGroups(), BenchFlagGroups(), ExactSumFlagGroups(),
+        ServeFlagGroups(), TrainFlagGroups()}) {
     groups.insert(groups.end(), family.begin(), family.end());
   }
   return groups;

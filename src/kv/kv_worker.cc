@@ -109,8 +109,7 @@ void KVWorker::SetKeyCache(const KeyCacheOptions& options) {
   key_lists_ = std::make_unique<SentKeyLists>(options);
 }
 
-void KVWorker::SetWirePrecision(proto::WirePrecision precision,
-                                const std::set<uint32_t>& tables) {
+void KVWorker::SetWirePrecision(proto::WirePrecision precision, const std::set<uint32_t>& tables) {
   BytesPerValue(precision);  // throws for an unknown one
   precision_ = precision;
   narrow_tables_ = tables;
@@ -706,9 +705,8 @@ void KVWorker::OnResponse(Message&& message) {
            : message.frames.size() != 1
                ? ": " + std::to_string(message.frames.size()) + " frames, not 1"
                : ": " + std::to_string(message.frames[0].size()) + " bytes, " +
-                     std::to_string(count) + " values of " +
-                     WirePrecisionName(meta.precision()) + " need " +
-                     std::to_string(count * BytesPerValue(meta.precision())));
+                     std::to_string(count) + " values of " + WirePrecisionName(meta.precision()) +
+                     " need " + std::to_string(count * BytesPerValue(meta.precision())));
     } else if (request.parts == 1 && meta.precision() == proto::WIRE_FP32) {
       *request.out = message.frames[0].As<float>();
     } else {

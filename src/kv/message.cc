@@ -128,10 +128,10 @@ DataRequest ParseDataRequest(const Message& message, bool keys_checked) {
   }
   if (push) {
     // 16-bit values are widened to float32 here: the server applies floats.
-    request.values = WidenValues(
-        message.frames[1], meta.key_count() * uint64_t{request.width}, meta.precision(),
-        "value frame of " + std::to_string(meta.key_count()) + " keys x width " +
-            std::to_string(request.width));
+    request.values =
+        WidenValues(message.frames[1], meta.key_count() * uint64_t{request.width}, meta.precision(),
+                    "value frame of " + std::to_string(meta.key_count()) + " keys x width " +
+                        std::to_string(request.width));
   }
   size_t next_frame = 2;
   request.evicted = KeyListFrame(message, meta.evicted_count(), "evicted", &next_frame);

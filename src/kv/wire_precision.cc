@@ -44,9 +44,8 @@ uint32_t RoundShift(uint32_t value, int shift) {
 template <typename T>
 SharedArray<char> BytesOf(const SharedArray<T>& array) {
   using Mutable = std::remove_const_t<T>;
-  return SharedArray<char>(array.owner(),
-                           reinterpret_cast<char*>(const_cast<Mutable*>(array.data())),
-                           array.bytes());
+  return SharedArray<char>(
+      array.owner(), reinterpret_cast<char*>(const_cast<Mutable*>(array.data())), array.bytes());
 }
 
 }  // namespace

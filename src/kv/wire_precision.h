@@ -38,7 +38,8 @@ float Fp16ToFloat(uint16_t bits);
 
 // `values` as the bytes of a frame of `precision` (float32: the floats
 // themselves, not copied; 16-bit: a new array of converted values).
-SharedArray<char> NarrowValues(const SharedArray<const float>& values, proto::WirePrecision precision);
+SharedArray<char> NarrowValues(const SharedArray<const float>& values,
+                               proto::WirePrecision precision);
 
 // A frame of `count` values of `precision` widened to float32 (float32: the
 // frame itself, not copied). Throws Error, naming `what`, if the frame is not

@@ -80,8 +80,8 @@ void TimelineRecorder::EndEpoch(int epoch, const EpochResult& result, const Gate
                          std::to_string(client_->wire_bytes_sent() - sent_at_begin_) +
                          ", \"wire_bytes_received\": " +
                          std::to_string(client_->wire_bytes_received() - received_at_begin_) +
-                         ", \"wire_precision\": \"" +
-                         WirePrecisionName(client_->wire_precision()) + "\""
+                         ", \"wire_precision\": \"" + WirePrecisionName(client_->wire_precision()) +
+                         "\""
                    : std::string()));
   earlier_examples_ += own;
   last_gate_ = gate;

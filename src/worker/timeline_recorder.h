@@ -56,7 +56,7 @@ class TimelineRecorder {
   uint64_t last_examples_ = 0;     // at the last sample, this process's whole count
   double last_sample_;             // monotonic seconds
   GateStats last_gate_;            // the gate figures at the last epoch's end
-  uint64_t sent_at_begin_ = 0;      // the client's wire bytes at BeginEpoch
+  uint64_t sent_at_begin_ = 0;     // the client's wire bytes at BeginEpoch
   uint64_t received_at_begin_ = 0;
 };
 

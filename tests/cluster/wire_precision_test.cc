@@ -2,6 +2,8 @@
 // pushes and pulls travel as 16-bit values, the servers apply float32, the
 // backups of a chain hold exactly what the primary applied, and a frame whose
 // size does not match its declared precision is refused, applying nothing.
+#include "kv/wire_precision.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 #include "cluster_fixture.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
-#include "kv/wire_precision.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
 #include "test_util.h"
@@ -70,7 +71,8 @@ class WirePrecisionCluster : public testing::ClusterTest {
       server_nodes_[rank] = std::make_unique<Node>(node);
       servers_[rank] = std::make_unique<KVServer>(server_nodes_[rank].get(), sgd);
     }
-    worker_node_ = std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.1));
+    worker_node_ =
+        std::make_unique<Node>(testing::LocalNode(proto::WORKER, scheduler_->port(), 0.1));
     auto worker = std::make_unique<BreakingWorker>(worker_node_.get(), testing::PatientRetry());
     worker_ = worker.get();
     client_ = std::move(worker);
@@ -79,9 +81,9 @@ class WirePrecisionCluster : public testing::ClusterTest {
   }
 
   void Push(const std::vector<Key>& keys, const std::vector<float>& gradients) {
-    client_->Wait(client_->Push(SharedArray<const Key>(keys), SharedArray<const float>(gradients),
-                                kWidth),
-                  30);
+    client_->Wait(
+        client_->Push(SharedArray<const Key>(keys), SharedArray<const float>(gradients), kWidth),
+        30);
   }
   std::vector<float> Pull(const std::vector<Key>& keys) {
     SharedArray<float> values;
