@@ -225,7 +225,8 @@ CommandFlags FlagsOfCommand(const std::string& command) {
   if (command == "bench") {
     return {"keel bench kv|zmq|parse|backend|train|checkpoint|admission|reshard|control [flags]",
             "measures push/pull through a cluster, raw ZeroMQ, parsing, a compute backend, or a "
-            "training job launched here (where each epoch's time went), or the scheduler under N "
+            "training job launched here (where each epoch's time went, bytes on the wire per "
+            "example), or the scheduler under N "
             "simulated members (control)",
             {"benchmark", "cluster"},
             {"data", "data_format", "libsvm_zero_based", "device", "threads", "key_ranges",
