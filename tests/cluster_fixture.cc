@@ -93,6 +93,15 @@ void ClusterTest::MakeWorker(double heartbeat_interval_s, const RequestRetry& re
   client_ = std::make_unique<KVWorker>(worker_node_.get(), retry);
 }
 
+void ClusterTest::StartReplicatedScheduler(int servers, int replication) {
+  SchedulerOptions options = LocalScheduler(servers, 1);
+  options.replication = replication;
+  options.heartbeat_timeout_s = 0.5;
+  scheduler_ = StartScheduler(options);
+  server_nodes_.resize(servers);
+  servers_.resize(servers);
+}
+
 void ClusterTest::StartAll() {
   std::vector<Node*> nodes;
   for (auto& node : server_nodes_) {

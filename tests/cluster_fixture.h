@@ -55,6 +55,11 @@ class ClusterTest : public ::testing::Test {
   // client, resending after `retry`; StartAll starts it.
   void MakeWorker(double heartbeat_interval_s = 1, const RequestRetry& retry = RequestRetry());
 
+  // Starts a scheduler for `servers` servers, `replication` backups per key
+  // range and one worker, at a heartbeat timeout of 0.5 s (a stopped server
+  // leaves soon), and makes room for the servers the test then makes.
+  void StartReplicatedScheduler(int servers, int replication);
+
   // Starts every server node that exists and the worker's node.
   void StartAll();
 

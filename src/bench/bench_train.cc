@@ -67,6 +67,9 @@ struct EpochShare {
   double end = 0;  // Unix seconds
   double examples = 0, seconds = 0;
   double read = 0, pull = 0, compute = 0, push = 0;
+  // Data messages to and from the servers in the epoch's training (Meta and
+  // frames; see KVWorker::wire_bytes_sent).
+  double bytes_sent = 0, bytes_received = 0;
 };
 
 double Number(const JsonValue& event, const char* name) {
@@ -98,6 +101,8 @@ std::vector<EpochShare> ReadEpochs(const std::string& model_dir, int workers) {
       share.pull = Number(event, "pull_wait_seconds");
       share.compute = Number(event, "compute_seconds");
       share.push = Number(event, "push_seconds");
+      share.bytes_sent = Number(event, "wire_bytes_sent");
+      share.bytes_received = Number(event, "wire_bytes_received");
       epochs.push_back(share);
     }
   }
@@ -162,7 +167,15 @@ int BenchTrain(const BenchTrainOptions& options) {
               "seconds", "examples/s", "data", "rows", "compute", "push", "other");
   std::vector<double> later_rates;
   std::map<std::string, double> later;  // stage seconds summed over epochs after the first
+  // Wire bytes and examples, over every epoch and over those after the first.
+  double all_bytes = 0, all_examples = 0, later_bytes = 0, later_examples = 0;
   for (const EpochShare& e : epochs) {
+    all_bytes += e.bytes_sent + e.bytes_received;
+    all_examples += e.examples;
+    if (e.epoch > 1) {
+      later_bytes += e.bytes_sent + e.bytes_received;
+      later_examples += e.examples;
+    }
     const double other = std::max(0.0, e.seconds - e.read - e.pull - e.compute - e.push);
     const double rate = e.seconds > 0 ? e.examples / e.seconds : 0;
     std::printf("%5d %6d %10.0f %8.3f %12.0f %6.1f%% %6.1f%% %7.1f%% %6.1f%% %6.1f%%\n", e.epoch,
@@ -188,11 +201,20 @@ int BenchTrain(const BenchTrainOptions& options) {
                 Percent(later["compute"], later["seconds"]),
                 Percent(later["push"], later["seconds"]), Percent(later["other"], later["seconds"]));
   }
+  const double bytes_per_example = all_examples > 0 ? all_bytes / all_examples : 0;
+  const double later_bytes_per_example = later_examples > 0 ? later_bytes / later_examples : 0;
+  std::printf("bytes on the wire per example trained (the workers' data messages to and from "
+              "the servers, Meta and frames, sent and received): %.1f over every epoch",
+              bytes_per_example);
+  if (later_examples > 0) std::printf(", %.1f after the first", later_bytes_per_example);
+  std::printf("\n");
   std::printf("{\"bench\":\"train\",\"workers\":%d,\"wall_seconds\":%.3f,"
+              "\"wire_bytes_per_example\":%.1f,"
+              "\"wire_bytes_per_example_after_first_epoch\":%.1f,"
               "\"first_minibatch_seconds\":%.3f,\"examples_per_s_after_first_epoch\":%.0f,"
               "\"shares\":{\"data\":%.4f,\"rows\":%.4f,\"compute\":%.4f,\"push\":%.4f,"
               "\"other\":%.4f}}\n",
-              workers, wall, first_minibatch, median,
+              workers, wall, bytes_per_example, later_bytes_per_example, first_minibatch, median,
               Percent(later["data"], later["seconds"]) / 100,
               Percent(later["rows"], later["seconds"]) / 100,
               Percent(later["compute"], later["seconds"]) / 100,

@@ -16,6 +16,7 @@
 #include "cli/launch_flags.h"
 #include "cli/serve_flags.h"
 #include "cli/train_flags.h"
+#include "cli/wire_flags.h"
 
 namespace keel {
 namespace {
@@ -32,6 +33,7 @@ const std::vector<std::string> kHeadingOrder = {"job",
                                                 "faults",
                                                 "resends",
                                                 "key caching",
+                                                "wire precision",
                                                 "consistency",
                                                 "optimizer",
                                                 "learning rate schedule",
@@ -54,9 +56,10 @@ const std::set<std::string> kNotRoleHeadings = {"predict", "serve", "sagemaker",
 // Every family's table.
 std::vector<FlagGroup> FamilyTables() {
   std::vector<FlagGroup> groups;
-  for (const auto& family : {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(),
-                             KeyCacheFlagGroups(), JobFlagGroups(), BenchFlagGroups(),
-                             ExactSumFlagGroups(), ServeFlagGroups(), TrainFlagGroups()}) {
+  for (const auto& family :
+       {ClusterFlagGroups(), LaunchFlagGroups(), FaultFlagGroups(), KeyCacheFlagGroups(),
+        WireFlagGroups(), JobFlagGroups(), BenchFlagGroups(), ExactSumFlagGroups(),
+        ServeFlagGroups(), TrainFlagGroups()}) {
     groups.insert(groups.end(), family.begin(), family.end());
   }
   return groups;
@@ -171,7 +174,8 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             "runs a worker: the job (training, kv_bench or exact_sum) on its share of the data",
             RoleGroups({"job", "data", "compute", "node", "consistency", "loss and metrics",
                         "optimizer", "learning rate schedule", "normalization", "initialization",
-                        "faults", "resends", "key caching", "benchmark", "exact sum", "checking"}),
+                        "faults", "resends", "key caching", "wire precision", "benchmark",
+                        "exact sum", "checking"}),
             {},
             true};
   }
@@ -221,7 +225,8 @@ CommandFlags FlagsOfCommand(const std::string& command) {
   if (command == "bench") {
     return {"keel bench kv|zmq|parse|backend|train|checkpoint|admission|reshard|control [flags]",
             "measures push/pull through a cluster, raw ZeroMQ, parsing, a compute backend, or a "
-            "training job launched here (where each epoch's time went), or the scheduler under N "
+            "training job launched here (where each epoch's time went, bytes on the wire per "
+            "example), or the scheduler under N "
             "simulated members (control)",
             {"benchmark", "cluster"},
             {"data", "data_format", "libsvm_zero_based", "device", "threads", "key_ranges",

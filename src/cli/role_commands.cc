@@ -20,6 +20,7 @@
 #include "cli/key_cache_flags.h"
 #include "cli/metrics_flags.h"
 #include "cli/role_flags.h"
+#include "cli/wire_flags.h"
 #include "faults/preemption_notice.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
@@ -32,8 +33,9 @@
 #include "scheduler/progress_printer.h"
 #include "scheduler/scheduler.h"
 #include "server/held_copy.h"
-#include "server/server_restart.h"
 #include "server/kv_server.h"
+#include "server/server_restart.h"
+#include "worker/hyperparameters.h"
 #include "worker/scheduler_link.h"
 
 namespace keel {
@@ -188,6 +190,7 @@ int RunWorker(const std::vector<std::string>& argv) {
   const RequestRetry retry = RequestRetryFromFlags();
   const KeyCacheOptions key_cache = KeyCacheOptionsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
+  const proto::WirePrecision precision = WirePrecisionFromFlags(settings.job);
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it
@@ -196,6 +199,8 @@ int RunWorker(const std::vector<std::string>& argv) {
   SchedulerLink scheduler(node);
   KVWorker client(&node, retry);
   client.SetKeyCache(key_cache);
+  // The model's tables only: the control table's counts and sums stay float32.
+  client.SetWirePrecision(precision, {kWeightTable, kBiasTable});
   AddNodeMetrics(&node, &metrics);
   AddWorkerMetrics(&client, IsTrainingJob(settings.job) ? &counters : nullptr, &metrics);
   auto endpoint = StartMetricsEndpoint(

@@ -6,6 +6,7 @@
 #include "cli/exact_sum_flags.h"
 #include "cli/job_flags.h"
 #include "cli/metrics_flags.h"
+#include "cli/wire_flags.h"
 
 namespace keel {
 
@@ -38,6 +39,7 @@ KVBenchOptions CheckWorkerJobFlags() {
     throw MakeError("--job '", FLAGS_job,
                     "' is not linear_learner, factorization_machines, kv_bench or exact_sum");
   }
+  WirePrecisionFromFlags(FLAGS_job);
   StalenessFromFlags();
   return bench;
 }

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "kv/wire_precision.h"
 
 namespace keel {
 namespace {
@@ -106,6 +107,25 @@ KVWorker::KVWorker(Node* node, RequestRetry retry)
 void KVWorker::SetKeyCache(const KeyCacheOptions& options) {
   options.Check();
   key_lists_ = std::make_unique<SentKeyLists>(options);
+}
+
+void KVWorker::SetWirePrecision(proto::WirePrecision precision, const std::set<uint32_t>& tables) {
+  BytesPerValue(precision);  // throws for an unknown one
+  precision_ = precision;
+  narrow_tables_ = tables;
+}
+
+namespace {
+uint64_t MessageBytes(const Message& message) {
+  uint64_t bytes = message.meta.ByteSizeLong();
+  for (const Bytes& frame : message.frames) bytes += frame.size();
+  return bytes;
+}
+}  // namespace
+
+void KVWorker::SendCounted(int server_id, Message& message) {
+  SendPart(server_id, message);
+  wire_bytes_sent_.fetch_add(MessageBytes(message));
 }
 
 KVWorker::~KVWorker() {
@@ -347,7 +367,7 @@ bool KVWorker::Retarget(Part& part) {
 void KVWorker::SendAgain(std::vector<std::pair<int, Message>>& resend) {
   for (auto& [server, message] : resend) {
     try {
-      SendPart(server, message);
+      SendCounted(server, message);
     } catch (const std::exception& e) {
       LOG(WARNING) << "could not resend to node " << server << ": " << e.what();
     }
@@ -534,8 +554,11 @@ Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Ke
   if (key_list.mode != SentKeyLists::Mode::kNamed) {
     message.frames.push_back(AsBytes(keys.Slice(begin, end)));
   }
+  const proto::WirePrecision precision =
+      narrow_tables_.count(table) ? precision_ : proto::WIRE_FP32;
+  meta.set_precision(precision);
   if (command == proto::PUSH) {
-    message.frames.push_back(AsBytes(values.Slice(begin * width, end * width)));
+    message.frames.push_back(NarrowValues(values.Slice(begin * width, end * width), precision));
   }
   return message;
 }
@@ -565,7 +588,7 @@ void KVWorker::SendParts(Handle handle, std::vector<Outgoing>& outgoing) {
   for (Outgoing& part : outgoing) {
     if (part.server_id < 0) continue;
     try {
-      SendPart(part.server_id, part.message);
+      SendCounted(part.server_id, part.message);
     } catch (const Error& e) {
       LOG(WARNING) << "request " << handle << " to node " << part.server_id
                    << " waits to be resent: " << e.what();
@@ -585,6 +608,7 @@ void KVWorker::OnResponse(Message&& message) {
     LOG(WARNING) << "worker ignored " << Describe(meta) << ": workers serve no requests";
     return;
   }
+  wire_bytes_received_.fetch_add(MessageBytes(message));
   std::lock_guard<std::mutex> lock(mutex_);
   auto part = parts_.find(meta.sequence());
   if (part == parts_.end()) {
@@ -671,14 +695,26 @@ void KVWorker::OnResponse(Message&& message) {
       ++gate_stats_.waited;
       gate_stats_.waited_us += meta.waited_us();
     }
-    const size_t expected = part->second.value_count * sizeof(float);
-    if (message.frames.size() != 1 || message.frames[0].size() != expected) {
-      request.error = "malformed pull response from node " + std::to_string(meta.sender());
-    } else if (request.parts == 1) {
+    const size_t count = part->second.value_count;
+    const bool known = proto::WirePrecision_IsValid(meta.precision());
+    if (message.frames.size() != 1 || !known ||
+        message.frames[0].size() != count * BytesPerValue(meta.precision())) {
+      request.error =
+          "malformed pull response from node " + std::to_string(meta.sender()) +
+          (!known ? ": unknown wire precision"
+           : message.frames.size() != 1
+               ? ": " + std::to_string(message.frames.size()) + " frames, not 1"
+               : ": " + std::to_string(message.frames[0].size()) + " bytes, " +
+                     std::to_string(count) + " values of " + WirePrecisionName(meta.precision()) +
+                     " need " + std::to_string(count * BytesPerValue(meta.precision())));
+    } else if (request.parts == 1 && meta.precision() == proto::WIRE_FP32) {
       *request.out = message.frames[0].As<float>();
     } else {
-      std::memcpy(request.out->data() + part->second.value_offset, message.frames[0].data(),
-                  expected);
+      if (request.parts == 1 && request.out->size() != count) {
+        *request.out = SharedArray<float>::Allocate(count);
+      }
+      WidenInto(message.frames[0].data(), count, meta.precision(),
+                request.out->data() + part->second.value_offset);
     }
   }
   if (observer_ && request.error.empty()) ObserveLocked(part->second, message);

@@ -34,6 +34,12 @@
 // goes again at once with its keys; a part resent for want of an answer (or
 // to another server) always carries its keys.
 //
+// Wire precision (SetWirePrecision; float32 unless set): the pushes' values
+// and pulls' answers of the tables named travel as 16-bit values
+// (kv/wire_precision.h); the server widens a push's values and applies
+// float32, and a pull's answer is widened here. Other tables (a job's
+// counters and sums), dumps and clock announcements stay float32.
+//
 // Thread-safe: Push, Pull and Wait may be called from several threads.
 #ifndef KEEL_KV_KV_WORKER_H_
 #define KEEL_KV_KV_WORKER_H_
@@ -192,6 +198,18 @@ class KVWorker {
   // Turns key caching on (options.enabled) with its bounds. Set before
   // node->Start(). Throws Error naming a zero bound.
   void SetKeyCache(const KeyCacheOptions& options);
+  // The precision the pushes' values and pulls' answers of `tables` travel
+  // in (the others' stay float32). Set before node->Start(). Throws Error for
+  // an unknown precision.
+  void SetWirePrecision(proto::WirePrecision precision, const std::set<uint32_t>& tables);
+  proto::WirePrecision wire_precision() const { return precision_; }
+  // Bytes of every data message this worker sent to servers (each send of a
+  // part, resends included) and received from them (every answer, late ones
+  // included): the serialized Meta and the data frames. ZeroMQ's framing and
+  // TCP/IP headers are not counted.
+  uint64_t wire_bytes_sent() const { return wire_bytes_sent_.load(); }
+  uint64_t wire_bytes_received() const { return wire_bytes_received_.load(); }
+
   // Request parts sent naming a kept key list, and answers that the server
   // held no such list (the part went again with its keys).
   uint64_t named_key_lists() const { return named_requests_.load(); }
@@ -277,6 +295,8 @@ class KVWorker {
   // Sizes a pull's result array for `count` floats gathered from its parts.
   void PrepareResultLocked(Request& request, size_t count);
   void SendParts(Handle handle, std::vector<Outgoing>& outgoing);
+  // SendPart, counting the message's bytes once it went.
+  void SendCounted(int server_id, Message& message);
   // Dump's steps: asks every server, then waits for all the answers.
   // With `summarize`, asks for the table's figures instead of its rows.
   // `from`: the servers to ask (node id -> the first key of the page
@@ -361,6 +381,10 @@ class KVWorker {
   std::atomic<uint64_t> late_responses_{0};
   std::atomic<uint64_t> named_requests_{0};
   std::atomic<uint64_t> unknown_key_lists_{0};
+  std::atomic<uint64_t> wire_bytes_sent_{0};
+  std::atomic<uint64_t> wire_bytes_received_{0};
+  proto::WirePrecision precision_ = proto::WIRE_FP32;
+  std::set<uint32_t> narrow_tables_;  // the tables that travel at precision_
   std::unique_ptr<SentKeyLists> key_lists_;
   double longest_push_s_ = 0;  // since TakeLongestPush
   RequestObserver observer_;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "kv/wire_precision.h"
 
 namespace keel {
 namespace {
@@ -121,14 +122,16 @@ DataRequest ParseDataRequest(const Message& message, bool keys_checked) {
       throw MakeError("keys are not sorted strictly ascending at position ", i);
     }
   }
+  if (!proto::WirePrecision_IsValid(meta.precision())) {
+    throw MakeError("unknown wire precision ", static_cast<int>(meta.precision()),
+                    " (fp32, bf16 and fp16 are known)");
+  }
   if (push) {
-    const Bytes& value_frame = message.frames[1];
-    const uint64_t expected = meta.key_count() * uint64_t{request.width} * sizeof(float);
-    if (value_frame.size() != expected) {
-      throw MakeError("value frame has ", value_frame.size(), " bytes, ", meta.key_count(),
-                      " keys x width ", request.width, " need ", expected);
-    }
-    request.values = value_frame.As<const float>();
+    // 16-bit values are widened to float32 here: the server applies floats.
+    request.values =
+        WidenValues(message.frames[1], meta.key_count() * uint64_t{request.width}, meta.precision(),
+                    "value frame of " + std::to_string(meta.key_count()) + " keys x width " +
+                        std::to_string(request.width));
   }
   size_t next_frame = 2;
   request.evicted = KeyListFrame(message, meta.evicted_count(), "evicted", &next_frame);

@@ -86,7 +86,8 @@ struct DataRequest {
 
 // Checks a PUSH, PULL or DUMP request: known command, frame count, width in
 // 1..kMaxValueWidth, key_count x width at most kMaxRequestValues, frame sizes
-// that match key_count and value_width, keys sorted strictly ascending (not
+// that match key_count, value_width and precision (a 16-bit PUSH's values
+// are widened to float32), keys sorted strictly ascending (not
 // checked again with `keys_checked`: keys a server kept, see Meta.key_list).
 // Throws Error naming the first problem found.
 DataRequest ParseDataRequest(const Message& message, bool keys_checked = false);

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "base/utf8.h"
+#include "kv/wire_precision.h"
 
 namespace keel {
 namespace {
@@ -382,7 +383,9 @@ bool RequestServing::ServePush(Message&& message, const DataRequest& request, Sh
       state_.Reply(meta, response);
       return applied;
     }
+    // Rewritten: the values go down as the float32 this server applied.
     message.frames = {AsBytes(admitted.keys), AsBytes(admitted.values)};
+    message.meta.set_precision(proto::WIRE_FP32);
     message.meta.set_key_count(admitted.keys.size());
     message.meta.set_evicted_count(evicted.size());
     message.meta.set_unadmitted_count(unadmitted.size());
@@ -597,15 +600,18 @@ void RequestServing::ServePull(const proto::Meta& meta, const DataRequest& reque
   ParameterTable* table = served.rows.get();
   response->meta.set_min_clock(gate_.MinClock());
   response->meta.set_waited_us(waited_us);
+  // The answer travels in the precision the pull asked for.
+  const proto::WirePrecision precision = meta.precision();
+  response->meta.set_precision(precision);
   if (request.keys.size() == 1 && table->shares_rows()) {
     // One long row: sent straight from the table, copied only if a push
     // comes while it is still being sent (a key without a row: its initial
     // weights, made for this answer).
-    response->frames.push_back(AsBytes(table->SharedWeights(request.keys[0])));
+    response->frames.push_back(NarrowValues(table->SharedWeights(request.keys[0]), precision));
   } else {
     auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
     PullRows(request, request.table, *table, values.data());
-    response->frames.push_back(AsBytes(values));
+    response->frames.push_back(NarrowValues(values, precision));
   }
   state_.counters.served.fetch_add(1);
 }

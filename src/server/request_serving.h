@@ -16,7 +16,10 @@
 // does, or refused when its sender leaves the view. A worker's push or pull
 // may name a key list the server keeps (KeyListCache) instead of carrying its
 // keys; one it does not hold is answered unknown_key_list, before anything is
-// applied or recorded for dedupe.
+// applied or recorded for dedupe. A push's values may travel as 16-bit
+// (Meta.precision): they are widened and applied as float32, and passed down
+// the chain as they came (or as float32 if the primary rewrote the push); a
+// pull is answered in the precision it asked for.
 //
 // Threading: not synchronized; every method runs on the node's receive
 // thread. The gate is read here and moved only by the owner, on that thread.

@@ -4,6 +4,7 @@
 
 #include "base/json.h"
 #include "base/time.h"
+#include "kv/wire_precision.h"
 
 namespace keel {
 namespace {
@@ -49,6 +50,12 @@ void TimelineRecorder::Sample(int epoch, uint64_t examples, double mean_loss, do
   last_sample_ = now;
 }
 
+void TimelineRecorder::BeginEpoch() {
+  if (!client_) return;
+  sent_at_begin_ = client_->wire_bytes_sent();
+  received_at_begin_ = client_->wire_bytes_received();
+}
+
 void TimelineRecorder::EndEpoch(int epoch, const EpochResult& result, const GateStats& gate) {
   if (!writer_.enabled()) return;
   // This process's own examples: those read before a resume are not its.
@@ -68,7 +75,14 @@ void TimelineRecorder::EndEpoch(int epoch, const EpochResult& result, const Gate
           ", \"pulls\": " + std::to_string(gate.pulls - last_gate_.pulls) + ", \"held_pulls\": " +
           std::to_string(gate.waited - last_gate_.waited) + ", \"held_seconds\": " +
           JsonNumberOrNull(static_cast<double>(gate.waited_us - last_gate_.waited_us) * 1e-6) +
-          ", \"staleness_histogram\": " + HistogramJson(gate, last_gate_));
+          ", \"staleness_histogram\": " + HistogramJson(gate, last_gate_) +
+          (client_ ? ", \"wire_bytes_sent\": " +
+                         std::to_string(client_->wire_bytes_sent() - sent_at_begin_) +
+                         ", \"wire_bytes_received\": " +
+                         std::to_string(client_->wire_bytes_received() - received_at_begin_) +
+                         ", \"wire_precision\": \"" + WirePrecisionName(client_->wire_precision()) +
+                         "\""
+                   : std::string()));
   earlier_examples_ += own;
   last_gate_ = gate;
   writer_.Flush();

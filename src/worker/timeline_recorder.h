@@ -34,8 +34,13 @@ class TimelineRecorder {
   // this process, `mean_loss` the epoch's mean training loss so far (model
   // 0). Writes a sample when one is due.
   void AfterBatch(int epoch, uint64_t examples, double mean_loss);
+  // At the start of this worker's share of an epoch: notes the client's
+  // wire bytes so far, so that the epoch's line carries those of its
+  // training alone (not the validation between epochs).
+  void BeginEpoch();
   // At the end of this worker's share of `epoch`: a last sample and the
-  // epoch's line; `gate` is the client's gate figures so far (the line
+  // epoch's line (with the bytes the client sent to and received from the
+  // servers since BeginEpoch); `gate` is the client's gate figures so far (the line
   // carries the epoch's part). Flushes.
   void EndEpoch(int epoch, const EpochResult& result, const GateStats& gate);
   // Writes out what is buffered (at the end of the job).
@@ -51,6 +56,8 @@ class TimelineRecorder {
   uint64_t last_examples_ = 0;     // at the last sample, this process's whole count
   double last_sample_;             // monotonic seconds
   GateStats last_gate_;            // the gate figures at the last epoch's end
+  uint64_t sent_at_begin_ = 0;     // the client's wire bytes at BeginEpoch
+  uint64_t received_at_begin_ = 0;
 };
 
 }  // namespace keel

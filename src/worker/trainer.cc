@@ -122,6 +122,7 @@ void Trainer::Run() {
   scheduler_->SetProgressReport(ShareReport(hyperparameters_.epochs, share_examples_));
   int epoch = first_epoch;
   for (; epoch <= hyperparameters_.epochs && !state_.stopped(); ++epoch) {
+    timeline_->BeginEpoch();
     const EpochResult result = epoch_trainer_.Train(epoch, resume);
     CountEpoch(epoch, result);
     const std::string tag = "epoch " + std::to_string(epoch);

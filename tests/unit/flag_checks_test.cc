@@ -10,6 +10,8 @@
 #include "cli/cluster_flags.h"
 #include "cli/fault_flags.h"
 #include "cli/job_flags.h"
+#include "cli/role_flags.h"
+#include "cli/wire_flags.h"
 #include "test_util.h"
 
 namespace keel {
@@ -247,6 +249,27 @@ TEST_F(FlagChecks, BenchInflightIsBounded) {
 TEST_F(FlagChecks, BenchSizesAreBoundedEvenWhereTheUnitWouldOverflow) {
   Set("dense_sizes", "17592186044416MiB");  // 2^44 MiB: 2^64 bytes
   EXPECT_TRUE(Contains(ErrorOf([] { BenchFlags(); }), "is above 1073741824"));
+}
+
+TEST_F(FlagChecks, WirePrecisionIsCheckedAndRefusedByTheJobsThatKeepFloat32) {
+  EXPECT_EQ(WirePrecisionFromFlags("linear_learner"), proto::WIRE_FP32);
+  Set("wire_precision", "bf16");
+  EXPECT_EQ(WirePrecisionFromFlags("linear_learner"), proto::WIRE_BF16);
+  Set("wire_precision", "fp16");
+  EXPECT_EQ(WirePrecisionFromFlags("factorization_machines"), proto::WIRE_FP16);
+  // exact_sum checks the servers' sums exactly: it refuses a 16-bit wire,
+  // and so does a worker's check of its job's flags (before it joins).
+  Set("wire_precision", "bf16");
+  Set("job", "exact_sum");
+  Set("model_dir", ::testing::TempDir());
+  const std::string error = ErrorOf([] { CheckWorkerJobFlags(); });
+  EXPECT_TRUE(Contains(error, "--wire_precision=bf16 is refused by --job=exact_sum")) << error;
+  EXPECT_TRUE(Contains(ErrorOf([] { WirePrecisionFromFlags("kv_bench"); }), "--job=kv_bench"));
+  Set("wire_precision", "fp32");
+  EXPECT_EQ(ErrorOf([] { CheckWorkerJobFlags(); }), "no error");
+  Set("wire_precision", "fp8");
+  EXPECT_EQ(ErrorOf([] { WirePrecisionFromFlags("linear_learner"); }),
+            "--wire_precision: wire precision 'fp8' is not fp32, bf16 or fp16");
 }
 
 }  // namespace

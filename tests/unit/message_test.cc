@@ -104,7 +104,8 @@ TEST(ParseDataRequest, RejectsAKeyCountThatDisagreesWithTheFrame) {
 }
 
 TEST(ParseDataRequest, RejectsAValueFrameOfTheWrongSize) {
-  ExpectRejected(PushMessage({1, 2, 3}, {1, 2}, 1), "value frame has 8 bytes");
+  ExpectRejected(PushMessage({1, 2, 3}, {1, 2}, 1),
+                 "value frame of 3 keys x width 1 has 8 bytes; 3 values of fp32 need 12");
   ExpectRejected(PushMessage({1, 2, 3}, {1, 2, 3}, 2), "width 2");
 }
 

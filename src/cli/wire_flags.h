@@ -1,0 +1,29 @@
+// The command line's wire flags (wire_flags.cc): the precision a worker's
+// pushes and pulls travel in (kv/wire_precision.h).
+#ifndef KEEL_CLI_WIRE_FLAGS_H_
+#define KEEL_CLI_WIRE_FLAGS_H_
+
+#include <gflags/gflags.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/flag_group.h"
+#include "keel.pb.h"
+
+DECLARE_string(wire_precision);
+
+namespace keel {
+
+// The heading of `keel COMMAND --help` for this file's flags.
+std::vector<FlagGroup> WireFlagGroups();
+
+// --wire_precision for a worker running `job`. Throws Error naming the flag
+// and its value if it is not fp32, bf16 or fp16, or if it is 16-bit for a
+// job that checks sums exactly (exact_sum) or measures the float32 transport
+// (kv_bench): those refuse it rather than run with another precision.
+proto::WirePrecision WirePrecisionFromFlags(const std::string& job);
+
+}  // namespace keel
+
+#endif  // KEEL_CLI_WIRE_FLAGS_H_

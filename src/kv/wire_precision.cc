@@ -1,0 +1,178 @@
+#include "kv/wire_precision.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "base/error.h"
+
+namespace keel {
+namespace {
+
+uint32_t BitsOf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+float FloatOf(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+constexpr uint32_t kFloatExponent = 0x7f800000u;
+constexpr uint16_t kBf16LargestFinite = 0x7f7f;
+constexpr uint16_t kFp16LargestFinite = 0x7bff;  // 65504
+constexpr uint16_t kFp16Infinity = 0x7c00;
+// 65520: the midpoint between 65504 and the next step; from it up a value
+// rounds past the largest finite half.
+constexpr uint32_t kFp16OverflowBits = 0x477ff000u;
+// 2^-25: half the smallest subnormal half; at or below it a value rounds to zero.
+constexpr uint32_t kFp16UnderflowBits = 0x33000000u;
+// 2^-14: the smallest normal half.
+constexpr uint32_t kFp16SmallestNormalBits = 0x38800000u;
+
+// Drops the low `shift` bits of `value`, rounding to nearest, ties to even.
+uint32_t RoundShift(uint32_t value, int shift) {
+  const uint32_t kept = value >> shift;
+  const uint32_t rest = value & ((1u << shift) - 1);
+  const uint32_t half = 1u << (shift - 1);
+  return kept + ((rest > half || (rest == half && (kept & 1))) ? 1 : 0);
+}
+
+// The bytes of `array` (no copy).
+template <typename T>
+SharedArray<char> BytesOf(const SharedArray<T>& array) {
+  using Mutable = std::remove_const_t<T>;
+  return SharedArray<char>(
+      array.owner(), reinterpret_cast<char*>(const_cast<Mutable*>(array.data())), array.bytes());
+}
+
+}  // namespace
+
+std::string WirePrecisionName(proto::WirePrecision precision) {
+  switch (precision) {
+    case proto::WIRE_FP32:
+      return "fp32";
+    case proto::WIRE_BF16:
+      return "bf16";
+    case proto::WIRE_FP16:
+      return "fp16";
+    default:
+      return "precision " + std::to_string(static_cast<int>(precision));
+  }
+}
+
+proto::WirePrecision ParseWirePrecision(const std::string& text) {
+  for (proto::WirePrecision precision : {proto::WIRE_FP32, proto::WIRE_BF16, proto::WIRE_FP16}) {
+    if (text == WirePrecisionName(precision)) return precision;
+  }
+  throw MakeError("wire precision '", text, "' is not fp32, bf16 or fp16");
+}
+
+size_t BytesPerValue(proto::WirePrecision precision) {
+  switch (precision) {
+    case proto::WIRE_FP32:
+      return sizeof(float);
+    case proto::WIRE_BF16:
+    case proto::WIRE_FP16:
+      return sizeof(uint16_t);
+    default:
+      throw MakeError("unknown wire precision ", static_cast<int>(precision));
+  }
+}
+
+uint16_t FloatToBf16(float value) {
+  const uint32_t bits = BitsOf(value);
+  if ((bits & kFloatExponent) == kFloatExponent) {
+    // Infinity keeps its bits; a NaN stays one (quiet), whatever its payload.
+    return static_cast<uint16_t>(bits >> 16) | ((bits & 0x7fffffu) ? 0x0040 : 0);
+  }
+  const uint16_t rounded = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+  if ((rounded & 0x7f80) == 0x7f80) {
+    return static_cast<uint16_t>((bits >> 16) & 0x8000) | kBf16LargestFinite;
+  }
+  return rounded;
+}
+
+float Bf16ToFloat(uint16_t bits) { return FloatOf(uint32_t{bits} << 16); }
+
+uint16_t FloatToFp16(float value) {
+  const uint32_t bits = BitsOf(value);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= kFloatExponent) {
+    if (magnitude == kFloatExponent) return sign | kFp16Infinity;
+    return sign | kFp16Infinity | 0x0200 | static_cast<uint16_t>((magnitude >> 13) & 0x3ff);
+  }
+  if (magnitude >= kFp16OverflowBits) return sign | kFp16LargestFinite;
+  if (magnitude >= kFp16SmallestNormalBits) {
+    // Rebias the exponent (127 -> 15) and round the significand to 10 bits;
+    // a carry moves into the exponent, as it should.
+    return sign | static_cast<uint16_t>(RoundShift(magnitude - ((127u - 15u) << 23), 13));
+  }
+  if (magnitude <= kFp16UnderflowBits) return sign;
+  // Subnormal half: the significand (with its leading 1) in units of 2^-24.
+  const uint32_t exponent = magnitude >> 23;  // 102..112
+  const uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+  return sign | static_cast<uint16_t>(RoundShift(significand, static_cast<int>(126 - exponent)));
+}
+
+float Fp16ToFloat(uint16_t bits) {
+  const uint32_t sign = uint32_t{bits & 0x8000u} << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1f;
+  const uint32_t significand = bits & 0x3ff;
+  if (exponent == 0) {
+    // Zero or subnormal: significand x 2^-24, exact in float32.
+    const float magnitude = static_cast<float>(significand) * 5.9604644775390625e-8f;
+    return FloatOf(sign | BitsOf(magnitude));
+  }
+  if (exponent == 0x1f) return FloatOf(sign | kFloatExponent | (significand << 13));
+  return FloatOf(sign | ((exponent + 127 - 15) << 23) | (significand << 13));
+}
+
+SharedArray<char> NarrowValues(const SharedArray<const float>& values,
+                               proto::WirePrecision precision) {
+  if (precision == proto::WIRE_FP32) return BytesOf(values);
+  BytesPerValue(precision);  // throws for an unknown one
+  auto narrow = SharedArray<uint16_t>::Allocate(values.size());
+  const float* in = values.data();
+  uint16_t* out = narrow.data();
+  if (precision == proto::WIRE_BF16) {
+    for (size_t i = 0; i < values.size(); ++i) out[i] = FloatToBf16(in[i]);
+  } else {
+    for (size_t i = 0; i < values.size(); ++i) out[i] = FloatToFp16(in[i]);
+  }
+  return BytesOf(narrow);
+}
+
+void WidenInto(const char* data, size_t count, proto::WirePrecision precision, float* out) {
+  if (precision == proto::WIRE_FP32) {
+    std::memcpy(out, data, count * sizeof(float));
+    return;
+  }
+  BytesPerValue(precision);  // throws for an unknown one
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, data + i * sizeof(bits), sizeof(bits));
+    out[i] = precision == proto::WIRE_BF16 ? Bf16ToFloat(bits) : Fp16ToFloat(bits);
+  }
+}
+
+SharedArray<const float> WidenValues(const SharedArray<char>& frame, uint64_t count,
+                                     proto::WirePrecision precision, const std::string& what) {
+  if (!proto::WirePrecision_IsValid(precision)) {
+    throw MakeError(what, ": unknown wire precision ", static_cast<int>(precision));
+  }
+  const uint64_t expected = count * BytesPerValue(precision);
+  if (frame.size() != expected) {
+    throw MakeError(what, " has ", frame.size(), " bytes; ", count, " values of ",
+                    WirePrecisionName(precision), " need ", expected);
+  }
+  if (precision == proto::WIRE_FP32) return frame.As<const float>();
+  auto wide = SharedArray<float>::Allocate(count);
+  WidenInto(frame.data(), count, precision, wide.data());
+  return wide;
+}
+
+}  // namespace keel

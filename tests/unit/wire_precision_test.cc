@@ -1,0 +1,164 @@
+// The 16-bit wire forms (kv/wire_precision.h): rounding, saturation, NaN and
+// infinities, subnormals, and frames checked against their declared size.
+#include "kv/wire_precision.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "base/error.h"
+#include "kv/message.h"
+
+namespace keel {
+namespace {
+
+// The float whose IEEE bits are `bits`.
+float FloatOf(uint32_t bits) {
+  float value;
+  return *static_cast<float*>(std::memcpy(&value, &bits, sizeof(value)));
+}
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+
+TEST(WirePrecisionTest, NamesParseAndUnknownNamesAreRefused) {
+  for (auto precision : {proto::WIRE_FP32, proto::WIRE_BF16, proto::WIRE_FP16}) {
+    EXPECT_EQ(ParseWirePrecision(WirePrecisionName(precision)), precision);
+  }
+  EXPECT_EQ(BytesPerValue(proto::WIRE_FP32), 4u);
+  EXPECT_EQ(BytesPerValue(proto::WIRE_BF16), 2u);
+  EXPECT_EQ(BytesPerValue(proto::WIRE_FP16), 2u);
+  EXPECT_THROW(ParseWirePrecision("fp8"), Error);
+  EXPECT_THROW(BytesPerValue(static_cast<proto::WirePrecision>(7)), Error);
+}
+
+TEST(WirePrecisionTest, Bf16RoundsToNearestTiesToEven) {
+  EXPECT_EQ(FloatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(FloatToBf16(-2.0f), 0xc000);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to the even (1).
+  EXPECT_EQ(FloatToBf16(FloatOf(0x3f808000)), 0x3f80);
+  // 1 + 3 x 2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6: up.
+  EXPECT_EQ(FloatToBf16(FloatOf(0x3f818000)), 0x3f82);
+  // Just above halfway: up.
+  EXPECT_EQ(FloatToBf16(FloatOf(0x3f808001)), 0x3f81);
+  // A carry out of the significand moves into the exponent.
+  EXPECT_EQ(FloatToBf16(FloatOf(0x3fffffff)), 0x4000);
+  EXPECT_EQ(Bf16ToFloat(0x3f81), FloatOf(0x3f810000));
+}
+
+TEST(WirePrecisionTest, Bf16KeepsInfinitiesAndNanAndSaturatesFiniteOverflow) {
+  EXPECT_EQ(FloatToBf16(kInfinity), 0x7f80);
+  EXPECT_EQ(FloatToBf16(-kInfinity), 0xff80);
+  EXPECT_TRUE(std::isnan(Bf16ToFloat(FloatToBf16(std::nanf("")))));
+  // A NaN whose payload lies in the dropped bits stays a NaN.
+  EXPECT_TRUE(std::isnan(Bf16ToFloat(FloatToBf16(FloatOf(0x7f800001)))));
+  // The largest float rounds past bfloat16's largest finite: saturated.
+  EXPECT_EQ(FloatToBf16(std::numeric_limits<float>::max()), 0x7f7f);
+  EXPECT_EQ(FloatToBf16(-std::numeric_limits<float>::max()), 0xff7f);
+  EXPECT_TRUE(std::isfinite(Bf16ToFloat(FloatToBf16(std::numeric_limits<float>::max()))));
+}
+
+TEST(WirePrecisionTest, Bf16KeepsSubnormalsAndSignedZero) {
+  const float smallest = std::numeric_limits<float>::denorm_min();
+  // 2^-149 is below bfloat16's smallest subnormal (2^-133) by far: zero.
+  EXPECT_EQ(FloatToBf16(smallest), 0x0000);
+  EXPECT_EQ(FloatToBf16(-0.0f), 0x8000);
+  // bfloat16's smallest subnormal, 2^-133, survives the round trip.
+  EXPECT_EQ(Bf16ToFloat(FloatToBf16(FloatOf(0x00010000))), FloatOf(0x00010000));
+  // The largest float32 subnormal rounds up to the smallest normal.
+  EXPECT_EQ(FloatToBf16(FloatOf(0x007fffff)), 0x0080);
+}
+
+TEST(WirePrecisionTest, Fp16RoundsToNearestTiesToEven) {
+  EXPECT_EQ(FloatToFp16(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToFp16(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToFp16(0.5f), 0x3800);
+  // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties to even (1).
+  EXPECT_EQ(FloatToFp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  // 1 + 3 x 2^-11 is halfway between 1 + 2^-10 (odd) and 1 + 2^-9: up.
+  EXPECT_EQ(FloatToFp16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  EXPECT_EQ(Fp16ToFloat(0x3c01), 1.0f + std::ldexp(1.0f, -10));
+  // Every half widens and narrows back to itself (but NaNs, checked below).
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const float wide = Fp16ToFloat(static_cast<uint16_t>(bits));
+    if (std::isnan(wide)) continue;
+    ASSERT_EQ(FloatToFp16(wide), bits) << "half 0x" << std::hex << bits;
+  }
+}
+
+TEST(WirePrecisionTest, Fp16SaturatesFiniteOverflowAndKeepsInfinitiesAndNan) {
+  EXPECT_EQ(FloatToFp16(65504.0f), 0x7bff);
+  // Between 65504 and the midpoint to the next step: rounds down to 65504.
+  EXPECT_EQ(FloatToFp16(65519.0f), 0x7bff);
+  // At and past the midpoint IEEE rounding would give infinity: saturated.
+  EXPECT_EQ(FloatToFp16(65520.0f), 0x7bff);
+  EXPECT_EQ(FloatToFp16(1e30f), 0x7bff);
+  EXPECT_EQ(FloatToFp16(-1e30f), 0xfbff);
+  EXPECT_EQ(FloatToFp16(kInfinity), 0x7c00);
+  EXPECT_EQ(FloatToFp16(-kInfinity), 0xfc00);
+  EXPECT_EQ(Fp16ToFloat(0x7c00), kInfinity);
+  EXPECT_TRUE(std::isnan(Fp16ToFloat(FloatToFp16(std::nanf("")))));
+  EXPECT_TRUE(std::isnan(Fp16ToFloat(FloatToFp16(FloatOf(0x7f800001)))));
+}
+
+TEST(WirePrecisionTest, Fp16SubnormalsRoundAndUnderflowToSignedZero) {
+  const float smallest = std::ldexp(1.0f, -24);  // the smallest subnormal half
+  EXPECT_EQ(FloatToFp16(smallest), 0x0001);
+  EXPECT_EQ(Fp16ToFloat(0x0001), smallest);
+  EXPECT_EQ(Fp16ToFloat(0x8001), -smallest);
+  // Half of it is a tie between 0 and 0x0001: to even (zero), sign kept.
+  EXPECT_EQ(FloatToFp16(smallest / 2), 0x0000);
+  EXPECT_EQ(FloatToFp16(-smallest / 2), 0x8000);
+  // Just above half: up to the smallest subnormal.
+  EXPECT_EQ(FloatToFp16(std::nextafter(smallest / 2, 1.0f)), 0x0001);
+  // 1.5 x 2^-24: a tie between 1 and 2 units, to even (2).
+  EXPECT_EQ(FloatToFp16(1.5f * smallest), 0x0002);
+  // The largest subnormal half and the carry into the smallest normal.
+  EXPECT_EQ(FloatToFp16(1023 * smallest), 0x03ff);
+  EXPECT_EQ(FloatToFp16(1023.75f * smallest), 0x0400);
+  EXPECT_EQ(Fp16ToFloat(0x0400), std::ldexp(1.0f, -14));
+  EXPECT_EQ(FloatToFp16(std::numeric_limits<float>::denorm_min()), 0x0000);
+}
+
+TEST(WirePrecisionTest, NarrowAndWidenRoundTripAFrame) {
+  auto values = SharedArray<float>::Allocate(4);
+  values[0] = 1.0f;
+  values[1] = -0.333333f;
+  values[2] = 1e-3f;
+  values[3] = 70000.0f;
+  const SharedArray<const float> input = values;
+  for (auto precision : {proto::WIRE_BF16, proto::WIRE_FP16}) {
+    const Bytes frame = NarrowValues(input, precision);
+    ASSERT_EQ(frame.size(), 8u);
+    const SharedArray<const float> wide = WidenValues(frame, 4, precision, "test frame");
+    ASSERT_EQ(wide.size(), 4u);
+    EXPECT_EQ(wide[0], 1.0f);
+    EXPECT_NEAR(wide[1], -0.333333f, precision == proto::WIRE_BF16 ? 2e-3 : 2e-4);
+    EXPECT_NEAR(wide[2], 1e-3f, precision == proto::WIRE_BF16 ? 1e-5 : 1e-6);
+    EXPECT_EQ(wide[3], precision == proto::WIRE_BF16 ? 70144.0f : 65504.0f);
+  }
+  // float32: the values themselves, not a copy.
+  const Bytes same = NarrowValues(input, proto::WIRE_FP32);
+  EXPECT_EQ(same.data(), reinterpret_cast<const char*>(input.data()));
+  EXPECT_EQ(WidenValues(same, 4, proto::WIRE_FP32, "test frame").data(), input.data());
+}
+
+TEST(WirePrecisionTest, AFrameOfTheWrongSizeForItsPrecisionIsRefused) {
+  auto values = SharedArray<float>::Allocate(4);
+  const Bytes fp32 = AsBytes(SharedArray<const float>(values));
+  // 16 bytes are 4 floats, or 8 halves, not 4.
+  try {
+    WidenValues(fp32, 4, proto::WIRE_BF16, "value frame");
+    FAIL() << "a 16-byte frame of 4 bf16 values was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("value frame has 16 bytes; 4 values of bf16 need 8"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(WidenValues(fp32, 3, proto::WIRE_FP32, "value frame"), Error);
+  EXPECT_THROW(WidenValues(fp32, 8, static_cast<proto::WirePrecision>(9), "value frame"), Error);
+  EXPECT_EQ(WidenValues(fp32, 8, proto::WIRE_FP16, "value frame").size(), 8u);
+}
+
+}  // namespace
+}  // namespace keel
