@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/flag_group.h"
+#include "flags/flag_group.h"
 #include "keel.pb.h"
 
 DECLARE_string(wire_precision);
