@@ -183,7 +183,7 @@ class KVServer {
   // Receiving (kv_server.cc): what the node's handlers call, on its receive
   // thread.
   void Handle(Message&& message);
-  void OnClock(const proto::Meta& meta);
+  void OnClock(const Message& message);
   void OnView(const proto::ClusterView& view);
   // Records the view's members; returns its workers' node ids.
   std::set<int> UpdateMembers(const proto::ClusterView& view);
