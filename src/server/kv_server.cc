@@ -169,7 +169,7 @@ void KVServer::OnView(const proto::ClusterView& view) {
   if (ranges) chain_->UpdateShards(view, *ranges, first_view);
   snapshots_->RestoreOnce(view);
   const std::set<int> workers = UpdateMembers(view);
-  ForgetDeparted();
+  ForgetDeparted(view);
   if (ranges) chain_->AskForRanges(*ranges);
   gate_.RemoveMissing(workers);
   requests_->RefuseParkedOfLeavers();
@@ -178,7 +178,7 @@ void KVServer::OnView(const proto::ClusterView& view) {
   PublishSizes();
 }
 
-void KVServer::ForgetDeparted() {
+void KVServer::ForgetDeparted(const proto::ClusterView& view) {
   auto forget = [this](std::unordered_map<int, DedupeWindow>& windows) {
     for (auto it = windows.begin(); it != windows.end();) {
       it = state_.members.count(it->first) ? std::next(it) : windows.erase(it);
@@ -186,7 +186,11 @@ void KVServer::ForgetDeparted() {
   };
   forget(clocks_applied_);
   for (auto& [range, shard] : state_.shards) {
-    forget(shard.applied);
+    // A departed worker's pushes, applied here, may still be held by a
+    // replica waiting for the range's copy (or here, waiting for ours): the
+    // copy must carry their records, or the replica applies them again when
+    // it serves what it held. Kept until no replica of the range is copying.
+    if (!KeepsDepartedRecords(view, range, shard)) forget(shard.applied);
     shard.reads.ForgetWorkersUnless(
         [this](int worker) { return state_.members.count(worker) > 0; });
     // Pre-copies of servers that left: their deltas will not be asked for.

@@ -189,7 +189,7 @@ class KVServer {
   std::set<int> UpdateMembers(const proto::ClusterView& view);
   // Drops the dedupe windows and the pulls' versions of senders no longer in
   // the view.
-  void ForgetDeparted();
+  void ForgetDeparted(const proto::ClusterView& view);
   // Updates remembered_senders() and remembered_readers().
   void CountRememberedSenders();
   // Takes table_sizes() and the replicas' readiness (serving(),
