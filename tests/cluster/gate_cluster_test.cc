@@ -19,18 +19,17 @@
 namespace keel {
 namespace {
 
+// A server with staleness 0 and SGD at rate 1: a push of g moves a weight by -g.
+std::unique_ptr<KVServer> BulkSynchronousServer(Node* node) {
+  OptimizerOptions sgd;
+  sgd.learning_rate = 1.0f;
+  return std::make_unique<KVServer>(node, sgd, std::map<uint32_t, TableSpec>{}, /*staleness=*/0);
+}
+
 class GateCluster : public testing::OneServerClusterTest {
  protected:
   void SetUp() override {
-    OptimizerOptions sgd;
-    sgd.learning_rate = 1.0f;
-    StartCluster(
-        2,
-        [&](Node* node) {
-          return std::make_unique<KVServer>(node, sgd, std::map<uint32_t, TableSpec>{},
-                                            /*staleness=*/0);
-        },
-        Retry());
+    StartCluster(2, BulkSynchronousServer, Retry());
     for (auto& client : clients_) Announce(*client, 1);
   }
 
@@ -80,15 +79,7 @@ class GateCluster : public testing::OneServerClusterTest {
 class GateClusterOfTwoRanges : public testing::OneServerClusterTest {
  protected:
   void SetUp() override {
-    OptimizerOptions sgd;
-    sgd.learning_rate = 1.0f;
-    StartCluster(
-        1,
-        [&](Node* node) {
-          return std::make_unique<KVServer>(node, sgd, std::map<uint32_t, TableSpec>{},
-                                            /*staleness=*/0);
-        },
-        RequestRetry(), /*key_ranges=*/2);
+    StartCluster(1, BulkSynchronousServer, RequestRetry(), /*key_ranges=*/2);
     // A key of each range, in ascending order.
     auto ranges = worker_nodes_[0]->ranges();
     ASSERT_TRUE(ranges);
