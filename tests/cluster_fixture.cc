@@ -189,9 +189,10 @@ std::vector<Key> ReplicatedClusterTest::SpreadKeys(uint64_t features) {
 
 void OneServerClusterTest::StartCluster(
     int workers, const std::function<std::unique_ptr<KVServer>(Node*)>& make_server,
-    const RequestRetry& retry) {
+    const RequestRetry& retry, int key_ranges) {
   SchedulerOptions options = LocalScheduler(1, workers);
   options.heartbeat_timeout_s = 1;
+  options.key_ranges = key_ranges;
   scheduler_ = StartScheduler(options);
   server_node_ = std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port(), 0.2));
   server_ = make_server(server_node_.get());

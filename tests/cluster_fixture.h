@@ -127,9 +127,9 @@ class OneServerClusterTest : public ::testing::Test {
  protected:
   // Starts the scheduler, makes the server's node and then its KVServer with
   // `make_server`, and `workers` workers resending after `retry`; returns
-  // once every node has started.
+  // once every node has started. `key_ranges`: the server's ranges (0: one).
   void StartCluster(int workers, const std::function<std::unique_ptr<KVServer>(Node*)>& make_server,
-                    const RequestRetry& retry = RequestRetry());
+                    const RequestRetry& retry = RequestRetry(), int key_ranges = 0);
 
   // Stops the workers, the server and the scheduler, and destroys them in
   // that order.

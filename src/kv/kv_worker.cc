@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "kv/staleness_gate.h"
 #include "kv/wire_precision.h"
 
 namespace keel {
@@ -755,6 +756,24 @@ GateStats KVWorker::gate_stats() const {
   return gate_stats_;
 }
 
+Bytes KVWorker::PushedSlotsLocked(int64_t clock) const {
+  if (clock == kLeaveClock) return Bytes();
+  std::set<std::pair<uint32_t, uint32_t>> slots;
+  for (const auto& [sequence, part] : parts_) {
+    if (part.command == proto::PUSH && part.range >= 0 && part.clock >= clock) {
+      slots.emplace(static_cast<uint32_t>(part.range), part.message.meta.table());
+    }
+  }
+  if (slots.empty()) return Bytes();
+  auto values = SharedArray<uint32_t>::Allocate(2 * slots.size());
+  size_t i = 0;
+  for (const auto& [range, table] : slots) {
+    values[i++] = range;
+    values[i++] = table;
+  }
+  return AsBytes(values);
+}
+
 void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
   auto view = node_->view();
   if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
@@ -767,10 +786,12 @@ void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
     // nobody waits for the acknowledgements.
     handle = ++next_handle_;
     try {
+      const Bytes pushed = PushedSlotsLocked(clock);
       requests_[handle].detached = !wait;
       for (const auto& node : view->nodes()) {
         if (node.role() != proto::SERVER) continue;
         Message message;
+        if (pushed.size() > 0) message.frames.push_back(pushed);
         message.meta.set_command(proto::CLOCK);
         message.meta.set_sequence(node_->NextSequence());
         message.meta.set_clock(clock);

@@ -184,7 +184,10 @@ class KVWorker {
   void set_clock(int64_t clock) { clock_.store(clock); }
   int64_t clock() const { return clock_.load(); }
   // Tells every server this worker's clock (kLeaveClock: stop counting it),
-  // for the servers its pushes did not reach. With `wait`, blocks until every
+  // for the key ranges and tables its pushes did not reach: the message
+  // names those with a push stamped `clock` or later still unanswered, as
+  // (range, table) pairs of uint32 in one frame, and the servers count the
+  // clock there only as each push is applied (StalenessGate). With `wait`, blocks until every
   // server has applied it; without, it is still resent until acknowledged,
   // and if that fails the next Wait throws the error.
   void AnnounceClock(int64_t clock, bool wait, double timeout_s = 600);
@@ -292,6 +295,9 @@ class KVWorker {
                       SentKeyLists::Choice key_list = SentKeyLists::Choice());
   // Makes `part` carry its keys and name no key list.
   static void WithKeys(Part* part);
+  // The (range, table) pairs of pushes stamped `clock` or later still
+  // unanswered, as a CLOCK's frame (none: empty).
+  Bytes PushedSlotsLocked(int64_t clock) const;
   // Sizes a pull's result array for `count` floats gathered from its parts.
   void PrepareResultLocked(Request& request, size_t count);
   void SendParts(Handle handle, std::vector<Outgoing>& outgoing);

@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "base/error.h"
@@ -79,31 +81,59 @@ void KVServer::Handle(Message&& message) {
     return;
   }
   if (!meta.response() && meta.command() == proto::CLOCK) {
-    OnClock(meta);
+    OnClock(message);
     return;
   }
-  if (!meta.response() && meta.command() == proto::PULL && !gate_.Admits(meta.clock())) {
-    requests_->Park(std::move(message), arrived);
-    return;
-  }
-  const int sender = meta.sender();
-  const int64_t clock = meta.clock();
-  // A push passed down a chain does not move this server's gate: the gate
-  // counts the batches pushed to the ranges this server is primary of.
-  const bool direct = meta.origin() == 0;
-  // A repeated push does not move the gate either: a late copy must not
-  // count a worker that has left since.
   const bool push = meta.command() == proto::PUSH;
+  std::optional<GateSlot> slot;
+  if (!meta.response() && (push || meta.command() == proto::PULL)) {
+    slot = requests_->SlotOf(message);
+  }
+  if (!meta.response() && meta.command() == proto::PULL && slot &&
+      !gate_.Admits(*slot, meta.clock())) {
+    requests_->Park(std::move(message), *slot, arrived);
+    return;
+  }
+  // A push counts at the gate in its own slot only, for the worker it came
+  // from (passed down a chain too: a promoted replica knows how far each
+  // worker's pushes went). Only a worker's own push may count a worker not
+  // counted yet: a late copy must not count one that has left since, nor
+  // must a repeat (not applied).
+  const bool direct = meta.origin() == 0;
+  const int worker = direct ? meta.sender() : meta.origin();
+  const int64_t clock = meta.clock();
   const bool applied = requests_->ServeObserved(std::move(message), 0, arrived);
   CountRememberedSenders();
   if (push) PublishSizes();  // only pushes make rows (or wait for a range's copy)
-  if (applied && direct && clock > 0) {
-    gate_.Advance(sender, clock);
+  if (applied && slot && clock > 0) {
+    gate_.AdvanceSlot(worker, *slot, clock, /*join=*/direct);
     requests_->WakeParked();
   }
 }
 
-void KVServer::OnClock(const proto::Meta& meta) {
+void KVServer::OnClock(const Message& message) {
+  const proto::Meta& meta = message.meta;
+  // The slots the announcement does not speak for: their pushes do.
+  std::vector<GateSlot> pushed;
+  if (!message.frames.empty()) {
+    const Bytes& frame = message.frames[0];
+    if (message.frames.size() != 1 || frame.size() % (2 * sizeof(uint32_t)) != 0) {
+      const std::string why =
+          MakeError("a CLOCK carries one frame of (key range, table) pairs of ",
+                    2 * sizeof(uint32_t), " bytes; this one has ", message.frames.size(),
+                    " frames, the first of ", frame.size(), " bytes")
+              .what();
+      const uint64_t refused = state_.counters.rejected.fetch_add(1) + 1;
+      LOG(WARNING) << "refused " << Describe(meta) << ": " << why << " (" << refused
+                   << " requests refused so far)";
+      Message response;
+      response.meta.set_error(why);
+      state_.Reply(meta, response);
+      return;
+    }
+    const auto values = frame.As<const uint32_t>();
+    for (size_t i = 0; i + 1 < values.size(); i += 2) pushed.emplace_back(values[i], values[i + 1]);
+  }
   // Acknowledged announcements may be resent: apply each once. (A late copy
   // of a leave must not remove a worker that has joined again since.)
   if (meta.ack() && !clocks_applied_[meta.sender()].Insert(meta.sequence())) {
@@ -115,7 +145,7 @@ void KVServer::OnClock(const proto::Meta& meta) {
   if (meta.clock() == kLeaveClock) {
     gate_.Remove(meta.sender());
   } else {
-    gate_.Advance(meta.sender(), meta.clock());
+    gate_.Advance(meta.sender(), meta.clock(), pushed);
   }
   if (meta.ack()) {
     Message response;
@@ -139,7 +169,7 @@ void KVServer::OnView(const proto::ClusterView& view) {
   if (ranges) chain_->UpdateShards(view, *ranges, first_view);
   snapshots_->RestoreOnce(view);
   const std::set<int> workers = UpdateMembers(view);
-  ForgetDeparted();
+  ForgetDeparted(view);
   if (ranges) chain_->AskForRanges(*ranges);
   gate_.RemoveMissing(workers);
   requests_->RefuseParkedOfLeavers();
@@ -148,7 +178,7 @@ void KVServer::OnView(const proto::ClusterView& view) {
   PublishSizes();
 }
 
-void KVServer::ForgetDeparted() {
+void KVServer::ForgetDeparted(const proto::ClusterView& view) {
   auto forget = [this](std::unordered_map<int, DedupeWindow>& windows) {
     for (auto it = windows.begin(); it != windows.end();) {
       it = state_.members.count(it->first) ? std::next(it) : windows.erase(it);
@@ -156,7 +186,11 @@ void KVServer::ForgetDeparted() {
   };
   forget(clocks_applied_);
   for (auto& [range, shard] : state_.shards) {
-    forget(shard.applied);
+    // A departed worker's pushes, applied here, may still be held by a
+    // replica waiting for the range's copy (or here, waiting for ours): the
+    // copy must carry their records, or the replica applies them again when
+    // it serves what it held. Kept until no replica of the range is copying.
+    if (!KeepsDepartedRecords(view, range, shard)) forget(shard.applied);
     shard.reads.ForgetWorkersUnless(
         [this](int worker) { return state_.members.count(worker) > 0; });
     // Pre-copies of servers that left: their deltas will not be asked for.

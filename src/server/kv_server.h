@@ -183,13 +183,13 @@ class KVServer {
   // Receiving (kv_server.cc): what the node's handlers call, on its receive
   // thread.
   void Handle(Message&& message);
-  void OnClock(const proto::Meta& meta);
+  void OnClock(const Message& message);
   void OnView(const proto::ClusterView& view);
   // Records the view's members; returns its workers' node ids.
   std::set<int> UpdateMembers(const proto::ClusterView& view);
   // Drops the dedupe windows and the pulls' versions of senders no longer in
   // the view.
-  void ForgetDeparted();
+  void ForgetDeparted(const proto::ClusterView& view);
   // Updates remembered_senders() and remembered_readers().
   void CountRememberedSenders();
   // Takes table_sizes() and the replicas' readiness (serving(),

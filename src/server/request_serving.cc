@@ -189,7 +189,27 @@ void RequestServing::PullRows(const DataRequest& request, uint32_t table_id,
   if (list) list->FindSlotsIn(table_id, rows);
 }
 
-void RequestServing::Park(Message&& message, double arrived) {
+std::optional<GateSlot> RequestServing::SlotOf(const Message& message) const {
+  const proto::Meta& meta = message.meta;
+  const size_t frames_without_keys = meta.command() == proto::PUSH ? 1 : 0;
+  SharedArray<const Key> keys;
+  if (message.frames.size() > frames_without_keys) {
+    const Bytes& frame = message.frames[0];
+    if (frame.size() < sizeof(Key) || frame.size() % sizeof(Key) != 0) return std::nullopt;
+    keys = frame.As<const Key>();
+  } else if (NamesKeyList(meta)) {
+    const KeyListCache::List* list = state_.key_lists.Find(meta.sender(), meta.key_list());
+    if (!list || list->keys().size() == 0) return std::nullopt;
+    keys = list->keys();
+  } else {
+    return std::nullopt;
+  }
+  auto ranges = node_->ranges();
+  if (!ranges) return std::nullopt;
+  return GateSlot(static_cast<uint32_t>(ranges->RangeOf(keys[0])), meta.table());
+}
+
+void RequestServing::Park(Message&& message, const GateSlot& slot, double arrived) {
   // Held until the slowest worker catches up; nothing waits on a thread. The
   // worker hears so at once, and stops counting the wait as a lost request
   // (kv/kv_worker.h). A copy it sent again to ask is not held twice.
@@ -202,7 +222,7 @@ void RequestServing::Park(Message&& message, double arrived) {
   held.meta.set_held(true);
   state_.Reply(message.meta, held);
   if (repeated) return;
-  parked_.push_back(Parked{std::move(message), arrived});
+  parked_.push_back(Parked{std::move(message), slot, arrived});
   state_.counters.parked_total.fetch_add(1);
 }
 
@@ -223,7 +243,7 @@ void RequestServing::WakeParked() {
   if (parked_.empty()) return;
   const double now = MonotonicSeconds();
   for (auto it = parked_.begin(); it != parked_.end();) {
-    if (!gate_.Admits(it->message.meta.clock())) {
+    if (!gate_.Admits(it->slot, it->message.meta.clock())) {
       ++it;
       continue;
     }
@@ -598,7 +618,8 @@ void RequestServing::ServePull(const proto::Meta& meta, const DataRequest& reque
     shard.reads.RecordPull(meta.sender(), request.table, meta.clock(), served.version);
   }
   ParameterTable* table = served.rows.get();
-  response->meta.set_min_clock(gate_.MinClock());
+  response->meta.set_min_clock(
+      gate_.MinClock(GateSlot(static_cast<uint32_t>(range), request.table)));
   response->meta.set_waited_us(waited_us);
   // The answer travels in the precision the pull asked for.
   const proto::WirePrecision precision = meta.precision();

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,8 +66,12 @@ class RequestServing {
   // the role its request needs; "" if it may.
   std::string SenderProblem(const proto::Meta& meta) const;
 
-  // Holds a pull at the staleness gate and acknowledges it as held.
-  void Park(Message&& message, double arrived);
+  // The gate's slot (key range, table) of a worker's PUSH or PULL, or of a
+  // push passed down, from its first key (its keys frame, or the key list it
+  // names); none if it names no key this server can find (Serve says why).
+  std::optional<GateSlot> SlotOf(const Message& message) const;
+  // Holds a pull of `slot` at the staleness gate and acknowledges it as held.
+  void Park(Message&& message, const GateSlot& slot, double arrived);
   // Refuses the parked pulls of nodes no longer in the view.
   void RefuseParkedOfLeavers();
   // Answers the parked pulls the gate admits now.
@@ -75,6 +80,7 @@ class RequestServing {
  private:
   struct Parked {
     Message message;
+    GateSlot slot;
     double since;
   };
 

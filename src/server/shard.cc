@@ -111,4 +111,11 @@ uint64_t CopyRowsIn(const SnapshotTable& saved, Key first, Key last, ParameterTa
   return copied;
 }
 
+bool KeepsDepartedRecords(const proto::ClusterView& view, size_t range, const Shard& shard) {
+  if (!shard.ready || !shard.held.empty()) return true;
+  if (range >= static_cast<size_t>(view.ranges_size())) return false;
+  const proto::KeyRange& key_range = view.ranges(static_cast<int>(range));
+  return key_range.copying_size() > 0 || key_range.precopy_size() > 0;
+}
+
 }  // namespace keel

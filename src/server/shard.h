@@ -144,6 +144,14 @@ SnapshotTable SortedCopy(uint32_t id, const ServerTable& table, uint32_t since =
 // by key and have `rows`'s row width. Returns the number of rows copied.
 uint64_t CopyRowsIn(const SnapshotTable& saved, Key first, Key last, ParameterTable* rows);
 
+// Whether `shard`, this server's replica of key range `range`, keeps the
+// at-most-once records (Shard::applied) of workers that left `view`: while it
+// waits for its copy or holds pushes, or while another replica of the range
+// waits for its copy. A departed worker's pushes may then still be held on
+// their way down the chain, and serving them after the copy must find them
+// recorded (in the copy), or they would be applied a second time.
+bool KeepsDepartedRecords(const proto::ClusterView& view, size_t range, const Shard& shard);
+
 }  // namespace keel
 
 #endif  // KEEL_SERVER_SHARD_H_

@@ -163,7 +163,7 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
     if (slow) SleepLikeAStraggler(compute_begin);
     const double push_begin = MonotonicSeconds();
     result.compute += push_begin - compute_begin;
-    pipeline->PushGradients(pass->clock.After(pass->batches), pass->clock.After(pass->batches + 1));
+    pipeline->PushGradients(pass->clock.After(pass->batches + 1));
     result.push += MonotonicSeconds() - push_begin;
     ++pass->batches;
     AfterBatch(pipeline->current(), pipeline, pass);

@@ -84,17 +84,16 @@ MinibatchGradients MinibatchPipeline::GradientHealth() const {
   return figures;
 }
 
-void MinibatchPipeline::PushGradients(int64_t clock_before, int64_t clock_after) {
+void MinibatchPipeline::PushGradients(int64_t clock) {
   while (pushes_.size() >= depth_) {
     WaitFor(pushes_.front());
     pushes_.pop_front();
   }
   Pushes pushes;
+  client_->set_clock(clock);
   if (use_bias_) {
-    client_->set_clock(clock_before);
     pushes.bias = client_->Push(bias_key_, SharedArray<const float>(std::move(bias_gradient_)),
                                 bias_width_, kBiasTable, slots_[current_].pull_clock);
-    client_->set_clock(clock_after);
   }
   pushes_.push_back(pushes);  // the weights' handle below, once it exists
   pushes_.back().weights = client_->Push(slots_[current_].batch.keys,

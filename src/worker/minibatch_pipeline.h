@@ -21,7 +21,7 @@
 //     const bool have_next = pipeline.StartNext(&stream, clock, this one's index);
 //     pipeline.WaitForRows();
 //     loss += pipeline.ComputeGradients();
-//     pipeline.PushGradients(clock before, clock after);
+//     pipeline.PushGradients(clock after);
 //     ... pipeline.current() ...
 //     pipeline.Advance();
 //     have = have_next;
@@ -71,11 +71,12 @@ class MinibatchPipeline {
   // table (worker/training_health.h); call before PushGradients.
   MinibatchGradients GradientHealth() const;
   // Waits until fewer than `depth` minibatches' pushes are in flight, then
-  // pushes the current one's gradients. A server advances a worker's clock on the first message
-  // stamped with it, and may then answer pulls held for it: so the bias goes first, stamped with
-  // `clock_before`, and the weights (one message per server) carry `clock_after`. Both carry the
-  // clock of the pulls that read their rows, for the servers' staleness-aware steps.
-  void PushGradients(int64_t clock_before, int64_t clock_after);
+  // pushes the current one's gradients, the bias and the weights (one
+  // message per key range) each stamped with `clock`, the worker's clock
+  // after the minibatch: a server counts it in each (key range, table) once
+  // that one's push is applied (StalenessGate). Both carry the clock of the
+  // pulls that read their rows, for the servers' staleness-aware steps.
+  void PushGradients(int64_t clock);
   // The minibatch being computed.
   const PreparedBatch& current() const { return slots_[current_].batch; }
   // The next minibatch becomes the current one.

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "base/error.h"
 #include "base/time.h"
@@ -18,18 +19,17 @@
 namespace keel {
 namespace {
 
+// A server with staleness 0 and SGD at rate 1: a push of g moves a weight by -g.
+std::unique_ptr<KVServer> BulkSynchronousServer(Node* node) {
+  OptimizerOptions sgd;
+  sgd.learning_rate = 1.0f;
+  return std::make_unique<KVServer>(node, sgd, std::map<uint32_t, TableSpec>{}, /*staleness=*/0);
+}
+
 class GateCluster : public testing::OneServerClusterTest {
  protected:
   void SetUp() override {
-    OptimizerOptions sgd;
-    sgd.learning_rate = 1.0f;
-    StartCluster(
-        2,
-        [&](Node* node) {
-          return std::make_unique<KVServer>(node, sgd, std::map<uint32_t, TableSpec>{},
-                                            /*staleness=*/0);
-        },
-        Retry());
+    StartCluster(2, BulkSynchronousServer, Retry());
     for (auto& client : clients_) Announce(*client, 1);
   }
 
@@ -72,6 +72,45 @@ class GateCluster : public testing::OneServerClusterTest {
 
   SharedArray<const Key> keys_{std::vector<Key>{MixKey(1), MixKey(2)}};
 };
+
+// One server holding two key ranges, one worker, staleness 0: the layout a
+// promoted replica has once the other server left (range i's primary and
+// the backup of the other), or --key_ranges above the server count.
+class GateClusterOfTwoRanges : public testing::OneServerClusterTest {
+ protected:
+  void SetUp() override {
+    StartCluster(1, BulkSynchronousServer, RequestRetry(), /*key_ranges=*/2);
+    // A key of each range, in ascending order.
+    auto ranges = worker_nodes_[0]->ranges();
+    ASSERT_TRUE(ranges);
+    ASSERT_EQ(ranges->num_ranges(), 2u);
+    std::vector<Key> first, second;
+    for (int f = 1; f < 1000 && (first.empty() || second.empty()); ++f) {
+      (ranges->RangeOf(MixKey(f)) == 0 ? first : second).push_back(MixKey(f));
+    }
+    ASSERT_FALSE(first.empty() || second.empty());
+    keys_ = SharedArray<const Key>(std::vector<Key>{first[0], second[0]});
+    clients_[0]->AnnounceClock(1, /*wait=*/true);
+  }
+
+  SharedArray<const Key> keys_;
+};
+
+TEST_F(GateClusterOfTwoRanges, APullWaitsForThePushOfItsOwnRangeNotJustAnother) {
+  KVWorker& client = *clients_[0];
+  // The next minibatch's pull goes first, held at clock 2; then the
+  // minibatch's push at clock 2, one part per range, in that order.
+  client.set_clock(2);
+  SharedArray<float> values;
+  const auto pull = client.Pull(keys_, &values, 1);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->parked_pulls() == 2; }, 10));
+  client.Wait(client.Push(keys_, SharedArray<const float>(std::vector<float>{1, 1}), 1));
+  client.Wait(pull, 10);
+  // Both parts read the push: the first range's part did not release the
+  // second's.
+  EXPECT_EQ(values[0], -1.0f);
+  EXPECT_EQ(values[1], -1.0f);
+}
 
 TEST_F(GateCluster, APullAheadOfTheSlowestWorkerWaitsUntilItCatchesUp) {
   KVWorker& fast = *clients_[1];

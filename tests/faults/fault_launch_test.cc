@@ -57,6 +57,26 @@ testing::Exit LaunchReplicatedJob(const std::string& folder, int epochs, const s
       timeout_s);
 }
 
+// A job of one worker at staleness 0 on 2 servers (3 epochs, Adam), reading
+// the linear model's data in `folder`; the caller adds its model folder,
+// replicas and faults.
+std::vector<std::string> OneWorkerJob(const std::string& folder) {
+  return {KeelBinary(),
+          "launch",
+          "--servers=2",
+          "--workers=1",
+          "--job=linear_learner",
+          "--epochs=3",
+          "--mini_batch_size=100",
+          "--optimizer=adam",
+          "--early_stopping_patience=100",
+          "--keep_best_epoch=false",
+          "--staleness=0",
+          "--train=" + folder + "/train",
+          "--validation=" + folder + "/validation",
+          "--minloglevel=1"};
+}
+
 class FaultLaunch : public testing::TempFolderTest {
  protected:
   // A linear model's data in folder_: 200000 rows over 5000 features, the
@@ -66,6 +86,14 @@ class FaultLaunch : public testing::TempFolderTest {
         testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000", "--features=5000",
                       "--nnz=10", "--seed=7", "--train_files=2", "--out=" + folder_},
                      60);
+    ASSERT_TRUE(data.finished && data.code == 0) << data.output;
+  }
+
+  // A linear model's data in folder_: 200000 rows over 50000 features.
+  void GenerateWideData() {
+    const auto data = testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000",
+                                    "--features=50000", "--nnz=10", "--seed=7", "--out=" + folder_},
+                                   60);
     ASSERT_TRUE(data.finished && data.code == 0) << data.output;
   }
 
@@ -293,26 +321,37 @@ TEST_F(FaultLaunch, ABadFaultSpecIsRefusedBeforeAnythingStarts) {
 // primary were not tracked by it since the last checkpoint (it was a
 // replica), so its next file is whole, and the chain starts again there.
 // The final checkpoint's chain gives the job's final weights, bit for bit.
+// One worker at staleness 0 computes the same weights whatever happens to the
+// servers: a server killed under replication changes who serves, not what.
+// Each pull waits for the pushes of its own key range and table, wherever
+// the range has gone and however its pushes were sent again.
+TEST_F(FaultLaunch, AServerKilledUnderReplicationLeavesTheWeightsOfAFaultFreeRun) {
+  ASSERT_NO_FATAL_FAILURE(GenerateWideData());
+  std::vector<std::string> job = OneWorkerJob(folder_);
+  job.insert(job.end(), {"--replication=1", "--heartbeat_interval=0.2", "--heartbeat_timeout=1",
+                         "--request_timeout_ms=200"});
+  std::vector<std::string> fault_free = job;
+  fault_free.push_back("--model_dir=" + folder_ + "/fault_free");
+  const auto clean = testing::Run(fault_free, 180);
+  ASSERT_TRUE(clean.finished && clean.code == 0) << clean.output;
+  const std::string log = folder_ + "/events.jsonl";
+  std::vector<std::string> faulted = job;
+  faulted.insert(faulted.end(), {"--model_dir=" + folder_ + "/faulted",
+                                 "--faults=kill:server:1@1.5s", "--event_log=" + log});
+  const auto run = testing::Run(faulted, 180);
+  ASSERT_TRUE(run.finished && run.code == 0) << run.output;
+  ASSERT_EQ(testing::EventsNamed(log, "kill").size(), 1u) << run.output;
+  ASSERT_TRUE(Contains(run.output, "backup server 0 is promoted to primary")) << run.output;
+  const std::string weights = testing::ReadFileOrEmpty(folder_ + "/fault_free/weights.bin");
+  ASSERT_FALSE(weights.empty());
+  EXPECT_TRUE(testing::ReadFileOrEmpty(folder_ + "/faulted/weights.bin") == weights)
+      << "the weights of the run with server 1 killed differ from the fault-free run's";
+}
+
 TEST_F(FaultLaunch, ADeltaChainStartsAgainAfterAPromotionAndRestoresTheJobsWeights) {
-  const auto data = testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=200000",
-                                  "--features=50000", "--nnz=10", "--seed=7", "--out=" + folder_},
-                                 60);
-  ASSERT_TRUE(data.finished && data.code == 0) << data.output;
-  const std::vector<std::string> job = {KeelBinary(),
-                                        "launch",
-                                        "--servers=2",
-                                        "--workers=1",
-                                        "--job=linear_learner",
-                                        "--epochs=3",
-                                        "--mini_batch_size=100",
-                                        "--num_models=2",
-                                        "--optimizer=adam",
-                                        "--early_stopping_patience=100",
-                                        "--keep_best_epoch=false",
-                                        "--staleness=0",
-                                        "--train=" + folder_ + "/train",
-                                        "--validation=" + folder_ + "/validation",
-                                        "--minloglevel=1"};
+  ASSERT_NO_FATAL_FAILURE(GenerateWideData());
+  std::vector<std::string> job = OneWorkerJob(folder_);
+  job.push_back("--num_models=2");
   const std::string log = folder_ + "/events.jsonl";
   std::vector<std::string> faulted = job;
   faulted.insert(faulted.end(),

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "base/error.h"
+#include "server/shard.h"
 #include "test_util.h"
 
 namespace keel {
@@ -169,6 +171,37 @@ TEST(ShardCopy, ARowLargerThanAPageGoesAloneAndAnEmptyRangeIsOnePage) {
   const ShardState back = DecodeShardCopy(one[0]);
   ASSERT_EQ(back.tables.size(), 1u) << "a table without rows is still described";
   EXPECT_EQ(back.tables[0].table, 4u);
+}
+
+// Two ranges, range 1 with server 2 in its chain and `mark` on it.
+proto::ClusterView ViewWithRange1Marked(const std::string& mark) {
+  proto::ClusterView view;
+  view.add_ranges()->set_server_rank(0);
+  proto::KeyRange* range = view.add_ranges();
+  range->set_server_rank(1);
+  range->add_backups(2);
+  if (mark == "copying") range->add_copying(2);
+  if (mark == "precopy") range->add_precopy(3);
+  return view;
+}
+
+TEST(KeepsDepartedRecords, WhileAReplicaOfTheRangeWaitsForItsCopy) {
+  Shard shard;
+  EXPECT_TRUE(KeepsDepartedRecords(ViewWithRange1Marked("copying"), 1, shard));
+  EXPECT_TRUE(KeepsDepartedRecords(ViewWithRange1Marked("precopy"), 1, shard));
+  EXPECT_FALSE(KeepsDepartedRecords(ViewWithRange1Marked("copying"), 0, shard));
+  EXPECT_FALSE(KeepsDepartedRecords(ViewWithRange1Marked(""), 1, shard));
+}
+
+TEST(KeepsDepartedRecords, WhileThisReplicaWaitsForItsCopyOrHoldsPushes) {
+  Shard waiting;
+  waiting.ready = false;
+  EXPECT_TRUE(KeepsDepartedRecords(ViewWithRange1Marked(""), 1, waiting));
+  Shard holding;
+  holding.held.emplace_back();
+  EXPECT_TRUE(KeepsDepartedRecords(ViewWithRange1Marked(""), 1, holding));
+  // A range the view does not list (yet): nothing keeps them.
+  EXPECT_FALSE(KeepsDepartedRecords(ViewWithRange1Marked(""), 5, Shard()));
 }
 
 }  // namespace
