@@ -32,8 +32,8 @@
 #include "scheduler/progress_printer.h"
 #include "scheduler/scheduler.h"
 #include "server/held_copy.h"
-#include "server/server_restart.h"
 #include "server/kv_server.h"
+#include "server/server_restart.h"
 #include "worker/scheduler_link.h"
 
 namespace keel {
@@ -127,6 +127,7 @@ int RunServer(const std::vector<std::string>& argv) {
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
   const KeyCacheBounds key_cache = KeyCacheBoundsFromFlags();
+  const int apply_threads = ServerApplyThreadsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
@@ -140,6 +141,7 @@ int RunServer(const std::vector<std::string>& argv) {
   Node node(options_with_copy);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
   server->SetKeyCacheBounds(key_cache);
+  server->SetApplyThreads(apply_threads);
   AddNodeMetrics(&node, &metrics);
   AddServerMetrics(&*server, &metrics);
   auto endpoint =
