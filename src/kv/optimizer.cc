@@ -57,43 +57,22 @@ inline void SgdStep(float* __restrict row, const float* __restrict gradient, int
   }
 }
 
-// SGD on one coordinate with its own rate and penalties.
-inline float SgdCoordinate(float w, float g, float rate, float l1, float l2) {
-  return SoftThreshold(w - rate * (g + l2 * w), rate * l1);
-}
-
 // SGD with each column's own rate and penalties.
 inline void SgdColumnStep(float* __restrict row, const float* __restrict gradient, int width,
                           const ColumnSettings& columns) {
   const float* rate = columns.learning_rate.data();
   const float* l1 = columns.l1.data();
   const float* l2 = columns.l2.data();
-  for (int i = 0; i < width; ++i)
-    row[i] = SgdCoordinate(row[i], gradient[i], rate[i], l1[i], l2[i]);
+  for (int i = 0; i < width; ++i) {
+    const float weight = row[i] - rate[i] * (gradient[i] + l2[i] * row[i]);
+    row[i] = SoftThreshold(weight, rate[i] * l1[i]);
+  }
 }
-
-// Rows of at most this many weights step across rows, in blocks of up to
-// kBlockLanes rows (StepOptimizer): a shorter column loop vectorizes poorly,
-// and transposing a block costs little beside the step.
-constexpr int kMaxBlockWidth = 16;
-constexpr size_t kBlockLanes = 32;
 
 // The step rules of MakeOptimizer's formulas (optimizer.h), one per optimizer
 // but SGD. A step has the optimizer's name, its state width, a constructor
-// taking the options, and two ways to apply gradients, with one formula for a
-// coordinate (Coordinate) that both call:
-// - operator(): one gradient to one row, column by column, each column with
-//   its own settings;
-// - Block: one gradient each to the rows of a block, transposed (below),
-//   lane by lane: the compiler vectorizes across rows, so narrow rows (a
-//   column loop too short to vectorize) step side by side.
-// StepOptimizer makes a step an Optimizer.
-//
-// A transposed block holds `lanes` rows as columns of `stride` floats: float
-// c of row l at block[c * stride + l] (the gradients likewise). Both ways run
-// the same float operations in the same order on each coordinate, so they
-// give the same bits (optimizer.cc is built without contraction into fused
-// multiply-adds and without math errno, CMakeLists.txt).
+// taking the options, and applies one gradient to one row; StepOptimizer
+// makes it an Optimizer.
 
 // Row layout: weights only. SGD's StepOptimizer form, for rows that carry a
 // schedule's count (SgdOptimizer below serves plain SGD).
@@ -107,119 +86,81 @@ struct PlainSgdStep {
                   const ColumnSettings& columns) const {
     SgdColumnStep(row, gradient, width, columns);
   }
-  void Block(float* __restrict block, const float* __restrict gradients, size_t lanes,
-             size_t stride, int width, const ColumnSettings& columns) const {
-    for (int c = 0; c < width; ++c) {
-      float* __restrict w = block + c * stride;
-      const float* __restrict g = gradients + c * stride;
-      const float rate = columns.learning_rate[c], l1 = columns.l1[c], l2 = columns.l2[c];
-      for (size_t l = 0; l < lanes; ++l) w[l] = SgdCoordinate(w[l], g[l], rate, l1, l2);
-    }
-  }
 };
 
-// Steps whose rows hold the weights, then Rule::kStates floats of state per
-// weight (all the first ones, then all the second ones), which `Rule` steps
-// together: rule(w, state..., g, rate, l1, l2) for one coordinate.
-template <typename Rule>
-struct PerWeightStep {
-  static constexpr const char* kName = Rule::kName;
-  static constexpr bool kScalesGradient = Rule::kScalesGradient;
-  static int StateWidth(int weight_width) { return Rule::kStates * weight_width; }
-  explicit PerWeightStep(const OptimizerOptions& options) : rule_(options) {}
+// Row layout: weights, then one velocity per weight.
+struct MomentumStep {
+  static constexpr const char* kName = "sgd";
+  static constexpr bool kScalesGradient = false;
+  static int StateWidth(int weight_width) { return weight_width; }
+  explicit MomentumStep(const OptimizerOptions& options) : momentum_(options.momentum) {}
 
-  // A copy of the rule in each loop: its settings cannot alias the rows.
   void operator()(float* __restrict row, const float* __restrict gradient, int width,
                   const ColumnSettings& columns) const {
-    const Rule rule = rule_;
-    float* __restrict first = row + width;
-    float* __restrict second = first + (Rule::kStates == 2 ? width : 0);
+    const float momentum = momentum_;
+    float* __restrict velocity = row + width;
     const float* rate = columns.learning_rate.data();
     const float* l1 = columns.l1.data();
     const float* l2 = columns.l2.data();
-    // Through locals: the compiler then vectorizes the columns.
     for (int i = 0; i < width; ++i) {
-      float w = row[i], state = first[i];
-      if constexpr (Rule::kStates == 1) {
-        rule(w, state, gradient[i], rate[i], l1[i], l2[i]);
-      } else {
-        float more = second[i];
-        rule(w, state, more, gradient[i], rate[i], l1[i], l2[i]);
-        second[i] = more;
-      }
-      row[i] = w;
-      first[i] = state;
-    }
-  }
-  void Block(float* __restrict block, const float* __restrict gradients, size_t lanes,
-             size_t stride, int width, const ColumnSettings& columns) const {
-    const Rule rule = rule_;
-    for (int c = 0; c < width; ++c) {
-      float* __restrict w = block + c * stride;
-      float* __restrict first = block + (width + c) * stride;
-      float* __restrict second = first + (Rule::kStates == 2 ? width * stride : 0);
-      const float* __restrict g = gradients + c * stride;
-      const float rate = columns.learning_rate[c], l1 = columns.l1[c], l2 = columns.l2[c];
-      for (size_t l = 0; l < lanes; ++l) {
-        if constexpr (Rule::kStates == 1) {
-          rule(w[l], first[l], g[l], rate, l1, l2);
-        } else {
-          rule(w[l], first[l], second[l], g[l], rate, l1, l2);
-        }
-      }
+      velocity[i] = momentum * velocity[i] - rate[i] * (gradient[i] + l2[i] * row[i]);
+      row[i] = SoftThreshold(row[i] + velocity[i], rate[i] * l1[i]);
     }
   }
 
-  Rule rule_;
+  float momentum_;
 };
 
-// What the rules of one state per weight share: their step sizes scale.
-struct OneStateRule {
-  static constexpr bool kScalesGradient = false;
-  static constexpr int kStates = 1;
-};
-
-// SGD with momentum; the state is the velocity.
-struct MomentumRule : OneStateRule {
-  static constexpr const char* kName = "sgd";
-  explicit MomentumRule(const OptimizerOptions& options) : momentum(options.momentum) {}
-  void operator()(float& w, float& velocity, float g, float rate, float l1, float l2) const {
-    velocity = momentum * velocity - rate * (g + l2 * w);
-    w = SoftThreshold(w + velocity, rate * l1);
-  }
-  float momentum;
-};
-
-// Adagrad; the state is the sum of squared gradients.
-struct AdagradRule : OneStateRule {
+// Row layout: weights, then one accumulator per weight.
+struct AdagradStep {
   static constexpr const char* kName = "adagrad";
-  explicit AdagradRule(const OptimizerOptions& options) : epsilon(options.epsilon) {}
-  void operator()(float& w, float& sum, float g_in, float rate, float l1, float l2) const {
-    const float g = g_in + l2 * w;
-    sum += g * g;
-    const float step = rate / (std::sqrt(sum) + epsilon);
-    w = SoftThreshold(w - step * g, step * l1);
+  static constexpr bool kScalesGradient = false;
+  static int StateWidth(int weight_width) { return weight_width; }
+  explicit AdagradStep(const OptimizerOptions& options) : epsilon_(options.epsilon) {}
+
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    const float epsilon = epsilon_;
+    float* __restrict accumulator = row + width;
+    const float* rate = columns.learning_rate.data();
+    const float* l1 = columns.l1.data();
+    const float* l2 = columns.l2.data();
+    for (int i = 0; i < width; ++i) {
+      const float g = gradient[i] + l2[i] * row[i];
+      accumulator[i] += g * g;
+      const float step = rate[i] / (std::sqrt(accumulator[i]) + epsilon);
+      row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
+    }
   }
-  float epsilon;
+
+  float epsilon_;
 };
 
-// RMSProp; the state is the decaying mean square.
-struct RmspropRule : OneStateRule {
+// Row layout: weights, then one mean square per weight.
+struct RmspropStep {
   static constexpr const char* kName = "rmsprop";
-  explicit RmspropRule(const OptimizerOptions& options)
-      : decay(options.rmsprop_decay), epsilon(options.epsilon) {}
-  void operator()(float& w, float& mean_square, float g_in, float rate, float l1, float l2) const {
-    const float g = g_in + l2 * w;
-    mean_square = decay * mean_square + (1.0f - decay) * g * g;
-    const float step = rate / (std::sqrt(mean_square) + epsilon);
-    w = SoftThreshold(w - step * g, step * l1);
-  }
-  float decay, epsilon;
-};
+  static constexpr bool kScalesGradient = false;
+  static int StateWidth(int weight_width) { return weight_width; }
+  explicit RmspropStep(const OptimizerOptions& options)
+      : decay_(options.rmsprop_decay), epsilon_(options.epsilon) {}
 
-using MomentumStep = PerWeightStep<MomentumRule>;
-using AdagradStep = PerWeightStep<AdagradRule>;
-using RmspropStep = PerWeightStep<RmspropRule>;
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    const float decay = decay_, epsilon = epsilon_;
+    float* __restrict mean_square = row + width;
+    const float* rate = columns.learning_rate.data();
+    const float* l1 = columns.l1.data();
+    const float* l2 = columns.l2.data();
+    for (int i = 0; i < width; ++i) {
+      const float g = gradient[i] + l2[i] * row[i];
+      mean_square[i] = decay * mean_square[i] + (1.0f - decay) * g * g;
+      const float step = rate[i] / (std::sqrt(mean_square[i]) + epsilon);
+      row[i] = SoftThreshold(row[i] - step * g, step * l1[i]);
+    }
+  }
+
+  float decay_, epsilon_;
+};
 
 // Row layout: weights, first moments, second moments, step count.
 struct AdamStep {
@@ -229,103 +170,121 @@ struct AdamStep {
   explicit AdamStep(const OptimizerOptions& options)
       : beta1_(options.beta1), beta2_(options.beta2), epsilon_(options.epsilon) {}
 
-  // A row's two bias corrections.
-  struct Corrections {
-    float first, second;
-  };
-  // Counts a row's step (`steps`, exact up to 2^24; past that, the bias
-  // correction is 1 anyway) and returns its corrections.
-  Corrections Count(float& steps) const {
-    steps += 1.0f;
-    return {static_cast<float>(1.0 / (1.0 - std::pow(double{beta1_}, steps))),
-            static_cast<float>(1.0 / (1.0 - std::pow(double{beta2_}, steps)))};
-  }
-  static void Coordinate(float& w, float& first_moment, float& second_moment, float g_in,
-                         float rate, float l2, float first_correction, float second_correction,
-                         float beta1, float beta2, float epsilon) {
-    const float g = g_in + l2 * w;
-    first_moment = beta1 * first_moment + (1.0f - beta1) * g;
-    second_moment = beta2 * second_moment + (1.0f - beta2) * g * g;
-    w -= rate * (first_moment * first_correction) /
-         (std::sqrt(second_moment * second_correction) + epsilon);
-  }
   void operator()(float* __restrict row, const float* __restrict gradient, int width,
                   const ColumnSettings& columns) const {
     const float beta1 = beta1_, beta2 = beta2_, epsilon = epsilon_;
     float* __restrict first_moment = row + width;
     float* __restrict second_moment = first_moment + width;
-    const Corrections corrections = Count(second_moment[width]);
-    const float first_correction = corrections.first, second_correction = corrections.second;
+    float& steps = second_moment[width];
+    // Exact up to 2^24 steps; past that, the bias correction is 1 anyway.
+    steps += 1.0f;
+    const float first_correction = static_cast<float>(1.0 / (1.0 - std::pow(double{beta1}, steps)));
+    const float second_correction =
+        static_cast<float>(1.0 / (1.0 - std::pow(double{beta2}, steps)));
     const float* rate = columns.learning_rate.data();
     const float* l2 = columns.l2.data();
-    // Through locals: the compiler then vectorizes the columns.
     for (int i = 0; i < width; ++i) {
-      float w = row[i], m = first_moment[i], v = second_moment[i];
-      Coordinate(w, m, v, gradient[i], rate[i], l2[i], first_correction, second_correction, beta1,
-                 beta2, epsilon);
-      row[i] = w;
-      first_moment[i] = m;
-      second_moment[i] = v;
-    }
-  }
-  void Block(float* __restrict block, const float* __restrict gradients, size_t lanes,
-             size_t stride, int width, const ColumnSettings& columns) const {
-    const float beta1 = beta1_, beta2 = beta2_, epsilon = epsilon_;
-    // Each row's corrections: its own step count (the column after the moments).
-    float* steps = block + static_cast<size_t>(3 * width) * stride;
-    float first_corrections[kBlockLanes], second_corrections[kBlockLanes];
-    for (size_t l = 0; l < lanes; ++l) {
-      const Corrections corrections = Count(steps[l]);
-      first_corrections[l] = corrections.first;
-      second_corrections[l] = corrections.second;
-    }
-    for (int c = 0; c < width; ++c) {
-      float* __restrict w = block + c * stride;
-      float* __restrict first_moment = block + (width + c) * stride;
-      float* __restrict second_moment = block + (2 * width + c) * stride;
-      const float* __restrict g = gradients + c * stride;
-      const float rate = columns.learning_rate[c], l2 = columns.l2[c];
-      for (size_t l = 0; l < lanes; ++l) {
-        Coordinate(w[l], first_moment[l], second_moment[l], g[l], rate, l2, first_corrections[l],
-                   second_corrections[l], beta1, beta2, epsilon);
-      }
+      const float g = gradient[i] + l2[i] * row[i];
+      first_moment[i] = beta1 * first_moment[i] + (1.0f - beta1) * g;
+      second_moment[i] = beta2 * second_moment[i] + (1.0f - beta2) * g * g;
+      row[i] -= rate[i] * (first_moment[i] * first_correction) /
+                (std::sqrt(second_moment[i] * second_correction) + epsilon);
     }
   }
 
   float beta1_, beta2_, epsilon_;
 };
 
-// FTRL-proximal; the states are z, then n.
-struct FtrlRule {
+// Row layout: weights, z, n.
+struct FtrlStep {
   static constexpr const char* kName = "ftrl";
   // Its rate is not a step size: a staleness scale weighs the gradient.
   static constexpr bool kScalesGradient = true;
-  static constexpr int kStates = 2;
-  explicit FtrlRule(const OptimizerOptions& options) : beta(options.ftrl_beta) {}
+  static int StateWidth(int weight_width) { return 2 * weight_width; }
+  explicit FtrlStep(const OptimizerOptions& options) : beta_(options.ftrl_beta) {}
 
-  // Branch-free (selections compute both sides, & rather than &&), so the
-  // compiler vectorizes the loops that call it.
-  void operator()(float& w, float& z, float& n, float g, float alpha, float l1, float l2) const {
-    // First update of an initialized weight: start z where the closed form
-    // below gives that weight back, so FTRL starts from the initializer's
-    // value (a factorization machine's factors must not all start at 0).
-    const float first_z = -w * (beta / alpha + l2) - std::copysign(l1, w);
-    const bool fresh = (n == 0.0f) & (w != 0.0f);
-    const float z0 = fresh ? first_z : z;
-    const float old_root = std::sqrt(n);
-    const float n1 = n + g * g;
-    const float new_root = std::sqrt(n1);
-    const float sigma = (new_root - old_root) / alpha;
-    const float z1 = z0 + (g - sigma * w);
-    const float shrunk = -(z1 - std::copysign(l1, z1)) / ((beta + new_root) / alpha + l2);
-    w = std::fabs(z1) <= l1 ? 0.0f : shrunk;
-    z = z1;
-    n = n1;
+  void operator()(float* __restrict row, const float* __restrict gradient, int width,
+                  const ColumnSettings& columns) const {
+    const float beta = beta_;
+    float* __restrict z = row + width;
+    float* __restrict n = z + width;
+    const float* alpha = columns.learning_rate.data();
+    const float* l1 = columns.l1.data();
+    const float* l2 = columns.l2.data();
+    // Branch-free (selections compute both sides), so the compiler vectorises
+    // the columns: a row of many models' weights steps them side by side.
+    for (int i = 0; i < width; ++i) {
+      const float g = gradient[i];
+      const float w = row[i];
+      // First update of an initialized weight: start z where the closed form
+      // below gives that weight back, so FTRL starts from the initializer's
+      // value (a factorization machine's factors must not all start at 0).
+      const float first_z = -w * (beta / alpha[i] + l2[i]) - std::copysign(l1[i], w);
+      const bool fresh = (n[i] == 0.0f) & (w != 0.0f);
+      const float z0 = fresh ? first_z : z[i];
+      const float old_root = std::sqrt(n[i]);
+      const float n1 = n[i] + g * g;
+      const float new_root = std::sqrt(n1);
+      const float sigma = (new_root - old_root) / alpha[i];
+      const float z1 = z0 + (g - sigma * w);
+      const float shrunk =
+          -(z1 - std::copysign(l1[i], z1)) / ((beta + new_root) / alpha[i] + l2[i]);
+      row[i] = std::fabs(z1) <= l1[i] ? 0.0f : shrunk;
+      z[i] = z1;
+      n[i] = n1;
+    }
   }
-  float beta;
+
+  // Rows of one weight (a linear model's) in blocks: operator()'s arithmetic,
+  // operation for operation, over arrays the compiler vectorises (each row's
+  // step alone is a chain of two square roots and two divisions).
+  void UpdateWidthOne(float* const* rows, const float* gradients, size_t count,
+                      const ColumnSettings& columns) const {
+    constexpr size_t kBlock = 64;
+    const float beta = beta_;
+    const float alpha = columns.learning_rate[0], l1 = columns.l1[0], l2 = columns.l2[0];
+    float weights[kBlock], zs[kBlock], ns[kBlock];
+    for (size_t begin = 0; begin < count; begin += kBlock) {
+      const size_t m = std::min(kBlock, count - begin);
+      float* const* block = rows + begin;
+      const float* g = gradients + begin;
+      for (size_t i = 0; i < m; ++i) {
+        weights[i] = block[i][0];
+        zs[i] = block[i][1];
+        ns[i] = block[i][2];
+      }
+      for (size_t i = 0; i < m; ++i) {
+        const float w = weights[i];
+        const float first_z = -w * (beta / alpha + l2) - std::copysign(l1, w);
+        // Branch-free selections (& rather than &&), so the loop vectorises.
+        const bool fresh = (ns[i] == 0.0f) & (w != 0.0f);
+        const float z0 = fresh ? first_z : zs[i];
+        const float old_root = std::sqrt(ns[i]);
+        const float n = ns[i] + g[i] * g[i];
+        const float new_root = std::sqrt(n);
+        const float sigma = (new_root - old_root) / alpha;
+        const float z = z0 + (g[i] - sigma * w);
+        const float shrunk = -(z - std::copysign(l1, z)) / ((beta + new_root) / alpha + l2);
+        weights[i] = std::fabs(z) <= l1 ? 0.0f : shrunk;
+        zs[i] = z;
+        ns[i] = n;
+      }
+      for (size_t i = 0; i < m; ++i) {
+        block[i][0] = weights[i];
+        block[i][1] = zs[i];
+        block[i][2] = ns[i];
+      }
+    }
+  }
+
+  float beta_;
 };
 
-using FtrlStep = PerWeightStep<FtrlRule>;
+// Whether `Step` has a blocked path for rows of one weight.
+template <typename Step, typename = void>
+struct HasWidthOnePath : std::false_type {};
+template <typename Step>
+struct HasWidthOnePath<Step, std::void_t<decltype(&Step::UpdateWidthOne)>> : std::true_type {};
 
 // ColumnSettings per row width, resolved from the options on the first use of
 // each width. Not synchronized.
@@ -407,10 +366,8 @@ class ScheduledRates {
 };
 
 // The optimizer of one step rule: resolves each width's column settings and
-// applies `Step` (inlined: the loops are the server's hot path), across the
-// rows of a batch in blocks when they are narrow and share their settings,
-// else row by row. Under a schedule, the row's update count follows the
-// step's state.
+// applies `Step` row by row (inlined: the loops are the server's hot path).
+// Under a schedule, the row's update count follows the step's state.
 template <typename Step>
 class StepOptimizer final : public Optimizer {
  public:
@@ -425,33 +382,20 @@ class StepOptimizer final : public Optimizer {
   int StateWidth(int weight_width) const override {
     return Step::StateWidth(weight_width) + (scheduled_ ? 1 : 0);
   }
-  // One row at a time, column by column: UpdateRows's blocks give the same bits.
   void Update(float* row, const float* gradient, int width) override {
-    UpdateEachRow(&row, gradient, 1, width, 1.0f);
+    UpdateRows(&row, gradient, 1, width, 1.0f);
   }
   void UpdateRows(float* const* rows, const float* gradients, size_t count, int width,
                   float step_scale) override {
-    if (scheduled_ || width > kMaxBlockWidth || count < 2) {
-      return UpdateEachRow(rows, gradients, count, width, step_scale);
-    }
-    if (Step::kScalesGradient && step_scale != 1.0f) {
-      gradients = ScaledGradients(gradients, count * static_cast<size_t>(width), step_scale);
-      step_scale = 1.0f;
-    }
-    // Without a schedule every row of the push takes the same settings.
-    UpdateInBlocks(rows, gradients, count, width,
-                   rates_.For(columns_.For(width), 0.0f, step_scale));
-  }
-
- private:
-  void UpdateEachRow(float* const* rows, const float* gradients, size_t count, int width,
-                     float step_scale) {
     if (Step::kScalesGradient && step_scale != 1.0f) {
       gradients = ScaledGradients(gradients, count * static_cast<size_t>(width), step_scale);
       step_scale = 1.0f;
     }
     const ColumnSettings& columns = columns_.For(width);
     if (!scheduled_ && step_scale == 1.0f) {
+      if constexpr (HasWidthOnePath<Step>::value) {
+        if (width == 1) return step_.UpdateWidthOne(rows, gradients, count, columns);
+      }
       for (size_t i = 0; i < count; ++i) step_(rows[i], gradients + i * width, width, columns);
       return;
     }
@@ -464,35 +408,7 @@ class StepOptimizer final : public Optimizer {
     }
   }
 
-  // Rows without a schedule's count, kBlockLanes at a time: each block
-  // transposed (see Block above), stepped, and written back.
-  void UpdateInBlocks(float* const* rows, const float* gradients, size_t count, int width,
-                      const ColumnSettings& settings) {
-    const size_t weights = static_cast<size_t>(width);
-    const size_t row_width = weights + static_cast<size_t>(Step::StateWidth(width));
-    block_.resize(row_width * kBlockLanes);
-    gradient_block_.resize(weights * kBlockLanes);
-    float* block = block_.data();
-    float* gradient_block = gradient_block_.data();
-    for (size_t begin = 0; begin < count; begin += kBlockLanes) {
-      const size_t lanes = std::min(kBlockLanes, count - begin);
-      float* const* part = rows + begin;
-      const float* part_gradients = gradients + begin * weights;
-      for (size_t l = 0; l < lanes; ++l) {
-        const float* row = part[l];
-        for (size_t c = 0; c < row_width; ++c) block[c * kBlockLanes + l] = row[c];
-        for (size_t c = 0; c < weights; ++c) {
-          gradient_block[c * kBlockLanes + l] = part_gradients[l * weights + c];
-        }
-      }
-      step_.Block(block, gradient_block, lanes, kBlockLanes, width, settings);
-      for (size_t l = 0; l < lanes; ++l) {
-        float* row = part[l];
-        for (size_t c = 0; c < row_width; ++c) row[c] = block[c * kBlockLanes + l];
-      }
-    }
-  }
-
+ private:
   // `gradients` times `scale`, in a buffer reused across pushes.
   const float* ScaledGradients(const float* gradients, size_t size, float scale) {
     scaled_gradients_.resize(size);
@@ -505,7 +421,6 @@ class StepOptimizer final : public Optimizer {
   ColumnSettingsCache columns_;
   ScheduledRates rates_;
   std::vector<float> scaled_gradients_;
-  std::vector<float> block_, gradient_block_;  // UpdateInBlocks's transposed rows
 };
 
 // SGD keeps fast paths of its own for the common rows (one column, no

@@ -1,5 +1,5 @@
 // A server's push apply path (ParameterTable::Push and PushSlots, the
-// optimizers' UpdateRows across rows, apply threads) against the scalar path:
+// optimizers' batched UpdateRows, apply threads) against the scalar path:
 // each row stepped alone, one after another, by Optimizer::UpdateRows of one
 // row. Every optimizer, on random rows of widths 1, 2, 5, 9 and 33, must end
 // with the same bits in every weight and every float of state.
