@@ -208,7 +208,8 @@ int BenchKV(const BenchKVOptions& kv) {
       "--optimizer=sgd", options.pslite_keys ? "--learning_rate=1" : "--learning_rate=1e-9",
       "--minloglevel=1", "--replication=" + std::to_string(kv.replication),
       std::string("--key_cache=") + (kv.key_cache ? "true" : "false"),
-      "--key_ranges=" + std::to_string(kv.key_ranges)};
+      "--key_ranges=" + std::to_string(kv.key_ranges),
+      "--server_apply_threads=" + std::to_string(kv.server_apply_threads)};
   const std::string secret = BenchSecret(kv, folder);
   if (!secret.empty()) cluster.role_flags.push_back("--secret_file=" + secret);
   const int status = kv.run_cluster(cluster);
@@ -236,8 +237,8 @@ int BenchKV(const BenchKVOptions& kv) {
   PrintTable("keel push/pull (" + kv.workload + " workload): " + std::to_string(kv.servers) +
                  " server(s), " + std::to_string(kv.workers) + " worker(s), inflight " +
                  std::to_string(kv.inflight) + " (small: 1), replication " +
-                 std::to_string(kv.replication) +
-                 (kv.key_cache ? ", key cache" : ", no key cache") +
+                 std::to_string(kv.replication) + ", " + std::to_string(kv.server_apply_threads) +
+                 " apply thread(s) a server" + (kv.key_cache ? ", key cache" : ", no key cache") +
                  (kv.key_ranges > 0 ? ", " + std::to_string(kv.key_ranges) + " key ranges"
                                     : std::string()) +
                  (secret.empty() ? "" : ", CURVE"),

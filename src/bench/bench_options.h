@@ -61,7 +61,8 @@ struct BenchKVOptions {
   double timeout = 0;
   int replication = 0;
   int key_ranges = 0;
-  std::string secret_file;  // "" for none (or a new one with `curve`)
+  int server_apply_threads = 1;  // the servers' --server_apply_threads
+  std::string secret_file;       // "" for none (or a new one with `curve`)
   BenchClusterRunner run_cluster;
 };
 

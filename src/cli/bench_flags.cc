@@ -171,6 +171,7 @@ BenchKVOptions BenchKVOptionsFromFlags() {
   options.timeout = FLAGS_timeout;
   options.replication = FLAGS_replication;
   options.key_ranges = FLAGS_key_ranges;
+  options.server_apply_threads = ServerApplyThreadsFromFlags();
   options.secret_file = FLAGS_secret_file;
   return options;
 }

@@ -1,5 +1,6 @@
 #include "cli/cluster_flags.h"
 
+#include <sched.h>
 #include <stdlib.h>
 
 #include <cctype>
@@ -7,11 +8,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "base/error.h"
 #include "cli/fault_flags.h"
 #include "flags/flag_rules.h"
 #include "kv/van.h"
+#include "server/kv_server.h"
 
 // Where a node is and how it reaches the scheduler.
 DEFINE_string(scheduler, "", "the scheduler's HOST:PORT (server, worker, launch)");
@@ -95,6 +98,11 @@ DEFINE_string(port_file, "",
 DEFINE_bool(progress_records, false,
             "scheduler: print the job's progress on standard output as 'keel-progress {...}' "
             "lines, which keel launch renders (it passes this flag)");
+DEFINE_string(server_apply_threads, "auto",
+              "server: threads that step a push's rows: the receive thread and up to N - 1 more, "
+              "each a contiguous part of at least 4096 of the push's rows (a smaller push takes "
+              "one thread; pushes stay applied one at a time, in order): auto (1 with fewer than "
+              "4 usable cores, else half the cores this process may run on, at most 8) or 1 to 64");
 DEFINE_double(connect_timeout, 5,
               "scheduler: seconds to try connecting back to a registering node's advertised "
               "address before refusing it as unreachable (and to wait for a node to answer a "
@@ -130,15 +138,34 @@ std::vector<FlagGroup> ClusterFlagGroups() {
       {"scheduler",
        {"num_servers", "num_workers", "heartbeat_timeout", "detect_closed_connections",
         "worker_replace_timeout", "replication", "allow_data_loss", "rebuild_wait", "key_ranges",
-        "membership_log",
-        "port_file",
-        "connect_timeout",
-        "progress_records"}},
+        "membership_log", "port_file", "connect_timeout", "progress_records"}},
       {"checkpoints",
        {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "checkpoint_delta",
         "checkpoint_full_every", "resume", "preemption_grace"}},
+      {"server", {"server_apply_threads"}},
       {"checking", {"check_flags"}},
   };
+}
+
+int ServerApplyThreadsFromFlags() {
+  const std::string& value = FLAGS_server_apply_threads;
+  if (value == "auto") return AutoApplyThreads(UsableCores());
+  char* end = nullptr;
+  const long threads = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || threads < 1 || threads > KVServer::kMaxApplyThreads) {
+    throw MakeError("--server_apply_threads '", value, "' is not auto or an integer in 1..",
+                    KVServer::kMaxApplyThreads);
+  }
+  return static_cast<int>(threads);
+}
+
+int AutoApplyThreads(int cores) { return cores < 4 ? 1 : std::min(cores / 2, 8); }
+
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 namespace {
 

@@ -48,6 +48,7 @@ DECLARE_string(resume);
 DECLARE_string(port_file);
 DECLARE_bool(progress_records);
 DECLARE_double(connect_timeout);
+DECLARE_string(server_apply_threads);
 DECLARE_bool(check_flags);
 
 // The servers' optimizer (the training jobs read it too). --learning_rate,
@@ -107,6 +108,17 @@ constexpr double kServerLearningRate = 0.01;
 // The number a flag that accepts `auto` holds, or `automatic` for auto.
 // Throws Error naming the flag (--NAME) if it is neither.
 double AutoOr(const char* flag, const std::string& value, double automatic);
+
+// --server_apply_threads: a number, or for auto AutoApplyThreads(UsableCores()).
+// Throws Error naming the flag and its value if it is neither auto nor in
+// 1..KVServer::kMaxApplyThreads.
+int ServerApplyThreadsFromFlags();
+// The apply threads of a server that may run on `cores` cores: 1 below 4
+// cores (the receive thread, the van's and the other roles on the machine
+// need them), else half of them, at most 8.
+int AutoApplyThreads(int cores);
+// The cores this process may run on (its CPU affinity), at least 1.
+int UsableCores();
 
 // The servers' optimizer (and --scheduler_timeout, which only servers use).
 // Throws Error naming a bad flag.

@@ -29,6 +29,7 @@ const std::vector<std::string> kHeadingOrder = {"job",
                                                 "cluster",
                                                 "node",
                                                 "scheduler",
+                                                "server",
                                                 "checkpoints",
                                                 "faults",
                                                 "resends",
@@ -164,8 +165,8 @@ CommandFlags FlagsOfCommand(const std::string& command) {
   if (command == "server") {
     return {"keel server --scheduler HOST:PORT [flags]",
             "runs a parameter server",
-            RoleGroups(
-                {"job", "node", "optimizer", "consistency", "faults", "key caching", "checking"}),
+            RoleGroups({"job", "node", "server", "optimizer", "consistency", "faults",
+                        "key caching", "checking"}),
             {},
             true};
   }
@@ -230,7 +231,7 @@ CommandFlags FlagsOfCommand(const std::string& command) {
             "simulated members (control)",
             {"benchmark", "cluster"},
             {"data", "data_format", "libsvm_zero_based", "device", "threads", "key_ranges",
-             "key_cache"},
+             "key_cache", "server_apply_threads"},
             true};
   }
   if (command == "keygen") {

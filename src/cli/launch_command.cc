@@ -178,6 +178,7 @@ void CheckLaunchFlags(const ClusterSize& size) {
   CheckSchedulerFlags(size);
   CheckNodeFlags();
   ServerOptimizerFromFlags();
+  ServerApplyThreadsFromFlags();
   JobTablesFromFlags();
   CheckWorkerJobFlags();
   RequestRetryFromFlags();

@@ -35,7 +35,6 @@
 #include "server/held_copy.h"
 #include "server/kv_server.h"
 #include "server/server_restart.h"
-#include "worker/hyperparameters.h"
 #include "worker/scheduler_link.h"
 
 namespace keel {
@@ -129,6 +128,7 @@ int RunServer(const std::vector<std::string>& argv) {
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();
   const KeyCacheBounds key_cache = KeyCacheBoundsFromFlags();
+  const int apply_threads = ServerApplyThreadsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
@@ -142,6 +142,7 @@ int RunServer(const std::vector<std::string>& argv) {
   Node node(options_with_copy);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);
   server->SetKeyCacheBounds(key_cache);
+  server->SetApplyThreads(apply_threads);
   AddNodeMetrics(&node, &metrics);
   AddServerMetrics(&*server, &metrics);
   auto endpoint =

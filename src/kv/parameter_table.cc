@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 
 namespace keel {
 namespace {
@@ -286,25 +287,71 @@ void ParameterTable::ForBatchFound(const Key* keys, size_t count, Visit visit) c
   }
 }
 
-void ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
-                          Optimizer* optimizer, float step_scale) {
-  const size_t width = static_cast<size_t>(weight_width_);
+int ApplyThreads::PartsFor(size_t rows) const {
+  if (!pool || !optimizers) return 1;
+  const size_t most = std::min(static_cast<size_t>(pool->size()), optimizers->size() + 1);
+  return static_cast<int>(std::max<size_t>(1, std::min(most, rows / kMinRowsPerPart)));
+}
+
+namespace {
+
+// Steps rows[0, count) in `parts` parts on `threads` (ApplyThreads), part
+// `part` through `step(begin, end, optimizer)`.
+template <typename Step>
+void StepInParts(const ApplyThreads& threads, int parts, size_t count, Optimizer* optimizer,
+                 Step step) {
+  threads.pool->Run([&](int part) {
+    if (part >= parts) return;
+    size_t begin, end;
+    PartRange(count, parts, part, &begin, &end);
+    step(begin, end, part == 0 ? optimizer : (*threads.optimizers)[part - 1].get());
+  });
+}
+
+}  // namespace
+
+void ParameterTable::ResolveRows(const Key* keys, size_t count, float** rows) {
   size_t indices[kUpdateChunk];
-  float* rows[kUpdateChunk];
-  Reserve(count);
-  for (size_t begin = 0; begin < count; begin += kUpdateChunk) {
+  for (size_t begin = 0; begin < count;) {
     const size_t n = std::min(kUpdateChunk, count - begin);
-    const Key* chunk = keys + begin;
-    auto resolve = [&](size_t i, size_t index) { indices[i] = index; };
     const uint64_t generation = generation_;
-    ForBatch(chunk, n, resolve);
-    // A rebuild moved the slots found before it; every key exists now, so a
-    // second pass inserts nothing and rebuilds nothing.
-    if (generation_ != generation) ForBatch(chunk, n, resolve);
+    // The probes alone first: a tight loop, prefetching ahead.
+    ForBatch(keys + begin, n, [&](size_t i, size_t index) { indices[i] = index; });
+    if (generation_ != generation) {
+      // A rebuild moved the rows found before it, in this chunk and those
+      // before; they all have rows now, so a second pass inserts nothing and
+      // rebuilds nothing.
+      begin = 0;
+      continue;
+    }
     for (size_t i = 0; i < n; ++i) {
-      rows[i] = MutableRow(indices[i]);
+      rows[begin + i] = MutableRow(indices[i]);
       Stamp(indices[i]);
     }
+    begin += n;
+  }
+}
+
+void ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
+                          Optimizer* optimizer, float step_scale, const ApplyThreads* threads) {
+  const size_t width = static_cast<size_t>(weight_width_);
+  Reserve(count);
+  const int parts = threads ? threads->PartsFor(count) : 1;
+  if (parts > 1) {
+    push_rows_.resize(count);
+    ResolveRows(keys, count, push_rows_.data());
+    float* const* rows = push_rows_.data();
+    StepInParts(*threads, parts, count, optimizer,
+                [&](size_t begin, size_t end, Optimizer* part_optimizer) {
+                  part_optimizer->UpdateRows(rows + begin, gradients + begin * width, end - begin,
+                                             weight_width_, step_scale);
+                });
+    return;
+  }
+  float* rows[kUpdateChunk];
+  for (size_t begin = 0; begin < count; begin += kUpdateChunk) {
+    const size_t n = std::min(kUpdateChunk, count - begin);
+    ResolveRows(keys + begin, n, rows);
     optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_, step_scale);
   }
 }
@@ -417,7 +464,21 @@ void ParameterTable::PrefetchSlot(size_t index) const {
 }
 
 void ParameterTable::PushSlots(const uint32_t* slots, size_t count, const float* gradients,
-                               Optimizer* optimizer, float step_scale) {
+                               Optimizer* optimizer, float step_scale,
+                               const ApplyThreads* threads) {
+  const int parts = threads ? threads->PartsFor(count) : 1;
+  if (parts == 1) return PushSlotRange(slots, count, gradients, optimizer, step_scale);
+  // Distinct slots: each part makes its own rows writable and stamps them.
+  const size_t width = static_cast<size_t>(weight_width_);
+  StepInParts(*threads, parts, count, optimizer,
+              [&](size_t begin, size_t end, Optimizer* part_optimizer) {
+                PushSlotRange(slots + begin, end - begin, gradients + begin * width, part_optimizer,
+                              step_scale);
+              });
+}
+
+void ParameterTable::PushSlotRange(const uint32_t* slots, size_t count, const float* gradients,
+                                   Optimizer* optimizer, float step_scale) {
   const size_t width = static_cast<size_t>(weight_width_);
   float* rows[kUpdateChunk];
   for (size_t begin = 0; begin < count; begin += kUpdateChunk) {

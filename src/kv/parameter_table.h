@@ -19,7 +19,9 @@
 // rows (kSharedRowBytes and up: a dense model's few long rows) each live in a reference-counted
 // block, so a pull can send a row without copying it; a push to a row that is still being sent
 // copies it first (copy on write). Not synchronized: a server touches a table from one thread.
-// Views from SharedWeights may be read from any thread.
+// Views from SharedWeights may be read from any thread. A push may be applied by several threads
+// (ApplyThreads), each stepping its own part of the push's rows; the calling thread resolves
+// the rows and waits for them all.
 //
 // Only pushes (and FindOrInsert) create rows: a read of a key without a row answers the weights its
 // row would start from (the initializer's, else zeros) and stores nothing, so reading keys costs
@@ -42,6 +44,22 @@
 #include "kv/shared_array.h"
 
 namespace keel {
+
+class ThreadPool;
+
+// The threads a push's rows are stepped with (ParameterTable::Push, PushSlots): the push's rows
+// in pool->size() contiguous parts, part 0 on the calling thread through the push's own
+// optimizer, part i through (*optimizers)[i - 1]. Every optimizer must be made from the same
+// options as the push's (optimizers keep no row state, so any of them gives a row the same
+// bits). A push of fewer than kMinRowsPerPart rows a part runs on the caller's thread alone:
+// waking a thread costs more than stepping that many rows.
+struct ApplyThreads {
+  static constexpr size_t kMinRowsPerPart = 4096;
+  ThreadPool* pool = nullptr;
+  const std::vector<std::unique_ptr<Optimizer>>* optimizers = nullptr;
+  // The parts a push of `rows` rows is stepped in: 1 to pool->size().
+  int PartsFor(size_t rows) const;
+};
 
 class ParameterTable {
  public:
@@ -78,10 +96,12 @@ class ParameterTable {
 
   // Applies gradients (keys.size() x weight_width, row-major) to the rows of
   // `keys` through `optimizer`, creating rows on first touch; each step
-  // scaled by `step_scale` (Optimizer::UpdateRows). If it throws (out of
+  // scaled by `step_scale` (Optimizer::UpdateRows); with `threads`, rows
+  // are stepped in parts on its threads (the rows themselves are found or
+  // made on the calling thread). Keys must be distinct. If it throws (out of
   // memory), the rows of an earlier part of the batch may have been updated.
   void Push(const Key* keys, size_t count, const float* gradients, Optimizer* optimizer,
-            float step_scale = 1.0f);
+            float step_scale = 1.0f, const ApplyThreads* threads = nullptr);
   // Copies the weights of `keys` into `out` (count x weight_width); a key
   // without a row reads as its initial weights. Creates no row.
   void Pull(const Key* keys, size_t count, float* out) const;
@@ -159,9 +179,9 @@ class ParameterTable {
   // cleared) if a key has no row or a slot does not fit 32 bits.
   bool FindSlots(const Key* keys, size_t count, std::vector<uint32_t>* slots) const;
   // Push and Pull through `slots` found by FindSlots while layout() was what
-  // it is now (required, not checked).
+  // it is now (required, not checked); distinct slots for PushSlots.
   void PushSlots(const uint32_t* slots, size_t count, const float* gradients, Optimizer* optimizer,
-                 float step_scale = 1.0f);
+                 float step_scale = 1.0f, const ApplyThreads* threads = nullptr);
   void PullSlots(const uint32_t* slots, size_t count, float* out) const;
 
  private:
@@ -223,6 +243,12 @@ class ParameterTable {
   // `ordered` (by hash instead if that turns out too costly: clustered keys).
   // The new slots are allocated first: if that fails, the table is unchanged.
   void Rebuild(size_t capacity, bool ordered);
+  // rows[i] = the row of keys[i] to modify, made on first touch and
+  // stamped, found once (a rebuild on the way: found again).
+  void ResolveRows(const Key* keys, size_t count, float** rows);
+  // PushSlots on the calling thread.
+  void PushSlotRange(const uint32_t* slots, size_t count, const float* gradients,
+                     Optimizer* optimizer, float step_scale);
   // Calls visit(i, slot index) for each key, prefetching ahead.
   template <typename Visit>
   void ForBatch(const Key* keys, size_t count, Visit visit);
@@ -263,6 +289,7 @@ class ParameterTable {
   std::vector<std::shared_ptr<float[]>> blocks_;      // wide rows: capacity + 1
   std::vector<uint32_t> stamps_;                      // capacity + 1 when enabled
   uint32_t stamp_ = 1;
+  std::vector<float*> push_rows_;  // a push's rows, when it is stepped in parts
 };
 
 }  // namespace keel

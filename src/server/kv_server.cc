@@ -51,6 +51,13 @@ KVServer::KVServer(Node* node, const OptimizerOptions& default_optimizer,
   snapshots_ = std::make_unique<SnapshotRestore>(&state_);
 }
 
+void KVServer::SetApplyThreads(int threads) {
+  if (threads < 1 || threads > kMaxApplyThreads) {
+    throw MakeError("apply threads: ", threads, " is not in 1..", kMaxApplyThreads);
+  }
+  state_.apply_pool = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
+}
+
 KVServer::~KVServer() {
   node_->SetHeartbeatFields(nullptr);
   snapshots_->FinishWriting();  // snapshots already copied are written and reported first

@@ -175,6 +175,14 @@ class KVServer {
     state_.key_lists.set_bounds(bounds);
   }
 
+  // Steps a push's rows on `threads` threads (--server_apply_threads): the
+  // receive thread and threads - 1 more, each a contiguous part of the
+  // push's rows, the receive thread waiting for all before it goes on, so
+  // pushes are applied in the order they are today. Throws Error unless
+  // 1 <= threads <= kMaxApplyThreads. Call before node->Start().
+  static constexpr int kMaxApplyThreads = 64;
+  void SetApplyThreads(int threads);
+
   // Hears of every PUSH and PULL this server answered, for metrics (on the
   // receive thread). Set before node->Start().
   void SetRequestObserver(RequestObserver observer) { requests_->SetObserver(std::move(observer)); }

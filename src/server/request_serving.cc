@@ -163,16 +163,17 @@ KeyListCache::List* RequestServing::ServedList(const DataRequest& request) const
 
 void RequestServing::PushRows(const DataRequest& request, ServerTable& table, float step_scale) {
   ParameterTable& rows = *table.rows;
+  const ApplyThreads threads = state_.ApplyThreadsFor(table);
   KeyListCache::List* list = ServedList(request);
   if (list) {
     if (const std::vector<uint32_t>* slots = list->SlotsIn(request.table, rows)) {
       rows.PushSlots(slots->data(), slots->size(), request.values.data(), table.optimizer.get(),
-                     step_scale);
+                     step_scale, &threads);
       return;
     }
   }
   rows.Push(request.keys.data(), request.keys.size(), request.values.data(), table.optimizer.get(),
-            step_scale);
+            step_scale, &threads);
   if (list) list->FindSlotsIn(request.table, rows);
 }
 

@@ -35,6 +35,9 @@ ServerTable& ServerState::TableFor(Shard& shard, size_t range, uint32_t table, u
       spec != specs.end() ? spec->second.optimizer : default_optimizer;
   ServerTable made;
   made.optimizer = MakeOptimizer(options);
+  for (int part = 1; apply_pool && part < apply_pool->size(); ++part) {
+    made.apply_optimizers.push_back(MakeOptimizer(options));
+  }
   made.staleness_aware = options.staleness_aware;
   const int state = made.optimizer->StateWidth(static_cast<int>(width));
   // The table is laid out for its key range.

@@ -19,6 +19,7 @@
 #include <string>
 #include <utility>
 
+#include "base/thread_pool.h"
 #include "kv/message.h"
 #include "kv/node.h"
 #include "kv/optimizer.h"
@@ -93,6 +94,11 @@ struct ServerState {
   // Sends `response` as the answer to `request` (a failure to send is logged).
   void Reply(const proto::Meta& request, Message& response);
 
+  // The threads `table`'s pushes are stepped with (kv/parameter_table.h).
+  ApplyThreads ApplyThreadsFor(const ServerTable& table) const {
+    return {apply_pool.get(), &table.apply_optimizers};
+  }
+
   Node* const node;
   const OptimizerOptions default_optimizer;
   const std::map<uint32_t, TableSpec> specs;
@@ -109,6 +115,10 @@ struct ServerState {
   RangePushCounts range_pushes;
   // Key lists kept for the workers' requests (key caching).
   KeyListCache key_lists;
+  // The threads a push's rows are stepped with besides the receive thread,
+  // which waits for them (--server_apply_threads); nullptr: the receive
+  // thread alone. Tables made while it is set get an optimizer per thread.
+  std::unique_ptr<ThreadPool> apply_pool;
 
  private:
   mutable std::mutex failure_mutex_;

@@ -32,6 +32,9 @@ namespace keel {
 struct ServerTable {
   std::unique_ptr<ParameterTable> rows;
   std::unique_ptr<Optimizer> optimizer;
+  // One more optimizer, made from the same options, per apply thread past
+  // the first (ApplyThreads; empty with one apply thread).
+  std::vector<std::unique_ptr<Optimizer>> apply_optimizers;
   // Pushes applied to it here (PushStaleness's version).
   uint64_t version = 0;
   // Steps scaled by the pushes' staleness (OptimizerOptions::staleness_aware).
@@ -66,7 +69,7 @@ struct Shard {
   // pushes passed down meanwhile wait in `held`.
   bool ready = true;
   std::vector<Message> held;
-  int asked = -1;  // node id the range was last asked of
+  int asked = -1;               // node id the range was last asked of
   uint64_t asked_sequence = 0;  // ... and the request's sequence, which its answer echoes
   // The copy being received: pages taken so far and their rows.
   uint32_t copy_pages = 0;

@@ -272,5 +272,27 @@ TEST_F(FlagChecks, WirePrecisionIsCheckedAndRefusedByTheJobsThatKeepFloat32) {
             "--wire_precision: wire precision 'fp8' is not fp32, bf16 or fp16");
 }
 
+TEST_F(FlagChecks, ServerApplyThreadsIsAutoOrIn1To64) {
+  EXPECT_EQ(ServerApplyThreadsFromFlags(), AutoApplyThreads(UsableCores()));
+  Set("server_apply_threads", "3");
+  EXPECT_EQ(ServerApplyThreadsFromFlags(), 3);
+  for (const char* bad : {"0", "65", "-1", "two", "", "2x"}) {
+    Set("server_apply_threads", bad);
+    const std::string error = ErrorOf([] { ServerApplyThreadsFromFlags(); });
+    EXPECT_TRUE(Contains(error, "--server_apply_threads '" + std::string(bad) +
+                                    "' is not auto or an integer in 1..64"))
+        << error;
+  }
+}
+
+TEST_F(FlagChecks, AutoApplyThreadsAreOneBelowFourCoresElseHalfAtMostEight) {
+  EXPECT_EQ(AutoApplyThreads(1), 1);
+  EXPECT_EQ(AutoApplyThreads(2), 1);
+  EXPECT_EQ(AutoApplyThreads(3), 1);
+  EXPECT_EQ(AutoApplyThreads(4), 2);
+  EXPECT_EQ(AutoApplyThreads(9), 4);
+  EXPECT_EQ(AutoApplyThreads(64), 8);
+}
+
 }  // namespace
 }  // namespace keel

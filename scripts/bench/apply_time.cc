@@ -1,0 +1,84 @@
+// The time a server's table takes to apply pushes, alone (no network, no
+// request handling): ParameterTable::Push of rows that exist, through each
+// optimizer at each row width, in pushes of 10^5 sorted mixed keys as a
+// worker sends them. Built against a build tree's libraries by
+// scripts/bench/apply_time.sh, so that two builds run the same harness.
+//
+//   apply_time KEYS PASSES WIDTH...
+//
+// Prints one line per optimizer and width: its name, the width and the
+// median over PASSES passes of nanoseconds per key pushed.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kv/keys.h"
+#include "kv/optimizer.h"
+#include "kv/parameter_table.h"
+
+namespace {
+
+double NanosecondsPerKey(const std::string& name, int width, uint64_t keys, int passes) {
+  keel::OptimizerOptions options;
+  options.name = name;
+  options.learning_rate = 1e-6f;  // the values stay small however long it runs
+  std::unique_ptr<keel::Optimizer> optimizer = keel::MakeOptimizer(options);
+  keel::ParameterTable table(width, optimizer->StateWidth(width));
+  constexpr uint64_t kPerPush = 100000;
+  std::vector<std::vector<keel::Key>> pushes;
+  for (uint64_t begin = 0; begin < keys; begin += kPerPush) {
+    std::vector<keel::Key> batch;
+    for (uint64_t i = begin; i < std::min(keys, begin + kPerPush); ++i) {
+      batch.push_back(keel::MixKey(i));
+    }
+    std::sort(batch.begin(), batch.end());
+    pushes.push_back(std::move(batch));
+  }
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> gradient(-1.0f, 1.0f);
+  std::vector<float> gradients(kPerPush * static_cast<size_t>(width));
+  for (float& g : gradients) g = gradient(random);
+  std::vector<double> seconds;
+  for (int pass = -1; pass < passes; ++pass) {  // pass -1 makes the rows
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& batch : pushes) {
+      table.Push(batch.data(), batch.size(), gradients.data(), optimizer.get(), 1.0f);
+    }
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (pass >= 0) seconds.push_back(took.count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2] * 1e9 / static_cast<double>(keys);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: apply_time KEYS PASSES WIDTH...\n");
+    return 2;
+  }
+  const uint64_t keys = std::strtoull(argv[1], nullptr, 10);
+  const int passes = std::atoi(argv[2]);
+  if (keys == 0 || passes < 1) {
+    std::fprintf(stderr, "apply_time: KEYS and PASSES must be positive\n");
+    return 2;
+  }
+  for (const char* name : {"sgd", "adagrad", "adam", "ftrl"}) {
+    for (int arg = 3; arg < argc; ++arg) {
+      const int width = std::atoi(argv[arg]);
+      if (width < 1) {
+        std::fprintf(stderr, "apply_time: width '%s' is not positive\n", argv[arg]);
+        return 2;
+      }
+      std::printf("%s %d %.2f\n", name, width, NanosecondsPerKey(name, width, keys, passes));
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
