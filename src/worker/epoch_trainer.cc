@@ -339,7 +339,7 @@ uint64_t EpochTrainer::TrainOrphanedBatches(int epoch, BatchStream* stream,
     const bool have_next = pipeline->StartNext(stream, outside, index);
     pipeline->WaitForRows();
     ComputeMinibatch(pipeline, epoch, result);
-    pipeline->PushGradients(outside.After(index), outside.After(index + 1));
+    pipeline->PushGradients(outside.After(index + 1));
     const uint64_t rows = pipeline->current().batch.rows();
     examples += rows;
     if (options_.counters) options_.counters->AddBatch(rows);
