@@ -18,6 +18,7 @@
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/time.h"
 #include "io/storage.h"
 
 namespace keel {
@@ -202,11 +203,10 @@ std::vector<InputSplit> ResolveChannel(const std::string& spec, int rank, int wo
 void AwaitStream(const InputSplit& split, double timeout_s) {
   if (!split.is_pipe) return;
   struct stat info;
-  const auto begin = std::chrono::steady_clock::now();
+  const double begin = MonotonicSeconds();
   bool said = false;
   while (stat(split.path.c_str(), &info) != 0) {
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    const double waited = MonotonicSeconds() - begin;
     if (waited >= timeout_s) {
       throw MakeError(split.Describe(), ": not there after waiting ", timeout_s, " s for it (",
                       std::strerror(errno), ")");
