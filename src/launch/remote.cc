@@ -330,18 +330,23 @@ SlurmTask ResolveSlurmTask(const std::map<std::string, std::string>& env, int se
                     " server(s) and at least one worker need ", servers + 2);
   }
   if (nodelist_hosts.empty()) throw MakeError("SLURM_JOB_NODELIST names no host");
+  bool derived = false;
   if (port == 0) {
-    // Derived from the job id, so two jobs on one node do not collide.
+    // Derived from the job id, so two jobs on one node do not collide, and
+    // below Linux's default ephemeral range (32768..60999), so that no
+    // connection going out of the node can hold it.
     const std::string id = RequireEnv(env, "SLURM_JOB_ID");
     char* end = nullptr;
     const unsigned long long job = std::strtoull(id.c_str(), &end, 10);
     if (*end != '\0') throw MakeError("SLURM_JOB_ID '", id, "' is not a number");
-    port = 20000 + static_cast<int>(job % 20000);
+    port = kSlurmFirstPort + static_cast<int>(job % kSlurmPorts);
+    derived = true;
   }
   SlurmTask result;
   result.servers = servers;
   result.workers = tasks - 1 - servers;
   result.node_name = nodelist_hosts.front();
+  result.port_derived = derived;
   result.scheduler = first_host_address + ":" + std::to_string(port);
   if (task == 0) {
     result.role = "scheduler";
@@ -403,7 +408,10 @@ int RunSlurmTask(const std::string& self, int servers, int port,
   LOG(INFO) << "slurm task " << env["SLURM_PROCID"] << " of " << env["SLURM_NTASKS"] << " on node "
             << env["SLURM_NODEID"] << ": " << task.role
             << (task.role == "scheduler" ? "" : " " + std::to_string(task.rank)) << ", scheduler "
-            << task.scheduler << " (" << task.node_name << ")";
+            << task.scheduler << " (" << task.node_name << ")"
+            << (task.port_derived ? "; its port comes from SLURM_JOB_ID: if another program holds "
+                                    "it, choose one with --scheduler_port"
+                                  : "");
   std::vector<char*> args = ExecArguments(argv);
   fflush(stdout);
   fflush(stderr);

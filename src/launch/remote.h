@@ -74,7 +74,13 @@ struct SlurmTask {
   int workers = 0;
   std::string scheduler;  // host:port
   std::string node_name;  // the first host of the allocation
+  bool port_derived = false;  // the port came from SLURM_JOB_ID (no --scheduler_port)
 };
+
+// The ports a Slurm job's scheduler takes without --scheduler_port:
+// kSlurmFirstPort + SLURM_JOB_ID % kSlurmPorts (20000..31999).
+constexpr int kSlurmFirstPort = 20000;
+constexpr int kSlurmPorts = 12000;
 
 // Works out this task's role. `first_host_address` maps the first host of the
 // nodelist to the address other tasks reach it at (scontrol in production).

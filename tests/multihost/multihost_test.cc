@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "kv/van.h"
+#include "launch/remote.h"
 #include "test_util.h"
 
 namespace keel {
@@ -811,6 +812,16 @@ TEST_F(SshHosts, KillingTheLauncherClosesTheConnectionsAndStopsEveryRemoteProces
 
 class SlurmCluster : public MultiHostTest {
  protected:
+  // A port for a Slurm daemon. Every job of the fresh controller is 1, 2, ...,
+  // whose scheduler takes kSlurmFirstPort + the job id: a daemon must not
+  // hold those (a free pick from UnusedPort's range could).
+  static int DaemonPort() {
+    for (;;) {
+      const int port = testing::UnusedPort();
+      if (port < kSlurmFirstPort || port > kSlurmFirstPort + 100) return port;
+    }
+  }
+
   void SetUp() override {
     REQUIRE_ROOT_AND_TOOLS("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo");
     const std::string& dir = folder_;
@@ -830,7 +841,7 @@ class SlurmCluster : public MultiHostTest {
     gethostname(host, sizeof(host) - 1);
     std::string conf =
         "ClusterName=keeltest\nSlurmctldHost=" + std::string(host) +
-        "(127.0.0.1)\nSlurmctldPort=" + std::to_string(testing::UnusedPort()) +
+        "(127.0.0.1)\nSlurmctldPort=" + std::to_string(DaemonPort()) +
         "\nSlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCredType=cred/munge\n"
         "AuthInfo=socket=" +
         dir + "/munge.sock\nStateSaveLocation=" + dir + "/state\nSlurmdSpoolDir=" + dir +
@@ -846,7 +857,7 @@ class SlurmCluster : public MultiHostTest {
       const std::string name = "knode" + std::to_string(node);
       mkdir((dir + "/spool/" + name).c_str(), 0755);
       conf += "NodeName=" + name + " NodeAddr=127.0.0.1 NodeHostname=" + host +
-              " Port=" + std::to_string(testing::UnusedPort()) + " CPUs=4 State=UNKNOWN\n";
+              " Port=" + std::to_string(DaemonPort()) + " CPUs=4 State=UNKNOWN\n";
     }
     conf +=
         "PartitionName=keel Nodes=knode1,knode2 Default=YES MaxTime=10 State=UP "

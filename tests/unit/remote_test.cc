@@ -76,16 +76,23 @@ TEST(SlurmTask, TaskZeroIsTheSchedulerThenServersThenWorkers) {
   EXPECT_EQ(task.servers, 2);
   EXPECT_EQ(task.workers, 2);
   EXPECT_EQ(task.scheduler, "10.0.0.1:20123");  // derived from the job id
+  EXPECT_TRUE(task.port_derived);
   task = ResolveSlurmTask(SlurmEnv(2, 5), 2, 9000, hosts, "10.0.0.1");
   EXPECT_EQ(task.role, "server");
   EXPECT_EQ(task.rank, 1);
   EXPECT_EQ(task.scheduler, "10.0.0.1:9000");
+  EXPECT_FALSE(task.port_derived);
   task = ResolveSlurmTask(SlurmEnv(4, 5), 2, 0, hosts, "10.0.0.1");
   EXPECT_EQ(task.role, "worker");
   EXPECT_EQ(task.rank, 1);
   auto env = SlurmEnv(1, 3);
   env["SLURM_JOB_ID"] = "48123457";  // large job ids too
   EXPECT_EQ(ResolveSlurmTask(env, 1, 0, hosts, "n").scheduler, "n:23457");
+  // Every derived port is below Linux's default ephemeral range (32768..).
+  env["SLURM_JOB_ID"] = "11999";
+  EXPECT_EQ(ResolveSlurmTask(env, 1, 0, hosts, "n").scheduler, "n:31999");
+  env["SLURM_JOB_ID"] = "12000";
+  EXPECT_EQ(ResolveSlurmTask(env, 1, 0, hosts, "n").scheduler, "n:20000");
 }
 
 TEST(SlurmTask, RefusesTooFewTasksAndMissingVariables) {
