@@ -38,32 +38,81 @@ void CheckWidth(int width) {
 }
 
 // Merges the servers' DUMP responses into `keys` and `values` (rows of `width`
-// floats), sorted by key. Throws Error for a malformed response.
-void MergeDumped(const std::vector<Message>& dumped, int width, std::vector<Key>* keys,
+// floats), sorted by key. Each server's pages come in key order, one after
+// the other (RequestServing::Dump), so the merge takes the smallest head of
+// one run per server, and lets a page go once its last row is taken: it
+// holds what is left of the pages and the rows merged so far (about the
+// table once), never an index of every row.
+// Throws Error for a malformed response or a run out of order.
+void MergeDumped(std::vector<Message>&& dumped, int width, std::vector<Key>* keys,
                  std::vector<float>* values) {
-  std::vector<std::pair<Key, size_t>> order;  // key, index into rows
-  std::vector<const float*> rows;
-  std::vector<SharedArray<const float>> alive;  // what rows point into
-  for (const Message& message : dumped) {
+  struct Run {
+    std::vector<Message*> pages;  // in the order they came
+    size_t page = 0, row = 0;
+    SharedArray<const Key> page_keys;
+    SharedArray<const float> page_values;
+  };
+  std::map<int, Run> runs;  // by sender
+  size_t total = 0;
+  for (Message& message : dumped) {
     if (message.frames.size() != 2) throw MakeError("malformed dump response");
-    auto part_keys = message.frames[0].As<const Key>();
-    auto part_values = message.frames[1].As<const float>();
-    if (part_values.size() != part_keys.size() * static_cast<size_t>(width)) {
-      throw MakeError("malformed dump response: ", part_keys.size(), " keys, ", part_values.size(),
-                      " values");
+    const size_t count = message.frames[0].As<const Key>().size();
+    const size_t value_count = message.frames[1].As<const float>().size();
+    if (value_count != count * static_cast<size_t>(width)) {
+      throw MakeError("malformed dump response: ", count, " keys, ", value_count, " values");
     }
-    for (size_t i = 0; i < part_keys.size(); ++i) {
-      order.emplace_back(part_keys[i], rows.size());
-      rows.push_back(part_values.data() + i * width);
-    }
-    alive.push_back(part_values);
+    total += count;
+    runs[message.meta.sender()].pages.push_back(&message);
   }
-  std::sort(order.begin(), order.end());
-  keys->resize(order.size());
-  values->resize(order.size() * width);
-  for (size_t i = 0; i < order.size(); ++i) {
-    (*keys)[i] = order[i].first;
-    std::memcpy(values->data() + i * width, rows[order[i].second], sizeof(float) * width);
+  // Opens the run's next non-empty page (and lets the one before go);
+  // false when the run is done.
+  const auto open_page = [](Run* run) {
+    for (; run->page < run->pages.size(); ++run->page) {
+      Message* message = run->pages[run->page];
+      run->page_keys = message->frames[0].As<const Key>();
+      run->page_values = message->frames[1].As<const float>();
+      *message = Message();
+      run->row = 0;
+      if (run->page_keys.size() > 0) {
+        ++run->page;
+        return true;
+      }
+    }
+    run->page_keys = SharedArray<const Key>();
+    run->page_values = SharedArray<const float>();
+    return false;
+  };
+  // Heads of the open runs, the smallest key on top.
+  using Head = std::pair<Key, Run*>;
+  std::vector<Head> heads;
+  const auto later = [](const Head& a, const Head& b) { return a.first > b.first; };
+  for (auto& [sender, run] : runs) {
+    if (open_page(&run)) heads.emplace_back(run.page_keys[0], &run);
+  }
+  std::make_heap(heads.begin(), heads.end(), later);
+  // Reserved, not filled: the merged rows take memory as the pages give it back.
+  keys->clear();
+  values->clear();
+  keys->reserve(total);
+  values->reserve(total * static_cast<size_t>(width));
+  while (!heads.empty()) {
+    std::pop_heap(heads.begin(), heads.end(), later);
+    auto& [key, run] = heads.back();
+    keys->push_back(key);
+    const float* row = run->page_values.data() + run->row * width;
+    values->insert(values->end(), row, row + width);
+    const bool more = ++run->row < run->page_keys.size() || open_page(run);
+    if (!more) {
+      heads.pop_back();
+      continue;
+    }
+    const Key next = run->page_keys[run->row];
+    if (next <= key) {
+      throw MakeError("malformed dump response: a server's rows are not in key order (key ", next,
+                      " after ", key, ")");
+    }
+    key = next;
+    std::push_heap(heads.begin(), heads.end(), later);
   }
 }
 
@@ -850,7 +899,7 @@ void KVWorker::DumpOnce(uint32_t table, int width, std::vector<Key>* keys,
     }
     pages = std::move(next);
   } while (!pages->empty());
-  MergeDumped(dumped, width, keys, values);
+  MergeDumped(std::move(dumped), width, keys, values);
 }
 
 proto::TableSummary KVWorker::Summarize(uint32_t table, int width, double timeout_s) {

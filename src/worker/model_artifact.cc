@@ -124,16 +124,26 @@ void CheckModelChecksum(std::string_view bytes, const std::string& where) {
 
 }  // namespace
 
-std::string EncodeModelArtifact(const ModelArtifact& model) {
+EncodedModelFile EncodeModelArtifact(const ModelArtifact& model,
+                                     const std::function<void(std::string_view)>& sink) {
   const Hyperparameters& h = model.hyperparameters;
   const uint32_t width = static_cast<uint32_t>(h.weight_width());
   if (model.weights.size() != model.features.size() * width) {
     throw MakeError("model artifact: ", model.weights.size(), " weights for ",
                     model.features.size(), " features of width ", width);
   }
+  // Pieces of about kPieceBytes: the file is never whole in memory.
+  constexpr size_t kPieceBytes = size_t{8} << 20;
+  EncodedModelFile file;
+  Checksum64 checksum;
   ByteWriter writer;
-  writer.Reserve(64 + model.features.size() * (sizeof(uint64_t) + sizeof(float) * width) +
-                 sizeof(float) * model.bias.size());
+  writer.Reserve(kPieceBytes + 64 + sizeof(float) * width);
+  const auto hand_over = [&] {
+    checksum.Add(writer.out().data(), writer.out().size());
+    file.bytes += writer.out().size();
+    sink(writer.out());
+    writer.out().clear();
+  };
   writer.Bytes(kMagic, sizeof(kMagic));
   writer.Put<uint32_t>(kModelFormatVersion);
   writer.Put<uint32_t>(static_cast<uint32_t>(h.job));
@@ -147,10 +157,25 @@ std::string EncodeModelArtifact(const ModelArtifact& model) {
   for (size_t i = 0; i < model.features.size(); ++i) {
     writer.Put<uint64_t>(model.features[i]);
     writer.Bytes(model.weights.data() + i * width, sizeof(float) * width);
+    if (writer.out().size() >= kPieceBytes) hand_over();
   }
   writer.Bytes(model.bias.data(), sizeof(float) * model.bias.size());
-  writer.Put<uint64_t>(Checksum64::Of(writer.out().data(), writer.out().size()));
-  return std::move(writer.out());
+  hand_over();
+  // The file ends with the checksum of every byte before it; the manifest's
+  // checksum (file.checksum) runs on over those last 8 bytes.
+  writer.Put<uint64_t>(checksum.value());
+  hand_over();
+  file.checksum = checksum.value();
+  return file;
+}
+
+std::string EncodeModelArtifact(const ModelArtifact& model) {
+  std::string bytes;
+  bytes.reserve(64 + model.features.size() * (sizeof(uint64_t) + sizeof(float) *
+                                                 static_cast<size_t>(model.hyperparameters.weight_width())) +
+                sizeof(float) * model.bias.size());
+  EncodeModelArtifact(model, [&](std::string_view piece) { bytes.append(piece); });
+  return bytes;
 }
 
 uint64_t ModelFileBytes(std::string_view header, const std::string& where) {

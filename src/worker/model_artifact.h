@@ -7,6 +7,7 @@
 #define KEEL_WORKER_MODEL_ARTIFACT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -67,6 +68,16 @@ uint64_t ModelFileBytes(std::string_view header, const std::string& where);
 // reads them back). Throws Error if the weights do not fit the features and
 // the hyperparameters' width.
 std::string EncodeModelArtifact(const ModelArtifact& model);
+
+// The size and checksum (Checksum64 of every byte) of an encoded weights.bin.
+struct EncodedModelFile {
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;
+};
+// The same bytes handed to `sink` in order, in pieces of about 8 MiB (the
+// file is never whole in memory); returns their size and checksum.
+EncodedModelFile EncodeModelArtifact(const ModelArtifact& model,
+                                     const std::function<void(std::string_view)>& sink);
 
 // Decodes a whole weights.bin from memory (what a fuzz target calls): the
 // header (as ModelFileBytes checks it), then the file's size against the

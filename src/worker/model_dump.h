@@ -3,6 +3,7 @@
 #define KEEL_WORKER_MODEL_DUMP_H_
 
 #include <string>
+#include <vector>
 
 #include "kv/kv_worker.h"
 #include "worker/hyperparameters.h"
@@ -16,6 +17,12 @@ namespace keel {
 // Error if a request fails.
 ModelArtifact DumpModel(KVWorker* client, const Hyperparameters& hyperparameters,
                         const std::string& hyperparameter_json, int weight_width, int bias_width);
+
+// A dump's rows (`keys` as the servers hold them, mixed, and `width` weights
+// a key) in artifact order: `keys` become the feature indices, sorted, and
+// the weights follow. In place: beyond the rows it holds 4 bytes a row (8
+// from 2^32 rows). Throws Error if the weights do not fit the keys.
+void SortDumpedRowsByFeature(std::vector<Key>* keys, std::vector<float>* weights, int width);
 
 // Model k of `all`, a dump of a job of num_models models (every model's
 // columns side by side, all.hyperparameters the job's): its columns of the

@@ -110,14 +110,24 @@ ModelFiles ReadModelFiles(const std::string& dir, Storage& storage) {
   return files;
 }
 
-// The model.manifest of files `names` with `contents`: each one's size and checksum.
-std::string ManifestOf(const std::vector<std::pair<std::string, const std::string*>>& files) {
+// A file a model.manifest names: its size and checksum.
+struct ManifestEntry {
+  std::string name;
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;
+};
+
+ManifestEntry EntryOf(const std::string& name, const std::string& bytes) {
+  return {name, bytes.size(), Checksum64::Of(bytes.data(), bytes.size())};
+}
+
+// The model.manifest of `files`.
+std::string ManifestOf(const std::vector<ManifestEntry>& files) {
   std::string text = "{\"keel_model_manifest\":1,\"files\":[";
   for (size_t i = 0; i < files.size(); ++i) {
-    const std::string& bytes = *files[i].second;
-    text += std::string(i > 0 ? "," : "") + "{\"name\":" + JsonQuote(files[i].first) +
-            ",\"bytes\":" + std::to_string(bytes.size()) + ",\"checksum\":\"" +
-            ChecksumHex(Checksum64::Of(bytes.data(), bytes.size())) + "\"}";
+    text += std::string(i > 0 ? "," : "") + "{\"name\":" + JsonQuote(files[i].name) +
+            ",\"bytes\":" + std::to_string(files[i].bytes) + ",\"checksum\":\"" +
+            ChecksumHex(files[i].checksum) + "\"}";
   }
   return text + "]}\n";
 }
@@ -164,7 +174,6 @@ ManifestMismatch CompareWithManifest(const ModelFiles& files, const std::string&
 }  // namespace
 
 void ModelArtifact::Write(const std::string& dir) const {
-  const std::string bytes = EncodeModelArtifact(*this);
 
   // Each file is replaced whole (a local one through a temporary file and a
   // rename), so a reader never sees half a model file.
@@ -174,10 +183,15 @@ void ModelArtifact::Write(const std::string& dir) const {
   // and never takes half of one model and half of another.
   const std::string description = ModelJson(*this);
   const std::unique_ptr<Storage> storage = OpenStorage(dir);
-  storage->Put("weights.bin", bytes);
+  // weights.bin goes as it is encoded (a folder writes each piece as it
+  // comes): the model is not held twice.
+  EncodedModelFile weights;
+  storage->PutPieces("weights.bin", [&](const Storage::PieceSink& sink) {
+    weights = EncodeModelArtifact(*this, sink);
+  });
   storage->Put("model.json", description);
-  storage->Put("model.manifest",
-               ManifestOf({{"weights.bin", &bytes}, {"model.json", &description}}));
+  storage->Put("model.manifest", ManifestOf({{"weights.bin", weights.bytes, weights.checksum},
+                                             EntryOf("model.json", description)}));
 }
 
 ModelArtifact ModelArtifact::Read(const std::string& dir) {

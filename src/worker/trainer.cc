@@ -606,24 +606,34 @@ void Trainer::TuneThreshold(MetricSet* final_metrics) {
 
 ModelArtifact Trainer::FoldedModel(const ModelArtifact& all, int k) const {
   ModelArtifact model = hyperparameters_.num_models > 1 ? SliceModel(all, k) : all;
-  model.data_format = options_.reader.format;
-  model.libsvm_zero_based = options_.reader.zero_based;
-  FoldStatistics(statistics_, &model);
+  Fold(&model);
   return model;
 }
 
+void Trainer::Fold(ModelArtifact* model) const {
+  model->data_format = options_.reader.format;
+  model->libsvm_zero_based = options_.reader.zero_based;
+  FoldStatistics(statistics_, model);
+}
+
 std::vector<ModelArtifact> Trainer::DumpFoldedModels() {
+  std::vector<ModelArtifact> models;
+  if (hyperparameters_.num_models == 1) {
+    models.push_back(DumpServersModel(0));
+    return models;
+  }
   const ModelArtifact all = DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
                                       model_.weight_width(), model_.bias_width());
-  std::vector<ModelArtifact> models;
   for (int k = 0; k < hyperparameters_.num_models; ++k) models.push_back(FoldedModel(all, k));
   return models;
 }
 
 ModelArtifact Trainer::DumpServersModel(int k) {
-  return FoldedModel(DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
-                               model_.weight_width(), model_.bias_width()),
-                     k);
+  ModelArtifact all = DumpModel(client_, hyperparameters_, options_.hyperparameter_json,
+                                model_.weight_width(), model_.bias_width());
+  if (hyperparameters_.num_models > 1) return FoldedModel(all, k);
+  Fold(&all);  // the one model folded where it lies, not copied
+  return all;
 }
 
 }  // namespace keel

@@ -132,6 +132,8 @@ class Trainer {
   void RestoreBestEpoch();
   // Model k of `all` (a dump of every model), with the data statistics folded in.
   ModelArtifact FoldedModel(const ModelArtifact& all, int k) const;
+  // Folds the statistics and the reader's settings into `model`.
+  void Fold(ModelArtifact* model) const;
 
   Node* node_;
   SchedulerLink* scheduler_;

@@ -2,6 +2,7 @@
 // settings, their tables, their backend, their artifact and their losses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -10,6 +11,8 @@
 
 #include "base/error.h"
 #include "random_batch.h"
+#include "test_util.h"
+#include "kv/keys.h"
 #include "worker/compute_backend_factory.h"
 #include "worker/cpu_model.h"
 #include "worker/model_dump.h"
@@ -486,6 +489,40 @@ TEST(TrainingCursor, CarriesEveryModelsLoss) {
   EXPECT_EQ(LossesOf(cursor, 3), (ModelLosses{1.5, 2.5, 3.5}));
   // A cursor of one model read by a job of two: the other starts from 0.
   EXPECT_EQ(LossesOf(CursorAt(2, 5, 500, {1.5}), 2), (ModelLosses{1.5, 0.0}));
+}
+
+// A dump's rows, as the servers hold them (by mixed key), put in artifact
+// order in place: each feature keeps its own weights, whatever the cycles
+// of the permutation.
+TEST(ModelDump, SortsTheDumpedRowsByFeatureInPlace) {
+  std::mt19937_64 random(7);
+  for (const int width : {1, 3}) {
+    std::vector<uint64_t> features(5000);
+    for (size_t i = 0; i < features.size(); ++i) features[i] = random() >> 20;
+    std::sort(features.begin(), features.end());
+    features.erase(std::unique(features.begin(), features.end()), features.end());
+    // Row i's weights are i, i + 0.25, ...: each tells its feature's rank.
+    std::vector<std::pair<Key, size_t>> by_key;
+    for (size_t i = 0; i < features.size(); ++i) by_key.emplace_back(MixKey(features[i]), i);
+    std::sort(by_key.begin(), by_key.end());
+    std::vector<Key> keys;
+    std::vector<float> weights;
+    for (const auto& [key, rank] : by_key) {
+      keys.push_back(key);
+      for (int j = 0; j < width; ++j) weights.push_back(static_cast<float>(rank) + 0.25f * j);
+    }
+    SortDumpedRowsByFeature(&keys, &weights, width);
+    ASSERT_EQ(keys, features) << "width " << width;
+    for (size_t i = 0; i < features.size(); ++i) {
+      for (int j = 0; j < width; ++j) {
+        ASSERT_EQ(weights[i * width + j], static_cast<float>(i) + 0.25f * j) << "row " << i;
+      }
+    }
+  }
+  std::vector<Key> keys = {1, 2};
+  std::vector<float> three = {1, 2, 3};
+  EXPECT_EQ(testing::ErrorOf([&] { SortDumpedRowsByFeature(&keys, &three, 1); }),
+            "a dump of 2 keys holds 3 weights, not 1 a key");
 }
 
 }  // namespace
