@@ -23,7 +23,10 @@ MetricSet WithTrainingLoss(const Hyperparameters& h, MetricSet metrics, double m
   return metrics;
 }
 
-// An artifact's weights, looked up by the mixed keys of a batch.
+// An artifact's weights, looked up by the mixed keys of a batch. The index
+// holds a row number a slot (4 bytes below 2^32 - 1 features, else 8), two to
+// four slots a feature, and compares the feature itself in the artifact: 8-16
+// bytes a feature beside the model (a slot of key and row took 32-64).
 class ArtifactRows {
  public:
   ArtifactRows(const ModelArtifact& artifact, int width) : artifact_(artifact), width_(width) {
@@ -32,12 +35,10 @@ class ArtifactRows {
     while ((size_t{1} << bits) < 2 * features && bits < 62) ++bits;
     shift_ = 64 - bits;
     mask_ = (size_t{1} << bits) - 1;
-    slots_.assign(size_t{1} << bits, Slot{0, kNoRow});
-    for (size_t i = 0; i < features; ++i) {
-      const Key key = MixKey(artifact.features[i]);
-      size_t slot = key >> shift_;
-      while (slots_[slot].row != kNoRow && slots_[slot].key != key) slot = (slot + 1) & mask_;
-      slots_[slot] = {key, i};
+    if (features < std::numeric_limits<uint32_t>::max()) {
+      Fill(&narrow_);
+    } else {
+      Fill(&wide_);
     }
   }
 
@@ -47,27 +48,45 @@ class ArtifactRows {
     rows->assign(batch.keys.size() * width_, 0.0f);
     for (size_t k = 0; k < batch.keys.size(); ++k) {
       const Key key = batch.keys[k];
-      for (size_t slot = key >> shift_; slots_[slot].row != kNoRow; slot = (slot + 1) & mask_) {
-        if (slots_[slot].key != key) continue;
-        std::copy_n(artifact_.weights.begin() + slots_[slot].row * width_, width_,
-                    rows->begin() + k * width_);
-        break;
-      }
+      const size_t row = narrow_.empty() ? Find(wide_, key) : Find(narrow_, key);
+      if (row == kNoRow) continue;
+      std::copy_n(artifact_.weights.begin() + row * width_, width_, rows->begin() + k * width_);
     }
   }
 
  private:
   static constexpr size_t kNoRow = ~size_t{0};
-  struct Slot {
-    Key key;
-    size_t row;  // the feature's row, or kNoRow for an empty slot
-  };
+
+  // Slot values are row + 1; 0 is an empty slot.
+  template <typename Row>
+  void Fill(std::vector<Row>* slots) {
+    slots->assign(mask_ + 1, 0);
+    const std::vector<uint64_t>& features = artifact_.features;
+    for (size_t i = 0; i < features.size(); ++i) {
+      size_t slot = MixKey(features[i]) >> shift_;
+      while ((*slots)[slot] != 0 && features[(*slots)[slot] - 1] != features[i]) {
+        slot = (slot + 1) & mask_;
+      }
+      (*slots)[slot] = static_cast<Row>(i + 1);
+    }
+  }
+
+  template <typename Row>
+  size_t Find(const std::vector<Row>& slots, Key key) const {
+    const uint64_t feature = UnmixKey(key);
+    for (size_t slot = key >> shift_; slots[slot] != 0; slot = (slot + 1) & mask_) {
+      if (artifact_.features[slots[slot] - 1] == feature) return slots[slot] - 1;
+    }
+    return kNoRow;
+  }
+
   const ModelArtifact& artifact_;
   const int width_;
   // Open addressing from the mixed key's top bits (MixKey spreads them
   // evenly), at most half full: a batch's keys, in ascending order, probe the
-  // slots in order.
-  std::vector<Slot> slots_;
+  // slots in order. One of the two is filled.
+  std::vector<uint32_t> narrow_;
+  std::vector<uint64_t> wide_;
   int shift_ = 0;
   size_t mask_ = 0;
 };
