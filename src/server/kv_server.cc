@@ -110,6 +110,7 @@ void KVServer::Handle(Message&& message) {
   const int worker = direct ? meta.sender() : meta.origin();
   const int64_t clock = meta.clock();
   const bool applied = requests_->ServeObserved(std::move(message), 0, arrived);
+  ForgetExpiredDepartures();
   CountRememberedSenders();
   if (push) PublishSizes();  // only pushes make rows (or wait for a range's copy)
   if (applied && slot && clock > 0) {
@@ -177,6 +178,8 @@ void KVServer::OnView(const proto::ClusterView& view) {
   snapshots_->RestoreOnce(view);
   const std::set<int> workers = UpdateMembers(view);
   ForgetDeparted(view);
+  next_departure_check_ = 0;
+  ForgetExpiredDepartures();  // and drops the departures whose records went
   if (ranges) chain_->AskForRanges(*ranges);
   gate_.RemoveMissing(workers);
   requests_->RefuseParkedOfLeavers();
@@ -186,18 +189,30 @@ void KVServer::OnView(const proto::ClusterView& view) {
 }
 
 void KVServer::ForgetDeparted(const proto::ClusterView& view) {
-  auto forget = [this](std::unordered_map<int, DedupeWindow>& windows) {
+  const double now = MonotonicSeconds();
+  for (auto it = departed_at_.begin(); it != departed_at_.end();) {
+    it = state_.members.count(it->first) ? departed_at_.erase(it) : std::next(it);
+  }
+  // Drops the windows of senders gone from the view; of workers' pushes
+  // (`grace`) only once gone for the grace period.
+  auto forget = [&](std::unordered_map<int, DedupeWindow>& windows, bool grace) {
     for (auto it = windows.begin(); it != windows.end();) {
-      it = state_.members.count(it->first) ? std::next(it) : windows.erase(it);
+      const int sender = it->first;
+      if (state_.members.count(sender)) {
+        ++it;
+        continue;
+      }
+      const double since = departed_at_.emplace(sender, now).first->second;
+      it = grace && now - since < departed_grace_s_ ? std::next(it) : windows.erase(it);
     }
   };
-  forget(clocks_applied_);
+  forget(clocks_applied_, /*grace=*/false);
   for (auto& [range, shard] : state_.shards) {
     // A departed worker's pushes, applied here, may still be held by a
     // replica waiting for the range's copy (or here, waiting for ours): the
     // copy must carry their records, or the replica applies them again when
     // it serves what it held. Kept until no replica of the range is copying.
-    if (!KeepsDepartedRecords(view, range, shard)) forget(shard.applied);
+    if (!KeepsDepartedRecords(view, range, shard)) forget(shard.applied, /*grace=*/true);
     shard.reads.ForgetWorkersUnless(
         [this](int worker) { return state_.members.count(worker) > 0; });
     // Pre-copies of servers that left: their deltas will not be asked for.
@@ -207,6 +222,30 @@ void KVServer::ForgetDeparted(const proto::ClusterView& view) {
     for (auto it = shard.precopy_generations.begin(); it != shard.precopy_generations.end();) {
       it = state_.members.count(it->first) ? std::next(it) : shard.precopy_generations.erase(it);
     }
+  }
+}
+
+void KVServer::ForgetExpiredDepartures() {
+  if (departed_at_.empty()) return;
+  const double now = MonotonicSeconds();
+  // At most about once a second between views: a request pays one clock read.
+  if (now < next_departure_check_) return;
+  next_departure_check_ = now + 1.0;
+  const std::shared_ptr<const proto::ClusterView> view = node_->view();
+  for (auto it = departed_at_.begin(); it != departed_at_.end();) {
+    const int sender = it->first;
+    bool kept = false;
+    for (auto& [range, shard] : state_.shards) {
+      const auto window = shard.applied.find(sender);
+      if (window == shard.applied.end()) continue;
+      if (now - it->second < departed_grace_s_ || !view ||
+          KeepsDepartedRecords(*view, range, shard)) {
+        kept = true;
+      } else {
+        shard.applied.erase(window);
+      }
+    }
+    it = kept ? std::next(it) : departed_at_.erase(it);
   }
 }
 

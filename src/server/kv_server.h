@@ -78,6 +78,7 @@
 #include "server/chain_replication.h"
 #include "server/dedupe_window.h"
 #include "server/request_serving.h"
+#include "server/shard.h"
 #include "server/server_state.h"
 #include "server/shard.h"
 #include "server/snapshot_restore.h"
@@ -168,6 +169,9 @@ class KVServer {
   // (kPageBytes unless set; tests set less to see many pages). Set before
   // node->Start().
   void SetPageBytes(size_t bytes) { state_.page_bytes = std::max<size_t>(1, bytes); }
+  // How long a departed worker's push records are kept (kDepartedRecordsGraceS;
+  // tests shorten it). Call before the node starts.
+  void SetDepartedRecordsGrace(double seconds) { departed_grace_s_ = seconds; }
   // The bounds of the key lists kept for the workers (checked: throws Error
   // naming a zero bound). Call before node->Start().
   void SetKeyCacheBounds(const KeyCacheBounds& bounds) {
@@ -196,8 +200,12 @@ class KVServer {
   // Records the view's members; returns its workers' node ids.
   std::set<int> UpdateMembers(const proto::ClusterView& view);
   // Drops the dedupe windows and the pulls' versions of senders no longer in
-  // the view.
+  // the view: a departed worker's push records once it has been gone
+  // departed_grace_s_ (see departed_at_).
   void ForgetDeparted(const proto::ClusterView& view);
+  // Between views: drops the push records of workers gone longer than the
+  // grace (cheap while none is waiting).
+  void ForgetExpiredDepartures();
   // Updates remembered_senders() and remembered_readers().
   void CountRememberedSenders();
   // Takes table_sizes() and the replicas' readiness (serving(),
@@ -209,6 +217,16 @@ class KVServer {
   Node* const node_;
   // Touched only on the receive thread.
   std::unordered_map<int, DedupeWindow> clocks_applied_;  // CLOCKs, by sender
+  // Workers gone from the view whose push records (Shard::applied) are still
+  // kept, with when this server first saw a view without them
+  // (MonotonicSeconds). A primary passes a repeated push down its chain
+  // again (its worker had no acknowledgement); if that copy reaches a backup
+  // after the worker left, the backup must still find it recorded, or it
+  // applies it a second time. Such a copy is on its way when the worker
+  // leaves, so the records are kept for a grace period after, not for ever.
+  std::map<int, double> departed_at_;
+  double departed_grace_s_ = kDepartedRecordsGraceS;
+  double next_departure_check_ = 0;  // ForgetExpiredDepartures' next look
   StalenessGate gate_;
   std::unique_ptr<SnapshotRestore> snapshots_;
   std::unique_ptr<ChainReplication> chain_;

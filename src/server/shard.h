@@ -155,6 +155,14 @@ uint64_t CopyRowsIn(const SnapshotTable& saved, Key first, Key last, ParameterTa
 // recorded (in the copy), or they would be applied a second time.
 bool KeepsDepartedRecords(const proto::ClusterView& view, size_t range, const Shard& shard);
 
+// How long a server keeps a departed worker's push records after it first
+// sees a view without the worker (KVServer::ForgetDeparted): far above the
+// time a push already passed down a chain takes to arrive, even behind a
+// receive thread busy with a checkpoint's copy (25 s measured at 3.5x10^7
+// rows). Memory: at most a window (4,096 sequences) a departed worker a
+// range, for that long.
+constexpr double kDepartedRecordsGraceS = 120;
+
 }  // namespace keel
 
 #endif  // KEEL_SERVER_SHARD_H_

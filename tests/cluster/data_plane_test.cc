@@ -18,6 +18,7 @@
 #include <zmq_addon.hpp>
 
 #include "base/error.h"
+#include "base/time.h"
 #include "cluster_fixture.h"
 #include "kv/initializer.h"
 #include "kv/kv_worker.h"
@@ -63,10 +64,17 @@ class DataPlane : public testing::OneServerClusterTest {
     tables[kWideTable].width = 4;
     tables[kWideTable].optimizer = sgd;
     StartCluster(
-        2, [&](Node* node) { return std::make_unique<KVServer>(node, sgd, tables); }, Retry());
+        2,
+        [&](Node* node) {
+          auto server = std::make_unique<KVServer>(node, sgd, tables);
+          server->SetDepartedRecordsGrace(DepartedRecordsGrace());
+          return server;
+        },
+        Retry());
   }
 
   virtual RequestRetry Retry() const { return RequestRetry(); }
+  virtual double DepartedRecordsGrace() const { return kDepartedRecordsGraceS; }
 
   void Push(const std::vector<Key>& keys, const std::vector<float>& values, uint32_t table = kTable,
             int width = 1) {
@@ -290,14 +298,44 @@ TEST_F(DataPlane, AFailedRowAllocationIsRefusedAndTheServerKeepsServing) {
   EXPECT_EQ(DumpedKeys(), kKeys);
 }
 
-TEST_F(DataPlane, ADepartedWorkersDedupeWindowsAreDropped) {
+// A departed worker's push records are kept for a grace period (a copy of
+// one of its pushes may still be on its way down a chain, and must be found
+// recorded), then dropped.
+class DataPlaneShortGrace : public DataPlane {
+ protected:
+  double DepartedRecordsGrace() const override { return 4.0; }
+};
+
+TEST_F(DataPlaneShortGrace, ADepartedWorkersDedupeWindowsAreKeptForTheGraceThenDropped) {
   Push(kKeys, {1.0f, 1.0f});
   clients_[1]->Wait(clients_[1]->Push(SharedArray<const Key>(kKeys),
                                       SharedArray<const float>(std::vector<float>{1, 1}), 1));
   EXPECT_EQ(server_->remembered_senders(), 2u);
+  const int departed = worker_nodes_[1]->id();
   worker_nodes_[1]->Stop();  // silent: it leaves the view at the heartbeat timeout
-  ASSERT_TRUE(WaitFor([&] { return server_->remembered_senders() == 1u; }, 20))
+  const auto gone = [&] {
+    const auto view = server_node_->view();
+    if (!view) return false;
+    for (const auto& node : view->nodes()) {
+      if (node.id() == departed) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor(gone, 20));
+  const double seen = MonotonicSeconds();
+  Push(kKeys, {1.0f, 1.0f});  // a request between views, before the grace is over
+  if (MonotonicSeconds() - seen < 3.0) {
+    EXPECT_EQ(server_->remembered_senders(), 2u) << "dropped before the grace was over";
+  }
+  // After the grace, the next request drops them.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Push(kKeys, {1.0f, 1.0f});
+        return server_->remembered_senders() == 1u;
+      },
+      20))
       << server_->remembered_senders() << " senders remembered";
+  EXPECT_GE(MonotonicSeconds() - seen, 3.0);
 }
 
 // Workers that wait at least 30 ms for an answer (20 ms of slack over a 10 ms
