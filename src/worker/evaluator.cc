@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "worker/artifact_index.h"
 #include "worker/batch_stream.h"
 #include "worker/training_loss.h"
 
@@ -23,72 +24,27 @@ MetricSet WithTrainingLoss(const Hyperparameters& h, MetricSet metrics, double m
   return metrics;
 }
 
-// An artifact's weights, looked up by the mixed keys of a batch. The index
-// holds a row number a slot (4 bytes below 2^32 - 1 features, else 8), two to
-// four slots a feature, and compares the feature itself in the artifact: 8-16
-// bytes a feature beside the model (a slot of key and row took 32-64).
+// An artifact's weights, looked up by the mixed keys of a batch.
 class ArtifactRows {
  public:
-  ArtifactRows(const ModelArtifact& artifact, int width) : artifact_(artifact), width_(width) {
-    const size_t features = artifact.features.size();
-    int bits = 4;
-    while ((size_t{1} << bits) < 2 * features && bits < 62) ++bits;
-    shift_ = 64 - bits;
-    mask_ = (size_t{1} << bits) - 1;
-    if (features < std::numeric_limits<uint32_t>::max()) {
-      Fill(&narrow_);
-    } else {
-      Fill(&wide_);
-    }
-  }
+  ArtifactRows(const ModelArtifact& artifact, int width)
+      : artifact_(artifact), width_(width), index_(artifact.features) {}
 
   // batch.keys.size() x width floats in `*rows`: each key's weights, zero for
   // features the model never saw.
   void Gather(const PreparedBatch& batch, std::vector<float>* rows) const {
     rows->assign(batch.keys.size() * width_, 0.0f);
     for (size_t k = 0; k < batch.keys.size(); ++k) {
-      const Key key = batch.keys[k];
-      const size_t row = narrow_.empty() ? Find(wide_, key) : Find(narrow_, key);
-      if (row == kNoRow) continue;
+      const size_t row = index_.Find(batch.keys[k]);
+      if (row == ArtifactIndex::kNoRow) continue;
       std::copy_n(artifact_.weights.begin() + row * width_, width_, rows->begin() + k * width_);
     }
   }
 
  private:
-  static constexpr size_t kNoRow = ~size_t{0};
-
-  // Slot values are row + 1; 0 is an empty slot.
-  template <typename Row>
-  void Fill(std::vector<Row>* slots) {
-    slots->assign(mask_ + 1, 0);
-    const std::vector<uint64_t>& features = artifact_.features;
-    for (size_t i = 0; i < features.size(); ++i) {
-      size_t slot = MixKey(features[i]) >> shift_;
-      while ((*slots)[slot] != 0 && features[(*slots)[slot] - 1] != features[i]) {
-        slot = (slot + 1) & mask_;
-      }
-      (*slots)[slot] = static_cast<Row>(i + 1);
-    }
-  }
-
-  template <typename Row>
-  size_t Find(const std::vector<Row>& slots, Key key) const {
-    const uint64_t feature = UnmixKey(key);
-    for (size_t slot = key >> shift_; slots[slot] != 0; slot = (slot + 1) & mask_) {
-      if (artifact_.features[slots[slot] - 1] == feature) return slots[slot] - 1;
-    }
-    return kNoRow;
-  }
-
   const ModelArtifact& artifact_;
   const int width_;
-  // Open addressing from the mixed key's top bits (MixKey spreads them
-  // evenly), at most half full: a batch's keys, in ascending order, probe the
-  // slots in order. One of the two is filled.
-  std::vector<uint32_t> narrow_;
-  std::vector<uint64_t> wide_;
-  int shift_ = 0;
-  size_t mask_ = 0;
+  const ArtifactIndex index_;
 };
 
 // Cuts `prepared` to its first `rows` rows (and their key set) if it has more.

@@ -30,9 +30,8 @@ Scorer::Scorer(ModelArtifact artifact, const Hyperparameters& hyperparameters,
       hyperparameters_(hyperparameters),
       device_(device),
       threads_(threads),
+      rows_(artifact_.features),
       input_(InputOf(artifact_, hyperparameters_)) {
-  rows_.reserve(artifact_.features.size());
-  for (size_t i = 0; i < artifact_.features.size(); ++i) rows_[MixKey(artifact_.features[i])] = i;
   std::unique_ptr<ComputeBackend> backend = Borrow();  // checks the device
   width_ = backend->weight_width();
   prediction_width_ = backend->prediction_width();
@@ -71,13 +70,12 @@ double Scorer::Score(const PreparedBatch& prepared, Predictions* out, uint64_t* 
   std::vector<bool> missing(prepared.keys.size(), false);
   bool any_missing = false;
   for (size_t k = 0; k < prepared.keys.size(); ++k) {
-    const auto found = rows_.find(prepared.keys[k]);
-    if (found == rows_.end()) {
+    const size_t row = rows_.Find(prepared.keys[k]);
+    if (row == ArtifactIndex::kNoRow) {
       missing[k] = any_missing = true;
       continue;
     }
-    std::copy_n(artifact_.weights.begin() + found->second * width_, width_,
-                weights.begin() + k * width_);
+    std::copy_n(artifact_.weights.begin() + row * width_, width_, weights.begin() + k * width_);
   }
   if (unseen != nullptr && any_missing) {
     for (uint32_t position : prepared.positions) *unseen += missing[position] ? 1 : 0;

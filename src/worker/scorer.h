@@ -15,12 +15,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "io/batch.h"
 #include "io/inference_format.h"
 #include "kv/keys.h"
+#include "worker/artifact_index.h"
 #include "worker/compute_backend.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
@@ -65,8 +65,8 @@ class Scorer {
   const Hyperparameters hyperparameters_;
   const std::string device_;
   const int threads_;
-  std::unordered_map<Key, size_t> rows_;  // the artifact's rows by mixed key
-  int width_ = 1;                         // floats per row
+  const ArtifactIndex rows_;  // the artifact's rows by mixed key
+  int width_ = 1;             // floats per row
   int prediction_width_ = 1;
   InferenceInput input_;
   mutable std::mutex mutex_;

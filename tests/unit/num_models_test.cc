@@ -13,6 +13,7 @@
 #include "random_batch.h"
 #include "test_util.h"
 #include "kv/keys.h"
+#include "worker/artifact_index.h"
 #include "worker/compute_backend_factory.h"
 #include "worker/cpu_model.h"
 #include "worker/model_dump.h"
@@ -523,6 +524,24 @@ TEST(ModelDump, SortsTheDumpedRowsByFeatureInPlace) {
   std::vector<float> three = {1, 2, 3};
   EXPECT_EQ(testing::ErrorOf([&] { SortDumpedRowsByFeature(&keys, &three, 1); }),
             "a dump of 2 keys holds 3 weights, not 1 a key");
+}
+
+// The index scoring from an artifact uses: every feature finds its row, a
+// feature listed twice its last, an unseen one none.
+TEST(ArtifactIndex, FindsEachFeaturesRowByItsMixedKey) {
+  std::vector<uint64_t> features;
+  for (uint64_t f = 0; f < 3000; ++f) features.push_back(f * 7919 + 3);
+  features.push_back(3);  // feature 3 again, as the last row
+  const ArtifactIndex index(features);
+  for (size_t row = 1; row + 1 < features.size(); ++row) {
+    ASSERT_EQ(index.Find(MixKey(features[row])), row) << "feature " << features[row];
+  }
+  EXPECT_EQ(index.Find(MixKey(3)), features.size() - 1);
+  for (uint64_t unseen : {uint64_t{4}, uint64_t{7919}, ~uint64_t{0} >> 1}) {
+    EXPECT_EQ(index.Find(MixKey(unseen)), ArtifactIndex::kNoRow) << "feature " << unseen;
+  }
+  const std::vector<uint64_t> none;
+  EXPECT_EQ(ArtifactIndex(none).Find(MixKey(0)), ArtifactIndex::kNoRow);
 }
 
 }  // namespace
