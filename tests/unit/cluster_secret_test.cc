@@ -16,13 +16,8 @@ namespace keel {
 namespace {
 
 using testing::ErrorOf;
+using testing::ModeOf;
 using testing::TempFolderTest;
-
-mode_t ModeOf(const std::string& path) {
-  struct stat status {};
-  EXPECT_EQ(stat(path.c_str(), &status), 0) << path;
-  return status.st_mode & 07777;
-}
 
 // A keypair made by libzmq directly, independent of GenerateClusterSecret.
 ClusterSecret ZmqKeypair() {
