@@ -51,12 +51,4 @@ std::map<std::string, double> PngSummary(const std::string& png) {
   return summary;
 }
 
-size_t CountOf(const std::string& text, const std::string& part) {
-  size_t count = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
-    ++count;
-  }
-  return count;
-}
-
 }  // namespace keel::testing

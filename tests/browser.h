@@ -31,9 +31,6 @@ std::vector<std::string> ConsoleMessages(const std::string& log);
 // png_summary.py's figures of a PNG file: width, height, colours, non_white_share.
 std::map<std::string, double> PngSummary(const std::string& png);
 
-// How many times `part` occurs in `text`.
-size_t CountOf(const std::string& text, const std::string& part);
-
 }  // namespace keel::testing
 
 #endif  // KEEL_TESTS_BROWSER_H_

@@ -93,6 +93,15 @@ void ClusterTest::MakeWorker(double heartbeat_interval_s, const RequestRetry& re
   client_ = std::make_unique<KVWorker>(worker_node_.get(), retry);
 }
 
+void ClusterTest::MakeSumServers(int servers) {
+  OptimizerOptions sgd;
+  sgd.learning_rate = 1.0f;
+  for (int i = 0; i < servers; ++i) {
+    server_nodes_.push_back(std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port())));
+    servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), sgd));
+  }
+}
+
 void ClusterTest::StartReplicatedScheduler(int servers, int replication) {
   SchedulerOptions options = LocalScheduler(servers, 1);
   options.replication = replication;

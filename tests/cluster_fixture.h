@@ -55,6 +55,10 @@ class ClusterTest : public ::testing::Test {
   // client, resending after `retry`; StartAll starts it.
   void MakeWorker(double heartbeat_interval_s = 1, const RequestRetry& retry = RequestRetry());
 
+  // Makes `servers` more servers (a node and a KVServer each; SGD at rate 1
+  // on rows starting at 0, so a push of g subtracts g); StartAll starts them.
+  void MakeSumServers(int servers);
+
   // Starts a scheduler for `servers` servers, `replication` backups per key
   // range and one worker, at a heartbeat timeout of 0.5 s (a stopped server
   // leaves soon), and makes room for the servers the test then makes.

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,6 +193,20 @@ int UnusedPort() {
   return FreeLocalPorts(1).front();
 }
 
+int ConnectToLoopback(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // --- Waiting and errors -----------------------------------------------------
 
 bool WaitFor(const std::function<bool()>& condition, double timeout_s) {
@@ -236,6 +251,14 @@ std::string ErrorOrEmpty(const std::function<void()>& body) {
   return ErrorMessage(body).value_or("");
 }
 
+size_t CountOf(const std::string& text, const std::string& part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
 // --- Files ------------------------------------------------------------------
 
 uint64_t Fnv1a64(const std::string& bytes) {
@@ -261,6 +284,12 @@ std::string TempFolderTest::WriteFile(const std::string& name, const std::string
   const std::string path = folder_ + "/" + name;
   testing::WriteFile(path, contents);
   return path;
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat status {};
+  EXPECT_EQ(stat(path.c_str(), &status), 0) << path;
+  return status.st_mode & 07777;
 }
 
 void WriteFile(const std::string& path, const std::string& contents) {

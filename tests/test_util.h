@@ -116,6 +116,10 @@ NodeOptions LocalNode(proto::Role role, int scheduler_port, double heartbeat_int
 // ephemeral range where there is room (FreeLocalPorts).
 int UnusedPort();
 
+// A TCP socket connected to 127.0.0.1:`port` (the caller closes it), or -1
+// if none can be.
+int ConnectToLoopback(int port);
+
 // ---------------------------------------------------------------------------
 // Waiting and errors
 
@@ -137,6 +141,9 @@ inline bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// How many times `part` occurs in `text` (overlapping occurrences too).
+size_t CountOf(const std::string& text, const std::string& part);
+
 // ---------------------------------------------------------------------------
 // Files
 
@@ -151,6 +158,9 @@ class TempFolderTest : public ::testing::Test {
   TempFolder temp_folder_;
   const std::string folder_ = temp_folder_.path();
 };
+
+// The permission bits of the file at `path` (a failed stat fails the test).
+mode_t ModeOf(const std::string& path);
 
 // A TempFolderTest whose folder_/data holds, from SetUp on, a linear model's
 // data from `seed` (GenerateLinearData, 20000 rows): for launched jobs.

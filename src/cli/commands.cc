@@ -52,43 +52,39 @@ int RunGuardCommand(int argc, char** argv) {
   });
 }
 
-// Reads the command and the operands of `bench` and `checkpoint` into
-// *invocation. Returns 0, or 2 after saying what is missing.
+// The commands that take operands before their flags: a subcommand (keel
+// bench WHAT), a target (keel report DIR) or both (keel checkpoint WHAT URI),
+// and the usage a missing operand prints.
+struct OperandRule {
+  const char* command;
+  bool subcommand;
+  bool target;
+  const char* usage;
+};
+constexpr OperandRule kOperandRules[] = {
+    {"bench", true, false,
+     "keel bench: say what to measure: keel bench "
+     "kv|zmq|parse|backend|train|checkpoint|admission|reshard|control [flags]"},
+    {"admin", true, false, "keel admin: keel admin drain --scheduler HOST:PORT --rank R"},
+    {"report", false, true, "keel report: keel report MODEL_DIR [--out FILE]"},
+    {"checkpoint", true, true, "keel checkpoint: keel checkpoint ls|show|verify URI"},
+};
+
+// Reads the command and its operands (kOperandRules) into *invocation.
+// Returns 0, or 2 after saying what is missing.
 int ReadOperands(int argc, char** argv, Invocation* invocation) {
   invocation->command = argv[1];
-  if (invocation->command == "bench") {
-    if (argc < 3 || argv[2][0] == '-') {
-      std::cerr << "keel bench: say what to measure: keel bench "
-                   "kv|zmq|parse|backend|train|checkpoint|admission|reshard|control [flags]\n";
-      return 2;
+  for (const OperandRule& rule : kOperandRules) {
+    if (invocation->command != rule.command) continue;
+    invocation->first_flag = 2 + rule.subcommand + rule.target;
+    for (int i = 2; i < invocation->first_flag; ++i) {
+      if (i >= argc || argv[i][0] == '-') {
+        std::cerr << rule.usage << "\n";
+        return 2;
+      }
     }
-    invocation->subcommand = argv[2];
-    invocation->first_flag = 3;
-  }
-  if (invocation->command == "admin") {
-    if (argc < 3 || argv[2][0] == '-') {
-      std::cerr << "keel admin: keel admin drain --scheduler HOST:PORT --rank R\n";
-      return 2;
-    }
-    invocation->subcommand = argv[2];
-    invocation->first_flag = 3;
-  }
-  if (invocation->command == "report") {
-    if (argc < 3 || argv[2][0] == '-') {
-      std::cerr << "keel report: keel report MODEL_DIR [--out FILE]\n";
-      return 2;
-    }
-    invocation->target = argv[2];
-    invocation->first_flag = 3;
-  }
-  if (invocation->command == "checkpoint") {
-    if (argc < 4 || argv[2][0] == '-' || argv[3][0] == '-') {
-      std::cerr << "keel checkpoint: keel checkpoint ls|show|verify URI\n";
-      return 2;
-    }
-    invocation->subcommand = argv[2];
-    invocation->target = argv[3];
-    invocation->first_flag = 4;
+    if (rule.subcommand) invocation->subcommand = argv[2];
+    if (rule.target) invocation->target = argv[invocation->first_flag - 1];
   }
   return 0;
 }

@@ -42,13 +42,6 @@ struct ConnectionState {
   int requests = 0;
 };
 
-HttpResponse TextResponse(int status, const std::string& text) {
-  HttpResponse response;
-  response.status = status;
-  response.body = text + "\n";
-  return response;
-}
-
 // Whole seconds for libmicrohttpd's timeouts (at least 1; 0 means none).
 unsigned int WholeSeconds(double seconds) {
   return static_cast<unsigned int>(std::max(1.0, std::ceil(seconds)));
@@ -72,6 +65,13 @@ void LogFromLibrary(void*, const char* format, va_list arguments) {
 }
 
 }  // namespace
+
+HttpResponse TextResponse(int status, const std::string& text) {
+  HttpResponse response;
+  response.status = status;
+  response.body = text + "\n";
+  return response;
+}
 
 // libmicrohttpd's callbacks, with the server they belong to.
 struct HttpServer::Callbacks {

@@ -48,6 +48,9 @@ struct HttpResponse {
   std::multimap<std::string, std::string> headers;  // besides Content-Type and Content-Length
 };
 
+// A plain-text answer of `status`: `text` and a newline.
+HttpResponse TextResponse(int status, const std::string& text);
+
 struct HttpServerOptions {
   // The interface to listen on (an IPv4 or IPv6 address) and the port (0: any free port).
   std::string host = "127.0.0.1";

@@ -4,12 +4,13 @@
 #include <zmq.h>
 
 #include <chrono>
-#include <cstring>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <zmq_addon.hpp>
 
 #include "base/error.h"
+#include "kv/monitor_event.h"
 
 namespace keel {
 namespace {
@@ -141,17 +142,15 @@ void ConnectionWatch::Loop() {
   }
 }
 
-// Monitor events come as two frames: 6 bytes (event id, uint16; value,
-// uint32; native order) and the socket's endpoint.
 void ConnectionWatch::OnEvent(Monitor& monitor) {
   std::vector<zmq::message_t> frames;
   if (!zmq::recv_multipart(monitor.socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
     return;
   }
-  if (frames.empty() || frames[0].size() < 6) return;
-  uint16_t event = 0;
-  memcpy(&event, frames[0].data(), sizeof(event));
-  if (event == ZMQ_EVENT_DISCONNECTED && !Forgotten(monitor.watch)) closed_(monitor.node_id);
+  const std::optional<MonitorEvent> event = ReadMonitorEvent(frames);
+  if (event && event->id == ZMQ_EVENT_DISCONNECTED && !Forgotten(monitor.watch)) {
+    closed_(monitor.node_id);
+  }
 }
 
 }  // namespace keel

@@ -6,13 +6,14 @@
 #include <sys/socket.h>
 #include <zmq.h>
 
-#include <cstring>
 #include <iterator>
+#include <optional>
 #include <vector>
 #include <zmq_addon.hpp>
 
 #include "base/error.h"
 #include "base/time.h"
+#include "kv/monitor_event.h"
 
 namespace keel {
 namespace {
@@ -180,22 +181,19 @@ void PeerAuthenticator::AnswerZapRequest() {
   }
 }
 
-// Monitor events come as two frames: 6 bytes (event id, uint16; value,
-// uint32; native order) and the socket's endpoint. A connection's failed
-// handshake is reported just before its disconnect (value: its descriptor),
-// on the one I/O thread, so the failure is matched with the next disconnect.
+// A connection's failed handshake is reported just before its disconnect
+// (value: its descriptor), on the one I/O thread, so the failure is matched
+// with the next disconnect.
 void PeerAuthenticator::OnMonitorEvent() {
   std::vector<zmq::message_t> frames;
   if (!zmq::recv_multipart(monitor_, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
     return;
   }
-  if (frames.empty() || frames[0].size() < 6) return;
-  uint16_t event = 0;
-  uint32_t value = 0;
-  memcpy(&event, frames[0].data(), sizeof(event));
-  memcpy(&value, static_cast<const char*>(frames[0].data()) + 2, sizeof(value));
+  const std::optional<MonitorEvent> event = ReadMonitorEvent(frames);
+  if (!event) return;
+  const uint32_t value = event->value;
   const int fd = static_cast<int>(value);
-  switch (event) {
+  switch (event->id) {
     case ZMQ_EVENT_ACCEPTED:
       if (peers_by_fd_.size() < 65536) peers_by_fd_[fd] = PeerAddressOf(fd);
       break;

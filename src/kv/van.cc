@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "kv/monitor_event.h"
 
 namespace keel {
 namespace {
@@ -238,12 +239,10 @@ AddressProbe ProbeNode(const std::string& address, double timeout_s,
     monitor.set(zmq::sockopt::rcvtimeo, std::max(1, static_cast<int>(std::ceil(left * 1000))));
     std::vector<zmq::message_t> frames;
     if (!zmq::recv_multipart(monitor, std::back_inserter(frames))) break;
-    if (frames.empty() || frames[0].size() < 6) continue;
-    uint16_t event = 0;
-    uint32_t value = 0;
-    memcpy(&event, frames[0].data(), sizeof(event));
-    memcpy(&value, static_cast<const char*>(frames[0].data()) + 2, sizeof(value));
-    switch (event) {
+    const std::optional<MonitorEvent> event = ReadMonitorEvent(frames);
+    if (!event) continue;
+    const uint32_t value = event->value;
+    switch (event->id) {
       case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
         return {"", false};
       case ZMQ_EVENT_CONNECTED:

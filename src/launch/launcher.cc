@@ -98,6 +98,15 @@ bool JoinCgroup(const char* cgroup_procs) {
   return ok;
 }
 
+// In the forked child: reports errno (a failed join or exec) on the
+// exec_status pipe and exits 127. Async-signal-safe.
+[[noreturn]] void FailChild(const ChildPipes& pipes) {
+  const int error = errno;
+  ssize_t ignored = write(pipes.exec_status[1], &error, sizeof(error));
+  (void)ignored;
+  _exit(127);
+}
+
 // In the forked child: joins `cgroup_procs`'s cgroup (if not null), wires
 // the pipes to its standard streams and runs `argv`; reports a failed join
 // or exec on the exec_status pipe.
@@ -108,12 +117,7 @@ bool JoinCgroup(const char* cgroup_procs) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
   setpgid(0, 0);
-  if (cgroup_procs && !JoinCgroup(cgroup_procs)) {
-    const int error = errno;
-    ssize_t ignored = write(pipes.exec_status[1], &error, sizeof(error));
-    (void)ignored;
-    _exit(127);
-  }
+  if (cgroup_procs && !JoinCgroup(cgroup_procs)) FailChild(pipes);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   if (defer_notices) {
@@ -133,10 +137,7 @@ bool JoinCgroup(const char* cgroup_procs) {
   close(pipes.exec_status[0]);
   std::vector<char*> args = ExecArguments(argv);
   execvp(args[0], args.data());
-  const int error = errno;
-  ssize_t ignored = write(pipes.exec_status[1], &error, sizeof(error));
-  (void)ignored;
-  _exit(127);
+  FailChild(pipes);
 }
 
 // In the parent after the fork: closes the ends the child uses.

@@ -7,11 +7,8 @@ namespace keel {
 namespace {
 
 HttpResponse ProbeAnswer(const Probe& probe, const char* pass) {
-  HttpResponse response;
   const std::string failure = probe ? probe() : "";
-  response.status = failure.empty() ? 200 : 503;
-  response.body = (failure.empty() ? std::string(pass) : failure) + "\n";
-  return response;
+  return failure.empty() ? TextResponse(200, pass) : TextResponse(503, failure);
 }
 
 }  // namespace

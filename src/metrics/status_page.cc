@@ -273,10 +273,9 @@ void RouteStatusPage(const Scheduler* scheduler, HttpServer* http) {
     try {
       paging = StatusPagingOf(request.query);
     } catch (const Error& e) {
-      response.status = 400;
-      response.content_type = "text/plain; charset=utf-8";
-      response.body = std::string(e.what()) + "\n";
-      return response;
+      HttpResponse refused = TextResponse(400, e.what());
+      refused.headers = response.headers;
+      return refused;
     }
     const std::string json =
         StatusJson(scheduler->status(), scheduler->progress().Snapshot(MonotonicSeconds()),

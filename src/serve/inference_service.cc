@@ -42,13 +42,6 @@ std::string Header(const HttpRequest& request, const std::string& name) {
   return "";
 }
 
-HttpResponse Text(int status, const std::string& text) {
-  HttpResponse response;
-  response.status = status;
-  response.body = text + "\n";
-  return response;
-}
-
 // The error kind of a refused request's status, for the metrics.
 const char* KindOfStatus(int status) {
   switch (status) {
@@ -146,15 +139,15 @@ std::shared_ptr<const Scorer> InferenceService::model() const {
 }
 
 HttpResponse InferenceService::Ping(const HttpRequest&) const {
-  if (stopping_.load()) return Text(503, "stopping");
-  if (!loaded()) return Text(503, "loading the model from " + options_.model_dir);
-  return Text(200, "");
+  if (stopping_.load()) return TextResponse(503, "stopping");
+  if (!loaded()) return TextResponse(503, "loading the model from " + options_.model_dir);
+  return TextResponse(200, "");
 }
 
 HttpResponse InferenceService::Refuse(int status, const std::string& kind,
                                       const std::string& message) {
   errors_->Add({{"kind", kind}}).Increment();
-  return Text(status, message);
+  return TextResponse(status, message);
 }
 
 HttpResponse InferenceService::Invoke(const HttpRequest& request) {

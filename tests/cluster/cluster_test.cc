@@ -35,14 +35,8 @@ class InProcessCluster : public testing::ClusterTest {
 
   void SetUp() override {
     scheduler_ = testing::StartScheduler(testing::LocalScheduler(kServers, 1));
-    OptimizerOptions sgd;
-    sgd.learning_rate = 1.0f;
-    for (int i = 0; i < kServers; ++i) {
-      server_nodes_.push_back(std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port())));
-      servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), sgd));
-    }
-    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
-    client_ = std::make_unique<KVWorker>(worker_node_.get());
+    MakeSumServers(kServers);
+    MakeWorker();
     StartAll();
   }
 };
@@ -142,12 +136,7 @@ class SendFailure : public testing::ClusterTest {
  protected:
   void SetUp() override {
     scheduler_ = testing::StartScheduler(testing::LocalScheduler(2, 1));
-    OptimizerOptions sgd;
-    sgd.learning_rate = 1.0f;
-    for (int i = 0; i < 2; ++i) {
-      server_nodes_.push_back(std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port())));
-      servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), sgd));
-    }
+    MakeSumServers(2);
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
     // Resent soon: a request left behind would be resent within the test.
     auto worker =

@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <zmq.h>
 
 #include <cerrno>
 #include <cstring>
@@ -31,12 +30,6 @@ namespace {
 
 using testing::LocalNode;
 using testing::WaitFor;
-
-ClusterSecret NewKeypair() {
-  char public_key[41], secret_key[41];
-  EXPECT_EQ(zmq_curve_keypair(public_key, secret_key), 0);
-  return ClusterSecret{public_key, secret_key};
-}
 
 // Collects the log lines that contain `needle`.
 class LogLines : public google::LogSink {
@@ -74,7 +67,7 @@ std::string PushHeader() {
 class SecretVan : public ::testing::Test {
  protected:
   void SetUp() override {
-    secret_ = NewKeypair();
+    secret_ = GenerateClusterSecret();
     VanOptions options;
     options.secret = secret_;
     van_ = std::make_unique<Van>(options);
@@ -119,7 +112,8 @@ class SecretVan : public ::testing::Test {
   // One attempt of a CURVE client with neither the cluster's keypair nor its
   // public key.
   void AttackWithAStrangersKey() {
-    const ClusterSecret stranger = NewKeypair(), guessed_server = NewKeypair();
+    const ClusterSecret stranger = GenerateClusterSecret();
+    const ClusterSecret guessed_server = GenerateClusterSecret();
     AttackWithCurveKeys(guessed_server.public_key, stranger);
   }
 
@@ -222,7 +216,7 @@ TEST_F(SecretVan, TheAddressProbeWithTheSecretCompletesAHandshakeAndIsNotRefused
 }
 
 TEST_F(SecretVan, TheAddressProbeSaysWhyAnAddressIsNoMemberOfTheCluster) {
-  const std::string other_key = ProbeAddress(van_->address(), 10, NewKeypair());
+  const std::string other_key = ProbeAddress(van_->address(), 10, GenerateClusterSecret());
   EXPECT_NE(other_key.find("cluster secret"), std::string::npos) << other_key;
   VanOptions plain_options;
   Van plain(plain_options);
@@ -242,7 +236,7 @@ TEST_F(SecretVan, TheAddressProbeSaysWhyAnAddressIsNoMemberOfTheCluster) {
 
 TEST_F(SecretVan, ACurveClientWithItsOwnKeyIsRefusedByTheZapHandler) {
   LogLines refusals("refused a connection from 127.0.0.1: its CURVE key is not the cluster's");
-  const ClusterSecret intruder = NewKeypair();
+  const ClusterSecret intruder = GenerateClusterSecret();
   for (int attempt = 0; attempt < 3; ++attempt) {
     // It even knows the cluster's public key, but not the secret half.
     AttackWithCurveKeys(secret_.public_key, intruder);
@@ -271,7 +265,7 @@ TEST(SecretCluster, RunsPushesAndPullsWithTheKey) {
   // Van writes when it closes).
   LogLines refusals("refused a connection from");
   LogLines summaries("without the cluster key since its last such line");
-  const ClusterSecret secret = NewKeypair();
+  const ClusterSecret secret = GenerateClusterSecret();
   {
     SchedulerOptions scheduler_options;
     scheduler_options.bind_host = "127.0.0.1";
@@ -308,10 +302,10 @@ TEST(SecretCluster, RunsPushesAndPullsWithTheKey) {
 TEST(SecretCluster, ANodeWithAnotherKeyCannotJoin) {
   SchedulerOptions scheduler_options;
   scheduler_options.bind_host = "127.0.0.1";
-  scheduler_options.secret = NewKeypair();
+  scheduler_options.secret = GenerateClusterSecret();
   Scheduler scheduler(scheduler_options);
   scheduler.Start();
-  NodeOptions outsider = SecretNode(proto::WORKER, scheduler.port(), NewKeypair());
+  NodeOptions outsider = SecretNode(proto::WORKER, scheduler.port(), GenerateClusterSecret());
   outsider.register_timeout_s = 2;
   Node node(outsider);
   // "no error": a node with another key joined.
@@ -324,7 +318,7 @@ TEST(SecretCluster, ANodeWithAnotherKeyCannotJoin) {
 // A drain request is a control message from outside the cluster: over CURVE
 // only a client with the cluster's key gets through to the scheduler.
 TEST(SecretCluster, OnlyAClientWithTheClusterKeyCanDrainAServer) {
-  const ClusterSecret secret = NewKeypair();
+  const ClusterSecret secret = GenerateClusterSecret();
   SchedulerOptions scheduler_options;
   scheduler_options.bind_host = "127.0.0.1";
   scheduler_options.secret = secret;
@@ -350,7 +344,7 @@ TEST(SecretCluster, OnlyAClientWithTheClusterKeyCanDrainAServer) {
   starting_too.join();
   const std::string address = "127.0.0.1:" + std::to_string(scheduler.port());
   const std::string stranger =
-      testing::ErrorOf([&] { RequestDrain(address, 1, NewKeypair(), /*timeout_s=*/2); });
+      testing::ErrorOf([&] { RequestDrain(address, 1, GenerateClusterSecret(), /*timeout_s=*/2); });
   EXPECT_TRUE(testing::Contains(stranger, "no answer from the scheduler")) << stranger;
   EXPECT_FALSE(nodes[1]->shutdown_requested());
   RequestDrain(address, 1, secret, /*timeout_s=*/10);

@@ -28,7 +28,6 @@ namespace keel {
 namespace {
 
 using testing::Contains;
-using testing::LocalNode;
 using testing::ParseExposition;
 using testing::SumOfValues;
 using testing::WaitFor;
@@ -82,17 +81,13 @@ class RoleMetrics : public testing::ClusterTest {
     scheduler_ = std::make_unique<Scheduler>(testing::LocalScheduler(kServers, 1));
     AddSchedulerMetrics(scheduler_.get(), &scheduler_metrics_);
     scheduler_->Start();
-    OptimizerOptions sgd;
-    sgd.learning_rate = 1.0f;
+    MakeSumServers(kServers);
     for (int i = 0; i < kServers; ++i) {
-      server_nodes_.push_back(std::make_unique<Node>(LocalNode(proto::SERVER, scheduler_->port())));
-      servers_.push_back(std::make_unique<KVServer>(server_nodes_.back().get(), sgd));
       server_metrics_.push_back(std::make_unique<MetricsRegistry>());
-      AddNodeMetrics(server_nodes_.back().get(), server_metrics_.back().get());
-      AddServerMetrics(servers_.back().get(), server_metrics_.back().get());
+      AddNodeMetrics(server_nodes_[i].get(), server_metrics_.back().get());
+      AddServerMetrics(servers_[i].get(), server_metrics_.back().get());
     }
-    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
-    client_ = std::make_unique<KVWorker>(worker_node_.get());
+    MakeWorker();
     AddNodeMetrics(worker_node_.get(), &worker_metrics_);
     AddWorkerMetrics(client_.get(), &counters_, &worker_metrics_);
   }

@@ -15,25 +15,13 @@ namespace keel {
 namespace {
 
 using testing::Contains;
+using testing::CountOf;
 using testing::KeelBinary;
+using testing::ModeOf;
 using testing::ProcessesMentioning;
 using testing::ReadFileOrEmpty;
 using testing::Shell;
 using testing::TempFolderTest;
-
-mode_t ModeOf(const std::string& path) {
-  struct stat status {};
-  EXPECT_EQ(stat(path.c_str(), &status), 0) << path;
-  return status.st_mode & 07777;
-}
-
-size_t Count(const std::string& text, const std::string& part) {
-  size_t count = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
-    ++count;
-  }
-  return count;
-}
 
 class SecretCommands : public TempFolderTest {
  protected:
@@ -147,10 +135,10 @@ TEST_F(SecretCommands, HostfileLaunchHandsEveryHostANewSecretOffTheCommandLine) 
                           120);
   EXPECT_EQ(exit.code, 0) << exit.output;
   // Every role (scheduler, server, worker) ran with CURVE on.
-  EXPECT_EQ(Count(exit.output, "CURVE on:"), 3u) << exit.output;
+  EXPECT_EQ(CountOf(exit.output, "CURVE on:"), 3u) << exit.output;
   EXPECT_FALSE(Contains(exit.output, "INSECURE")) << exit.output;
   const std::string arguments = ReadFileOrEmpty(folder_ + "/ssh-arguments");
-  EXPECT_EQ(Count(arguments, "guard --secret_from_stdin --"), 3u) << arguments;
+  EXPECT_EQ(CountOf(arguments, "guard --secret_from_stdin --"), 3u) << arguments;
   EXPECT_FALSE(Contains(arguments, "secret_key")) << arguments;
   EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "a secret file was left behind";
   EXPECT_TRUE(ProcessesMentioning(folder_).empty());

@@ -22,6 +22,7 @@ namespace keel {
 namespace {
 
 using testing::Contains;
+using testing::CountOf;
 using testing::KeelBinary;
 using testing::Processes;
 
@@ -288,14 +289,6 @@ int RunReplicatedWorker(const std::string& scheduler, const ExactSumFaults& faul
   return wrong_before == 0 && wrong_after == 0 ? 0 : 1;
 }
 
-size_t Occurrences(const std::string& text, const std::string& part) {
-  size_t count = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
-    ++count;
-  }
-  return count;
-}
-
 // How server 1 leaves mid-run: killed with -9 and started again, or paused
 // (SIGSTOP) past the heartbeat timeout and continued, when it starts over by
 // itself.
@@ -383,7 +376,7 @@ FaultTotals RunReplicatedExactSums(const ExactSumFaults& faults, ServerFault fau
   // It copies both ranges from server 0 while the pushes go on.
   EXPECT_TRUE(AllWorkersWrote(folder, "done"));
   EXPECT_TRUE(testing::WaitFor(
-      [&] { return Occurrences(processes.Output(restarted), "holds a replica of it again") == 2; },
+      [&] { return CountOf(processes.Output(restarted), "holds a replica of it again") == 2; },
       30))
       << processes.Output(restarted);
   kill(server0, SIGKILL);

@@ -385,16 +385,7 @@ std::vector<std::string> Lines(const std::string& text) {
 
 class RawConnection {
  public:
-  explicit RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-      close(fd_);
-      fd_ = -1;
-    }
-  }
+  explicit RawConnection(int port) : fd_(testing::ConnectToLoopback(port)) {}
   ~RawConnection() {
     if (fd_ >= 0) close(fd_);
   }

@@ -1,13 +1,20 @@
-// The cluster secret's file (keel keygen, --secret_file) and the log of
-// refused peers: kv/cluster_secret.h, kv/peer_authenticator.h.
+// The cluster secret's file (keel keygen, --secret_file), the log of refused
+// peers and the monitor events it reads: kv/cluster_secret.h,
+// kv/peer_authenticator.h, kv/monitor_event.h.
 #include "kv/cluster_secret.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <zmq.h>
 
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "base/error.h"
 #include "base/files.h"
+#include "kv/monitor_event.h"
 #include "kv/peer_authenticator.h"
 #include "launch/remote.h"
 #include "test_util.h"
@@ -16,13 +23,8 @@ namespace keel {
 namespace {
 
 using testing::ErrorOf;
+using testing::ModeOf;
 using testing::TempFolderTest;
-
-mode_t ModeOf(const std::string& path) {
-  struct stat status {};
-  EXPECT_EQ(stat(path.c_str(), &status), 0) << path;
-  return status.st_mode & 07777;
-}
 
 // A keypair made by libzmq directly, independent of GenerateClusterSecret.
 ClusterSecret ZmqKeypair() {
@@ -133,6 +135,28 @@ TEST(RefusalLog, RemembersABoundedNumberOfAddresses) {
   EXPECT_EQ(log.refused(), addresses);
   // One line per remembered address; the rest wait for a summary.
   EXPECT_EQ(log.lines_logged(), RefusalLog::kMaxAddresses);
+}
+
+// A monitor's event frame: the event id (uint16) then its value (uint32), in
+// native order; a frame too short to hold both is no event.
+TEST(MonitorEvent, ReadsTheIdAndValueOfTheFirstFrame) {
+  char bytes[6];
+  const uint16_t id = ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL;
+  const uint32_t value = ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH;
+  memcpy(bytes, &id, sizeof(id));
+  memcpy(bytes + 2, &value, sizeof(value));
+  std::vector<zmq::message_t> frames;
+  frames.emplace_back(bytes, sizeof(bytes));
+  frames.emplace_back(std::string("tcp://127.0.0.1:9000"));
+  const std::optional<MonitorEvent> event = ReadMonitorEvent(frames);
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(event->id, ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL);
+  EXPECT_EQ(event->value, static_cast<uint32_t>(ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH));
+
+  std::vector<zmq::message_t> short_frame;
+  short_frame.emplace_back(bytes, 5);
+  EXPECT_FALSE(ReadMonitorEvent(short_frame).has_value());
+  EXPECT_FALSE(ReadMonitorEvent({}).has_value());
 }
 
 }  // namespace

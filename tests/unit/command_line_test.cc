@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "base/exit_status.h"
@@ -63,6 +65,40 @@ TEST(ReportUncaughtExceptionsAs, EndsTheProcessWithOneLineWhenAThreadThrows) {
         std::thread([] { throw std::runtime_error("boom"); }).join();
       },
       ::testing::ExitedWithCode(1), "keel server: fatal error in a thread: unexpected error: boom");
+}
+
+// A command that takes operands before its flags (keel bench WHAT, keel
+// checkpoint WHAT URI, ...) and lacks one, or finds a flag in its place, exits
+// 2 after printing its usage line, and nothing else.
+TEST(RunCommandLine, AMissingOperandPrintsTheCommandsUsage) {
+  const std::string bench =
+      "keel bench: say what to measure: keel bench "
+      "kv|zmq|parse|backend|train|checkpoint|admission|reshard|control [flags]\n";
+  const std::string admin = "keel admin: keel admin drain --scheduler HOST:PORT --rank R\n";
+  const std::string report = "keel report: keel report MODEL_DIR [--out FILE]\n";
+  const std::string checkpoint = "keel checkpoint: keel checkpoint ls|show|verify URI\n";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"bench"}, bench},
+      {{"bench", "--bench_seconds=1"}, bench},
+      {{"admin"}, admin},
+      {{"admin", "--rank=1"}, admin},
+      {{"report"}, report},
+      {{"report", "--out=x.html"}, report},
+      {{"checkpoint"}, checkpoint},
+      {{"checkpoint", "ls"}, checkpoint},
+      {{"checkpoint", "--verbose", "file:///tmp/c"}, checkpoint},
+      {{"checkpoint", "ls", "--verbose"}, checkpoint},
+  };
+  for (const auto& [operands, usage] : cases) {
+    std::vector<std::string> words = {"keel"};
+    words.insert(words.end(), operands.begin(), operands.end());
+    std::vector<char*> argv;
+    for (std::string& word : words) argv.push_back(word.data());
+    ::testing::internal::CaptureStderr();
+    const int code = RunCommandLine(static_cast<int>(argv.size()), argv.data());
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), usage) << words[1] << " " << words.size();
+    EXPECT_EQ(code, 2) << words[1] << " " << words.size();
+  }
 }
 
 }  // namespace

@@ -30,17 +30,9 @@ using testing::HttpPost;
 // A connected socket to 127.0.0.1:`port` (-1 if it cannot connect) whose
 // receives time out after `timeout_s`.
 int Connect(int port, int timeout_s = 5) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = testing::ConnectToLoopback(port);
   timeval timeout{timeout_s, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return -1;
-  }
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   return fd;
 }
 

@@ -19,15 +19,8 @@ namespace keel {
 namespace {
 
 using testing::Contains;
+using testing::CountOf;
 using testing::ErrorOf;
-
-size_t Count(const std::string& text, const std::string& part) {
-  size_t count = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
-    ++count;
-  }
-  return count;
-}
 
 // ---------------------------------------------------------------------------
 // The SVG writer
@@ -123,10 +116,10 @@ TEST(SvgChart, EachSeriesIsOneLineWithALegendEntry) {
   chart.AddMarker(0.5, "kill", "kill worker 1");
   chart.AddSpan(0.2, 0.4, "checkpoint", "checkpoint 1");
   const std::string svg = chart.Svg();
-  EXPECT_EQ(Count(svg, "<svg"), 1u);
-  EXPECT_EQ(Count(svg, "<polyline"), 2u);
-  EXPECT_EQ(Count(svg, "class=\"marker\""), 1u);
-  EXPECT_EQ(Count(svg, "class=\"span\""), 1u);
+  EXPECT_EQ(CountOf(svg, "<svg"), 1u);
+  EXPECT_EQ(CountOf(svg, "<polyline"), 2u);
+  EXPECT_EQ(CountOf(svg, "class=\"marker\""), 1u);
+  EXPECT_EQ(CountOf(svg, "class=\"span\""), 1u);
   EXPECT_TRUE(Contains(svg, ">worker 1</text>")) << svg;
   EXPECT_TRUE(Contains(svg, ">kill</text>")) << svg;
   EXPECT_TRUE(Contains(svg, ">checkpoint</text>")) << svg;
@@ -138,8 +131,8 @@ TEST(SvgChart, BarsOfNegativeOrNonFiniteValuesAreZeroHigh) {
   bars.AddBar("b", -3);
   bars.AddBar("c", NAN);
   const std::string svg = bars.Svg();
-  EXPECT_EQ(Count(svg, "class=\"bar\""), 3u);
-  EXPECT_EQ(Count(svg, "height=\"0.0\""), 2u) << svg;
+  EXPECT_EQ(CountOf(svg, "class=\"bar\""), 3u);
+  EXPECT_EQ(CountOf(svg, "height=\"0.0\""), 2u) << svg;
 }
 
 TEST(SvgChart, ABarsLabelTooWideForItIsCutWithAnEllipsis) {
@@ -147,7 +140,7 @@ TEST(SvgChart, ABarsLabelTooWideForItIsCutWithAnEllipsis) {
   for (int i = 0; i < 12; ++i) bars.AddBar("ckpt-00000" + std::to_string(i) + "-000000000", 1);
   const std::string svg = bars.Svg();
   EXPECT_FALSE(Contains(svg, "-000000000<")) << svg;
-  EXPECT_EQ(Count(svg, "…</text>"), 12u) << svg;
+  EXPECT_EQ(CountOf(svg, "…</text>"), 12u) << svg;
   BarChart short_labels("bars", "x", "y");
   short_labels.AddBar("1", 1);
   EXPECT_TRUE(Contains(short_labels.Svg(), ">1</text>"));
@@ -310,7 +303,7 @@ JobRecord TrainingOnlyRecord() {
 
 TEST(ReportPage, MissingDataGivesNotesInsteadOfEmptyPlots) {
   const std::string html = ReportHtml(TrainingOnlyRecord(), "now");
-  EXPECT_EQ(Count(html, "<svg"), 1u) << html;  // the loss per epoch
+  EXPECT_EQ(CountOf(html, "<svg"), 1u) << html;  // the loss per epoch
   EXPECT_TRUE(Contains(html, "No validation channel")) << html;
   EXPECT_TRUE(Contains(html, "No worker timeline")) << html;
   EXPECT_TRUE(Contains(html, "No membership changes or faults")) << html;
@@ -345,7 +338,7 @@ TEST(ReportPage, HealthFiguresGetAPlotEachWithALinePerTable) {
   EXPECT_TRUE(Contains(html, "gradient_norm per epoch")) << html;
   const size_t health = html.find("Training health");
   ASSERT_NE(health, std::string::npos);
-  EXPECT_EQ(Count(html.substr(health), "<polyline"), 4u);
+  EXPECT_EQ(CountOf(html.substr(health), "<polyline"), 4u);
 }
 
 TEST(ReportPage, EveryModelsLossAndValidationMetricArePlotted) {
@@ -359,8 +352,8 @@ TEST(ReportPage, EveryModelsLossAndValidationMetricArePlotted) {
   const std::string html = ReportHtml(record, "now");
   EXPECT_TRUE(Contains(html, ">model 1 validation</text>")) << html;
   EXPECT_TRUE(Contains(html, "Validation roc_auc_score per epoch")) << html;
-  EXPECT_EQ(Count(html, "<svg"), 2u);
-  EXPECT_EQ(Count(html, "<polyline"), 6u);  // 4 losses, 2 metrics
+  EXPECT_EQ(CountOf(html, "<svg"), 2u);
+  EXPECT_EQ(CountOf(html, "<polyline"), 6u);  // 4 losses, 2 metrics
 }
 
 // ---------------------------------------------------------------------------
