@@ -19,8 +19,10 @@
 # it. Validation figures, best over the grid (an optimistic choice: the grid is
 # judged on validation itself).
 #
-# Usage: scripts/bench/prior_bound.sh [DATA]   (DATA: defaults.sh's data
-# folder, default /tmp/keel-bench-defaults/data-1000000-100000). Needs
+# Usage: scripts/bench/prior_bound.sh [DATA [FEATURES]]   (DATA: defaults.sh's
+# data folder, default /tmp/keel-bench-defaults/data-1000000-100000; FEATURES:
+# the sets' --features, which the prior's scale divides by; default the number
+# ending DATA's name, data-ROWS-FEATURES as defaults.sh names it). Needs
 # liblinear-tools and python3-sklearn (scripts/setup.sh). About 4 minutes on 2
 # cores for the first two sets, 10-20 more for the multiclass set.
 set -euo pipefail
@@ -31,9 +33,19 @@ trap 'rm -rf "$work"' EXIT
 for set in linear regression multiclass; do
   [ -f "$data/$set/oracle.json" ] || { echo "prior_bound.sh: no $data/$set (run defaults.sh first)" >&2; exit 1; }
 done
-features=$(awk '{ for (i = 2; i <= NF; i++) { split($i, p, ":"); if (p[1] > m) m = p[1] } } END { print m }' \
+features="${2:-$(basename "$data" | sed -n 's/^data-[0-9]*-\([0-9]*\)$/\1/p')}"
+[[ "$features" =~ ^[1-9][0-9]*$ ]] || {
+  echo "prior_bound.sh: give the sets' feature count (DATA's name is not data-ROWS-FEATURES)" >&2
+  exit 1
+}
+# The largest feature index the rows hold: above FEATURES, FEATURES is wrong.
+largest=$(awk '{ for (i = 2; i <= NF; i++) { split($i, p, ":"); if (p[1] > m) m = p[1] } } END { print m + 0 }' \
   "$data/linear/validation/part-0.libsvm")
-features=$(( features > 100000 ? features : 100000 ))
+(( largest <= features )) || {
+  echo "prior_bound.sh: feature $largest in $data/linear, above FEATURES $features" >&2
+  exit 1
+}
+echo "== $data: the prior's scale over $features features"
 
 # scale FILES...: libsvm rows with each value times the planted prior's scale.
 scale() {

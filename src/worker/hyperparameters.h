@@ -110,9 +110,9 @@ struct Hyperparameters {
   int num_point_for_scaler = 100000;     // rows of the sample (SageMaker's default: 10000)
   // A Keel extra: a feature not centred and present in a share p of the
   // sample's rows below this frequency F has its values scaled by p / F (a
-  // prior that a rarely seen feature's weight is small), folded into the
-  // model like the other statistics. "auto" (0.001), "0" (off), or a number
-  // in (0, 1).
+  // prior that a rarely seen feature's weight is small), folded into the model
+  // like the other statistics. "auto" (the linear learner 0.003, the factorization
+  // machine 0.001), "0" (off), or a number in (0, 1).
   std::string frequency_prior = "auto";
   // frequency_prior as a number (0: off).
   double FrequencyPrior() const;

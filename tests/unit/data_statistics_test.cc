@@ -163,10 +163,17 @@ TEST(DataStatistics, TheFrequencyPriorAppliesWithoutNormalisationAndLeavesFreque
   EXPECT_GT(statistics.unsampled_scale, 1.0);
 }
 
-TEST(DataStatistics, TheFrequencyPriorIsOnByDefaultAt0001AndTheSampleIs100000Rows) {
-  const Hyperparameters h;
+TEST(DataStatistics, TheFrequencyPriorIsOnByDefaultPerJobAndTheSampleIs100000Rows) {
+  Hyperparameters h;
   EXPECT_EQ(h.frequency_prior, "auto");
+  ASSERT_EQ(h.job, JobKind::kLinearLearner);
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.003);
+  h.job = JobKind::kFactorizationMachines;
   EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.001);
+  h.frequency_prior = "0.002";  // a number given wins for either job
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.002);
+  h.job = JobKind::kLinearLearner;
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.002);
   EXPECT_EQ(h.num_point_for_scaler, 100000);
 }
 
