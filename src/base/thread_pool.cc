@@ -5,16 +5,30 @@
 namespace keel {
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)), errors_(threads_) {
-  for (int part = 1; part < threads_; ++part) workers_.emplace_back([this, part] { Loop(part); });
+  try {
+    for (int part = 1; part < threads_; ++part) {
+      workers_.emplace_back([this, part] { Loop(part); });
+    }
+  } catch (...) {
+    // A thread that cannot start (std::system_error): the ones started are
+    // stopped and joined before the error goes on (the destructor does not
+    // run for a constructor that throws; a joinable thread destroyed would
+    // end the process).
+    Stop();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { Stop(); }
+
+void ThreadPool::Stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   start_.notify_all();
   for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
 }
 
 void ThreadPool::Run(const std::function<void(int part)>& body) {

@@ -20,6 +20,7 @@ namespace keel {
 class ThreadPool {
  public:
   // A pool of `threads` (at least 1): the caller of Run and threads - 1 more.
+  // Throws std::system_error if a thread cannot start (none is left running).
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -35,6 +36,8 @@ class ThreadPool {
 
  private:
   void Loop(int part);
+  // Stops and joins the threads.
+  void Stop();
 
   const int threads_;
   std::mutex mutex_;
