@@ -164,6 +164,27 @@ void Scheduler::RemoveServer(int id, const std::string& reason, bool may_return)
   AdvanceMoves();  // a move may wait on it no more
 }
 
+void Scheduler::DepartEarlierHolder(const proto::NodeInfo& holder, const std::string& reason) {
+  const int rank = holder.rank();
+  LOG(WARNING) << proto::Role_Name(holder.role()) << " " << rank << " (node " << holder.id()
+               << " at " << holder.address() << ") leaves the cluster: " << reason;
+  removed_.emplace(holder.id(), reason);
+  van_.Disconnect(holder.id());
+  membership_.Record("leave", holder, "\"reason\": " + JsonQuote(reason));
+  if (holder.role() == proto::WORKER) {
+    shares_.WorkerLeft(holder.id(), rank, reason);
+    return;
+  }
+  server_vacant_[rank] = MonotonicSeconds();
+  if (!chains_.started()) return;
+  const RangeChains::Departure departure = chains_.RemoveServer(rank);
+  for (const auto& [range, primary] : departure.promoted) {
+    LOG(WARNING) << "key range " << range << ": backup server " << primary
+                 << " is promoted to primary";
+  }
+  DeclareLost(departure.alone, holder);
+}
+
 void Scheduler::DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder,
                             const Member* last_report) {
   if (ranges.empty()) return;

@@ -74,11 +74,28 @@ Scheduler::Scheduler(const SchedulerOptions& options)
   // run gives out ids from a block of its own, placed by its start time (in
   // milliseconds, 1000 ids a millisecond, repeating every 16.7 minutes).
   const int64_t ms = WallMillis();
-  next_id_ = 1 + static_cast<int>(ms % 1000000) * 1000;
-  probes_ = std::make_unique<RegistrationProbes>(
-      options_.connect_timeout_s, options_.bind_host, van_.port(), options_.secret,
-      options_.memory_network.get(),
-      [this](const Message& request, const std::string& refusal) { OnProbed(request, refusal); });
+  const int first_id = 1 + static_cast<int>(ms % 1000000) * 1000;
+  registration_ = std::make_unique<Registration>(
+      Registration::Cluster{members_, server_ranks_, worker_ranks_, num_servers_,
+                            options_.num_workers, view_, published_, chains_, lost_, removed_,
+                            server_vacant_, former_holders_, barriers_, shares_, resharding_,
+                            membership_},
+      Registration::Hooks{
+          [this](int node, Message& message) { SendTo(node, message); },
+          [this](const Message& request, Message& reply) { van_.Reply(request, reply); },
+          [this](int id, const std::string& address) { van_.Connect(id, address); },
+          [this] { PublishView(); },
+          [this](const proto::NodeInfo& holder, const std::string& reason) {
+            DepartEarlierHolder(holder, reason);
+          },
+          [this](std::string* uri) { return checkpoints_->LatestCommitted(uri); }},
+      first_id, options_.rebuild_wait_s,
+      std::make_unique<RegistrationProbes>(
+          options_.connect_timeout_s, options_.bind_host, van_.port(), options_.secret,
+          options_.memory_network.get(),
+          [this](const Message& request, const std::string& refusal) {
+            OnProbed(request, refusal);
+          }));
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
       [this](const std::string& id, const std::string& error) {
@@ -133,7 +150,7 @@ void Scheduler::Stop() {
     checkpoints = std::move(checkpoints_);
   }
   checkpoints.reset();
-  probes_->Stop();
+  registration_->Stop();
   if (suspects_) suspects_->Stop();
   van_.Stop();
   timeline_.Flush();
@@ -300,11 +317,6 @@ void Scheduler::ShutDownNodes() {
 
 std::set<int> Scheduler::Live(proto::Role role) const { return MemberIds(members_, role); }
 
-bool Scheduler::Complete() const {
-  return static_cast<int>(server_ranks_.size()) == num_servers_ &&
-         static_cast<int>(worker_ranks_.size()) == options_.num_workers;
-}
-
 void Scheduler::PublishView() {
   if (!published_) {
     // Nodes send heartbeats once they have a view: their silence counts
@@ -414,7 +426,7 @@ void Scheduler::OnMessage(Message&& message) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return;  // the job is over (and the coordinator may be gone)
   if (meta.command() == proto::REGISTER) {
-    OnRegister(message);
+    registration_->OnRegister(message);
     return;
   }
   if (meta.command() == proto::DRAIN) {
@@ -477,6 +489,12 @@ void Scheduler::OnMessage(Message&& message) {
     default:
       LOG(WARNING) << "ignored " << Describe(meta) << ": not a scheduler command";
   }
+}
+
+void Scheduler::OnProbed(const Message& request, const std::string& refusal) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;
+  registration_->OnProbed(request, refusal);
 }
 
 void Scheduler::OnNonMember(const Message& message) {
