@@ -39,9 +39,9 @@ using Members = std::map<int, Member>;
 // it held (HeldCopy), until its rank registers again.
 struct FormerHolder {
   int id = 0;
-  double removed_at = 0;           // MonotonicSeconds()
-  std::set<size_t> ranges;         // those it was a whole replica of
-  std::string checkpoint_then;     // the latest committed checkpoint then ("" none)
+  double removed_at = 0;        // MonotonicSeconds()
+  std::set<size_t> ranges;      // those it was a whole replica of
+  std::string checkpoint_then;  // the latest committed checkpoint then ("" none)
 };
 // By server rank.
 using FormerHolders = std::map<int, FormerHolder>;

@@ -61,8 +61,7 @@ void Registration::OnProbed(const Message& request, const std::string& refusal) 
 
 void Registration::Refuse(const Message& request, const std::string& reason, bool log) {
   if (log) {
-    LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": "
-                 << reason;
+    LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
   }
   Message reply = ControlMessage(proto::REGISTER);
   reply.meta.set_epoch(cluster_.view.epoch());
@@ -93,9 +92,9 @@ void Registration::Admit(const Message& request) {
   // A node may ask for a rank (--rank); otherwise it gets the lowest free one
   // (a server: the lowest vacant one first, whose ranges wait for it).
   const int rank = node.rank() >= 0 ? node.rank() : FreeRank(node.role(), *taken, join);
-  const proto::HeldCopy* held =
-      node.role() == proto::SERVER && request.meta.has_held_copy() ? &request.meta.held_copy()
-                                                                    : nullptr;
+  const proto::HeldCopy* held = node.role() == proto::SERVER && request.meta.has_held_copy()
+                                    ? &request.meta.held_copy()
+                                    : nullptr;
   if (node.role() == proto::SERVER && !join && node.id() <= 0) {
     const std::string wait = RebuildWait(rank, held);
     if (!wait.empty()) {
@@ -211,8 +210,8 @@ void Registration::ReplaceEarlierHolders() {
     } else {
       ReplaceServer(rank, &reply);
     }
-    cluster_.membership.Record("join", member.info,
-                       "\"rejoin\": false, \"replaces\": true, \"before_first_view\": true");
+    cluster_.membership.Record(
+        "join", member.info, "\"rejoin\": false, \"replaces\": true, \"before_first_view\": true");
     LOG(WARNING) << proto::Role_Name(role) << " " << rank << " (node " << id
                  << ") registered anew with this restarted scheduler: it replaces its rank's "
                     "earlier node, and is answered again as a replacement";
@@ -237,12 +236,14 @@ int Registration::FreeRank(proto::Role role, const std::set<int>& taken, bool jo
       *taken.rbegin() == static_cast<int>(taken.size()) - 1) {
     rank = static_cast<int>(taken.size());
   }
-  while (taken.count(rank) || (join && (cluster_.server_vacant.count(rank) || cluster_.chains.Names(rank)))) ++rank;
+  while (taken.count(rank) ||
+         (join && (cluster_.server_vacant.count(rank) || cluster_.chains.Names(rank))))
+    ++rank;
   return rank;
 }
 
 std::string Registration::AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken,
-                                        bool join) const {
+                                           bool join) const {
   const bool server = node.role() == proto::SERVER;
   const int expected = server ? cluster_.num_servers : cluster_.num_workers;
   const std::string role = proto::Role_Name(node.role());
@@ -255,16 +256,18 @@ std::string Registration::AdmissionRefusal(const proto::NodeInfo& node, const st
       return "server rank " + std::to_string(node.rank()) + " is above " +
              std::to_string(kMaxServerRank);
     }
-    if (node.rank() >= 0 && (taken.count(node.rank()) || cluster_.server_vacant.count(node.rank()) ||
-                             cluster_.chains.Names(node.rank()))) {
+    if (node.rank() >= 0 &&
+        (taken.count(node.rank()) || cluster_.server_vacant.count(node.rank()) ||
+         cluster_.chains.Names(node.rank()))) {
       return "server rank " + std::to_string(node.rank()) +
              " is taken, or a key range still names it: a joining server needs a new rank "
              "(or none, for the next free one)";
     }
-    const int servers = static_cast<int>(cluster_.server_ranks.size() + cluster_.server_vacant.size()) + 1;
+    const int servers =
+        static_cast<int>(cluster_.server_ranks.size() + cluster_.server_vacant.size()) + 1;
     if (servers > cluster_.chains.num_ranges()) {
-      return "the job has " + std::to_string(cluster_.chains.num_ranges()) + " key range(s), too few for " +
-             std::to_string(servers) +
+      return "the job has " + std::to_string(cluster_.chains.num_ranges()) +
+             " key range(s), too few for " + std::to_string(servers) +
              " servers (each holds at least one): start it with a larger --key_ranges to let "
              "more servers join";
     }
@@ -369,8 +372,8 @@ Member Registration::NewMember(const Message& request, int rank) {
 }
 
 void Registration::AnswerRegistration(const Member& member, bool rejoin,
-                                   const proto::WorkerCursor* resume, uint64_t nonce, bool join,
-                                   const proto::HeldCopy* held) {
+                                      const proto::WorkerCursor* resume, uint64_t nonce, bool join,
+                                      const proto::HeldCopy* held) {
   const int rank = member.info.rank();
   Message reply = ControlMessage(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
@@ -383,13 +386,14 @@ void Registration::AnswerRegistration(const Member& member, bool rejoin,
   // once the job has chains, a server that registers anew replaces one too.
   // Before a restarted scheduler's first view, ReplaceEarlierHolders decides
   // (the nodes still coming back may name a holder of the rank).
-  const bool server_returns = member.info.role() == proto::SERVER && !rejoin && !join &&
-                              (cluster_.server_vacant.count(rank) > 0 ||
-                               (cluster_.chains.started() && (cluster_.published || earlier_view_.epoch() == 0)));
-  cluster_.membership.Record("join", member.info,
-                     std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
-                         ", \"replaces\": " + (resume || server_returns ? "true" : "false") +
-                         (join ? ", \"joins\": true" : ""));
+  const bool server_returns =
+      member.info.role() == proto::SERVER && !rejoin && !join &&
+      (cluster_.server_vacant.count(rank) > 0 ||
+       (cluster_.chains.started() && (cluster_.published || earlier_view_.epoch() == 0)));
+  cluster_.membership.Record(
+      "join", member.info,
+      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") + ", \"replaces\": " +
+          (resume || server_returns ? "true" : "false") + (join ? ", \"joins\": true" : ""));
   if (server_returns) ReplaceServer(rank, &reply, held);
   hooks_.send(member.info.id(), reply);
   cluster_.members.at(member.info.id()).answer = reply.meta;
@@ -427,7 +431,7 @@ std::string Registration::RebuildWait(int rank, const proto::HeldCopy* held) con
 }
 
 std::vector<size_t> Registration::UseHeldCopy(int rank, const proto::HeldCopy& held,
-                                           Message* reply) {
+                                              Message* reply) {
   auto former = cluster_.former_holders.find(rank);
   if (former == cluster_.former_holders.end() || former->second.id != held.node_id()) {
     LOG(WARNING) << "server " << rank << " brought a copy of its ranges (checkpoint "
@@ -446,10 +450,12 @@ std::vector<size_t> Registration::UseHeldCopy(int rank, const proto::HeldCopy& h
   for (const proto::RangePushes& entry : held.ranges()) {
     const size_t range = entry.range();
     if (range >= static_cast<size_t>(cluster_.chains.num_ranges()) || !cluster_.lost.Lost(range) ||
-        !former->second.ranges.count(range) || !cluster_.lost.ranges().at(range).rebuilt_from.empty()) {
+        !former->second.ranges.count(range) ||
+        !cluster_.lost.ranges().at(range).rebuilt_from.empty()) {
       continue;
     }
-    const std::vector<size_t> holders = cluster_.chains.HeldAlone(cluster_.lost.ranges().at(range).rank);
+    const std::vector<size_t> holders =
+        cluster_.chains.HeldAlone(cluster_.lost.ranges().at(range).rank);
     if (std::find(holders.begin(), holders.end(), range) == holders.end()) continue;
     pushes[range] = entry.pushes();
   }
@@ -473,20 +479,20 @@ std::vector<size_t> Registration::UseHeldCopy(int rank, const proto::HeldCopy& h
     holder.set_role(proto::SERVER);
     holder.set_rank(rank);
     holder.set_id(held.node_id());
-    cluster_.membership.Record("range_rebuilt", holder,
-                       "\"range\": " + std::to_string(range) + ", \"from\": \"held_copy\"" +
-                           ", \"pushes_in_copy\": " + std::to_string(copied) +
-                           ", \"pushes_lost_at_least\": " +
-                           (missing >= 0 ? std::to_string(missing) : "null"));
+    cluster_.membership.Record(
+        "range_rebuilt", holder,
+        "\"range\": " + std::to_string(range) + ", \"from\": \"held_copy\"" +
+            ", \"pushes_in_copy\": " + std::to_string(copied) +
+            ", \"pushes_lost_at_least\": " + (missing >= 0 ? std::to_string(missing) : "null"));
     LOG(WARNING) << "key range " << range << " is rebuilt from the copy server " << rank
                  << " kept when it was removed (" << copied << " push(es)) instead of from "
                  << (latest.empty() ? "initial values" : "checkpoint " + latest)
-                 << (missing >= 0 ? ": " + std::to_string(missing) +
-                                        " acknowledged push(es) by server " +
-                                        std::to_string(loss.rank) +
-                                        "'s last report are lost (those after the copy was "
-                                        "taken), and any it applied after that report"
-                                  : "");
+                 << (missing >= 0
+                         ? ": " + std::to_string(missing) + " acknowledged push(es) by server " +
+                               std::to_string(loss.rank) +
+                               "'s last report are lost (those after the copy was "
+                               "taken), and any it applied after that report"
+                         : "");
     rebuilt.push_back(range);
   }
   reply->meta.set_checkpoint_uri(held.uri());
@@ -495,7 +501,8 @@ std::vector<size_t> Registration::UseHeldCopy(int rank, const proto::HeldCopy& h
 }
 
 void Registration::ReplaceServer(int rank, Message* reply, const proto::HeldCopy* held) {
-  const std::vector<size_t> from_copy = held ? UseHeldCopy(rank, *held, reply) : std::vector<size_t>{};
+  const std::vector<size_t> from_copy =
+      held ? UseHeldCopy(rank, *held, reply) : std::vector<size_t>{};
   auto vacant = cluster_.server_vacant.find(rank);
   std::string what = "server " + std::to_string(rank) + " is replaced";
   if (vacant != cluster_.server_vacant.end()) {

@@ -128,8 +128,7 @@ class Registration {
   // where to resume), echoing `nonce` (its REGISTER's sequence), and records
   // the join.
   void AnswerRegistration(const Member& member, bool rejoin, const proto::WorkerCursor* resume,
-                          uint64_t nonce, bool join = false,
-                          const proto::HeldCopy* held = nullptr);
+                          uint64_t nonce, bool join = false, const proto::HeldCopy* held = nullptr);
   // A server taking `rank` back: the ranges the rank held alone come from the
   // latest checkpoint (filled into `reply`); then every range whose primary is
   // live gets back, at the end of its chain, the live servers it started on

@@ -10,13 +10,16 @@
 // heartbeat_timeout_s, or at once when its connection closes and its address refuses
 // connections (its process died).
 //
-// The mechanisms behind it, each in its own file: registration.cc (admission,
-// ranks, replacements), failure_detection.cc (the monitor loop, closed
-// connections, departures), FailureDetector (heartbeat silence, suspects),
-// Suspects (the probes of closed connections), Resharding (servers joining
-// and drained), RangeChains (key ranges' replica chains), BarrierTable,
-// OrphanedShares (a departed worker's share of an epoch),
-// CheckpointCoordinator, Preemption, MembershipLog.
+// It takes the control messages, sends the views and ends the job; each
+// mechanism is a class it owns, with its own header: Registration (admission,
+// ranks, replacements, the address probes), Departures (heartbeat silence,
+// closed connections, what a departure changes; with FailureDetector and
+// Suspects), Resharding (servers joining and drained) over RangeChains (key
+// ranges' replica chains), CheckpointCoordinator, Preemption, BarrierTable,
+// OrphanedShares (a departed worker's share of an epoch), JobProgress,
+// MembershipLog. Each is given the part of the scheduler's state it reads and
+// changes, is called under the scheduler's lock, and calls nothing of the
+// scheduler but the functions it is given.
 //
 // Thread-safe: its methods may be called from any thread.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
@@ -39,7 +42,7 @@
 #include "scheduler/barriers.h"
 #include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/control_replies.h"
-#include "scheduler/failure_detector.h"
+#include "scheduler/departures.h"
 #include "scheduler/job_progress.h"
 #include "scheduler/lost_ranges.h"
 #include "scheduler/members.h"
@@ -49,7 +52,6 @@
 #include "scheduler/range_chains.h"
 #include "scheduler/registration.h"
 #include "scheduler/resharding.h"
-#include "scheduler/suspects.h"
 
 namespace keel {
 
@@ -280,18 +282,15 @@ class Scheduler {
   // under the lock).
   void OnProbed(const Message& request, const std::string& refusal);
 
-  // Failure detection (failure_detection.cc).
-  // When a member's heartbeat deadline passes, and at least every second:
-  // removes the nodes silent past the heartbeat timeout (as FailureDetector
-  // finds them) and answers ORPHANS requests whose replacement timeout passed.
+  // The monitor loop (its own thread): when a member's heartbeat deadline
+  // passes, and at least every second, a round of Departures (silent members
+  // leave) and ORPHANS requests whose replacement timeout passed are answered.
   void MonitorLoop();
-  // On the Van's connection watch: the connection to node `id` closed. A
-  // member not done nor at the job's end becomes a suspect (Suspects probes
-  // it).
+  // The Van's connection watch and the suspects' probe threads: under the lock,
+  // to Departures.
   void OnConnectionClosed(int id);
-  // On a probe thread: node `id`, a suspect, was probed at `address`: it
-  // leaves the view if FailureDetector::Judge says so.
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
+
   // Live resharding (Resharding; scheduler.cc).
   // `loopback`: the request came from this host (without a cluster secret
   // only such a request is taken).
@@ -300,30 +299,9 @@ class Scheduler {
   // it released forgotten by the barriers and replies first).
   void AdvanceMoves();
 
-  // `holder`, a member of an earlier run's view that did not register again,
-  // leaves the cluster for `reason` as if found dead.
-  void DepartEarlierHolder(const proto::NodeInfo& holder, const std::string& reason);
-  // Removes member `id` for `reason`: RemoveServer or RemoveWorker.
-  void RemoveMember(int id, const std::string& reason, bool may_return = false);
-  // A worker that left (silent, or its process gone) leaves the view: a new view (epoch + 1)
-  // goes to every node, its barriers stop waiting for it, and its rank waits
-  // for a replacement (OrphanedShares).
-  void RemoveWorker(int id, const std::string& reason);
-  // A server that left (silent, or its process gone) leaves the view: in each key
-  // range's chain the next replica takes its place (a backup is promoted
-  // where it was the primary). A range it held alone waits for a server
-  // started again with its rank, which restores it from the latest checkpoint.
-  // `may_return`: it left for silence, so its process may be alive (paused,
-  // cut off) and come back with its copy (FormerHolder).
-  void RemoveServer(int id, const std::string& reason, bool may_return = false);
   // What follows any departure: barriers and checkpoints stop waiting for the
   // node, and a new view goes out.
   void AfterDeparture(int id);
-  // `holder`, a server that left, was the last replica of `ranges`: each is
-  // declared lost (LostRanges) in the log and the membership log, with what
-  // `holder`'s last report (if any) said the range held.
-  void DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder,
-                   const Member* last_report = nullptr);
 
   SchedulerOptions options_;
   TimelineWriter timeline_;
@@ -354,9 +332,9 @@ class Scheduler {
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<Registration> registration_;  // admission, ranks, replacements
-  std::unique_ptr<Suspects> suspects_;          // probes of members whose connection closed
-  FailureDetector detector_;  // judges silence and suspects (over members_, done_)
-  uint64_t rejected_ = 0;     // see rejected_messages()
+  // Silent and dead members leave the view (with the suspects' probes).
+  std::unique_ptr<Departures> departures_;
+  uint64_t rejected_ = 0;  // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
   Preemption preemption_;
