@@ -12,10 +12,10 @@
 //
 // It reads and updates only the members' heartbeat clocks and silence marks
 // and reads which workers are done and whether a view went out, all the
-// scheduler's state it is given; it removes no one: the scheduler removes
-// the members it names.
+// scheduler's state it is given; it removes no one: Departures, which owns
+// it, removes the members it names.
 //
-// Not synchronized: the scheduler calls it under its lock (from its receive
+// Not synchronized: Departures calls it under the scheduler's lock (from its receive
 // thread, its monitor loop and the suspects' probe threads).
 #ifndef KEEL_SCHEDULER_FAILURE_DETECTOR_H_
 #define KEEL_SCHEDULER_FAILURE_DETECTOR_H_

@@ -35,6 +35,17 @@ struct Member {
 // By node id.
 using Members = std::map<int, Member>;
 
+// A server removed for silence, whose process may come back with the ranges
+// it held (HeldCopy), until its rank registers again.
+struct FormerHolder {
+  int id = 0;
+  double removed_at = 0;        // MonotonicSeconds()
+  std::set<size_t> ranges;      // those it was a whole replica of
+  std::string checkpoint_then;  // the latest committed checkpoint then ("" none)
+};
+// By server rank.
+using FormerHolders = std::map<int, FormerHolder>;
+
 // The node ids of the members with `role`.
 std::set<int> MemberIds(const Members& members, proto::Role role);
 

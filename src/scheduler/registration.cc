@@ -1,17 +1,15 @@
-// Registration: admitting a node into the cluster, giving it an id and a rank,
-// and what a registration replaces (a departed worker's or server's rank).
+#include "scheduler/registration.h"
+
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <tuple>
+#include <utility>
 
 #include "base/error.h"
-#include "base/json.h"
 #include "base/time.h"
 #include "base/utf8.h"
 #include "kv/node.h"
 #include "scheduler/control_message.h"
-#include "scheduler/scheduler.h"
 
 namespace keel {
 namespace {
@@ -23,7 +21,22 @@ constexpr size_t kMaxBarrierTagBytes = 1024;
 
 }  // namespace
 
-void Scheduler::OnRegister(const Message& request) {
+Registration::Registration(Cluster cluster, Hooks hooks, int first_id, double rebuild_wait_s,
+                           std::unique_ptr<RegistrationProbes> probes)
+    : cluster_(cluster),
+      hooks_(std::move(hooks)),
+      rebuild_wait_s_(rebuild_wait_s),
+      probes_(std::move(probes)),
+      next_id_(first_id) {}
+
+void Registration::Stop() { probes_->Stop(); }
+
+bool Registration::Complete() const {
+  return static_cast<int>(cluster_.server_ranks.size()) == cluster_.num_servers &&
+         static_cast<int>(cluster_.worker_ranks.size()) == cluster_.num_workers;
+}
+
+void Registration::OnRegister(const Message& request) {
   // A node's send sockets all carry the routing id its REGISTER names.
   const std::string& claimed = request.meta.node().routing_id();
   if (!claimed.empty() && claimed != request.route) {
@@ -38,9 +51,7 @@ void Scheduler::OnRegister(const Message& request) {
   }
 }
 
-void Scheduler::OnProbed(const Message& request, const std::string& refusal) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stopping_) return;
+void Registration::OnProbed(const Message& request, const std::string& refusal) {
   if (refusal.empty()) {
     Admit(request);
   } else {
@@ -48,23 +59,22 @@ void Scheduler::OnProbed(const Message& request, const std::string& refusal) {
   }
 }
 
-void Scheduler::Refuse(const Message& request, const std::string& reason, bool log) {
+void Registration::Refuse(const Message& request, const std::string& reason, bool log) {
   if (log) {
-    LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": "
-                 << reason;
+    LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
   }
   Message reply = ControlMessage(proto::REGISTER);
-  reply.meta.set_epoch(view_.epoch());
+  reply.meta.set_epoch(cluster_.view.epoch());
   reply.meta.set_sequence(request.meta.sequence());  // the node's number, echoed
   reply.meta.set_error(ValidUtf8(reason));
-  van_.Reply(request, reply);
+  hooks_.reply(request, reply);
 }
 
-void Scheduler::Admit(const Message& request) {
+void Registration::Admit(const Message& request) {
   const proto::NodeInfo& node = request.meta.node();
   if (AnswerAgain(request)) return;  // its first REGISTER was admitted while this one was checked
-  std::set<int>* taken = node.role() == proto::SERVER   ? &server_ranks_
-                         : node.role() == proto::WORKER ? &worker_ranks_
+  std::set<int>* taken = node.role() == proto::SERVER   ? &cluster_.server_ranks
+                         : node.role() == proto::WORKER ? &cluster_.worker_ranks
                                                         : nullptr;
   if (!taken) {
     Refuse(request, "role " + std::to_string(node.role()) + " cannot join a cluster");
@@ -82,9 +92,9 @@ void Scheduler::Admit(const Message& request) {
   // A node may ask for a rank (--rank); otherwise it gets the lowest free one
   // (a server: the lowest vacant one first, whose ranges wait for it).
   const int rank = node.rank() >= 0 ? node.rank() : FreeRank(node.role(), *taken, join);
-  const proto::HeldCopy* held =
-      node.role() == proto::SERVER && request.meta.has_held_copy() ? &request.meta.held_copy()
-                                                                    : nullptr;
+  const proto::HeldCopy* held = node.role() == proto::SERVER && request.meta.has_held_copy()
+                                    ? &request.meta.held_copy()
+                                    : nullptr;
   if (node.role() == proto::SERVER && !join && node.id() <= 0) {
     const std::string wait = RebuildWait(rank, held);
     if (!wait.empty()) {
@@ -101,30 +111,30 @@ void Scheduler::Admit(const Message& request) {
   const Member member = NewMember(request, rank);  // bound to the request's route
   const int id = member.info.id();
   try {
-    van_.Connect(id, node.address());
+    hooks_.connect(id, node.address());
   } catch (const Error& e) {
     taken->erase(rank);
     Refuse(request, e.what());
     return;
   }
-  members_[id] = member;
-  if (takeover) shares_.Fill(rank);
+  cluster_.members[id] = member;
+  if (takeover) cluster_.shares.Fill(rank);
   const bool rejoin = node.id() > 0;
   if (rejoin) TakeEarlierRun(request.meta, rank);
   LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
             << " " << rank << " as node " << id << " at " << node.address();
-  if (join) resharding_.Join(member);
+  if (join) cluster_.resharding.Join(member);
   AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence(), join,
                      held);
   // Its rank is back: a copy the removed holder kept cannot come any more.
-  if (node.role() == proto::SERVER) former_holders_.erase(rank);
-  if (!published_ && Complete()) ReplaceEarlierHolders();
-  if (published_ || Complete()) PublishView();
+  if (node.role() == proto::SERVER) cluster_.former_holders.erase(rank);
+  if (!cluster_.published && Complete()) ReplaceEarlierHolders();
+  if (cluster_.published || Complete()) hooks_.publish_view();
 }
 
-bool Scheduler::AnswerAgain(const Message& request) {
+bool Registration::AnswerAgain(const Message& request) {
   const proto::NodeInfo& node = request.meta.node();
-  for (const auto& [id, member] : members_) {
+  for (const auto& [id, member] : cluster_.members) {
     if (member.route != request.route) continue;
     // Another node cannot send on a member's route; a claim that differs
     // is refused the usual way.
@@ -137,48 +147,51 @@ bool Scheduler::AnswerAgain(const Message& request) {
     Message reply = ControlMessage(proto::REGISTER);
     reply.meta = member.answer;
     reply.meta.set_sequence(request.meta.sequence());
-    SendTo(id, reply);
+    hooks_.send(id, reply);
     return true;
   }
   return false;
 }
 
-void Scheduler::TakeEarlierRun(const proto::Meta& request, int rank) {
+void Registration::TakeEarlierRun(const proto::Meta& request, int rank) {
   if (request.known_view().epoch() > earlier_view_.epoch()) {
     earlier_view_ = request.known_view();
     // Servers may have joined or been drained since the start: the latest
     // view says how many the job has.
     const int servers = earlier_view_.num_servers();
-    if (servers > 0 && servers <= chains_.num_ranges()) num_servers_ = servers;
-    resharding_.RestoreDraining(earlier_view_);
+    if (servers > 0 && servers <= cluster_.chains.num_ranges()) cluster_.num_servers = servers;
+    cluster_.resharding.RestoreDraining(earlier_view_);
   }
   int passed = 0;
   for (const proto::PassedBarrier& barrier : request.passed_barriers()) {
     if (passed++ >= kMaxPassedBarriers) break;
     if (barrier.tag().size() <= kMaxBarrierTagBytes) {
-      barriers_.Passed(barrier.group(), barrier.tag());
+      cluster_.barriers.Passed(barrier.group(), barrier.tag());
     }
   }
   if (request.node().role() != proto::WORKER) return;
   const proto::WorkerCursor& cursor = request.cursor();
   if (request.has_cursor() && cursor.epoch() >= 0 && cursor.epoch() <= kMaxEpochs) {
-    shares_.OnProgress(rank, cursor);
+    cluster_.shares.OnProgress(rank, cursor);
   }
   if (request.epoch_ended() > 0 && request.epoch_ended() <= kMaxEpochs) {
-    shares_.EpochEnded(request.epoch_ended());
+    cluster_.shares.EpochEnded(request.epoch_ended());
   }
 }
 
-void Scheduler::ReplaceEarlierHolders() {
+void Registration::ReplaceEarlierHolders() {
   if (earlier_view_.epoch() == 0) return;  // not restarted, or nobody came back
-  for (auto& [id, member] : members_) {
+  for (auto& [id, member] : cluster_.members) {
     if (member.rejoined) continue;
     const proto::Role role = member.info.role();
     const int rank = member.info.rank();
     for (const proto::NodeInfo& holder : earlier_view_.nodes()) {
       if (holder.role() == role && holder.rank() == rank && holder.id() != id &&
-          !members_.count(holder.id()) && !removed_.count(holder.id())) {
-        DepartEarlierHolder(holder);
+          !cluster_.members.count(holder.id()) && !cluster_.removed.count(holder.id())) {
+        hooks_.depart(holder, "it held this rank in the view (epoch " +
+                                  std::to_string(earlier_view_.epoch()) +
+                                  ") the nodes brought back to this restarted scheduler, did "
+                                  "not register again, and a new node took its rank");
       }
     }
     Message reply = ControlMessage(proto::REGISTER);
@@ -186,55 +199,30 @@ void Scheduler::ReplaceEarlierHolders() {
     if (role == proto::WORKER) {
       // No holder in that view: it left under the earlier run, whose vacancy
       // (and the last report of it) this scheduler never had.
-      if (!shares_.FindVacancy(rank)) {
-        shares_.WorkerLeft(0, rank, "it left before this scheduler started");
+      if (!cluster_.shares.FindVacancy(rank)) {
+        cluster_.shares.WorkerLeft(0, rank, "it left before this scheduler started");
       }
       proto::WorkerCursor resume;
       if (TakesOver(rank, &resume)) {
-        shares_.Fill(rank);
+        cluster_.shares.Fill(rank);
         *reply.meta.mutable_cursor() = resume;
       }
     } else {
       ReplaceServer(rank, &reply);
     }
-    membership_.Record("join", member.info,
-                       "\"rejoin\": false, \"replaces\": true, \"before_first_view\": true");
+    cluster_.membership.Record(
+        "join", member.info, "\"rejoin\": false, \"replaces\": true, \"before_first_view\": true");
     LOG(WARNING) << proto::Role_Name(role) << " " << rank << " (node " << id
                  << ") registered anew with this restarted scheduler: it replaces its rank's "
                     "earlier node, and is answered again as a replacement";
-    SendTo(id, reply);
+    hooks_.send(id, reply);
     member.answer = reply.meta;
   }
 }
 
-void Scheduler::DepartEarlierHolder(const proto::NodeInfo& holder) {
-  const int rank = holder.rank();
-  const std::string reason =
-      "it held this rank in the view (epoch " + std::to_string(earlier_view_.epoch()) +
-      ") the nodes brought back to this restarted scheduler, did not register again, and a " +
-      "new node took its rank";
-  LOG(WARNING) << proto::Role_Name(holder.role()) << " " << rank << " (node " << holder.id()
-               << " at " << holder.address() << ") leaves the cluster: " << reason;
-  removed_.emplace(holder.id(), reason);
-  van_.Disconnect(holder.id());
-  membership_.Record("leave", holder, "\"reason\": " + JsonQuote(reason));
-  if (holder.role() == proto::WORKER) {
-    shares_.WorkerLeft(holder.id(), rank, reason);
-    return;
-  }
-  server_vacant_[rank] = MonotonicSeconds();
-  if (!chains_.started()) return;
-  const RangeChains::Departure departure = chains_.RemoveServer(rank);
-  for (const auto& [range, primary] : departure.promoted) {
-    LOG(WARNING) << "key range " << range << ": backup server " << primary
-                 << " is promoted to primary";
-  }
-  DeclareLost(departure.alone, holder);
-}
-
-int Scheduler::FreeRank(proto::Role role, const std::set<int>& taken, bool join) const {
+int Registration::FreeRank(proto::Role role, const std::set<int>& taken, bool join) const {
   if (role == proto::SERVER && !join) {
-    for (const auto& [rank, since] : server_vacant_) {
+    for (const auto& [rank, since] : cluster_.server_vacant) {
       if (!taken.count(rank)) return rank;
     }
   }
@@ -248,17 +236,19 @@ int Scheduler::FreeRank(proto::Role role, const std::set<int>& taken, bool join)
       *taken.rbegin() == static_cast<int>(taken.size()) - 1) {
     rank = static_cast<int>(taken.size());
   }
-  while (taken.count(rank) || (join && (server_vacant_.count(rank) || chains_.Names(rank)))) ++rank;
+  while (taken.count(rank) ||
+         (join && (cluster_.server_vacant.count(rank) || cluster_.chains.Names(rank))))
+    ++rank;
   return rank;
 }
 
-std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken,
-                                        bool join) const {
+std::string Registration::AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken,
+                                           bool join) const {
   const bool server = node.role() == proto::SERVER;
-  const int expected = server ? num_servers_ : options_.num_workers;
+  const int expected = server ? cluster_.num_servers : cluster_.num_workers;
   const std::string role = proto::Role_Name(node.role());
   if (join) {
-    if (!published_) {
+    if (!cluster_.published) {
       return "--join adds a server to a running job, and this job has not started: start its "
              "first servers without --join";
     }
@@ -266,16 +256,18 @@ std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node, const std::
       return "server rank " + std::to_string(node.rank()) + " is above " +
              std::to_string(kMaxServerRank);
     }
-    if (node.rank() >= 0 && (taken.count(node.rank()) || server_vacant_.count(node.rank()) ||
-                             chains_.Names(node.rank()))) {
+    if (node.rank() >= 0 &&
+        (taken.count(node.rank()) || cluster_.server_vacant.count(node.rank()) ||
+         cluster_.chains.Names(node.rank()))) {
       return "server rank " + std::to_string(node.rank()) +
              " is taken, or a key range still names it: a joining server needs a new rank "
              "(or none, for the next free one)";
     }
-    const int servers = static_cast<int>(server_ranks_.size() + server_vacant_.size()) + 1;
-    if (servers > chains_.num_ranges()) {
-      return "the job has " + std::to_string(chains_.num_ranges()) + " key range(s), too few for " +
-             std::to_string(servers) +
+    const int servers =
+        static_cast<int>(cluster_.server_ranks.size() + cluster_.server_vacant.size()) + 1;
+    if (servers > cluster_.chains.num_ranges()) {
+      return "the job has " + std::to_string(cluster_.chains.num_ranges()) +
+             " key range(s), too few for " + std::to_string(servers) +
              " servers (each holds at least one): start it with a larger --key_ranges to let "
              "more servers join";
     }
@@ -288,17 +280,17 @@ std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node, const std::
   }
   if (static_cast<int>(taken.size()) >= expected) {
     return "the cluster already has its " + std::to_string(expected) + " " + role + "(s)" +
-           (server && published_ ? " (start a server with --join to add one)" : "");
+           (server && cluster_.published ? " (start a server with --join to add one)" : "");
   }
   // A node of an earlier run of this scheduler keeps its id (servers key
   // their dedupe windows and clocks by it) and its rank.
-  if (node.id() > 0 && (members_.count(node.id()) || removed_.count(node.id()))) {
+  if (node.id() > 0 && (cluster_.members.count(node.id()) || cluster_.removed.count(node.id()))) {
     return "node id " + std::to_string(node.id()) + " is in use or left the cluster";
   }
   // After servers joined and were drained the ranks need not be 0..n-1: a
   // vacant rank, or one an earlier run's view names, is the job's too.
   const bool known_rank =
-      server && (server_vacant_.count(node.rank()) || (node.id() > 0 && node.rank() >= 0));
+      server && (cluster_.server_vacant.count(node.rank()) || (node.id() > 0 && node.rank() >= 0));
   if (node.rank() >= expected && !known_rank) {
     return role + " rank " + std::to_string(node.rank()) + " is outside 0.." +
            std::to_string(expected - 1);
@@ -309,7 +301,7 @@ std::string Scheduler::AdmissionRefusal(const proto::NodeInfo& node, const std::
   return "";
 }
 
-std::string Scheduler::RejoinRefusal(const Message& request) const {
+std::string Registration::RejoinRefusal(const Message& request) const {
   const proto::NodeInfo& node = request.meta.node();
   const proto::ClusterView& known = request.meta.known_view();
   const std::string who = "node " + std::to_string(node.id()) + " registering again";
@@ -329,17 +321,17 @@ std::string Scheduler::RejoinRefusal(const Message& request) const {
            std::to_string(node.rank());
   }
   try {
-    chains_.CheckFits(known);
+    cluster_.chains.CheckFits(known);
   } catch (const Error& e) {
     return who + ": " + e.what();
   }
   return "";
 }
 
-bool Scheduler::TakesOver(int rank, proto::WorkerCursor* resume) const {
+bool Registration::TakesOver(int rank, proto::WorkerCursor* resume) const {
   // A worker taking over the rank of one that left resumes where its last
   // progress report left off.
-  const OrphanedShares::Vacancy* vacancy = shares_.FindVacancy(rank);
+  const OrphanedShares::Vacancy* vacancy = cluster_.shares.FindVacancy(rank);
   if (!vacancy) return false;
   *resume = vacancy->cursor;
   resume->set_rank(rank);
@@ -350,7 +342,7 @@ bool Scheduler::TakesOver(int rank, proto::WorkerCursor* resume) const {
   return true;
 }
 
-Member Scheduler::NewMember(const Message& request, int rank) {
+Member Registration::NewMember(const Message& request, int rank) {
   const proto::NodeInfo& node = request.meta.node();
   const bool rejoin = node.id() > 0;
   Member member;
@@ -359,11 +351,11 @@ Member Scheduler::NewMember(const Message& request, int rank) {
   if (rejoin) {
     next_id_ = std::max(next_id_, node.id() + 1);
     // The next view must be newer than the one the nodes have.
-    view_.set_epoch(std::max<uint64_t>(view_.epoch(), request.meta.epoch()));
+    cluster_.view.set_epoch(std::max<uint64_t>(cluster_.view.epoch(), request.meta.epoch()));
     // Its key ranges too: backups may have been promoted since the start.
     try {
-      chains_.Adopt(request.meta.known_view());
-      lost_.Adopt(request.meta.known_view());
+      cluster_.chains.Adopt(request.meta.known_view());
+      cluster_.lost.Adopt(request.meta.known_view());
     } catch (const Error& e) {
       LOG(WARNING) << "ignored the key ranges node " << node.id() << " knows: " << e.what();
     }
@@ -379,9 +371,9 @@ Member Scheduler::NewMember(const Message& request, int rank) {
   return member;
 }
 
-void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
-                                   const proto::WorkerCursor* resume, uint64_t nonce, bool join,
-                                   const proto::HeldCopy* held) {
+void Registration::AnswerRegistration(const Member& member, bool rejoin,
+                                      const proto::WorkerCursor* resume, uint64_t nonce, bool join,
+                                      const proto::HeldCopy* held) {
   const int rank = member.info.rank();
   Message reply = ControlMessage(proto::REGISTER);
   *reply.meta.mutable_node() = member.info;
@@ -394,38 +386,39 @@ void Scheduler::AnswerRegistration(const Member& member, bool rejoin,
   // once the job has chains, a server that registers anew replaces one too.
   // Before a restarted scheduler's first view, ReplaceEarlierHolders decides
   // (the nodes still coming back may name a holder of the rank).
-  const bool server_returns = member.info.role() == proto::SERVER && !rejoin && !join &&
-                              (server_vacant_.count(rank) > 0 ||
-                               (chains_.started() && (published_ || earlier_view_.epoch() == 0)));
-  membership_.Record("join", member.info,
-                     std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
-                         ", \"replaces\": " + (resume || server_returns ? "true" : "false") +
-                         (join ? ", \"joins\": true" : ""));
+  const bool server_returns =
+      member.info.role() == proto::SERVER && !rejoin && !join &&
+      (cluster_.server_vacant.count(rank) > 0 ||
+       (cluster_.chains.started() && (cluster_.published || earlier_view_.epoch() == 0)));
+  cluster_.membership.Record(
+      "join", member.info,
+      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") + ", \"replaces\": " +
+          (resume || server_returns ? "true" : "false") + (join ? ", \"joins\": true" : ""));
   if (server_returns) ReplaceServer(rank, &reply, held);
-  SendTo(member.info.id(), reply);
-  members_.at(member.info.id()).answer = reply.meta;
+  hooks_.send(member.info.id(), reply);
+  cluster_.members.at(member.info.id()).answer = reply.meta;
 }
 
-std::string Scheduler::RebuildWait(int rank, const proto::HeldCopy* held) const {
-  if (!lost_.any()) return "";
+std::string Registration::RebuildWait(int rank, const proto::HeldCopy* held) const {
+  if (!cluster_.lost.any()) return "";
   std::set<size_t> in_copy;
   if (held) {
     for (const proto::RangePushes& entry : held->ranges()) in_copy.insert(entry.range());
   }
   const double now = WallSeconds();
-  for (size_t range : chains_.HeldAlone(rank)) {
-    if (!lost_.Lost(range) || in_copy.count(range)) continue;
-    const LostRange& loss = lost_.ranges().at(range);
+  for (size_t range : cluster_.chains.HeldAlone(rank)) {
+    if (!cluster_.lost.Lost(range) || in_copy.count(range)) continue;
+    const LostRange& loss = cluster_.lost.ranges().at(range);
     if (!loss.rebuilt_from.empty()) continue;  // rebuilt already: not waiting
-    const double left = loss.since + options_.rebuild_wait_s - now;
+    const double left = loss.since + rebuild_wait_s_ - now;
     if (left <= 0) continue;
-    for (const auto& [former_rank, former] : former_holders_) {
+    for (const auto& [former_rank, former] : cluster_.former_holders) {
       if (former_rank == rank || !former.ranges.count(range) ||
-          server_ranks_.count(former_rank)) {
+          cluster_.server_ranks.count(former_rank)) {
         continue;
       }
       char seconds[32];
-      snprintf(seconds, sizeof(seconds), "%g", options_.rebuild_wait_s);
+      snprintf(seconds, sizeof(seconds), "%g", rebuild_wait_s_);
       return "key range " + std::to_string(range) + " lost every replica, and server " +
              std::to_string(former_rank) + " (node " + std::to_string(former.id) +
              "), removed while it may still run, held it: for up to " + seconds +
@@ -437,17 +430,17 @@ std::string Scheduler::RebuildWait(int rank, const proto::HeldCopy* held) const 
   return "";
 }
 
-std::vector<size_t> Scheduler::UseHeldCopy(int rank, const proto::HeldCopy& held,
-                                           Message* reply) {
-  auto former = former_holders_.find(rank);
-  if (former == former_holders_.end() || former->second.id != held.node_id()) {
+std::vector<size_t> Registration::UseHeldCopy(int rank, const proto::HeldCopy& held,
+                                              Message* reply) {
+  auto former = cluster_.former_holders.find(rank);
+  if (former == cluster_.former_holders.end() || former->second.id != held.node_id()) {
     LOG(WARNING) << "server " << rank << " brought a copy of its ranges (checkpoint "
                  << held.checkpoint() << ") that this scheduler did not see it leave with: "
                  << "not used";
     return {};
   }
   std::string uri;
-  const std::string latest = checkpoints_->LatestCommitted(&uri);
+  const std::string latest = hooks_.latest_checkpoint(&uri);
   if (latest != former->second.checkpoint_then) {
     LOG(WARNING) << "server " << rank << "'s copy of its ranges predates checkpoint " << latest
                  << ": the checkpoint is used";
@@ -456,48 +449,50 @@ std::vector<size_t> Scheduler::UseHeldCopy(int rank, const proto::HeldCopy& held
   std::map<size_t, uint64_t> pushes;  // the ranges to rebuild from the copy
   for (const proto::RangePushes& entry : held.ranges()) {
     const size_t range = entry.range();
-    if (range >= static_cast<size_t>(chains_.num_ranges()) || !lost_.Lost(range) ||
-        !former->second.ranges.count(range) || !lost_.ranges().at(range).rebuilt_from.empty()) {
+    if (range >= static_cast<size_t>(cluster_.chains.num_ranges()) || !cluster_.lost.Lost(range) ||
+        !former->second.ranges.count(range) ||
+        !cluster_.lost.ranges().at(range).rebuilt_from.empty()) {
       continue;
     }
-    const std::vector<size_t> holders = chains_.HeldAlone(lost_.ranges().at(range).rank);
+    const std::vector<size_t> holders =
+        cluster_.chains.HeldAlone(cluster_.lost.ranges().at(range).rank);
     if (std::find(holders.begin(), holders.end(), range) == holders.end()) continue;
     pushes[range] = entry.pushes();
   }
   // One source per replacement: the copy only if it covers every range the
   // rank would hold alone.
-  for (size_t range : chains_.HeldAlone(rank)) {
+  for (size_t range : cluster_.chains.HeldAlone(rank)) {
     if (!pushes.count(range)) return {};
   }
   if (pushes.empty()) return {};
   std::vector<size_t> rebuilt;
   for (const auto& [range, copied] : pushes) {
-    chains_.Hand(range, rank);
-    const LostRange& loss = lost_.ranges().at(range);
+    cluster_.chains.Hand(range, rank);
+    const LostRange& loss = cluster_.lost.ranges().at(range);
     // Counts travel with the rows (RangePushes), so the last holder's count
     // less the copy's is what the copy lacks (at least: the last holder may
     // have applied more after its last report).
     const int64_t missing =
         loss.pushes < 0 ? -1 : std::max<int64_t>(0, loss.pushes - static_cast<int64_t>(copied));
-    lost_.Rebuilt(range, "server " + std::to_string(rank) + "'s copy", missing);
+    cluster_.lost.Rebuilt(range, "server " + std::to_string(rank) + "'s copy", missing);
     proto::NodeInfo holder;
     holder.set_role(proto::SERVER);
     holder.set_rank(rank);
     holder.set_id(held.node_id());
-    membership_.Record("range_rebuilt", holder,
-                       "\"range\": " + std::to_string(range) + ", \"from\": \"held_copy\"" +
-                           ", \"pushes_in_copy\": " + std::to_string(copied) +
-                           ", \"pushes_lost_at_least\": " +
-                           (missing >= 0 ? std::to_string(missing) : "null"));
+    cluster_.membership.Record(
+        "range_rebuilt", holder,
+        "\"range\": " + std::to_string(range) + ", \"from\": \"held_copy\"" +
+            ", \"pushes_in_copy\": " + std::to_string(copied) +
+            ", \"pushes_lost_at_least\": " + (missing >= 0 ? std::to_string(missing) : "null"));
     LOG(WARNING) << "key range " << range << " is rebuilt from the copy server " << rank
                  << " kept when it was removed (" << copied << " push(es)) instead of from "
                  << (latest.empty() ? "initial values" : "checkpoint " + latest)
-                 << (missing >= 0 ? ": " + std::to_string(missing) +
-                                        " acknowledged push(es) by server " +
-                                        std::to_string(loss.rank) +
-                                        "'s last report are lost (those after the copy was "
-                                        "taken), and any it applied after that report"
-                                  : "");
+                 << (missing >= 0
+                         ? ": " + std::to_string(missing) + " acknowledged push(es) by server " +
+                               std::to_string(loss.rank) +
+                               "'s last report are lost (those after the copy was "
+                               "taken), and any it applied after that report"
+                         : "");
     rebuilt.push_back(range);
   }
   reply->meta.set_checkpoint_uri(held.uri());
@@ -505,13 +500,14 @@ std::vector<size_t> Scheduler::UseHeldCopy(int rank, const proto::HeldCopy& held
   return rebuilt;
 }
 
-void Scheduler::ReplaceServer(int rank, Message* reply, const proto::HeldCopy* held) {
-  const std::vector<size_t> from_copy = held ? UseHeldCopy(rank, *held, reply) : std::vector<size_t>{};
-  auto vacant = server_vacant_.find(rank);
+void Registration::ReplaceServer(int rank, Message* reply, const proto::HeldCopy* held) {
+  const std::vector<size_t> from_copy =
+      held ? UseHeldCopy(rank, *held, reply) : std::vector<size_t>{};
+  auto vacant = cluster_.server_vacant.find(rank);
   std::string what = "server " + std::to_string(rank) + " is replaced";
-  if (vacant != server_vacant_.end()) {
+  if (vacant != cluster_.server_vacant.end()) {
     what += " after " + std::to_string(MonotonicSeconds() - vacant->second) + " s";
-    server_vacant_.erase(vacant);
+    cluster_.server_vacant.erase(vacant);
   } else {
     what += " (it left before this scheduler started)";
   }
@@ -519,17 +515,17 @@ void Scheduler::ReplaceServer(int rank, Message* reply, const proto::HeldCopy* h
   // Ranges the rank holds alone come from the latest checkpoint, and it is
   // their primary again; every other range it started in takes it back at the
   // end of its chain once its primary is live (the promoted primaries stay).
-  const std::vector<size_t> held_alone = chains_.HeldAlone(rank);
+  const std::vector<size_t> held_alone = cluster_.chains.HeldAlone(rank);
   const std::string alone = JoinRanges(held_alone);
-  RangeChains::Additions added = chains_.Repair(server_ranks_);
+  RangeChains::Additions added = cluster_.chains.Repair(cluster_.server_ranks);
   std::string copied;
   std::vector<size_t> copied_lost;  // copies of rows rebuilt after a loss
   for (const auto& [range, predecessor] : added[rank]) {
     copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
               std::to_string(predecessor) + ")";
-    if (lost_.Lost(range)) copied_lost.push_back(range);
+    if (cluster_.lost.Lost(range)) copied_lost.push_back(range);
   }
-  const std::string waiting = JoinRanges(chains_.Missing(rank));
+  const std::string waiting = JoinRanges(cluster_.chains.Missing(rank));
   if (!copied.empty()) what += "; it copies key range(s) " + copied + " from live replicas";
   if (!waiting.empty()) {
     what += "; key range(s) " + waiting + " wait for their primary's replacement first";
@@ -551,9 +547,9 @@ void Scheduler::ReplaceServer(int rank, Message* reply, const proto::HeldCopy* h
     return;
   }
   std::string uri;
-  const std::string latest = checkpoints_->LatestCommitted(&uri);
+  const std::string latest = hooks_.latest_checkpoint(&uri);
   for (size_t range : held_alone) {
-    lost_.Rebuilt(range, latest.empty() ? "initial values" : "checkpoint " + latest);
+    cluster_.lost.Rebuilt(range, latest.empty() ? "initial values" : "checkpoint " + latest);
   }
   if (!latest.empty()) {
     reply->meta.set_checkpoint_uri(uri);

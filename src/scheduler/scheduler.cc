@@ -63,7 +63,6 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       resharding_(
           {members_, chains_, server_ranks_, num_servers_, removed_, server_vacant_, membership_},
           [this](int node, Message& message) { SendTo(node, message); }),
-      detector_(options.heartbeat_timeout_s, {members_, done_, published_}),
       progress_(options.num_workers),
       preemption_(members_, &timeline_, options.preemption_grace_s,
                   [this](int node, Message& message) { SendTo(node, message); }) {
@@ -74,11 +73,28 @@ Scheduler::Scheduler(const SchedulerOptions& options)
   // run gives out ids from a block of its own, placed by its start time (in
   // milliseconds, 1000 ids a millisecond, repeating every 16.7 minutes).
   const int64_t ms = WallMillis();
-  next_id_ = 1 + static_cast<int>(ms % 1000000) * 1000;
-  probes_ = std::make_unique<RegistrationProbes>(
-      options_.connect_timeout_s, options_.bind_host, van_.port(), options_.secret,
-      options_.memory_network.get(),
-      [this](const Message& request, const std::string& refusal) { OnProbed(request, refusal); });
+  const int first_id = 1 + static_cast<int>(ms % 1000000) * 1000;
+  registration_ = std::make_unique<Registration>(
+      Registration::Cluster{members_, server_ranks_, worker_ranks_, num_servers_,
+                            options_.num_workers, view_, published_, chains_, lost_, removed_,
+                            server_vacant_, former_holders_, barriers_, shares_, resharding_,
+                            membership_},
+      Registration::Hooks{
+          [this](int node, Message& message) { SendTo(node, message); },
+          [this](const Message& request, Message& reply) { van_.Reply(request, reply); },
+          [this](int id, const std::string& address) { van_.Connect(id, address); },
+          [this] { PublishView(); },
+          [this](const proto::NodeInfo& holder, const std::string& reason) {
+            departures_->DepartEarlierHolder(holder, reason);
+          },
+          [this](std::string* uri) { return checkpoints_->LatestCommitted(uri); }},
+      first_id, options_.rebuild_wait_s,
+      std::make_unique<RegistrationProbes>(
+          options_.connect_timeout_s, options_.bind_host, van_.port(), options_.secret,
+          options_.memory_network.get(),
+          [this](const Message& request, const std::string& refusal) {
+            OnProbed(request, refusal);
+          }));
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       options_.checkpoint, [this](int node, Message& message) { SendTo(node, message); },
       [this](const std::string& id, const std::string& error) {
@@ -89,12 +105,23 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       });
   checkpoints_->set_timeline(&timeline_);
   shares_.Inherit(checkpoints_->resumed());
+  std::unique_ptr<Suspects> suspects;
   if (options_.detect_closed_connections) {
-    suspects_ = std::make_unique<Suspects>(
+    suspects = std::make_unique<Suspects>(
         options_.connect_timeout_s, options_.secret, options_.memory_network.get(),
         [this](int id, const std::string& address, const AddressProbe& probe) {
           OnSuspectProbed(id, address, probe);
         });
+  }
+  departures_ = std::make_unique<Departures>(
+      Departures::Cluster{members_, server_ranks_, worker_ranks_, done_, view_, published_,
+                          shut_down_, chains_, lost_, removed_, server_vacant_, former_holders_,
+                          shares_, membership_},
+      Departures::Hooks{[this](int id) { van_.Disconnect(id); },
+                        [this](int id) { AfterDeparture(id); }, [this] { AdvanceMoves(); },
+                        [this](std::string* uri) { return checkpoints_->LatestCommitted(uri); }},
+      options_.heartbeat_timeout_s, options_.replication, std::move(suspects));
+  if (options_.detect_closed_connections) {
     van_.WatchConnections([this](int id) { OnConnectionClosed(id); });
   }
   timeline_.Record("start",
@@ -133,8 +160,8 @@ void Scheduler::Stop() {
     checkpoints = std::move(checkpoints_);
   }
   checkpoints.reset();
-  probes_->Stop();
-  if (suspects_) suspects_->Stop();
+  registration_->Stop();
+  departures_->Stop();
   van_.Stop();
   timeline_.Flush();
 }
@@ -194,9 +221,9 @@ SchedulerStatus Scheduler::status() const {
   status.workers_done = static_cast<int>(done_.size());
   status.departures = removed_.size();
   for (const auto& [range, lost] : lost_.ranges()) status.lost_ranges.push_back(lost);
-  status.suspected = detector_.suspected();
-  status.suspects_cleared = detector_.suspects_cleared();
-  status.deaf_spells = detector_.deaf_spells();
+  status.suspected = departures_->suspected();
+  status.suspects_cleared = departures_->suspects_cleared();
+  status.deaf_spells = departures_->deaf_spells();
   status.rejected_messages = rejected_;
   if (checkpoints_) status.checkpoints = checkpoints_->stats();
   status.monitor_age_s = monitor_ran_ > 0 ? now - monitor_ran_ : 0;
@@ -300,16 +327,11 @@ void Scheduler::ShutDownNodes() {
 
 std::set<int> Scheduler::Live(proto::Role role) const { return MemberIds(members_, role); }
 
-bool Scheduler::Complete() const {
-  return static_cast<int>(server_ranks_.size()) == num_servers_ &&
-         static_cast<int>(worker_ranks_.size()) == options_.num_workers;
-}
-
 void Scheduler::PublishView() {
   if (!published_) {
     // Nodes send heartbeats once they have a view: their silence counts
     // from the first one, not from their registration.
-    detector_.StartClocks(MonotonicSeconds());
+    departures_->StartClocks(MonotonicSeconds());
   }
   proto::ClusterView previous;  // the view the members were sent, for the delta
   if (options_.view_deltas && published_) previous = view_;
@@ -414,7 +436,7 @@ void Scheduler::OnMessage(Message&& message) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return;  // the job is over (and the coordinator may be gone)
   if (meta.command() == proto::REGISTER) {
-    OnRegister(message);
+    registration_->OnRegister(message);
     return;
   }
   if (meta.command() == proto::DRAIN) {
@@ -435,12 +457,7 @@ void Scheduler::OnMessage(Message&& message) {
                ")");
     return;
   }
-  detector_.HeardFromAMember(MonotonicSeconds());
-  member.last_heartbeat = MonotonicSeconds();
-  if (member.reported_silent) {
-    member.reported_silent = false;
-    LOG(INFO) << "node " << meta.sender() << " is heard from again";
-  }
+  departures_->HeardFrom(meta.sender(), member, MonotonicSeconds());
   if (ControlReplies::Tracked(meta.command()) && !TakeOnce(meta)) return;
   switch (meta.command()) {
     case proto::HEARTBEAT:
@@ -477,6 +494,12 @@ void Scheduler::OnMessage(Message&& message) {
     default:
       LOG(WARNING) << "ignored " << Describe(meta) << ": not a scheduler command";
   }
+}
+
+void Scheduler::OnProbed(const Message& request, const std::string& refusal) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;
+  registration_->OnProbed(request, refusal);
 }
 
 void Scheduler::OnNonMember(const Message& message) {
@@ -554,6 +577,45 @@ void Scheduler::AdvanceMoves() {
     replies_.Forget(id);
   }
   PublishView();
+  changed_.notify_all();
+}
+
+void Scheduler::MonitorLoop() {
+  // The shortest wait between rounds: a deadline passed on the clock but not
+  // yet as of the receive thread's catching up (Departures::MonitorRound) is
+  // looked at again after the receive thread's poll interval, not in a loop
+  // that would keep the lock from it.
+  constexpr double kMinWaitS = 0.01;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    const double before = MonotonicSeconds();
+    const double wake = std::max(departures_->NextDeadline(before), before + kMinWaitS);
+    changed_.wait_for(lock, std::chrono::duration<double>(wake - before),
+                      [this] { return stopping_; });
+    const double now = MonotonicSeconds();
+    monitor_ran_ = now;
+    departures_->MonitorRound(now, wake, van_.caught_up_at());
+    shares_.AnswerExpired();  // replacement timeouts expire with time
+    changed_.notify_all();
+  }
+}
+
+void Scheduler::OnConnectionClosed(int id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;
+  departures_->OnConnectionClosed(id);
+}
+
+void Scheduler::OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;
+  departures_->OnSuspectProbed(id, address, probe);
+}
+
+void Scheduler::AfterDeparture(int id) {
+  barriers_.Forget(id, members_);
+  replies_.Forget(id);
+  PublishView();  // and the checkpoints hear of the new membership
   changed_.notify_all();
 }
 

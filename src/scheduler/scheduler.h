@@ -10,13 +10,16 @@
 // heartbeat_timeout_s, or at once when its connection closes and its address refuses
 // connections (its process died).
 //
-// The mechanisms behind it, each in its own file: registration.cc (admission,
-// ranks, replacements), failure_detection.cc (the monitor loop, closed
-// connections, departures), FailureDetector (heartbeat silence, suspects),
-// Suspects (the probes of closed connections), Resharding (servers joining
-// and drained), RangeChains (key ranges' replica chains), BarrierTable,
-// OrphanedShares (a departed worker's share of an epoch),
-// CheckpointCoordinator, Preemption, MembershipLog.
+// It takes the control messages, sends the views and ends the job; each
+// mechanism is a class it owns, with its own header: Registration (admission,
+// ranks, replacements, the address probes), Departures (heartbeat silence,
+// closed connections, what a departure changes; with FailureDetector and
+// Suspects), Resharding (servers joining and drained) over RangeChains (key
+// ranges' replica chains), CheckpointCoordinator, Preemption, BarrierTable,
+// OrphanedShares (a departed worker's share of an epoch), JobProgress,
+// MembershipLog. Each is given the part of the scheduler's state it reads and
+// changes, is called under the scheduler's lock, and calls nothing of the
+// scheduler but the functions it is given.
 //
 // Thread-safe: its methods may be called from any thread.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
@@ -39,7 +42,7 @@
 #include "scheduler/barriers.h"
 #include "scheduler/checkpoint_coordinator.h"
 #include "scheduler/control_replies.h"
-#include "scheduler/failure_detector.h"
+#include "scheduler/departures.h"
 #include "scheduler/job_progress.h"
 #include "scheduler/lost_ranges.h"
 #include "scheduler/members.h"
@@ -47,9 +50,8 @@
 #include "scheduler/orphaned_shares.h"
 #include "scheduler/preemption.h"
 #include "scheduler/range_chains.h"
-#include "scheduler/registration_probes.h"
+#include "scheduler/registration.h"
 #include "scheduler/resharding.h"
-#include "scheduler/suspects.h"
 
 namespace keel {
 
@@ -267,8 +269,6 @@ class Scheduler {
   // The view (scheduler.cc).
   // Live workers' and servers' node ids.
   std::set<int> Live(proto::Role role) const;
-  // Whether every expected server and worker holds a rank.
-  bool Complete() const;
   // Makes the next view (epoch + 1) from the members and chains and sends it
   // to every member. The first one starts every member's heartbeat clock
   // (nodes send heartbeats once they have a view).
@@ -278,97 +278,19 @@ class Scheduler {
   // form encoded once.
   void SendView(const proto::ClusterView& previous);
 
-  // Registration (registration.cc).
-  // Queues the node's advertised address for a check (RegistrationProbes),
-  // or refuses it at once if too many wait.
-  void OnRegister(const Message& request);
-  // A registration checked (on a probe thread): admits the node or refuses it
-  // with `refusal`.
+  // Registration's probe thread: a registration checked (Registration::OnProbed
+  // under the lock).
   void OnProbed(const Message& request, const std::string& refusal);
-  // Gives the node an id and a rank (the one it asks for, if free, else the
-  // lowest free one), answers it, and publishes a view once the cluster is
-  // complete. A worker taking a vacant rank resumes its predecessor's work; a
-  // server taking a departed server's rank takes back its ranges.
-  void Admit(const Message& request);
-  // Why `node` may not join ("" if it may); `taken` holds its role's ranks;
-  // `join`: a server joining the running job.
-  std::string AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken,
-                               bool join) const;
-  // The rank a node asking for none gets.
-  int FreeRank(proto::Role role, const std::set<int>& taken, bool join) const;
-  // Why a node of an earlier run of this scheduler may not join again with
-  // what it claims ("" if it may): its view must name it with the id, role
-  // and rank it asks for, at the epoch it sends, and its key ranges must fit
-  // the job (RangeChains::CheckFits).
-  std::string RejoinRefusal(const Message& request) const;
-  // Whether a worker registering with `rank` takes over a vacant one; fills
-  // `resume` with where it picks up.
-  bool TakesOver(int rank, proto::WorkerCursor* resume) const;
-  // The member a registration makes, with `rank`; a node of an earlier run of
-  // this scheduler keeps its id and brings its view's epoch and chains.
-  Member NewMember(const Message& request, int rank);
-  // Answers an admitted node with its id and rank (and, for a replacement,
-  // where to resume), echoing `nonce` (its REGISTER's sequence), and records
-  // the join.
-  void AnswerRegistration(const Member& member, bool rejoin, const proto::WorkerCursor* resume,
-                          uint64_t nonce, bool join = false,
-                          const proto::HeldCopy* held = nullptr);
-  // A server taking `rank` back: the ranges the rank held alone come from the
-  // latest checkpoint (filled into `reply`); then every range whose primary is
-  // live gets back, at the end of its chain, the live servers it started on
-  // and lacks (this one among them), each to copy it from its predecessor.
-  // `held`: the copy a server removed while alive brings back (nullptr:
-  // none); where it is the freshest left of a range that lost every replica,
-  // the range is rebuilt from it instead (UseHeldCopy).
-  void ReplaceServer(int rank, Message* reply, const proto::HeldCopy* held = nullptr);
-  // Server `rank` came back with `held`: each range that lost every replica,
-  // waits for its rebuild, and that the copy holds whole and fresher than the
-  // latest checkpoint (the server left after that checkpoint was committed)
-  // is handed to it (RangeChains::Hand). Only if every range `rank` would
-  // then hold alone is in the copy: else nothing changes and the checkpoint
-  // rebuilds them as before. Fills `reply` to restore from the copy and
-  // returns the ranges rebuilt from it.
-  std::vector<size_t> UseHeldCopy(int rank, const proto::HeldCopy& held, Message* reply);
-  // Why a server registering anew for `rank` waits ("" if it need not): a
-  // range it would rebuild from the checkpoint (it held it alone) waits,
-  // until options_.rebuild_wait_s after its loss, for a former holder of
-  // another rank that may come back with its copy. `held`: the copy it
-  // brings, if any.
-  std::string RebuildWait(int rank, const proto::HeldCopy* held) const;
-  // Answers a registration with `reason` on the connection it came on.
-  // `log`: say so in the log (a refusal repeated while a node waits is said
-  // once by the caller).
-  void Refuse(const Message& request, const std::string& reason, bool log = true);
-  // A REGISTER repeated on the route of the member it admitted (the node
-  // asked again before its answer came): answered as the first one was.
-  // False if the request is not such a repeat.
-  bool AnswerAgain(const Message& request);
-  // A node of an earlier run registered again: what it knows of that run
-  // (its view, the tagged barriers it passed, a worker's cursor and the
-  // latest epoch whose end it heard) goes into this scheduler's state.
-  void TakeEarlierRun(const proto::Meta& request, int rank);
-  // Before a restarted scheduler's first view: each node that registered
-  // anew replaces its rank's holder in the view the other nodes brought back,
-  // which did not register again and so departs now (a worker's rank resumes
-  // at the job's current epoch, a server copies its ranges or restores them);
-  // the node gets its REGISTER answer again, as a replacement.
-  void ReplaceEarlierHolders();
-  // `holder`, a member of the earlier run's view that did not register again,
-  // leaves the cluster as if found dead.
-  void DepartEarlierHolder(const proto::NodeInfo& holder);
 
-  // Failure detection (failure_detection.cc).
-  // When a member's heartbeat deadline passes, and at least every second:
-  // removes the nodes silent past the heartbeat timeout (as FailureDetector
-  // finds them) and answers ORPHANS requests whose replacement timeout passed.
+  // The monitor loop (its own thread): when a member's heartbeat deadline
+  // passes, and at least every second, a round of Departures (silent members
+  // leave) and ORPHANS requests whose replacement timeout passed are answered.
   void MonitorLoop();
-  // On the Van's connection watch: the connection to node `id` closed. A
-  // member not done nor at the job's end becomes a suspect (Suspects probes
-  // it).
+  // The Van's connection watch and the suspects' probe threads: under the lock,
+  // to Departures.
   void OnConnectionClosed(int id);
-  // On a probe thread: node `id`, a suspect, was probed at `address`: it
-  // leaves the view if FailureDetector::Judge says so.
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
+
   // Live resharding (Resharding; scheduler.cc).
   // `loopback`: the request came from this host (without a cluster secret
   // only such a request is taken).
@@ -377,27 +299,9 @@ class Scheduler {
   // it released forgotten by the barriers and replies first).
   void AdvanceMoves();
 
-  // Removes member `id` for `reason`: RemoveServer or RemoveWorker.
-  void RemoveMember(int id, const std::string& reason, bool may_return = false);
-  // A worker that left (silent, or its process gone) leaves the view: a new view (epoch + 1)
-  // goes to every node, its barriers stop waiting for it, and its rank waits
-  // for a replacement (OrphanedShares).
-  void RemoveWorker(int id, const std::string& reason);
-  // A server that left (silent, or its process gone) leaves the view: in each key
-  // range's chain the next replica takes its place (a backup is promoted
-  // where it was the primary). A range it held alone waits for a server
-  // started again with its rank, which restores it from the latest checkpoint.
-  // `may_return`: it left for silence, so its process may be alive (paused,
-  // cut off) and come back with its copy (FormerHolder).
-  void RemoveServer(int id, const std::string& reason, bool may_return = false);
   // What follows any departure: barriers and checkpoints stop waiting for the
   // node, and a new view goes out.
   void AfterDeparture(int id);
-  // `holder`, a server that left, was the last replica of `ranges`: each is
-  // declared lost (LostRanges) in the log and the membership log, with what
-  // `holder`'s last report (if any) said the range held.
-  void DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder,
-                   const Member* last_report = nullptr);
 
   SchedulerOptions options_;
   TimelineWriter timeline_;
@@ -406,7 +310,6 @@ class Scheduler {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   Members members_;
-  int next_id_ = 1;                            // the next fresh node id (see the constructor)
   std::set<int> server_ranks_, worker_ranks_;  // ranks given out
   // Servers expected in the view: the start's, plus those that joined, less
   // those drained (a restarted scheduler takes the latest view's).
@@ -422,27 +325,16 @@ class Scheduler {
   bool shut_down_ = false;               // SHUTDOWN went to every node: the job is over
   std::map<int, std::string> removed_;   // nodes this scheduler removed from the view: why
   std::map<int, double> server_vacant_;  // server rank -> when its server left
-  // A server removed for silence, whose process may come back with the ranges
-  // it held (HeldCopy), by rank, until its rank registers again.
-  struct FormerHolder {
-    int id = 0;
-    double removed_at = 0;           // MonotonicSeconds()
-    std::set<size_t> ranges;         // those it was a whole replica of
-    std::string checkpoint_then;     // the latest committed checkpoint then ("" none)
-  };
-  std::map<int, FormerHolder> former_holders_;
-  std::string last_rebuild_wait_;  // the latest RebuildWait refusal, said once
-  // The newest view the nodes of an earlier run brought back (epoch 0: none;
-  // this scheduler was not restarted, or none of them registered again yet).
-  proto::ClusterView earlier_view_;
+  // Servers removed for silence whose process may come back with their copy.
+  FormerHolders former_holders_;
   bool stopping_ = false;
   Resharding resharding_;  // servers joining and drained; holds those being drained
   std::thread monitor_thread_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
-  std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses
-  std::unique_ptr<Suspects> suspects_;          // probes of members whose connection closed
-  FailureDetector detector_;  // judges silence and suspects (over members_, done_)
-  uint64_t rejected_ = 0;     // see rejected_messages()
+  std::unique_ptr<Registration> registration_;  // admission, ranks, replacements
+  // Silent and dead members leave the view (with the suspects' probes).
+  std::unique_ptr<Departures> departures_;
+  uint64_t rejected_ = 0;  // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
   Preemption preemption_;
