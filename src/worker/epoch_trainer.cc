@@ -138,7 +138,7 @@ void EpochTrainer::TrainBatches(BatchStream* stream, Pass* pass) {
   pass->begin = MonotonicSeconds();
   pass->last_report = pass->begin;
   MinibatchPipeline pipeline(client_, model_, bias_key_, hyperparameters_.use_bias,
-                             options_.minibatches_in_flight);
+                             options_.minibatches_in_flight, options_.push_filter);
   try {
     TrainBatchesIn(stream, &pipeline, pass);
   } catch (...) {
@@ -321,7 +321,7 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
                      /*prefetch=*/4, scaler_);
   stream.Select(work.batches(), part, parts);
   MinibatchPipeline pipeline(client_, model_, bias_key_, hyperparameters_.use_bias,
-                             options_.minibatches_in_flight);
+                             options_.minibatches_in_flight, options_.push_filter);
   try {
     return TrainOrphanedBatches(work.epoch(), &stream, &pipeline, result);
   } catch (...) {
