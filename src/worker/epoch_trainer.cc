@@ -147,6 +147,11 @@ void EpochTrainer::TrainBatches(BatchStream* stream, Pass* pass) {
     throw;
   }
   pass->result.seconds = MonotonicSeconds() - pass->begin;
+  if (const PushFilter& filter = pipeline.filter(); filter.enabled()) {
+    LOG(INFO) << "worker " << node_->rank() << " epoch " << pass->epoch << ": the push filter sent "
+              << filter.rows_sent() << " of " << filter.rows_given()
+              << " weight rows with their minibatch (the rest summed, and flushed by now)";
+  }
 }
 
 void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeline, Pass* pass) {
