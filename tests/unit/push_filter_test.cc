@@ -23,12 +23,6 @@ namespace {
 using testing::Contains;
 using testing::ErrorOf;
 
-PushFilterOptions Threshold(float threshold) {
-  PushFilterOptions options;
-  options.threshold = threshold;
-  return options;
-}
-
 struct Sent {
   std::vector<Key> keys;
   std::vector<float> values;
@@ -42,7 +36,7 @@ Sent Filter(PushFilter* filter, const std::vector<Key>& keys, const std::vector<
 }
 
 TEST(PushFilter, RowsBelowTheThresholdAreKeptAndAddedToTheKeysNextGradient) {
-  PushFilter filter(Threshold(1.0f), 1);
+  PushFilter filter(PushFilterOptions{1.0f}, 1);
   // 0.5 stays; 2 goes; -1 goes (the magnitude counts, the bound included).
   Sent sent = Filter(&filter, {1, 2, 3}, {0.5f, 2.0f, -1.0f});
   EXPECT_EQ(sent.keys, (std::vector<Key>{2, 3}));
@@ -59,7 +53,7 @@ TEST(PushFilter, RowsBelowTheThresholdAreKeptAndAddedToTheKeysNextGradient) {
 }
 
 TEST(PushFilter, ARemainderCancelledByALaterGradientIsNotSent) {
-  PushFilter filter(Threshold(1.0f), 1);
+  PushFilter filter(PushFilterOptions{1.0f}, 1);
   Filter(&filter, {7}, {0.75f});
   // -0.75 + 0.75: nothing left to say, and still below the threshold.
   EXPECT_TRUE(Filter(&filter, {7}, {-0.75f}).keys.empty());
@@ -70,7 +64,7 @@ TEST(PushFilter, ARemainderCancelledByALaterGradientIsNotSent) {
 }
 
 TEST(PushFilter, AWideRowGoesWholeWhenOneOfItsValuesPasses) {
-  PushFilter filter(Threshold(1.0f), 3);
+  PushFilter filter(PushFilterOptions{1.0f}, 3);
   Sent sent = Filter(&filter, {1, 2}, {0.5f, 0.5f, 0.5f, 0.125f, -2.0f, 0.25f});
   EXPECT_EQ(sent.keys, (std::vector<Key>{2}));
   EXPECT_EQ(sent.values, (std::vector<float>{0.125f, -2.0f, 0.25f}));
@@ -80,7 +74,7 @@ TEST(PushFilter, AWideRowGoesWholeWhenOneOfItsValuesPasses) {
 }
 
 TEST(PushFilter, AFlushSendsEveryRemainderSortedAndHoldsNothingAfter) {
-  PushFilter filter(Threshold(10.0f), 2);
+  PushFilter filter(PushFilterOptions{10.0f}, 2);
   Filter(&filter, {30, 10, 20}, {1, 2, 3, 4, 5, 6});
   Filter(&filter, {10, 40}, {1, 1, 1, 1});
   std::vector<Key> keys;
@@ -101,7 +95,7 @@ TEST(PushFilter, NothingIsLostTheRowsPushedAddUpToTheGradientsAfterAFlush) {
   // Gradients in eighths: every sum is exact in float, so the totals must
   // match to the bit.
   constexpr int kWidth = 2;
-  PushFilter filter(Threshold(1.0f), kWidth);
+  PushFilter filter(PushFilterOptions{1.0f}, kWidth);
   std::mt19937 random(5);
   std::uniform_int_distribution<int> eighths(-8, 8);
   std::map<Key, std::vector<double>> given, pushed;
@@ -137,7 +131,7 @@ TEST(PushFilter, NothingIsLostTheRowsPushedAddUpToTheGradientsAfterAFlush) {
 }
 
 TEST(PushFilter, AtMostMaxRowsAreKeptANewRowPastTheBoundGoesAsItIs) {
-  PushFilterOptions options = Threshold(1.0f);
+  PushFilterOptions options = PushFilterOptions{1.0f};
   options.max_rows = 2;
   PushFilter filter(options, 1);
   Sent sent = Filter(&filter, {1, 2, 3, 4}, {0.5f, 0.5f, 0.5f, 0.5f});
@@ -154,7 +148,7 @@ TEST(PushFilter, AtMostMaxRowsAreKeptANewRowPastTheBoundGoesAsItIs) {
 }
 
 TEST(PushFilter, AMinibatchMostlyPassingGoesWholeWithItsRemaindersAdded) {
-  PushFilterOptions options = Threshold(1.0f);
+  PushFilterOptions options = PushFilterOptions{1.0f};
   options.whole_share = 0.5;
   PushFilter filter(options, 1);
   // 1 of 4 passes: a subset.
@@ -185,9 +179,9 @@ TEST(PushFilter, KeyCachingSharesFollowTheBytesOfAKeyAndARow) {
 }
 
 TEST(PushFilter, BadOptionsAreRefused) {
-  EXPECT_TRUE(Contains(ErrorOf([] { PushFilter(Threshold(-1.0f), 1); }), "at least 0"));
-  EXPECT_TRUE(Contains(ErrorOf([] { PushFilter(Threshold(NAN), 1); }), "finite"));
-  EXPECT_TRUE(Contains(ErrorOf([] { PushFilter(Threshold(1.0f), 0); }), "width 0"));
+  EXPECT_TRUE(Contains(ErrorOf([] { PushFilter(PushFilterOptions{-1.0f}, 1); }), "at least 0"));
+  EXPECT_TRUE(Contains(ErrorOf([] { PushFilter(PushFilterOptions{NAN}, 1); }), "finite"));
+  EXPECT_TRUE(Contains(ErrorOf([] { PushFilter(PushFilterOptions{1.0f}, 0); }), "width 0"));
 }
 
 class PushFilterFlag : public ::testing::Test {
