@@ -168,7 +168,12 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
     if (slow) SleepLikeAStraggler(compute_begin);
     const double push_begin = MonotonicSeconds();
     result.compute += push_begin - compute_begin;
-    pipeline->PushGradients(pass->clock.After(pass->batches + 1));
+    // Before a checkpoint the push filter's remainders go with the minibatch,
+    // so the pull already ahead of it reads them (as a resumed run does).
+    const bool checkpoint_next =
+        pass->checkpoint_every > 0 &&
+        (pass->batches + 1) % static_cast<uint64_t>(pass->checkpoint_every) == 0;
+    pipeline->PushGradients(pass->clock.After(pass->batches + 1), checkpoint_next);
     result.push += MonotonicSeconds() - push_begin;
     ++pass->batches;
     AfterBatch(pipeline->current(), pipeline, pass);

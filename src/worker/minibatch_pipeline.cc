@@ -107,7 +107,7 @@ void MinibatchPipeline::MakeRoomForPush() {
   }
 }
 
-void MinibatchPipeline::PushGradients(int64_t clock) {
+void MinibatchPipeline::PushGradients(int64_t clock, bool flush) {
   MakeRoomForPush();
   Pushes pushes;
   client_->set_clock(clock);
@@ -123,9 +123,12 @@ void MinibatchPipeline::PushGradients(int64_t clock) {
   if (filter_.enabled()) {
     std::vector<Key> sent_keys;
     std::vector<float> sent_values;
-    if (!filter_.Filter(keys, weight_gradients_, &sent_keys, &sent_values)) {
-      keys = SharedArray<const Key>(std::move(sent_keys));
+    bool whole = filter_.Filter(keys, weight_gradients_, &sent_keys, &sent_values);
+    if (flush && filter_.remainder_rows() > 0) {
+      filter_.FlushInto(&sent_keys, &sent_values);
+      whole = false;
     }
+    if (!whole) keys = SharedArray<const Key>(std::move(sent_keys));
     values = SharedArray<const float>(std::move(sent_values));
   } else {
     values = SharedArray<const float>(std::move(weight_gradients_));

@@ -85,7 +85,10 @@ class MinibatchPipeline {
   // after the minibatch: a server counts it in each (key range, table) once
   // that one's push is applied (StalenessGate). Both carry the clock of the
   // pulls that read their rows, for the servers' staleness-aware steps.
-  void PushGradients(int64_t clock);
+  // With `flush`, the weights' push carries every remainder the push filter
+  // holds too: the pulls of the minibatches after it, gated on its clock,
+  // then read them (a worker about to stop for a checkpoint).
+  void PushGradients(int64_t clock, bool flush = false);
   // The minibatch being computed.
   const PreparedBatch& current() const { return slots_[current_].batch; }
   // The next minibatch becomes the current one.

@@ -132,4 +132,27 @@ void PushFilter::Flush(std::vector<Key>* keys, std::vector<float>* values) {
   values_.shrink_to_fit();
 }
 
+void PushFilter::FlushInto(std::vector<Key>* keys, std::vector<float>* values) {
+  if (slots_.empty()) return;
+  std::vector<Key> held;
+  std::vector<float> held_values;
+  Flush(&held, &held_values);
+  std::vector<Key> merged_keys;
+  std::vector<float> merged_values;
+  merged_keys.reserve(keys->size() + held.size());
+  merged_values.reserve(values->size() + held_values.size());
+  size_t a = 0, b = 0;
+  while (a < keys->size() || b < held.size()) {
+    const bool from_held = a == keys->size() || (b < held.size() && held[b] < (*keys)[a]);
+    if (!from_held && b < held.size() && held[b] == (*keys)[a]) {
+      throw MakeError("push filter: key ", held[b], " is both sent and held back");
+    }
+    const float* row = from_held ? &held_values[b * width_] : &(*values)[a * width_];
+    merged_keys.push_back(from_held ? held[b++] : (*keys)[a++]);
+    merged_values.insert(merged_values.end(), row, row + width_);
+  }
+  *keys = std::move(merged_keys);
+  *values = std::move(merged_values);
+}
+
 }  // namespace keel

@@ -79,6 +79,12 @@ class PushFilter {
   // what they held), and forgets them: after it nothing is held back.
   void Flush(std::vector<Key>* keys, std::vector<float>* values);
 
+  // Flush into rows already made: merges every remainder into `*keys` and
+  // `*values` (sorted keys none of which holds a remainder, as Filter's
+  // output), in key order, and forgets them. Throws Error if a key of `*keys`
+  // holds a remainder.
+  void FlushInto(std::vector<Key>* keys, std::vector<float>* values);
+
   // Remainders held now.
   size_t remainder_rows() const { return slots_.size(); }
   // Rows given to Filter, and those of them it sent there (not at a flush).

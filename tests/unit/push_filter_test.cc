@@ -91,6 +91,22 @@ TEST(PushFilter, AFlushSendsEveryRemainderSortedAndHoldsNothingAfter) {
   EXPECT_EQ(filter.remainder_rows(), 1u);
 }
 
+TEST(PushFilter, AFlushIntoAMinibatchsRowsMergesEveryRemainderInKeyOrder) {
+  PushFilter filter(PushFilterOptions{1.0f}, 1);
+  Filter(&filter, {2, 6}, {0.5f, 0.25f});
+  Sent sent = Filter(&filter, {1, 4, 6}, {3.0f, 0.125f, 5.0f});
+  EXPECT_EQ(sent.keys, (std::vector<Key>{1, 6}));
+  filter.FlushInto(&sent.keys, &sent.values);
+  EXPECT_EQ(sent.keys, (std::vector<Key>{1, 2, 4, 6}));
+  EXPECT_EQ(sent.values, (std::vector<float>{3.0f, 0.5f, 0.125f, 5.25f}));
+  EXPECT_EQ(filter.remainder_rows(), 0u);
+  // A key both sent and held back is a caller's error, not a silent double.
+  Filter(&filter, {3}, {0.5f});
+  std::vector<Key> keys = {3};
+  std::vector<float> values = {1.0f};
+  EXPECT_TRUE(Contains(ErrorOf([&] { filter.FlushInto(&keys, &values); }), "both sent and held"));
+}
+
 TEST(PushFilter, NothingIsLostTheRowsPushedAddUpToTheGradientsAfterAFlush) {
   // Gradients in eighths: every sum is exact in float, so the totals must
   // match to the bit.
