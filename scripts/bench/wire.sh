@@ -11,12 +11,9 @@ keel="${1:?the keel binary}"
 rounds="${2:-3}"
 rows="${3:-200000}"
 job="${4:-linear_learner}"
-model=linear
-[ "$job" = factorization_machines ] && model=fm
-flags="$(dirname "$0")/../../configs/$job.flags"
+source "$(dirname "$0")/wire_set.sh"
 out="$(mktemp -d /tmp/keel-wire-XXXXXX)"
-"$keel" datagen --model="$model" --rows="$rows" --features=20000 --nnz=20 --num_factors=4 \
-  --seed=11 --out="$out/data" >/dev/null
+wire_set "$keel" "$rows" "$job" "$out"
 for round in $(seq 1 "$rounds"); do
   for precision in fp32 bf16 fp16; do
     for cache in false true; do

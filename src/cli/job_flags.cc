@@ -15,6 +15,7 @@
 #include "base/json.h"
 #include "base/time.h"
 #include "cli/cluster_flags.h"
+#include "cli/wire_flags.h"
 #include "flags/flag_rules.h"
 #include "io/format_sniffer.h"
 #include "io/input_split.h"
@@ -719,6 +720,7 @@ TrainerOptions TrainerOptionsFromFlags() {
   RequireInRange("clock_every", FLAGS_clock_every, 1, kMaxCount);
   options.clock_every = FLAGS_clock_every;
   options.minibatches_in_flight = MinibatchesInFlightFromFlags(options.staleness);
+  options.push_filter.threshold = PushFilterThresholdFromFlags(FLAGS_job);
   options.device = FLAGS_device;
   options.threads = FLAGS_threads;
   options.keep_best_epoch = FLAGS_keep_best_epoch;

@@ -40,6 +40,7 @@ KVBenchOptions CheckWorkerJobFlags() {
                     "' is not linear_learner, factorization_machines, kv_bench or exact_sum");
   }
   WirePrecisionFromFlags(FLAGS_job);
+  PushFilterThresholdFromFlags(FLAGS_job);
   StalenessFromFlags();
   return bench;
 }

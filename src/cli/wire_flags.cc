@@ -1,5 +1,7 @@
 #include "cli/wire_flags.h"
 
+#include <cmath>
+
 #include "base/error.h"
 #include "kv/wire_precision.h"
 
@@ -8,10 +10,19 @@ DEFINE_string(wire_precision, "fp32",
               "or fp16 (16-bit values, half the bytes; the servers widen them and keep float32 "
               "state; fp16 saturates past +-65504). Refused by --job=exact_sum and kv_bench, "
               "which keep fp32");
+DEFINE_double(push_filter_threshold, 0,
+              "worker: the Parameter Server paper's filter of training pushes: a weight row "
+              "goes only once one of its gradient values, summed since it last went, is at "
+              "least this in magnitude; the rest is kept on the worker and added to the "
+              "key's next gradient, and every remainder is pushed before a checkpoint and at "
+              "the end of each epoch. 0: off (every row goes). Refused by --job=exact_sum "
+              "and kv_bench");
 
 namespace keel {
 
-std::vector<FlagGroup> WireFlagGroups() { return {{"wire precision", {"wire_precision"}}}; }
+std::vector<FlagGroup> WireFlagGroups() {
+  return {{"wire precision", {"wire_precision"}}, {"push filter", {"push_filter_threshold"}}};
+}
 
 proto::WirePrecision WirePrecisionFromFlags(const std::string& job) {
   proto::WirePrecision precision;
@@ -27,6 +38,21 @@ proto::WirePrecision WirePrecisionFromFlags(const std::string& job) {
                     ": its pushes and pulls travel as fp32 (drop the flag)");
   }
   return precision;
+}
+
+float PushFilterThresholdFromFlags(const std::string& job) {
+  const double threshold = FLAGS_push_filter_threshold;
+  if (!std::isfinite(threshold) || threshold < 0 || threshold > 3.0e38) {
+    throw MakeError("--push_filter_threshold=", threshold,
+                    ": must be a finite number, at least 0 (0: no filter)");
+  }
+  if (threshold > 0 && (job == "exact_sum" || job == "kv_bench")) {
+    throw MakeError("--push_filter_threshold=", threshold, " is refused by --job=", job,
+                    (job == "exact_sum" ? ", which checks the servers' sums exactly"
+                                        : ", which measures the transport"),
+                    ": every gradient it pushes goes as it is (drop the flag)");
+  }
+  return static_cast<float>(threshold);
 }
 
 }  // namespace keel

@@ -1,5 +1,6 @@
 // The command line's wire flags (wire_flags.cc): the precision a worker's
-// pushes and pulls travel in (kv/wire_precision.h).
+// pushes and pulls travel in (kv/wire_precision.h), and the filter that holds
+// back the small rows of its pushes (worker/push_filter.h).
 #ifndef KEEL_CLI_WIRE_FLAGS_H_
 #define KEEL_CLI_WIRE_FLAGS_H_
 
@@ -12,6 +13,7 @@
 #include "keel.pb.h"
 
 DECLARE_string(wire_precision);
+DECLARE_double(push_filter_threshold);
 
 namespace keel {
 
@@ -23,6 +25,12 @@ std::vector<FlagGroup> WireFlagGroups();
 // job that checks sums exactly (exact_sum) or measures the float32 transport
 // (kv_bench): those refuse it rather than run with another precision.
 proto::WirePrecision WirePrecisionFromFlags(const std::string& job);
+
+// --push_filter_threshold for a worker running `job` (0: no filter). Throws
+// Error naming the flag and its value if it is negative or not finite, or if
+// it is above 0 for a job that checks sums exactly (exact_sum) or measures
+// the transport (kv_bench): every gradient of those goes as it is.
+float PushFilterThresholdFromFlags(const std::string& job);
 
 }  // namespace keel
 

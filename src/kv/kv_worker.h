@@ -201,6 +201,7 @@ class KVWorker {
   // Turns key caching on (options.enabled) with its bounds. Set before
   // node->Start(). Throws Error naming a zero bound.
   void SetKeyCache(const KeyCacheOptions& options);
+  bool key_cache() const { return key_lists_->options().enabled; }
   // The precision the pushes' values and pulls' answers of `tables` travel
   // in (the others' stay float32). Set before node->Start(). Throws Error for
   // an unknown precision.

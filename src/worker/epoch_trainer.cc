@@ -138,7 +138,7 @@ void EpochTrainer::TrainBatches(BatchStream* stream, Pass* pass) {
   pass->begin = MonotonicSeconds();
   pass->last_report = pass->begin;
   MinibatchPipeline pipeline(client_, model_, bias_key_, hyperparameters_.use_bias,
-                             options_.minibatches_in_flight);
+                             options_.minibatches_in_flight, options_.push_filter);
   try {
     TrainBatchesIn(stream, &pipeline, pass);
   } catch (...) {
@@ -147,6 +147,11 @@ void EpochTrainer::TrainBatches(BatchStream* stream, Pass* pass) {
     throw;
   }
   pass->result.seconds = MonotonicSeconds() - pass->begin;
+  if (const PushFilter& filter = pipeline.filter(); filter.enabled()) {
+    LOG(INFO) << "worker " << node_->rank() << " epoch " << pass->epoch << ": the push filter sent "
+              << filter.rows_sent() << " of " << filter.rows_given()
+              << " weight rows with their minibatch (the rest summed, and flushed by now)";
+  }
 }
 
 void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeline, Pass* pass) {
@@ -163,7 +168,12 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
     if (slow) SleepLikeAStraggler(compute_begin);
     const double push_begin = MonotonicSeconds();
     result.compute += push_begin - compute_begin;
-    pipeline->PushGradients(pass->clock.After(pass->batches + 1));
+    // Before a checkpoint the push filter's remainders go with the minibatch,
+    // so the pull already ahead of it reads them (as a resumed run does).
+    const bool checkpoint_next =
+        pass->checkpoint_every > 0 &&
+        (pass->batches + 1) % static_cast<uint64_t>(pass->checkpoint_every) == 0;
+    pipeline->PushGradients(pass->clock.After(pass->batches + 1), checkpoint_next);
     result.push += MonotonicSeconds() - push_begin;
     ++pass->batches;
     AfterBatch(pipeline->current(), pipeline, pass);
@@ -321,7 +331,7 @@ uint64_t EpochTrainer::TrainOrphanedPart(const proto::WorkerCursor& work, int pa
                      /*prefetch=*/4, scaler_);
   stream.Select(work.batches(), part, parts);
   MinibatchPipeline pipeline(client_, model_, bias_key_, hyperparameters_.use_bias,
-                             options_.minibatches_in_flight);
+                             options_.minibatches_in_flight, options_.push_filter);
   try {
     return TrainOrphanedBatches(work.epoch(), &stream, &pipeline, result);
   } catch (...) {

@@ -4,13 +4,28 @@
 #include <utility>
 
 #include "base/time.h"
+#include "kv/wire_precision.h"
 #include "worker/hyperparameters.h"
 
 namespace keel {
+namespace {
+
+// `filter` for `client`'s pushes of rows `width` wide: with key caching, a
+// minibatch goes whole when a subset's keys would cost more than the values
+// it leaves out (PushFilterOptions::whole_share).
+PushFilterOptions ForClient(PushFilterOptions filter, const KVWorker& client, int width) {
+  if (client.key_cache()) {
+    filter.whole_share = std::min(
+        filter.whole_share, WholeShareWithKeyCache(width, BytesPerValue(client.wire_precision())));
+  }
+  return filter;
+}
+
+}  // namespace
 
 MinibatchPipeline::MinibatchPipeline(KVWorker* client, ComputeBackend* model,
                                      const SharedArray<const Key>& bias_key, bool use_bias,
-                                     int depth)
+                                     int depth, const PushFilterOptions& filter)
     : client_(client),
       model_(model),
       bias_key_(bias_key),
@@ -19,7 +34,8 @@ MinibatchPipeline::MinibatchPipeline(KVWorker* client, ComputeBackend* model,
       bias_width_(model->bias_width()),
       depth_(static_cast<size_t>(std::max(depth, 1))),
       slots_(depth_ + 1),
-      zero_bias_(model->bias_width(), 0.0f) {}
+      zero_bias_(model->bias_width(), 0.0f),
+      filter_(ForClient(filter, *client, model->weight_width()), model->weight_width()) {}
 
 void MinibatchPipeline::StartPulls(Slot* slot) {
   slot->pull_clock = client_->clock();
@@ -84,11 +100,15 @@ MinibatchGradients MinibatchPipeline::GradientHealth() const {
   return figures;
 }
 
-void MinibatchPipeline::PushGradients(int64_t clock) {
+void MinibatchPipeline::MakeRoomForPush() {
   while (pushes_.size() >= depth_) {
     WaitFor(pushes_.front());
     pushes_.pop_front();
   }
+}
+
+void MinibatchPipeline::PushGradients(int64_t clock, bool flush) {
+  MakeRoomForPush();
   Pushes pushes;
   client_->set_clock(clock);
   if (use_bias_) {
@@ -96,11 +116,44 @@ void MinibatchPipeline::PushGradients(int64_t clock) {
                                 bias_width_, kBiasTable, slots_[current_].pull_clock);
   }
   pushes_.push_back(pushes);  // the weights' handle below, once it exists
-  pushes_.back().weights = client_->Push(slots_[current_].batch.keys,
-                                         SharedArray<const float>(std::move(weight_gradients_)),
-                                         width_, kWeightTable, slots_[current_].pull_clock);
+  // The pull's own key list unless the filter holds rows back (a list
+  // the servers may keep: key caching).
+  SharedArray<const Key> keys = slots_[current_].batch.keys;
+  SharedArray<const float> values;
+  if (filter_.enabled()) {
+    std::vector<Key> sent_keys;
+    std::vector<float> sent_values;
+    bool whole = filter_.Filter(keys, weight_gradients_, &sent_keys, &sent_values);
+    if (flush && filter_.remainder_rows() > 0) {
+      filter_.FlushInto(&sent_keys, &sent_values);
+      whole = false;
+    }
+    if (!whole) keys = SharedArray<const Key>(std::move(sent_keys));
+    values = SharedArray<const float>(std::move(sent_values));
+  } else {
+    values = SharedArray<const float>(std::move(weight_gradients_));
+  }
+  // Every row held back: the gate learns the clock from the announcement.
+  if (!keys.empty()) {
+    pushes_.back().weights =
+        client_->Push(keys, values, width_, kWeightTable, slots_[current_].pull_clock);
+  }
   weight_gradients_ = {};
   bias_gradient_ = {};
+}
+
+void MinibatchPipeline::FlushRemainders() {
+  if (filter_.remainder_rows() == 0) return;
+  std::vector<Key> keys;
+  std::vector<float> values;
+  filter_.Flush(&keys, &values);
+  MakeRoomForPush();
+  // Sums over minibatches read at several clocks: the step is not scaled.
+  Pushes pushes;
+  pushes_.push_back(pushes);
+  pushes_.back().weights =
+      client_->Push(SharedArray<const Key>(std::move(keys)),
+                    SharedArray<const float>(std::move(values)), width_, kWeightTable);
 }
 
 void MinibatchPipeline::WaitFor(const Pushes& pushes) {
@@ -109,6 +162,7 @@ void MinibatchPipeline::WaitFor(const Pushes& pushes) {
 }
 
 void MinibatchPipeline::WaitForPushes() {
+  FlushRemainders();
   while (!pushes_.empty()) {
     WaitFor(pushes_.front());
     pushes_.pop_front();

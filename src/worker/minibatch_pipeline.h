@@ -13,6 +13,11 @@
 // where the gate lets pulls through early (staleness above 0, or none): the
 // servers then set the pace and the worker seldom waits for them.
 //
+// With a push filter (worker/push_filter.h) the weights' rows whose change is
+// small stay here as remainders; FlushRemainders pushes them all, and
+// WaitForPushes does so first: every push the pipeline made is then applied
+// with nothing held back. The bias (one row) always goes.
+//
 // A minibatch's index is its position in the epoch; the first one given to
 // Start is minibatch `first`.
 //
@@ -40,6 +45,7 @@
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/epoch_clock.h"
+#include "worker/push_filter.h"
 #include "worker/training_health.h"
 
 namespace keel {
@@ -49,8 +55,11 @@ class MinibatchPipeline {
   // `client`, `model` and `bias_key` (the bias's one key) must outlive the
   // pipeline. Without `use_bias` the bias is neither pulled nor pushed.
   // `depth` (at least 1): minibatches pulled ahead, and pushes in flight.
+  // `filter`: the weights' push filter (off unless its threshold is above
+  // 0). Throws Error for a bad filter option.
   MinibatchPipeline(KVWorker* client, ComputeBackend* model, const SharedArray<const Key>& bias_key,
-                    bool use_bias, int depth = 1);
+                    bool use_bias, int depth = 1,
+                    const PushFilterOptions& filter = PushFilterOptions());
 
   // Reads the first minibatch and starts pulling its rows. False if `stream`
   // has none.
@@ -76,13 +85,21 @@ class MinibatchPipeline {
   // after the minibatch: a server counts it in each (key range, table) once
   // that one's push is applied (StalenessGate). Both carry the clock of the
   // pulls that read their rows, for the servers' staleness-aware steps.
-  void PushGradients(int64_t clock);
+  // With `flush`, the weights' push carries every remainder the push filter
+  // holds too: the pulls of the minibatches after it, gated on its clock,
+  // then read them (a worker about to stop for a checkpoint).
+  void PushGradients(int64_t clock, bool flush = false);
   // The minibatch being computed.
   const PreparedBatch& current() const { return slots_[current_].batch; }
   // The next minibatch becomes the current one.
   void Advance();
-  // Blocks until every push so far has been applied.
+  // Pushes every remainder the push filter holds (none without one), stamped
+  // with the client's clock, as one more push in flight.
+  void FlushRemainders();
+  // Flushes the remainders, then blocks until every push so far has been
+  // applied.
   void WaitForPushes();
+  const PushFilter& filter() const { return filter_; }
   // Forgets every request still in flight: for an error, before the arrays
   // they would fill go out of scope.
   void CancelAll();
@@ -104,6 +121,8 @@ class MinibatchPipeline {
   struct Pushes {
     KVWorker::Handle bias = 0, weights = 0;
   };
+  // Waits until fewer than `depth` minibatches' pushes are in flight.
+  void MakeRoomForPush();
   void StartPulls(Slot* slot);
   bool ReadNext(BatchStream* stream, PreparedBatch* batch);
   void WaitFor(const Pushes& pushes);
@@ -123,6 +142,7 @@ class MinibatchPipeline {
   std::deque<Pushes> pushes_;  // oldest first
   std::vector<float> weight_gradients_, bias_gradient_;
   std::vector<float> zero_bias_;  // the bias without --use_bias
+  PushFilter filter_;
   double read_seconds_ = 0;
 };
 

@@ -9,6 +9,7 @@
 
 #include "io/readers.h"
 #include "kv/staleness_gate.h"
+#include "worker/push_filter.h"
 #include "worker/training_counters.h"
 
 namespace keel {
@@ -46,6 +47,11 @@ struct TrainerOptions {
   // may be in flight at once (worker/minibatch_pipeline.h): above 1 only for
   // asynchronous training.
   int minibatches_in_flight = 1;
+  // The weights' push filter (worker/push_filter.h; off unless its
+  // threshold is above 0): its remainders are flushed before every
+  // checkpoint this worker stops for, and at the end of its share of each
+  // epoch (and of each departed worker's part it reads).
+  PushFilterOptions push_filter;
   // A straggler on purpose: worker `slow_rank` takes `slow_factor` times as
   // long per minibatch (it sleeps the difference).
   int slow_rank = -1;

@@ -458,5 +458,26 @@ TEST_F(CheckpointJob, KeepCheckpointsNeverDeletesTheBaseOfAKeptDelta) {
   EXPECT_TRUE(Weights("resumed") == Weights("whole"));
 }
 
+// With the push filter, a worker pushes every remainder it holds before it
+// stops for a checkpoint, so a checkpoint holds all it was given: a killed
+// job resumes to the weights of an uninterrupted run that stopped for the
+// same checkpoints, bit for bit. (A remainder kept through the checkpoint
+// would be lost with the killed worker, and the resumed run would differ.)
+TEST_F(CheckpointJob, WithThePushFilterAKilledJobResumesToTheUninterruptedRunsWeightsBitForBit) {
+  const auto filtered = [this](const std::string& model, const std::string& store) {
+    return With(Job(2, 1, model), {"--push_filter_threshold=0.01", "--checkpoint_every=40",
+                                   "--checkpoint_uri=" + Store(store)});
+  };
+  const auto uninterrupted = Run(filtered("whole", "whole_ckpt"));
+  ASSERT_TRUE(uninterrupted.finished && uninterrupted.code == 0) << uninterrupted.output;
+  const std::string at = KillAfterAMidEpochCheckpoint(filtered("killed", "ckpt"), "ckpt");
+  const auto resumed = Run(With(filtered("resumed", "ckpt"), {"--resume=latest"}));
+  ASSERT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+  ASSERT_FALSE(Weights("whole").empty());
+  EXPECT_TRUE(Weights("resumed") == Weights("whole"))
+      << "resumed from " << at << ": the final weights differ from the uninterrupted run's";
+  EXPECT_EQ(Loss("resumed"), Loss("whole"));
+}
+
 }  // namespace
 }  // namespace keel
