@@ -5,14 +5,19 @@
 // delta (the rows changed since the previous copy) and a full snapshot. Each
 // is timed in its two parts: the copy (on a server's receive thread, where
 // pushes wait) and the write (sort, encode, store: in the background), and
-// its bytes are counted. Then both are read back the way a resume does.
+// its bytes are counted. Then both are read back the way a resume does: a piece at a
+// time (SnapshotFileReader), never whole.
 #include "bench/bench_checkpoint.h"
 
 #include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,7 +38,24 @@ struct Taken {
   double copy_seconds = 0;
   double write_seconds = 0;
   double read_seconds = 0;
+  // The process's peak resident bytes while the write went on, over its
+  // resident bytes when it began (what writing the file held).
+  double write_peak_megabytes = 0;
 };
+
+// Kilobytes of the /proc/self/status line `field` ("VmRSS", "VmHWM"); 0 where unknown.
+uint64_t ProcessKilobytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  const std::string text((std::istreambuf_iterator<char>(status)),
+                         std::istreambuf_iterator<char>());
+  const size_t at = text.find(std::string("\n") + field + ":");
+  return at == std::string::npos
+             ? 0
+             : std::strtoull(text.c_str() + at + strlen(field) + 2, nullptr, 10);
+}
+
+// Starts the peak (VmHWM) over from the current resident size.
+void ResetPeakResident() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -68,6 +90,8 @@ Taken Take(ServerTable* table, bool delta, const std::string& uri, const std::st
   taken.rows = snapshot.tables[0].keys.size();
   proto::CheckpointFile written;
   std::string error;
+  ResetPeakResident();
+  const uint64_t resident_before = ProcessKilobytes("VmRSS");
   const double write_begin = MonotonicSeconds();
   {
     SnapshotWriter writer(
@@ -78,15 +102,20 @@ Taken Take(ServerTable* table, bool delta, const std::string& uri, const std::st
     writer.Write(uri, id, std::move(snapshot));
   }  // the destructor waits for the write
   taken.write_seconds = MonotonicSeconds() - write_begin;
+  taken.write_peak_megabytes =
+      (static_cast<double>(ProcessKilobytes("VmHWM")) - static_cast<double>(resident_before)) /
+      1024;
   if (!error.empty()) throw MakeError("checkpoint ", id, " not written: ", error);
   taken.bytes = written.bytes();
   const double read_begin = MonotonicSeconds();
   CheckpointStore store(uri);
-  const ServerSnapshot read = DecodeSnapshot(store.ReadSnapshotFile(id, written), id);
+  const SnapshotFileReader read = store.OpenSnapshotFile(id, written);
+  uint64_t rows_read = 0;
+  read.ForEachChunk(0,
+                    [&rows_read](const SnapshotTable& chunk) { rows_read += chunk.keys.size(); });
   taken.read_seconds = MonotonicSeconds() - read_begin;
-  if (read.tables.at(0).keys.size() != taken.rows) {
-    throw MakeError("checkpoint ", id, " read back ", read.tables.at(0).keys.size(), " rows of ",
-                    taken.rows);
+  if (rows_read != taken.rows) {
+    throw MakeError("checkpoint ", id, " read back ", rows_read, " rows of ", taken.rows);
   }
   return taken;
 }
@@ -133,10 +162,11 @@ int BenchCheckpoint(const BenchCheckpointOptions& options) {
   auto next_id = [&] { return CheckpointId(1, static_cast<uint64_t>(++checkpoint)); };
   const Taken first = Take(&table, /*delta=*/false, uri, next_id());
   MarkCopied(&table);
-  std::printf("first full checkpoint: %llu rows, %llu bytes, copy %.3f s, write %.3f s\n",
-              static_cast<unsigned long long>(first.rows),
-              static_cast<unsigned long long>(first.bytes), first.copy_seconds,
-              first.write_seconds);
+  std::printf(
+      "first full checkpoint: %llu rows, %llu bytes, copy %.3f s, write %.3f s, write peak "
+      "+%.1f MB\n",
+      static_cast<unsigned long long>(first.rows), static_cast<unsigned long long>(first.bytes),
+      first.copy_seconds, first.write_seconds, first.write_peak_megabytes);
   std::vector<Taken> deltas, fulls;
   const uint64_t changed =
       std::max<uint64_t>(1, static_cast<uint64_t>(options.changed_share * keys));

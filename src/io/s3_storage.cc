@@ -28,6 +28,10 @@
 namespace keel {
 namespace {
 
+// S3's bounds on a part of a multipart upload (all but the last part).
+constexpr uint64_t kMinPartSize = uint64_t{5} << 20;
+constexpr uint64_t kMaxPartSize = uint64_t{5} << 30;
+
 constexpr char kEmptySha256[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 std::string HexSha256(std::string_view data) {
@@ -175,13 +179,29 @@ class S3Storage : public Storage {
   }
 
   void Put(const std::string& key, std::string_view data) override {
-    const std::string object = ObjectOf(key);
     if (data.size() > options_.multipart_threshold) {
-      PutMultipart(key, object, data);
+      PutPieces(key, [data](const PieceSink& sink) { sink(data); });
       return;
     }
-    const Response response = Perform(Request{"PUT", object, {}, data, {}}, UriOf(key));
+    const Response response = Perform(Request{"PUT", ObjectOf(key), {}, data, {}}, UriOf(key));
     if (response.status != 200) Fail("PUT", UriOf(key), response);
+  }
+
+  // Holds at most max(multipart_threshold, part_size) bytes of the object:
+  // one PUT while it stays within the threshold, else a multipart upload
+  // whose parts go up as they fill (a piece that covers a whole part is sent
+  // from the producer's memory, not copied). Any failure aborts the upload.
+  void PutPieces(const std::string& key,
+                 const std::function<void(const PieceSink&)>& produce) override {
+    PieceUpload upload{key, ObjectOf(key), UriOf(key)};
+    try {
+      produce([this, &upload](std::string_view piece) { AddPiece(&upload, piece); });
+      if (upload.failed) throw MakeError(upload.uri, ": a part failed, the upload is abandoned");
+      FinishPieces(&upload);
+    } catch (...) {
+      if (!upload.upload_id.empty()) Abort(upload.uri, upload.object, upload.upload_id);
+      throw;
+    }
   }
 
   std::string Get(const std::string& key) override {
@@ -283,42 +303,108 @@ class S3Storage : public Storage {
     throw MakeError(uri, ": ", operation, " failed (", detail, ")");
   }
 
-  void PutMultipart(const std::string& key, const std::string& object, std::string_view data) {
-    const std::string uri = UriOf(key);
-    Request initiate{"POST", object, {{"uploads", ""}}, {}, {}};
-    const Response started = Perform(initiate, uri);
-    if (started.status != 200) Fail("multipart upload start", uri, started);
-    const std::string upload_id = XmlText(started.body, "UploadId");
-    if (upload_id.empty()) {
-      throw MakeError(uri, ": multipart upload start returned no UploadId");
-    }
+  // S3 stores at most this many parts of an object.
+  static constexpr int kMaxParts = 10000;
+
+  // An object PutPieces is writing: the bytes not sent yet and, once it
+  // outgrew the multipart threshold, its multipart upload.
+  struct PieceUpload {
+    std::string key, object, uri;
+    std::string pending = {};
+    std::string upload_id = {};   // empty: no multipart upload (yet)
+    int parts = 0;                // sent
+    std::string completion = {};  // the <Part> elements of CompleteMultipartUpload
+    bool failed = false;          // a part failed (the sink threw)
+  };
+
+  void AddPiece(PieceUpload* upload, std::string_view piece) {
+    if (upload->failed) throw MakeError(upload->uri, ": a part failed, the upload is abandoned");
     try {
-      std::string parts = "<CompleteMultipartUpload>";
-      const uint64_t part_size = std::max<uint64_t>(options_.part_size, 1);
-      int number = 1;
-      for (uint64_t offset = 0; offset < data.size(); offset += part_size, ++number) {
-        Request part{"PUT", object, {}, data.substr(offset, part_size), {}};
-        part.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}};
-        const Response response = Perform(part, uri);
-        if (response.status != 200) Fail("upload of part " + std::to_string(number), uri, response);
-        const std::string etag = response.Header("etag");
-        if (etag.empty()) throw MakeError(uri, ": part ", number, " was stored without an ETag");
-        parts += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" +
-                 XmlEscape(etag) + "</ETag></Part>";
+      const uint64_t part_size = options_.part_size;
+      while (!piece.empty()) {
+        if (upload->upload_id.empty()) {
+          // Gathering for a single PUT, until the object outgrows the threshold.
+          const size_t take = static_cast<size_t>(std::min<uint64_t>(
+              piece.size(), options_.multipart_threshold - upload->pending.size()));
+          upload->pending.append(piece.substr(0, take));
+          piece.remove_prefix(take);
+          if (!piece.empty()) StartMultipart(upload);
+        } else if (upload->pending.empty() && piece.size() >= part_size) {
+          PutPart(upload, piece.substr(0, part_size));
+          piece.remove_prefix(part_size);
+        } else {
+          const size_t take = static_cast<size_t>(
+              std::min<uint64_t>(piece.size(), part_size - upload->pending.size()));
+          upload->pending.append(piece.substr(0, take));
+          piece.remove_prefix(take);
+          if (upload->pending.size() == part_size) {
+            PutPart(upload, upload->pending);
+            upload->pending.clear();  // keeps its capacity for the next part
+          }
+        }
       }
-      parts += "</CompleteMultipartUpload>";
-      Request complete{"POST", object, {{"uploadId", upload_id}}, parts, {}};
-      complete.headers.push_back("Content-Type: application/xml");
-      const Response response = Perform(complete, uri);
-      // S3 may answer 200 and report the failure in the body.
-      if (response.status != 200 || !XmlElements(response.body, "Error").empty()) {
-        Response failed = response;
-        if (failed.status == 200) failed.status = 500;
-        Fail("multipart upload completion", uri, failed);
-      }
-    } catch (const Error&) {
-      Abort(uri, object, upload_id);
+    } catch (...) {
+      upload->failed = true;
       throw;
+    }
+  }
+
+  // Starts the multipart upload and sends the whole parts gathered so far.
+  void StartMultipart(PieceUpload* upload) {
+    const Response started =
+        Perform(Request{"POST", upload->object, {{"uploads", ""}}, {}, {}}, upload->uri);
+    if (started.status != 200) Fail("multipart upload start", upload->uri, started);
+    upload->upload_id = XmlText(started.body, "UploadId");
+    if (upload->upload_id.empty()) {
+      throw MakeError(upload->uri, ": multipart upload start returned no UploadId");
+    }
+    size_t sent = 0;
+    for (; upload->pending.size() - sent >= options_.part_size; sent += options_.part_size) {
+      PutPart(upload, std::string_view(upload->pending).substr(sent, options_.part_size));
+    }
+    upload->pending.erase(0, sent);
+  }
+
+  // UploadPart of the next part, tried again as every request is (Perform).
+  void PutPart(PieceUpload* upload, std::string_view bytes) {
+    const int number = upload->parts + 1;
+    if (number > kMaxParts) {
+      throw MakeError(upload->uri, ": more than ", kMaxParts, " parts of ", options_.part_size,
+                      " bytes (S3's limit); set KEEL_S3_PART_SIZE higher");
+    }
+    const std::string name = upload->uri + ", part " + std::to_string(number);
+    Request part{"PUT", upload->object, {}, bytes, {}};
+    part.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload->upload_id}};
+    const Response response = Perform(part, name);
+    if (response.status != 200) {
+      Fail("upload of part " + std::to_string(number), upload->uri, response);
+    }
+    const std::string etag = response.Header("etag");
+    if (etag.empty()) throw MakeError(name, ": stored without an ETag");
+    upload->completion += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" +
+                          XmlEscape(etag) + "</ETag></Part>";
+    upload->parts = number;
+  }
+
+  // The single PUT, or the last part and CompleteMultipartUpload.
+  void FinishPieces(PieceUpload* upload) {
+    if (upload->upload_id.empty()) {
+      const Response response =
+          Perform(Request{"PUT", upload->object, {}, upload->pending, {}}, upload->uri);
+      if (response.status != 200) Fail("PUT", upload->uri, response);
+      return;
+    }
+    if (!upload->pending.empty() || upload->parts == 0) PutPart(upload, upload->pending);
+    const std::string parts =
+        "<CompleteMultipartUpload>" + upload->completion + "</CompleteMultipartUpload>";
+    Request complete{"POST", upload->object, {{"uploadId", upload->upload_id}}, parts, {}};
+    complete.headers.push_back("Content-Type: application/xml");
+    const Response response = Perform(complete, upload->uri);
+    // S3 may answer 200 and report the failure in the body.
+    if (response.status != 200 || !XmlElements(response.body, "Error").empty()) {
+      Response failed = response;
+      if (failed.status == 200) failed.status = 500;
+      Fail("multipart upload completion", upload->uri, failed);
     }
   }
 
@@ -582,6 +668,10 @@ std::unique_ptr<Storage> OpenS3Storage(const std::string& uri, const S3Options& 
                     " is not in [1, 1000]");
   }
   if (options.max_retries < 0) throw MakeError("storage '", uri, "': negative retry count");
+  if (options.part_size < kMinPartSize || options.part_size > kMaxPartSize) {
+    throw MakeError("storage '", uri, "': part size ", options.part_size,
+                    " bytes is outside S3's limits, 5 MiB to 5 GiB (KEEL_S3_PART_SIZE)");
+  }
   return std::make_unique<S3Storage>(bucket, prefix, options);
 }
 

@@ -46,9 +46,11 @@ class Storage {
   using PieceSink = std::function<void(std::string_view piece)>;
   // Writes object `key` from the pieces `produce` hands its sink, in order,
   // with Put's guarantee (the old object or the new one, never a part). A
-  // folder writes each piece as it comes, so the object is never whole in
-  // memory; this default gathers the pieces and Puts them. An exception from
-  // `produce` leaves the old object.
+  // folder writes each piece as it comes and S3 sends each part as it fills
+  // (S3Options::part_size), so the object is never whole in memory; this
+  // default gathers the pieces and Puts them. An exception from `produce`
+  // leaves the old object; the sink's own exceptions (a failed write) must
+  // reach PutPieces.
   virtual void PutPieces(const std::string& key,
                          const std::function<void(const PieceSink&)>& produce);
 
@@ -108,8 +110,11 @@ struct S3Options {
   // with an endpoint, virtual-host (bucket.endpoint/key) for AWS.
   Addressing addressing = Addressing::kAuto;
   // Objects larger than this go up in parts of part_size bytes
-  // (KEEL_S3_MULTIPART_THRESHOLD, KEEL_S3_PART_SIZE). S3 refuses parts under
-  // 5 MiB except the last.
+  // (KEEL_S3_MULTIPART_THRESHOLD, KEEL_S3_PART_SIZE), the last one shorter;
+  // a failed part aborts the upload. A writer holds at most the larger of the
+  // two of an object (PutPieces). part_size must be from 5 MiB to 5 GiB
+  // (S3's limits); at most 10,000 parts, so 8 MiB parts cap an object at
+  // 78 GiB.
   uint64_t multipart_threshold = uint64_t{8} << 20;
   uint64_t part_size = uint64_t{8} << 20;
   // A request that fails to connect or gets a 5xx (or 429) is tried again up

@@ -9,15 +9,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/checksum.h"
 #include "io/batch.h"
+#include "io/checkpoint.h"
 #include "io/input_split.h"
 #include "io/readers.h"
 #include "s3_server.h"
@@ -232,6 +236,33 @@ TEST_P(StorageTest, PutPiecesThatThrowsLeavesTheOldObject) {
   EXPECT_EQ(KeysOf(storage_->List("")), std::vector<std::string>{"p.bin"});
 }
 
+TEST_P(StorageTest, PutPiecesOfSeveralPartsRoundTripsByteForByte) {
+  // Above the S3 backend's 5 MiB threshold here: a piece longer than a part,
+  // then pieces that straddle the parts' boundaries; 4 parts.
+  const std::string big = RandomBytes((size_t{11} << 20) + 5, 3);
+  const std::string small = RandomBytes((size_t{64} << 10) + 1, 4);
+  std::string expected = "head" + big;
+  storage_->PutPieces("parts.bin", [&](const Storage::PieceSink& sink) {
+    sink("head");
+    sink(big);
+    for (int i = 0; i < 100; ++i) sink(small);
+    sink("tail");
+  });
+  for (int i = 0; i < 100; ++i) expected += small;
+  expected += "tail";
+  if (server_ != nullptr) {
+    const std::string log = server_->Output();
+    EXPECT_TRUE(Contains(log, "parts.bin?partNumber=4&uploadId=")) << "no fourth part";
+    EXPECT_FALSE(Contains(log, "parts.bin?partNumber=5&")) << "a fifth part";
+  }
+  const std::string back = storage_->Get("parts.bin");
+  ASSERT_EQ(back.size(), expected.size());
+  EXPECT_TRUE(back == expected);
+  const size_t boundary = size_t{10} << 20;
+  EXPECT_TRUE(storage_->GetRange("parts.bin", boundary - 9, 18) ==
+              expected.substr(boundary - 9, 18));
+}
+
 TEST_P(StorageTest, ConcurrentPutsAndGetsFromSeveralThreads) {
   std::vector<std::thread> threads;
   std::atomic<int> mismatches{0};
@@ -364,6 +395,86 @@ TEST_F(S3StorageTest, OpenStorageReadsTheEnvironment) {
   unsetenv("KEEL_S3_ADDRESSING");
 }
 
+TEST_F(S3StorageTest, PutPiecesUnderTheThresholdIsOnePut) {
+  S3Options options = server_->Options();
+  options.multipart_threshold = 5 << 20;
+  options.part_size = 5 << 20;
+  auto storage = OpenS3Storage(Uri(), options);
+  const std::string data = RandomBytes(5 << 20, 9);  // the threshold itself: one PUT
+  storage->PutPieces("one-put.bin", [&](const Storage::PieceSink& sink) {
+    sink(std::string_view(data).substr(0, 1000));
+    sink(std::string_view(data).substr(1000));
+  });
+  EXPECT_FALSE(Contains(server_->Output(), "one-put.bin?uploads=")) << "a multipart upload";
+  EXPECT_TRUE(storage->Get("one-put.bin") == data);
+}
+
+TEST_F(S3StorageTest, PartSizesOutsideS3sLimitsAreRefused) {
+  S3Options options = server_->Options();
+  options.part_size = (5 << 20) - 1;
+  const std::string error = ErrorOf([&] { OpenS3Storage(Uri(), options); });
+  EXPECT_TRUE(Contains(error, "part size 5242879 bytes")) << error;
+  EXPECT_TRUE(Contains(error, "KEEL_S3_PART_SIZE")) << error;
+  options.part_size = (uint64_t{5} << 30) + 1;
+  EXPECT_THROW(OpenS3Storage(Uri(), options), Error);
+}
+
+// A server's snapshot file of `rows` rows (a weight and an optimizer value each).
+ServerSnapshot LargeSnapshot(uint64_t rows) {
+  ServerSnapshot snapshot;
+  snapshot.spans.emplace_back(0, ~uint64_t{0});
+  SnapshotTable table;
+  table.weight_width = 1;
+  table.row_width = 2;
+  for (uint64_t i = 0; i < rows; ++i) {
+    table.keys.push_back(i * 7 + 3);
+    table.rows.push_back(static_cast<float>(i));
+    table.rows.push_back(static_cast<float>(i % 1000) / 8);
+  }
+  snapshot.tables.push_back(std::move(table));
+  return snapshot;
+}
+
+TEST_F(S3StorageTest, AMultipartCheckpointIsVerifiedAndReadBackInPieces) {
+  server_->ExportEnvironment();  // CheckpointStore opens s3:// from the environment
+  const std::string uri = Uri();
+  CheckpointStore store(uri);
+  const ServerSnapshot snapshot = LargeSnapshot(1500000);  // 24 MB: 3 parts of 8 MiB
+  proto::CheckpointManifest manifest;
+  manifest.set_format_version(1);
+  manifest.set_id(CheckpointId(1, 0));
+  manifest.set_epoch(1);
+  manifest.set_num_servers(1);
+  uint64_t checksum = 0;
+  const uint64_t bytes = store.PutFilePieces(
+      manifest.id(), SnapshotFileName(0),
+      [&](const Storage::PieceSink& sink) { checksum = WriteSnapshot(snapshot, sink); });
+  EXPECT_TRUE(Contains(server_->Output(), SnapshotFileName(0) + "?partNumber=3&uploadId="));
+  proto::CheckpointFile* file = manifest.add_files();
+  file->set_name(SnapshotFileName(0));
+  file->set_bytes(bytes);
+  file->set_rows(1500000);
+  file->set_checksum(ChecksumHex(checksum));
+  proto::KeySpan* span = file->add_spans();
+  span->set_first(0);
+  span->set_last(~uint64_t{0});
+  store.Commit(manifest);
+
+  EXPECT_EQ(store.Verify(manifest.id()).id(), manifest.id());
+  const SnapshotFileReader reader = store.OpenSnapshotFile(manifest.id(), *file);
+  std::vector<uint64_t> keys;
+  std::vector<float> rows;
+  reader.ForEachChunk(
+      0,
+      [&](const SnapshotTable& chunk) {
+        keys.insert(keys.end(), chunk.keys.begin(), chunk.keys.end());
+        rows.insert(rows.end(), chunk.rows.begin(), chunk.rows.end());
+      },
+      100000);
+  EXPECT_TRUE(keys == snapshot.tables[0].keys);
+  EXPECT_TRUE(rows == snapshot.tables[0].rows);
+}
+
 // ---- Data channels on storage.
 
 // "label 1:label" lines, labels from `first` on.
@@ -482,12 +593,12 @@ TEST(S3RetryTest, NothingListeningFailsAfterTheRetriesNamingTheUri) {
   EXPECT_FALSE(Contains(error, "secret-never-shown")) << error;
 }
 
-// A one-thread HTTP server on loopback that answers its requests, in order,
-// with the given status codes (the last one repeats), each with `body`.
-class FakeHttpServer {
+// A one-thread server on loopback that hands each connection it accepts to
+// Answer, one request a connection, then closes it. A subclass calls Start()
+// at the end of its constructor and Stop() first in its destructor.
+class LoopbackServer {
  public:
-  explicit FakeHttpServer(std::vector<int> statuses, std::string body = "hello")
-      : statuses_(std::move(statuses)), body_(std::move(body)) {
+  LoopbackServer() {
     listener_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -497,15 +608,33 @@ class FakeHttpServer {
     getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
     port_ = ntohs(address.sin_port);
     listen(listener_, 8);
+  }
+  virtual ~LoopbackServer() { close(listener_); }
+  int port() const { return port_; }
+
+ protected:
+  void Start() {
     thread_ = std::thread([this] { Serve(); });
   }
-  ~FakeHttpServer() {
+  void Stop() {
     stop_ = true;
-    thread_.join();
-    close(listener_);
+    if (thread_.joinable()) thread_.join();
   }
-  int port() const { return port_; }
-  int requests() const { return requests_; }
+  virtual void Answer(int connection) = 0;
+
+  // Reads into `*text` until it holds `part`; false on a closed or silent
+  // (5 s) connection.
+  static bool ReadUntil(int connection, std::string* text, const std::string& part) {
+    char buffer[65536];
+    while (text->find(part) == std::string::npos) {
+      pollfd readable{connection, POLLIN, 0};
+      if (poll(&readable, 1, 5000) <= 0) return false;
+      const ssize_t got = read(connection, buffer, sizeof buffer);
+      if (got <= 0) return false;
+      text->append(buffer, static_cast<size_t>(got));
+    }
+    return true;
+  }
 
  private:
   void Serve() {
@@ -514,34 +643,44 @@ class FakeHttpServer {
       if (poll(&ready, 1, 50) <= 0) continue;
       const int connection = accept(listener_, nullptr, nullptr);
       if (connection < 0) continue;
-      // Read the request head (requests here have no body).
-      std::string head;
-      char buffer[4096];
-      while (head.find("\r\n\r\n") == std::string::npos) {
-        pollfd readable{connection, POLLIN, 0};
-        if (poll(&readable, 1, 5000) <= 0) break;
-        const ssize_t got = read(connection, buffer, sizeof buffer);
-        if (got <= 0) break;
-        head.append(buffer, static_cast<size_t>(got));
-      }
-      const int status = statuses_[std::min<size_t>(requests_, statuses_.size() - 1)];
-      ++requests_;
-      const std::string reply = "HTTP/1.1 " + std::to_string(status) +
-                                (status == 200 ? " OK" : " Internal Server Error") +
-                                "\r\nContent-Length: " + std::to_string(body_.size()) +
-                                "\r\nConnection: close\r\n\r\n" + body_;
-      (void)!write(connection, reply.data(), reply.size());
+      Answer(connection);
       close(connection);
     }
   }
 
-  std::vector<int> statuses_;
-  std::string body_;
   int listener_ = -1;
   int port_ = 0;
-  std::atomic<int> requests_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
+};
+
+// Answers its requests, in order, with the given status codes (the last one
+// repeats), each with `body`.
+class FakeHttpServer : public LoopbackServer {
+ public:
+  explicit FakeHttpServer(std::vector<int> statuses, std::string body = "hello")
+      : statuses_(std::move(statuses)), body_(std::move(body)) {
+    Start();
+  }
+  ~FakeHttpServer() override { Stop(); }
+  int requests() const { return requests_; }
+
+ private:
+  void Answer(int connection) override {
+    std::string head;  // requests here have no body
+    ReadUntil(connection, &head, "\r\n\r\n");
+    const int status = statuses_[std::min<size_t>(requests_, statuses_.size() - 1)];
+    ++requests_;
+    const std::string reply = "HTTP/1.1 " + std::to_string(status) +
+                              (status == 200 ? " OK" : " Internal Server Error") +
+                              "\r\nContent-Length: " + std::to_string(body_.size()) +
+                              "\r\nConnection: close\r\n\r\n" + body_;
+    (void)!write(connection, reply.data(), reply.size());
+  }
+
+  std::vector<int> statuses_;
+  std::string body_;
+  std::atomic<int> requests_{0};
 };
 
 TEST(S3RetryTest, AServerErrorIsRetriedAndTheRetrySucceeds) {
@@ -583,6 +722,170 @@ TEST(S3RetryTest, ListingsAreUnescaped) {
   EXPECT_EQ(objects[0].key, "a&b <c> \"d\" 'e'A");
   EXPECT_EQ(objects[0].size, 12u);
   EXPECT_EQ(objects[1].key, "z");
+}
+
+// Speaks just enough S3 for a multipart upload (start, parts, completion,
+// abort) and single PUTs. It reads and counts the bodies without keeping them,
+// answers part `failing_part` (0: none) with HTTP 500, and records each
+// request line.
+class FakeMultipartServer : public LoopbackServer {
+ public:
+  explicit FakeMultipartServer(int failing_part) : failing_part_(failing_part) { Start(); }
+  ~FakeMultipartServer() override { Stop(); }
+  S3Options Options() const {
+    S3Options options;
+    options.endpoint = "http://127.0.0.1:" + std::to_string(port());
+    options.max_retries = 1;
+    options.initial_backoff_s = 0.01;
+    options.multipart_threshold = 5 << 20;
+    options.part_size = 5 << 20;
+    return options;
+  }
+  // Body bytes received so far (counted before the answer goes out).
+  uint64_t body_bytes() const { return body_bytes_; }
+  // How many request lines ("METHOD /path?query") so far contain `part`.
+  int Count(const std::string& part) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int count = 0;
+    for (const std::string& request : requests_) count += Contains(request, part) ? 1 : 0;
+    return count;
+  }
+
+ private:
+  void Answer(int connection) override {
+    std::string line;
+    if (ReadRequest(connection, &line)) Reply(connection, line);
+  }
+
+  // Reads a request and counts its body; false if it did not all come.
+  bool ReadRequest(int connection, std::string* line) {
+    std::string head;
+    if (!ReadUntil(connection, &head, "\r\n\r\n")) return false;
+    const size_t head_end = head.find("\r\n\r\n") + 4;
+    *line = head.substr(0, head.find(" HTTP/"));
+    std::string lower = head.substr(0, head_end);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    uint64_t length = 0;
+    if (const size_t at = lower.find("content-length:"); at != std::string::npos) {
+      length = std::strtoull(lower.c_str() + at + 15, nullptr, 10);
+    }
+    if (Contains(lower, "expect: 100-continue")) {
+      const std::string go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+      (void)!write(connection, go_on.data(), go_on.size());
+    }
+    uint64_t received = head.size() - head_end;
+    char buffer[65536];
+    while (received < length) {
+      pollfd readable{connection, POLLIN, 0};
+      if (poll(&readable, 1, 5000) <= 0) return false;
+      const ssize_t got = read(connection, buffer, sizeof buffer);
+      if (got <= 0) return false;
+      received += static_cast<uint64_t>(got);
+    }
+    body_bytes_ += received;
+    std::lock_guard<std::mutex> lock(mutex_);
+    requests_.push_back(*line);
+    return true;
+  }
+
+  void Reply(int connection, const std::string& line) {
+    int status = 200;
+    std::string body, headers;
+    if (Contains(line, "?uploads=")) {
+      body =
+          "<InitiateMultipartUploadResult><UploadId>upload-1</UploadId>"
+          "</InitiateMultipartUploadResult>";
+    } else if (const size_t at = line.find("?partNumber="); at != std::string::npos) {
+      const int number = std::atoi(line.c_str() + at + 12);
+      if (number == failing_part_) {
+        status = 500;
+        body = "<Error><Code>InternalError</Code><Message>part refused</Message></Error>";
+      } else {
+        headers = "ETag: \"etag-" + std::to_string(number) + "\"\r\n";
+      }
+    } else if (line.rfind("DELETE", 0) == 0) {
+      status = 204;
+    } else if (line.rfind("POST", 0) == 0) {
+      body =
+          "<CompleteMultipartUploadResult><ETag>\"whole\"</ETag></CompleteMultipartUploadResult>";
+    }
+    const std::string reply = "HTTP/1.1 " + std::to_string(status) +
+                              (status == 500 ? " Internal Server Error" : " OK") + "\r\n" +
+                              headers + "Content-Length: " + std::to_string(body.size()) +
+                              "\r\nConnection: close\r\n\r\n" + body;
+    (void)!write(connection, reply.data(), reply.size());
+  }
+
+  const int failing_part_;
+  std::atomic<uint64_t> body_bytes_{0};
+  mutable std::mutex mutex_;
+  std::vector<std::string> requests_;
+};
+
+// Hands `total` bytes to the sink in pieces of `piece` bytes (one buffer,
+// reused), calling `check` before each.
+void ProduceCounted(const Storage::PieceSink& sink, uint64_t total, size_t piece,
+                    const std::function<void(uint64_t produced)>& check) {
+  const std::string buffer = RandomBytes(piece, 11);
+  for (uint64_t produced = 0; produced < total; produced += piece) {
+    check(produced);
+    sink(std::string_view(buffer).substr(0, std::min<uint64_t>(piece, total - produced)));
+  }
+}
+
+TEST(S3MultipartTest, AFailedPartAbortsTheUploadNamingTheKeyAndThePart) {
+  FakeMultipartServer server(/*failing_part=*/2);
+  auto storage = OpenS3Storage("s3://bucket/prefix", server.Options());
+  const std::string error = ErrorOf([&] {
+    storage->PutPieces("ckpt/server-0.snap", [](const Storage::PieceSink& sink) {
+      ProduceCounted(sink, uint64_t{18} << 20, (1 << 20) + 3, [](uint64_t) {});
+    });
+  });
+  EXPECT_TRUE(Contains(error, "s3://bucket/prefix/ckpt/server-0.snap")) << error;
+  EXPECT_TRUE(Contains(error, "part 2")) << error;
+  EXPECT_TRUE(Contains(error, "HTTP 500 InternalError")) << error;
+  EXPECT_EQ(server.Count("partNumber=2&"), 2) << "tried once more, as every request is";
+  EXPECT_EQ(server.Count("partNumber=3&"), 0) << "went on after the failed part";
+  EXPECT_EQ(server.Count("DELETE /bucket/prefix/ckpt/server-0.snap?uploadId=upload-1"), 1)
+      << "not aborted";
+  EXPECT_EQ(server.Count("POST /bucket/prefix/ckpt/server-0.snap?uploadId="), 0) << "completed";
+}
+
+TEST(S3MultipartTest, AProducerFailureAfterSomePartsAbortsTheUpload) {
+  FakeMultipartServer server(/*failing_part=*/0);
+  auto storage = OpenS3Storage("s3://bucket", server.Options());
+  const std::string error = ErrorOf([&] {
+    storage->PutPieces("cut.snap", [](const Storage::PieceSink& sink) {
+      ProduceCounted(sink, uint64_t{12} << 20, 1 << 20, [](uint64_t) {});
+      throw Error("the producer failed");
+    });
+  });
+  EXPECT_EQ(error, "the producer failed");
+  EXPECT_EQ(server.Count("cut.snap?partNumber=2&"), 1);
+  EXPECT_EQ(server.Count("DELETE /bucket/cut.snap?uploadId=upload-1"), 1) << "not aborted";
+  EXPECT_EQ(server.Count("POST /bucket/cut.snap?uploadId="), 0) << "completed";
+}
+
+TEST(S3MultipartTest, PutPiecesHoldsAtMostAPartOfTheObject) {
+  FakeMultipartServer server(/*failing_part=*/0);
+  const S3Options options = server.Options();
+  auto storage = OpenS3Storage("s3://bucket", options);
+  const uint64_t total = uint64_t{40} << 20;
+  uint64_t most_held = 0;
+  storage->PutPieces("big.snap", [&](const Storage::PieceSink& sink) {
+    // Before each piece: what was handed over and has not reached the server
+    // is what the storage holds.
+    ProduceCounted(sink, total, (1 << 20) + 3, [&](uint64_t produced) {
+      most_held = std::max(most_held, produced - std::min(produced, server.body_bytes()));
+    });
+  });
+  EXPECT_LE(most_held, options.part_size);
+  EXPECT_GT(most_held, 0u);
+  EXPECT_EQ(server.Count("big.snap?partNumber=8&"), 1);
+  EXPECT_EQ(server.Count("big.snap?partNumber=9&"), 0);
+  EXPECT_EQ(server.Count("POST /bucket/big.snap?uploadId=upload-1"), 1);
+  // The parts and the completion's list of them.
+  EXPECT_GE(server.body_bytes(), total);
 }
 
 }  // namespace
