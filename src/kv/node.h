@@ -9,7 +9,7 @@
 // test can run several nodes in one process.
 // All methods are safe to call from any thread.
 //
-// Whom it believes (see docs/ARCHITECTURE.md, "Security: the control plane"):
+// Whom it believes (see docs/architecture/security.md, "the control plane"):
 // control commands only from the scheduler's connection, which is the one its
 // registration answer came on (the answer echoes a random number the node put
 // in its REGISTER, which only the process listening at the scheduler's

@@ -13,8 +13,8 @@
 // scheduler binds a node id to the route its REGISTER came on and publishes
 // the route's digest (RouteDigest) in the view; nodes accept a data message
 // only on the route whose digest the view lists for its claimed sender (see
-// Node and Scheduler). The limits are written down in docs/ARCHITECTURE.md
-// ("Security: the control plane").
+// Node and Scheduler). The limits are written down in
+// docs/architecture/security.md ("the control plane").
 //
 // With a cluster secret (VanOptions::secret) every socket speaks CURVE: the
 // ROUTER is a CURVE server with the cluster's secret key, each DEALER a CURVE

@@ -1,7 +1,7 @@
 // The control plane against hostile input: raw ZeroMQ sockets made by the
 // test, on loopback, claiming to be the scheduler or a member, or flooding
 // the scheduler and nodes. Each test is one attack of issue 15 and what now
-// refuses it (docs/ARCHITECTURE.md, "Security: the control plane").
+// refuses it (docs/architecture/security.md, "the control plane").
 #include <gtest/gtest.h>
 
 #include <fstream>
