@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "base/utf8.h"
 #include "kv/node.h"
 #include "kv/view_delta.h"
 #include "scheduler/control_message.h"
@@ -60,9 +59,17 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
       shares_(options.num_workers, options.worker_replace_timeout_s,
               [this](int node, Message& message) { SendTo(node, message); }),
-      resharding_(
-          {members_, chains_, server_ranks_, num_servers_, removed_, server_vacant_, membership_},
-          [this](int node, Message& message) { SendTo(node, message); }),
+      resharding_({members_, chains_, server_ranks_, num_servers_, removed_, server_vacant_,
+                   membership_, view_, published_, shut_down_},
+                  {[this](int node, Message& message) { SendTo(node, message); },
+                   [this](const Message& request, Message& reply) { van_.Reply(request, reply); },
+                   [this] { PublishView(); },
+                   [this](int id) {
+                     barriers_.Forget(id, members_);
+                     replies_.Forget(id);
+                   },
+                   [this] { changed_.notify_all(); }},
+                  options.secret.has_value()),
       progress_(options.num_workers),
       preemption_(members_, &timeline_, options.preemption_grace_s,
                   [this](int node, Message& message) { SendTo(node, message); }) {
@@ -118,7 +125,8 @@ Scheduler::Scheduler(const SchedulerOptions& options)
                           shut_down_, chains_, lost_, removed_, server_vacant_, former_holders_,
                           shares_, membership_},
       Departures::Hooks{[this](int id) { van_.Disconnect(id); },
-                        [this](int id) { AfterDeparture(id); }, [this] { AdvanceMoves(); },
+                        [this](int id) { AfterDeparture(id); },
+                        [this] { resharding_.AdvanceMoves(); },
                         [this](std::string* uri) { return checkpoints_->LatestCommitted(uri); }},
       options_.heartbeat_timeout_s, options_.replication, std::move(suspects));
   if (options_.detect_closed_connections) {
@@ -440,7 +448,7 @@ void Scheduler::OnMessage(Message&& message) {
     return;
   }
   if (meta.command() == proto::DRAIN) {
-    OnDrainRequest(message);
+    resharding_.OnRequest(message);
     return;
   }
   auto found = members_.find(meta.sender());
@@ -533,51 +541,8 @@ void Scheduler::OnNonMember(const Message& message) {
 
 std::string Scheduler::Drain(int rank, const std::string& who) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return DrainLocked(rank, who, /*loopback=*/true);
-}
-
-std::string Scheduler::DrainLocked(int rank, const std::string& who, bool loopback) {
-  if (stopping_ || shut_down_) return "the job is over";
-  if (!options_.secret && !loopback) {
-    return "without a cluster secret (plain TCP) only a client on the scheduler's own host may "
-           "drain servers: start the cluster with --secret_file to drain from elsewhere";
-  }
-  if (!published_) return "the job has not started";
-  bool started = false;
-  const std::string refusal = resharding_.Drain(rank, who, &started);
-  if (!started) return refusal;
-  PublishView();   // the ranges' new servers join their chains and copy them
-  AdvanceMoves();  // nothing to copy: it leaves at once
-  return "";
-}
-
-void Scheduler::OnDrainRequest(const Message& message) {
-  // An admin client, not a member: over CURVE it holds the cluster secret.
-  const proto::Meta& meta = message.meta;
-  const std::string who =
-      "an admin client at " +
-      (message.peer_host.empty() ? std::string("an unknown host") : message.peer_host);
-  const bool loopback = message.peer_host.rfind("127.", 0) == 0 || message.peer_host == "::1";
-  const std::string refusal = DrainLocked(meta.drain_rank(), who, loopback);
-  Message reply = ControlMessage(proto::DRAIN);
-  reply.meta.set_sequence(meta.sequence());
-  reply.meta.set_epoch(view_.epoch());
-  reply.meta.set_drain_rank(meta.drain_rank());
-  reply.meta.set_error(ValidUtf8(refusal));
-  if (!refusal.empty())
-    LOG(WARNING) << "refused to drain server " << meta.drain_rank() << ": " << refusal;
-  van_.Reply(message, reply);
-}
-
-void Scheduler::AdvanceMoves() {
-  std::vector<int> gone;
-  if (!resharding_.AdvanceMoves(&gone)) return;
-  for (int id : gone) {
-    barriers_.Forget(id, members_);
-    replies_.Forget(id);
-  }
-  PublishView();
-  changed_.notify_all();
+  if (stopping_) return "the job is over";
+  return resharding_.Drain(rank, who, /*loopback=*/true);
 }
 
 void Scheduler::MonitorLoop() {
@@ -698,7 +663,7 @@ void Scheduler::OnReplicaSync(const proto::Meta& meta, const Member& member) {
     // The nodes' views no longer mark it copying: a scheduler started again
     // takes the chains from those views, and must count it as a replica.
     PublishView();
-    AdvanceMoves();
+    resharding_.AdvanceMoves();
   }
 }
 

@@ -246,9 +246,6 @@ class Scheduler {
   void OnOrphans(const proto::Meta& meta, const Member& member);
   void OnReplicaSync(const proto::Meta& meta, const Member& member);
   void OnSnapshot(const proto::Meta& meta, const Member& member);
-  // DRAIN from `message`'s sender (an admin client: no member); answered on
-  // its connection.
-  void OnDrainRequest(const Message& message);
   // A worker's progress (with a heartbeat, or PROGRESS): into progress_, or
   // rejected with the reason.
   void OnProgress(const proto::Meta& meta, const Member& member);
@@ -290,14 +287,6 @@ class Scheduler {
   // to Departures.
   void OnConnectionClosed(int id);
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
-
-  // Live resharding (Resharding; scheduler.cc).
-  // `loopback`: the request came from this host (without a cluster secret
-  // only such a request is taken).
-  std::string DrainLocked(int rank, const std::string& who, bool loopback);
-  // Resharding::AdvanceMoves, then a view if anything changed (the servers
-  // it released forgotten by the barriers and replies first).
-  void AdvanceMoves();
 
   // What follows any departure: barriers and checkpoints stop waiting for the
   // node, and a new view goes out.
