@@ -11,8 +11,8 @@
 
 namespace keel {
 
-Resharding::Resharding(Cluster cluster, Hooks hooks, bool secured)
-    : cluster_(cluster), hooks_(std::move(hooks)), secured_(secured) {}
+Resharding::Resharding(ClusterState* cluster, MembershipLog* membership, Hooks hooks, bool secured)
+    : cluster_(cluster), membership_(membership), hooks_(std::move(hooks)), secured_(secured) {}
 
 void Resharding::RestoreDraining(const proto::ClusterView& view) {
   draining_.clear();
@@ -26,24 +26,24 @@ void Resharding::RestoreDraining(const proto::ClusterView& view) {
 std::set<int> Resharding::HomeRanks() const {
   // Live servers only: a vacant rank keeps the ranges homed on it (they wait
   // for its replacement) but takes no new one, which would wait as long.
-  std::set<int> ranks = cluster_.server_ranks;
+  std::set<int> ranks = cluster_->server_ranks;
   for (int rank : draining_) ranks.erase(rank);
   return ranks;
 }
 
 void Resharding::Join(const Member& member) {
   const int rank = member.info.rank();
-  ++cluster_.num_servers;
+  ++cluster_->num_servers;
   std::vector<size_t> moved;
   try {
-    moved = cluster_.chains.Join(rank, HomeRanks());
+    moved = cluster_->chains.Join(rank, HomeRanks());
   } catch (const Error& e) {  // AdmissionRefusal checked the range count
     LOG(ERROR) << "server " << rank << " joined but holds no key range: " << e.what();
     return;
   }
   LOG(INFO) << "server " << rank << " (node " << member.info.id() << ") joins the running job: "
             << "it takes key range(s) " << JoinRanges(moved)
-            << ", copying each while pushes go on; " << cluster_.num_servers << " server(s) now";
+            << ", copying each while pushes go on; " << cluster_->num_servers << " server(s) now";
 }
 
 void Resharding::OnRequest(const Message& request) {
@@ -56,7 +56,7 @@ void Resharding::OnRequest(const Message& request) {
   const std::string refusal = Drain(meta.drain_rank(), who, loopback);
   Message reply = ControlMessage(proto::DRAIN);
   reply.meta.set_sequence(meta.sequence());
-  reply.meta.set_epoch(cluster_.view.epoch());
+  reply.meta.set_epoch(cluster_->view.epoch());
   reply.meta.set_drain_rank(meta.drain_rank());
   reply.meta.set_error(ValidUtf8(refusal));
   if (!refusal.empty())
@@ -65,12 +65,12 @@ void Resharding::OnRequest(const Message& request) {
 }
 
 std::string Resharding::Drain(int rank, const std::string& who, bool loopback) {
-  if (cluster_.shut_down) return "the job is over";
+  if (cluster_->shut_down) return "the job is over";
   if (!secured_ && !loopback) {
     return "without a cluster secret (plain TCP) only a client on the scheduler's own host may "
            "drain servers: start the cluster with --secret_file to drain from elsewhere";
   }
-  if (!cluster_.published) return "the job has not started";
+  if (!cluster_->published) return "the job has not started";
   bool started = false;
   const std::string refusal = StartDrain(rank, who, &started);
   if (!started) return refusal;
@@ -81,7 +81,7 @@ std::string Resharding::Drain(int rank, const std::string& who, bool loopback) {
 
 std::string Resharding::StartDrain(int rank, const std::string& who, bool* started) {
   *started = false;
-  if (!cluster_.server_ranks.count(rank)) {
+  if (!cluster_->server_ranks.count(rank)) {
     return "server " + std::to_string(rank) + " is not in the cluster";
   }
   if (draining_.count(rank)) {
@@ -92,14 +92,14 @@ std::string Resharding::StartDrain(int rank, const std::string& who, bool* start
   ranks.erase(rank);
   std::vector<size_t> moved;
   try {
-    moved = cluster_.chains.Drain(rank, ranks);
+    moved = cluster_->chains.Drain(rank, ranks);
   } catch (const Error& e) {
     return e.what();
   }
   draining_.insert(rank);
-  for (const auto& [id, member] : cluster_.members) {
+  for (const auto& [id, member] : cluster_->members) {
     if (member.info.role() == proto::SERVER && member.info.rank() == rank) {
-      cluster_.membership.Record("drain", member.info, "\"by\": " + JsonQuote(who));
+      membership_->Record("drain", member.info, "\"by\": " + JsonQuote(who));
     }
   }
   LOG(WARNING) << "server " << rank << " is drained (asked by " << who << "): its key range(s) "
@@ -110,13 +110,13 @@ std::string Resharding::StartDrain(int rank, const std::string& who, bool* start
 }
 
 void Resharding::AdvanceMoves() {
-  const std::vector<std::pair<size_t, int>> left = cluster_.chains.Trim();
+  const std::vector<std::pair<size_t, int>> left = cluster_->chains.Trim();
   for (const auto& [range, rank] : left) {
     LOG(INFO) << "key range " << range << " moved off server " << rank;
   }
   std::vector<int> released;
   for (int rank : draining_) {
-    if (!cluster_.chains.Names(rank)) released.push_back(rank);
+    if (!cluster_->chains.Names(rank)) released.push_back(rank);
   }
   std::vector<int> gone;
   for (int rank : released) {
@@ -131,15 +131,15 @@ void Resharding::AdvanceMoves() {
 
 int Resharding::ReleaseDrained(int rank) {
   draining_.erase(rank);
-  if (cluster_.server_vacant.erase(rank)) {
+  if (cluster_->server_vacant.erase(rank)) {
     // It died while being drained, and nothing is left on it: no
     // replacement is awaited any more.
-    --cluster_.num_servers;
+    --cluster_->num_servers;
     LOG(WARNING) << "server " << rank << ", drained and gone, is no longer awaited; "
-                 << cluster_.num_servers << " server(s) now";
+                 << cluster_->num_servers << " server(s) now";
     return -1;
   }
-  for (const auto& [id, member] : cluster_.members) {
+  for (const auto& [id, member] : cluster_->members) {
     if (member.info.role() != proto::SERVER || member.info.rank() != rank) continue;
     const proto::NodeInfo info = member.info;
     const int node_id = id;
@@ -147,13 +147,13 @@ int Resharding::ReleaseDrained(int rank) {
     // a fault to recover from.
     Message shutdown = ControlMessage(proto::SHUTDOWN);
     hooks_.send(node_id, shutdown);
-    cluster_.members.erase(node_id);
-    cluster_.removed.emplace(node_id, "it was drained");
-    cluster_.server_ranks.erase(rank);
-    --cluster_.num_servers;
-    cluster_.membership.Record("leave", info, "\"reason\": \"drained\"");
+    cluster_->members.erase(node_id);
+    cluster_->removed.emplace(node_id, "it was drained");
+    cluster_->server_ranks.erase(rank);
+    --cluster_->num_servers;
+    membership_->Record("leave", info, "\"reason\": \"drained\"");
     LOG(WARNING) << "server " << rank << " (node " << node_id << ") was drained: no key range "
-                 << "is left on it, and it leaves the cluster; " << cluster_.num_servers
+                 << "is left on it, and it leaves the cluster; " << cluster_->num_servers
                  << " server(s) now";
     return node_id;
   }

@@ -23,6 +23,7 @@
 
 #include "keel.pb.h"
 #include "kv/message.h"
+#include "scheduler/cluster_state.h"
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
 #include "scheduler/range_chains.h"
@@ -31,21 +32,6 @@ namespace keel {
 
 class Resharding {
  public:
-  // The scheduler's state it reads and changes (it outlives this object).
-  struct Cluster {
-    Members& members;
-    RangeChains& chains;
-    std::set<int>& server_ranks;  // server ranks given out
-    int& num_servers;             // servers expected in the view
-    // Nodes removed from the view: why (a released server joins them).
-    std::map<int, std::string>& removed;
-    // Server rank -> when its server left (a released one is no longer awaited).
-    std::map<int, double>& server_vacant;
-    MembershipLog& membership;
-    const proto::ClusterView& view;  // the latest view (its epoch stamps DRAIN's answer)
-    const bool& published;           // a view has gone out
-    const bool& shut_down;           // SHUTDOWN went to every node: the job is over
-  };
   struct Hooks {
     // Sends a control message to a node (the scheduler stamps it).
     std::function<void(int node_id, Message& message)> send;
@@ -60,9 +46,11 @@ class Resharding {
     std::function<void()> notify;
   };
 
-  // `secured`: the cluster has a secret (CURVE), so DRAIN is taken from any
-  // host; without one only from the scheduler's own.
-  Resharding(Cluster cluster, Hooks hooks, bool secured);
+  // `cluster`: the scheduler's state it reads and changes; `membership`: the
+  // scheduler's, told of drains and of the servers they release (both
+  // outlive this object). `secured`: the cluster has a secret (CURVE), so
+  // DRAIN is taken from any host; without one only from the scheduler's own.
+  Resharding(ClusterState* cluster, MembershipLog* membership, Hooks hooks, bool secured);
 
   // Server ranks being drained.
   const std::set<int>& draining() const { return draining_; }
@@ -98,7 +86,8 @@ class Resharding {
   // Drained server `rank` leaves the view; returns its node id (-1: none).
   int ReleaseDrained(int rank);
 
-  Cluster cluster_;
+  ClusterState* const cluster_;
+  MembershipLog* const membership_;
   Hooks hooks_;
   const bool secured_;
   std::set<int> draining_;  // server ranks being drained
