@@ -42,13 +42,16 @@ std::string Promotions(const RangeChains::Departure& departure) {
 
 }  // namespace
 
-Departures::Departures(Cluster cluster, Hooks hooks, double heartbeat_timeout_s, int replication,
+Departures::Departures(ClusterState* cluster, MembershipLog* membership, OrphanedShares* shares,
+                       Hooks hooks, double heartbeat_timeout_s, int replication,
                        std::unique_ptr<Suspects> suspects)
     : cluster_(cluster),
+      membership_(membership),
+      shares_(shares),
       hooks_(std::move(hooks)),
       heartbeat_timeout_s_(heartbeat_timeout_s),
       replication_(replication),
-      detector_(heartbeat_timeout_s, {cluster_.members, cluster_.done, cluster_.published}),
+      detector_(heartbeat_timeout_s, {cluster_->members, cluster_->done, cluster_->published}),
       suspects_(std::move(suspects)) {}
 
 void Departures::Stop() {
@@ -67,7 +70,7 @@ void Departures::HeardFrom(int id, Member& member, double now) {
 void Departures::MonitorRound(double now, double due, double caught_up_at) {
   detector_.ForgiveOwnStall(now, now - due);
   // Once the job is over, no one is removed: the nodes are shutting down.
-  if (cluster_.shut_down || !detector_.HearsTheCluster(now)) return;
+  if (cluster_->shut_down || !detector_.HearsTheCluster(now)) return;
   // Silence as of the last moment every message that had arrived was
   // read: heartbeats waiting unread behind a backlog, or for a receive
   // thread starved of CPU, do not count as missing. But by at most a
@@ -88,16 +91,16 @@ void Departures::MonitorRound(double now, double due, double caught_up_at) {
 }
 
 void Departures::OnConnectionClosed(int id) {
-  if (cluster_.shut_down || cluster_.done.count(id)) return;
-  const auto member = cluster_.members.find(id);
-  if (member == cluster_.members.end()) return;
+  if (cluster_->shut_down || cluster_->done.count(id)) return;
+  const auto member = cluster_->members.find(id);
+  if (member == cluster_->members.end()) return;
   detector_.Suspect(id, member->second, *suspects_);
 }
 
 void Departures::OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe) {
-  if (cluster_.shut_down || cluster_.done.count(id)) return;
-  const auto member = cluster_.members.find(id);
-  if (member == cluster_.members.end() || member->second.info.address() != address) return;
+  if (cluster_->shut_down || cluster_->done.count(id)) return;
+  const auto member = cluster_->members.find(id);
+  if (member == cluster_->members.end() || member->second.info.address() != address) return;
   const std::string reason = detector_.Judge(id, member->second, address, probe);
   if (reason.empty()) return;
   Remove(id, reason);
@@ -105,8 +108,8 @@ void Departures::OnSuspectProbed(int id, const std::string& address, const Addre
 
 void Departures::Remove(int id, const std::string& reason, bool may_return) {
   // Gone already: a drained server let go by an earlier removal's moves.
-  if (!cluster_.members.count(id)) return;
-  if (cluster_.members.at(id).info.role() == proto::SERVER) {
+  if (!cluster_->members.count(id)) return;
+  if (cluster_->members.at(id).info.role() == proto::SERVER) {
     RemoveServer(id, reason, may_return);
   } else {
     RemoveWorker(id, reason);
@@ -114,42 +117,42 @@ void Departures::Remove(int id, const std::string& reason, bool may_return) {
 }
 
 void Departures::RemoveWorker(int id, const std::string& reason) {
-  const Member member = cluster_.members[id];
+  const Member member = cluster_->members[id];
   LOG(WARNING) << "worker " << member.info.rank() << " (node " << id << " at "
                << member.info.address() << ") leaves the cluster: " << reason;
-  cluster_.membership.Record("leave", member.info, "\"reason\": " + JsonQuote(reason));
-  cluster_.members.erase(id);
-  cluster_.removed.emplace(id, reason);
+  membership_->Record("leave", member.info, "\"reason\": " + JsonQuote(reason));
+  cluster_->members.erase(id);
+  cluster_->removed.emplace(id, reason);
   hooks_.disconnect(id);  // what it still sends is answered on its own connection
-  cluster_.worker_ranks.erase(member.info.rank());
-  cluster_.done.erase(id);
-  cluster_.shares.WorkerLeft(id, member.info.rank(), reason);
+  cluster_->worker_ranks.erase(member.info.rank());
+  cluster_->done.erase(id);
+  shares_->WorkerLeft(id, member.info.rank(), reason);
   hooks_.after_departure(id);
 }
 
 void Departures::RemoveServer(int id, const std::string& reason, bool may_return) {
-  const Member member = cluster_.members[id];
+  const Member member = cluster_->members[id];
   const int rank = member.info.rank();
   if (may_return) {
-    FormerHolder& former = cluster_.former_holders[rank];
+    FormerHolder& former = cluster_->former_holders[rank];
     former.id = id;
     former.removed_at = MonotonicSeconds();
-    const std::vector<size_t> whole = cluster_.chains.WholeReplicas(rank);
+    const std::vector<size_t> whole = cluster_->chains.WholeReplicas(rank);
     former.ranges = std::set<size_t>(whole.begin(), whole.end());
     std::string uri;
     former.checkpoint_then = hooks_.latest_checkpoint(&uri);
   } else {
-    cluster_.former_holders.erase(rank);
+    cluster_->former_holders.erase(rank);
   }
-  cluster_.members.erase(id);
-  cluster_.removed.emplace(id, reason);
+  cluster_->members.erase(id);
+  cluster_->removed.emplace(id, reason);
   hooks_.disconnect(id);  // what it still sends is answered on its own connection
-  cluster_.server_ranks.erase(rank);
+  cluster_->server_ranks.erase(rank);
   // Vacant even if it was being drained: a range it held alone waits for its
   // replacement (which restores it, then hands it on: the drain goes on).
-  cluster_.server_vacant[rank] = MonotonicSeconds();
-  const RangeChains::Departure departure = cluster_.chains.RemoveServer(rank);
-  cluster_.membership.Record("leave", member.info, ServerLeaveFields(reason, departure));
+  cluster_->server_vacant[rank] = MonotonicSeconds();
+  const RangeChains::Departure departure = cluster_->chains.RemoveServer(rank);
+  membership_->Record("leave", member.info, ServerLeaveFields(reason, departure));
   const std::string moved = Promotions(departure);
   LOG(WARNING) << "server " << rank << " (node " << id << " at " << member.info.address()
                << ") leaves the cluster: " << reason << (moved.empty() ? "" : "; " + moved)
@@ -165,16 +168,16 @@ void Departures::DepartEarlierHolder(const proto::NodeInfo& holder, const std::s
   const int rank = holder.rank();
   LOG(WARNING) << proto::Role_Name(holder.role()) << " " << rank << " (node " << holder.id()
                << " at " << holder.address() << ") leaves the cluster: " << reason;
-  cluster_.removed.emplace(holder.id(), reason);
+  cluster_->removed.emplace(holder.id(), reason);
   hooks_.disconnect(holder.id());
-  cluster_.membership.Record("leave", holder, "\"reason\": " + JsonQuote(reason));
+  membership_->Record("leave", holder, "\"reason\": " + JsonQuote(reason));
   if (holder.role() == proto::WORKER) {
-    cluster_.shares.WorkerLeft(holder.id(), rank, reason);
+    shares_->WorkerLeft(holder.id(), rank, reason);
     return;
   }
-  cluster_.server_vacant[rank] = MonotonicSeconds();
-  if (!cluster_.chains.started()) return;
-  const RangeChains::Departure departure = cluster_.chains.RemoveServer(rank);
+  cluster_->server_vacant[rank] = MonotonicSeconds();
+  if (!cluster_->chains.started()) return;
+  const RangeChains::Departure departure = cluster_->chains.RemoveServer(rank);
   for (const auto& [range, primary] : departure.promoted) {
     LOG(WARNING) << "key range " << range << ": backup server " << primary
                  << " is promoted to primary";
@@ -200,13 +203,13 @@ void Departures::DeclareLost(const std::vector<size_t>& ranges, const proto::Nod
       held += (held.empty() ? "" : ", ") + std::string("range ") + std::to_string(range) + " " +
               std::to_string(pushes) + " push(es)";
     }
-    if (!cluster_.lost.Lose(range, rank, cluster_.view.epoch(), WallSeconds(), pushes, age))
+    if (!cluster_->lost.Lose(range, rank, cluster_->view.epoch(), WallSeconds(), pushes, age))
       continue;
-    cluster_.membership.Record(
+    membership_->Record(
         "range_lost", holder,
         "\"range\": " + std::to_string(range) +
-            ", \"view_epoch\": " + std::to_string(cluster_.view.epoch()) +
-            ", \"losses\": " + std::to_string(cluster_.lost.ranges().at(range).losses) +
+            ", \"view_epoch\": " + std::to_string(cluster_->view.epoch()) +
+            ", \"losses\": " + std::to_string(cluster_->lost.ranges().at(range).losses) +
             ", \"replication\": " + std::to_string(replication_) +
             ", \"pushes_at_last_report\": " + (pushes >= 0 ? std::to_string(pushes) : "null") +
             ", \"report_age_s\": " + (pushes >= 0 ? JsonNumberOrNull(age) : "null"));

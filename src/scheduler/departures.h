@@ -13,10 +13,10 @@
 // server removed for silence may still run: it is remembered as a
 // FormerHolder that may come back with its copy.
 //
-// It changes the scheduler's state it is given (Cluster) and calls nothing of
-// the scheduler but its Hooks: disconnecting a node, what follows any
-// departure (barriers and replies forget it, a new view goes out), advancing
-// the drains' moves, and the latest checkpoint.
+// It changes the scheduler's state it is given (ClusterState) and calls
+// nothing of the scheduler but its Hooks: disconnecting a node, what follows
+// any departure (barriers and replies forget it, a new view goes out),
+// advancing the drains' moves, and the latest checkpoint.
 //
 // Not synchronized: the scheduler calls it under its lock, from its receive
 // thread, its monitor loop, the registration probes and the suspects' probe
@@ -34,6 +34,7 @@
 
 #include "keel.pb.h"
 #include "kv/van.h"
+#include "scheduler/cluster_state.h"
 #include "scheduler/failure_detector.h"
 #include "scheduler/lost_ranges.h"
 #include "scheduler/members.h"
@@ -46,24 +47,6 @@ namespace keel {
 
 class Departures {
  public:
-  // The scheduler's state it reads and changes (it outlives this object).
-  struct Cluster {
-    Members& members;
-    std::set<int>& server_ranks;  // ranks given out
-    std::set<int>& worker_ranks;
-    // Workers that reported the end of their job (node id -> error).
-    std::map<int, std::string>& done;
-    const proto::ClusterView& view;  // its epoch, for the lost ranges
-    const bool& published;           // a view has gone out
-    const bool& shut_down;           // the job is over: nodes leaving are no news
-    RangeChains& chains;
-    LostRanges& lost;
-    std::map<int, std::string>& removed;   // nodes removed from the view: why
-    std::map<int, double>& server_vacant;  // server rank -> when its server left
-    FormerHolders& former_holders;
-    OrphanedShares& shares;
-    MembershipLog& membership;
-  };
   struct Hooks {
     // Closes the scheduler's connection to node `id` (what it still sends is
     // answered on its own connection).
@@ -82,8 +65,11 @@ class Departures {
   // members whose connection closed (nullptr: only heartbeats detect
   // failures); their callback calls OnSuspectProbed under the scheduler's
   // lock.
-  Departures(Cluster cluster, Hooks hooks, double heartbeat_timeout_s, int replication,
-             std::unique_ptr<Suspects> suspects);
+  // `cluster`: the scheduler's state it reads and changes; `membership` and
+  // `shares`: the scheduler's, told of the departures (each outlives this
+  // object).
+  Departures(ClusterState* cluster, MembershipLog* membership, OrphanedShares* shares, Hooks hooks,
+             double heartbeat_timeout_s, int replication, std::unique_ptr<Suspects> suspects);
 
   // A member was heard from at `now` (any message on its connection).
   void HeardFrom(int id, Member& member, double now);
@@ -132,7 +118,9 @@ class Departures {
   void DeclareLost(const std::vector<size_t>& ranges, const proto::NodeInfo& holder,
                    const Member* last_report = nullptr);
 
-  Cluster cluster_;
+  ClusterState* const cluster_;
+  MembershipLog* const membership_;
+  OrphanedShares* const shares_;
   Hooks hooks_;
   const double heartbeat_timeout_s_;
   const int replication_;

@@ -21,9 +21,15 @@ constexpr size_t kMaxBarrierTagBytes = 1024;
 
 }  // namespace
 
-Registration::Registration(Cluster cluster, Hooks hooks, int first_id, double rebuild_wait_s,
+Registration::Registration(ClusterState* cluster, MembershipLog* membership, BarrierTable* barriers,
+                           OrphanedShares* shares, Resharding* resharding, Hooks hooks,
+                           int first_id, double rebuild_wait_s,
                            std::unique_ptr<RegistrationProbes> probes)
     : cluster_(cluster),
+      membership_(membership),
+      barriers_(barriers),
+      shares_(shares),
+      resharding_(resharding),
       hooks_(std::move(hooks)),
       rebuild_wait_s_(rebuild_wait_s),
       probes_(std::move(probes)),
@@ -32,8 +38,8 @@ Registration::Registration(Cluster cluster, Hooks hooks, int first_id, double re
 void Registration::Stop() { probes_->Stop(); }
 
 bool Registration::Complete() const {
-  return static_cast<int>(cluster_.server_ranks.size()) == cluster_.num_servers &&
-         static_cast<int>(cluster_.worker_ranks.size()) == cluster_.num_workers;
+  return static_cast<int>(cluster_->server_ranks.size()) == cluster_->num_servers &&
+         static_cast<int>(cluster_->worker_ranks.size()) == cluster_->num_workers;
 }
 
 void Registration::OnRegister(const Message& request) {
@@ -64,7 +70,7 @@ void Registration::Refuse(const Message& request, const std::string& reason, boo
     LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
   }
   Message reply = ControlMessage(proto::REGISTER);
-  reply.meta.set_epoch(cluster_.view.epoch());
+  reply.meta.set_epoch(cluster_->view.epoch());
   reply.meta.set_sequence(request.meta.sequence());  // the node's number, echoed
   reply.meta.set_error(ValidUtf8(reason));
   hooks_.reply(request, reply);
@@ -73,8 +79,8 @@ void Registration::Refuse(const Message& request, const std::string& reason, boo
 void Registration::Admit(const Message& request) {
   const proto::NodeInfo& node = request.meta.node();
   if (AnswerAgain(request)) return;  // its first REGISTER was admitted while this one was checked
-  std::set<int>* taken = node.role() == proto::SERVER   ? &cluster_.server_ranks
-                         : node.role() == proto::WORKER ? &cluster_.worker_ranks
+  std::set<int>* taken = node.role() == proto::SERVER   ? &cluster_->server_ranks
+                         : node.role() == proto::WORKER ? &cluster_->worker_ranks
                                                         : nullptr;
   if (!taken) {
     Refuse(request, "role " + std::to_string(node.role()) + " cannot join a cluster");
@@ -117,24 +123,24 @@ void Registration::Admit(const Message& request) {
     Refuse(request, e.what());
     return;
   }
-  cluster_.members[id] = member;
-  if (takeover) cluster_.shares.Fill(rank);
+  cluster_->members[id] = member;
+  if (takeover) shares_->Fill(rank);
   const bool rejoin = node.id() > 0;
   if (rejoin) TakeEarlierRun(request.meta, rank);
   LOG(INFO) << (rejoin ? "registered again " : "registered ") << proto::Role_Name(node.role())
             << " " << rank << " as node " << id << " at " << node.address();
-  if (join) cluster_.resharding.Join(member);
+  if (join) resharding_->Join(member);
   AnswerRegistration(member, rejoin, takeover ? &resume : nullptr, request.meta.sequence(), join,
                      held);
   // Its rank is back: a copy the removed holder kept cannot come any more.
-  if (node.role() == proto::SERVER) cluster_.former_holders.erase(rank);
-  if (!cluster_.published && Complete()) ReplaceEarlierHolders();
-  if (cluster_.published || Complete()) hooks_.publish_view();
+  if (node.role() == proto::SERVER) cluster_->former_holders.erase(rank);
+  if (!cluster_->published && Complete()) ReplaceEarlierHolders();
+  if (cluster_->published || Complete()) hooks_.publish_view();
 }
 
 bool Registration::AnswerAgain(const Message& request) {
   const proto::NodeInfo& node = request.meta.node();
-  for (const auto& [id, member] : cluster_.members) {
+  for (const auto& [id, member] : cluster_->members) {
     if (member.route != request.route) continue;
     // Another node cannot send on a member's route; a claim that differs
     // is refused the usual way.
@@ -159,35 +165,35 @@ void Registration::TakeEarlierRun(const proto::Meta& request, int rank) {
     // Servers may have joined or been drained since the start: the latest
     // view says how many the job has.
     const int servers = earlier_view_.num_servers();
-    if (servers > 0 && servers <= cluster_.chains.num_ranges()) cluster_.num_servers = servers;
-    cluster_.resharding.RestoreDraining(earlier_view_);
+    if (servers > 0 && servers <= cluster_->chains.num_ranges()) cluster_->num_servers = servers;
+    resharding_->RestoreDraining(earlier_view_);
   }
   int passed = 0;
   for (const proto::PassedBarrier& barrier : request.passed_barriers()) {
     if (passed++ >= kMaxPassedBarriers) break;
     if (barrier.tag().size() <= kMaxBarrierTagBytes) {
-      cluster_.barriers.Passed(barrier.group(), barrier.tag());
+      barriers_->Passed(barrier.group(), barrier.tag());
     }
   }
   if (request.node().role() != proto::WORKER) return;
   const proto::WorkerCursor& cursor = request.cursor();
   if (request.has_cursor() && cursor.epoch() >= 0 && cursor.epoch() <= kMaxEpochs) {
-    cluster_.shares.OnProgress(rank, cursor);
+    shares_->OnProgress(rank, cursor);
   }
   if (request.epoch_ended() > 0 && request.epoch_ended() <= kMaxEpochs) {
-    cluster_.shares.EpochEnded(request.epoch_ended());
+    shares_->EpochEnded(request.epoch_ended());
   }
 }
 
 void Registration::ReplaceEarlierHolders() {
   if (earlier_view_.epoch() == 0) return;  // not restarted, or nobody came back
-  for (auto& [id, member] : cluster_.members) {
+  for (auto& [id, member] : cluster_->members) {
     if (member.rejoined) continue;
     const proto::Role role = member.info.role();
     const int rank = member.info.rank();
     for (const proto::NodeInfo& holder : earlier_view_.nodes()) {
       if (holder.role() == role && holder.rank() == rank && holder.id() != id &&
-          !cluster_.members.count(holder.id()) && !cluster_.removed.count(holder.id())) {
+          !cluster_->members.count(holder.id()) && !cluster_->removed.count(holder.id())) {
         hooks_.depart(holder, "it held this rank in the view (epoch " +
                                   std::to_string(earlier_view_.epoch()) +
                                   ") the nodes brought back to this restarted scheduler, did "
@@ -199,19 +205,19 @@ void Registration::ReplaceEarlierHolders() {
     if (role == proto::WORKER) {
       // No holder in that view: it left under the earlier run, whose vacancy
       // (and the last report of it) this scheduler never had.
-      if (!cluster_.shares.FindVacancy(rank)) {
-        cluster_.shares.WorkerLeft(0, rank, "it left before this scheduler started");
+      if (!shares_->FindVacancy(rank)) {
+        shares_->WorkerLeft(0, rank, "it left before this scheduler started");
       }
       proto::WorkerCursor resume;
       if (TakesOver(rank, &resume)) {
-        cluster_.shares.Fill(rank);
+        shares_->Fill(rank);
         *reply.meta.mutable_cursor() = resume;
       }
     } else {
       ReplaceServer(rank, &reply);
     }
-    cluster_.membership.Record(
-        "join", member.info, "\"rejoin\": false, \"replaces\": true, \"before_first_view\": true");
+    membership_->Record("join", member.info,
+                        "\"rejoin\": false, \"replaces\": true, \"before_first_view\": true");
     LOG(WARNING) << proto::Role_Name(role) << " " << rank << " (node " << id
                  << ") registered anew with this restarted scheduler: it replaces its rank's "
                     "earlier node, and is answered again as a replacement";
@@ -222,7 +228,7 @@ void Registration::ReplaceEarlierHolders() {
 
 int Registration::FreeRank(proto::Role role, const std::set<int>& taken, bool join) const {
   if (role == proto::SERVER && !join) {
-    for (const auto& [rank, since] : cluster_.server_vacant) {
+    for (const auto& [rank, since] : cluster_->server_vacant) {
       if (!taken.count(rank)) return rank;
     }
   }
@@ -237,7 +243,7 @@ int Registration::FreeRank(proto::Role role, const std::set<int>& taken, bool jo
     rank = static_cast<int>(taken.size());
   }
   while (taken.count(rank) ||
-         (join && (cluster_.server_vacant.count(rank) || cluster_.chains.Names(rank))))
+         (join && (cluster_->server_vacant.count(rank) || cluster_->chains.Names(rank))))
     ++rank;
   return rank;
 }
@@ -245,10 +251,10 @@ int Registration::FreeRank(proto::Role role, const std::set<int>& taken, bool jo
 std::string Registration::AdmissionRefusal(const proto::NodeInfo& node, const std::set<int>& taken,
                                            bool join) const {
   const bool server = node.role() == proto::SERVER;
-  const int expected = server ? cluster_.num_servers : cluster_.num_workers;
+  const int expected = server ? cluster_->num_servers : cluster_->num_workers;
   const std::string role = proto::Role_Name(node.role());
   if (join) {
-    if (!cluster_.published) {
+    if (!cluster_->published) {
       return "--join adds a server to a running job, and this job has not started: start its "
              "first servers without --join";
     }
@@ -257,16 +263,16 @@ std::string Registration::AdmissionRefusal(const proto::NodeInfo& node, const st
              std::to_string(kMaxServerRank);
     }
     if (node.rank() >= 0 &&
-        (taken.count(node.rank()) || cluster_.server_vacant.count(node.rank()) ||
-         cluster_.chains.Names(node.rank()))) {
+        (taken.count(node.rank()) || cluster_->server_vacant.count(node.rank()) ||
+         cluster_->chains.Names(node.rank()))) {
       return "server rank " + std::to_string(node.rank()) +
              " is taken, or a key range still names it: a joining server needs a new rank "
              "(or none, for the next free one)";
     }
     const int servers =
-        static_cast<int>(cluster_.server_ranks.size() + cluster_.server_vacant.size()) + 1;
-    if (servers > cluster_.chains.num_ranges()) {
-      return "the job has " + std::to_string(cluster_.chains.num_ranges()) +
+        static_cast<int>(cluster_->server_ranks.size() + cluster_->server_vacant.size()) + 1;
+    if (servers > cluster_->chains.num_ranges()) {
+      return "the job has " + std::to_string(cluster_->chains.num_ranges()) +
              " key range(s), too few for " + std::to_string(servers) +
              " servers (each holds at least one): start it with a larger --key_ranges to let "
              "more servers join";
@@ -280,17 +286,17 @@ std::string Registration::AdmissionRefusal(const proto::NodeInfo& node, const st
   }
   if (static_cast<int>(taken.size()) >= expected) {
     return "the cluster already has its " + std::to_string(expected) + " " + role + "(s)" +
-           (server && cluster_.published ? " (start a server with --join to add one)" : "");
+           (server && cluster_->published ? " (start a server with --join to add one)" : "");
   }
   // A node of an earlier run of this scheduler keeps its id (servers key
   // their dedupe windows and clocks by it) and its rank.
-  if (node.id() > 0 && (cluster_.members.count(node.id()) || cluster_.removed.count(node.id()))) {
+  if (node.id() > 0 && (cluster_->members.count(node.id()) || cluster_->removed.count(node.id()))) {
     return "node id " + std::to_string(node.id()) + " is in use or left the cluster";
   }
   // After servers joined and were drained the ranks need not be 0..n-1: a
   // vacant rank, or one an earlier run's view names, is the job's too.
   const bool known_rank =
-      server && (cluster_.server_vacant.count(node.rank()) || (node.id() > 0 && node.rank() >= 0));
+      server && (cluster_->server_vacant.count(node.rank()) || (node.id() > 0 && node.rank() >= 0));
   if (node.rank() >= expected && !known_rank) {
     return role + " rank " + std::to_string(node.rank()) + " is outside 0.." +
            std::to_string(expected - 1);
@@ -321,7 +327,7 @@ std::string Registration::RejoinRefusal(const Message& request) const {
            std::to_string(node.rank());
   }
   try {
-    cluster_.chains.CheckFits(known);
+    cluster_->chains.CheckFits(known);
   } catch (const Error& e) {
     return who + ": " + e.what();
   }
@@ -331,7 +337,7 @@ std::string Registration::RejoinRefusal(const Message& request) const {
 bool Registration::TakesOver(int rank, proto::WorkerCursor* resume) const {
   // A worker taking over the rank of one that left resumes where its last
   // progress report left off.
-  const OrphanedShares::Vacancy* vacancy = cluster_.shares.FindVacancy(rank);
+  const OrphanedShares::Vacancy* vacancy = shares_->FindVacancy(rank);
   if (!vacancy) return false;
   *resume = vacancy->cursor;
   resume->set_rank(rank);
@@ -351,11 +357,11 @@ Member Registration::NewMember(const Message& request, int rank) {
   if (rejoin) {
     next_id_ = std::max(next_id_, node.id() + 1);
     // The next view must be newer than the one the nodes have.
-    cluster_.view.set_epoch(std::max<uint64_t>(cluster_.view.epoch(), request.meta.epoch()));
+    cluster_->view.set_epoch(std::max<uint64_t>(cluster_->view.epoch(), request.meta.epoch()));
     // Its key ranges too: backups may have been promoted since the start.
     try {
-      cluster_.chains.Adopt(request.meta.known_view());
-      cluster_.lost.Adopt(request.meta.known_view());
+      cluster_->chains.Adopt(request.meta.known_view());
+      cluster_->lost.Adopt(request.meta.known_view());
     } catch (const Error& e) {
       LOG(WARNING) << "ignored the key ranges node " << node.id() << " knows: " << e.what();
     }
@@ -388,33 +394,33 @@ void Registration::AnswerRegistration(const Member& member, bool rejoin,
   // (the nodes still coming back may name a holder of the rank).
   const bool server_returns =
       member.info.role() == proto::SERVER && !rejoin && !join &&
-      (cluster_.server_vacant.count(rank) > 0 ||
-       (cluster_.chains.started() && (cluster_.published || earlier_view_.epoch() == 0)));
-  cluster_.membership.Record(
-      "join", member.info,
-      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") + ", \"replaces\": " +
-          (resume || server_returns ? "true" : "false") + (join ? ", \"joins\": true" : ""));
+      (cluster_->server_vacant.count(rank) > 0 ||
+       (cluster_->chains.started() && (cluster_->published || earlier_view_.epoch() == 0)));
+  membership_->Record("join", member.info,
+                      std::string("\"rejoin\": ") + (rejoin ? "true" : "false") +
+                          ", \"replaces\": " + (resume || server_returns ? "true" : "false") +
+                          (join ? ", \"joins\": true" : ""));
   if (server_returns) ReplaceServer(rank, &reply, held);
   hooks_.send(member.info.id(), reply);
-  cluster_.members.at(member.info.id()).answer = reply.meta;
+  cluster_->members.at(member.info.id()).answer = reply.meta;
 }
 
 std::string Registration::RebuildWait(int rank, const proto::HeldCopy* held) const {
-  if (!cluster_.lost.any()) return "";
+  if (!cluster_->lost.any()) return "";
   std::set<size_t> in_copy;
   if (held) {
     for (const proto::RangePushes& entry : held->ranges()) in_copy.insert(entry.range());
   }
   const double now = WallSeconds();
-  for (size_t range : cluster_.chains.HeldAlone(rank)) {
-    if (!cluster_.lost.Lost(range) || in_copy.count(range)) continue;
-    const LostRange& loss = cluster_.lost.ranges().at(range);
+  for (size_t range : cluster_->chains.HeldAlone(rank)) {
+    if (!cluster_->lost.Lost(range) || in_copy.count(range)) continue;
+    const LostRange& loss = cluster_->lost.ranges().at(range);
     if (!loss.rebuilt_from.empty()) continue;  // rebuilt already: not waiting
     const double left = loss.since + rebuild_wait_s_ - now;
     if (left <= 0) continue;
-    for (const auto& [former_rank, former] : cluster_.former_holders) {
+    for (const auto& [former_rank, former] : cluster_->former_holders) {
       if (former_rank == rank || !former.ranges.count(range) ||
-          cluster_.server_ranks.count(former_rank)) {
+          cluster_->server_ranks.count(former_rank)) {
         continue;
       }
       char seconds[32];
@@ -432,8 +438,8 @@ std::string Registration::RebuildWait(int rank, const proto::HeldCopy* held) con
 
 std::vector<size_t> Registration::UseHeldCopy(int rank, const proto::HeldCopy& held,
                                               Message* reply) {
-  auto former = cluster_.former_holders.find(rank);
-  if (former == cluster_.former_holders.end() || former->second.id != held.node_id()) {
+  auto former = cluster_->former_holders.find(rank);
+  if (former == cluster_->former_holders.end() || former->second.id != held.node_id()) {
     LOG(WARNING) << "server " << rank << " brought a copy of its ranges (checkpoint "
                  << held.checkpoint() << ") that this scheduler did not see it leave with: "
                  << "not used";
@@ -449,37 +455,37 @@ std::vector<size_t> Registration::UseHeldCopy(int rank, const proto::HeldCopy& h
   std::map<size_t, uint64_t> pushes;  // the ranges to rebuild from the copy
   for (const proto::RangePushes& entry : held.ranges()) {
     const size_t range = entry.range();
-    if (range >= static_cast<size_t>(cluster_.chains.num_ranges()) || !cluster_.lost.Lost(range) ||
-        !former->second.ranges.count(range) ||
-        !cluster_.lost.ranges().at(range).rebuilt_from.empty()) {
+    if (range >= static_cast<size_t>(cluster_->chains.num_ranges()) ||
+        !cluster_->lost.Lost(range) || !former->second.ranges.count(range) ||
+        !cluster_->lost.ranges().at(range).rebuilt_from.empty()) {
       continue;
     }
     const std::vector<size_t> holders =
-        cluster_.chains.HeldAlone(cluster_.lost.ranges().at(range).rank);
+        cluster_->chains.HeldAlone(cluster_->lost.ranges().at(range).rank);
     if (std::find(holders.begin(), holders.end(), range) == holders.end()) continue;
     pushes[range] = entry.pushes();
   }
   // One source per replacement: the copy only if it covers every range the
   // rank would hold alone.
-  for (size_t range : cluster_.chains.HeldAlone(rank)) {
+  for (size_t range : cluster_->chains.HeldAlone(rank)) {
     if (!pushes.count(range)) return {};
   }
   if (pushes.empty()) return {};
   std::vector<size_t> rebuilt;
   for (const auto& [range, copied] : pushes) {
-    cluster_.chains.Hand(range, rank);
-    const LostRange& loss = cluster_.lost.ranges().at(range);
+    cluster_->chains.Hand(range, rank);
+    const LostRange& loss = cluster_->lost.ranges().at(range);
     // Counts travel with the rows (RangePushes), so the last holder's count
     // less the copy's is what the copy lacks (at least: the last holder may
     // have applied more after its last report).
     const int64_t missing =
         loss.pushes < 0 ? -1 : std::max<int64_t>(0, loss.pushes - static_cast<int64_t>(copied));
-    cluster_.lost.Rebuilt(range, "server " + std::to_string(rank) + "'s copy", missing);
+    cluster_->lost.Rebuilt(range, "server " + std::to_string(rank) + "'s copy", missing);
     proto::NodeInfo holder;
     holder.set_role(proto::SERVER);
     holder.set_rank(rank);
     holder.set_id(held.node_id());
-    cluster_.membership.Record(
+    membership_->Record(
         "range_rebuilt", holder,
         "\"range\": " + std::to_string(range) + ", \"from\": \"held_copy\"" +
             ", \"pushes_in_copy\": " + std::to_string(copied) +
@@ -503,11 +509,11 @@ std::vector<size_t> Registration::UseHeldCopy(int rank, const proto::HeldCopy& h
 void Registration::ReplaceServer(int rank, Message* reply, const proto::HeldCopy* held) {
   const std::vector<size_t> from_copy =
       held ? UseHeldCopy(rank, *held, reply) : std::vector<size_t>{};
-  auto vacant = cluster_.server_vacant.find(rank);
+  auto vacant = cluster_->server_vacant.find(rank);
   std::string what = "server " + std::to_string(rank) + " is replaced";
-  if (vacant != cluster_.server_vacant.end()) {
+  if (vacant != cluster_->server_vacant.end()) {
     what += " after " + std::to_string(MonotonicSeconds() - vacant->second) + " s";
-    cluster_.server_vacant.erase(vacant);
+    cluster_->server_vacant.erase(vacant);
   } else {
     what += " (it left before this scheduler started)";
   }
@@ -515,17 +521,17 @@ void Registration::ReplaceServer(int rank, Message* reply, const proto::HeldCopy
   // Ranges the rank holds alone come from the latest checkpoint, and it is
   // their primary again; every other range it started in takes it back at the
   // end of its chain once its primary is live (the promoted primaries stay).
-  const std::vector<size_t> held_alone = cluster_.chains.HeldAlone(rank);
+  const std::vector<size_t> held_alone = cluster_->chains.HeldAlone(rank);
   const std::string alone = JoinRanges(held_alone);
-  RangeChains::Additions added = cluster_.chains.Repair(cluster_.server_ranks);
+  RangeChains::Additions added = cluster_->chains.Repair(cluster_->server_ranks);
   std::string copied;
   std::vector<size_t> copied_lost;  // copies of rows rebuilt after a loss
   for (const auto& [range, predecessor] : added[rank]) {
     copied += (copied.empty() ? "" : ", ") + std::to_string(range) + " (from server " +
               std::to_string(predecessor) + ")";
-    if (cluster_.lost.Lost(range)) copied_lost.push_back(range);
+    if (cluster_->lost.Lost(range)) copied_lost.push_back(range);
   }
-  const std::string waiting = JoinRanges(cluster_.chains.Missing(rank));
+  const std::string waiting = JoinRanges(cluster_->chains.Missing(rank));
   if (!copied.empty()) what += "; it copies key range(s) " + copied + " from live replicas";
   if (!waiting.empty()) {
     what += "; key range(s) " + waiting + " wait for their primary's replacement first";
@@ -549,7 +555,7 @@ void Registration::ReplaceServer(int rank, Message* reply, const proto::HeldCopy
   std::string uri;
   const std::string latest = hooks_.latest_checkpoint(&uri);
   for (size_t range : held_alone) {
-    cluster_.lost.Rebuilt(range, latest.empty() ? "initial values" : "checkpoint " + latest);
+    cluster_->lost.Rebuilt(range, latest.empty() ? "initial values" : "checkpoint " + latest);
   }
   if (!latest.empty()) {
     reply->meta.set_checkpoint_uri(uri);

@@ -11,10 +11,10 @@
 // earlier run of a restarted scheduler register again with what they know of
 // that run.
 //
-// It changes the scheduler's state it is given (Cluster) and calls nothing of
-// the scheduler but its Hooks: sending, answering on a request's connection,
-// connecting to an admitted node, publishing a view, and the departure of an
-// earlier run's holder that a new node replaced.
+// It changes the scheduler's state it is given (ClusterState) and calls
+// nothing of the scheduler but its Hooks: sending, answering on a request's
+// connection, connecting to an admitted node, publishing a view, and the
+// departure of an earlier run's holder that a new node replaced.
 //
 // Not synchronized: the scheduler calls it under its lock. The probes'
 // callback runs on a probe thread: it is the scheduler's, which takes its
@@ -32,6 +32,7 @@
 #include "keel.pb.h"
 #include "kv/message.h"
 #include "scheduler/barriers.h"
+#include "scheduler/cluster_state.h"
 #include "scheduler/lost_ranges.h"
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
@@ -44,29 +45,6 @@ namespace keel {
 
 class Registration {
  public:
-  // The scheduler's state it reads and changes (it outlives this object).
-  struct Cluster {
-    Members& members;
-    std::set<int>& server_ranks;  // ranks given out
-    std::set<int>& worker_ranks;
-    // Servers expected in the view (a restarted scheduler takes the latest
-    // view's).
-    int& num_servers;
-    int num_workers;  // workers expected
-    // The scheduler's view: a node of an earlier run raises its epoch to the
-    // one it brings.
-    proto::ClusterView& view;
-    const bool& published;  // a view has gone out
-    RangeChains& chains;
-    LostRanges& lost;
-    const std::map<int, std::string>& removed;  // nodes removed from the view: why
-    std::map<int, double>& server_vacant;       // server rank -> when its server left
-    FormerHolders& former_holders;
-    BarrierTable& barriers;
-    OrphanedShares& shares;
-    Resharding& resharding;
-    MembershipLog& membership;
-  };
   struct Hooks {
     // Sends a control message to a member (the scheduler stamps it).
     std::function<void(int node_id, Message& message)> send;
@@ -84,11 +62,15 @@ class Registration {
     std::function<std::string(std::string* uri)> latest_checkpoint;
   };
 
-  // `first_id`: the first fresh node id this run gives out. `rebuild_wait_s`:
-  // see SchedulerOptions. `probes` checks registering nodes' addresses; their
-  // callback calls OnProbed under the scheduler's lock.
-  Registration(Cluster cluster, Hooks hooks, int first_id, double rebuild_wait_s,
-               std::unique_ptr<RegistrationProbes> probes);
+  // `cluster`: the scheduler's state it reads and changes; `membership`,
+  // `barriers`, `shares` and `resharding`: the scheduler's, told of the nodes
+  // it admits (each outlives this object). `first_id`: the first fresh node id
+  // this run gives out. `rebuild_wait_s`: see SchedulerOptions. `probes`
+  // checks registering nodes' addresses; their callback calls OnProbed under
+  // the scheduler's lock.
+  Registration(ClusterState* cluster, MembershipLog* membership, BarrierTable* barriers,
+               OrphanedShares* shares, Resharding* resharding, Hooks hooks, int first_id,
+               double rebuild_wait_s, std::unique_ptr<RegistrationProbes> probes);
 
   // A REGISTER: queues the node's advertised address for a check, or refuses
   // it at once if too many wait (or its routing id is not its connection's).
@@ -169,7 +151,11 @@ class Registration {
   // the node gets its REGISTER answer again, as a replacement.
   void ReplaceEarlierHolders();
 
-  Cluster cluster_;
+  ClusterState* const cluster_;
+  MembershipLog* const membership_;
+  BarrierTable* const barriers_;
+  OrphanedShares* const shares_;
+  Resharding* const resharding_;
   Hooks hooks_;
   const double rebuild_wait_s_;
   std::unique_ptr<RegistrationProbes> probes_;  // checks of registering nodes' addresses

@@ -4,11 +4,12 @@
 //
 // A joining server takes ranges from the servers holding the most; a drained
 // one hands each of its ranges to another server and, once none is left on
-// it, is told to shut down and leaves the view. It changes the scheduler's
-// state it is given (the members, the chains, the server ranks and count, the
-// removed and vacant servers) and records in its membership log; the
-// scheduler publishes the views that follow and forgets a released server in
-// its barriers and replies.
+// it, is told to shut down and leaves the view. It takes the DRAIN requests
+// (an admin client's, or Scheduler::Drain), changes the scheduler's state it
+// is given (the members, the chains, the server ranks and count, the removed
+// and vacant servers), records in its membership log, and has the scheduler
+// publish the views that follow and forget a released server in its barriers
+// and replies (its hooks).
 //
 // Not synchronized: the scheduler calls it under its lock.
 #ifndef KEEL_SCHEDULER_RESHARDING_H_
@@ -22,6 +23,7 @@
 
 #include "keel.pb.h"
 #include "kv/message.h"
+#include "scheduler/cluster_state.h"
 #include "scheduler/members.h"
 #include "scheduler/membership_log.h"
 #include "scheduler/range_chains.h"
@@ -30,22 +32,25 @@ namespace keel {
 
 class Resharding {
  public:
-  // The scheduler's state it reads and changes (it outlives this object).
-  struct Cluster {
-    Members& members;
-    RangeChains& chains;
-    std::set<int>& server_ranks;  // server ranks given out
-    int& num_servers;             // servers expected in the view
-    // Nodes removed from the view: why (a released server joins them).
-    std::map<int, std::string>& removed;
-    // Server rank -> when its server left (a released one is no longer awaited).
-    std::map<int, double>& server_vacant;
-    MembershipLog& membership;
+  struct Hooks {
+    // Sends a control message to a node (the scheduler stamps it).
+    std::function<void(int node_id, Message& message)> send;
+    // Answers `request` on the connection it came on.
+    std::function<void(const Message& request, Message& reply)> reply;
+    // Publishes the next view to every member.
+    std::function<void()> publish_view;
+    // Server node `id` was released (drained, it left the view): the
+    // barriers and the awaited replies forget it.
+    std::function<void(int id)> forget;
+    // Wakes whoever waits on the scheduler's state (after a drain's view).
+    std::function<void()> notify;
   };
-  // Sends a control message to a node (the scheduler stamps it).
-  using Send = std::function<void(int node_id, Message& message)>;
 
-  Resharding(Cluster cluster, Send send);
+  // `cluster`: the scheduler's state it reads and changes; `membership`: the
+  // scheduler's, told of drains and of the servers they release (both
+  // outlive this object). `secured`: the cluster has a secret (CURVE), so
+  // DRAIN is taken from any host; without one only from the scheduler's own.
+  Resharding(ClusterState* cluster, MembershipLog* membership, Hooks hooks, bool secured);
 
   // Server ranks being drained.
   const std::set<int>& draining() const { return draining_; }
@@ -60,22 +65,31 @@ class Resharding {
   // A server registered with --join: the key ranges homed on it now (one
   // server more expected).
   void Join(const Member& member);
-  // Drains server `rank` (`who` asked, for the log): its ranges move to the
-  // other home ranks. Returns "" and sets `started` if the drain started,
-  // "" if it was under way already, else why not.
-  std::string Drain(int rank, const std::string& who, bool* started);
+  // DRAIN from `request`'s sender (an admin client: no member), answered on
+  // its connection with the refusal, if any.
+  void OnRequest(const Message& request);
+  // Drains server `rank` (`who` asked, for the log; `loopback`: the request
+  // came from this host): its ranges move to the other home ranks, and a
+  // view goes out. Returns "" if the drain started (or was under way
+  // already), else why not.
+  std::string Drain(int rank, const std::string& who, bool loopback);
   // After a copy arrived, or a departure: ranges whose new replicas all have
   // their rows drop the servers they moved off, and drained servers that hold
-  // nothing any more leave (told to shut down; their node ids go into
-  // `released`). Returns whether anything changed (a view is due).
-  bool AdvanceMoves(std::vector<int>* released);
+  // nothing any more leave (told to shut down, then forgotten); if anything
+  // changed, a view goes out.
+  void AdvanceMoves();
 
  private:
+  // Starts draining server `rank`: returns "" and sets `started` if the drain
+  // started, "" if it was under way already, else why not.
+  std::string StartDrain(int rank, const std::string& who, bool* started);
   // Drained server `rank` leaves the view; returns its node id (-1: none).
   int ReleaseDrained(int rank);
 
-  Cluster cluster_;
-  Send send_;
+  ClusterState* const cluster_;
+  MembershipLog* const membership_;
+  Hooks hooks_;
+  const bool secured_;
   std::set<int> draining_;  // server ranks being drained
 };
 

@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "base/time.h"
-#include "base/utf8.h"
 #include "kv/node.h"
 #include "kv/view_delta.h"
 #include "scheduler/control_message.h"
@@ -55,18 +54,24 @@ Scheduler::Scheduler(const SchedulerOptions& options)
       timeline_(options.model_dir, "scheduler", options.checkpoint.resume.empty()),
       membership_(options.membership_log, &timeline_),
       van_(SchedulerVan(options)),
-      num_servers_(options.num_servers),
-      chains_(options.num_servers, options.replication, options.key_ranges),
+      cluster_(options.num_servers, options.num_workers, options.replication, options.key_ranges),
       barriers_([this](int node, Message& message) { SendTo(node, message); }),
       shares_(options.num_workers, options.worker_replace_timeout_s,
               [this](int node, Message& message) { SendTo(node, message); }),
-      resharding_(
-          {members_, chains_, server_ranks_, num_servers_, removed_, server_vacant_, membership_},
-          [this](int node, Message& message) { SendTo(node, message); }),
+      resharding_(&cluster_, &membership_,
+                  {[this](int node, Message& message) { SendTo(node, message); },
+                   [this](const Message& request, Message& reply) { van_.Reply(request, reply); },
+                   [this] { PublishView(); },
+                   [this](int id) {
+                     barriers_.Forget(id, cluster_.members);
+                     replies_.Forget(id);
+                   },
+                   [this] { changed_.notify_all(); }},
+                  options.secret.has_value()),
       progress_(options.num_workers),
-      preemption_(members_, &timeline_, options.preemption_grace_s,
+      preemption_(cluster_.members, &timeline_, options.preemption_grace_s,
                   [this](int node, Message& message) { SendTo(node, message); }) {
-  chains_.set_precopy(options.precopy);
+  cluster_.chains.set_precopy(options.precopy);
   // Node ids are never reused, across a restart of the scheduler too: a
   // scheduler started again does not know the ids its predecessor gave out
   // until their nodes register again, and a new node may come first. So each
@@ -75,10 +80,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
   const int64_t ms = WallMillis();
   const int first_id = 1 + static_cast<int>(ms % 1000000) * 1000;
   registration_ = std::make_unique<Registration>(
-      Registration::Cluster{members_, server_ranks_, worker_ranks_, num_servers_,
-                            options_.num_workers, view_, published_, chains_, lost_, removed_,
-                            server_vacant_, former_holders_, barriers_, shares_, resharding_,
-                            membership_},
+      &cluster_, &membership_, &barriers_, &shares_, &resharding_,
       Registration::Hooks{
           [this](int node, Message& message) { SendTo(node, message); },
           [this](const Message& request, Message& reply) { van_.Reply(request, reply); },
@@ -114,11 +116,10 @@ Scheduler::Scheduler(const SchedulerOptions& options)
         });
   }
   departures_ = std::make_unique<Departures>(
-      Departures::Cluster{members_, server_ranks_, worker_ranks_, done_, view_, published_,
-                          shut_down_, chains_, lost_, removed_, server_vacant_, former_holders_,
-                          shares_, membership_},
+      &cluster_, &membership_, &shares_,
       Departures::Hooks{[this](int id) { van_.Disconnect(id); },
-                        [this](int id) { AfterDeparture(id); }, [this] { AdvanceMoves(); },
+                        [this](int id) { AfterDeparture(id); },
+                        [this] { resharding_.AdvanceMoves(); },
                         [this](std::string* uri) { return checkpoints_->LatestCommitted(uri); }},
       options_.heartbeat_timeout_s, options_.replication, std::move(suspects));
   if (options_.detect_closed_connections) {
@@ -168,18 +169,18 @@ void Scheduler::Stop() {
 
 proto::ClusterView Scheduler::view() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return view_;
+  return cluster_.view;
 }
 
 uint64_t Scheduler::epoch() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return published_ ? view_.epoch() : 0;
+  return cluster_.published ? cluster_.view.epoch() : 0;
 }
 
 std::vector<LostRange> Scheduler::lost_ranges() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<LostRange> ranges;
-  for (const auto& [range, lost] : lost_.ranges()) ranges.push_back(lost);
+  for (const auto& [range, lost] : cluster_.lost.ranges()) ranges.push_back(lost);
   return ranges;
 }
 
@@ -187,8 +188,8 @@ SchedulerStatus Scheduler::status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   const double now = MonotonicSeconds();
   SchedulerStatus status;
-  status.epoch = published_ ? view_.epoch() : 0;
-  for (const auto& [id, member] : members_) {
+  status.epoch = cluster_.published ? cluster_.view.epoch() : 0;
+  for (const auto& [id, member] : cluster_.members) {
     SchedulerStatus::Node node;
     node.id = id;
     node.role = member.info.role();
@@ -196,20 +197,20 @@ SchedulerStatus Scheduler::status() const {
     node.address = member.info.address();
     node.heartbeat_age_s = now - member.last_heartbeat;
     node.silent = member.reported_silent;
-    const auto done = done_.find(id);
-    node.done = done != done_.end();
+    const auto done = cluster_.done.find(id);
+    node.done = done != cluster_.done.end();
     if (node.done) node.error = done->second;
     status.members.push_back(std::move(node));
   }
-  if (published_) {
-    for (const proto::KeyRange& range : view_.ranges()) {
+  if (cluster_.published) {
+    for (const proto::KeyRange& range : cluster_.view.ranges()) {
       status.ranges.push_back({range.begin(),
                                range.server_rank(),
                                {range.backups().begin(), range.backups().end()},
                                {range.copying().begin(), range.copying().end()}});
     }
   }
-  status.expected_servers = num_servers_;
+  status.expected_servers = cluster_.num_servers;
   status.expected_workers = options_.num_workers;
   status.replication = options_.replication;
   status.checkpoint_uri = options_.checkpoint.uri;
@@ -218,9 +219,9 @@ SchedulerStatus Scheduler::status() const {
     status.last_checkpoint = checkpoints_->LatestCommitted(&uri);
   }
   status.events = membership_.Recent();
-  status.workers_done = static_cast<int>(done_.size());
-  status.departures = removed_.size();
-  for (const auto& [range, lost] : lost_.ranges()) status.lost_ranges.push_back(lost);
+  status.workers_done = static_cast<int>(cluster_.done.size());
+  status.departures = cluster_.removed.size();
+  for (const auto& [range, lost] : cluster_.lost.ranges()) status.lost_ranges.push_back(lost);
   status.suspected = departures_->suspected();
   status.suspects_cleared = departures_->suspects_cleared();
   status.deaf_spells = departures_->deaf_spells();
@@ -273,7 +274,7 @@ int Scheduler::WaitForJob(double timeout_s) {
         lock, std::chrono::duration<double>(std::min(Preemption::kOrderInterval, deadline - now)));
   }
   int succeeded = 0;
-  for (const auto& [id, error] : done_) succeeded += error.empty();
+  for (const auto& [id, error] : cluster_.done) succeeded += error.empty();
   const int failed = CountFailures(succeeded);
   ShutDownNodes();
   const size_t unreplaced = shares_.vacancies().size();
@@ -286,12 +287,12 @@ int Scheduler::WaitForJob(double timeout_s) {
 }
 
 bool Scheduler::JobOver() const {
-  if (!published_) return false;
-  for (const auto& [id, member] : members_) {
-    if (member.info.role() == proto::WORKER && !done_.count(id)) return false;
+  if (!cluster_.published) return false;
+  for (const auto& [id, member] : cluster_.members) {
+    if (member.info.role() == proto::WORKER && !cluster_.done.count(id)) return false;
   }
   if (shares_.AwaitingReplacement(MonotonicSeconds())) return false;
-  return !done_.empty() || !shares_.vacancies().empty();
+  return !cluster_.done.empty() || !shares_.vacancies().empty();
 }
 
 int Scheduler::CountFailures(int succeeded) const {
@@ -301,19 +302,19 @@ int Scheduler::CountFailures(int succeeded) const {
                  << ") and was not replaced; the other workers read its data";
     if (succeeded == 0) ++failed;
   }
-  for (const auto& [id, error] : done_) {
+  for (const auto& [id, error] : cluster_.done) {
     if (error.empty()) continue;
     ++failed;
-    auto member = members_.find(id);
-    LOG(ERROR) << "worker " << (member != members_.end() ? member->second.info.rank() : -1)
+    auto member = cluster_.members.find(id);
+    LOG(ERROR) << "worker " << (member != cluster_.members.end() ? member->second.info.rank() : -1)
                << " (node " << id << ") failed: " << error;
   }
   return failed;
 }
 
 void Scheduler::ShutDownNodes() {
-  shut_down_ = true;  // the nodes exit now: their connections closing is no news
-  for (const auto& [id, member] : members_) {
+  cluster_.shut_down = true;  // the nodes exit now: their connections closing is no news
+  for (const auto& [id, member] : cluster_.members) {
     Message shutdown = ControlMessage(proto::SHUTDOWN);
     const PreemptionOutcome& preemption = preemption_.outcome();
     if (preemption.preempted) {
@@ -325,60 +326,60 @@ void Scheduler::ShutDownNodes() {
   }
 }
 
-std::set<int> Scheduler::Live(proto::Role role) const { return MemberIds(members_, role); }
+std::set<int> Scheduler::Live(proto::Role role) const { return MemberIds(cluster_.members, role); }
 
 void Scheduler::PublishView() {
-  if (!published_) {
+  if (!cluster_.published) {
     // Nodes send heartbeats once they have a view: their silence counts
     // from the first one, not from their registration.
     departures_->StartClocks(MonotonicSeconds());
   }
   proto::ClusterView previous;  // the view the members were sent, for the delta
-  if (options_.view_deltas && published_) previous = view_;
-  view_.set_epoch(view_.epoch() + 1);
-  published_ = true;
-  view_.set_num_servers(num_servers_);
-  view_.set_num_workers(options_.num_workers);
-  view_.clear_nodes();
-  for (const auto& [id, member] : members_) *view_.add_nodes() = member.info;
-  chains_.ToView(server_ranks_, &view_);
-  lost_.MarkView(&view_);
-  view_.clear_draining();
-  for (int rank : resharding_.draining()) view_.add_draining(rank);
-  view_.set_replication(options_.replication);
-  membership_.RecordView(view_);
-  checkpoints_->FillView(&view_);
-  LOG(INFO) << "cluster view epoch " << view_.epoch() << ": " << num_servers_ << " server(s), "
-            << options_.num_workers << " worker(s)";
+  if (options_.view_deltas && cluster_.published) previous = cluster_.view;
+  cluster_.view.set_epoch(cluster_.view.epoch() + 1);
+  cluster_.published = true;
+  cluster_.view.set_num_servers(cluster_.num_servers);
+  cluster_.view.set_num_workers(options_.num_workers);
+  cluster_.view.clear_nodes();
+  for (const auto& [id, member] : cluster_.members) *cluster_.view.add_nodes() = member.info;
+  cluster_.chains.ToView(cluster_.server_ranks, &cluster_.view);
+  cluster_.lost.MarkView(&cluster_.view);
+  cluster_.view.clear_draining();
+  for (int rank : resharding_.draining()) cluster_.view.add_draining(rank);
+  cluster_.view.set_replication(options_.replication);
+  membership_.RecordView(cluster_.view);
+  checkpoints_->FillView(&cluster_.view);
+  LOG(INFO) << "cluster view epoch " << cluster_.view.epoch() << ": " << cluster_.num_servers
+            << " server(s), " << options_.num_workers << " worker(s)";
   if (options_.view_deltas) {
     SendView(previous);
   } else {
-    for (auto& [id, member] : members_) {
+    for (auto& [id, member] : cluster_.members) {
       Message message = ControlMessage(proto::VIEW);
-      *message.meta.mutable_view() = view_;
+      *message.meta.mutable_view() = cluster_.view;
       SendTo(id, message);
-      member.view_epoch = view_.epoch();
+      member.view_epoch = cluster_.view.epoch();
     }
   }
   // Checkpoint requests that came before the first view can start now.
-  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), num_servers_);
+  checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), cluster_.num_servers);
 }
 
 void Scheduler::SendView(const proto::ClusterView& previous) {
   // Each form is encoded once; every send shares its frames.
   auto encode = [this](Message& message) {
     message.meta.set_sender(kSchedulerId);
-    message.meta.set_epoch(view_.epoch());
+    message.meta.set_epoch(cluster_.view.epoch());
     return Encode(message);
   };
   std::vector<zmq::message_t> whole, delta;
   bool no_delta = previous.epoch() == 0;
-  for (auto& [id, member] : members_) {
+  for (auto& [id, member] : cluster_.members) {
     const std::vector<zmq::message_t>* frames = nullptr;
     if (!no_delta && member.view_epoch == previous.epoch()) {
       if (delta.empty()) {
         Message message = ControlMessage(proto::VIEW);
-        no_delta = !DiffViews(previous, view_, message.meta.mutable_view_delta());
+        no_delta = !DiffViews(previous, cluster_.view, message.meta.mutable_view_delta());
         if (!no_delta) delta = encode(message);
       }
       if (!no_delta) frames = &delta;
@@ -386,7 +387,7 @@ void Scheduler::SendView(const proto::ClusterView& previous) {
     if (!frames) {
       if (whole.empty()) {
         Message message = ControlMessage(proto::VIEW);
-        *message.meta.mutable_view() = view_;
+        *message.meta.mutable_view() = cluster_.view;
         whole = encode(message);
       }
       frames = &whole;
@@ -394,10 +395,10 @@ void Scheduler::SendView(const proto::ClusterView& previous) {
     try {
       van_.SendShared(id, *frames);
     } catch (const Error& e) {
-      LOG(WARNING) << "could not send the view (epoch " << view_.epoch() << ") to node " << id
-                   << ": " << e.what();
+      LOG(WARNING) << "could not send the view (epoch " << cluster_.view.epoch() << ") to node "
+                   << id << ": " << e.what();
     }
-    member.view_epoch = view_.epoch();
+    member.view_epoch = cluster_.view.epoch();
   }
 }
 
@@ -421,7 +422,7 @@ bool Scheduler::TakeOnce(const proto::Meta& meta) {
 
 void Scheduler::SendTo(int node_id, Message& message) {
   message.meta.set_sender(kSchedulerId);
-  message.meta.set_epoch(view_.epoch());
+  message.meta.set_epoch(cluster_.view.epoch());
   if (ControlReplies::Tracked(message.meta.command())) replies_.OnAnswer(node_id, message);
   try {
     van_.Send(node_id, message);
@@ -440,11 +441,11 @@ void Scheduler::OnMessage(Message&& message) {
     return;
   }
   if (meta.command() == proto::DRAIN) {
-    OnDrainRequest(message);
+    resharding_.OnRequest(message);
     return;
   }
-  auto found = members_.find(meta.sender());
-  if (found == members_.end()) {
+  auto found = cluster_.members.find(meta.sender());
+  if (found == cluster_.members.end()) {
     OnNonMember(message);
     return;
   }
@@ -467,7 +468,7 @@ void Scheduler::OnMessage(Message&& message) {
       OnViewRequest(meta);
       break;
     case proto::BARRIER:
-      barriers_.Arrive(meta, members_);
+      barriers_.Arrive(meta, cluster_.members);
       break;
     case proto::WORKER_DONE:
       OnWorkerDone(meta, member);
@@ -505,8 +506,8 @@ void Scheduler::OnProbed(const Message& request, const std::string& refusal) {
 void Scheduler::OnNonMember(const Message& message) {
   const proto::Meta& meta = message.meta;
   const int sender = meta.sender();
-  const auto removed = removed_.find(sender);
-  if (sender > 0 && removed == removed_.end()) {
+  const auto removed = cluster_.removed.find(sender);
+  if (sender > 0 && removed == cluster_.removed.end()) {
     // A node registered with an earlier run of this scheduler (it was
     // restarted): it registers again, keeping its id and rank. The request
     // goes back on the node's own connection to this address, the only one
@@ -514,15 +515,15 @@ void Scheduler::OnNonMember(const Message& message) {
     if (meta.command() == proto::HEARTBEAT && !meta.node().address().empty()) {
       Message reply = ControlMessage(proto::HEARTBEAT);
       reply.meta.set_rejoin(true);
-      reply.meta.set_epoch(view_.epoch());
+      reply.meta.set_epoch(cluster_.view.epoch());
       van_.Reply(message, reply);
     }
     return;
   }
-  if (meta.command() == proto::HEARTBEAT && removed != removed_.end()) {
+  if (meta.command() == proto::HEARTBEAT && removed != cluster_.removed.end()) {
     // A node that left the view (silent too long, or taken for dead) hears so.
     Message reply = ControlMessage(proto::HEARTBEAT);
-    reply.meta.set_epoch(view_.epoch());
+    reply.meta.set_epoch(cluster_.view.epoch());
     reply.meta.set_error("node " + std::to_string(sender) + " left the cluster (" +
                          removed->second + ")");
     van_.Reply(message, reply);
@@ -533,51 +534,8 @@ void Scheduler::OnNonMember(const Message& message) {
 
 std::string Scheduler::Drain(int rank, const std::string& who) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return DrainLocked(rank, who, /*loopback=*/true);
-}
-
-std::string Scheduler::DrainLocked(int rank, const std::string& who, bool loopback) {
-  if (stopping_ || shut_down_) return "the job is over";
-  if (!options_.secret && !loopback) {
-    return "without a cluster secret (plain TCP) only a client on the scheduler's own host may "
-           "drain servers: start the cluster with --secret_file to drain from elsewhere";
-  }
-  if (!published_) return "the job has not started";
-  bool started = false;
-  const std::string refusal = resharding_.Drain(rank, who, &started);
-  if (!started) return refusal;
-  PublishView();   // the ranges' new servers join their chains and copy them
-  AdvanceMoves();  // nothing to copy: it leaves at once
-  return "";
-}
-
-void Scheduler::OnDrainRequest(const Message& message) {
-  // An admin client, not a member: over CURVE it holds the cluster secret.
-  const proto::Meta& meta = message.meta;
-  const std::string who =
-      "an admin client at " +
-      (message.peer_host.empty() ? std::string("an unknown host") : message.peer_host);
-  const bool loopback = message.peer_host.rfind("127.", 0) == 0 || message.peer_host == "::1";
-  const std::string refusal = DrainLocked(meta.drain_rank(), who, loopback);
-  Message reply = ControlMessage(proto::DRAIN);
-  reply.meta.set_sequence(meta.sequence());
-  reply.meta.set_epoch(view_.epoch());
-  reply.meta.set_drain_rank(meta.drain_rank());
-  reply.meta.set_error(ValidUtf8(refusal));
-  if (!refusal.empty())
-    LOG(WARNING) << "refused to drain server " << meta.drain_rank() << ": " << refusal;
-  van_.Reply(message, reply);
-}
-
-void Scheduler::AdvanceMoves() {
-  std::vector<int> gone;
-  if (!resharding_.AdvanceMoves(&gone)) return;
-  for (int id : gone) {
-    barriers_.Forget(id, members_);
-    replies_.Forget(id);
-  }
-  PublishView();
-  changed_.notify_all();
+  if (stopping_) return "the job is over";
+  return resharding_.Drain(rank, who, /*loopback=*/true);
 }
 
 void Scheduler::MonitorLoop() {
@@ -613,7 +571,7 @@ void Scheduler::OnSuspectProbed(int id, const std::string& address, const Addres
 }
 
 void Scheduler::AfterDeparture(int id) {
-  barriers_.Forget(id, members_);
+  barriers_.Forget(id, cluster_.members);
   replies_.Forget(id);
   PublishView();  // and the checkpoints hear of the new membership
   changed_.notify_all();
@@ -627,12 +585,12 @@ void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
   if (member.info.role() == proto::SERVER && meta.range_pushes_size() > 0) {
     // Only ranges of this job, and each once: a report is bounded by the ranges.
     std::map<size_t, uint64_t> pushes;
-    const auto ranges = static_cast<size_t>(view_.ranges_size());
+    const auto ranges = static_cast<size_t>(cluster_.view.ranges_size());
     for (const proto::RangePushes& entry : meta.range_pushes()) {
       if (entry.range() < ranges) pushes[entry.range()] = entry.pushes();
     }
     if (!pushes.empty()) {
-      Member& reporting = members_.at(meta.sender());
+      Member& reporting = cluster_.members.at(meta.sender());
       reporting.range_pushes = std::move(pushes);
       reporting.range_pushes_at = MonotonicSeconds();
     }
@@ -642,11 +600,11 @@ void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
 }
 
 void Scheduler::OnViewRequest(const proto::Meta& meta) {
-  if (!published_) return;
+  if (!cluster_.published) return;
   Message reply = ControlMessage(proto::VIEW);
-  *reply.meta.mutable_view() = view_;
+  *reply.meta.mutable_view() = cluster_.view;
   SendTo(meta.sender(), reply);
-  members_.at(meta.sender()).view_epoch = view_.epoch();
+  cluster_.members.at(meta.sender()).view_epoch = cluster_.view.epoch();
 }
 
 void Scheduler::OnWorkerDone(const proto::Meta& meta, const Member& member) {
@@ -654,7 +612,7 @@ void Scheduler::OnWorkerDone(const proto::Meta& meta, const Member& member) {
     LOG(WARNING) << "ignored WORKER_DONE from node " << meta.sender() << ": not a worker";
     return;
   }
-  done_[meta.sender()] = meta.error();
+  cluster_.done[meta.sender()] = meta.error();
   LOG(INFO) << "worker " << member.info.rank() << " done"
             << (meta.error().empty() ? "" : ": " + meta.error());
   changed_.notify_all();
@@ -668,8 +626,9 @@ void Scheduler::OnCheckpoint(const proto::Meta& meta, const Member& member) {
   // Before its first view (a restarted scheduler hearing from its nodes
   // again) the cluster is not whole: the request waits for the view.
   checkpoints_->OnWorker(meta.sender(), member.info.rank(), meta,
-                         published_ ? Live(proto::WORKER) : std::set<int>(),
-                         published_ ? Live(proto::SERVER) : std::set<int>(), num_servers_);
+                         cluster_.published ? Live(proto::WORKER) : std::set<int>(),
+                         cluster_.published ? Live(proto::SERVER) : std::set<int>(),
+                         cluster_.num_servers);
 }
 
 void Scheduler::OnOrphans(const proto::Meta& meta, const Member& member) {
@@ -684,9 +643,9 @@ void Scheduler::OnReplicaSync(const proto::Meta& meta, const Member& member) {
   const bool precopy = meta.shard().precopy();
   try {
     if (precopy) {
-      chains_.Precopied(meta.shard().range(), member.info.rank());
+      cluster_.chains.Precopied(meta.shard().range(), member.info.rank());
     } else {
-      chains_.Synced(meta.shard().range(), member.info.rank());
+      cluster_.chains.Synced(meta.shard().range(), member.info.rank());
     }
   } catch (const Error& e) {
     Reject(meta, e.what());
@@ -698,7 +657,7 @@ void Scheduler::OnReplicaSync(const proto::Meta& meta, const Member& member) {
     // The nodes' views no longer mark it copying: a scheduler started again
     // takes the chains from those views, and must count it as a replica.
     PublishView();
-    AdvanceMoves();
+    resharding_.AdvanceMoves();
   }
 }
 

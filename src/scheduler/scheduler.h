@@ -18,8 +18,9 @@
 // ranges' replica chains), CheckpointCoordinator, Preemption, BarrierTable,
 // OrphanedShares (a departed worker's share of an epoch), JobProgress,
 // MembershipLog. Each is given the part of the scheduler's state it reads and
-// changes, is called under the scheduler's lock, and calls nothing of the
-// scheduler but the functions it is given.
+// changes (Registration, Departures and Resharding share one ClusterState),
+// is called under the scheduler's lock, and calls nothing of the scheduler
+// but the functions it is given.
 //
 // Thread-safe: its methods may be called from any thread.
 #ifndef KEEL_SCHEDULER_SCHEDULER_H_
@@ -41,6 +42,7 @@
 #include "kv/van.h"
 #include "scheduler/barriers.h"
 #include "scheduler/checkpoint_coordinator.h"
+#include "scheduler/cluster_state.h"
 #include "scheduler/control_replies.h"
 #include "scheduler/departures.h"
 #include "scheduler/job_progress.h"
@@ -246,9 +248,6 @@ class Scheduler {
   void OnOrphans(const proto::Meta& meta, const Member& member);
   void OnReplicaSync(const proto::Meta& meta, const Member& member);
   void OnSnapshot(const proto::Meta& meta, const Member& member);
-  // DRAIN from `message`'s sender (an admin client: no member); answered on
-  // its connection.
-  void OnDrainRequest(const Message& message);
   // A worker's progress (with a heartbeat, or PROGRESS): into progress_, or
   // rejected with the reason.
   void OnProgress(const proto::Meta& meta, const Member& member);
@@ -291,14 +290,6 @@ class Scheduler {
   void OnConnectionClosed(int id);
   void OnSuspectProbed(int id, const std::string& address, const AddressProbe& probe);
 
-  // Live resharding (Resharding; scheduler.cc).
-  // `loopback`: the request came from this host (without a cluster secret
-  // only such a request is taken).
-  std::string DrainLocked(int rank, const std::string& who, bool loopback);
-  // Resharding::AdvanceMoves, then a view if anything changed (the servers
-  // it released forgotten by the barriers and replies first).
-  void AdvanceMoves();
-
   // What follows any departure: barriers and checkpoints stop waiting for the
   // node, and a new view goes out.
   void AfterDeparture(int id);
@@ -309,24 +300,12 @@ class Scheduler {
   Van van_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  Members members_;
-  std::set<int> server_ranks_, worker_ranks_;  // ranks given out
-  // Servers expected in the view: the start's, plus those that joined, less
-  // those drained (a restarted scheduler takes the latest view's).
-  int num_servers_ = 0;
-  proto::ClusterView view_;
-  RangeChains chains_;
-  LostRanges lost_;  // ranges that lost every replica (marked in every view)
+  // The members, ranks, view and chains (Registration, Departures and
+  // Resharding are given it).
+  ClusterState cluster_;
   BarrierTable barriers_;
   ControlReplies replies_;  // awaited control requests taken, and their answers
   OrphanedShares shares_;
-  std::map<int, std::string> done_;      // worker node id -> error ("" on success)
-  bool published_ = false;               // a view has gone out
-  bool shut_down_ = false;               // SHUTDOWN went to every node: the job is over
-  std::map<int, std::string> removed_;   // nodes this scheduler removed from the view: why
-  std::map<int, double> server_vacant_;  // server rank -> when its server left
-  // Servers removed for silence whose process may come back with their copy.
-  FormerHolders former_holders_;
   bool stopping_ = false;
   Resharding resharding_;  // servers joining and drained; holds those being drained
   std::thread monitor_thread_;
