@@ -213,6 +213,7 @@ TEST_F(DataPlane, APushClaimingAWorkersIdFromAnotherConnectionIsRefused) {
   // only if it comes on that worker's own connection.
   Push(kKeys, {1.0f, 1.0f});  // SGD at rate 1 from 0.5: -0.5
   ConnectRaw();
+  const uint64_t resends_before = client().resends();
   const uint64_t refused_before = server_node_->rejected_data_messages();
   const uint64_t answered_before = Answered();
   // A sequence within the worker's window and large gradients: applied, they
@@ -227,10 +228,12 @@ TEST_F(DataPlane, APushClaimingAWorkersIdFromAnotherConnectionIsRefused) {
   EXPECT_EQ(server_node_->rejected_data_messages(), refused_before + 1);
   EXPECT_EQ(server_node_->misrouted_data_messages(), 1u);
   EXPECT_EQ(Pull(kKeys), (std::vector<float>{-0.5f, -0.5f}));  // unchanged
-  // The real worker's pushes are still applied, none taken for a repeat.
+  // The real worker's pushes are still applied, none taken for a repeat
+  // (only a copy the worker sent again itself, its answer late on a loaded
+  // machine, is one).
   Push(kKeys, {1.0f, 1.0f});
   EXPECT_EQ(Pull(kKeys), (std::vector<float>{-1.5f, -1.5f}));
-  EXPECT_EQ(server_->duplicate_pushes(), 0u);
+  EXPECT_LE(server_->duplicate_pushes(), client().resends() - resends_before);
 }
 
 TEST_F(DataPlane, TheViewListsEachMembersRouteDigestNotItsRoutingId) {
