@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -170,8 +172,9 @@ TEST_F(SecretVan, APeerWithoutTheKeyIsRefusedAndLoggedOnce) {
   EXPECT_EQ(refusals.lines().size(), 1u);
 }
 
-// A bare TCP connection to a node's port, closed without a word.
-void ConnectAndHangUp(const std::string& address) {
+// A bare TCP connection to a node's port, closed without a word after
+// `hold_s` seconds.
+void ConnectAndHangUp(const std::string& address, double hold_s = 0) {
   const auto [host, port] = ParseHostPort(address, "address");
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(fd, 0);
@@ -180,17 +183,23 @@ void ConnectAndHangUp(const std::string& address) {
   to.sin_port = htons(static_cast<uint16_t>(port));
   ASSERT_EQ(inet_pton(AF_INET, host.c_str(), &to.sin_addr), 1);
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0) << strerror(errno);
+  std::this_thread::sleep_for(std::chrono::duration<double>(hold_s));
   close(fd);
 }
 
 TEST_F(SecretVan, APeerThatHangsUpInTheHandshakeIsRefusedAndLoggedOnce) {
   LogLines refusals("refused a connection from 127.0.0.1: it hung up before completing");
   // As above: attacks until one refusal was logged with its address, then
-  // three more, each counted and none logged again.
+  // three more, each counted and none logged again. The address is read when
+  // the Van's monitor sees the connection accepted; a peer that hangs up at
+  // once can be gone by then on a loaded machine, so each attempt holds its
+  // connection open twice as long as the last (10 ms first, 1 s at most).
   int attempts = 0;
+  double hold_s = 0.01;
   while (refusals.lines().empty() && attempts < 20) {
     const uint64_t refused = van_->refused_connections();
-    ConnectAndHangUp(van_->address());
+    ConnectAndHangUp(van_->address(), hold_s);
+    hold_s = std::min(2 * hold_s, 1.0);
     ++attempts;
     ASSERT_TRUE(WaitFor([&] { return van_->refused_connections() > refused; }, 30))
         << "a connection that hung up in its handshake was not counted";

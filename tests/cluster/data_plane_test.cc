@@ -5,6 +5,7 @@
 // allocation, no state kept for departed workers. Outsiders' attacks come
 // from a raw ZeroMQ socket on loopback; a member lying about what it sends
 // (its role, its sequences) sends on its own connection (PushAs).
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
 
@@ -25,6 +26,7 @@
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
+#include "stall_meter.h"
 #include "test_util.h"
 
 namespace keel {
@@ -32,6 +34,7 @@ namespace {
 
 using testing::Contains;
 using testing::ErrorOf;
+using testing::StallMeter;
 using testing::WaitFor;
 
 constexpr uint32_t kTable = 0;        // declared: width 1, rows start at 0.5
@@ -210,6 +213,7 @@ TEST_F(DataPlane, APushClaimingAWorkersIdFromAnotherConnectionIsRefused) {
   // only if it comes on that worker's own connection.
   Push(kKeys, {1.0f, 1.0f});  // SGD at rate 1 from 0.5: -0.5
   ConnectRaw();
+  const uint64_t resends_before = client().resends();
   const uint64_t refused_before = server_node_->rejected_data_messages();
   const uint64_t answered_before = Answered();
   // A sequence within the worker's window and large gradients: applied, they
@@ -224,10 +228,12 @@ TEST_F(DataPlane, APushClaimingAWorkersIdFromAnotherConnectionIsRefused) {
   EXPECT_EQ(server_node_->rejected_data_messages(), refused_before + 1);
   EXPECT_EQ(server_node_->misrouted_data_messages(), 1u);
   EXPECT_EQ(Pull(kKeys), (std::vector<float>{-0.5f, -0.5f}));  // unchanged
-  // The real worker's pushes are still applied, none taken for a repeat.
+  // The real worker's pushes are still applied, none taken for a repeat
+  // (only a copy the worker sent again itself, its answer late on a loaded
+  // machine, is one).
   Push(kKeys, {1.0f, 1.0f});
   EXPECT_EQ(Pull(kKeys), (std::vector<float>{-1.5f, -1.5f}));
-  EXPECT_EQ(server_->duplicate_pushes(), 0u);
+  EXPECT_LE(server_->duplicate_pushes(), client().resends() - resends_before);
 }
 
 TEST_F(DataPlane, TheViewListsEachMembersRouteDigestNotItsRoutingId) {
@@ -357,18 +363,36 @@ TEST_F(DataPlaneQueued, RequestsQueuedBehindSlowOnesAreNotResentWhileAnswersArri
   // answer restarts the wait of the parts sent after it (queued behind it),
   // so none is resent, where a wait timed from each part's own send resent
   // at least the seven answered after 30 ms.
-  const uint64_t resends_before = client().resends();
-  std::vector<KVWorker::Handle> pushes;
-  std::vector<Key> slow;
-  for (uint64_t f = kSlowFeatures; f < kSlowFeatures + 10; ++f) {
-    slow.push_back(MixKey(f));
-    pushes.push_back(client().Push(SharedArray<const Key>(std::vector<Key>{slow.back()}),
-                                   SharedArray<const float>(std::vector<float>{1.0f}), 1));
+  // The premise is a process that runs on time: one stall longer than the
+  // 20 ms of slack delays every answer queued behind it past its wait. A
+  // round with more resends is judged only if the process did not stall;
+  // otherwise it runs again, with new rows.
+  constexpr double kSlackS = 0.02;
+  constexpr int kRounds = 5;
+  StallMeter meter;
+  for (int round = 0; round < kRounds; ++round) {
+    meter.Reset();
+    const uint64_t resends_before = client().resends();
+    std::vector<KVWorker::Handle> pushes;
+    std::vector<Key> slow;
+    for (uint64_t f = kSlowFeatures + 10 * round; f < kSlowFeatures + 10 * (round + 1); ++f) {
+      slow.push_back(MixKey(f));
+      pushes.push_back(client().Push(SharedArray<const Key>(std::vector<Key>{slow.back()}),
+                                     SharedArray<const float>(std::vector<float>{1.0f}), 1));
+    }
+    for (const KVWorker::Handle push : pushes) client().Wait(push, 10);
+    const uint64_t resent = client().resends() - resends_before;
+    const double stall = meter.worst_s();
+    for (const Key key : slow) EXPECT_EQ(Pull({key}), (std::vector<float>{-0.5f})) << key;
+    // A loaded machine may still stall an answer past the wait once or twice.
+    if (resent <= 2) return;
+    ASSERT_GT(stall, kSlackS) << resent << " of 10 parts resent while the process ran on time "
+                              << "(it stalled " << stall << " s at most)";
+    LOG(WARNING) << "round " << round << ": " << resent << " of 10 parts resent; "
+                 << meter.Describe("answers within the 20 ms of slack") << "; again";
   }
-  for (const KVWorker::Handle push : pushes) client().Wait(push, 10);
-  // A loaded machine may still stall an answer past the wait once or twice.
-  EXPECT_LE(client().resends() - resends_before, 2u);
-  for (const Key key : slow) EXPECT_EQ(Pull({key}), (std::vector<float>{-0.5f})) << key;
+  GTEST_SKIP() << "every one of " << kRounds
+               << " rounds: " << meter.Describe("answers within the 20 ms of slack of the wait");
 }
 
 }  // namespace

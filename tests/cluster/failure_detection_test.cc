@@ -4,6 +4,7 @@
 // but which still answers stays. (A stopped process, whose connections stay
 // open, is found by heartbeats: tests/process/failure_detection_process_test.cc.)
 #include <arpa/inet.h>
+#include <glog/logging.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -26,6 +27,7 @@
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
 #include "server/kv_server.h"
+#include "stall_meter.h"
 #include "test_util.h"
 
 namespace keel {
@@ -190,12 +192,22 @@ class FailureDetection : public ::testing::Test {
   // Holds every heartbeat through `relay` for 2.5 heartbeat timeouts: the
   // scheduler has one deaf spell, and removes no node, though they were
   // silent (once heard again, each node has a whole timeout for its held
-  // heartbeats).
+  // heartbeats). A stall of this process near half the timeout is a deaf
+  // spell of its own (the scheduler then hears no one either): the count is
+  // exactly one only when the process ran on time; none is removed either way.
   void HoldForADeafSpellAndExpectNoneRemoved(TcpRelay& relay) {
     relay.Hold(true);
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // 2.5 heartbeat timeouts
     relay.Hold(false);
-    EXPECT_EQ(scheduler_->status().deaf_spells, 1u);
+    const uint64_t deaf_spells = scheduler_->status().deaf_spells;
+    EXPECT_GE(deaf_spells, 1u);
+    if (stall_meter_.worst_s() < kTolerableStallS) {
+      EXPECT_EQ(deaf_spells, 1u) << "the process stalled " << stall_meter_.worst_s()
+                                 << " s at most";
+    } else if (deaf_spells != 1) {
+      LOG(WARNING) << deaf_spells << " deaf spells, not judged: "
+                   << stall_meter_.Describe("no deaf spell but the one held");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     EXPECT_EQ(scheduler_->status().departures, 0u);
     EXPECT_TRUE(testing::EventsNamed(membership_log_, "leave").empty())
@@ -253,6 +265,12 @@ class FailureDetection : public ::testing::Test {
     return false;
   }
 
+  // A stall shorter than this (half the 1 s heartbeat timeout of the
+  // scheduler behind a relay, less two of the nodes' 0.1 s heartbeat
+  // intervals) cannot make the scheduler hear too few of its nodes.
+  static constexpr double kTolerableStallS = 0.3;
+  // From before the scheduler starts: how late the process ran.
+  testing::StallMeter stall_meter_;
   std::optional<ClusterSecret> secret_;  // none: plain TCP
   const testing::TempFolder folder_{"detection"};
   const std::string membership_log_ = folder_.path() + "/membership.jsonl";
@@ -335,7 +353,11 @@ TEST_F(FailureDetection, ANodeCutOffWhileTheOthersAreHeardLeavesAtTheHeartbeatTi
   relay->Hold(true);
   EXPECT_TRUE(WaitFor([&] { return !InView(worker_id); }, 10));
   relay->Hold(false);
-  EXPECT_EQ(scheduler_->status().deaf_spells, 0u);
+  // A stall of the process near half the timeout is a deaf spell too.
+  if (stall_meter_.worst_s() < kTolerableStallS) {
+    EXPECT_EQ(scheduler_->status().deaf_spells, 0u)
+        << "the process stalled " << stall_meter_.worst_s() << " s at most";
+  }
   auto leaves = testing::EventsNamed(membership_log_, "leave");
   ASSERT_EQ(leaves.size(), 1u) << testing::ReadFileOrEmpty(membership_log_);
   EXPECT_EQ(leaves[0]["role"], "worker");
