@@ -25,6 +25,12 @@ if [ ! -f "$work/data/oracle.json" ]; then
   step_done
 fi
 
+# Each run is a new job: the checkpoints of the run before are its own, and a
+# new job refuses a folder holding another job's (--resume=latest goes on).
+if [ -d "$work/checkpoints" ]; then
+  echo "removing the previous run's checkpoints in $work/checkpoints"
+  rm -rf "$work/checkpoints"
+fi
 step "training a linear learner on 2 servers and 2 workers (local processes)"
 build/keel launch --servers=2 --workers=2 --flagfile=configs/linear_learner.flags \
   --train="$work/data/train" --validation="$work/data/validation" --test="$work/data/test" \

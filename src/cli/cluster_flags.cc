@@ -89,6 +89,11 @@ DEFINE_int32(checkpoint_full_every, 10,
 DEFINE_string(resume, "",
               "scheduler: resume from a checkpoint: latest (in --checkpoint_uri), a checkpoint's "
               "URI, or a checkpoint store's URI (its LATEST)");
+DEFINE_bool(takes_over_job, false,
+            "scheduler: this scheduler replaces one that died while its job's nodes run on (keel "
+            "launch sets it when a fault restarts the scheduler): the checkpoints in "
+            "--checkpoint_uri are the job's own. Without it (or --resume from that store), a "
+            "store holding committed checkpoints is refused as an earlier job's");
 DEFINE_double(preemption_grace, 90,
               "seconds a preempted job (SIGTERM to any of its processes or to keel launch) waits "
               "for its preemption checkpoint to commit before it exits without one (status 75)");
@@ -138,7 +143,7 @@ std::vector<FlagGroup> ClusterFlagGroups() {
       {"scheduler",
        {"num_servers", "num_workers", "heartbeat_timeout", "detect_closed_connections",
         "worker_replace_timeout", "replication", "allow_data_loss", "rebuild_wait", "key_ranges",
-        "membership_log", "port_file", "connect_timeout", "progress_records"}},
+        "membership_log", "port_file", "connect_timeout", "progress_records", "takes_over_job"}},
       {"checkpoints",
        {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "checkpoint_delta",
         "checkpoint_full_every", "resume", "preemption_grace"}},
@@ -309,6 +314,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.checkpoint.delta = FLAGS_checkpoint_delta;
   options.checkpoint.full_every = FLAGS_checkpoint_full_every;
   options.checkpoint.resume = FLAGS_resume;
+  options.checkpoint.takes_over = FLAGS_takes_over_job;
   options.connect_timeout_s = FLAGS_connect_timeout;
   options.faults = TransportFaultsFromFlags();
   options.preemption_grace_s = FLAGS_preemption_grace;

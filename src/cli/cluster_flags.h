@@ -42,6 +42,7 @@ DECLARE_string(membership_log);
 DECLARE_string(checkpoint_uri);
 DECLARE_int32(checkpoint_every);
 DECLARE_int32(keep_checkpoints);
+DECLARE_bool(takes_over_job);
 DECLARE_bool(checkpoint_delta);
 DECLARE_int32(checkpoint_full_every);
 DECLARE_string(resume);

@@ -31,15 +31,22 @@ class FileStorage : public Storage {
                  const std::function<void(const PieceSink&)>& produce) override {
     const std::string path = PathOf(key);
     const std::string folder = ParentFolder(path);
-    try {
-      MakeDirectories(folder);
-    } catch (const Error& error) {
-      throw MakeError(UriOf(key), ": ", error.what());
-    }
+    auto make_folder = [&] {
+      try {
+        MakeDirectories(folder);
+      } catch (const Error& error) {
+        throw MakeError(UriOf(key), ": ", error.what());
+      }
+    };
+    make_folder();
     static std::atomic<uint64_t> counter{0};
     const std::string temp = folder + "/" + kTempPrefix + path.substr(folder.size() + 1) + "-" +
                              std::to_string(getpid()) + "-" + std::to_string(counter++);
-    const int descriptor = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int descriptor = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (descriptor < 0 && errno == ENOENT) {
+      make_folder();  // a Delete of the folder's last object removed it meanwhile
+      descriptor = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
     if (descriptor < 0) {
       throw MakeError(UriOf(key), ": cannot create ", temp, ": ", ErrnoText(errno));
     }
@@ -91,10 +98,17 @@ class FileStorage : public Storage {
     return objects;
   }
 
+  // As in an object store, a folder is there while it holds objects: the
+  // folders the object's deletion leaves empty go with it (a folder another
+  // writer fills meanwhile stays: rmdir refuses a folder that is not empty).
   void Delete(const std::string& key) override {
     const std::string path = PathOf(key);
     if (unlink(path.c_str()) != 0 && errno != ENOENT) {
       throw MakeError(UriOf(key), ": cannot delete: ", ErrnoText(errno));
+    }
+    for (std::string folder = ParentFolder(path); folder.size() > root_.size();
+         folder = ParentFolder(folder)) {
+      if (rmdir(folder.c_str()) != 0) break;
     }
   }
 

@@ -46,6 +46,8 @@ std::string StartLocalScheduler(const LocalCluster& cluster, const std::string& 
   for (std::string& arg : argv) {
     if (arg.rfind("--port_file=", 0) == 0) arg = "--port=" + port;
   }
+  // It takes over the running job: the checkpoints it finds are the job's.
+  argv.push_back("--takes_over_job");
   group->SetRespawnArguments("scheduler", argv);
   return "127.0.0.1:" + port;
 }

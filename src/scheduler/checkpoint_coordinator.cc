@@ -55,9 +55,21 @@ CheckpointCoordinator::CheckpointCoordinator(CheckpointOptions options, Send sen
   if (enabled()) {
     store_ = std::make_unique<CheckpointStore>(options_.uri);
     const std::string latest = store_->Latest();
+    if (resume_uri_ != options_.uri && !options_.takes_over) RefuseEarlierJobs();
     if (latest > last_committed_) last_committed_ = latest;
     commit_thread_ = std::thread([this] { CommitLoop(); });
   }
+}
+
+void CheckpointCoordinator::RefuseEarlierJobs() {
+  const std::vector<std::string> committed = store_->Committed();
+  if (committed.empty()) return;
+  throw MakeError("--checkpoint_uri ", options_.uri, " holds ", committed.size(),
+                  " checkpoint(s) of an earlier job (the latest ", committed.back(),
+                  "), and this job does not resume from them: its own would mix with them. "
+                  "Go on from them with --resume=latest, or give this job a folder of its own "
+                  "(`keel checkpoint ls ",
+                  options_.uri, "` lists them)");
 }
 
 CheckpointCoordinator::~CheckpointCoordinator() {

@@ -51,6 +51,11 @@ struct CheckpointOptions {
   // changed since the previous one, and a full one every `full_every`.
   bool delta = false;
   int full_every = 10;
+  // This scheduler takes over a running job from one that died (its nodes
+  // run on): the checkpoints already in `uri` are the job's own. Without it,
+  // a job that does not resume from `uri` refuses a store holding committed
+  // checkpoints: they are an earlier job's.
+  bool takes_over = false;
 };
 
 // What checkpoints did so far, for metrics.
@@ -73,6 +78,11 @@ class CheckpointCoordinator {
 
   // Resolves and verifies the checkpoint to resume from, if any: throws Error
   // naming the file and the failed check (and the previous good checkpoint).
+  // Throws Error too if `options.uri` holds committed checkpoints that are not
+  // this job's: it neither resumes from that store nor takes over a running
+  // job (CheckpointOptions::takes_over). Their names would mix with this
+  // job's: --keep_checkpoints would prune this job's as the oldest, and LATEST
+  // and a replaced server's restore would name the earlier job's.
   CheckpointCoordinator(CheckpointOptions options, Send send, Committed committed);
   ~CheckpointCoordinator();
 
@@ -112,6 +122,10 @@ class CheckpointCoordinator {
   void set_timeline(TimelineWriter* timeline) { timeline_ = timeline; }
 
  private:
+  // Throws the Error the constructor's comment describes if the store holds
+  // committed checkpoints.
+  void RefuseEarlierJobs();
+
   struct Ready {
     proto::WorkerCursor cursor;
     uint64_t sequence = 0;

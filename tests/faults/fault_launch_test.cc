@@ -45,16 +45,17 @@ double TimeOf(const Event& event) { return std::stod(event.at("t")); }
 // its schedule; the event log goes to events.jsonl and the membership log to
 // membership.jsonl in `folder`. Bounded by `timeout_s`.
 testing::Exit LaunchReplicatedJob(const std::string& folder, int epochs, const std::string& faults,
-                                  double timeout_s) {
-  return testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
-       "--job=linear_learner", "--epochs=" + std::to_string(epochs), "--mini_batch_size=100",
-       "--early_stopping_patience=100", "--train=" + folder + "/train",
-       "--validation=" + folder + "/validation", "--model_dir=" + folder + "/model",
-       "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--request_timeout_ms=200",
-       "--faults=" + faults, "--event_log=" + folder + "/events.jsonl",
-       "--membership_log=" + folder + "/membership.jsonl", "--verbose"},
-      timeout_s);
+                                  double timeout_s, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> argv = {
+      KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1",
+      "--job=linear_learner", "--epochs=" + std::to_string(epochs), "--mini_batch_size=100",
+      "--early_stopping_patience=100", "--train=" + folder + "/train",
+      "--validation=" + folder + "/validation", "--model_dir=" + folder + "/model",
+      "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--request_timeout_ms=200",
+      "--faults=" + faults, "--event_log=" + folder + "/events.jsonl",
+      "--membership_log=" + folder + "/membership.jsonl", "--verbose"};
+  argv.insert(argv.end(), more.begin(), more.end());
+  return testing::Run(argv, timeout_s);
 }
 
 // A job of one worker at staleness 0 on 2 servers (3 epochs, Adam), reading
@@ -100,9 +101,9 @@ class FaultLaunch : public testing::TempFolderTest {
   // GenerateData, then LaunchReplicatedJob in folder_ (`exit`), which must
   // end, and succeed.
   void RunReplicatedJob(int epochs, const std::string& faults, double timeout_s,
-                        testing::Exit* exit) {
+                        testing::Exit* exit, const std::vector<std::string>& more = {}) {
     ASSERT_NO_FATAL_FAILURE(GenerateData());
-    *exit = LaunchReplicatedJob(folder_, epochs, faults, timeout_s);
+    *exit = LaunchReplicatedJob(folder_, epochs, faults, timeout_s, more);
     ASSERT_TRUE(exit->finished) << exit->output;
     EXPECT_EQ(exit->code, 0) << exit->output;
   }
@@ -249,10 +250,15 @@ TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
   ExpectEveryEpochReadEveryExample(exit, 20);
 }
 
+// With checkpoints: the restarted scheduler takes over the job's store (the
+// checkpoints there are its job's, not an earlier job's) and goes on writing
+// to it, to the final checkpoint.
 TEST_F(FaultLaunch, ASchedulerKilledAndRestartedByTheScheduleComesBackAndTheJobFinishes) {
   testing::Exit exit;
-  ASSERT_NO_FATAL_FAILURE(
-      RunReplicatedJob(10, "kill:scheduler@2s,restart:scheduler@3s", 180, &exit));
+  const std::string store = "file://" + folder_ + "/ckpt";
+  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(10, "kill:scheduler@2s,restart:scheduler@3s", 180,
+                                           &exit, {"--checkpoint_uri=" + store}));
+  EXPECT_EQ(CheckpointStore(store).Latest(), CheckpointId(11, 0)) << exit.output;
   const std::string text = EventsText();
   const std::vector<Event> events = Events();
   const int kill = Find(events, "kill", "scheduler");

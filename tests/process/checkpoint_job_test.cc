@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -263,6 +265,26 @@ TEST_F(CheckpointJob, KeepCheckpointsLeavesTheNewestAndLsMarksLatest) {
   EXPECT_EQ(ls.code, 0);
   EXPECT_TRUE(Contains(ls.output, kept.back() + "  epoch 6 minibatch 0")) << ls.output;
   EXPECT_TRUE(Contains(ls.output, "final  LATEST")) << ls.output;
+  // The pruned checkpoints left no folder behind.
+  std::vector<std::string> folders;
+  for (const auto& entry : std::filesystem::directory_iterator(folder_ + "/ckpt")) {
+    if (entry.is_directory()) folders.push_back(entry.path().filename().string());
+  }
+  std::sort(folders.begin(), folders.end());
+  EXPECT_EQ(folders, kept);
+
+  // The same command again is a new job on this job's store: refused before
+  // it trains, naming the store, its latest and --resume; the store is as it was.
+  const auto again =
+      Run(With(Job(2, 1, "again"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=100",
+                                    "--keep_checkpoints=2"}));
+  EXPECT_TRUE(again.finished && again.code != 0) << again.output;
+  EXPECT_TRUE(Contains(again.output, Store("ckpt") + " holds 2 checkpoint(s) of an earlier job"))
+      << again.output;
+  EXPECT_TRUE(Contains(again.output, "the latest " + kept.back())) << again.output;
+  EXPECT_TRUE(Contains(again.output, "--resume=latest")) << again.output;
+  EXPECT_EQ(store.Committed(), kept);
+  EXPECT_EQ(store.Latest(), kept.back());
 }
 
 // A checkpoint inside an epoch resumes on another number of workers: the

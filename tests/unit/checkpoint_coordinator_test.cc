@@ -286,5 +286,36 @@ TEST_F(DeltaCheckpoint, ADeltaCommitsAfterItsBaseAndIsAbandonedWithIt) {
   EXPECT_EQ(final_base(), CheckpointId(9, 500));
 }
 
+// A new job on a store holding another job's committed checkpoints would mix
+// its checkpoints with them (pruned as the oldest, LATEST naming the earlier
+// job's): refused, naming the store, the latest and --resume. A scheduler
+// that takes over the running job (restarted) takes them as its own.
+TEST_F(PreemptionCheckpoint, ANewJobRefusesAStoreHoldingAnEarlierJobsCheckpoints) {
+  coordinator_.Preempt();
+  Stop(1, 37, /*preempt=*/true);
+  Stop(2, 35, /*preempt=*/true);
+  const std::string id = CheckpointId(2, 37);
+  ServerCopies(id);
+  ServerWrites(id);
+  AwaitCommit(id);
+
+  CheckpointOptions options = Options(false);
+  options.uri = "file://" + folder_ + "/ckpt";
+  auto make = [&] {
+    CheckpointCoordinator next(options, [](int, Message&) {}, [](const std::string&, const std::string&) {});
+  };
+  const std::string error = testing::ErrorOf(make);
+  EXPECT_TRUE(testing::Contains(error, options.uri + " holds 1 checkpoint(s) of an earlier job")) << error;
+  EXPECT_TRUE(testing::Contains(error, "the latest " + id)) << error;
+  EXPECT_TRUE(testing::Contains(error, "--resume=latest")) << error;
+
+  options.takes_over = true;
+  EXPECT_NO_THROW(make());
+
+  options.takes_over = false;
+  options.uri = "file://" + folder_ + "/other";  // a store of its own
+  EXPECT_NO_THROW(make());
+}
+
 }  // namespace
 }  // namespace keel

@@ -3,6 +3,7 @@
 #include "io/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -335,6 +336,11 @@ TEST_F(CheckpointStoreTest, PruneKeepsTheNewestAndDropsOlderIncompleteOnes) {
             (std::vector<std::string>{"ckpt-000001-000000020", "ckpt-000001-000000030"}));
   EXPECT_EQ(store.Incomplete(), std::vector<std::string>{"ckpt-000001-000000040"});
   EXPECT_TRUE(store.Prune(0).empty());
+  // A deleted checkpoint leaves no folder behind.
+  for (const char* gone : {"ckpt-000001-000000010", "ckpt-000001-000000015"}) {
+    EXPECT_FALSE(access((folder_ + "/" + gone).c_str(), F_OK) == 0) << gone;
+  }
+  EXPECT_TRUE(access((folder_ + "/ckpt-000001-000000020").c_str(), F_OK) == 0);
 }
 
 TEST_F(CheckpointStoreTest, ADeltaChainIsReadVerifiedAndKeptWhole) {
