@@ -5,6 +5,7 @@
 #ifndef KEEL_BASE_UTF8_H_
 #define KEEL_BASE_UTF8_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,10 @@ bool IsValidUtf8(std::string_view text);
 // written as the four characters \xNN (upper-case hex); valid text comes back
 // unchanged. The result is always valid UTF-8 and still names the bytes.
 std::string ValidUtf8(std::string_view text);
+
+// Appends code point `code` (at most U+10FFFF; the caller checks) to `out`
+// as UTF-8.
+void AppendUtf8(uint32_t code, std::string* out);
 
 }  // namespace keel
 

@@ -45,5 +45,12 @@ TEST(ValidUtf8, AReportOfBinaryJunkSurvivesTheWire) {
   EXPECT_EQ(received.meta.error(), "train.libsvm:2: missing label: feature '\\xFF\\xFE:\\x80'");
 }
 
+TEST(AppendUtf8, WritesEachLengthOfSequence) {
+  std::string out;
+  for (uint32_t code : {0x24u, 0xA2u, 0x20ACu, 0x10348u, 0x10FFFFu}) AppendUtf8(code, &out);
+  EXPECT_EQ(out, "$\xC2\xA2\xE2\x82\xAC\xF0\x90\x8D\x88\xF4\x8F\xBF\xBF");
+  EXPECT_TRUE(IsValidUtf8(out));
+}
+
 }  // namespace
 }  // namespace keel
