@@ -12,6 +12,7 @@
 
 #include "base/binary.h"
 #include "base/checksum.h"
+#include "base/piece_writer.h"
 #include "base/error.h"
 
 namespace keel {
@@ -218,52 +219,6 @@ void ReadSnapshotBody(ByteReader* in, ServerSnapshot* snapshot, std::vector<Tabl
     throw in->ErrorAt(in->offset(), in->remaining(), " unexpected bytes after the last table");
   }
 }
-
-// Bytes to a sink through a buffer of about 1 MiB, checksummed as they go; a
-// large array goes to the sink as it is.
-class PieceWriter {
- public:
-  explicit PieceWriter(const Storage::PieceSink& sink) : sink_(sink) { buffer_.reserve(kBuffer); }
-
-  template <typename T>
-  void Put(const T& value) {
-    Bytes(&value, sizeof(T));
-  }
-  void Bytes(const void* data, size_t size) {
-    if (size == 0) return;
-    if (buffer_.size() + size <= kBuffer) {
-      buffer_.append(static_cast<const char*>(data), size);
-      return;
-    }
-    Flush();
-    if (size < kBuffer) {
-      buffer_.append(static_cast<const char*>(data), size);
-      return;
-    }
-    checksum_.Add(data, size);
-    sink_(std::string_view(static_cast<const char*>(data), size));
-  }
-  // Appends the checksum of everything before it, flushes, and returns it.
-  uint64_t Finish() {
-    Flush();
-    const uint64_t sum = checksum_.value();
-    sink_(std::string_view(reinterpret_cast<const char*>(&sum), sizeof(sum)));
-    return sum;
-  }
-
- private:
-  static constexpr size_t kBuffer = size_t{1} << 20;
-  void Flush() {
-    if (buffer_.empty()) return;
-    checksum_.Add(buffer_.data(), buffer_.size());
-    sink_(buffer_);
-    buffer_.clear();
-  }
-
-  const Storage::PieceSink& sink_;
-  std::string buffer_;
-  Checksum64 checksum_;
-};
 
 // Sorts `table`'s rows by key: the order of the rows as an array of `Index`,
 // then each cycle of that permutation moved in place.

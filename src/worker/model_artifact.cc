@@ -7,6 +7,7 @@
 #include "base/binary.h"
 #include "base/checksum.h"
 #include "base/error.h"
+#include "base/piece_writer.h"
 
 namespace keel {
 namespace {
@@ -132,18 +133,8 @@ EncodedModelFile EncodeModelArtifact(const ModelArtifact& model,
     throw MakeError("model artifact: ", model.weights.size(), " weights for ",
                     model.features.size(), " features of width ", width);
   }
-  // Pieces of about kPieceBytes: the file is never whole in memory.
-  constexpr size_t kPieceBytes = size_t{8} << 20;
-  EncodedModelFile file;
-  Checksum64 checksum;
-  ByteWriter writer;
-  writer.Reserve(kPieceBytes + 64 + sizeof(float) * width);
-  const auto hand_over = [&] {
-    checksum.Add(writer.out().data(), writer.out().size());
-    file.bytes += writer.out().size();
-    sink(writer.out());
-    writer.out().clear();
-  };
+  // Pieces of about 8 MiB: the file is never whole in memory.
+  PieceWriter writer(sink, size_t{8} << 20);
   writer.Bytes(kMagic, sizeof(kMagic));
   writer.Put<uint32_t>(kModelFormatVersion);
   writer.Put<uint32_t>(static_cast<uint32_t>(h.job));
@@ -157,15 +148,14 @@ EncodedModelFile EncodeModelArtifact(const ModelArtifact& model,
   for (size_t i = 0; i < model.features.size(); ++i) {
     writer.Put<uint64_t>(model.features[i]);
     writer.Bytes(model.weights.data() + i * width, sizeof(float) * width);
-    if (writer.out().size() >= kPieceBytes) hand_over();
   }
   writer.Bytes(model.bias.data(), sizeof(float) * model.bias.size());
-  hand_over();
   // The file ends with the checksum of every byte before it; the manifest's
   // checksum (file.checksum) runs on over those last 8 bytes.
-  writer.Put<uint64_t>(checksum.value());
-  hand_over();
-  file.checksum = checksum.value();
+  writer.Finish();
+  EncodedModelFile file;
+  file.bytes = writer.bytes();
+  file.checksum = writer.checksum();
   return file;
 }
 
