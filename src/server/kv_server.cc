@@ -110,7 +110,7 @@ void KVServer::Handle(Message&& message) {
   const int worker = direct ? meta.sender() : meta.origin();
   const int64_t clock = meta.clock();
   const bool applied = requests_->ServeObserved(std::move(message), 0, arrived);
-  ForgetExpiredDepartures();
+  ForgetExpiredDepartures(node_->view().get());
   CountRememberedSenders();
   if (push) PublishSizes();  // only pushes make rows (or wait for a range's copy)
   if (applied && slot && clock > 0) {
@@ -177,9 +177,9 @@ void KVServer::OnView(const proto::ClusterView& view) {
   if (ranges) chain_->UpdateShards(view, *ranges, first_view);
   snapshots_->RestoreOnce(view);
   const std::set<int> workers = UpdateMembers(view);
-  ForgetDeparted(view);
+  ForgetDeparted();
   next_departure_check_ = 0;
-  ForgetExpiredDepartures();  // and drops the departures whose records went
+  ForgetExpiredDepartures(&view);
   if (ranges) chain_->AskForRanges(*ranges);
   gate_.RemoveMissing(workers);
   requests_->RefuseParkedOfLeavers();
@@ -188,31 +188,21 @@ void KVServer::OnView(const proto::ClusterView& view) {
   PublishSizes();
 }
 
-void KVServer::ForgetDeparted(const proto::ClusterView& view) {
+void KVServer::ForgetDeparted() {
   const double now = MonotonicSeconds();
   for (auto it = departed_at_.begin(); it != departed_at_.end();) {
     it = state_.members.count(it->first) ? departed_at_.erase(it) : std::next(it);
   }
-  // Drops the windows of senders gone from the view; of workers' pushes
-  // (`grace`) only once gone for the grace period.
-  auto forget = [&](std::unordered_map<int, DedupeWindow>& windows, bool grace) {
-    for (auto it = windows.begin(); it != windows.end();) {
-      const int sender = it->first;
-      if (state_.members.count(sender)) {
-        ++it;
-        continue;
-      }
-      const double since = departed_at_.emplace(sender, now).first->second;
-      it = grace && now - since < departed_grace_s_ ? std::next(it) : windows.erase(it);
-    }
-  };
-  forget(clocks_applied_, /*grace=*/false);
+  // CLOCK records go at once (their sender is refused once it is not a
+  // member); a departed worker's push records are only noted here, and go in
+  // ForgetExpiredDepartures once the grace period is over.
+  for (auto it = clocks_applied_.begin(); it != clocks_applied_.end();) {
+    it = state_.members.count(it->first) ? std::next(it) : clocks_applied_.erase(it);
+  }
   for (auto& [range, shard] : state_.shards) {
-    // A departed worker's pushes, applied here, may still be held by a
-    // replica waiting for the range's copy (or here, waiting for ours): the
-    // copy must carry their records, or the replica applies them again when
-    // it serves what it held. Kept until no replica of the range is copying.
-    if (!KeepsDepartedRecords(view, range, shard)) forget(shard.applied, /*grace=*/true);
+    for (const auto& [sender, window] : shard.applied) {
+      if (!state_.members.count(sender)) departed_at_.emplace(sender, now);
+    }
     shard.reads.ForgetWorkersUnless(
         [this](int worker) { return state_.members.count(worker) > 0; });
     // Pre-copies of servers that left: their deltas will not be asked for.
@@ -225,13 +215,12 @@ void KVServer::ForgetDeparted(const proto::ClusterView& view) {
   }
 }
 
-void KVServer::ForgetExpiredDepartures() {
+void KVServer::ForgetExpiredDepartures(const proto::ClusterView* view) {
   if (departed_at_.empty()) return;
   const double now = MonotonicSeconds();
   // At most about once a second between views: a request pays one clock read.
   if (now < next_departure_check_) return;
   next_departure_check_ = now + 1.0;
-  const std::shared_ptr<const proto::ClusterView> view = node_->view();
   for (auto it = departed_at_.begin(); it != departed_at_.end();) {
     const int sender = it->first;
     bool kept = false;

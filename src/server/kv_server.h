@@ -199,13 +199,15 @@ class KVServer {
   void OnView(const proto::ClusterView& view);
   // Records the view's members; returns its workers' node ids.
   std::set<int> UpdateMembers(const proto::ClusterView& view);
-  // Drops the dedupe windows and the pulls' versions of senders no longer in
-  // the view: a departed worker's push records once it has been gone
-  // departed_grace_s_ (see departed_at_).
-  void ForgetDeparted(const proto::ClusterView& view);
-  // Between views: drops the push records of workers gone longer than the
-  // grace (cheap while none is waiting).
-  void ForgetExpiredDepartures();
+  // Drops the CLOCK records, the pulls' versions and the pre-copies of
+  // senders no longer in the view, and notes when a worker with push records
+  // left (departed_at_): those go in ForgetExpiredDepartures.
+  void ForgetDeparted();
+  // Drops the push records of workers gone longer than departed_grace_s_,
+  // in each range that `view` (the latest; nullptr: none yet) does not need
+  // them in (KeepsDepartedRecords). Called on every view and, at most about
+  // once a second, between them (cheap while none is waiting).
+  void ForgetExpiredDepartures(const proto::ClusterView* view);
   // Updates remembered_senders() and remembered_readers().
   void CountRememberedSenders();
   // Takes table_sizes() and the replicas' readiness (serving(),
