@@ -318,10 +318,14 @@ void Node::SendAgainLocked(const proto::Meta& request) {
 
 void Node::Rejoin() {
   Message request = CommandMessage(proto::REGISTER);
+  bool again = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (rejoining_) return;
+    const double now = MonotonicSeconds();
+    if (rejoining_ && now - rejoin_sent_ < kRegisterResendS) return;
+    again = rejoining_;
     rejoining_ = true;
+    rejoin_sent_ = now;
     request.meta.set_sequence(NewRegisterNonceLocked());
   }
   request.meta.mutable_node()->set_role(options_.role);
@@ -333,7 +337,8 @@ void Node::Rejoin() {
     std::lock_guard<std::mutex> lock(mutex_);
     FillRejoinLocked(&request.meta);
   }
-  LOG(WARNING) << "the scheduler was restarted: registering again as node " << id_;
+  LOG(WARNING) << "the scheduler was restarted: registering again as node " << id_
+               << (again ? " (its previous REGISTER went unanswered)" : "");
   SendToScheduler(request);
 }
 

@@ -314,7 +314,11 @@ class Node {
   // Sends an awaited request to the scheduler again, as this node now. Holds
   // mutex_.
   void SendAgainLocked(const proto::Meta& request);
-  // A restarted scheduler asked this node to register again.
+  // A restarted scheduler asked this node to register again (it does so at
+  // every heartbeat until the node is registered with it). One REGISTER at a
+  // time, and another once kRegisterResendS passed without an answer: the
+  // scheduler may have died with the first, or with its answer, and the next
+  // one started in its place asks again.
   void Rejoin();
   // What a restarted scheduler learns from this node's REGISTER: its view,
   // the tagged barriers it passed, and the rejoin fields. Holds mutex_.
@@ -385,7 +389,10 @@ class Node {
     bool waited = false;   // a Request waits for its answer
   };
   std::map<std::string, Awaited> awaiting_;
+  // A REGISTER to a restarted scheduler is unanswered; sent at this
+  // MonotonicSeconds().
   bool rejoining_ = false;
+  double rejoin_sent_ = 0;
   // Tagged barriers released to this node, oldest first (at most
   // kMaxPassedBarriers): for a restarted scheduler.
   std::vector<proto::PassedBarrier> passed_barriers_;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -284,6 +285,84 @@ TEST(SchedulerRestart, AWorkersShareDoneReportReachesTheRestartedSchedulerAndRel
       [&] { behind.Checkpoint(point, nullptr, /*final=*/false, /*timeout_s=*/15); });
   EXPECT_EQ(error, "") << "the worker behind waited at a point the other had passed";
   for (Node* node : {&second, &first, &server}) node->Stop();
+  scheduler->Stop();
+}
+
+// A scheduler restarted and killed again before it answered the REGISTERs it
+// asked for: a socket of the test's own on the scheduler's port that answers
+// every heartbeat with "register again" and takes every REGISTER without an
+// answer, as a scheduler dies with them (or with its answers unsent).
+class SchedulerDyingWithRegisters {
+ public:
+  explicit SchedulerDyingWithRegisters(int port)
+      : context_(1), socket_(context_, zmq::socket_type::router) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::rcvtimeo, 100);
+    socket_.bind("tcp://127.0.0.1:" + std::to_string(port));
+  }
+
+  // Serves until `nodes` distinct nodes sent it a REGISTER; false if they had
+  // not after `timeout_s`.
+  bool ServeUntilRegisters(size_t nodes, double timeout_s) {
+    std::set<int> registering;
+    return WaitFor(
+        [&] {
+          std::vector<zmq::message_t> frames;
+          if (!zmq::recv_multipart(socket_, std::back_inserter(frames)).has_value() ||
+              frames.size() < 2) {
+            return false;
+          }
+          proto::Meta meta;
+          if (!meta.ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size()))) {
+            return false;
+          }
+          if (meta.command() == proto::REGISTER) registering.insert(meta.node().id());
+          if (meta.command() == proto::HEARTBEAT) {
+            proto::Meta ask = Command(proto::HEARTBEAT, kSchedulerId);
+            ask.set_rejoin(true);
+            const std::string header = ask.SerializeAsString();
+            std::vector<zmq::message_t> reply;
+            reply.emplace_back(frames[0].data(), frames[0].size());
+            reply.emplace_back(header.data(), header.size());
+            zmq::send_multipart(socket_, reply);
+          }
+          return registering.size() >= nodes;
+        },
+        timeout_s);
+  }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+};
+
+// The scheduler restarts twice, the first restarted one dying before it
+// answered the nodes' REGISTERs. The nodes must register with the second:
+// before, a node whose REGISTER to a restarted scheduler went unanswered
+// never sent another, the next scheduler waited for it for ever without a
+// view, and the job stood still until its time-out (the chaos runs without
+// replication: a scheduler killed again 0.8 s after a worker's REGISTER
+// reached it; worker 0 never registered with the four schedulers after it).
+TEST(SchedulerRestart, ANodeWhoseRegisterDiedWithARestartedSchedulerRegistersWithTheNext) {
+  SchedulerOptions options = testing::LocalScheduler(1, 1);
+  auto scheduler = testing::StartScheduler(options);
+  options.port = scheduler->port();
+  Node server(LocalNode(proto::SERVER, scheduler->port(), /*heartbeat_interval_s=*/0.25));
+  Node worker(LocalNode(proto::WORKER, scheduler->port(), /*heartbeat_interval_s=*/0.25));
+  testing::StartNodes({&server, &worker});
+  scheduler->Stop();
+  scheduler.reset();
+  {
+    SchedulerDyingWithRegisters dying(options.port);
+    ASSERT_TRUE(dying.ServeUntilRegisters(2, 20))
+        << "the nodes did not register again with the restarted scheduler";
+  }
+  scheduler = testing::StartScheduler(options);
+  EXPECT_TRUE(WaitFor([&] { return scheduler->status().members.size() == 2; }, 15))
+      << "a node whose REGISTER the dead scheduler took never registered with the next one ("
+      << scheduler->status().members.size() << " of 2 registered)";
+  worker.Stop();
+  server.Stop();
   scheduler->Stop();
 }
 
