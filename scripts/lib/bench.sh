@@ -3,7 +3,8 @@
 # `source "$(dirname "$0")/../lib/bench.sh"` from scripts/bench/ and scripts/experiments/).
 # Sourcing it moves to the repository root, where the scripts' relative paths start.
 #   keel_binary [--absolute] [VARIABLE]   prints build/keel, or $VARIABLE when it is set
-#                         (the scripts that take KEEL pass KEEL); with --absolute, under $PWD
+#                         (the scripts that take KEEL pass KEEL); with --absolute, a relative
+#                         one under $PWD
 #   cached_datagen DIR FLAGS...   `$keel datagen FLAGS... --out=DIR`, unless DIR already
 #                         holds a set (its oracle.json)
 #   cached_train_set DIR  cached_datagen of the training benchmark's linear set
@@ -39,6 +40,7 @@ keel_binary() {
   if [ "${1:-}" = --absolute ]; then prefix="$PWD/"; shift; fi
   local binary=build/keel
   [ -z "${1:-}" ] || binary=${!1:-build/keel}
+  [ "${binary#/}" = "$binary" ] || prefix=""  # an absolute path stays as it is
   echo "$prefix$binary"
 }
 

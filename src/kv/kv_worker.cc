@@ -414,6 +414,18 @@ bool KVWorker::Retarget(Part& part) {
   return true;
 }
 
+std::shared_ptr<const proto::ClusterView> KVWorker::ViewLocked(
+    std::unique_lock<std::mutex>* lock) const {
+  // The node holds a view before its handler (OnView) sees it, so reading
+  // again ends this.
+  for (;;) {
+    lock->unlock();
+    std::shared_ptr<const proto::ClusterView> view = CurrentView();
+    lock->lock();
+    if (!view || view->epoch() >= view_epoch_) return view;
+  }
+}
+
 void KVWorker::SendAgain(std::vector<std::pair<int, Message>>& resend) {
   for (auto& [server, message] : resend) {
     try {
@@ -443,6 +455,7 @@ void KVWorker::OnView(const proto::ClusterView& view) {
   const bool server_left =
       std::any_of(servers_.begin(), servers_.end(), [&](int id) { return !servers.count(id); });
   servers_ = servers;
+  view_epoch_ = std::max(view_epoch_, view.epoch());
   for (auto it = round_trips_.begin(); it != round_trips_.end();) {
     it = servers.count(it->first) ? std::next(it) : round_trips_.erase(it);
   }
@@ -824,12 +837,12 @@ Bytes KVWorker::PushedSlotsLocked(int64_t clock) const {
 }
 
 void KVWorker::AnnounceClock(int64_t clock, bool wait, double timeout_s) {
-  auto view = node_->view();
-  if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   std::vector<Outgoing> outgoing;
   Handle handle = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    const std::shared_ptr<const proto::ClusterView> view = ViewLocked(&lock);
+    if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
     ThrowBackgroundErrorLocked();
     // Always acknowledged, so a lost announcement is resent; without `wait`
     // nobody waits for the acknowledgements.
@@ -936,22 +949,22 @@ void KVWorker::RestartingOnViewChange(const std::function<void()>& attempt) {
 
 KVWorker::Handle KVWorker::SendDumpRequests(uint32_t table, int width, bool summarize,
                                             const std::map<int, Key>* from) {
-  auto view = node_->view();
-  if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
-  std::vector<std::pair<int, int>> servers;  // node id, rank
-  for (const auto& node : view->nodes()) {
-    if (node.role() != proto::SERVER) continue;
-    if (from && from->count(node.id()) == 0) continue;
-    servers.emplace_back(node.id(), node.rank());
-  }
-  if (from && servers.size() != from->size()) {
-    throw DumpInterrupted("dump of table " + std::to_string(table) +
-                          ": a server left the cluster view during the dump");
-  }
   std::vector<Outgoing> outgoing;
   Handle handle;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    const std::shared_ptr<const proto::ClusterView> view = ViewLocked(&lock);
+    if (!view) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
+    std::vector<std::pair<int, int>> servers;  // node id, rank
+    for (const auto& node : view->nodes()) {
+      if (node.role() != proto::SERVER) continue;
+      if (from && from->count(node.id()) == 0) continue;
+      servers.emplace_back(node.id(), node.rank());
+    }
+    if (from && servers.size() != from->size()) {
+      throw DumpInterrupted("dump of table " + std::to_string(table) +
+                            ": a server left the cluster view during the dump");
+    }
     handle = ++next_handle_;
     try {
       Request& request = requests_[handle];
@@ -1036,6 +1049,11 @@ void KVWorker::Wait(Handle handle, double timeout_s) {
 double KVWorker::TakeLongestPush() {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::exchange(longest_push_s_, 0.0);
+}
+
+uint64_t KVWorker::view_epoch() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return view_epoch_;
 }
 
 size_t KVWorker::pending() const {

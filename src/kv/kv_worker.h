@@ -230,6 +230,10 @@ class KVWorker {
   // since the last call, in seconds; 0 if none was answered.
   double TakeLongestPush();
 
+  // The epoch of the latest view this worker has acted on (its outstanding
+  // parts follow that view's servers); 0 before the first.
+  uint64_t view_epoch() const;
+
   // Request parts sent again for want of an answer.
   uint64_t resends() const { return resends_.load(); }
   // Responses ignored because their request was answered (or cancelled).
@@ -240,6 +244,10 @@ class KVWorker {
   // thread, which logs what it throws). Throws what Node::Send throws; a test
   // overrides it to make sends fail or to lose one.
   virtual void SendPart(int server_id, Message& message) { node_->Send(server_id, message); }
+  // The node's view, which a request to every server (a clock announcement,
+  // a dump) is addressed by; a test overrides it to give a view read just
+  // before a newer one arrived.
+  virtual std::shared_ptr<const proto::ClusterView> CurrentView() const { return node_->view(); }
 
  private:
   struct Request {
@@ -317,6 +325,13 @@ class KVWorker {
   // may wait again).
   void AwaitAnswersLocked(std::unique_lock<std::mutex>* lock, Handle handle, const Request& request,
                           double timeout_s, const std::string& what);
+  // The view to address a request to every server by (`lock` holds mutex_;
+  // released while the node's view is read): never older than the last view
+  // OnView handled. A view read before a newer one was handled still names
+  // the servers that one dropped, and a clock announcement or dump part
+  // bound for one of them would be asked until its attempts ran out (OnView,
+  // which ends such parts, has run already). Null before the first view.
+  std::shared_ptr<const proto::ClusterView> ViewLocked(std::unique_lock<std::mutex>* lock) const;
   // Records `message` as a part of `handle` bound for `server_id` (caller holds mutex_).
   void AddPartLocked(Handle handle, int server_id, int server_rank, const Message& message,
                      size_t value_offset, size_t value_count, int range = -1,
@@ -398,6 +413,7 @@ class KVWorker {
   bool stopping_ = false;
   bool resend_now_ = false;                            // a view change made parts due
   std::set<int> servers_;                              // server node ids in the latest view
+  uint64_t view_epoch_ = 0;                            // of the view OnView handled last
   std::unordered_map<int, RttEstimator> round_trips_;  // by server node id
   double resend_wake_at_ = 0;  // when the resend thread wakes next, at the latest
   std::condition_variable resend_wake_;

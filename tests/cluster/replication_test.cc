@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cluster_fixture.h"
@@ -100,6 +102,76 @@ TEST_F(ReplicatedCluster, ASummaryThatLosesAServerStartsAgainOnTheNewView) {
   Push(keys, 3);
   StopServer(1);
   EXPECT_EQ(client_->Summarize(0, kWidth, 30).rows(), keys.size());
+}
+
+// A worker whose next request to every server (a clock announcement, a
+// dump) reads the view it is given, as a thread that read the node's view
+// just before a newer one arrived and was handled.
+class WorkerReadingAnOldView : public KVWorker {
+ public:
+  using KVWorker::KVWorker;
+  void ReadNextAs(std::shared_ptr<const proto::ClusterView> view) {
+    std::lock_guard<std::mutex> lock(old_mutex_);
+    old_ = std::move(view);
+  }
+
+ protected:
+  std::shared_ptr<const proto::ClusterView> CurrentView() const override {
+    std::lock_guard<std::mutex> lock(old_mutex_);
+    if (old_) return std::exchange(old_, nullptr);
+    return KVWorker::CurrentView();
+  }
+
+ private:
+  mutable std::mutex old_mutex_;
+  mutable std::shared_ptr<const proto::ClusterView> old_;
+};
+
+class ReplicatedClusterReadingAnOldView : public ReplicatedCluster {
+ protected:
+  // Two servers, each range on both, and a WorkerReadingAnOldView that has
+  // pushed SomeKeys() three times. Then server 1 leaves, and the worker acts
+  // on the view without it; its next request reads the view before.
+  void SetUp() override {
+    SchedulerOptions options = testing::LocalScheduler(2, 1);
+    options.replication = 1;
+    options.heartbeat_timeout_s = 0.5;
+    StartServersAndWorker(options, [](Node* node, const RequestRetry& retry) {
+      return std::make_unique<WorkerReadingAnOldView>(node, retry);
+    });
+    Push(SomeKeys(), 3);
+    const std::shared_ptr<const proto::ClusterView> before = worker_node_->view();
+    StopServer(1);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return worker_node_->ranges()->Chain(1) == std::vector<int>{0} &&
+                 client_->view_epoch() == worker_node_->epoch();
+        },
+        10));
+    static_cast<WorkerReadingAnOldView*>(client_.get())->ReadNextAs(before);
+  }
+};
+
+// The announcement reads a view that still names server 1, after the worker
+// handled the one without it (which ends announcements to a server that
+// left): it is answered by server 0 alone. (It used to go to server 1 as
+// well, and that part was asked until its attempts ran out: a worker between
+// epochs stalled, and failed.)
+TEST_F(ReplicatedClusterReadingAnOldView, AClockAnnouncementGoesToTheServersOfTheNewerView) {
+  EXPECT_NO_THROW(client_->AnnounceClock(1, /*wait=*/true, /*timeout_s=*/5));
+}
+
+// The same for a dump (worker 0's validation between epochs): every row,
+// from server 0, rather than a wait for server 1 until the timeout.
+TEST_F(ReplicatedClusterReadingAnOldView, ADumpGoesToTheServersOfTheNewerView) {
+  std::vector<Key> dumped;
+  std::vector<float> values;
+  ASSERT_NO_THROW(client_->Dump(0, kWidth, &dumped, &values, /*timeout_s=*/5));
+  EXPECT_EQ(dumped, SomeKeys());
+  for (size_t i = 0; i < dumped.size(); ++i) {
+    ASSERT_EQ(values[i * kWidth], -3.0f) << i;
+    ASSERT_EQ(values[i * kWidth + 1], -6.0f) << i;
+  }
 }
 
 // Ten rows of two floats and a key per page: every server answers in many.
