@@ -35,7 +35,8 @@ DEFINE_int32(request_attempts, 10,
 DEFINE_string(faults, "",
               "launch: fault schedule, like kill:server:1@5s,restart:server:1@7s,"
               "stop:worker:0@3s+2s,kill:worker:random@rate=0.1/s,drop:server:0=0.01,"
-              "delay:worker:1=5ms~2ms,preempt:worker:0@9s (see docs/ARCHITECTURE.md, Faults)");
+              "delay:worker:1=5ms~2ms,preempt:worker:0@9s; @start+2s: 2 s after the job started "
+              "training (see docs/ARCHITECTURE.md, Faults)");
 DEFINE_string(event_log, "", "launch: write every fault and process start/exit here (JSON lines)");
 
 namespace keel {

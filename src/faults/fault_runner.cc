@@ -13,6 +13,7 @@
 #include "base/time.h"
 #include "kv/node.h"
 #include "scheduler/admin_client.h"
+#include "scheduler/progress_record.h"
 
 namespace keel {
 namespace {
@@ -75,13 +76,36 @@ FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int server
                            ", \"jitter_ms\": " + Number(item.jitter_ms)));
     } else if (item.rate_per_s > 0) {
       ScheduleNext(item, 0);
+    } else if (item.after_start) {
+      awaiting_start_.push_back(&item);
     } else {
       pending_.push_back(Pending{item.at_s, &item, false, "", -1});
     }
   }
+  // The group calls it on this thread, the one that runs Wait and Round.
+  handles_lines_ = !awaiting_start_.empty();
+  if (handles_lines_) {
+    group_->SetLineHandler(
+        [this](const std::string& name, const std::string& line) { OnLine(name, line); });
+  }
 }
 
-FaultRunner::~FaultRunner() { group_->SetObserver(nullptr); }
+FaultRunner::~FaultRunner() {
+  if (handles_lines_) group_->SetLineHandler(nullptr);
+  group_->SetObserver(nullptr);
+}
+
+void FaultRunner::OnLine(const std::string& name, const std::string& line) {
+  if (awaiting_start_.empty() || name != "scheduler" || line.rfind(kProgressRecordPrefix, 0) != 0) {
+    return;
+  }
+  const double started_at = Now();
+  Log("job_started", "", "\"reason\": \"the scheduler's first progress record\"");
+  for (const FaultItem* item : awaiting_start_) {
+    pending_.push_back(Pending{started_at + item->at_s, item, false, "", -1});
+  }
+  awaiting_start_.clear();
+}
 
 void FaultRunner::SetCluster(const std::string& self, std::vector<std::string> server_args,
                              const std::string& scheduler, std::optional<ClusterSecret> secret) {
@@ -184,6 +208,12 @@ void FaultRunner::DropPending(const std::string& reason) {
         "\"spec\": " + Quote(item.item->text) + ", \"at\": " + at +
             ", \"reason\": " + Quote(reason));
   }
+  for (const FaultItem* item : awaiting_start_) {
+    Log("not_fired", "",
+        "\"spec\": " + Quote(item->text) +
+            ", \"reason\": " + Quote(reason + "; the job had not started"));
+  }
+  awaiting_start_.clear();
 }
 
 std::vector<std::string> FaultRunner::Targets(const FaultItem& item) {

@@ -9,6 +9,11 @@
 // groups (those of their processes that run then) through the Partitioner
 // and heals them after its duration, logging "partition" and "heal".
 //
+// An item timed from the job's start (start+TIME) waits for the scheduler's
+// first progress record among the group's output (a line from the child
+// "scheduler" starting with kProgressRecordPrefix: its workers are training);
+// the runner then logs "job_started" and schedules the item TIME after that.
+//
 // No fault fires once the job is over (LaunchedJobEnd, launch/launched_job_end.h):
 // the runner logs "job_over" with the reason, continues at once the processes
 // it had stopped (so they can see the scheduler's SHUTDOWN), logs each fault
@@ -81,6 +86,10 @@ class FaultRunner : public ProcessGroup::Observer {
   };
 
   double Now() const;
+  // The group's output line `line` of child `name`: the first progress
+  // record of the scheduler starts the clock of the items timed from the
+  // job's start.
+  void OnLine(const std::string& name, const std::string& line);
   // The processes `item` targets now (random: one running process, or for
   // restart one that is down).
   std::vector<std::string> Targets(const FaultItem& item);
@@ -116,6 +125,9 @@ class FaultRunner : public ProcessGroup::Observer {
   Partitioner* partitioner_;
   std::mt19937_64 random_;
   std::vector<Pending> pending_;
+  // Items timed from the job's start, until it started.
+  std::vector<const FaultItem*> awaiting_start_;
+  bool handles_lines_ = false;  // OnLine is the group's line handler
   LaunchedJobEnd job_end_;
   bool logged_over_ = false;
 };

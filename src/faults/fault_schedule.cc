@@ -212,7 +212,13 @@ class ItemParser {
     return value;
   }
 
-  void ParseWhen(const std::string& when, FaultItem* item) const {
+  void ParseWhen(const std::string& spec, FaultItem* item) const {
+    std::string when = spec;
+    if (when.rfind("start+", 0) == 0) {
+      item->after_start = true;
+      when = when.substr(6);
+      if (when.rfind("rate=", 0) == 0) Fail("start+ takes a TIME (like @start+2s), not a rate");
+    }
     std::string time = when;
     const size_t plus = when.find('+');
     if (plus != std::string::npos) {

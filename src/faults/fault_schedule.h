@@ -39,7 +39,11 @@
 //             running); with none, the firing is skipped (and logged so)
 //   WHEN      TIME, or rate=R/s: at random times, R per second on average
 //             (a Poisson process), until the job ends. No fault fires once
-//             the job is over (fault_runner.h)
+//             the job is over (fault_runner.h). start+TIME: TIME after the
+//             job started training (the scheduler's first progress record),
+//             however long the cluster took to form: a fault meant for a
+//             running job (a server killed at 1.5s could be gone before it
+//             registered, and the job then never starts)
 //   TIME, DURATION, JITTER
 //             a number with s or ms: 5s, 1.5s, 300ms; times count from the
 //             launch
@@ -84,6 +88,8 @@ struct FaultItem {
   int rank = 0;      // a rank, kEveryRank or kRandomRank (0 for the scheduler)
   // kill, stop, restart, preempt: at `at_s`, or (rate_per_s > 0) at random times.
   double at_s = 0;
+  // `at_s` counts from the job's start (start+TIME), not from the launch.
+  bool after_start = false;
   double rate_per_s = 0;
   double duration_s = 0;  // stop: how long before SIGCONT
   double drop_rate = 0;   // drop

@@ -13,6 +13,11 @@ void CheckFaultTargets(const FaultSchedule& faults, const std::string& scheduler
     CheckPartitionsPossible(geteuid(), partition->text);
   }
   for (const FaultItem& item : faults.items) {
+    if (!scheduler.empty() && item.after_start) {
+      throw MakeError("--faults item '", item.text, "': start+ counts from the first progress ",
+                      "record of the scheduler this launch starts, and the scheduler at ",
+                      scheduler, " (--scheduler) is not");
+    }
     const bool names_scheduler =
         item.role == "scheduler" ||
         std::count(item.side_a.begin(), item.side_a.end(), "scheduler") > 0 ||

@@ -148,6 +148,19 @@ TEST(FaultSchedule, JoinStartsAServerAndDrainNamesOneThatJoinedToo) {
   EXPECT_TRUE(Contains(ErrorOf([] { Parse("drain:server:2@5s"); }), "there is no server 2"));
 }
 
+TEST(FaultSchedule, StartPlusTimeCountsFromTheJobsStartForEveryTimedAction) {
+  const FaultSchedule schedule =
+      Parse("kill:server:1@start+1.5s,stop:worker:0@start+1s+2s,kill:server:0@1.5s");
+  ASSERT_EQ(schedule.items.size(), 3u);
+  EXPECT_TRUE(schedule.items[0].after_start);
+  EXPECT_DOUBLE_EQ(schedule.items[0].at_s, 1.5);
+  EXPECT_TRUE(schedule.items[1].after_start);
+  EXPECT_DOUBLE_EQ(schedule.items[1].at_s, 1);
+  EXPECT_DOUBLE_EQ(schedule.items[1].duration_s, 2);
+  EXPECT_FALSE(schedule.items[2].after_start);
+  EXPECT_DOUBLE_EQ(schedule.items[2].at_s, 1.5);
+}
+
 // Each bad spec is refused with the item's position, its text, and the problem.
 struct BadSpec {
   std::string spec;
@@ -166,6 +179,8 @@ INSTANTIATE_TEST_SUITE_P(
     BadSpecs, FaultScheduleRefuses,
     ::testing::Values(
         BadSpec{"kil:server:1@5s", "item 1 'kil:server:1@5s': unknown action 'kil'"},
+        BadSpec{"kill:server:1@start+rate=1/s", "start+ takes a TIME"},
+        BadSpec{"kill:server:1@start+", "no time after '@'"},
         BadSpec{"join:worker@5s", "expected join:server@WHEN"},
         BadSpec{"join:server@rate=1/s", "a join happens once"},
         BadSpec{"drain:server:*@5s", "expected drain:server:R@TIME"},
