@@ -361,15 +361,17 @@ TEST_F(FaultLaunch, AServerKilledUnderReplicationLeavesTheWeightsOfAFaultFreeRun
 }
 
 // The kill must come after a checkpoint was committed (else the first one
-// after it starts the job's only chain): on a machine too slow for that at
-// 1.5 s, the job runs again with the kill later.
+// after it starts the job's only chain): timed from the job's start (a kill
+// timed from the launch can come before the server registered, and the
+// cluster never forms); on a machine too slow for a checkpoint a second in,
+// the job runs again with the kill later.
 TEST_F(FaultLaunch, ADeltaChainStartsAgainAfterAPromotionAndRestoresTheJobsWeights) {
   ASSERT_NO_FATAL_FAILURE(GenerateWideData());
   std::vector<std::string> job = OneWorkerJob(folder_);
   job.push_back("--num_models=2");
   const std::string log = folder_ + "/events.jsonl";
   testing::Exit run;
-  for (const char* kill_at : {"1.5s", "3s", "6s"}) {
+  for (const char* kill_at : {"start+1s", "start+3s", "start+6s"}) {
     std::filesystem::remove_all(folder_ + "/ckpt");
     std::filesystem::remove_all(folder_ + "/faulted");
     std::filesystem::remove(log);
