@@ -42,7 +42,7 @@ $keel datagen --model=linear --rows="$rows" --features="$features" --nnz=20 --se
 
 # run_one KIND N: one run; appends "KIND recovery detection reason" to $work/results.
 run_one() {
-  local kind=$1 run="$work/$1-$2" pids=() port
+  local kind=$1 run="$work/$1-$2" pids=()
   mkdir -p "$run"
   start() {
     local name=$1; shift
@@ -53,16 +53,7 @@ run_one() {
   local job=(--flagfile=configs/linear_learner.flags --train="$data/train"
     --validation="$data/validation" --epochs=100 --early_stopping_patience=1000
     --heartbeat_interval="$hb_interval" --bind=127.0.0.1)
-  start scheduler scheduler --bind=127.0.0.1 --port_file="$run/port" --num_servers=2 \
-    --num_workers=2 --replication=1 --heartbeat_timeout="$hb_timeout" \
-    --heartbeat_interval="$hb_interval" --membership_log="$run/membership.jsonl"
-  wait_until 30 0.05 test -s "$run/port" || { echo "no scheduler port" >&2; return 1; }
-  port=$(cat "$run/port")
-  for r in 0 1; do start "server$r" server --scheduler=127.0.0.1:"$port" --rank=$r "${job[@]}"; done
-  for r in 0 1; do
-    start "worker$r" worker --scheduler=127.0.0.1:"$port" --rank=$r "${job[@]}" \
-      --model_dir="$run/model$r"
-  done
+  start_replicated_pair "$run" "$hb_timeout" "$hb_interval" "${job[@]}" || return 1
   local outcome=ok t_signal="" recovered="" left=""
   if wait_for 120 "$run/worker0.log" '^epoch 1: '; then
     sleep 0.5

@@ -63,7 +63,7 @@ progress() {
 }
 
 run_one() {
-  local run="$work/d$1-$2" pids=() port outcome=ok t0 name
+  local run="$work/d$1-$2" pids=() outcome=ok t0 name
   mkdir -p "$run"
   : > "$run/result"
   start() {
@@ -75,16 +75,7 @@ run_one() {
   local job=(--flagfile=configs/linear_learner.flags --train="$work/data/train"
     --validation="$work/data/validation" --epochs=100 --early_stopping_patience=1000
     --heartbeat_interval=0.2 --bind=127.0.0.1)
-  start scheduler scheduler --bind=127.0.0.1 --port_file="$run/port" --num_servers=2 \
-    --num_workers=2 --replication=1 --heartbeat_timeout=2 --heartbeat_interval=0.2 \
-    --membership_log="$run/membership.jsonl"
-  wait_until 30 0.05 test -s "$run/port" || { echo "no scheduler port" >&2; return 1; }
-  port=$(cat "$run/port")
-  for r in 0 1; do start "server$r" server --scheduler=127.0.0.1:"$port" --rank=$r "${job[@]}"; done
-  for r in 0 1; do
-    start "worker$r" worker --scheduler=127.0.0.1:"$port" --rank=$r "${job[@]}" \
-      --model_dir="$run/model$r"
-  done
+  start_replicated_pair "$run" 2 0.2 "${job[@]}" || return 1
   if wait_for 120 "$run/worker0.log" "$trigger" 0.01; then
     sleep "$1"
     t0=$(now)

@@ -75,6 +75,25 @@ wait_until() {
   done
 }
 file_matches() { grep -qE "$2" "$1" 2>/dev/null; }
+
+# start_replicated_pair RUN HB_TIMEOUT HB_INTERVAL JOB_FLAGS...: a scheduler on
+# 127.0.0.1 (2 servers, 2 workers, --replication=1, its membership log in
+# RUN), then servers 0 and 1 and workers 0 and 1 with JOB_FLAGS (the workers'
+# models in RUN/model0 and RUN/model1), each through the caller's
+# `start NAME COMMAND FLAGS...`. Returns 1 if the scheduler gives no port in 30 s.
+start_replicated_pair() {
+  local run=$1 hb_timeout=$2 hb_interval=$3 port r
+  shift 3
+  start scheduler scheduler --bind=127.0.0.1 --port_file="$run/port" --num_servers=2 \
+    --num_workers=2 --replication=1 --heartbeat_timeout="$hb_timeout" \
+    --heartbeat_interval="$hb_interval" --membership_log="$run/membership.jsonl"
+  wait_until 30 0.05 test -s "$run/port" || { echo "no scheduler port" >&2; return 1; }
+  port=$(cat "$run/port")
+  for r in 0 1; do start "server$r" server --scheduler=127.0.0.1:"$port" --rank=$r "$@"; done
+  for r in 0 1; do
+    start "worker$r" worker --scheduler=127.0.0.1:"$port" --rank=$r "$@" --model_dir="$run/model$r"
+  done
+}
 wait_for() { wait_until "$1" "${4:-0.05}" file_matches "$2" "$3"; }
 
 # glog stamps are local wall-clock time of day; midnight turns them into Unix seconds.
