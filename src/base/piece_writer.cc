@@ -1,9 +1,11 @@
 #include "base/piece_writer.h"
 
+#include <utility>
+
 namespace keel {
 
-PieceWriter::PieceWriter(const Sink& sink, size_t piece_bytes)
-    : sink_(sink), piece_bytes_(piece_bytes) {
+PieceWriter::PieceWriter(Sink sink, size_t piece_bytes)
+    : sink_(std::move(sink)), piece_bytes_(piece_bytes) {
   buffer_.reserve(piece_bytes_);
 }
 

@@ -22,9 +22,9 @@ class PieceWriter {
  public:
   using Sink = std::function<void(std::string_view piece)>;
 
-  // `sink` outlives the writer. Pieces are about `piece_bytes` long; a larger
-  // array goes to the sink as it is.
-  explicit PieceWriter(const Sink& sink, size_t piece_bytes = size_t{1} << 20);
+  // Pieces are about `piece_bytes` long; a larger array goes to `sink` as it
+  // is.
+  explicit PieceWriter(Sink sink, size_t piece_bytes = size_t{1} << 20);
 
   template <typename T>
   void Put(const T& value) {
@@ -46,7 +46,7 @@ class PieceWriter {
   void Flush();
   void HandOver(const void* data, size_t size);
 
-  const Sink& sink_;
+  const Sink sink_;
   const size_t piece_bytes_;
   std::string buffer_;
   Checksum64 checksum_;

@@ -110,7 +110,7 @@ void KVServer::Handle(Message&& message) {
   const int worker = direct ? meta.sender() : meta.origin();
   const int64_t clock = meta.clock();
   const bool applied = requests_->ServeObserved(std::move(message), 0, arrived);
-  ForgetExpiredDepartures(node_->view().get());
+  ForgetExpiredDepartures();
   CountRememberedSenders();
   if (push) PublishSizes();  // only pushes make rows (or wait for a range's copy)
   if (applied && slot && clock > 0) {
@@ -215,12 +215,15 @@ void KVServer::ForgetDeparted() {
   }
 }
 
-void KVServer::ForgetExpiredDepartures(const proto::ClusterView* view) {
+void KVServer::ForgetExpiredDepartures(const proto::ClusterView* given) {
   if (departed_at_.empty()) return;
   const double now = MonotonicSeconds();
   // At most about once a second between views: a request pays one clock read.
   if (now < next_departure_check_) return;
   next_departure_check_ = now + 1.0;
+  std::shared_ptr<const proto::ClusterView> latest;
+  if (!given) latest = node_->view();
+  const proto::ClusterView* view = given ? given : latest.get();
   for (auto it = departed_at_.begin(); it != departed_at_.end();) {
     const int sender = it->first;
     bool kept = false;

@@ -204,10 +204,11 @@ class KVServer {
   // left (departed_at_): those go in ForgetExpiredDepartures.
   void ForgetDeparted();
   // Drops the push records of workers gone longer than departed_grace_s_,
-  // in each range that `view` (the latest; nullptr: none yet) does not need
-  // them in (KeepsDepartedRecords). Called on every view and, at most about
-  // once a second, between them (cheap while none is waiting).
-  void ForgetExpiredDepartures(const proto::ClusterView* view);
+  // in each range that the view (`given`, the one OnView handles; nullptr:
+  // the node's latest, read only when it looks) does not need them in
+  // (KeepsDepartedRecords). Called on every view and, at most about once a
+  // second, between them (cheap while none is waiting).
+  void ForgetExpiredDepartures(const proto::ClusterView* given = nullptr);
   // Updates remembered_senders() and remembered_readers().
   void CountRememberedSenders();
   // Takes table_sizes() and the replicas' readiness (serving(),
