@@ -9,7 +9,7 @@ namespace keel {
 
 BarrierTable::BarrierTable(Send send) : send_(std::move(send)) {}
 
-void BarrierTable::Arrive(const proto::Meta& meta, const Members& members) {
+void BarrierTable::Arrive(const proto::Meta& meta, const Members& members, bool whole) {
   const int group = meta.barrier_group();
   if (group == 0 || (group & ~kAllGroup) != 0) {
     LOG(WARNING) << "ignored a barrier with group mask " << group << " from node " << meta.sender();
@@ -22,7 +22,11 @@ void BarrierTable::Arrive(const proto::Meta& meta, const Members& members) {
     return;
   }
   waiting_[group][meta.sender()] = {meta.barrier_id(), tag};
-  TryRelease(group, members);
+  if (whole) TryRelease(group, members);
+}
+
+void BarrierTable::ReleaseReady(const Members& members) {
+  for (auto& [group, waiting] : waiting_) TryRelease(group, members);
 }
 
 void BarrierTable::Passed(int group, const std::string& tag) {
@@ -30,10 +34,10 @@ void BarrierTable::Passed(int group, const std::string& tag) {
   released_tags_[group].insert(tag);
 }
 
-void BarrierTable::Forget(int id, const Members& members) {
+void BarrierTable::Forget(int id, const Members& members, bool whole) {
   for (auto& [group, waiting] : waiting_) {
     waiting.erase(id);
-    TryRelease(group, members);
+    if (whole) TryRelease(group, members);
   }
 }
 

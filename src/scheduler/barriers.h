@@ -32,9 +32,17 @@ class BarrierTable {
   explicit BarrierTable(Send send);
 
   // A BARRIER request from `meta.sender()`, a member. Releases the group if
-  // everyone in `members` that belongs to it now waits at the same tag. A
-  // group mask naming no role, or an unknown one, is logged and ignored.
-  void Arrive(const proto::Meta& meta, const Members& members);
+  // everyone in `members` that belongs to it now waits at the same tag and
+  // `whole`: before a restarted scheduler's first view, `members` holds only
+  // the nodes registered with it so far, and a node that has not yet may be
+  // on its way to the same barrier, so the arrival only waits (ReleaseReady
+  // looks again once the view is out). A group mask naming no role, or an
+  // unknown one, is logged and ignored.
+  void Arrive(const proto::Meta& meta, const Members& members, bool whole);
+
+  // Releases every group whose members in `members` all wait at one tag: when
+  // the membership has become whole (the first view).
+  void ReleaseReady(const Members& members);
 
   // A node of an earlier run of a restarted scheduler was released from
   // `tag` of `group`: a node arriving there later is released at once. An
@@ -42,8 +50,9 @@ class BarrierTable {
   void Passed(int group, const std::string& tag);
 
   // Node `id` has left (`members` no longer holds it): barriers stop waiting
-  // for it, and those it alone held back are released.
-  void Forget(int id, const Members& members);
+  // for it, and those it alone held back are released if `whole` (as in
+  // Arrive).
+  void Forget(int id, const Members& members, bool whole);
 
  private:
   // Releases `group`'s barrier if every member of it has arrived at one tag.

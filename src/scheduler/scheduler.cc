@@ -63,7 +63,7 @@ Scheduler::Scheduler(const SchedulerOptions& options)
                    [this](const Message& request, Message& reply) { van_.Reply(request, reply); },
                    [this] { PublishView(); },
                    [this](int id) {
-                     barriers_.Forget(id, cluster_.members);
+                     barriers_.Forget(id, cluster_.members, cluster_.published);
                      replies_.Forget(id);
                    },
                    [this] { changed_.notify_all(); }},
@@ -361,7 +361,9 @@ void Scheduler::PublishView() {
       member.view_epoch = cluster_.view.epoch();
     }
   }
-  // Checkpoint requests that came before the first view can start now.
+  // Barriers and checkpoint requests that came before the first view (to a
+  // restarted scheduler) can go on now.
+  barriers_.ReleaseReady(cluster_.members);
   checkpoints_->OnMembership(Live(proto::WORKER), Live(proto::SERVER), cluster_.num_servers);
 }
 
@@ -468,7 +470,7 @@ void Scheduler::OnMessage(Message&& message) {
       OnViewRequest(meta);
       break;
     case proto::BARRIER:
-      barriers_.Arrive(meta, cluster_.members);
+      barriers_.Arrive(meta, cluster_.members, cluster_.published);
       break;
     case proto::WORKER_DONE:
       OnWorkerDone(meta, member);
@@ -544,14 +546,30 @@ void Scheduler::MonitorLoop() {
   // looked at again after the receive thread's poll interval, not in a loop
   // that would keep the lock from it.
   constexpr double kMinWaitS = 0.01;
+  // Until the first view, how many members registered is logged this often:
+  // a role that never started or cannot reach the scheduler holds the job.
+  constexpr double kFormingNoteS = 10;
   std::unique_lock<std::mutex> lock(mutex_);
+  const double started = MonotonicSeconds();
+  double forming_note = started + kFormingNoteS;
   while (!stopping_) {
     const double before = MonotonicSeconds();
-    const double wake = std::max(departures_->NextDeadline(before), before + kMinWaitS);
+    double wake = departures_->NextDeadline(before);
+    if (!cluster_.published) wake = std::min(wake, forming_note);
+    wake = std::max(wake, before + kMinWaitS);
     changed_.wait_for(lock, std::chrono::duration<double>(wake - before),
                       [this] { return stopping_; });
     const double now = MonotonicSeconds();
     monitor_ran_ = now;
+    if (!cluster_.published && now >= forming_note) {
+      LOG(WARNING) << "the cluster has not formed " << static_cast<int>(now - started)
+                   << " s after the scheduler started: " << cluster_.server_ranks.size()
+                   << " of " << cluster_.num_servers << " server(s) and "
+                   << cluster_.worker_ranks.size() << " of " << cluster_.num_workers
+                   << " worker(s) registered; the job starts once every one has (did a role "
+                      "fail to start, or can it not reach this scheduler?)";
+      forming_note = now + kFormingNoteS;
+    }
     departures_->MonitorRound(now, wake, van_.caught_up_at());
     shares_.AnswerExpired();  // replacement timeouts expire with time
     changed_.notify_all();
@@ -571,7 +589,7 @@ void Scheduler::OnSuspectProbed(int id, const std::string& address, const Addres
 }
 
 void Scheduler::AfterDeparture(int id) {
-  barriers_.Forget(id, cluster_.members);
+  barriers_.Forget(id, cluster_.members, cluster_.published);
   replies_.Forget(id);
   PublishView();  // and the checkpoints hear of the new membership
   changed_.notify_all();

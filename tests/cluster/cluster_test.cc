@@ -338,6 +338,21 @@ TEST(Node, FailsClearlyWhenTheSchedulerDoesNotAnswer) {
   EXPECT_TRUE(Contains(error, "no answer from the scheduler at " + options.scheduler)) << error;
 }
 
+// A member that never registers (a server that died as it started) keeps the
+// cluster from forming: the others were admitted, so their error says the
+// cluster did not form, not that the scheduler did not answer.
+TEST(Node, AdmittedButTheClusterNeverFormedSaysSoRatherThanNoAnswer) {
+  auto scheduler = testing::StartScheduler(testing::LocalScheduler(/*servers=*/2, /*workers=*/1));
+  NodeOptions options = LocalNode(proto::WORKER, scheduler->port());
+  options.register_timeout_s = 1.5;
+  Node worker(options);
+  const std::string error = ErrorOf([&] { worker.Start(); });
+  EXPECT_TRUE(Contains(error, "admitted this WORKER (rank 0) but the cluster did not form")) << error;
+  EXPECT_FALSE(Contains(error, "no answer")) << error;
+  worker.Stop();
+  scheduler->Stop();
+}
+
 }  // namespace
 }  // namespace keel
 

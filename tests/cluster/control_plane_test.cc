@@ -4,6 +4,7 @@
 // refuses it (docs/architecture/security.md, "the control plane").
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -285,6 +286,48 @@ TEST(SchedulerRestart, AWorkersShareDoneReportReachesTheRestartedSchedulerAndRel
       [&] { behind.Checkpoint(point, nullptr, /*final=*/false, /*timeout_s=*/15); });
   EXPECT_EQ(error, "") << "the worker behind waited at a point the other had passed";
   for (Node* node : {&second, &first, &server}) node->Stop();
+  scheduler->Stop();
+}
+
+// A restarted scheduler, before its first view, knows only the nodes that
+// registered with it again. A worker at a barrier then must not pass it alone
+// while the other worker (not yet registered again) has not reached it: the
+// barrier holds until the view is out and every worker of it has arrived.
+// Before, the first worker was released at once (its group seemed to be
+// itself), and worker 0 could decide an epoch the others had not finished.
+TEST(SchedulerRestart, ABarrierWaitsForTheWorkersThatHaveNotRegisteredAgain) {
+  SchedulerOptions options = testing::LocalScheduler(1, 2);
+  auto scheduler = testing::StartScheduler(options);
+  options.port = scheduler->port();
+  Node server(LocalNode(proto::SERVER, scheduler->port()));
+  Node first(LocalNode(proto::WORKER, scheduler->port()));
+  auto second = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler->port()));
+  testing::StartNodes({&server, &first, second.get()});
+  // The scheduler dies; the second worker is gone before it comes back.
+  scheduler->Stop();
+  scheduler.reset();
+  second->Stop();
+  second.reset();
+  scheduler = testing::StartScheduler(options);
+  ASSERT_TRUE(WaitFor([&] { return scheduler->status().members.size() == 2; }, 20))
+      << "the server and the first worker did not register again";
+  std::atomic<bool> released{false};
+  std::string error;
+  std::thread waiting([&] {
+    error = testing::ErrorOrEmpty([&] { first.Barrier(kWorkerGroup, 30, "epoch 4 counted"); });
+    released = true;
+  });
+  EXPECT_FALSE(WaitFor([&] { return released.load(); }, 3))
+      << "a worker passed a barrier alone before the restarted scheduler's view: " << error;
+  // A worker takes the empty rank; the view goes out, and the barrier waits
+  // for it too.
+  Node third(LocalNode(proto::WORKER, scheduler->port()));
+  third.Start();
+  EXPECT_FALSE(WaitFor([&] { return released.load(); }, 1)) << error;
+  third.Barrier(kWorkerGroup, 20, "epoch 4 counted");
+  waiting.join();
+  EXPECT_EQ(error, "");
+  for (Node* node : {&third, &first, &server}) node->Stop();
   scheduler->Stop();
 }
 
