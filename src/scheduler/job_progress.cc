@@ -166,6 +166,7 @@ void JobProgress::TakeDecided(WorkerProgress* worker, const proto::EpochFigures&
   DecidedEpoch epoch;
   epoch.epoch = figures.epoch();
   epoch.examples = figures.examples();
+  epoch.total_examples = figures.total_examples();
   epoch.seconds = figures.seconds();
   epoch.metrics = MetricsOf(figures.metrics());
   epoch.stop = figures.stop();

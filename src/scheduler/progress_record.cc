@@ -1,5 +1,6 @@
 #include "scheduler/progress_record.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -193,9 +194,12 @@ ProgressRecord EndRecordOf(const ProgressSnapshot& snapshot, int failed_workers,
   record.checkpoint_uri = checkpoint_uri;
   record.epochs_run = static_cast<int>(snapshot.decided.size());
   if (!snapshot.decided.empty()) {
-    // The decided epochs' counts are exact; reports may not have caught the last minibatches.
+    // The decided epochs' counts are exact; reports may not have caught the
+    // last minibatches. A scheduler started again mid-job heard only the
+    // epochs decided since: the leading worker's running total covers all.
     record.examples = 0;
     for (const DecidedEpoch& epoch : snapshot.decided) record.examples += epoch.examples;
+    record.examples = std::max(record.examples, snapshot.decided.back().total_examples);
     record.seconds = snapshot.decided.back().seconds;
   }
   if (snapshot.end) {

@@ -20,13 +20,15 @@ proto::ProgressReport ShareReport(int epochs, uint64_t share_examples) {
   return report;
 }
 
-proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples, double seconds,
+proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples,
+                                  uint64_t total_examples, double seconds,
                                   const MetricSet& figures, bool stop) {
   proto::ProgressReport report;
   report.set_epochs(epochs);
   proto::EpochFigures* decided = report.mutable_decided();
   decided->set_epoch(epoch);
   decided->set_examples(examples);
+  decided->set_total_examples(total_examples);
   decided->set_stop(stop);
   decided->set_seconds(seconds);
   CopySelected(figures, decided->mutable_metrics());

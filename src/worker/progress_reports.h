@@ -18,10 +18,12 @@ namespace keel {
 proto::ProgressReport ShareReport(int epochs, uint64_t share_examples);
 
 // The leading worker, once `epoch` is decided, `seconds` into the job:
-// `examples` read by every worker, the epoch's `figures` (the selected
-// model's; each model's own, model_<k>:*, stay in history.jsonl), and whether
-// early stopping ends the job here.
-proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples, double seconds,
+// `examples` read by every worker (`total_examples` in every epoch so far,
+// this one included), the epoch's `figures` (the selected model's; each
+// model's own, model_<k>:*, stay in history.jsonl), and whether early
+// stopping ends the job here.
+proto::ProgressReport EpochReport(int epochs, int epoch, uint64_t examples,
+                                  uint64_t total_examples, double seconds,
                                   const MetricSet& figures, bool stop);
 
 // The leading worker, at the end: the epochs run, whether early stopping

@@ -334,7 +334,8 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
   }
   std::cout << std::endl;
   scheduler_->ReportProgress(EpochReport(hyperparameters_.epochs, epoch, examples,
-                                         MonotonicSeconds() - started, figures, stop));
+                                         state_.total_examples(), MonotonicSeconds() - started,
+                                         figures, stop));
   if (stop) control_.Add(ControlTable::kStopFeature, 1);
   state_.set_elapsed_seconds(MonotonicSeconds() - started);
 }

@@ -210,6 +210,20 @@ TEST(JobProgress, TheEndRecordCountsTheDecidedEpochsExamples) {
   EXPECT_FALSE(end.reported);  // no outcome came
 }
 
+// A scheduler started again mid-job hears only the epochs decided since (and
+// the latest one, sent again): the end record counts the job's examples from
+// the leading worker's running total, not from the epochs it heard. Before,
+// a job of 40 epochs reported the examples of the last 30.
+TEST(JobProgress, AfterASchedulerRestartTheEndRecordCountsEveryEpochsExamples) {
+  JobProgress progress(1);
+  proto::ProgressReport third = Decided(4, 3, 1000, 7.0), fourth = Decided(4, 4, 1000, 9.0);
+  third.mutable_decided()->set_total_examples(3000);
+  fourth.mutable_decided()->set_total_examples(4000);
+  progress.OnReport(11, 0, nullptr, 0, third, 1.0);
+  progress.OnReport(11, 0, nullptr, 0, fourth, 2.0);
+  EXPECT_EQ(EndRecordOf(progress.Snapshot(2.0), 0, "").examples, 4000u);
+}
+
 TEST(JobProgress, AWorkersRateComesFromItsReportsWithinAnEpoch) {
   JobProgress progress(1);
   const proto::WorkerCursor at_one = Cursor(1, 100), at_three = Cursor(1, 700);
