@@ -132,13 +132,15 @@ TEST_F(FaultLaunch, AJobStoppedAndLosingMessagesFinishesAndLogsItsFaultsInOrder)
   ASSERT_TRUE(data.finished && data.code == 0) << data.output;
   const std::string log = folder_ + "/events.jsonl";
   const auto exit = testing::Run(
-      // Minibatches of 20 make the job last seconds, so the stop at 1 s finds it
-      // running even when drops cost little (resends follow the round trip).
+      // Minibatches of 20 make the job last seconds, so the stop half a second
+      // after its start finds it running even when drops cost little (resends
+      // follow the round trip).
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=linear_learner", "--epochs=6",
        "--mini_batch_size=20", "--train=" + folder_ + "/train",
        "--validation=" + folder_ + "/validation", "--model_dir=" + folder_ + "/model",
        "--minloglevel=1", "--request_timeout_ms=200",
-       "--faults=stop:worker:0@1s+1s,drop:server:*=0.01,drop:worker:*=0.01", "--event_log=" + log},
+       "--faults=stop:worker:0@start+0.5s+1s,drop:server:*=0.01,drop:worker:*=0.01",
+       "--event_log=" + log},
       180);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
@@ -151,20 +153,23 @@ TEST_F(FaultLaunch, AJobStoppedAndLosingMessagesFinishesAndLogsItsFaultsInOrder)
     EXPECT_LE(TimeOf(events[i - 1]), TimeOf(events[i])) << text;
   }
   const int drop = Find(events, "drop", "server");
+  const int started = Find(events, "job_started");
   const int start = Find(events, "start", "worker", "0");
   const int stop = Find(events, "stop", "worker", "0");
   const int resume = Find(events, "continue", "worker", "0");
   const int exited = Find(events, "exit", "worker", "0");
   ASSERT_GE(drop, 0) << exit.output;
+  ASSERT_GE(started, 0) << exit.output;
   ASSERT_GE(start, 0) << exit.output;
   ASSERT_GE(stop, 0) << exit.output;
   ASSERT_GE(resume, 0) << exit.output;
   ASSERT_GE(exited, 0) << exit.output;
   EXPECT_LT(drop, start);
-  EXPECT_LT(start, stop);
+  EXPECT_LT(start, started);
+  EXPECT_LT(started, stop);
   EXPECT_LT(stop, resume);
   EXPECT_LT(resume, exited);
-  EXPECT_GE(TimeOf(events[stop]), 1.0);
+  EXPECT_GE(TimeOf(events[stop]) - TimeOf(events[started]), 0.5);
   EXPECT_GE(TimeOf(events[resume]) - TimeOf(events[stop]), 1.0);
   EXPECT_EQ(events[exited].at("status"), "exited with status 0") << text;
   EXPECT_EQ(events.back().at("event"), "end") << text;
@@ -174,7 +179,8 @@ TEST_F(FaultLaunch, AJobStoppedAndLosingMessagesFinishesAndLogsItsFaultsInOrder)
 TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule) {
   const std::string membership = folder_ + "/membership.jsonl";
   testing::Exit exit;
-  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(10, "kill:server:1@2s,restart:server:1@3s", 180, &exit));
+  ASSERT_NO_FATAL_FAILURE(
+      RunReplicatedJob(10, "kill:server:1@start+1s,restart:server:1@start+2s", 180, &exit));
   const std::vector<Event> events = Events();
   const int kill = Find(events, "kill", "server", "1");
   const int restart = Find(events, "restart", "server", "1");
@@ -201,13 +207,16 @@ TEST_F(FaultLaunch, AReplicatedJobSurvivesAServerKilledAndRestartedByTheSchedule
 }
 
 TEST_F(FaultLaunch, ARestartDueAfterTheJobsEndIsNotFiredAndTheLauncherReturnsPromptly) {
-  // (24 epochs: training got faster, and 8 ended before the stop at 4 s.)
-  // Server 1 is frozen from 4 s (once the cluster has formed) for 900 s: its
+  // (24 epochs: training got faster, and 8 ended before a stop at 4 s.)
+  // Server 1 is frozen 3 s after the job started (timed from the launch, a
+  // loaded machine could freeze it before it registered) for 900 s: its
   // backup takes over and the job ends long before the restart is due, with
-  // server 1 still stopped. The bound is far below 500 s, far above the job.
+  // server 1 still stopped. The restart is timed from the launch: it is meant
+  // for after the job's end. The bound is far below 500 s, far above the job.
   const std::string restart = "restart:server:1@500s";
   testing::Exit exit;
-  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(24, "stop:server:1@4s+900s," + restart, 240, &exit));
+  ASSERT_NO_FATAL_FAILURE(
+      RunReplicatedJob(24, "stop:server:1@start+3s+900s," + restart, 240, &exit));
   const std::string text = EventsText();
   const std::vector<Event> events = Events();
   const int stop = Find(events, "stop", "server", "1");
@@ -227,9 +236,12 @@ TEST_F(FaultLaunch, ARestartDueAfterTheJobsEndIsNotFiredAndTheLauncherReturnsPro
 TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
   const std::string random_restart = "restart:server:random@rate=1/s";
   // Long enough (about 8 s idle) for the random restarts to find server 1
-  // down: with the default seed they fire at 0.4, 0.9, 1.4 and 3.8 s.
+  // down: with the default seed they fire at 0.4, 0.9, 1.4 and 3.8 s from the
+  // launch, and on until the job ends. The kill comes a second after the job
+  // started (timed from the launch, it could come before server 1 registered).
   testing::Exit exit;
-  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(20, "kill:server:1@2s," + random_restart, 180, &exit));
+  ASSERT_NO_FATAL_FAILURE(
+      RunReplicatedJob(20, "kill:server:1@start+1s," + random_restart, 180, &exit));
   const std::string text = EventsText();
   const std::vector<Event> events = Events();
   const int kill = Find(events, "kill", "server", "1");
@@ -259,8 +271,8 @@ TEST_F(FaultLaunch, RandomRestartsBringBackAKilledServerAndTheJobFinishes) {
 TEST_F(FaultLaunch, ASchedulerKilledAndRestartedByTheScheduleComesBackAndTheJobFinishes) {
   testing::Exit exit;
   const std::string store = "file://" + folder_ + "/ckpt";
-  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(10, "kill:scheduler@2s,restart:scheduler@3s", 180,
-                                           &exit, {"--checkpoint_uri=" + store}));
+  ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(10, "kill:scheduler@start+1s,restart:scheduler@start+2s",
+                                           180, &exit, {"--checkpoint_uri=" + store}));
   EXPECT_EQ(CheckpointStore(store).Latest(), CheckpointId(11, 0)) << exit.output;
   const std::string text = EventsText();
   const std::vector<Event> events = Events();

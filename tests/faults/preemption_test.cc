@@ -100,7 +100,9 @@ class Preemption : public testing::LinearDataTest {
   // A job on `servers` servers and `workers` workers checkpointing to
   // Store() (`preempted`), preempted by `fault`, then resumed from its
   // checkpoint on `resumed_servers` and `resumed_workers`: it reads every
-  // epoch once.
+  // epoch once. The faults are timed from the job's start (start+TIME): from
+  // the launch, a loaded machine could preempt a process before the cluster
+  // formed.
   void PreemptAndResume(int servers, int workers, const std::string& fault, int resumed_servers,
                         int resumed_workers, testing::Exit* preempted) {
     *preempted = testing::Run(
@@ -115,37 +117,38 @@ class Preemption : public testing::LinearDataTest {
 
 TEST_F(Preemption, APreemptedWorkerCheckpointsTheJobAndResumeReadsEveryEpochOnce) {
   testing::Exit preempted;
-  PreemptAndResume(2, 2, "preempt:worker:0@1500ms", 2, 2, &preempted);
+  PreemptAndResume(2, 2, "preempt:worker:0@start+0.5s", 2, 2, &preempted);
   EXPECT_TRUE(Contains(preempted.output, "\"event\": \"preempt\"")) << preempted.output;
   EXPECT_TRUE(Contains(preempted.output, "job preempted")) << preempted.output;
 }
 
 TEST_F(Preemption, APreemptedJobResumesOnAnotherNumberOfServers) {
   testing::Exit preempted;
-  PreemptAndResume(2, 2, "preempt:server:1@1500ms", 3, 2, &preempted);
+  PreemptAndResume(2, 2, "preempt:server:1@start+0.5s", 3, 2, &preempted);
 }
 
 // A preemption checkpoint is inside an epoch; resumed on another number of
 // workers, the rest of that epoch is the shares of the workers that took it,
 // each handed out whole (the new ranks have none of their own in it), and
 // the epochs after it are sharded anew. (It used to refuse: "resume it with 2
-// worker(s)".) The notice comes later than in the tests above, so that it
-// finds the first epoch begun on a loaded machine too. It may still find the
-// workers between epochs (then any number resumes as before): checkpoints
-// taken at a chosen minibatch inside an epoch resume on more and on fewer
-// workers in tests/process/checkpoint_job_test.cc.
+// worker(s)".) The notice comes a second later than in the tests above (as
+// when both were timed from the launch, to find the first epoch begun on a
+// loaded machine: start+ waits for that now). It may still find the workers
+// between epochs (then any number resumes as before): checkpoints taken at a
+// chosen minibatch inside an epoch resume on more and on fewer workers in
+// tests/process/checkpoint_job_test.cc.
 TEST_F(Preemption, APreemptedJobResumesOnMoreWorkers) {
   testing::Exit preempted;
-  PreemptAndResume(2, 2, "preempt:worker:1@2500ms", 2, 3, &preempted);
+  PreemptAndResume(2, 2, "preempt:worker:1@start+1.5s", 2, 3, &preempted);
 }
 
 TEST_F(Preemption, APreemptedJobResumesOnFewerWorkers) {
   testing::Exit preempted;
-  PreemptAndResume(2, 3, "preempt:worker:2@2500ms", 2, 1, &preempted);
+  PreemptAndResume(2, 3, "preempt:worker:2@start+1.5s", 2, 1, &preempted);
 }
 
 TEST_F(Preemption, APreemptedJobWithoutACheckpointStoreSaysSoAndExitsPreempted) {
-  const auto preempted = testing::Run(Job(1, 2, {"--faults=preempt:worker:1@1500ms"}), 180);
+  const auto preempted = testing::Run(Job(1, 2, {"--faults=preempt:worker:1@start+0.5s"}), 180);
   EXPECT_TRUE(preempted.finished) << preempted.output;
   EXPECT_EQ(preempted.code, kPreempted) << preempted.output;
   EXPECT_TRUE(Contains(preempted.output, "no checkpoint: --checkpoint_uri is not set"))

@@ -28,8 +28,10 @@ class Report : public testing::TempFolderTest {
  protected:
   // A two-worker job with validation, checkpoints and a worker stopped for a
   // second; returns the launcher's output. 100,000 rows in minibatches of 20
-  // make the job last about 2.5 s on an idle machine, so the stop at 1 s finds
-  // it running (with 20,000 rows it ended at 0.7 s, once the start-up was fast).
+  // make the job last about 2.5 s on an idle machine, so the stop half a
+  // second after the job's start finds it running (with 20,000 rows it ended
+  // at 0.7 s, once the start-up was fast; timed from the launch, the stop
+  // could come before the cluster formed on a loaded machine).
   std::string LaunchJobWithReport() {
     const auto data =
         testing::Run({KeelBinary(), "datagen", "--model=linear", "--rows=100000", "--features=2000",
@@ -41,7 +43,7 @@ class Report : public testing::TempFolderTest {
                       "--epochs=3", "--mini_batch_size=20", "--train=" + folder_ + "/train",
                       "--validation=" + folder_ + "/validation", "--model_dir=" + model_dir_,
                       "--checkpoint_uri=" + folder_ + "/checkpoints",
-                      "--faults=stop:worker:1@1s+1s", "--minloglevel=1", "--report"},
+                      "--faults=stop:worker:1@start+0.5s+1s", "--minloglevel=1", "--report"},
                      240);
     EXPECT_TRUE(exit.finished) << exit.output;
     EXPECT_EQ(exit.code, 0) << exit.output;
