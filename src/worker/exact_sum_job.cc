@@ -15,6 +15,7 @@
 #include "base/files.h"
 #include "base/time.h"
 #include "worker/barriers.h"
+#include "worker/progress_reports.h"
 #include "worker/training_cursor.h"
 
 namespace keel {
@@ -77,11 +78,19 @@ class ExactSumWorker {
   SchedulerLink* scheduler_;
   KVWorker* client_;
   const ExactSumOptions& options_;
+  // Worker 0: minibatches pushed in the epochs decided so far, and when this
+  // process started, for its progress reports.
+  uint64_t total_minibatches_ = 0;
+  const double started_ = MonotonicSeconds();
   std::unique_ptr<LedgerWriter> ledger_;
 };
 
 void ExactSumWorker::Run(std::ostream* out) {
   CheckExactSumWorkload(options_.workload, node_->view()->num_workers());
+  // The scheduler's progress records (and with them a fault schedule's
+  // `start+` times) count the job's minibatches as its examples.
+  scheduler_->SetProgressReport(
+      ShareReport(options_.workload.epochs, static_cast<uint64_t>(options_.workload.minibatches)));
   OpenLedger();
   proto::WorkerCursor start;
   if (scheduler_->has_takeover()) {
@@ -165,6 +174,10 @@ void ExactSumWorker::PushOrphanedShares(int epoch, int batches) {
   if (node_->rank() == 0) {
     LOG(INFO) << "exact_sum epoch " << epoch << ": " << epoch_minibatches
               << " minibatches pushed across the workers";
+    total_minibatches_ += epoch_minibatches;
+    scheduler_->ReportProgress(EpochReport(options_.workload.epochs, epoch, epoch_minibatches,
+                                           total_minibatches_, MonotonicSeconds() - started_,
+                                           {}, /*stop=*/false));
   }
 }
 

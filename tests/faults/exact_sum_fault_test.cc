@@ -17,7 +17,9 @@ namespace {
 using testing::Contains;
 using testing::KeelBinary;
 
-// The faults below come at fixed times: each job's workers wait this long (or
+// The faults below come at fixed times after the job's start (its first
+// progress record; a fault timed from the launch could come before a loaded
+// machine has even formed the cluster): each job's workers wait this long (or
 // as said) after each push, so that the job outlasts its faults however fast
 // the pushes are (e.g. 24,000 pushes at 0.3 ms take at least 7.2 s).
 const std::string kPace = "0.3";
@@ -90,7 +92,7 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
        "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.2",
        "--heartbeat_timeout=3", "--model_dir=" + model_dir, "--request_timeout_ms=100", "--drop_rate=0.01",
-       "--faults=kill:server:1@3s,restart:worker:0@4s", "--event_log=" + log},
+       "--faults=kill:server:1@start+2s,restart:worker:0@start+3s", "--event_log=" + log},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
@@ -114,7 +116,7 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
 // replicated range among them, and the range started over empty.)
 TEST_F(ExactSumFaults, ASchedulerStoppedPastTheHeartbeatTimeoutRemovesNoNode) {
   testing::Exit exit;
-  ASSERT_NO_FATAL_FAILURE(RunWithoutLeaves(4, 6000, "stop:scheduler@2s+2.5s", "continue", &exit));
+  ASSERT_NO_FATAL_FAILURE(RunWithoutLeaves(4, 6000, "stop:scheduler@start+1s+2.5s", "continue", &exit));
   EXPECT_TRUE(Contains(exit.output, "the scheduler did not run for")) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
 }
@@ -141,7 +143,7 @@ TEST_F(ExactSumFaults, ASchedulerPartitionedFromEveryNodeRemovesNone) {
 // barrier until --timeout.) Closed connections are not watched, so the old
 // worker stays a member until the heartbeat timeout, past the restart.
 TEST_F(ExactSumFaults, AWorkerReplacedAcrossASchedulerRestartResumesAtTheJobsEpoch) {
-  ExpectReplacedAcrossSchedulerRestarts(folder_, "restart:worker:1@4s,restart:scheduler@5.5s",
+  ExpectReplacedAcrossSchedulerRestarts(folder_, "restart:worker:1@start+3s,restart:scheduler@start+4.5s",
                                         "worker", 1);
 }
 
@@ -153,7 +155,7 @@ TEST_F(ExactSumFaults, AWorkerReplacedAcrossASchedulerRestartResumesAtTheJobsEpo
 // updates.)
 TEST_F(ExactSumFaults, AServerReplacedAcrossSchedulerRestartsCopiesItsRanges) {
   ExpectReplacedAcrossSchedulerRestarts(
-      folder_, "restart:scheduler@3s,restart:server:0@4.5s,restart:scheduler@6s", "server", 0);
+      folder_, "restart:scheduler@start+2s,restart:server:0@start+3.5s,restart:scheduler@start+5s", "server", 0);
 }
 
 // A worker that dies after registering but before the cluster's first view
@@ -208,11 +210,11 @@ TEST_F(ExactSumFaults, AServerRestartedWithoutReplicasLosesItsRangeAndTheJobSays
   const std::string model_dir = folder_ + "/run";
   const std::string log = folder_ + "/events.jsonl";
   const std::string membership = folder_ + "/membership.jsonl";
-  // The pushes take far longer than the 5 s before the fault.
+  // The pushes take far longer than the 4 s from the job's start to the fault.
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=exact_sum", "--epochs=4",
        "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
-       "--model_dir=" + model_dir, "--heartbeat_timeout=3", "--faults=restart:server:1@5s", "--event_log=" + log, "--membership_log=" + membership},
+       "--model_dir=" + model_dir, "--heartbeat_timeout=3", "--faults=restart:server:1@start+4s", "--event_log=" + log, "--membership_log=" + membership},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
@@ -256,7 +258,7 @@ TEST_F(ExactSumFaults, TwoFailuresOnOneChainRebuildTheRangeFromTheRemovedServers
       {KeelBinary(), "launch", "--servers=3", "--workers=2", "--replication=1", "--job=exact_sum",
        "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
        "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--model_dir=" + model_dir,
-       "--membership_log=" + membership, "--faults=stop:server:1@3s+3s,kill:server:2@4.8s,restart:server:2@5.2s"},
+       "--membership_log=" + membership, "--faults=stop:server:1@start+2s+3s,kill:server:2@start+3.8s,restart:server:2@start+4.2s"},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 3) << exit.output;  // kDataLostExitStatus
@@ -264,8 +266,8 @@ TEST_F(ExactSumFaults, TwoFailuresOnOneChainRebuildTheRangeFromTheRemovedServers
   ASSERT_EQ(lost.size(), 1u) << testing::ReadFileOrEmpty(membership);
   EXPECT_EQ(lost[0].at("range"), "1");
   EXPECT_EQ(lost[0].at("rank"), "2");
-  // What the range held by server 2's last report: the pushes of the 3 s
-  // before the backup stopped, and more.
+  // What the range held by server 2's last report: the pushes of the 2 s
+  // from the job's start to the backup's stop, and more.
   const uint64_t reported = std::stoull(lost[0].at("pushes_at_last_report"));
   EXPECT_GT(reported, 1000u) << testing::ReadFileOrEmpty(membership);
   EXPECT_TRUE(Contains(exit.output, "key range(s) 1 lost every replica")) << exit.output;
@@ -316,7 +318,7 @@ TEST_F(ExactSumFaults, AStoppedServerWithoutReplicasComesBackWithItsRange) {
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=exact_sum", "--epochs=4",
        "--exact_sum_minibatches=6000", "--exact_sum_push_interval_ms=0.35",
        "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--model_dir=" + model_dir,
-       "--membership_log=" + membership, "--faults=stop:server:1@3s+2s"},
+       "--membership_log=" + membership, "--faults=stop:server:1@start+2s+2s"},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;  // no replicas: the loss was the promise
@@ -347,7 +349,7 @@ void ExpectExactSumsAcrossJoinsAndDrains(const std::string& folder, int replicat
       {KeelBinary(), "launch", "--servers=2", "--workers=2",
        "--replication=" + std::to_string(replication), "--key_ranges=8", "--job=exact_sum",
        "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
-       "--model_dir=" + model_dir, "--faults=join:server@2s,join:server@2s,drain:server:3@4s,drain:server:0@5s",
+       "--model_dir=" + model_dir, "--faults=join:server@start+1s,join:server@start+1s,drain:server:3@start+3s,drain:server:0@start+4s",
        "--event_log=" + log, "--membership_log=" + membership},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
