@@ -91,7 +91,8 @@ class ItemParser {
     throw MakeError("--faults item ", index_ + 1, " '", text_, "': ", why);
   }
 
-  // "GROUP|GROUP@TIME+DURATION".
+  // "GROUP|GROUP@TIME+DURATION", TIME with "start+" before it counted from
+  // the job's start.
   void ParsePartition(const std::string& rest, FaultItem* item) const {
     const size_t bar = rest.find('|');
     const size_t at = rest.find('@');
@@ -107,10 +108,14 @@ class ItemParser {
         Fail(name + " is on both sides");
       }
     }
-    const std::string when = rest.substr(at + 1);
+    std::string when = rest.substr(at + 1);
+    if (when.rfind("start+", 0) == 0) {
+      item->after_start = true;
+      when = when.substr(6);
+    }
     const size_t plus = when.find('+');
     if (plus == std::string::npos)
-      Fail("a partition needs a duration: @TIME+DURATION (like @5s+3s)");
+      Fail("a partition needs a duration: @TIME+DURATION (like @5s+3s or @start+2s+3s)");
     item->at_s = Seconds(when.substr(0, plus), "time");
     item->duration_s = Seconds(when.substr(plus + 1), "duration");
     if (item->duration_s <= 0) Fail("a partition needs a positive duration");

@@ -129,7 +129,7 @@ TEST_F(ExactSumFaults, ASchedulerPartitionedFromEveryNodeRemovesNone) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a partition uses cgroups and iptables)";
   testing::Exit exit;
   ASSERT_NO_FATAL_FAILURE(RunWithoutLeaves(
-      8, 2500, "partition:scheduler|server:0,server:1,worker:0,worker:1@2s+2.5s", "heal", &exit));
+      8, 2500, "partition:scheduler|server:0,server:1,worker:0,worker:1@start+1s+2.5s", "heal", &exit));
   EXPECT_TRUE(Contains(exit.output, "the scheduler has not heard from most of its nodes"))
       << exit.output;
   EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;

@@ -305,7 +305,7 @@ TEST_F(FaultLaunch, ASchedulerFaultIsRefusedWhenTheSchedulerIsNotTheLaunchers) {
 // and both servers for 4 s, longer than the heartbeat timeout.
 TEST_F(FaultLaunch, AWorkerPartitionedFromEveryoneLeavesTheViewAndTheJobFinishesAfterTheHeal) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a partition uses cgroups and iptables)";
-  const std::string partition = "partition:worker:1|scheduler,server:0,server:1@2s+4s";
+  const std::string partition = "partition:worker:1|scheduler,server:0,server:1@start+1s+4s";
   testing::Exit exit;
   ASSERT_NO_FATAL_FAILURE(RunReplicatedJob(10, partition, 240, &exit));
   const std::string text = EventsText();

@@ -161,6 +161,17 @@ TEST(FaultSchedule, StartPlusTimeCountsFromTheJobsStartForEveryTimedAction) {
   EXPECT_DOUBLE_EQ(schedule.items[2].at_s, 1.5);
 }
 
+// Before, a partition's time took no start+ ("time 'start' is not a duration").
+TEST(FaultSchedule, APartitionTimedFromTheJobsStartKeepsItsDuration) {
+  const FaultSchedule schedule = Parse("partition:server:0|worker:0,scheduler@start+2s+3s");
+  ASSERT_EQ(schedule.items.size(), 1u);
+  EXPECT_TRUE(schedule.items[0].after_start);
+  EXPECT_DOUBLE_EQ(schedule.items[0].at_s, 2);
+  EXPECT_DOUBLE_EQ(schedule.items[0].duration_s, 3);
+  EXPECT_TRUE(Contains(ErrorOf([] { Parse("partition:server:0|worker:0@start+2s"); }),
+                       "a partition needs a duration"));
+}
+
 // Each bad spec is refused with the item's position, its text, and the problem.
 struct BadSpec {
   std::string spec;
