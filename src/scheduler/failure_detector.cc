@@ -105,15 +105,21 @@ std::vector<std::pair<int, double>> FailureDetector::FindSilent(double now) {
     if (watched_.done.count(id)) continue;
     const double silence = now - member.last_heartbeat;
     if (silence <= heartbeat_timeout_s_) continue;
-    // A node logged as silent before the first view and never heard from
-    // since (it died then) is removed once the view is out: its rank is free
-    // for a replacement.
+    // A node marked silent before the first view and never heard from since
+    // (it died then) is removed once the view is out: its rank is free for a
+    // replacement. Only a node of a restarted scheduler's earlier run
+    // heartbeats before that view, so only its silence is logged (the others
+    // start heartbeats with their first view; the monitor's note of who has
+    // registered says what holds it).
     if (watched_.published) {
       silent.emplace_back(id, silence);
     } else if (!member.reported_silent) {
       member.reported_silent = true;
-      LOG(WARNING) << proto::Role_Name(member.info.role()) << " " << member.info.rank() << " (node "
-                   << id << " at " << member.info.address() << ") silent for " << silence << " s";
+      if (member.rejoined) {
+        LOG(WARNING) << proto::Role_Name(member.info.role()) << " " << member.info.rank()
+                     << " (node " << id << " at " << member.info.address() << ") silent for "
+                     << silence << " s";
+      }
     }
   }
   return silent;
