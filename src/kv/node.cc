@@ -95,14 +95,14 @@ void Node::Register() {
                       proto::Role_Name(options_.role), ": ", refused_);
     }
     if (!RegistrationAnsweredLocked() && MonotonicSeconds() < deadline && !stopped_) continue;
-    if (!RegistrationAnsweredLocked() && id_ >= 0) {
+    if (!RegistrationAnsweredLocked() && id_ >= 0 && !stopped_) {
       // Admitted, but the first view never came: the scheduler publishes it
       // once every expected member has registered.
       throw MakeError("the scheduler at ", options_.scheduler, " admitted this ",
                       proto::Role_Name(options_.role), " (rank ", rank_.load(),
                       ") but the cluster did not form within ", options_.register_timeout_s,
-                      " s: the scheduler is still waiting for members that have not registered "
-                      "(its log names how many; did a server or worker fail to start?)");
+                      " s: members it waits for have not registered, or it stopped (its log "
+                      "says how many registered; did a server or worker fail to start?)");
     }
     if (!RegistrationAnsweredLocked()) {
       throw MakeError("no answer from the scheduler at ", options_.scheduler, " within ",

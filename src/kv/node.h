@@ -120,8 +120,9 @@ class Node {
   }
 
   // Binds, registers with the scheduler and waits for the first view. Throws
-  // Error if the scheduler does not answer within register_timeout_s or
-  // refuses the node.
+  // Error if the scheduler does not answer within register_timeout_s, refuses
+  // the node, or admits it but publishes no view within that time (the
+  // cluster did not form).
   void Start();
   // Stops heartbeats and the transport; idempotent.
   void Stop();

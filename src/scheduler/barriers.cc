@@ -32,6 +32,17 @@ void BarrierTable::ReleaseReady(const Members& members) {
 void BarrierTable::Passed(int group, const std::string& tag) {
   if (tag.empty() || group == 0 || (group & ~kAllGroup) != 0) return;
   released_tags_[group].insert(tag);
+  // A node that arrived before it heard the group had passed (its release
+  // lost with the earlier scheduler) goes on now.
+  auto& waiting = waiting_[group];
+  for (auto it = waiting.begin(); it != waiting.end();) {
+    if (it->second.second == tag) {
+      Release(it->first, group, it->second.first);
+      it = waiting.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void BarrierTable::Forget(int id, const Members& members, bool whole) {

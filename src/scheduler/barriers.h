@@ -45,7 +45,8 @@ class BarrierTable {
   void ReleaseReady(const Members& members);
 
   // A node of an earlier run of a restarted scheduler was released from
-  // `tag` of `group`: a node arriving there later is released at once. An
+  // `tag` of `group`: a node waiting there (its release lost with the
+  // earlier scheduler) is released now, and one arriving later at once. An
   // empty tag or a group mask naming no role is ignored.
   void Passed(int group, const std::string& tag);
 

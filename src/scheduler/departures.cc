@@ -63,7 +63,10 @@ void Departures::HeardFrom(int id, Member& member, double now) {
   member.last_heartbeat = now;
   if (member.reported_silent) {
     member.reported_silent = false;
-    LOG(INFO) << "node " << id << " is heard from again";
+    // Before the first view only a node of an earlier run was logged silent.
+    if (member.rejoined || cluster_->published) {
+      LOG(INFO) << "node " << id << " is heard from again";
+    }
   }
 }
 

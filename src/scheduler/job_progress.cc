@@ -1,5 +1,6 @@
 #include "scheduler/job_progress.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -168,6 +169,15 @@ void JobProgress::TakeDecided(WorkerProgress* worker, const proto::EpochFigures&
   epoch.examples = figures.examples();
   epoch.total_examples = figures.total_examples();
   epoch.seconds = figures.seconds();
+  if (!decided_.empty()) {
+    // A leading worker that replaced another counts its seconds and running
+    // total from its own start: neither goes back.
+    const DecidedEpoch& before = decided_.back();
+    epoch.seconds = std::max(epoch.seconds, before.seconds);
+    if (before.total_examples > 0) {
+      epoch.total_examples = std::max(epoch.total_examples, before.total_examples + epoch.examples);
+    }
+  }
   epoch.metrics = MetricsOf(figures.metrics());
   epoch.stop = figures.stop();
   worker->validation = ValidationOf(epoch.metrics);

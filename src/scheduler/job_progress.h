@@ -64,13 +64,11 @@ struct WorkerProgress {
 // One epoch as the leading worker decided it.
 struct DecidedEpoch {
   int epoch = 0;
-  uint64_t examples = 0;  // every worker's
-  // Every epoch's so far, this one included (0: not reported): see
-  // proto::EpochFigures::total_examples.
-  uint64_t total_examples = 0;
-  double seconds = 0;     // into the job when it was decided (the leading worker's clock)
-  MetricSet metrics;      // validation:*, train:objective_loss, ...
-  bool stop = false;      // early stopping: the job's last epoch
+  uint64_t examples = 0;        // every worker's
+  uint64_t total_examples = 0;  // every epoch's so far, this one too (0: not reported)
+  double seconds = 0;           // into the job when it was decided (the leading worker's clock)
+  MetricSet metrics;            // validation:*, train:objective_loss, ...
+  bool stop = false;            // early stopping: the job's last epoch
 };
 
 // The job's end as the leading worker reported it.

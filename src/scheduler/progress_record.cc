@@ -200,6 +200,8 @@ ProgressRecord EndRecordOf(const ProgressSnapshot& snapshot, int failed_workers,
     record.examples = 0;
     for (const DecidedEpoch& epoch : snapshot.decided) record.examples += epoch.examples;
     record.examples = std::max(record.examples, snapshot.decided.back().total_examples);
+    // The last decided epoch's number, not how many it heard decided.
+    record.epochs_run = std::max(record.epochs_run, snapshot.decided.back().epoch);
     record.seconds = snapshot.decided.back().seconds;
   }
   if (snapshot.end) {

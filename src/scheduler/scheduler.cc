@@ -566,8 +566,9 @@ void Scheduler::MonitorLoop() {
                    << " s after the scheduler started: " << cluster_.server_ranks.size()
                    << " of " << cluster_.num_servers << " server(s) and "
                    << cluster_.worker_ranks.size() << " of " << cluster_.num_workers
-                   << " worker(s) registered; the job starts once every one has (did a role "
-                      "fail to start, or can it not reach this scheduler?)";
+                   << " worker(s) registered; the job starts (or, after a restart, goes on) "
+                      "once every one has (did a role fail to start, or can it not reach this "
+                      "scheduler?)";
       forming_note = now + kFormingNoteS;
     }
     departures_->MonitorRound(now, wake, van_.caught_up_at());

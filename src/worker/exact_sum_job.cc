@@ -176,8 +176,8 @@ void ExactSumWorker::PushOrphanedShares(int epoch, int batches) {
               << " minibatches pushed across the workers";
     total_minibatches_ += epoch_minibatches;
     scheduler_->ReportProgress(EpochReport(options_.workload.epochs, epoch, epoch_minibatches,
-                                           total_minibatches_, MonotonicSeconds() - started_,
-                                           {}, /*stop=*/false));
+                                           total_minibatches_, MonotonicSeconds() - started_, {},
+                                           /*stop=*/false));
   }
 }
 

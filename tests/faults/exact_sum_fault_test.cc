@@ -91,8 +91,9 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--replication=1", "--job=exact_sum",
        "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.2",
-       "--heartbeat_timeout=3", "--model_dir=" + model_dir, "--request_timeout_ms=100", "--drop_rate=0.01",
-       "--faults=kill:server:1@start+2s,restart:worker:0@start+3s", "--event_log=" + log},
+       "--heartbeat_timeout=3", "--model_dir=" + model_dir, "--request_timeout_ms=100",
+       "--drop_rate=0.01", "--faults=kill:server:1@start+2s,restart:worker:0@start+3s",
+       "--event_log=" + log},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
@@ -116,7 +117,8 @@ TEST_F(ExactSumFaults, AKilledServerAndARestartedWorkerLoseAndDoubleNoUpdate) {
 // replicated range among them, and the range started over empty.)
 TEST_F(ExactSumFaults, ASchedulerStoppedPastTheHeartbeatTimeoutRemovesNoNode) {
   testing::Exit exit;
-  ASSERT_NO_FATAL_FAILURE(RunWithoutLeaves(4, 6000, "stop:scheduler@start+1s+2.5s", "continue", &exit));
+  ASSERT_NO_FATAL_FAILURE(
+      RunWithoutLeaves(4, 6000, "stop:scheduler@start+1s+2.5s", "continue", &exit));
   EXPECT_TRUE(Contains(exit.output, "the scheduler did not run for")) << exit.output;
   EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
 }
@@ -129,7 +131,8 @@ TEST_F(ExactSumFaults, ASchedulerPartitionedFromEveryNodeRemovesNone) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (a partition uses cgroups and iptables)";
   testing::Exit exit;
   ASSERT_NO_FATAL_FAILURE(RunWithoutLeaves(
-      8, 2500, "partition:scheduler|server:0,server:1,worker:0,worker:1@start+1s+2.5s", "heal", &exit));
+      8, 2500, "partition:scheduler|server:0,server:1,worker:0,worker:1@start+1s+2.5s", "heal",
+      &exit));
   EXPECT_TRUE(Contains(exit.output, "the scheduler has not heard from most of its nodes"))
       << exit.output;
   EXPECT_TRUE(Contains(exit.output, "0 violation(s) (0 lost, 0 doubled)")) << exit.output;
@@ -143,8 +146,8 @@ TEST_F(ExactSumFaults, ASchedulerPartitionedFromEveryNodeRemovesNone) {
 // barrier until --timeout.) Closed connections are not watched, so the old
 // worker stays a member until the heartbeat timeout, past the restart.
 TEST_F(ExactSumFaults, AWorkerReplacedAcrossASchedulerRestartResumesAtTheJobsEpoch) {
-  ExpectReplacedAcrossSchedulerRestarts(folder_, "restart:worker:1@start+3s,restart:scheduler@start+4.5s",
-                                        "worker", 1);
+  ExpectReplacedAcrossSchedulerRestarts(
+      folder_, "restart:worker:1@start+3s,restart:scheduler@start+4.5s", "worker", 1);
 }
 
 // Chaos seed 102: the scheduler restarted, a server restarted, and the
@@ -155,7 +158,8 @@ TEST_F(ExactSumFaults, AWorkerReplacedAcrossASchedulerRestartResumesAtTheJobsEpo
 // updates.)
 TEST_F(ExactSumFaults, AServerReplacedAcrossSchedulerRestartsCopiesItsRanges) {
   ExpectReplacedAcrossSchedulerRestarts(
-      folder_, "restart:scheduler@start+2s,restart:server:0@start+3.5s,restart:scheduler@start+5s", "server", 0);
+      folder_, "restart:scheduler@start+2s,restart:server:0@start+3.5s,restart:scheduler@start+5s",
+      "server", 0);
 }
 
 // A worker that dies after registering but before the cluster's first view
@@ -214,7 +218,8 @@ TEST_F(ExactSumFaults, AServerRestartedWithoutReplicasLosesItsRangeAndTheJobSays
   const auto exit = testing::Run(
       {KeelBinary(), "launch", "--servers=2", "--workers=2", "--job=exact_sum", "--epochs=4",
        "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
-       "--model_dir=" + model_dir, "--heartbeat_timeout=3", "--faults=restart:server:1@start+4s", "--event_log=" + log, "--membership_log=" + membership},
+       "--model_dir=" + model_dir, "--heartbeat_timeout=3", "--faults=restart:server:1@start+4s",
+       "--event_log=" + log, "--membership_log=" + membership},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
@@ -258,7 +263,8 @@ TEST_F(ExactSumFaults, TwoFailuresOnOneChainRebuildTheRangeFromTheRemovedServers
       {KeelBinary(), "launch", "--servers=3", "--workers=2", "--replication=1", "--job=exact_sum",
        "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
        "--heartbeat_interval=0.2", "--heartbeat_timeout=1", "--model_dir=" + model_dir,
-       "--membership_log=" + membership, "--faults=stop:server:1@start+2s+3s,kill:server:2@start+3.8s,restart:server:2@start+4.2s"},
+       "--membership_log=" + membership,
+       "--faults=stop:server:1@start+2s+3s,kill:server:2@start+3.8s,restart:server:2@start+4.2s"},
       240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 3) << exit.output;  // kDataLostExitStatus
@@ -345,13 +351,14 @@ void ExpectExactSumsAcrossJoinsAndDrains(const std::string& folder, int replicat
   const std::string model_dir = folder + "/run";
   const std::string log = folder + "/events.jsonl";
   const std::string membership = folder + "/membership.jsonl";
-  const auto exit = testing::Run(
-      {KeelBinary(), "launch", "--servers=2", "--workers=2",
-       "--replication=" + std::to_string(replication), "--key_ranges=8", "--job=exact_sum",
-       "--epochs=4", "--exact_sum_minibatches=10000", "--exact_sum_push_interval_ms=0.25",
-       "--model_dir=" + model_dir, "--faults=join:server@start+1s,join:server@start+1s,drain:server:3@start+3s,drain:server:0@start+4s",
-       "--event_log=" + log, "--membership_log=" + membership},
-      240);
+  const auto exit = testing::Run({KeelBinary(), "launch", "--servers=2", "--workers=2",
+                                  "--replication=" + std::to_string(replication), "--key_ranges=8",
+                                  "--job=exact_sum", "--epochs=4", "--exact_sum_minibatches=10000",
+                                  "--exact_sum_push_interval_ms=0.25", "--model_dir=" + model_dir,
+                                  "--faults=join:server@start+1s,join:server@start+1s,drain:server:"
+                                  "3@start+3s,drain:server:0@start+4s",
+                                  "--event_log=" + log, "--membership_log=" + membership},
+                                 240);
   ASSERT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   EXPECT_EQ(testing::EventsNamed(log, "join").size(), 2u) << exit.output;

@@ -76,6 +76,19 @@ TEST_F(BarrierTableTest, ALeavingMemberReleasesTheOthersOnceTheMembershipIsWhole
   EXPECT_EQ(released_, (std::vector<int>{1}));
 }
 
+// The earlier scheduler released the group and died before worker 1's
+// release went out: worker 1 sends its request again to the restarted one,
+// and worker 2, registering after it, brings the tag as passed.
+TEST_F(BarrierTableTest, ATagPassedUnderTheEarlierSchedulerReleasesANodeWaitingThere) {
+  table_.Arrive(Arrival(1, "epoch 3"), Workers({1}), /*whole=*/false);
+  table_.Passed(kWorkerGroup, "epoch 3");
+  EXPECT_EQ(released_, (std::vector<int>{1}));
+  // Nothing left waiting: the next barrier is not held by a stale arrival.
+  table_.ReleaseReady(Workers({1, 2}));
+  table_.Arrive(Arrival(2, "epoch 4"), Workers({1, 2}), /*whole=*/true);
+  EXPECT_EQ(released_, (std::vector<int>{1}));
+}
+
 TEST_F(BarrierTableTest, ATagTheGroupPassedReleasesALateComerAtOnce) {
   table_.Passed(kWorkerGroup, "epoch 2");
   table_.Arrive(Arrival(1, "epoch 2"), Workers({1, 2}), /*whole=*/false);

@@ -221,7 +221,23 @@ TEST(JobProgress, AfterASchedulerRestartTheEndRecordCountsEveryEpochsExamples) {
   fourth.mutable_decided()->set_total_examples(4000);
   progress.OnReport(11, 0, nullptr, 0, third, 1.0);
   progress.OnReport(11, 0, nullptr, 0, fourth, 2.0);
-  EXPECT_EQ(EndRecordOf(progress.Snapshot(2.0), 0, "").examples, 4000u);
+  const ProgressRecord end = EndRecordOf(progress.Snapshot(2.0), 0, "");
+  EXPECT_EQ(end.examples, 4000u);
+  EXPECT_EQ(end.epochs_run, 4);  // the last decided epoch, not the 2 it heard
+}
+
+// A replacement of the leading worker counts its seconds and running total
+// from its own start: the end record's neither go back.
+TEST(JobProgress, ALeadingWorkersReplacementDoesNotSetTheJobsCountsBack) {
+  JobProgress progress(1);
+  proto::ProgressReport second = Decided(4, 2, 1000, 8.0), third = Decided(4, 3, 1000, 2.0);
+  second.mutable_decided()->set_total_examples(2000);
+  third.mutable_decided()->set_total_examples(1000);  // the replacement's first epoch
+  progress.OnReport(11, 0, nullptr, 0, second, 1.0);
+  progress.OnReport(12, 0, nullptr, 0, third, 2.0);
+  const ProgressRecord end = EndRecordOf(progress.Snapshot(2.0), 0, "");
+  EXPECT_EQ(end.examples, 3000u);
+  EXPECT_DOUBLE_EQ(end.seconds, 8.0);
 }
 
 TEST(JobProgress, AWorkersRateComesFromItsReportsWithinAnEpoch) {
