@@ -17,20 +17,46 @@
 # sanitizer stage: the clang tree build-clang/ (AddressSanitizer +
 # UndefinedBehaviorSanitizer, CUDA off, the fuzz targets;
 # scripts/sanitize_build.sh) runs the unit and cluster tests and each fuzz
-# target for a few seconds. KEEL_SANITIZER_STAGE=0 leaves it out.
+# target for a few seconds. KEEL_SANITIZER_STAGE=0 leaves it out. That tree
+# compiles while the gcc tree's tests run, at the lowest CPU priority (nice
+# 19): it takes only the time the tests leave a core idle (the faults,
+# multihost, package and container tests run one at a time and mostly wait),
+# so a test's process is not kept from a core by it. Its output goes to a log,
+# printed if it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/steps.sh
 scripts/setup.sh --tests
 jobs=$(nproc)
+stage=${KEEL_SANITIZER_STAGE:-$([ $# -eq 0 ] && echo 1 || echo 0)}
+clang_pid=""
+clang_log=""
+stop_clang_build() {
+  # The build in its own session (setsid): stop it with everything it started.
+  [ -z "$clang_pid" ] || kill -- "-$clang_pid" 2>/dev/null || true
+  [ -z "$clang_log" ] || rm -f "$clang_log"
+}
+if [ "$stage" = 1 ]; then
+  clang_log=$(mktemp "${TMPDIR:-/tmp}/keel-clang-build.XXXXXX")
+  trap stop_clang_build EXIT
+  echo "$keel_step_script: building the sanitizer tree build-clang/ beside the tests (nice 19)"
+  setsid nice -n 19 scripts/sanitize_build.sh >"$clang_log" 2>&1 &
+  clang_pid=$!
+fi
 step "running the tests in build/ (ctest $*)"
 (cd build && ctest --output-on-failure --parallel "$jobs" "$@")
 step_done
 
-stage=${KEEL_SANITIZER_STAGE:-$([ $# -eq 0 ] && echo 1 || echo 0)}
 if [ "$stage" = 1 ]; then
-  step "building the sanitizer tree build-clang/ (ASan+UBSan, clang)"
-  scripts/sanitize_build.sh
+  step "finishing the sanitizer tree build-clang/ (ASan+UBSan, clang)"
+  status=0
+  wait "$clang_pid" || status=$?
+  clang_pid=""
+  if [ "$status" != 0 ]; then
+    cat "$clang_log" >&2
+    echo "$keel_step_script: building build-clang/ failed ($status)" >&2
+    exit "$status"
+  fi
   step_done
   step "running the unit, cluster and fuzz tests in build-clang/"
   (cd build-clang && ctest --output-on-failure --parallel "$jobs" -L 'unit|cluster|fuzz')
