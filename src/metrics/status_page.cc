@@ -17,12 +17,6 @@
 namespace keel {
 namespace {
 
-std::string JsonArray(const std::vector<std::string>& items) {
-  std::string text = "[";
-  for (size_t i = 0; i < items.size(); ++i) text += (i ? ", " : "") + items[i];
-  return text + "]";
-}
-
 std::string Ranks(const std::vector<int>& ranks) {
   std::vector<std::string> items;
   for (int rank : ranks) items.push_back(std::to_string(rank));
