@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/json.h"
 #include "base/time.h"
 #include "bench/bench_memory.h"
 #include "bench/zmq_bench.h"
@@ -106,26 +106,32 @@ void PrintTable(const std::string& title, const std::vector<Row>& rows, bool wit
 // `servers` ... `seconds_per_case`: the run's settings, as the flags gave them.
 std::string Json(const std::string& bench, int servers, int workers, int inflight,
                  double seconds_per_case, const std::vector<Row>& rows) {
-  std::ostringstream out;
-  out.precision(6);
-  out << "{\"bench\":\"" << bench << "\",\"servers\":" << servers << ",\"workers\":" << workers
-      << ",\"inflight\":" << inflight << ",\"seconds_per_case\":" << seconds_per_case
-      << ",\"cases\":[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& row = rows[i];
-    out << (i ? "," : "") << "{\"name\":\"" << row.name << "\",\"requests\":" << row.requests
-        << ",\"gb_per_s\":" << row.gigabytes_per_s << ",\"mkeys_per_s\":" << row.million_keys_per_s
-        << ",\"p50_us\":" << row.p50_us << ",\"p99_us\":" << row.p99_us;
+  constexpr auto kCompact = JsonObject::Style::kCompact;
+  std::vector<std::string> cases;
+  for (const Row& row : rows) {
+    JsonObject object(kCompact);
+    object.String("name", row.name)
+        .Count("requests", row.requests)
+        .Number("gb_per_s", row.gigabytes_per_s, 6)
+        .Number("mkeys_per_s", row.million_keys_per_s, 6)
+        .Number("p50_us", row.p50_us, 6)
+        .Number("p99_us", row.p99_us, 6);
     if (row.zmq_gigabytes_per_s > 0) {
-      out << ",\"zmq_gb_per_s\":" << row.zmq_gigabytes_per_s
-          << ",\"ratio_to_zmq\":" << row.gigabytes_per_s / row.zmq_gigabytes_per_s
-          << ",\"zmq_p50_us\":" << row.zmq_p50_us
-          << ",\"latency_ratio_to_zmq\":" << row.p50_us / row.zmq_p50_us;
+      object.Number("zmq_gb_per_s", row.zmq_gigabytes_per_s, 6)
+          .Number("ratio_to_zmq", row.gigabytes_per_s / row.zmq_gigabytes_per_s, 6)
+          .Number("zmq_p50_us", row.zmq_p50_us, 6)
+          .Number("latency_ratio_to_zmq", row.p50_us / row.zmq_p50_us, 6);
     }
-    out << "}";
+    cases.push_back(object.Close());
   }
-  out << "]}";
-  return out.str();
+  return JsonObject(kCompact)
+      .String("bench", bench)
+      .Integer("servers", servers)
+      .Integer("workers", workers)
+      .Integer("inflight", inflight)
+      .Number("seconds_per_case", seconds_per_case, 6)
+      .Add("cases", JsonArray(cases, kCompact))
+      .Close();
 }
 
 // The secret file the benchmark cluster uses: secret_file, a new one in
@@ -275,8 +281,13 @@ int BenchParse(const BenchParseOptions& parse) {
       "%.1f MB/s, %.2f M rows/s\n",
       static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nonzeros), bytes / 1e6,
       format, median, bytes / 1e6 / median, rows / 1e6 / median);
-  std::printf("{\"bench\":\"parse\",\"format\":\"%s\",\"mb_per_s\":%.2f,\"rows_per_s\":%.0f}\n",
-              format, bytes / 1e6 / median, rows / median);
+  const std::string json = JsonObject(JsonObject::Style::kCompact)
+                               .String("bench", "parse")
+                               .String("format", format)
+                               .Fixed("mb_per_s", bytes / 1e6 / median, 2)
+                               .Fixed("rows_per_s", rows / median, 0)
+                               .Close();
+  std::printf("%s\n", json.c_str());
   return 0;
 }
 
@@ -328,10 +339,15 @@ int BenchBackend(const BenchBackendOptions& bench) {
       backend->name().c_str(), bench.job.c_str(), static_cast<unsigned long long>(examples),
       static_cast<unsigned long long>(nonzeros), batches.size(), hyperparameters.mini_batch_size,
       median, passes, examples / median, loss / examples);
-  std::printf(
-      "{\"bench\":\"backend\",\"device\":\"%s\",\"threads\":%d,\"job\":\"%s\","
-      "\"examples_per_s\":%.0f,\"seconds\":%.6f}\n",
-      bench.device.c_str(), bench.threads, bench.job.c_str(), examples / median, median);
+  const std::string json = JsonObject(JsonObject::Style::kCompact)
+                               .String("bench", "backend")
+                               .String("device", bench.device)
+                               .Integer("threads", bench.threads)
+                               .String("job", bench.job)
+                               .Fixed("examples_per_s", examples / median, 0)
+                               .Fixed("seconds", median, 6)
+                               .Close();
+  std::printf("%s\n", json.c_str());
   return 0;
 }
 

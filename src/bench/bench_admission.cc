@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/time.h"
 #include "bench/bench_checkpoint.h"
 #include "kv/keys.h"
@@ -154,14 +155,18 @@ int BenchAdmission(const BenchAdmissionOptions& options) {
                 static_cast<unsigned long long>(r.sketch_bytes),
                 static_cast<double>(r.table_bytes + r.sketch_bytes) / distinct,
                 static_cast<unsigned long long>(r.by_collision), r.seconds);
-    std::printf(
-        "{\"bench\": \"admission\", \"distinct_keys\": %llu, \"admit_after\": %u, "
-        "\"sketch_mib\": %u, \"rows\": %llu, \"table_bytes\": %llu, \"sketch_bytes\": %llu, "
-        "\"by_collision\": %llu, \"seconds\": %.2f}\n",
-        static_cast<unsigned long long>(distinct), c.admit_after, c.sketch_mib,
-        static_cast<unsigned long long>(r.rows), static_cast<unsigned long long>(r.table_bytes),
-        static_cast<unsigned long long>(r.sketch_bytes),
-        static_cast<unsigned long long>(r.by_collision), r.seconds);
+    const std::string json = JsonObject()
+                                 .String("bench", "admission")
+                                 .Count("distinct_keys", distinct)
+                                 .Count("admit_after", c.admit_after)
+                                 .Count("sketch_mib", c.sketch_mib)
+                                 .Count("rows", r.rows)
+                                 .Count("table_bytes", r.table_bytes)
+                                 .Count("sketch_bytes", r.sketch_bytes)
+                                 .Count("by_collision", r.by_collision)
+                                 .Fixed("seconds", r.seconds, 2)
+                                 .Close();
+    std::printf("%s\n", json.c_str());
     std::fflush(stdout);
   }
   return 0;

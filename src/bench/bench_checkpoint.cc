@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/time.h"
 #include "io/checkpoint.h"
 #include "kv/keys.h"
@@ -209,14 +210,18 @@ int BenchCheckpoint(const BenchCheckpointOptions& options) {
                 median(*takes, &Taken::copy_seconds), median(*takes, &Taken::write_seconds),
                 median(*takes, &Taken::read_seconds));
   }
-  std::printf(
-      "{\"bench\": \"checkpoint\", \"keys\": %llu, \"changed_share\": %g, \"full_bytes\": %.0f, "
-      "\"delta_bytes\": %.0f, \"full_copy_s\": %.4f, \"delta_copy_s\": %.4f, \"full_write_s\": "
-      "%.4f, \"delta_write_s\": %.4f}\n",
-      static_cast<unsigned long long>(keys), options.changed_share, median_bytes(fulls),
-      median_bytes(deltas), median(fulls, &Taken::copy_seconds),
-      median(deltas, &Taken::copy_seconds), median(fulls, &Taken::write_seconds),
-      median(deltas, &Taken::write_seconds));
+  const std::string json = JsonObject()
+                               .String("bench", "checkpoint")
+                               .Count("keys", keys)
+                               .Number("changed_share", options.changed_share, 6)
+                               .Fixed("full_bytes", median_bytes(fulls), 0)
+                               .Fixed("delta_bytes", median_bytes(deltas), 0)
+                               .Fixed("full_copy_s", median(fulls, &Taken::copy_seconds), 4)
+                               .Fixed("delta_copy_s", median(deltas, &Taken::copy_seconds), 4)
+                               .Fixed("full_write_s", median(fulls, &Taken::write_seconds), 4)
+                               .Fixed("delta_write_s", median(deltas, &Taken::write_seconds), 4)
+                               .Close();
+  std::printf("%s\n", json.c_str());
   if (!scratch.empty()) std::filesystem::remove_all(scratch);
   return 0;
 }

@@ -43,6 +43,7 @@
 #include <zmq_addon.hpp>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/time.h"
 #include "kv/memory_network.h"
 #include "kv/message.h"
@@ -490,37 +491,45 @@ bool WaitFor(Done done, double timeout_s) {
 }
 
 std::string Json(const ControlReport& r) {
-  std::ostringstream out;
-  out.precision(6);
-  out << "{\"bench\":\"control\",\"nodes\":" << r.nodes << ",\"servers\":" << r.servers
-      << ",\"workers\":" << r.workers << ",\"key_ranges\":" << r.key_ranges << ",\"transport\":\""
-      << r.transport << "\",\"view_deltas\":" << (r.view_deltas ? "true" : "false")
-      << ",\"storm_to_view_sent_s\":" << r.storm_to_view_sent_s
-      << ",\"storm_to_first_member_view_s\":" << r.storm_to_first_member_view_s
-      << ",\"storm_to_all_views_s\":" << r.storm_to_all_views_s
-      << ",\"members_with_view\":" << r.members_with_view
-      << ",\"registration_refusals\":" << r.registration_refusals
-      << ",\"first_view_bytes\":" << r.first_view_bytes
-      << ",\"steady_seconds\":" << r.steady_seconds
-      << ",\"scheduler_cpu_share\":" << r.scheduler_cpu_share
-      << ",\"scheduler_zmq_cpu_share\":" << r.scheduler_zmq_cpu_share
-      << ",\"process_cpu_share\":" << r.process_cpu_share
-      << ",\"heartbeats_acked\":" << r.heartbeats_acked << ",\"status_s\":" << r.status_s
-      << ",\"status_json_s\":" << r.status_json_s << ",\"status_json_bytes\":" << r.status_json_bytes
-      << ",\"status_json_all_s\":" << r.status_json_all_s
-      << ",\"status_json_all_bytes\":" << r.status_json_all_bytes << ",\"scrape_s\":" << r.scrape_s
-      << ",\"scrape_bytes\":" << r.scrape_bytes
-      << ",\"kill_to_view_sent_s\":" << r.kill_to_view_sent_s
-      << ",\"kill_to_first_member_view_s\":" << r.kill_to_first_member_view_s
-      << ",\"kill_to_all_views_s\":" << r.kill_to_all_views_s
-      << ",\"detection_to_all_views_s\":" << r.detection_to_all_views_s
-      << ",\"living_members\":" << r.living_members
-      << ",\"members_on_new_view\":" << r.members_on_new_view
-      << ",\"killed_left_view\":" << (r.killed_left_view ? "true" : "false")
-      << ",\"failure_view_bytes\":" << r.failure_view_bytes << ",\"departures\":" << r.departures
-      << ",\"rss_growth_mb\":" << r.rss_growth_mb << ",\"peak_rss_mb\":" << r.peak_rss_mb
-      << ",\"descriptors_per_member\":" << r.descriptors_per_member << "}";
-  return out.str();
+  return JsonObject(JsonObject::Style::kCompact)
+      .String("bench", "control")
+      .Integer("nodes", r.nodes)
+      .Integer("servers", r.servers)
+      .Integer("workers", r.workers)
+      .Integer("key_ranges", r.key_ranges)
+      .String("transport", r.transport)
+      .Bool("view_deltas", r.view_deltas)
+      .Number("storm_to_view_sent_s", r.storm_to_view_sent_s, 6)
+      .Number("storm_to_first_member_view_s", r.storm_to_first_member_view_s, 6)
+      .Number("storm_to_all_views_s", r.storm_to_all_views_s, 6)
+      .Integer("members_with_view", r.members_with_view)
+      .Count("registration_refusals", r.registration_refusals)
+      .Count("first_view_bytes", r.first_view_bytes)
+      .Number("steady_seconds", r.steady_seconds, 6)
+      .Number("scheduler_cpu_share", r.scheduler_cpu_share, 6)
+      .Number("scheduler_zmq_cpu_share", r.scheduler_zmq_cpu_share, 6)
+      .Number("process_cpu_share", r.process_cpu_share, 6)
+      .Count("heartbeats_acked", r.heartbeats_acked)
+      .Number("status_s", r.status_s, 6)
+      .Number("status_json_s", r.status_json_s, 6)
+      .Count("status_json_bytes", r.status_json_bytes)
+      .Number("status_json_all_s", r.status_json_all_s, 6)
+      .Count("status_json_all_bytes", r.status_json_all_bytes)
+      .Number("scrape_s", r.scrape_s, 6)
+      .Count("scrape_bytes", r.scrape_bytes)
+      .Number("kill_to_view_sent_s", r.kill_to_view_sent_s, 6)
+      .Number("kill_to_first_member_view_s", r.kill_to_first_member_view_s, 6)
+      .Number("kill_to_all_views_s", r.kill_to_all_views_s, 6)
+      .Number("detection_to_all_views_s", r.detection_to_all_views_s, 6)
+      .Integer("living_members", r.living_members)
+      .Integer("members_on_new_view", r.members_on_new_view)
+      .Bool("killed_left_view", r.killed_left_view)
+      .Count("failure_view_bytes", r.failure_view_bytes)
+      .Count("departures", r.departures)
+      .Number("rss_growth_mb", r.rss_growth_mb, 6)
+      .Number("peak_rss_mb", r.peak_rss_mb, 6)
+      .Number("descriptors_per_member", r.descriptors_per_member, 6)
+      .Close();
 }
 
 // What a refresh of the status page and a metrics scrape cost the scheduler

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "kv/keys.h"
 #include "kv/optimizer.h"
 #include "kv/parameter_table.h"
@@ -91,22 +91,29 @@ int BenchTableMemory(const BenchMemoryOptions& options) {
               static_cast<unsigned long long>(keys));
   std::printf("%-8s %5s %5s %12s %12s %12s %9s\n", "optimizer", "width", "state", "bound B/key",
               "table B/key", "resident", "x bound");
-  std::ostringstream json;
-  json << "{\"bench\":\"kv_memory\",\"keys\":" << keys << ",\"tables\":[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const TableMemory& row = rows[i];
+  std::vector<std::string> tables;
+  for (const TableMemory& row : rows) {
     std::printf("%-9s %5d %5d %12.1f %12.1f %12.1f %8.2fx\n", row.optimizer.c_str(), row.width,
                 row.state_width, row.bound_bytes_per_key, row.table_bytes_per_key,
                 row.resident_bytes_per_key, row.overhead());
-    json << (i ? "," : "") << "{\"optimizer\":\"" << row.optimizer << "\",\"width\":" << row.width
-         << ",\"state_width\":" << row.state_width << ",\"bound_bytes_per_key\":"
-         << row.bound_bytes_per_key << ",\"table_bytes_per_key\":" << row.table_bytes_per_key
-         << ",\"resident_bytes_per_key\":" << row.resident_bytes_per_key << "}";
+    tables.push_back(JsonObject(JsonObject::Style::kCompact)
+                         .String("optimizer", row.optimizer)
+                         .Integer("width", row.width)
+                         .Integer("state_width", row.state_width)
+                         .Number("bound_bytes_per_key", row.bound_bytes_per_key, 6)
+                         .Number("table_bytes_per_key", row.table_bytes_per_key, 6)
+                         .Number("resident_bytes_per_key", row.resident_bytes_per_key, 6)
+                         .Close());
   }
-  json << "]}";
-  std::printf("(bound: the key and the row's floats; table: the slots the table holds, "
-              "ParameterTable::memory_bytes; resident: the process's growth while it filled)\n%s\n",
-              json.str().c_str());
+  const std::string json = JsonObject(JsonObject::Style::kCompact)
+                               .String("bench", "kv_memory")
+                               .Count("keys", keys)
+                               .Add("tables", JsonArray(tables, JsonObject::Style::kCompact))
+                               .Close();
+  std::printf(
+      "(bound: the key and the row's floats; table: the slots the table holds, "
+      "ParameterTable::memory_bytes; resident: the process's growth while it filled)\n%s\n",
+      json.c_str());
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "base/json_reader.h"
 #include "base/time.h"
 
@@ -208,18 +209,23 @@ int BenchTrain(const BenchTrainOptions& options) {
               bytes_per_example);
   if (later_examples > 0) std::printf(", %.1f after the first", later_bytes_per_example);
   std::printf("\n");
-  std::printf("{\"bench\":\"train\",\"workers\":%d,\"wall_seconds\":%.3f,"
-              "\"wire_bytes_per_example\":%.1f,"
-              "\"wire_bytes_per_example_after_first_epoch\":%.1f,"
-              "\"first_minibatch_seconds\":%.3f,\"examples_per_s_after_first_epoch\":%.0f,"
-              "\"shares\":{\"data\":%.4f,\"rows\":%.4f,\"compute\":%.4f,\"push\":%.4f,"
-              "\"other\":%.4f}}\n",
-              workers, wall, bytes_per_example, later_bytes_per_example, first_minibatch, median,
-              Percent(later["data"], later["seconds"]) / 100,
-              Percent(later["rows"], later["seconds"]) / 100,
-              Percent(later["compute"], later["seconds"]) / 100,
-              Percent(later["push"], later["seconds"]) / 100,
-              Percent(later["other"], later["seconds"]) / 100);
+  constexpr auto kCompact = JsonObject::Style::kCompact;
+  JsonObject shares(kCompact);
+  for (const char* part : {"data", "rows", "compute", "push", "other"}) {
+    shares.Fixed(part, Percent(later[part], later["seconds"]) / 100, 4);
+  }
+  const std::string json =
+      JsonObject(kCompact)
+          .String("bench", "train")
+          .Integer("workers", workers)
+          .Fixed("wall_seconds", wall, 3)
+          .Fixed("wire_bytes_per_example", bytes_per_example, 1)
+          .Fixed("wire_bytes_per_example_after_first_epoch", later_bytes_per_example, 1)
+          .Fixed("first_minibatch_seconds", first_minibatch, 3)
+          .Fixed("examples_per_s_after_first_epoch", median, 0)
+          .Add("shares", shares.Close())
+          .Close();
+  std::printf("%s\n", json.c_str());
   return 0;
 }
 
