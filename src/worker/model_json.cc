@@ -2,10 +2,8 @@
 
 #include <glog/logging.h>
 
-#include <charconv>
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <vector>
 
 #include "base/error.h"
@@ -18,83 +16,92 @@ namespace {
 constexpr uint64_t kMaxInt = std::numeric_limits<int>::max();
 constexpr uint64_t kMaxUint64 = std::numeric_limits<uint64_t>::max();
 
-// The shortest text that reads back as the same value ("0.01", not
-// "0.0099999998"); null for NaN and infinities, which JSON lacks.
-template <typename Number>
-std::string JsonNumber(Number value) {
-  if (!std::isfinite(value)) return "null";
-  char text[64];
-  const auto end = std::to_chars(text, text + sizeof(text), value).ptr;
-  return std::string(text, end);
-}
+constexpr auto kCompact = JsonObject::Style::kCompact;
 
 const char* JsonBool(bool value) { return value ? "true" : "false"; }
 
 std::string OptimizerJson(const OptimizerOptions& o) {
-  std::ostringstream json;
-  json << "{\"name\":" << JsonQuote(o.name) << ",\"learning_rate\":" << JsonNumber(o.learning_rate)
-       << ",\"l1\":" << JsonNumber(o.l1) << ",\"l2\":" << JsonNumber(o.l2)
-       << ",\"beta1\":" << JsonNumber(o.beta1) << ",\"beta2\":" << JsonNumber(o.beta2)
-       << ",\"epsilon\":" << JsonNumber(o.epsilon) << ",\"ftrl_beta\":" << JsonNumber(o.ftrl_beta)
-       << ",\"rescale_grad\":" << JsonNumber(o.rescale_grad)
-       << ",\"clip_gradient\":" << JsonNumber(o.clip_gradient)
-       << ",\"momentum\":" << JsonNumber(o.momentum)
-       << ",\"rmsprop_decay\":" << JsonNumber(o.rmsprop_decay)
-       << ",\"use_lr_scheduler\":" << JsonBool(o.schedule.enabled)
-       << ",\"lr_scheduler_step\":" << o.schedule.step
-       << ",\"lr_scheduler_factor\":" << JsonNumber(o.schedule.factor)
-       << ",\"lr_scheduler_minimum_lr\":" << JsonNumber(o.schedule.minimum_rate)
-       << ",\"staleness_aware\":" << JsonBool(o.staleness_aware) << ",\"groups\":[";
-  for (size_t i = 0; i < o.groups.size(); ++i) {
-    const OptimizerOptions::ColumnGroup& g = o.groups[i];
-    json << (i ? "," : "") << "{\"begin\":" << g.begin << ",\"end\":" << g.end
-         << ",\"learning_rate\":" << JsonNumber(g.learning_rate) << ",\"l1\":" << JsonNumber(g.l1)
-         << ",\"l2\":" << JsonNumber(g.l2) << "}";
+  std::vector<std::string> groups;
+  for (const OptimizerOptions::ColumnGroup& g : o.groups) {
+    groups.push_back(JsonObject(kCompact)
+                         .Integer("begin", g.begin)
+                         .Integer("end", g.end)
+                         .Shortest("learning_rate", g.learning_rate)
+                         .Shortest("l1", g.l1)
+                         .Shortest("l2", g.l2)
+                         .Close());
   }
-  json << "]}";
-  return json.str();
+  return JsonObject(kCompact)
+      .String("name", o.name)
+      .Shortest("learning_rate", o.learning_rate)
+      .Shortest("l1", o.l1)
+      .Shortest("l2", o.l2)
+      .Shortest("beta1", o.beta1)
+      .Shortest("beta2", o.beta2)
+      .Shortest("epsilon", o.epsilon)
+      .Shortest("ftrl_beta", o.ftrl_beta)
+      .Shortest("rescale_grad", o.rescale_grad)
+      .Shortest("clip_gradient", o.clip_gradient)
+      .Shortest("momentum", o.momentum)
+      .Shortest("rmsprop_decay", o.rmsprop_decay)
+      .Bool("use_lr_scheduler", o.schedule.enabled)
+      .Integer("lr_scheduler_step", o.schedule.step)
+      .Shortest("lr_scheduler_factor", o.schedule.factor)
+      .Shortest("lr_scheduler_minimum_lr", o.schedule.minimum_rate)
+      .Bool("staleness_aware", o.staleness_aware)
+      .Add("groups", JsonArray(groups, kCompact))
+      .Close();
 }
 
 std::string InitializerJson(const InitializerSpec& spec) {
-  return "{\"method\":" + JsonQuote(spec.method) + ",\"value\":" + JsonNumber(spec.value) +
-         ",\"scale\":" + JsonNumber(spec.scale) + "}";
+  return JsonObject(kCompact)
+      .String("method", spec.method)
+      .Shortest("value", spec.value)
+      .Shortest("scale", spec.scale)
+      .Close();
 }
 
 // Every Hyperparameters field but the threshold (model.json's top level
 // holds it), resolved: the loss by its name, auto resolved.
 std::string HyperparametersJson(const Hyperparameters& h) {
-  std::ostringstream json;
-  json << "{\"job\":" << JsonQuote(h.JobName())
-       << ",\"predictor_type\":" << JsonQuote(h.PredictorName())
-       << ",\"num_classes\":" << h.num_classes << ",\"num_factors\":" << h.num_factors
-       << ",\"feature_dim\":" << h.feature_dim << ",\"mini_batch_size\":" << h.mini_batch_size
-       << ",\"epochs\":" << h.epochs << ",\"use_bias\":" << JsonBool(h.use_bias)
-       << ",\"seed\":" << h.seed << ",\"early_stopping_patience\":" << h.early_stopping_patience
-       << ",\"early_stopping_tolerance\":" << JsonNumber(h.early_stopping_tolerance)
-       << ",\"loss\":" << JsonQuote(LossName(h.loss_function().kind))
-       << ",\"margin\":" << JsonNumber(h.margin) << ",\"quantile\":" << JsonNumber(h.quantile)
-       << ",\"loss_insensitivity\":" << JsonNumber(h.loss_insensitivity)
-       << ",\"huber_delta\":" << JsonNumber(h.huber_delta) << ",\"f_beta\":" << JsonNumber(h.f_beta)
-       << ",\"accuracy_top_k\":" << h.accuracy_top_k
-       << ",\"binary_classifier_model_selection_criteria\":"
-       << JsonQuote(SelectionCriterionName(h.selection_criterion))
-       << ",\"target_precision\":" << JsonNumber(h.target_precision)
-       << ",\"target_recall\":" << JsonNumber(h.target_recall)
-       << ",\"num_calibration_samples\":" << h.num_calibration_samples
-       << ",\"normalize_data\":" << JsonBool(h.normalize_data)
-       << ",\"normalize_label\":" << JsonQuote(h.normalize_label)
-       << ",\"unbias_data\":" << JsonQuote(h.unbias_data)
-       << ",\"unbias_label\":" << JsonQuote(h.unbias_label)
-       << ",\"num_point_for_scaler\":" << h.num_point_for_scaler
-       << ",\"frequency_prior\":" << JsonQuote(h.frequency_prior)
-       << ",\"positive_example_weight_mult\":" << JsonQuote(h.positive_example_weight_mult)
-       << ",\"balance_multiclass_weights\":" << JsonBool(h.balance_multiclass_weights)
-       << ",\"weights_optimizer\":" << OptimizerJson(h.weights_optimizer)
-       << ",\"bias_optimizer\":" << OptimizerJson(h.bias_optimizer)
-       << ",\"linear_init\":" << InitializerJson(h.linear_init)
-       << ",\"factors_init\":" << InitializerJson(h.factors_init)
-       << ",\"bias_init\":" << InitializerJson(h.bias_init) << "}";
-  return json.str();
+  return JsonObject(kCompact)
+      .String("job", h.JobName())
+      .String("predictor_type", h.PredictorName())
+      .Integer("num_classes", h.num_classes)
+      .Integer("num_factors", h.num_factors)
+      .Count("feature_dim", h.feature_dim)
+      .Integer("mini_batch_size", h.mini_batch_size)
+      .Integer("epochs", h.epochs)
+      .Bool("use_bias", h.use_bias)
+      .Count("seed", h.seed)
+      .Integer("early_stopping_patience", h.early_stopping_patience)
+      .Shortest("early_stopping_tolerance", h.early_stopping_tolerance)
+      .String("loss", LossName(h.loss_function().kind))
+      .Shortest("margin", h.margin)
+      .Shortest("quantile", h.quantile)
+      .Shortest("loss_insensitivity", h.loss_insensitivity)
+      .Shortest("huber_delta", h.huber_delta)
+      .Shortest("f_beta", h.f_beta)
+      .Integer("accuracy_top_k", h.accuracy_top_k)
+      .String("binary_classifier_model_selection_criteria",
+              SelectionCriterionName(h.selection_criterion))
+      .Shortest("target_precision", h.target_precision)
+      .Shortest("target_recall", h.target_recall)
+      .Count("num_calibration_samples", h.num_calibration_samples)
+      .Bool("normalize_data", h.normalize_data)
+      .String("normalize_label", h.normalize_label)
+      .String("unbias_data", h.unbias_data)
+      .String("unbias_label", h.unbias_label)
+      .Integer("num_point_for_scaler", h.num_point_for_scaler)
+      .String("frequency_prior", h.frequency_prior)
+      .String("positive_example_weight_mult", h.positive_example_weight_mult)
+      .Bool("balance_multiclass_weights", h.balance_multiclass_weights)
+      .Add("weights_optimizer", OptimizerJson(h.weights_optimizer))
+      .Add("bias_optimizer", OptimizerJson(h.bias_optimizer))
+      .Add("linear_init", InitializerJson(h.linear_init))
+      .Add("factors_init", InitializerJson(h.factors_init))
+      .Add("bias_init", InitializerJson(h.bias_init))
+      .Close();
 }
 
 // The members of one object of model.json, read by name and type. Messages
@@ -138,7 +145,8 @@ class Fields {
     try {
       value = v->AsUint64();
     } catch (const Error&) {
-      Fail(name, "(byte ", v->offset(), ") is ", JsonNumber(v->AsNumber()), ", not a whole number");
+      Fail(name, "(byte ", v->offset(), ") is ", JsonShortestOrNull(v->AsNumber()),
+           ", not a whole number");
     }
     if (value > max) Fail(name, value, " is above its largest value, ", max);
     *out = static_cast<Integer>(value);
@@ -300,23 +308,27 @@ void ReadVersion1Loss(const JsonValue& document, Hyperparameters* h) {
 
 std::string ModelJson(const ModelArtifact& model) {
   const Hyperparameters& h = model.hyperparameters;
-  std::ostringstream json;
-  json << "{\"format_version\":" << kModelJsonVersion << ",\"job\":" << JsonQuote(h.JobName())
-       << ",\"predictor_type\":" << JsonQuote(h.PredictorName())
-       << ",\"num_classes\":" << h.classes()
-       << ",\"num_factors\":" << (h.job == JobKind::kFactorizationMachines ? h.num_factors : 0)
-       << ",\"use_bias\":" << JsonBool(h.use_bias) << ",\"weight_width\":" << h.weight_width()
-       << ",\"features\":" << model.features.size() << ",\"weights_file\":\"weights.bin\""
-       << ",\"threshold\":" << JsonNumber(h.DecisionThreshold())
-       << ",\"data_format\":" << JsonQuote(DataFormatName(model.data_format))
-       << ",\"libsvm_zero_based\":" << JsonBool(model.libsvm_zero_based)
-       << ",\"trained_models\":" << model.trained_models
-       << ",\"selected_model\":" << model.selected_model
-       << ",\"hyperparameters\":" << HyperparametersJson(h) << ",\"data_statistics\":"
-       << (model.data_statistics_json.empty() ? "{}" : model.data_statistics_json)
-       << ",\"flags\":" << (model.hyperparameter_json.empty() ? "{}" : model.hyperparameter_json)
-       << "}\n";
-  return json.str();
+  return JsonObject(kCompact)
+             .Count("format_version", kModelJsonVersion)
+             .String("job", h.JobName())
+             .String("predictor_type", h.PredictorName())
+             .Integer("num_classes", h.classes())
+             .Integer("num_factors", h.job == JobKind::kFactorizationMachines ? h.num_factors : 0)
+             .Bool("use_bias", h.use_bias)
+             .Integer("weight_width", h.weight_width())
+             .Count("features", model.features.size())
+             .String("weights_file", "weights.bin")
+             .Shortest("threshold", h.DecisionThreshold())
+             .String("data_format", DataFormatName(model.data_format))
+             .Bool("libsvm_zero_based", model.libsvm_zero_based)
+             .Integer("trained_models", model.trained_models)
+             .Integer("selected_model", model.selected_model)
+             .Add("hyperparameters", HyperparametersJson(h))
+             .Add("data_statistics",
+                  model.data_statistics_json.empty() ? "{}" : model.data_statistics_json)
+             .Add("flags", model.hyperparameter_json.empty() ? "{}" : model.hyperparameter_json)
+             .Close() +
+         "\n";
 }
 
 void ReadModelJson(const std::string& text, const std::string& path, ModelArtifact* model) {
