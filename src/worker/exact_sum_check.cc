@@ -193,36 +193,52 @@ std::string DescribeViolation(const SumViolation& violation, const ExactSumRepor
 }
 
 std::string ExactSumJson(const ExactSumReport& report, size_t max_listed) {
-  std::ostringstream json;
-  json.precision(17);
-  json << "{\"job\":\"exact_sum\",\"ok\":" << (report.ok() ? "true" : "false")
-       << ",\"keys_checked\":" << report.keys_checked
-       << ",\"violations\":" << report.violations.size() << ",\"lost\":" << report.lost
-       << ",\"announced_lost\":" << report.announced_lost
-       << ",\"doubled\":" << report.doubled
-       << ",\"pushes\":{\"acknowledged\":" << report.pushes_acknowledged
-       << ",\"unacknowledged\":" << report.pushes_unacknowledged
-       << ",\"repeated\":" << report.pushes_repeated << "},\"ranges\":[";
+  constexpr auto kCompact = JsonObject::Style::kCompact;
+  std::vector<std::string> ranges, violating_keys;
   for (size_t r = 0; r < report.ranges.size(); ++r) {
     const RangeCheck& range = report.ranges[r];
-    json << (r ? "," : "") << "{\"range\":" << r << ",\"begin\":" << JsonQuote(Hex(range.begin))
-         << ",\"last\":" << JsonQuote(Hex(range.last)) << ",\"primary\":" << range.primary
-         << ",\"keys_checked\":" << range.keys_checked << ",\"lost\":" << range.lost
-         << ",\"doubled\":" << range.doubled
-         << ",\"announced_lost\":" << (range.announced_lost ? "true" : "false")
-         << ",\"expected\":" << range.expected << ",\"missing\":" << range.missing << "}";
+    ranges.push_back(JsonObject(kCompact)
+                         .Count("range", r)
+                         .String("begin", Hex(range.begin))
+                         .String("last", Hex(range.last))
+                         .Integer("primary", range.primary)
+                         .Count("keys_checked", range.keys_checked)
+                         .Count("lost", range.lost)
+                         .Count("doubled", range.doubled)
+                         .Bool("announced_lost", range.announced_lost)
+                         .Number("expected", range.expected, 17)
+                         .Number("missing", range.missing, 17)
+                         .Close());
   }
-  json << "],\"violating_keys\":[";
   for (size_t i = 0; i < report.violations.size() && i < max_listed; ++i) {
     const SumViolation& v = report.violations[i];
-    json << (i ? "," : "") << "{\"key\":" << JsonQuote(Hex(v.key)) << ",\"feature\":" << v.feature
-         << ",\"range\":" << v.range << ",\"kind\":" << JsonQuote(KindName(v.kind))
-         << ",\"sum\":" << v.sum << ",\"expected_least\":" << v.least
-         << ",\"expected_most\":" << v.most
-         << ",\"text\":" << JsonQuote(DescribeViolation(v, report)) << "}";
+    violating_keys.push_back(JsonObject(kCompact)
+                                 .String("key", Hex(v.key))
+                                 .Count("feature", v.feature)
+                                 .Count("range", v.range)
+                                 .String("kind", KindName(v.kind))
+                                 .Number("sum", v.sum, 17)
+                                 .Count("expected_least", v.least)
+                                 .Count("expected_most", v.most)
+                                 .String("text", DescribeViolation(v, report))
+                                 .Close());
   }
-  json << "]}";
-  return json.str();
+  return JsonObject(kCompact)
+      .String("job", "exact_sum")
+      .Bool("ok", report.ok())
+      .Count("keys_checked", report.keys_checked)
+      .Count("violations", report.violations.size())
+      .Count("lost", report.lost)
+      .Count("announced_lost", report.announced_lost)
+      .Count("doubled", report.doubled)
+      .Add("pushes", JsonObject(kCompact)
+                         .Count("acknowledged", report.pushes_acknowledged)
+                         .Count("unacknowledged", report.pushes_unacknowledged)
+                         .Count("repeated", report.pushes_repeated)
+                         .Close())
+      .Add("ranges", JsonArray(ranges, kCompact))
+      .Add("violating_keys", JsonArray(violating_keys, kCompact))
+      .Close();
 }
 
 }  // namespace keel
