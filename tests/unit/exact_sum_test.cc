@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/files.h"
+#include "base/json_reader.h"
 #include "test_util.h"
 #include "worker/exact_sum_check.h"
 #include "worker/exact_sum_ledger.h"
@@ -351,6 +352,22 @@ TEST(ExactSumJson, CarriesTheCountsEachRangeAndTheViolatingKeys) {
   EXPECT_TRUE(Contains(json.at("ranges"), "\"range\":1")) << json.at("ranges");
   EXPECT_TRUE(Contains(json.at("violating_keys"), "\"kind\":\"lost\""))
       << json.at("violating_keys");
+}
+
+// A dumped weight can be NaN or infinite (a corrupted row): the report stays
+// JSON, the sum null.
+TEST(ExactSumJson, ASumThatIsNotFiniteIsNull) {
+  ExactSumReport report;
+  report.ranges.resize(1);
+  report.ranges[0].expected = INFINITY;
+  report.violations.resize(2);
+  report.violations[0].sum = NAN;
+  report.violations[1].sum = -INFINITY;
+  const JsonValue json = ParseJson(ExactSumJson(report), "exact_sum.json");
+  EXPECT_EQ(json.Find("ranges")->AsArray()[0].Find("expected")->type(), JsonValue::Type::kNull);
+  for (const JsonValue& violation : json.Find("violating_keys")->AsArray()) {
+    EXPECT_EQ(violation.Find("sum")->type(), JsonValue::Type::kNull);
+  }
 }
 
 }  // namespace
