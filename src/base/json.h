@@ -5,8 +5,9 @@
 // reads back as the same float or double), JsonObject (an object written
 // member by member) and JsonArray (values joined into an array), for the JSON
 // lines and documents Keel writes (event and membership logs, timelines,
-// progress records, the status page, model.json, the inference service's
-// answers, the benchmarks' records). Every number is null when it is not
+// progress records, the status page, model.json, exact_sum.json, the
+// benchmarks' records; the inference service's answers alone are written by
+// hand, io/inference_format.cc says why). Every number is null when it is not
 // finite: JSON has no NaN or infinity. Reading JSON: base/json_reader.h.
 #ifndef KEEL_BASE_JSON_H_
 #define KEEL_BASE_JSON_H_

