@@ -171,17 +171,26 @@ void ExpectSameBits(const Case& test, int width, int threads) {
   EXPECT_EQ(differing, 0u);
 }
 
-TEST(ApplyPath, EveryOptimizerGivesTheScalarPathsBitsOnOneThread) {
-  for (const Case& test : Cases()) {
-    for (int width : {1, 2, 5, 9, 33}) ExpectSameBits(test, width, 1);
-  }
+// One test per optimizer case, so that each has its own timeout (the
+// sanitizer tree takes tens of seconds for all of them at once).
+class EveryOptimizer : public testing::TestWithParam<size_t> {};
+
+TEST_P(EveryOptimizer, GivesTheScalarPathsBitsOnOneThread) {
+  const Case test = Cases()[GetParam()];
+  for (int width : {1, 2, 5, 9, 33}) ExpectSameBits(test, width, 1);
 }
 
-TEST(ApplyPath, EveryOptimizerGivesTheScalarPathsBitsOnTwoThreads) {
-  for (const Case& test : Cases()) {
-    for (int width : {1, 2, 5, 9, 33}) ExpectSameBits(test, width, 2);
-  }
+TEST_P(EveryOptimizer, GivesTheScalarPathsBitsOnTwoThreads) {
+  const Case test = Cases()[GetParam()];
+  for (int width : {1, 2, 5, 9, 33}) ExpectSameBits(test, width, 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(ApplyPath, EveryOptimizer, testing::Range<size_t>(0, Cases().size()),
+                         [](const testing::TestParamInfo<size_t>& info) {
+                           std::string name = Cases()[info.param].name;
+                           std::replace(name.begin(), name.end(), '+', '_');
+                           return name;
+                         });
 
 TEST(ApplyPath, SmallPushesStayOnTheCallersThread) {
   std::vector<std::unique_ptr<Optimizer>> more;
