@@ -57,7 +57,8 @@ uint64_t ConnectionWatch::Watch(zmq::socket_t& socket, int node_id) {
   // Not ZMQ_EVENT_MONITOR_STOPPED: libzmq sends it with a blocking send when
   // the monitor stops, which never returns if this PAIR is closed by then (the
   // socket's owner unwatches it first: Unwatch).
-  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
+  const int events = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_CONNECTED;
+  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), events) != 0) {
     throw MakeError("cannot watch the connection to node ", node_id, ": ",
                     zmq_strerror(zmq_errno()));
   }
@@ -148,9 +149,24 @@ void ConnectionWatch::OnEvent(Monitor& monitor) {
     return;
   }
   const std::optional<MonitorEvent> event = ReadMonitorEvent(frames);
-  if (event && event->id == ZMQ_EVENT_DISCONNECTED && !Forgotten(monitor.watch)) {
-    closed_(monitor.node_id);
+  if (!event) return;
+  bool report = false;
+  switch (event->id) {
+    case ZMQ_EVENT_CONNECTED:
+      monitor.retry_reported = false;
+      break;
+    case ZMQ_EVENT_DISCONNECTED:  // and the retries after it are not news
+      report = true;
+      monitor.retry_reported = true;
+      break;
+    case ZMQ_EVENT_CONNECT_RETRIED:
+      report = !monitor.retry_reported;
+      monitor.retry_reported = true;
+      break;
+    default:
+      break;
   }
+  if (report && !Forgotten(monitor.watch)) closed_(monitor.node_id);
 }
 
 }  // namespace keel

@@ -1,13 +1,17 @@
 // ConnectionWatch: tells when the TCP connection of one of a Van's send
-// sockets closes.
+// sockets closes, or cannot be made.
 //
 // A send socket (DEALER) carries messages to one peer, so a closed
 // connection on it names that peer. libzmq reports it as
-// ZMQ_EVENT_DISCONNECTED to a socket monitor; it allows one monitor per
+// ZMQ_EVENT_DISCONNECTED to a socket monitor, and a connection it could not
+// make (a peer killed before the socket connected: nothing ever closes) as
+// ZMQ_EVENT_CONNECT_RETRIED; a failed connection is reported once until the
+// socket connects again (not at every retry, nor after a disconnection it
+// follows). libzmq allows one monitor per
 // socket, and the send sockets have no other (PeerAuthenticator monitors the
 // receiving ROUTER). Each watched socket gets an inproc PAIR of its own, and
 // one thread polls them all and calls `closed(node_id)` for every
-// disconnection of a socket still watched.
+// disconnection (and first failed connection) of a socket still watched.
 //
 // What a closed connection means is for the caller to find out: a peer that
 // died closes it (its kernel answers for it, at once), but so do a network
@@ -62,6 +66,7 @@ class ConnectionWatch {
     uint64_t watch;
     int node_id;
     zmq::socket_t socket;
+    bool retry_reported = false;  // or a disconnection, since it last connected
   };
 
   void Loop();
