@@ -57,7 +57,7 @@ uint64_t ConnectionWatch::Watch(zmq::socket_t& socket, int node_id) {
   // Not ZMQ_EVENT_MONITOR_STOPPED: libzmq sends it with a blocking send when
   // the monitor stops, which never returns if this PAIR is closed by then (the
   // socket's owner unwatches it first: Unwatch).
-  const int events = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_CONNECTED;
+  const int events = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED;
   if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), events) != 0) {
     throw MakeError("cannot watch the connection to node ", node_id, ": ",
                     zmq_strerror(zmq_errno()));
@@ -150,22 +150,12 @@ void ConnectionWatch::OnEvent(Monitor& monitor) {
   }
   const std::optional<MonitorEvent> event = ReadMonitorEvent(frames);
   if (!event) return;
-  bool report = false;
-  switch (event->id) {
-    case ZMQ_EVENT_CONNECTED:
-      monitor.retry_reported = false;
-      break;
-    case ZMQ_EVENT_DISCONNECTED:  // and the retries after it are not news
-      report = true;
-      monitor.retry_reported = true;
-      break;
-    case ZMQ_EVENT_CONNECT_RETRIED:
-      report = !monitor.retry_reported;
-      monitor.retry_reported = true;
-      break;
-    default:
-      break;
-  }
+  // A retry follows either a connection never made (news the first time) or
+  // a disconnection (reported already); a later loss of a connection made
+  // meanwhile begins with a disconnection again.
+  const bool report = event->id == ZMQ_EVENT_DISCONNECTED ||
+                      (event->id == ZMQ_EVENT_CONNECT_RETRIED && !monitor.reported);
+  if (report) monitor.reported = true;
   if (report && !Forgotten(monitor.watch)) closed_(monitor.node_id);
 }
 

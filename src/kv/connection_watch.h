@@ -5,9 +5,9 @@
 // connection on it names that peer. libzmq reports it as
 // ZMQ_EVENT_DISCONNECTED to a socket monitor, and a connection it could not
 // make (a peer killed before the socket connected: nothing ever closes) as
-// ZMQ_EVENT_CONNECT_RETRIED; a failed connection is reported once until the
-// socket connects again (not at every retry, nor after a disconnection it
-// follows). libzmq allows one monitor per
+// ZMQ_EVENT_CONNECT_RETRIED, reported only when it is the socket's first news
+// (not at every retry, nor at the retries that follow a disconnection).
+// libzmq allows one monitor per
 // socket, and the send sockets have no other (PeerAuthenticator monitors the
 // receiving ROUTER). Each watched socket gets an inproc PAIR of its own, and
 // one thread polls them all and calls `closed(node_id)` for every
@@ -66,7 +66,7 @@ class ConnectionWatch {
     uint64_t watch;
     int node_id;
     zmq::socket_t socket;
-    bool retry_reported = false;  // or a disconnection, since it last connected
+    bool reported = false;  // anything, ever
   };
 
   void Loop();
