@@ -39,7 +39,7 @@ S3Server::~S3Server() {
 }
 
 std::string S3Server::Start() {
-  const std::string scripts = std::string(KEEL_SOURCE_DIR) + "/scripts/s3rver";
+  const std::string scripts = SourceDir() + "/scripts/s3rver";
   const std::string node = FindOnPath("node");
   if (node.empty()) return std::string("node (Node.js 20) is not installed: ") + kInstallHint;
   if (access((scripts + "/node_modules/@20minutes/s3rver/package.json").c_str(), R_OK) != 0) {

@@ -46,6 +46,10 @@ int ExitCodeOf(int status) {
 
 }  // namespace
 
+std::string KeelBinary() { return KEEL_BINARY; }
+
+std::string SourceDir() { return KEEL_SOURCE_DIR; }
+
 // --- Processes --------------------------------------------------------------
 
 Processes::Processes() : folder_("processes") {}

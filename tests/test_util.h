@@ -19,11 +19,13 @@
 
 namespace keel::testing {
 
-// The keel binary under test.
-inline std::string KeelBinary() { return KEEL_BINARY; }
+// The keel binary under test. (Its path and the source tree's are compiled
+// into test_util.cc alone: a test's own object holds no path of its clone, so
+// another clone's compiler cache serves it.)
+std::string KeelBinary();
 
 // The root of the source tree (for files the tests read: deploy/, tests/).
-inline std::string SourceDir() { return KEEL_SOURCE_DIR; }
+std::string SourceDir();
 
 // ---------------------------------------------------------------------------
 // Temporary folders (the fixture, TempFolderTest, is under Files below)

@@ -898,7 +898,7 @@ class SlurmCluster : public MultiHostTest {
 TEST_F(SlurmCluster, SbatchRunsAJobAcrossTheAllocation) {
   Generate(10000);
   std::string command = "cd " + folder_ + " && sbatch --parsable -N 2 -n 4 -o " + folder_ +
-                        "/job-%j.out --export=ALL,KEEL=" + KeelBinary() + " " + KEEL_SOURCE_DIR +
+                        "/job-%j.out --export=ALL,KEEL=" + KeelBinary() + " " + testing::SourceDir() +
                         "/scripts/slurm/keel.sbatch --servers=1";
   for (const auto& flag : JobFlags(2)) command += " " + flag;
   const auto submitted = Shell(command);

@@ -31,11 +31,11 @@ TEST(Version, SaysWhetherTheCudaBackendWasCompiled) {
 TEST(Version, NamesTheReleaseFromVersionFileAndTheCommitBuilt) {
   const auto exit = testing::Run({KeelBinary(), "--version"}, 10);
   ASSERT_TRUE(exit.finished && exit.code == 0) << exit.output;
-  const std::string release = testing::ReadFileOrEmpty(std::string(KEEL_SOURCE_DIR) + "/VERSION");
+  const std::string release = testing::ReadFileOrEmpty(testing::SourceDir() + "/VERSION");
   const std::string first_line = release.substr(0, release.find('\n'));
   ASSERT_FALSE(first_line.empty());
   EXPECT_EQ(exit.output.rfind("keel " + first_line, 0), 0u) << exit.output;
-  const auto head = testing::Run({"git", "-C", KEEL_SOURCE_DIR, "rev-parse", "HEAD"}, 10);
+  const auto head = testing::Run({"git", "-C", testing::SourceDir(), "rev-parse", "HEAD"}, 10);
   if (head.finished && head.code == 0 && head.output.size() >= 40) {
     const std::string commit = head.output.substr(0, 40);
     EXPECT_TRUE(Contains(exit.output, "\ncommit: " + commit + "\n")) << exit.output;
