@@ -23,6 +23,9 @@
 namespace keel {
 namespace {
 
+// The figures' significant digits in the JSON lines.
+constexpr int kFigureDigits = 6;
+
 double Percentile(std::vector<double> values, double fraction) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -112,15 +115,15 @@ std::string Json(const std::string& bench, int servers, int workers, int infligh
     JsonObject object(kCompact);
     object.String("name", row.name)
         .Count("requests", row.requests)
-        .Number("gb_per_s", row.gigabytes_per_s, 6)
-        .Number("mkeys_per_s", row.million_keys_per_s, 6)
-        .Number("p50_us", row.p50_us, 6)
-        .Number("p99_us", row.p99_us, 6);
+        .Number("gb_per_s", row.gigabytes_per_s, kFigureDigits)
+        .Number("mkeys_per_s", row.million_keys_per_s, kFigureDigits)
+        .Number("p50_us", row.p50_us, kFigureDigits)
+        .Number("p99_us", row.p99_us, kFigureDigits);
     if (row.zmq_gigabytes_per_s > 0) {
-      object.Number("zmq_gb_per_s", row.zmq_gigabytes_per_s, 6)
-          .Number("ratio_to_zmq", row.gigabytes_per_s / row.zmq_gigabytes_per_s, 6)
-          .Number("zmq_p50_us", row.zmq_p50_us, 6)
-          .Number("latency_ratio_to_zmq", row.p50_us / row.zmq_p50_us, 6);
+      object.Number("zmq_gb_per_s", row.zmq_gigabytes_per_s, kFigureDigits)
+          .Number("ratio_to_zmq", row.gigabytes_per_s / row.zmq_gigabytes_per_s, kFigureDigits)
+          .Number("zmq_p50_us", row.zmq_p50_us, kFigureDigits)
+          .Number("latency_ratio_to_zmq", row.p50_us / row.zmq_p50_us, kFigureDigits);
     }
     cases.push_back(object.Close());
   }
@@ -129,7 +132,7 @@ std::string Json(const std::string& bench, int servers, int workers, int infligh
       .Integer("servers", servers)
       .Integer("workers", workers)
       .Integer("inflight", inflight)
-      .Number("seconds_per_case", seconds_per_case, 6)
+      .Number("seconds_per_case", seconds_per_case, kFigureDigits)
       .Add("cases", JsonArray(cases, kCompact))
       .Close();
 }

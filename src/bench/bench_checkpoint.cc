@@ -33,6 +33,9 @@
 namespace keel {
 namespace {
 
+// The figures' significant digits in the JSON lines.
+constexpr int kFigureDigits = 6;
+
 struct Taken {
   uint64_t rows = 0;
   uint64_t bytes = 0;
@@ -213,7 +216,7 @@ int BenchCheckpoint(const BenchCheckpointOptions& options) {
   const std::string json = JsonObject()
                                .String("bench", "checkpoint")
                                .Count("keys", keys)
-                               .Number("changed_share", options.changed_share, 6)
+                               .Number("changed_share", options.changed_share, kFigureDigits)
                                .Fixed("full_bytes", median_bytes(fulls), 0)
                                .Fixed("delta_bytes", median_bytes(deltas), 0)
                                .Fixed("full_copy_s", median(fulls, &Taken::copy_seconds), 4)

@@ -57,6 +57,9 @@
 namespace keel {
 namespace {
 
+// The figures' significant digits in the JSON lines.
+constexpr int kFigureDigits = 6;
+
 constexpr int kFleetThreads = 2;
 // Descriptors a member costs over TCP, both ends in this process: at the
 // scheduler its connection in, its send socket (connection and mailbox) and
@@ -499,36 +502,36 @@ std::string Json(const ControlReport& r) {
       .Integer("key_ranges", r.key_ranges)
       .String("transport", r.transport)
       .Bool("view_deltas", r.view_deltas)
-      .Number("storm_to_view_sent_s", r.storm_to_view_sent_s, 6)
-      .Number("storm_to_first_member_view_s", r.storm_to_first_member_view_s, 6)
-      .Number("storm_to_all_views_s", r.storm_to_all_views_s, 6)
+      .Number("storm_to_view_sent_s", r.storm_to_view_sent_s, kFigureDigits)
+      .Number("storm_to_first_member_view_s", r.storm_to_first_member_view_s, kFigureDigits)
+      .Number("storm_to_all_views_s", r.storm_to_all_views_s, kFigureDigits)
       .Integer("members_with_view", r.members_with_view)
       .Count("registration_refusals", r.registration_refusals)
       .Count("first_view_bytes", r.first_view_bytes)
-      .Number("steady_seconds", r.steady_seconds, 6)
-      .Number("scheduler_cpu_share", r.scheduler_cpu_share, 6)
-      .Number("scheduler_zmq_cpu_share", r.scheduler_zmq_cpu_share, 6)
-      .Number("process_cpu_share", r.process_cpu_share, 6)
+      .Number("steady_seconds", r.steady_seconds, kFigureDigits)
+      .Number("scheduler_cpu_share", r.scheduler_cpu_share, kFigureDigits)
+      .Number("scheduler_zmq_cpu_share", r.scheduler_zmq_cpu_share, kFigureDigits)
+      .Number("process_cpu_share", r.process_cpu_share, kFigureDigits)
       .Count("heartbeats_acked", r.heartbeats_acked)
-      .Number("status_s", r.status_s, 6)
-      .Number("status_json_s", r.status_json_s, 6)
+      .Number("status_s", r.status_s, kFigureDigits)
+      .Number("status_json_s", r.status_json_s, kFigureDigits)
       .Count("status_json_bytes", r.status_json_bytes)
-      .Number("status_json_all_s", r.status_json_all_s, 6)
+      .Number("status_json_all_s", r.status_json_all_s, kFigureDigits)
       .Count("status_json_all_bytes", r.status_json_all_bytes)
-      .Number("scrape_s", r.scrape_s, 6)
+      .Number("scrape_s", r.scrape_s, kFigureDigits)
       .Count("scrape_bytes", r.scrape_bytes)
-      .Number("kill_to_view_sent_s", r.kill_to_view_sent_s, 6)
-      .Number("kill_to_first_member_view_s", r.kill_to_first_member_view_s, 6)
-      .Number("kill_to_all_views_s", r.kill_to_all_views_s, 6)
-      .Number("detection_to_all_views_s", r.detection_to_all_views_s, 6)
+      .Number("kill_to_view_sent_s", r.kill_to_view_sent_s, kFigureDigits)
+      .Number("kill_to_first_member_view_s", r.kill_to_first_member_view_s, kFigureDigits)
+      .Number("kill_to_all_views_s", r.kill_to_all_views_s, kFigureDigits)
+      .Number("detection_to_all_views_s", r.detection_to_all_views_s, kFigureDigits)
       .Integer("living_members", r.living_members)
       .Integer("members_on_new_view", r.members_on_new_view)
       .Bool("killed_left_view", r.killed_left_view)
       .Count("failure_view_bytes", r.failure_view_bytes)
       .Count("departures", r.departures)
-      .Number("rss_growth_mb", r.rss_growth_mb, 6)
-      .Number("peak_rss_mb", r.peak_rss_mb, 6)
-      .Number("descriptors_per_member", r.descriptors_per_member, 6)
+      .Number("rss_growth_mb", r.rss_growth_mb, kFigureDigits)
+      .Number("peak_rss_mb", r.peak_rss_mb, kFigureDigits)
+      .Number("descriptors_per_member", r.descriptors_per_member, kFigureDigits)
       .Close();
 }
 

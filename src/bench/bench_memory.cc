@@ -17,6 +17,9 @@
 namespace keel {
 namespace {
 
+// The figures' significant digits in the JSON lines.
+constexpr int kFigureDigits = 6;
+
 // The process's resident bytes (/proc/self/statm), or 0 where unknown.
 uint64_t ResidentBytes() {
   std::ifstream statm("/proc/self/statm");
@@ -96,14 +99,15 @@ int BenchTableMemory(const BenchMemoryOptions& options) {
     std::printf("%-9s %5d %5d %12.1f %12.1f %12.1f %8.2fx\n", row.optimizer.c_str(), row.width,
                 row.state_width, row.bound_bytes_per_key, row.table_bytes_per_key,
                 row.resident_bytes_per_key, row.overhead());
-    tables.push_back(JsonObject(JsonObject::Style::kCompact)
-                         .String("optimizer", row.optimizer)
-                         .Integer("width", row.width)
-                         .Integer("state_width", row.state_width)
-                         .Number("bound_bytes_per_key", row.bound_bytes_per_key, 6)
-                         .Number("table_bytes_per_key", row.table_bytes_per_key, 6)
-                         .Number("resident_bytes_per_key", row.resident_bytes_per_key, 6)
-                         .Close());
+    tables.push_back(
+        JsonObject(JsonObject::Style::kCompact)
+            .String("optimizer", row.optimizer)
+            .Integer("width", row.width)
+            .Integer("state_width", row.state_width)
+            .Number("bound_bytes_per_key", row.bound_bytes_per_key, kFigureDigits)
+            .Number("table_bytes_per_key", row.table_bytes_per_key, kFigureDigits)
+            .Number("resident_bytes_per_key", row.resident_bytes_per_key, kFigureDigits)
+            .Close());
   }
   const std::string json = JsonObject(JsonObject::Style::kCompact)
                                .String("bench", "kv_memory")
