@@ -20,6 +20,9 @@ namespace {
 // How long a probe waits for a connection to open.
 constexpr double kProbeTimeoutSeconds = 0.5;
 constexpr double kProbeIntervalSeconds = 1.0;
+// How often a host that never answered is probed: soon after it listens, so
+// that its loss is seen even if it comes early in the job.
+constexpr double kUnseenProbeIntervalSeconds = 0.2;
 
 std::string Seconds(double seconds) {
   char text[32];
@@ -31,8 +34,11 @@ std::string Seconds(double seconds) {
 
 HostWatch::HostWatch(std::vector<WatchedHost> hosts, int port, bool lost_host_ends_job,
                      double grace_s)
-    : port_(port), lost_host_ends_job_(lost_host_ends_job), grace_s_(grace_s) {
-  for (WatchedHost& host : hosts) hosts_.push_back({std::move(host), 0});
+    : port_(port),
+      lost_host_ends_job_(lost_host_ends_job),
+      grace_s_(grace_s),
+      started_(MonotonicSeconds()) {
+  for (WatchedHost& host : hosts) hosts_.push_back({std::move(host), 0, false});
 }
 
 HostWatch::~HostWatch() {
@@ -82,32 +88,59 @@ bool HostWatch::Answers(const std::string& address, int port, double timeout_s) 
   return answered;
 }
 
+void HostWatch::Probe(bool all) {
+  for (Host& host : hosts_) {
+    if (!all && host.last_answer != 0) continue;
+    host.answered_now = Answers(host.host.address, port_, kProbeTimeoutSeconds);
+    if (host.answered_now) host.last_answer = MonotonicSeconds();
+  }
+}
+
+std::string HostWatch::Failure(const Host& host, double now) const {
+  const std::string silence =
+      host.last_answer == 0
+          ? "has not answered since this host began watching " + Seconds(now - started_) + " ago"
+          : "has not answered for " + Seconds(now - host.last_answer);
+  return (host.host.leader ? "the leader " : "host ") + host.host.name + " is gone (its keel train at " +
+         host.host.address + ":" + std::to_string(port_) + " " + silence + ")" +
+         (host.host.leader ? ": the job's scheduler with it"
+                           : ": its servers held the only copy of their key ranges "
+                             "(replication 0)") +
+         ", so the job cannot go on";
+}
+
 void HostWatch::Round() {
   if (listener_ >= 0) {
     for (int peer; (peer = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) close(peer);
   }
+  if (!failure_.empty()) return;
   const double now = MonotonicSeconds();
-  if (!failure_.empty() || now - last_probe_ < kProbeIntervalSeconds) return;
-  last_probe_ = now;
-  for (Host& host : hosts_) {
-    if (Answers(host.host.address, port_, kProbeTimeoutSeconds)) {
-      host.last_answer = MonotonicSeconds();
-      continue;
-    }
-    if (host.last_answer == 0 || now - host.last_answer < grace_s_) continue;
-    if (!host.host.leader && !lost_host_ends_job_) continue;  // replicas carry the job on
-    failure_ = (host.host.leader ? "the leader " : "host ") + host.host.name +
-               " is gone (its keel train at " + host.host.address + ":" + std::to_string(port_) +
-               " has not answered for " + Seconds(now - host.last_answer) + ")" +
-               (host.host.leader ? ": the job's scheduler with it"
-                                 : ": its servers held the only copy of their key ranges "
-                                   "(replication 0)") +
-               ", so the job cannot go on";
-    if (group_) {
-      group_->Emit("launch", failure_ + "; stopping this host's roles", true);
-      group_->StopAll();
+  if (now - last_probe_ < kProbeIntervalSeconds) {
+    if (now - last_unseen_probe_ >= kUnseenProbeIntervalSeconds) {
+      last_unseen_probe_ = now;
+      Probe(false);
     }
     return;
+  }
+  last_probe_ = last_unseen_probe_ = now;
+  Probe(true);
+  bool lost = false;  // a host that answered once is silent for the grace
+  for (const Host& host : hosts_) {
+    lost = lost || (Ends(host) && host.last_answer != 0 && now - host.last_answer >= grace_s_);
+  }
+  if (!lost) return;
+  const auto silent_since = [this](const Host& host) {
+    return host.last_answer == 0 ? started_ : host.last_answer;
+  };
+  const Host* cause = nullptr;  // the one silent longest
+  for (const Host& host : hosts_) {
+    if (!Ends(host) || host.answered_now) continue;
+    if (!cause || silent_since(host) < silent_since(*cause)) cause = &host;
+  }
+  failure_ = Failure(*cause, now);
+  if (group_) {
+    group_->Emit("launch", failure_ + "; stopping this host's roles", true);
+    group_->StopAll();
   }
 }
 

@@ -5,8 +5,13 @@
 // ranges (--replication 0), cannot go on; its other hosts must fail, with a
 // reason, rather than wait. Every host's `keel train` listens on a port of
 // its own (the watch port, accepting and closing connections) and connects
-// to every other host's once a second. A host that answered once and then
-// refuses or does not answer for `grace_s` is gone.
+// to every other host's once a second (five times a second while it has not
+// answered yet). A host that answered once and then refuses or does not
+// answer for `grace_s` is gone; one that never answered is not (it may not
+// have started yet). The host named as the cause is the one silent longest
+// of those whose loss ends the job, a never-answering one silent since the
+// watch began: a leader killed before this host first reached it is named,
+// not a host that stopped because the leader was gone.
 //
 // Not thread-safe: the process group calls it from the thread that runs it.
 #ifndef KEEL_LAUNCH_HOST_WATCH_H_
@@ -56,14 +61,24 @@ class HostWatch : public ProcessGroup::Observer {
   struct Host {
     WatchedHost host;
     double last_answer = 0;  // MonotonicSeconds() of its last answer; 0: none yet
+    bool answered_now = false;  // in the last probe
   };
+
+  // Probes every host (`all`) or only those that never answered.
+  void Probe(bool all);
+  // Whether losing `host` ends the job.
+  bool Ends(const Host& host) const { return host.host.leader || lost_host_ends_job_; }
+  // The reason naming `host`, as of `now` (MonotonicSeconds()).
+  std::string Failure(const Host& host, double now) const;
 
   std::vector<Host> hosts_;
   int port_;
   bool lost_host_ends_job_;
   double grace_s_;
   int listener_ = -1;
-  double last_probe_ = 0;
+  double started_;          // MonotonicSeconds() when it was made
+  double last_probe_ = 0;   // of every host
+  double last_unseen_probe_ = 0;
   std::string failure_;
   ProcessGroup* group_ = nullptr;
 };

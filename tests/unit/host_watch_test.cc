@@ -77,5 +77,48 @@ TEST(HostWatch, AHostNeverSeenIsNotGone) {
   EXPECT_EQ(watch.failure(), "");  // not started yet, as far as it knows
 }
 
+TEST(HostWatch, ALeaderNeverReachedIsNamedRatherThanAHostThatStoppedAfterIt) {
+  // The leader killed before this host first reached it; another host
+  // stopped because the leader was gone, and that is what this host sees.
+  const int port = UnusedPort();
+  auto other = std::make_unique<HostWatch>(std::vector<WatchedHost>{}, port, true, 1);
+  other->Listen();
+  HostWatch watch({{"algo-1", "no-such-host.invalid", true}, {"algo-3", "127.0.0.1", false}}, port,
+                  true, 0.5);
+  watch.Round();
+  other.reset();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        watch.Round();
+        return !watch.failure().empty();
+      },
+      10));
+  EXPECT_TRUE(Contains(watch.failure(), "the leader algo-1 is gone (its keel train at "
+                                        "no-such-host.invalid:"))
+      << watch.failure();
+  EXPECT_TRUE(Contains(watch.failure(), "has not answered since this host began watching"))
+      << watch.failure();
+}
+
+TEST(HostWatch, AHostIsReachedSoonAfterItListensNotOnlyAtTheNextSecond) {
+  const int port = UnusedPort();
+  HostWatch watch({{"algo-1", "127.0.0.1", true}}, port, true, 0.5);
+  watch.Round();  // nobody listens yet
+  auto leader = std::make_unique<HostWatch>(std::vector<WatchedHost>{}, port, true, 1);
+  leader->Listen();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  watch.Round();  // within the second: only the hosts never reached are probed
+  leader.reset();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        watch.Round();
+        return !watch.failure().empty();
+      },
+      10))
+      << "a leader that listened for 0.3 s was never reached";
+  EXPECT_TRUE(Contains(watch.failure(), "the leader algo-1 is gone")) << watch.failure();
+  EXPECT_TRUE(Contains(watch.failure(), "has not answered for")) << watch.failure();
+}
+
 }  // namespace
 }  // namespace keel
