@@ -682,6 +682,13 @@ std::map<uint32_t, TableSpec> JobTablesFromFlags() {
   return TablesFor(HyperparametersFromFlags());
 }
 
+OptimizerOptions ServersOptimizerFromFlags() {
+  if (!IsTrainingJob(FLAGS_job)) return ServerOptimizerFromFlags();
+  OptimizerOptions optimizer = HyperparametersFromFlags().weights_optimizer;
+  optimizer.groups.clear();  // the job's tables carry their columns' own
+  return optimizer;
+}
+
 double HoldoutFromFlags(const std::string& train, const std::string& validation) {
   if (FLAGS_holdout == "auto") {
     // A pipe is read once: its rows cannot be read again to validate.

@@ -154,6 +154,12 @@ Hyperparameters HyperparametersFromFlags();
 // The servers' tables for --job (none for jobs that are not training jobs).
 std::map<uint32_t, TableSpec> JobTablesFromFlags();
 
+// The servers' default optimizer, for a table the job does not specify: a
+// training job's weights' optimizer (so --optimizer auto, --l1 and --wd mean
+// what they mean for the job: a factorization machine's auto is ftrl, which
+// takes --l1), else ServerOptimizerFromFlags's. Throws Error naming a bad flag.
+OptimizerOptions ServersOptimizerFromFlags();
+
 // Checks --device and --threads: the device exists and this build can use it.
 // Throws Error saying why not.
 void CheckComputeFlags();

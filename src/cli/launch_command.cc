@@ -177,7 +177,7 @@ void CheckLaunchFlags(const ClusterSize& size) {
   CheckLaunchOwnFlags();
   CheckSchedulerFlags(size);
   CheckNodeFlags();
-  ServerOptimizerFromFlags();
+  ServersOptimizerFromFlags();
   ServerApplyThreadsFromFlags();
   JobTablesFromFlags();
   CheckWorkerJobFlags();

@@ -123,7 +123,7 @@ int RunScheduler() {
 
 int RunServer(const std::vector<std::string>& argv) {
   InstallPreemptionHandlers();  // first: a SIGTERM from now on is a preemption notice
-  const OptimizerOptions optimizer = ServerOptimizerFromFlags();
+  const OptimizerOptions optimizer = ServersOptimizerFromFlags();
   const NodeOptions node_options = NodeOptionsFromFlags(proto::SERVER);
   const auto tables = JobTablesFromFlags();
   const int64_t staleness = StalenessFromFlags();

@@ -140,6 +140,24 @@ TEST(CommandLine, AFlagTheCommandDoesNotTakeIsAnError) {
   ExpectRefusal(exit, 1, "--epochs is not a flag of keel predict");
 }
 
+TEST(CommandLine, AnL1PenaltyIsTakenWhereTheJobsOptimizerTakesOne) {
+  // A binary factorization machine's optimizer, auto, is ftrl: --l1 is its.
+  for (std::vector<std::string> args : {std::vector<std::string>{"launch"},
+                                        std::vector<std::string>{"server", "--scheduler=h:1"}}) {
+    const std::string role = args[0];
+    args.insert(args.end(), {"--job=factorization_machines", "--predictor_type=binary_classifier",
+                             "--train=/d", "--l1=0.01", "--check_flags"});
+    const auto taken = Keel(args);
+    ASSERT_TRUE(taken.finished);
+    EXPECT_EQ(taken.code, 0) << role << ": " << taken.output;
+    EXPECT_TRUE(Contains(taken.output, "flags ok")) << role << ": " << taken.output;
+  }
+  // The linear learner's auto is adam, which has none.
+  const auto refused =
+      Keel({"launch", "--job=linear_learner", "--train=/d", "--l1=0.01", "--check_flags"});
+  ExpectRefusal(refused, 1, "--l1=0.01: the adam optimizer has no L1 penalty", "flags ok");
+}
+
 class Flagfiles : public testing::TempFolderTest {};
 
 TEST_F(Flagfiles, CheckFlagsRefusesAnUnknownKeyNamingTheFileAndLine) {
