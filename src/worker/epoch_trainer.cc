@@ -188,17 +188,27 @@ void EpochTrainer::TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeli
 
 void EpochTrainer::ComputeMinibatch(MinibatchPipeline* pipeline, int epoch, EpochResult* result) {
   const ModelLosses losses = model_->LastModelLosses(pipeline->ComputeGradients());
-  CountMinibatch(epoch, pipeline->current().batch.rows(), losses, pipeline->GradientHealth(),
-                 result);
-}
-
-void EpochTrainer::CountMinibatch(int epoch, uint64_t rows, const ModelLosses& losses,
-                                  const MinibatchGradients& gradients, EpochResult* result) {
+  const uint64_t rows = pipeline->current().batch.rows();
   std::vector<double> mean_losses(losses);
   for (double& loss : mean_losses) loss /= static_cast<double>(std::max<uint64_t>(rows, 1));
-  rules_.CheckMinibatch(epoch, mean_losses, gradients);
+  const int models = hyperparameters_.num_models;
+  if (models > 1) {
+    left_out_.resize(static_cast<size_t>(models), false);
+    for (const HealthRules::Fired& fired :
+         rules_.CheckModels(epoch, mean_losses, pipeline->ModelGradientHealth(models), left_out_)) {
+      left_out_[static_cast<size_t>(fired.model)] = true;
+      LOG(WARNING) << "worker " << node_->rank() << ": " << fired.why << "; model " << fired.model
+                   << " is left out from here on (this worker pushes none of its gradients), the "
+                      "other models go on";
+    }
+    for (int k = 0; k < models; ++k) {
+      if (left_out_[static_cast<size_t>(k)]) pipeline->ZeroModel(k, models);
+    }
+  } else {
+    rules_.CheckMinibatch(epoch, mean_losses, pipeline->GradientHealth());
+  }
   AddLosses(losses, &result->losses);
-  AddGradients(gradients, &result->gradients);
+  AddGradients(pipeline->GradientHealth(), &result->gradients);
 }
 
 void EpochTrainer::SleepLikeAStraggler(double compute_begin) const {

@@ -12,6 +12,7 @@
 #define KEEL_WORKER_EPOCH_TRAINER_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "checkpoint.pb.h"
 #include "kv/kv_worker.h"
@@ -89,8 +90,11 @@ class EpochTrainer {
   // Every minibatch left in `stream` through the pipeline.
   void TrainBatches(BatchStream* stream, Pass* pass);
   void TrainBatchesIn(BatchStream* stream, MinibatchPipeline* pipeline, Pass* pass);
-  // The current minibatch's gradients, once its rows are in, counted into
-  // `*result` as a minibatch of `epoch` (CountMinibatch).
+  // The current minibatch's gradients, once its rows are in: checks the
+  // health rules (throws Error when one stops the job; of several models,
+  // leaves out those a rule fires for, zeroing their gradients from then
+  // on), then adds its losses (summed, per model) and gradients to
+  // `*result` as a minibatch of `epoch`.
   void ComputeMinibatch(MinibatchPipeline* pipeline, int epoch, EpochResult* result);
   // A straggler on purpose: sleeps (slow_factor - 1) times the compute time
   // since `compute_begin`.
@@ -104,11 +108,6 @@ class EpochTrainer {
   // its pushes are applied; either way it then throws Error: it trains no
   // further.
   [[noreturn]] void StopForPreemption(MinibatchPipeline* pipeline, Pass* pass);
-  // A minibatch of `epoch` of `rows` examples computed: checks the health
-  // rules (throws Error when one fires), then adds its `losses` (summed, per
-  // model) and `gradients` to `*result`.
-  void CountMinibatch(int epoch, uint64_t rows, const ModelLosses& losses,
-                      const MinibatchGradients& gradients, EpochResult* result);
   // Adds a pushed minibatch to the metrics' counters (TrainerOptions::counters).
   void CountBatch(const PreparedBatch& batch, const Pass& pass) const;
   // Done with the epoch's share: reports it and leaves the gate.
@@ -143,6 +142,8 @@ class EpochTrainer {
   bool pipe_cached_ = false;  // the cache holds the last pass read
   CheckedRows* checked_ = nullptr;
   HealthRules rules_;
+  // Of several models, those a health rule left out (HealthRules::CheckModels).
+  std::vector<bool> left_out_;
   TimelineRecorder* timeline_ = nullptr;
 };
 

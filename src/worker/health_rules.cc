@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 
@@ -17,6 +19,25 @@ std::string Where(int epoch, int table) {
          HealthTableName(table) + ": ";
 }
 
+// " of model K" in a message about model K of several; "" for -1.
+std::string OfModel(int model) {
+  return model < 0 ? std::string() : " of model " + std::to_string(model);
+}
+
+// A message from streamable parts.
+template <typename... Parts>
+std::string Concat(Parts&&... parts) {
+  return MakeError(std::forward<Parts>(parts)...).what();
+}
+
+// The median of a table's remembered norms.
+double Median(const std::deque<double>& norms) {
+  std::vector<double> sorted(norms.begin(), norms.end());
+  const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+  std::nth_element(sorted.begin(), middle, sorted.end());
+  return *middle;
+}
+
 }  // namespace
 
 bool NonFiniteLoss(double mean_loss) {
@@ -26,61 +47,84 @@ bool NonFiniteLoss(double mean_loss) {
 void HealthRules::CheckMinibatch(int epoch, const std::vector<double>& mean_losses,
                                  const MinibatchGradients& gradients) {
   if (!options_.on) return;
-  CheckLoss(epoch, mean_losses, gradients);
+  for (size_t k = 0; k < mean_losses.size(); ++k) {
+    const int named = mean_losses.size() > 1 ? static_cast<int>(k) : -1;
+    const std::string why = CheckLoss(epoch, named, mean_losses[k], gradients[0].norm());
+    if (!why.empty()) throw MakeError(why, kHowToGoOn);
+  }
+  const std::string why = CheckGradients(epoch, -1, gradients, &norms_);
+  if (!why.empty()) throw MakeError(why, kHowToGoOn);
+}
+
+std::vector<HealthRules::Fired> HealthRules::CheckModels(
+    int epoch, const std::vector<double>& mean_losses,
+    const std::vector<MinibatchGradients>& gradients, const std::vector<bool>& left_out) {
+  std::vector<Fired> fired;
+  if (!options_.on) return fired;
+  model_norms_.resize(gradients.size());
+  size_t trained = 0;
+  for (size_t k = 0; k < gradients.size(); ++k)
+    trained += k < left_out.size() && left_out[k] ? 0 : 1;
+  for (size_t k = 0; k < gradients.size(); ++k) {
+    if (k < left_out.size() && left_out[k]) continue;
+    const int model = static_cast<int>(k);
+    std::string why = CheckLoss(epoch, model, mean_losses.at(k), gradients[k][0].norm());
+    if (why.empty()) why = CheckGradients(epoch, model, gradients[k], &model_norms_[k]);
+    if (why.empty()) continue;
+    if (trained - fired.size() <= 1) throw MakeError(why, kHowToGoOn);
+    fired.push_back({model, why});
+  }
+  return fired;
+}
+
+std::string HealthRules::CheckGradients(int epoch, int model, const MinibatchGradients& gradients,
+                                        Norms* norms) {
   for (int t = 0; t < kHealthTables; ++t) {
     if (gradients[t].values == 0) continue;
-    CheckNonFinite(epoch, t, gradients[t]);
-    CheckExplosion(epoch, t, gradients[t].norm());
+    std::string why = CheckNonFinite(epoch, t, model, gradients[t]);
+    if (why.empty()) why = CheckExplosion(epoch, t, model, gradients[t].norm(), &(*norms)[t]);
+    if (!why.empty()) return why;
   }
+  return "";
 }
 
-void HealthRules::CheckLoss(int epoch, const std::vector<double>& mean_losses,
-                            const MinibatchGradients& gradients) const {
-  for (size_t k = 0; k < mean_losses.size(); ++k) {
-    if (!NonFiniteLoss(mean_losses[k])) continue;
-    const std::string model =
-        mean_losses.size() > 1 ? " of model " + std::to_string(k) : std::string();
-    throw MakeError(Where(epoch, 0), "train:objective_loss", model, " is ", mean_losses[k],
-                    " (non-finite loss: the model diverged; this minibatch's gradient_norm ",
-                    gradients[0].norm(), ")", kHowToGoOn);
-  }
+std::string HealthRules::CheckLoss(int epoch, int model, double mean_loss, double norm) const {
+  if (!NonFiniteLoss(mean_loss)) return "";
+  return Concat(Where(epoch, 0), "train:objective_loss", OfModel(model), " is ", mean_loss,
+                " (non-finite loss: the model diverged; this minibatch's gradient_norm ", norm,
+                ")");
 }
 
-void HealthRules::CheckNonFinite(int epoch, int table, const GradientFigures& gradient) const {
-  if (gradient.non_finite == 0) return;
-  throw MakeError(Where(epoch, table), "nonfinite_share ",
-                  static_cast<double>(gradient.non_finite) / static_cast<double>(gradient.values),
-                  " (", gradient.non_finite, " of ", gradient.values,
-                  " gradient values of a minibatch are NaN or infinite: exploding tensor)",
-                  kHowToGoOn);
+std::string HealthRules::CheckNonFinite(int epoch, int table, int model,
+                                        const GradientFigures& gradient) const {
+  if (gradient.non_finite == 0) return "";
+  return Concat(Where(epoch, table), "nonfinite_share", OfModel(model), " ",
+                static_cast<double>(gradient.non_finite) / static_cast<double>(gradient.values),
+                " (", gradient.non_finite, " of ", gradient.values,
+                " gradient values of a minibatch are NaN or infinite: exploding tensor)");
 }
 
-void HealthRules::CheckExplosion(int epoch, int table, double norm) {
-  std::deque<double>& recent = norms_[table];
-  if (recent.size() >= options_.warmup) {
-    const double median = Median(table);
+std::string HealthRules::CheckExplosion(int epoch, int table, int model, double norm,
+                                        std::deque<double>* recent) {
+  std::string why;
+  if (recent->size() >= options_.warmup) {
+    const double median = Median(*recent);
     if (median > 0) largest_ratios_[table] = std::max(largest_ratios_[table], norm / median);
     if (norm > options_.explosion_floor && norm > options_.explosion_factor * median) {
-      throw MakeError(Where(epoch, table), "gradient_norm ", norm, " is above ",
-                      options_.explosion_factor, " x the median ", median, " of its last ",
-                      recent.size(), " minibatches (exploding gradient)", kHowToGoOn);
+      why = Concat(Where(epoch, table), "gradient_norm", OfModel(model), " ", norm, " is above ",
+                   options_.explosion_factor, " x the median ", median, " of its last ",
+                   recent->size(), " minibatches (exploding gradient)");
     }
   }
-  recent.push_back(norm);
-  if (recent.size() > options_.window) recent.pop_front();
+  recent->push_back(norm);
+  if (recent->size() > options_.window) recent->pop_front();
+  return why;
 }
 
 std::array<double, kHealthTables> HealthRules::TakeLargestRatios() {
   const std::array<double, kHealthTables> ratios = largest_ratios_;
   largest_ratios_ = {};
   return ratios;
-}
-
-double HealthRules::Median(int table) const {
-  std::vector<double> sorted(norms_[table].begin(), norms_[table].end());
-  const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
-  std::nth_element(sorted.begin(), middle, sorted.end());
-  return *middle;
 }
 
 }  // namespace keel

@@ -21,13 +21,24 @@
 //   settles near zero (a fitted bias) from firing on noise.
 //
 // Each error names the epoch, the table and the figure, and says how to turn
-// the rules off. Not safe for concurrent use: the training thread calls it.
+// the rules off.
+//
+// A job of several models (num_models > 1) judges each model on its own
+// figures (CheckModels): a model a rule fires for is left out from then on
+// (the worker pushes none of its gradients, so it stays as it was and the
+// others go on; it may still be selected if it is best on validation), and
+// only a rule firing for the last model still trained stops the job. The
+// models spread their learning rates over two decades (worker/model_variants.h):
+// on small dense sets the fastest ones can diverge while the others train well
+// (breast_cancer's factorization machine: a model's training loss passed 10^3
+// in its first epoch). Not safe for concurrent use: the training thread calls it.
 #ifndef KEEL_WORKER_HEALTH_RULES_H_
 #define KEEL_WORKER_HEALTH_RULES_H_
 
 #include <array>
 #include <cstddef>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "worker/training_health.h"
@@ -53,22 +64,45 @@ class HealthRules {
   void CheckMinibatch(int epoch, const std::vector<double>& mean_losses,
                       const MinibatchGradients& gradients);
 
+  // Checks one minibatch of `epoch` of a job of several models, each model k
+  // on its own mean loss and gradients (`mean_losses[k]`, `gradients[k]`),
+  // skipping those `left_out`. Returns the models a rule fires for, each with
+  // the rule's message, while another model is still trained; throws Error
+  // as CheckMinibatch does when a rule fires for the last one. Returns none
+  // when the rules are off.
+  struct Fired {
+    int model;
+    std::string why;
+  };
+  std::vector<Fired> CheckModels(int epoch, const std::vector<double>& mean_losses,
+                                 const std::vector<MinibatchGradients>& gradients,
+                                 const std::vector<bool>& left_out);
+
   // The largest ratio of a minibatch's gradient norm to the running median
   // it was judged against, per table, since the last call (0: none judged);
   // how far from explosion_factor the job ran. Resets the figures.
   std::array<double, kHealthTables> TakeLargestRatios();
 
  private:
-  void CheckLoss(int epoch, const std::vector<double>& mean_losses,
-                 const MinibatchGradients& gradients) const;
-  void CheckNonFinite(int epoch, int table, const GradientFigures& gradient) const;
-  // Compares `norm` with the table's recent norms, then remembers it.
-  void CheckExplosion(int epoch, int table, double norm);
-  // The median of the table's remembered norms.
-  double Median(int table) const;
+  // Recent gradient norms per table (of the whole job, or of one model).
+  using Norms = std::array<std::deque<double>, kHealthTables>;
+
+  // Each returns what fired ("" if nothing): `model` names the model in the
+  // message (-1: none named).
+  std::string CheckLoss(int epoch, int model, double mean_loss, double norm) const;
+  std::string CheckNonFinite(int epoch, int table, int model,
+                             const GradientFigures& gradient) const;
+  // Compares `norm` with `recent`, then remembers it there.
+  std::string CheckExplosion(int epoch, int table, int model, double norm,
+                             std::deque<double>* recent);
+  // What fired for a minibatch's `gradients` (of `model`, or -1), "" if
+  // nothing; the norms judged against `norms`.
+  std::string CheckGradients(int epoch, int model, const MinibatchGradients& gradients,
+                             Norms* norms);
 
   HealthRuleOptions options_;
-  std::array<std::deque<double>, kHealthTables> norms_;
+  Norms norms_;
+  std::vector<Norms> model_norms_;  // CheckModels'
   std::array<double, kHealthTables> largest_ratios_{};
 };
 

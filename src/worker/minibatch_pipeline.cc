@@ -100,6 +100,56 @@ MinibatchGradients MinibatchPipeline::GradientHealth() const {
   return figures;
 }
 
+namespace {
+
+// Adds `more` (figures of other values) to `*figures`.
+void AddFigures(const GradientFigures& more, GradientFigures* figures) {
+  figures->square_sum += more.square_sum;
+  figures->values += more.values;
+  figures->non_finite += more.non_finite;
+}
+
+// The figures of columns [first, first + count) of each row of `values`,
+// rows of `width`.
+GradientFigures MeasureColumns(const std::vector<float>& values, size_t width, size_t first,
+                               size_t count) {
+  GradientFigures figures;
+  for (size_t row = 0; row + width <= values.size(); row += width) {
+    AddFigures(MeasureGradients(values.data() + row + first, count), &figures);
+  }
+  return figures;
+}
+
+}  // namespace
+
+std::vector<MinibatchGradients> MinibatchPipeline::ModelGradientHealth(int models) const {
+  const size_t n = static_cast<size_t>(std::max(models, 1));
+  const size_t weights = static_cast<size_t>(width_) / n,
+               bias = static_cast<size_t>(bias_width_) / n;
+  std::vector<MinibatchGradients> figures(n);
+  for (size_t k = 0; k < n; ++k) {
+    figures[k][0] =
+        MeasureColumns(weight_gradients_, static_cast<size_t>(width_), k * weights, weights);
+    if (use_bias_) {
+      figures[k][1] =
+          MeasureColumns(bias_gradient_, static_cast<size_t>(bias_width_), k * bias, bias);
+    }
+  }
+  return figures;
+}
+
+void MinibatchPipeline::ZeroModel(int k, int models) {
+  const size_t n = static_cast<size_t>(std::max(models, 1));
+  const auto zero = [&](std::vector<float>* values, size_t width) {
+    const size_t columns = width / n, first = static_cast<size_t>(k) * columns;
+    for (size_t row = 0; row + width <= values->size(); row += width) {
+      std::fill_n(values->begin() + static_cast<std::ptrdiff_t>(row + first), columns, 0.0f);
+    }
+  };
+  zero(&weight_gradients_, static_cast<size_t>(width_));
+  zero(&bias_gradient_, static_cast<size_t>(bias_width_));
+}
+
 void MinibatchPipeline::MakeRoomForPush() {
   while (pushes_.size() >= depth_) {
     WaitFor(pushes_.front());

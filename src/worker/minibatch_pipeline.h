@@ -79,6 +79,12 @@ class MinibatchPipeline {
   // The figures of the gradients ComputeGradients just made, per health
   // table (worker/training_health.h); call before PushGradients.
   MinibatchGradients GradientHealth() const;
+  // The same figures for each of `models` models side by side: model k's
+  // columns of the weight rows and of the bias row alone.
+  std::vector<MinibatchGradients> ModelGradientHealth(int models) const;
+  // Zeroes model k's columns (of `models`) of the current gradients: a model
+  // left out has nothing pushed.
+  void ZeroModel(int k, int models);
   // Waits until fewer than `depth` minibatches' pushes are in flight, then
   // pushes the current one's gradients, the bias and the weights (one
   // message per key range) each stamped with `clock`, the worker's clock

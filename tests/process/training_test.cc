@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "base/json_reader.h"
@@ -486,6 +487,29 @@ TEST_F(TrainingJob, WithHealthRulesOffTheDivergingJobGoesOnUntilAServerRefusesAP
   EXPECT_FALSE(Contains(exit.output, "training health:")) << exit.output;
   // What stops it instead, later and less clearly: an infinity reaches a push.
   EXPECT_TRUE(Contains(exit.output, "has a non-finite value")) << exit.output;
+}
+
+TEST_F(TrainingJob, OfSeveralModelsThoseThatDivergeAreLeftOutAndTheOthersEndTheJob) {
+  // At a base rate of 1 the models whose rates the spread raises past about
+  // 2 diverge (model_variants.h); the rest converge.
+  testing::Exit exit;
+  ASSERT_NO_FATAL_FAILURE(
+      TrainDiverging(this, {"--learning_rate=1", "--num_models=8"}, &exit));
+  ASSERT_TRUE(exit.finished);
+  EXPECT_EQ(exit.code, 0) << exit.output;
+  std::set<int> left_out;
+  const std::regex left("model ([0-9]) is left out from here on");
+  for (std::sregex_iterator it(exit.output.begin(), exit.output.end(), left), end; it != end;
+       ++it) {
+    left_out.insert(std::stoi((*it)[1]));
+  }
+  EXPECT_FALSE(left_out.empty()) << exit.output;
+  EXPECT_LT(left_out.size(), 8u) << exit.output;
+  EXPECT_TRUE(Contains(exit.output, "(exploding gradient); model ")) << exit.output;
+  const auto metrics = ReadMetrics(folder_ + "/model/metrics.json");
+  ASSERT_TRUE(metrics.count("train:selected_model")) << exit.output;
+  EXPECT_EQ(left_out.count(static_cast<int>(metrics.at("train:selected_model"))), 0u)
+      << exit.output;
 }
 
 // Runs keel datagen into folder_ with `flags` after the common ones.

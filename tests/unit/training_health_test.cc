@@ -69,6 +69,54 @@ TEST(HealthRules, AnyModelsNonFiniteLossStopsAndNamesTheModel) {
       << error;
 }
 
+TEST(HealthRules, OfSeveralModelsOneWhoseLossIsNotFiniteIsLeftOutAndTheOthersGoOn) {
+  HealthRules rules;
+  const double infinity = std::numeric_limits<double>::infinity();
+  const std::vector<MinibatchGradients> gradients(3, WeightNorm(0.5));
+  const auto fired = rules.CheckModels(2, {0.6, infinity, 0.5}, gradients, {false, false, false});
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].model, 1);
+  EXPECT_TRUE(
+      Contains(fired[0].why, "epoch 2, table weights: train:objective_loss of model 1 is inf"))
+      << fired[0].why;
+  // Left out, it is judged no more.
+  EXPECT_TRUE(rules.CheckModels(2, {0.6, infinity, 0.5}, gradients, {false, true, false}).empty());
+}
+
+TEST(HealthRules, ARuleFiringForTheLastModelStillTrainedStopsTheJob) {
+  HealthRules rules;
+  const double nan = std::nan("");
+  const std::string error = ErrorOf([&] {
+    rules.CheckModels(4, {nan, 0.5, nan}, std::vector<MinibatchGradients>(3, WeightNorm(0.5)),
+                      {false, true, false});
+  });
+  // Model 0 is left out; model 2, the last one then, stops the job.
+  EXPECT_TRUE(Contains(error, "train:objective_loss of model 2 is nan")) << error;
+  EXPECT_TRUE(Contains(error, "--health_rules=off")) << error;
+}
+
+TEST(HealthRules, OfSeveralModelsEachGradientIsJudgedAgainstItsOwnMedian) {
+  HealthRules rules;
+  // Model 0's gradients are a thousand times model 1's, and steady.
+  for (int minibatch = 0; minibatch < 30; ++minibatch) {
+    ASSERT_TRUE(rules.CheckModels(1, {0.5, 0.5}, {WeightNorm(2000), WeightNorm(2)}, {}).empty());
+  }
+  // Model 1's jumps to model 0's size: 1000x its own median, an explosion.
+  const auto fired = rules.CheckModels(1, {0.5, 0.5}, {WeightNorm(2000), WeightNorm(2001)}, {});
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].model, 1);
+  EXPECT_TRUE(Contains(fired[0].why, "gradient_norm of model 1 2001 is above 1000 x the median 2"))
+      << fired[0].why;
+}
+
+TEST(HealthRules, OfSeveralModelsNothingIsLeftOutWithTheRulesOff) {
+  HealthRuleOptions off;
+  off.on = false;
+  HealthRules rules(off);
+  EXPECT_TRUE(
+      rules.CheckModels(1, {std::nan(""), 0.5}, std::vector<MinibatchGradients>(2), {}).empty());
+}
+
 TEST(HealthRules, LargeFiniteLossesDoNotFire) {
   HealthRules rules;
   EXPECT_NO_THROW(rules.CheckMinibatch(1, {1e30, 0.0, 1e-30}, WeightNorm(0.5)));
