@@ -72,8 +72,7 @@ DEFINE_string(mini_batch_size, "auto",
               "training rows, in 16..1000, so that small data gets enough steps)");
 DEFINE_int32(epochs, 15,
              "passes over the training data (SageMaker's linear learner default; "
-             "factorization_machines: 5 unless given, 15 with ftrl; the linear learner's, not "
-             "given, is raised "
+             "factorization_machines: 5 unless given; the linear learner's, not given, is raised "
              "for tiny data until each worker takes 600 minibatches, at most 500 epochs)");
 DEFINE_bool(use_bias, true, "learn a bias term");
 DEFINE_uint64(seed, 1, "seed of the initializers and of datagen");
@@ -180,8 +179,7 @@ DEFINE_string(linear_wd, "auto",
               "factorization machine: weight decay of the linear terms, non-negative (auto: "
               "--wd)");
 DEFINE_string(factors_wd, "auto",
-              "factorization machine: weight decay of the factors, non-negative (auto: --wd; "
-              "with ftrl, 0.3 unless --wd is given)");
+              "factorization machine: weight decay of the factors, non-negative (auto: --wd)");
 DEFINE_string(num_models, "auto",
               "models trained side by side in one pass, 1..32, the best kept (auto: 8; "
               "docs/ARCHITECTURE.md says how they differ)");
@@ -326,24 +324,8 @@ constexpr size_t kSniffBytes = 4096;
 
 
 // The factorization machine's epochs unless --epochs is given (SageMaker's FM
-// default, 1, leaves the factors near their start) when its optimizer is not
-// ftrl; with ftrl (a binary classifier's default) --epochs' default, 15: the
-// factors' penalty below slows their fit, and keeps later epochs from
-// overfitting.
+// default, 1, leaves the factors near their start).
 constexpr int kFmDefaultEpochs = 5;
-
-// An ftrl factorization machine's L2 penalty on its factors unless
-// --factors_wd or --wd is given. In ftrl's closed form it adds to each
-// weight's own denominator, (beta + sqrt(n)) / rate + l2: a fixed prior per
-// weight whatever its feature's count, which the summed gradients outweigh
-// for common features and not for rare ones. On a `keel datagen --model=fm`
-// set of 10^6 rows and 10^5 features the default job's validation AUC gap to
-// the planted model went from 0.0157 (none, 5 epochs; 0.0152 with 15) to
-// 0.0133 (0.3, 15 epochs); of single models at a rate of 5, 0.03 and 0.1 gained
-// less, 0.5 as much, 1 lost. On the real binary sets: fair gains, anes96 holds,
-// breast_cancer loses 0.002-0.005 AUC (from the 15 epochs), still above
-// scikit-learn's (docs/BENCHMARKS.md, "Defaults").
-constexpr double kFtrlFactorsWd = 0.3;
 
 // A rate flag: `automatic` for auto, else its number, which must be positive.
 // Throws Error naming the flag.
@@ -434,8 +416,7 @@ InitializerSpec BiasInitializer() {
 
 // A factorization machine's weight rows: column 0 the linear term (--linear_lr,
 // --l1, --linear_wd), then the factors (--factors_lr, --factors_l1,
-// --factors_wd); `auto` takes the weights' resolved rate and weight decay
-// (the factors' decay with ftrl: kFtrlFactorsWd unless --wd is given).
+// --factors_wd); `auto` takes the weights' resolved rate and weight decay.
 std::vector<OptimizerOptions::ColumnGroup> FactorizationMachineGroups(
     const OptimizerOptions& weights, int num_factors) {
   OptimizerOptions::ColumnGroup linear;
@@ -449,8 +430,7 @@ std::vector<OptimizerOptions::ColumnGroup> FactorizationMachineGroups(
   factors.end = 1 + num_factors;
   factors.learning_rate = PositiveOrAuto("factors_lr", FLAGS_factors_lr, weights.learning_rate);
   factors.l1 = static_cast<float>(FLAGS_factors_l1);
-  const double factors_wd = weights.name == "ftrl" && !IsSet("wd") ? kFtrlFactorsWd : weights.l2;
-  factors.l2 = NonNegativeOrAuto("factors_wd", FLAGS_factors_wd, factors_wd);
+  factors.l2 = NonNegativeOrAuto("factors_wd", FLAGS_factors_wd, weights.l2);
   return {linear, factors};
 }
 
@@ -637,10 +617,8 @@ Hyperparameters HyperparametersFromFlags() {
   h.num_factors = FLAGS_num_factors;
   h.feature_dim = FLAGS_feature_dim;
   h.mini_batch_size = MiniBatchSizeFromFlags();
-  h.epochs = IsSet("epochs") || h.job != JobKind::kFactorizationMachines ||
-                     OptimizerFor(h.job, h.predictor_type) == "ftrl"
-                 ? FLAGS_epochs
-                 : kFmDefaultEpochs;
+  h.epochs =
+      IsSet("epochs") || h.job != JobKind::kFactorizationMachines ? FLAGS_epochs : kFmDefaultEpochs;
   h.use_bias = FLAGS_use_bias;
   h.seed = FLAGS_seed;
   h.early_stopping_patience = FLAGS_early_stopping_patience;

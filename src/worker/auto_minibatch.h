@@ -15,8 +15,8 @@
 // are raised until every worker takes kAutoLeastSteps minibatches (fifteen
 // epochs of forty), at most kAutoMostEpochs; early stopping on the validation
 // channel or the held-out rows ends the job once it stops gaining. (A
-// factorization machine keeps its default, 5, or 15 with ftrl: its
-// interactions overfit, then diverge, with more.)
+// factorization machine keeps its 5: its interactions overfit, then diverge,
+// with more.)
 #ifndef KEEL_WORKER_AUTO_MINIBATCH_H_
 #define KEEL_WORKER_AUTO_MINIBATCH_H_
 

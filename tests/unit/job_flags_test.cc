@@ -49,29 +49,12 @@ class OptimizerFlags : public testing::Test {
   gflags::FlagSaver saver_;
 };
 
-TEST_F(OptimizerFlags, EpochsDefaultTo15But5ForAFactorizationMachineNotOnFtrl) {
+TEST_F(OptimizerFlags, EpochsDefaultTo15ForTheLinearLearnerAnd5ForAFactorizationMachine) {
   EXPECT_EQ(HyperparametersFromFlags().epochs, 15);
   Set("job", "factorization_machines");
-  Set("predictor_type", "binary_classifier");  // optimizer auto: ftrl
-  EXPECT_EQ(HyperparametersFromFlags().epochs, 15);
-  Set("predictor_type", "regressor");  // optimizer auto: adam
   EXPECT_EQ(HyperparametersFromFlags().epochs, 5);
   Set("epochs", "15");  // given: it wins, even at the linear learner's default
   EXPECT_EQ(HyperparametersFromFlags().epochs, 15);
-}
-
-TEST_F(OptimizerFlags, AnFtrlFactorizationMachinesFactorsArePenalisedUnlessWdIsGiven) {
-  Set("job", "factorization_machines");
-  Set("predictor_type", "binary_classifier");
-  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.groups[1].l2, 0.3f);
-  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.groups[0].l2, 0.0f);  // linear
-  {
-    gflags::FlagSaver restore;
-    Set("wd", "0");  // given: the factors' too, as configs/factorization_machines.flags has it
-    EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.groups[1].l2, 0.0f);
-  }
-  Set("predictor_type", "regressor");  // adam: --wd's auto, 0
-  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.groups[1].l2, 0.0f);
 }
 
 TEST_F(OptimizerFlags, MinibatchesInFlightAreOneForBulkSynchronousAndTwoOtherwise) {
