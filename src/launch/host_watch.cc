@@ -101,8 +101,9 @@ std::string HostWatch::Failure(const Host& host, double now) const {
       host.last_answer == 0
           ? "has not answered since this host began watching " + Seconds(now - started_) + " ago"
           : "has not answered for " + Seconds(now - host.last_answer);
-  return (host.host.leader ? "the leader " : "host ") + host.host.name + " is gone (its keel train at " +
-         host.host.address + ":" + std::to_string(port_) + " " + silence + ")" +
+  return (host.host.leader ? "the leader " : "host ") + host.host.name +
+         " is gone (its keel train at " + host.host.address + ":" + std::to_string(port_) + " " +
+         silence + ")" +
          (host.host.leader ? ": the job's scheduler with it"
                            : ": its servers held the only copy of their key ranges "
                              "(replication 0)") +

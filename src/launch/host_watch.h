@@ -76,8 +76,8 @@ class HostWatch : public ProcessGroup::Observer {
   bool lost_host_ends_job_;
   double grace_s_;
   int listener_ = -1;
-  double started_;          // MonotonicSeconds() when it was made
-  double last_probe_ = 0;   // of every host
+  double started_;         // MonotonicSeconds() when it was made
+  double last_probe_ = 0;  // of every host
   double last_unseen_probe_ = 0;
   std::string failure_;
   ProcessGroup* group_ = nullptr;

@@ -62,11 +62,11 @@ std::vector<HealthRules::Fired> HealthRules::CheckModels(
   std::vector<Fired> fired;
   if (!options_.on) return fired;
   model_norms_.resize(gradients.size());
+  const auto is_left_out = [&left_out](size_t k) { return k < left_out.size() && left_out[k]; };
   size_t trained = 0;
-  for (size_t k = 0; k < gradients.size(); ++k)
-    trained += k < left_out.size() && left_out[k] ? 0 : 1;
+  for (size_t k = 0; k < gradients.size(); ++k) trained += is_left_out(k) ? 0 : 1;
   for (size_t k = 0; k < gradients.size(); ++k) {
-    if (k < left_out.size() && left_out[k]) continue;
+    if (is_left_out(k)) continue;
     const int model = static_cast<int>(k);
     std::string why = CheckLoss(epoch, model, mean_losses.at(k), gradients[k][0].norm());
     if (why.empty()) why = CheckGradients(epoch, model, gradients[k], &model_norms_[k]);

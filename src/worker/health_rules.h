@@ -79,7 +79,8 @@ class HealthRules {
                                  const std::vector<bool>& left_out);
 
   // The largest ratio of a minibatch's gradient norm to the running median
-  // it was judged against, per table, since the last call (0: none judged);
+  // it was judged against, per table (of several models, the largest of any
+  // model's), since the last call (0: none judged);
   // how far from explosion_factor the job ran. Resets the figures.
   std::array<double, kHealthTables> TakeLargestRatios();
 

@@ -493,8 +493,7 @@ TEST_F(TrainingJob, OfSeveralModelsThoseThatDivergeAreLeftOutAndTheOthersEndTheJ
   // At a base rate of 1 the models whose rates the spread raises past about
   // 2 diverge (model_variants.h); the rest converge.
   testing::Exit exit;
-  ASSERT_NO_FATAL_FAILURE(
-      TrainDiverging(this, {"--learning_rate=1", "--num_models=8"}, &exit));
+  ASSERT_NO_FATAL_FAILURE(TrainDiverging(this, {"--learning_rate=1", "--num_models=8"}, &exit));
   ASSERT_TRUE(exit.finished);
   EXPECT_EQ(exit.code, 0) << exit.output;
   std::set<int> left_out;

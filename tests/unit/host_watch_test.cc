@@ -93,8 +93,9 @@ TEST(HostWatch, ALeaderNeverReachedIsNamedRatherThanAHostThatStoppedAfterIt) {
         return !watch.failure().empty();
       },
       10));
-  EXPECT_TRUE(Contains(watch.failure(), "the leader algo-1 is gone (its keel train at "
-                                        "no-such-host.invalid:"))
+  EXPECT_TRUE(Contains(watch.failure(),
+                       "the leader algo-1 is gone (its keel train at "
+                       "no-such-host.invalid:"))
       << watch.failure();
   EXPECT_TRUE(Contains(watch.failure(), "has not answered since this host began watching"))
       << watch.failure();
