@@ -192,23 +192,37 @@ void EpochTrainer::ComputeMinibatch(MinibatchPipeline* pipeline, int epoch, Epoc
   std::vector<double> mean_losses(losses);
   for (double& loss : mean_losses) loss /= static_cast<double>(std::max<uint64_t>(rows, 1));
   const int models = hyperparameters_.num_models;
+  MinibatchGradients gradients;
   if (models > 1) {
     left_out_.resize(static_cast<size_t>(models), false);
+    const std::vector<MinibatchGradients> each = pipeline->ModelGradientHealth(models);
     for (const HealthRules::Fired& fired :
-         rules_.CheckModels(epoch, mean_losses, pipeline->ModelGradientHealth(models), left_out_)) {
+         rules_.CheckModels(epoch, mean_losses, each, left_out_)) {
       left_out_[static_cast<size_t>(fired.model)] = true;
       LOG(WARNING) << "worker " << node_->rank() << ": " << fired.why << "; model " << fired.model
                    << " is left out from here on (this worker pushes none of its gradients), the "
                       "other models go on";
     }
+    // The table's figures are the models' summed, a left-out model's columns
+    // as zeroed for the push.
     for (int k = 0; k < models; ++k) {
-      if (left_out_[static_cast<size_t>(k)]) pipeline->ZeroModel(k, models);
+      const bool out = left_out_[static_cast<size_t>(k)];
+      if (out) pipeline->ZeroModel(k, models);
+      for (int t = 0; t < kHealthTables; ++t) {
+        GradientFigures figures = each[static_cast<size_t>(k)][t];
+        if (out) {
+          figures.square_sum = 0;
+          figures.non_finite = 0;
+        }
+        gradients[t].Add(figures);
+      }
     }
   } else {
-    rules_.CheckMinibatch(epoch, mean_losses, pipeline->GradientHealth());
+    gradients = pipeline->GradientHealth();
+    rules_.CheckMinibatch(epoch, mean_losses, gradients);
   }
   AddLosses(losses, &result->losses);
-  AddGradients(pipeline->GradientHealth(), &result->gradients);
+  AddGradients(gradients, &result->gradients);
 }
 
 void EpochTrainer::SleepLikeAStraggler(double compute_begin) const {

@@ -102,20 +102,13 @@ MinibatchGradients MinibatchPipeline::GradientHealth() const {
 
 namespace {
 
-// Adds `more` (figures of other values) to `*figures`.
-void AddFigures(const GradientFigures& more, GradientFigures* figures) {
-  figures->square_sum += more.square_sum;
-  figures->values += more.values;
-  figures->non_finite += more.non_finite;
-}
-
 // The figures of columns [first, first + count) of each row of `values`,
 // rows of `width`.
 GradientFigures MeasureColumns(const std::vector<float>& values, size_t width, size_t first,
                                size_t count) {
   GradientFigures figures;
   for (size_t row = 0; row + width <= values.size(); row += width) {
-    AddFigures(MeasureGradients(values.data() + row + first, count), &figures);
+    figures.Add(MeasureGradients(values.data() + row + first, count));
   }
   return figures;
 }

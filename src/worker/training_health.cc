@@ -35,6 +35,12 @@ const char* HealthTableName(int table) { return table == 0 ? "weights" : "bias";
 
 double GradientFigures::norm() const { return std::sqrt(square_sum); }
 
+void GradientFigures::Add(const GradientFigures& more) {
+  square_sum += more.square_sum;
+  values += more.values;
+  non_finite += more.non_finite;
+}
+
 GradientFigures MeasureGradients(const float* values, size_t count) {
   GradientFigures figures;
   figures.values = count;

@@ -47,6 +47,8 @@ struct GradientFigures {
   uint64_t values = 0;
   uint64_t non_finite = 0;  // NaN or infinite values
   double norm() const;      // sqrt(square_sum)
+  // Adds `more`, the figures of other values.
+  void Add(const GradientFigures& more);
 };
 
 // The figures of `count` gradient values.
