@@ -30,6 +30,42 @@ std::string Seconds(double seconds) {
   return text;
 }
 
+// The IPv4 address of `name`:`port` (blocks while the name is looked up).
+bool Resolve(const std::string& name, int port, sockaddr_storage* address, socklen_t* length) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(name.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  std::memcpy(address, found->ai_addr, found->ai_addrlen);
+  *length = found->ai_addrlen;
+  freeaddrinfo(found);
+  return true;
+}
+
+// A connection to `address` begun without blocking: its descriptor, or -1 if
+// it failed at once; *opened when it opened at once (the descriptor is then
+// the caller's to close too).
+int BeginConnect(const sockaddr_storage& address, socklen_t length, bool* opened) {
+  *opened = false;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), length) == 0) {
+    *opened = true;
+    return fd;
+  }
+  if (errno == EINPROGRESS) return fd;
+  close(fd);
+  return -1;
+}
+
+// Whether the connection begun on `fd` has opened (its POLLOUT came).
+bool Opened(int fd) {
+  int error = 0;
+  socklen_t length = sizeof(error);
+  return getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
+}
+
 }  // namespace
 
 HostWatch::HostWatch(std::vector<WatchedHost> hosts, int port, bool lost_host_ends_job,
@@ -43,6 +79,9 @@ HostWatch::HostWatch(std::vector<WatchedHost> hosts, int port, bool lost_host_en
 
 HostWatch::~HostWatch() {
   if (listener_ >= 0) close(listener_);
+  for (const Host& host : hosts_) {
+    if (host.probe >= 0) close(host.probe);
+  }
 }
 
 void HostWatch::Listen() {
@@ -61,38 +100,65 @@ void HostWatch::Listen() {
 }
 
 bool HostWatch::Answers(const std::string& address, int port, double timeout_s) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) {
-    return false;
+  sockaddr_storage resolved{};
+  socklen_t length = 0;
+  if (!Resolve(address, port, &resolved, &length)) return false;
+  bool opened = false;
+  const int fd = BeginConnect(resolved, length, &opened);
+  if (fd < 0) return false;
+  if (!opened) {
+    pollfd waiting{fd, POLLOUT, 0};
+    opened = poll(&waiting, 1, static_cast<int>(timeout_s * 1000)) == 1 && Opened(fd);
   }
-  bool answered = false;
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    if (connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
-      answered = true;
-    } else if (errno == EINPROGRESS) {
-      pollfd waiting{fd, POLLOUT, 0};
-      if (poll(&waiting, 1, static_cast<int>(timeout_s * 1000)) == 1) {
-        int error = 0;
-        socklen_t length = sizeof(error);
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-        answered = error == 0;
-      }
-    }
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return answered;
+  close(fd);
+  return opened;
 }
 
-void HostWatch::Probe(bool all) {
+int HostWatch::reached() const {
+  int count = 0;
+  for (const Host& host : hosts_) count += host.last_answer != 0 ? 1 : 0;
+  return count;
+}
+
+void HostWatch::StartProbes(bool all) {
   for (Host& host : hosts_) {
-    if (!all && host.last_answer != 0) continue;
-    host.answered_now = Answers(host.host.address, port_, kProbeTimeoutSeconds);
-    if (host.answered_now) host.last_answer = MonotonicSeconds();
+    if (host.probe >= 0 || (!all && host.last_answer != 0)) continue;
+    // Once found, a host's address is kept: SageMaker never moves a host.
+    if (!host.resolved) {
+      host.resolved = Resolve(host.host.address, port_, &host.address, &host.address_length);
+    }
+    bool opened = false;
+    const int fd = host.resolved ? BeginConnect(host.address, host.address_length, &opened) : -1;
+    if (fd < 0 || opened) {
+      if (fd >= 0) close(fd);
+      host.answered_now = opened;
+      if (opened) host.last_answer = MonotonicSeconds();
+      continue;
+    }
+    host.probe = fd;
+    host.probe_started = MonotonicSeconds();
+  }
+}
+
+void HostWatch::TakeProbes() {
+  std::vector<pollfd> waiting;
+  std::vector<Host*> probed;
+  for (Host& host : hosts_) {
+    if (host.probe < 0) continue;
+    waiting.push_back({host.probe, POLLOUT, 0});
+    probed.push_back(&host);
+  }
+  if (waiting.empty()) return;
+  if (poll(waiting.data(), waiting.size(), 0) < 0) return;  // taken at the next round
+  const double now = MonotonicSeconds();
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    Host& host = *probed[i];
+    const bool ended = waiting[i].revents != 0;
+    if (!ended && now - host.probe_started < kProbeTimeoutSeconds) continue;
+    host.answered_now = ended && Opened(host.probe);
+    if (host.answered_now) host.last_answer = now;
+    close(host.probe);
+    host.probe = -1;
   }
 }
 
@@ -115,19 +181,20 @@ void HostWatch::Round() {
     for (int peer; (peer = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) close(peer);
   }
   if (!failure_.empty()) return;
+  TakeProbes();
   const double now = MonotonicSeconds();
-  if (now - last_probe_ < kProbeIntervalSeconds) {
-    if (now - last_unseen_probe_ >= kUnseenProbeIntervalSeconds) {
-      last_unseen_probe_ = now;
-      Probe(false);
-    }
-    return;
+  if (now - last_probe_ >= kProbeIntervalSeconds) {
+    last_probe_ = last_unseen_probe_ = now;
+    StartProbes(true);
+  } else if (now - last_unseen_probe_ >= kUnseenProbeIntervalSeconds) {
+    last_unseen_probe_ = now;
+    StartProbes(false);
   }
-  last_probe_ = last_unseen_probe_ = now;
-  Probe(true);
-  bool lost = false;  // a host that answered once is silent for the grace
+  // Lost: a host that answered once, whose last probe failed, silent for the grace.
+  bool lost = false;
   for (const Host& host : hosts_) {
-    lost = lost || (Ends(host) && host.last_answer != 0 && now - host.last_answer >= grace_s_);
+    lost = lost || (Ends(host) && host.last_answer != 0 && !host.answered_now &&
+                    now - host.last_answer >= grace_s_);
   }
   if (!lost) return;
   const auto silent_since = [this](const Host& host) {

@@ -6,8 +6,11 @@
 // reason, rather than wait. Every host's `keel train` listens on a port of
 // its own (the watch port, accepting and closing connections) and connects
 // to every other host's once a second (five times a second while it has not
-// answered yet). A host that answered once and then refuses or does not
-// answer for `grace_s` is gone; one that never answered is not (it may not
+// answered yet). The connections are made without blocking: a probe that has
+// not opened within half a second failed, and the rounds in between go on
+// relaying the roles' output, so a host whose address drops connections
+// silently never holds up the group's loop. A host that answered once and
+// then refuses or does not answer for `grace_s` is gone; one that never answered is not (it may not
 // have started yet). The host named as the cause is the one silent longest
 // of those whose loss ends the job, a never-answering one silent since the
 // watch began: a leader killed before this host first reached it is named,
@@ -16,6 +19,8 @@
 // Not thread-safe: the process group calls it from the thread that runs it.
 #ifndef KEEL_LAUNCH_HOST_WATCH_H_
 #define KEEL_LAUNCH_HOST_WATCH_H_
+
+#include <sys/socket.h>
 
 #include <string>
 #include <vector>
@@ -45,12 +50,16 @@ class HostWatch : public ProcessGroup::Observer {
   void Attach(ProcessGroup* group) { group_ = group; }
   // Why the job cannot go on ("the leader algo-1 is gone: ..."); "" while it can.
   const std::string& failure() const { return failure_; }
+  // How many of the hosts have answered since the watch began.
+  int reached() const;
 
   void Started(const std::string& /*name*/, pid_t /*pid*/) override {}
   void Exited(const std::string& /*name*/, pid_t /*pid*/, int /*status*/,
               bool /*tolerated*/) override {}
-  // Accepts and closes the connections waiting on the watch port, and once a
-  // second probes every host; stops the group's roles when one is gone.
+  // Accepts and closes the connections waiting on the watch port, takes the
+  // results of the probes under way, starts those due (every host once a
+  // second); stops the group's roles when one is gone. Never blocks, but for
+  // resolving a host's name until it is first resolved.
   void Round() override;
   bool JobOver() const override { return false; }
 
@@ -61,11 +70,19 @@ class HostWatch : public ProcessGroup::Observer {
   struct Host {
     WatchedHost host;
     double last_answer = 0;  // MonotonicSeconds() of its last answer; 0: none yet
-    bool answered_now = false;  // in the last probe
+    bool answered_now = false;  // in the last probe that ended
+    int probe = -1;             // the connection under way; -1: none
+    double probe_started = 0;
+    bool resolved = false;  // `address` holds the host's address
+    sockaddr_storage address{};
+    socklen_t address_length = 0;
   };
 
-  // Probes every host (`all`) or only those that never answered.
-  void Probe(bool all);
+  // Starts a probe of every host (`all`) or of those that never answered,
+  // but for those with a probe under way.
+  void StartProbes(bool all);
+  // Ends the probes that opened, failed or ran out of time.
+  void TakeProbes();
   // Whether losing `host` ends the job.
   bool Ends(const Host& host) const { return host.host.leader || lost_host_ends_job_; }
   // The reason naming `host`, as of `now` (MonotonicSeconds()).
