@@ -23,9 +23,6 @@
 namespace keel {
 namespace {
 
-// The figures' significant digits in the JSON lines.
-constexpr int kFigureDigits = 6;
-
 double Percentile(std::vector<double> values, double fraction) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

@@ -33,9 +33,6 @@
 namespace keel {
 namespace {
 
-// The figures' significant digits in the JSON lines.
-constexpr int kFigureDigits = 6;
-
 struct Taken {
   uint64_t rows = 0;
   uint64_t bytes = 0;

@@ -57,9 +57,6 @@
 namespace keel {
 namespace {
 
-// The figures' significant digits in the JSON lines.
-constexpr int kFigureDigits = 6;
-
 constexpr int kFleetThreads = 2;
 // Descriptors a member costs over TCP, both ends in this process: at the
 // scheduler its connection in, its send socket (connection and mailbox) and

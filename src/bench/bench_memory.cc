@@ -17,9 +17,6 @@
 namespace keel {
 namespace {
 
-// The figures' significant digits in the JSON lines.
-constexpr int kFigureDigits = 6;
-
 // The process's resident bytes (/proc/self/statm), or 0 where unknown.
 uint64_t ResidentBytes() {
   std::ifstream statm("/proc/self/statm");

@@ -18,6 +18,9 @@
 
 namespace keel {
 
+// The figures' significant digits in every benchmark's JSON lines.
+constexpr int kFigureDigits = 6;
+
 // A local cluster as `keel bench kv` runs it: a scheduler, `servers` servers
 // and `workers` workers as child processes on loopback, each given
 // `role_flags`; `timeout_s` 0 for none.
