@@ -18,8 +18,6 @@
 namespace keel {
 namespace {
 
-std::string Quote(const std::string& text) { return JsonQuote(text); }
-
 std::string Number(double value) {
   std::ostringstream text;
   text << value;
@@ -40,8 +38,8 @@ std::string ChildName(const std::string& role, int rank) {
 // "worker 3" -> "role": "worker", "rank": 3; "scheduler" -> "role": "scheduler".
 std::string RoleFields(const std::string& name) {
   const size_t space = name.find(' ');
-  if (space == std::string::npos) return "\"role\": " + Quote(name);
-  return "\"role\": " + Quote(name.substr(0, space)) + ", \"rank\": " + name.substr(space + 1);
+  if (space == std::string::npos) return "\"role\": " + JsonQuote(name);
+  return "\"role\": " + JsonQuote(name.substr(0, space)) + ", \"rank\": " + name.substr(space + 1);
 }
 
 }  // namespace
@@ -67,7 +65,7 @@ FaultRunner::FaultRunner(ProcessGroup* group, FaultSchedule schedule, int server
   for (const FaultItem& item : schedule_.items) {
     if (item.transport()) {
       const std::string who = item.rank == FaultItem::kEveryRank
-                                  ? "\"role\": " + Quote(item.role) + ", \"rank\": \"*\""
+                                  ? "\"role\": " + JsonQuote(item.role) + ", \"rank\": \"*\""
                                   : RoleFields(ChildName(item.role, item.rank));
       Log(FaultActionName(item.action), "",
           who + (item.action == FaultAction::kDrop
@@ -116,7 +114,7 @@ void FaultRunner::SetCluster(const std::string& self, std::vector<std::string> s
 }
 
 void FaultRunner::Join(const FaultItem& item) {
-  const std::string spec = "\"spec\": " + Quote(item.text);
+  const std::string spec = "\"spec\": " + JsonQuote(item.text);
   const std::string name = ChildName("server", servers_ + joined_);
   if (self_.empty()) {
     Log("skipped", name, spec + ", \"reason\": \"no cluster to join\"");
@@ -131,12 +129,12 @@ void FaultRunner::Join(const FaultItem& item) {
     const pid_t pid = group_->Spawn(name, argv);
     Log("join", name, "\"pid\": " + std::to_string(pid) + ", " + spec);
   } catch (const Error& e) {
-    Log("join_failed", name, spec + ", \"reason\": " + Quote(e.what()));
+    Log("join_failed", name, spec + ", \"reason\": " + JsonQuote(e.what()));
   }
 }
 
 void FaultRunner::Drain(const FaultItem& item, const std::string& name) {
-  const std::string spec = "\"spec\": " + Quote(item.text);
+  const std::string spec = "\"spec\": " + JsonQuote(item.text);
   try {
     if (scheduler_.empty()) throw MakeError("no scheduler to ask");
     constexpr double kTimeoutS = 10;
@@ -145,7 +143,7 @@ void FaultRunner::Drain(const FaultItem& item, const std::string& name) {
     group_->Tolerate(name);
     Log("drain", name, spec);
   } catch (const Error& e) {
-    Log("drain_failed", name, spec + ", \"reason\": " + Quote(e.what()));
+    Log("drain_failed", name, spec + ", \"reason\": " + JsonQuote(e.what()));
   }
 }
 
@@ -160,7 +158,7 @@ void FaultRunner::Log(const std::string& event, const std::string& name,
                       const std::string& fields) {
   char t[32];
   snprintf(t, sizeof(t), "%.3f", Now());
-  std::string line = std::string("{\"t\": ") + t + ", \"event\": " + Quote(event);
+  std::string line = std::string("{\"t\": ") + t + ", \"event\": " + JsonQuote(event);
   if (!name.empty()) line += ", " + RoleFields(name);
   if (!fields.empty()) line += ", " + fields;
   line += "}";
@@ -179,7 +177,7 @@ void FaultRunner::Started(const std::string& name, pid_t pid) {
 void FaultRunner::Exited(const std::string& name, pid_t pid, int status, bool tolerated) {
   job_end_.Exited(name, status, tolerated);
   Log("exit", name,
-      "\"pid\": " + std::to_string(pid) + ", \"status\": " + Quote(StatusText(status)) +
+      "\"pid\": " + std::to_string(pid) + ", \"status\": " + JsonQuote(StatusText(status)) +
           ", \"expected\": " + (tolerated ? "true" : "false"));
 }
 
@@ -205,13 +203,13 @@ void FaultRunner::DropPending(const std::string& reason) {
     char at[32];
     snprintf(at, sizeof(at), "%.3f", item.at);
     Log("not_fired", "",
-        "\"spec\": " + Quote(item.item->text) + ", \"at\": " + at +
-            ", \"reason\": " + Quote(reason));
+        "\"spec\": " + JsonQuote(item.item->text) + ", \"at\": " + at +
+            ", \"reason\": " + JsonQuote(reason));
   }
   for (const FaultItem* item : awaiting_start_) {
     Log("not_fired", "",
-        "\"spec\": " + Quote(item->text) +
-            ", \"reason\": " + Quote(reason + "; the job had not started"));
+        "\"spec\": " + JsonQuote(item->text) +
+            ", \"reason\": " + JsonQuote(reason + "; the job had not started"));
   }
   awaiting_start_.clear();
 }
@@ -238,7 +236,7 @@ std::vector<std::string> FaultRunner::Targets(const FaultItem& item) {
 void FaultRunner::LogSkipped(const FaultItem& item) {
   const std::string why = item.action == FaultAction::kRestart ? "no " + item.role + " is down"
                                                                : "no running " + item.role;
-  Log("skipped", "", "\"spec\": " + Quote(item.text) + ", \"reason\": " + Quote(why));
+  Log("skipped", "", "\"spec\": " + JsonQuote(item.text) + ", \"reason\": " + JsonQuote(why));
 }
 
 // ["server 0", "worker 1"] as a JSON array.
@@ -274,13 +272,13 @@ void FaultRunner::Partition(const FaultItem& item) {
             std::to_string(rules) + ", \"duration\": " + Number(item.duration_s) + ", " + spec);
     pending_.push_back(Pending{Now() + item.duration_s, &item, false, "", -1, cut});
   } catch (const Error& e) {
-    Log("partition_failed", "", spec + ", \"reason\": " + Quote(e.what()));
+    Log("partition_failed", "", spec + ", \"reason\": " + JsonQuote(e.what()));
   }
 }
 
 void FaultRunner::Heal(const Pending& pending) {
   partitioner_->Heal(pending.cut);
-  Log("heal", "", "\"spec\": " + Quote(pending.item->text));
+  Log("heal", "", "\"spec\": " + JsonQuote(pending.item->text));
 }
 
 void FaultRunner::Fire(const FaultItem& item) {
@@ -292,7 +290,7 @@ void FaultRunner::Fire(const FaultItem& item) {
     Join(item);
     return;
   }
-  const std::string spec = "\"spec\": " + Quote(item.text);
+  const std::string spec = "\"spec\": " + JsonQuote(item.text);
   const std::vector<std::string> targets = Targets(item);
   if (targets.empty()) LogSkipped(item);
   for (const std::string& name : targets) {
@@ -301,7 +299,7 @@ void FaultRunner::Fire(const FaultItem& item) {
         const pid_t pid = group_->Respawn(name);
         Log("restart", name, "\"pid\": " + std::to_string(pid) + ", " + spec);
       } catch (const Error& e) {
-        Log("restart_failed", name, spec + ", \"reason\": " + Quote(e.what()));
+        Log("restart_failed", name, spec + ", \"reason\": " + JsonQuote(e.what()));
       }
       continue;
     }
@@ -332,7 +330,7 @@ void FaultRunner::Fire(const FaultItem& item) {
 }
 
 void FaultRunner::Resume(const Pending& pending) {
-  const std::string spec = "\"spec\": " + Quote(pending.item->text);
+  const std::string spec = "\"spec\": " + JsonQuote(pending.item->text);
   // Only the process that was stopped: it may have been killed or restarted since.
   if (!group_->Running(pending.name) || group_->Signal(pending.name, 0) != pending.pid) {
     Log("skipped", pending.name, spec + ", \"reason\": \"the stopped process is gone\"");
@@ -346,7 +344,7 @@ void FaultRunner::Round() {
   if (job_end_.over()) {
     if (!logged_over_) {
       logged_over_ = true;
-      Log("job_over", "", "\"reason\": " + Quote(job_end_.reason()));
+      Log("job_over", "", "\"reason\": " + JsonQuote(job_end_.reason()));
       DropPending("the job was over");
     }
     return;

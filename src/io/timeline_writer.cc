@@ -39,12 +39,16 @@ TimelineWriter::TimelineWriter(const std::string& model_dir, const std::string& 
 
 TimelineWriter::~TimelineWriter() { Flush(); }
 
-void TimelineWriter::Record(const std::string& event, const std::string& fields) {
-  if (!enabled()) return;
+std::string TimelineEventLine(const std::string& event, const std::string& fields) {
   std::string line =
       "{\"time\": " + JsonUnixTime(WallSeconds()) + ", \"event\": " + JsonQuote(event);
   if (!fields.empty()) line += ", " + fields;
-  RecordLine(line + "}");
+  return line + "}";
+}
+
+void TimelineWriter::Record(const std::string& event, const std::string& fields) {
+  if (!enabled()) return;
+  RecordLine(TimelineEventLine(event, fields));
 }
 
 void TimelineWriter::RecordLine(const std::string& line) {

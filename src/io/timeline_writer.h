@@ -69,6 +69,10 @@ class TimelineWriter {
 // Unix seconds for a JSON line, to the millisecond ("1764073000.123").
 std::string JsonUnixTime(double unix_seconds);
 
+// A timeline event's line as of now: {"time": ..., "event": EVENT, FIELDS}
+// (`fields`: members already JSON, "\"a\": 1, \"b\": 2", or "").
+std::string TimelineEventLine(const std::string& event, const std::string& fields);
+
 }  // namespace keel
 
 #endif  // KEEL_IO_TIMELINE_WRITER_H_

@@ -1,25 +1,12 @@
 #include "scheduler/membership_log.h"
 
 #include <cerrno>
-#include <chrono>
-#include <cstdio>
 #include <cstring>
 
 #include "base/error.h"
 #include "base/json.h"
-#include "base/time.h"
 
 namespace keel {
-namespace {
-
-std::string Now() {
-  const double seconds = WallSeconds();
-  char text[32];
-  snprintf(text, sizeof(text), "%.3f", seconds);
-  return text;
-}
-
-}  // namespace
 
 MembershipLog::MembershipLog(const std::string& path, TimelineWriter* timeline)
     : timeline_(timeline) {
@@ -38,13 +25,12 @@ void MembershipLog::Write(const std::string& line) {
 
 void MembershipLog::Record(const std::string& event, const proto::NodeInfo& node,
                            const std::string& fields) {
-  std::string line =
-      "{\"time\": " + Now() + ", \"event\": " + JsonQuote(event) +
-      ", \"role\": " + JsonQuote(node.role() == proto::SERVER ? "server" : "worker") +
+  std::string members =
+      "\"role\": " + JsonQuote(node.role() == proto::SERVER ? "server" : "worker") +
       ", \"rank\": " + std::to_string(node.rank()) + ", \"node\": " + std::to_string(node.id()) +
       ", \"address\": " + JsonQuote(node.address());
-  if (!fields.empty()) line += ", " + fields;
-  Write(line + "}");
+  if (!fields.empty()) members += ", " + fields;
+  Write(TimelineEventLine(event, members));
 }
 
 void MembershipLog::RecordView(const proto::ClusterView& view) {
@@ -56,9 +42,10 @@ void MembershipLog::RecordView(const proto::ClusterView& view) {
     for (int backup : range.backups()) ranges += ", " + std::to_string(backup);
     ranges += "]";
   }
-  Write("{\"time\": " + Now() + ", \"event\": \"view\", \"epoch\": " +
-        std::to_string(view.epoch()) + ", \"servers\": " + std::to_string(servers) +
-        ", \"workers\": " + std::to_string(workers) + ", \"ranges\": [" + ranges + "]}");
+  Write(TimelineEventLine("view", "\"epoch\": " + std::to_string(view.epoch()) +
+                                      ", \"servers\": " + std::to_string(servers) +
+                                      ", \"workers\": " + std::to_string(workers) +
+                                      ", \"ranges\": [" + ranges + "]"));
 }
 
 }  // namespace keel
