@@ -137,7 +137,9 @@ int RunServer(const std::vector<std::string>& argv) {
   // of its ranges it kept (server/held_copy.h); the folder goes when it ends.
   const std::string copy_folder = HeldCopyFolder(getpid());
   NodeOptions options_with_copy = node_options;
-  options_with_copy.held_copy = HeldCopyFromEnvironment();
+  if (const std::optional<proto::HeldCopy> held = HeldCopyFromEnvironment()) {
+    *options_with_copy.register_fields.mutable_held_copy() = *held;
+  }
   FolderRemover remove_copy(copy_folder);
   Node node(options_with_copy);
   std::optional<KVServer> server(std::in_place, &node, optimizer, tables, staleness);

@@ -121,12 +121,12 @@ uint64_t Node::NewRegisterNonceLocked() {
 
 void Node::SendRegister() {
   Message request = CommandMessage(proto::REGISTER);
+  request.meta.MergeFrom(options_.register_fields);
   request.meta.mutable_node()->set_role(options_.role);
   request.meta.mutable_node()->set_address(van_->address());
   request.meta.mutable_node()->set_rank(options_.rank);
   request.meta.mutable_node()->set_routing_id(van_->routing_id());
   request.meta.set_join(options_.join);
-  if (options_.held_copy) *request.meta.mutable_held_copy() = *options_.held_copy;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     request.meta.set_sequence(NewRegisterNonceLocked());

@@ -88,9 +88,10 @@ struct NodeOptions {
   TransportFaults faults;
   // The cluster's CURVE keypair (see Van); none: plain TCP.
   std::optional<ClusterSecret> secret;
-  // A server that starts over after the scheduler removed it: the copy of
-  // its key ranges it kept, sent with its REGISTER (server/held_copy.h).
-  std::optional<proto::HeldCopy> held_copy;
+  // Fields a protocol built over this node adds to each REGISTER it sends
+  // (merged into its meta; a server's held copy of its key ranges,
+  // server/held_copy.h).
+  proto::Meta register_fields;
 };
 
 class Node {
@@ -159,7 +160,7 @@ class Node {
   // the node.
   proto::Meta registration() const;
   // The copy of its ranges this node registered with (NodeOptions), if any.
-  const std::optional<proto::HeldCopy>& held_copy() const { return options_.held_copy; }
+  const proto::Meta& register_fields() const { return options_.register_fields; }
 
   // Sends a message to the scheduler (stamping sender and epoch).
   void SendToScheduler(Message& message);

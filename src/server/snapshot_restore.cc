@@ -53,12 +53,14 @@ void SnapshotRestore::RestoreOnce(const proto::ClusterView& view) {
       Restore(replace_uri, replace_from, targets);
       // The copy this server kept when it was removed: its ranges reflect
       // the pushes they did then (what the scheduler compares).
-      const auto& held = node_->held_copy();
-      if (held && held->uri() == replace_uri && held->checkpoint() == replace_from) {
-        for (const proto::RangePushes& entry : held->ranges()) {
+      const proto::Meta& registered = node_->register_fields();
+      const proto::HeldCopy& held = registered.held_copy();
+      if (registered.has_held_copy() && held.uri() == replace_uri &&
+          held.checkpoint() == replace_from) {
+        for (const proto::RangePushes& entry : held.ranges()) {
           if (targets.count(entry.range())) state_.range_pushes.Set(entry.range(), entry.pushes());
         }
-        RestoreHeldApplied(*held, targets, &state_);
+        RestoreHeldApplied(held, targets, &state_);
       }
     } else {
       Restore(view.resume_uri(), view.resume_checkpoint(), targets);
