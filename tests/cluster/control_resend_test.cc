@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "base/error.h"
+#include "cluster_fixture.h"
 #include "kv/node.h"
 #include "scheduler/control_replies.h"
 #include "scheduler/scheduler.h"
@@ -17,6 +19,9 @@ namespace keel {
 namespace {
 
 using testing::LocalNode;
+using testing::LocalScheduler;
+using testing::StartNodes;
+using testing::StartScheduler;
 using testing::WaitFor;
 
 proto::Meta Request(proto::Command command, uint64_t key) {
@@ -76,21 +81,16 @@ TransportFaults ControlDrops(uint64_t seed) {
 }
 
 TEST(ControlResends, BarriersGetThroughWhenAQuarterOfTheControlMessagesAreLost) {
-  SchedulerOptions scheduler_options;
-  scheduler_options.bind_host = "127.0.0.1";
-  scheduler_options.num_workers = 2;
+  SchedulerOptions scheduler_options = LocalScheduler(1, 2);
   scheduler_options.faults = ControlDrops(1);
-  Scheduler scheduler(scheduler_options);
-  scheduler.Start();
+  std::unique_ptr<Scheduler> scheduler = StartScheduler(scheduler_options);
   std::vector<std::unique_ptr<Node>> nodes;
   for (int i = 0; i < 3; ++i) {
-    NodeOptions options = LocalNode(i == 0 ? proto::SERVER : proto::WORKER, scheduler.port(), 0.1);
+    NodeOptions options = LocalNode(i == 0 ? proto::SERVER : proto::WORKER, scheduler->port(), 0.1);
     options.faults = ControlDrops(10 + i);
     nodes.push_back(std::make_unique<Node>(options));
   }
-  std::vector<std::thread> starting;
-  for (auto& node : nodes) starting.emplace_back([&node] { node->Start(); });
-  for (auto& thread : starting) thread.join();
+  StartNodes({nodes[0].get(), nodes[1].get(), nodes[2].get()});
 
   constexpr int kBarriers = 8;
   std::vector<std::thread> workers;
@@ -114,7 +114,7 @@ TEST(ControlResends, BarriersGetThroughWhenAQuarterOfTheControlMessagesAreLost) 
   for (auto& node : nodes) dropped += node->transport_fault_counts().dropped;
   EXPECT_GT(dropped, 0u) << "no control message was lost: the test proves nothing";
   for (auto& node : nodes) node->Stop();
-  scheduler.Stop();
+  scheduler->Stop();
 }
 
 }  // namespace

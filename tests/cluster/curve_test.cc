@@ -18,6 +18,7 @@
 #include <zmq_addon.hpp>
 
 #include "base/error.h"
+#include "cluster_fixture.h"
 #include "kv/cluster_secret.h"
 #include "kv/kv_worker.h"
 #include "kv/node.h"
@@ -31,6 +32,9 @@ namespace keel {
 namespace {
 
 using testing::LocalNode;
+using testing::LocalScheduler;
+using testing::StartNodes;
+using testing::StartScheduler;
 using testing::WaitFor;
 
 // Collects the log lines that contain `needle`.
@@ -276,20 +280,16 @@ TEST(SecretCluster, RunsPushesAndPullsWithTheKey) {
   LogLines summaries("without the cluster key since its last such line");
   const ClusterSecret secret = GenerateClusterSecret();
   {
-    SchedulerOptions scheduler_options;
-    scheduler_options.bind_host = "127.0.0.1";
+    SchedulerOptions scheduler_options = LocalScheduler(1, 1);
     scheduler_options.secret = secret;
-    Scheduler scheduler(scheduler_options);
-    scheduler.Start();
-    Node server_node(SecretNode(proto::SERVER, scheduler.port(), secret));
+    std::unique_ptr<Scheduler> scheduler = StartScheduler(scheduler_options);
+    Node server_node(SecretNode(proto::SERVER, scheduler->port(), secret));
     OptimizerOptions sgd;
     sgd.learning_rate = 1.0f;
     KVServer server(&server_node, sgd);
-    Node worker_node(SecretNode(proto::WORKER, scheduler.port(), secret));
+    Node worker_node(SecretNode(proto::WORKER, scheduler->port(), secret));
     KVWorker client(&worker_node);
-    std::thread starting([&] { server_node.Start(); });
-    worker_node.Start();
-    starting.join();
+    StartNodes({&server_node, &worker_node});
 
     SharedArray<const Key> keys(MixedKeySet({1, 2}));
     client.Wait(client.Push(keys, SharedArray<const float>(std::vector<float>{-1, -2}), 1));
@@ -302,56 +302,47 @@ TEST(SecretCluster, RunsPushesAndPullsWithTheKey) {
 
     worker_node.Stop();
     server_node.Stop();
-    scheduler.Stop();
+    scheduler->Stop();
   }
   EXPECT_EQ(refusals.lines().size(), 0u) << refusals.lines()[0];
   EXPECT_EQ(summaries.lines().size(), 0u) << summaries.lines()[0];
 }
 
 TEST(SecretCluster, ANodeWithAnotherKeyCannotJoin) {
-  SchedulerOptions scheduler_options;
-  scheduler_options.bind_host = "127.0.0.1";
+  SchedulerOptions scheduler_options = LocalScheduler(1, 1);
   scheduler_options.secret = GenerateClusterSecret();
-  Scheduler scheduler(scheduler_options);
-  scheduler.Start();
-  NodeOptions outsider = SecretNode(proto::WORKER, scheduler.port(), GenerateClusterSecret());
+  std::unique_ptr<Scheduler> scheduler = StartScheduler(scheduler_options);
+  NodeOptions outsider = SecretNode(proto::WORKER, scheduler->port(), GenerateClusterSecret());
   outsider.register_timeout_s = 2;
   Node node(outsider);
   // "no error": a node with another key joined.
   const std::string error = testing::ErrorOf([&] { node.Start(); });
   EXPECT_TRUE(testing::Contains(error, "no answer from the scheduler")) << error;
   node.Stop();
-  scheduler.Stop();
+  scheduler->Stop();
 }
 
 // A drain request is a control message from outside the cluster: over CURVE
 // only a client with the cluster's key gets through to the scheduler.
 TEST(SecretCluster, OnlyAClientWithTheClusterKeyCanDrainAServer) {
   const ClusterSecret secret = GenerateClusterSecret();
-  SchedulerOptions scheduler_options;
-  scheduler_options.bind_host = "127.0.0.1";
+  SchedulerOptions scheduler_options = LocalScheduler(2, 1);
   scheduler_options.secret = secret;
-  scheduler_options.num_servers = 2;
   scheduler_options.key_ranges = 4;
-  Scheduler scheduler(scheduler_options);
-  scheduler.Start();
+  std::unique_ptr<Scheduler> scheduler = StartScheduler(scheduler_options);
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<std::unique_ptr<KVServer>> servers;
   OptimizerOptions sgd;
   for (int rank = 0; rank < 2; ++rank) {
-    NodeOptions options = SecretNode(proto::SERVER, scheduler.port(), secret);
+    NodeOptions options = SecretNode(proto::SERVER, scheduler->port(), secret);
     options.rank = rank;
     nodes.push_back(std::make_unique<Node>(options));
     servers.push_back(std::make_unique<KVServer>(nodes.back().get(), sgd));
   }
-  Node worker_node(SecretNode(proto::WORKER, scheduler.port(), secret));
+  Node worker_node(SecretNode(proto::WORKER, scheduler->port(), secret));
   KVWorker client(&worker_node);
-  std::thread starting([&] { nodes[0]->Start(); });
-  std::thread starting_too([&] { nodes[1]->Start(); });
-  worker_node.Start();
-  starting.join();
-  starting_too.join();
-  const std::string address = "127.0.0.1:" + std::to_string(scheduler.port());
+  StartNodes({nodes[0].get(), nodes[1].get(), &worker_node});
+  const std::string address = "127.0.0.1:" + std::to_string(scheduler->port());
   const std::string stranger =
       testing::ErrorOf([&] { RequestDrain(address, 1, GenerateClusterSecret(), /*timeout_s=*/2); });
   EXPECT_TRUE(testing::Contains(stranger, "no answer from the scheduler")) << stranger;
@@ -361,7 +352,7 @@ TEST(SecretCluster, OnlyAClientWithTheClusterKeyCanDrainAServer) {
       << "the drained server was not let go";
   worker_node.Stop();
   for (auto& node : nodes) node->Stop();
-  scheduler.Stop();
+  scheduler->Stop();
 }
 
 }  // namespace

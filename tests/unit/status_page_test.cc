@@ -7,11 +7,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "base/error.h"
 #include "base/json_reader.h"
 #include "browser.h"
+#include "cluster_fixture.h"
 #include "io/http_server.h"
 #include "scrape.h"
 #include "test_util.h"
@@ -226,15 +228,11 @@ TEST(StatusPage, EmbedsTheStateSoNoValueCanCloseItsScript) {
 }
 
 TEST(StatusPage, ASchedulerServesThePageAndItsJson) {
-  SchedulerOptions options;
-  options.bind_host = "127.0.0.1";
-  options.num_servers = 2;
-  options.num_workers = 3;
+  SchedulerOptions options = testing::LocalScheduler(2, 3);
   options.replication = 1;
-  Scheduler scheduler(options);
-  scheduler.Start();
+  std::unique_ptr<Scheduler> scheduler = testing::StartScheduler(options);
   HttpServer http(HttpServerOptions{});
-  RouteStatusPage(&scheduler, &http);
+  RouteStatusPage(scheduler.get(), &http);
   http.Start();
 
   const auto page = testing::HttpGet(http.port(), "/");
@@ -258,7 +256,7 @@ TEST(StatusPage, ASchedulerServesThePageAndItsJson) {
   EXPECT_TRUE(Contains(refused.body, "nodes_max 99999 is above 5000")) << refused.body;
   EXPECT_EQ(testing::HttpGet(http.port(), "/?color=red").status, 400);
   http.Stop();
-  scheduler.Stop();
+  scheduler->Stop();
 }
 
 }  // namespace
