@@ -22,7 +22,6 @@ keel=$(keel_binary KEEL)
 cached_datagen "$work/sparse" --model=fm --rows="$rows" --features=100000 --nnz=20 \
   --num_factors=8 --seed=5 --train_files=1
 
-median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 # name, then the flags of one configuration
 configs=(

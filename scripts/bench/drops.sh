@@ -32,7 +32,6 @@ cached_datagen "$data" --model=linear --rows="$rows" --features="$features" --nn
 field() { grep -o "\"$2\": [-0-9.e]*" "$1" | awk '{print $2}'; }
 # sum_of DIR WORD WHAT: the workers' "WORD N WHAT" log lines, N summed.
 sum_of() { (grep -rho "$2 [0-9]* $3" "$1" || true) | awk '{ s += $2 } END { print s + 0 }'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 lines=()
 declare -A times
@@ -63,9 +62,9 @@ for i in $(seq 1 "$runs"); do
   run drops "$i" --drop_rate="$drop_rate"
 done
 # shellcheck disable=SC2086
-clean=$(median ${times[clean]})
+clean=$(printf '%s\n' ${times[clean]} | median)
 # shellcheck disable=SC2086
-drops=$(median ${times[drops]})
+drops=$(printf '%s\n' ${times[drops]} | median)
 ratio=$(echo "scale=3; $drops / $clean" | bc)
 summary="$(printf 'Median wall time: %.1f s without drops, %.1f s with --drop_rate=%s on every role: %.2fx.' \
   "$clean" "$drops" "$drop_rate" "$ratio")"

@@ -23,7 +23,6 @@ keel=$(keel_binary KEEL)
 
 cached_datagen "$work/data" --model=linear --rows="$rows" --features=100000 --nnz=20 --seed=7
 
-median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 metric() { grep -o "\"$2\": [-0-9.e]*" "$1" | awk '{print $2}'; }
 
 # Scrapes every role's /metrics (as `keel launch` printed them in log $1) once

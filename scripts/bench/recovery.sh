@@ -44,12 +44,6 @@ $keel datagen --model=linear --rows="$rows" --features="$features" --nnz=20 --se
 run_one() {
   local kind=$1 run="$work/$1-$2" pids=()
   mkdir -p "$run"
-  start() {
-    local name=$1; shift
-    "$keel" "$@" > "$run/$name.log" 2>&1 &
-    pids+=("$!"); tracked "$!"
-    eval "pid_$name=$!"
-  }
   local job=(--flagfile=configs/linear_learner.flags --train="$data/train"
     --validation="$data/validation" --epochs=100 --early_stopping_patience=1000
     --heartbeat_interval="$hb_interval" --bind=127.0.0.1)
@@ -58,6 +52,7 @@ run_one() {
   if wait_for 120 "$run/worker0.log" '^epoch 1: '; then
     sleep 0.5
     t_signal=$(now)
+    # shellcheck disable=SC2154 # pid_server1: set by start (eval)
     if [ "$kind" = kill ]; then kill -9 "$pid_server1"; else kill -STOP "$pid_server1"; fi
     wait_for 30 "$run/server0.log" 'first push served since this server became' \
       || outcome="no push served by server 0 within 30 s"

@@ -52,7 +52,6 @@ run() {
   echo "$label $(tail -1 "$out.time") $write"
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 results="$work/results"
 : >"$results"

@@ -63,15 +63,9 @@ progress() {
 }
 
 run_one() {
-  local run="$work/d$1-$2" pids=() outcome=ok t0 name
+  local run="$work/d$1-$2" pids=() outcome=ok t0 name start_nice=5
   mkdir -p "$run"
   : > "$run/result"
-  start() {
-    local name=$1; shift
-    nice -n 5 "$keel" "$@" > "$run/$name.log" 2>&1 &
-    pids+=("$!"); tracked "$!"
-    eval "pid_$name=$!"
-  }
   local job=(--flagfile=configs/linear_learner.flags --train="$work/data/train"
     --validation="$work/data/validation" --epochs=100 --early_stopping_patience=1000
     --heartbeat_interval=0.2 --bind=127.0.0.1)

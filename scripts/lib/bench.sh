@@ -62,6 +62,12 @@ install_missing() {
   "${sudo_cmd[@]}" apt-get install -y -q "$2" >/dev/null
 }
 
+# The median of the numbers on stdin, one a line (of an even count, the mean
+# of the middle two).
+median() {
+  sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 now() { echo "$EPOCHREALTIME"; }
 now_ns() { date +%s.%N; }
 
@@ -76,11 +82,23 @@ wait_until() {
 }
 file_matches() { grep -qE "$2" "$1" 2>/dev/null; }
 
+# start NAME ARGS...: `$keel ARGS` in the background, its output in
+# $run/NAME.log, its PID added to the caller's `pids` array and kept in
+# pid_NAME (`run`, `pids` and an optional nice level `start_nice` are the
+# calling function's locals).
+start() {
+  local name=$1; shift
+  # shellcheck disable=SC2154 # keel, run, start_nice: the caller's
+  ${start_nice:+nice -n "$start_nice"} "$keel" "$@" > "$run/$name.log" 2>&1 &
+  pids+=("$!"); tracked "$!"
+  eval "pid_$name=$!"
+}
+
 # start_replicated_pair RUN HB_TIMEOUT HB_INTERVAL JOB_FLAGS...: a scheduler on
 # 127.0.0.1 (2 servers, 2 workers, --replication=1, its membership log in
 # RUN), then servers 0 and 1 and workers 0 and 1 with JOB_FLAGS (the workers'
-# models in RUN/model0 and RUN/model1), each through the caller's
-# `start NAME COMMAND FLAGS...`. Returns 1 if the scheduler gives no port in 30 s.
+# models in RUN/model0 and RUN/model1), each through `start NAME COMMAND
+# FLAGS...`. Returns 1 if the scheduler gives no port in 30 s.
 start_replicated_pair() {
   local run=$1 hb_timeout=$2 hb_interval=$3 port r
   shift 3
