@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "base/json.h"
 #include "base/time.h"
@@ -14,13 +16,12 @@ namespace {
 
 // The membership log's fields for a server's departure.
 std::string ServerLeaveFields(const std::string& reason, const RangeChains::Departure& departure) {
-  std::string promoted;
+  std::vector<std::string> promoted;
   for (const auto& [range, primary] : departure.promoted) {
-    promoted += (promoted.empty() ? "" : ", ") + std::string("{\"range\": ") +
-                std::to_string(range) + ", \"primary\": " + std::to_string(primary) + "}";
+    promoted.push_back(JsonObject().Integer("range", range).Integer("primary", primary).Close());
   }
-  return "\"reason\": " + JsonQuote(reason) + ", \"promoted\": [" + promoted +
-         "], \"ranges_without_replica\": [" + JoinRanges(departure.alone) + "]";
+  return "\"reason\": " + JsonQuote(reason) + ", \"promoted\": " + JsonArray(promoted) +
+         ", \"ranges_without_replica\": [" + JoinRanges(departure.alone) + "]";
 }
 
 // "0.15 s", for the log.

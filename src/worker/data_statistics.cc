@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
-#include <sstream>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "io/input_split.h"
 #include "models/factorization_machine.h"
 
@@ -191,14 +192,6 @@ class StatisticsCursor {
   size_t at_ = 0;      // where it was found, or would go
 };
 
-std::string Number(double value) {
-  std::ostringstream out;
-  out << std::setprecision(17) << value;
-  return out.str();
-}
-
-const char* Bool(bool value) { return value ? "true" : "false"; }
-
 }  // namespace
 
 bool DataStatistics::LeavesDataAlone() const {
@@ -210,21 +203,25 @@ bool DataStatistics::LeavesDataAlone() const {
 }
 
 std::string DataStatistics::Json() const {
-  std::ostringstream json;
-  json << "{\"sample_rows\":" << sample_rows << ",\"features_scaled\":" << Bool(features_scaled)
-       << ",\"features_centred\":" << Bool(features_centred())
-       << ",\"centred_features\":" << centred_features
-       << ",\"sampled_features\":" << features.size()
-       << ",\"frequency_prior\":" << Number(frequency_prior)
-       << ",\"unsampled_scale\":" << Number(unsampled_scale)
-       << ",\"label_scaled\":" << Bool(label_scaled) << ",\"label_centred\":" << Bool(label_centred)
-       << ",\"label_offset\":" << Number(label_offset) << ",\"label_scale\":" << Number(label_scale)
-       << ",\"class_weights\":[";
-  for (size_t c = 0; c < class_weights.size(); ++c) {
-    json << (c ? "," : "") << Number(class_weights[c]);
-  }
-  json << "]}";
-  return json.str();
+  // Every digit a double keeps: the statistics are read back from model.json.
+  constexpr int kDigits = 17;
+  constexpr auto kCompact = JsonObject::Style::kCompact;
+  std::vector<std::string> weights;
+  for (double weight : class_weights) weights.push_back(JsonNumberOrNull(weight, kDigits));
+  return JsonObject(kCompact)
+      .Count("sample_rows", sample_rows)
+      .Bool("features_scaled", features_scaled)
+      .Bool("features_centred", features_centred())
+      .Count("centred_features", centred_features)
+      .Count("sampled_features", features.size())
+      .Number("frequency_prior", frequency_prior, kDigits)
+      .Number("unsampled_scale", unsampled_scale, kDigits)
+      .Bool("label_scaled", label_scaled)
+      .Bool("label_centred", label_centred)
+      .Number("label_offset", label_offset, kDigits)
+      .Number("label_scale", label_scale, kDigits)
+      .Add("class_weights", JsonArray(weights, kCompact))
+      .Close();
 }
 
 Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& reader, uint64_t rows) {

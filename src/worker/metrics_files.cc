@@ -2,9 +2,7 @@
 
 #include <cmath>
 #include <fstream>
-#include <iomanip>
 #include <memory>
-#include <sstream>
 
 #include "base/error.h"
 #include "base/files.h"
@@ -16,15 +14,11 @@ namespace {
 
 std::string HistoryLine(int epoch, double seconds, uint64_t examples, const MetricSet& metrics,
                         const std::string& health) {
-  std::ostringstream line;
-  line << std::setprecision(9) << "{\"epoch\": " << epoch << ", \"seconds\": " << seconds
-       << ", \"examples\": " << examples;
-  for (const auto& [name, value] : metrics) {
-    line << ", " << JsonQuote(name) << ": " << (std::isfinite(value) ? value : 0.0);
-  }
-  if (!health.empty()) line << ", \"health\": " << health;
-  line << "}\n";
-  return line.str();
+  JsonObject line;
+  line.Integer("epoch", epoch).Number("seconds", seconds).Count("examples", examples);
+  for (const auto& [name, value] : metrics) line.Number(name, std::isfinite(value) ? value : 0.0);
+  if (!health.empty()) line.Add("health", health);
+  return line.Close() + "\n";
 }
 
 // Objects cannot be appended to: reads the history so far and writes it back longer.

@@ -123,13 +123,20 @@ ManifestEntry EntryOf(const std::string& name, const std::string& bytes) {
 
 // The model.manifest of `files`.
 std::string ManifestOf(const std::vector<ManifestEntry>& files) {
-  std::string text = "{\"keel_model_manifest\":1,\"files\":[";
-  for (size_t i = 0; i < files.size(); ++i) {
-    text += std::string(i > 0 ? "," : "") + "{\"name\":" + JsonQuote(files[i].name) +
-            ",\"bytes\":" + std::to_string(files[i].bytes) + ",\"checksum\":\"" +
-            ChecksumHex(files[i].checksum) + "\"}";
+  constexpr auto kCompact = JsonObject::Style::kCompact;
+  std::vector<std::string> entries;
+  for (const ManifestEntry& file : files) {
+    entries.push_back(JsonObject(kCompact)
+                          .String("name", file.name)
+                          .Count("bytes", file.bytes)
+                          .String("checksum", ChecksumHex(file.checksum))
+                          .Close());
   }
-  return text + "]}\n";
+  return JsonObject(kCompact)
+             .Integer("keel_model_manifest", 1)
+             .Add("files", JsonArray(entries, kCompact))
+             .Close() +
+         "\n";
 }
 
 // What differs between `files` and their manifest: `weights` for weights.bin,

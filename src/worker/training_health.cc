@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
 #include <limits>
-#include <sstream>
 #include <utility>
 
 #include "base/json.h"
@@ -79,18 +77,16 @@ void AddGradients(const EpochGradients& add, EpochGradients* sum) {
 }
 
 std::string HealthJson(const HealthReport& report) {
-  std::ostringstream json;
-  json << std::setprecision(9) << "{";
-  const char* separator = "";
+  JsonObject json;
   for (const auto& [table, health] : report) {
-    json << separator << JsonQuote(table) << ": {\"weight_norm\": " << Finite(health.weight_norm)
-         << ", \"gradient_norm\": " << Finite(health.gradient_norm)
-         << ", \"nonfinite_share\": " << Finite(health.nonfinite_share)
-         << ", \"rows_created\": " << health.rows_created << "}";
-    separator = ", ";
+    json.Add(table, JsonObject()
+                        .Number("weight_norm", Finite(health.weight_norm))
+                        .Number("gradient_norm", Finite(health.gradient_norm))
+                        .Number("nonfinite_share", Finite(health.nonfinite_share))
+                        .Count("rows_created", health.rows_created)
+                        .Close());
   }
-  json << "}";
-  return json.str();
+  return json.Close();
 }
 
 MetricSet HealthMetrics(const HealthReport& report) {
