@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "base/error.h"
@@ -753,17 +752,13 @@ std::string HyperparameterJson() {
   const std::set<std::string> cluster_job_flags = {"job", "optimizer", "learning_rate", "wd", "l1"};
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
-  std::ostringstream json;
-  json << "{";
-  bool first = true;
+  JsonObject json(JsonObject::Style::kCompact);
   for (const auto& flag : flags) {
     const bool training_flag = flag.filename == __FILE__ && !not_training.count(flag.name);
     if (!training_flag && !cluster_job_flags.count(flag.name)) continue;
-    json << (first ? "" : ",") << JsonQuote(flag.name) << ":" << FlagValueJson(flag);
-    first = false;
+    json.Add(flag.name, FlagValueJson(flag));
   }
-  json << "}";
-  return json.str();
+  return json.Close();
 }
 
 bool IsSet(const char* flag) { return !gflags::GetCommandLineFlagInfoOrDie(flag).is_default; }
