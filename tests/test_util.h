@@ -122,6 +122,11 @@ int UnusedPort();
 // if none can be.
 int ConnectToLoopback(int port);
 
+// A TCP socket listening on 127.0.0.1 at a port of the kernel's choosing,
+// `backlog` connections long (the caller closes it), its port in *port; -1
+// if none can be made.
+int ListenOnLoopback(int backlog, int* port);
+
 // ---------------------------------------------------------------------------
 // Waiting and errors
 

@@ -3,8 +3,6 @@
 #include "faults/partition.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,16 +27,9 @@ TEST(Partition, IsRefusedWithoutRootSayingWhyAndNamingTheItem) {
 }
 
 TEST(Partition, FindsTheTcpPortsAProcessListensOn) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  const int listener = testing::ListenOnLoopback(1, &port);
   ASSERT_GE(listener, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(listen(listener, 1), 0);
-  socklen_t length = sizeof(address);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  const int port = ntohs(address.sin_port);
   const std::vector<int> ports = ListeningPorts(getpid());
   close(listener);
   EXPECT_NE(std::find(ports.begin(), ports.end(), port), ports.end()) << port;

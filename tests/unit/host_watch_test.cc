@@ -3,8 +3,6 @@
 #include "launch/host_watch.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -143,16 +141,9 @@ TEST(HostWatch, AHostWhoseAddressDropsConnectionsHoldsUpNoRoundAndIsFoundGone) {
   // A listener that never accepts, its queue one connection long: the first
   // probe opens (and fills it), every later one's SYN is dropped unanswered,
   // as by a host that vanished behind a firewall.
-  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int port = 0;
+  const int listener = testing::ListenOnLoopback(0, &port);
   ASSERT_GE(listener, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ASSERT_EQ(listen(listener, 0), 0);
-  socklen_t length = sizeof(address);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  const int port = ntohs(address.sin_port);
   // Three such hosts: a round that waited for their probes would take 1.5 s.
   HostWatch watch({{"algo-1", "127.0.0.1", true},
                    {"algo-2", "127.0.0.1", false},
