@@ -19,9 +19,6 @@ namespace keel {
 namespace {
 
 using testing::LocalNode;
-using testing::LocalScheduler;
-using testing::StartNodes;
-using testing::StartScheduler;
 using testing::WaitFor;
 
 proto::Meta Request(proto::Command command, uint64_t key) {
@@ -81,16 +78,16 @@ TransportFaults ControlDrops(uint64_t seed) {
 }
 
 TEST(ControlResends, BarriersGetThroughWhenAQuarterOfTheControlMessagesAreLost) {
-  SchedulerOptions scheduler_options = LocalScheduler(1, 2);
+  SchedulerOptions scheduler_options = testing::LocalScheduler(1, 2);
   scheduler_options.faults = ControlDrops(1);
-  std::unique_ptr<Scheduler> scheduler = StartScheduler(scheduler_options);
+  std::unique_ptr<Scheduler> scheduler = testing::StartScheduler(scheduler_options);
   std::vector<std::unique_ptr<Node>> nodes;
   for (int i = 0; i < 3; ++i) {
     NodeOptions options = LocalNode(i == 0 ? proto::SERVER : proto::WORKER, scheduler->port(), 0.1);
     options.faults = ControlDrops(10 + i);
     nodes.push_back(std::make_unique<Node>(options));
   }
-  StartNodes({nodes[0].get(), nodes[1].get(), nodes[2].get()});
+  testing::StartNodes({nodes[0].get(), nodes[1].get(), nodes[2].get()});
 
   constexpr int kBarriers = 8;
   std::vector<std::thread> workers;

@@ -32,9 +32,6 @@ namespace keel {
 namespace {
 
 using testing::LocalNode;
-using testing::LocalScheduler;
-using testing::StartNodes;
-using testing::StartScheduler;
 using testing::WaitFor;
 
 // Collects the log lines that contain `needle`.
@@ -280,16 +277,16 @@ TEST(SecretCluster, RunsPushesAndPullsWithTheKey) {
   LogLines summaries("without the cluster key since its last such line");
   const ClusterSecret secret = GenerateClusterSecret();
   {
-    SchedulerOptions scheduler_options = LocalScheduler(1, 1);
+    SchedulerOptions scheduler_options = testing::LocalScheduler(1, 1);
     scheduler_options.secret = secret;
-    std::unique_ptr<Scheduler> scheduler = StartScheduler(scheduler_options);
+    std::unique_ptr<Scheduler> scheduler = testing::StartScheduler(scheduler_options);
     Node server_node(SecretNode(proto::SERVER, scheduler->port(), secret));
     OptimizerOptions sgd;
     sgd.learning_rate = 1.0f;
     KVServer server(&server_node, sgd);
     Node worker_node(SecretNode(proto::WORKER, scheduler->port(), secret));
     KVWorker client(&worker_node);
-    StartNodes({&server_node, &worker_node});
+    testing::StartNodes({&server_node, &worker_node});
 
     SharedArray<const Key> keys(MixedKeySet({1, 2}));
     client.Wait(client.Push(keys, SharedArray<const float>(std::vector<float>{-1, -2}), 1));
@@ -309,9 +306,9 @@ TEST(SecretCluster, RunsPushesAndPullsWithTheKey) {
 }
 
 TEST(SecretCluster, ANodeWithAnotherKeyCannotJoin) {
-  SchedulerOptions scheduler_options = LocalScheduler(1, 1);
+  SchedulerOptions scheduler_options = testing::LocalScheduler(1, 1);
   scheduler_options.secret = GenerateClusterSecret();
-  std::unique_ptr<Scheduler> scheduler = StartScheduler(scheduler_options);
+  std::unique_ptr<Scheduler> scheduler = testing::StartScheduler(scheduler_options);
   NodeOptions outsider = SecretNode(proto::WORKER, scheduler->port(), GenerateClusterSecret());
   outsider.register_timeout_s = 2;
   Node node(outsider);
@@ -326,10 +323,10 @@ TEST(SecretCluster, ANodeWithAnotherKeyCannotJoin) {
 // only a client with the cluster's key gets through to the scheduler.
 TEST(SecretCluster, OnlyAClientWithTheClusterKeyCanDrainAServer) {
   const ClusterSecret secret = GenerateClusterSecret();
-  SchedulerOptions scheduler_options = LocalScheduler(2, 1);
+  SchedulerOptions scheduler_options = testing::LocalScheduler(2, 1);
   scheduler_options.secret = secret;
   scheduler_options.key_ranges = 4;
-  std::unique_ptr<Scheduler> scheduler = StartScheduler(scheduler_options);
+  std::unique_ptr<Scheduler> scheduler = testing::StartScheduler(scheduler_options);
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<std::unique_ptr<KVServer>> servers;
   OptimizerOptions sgd;
@@ -341,7 +338,7 @@ TEST(SecretCluster, OnlyAClientWithTheClusterKeyCanDrainAServer) {
   }
   Node worker_node(SecretNode(proto::WORKER, scheduler->port(), secret));
   KVWorker client(&worker_node);
-  StartNodes({nodes[0].get(), nodes[1].get(), &worker_node});
+  testing::StartNodes({nodes[0].get(), nodes[1].get(), &worker_node});
   const std::string address = "127.0.0.1:" + std::to_string(scheduler->port());
   const std::string stranger =
       testing::ErrorOf([&] { RequestDrain(address, 1, GenerateClusterSecret(), /*timeout_s=*/2); });

@@ -31,6 +31,17 @@ bool RoundsUntilReached(HostWatch* watch, int hosts) {
       10);
 }
 
+// Runs `watch`'s rounds until it finds the job cannot go on (false if not
+// within 10 s).
+bool RoundsUntilFailure(HostWatch* watch) {
+  return WaitFor(
+      [&] {
+        watch->Round();
+        return !watch->failure().empty();
+      },
+      10);
+}
+
 TEST(HostWatch, AHostAnswersWhileItsWatchPortListens) {
   const int port = UnusedPort();
   EXPECT_FALSE(HostWatch::Answers("127.0.0.1", port, 0.5));
@@ -51,12 +62,7 @@ TEST(HostWatch, ALeaderThatAnsweredAndThenStopsEndsTheJob) {
   ASSERT_TRUE(RoundsUntilReached(&watch, 1));
   EXPECT_EQ(watch.failure(), "");
   leader.reset();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        watch.Round();
-        return !watch.failure().empty();
-      },
-      10));
+  ASSERT_TRUE(RoundsUntilFailure(&watch));
   EXPECT_TRUE(Contains(watch.failure(), "the leader algo-1 is gone (its keel train at 127.0.0.1:"))
       << watch.failure();
   EXPECT_TRUE(Contains(watch.failure(), "so the job cannot go on")) << watch.failure();
@@ -102,12 +108,7 @@ TEST(HostWatch, ALeaderNeverReachedIsNamedRatherThanAHostThatStoppedAfterIt) {
                   true, 0.5);
   ASSERT_TRUE(RoundsUntilReached(&watch, 1));  // algo-3
   other.reset();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        watch.Round();
-        return !watch.failure().empty();
-      },
-      10));
+  ASSERT_TRUE(RoundsUntilFailure(&watch));
   EXPECT_TRUE(Contains(watch.failure(),
                        "the leader algo-1 is gone (its keel train at "
                        "no-such-host.invalid:"))
@@ -127,12 +128,7 @@ TEST(HostWatch, AHostIsReachedSoonAfterItListensNotOnlyAtTheNextSecond) {
   EXPECT_LT(MonotonicSeconds() - begin, 0.95)
       << "a leader listening from the start was reached only at the next whole round";
   leader.reset();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        watch.Round();
-        return !watch.failure().empty();
-      },
-      10));
+  ASSERT_TRUE(RoundsUntilFailure(&watch));
   EXPECT_TRUE(Contains(watch.failure(), "the leader algo-1 is gone")) << watch.failure();
   EXPECT_TRUE(Contains(watch.failure(), "has not answered for")) << watch.failure();
 }
