@@ -21,28 +21,22 @@ namespace {
 
 LossFunction Loss(LossKind kind) { return LossFunction(kind); }
 
-LossFunction Hinge(float margin) {
-  LossFunction loss(LossKind::kHinge);
-  loss.margin = margin;
-  return loss;
-}
-
-LossFunction Quantile(float quantile) {
-  LossFunction loss(LossKind::kQuantile);
-  loss.quantile = quantile;
-  return loss;
-}
-
-LossFunction Insensitive(LossKind kind, float insensitivity) {
+// A `kind` loss with its `parameter` set to `value`.
+LossFunction With(LossKind kind, float LossFunction::*parameter, float value) {
   LossFunction loss(kind);
-  loss.insensitivity = insensitivity;
+  loss.*parameter = value;
   return loss;
 }
 
+LossFunction Hinge(float margin) { return With(LossKind::kHinge, &LossFunction::margin, margin); }
+LossFunction Quantile(float quantile) {
+  return With(LossKind::kQuantile, &LossFunction::quantile, quantile);
+}
+LossFunction Insensitive(LossKind kind, float insensitivity) {
+  return With(kind, &LossFunction::insensitivity, insensitivity);
+}
 LossFunction Huber(float delta) {
-  LossFunction loss(LossKind::kHuber);
-  loss.huber_delta = delta;
-  return loss;
+  return With(LossKind::kHuber, &LossFunction::huber_delta, delta);
 }
 
 struct Evaluation {
