@@ -123,7 +123,8 @@ int HostWatch::reached() const {
 void HostWatch::StartProbes(bool all) {
   for (Host& host : hosts_) {
     if (host.probe >= 0 || (!all && host.last_answer != 0)) continue;
-    // Once found, a host's address is kept: SageMaker never moves a host.
+    // A host's address is kept while it answers, looked up again after a
+    // probe that failed (a pod started again may have a new one).
     if (!host.resolved) {
       host.resolved = Resolve(host.host.address, port_, &host.address, &host.address_length);
     }
@@ -131,12 +132,20 @@ void HostWatch::StartProbes(bool all) {
     const int fd = host.resolved ? BeginConnect(host.address, host.address_length, &opened) : -1;
     if (fd < 0 || opened) {
       if (fd >= 0) close(fd);
-      host.answered_now = opened;
-      if (opened) host.last_answer = MonotonicSeconds();
+      Ended(&host, opened, MonotonicSeconds());
       continue;
     }
     host.probe = fd;
     host.probe_started = MonotonicSeconds();
+  }
+}
+
+void HostWatch::Ended(Host* host, bool answered, double now) {
+  host->answered_now = answered;
+  if (answered) {
+    host->last_answer = now;
+  } else {
+    host->resolved = false;
   }
 }
 
@@ -155,10 +164,10 @@ void HostWatch::TakeProbes() {
     Host& host = *probed[i];
     const bool ended = waiting[i].revents != 0;
     if (!ended && now - host.probe_started < kProbeTimeoutSeconds) continue;
-    host.answered_now = ended && Opened(host.probe);
-    if (host.answered_now) host.last_answer = now;
+    const bool answered = ended && Opened(host.probe);
     close(host.probe);
     host.probe = -1;
+    Ended(&host, answered, now);
   }
 }
 

@@ -73,7 +73,7 @@ class HostWatch : public ProcessGroup::Observer {
     bool answered_now = false;  // in the last probe that ended
     int probe = -1;             // the connection under way; -1: none
     double probe_started = 0;
-    bool resolved = false;  // `address` holds the host's address
+    bool resolved = false;  // `address` holds the host's address (until a probe fails)
     sockaddr_storage address{};
     socklen_t address_length = 0;
   };
@@ -83,6 +83,8 @@ class HostWatch : public ProcessGroup::Observer {
   void StartProbes(bool all);
   // Ends the probes that opened, failed or ran out of time.
   void TakeProbes();
+  // Records a probe of `host` that ended at `now`, `answered` or not.
+  void Ended(Host* host, bool answered, double now);
   // Whether losing `host` ends the job.
   bool Ends(const Host& host) const { return host.host.leader || lost_host_ends_job_; }
   // The reason naming `host`, as of `now` (MonotonicSeconds()).
