@@ -30,6 +30,11 @@ struct Message {
   // connection this node opened to the address it chose.
   std::string route;
   std::string peer_host;
+  // Set by its sender (not sent): the message goes again until answered, or
+  // periodically (a heartbeat), or it answers such a one, so losing it only
+  // delays. Fault injection drops and delays such control messages too when
+  // told to (TransportFaults::control); the rest of the control plane never.
+  bool sent_until_answered = false;
 };
 
 // A message carrying `command` and nothing else yet: the start of a control

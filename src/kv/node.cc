@@ -284,6 +284,7 @@ void Node::SendAwaited(const std::string& key, Message& request, bool waited) {
                              options_.heartbeat_interval_s, waited};
     answer_commands_.insert(request.meta.command());
   }
+  request.sent_until_answered = true;
   SendToScheduler(request);
 }
 
@@ -309,13 +310,14 @@ void Node::ResendOverdueLocked(double now) {
         std::min(2 * awaited.wait, kControlResendMaxHeartbeats * options_.heartbeat_interval_s);
     awaited.next_send = now + awaited.wait;
     VLOG(1) << "sending " << key << " to the scheduler again";
-    SendAgainLocked(awaited.meta);
+    SendAgainLocked(awaited.meta, /*until_answered=*/true);
   }
 }
 
-void Node::SendAgainLocked(const proto::Meta& request) {
+void Node::SendAgainLocked(const proto::Meta& request, bool until_answered) {
   Message again;
   again.meta = request;
+  again.sent_until_answered = until_answered;
   again.meta.set_sender(id_);
   again.meta.set_epoch(epoch_);
   try {
@@ -607,7 +609,9 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
     rejoining_ = false;
     ResendAwaitedLocked();
     if (rejoin_resend_) {
-      for (const proto::Meta& request : rejoin_resend_()) SendAgainLocked(request);
+      for (const proto::Meta& request : rejoin_resend_()) {
+        SendAgainLocked(request, /*until_answered=*/false);
+      }
     }
   } else {
     rank_ = meta.node().rank();
@@ -617,7 +621,8 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
 }
 
 void Node::ResendAwaitedLocked() {
-  for (const auto& [key, awaited] : awaiting_) SendAgainLocked(awaited.meta);
+  for (const auto& [key, awaited] : awaiting_)
+    SendAgainLocked(awaited.meta, /*until_answered=*/true);
 }
 
 void Node::CallViewHandler() {
@@ -719,6 +724,7 @@ void Node::HeartbeatLoop() {
     if (stopped_) break;
     lock.unlock();
     Message beat = CommandMessage(proto::HEARTBEAT);
+    beat.sent_until_answered = true;  // one a heartbeat interval
     {
       std::lock_guard<std::mutex> fields_lock(mutex_);
       if (heartbeat_fields_) heartbeat_fields_(&beat.meta);

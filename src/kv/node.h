@@ -315,7 +315,8 @@ class Node {
   void ResendOverdueLocked(double now);
   // Sends an awaited request to the scheduler again, as this node now. Holds
   // mutex_.
-  void SendAgainLocked(const proto::Meta& request);
+  // `until_answered`: `request` is one this node sends until answered.
+  void SendAgainLocked(const proto::Meta& request, bool until_answered);
   // A restarted scheduler asked this node to register again (it does so at
   // every heartbeat until the node is registered with it). One REGISTER at a
   // time, and another once kRegisterResendS passed without an answer: the

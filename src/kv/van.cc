@@ -93,11 +93,6 @@ bool IsDataPlane(proto::Command command) {
          command == proto::CLOCK;
 }
 
-bool IsResentControl(proto::Command command) {
-  return command == proto::HEARTBEAT || command == proto::BARRIER || command == proto::CHECKPOINT ||
-         command == proto::ORPHANS || command == proto::WORKER_DONE || command == proto::PREEMPT;
-}
-
 void TransportFaults::Check() const {
   auto share = [](double value, const char* name) {
     if (!(value >= 0 && value <= 1)) throw MakeError(name, " ", value, " is not in [0, 1]");
@@ -495,7 +490,7 @@ bool Van::IsConnected(int node_id) const {
 
 void Van::Send(int node_id, const Message& message) {
   const proto::Command command = message.meta.command();
-  const bool faultable = IsDataPlane(command) || (faults_.control && IsResentControl(command));
+  const bool faultable = IsDataPlane(command) || (faults_.control && message.sent_until_answered);
   if (!faults_.any() || !faultable) {
     std::vector<zmq::message_t> frames = Encode(message);
     SendNow(node_id, frames);

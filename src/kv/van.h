@@ -72,10 +72,10 @@ struct TransportFaults {
   // Seeds the decisions: one seed, one sequence of drop/delay decisions
   // (the order of sends across threads aside).
   uint64_t seed = 1;
-  // Also drop and delay the control messages that are sent again when lost
-  // (IsResentControl), requests and answers. The rest of the control plane
-  // (REGISTER, VIEW, SHUTDOWN, SNAPSHOT, PROGRESS, REPLICA_SYNC) is never
-  // touched.
+  // Also drop and delay the control messages their senders mark as sent
+  // again when lost (Message::sent_until_answered): requests and answers.
+  // The rest of the control plane (REGISTER, VIEW, SHUTDOWN, SNAPSHOT,
+  // PROGRESS, REPLICA_SYNC) is never touched.
   bool control = false;
 
   bool drops() const { return drop_rate > 0; }
@@ -314,10 +314,6 @@ std::string RouteDigest(const std::string& routing_id);
 
 // True for the data plane's commands, which fault injection may drop or delay.
 bool IsDataPlane(proto::Command command);
-// True for the control commands a node sends again until answered, or sends
-// periodically (HEARTBEAT): fault injection may drop or delay them too when
-// TransportFaults::control is set.
-bool IsResentControl(proto::Command command);
 
 // Splits "host:port"; throws Error naming `what` if it is not of that form.
 std::pair<std::string, int> ParseHostPort(const std::string& address, const std::string& what);

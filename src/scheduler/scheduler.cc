@@ -423,6 +423,13 @@ bool Scheduler::TakeOnce(const proto::Meta& meta) {
 }
 
 void Scheduler::SendTo(int node_id, Message& message) {
+  // Answers to what the nodes send until answered (and the releases and
+  // notices they wait for): losing one only delays, so control faults may.
+  const proto::Command command = message.meta.command();
+  message.sent_until_answered = message.sent_until_answered || command == proto::HEARTBEAT ||
+                                command == proto::BARRIER || command == proto::CHECKPOINT ||
+                                command == proto::ORPHANS || command == proto::WORKER_DONE ||
+                                command == proto::PREEMPT;
   message.meta.set_sender(kSchedulerId);
   message.meta.set_epoch(cluster_.view.epoch());
   if (ControlReplies::Tracked(message.meta.command())) replies_.OnAnswer(node_id, message);

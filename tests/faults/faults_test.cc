@@ -46,10 +46,11 @@ class VanPair : public ::testing::Test {
     if (receiver_) receiver_->Stop();
   }
 
-  void Send(proto::Command command, uint64_t sequence) {
+  void Send(proto::Command command, uint64_t sequence, bool sent_until_answered = false) {
     Message message;
     message.meta.set_command(command);
     message.meta.set_sequence(sequence);
+    message.sent_until_answered = sent_until_answered;
     sender_->Send(1, message);
   }
 
@@ -81,6 +82,20 @@ TEST_F(VanPair, DropsAShareOfDataMessagesAndNoControlMessage) {
   int control = 0;
   for (const proto::Meta& meta : Received()) control += meta.command() == proto::BARRIER;
   EXPECT_EQ(control, kControl);
+}
+
+TEST_F(VanPair, OnControlMessagesOnlyThoseSentUntilAnsweredAreDropped) {
+  TransportFaults faults;
+  faults.drop_rate = 1;
+  faults.control = true;
+  Open(faults);
+  // The same command both ways: the sender's mark decides, not the command.
+  for (int i = 0; i < 10; ++i) Send(proto::BARRIER, i, /*sent_until_answered=*/true);
+  for (int i = 10; i < 20; ++i) Send(proto::BARRIER, i);
+  Send(proto::REGISTER, 20);
+  ASSERT_TRUE(WaitFor([&] { return Received().size() == 11; }, 10)) << Received().size();
+  for (const proto::Meta& meta : Received()) EXPECT_GE(meta.sequence(), 10u);
+  EXPECT_EQ(sender_->fault_counts().dropped, 10u);
 }
 
 TEST_F(VanPair, DelayedMessagesToOnePeerArriveInTheOrderSent) {
