@@ -621,8 +621,9 @@ void Node::OnRegisterAnswer(const proto::Meta& meta) {
 }
 
 void Node::ResendAwaitedLocked() {
-  for (const auto& [key, awaited] : awaiting_)
+  for (const auto& [key, awaited] : awaiting_) {
     SendAgainLocked(awaited.meta, /*until_answered=*/true);
+  }
 }
 
 void Node::CallViewHandler() {

@@ -159,7 +159,7 @@ class Node {
   // whatever else the scheduler tells a newcomer for the protocols built over
   // the node.
   proto::Meta registration() const;
-  // The copy of its ranges this node registered with (NodeOptions), if any.
+  // The fields this node adds to each REGISTER (NodeOptions::register_fields).
   const proto::Meta& register_fields() const { return options_.register_fields; }
 
   // Sends a message to the scheduler (stamping sender and epoch).
