@@ -22,7 +22,6 @@ keel=$(keel_binary KEEL)
 cached_datagen "$work/sparse" --model=fm --rows="$rows" --features=100000 --nnz=20 \
   --num_factors=8 --seed=5 --train_files=1
 
-
 # name, then the flags of one configuration
 configs=(
   "linear_learner binary|--job=linear_learner"

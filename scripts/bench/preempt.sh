@@ -28,7 +28,6 @@ job=(--servers=2 --workers=2 --job=linear_learner --train="$work/data/train"
   --validation="$work/data/validation" --epochs=10 --mini_batch_size=100 --minloglevel=1
   --early_stopping_patience=100)
 
-
 commit_s=() exit_s=() pushed_beyond=() reread=()
 for ((run = 0; run < runs; ++run)); do
   rm -rf "$work/ckpt" "$work/model" "$work/events.jsonl"

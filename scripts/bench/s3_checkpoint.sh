@@ -52,7 +52,6 @@ run() {
   echo "$label $(tail -1 "$out.time") $write"
 }
 
-
 results="$work/results"
 : >"$results"
 echo "keys $keys, $rounds rounds; label peak_rss_kb write_s write_held_mb"
