@@ -19,12 +19,18 @@ class Error : public std::runtime_error {
 // The text of an errno value ("No such file or directory").
 inline std::string ErrnoText(int error) { return std::strerror(error); }
 
-// Builds a message from streamable parts: throw MakeError("file.libsvm:", line, ": bad index").
+// A message from streamable parts: MakeMessage("file.libsvm:", line, ": bad index").
 template <typename... Parts>
-Error MakeError(Parts&&... parts) {
+std::string MakeMessage(Parts&&... parts) {
   std::ostringstream out;
   (out << ... << std::forward<Parts>(parts));
-  return Error(out.str());
+  return out.str();
+}
+
+// An Error of such a message: throw MakeError("file.libsvm:", line, ": bad index").
+template <typename... Parts>
+Error MakeError(Parts&&... parts) {
+  return Error(MakeMessage(std::forward<Parts>(parts)...));
 }
 
 }  // namespace keel

@@ -30,7 +30,7 @@ uint64_t Padded(uint64_t length) { return (length + 3) & ~uint64_t{3}; }
 
 template <typename... Parts>
 RecordIOFramingError FramingError(Parts&&... parts) {
-  return RecordIOFramingError(MakeError(std::forward<Parts>(parts)...).what());
+  return RecordIOFramingError(MakeMessage(std::forward<Parts>(parts)...));
 }
 
 std::string Hex(uint32_t value) {

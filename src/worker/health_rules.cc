@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -22,12 +21,6 @@ std::string Where(int epoch, int table) {
 // " of model K" in a message about model K of several; "" for -1.
 std::string OfModel(int model) {
   return model < 0 ? std::string() : " of model " + std::to_string(model);
-}
-
-// A message from streamable parts.
-template <typename... Parts>
-std::string Concat(Parts&&... parts) {
-  return MakeError(std::forward<Parts>(parts)...).what();
 }
 
 // The median of a table's remembered norms.
@@ -90,18 +83,19 @@ std::string HealthRules::CheckGradients(int epoch, int model, const MinibatchGra
 
 std::string HealthRules::CheckLoss(int epoch, int model, double mean_loss, double norm) const {
   if (!NonFiniteLoss(mean_loss)) return "";
-  return Concat(Where(epoch, 0), "train:objective_loss", OfModel(model), " is ", mean_loss,
-                " (non-finite loss: the model diverged; this minibatch's gradient_norm ", norm,
-                ")");
+  return MakeMessage(Where(epoch, 0), "train:objective_loss", OfModel(model), " is ", mean_loss,
+                     " (non-finite loss: the model diverged; this minibatch's gradient_norm ", norm,
+                     ")");
 }
 
 std::string HealthRules::CheckNonFinite(int epoch, int table, int model,
                                         const GradientFigures& gradient) const {
   if (gradient.non_finite == 0) return "";
-  return Concat(Where(epoch, table), "nonfinite_share", OfModel(model), " ",
-                static_cast<double>(gradient.non_finite) / static_cast<double>(gradient.values),
-                " (", gradient.non_finite, " of ", gradient.values,
-                " gradient values of a minibatch are NaN or infinite: exploding tensor)");
+  return MakeMessage(
+      Where(epoch, table), "nonfinite_share", OfModel(model), " ",
+      static_cast<double>(gradient.non_finite) / static_cast<double>(gradient.values), " (",
+      gradient.non_finite, " of ", gradient.values,
+      " gradient values of a minibatch are NaN or infinite: exploding tensor)");
 }
 
 std::string HealthRules::CheckExplosion(int epoch, int table, int model, double norm,
@@ -111,9 +105,9 @@ std::string HealthRules::CheckExplosion(int epoch, int table, int model, double 
     const double median = Median(*recent);
     if (median > 0) largest_ratios_[table] = std::max(largest_ratios_[table], norm / median);
     if (norm > options_.explosion_floor && norm > options_.explosion_factor * median) {
-      why = Concat(Where(epoch, table), "gradient_norm", OfModel(model), " ", norm, " is above ",
-                   options_.explosion_factor, " x the median ", median, " of its last ",
-                   recent->size(), " minibatches (exploding gradient)");
+      why = MakeMessage(Where(epoch, table), "gradient_norm", OfModel(model), " ", norm,
+                        " is above ", options_.explosion_factor, " x the median ", median,
+                        " of its last ", recent->size(), " minibatches (exploding gradient)");
     }
   }
   recent->push_back(norm);
