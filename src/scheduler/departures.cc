@@ -170,8 +170,11 @@ void Departures::RemoveServer(int id, const std::string& reason, bool may_return
 
 void Departures::DepartEarlierHolder(const proto::NodeInfo& holder, const std::string& reason) {
   const int rank = holder.rank();
+  // A worker's view (the earlier run's, brought back by a worker) names no
+  // worker's address.
+  const std::string where = holder.address().empty() ? "" : " at " + holder.address();
   LOG(WARNING) << proto::Role_Name(holder.role()) << " " << rank << " (node " << holder.id()
-               << " at " << holder.address() << ") leaves the cluster: " << reason;
+               << where << ") leaves the cluster: " << reason;
   cluster_->removed.emplace(holder.id(), reason);
   hooks_.disconnect(holder.id());
   membership_->Record("leave", holder, "\"reason\": " + JsonQuote(reason));

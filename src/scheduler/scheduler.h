@@ -272,9 +272,10 @@ class Scheduler {
   // to every member. The first one starts every member's heartbeat clock
   // (nodes send heartbeats once they have a view).
   void PublishView();
-  // Sends view_ to every member: as a delta from `previous` (the view before
-  // it; epoch 0: none) to those sent `previous`, whole to the others, each
-  // form encoded once.
+  // Sends view_ to every member in its role's form (a worker's without the
+  // workers' addresses and route digests): as a delta from `previous` (the
+  // view before it; epoch 0: none) to those sent `previous`, whole to the
+  // others, each form encoded once.
   void SendView(const proto::ClusterView& previous);
 
   // Registration's probe thread: a registration checked (Registration::OnProbed

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -255,6 +256,51 @@ TEST_F(DataPlane, TheViewListsEachMembersRouteDigestNotItsRoutingId) {
     }
     EXPECT_EQ(listed, 1) << "node " << node->id();
   }
+}
+
+// Workers talk to servers only: their view names each worker by role, id and
+// rank alone (no address, no route digest), the servers whole; a server's view
+// names every member whole. So too in the view after a worker leaves (sent
+// as a delta), and the worker left pushes as before.
+TEST_F(DataPlane, AWorkersViewNamesTheWorkersWithoutAddressOrDigestAndAServersWhole) {
+  const auto expect_forms = [&](const std::vector<Node*>& workers, int members) {
+    const auto on_server = server_node_->view();
+    ASSERT_EQ(on_server->nodes_size(), members);
+    for (const auto& info : on_server->nodes()) {
+      EXPECT_FALSE(info.address().empty()) << "node " << info.id() << " on the server";
+      EXPECT_EQ(info.route_digest().size(), 32u) << "node " << info.id() << " on the server";
+    }
+    for (Node* worker : workers) {
+      const auto view = worker->view();
+      ASSERT_EQ(view->epoch(), on_server->epoch());
+      ASSERT_EQ(view->nodes_size(), members);
+      for (int n = 0; n < members; ++n) {
+        const proto::NodeInfo& info = view->nodes(n);
+        const proto::NodeInfo& whole = on_server->nodes(n);
+        EXPECT_EQ(info.id(), whole.id());
+        EXPECT_EQ(info.role(), whole.role());
+        EXPECT_EQ(info.rank(), whole.rank());
+        const bool is_worker = info.role() == proto::WORKER;
+        EXPECT_EQ(info.address(), is_worker ? "" : whole.address()) << "node " << info.id();
+        EXPECT_EQ(info.route_digest(), is_worker ? "" : whole.route_digest())
+            << "node " << info.id();
+      }
+      EXPECT_EQ(view->ranges_size(), on_server->ranges_size());
+    }
+  };
+  expect_forms({worker_nodes_[0].get(), worker_nodes_[1].get()}, 3);
+  const int departed = worker_nodes_[1]->id();
+  worker_nodes_[1]->Stop();  // silent: it leaves the view at the heartbeat timeout
+  const auto gone = [&](Node* node) {
+    const auto view = node->view();
+    return std::none_of(view->nodes().begin(), view->nodes().end(),
+                        [&](const proto::NodeInfo& info) { return info.id() == departed; });
+  };
+  ASSERT_TRUE(
+      WaitFor([&] { return gone(server_node_.get()) && gone(worker_nodes_[0].get()); }, 20));
+  expect_forms({worker_nodes_[0].get()}, 2);
+  Push(kKeys, {1.0f, 1.0f});
+  EXPECT_EQ(Pull(kKeys), (std::vector<float>{-0.5f, -0.5f}));
 }
 
 TEST_F(DataPlane, APushFarAheadOfTheSendersLastSequenceIsRefused) {
