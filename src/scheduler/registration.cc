@@ -52,8 +52,10 @@ void Registration::OnRegister(const Message& request) {
   // A node asking again (its answer was late) needs no second check.
   if (AnswerAgain(request)) return;
   if (!probes_->Add(request)) {
-    Refuse(request, std::to_string(RegistrationProbes::kMaxWaiting) +
-                        " registrations are being checked; try again");
+    Refuse(request, "the scheduler is checking as many registrations as it holds (" +
+                        std::to_string(RegistrationProbes::kMaxHeld) + ", or " +
+                        std::to_string(RegistrationProbes::kMaxHeldBytes >> 20) +
+                        " MB of them); try again");
   }
 }
 

@@ -10,6 +10,17 @@
 #include "kv/van.h"
 
 namespace keel {
+namespace {
+
+// What a queued request holds: its header as parsed (about its encoded size)
+// and its frames.
+size_t HeldBytes(const Message& request) {
+  size_t bytes = request.meta.ByteSizeLong() + request.route.size() + request.peer_host.size();
+  for (const Bytes& frame : request.frames) bytes += frame.size();
+  return bytes;
+}
+
+}  // namespace
 
 bool HostHasAddress(const std::string& host, const std::string& ip) {
   addrinfo hints{};
@@ -41,13 +52,27 @@ RegistrationProbes::RegistrationProbes(double connect_timeout_s, const std::stri
       done_(std::move(done)),
       waiting_(kThreads, [this](Message& request) -> std::optional<double> {
         done_(request, Check(request));
+        std::lock_guard<std::mutex> lock(held_mutex_);
+        --held_;
+        held_bytes_ -= HeldBytes(request);
         return std::nullopt;
       }) {}
 
 RegistrationProbes::~RegistrationProbes() { Stop(); }
 
 bool RegistrationProbes::Add(const Message& request) {
-  return waiting_.PushBack(request, kMaxWaiting);
+  const size_t bytes = HeldBytes(request);
+  {
+    std::lock_guard<std::mutex> lock(held_mutex_);
+    if (held_ >= kMaxHeld || (held_ > 0 && held_bytes_ + bytes > kMaxHeldBytes)) return false;
+    ++held_;
+    held_bytes_ += bytes;
+  }
+  if (waiting_.PushBack(request)) return true;
+  std::lock_guard<std::mutex> lock(held_mutex_);  // stopped
+  --held_;
+  held_bytes_ -= bytes;
+  return false;
 }
 
 void RegistrationProbes::Stop() { waiting_.Stop(); }

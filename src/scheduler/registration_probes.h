@@ -8,14 +8,20 @@
 // node itself is: an address whose host is not the one the registration came from is refused
 // without a connection attempt, so a REGISTER cannot be used to learn whether some port elsewhere
 // is open (the answer is the same whatever the port's state). Registrations
-// beyond kMaxWaiting are refused at once ("try again"; Node asks again), so a
-// flood of REGISTERs costs a bounded amount of memory and no threads.
+// beyond kMaxHeld, or beyond kMaxHeldBytes of them, are refused at once ("try
+// again"; Node asks again 0.25 s later), so a flood of REGISTERs costs a
+// bounded amount of memory and no threads. The count is set for a storm of
+// 10,000 members (refused ones each wait a quarter of a second), the bytes
+// for REGISTERs of up to the scheduler's frame limit (a node rejoining a
+// restarted scheduler sends its view, 0.8 MB at 10,000 members).
 //
 // Thread-safe. The callback runs on a probe thread.
 #ifndef KEEL_SCHEDULER_REGISTRATION_PROBES_H_
 #define KEEL_SCHEDULER_REGISTRATION_PROBES_H_
 
+#include <cstddef>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -29,7 +35,8 @@ namespace keel {
 class RegistrationProbes {
  public:
   static constexpr int kThreads = 4;
-  static constexpr size_t kMaxWaiting = 256;
+  static constexpr size_t kMaxHeld = 4096;
+  static constexpr size_t kMaxHeldBytes = size_t{64} << 20;
 
   // Called with each registration checked and why it is refused, naming the
   // addresses involved ("" if the node is reachable where it says).
@@ -45,8 +52,9 @@ class RegistrationProbes {
   RegistrationProbes(const RegistrationProbes&) = delete;
   RegistrationProbes& operator=(const RegistrationProbes&) = delete;
 
-  // Queues `request` for a check; false (and nothing queued) if kMaxWaiting
-  // are already waiting.
+  // Queues `request` for a check; false (and nothing queued) if kMaxHeld
+  // are queued or being checked, or if with it those would hold more than
+  // kMaxHeldBytes (one alone is always taken).
   bool Add(const Message& request);
   // Drops what waits, lets the checks under way finish and joins the threads
   // (their callbacks run); idempotent.
@@ -62,7 +70,9 @@ class RegistrationProbes {
   const std::optional<ClusterSecret> secret_;
   const MemoryNetwork* const network_;
   const Done done_;
-  WorkQueue<Message> waiting_;  // last: its threads use the members above
+  std::mutex held_mutex_;
+  size_t held_ = 0, held_bytes_ = 0;  // queued or being checked
+  WorkQueue<Message> waiting_;        // last: its threads use the members above
 };
 
 // Whether `host` (a name or an IP address) resolves to the IP address `ip`.
