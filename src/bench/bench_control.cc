@@ -6,7 +6,9 @@
 // reach it), sends REGISTER from its own routing id, asks again when told
 // "try again", takes its id from the answer, holds the views it is sent and,
 // once it has one, sends a HEARTBEAT every heartbeat interval. Members parse
-// every message they get (a view whole) but keep only its epoch. Over "tcp"
+// every message they get (a view whole) but keep only its epoch; a member
+// holds a view once it has parsed it (the time is read after the parse, not
+// when its thread began the batch the message came in). Over "tcp"
 // each member has a ROUTER bound on loopback and a DEALER to the scheduler,
 // as a Node's Van; over "memory" both ends are MemoryNetwork endpoints (the
 // scheduler's Van included), for more members than the descriptor limit
@@ -38,6 +40,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -227,6 +230,19 @@ class Fleet {
   // Earliest and latest of the times counted by with_view / on_target.
   std::pair<double, double> FirstViewSpan() const { return Span(first_view_at_); }
   std::pair<double, double> TargetSpan() const { return Span(target_at_); }
+  // The mean and the longest of the members' parses of their first view
+  // (-1 if none has one).
+  std::pair<double, double> FirstViewParse() const {
+    double sum = 0, longest = -1;
+    int count = 0;
+    for (const Member& member : members_) {
+      if (member.first_view_parse_s < 0) continue;
+      sum += member.first_view_parse_s;
+      longest = std::max(longest, member.first_view_parse_s);
+      ++count;
+    }
+    return {count > 0 ? sum / count : -1, longest};
+  }
   // Bytes of VIEW messages of `epoch` every member got.
   uint64_t ViewBytes(uint64_t epoch) {
     uint64_t bytes = 0;
@@ -269,6 +285,7 @@ class Fleet {
     double register_at = 0;  // when its REGISTER is (again) due
     double next_beat = 0;
     uint64_t epoch = 0;  // of the view it holds
+    double first_view_parse_s = -1;
     bool dead = false;
     zmq::socket_t receiver, sender;      // tcp
     std::unique_ptr<Endpoint> endpoint;  // memory
@@ -334,12 +351,14 @@ class Fleet {
   void Handle(int index, std::vector<zmq::message_t>&& frames, double now) {
     Member& member = members_[index];
     const size_t bytes = FrameBytes(frames);
+    const double start = MonotonicSeconds();
     Message message;
     try {
       message = Decode(std::move(frames));
     } catch (const Error&) {
       return;
     }
+    const double parsed = MonotonicSeconds();
     const proto::Meta& meta = message.meta;
     switch (meta.command()) {
       case proto::REGISTER:
@@ -369,13 +388,14 @@ class Fleet {
         }
         if (member.epoch == 0) {
           member.next_beat = now + interval_s_ * member.phase;
-          first_view_at_[index] = now;
+          member.first_view_parse_s = parsed - start;
+          first_view_at_[index] = parsed;
           with_view_.fetch_add(1, std::memory_order_release);
         }
         member.epoch = epoch;
         const uint64_t target = target_epoch_.load();
         if (target > 0 && epoch >= target && target_at_[index] < 0) {
-          target_at_[index] = now;
+          target_at_[index] = parsed;
           on_target_.fetch_add(1, std::memory_order_release);
         }
         break;
@@ -505,6 +525,8 @@ std::string Json(const ControlReport& r) {
       .Integer("members_with_view", r.members_with_view)
       .Count("registration_refusals", r.registration_refusals)
       .Count("first_view_bytes", r.first_view_bytes)
+      .Number("first_view_parse_mean_s", r.first_view_parse_mean_s, kFigureDigits)
+      .Number("first_view_parse_max_s", r.first_view_parse_max_s, kFigureDigits)
       .Number("steady_seconds", r.steady_seconds, kFigureDigits)
       .Number("scheduler_cpu_share", r.scheduler_cpu_share, kFigureDigits)
       .Number("scheduler_zmq_cpu_share", r.scheduler_zmq_cpu_share, kFigureDigits)
@@ -627,6 +649,7 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   if (first_view >= 0) report.storm_to_first_member_view_s = first_view - storm;
   if (all_viewed) report.storm_to_all_views_s = last_view - storm;
   report.first_view_bytes = fleet.ViewBytes(1);
+  std::tie(report.first_view_parse_mean_s, report.first_view_parse_max_s) = fleet.FirstViewParse();
   report.descriptors_per_member =
       static_cast<double>(OpenDescriptors() - descriptors_before) / options.nodes;
   if (!all_viewed) {
@@ -707,6 +730,8 @@ int BenchControl(const BenchControlOptions& options) {
               r.storm_to_all_views_s, r.members_with_view, r.nodes,
               static_cast<unsigned long long>(r.registration_refusals));
   std::printf("  first view, bytes to all members  %10.1f MB\n", r.first_view_bytes / 1e6);
+  std::printf("  first view, one member's parse    %10.4f s mean, %.4f s longest\n",
+              r.first_view_parse_mean_s, r.first_view_parse_max_s);
   std::printf(
       "  scheduler CPU, heartbeats at %gs   %10.1f %% of a core (ZeroMQ's threads %.1f %%; "
       "process %.1f %%; %llu acks in %.1f s)\n",

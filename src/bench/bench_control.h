@@ -23,6 +23,9 @@ struct ControlReport {
   int members_with_view = 0;
   uint64_t registration_refusals = 0;  // "try again" answers (back-pressure)
   uint64_t first_view_bytes = 0;       // every member's copy of the first view
+  // One member's parse of its first view: the mean and the longest (on a
+  // cluster each member parses its own, beside the others).
+  double first_view_parse_mean_s = -1, first_view_parse_max_s = -1;
   // Steady state: heartbeats at heartbeat_interval_s.
   double steady_seconds = 0;
   double scheduler_cpu_share = -1;      // of one core, its threads only
