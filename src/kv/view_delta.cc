@@ -9,6 +9,14 @@ namespace {
 
 using google::protobuf::util::MessageDifferencer;
 
+void CutWorkerEntries(google::protobuf::RepeatedPtrField<proto::NodeInfo>* nodes) {
+  for (proto::NodeInfo& node : *nodes) {
+    if (node.role() != proto::WORKER) continue;
+    node.clear_address();
+    node.clear_route_digest();
+  }
+}
+
 bool InIdOrder(const proto::ClusterView& view) {
   for (int i = 1; i < view.nodes_size(); ++i) {
     if (view.nodes(i - 1).id() >= view.nodes(i).id()) return false;
@@ -95,5 +103,9 @@ bool ApplyViewDelta(const proto::ClusterView& base, const proto::ViewDelta& delt
   }
   return true;
 }
+
+void CutWorkers(proto::ClusterView* view) { CutWorkerEntries(view->mutable_nodes()); }
+
+void CutWorkers(proto::ViewDelta* delta) { CutWorkerEntries(delta->mutable_upserted_nodes()); }
 
 }  // namespace keel

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "base/error.h"
 #include "base/time.h"
@@ -44,23 +45,6 @@ VanOptions SchedulerVan(const SchedulerOptions& options) {
   van.max_sockets = std::max(kSchedulerMinSockets, DescriptorLimit());
   van.memory_network = options.memory_network;
   return van;
-}
-
-// The form of `view` sent to workers: every worker's entry cut to its role, id
-// and rank. A worker sends only to servers and the scheduler and takes data
-// messages only from servers, so no worker's address or route digest is of use
-// to it; those are most of a node's bytes (about 55 of 65), and every member
-// gets the first view whole: at 10,000 members, 9,000 of them workers, this
-// halves the bytes of the first view. Servers get the view as it is (they
-// check the workers' route digests).
-proto::ClusterView WorkersForm(const proto::ClusterView& view) {
-  proto::ClusterView form = view;
-  for (proto::NodeInfo& node : *form.mutable_nodes()) {
-    if (node.role() != proto::WORKER) continue;
-    node.clear_address();
-    node.clear_route_digest();
-  }
-  return form;
 }
 
 }  // namespace
@@ -374,7 +358,8 @@ void Scheduler::PublishView() {
     for (auto& [id, member] : cluster_.members) {
       Message message = ControlMessage(proto::VIEW);
       const bool worker = member.info.role() == proto::WORKER;
-      *message.meta.mutable_view() = worker ? WorkersForm(cluster_.view) : cluster_.view;
+      *message.meta.mutable_view() = cluster_.view;
+      if (worker) CutWorkers(message.meta.mutable_view());
       SendTo(id, message);
       member.view_epoch = cluster_.view.epoch();
     }
@@ -393,34 +378,34 @@ void Scheduler::SendView(const proto::ClusterView& previous) {
     message.meta.set_epoch(cluster_.view.epoch());
     return Encode(message);
   };
-  struct Form {
-    std::vector<zmq::message_t> whole, delta;
-    bool no_delta = false;
-  };
-  Form forms[2];  // [0] servers, [1] workers
-  const bool deltas = previous.epoch() > 0;
+  std::optional<proto::ViewDelta> delta;             // from `previous`, made once
+  bool diffed = previous.epoch() == 0;               // no delta from a view never sent
+  std::vector<zmq::message_t> wholes[2], deltas[2];  // [0] servers, [1] workers
   for (auto& [id, member] : cluster_.members) {
     const bool worker = member.info.role() == proto::WORKER;
-    Form& form = forms[worker ? 1 : 0];
     const std::vector<zmq::message_t>* frames = nullptr;
-    if (deltas && !form.no_delta && member.view_epoch == previous.epoch()) {
-      if (form.delta.empty()) {
-        Message message = ControlMessage(proto::VIEW);
-        form.no_delta =
-            !(worker ? DiffViews(WorkersForm(previous), WorkersForm(cluster_.view),
-                                 message.meta.mutable_view_delta())
-                     : DiffViews(previous, cluster_.view, message.meta.mutable_view_delta()));
-        if (!form.no_delta) form.delta = encode(message);
+    if (member.view_epoch == previous.epoch() && previous.epoch() > 0) {
+      if (!diffed) {
+        diffed = true;
+        proto::ViewDelta made;
+        if (DiffViews(previous, cluster_.view, &made)) delta = std::move(made);
       }
-      if (!form.no_delta) frames = &form.delta;
+      if (delta && deltas[worker].empty()) {
+        Message message = ControlMessage(proto::VIEW);
+        *message.meta.mutable_view_delta() = *delta;
+        if (worker) CutWorkers(message.meta.mutable_view_delta());
+        deltas[worker] = encode(message);
+      }
+      if (delta) frames = &deltas[worker];
     }
     if (!frames) {
-      if (form.whole.empty()) {
+      if (wholes[worker].empty()) {
         Message message = ControlMessage(proto::VIEW);
-        *message.meta.mutable_view() = worker ? WorkersForm(cluster_.view) : cluster_.view;
-        form.whole = encode(message);
+        *message.meta.mutable_view() = cluster_.view;
+        if (worker) CutWorkers(message.meta.mutable_view());
+        wholes[worker] = encode(message);
       }
-      frames = &form.whole;
+      frames = &wholes[worker];
     }
     try {
       van_.SendShared(id, *frames);
@@ -657,7 +642,8 @@ void Scheduler::OnViewRequest(const proto::Meta& meta) {
   if (!cluster_.published) return;
   Message reply = ControlMessage(proto::VIEW);
   const bool worker = cluster_.members.at(meta.sender()).info.role() == proto::WORKER;
-  *reply.meta.mutable_view() = worker ? WorkersForm(cluster_.view) : cluster_.view;
+  *reply.meta.mutable_view() = cluster_.view;
+  if (worker) CutWorkers(reply.meta.mutable_view());
   SendTo(meta.sender(), reply);
   cluster_.members.at(meta.sender()).view_epoch = cluster_.view.epoch();
 }

@@ -86,6 +86,43 @@ TEST(ViewDelta, NodesAddedChangedAndRemovedTogether) {
   EXPECT_EQ(delta.upserted_nodes_size(), 3);
 }
 
+// The workers' form: workers cut to role, id and rank, servers whole; a delta
+// between whole views, cut, takes one cut view to the next (a worker added,
+// one whose address changed, one removed).
+TEST(ViewDelta, TheWorkersFormCutsWorkersAndItsDeltaTakesOneCutViewToTheNext) {
+  const proto::ClusterView base = View(3, 20, 8);  // nodes 0 and 1 servers
+  proto::ClusterView next = base;
+  next.set_epoch(4);
+  next.mutable_nodes()->DeleteSubrange(5, 1);
+  next.mutable_nodes(7)->set_address("127.0.0.1:1");
+  proto::NodeInfo* added = next.add_nodes();
+  *added = base.nodes(3);
+  added->set_id(100000);
+  proto::ClusterView cut_base = base, cut_next = next;
+  CutWorkers(&cut_base);
+  CutWorkers(&cut_next);
+  ASSERT_EQ(cut_next.nodes_size(), next.nodes_size());
+  for (int n = 0; n < next.nodes_size(); ++n) {
+    const proto::NodeInfo& cut = cut_next.nodes(n);
+    proto::NodeInfo expected = next.nodes(n);
+    if (expected.role() == proto::WORKER) {
+      expected.clear_address();
+      expected.clear_route_digest();
+    }
+    EXPECT_TRUE(MessageDifferencer::Equals(cut, expected)) << cut.DebugString();
+  }
+  EXPECT_FALSE(cut_next.nodes(0).address().empty());  // a server, whole
+  EXPECT_LT(cut_next.ByteSizeLong(), next.ByteSizeLong() / 2);
+  proto::ViewDelta delta;
+  ASSERT_TRUE(DiffViews(base, next, &delta));
+  CutWorkers(&delta);
+  proto::ClusterView applied;
+  ASSERT_TRUE(ApplyViewDelta(cut_base, delta, &applied));
+  EXPECT_TRUE(MessageDifferencer::Equals(applied, cut_next)) << "expected\n"
+                                                             << cut_next.DebugString() << "got\n"
+                                                             << applied.DebugString();
+}
+
 TEST(ViewDelta, RangesAndFieldsChange) {
   const proto::ClusterView base = View(3, 6, 8);
   proto::ClusterView grown = base;
