@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "base/error.h"
@@ -126,6 +127,14 @@ void Registration::Admit(const Message& request) {
     return;
   }
   cluster_->members[id] = member;
+  routes_[member.route] = id;
+  if (routes_.size() > 2 * cluster_->members.size() + 64) {
+    for (auto it = routes_.begin(); it != routes_.end();) {
+      const auto found = cluster_->members.find(it->second);
+      const bool live = found != cluster_->members.end() && found->second.route == it->first;
+      it = live ? std::next(it) : routes_.erase(it);
+    }
+  }
   if (takeover) shares_->Fill(rank);
   const bool rejoin = node.id() > 0;
   if (rejoin) TakeEarlierRun(request.meta, rank);
@@ -142,23 +151,28 @@ void Registration::Admit(const Message& request) {
 
 bool Registration::AnswerAgain(const Message& request) {
   const proto::NodeInfo& node = request.meta.node();
-  for (const auto& [id, member] : cluster_->members) {
-    if (member.route != request.route) continue;
-    // Another node cannot send on a member's route; a claim that differs
-    // is refused the usual way.
-    if (member.info.role() != node.role() || member.info.address() != node.address() ||
-        (node.id() > 0 && node.id() != id) || !member.answer.has_node()) {
-      return false;
-    }
-    LOG(INFO) << proto::Role_Name(node.role()) << " " << member.info.rank() << " (node " << id
-              << ") sent REGISTER again: answered as before";
-    Message reply = ControlMessage(proto::REGISTER);
-    reply.meta = member.answer;
-    reply.meta.set_sequence(request.meta.sequence());
-    hooks_.send(id, reply);
-    return true;
+  const auto routed = routes_.find(request.route);
+  if (routed == routes_.end()) return false;
+  const int id = routed->second;
+  const auto found = cluster_->members.find(id);
+  if (found == cluster_->members.end() || found->second.route != request.route) {
+    routes_.erase(routed);  // its member left
+    return false;
   }
-  return false;
+  const Member& member = found->second;
+  // Another node cannot send on a member's route; a claim that differs is
+  // refused the usual way.
+  if (member.info.role() != node.role() || member.info.address() != node.address() ||
+      (node.id() > 0 && node.id() != id) || !member.answer.has_node()) {
+    return false;
+  }
+  LOG(INFO) << proto::Role_Name(node.role()) << " " << member.info.rank() << " (node " << id
+            << ") sent REGISTER again: answered as before";
+  Message reply = ControlMessage(proto::REGISTER);
+  reply.meta = member.answer;
+  reply.meta.set_sequence(request.meta.sequence());
+  hooks_.send(id, reply);
+  return true;
 }
 
 void Registration::TakeEarlierRun(const proto::Meta& request, int rank) {
