@@ -223,9 +223,6 @@ class Scheduler {
   // range the server is not copying.
   uint64_t rejected_messages() const;
 
-  // Members' heartbeats heard so far.
-  uint64_t heartbeats_heard() const;
-
   // Key ranges that lost every replica so far (LostRanges), in range order.
   // A job that kept backups (--replication >= 1) and lost one ends with
   // kDataLostExitStatus unless --allow_data_loss (keel scheduler).
@@ -317,8 +314,7 @@ class Scheduler {
   std::unique_ptr<Registration> registration_;  // admission, ranks, replacements
   // Silent and dead members leave the view (with the suspects' probes).
   std::unique_ptr<Departures> departures_;
-  uint64_t rejected_ = 0;          // see rejected_messages()
-  uint64_t heartbeats_heard_ = 0;  // see heartbeats_heard()
+  uint64_t rejected_ = 0;  // see rejected_messages()
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
   Preemption preemption_;
