@@ -51,10 +51,11 @@ RegistrationProbes::RegistrationProbes(double connect_timeout_s, const std::stri
       network_(network),
       done_(std::move(done)),
       waiting_(kThreads, [this](Message& request) -> std::optional<double> {
+        const size_t bytes = HeldBytes(request);
         done_(request, Check(request));
         std::lock_guard<std::mutex> lock(held_mutex_);
         --held_;
-        held_bytes_ -= HeldBytes(request);
+        held_bytes_ -= bytes;
         return std::nullopt;
       }) {}
 
