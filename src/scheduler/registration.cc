@@ -44,6 +44,13 @@ bool Registration::Complete() const {
 }
 
 void Registration::OnRegister(const Message& request) {
+  // A REGISTER is its header alone; data frames would only be held while it
+  // waits for its probe.
+  if (!request.frames.empty()) {
+    Refuse(request, "a REGISTER carries no data frames (this one had " +
+                        std::to_string(request.frames.size()) + ")");
+    return;
+  }
   // A node's send sockets all carry the routing id its REGISTER names.
   const std::string& claimed = request.meta.node().routing_id();
   if (!claimed.empty() && claimed != request.route) {

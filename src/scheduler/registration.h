@@ -169,7 +169,8 @@ class Registration {
   proto::ClusterView earlier_view_;
   // Member ids by the route their REGISTER came on (Member::route). An entry
   // outlives its member: checked against cluster_->members when found, and
-  // dropped then or when entries outnumber twice the members.
+  // dropped then, or at an admission when the entries are more than twice
+  // the members and 64.
   std::unordered_map<std::string, int> routes_;
 };
 

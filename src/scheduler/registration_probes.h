@@ -9,11 +9,14 @@
 // without a connection attempt, so a REGISTER cannot be used to learn whether some port elsewhere
 // is open (the answer is the same whatever the port's state). Registrations
 // beyond kMaxHeld, or beyond kMaxHeldBytes of them, are refused at once ("try
-// again"; Node asks again 0.25 s later), so a flood of REGISTERs costs a
+// again": a registering Node asks again 0.25 s later, one rejoining a
+// restarted scheduler at its next heartbeat), so a flood of REGISTERs costs a
 // bounded amount of memory and no threads. The count is set for a storm of
-// 10,000 members (refused ones each wait a quarter of a second), the bytes
-// for REGISTERs of up to the scheduler's frame limit (a node rejoining a
-// restarted scheduler sends its view, 0.8 MB at 10,000 members).
+// 10,000 members; the bytes (encoded: parsed, a REGISTER takes a few times
+// that) for REGISTERs of up to the scheduler's frame limit (a node rejoining
+// a restarted scheduler sends its view, 0.8 MB at 10,000 members, so about 80
+// such wait at once). A REGISTER carries no data frames (Registration refuses
+// one that does).
 //
 // Thread-safe. The callback runs on a probe thread.
 #ifndef KEEL_SCHEDULER_REGISTRATION_PROBES_H_

@@ -640,11 +640,14 @@ TEST_F(Registration, AFloodOfRegistersCostsNoThreadPerRequest) {
 
 TEST_F(Registration, AFrameOverTheSchedulersLimitIsNeverReadAndTheSchedulerServesOthers) {
   const std::string closed = "127.0.0.1:" + std::to_string(testing::UnusedPort());
-  // Under the limit, a REGISTER with a data frame is read and answered...
+  // Under the limit, a REGISTER with a data frame is read and refused (a
+  // REGISTER carries none)...
   RawPeer small(SchedulerAddress());
   small.Send(Register(closed), std::string(1 << 20, 'x'));
   proto::Meta answer;
   ASSERT_TRUE(small.Receive(&answer, 10)) << "a REGISTER under the limit was not answered";
+  EXPECT_TRUE(Contains(answer.error(), "carries no data frames (this one had 1)"))
+      << answer.error();
   // ...over it, libzmq drops the connection before the frame reaches the
   // scheduler (before: up to 64 GiB were read and the REGISTER answered).
   RawPeer large(SchedulerAddress());

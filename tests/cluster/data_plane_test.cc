@@ -362,7 +362,9 @@ TEST_F(DataPlaneShortGrace, ADepartedWorkersDedupeWindowsAreKeptForTheGraceThenD
   Push(kKeys, {1.0f, 1.0f});
   clients_[1]->Wait(clients_[1]->Push(SharedArray<const Key>(kKeys),
                                       SharedArray<const float>(std::vector<float>{1, 1}), 1));
-  EXPECT_EQ(server_->remembered_senders(), 2u);
+  // The server counts its records after it answered the push.
+  EXPECT_TRUE(WaitFor([&] { return server_->remembered_senders() == 2u; }, 10))
+      << server_->remembered_senders() << " senders remembered";
   const int departed = worker_nodes_[1]->id();
   worker_nodes_[1]->Stop();  // silent: it leaves the view at the heartbeat timeout
   const auto gone = [&] {
