@@ -50,12 +50,11 @@ RegistrationProbes::RegistrationProbes(double connect_timeout_s, const std::stri
       secret_(std::move(secret)),
       network_(network),
       done_(std::move(done)),
-      waiting_(kThreads, [this](Message& request) -> std::optional<double> {
-        const size_t bytes = HeldBytes(request);
-        done_(request, Check(request));
+      waiting_(kThreads, [this](Held& held) -> std::optional<double> {
+        done_(held.request, Check(held.request));
         std::lock_guard<std::mutex> lock(held_mutex_);
         --held_;
-        held_bytes_ -= bytes;
+        held_bytes_ -= held.bytes;
         return std::nullopt;
       }) {}
 
@@ -69,7 +68,7 @@ bool RegistrationProbes::Add(const Message& request) {
     ++held_;
     held_bytes_ += bytes;
   }
-  if (waiting_.PushBack(request)) return true;
+  if (waiting_.PushBack(Held{request, bytes})) return true;
   std::lock_guard<std::mutex> lock(held_mutex_);  // stopped
   --held_;
   held_bytes_ -= bytes;

@@ -73,9 +73,14 @@ class RegistrationProbes {
   const std::optional<ClusterSecret> secret_;
   const MemoryNetwork* const network_;
   const Done done_;
+  // A request and the bytes it was counted as holding.
+  struct Held {
+    Message request;
+    size_t bytes = 0;
+  };
   std::mutex held_mutex_;
   size_t held_ = 0, held_bytes_ = 0;  // queued or being checked
-  WorkQueue<Message> waiting_;        // last: its threads use the members above
+  WorkQueue<Held> waiting_;           // last: its threads use the members above
 };
 
 // Whether `host` (a name or an IP address) resolves to the IP address `ip`.
