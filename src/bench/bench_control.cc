@@ -6,7 +6,8 @@
 // reach it), sends REGISTER from its own routing id, asks again when told
 // "try again", takes its id from the answer, holds the views it is sent and,
 // once it has one, sends a HEARTBEAT every heartbeat interval. Members parse
-// every message they get (a view whole) but keep only its epoch; a member
+// every message they get (a view whole, its ranges' begins filled in as Node
+// does) but keep only its epoch; a member
 // holds a view once it has parsed it (the time is read after the parse, not
 // when its thread began the batch the message came in). Over "tcp"
 // each member has a ROUTER bound on loopback and a DEALER to the scheduler,
@@ -52,6 +53,7 @@
 #include "kv/message.h"
 #include "kv/node.h"
 #include "kv/van.h"
+#include "kv/view_delta.h"
 #include "metrics/metrics_registry.h"
 #include "metrics/role_metrics.h"
 #include "metrics/status_page.h"
@@ -358,6 +360,8 @@ class Fleet {
     } catch (const Error&) {
       return;
     }
+    // A whole view made whole as Node makes it (its ranges' begins).
+    if (message.meta.has_view()) FillEvenBegins(message.meta.mutable_view());
     const double parsed = MonotonicSeconds();
     const proto::Meta& meta = message.meta;
     switch (meta.command()) {

@@ -65,8 +65,8 @@ bool Settled(const proto::ClusterView& view, int servers) {
   for (const auto& node : view.nodes()) members += node.role() == proto::SERVER;
   if (members != servers || view.ranges_size() == 0) return false;
   for (const auto& range : view.ranges()) {
-    if (range.copying_size() > 0 || range.precopy_size() > 0 || range.home_size() != 1 ||
-        range.home(0) != range.server_rank()) {
+    // A view names a range's home only where it is not the range's chain.
+    if (range.copying_size() > 0 || range.precopy_size() > 0 || range.home_size() > 0) {
       return false;
     }
   }

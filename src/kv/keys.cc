@@ -70,16 +70,19 @@ RangeMap RangeMap::Even(int num_servers, int replication, int num_ranges) {
                     num_servers, ") and ", kMaxKeyRanges, ": each server holds at least one");
   }
   RangeMap map;
-  const Key step = std::numeric_limits<Key>::max() / static_cast<Key>(num_ranges);
   for (int i = 0; i < num_ranges; ++i) {
     const int server = i % num_servers;
-    map.begins_.push_back(step * static_cast<Key>(i));
+    map.begins_.push_back(EvenBegin(static_cast<size_t>(i), static_cast<size_t>(num_ranges)));
     map.servers_.push_back(server);
     std::vector<int> backups;
     for (int b = 1; b <= replication; ++b) backups.push_back((server + b) % num_servers);
     map.backups_.push_back(std::move(backups));
   }
   return map;
+}
+
+Key RangeMap::EvenBegin(size_t range, size_t num_ranges) {
+  return std::numeric_limits<Key>::max() / static_cast<Key>(num_ranges) * static_cast<Key>(range);
 }
 
 std::vector<int> RangeMap::Chain(size_t range) const {

@@ -39,6 +39,9 @@ class RangeMap {
   // unless 0 <= replication < num_servers and num_ranges (if given) is at
   // least num_servers and at most kMaxKeyRanges.
   static RangeMap Even(int num_servers, int replication = 0, int num_ranges = 0);
+  // Where range `range` of `num_ranges` even ones begins (Even's begins,
+  // whatever the servers).
+  static Key EvenBegin(size_t range, size_t num_ranges);
   // From a view's ranges (sorted by begin, the first at 0). Throws Error if malformed.
   static RangeMap FromProto(const google::protobuf::RepeatedPtrField<proto::KeyRange>& ranges);
   void ToProto(google::protobuf::RepeatedPtrField<proto::KeyRange>* ranges) const;

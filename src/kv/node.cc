@@ -598,7 +598,12 @@ bool Node::OnSendersConnection(const Message& message) {
 
 void Node::OnRegisterAnswer(const proto::Meta& meta) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!meta.error().empty() && rejoining_) {
+  if (!meta.error().empty() && rejoining_ && meta.replaced()) {
+    rejoining_ = false;
+    if (!removed_.exchange(true)) {
+      LOG(ERROR) << "the scheduler no longer counts this node: " << meta.error();
+    }
+  } else if (!meta.error().empty() && rejoining_) {
     rejoining_ = false;  // asked again at the next heartbeat
     LOG(WARNING) << "the restarted scheduler refused this node: " << meta.error();
   } else if (!meta.error().empty()) {
@@ -672,23 +677,25 @@ void Node::TakeSchedulerReplies() {
   while (van_->TakeReply(kSchedulerId, &reply)) OnMessage(std::move(reply));
 }
 
-void Node::OnView(const proto::ClusterView& view) {
+void Node::OnView(const proto::ClusterView& received) {
+  auto view = std::make_shared<proto::ClusterView>(received);
+  FillEvenBegins(view.get());
   std::shared_ptr<const RangeMap> ranges;
   try {
-    ranges = std::make_shared<RangeMap>(RangeMap::FromProto(view.ranges()));
+    ranges = std::make_shared<RangeMap>(RangeMap::FromProto(view->ranges()));
   } catch (const Error& e) {
-    LOG(ERROR) << "ignored a malformed view (epoch " << view.epoch() << "): " << e.what();
+    LOG(ERROR) << "ignored a malformed view (epoch " << view->epoch() << "): " << e.what();
     return;
   }
   std::set<int> members{kSchedulerId};
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (view_ && view.epoch() <= view_->epoch()) return;
-    view_ = std::make_shared<proto::ClusterView>(view);
+    if (view_ && view->epoch() <= view_->epoch()) return;
+    epoch_ = view->epoch();
+    for (const proto::NodeInfo& node : view->nodes()) members.insert(node.id());
+    view_ = std::move(view);
     ranges_ = std::move(ranges);
     checked_routes_.clear();  // checked again against the new view's digests
-    epoch_ = view.epoch();
-    for (const proto::NodeInfo& node : view.nodes()) members.insert(node.id());
   }
   // The connections to nodes that left the view close (each is a descriptor
   // and a socket that keeps dialling a dead address; a long job with many

@@ -4,17 +4,22 @@
 
 #include <algorithm>
 
+#include "kv/keys.h"
+
 namespace keel {
 namespace {
 
 using google::protobuf::util::MessageDifferencer;
 
+// Drops the workers' entries, keeping the others in their order.
 void CutWorkerEntries(google::protobuf::RepeatedPtrField<proto::NodeInfo>* nodes) {
-  for (proto::NodeInfo& node : *nodes) {
-    if (node.role() != proto::WORKER) continue;
-    node.clear_address();
-    node.clear_route_digest();
+  int kept = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    if (nodes->Get(i).role() == proto::WORKER) continue;
+    if (i != kept) nodes->SwapElements(i, kept);
+    ++kept;
   }
+  nodes->DeleteSubrange(kept, nodes->size() - kept);
 }
 
 bool InIdOrder(const proto::ClusterView& view) {
@@ -104,8 +109,32 @@ bool ApplyViewDelta(const proto::ClusterView& base, const proto::ViewDelta& delt
   return true;
 }
 
-void CutWorkers(proto::ClusterView* view) { CutWorkerEntries(view->mutable_nodes()); }
+void CutWorkers(proto::ClusterView* view) {
+  CutWorkerEntries(view->mutable_nodes());
+  view->set_workers_omitted(true);
+}
 
-void CutWorkers(proto::ViewDelta* delta) { CutWorkerEntries(delta->mutable_upserted_nodes()); }
+void LeaveOutEvenBegins(proto::ClusterView* view) {
+  const size_t ranges = static_cast<size_t>(view->ranges_size());
+  for (size_t i = 0; i < ranges; ++i) {
+    if (view->ranges(static_cast<int>(i)).begin() != RangeMap::EvenBegin(i, ranges)) return;
+  }
+  for (proto::KeyRange& range : *view->mutable_ranges()) range.clear_begin();
+  view->set_even_begins(true);
+}
+
+void FillEvenBegins(proto::ClusterView* view) {
+  if (!view->even_begins()) return;
+  const size_t ranges = static_cast<size_t>(view->ranges_size());
+  for (size_t i = 0; i < ranges; ++i) {
+    view->mutable_ranges(static_cast<int>(i))->set_begin(RangeMap::EvenBegin(i, ranges));
+  }
+  view->clear_even_begins();
+}
+
+void CutWorkers(proto::ViewDelta* delta) {
+  CutWorkerEntries(delta->mutable_upserted_nodes());
+  delta->mutable_fields()->set_workers_omitted(true);
+}
 
 }  // namespace keel

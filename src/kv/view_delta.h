@@ -28,17 +28,28 @@ bool DiffViews(const proto::ClusterView& base, const proto::ClusterView& next,
 bool ApplyViewDelta(const proto::ClusterView& base, const proto::ViewDelta& delta,
                     proto::ClusterView* next);
 
-// The workers' form of a view: every worker's entry cut to its role, id and
-// rank. A worker sends only to servers and the scheduler and takes data
-// messages only from servers, so no worker's address or route digest is of
-// use to it; those are most of a node's bytes (about 55 of 65), and every
-// member gets the first view whole: at 10,000 members, 9,000 of them
-// workers, the cut halves the bytes of the first view. Servers get views
-// whole (they check the workers' route digests).
+// The workers' form of a view: no worker listed (`workers_omitted`; its
+// `num_workers` says how many). A worker sends only to servers and the
+// scheduler, takes data messages only from servers, and reads of the other
+// workers only their number, and every member gets the first view whole:
+// at 10,000 members, 9,000 of them workers, listing them costs each worker
+// about 110 KB and 9,000 entries to parse. Servers get views whole (they
+// check the workers' route digests). A worker's own entry is in the answer
+// to its REGISTER; a restarted scheduler checks a rejoining worker's rank
+// against the view's `num_workers` instead of its listing.
 void CutWorkers(proto::ClusterView* view);
-// The same cut of a delta's nodes: a delta between two whole views, cut,
-// applied to the first view's cut form gives the second's.
+// The same cut of a delta: its upserted workers dropped (a removed worker's
+// id stays; nothing in the workers' form has it). A delta between two whole
+// views, cut, applied to the first view's workers' form gives the second's.
 void CutWorkers(proto::ViewDelta* delta);
+
+// A whole view as sent: every range's `begin` left out (`even_begins`) when
+// they are the even split, which they are in every view a job makes (the
+// ranges never change, only their servers). 10 of a range's 17 bytes.
+void LeaveOutEvenBegins(proto::ClusterView* view);
+// A view as received, made whole again: the begins of one with
+// `even_begins` filled in (and the flag cleared); any other is left as is.
+void FillEvenBegins(proto::ClusterView* view);
 
 }  // namespace keel
 

@@ -10,12 +10,13 @@ RangeChains::RangeChains(int num_servers, int replication, int num_ranges)
     : num_servers_(num_servers),
       replication_(replication),
       num_ranges_(num_ranges > 0 ? num_ranges : num_servers),
-      home_(RangeMap::Even(num_servers, replication, num_ranges_)) {}
+      start_(RangeMap::Even(num_servers, replication, num_ranges_)),
+      home_(start_) {}
 
 void RangeChains::CheckFits(const proto::ClusterView& known) const {
   if (known.ranges_size() == 0) return;
   const RangeMap claimed = RangeMap::FromProto(known.ranges());
-  const RangeMap start = RangeMap::Even(num_servers_, replication_, num_ranges_);
+  const RangeMap& start = start_;
   if (claimed.num_ranges() != start.num_ranges()) {
     throw MakeError("the view has ", claimed.num_ranges(), " key ranges; this job has ",
                     start.num_ranges());
@@ -42,7 +43,10 @@ void RangeChains::CheckFits(const proto::ClusterView& known) const {
                         ", which is not a server in that view");
       }
     }
-    const auto& home = known.ranges(static_cast<int>(range)).home();
+    // Its home: named, or (left out) its chain.
+    const auto& named = known.ranges(static_cast<int>(range)).home();
+    const std::vector<int> home =
+        named.empty() ? chain : std::vector<int>(named.begin(), named.end());
     std::set<int> seen;
     for (int rank : home) {
       if (rank < 0 || rank > kMaxServerRank || !seen.insert(rank).second) {
@@ -50,11 +54,9 @@ void RangeChains::CheckFits(const proto::ClusterView& known) const {
                         ", which is out of range or named twice");
       }
     }
-    if (!home.empty() && static_cast<int>(home.size()) != replication_ + 1) {
-      throw MakeError("key range ", range, "'s home has ", home.size(),
-                      " server(s); this job's "
-                      "ranges have ",
-                      replication_ + 1);
+    if (static_cast<int>(home.size()) != replication_ + 1) {
+      throw MakeError("key range ", range, "'s home", named.empty() ? " (its chain)" : "", " has ",
+                      home.size(), " server(s); this job's ranges have ", replication_ + 1);
     }
   }
 }
@@ -63,8 +65,8 @@ void RangeChains::Adopt(const proto::ClusterView& known) {
   if (known.epoch() <= epoch_ || known.ranges_size() == 0) return;
   CheckFits(known);
   ranges_ = RangeMap::FromProto(known.ranges());
-  // The homes, as the earlier scheduler had them (a view without them comes
-  // from a job whose servers never moved: they are the start's).
+  // The homes, as the earlier scheduler had them (a view names a range's
+  // home only where it is not the range's chain).
   // And the moves under way: replicas still copying (not to be trimmed past
   // before their copy arrives) and servers still pre-copying.
   copying_.clear();
@@ -74,7 +76,8 @@ void RangeChains::Adopt(const proto::ClusterView& known) {
   for (int range = 0; range < known.ranges_size(); ++range) {
     const proto::KeyRange& known_range = known.ranges(range);
     const auto& home = known_range.home();
-    if (!home.empty()) home_.SetChain(range, {home.begin(), home.end()});
+    home_.SetChain(
+        range, home.empty() ? ranges_.Chain(range) : std::vector<int>(home.begin(), home.end()));
     for (int rank : known_range.copying()) {
       if (ranges_.Holds(range, rank)) copying_[range].insert(rank);
     }
@@ -217,7 +220,10 @@ void RangeChains::ToView(const std::set<int>& live_ranks, proto::ClusterView* vi
   epoch_ = view->epoch();
   ranges_.ToProto(view->mutable_ranges());
   for (int range = 0; range < view->ranges_size(); ++range) {
-    for (int rank : home_.Chain(range)) view->mutable_ranges(range)->add_home(rank);
+    const std::vector<int> home = home_.Chain(range);
+    if (home != ranges_.Chain(range)) {
+      for (int rank : home) view->mutable_ranges(range)->add_home(rank);
+    }
     for (int rank : precopy_[range]) view->mutable_ranges(range)->add_precopy(rank);
     for (int rank : copying_[range]) {
       if (ranges_.Holds(range, rank)) view->mutable_ranges(range)->add_copying(rank);

@@ -144,8 +144,11 @@ class RangeChains {
   bool precopy_moves_ = true;
   const int replication_;
   const int num_ranges_;
+  const RangeMap start_;  // the chains of the first view (every view's begins)
   RangeMap ranges_;
-  RangeMap home_;  // per range, the servers it is meant to be on
+  // Per range, the servers it is meant to be on; a view names them only
+  // where they are not the range's chain (primary, then backups) as it is.
+  RangeMap home_;
   uint64_t epoch_ = 0;  // the view epoch `ranges_` came from
   // Per range: ranks its home gained by a move (Join, Drain), which copy it
   // before they join its chain (pre-copy), those copying it so, and those

@@ -75,7 +75,8 @@ void Registration::OnProbed(const Message& request, const std::string& refusal) 
   }
 }
 
-void Registration::Refuse(const Message& request, const std::string& reason, bool log) {
+void Registration::Refuse(const Message& request, const std::string& reason, bool log,
+                          bool replaced) {
   if (log) {
     LOG(WARNING) << "refused registration from " << request.meta.node().address() << ": " << reason;
   }
@@ -83,6 +84,7 @@ void Registration::Refuse(const Message& request, const std::string& reason, boo
   reply.meta.set_epoch(cluster_->view.epoch());
   reply.meta.set_sequence(request.meta.sequence());  // the node's number, echoed
   reply.meta.set_error(ValidUtf8(reason));
+  reply.meta.set_replaced(replaced);
   hooks_.reply(request, reply);
 }
 
@@ -102,7 +104,15 @@ void Registration::Admit(const Message& request) {
   std::string refusal = AdmissionRefusal(node, *taken, join);
   if (refusal.empty() && node.id() > 0) refusal = RejoinRefusal(request);
   if (!refusal.empty()) {
-    Refuse(request, refusal);
+    const bool replaced = ReplacedWhileAway(node, *taken);
+    if (replaced) {
+      refusal = "node " + std::to_string(node.id()) +
+                " registering again: " + proto::Role_Name(node.role()) + " rank " +
+                std::to_string(node.rank()) +
+                " went to another node while the scheduler restarted; this node has left the "
+                "cluster";
+    }
+    Refuse(request, refusal, /*log=*/true, replaced);
     return;
   }
   // A node may ask for a rank (--rank); otherwise it gets the lowest free one
@@ -183,8 +193,13 @@ bool Registration::AnswerAgain(const Message& request) {
 }
 
 void Registration::TakeEarlierRun(const proto::Meta& request, int rank) {
-  if (request.known_view().epoch() > earlier_view_.epoch()) {
-    earlier_view_ = request.known_view();
+  // The newest view the nodes bring back; of two of one epoch, a whole one
+  // over the workers' form (which names no worker).
+  const proto::ClusterView& known = request.known_view();
+  if (known.epoch() > earlier_view_.epoch() ||
+      (known.epoch() == earlier_view_.epoch() && earlier_view_.workers_omitted() &&
+       !known.workers_omitted())) {
+    earlier_view_ = known;
     // Servers may have joined or been drained since the start: the latest
     // view says how many the job has.
     const int servers = earlier_view_.num_servers();
@@ -330,6 +345,17 @@ std::string Registration::AdmissionRefusal(const proto::NodeInfo& node, const st
   return "";
 }
 
+bool Registration::ReplacedWhileAway(const proto::NodeInfo& node,
+                                     const std::set<int>& taken) const {
+  // A worker's view names no worker, so a restarted scheduler that had only
+  // workers' views back did not know this node held its rank when a new node
+  // took it (ReplaceEarlierHolders). The answer tells the node alone (it goes
+  // on the request's connection); nothing is kept of a claim anyone can make.
+  return earlier_view_.epoch() > 0 && node.role() == proto::WORKER && node.id() > 0 &&
+         node.rank() >= 0 && taken.count(node.rank()) > 0 && !cluster_->members.count(node.id()) &&
+         !cluster_->removed.count(node.id());
+}
+
 std::string Registration::RejoinRefusal(const Message& request) const {
   const proto::NodeInfo& node = request.meta.node();
   const proto::ClusterView& known = request.meta.known_view();
@@ -340,12 +366,19 @@ std::string Registration::RejoinRefusal(const Message& request) const {
     return who + ": its view epoch " + std::to_string(known.epoch()) + " (sent with epoch " +
            std::to_string(request.meta.epoch()) + ") is not one this job can have reached";
   }
-  const bool listed = std::any_of(
-      known.nodes().begin(), known.nodes().end(), [&](const proto::NodeInfo& listed_node) {
-        return listed_node.id() == node.id() && listed_node.role() == node.role() &&
-               listed_node.rank() == node.rank();
-      });
-  if (!listed) {
+  if (known.workers_omitted() && node.role() == proto::WORKER) {
+    // A worker's view lists no worker (the workers' form): its rank must be
+    // one of the view's.
+    if (node.rank() < 0 || node.rank() >= known.num_workers()) {
+      return who + ": its view (a worker's, " + std::to_string(known.num_workers()) +
+             " worker(s)) has no WORKER " + std::to_string(node.rank());
+    }
+  } else if (std::none_of(known.nodes().begin(), known.nodes().end(),
+                          [&](const proto::NodeInfo& listed_node) {
+                            return listed_node.id() == node.id() &&
+                                   listed_node.role() == node.role() &&
+                                   listed_node.rank() == node.rank();
+                          })) {
     return who + ": its view does not name it as " + proto::Role_Name(node.role()) + " " +
            std::to_string(node.rank());
   }

@@ -136,7 +136,10 @@ class Registration {
   // Answers a registration with `reason` on the connection it came on.
   // `log`: say so in the log (a refusal repeated while a node waits is said
   // once by the caller).
-  void Refuse(const Message& request, const std::string& reason, bool log = true);
+  // `replaced`: the node was replaced and must not register as itself again
+  // (Meta.replaced).
+  void Refuse(const Message& request, const std::string& reason, bool log = true,
+              bool replaced = false);
   // A REGISTER repeated on the route of the member it admitted (the node
   // asked again before its answer came): answered as the first one was.
   // False if the request is not such a repeat. O(1): members are found by
@@ -153,6 +156,11 @@ class Registration {
   // at the job's current epoch, a server copies its ranges or restores them);
   // the node gets its REGISTER answer again, as a replacement.
   void ReplaceEarlierHolders();
+  // Whether `node`, a worker of an earlier run registering again with a
+  // restarted scheduler, finds its rank taken by another node: it was
+  // replaced (its rank went to a new node before the first view), and is
+  // told to leave.
+  bool ReplacedWhileAway(const proto::NodeInfo& node, const std::set<int>& taken) const;
 
   ClusterState* const cluster_;
   MembershipLog* const membership_;
@@ -165,7 +173,11 @@ class Registration {
   int next_id_;                                 // the next fresh node id
   std::string last_rebuild_wait_;               // the latest RebuildWait refusal, said once
   // The newest view the nodes of an earlier run brought back (epoch 0: none;
-  // the scheduler was not restarted, or none of them registered again yet).
+  // the scheduler was not restarted, or none of them registered again yet);
+  // a server's whole view over a worker's form of the same epoch. In the
+  // workers' form no worker is listed, so an earlier worker holder of a rank
+  // is known only when a server brought that view back; otherwise its rank
+  // is taken over as one left before this scheduler started.
   proto::ClusterView earlier_view_;
   // Member ids by the route their REGISTER came on (Member::route). An entry
   // outlives its member: checked against cluster_->members when found, and

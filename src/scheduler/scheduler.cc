@@ -18,6 +18,13 @@ namespace {
 
 constexpr int kSchedulerMinSockets = 1024;
 
+// A whole view as a member gets it: the workers' form for a worker, and the
+// ranges' begins left out (the member fills them in).
+void MemberForm(bool worker, proto::ClusterView* view) {
+  if (worker) CutWorkers(view);
+  LeaveOutEvenBegins(view);
+}
+
 // The process's limit on open descriptors (RLIMIT_NOFILE), at most 1 << 20.
 int DescriptorLimit() {
   rlimit limit{};
@@ -359,7 +366,7 @@ void Scheduler::PublishView() {
       Message message = ControlMessage(proto::VIEW);
       const bool worker = member.info.role() == proto::WORKER;
       *message.meta.mutable_view() = cluster_.view;
-      if (worker) CutWorkers(message.meta.mutable_view());
+      MemberForm(worker, message.meta.mutable_view());
       SendTo(id, message);
       member.view_epoch = cluster_.view.epoch();
     }
@@ -402,7 +409,7 @@ void Scheduler::SendView(const proto::ClusterView& previous) {
       if (wholes[worker].empty()) {
         Message message = ControlMessage(proto::VIEW);
         *message.meta.mutable_view() = cluster_.view;
-        if (worker) CutWorkers(message.meta.mutable_view());
+        MemberForm(worker, message.meta.mutable_view());
         wholes[worker] = encode(message);
       }
       frames = &wholes[worker];
@@ -643,7 +650,7 @@ void Scheduler::OnViewRequest(const proto::Meta& meta) {
   Message reply = ControlMessage(proto::VIEW);
   const bool worker = cluster_.members.at(meta.sender()).info.role() == proto::WORKER;
   *reply.meta.mutable_view() = cluster_.view;
-  if (worker) CutWorkers(reply.meta.mutable_view());
+  MemberForm(worker, reply.meta.mutable_view());
   SendTo(meta.sender(), reply);
   cluster_.members.at(meta.sender()).view_epoch = cluster_.view.epoch();
 }

@@ -61,7 +61,7 @@ TEST(StartNodes, ANodeThatCannotRegisterFailsTheTestRatherThanTheProcess) {
 }
 
 // Every server gets the same view, and the worker the same but for the
-// workers' addresses and route digests (left out of a worker's form).
+// workers (left out of a worker's form).
 TEST_F(InProcessCluster, EveryNodeGetsTheSameViewWithARankPerRole) {
   auto view = server_nodes_[0]->view();
   ASSERT_NE(view, nullptr);
@@ -71,6 +71,7 @@ TEST_F(InProcessCluster, EveryNodeGetsTheSameViewWithARankPerRole) {
   proto::ClusterView workers_form = *view;
   CutWorkers(&workers_form);
   EXPECT_EQ(worker_node_->view()->SerializeAsString(), workers_form.SerializeAsString());
+  EXPECT_EQ(workers_form.nodes_size(), kServers);
   std::set<int> ranks;
   for (auto& node : server_nodes_) {
     EXPECT_EQ(node->view()->SerializeAsString(), view->SerializeAsString());

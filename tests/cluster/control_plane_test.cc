@@ -710,5 +710,81 @@ TEST_F(Registration, ARejoiningNodeMustBeInTheViewItBrings) {
   EXPECT_EQ(answer.error(), "node 77 registering again: its view does not name it as WORKER 0");
 }
 
+// A restarted scheduler given back only views that list no worker cannot tell
+// that a rank's earlier holder is missing when a new worker takes the rank:
+// that holder, registering again later, is told it was replaced (and leaves
+// the cluster, Node::removed) instead of being refused as "taken" forever.
+TEST_F(Registration, AWorkerWhoseRankWentToANewNodeWhileAwayIsToldItWasReplaced) {
+  // A server of the earlier run comes back with its view (epoch 3: one
+  // server, no key ranges, no worker listed).
+  Listener server_address;
+  proto::Meta server = Register(server_address.address());
+  server.mutable_node()->set_role(proto::SERVER);
+  server.mutable_node()->set_id(66);
+  server.mutable_node()->set_rank(0);
+  server.set_epoch(3);
+  proto::ClusterView* known = server.mutable_known_view();
+  known->set_epoch(3);
+  known->set_num_servers(1);
+  known->set_num_workers(1);
+  known->set_workers_omitted(true);
+  *known->add_nodes() = server.node();
+  RawPeer server_peer(SchedulerAddress());
+  server_peer.Send(server);
+  proto::Meta answer;  // an admission is answered at the address a node gives
+  ASSERT_TRUE(server_address.Receive(&answer, 10));
+  ASSERT_EQ(answer.error(), "");
+  // A new worker takes rank 0.
+  Listener new_address;
+  RawPeer new_worker(SchedulerAddress());
+  new_worker.Send(Register(new_address.address()));
+  ASSERT_TRUE(new_address.Receive(&answer, 10));
+  ASSERT_EQ(answer.error(), "");
+  ASSERT_EQ(answer.node().rank(), 0);
+  // Rank 0's earlier holder comes back.
+  Listener old_address;
+  proto::Meta rejoin = Register(old_address.address());
+  rejoin.mutable_node()->set_id(77);
+  rejoin.mutable_node()->set_rank(0);
+  rejoin.set_epoch(3);
+  *rejoin.mutable_known_view() = *known;
+  RawPeer old_worker(SchedulerAddress());
+  old_worker.Send(rejoin);
+  ASSERT_TRUE(old_worker.Receive(&answer, 10));
+  EXPECT_EQ(answer.error(),
+            "node 77 registering again: WORKER rank 0 went to another node while the scheduler "
+            "restarted; this node has left the cluster");
+  EXPECT_TRUE(answer.replaced());
+  // A fresh node asking for a taken rank is refused as before, not "replaced".
+  Listener other_address;
+  proto::Meta fresh = Register(other_address.address());
+  fresh.mutable_node()->set_rank(0);
+  RawPeer other(SchedulerAddress());
+  other.Send(fresh);
+  ASSERT_TRUE(other.Receive(&answer, 10));
+  EXPECT_FALSE(answer.replaced());
+  EXPECT_NE(answer.error(), "");
+}
+
+// A worker's view lists no worker: a worker rejoining with one must hold a
+// rank the view's number of workers has.
+TEST_F(Registration, ARejoiningWorkersRankMustBeOneOfItsViewsWorkers) {
+  Listener own;
+  proto::Meta rejoin = Register(own.address());
+  rejoin.mutable_node()->set_id(77);
+  rejoin.mutable_node()->set_rank(0);  // the job's one worker rank
+  rejoin.set_epoch(3);
+  proto::ClusterView* known = rejoin.mutable_known_view();
+  known->set_epoch(3);
+  known->set_num_workers(0);
+  known->set_workers_omitted(true);
+  RawPeer attacker(SchedulerAddress());
+  attacker.Send(rejoin);
+  proto::Meta answer;
+  ASSERT_TRUE(attacker.Receive(&answer, 10)) << "the rejoin was not refused";
+  EXPECT_EQ(answer.error(),
+            "node 77 registering again: its view (a worker's, 0 worker(s)) has no WORKER 0");
+}
+
 }  // namespace
 }  // namespace keel

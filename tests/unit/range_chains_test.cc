@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -105,6 +106,80 @@ TEST(RangeChains, AJoiningServerCopiesItsShareAndTheOldHoldersLeaveOnceItHasThem
   const proto::ClusterView after = ViewOf(chains, {0, 1, 2}, 4);
   EXPECT_EQ(Held(after), (std::map<int, int>{{0, 3}, {1, 3}, {2, 2}}));
   for (size_t range : moved) EXPECT_EQ(after.ranges(range).server_rank(), 2);
+}
+
+// A view names a range's home only where it is not the range's chain; a
+// restarted scheduler adopting the view has every home all the same: its next
+// view is the one the earlier scheduler would have sent (after a server left,
+// during a join's pre-copy, and with nothing moved).
+TEST(RangeChains, AViewNamesOnlyHomesThatAreNotTheChainAndAnAdopterHasThemAll) {
+  RangeChains chains(3, 1, 6);
+  const proto::ClusterView first = ViewOf(chains, {0, 1, 2}, 1);
+  for (const proto::KeyRange& range : first.ranges()) EXPECT_EQ(range.home_size(), 0);
+  const auto with_servers = [](proto::ClusterView view, const std::set<int>& ranks) {
+    for (int rank : ranks) {
+      proto::NodeInfo* server = view.add_nodes();
+      server->set_role(proto::SERVER);
+      server->set_rank(rank);
+    }
+    return view;
+  };
+  const auto adopter_sends_the_same = [&](const proto::ClusterView& known,
+                                          const std::set<int>& live, uint64_t next_epoch) {
+    RangeChains restarted(3, 1, 6);
+    restarted.Adopt(with_servers(known, live));
+    const proto::ClusterView theirs = ViewOf(restarted, live, next_epoch);
+    const proto::ClusterView ours = ViewOf(chains, live, next_epoch);
+    EXPECT_EQ(theirs.SerializeAsString(), ours.SerializeAsString())
+        << "earlier scheduler\n"
+        << ours.DebugString() << "restarted\n"
+        << theirs.DebugString();
+  };
+  adopter_sends_the_same(first, {0, 1, 2}, 2);
+  // Server 0 leaves: the chains close over it, its ranges' homes still name it.
+  chains.RemoveServer(0);
+  const proto::ClusterView after_leave = ViewOf(chains, {1, 2}, 3);
+  int named = 0;
+  for (const proto::KeyRange& range : after_leave.ranges()) {
+    if (range.home_size() == 0) continue;
+    ++named;
+    EXPECT_EQ(std::count(range.home().begin(), range.home().end(), 0), 1) << range.DebugString();
+  }
+  EXPECT_EQ(named, 4);  // the ranges with server 0 in their chain
+  adopter_sends_the_same(after_leave, {1, 2}, 4);
+  // A fourth server joins: the moved ranges' homes name it while it pre-copies.
+  RangeChains joined(3, 0, 6);
+  ViewOf(joined, {0, 1, 2}, 1);
+  const std::vector<size_t> moved = joined.Join(3, {0, 1, 2, 3});
+  ASSERT_FALSE(moved.empty());
+  const proto::ClusterView precopying = ViewOf(joined, {0, 1, 2, 3}, 2);
+  for (int range = 0; range < precopying.ranges_size(); ++range) {
+    const bool is_moved = std::count(moved.begin(), moved.end(), static_cast<size_t>(range)) > 0;
+    EXPECT_EQ(precopying.ranges(range).home_size(), is_moved ? 1 : 0) << range;
+    if (is_moved) {
+      EXPECT_EQ(precopying.ranges(range).home(0), 3);
+    }
+  }
+  RangeChains restarted(3, 0, 6);
+  restarted.Adopt(with_servers(precopying, {0, 1, 2, 3}));
+  EXPECT_EQ(ViewOf(restarted, {0, 1, 2, 3}, 3).SerializeAsString(),
+            ViewOf(joined, {0, 1, 2, 3}, 3).SerializeAsString());
+}
+
+// A view whose left-out home (its chain) is not the job's number of replicas
+// did not come from this job.
+TEST(RangeChains, ALeftOutHomeMustBeAChainOfTheJobsReplicas) {
+  RangeChains chains(3, 1, 3);
+  proto::ClusterView view = ViewOf(chains, {0, 1, 2}, 1);
+  for (int rank : {0, 1, 2}) {
+    proto::NodeInfo* server = view.add_nodes();
+    server->set_role(proto::SERVER);
+    server->set_rank(rank);
+  }
+  view.mutable_ranges(1)->clear_backups();
+  RangeChains restarted(3, 1, 3);
+  EXPECT_EQ(testing::ErrorOf([&] { restarted.CheckFits(view); }),
+            "key range 1's home (its chain) has 1 server(s); this job's ranges have 2");
 }
 
 TEST(RangeChains, ADrainedServersRangesGoToTheLeastLoadedAndItIsNamedNoMore) {

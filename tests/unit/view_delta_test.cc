@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
+
+#include "kv/keys.h"
 
 namespace keel {
 namespace {
@@ -86,41 +89,70 @@ TEST(ViewDelta, NodesAddedChangedAndRemovedTogether) {
   EXPECT_EQ(delta.upserted_nodes_size(), 3);
 }
 
-// The workers' form: workers cut to role, id and rank, servers whole; a delta
-// between whole views, cut, takes one cut view to the next (a worker added,
-// one whose address changed, one removed).
-TEST(ViewDelta, TheWorkersFormCutsWorkersAndItsDeltaTakesOneCutViewToTheNext) {
+// The workers' form: no worker listed, servers whole, `num_workers` kept; a
+// delta between whole views, cut, takes one form to the next (a worker
+// added, one whose address changed, one removed, a server changed).
+TEST(ViewDelta, TheWorkersFormOmitsWorkersAndItsDeltaTakesOneFormToTheNext) {
   const proto::ClusterView base = View(3, 20, 8);  // nodes 0 and 1 servers
   proto::ClusterView next = base;
   next.set_epoch(4);
   next.mutable_nodes()->DeleteSubrange(5, 1);
   next.mutable_nodes(7)->set_address("127.0.0.1:1");
+  next.mutable_nodes(1)->set_address("127.0.0.1:2");
   proto::NodeInfo* added = next.add_nodes();
   *added = base.nodes(3);
   added->set_id(100000);
   proto::ClusterView cut_base = base, cut_next = next;
   CutWorkers(&cut_base);
   CutWorkers(&cut_next);
-  ASSERT_EQ(cut_next.nodes_size(), next.nodes_size());
-  for (int n = 0; n < next.nodes_size(); ++n) {
-    const proto::NodeInfo& cut = cut_next.nodes(n);
-    proto::NodeInfo expected = next.nodes(n);
-    if (expected.role() == proto::WORKER) {
-      expected.clear_address();
-      expected.clear_route_digest();
-    }
-    EXPECT_TRUE(MessageDifferencer::Equals(cut, expected)) << cut.DebugString();
+  EXPECT_TRUE(cut_next.workers_omitted());
+  EXPECT_FALSE(next.workers_omitted());
+  EXPECT_EQ(cut_next.num_workers(), next.num_workers());
+  std::vector<proto::NodeInfo> servers;
+  for (const proto::NodeInfo& node : next.nodes()) {
+    if (node.role() != proto::WORKER) servers.push_back(node);
   }
-  EXPECT_FALSE(cut_next.nodes(0).address().empty());  // a server, whole
-  EXPECT_LT(cut_next.ByteSizeLong(), next.ByteSizeLong() / 2);
+  ASSERT_EQ(servers.size(), 2u);
+  ASSERT_EQ(cut_next.nodes_size(), 2);
+  for (int n = 0; n < 2; ++n) {
+    EXPECT_TRUE(MessageDifferencer::Equals(cut_next.nodes(n), servers[n]))
+        << cut_next.nodes(n).DebugString();
+  }
+  EXPECT_EQ(cut_next.ranges_size(), next.ranges_size());
   proto::ViewDelta delta;
   ASSERT_TRUE(DiffViews(base, next, &delta));
   CutWorkers(&delta);
+  ASSERT_EQ(delta.upserted_nodes_size(), 1);  // the changed server alone
+  EXPECT_EQ(delta.upserted_nodes(0).id(), next.nodes(1).id());
   proto::ClusterView applied;
   ASSERT_TRUE(ApplyViewDelta(cut_base, delta, &applied));
   EXPECT_TRUE(MessageDifferencer::Equals(applied, cut_next)) << "expected\n"
                                                              << cut_next.DebugString() << "got\n"
                                                              << applied.DebugString();
+}
+
+// A view's begins are left out when they are the even split (every view a
+// job sends), and filled in again on receipt; any other view keeps them.
+TEST(ViewDelta, EvenBeginsAreLeftOutAndFilledInAgain) {
+  const RangeMap even = RangeMap::Even(3, 1, 1000);
+  proto::ClusterView view = View(5, 4, 0);
+  even.ToProto(view.mutable_ranges());
+  const proto::ClusterView whole = view;
+  LeaveOutEvenBegins(&view);
+  EXPECT_TRUE(view.even_begins());
+  for (const proto::KeyRange& range : view.ranges()) ASSERT_EQ(range.begin(), 0u);
+  EXPECT_LT(view.ByteSizeLong() + 8000, whole.ByteSizeLong());  // about 10 bytes a range
+  FillEvenBegins(&view);
+  EXPECT_TRUE(MessageDifferencer::Equals(view, whole));
+  EXPECT_EQ(RangeMap::FromProto(view.ranges()).begin(999), even.begin(999));
+  // One begin off the split: the view goes whole.
+  proto::ClusterView uneven = whole;
+  uneven.mutable_ranges(7)->set_begin(uneven.ranges(7).begin() + 1);
+  const proto::ClusterView kept = uneven;
+  LeaveOutEvenBegins(&uneven);
+  EXPECT_TRUE(MessageDifferencer::Equals(uneven, kept));
+  FillEvenBegins(&uneven);
+  EXPECT_TRUE(MessageDifferencer::Equals(uneven, kept));
 }
 
 TEST(ViewDelta, RangesAndFieldsChange) {
