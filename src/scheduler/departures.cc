@@ -170,8 +170,8 @@ void Departures::RemoveServer(int id, const std::string& reason, bool may_return
 
 void Departures::DepartEarlierHolder(const proto::NodeInfo& holder, const std::string& reason) {
   const int rank = holder.rank();
-  // A worker's view (the earlier run's, brought back by a worker) names no
-  // worker's address.
+  // An address may be missing from a view an earlier run's node brought
+  // back (none there: nothing is said of it).
   const std::string where = holder.address().empty() ? "" : " at " + holder.address();
   LOG(WARNING) << proto::Role_Name(holder.role()) << " " << rank << " (node " << holder.id()
                << where << ") leaves the cluster: " << reason;
