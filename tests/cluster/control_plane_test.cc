@@ -386,6 +386,64 @@ class SchedulerDyingWithRegisters {
   zmq::socket_t socket_;
 };
 
+// A worker a restarted scheduler tells it was replaced (its rank went to a
+// new node while the scheduler restarted: Meta.replaced) counts itself out of
+// the cluster, as a heartbeat's "left the cluster" makes it, instead of
+// asking again at every heartbeat. The restarted scheduler here is the
+// test's: it asks every node to register again and refuses the worker so.
+TEST(SchedulerRestart, AWorkerToldItWasReplacedCountsItselfOutOfTheCluster) {
+  SchedulerOptions options = testing::LocalScheduler(1, 1);
+  auto scheduler = testing::StartScheduler(options);
+  const int port = scheduler->port();
+  Node server(LocalNode(proto::SERVER, port, /*heartbeat_interval_s=*/0.25));
+  Node worker(LocalNode(proto::WORKER, port, /*heartbeat_interval_s=*/0.25));
+  testing::StartNodes({&server, &worker});
+  scheduler->Stop();
+  scheduler.reset();
+  zmq::context_t context(1);
+  zmq::socket_t socket(context, zmq::socket_type::router);
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::rcvtimeo, 100);
+  socket.bind("tcp://127.0.0.1:" + std::to_string(port));
+  const auto answer = [&](const zmq::message_t& route, const proto::Meta& meta) {
+    const std::string header = meta.SerializeAsString();
+    std::vector<zmq::message_t> reply;
+    reply.emplace_back(route.data(), route.size());
+    reply.emplace_back(header.data(), header.size());
+    zmq::send_multipart(socket, reply);
+  };
+  int server_registers = 0;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        std::vector<zmq::message_t> frames;
+        proto::Meta meta;
+        if (zmq::recv_multipart(socket, std::back_inserter(frames)).has_value() &&
+            frames.size() >= 2 &&
+            meta.ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size()))) {
+          if (meta.command() == proto::HEARTBEAT) {
+            proto::Meta ask = Command(proto::HEARTBEAT, kSchedulerId);
+            ask.set_rejoin(true);
+            answer(frames[0], ask);
+          } else if (meta.command() == proto::REGISTER && meta.node().role() == proto::WORKER) {
+            proto::Meta refusal = Command(proto::REGISTER, kSchedulerId);
+            refusal.set_sequence(meta.sequence());
+            refusal.set_error("WORKER rank 0 went to another node");
+            refusal.set_replaced(true);
+            answer(frames[0], refusal);
+          } else if (meta.command() == proto::REGISTER) {
+            ++server_registers;  // left unanswered: it asks again
+          }
+        }
+        return worker.removed();
+      },
+      15))
+      << "the worker told it was replaced still counts itself in";
+  EXPECT_FALSE(server.removed());
+  EXPECT_GT(server_registers, 0);
+  worker.Stop();
+  server.Stop();
+}
+
 // The scheduler restarts twice, the first restarted one dying before it
 // answered the nodes' REGISTERs. The nodes must register with the second:
 // before, a node whose REGISTER to a restarted scheduler went unanswered
