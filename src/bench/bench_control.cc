@@ -5,10 +5,11 @@
 // it advertises (so the scheduler's registration probe and its connection
 // reach it), sends REGISTER from its own routing id, asks again when told
 // "try again", takes its id from the answer, holds the views it is sent and,
-// once it has one, sends a HEARTBEAT every heartbeat interval. Members parse
-// every message they get (a view whole, its ranges' begins filled in as Node
-// does) but keep only its epoch; a member
-// holds a view once it has parsed it (the time is read after the parse, not
+// once it has one, sends a HEARTBEAT every heartbeat interval (asking for an
+// answer as Node does, after kHeartbeatAnswerAfter intervals of silence).
+// Members parse every message they get (a view whole, its ranges' begins
+// filled in as Node does) but keep only its epoch; a member holds a view
+// once it has parsed it (the time is read after the parse, not
 // when its thread began the batch the message came in). Over "tcp"
 // each member has a ROUTER bound on loopback and a DEALER to the scheduler,
 // as a Node's Van; over "memory" both ends are MemoryNetwork endpoints (the
@@ -286,7 +287,8 @@ class Fleet {
     bool registered = false;
     double register_at = 0;  // when its REGISTER is (again) due
     double next_beat = 0;
-    uint64_t epoch = 0;  // of the view it holds
+    double heard_at = 0;  // its latest message from the scheduler
+    uint64_t epoch = 0;   // of the view it holds
     double first_view_parse_s = -1;
     bool dead = false;
     zmq::socket_t receiver, sender;      // tcp
@@ -343,8 +345,10 @@ class Fleet {
     member.register_at = now + kRegisterUnansweredS;
   }
 
-  void SendHeartbeat(Member& member) {
+  void SendHeartbeat(Member& member, double now) {
     Message beat = CommandMessage(proto::HEARTBEAT);
+    // Asking for an answer as Node does.
+    if (now - member.heard_at >= kHeartbeatAnswerAfter * interval_s_) beat.meta.set_ack(true);
     beat.meta.mutable_node()->set_role(member.role);
     beat.meta.mutable_node()->set_address(member.address);
     Send(member, beat);
@@ -363,6 +367,7 @@ class Fleet {
     // A whole view made whole as Node makes it (its ranges' begins).
     if (message.meta.has_view()) FillEvenBegins(message.meta.mutable_view());
     const double parsed = MonotonicSeconds();
+    member.heard_at = now;
     const proto::Meta& meta = message.meta;
     switch (meta.command()) {
       case proto::REGISTER:
@@ -420,7 +425,7 @@ class Fleet {
       if (!member.registered) {
         if (now >= member.register_at) SendRegister(member, now);
       } else if (member.epoch > 0 && now >= member.next_beat) {
-        SendHeartbeat(member);
+        SendHeartbeat(member, now);
         member.next_beat = std::max(member.next_beat + interval_s_, now);
       }
     }

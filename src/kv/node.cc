@@ -737,6 +737,9 @@ void Node::HeartbeatLoop() {
       std::lock_guard<std::mutex> fields_lock(mutex_);
       if (heartbeat_fields_) heartbeat_fields_(&beat.meta);
     }
+    if (SecondsSinceScheduler() >= kHeartbeatAnswerAfter * options_.heartbeat_interval_s) {
+      beat.meta.set_ack(true);  // answer it: nothing else came for a while
+    }
     // Who this is, for a restarted scheduler that asks it to register again.
     beat.meta.mutable_node()->set_role(options_.role);
     beat.meta.mutable_node()->set_address(van_->address());

@@ -43,6 +43,13 @@
 
 namespace keel {
 
+// A member's heartbeat asks the scheduler for an answer (Meta.ack) once it
+// has heard nothing from it for this many heartbeat intervals: its word then
+// comes every third heartbeat of a quiet cluster, not every one, and a
+// scheduler of 10,000 members sends a third of the answers. A server stops
+// after --scheduler_timeout without word (60 s by default).
+constexpr double kHeartbeatAnswerAfter = 2.5;
+
 // The scheduler's node id.
 constexpr int kSchedulerId = 0;
 

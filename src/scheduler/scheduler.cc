@@ -641,6 +641,10 @@ void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
       reporting.range_pushes_at = MonotonicSeconds();
     }
   }
+  // Answered when asked: a member asks once it has heard nothing for a few
+  // intervals (kHeartbeatAnswerAfter), so most heartbeats of a quiet cluster
+  // cost one message, not two.
+  if (!meta.ack()) return;
   Message ack = ControlMessage(proto::HEARTBEAT);
   SendTo(meta.sender(), ack);
 }
