@@ -229,6 +229,7 @@ class Fleet {
   double killed_at() const { return killed_at_.load(); }
   uint64_t refusals() const { return refusals_.load(); }
   uint64_t acks() const { return acks_.load(); }
+  uint64_t beats() const { return beats_.load(); }
   int id(int index) const { return members_[index].id; }  // after every member has a view
   // Earliest and latest of the times counted by with_view / on_target.
   std::pair<double, double> FirstViewSpan() const { return Span(first_view_at_); }
@@ -349,6 +350,7 @@ class Fleet {
     Message beat = CommandMessage(proto::HEARTBEAT);
     // Asking for an answer as Node does.
     if (now - member.heard_at >= kHeartbeatAnswerAfter * interval_s_) beat.meta.set_ack(true);
+    beats_.fetch_add(1);
     beat.meta.mutable_node()->set_role(member.role);
     beat.meta.mutable_node()->set_address(member.address);
     Send(member, beat);
@@ -504,7 +506,7 @@ class Fleet {
   std::atomic<double> killed_at_{-1};
   std::atomic<uint64_t> target_epoch_{0};
   std::atomic<int> with_view_{0}, on_target_{0};
-  std::atomic<uint64_t> refusals_{0}, acks_{0};
+  std::atomic<uint64_t> refusals_{0}, acks_{0}, beats_{0};
   std::vector<std::thread> threads_;  // last: they use the members above
 };
 
@@ -540,6 +542,7 @@ std::string Json(const ControlReport& r) {
       .Number("scheduler_cpu_share", r.scheduler_cpu_share, kFigureDigits)
       .Number("scheduler_zmq_cpu_share", r.scheduler_zmq_cpu_share, kFigureDigits)
       .Number("process_cpu_share", r.process_cpu_share, kFigureDigits)
+      .Count("heartbeats_sent", r.heartbeats_sent)
       .Count("heartbeats_acked", r.heartbeats_acked)
       .Number("status_s", r.status_s, kFigureDigits)
       .Number("status_json_s", r.status_json_s, kFigureDigits)
@@ -673,6 +676,7 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   const double cpu_start = CpuSeconds(scheduler_tasks), process_start = ProcessCpuSeconds();
   const double zmq_start = CpuSeconds(scheduler_zmq_tasks);
   const uint64_t acks_start = fleet.acks();
+  const uint64_t beats_start = fleet.beats();
   const double window_start = MonotonicSeconds();
   std::this_thread::sleep_for(std::chrono::duration<double>(options.steady_seconds));
   report.steady_seconds = MonotonicSeconds() - window_start;
@@ -681,6 +685,7 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
       (CpuSeconds(scheduler_zmq_tasks) - zmq_start) / report.steady_seconds;
   report.process_cpu_share = (ProcessCpuSeconds() - process_start) / report.steady_seconds;
   report.heartbeats_acked = fleet.acks() - acks_start;
+  report.heartbeats_sent = fleet.beats() - beats_start;
   report.rss_growth_mb = StatusMegabytes("VmRSS") - rss_before;
   // What the status page and the metrics read on every request.
   std::vector<double> status_s;
@@ -743,10 +748,10 @@ int BenchControl(const BenchControlOptions& options) {
               r.first_view_parse_mean_s, r.first_view_parse_max_s);
   std::printf(
       "  scheduler CPU, heartbeats at %gs   %10.1f %% of a core (ZeroMQ's threads %.1f %%; "
-      "process %.1f %%; %llu acks in %.1f s)\n",
+      "process %.1f %%; %llu heartbeats, %llu answered, in %.1f s)\n",
       options.heartbeat_interval_s, 100 * r.scheduler_cpu_share, 100 * r.scheduler_zmq_cpu_share,
-      100 * r.process_cpu_share, static_cast<unsigned long long>(r.heartbeats_acked),
-      r.steady_seconds);
+      100 * r.process_cpu_share, static_cast<unsigned long long>(r.heartbeats_sent),
+      static_cast<unsigned long long>(r.heartbeats_acked), r.steady_seconds);
   std::printf("  Scheduler::status() (status page, metrics) %.4f s (median of 5; %d members)\n",
               r.status_s, r.status_members);
   std::printf("  /status.json as served (500 rows a table) %.4f s, %.1f KB; every row %.4f s, "

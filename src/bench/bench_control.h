@@ -31,7 +31,8 @@ struct ControlReport {
   double scheduler_cpu_share = -1;      // of one core, its threads only
   double scheduler_zmq_cpu_share = -1;  // of that, its ZeroMQ context's threads
   double process_cpu_share = -1;        // scheduler and members
-  uint64_t heartbeats_acked = 0;        // in the window
+  uint64_t heartbeats_sent = 0;         // in the window
+  uint64_t heartbeats_acked = 0;        // answered (those that asked), in the window
   // Scheduler::status(), which the status page and every metrics scrape
   // take (under the scheduler's lock): the median of 5, and its members.
   double status_s = -1;

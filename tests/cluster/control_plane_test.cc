@@ -14,6 +14,7 @@
 #include <vector>
 #include <zmq_addon.hpp>
 
+#include "base/time.h"
 #include "cluster_fixture.h"
 #include "kv/node.h"
 #include "scheduler/scheduler.h"
@@ -444,6 +445,52 @@ TEST(SchedulerRestart, AWorkerToldItWasReplacedCountsItselfOutOfTheCluster) {
   server.Stop();
 }
 
+// A node asks for an answer to its heartbeat only once it has heard nothing
+// from the scheduler for kHeartbeatAnswerAfter intervals: in a quiet cluster,
+// about one heartbeat in three. The scheduler here is the test's, answering
+// those that ask.
+TEST(SchedulerRestart, ANodeAsksForAHeartbeatAnswerOnlyAfterASilence) {
+  SchedulerOptions options = testing::LocalScheduler(1, 1);
+  auto scheduler = testing::StartScheduler(options);
+  const int port = scheduler->port();
+  Node server(LocalNode(proto::SERVER, port, /*heartbeat_interval_s=*/0.1));
+  Node worker(LocalNode(proto::WORKER, port, /*heartbeat_interval_s=*/0.1));
+  testing::StartNodes({&server, &worker});
+  const int server_id = server.id();
+  scheduler->Stop();
+  scheduler.reset();
+  zmq::context_t context(1);
+  zmq::socket_t socket(context, zmq::socket_type::router);
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::rcvtimeo, 100);
+  socket.bind("tcp://127.0.0.1:" + std::to_string(port));
+  int beats = 0, asking = 0;
+  const double until = MonotonicSeconds() + 3;
+  while (MonotonicSeconds() < until) {
+    std::vector<zmq::message_t> frames;
+    proto::Meta meta;
+    if (!zmq::recv_multipart(socket, std::back_inserter(frames)).has_value() || frames.size() < 2 ||
+        !meta.ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size())) ||
+        meta.command() != proto::HEARTBEAT || meta.sender() != server_id) {
+      continue;
+    }
+    ++beats;
+    if (!meta.ack()) continue;
+    ++asking;
+    const std::string header = Command(proto::HEARTBEAT, kSchedulerId).SerializeAsString();
+    std::vector<zmq::message_t> reply;
+    reply.emplace_back(frames[0].data(), frames[0].size());
+    reply.emplace_back(header.data(), header.size());
+    zmq::send_multipart(socket, reply);
+  }
+  EXPECT_GE(beats, 15);  // 30 due
+  EXPECT_GE(asking, 4);
+  EXPECT_LE(asking, beats / 2) << asking << " of " << beats << " heartbeats asked";
+  EXPECT_LT(server.SecondsSinceScheduler(), 1.0);
+  worker.Stop();
+  server.Stop();
+}
+
 // The scheduler restarts twice, the first restarted one dying before it
 // answered the nodes' REGISTERs. The nodes must register with the second:
 // before, a node whose REGISTER to a restarted scheduler went unanswered
@@ -822,6 +869,27 @@ TEST_F(Registration, AWorkerWhoseRankWentToANewNodeWhileAwayIsToldItWasReplaced)
   ASSERT_TRUE(other.Receive(&answer, 10));
   EXPECT_FALSE(answer.replaced());
   EXPECT_NE(answer.error(), "");
+}
+
+// A member's heartbeat is answered when it asks (Meta.ack), not otherwise.
+TEST_F(Registration, AHeartbeatIsAnsweredOnlyWhenItAsks) {
+  Listener own;
+  RawPeer member(SchedulerAddress());
+  member.Send(Register(own.address()));
+  proto::Meta answer;
+  ASSERT_TRUE(own.Receive(&answer, 10));
+  ASSERT_EQ(answer.error(), "");
+  const int id = answer.node().id();
+  proto::Meta beat = Command(proto::HEARTBEAT, id);
+  beat.mutable_node()->set_role(proto::WORKER);
+  beat.mutable_node()->set_address(own.address());
+  member.Send(beat);
+  EXPECT_FALSE(own.Receive(&answer, 1)) << "answered: " << answer.DebugString();
+  beat.set_ack(true);
+  member.Send(beat);
+  ASSERT_TRUE(own.Receive(&answer, 10)) << "a heartbeat that asks was not answered";
+  EXPECT_EQ(answer.command(), proto::HEARTBEAT);
+  EXPECT_EQ(answer.error(), "");
 }
 
 // A worker's view lists no worker: a worker rejoining with one must hold a
