@@ -220,9 +220,9 @@ void RangeChains::ToView(const std::set<int>& live_ranks, proto::ClusterView* vi
   epoch_ = view->epoch();
   ranges_.ToProto(view->mutable_ranges());
   for (int range = 0; range < view->ranges_size(); ++range) {
-    const std::vector<int> home = home_.Chain(range);
-    if (home != ranges_.Chain(range)) {
-      for (int rank : home) view->mutable_ranges(range)->add_home(rank);
+    if (home_.server(range) != ranges_.server(range) ||
+        home_.backups(range) != ranges_.backups(range)) {
+      for (int rank : home_.Chain(range)) view->mutable_ranges(range)->add_home(rank);
     }
     for (int rank : precopy_[range]) view->mutable_ranges(range)->add_precopy(rank);
     for (int rank : copying_[range]) {

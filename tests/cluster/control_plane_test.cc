@@ -339,18 +339,57 @@ TEST(SchedulerRestart, ABarrierWaitsForTheWorkersThatHaveNotRegisteredAgain) {
   scheduler->Stop();
 }
 
-// A scheduler restarted and killed again before it answered the REGISTERs it
-// asked for: a socket of the test's own on the scheduler's port that answers
-// every heartbeat with "register again" and takes every REGISTER without an
-// answer, as a scheduler dies with them (or with its answers unsent).
-class SchedulerDyingWithRegisters {
+// The test's own socket on a stopped scheduler's port, standing in for a
+// restarted one: it takes the nodes' messages and answers what the test says.
+class SchedulerStandIn {
  public:
-  explicit SchedulerDyingWithRegisters(int port)
-      : context_(1), socket_(context_, zmq::socket_type::router) {
+  explicit SchedulerStandIn(int port) : context_(1), socket_(context_, zmq::socket_type::router) {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.set(zmq::sockopt::rcvtimeo, 100);
     socket_.bind("tcp://127.0.0.1:" + std::to_string(port));
   }
+
+  // The next message's header and the route to answer it on; false if none
+  // came within 0.1 s (or it was not a header).
+  bool Receive(proto::Meta* meta, std::string* route) {
+    std::vector<zmq::message_t> frames;
+    if (!zmq::recv_multipart(socket_, std::back_inserter(frames)).has_value() ||
+        frames.size() < 2 ||
+        !meta->ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size()))) {
+      return false;
+    }
+    *route = frames[0].to_string();
+    return true;
+  }
+
+  void Answer(const std::string& route, const proto::Meta& meta) {
+    const std::string header = meta.SerializeAsString();
+    std::vector<zmq::message_t> reply;
+    reply.emplace_back(route.data(), route.size());
+    reply.emplace_back(header.data(), header.size());
+    zmq::send_multipart(socket_, reply);
+  }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+};
+
+// "Register again", as a restarted scheduler answers a heartbeat from a node
+// it does not know.
+proto::Meta AskToRegisterAgain() {
+  proto::Meta ask = Command(proto::HEARTBEAT, kSchedulerId);
+  ask.set_rejoin(true);
+  return ask;
+}
+
+// A scheduler restarted and killed again before it answered the REGISTERs it
+// asked for: it answers every heartbeat with "register again" and takes every
+// REGISTER without an answer, as a scheduler dies with them (or with its
+// answers unsent).
+class SchedulerDyingWithRegisters {
+ public:
+  explicit SchedulerDyingWithRegisters(int port) : stand_in_(port) {}
 
   // Serves until `nodes` distinct nodes sent it a REGISTER; false if they had
   // not after `timeout_s`.
@@ -358,33 +397,18 @@ class SchedulerDyingWithRegisters {
     std::set<int> registering;
     return WaitFor(
         [&] {
-          std::vector<zmq::message_t> frames;
-          if (!zmq::recv_multipart(socket_, std::back_inserter(frames)).has_value() ||
-              frames.size() < 2) {
-            return false;
-          }
           proto::Meta meta;
-          if (!meta.ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size()))) {
-            return false;
-          }
+          std::string route;
+          if (!stand_in_.Receive(&meta, &route)) return false;
           if (meta.command() == proto::REGISTER) registering.insert(meta.node().id());
-          if (meta.command() == proto::HEARTBEAT) {
-            proto::Meta ask = Command(proto::HEARTBEAT, kSchedulerId);
-            ask.set_rejoin(true);
-            const std::string header = ask.SerializeAsString();
-            std::vector<zmq::message_t> reply;
-            reply.emplace_back(frames[0].data(), frames[0].size());
-            reply.emplace_back(header.data(), header.size());
-            zmq::send_multipart(socket_, reply);
-          }
+          if (meta.command() == proto::HEARTBEAT) stand_in_.Answer(route, AskToRegisterAgain());
           return registering.size() >= nodes;
         },
         timeout_s);
   }
 
  private:
-  zmq::context_t context_;
-  zmq::socket_t socket_;
+  SchedulerStandIn stand_in_;
 };
 
 // A worker a restarted scheduler tells it was replaced (its rank went to a
@@ -401,36 +425,21 @@ TEST(SchedulerRestart, AWorkerToldItWasReplacedCountsItselfOutOfTheCluster) {
   testing::StartNodes({&server, &worker});
   scheduler->Stop();
   scheduler.reset();
-  zmq::context_t context(1);
-  zmq::socket_t socket(context, zmq::socket_type::router);
-  socket.set(zmq::sockopt::linger, 0);
-  socket.set(zmq::sockopt::rcvtimeo, 100);
-  socket.bind("tcp://127.0.0.1:" + std::to_string(port));
-  const auto answer = [&](const zmq::message_t& route, const proto::Meta& meta) {
-    const std::string header = meta.SerializeAsString();
-    std::vector<zmq::message_t> reply;
-    reply.emplace_back(route.data(), route.size());
-    reply.emplace_back(header.data(), header.size());
-    zmq::send_multipart(socket, reply);
-  };
+  SchedulerStandIn restarted(port);
   int server_registers = 0;
   EXPECT_TRUE(WaitFor(
       [&] {
-        std::vector<zmq::message_t> frames;
         proto::Meta meta;
-        if (zmq::recv_multipart(socket, std::back_inserter(frames)).has_value() &&
-            frames.size() >= 2 &&
-            meta.ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size()))) {
+        std::string route;
+        if (restarted.Receive(&meta, &route)) {
           if (meta.command() == proto::HEARTBEAT) {
-            proto::Meta ask = Command(proto::HEARTBEAT, kSchedulerId);
-            ask.set_rejoin(true);
-            answer(frames[0], ask);
+            restarted.Answer(route, AskToRegisterAgain());
           } else if (meta.command() == proto::REGISTER && meta.node().role() == proto::WORKER) {
             proto::Meta refusal = Command(proto::REGISTER, kSchedulerId);
             refusal.set_sequence(meta.sequence());
             refusal.set_error("WORKER rank 0 went to another node");
             refusal.set_replaced(true);
-            answer(frames[0], refusal);
+            restarted.Answer(route, refusal);
           } else if (meta.command() == proto::REGISTER) {
             ++server_registers;  // left unanswered: it asks again
           }
@@ -459,29 +468,20 @@ TEST(SchedulerRestart, ANodeAsksForAHeartbeatAnswerOnlyAfterASilence) {
   const int server_id = server.id();
   scheduler->Stop();
   scheduler.reset();
-  zmq::context_t context(1);
-  zmq::socket_t socket(context, zmq::socket_type::router);
-  socket.set(zmq::sockopt::linger, 0);
-  socket.set(zmq::sockopt::rcvtimeo, 100);
-  socket.bind("tcp://127.0.0.1:" + std::to_string(port));
+  SchedulerStandIn quiet(port);
   int beats = 0, asking = 0;
   const double until = MonotonicSeconds() + 3;
   while (MonotonicSeconds() < until) {
-    std::vector<zmq::message_t> frames;
     proto::Meta meta;
-    if (!zmq::recv_multipart(socket, std::back_inserter(frames)).has_value() || frames.size() < 2 ||
-        !meta.ParseFromArray(frames[1].data(), static_cast<int>(frames[1].size())) ||
-        meta.command() != proto::HEARTBEAT || meta.sender() != server_id) {
+    std::string route;
+    if (!quiet.Receive(&meta, &route) || meta.command() != proto::HEARTBEAT ||
+        meta.sender() != server_id) {
       continue;
     }
     ++beats;
     if (!meta.ack()) continue;
     ++asking;
-    const std::string header = Command(proto::HEARTBEAT, kSchedulerId).SerializeAsString();
-    std::vector<zmq::message_t> reply;
-    reply.emplace_back(frames[0].data(), frames[0].size());
-    reply.emplace_back(header.data(), header.size());
-    zmq::send_multipart(socket, reply);
+    quiet.Answer(route, Command(proto::HEARTBEAT, kSchedulerId));
   }
   EXPECT_GE(beats, 15);  // 30 due
   EXPECT_GE(asking, 4);
