@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <random>
 
@@ -396,6 +397,12 @@ bool Node::WaitForShutdown(double timeout_s) {
   }) && shutdown_;
 }
 
+double NextHeartbeatDelay(double wall_now_s, double interval_s) {
+  double delay = interval_s - std::fmod(wall_now_s, interval_s);
+  if (delay < 0.25 * interval_s) delay += interval_s;
+  return delay;
+}
+
 double Node::SecondsSinceScheduler() const {
   return static_cast<double>(MonotonicNanos() - last_scheduler_contact_ns_.load()) * 1e-9;
 }
@@ -727,7 +734,8 @@ bool Node::OnViewDelta(const proto::ViewDelta& delta) {
 void Node::HeartbeatLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopped_) {
-    changed_.wait_for(lock, std::chrono::duration<double>(options_.heartbeat_interval_s),
+    const double delay = NextHeartbeatDelay(WallSeconds(), options_.heartbeat_interval_s);
+    changed_.wait_for(lock, std::chrono::duration<double>(delay),
                       [this] { return stopped_.load(); });
     if (stopped_) break;
     lock.unlock();

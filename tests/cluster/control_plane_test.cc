@@ -4,7 +4,9 @@
 // refuses it (docs/architecture/security.md, "the control plane").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -487,6 +489,43 @@ TEST(SchedulerRestart, ANodeAsksForAHeartbeatAnswerOnlyAfterASilence) {
   EXPECT_GE(asking, 4);
   EXPECT_LE(asking, beats / 2) << asking << " of " << beats << " heartbeats asked";
   EXPECT_LT(server.SecondsSinceScheduler(), 1.0);
+  worker.Stop();
+  server.Stop();
+}
+
+// Every node beats on the wall clock's boundaries (multiples of its interval),
+// so a cluster's heartbeats reach the scheduler together and its threads wake
+// once for many. The nodes start half an interval past a boundary: beating an
+// interval after their own start, as before, they would arrive half an
+// interval off.
+TEST(SchedulerRestart, ANodesHeartbeatsFallOnTheWallClocksBoundaries) {
+  constexpr double kInterval = 0.4;
+  SchedulerOptions options = testing::LocalScheduler(1, 1);
+  auto scheduler = testing::StartScheduler(options);
+  const int port = scheduler->port();
+  const double phase = std::fmod(WallSeconds(), kInterval);
+  std::this_thread::sleep_for(std::chrono::duration<double>(
+      std::fmod(1.5 * kInterval - phase, kInterval)));  // to half past a boundary
+  Node server(LocalNode(proto::SERVER, port, kInterval));
+  Node worker(LocalNode(proto::WORKER, port, kInterval));
+  testing::StartNodes({&server, &worker});
+  scheduler->Stop();
+  scheduler.reset();
+  SchedulerStandIn standing_in(port);
+  std::vector<double> offsets;  // from the nearest boundary, each heartbeat's arrival
+  const double until = MonotonicSeconds() + 2.5;
+  while (MonotonicSeconds() < until) {
+    proto::Meta meta;
+    std::string route;
+    if (!standing_in.Receive(&meta, &route) || meta.command() != proto::HEARTBEAT) continue;
+    const double past = std::fmod(WallSeconds(), kInterval);
+    offsets.push_back(std::min(past, kInterval - past));
+  }
+  ASSERT_GE(offsets.size(), 6u);  // 12 due
+  std::sort(offsets.begin(), offsets.end());
+  EXPECT_LT(offsets[offsets.size() / 2], 0.15 * kInterval)
+      << "median " << offsets[offsets.size() / 2] << " s from a boundary, of " << offsets.size()
+      << " heartbeats";
   worker.Stop();
   server.Stop();
 }
