@@ -5,8 +5,9 @@
 // it advertises (so the scheduler's registration probe and its connection
 // reach it), sends REGISTER from its own routing id, asks again when told
 // "try again", takes its id from the answer, holds the views it is sent and,
-// once it has one, sends a HEARTBEAT every heartbeat interval (asking for an
-// answer as Node does, after kHeartbeatAnswerAfter intervals of silence).
+// once it has one, sends a HEARTBEAT every heartbeat interval, on the wall
+// clock's boundaries (NextHeartbeatDelay), asking for an answer as Node does,
+// after kHeartbeatAnswerAfter intervals of silence.
 // Members parse every message they get (a view whole, its ranges' begins
 // filled in as Node does) but keep only its epoch; a member holds a view
 // once it has parsed it (the time is read after the parse, not
@@ -24,7 +25,11 @@
 #include "bench/bench_control.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +37,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <functional>
@@ -69,6 +75,12 @@ constexpr int kFleetThreads = 2;
 // that socket's watch (two mailboxes); at the member a listener, a mailbox
 // each for its two sockets and both connections' ends. Rounded up.
 constexpr int kTcpDescriptorsPerMember = 11;
+// Of those, the scheduler's end (4.1 measured, rounded up) and the member's
+// (the rest): with the members in processes of their own each process needs
+// only its end's.
+constexpr int kSchedulerDescriptorsPerMember = 5;
+constexpr int kMemberDescriptorsPerMember =
+    kTcpDescriptorsPerMember - kSchedulerDescriptorsPerMember;
 constexpr int kSpareDescriptors = 512;
 // A member refused ("try again") or unanswered asks again after this long.
 constexpr double kRegisterRetryS = 0.25;
@@ -159,33 +171,101 @@ size_t FrameBytes(const std::vector<zmq::message_t>& frames) {
   return bytes;
 }
 
-// The simulated members, served by kFleetThreads threads (member i by thread
-// i % kFleetThreads, which alone touches its state and sockets).
+// What the simulated members and the bench share: the bench's commands to
+// the members, their counts, and each member's times. In memory shared with
+// the member processes (MAP_SHARED, made before they fork) when the members
+// run in processes of their own; atomics (lock-free, so they work across
+// processes) where more than one thread writes or reads while it changes.
+struct Board {
+  static constexpr int kEpochs = 64;  // view bytes kept for epochs below this
+
+  std::atomic<bool> stopping{false}, storm{false};
+  std::atomic<int> kill{-1};  // the member to close, -1: none
+  std::atomic<double> killed_at{-1};
+  std::atomic<uint64_t> target_epoch{0};
+  std::atomic<int> with_view{0}, on_target{0};
+  std::atomic<uint64_t> refusals{0}, acks{0}, beats{0};
+  std::atomic<uint64_t> view_bytes[kEpochs] = {};  // by epoch
+  // Member processes: the scheduler's address once it listens, and how many
+  // processes have their members' sockets (or failed to make them).
+  std::atomic<bool> address_set{false};
+  char scheduler_address[128] = {};
+  std::atomic<int> processes_ready{0}, processes_failed{0};
+  // Then, for each of the `nodes` members: when it held its first view, when
+  // it held the watched epoch (-1: not yet), its first view's parse, its id.
+};
+static_assert(std::atomic<double>::is_always_lock_free && std::atomic<int>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free,
+              "the board's atomics are shared across processes");
+
+// A Board and its per-member arrays in one anonymous shared mapping.
+class SharedBoard {
+ public:
+  explicit SharedBoard(int nodes) : nodes_(nodes) {
+    bytes_ = sizeof(Board) + static_cast<size_t>(nodes) * (3 * sizeof(double) + sizeof(int));
+    void* memory = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) throw MakeError("cannot map ", bytes_, " bytes for the members");
+    board_ = new (memory) Board();
+    first_view_at_ = reinterpret_cast<double*>(board_ + 1);
+    target_at_ = first_view_at_ + nodes;
+    parse_s_ = target_at_ + nodes;
+    ids_ = reinterpret_cast<int*>(parse_s_ + nodes);
+    std::fill(first_view_at_, first_view_at_ + 3 * static_cast<size_t>(nodes), -1.0);
+    std::fill(ids_, ids_ + nodes, 0);
+  }
+  ~SharedBoard() {
+    board_->~Board();
+    munmap(board_, bytes_);
+  }
+  SharedBoard(const SharedBoard&) = delete;
+  SharedBoard& operator=(const SharedBoard&) = delete;
+
+  Board& board() const { return *board_; }
+  int nodes() const { return nodes_; }
+  double* first_view_at() const { return first_view_at_; }
+  double* target_at() const { return target_at_; }
+  double* parse_s() const { return parse_s_; }
+  int* ids() const { return ids_; }
+
+ private:
+  const int nodes_;
+  size_t bytes_ = 0;
+  Board* board_ = nullptr;
+  double *first_view_at_ = nullptr, *target_at_ = nullptr, *parse_s_ = nullptr;
+  int* ids_ = nullptr;
+};
+
+// Members [begin, end) of the simulated ones, served by kFleetThreads threads
+// (member i by thread (i - begin) % kFleetThreads, which alone touches its
+// state and sockets), reporting on a SharedBoard.
 class Fleet {
  public:
-  Fleet(int nodes, int servers, double heartbeat_interval_s, std::shared_ptr<MemoryNetwork> network,
-        const std::string& scheduler_address)
+  Fleet(const SharedBoard& shared, int begin, int end, int servers, double heartbeat_interval_s,
+        std::shared_ptr<MemoryNetwork> network, const std::string& scheduler_address)
       : interval_s_(heartbeat_interval_s),
         network_(std::move(network)),
         scheduler_address_(scheduler_address),
-        members_(nodes),
-        first_view_at_(nodes, -1),
-        target_at_(nodes, -1),
+        shared_(shared),
+        board_(shared.board()),
+        begin_(begin),
+        members_(end - begin),
         shards_(kFleetThreads) {
     if (!network_) {
+      const int sockets = 2 * (end - begin) + 64;
       context_ = std::make_unique<zmq::context_t>(1);
-      if (zmq_ctx_set(context_->handle(), ZMQ_MAX_SOCKETS, 2 * nodes + 64) != 0) {
-        throw MakeError("cannot allow ", 2 * nodes + 64, " ZeroMQ sockets");
+      if (zmq_ctx_set(context_->handle(), ZMQ_MAX_SOCKETS, sockets) != 0) {
+        throw MakeError("cannot allow ", sockets, " ZeroMQ sockets");
       }
     }
-    std::mt19937_64 random(7);
-    for (int i = 0; i < nodes; ++i) {
-      Member& member = members_[i];
-      member.role = i < servers ? proto::SERVER : proto::WORKER;
+    std::mt19937_64 random(7 + begin);
+    for (int local = 0; local < end - begin; ++local) {
+      Member& member = members_[local];
+      const int index = begin + local;
+      member.role = index < servers ? proto::SERVER : proto::WORKER;
       member.routing_id = RandomRoutingId();
       member.phase = std::uniform_real_distribution<double>(0, 1)(random);
       if (network_) {
-        member.endpoint = std::make_unique<Endpoint>(&shards_[i % kFleetThreads], i);
+        member.endpoint = std::make_unique<Endpoint>(&shards_[local % kFleetThreads], local);
         member.address = network_->Bind(member.endpoint.get(), member.routing_id);
         continue;
       }
@@ -218,46 +298,6 @@ class Fleet {
     if (context_) context_->close();
   }
 
-  void Storm() { storm_ = true; }
-  // The owning thread closes member `index` (at once) and notes when.
-  void Kill(int index) { kill_ = index; }
-  // Members reaching a view of `epoch` or later are counted from now on.
-  void Watch(uint64_t epoch) { target_epoch_ = epoch; }
-
-  int with_view() const { return with_view_.load(std::memory_order_acquire); }
-  int on_target() const { return on_target_.load(std::memory_order_acquire); }
-  double killed_at() const { return killed_at_.load(); }
-  uint64_t refusals() const { return refusals_.load(); }
-  uint64_t acks() const { return acks_.load(); }
-  uint64_t beats() const { return beats_.load(); }
-  int id(int index) const { return members_[index].id; }  // after every member has a view
-  // Earliest and latest of the times counted by with_view / on_target.
-  std::pair<double, double> FirstViewSpan() const { return Span(first_view_at_); }
-  std::pair<double, double> TargetSpan() const { return Span(target_at_); }
-  // The mean and the longest of the members' parses of their first view
-  // (-1 if none has one).
-  std::pair<double, double> FirstViewParse() const {
-    double sum = 0, longest = -1;
-    int count = 0;
-    for (const Member& member : members_) {
-      if (member.first_view_parse_s < 0) continue;
-      sum += member.first_view_parse_s;
-      longest = std::max(longest, member.first_view_parse_s);
-      ++count;
-    }
-    return {count > 0 ? sum / count : -1, longest};
-  }
-  // Bytes of VIEW messages of `epoch` every member got.
-  uint64_t ViewBytes(uint64_t epoch) {
-    uint64_t bytes = 0;
-    for (Shard& shard : shards_) {
-      std::lock_guard<std::mutex> lock(shard.mutex);
-      const auto found = shard.view_bytes.find(epoch);
-      if (found != shard.view_bytes.end()) bytes += found->second;
-    }
-    return bytes;
-  }
-
  private:
   struct Shard;
   class Endpoint : public MemoryNetwork::Endpoint {
@@ -282,7 +322,7 @@ class Fleet {
   struct Member {
     proto::Role role = proto::WORKER;
     std::string routing_id, address;
-    double phase = 0;  // of its heartbeats, in intervals
+    double phase = 0;  // in [0, 1): spreads its registration retries
     int id = 0;
     uint64_t nonce = 0;
     bool registered = false;
@@ -290,27 +330,15 @@ class Fleet {
     double next_beat = 0;
     double heard_at = 0;  // its latest message from the scheduler
     uint64_t epoch = 0;   // of the view it holds
-    double first_view_parse_s = -1;
     bool dead = false;
     zmq::socket_t receiver, sender;      // tcp
     std::unique_ptr<Endpoint> endpoint;  // memory
   };
   struct Shard {
-    std::mutex mutex;  // inbox and view_bytes
+    std::mutex mutex;  // inbox
     std::condition_variable arrived;
     std::deque<std::pair<int, std::vector<zmq::message_t>>> inbox;  // memory
-    std::map<uint64_t, uint64_t> view_bytes;                        // epoch -> bytes
   };
-
-  static std::pair<double, double> Span(const std::vector<double>& times) {
-    double first = -1, last = -1;
-    for (double at : times) {
-      if (at < 0) continue;
-      first = first < 0 ? at : std::min(first, at);
-      last = std::max(last, at);
-    }
-    return {first, last};
-  }
 
   void Close(Member& member) {
     member.dead = true;
@@ -350,7 +378,7 @@ class Fleet {
     Message beat = CommandMessage(proto::HEARTBEAT);
     // Asking for an answer as Node does.
     if (now - member.heard_at >= kHeartbeatAnswerAfter * interval_s_) beat.meta.set_ack(true);
-    beats_.fetch_add(1);
+    board_.beats.fetch_add(1);
     beat.meta.mutable_node()->set_role(member.role);
     beat.meta.mutable_node()->set_address(member.address);
     Send(member, beat);
@@ -374,21 +402,18 @@ class Fleet {
     switch (meta.command()) {
       case proto::REGISTER:
         if (!meta.error().empty()) {
-          refusals_.fetch_add(1);
+          board_.refusals.fetch_add(1);
           member.register_at = now + kRegisterRetryS * (1 + member.phase);
         } else if (meta.sequence() == member.nonce && !member.registered) {
           member.id = meta.node().id();
           member.registered = true;
+          shared_.ids()[begin_ + index] = member.id;
         }
         break;
       case proto::VIEW: {
         const bool delta = meta.has_view_delta();
         const uint64_t epoch = delta ? meta.view_delta().fields().epoch() : meta.view().epoch();
-        {
-          Shard& shard = shards_[index % kFleetThreads];
-          std::lock_guard<std::mutex> lock(shard.mutex);
-          shard.view_bytes[epoch] += bytes;
-        }
+        if (epoch < Board::kEpochs) board_.view_bytes[epoch].fetch_add(bytes);
         if (epoch <= member.epoch) break;
         if (delta && meta.view_delta().base_epoch() != member.epoch) {
           // Not a change from the view it holds: it asks for the whole view,
@@ -398,21 +423,23 @@ class Fleet {
           break;
         }
         if (member.epoch == 0) {
-          member.next_beat = now + interval_s_ * member.phase;
-          member.first_view_parse_s = parsed - start;
-          first_view_at_[index] = parsed;
-          with_view_.fetch_add(1, std::memory_order_release);
+          // On the wall clock's boundaries, as Node beats.
+          member.next_beat = now + NextHeartbeatDelay(WallSeconds(), interval_s_);
+          shared_.parse_s()[begin_ + index] = parsed - start;
+          shared_.first_view_at()[begin_ + index] = parsed;
+          board_.with_view.fetch_add(1, std::memory_order_release);
         }
         member.epoch = epoch;
-        const uint64_t target = target_epoch_.load();
-        if (target > 0 && epoch >= target && target_at_[index] < 0) {
-          target_at_[index] = parsed;
-          on_target_.fetch_add(1, std::memory_order_release);
+        const uint64_t target = board_.target_epoch.load();
+        double& target_at = shared_.target_at()[begin_ + index];
+        if (target > 0 && epoch >= target && target_at < 0) {
+          target_at = parsed;
+          board_.on_target.fetch_add(1, std::memory_order_release);
         }
         break;
       }
       case proto::HEARTBEAT:
-        acks_.fetch_add(1);
+        board_.acks.fetch_add(1);
         break;
       default:
         break;
@@ -477,15 +504,16 @@ class Fleet {
   }
 
   void Run(int t) {
-    while (!stopping_) {
+    while (!stopping_ && !board_.stopping) {
       const double now = MonotonicSeconds();
-      const int kill = kill_.load();
-      if (kill >= 0 && kill % kFleetThreads == t) {
-        Close(members_[kill]);
-        killed_at_ = MonotonicSeconds();
-        kill_ = -1;
+      const int kill = board_.kill.load();
+      if (kill >= begin_ && kill < begin_ + static_cast<int>(members_.size()) &&
+          (kill - begin_) % kFleetThreads == t) {
+        Close(members_[kill - begin_]);
+        board_.killed_at = MonotonicSeconds();
+        board_.kill = -1;
       }
-      if (storm_) SendDue(t, now);
+      if (board_.storm) SendDue(t, now);
       if (network_) {
         ReceiveFromMemory(shards_[t], 0.005);
       } else {
@@ -497,17 +525,169 @@ class Fleet {
   const double interval_s_;
   const std::shared_ptr<MemoryNetwork> network_;
   const std::string scheduler_address_;
+  const SharedBoard& shared_;
+  Board& board_;
+  const int begin_;                          // the first member's index
   std::unique_ptr<zmq::context_t> context_;  // tcp
-  std::vector<Member> members_;
-  std::vector<double> first_view_at_, target_at_;  // -1: not yet
+  std::vector<Member> members_;              // by index - begin_
   std::vector<Shard> shards_;
-  std::atomic<bool> stopping_{false}, storm_{false};
-  std::atomic<int> kill_{-1};
-  std::atomic<double> killed_at_{-1};
-  std::atomic<uint64_t> target_epoch_{0};
-  std::atomic<int> with_view_{0}, on_target_{0};
-  std::atomic<uint64_t> refusals_{0}, acks_{0}, beats_{0};
+  std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;  // last: they use the members above
+};
+
+// The simulated members, in this process (one Fleet) or, over TCP when their
+// sockets do not fit beside the scheduler's in one process's descriptors, in
+// `processes` processes of their own (a Fleet each over a share of them),
+// forked before the scheduler starts (no thread runs then) and told its
+// address through the board.
+class SimulatedMembers {
+ public:
+  SimulatedMembers(int nodes, int servers, double heartbeat_interval_s,
+                   std::shared_ptr<MemoryNetwork> network, int processes)
+      : shared_(nodes),
+        servers_(servers),
+        interval_s_(heartbeat_interval_s),
+        network_(std::move(network)) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    for (int p = 0; p < processes; ++p) {
+      const int begin = static_cast<int>(static_cast<int64_t>(nodes) * p / processes);
+      const int end = static_cast<int>(static_cast<int64_t>(nodes) * (p + 1) / processes);
+      const pid_t pid = fork();
+      if (pid < 0) {
+        Stop();
+        throw MakeError("cannot start a process for members ", begin, "-", end - 1, ": ",
+                        std::strerror(errno));
+      }
+      if (pid == 0) RunProcess(begin, end);  // does not return
+      children_.push_back(pid);
+    }
+  }
+
+  ~SimulatedMembers() { Stop(); }
+  SimulatedMembers(const SimulatedMembers&) = delete;
+  SimulatedMembers& operator=(const SimulatedMembers&) = delete;
+
+  // Once the scheduler listens at `address`: the members make their sockets
+  // (and, in processes, report they have).
+  void Start(const std::string& address, double timeout_s) {
+    if (children_.empty()) {
+      fleet_ = std::make_unique<Fleet>(shared_, 0, shared_.nodes(), servers_, interval_s_, network_,
+                                       address);
+      return;
+    }
+    Board& board = shared_.board();
+    std::snprintf(board.scheduler_address, sizeof(board.scheduler_address), "%s", address.c_str());
+    board.address_set.store(true, std::memory_order_release);
+    const double deadline = MonotonicSeconds() + timeout_s;
+    const auto processes = static_cast<int>(children_.size());
+    while (board.processes_ready + board.processes_failed < processes &&
+           MonotonicSeconds() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (board.processes_ready < processes) {
+      throw MakeError(processes - board.processes_ready, " of ", processes,
+                      " member processes could not make their sockets");
+    }
+  }
+
+  // Ends the members: a Fleet here stops; the processes stop theirs and exit
+  // (each waited for up to 30 s, then killed).
+  void Stop() {
+    shared_.board().stopping = true;
+    if (fleet_) fleet_->Stop();
+    for (pid_t pid : children_) {
+      const double deadline = MonotonicSeconds() + 30;
+      int status = 0;
+      while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (MonotonicSeconds() >= deadline) {
+          kill(pid, SIGKILL);
+          waitpid(pid, &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    children_.clear();
+  }
+
+  void Storm() { shared_.board().storm = true; }
+  // Member `index` is closed (at once) by its thread, which notes when.
+  void Kill(int index) { shared_.board().kill = index; }
+  // Members reaching a view of `epoch` or later are counted from now on.
+  void Watch(uint64_t epoch) { shared_.board().target_epoch = epoch; }
+
+  int with_view() const { return shared_.board().with_view.load(std::memory_order_acquire); }
+  int on_target() const { return shared_.board().on_target.load(std::memory_order_acquire); }
+  double killed_at() const { return shared_.board().killed_at.load(); }
+  uint64_t refusals() const { return shared_.board().refusals.load(); }
+  uint64_t acks() const { return shared_.board().acks.load(); }
+  uint64_t beats() const { return shared_.board().beats.load(); }
+  int id(int index) const { return shared_.ids()[index]; }  // once every member has a view
+  // Earliest and latest of the times counted by with_view / on_target.
+  std::pair<double, double> FirstViewSpan() const { return Span(shared_.first_view_at()); }
+  std::pair<double, double> TargetSpan() const { return Span(shared_.target_at()); }
+  // The mean and the longest of the members' parses of their first view (-1
+  // if none has one).
+  std::pair<double, double> FirstViewParse() const {
+    double sum = 0, longest = -1;
+    int count = 0;
+    for (int i = 0; i < shared_.nodes(); ++i) {
+      const double parse = shared_.parse_s()[i];
+      if (parse < 0) continue;
+      sum += parse;
+      longest = std::max(longest, parse);
+      ++count;
+    }
+    return {count > 0 ? sum / count : -1, longest};
+  }
+  // Bytes of VIEW messages of `epoch` every member got.
+  uint64_t ViewBytes(uint64_t epoch) const {
+    return epoch < Board::kEpochs ? shared_.board().view_bytes[epoch].load() : 0;
+  }
+
+ private:
+  std::pair<double, double> Span(const double* times) const {
+    double first = -1, last = -1;
+    for (int i = 0; i < shared_.nodes(); ++i) {
+      if (times[i] < 0) continue;
+      first = first < 0 ? times[i] : std::min(first, times[i]);
+      last = std::max(last, times[i]);
+    }
+    return {first, last};
+  }
+
+  // A member process: waits for the scheduler's address, serves members
+  // [begin, end) until told to stop, and exits (never returns; dies with
+  // the bench).
+  [[noreturn]] void RunProcess(int begin, int end) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    Board& board = shared_.board();
+    int code = 0;
+    try {
+      while (!board.address_set.load(std::memory_order_acquire) && !board.stopping) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (!board.stopping) {
+        Fleet fleet(shared_, begin, end, servers_, interval_s_, nullptr, board.scheduler_address);
+        board.processes_ready.fetch_add(1);
+        while (!board.stopping) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        fleet.Stop();
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "members %d-%d: %s\n", begin, end - 1, e.what());
+      board.processes_failed.fetch_add(1);
+      code = 1;
+    }
+    _exit(code);
+  }
+
+  SharedBoard shared_;
+  const int servers_;
+  const double interval_s_;
+  const std::shared_ptr<MemoryNetwork> network_;
+  std::vector<pid_t> children_;
+  std::unique_ptr<Fleet> fleet_;
 };
 
 // Waits until `done()` or `timeout_s`; false on timeout.
@@ -529,6 +709,7 @@ std::string Json(const ControlReport& r) {
       .Integer("workers", r.workers)
       .Integer("key_ranges", r.key_ranges)
       .String("transport", r.transport)
+      .Integer("member_processes", r.member_processes)
       .Bool("view_deltas", r.view_deltas)
       .Number("storm_to_view_sent_s", r.storm_to_view_sent_s, kFigureDigits)
       .Number("storm_to_first_member_view_s", r.storm_to_first_member_view_s, kFigureDigits)
@@ -601,25 +782,54 @@ void MeasureStatusServing(const Scheduler& scheduler, ControlReport* report) {
 ControlReport RunControlBench(const BenchControlOptions& options) {
   if (options.nodes < 2) throw MakeError("--nodes ", options.nodes, ": at least 2");
   const int limit = RaiseDescriptorLimit();
+  // Over TCP: both ends in this process up to `tcp_fit` members; beyond, the
+  // members in processes of their own, up to what the scheduler's end fits.
   const int tcp_fit = (limit - kSpareDescriptors) / kTcpDescriptorsPerMember;
+  const int scheduler_fit = (limit - kSpareDescriptors) / kSchedulerDescriptorsPerMember;
+  const int process_fit = (limit - kSpareDescriptors) / kMemberDescriptorsPerMember;
   std::string transport = options.transport;
-  if (transport == "auto") transport = options.nodes <= tcp_fit ? "tcp" : "memory";
+  if (transport == "auto") transport = options.nodes <= scheduler_fit ? "tcp" : "memory";
   if (transport != "tcp" && transport != "memory") {
     throw MakeError("--transport '", options.transport, "': expected tcp, memory or auto");
   }
-  if (transport == "tcp" && options.nodes > tcp_fit) {
+  if (transport == "tcp" && options.nodes > scheduler_fit) {
     throw MakeError("--nodes ", options.nodes, " over tcp needs about ",
-                    options.nodes * kTcpDescriptorsPerMember + kSpareDescriptors,
-                    " descriptors and the limit is ", limit, ": at most ", tcp_fit,
-                    " (or --transport=memory)");
+                    options.nodes * kSchedulerDescriptorsPerMember + kSpareDescriptors,
+                    " descriptors for the scheduler's ends and the limit is ", limit, ": at most ",
+                    scheduler_fit, " (or --transport=memory)");
+  }
+  int processes = 0;
+  if (transport == "tcp") {
+    const int needed = (options.nodes + process_fit - 1) / process_fit;
+    processes = options.member_processes >= 0 ? options.member_processes
+                : options.nodes <= tcp_fit    ? 0
+                                              : needed;
+    if (processes > 0 && processes < needed) {
+      throw MakeError("--member_processes ", processes, ": ", options.nodes,
+                      " members need at least ", needed, " (", process_fit, " a process)");
+    }
+    if (processes == 0 && options.nodes > tcp_fit) {
+      throw MakeError("--member_processes 0: ", options.nodes, " members and the scheduler ",
+                      "need about ", options.nodes * kTcpDescriptorsPerMember + kSpareDescriptors,
+                      " descriptors in one process and the limit is ", limit);
+    }
+  } else if (options.member_processes > 0) {
+    throw MakeError("--member_processes ", options.member_processes,
+                    ": members in processes of their own need --transport=tcp");
   }
   ControlReport report;
+  report.member_processes = processes;
   report.nodes = options.nodes;
   report.servers = std::max(1, options.nodes / 10);
   report.workers = options.nodes - report.servers;
   report.key_ranges = std::max(options.key_ranges, report.servers);
   report.transport = transport;
 
+  std::shared_ptr<MemoryNetwork> network;
+  if (transport == "memory") network = std::make_shared<MemoryNetwork>();
+  // First: member processes fork before any thread starts.
+  SimulatedMembers fleet(options.nodes, report.servers, options.heartbeat_interval_s, network,
+                         processes);
   const double rss_before = StatusMegabytes("VmRSS");
   const std::set<int> before = Tasks();
   SchedulerOptions scheduler_options;
@@ -629,8 +839,6 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   scheduler_options.key_ranges = report.key_ranges;
   scheduler_options.view_deltas = options.view_deltas;
   report.view_deltas = options.view_deltas;
-  std::shared_ptr<MemoryNetwork> network;
-  if (transport == "memory") network = std::make_shared<MemoryNetwork>();
   scheduler_options.memory_network = network;
   Scheduler scheduler(scheduler_options);
   scheduler.Start();
@@ -643,8 +851,7 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   // (Over a MemoryNetwork the scheduler holds the first address, on 127.0.0.1.)
   const std::string scheduler_address = "127.0.0.1:" + std::to_string(scheduler.port());
 
-  Fleet fleet(options.nodes, report.servers, options.heartbeat_interval_s, network,
-              scheduler_address);
+  fleet.Start(scheduler_address, options.timeout_s);
   const int descriptors_before = OpenDescriptors();
 
   // The storm.
@@ -734,8 +941,12 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
 
 int BenchControl(const BenchControlOptions& options) {
   const ControlReport r = RunControlBench(options);
-  std::printf("control plane: %d members (%d servers, %d workers), %d key ranges, over %s, %s\n",
+  std::printf("control plane: %d members (%d servers, %d workers), %d key ranges, over %s%s, %s\n",
               r.nodes, r.servers, r.workers, r.key_ranges, r.transport.c_str(),
+              r.member_processes > 0 ? (" (the members in " + std::to_string(r.member_processes) +
+                                        " processes of their own)")
+                                           .c_str()
+                                     : "",
               r.view_deltas ? "view deltas" : "whole views");
   std::printf("  storm -> view 1 sent to every member %7.3f s  (the scheduler's part)\n",
               r.storm_to_view_sent_s);
@@ -767,8 +978,9 @@ int BenchControl(const BenchControlOptions& options) {
               r.kill_to_all_views_s, r.members_on_new_view, r.living_members,
               r.detection_to_all_views_s);
   std::printf("  failure view, bytes to all        %10.1f MB\n", r.failure_view_bytes / 1e6);
-  std::printf("  memory: RSS +%.1f MB, peak %.1f MB; %.2f descriptors a member (both ends)\n",
-              r.rss_growth_mb, r.peak_rss_mb, r.descriptors_per_member);
+  std::printf("  memory: RSS +%.1f MB, peak %.1f MB; %.2f descriptors a member (%s)\n",
+              r.rss_growth_mb, r.peak_rss_mb, r.descriptors_per_member,
+              r.member_processes > 0 ? "the scheduler's end" : "both ends");
   std::printf("%s\n", Json(r).c_str());
   std::fflush(stdout);
   const bool complete =

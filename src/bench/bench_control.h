@@ -15,6 +15,7 @@ namespace keel {
 struct ControlReport {
   int nodes = 0, servers = 0, workers = 0, key_ranges = 0;
   std::string transport;    // "tcp" or "memory"
+  int member_processes = 0;  // over tcp: processes of the members' own (0: in the scheduler's)
   bool view_deltas = true;  // SchedulerOptions::view_deltas
   // The storm: every member sends REGISTER at once.
   double storm_to_view_sent_s = -1;          // until the scheduler had sent view 1 to all
@@ -30,7 +31,7 @@ struct ControlReport {
   double steady_seconds = 0;
   double scheduler_cpu_share = -1;      // of one core, its threads only
   double scheduler_zmq_cpu_share = -1;  // of that, its ZeroMQ context's threads
-  double process_cpu_share = -1;        // scheduler and members
+  double process_cpu_share = -1;        // this process: scheduler and members in it
   uint64_t heartbeats_sent = 0;         // in the window
   uint64_t heartbeats_acked = 0;        // answered (those that asked), in the window
   // Scheduler::status(), which the status page and every metrics scrape
@@ -52,9 +53,10 @@ struct ControlReport {
   uint64_t failure_view_bytes = 0;  // the new view's bytes to every member
   uint64_t departures = 0;          // the scheduler's count (1: the one killed)
   // Memory and descriptors.
-  double rss_growth_mb = 0;           // over the run: scheduler and members
-  double peak_rss_mb = 0;             // the process's
-  double descriptors_per_member = 0;  // the process's, over the storm (both ends)
+  double rss_growth_mb = 0;  // over the run: this process's (scheduler, members in it)
+  double peak_rss_mb = 0;    // this process's
+  double descriptors_per_member =
+      0;  // this process's, over the storm (both ends or the scheduler's)
 };
 
 // Runs the benchmark once. Throws Error on bad options.

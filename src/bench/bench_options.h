@@ -138,6 +138,10 @@ struct BenchControlOptions {
   // "tcp" (real sockets on loopback), "memory" (MemoryNetwork) or "auto"
   // (tcp where the descriptor limit allows).
   std::string transport = "auto";
+  // Over tcp, processes for the members apart from the scheduler's (each then
+  // needs only its end's descriptors); -1: none while both ends fit in one
+  // process, else as many as the members' descriptors need.
+  int member_processes = -1;
   double heartbeat_interval_s = 1;  // Node's default
   bool view_deltas = true;          // SchedulerOptions::view_deltas (false: whole views)
   double steady_seconds = 5;        // the steady-state window

@@ -51,6 +51,10 @@ DEFINE_string(transport, "auto",
               "bench control: tcp (the members on loopback sockets, as far as the descriptor "
               "limit allows), memory (an in-process transport, for more members), or auto "
               "(tcp where it fits)");
+DEFINE_int32(member_processes, -1,
+             "bench control over tcp: processes for the simulated members apart from the "
+             "scheduler's, so that each process's descriptors hold only its ends (-1: as many as "
+             "the members need, none while they fit beside the scheduler)");
 DEFINE_bool(view_deltas, true,
             "bench control: the scheduler sends each view change as a delta from the view "
             "before (false: the whole view to every member, for comparison)");
@@ -62,11 +66,11 @@ namespace keel {
 
 std::vector<FlagGroup> BenchFlagGroups() {
   return {{"benchmark",
-           {"bench_out",    "mode",          "dense_sizes",   "sparse_widths",   "sparse_keys",
-            "key_space",    "memory_keys",   "bench_seconds", "inflight",        "small",
-            "zmq_baseline", "workload",      "curve",         "checkpoint_keys", "changed_share",
-            "rounds",       "distinct_keys", "reshard_keys",  "reshard_width",   "nodes",
-            "transport",    "view_deltas"}}};
+           {"bench_out",    "mode",          "dense_sizes",     "sparse_widths",   "sparse_keys",
+            "key_space",    "memory_keys",   "bench_seconds",   "inflight",        "small",
+            "zmq_baseline", "workload",      "curve",           "checkpoint_keys", "changed_share",
+            "rounds",       "distinct_keys", "reshard_keys",    "reshard_width",   "nodes",
+            "transport",    "view_deltas",   "member_processes"}}};
 }
 namespace {
 
@@ -276,6 +280,8 @@ BenchControlOptions BenchControlOptionsFromFlags() {
   options.heartbeat_interval_s = FLAGS_heartbeat_interval;
   options.steady_seconds = std::max(5.0, FLAGS_bench_seconds);
   options.view_deltas = FLAGS_view_deltas;
+  RequireInRange("member_processes", FLAGS_member_processes, -1, 64);
+  options.member_processes = FLAGS_member_processes;
   return options;
 }
 

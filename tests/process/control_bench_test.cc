@@ -5,6 +5,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/json_reader.h"
 #include "test_util.h"
@@ -66,10 +67,12 @@ void ExpectSaneReport(const std::string& output, const std::string& transport) {
 
 // `keel bench control` with 50 members over `transport`: finished, exit 0,
 // a sane report (ExpectSaneReport). Returns its output.
-std::string RunFiftyMembers(const std::string& transport) {
-  const auto exit = testing::Run({testing::KeelBinary(), "bench", "control", "--nodes=50",
-                                  "--transport=" + transport, "--minloglevel=1"},
-                                 120);
+std::string RunFiftyMembers(const std::string& transport, const std::string& more = "") {
+  std::vector<std::string> command = {
+      testing::KeelBinary(),      "bench",          "control", "--nodes=50",
+      "--transport=" + transport, "--minloglevel=1"};
+  if (!more.empty()) command.push_back(more);
+  const auto exit = testing::Run(command, 120);
   EXPECT_TRUE(exit.finished) << exit.output;
   EXPECT_EQ(exit.code, 0) << exit.output;
   if (exit.finished && exit.code == 0) ExpectSaneReport(exit.output, transport);
@@ -83,6 +86,27 @@ TEST(ControlBench, FiftyMembersOverTcpAllGetEachView) {
 }
 
 TEST(ControlBench, FiftyMembersInProcessAllGetEachView) { RunFiftyMembers("memory"); }
+
+// Over TCP with the members in processes of their own (as for more members
+// than one process's descriptors hold beside the scheduler's): the same run.
+TEST(ControlBench, FiftyMembersInTwoProcessesOfTheirOwnAllGetEachView) {
+  const std::string output = RunFiftyMembers("tcp", "--member_processes=2");
+  if (HasFailure()) return;
+  EXPECT_EQ(Number(Report(output), "member_processes"), 2);
+  EXPECT_NE(output.find("the members in 2 processes of their own"), std::string::npos) << output;
+}
+
+TEST(ControlBench, MembersInProcessesOfTheirOwnNeedTcp) {
+  const auto exit = testing::Run({testing::KeelBinary(), "bench", "control", "--nodes=50",
+                                  "--transport=memory", "--member_processes=2"},
+                                 30);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  EXPECT_NE(exit.code, 0);
+  EXPECT_NE(exit.output.find("--member_processes 2: members in processes of their own need "
+                             "--transport=tcp"),
+            std::string::npos)
+      << exit.output;
+}
 
 TEST(ControlBench, RefusesAnUnknownTransport) {
   const auto exit = testing::Run(
