@@ -73,8 +73,10 @@ constexpr int kFleetThreads = 2;
 // Descriptors a member costs over TCP, both ends in this process: at the
 // scheduler its connection in, its send socket (connection and mailbox) and
 // that socket's watch (two mailboxes); at the member a listener, a mailbox
-// each for its two sockets and both connections' ends. Rounded up.
-constexpr int kTcpDescriptorsPerMember = 11;
+// each for its two sockets and both connections' ends; a worker relaying its
+// heartbeats a socket to its server (mailbox, connection) and the server's
+// end. Rounded up.
+constexpr int kTcpDescriptorsPerMember = 14;
 // Of those, the scheduler's end (4.1 measured, rounded up) and the member's
 // (the rest): with the members in processes of their own each process needs
 // only its end's.
@@ -184,7 +186,8 @@ struct Board {
   std::atomic<double> killed_at{-1};
   std::atomic<uint64_t> target_epoch{0};
   std::atomic<int> with_view{0}, on_target{0};
-  std::atomic<uint64_t> refusals{0}, acks{0}, beats{0};
+  // Heartbeats to the scheduler (beats) and, relaying, to a server.
+  std::atomic<uint64_t> refusals{0}, acks{0}, beats{0}, relayed_beats{0};
   std::atomic<uint64_t> view_bytes[kEpochs] = {};  // by epoch
   // Member processes: the scheduler's address once it listens, and how many
   // processes have their members' sockets (or failed to make them).
@@ -251,7 +254,7 @@ class Fleet {
         members_(end - begin),
         shards_(kFleetThreads) {
     if (!network_) {
-      const int sockets = 2 * (end - begin) + 64;
+      const int sockets = 3 * (end - begin) + 64;
       context_ = std::make_unique<zmq::context_t>(1);
       if (zmq_ctx_set(context_->handle(), ZMQ_MAX_SOCKETS, sockets) != 0) {
         throw MakeError("cannot allow ", sockets, " ZeroMQ sockets");
@@ -331,8 +334,15 @@ class Fleet {
     double heard_at = 0;  // its latest message from the scheduler
     uint64_t epoch = 0;   // of the view it holds
     bool dead = false;
-    zmq::socket_t receiver, sender;      // tcp
-    std::unique_ptr<Endpoint> endpoint;  // memory
+    int rank = -1;
+    // A worker relaying its heartbeats (ClusterView.heartbeat_relay): its
+    // server's address ("" while none), and its heartbeats so far.
+    std::string relay_address;
+    uint64_t beats = 0;
+    // A server: workers' heartbeats taken since its last (id, when).
+    std::vector<std::pair<int, double>> relayed;
+    zmq::socket_t receiver, sender, relay;  // tcp
+    std::unique_ptr<Endpoint> endpoint;     // memory
   };
   struct Shard {
     std::mutex mutex;  // inbox
@@ -348,6 +358,7 @@ class Fleet {
     }
     if (member.receiver) member.receiver.close();
     if (member.sender) member.sender.close();
+    if (member.relay) member.relay.close();
   }
 
   void Send(Member& member, Message& message) {
@@ -359,6 +370,25 @@ class Fleet {
     } else {
       zmq::send_multipart(member.sender, frames);
     }
+  }
+
+  // To the member's relay server, as Node sends a heartbeat to it.
+  void SendToRelay(Member& member, Message& message) {
+    message.meta.set_sender(member.id);
+    message.meta.set_epoch(member.epoch);
+    std::vector<zmq::message_t> frames = Encode(message);
+    if (network_) {
+      network_->Send(member.routing_id, member.relay_address, std::move(frames));
+      return;
+    }
+    if (!member.relay) {
+      member.relay = zmq::socket_t(*context_, zmq::socket_type::dealer);
+      member.relay.set(zmq::sockopt::linger, 0);
+      member.relay.set(zmq::sockopt::sndhwm, 0);
+      member.relay.set(zmq::sockopt::routing_id, zmq::buffer(member.routing_id));
+      member.relay.connect("tcp://" + member.relay_address);
+    }
+    zmq::send_multipart(member.relay, frames);
   }
 
   void SendRegister(Member& member, double now) {
@@ -376,12 +406,38 @@ class Fleet {
 
   void SendHeartbeat(Member& member, double now) {
     Message beat = CommandMessage(proto::HEARTBEAT);
+    beat.meta.mutable_node()->set_role(member.role);
+    beat.meta.mutable_node()->set_address(member.address);
+    // A server passes on its workers' (as Node does), a worker relaying sends
+    // nine in ten to its server.
+    for (const auto& [worker, at] : member.relayed) {
+      proto::RelayedHeartbeat* relayed = beat.meta.add_relayed();
+      relayed->set_node(worker);
+      relayed->set_age_ms(static_cast<uint32_t>((now - at) * 1000));
+    }
+    member.relayed.clear();
+    if (!member.relay_address.empty() &&
+        (++member.beats + std::max(0, member.rank)) % kRelayDirectEvery != 0) {
+      board_.relayed_beats.fetch_add(1);
+      SendToRelay(member, beat);
+      return;
+    }
     // Asking for an answer as Node does.
     if (now - member.heard_at >= kHeartbeatAnswerAfter * interval_s_) beat.meta.set_ack(true);
     board_.beats.fetch_add(1);
-    beat.meta.mutable_node()->set_role(member.role);
-    beat.meta.mutable_node()->set_address(member.address);
     Send(member, beat);
+  }
+
+  // A worker's relay server in `view` (Node::RelayServerId), if the view
+  // relays heartbeats.
+  static void FindRelay(Member& member, const proto::ClusterView& view) {
+    if (!view.heartbeat_relay()) return;
+    const int relay_rank = HeartbeatRelayRank(member.rank, view.num_servers());
+    for (const proto::NodeInfo& node : view.nodes()) {
+      if (node.role() == proto::SERVER && node.rank() == relay_rank) {
+        member.relay_address = node.address();
+      }
+    }
   }
 
   void Handle(int index, std::vector<zmq::message_t>&& frames, double now) {
@@ -397,8 +453,13 @@ class Fleet {
     // A whole view made whole as Node makes it (its ranges' begins).
     if (message.meta.has_view()) FillEvenBegins(message.meta.mutable_view());
     const double parsed = MonotonicSeconds();
-    member.heard_at = now;
     const proto::Meta& meta = message.meta;
+    if (meta.command() == proto::HEARTBEAT && meta.sender() != kSchedulerId) {
+      // A worker's, to pass on (the simulated server takes it on trust).
+      if (member.role == proto::SERVER) member.relayed.emplace_back(meta.sender(), now);
+      return;
+    }
+    member.heard_at = now;
     switch (meta.command()) {
       case proto::REGISTER:
         if (!meta.error().empty()) {
@@ -406,6 +467,7 @@ class Fleet {
           member.register_at = now + kRegisterRetryS * (1 + member.phase);
         } else if (meta.sequence() == member.nonce && !member.registered) {
           member.id = meta.node().id();
+          member.rank = meta.node().rank();
           member.registered = true;
           shared_.ids()[begin_ + index] = member.id;
         }
@@ -423,6 +485,7 @@ class Fleet {
           break;
         }
         if (member.epoch == 0) {
+          if (!delta && member.role == proto::WORKER) FindRelay(member, meta.view());
           // On the wall clock's boundaries, as Node beats.
           member.next_beat = now + NextHeartbeatDelay(WallSeconds(), interval_s_);
           shared_.parse_s()[begin_ + index] = parsed - start;
@@ -623,6 +686,7 @@ class SimulatedMembers {
   uint64_t refusals() const { return shared_.board().refusals.load(); }
   uint64_t acks() const { return shared_.board().acks.load(); }
   uint64_t beats() const { return shared_.board().beats.load(); }
+  uint64_t relayed_beats() const { return shared_.board().relayed_beats.load(); }
   int id(int index) const { return shared_.ids()[index]; }  // once every member has a view
   // Earliest and latest of the times counted by with_view / on_target.
   std::pair<double, double> FirstViewSpan() const { return Span(shared_.first_view_at()); }
@@ -725,6 +789,9 @@ std::string Json(const ControlReport& r) {
       .Number("process_cpu_share", r.process_cpu_share, kFigureDigits)
       .Count("heartbeats_sent", r.heartbeats_sent)
       .Count("heartbeats_acked", r.heartbeats_acked)
+      .Bool("heartbeat_relay", r.heartbeat_relay)
+      .Count("heartbeats_relayed", r.heartbeats_relayed)
+      .Count("heartbeats_passed_on", r.heartbeats_passed_on)
       .Number("status_s", r.status_s, kFigureDigits)
       .Number("status_json_s", r.status_json_s, kFigureDigits)
       .Count("status_json_bytes", r.status_json_bytes)
@@ -838,6 +905,7 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   scheduler_options.num_workers = report.workers;
   scheduler_options.key_ranges = report.key_ranges;
   scheduler_options.view_deltas = options.view_deltas;
+  scheduler_options.heartbeat_relay_from = options.heartbeat_relay_from;
   report.view_deltas = options.view_deltas;
   scheduler_options.memory_network = network;
   Scheduler scheduler(scheduler_options);
@@ -884,6 +952,8 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   const double zmq_start = CpuSeconds(scheduler_zmq_tasks);
   const uint64_t acks_start = fleet.acks();
   const uint64_t beats_start = fleet.beats();
+  const uint64_t relayed_start = fleet.relayed_beats();
+  const uint64_t passed_on_start = scheduler.status().relayed_heartbeats;
   const double window_start = MonotonicSeconds();
   std::this_thread::sleep_for(std::chrono::duration<double>(options.steady_seconds));
   report.steady_seconds = MonotonicSeconds() - window_start;
@@ -893,6 +963,9 @@ ControlReport RunControlBench(const BenchControlOptions& options) {
   report.process_cpu_share = (ProcessCpuSeconds() - process_start) / report.steady_seconds;
   report.heartbeats_acked = fleet.acks() - acks_start;
   report.heartbeats_sent = fleet.beats() - beats_start;
+  report.heartbeats_relayed = fleet.relayed_beats() - relayed_start;
+  report.heartbeats_passed_on = scheduler.status().relayed_heartbeats - passed_on_start;
+  report.heartbeat_relay = scheduler.view().heartbeat_relay();
   report.rss_growth_mb = StatusMegabytes("VmRSS") - rss_before;
   // What the status page and the metrics read on every request.
   std::vector<double> status_s;
@@ -959,10 +1032,16 @@ int BenchControl(const BenchControlOptions& options) {
               r.first_view_parse_mean_s, r.first_view_parse_max_s);
   std::printf(
       "  scheduler CPU, heartbeats at %gs   %10.1f %% of a core (ZeroMQ's threads %.1f %%; "
-      "process %.1f %%; %llu heartbeats, %llu answered, in %.1f s)\n",
+      "process %.1f %%; %llu heartbeats to it, %llu answered, in %.1f s)\n",
       options.heartbeat_interval_s, 100 * r.scheduler_cpu_share, 100 * r.scheduler_zmq_cpu_share,
       100 * r.process_cpu_share, static_cast<unsigned long long>(r.heartbeats_sent),
       static_cast<unsigned long long>(r.heartbeats_acked), r.steady_seconds);
+  if (r.heartbeat_relay) {
+    std::printf(
+        "  heartbeats relayed by servers     %10llu workers' sent to servers, %llu passed on\n",
+        static_cast<unsigned long long>(r.heartbeats_relayed),
+        static_cast<unsigned long long>(r.heartbeats_passed_on));
+  }
   std::printf("  Scheduler::status() (status page, metrics) %.4f s (median of 5; %d members)\n",
               r.status_s, r.status_members);
   std::printf("  /status.json as served (500 rows a table) %.4f s, %.1f KB; every row %.4f s, "

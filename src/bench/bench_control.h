@@ -32,8 +32,12 @@ struct ControlReport {
   double scheduler_cpu_share = -1;      // of one core, its threads only
   double scheduler_zmq_cpu_share = -1;  // of that, its ZeroMQ context's threads
   double process_cpu_share = -1;        // this process: scheduler and members in it
-  uint64_t heartbeats_sent = 0;         // in the window
+  uint64_t heartbeats_sent = 0;         // to the scheduler, in the window
   uint64_t heartbeats_acked = 0;        // answered (those that asked), in the window
+  // ClusterView.heartbeat_relay: workers' heartbeats sent to servers, and
+  // those the servers passed on that the scheduler took, in the window.
+  bool heartbeat_relay = false;
+  uint64_t heartbeats_relayed = 0, heartbeats_passed_on = 0;
   // Scheduler::status(), which the status page and every metrics scrape
   // take (under the scheduler's lock): the median of 5, and its members.
   double status_s = -1;

@@ -144,6 +144,7 @@ struct BenchControlOptions {
   int member_processes = -1;
   double heartbeat_interval_s = 1;  // Node's default
   bool view_deltas = true;          // SchedulerOptions::view_deltas (false: whole views)
+  int heartbeat_relay_from = 256;   // SchedulerOptions::heartbeat_relay_from (0: never)
   double steady_seconds = 5;        // the steady-state window
   double timeout_s = 600;           // each phase's bound
 };

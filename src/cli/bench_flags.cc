@@ -282,6 +282,8 @@ BenchControlOptions BenchControlOptionsFromFlags() {
   options.view_deltas = FLAGS_view_deltas;
   RequireInRange("member_processes", FLAGS_member_processes, -1, 64);
   options.member_processes = FLAGS_member_processes;
+  RequireInRange("heartbeat_relay_from", FLAGS_heartbeat_relay_from, 0, 1000000);
+  options.heartbeat_relay_from = FLAGS_heartbeat_relay_from;
   return options;
 }
 

@@ -46,6 +46,10 @@ DEFINE_int32(num_workers, 1, "workers in the cluster (scheduler)");
 DEFINE_double(heartbeat_timeout, 10,
               "scheduler: seconds of silence after which a node leaves the cluster view (how a "
               "stopped or cut-off node is found)");
+DEFINE_int32(heartbeat_relay_from, 256,
+             "scheduler: in a job of at least this many workers each worker sends its "
+             "heartbeats to one server, which passes them on in its own, and every tenth to the "
+             "scheduler, so the scheduler takes about one heartbeat a server a second (0: never)");
 DEFINE_bool(detect_closed_connections, true,
             "scheduler: a node whose connection closes is probed at once and leaves the view if "
             "its address refuses connections (its process died); false: only heartbeats find "
@@ -141,9 +145,10 @@ std::vector<FlagGroup> ClusterFlagGroups() {
        {"scheduler", "bind", "advertise", "port", "rank", "rank_env", "register_timeout",
         "heartbeat_interval", "scheduler_timeout", "secret_file", "join"}},
       {"scheduler",
-       {"num_servers", "num_workers", "heartbeat_timeout", "detect_closed_connections",
-        "worker_replace_timeout", "replication", "allow_data_loss", "rebuild_wait", "key_ranges",
-        "membership_log", "port_file", "connect_timeout", "progress_records", "takes_over_job"}},
+       {"num_servers", "num_workers", "heartbeat_timeout", "heartbeat_relay_from",
+        "detect_closed_connections", "worker_replace_timeout", "replication", "allow_data_loss",
+        "rebuild_wait", "key_ranges", "membership_log", "port_file", "connect_timeout",
+        "progress_records", "takes_over_job"}},
       {"checkpoints",
        {"checkpoint_uri", "checkpoint_every", "keep_checkpoints", "checkpoint_delta",
         "checkpoint_full_every", "resume", "preemption_grace"}},
@@ -235,6 +240,8 @@ void CheckSchedulerFlags(const ClusterSize& size) {
                        ": each server holds a range");
   }
   RequirePositive("heartbeat_timeout", FLAGS_heartbeat_timeout, kMaxSeconds);
+  RequireInRange("heartbeat_relay_from", FLAGS_heartbeat_relay_from, 0, kMaxCount,
+                 "workers (0: never)");
   RequirePositive("worker_replace_timeout", FLAGS_worker_replace_timeout, kMaxSeconds);
   RequirePositive("connect_timeout", FLAGS_connect_timeout, kMaxSeconds);
   RequireInRange("checkpoint_every", FLAGS_checkpoint_every, 0, kMaxCount,
@@ -300,6 +307,7 @@ SchedulerOptions SchedulerOptionsFromFlags() {
   options.num_servers = FLAGS_num_servers;
   options.num_workers = FLAGS_num_workers;
   options.heartbeat_timeout_s = FLAGS_heartbeat_timeout;
+  options.heartbeat_relay_from = FLAGS_heartbeat_relay_from;
   options.detect_closed_connections = FLAGS_detect_closed_connections;
   options.worker_replace_timeout_s = FLAGS_worker_replace_timeout;
   options.replication = FLAGS_replication;

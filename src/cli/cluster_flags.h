@@ -35,6 +35,7 @@ DECLARE_double(preemption_grace);
 DECLARE_int32(num_servers);
 DECLARE_int32(num_workers);
 DECLARE_double(heartbeat_timeout);
+DECLARE_int32(heartbeat_relay_from);
 DECLARE_bool(detect_closed_connections);
 DECLARE_double(worker_replace_timeout);
 DECLARE_int32(replication);

@@ -403,6 +403,10 @@ double NextHeartbeatDelay(double wall_now_s, double interval_s) {
   return delay;
 }
 
+int HeartbeatRelayRank(int worker_rank, int num_servers) {
+  return num_servers > 0 && worker_rank >= 0 ? worker_rank % num_servers : -1;
+}
+
 double Node::SecondsSinceScheduler() const {
   return static_cast<double>(MonotonicNanos() - last_scheduler_contact_ns_.load()) * 1e-9;
 }
@@ -435,6 +439,11 @@ void Node::OnMessage(Message&& message) {
   static_assert(proto::SNAPSHOT < proto::PUSH, "control commands come before data commands");
   if (!control) {  // data, or unknown: the data handler answers it
     OnData(std::move(message));
+    return;
+  }
+  if (meta.command() == proto::HEARTBEAT && meta.sender() != kSchedulerId &&
+      options_.role == proto::SERVER) {
+    TakeRelayed(message);  // a worker's, to pass on
     return;
   }
   if (!FromScheduler(message)) {
@@ -603,6 +612,43 @@ bool Node::OnSendersConnection(const Message& message) {
   return false;
 }
 
+void Node::TakeRelayed(const Message& message) {
+  const proto::Meta& meta = message.meta;
+  if (!OnSendersConnection(message)) {
+    Reject(&rejected_control_, meta,
+           "a heartbeat to pass on must come from a worker of the view on its own connection");
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  const bool relays_for_it =
+      view_ && view_->heartbeat_relay() &&
+      std::any_of(view_->nodes().begin(), view_->nodes().end(), [&](const proto::NodeInfo& node) {
+        return node.id() == meta.sender() && node.role() == proto::WORKER &&
+               HeartbeatRelayRank(node.rank(), view_->num_servers()) == rank_;
+      });
+  if (!relays_for_it) {
+    Reject(&rejected_control_, meta, "this server does not pass on that node's heartbeats");
+    return;
+  }
+  auto& [beat, at_ns] = relayed_[meta.sender()];
+  beat.Clear();
+  beat.set_node(meta.sender());
+  if (meta.has_cursor()) *beat.mutable_cursor() = meta.cursor();
+  beat.set_reading_seconds(meta.reading_seconds());
+  if (meta.has_progress()) *beat.mutable_progress() = meta.progress();
+  at_ns = MonotonicNanos();
+}
+
+int Node::RelayServerId() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!view_ || !view_->heartbeat_relay()) return -1;
+  const int relay_rank = HeartbeatRelayRank(rank_, view_->num_servers());
+  for (const proto::NodeInfo& node : view_->nodes()) {
+    if (node.role() == proto::SERVER && node.rank() == relay_rank) return node.id();
+  }
+  return -1;
+}
+
 void Node::OnRegisterAnswer(const proto::Meta& meta) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!meta.error().empty() && rejoining_ && meta.replaced()) {
@@ -744,15 +790,39 @@ void Node::HeartbeatLoop() {
     {
       std::lock_guard<std::mutex> fields_lock(mutex_);
       if (heartbeat_fields_) heartbeat_fields_(&beat.meta);
+      // A server passes on the workers' heartbeats it took since its last.
+      const int64_t now_ns = MonotonicNanos();
+      for (auto& [worker, taken] : relayed_) {
+        taken.first.set_age_ms(static_cast<uint32_t>((now_ns - taken.second) / 1000000));
+        *beat.meta.add_relayed() = std::move(taken.first);
+      }
+      relayed_.clear();
     }
-    if (SecondsSinceScheduler() >= kHeartbeatAnswerAfter * options_.heartbeat_interval_s) {
+    // A worker's goes to its relay server (heartbeat_relay), every tenth to
+    // the scheduler: worker r's when its beats number r mod 10, so that a
+    // tenth of the workers go to the scheduler at each beat.
+    int relay = -1;
+    if (options_.role == proto::WORKER &&
+        (++beats_ + std::max(0, rank_.load())) % kRelayDirectEvery != 0) {
+      relay = RelayServerId();
+    }
+    if (relay < 0 &&
+        SecondsSinceScheduler() >= kHeartbeatAnswerAfter * options_.heartbeat_interval_s) {
       beat.meta.set_ack(true);  // answer it: nothing else came for a while
     }
     // Who this is, for a restarted scheduler that asks it to register again.
     beat.meta.mutable_node()->set_role(options_.role);
     beat.meta.mutable_node()->set_address(van_->address());
     try {
-      SendToScheduler(beat);
+      if (relay >= 0) {
+        try {
+          Send(relay, beat);
+        } catch (const Error&) {
+          SendToScheduler(beat);  // its server left meanwhile
+        }
+      } else {
+        SendToScheduler(beat);
+      }
     } catch (const Error& e) {
       LOG(WARNING) << "heartbeat not sent: " << e.what();
     }

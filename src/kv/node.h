@@ -59,6 +59,14 @@ constexpr double kHeartbeatAnswerAfter = 2.5;
 // quarter keeps a timer that ends a little early from beating twice.
 double NextHeartbeatDelay(double wall_now_s, double interval_s);
 
+// ClusterView.heartbeat_relay: worker `worker_rank` sends its heartbeats to
+// the server of this rank, which passes them on in its own; the scheduler
+// takes them from that server alone. Every kRelayDirectEvery-th goes to the
+// scheduler itself (asking for an answer), as do all of them while the
+// view has no server of that rank.
+int HeartbeatRelayRank(int worker_rank, int num_servers);
+constexpr int kRelayDirectEvery = 10;
+
 // The scheduler's node id.
 constexpr int kSchedulerId = 0;
 
@@ -302,6 +310,12 @@ class Node {
   // Whether `message` came on the route whose digest the view lists for its
   // claimed sender.
   bool OnSendersConnection(const Message& message);
+  // A server: keeps a worker's heartbeat to pass on in its own
+  // (ClusterView.heartbeat_relay), if the worker is one it relays for.
+  void TakeRelayed(const Message& message);
+  // A worker: the id of the server its heartbeats go to, -1 if they go to
+  // the scheduler (no relay in the view, or no server of the rank).
+  int RelayServerId() const;
   void OnRegisterAnswer(const proto::Meta& meta);
   // Sends the control requests still awaiting an answer again.
   void ResendAwaitedLocked();
@@ -373,6 +387,10 @@ class Node {
   // Per sender in the view, the route found to match its digest (so each
   // route is hashed once per view).
   std::map<int, std::string> checked_routes_;
+  // A server's: workers' heartbeats taken since its last (by worker id), and
+  // when each came (MonotonicNanos).
+  std::map<int, std::pair<proto::RelayedHeartbeat, int64_t>> relayed_;
+  uint64_t beats_ = 0;                          // heartbeats sent (the heartbeat thread's)
   std::map<uint64_t, bool> barriers_released_;  // barrier id -> released
   // Data messages from a newer epoch, held until this node has that view;
   // per sender, how many; in all, how many bytes.

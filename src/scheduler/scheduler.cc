@@ -234,6 +234,8 @@ SchedulerStatus Scheduler::status() const {
   status.suspects_cleared = departures_->suspects_cleared();
   status.deaf_spells = departures_->deaf_spells();
   status.rejected_messages = rejected_;
+  status.relayed_heartbeats = relayed_;
+  status.refused_relayed_heartbeats = refused_relayed_;
   if (checkpoints_) status.checkpoints = checkpoints_->stats();
   status.monitor_age_s = monitor_ran_ > 0 ? now - monitor_ran_ : 0;
   return status;
@@ -355,6 +357,8 @@ void Scheduler::PublishView() {
   cluster_.view.clear_draining();
   for (int rank : resharding_.draining()) cluster_.view.add_draining(rank);
   cluster_.view.set_replication(options_.replication);
+  cluster_.view.set_heartbeat_relay(options_.heartbeat_relay_from > 0 &&
+                                    options_.num_workers >= options_.heartbeat_relay_from);
   membership_.RecordView(cluster_.view);
   checkpoints_->FillView(&cluster_.view);
   LOG(INFO) << "cluster view epoch " << cluster_.view.epoch() << ": " << cluster_.num_servers
@@ -624,6 +628,7 @@ void Scheduler::AfterDeparture(int id) {
 }
 
 void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
+  if (member.info.role() == proto::SERVER && meta.relayed_size() > 0) OnRelayed(meta, member);
   if (meta.has_cursor() && member.info.role() == proto::WORKER) {
     shares_.OnProgress(member.info.rank(), meta.cursor());
   }
@@ -647,6 +652,36 @@ void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
   if (!meta.ack()) return;
   Message ack = ControlMessage(proto::HEARTBEAT);
   SendTo(meta.sender(), ack);
+}
+
+void Scheduler::OnRelayed(const proto::Meta& meta, const Member& server) {
+  const double now = MonotonicSeconds();
+  const int num_servers = cluster_.view.num_servers();
+  int taken = 0;
+  for (const proto::RelayedHeartbeat& beat : meta.relayed()) {
+    // Only a worker this server relays for, each heard within the timeout;
+    // a report is bounded by the job's workers.
+    if (++taken > options_.num_workers) break;
+    const auto found = cluster_.members.find(beat.node());
+    if (!cluster_.view.heartbeat_relay() || found == cluster_.members.end() ||
+        found->second.info.role() != proto::WORKER ||
+        HeartbeatRelayRank(found->second.info.rank(), num_servers) != server.info.rank() ||
+        beat.age_ms() > options_.heartbeat_timeout_s * 1000) {
+      ++refused_relayed_;
+      continue;
+    }
+    ++relayed_;
+    Member& worker = found->second;
+    const double heard = now - beat.age_ms() * 1e-3;
+    if (heard > worker.last_heartbeat) departures_->HeardFrom(beat.node(), worker, heard);
+    proto::Meta fields;  // the worker's heartbeat as it sent it; it asked for no answer
+    fields.set_command(proto::HEARTBEAT);
+    fields.set_sender(beat.node());
+    if (beat.has_cursor()) *fields.mutable_cursor() = beat.cursor();
+    fields.set_reading_seconds(beat.reading_seconds());
+    if (beat.has_progress()) *fields.mutable_progress() = beat.progress();
+    OnHeartbeat(fields, worker);
+  }
 }
 
 void Scheduler::OnViewRequest(const proto::Meta& meta) {

@@ -117,6 +117,12 @@ struct SchedulerOptions {
   // the others. False: the whole view, encoded for each member (for
   // comparison: `keel bench control --view_deltas=false`).
   bool view_deltas = true;
+  // A job of at least this many workers has its workers' heartbeats relayed
+  // by the servers (ClusterView.heartbeat_relay: each worker sends its
+  // heartbeats to one server, which passes them on in its own, and every
+  // tenth to the scheduler itself), so the scheduler takes about one
+  // heartbeat a server where it took one a member; 0: never.
+  int heartbeat_relay_from = 256;
 };
 
 // The largest frame the scheduler accepts: its messages (registrations,
@@ -163,6 +169,10 @@ struct SchedulerStatus {
   // none for silence (FailureDetector::HearsTheCluster).
   uint64_t deaf_spells = 0;
   uint64_t rejected_messages = 0;
+  // Workers' heartbeats the servers passed on (heartbeat_relay), and those
+  // refused (a worker the server does not relay for, or not a worker).
+  uint64_t relayed_heartbeats = 0;
+  uint64_t refused_relayed_heartbeats = 0;
   CheckpointStats checkpoints;
   std::string checkpoint_uri;   // where checkpoints go ("" : none)
   std::string last_checkpoint;  // the newest committed (or resumed-from) id; "" : none
@@ -242,6 +252,8 @@ class Scheduler {
   // Counts and logs (rate-limited) a message refused for `why`.
   void Reject(const proto::Meta& meta, const std::string& why);
   void OnHeartbeat(const proto::Meta& meta, const Member& member);
+  // A server's heartbeat passing on workers' (heartbeat_relay).
+  void OnRelayed(const proto::Meta& meta, const Member& server);
   void OnViewRequest(const proto::Meta& meta);
   void OnWorkerDone(const proto::Meta& meta, const Member& member);
   void OnCheckpoint(const proto::Meta& meta, const Member& member);
@@ -315,6 +327,7 @@ class Scheduler {
   // Silent and dead members leave the view (with the suspects' probes).
   std::unique_ptr<Departures> departures_;
   uint64_t rejected_ = 0;  // see rejected_messages()
+  uint64_t relayed_ = 0, refused_relayed_ = 0;  // SchedulerStatus's
   JobProgress progress_;
   double monitor_ran_ = 0;  // MonotonicSeconds() of the monitor's last round
   Preemption preemption_;

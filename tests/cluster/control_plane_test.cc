@@ -931,6 +931,112 @@ TEST_F(Registration, AHeartbeatIsAnsweredOnlyWhenItAsks) {
   EXPECT_EQ(answer.error(), "");
 }
 
+// A server's heartbeat may pass on the heartbeats of the workers it relays
+// for (HeartbeatRelayRank), and of no other: a member registered as a server
+// (the test's own) relaying a worker that is not its own is refused and the
+// worker not counted as heard; relaying its own is taken.
+TEST(HeartbeatRelay, TheSchedulerTakesAServersRelayedHeartbeatsOnlyForItsOwnWorkers) {
+  SchedulerOptions options = testing::LocalScheduler(2, 2);
+  options.heartbeat_relay_from = 1;
+  options.connect_timeout_s = 2;
+  auto scheduler = testing::StartScheduler(options);
+  const std::string address = "127.0.0.1:" + std::to_string(scheduler->port());
+  Listener own;
+  RawPeer server(address);
+  proto::Meta request = Register(own.address());
+  request.mutable_node()->set_role(proto::SERVER);
+  server.Send(request);
+  proto::Meta answer;
+  ASSERT_TRUE(own.Receive(&answer, 10));
+  ASSERT_EQ(answer.error(), "");
+  const int server_id = answer.node().id();
+  const int server_rank = answer.node().rank();
+  Node other_server(LocalNode(proto::SERVER, scheduler->port(), 0.2));
+  Node worker0(LocalNode(proto::WORKER, scheduler->port(), 0.2));
+  Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.2));
+  testing::StartNodes({&other_server, &worker0, &worker1});
+  ASSERT_TRUE(scheduler->view().heartbeat_relay());
+  const Node& mine = HeartbeatRelayRank(worker0.rank(), 2) == server_rank ? worker0 : worker1;
+  const Node& not_mine = &mine == &worker0 ? worker1 : worker0;
+  const uint64_t relayed = scheduler->status().relayed_heartbeats;
+  const uint64_t refused = scheduler->status().refused_relayed_heartbeats;
+  proto::Meta beat = Command(proto::HEARTBEAT, server_id);
+  beat.mutable_node()->set_role(proto::SERVER);
+  beat.mutable_node()->set_address(own.address());
+  beat.add_relayed()->set_node(not_mine.id());
+  server.Send(beat);
+  EXPECT_TRUE(
+      WaitFor([&] { return scheduler->status().refused_relayed_heartbeats == refused + 1; }, 10));
+  beat.clear_relayed();
+  beat.add_relayed()->set_node(mine.id());
+  beat.add_relayed()->set_node(other_server.id());  // not a worker
+  server.Send(beat);
+  EXPECT_TRUE(
+      WaitFor([&] { return scheduler->status().refused_relayed_heartbeats == refused + 2; }, 10));
+  EXPECT_GE(scheduler->status().relayed_heartbeats, relayed + 1);
+  worker1.Stop();
+  worker0.Stop();
+  other_server.Stop();
+}
+
+// A job of at least --heartbeat_relay_from workers: each worker's heartbeats
+// go to its server, which passes them on in its own, and every tenth to the
+// scheduler; the workers stay members, heard from within a second, with a
+// heartbeat timeout (1.5 s) shorter than ten of their intervals (2 s).
+TEST(HeartbeatRelay, WorkersHeardThroughTheirServersStayMembers) {
+  SchedulerOptions options = testing::LocalScheduler(2, 2);
+  options.heartbeat_relay_from = 2;
+  options.heartbeat_timeout_s = 1.5;
+  auto scheduler = testing::StartScheduler(options);
+  Node server0(LocalNode(proto::SERVER, scheduler->port(), 0.2));
+  Node server1(LocalNode(proto::SERVER, scheduler->port(), 0.2));
+  Node worker0(LocalNode(proto::WORKER, scheduler->port(), 0.2));
+  Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.2));
+  testing::StartNodes({&server0, &server1, &worker0, &worker1});
+  ASSERT_TRUE(scheduler->view().heartbeat_relay());
+  ASSERT_TRUE(worker0.view()->heartbeat_relay());
+  const uint64_t relayed = scheduler->status().relayed_heartbeats;
+  const uint64_t rejected =
+      server0.rejected_control_messages() + server1.rejected_control_messages();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const SchedulerStatus status = scheduler->status();
+  // 2 workers, 5 beats a second each, 9 in 10 relayed, over 3 s: about 27.
+  EXPECT_GE(status.relayed_heartbeats - relayed, 10u);
+  EXPECT_EQ(status.refused_relayed_heartbeats, 0u);
+  EXPECT_EQ(status.departures, 0u);
+  EXPECT_EQ(status.members.size(), 4u);
+  for (const auto& member : status.members) {
+    EXPECT_LT(member.heartbeat_age_s, 1.0) << "node " << member.id;
+  }
+  EXPECT_EQ(server0.rejected_control_messages() + server1.rejected_control_messages(), rejected);
+  // A worker's heartbeat to a server that does not relay for it is refused
+  // there.
+  Node& other = HeartbeatRelayRank(worker0.rank(), 2) == server0.rank() ? server1 : server0;
+  const uint64_t other_rejected = other.rejected_control_messages();
+  Message stray = CommandMessage(proto::HEARTBEAT);
+  worker0.Send(other.id(), stray);
+  EXPECT_TRUE(WaitFor([&] { return other.rejected_control_messages() == other_rejected + 1; }, 10));
+  worker1.Stop();
+  worker0.Stop();
+  server1.Stop();
+  server0.Stop();
+}
+
+// Below --heartbeat_relay_from workers the view relays nothing.
+TEST(HeartbeatRelay, ASmallJobsWorkersBeatToTheScheduler) {
+  SchedulerOptions options = testing::LocalScheduler(1, 1);
+  options.heartbeat_relay_from = 2;
+  auto scheduler = testing::StartScheduler(options);
+  Node server(LocalNode(proto::SERVER, scheduler->port(), 0.2));
+  Node worker(LocalNode(proto::WORKER, scheduler->port(), 0.2));
+  testing::StartNodes({&server, &worker});
+  EXPECT_FALSE(scheduler->view().heartbeat_relay());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(scheduler->status().relayed_heartbeats, 0u);
+  worker.Stop();
+  server.Stop();
+}
+
 // A worker's view lists no worker: a worker rejoining with one must hold a
 // rank the view's number of workers has.
 TEST_F(Registration, ARejoiningWorkersRankMustBeOneOfItsViewsWorkers) {

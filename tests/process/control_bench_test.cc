@@ -96,6 +96,30 @@ TEST(ControlBench, FiftyMembersInTwoProcessesOfTheirOwnAllGetEachView) {
   EXPECT_NE(output.find("the members in 2 processes of their own"), std::string::npos) << output;
 }
 
+// The servers relaying the workers' heartbeats (--heartbeat_relay_from at
+// most the workers): most of the workers' heartbeats go to the servers and are
+// passed on, so fewer reach the scheduler than members beat.
+TEST(ControlBench, FiftyMembersWithTheirHeartbeatsRelayedAllGetEachView) {
+  const auto exit = testing::Run({testing::KeelBinary(), "bench", "control", "--nodes=50",
+                                  "--transport=tcp", "--minloglevel=1", "--heartbeat_relay_from=1"},
+                                 120);
+  ASSERT_TRUE(exit.finished) << exit.output;
+  ASSERT_EQ(exit.code, 0) << exit.output;
+  const JsonValue report = Report(exit.output);
+  ASSERT_EQ(report.type(), JsonValue::Type::kObject);
+  EXPECT_TRUE(report.Find("heartbeat_relay")->AsBool());
+  EXPECT_EQ(Number(report, "members_with_view"), 50);
+  EXPECT_EQ(Number(report, "members_on_new_view"), 49);
+  // 45 workers and 5 servers for at least 5 s: about 200 relayed, 50 to the
+  // scheduler (the servers' 25 and a tenth of the workers').
+  const double relayed = Number(report, "heartbeats_relayed");
+  EXPECT_GE(relayed, 150);
+  EXPECT_GE(Number(report, "heartbeats_passed_on"), relayed / 2);
+  EXPECT_LT(Number(report, "heartbeats_sent"), relayed / 2);
+  EXPECT_GE(Number(report, "heartbeats_sent"), 20);
+  EXPECT_EQ(Number(report, "departures"), 1);
+}
+
 TEST(ControlBench, MembersInProcessesOfTheirOwnNeedTcp) {
   const auto exit = testing::Run({testing::KeelBinary(), "bench", "control", "--nodes=50",
                                   "--transport=memory", "--member_processes=2"},
