@@ -1,5 +1,6 @@
 // `keel bench control`: the scheduler (src/scheduler, its real code) with N
-// simulated members in this process.
+// simulated members, in this process or, over TCP beyond what one process's
+// descriptors hold, in processes of their own (SimulatedMembers).
 //
 // Each member speaks the scheduler's protocol as Node does: it listens where
 // it advertises (so the scheduler's registration probe and its connection
@@ -7,7 +8,8 @@
 // "try again", takes its id from the answer, holds the views it is sent and,
 // once it has one, sends a HEARTBEAT every heartbeat interval, on the wall
 // clock's boundaries (NextHeartbeatDelay), asking for an answer as Node does,
-// after kHeartbeatAnswerAfter intervals of silence.
+// after kHeartbeatAnswerAfter intervals of silence; where the view relays
+// heartbeats a worker sends nine in ten to its server, which passes them on.
 // Members parse every message they get (a view whole, its ranges' begins
 // filled in as Node does) but keep only its epoch; a member holds a view
 // once it has parsed it (the time is read after the parse, not

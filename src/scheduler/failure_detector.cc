@@ -26,7 +26,7 @@ void FailureDetector::GiveEveryoneATimeout(double now) {
 
 void FailureDetector::StartClocks(double now) {
   GiveEveryoneATimeout(now);
-  heard_any_ = now;
+  heard_any_ = std::max(heard_any_, now);  // a relayed heartbeat is dated back
 }
 
 double FailureDetector::NextDeadline(double now) const {
