@@ -963,17 +963,32 @@ TEST(HeartbeatRelay, TheSchedulerTakesAServersRelayedHeartbeatsOnlyForItsOwnWork
   proto::Meta beat = Command(proto::HEARTBEAT, server_id);
   beat.mutable_node()->set_role(proto::SERVER);
   beat.mutable_node()->set_address(own.address());
-  beat.add_relayed()->set_node(not_mine.id());
+  // Each entry carries a cursor and a progress report, as a worker's own
+  // heartbeat does (these workers have no SchedulerLink: nothing else reports).
+  const auto relay = [&](const Node& worker, uint64_t examples) {
+    proto::RelayedHeartbeat* entry = beat.add_relayed();
+    entry->set_node(worker.id());
+    entry->mutable_cursor()->set_rank(worker.rank());
+    entry->mutable_cursor()->set_epoch(1);
+    entry->mutable_cursor()->set_examples(examples);
+    entry->mutable_progress()->set_epochs(5);
+  };
+  relay(not_mine, 555);
   server.Send(beat);
   EXPECT_TRUE(
       WaitFor([&] { return scheduler->status().refused_relayed_heartbeats == refused + 1; }, 10));
   beat.clear_relayed();
-  beat.add_relayed()->set_node(mine.id());
+  relay(mine, 777);
   beat.add_relayed()->set_node(other_server.id());  // not a worker
   server.Send(beat);
   EXPECT_TRUE(
       WaitFor([&] { return scheduler->status().refused_relayed_heartbeats == refused + 2; }, 10));
   EXPECT_GE(scheduler->status().relayed_heartbeats, relayed + 1);
+  // Only the entry of its own worker reached the job's progress.
+  const ProgressSnapshot progress = scheduler->progress().Snapshot(MonotonicSeconds());
+  ASSERT_EQ(progress.workers.size(), 1u);
+  EXPECT_EQ(progress.workers[0].rank, mine.rank());
+  EXPECT_EQ(progress.workers[0].examples, 777u);
   worker1.Stop();
   worker0.Stop();
   other_server.Stop();
@@ -1020,6 +1035,59 @@ TEST(HeartbeatRelay, WorkersHeardThroughTheirServersStayMembers) {
   worker0.Stop();
   server1.Stop();
   server0.Stop();
+}
+
+// What a relayed heartbeat carries reaches the scheduler as a direct one's
+// does (the workers' cursors: the job's progress), and a restarted scheduler,
+// which knows nobody, gets every node back: a worker whose heartbeats go to a
+// server hears "register again" at its next heartbeat to the scheduler (every
+// tenth), as the servers do at their next.
+TEST(HeartbeatRelay, RelayedProgressReachesTheSchedulerAndARestartedOneGetsEveryNodeBack) {
+  SchedulerOptions options = testing::LocalScheduler(2, 2);
+  options.heartbeat_relay_from = 2;
+  auto scheduler = testing::StartScheduler(options);
+  options.port = scheduler->port();
+  Node server0(LocalNode(proto::SERVER, scheduler->port(), 0.1));
+  Node server1(LocalNode(proto::SERVER, scheduler->port(), 0.1));
+  Node worker0(LocalNode(proto::WORKER, scheduler->port(), 0.1));
+  Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.1));
+  SchedulerLink link0(worker0);
+  SchedulerLink link1(worker1);
+  testing::StartNodes({&server0, &server1, &worker0, &worker1});
+  ASSERT_TRUE(scheduler->view().heartbeat_relay());
+  for (auto [node, link] : {std::pair{&worker0, &link0}, std::pair{&worker1, &link1}}) {
+    proto::WorkerCursor cursor;
+    cursor.set_rank(node->rank());
+    cursor.set_epoch(1);
+    cursor.set_batches(3);
+    cursor.set_examples(300 + node->rank());
+    link->SetProgress(cursor, 1.0);
+    proto::ProgressReport report;
+    report.set_epochs(5);
+    report.set_share_examples(1000);
+    link->SetProgressReport(report);
+  }
+  const uint64_t relayed = scheduler->status().relayed_heartbeats;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const ProgressSnapshot progress = scheduler->progress().Snapshot(MonotonicSeconds());
+        return progress.workers.size() == 2 && progress.workers[0].examples == 300 &&
+               progress.workers[1].examples == 301;
+      },
+      10))
+      << "the workers' cursors did not reach the scheduler";
+  EXPECT_TRUE(WaitFor([&] { return scheduler->status().relayed_heartbeats >= relayed + 4; }, 10));
+  scheduler->Stop();
+  scheduler.reset();
+  scheduler = testing::StartScheduler(options);
+  EXPECT_TRUE(WaitFor([&] { return scheduler->status().members.size() == 4; }, 20))
+      << scheduler->status().members.size() << " of 4 nodes registered again";
+  EXPECT_TRUE(WaitFor([&] { return scheduler->epoch() >= 1; }, 20));
+  EXPECT_TRUE(scheduler->view().heartbeat_relay());
+  EXPECT_TRUE(WaitFor([&] { return scheduler->status().relayed_heartbeats >= 4; }, 10))
+      << "the restarted scheduler took no relayed heartbeat";
+  for (Node* node : {&worker1, &worker0, &server1, &server0}) node->Stop();
+  scheduler->Stop();
 }
 
 // Below --heartbeat_relay_from workers the view relays nothing.
