@@ -341,8 +341,8 @@ class Fleet {
     // server's address ("" while none), and its heartbeats so far.
     std::string relay_address;
     uint64_t beats = 0;
-    // A server: workers' heartbeats taken since its last (id, when).
-    std::vector<std::pair<int, double>> relayed;
+    // A server: workers' heartbeats taken since its last (id -> when).
+    std::map<int, double> relayed;
     zmq::socket_t receiver, sender, relay;  // tcp
     std::unique_ptr<Endpoint> endpoint;     // memory
   };
@@ -458,7 +458,7 @@ class Fleet {
     const proto::Meta& meta = message.meta;
     if (meta.command() == proto::HEARTBEAT && meta.sender() != kSchedulerId) {
       // A worker's, to pass on (the simulated server takes it on trust).
-      if (member.role == proto::SERVER) member.relayed.emplace_back(meta.sender(), now);
+      if (member.role == proto::SERVER) member.relayed[meta.sender()] = now;
       return;
     }
     member.heard_at = now;
@@ -603,13 +603,15 @@ class Fleet {
 // The simulated members, in this process (one Fleet) or, over TCP when their
 // sockets do not fit beside the scheduler's in one process's descriptors, in
 // `processes` processes of their own (a Fleet each over a share of them),
-// forked before the scheduler starts (no thread runs then) and told its
+// forked before the scheduler and its threads start (only the binary's
+// malloc_trim thread runs then; glibc's malloc is fork-safe) and told its
 // address through the board.
 class SimulatedMembers {
  public:
   SimulatedMembers(int nodes, int servers, double heartbeat_interval_s,
                    std::shared_ptr<MemoryNetwork> network, int processes)
       : shared_(nodes),
+        parent_(getpid()),
         servers_(servers),
         interval_s_(heartbeat_interval_s),
         network_(std::move(network)) {
@@ -648,6 +650,13 @@ class SimulatedMembers {
     const auto processes = static_cast<int>(children_.size());
     while (board.processes_ready + board.processes_failed < processes &&
            MonotonicSeconds() < deadline) {
+      for (pid_t pid : children_) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+          Stop();
+          throw MakeError("a member process (pid ", pid, ") ended before its sockets were made");
+        }
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     if (board.processes_ready < processes) {
@@ -661,8 +670,8 @@ class SimulatedMembers {
   void Stop() {
     shared_.board().stopping = true;
     if (fleet_) fleet_->Stop();
+    const double deadline = MonotonicSeconds() + 30;  // for all of them
     for (pid_t pid : children_) {
-      const double deadline = MonotonicSeconds() + 30;
       int status = 0;
       while (waitpid(pid, &status, WNOHANG) == 0) {
         if (MonotonicSeconds() >= deadline) {
@@ -728,6 +737,7 @@ class SimulatedMembers {
   // the bench).
   [[noreturn]] void RunProcess(int begin, int end) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent_) _exit(1);  // the bench ended before that took hold
     Board& board = shared_.board();
     int code = 0;
     try {
@@ -749,6 +759,7 @@ class SimulatedMembers {
   }
 
   SharedBoard shared_;
+  const pid_t parent_;
   const int servers_;
   const double interval_s_;
   const std::shared_ptr<MemoryNetwork> network_;

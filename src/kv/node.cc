@@ -446,6 +446,16 @@ void Node::OnMessage(Message&& message) {
     TakeRelayed(message);  // a worker's, to pass on
     return;
   }
+  if (meta.command() == proto::HEARTBEAT && meta.sender() != kSchedulerId &&
+      options_.role == proto::WORKER) {
+    // Its relay server took a heartbeat to pass on.
+    if (meta.sender() == RelayServerId() && OnSendersConnection(message)) {
+      relay_unanswered_ = 0;
+    } else {
+      Reject(&rejected_control_, meta, "a heartbeat answer from a server that is not its relay");
+    }
+    return;
+  }
   if (!FromScheduler(message)) {
     Reject(&rejected_control_, meta,
            "control messages come from the scheduler's connection only (this came from " +
@@ -619,7 +629,12 @@ void Node::TakeRelayed(const Message& message) {
            "a heartbeat to pass on must come from a worker of the view on its own connection");
     return;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  if (FrameBytes(message) > kMaxRelayedBytes) {
+    Reject(&rejected_control_, meta,
+           "a heartbeat to pass on has at most " + std::to_string(kMaxRelayedBytes) + " bytes");
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
   const bool relays_for_it =
       view_ && view_->heartbeat_relay() &&
       std::any_of(view_->nodes().begin(), view_->nodes().end(), [&](const proto::NodeInfo& node) {
@@ -637,6 +652,13 @@ void Node::TakeRelayed(const Message& message) {
   beat.set_reading_seconds(meta.reading_seconds());
   if (meta.has_progress()) *beat.mutable_progress() = meta.progress();
   at_ns = MonotonicNanos();
+  lock.unlock();
+  Message taken = CommandMessage(proto::HEARTBEAT);  // taken: the worker goes on relaying
+  try {
+    Send(meta.sender(), taken);
+  } catch (const Error&) {
+    // It left the view meanwhile.
+  }
 }
 
 int Node::RelayServerId() const {
@@ -790,21 +812,33 @@ void Node::HeartbeatLoop() {
     {
       std::lock_guard<std::mutex> fields_lock(mutex_);
       if (heartbeat_fields_) heartbeat_fields_(&beat.meta);
-      // A server passes on the workers' heartbeats it took since its last.
+      // A server passes on the workers' heartbeats it took since its last
+      // (up to kMaxRelayedBytesPerBeat; the rest with its next).
       const int64_t now_ns = MonotonicNanos();
-      for (auto& [worker, taken] : relayed_) {
-        taken.first.set_age_ms(static_cast<uint32_t>((now_ns - taken.second) / 1000000));
-        *beat.meta.add_relayed() = std::move(taken.first);
+      size_t bytes = 0;
+      for (auto taken = relayed_.begin();
+           taken != relayed_.end() && bytes < kMaxRelayedBytesPerBeat;) {
+        taken->second.first.set_age_ms(
+            static_cast<uint32_t>((now_ns - taken->second.second) / 1000000));
+        bytes += taken->second.first.ByteSizeLong();
+        *beat.meta.add_relayed() = std::move(taken->second.first);
+        taken = relayed_.erase(taken);
       }
-      relayed_.clear();
     }
     // A worker's goes to its relay server (heartbeat_relay), every tenth to
     // the scheduler: worker r's when its beats number r mod 10, so that a
     // tenth of the workers go to the scheduler at each beat.
+    // One over kMaxRelayedBytes, or after kRelayUnansweredMax relayed ones
+    // its server did not answer, goes to the scheduler too.
     int relay = -1;
-    if (options_.role == proto::WORKER &&
-        (++beats_ + std::max(0, rank_.load())) % kRelayDirectEvery != 0) {
-      relay = RelayServerId();
+    if (options_.role == proto::WORKER && !beat_direct_ &&
+        (++beats_ + std::max(0, rank_.load())) % kRelayDirectEvery != 0 &&
+        beat.meta.ByteSizeLong() <= kMaxRelayedBytes / 2) {
+      if (relay_unanswered_ < kRelayUnansweredMax) {
+        relay = RelayServerId();
+      } else {
+        relay_unanswered_ = 0;  // the relay is tried again at the next
+      }
     }
     if (relay < 0 &&
         SecondsSinceScheduler() >= kHeartbeatAnswerAfter * options_.heartbeat_interval_s) {
@@ -816,6 +850,7 @@ void Node::HeartbeatLoop() {
     try {
       if (relay >= 0) {
         try {
+          ++relay_unanswered_;
           Send(relay, beat);
         } catch (const Error&) {
           SendToScheduler(beat);  // its server left meanwhile

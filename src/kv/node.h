@@ -66,6 +66,16 @@ double NextHeartbeatDelay(double wall_now_s, double interval_s);
 // view has no server of that rank.
 int HeartbeatRelayRank(int worker_rank, int num_servers);
 constexpr int kRelayDirectEvery = 10;
+// A server answers each heartbeat it takes to pass on; a worker whose last
+// two relayed heartbeats went unanswered (its server hung or cut off, not yet
+// out of the view) sends the next to the scheduler, so the scheduler hears it
+// at least every third interval. A heartbeat larger than kMaxRelayedBytes
+// (a worker's is about a hundred bytes) goes to the scheduler, and a server
+// passes on at most kMaxRelayedBytesPerBeat in one heartbeat (the rest in its
+// next), within the scheduler's frame bound.
+constexpr int kRelayUnansweredMax = 2;
+constexpr size_t kMaxRelayedBytes = 16 << 10;
+constexpr size_t kMaxRelayedBytesPerBeat = 16 << 20;
 
 // The scheduler's node id.
 constexpr int kSchedulerId = 0;
@@ -188,6 +198,10 @@ class Node {
 
   // Sends a message to the scheduler (stamping sender and epoch).
   void SendToScheduler(Message& message);
+  // From now on every heartbeat goes to the scheduler itself, none through a
+  // server (a worker whose job failed waits for the scheduler's word that it
+  // left the cluster).
+  void HeartbeatToTheSchedulerOnly() { beat_direct_ = true; }
 
   // How a control request's wait ended (Request).
   enum class ControlOutcome {
@@ -391,6 +405,8 @@ class Node {
   // when each came (MonotonicNanos).
   std::map<int, std::pair<proto::RelayedHeartbeat, int64_t>> relayed_;
   uint64_t beats_ = 0;                          // heartbeats sent (the heartbeat thread's)
+  std::atomic<int> relay_unanswered_{0};  // a worker's relayed heartbeats since its server answered
+  std::atomic<bool> beat_direct_{false};  // HeartbeatToTheSchedulerOnly
   std::map<uint64_t, bool> barriers_released_;  // barrier id -> released
   // Data messages from a newer epoch, held until this node has that view;
   // per sender, how many; in all, how many bytes.

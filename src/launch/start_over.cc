@@ -42,6 +42,9 @@ bool ShouldStartOver(const Node& node) {
 
 void StartOverIfRemoved(Node* node, const std::vector<std::string>& argv,
                         double heartbeat_interval_s) {
+  // Its word comes in answer to a heartbeat to the scheduler itself (not one
+  // a server passes on).
+  node->HeartbeatToTheSchedulerOnly();
   const double deadline = MonotonicSeconds() + 3 * heartbeat_interval_s + 1;
   while (!node->removed() && MonotonicSeconds() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -26,7 +26,7 @@ void FailureDetector::GiveEveryoneATimeout(double now) {
 
 void FailureDetector::StartClocks(double now) {
   GiveEveryoneATimeout(now);
-  heard_any_ = std::max(heard_any_, now);  // a relayed heartbeat is dated back
+  heard_any_ = now;
 }
 
 double FailureDetector::NextDeadline(double now) const {
@@ -96,7 +96,7 @@ void FailureDetector::HeardFromAMember(double now) {
     }
     GiveEveryoneATimeout(now);
   }
-  heard_any_ = now;
+  heard_any_ = std::max(heard_any_, now);  // a relayed heartbeat is dated back
 }
 
 std::vector<std::pair<int, double>> FailureDetector::FindSilent(double now) {

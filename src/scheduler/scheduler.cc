@@ -672,8 +672,11 @@ void Scheduler::OnRelayed(const proto::Meta& meta, const Member& server) {
     }
     ++relayed_;
     Member& worker = found->second;
+    // Older than what the scheduler heard from the worker itself (its tenth
+    // heartbeat, sent beside this one): its cursor must not go back.
     const double heard = now - beat.age_ms() * 1e-3;
-    if (heard > worker.last_heartbeat) departures_->HeardFrom(beat.node(), worker, heard);
+    if (heard <= worker.last_heartbeat) continue;
+    departures_->HeardFrom(beat.node(), worker, heard);
     proto::Meta fields;  // the worker's heartbeat as it sent it; it asked for no answer
     fields.set_command(proto::HEARTBEAT);
     fields.set_sender(beat.node());

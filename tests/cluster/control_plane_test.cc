@@ -994,6 +994,55 @@ TEST(HeartbeatRelay, TheSchedulerTakesAServersRelayedHeartbeatsOnlyForItsOwnWork
   other_server.Stop();
 }
 
+// A worker whose relay server takes its heartbeats but never answers (hung,
+// or cut off, and not yet out of the view: here a member of the test's own
+// that reads nothing) sends every third heartbeat to the scheduler itself, so
+// it stays a member with a heartbeat timeout (1.5 s) shorter than ten of its
+// intervals (2 s).
+TEST(HeartbeatRelay, AWorkerWhoseServerDoesNotAnswerBeatsToTheSchedulerItself) {
+  SchedulerOptions options = testing::LocalScheduler(2, 2);
+  options.heartbeat_relay_from = 1;
+  options.heartbeat_timeout_s = 1.5;
+  options.connect_timeout_s = 2;
+  auto scheduler = testing::StartScheduler(options);
+  const std::string address = "127.0.0.1:" + std::to_string(scheduler->port());
+  Listener own;
+  RawPeer silent(address);
+  proto::Meta request = Register(own.address());
+  request.mutable_node()->set_role(proto::SERVER);
+  silent.Send(request);
+  proto::Meta answer;
+  ASSERT_TRUE(own.Receive(&answer, 10));
+  ASSERT_EQ(answer.error(), "");
+  proto::Meta beat = Command(proto::HEARTBEAT, answer.node().id());
+  beat.mutable_node()->set_role(proto::SERVER);
+  beat.mutable_node()->set_address(own.address());
+  std::atomic<bool> done{false};
+  std::thread beating([&] {  // the silent server's own heartbeats keep it a member
+    while (!done) {
+      silent.Send(beat);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  Node server(LocalNode(proto::SERVER, scheduler->port(), 0.2));
+  Node worker0(LocalNode(proto::WORKER, scheduler->port(), 0.2));
+  Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.2));
+  testing::StartNodes({&server, &worker0, &worker1});
+  ASSERT_TRUE(scheduler->view().heartbeat_relay());
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const SchedulerStatus status = scheduler->status();
+  EXPECT_EQ(status.departures, 0u);
+  EXPECT_EQ(status.members.size(), 4u);
+  for (const auto& member : status.members) {
+    EXPECT_LT(member.heartbeat_age_s, 1.0) << "node " << member.id;
+  }
+  done = true;
+  beating.join();
+  worker1.Stop();
+  worker0.Stop();
+  server.Stop();
+}
+
 // A job of at least --heartbeat_relay_from workers: each worker's heartbeats
 // go to its server, which passes them on in its own, and every tenth to the
 // scheduler; the workers stay members, heard from within a second, with a
