@@ -931,6 +931,45 @@ TEST_F(Registration, AHeartbeatIsAnsweredOnlyWhenItAsks) {
   EXPECT_EQ(answer.error(), "");
 }
 
+// A member registered as a SERVER by the test itself (a raw connection and a
+// listener where the scheduler's probe reaches it): it relays what the test
+// tells it to, and answers no worker.
+struct TestMadeServer {
+  explicit TestMadeServer(const std::string& scheduler_address) : peer(scheduler_address) {
+    proto::Meta request = Register(own.address());
+    request.mutable_node()->set_role(proto::SERVER);
+    peer.Send(request);
+    proto::Meta answer;
+    if (!own.Receive(&answer, 10) || !answer.error().empty()) {
+      ADD_FAILURE() << "the test-made server was not admitted: " << answer.error();
+      return;
+    }
+    id = answer.node().id();
+    rank = answer.node().rank();
+  }
+  // A heartbeat of its own (which relays nothing until the test adds to it).
+  proto::Meta Beat() const {
+    proto::Meta beat = Command(proto::HEARTBEAT, id);
+    beat.mutable_node()->set_role(proto::SERVER);
+    beat.mutable_node()->set_address(own.address());
+    return beat;
+  }
+  Listener own;
+  RawPeer peer;
+  int id = -1, rank = -1;
+};
+
+// Every one of the scheduler's `members` is still a member, none left, and
+// each was heard from within a second.
+void ExpectEveryMemberHeardWithinASecond(const Scheduler& scheduler, size_t members) {
+  const SchedulerStatus status = scheduler.status();
+  EXPECT_EQ(status.departures, 0u);
+  EXPECT_EQ(status.members.size(), members);
+  for (const auto& member : status.members) {
+    EXPECT_LT(member.heartbeat_age_s, 1.0) << "node " << member.id;
+  }
+}
+
 // A server's heartbeat may pass on the heartbeats of the workers it relays
 // for (HeartbeatRelayRank), and of no other: a member registered as a server
 // (the test's own) relaying a worker that is not its own is refused and the
@@ -940,29 +979,18 @@ TEST(HeartbeatRelay, TheSchedulerTakesAServersRelayedHeartbeatsOnlyForItsOwnWork
   options.heartbeat_relay_from = 1;
   options.connect_timeout_s = 2;
   auto scheduler = testing::StartScheduler(options);
-  const std::string address = "127.0.0.1:" + std::to_string(scheduler->port());
-  Listener own;
-  RawPeer server(address);
-  proto::Meta request = Register(own.address());
-  request.mutable_node()->set_role(proto::SERVER);
-  server.Send(request);
-  proto::Meta answer;
-  ASSERT_TRUE(own.Receive(&answer, 10));
-  ASSERT_EQ(answer.error(), "");
-  const int server_id = answer.node().id();
-  const int server_rank = answer.node().rank();
+  TestMadeServer server("127.0.0.1:" + std::to_string(scheduler->port()));
+  ASSERT_GE(server.id, 0);
   Node other_server(LocalNode(proto::SERVER, scheduler->port(), 0.2));
   Node worker0(LocalNode(proto::WORKER, scheduler->port(), 0.2));
   Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.2));
   testing::StartNodes({&other_server, &worker0, &worker1});
   ASSERT_TRUE(scheduler->view().heartbeat_relay());
-  const Node& mine = HeartbeatRelayRank(worker0.rank(), 2) == server_rank ? worker0 : worker1;
+  const Node& mine = HeartbeatRelayRank(worker0.rank(), 2) == server.rank ? worker0 : worker1;
   const Node& not_mine = &mine == &worker0 ? worker1 : worker0;
   const uint64_t relayed = scheduler->status().relayed_heartbeats;
   const uint64_t refused = scheduler->status().refused_relayed_heartbeats;
-  proto::Meta beat = Command(proto::HEARTBEAT, server_id);
-  beat.mutable_node()->set_role(proto::SERVER);
-  beat.mutable_node()->set_address(own.address());
+  proto::Meta beat = server.Beat();
   // Each entry carries a cursor and a progress report, as a worker's own
   // heartbeat does (these workers have no SchedulerLink: nothing else reports).
   const auto relay = [&](const Node& worker, uint64_t examples) {
@@ -974,13 +1002,13 @@ TEST(HeartbeatRelay, TheSchedulerTakesAServersRelayedHeartbeatsOnlyForItsOwnWork
     entry->mutable_progress()->set_epochs(5);
   };
   relay(not_mine, 555);
-  server.Send(beat);
+  server.peer.Send(beat);
   EXPECT_TRUE(
       WaitFor([&] { return scheduler->status().refused_relayed_heartbeats == refused + 1; }, 10));
   beat.clear_relayed();
   relay(mine, 777);
   beat.add_relayed()->set_node(other_server.id());  // not a worker
-  server.Send(beat);
+  server.peer.Send(beat);
   EXPECT_TRUE(
       WaitFor([&] { return scheduler->status().refused_relayed_heartbeats == refused + 2; }, 10));
   EXPECT_GE(scheduler->status().relayed_heartbeats, relayed + 1);
@@ -1005,22 +1033,13 @@ TEST(HeartbeatRelay, AWorkerWhoseServerDoesNotAnswerBeatsToTheSchedulerItself) {
   options.heartbeat_timeout_s = 1.5;
   options.connect_timeout_s = 2;
   auto scheduler = testing::StartScheduler(options);
-  const std::string address = "127.0.0.1:" + std::to_string(scheduler->port());
-  Listener own;
-  RawPeer silent(address);
-  proto::Meta request = Register(own.address());
-  request.mutable_node()->set_role(proto::SERVER);
-  silent.Send(request);
-  proto::Meta answer;
-  ASSERT_TRUE(own.Receive(&answer, 10));
-  ASSERT_EQ(answer.error(), "");
-  proto::Meta beat = Command(proto::HEARTBEAT, answer.node().id());
-  beat.mutable_node()->set_role(proto::SERVER);
-  beat.mutable_node()->set_address(own.address());
+  TestMadeServer silent("127.0.0.1:" + std::to_string(scheduler->port()));
+  ASSERT_GE(silent.id, 0);
+  const proto::Meta beat = silent.Beat();
   std::atomic<bool> done{false};
   std::thread beating([&] {  // the silent server's own heartbeats keep it a member
     while (!done) {
-      silent.Send(beat);
+      silent.peer.Send(beat);
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });
@@ -1029,13 +1048,8 @@ TEST(HeartbeatRelay, AWorkerWhoseServerDoesNotAnswerBeatsToTheSchedulerItself) {
   Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.2));
   testing::StartNodes({&server, &worker0, &worker1});
   ASSERT_TRUE(scheduler->view().heartbeat_relay());
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  const SchedulerStatus status = scheduler->status();
-  EXPECT_EQ(status.departures, 0u);
-  EXPECT_EQ(status.members.size(), 4u);
-  for (const auto& member : status.members) {
-    EXPECT_LT(member.heartbeat_age_s, 1.0) << "node " << member.id;
-  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // a span without a departure
+  ExpectEveryMemberHeardWithinASecond(*scheduler, 4);
   done = true;
   beating.join();
   worker1.Stop();
@@ -1067,11 +1081,7 @@ TEST(HeartbeatRelay, WorkersHeardThroughTheirServersStayMembers) {
   // 2 workers, 5 beats a second each, 9 in 10 relayed, over 3 s: about 27.
   EXPECT_GE(status.relayed_heartbeats - relayed, 10u);
   EXPECT_EQ(status.refused_relayed_heartbeats, 0u);
-  EXPECT_EQ(status.departures, 0u);
-  EXPECT_EQ(status.members.size(), 4u);
-  for (const auto& member : status.members) {
-    EXPECT_LT(member.heartbeat_age_s, 1.0) << "node " << member.id;
-  }
+  ExpectEveryMemberHeardWithinASecond(*scheduler, 4);
   EXPECT_EQ(server0.rejected_control_messages() + server1.rejected_control_messages(), rejected);
   // A worker's heartbeat to a server that does not relay for it is refused
   // there.
