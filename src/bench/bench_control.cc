@@ -363,10 +363,15 @@ class Fleet {
     if (member.relay) member.relay.close();
   }
 
-  void Send(Member& member, Message& message) {
+  // `message` from `member`, encoded (stamped as Node stamps it).
+  static std::vector<zmq::message_t> Frames(const Member& member, Message& message) {
     message.meta.set_sender(member.id);
     message.meta.set_epoch(member.epoch);
-    std::vector<zmq::message_t> frames = Encode(message);
+    return Encode(message);
+  }
+
+  void Send(Member& member, Message& message) {
+    std::vector<zmq::message_t> frames = Frames(member, message);
     if (network_) {
       network_->Send(member.routing_id, scheduler_address_, std::move(frames));
     } else {
@@ -376,9 +381,7 @@ class Fleet {
 
   // To the member's relay server, as Node sends a heartbeat to it.
   void SendToRelay(Member& member, Message& message) {
-    message.meta.set_sender(member.id);
-    message.meta.set_epoch(member.epoch);
-    std::vector<zmq::message_t> frames = Encode(message);
+    std::vector<zmq::message_t> frames = Frames(member, message);
     if (network_) {
       network_->Send(member.routing_id, member.relay_address, std::move(frames));
       return;
