@@ -10,8 +10,8 @@
 // libzmq allows one monitor per
 // socket, and the send sockets have no other (PeerAuthenticator monitors the
 // receiving ROUTER). Each watched socket gets an inproc PAIR of its own, and
-// one thread polls them all and calls `closed(node_id)` for every
-// disconnection (and first failed connection) of a socket still watched.
+// one thread waits on them all (an epoll set of their descriptors) and calls `closed(node_id)` for
+// every disconnection (and first failed connection) of a socket still watched.
 //
 // What a closed connection means is for the caller to find out: a peer that
 // died closes it (its kernel answers for it, at once), but so do a network
@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -70,9 +71,14 @@ class ConnectionWatch {
   };
 
   void Loop();
-  // Takes the monitors Watch made since the last round and closes the
-  // forgotten ones (on the watch's thread, which owns them).
-  void Update(std::vector<Monitor>* monitors);
+  // Takes the monitors Watch made since the last round into `monitors` and
+  // the epoll set `epoll`, and closes the forgotten ones (on the watch's
+  // thread, which owns them).
+  void Update(std::map<uint64_t, Monitor>* monitors, int epoll);
+  // Adds `socket`'s descriptor to `epoll` under `key`.
+  static void AddToEpoll(int epoll, zmq::socket_t& socket, uint64_t key);
+  // Reads every event waiting in `monitor`.
+  void Drain(Monitor& monitor);
   // Reads one event from `monitor` (kept open until forgotten).
   void OnEvent(Monitor& monitor);
   bool Forgotten(uint64_t watch);
