@@ -9,7 +9,8 @@
 // once it has one, sends a HEARTBEAT every heartbeat interval, on the wall
 // clock's boundaries (NextHeartbeatDelay), asking for an answer as Node does,
 // after kHeartbeatAnswerAfter intervals of silence; where the view relays
-// heartbeats a worker sends nine in ten to its server, which passes them on.
+// heartbeats a worker sends all but one in kRelayDirectEvery to its server,
+// which passes them on.
 // Members parse every message they get (a view whole, its ranges' begins
 // filled in as Node does) but keep only its epoch; a member holds a view
 // once it has parsed it (the time is read after the parse, not
@@ -54,6 +55,7 @@
 #include <sstream>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -203,9 +205,13 @@ struct Board {
   char scheduler_address[128] = {};
   std::atomic<int> processes_ready{0}, processes_failed{0};
   // Then, for each of the `nodes` members: when it held its first view, when
-  // it held the watched epoch (-1: not yet), its first view's parse, its id.
+  // it held the watched epoch (-1: not yet), its first view's parse, when it
+  // last heard from the scheduler (a server's, read by its relaying workers),
+  // its id.
 };
-static_assert(std::atomic<double>::is_always_lock_free && std::atomic<int>::is_always_lock_free &&
+static_assert(std::atomic<double>::is_always_lock_free &&
+                  sizeof(std::atomic<double>) == sizeof(double) &&
+                  std::atomic<int>::is_always_lock_free &&
                   std::atomic<uint64_t>::is_always_lock_free,
               "the board's atomics are shared across processes");
 
@@ -213,14 +219,16 @@ static_assert(std::atomic<double>::is_always_lock_free && std::atomic<int>::is_a
 class SharedBoard {
  public:
   explicit SharedBoard(int nodes) : nodes_(nodes) {
-    bytes_ = sizeof(Board) + static_cast<size_t>(nodes) * (3 * sizeof(double) + sizeof(int));
+    bytes_ = sizeof(Board) + static_cast<size_t>(nodes) * (4 * sizeof(double) + sizeof(int));
     void* memory = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) throw MakeError("cannot map ", bytes_, " bytes for the members");
     board_ = new (memory) Board();
     first_view_at_ = reinterpret_cast<double*>(board_ + 1);
     target_at_ = first_view_at_ + nodes;
     parse_s_ = target_at_ + nodes;
-    ids_ = reinterpret_cast<int*>(parse_s_ + nodes);
+    heard_at_ = reinterpret_cast<std::atomic<double>*>(parse_s_ + nodes);
+    for (int i = 0; i < nodes; ++i) new (heard_at_ + i) std::atomic<double>(-1.0);
+    ids_ = reinterpret_cast<int*>(heard_at_ + nodes);
     std::fill(first_view_at_, first_view_at_ + 3 * static_cast<size_t>(nodes), -1.0);
     std::fill(ids_, ids_ + nodes, 0);
   }
@@ -236,6 +244,7 @@ class SharedBoard {
   double* first_view_at() const { return first_view_at_; }
   double* target_at() const { return target_at_; }
   double* parse_s() const { return parse_s_; }
+  std::atomic<double>* heard_at() const { return heard_at_; }
   int* ids() const { return ids_; }
 
  private:
@@ -243,6 +252,7 @@ class SharedBoard {
   size_t bytes_ = 0;
   Board* board_ = nullptr;
   double *first_view_at_ = nullptr, *target_at_ = nullptr, *parse_s_ = nullptr;
+  std::atomic<double>* heard_at_ = nullptr;
   int* ids_ = nullptr;
 };
 
@@ -346,6 +356,8 @@ class Fleet {
     // A worker relaying its heartbeats (ClusterView.heartbeat_relay): its
     // server's address ("" while none), and its heartbeats so far.
     std::string relay_address;
+    int relay_id = -1;     // its relay server's node id
+    int relay_index = -1;  // and index among the members, once looked up
     uint64_t beats = 0;
     // A server: workers' heartbeats taken since its last (id -> when).
     std::map<int, double> relayed;
@@ -420,7 +432,7 @@ class Fleet {
     beat.meta.mutable_node()->set_role(member.role);
     beat.meta.mutable_node()->set_address(member.address);
     // A server passes on its workers' (as Node does), a worker relaying sends
-    // nine in ten to its server.
+    // all but one in kRelayDirectEvery to its server.
     for (const auto& [worker, at] : member.relayed) {
       proto::RelayedHeartbeat* relayed = beat.meta.add_relayed();
       relayed->set_node(worker);
@@ -431,12 +443,35 @@ class Fleet {
         (++member.beats + std::max(0, member.rank)) % kRelayDirectEvery != 0) {
       board_.relayed_beats.fetch_add(1);
       SendToRelay(member, beat);
+      // The server's word from the scheduler is the worker's, as its answer
+      // tells a Node (Meta.scheduler_contact_age_ms): read from the board
+      // here, not sent, for the answers cost the members, not the scheduler.
+      if (member.relay_index < 0) member.relay_index = IndexOf(member.relay_id);
+      if (member.relay_index >= 0) {
+        member.heard_at =
+            std::max(member.heard_at,
+                     shared_.heard_at()[member.relay_index].load(std::memory_order_relaxed));
+      }
       return;
     }
     // Asking for an answer as Node does.
-    if (now - member.heard_at >= kHeartbeatAnswerAfter * interval_s_) beat.meta.set_ack(true);
+    const double answer_after =
+        member.relay_address.empty() ? kHeartbeatAnswerAfter : kRelayingAnswerAfter;
+    if (now - member.heard_at >= answer_after * interval_s_) beat.meta.set_ack(true);
     board_.beats.fetch_add(1);
     Send(member, beat);
+  }
+
+  // The index among all the members of the member with node id `id`; -1
+  // if none has it.
+  int IndexOf(int id) {
+    std::lock_guard<std::mutex> lock(index_mutex_);
+    auto found = index_of_id_.find(id);
+    if (found == index_of_id_.end()) {
+      for (int i = 0; i < shared_.nodes(); ++i) index_of_id_[shared_.ids()[i]] = i;
+      found = index_of_id_.find(id);
+    }
+    return found == index_of_id_.end() ? -1 : found->second;
   }
 
   // A worker's relay server in `view` (Node::RelayServerId), if the view
@@ -447,6 +482,7 @@ class Fleet {
     for (const proto::NodeInfo& node : view.nodes()) {
       if (node.role() == proto::SERVER && node.rank() == relay_rank) {
         member.relay_address = node.address();
+        member.relay_id = node.id();
       }
     }
   }
@@ -479,6 +515,7 @@ class Fleet {
       return;
     }
     member.heard_at = now;
+    shared_.heard_at()[begin_ + index].store(now, std::memory_order_relaxed);
     switch (meta.command()) {
       case proto::REGISTER:
         if (!meta.error().empty()) {
@@ -625,6 +662,8 @@ class Fleet {
   std::unique_ptr<zmq::context_t> context_;  // tcp
   std::vector<Member> members_;              // by index - begin_
   std::vector<Shard> shards_;
+  std::mutex index_mutex_;
+  std::unordered_map<int, int> index_of_id_;  // IndexOf's
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;  // last: they use the members above
 };

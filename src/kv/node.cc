@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <random>
 
 #include "base/error.h"
@@ -451,6 +452,17 @@ void Node::OnMessage(Message&& message) {
     // Its relay server took a heartbeat to pass on.
     if (meta.sender() == RelayServerId() && OnSendersConnection(message)) {
       relay_unanswered_ = 0;
+      // The server's word from the scheduler is this worker's too.
+      const int64_t heard_ns =
+          MonotonicNanos() - static_cast<int64_t>(meta.scheduler_contact_age_ms()) * 1000000;
+      int64_t known_ns = last_scheduler_contact_ns_.load();
+      while (heard_ns > known_ns &&
+             !last_scheduler_contact_ns_.compare_exchange_weak(known_ns, heard_ns)) {
+      }
+      if (std::find(meta.beat_direct().begin(), meta.beat_direct().end(), id_) !=
+          meta.beat_direct().end()) {
+        beat_direct_next_ = true;
+      }
     } else {
       Reject(&rejected_control_, meta, "a heartbeat answer from a server that is not its relay");
     }
@@ -652,8 +664,12 @@ void Node::TakeRelayed(const Message& message) {
   beat.set_reading_seconds(meta.reading_seconds());
   if (meta.has_progress()) *beat.mutable_progress() = meta.progress();
   at_ns = MonotonicNanos();
+  const bool beat_direct = beat_direct_asked_.erase(meta.sender()) > 0;
   lock.unlock();
   Message taken = CommandMessage(proto::HEARTBEAT);  // taken: the worker goes on relaying
+  taken.meta.set_scheduler_contact_age_ms(static_cast<uint32_t>(std::min(
+      SecondsSinceScheduler() * 1e3, static_cast<double>(std::numeric_limits<uint32_t>::max()))));
+  if (beat_direct) taken.meta.add_beat_direct(meta.sender());
   try {
     Send(meta.sender(), taken);
   } catch (const Error&) {
@@ -730,6 +746,16 @@ void Node::ReleaseHeld() {
 }
 
 void Node::OnHeartbeatAnswer(const proto::Meta& meta, bool own_connection) {
+  if (meta.beat_direct_size() > 0 && options_.role == proto::SERVER) {
+    // Workers of this server's the scheduler does not count: each hears so
+    // with its next relayed heartbeat (at most the view's workers are kept).
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t bound = view_ ? static_cast<size_t>(view_->num_workers()) : 0;
+    for (const int id : meta.beat_direct()) {
+      if (beat_direct_asked_.size() >= bound) break;
+      beat_direct_asked_.insert(id);
+    }
+  }
   if (meta.rejoin() && id_ >= 0) {
     if (!own_connection) {
       Reject(&rejected_control_, meta,
@@ -825,23 +851,27 @@ void Node::HeartbeatLoop() {
         taken = relayed_.erase(taken);
       }
     }
-    // A worker's goes to its relay server (heartbeat_relay), every tenth to
-    // the scheduler: worker r's when its beats number r mod 10, so that a
-    // tenth of the workers go to the scheduler at each beat.
-    // One over kMaxRelayedBytes, or after kRelayUnansweredMax relayed ones
-    // its server did not answer, goes to the scheduler too.
+    // A worker's goes to its relay server (heartbeat_relay), one in
+    // kRelayDirectEvery to the scheduler: worker r's when its beats number r
+    // mod kRelayDirectEvery, so that as many go to the scheduler at each beat.
+    // One over kMaxRelayedBytes, after kRelayUnansweredMax relayed ones its
+    // server did not answer, or the next after its server said so
+    // (Meta.beat_direct), goes to the scheduler too.
     int relay = -1;
-    if (options_.role == proto::WORKER && !beat_direct_ &&
+    const int relay_server = options_.role == proto::WORKER && !beat_direct_ ? RelayServerId() : -1;
+    const bool direct_next = beat_direct_next_.exchange(false);
+    if (relay_server >= 0 && !direct_next &&
         (++beats_ + std::max(0, rank_.load())) % kRelayDirectEvery != 0 &&
         beat.meta.ByteSizeLong() <= kMaxRelayedBytes / 2) {
       if (relay_unanswered_ < kRelayUnansweredMax) {
-        relay = RelayServerId();
+        relay = relay_server;
       } else {
         relay_unanswered_ = 0;  // the relay is tried again at the next
       }
     }
-    if (relay < 0 &&
-        SecondsSinceScheduler() >= kHeartbeatAnswerAfter * options_.heartbeat_interval_s) {
+    const double answer_after = (relay_server >= 0 ? kRelayingAnswerAfter : kHeartbeatAnswerAfter) *
+                                options_.heartbeat_interval_s;
+    if (relay < 0 && SecondsSinceScheduler() >= answer_after) {
       beat.meta.set_ack(true);  // answer it: nothing else came for a while
     }
     // Who this is, for a restarted scheduler that asks it to register again.

@@ -49,6 +49,11 @@ namespace keel {
 // scheduler of 10,000 members sends a third of the answers. A server stops
 // after --scheduler_timeout without word (60 s by default).
 constexpr double kHeartbeatAnswerAfter = 2.5;
+// A worker relaying its heartbeats (ClusterView.heartbeat_relay) hears of the
+// scheduler through its server's answers, word up to about
+// kHeartbeatAnswerAfter intervals old: its own heartbeats to the scheduler
+// ask for an answer after twice that.
+constexpr double kRelayingAnswerAfter = 2 * kHeartbeatAnswerAfter;
 
 // Seconds from `wall_now_s` (the wall clock, seconds since the epoch) to a
 // member's next heartbeat: the next multiple of `interval_s` at least a
@@ -62,10 +67,14 @@ double NextHeartbeatDelay(double wall_now_s, double interval_s);
 // ClusterView.heartbeat_relay: worker `worker_rank` sends its heartbeats to
 // the server of this rank, which passes them on in its own; the scheduler
 // takes them from that server alone. Every kRelayDirectEvery-th goes to the
-// scheduler itself (asking for an answer), as do all of them while the
-// view has no server of that rank.
+// scheduler itself, as do all of them while the view has no server of that
+// rank, and the next after its server said the scheduler does not count it
+// (Meta.beat_direct: restarted, it asks the worker to register again, or it
+// removed the worker). A server's answer says how long since it heard from
+// the scheduler, which the worker counts as word from it, so that its own
+// heartbeats to the scheduler rarely ask for an answer.
 int HeartbeatRelayRank(int worker_rank, int num_servers);
-constexpr int kRelayDirectEvery = 10;
+constexpr int kRelayDirectEvery = 30;
 // A server answers each heartbeat it takes to pass on; a worker whose last
 // two relayed heartbeats went unanswered (its server hung or cut off, not yet
 // out of the view) sends the next to the scheduler, so the scheduler hears it
@@ -404,9 +413,13 @@ class Node {
   // A server's: workers' heartbeats taken since its last (by worker id), and
   // when each came (MonotonicNanos).
   std::map<int, std::pair<proto::RelayedHeartbeat, int64_t>> relayed_;
+  // A server's: workers the scheduler did not count (Meta.beat_direct), each
+  // told so in the answer to its next relayed heartbeat.
+  std::set<int> beat_direct_asked_;
   uint64_t beats_ = 0;                          // heartbeats sent (the heartbeat thread's)
   std::atomic<int> relay_unanswered_{0};  // a worker's relayed heartbeats since its server answered
   std::atomic<bool> beat_direct_{false};  // HeartbeatToTheSchedulerOnly
+  std::atomic<bool> beat_direct_next_{false};   // its server said: the next to the scheduler
   std::map<uint64_t, bool> barriers_released_;  // barrier id -> released
   // Data messages from a newer epoch, held until this node has that view;
   // per sender, how many; in all, how many bytes.

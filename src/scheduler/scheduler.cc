@@ -628,7 +628,10 @@ void Scheduler::AfterDeparture(int id) {
 }
 
 void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
-  if (member.info.role() == proto::SERVER && meta.relayed_size() > 0) OnRelayed(meta, member);
+  std::vector<int> beat_direct;
+  if (member.info.role() == proto::SERVER && meta.relayed_size() > 0) {
+    beat_direct = OnRelayed(meta, member);
+  }
   if (meta.has_cursor() && member.info.role() == proto::WORKER) {
     shares_.OnProgress(member.info.rank(), meta.cursor());
   }
@@ -648,21 +651,33 @@ void Scheduler::OnHeartbeat(const proto::Meta& meta, const Member& member) {
   }
   // Answered when asked: a member asks once it has heard nothing for a few
   // intervals (kHeartbeatAnswerAfter), so most heartbeats of a quiet cluster
-  // cost one message, not two.
-  if (!meta.ack()) return;
+  // cost one message, not two. A relay server that passed on heartbeats of
+  // nodes that are not members hears which, to send them to this scheduler.
+  if (!meta.ack() && beat_direct.empty()) return;
   Message ack = ControlMessage(proto::HEARTBEAT);
+  for (const int id : beat_direct) ack.meta.add_beat_direct(id);
   SendTo(meta.sender(), ack);
 }
 
-void Scheduler::OnRelayed(const proto::Meta& meta, const Member& server) {
+std::vector<int> Scheduler::OnRelayed(const proto::Meta& meta, const Member& server) {
   const double now = MonotonicSeconds();
   const int num_servers = cluster_.view.num_servers();
   int taken = 0;
+  std::vector<int> beat_direct;
   for (const proto::RelayedHeartbeat& beat : meta.relayed()) {
     // Only a worker this server relays for, each heard within the timeout;
     // a report is bounded by the job's workers.
     if (++taken > options_.num_workers) break;
     const auto found = cluster_.members.find(beat.node());
+    if (found == cluster_.members.end() && beat.node() > 0 && options_.heartbeat_relay_from > 0 &&
+        options_.num_workers >= options_.heartbeat_relay_from) {
+      // Not a member: registered with an earlier run of this scheduler (which
+      // may not have published a view yet), or removed. Its next heartbeat
+      // comes here, where it hears which.
+      ++refused_relayed_;
+      beat_direct.push_back(beat.node());
+      continue;
+    }
     if (!cluster_.view.heartbeat_relay() || found == cluster_.members.end() ||
         found->second.info.role() != proto::WORKER ||
         HeartbeatRelayRank(found->second.info.rank(), num_servers) != server.info.rank() ||
@@ -672,8 +687,8 @@ void Scheduler::OnRelayed(const proto::Meta& meta, const Member& server) {
     }
     ++relayed_;
     Member& worker = found->second;
-    // Older than what the scheduler heard from the worker itself (its tenth
-    // heartbeat, sent beside this one): its cursor must not go back.
+    // Older than what the scheduler heard from the worker itself (a heartbeat
+    // sent to it beside this one): its cursor must not go back.
     const double heard = now - beat.age_ms() * 1e-3;
     if (heard <= worker.last_heartbeat) continue;
     departures_->HeardFrom(beat.node(), worker, heard);
@@ -685,6 +700,7 @@ void Scheduler::OnRelayed(const proto::Meta& meta, const Member& server) {
     if (beat.has_progress()) *fields.mutable_progress() = beat.progress();
     OnHeartbeat(fields, worker);
   }
+  return beat_direct;
 }
 
 void Scheduler::OnViewRequest(const proto::Meta& meta) {

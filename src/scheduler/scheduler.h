@@ -119,8 +119,8 @@ struct SchedulerOptions {
   bool view_deltas = true;
   // A job of at least this many workers has its workers' heartbeats relayed
   // by the servers (ClusterView.heartbeat_relay: each worker sends its
-  // heartbeats to one server, which passes them on in its own, and every
-  // tenth to the scheduler itself), so the scheduler takes about one
+  // heartbeats to one server, which passes them on in its own, and one in
+  // kRelayDirectEvery to the scheduler itself), so the scheduler takes about one
   // heartbeat a server where it took one a member; 0: never.
   int heartbeat_relay_from = 256;
 };
@@ -252,8 +252,9 @@ class Scheduler {
   // Counts and logs (rate-limited) a message refused for `why`.
   void Reject(const proto::Meta& meta, const std::string& why);
   void OnHeartbeat(const proto::Meta& meta, const Member& member);
-  // A server's heartbeat passing on workers' (heartbeat_relay).
-  void OnRelayed(const proto::Meta& meta, const Member& server);
+  // A server's heartbeat passing on workers' (heartbeat_relay); returns the
+  // nodes among them that are not members (Meta.beat_direct).
+  std::vector<int> OnRelayed(const proto::Meta& meta, const Member& server);
   void OnViewRequest(const proto::Meta& meta);
   void OnWorkerDone(const proto::Meta& meta, const Member& member);
   void OnCheckpoint(const proto::Meta& meta, const Member& member);

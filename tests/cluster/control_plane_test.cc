@@ -1022,6 +1022,49 @@ TEST(HeartbeatRelay, TheSchedulerTakesAServersRelayedHeartbeatsOnlyForItsOwnWork
   other_server.Stop();
 }
 
+// A server passing on the heartbeat of a node that is not a member (one
+// registered with an earlier run of a restarted scheduler, or removed) hears
+// which in an answer, though its heartbeat asked for none: that node's next
+// heartbeat is to go to the scheduler itself. A heartbeat that relays only
+// members' is not answered.
+TEST(HeartbeatRelay, AServerPassingOnANonMembersHeartbeatHearsWhich) {
+  SchedulerOptions options = testing::LocalScheduler(1, 1);
+  options.heartbeat_relay_from = 1;
+  options.connect_timeout_s = 2;
+  auto scheduler = testing::StartScheduler(options);
+  TestMadeServer server("127.0.0.1:" + std::to_string(scheduler->port()));
+  ASSERT_GE(server.id, 0);
+  Node worker(LocalNode(proto::WORKER, scheduler->port(), 0.2));
+  testing::StartNodes({&worker});
+  ASSERT_TRUE(scheduler->view().heartbeat_relay());
+  // The scheduler's next HEARTBEAT to the test-made server within
+  // `timeout_s` (views come to it too, and the worker's heartbeats).
+  const auto next_answer = [&](proto::Meta* answer, double timeout_s) {
+    const double until = MonotonicSeconds() + timeout_s;
+    while (MonotonicSeconds() < until) {
+      if (server.own.Receive(answer, until - MonotonicSeconds()) &&
+          answer->command() == proto::HEARTBEAT && answer->sender() == kSchedulerId) {
+        return true;
+      }
+    }
+    return false;
+  };
+  proto::Meta beat = server.Beat();
+  beat.add_relayed()->set_node(worker.id());
+  server.peer.Send(beat);
+  proto::Meta answer;
+  EXPECT_FALSE(next_answer(&answer, 1)) << "answered: " << answer.DebugString();
+  const uint64_t refused = scheduler->status().refused_relayed_heartbeats;
+  beat.clear_relayed();
+  beat.add_relayed()->set_node(987654);  // no member's id (at most the job's 1 worker an answer)
+  server.peer.Send(beat);
+  ASSERT_TRUE(next_answer(&answer, 10)) << "no answer naming the node that is not a member";
+  EXPECT_EQ(std::vector<int>(answer.beat_direct().begin(), answer.beat_direct().end()),
+            std::vector<int>{987654});
+  EXPECT_EQ(scheduler->status().refused_relayed_heartbeats, refused + 1);
+  worker.Stop();
+}
+
 // A worker whose relay server takes its heartbeats but never answers (hung,
 // or cut off, and not yet out of the view: here a member of the test's own
 // that reads nothing) sends every third heartbeat to the scheduler itself, so
@@ -1058,9 +1101,11 @@ TEST(HeartbeatRelay, AWorkerWhoseServerDoesNotAnswerBeatsToTheSchedulerItself) {
 }
 
 // A job of at least --heartbeat_relay_from workers: each worker's heartbeats
-// go to its server, which passes them on in its own, and every tenth to the
-// scheduler; the workers stay members, heard from within a second, with a
-// heartbeat timeout (1.5 s) shorter than ten of their intervals (2 s).
+// go to its server, which passes them on in its own, and one in
+// kRelayDirectEvery to the scheduler; the workers stay members, heard from
+// within a second, with a heartbeat timeout (1.5 s) shorter than
+// kRelayDirectEvery of their intervals (6 s), and take their server's word
+// from the scheduler as their own (its answers say how long since it heard).
 TEST(HeartbeatRelay, WorkersHeardThroughTheirServersStayMembers) {
   SchedulerOptions options = testing::LocalScheduler(2, 2);
   options.heartbeat_relay_from = 2;
@@ -1078,10 +1123,14 @@ TEST(HeartbeatRelay, WorkersHeardThroughTheirServersStayMembers) {
       server0.rejected_control_messages() + server1.rejected_control_messages();
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const SchedulerStatus status = scheduler->status();
-  // 2 workers, 5 beats a second each, 9 in 10 relayed, over 3 s: about 27.
+  // 2 workers, 5 beats a second each, 29 in 30 relayed, over 3 s: about 29.
   EXPECT_GE(status.relayed_heartbeats - relayed, 10u);
   EXPECT_EQ(status.refused_relayed_heartbeats, 0u);
   ExpectEveryMemberHeardWithinASecond(*scheduler, 4);
+  // The scheduler wrote to the workers last at the view, 3 s ago, and answers
+  // a server about every third of its heartbeats (0.6 s).
+  EXPECT_LT(worker0.SecondsSinceScheduler(), 1.5);
+  EXPECT_LT(worker1.SecondsSinceScheduler(), 1.5);
   EXPECT_EQ(server0.rejected_control_messages() + server1.rejected_control_messages(), rejected);
   // A worker's heartbeat to a server that does not relay for it is refused
   // there.
@@ -1098,9 +1147,12 @@ TEST(HeartbeatRelay, WorkersHeardThroughTheirServersStayMembers) {
 
 // What a relayed heartbeat carries reaches the scheduler as a direct one's
 // does (the workers' cursors: the job's progress), and a restarted scheduler,
-// which knows nobody, gets every node back: a worker whose heartbeats go to a
-// server hears "register again" at its next heartbeat to the scheduler (every
-// tenth), as the servers do at their next.
+// which knows nobody, gets every node back: the servers hear "register again"
+// at their next heartbeat, and a worker whose heartbeats go to a server hears
+// from it that the scheduler does not count it (Meta.beat_direct), sends its
+// next heartbeat to the scheduler and hears "register again": well within
+// the 9 s until its next heartbeat to the scheduler in any case (one in
+// kRelayDirectEvery of its 0.3 s intervals).
 TEST(HeartbeatRelay, RelayedProgressReachesTheSchedulerAndARestartedOneGetsEveryNodeBack) {
   SchedulerOptions options = testing::LocalScheduler(2, 2);
   options.heartbeat_relay_from = 2;
@@ -1108,8 +1160,8 @@ TEST(HeartbeatRelay, RelayedProgressReachesTheSchedulerAndARestartedOneGetsEvery
   options.port = scheduler->port();
   Node server0(LocalNode(proto::SERVER, scheduler->port(), 0.1));
   Node server1(LocalNode(proto::SERVER, scheduler->port(), 0.1));
-  Node worker0(LocalNode(proto::WORKER, scheduler->port(), 0.1));
-  Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.1));
+  Node worker0(LocalNode(proto::WORKER, scheduler->port(), 0.3));
+  Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.3));
   SchedulerLink link0(worker0);
   SchedulerLink link1(worker1);
   testing::StartNodes({&server0, &server1, &worker0, &worker1});
@@ -1139,8 +1191,8 @@ TEST(HeartbeatRelay, RelayedProgressReachesTheSchedulerAndARestartedOneGetsEvery
   scheduler->Stop();
   scheduler.reset();
   scheduler = testing::StartScheduler(options);
-  EXPECT_TRUE(WaitFor([&] { return scheduler->status().members.size() == 4; }, 20))
-      << scheduler->status().members.size() << " of 4 nodes registered again";
+  EXPECT_TRUE(WaitFor([&] { return scheduler->status().members.size() == 4; }, 5))
+      << scheduler->status().members.size() << " of 4 nodes registered again within 5 s";
   EXPECT_TRUE(WaitFor([&] { return scheduler->epoch() >= 1; }, 20));
   EXPECT_TRUE(scheduler->view().heartbeat_relay());
   EXPECT_TRUE(WaitFor([&] { return scheduler->status().relayed_heartbeats >= 4; }, 10))
