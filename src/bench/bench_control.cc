@@ -463,11 +463,11 @@ class Fleet {
   }
 
   // The index among all the members of the member with node id `id`; -1
-  // if none has it.
+  // if none has it (the board read again only while some member has no id).
   int IndexOf(int id) {
     std::lock_guard<std::mutex> lock(index_mutex_);
     auto found = index_of_id_.find(id);
-    if (found == index_of_id_.end()) {
+    if (found == index_of_id_.end() && index_of_id_.size() < static_cast<size_t>(shared_.nodes())) {
       for (int i = 0; i < shared_.nodes(); ++i) index_of_id_[shared_.ids()[i]] = i;
       found = index_of_id_.find(id);
     }

@@ -48,9 +48,9 @@ DEFINE_double(heartbeat_timeout, 10,
               "stopped or cut-off node is found)");
 DEFINE_int32(heartbeat_relay_from, 256,
              "scheduler: in a job of at least this many workers each worker sends its "
-             "heartbeats to one server, which passes them on in its own, and every tenth to the "
+             "heartbeats to one server, which passes them on in its own, and one in 30 to the "
              "scheduler, so the scheduler takes a heartbeat a second from each server and one "
-             "every ten seconds from each worker (0: never)");
+             "every 30 seconds from each worker (0: never)");
 DEFINE_bool(detect_closed_connections, true,
             "scheduler: a node whose connection closes is probed at once and leaves the view if "
             "its address refuses connections (its process died); false: only heartbeats find "

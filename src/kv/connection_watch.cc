@@ -75,7 +75,7 @@ uint64_t ConnectionWatch::Watch(zmq::socket_t& socket, int node_id) {
   monitor.set(zmq::sockopt::linger, 0);
   monitor.connect(endpoint);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stopping_.load()) {  // nobody would read it: `monitor` closes here
+  if (stopping_.load() || failed_.load()) {  // nobody would read it: `monitor` closes here
     Unwatch(socket);
     return 0;
   }
@@ -122,21 +122,24 @@ void ConnectionWatch::Update(std::map<uint64_t, Monitor>* monitors, int epoll) {
     }
     added_.clear();
     for (auto it = monitors->begin(); it != monitors->end();) {
-      if (forgotten_.erase(it->first)) {
+      if (forgotten_.count(it->first)) {
         const int fd = it->second.socket.get(zmq::sockopt::fd);
         epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nullptr);
+        forgotten_.erase(it->first);
         it = monitors->erase(it);  // closes its PAIR
       } else {
         ++it;
       }
     }
   }
+  std::vector<Monitor*> fresh;
   for (const uint64_t watch : added) {
     auto found = monitors->find(watch);
     if (found == monitors->end()) continue;  // forgotten at once
     AddToEpoll(epoll, found->second.socket, watch);
-    Drain(found->second);  // news from before its descriptor was watched
+    fresh.push_back(&found->second);
   }
+  for (Monitor* monitor : fresh) Drain(*monitor);  // news from before it was watched
 }
 
 void ConnectionWatch::AddToEpoll(int epoll, zmq::socket_t& socket, uint64_t key) {
@@ -159,14 +162,25 @@ void ConnectionWatch::Drain(Monitor& monitor) {
 
 void ConnectionWatch::Loop() {
   const int epoll = epoll_create1(EPOLL_CLOEXEC);
-  if (epoll < 0) {
-    LOG(ERROR) << "connection watch: no epoll set: " << std::strerror(errno)
-               << "; closed connections go unreported";
+  constexpr uint64_t kWokenKey = 0;  // Watch, Forget, Stop
+  bool started = epoll >= 0;
+  if (started) {
+    try {
+      AddToEpoll(epoll, woken_, kWokenKey);
+    } catch (const zmq::error_t&) {
+      started = false;
+    }
+  }
+  if (!started) {
+    // Watch makes no monitor from here on: one nobody reads would block the
+    // libzmq thread that reports to it once its queue is full.
+    LOG(ERROR) << "connection watch: cannot wait on its sockets (" << std::strerror(errno)
+               << "); closed connections go unreported (heartbeat timeouts still remove nodes)";
+    failed_ = true;
+    if (epoll >= 0) close(epoll);
     return;
   }
   std::map<uint64_t, Monitor> monitors;  // by watch number (from 1)
-  constexpr uint64_t kWokenKey = 0;      // Watch, Forget, Stop
-  AddToEpoll(epoll, woken_, kWokenKey);
   auto swept = std::chrono::steady_clock::now();
   while (!stopping_.load()) {
     try {

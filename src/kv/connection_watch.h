@@ -47,7 +47,8 @@ class ConnectionWatch {
 
   // Starts watching `socket`, which carries messages to `node_id`. Call
   // before `socket` connects, so that no event is missed. Returns the number
-  // Forget takes (0, and nothing watched, after Stop). Throws Error if libzmq
+  // Forget takes (0, and nothing watched, after Stop or once the watch's
+  // thread failed to start waiting). Throws Error if libzmq
   // cannot monitor the socket.
   uint64_t Watch(zmq::socket_t& socket, int node_id);
   // Stops libzmq's monitor of `socket`, from the thread that owns it, before
@@ -95,6 +96,7 @@ class ConnectionWatch {
   // (the thread's).
   zmq::socket_t wake_, woken_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> failed_{false};  // the thread could not wait on the sockets
   std::thread thread_;
 };
 

@@ -794,6 +794,10 @@ void Node::OnView(const proto::ClusterView& received) {
     if (view_ && view->epoch() <= view_->epoch()) return;
     epoch_ = view->epoch();
     for (const proto::NodeInfo& node : view->nodes()) members.insert(node.id());
+    // A worker named to go to the scheduler that left the view is told no more.
+    for (auto it = beat_direct_asked_.begin(); it != beat_direct_asked_.end();) {
+      it = members.count(*it) ? std::next(it) : beat_direct_asked_.erase(it);
+    }
     view_ = std::move(view);
     ranges_ = std::move(ranges);
     checked_routes_.clear();  // checked again against the new view's digests
@@ -852,8 +856,8 @@ void Node::HeartbeatLoop() {
       }
     }
     // A worker's goes to its relay server (heartbeat_relay), one in
-    // kRelayDirectEvery to the scheduler: worker r's when its beats number r
-    // mod kRelayDirectEvery, so that as many go to the scheduler at each beat.
+    // relay_direct_every to the scheduler: worker r's when its beats number r
+    // mod that, so that as many go to the scheduler at each beat.
     // One over kMaxRelayedBytes, after kRelayUnansweredMax relayed ones its
     // server did not answer, or the next after its server said so
     // (Meta.beat_direct), goes to the scheduler too.
@@ -861,7 +865,7 @@ void Node::HeartbeatLoop() {
     const int relay_server = options_.role == proto::WORKER && !beat_direct_ ? RelayServerId() : -1;
     const bool direct_next = beat_direct_next_.exchange(false);
     if (relay_server >= 0 && !direct_next &&
-        (++beats_ + std::max(0, rank_.load())) % kRelayDirectEvery != 0 &&
+        (++beats_ + std::max(0, rank_.load())) % options_.relay_direct_every != 0 &&
         beat.meta.ByteSizeLong() <= kMaxRelayedBytes / 2) {
       if (relay_unanswered_ < kRelayUnansweredMax) {
         relay = relay_server;

@@ -95,7 +95,8 @@ void AddNodeMetrics(const Node* node, MetricsRegistry* registry) {
   registry->AddGauge("keel_node_view_epoch", "Epoch of the cluster view this node has.",
                      MetricsRegistry::One([node] { return Number(node->epoch()); }));
   registry->AddGauge("keel_node_scheduler_contact_age_seconds",
-                     "Seconds since the scheduler last answered this node's heartbeat.",
+                     "Seconds since the scheduler last wrote to this node (for a worker whose "
+                     "heartbeats a server relays: or to that server, as its answers say).",
                      MetricsRegistry::One([node] { return node->SecondsSinceScheduler(); }));
   registry->AddCounter("keel_node_dropped_messages_total",
                        "Messages this node dropped, by reason: malformed (undecodable), "

@@ -1150,9 +1150,9 @@ TEST(HeartbeatRelay, WorkersHeardThroughTheirServersStayMembers) {
 // which knows nobody, gets every node back: the servers hear "register again"
 // at their next heartbeat, and a worker whose heartbeats go to a server hears
 // from it that the scheduler does not count it (Meta.beat_direct), sends its
-// next heartbeat to the scheduler and hears "register again": well within
-// the 9 s until its next heartbeat to the scheduler in any case (one in
-// kRelayDirectEvery of its 0.3 s intervals).
+// next heartbeat to the scheduler and hears "register again". These workers
+// send none of their own to the scheduler (one in 1,000 of their 0.3 s
+// intervals): without their servers' word they would not be back.
 TEST(HeartbeatRelay, RelayedProgressReachesTheSchedulerAndARestartedOneGetsEveryNodeBack) {
   SchedulerOptions options = testing::LocalScheduler(2, 2);
   options.heartbeat_relay_from = 2;
@@ -1160,8 +1160,10 @@ TEST(HeartbeatRelay, RelayedProgressReachesTheSchedulerAndARestartedOneGetsEvery
   options.port = scheduler->port();
   Node server0(LocalNode(proto::SERVER, scheduler->port(), 0.1));
   Node server1(LocalNode(proto::SERVER, scheduler->port(), 0.1));
-  Node worker0(LocalNode(proto::WORKER, scheduler->port(), 0.3));
-  Node worker1(LocalNode(proto::WORKER, scheduler->port(), 0.3));
+  NodeOptions relaying = LocalNode(proto::WORKER, scheduler->port(), 0.3);
+  relaying.relay_direct_every = 1000;
+  Node worker0(relaying);
+  Node worker1(relaying);
   SchedulerLink link0(worker0);
   SchedulerLink link1(worker1);
   testing::StartNodes({&server0, &server1, &worker0, &worker1});
