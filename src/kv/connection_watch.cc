@@ -28,6 +28,9 @@ namespace {
 // while a socket's descriptor was not watched).
 constexpr int kPollMs = 1000;
 constexpr int kSweepMs = 10000;
+// The epoll key of the thread's wake-up PAIR (Watch, Forget, Stop); a
+// monitor's is its watch number, from 1.
+constexpr uint64_t kWokenKey = 0;
 // After a wake-up by Watch or Forget it lets the next ones gather this long
 // (a registration storm adds a monitor per member): a socket watched
 // meanwhile is polled from the next round on (its events wait in its PAIR).
@@ -46,6 +49,25 @@ ConnectionWatch::ConnectionWatch(zmq::context_t& context, Closed closed)
   wake_.set(zmq::sockopt::linger, 0);
   woken_.bind(endpoint);
   wake_.connect(endpoint);
+  // The epoll set is made here, not on the thread: a caller counting its
+  // descriptors after the watch starts sees them all.
+  epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  bool started = epoll_ >= 0;
+  if (started) {
+    try {
+      AddToEpoll(epoll_, woken_, kWokenKey);
+    } catch (const zmq::error_t&) {
+      started = false;
+    }
+  }
+  if (!started) {
+    // Watch makes no monitor: one nobody reads would block the libzmq thread
+    // that reports to it once its queue is full.
+    LOG(ERROR) << "connection watch: cannot wait on its sockets (" << std::strerror(errno)
+               << "); closed connections go unreported (heartbeat timeouts still remove nodes)";
+    failed_ = true;
+    return;
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -101,6 +123,8 @@ void ConnectionWatch::Stop() {
     WakeLocked();
   }
   if (thread_.joinable()) thread_.join();
+  if (epoll_ >= 0) close(epoll_);
+  epoll_ = -1;
   std::lock_guard<std::mutex> lock(mutex_);
   added_.clear();  // closes them
   wake_.close();
@@ -161,25 +185,7 @@ void ConnectionWatch::Drain(Monitor& monitor) {
 }
 
 void ConnectionWatch::Loop() {
-  const int epoll = epoll_create1(EPOLL_CLOEXEC);
-  constexpr uint64_t kWokenKey = 0;  // Watch, Forget, Stop
-  bool started = epoll >= 0;
-  if (started) {
-    try {
-      AddToEpoll(epoll, woken_, kWokenKey);
-    } catch (const zmq::error_t&) {
-      started = false;
-    }
-  }
-  if (!started) {
-    // Watch makes no monitor from here on: one nobody reads would block the
-    // libzmq thread that reports to it once its queue is full.
-    LOG(ERROR) << "connection watch: cannot wait on its sockets (" << std::strerror(errno)
-               << "); closed connections go unreported (heartbeat timeouts still remove nodes)";
-    failed_ = true;
-    if (epoll >= 0) close(epoll);
-    return;
-  }
+  const int epoll = epoll_;
   std::map<uint64_t, Monitor> monitors;  // by watch number (from 1)
   auto swept = std::chrono::steady_clock::now();
   while (!stopping_.load()) {
@@ -212,7 +218,6 @@ void ConnectionWatch::Loop() {
       LOG(ERROR) << "connection watch: " << e.what();
     }
   }
-  close(epoll);
 }
 
 void ConnectionWatch::OnEvent(Monitor& monitor) {

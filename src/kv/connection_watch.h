@@ -97,6 +97,7 @@ class ConnectionWatch {
   zmq::socket_t wake_, woken_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> failed_{false};  // the thread could not wait on the sockets
+  int epoll_ = -1;                   // the thread's epoll set (closed by Stop)
   std::thread thread_;
 };
 

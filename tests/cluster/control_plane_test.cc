@@ -959,6 +959,16 @@ struct TestMadeServer {
   int id = -1, rank = -1;
 };
 
+// A scheduler for `servers` and `workers` whose job relays heartbeats (from
+// one worker on), waiting at most 2 s for a registration's probe (the
+// test-made server's listener answers it).
+SchedulerOptions RelayingScheduler(int servers, int workers) {
+  SchedulerOptions options = testing::LocalScheduler(servers, workers);
+  options.heartbeat_relay_from = 1;
+  options.connect_timeout_s = 2;
+  return options;
+}
+
 // Every one of the scheduler's `members` is still a member, none left, and
 // each was heard from within a second.
 void ExpectEveryMemberHeardWithinASecond(const Scheduler& scheduler, size_t members) {
@@ -975,10 +985,7 @@ void ExpectEveryMemberHeardWithinASecond(const Scheduler& scheduler, size_t memb
 // (the test's own) relaying a worker that is not its own is refused and the
 // worker not counted as heard; relaying its own is taken.
 TEST(HeartbeatRelay, TheSchedulerTakesAServersRelayedHeartbeatsOnlyForItsOwnWorkers) {
-  SchedulerOptions options = testing::LocalScheduler(2, 2);
-  options.heartbeat_relay_from = 1;
-  options.connect_timeout_s = 2;
-  auto scheduler = testing::StartScheduler(options);
+  auto scheduler = testing::StartScheduler(RelayingScheduler(2, 2));
   TestMadeServer server("127.0.0.1:" + std::to_string(scheduler->port()));
   ASSERT_GE(server.id, 0);
   Node other_server(LocalNode(proto::SERVER, scheduler->port(), 0.2));
@@ -1028,10 +1035,7 @@ TEST(HeartbeatRelay, TheSchedulerTakesAServersRelayedHeartbeatsOnlyForItsOwnWork
 // heartbeat is to go to the scheduler itself. A heartbeat that relays only
 // members' is not answered.
 TEST(HeartbeatRelay, AServerPassingOnANonMembersHeartbeatHearsWhich) {
-  SchedulerOptions options = testing::LocalScheduler(1, 1);
-  options.heartbeat_relay_from = 1;
-  options.connect_timeout_s = 2;
-  auto scheduler = testing::StartScheduler(options);
+  auto scheduler = testing::StartScheduler(RelayingScheduler(1, 1));
   TestMadeServer server("127.0.0.1:" + std::to_string(scheduler->port()));
   ASSERT_GE(server.id, 0);
   Node worker(LocalNode(proto::WORKER, scheduler->port(), 0.2));
@@ -1071,10 +1075,8 @@ TEST(HeartbeatRelay, AServerPassingOnANonMembersHeartbeatHearsWhich) {
 // it stays a member with a heartbeat timeout (1.5 s) shorter than ten of its
 // intervals (2 s).
 TEST(HeartbeatRelay, AWorkerWhoseServerDoesNotAnswerBeatsToTheSchedulerItself) {
-  SchedulerOptions options = testing::LocalScheduler(2, 2);
-  options.heartbeat_relay_from = 1;
+  SchedulerOptions options = RelayingScheduler(2, 2);
   options.heartbeat_timeout_s = 1.5;
-  options.connect_timeout_s = 2;
   auto scheduler = testing::StartScheduler(options);
   TestMadeServer silent("127.0.0.1:" + std::to_string(scheduler->port()));
   ASSERT_GE(silent.id, 0);
