@@ -195,11 +195,14 @@ void ConnectionWatch::Loop() {
       const int count = epoll_wait(epoll, ready, 64, kPollMs);
       bool woken = false;
       for (int i = 0; i < count; ++i) {
-        if (ready[i].data.u64 == kWokenKey) {
+        // Copied out: epoll_event is packed, its u64 not aligned for a
+        // reference (map::find takes one).
+        const uint64_t key = ready[i].data.u64;
+        if (key == kWokenKey) {
           woken = true;
           continue;
         }
-        auto found = monitors.find(ready[i].data.u64);
+        auto found = monitors.find(key);
         if (found != monitors.end()) Drain(found->second);
       }
       const auto now = std::chrono::steady_clock::now();
