@@ -865,7 +865,7 @@ void Node::HeartbeatLoop() {
     const int relay_server = options_.role == proto::WORKER && !beat_direct_ ? RelayServerId() : -1;
     const bool direct_next = beat_direct_next_.exchange(false);
     if (relay_server >= 0 && !direct_next &&
-        (++beats_ + std::max(0, rank_.load())) % options_.relay_direct_every != 0 &&
+        (++beats_ + std::max(0, rank_.load())) % std::max(1, options_.relay_direct_every) != 0 &&
         beat.meta.ByteSizeLong() <= kMaxRelayedBytes / 2) {
       if (relay_unanswered_ < kRelayUnansweredMax) {
         relay = relay_server;

@@ -127,9 +127,9 @@ struct NodeOptions {
   // How long Start waits for the scheduler's view.
   double register_timeout_s = 30;
   double heartbeat_interval_s = 1;
-  // A worker relaying its heartbeats sends one in this many to the scheduler
-  // itself (kRelayDirectEvery; a test sets more, to see that the others
-  // reach it when they must).
+  // A worker relaying its heartbeats sends one in this many (at least 1) to
+  // the scheduler itself (kRelayDirectEvery; a test sets more, to see that
+  // the others reach it when they must).
   int relay_direct_every = kRelayDirectEvery;
   // Faults this node injects into its outgoing data messages (see Van).
   TransportFaults faults;

@@ -338,6 +338,10 @@ void Scheduler::ShutDownNodes() {
 
 std::set<int> Scheduler::Live(proto::Role role) const { return MemberIds(cluster_.members, role); }
 
+bool Scheduler::RelaysHeartbeats() const {
+  return options_.heartbeat_relay_from > 0 && options_.num_workers >= options_.heartbeat_relay_from;
+}
+
 void Scheduler::PublishView() {
   if (!cluster_.published) {
     // Nodes send heartbeats once they have a view: their silence counts
@@ -357,8 +361,7 @@ void Scheduler::PublishView() {
   cluster_.view.clear_draining();
   for (int rank : resharding_.draining()) cluster_.view.add_draining(rank);
   cluster_.view.set_replication(options_.replication);
-  cluster_.view.set_heartbeat_relay(options_.heartbeat_relay_from > 0 &&
-                                    options_.num_workers >= options_.heartbeat_relay_from);
+  cluster_.view.set_heartbeat_relay(RelaysHeartbeats());
   membership_.RecordView(cluster_.view);
   checkpoints_->FillView(&cluster_.view);
   LOG(INFO) << "cluster view epoch " << cluster_.view.epoch() << ": " << cluster_.num_servers
@@ -669,8 +672,7 @@ std::vector<int> Scheduler::OnRelayed(const proto::Meta& meta, const Member& ser
     // a report is bounded by the job's workers.
     if (++taken > options_.num_workers) break;
     const auto found = cluster_.members.find(beat.node());
-    if (found == cluster_.members.end() && beat.node() > 0 && options_.heartbeat_relay_from > 0 &&
-        options_.num_workers >= options_.heartbeat_relay_from) {
+    if (found == cluster_.members.end() && beat.node() > 0 && RelaysHeartbeats()) {
       // Not a member: registered with an earlier run of this scheduler (which
       // may not have published a view yet), or removed. Its next heartbeat
       // comes here, where it hears which.

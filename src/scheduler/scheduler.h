@@ -285,6 +285,10 @@ class Scheduler {
   // to every member. The first one starts every member's heartbeat clock
   // (nodes send heartbeats once they have a view).
   void PublishView();
+  // Whether the job's workers' heartbeats go through servers (at least
+  // heartbeat_relay_from workers): ClusterView.heartbeat_relay from the first
+  // view on.
+  bool RelaysHeartbeats() const;
   // Sends view_ to every member in its role's form (a worker's without the
   // workers' addresses and route digests): as a delta from `previous` (the
   // view before it; epoch 0: none) to those sent `previous`, whole to the
