@@ -130,6 +130,19 @@ if [ "$tests" = 1 ]; then
 fi
 
 [ "$build" = 1 ] || exit 0
+# A full disk makes a compiler fail with little or no message (an nvcc killed
+# mid-write says nothing), so a short disk is named before building: the build
+# trees, their temporaries and ccache's folder together take about 4 GB with
+# the tests' trees, 1.5 GB for keel alone.
+need_mb=$([ "$tests" = 1 ] && echo 4096 || echo 1536)
+for dir in . "${TMPDIR:-/tmp}" "${CCACHE_DIR:-$HOME/.cache}"; do
+  [ -d "$dir" ] || continue
+  free_mb=$(df -Pm "$dir" | awk 'NR == 2 { print $4 }')
+  if [ -n "$free_mb" ] && [ "$free_mb" -lt "$need_mb" ]; then
+    echo "$keel_step_script: warning: $(realpath "$dir") has $free_mb MB free;" \
+         "building may need $need_mb MB and fail for want of space" >&2
+  fi
+done
 step "configuring build/"
 scripts/configure.sh build $([ "$tests" = 1 ] && echo -DKEEL_BUILD_TESTS=ON)
 step_done
