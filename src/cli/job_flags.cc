@@ -126,8 +126,9 @@ DEFINE_int32(num_point_for_scaler, 100000,
 DEFINE_string(frequency_prior, "auto",
               "sparse data: a feature in a share p of the sample's rows below this frequency F "
               "has its values scaled by p / F, a prior that a rare feature's weight is small "
-              "(a Keel extra; auto: linear_learner 0.003, factorization_machines 0.001; "
-              "0: off)");
+              "(a Keel extra; auto: 1,000 over the training rows, counted or estimated from "
+              "the sample's bytes a row, at most 0.003 for linear_learner and 0.001 for "
+              "factorization_machines; 0: off)");
 DEFINE_int32(admit_after, 0,
              "servers: a feature gets a row only once it has been pushed this many times (its "
              "earlier gradients are dropped; pulls read its initial weights); counted in a "

@@ -210,6 +210,7 @@ std::string DataStatistics::Json() const {
   for (double weight : class_weights) weights.push_back(JsonNumberOrNull(weight, kDigits));
   return JsonObject(kCompact)
       .Count("sample_rows", sample_rows)
+      .Count("training_rows", training_rows)
       .Bool("features_scaled", features_scaled)
       .Bool("features_centred", features_centred())
       .Count("centred_features", centred_features)
@@ -224,32 +225,46 @@ std::string DataStatistics::Json() const {
       .Close();
 }
 
-Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& reader, uint64_t rows) {
+ChannelSample ReadStatisticsSample(const std::string& channel, const ReaderOptions& reader,
+                                   uint64_t rows) {
   if (channel.rfind("pipe:", 0) == 0) {
     throw MakeError("cannot sample ", channel, " for the data statistics: a pipe is read once");
   }
-  Batch sample;
+  ChannelSample sample;
+  double channel_rows = 0;
   const uint64_t share = (rows + kSamplePieces - 1) / kSamplePieces;
   for (int piece = 0; piece < kSamplePieces; ++piece) {
-    uint64_t taken = 0;
+    // The piece's bytes, and those its sampled rows took.
+    uint64_t taken = 0, bytes = 0, bytes_read = 0;
     for (const InputSplit& split : ResolveChannel(channel, piece, kSamplePieces)) {
+      bytes += std::min(split.end, split.file_size) - std::min(split.begin, split.file_size);
+      if (taken >= share) continue;
       const auto split_reader = OpenReader(split, reader);
       while (taken < share) {
-        const size_t got = split_reader->Read(share - taken, &sample);
+        const size_t got = split_reader->Read(share - taken, &sample.rows);
         if (got == 0) break;
         taken += got;
       }
-      if (taken >= share) break;
+      bytes_read += split_reader->bytes_read();
     }
+    // A piece that ran out before its share was read whole: its rows are
+    // counted. Otherwise its rows are estimated at the sample's bytes a row.
+    channel_rows += taken < share || bytes <= bytes_read
+                        ? static_cast<double>(taken)
+                        : static_cast<double>(taken) * static_cast<double>(bytes) /
+                              static_cast<double>(bytes_read);
   }
+  sample.channel_rows = static_cast<uint64_t>(std::llround(channel_rows));
   return sample;
 }
 
-DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters& h) {
+DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters& h,
+                                     uint64_t training_rows) {
   DataStatistics out;
   out.sample_rows = sample.rows();
+  out.training_rows = training_rows;
   out.features_scaled = h.normalize_data;
-  out.frequency_prior = h.FrequencyPrior();
+  out.frequency_prior = h.FrequencyPrior(training_rows);
   const CentreRule centre = h.unbias_data == "true" ? CentreRule::kEvery
                             : Resolve(h.unbias_data, h.normalize_data && h.use_bias)
                                 ? CentreRule::kFrequent

@@ -30,8 +30,10 @@
 namespace keel {
 
 struct DataStatistics {
-  // Rows the statistics were taken from.
+  // Rows the statistics were taken from, and the training channel's rows
+  // (ChannelSample::channel_rows; 0: not known).
   uint64_t sample_rows = 0;
+  uint64_t training_rows = 0;
   // Features seen in the sample, sorted by index, with x' = (x - mean) / scale.
   // Features not listed keep mean 0 and scale 1.
   std::vector<uint64_t> features;
@@ -65,12 +67,23 @@ struct DataStatistics {
   std::string Json() const;
 };
 
+// The statistics' sample of a channel, and the channel's rows.
+struct ChannelSample {
+  Batch rows;
+  // The rows of the whole channel: counted where the sample read a piece to
+  // its end, elsewhere the piece's bytes over the bytes the sample read per
+  // row. 0 when not known (a pipe).
+  uint64_t channel_rows = 0;
+};
+
 // Up to `rows` rows of `channel` (a file, folder or storage URI; not a pipe),
 // the same on every call: the channel cut into 8 pieces as if for 8 workers,
 // and the first rows/8 (rounded up) rows of each piece, so that a channel
 // sorted by file or by time is sampled across its length. `reader` as for
-// training (bad records throw or are skipped as it says). Throws Error.
-Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& reader, uint64_t rows);
+// training (bad records throw or are skipped as it says; held-out rows are
+// not counted). Throws Error.
+ChannelSample ReadStatisticsSample(const std::string& channel, const ReaderOptions& reader,
+                                   uint64_t rows);
 
 // The statistics of `sample` under `hyperparameters`' settings, the same
 // whatever the data's format: every figure is taken over all the sample's
@@ -85,10 +98,11 @@ Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& read
 //   scale (normalize_data): a centred feature is divided by its standard
 //     deviation, any other by the root mean square of its non-zero values. A
 //     feature whose scale is 0 keeps scale 1.
-//   frequency prior (Hyperparameters::FrequencyPrior() F > 0, features not
-//     centred): a feature in a share p < F of the sample's rows has its scale
-//     divided by p / F (so its values are multiplied by p / F); a feature the
-//     sample lacks counts as half a row.
+//   frequency prior (Hyperparameters::FrequencyPrior(training_rows) F > 0,
+//     features not centred): a feature in a share p < F of the sample's rows
+//     has its scale divided by p / F (so its values are multiplied by p / F);
+//     a feature the sample lacks counts as half a row. `training_rows` is the
+//     training channel's (ChannelSample::channel_rows; 0: not known).
 //   label (regressor, normalize_label auto or true): divided by its standard
 //     deviation, centred (unbias_label auto or true) on its mean.
 //   class weights: positive_example_weight_mult (a number, or balanced:
@@ -96,7 +110,8 @@ Batch ReadStatisticsSample(const std::string& channel, const ReaderOptions& read
 //     rows / (classes x class rows) per class with balance_multiclass_weights
 //     (a class absent from the sample weighs 1).
 // Throws Error for a balanced weight without both classes in the sample.
-DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters& hyperparameters);
+DataStatistics ComputeDataStatistics(const Batch& sample, const Hyperparameters& hyperparameters,
+                                     uint64_t training_rows = 0);
 
 // Applies statistics to minibatches as they are prepared. Thread-safe for
 // concurrent use (read only once built).

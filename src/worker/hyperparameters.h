@@ -50,6 +50,9 @@ inline SharedArray<const Key> BiasKey() {
 
 // The most models a job trains side by side (SageMaker's num_models: up to 32).
 constexpr int kMaxModels = 32;
+// The frequency prior's auto (Hyperparameters::FrequencyPrior): a feature in
+// fewer training rows than this is taken for rare.
+constexpr double kPriorRows = 1000;
 // The most classes of a multiclass_classifier, and factors of a factorization machine.
 constexpr int kMaxClasses = 1000000;
 constexpr int kMaxFactors = 4096;
@@ -111,11 +114,13 @@ struct Hyperparameters {
   // A Keel extra: a feature not centred and present in a share p of the
   // sample's rows below this frequency F has its values scaled by p / F (a
   // prior that a rarely seen feature's weight is small), folded into the model
-  // like the other statistics. "auto" (the linear learner 0.003, the factorization
-  // machine 0.001), "0" (off), or a number in (0, 1).
+  // like the other statistics. "auto" (kPriorRows over the training rows, at
+  // most 0.003 for the linear learner and 0.001 for the factorization
+  // machine), "0" (off), or a number in (0, 1).
   std::string frequency_prior = "auto";
-  // frequency_prior as a number (0: off).
-  double FrequencyPrior() const;
+  // frequency_prior as a number (0: off), for a training channel of about
+  // `training_rows` rows (0: not known, as for a pipe: auto is then its cap).
+  double FrequencyPrior(uint64_t training_rows = 0) const;
   // A binary classifier's positive examples weigh this (a positive number),
   // or "balanced": negatives over positives in the sample.
   std::string positive_example_weight_mult = "1.0";

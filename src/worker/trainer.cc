@@ -155,9 +155,9 @@ void Trainer::PrepareData(int first_epoch) {
   // read, and start-up waits for both. (The check's error comes first: the
   // future waits for the sample as it goes out of scope.)
   std::future<DataStatistics> statistics = std::async(std::launch::async, [this] {
-    const Batch sample = StatisticsSample();
-    trivial_ = FitTrivialPredictor(sample, hyperparameters_);
-    return ComputeDataStatistics(sample, hyperparameters_);
+    const ChannelSample sample = StatisticsSample();
+    trivial_ = FitTrivialPredictor(sample.rows, hyperparameters_);
+    return ComputeDataStatistics(sample.rows, hyperparameters_, sample.channel_rows);
   });
   if (!options_.reader.skip_bad_records && !IsPipeChannel(options_.train)) {
     share_examples_ = CheckTrainingShard();
@@ -278,9 +278,10 @@ void Trainer::HoldPipeHead() {
             << "epoch to train on before the rest of the stream)";
 }
 
-Batch Trainer::StatisticsSample() const {
+ChannelSample Trainer::StatisticsSample() const {
   if (IsPipeChannel(options_.train)) {
-    return checked_.empty() || checked_.chunks[0].empty() ? Batch() : checked_.chunks[0][0];
+    // A pipe's rows are not known before it ends.
+    return {checked_.empty() || checked_.chunks[0].empty() ? Batch() : checked_.chunks[0][0], 0};
   }
   return ReadStatisticsSample(options_.train, options_.reader,
                               static_cast<uint64_t>(hyperparameters_.num_point_for_scaler));

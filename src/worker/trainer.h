@@ -69,9 +69,9 @@ class Trainer {
   // default cache (a temporary folder, removed at the end) is not made for a
   // run of one epoch from `first_epoch`: no later epoch would read it.
   void OpenCache(int first_epoch);
-  // The rows the statistics come from: a sample of the channel's files, or a
-  // pipe's first rows (HoldPipeHead).
-  Batch StatisticsSample() const;
+  // The rows the statistics come from: a sample of the channel's files (with
+  // the channel's rows), or a pipe's first rows (HoldPipeHead; rows unknown).
+  ChannelSample StatisticsSample() const;
   // A pipe, read once: its first num_point_for_scaler rows, read into
   // checked_ for the first epoch to train on before the rest of the stream
   // (nothing read is lost). Throws its reader's Error, prefixed "before the

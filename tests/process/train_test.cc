@@ -111,12 +111,15 @@ TEST_F(TrainCommand, APipeChannelIsReadOnceFromItsFirstPassesFifo) {
   const auto written = processes.Wait(writer, 10);
   EXPECT_TRUE(written.finished && written.code == 0) << written.output;
   // The statistics came from the stream's first rows (here all of them),
-  // which were trained on with the rest: every pass saw the whole stream,
-  // the first read it, the others the batch cache.
+  // which were trained on with the rest (the stream's rows are not known
+  // before its end): every pass saw the whole stream, the first read it, the
+  // others the batch cache.
   EXPECT_TRUE(Contains(exit.output, "the data statistics come from the first 5000 rows of pipe:" +
                                         folder_ + "/input/data/train_0,"))
       << exit.output;
-  EXPECT_TRUE(Contains(exit.output, R"("sample_rows":5000,"features_scaled":true)")) << exit.output;
+  EXPECT_TRUE(
+      Contains(exit.output, R"("sample_rows":5000,"training_rows":0,"features_scaled":true)"))
+      << exit.output;
   const auto metrics = testing::ReadMetrics(folder_ + "/model/metrics.json");
   EXPECT_EQ(metrics.count("validation:roc_auc_score"), 1u);
   EXPECT_EQ(metrics.at("train:examples_per_epoch"), 5000) << exit.output;

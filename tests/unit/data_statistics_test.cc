@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
@@ -167,11 +168,20 @@ TEST(DataStatistics, TheFrequencyPriorIsOnByDefaultPerJobAndTheSampleIs100000Row
   Hyperparameters h;
   EXPECT_EQ(h.frequency_prior, "auto");
   ASSERT_EQ(h.job, JobKind::kLinearLearner);
+  // auto: a feature in fewer than 1,000 training rows, at most a share of
+  // 0.003 (the linear learner) or 0.001 (the factorization machine); the cap
+  // when the rows are not known.
   EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.003);
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(300000), 0.003);
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(1000000), 0.001);
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(10000000), 0.0001);
   h.job = JobKind::kFactorizationMachines;
   EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.001);
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(1000000), 0.001);
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(4000000), 0.00025);
   h.frequency_prior = "0.002";  // a number given wins for either job
   EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.002);
+  EXPECT_DOUBLE_EQ(h.FrequencyPrior(4000000), 0.002);
   h.job = JobKind::kLinearLearner;
   EXPECT_DOUBLE_EQ(h.FrequencyPrior(), 0.002);
   EXPECT_EQ(h.num_point_for_scaler, 100000);
@@ -399,8 +409,8 @@ TEST_F(StatisticsSampleTest, EveryWorkerReadsTheSameSampleSpreadOverTheFiles) {
     WriteFile("part-" + std::to_string(file), text);
   }
   ReaderOptions reader;
-  const Batch first = ReadStatisticsSample(folder_, reader, 40);
-  const Batch second = ReadStatisticsSample(folder_, reader, 40);
+  const Batch first = ReadStatisticsSample(folder_, reader, 40).rows;
+  const Batch second = ReadStatisticsSample(folder_, reader, 40).rows;
   EXPECT_EQ(first.rows(), 40u);
   EXPECT_EQ(first.indices, second.indices);
   EXPECT_EQ(first.values, second.values);
@@ -412,6 +422,34 @@ TEST_F(StatisticsSampleTest, EveryWorkerReadsTheSameSampleSpreadOverTheFiles) {
   EXPECT_EQ(a.scales, b.scales);
   EXPECT_EQ(a.label_offset, b.label_offset);
   EXPECT_EQ(a.label_scale, b.label_scale);
+}
+
+TEST_F(StatisticsSampleTest, CountsTheChannelsRowsOrEstimatesThemFromItsBytes) {
+  // Three files of 3,000 rows of 12 bytes each ("1 00042:1.5\n"): as byte
+  // ranges for 8 pieces (fewer files than pieces), each piece's rows estimated.
+  for (int file = 0; file < 3; ++file) {
+    std::string text;
+    for (int row = 0; row < 3000; ++row) {
+      char line[16];
+      std::snprintf(line, sizeof(line), "%d %05d:1.5\n", row % 2, 1 + (row * 7 + file) % 20000);
+      text += line;
+    }
+    ASSERT_EQ(text.size(), 3000u * 12);
+    WriteFile("part-" + std::to_string(file), text);
+  }
+  ReaderOptions reader;
+  const ChannelSample part = ReadStatisticsSample(folder_, reader, 800);
+  EXPECT_EQ(part.rows.rows(), 800u);
+  EXPECT_NEAR(static_cast<double>(part.channel_rows), 9000.0, 9000.0 * 0.01);
+  // A sample asking for more rows than there are reads them all and counts them.
+  const ChannelSample whole = ReadStatisticsSample(folder_, reader, 100000);
+  EXPECT_EQ(whole.rows.rows(), 9000u);
+  EXPECT_EQ(whole.channel_rows, 9000u);
+  // The statistics keep the count, and the prior follows it.
+  const DataStatistics statistics = ComputeDataStatistics(part.rows, Hyperparameters(), 2000000);
+  EXPECT_EQ(statistics.training_rows, 2000000u);
+  EXPECT_DOUBLE_EQ(statistics.frequency_prior, 0.0005);
+  EXPECT_NE(statistics.Json().find("\"training_rows\":2000000"), std::string::npos);
 }
 
 TEST(AutoMinibatch, AFortiethOfAWorkersShareWithin16And1000) {
