@@ -100,34 +100,15 @@ MinibatchGradients MinibatchPipeline::GradientHealth() const {
   return figures;
 }
 
-namespace {
-
-// The figures of columns [first, first + count) of each row of `values`,
-// rows of `width`.
-GradientFigures MeasureColumns(const std::vector<float>& values, size_t width, size_t first,
-                               size_t count) {
-  GradientFigures figures;
-  for (size_t row = 0; row + width <= values.size(); row += width) {
-    figures.Add(MeasureGradients(values.data() + row + first, count));
-  }
-  return figures;
-}
-
-}  // namespace
-
 std::vector<MinibatchGradients> MinibatchPipeline::ModelGradientHealth(int models) const {
   const size_t n = static_cast<size_t>(std::max(models, 1));
-  const size_t weights = static_cast<size_t>(width_) / n,
-               bias = static_cast<size_t>(bias_width_) / n;
   std::vector<MinibatchGradients> figures(n);
-  for (size_t k = 0; k < n; ++k) {
-    figures[k][0] =
-        MeasureColumns(weight_gradients_, static_cast<size_t>(width_), k * weights, weights);
-    if (use_bias_) {
-      figures[k][1] =
-          MeasureColumns(bias_gradient_, static_cast<size_t>(bias_width_), k * bias, bias);
-    }
-  }
+  const std::vector<GradientFigures> weights =
+      MeasureModelColumns(weight_gradients_, static_cast<size_t>(width_), n);
+  const std::vector<GradientFigures> bias =
+      use_bias_ ? MeasureModelColumns(bias_gradient_, static_cast<size_t>(bias_width_), n)
+                : std::vector<GradientFigures>(n);
+  for (size_t k = 0; k < n; ++k) figures[k] = {weights[k], bias[k]};
   return figures;
 }
 

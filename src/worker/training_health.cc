@@ -53,6 +53,41 @@ GradientFigures MeasureGradients(const float* values, size_t count) {
   return figures;
 }
 
+std::vector<GradientFigures> MeasureModelColumns(const std::vector<float>& values, size_t width,
+                                                 size_t models) {
+  std::vector<GradientFigures> figures(models);
+  if (width == 0 || models == 0) return figures;
+  const size_t rows = values.size() / width, columns = width / models;
+  // Each column's sum of squares, row after row (a loop the compiler
+  // vectorizes); a non-finite value makes its column's sum non-finite, and
+  // only such a column is read again to count it and sum the rest.
+  std::vector<double> squares(width, 0.0);
+  for (size_t row = 0; row < rows; ++row) {
+    const float* line = values.data() + row * width;
+    for (size_t column = 0; column < width; ++column) {
+      const double value = line[column];
+      squares[column] += value * value;
+    }
+  }
+  for (size_t column = 0; column < width; ++column) {
+    GradientFigures& model = figures[column / columns];
+    model.values += rows;
+    if (std::isfinite(squares[column])) {
+      model.square_sum += squares[column];
+      continue;
+    }
+    for (size_t row = 0; row < rows; ++row) {
+      const double value = values[row * width + column];
+      if (std::isfinite(value)) {
+        model.square_sum += value * value;
+      } else {
+        ++model.non_finite;
+      }
+    }
+  }
+  return figures;
+}
+
 void GradientTally::Add(const GradientFigures& minibatch) {
   if (minibatch.values == 0) return;
   norm_sum += minibatch.norm();

@@ -54,6 +54,13 @@ struct GradientFigures {
 // The figures of `count` gradient values.
 GradientFigures MeasureGradients(const float* values, size_t count);
 
+// The figures of each of `models` models' columns of `values`, rows of
+// `width` (a multiple of `models`: model k owns columns [k, k + 1) x width /
+// models), in one pass over the rows: what MeasureGradients gives over each
+// model's values.
+std::vector<GradientFigures> MeasureModelColumns(const std::vector<float>& values, size_t width,
+                                                 size_t models);
+
 // A minibatch's gradients, one entry per health table (kHealthTables order).
 using MinibatchGradients = std::array<GradientFigures, kHealthTables>;
 

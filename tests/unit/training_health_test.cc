@@ -216,6 +216,39 @@ TEST(TrainingHealth, MeasureGradientsSumsFiniteSquaresAndCountsTheRest) {
   EXPECT_DOUBLE_EQ(figures.norm(), 5.0);
 }
 
+TEST(TrainingHealth, MeasureModelColumnsGivesEachModelWhatMeasureGradientsGivesItsValues) {
+  // 3 models of 2 columns (a factorization machine's [w, v]), 50 rows; model
+  // 1 holds an infinity and a NaN, model 2 a NaN.
+  const size_t models = 3, width = 6, rows = 50;
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> values(rows * width);
+  for (float& value : values) value = normal(random);
+  values[4 * width + 2] = std::numeric_limits<float>::infinity();
+  values[9 * width + 3] = std::nanf("");
+  values[30 * width + 5] = std::nanf("");
+  const std::vector<GradientFigures> figures = MeasureModelColumns(values, width, models);
+  ASSERT_EQ(figures.size(), models);
+  for (size_t k = 0; k < models; ++k) {
+    std::vector<float> own;  // model k's values, row after row
+    for (size_t row = 0; row < rows; ++row) {
+      own.push_back(values[row * width + 2 * k]);
+      own.push_back(values[row * width + 2 * k + 1]);
+    }
+    const GradientFigures expected = MeasureGradients(own.data(), own.size());
+    EXPECT_EQ(figures[k].values, expected.values) << "model " << k;
+    EXPECT_EQ(figures[k].non_finite, expected.non_finite) << "model " << k;
+    EXPECT_NEAR(figures[k].square_sum, expected.square_sum, 1e-9 * expected.square_sum)
+        << "model " << k;
+  }
+  EXPECT_EQ(figures[0].non_finite, 0u);
+  EXPECT_EQ(figures[1].non_finite, 2u);
+  EXPECT_EQ(figures[2].non_finite, 1u);
+  // One model of width 1 (the linear learner's), and nothing to measure.
+  EXPECT_DOUBLE_EQ(MeasureModelColumns({3, 4}, 1, 1)[0].norm(), 5.0);
+  EXPECT_EQ(MeasureModelColumns({}, 8, 8)[7].values, 0u);
+}
+
 TEST(TrainingHealth, TheReportMeansMinibatchNormsAndCountsTheRowsCreatedSinceBefore) {
   EpochGradients epoch;
   const float first[2] = {3, 4};   // norm 5
