@@ -311,6 +311,11 @@ DataScaler::DataScaler(const DataStatistics& statistics)
                  Transform{0.0f, unsampled_inverse_scale_, kNotCentred});
     for (const auto& [index, transform] : features_) flat_[index] = transform;
     features_.clear();
+    if (centred_.empty()) {
+      flat_inverse_scale_.reserve(flat_.size());
+      for (const Transform& transform : flat_)
+        flat_inverse_scale_.push_back(transform.inverse_scale);
+    }
   }
 }
 
@@ -325,6 +330,13 @@ bool DataScaler::Apply(Batch* batch) const {
   if (!centred_.empty() ||
       std::find(batch->values.begin(), batch->values.end(), 0.0f) != batch->values.end()) {
     changed = Rebuild(batch);
+  } else if (!flat_inverse_scale_.empty()) {
+    // No mean to take off: (x - 0) * s is x * s, bit for bit.
+    const size_t size = flat_inverse_scale_.size();
+    for (size_t i = 0; i < batch->nnz(); ++i) {
+      const uint64_t index = batch->indices[i];
+      batch->values[i] *= index < size ? flat_inverse_scale_[index] : unsampled_inverse_scale_;
+    }
   } else if (!flat_.empty() || !features_.empty() || unsampled_inverse_scale_ != 1.0f) {
     for (size_t i = 0; i < batch->nnz(); ++i) {
       const Transform* transform = Find(batch->indices[i]);

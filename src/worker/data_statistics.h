@@ -140,6 +140,9 @@ class DataScaler {
   // hash map (a lookup per non-zero: the flat one is several times faster).
   static constexpr uint64_t kFlatFeatures = uint64_t{1} << 21;
   std::vector<Transform> flat_;                       // by index: every index below its size
+  // flat_'s inverse scales alone, when no feature is centred (every mean 0):
+  // a third of its bytes for the lookup per non-zero of a batch kept as it is.
+  std::vector<float> flat_inverse_scale_;
   std::unordered_map<uint64_t, Transform> features_;  // when flat_ is empty
   std::vector<uint64_t> centred_;                     // the centred features, ascending
   std::vector<float> centred_absent_;                 // their value where a row lacks them
