@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# What several factorization machines cost against one, for two keel binaries
-# side by side (for example before and after a change): alternating rounds of
-# `keel bench backend` (the CPU pass alone, no servers) and `keel bench train`
-# (1 server, 1 worker; examples/s after the first epoch), both with
-# configs/factorization_machines.flags and --num_models 1 and 8, on
-# `keel datagen --model=fm` data. Prints each case's median over the rounds and
-# range, then what 8 models cost over one (time ratio of the medians) for each
-# binary.
+# What several factorization machines (or linear learners) cost against one,
+# for two keel binaries side by side (for example before and after a change):
+# alternating rounds of `keel bench backend` (the CPU pass alone, no servers)
+# and `keel bench train` (1 server, 1 worker; examples/s after the first
+# epoch), both with configs/factorization_machines.flags and --num_models 1
+# and 8, on `keel datagen --model=fm` data (KEEL_MODELS_JOB=linear:
+# configs/linear_learner.flags on `--model=linear` data). Prints each case's
+# median over the rounds and range, then what 8 models cost over one (time
+# ratio of the medians) for each binary.
 #
 #   scripts/bench/fm_models.sh BEFORE_KEEL AFTER_KEEL [ROUNDS] [ROWS]
 set -euo pipefail
@@ -15,11 +16,15 @@ before="${1:?the keel binary before}"
 after="${2:?the keel binary after}"
 rounds="${3:-5}"
 rows="${4:-200000}"
-flags="$PWD/configs/factorization_machines.flags"
-work="${KEEL_BENCH_DIR:-/tmp/keel-bench-fm-models}"
+case "${KEEL_MODELS_JOB:-fm}" in
+  fm) flags="$PWD/configs/factorization_machines.flags" model=fm ;;
+  linear) flags="$PWD/configs/linear_learner.flags" model=linear ;;
+  *) echo "fm_models.sh: KEEL_MODELS_JOB is fm or linear" >&2; exit 2 ;;
+esac
+work="${KEEL_BENCH_DIR:-/tmp/keel-bench-$model-models}"
 mkdir -p "$work"
-[ -f "$work/data/oracle.json" ] || "$after" datagen --model=fm --num_factors=4 --rows="$rows" \
-  --seed=11 --out="$work/data" >/dev/null
+[ -f "$work/data/oracle.json" ] || "$after" datagen --model="$model" --num_factors=4 \
+  --rows="$rows" --seed=11 --out="$work/data" >/dev/null
 
 results="$work/results.txt"
 : > "$results"
