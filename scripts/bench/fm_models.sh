@@ -22,9 +22,10 @@ case "${KEEL_MODELS_JOB:-fm}" in
   *) echo "fm_models.sh: KEEL_MODELS_JOB is fm or linear" >&2; exit 2 ;;
 esac
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-$model-models}"
+data="$work/data-$model-$rows"
 mkdir -p "$work"
-[ -f "$work/data/oracle.json" ] || "$after" datagen --model="$model" --num_factors=4 \
-  --rows="$rows" --seed=11 --out="$work/data" >/dev/null
+[ -f "$data/oracle.json" ] || "$after" datagen --model="$model" --num_factors=4 \
+  --rows="$rows" --seed=11 --out="$data" >/dev/null
 
 results="$work/results.txt"
 : > "$results"
@@ -33,10 +34,10 @@ for round in $(seq "$rounds"); do
     keel="$before"
     [ "$label" = after ] && keel="$after"
     for models in 1 8; do
-      backend=$("$keel" bench backend --flagfile="$flags" --data="$work/data/train" --epochs=5 \
+      backend=$("$keel" bench backend --flagfile="$flags" --data="$data/train" --epochs=5 \
         --num_models="$models" 2>&1 | grep -o '"examples_per_s":[0-9.]*' | cut -d: -f2)
       echo "$label backend_${models}_models $backend" >> "$results"
-      train=$(timeout 600 "$keel" bench train --flagfile="$flags" --data="$work/data" --epochs=4 \
+      train=$(timeout 600 "$keel" bench train --flagfile="$flags" --data="$data" --epochs=4 \
         --num_models="$models" 2>&1 | grep -o '"examples_per_s_after_first_epoch":[0-9.]*' |
         cut -d: -f2)
       echo "$label train_${models}_models $train" >> "$results"

@@ -283,8 +283,18 @@ ChannelSample Trainer::StatisticsSample() const {
     // A pipe's rows are not known before it ends.
     return {checked_.empty() || checked_.chunks[0].empty() ? Batch() : checked_.chunks[0][0], 0};
   }
-  return ReadStatisticsSample(options_.train, options_.reader,
-                              static_cast<uint64_t>(hyperparameters_.num_point_for_scaler));
+  ChannelSample sample =
+      ReadStatisticsSample(options_.train, options_.reader,
+                           static_cast<uint64_t>(hyperparameters_.num_point_for_scaler));
+  // With split_within_host the channel is this host's share of the job's
+  // files: the job's rows are about the hosts' count times its own.
+  const int workers = node_->view()->num_workers();
+  const int sharing = WorkersSharingChannel(options_, workers);
+  if (sharing > 0 && sharing < workers) {
+    sample.channel_rows =
+        sample.channel_rows * static_cast<uint64_t>(workers) / static_cast<uint64_t>(sharing);
+  }
+  return sample;
 }
 
 void Trainer::CountEpoch(int epoch, const EpochResult& result) {

@@ -56,8 +56,10 @@ GradientFigures MeasureGradients(const float* values, size_t count) {
 std::vector<GradientFigures> MeasureModelColumns(const std::vector<float>& values, size_t width,
                                                  size_t models) {
   std::vector<GradientFigures> figures(models);
-  if (width == 0 || models == 0) return figures;
-  const size_t rows = values.size() / width, columns = width / models;
+  const size_t columns = models == 0 ? 0 : width / models;
+  if (columns == 0) return figures;
+  // Columns past the models' (a width that is not a multiple) are not measured.
+  const size_t rows = values.size() / width, measured = columns * models;
   // Each column's sum of squares, row after row (a loop the compiler
   // vectorizes); a non-finite value makes its column's sum non-finite, and
   // only such a column is read again to count it and sum the rest.
@@ -69,7 +71,7 @@ std::vector<GradientFigures> MeasureModelColumns(const std::vector<float>& value
       squares[column] += value * value;
     }
   }
-  for (size_t column = 0; column < width; ++column) {
+  for (size_t column = 0; column < measured; ++column) {
     GradientFigures& model = figures[column / columns];
     model.values += rows;
     if (std::isfinite(squares[column])) {

@@ -29,6 +29,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "kv/kv_worker.h"
 #include "models/metrics.h"

@@ -247,6 +247,13 @@ TEST(TrainingHealth, MeasureModelColumnsGivesEachModelWhatMeasureGradientsGivesI
   // One model of width 1 (the linear learner's), and nothing to measure.
   EXPECT_DOUBLE_EQ(MeasureModelColumns({3, 4}, 1, 1)[0].norm(), 5.0);
   EXPECT_EQ(MeasureModelColumns({}, 8, 8)[7].values, 0u);
+  // More models than columns measures nothing; columns past the models' are
+  // left out (width 5, 2 models of 2 columns).
+  EXPECT_EQ(MeasureModelColumns({1, 2, 3}, 3, 4)[3].values, 0u);
+  const std::vector<GradientFigures> two = MeasureModelColumns({1, 2, 3, 4, 100}, 5, 2);
+  EXPECT_DOUBLE_EQ(two[0].square_sum, 5.0);
+  EXPECT_DOUBLE_EQ(two[1].square_sum, 25.0);
+  EXPECT_EQ(two[1].values, 2u);
 }
 
 TEST(TrainingHealth, TheReportMeansMinibatchNormsAndCountsTheRowsCreatedSinceBefore) {
