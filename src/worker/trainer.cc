@@ -154,15 +154,21 @@ void Trainer::PrepareData(int first_epoch) {
   // The statistics' sample is read while the shard is checked: both only
   // read, and start-up waits for both. (The check's error comes first: the
   // future waits for the sample as it goes out of scope.)
-  std::future<DataStatistics> statistics = std::async(std::launch::async, [this] {
+  // A resumed job's statistics take the rows it began with (its checkpoint's).
+  const std::optional<uint64_t> recorded_rows =
+      state_.has_statistics_rows() ? std::optional<uint64_t>(state_.statistics_rows())
+                                   : std::nullopt;
+  std::future<DataStatistics> statistics = std::async(std::launch::async, [this, recorded_rows] {
     const ChannelSample sample = StatisticsSample();
     trivial_ = FitTrivialPredictor(sample.rows, hyperparameters_);
-    return ComputeDataStatistics(sample.rows, hyperparameters_, sample.channel_rows);
+    return ComputeDataStatistics(sample.rows, hyperparameters_,
+                                 recorded_rows.value_or(sample.channel_rows));
   });
   if (!options_.reader.skip_bad_records && !IsPipeChannel(options_.train)) {
     share_examples_ = CheckTrainingShard();
   }
   statistics_ = statistics.get();
+  state_.set_statistics_rows(statistics_.training_rows);
   LOG(INFO) << "worker " << node_->rank() << ": data statistics " << statistics_.Json()
             << " (checks and statistics took " << std::fixed << std::setprecision(2)
             << MonotonicSeconds() - started << " s)";

@@ -23,6 +23,8 @@ proto::WorkerCursor ReadResumePoint(Node* node, proto::TrainerState* state) {
   const std::string where = store.storage()->UriOf(manifest.id());
   cursor.set_epoch(manifest.epoch());
   if (node->rank() == 0) *state = manifest.trainer();
+  // Every worker's statistics follow the rows the job's began with.
+  state->set_statistics_rows(manifest.trainer().statistics_rows());
   if (manifest.final()) state->set_stopped(true);
   if (manifest.batch() > 0 && manifest.num_workers() != view->num_workers()) {
     // Its shards were those of another number of workers: the scheduler hands

@@ -211,6 +211,50 @@ TEST_F(CheckpointJob, ABestEpochFolderOutsideTheStoreIsNotRead) {
       << resumed.output;
 }
 
+// The first figure `key` has in `json` ("key": 12, "key": "12" or "key":1e-05), or -1.
+double JsonFigure(const std::string& json, const std::string& key) {
+  std::smatch match;
+  const std::regex pattern("\"" + key + "\":\\s*\"?([-0-9.eE+]+)");
+  return std::regex_search(json, match, pattern) ? std::stod(match[1]) : -1;
+}
+
+// A resumed job takes its data statistics for the training rows its
+// checkpoint names (so its frequency prior stays the one it trained with),
+// and a checkpoint without them (a build before they were kept) for the rows
+// not known: the prior's auto is then its cap, as those builds' was.
+TEST_F(CheckpointJob, AResumedJobKeepsTheRowsItsStatisticsWereTakenFor) {
+  const auto written = Run(
+      With(Job(1, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=150"}));
+  ASSERT_TRUE(written.finished && written.code == 0) << written.output;
+  const std::string model_json = ReadFileOrEmpty(folder_ + "/whole/model.json");
+  const double rows = JsonFigure(model_json, "training_rows");
+  EXPECT_GT(rows, 10000) << model_json;  // 20,000 rows less the validation's
+  const std::string manifest = folder_ + "/ckpt/" + CheckpointId(3, 150) + "/manifest.json";
+  const std::string json = ReadFileOrEmpty(manifest);
+  EXPECT_EQ(JsonFigure(json, "statistics_rows"), rows) << json;
+
+  const auto resume = [&](const std::string& edited, const std::string& model) {
+    std::ofstream(manifest, std::ios::trunc) << edited;
+    const auto resumed =
+        Run(With(Job(1, 1, model), {"--resume=" + Store("ckpt") + "/" + CheckpointId(3, 150)}));
+    EXPECT_TRUE(resumed.finished && resumed.code == 0) << resumed.output;
+    return ReadFileOrEmpty(folder_ + "/" + model + "/model.json");
+  };
+  // The rows named (here 10^8, not the data's) are the ones taken.
+  const std::regex named("\"statistics_rows\":\\s*\"?[0-9]+\"?");
+  const std::string larger =
+      resume(std::regex_replace(json, named, "\"statistics_rows\": \"100000000\""), "larger");
+  EXPECT_EQ(JsonFigure(larger, "training_rows"), 1e8) << larger;
+  EXPECT_NEAR(JsonFigure(larger, "frequency_prior"), 1e-5, 1e-12) << larger;
+  // None named: the rows not known, the cap.
+  const std::string legacy = resume(
+      std::regex_replace(
+          json, std::regex(",?\\s*" + std::string("\"statistics_rows\":\\s*\"?[0-9]+\"?")), ""),
+      "legacy");
+  EXPECT_EQ(JsonFigure(legacy, "training_rows"), 0) << legacy;
+  EXPECT_DOUBLE_EQ(JsonFigure(legacy, "frequency_prior"), 0.003) << legacy;
+}
+
 TEST_F(CheckpointJob, CorruptedCheckpointIsRefusedNamingTheFileAndThePreviousGoodOne) {
   const auto written =
       Run(With(Job(2, 1, "whole"), {"--checkpoint_uri=" + Store("ckpt"), "--checkpoint_every=0"}));
