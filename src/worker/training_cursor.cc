@@ -23,8 +23,20 @@ proto::WorkerCursor ReadResumePoint(Node* node, proto::TrainerState* state) {
   const std::string where = store.storage()->UriOf(manifest.id());
   cursor.set_epoch(manifest.epoch());
   if (node->rank() == 0) *state = manifest.trainer();
-  // Every worker's statistics follow the rows the job's began with.
-  state->set_statistics_rows(manifest.trainer().statistics_rows());
+  // Every worker's statistics follow the rows the job's began with. A state
+  // without them that worker 0 reported (its best_loss is never the default
+  // 0: +inf is written as 1e308) is a build's before they were kept, whose
+  // prior's auto was its cap: the rows not known, 0. With no report of worker
+  // 0's (its share ended before the checkpoint's point) they are estimated
+  // again, as the job began.
+  const proto::TrainerState& saved = manifest.trainer();
+  if (saved.has_statistics_rows()) {
+    state->set_statistics_rows(saved.statistics_rows());
+  } else if (saved.best_loss() != 0) {
+    state->set_statistics_rows(0);
+  } else {
+    state->clear_statistics_rows();
+  }
   if (manifest.final()) state->set_stopped(true);
   if (manifest.batch() > 0 && manifest.num_workers() != view->num_workers()) {
     // Its shards were those of another number of workers: the scheduler hands
