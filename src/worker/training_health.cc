@@ -27,6 +27,21 @@ constexpr uint32_t kHealthTableIds[kHealthTables] = {kWeightTable, kBiasTable};
 // A finite number for JSON (non-finite ones as 0, as history.jsonl writes metrics).
 double Finite(double value) { return std::isfinite(value) ? value : 0.0; }
 
+// The figures of `count` values `stride` apart from `values`.
+GradientFigures MeasureStrided(const float* values, size_t count, size_t stride) {
+  GradientFigures figures;
+  figures.values = count;
+  for (size_t i = 0; i < count; ++i) {
+    const double value = values[i * stride];
+    if (std::isfinite(value)) {
+      figures.square_sum += value * value;
+    } else {
+      ++figures.non_finite;
+    }
+  }
+  return figures;
+}
+
 }  // namespace
 
 const char* HealthTableName(int table) { return table == 0 ? "weights" : "bias"; }
@@ -40,17 +55,7 @@ void GradientFigures::Add(const GradientFigures& more) {
 }
 
 GradientFigures MeasureGradients(const float* values, size_t count) {
-  GradientFigures figures;
-  figures.values = count;
-  for (size_t i = 0; i < count; ++i) {
-    const double value = values[i];
-    if (std::isfinite(value)) {
-      figures.square_sum += value * value;
-    } else {
-      ++figures.non_finite;
-    }
-  }
-  return figures;
+  return MeasureStrided(values, count, 1);
 }
 
 std::vector<GradientFigures> MeasureModelColumns(const std::vector<float>& values, size_t width,
@@ -73,18 +78,11 @@ std::vector<GradientFigures> MeasureModelColumns(const std::vector<float>& value
   }
   for (size_t column = 0; column < measured; ++column) {
     GradientFigures& model = figures[column / columns];
-    model.values += rows;
     if (std::isfinite(squares[column])) {
+      model.values += rows;
       model.square_sum += squares[column];
-      continue;
-    }
-    for (size_t row = 0; row < rows; ++row) {
-      const double value = values[row * width + column];
-      if (std::isfinite(value)) {
-        model.square_sum += value * value;
-      } else {
-        ++model.non_finite;
-      }
+    } else {
+      model.Add(MeasureStrided(values.data() + column, rows, width));
     }
   }
   return figures;
