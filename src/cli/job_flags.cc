@@ -210,6 +210,10 @@ DEFINE_string(clip_gradient, "auto",
               "(auto: no clipping)");
 DEFINE_string(eps, "auto",
               "adagrad, rmsprop, adam: epsilon added to the denominator, positive (auto: 1e-8)");
+DEFINE_string(ftrl_beta, "auto",
+              "ftrl: beta of the per-coordinate rate alpha / (beta + sqrt(n)), positive, in the "
+              "units of a minibatch mean's gradient (auto: linear_learner 0.001, a beta of 1 per "
+              "example at 1,000 examples a minibatch; factorization_machines 1)");
 DEFINE_string(rescale_grad, "auto",
               "servers multiply each pushed gradient by this before the step, positive (auto: "
               "1; workers push minibatch means)");
@@ -266,8 +270,7 @@ std::vector<FlagGroup> JobFlagGroups() {
   return {
       {"data",
        {"train", "validation", "holdout", "test", "split_within_host", "data_format",
-        "libsvm_zero_based", "skip_bad_records",
-        "cache_dir", "cache_max_bytes", "model_dir"}},
+        "libsvm_zero_based", "skip_bad_records", "cache_dir", "cache_max_bytes", "model_dir"}},
       {"compute", {"device", "threads"}},
       {"job",
        {"predictor_type", "num_classes", "num_factors", "feature_dim", "mini_batch_size", "epochs",
@@ -278,9 +281,9 @@ std::vector<FlagGroup> JobFlagGroups() {
         "accuracy_top_k", "binary_classifier_model_selection_criteria", "target_precision",
         "target_recall", "num_calibration_samples"}},
       {"optimizer",
-       {"beta_1", "beta_2", "momentum", "rmsprop_decay", "eps", "rescale_grad", "clip_gradient",
-        "bias_lr_mult", "bias_wd_mult", "bias_lr", "bias_wd", "linear_lr", "linear_wd",
-        "factors_lr", "factors_wd", "factors_l1"}},
+       {"beta_1", "beta_2", "momentum", "rmsprop_decay", "eps", "ftrl_beta", "rescale_grad",
+        "clip_gradient", "bias_lr_mult", "bias_wd_mult", "bias_lr", "bias_wd", "linear_lr",
+        "linear_wd", "factors_lr", "factors_wd", "factors_l1"}},
       {"learning rate schedule",
        {"use_lr_scheduler", "lr_scheduler_step", "lr_scheduler_factor", "lr_scheduler_minimum_lr"}},
       {"initialization",
@@ -462,6 +465,7 @@ OptimizerOptions WeightsOptimizerFromFlags(JobKind job, PredictorType type) {
   weights.momentum = static_cast<float>(AutoOr("momentum", FLAGS_momentum, 0.0));
   weights.rmsprop_decay = static_cast<float>(FLAGS_rmsprop_decay);
   weights.epsilon = PositiveOrAuto("eps", FLAGS_eps, 1e-8);
+  weights.ftrl_beta = PositiveOrAuto("ftrl_beta", FLAGS_ftrl_beta, AutoFtrlBeta(job));
   weights.rescale_grad = PositiveOrAuto("rescale_grad", FLAGS_rescale_grad, 1.0);
   weights.clip_gradient = FLAGS_clip_gradient == "auto"  // no clipping
                               ? 0.0f

@@ -336,6 +336,8 @@ double AutoLearningRate(const std::string& optimizer) {
   return 0.01;
 }
 
+double AutoFtrlBeta(JobKind job) { return job == JobKind::kFactorizationMachines ? 1.0 : 0.001; }
+
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& h) {
   TableSpec weights;
   weights.width = h.table_weight_width();

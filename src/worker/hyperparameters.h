@@ -199,6 +199,18 @@ PredictorType ParsePredictorType(
 // docs/ARCHITECTURE.md ("Training jobs") says why.
 double AutoLearningRate(const std::string& optimizer);
 
+// What --ftrl_beta=auto stands for under `job`: FTRL's beta in the units of
+// the gradients servers take, minibatch means. McMahan et al.'s beta of 1 is
+// for one example's gradient; over a mean of 1,000 examples a feature's
+// gradient is about a thousandth of that, so a beta of 1 outweighs sqrt(n)
+// for all but the most frequent features and FTRL becomes a fixed-rate step
+// that moves rare features a thousand times too slowly. The linear learner
+// takes 0.001, a beta of 1 per example at the default minibatch. The
+// factorization machine keeps 1: that slowness is what keeps the factors of
+// rare features near zero, and a smaller beta overfits them on smaller sets
+// (docs/BENCHMARKS.md, "Peers" and "Defaults").
+double AutoFtrlBeta(JobKind job);
+
 // The servers' table specs for a job: widths, optimizers, initializers.
 std::map<uint32_t, TableSpec> TablesFor(const Hyperparameters& hyperparameters);
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 
 #include "base/error.h"
 #include "cli/cluster_flags.h"
+#include "kv/optimizer.h"
 #include "worker/hyperparameters.h"
 
 namespace keel {
@@ -191,6 +193,43 @@ TEST_F(OptimizerFlags, AutoLearningRateDependsOnTheOptimizer) {
   EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.learning_rate, 0.01f);
 }
 
+TEST_F(OptimizerFlags, FtrlBetaAutoIsAThousandthForTheLinearLearnerAndOneForAFactorizationMachine) {
+  Set("optimizer", "ftrl");
+  Hyperparameters h = HyperparametersFromFlags();
+  EXPECT_FLOAT_EQ(h.weights_optimizer.ftrl_beta, 0.001f);
+  EXPECT_FLOAT_EQ(h.bias_optimizer.ftrl_beta, 0.001f);
+  Set("job", "factorization_machines");
+  h = HyperparametersFromFlags();
+  EXPECT_FLOAT_EQ(h.weights_optimizer.ftrl_beta, 1.0f);
+  EXPECT_FLOAT_EQ(h.bias_optimizer.ftrl_beta, 1.0f);
+  Set("ftrl_beta", "0.25");
+  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.ftrl_beta, 0.25f);
+  Set("job", "linear_learner");
+  EXPECT_FLOAT_EQ(HyperparametersFromFlags().weights_optimizer.ftrl_beta, 0.25f);
+}
+
+// Why the linear learner's auto is 0.001: workers push minibatch means, and
+// FTRL with that beta steps on a mean of 1,000 examples exactly as with a
+// beta of 1 on the summed gradient, McMahan et al.'s per-example scale. With a
+// beta of 1 on the mean a feature moves about a thousandth as far.
+TEST_F(OptimizerFlags, TheLinearLearnersFtrlStepsOnAMinibatchMeanAsOnTheSumWithABetaOfOne) {
+  Set("optimizer", "ftrl");
+  const OptimizerOptions on_means = HyperparametersFromFlags().weights_optimizer;
+  OptimizerOptions on_sums = on_means;
+  on_sums.ftrl_beta = 1.0f;
+  const auto mean_steps = MakeOptimizer(on_means);
+  const auto sum_steps = MakeOptimizer(on_sums);
+  std::vector<float> mean_row(3, 0.0f), sum_row(3, 0.0f), beta_one_row(3, 0.0f);
+  for (const float sum : {0.8f, -0.3f, 2.5f}) {
+    const float mean = sum / 1000.0f;
+    mean_steps->Update(mean_row.data(), &mean, 1);
+    sum_steps->Update(sum_row.data(), &sum, 1);
+    sum_steps->Update(beta_one_row.data(), &mean, 1);
+    EXPECT_NEAR(mean_row[0], sum_row[0], 1e-4f * std::abs(sum_row[0])) << sum;
+    EXPECT_LT(std::abs(beta_one_row[0]), std::abs(sum_row[0]) / 100.0f) << sum;
+  }
+}
+
 TEST_F(OptimizerFlags, NumbersReplaceAuto) {
   Set("optimizer", "sgd");
   Set("learning_rate", "0.3");
@@ -312,6 +351,9 @@ TEST_F(OptimizerFlags, BadValuesAreRefusedNamingTheFlag) {
       {"beta_2", "1"},
       {"eps", "0"},
       {"eps", "tiny"},
+      {"ftrl_beta", "0"},
+      {"ftrl_beta", "-1"},
+      {"ftrl_beta", "slow"},
       {"rescale_grad", "0"},
       {"rescale_grad", "-1"},
       {"clip_gradient", "0"},
