@@ -203,19 +203,20 @@ struct FtrlStep {
   // Its rate is not a step size: a staleness scale weighs the gradient.
   static constexpr bool kScalesGradient = true;
   static int StateWidth(int weight_width) { return 2 * weight_width; }
-  explicit FtrlStep(const OptimizerOptions& options) : beta_(options.ftrl_beta) {}
+  explicit FtrlStep(const OptimizerOptions& /*options*/) {}
 
   void operator()(float* __restrict row, const float* __restrict gradient, int width,
                   const ColumnSettings& columns) const {
-    const float beta = beta_;
     float* __restrict z = row + width;
     float* __restrict n = z + width;
     const float* alpha = columns.learning_rate.data();
     const float* l1 = columns.l1.data();
     const float* l2 = columns.l2.data();
+    const float* betas = columns.ftrl_beta.data();
     // Branch-free (selections compute both sides), so the compiler vectorises
     // the columns: a row of many models' weights steps them side by side.
     for (int i = 0; i < width; ++i) {
+      const float beta = betas[i];
       const float g = gradient[i];
       const float w = row[i];
       // First update of an initialized weight: start z where the closed form
@@ -243,7 +244,7 @@ struct FtrlStep {
   void UpdateWidthOne(float* const* rows, const float* gradients, size_t count,
                       const ColumnSettings& columns) const {
     constexpr size_t kBlock = 64;
-    const float beta = beta_;
+    const float beta = columns.ftrl_beta[0];
     const float alpha = columns.learning_rate[0], l1 = columns.l1[0], l2 = columns.l2[0];
     float weights[kBlock], zs[kBlock], ns[kBlock];
     for (size_t begin = 0; begin < count; begin += kBlock) {
@@ -278,8 +279,6 @@ struct FtrlStep {
       }
     }
   }
-
-  float beta_;
 };
 
 // Whether `Step` has a blocked path for rows of one weight.
@@ -450,6 +449,7 @@ void ColumnSettingsCache::Resolve(int width) {
     settings.learning_rate.assign(columns, options_.learning_rate);
     settings.l1.assign(columns, options_.l1);
     settings.l2.assign(columns, options_.l2);
+    settings.ftrl_beta.assign(columns, options_.ftrl_beta);
     for (const OptimizerOptions::ColumnGroup& group : options_.groups) {
       const int begin = std::max(group.begin, 0);
       const int end = std::min(group.end, width);
@@ -457,6 +457,7 @@ void ColumnSettingsCache::Resolve(int width) {
         settings.learning_rate[c] = group.learning_rate;
         settings.l1[c] = group.l1;
         settings.l2[c] = group.l2;
+        settings.ftrl_beta[c] = group.ftrl_beta > 0.0f ? group.ftrl_beta : options_.ftrl_beta;
         settings.uniform = false;
       }
     }
@@ -531,6 +532,7 @@ void ValidateOptimizerOptions(const OptimizerOptions& options) {
     CheckPositive(group.learning_rate, where + ": learning rate");
     CheckNonNegative(group.l1, where + ": l1");
     CheckNonNegative(group.l2, where + ": l2");
+    CheckNonNegative(group.ftrl_beta, where + ": ftrl_beta");
     if (adam && group.l1 != 0) {
       throw MakeError(where, ": l1=", group.l1, ": the adam optimizer has no L1 penalty");
     }

@@ -45,13 +45,15 @@ std::string ResolveOptimizerName(const std::string& name);
 // Does not check that the name is known.
 void ValidateOptimizerOptions(const OptimizerOptions& options);
 
-// The learning rate and penalties of each column of rows of one width.
+// The learning rate, penalties and ftrl's beta of each column of rows of one
+// width.
 struct ColumnSettings {
   // True if no group touches the row: every column has the options' own values.
   bool uniform = true;
   std::vector<float> learning_rate;  // one per column
   std::vector<float> l1;
   std::vector<float> l2;
+  std::vector<float> ftrl_beta;
 };
 
 // The optimizer `options.name` names. Throws Error for a name other than
@@ -80,7 +82,8 @@ struct ColumnSettings {
 // updates of the row so far, this one included. State: m (one per weight),
 // v (one per weight), then t.
 //
-// "ftrl", FTRL-proximal (McMahan et al., 2013), alpha = lr, beta = ftrl_beta,
+// "ftrl", FTRL-proximal (McMahan et al., 2013), alpha = lr, beta = ftrl_beta
+// (a column group's own where it gives one),
 // lambda1 = l1, lambda2 = l2: sigma = (sqrt(n + g^2) - sqrt(n)) / alpha;
 // z += g - sigma * w; n += g^2; w = 0 if |z| <= l1, else
 // -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2). A large l1 leaves

@@ -21,6 +21,7 @@ struct OptimizerOptions {
     float learning_rate = 0.01f;
     float l1 = 0.0f;
     float l2 = 0.0f;
+    float ftrl_beta = 0.0f;  // ftrl: the group's own beta (0: the options' ftrl_beta)
   };
 
   // The learning-rate schedule (SageMaker's use_lr_scheduler and

@@ -138,9 +138,10 @@ LossFunction Hyperparameters::loss_function() const {
 
 namespace {
 
-// `options` with its rates times `scale` and `wd`, `l1` added to its
-// penalties, the column groups' too.
-void ApplyVariant(float scale, float wd, float l1, OptimizerOptions* options) {
+// `options` with its rates times `scale`, `wd`, `l1` added to its penalties
+// and ftrl's beta times `beta_scale`, the column groups' too (a group's beta
+// set: 0 stands for the options').
+void ApplyVariant(float scale, float wd, float l1, float beta_scale, OptimizerOptions* options) {
   options->learning_rate *= scale;
   options->l2 += wd;
   options->l1 += l1;
@@ -148,7 +149,9 @@ void ApplyVariant(float scale, float wd, float l1, OptimizerOptions* options) {
     group.learning_rate *= scale;
     group.l2 += wd;
     group.l1 += l1;
+    group.ftrl_beta = (group.ftrl_beta > 0.0f ? group.ftrl_beta : options->ftrl_beta) * beta_scale;
   }
+  options->ftrl_beta *= beta_scale;
 }
 
 // Model k's column groups in a row of every model's columns: its own groups
@@ -162,9 +165,11 @@ void AddModelGroups(const OptimizerOptions& model, int k, int width,
     all.learning_rate = model.learning_rate;
     all.l1 = model.l1;
     all.l2 = model.l2;
+    all.ftrl_beta = model.ftrl_beta;
     own.push_back(all);
   }
   for (OptimizerOptions::ColumnGroup group : own) {
+    if (group.ftrl_beta == 0.0f) group.ftrl_beta = model.ftrl_beta;
     group.begin += k * width;
     group.end = k * width + std::min(group.end, width);
     groups->push_back(group);
@@ -179,8 +184,14 @@ Hyperparameters Hyperparameters::Model(int k) const {
   }
   Hyperparameters model = *this;
   const ModelVariant& variant = variants[k];
-  ApplyVariant(variant.learning_rate_scale, variant.wd, variant.l1, &model.weights_optimizer);
-  ApplyVariant(variant.learning_rate_scale, 0, 0, &model.bias_optimizer);
+  ApplyVariant(variant.learning_rate_scale, variant.wd, variant.l1, variant.ftrl_beta_scale,
+               &model.weights_optimizer);
+  ApplyVariant(variant.learning_rate_scale, 0, 0, variant.ftrl_beta_scale, &model.bias_optimizer);
+  if (variant.factors_wd != 0.0f) {
+    for (OptimizerOptions::ColumnGroup& group : model.weights_optimizer.groups) {
+      if (group.begin >= 1) group.l2 += variant.factors_wd;  // a factors group (not column 0)
+    }
+  }
   if (variant.linear_only) model.factors_init = InitializerSpec{"constant", 0.0f, 0.0f};
   model.num_models = 1;
   model.variants = {ModelVariant{}};

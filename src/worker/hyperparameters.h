@@ -59,12 +59,16 @@ constexpr int kMaxFactors = 4096;
 
 // How one of the job's num_models models differs from the settings given
 // (model 0 is exactly them): its weights' learning rates (every column group's
-// and the bias's) times `learning_rate_scale`, and `wd` and `l1` added to its
-// weights' L2 and L1 penalties. SpreadModels (model_variants.h) makes them.
+// and the bias's) times `learning_rate_scale`, `wd` and `l1` added to its
+// weights' L2 and L1 penalties, `factors_wd` to its factors' L2 penalty alone,
+// and ftrl's beta (its weights' and bias's) times `ftrl_beta_scale`.
+// SpreadModels (model_variants.h) makes them.
 struct ModelVariant {
   float learning_rate_scale = 1.0f;
   float wd = 0.0f;
   float l1 = 0.0f;
+  float factors_wd = 0.0f;
+  float ftrl_beta_scale = 1.0f;
   // A factorization machine's linear model: its factors start at (and so
   // stay at) zero.
   bool linear_only = false;

@@ -29,6 +29,7 @@ std::string OptimizerJson(const OptimizerOptions& o) {
                          .Shortest("learning_rate", g.learning_rate)
                          .Shortest("l1", g.l1)
                          .Shortest("l2", g.l2)
+                         .Shortest("ftrl_beta", g.ftrl_beta)
                          .Close());
   }
   return JsonObject(kCompact)
@@ -220,6 +221,7 @@ void ReadOptimizer(Fields fields, OptimizerOptions* o) {
     group.Float("learning_rate", &g.learning_rate);
     group.Float("l1", &g.l1);
     group.Float("l2", &g.l2);
+    group.Float("ftrl_beta", &g.ftrl_beta);  // absent (an earlier build's): 0, the options'
     o->groups.push_back(g);
   }
 }

@@ -79,6 +79,9 @@ int BestModel(const std::vector<ModelScore>& scores);
 // regressor's interactions may win on few rows (boston's 38: MSE 29 against
 // its linear model's 33).
 constexpr size_t kLeastRowsToTellBetter = 200;
+// The validation rows on which a factorization machine's fast-beta models
+// (SpreadModels) compete with the others (Trainer's selection says why).
+constexpr size_t kLeastRowsForFastBeta = 10000;
 bool ClearlyBetter(const Hyperparameters& hyperparameters, const std::vector<float>& predictions,
                    const std::vector<float>& baseline, const std::vector<float>& labels);
 

@@ -102,6 +102,62 @@ TEST(SpreadModels, AFactorizationMachinesLastModelIsLinearWithTheSettingsGiven) 
   for (const ModelVariant& variant : WithModels(h, 4).variants) EXPECT_FALSE(variant.linear_only);
 }
 
+TEST(SpreadModels,
+     AFactorizationMachinesMiddleRateFtrlModelsTakeAThousandthOfTheBetaAndAFactorsPenalty) {
+  Hyperparameters h;
+  h.job = JobKind::kFactorizationMachines;
+  h.num_factors = 4;
+  h.weights_optimizer.name = "adagrad";
+  h.weights_optimizer.ftrl_beta = 2.0f;
+  h.weights_optimizer.groups = {{0, 1, 1.0f, 0.0f, 0.0f}, {1, 5, 1.0f, 0.0f, 0.0f}};
+  h.bias_optimizer = h.weights_optimizer;
+  h.bias_optimizer.groups.clear();
+  const std::vector<ModelVariant> spread = WithModels(h, 8).variants;  // no ftrl: adagrad
+  h.weights_optimizer.name = "ftrl";
+  h = WithModels(h, 8);
+  int fast = 0;
+  for (int k = 0; k < 8; ++k) {
+    const ModelVariant& variant = h.variants[k];
+    const float rate = spread[k].learning_rate_scale;
+    const bool middle = k > 0 && !variant.linear_only && rate >= 0.5f && rate < 2.0f;
+    EXPECT_EQ(variant.ftrl_beta_scale, middle ? 0.001f : 1.0f) << k;
+    EXPECT_EQ(variant.factors_wd, middle ? 0.1f : 0.0f) << k;
+    EXPECT_FLOAT_EQ(variant.learning_rate_scale, middle ? rate * 0.2f : rate) << k;
+    if (!middle) continue;
+    ++fast;
+    // Model k's own optimizers: the beta scaled for the weights' groups and
+    // the bias, the penalty on the factors' columns alone.
+    const Hyperparameters model = h.Model(k);
+    EXPECT_FLOAT_EQ(model.weights_optimizer.ftrl_beta, 0.002f) << k;
+    EXPECT_FLOAT_EQ(model.bias_optimizer.ftrl_beta, 0.002f) << k;
+    ASSERT_EQ(model.weights_optimizer.groups.size(), 2u);
+    for (const auto& group : model.weights_optimizer.groups) {
+      EXPECT_FLOAT_EQ(group.ftrl_beta, 0.002f) << k;
+    }
+    EXPECT_FLOAT_EQ(model.weights_optimizer.groups[0].l2, variant.wd) << k;
+    EXPECT_FLOAT_EQ(model.weights_optimizer.groups[1].l2, variant.wd + 0.1f) << k;
+    // The servers' table gives each model's columns that model's beta.
+    const TableSpec weights = TablesFor(h).at(kWeightTable);
+    ASSERT_EQ(weights.optimizer.groups.size(), 16u);
+    for (const auto& group : weights.optimizer.groups) {
+      const int m = group.begin / 5;
+      EXPECT_FLOAT_EQ(group.ftrl_beta, 2.0f * h.variants[m].ftrl_beta_scale) << group.begin;
+    }
+  }
+  EXPECT_EQ(fast, 2) << "models 1 and 4 of 8 (spread rates x1.72 and x0.88)";
+  // Not for adam (a regressor's), nor for the linear learner.
+  h.weights_optimizer.name = "adam";
+  for (const ModelVariant& variant : WithModels(h, 8).variants) {
+    EXPECT_EQ(variant.ftrl_beta_scale, 1.0f);
+  }
+  h.weights_optimizer.name = "ftrl";
+  h.job = JobKind::kLinearLearner;
+  for (const ModelVariant& variant : WithModels(h, 8).variants) {
+    EXPECT_EQ(variant.ftrl_beta_scale, 1.0f);
+    EXPECT_EQ(variant.factors_wd, 0.0f);
+  }
+}
+
 TEST(ParseNumModels, TakesAutoAndOneToThirtyTwoOnly) {
   const Hyperparameters h;
   EXPECT_EQ(ParseNumModels("auto", h), AutoNumModels(h));

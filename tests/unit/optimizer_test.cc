@@ -358,6 +358,43 @@ TEST(FtrlOptimizer, ColumnGroupsUseTheirOwnPenalties) {
   EXPECT_NEAR(row[1], -0.25, kTolerance);
 }
 
+TEST(FtrlOptimizer, ColumnGroupsStepWithTheirOwnBeta) {
+  OptimizerOptions options = Options("ftrl", 0.5f);
+  options.ftrl_beta = 1.0f;
+  options.groups.push_back({1, 2, 0.5f, 0.0f, 0.0f, 0.001f});  // column 0: the options' beta
+  auto grouped = MakeOptimizer(options);
+  OptimizerOptions small = Options("ftrl", 0.5f);
+  small.ftrl_beta = 0.001f;
+  auto one = MakeOptimizer(Options("ftrl", 0.5f));
+  auto fast = MakeOptimizer(small);
+  std::vector<float> row = NewRow(*grouped, 2);
+  std::vector<float> alone = NewRow(*one, 1), fast_alone = NewRow(*fast, 1);
+  for (const float g : {0.002f, -0.001f}) {
+    const float gradient[2] = {g, g};
+    grouped->Update(row.data(), gradient, 2);
+    one->Update(alone.data(), &g, 1);
+    fast->Update(fast_alone.data(), &g, 1);
+    EXPECT_EQ(row[0], alone[0]) << g;
+    EXPECT_EQ(row[1], fast_alone[0]) << g;
+    EXPECT_GT(std::fabs(row[1]), 100.0f * std::fabs(row[0])) << g;
+  }
+  // Rows of one weight (their own path) take the group's beta too.
+  OptimizerOptions single = Options("ftrl", 0.5f);
+  single.groups.push_back({0, 1, 0.5f, 0.0f, 0.0f, 0.001f});
+  auto single_grouped = MakeOptimizer(single);
+  auto fast_again = MakeOptimizer(small);
+  std::vector<float> a = NewRow(*single_grouped, 1), b = NewRow(*fast_again, 1);
+  const float g = 0.003f;
+  float* rows_a[1] = {a.data()};
+  float* rows_b[1] = {b.data()};
+  single_grouped->UpdateRows(rows_a, &g, 1, 1, 1.0f);
+  fast_again->UpdateRows(rows_b, &g, 1, 1, 1.0f);
+  EXPECT_EQ(a[0], b[0]);
+  // A negative beta is refused, naming the group.
+  single.groups[0].ftrl_beta = -1.0f;
+  EXPECT_THROW(MakeOptimizer(single), Error);
+}
+
 TEST(FtrlOptimizer, RowsOfOneWeightStepBitForBitAsWiderRows) {
   // Rows of one weight take a blocked path; a row of two weights steps each
   // column alone. 300 rows (several blocks and a partial one), some with an
