@@ -82,9 +82,28 @@ bool ClearlyBetter(const Hyperparameters& h, const std::vector<float>& predictio
   return mean + standard_error < 0;
 }
 
-int BestOnTraining(const ModelLosses& mean_losses) {
+int BestOnValidation(const Hyperparameters& h, const std::vector<ModelScore>& scores,
+                     const std::vector<const std::vector<float>*>& predictions,
+                     const std::vector<float>& labels) {
+  const int best = BestModel(scores);
+  const std::vector<ModelVariant>& variants = h.variants;
+  if (static_cast<size_t>(best) >= variants.size() || !IsFastBeta(variants[best])) return best;
+  std::vector<ModelScore> others = scores;
+  for (size_t k = 0; k < others.size() && k < variants.size(); ++k) {
+    if (IsFastBeta(variants[k])) others[k].score = std::numeric_limits<double>::quiet_NaN();
+  }
+  const int other = BestModel(others);
+  const bool stands = labels.size() >= kLeastRowsForFastBeta &&
+                      ClearlyBetter(h, *predictions[best], *predictions[other], labels);
+  return stands ? best : other;
+}
+
+int BestOnTraining(const ModelLosses& mean_losses, const std::vector<ModelVariant>& variants) {
   std::vector<ModelScore> scores(mean_losses.size());
-  for (size_t k = 0; k < mean_losses.size(); ++k) scores[k].score = -mean_losses[k];
+  for (size_t k = 0; k < mean_losses.size(); ++k) {
+    const bool fast = k < variants.size() && IsFastBeta(variants[k]);
+    scores[k].score = fast ? std::numeric_limits<double>::quiet_NaN() : -mean_losses[k];
+  }
   return BestModel(scores);
 }
 

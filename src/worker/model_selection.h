@@ -80,14 +80,30 @@ int BestModel(const std::vector<ModelScore>& scores);
 // its linear model's 33).
 constexpr size_t kLeastRowsToTellBetter = 200;
 // The validation rows on which a factorization machine's fast-beta models
-// (SpreadModels) compete with the others (Trainer's selection says why).
+// compete with the others (BestOnValidation).
 constexpr size_t kLeastRowsForFastBeta = 10000;
 bool ClearlyBetter(const Hyperparameters& hyperparameters, const std::vector<float>& predictions,
                    const std::vector<float>& baseline, const std::vector<float>& labels);
 
+// Whether a model is one of a factorization machine's fast-beta models
+// (SpreadModels: a thousandth of ftrl's beta).
+inline bool IsFastBeta(const ModelVariant& variant) { return variant.ftrl_beta_scale != 1.0f; }
+
+// BestModel of `scores` (each model's on the same validation rows: its
+// `predictions[k]` of `labels`), unless that is a fast-beta model (of
+// `variants`, one per model) and the rows are fewer than
+// kLeastRowsForFastBeta or it is not ClearlyBetter than the best of the
+// others: then the best of the others. With fewer rows a fast-beta model won
+// on validation and lost on test (docs/BENCHMARKS.md, "Defaults": fair).
+int BestOnValidation(const Hyperparameters& hyperparameters, const std::vector<ModelScore>& scores,
+                     const std::vector<const std::vector<float>*>& predictions,
+                     const std::vector<float>& labels);
+
 // The model with the lowest mean training loss: how models compete without a
-// validation channel. The lowest index among equals (NaN loses).
-int BestOnTraining(const ModelLosses& mean_losses);
+// validation channel. The lowest index among equals (NaN loses). Fast-beta
+// models of `variants` (none when empty) do not compete: nothing held out can
+// tell them from overfit.
+int BestOnTraining(const ModelLosses& mean_losses, const std::vector<ModelVariant>& variants = {});
 
 // `metrics` of model k as a job of several models names them in
 // metrics.json and history.jsonl: "model_<k>:<name>".

@@ -327,16 +327,9 @@ void Trainer::DecideEpoch(int epoch, uint64_t examples, double started) {
   }
   std::cout << "epoch " << epoch << ": " << examples << " examples across "
             << node_->view()->num_workers() << " worker(s)";
-  // Without a validation channel the models compete on training loss, but
-  // for the fast-beta ones (SpreadModels), which nothing held out can tell
-  // from overfit.
-  ModelLosses competing = losses;
-  for (int k = 0; k < models; ++k) {
-    if (hyperparameters_.variants[k].ftrl_beta_scale != 1.0f) {
-      competing[k] = std::numeric_limits<double>::quiet_NaN();
-    }
-  }
-  int selected = BestOnTraining(competing);
+  // Without a validation channel the models compete on training loss (but
+  // for the fast-beta ones).
+  int selected = BestOnTraining(losses, hyperparameters_.variants);
   const bool stop = !options_.validation.empty() && ValidateEpoch(epoch, &figures, &selected);
   const MetricSet train = {{"train:objective_loss", losses[selected]}};
   Record(train, &figures);
@@ -423,27 +416,9 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   for (const std::exception_ptr& error : errors) {
     if (error) std::rethrow_exception(error);
   }
-  *selected = BestModel(scores);
-  // A factorization machine's fast-beta models (SpreadModels) compete only on
-  // kLeastRowsForFastBeta validation rows or more, and must then beat the
-  // best of the others clearly: on fewer they won on validation and lost on
-  // test (fair's 1,592 test rows: AUC 0.733-0.742 where the job without them
-  // gives 0.737-0.746; docs/BENCHMARKS.md, "Defaults").
-  const std::vector<ModelVariant>& variants = hyperparameters_.variants;
-  if (variants[*selected].ftrl_beta_scale != 1.0f) {
-    const bool enough_rows = scored[*selected].labels.size() >= kLeastRowsForFastBeta;
-    std::vector<ModelScore> others = scores;
-    for (size_t k = 0; k < others.size(); ++k) {
-      if (variants[k].ftrl_beta_scale != 1.0f) {
-        others[k].score = std::numeric_limits<double>::quiet_NaN();
-      }
-    }
-    const int other = BestModel(others);
-    if (!enough_rows || !ClearlyBetter(hyperparameters_, scored[*selected].predictions,
-                                       scored[other].predictions, scored[*selected].labels)) {
-      *selected = other;
-    }
-  }
+  std::vector<const std::vector<float>*> predictions;
+  for (const ChannelPredictions& model : scored) predictions.push_back(&model.predictions);
+  *selected = BestOnValidation(hyperparameters_, scores, predictions, scored.front().labels);
   // A factorization machine's interactions must beat its linear model (the
   // last) clearly, not by luck on a few rows.
   const int linear = static_cast<int>(scored.size()) - 1;

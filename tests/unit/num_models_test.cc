@@ -540,6 +540,40 @@ TEST(ModelSelection, PicksTheHighestScoreOrLowestLossAndTheFirstAmongEquals) {
   EXPECT_EQ(OfModel(3, {{"validation:auc", 0.7}}).count("model_3:validation:auc"), 1u);
 }
 
+TEST(ModelSelection, AFastBetaModelIsKeptOnlyOnTenThousandRowsAndWhenClearlyBetter) {
+  Hyperparameters h;
+  h.job = JobKind::kFactorizationMachines;
+  h.weights_optimizer.name = "ftrl";
+  h = WithModels(h, 8);
+  ASSERT_TRUE(IsFastBeta(h.variants[1]));
+  ASSERT_FALSE(IsFastBeta(h.variants[3]));
+  // Model 1 (fast-beta) scores best, model 3 next; the rest far behind.
+  std::vector<ModelScore> scores(8, Scored(-0.9));
+  scores[1] = Scored(-0.40);
+  scores[3] = Scored(-0.45);
+  const auto choose = [&](size_t rows, float fast_right, float other_right) {
+    std::vector<float> labels(rows), fast(rows), other(rows), rest(rows, 0.5f);
+    for (size_t i = 0; i < rows; ++i) {
+      labels[i] = static_cast<float>(i % 2);
+      fast[i] = labels[i] > 0.5f ? fast_right : 1.0f - fast_right;
+      other[i] = labels[i] > 0.5f ? other_right : 1.0f - other_right;
+    }
+    std::vector<const std::vector<float>*> predictions(8, &rest);
+    predictions[1] = &fast;
+    predictions[3] = &other;
+    return BestOnValidation(h, scores, predictions, labels);
+  };
+  EXPECT_EQ(choose(kLeastRowsForFastBeta, 0.8f, 0.6f), 1) << "clearly better on enough rows";
+  EXPECT_EQ(choose(kLeastRowsForFastBeta - 1, 0.8f, 0.6f), 3) << "too few rows";
+  EXPECT_EQ(choose(kLeastRowsForFastBeta, 0.6f, 0.6f), 3) << "no better, row for row";
+  // A model of the others scoring best stands on any rows.
+  scores[3] = Scored(-0.3);
+  EXPECT_EQ(choose(10, 0.8f, 0.6f), 3);
+  // Without validation a fast-beta model does not compete on training loss.
+  EXPECT_EQ(BestOnTraining({0.5, 0.1, 0.4, 0.3, 0.1, 0.6, 0.7, 0.8}, h.variants), 3);
+  EXPECT_EQ(BestOnTraining({0.5, 0.1, 0.4, 0.3, 0.1, 0.6, 0.7, 0.8}), 1);
+}
+
 TEST(TrainingCursor, CarriesEveryModelsLoss) {
   const proto::WorkerCursor cursor = CursorAt(2, 5, 500, {1.5, 2.5, 3.5});
   EXPECT_EQ(cursor.loss(), 1.5);
