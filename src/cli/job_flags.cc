@@ -213,7 +213,8 @@ DEFINE_string(eps, "auto",
 DEFINE_string(ftrl_beta, "auto",
               "ftrl: beta of the per-coordinate rate alpha / (beta + sqrt(n)), positive, in the "
               "units of a minibatch mean's gradient (auto: linear_learner 0.001, a beta of 1 per "
-              "example at 1,000 examples a minibatch; factorization_machines 1)");
+              "example at 1,000 examples a minibatch; factorization_machines 1, and 0.001 in "
+              "two of its 8 default models; a number: every model's)");
 DEFINE_string(rescale_grad, "auto",
               "servers multiply each pushed gradient by this before the step, positive (auto: "
               "1; workers push minibatch means)");
@@ -644,6 +645,7 @@ Hyperparameters HyperparametersFromFlags() {
   h.unbias_label = FLAGS_unbias_label;
   h.num_point_for_scaler = FLAGS_num_point_for_scaler;
   h.frequency_prior = FLAGS_frequency_prior;
+  h.fast_beta_models = FLAGS_ftrl_beta == "auto";
   RequireInRange("admit_after", FLAGS_admit_after, 0, 65535, "pushes before a row (0: at once)");
   RequireInRange("admit_sketch_mib", FLAGS_admit_sketch_mib, 1, 512);
   RequireInRange("evict_after", FLAGS_evict_after, 0, kMaxCount, "clocks (0: never)");

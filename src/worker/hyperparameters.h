@@ -122,6 +122,9 @@ struct Hyperparameters {
   // most 0.003 for the linear learner and 0.001 for the factorization
   // machine), "0" (off), or a number in (0, 1).
   std::string frequency_prior = "auto";
+  // Whether a factorization machine on ftrl trains SpreadModels' fast-beta
+  // models: --ftrl_beta auto (an explicit beta is every model's).
+  bool fast_beta_models = true;
   // frequency_prior as a number (0: off), for a training channel of about
   // `training_rows` rows (0: not known, as for a pipe: auto is then its cap).
   double FrequencyPrior(uint64_t training_rows = 0) const;
@@ -209,10 +212,11 @@ double AutoLearningRate(const std::string& optimizer);
 // gradient is about a thousandth of that, so a beta of 1 outweighs sqrt(n)
 // for all but the most frequent features and FTRL becomes a fixed-rate step
 // that moves rare features a thousand times too slowly. The linear learner
-// takes 0.001, a beta of 1 per example at the default minibatch. The
+// takes 0.001, a beta of 1 per example at 1,000 examples a minibatch (auto's
+// cap; a smaller minibatch makes it a smaller beta per example). The
 // factorization machine keeps 1: that slowness is what keeps the factors of
 // rare features near zero, and a smaller beta overfits them on smaller sets
-// (docs/BENCHMARKS.md, "Peers" and "Defaults").
+// (docs/BENCHMARKS.md, "ftrl's beta on minibatch means").
 double AutoFtrlBeta(JobKind job);
 
 // The servers' table specs for a job: widths, optimizers, initializers.

@@ -51,13 +51,17 @@ int BestModel(const std::vector<ModelScore>& scores) {
   return best;
 }
 
+bool ComparesRowLosses(const Hyperparameters& h) {
+  const LossKind loss = LossKindOf(h.predictor_type, h.loss);
+  return (h.predictor_type == PredictorType::kBinaryClassifier && loss == LossKind::kLogistic) ||
+         (h.predictor_type == PredictorType::kRegressor && loss == LossKind::kSquared);
+}
+
 bool ClearlyBetter(const Hyperparameters& h, const std::vector<float>& predictions,
                    const std::vector<float>& baseline, const std::vector<float>& labels) {
-  const LossKind loss = LossKindOf(h.predictor_type, h.loss);
-  const bool logistic = h.predictor_type == PredictorType::kBinaryClassifier &&
-                        loss == LossKind::kLogistic;
-  const bool squared = h.predictor_type == PredictorType::kRegressor && loss == LossKind::kSquared;
-  if ((!logistic && !squared) || labels.empty() || predictions.size() != labels.size() ||
+  const bool logistic = h.predictor_type == PredictorType::kBinaryClassifier;
+  const bool squared = !logistic;
+  if (!ComparesRowLosses(h) || labels.empty() || predictions.size() != labels.size() ||
       baseline.size() != labels.size()) {
     return true;
   }
@@ -93,7 +97,8 @@ int BestOnValidation(const Hyperparameters& h, const std::vector<ModelScore>& sc
     if (IsFastBeta(variants[k])) others[k].score = std::numeric_limits<double>::quiet_NaN();
   }
   const int other = BestModel(others);
-  const bool stands = labels.size() >= kLeastRowsForFastBeta &&
+  if (std::isnan(others[other].score)) return best;  // no other model scored
+  const bool stands = labels.size() >= kLeastRowsForFastBeta && ComparesRowLosses(h) &&
                       ClearlyBetter(h, *predictions[best], *predictions[other], labels);
   return stands ? best : other;
 }

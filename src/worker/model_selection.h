@@ -79,6 +79,9 @@ int BestModel(const std::vector<ModelScore>& scores);
 // regressor's interactions may win on few rows (boston's 38: MSE 29 against
 // its linear model's 33).
 constexpr size_t kLeastRowsToTellBetter = 200;
+// Whether ClearlyBetter compares per-row losses for `hyperparameters`' loss
+// (logistic for a binary classifier, squared for a regressor).
+bool ComparesRowLosses(const Hyperparameters& hyperparameters);
 // The validation rows on which a factorization machine's fast-beta models
 // compete with the others (BestOnValidation).
 constexpr size_t kLeastRowsForFastBeta = 10000;
@@ -93,8 +96,9 @@ inline bool IsFastBeta(const ModelVariant& variant) { return variant.ftrl_beta_s
 // `predictions[k]` of `labels`), unless that is a fast-beta model (of
 // `variants`, one per model) and the rows are fewer than
 // kLeastRowsForFastBeta or it is not ClearlyBetter than the best of the
-// others: then the best of the others. With fewer rows a fast-beta model won
-// on validation and lost on test (docs/BENCHMARKS.md, "Defaults": fair).
+// others (or the loss has no per-row comparison, ComparesRowLosses): then the
+// best of the others. With fewer rows a fast-beta model won on validation and
+// lost on test (docs/BENCHMARKS.md, "ftrl's beta on minibatch means": fair).
 int BestOnValidation(const Hyperparameters& hyperparameters, const std::vector<ModelScore>& scores,
                      const std::vector<const std::vector<float>*>& predictions,
                      const std::vector<float>& labels);

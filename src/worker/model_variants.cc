@@ -35,8 +35,8 @@ constexpr float kFastBetaFactorsWd = 0.1f;
 
 }  // namespace
 
-std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& weights,
-                                       JobKind job) {
+std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& weights, JobKind job,
+                                       bool fast_beta) {
   const bool takes_l1 = ResolveOptimizerName(weights.name) != "adam";
   std::vector<ModelVariant> variants(static_cast<size_t>(std::max(num_models, 1)));
   for (int k = 1; k < num_models; ++k) {
@@ -47,7 +47,8 @@ std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& w
       variant.l1 = static_cast<float>(std::pow(10.0, -7.0 + 4.0 * Weyl(k, kBronze)));
     }
   }
-  if (job == JobKind::kFactorizationMachines && ResolveOptimizerName(weights.name) == "ftrl") {
+  if (fast_beta && job == JobKind::kFactorizationMachines &&
+      ResolveOptimizerName(weights.name) == "ftrl") {
     for (int k = 1; k < num_models; ++k) {
       ModelVariant& variant = variants[k];
       if (variant.learning_rate_scale < kFastBetaFromRate ||
@@ -84,8 +85,8 @@ int ParseNumModels(const std::string& value, const Hyperparameters& hyperparamet
 
 Hyperparameters WithModels(Hyperparameters hyperparameters, int num_models) {
   hyperparameters.num_models = num_models;
-  hyperparameters.variants =
-      SpreadModels(num_models, hyperparameters.weights_optimizer, hyperparameters.job);
+  hyperparameters.variants = SpreadModels(num_models, hyperparameters.weights_optimizer,
+                                          hyperparameters.job, hyperparameters.fast_beta_models);
   return hyperparameters;
 }
 

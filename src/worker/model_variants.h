@@ -28,9 +28,10 @@
 namespace keel {
 
 // The variants of `num_models` models (1..kMaxModels) for a `job` whose
-// weights use `weights` (its name decides whether an L1 penalty is spread).
-std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& weights,
-                                       JobKind job);
+// weights use `weights` (its name decides whether an L1 penalty is spread;
+// with `fast_beta`, a factorization machine on ftrl has fast-beta models).
+std::vector<ModelVariant> SpreadModels(int num_models, const OptimizerOptions& weights, JobKind job,
+                                       bool fast_beta = true);
 
 // What num_models=auto resolves to for a job (docs/ARCHITECTURE.md says why).
 int AutoNumModels(const Hyperparameters& hyperparameters);

@@ -447,8 +447,15 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   const MetricSet named = OfChannel("validation", validation);
   Record(named, figures);
   std::cout << "; " << FormatMetrics(named);
+  // A model that cannot be selected on these rows (a fast-beta one on too
+  // few) keeps no job training.
+  const bool fast_beta_compete = scored.front().labels.size() >= kLeastRowsForFastBeta;
   std::vector<double> model_losses;
-  for (const MetricSet& model : per_model) model_losses.push_back(StoppingLoss(model));
+  for (size_t k = 0; k < per_model.size(); ++k) {
+    const bool out = IsFastBeta(hyperparameters_.variants[k]) && !fast_beta_compete;
+    model_losses.push_back(out ? std::numeric_limits<double>::quiet_NaN()
+                               : StoppingLoss(per_model[k]));
+  }
   const EpochVerdict verdict = JudgeEpoch(validation, model_losses, hyperparameters_, &state_);
   // The job's model is its best validation epoch's: dumped now, written at the end.
   if (verdict.improved && options_.keep_best_epoch) {

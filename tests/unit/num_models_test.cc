@@ -145,7 +145,13 @@ TEST(SpreadModels,
     }
   }
   EXPECT_EQ(fast, 2) << "models 1 and 4 of 8 (spread rates x1.72 and x0.88)";
-  // Not for adam (a regressor's), nor for the linear learner.
+  // Not when the beta was given (every model's), nor for adam (a regressor's),
+  // nor for the linear learner.
+  h.fast_beta_models = false;
+  for (const ModelVariant& variant : WithModels(h, 8).variants) {
+    EXPECT_EQ(variant.ftrl_beta_scale, 1.0f);
+  }
+  h.fast_beta_models = true;
   h.weights_optimizer.name = "adam";
   for (const ModelVariant& variant : WithModels(h, 8).variants) {
     EXPECT_EQ(variant.ftrl_beta_scale, 1.0f);
@@ -566,6 +572,15 @@ TEST(ModelSelection, AFastBetaModelIsKeptOnlyOnTenThousandRowsAndWhenClearlyBett
   EXPECT_EQ(choose(kLeastRowsForFastBeta, 0.8f, 0.6f), 1) << "clearly better on enough rows";
   EXPECT_EQ(choose(kLeastRowsForFastBeta - 1, 0.8f, 0.6f), 3) << "too few rows";
   EXPECT_EQ(choose(kLeastRowsForFastBeta, 0.6f, 0.6f), 3) << "no better, row for row";
+  // A loss with no per-row comparison (hinge) keeps the others' best.
+  h.loss = "hinge_loss";
+  EXPECT_EQ(choose(kLeastRowsForFastBeta, 0.8f, 0.6f), 3);
+  h.loss = "auto";
+  // With no other model scored, the fast-beta one stands.
+  std::vector<ModelScore> saved = scores;
+  for (int k : {0, 2, 3, 5, 6, 7}) scores[k] = Scored(NAN);
+  EXPECT_EQ(choose(10, 0.8f, 0.6f), 1);
+  scores = saved;
   // A model of the others scoring best stands on any rows.
   scores[3] = Scored(-0.3);
   EXPECT_EQ(choose(10, 0.8f, 0.6f), 3);

@@ -378,6 +378,16 @@ TEST(FtrlOptimizer, ColumnGroupsStepWithTheirOwnBeta) {
     EXPECT_EQ(row[1], fast_alone[0]) << g;
     EXPECT_GT(std::fabs(row[1]), 100.0f * std::fabs(row[0])) << g;
   }
+  // A group's beta of 0 is the options' own.
+  OptimizerOptions zero = Options("ftrl", 0.5f);
+  zero.groups.push_back({0, 2, 0.5f, 0.0f, 0.0f, 0.0f});
+  auto zero_grouped = MakeOptimizer(zero);
+  std::vector<float> zero_row = NewRow(*zero_grouped, 2), plain = NewRow(*one, 1);
+  const float pair[2] = {0.002f, 0.002f};
+  zero_grouped->Update(zero_row.data(), pair, 2);
+  MakeOptimizer(Options("ftrl", 0.5f))->Update(plain.data(), pair, 1);
+  EXPECT_EQ(zero_row[0], plain[0]);
+  EXPECT_EQ(zero_row[1], plain[0]);
   // Rows of one weight (their own path) take the group's beta too.
   OptimizerOptions single = Options("ftrl", 0.5f);
   single.groups.push_back({0, 1, 0.5f, 0.0f, 0.0f, 0.001f});
