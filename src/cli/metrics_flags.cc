@@ -15,6 +15,10 @@ DEFINE_int32(metrics_port, 0,
 DEFINE_string(metrics_bind, "127.0.0.1",
               "scheduler/server/worker: the interface --metrics_port listens on (an IPv4 or IPv6 "
               "address; 0.0.0.0 for every interface)");
+DEFINE_bool(metrics_port_fallback, false,
+            "scheduler/server/worker: when --metrics_port is taken, serve on any free port "
+            "instead and log it (keel launch sets it for the ports it picks: another process "
+            "can take one between the pick and the role's start)");
 DEFINE_string(metrics, "auto",
               "launch: auto gives every role on this machine a free --metrics_port and prints "
               "where to scrape it; off serves no metrics");
@@ -54,13 +58,26 @@ std::unique_ptr<MetricsEndpoint> StartMetricsEndpoint(
     const std::function<void(HttpServer*)>& more_routes) {
   const std::optional<HttpServerOptions> http = MetricsHttpFromFlags();
   if (!http) return nullptr;
-  auto endpoint =
-      std::make_unique<MetricsEndpoint>(*http, registry, std::move(live), std::move(ready));
-  if (more_routes) more_routes(&endpoint->http());
+  const auto make = [&](int port) {
+    HttpServerOptions options = *http;
+    options.port = port;
+    auto endpoint = std::make_unique<MetricsEndpoint>(options, registry, live, ready);
+    if (more_routes) more_routes(&endpoint->http());
+    return endpoint;
+  };
+  std::unique_ptr<MetricsEndpoint> endpoint = make(http->port);
   try {
     endpoint->Start();
   } catch (const Error& e) {
-    throw MakeError("--metrics_port: ", e.what());
+    if (!FLAGS_metrics_port_fallback) throw MakeError("--metrics_port: ", e.what());
+    LOG(WARNING) << role << ": --metrics_port " << http->port << " was taken (" << e.what()
+                 << "); serving metrics on another port";
+    endpoint = make(0);
+    try {
+      endpoint->Start();
+    } catch (const Error& again) {
+      throw MakeError("--metrics_port: ", again.what());
+    }
   }
   LOG(INFO) << role << ": metrics on http://" << endpoint->address() << "/metrics";
   return endpoint;

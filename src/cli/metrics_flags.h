@@ -20,6 +20,7 @@
 
 DECLARE_int32(metrics_port);
 DECLARE_string(metrics_bind);
+DECLARE_bool(metrics_port_fallback);
 DECLARE_string(metrics);
 
 namespace keel {

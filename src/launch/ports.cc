@@ -99,7 +99,9 @@ LaunchMetricsPorts::LaunchMetricsPorts(bool on, bool with_scheduler, int servers
 
 void LaunchMetricsPorts::AddFlag(const std::string& name, std::vector<std::string>* argv) const {
   for (const auto& [role, port] : ports_) {
-    if (role == name) argv->push_back("--metrics_port=" + std::to_string(port));
+    if (role != name) continue;
+    argv->push_back("--metrics_port=" + std::to_string(port));
+    argv->push_back("--metrics_port_fallback");  // picked, then free for a moment
   }
 }
 

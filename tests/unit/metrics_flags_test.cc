@@ -2,14 +2,20 @@
 // as every role checks them, and `keel launch --metrics`.
 #include "cli/metrics_flags.h"
 
+#include <arpa/inet.h>
 #include <gflags/gflags.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <set>
 #include <sstream>
 #include <string>
 
 #include "launch/ports.h"
+#include "metrics/metrics_endpoint.h"
+#include "metrics/metrics_registry.h"
 #include "test_util.h"
 
 namespace keel {
@@ -26,6 +32,35 @@ class MetricsFlags : public ::testing::Test {
  private:
   gflags::FlagSaver saver_;
 };
+
+// A port another process holds: a role fails naming it, or with
+// --metrics_port_fallback (what keel launch gives its picks) serves on
+// another port.
+TEST_F(MetricsFlags, ATakenPortFailsTheRoleUnlessItMayFallBack) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int taken = ntohs(address.sin_port);
+  MetricsRegistry registry;
+  const Probe ok = [] { return std::string(); };
+  Set("metrics_port", std::to_string(taken));
+  const std::string error = ErrorOf([&] { StartMetricsEndpoint("worker 0", &registry, ok, ok); });
+  EXPECT_NE(error.find("--metrics_port"), std::string::npos) << error;
+  EXPECT_NE(error.find(std::to_string(taken)), std::string::npos) << error;
+  Set("metrics_port_fallback", "true");
+  const auto endpoint = StartMetricsEndpoint("worker 0", &registry, ok, ok);
+  ASSERT_NE(endpoint, nullptr);
+  EXPECT_GT(endpoint->port(), 0);
+  EXPECT_NE(endpoint->port(), taken);
+  endpoint->Stop();
+  close(fd);
+}
 
 TEST_F(MetricsFlags, ByDefaultARoleServesNoMetrics) {
   EXPECT_EQ(ErrorOf([] { CheckMetricsFlags(); }), "no error");
@@ -108,8 +143,9 @@ TEST_F(MetricsFlags, LaunchGivesEveryRoleItsOwnPortAndPrintsWhereToScrapeIt) {
   for (const char* role : {"scheduler", "server 0", "server 1", "worker 0"}) {
     std::vector<std::string> argv = {"keel", "server"};
     ports.AddFlag(role, &argv);
-    ASSERT_EQ(argv.size(), 3u) << role;
+    ASSERT_EQ(argv.size(), 4u) << role;
     flags.insert(argv[2]);
+    EXPECT_EQ(argv[3], "--metrics_port_fallback") << role;  // its pick may be taken by then
   }
   EXPECT_EQ(flags.size(), 4u);
   std::ostringstream printed;
