@@ -457,7 +457,7 @@ void ColumnSettingsCache::Resolve(int width) {
         settings.learning_rate[c] = group.learning_rate;
         settings.l1[c] = group.l1;
         settings.l2[c] = group.l2;
-        settings.ftrl_beta[c] = group.ftrl_beta > 0.0f ? group.ftrl_beta : options_.ftrl_beta;
+        settings.ftrl_beta[c] = FtrlBetaOf(group, options_);
         settings.uniform = false;
       }
     }

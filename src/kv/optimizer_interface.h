@@ -59,6 +59,12 @@ struct OptimizerOptions {
   bool staleness_aware = false;
 };
 
+// `group`'s ftrl beta: its own, or `options`' where it gives none (0).
+inline float FtrlBetaOf(const OptimizerOptions::ColumnGroup& group,
+                        const OptimizerOptions& options) {
+  return group.ftrl_beta > 0.0f ? group.ftrl_beta : options.ftrl_beta;
+}
+
 // Not synchronized: a server applies updates from one thread.
 class Optimizer {
  public:

@@ -149,7 +149,7 @@ void ApplyVariant(float scale, float wd, float l1, float beta_scale, OptimizerOp
     group.learning_rate *= scale;
     group.l2 += wd;
     group.l1 += l1;
-    group.ftrl_beta = (group.ftrl_beta > 0.0f ? group.ftrl_beta : options->ftrl_beta) * beta_scale;
+    group.ftrl_beta = FtrlBetaOf(group, *options) * beta_scale;
   }
   options->ftrl_beta *= beta_scale;
 }
@@ -169,7 +169,7 @@ void AddModelGroups(const OptimizerOptions& model, int k, int width,
     own.push_back(all);
   }
   for (OptimizerOptions::ColumnGroup group : own) {
-    if (group.ftrl_beta == 0.0f) group.ftrl_beta = model.ftrl_beta;
+    group.ftrl_beta = FtrlBetaOf(group, model);
     group.begin += k * width;
     group.end = k * width + std::min(group.end, width);
     groups->push_back(group);

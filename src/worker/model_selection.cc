@@ -86,6 +86,10 @@ bool ClearlyBetter(const Hyperparameters& h, const std::vector<float>& predictio
   return mean + standard_error < 0;
 }
 
+bool FastBetaCanWinOn(const Hyperparameters& h, size_t rows) {
+  return rows >= kLeastRowsForFastBeta && ComparesRowLosses(h);
+}
+
 int BestOnValidation(const Hyperparameters& h, const std::vector<ModelScore>& scores,
                      const std::vector<const std::vector<float>*>& predictions,
                      const std::vector<float>& labels) {
@@ -98,7 +102,7 @@ int BestOnValidation(const Hyperparameters& h, const std::vector<ModelScore>& sc
   }
   const int other = BestModel(others);
   if (std::isnan(others[other].score)) return best;  // no other model scored
-  const bool stands = labels.size() >= kLeastRowsForFastBeta && ComparesRowLosses(h) &&
+  const bool stands = FastBetaCanWinOn(h, labels.size()) &&
                       ClearlyBetter(h, *predictions[best], *predictions[other], labels);
   return stands ? best : other;
 }

@@ -92,6 +92,10 @@ bool ClearlyBetter(const Hyperparameters& hyperparameters, const std::vector<flo
 // (SpreadModels: a thousandth of ftrl's beta).
 inline bool IsFastBeta(const ModelVariant& variant) { return variant.ftrl_beta_scale != 1.0f; }
 
+// Whether a fast-beta model can be selected on `rows` validation rows: at
+// least kLeastRowsForFastBeta of them, under a loss ClearlyBetter compares.
+bool FastBetaCanWinOn(const Hyperparameters& hyperparameters, size_t rows);
+
 // BestModel of `scores` (each model's on the same validation rows: its
 // `predictions[k]` of `labels`), unless that is a fast-beta model (of
 // `variants`, one per model) and the rows are fewer than

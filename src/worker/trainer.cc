@@ -449,7 +449,7 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   std::cout << "; " << FormatMetrics(named);
   // A model that cannot be selected on these rows (a fast-beta one on too
   // few) keeps no job training.
-  const bool fast_beta_compete = scored.front().labels.size() >= kLeastRowsForFastBeta;
+  const bool fast_beta_compete = FastBetaCanWinOn(hyperparameters_, scored.front().labels.size());
   std::vector<double> model_losses;
   for (size_t k = 0; k < per_model.size(); ++k) {
     const bool out = IsFastBeta(hyperparameters_.variants[k]) && !fast_beta_compete;
