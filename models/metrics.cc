@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "models/losses.h"
+#include "models/score_order.h"
 // keel_models has the repository root, not src/, on its include path.
 #include "base/error.h"
 #include "base/json.h"
@@ -90,19 +91,18 @@ double RocAucOf(const char* function, const std::vector<float>& scores,
 
   // (score, positive) pairs sorted by score: contiguous, so the sort does not
   // chase indices into the scores.
-  std::vector<std::pair<float, bool>> ranked(examples);
+  std::vector<ScoredExample> ranked(examples);
   for (size_t i = 0; i < examples; ++i) ranked[i] = {scores[i], labels[i] == 1.0f};
-  std::sort(ranked.begin(), ranked.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  SortByScore(&ranked);
   // Mann-Whitney: the ranks (1-based, ties sharing their average) of the
   // positives, less the smallest sum they could have, over the pair count.
   double positive_rank_sum = 0.0;
   for (size_t start = 0; start < examples;) {
     size_t end = start + 1;
-    while (end < examples && ranked[end].first == ranked[start].first) ++end;
+    while (end < examples && ranked[end].score == ranked[start].score) ++end;
     const double average_rank = 0.5 * static_cast<double>(start + 1 + end);
     for (size_t i = start; i < end; ++i) {
-      if (ranked[i].second) positive_rank_sum += average_rank;
+      if (ranked[i].positive) positive_rank_sum += average_rank;
     }
     start = end;
   }

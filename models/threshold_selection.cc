@@ -7,6 +7,7 @@
 #include <limits>
 #include <tuple>
 
+#include "models/score_order.h"
 // keel_models has the repository root, not src/, on its include path.
 #include "base/error.h"
 
@@ -14,11 +15,6 @@ namespace keel {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-struct Example {
-  float prediction;
-  bool positive;
-};
 
 // One way to split the set: the examples predicted above `low` are positive.
 // Every threshold in [low, high) gives it (low = -inf: all positive; high =
@@ -39,14 +35,14 @@ struct Figures {
 };
 
 // The examples, checked, highest prediction first.
-std::vector<Example> SortedExamples(const std::vector<float>& predictions,
-                                    const std::vector<float>& labels) {
+std::vector<ScoredExample> SortedExamples(const std::vector<float>& predictions,
+                                          const std::vector<float>& labels) {
   if (predictions.size() != labels.size()) {
     throw MakeError("ChooseThreshold: ", predictions.size(), " predictions but ", labels.size(),
                     " labels");
   }
   if (labels.empty()) throw MakeError("ChooseThreshold: no examples");
-  std::vector<Example> examples(labels.size());
+  std::vector<ScoredExample> examples(labels.size());
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] != 0.0f && labels[i] != 1.0f) {
       throw MakeError("ChooseThreshold: example ", i, " has label ", labels[i], ", not 0 or 1");
@@ -56,8 +52,7 @@ std::vector<Example> SortedExamples(const std::vector<float>& predictions,
     }
     examples[i] = {predictions[i], labels[i] == 1.0f};
   }
-  std::sort(examples.begin(), examples.end(),
-            [](const Example& a, const Example& b) { return a.prediction > b.prediction; });
+  SortByScore(&examples, /*descending=*/true);
   return examples;
 }
 
@@ -187,26 +182,26 @@ std::string SelectionCriterionName(SelectionCriterion criterion) {
 ThresholdChoice ChooseThreshold(const std::vector<float>& predictions,
                                 const std::vector<float>& labels,
                                 const ThresholdCriterion& criterion, double default_threshold) {
-  const std::vector<Example> examples = SortedExamples(predictions, labels);
+  const std::vector<ScoredExample> examples = SortedExamples(predictions, labels);
   if (criterion.criterion == SelectionCriterion::kLossFunction) {
     return {default_threshold, std::numeric_limits<double>::quiet_NaN(), true};
   }
-  const uint64_t positives = static_cast<uint64_t>(
-      std::count_if(examples.begin(), examples.end(), [](const Example& e) { return e.positive; }));
+  const uint64_t positives = static_cast<uint64_t>(std::count_if(
+      examples.begin(), examples.end(), [](const ScoredExample& e) { return e.positive; }));
   const SplitJudge judge(criterion, positives, examples.size());
   BestSplit best(default_threshold);
   // None positive first; then, one distinct prediction at a time, those at or
   // above it.
   Split split;
-  split.low = examples.front().prediction;
+  split.low = examples.front().score;
   best.Consider(split, judge.Judge(split));
   for (size_t i = 0; i < examples.size();) {
-    const float prediction = examples[i].prediction;
-    for (; i < examples.size() && examples[i].prediction == prediction; ++i) {
+    const float prediction = examples[i].score;
+    for (; i < examples.size() && examples[i].score == prediction; ++i) {
       ++(examples[i].positive ? split.true_positives : split.false_positives);
     }
     split.high = prediction;
-    split.low = i < examples.size() ? examples[i].prediction : -kInfinity;
+    split.low = i < examples.size() ? examples[i].score : -kInfinity;
     best.Consider(split, judge.Judge(split));
   }
   return best.Choice();

@@ -1,0 +1,103 @@
+// SortByScore against a comparison sort: the same scores in the same order,
+// each with its flag, on both sides of the radix sort's threshold.
+#include "models/score_order.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "models/metrics.h"
+
+namespace keel {
+namespace {
+
+// Scores of every kind a model makes: ties, both zeros, negatives (margins),
+// subnormals and infinities, and probabilities.
+std::vector<ScoredExample> MixedScores(size_t n, unsigned seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            -1.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::denorm_min(),
+                            -std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max()};
+  std::vector<ScoredExample> examples(n);
+  for (size_t i = 0; i < n; ++i) {
+    float score = uniform(random);
+    if (i % 7 == 0) score = specials[random() % 10];
+    if (i % 5 == 0) score = std::round(score * 4.0f) / 4.0f;  // ties
+    examples[i] = {score, random() % 3 == 0};
+  }
+  return examples;
+}
+
+// The scores in order, and each distinct score's count of positives: what the
+// metrics read (an order within ties is free).
+struct Summary {
+  std::vector<float> scores;
+  std::vector<std::pair<float, int>> positives_by_score;
+};
+
+Summary Summarize(const std::vector<ScoredExample>& examples) {
+  Summary summary;
+  for (const ScoredExample& e : examples) {
+    summary.scores.push_back(e.score);
+    if (summary.positives_by_score.empty() || summary.positives_by_score.back().first != e.score) {
+      summary.positives_by_score.push_back({e.score, 0});
+    }
+    summary.positives_by_score.back().second += e.positive ? 1 : 0;
+  }
+  return summary;
+}
+
+TEST(SortByScore, OrdersAsAComparisonSortDoesKeepingEachExamplesFlag) {
+  for (const size_t n : {0, 1, 2, 100, 511, 512, 513, 5000, 100000}) {
+    for (const bool descending : {false, true}) {
+      std::vector<ScoredExample> examples = MixedScores(n, static_cast<unsigned>(n) + descending);
+      std::vector<ScoredExample> expected = examples;
+      std::stable_sort(expected.begin(), expected.end(),
+                       [descending](const ScoredExample& a, const ScoredExample& b) {
+                         return descending ? a.score > b.score : a.score < b.score;
+                       });
+      SortByScore(&examples, descending);
+      const Summary got = Summarize(examples), want = Summarize(expected);
+      ASSERT_EQ(got.scores, want.scores) << n << " examples, descending " << descending;
+      ASSERT_EQ(got.positives_by_score, want.positives_by_score)
+          << n << " examples, descending " << descending;
+    }
+  }
+}
+
+TEST(SortByScore, TakesMinusZeroAsPlusZero) {
+  // Alternating zeros on the radix path: one group, as floats compare.
+  std::vector<ScoredExample> examples;
+  for (int i = 0; i < 1000; ++i) examples.push_back({i % 2 == 0 ? -0.0f : 0.0f, i % 4 == 0});
+  examples.push_back({-1.0f, false});
+  SortByScore(&examples);
+  EXPECT_EQ(examples.front().score, -1.0f);
+  for (size_t i = 1; i < examples.size(); ++i) EXPECT_EQ(examples[i].score, 0.0f);
+}
+
+TEST(SortByScore, RocAucOfTiedZerosIsOneHalfOnEitherPath) {
+  // -0 and +0 scores are one tie: AUC 0.5 however the labels fall among them.
+  for (const int n : {8, 2000}) {
+    std::vector<float> scores, labels;
+    for (int i = 0; i < n; ++i) {
+      scores.push_back(i < n / 2 ? -0.0f : 0.0f);
+      labels.push_back(i < n / 2 ? 0.0f : 1.0f);
+    }
+    EXPECT_DOUBLE_EQ(RocAuc(scores, labels), 0.5) << n << " examples";
+  }
+}
+
+}  // namespace
+}  // namespace keel
