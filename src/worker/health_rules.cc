@@ -23,15 +23,16 @@ std::string OfModel(int model) {
   return model < 0 ? std::string() : " of model " + std::to_string(model);
 }
 
-// The median of a table's remembered norms.
-double Median(const std::deque<double>& norms) {
-  std::vector<double> sorted(norms.begin(), norms.end());
-  const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
-  std::nth_element(sorted.begin(), middle, sorted.end());
-  return *middle;
-}
-
 }  // namespace
+
+void NormWindow::Add(double norm, size_t window) {
+  if (std::isnan(norm)) return;  // unordered: it would break the sorted norms
+  arrived_.push_back(norm);
+  sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), norm), norm);
+  if (arrived_.size() <= window) return;
+  sorted_.erase(std::lower_bound(sorted_.begin(), sorted_.end(), arrived_.front()));
+  arrived_.pop_front();
+}
 
 bool NonFiniteLoss(double mean_loss) {
   return !std::isfinite(mean_loss) || mean_loss >= std::numeric_limits<float>::max();
@@ -99,10 +100,10 @@ std::string HealthRules::CheckNonFinite(int epoch, int table, int model,
 }
 
 std::string HealthRules::CheckExplosion(int epoch, int table, int model, double norm,
-                                        std::deque<double>* recent) {
+                                        NormWindow* recent) {
   std::string why;
   if (recent->size() >= options_.warmup) {
-    const double median = Median(*recent);
+    const double median = recent->Median();
     if (median > 0) largest_ratios_[table] = std::max(largest_ratios_[table], norm / median);
     if (norm > options_.explosion_floor && norm > options_.explosion_factor * median) {
       why = MakeMessage(Where(epoch, table), "gradient_norm", OfModel(model), " ", norm,
@@ -110,8 +111,7 @@ std::string HealthRules::CheckExplosion(int epoch, int table, int model, double 
                         " of its last ", recent->size(), " minibatches (exploding gradient)");
     }
   }
-  recent->push_back(norm);
-  if (recent->size() > options_.window) recent->pop_front();
+  recent->Add(norm, options_.window);
   return why;
 }
 

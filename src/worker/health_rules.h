@@ -53,6 +53,23 @@ struct HealthRuleOptions {
   size_t warmup = 20;
 };
 
+// A table's last gradient norms, in the order they came and sorted, so that
+// their median is one read (every minibatch of every model asks for it).
+class NormWindow {
+ public:
+  size_t size() const { return arrived_.size(); }
+  // The norm at the middle (index size() / 2) of the sorted norms; the
+  // window must not be empty.
+  double Median() const { return sorted_[sorted_.size() / 2]; }
+  // Remembers `norm`, forgetting the oldest norm beyond `window`. A NaN is
+  // not remembered (the non-finite rules judge a minibatch that makes one).
+  void Add(double norm, size_t window);
+
+ private:
+  std::deque<double> arrived_;
+  std::vector<double> sorted_;
+};
+
 class HealthRules {
  public:
   explicit HealthRules(HealthRuleOptions options = {}) : options_(options) {}
@@ -86,7 +103,7 @@ class HealthRules {
 
  private:
   // Recent gradient norms per table (of the whole job, or of one model).
-  using Norms = std::array<std::deque<double>, kHealthTables>;
+  using Norms = std::array<NormWindow, kHealthTables>;
 
   // Each returns what fired ("" if nothing): `model` names the model in the
   // message (-1: none named).
@@ -94,8 +111,7 @@ class HealthRules {
   std::string CheckNonFinite(int epoch, int table, int model,
                              const GradientFigures& gradient) const;
   // Compares `norm` with `recent`, then remembers it there.
-  std::string CheckExplosion(int epoch, int table, int model, double norm,
-                             std::deque<double>* recent);
+  std::string CheckExplosion(int epoch, int table, int model, double norm, NormWindow* recent);
   // What fired for a minibatch's `gradients` (of `model`, or -1), "" if
   // nothing; the norms judged against `norms`.
   std::string CheckGradients(int epoch, int model, const MinibatchGradients& gradients,

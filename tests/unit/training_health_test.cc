@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -206,6 +207,33 @@ TEST(HealthRules, OffNothingFires) {
   EXPECT_NO_THROW(rules.CheckMinibatch(1, {std::nan("")}, gradients));
   for (int i = 0; i < 100; ++i) rules.CheckMinibatch(1, {0.5}, WeightNorm(1));
   EXPECT_NO_THROW(rules.CheckMinibatch(1, {0.5}, WeightNorm(1e30)));
+}
+
+TEST(NormWindow, ItsMedianIsTheMiddleOfItsLastNormsSorted) {
+  // Against the median taken the plain way: the last `window` norms copied
+  // and their middle (index size / 2) selected. Norms with ties, in a window
+  // of 256 and one of 5.
+  std::mt19937 random(7);
+  std::uniform_int_distribution<int> draw(0, 40);
+  for (const size_t window : {size_t{256}, size_t{5}}) {
+    NormWindow norms;
+    std::vector<double> all;
+    for (int i = 0; i < 1000; ++i) {
+      const double norm = draw(random) * 0.25;
+      norms.Add(norm, window);
+      all.push_back(norm);
+      std::vector<double> last(
+          all.end() - static_cast<std::ptrdiff_t>(std::min(all.size(), window)), all.end());
+      std::nth_element(last.begin(), last.begin() + static_cast<std::ptrdiff_t>(last.size() / 2),
+                       last.end());
+      ASSERT_EQ(norms.size(), last.size()) << "norm " << i;
+      ASSERT_EQ(norms.Median(), last[last.size() / 2]) << "norm " << i << ", window " << window;
+    }
+  }
+  NormWindow norms;
+  norms.Add(1.0, 4);
+  norms.Add(std::nan(""), 4);  // not remembered
+  EXPECT_EQ(norms.size(), 1u);
 }
 
 TEST(TrainingHealth, MeasureGradientsSumsFiniteSquaresAndCountsTheRest) {
