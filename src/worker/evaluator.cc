@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "worker/artifact_index.h"
+#include "worker/batch_cache.h"
 #include "worker/batch_stream.h"
 #include "worker/training_loss.h"
 
@@ -58,6 +59,17 @@ void KeepFirstRows(uint64_t rows, PreparedBatch* prepared) {
   PrepareKeys(prepared);
 }
 
+// About the memory `prepared` takes.
+uint64_t HeldBytes(const PreparedBatch& prepared) {
+  const Batch& batch = prepared.batch;
+  return batch.row_offsets.size() * sizeof(batch.row_offsets[0]) +
+         batch.labels.size() * sizeof(float) + batch.indices.size() * sizeof(batch.indices[0]) +
+         batch.values.size() * sizeof(float) + prepared.keys.size() * sizeof(Key) +
+         (prepared.positions.size() + prepared.key_offsets.size() +
+          prepared.nonzeros_by_key.size()) *
+             sizeof(uint32_t);
+}
+
 // Model k's share of predictions made by every model (rows x models x width).
 std::vector<float> ModelPredictions(const std::vector<float>& all, int models, int k,
                                     size_t width) {
@@ -105,8 +117,22 @@ std::vector<ChannelPredictions> Evaluator::PredictModels(const std::string& chan
 std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
                                                  const ModelArtifact* artifact, uint64_t max_rows,
                                                  const ReaderOptions& reader) {
-  BatchStream stream(ResolveChannel(channel, 0, 1), reader,
-                     static_cast<size_t>(hyperparameters_.mini_batch_size));
+  const size_t batch_size = static_cast<size_t>(hyperparameters_.mini_batch_size);
+  std::vector<InputSplit> splits = ResolveChannel(channel, 0, 1);
+  const bool holdable =
+      hold_max_bytes_ > 0 && std::none_of(splits.begin(), splits.end(),
+                                          [](const InputSplit& split) { return split.is_pipe; });
+  const uint64_t key = holdable ? BatchCacheKey(splits, reader, batch_size) : 0;
+  // The batches come from what is held for this very input, or from the text
+  // (and are then held if the pass reads to the end within the bound).
+  const bool from_held = holdable && held_ && held_->key == key;
+  std::optional<BatchStream> stream;
+  if (!from_held) stream.emplace(std::move(splits), reader, batch_size);
+  std::optional<HeldChannel> holding;
+  if (holdable && !from_held) holding.emplace(HeldChannel{key, {}});
+  uint64_t holding_bytes = 0;
+  size_t next_held = 0;
+  bool ended = false;
   // An artifact of one model (of several, when JoinModels made it).
   ComputeBackend* model =
       artifact != nullptr && artifact->hyperparameters.num_models == 1 ? one_model_ : models_;
@@ -117,9 +143,34 @@ std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
   ChannelPredictions scored;
   std::vector<float> batch_predictions, local_weights;
   ModelLosses losses(model->num_models(), 0.0);
-  PreparedBatch batch;
-  while (scored.labels.size() < max_rows && stream.Next(&batch)) {
-    KeepFirstRows(max_rows - scored.labels.size(), &batch);
+  PreparedBatch own;
+  while (scored.labels.size() < max_rows) {
+    const PreparedBatch* next = &own;
+    if (from_held) {
+      if (next_held == held_->batches.size()) {
+        ended = true;
+        break;
+      }
+      next = &held_->batches[next_held++];
+    } else if (!stream->Next(&own)) {
+      ended = true;
+      break;
+    } else if (holding) {
+      holding_bytes += HeldBytes(own);
+      if (holding_bytes <= hold_max_bytes_) {
+        holding->batches.push_back(std::move(own));
+        next = &holding->batches.back();
+      } else {
+        holding.reset();
+      }
+    }
+    const uint64_t wanted = max_rows - scored.labels.size();
+    if (next->batch.rows() > wanted) {
+      if (next != &own) own = *next;
+      KeepFirstRows(wanted, &own);
+      next = &own;
+    }
+    const PreparedBatch& batch = *next;
     SharedArray<float> pulled;
     const float* rows = nullptr;
     if (artifact_rows) {
@@ -135,6 +186,7 @@ std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
                               batch_predictions.end());
     scored.labels.insert(scored.labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
   }
+  if (holding && ended) held_ = std::move(holding);
   if (scored.labels.empty()) throw MakeError("channel ", channel, " holds no examples");
   const double rows = static_cast<double>(scored.labels.size());
   const int models = model->num_models();

@@ -15,6 +15,7 @@
 #include "worker/compute_backend.h"
 #include "worker/hyperparameters.h"
 #include "worker/model_artifact.h"
+#include "worker/prepared_batch.h"
 
 namespace keel {
 
@@ -109,6 +110,17 @@ class Evaluator {
                                                 const ModelArtifact* models = nullptr,
                                                 const ReaderOptions* reader = nullptr);
 
+  // Keeps the prepared batches of the last channel read to its end, when
+  // they take at most `max_bytes`, so that the next pass over it (the next
+  // epoch's validation) parses nothing; 0 (the default) keeps none. What is
+  // kept is for those files as they were (their sizes and versions) read with
+  // those reader options: any change reads the text again. A pipe is never
+  // kept (each pass reads what the pipe gives).
+  void HoldChannels(uint64_t max_bytes) { hold_max_bytes_ = max_bytes; }
+
+  // Whether the last channel read to its end is held (HoldChannels).
+  bool holds_a_channel() const { return held_.has_value(); }
+
  private:
   // The first `max_rows` examples of `channel` under each model of the
   // servers' weights, or under `artifact`.
@@ -116,12 +128,20 @@ class Evaluator {
                                         uint64_t max_rows, const ReaderOptions& reader);
   // The bias to score with: the artifact's, the servers' (pulled), or zeros.
   std::vector<float> BiasFor(const ModelArtifact* artifact);
+  // A channel's prepared batches, for the splits and reader options whose
+  // BatchCacheKey is `key`.
+  struct HeldChannel {
+    uint64_t key = 0;
+    std::vector<PreparedBatch> batches;
+  };
   KVWorker* client_;
   ComputeBackend* models_;
   ComputeBackend* one_model_;
   Hyperparameters hyperparameters_;
   ReaderOptions reader_;
   SharedArray<const Key> bias_key_;
+  uint64_t hold_max_bytes_ = 0;
+  std::optional<HeldChannel> held_;
 };
 
 }  // namespace keel

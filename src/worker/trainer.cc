@@ -150,6 +150,15 @@ void Trainer::Run() {
 void Trainer::PrepareData(int first_epoch) {
   const double started = MonotonicSeconds();
   OpenCache(first_epoch);
+  // Worker 0 scores the validation rows after every epoch: their prepared
+  // batches are kept in memory for the next epoch's pass (as the training
+  // share's are cached), up to the cache's bound and a sixteenth of the
+  // machine's memory; --cache_dir=none parses them every epoch.
+  if (options_.cache_dir != "none") {
+    const uint64_t memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                            static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    evaluator_.HoldChannels(std::min(options_.cache_max_bytes, memory / 16));
+  }
   if (IsPipeChannel(options_.train)) HoldPipeHead();
   // The statistics' sample is read while the shard is checked: both only
   // read, and start-up waits for both. (The check's error comes first: the

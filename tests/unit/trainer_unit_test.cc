@@ -1,6 +1,8 @@
 // The worker's training pieces without a cluster: batch preparation, the CPU
 // model's gradients, and the model artifact.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -988,6 +990,45 @@ TEST_F(EvaluatorTest, EvaluateLabelsByTheArtifactsThreshold) {
   EXPECT_EQ(evaluator.Evaluate(channel_, &model_).at("binary_classification_accuracy"), 0.8);
   model_.hyperparameters.threshold = 0.4;  // between sigmoid(-1) and 1/2: all 5
   EXPECT_EQ(evaluator.Evaluate(channel_, &model_).at("binary_classification_accuracy"), 1.0);
+}
+
+TEST_F(EvaluatorTest, AHeldChannelIsScoredFromItsBatchesUntilItsFileChanges) {
+  CpuModel backend(hyperparameters_);
+  Evaluator evaluator(nullptr, &backend, &backend, hyperparameters_,
+                      WithLabelRule(ReaderOptions(), hyperparameters_));
+  // Without HoldChannels nothing is held.
+  const ChannelPredictions text = evaluator.Predict(channel_, &model_);
+  EXPECT_FALSE(evaluator.holds_a_channel());
+  evaluator.HoldChannels(1 << 20);
+  // A pass cut short holds nothing; one to the end holds the channel.
+  evaluator.Predict(channel_, &model_, 3);
+  EXPECT_FALSE(evaluator.holds_a_channel());
+  EXPECT_EQ(evaluator.Predict(channel_, &model_).predictions, text.predictions);
+  ASSERT_TRUE(evaluator.holds_a_channel());
+  // Rewritten in place to other rows of the same size, its modification
+  // time put back: the same key, so the held batches (the old rows) are
+  // scored, whole or cut (the cut from a copy: the next pass is whole).
+  struct stat before {};
+  ASSERT_EQ(stat(channel_.c_str(), &before), 0);
+  {
+    std::ofstream rewrite(channel_, std::ios::in | std::ios::out);
+    rewrite << "1 1:5\n1 1:4\n0 1:3\n0 1:2\n0 1:1\n";
+  }
+  const struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, channel_.c_str(), times, 0), 0);
+  EXPECT_EQ(evaluator.Predict(channel_, &model_, 3).labels, (std::vector<float>{0, 0, 1}));
+  EXPECT_EQ(evaluator.Predict(channel_, &model_).labels, text.labels);
+  // Any change of the file's version reads the text again.
+  const struct timespec later[2] = {before.st_atim,
+                                    {before.st_mtim.tv_sec + 10, before.st_mtim.tv_nsec}};
+  ASSERT_EQ(utimensat(AT_FDCWD, channel_.c_str(), later, 0), 0);
+  EXPECT_EQ(evaluator.Predict(channel_, &model_).labels, (std::vector<float>{1, 1, 0, 0, 0}));
+  // Past the bound nothing is held (the pass before is dropped too).
+  Evaluator small(nullptr, &backend, &backend, hyperparameters_,
+                  WithLabelRule(ReaderOptions(), hyperparameters_));
+  small.HoldChannels(16);
+  EXPECT_EQ(small.Predict(channel_, &model_).labels.size(), 5u);
+  EXPECT_FALSE(small.holds_a_channel());
 }
 
 }  // namespace
