@@ -77,6 +77,12 @@ CpuModel::CpuModel(const Hyperparameters& hyperparameters, int threads)
 
 void CpuModel::RowLosses(size_t r, const float* scores, float label, float* score_gradient,
                          const Outputs& out) const {
+  if (loss_.kind == LossKind::kLogistic && classes_ == 1 && models_ > 1) {
+    LogisticModelLosses(loss_, scores, models_, label, score_gradient,
+                        out.predictions ? out.predictions + r * row_scores_ : nullptr,
+                        out.row_losses + r * models_);
+    return;
+  }
   for (int m = 0; m < models_; ++m) {
     const int first = m * classes_;
     out.row_losses[r * models_ + m] =

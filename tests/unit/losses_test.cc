@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -158,7 +160,7 @@ TEST(Losses, PredictionsAreTheScoreExceptForTheLogisticProbability) {
 // The logistic loss, its gradient and its probability take one exponential
 // between them; each is bit for bit the separate formula: 1 / (1 + e^-z) for
 // z >= 0 (-0 included), e^z / (1 + e^z) below, and the loss
-// max(z, 0) - z y + log1p(e^-|z|).
+// max(z, 0) - z y + log1p(e^-|z|) (Log1pOfUnit's).
 TEST(Losses, LogisticSharesOneExponentialWithTheSameValuesAsEachFormula) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> scores = {0.0f,
@@ -178,7 +180,7 @@ TEST(Losses, LogisticSharesOneExponentialWithTheSameValuesAsEachFormula) {
   for (const float z : scores) {
     for (const float y : {0.0f, 1.0f}) {
       const float probability = z >= 0.0f ? 1.0f / (1.0f + expf(-z)) : expf(z) / (1.0f + expf(z));
-      const float loss = fmaxf(z, 0.0f) - z * y + log1pf(expf(-fabsf(z)));
+      const float loss = fmaxf(z, 0.0f) - z * y + Log1pOfUnit(expf(-fabsf(z)));
       const Evaluation e = Evaluate(Loss(LossKind::kLogistic), z, y);
       EXPECT_EQ(e.prediction, probability) << z;
       EXPECT_EQ(e.gradient, probability - y) << z;
@@ -189,6 +191,64 @@ TEST(Losses, LogisticSharesOneExponentialWithTheSameValuesAsEachFormula) {
       }
       EXPECT_EQ(Sigmoid(z), probability) << z;
       EXPECT_EQ(LogisticGradient(z, y), probability - y) << z;
+    }
+  }
+}
+
+TEST(Losses, Log1pOfUnitIsWithinTwoUlpOfTheExactValueOverZeroToOne) {
+  // Every 61st float of [0, 1] (subnormals included) and both ends, against
+  // ln(1 + e) in double.
+  const float one = 1.0f;
+  uint32_t last = 0;
+  std::memcpy(&last, &one, sizeof last);
+  std::vector<uint32_t> every;
+  for (uint32_t bits = 0; bits < last; bits += 61) every.push_back(bits);
+  every.push_back(last);
+  double worst = 0.0;
+  for (const uint32_t b : every) {
+    float e;
+    std::memcpy(&e, &b, sizeof e);
+    const double exact = std::log1p(static_cast<double>(e));
+    const float got = Log1pOfUnit(e);
+    if (exact == 0.0) {
+      ASSERT_EQ(got, 0.0f);
+      continue;
+    }
+    const float nearest = static_cast<float>(exact);
+    const double ulp = std::nextafter(nearest, 2.0f) - nearest;
+    worst = std::max(worst, std::fabs(got - exact) / ulp);
+    ASSERT_LE(std::fabs(got - exact), 2.0 * ulp) << e;
+  }
+  EXPECT_GT(worst, 0.0);  // it is an approximation: some value is not the nearest float
+  EXPECT_EQ(Log1pOfUnit(1.0f), static_cast<float>(std::log(2.0)));
+}
+
+TEST(Losses, LogisticModelLossesGiveWhatExampleLossGivesEachModel) {
+  const float weights[2] = {0.5f, 3.0f};
+  for (const float* class_weights : {static_cast<const float*>(nullptr), weights}) {
+    LossFunction loss(LossKind::kLogistic);
+    loss.class_weights = class_weights;
+    std::vector<float> scores;
+    for (int i = -60; i <= 60; ++i) scores.push_back(static_cast<float>(i) * 0.731f);
+    scores.push_back(std::numeric_limits<float>::max());
+    scores.push_back(-0.0f);
+    const int models = static_cast<int>(scores.size());
+    for (const float y : {0.0f, 1.0f}) {
+      std::vector<float> gradients(models), predictions(models), losses(models);
+      LogisticModelLosses(loss, scores.data(), models, y, gradients.data(), predictions.data(),
+                          losses.data());
+      std::vector<float> no_prediction_gradients(models), no_prediction_losses(models);
+      LogisticModelLosses(loss, scores.data(), models, y, no_prediction_gradients.data(), nullptr,
+                          no_prediction_losses.data());
+      for (int m = 0; m < models; ++m) {
+        float gradient = 0.0f, prediction = 0.0f;
+        const float value = ExampleLoss(loss, &scores[m], 1, y, &gradient, &prediction);
+        EXPECT_EQ(losses[m], value) << scores[m];
+        EXPECT_EQ(gradients[m], gradient) << scores[m];
+        EXPECT_EQ(predictions[m], prediction) << scores[m];
+        EXPECT_EQ(no_prediction_losses[m], value) << scores[m];
+        EXPECT_EQ(no_prediction_gradients[m], gradient) << scores[m];
+      }
     }
   }
 }
