@@ -33,7 +33,8 @@ namespace {
 // byte order; the header's byte-order mark rejects a file from another.
 constexpr char kMagic[8] = {'K', 'E', 'E', 'L', 'B', 'C', 'H', '1'};
 constexpr char kEndMagic[8] = {'K', 'E', 'E', 'L', 'B', 'E', 'N', 'D'};
-constexpr uint32_t kVersion = 1;
+// 2: the batches scaled, the scaling's fingerprint in the header.
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kByteOrder = 0x01020304;
 constexpr char kTemporarySuffix[] = ".partial";
 constexpr char kFolderPrefix[] = "keel-cache-";
@@ -48,6 +49,7 @@ struct FileHeader {
   uint32_t version;
   uint32_t byte_order;
   uint64_t key;
+  uint64_t scaling;  // DataScaler::fingerprint() of the batches' scaling; 0: none
 };
 
 struct BatchHeader {
@@ -263,6 +265,7 @@ void BatchCacheReader::Check(uint64_t key, bool verify) {
     throw MakeError(path_, ": not a batch cache of this version and byte order");
   }
   if (header.key != key) throw OtherKey(path_ + ": a cache of other input (its key differs)");
+  scaling_ = header.scaling;
   if (std::memcmp(footer.magic, kEndMagic, sizeof(kEndMagic)) != 0 ||
       footer.checksum != FooterChecksum(footer)) {
     throw MakeError(path_, ": the footer is damaged or missing");
@@ -315,7 +318,8 @@ bool BatchCacheReader::Next(PreparedBatch* out) {
 }
 
 BatchCacheWriter::BatchCacheWriter(std::string path, std::string temporary, int descriptor,
-                                   uint64_t key, uint64_t max_bytes, std::string* written)
+                                   uint64_t key, uint64_t scaling, uint64_t max_bytes,
+                                   std::string* written)
     : path_(std::move(path)),
       temporary_(std::move(temporary)),
       descriptor_(descriptor),
@@ -327,6 +331,7 @@ BatchCacheWriter::BatchCacheWriter(std::string path, std::string temporary, int 
   header.version = kVersion;
   header.byte_order = kByteOrder;
   header.key = key;
+  header.scaling = scaling;
   Write(&header, sizeof(header));
 }
 
@@ -480,7 +485,7 @@ std::unique_ptr<BatchCacheReader> BatchCache::OpenReader(uint64_t key) {
   return reader;
 }
 
-std::unique_ptr<BatchCacheWriter> BatchCache::OpenWriter(uint64_t key) {
+std::unique_ptr<BatchCacheWriter> BatchCache::OpenWriter(uint64_t key, uint64_t scaling) {
   const std::string temporary =
       path_ + "." + std::to_string(getpid()) + "." + std::to_string(reinterpret_cast<uintptr_t>(this)) +
       kTemporarySuffix;
@@ -507,7 +512,7 @@ std::unique_ptr<BatchCacheWriter> BatchCache::OpenWriter(uint64_t key) {
     bound = std::min<uint64_t>(bound, static_cast<uint64_t>(space.f_bavail) * space.f_frsize / 2);
   }
   return std::unique_ptr<BatchCacheWriter>(
-      new BatchCacheWriter(path_, temporary, descriptor, key, bound, &verified_));
+      new BatchCacheWriter(path_, temporary, descriptor, key, scaling, bound, &verified_));
 }
 
 namespace {

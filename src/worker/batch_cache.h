@@ -3,11 +3,14 @@
 // them instead of parsing and preparing keys again (as Vowpal Wabbit's cache
 // does).
 //
-// A cache file holds the minibatches exactly as BatchStream delivers them
-// before scaling: the CSR batch and its prepared keys. It is valid for one
-// key (BatchCacheKey): the splits (paths, byte ranges, the files' sizes and
-// versions), the reader's options and the minibatch size; any change makes
-// another key, and the file is written again. Files are written under a
+// A cache file holds the minibatches exactly as BatchStream delivers them:
+// the CSR batch scaled by the job's data statistics (DataScaler), and its
+// prepared keys, so a later pass neither scales nor prepares them again. It
+// is valid for one key (BatchCacheKey): the splits (paths, byte ranges, the
+// files' sizes and versions), the reader's options and the minibatch size;
+// any change makes another key, and the file is written again. Its header
+// also holds the scaling's fingerprint: a stream that scales otherwise (other
+// statistics) writes the file again too. Files are written under a
 // temporary name held with an exclusive lock and renamed into place once
 // complete; a temporary file whose writer is gone (a crash) is removed the
 // next time a cache opens in that folder.
@@ -53,6 +56,8 @@ class BatchCacheReader {
   // that fault into the error (base/mapped_read.h).
   bool Next(PreparedBatch* out);
 
+  // The fingerprint of the scaling the batches were given (0: none).
+  uint64_t scaling() const { return scaling_; }
   // What the pass that wrote the file counted.
   uint64_t rows() const { return rows_; }
   uint64_t skipped_records() const { return skipped_; }
@@ -92,6 +97,7 @@ class BatchCacheReader {
   size_t end_ = 0;     // of the footer
   uint64_t batches_ = 0, read_ = 0;
   uint64_t rows_ = 0, skipped_ = 0, bytes_read_ = 0;
+  uint64_t scaling_ = 0;
 };
 
 // Writes a cache file under a temporary name; Seal renames it into place.
@@ -103,7 +109,7 @@ class BatchCacheWriter {
   BatchCacheWriter(const BatchCacheWriter&) = delete;
   BatchCacheWriter& operator=(const BatchCacheWriter&) = delete;
 
-  // Appends one minibatch (not scaled). False, with a warning, once the file
+  // Appends one minibatch (as delivered). False, with a warning, once the file
   // would pass the cache's size bound or cannot be written: the writer has
   // then given up and its file is gone.
   bool Append(const PreparedBatch& batch);
@@ -116,7 +122,7 @@ class BatchCacheWriter {
   // Once sealed, the file's identity goes to `*written` (the cache's own
   // record of the file it verified), which must outlive the writer.
   BatchCacheWriter(std::string path, std::string temporary, int descriptor, uint64_t key,
-                   uint64_t max_bytes, std::string* written);
+                   uint64_t scaling, uint64_t max_bytes, std::string* written);
   // Buffers `size` bytes, writing the buffer out when full; false once given up.
   bool Write(const void* data, size_t size);
   // Writes `bytes` to the file; false (given up) if it cannot.
@@ -143,8 +149,9 @@ class BatchCache {
   // The sealed file for `key`, checked; null if there is none, it is for
   // another key, or it is damaged (then removed, with a warning).
   std::unique_ptr<BatchCacheReader> OpenReader(uint64_t key);
-  // A new file for `key`; null, with a warning, if it cannot be created.
-  std::unique_ptr<BatchCacheWriter> OpenWriter(uint64_t key);
+  // A new file for `key`, of batches given the scaling whose fingerprint is
+  // `scaling` (0: none); null, with a warning, if it cannot be created.
+  std::unique_ptr<BatchCacheWriter> OpenWriter(uint64_t key, uint64_t scaling = 0);
 
   const std::string& path() const { return path_; }
 

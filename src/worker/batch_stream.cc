@@ -32,10 +32,13 @@ BatchStream::~BatchStream() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool BatchStream::Deliver(PreparedBatch* pending, bool keys_prepared) {
-  // Scaling may drop zeros and add centred features: keys anew.
-  if (scaler_ != nullptr && scaler_->Apply(&pending->batch)) keys_prepared = false;
-  if (!keys_prepared) PrepareKeys(pending);
+void BatchStream::Prepare(PreparedBatch* pending) const {
+  // Scaling may drop zeros and add centred features: keys after it.
+  if (scaler_ != nullptr) scaler_->Apply(&pending->batch);
+  PrepareKeys(pending);
+}
+
+bool BatchStream::Deliver(PreparedBatch* pending) {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return stopping_ || ready_.size() < prefetch_; });
   if (stopping_) return false;
@@ -50,7 +53,12 @@ void BatchStream::Produce() {
     std::unique_ptr<BatchCacheWriter> writer;
     if (cache_ != nullptr) {
       const uint64_t key = BatchCacheKey(splits_, options_, batch_size_);
-      if (std::unique_ptr<BatchCacheReader> reader = cache_->OpenReader(key)) {
+      // The file's batches are delivered as they are: scaled as this stream
+      // scales, or the text is read (and the file written) again.
+      const uint64_t scaling = scaler_ != nullptr ? scaler_->fingerprint() : 0;
+      std::unique_ptr<BatchCacheReader> reader = cache_->OpenReader(key);
+      if (reader && reader->scaling() != scaling) reader.reset();
+      if (reader) {
         {
           std::lock_guard<std::mutex> lock(mutex_);
           from_cache_ = true;
@@ -59,10 +67,10 @@ void BatchStream::Produce() {
         }
         PreparedBatch pending;
         while (reader->Next(&pending)) {
-          if (!Deliver(&pending, /*keys_prepared=*/true)) return;
+          if (!Deliver(&pending)) return;
         }
       } else {
-        writer = cache_->OpenWriter(key);
+        writer = cache_->OpenWriter(key, scaling);
         ProduceFromText(writer.get());
       }
     } else {
@@ -80,13 +88,11 @@ void BatchStream::Produce() {
 void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
   PreparedBatch pending;
   bool caching = writer != nullptr;
-  // Keys are prepared from the indices alone: the cache holds the batch as
-  // read, with its keys, scaled as it is delivered.
+  // The cache holds each batch as it is delivered: scaled, with its keys.
   const auto deliver = [&]() {
-    if (!caching) return Deliver(&pending, /*keys_prepared=*/false);
-    PrepareKeys(&pending);
-    caching = writer->Append(pending);
-    return Deliver(&pending, /*keys_prepared=*/true);
+    Prepare(&pending);
+    if (caching) caching = writer->Append(pending);
+    return Deliver(&pending);
   };
   for (size_t s = 0; s < splits_.size(); ++s) {
     std::unique_ptr<ExampleReader> reader;

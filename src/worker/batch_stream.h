@@ -30,7 +30,8 @@ class BatchStream {
   // Starts reading. `prefetch` batches are prepared ahead at most. A
   // `scaler` (which must outlive the stream) is applied to every batch as it
   // is prepared. With a `cache` (which must outlive the stream), the batches
-  // come from its file when it holds these splits read this way, and are
+  // come from its file when it holds these splits read and scaled this way
+  // (as they were delivered, so neither scaled nor prepared again), and are
   // written to it otherwise (the file is kept only if the stream reads to the
   // end). With `held` (which must outlive the stream), the rows the shard
   // check read, kept for these very splits and reader options
@@ -64,9 +65,11 @@ class BatchStream {
   // The next batch read, selected or not; false at the end.
   bool Take(PreparedBatch* out);
   void Produce();
-  // Hands `pending` (not scaled; its keys prepared if `keys_prepared`) to the
-  // consumer, scaled and with its keys; false once the stream is stopping.
-  bool Deliver(PreparedBatch* pending, bool keys_prepared);
+  // Scales `pending` (read from the text) and prepares its keys.
+  void Prepare(PreparedBatch* pending) const;
+  // Hands `pending` (scaled, with its keys) to the consumer; false once the
+  // stream is stopping.
+  bool Deliver(PreparedBatch* pending);
   // Reads the splits' text; with a `writer`, writes each batch to it too.
   void ProduceFromText(BatchCacheWriter* writer);
 

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "io/input_split.h"
@@ -304,6 +305,22 @@ DataScaler::DataScaler(const DataStatistics& statistics)
     }
     features_[statistics.features[i]] = transform;
   }
+  // Every figure Apply reads, feature by feature in index order.
+  Checksum64 sum;
+  const auto add = [&sum](const auto& value) { sum.Add(&value, sizeof(value)); };
+  add(unsampled_inverse_scale_);
+  add(label_scaled_);
+  add(label_offset_);
+  add(label_scale_);
+  for (size_t i = 0; i < statistics.features.size(); ++i) {
+    const auto found = features_.find(statistics.features[i]);
+    if (found == features_.end()) continue;
+    add(statistics.features[i]);
+    add(found->second.mean);
+    add(found->second.inverse_scale);
+    add(found->second.centred);
+  }
+  fingerprint_ = sum.value() == 0 ? 1 : sum.value();
   // The features are sorted by index: the last is the largest.
   if (!features_.empty() && statistics.features.back() < kFlatFeatures) {
     // An unsampled feature's (x - 0) * scale is x * scale, bit for bit.

@@ -126,6 +126,11 @@ class DataScaler {
   // entries were dropped or added: the batch's keys are to be prepared again.
   bool Apply(Batch* batch) const;
 
+  // What Apply does, as a number: two scalers with the same fingerprint scale
+  // every batch alike (the batch cache keeps scaled batches under it). Never
+  // 0, which stands for no scaling.
+  uint64_t fingerprint() const { return fingerprint_; }
+
  private:
   static constexpr int32_t kNotCentred = -1;
   struct Transform {
@@ -149,6 +154,7 @@ class DataScaler {
   float unsampled_inverse_scale_;
   bool label_scaled_;
   double label_offset_, label_scale_;
+  uint64_t fingerprint_ = 1;
 };
 
 // Folds the statistics into a linear model trained on scaled data, so that it

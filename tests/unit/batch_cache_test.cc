@@ -24,6 +24,7 @@
 #include "base/files.h"
 #include "test_util.h"
 #include "worker/batch_stream.h"
+#include "worker/data_statistics.h"
 
 namespace keel {
 namespace {
@@ -75,10 +76,12 @@ class BatchCacheTest : public testing::TempFolderTest {
 
   std::vector<InputSplit> Splits() const { return ResolveChannel(data_, 0, 1); }
 
-  // Reads every batch of `splits` through `cache` (null: none).
-  Pass Read(BatchCache* cache, std::vector<InputSplit> splits = {}) {
+  // Reads every batch of `splits` through `cache` (null: none), scaled by
+  // `scaler` if given.
+  Pass Read(BatchCache* cache, std::vector<InputSplit> splits = {},
+            const DataScaler* scaler = nullptr) {
     if (splits.empty()) splits = Splits();
-    BatchStream stream(splits, ReaderOptions(), kBatchSize, 4, nullptr, cache);
+    BatchStream stream(splits, ReaderOptions(), kBatchSize, 4, scaler, cache);
     Pass pass;
     PreparedBatch batch;
     while (stream.Next(&batch)) pass.batches.push_back(std::move(batch));
@@ -214,7 +217,7 @@ TEST_F(BatchCacheTest, AFileWhoseKeysDoNotMatchItsFeaturesIsRemovedThoughItsChec
   const std::string path = cache_folder_ + "/train.batches";
   std::string bytes = ReadFile(path);
   const PreparedBatch& first = text.batches[0];
-  const size_t header = 24, batch_header = 40;
+  const size_t header = 32, batch_header = 40;
   const size_t payload = header + batch_header;
   const size_t keys = payload + first.batch.rows() * sizeof(float) +
                       (first.batch.rows() + 1) * sizeof(uint64_t) +
@@ -234,6 +237,41 @@ TEST_F(BatchCacheTest, AFileWhoseKeysDoNotMatchItsFeaturesIsRemovedThoughItsChec
   const Pass read = Read(&another_process);
   EXPECT_FALSE(read.from_cache);
   EXPECT_TRUE(SameBatches(read.batches, text.batches));
+}
+
+// Statistics that centre feature 3 (0-based: libsvm's 4; so rows without it
+// gain it and their keys change) and scale feature 5 by `scale`.
+DataStatistics Statistics(double scale) {
+  DataStatistics statistics;
+  statistics.features = {3, 5};
+  statistics.means = {0.5, 0.0};
+  statistics.scales = {2.0, scale};
+  statistics.features_scaled = true;
+  statistics.centred_features = 1;
+  return statistics;
+}
+
+TEST_F(BatchCacheTest, ScaledBatchesAreCachedAsDeliveredAndOtherScalingWritesTheFileAgain) {
+  const DataScaler scaler(Statistics(4.0)), other(Statistics(8.0));
+  ASSERT_NE(scaler.fingerprint(), other.fingerprint());
+  ASSERT_EQ(scaler.fingerprint(), DataScaler(Statistics(4.0)).fingerprint());
+  const Pass scaled = Read(nullptr, {}, &scaler), other_scaled = Read(nullptr, {}, &other);
+  ASSERT_FALSE(SameBatches(scaled.batches, Read(nullptr).batches)) << "the scaler changes nothing";
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  EXPECT_TRUE(SameBatches(Read(&cache, {}, &scaler).batches, scaled.batches));
+  // Read back as delivered: not scaled twice, keys those of the scaled rows.
+  const Pass again = Read(&cache, {}, &scaler);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_TRUE(SameBatches(again.batches, scaled.batches));
+  // Another scaling reads the text, and its file serves the next pass.
+  const Pass otherwise = Read(&cache, {}, &other);
+  EXPECT_FALSE(otherwise.from_cache);
+  EXPECT_TRUE(SameBatches(otherwise.batches, other_scaled.batches));
+  const Pass other_again = Read(&cache, {}, &other);
+  EXPECT_TRUE(other_again.from_cache);
+  EXPECT_TRUE(SameBatches(other_again.batches, other_scaled.batches));
+  // And no scaling at all is a scaling of its own.
+  EXPECT_FALSE(Read(&cache).from_cache);
 }
 
 TEST_F(BatchCacheTest, AFifoPutInTheFolderBlocksNothing) {
