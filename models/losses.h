@@ -34,16 +34,18 @@ KEEL_HOST_DEVICE inline float SigmoidGivenExp(float z, float e) {
 KEEL_HOST_DEVICE inline float Sigmoid(float z) { return SigmoidGivenExp(z, ExpOfMinusAbs(z)); }
 
 // ln(1 + e) for e in [0, 1] (e = ExpOfMinusAbs(z)), within 2 ulp of the exact
-// value (every float of [0, 1] checked) and several times faster than log1pf,
-// which serves every float (with 8 models the training loss took as long as
-// the models' own arithmetic). As
+// value (every float of [0, 1] checked, its multiplies and adds not fused, as
+// the x86-64 build computes them; a target that fuses them, such as a GPU,
+// rounds a little differently) and several times faster than log1pf, which
+// serves every float (with 8 models the training loss took as long as the
+// models' own arithmetic). As
 // 2 atanh(s) with s = e / (2 + e) in [0, 1/3]: its odd series to s^15, whose
 // remainder is under 2^-26 of the sum.
 KEEL_HOST_DEVICE inline float Log1pOfUnit(float e) {
   const float s = e / (2.0f + e);
   const float s2 = s * s;
-  // Horner's rule, plain multiplies and adds (a fused one is a library call
-  // on a CPU target without FMA).
+  // Horner's rule in plain multiplies and adds (fmaf is a library call on a
+  // CPU target without FMA).
   float series = 1.0f / 15.0f;
   series = series * s2 + 1.0f / 13.0f;
   series = series * s2 + 1.0f / 11.0f;

@@ -14,10 +14,9 @@ namespace {
 constexpr size_t kRadixFrom = 512;
 
 // A float's bits as an unsigned key in the float's order: negative floats
-// (sign set) have every bit flipped, others the sign bit set. -0 is taken as
-// +0, which compares equal to it.
+// (sign set) have every bit flipped, others the sign bit set. -0 and +0, equal
+// as floats, get adjacent keys (0x7fffffff, 0x80000000): side by side.
 uint32_t OrderKey(float score) {
-  if (score == 0.0f) score = 0.0f;
   uint32_t bits;
   std::memcpy(&bits, &score, sizeof bits);
   return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;

@@ -16,9 +16,9 @@ struct ScoredExample {
 };
 
 // `examples` in ascending order of score (descending with `descending`).
-// Examples of equal scores (-0 equal to +0, as floats compare) end up side by
-// side in an unspecified order: the metrics take them as one group. The
-// scores must not be NaN (the metrics check that first).
+// Examples of equal scores (-0 and +0 among them, as floats compare) end up
+// side by side in an unspecified order: the metrics take them as one group.
+// The scores must not be NaN (the metrics check that first).
 void SortByScore(std::vector<ScoredExample>* examples, bool descending = false);
 
 }  // namespace keel

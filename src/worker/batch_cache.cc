@@ -153,7 +153,7 @@ uint64_t BatchCacheKey(const std::vector<InputSplit>& splits, const ReaderOption
   };
   add(static_cast<int>(reader.format), reader.zero_based, reader.skip_bad_records,
       reader.feature_dim, static_cast<int>(reader.labels), reader.num_classes, batch_size,
-      reader.holdout_share, reader.holdout_side);
+      reader.holdout_share, reader.holdout_side, reader.labelled);
   for (const InputSplit& split : splits) {
     // A stream given once per pass is the same stream whatever the pass.
     text += (split.stream.empty() ? split.path : split.stream) + "\n" + split.version + "\n";
@@ -483,6 +483,13 @@ std::unique_ptr<BatchCacheReader> BatchCache::OpenReader(uint64_t key) {
   }
   verified_ = identity;
   return reader;
+}
+
+void BatchCache::Discard() {
+  if (unlink(path_.c_str()) != 0 && errno != ENOENT) {
+    LOG(WARNING) << "cannot remove the batch cache " << path_ << ": " << ErrnoText(errno);
+  }
+  verified_.clear();
 }
 
 std::unique_ptr<BatchCacheWriter> BatchCache::OpenWriter(uint64_t key, uint64_t scaling) {

@@ -5,12 +5,13 @@
 //
 // A cache file holds the minibatches exactly as BatchStream delivers them:
 // the CSR batch scaled by the job's data statistics (DataScaler), and its
-// prepared keys, so a later pass neither scales nor prepares them again. It
+// prepared keys, so a later pass neither scales nor prepares them again
+// (unless scaling would add many entries to every row: see BatchStream). It
 // is valid for one key (BatchCacheKey): the splits (paths, byte ranges, the
 // files' sizes and versions), the reader's options and the minibatch size;
 // any change makes another key, and the file is written again. Its header
-// also holds the scaling's fingerprint: a stream that scales otherwise (other
-// statistics) writes the file again too. Files are written under a
+// also holds the scaling's fingerprint (0: batches as read): a stream that
+// scales otherwise (other statistics) writes the file again too. Files are written under a
 // temporary name held with an exclusive lock and renamed into place once
 // complete; a temporary file whose writer is gone (a crash) is removed the
 // next time a cache opens in that folder.
@@ -149,6 +150,8 @@ class BatchCache {
   // The sealed file for `key`, checked; null if there is none, it is for
   // another key, or it is damaged (then removed, with a warning).
   std::unique_ptr<BatchCacheReader> OpenReader(uint64_t key);
+  // Removes the file (one of batches scaled otherwise than a stream wants).
+  void Discard();
   // A new file for `key`, of batches given the scaling whose fingerprint is
   // `scaling` (0: none); null, with a warning, if it cannot be created.
   std::unique_ptr<BatchCacheWriter> OpenWriter(uint64_t key, uint64_t scaling = 0);

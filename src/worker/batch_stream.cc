@@ -32,10 +32,25 @@ BatchStream::~BatchStream() {
   if (thread_.joinable()) thread_.join();
 }
 
-void BatchStream::Prepare(PreparedBatch* pending) const {
+namespace {
+
+// A scaling that centres more features than this may add as many entries to
+// every row (all of them with unbias_data=true on sparse rows): its batches
+// are cached as read, and scaled as they are read back. Under the automatic
+// centring a feature is centred only if it is in half the rows, so a sparse
+// row gains at most about twice its own entries.
+constexpr size_t kCachedScaledCentredMax = 256;
+
+}  // namespace
+
+bool BatchStream::CachesScaled() const {
+  return scaler_ != nullptr && scaler_->centred_features() <= kCachedScaledCentredMax;
+}
+
+void BatchStream::Prepare(PreparedBatch* pending, bool keys_prepared) const {
   // Scaling may drop zeros and add centred features: keys after it.
-  if (scaler_ != nullptr) scaler_->Apply(&pending->batch);
-  PrepareKeys(pending);
+  if (scaler_ != nullptr && scaler_->Apply(&pending->batch)) keys_prepared = false;
+  if (!keys_prepared) PrepareKeys(pending);
 }
 
 bool BatchStream::Deliver(PreparedBatch* pending) {
@@ -53,11 +68,15 @@ void BatchStream::Produce() {
     std::unique_ptr<BatchCacheWriter> writer;
     if (cache_ != nullptr) {
       const uint64_t key = BatchCacheKey(splits_, options_, batch_size_);
-      // The file's batches are delivered as they are: scaled as this stream
-      // scales, or the text is read (and the file written) again.
-      const uint64_t scaling = scaler_ != nullptr ? scaler_->fingerprint() : 0;
+      // The file's batches scaled as this stream scales (CachesScaled) are
+      // delivered as they are; batches as read are scaled on the way;
+      // others are read from the text again, and the file written anew.
+      const uint64_t scaling = CachesScaled() ? scaler_->fingerprint() : 0;
       std::unique_ptr<BatchCacheReader> reader = cache_->OpenReader(key);
-      if (reader && reader->scaling() != scaling) reader.reset();
+      if (reader && reader->scaling() != scaling) {
+        reader.reset();
+        cache_->Discard();
+      }
       if (reader) {
         {
           std::lock_guard<std::mutex> lock(mutex_);
@@ -67,6 +86,7 @@ void BatchStream::Produce() {
         }
         PreparedBatch pending;
         while (reader->Next(&pending)) {
+          if (scaling == 0) Prepare(&pending, /*keys_prepared=*/true);
           if (!Deliver(&pending)) return;
         }
       } else {
@@ -88,10 +108,19 @@ void BatchStream::Produce() {
 void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
   PreparedBatch pending;
   bool caching = writer != nullptr;
-  // The cache holds each batch as it is delivered: scaled, with its keys.
+  // The cache holds each batch as it is delivered (scaled, with its keys),
+  // or, when it does not cache scaled batches, as read (with the keys of its
+  // entries as read, valid while scaling leaves them alone).
+  const bool scaled = CachesScaled();
   const auto deliver = [&]() {
-    Prepare(&pending);
-    if (caching) caching = writer->Append(pending);
+    if (!caching || scaled) {
+      Prepare(&pending, /*keys_prepared=*/false);
+      if (caching) caching = writer->Append(pending);
+      return Deliver(&pending);
+    }
+    PrepareKeys(&pending);
+    caching = writer->Append(pending);
+    Prepare(&pending, /*keys_prepared=*/true);
     return Deliver(&pending);
   };
   for (size_t s = 0; s < splits_.size(); ++s) {

@@ -31,7 +31,8 @@ class BatchStream {
   // `scaler` (which must outlive the stream) is applied to every batch as it
   // is prepared. With a `cache` (which must outlive the stream), the batches
   // come from its file when it holds these splits read and scaled this way
-  // (as they were delivered, so neither scaled nor prepared again), and are
+  // (as they were delivered, so neither scaled nor prepared again; batches as
+  // read when the scaler centres many features), and are
   // written to it otherwise (the file is kept only if the stream reads to the
   // end). With `held` (which must outlive the stream), the rows the shard
   // check read, kept for these very splits and reader options
@@ -65,8 +66,11 @@ class BatchStream {
   // The next batch read, selected or not; false at the end.
   bool Take(PreparedBatch* out);
   void Produce();
-  // Scales `pending` (read from the text) and prepares its keys.
-  void Prepare(PreparedBatch* pending) const;
+  // Whether the cache holds this stream's batches scaled (else as read).
+  bool CachesScaled() const;
+  // Scales `pending` (as read) and prepares its keys, unless they are
+  // prepared (`keys_prepared`) for entries the scaling leaves as they are.
+  void Prepare(PreparedBatch* pending, bool keys_prepared) const;
   // Hands `pending` (scaled, with its keys) to the consumer; false once the
   // stream is stopping.
   bool Deliver(PreparedBatch* pending);

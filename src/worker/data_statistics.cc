@@ -305,9 +305,13 @@ DataScaler::DataScaler(const DataStatistics& statistics)
     }
     features_[statistics.features[i]] = transform;
   }
-  // Every figure Apply reads, feature by feature in index order.
+  // Every figure Apply reads, feature by feature in index order, after the
+  // version of its arithmetic (raise it when Apply computes otherwise: a kept
+  // batch cache holds batches scaled by it).
+  constexpr uint32_t kApplyVersion = 1;
   Checksum64 sum;
   const auto add = [&sum](const auto& value) { sum.Add(&value, sizeof(value)); };
+  add(kApplyVersion);
   add(unsampled_inverse_scale_);
   add(label_scaled_);
   add(label_offset_);

@@ -130,6 +130,8 @@ class DataScaler {
   // every batch alike (the batch cache keeps scaled batches under it). Never
   // 0, which stands for no scaling.
   uint64_t fingerprint() const { return fingerprint_; }
+  // The features Apply centres (and adds to a row that lacks them).
+  size_t centred_features() const { return centred_.size(); }
 
  private:
   static constexpr int32_t kNotCentred = -1;

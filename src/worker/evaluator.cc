@@ -59,14 +59,16 @@ void KeepFirstRows(uint64_t rows, PreparedBatch* prepared) {
   PrepareKeys(prepared);
 }
 
-// About the memory `prepared` takes.
+// The memory `prepared` takes (its arrays' capacities: a reader's grow as
+// rows come).
 uint64_t HeldBytes(const PreparedBatch& prepared) {
   const Batch& batch = prepared.batch;
-  return batch.row_offsets.size() * sizeof(batch.row_offsets[0]) +
-         batch.labels.size() * sizeof(float) + batch.indices.size() * sizeof(batch.indices[0]) +
-         batch.values.size() * sizeof(float) + prepared.keys.size() * sizeof(Key) +
-         (prepared.positions.size() + prepared.key_offsets.size() +
-          prepared.nonzeros_by_key.size()) *
+  return batch.row_offsets.capacity() * sizeof(batch.row_offsets[0]) +
+         batch.labels.capacity() * sizeof(float) +
+         batch.indices.capacity() * sizeof(batch.indices[0]) +
+         batch.values.capacity() * sizeof(float) + prepared.keys.size() * sizeof(Key) +
+         (prepared.positions.capacity() + prepared.key_offsets.capacity() +
+          prepared.nonzeros_by_key.capacity()) *
              sizeof(uint32_t);
 }
 
@@ -111,12 +113,13 @@ ChannelPredictions Evaluator::Predict(const std::string& channel, const ModelArt
 std::vector<ChannelPredictions> Evaluator::PredictModels(const std::string& channel,
                                                          const ModelArtifact* models,
                                                          const ReaderOptions* reader) {
-  return Score(channel, models, std::numeric_limits<uint64_t>::max(), reader ? *reader : reader_);
+  return Score(channel, models, std::numeric_limits<uint64_t>::max(), reader ? *reader : reader_,
+               /*may_hold=*/true);
 }
 
 std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
                                                  const ModelArtifact* artifact, uint64_t max_rows,
-                                                 const ReaderOptions& reader) {
+                                                 const ReaderOptions& reader, bool may_hold) {
   const size_t batch_size = static_cast<size_t>(hyperparameters_.mini_batch_size);
   std::vector<InputSplit> splits = ResolveChannel(channel, 0, 1);
   const bool holdable =
@@ -126,10 +129,13 @@ std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
   // The batches come from what is held for this very input, or from the text
   // (and are then held if the pass reads to the end within the bound).
   const bool from_held = holdable && held_ && held_->key == key;
+  std::optional<HeldChannel> holding;
+  if (holdable && may_hold && !from_held) {
+    held_.reset();  // for input that changed, or other input
+    holding.emplace(HeldChannel{key, {}});
+  }
   std::optional<BatchStream> stream;
   if (!from_held) stream.emplace(std::move(splits), reader, batch_size);
-  std::optional<HeldChannel> holding;
-  if (holdable && !from_held) holding.emplace(HeldChannel{key, {}});
   uint64_t holding_bytes = 0;
   size_t next_held = 0;
   bool ended = false;

@@ -110,22 +110,25 @@ class Evaluator {
                                                 const ModelArtifact* models = nullptr,
                                                 const ReaderOptions* reader = nullptr);
 
-  // Keeps the prepared batches of the last channel read to its end, when
-  // they take at most `max_bytes`, so that the next pass over it (the next
-  // epoch's validation) parses nothing; 0 (the default) keeps none. What is
-  // kept is for those files as they were (their sizes and versions) read with
-  // those reader options: any change reads the text again. A pipe is never
-  // kept (each pass reads what the pipe gives).
+  // Keeps the prepared batches of the channel PredictModels last read to
+  // its end (the validation channel, read every epoch), when they take at
+  // most `max_bytes`, so that the next pass over it parses nothing; 0 (the
+  // default) keeps none. Any pass over the same input (Predict, Evaluate)
+  // reads them too. What is kept is for those files as they were (their sizes
+  // and versions) read with those reader options: any change reads the text
+  // again, and a PredictModels pass over other input lets go of them first.
+  // A pipe is never kept (each pass reads what the pipe gives).
   void HoldChannels(uint64_t max_bytes) { hold_max_bytes_ = max_bytes; }
 
-  // Whether the last channel read to its end is held (HoldChannels).
+  // Whether a channel is held (HoldChannels).
   bool holds_a_channel() const { return held_.has_value(); }
 
  private:
   // The first `max_rows` examples of `channel` under each model of the
   // servers' weights, or under `artifact`.
   std::vector<ChannelPredictions> Score(const std::string& channel, const ModelArtifact* artifact,
-                                        uint64_t max_rows, const ReaderOptions& reader);
+                                        uint64_t max_rows, const ReaderOptions& reader,
+                                        bool may_hold = false);
   // The bias to score with: the artifact's, the servers' (pulled), or zeros.
   std::vector<float> BiasFor(const ModelArtifact* artifact);
   // A channel's prepared batches, for the splits and reader options whose

@@ -274,6 +274,46 @@ TEST_F(BatchCacheTest, ScaledBatchesAreCachedAsDeliveredAndOtherScalingWritesThe
   EXPECT_FALSE(Read(&cache).from_cache);
 }
 
+TEST(DataScalerFingerprint, ChangesWithEveryFigureApplyReads) {
+  const uint64_t base = DataScaler(Statistics(4.0)).fingerprint();
+  DataStatistics mean = Statistics(4.0), unsampled = Statistics(4.0), label = Statistics(4.0),
+                 feature = Statistics(4.0);
+  mean.means[0] = 0.25;
+  unsampled.unsampled_scale = 2.0;
+  label.label_scaled = true;
+  label.label_offset = 3.0;
+  feature.features[1] = 6;
+  for (const DataStatistics* other : {&mean, &unsampled, &label, &feature}) {
+    EXPECT_NE(DataScaler(*other).fingerprint(), base);
+  }
+  EXPECT_NE(base, 0u);
+}
+
+TEST_F(BatchCacheTest, ARowsWorthOfCentredFeaturesIsCachedAsReadAndScaledOnTheWay) {
+  // 300 centred features (every sampled one, as unbias_data=true makes
+  // them): every row would gain them all, so the file holds the rows as read.
+  DataStatistics statistics;
+  for (uint64_t f = 0; f < 300; ++f) {
+    statistics.features.push_back(f);
+    statistics.means.push_back(0.125);
+    statistics.scales.push_back(2.0);
+  }
+  statistics.features_scaled = true;
+  statistics.centred_features = 300;
+  const DataScaler scaler(statistics);
+  const Pass scaled = Read(nullptr, {}, &scaler);
+  BatchCache cache(cache_folder_, "train.batches", 1 << 30);
+  EXPECT_TRUE(SameBatches(Read(&cache, {}, &scaler).batches, scaled.batches));
+  const Pass again = Read(&cache, {}, &scaler);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_TRUE(SameBatches(again.batches, scaled.batches));
+  // As read: a stream without scaling takes the same file.
+  EXPECT_TRUE(Read(&cache).from_cache);
+  // Smaller than the scaled rows (300 entries a row): the rows as read.
+  EXPECT_LT(std::filesystem::file_size(cache_folder_ + "/train.batches"),
+            size_t{100} * 300 * sizeof(float));
+}
+
 TEST_F(BatchCacheTest, AFifoPutInTheFolderBlocksNothing) {
   MakeDirectories(cache_folder_);
   ASSERT_EQ(mkfifo((cache_folder_ + "/train.batches").c_str(), 0600), 0);

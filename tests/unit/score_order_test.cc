@@ -77,14 +77,35 @@ TEST(SortByScore, OrdersAsAComparisonSortDoesKeepingEachExamplesFlag) {
   }
 }
 
-TEST(SortByScore, TakesMinusZeroAsPlusZero) {
-  // Alternating zeros on the radix path: one group, as floats compare.
+TEST(SortByScore, KeepsBothZerosSideBySideAsOneTie) {
+  // Zeros of both signs among other scores on the radix path: every zero
+  // between the negatives and the positives, each example's sign and flag
+  // kept (the same count of each).
   std::vector<ScoredExample> examples;
-  for (int i = 0; i < 1000; ++i) examples.push_back({i % 2 == 0 ? -0.0f : 0.0f, i % 4 == 0});
-  examples.push_back({-1.0f, false});
-  SortByScore(&examples);
-  EXPECT_EQ(examples.front().score, -1.0f);
-  for (size_t i = 1; i < examples.size(); ++i) EXPECT_EQ(examples[i].score, 0.0f);
+  for (int i = 0; i < 1000; ++i) {
+    const float zero = i % 2 == 0 ? -0.0f : 0.0f;
+    examples.push_back({i % 3 == 0 ? zero : static_cast<float>(i % 7) - 3.0f, i % 4 == 0});
+  }
+  const auto count = [](const std::vector<ScoredExample>& v, bool negative_zero, bool positive) {
+    return std::count_if(v.begin(), v.end(), [&](const ScoredExample& e) {
+      return e.score == 0.0f && std::signbit(e.score) == negative_zero && e.positive == positive;
+    });
+  };
+  std::vector<ScoredExample> sorted = examples;
+  SortByScore(&sorted);
+  for (const bool negative_zero : {false, true}) {
+    for (const bool positive : {false, true}) {
+      EXPECT_EQ(count(sorted, negative_zero, positive), count(examples, negative_zero, positive));
+    }
+  }
+  const auto first_zero = std::find_if(sorted.begin(), sorted.end(),
+                                       [](const ScoredExample& e) { return e.score == 0.0f; });
+  const auto past_zeros = std::find_if(first_zero, sorted.end(),
+                                       [](const ScoredExample& e) { return e.score != 0.0f; });
+  EXPECT_TRUE(std::all_of(sorted.begin(), first_zero,
+                          [](const ScoredExample& e) { return e.score < 0.0f; }));
+  EXPECT_TRUE(
+      std::all_of(past_zeros, sorted.end(), [](const ScoredExample& e) { return e.score > 0.0f; }));
 }
 
 TEST(SortByScore, RocAucOfTiedZerosIsOneHalfOnEitherPath) {

@@ -997,17 +997,18 @@ TEST_F(EvaluatorTest, AHeldChannelIsScoredFromItsBatchesUntilItsFileChanges) {
   Evaluator evaluator(nullptr, &backend, &backend, hyperparameters_,
                       WithLabelRule(ReaderOptions(), hyperparameters_));
   // Without HoldChannels nothing is held.
-  const ChannelPredictions text = evaluator.Predict(channel_, &model_);
+  const ChannelPredictions text = evaluator.PredictModels(channel_, &model_)[0];
   EXPECT_FALSE(evaluator.holds_a_channel());
   evaluator.HoldChannels(1 << 20);
-  // A pass cut short holds nothing; one to the end holds the channel.
-  evaluator.Predict(channel_, &model_, 3);
+  // Only PredictModels (validation) holds a channel, read to its end.
+  evaluator.Predict(channel_, &model_);
   EXPECT_FALSE(evaluator.holds_a_channel());
-  EXPECT_EQ(evaluator.Predict(channel_, &model_).predictions, text.predictions);
+  EXPECT_EQ(evaluator.PredictModels(channel_, &model_)[0].predictions, text.predictions);
   ASSERT_TRUE(evaluator.holds_a_channel());
   // Rewritten in place to other rows of the same size, its modification
   // time put back: the same key, so the held batches (the old rows) are
-  // scored, whole or cut (the cut from a copy: the next pass is whole).
+  // scored, by any pass, whole or cut (the cut from a copy: the next pass is
+  // whole).
   struct stat before {};
   ASSERT_EQ(stat(channel_.c_str(), &before), 0);
   {
@@ -1018,17 +1019,24 @@ TEST_F(EvaluatorTest, AHeldChannelIsScoredFromItsBatchesUntilItsFileChanges) {
   ASSERT_EQ(utimensat(AT_FDCWD, channel_.c_str(), times, 0), 0);
   EXPECT_EQ(evaluator.Predict(channel_, &model_, 3).labels, (std::vector<float>{0, 0, 1}));
   EXPECT_EQ(evaluator.Predict(channel_, &model_).labels, text.labels);
-  // Any change of the file's version reads the text again.
+  EXPECT_EQ(evaluator.PredictModels(channel_, &model_)[0].labels, text.labels);
+  // Any change of the file's version reads the text again: a Predict pass
+  // reads it without holding it, a PredictModels pass holds it anew.
   const struct timespec later[2] = {before.st_atim,
                                     {before.st_mtim.tv_sec + 10, before.st_mtim.tv_nsec}};
   ASSERT_EQ(utimensat(AT_FDCWD, channel_.c_str(), later, 0), 0);
-  EXPECT_EQ(evaluator.Predict(channel_, &model_).labels, (std::vector<float>{1, 1, 0, 0, 0}));
-  // Past the bound nothing is held (the pass before is dropped too).
-  Evaluator small(nullptr, &backend, &backend, hyperparameters_,
-                  WithLabelRule(ReaderOptions(), hyperparameters_));
-  small.HoldChannels(16);
-  EXPECT_EQ(small.Predict(channel_, &model_).labels.size(), 5u);
-  EXPECT_FALSE(small.holds_a_channel());
+  const std::vector<float> rewritten = {1, 1, 0, 0, 0};
+  EXPECT_EQ(evaluator.Predict(channel_, &model_).labels, rewritten);
+  EXPECT_TRUE(evaluator.holds_a_channel());  // the old input's, untouched by Predict
+  EXPECT_EQ(evaluator.PredictModels(channel_, &model_)[0].labels, rewritten);
+  EXPECT_TRUE(evaluator.holds_a_channel());
+  // A validation pass over input past the bound lets go of what was held.
+  evaluator.HoldChannels(16);
+  const struct timespec latest[2] = {before.st_atim,
+                                     {before.st_mtim.tv_sec + 20, before.st_mtim.tv_nsec}};
+  ASSERT_EQ(utimensat(AT_FDCWD, channel_.c_str(), latest, 0), 0);
+  EXPECT_EQ(evaluator.PredictModels(channel_, &model_)[0].labels, rewritten);
+  EXPECT_FALSE(evaluator.holds_a_channel());
 }
 
 }  // namespace
