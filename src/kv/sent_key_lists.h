@@ -34,7 +34,7 @@ namespace keel {
 struct KeyCacheOptions {
   bool enabled = false;
   size_t lists = 1024;              // per server
-  size_t bytes = size_t{64} << 20;  // of keys, per server
+  size_t bytes = size_t{256} << 20;  // of keys, per server
   // Shorter lists always go with their keys (naming them saves little).
   size_t min_keys = 256;
   // Throws Error naming a bound that is zero.

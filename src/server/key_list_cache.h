@@ -35,7 +35,7 @@ namespace keel {
 
 struct KeyCacheBounds {
   size_t lists = 1024;              // per sender
-  size_t bytes = size_t{64} << 20;  // of keys, per sender
+  size_t bytes = size_t{256} << 20;  // of keys, per sender
   size_t total_bytes = size_t{512} << 20;
   // Throws Error naming a bound that is zero.
   void Check() const;
