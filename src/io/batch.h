@@ -25,6 +25,11 @@ struct Batch {
 
   size_t rows() const { return row_offsets.size() - 1; }
   size_t nnz() const { return indices.size(); }
+  // The memory its arrays take (their capacities: a reader's grow as rows come).
+  uint64_t memory_bytes() const {
+    return labels.capacity() * sizeof(float) + row_offsets.capacity() * sizeof(uint64_t) +
+           indices.capacity() * sizeof(uint64_t) + values.capacity() * sizeof(float);
+  }
   void Clear() {
     labels.clear();
     row_offsets.assign(1, 0);

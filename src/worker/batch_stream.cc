@@ -113,14 +113,14 @@ void BatchStream::ProduceFromText(BatchCacheWriter* writer) {
   // entries as read, valid while scaling leaves them alone).
   const bool scaled = CachesScaled();
   const auto deliver = [&]() {
-    if (!caching || scaled) {
-      Prepare(&pending, /*keys_prepared=*/false);
-      if (caching) caching = writer->Append(pending);
-      return Deliver(&pending);
+    bool keys_prepared = false;
+    if (caching && !scaled) {
+      PrepareKeys(&pending);
+      keys_prepared = true;
+      caching = writer->Append(pending);
     }
-    PrepareKeys(&pending);
-    caching = writer->Append(pending);
-    Prepare(&pending, /*keys_prepared=*/true);
+    Prepare(&pending, keys_prepared);
+    if (caching && scaled) caching = writer->Append(pending);
     return Deliver(&pending);
   };
   for (size_t s = 0; s < splits_.size(); ++s) {

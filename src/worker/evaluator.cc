@@ -59,18 +59,63 @@ void KeepFirstRows(uint64_t rows, PreparedBatch* prepared) {
   PrepareKeys(prepared);
 }
 
-// The memory `prepared` takes (its arrays' capacities: a reader's grow as
-// rows come).
+// The memory `prepared` takes (its arrays' capacities).
 uint64_t HeldBytes(const PreparedBatch& prepared) {
-  const Batch& batch = prepared.batch;
-  return batch.row_offsets.capacity() * sizeof(batch.row_offsets[0]) +
-         batch.labels.capacity() * sizeof(float) +
-         batch.indices.capacity() * sizeof(batch.indices[0]) +
-         batch.values.capacity() * sizeof(float) + prepared.keys.size() * sizeof(Key) +
+  return prepared.batch.memory_bytes() + prepared.keys.size() * sizeof(Key) +
          (prepared.positions.capacity() + prepared.key_offsets.capacity() +
           prepared.nonzeros_by_key.capacity()) *
              sizeof(uint32_t);
 }
+
+// One pass's batches of a channel: those held for its input (`held`), or
+// read from the text, then gathered, while they take at most `gather_bytes`
+// (0: none gathered), for holding once the pass has read them all.
+class ChannelBatches {
+ public:
+  ChannelBatches(std::vector<InputSplit> splits, const ReaderOptions& reader, size_t batch_size,
+                 const std::vector<PreparedBatch>* held, uint64_t gather_bytes)
+      : held_(held), gather_bytes_(gather_bytes), gathering_(gather_bytes > 0) {
+    if (held_ == nullptr) stream_.emplace(std::move(splits), reader, batch_size);
+  }
+
+  // The next batch (valid until the next call and, if gathered, until
+  // TakeGathered); null after the last.
+  const PreparedBatch* Next() {
+    if (held_ != nullptr) {
+      if (next_held_ < held_->size()) return &(*held_)[next_held_++];
+      ended_ = true;
+      return nullptr;
+    }
+    if (!stream_->Next(&own_)) {
+      ended_ = true;
+      return nullptr;
+    }
+    if (!gathering_) return &own_;
+    gathered_bytes_ += HeldBytes(own_);
+    if (gathered_bytes_ > gather_bytes_) {
+      gathering_ = false;
+      gathered_.clear();
+      return &own_;
+    }
+    gathered_.push_back(std::move(own_));
+    return &gathered_.back();
+  }
+
+  // Every batch of the text, if the pass read them all and they fit.
+  std::optional<std::vector<PreparedBatch>> TakeGathered() {
+    if (!gathering_ || !ended_) return std::nullopt;
+    return std::move(gathered_);
+  }
+
+ private:
+  const std::vector<PreparedBatch>* held_;
+  std::optional<BatchStream> stream_;
+  PreparedBatch own_;
+  size_t next_held_ = 0;
+  uint64_t gather_bytes_, gathered_bytes_ = 0;
+  bool gathering_, ended_ = false;
+  std::vector<PreparedBatch> gathered_;
+};
 
 // Model k's share of predictions made by every model (rows x models x width).
 std::vector<float> ModelPredictions(const std::vector<float>& all, int models, int k,
@@ -129,16 +174,10 @@ std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
   // The batches come from what is held for this very input, or from the text
   // (and are then held if the pass reads to the end within the bound).
   const bool from_held = holdable && held_ && held_->key == key;
-  std::optional<HeldChannel> holding;
-  if (holdable && may_hold && !from_held) {
-    held_.reset();  // for input that changed, or other input
-    holding.emplace(HeldChannel{key, {}});
-  }
-  std::optional<BatchStream> stream;
-  if (!from_held) stream.emplace(std::move(splits), reader, batch_size);
-  uint64_t holding_bytes = 0;
-  size_t next_held = 0;
-  bool ended = false;
+  const bool hold = holdable && may_hold && !from_held;
+  if (hold) held_.reset();  // for input that changed, or other input
+  ChannelBatches batches(std::move(splits), reader, batch_size,
+                         from_held ? &held_->batches : nullptr, hold ? hold_max_bytes_ : 0);
   // An artifact of one model (of several, when JoinModels made it).
   ComputeBackend* model =
       artifact != nullptr && artifact->hyperparameters.num_models == 1 ? one_model_ : models_;
@@ -149,32 +188,15 @@ std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
   ChannelPredictions scored;
   std::vector<float> batch_predictions, local_weights;
   ModelLosses losses(model->num_models(), 0.0);
-  PreparedBatch own;
+  PreparedBatch cut;
   while (scored.labels.size() < max_rows) {
-    const PreparedBatch* next = &own;
-    if (from_held) {
-      if (next_held == held_->batches.size()) {
-        ended = true;
-        break;
-      }
-      next = &held_->batches[next_held++];
-    } else if (!stream->Next(&own)) {
-      ended = true;
-      break;
-    } else if (holding) {
-      holding_bytes += HeldBytes(own);
-      if (holding_bytes <= hold_max_bytes_) {
-        holding->batches.push_back(std::move(own));
-        next = &holding->batches.back();
-      } else {
-        holding.reset();
-      }
-    }
+    const PreparedBatch* next = batches.Next();
+    if (next == nullptr) break;
     const uint64_t wanted = max_rows - scored.labels.size();
     if (next->batch.rows() > wanted) {
-      if (next != &own) own = *next;
-      KeepFirstRows(wanted, &own);
-      next = &own;
+      cut = *next;
+      KeepFirstRows(wanted, &cut);
+      next = &cut;
     }
     const PreparedBatch& batch = *next;
     SharedArray<float> pulled;
@@ -192,7 +214,9 @@ std::vector<ChannelPredictions> Evaluator::Score(const std::string& channel,
                               batch_predictions.end());
     scored.labels.insert(scored.labels.end(), batch.batch.labels.begin(), batch.batch.labels.end());
   }
-  if (holding && ended) held_ = std::move(holding);
+  if (std::optional<std::vector<PreparedBatch>> all = batches.TakeGathered()) {
+    held_ = HeldChannel{key, std::move(*all)};
+  }
   if (scored.labels.empty()) throw MakeError("channel ", channel, " holds no examples");
   const double rows = static_cast<double>(scored.labels.size());
   const int models = model->num_models();

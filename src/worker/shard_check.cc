@@ -13,11 +13,6 @@ namespace keel {
 namespace {
 
 // The memory a batch's arrays take.
-uint64_t BytesOf(const Batch& batch) {
-  return batch.labels.capacity() * sizeof(float) + batch.row_offsets.capacity() * sizeof(uint64_t) +
-         batch.indices.capacity() * sizeof(uint64_t) + batch.values.capacity() * sizeof(float);
-}
-
 // The rows of the pieces kept so far, and what they take, across threads.
 struct KeepBudget {
   uint64_t max_bytes = 0;
@@ -51,7 +46,7 @@ void ReadRows(const InputSplit& split, const ReaderOptions& reader, KeepBudget* 
     const size_t got = split_reader->Read(kRowsPerRead, &chunk);
     if (got == 0) break;
     piece->rows += got;
-    if (budget != nullptr && budget->Take(BytesOf(chunk))) {
+    if (budget != nullptr && budget->Take(chunk.memory_bytes())) {
       // The next chunk is about as large: room for it up front.
       const size_t nnz = chunk.nnz();
       piece->chunks.push_back(std::move(chunk));
@@ -115,7 +110,7 @@ uint64_t HoldStreamHead(const InputSplit& split, const ReaderOptions& reader, ui
   }
   const uint64_t read = head.rows();
   held->key = BatchCacheKey({split}, reader, 0);
-  held->held_bytes = BytesOf(head);
+  held->held_bytes = head.memory_bytes();
   held->chunks.resize(1);
   held->chunks[0].push_back(std::move(head));
   held->bytes_read.push_back(0);

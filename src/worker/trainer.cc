@@ -33,6 +33,12 @@
 namespace keel {
 namespace {
 
+// The machine's memory, which bounds what a worker keeps of its data.
+uint64_t PhysicalMemoryBytes() {
+  return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
 // The reader checks feature indices against --feature_dim and labels by the
 // predictor type.
 // `options` with the data's checks (labels, feature_dim), and its holdout
@@ -155,9 +161,7 @@ void Trainer::PrepareData(int first_epoch) {
   // share's are cached), up to the cache's bound and a sixteenth of the
   // machine's memory; --cache_dir=none parses them every epoch.
   if (options_.cache_dir != "none") {
-    const uint64_t memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                            static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    evaluator_.HoldChannels(std::min(options_.cache_max_bytes, memory / 16));
+    evaluator_.HoldChannels(std::min(options_.cache_max_bytes, PhysicalMemoryBytes() / 16));
   }
   if (IsPipeChannel(options_.train)) HoldPipeHead();
   // The statistics' sample is read while the shard is checked: both only
@@ -250,9 +254,7 @@ uint64_t Trainer::CheckTrainingShard() {
       // nothing) when they fit in an eighth of the machine's memory and the
       // cache's bound; --cache_dir=none parses every epoch.
       const bool keep = options_.cache_dir != "none";
-      const uint64_t memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                              static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-      const uint64_t keep_max = std::min(options_.cache_max_bytes, memory / 8);
+      const uint64_t keep_max = std::min(options_.cache_max_bytes, PhysicalMemoryBytes() / 8);
       rows = CheckShard(splits, options_.reader, /*threads=*/0, uint64_t{8} << 20,
                         keep ? &checked_ : nullptr, keep_max);
       if (keep && checked_.empty() && !IsPipeChannel(options_.train)) {
