@@ -11,9 +11,14 @@
 namespace keel {
 namespace {
 
+// The steps below are inlined wherever they run, including into the AVX2
+// copies of the row loops (StepOptimizer), which a compiler would otherwise
+// not inline a function of the baseline target into.
+#define KEEL_STEP_INLINE inline __attribute__((always_inline))
+
 // Moves `weight` towards zero by `threshold`, to exactly zero if it would
 // cross it. A threshold of zero leaves the weight as it is (NaN included).
-inline float SoftThreshold(float weight, float threshold) {
+KEEL_STEP_INLINE float SoftThreshold(float weight, float threshold) {
   return std::fabs(weight) <= threshold && threshold > 0.0f
              ? 0.0f
              : weight - std::copysign(threshold, weight);
@@ -48,8 +53,8 @@ void CheckSchedule(const OptimizerOptions::Schedule& schedule) {
 
 // SGD with one rate and L2 penalty for every column and no L1 penalty.
 // __restrict lets long rows vectorize.
-inline void SgdStep(float* __restrict row, const float* __restrict gradient, int width, float rate,
-                    float decay) {
+KEEL_STEP_INLINE void SgdStep(float* __restrict row, const float* __restrict gradient, int width,
+                              float rate, float decay) {
   if (decay == 0.0f) {
     for (int i = 0; i < width; ++i) row[i] -= rate * gradient[i];
   } else {
@@ -58,8 +63,8 @@ inline void SgdStep(float* __restrict row, const float* __restrict gradient, int
 }
 
 // SGD with each column's own rate and penalties.
-inline void SgdColumnStep(float* __restrict row, const float* __restrict gradient, int width,
-                          const ColumnSettings& columns) {
+KEEL_STEP_INLINE void SgdColumnStep(float* __restrict row, const float* __restrict gradient,
+                                    int width, const ColumnSettings& columns) {
   const float* rate = columns.learning_rate.data();
   const float* l1 = columns.l1.data();
   const float* l2 = columns.l2.data();
@@ -82,8 +87,8 @@ struct PlainSgdStep {
   static int StateWidth(int /*weight_width*/) { return 0; }
   explicit PlainSgdStep(const OptimizerOptions& /*options*/) {}
 
-  void operator()(float* __restrict row, const float* __restrict gradient, int width,
-                  const ColumnSettings& columns) const {
+  KEEL_STEP_INLINE void operator()(float* __restrict row, const float* __restrict gradient,
+                                   int width, const ColumnSettings& columns) const {
     SgdColumnStep(row, gradient, width, columns);
   }
 };
@@ -95,8 +100,8 @@ struct MomentumStep {
   static int StateWidth(int weight_width) { return weight_width; }
   explicit MomentumStep(const OptimizerOptions& options) : momentum_(options.momentum) {}
 
-  void operator()(float* __restrict row, const float* __restrict gradient, int width,
-                  const ColumnSettings& columns) const {
+  KEEL_STEP_INLINE void operator()(float* __restrict row, const float* __restrict gradient,
+                                   int width, const ColumnSettings& columns) const {
     const float momentum = momentum_;
     float* __restrict velocity = row + width;
     const float* rate = columns.learning_rate.data();
@@ -115,8 +120,9 @@ struct MomentumStep {
 // of its own running sum of squared gradients (row + width holds one a
 // weight), which `accumulate(sum, g)` updates with the gradient g.
 template <typename Accumulate>
-inline void RootScaledStep(float* __restrict row, const float* __restrict gradient, int width,
-                           const ColumnSettings& columns, float epsilon, Accumulate accumulate) {
+KEEL_STEP_INLINE void RootScaledStep(float* __restrict row, const float* __restrict gradient,
+                                     int width, const ColumnSettings& columns, float epsilon,
+                                     Accumulate accumulate) {
   float* __restrict squares = row + width;
   const float* rate = columns.learning_rate.data();
   const float* l1 = columns.l1.data();
@@ -136,8 +142,8 @@ struct AdagradStep {
   static int StateWidth(int weight_width) { return weight_width; }
   explicit AdagradStep(const OptimizerOptions& options) : epsilon_(options.epsilon) {}
 
-  void operator()(float* __restrict row, const float* __restrict gradient, int width,
-                  const ColumnSettings& columns) const {
+  KEEL_STEP_INLINE void operator()(float* __restrict row, const float* __restrict gradient,
+                                   int width, const ColumnSettings& columns) const {
     RootScaledStep(row, gradient, width, columns, epsilon_,
                    [](float sum, float g) { return sum + g * g; });
   }
@@ -153,8 +159,8 @@ struct RmspropStep {
   explicit RmspropStep(const OptimizerOptions& options)
       : decay_(options.rmsprop_decay), epsilon_(options.epsilon) {}
 
-  void operator()(float* __restrict row, const float* __restrict gradient, int width,
-                  const ColumnSettings& columns) const {
+  KEEL_STEP_INLINE void operator()(float* __restrict row, const float* __restrict gradient,
+                                   int width, const ColumnSettings& columns) const {
     const float decay = decay_;
     RootScaledStep(row, gradient, width, columns, epsilon_, [decay](float mean_square, float g) {
       return decay * mean_square + (1.0f - decay) * g * g;
@@ -172,8 +178,8 @@ struct AdamStep {
   explicit AdamStep(const OptimizerOptions& options)
       : beta1_(options.beta1), beta2_(options.beta2), epsilon_(options.epsilon) {}
 
-  void operator()(float* __restrict row, const float* __restrict gradient, int width,
-                  const ColumnSettings& columns) const {
+  KEEL_STEP_INLINE void operator()(float* __restrict row, const float* __restrict gradient,
+                                   int width, const ColumnSettings& columns) const {
     const float beta1 = beta1_, beta2 = beta2_, epsilon = epsilon_;
     float* __restrict first_moment = row + width;
     float* __restrict second_moment = first_moment + width;
@@ -205,8 +211,8 @@ struct FtrlStep {
   static int StateWidth(int weight_width) { return 2 * weight_width; }
   explicit FtrlStep(const OptimizerOptions& /*options*/) {}
 
-  void operator()(float* __restrict row, const float* __restrict gradient, int width,
-                  const ColumnSettings& columns) const {
+  KEEL_STEP_INLINE void operator()(float* __restrict row, const float* __restrict gradient,
+                                   int width, const ColumnSettings& columns) const {
     float* __restrict z = row + width;
     float* __restrict n = z + width;
     const float* alpha = columns.learning_rate.data();
@@ -241,8 +247,8 @@ struct FtrlStep {
   // Rows of one weight (a linear model's) in blocks: operator()'s arithmetic,
   // operation for operation, over arrays the compiler vectorises (each row's
   // step alone is a chain of two square roots and two divisions).
-  void UpdateWidthOne(float* const* rows, const float* gradients, size_t count,
-                      const ColumnSettings& columns) const {
+  KEEL_STEP_INLINE void UpdateWidthOne(float* const* rows, const float* gradients, size_t count,
+                                       const ColumnSettings& columns) const {
     constexpr size_t kBlock = 64;
     const float beta = columns.ftrl_beta[0];
     const float alpha = columns.learning_rate[0], l1 = columns.l1[0], l2 = columns.l2[0];
@@ -366,15 +372,35 @@ class ScheduledRates {
   std::vector<double> powers_;  // powers_[d] = factor^d
 };
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KEEL_AVX2_STEPS 1
+#define KEEL_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define KEEL_AVX2_STEPS 0
+#define KEEL_TARGET_AVX2
+#endif
+
+// Whether this CPU runs AVX2 instructions.
+bool CpuHasAvx2() {
+#if KEEL_AVX2_STEPS
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
 // The optimizer of one step rule: resolves each width's column settings and
 // applies `Step` row by row (inlined: the loops are the server's hot path).
-// Under a schedule, the row's update count follows the step's state.
+// Under a schedule, the row's update count follows the step's state. The
+// loops are compiled twice, for the baseline x86-64 target and for AVX2
+// (OptimizerOptions::wide_vectors), and run as the CPU allows.
 template <typename Step>
 class StepOptimizer final : public Optimizer {
  public:
   explicit StepOptimizer(const OptimizerOptions& options)
       : step_(options),
         scheduled_(options.schedule.enabled),
+        avx2_(options.wide_vectors && CpuHasAvx2()),
         columns_(options),
         rates_(options.schedule) {
     ValidateOptimizerOptions(options);
@@ -393,6 +419,14 @@ class StepOptimizer final : public Optimizer {
       step_scale = 1.0f;
     }
     const ColumnSettings& columns = columns_.For(width);
+    if (avx2_) return StepRowsAvx2(rows, gradients, count, width, step_scale, columns);
+    StepRows(rows, gradients, count, width, step_scale, columns);
+  }
+
+ private:
+  // Inlined into both callers below, so each compiles the steps for its target.
+  KEEL_STEP_INLINE void StepRows(float* const* rows, const float* gradients, size_t count,
+                                 int width, float step_scale, const ColumnSettings& columns) {
     if (!scheduled_ && step_scale == 1.0f) {
       if constexpr (HasWidthOnePath<Step>::value) {
         if (width == 1) return step_.UpdateWidthOne(rows, gradients, count, columns);
@@ -409,7 +443,11 @@ class StepOptimizer final : public Optimizer {
     }
   }
 
- private:
+  KEEL_TARGET_AVX2 void StepRowsAvx2(float* const* rows, const float* gradients, size_t count,
+                                     int width, float step_scale, const ColumnSettings& columns) {
+    StepRows(rows, gradients, count, width, step_scale, columns);
+  }
+
   // `gradients` times `scale`, in a buffer reused across pushes.
   const float* ScaledGradients(const float* gradients, size_t size, float scale) {
     scaled_gradients_.resize(size);
@@ -419,6 +457,7 @@ class StepOptimizer final : public Optimizer {
 
   const Step step_;
   const bool scheduled_;
+  const bool avx2_;  // steps with AVX2 (StepRowsAvx2)
   ColumnSettingsCache columns_;
   ScheduledRates rates_;
   std::vector<float> scaled_gradients_;
