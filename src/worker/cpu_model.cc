@@ -270,10 +270,10 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
   // One model's weights, or the default's 8 models side by side.
   if (!factorization_ && row_width_ == row_scores_) {
     if (row_width_ == 1) {
-      return SparseRowsOf<1, 1>(prepared, weights, bias, row_begin, row_end, scratch, out);
+      return LinearRowsOf<1>(prepared, weights, bias, row_begin, row_end, scratch, out);
     }
     if (row_width_ == 8) {
-      return SparseRowsOf<8, 8>(prepared, weights, bias, row_begin, row_end, scratch, out);
+      return LinearRowsOf<8>(prepared, weights, bias, row_begin, row_end, scratch, out);
     }
   }
   // A factorization machine's 1 + k weights (one score): the default k = 4,
@@ -356,6 +356,65 @@ void CpuModel::SparseRowsOf(const PreparedBatch& prepared, const float* weights,
     }
     if (out.key_gradients != nullptr) {
       ScatterAdd<kWidth>(row_gradients, positions, nnz, row_width, out.key_gradients);
+    }
+  }
+}
+
+template <int kModels>
+void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* weights, const float* bias,
+                            size_t row_begin, size_t row_end, Scratch* scratch,
+                            const Outputs& out) const {
+  const Batch& batch = prepared.batch;
+  const size_t rows = batch.rows();
+  const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;
+  const bool use_bias = hyperparameters_.use_bias;
+  scratch->scores.resize(kModels);
+  scratch->score_gradient.resize(kModels);
+  float* scores = scratch->scores.data();
+  float* score_gradient = scratch->score_gradient.data();
+  for (size_t r = row_begin; r < row_end; ++r) {
+    const size_t begin = batch.row_offsets[r];
+    const int nnz = static_cast<int>(batch.row_offsets[r + 1] - begin);
+    const float* values = batch.values.data() + begin;
+    const uint32_t* positions = prepared.positions.data() + begin;
+    if (r + 1 < row_end) {
+      const size_t next = batch.row_offsets[r + 1];
+      PrefetchRows(weights, prepared.positions.data() + next,
+                   static_cast<int>(batch.row_offsets[r + 2] - next), kModels);
+    }
+    // LinearScores, its sums in a local row (which nothing else can alias).
+    float sums[kModels];
+    for (int c = 0; c < kModels; ++c) sums[c] = use_bias ? bias[c] : 0.0f;
+    for (int j = 0; j < nnz; ++j) {
+      const float* row_weights = weights + static_cast<size_t>(positions[j]) * kModels;
+      const float value = values[j];
+      for (int c = 0; c < kModels; ++c) sums[c] += row_weights[c] * value;
+    }
+    std::memcpy(scores, sums, sizeof(sums));
+    RowLosses(r, scores, batch.labels[r], score_gradient, out);
+    if (!backward) continue;
+    float mean_gradient[kModels];  // ScaleToMean
+    for (int c = 0; c < kModels; ++c) {
+      mean_gradient[c] = score_gradient[c] / static_cast<float>(rows);
+    }
+    // LinearGradients into a zeroed row (0 + g * x, as there), then its
+    // scatter-add: the same sums, rounded alike.
+    float* bias_gradient = out.row_bias_gradients + r * row_bias_;
+    for (int c = 0; c < kModels; ++c) bias_gradient[c] += mean_gradient[c];
+    for (int j = 0; j < nnz; ++j) {
+      const float value = values[j];
+      float gradient[kModels];
+      for (int c = 0; c < kModels; ++c) gradient[c] = 0.0f + mean_gradient[c] * value;
+      float* target = out.slot_gradients != nullptr
+                          ? out.slot_gradients + (begin + j) * kModels
+                          : out.key_gradients + static_cast<size_t>(positions[j]) * kModels;
+      if (out.slot_gradients != nullptr) {
+        std::memcpy(target, gradient, sizeof(gradient));
+      } else {
+        float sum[kModels];
+        for (int c = 0; c < kModels; ++c) sum[c] = target[c] + gradient[c];
+        std::memcpy(target, sum, sizeof(sum));
+      }
     }
   }
 }

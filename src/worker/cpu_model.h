@@ -98,6 +98,13 @@ class CpuModel : public ComputeBackend {
   template <int kWidth, int kScores>
   void SparseRowsOf(const PreparedBatch& batch, const float* weights, const float* bias,
                     size_t begin, size_t end, Scratch* scratch, const Outputs& out) const;
+  // SparseRowsOf for a linear learner's kModels models (or classes) side by
+  // side: the scores read the pulled rows where they are and the gradients
+  // go straight into the keys' (or the slots') rows, without SparseRowsOf's
+  // copies; the same operations in the same order, so the same bits.
+  template <int kModels>
+  void LinearRowsOf(const PreparedBatch& batch, const float* weights, const float* bias,
+                    size_t begin, size_t end, Scratch* scratch, const Outputs& out) const;
   // The dense pass over rows [begin, end) of a dense batch: adds the gradients
   // of the gathered weights (keys in row 0's order) to scratch->accumulator.
   void DenseRows(const PreparedBatch& batch, const float* gathered, const float* bias, size_t begin,
