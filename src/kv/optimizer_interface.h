@@ -57,11 +57,11 @@ struct OptimizerOptions {
   // StalenessStepScale of the push's staleness (server/push_staleness.h).
   // Off by default: a table that sums (rate 1 SGD) must add every push whole.
   bool staleness_aware = false;
-  // Steps rows with the CPU's 256-bit vectors (AVX2) where an x86-64 CPU has
-  // them: the same operations as the baseline build's (no contraction into
-  // fused multiply-adds), so the same bits; a row of 8 models' weights steps
-  // in one vector instead of two. False: the baseline's instructions (tests
-  // compare the two).
+  // Steps rows of one weight or of at least 8 with the CPU's 256-bit vectors
+  // (AVX2) where an x86-64 CPU has them: the same operations as the baseline
+  // build's (no contraction into fused multiply-adds), so the same bits; a
+  // row of 8 models' weights steps in one vector instead of two. False: the
+  // baseline's instructions (tests compare the two).
   bool wide_vectors = true;
 };
 
