@@ -126,10 +126,12 @@ KEEL_HOST_DEVICE inline void FmGradients(const float* params, const float* value
 // of scratch, left holding each model's S_f for FmModelsGradients; `linear`
 // and `squares`: models floats of scratch; `scores`: one per model. (The CUDA
 // kernels give each model its own lanes instead: FmStridedScoreTerms.)
-KEEL_HOST_DEVICE inline void FmModelsScores(const float* params, const float* values, int nnz,
-                                            int k, int models, const float* biases,
-                                            float* factor_sums, float* linear, float* squares,
-                                            float* scores) {
+KEEL_HOST_DEVICE inline void FmModelsScores(const float* __restrict__ params,
+                                            const float* __restrict__ values, int nnz, int k,
+                                            int models, const float* __restrict__ biases,
+                                            float* __restrict__ factor_sums,
+                                            float* __restrict__ linear, float* __restrict__ squares,
+                                            float* __restrict__ scores) {
   const int width = FmRowWidth(k);
   const int row_width = models * width;
   for (int t = 0; t < models * k; ++t) factor_sums[t] = 0.0f;
@@ -166,10 +168,12 @@ KEEL_HOST_DEVICE inline void FmModelsScores(const float* params, const float* va
 // each model's dLoss/dparams to `param_gradients` (laid out like `params`)
 // and, unless `bias_gradients` is null, its dLoss/dbias to bias_gradients[m].
 // `score_gradients`: dLoss/dscore per model.
-KEEL_HOST_DEVICE inline void FmModelsGradients(const float* params, const float* values, int nnz,
-                                               int k, int models, const float* factor_sums,
-                                               const float* score_gradients, float* param_gradients,
-                                               float* bias_gradients) {
+KEEL_HOST_DEVICE inline void FmModelsGradients(const float* __restrict__ params,
+                                               const float* __restrict__ values, int nnz, int k,
+                                               int models, const float* __restrict__ factor_sums,
+                                               const float* __restrict__ score_gradients,
+                                               float* __restrict__ param_gradients,
+                                               float* __restrict__ bias_gradients) {
   const int width = FmRowWidth(k);
   const int row_width = models * width;
   for (int j = 0; j < nnz; ++j) {
