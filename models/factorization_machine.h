@@ -124,8 +124,10 @@ KEEL_HOST_DEVICE inline void FmGradients(const float* params, const float* value
 // score is the one FmScore gives that model alone, bit for bit.
 // `biases`: one per model, or null for none; `factor_sums`: models x k floats
 // of scratch, left holding each model's S_f for FmModelsGradients; `linear`
-// and `squares`: models floats of scratch; `scores`: one per model. (The CUDA
-// kernels give each model its own lanes instead: FmStridedScoreTerms.)
+// and `squares`: models floats of scratch; `scores`: one per model. No two
+// of these arrays may overlap (they are __restrict__, which lets the sums
+// stay in registers). CPU only: the CUDA kernels give each model its own
+// lanes instead (FmStridedScoreTerms).
 KEEL_HOST_DEVICE inline void FmModelsScores(const float* __restrict__ params,
                                             const float* __restrict__ values, int nnz, int k,
                                             int models, const float* __restrict__ biases,
@@ -167,7 +169,7 @@ KEEL_HOST_DEVICE inline void FmModelsScores(const float* __restrict__ params,
 // FmGradients for the models of FmModelsScores, in the same one pass: ADDS
 // each model's dLoss/dparams to `param_gradients` (laid out like `params`)
 // and, unless `bias_gradients` is null, its dLoss/dbias to bias_gradients[m].
-// `score_gradients`: dLoss/dscore per model.
+// `score_gradients`: dLoss/dscore per model. No two arrays may overlap.
 KEEL_HOST_DEVICE inline void FmModelsGradients(const float* __restrict__ params,
                                                const float* __restrict__ values, int nnz, int k,
                                                int models, const float* __restrict__ factor_sums,

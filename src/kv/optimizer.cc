@@ -11,10 +11,17 @@
 namespace keel {
 namespace {
 
-// The steps below are inlined wherever they run, including into the AVX2
-// copies of the row loops (StepOptimizer), which a compiler would otherwise
-// not inline a function of the baseline target into.
+// The steps below are always inlined, so that both copies of the row loops
+// (StepOptimizer: the baseline's and AVX2's) get their own vectorized steps,
+// whatever the compiler's size heuristics or optimization level. The AVX2
+// copy gives the same bits because this file is built without contraction
+// into fused multiply-adds (CMakeLists.txt: -ffp-contract=off) and every
+// step works column by column.
+#if defined(__GNUC__) || defined(__clang__)
 #define KEEL_STEP_INLINE inline __attribute__((always_inline))
+#else
+#define KEEL_STEP_INLINE inline
+#endif
 
 // Moves `weight` towards zero by `threshold`, to exactly zero if it would
 // cross it. A threshold of zero leaves the weight as it is (NaN included).
@@ -380,15 +387,6 @@ class ScheduledRates {
 #define KEEL_TARGET_AVX2
 #endif
 
-// Whether this CPU runs AVX2 instructions.
-bool CpuHasAvx2() {
-#if KEEL_AVX2_STEPS
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
-
 // The optimizer of one step rule: resolves each width's column settings and
 // applies `Step` row by row (inlined: the loops are the server's hot path).
 // Under a schedule, the row's update count follows the step's state. The
@@ -400,7 +398,7 @@ class StepOptimizer final : public Optimizer {
   explicit StepOptimizer(const OptimizerOptions& options)
       : step_(options),
         scheduled_(options.schedule.enabled),
-        avx2_(options.wide_vectors && CpuHasAvx2()),
+        avx2_(options.wide_vectors && WideVectorStepsAvailable()),
         columns_(options),
         rates_(options.schedule) {
     ValidateOptimizerOptions(options);
@@ -423,7 +421,7 @@ class StepOptimizer final : public Optimizer {
     // one-weight rows; a narrower row fits none of them, so its columns would
     // step one at a time, slower than the baseline's 4 lanes (widths 2 and 5
     // measured 1.2x slower).
-    if (avx2_ && (width == 1 || width >= 8)) {
+    if (avx2_ && (width >= 8 || (width == 1 && HasWidthOnePath<Step>::value))) {
       return StepRowsAvx2(rows, gradients, count, width, step_scale, columns);
     }
     StepRows(rows, gradients, count, width, step_scale, columns);
@@ -597,6 +595,14 @@ float StalenessStepScale(int64_t staleness) {
 
 std::string ResolveOptimizerName(const std::string& name) { return name == "auto" ? "adam" : name; }
 
+bool WideVectorStepsAvailable() {
+#if KEEL_AVX2_STEPS
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
   if (ShapesGradients(options)) {
     ValidateOptimizerOptions(options);
@@ -625,3 +631,7 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
 }
 
 }  // namespace keel
+
+#undef KEEL_STEP_INLINE
+#undef KEEL_TARGET_AVX2
+#undef KEEL_AVX2_STEPS

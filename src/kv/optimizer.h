@@ -107,6 +107,11 @@ struct ColumnSettings {
 // do under Adagrad.
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options);
 
+// Whether this CPU runs the optimizers' AVX2 copies of their row loops
+// (OptimizerOptions::wide_vectors): an x86-64 CPU with AVX2 and an OS that
+// keeps its registers.
+bool WideVectorStepsAvailable();
+
 }  // namespace keel
 
 #endif  // KEEL_KV_OPTIMIZER_H_

@@ -368,9 +368,7 @@ void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* weights,
   const size_t rows = batch.rows();
   const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;
   const bool use_bias = hyperparameters_.use_bias;
-  scratch->scores.resize(kModels);
   scratch->score_gradient.resize(kModels);
-  float* scores = scratch->scores.data();
   float* score_gradient = scratch->score_gradient.data();
   for (size_t r = row_begin; r < row_end; ++r) {
     const size_t begin = batch.row_offsets[r];
@@ -383,14 +381,13 @@ void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* weights,
                    static_cast<int>(batch.row_offsets[r + 2] - next), kModels);
     }
     // LinearScores, its sums in a local row (which nothing else can alias).
-    float sums[kModels];
-    for (int c = 0; c < kModels; ++c) sums[c] = use_bias ? bias[c] : 0.0f;
+    float scores[kModels];
+    for (int c = 0; c < kModels; ++c) scores[c] = use_bias ? bias[c] : 0.0f;
     for (int j = 0; j < nnz; ++j) {
       const float* row_weights = weights + static_cast<size_t>(positions[j]) * kModels;
       const float value = values[j];
-      for (int c = 0; c < kModels; ++c) sums[c] += row_weights[c] * value;
+      for (int c = 0; c < kModels; ++c) scores[c] += row_weights[c] * value;
     }
-    std::memcpy(scores, sums, sizeof(sums));
     RowLosses(r, scores, batch.labels[r], score_gradient, out);
     if (!backward) continue;
     float mean_gradient[kModels];  // ScaleToMean
@@ -405,15 +402,13 @@ void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* weights,
       const float value = values[j];
       float gradient[kModels];
       for (int c = 0; c < kModels; ++c) gradient[c] = 0.0f + mean_gradient[c] * value;
-      float* target = out.slot_gradients != nullptr
-                          ? out.slot_gradients + (begin + j) * kModels
-                          : out.key_gradients + static_cast<size_t>(positions[j]) * kModels;
       if (out.slot_gradients != nullptr) {
-        std::memcpy(target, gradient, sizeof(gradient));
+        std::memcpy(out.slot_gradients + (begin + j) * kModels, gradient, sizeof(gradient));
       } else {
-        float sum[kModels];
-        for (int c = 0; c < kModels; ++c) sum[c] = target[c] + gradient[c];
-        std::memcpy(target, sum, sizeof(sum));
+        float* key_row = out.key_gradients + static_cast<size_t>(positions[j]) * kModels;
+        float added[kModels];
+        for (int c = 0; c < kModels; ++c) added[c] = key_row[c] + gradient[c];
+        std::memcpy(key_row, added, sizeof(added));
       }
     }
   }

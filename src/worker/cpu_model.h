@@ -1,6 +1,9 @@
 // CpuModel: the CPU compute backend. A built-in model's forward and backward
 // pass over a minibatch, using the per-example functions of models/ (the same
-// ones the CUDA kernels call), on a pool of threads.
+// ones the CUDA kernels call), on a pool of threads. A linear learner's rows
+// of 1 and 8 floats (LinearRowsOf) do LinearScores' and LinearGradients'
+// operations in place, in their order: the same bits, tested against the
+// generic pass that calls them.
 //
 // With one thread it runs the rows in order and scatter-adds each row's
 // gradients into its keys. With more, each thread takes an equal share of
@@ -98,8 +101,9 @@ class CpuModel : public ComputeBackend {
   template <int kWidth, int kScores>
   void SparseRowsOf(const PreparedBatch& batch, const float* weights, const float* bias,
                     size_t begin, size_t end, Scratch* scratch, const Outputs& out) const;
-  // SparseRowsOf for a linear learner's kModels models (or classes) side by
-  // side: the scores read the pulled rows where they are and the gradients
+  // SparseRowsOf for a linear learner's rows of kModels floats (kModels
+  // models, or one model's kModels classes): the scores read the pulled rows
+  // where they are and the gradients
   // go straight into the keys' (or the slots') rows, without SparseRowsOf's
   // copies; the same operations in the same order, so the same bits.
   template <int kModels>

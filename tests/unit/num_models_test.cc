@@ -4,15 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "base/error.h"
+#include "kv/keys.h"
+#include "models/linear.h"
+#include "models/losses.h"
 #include "random_batch.h"
 #include "test_util.h"
-#include "kv/keys.h"
 #include "worker/artifact_index.h"
 #include "worker/compute_backend_factory.h"
 #include "worker/cpu_model.h"
@@ -462,6 +465,79 @@ TEST(CpuModel, ComputesSeveralLinearModelsTogetherExactlyAsEachAlone) {
       apart.Predict(batch, weights.data(), bias.data(), &p2);
       EXPECT_EQ(p1, p2);
     }
+  }
+}
+
+// A linear learner's pass, computed from the per-example functions the CUDA
+// kernels share (LinearScores, ExampleLoss, LinearGradients) on each row's
+// gathered weights, each row's gradients added into its keys in row order:
+// what CpuModel gives, bit for bit, on one thread and three.
+void ExpectLinearPassAsTheSharedFunctions(PredictorType type, int classes, int models,
+                                          bool use_bias) {
+  Hyperparameters h = Job(JobKind::kLinearLearner, type, models);
+  h.num_classes = classes;
+  h.use_bias = use_bias;
+  const int scores_per_model = h.classes();
+  const size_t width = static_cast<size_t>(models * scores_per_model);
+  std::mt19937_64 random(13);
+  const PreparedBatch batch =
+      testing::RandomBatch(60, 40, 6, scores_per_model, type == PredictorType::kRegressor, &random);
+  const size_t keys = batch.keys.size(), rows = batch.batch.rows();
+  const std::vector<float> weights = Random(&random, keys * width);
+  const std::vector<float> bias = Random(&random, width);
+  const LossFunction loss = h.loss_function();
+  std::vector<float> expected(keys * width, 0.0f), expected_bias(width, 0.0f);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t begin = batch.batch.row_offsets[r];
+    const int nnz = static_cast<int>(batch.batch.row_offsets[r + 1] - begin);
+    const float* values = batch.batch.values.data() + begin;
+    std::vector<float> params(nnz * width), scores(width), score_gradient(width);
+    for (int j = 0; j < nnz; ++j) {
+      std::copy_n(weights.begin() + batch.positions[begin + j] * width, width,
+                  params.begin() + j * width);
+    }
+    LinearScores(params.data(), values, nnz, static_cast<int>(width),
+                 use_bias ? bias.data() : nullptr, scores.data());
+    for (int m = 0; m < models; ++m) {
+      const size_t first = static_cast<size_t>(m * scores_per_model);
+      ExampleLoss(loss, scores.data() + first, scores_per_model, batch.batch.labels[r],
+                  score_gradient.data() + first, nullptr);
+    }
+    for (float& gradient : score_gradient) gradient /= static_cast<float>(rows);
+    std::vector<float> row_gradients(nnz * width, 0.0f), row_bias(width, 0.0f);
+    LinearGradients(values, nnz, static_cast<int>(width), score_gradient.data(),
+                    row_gradients.data(), row_bias.data());
+    for (int j = 0; j < nnz; ++j) {
+      for (size_t c = 0; c < width; ++c) {
+        expected[batch.positions[begin + j] * width + c] += row_gradients[j * width + c];
+      }
+    }
+    for (size_t c = 0; c < width; ++c) expected_bias[c] += row_bias[c];
+  }
+  for (const int threads : {1, 3}) {
+    SCOPED_TRACE(::testing::Message() << threads << " thread(s)");
+    CpuModel model(h, threads);
+    ASSERT_EQ(static_cast<size_t>(model.weight_width()), width);
+    std::vector<float> gradients, bias_gradient;
+    model.Gradients(batch, weights.data(), bias.data(), &gradients, &bias_gradient);
+    ASSERT_EQ(gradients.size(), expected.size());
+    EXPECT_EQ(0, std::memcmp(gradients.data(), expected.data(), sizeof(float) * expected.size()));
+    if (use_bias) {
+      EXPECT_EQ(bias_gradient, expected_bias);
+    }
+  }
+}
+
+// Rows of 1 and 8 floats take a pass of their own (LinearRowsOf), others the
+// generic one: both against the shared functions, with and without a bias.
+TEST(CpuModel, ComputesALinearLearnersRowsAsTheSharedFunctions) {
+  for (const bool use_bias : {true, false}) {
+    SCOPED_TRACE(::testing::Message() << "use_bias " << use_bias);
+    ExpectLinearPassAsTheSharedFunctions(PredictorType::kBinaryClassifier, 2, 1, use_bias);
+    ExpectLinearPassAsTheSharedFunctions(PredictorType::kBinaryClassifier, 2, 8, use_bias);
+    ExpectLinearPassAsTheSharedFunctions(PredictorType::kRegressor, 2, 8, use_bias);
+    ExpectLinearPassAsTheSharedFunctions(PredictorType::kMulticlassClassifier, 8, 1, use_bias);
+    ExpectLinearPassAsTheSharedFunctions(PredictorType::kMulticlassClassifier, 3, 2, use_bias);
   }
 }
 

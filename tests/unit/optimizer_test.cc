@@ -566,11 +566,15 @@ TEST(MakeOptimizer, RejectsBadColumnGroups) {
 
 TEST(MakeOptimizer, WideVectorsStepEveryRowBitForBitAsTheBaseline) {
   // Where the CPU has AVX2, the optimizers step rows with it: the same
-  // operations, so the same bits as the baseline's instructions, at every
-  // width (one weight's blocked path, a vector's 8 models, 8 plus a tail, a
-  // factorization machine's 40), with penalties, column groups, a schedule, a
-  // staleness scale, initialized weights and zero gradients (FTRL's fresh
-  // rows and its L1 branch).
+  // operations, so the same bits as the baseline's instructions, at the
+  // widths that take it (FTRL's blocked rows of one weight, a vector's 8
+  // models, 8 plus a tail, a factorization machine's 40) and those that stay
+  // on the baseline (one weight but FTRL's, 3), with penalties, column
+  // groups, a schedule, a staleness scale, initialized weights and zero
+  // gradients (FTRL's fresh rows and its L1 branch).
+  if (!WideVectorStepsAvailable()) {
+    GTEST_SKIP() << "this CPU has no AVX2: the optimizers run the baseline's code alone";
+  }
   std::mt19937 random(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   constexpr size_t kRows = 150;
