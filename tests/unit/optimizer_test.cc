@@ -564,6 +564,20 @@ TEST(MakeOptimizer, RejectsBadColumnGroups) {
   EXPECT_NO_THROW(MakeOptimizer(adjacent));
 }
 
+// The options a name such as "sgd+momentum" or "adam+schedule" stands for:
+// rate 0.1, L2 0.1, `l1` but for adam (which takes none), momentum 0.9, and a
+// schedule halving the rate every `schedule_step` updates of a row.
+OptimizerOptions NamedOptions(const std::string& full, int schedule_step, float l1) {
+  OptimizerOptions options = Options(full.substr(0, full.find('+')), 0.1f);
+  if (full == "sgd+momentum") options.momentum = 0.9f;
+  if (full.find("+schedule") != std::string::npos) {
+    options.schedule = {true, schedule_step, 0.5f, 0.01f};
+  }
+  options.l2 = 0.1f;
+  if (options.name != "adam") options.l1 = l1;
+  return options;
+}
+
 TEST(MakeOptimizer, WideVectorsStepEveryRowBitForBitAsTheBaseline) {
   // Where the CPU has AVX2, the optimizers step rows with it: the same
   // operations, so the same bits as the baseline's instructions, at the
@@ -584,12 +598,7 @@ TEST(MakeOptimizer, WideVectorsStepEveryRowBitForBitAsTheBaseline) {
       for (float step_scale : {1.0f, 0.5f}) {
         SCOPED_TRACE(std::string(name) + " width " + std::to_string(width) + " scale " +
                      std::to_string(step_scale));
-        const std::string full(name);
-        OptimizerOptions options = Options(full.substr(0, full.find('+')), 0.1f);
-        if (full == "sgd+momentum") options.momentum = 0.9f;
-        if (full.find("+schedule") != std::string::npos) options.schedule = {true, 2, 0.5f, 0.01f};
-        options.l2 = 0.1f;
-        if (options.name != "adam") options.l1 = 0.3f;
+        OptimizerOptions options = NamedOptions(name, 2, 0.3f);
         if (width > 2) options.groups.push_back({1, 2, 0.2f, 0.0f, 0.05f, 0.001f});
         options.wide_vectors = false;
         auto baseline = MakeOptimizer(options);
@@ -630,12 +639,7 @@ TEST(MakeOptimizer, BatchedUpdatesEqualOneRowAtATime) {
   for (const char* name : {"sgd", "sgd+momentum", "sgd+schedule", "adagrad", "rmsprop", "adam",
                            "adam+schedule", "ftrl"}) {
     SCOPED_TRACE(name);
-    const std::string full(name);
-    OptimizerOptions options = Options(full.substr(0, full.find('+')), 0.1f);
-    if (full == "sgd+momentum") options.momentum = 0.9f;
-    if (full.find("+schedule") != std::string::npos) options.schedule = {true, 1, 0.5f, 0.01f};
-    options.l2 = 0.1f;
-    if (options.name != "adam") options.l1 = 0.01f;
+    OptimizerOptions options = NamedOptions(name, 1, 0.01f);
     options.groups.push_back({1, 2, 0.2f, 0.0f, 0.0f});
     auto batched = MakeOptimizer(options);
     auto single = MakeOptimizer(options);
