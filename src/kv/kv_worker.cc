@@ -525,15 +525,17 @@ KVWorker::Handle KVWorker::Push(const SharedArray<const Key>& keys,
 }
 
 KVWorker::Handle KVWorker::Pull(const SharedArray<const Key>& keys, SharedArray<float>* values,
-                                int width, uint32_t table) {
+                                int width, uint32_t table, bool sent_again) {
   CheckWidth(width);
   CheckKeys(keys);
-  return Send(proto::PULL, keys, SharedArray<const float>(), values, width, table, std::nullopt);
+  return Send(proto::PULL, keys, SharedArray<const float>(), values, width, table, std::nullopt,
+              sent_again);
 }
 
 KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const Key>& keys,
                                 const SharedArray<const float>& values, SharedArray<float>* out,
-                                int width, uint32_t table, std::optional<int64_t> read_clock) {
+                                int width, uint32_t table, std::optional<int64_t> read_clock,
+                                bool sent_again) {
   auto ranges = node_->ranges();
   if (!ranges) throw MakeError("the worker has no cluster view yet (call Node::Start first)");
   const std::vector<size_t> bounds = ranges->Split(keys.data(), keys.size());
@@ -555,7 +557,8 @@ KVWorker::Handle KVWorker::Send(proto::Command command, const SharedArray<const 
     if (bounds[r] == bounds[r + 1]) continue;
     server_ids[r] = ServerIdOrNone(ranges->server(r));
     if (server_ids[r] >= 0) {
-      choices[r] = key_lists_->Choose(server_ids[r], keys.Slice(bounds[r], bounds[r + 1]));
+      choices[r] =
+          key_lists_->Choose(server_ids[r], keys.Slice(bounds[r], bounds[r + 1]), sent_again);
     }
   }
   std::vector<Outgoing> outgoing;

@@ -154,9 +154,12 @@ class KVWorker {
   // When Wait returns, `*values` holds them: filled in place if it already had
   // that size and the rows came from several servers, otherwise pointed at
   // the received message itself (no copy). Neither `keys` nor `*values` may be
-  // touched before then. Throws Error as Push does.
+  // touched before then. Throws Error as Push does. `sent_again`: the caller
+  // sends the same keys again (a training minibatch: its push, the next
+  // epoch's pull), so key caching offers the list with this pull
+  // (SentKeyLists) and the push can name it.
   Handle Pull(const SharedArray<const Key>& keys, SharedArray<float>* values, int width,
-              uint32_t table = 0);
+              uint32_t table = 0, bool sent_again = false);
 
   // Reads every row of table `table` from every server: `keys` sorted, and
   // `values` keys->size() x width. Each server answers in pages of at most
@@ -293,7 +296,7 @@ class KVWorker {
   // Splits a push or pull by key range and sends each server its part.
   Handle Send(proto::Command command, const SharedArray<const Key>& keys,
               const SharedArray<const float>& values, SharedArray<float>* out, int width,
-              uint32_t table, std::optional<int64_t> read_clock);
+              uint32_t table, std::optional<int64_t> read_clock, bool sent_again = false);
   // The node id of the server of rank `server_rank`, or -1 if none has it now.
   int ServerIdOrNone(int server_rank) const;
   // The part of a push or pull with keys [begin, end) (frames share the arrays).

@@ -279,11 +279,11 @@ void ParameterTable::ForBatchFound(const Key* keys, size_t count, Visit visit) c
     if (i + kPrefetchDistance < count) Prefetch(keys[i + kPrefetchDistance]);
     const Key key = keys[i];
     if (key == kFree) {
-      visit(i, Find(key));
+      visit(i, FindIndex(key));
       continue;
     }
     const size_t slot = ProbeFrom(SlotOf(key), key);
-    visit(i, KeyAt(slot) == key ? Row(slot) : nullptr);
+    visit(i, KeyAt(slot) == key ? slot : kNoSlot);
   }
 }
 
@@ -310,7 +310,7 @@ void StepInParts(const ApplyThreads& threads, int parts, size_t count, Optimizer
 
 }  // namespace
 
-void ParameterTable::ResolveRows(const Key* keys, size_t count, float** rows) {
+void ParameterTable::ResolveRows(const Key* keys, size_t count, float** rows, uint32_t* slots) {
   size_t indices[kUpdateChunk];
   for (size_t begin = 0; begin < count;) {
     const size_t n = std::min(kUpdateChunk, count - begin);
@@ -328,53 +328,75 @@ void ParameterTable::ResolveRows(const Key* keys, size_t count, float** rows) {
       rows[begin + i] = MutableRow(indices[i]);
       Stamp(indices[i]);
     }
+    if (slots) {
+      for (size_t i = 0; i < n; ++i) slots[begin + i] = static_cast<uint32_t>(indices[i]);
+    }
     begin += n;
   }
 }
 
-void ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
-                          Optimizer* optimizer, float step_scale, const ApplyThreads* threads) {
+bool ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
+                          Optimizer* optimizer, float step_scale, const ApplyThreads* threads,
+                          std::vector<uint32_t>* slots) {
   const size_t width = static_cast<size_t>(weight_width_);
   Reserve(count);
+  // The slots each part of the push resolves; a rebuild part way (the ordered
+  // layout given up) moves those found before it, so they are found again.
+  uint32_t* found = nullptr;
+  if (slots) {
+    slots->clear();
+    if (SlotsFit()) slots->resize(count);
+    found = SlotsFit() ? slots->data() : nullptr;
+  }
+  const uint64_t generation = generation_;
   const int parts = threads ? threads->PartsFor(count) : 1;
   if (parts > 1) {
     push_rows_.resize(count);
-    ResolveRows(keys, count, push_rows_.data());
+    ResolveRows(keys, count, push_rows_.data(), found);
     float* const* rows = push_rows_.data();
     StepInParts(*threads, parts, count, optimizer,
                 [&](size_t begin, size_t end, Optimizer* part_optimizer) {
                   part_optimizer->UpdateRows(rows + begin, gradients + begin * width, end - begin,
                                              weight_width_, step_scale);
                 });
-    return;
+  } else {
+    float* rows[kUpdateChunk];
+    for (size_t begin = 0; begin < count; begin += kUpdateChunk) {
+      const size_t n = std::min(kUpdateChunk, count - begin);
+      ResolveRows(keys + begin, n, rows, found ? found + begin : nullptr);
+      optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_, step_scale);
+    }
   }
-  float* rows[kUpdateChunk];
-  for (size_t begin = 0; begin < count; begin += kUpdateChunk) {
-    const size_t n = std::min(kUpdateChunk, count - begin);
-    ResolveRows(keys + begin, n, rows);
-    optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_, step_scale);
-  }
+  if (!found) return false;
+  if (generation_ != generation) return FindSlots(keys, count, slots);
+  return true;
 }
 
-void ParameterTable::Pull(const Key* keys, size_t count, float* out) const {
+bool ParameterTable::Pull(const Key* keys, size_t count, float* out,
+                          std::vector<uint32_t>* slots) const {
   const size_t width = static_cast<size_t>(weight_width_);
-  if (width == 1 && !shares_rows_) {
-    ForBatchFound(keys, count, [&](size_t i, const float* row) {
-      if (row) {
-        out[i] = *row;
-      } else {
-        InitialWeights(keys[i], out + i);
-      }
-    });
-    return;
+  uint32_t* found = nullptr;
+  if (slots) {
+    slots->clear();
+    if (SlotsFit()) slots->resize(count);
+    found = SlotsFit() ? slots->data() : nullptr;
   }
-  ForBatchFound(keys, count, [&](size_t i, const float* row) {
-    if (row) {
-      std::memcpy(out + i * width, row, sizeof(float) * width);
+  bool every_row = true;
+  auto read = [&](size_t i, size_t slot, float* to) {
+    if (found) found[i] = static_cast<uint32_t>(slot);
+    if (slot == kNoSlot) {
+      every_row = false;
+      InitialWeights(keys[i], to);
+    } else if (width == 1 && !shares_rows_) {
+      *to = *Row(slot);
     } else {
-      InitialWeights(keys[i], out + i * width);
+      std::memcpy(to, Row(slot), sizeof(float) * width);
     }
-  });
+  };
+  ForBatchFound(keys, count, [&](size_t i, size_t slot) { read(i, slot, out + i * width); });
+  if (!found) return false;
+  if (!every_row) slots->clear();
+  return every_row;
 }
 
 void ParameterTable::ForEach(const std::function<void(Key, const float*)>& visit) const {

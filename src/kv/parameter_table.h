@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -100,11 +101,19 @@ class ParameterTable {
   // are stepped in parts on its threads (the rows themselves are found or
   // made on the calling thread). Keys must be distinct. If it throws (out of
   // memory), the rows of an earlier part of the batch may have been updated.
-  void Push(const Key* keys, size_t count, const float* gradients, Optimizer* optimizer,
-            float step_scale = 1.0f, const ApplyThreads* threads = nullptr);
+  // With `slots`, also answers FindSlots(keys, count, slots) as it stands
+  // after the push (every key then has a row), from the push's own probes: no
+  // second pass. Returns what FindSlots returns (false without `slots`).
+  bool Push(const Key* keys, size_t count, const float* gradients, Optimizer* optimizer,
+            float step_scale = 1.0f, const ApplyThreads* threads = nullptr,
+            std::vector<uint32_t>* slots = nullptr);
   // Copies the weights of `keys` into `out` (count x weight_width); a key
-  // without a row reads as its initial weights. Creates no row.
-  void Pull(const Key* keys, size_t count, float* out) const;
+  // without a row reads as its initial weights. Creates no row. With `slots`,
+  // also answers FindSlots(keys, count, slots) from the pull's own probes (a
+  // key without a row: false, `slots` cleared). Returns what FindSlots
+  // returns (false without `slots`).
+  bool Pull(const Key* keys, size_t count, float* out,
+            std::vector<uint32_t>* slots = nullptr) const;
 
   // The weights of `key` as a view that stays unchanged after later pushes;
   // for a key without a row, a new array of its initial weights (no row is
@@ -244,17 +253,20 @@ class ParameterTable {
   // The new slots are allocated first: if that fails, the table is unchanged.
   void Rebuild(size_t capacity, bool ordered);
   // rows[i] = the row of keys[i] to modify, made on first touch and
-  // stamped, found once (a rebuild on the way: found again).
-  void ResolveRows(const Key* keys, size_t count, float** rows);
+  // stamped, found once (a rebuild on the way: found again); with `slots`,
+  // slots[i] = its slot index (valid in the layout at the end).
+  void ResolveRows(const Key* keys, size_t count, float** rows, uint32_t* slots = nullptr);
   // PushSlots on the calling thread.
   void PushSlotRange(const uint32_t* slots, size_t count, const float* gradients,
                      Optimizer* optimizer, float step_scale);
   // Calls visit(i, slot index) for each key, prefetching ahead.
   template <typename Visit>
   void ForBatch(const Key* keys, size_t count, Visit visit);
-  // Calls visit(i, row or nullptr) for each key, prefetching ahead.
+  // Calls visit(i, slot index or kNoSlot) for each key, prefetching ahead.
   template <typename Visit>
   void ForBatchFound(const Key* keys, size_t count, Visit visit) const;
+  // Whether the slot indices of a table of this capacity fit FindSlots' 32 bits.
+  bool SlotsFit() const { return capacity_ < std::numeric_limits<uint32_t>::max(); }
   void Prefetch(Key key) const;
   // The cache lines of slot `index` (its key and a narrow row).
   void PrefetchSlot(size_t index) const;

@@ -35,7 +35,8 @@ uint64_t SentKeyLists::Fingerprint(const SharedArray<const Key>& keys) {
   return Mix(hash, keys[count - 1]);
 }
 
-SentKeyLists::Choice SentKeyLists::Choose(int server, const SharedArray<const Key>& keys) {
+SentKeyLists::Choice SentKeyLists::Choose(int server, const SharedArray<const Key>& keys,
+                                          bool sent_again) {
   if (!options_.enabled || keys.size() < std::max<size_t>(1, options_.min_keys)) return {};
   const uint64_t fingerprint = Fingerprint(keys);
   const size_t bytes = keys.size() * sizeof(Key);
@@ -55,7 +56,7 @@ SentKeyLists::Choice SentKeyLists::Choose(int server, const SharedArray<const Ke
     return {kept ? Mode::kNamed : Mode::kOffer, id};
   }
   const uint64_t seen = SeenKey(server, fingerprint);
-  if (!seen_.count(seen)) {
+  if (!sent_again && !seen_.count(seen)) {
     seen_.insert(seen);
     seen_order_.emplace_back(server, fingerprint);
     if (seen_order_.size() > kSeenFingerprints) {

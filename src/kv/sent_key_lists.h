@@ -2,7 +2,8 @@
 // keep (key caching, as in the Parameter Server paper; see Meta.key_list).
 //
 // A list is offered to a server the second time the worker sends it there
-// (a list sent once is never worth keeping), under an id unique in this
+// (a list sent once is never worth keeping), or the first time when the
+// caller knows it goes again (a training pull, whose push follows), under an id unique in this
 // worker's life; once the server said it kept it (Kept), later requests with
 // the same keys name the id instead of carrying the keys. A list is matched by
 // a fingerprint of a sample of its keys and then compared whole, so a request
@@ -56,8 +57,9 @@ class SentKeyLists {
 
   explicit SentKeyLists(KeyCacheOptions options = KeyCacheOptions()) : options_(options) {}
 
-  // How to send `keys` to server node `server`.
-  Choice Choose(int server, const SharedArray<const Key>& keys);
+  // How to send `keys` to server node `server`; `sent_again`: the caller
+  // will send the same keys there again (offered at once).
+  Choice Choose(int server, const SharedArray<const Key>& keys, bool sent_again = false);
   // Server `server` kept list `id` (its answer to an offer).
   void Kept(int server, uint64_t id);
   // Server `server` did not keep list `id`, or no longer holds it.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 
@@ -49,24 +51,20 @@ const std::vector<uint32_t>* KeyListCache::List::SlotsIn(uint32_t table,
   return nullptr;
 }
 
-void KeyListCache::List::FindSlotsIn(uint32_t table, const ParameterTable& rows) {
-  auto found = std::find_if(tables_.begin(), tables_.end(),
-                            [&](const TableSlots& slots) { return slots.table == table; });
-  if (found != tables_.end()) {
-    // Looked for in vain, and nothing changed since: not again.
-    if (!found->found && found->layout == rows.layout() && found->rows == rows.size()) return;
-    TableSlots slots = std::move(*found);
-    tables_.erase(found);
-    tables_.push_back(std::move(slots));
-  } else {
-    if (tables_.size() == kSlotTables) tables_.erase(tables_.begin());
-    tables_.emplace_back();
-    tables_.back().table = table;
+void KeyListCache::List::KeepSlotsIn(uint32_t table, const ParameterTable& rows, bool found,
+                                     std::vector<uint32_t> slots) {
+  auto kept = std::find_if(tables_.begin(), tables_.end(),
+                           [&](const TableSlots& entry) { return entry.table == table; });
+  if (kept != tables_.end()) {
+    tables_.erase(kept);
+  } else if (tables_.size() == kSlotTables) {
+    tables_.erase(tables_.begin());
   }
-  TableSlots& slots = tables_.back();
-  slots.layout = rows.layout();
-  slots.rows = rows.size();
-  slots.found = rows.FindSlots(keys_.data(), keys_.size(), &slots.slots);
+  TableSlots& entry = tables_.emplace_back();
+  entry.table = table;
+  entry.layout = rows.layout();
+  entry.found = found;
+  if (found) entry.slots = std::move(slots);
 }
 
 void KeyListCache::Clear() {

@@ -3,9 +3,9 @@
 // names them by a short id instead of sending them (see Meta.key_list).
 //
 // With each list, for up to kSlotTables tables it was used with, the slots
-// of its keys' rows (ParameterTable::FindSlots), valid while the table's
-// layout stays the same: a list pushed or pulled again is neither received
-// nor probed again.
+// of its keys' rows (ParameterTable::FindSlots, as the push or pull that
+// probed them answers them), valid while the table's layout stays the same:
+// a list pushed or pulled again is neither received nor probed again.
 //
 // Lists are kept per (sender, id) and never replaced by a different list
 // (ids are unique per worker). Bounds: each sender may keep at most `lists`
@@ -56,15 +56,16 @@ class KeyListCache {
     // The slots of the rows of keys() in table `table` if found while
     // `rows` had the layout it has now; null otherwise.
     const std::vector<uint32_t>* SlotsIn(uint32_t table, const ParameterTable& rows) const;
-    // Finds and keeps them (if every key has a row; a list that has not is
-    // looked for again only once the table's rows or layout changed).
-    void FindSlotsIn(uint32_t table, const ParameterTable& rows);
+    // Keeps `slots` as those of table `table`: ParameterTable::FindSlots'
+    // answer for keys() in `rows` as it is now (`found` its return), which a
+    // push or pull of keys() answers from its own probes.
+    void KeepSlotsIn(uint32_t table, const ParameterTable& rows, bool found,
+                     std::vector<uint32_t> slots);
 
    private:
     struct TableSlots {
       uint32_t table = 0;
       ParameterTable::Layout layout;
-      size_t rows = 0;  // the table's rows when they were looked for
       bool found = false;
       std::vector<uint32_t> slots;
     };

@@ -8,6 +8,7 @@
 #include <new>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "base/time.h"
@@ -80,7 +81,11 @@ bool RequestServing::Serve(Message&& message, int64_t waited_us) {
     DataRequest request = ParseDataRequest(message, cached_keys);
     if (NamesKeyList(meta) && !cached_keys) {
       const bool kept = state_.key_lists.Keep(meta.sender(), meta.key_list(), request.keys);
-      if (kept) state_.counters.key_lists_kept.fetch_add(1);
+      if (kept) {
+        state_.counters.key_lists_kept.fetch_add(1);
+        // Served as the list from now: its rows' slots are kept already.
+        serving_list_ = state_.key_lists.Find(meta.sender(), meta.key_list());
+      }
       // A push carries it down its chain to the replica that acknowledges.
       message.meta.set_key_list_kept(kept);
       response.meta.set_key_list_kept(kept);
@@ -172,9 +177,15 @@ void RequestServing::PushRows(const DataRequest& request, ServerTable& table, fl
       return;
     }
   }
-  rows.Push(request.keys.data(), request.keys.size(), request.values.data(), table.optimizer.get(),
-            step_scale, &threads);
-  if (list) list->FindSlotsIn(request.table, rows);
+  if (!list) {
+    rows.Push(request.keys.data(), request.keys.size(), request.values.data(),
+              table.optimizer.get(), step_scale, &threads);
+    return;
+  }
+  std::vector<uint32_t> slots;
+  const bool found = rows.Push(request.keys.data(), request.keys.size(), request.values.data(),
+                               table.optimizer.get(), step_scale, &threads, &slots);
+  list->KeepSlotsIn(request.table, rows, found, std::move(slots));
 }
 
 void RequestServing::PullRows(const DataRequest& request, uint32_t table_id,
@@ -186,8 +197,13 @@ void RequestServing::PullRows(const DataRequest& request, uint32_t table_id,
       return;
     }
   }
-  rows.Pull(request.keys.data(), request.keys.size(), out);
-  if (list) list->FindSlotsIn(table_id, rows);
+  if (!list) {
+    rows.Pull(request.keys.data(), request.keys.size(), out);
+    return;
+  }
+  std::vector<uint32_t> slots;
+  const bool found = rows.Pull(request.keys.data(), request.keys.size(), out, &slots);
+  list->KeepSlotsIn(table_id, rows, found, std::move(slots));
 }
 
 std::optional<GateSlot> RequestServing::SlotOf(const Message& message) const {

@@ -39,7 +39,8 @@ MinibatchPipeline::MinibatchPipeline(KVWorker* client, ComputeBackend* model,
 
 void MinibatchPipeline::StartPulls(Slot* slot) {
   slot->pull_clock = client_->clock();
-  slot->weights_pull = client_->Pull(slot->batch.keys, &slot->weights, width_, kWeightTable);
+  slot->weights_pull = client_->Pull(slot->batch.keys, &slot->weights, width_, kWeightTable,
+                                     /*sent_again=*/true);
   if (use_bias_) slot->bias_pull = client_->Pull(bias_key_, &slot->bias, bias_width_, kBiasTable);
 }
 

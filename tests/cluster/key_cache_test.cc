@@ -167,6 +167,35 @@ TEST_F(KeyCachedCluster, RepeatedRequestsNameTheKeptListsAndSumExactly) {
   ExpectPushedTimes(rest, 6);
 }
 
+// A training minibatch: its pull offers the list (no row of its keys exists
+// yet: no slots found), its push names it (the rows made, their slots kept),
+// and the next round's pull and push name it and use the slots; every row
+// ends exactly as pushed, on a chain too.
+TEST_F(KeyCachedCluster, APullThatOffersItsListLetsTheMinibatchsPushNameIt) {
+  StartCluster(2, 1);
+  const std::vector<Key> keys = SomeKeys();
+  const SharedArray<const Key> shared(keys);
+  std::vector<float> gradient;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (int c = 0; c < kWidth; ++c) gradient.push_back(static_cast<float>(c + 1));
+  }
+  const uint64_t named_before = client_->named_key_lists();
+  for (int round = 1; round <= 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    SharedArray<float> pulled;
+    client_->Wait(client_->Pull(shared, &pulled, kWidth, 0, /*sent_again=*/true), 60);
+    ASSERT_EQ(pulled.size(), keys.size() * kWidth);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_EQ(pulled[i * kWidth], -1.0f * (round - 1)) << "key " << i;
+    }
+    client_->Wait(client_->Push(shared, SharedArray<const float>(gradient), kWidth), 60);
+  }
+  ExpectPushedTimes(keys, 3);
+  // Named from the first push on: 5 requests (a part per server each).
+  EXPECT_GE(client_->named_key_lists() - named_before, 5u * 2);
+  EXPECT_EQ(client_->unknown_key_lists(), 0u);
+}
+
 TEST_F(KeyCachedCluster, ABackupGetsThePrimarysKeysAndServesEveryPushOncePromoted) {
   StartCluster(2, 1);
   const std::vector<Key> keys = SomeKeys();

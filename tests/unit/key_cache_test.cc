@@ -3,9 +3,11 @@
 // (SentKeyLists).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "kv/message.h"
 #include "kv/optimizer.h"
 #include "kv/parameter_table.h"
@@ -148,6 +150,24 @@ TEST(SentKeyLists, OffersAListTheSecondTimeAndNamesItOnceKept) {
   EXPECT_EQ(named.id, offer.id);
   // Another server has not kept it.
   EXPECT_EQ(sent.Choose(8, keys).mode, Mode::kKeys);
+}
+
+TEST(SentKeyLists, AListTheCallerSendsAgainIsOfferedTheFirstTime) {
+  SentKeyLists sent(Enabled());
+  const auto keys = KeysFrom(5, 300);
+  const auto offer = sent.Choose(7, keys, /*sent_again=*/true);
+  ASSERT_EQ(offer.mode, Mode::kOffer);
+  EXPECT_NE(offer.id, 0u);
+  // The same list however it goes next: the same id.
+  EXPECT_EQ(sent.Choose(7, keys).id, offer.id);
+  sent.Kept(7, offer.id);
+  EXPECT_EQ(sent.Choose(7, keys).mode, Mode::kNamed);
+  // Short lists still go with their keys.
+  KeyCacheOptions options = Enabled();
+  options.min_keys = 20;
+  SentKeyLists longer_only(options);
+  EXPECT_EQ(longer_only.Choose(7, KeysFrom(1000, 10), /*sent_again=*/true).mode, Mode::kKeys);
+  EXPECT_EQ(longer_only.Choose(7, KeysFrom(1000, 20), /*sent_again=*/true).mode, Mode::kOffer);
 }
 
 TEST(SentKeyLists, NamesAListOnlyForExactlyItsKeys) {
@@ -296,10 +316,14 @@ TEST(KeyListCacheSlots, AListKeepsItsSlotsPerTableUntilTheLayoutChanges) {
   ASSERT_TRUE(cache.Keep(3, 1, SharedArray<const Key>(keys)));
   KeyListCache::List* list = cache.Find(3, 1);
   ASSERT_NE(list, nullptr);
-  list->FindSlotsIn(7, table);
+  std::vector<float> pulled(keys.size());
+  std::vector<uint32_t> found;
+  EXPECT_FALSE(table.Pull(keys.data(), keys.size(), pulled.data(), &found));
+  list->KeepSlotsIn(7, table, false, found);
   EXPECT_EQ(list->SlotsIn(7, table), nullptr);  // no rows yet
-  table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
-  list->FindSlotsIn(7, table);  // the table has rows now: looked for again
+  const bool pushed_all = table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(),
+                                     1.0f, nullptr, &found);
+  list->KeepSlotsIn(7, table, pushed_all, found);
   const std::vector<uint32_t>* slots = list->SlotsIn(7, table);
   ASSERT_NE(slots, nullptr);
   EXPECT_EQ(slots->size(), keys.size());
@@ -309,8 +333,97 @@ TEST(KeyListCacheSlots, AListKeepsItsSlotsPerTableUntilTheLayoutChanges) {
   EXPECT_EQ(list->SlotsIn(7, replaced), nullptr);  // another table under the same id
   table.Erase(keys[0]);
   EXPECT_EQ(list->SlotsIn(7, table), nullptr);
-  list->FindSlotsIn(7, table);
+  bool all_found = table.FindSlots(keys.data(), keys.size(), &found);
+  list->KeepSlotsIn(7, table, all_found, found);
   EXPECT_EQ(list->SlotsIn(7, table), nullptr);  // keys[0] has no row now
+  // Kept for at most kSlotTables tables: the latest used.
+  ParameterTable second(1, 0), third(1, 0);
+  for (ParameterTable* rows : {&second, &third}) {
+    rows->Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
+  }
+  all_found = second.FindSlots(keys.data(), keys.size(), &found);
+  list->KeepSlotsIn(8, second, all_found, found);
+  all_found = third.FindSlots(keys.data(), keys.size(), &found);
+  list->KeepSlotsIn(9, third, all_found, found);
+  EXPECT_NE(list->SlotsIn(8, second), nullptr);
+  EXPECT_NE(list->SlotsIn(9, third), nullptr);
+  EXPECT_EQ(list->SlotsIn(7, table), nullptr);
+}
+
+// A push or pull asked for the slots answers what FindSlots would, from its
+// own probes: after a push every key has a row; a pull of a key without one
+// finds none; a rebuild part way through a push (the ordered layout given up,
+// or growth) moves the slots found before it, which must not be answered.
+TEST(ParameterTableSlots, PushAndPullAnswerTheSlotsFindSlotsFinds) {
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  auto optimizer = MakeOptimizer(sgd);
+  auto expect_find_slots = [](const ParameterTable& table, const std::vector<Key>& keys,
+                              bool answer, const std::vector<uint32_t>& slots) {
+    std::vector<uint32_t> expected;
+    const bool found = table.FindSlots(keys.data(), keys.size(), &expected);
+    EXPECT_EQ(answer, found);
+    EXPECT_EQ(slots, expected);
+  };
+  {
+    SCOPED_TRACE("mixed keys, ordered layout");
+    ParameterTable table(2, 0);
+    const std::vector<Key> keys = MixedKeys(0, 3000);
+    const std::vector<float> gradients(keys.size() * 2, 1.0f);
+    std::vector<float> pulled(keys.size() * 2);
+    std::vector<uint32_t> slots = {1, 2, 3};
+    EXPECT_FALSE(table.Pull(keys.data(), keys.size(), pulled.data(), &slots));
+    EXPECT_TRUE(slots.empty());
+    const std::vector<Key> half(keys.begin(), keys.begin() + 1500);
+    EXPECT_TRUE(table.Push(half.data(), half.size(), gradients.data(), optimizer.get(), 1.0f,
+                           nullptr, &slots));
+    expect_find_slots(table, half, true, slots);
+    EXPECT_FALSE(table.Pull(keys.data(), keys.size(), pulled.data(), &slots));
+    expect_find_slots(table, keys, false, slots);
+    const uint64_t generation = table.generation();
+    EXPECT_TRUE(table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 1.0f,
+                           nullptr, &slots));
+    EXPECT_NE(table.generation(), generation);  // grown for the push
+    expect_find_slots(table, keys, true, slots);
+    EXPECT_TRUE(table.Pull(keys.data(), keys.size(), pulled.data(), &slots));
+    expect_find_slots(table, keys, true, slots);
+    // Without slots asked for: false, and the same rows.
+    std::vector<float> plain(pulled.size());
+    EXPECT_FALSE(table.Pull(keys.data(), keys.size(), plain.data()));
+    EXPECT_EQ(plain, pulled);
+  }
+  {
+    SCOPED_TRACE("clustered keys: the ordered layout given up part way through a push");
+    ParameterTable table(1, 0);
+    table.Reserve(20000);
+    std::vector<Key> keys(5000);
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = i;  // not mixed: all home near slot 0
+    const std::vector<float> gradients(keys.size(), 1.0f);
+    ASSERT_TRUE(table.ordered());
+    const uint64_t generation = table.generation();
+    std::vector<uint32_t> slots;
+    EXPECT_TRUE(table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 1.0f,
+                           nullptr, &slots));
+    EXPECT_FALSE(table.ordered());
+    EXPECT_NE(table.generation(), generation);
+    expect_find_slots(table, keys, true, slots);
+  }
+  {
+    SCOPED_TRACE("a push stepped on several threads");
+    const size_t count = ApplyThreads::kMinRowsPerPart * 2 + 37;
+    const std::vector<Key> keys = MixedKeys(100, count);
+    const std::vector<float> gradients(keys.size(), 1.0f);
+    std::vector<std::unique_ptr<Optimizer>> more;
+    more.push_back(MakeOptimizer(sgd));
+    ThreadPool pool(2);
+    const ApplyThreads apply{&pool, &more};
+    ASSERT_EQ(apply.PartsFor(count), 2);
+    ParameterTable table(1, 0);
+    std::vector<uint32_t> slots;
+    EXPECT_TRUE(table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 1.0f,
+                           &apply, &slots));
+    expect_find_slots(table, keys, true, slots);
+  }
 }
 
 }  // namespace
