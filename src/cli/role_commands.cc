@@ -178,7 +178,8 @@ int RunServer(const std::vector<std::string>& argv) {
             << server->non_finite_pushes() << ", sequences out of window "
             << server->out_of_window_sequences() << "), repeated " << server->duplicate_pushes()
             << "; key lists kept " << server->key_lists_kept() << ", requests naming one "
-            << server->key_list_hits() << ", naming one not held " << server->unknown_key_lists();
+            << server->key_list_hits() << " (through its slots " << server->key_list_slot_hits()
+            << "), naming one not held " << server->unknown_key_lists();
   endpoint.reset();
   std::string checkpoint, uri;
   const bool preempted = node.preempted(&checkpoint, &uri);

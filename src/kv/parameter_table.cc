@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "base/error.h"
@@ -340,18 +340,19 @@ bool ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
                           std::vector<uint32_t>* slots) {
   const size_t width = static_cast<size_t>(weight_width_);
   Reserve(count);
-  // The slots each part of the push resolves; a rebuild part way (the ordered
-  // layout given up) moves those found before it, so they are found again.
-  uint32_t* found = nullptr;
+  const bool answer_slots = slots != nullptr && SlotsFit();
   if (slots) {
     slots->clear();
-    if (SlotsFit()) slots->resize(count);
-    found = SlotsFit() ? slots->data() : nullptr;
+    if (answer_slots) slots->resize(count);
   }
+  uint32_t* found = answer_slots ? slots->data() : nullptr;
+  // Reserved: the push does not grow the table, but inserting may give up
+  // the ordered layout part way, which moves the rows of the parts before.
   const uint64_t generation = generation_;
   const int parts = threads ? threads->PartsFor(count) : 1;
   if (parts > 1) {
     push_rows_.resize(count);
+    // A rebuild part way makes ResolveRows find every row again.
     ResolveRows(keys, count, push_rows_.data(), found);
     float* const* rows = push_rows_.data();
     StepInParts(*threads, parts, count, optimizer,
@@ -359,15 +360,15 @@ bool ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
                   part_optimizer->UpdateRows(rows + begin, gradients + begin * width, end - begin,
                                              weight_width_, step_scale);
                 });
-  } else {
-    float* rows[kUpdateChunk];
-    for (size_t begin = 0; begin < count; begin += kUpdateChunk) {
-      const size_t n = std::min(kUpdateChunk, count - begin);
-      ResolveRows(keys + begin, n, rows, found ? found + begin : nullptr);
-      optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_, step_scale);
-    }
+    return answer_slots;
   }
-  if (!found) return false;
+  float* rows[kUpdateChunk];
+  for (size_t begin = 0; begin < count; begin += kUpdateChunk) {
+    const size_t n = std::min(kUpdateChunk, count - begin);
+    ResolveRows(keys + begin, n, rows, found ? found + begin : nullptr);
+    optimizer->UpdateRows(rows, gradients + begin * width, n, weight_width_, step_scale);
+  }
+  if (!answer_slots) return false;
   if (generation_ != generation) return FindSlots(keys, count, slots);
   return true;
 }
@@ -375,26 +376,34 @@ bool ParameterTable::Push(const Key* keys, size_t count, const float* gradients,
 bool ParameterTable::Pull(const Key* keys, size_t count, float* out,
                           std::vector<uint32_t>* slots) const {
   const size_t width = static_cast<size_t>(weight_width_);
-  uint32_t* found = nullptr;
+  const bool answer_slots = slots != nullptr && SlotsFit();
   if (slots) {
     slots->clear();
-    if (SlotsFit()) slots->resize(count);
-    found = SlotsFit() ? slots->data() : nullptr;
+    if (answer_slots) slots->resize(count);
   }
+  uint32_t* found = answer_slots ? slots->data() : nullptr;
   bool every_row = true;
-  auto read = [&](size_t i, size_t slot, float* to) {
-    if (found) found[i] = static_cast<uint32_t>(slot);
-    if (slot == kNoSlot) {
-      every_row = false;
-      InitialWeights(keys[i], to);
-    } else if (width == 1 && !shares_rows_) {
-      *to = *Row(slot);
-    } else {
-      std::memcpy(to, Row(slot), sizeof(float) * width);
-    }
+  // One loop per row shape: a narrow row is one float, copied as such.
+  auto pull = [&](auto narrow) {
+    ForBatchFound(keys, count, [&](size_t i, size_t slot) {
+      float* to = out + i * width;
+      if (found) found[i] = static_cast<uint32_t>(slot);
+      if (slot == kNoSlot) {
+        every_row = false;
+        InitialWeights(keys[i], to);
+      } else if constexpr (decltype(narrow)::value) {
+        *to = *Row(slot);
+      } else {
+        std::memcpy(to, Row(slot), sizeof(float) * width);
+      }
+    });
   };
-  ForBatchFound(keys, count, [&](size_t i, size_t slot) { read(i, slot, out + i * width); });
-  if (!found) return false;
+  if (width == 1 && !shares_rows_) {
+    pull(std::true_type());
+  } else {
+    pull(std::false_type());
+  }
+  if (!answer_slots) return false;
   if (!every_row) slots->clear();
   return every_row;
 }
@@ -462,7 +471,7 @@ void ParameterTable::SetStamp(Key key, uint32_t stamp) {
 
 bool ParameterTable::FindSlots(const Key* keys, size_t count, std::vector<uint32_t>* slots) const {
   slots->clear();
-  if (capacity_ >= std::numeric_limits<uint32_t>::max()) return false;
+  if (!SlotsFit()) return false;
   slots->resize(count);
   for (size_t i = 0; i < count; ++i) {
     if (i + kPrefetchDistance < count) Prefetch(keys[i + kPrefetchDistance]);

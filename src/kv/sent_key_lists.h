@@ -3,11 +3,12 @@
 //
 // A list is offered to a server the second time the worker sends it there
 // (a list sent once is never worth keeping), or the first time when the
-// caller knows it goes again (a training pull, whose push follows), under an id unique in this
-// worker's life; once the server said it kept it (Kept), later requests with
-// the same keys name the id instead of carrying the keys. A list is matched by
-// a fingerprint of a sample of its keys and then compared whole, so a request
-// names a list only if its keys are exactly the kept ones. Bounded per server
+// caller knows it goes again (a training pull, whose push follows), under
+// an id unique in this worker's life; once the server said it kept it
+// (Kept), later requests with the same keys name the id instead of carrying
+// the keys. A list is matched by a fingerprint of a sample of its keys and
+// then compared whole, so a request names a list only if its keys are
+// exactly the kept ones. Bounded per server
 // (`lists` lists, `bytes` bytes of keys; the worker keeps a copy of each):
 // past a bound a new list goes with its keys. A server that answers that it
 // holds no such list (it dropped its lists at a view change, or was

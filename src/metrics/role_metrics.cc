@@ -165,6 +165,11 @@ void AddServerMetrics(KVServer* server, MetricsRegistry* registry) {
                        {{{"result", "named"}}, Number(server->key_list_hits())},
                        {{{"result", "unknown"}}, Number(server->unknown_key_lists())}};
       });
+  registry->AddCounter(
+      "keel_server_key_list_slot_requests_total",
+      "Key caching: pushes and pulls served through the slots kept with their list (no key "
+      "probed).",
+      MetricsRegistry::One([server] { return Number(server->key_list_slot_hits()); }));
   registry->AddCounter("keel_server_gate_held_pulls_total",
                        "Pulls the staleness gate held until the slowest worker caught up.",
                        MetricsRegistry::One([server] { return Number(server->parked_pulls()); }));

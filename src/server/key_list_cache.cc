@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,7 @@ const std::vector<uint32_t>* KeyListCache::List::SlotsIn(uint32_t table,
 }
 
 void KeyListCache::List::KeepSlotsIn(uint32_t table, const ParameterTable& rows, bool found,
-                                     std::vector<uint32_t> slots) {
+                                     std::vector<uint32_t> slots) noexcept {
   auto kept = std::find_if(tables_.begin(), tables_.end(),
                            [&](const TableSlots& entry) { return entry.table == table; });
   if (kept != tables_.end()) {
@@ -60,11 +61,26 @@ void KeyListCache::List::KeepSlotsIn(uint32_t table, const ParameterTable& rows,
   } else if (tables_.size() == kSlotTables) {
     tables_.erase(tables_.begin());
   }
-  TableSlots& entry = tables_.emplace_back();
+  TableSlots entry;
   entry.table = table;
   entry.layout = rows.layout();
+  entry.rows = rows.size();
   entry.found = found;
   if (found) entry.slots = std::move(slots);
+  try {
+    tables_.push_back(std::move(entry));
+  } catch (const std::bad_alloc&) {
+    // Left without this table's slots: its keys are probed next time.
+  }
+}
+
+bool KeyListCache::List::FoundInVain(uint32_t table, const ParameterTable& rows) const {
+  for (const TableSlots& entry : tables_) {
+    if (entry.table == table) {
+      return !entry.found && entry.layout == rows.layout() && entry.rows == rows.size();
+    }
+  }
+  return false;
 }
 
 void KeyListCache::Clear() {

@@ -58,14 +58,20 @@ class KeyListCache {
     const std::vector<uint32_t>* SlotsIn(uint32_t table, const ParameterTable& rows) const;
     // Keeps `slots` as those of table `table`: ParameterTable::FindSlots'
     // answer for keys() in `rows` as it is now (`found` its return), which a
-    // push or pull of keys() answers from its own probes.
+    // push or pull of keys() answers from its own probes. Slots only spare
+    // work: out of memory, none are kept (a push already applied must not
+    // fail for them).
     void KeepSlotsIn(uint32_t table, const ParameterTable& rows, bool found,
-                     std::vector<uint32_t> slots);
+                     std::vector<uint32_t> slots) noexcept;
+    // Whether keys() were looked for in `rows` and not all found, and the
+    // table has made or moved no row since: they would not be found now.
+    bool FoundInVain(uint32_t table, const ParameterTable& rows) const;
 
    private:
     struct TableSlots {
       uint32_t table = 0;
       ParameterTable::Layout layout;
+      size_t rows = 0;  // the table's rows when they were looked for
       bool found = false;
       std::vector<uint32_t> slots;
     };

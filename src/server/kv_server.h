@@ -128,6 +128,8 @@ class KVServer {
   // list, and requests naming a list not held here (answered unknown).
   uint64_t key_lists_kept() const { return state_.counters.key_lists_kept.load(); }
   uint64_t key_list_hits() const { return state_.counters.key_list_hits.load(); }
+  // Pushes and pulls served through a kept list's slots (no key probed).
+  uint64_t key_list_slot_hits() const { return state_.counters.key_list_slot_hits.load(); }
   uint64_t unknown_key_lists() const { return state_.counters.unknown_key_lists.load(); }
   // Senders whose applied sequences this server remembers, summed over its
   // shards and CLOCKs (a departed worker's are dropped).

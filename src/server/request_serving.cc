@@ -83,7 +83,8 @@ bool RequestServing::Serve(Message&& message, int64_t waited_us) {
       const bool kept = state_.key_lists.Keep(meta.sender(), meta.key_list(), request.keys);
       if (kept) {
         state_.counters.key_lists_kept.fetch_add(1);
-        // Served as the list from now: its rows' slots are kept already.
+        // Served as the list (ServedList: the kept array is the request's),
+        // so this very request's probes give the list its slots.
         serving_list_ = state_.key_lists.Find(meta.sender(), meta.key_list());
       }
       // A push carries it down its chain to the replica that acknowledges.
@@ -170,12 +171,11 @@ void RequestServing::PushRows(const DataRequest& request, ServerTable& table, fl
   ParameterTable& rows = *table.rows;
   const ApplyThreads threads = state_.ApplyThreadsFor(table);
   KeyListCache::List* list = ServedList(request);
-  if (list) {
-    if (const std::vector<uint32_t>* slots = list->SlotsIn(request.table, rows)) {
-      rows.PushSlots(slots->data(), slots->size(), request.values.data(), table.optimizer.get(),
-                     step_scale, &threads);
-      return;
-    }
+  if (const std::vector<uint32_t>* slots = list ? list->SlotsIn(request.table, rows) : nullptr) {
+    rows.PushSlots(slots->data(), slots->size(), request.values.data(), table.optimizer.get(),
+                   step_scale, &threads);
+    state_.counters.key_list_slot_hits.fetch_add(1);
+    return;
   }
   if (!list) {
     rows.Push(request.keys.data(), request.keys.size(), request.values.data(),
@@ -191,13 +191,14 @@ void RequestServing::PushRows(const DataRequest& request, ServerTable& table, fl
 void RequestServing::PullRows(const DataRequest& request, uint32_t table_id,
                               const ParameterTable& rows, float* out) const {
   KeyListCache::List* list = ServedList(request);
-  if (list) {
-    if (const std::vector<uint32_t>* slots = list->SlotsIn(table_id, rows)) {
-      rows.PullSlots(slots->data(), slots->size(), out);
-      return;
-    }
+  if (const std::vector<uint32_t>* slots = list ? list->SlotsIn(table_id, rows) : nullptr) {
+    rows.PullSlots(slots->data(), slots->size(), out);
+    state_.counters.key_list_slot_hits.fetch_add(1);
+    return;
   }
-  if (!list) {
+  // A list whose keys were not all found, with no row made or moved since,
+  // would not be found now either (keys only in validation, never pushed).
+  if (!list || list->FoundInVain(table_id, rows)) {
     rows.Pull(request.keys.data(), request.keys.size(), out);
     return;
   }

@@ -42,6 +42,7 @@ struct ServerCounters {
   std::atomic<uint64_t> evicted_rows{0};
   std::atomic<uint64_t> key_lists_kept{0};
   std::atomic<uint64_t> key_list_hits{0};
+  std::atomic<uint64_t> key_list_slot_hits{0};
   std::atomic<uint64_t> unknown_key_lists{0};
   std::atomic<size_t> remembered_senders{0};
   std::atomic<size_t> remembered_readers{0};

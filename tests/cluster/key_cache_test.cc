@@ -142,6 +142,14 @@ class KeyCachedCluster : public testing::ReplicatedClusterTest {
     return hits;
   }
 
+  uint64_t ServerSlotHits() const {
+    uint64_t hits = 0;
+    for (const auto& server : servers_) {
+      if (server) hits += server->key_list_slot_hits();
+    }
+    return hits;
+  }
+
   static std::vector<Key> SomeKeys() { return SpreadKeys(500); }
 };
 
@@ -194,6 +202,24 @@ TEST_F(KeyCachedCluster, APullThatOffersItsListLetsTheMinibatchsPushNameIt) {
   // Named from the first push on: 5 requests (a part per server each).
   EXPECT_GE(client_->named_key_lists() - named_before, 5u * 2);
   EXPECT_EQ(client_->unknown_key_lists(), 0u);
+  // Rounds 2 and 3 went through the slots the first push found: 4 requests.
+  EXPECT_GE(ServerSlotHits(), 4u * 2);
+}
+
+// A pull that offers a list whose keys all have rows finds their slots as it
+// reads them: the push that names the list next goes straight to the rows.
+TEST_F(KeyCachedCluster, AListKeptFromAnOfferKeepsTheSlotsItsRequestFound) {
+  StartCluster(2, 0);
+  const std::vector<Key> keys = SomeKeys();
+  PushOnce(keys);  // with its keys: the rows exist now
+  EXPECT_EQ(ServerSlotHits(), 0u);
+  const SharedArray<const Key> shared(keys);
+  SharedArray<float> pulled;
+  client_->Wait(client_->Pull(shared, &pulled, kWidth, 0, /*sent_again=*/true), 60);
+  EXPECT_EQ(ServerSlotHits(), 0u);  // the offer itself probes
+  PushOnce(keys);                   // names the list: through the offer's slots, a part per server
+  EXPECT_EQ(ServerSlotHits(), 2u);
+  ExpectPushedTimes(keys, 2);
 }
 
 TEST_F(KeyCachedCluster, ABackupGetsThePrimarysKeysAndServesEveryPushOncePromoted) {

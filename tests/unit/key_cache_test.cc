@@ -321,8 +321,14 @@ TEST(KeyListCacheSlots, AListKeepsItsSlotsPerTableUntilTheLayoutChanges) {
   EXPECT_FALSE(table.Pull(keys.data(), keys.size(), pulled.data(), &found));
   list->KeepSlotsIn(7, table, false, found);
   EXPECT_EQ(list->SlotsIn(7, table), nullptr);  // no rows yet
+  EXPECT_TRUE(list->FoundInVain(7, table));     // and none made since
+  EXPECT_FALSE(list->FoundInVain(8, table));    // never looked for there
+  ParameterTable other(1, 0);
+  other.Push(keys.data(), 1, gradients.data(), optimizer.get());
+  EXPECT_FALSE(list->FoundInVain(7, other));  // another table
   const bool pushed_all = table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(),
                                      1.0f, nullptr, &found);
+  EXPECT_FALSE(list->FoundInVain(7, table));  // rows made since
   list->KeepSlotsIn(7, table, pushed_all, found);
   const std::vector<uint32_t>* slots = list->SlotsIn(7, table);
   ASSERT_NE(slots, nullptr);
@@ -341,6 +347,10 @@ TEST(KeyListCacheSlots, AListKeepsItsSlotsPerTableUntilTheLayoutChanges) {
   for (ParameterTable* rows : {&second, &third}) {
     rows->Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
   }
+  table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get());
+  all_found = table.FindSlots(keys.data(), keys.size(), &found);
+  list->KeepSlotsIn(7, table, all_found, found);
+  ASSERT_NE(list->SlotsIn(7, table), nullptr);
   all_found = second.FindSlots(keys.data(), keys.size(), &found);
   list->KeepSlotsIn(8, second, all_found, found);
   all_found = third.FindSlots(keys.data(), keys.size(), &found);
@@ -350,80 +360,91 @@ TEST(KeyListCacheSlots, AListKeepsItsSlotsPerTableUntilTheLayoutChanges) {
   EXPECT_EQ(list->SlotsIn(7, table), nullptr);
 }
 
+// Whether `slots` and `answer` are FindSlots' answer for `keys` in `table`.
+void ExpectFindSlotsAnswer(const ParameterTable& table, const std::vector<Key>& keys, bool answer,
+                           const std::vector<uint32_t>& slots) {
+  std::vector<uint32_t> expected;
+  const bool found = table.FindSlots(keys.data(), keys.size(), &expected);
+  EXPECT_EQ(answer, found);
+  EXPECT_EQ(slots, expected);
+}
+
 // A push or pull asked for the slots answers what FindSlots would, from its
 // own probes: after a push every key has a row; a pull of a key without one
-// finds none; a rebuild part way through a push (the ordered layout given up,
-// or growth) moves the slots found before it, which must not be answered.
+// finds none.
 TEST(ParameterTableSlots, PushAndPullAnswerTheSlotsFindSlotsFinds) {
   OptimizerOptions sgd;
   sgd.name = "sgd";
   auto optimizer = MakeOptimizer(sgd);
-  auto expect_find_slots = [](const ParameterTable& table, const std::vector<Key>& keys,
-                              bool answer, const std::vector<uint32_t>& slots) {
-    std::vector<uint32_t> expected;
-    const bool found = table.FindSlots(keys.data(), keys.size(), &expected);
-    EXPECT_EQ(answer, found);
-    EXPECT_EQ(slots, expected);
-  };
-  {
-    SCOPED_TRACE("mixed keys, ordered layout");
-    ParameterTable table(2, 0);
+  for (const int width : {1, 2}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    ParameterTable table(width, 0);
     const std::vector<Key> keys = MixedKeys(0, 3000);
-    const std::vector<float> gradients(keys.size() * 2, 1.0f);
-    std::vector<float> pulled(keys.size() * 2);
+    const std::vector<float> gradients(keys.size() * width, 1.0f);
+    std::vector<float> pulled(keys.size() * width);
     std::vector<uint32_t> slots = {1, 2, 3};
     EXPECT_FALSE(table.Pull(keys.data(), keys.size(), pulled.data(), &slots));
     EXPECT_TRUE(slots.empty());
     const std::vector<Key> half(keys.begin(), keys.begin() + 1500);
     EXPECT_TRUE(table.Push(half.data(), half.size(), gradients.data(), optimizer.get(), 1.0f,
                            nullptr, &slots));
-    expect_find_slots(table, half, true, slots);
+    ExpectFindSlotsAnswer(table, half, true, slots);
     EXPECT_FALSE(table.Pull(keys.data(), keys.size(), pulled.data(), &slots));
-    expect_find_slots(table, keys, false, slots);
+    ExpectFindSlotsAnswer(table, keys, false, slots);
     const uint64_t generation = table.generation();
     EXPECT_TRUE(table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 1.0f,
                            nullptr, &slots));
-    EXPECT_NE(table.generation(), generation);  // grown for the push
-    expect_find_slots(table, keys, true, slots);
+    EXPECT_NE(table.generation(), generation);  // grown (Reserve) before the push
+    ExpectFindSlotsAnswer(table, keys, true, slots);
     EXPECT_TRUE(table.Pull(keys.data(), keys.size(), pulled.data(), &slots));
-    expect_find_slots(table, keys, true, slots);
+    ExpectFindSlotsAnswer(table, keys, true, slots);
     // Without slots asked for: false, and the same rows.
     std::vector<float> plain(pulled.size());
     EXPECT_FALSE(table.Pull(keys.data(), keys.size(), plain.data()));
     EXPECT_EQ(plain, pulled);
   }
-  {
-    SCOPED_TRACE("clustered keys: the ordered layout given up part way through a push");
-    ParameterTable table(1, 0);
-    table.Reserve(20000);
-    std::vector<Key> keys(5000);
-    for (size_t i = 0; i < keys.size(); ++i) keys[i] = i;  // not mixed: all home near slot 0
-    const std::vector<float> gradients(keys.size(), 1.0f);
-    ASSERT_TRUE(table.ordered());
-    const uint64_t generation = table.generation();
-    std::vector<uint32_t> slots;
-    EXPECT_TRUE(table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 1.0f,
-                           nullptr, &slots));
-    EXPECT_FALSE(table.ordered());
-    EXPECT_NE(table.generation(), generation);
-    expect_find_slots(table, keys, true, slots);
-  }
-  {
-    SCOPED_TRACE("a push stepped on several threads");
-    const size_t count = ApplyThreads::kMinRowsPerPart * 2 + 37;
-    const std::vector<Key> keys = MixedKeys(100, count);
-    const std::vector<float> gradients(keys.size(), 1.0f);
-    std::vector<std::unique_ptr<Optimizer>> more;
-    more.push_back(MakeOptimizer(sgd));
-    ThreadPool pool(2);
-    const ApplyThreads apply{&pool, &more};
-    ASSERT_EQ(apply.PartsFor(count), 2);
-    ParameterTable table(1, 0);
-    std::vector<uint32_t> slots;
-    EXPECT_TRUE(table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 1.0f,
-                           &apply, &slots));
-    expect_find_slots(table, keys, true, slots);
-  }
+}
+
+// Inserting may give up the ordered layout part way through a push (keys
+// that crowd one part of the range), which moves the rows resolved before:
+// their slots are not answered as they were found.
+TEST(ParameterTableSlots, APushThatGivesUpTheOrderedLayoutAnswersTheSlotsAfterIt) {
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  auto optimizer = MakeOptimizer(sgd);
+  ParameterTable table(1, 0);
+  table.Reserve(20000);
+  // A thousand keys spread over the range (several parts of the push), then
+  // keys that all start at slot 0, whose probes give the layout up.
+  std::vector<Key> keys = MixedKeys(1000000, 1000);
+  for (Key k = 1; k <= 2000; ++k) keys.push_back(k);
+  const std::vector<float> gradients(keys.size(), 1.0f);
+  ASSERT_TRUE(table.ordered());
+  std::vector<uint32_t> slots;
+  EXPECT_TRUE(table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 1.0f, nullptr,
+                         &slots));
+  EXPECT_FALSE(table.ordered());
+  ExpectFindSlotsAnswer(table, keys, true, slots);
+}
+
+// A push stepped on several threads answers the slots as one thread does.
+TEST(ParameterTableSlots, APushOnSeveralThreadsAnswersItsSlots) {
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  auto optimizer = MakeOptimizer(sgd);
+  const size_t count = ApplyThreads::kMinRowsPerPart * 2 + 37;
+  const std::vector<Key> keys = MixedKeys(100, count);
+  const std::vector<float> gradients(keys.size(), 1.0f);
+  std::vector<std::unique_ptr<Optimizer>> more;
+  more.push_back(MakeOptimizer(sgd));
+  ThreadPool pool(2);
+  const ApplyThreads apply{&pool, &more};
+  ASSERT_EQ(apply.PartsFor(count), 2);
+  ParameterTable table(1, 0);
+  std::vector<uint32_t> slots;
+  EXPECT_TRUE(table.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 1.0f, &apply,
+                         &slots));
+  ExpectFindSlotsAnswer(table, keys, true, slots);
 }
 
 }  // namespace
