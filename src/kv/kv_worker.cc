@@ -186,8 +186,9 @@ KVWorker::~KVWorker() {
   resend_wake_.notify_all();
   resend_thread_.join();
   if (resends_.load() > 0 || late_responses_.load() > 0) {
-    LOG(INFO) << "resent " << resends_.load() << " request part(s) that had no answer; ignored "
-              << late_responses_.load() << " late response(s)";
+    LOG(INFO) << "resent " << resends_.load() << " request part(s) that had no answer ("
+              << needless_resends_.load() << " of them answered on their first send after all); "
+              << "ignored " << late_responses_.load() << " late response(s)";
   }
   node_->Stop();
 }
@@ -251,6 +252,16 @@ void KVWorker::SampleLocked(const Part& part, const Message& response, double no
   // when its acknowledgement was lost).
   if (part.command == proto::DUMP || part.held || response.meta.waited_us() > 0) return;
   if (part.server_id < 0) return;
+  if (part.attempts > 1 && response.meta.resend() == 0 &&
+      response.meta.sender() == part.server_id) {
+    // The first copy's answer, come after a resend: the resend was needless,
+    // and this is a round trip like any (Karn's rule holds: which copy was
+    // answered is known). Without it the estimate would never learn the
+    // slow round trips that set off needless resends.
+    needless_resends_.fetch_add(1);
+    EstimatorLocked(part.server_id).OnAnswer(now - part.first_sent, 1);
+    return;
+  }
   EstimatorLocked(part.server_id).OnAnswer(now - part.first_sent, part.attempts);
 }
 
@@ -363,6 +374,7 @@ void KVWorker::CollectDuePartsLocked(double now, double* next,
     part.moved = false;
     ++part.attempts;
     ++part.sends_since_heard;
+    part.message.meta.set_resend(static_cast<uint32_t>(part.attempts - 1));
     if (!Retarget(part)) {
       // No server yet: try again at the next deadline.
       part.deadline = now + retry_.TimeoutAfter(part.attempts);

@@ -241,6 +241,8 @@ class KVWorker {
   uint64_t resends() const { return resends_.load(); }
   // Responses ignored because their request was answered (or cancelled).
   uint64_t late_responses() const { return late_responses_.load(); }
+  // Parts resent whose first copy was answered after all (Meta.resend).
+  uint64_t needless_resends() const { return needless_resends_.load(); }
 
  protected:
   // Sends a request's part, the first time and again (from the resend
@@ -404,6 +406,7 @@ class KVWorker {
   std::string background_error_;              // a detached request's failure
   std::atomic<uint64_t> resends_{0};
   std::atomic<uint64_t> late_responses_{0};
+  std::atomic<uint64_t> needless_resends_{0};
   std::atomic<uint64_t> named_requests_{0};
   std::atomic<uint64_t> unknown_key_lists_{0};
   std::atomic<uint64_t> wire_bytes_sent_{0};

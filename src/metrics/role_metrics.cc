@@ -250,6 +250,11 @@ void AddWorkerMetrics(KVWorker* client, const TrainingCounters* counters,
       "keel_worker_duplicate_responses_total",
       "Responses ignored because their request was already answered (or cancelled).",
       MetricsRegistry::One([client] { return Number(client->late_responses()); }));
+  registry->AddCounter(
+      "keel_worker_needless_resends_total",
+      "Request parts sent again whose first copy was answered after all (the round trip was "
+      "slow, not lost).",
+      MetricsRegistry::One([client] { return Number(client->needless_resends()); }));
   registry->AddGauge("keel_worker_pending_requests", "Requests sent and not yet waited for.",
                      MetricsRegistry::One([client] { return Number(client->pending()); }));
   registry->AddCounter(

@@ -181,6 +181,55 @@ TEST_F(SendFailure, ARequestWhoseSendThrowsFailsAtOnceAndIsForgotten) {
   for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(values[i], 0.0f) << i;
 }
 
+// A client that loses the first copy of every part while told to, as a
+// network that drops a message: the server answers the resend.
+class LosingFirstCopiesWorker : public KVWorker {
+ public:
+  using KVWorker::KVWorker;
+  std::atomic<bool> losing{false};
+
+ protected:
+  void SendPart(int server_id, Message& message) override {
+    if (losing.load() && message.meta.resend() == 0) return;  // lost on its way
+    KVWorker::SendPart(server_id, message);
+  }
+};
+
+class LostFirstCopies : public testing::ClusterTest {
+ protected:
+  void SetUp() override {
+    scheduler_ = testing::StartScheduler(testing::LocalScheduler(2, 1));
+    MakeSumServers(2);
+    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
+    auto worker = std::make_unique<LosingFirstCopiesWorker>(worker_node_.get(),
+                                                            testing::Retries(0.02, 0.05, 100));
+    worker_ = worker.get();
+    client_ = std::move(worker);
+    StartAll();
+  }
+  LosingFirstCopiesWorker* worker_ = nullptr;
+};
+
+// A part whose first copy was lost is answered on its resend (Meta.resend
+// echoed): the resend was needed, and the answer is no sample of a round trip.
+TEST_F(LostFirstCopies, AnAnswerToTheResendDoesNotCountItNeedless) {
+  const std::vector<Key> keys = MixedKeySet({1, 2, 3, 4, 5, 6, 7, 8});
+  const std::vector<Key> others = MixedKeySet({11, 12, 13, 14, 15, 16, 17, 18});
+  const SharedArray<const float> gradient(std::vector<float>(keys.size(), 1.0f));
+  worker_->losing = true;
+  client_->Wait(client_->Push(SharedArray<const Key>(keys), gradient, 1), 10);
+  worker_->losing = false;
+  EXPECT_GE(client_->resends(), 1u);
+  EXPECT_EQ(client_->needless_resends(), 0u);
+  // Applied once: as a push of other keys sent once.
+  client_->Wait(client_->Push(SharedArray<const Key>(others), gradient, 1), 10);
+  SharedArray<float> lost_first, sent_once;
+  client_->Wait(client_->Pull(SharedArray<const Key>(keys), &lost_first, 1), 10);
+  client_->Wait(client_->Pull(SharedArray<const Key>(others), &sent_once, 1), 10);
+  EXPECT_EQ(std::vector<float>(lost_first.begin(), lost_first.end()),
+            std::vector<float>(sent_once.begin(), sent_once.end()));
+}
+
 // Sends raw multipart messages to a server as if from the worker's node id.
 class RawSender {
  public:
