@@ -204,6 +204,7 @@ void KVWorker::AddPartLocked(Handle handle, int server_id, int server_rank, cons
   part.clock = message.meta.clock();
   part.command = message.meta.command();
   part.server_id = server_id;
+  part.first_server_id = server_id;
   part.server_rank = server_rank;
   part.message = message;
   part.keys = keys;
@@ -252,17 +253,20 @@ void KVWorker::SampleLocked(const Part& part, const Message& response, double no
   // when its acknowledgement was lost).
   if (part.command == proto::DUMP || part.held || response.meta.waited_us() > 0) return;
   if (part.server_id < 0) return;
-  if (part.attempts > 1 && response.meta.resend() == 0 &&
-      response.meta.sender() == part.server_id) {
-    // The first copy's answer, come after a resend: the resend was needless,
-    // and this is a round trip like any (Karn's rule holds: which copy was
-    // answered is known). Without it the estimate would never learn the
-    // slow round trips that set off needless resends.
-    needless_resends_.fetch_add(1);
+  if (part.attempts == 1) {
     EstimatorLocked(part.server_id).OnAnswer(now - part.first_sent, 1);
     return;
   }
-  EstimatorLocked(part.server_id).OnAnswer(now - part.first_sent, part.attempts);
+  // Sent more than once: Karn's rule takes no sample, unless the answer
+  // says it is the first copy's (Meta.send) and a copy went again for want
+  // of an answer, to the same server: that resend was needless, and this a
+  // round trip like any. Without it the estimate never learns the slow
+  // round trips that set off needless resends.
+  if (response.meta.send() == 1 && part.resent_for_want_of_answer &&
+      part.server_id == part.first_server_id && response.meta.sender() == part.server_id) {
+    needless_resends_.fetch_add(1);
+    EstimatorLocked(part.server_id).OnAnswer(now - part.first_sent, 1);
+  }
 }
 
 void KVWorker::RestartLaterTimersLocked(uint64_t sequence, const Part& answered, int answered_by,
@@ -371,10 +375,13 @@ void KVWorker::CollectDuePartsLocked(double now, double* next,
         round_trips_.count(part.server_id)) {
       round_trips_.at(part.server_id).OnTimeout(part.attempts);
     }
+    // Not answered in time (rather than moved, or sent again by a new view).
+    const bool unanswered = !part.held && !part.moved && !part.view_resend;
     part.moved = false;
+    part.view_resend = false;
     ++part.attempts;
     ++part.sends_since_heard;
-    part.message.meta.set_resend(static_cast<uint32_t>(part.attempts - 1));
+    part.message.meta.set_send(static_cast<uint32_t>(part.attempts));
     if (!Retarget(part)) {
       // No server yet: try again at the next deadline.
       part.deadline = now + retry_.TimeoutAfter(part.attempts);
@@ -383,6 +390,7 @@ void KVWorker::CollectDuePartsLocked(double now, double* next,
     }
     part.deadline = now + WaitLocked(part);
     *next = std::min(*next, part.deadline);
+    if (unanswered) part.resent_for_want_of_answer = true;
     // The server it goes to now may not hold the list it named.
     WithKeys(&part);
     VLOG(1) << "resending " << what << ", attempt " << part.attempts;
@@ -504,6 +512,7 @@ void KVWorker::OnView(const proto::ClusterView& view) {
       if (primary != server_ids.end() &&
           (primary->second != part.server_id || (server_left && part.command == proto::PUSH))) {
         part.deadline = now;  // resent at once, to the range's primary now
+        part.view_resend = true;
         resend_now_ = true;
       }
     }
@@ -623,6 +632,7 @@ Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Ke
   proto::Meta& meta = message.meta;
   meta.set_command(command);
   meta.set_sequence(node_->NextSequence());
+  meta.set_send(1);
   meta.set_clock(clock_.load());
   meta.set_key_count(end - begin);
   meta.set_value_width(width);

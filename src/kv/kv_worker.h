@@ -241,7 +241,8 @@ class KVWorker {
   uint64_t resends() const { return resends_.load(); }
   // Responses ignored because their request was answered (or cancelled).
   uint64_t late_responses() const { return late_responses_.load(); }
-  // Parts resent whose first copy was answered after all (Meta.resend).
+  // Parts resent for want of an answer whose first copy was answered after
+  // all, by the server it went to (Meta.send).
   uint64_t needless_resends() const { return needless_resends_.load(); }
 
  protected:
@@ -274,6 +275,7 @@ class KVWorker {
     int64_t clock = 0;
     proto::Command command = proto::COMMAND_UNKNOWN;
     int server_id = -1;
+    int first_server_id = -1;  // where its first copy went
     int server_rank = -1;
     int range = -1;   // the key range it is for; -1: for the server itself (CLOCK, DUMP)
     Message message;  // as sent (frames share the caller's arrays)
@@ -287,6 +289,9 @@ class KVWorker {
     int sends_since_heard = 1;
     bool held = false;   // acknowledged as held at the gate
     bool moved = false;  // answered moved: resent for the range's new server
+    bool view_resend = false;  // due at once: a new view's primary, or a server left
+    // A copy went again because none was answered in time (Meta.send).
+    bool resent_for_want_of_answer = false;
   };
 
   // A request part on its way to a server (-1: none holds its range now).
@@ -378,7 +383,8 @@ class KVWorker {
   // A PULL response marked held: the server holds `part` at its gate.
   void OnHeldLocked(Part& part, double now);
   // Feeds the round trip of `part`, answered by `response`, to its server's
-  // estimate, if it is a sample (sent once, not held, not a dump).
+  // estimate, if it is a sample (sent once, or its first copy's answer after
+  // a needless resend; not held, not a dump).
   void SampleLocked(const Part& part, const Message& response, double now);
   // Collects the parts due now: those to send again (to the server holding
   // their range now) and the requests to fail; lowers `*next` to the next

@@ -9,9 +9,10 @@
 // Before any sample the timeout is the first estimate the worker was given.
 //
 // Karn's rule: a part sent more than once gives no sample (its answer may be
-// to any of its copies). So that the estimate can still grow when the round
-// trip does, a part's timeout backs off the estimate for the parts sent after
-// it (as TCP's timer stays backed off), until a sample resets it.
+// to any of its copies), unless the answer says which copy it answers and
+// that is the first (the KVWorker passes it as sent once). So that the estimate can still grow when
+// the round trip does, a part's timeout backs off the estimate for the parts sent after it (as
+// TCP's timer stays backed off), until a sample resets it.
 //
 // Every timeout lies in [min_s, max_s]. Not synchronized: the KVWorker uses
 // one per server under its lock.
@@ -31,8 +32,8 @@ class RttEstimator {
   RttEstimator(double first_s, double min_s, double max_s);
 
   // A part was answered `round_trip_s` after its first send, having been sent
-  // `sends` times in all. Only a part sent once (sends == 1) is a sample;
-  // it also ends any backoff.
+  // `sends` times in all (1 also for the first copy's answer known as such).
+  // Only sends == 1 is a sample; it also ends any backoff.
   void OnAnswer(double round_trip_s, int sends);
   // A part had no answer within its timeout after its `sends`-th send: parts
   // sent from now on wait at least as long as its next wait, until a sample.

@@ -68,7 +68,7 @@ void ServerState::Reply(const proto::Meta& request, Message& response) {
   meta.set_table(request.table());
   if (meta.key_count() == 0) meta.set_key_count(request.key_count());
   meta.set_value_width(request.value_width());
-  meta.set_resend(request.resend());
+  meta.set_send(request.send());
   meta.set_response(true);
   // The last replica acknowledges a push for its chain's primary.
   if (request.key_list_kept()) meta.set_key_list_kept(true);

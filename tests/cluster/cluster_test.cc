@@ -190,7 +190,7 @@ class LosingFirstCopiesWorker : public KVWorker {
 
  protected:
   void SendPart(int server_id, Message& message) override {
-    if (losing.load() && message.meta.resend() == 0) return;  // lost on its way
+    if (losing.load() && message.meta.send() == 1) return;  // lost on its way
     KVWorker::SendPart(server_id, message);
   }
 };
@@ -210,7 +210,7 @@ class LostFirstCopies : public testing::ClusterTest {
   LosingFirstCopiesWorker* worker_ = nullptr;
 };
 
-// A part whose first copy was lost is answered on its resend (Meta.resend
+// A part whose first copy was lost is answered on its resend (Meta.send
 // echoed): the resend was needed, and the answer is no sample of a round trip.
 TEST_F(LostFirstCopies, AnAnswerToTheResendDoesNotCountItNeedless) {
   const std::vector<Key> keys = MixedKeySet({1, 2, 3, 4, 5, 6, 7, 8});
