@@ -139,21 +139,25 @@ std::string AnyErrorOf(const std::function<void()>& body) {
   return "no error";
 }
 
-class SendFailure : public testing::ClusterTest {
+// Two summing servers and a worker of type `TwistedWorker`, which resends
+// soon: a request left behind would be resent within the test.
+template <typename TwistedWorker>
+class TwistedWorkerCluster : public testing::ClusterTest {
  protected:
   void SetUp() override {
     scheduler_ = testing::StartScheduler(testing::LocalScheduler(2, 1));
     MakeSumServers(2);
     worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
-    // Resent soon: a request left behind would be resent within the test.
     auto worker =
-        std::make_unique<FailingSendWorker>(worker_node_.get(), testing::Retries(0.02, 0.05, 100));
+        std::make_unique<TwistedWorker>(worker_node_.get(), testing::Retries(0.02, 0.05, 100));
     worker_ = worker.get();
     client_ = std::move(worker);
     StartAll();
   }
-  FailingSendWorker* worker_ = nullptr;
+  TwistedWorker* worker_ = nullptr;
 };
+
+using SendFailure = TwistedWorkerCluster<FailingSendWorker>;
 
 TEST_F(SendFailure, ARequestWhoseSendThrowsFailsAtOnceAndIsForgotten) {
   const std::vector<Key> keys = MixedKeySet({1, 2, 3, 4, 5, 6, 7, 8});
@@ -195,20 +199,7 @@ class LosingFirstCopiesWorker : public KVWorker {
   }
 };
 
-class LostFirstCopies : public testing::ClusterTest {
- protected:
-  void SetUp() override {
-    scheduler_ = testing::StartScheduler(testing::LocalScheduler(2, 1));
-    MakeSumServers(2);
-    worker_node_ = std::make_unique<Node>(LocalNode(proto::WORKER, scheduler_->port()));
-    auto worker = std::make_unique<LosingFirstCopiesWorker>(worker_node_.get(),
-                                                            testing::Retries(0.02, 0.05, 100));
-    worker_ = worker.get();
-    client_ = std::move(worker);
-    StartAll();
-  }
-  LosingFirstCopiesWorker* worker_ = nullptr;
-};
+using LostFirstCopies = TwistedWorkerCluster<LosingFirstCopiesWorker>;
 
 // A part whose first copy was lost is answered on its resend (Meta.send
 // echoed): the resend was needed, and the answer is no sample of a round trip.
