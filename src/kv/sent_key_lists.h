@@ -8,12 +8,12 @@
 // (Kept), later requests with the same keys name the id instead of carrying
 // the keys. A list is matched by a fingerprint of a sample of its keys and
 // then compared whole, so a request names a list only if its keys are
-// exactly the kept ones. Bounded per server
-// (`lists` lists, `bytes` bytes of keys; the worker keeps a copy of each):
-// past a bound a new list goes with its keys. A server that answers that it
-// holds no such list (it dropped its lists at a view change, or was
-// restarted) makes the worker forget it (Forget) and send the keys again;
-// every list is forgotten at a view change (Clear).
+// exactly the kept ones. Bounded per server (`lists` lists, `bytes` bytes of
+// keys; the worker keeps a copy of each): past a bound a new list goes with
+// its keys. A server that answers that it holds no such list (it dropped
+// its lists at a view change, or was restarted) makes the worker forget it
+// (Forget) and send the keys again; every list is forgotten at a view change
+// (Clear).
 //
 // Thread-safe.
 #ifndef KEEL_KV_SENT_KEY_LISTS_H_

@@ -177,15 +177,11 @@ void RequestServing::PushRows(const DataRequest& request, ServerTable& table, fl
     state_.counters.key_list_slot_hits.fetch_add(1);
     return;
   }
-  if (!list) {
-    rows.Push(request.keys.data(), request.keys.size(), request.values.data(),
-              table.optimizer.get(), step_scale, &threads);
-    return;
-  }
   std::vector<uint32_t> slots;
-  const bool found = rows.Push(request.keys.data(), request.keys.size(), request.values.data(),
-                               table.optimizer.get(), step_scale, &threads, &slots);
-  list->KeepSlotsIn(request.table, rows, found, std::move(slots));
+  const bool found =
+      rows.Push(request.keys.data(), request.keys.size(), request.values.data(),
+                table.optimizer.get(), step_scale, &threads, list ? &slots : nullptr);
+  if (list) list->KeepSlotsIn(request.table, rows, found, std::move(slots));
 }
 
 void RequestServing::PullRows(const DataRequest& request, uint32_t table_id,
@@ -198,13 +194,11 @@ void RequestServing::PullRows(const DataRequest& request, uint32_t table_id,
   }
   // A list whose keys were not all found, with no row made or moved since,
   // would not be found now either (keys only in validation, never pushed).
-  if (!list || list->FoundInVain(table_id, rows)) {
-    rows.Pull(request.keys.data(), request.keys.size(), out);
-    return;
-  }
+  const bool keep = list && !list->FoundInVain(table_id, rows);
   std::vector<uint32_t> slots;
-  const bool found = rows.Pull(request.keys.data(), request.keys.size(), out, &slots);
-  list->KeepSlotsIn(table_id, rows, found, std::move(slots));
+  const bool found =
+      rows.Pull(request.keys.data(), request.keys.size(), out, keep ? &slots : nullptr);
+  if (keep) list->KeepSlotsIn(table_id, rows, found, std::move(slots));
 }
 
 std::optional<GateSlot> RequestServing::SlotOf(const Message& message) const {
