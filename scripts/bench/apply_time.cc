@@ -1,13 +1,16 @@
 // The time a server's table takes to apply pushes, alone (no network, no
 // request handling): ParameterTable::Push of rows that exist, through each
 // optimizer at each row width, in pushes of 10^5 sorted mixed keys as a
-// worker sends them. Built against a build tree's libraries by
-// scripts/bench/apply_time.sh, so that two builds run the same harness.
+// worker sends them; and the same pushes through PushSlots, as a push that
+// names a kept key list is applied (the slots found once, beforehand). Built
+// against a build tree's libraries by scripts/bench/apply_time.sh, so that
+// two builds run the same harness.
 //
 //   apply_time KEYS PASSES WIDTH...
 //
-// Prints one line per optimizer and width: its name, the width and the
-// median over PASSES passes of nanoseconds per key pushed.
+// Prints two lines per optimizer and width: its name (then its name and
+// "/slots"), the width and the median over PASSES passes of nanoseconds per
+// key pushed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,7 +26,17 @@
 
 namespace {
 
-double NanosecondsPerKey(const std::string& name, int width, uint64_t keys, int passes) {
+struct PerKey {
+  double keys = 0;   // ParameterTable::Push
+  double slots = 0;  // ParameterTable::PushSlots
+};
+
+double Median(std::vector<double> seconds, uint64_t keys) {
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2] * 1e9 / static_cast<double>(keys);
+}
+
+PerKey NanosecondsPerKey(const std::string& name, int width, uint64_t keys, int passes) {
   keel::OptimizerOptions options;
   options.name = name;
   options.learning_rate = 1e-6f;  // the values stay small however long it runs
@@ -52,8 +65,23 @@ double NanosecondsPerKey(const std::string& name, int width, uint64_t keys, int 
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     if (pass >= 0) seconds.push_back(took.count());
   }
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[seconds.size() / 2] * 1e9 / static_cast<double>(keys);
+  std::vector<std::vector<uint32_t>> slots(pushes.size());
+  for (size_t i = 0; i < pushes.size(); ++i) {
+    if (!table.FindSlots(pushes[i].data(), pushes[i].size(), &slots[i])) {
+      std::fprintf(stderr, "apply_time: a pushed key has no row\n");
+      std::exit(1);
+    }
+  }
+  std::vector<double> slot_seconds;
+  for (int pass = 0; pass < passes; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& batch : slots) {
+      table.PushSlots(batch.data(), batch.size(), gradients.data(), optimizer.get(), 1.0f);
+    }
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    slot_seconds.push_back(took.count());
+  }
+  return {Median(seconds, keys), Median(slot_seconds, keys)};
 }
 
 }  // namespace
@@ -76,7 +104,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "apply_time: width '%s' is not positive\n", argv[arg]);
         return 2;
       }
-      std::printf("%s %d %.2f\n", name, width, NanosecondsPerKey(name, width, keys, passes));
+      const PerKey per_key = NanosecondsPerKey(name, width, keys, passes);
+      std::printf("%s %d %.2f\n%s/slots %d %.2f\n", name, width, per_key.keys, name, width,
+                  per_key.slots);
       std::fflush(stdout);
     }
   }

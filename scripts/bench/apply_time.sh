@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Apply time alone, two builds side by side: scripts/bench/apply_time.cc
-# (ParameterTable::Push of rows that exist, each optimizer and row width)
+# (ParameterTable::Push of rows that exist, each optimizer and row width, and
+# the same pushes through PushSlots as "OPTIMIZER/slots": a kept key list's)
 # compiled against each build tree's libraries and the headers of its source,
 # then run in alternating rounds (A B, then B A); prints every round's
 # ns per key and each case's median with its ratio (B / A).
