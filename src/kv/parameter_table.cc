@@ -486,12 +486,16 @@ bool ParameterTable::FindSlots(const Key* keys, size_t count, std::vector<uint32
 }
 
 void ParameterTable::PrefetchSlot(size_t index) const {
+  // Every line the slot touches, as Prefetch does: a slot of 8 FTRL models
+  // (104 bytes) spans three lines at half of its alignments. Up to 128 bytes
+  // without a branch: the first line's, the one 64 bytes on (or the last)
+  // and the last's.
   const char* slot = SlotAt(index);
+  const size_t last = slot_bytes_ - 1;
   __builtin_prefetch(slot, 1, 3);
-  // A slot that crosses into the next line (4-byte aligned, a narrow row).
-  if ((reinterpret_cast<uintptr_t>(slot) & 63) + slot_bytes_ > 64) {
-    __builtin_prefetch(slot + 64, 1, 3);
-  }
+  __builtin_prefetch(slot + std::min(size_t{64}, last), 1, 3);
+  __builtin_prefetch(slot + last, 1, 3);
+  for (size_t line = 128; line < last; line += 64) __builtin_prefetch(slot + line, 1, 3);
 }
 
 void ParameterTable::PushSlots(const uint32_t* slots, size_t count, const float* gradients,
