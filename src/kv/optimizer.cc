@@ -222,29 +222,28 @@ struct FtrlStep {
                                    int width, const ColumnSettings& columns) const {
     float* __restrict z = row + width;
     float* __restrict n = z + width;
-    const float* alpha = columns.learning_rate.data();
     const float* l1 = columns.l1.data();
-    const float* l2 = columns.l2.data();
-    const float* betas = columns.ftrl_beta.data();
+    const float* inverse_alpha = columns.inverse_rate.data();
+    const float* offset = columns.ftrl_offset.data();  // beta / alpha + l2
     // Branch-free (selections compute both sides), so the compiler vectorises
     // the columns: a row of many models' weights steps them side by side.
     for (int i = 0; i < width; ++i) {
-      const float beta = betas[i];
       const float g = gradient[i];
       const float w = row[i];
       // First update of an initialized weight: start z where the closed form
       // below gives that weight back, so FTRL starts from the initializer's
       // value (a factorization machine's factors must not all start at 0).
-      const float first_z = -w * (beta / alpha[i] + l2[i]) - std::copysign(l1[i], w);
+      const float first_z = -w * offset[i] - std::copysign(l1[i], w);
       const bool fresh = (n[i] == 0.0f) & (w != 0.0f);
       const float z0 = fresh ? first_z : z[i];
       const float old_root = std::sqrt(n[i]);
       const float n1 = n[i] + g * g;
       const float new_root = std::sqrt(n1);
-      const float sigma = (new_root - old_root) / alpha[i];
+      const float sigma = (new_root - old_root) * inverse_alpha[i];
       const float z1 = z0 + (g - sigma * w);
+      // (beta + sqrt(n)) / alpha + l2, one division left.
       const float shrunk =
-          -(z1 - std::copysign(l1[i], z1)) / ((beta + new_root) / alpha[i] + l2[i]);
+          -(z1 - std::copysign(l1[i], z1)) / (new_root * inverse_alpha[i] + offset[i]);
       row[i] = std::fabs(z1) <= l1[i] ? 0.0f : shrunk;
       z[i] = z1;
       n[i] = n1;
@@ -253,12 +252,12 @@ struct FtrlStep {
 
   // Rows of one weight (a linear model's) in blocks: operator()'s arithmetic,
   // operation for operation, over arrays the compiler vectorises (each row's
-  // step alone is a chain of two square roots and two divisions).
+  // step alone is a chain of two square roots and a division).
   KEEL_STEP_INLINE void UpdateWidthOne(float* const* rows, const float* gradients, size_t count,
                                        const ColumnSettings& columns) const {
     constexpr size_t kBlock = 64;
-    const float beta = columns.ftrl_beta[0];
-    const float alpha = columns.learning_rate[0], l1 = columns.l1[0], l2 = columns.l2[0];
+    const float l1 = columns.l1[0];
+    const float inverse_alpha = columns.inverse_rate[0], offset = columns.ftrl_offset[0];
     float weights[kBlock], zs[kBlock], ns[kBlock];
     for (size_t begin = 0; begin < count; begin += kBlock) {
       const size_t m = std::min(kBlock, count - begin);
@@ -271,16 +270,16 @@ struct FtrlStep {
       }
       for (size_t i = 0; i < m; ++i) {
         const float w = weights[i];
-        const float first_z = -w * (beta / alpha + l2) - std::copysign(l1, w);
+        const float first_z = -w * offset - std::copysign(l1, w);
         // Branch-free selections (& rather than &&), so the loop vectorises.
         const bool fresh = (ns[i] == 0.0f) & (w != 0.0f);
         const float z0 = fresh ? first_z : zs[i];
         const float old_root = std::sqrt(ns[i]);
         const float n = ns[i] + g[i] * g[i];
         const float new_root = std::sqrt(n);
-        const float sigma = (new_root - old_root) / alpha;
+        const float sigma = (new_root - old_root) * inverse_alpha;
         const float z = z0 + (g[i] - sigma * w);
-        const float shrunk = -(z - std::copysign(l1, z)) / ((beta + new_root) / alpha + l2);
+        const float shrunk = -(z - std::copysign(l1, z)) / (new_root * inverse_alpha + offset);
         weights[i] = std::fabs(z) <= l1 ? 0.0f : shrunk;
         zs[i] = z;
         ns[i] = n;
@@ -299,6 +298,18 @@ template <typename Step, typename = void>
 struct HasWidthOnePath : std::false_type {};
 template <typename Step>
 struct HasWidthOnePath<Step, std::void_t<decltype(&Step::UpdateWidthOne)>> : std::true_type {};
+
+// The columns ColumnSettings derives from its rates, penalties and betas.
+void DeriveColumns(ColumnSettings* settings) {
+  const size_t columns = settings->learning_rate.size();
+  settings->inverse_rate.resize(columns);
+  settings->ftrl_offset.resize(columns);
+  for (size_t c = 0; c < columns; ++c) {
+    const float alpha = settings->learning_rate[c];
+    settings->inverse_rate[c] = 1.0f / alpha;
+    settings->ftrl_offset[c] = settings->ftrl_beta[c] / alpha + settings->l2[c];
+  }
+}
 
 // ColumnSettings per row width, resolved from the options on the first use of
 // each width. Not synchronized.
@@ -352,6 +363,8 @@ class ScheduledRates {
       scaled_.learning_rate[c] =
           std::max(static_cast<float>(rate * multiplier), floor) * step_scale;
     }
+    // The derived columns stay the base's: their one reader, ftrl, has no
+    // schedule and takes a staleness scale on its gradient.
     decreases_ = decreases;
     step_scale_ = step_scale;
   }
@@ -504,6 +517,7 @@ void ColumnSettingsCache::Resolve(int width) {
         settings.uniform = false;
       }
     }
+    DeriveColumns(&settings);
     found = by_width_.emplace(width, std::move(settings)).first;
   }
   last_width_ = width;

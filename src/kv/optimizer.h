@@ -54,6 +54,11 @@ struct ColumnSettings {
   std::vector<float> l1;
   std::vector<float> l2;
   std::vector<float> ftrl_beta;
+  // Derived from the above for ftrl's step, which then divides once per
+  // weight: 1 / learning_rate and ftrl_beta / learning_rate + l2 (the rates
+  // before a schedule or a staleness scale, neither of which ftrl takes).
+  std::vector<float> inverse_rate;
+  std::vector<float> ftrl_offset;
 };
 
 // The optimizer `options.name` names. Throws Error for a name other than
