@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -244,6 +245,25 @@ TEST(TrainingHealth, MeasureGradientsSumsFiniteSquaresAndCountsTheRest) {
   EXPECT_DOUBLE_EQ(figures.norm(), 5.0);
 }
 
+// Model k's figures from MeasureModelColumns against MeasureGradients of its
+// own columns' values, row after row.
+void ExpectEachModelMeasuredAlone(const std::vector<float>& values, size_t width, size_t models) {
+  const std::vector<GradientFigures> figures = MeasureModelColumns(values, width, models);
+  ASSERT_EQ(figures.size(), models);
+  const size_t columns = width / models, rows = values.size() / width;
+  for (size_t k = 0; k < models; ++k) {
+    std::vector<float> own;
+    for (size_t row = 0; row < rows; ++row) {
+      for (size_t c = 0; c < columns; ++c) own.push_back(values[row * width + columns * k + c]);
+    }
+    const GradientFigures expected = MeasureGradients(own.data(), own.size());
+    EXPECT_EQ(figures[k].values, expected.values) << "model " << k << " of width " << width;
+    EXPECT_EQ(figures[k].non_finite, expected.non_finite) << "model " << k << " of width " << width;
+    EXPECT_NEAR(figures[k].square_sum, expected.square_sum, 1e-9 * expected.square_sum)
+        << "model " << k << " of width " << width;
+  }
+}
+
 TEST(TrainingHealth, MeasureModelColumnsGivesEachModelWhatMeasureGradientsGivesItsValues) {
   // 3 models of 2 columns (a factorization machine's [w, v]), 50 rows; model
   // 1 holds an infinity and a NaN, model 2 a NaN.
@@ -255,23 +275,20 @@ TEST(TrainingHealth, MeasureModelColumnsGivesEachModelWhatMeasureGradientsGivesI
   values[4 * width + 2] = std::numeric_limits<float>::infinity();
   values[9 * width + 3] = std::nanf("");
   values[30 * width + 5] = std::nanf("");
+  ExpectEachModelMeasuredAlone(values, width, models);
   const std::vector<GradientFigures> figures = MeasureModelColumns(values, width, models);
-  ASSERT_EQ(figures.size(), models);
-  for (size_t k = 0; k < models; ++k) {
-    std::vector<float> own;  // model k's values, row after row
-    for (size_t row = 0; row < rows; ++row) {
-      own.push_back(values[row * width + 2 * k]);
-      own.push_back(values[row * width + 2 * k + 1]);
-    }
-    const GradientFigures expected = MeasureGradients(own.data(), own.size());
-    EXPECT_EQ(figures[k].values, expected.values) << "model " << k;
-    EXPECT_EQ(figures[k].non_finite, expected.non_finite) << "model " << k;
-    EXPECT_NEAR(figures[k].square_sum, expected.square_sum, 1e-9 * expected.square_sum)
-        << "model " << k;
-  }
   EXPECT_EQ(figures[0].non_finite, 0u);
   EXPECT_EQ(figures[1].non_finite, 2u);
   EXPECT_EQ(figures[2].non_finite, 1u);
+  // Widths summed in blocks of 8 columns, with and without columns after
+  // the last block: 8 models of one column (the linear learner's), 10 of 2.
+  for (const auto& [wide_models, wide_width] : {std::pair<size_t, size_t>{8, 8}, {10, 20}}) {
+    std::vector<float> wide(rows * wide_width);
+    for (float& value : wide) value = normal(random);
+    wide[7 * wide_width + 1] = std::numeric_limits<float>::infinity();  // in the first block
+    wide[12 * wide_width + wide_width - 1] = std::nanf("");             // the last column
+    ExpectEachModelMeasuredAlone(wide, wide_width, wide_models);
+  }
   // One model of width 1 (the linear learner's), and nothing to measure.
   EXPECT_DOUBLE_EQ(MeasureModelColumns({3, 4}, 1, 1)[0].norm(), 5.0);
   EXPECT_EQ(MeasureModelColumns({}, 8, 8)[7].values, 0u);
