@@ -9,7 +9,9 @@
 // a push with a non-finite value, and a large finite gradient must not turn
 // into one. Infinities stay infinities; NaN stays a (quiet) NaN; values below
 // the smallest subnormal become zero of their sign. Widening to float32 is
-// exact, so every node that widens the same 16-bit frame gets the same floats.
+// exact (a NaN widens quiet), so every node that widens the same 16-bit frame
+// gets the same floats. Frames convert eight values at a time where the CPU
+// has AVX2 and F16C, with the same bits as the functions below.
 //
 // Thread-safe: pure functions.
 #ifndef KEEL_KV_WIRE_PRECISION_H_
@@ -35,6 +37,8 @@ uint16_t FloatToBf16(float value);
 float Bf16ToFloat(uint16_t bits);
 uint16_t FloatToFp16(float value);
 float Fp16ToFloat(uint16_t bits);
+// Whether NarrowValues and the widening below convert eight values at a time.
+bool WideWireConversionAvailable();
 
 // `values` as the bytes of a frame of `precision` (float32: the floats
 // themselves, not copied; 16-bit: a new array of converted values).

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "base/error.h"
 #include "kv/message.h"
@@ -99,6 +101,11 @@ TEST(WirePrecisionTest, Fp16SaturatesFiniteOverflowAndKeepsInfinitiesAndNan) {
   EXPECT_EQ(Fp16ToFloat(0x7c00), kInfinity);
   EXPECT_TRUE(std::isnan(Fp16ToFloat(FloatToFp16(std::nanf("")))));
   EXPECT_TRUE(std::isnan(Fp16ToFloat(FloatToFp16(FloatOf(0x7f800001)))));
+  // A signalling NaN half widens to a quiet NaN, its payload kept.
+  const float widened = Fp16ToFloat(0xfc01);
+  uint32_t bits;
+  std::memcpy(&bits, &widened, sizeof(bits));
+  EXPECT_EQ(bits, 0xffc02000u);
 }
 
 TEST(WirePrecisionTest, Fp16SubnormalsRoundAndUnderflowToSignedZero) {
@@ -141,6 +148,72 @@ TEST(WirePrecisionTest, NarrowAndWidenRoundTripAFrame) {
   const Bytes same = NarrowValues(input, proto::WIRE_FP32);
   EXPECT_EQ(same.data(), reinterpret_cast<const char*>(input.data()));
   EXPECT_EQ(WidenValues(same, 4, proto::WIRE_FP32, "test frame").data(), input.data());
+}
+
+// The bits of frames converted eight at a time against the functions of one
+// value: every half and bfloat16 widened, and narrowed values of every kind
+// (random bits, each class of special value and the boundaries of rounding,
+// saturation and underflow) in frames of every length up to 40, so that
+// eights of values and the values after them are both converted.
+TEST(WirePrecisionTest, FramesConvertedEightAtATimeGiveTheBitsOfOneAtATime) {
+  if (!WideWireConversionAvailable()) {
+    GTEST_SKIP() << "this CPU has no AVX2 and F16C: frames convert one value at a time alone";
+  }
+  std::vector<uint16_t> halves(65536);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);
+  std::vector<float> wide(halves.size());
+  for (auto precision : {proto::WIRE_BF16, proto::WIRE_FP16}) {
+    WidenInto(reinterpret_cast<const char*>(halves.data()), halves.size(), precision, wide.data());
+    for (size_t i = 0; i < halves.size(); ++i) {
+      const float one =
+          precision == proto::WIRE_BF16 ? Bf16ToFloat(halves[i]) : Fp16ToFloat(halves[i]);
+      ASSERT_EQ(std::memcmp(&one, &wide[i], sizeof(float)), 0)
+          << WirePrecisionName(precision) << " " << std::hex << halves[i];
+    }
+  }
+  std::vector<uint32_t> bits = {
+      0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7f800001, 0x7fc00000, 0xffffffff,
+      0x7f7fffff, 0xff7fffff, 0x7f7f8000, 0x477fe000, 0x477fefff, 0x477ff000, 0xc77ff000,
+      0x33000000, 0x33000001, 0xb3000000, 0x38800000, 0x387fffff, 0x00000001, 0x3f808000,
+      0x3f818000, 0x3f808001, 0x3fffffff, 0x3f800fff, 0x3f801000, 0x3f803000};
+  std::mt19937 random(11);
+  for (int i = 0; i < 20000; ++i) bits.push_back(static_cast<uint32_t>(random()));
+  std::uniform_real_distribution<float> exponent(-30.0f, 20.0f);
+  for (int i = 0; i < 20000; ++i) {
+    const float value = std::exp2(exponent(random)) * (i % 2 ? -1.0f : 1.0f);
+    uint32_t value_bits;
+    std::memcpy(&value_bits, &value, sizeof(value_bits));
+    bits.push_back(value_bits);
+  }
+  const auto expect_frame = [](const std::vector<uint32_t>& frame_bits) {
+    auto values = SharedArray<float>::Allocate(frame_bits.size());
+    if (!frame_bits.empty()) {
+      std::memcpy(values.data(), frame_bits.data(), frame_bits.size() * sizeof(float));
+    }
+    const SharedArray<const float> input = values;
+    for (auto precision : {proto::WIRE_BF16, proto::WIRE_FP16}) {
+      const Bytes frame = NarrowValues(input, precision);
+      ASSERT_EQ(frame.size(), 2 * frame_bits.size());
+      for (size_t i = 0; i < frame_bits.size(); ++i) {
+        uint16_t narrow;
+        std::memcpy(&narrow, frame.data() + 2 * i, sizeof(narrow));
+        const uint16_t one =
+            precision == proto::WIRE_BF16 ? FloatToBf16(input[i]) : FloatToFp16(input[i]);
+        ASSERT_EQ(narrow, one) << WirePrecisionName(precision) << " of " << std::hex
+                               << frame_bits[i] << " at " << std::dec << i << " of "
+                               << frame_bits.size();
+      }
+    }
+  };
+  expect_frame(bits);
+  for (size_t length = 0; length <= 40; ++length) {
+    // Each special value at each position of a frame of this length.
+    for (size_t start = 0; start < 27; ++start) {
+      std::vector<uint32_t> frame(length, 0x3f800000);
+      for (size_t i = 0; i < length; ++i) frame[i] = bits[(start + i) % 27];
+      expect_frame(frame);
+    }
+  }
 }
 
 TEST(WirePrecisionTest, AFrameOfTheWrongSizeForItsPrecisionIsRefused) {
