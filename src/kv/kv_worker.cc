@@ -644,9 +644,14 @@ Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Ke
   }
   const proto::WirePrecision precision =
       narrow_tables_.count(table) ? precision_ : proto::WIRE_FP32;
-  meta.set_precision(precision);
   if (command == proto::PUSH) {
-    message.frames.push_back(NarrowValues(values.Slice(begin * width, end * width), precision));
+    // A push holding a value past fp16's range goes as fp32 (never clipped).
+    const SharedArray<const float> pushed = values.Slice(begin * width, end * width);
+    const proto::WirePrecision sent = PrecisionToSend(pushed.data(), pushed.size(), precision);
+    meta.set_precision(sent);
+    message.frames.push_back(NarrowValues(pushed, sent));
+  } else {
+    meta.set_precision(precision);  // the answer's, asked for
   }
   return message;
 }

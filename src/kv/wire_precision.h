@@ -40,6 +40,12 @@ float Fp16ToFloat(uint16_t bits);
 // Whether NarrowValues and the widening below convert eight values at a time.
 bool WideWireConversionAvailable();
 
+// The precision a frame of `values` travels in when `asked` is asked for: fp16
+// unless a finite value lies past its range (at or above 65520 in magnitude,
+// which FloatToFp16 would saturate), then fp32, so that no value is clipped;
+// `asked` itself otherwise.
+proto::WirePrecision PrecisionToSend(const float* values, size_t count, proto::WirePrecision asked);
+
 // `values` as the bytes of a frame of `precision` (float32: the floats
 // themselves, not copied; 16-bit: a new array of converted values).
 SharedArray<char> NarrowValues(const SharedArray<const float>& values,

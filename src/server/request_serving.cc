@@ -633,19 +633,23 @@ void RequestServing::ServePull(const proto::Meta& meta, const DataRequest& reque
   response->meta.set_min_clock(
       gate_.MinClock(GateSlot(static_cast<uint32_t>(range), request.table)));
   response->meta.set_waited_us(waited_us);
-  // The answer travels in the precision the pull asked for.
-  const proto::WirePrecision precision = meta.precision();
-  response->meta.set_precision(precision);
+  // The answer travels in the precision the pull asked for, but fp16 as fp32
+  // when a weight lies past its range (PrecisionToSend); the answer says which.
+  SharedArray<const float> values;
   if (request.keys.size() == 1 && table->shares_rows()) {
     // One long row: sent straight from the table, copied only if a push
     // comes while it is still being sent (a key without a row: its initial
     // weights, made for this answer).
-    response->frames.push_back(NarrowValues(table->SharedWeights(request.keys[0]), precision));
+    values = table->SharedWeights(request.keys[0]);
   } else {
-    auto values = SharedArray<float>::Allocate(request.keys.size() * request.width);
-    PullRows(request, request.table, *table, values.data());
-    response->frames.push_back(NarrowValues(values, precision));
+    auto rows = SharedArray<float>::Allocate(request.keys.size() * request.width);
+    PullRows(request, request.table, *table, rows.data());
+    values = rows;
   }
+  const proto::WirePrecision precision =
+      PrecisionToSend(values.data(), values.size(), meta.precision());
+  response->meta.set_precision(precision);
+  response->frames.push_back(NarrowValues(values, precision));
   state_.counters.served.fetch_add(1);
 }
 

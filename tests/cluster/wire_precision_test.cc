@@ -232,15 +232,24 @@ TEST_F(WirePrecisionCluster, AFrameOfTheWrongSizeForItsPrecisionIsRefusedAndAppl
   EXPECT_EQ(Dumped(), (std::vector<float>{-1, -2, -3, -4}));
 }
 
-TEST_F(WirePrecisionCluster, Fp16PullsSaturateAndPushesRoundToHalf) {
+TEST_F(WirePrecisionCluster, Fp16FramesHoldingAValuePastItsRangeTravelAsFloat32) {
   StartCluster(1, 0, proto::WIRE_FP16);
   const std::vector<Key> keys = MixedKeySet({1});
-  // -1e5 is past half's range: it travels as -65504, a finite gradient.
-  Push(keys, {-1e5f, 1.0f / 3});
-  EXPECT_EQ(Dumped(), (std::vector<float>{65504.0f, -Fp16ToFloat(FloatToFp16(1.0f / 3))}));
-  Push(keys, {-65504.0f, 0});
-  // 131008 is past half's range too: the pull's answer saturates.
-  EXPECT_EQ(Pull(keys), (std::vector<float>{65504.0f, -Fp16ToFloat(FloatToFp16(1.0f / 3))}));
+  const float third = 1.0f / 3, half_third = Fp16ToFloat(FloatToFp16(third));
+  ASSERT_NE(third, half_third);
+  // -1e5 is past half's range: the whole push goes as float32, unclipped,
+  // its 1/3 too (sgd, rate 1: the weights are minus the gradients' sum).
+  Push(keys, {-1e5f, third});
+  EXPECT_EQ(Dumped(), (std::vector<float>{1e5f, -third}));
+  // A weight past the range: the pull's answer is float32 as well.
+  EXPECT_EQ(Pull(keys), (std::vector<float>{1e5f, -third}));
+  // Within the range, a push and a pull travel as halves.
+  Push(keys, {99999.0f, third});  // past the range: float32
+  Push(keys, {0.0f, third});      // a half: 1/3 rounded
+  const float weight = -third - third - half_third;
+  EXPECT_EQ(Dumped(), (std::vector<float>{1.0f, weight}));
+  EXPECT_EQ(Pull(keys), (std::vector<float>{1.0f, Fp16ToFloat(FloatToFp16(weight))}));
+  ASSERT_NE(weight, Fp16ToFloat(FloatToFp16(weight)));
 }
 
 }  // namespace

@@ -216,6 +216,26 @@ TEST(WirePrecisionTest, FramesConvertedEightAtATimeGiveTheBitsOfOneAtATime) {
   }
 }
 
+TEST(WirePrecisionTest, Fp16IsSentAsFloat32WhenAFiniteValueLiesPastItsRange) {
+  const float largest = 65504.0f, below_midpoint = std::nextafter(65520.0f, 0.0f);
+  std::vector<float> values = {1.0f, -largest, below_midpoint, kInfinity, std::nanf("")};
+  for (size_t i = 0; i < 20; ++i) values.push_back(0.5f * static_cast<float>(i));
+  EXPECT_EQ(PrecisionToSend(values.data(), values.size(), proto::WIRE_FP16), proto::WIRE_FP16);
+  for (float past : {65520.0f, -65520.0f, 1e30f, std::numeric_limits<float>::max()}) {
+    for (size_t at : {size_t{0}, size_t{7}, values.size() - 1}) {
+      std::vector<float> with = values;
+      with[at] = past;
+      EXPECT_EQ(PrecisionToSend(with.data(), with.size(), proto::WIRE_FP16), proto::WIRE_FP32)
+          << past << " at " << at;
+    }
+  }
+  // Other precisions are sent as asked (bfloat16 has float32's range).
+  const float big[1] = {1e30f};
+  EXPECT_EQ(PrecisionToSend(big, 1, proto::WIRE_BF16), proto::WIRE_BF16);
+  EXPECT_EQ(PrecisionToSend(big, 1, proto::WIRE_FP32), proto::WIRE_FP32);
+  EXPECT_EQ(PrecisionToSend(nullptr, 0, proto::WIRE_FP16), proto::WIRE_FP16);
+}
+
 TEST(WirePrecisionTest, AFrameOfTheWrongSizeForItsPrecisionIsRefused) {
   auto values = SharedArray<float>::Allocate(4);
   const Bytes fp32 = AsBytes(SharedArray<const float>(values));
