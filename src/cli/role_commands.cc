@@ -194,7 +194,8 @@ int RunWorker(const std::vector<std::string>& argv) {
   const RequestRetry retry = RequestRetryFromFlags();
   const KeyCacheOptions key_cache = KeyCacheOptionsFromFlags();
   const RoleSettings settings = RoleSettingsFromFlags();
-  const proto::WirePrecision precision = WirePrecisionFromFlags(settings.job);
+  const proto::WirePrecision precision =
+      WirePrecisionFromFlags(settings.job, settings.predictor_type);
   CheckMetricsFlags();
   if (FlagsCheckedOnly()) return 0;
   MetricsRegistry metrics;  // outlives the node: its receive thread observes into it

@@ -13,6 +13,7 @@ namespace keel {
 RoleSettings RoleSettingsFromFlags() {
   RoleSettings settings;
   settings.job = FLAGS_job;
+  settings.predictor_type = FLAGS_predictor_type;
   settings.bench_out = FLAGS_bench_out;
   settings.heartbeat_interval_s = FLAGS_heartbeat_interval;
   settings.preemption_grace_s = FLAGS_preemption_grace;
@@ -39,7 +40,7 @@ KVBenchOptions CheckWorkerJobFlags() {
     throw MakeError("--job '", FLAGS_job,
                     "' is not linear_learner, factorization_machines, kv_bench or exact_sum");
   }
-  WirePrecisionFromFlags(FLAGS_job);
+  WirePrecisionFromFlags(FLAGS_job, FLAGS_predictor_type);
   PushFilterThresholdFromFlags(FLAGS_job);
   StalenessFromFlags();
   return bench;

@@ -12,6 +12,7 @@ namespace keel {
 
 struct RoleSettings {
   std::string job;                   // --job
+  std::string predictor_type;        // --predictor_type
   std::string bench_out;             // --bench_out (--job=kv_bench)
   double heartbeat_interval_s = 1;   // --heartbeat_interval
   double preemption_grace_s = 90;    // --preemption_grace

@@ -20,11 +20,14 @@ namespace keel {
 // The heading of `keel COMMAND --help` for this file's flags.
 std::vector<FlagGroup> WireFlagGroups();
 
-// --wire_precision for a worker running `job`. Throws Error naming the flag
-// and its value if it is not fp32, bf16 or fp16, or if it is 16-bit for a
+// --wire_precision for a worker running `job` with `predictor_type` (auto:
+// fp16 for linear_learner unless the predictor is a regressor, fp32 for the
+// rest). Throws Error naming the flag and its value if it is not
+// auto, fp32, bf16 or fp16, or if it is 16-bit for a
 // job that checks sums exactly (exact_sum) or measures the float32 transport
 // (kv_bench): those refuse it rather than run with another precision.
-proto::WirePrecision WirePrecisionFromFlags(const std::string& job);
+proto::WirePrecision WirePrecisionFromFlags(const std::string& job,
+                                            const std::string& predictor_type);
 
 // --push_filter_threshold for a worker running `job` (0: no filter). Throws
 // Error naming the flag and its value if it is negative or not finite, or if

@@ -252,11 +252,21 @@ TEST_F(FlagChecks, BenchSizesAreBoundedEvenWhereTheUnitWouldOverflow) {
 }
 
 TEST_F(FlagChecks, WirePrecisionIsCheckedAndRefusedByTheJobsThatKeepFloat32) {
-  EXPECT_EQ(WirePrecisionFromFlags("linear_learner"), proto::WIRE_FP32);
+  // auto: fp16 for the linear learner's classifiers alone; the jobs that keep
+  // float32 take auto.
+  EXPECT_EQ(WirePrecisionFromFlags("linear_learner", "binary_classifier"), proto::WIRE_FP16);
+  EXPECT_EQ(WirePrecisionFromFlags("linear_learner", "multiclass_classifier"), proto::WIRE_FP16);
+  EXPECT_EQ(WirePrecisionFromFlags("linear_learner", "regressor"), proto::WIRE_FP32);
+  for (const char* job : {"factorization_machines", "exact_sum", "kv_bench"}) {
+    EXPECT_EQ(WirePrecisionFromFlags(job, "binary_classifier"), proto::WIRE_FP32) << job;
+  }
+  Set("wire_precision", "fp32");
+  EXPECT_EQ(WirePrecisionFromFlags("linear_learner", "binary_classifier"), proto::WIRE_FP32);
   Set("wire_precision", "bf16");
-  EXPECT_EQ(WirePrecisionFromFlags("linear_learner"), proto::WIRE_BF16);
+  EXPECT_EQ(WirePrecisionFromFlags("linear_learner", "binary_classifier"), proto::WIRE_BF16);
   Set("wire_precision", "fp16");
-  EXPECT_EQ(WirePrecisionFromFlags("factorization_machines"), proto::WIRE_FP16);
+  EXPECT_EQ(WirePrecisionFromFlags("factorization_machines", "binary_classifier"),
+            proto::WIRE_FP16);
   // exact_sum checks the servers' sums exactly: it refuses a 16-bit wire,
   // and so does a worker's check of its job's flags (before it joins).
   Set("wire_precision", "bf16");
@@ -264,12 +274,15 @@ TEST_F(FlagChecks, WirePrecisionIsCheckedAndRefusedByTheJobsThatKeepFloat32) {
   Set("model_dir", ::testing::TempDir());
   const std::string error = ErrorOf([] { CheckWorkerJobFlags(); });
   EXPECT_TRUE(Contains(error, "--wire_precision=bf16 is refused by --job=exact_sum")) << error;
-  EXPECT_TRUE(Contains(ErrorOf([] { WirePrecisionFromFlags("kv_bench"); }), "--job=kv_bench"));
+  EXPECT_TRUE(Contains(ErrorOf([] { WirePrecisionFromFlags("kv_bench", "binary_classifier"); }),
+                       "--job=kv_bench"));
   Set("wire_precision", "fp32");
   EXPECT_EQ(ErrorOf([] { CheckWorkerJobFlags(); }), "no error");
   Set("wire_precision", "fp8");
-  EXPECT_EQ(ErrorOf([] { WirePrecisionFromFlags("linear_learner"); }),
-            "--wire_precision: wire precision 'fp8' is not fp32, bf16 or fp16");
+  EXPECT_EQ(ErrorOf([] { WirePrecisionFromFlags("linear_learner", "binary_classifier"); }),
+            "--wire_precision: 'fp8' is not auto, fp32, bf16 or fp16");
+  Set("wire_precision", "auto");
+  EXPECT_EQ(ErrorOf([] { CheckWorkerJobFlags(); }), "no error");  // exact_sum
 }
 
 TEST_F(FlagChecks, ServerApplyThreadsIsAutoOrIn1To64) {
