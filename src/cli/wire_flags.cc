@@ -5,13 +5,14 @@
 #include "base/error.h"
 #include "kv/wire_precision.h"
 
-DEFINE_string(wire_precision, "auto",
-              "worker: how training pushes (gradients) and pulls (weights) travel: fp32, bf16 "
-              "or fp16 (16-bit values, half the bytes; the servers widen them and keep float32 "
-              "state; a message holding a value past fp16's +-65504 goes as fp32), or auto: "
-              "fp16 for the linear learner's classifiers (test AUC within 0.0008 of fp32's on "
-              "the sets measured, docs/BENCHMARKS.md), fp32 for its regressor and the other "
-              "jobs. exact_sum and kv_bench refuse a 16-bit precision");
+DEFINE_string(
+    wire_precision, "auto",
+    "worker: how training pushes (gradients) and pulls (weights) travel: fp32, bf16 "
+    "or fp16 (16-bit values, half the bytes; the servers widen them and keep float32 "
+    "state; a message holding a value that rounds past fp16's +-65504 goes as fp32), or auto: "
+    "fp16 for the linear learner's classifiers (test AUC within 0.0008 of fp32's on "
+    "the sets measured, docs/BENCHMARKS.md), fp32 for its regressor and the other "
+    "jobs. exact_sum and kv_bench refuse a 16-bit precision");
 DEFINE_double(push_filter_threshold, 0,
               "worker: the Parameter Server paper's filter of training pushes: a weight row "
               "goes only once one of its gradient values, summed since it last went, is at "

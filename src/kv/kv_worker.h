@@ -36,8 +36,9 @@
 //
 // Wire precision (SetWirePrecision; float32 unless set): the pushes' values
 // and pulls' answers of the tables named travel as 16-bit values
-// (kv/wire_precision.h); the server widens a push's values and applies
-// float32, and a pull's answer is widened here. Other tables (a job's
+// (kv/wire_precision.h; an fp16 part holding a value past fp16's range goes
+// as fp32, PrecisionToSend); the server widens a push's values and applies
+// float32, and a pull's answer is widened here from what it says it is. Other tables (a job's
 // counters and sums), dumps and clock announcements stay float32.
 //
 // Thread-safe: Push, Pull and Wait may be called from several threads.

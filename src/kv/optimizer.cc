@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <type_traits>
 
@@ -34,6 +35,15 @@ KEEL_STEP_INLINE float SoftThreshold(float weight, float threshold) {
 void CheckPositive(float value, const std::string& what) {
   if (!std::isfinite(value) || value <= 0) {
     throw MakeError(what, "=", value, ": must be a positive finite number");
+  }
+}
+
+// A rate: positive, finite and normal (ftrl steps with 1 / rate, which a
+// subnormal rate makes infinite).
+void CheckRate(float value, const std::string& what) {
+  if (!std::isfinite(value) || value < std::numeric_limits<float>::min()) {
+    throw MakeError(what, "=", value, ": must be a finite number of at least ",
+                    std::numeric_limits<float>::min(), " (the smallest normal float)");
   }
 }
 
@@ -561,7 +571,7 @@ void SgdOptimizer::UpdateRows(float* const* rows, const float* gradients, size_t
 }  // namespace
 
 void ValidateOptimizerOptions(const OptimizerOptions& options) {
-  CheckPositive(options.learning_rate, "--learning_rate");
+  CheckRate(options.learning_rate, "--learning_rate");
   CheckNonNegative(options.l1, "--l1");
   CheckNonNegative(options.l2, "--wd");
   CheckDecay(options.beta1, "--beta_1");
@@ -586,7 +596,7 @@ void ValidateOptimizerOptions(const OptimizerOptions& options) {
     if (group.begin < 0 || group.end <= group.begin) {
       throw MakeError(where, ": columns must satisfy 0 <= begin < end");
     }
-    CheckPositive(group.learning_rate, where + ": learning rate");
+    CheckRate(group.learning_rate, where + ": learning rate");
     CheckNonNegative(group.l1, where + ": l1");
     CheckNonNegative(group.l2, where + ": l2");
     CheckNonNegative(group.ftrl_beta, where + ": ftrl_beta");

@@ -36,11 +36,10 @@ float StalenessStepScale(int64_t staleness);
 std::string ResolveOptimizerName(const std::string& name);
 
 // Throws Error, naming the flag (--learning_rate, --l1, --wd, --beta_1, ...),
-// unless every rate is positive and finite, every penalty non-negative and
-// finite, beta1, beta2, momentum and rmsprop_decay in [0, 1), epsilon,
-// ftrl_beta and rescale_grad positive and finite, clip_gradient non-negative
-// and finite, the groups non-empty, at non-negative columns
-// and disjoint, and no L1 penalty is asked of adam; and, with the schedule
+// unless every rate is finite and at least the smallest normal float, every penalty non-negative
+// and finite, beta1, beta2, momentum and rmsprop_decay in [0, 1), epsilon, ftrl_beta and
+// rescale_grad positive and finite, clip_gradient non-negative and finite, the groups non-empty, at
+// non-negative columns and disjoint, and no L1 penalty is asked of adam; and, with the schedule
 // enabled, step >= 1, factor in (0, 1] and minimum_rate positive and finite.
 // Does not check that the name is known.
 void ValidateOptimizerOptions(const OptimizerOptions& options);

@@ -9,7 +9,7 @@
 // a push with a non-finite value, and a large finite gradient must not turn
 // into one. Infinities stay infinities; NaN stays a (quiet) NaN; values below
 // the smallest subnormal become zero of their sign. Widening to float32 is
-// exact (a NaN widens quiet), so every node that widens the same 16-bit frame
+// exact (an fp16 NaN widens quiet), so every node that widens the same 16-bit frame
 // gets the same floats. Frames convert eight values at a time where the CPU
 // has AVX2 and F16C, with the same bits as the functions below.
 //

@@ -484,6 +484,8 @@ TEST(MakeOptimizer, RejectsBadOptionsNamingTheFlag) {
       {"--learning_rate", [](OptimizerOptions& o) { o.learning_rate = 0; }},
       {"--learning_rate", [&](OptimizerOptions& o) { o.learning_rate = nan; }},
       {"--learning_rate", [&](OptimizerOptions& o) { o.learning_rate = infinity; }},
+      // Subnormal: 1 / rate is infinite (ftrl steps with it).
+      {"--learning_rate", [](OptimizerOptions& o) { o.learning_rate = 1e-39f; }},
       {"--l1", [](OptimizerOptions& o) { o.l1 = -0.1f; }},
       {"--wd", [](OptimizerOptions& o) { o.l2 = -0.1f; }},
       {"--wd", [&](OptimizerOptions& o) { o.l2 = nan; }},

@@ -171,6 +171,26 @@ TEST(WirePrecisionTest, FramesConvertedEightAtATimeGiveTheBitsOfOneAtATime) {
           << WirePrecisionName(precision) << " " << std::hex << halves[i];
     }
   }
+  // Frames of every length up to 40 (eights and the values after them), at
+  // every class of half: from NaNs (0x7e00-) down through infinities,
+  // normal, subnormal and zero halves.
+  for (size_t length = 0; length <= 40; ++length) {
+    for (size_t start :
+         {size_t{0x7bf0}, size_t{0x7c00 - 20}, size_t{0x03f0}, size_t{0xfff0 - 40}}) {
+      std::vector<float> out(length + 1, -1.0f);
+      for (auto precision : {proto::WIRE_BF16, proto::WIRE_FP16}) {
+        WidenInto(reinterpret_cast<const char*>(halves.data() + start), length, precision,
+                  out.data());
+        for (size_t i = 0; i < length; ++i) {
+          const float one = precision == proto::WIRE_BF16 ? Bf16ToFloat(halves[start + i])
+                                                          : Fp16ToFloat(halves[start + i]);
+          ASSERT_EQ(std::memcmp(&one, &out[i], sizeof(float)), 0)
+              << WirePrecisionName(precision) << " frame of " << length << " at " << i;
+        }
+        ASSERT_EQ(out[length], -1.0f) << "written past a frame of " << length;
+      }
+    }
+  }
   std::vector<uint32_t> bits = {
       0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7f800001, 0x7fc00000, 0xffffffff,
       0x7f7fffff, 0xff7fffff, 0x7f7f8000, 0x477fe000, 0x477fefff, 0x477ff000, 0xc77ff000,
