@@ -190,6 +190,10 @@ KVWorker::~KVWorker() {
               << needless_resends_.load() << " of them answered on their first send after all); "
               << "ignored " << late_responses_.load() << " late response(s)";
   }
+  if (wide_fp16_parts_.load() > 0) {
+    LOG(INFO) << wide_fp16_parts_.load() << " push part(s) or pull answer(s) asked for as fp16 "
+              << "travelled as fp32: a value past fp16's range";
+  }
   node_->Stop();
 }
 
@@ -648,6 +652,7 @@ Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Ke
     // A push holding a value past fp16's range goes as fp32 (never clipped).
     const SharedArray<const float> pushed = values.Slice(begin * width, end * width);
     const proto::WirePrecision sent = PrecisionToSend(pushed.data(), pushed.size(), precision);
+    if (sent != precision) wide_fp16_parts_.fetch_add(1);
     meta.set_precision(sent);
     message.frames.push_back(NarrowValues(pushed, sent));
   } else {
@@ -801,8 +806,13 @@ void KVWorker::OnResponse(Message&& message) {
                      std::to_string(count) + " values of " + WirePrecisionName(meta.precision()) +
                      " need " + std::to_string(count * BytesPerValue(meta.precision())));
     } else if (request.parts == 1 && meta.precision() == proto::WIRE_FP32) {
+      if (part->second.message.meta.precision() == proto::WIRE_FP16) wide_fp16_parts_.fetch_add(1);
       *request.out = message.frames[0].As<float>();
     } else {
+      if (meta.precision() == proto::WIRE_FP32 &&
+          part->second.message.meta.precision() == proto::WIRE_FP16) {
+        wide_fp16_parts_.fetch_add(1);
+      }
       if (request.parts == 1 && request.out->size() != count) {
         *request.out = SharedArray<float>::Allocate(count);
       }

@@ -245,6 +245,9 @@ class KVWorker {
   // Parts resent for want of an answer whose first copy was answered after
   // all, by the server it went to (Meta.send).
   uint64_t needless_resends() const { return needless_resends_.load(); }
+  // Push parts and pull answers asked for as fp16 that travelled as fp32, a
+  // value of theirs lying past fp16's range (PrecisionToSend).
+  uint64_t wide_fp16_parts() const { return wide_fp16_parts_.load(); }
 
  protected:
   // Sends a request's part, the first time and again (from the resend
@@ -414,6 +417,7 @@ class KVWorker {
   std::atomic<uint64_t> resends_{0};
   std::atomic<uint64_t> late_responses_{0};
   std::atomic<uint64_t> needless_resends_{0};
+  std::atomic<uint64_t> wide_fp16_parts_{0};
   std::atomic<uint64_t> named_requests_{0};
   std::atomic<uint64_t> unknown_key_lists_{0};
   std::atomic<uint64_t> wire_bytes_sent_{0};

@@ -255,6 +255,11 @@ void AddWorkerMetrics(KVWorker* client, const TrainingCounters* counters,
       "Request parts sent again whose first copy was answered after all (the round trip was "
       "slow, not lost).",
       MetricsRegistry::One([client] { return Number(client->needless_resends()); }));
+  registry->AddCounter(
+      "keel_worker_wide_fp16_parts_total",
+      "Push parts and pull answers asked for as fp16 that travelled as fp32, holding a value "
+      "past fp16's range.",
+      MetricsRegistry::One([client] { return Number(client->wide_fp16_parts()); }));
   registry->AddGauge("keel_worker_pending_requests", "Requests sent and not yet waited for.",
                      MetricsRegistry::One([client] { return Number(client->pending()); }));
   registry->AddCounter(

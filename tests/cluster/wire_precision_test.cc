@@ -241,8 +241,10 @@ TEST_F(WirePrecisionCluster, Fp16FramesHoldingAValuePastItsRangeTravelAsFloat32)
   // its 1/3 too (sgd, rate 1: the weights are minus the gradients' sum).
   Push(keys, {-1e5f, third});
   EXPECT_EQ(Dumped(), (std::vector<float>{1e5f, -third}));
+  EXPECT_EQ(client_->wide_fp16_parts(), 1u);
   // A weight past the range: the pull's answer is float32 as well.
   EXPECT_EQ(Pull(keys), (std::vector<float>{1e5f, -third}));
+  EXPECT_EQ(client_->wide_fp16_parts(), 2u);
   // Within the range, a push and a pull travel as halves.
   Push(keys, {99999.0f, third});  // past the range: float32
   Push(keys, {0.0f, third});      // a half: 1/3 rounded
@@ -250,6 +252,7 @@ TEST_F(WirePrecisionCluster, Fp16FramesHoldingAValuePastItsRangeTravelAsFloat32)
   EXPECT_EQ(Dumped(), (std::vector<float>{1.0f, weight}));
   EXPECT_EQ(Pull(keys), (std::vector<float>{1.0f, Fp16ToFloat(FloatToFp16(weight))}));
   ASSERT_NE(weight, Fp16ToFloat(FloatToFp16(weight)));
+  EXPECT_EQ(client_->wide_fp16_parts(), 3u);  // the dumps are float32 asked, not counted
 }
 
 }  // namespace
