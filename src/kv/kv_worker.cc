@@ -805,19 +805,20 @@ void KVWorker::OnResponse(Message&& message) {
                : ": " + std::to_string(message.frames[0].size()) + " bytes, " +
                      std::to_string(count) + " values of " + WirePrecisionName(meta.precision()) +
                      " need " + std::to_string(count * BytesPerValue(meta.precision())));
-    } else if (request.parts == 1 && meta.precision() == proto::WIRE_FP32) {
-      if (part->second.message.meta.precision() == proto::WIRE_FP16) wide_fp16_parts_.fetch_add(1);
-      *request.out = message.frames[0].As<float>();
     } else {
       if (meta.precision() == proto::WIRE_FP32 &&
           part->second.message.meta.precision() == proto::WIRE_FP16) {
-        wide_fp16_parts_.fetch_add(1);
+        wide_fp16_parts_.fetch_add(1);  // asked as fp16, answered as fp32 (PrecisionToSend)
       }
-      if (request.parts == 1 && request.out->size() != count) {
-        *request.out = SharedArray<float>::Allocate(count);
+      if (request.parts == 1 && meta.precision() == proto::WIRE_FP32) {
+        *request.out = message.frames[0].As<float>();
+      } else {
+        if (request.parts == 1 && request.out->size() != count) {
+          *request.out = SharedArray<float>::Allocate(count);
+        }
+        WidenInto(message.frames[0].data(), count, meta.precision(),
+                  request.out->data() + part->second.value_offset);
       }
-      WidenInto(message.frames[0].data(), count, meta.precision(),
-                request.out->data() + part->second.value_offset);
     }
   }
   if (observer_ && request.error.empty()) ObserveLocked(part->second, message);

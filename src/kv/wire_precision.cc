@@ -58,24 +58,23 @@ SharedArray<char> BytesOf(const SharedArray<T>& array) {
 
 #if KEEL_WIRE_VECTORS
 // Eight values at a time, with AVX2 (and F16C for halves), giving the scalar
-// functions' bits exactly (wire_precision_test compares them); the values
-// after the last eight go through the scalar functions.
+// functions' bits exactly (wire_precision_test compares them). Each converts
+// the whole eights of `count` and returns how many values that is; the caller
+// converts the rest one at a time.
 #define KEEL_TARGET_WIRE __attribute__((target("avx2,f16c")))
 
-KEEL_TARGET_WIRE void NarrowFp16Vector(const float* in, size_t count, uint16_t* out) {
+KEEL_TARGET_WIRE size_t NarrowFp16Vector(const float* in, size_t count, uint16_t* out) {
   const __m256i magnitude_mask = _mm256_set1_epi32(0x7fffffff);
   // Finite values from 65520 up saturate, where the instruction gives an
   // infinity: an eight holding one goes through FloatToFp16.
-  const __m256i overflow = _mm256_set1_epi32(static_cast<int>(kFp16OverflowBits - 1));
-  const __m256i infinity = _mm256_set1_epi32(static_cast<int>(kFloatExponent));
+  const __m256i below_overflow = _mm256_set1_epi32(static_cast<int>(kFp16OverflowBits - 1));
+  const __m256i below_infinity = _mm256_set1_epi32(static_cast<int>(kFloatExponent - 1));
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     const __m256 values = _mm256_loadu_ps(in + i);
     const __m256i magnitude = _mm256_and_si256(_mm256_castps_si256(values), magnitude_mask);
-    const __m256i saturates = _mm256_andnot_si256(_mm256_cmpgt_epi32(magnitude, infinity),
-                                                  _mm256_cmpgt_epi32(magnitude, overflow));
-    const __m256i finite_big =
-        _mm256_andnot_si256(_mm256_cmpeq_epi32(magnitude, infinity), saturates);
+    const __m256i finite_big = _mm256_andnot_si256(_mm256_cmpgt_epi32(magnitude, below_infinity),
+                                                   _mm256_cmpgt_epi32(magnitude, below_overflow));
     if (_mm256_movemask_epi8(finite_big) != 0) {
       for (size_t j = i; j < i + 8; ++j) out[j] = FloatToFp16(in[j]);
       continue;
@@ -83,23 +82,19 @@ KEEL_TARGET_WIRE void NarrowFp16Vector(const float* in, size_t count, uint16_t* 
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
                      _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
   }
-  for (; i < count; ++i) out[i] = FloatToFp16(in[i]);
+  return i;
 }
 
-KEEL_TARGET_WIRE void WidenFp16Vector(const char* data, size_t count, float* out) {
+KEEL_TARGET_WIRE size_t WidenFp16Vector(const char* data, size_t count, float* out) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * i));
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(halves));
   }
-  for (; i < count; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, data + i * sizeof(bits), sizeof(bits));
-    out[i] = Fp16ToFloat(bits);
-  }
+  return i;
 }
 
-KEEL_TARGET_WIRE void NarrowBf16Vector(const float* in, size_t count, uint16_t* out) {
+KEEL_TARGET_WIRE size_t NarrowBf16Vector(const float* in, size_t count, uint16_t* out) {
   const __m256i exponent = _mm256_set1_epi32(static_cast<int>(kFloatExponent));
   const __m256i one = _mm256_set1_epi32(1);
   const __m256i round = _mm256_set1_epi32(0x7fff);
@@ -122,21 +117,17 @@ KEEL_TARGET_WIRE void NarrowBf16Vector(const float* in, size_t count, uint16_t* 
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(rounded, rounded), 0x08);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_castsi256_si128(packed));
   }
-  for (; i < count; ++i) out[i] = FloatToBf16(in[i]);
+  return i;
 }
 
-KEEL_TARGET_WIRE void WidenBf16Vector(const char* data, size_t count, float* out) {
+KEEL_TARGET_WIRE size_t WidenBf16Vector(const char* data, size_t count, float* out) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * i));
     const __m256i wide = _mm256_slli_epi32(_mm256_cvtepu16_epi32(halves), 16);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), wide);
   }
-  for (; i < count; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, data + i * sizeof(bits), sizeof(bits));
-    out[i] = Bf16ToFloat(bits);
-  }
+  return i;
 }
 #endif  // KEEL_WIRE_VECTORS
 
@@ -262,20 +253,16 @@ SharedArray<char> NarrowValues(const SharedArray<const float>& values,
   auto narrow = SharedArray<uint16_t>::Allocate(values.size());
   const float* in = values.data();
   uint16_t* out = narrow.data();
+  const bool bf16 = precision == proto::WIRE_BF16;
+  size_t done = 0;
 #if KEEL_WIRE_VECTORS
   if (WideWireConversionAvailable()) {
-    if (precision == proto::WIRE_BF16) {
-      NarrowBf16Vector(in, values.size(), out);
-    } else {
-      NarrowFp16Vector(in, values.size(), out);
-    }
-    return BytesOf(narrow);
+    done =
+        bf16 ? NarrowBf16Vector(in, values.size(), out) : NarrowFp16Vector(in, values.size(), out);
   }
 #endif
-  if (precision == proto::WIRE_BF16) {
-    for (size_t i = 0; i < values.size(); ++i) out[i] = FloatToBf16(in[i]);
-  } else {
-    for (size_t i = 0; i < values.size(); ++i) out[i] = FloatToFp16(in[i]);
+  for (size_t i = done; i < values.size(); ++i) {
+    out[i] = bf16 ? FloatToBf16(in[i]) : FloatToFp16(in[i]);
   }
   return BytesOf(narrow);
 }
@@ -286,17 +273,14 @@ void WidenInto(const char* data, size_t count, proto::WirePrecision precision, f
     return;
   }
   BytesPerValue(precision);  // throws for an unknown one
+  size_t done = 0;
 #if KEEL_WIRE_VECTORS
   if (WideWireConversionAvailable()) {
-    if (precision == proto::WIRE_BF16) {
-      WidenBf16Vector(data, count, out);
-    } else {
-      WidenFp16Vector(data, count, out);
-    }
-    return;
+    done = precision == proto::WIRE_BF16 ? WidenBf16Vector(data, count, out)
+                                         : WidenFp16Vector(data, count, out);
   }
 #endif
-  for (size_t i = 0; i < count; ++i) {
+  for (size_t i = done; i < count; ++i) {
     uint16_t bits;
     std::memcpy(&bits, data + i * sizeof(bits), sizeof(bits));
     out[i] = precision == proto::WIRE_BF16 ? Bf16ToFloat(bits) : Fp16ToFloat(bits);
