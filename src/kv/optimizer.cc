@@ -6,6 +6,7 @@
 #include <map>
 #include <type_traits>
 
+#include "base/cpu_features.h"
 #include "base/error.h"
 #include "kv/gradient_shaping.h"
 
@@ -619,13 +620,7 @@ float StalenessStepScale(int64_t staleness) {
 
 std::string ResolveOptimizerName(const std::string& name) { return name == "auto" ? "adam" : name; }
 
-bool WideVectorStepsAvailable() {
-#if KEEL_AVX2_STEPS
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
+bool WideVectorStepsAvailable() { return KEEL_AVX2_STEPS && CpuHasAvx2(); }
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
   if (ShapesGradients(options)) {

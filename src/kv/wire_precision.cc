@@ -4,13 +4,13 @@
 #include <type_traits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
 #include <immintrin.h>
 #define KEEL_WIRE_VECTORS 1
 #else
 #define KEEL_WIRE_VECTORS 0
 #endif
 
+#include "base/cpu_features.h"
 #include "base/error.h"
 
 namespace keel {
@@ -180,20 +180,7 @@ uint16_t FloatToBf16(float value) {
 
 float Bf16ToFloat(uint16_t bits) { return FloatOf(uint32_t{bits} << 16); }
 
-bool WideWireConversionAvailable() {
-#if KEEL_WIRE_VECTORS
-  // F16C from CPUID (leaf 1, ECX): not every compiler's __builtin_cpu_supports
-  // knows it. The OS keeps the vector registers' state wherever it reports AVX2.
-  static const bool available = [] {
-    unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
-           (ecx & bit_F16C) != 0;
-  }();
-  return available;
-#else
-  return false;
-#endif
-}
+bool WideWireConversionAvailable() { return KEEL_WIRE_VECTORS && CpuHasAvx2AndF16c(); }
 
 uint16_t FloatToFp16(float value) {
   const uint32_t bits = BitsOf(value);
