@@ -58,7 +58,7 @@ KEEL_HOST_DEVICE inline float Log1pOfUnit(float e) {
 
 // LogisticLoss given e = ExpOfMinusAbs(score).
 KEEL_HOST_DEVICE inline float LogisticLossGivenExp(float score, float label, float e) {
-  return fmaxf(score, 0.0f) - score * label + Log1pOfUnit(e);
+  return (score > 0.0f ? score : 0.0f) - score * label + Log1pOfUnit(e);
 }
 
 // -[y log p + (1 - y) log(1 - p)] with p = Sigmoid(score), computed as

@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 #include <cstring>
 
+#include "base/cpu_features.h"
 #include "base/error.h"
 #include "models/factorization_machine.h"
 #include "models/linear.h"
@@ -10,6 +11,19 @@
 
 namespace keel {
 namespace {
+
+// The 8-floats-a-row pass (the default's 8 linear models) is compiled twice,
+// for the baseline x86-64 target and for AVX2 (one vector register a row of
+// weights, and the 8 models' losses in one), and runs as the CPU allows: its
+// body is inlined into each (gnu::always_inline). No contraction into fused
+// multiply-adds (CMakeLists.txt), so both give the same bits.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KEEL_WIDE_ROWS 1
+#define KEEL_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define KEEL_WIDE_ROWS 0
+#define KEEL_TARGET_AVX2
+#endif
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -50,7 +64,8 @@ inline void ScatterAdd(const float* __restrict row_gradients, const uint32_t* po
 // core's own cache: the receiving thread wrote them): every cache line of a
 // row, as several models' rows span several (the default's 8 factorization
 // machines: 160 bytes, up to four lines).
-inline void PrefetchRows(const float* weights, const uint32_t* positions, int nnz, int width) {
+[[gnu::always_inline]] inline void PrefetchRows(const float* weights, const uint32_t* positions,
+                                                int nnz, int width) {
   constexpr int kLine = 64 / sizeof(float);
   for (int j = 0; j < nnz; ++j) {
     const float* row = weights + static_cast<size_t>(positions[j]) * width;
@@ -66,8 +81,11 @@ inline void ScaleToMean(size_t rows, int classes, float* score_gradient) {
 
 }  // namespace
 
-CpuModel::CpuModel(const Hyperparameters& hyperparameters, int threads)
-    : ComputeBackend(hyperparameters), pool_(threads), scratch_(pool_.size()) {
+CpuModel::CpuModel(const Hyperparameters& hyperparameters, int threads, bool wide_vectors)
+    : ComputeBackend(hyperparameters),
+      wide_(KEEL_WIDE_ROWS && wide_vectors && CpuHasAvx2()),
+      pool_(threads),
+      scratch_(pool_.size()) {
   if (hyperparameters.num_models > 1) models_ = hyperparameters.num_models;
   row_width_ = models_ * width_;
   row_bias_ = models_ * bias_width_;
@@ -247,13 +265,15 @@ void CpuModel::ReduceSlots(const PreparedBatch& prepared, std::vector<float>* we
 }
 
 double CpuModel::SumRows(size_t rows, std::vector<float>* bias_gradient) {
-  double loss = 0;
-  for (int m = 0; m < models_; ++m) {
-    double model_loss = 0;
-    for (size_t r = 0; r < rows; ++r) model_loss += row_losses_[r * models_ + m];
-    model_losses_[m] = model_loss;
-    loss += model_loss;
+  // Each model's losses summed in row order, the models side by side (one
+  // chain of additions each, in flight together).
+  std::fill(model_losses_.begin(), model_losses_.end(), 0.0);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* losses = row_losses_.data() + r * models_;
+    for (int m = 0; m < models_; ++m) model_losses_[m] += losses[m];
   }
+  double loss = 0;
+  for (int m = 0; m < models_; ++m) loss += model_losses_[m];
   if (bias_gradient != nullptr && hyperparameters_.use_bias) {
     for (size_t r = 0; r < rows; ++r) {
       for (int c = 0; c < row_bias_; ++c) {
@@ -273,6 +293,9 @@ void CpuModel::SparseRows(const PreparedBatch& prepared, const float* weights, c
       return LinearRowsOf<1>(prepared, weights, bias, row_begin, row_end, scratch, out);
     }
     if (row_width_ == 8) {
+      if (wide_) {
+        return LinearRowsOfEightWide(prepared, weights, bias, row_begin, row_end, scratch, out);
+      }
       return LinearRowsOf<8>(prepared, weights, bias, row_begin, row_end, scratch, out);
     }
   }
@@ -361,15 +384,17 @@ void CpuModel::SparseRowsOf(const PreparedBatch& prepared, const float* weights,
 }
 
 template <int kModels>
-void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* weights, const float* bias,
-                            size_t row_begin, size_t row_end, Scratch* scratch,
-                            const Outputs& out) const {
+inline void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* weights,
+                                   const float* bias, size_t row_begin, size_t row_end,
+                                   Scratch* scratch, const Outputs& out) const {
   const Batch& batch = prepared.batch;
   const size_t rows = batch.rows();
   const bool backward = out.key_gradients != nullptr || out.slot_gradients != nullptr;
   const bool use_bias = hyperparameters_.use_bias;
   scratch->score_gradient.resize(kModels);
   float* score_gradient = scratch->score_gradient.data();
+  const bool logistic_models =
+      kModels > 1 && loss_.kind == LossKind::kLogistic && classes_ == 1 && models_ == kModels;
   for (size_t r = row_begin; r < row_end; ++r) {
     const size_t begin = batch.row_offsets[r];
     const int nnz = static_cast<int>(batch.row_offsets[r + 1] - begin);
@@ -388,7 +413,16 @@ void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* weights,
       const float value = values[j];
       for (int c = 0; c < kModels; ++c) scores[c] += row_weights[c] * value;
     }
-    RowLosses(r, scores, batch.labels[r], score_gradient, out);
+    // RowLosses, inlined: the AVX2 pass takes the models' losses in its own
+    // vectors (their count left to run time: a count of 8 known when compiled
+    // unrolls the loops before they are vectorized, and they are not).
+    if (logistic_models) {
+      LogisticModelLosses(loss_, scores, models_, batch.labels[r], score_gradient,
+                          out.predictions ? out.predictions + r * kModels : nullptr,
+                          out.row_losses + r * kModels);
+    } else {
+      RowLosses(r, scores, batch.labels[r], score_gradient, out);
+    }
     if (!backward) continue;
     float mean_gradient[kModels];  // ScaleToMean
     for (int c = 0; c < kModels; ++c) {
@@ -412,6 +446,13 @@ void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* weights,
       }
     }
   }
+}
+
+KEEL_TARGET_AVX2 void CpuModel::LinearRowsOfEightWide(const PreparedBatch& prepared,
+                                                      const float* weights, const float* bias,
+                                                      size_t row_begin, size_t row_end,
+                                                      Scratch* scratch, const Outputs& out) const {
+  LinearRowsOf<8>(prepared, weights, bias, row_begin, row_end, scratch, out);
 }
 
 void CpuModel::DenseRows(const PreparedBatch& prepared, const float* gathered, const float* bias,

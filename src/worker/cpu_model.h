@@ -3,7 +3,9 @@
 // ones the CUDA kernels call), on a pool of threads. A linear learner's rows
 // of 1 and 8 floats (LinearRowsOf) do LinearScores' and LinearGradients'
 // operations in place, in their order: the same bits, tested against the
-// generic pass that calls them.
+// generic pass that calls them. Rows of 8 floats (the default's 8 models) run
+// a copy of that pass compiled for AVX2 where the CPU has it, the same bits
+// again.
 //
 // With one thread it runs the rows in order and scatter-adds each row's
 // gradients into its keys. With more, each thread takes an equal share of
@@ -31,8 +33,11 @@ namespace keel {
 
 class CpuModel : public ComputeBackend {
  public:
-  // `threads`: 1 or more (MakeComputeBackend resolves 0).
-  explicit CpuModel(const Hyperparameters& hyperparameters, int threads = 1);
+  // `threads`: 1 or more (MakeComputeBackend resolves 0). `wide_vectors`:
+  // whether rows of 8 floats may take the pass compiled for AVX2 where the
+  // CPU has it (the same bits; false for tests to compare the two).
+  explicit CpuModel(const Hyperparameters& hyperparameters, int threads = 1,
+                    bool wide_vectors = true);
 
   std::string name() const override;
   int threads() const { return pool_.size(); }
@@ -106,9 +111,15 @@ class CpuModel : public ComputeBackend {
   // where they are and the gradients
   // go straight into the keys' (or the slots') rows, without SparseRowsOf's
   // copies; the same operations in the same order, so the same bits.
+  // Always inlined (into SparseRows and LinearRowsOfEightWide), so that each
+  // caller compiles it for its own target.
   template <int kModels>
-  void LinearRowsOf(const PreparedBatch& batch, const float* weights, const float* bias,
-                    size_t begin, size_t end, Scratch* scratch, const Outputs& out) const;
+  [[gnu::always_inline]] void LinearRowsOf(const PreparedBatch& batch, const float* weights,
+                                           const float* bias, size_t begin, size_t end,
+                                           Scratch* scratch, const Outputs& out) const;
+  // LinearRowsOf<8> compiled for AVX2 (run only when wide_).
+  void LinearRowsOfEightWide(const PreparedBatch& batch, const float* weights, const float* bias,
+                             size_t begin, size_t end, Scratch* scratch, const Outputs& out) const;
   // The dense pass over rows [begin, end) of a dense batch: adds the gradients
   // of the gathered weights (keys in row 0's order) to scratch->accumulator.
   void DenseRows(const PreparedBatch& batch, const float* gathered, const float* bias, size_t begin,
@@ -127,6 +138,7 @@ class CpuModel : public ComputeBackend {
   // the servers' settings (their rates, penalties and factor init).
   int row_width_ = 0;
   int row_bias_ = 0;
+  bool wide_ = false;  // LinearRowsOfEightWide for rows of 8 floats
   int row_scores_ = 0;
   std::vector<double> model_losses_;  // the last call's, per model
   ThreadPool pool_;

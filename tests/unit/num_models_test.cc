@@ -7,9 +7,11 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/error.h"
 #include "kv/keys.h"
 #include "models/linear.h"
@@ -471,9 +473,10 @@ TEST(CpuModel, ComputesSeveralLinearModelsTogetherExactlyAsEachAlone) {
 // A linear learner's pass, computed from the per-example functions the CUDA
 // kernels share (LinearScores, ExampleLoss, LinearGradients) on each row's
 // gathered weights, each row's gradients added into its keys in row order:
-// what CpuModel gives, bit for bit, on one thread and three.
+// what CpuModel gives, bit for bit (gradients, loss and predictions), on one
+// thread and three, with the AVX2 pass allowed (`wide_vectors`) or not.
 void ExpectLinearPassAsTheSharedFunctions(PredictorType type, int classes, int models,
-                                          bool use_bias) {
+                                          bool use_bias, bool wide_vectors) {
   Hyperparameters h = Job(JobKind::kLinearLearner, type, models);
   h.num_classes = classes;
   h.use_bias = use_bias;
@@ -487,6 +490,8 @@ void ExpectLinearPassAsTheSharedFunctions(PredictorType type, int classes, int m
   const std::vector<float> bias = Random(&random, width);
   const LossFunction loss = h.loss_function();
   std::vector<float> expected(keys * width, 0.0f), expected_bias(width, 0.0f);
+  std::vector<float> expected_predictions(rows * width);
+  std::vector<double> model_losses(models, 0.0);  // each summed in row order
   for (size_t r = 0; r < rows; ++r) {
     const size_t begin = batch.batch.row_offsets[r];
     const int nnz = static_cast<int>(batch.batch.row_offsets[r + 1] - begin);
@@ -500,8 +505,9 @@ void ExpectLinearPassAsTheSharedFunctions(PredictorType type, int classes, int m
                  use_bias ? bias.data() : nullptr, scores.data());
     for (int m = 0; m < models; ++m) {
       const size_t first = static_cast<size_t>(m * scores_per_model);
-      ExampleLoss(loss, scores.data() + first, scores_per_model, batch.batch.labels[r],
-                  score_gradient.data() + first, nullptr);
+      model_losses[m] += ExampleLoss(loss, scores.data() + first, scores_per_model,
+                                     batch.batch.labels[r], score_gradient.data() + first,
+                                     expected_predictions.data() + r * width + first);
     }
     for (float& gradient : score_gradient) gradient /= static_cast<float>(rows);
     std::vector<float> row_gradients(nnz * width, 0.0f), row_bias(width, 0.0f);
@@ -514,31 +520,54 @@ void ExpectLinearPassAsTheSharedFunctions(PredictorType type, int classes, int m
     }
     for (size_t c = 0; c < width; ++c) expected_bias[c] += row_bias[c];
   }
+  double expected_loss = 0.0;
+  for (const double model_loss : model_losses) expected_loss += model_loss;
   for (const int threads : {1, 3}) {
     SCOPED_TRACE(::testing::Message() << threads << " thread(s)");
-    CpuModel model(h, threads);
+    CpuModel model(h, threads, wide_vectors);
     ASSERT_EQ(static_cast<size_t>(model.weight_width()), width);
     std::vector<float> gradients, bias_gradient;
-    model.Gradients(batch, weights.data(), bias.data(), &gradients, &bias_gradient);
+    const double loss =
+        model.Gradients(batch, weights.data(), bias.data(), &gradients, &bias_gradient);
     ASSERT_EQ(gradients.size(), expected.size());
     EXPECT_EQ(0, std::memcmp(gradients.data(), expected.data(), sizeof(float) * expected.size()));
     if (use_bias) {
       EXPECT_EQ(bias_gradient, expected_bias);
     }
+    EXPECT_EQ(loss, expected_loss);
+    std::vector<float> predictions;
+    model.Predict(batch, weights.data(), bias.data(), &predictions);
+    EXPECT_EQ(predictions, expected_predictions);
   }
 }
 
 // Rows of 1 and 8 floats take a pass of their own (LinearRowsOf), others the
 // generic one: both against the shared functions, with and without a bias.
-TEST(CpuModel, ComputesALinearLearnersRowsAsTheSharedFunctions) {
+void ExpectLinearPassesAsTheSharedFunctions(bool wide_vectors) {
   for (const bool use_bias : {true, false}) {
     SCOPED_TRACE(::testing::Message() << "use_bias " << use_bias);
-    ExpectLinearPassAsTheSharedFunctions(PredictorType::kBinaryClassifier, 2, 1, use_bias);
-    ExpectLinearPassAsTheSharedFunctions(PredictorType::kBinaryClassifier, 2, 8, use_bias);
-    ExpectLinearPassAsTheSharedFunctions(PredictorType::kRegressor, 2, 8, use_bias);
-    ExpectLinearPassAsTheSharedFunctions(PredictorType::kMulticlassClassifier, 8, 1, use_bias);
-    ExpectLinearPassAsTheSharedFunctions(PredictorType::kMulticlassClassifier, 3, 2, use_bias);
+    for (const auto& [type, classes, models] : {std::tuple{PredictorType::kBinaryClassifier, 2, 1},
+                                                {PredictorType::kBinaryClassifier, 2, 8},
+                                                {PredictorType::kRegressor, 2, 8},
+                                                {PredictorType::kMulticlassClassifier, 8, 1},
+                                                {PredictorType::kMulticlassClassifier, 3, 2}}) {
+      SCOPED_TRACE(::testing::Message() << classes << " classes, " << models << " models");
+      ExpectLinearPassAsTheSharedFunctions(type, classes, models, use_bias, wide_vectors);
+    }
   }
+}
+
+TEST(CpuModel, ComputesALinearLearnersRowsAsTheSharedFunctions) {
+  ExpectLinearPassesAsTheSharedFunctions(/*wide_vectors=*/false);
+}
+
+// Rows of 8 floats also take a copy of their pass compiled for AVX2 where the
+// CPU has it: the same bits.
+TEST(CpuModel, ComputesALinearLearnersRowsAsTheSharedFunctionsWithTheAvx2Pass) {
+  if (!CpuHasAvx2()) {
+    GTEST_SKIP() << "this CPU has no AVX2: the AVX2 pass is never taken here";
+  }
+  ExpectLinearPassesAsTheSharedFunctions(/*wide_vectors=*/true);
 }
 
 TEST(SliceModel, TakesModelKsColumnsAndSettings) {
