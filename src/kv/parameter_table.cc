@@ -15,6 +15,17 @@ namespace {
 constexpr int kInitialLogCapacity = 10;
 // Keys and rows are prefetched this many keys ahead of the one being used.
 constexpr size_t kPrefetchDistance = 16;
+
+// Calls copy(width) with rows of one float and of 8 (the default's 8 linear
+// models) as a std::integral_constant, so that their copies have a size known
+// when compiled (a copy of a size known only at run time is a library call
+// per row), and with 0 for the others (the width at run time).
+template <typename Copy>
+void WithRowWidth(size_t width, Copy copy) {
+  if (width == 1) return copy(std::integral_constant<size_t, 1>());
+  if (width == 8) return copy(std::integral_constant<size_t, 8>());
+  copy(std::integral_constant<size_t, 0>());
+}
 // An insertion or a rebuild probing further than this from a key's home slot
 // turns the ordered layout off. Mixed keys at load 3/4 probe a few hundred
 // slots at worst in a table of 10^7; clustered ones, thousands.
@@ -383,26 +394,21 @@ bool ParameterTable::Pull(const Key* keys, size_t count, float* out,
   }
   uint32_t* found = answer_slots ? slots->data() : nullptr;
   bool every_row = true;
-  // One loop per row shape: a narrow row is one float, copied as such.
-  auto pull = [&](auto narrow) {
+  WithRowWidth(width, [&](auto fixed_width) {
+    constexpr size_t kWidth = decltype(fixed_width)::value;
     ForBatchFound(keys, count, [&](size_t i, size_t slot) {
       float* to = out + i * width;
       if (found) found[i] = static_cast<uint32_t>(slot);
       if (slot == kNoSlot) {
         every_row = false;
         InitialWeights(keys[i], to);
-      } else if constexpr (decltype(narrow)::value) {
-        *to = *Row(slot);
+      } else if constexpr (kWidth > 0) {
+        std::memcpy(to, Row(slot), sizeof(float) * kWidth);
       } else {
         std::memcpy(to, Row(slot), sizeof(float) * width);
       }
     });
-  };
-  if (width == 1 && !shares_rows_) {
-    pull(std::true_type());
-  } else {
-    pull(std::false_type());
-  }
+  });
   if (!answer_slots) return false;
   if (!every_row) slots->clear();
   return every_row;
@@ -530,14 +536,17 @@ void ParameterTable::PushSlotRange(const uint32_t* slots, size_t count, const fl
 
 void ParameterTable::PullSlots(const uint32_t* slots, size_t count, float* out) const {
   const size_t width = static_cast<size_t>(weight_width_);
-  for (size_t i = 0; i < count; ++i) {
-    if (i + kPrefetchDistance < count) PrefetchSlot(slots[i + kPrefetchDistance]);
-    if (width == 1 && !shares_rows_) {
-      out[i] = *Row(slots[i]);
-    } else {
-      std::memcpy(out + i * width, Row(slots[i]), sizeof(float) * width);
+  WithRowWidth(width, [&](auto fixed_width) {
+    constexpr size_t kWidth = decltype(fixed_width)::value;
+    for (size_t i = 0; i < count; ++i) {
+      if (i + kPrefetchDistance < count) PrefetchSlot(slots[i + kPrefetchDistance]);
+      if constexpr (kWidth > 0) {
+        std::memcpy(out + i * kWidth, Row(slots[i]), sizeof(float) * kWidth);
+      } else {
+        std::memcpy(out + i * width, Row(slots[i]), sizeof(float) * width);
+      }
     }
-  }
+  });
 }
 
 void ParameterTable::MoveSlot(size_t from, size_t to) {

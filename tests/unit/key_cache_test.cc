@@ -257,14 +257,19 @@ std::vector<Key> MixedKeys(uint64_t first, size_t count) {
   return MixedKeySet(features);
 }
 
-TEST(ParameterTableSlots, PushAndPullThroughSlotsAsThroughKeys) {
+// Rows of one float and of 8 take pulls of their own (a copy of a size known
+// when compiled), other widths the general one.
+class ParameterTableSlotsWidths : public ::testing::TestWithParam<int> {};
+
+TEST_P(ParameterTableSlotsWidths, PushAndPullThroughSlotsAsThroughKeys) {
+  const int width = GetParam();
   OptimizerOptions sgd;
   sgd.name = "sgd";
   sgd.learning_rate = 1.0f;
   auto optimizer = MakeOptimizer(sgd);
-  ParameterTable by_keys(2, 0), by_slots(2, 0);
+  ParameterTable by_keys(width, 0), by_slots(width, 0);
   const std::vector<Key> keys = MixedKeys(0, 3000);
-  std::vector<float> gradients(keys.size() * 2);
+  std::vector<float> gradients(keys.size() * width);
   for (size_t i = 0; i < gradients.size(); ++i) gradients[i] = 0.25f * static_cast<float>(i % 7);
   std::vector<uint32_t> slots;
   EXPECT_FALSE(by_slots.FindSlots(keys.data(), keys.size(), &slots));  // no rows yet
@@ -276,13 +281,21 @@ TEST(ParameterTableSlots, PushAndPullThroughSlotsAsThroughKeys) {
     by_keys.Push(keys.data(), keys.size(), gradients.data(), optimizer.get(), 0.5f);
     by_slots.PushSlots(slots.data(), slots.size(), gradients.data(), optimizer.get(), 0.5f);
   }
-  std::vector<float> expected(keys.size() * 2), pulled(keys.size() * 2);
-  by_keys.Pull(keys.data(), keys.size(), expected.data());
+  // Rows start at 0 and sgd at rate 1 subtracts each push's gradient times
+  // its scale: 1 + 3 x 0.5 (each a multiple of 1/8, so exact).
+  std::vector<float> expected(keys.size() * width), pulled(keys.size() * width);
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = -2.5f * gradients[i];
+  by_keys.Pull(keys.data(), keys.size(), pulled.data());
+  EXPECT_EQ(pulled, expected);
+  std::fill(pulled.begin(), pulled.end(), 1.0f);
   by_slots.PullSlots(slots.data(), slots.size(), pulled.data());
   EXPECT_EQ(pulled, expected);
+  std::fill(pulled.begin(), pulled.end(), 1.0f);
   by_slots.Pull(keys.data(), keys.size(), pulled.data());
   EXPECT_EQ(pulled, expected);
 }
+
+INSTANTIATE_TEST_SUITE_P(Widths, ParameterTableSlotsWidths, ::testing::Values(1, 2, 8, 9));
 
 TEST(ParameterTableSlots, TheLayoutChangesWhenRowsMayMoveAndOnlyThen) {
   ParameterTable table(1, 0), other(1, 0);
