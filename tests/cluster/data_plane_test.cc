@@ -306,14 +306,17 @@ TEST_F(DataPlane, AWorkersViewListsNoWorkerAndAServersIsWhole) {
 TEST_F(DataPlane, APushFarAheadOfTheSendersLastSequenceIsRefused) {
   Push(kKeys, {1.0f, 1.0f});  // the worker's sequences are small
   const uint64_t before = Answered();
+  const uint64_t resends_before = client().resends();
   PushAs(*worker_nodes_[0], uint64_t{1} << 40, kKeys);
   ASSERT_TRUE(AwaitAnswered(before + 1));
   EXPECT_EQ(server_->out_of_window_sequences(), 1u);
   EXPECT_EQ(server_->rejected_requests(), 1u);
-  // The worker's own next pushes are applied, none taken for a repeat.
+  // The worker's own next pushes are applied, none taken for a repeat (a
+  // repeat can only be a copy the worker resent, on a loaded machine, for
+  // want of a timely answer).
   Push(kKeys, {1.0f, 1.0f});
   EXPECT_EQ(Pull(kKeys), (std::vector<float>{-1.5f, -1.5f}));
-  EXPECT_EQ(server_->duplicate_pushes(), 0u);
+  EXPECT_LE(server_->duplicate_pushes(), client().resends() - resends_before);
 }
 
 TEST_F(DataPlane, APushFarBehindTheSendersLastSequenceIsRefused) {
