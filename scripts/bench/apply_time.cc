@@ -31,7 +31,17 @@ struct PerKey {
   double slots = 0;  // ParameterTable::PushSlots
 };
 
-double Median(std::vector<double> seconds, uint64_t keys) {
+// The median over `passes` passes of `pass()` (after one more untimed pass
+// first), in nanoseconds per key of `keys`.
+template <typename Pass>
+double MedianNanosecondsPerKey(int passes, uint64_t keys, Pass pass) {
+  std::vector<double> seconds;
+  for (int round = -1; round < passes; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    pass();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (round >= 0) seconds.push_back(took.count());
+  }
   std::sort(seconds.begin(), seconds.end());
   return seconds[seconds.size() / 2] * 1e9 / static_cast<double>(keys);
 }
@@ -56,33 +66,28 @@ PerKey NanosecondsPerKey(const std::string& name, int width, uint64_t keys, int 
   std::uniform_real_distribution<float> gradient(-1.0f, 1.0f);
   std::vector<float> gradients(kPerPush * static_cast<size_t>(width));
   for (float& g : gradients) g = gradient(random);
-  std::vector<double> seconds;
-  for (int pass = -1; pass < passes; ++pass) {  // pass -1 makes the rows
-    const auto start = std::chrono::steady_clock::now();
+  PerKey per_key;
+  // The untimed first pass makes the rows.
+  per_key.keys = MedianNanosecondsPerKey(passes, keys, [&] {
     for (const auto& batch : pushes) {
       table.Push(batch.data(), batch.size(), gradients.data(), optimizer.get(), 1.0f);
     }
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    if (pass >= 0) seconds.push_back(took.count());
-  }
+  });
   std::vector<std::vector<uint32_t>> slots(pushes.size());
   for (size_t i = 0; i < pushes.size(); ++i) {
     if (!table.FindSlots(pushes[i].data(), pushes[i].size(), &slots[i])) {
-      std::fprintf(stderr, "apply_time: FindSlots refused a push (a key without a row, or slots "
-                           "past 32 bits)\n");
+      std::fprintf(stderr,
+                   "apply_time: FindSlots refused a push (a key without a row, or slots "
+                   "past 32 bits)\n");
       std::exit(1);
     }
   }
-  std::vector<double> slot_seconds;
-  for (int pass = -1; pass < passes; ++pass) {  // pass -1 warms up, as the first above
-    const auto start = std::chrono::steady_clock::now();
+  per_key.slots = MedianNanosecondsPerKey(passes, keys, [&] {
     for (const auto& batch : slots) {
       table.PushSlots(batch.data(), batch.size(), gradients.data(), optimizer.get(), 1.0f);
     }
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    if (pass >= 0) slot_seconds.push_back(took.count());
-  }
-  return {Median(seconds, keys), Median(slot_seconds, keys)};
+  });
+  return per_key;
 }
 
 }  // namespace

@@ -650,11 +650,10 @@ Message KVWorker::PartMessage(proto::Command command, const SharedArray<const Ke
       narrow_tables_.count(table) ? precision_ : proto::WIRE_FP32;
   if (command == proto::PUSH) {
     // A push holding a value past fp16's range goes as fp32 (never clipped).
-    const SharedArray<const float> pushed = values.Slice(begin * width, end * width);
-    const proto::WirePrecision sent = PrecisionToSend(pushed.data(), pushed.size(), precision);
-    if (sent != precision) wide_fp16_parts_.fetch_add(1);
-    meta.set_precision(sent);
-    message.frames.push_back(NarrowValues(pushed, sent));
+    OutgoingFrame frame = NarrowToSend(values.Slice(begin * width, end * width), precision);
+    if (frame.precision != precision) wide_fp16_parts_.fetch_add(1);
+    meta.set_precision(frame.precision);
+    message.frames.push_back(std::move(frame.bytes));
   } else {
     meta.set_precision(precision);  // the answer's, asked for
   }

@@ -254,6 +254,11 @@ SharedArray<char> NarrowValues(const SharedArray<const float>& values,
   return BytesOf(narrow);
 }
 
+OutgoingFrame NarrowToSend(const SharedArray<const float>& values, proto::WirePrecision asked) {
+  const proto::WirePrecision precision = PrecisionToSend(values.data(), values.size(), asked);
+  return {precision, NarrowValues(values, precision)};
+}
+
 void WidenInto(const char* data, size_t count, proto::WirePrecision precision, float* out) {
   if (precision == proto::WIRE_FP32) {
     std::memcpy(out, data, count * sizeof(float));

@@ -51,6 +51,15 @@ proto::WirePrecision PrecisionToSend(const float* values, size_t count, proto::W
 SharedArray<char> NarrowValues(const SharedArray<const float>& values,
                                proto::WirePrecision precision);
 
+// A frame as it goes out: its values' bytes in the precision they travel in.
+struct OutgoingFrame {
+  proto::WirePrecision precision;
+  SharedArray<char> bytes;
+};
+// `values` narrowed to the precision PrecisionToSend gives for `asked`: what
+// a push part and a pull answer send (the precision goes in their Meta).
+OutgoingFrame NarrowToSend(const SharedArray<const float>& values, proto::WirePrecision asked);
+
 // A frame of `count` values of `precision` widened to float32 (float32: the
 // frame itself, not copied). Throws Error, naming `what`, if the frame is not
 // count values of that precision, or the precision is unknown.

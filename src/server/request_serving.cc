@@ -634,7 +634,7 @@ void RequestServing::ServePull(const proto::Meta& meta, const DataRequest& reque
       gate_.MinClock(GateSlot(static_cast<uint32_t>(range), request.table)));
   response->meta.set_waited_us(waited_us);
   // The answer travels in the precision the pull asked for, but fp16 as fp32
-  // when a weight lies past its range (PrecisionToSend); the answer says which.
+  // when a weight lies past its range (NarrowToSend); the answer says which.
   SharedArray<const float> values;
   if (request.keys.size() == 1 && table->shares_rows()) {
     // One long row: sent straight from the table, copied only if a push
@@ -646,10 +646,9 @@ void RequestServing::ServePull(const proto::Meta& meta, const DataRequest& reque
     PullRows(request, request.table, *table, rows.data());
     values = rows;
   }
-  const proto::WirePrecision precision =
-      PrecisionToSend(values.data(), values.size(), meta.precision());
-  response->meta.set_precision(precision);
-  response->frames.push_back(NarrowValues(values, precision));
+  OutgoingFrame frame = NarrowToSend(values, meta.precision());
+  response->meta.set_precision(frame.precision);
+  response->frames.push_back(std::move(frame.bytes));
   state_.counters.served.fetch_add(1);
 }
 

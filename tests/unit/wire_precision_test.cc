@@ -256,6 +256,24 @@ TEST(WirePrecisionTest, Fp16IsSentAsFloat32WhenAFiniteValueLiesPastItsRange) {
   EXPECT_EQ(PrecisionToSend(nullptr, 0, proto::WIRE_FP16), proto::WIRE_FP16);
 }
 
+TEST(WirePrecisionTest, NarrowToSendSendsFp16AsAskedOrTheValuesThemselvesPastItsRange) {
+  auto values = SharedArray<float>::Allocate(9);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i);
+  const SharedArray<const float> small = values;
+  const OutgoingFrame narrow = NarrowToSend(small, proto::WIRE_FP16);
+  EXPECT_EQ(narrow.precision, proto::WIRE_FP16);
+  const Bytes expected = NarrowValues(small, proto::WIRE_FP16);
+  ASSERT_EQ(narrow.bytes.size(), expected.size());
+  EXPECT_EQ(0, std::memcmp(narrow.bytes.data(), expected.data(), expected.size()));
+  values[4] = 70000.0f;  // past fp16's range: the floats themselves go
+  const OutgoingFrame wide = NarrowToSend(small, proto::WIRE_FP16);
+  EXPECT_EQ(wide.precision, proto::WIRE_FP32);
+  EXPECT_EQ(wide.bytes.data(), reinterpret_cast<const char*>(small.data()));
+  const OutgoingFrame brain = NarrowToSend(small, proto::WIRE_BF16);  // bf16 has the range
+  EXPECT_EQ(brain.precision, proto::WIRE_BF16);
+  EXPECT_EQ(brain.bytes.size(), 2 * small.size());
+}
+
 TEST(WirePrecisionTest, AFrameOfTheWrongSizeForItsPrecisionIsRefused) {
   auto values = SharedArray<float>::Allocate(4);
   const Bytes fp32 = AsBytes(SharedArray<const float>(values));
