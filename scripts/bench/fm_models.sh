@@ -7,7 +7,9 @@
 # and 8, on `keel datagen --model=fm` data (KEEL_MODELS_JOB=linear:
 # configs/linear_learner.flags on `--model=linear` data). Prints each case's
 # median over the rounds and range, then what 8 models cost over one (time
-# ratio of the medians) for each binary.
+# ratio of the medians) for each binary. KEEL_MODELS_DATA=DIR takes a data
+# folder of one's own instead (train/, validation/; for example the peers'
+# power-law set, scripts/bench/peers.sh), ROWS then unused.
 #
 #   scripts/bench/fm_models.sh BEFORE_KEEL AFTER_KEEL [ROUNDS] [ROWS]
 set -euo pipefail
@@ -22,10 +24,12 @@ case "${KEEL_MODELS_JOB:-fm}" in
   *) echo "fm_models.sh: KEEL_MODELS_JOB is fm or linear" >&2; exit 2 ;;
 esac
 work="${KEEL_BENCH_DIR:-/tmp/keel-bench-$model-models}"
-data="$work/data-$model-$rows"
+data="${KEEL_MODELS_DATA:-$work/data-$model-$rows}"
 mkdir -p "$work"
-[ -f "$data/oracle.json" ] || "$after" datagen --model="$model" --num_factors=4 \
-  --rows="$rows" --seed=11 --out="$data" >/dev/null
+[ -n "${KEEL_MODELS_DATA:-}" ] || [ -f "$data/oracle.json" ] ||
+  "$after" datagen --model="$model" --num_factors=4 --rows="$rows" --seed=11 --out="$data" \
+    >/dev/null
+[ -d "$data/train" ] || { echo "fm_models.sh: no $data/train" >&2; exit 2; }
 
 results="$work/results.txt"
 : > "$results"
