@@ -58,7 +58,8 @@ bool ComparesRowLosses(const Hyperparameters& h) {
 }
 
 bool ClearlyBetter(const Hyperparameters& h, const std::vector<float>& predictions,
-                   const std::vector<float>& baseline, const std::vector<float>& labels) {
+                   const std::vector<float>& baseline, const std::vector<float>& labels,
+                   double standard_errors) {
   const bool logistic = h.predictor_type == PredictorType::kBinaryClassifier;
   const bool squared = !logistic;
   if (!ComparesRowLosses(h) || labels.empty() || predictions.size() != labels.size() ||
@@ -83,7 +84,7 @@ bool ClearlyBetter(const Hyperparameters& h, const std::vector<float>& predictio
   const double variance =
       rows > 1 ? std::max(0.0, (sum_of_squares - rows * mean * mean) / (rows - 1)) : 0.0;
   const double standard_error = std::sqrt(variance / rows);
-  return mean + standard_error < 0;
+  return mean + standard_errors * standard_error < 0;
 }
 
 bool FastBetaCanWinOn(const Hyperparameters& h, size_t rows) {

@@ -614,7 +614,7 @@ ModelScore Scored(double score) {
   return scored;
 }
 
-TEST(ModelSelection, AModelIsClearlyBetterOnlyByMoreThanOneStandardError) {
+TEST(ModelSelection, AModelIsClearlyBetterOnlyByMoreThanTheStandardErrorsAsked) {
   Hyperparameters h;
   h.job = JobKind::kFactorizationMachines;
   std::vector<float> labels;
@@ -637,6 +637,16 @@ TEST(ModelSelection, AModelIsClearlyBetterOnlyByMoreThanOneStandardError) {
   h.predictor_type = PredictorType::kRegressor;
   EXPECT_TRUE(ClearlyBetter(h, {1.0f, 2.0f, 3.0f}, {2.0f, 3.0f, 4.0f}, {1.1f, 2.1f, 2.9f}));
   EXPECT_FALSE(ClearlyBetter(h, {2.0f, 3.0f, 4.0f}, {1.0f, 2.0f, 3.0f}, {1.1f, 2.1f, 2.9f}));
+  // Squared errors lower by 3, 1, 1 and higher by 1: a mean of -1 and a
+  // standard error of sqrt(2/3) = 0.82, clearly better by one standard error,
+  // not by the two an interaction model needs over the linear one.
+  const std::vector<float> zeros(4, 0.0f);
+  EXPECT_TRUE(ClearlyBetter(h, {1.0f, 0.0f, 0.0f, 1.0f}, {2.0f, 1.0f, 1.0f, 0.0f}, zeros));
+  EXPECT_FALSE(ClearlyBetter(h, {1.0f, 0.0f, 0.0f, 1.0f}, {2.0f, 1.0f, 1.0f, 0.0f}, zeros,
+                             kInteractionStandardErrors));
+  // Lower by 3, 1, 1 and 1: a mean of -1.5, a standard error of 0.5.
+  EXPECT_TRUE(ClearlyBetter(h, {1.0f, 0.0f, 0.0f, 0.0f}, {2.0f, 1.0f, 1.0f, 1.0f}, zeros,
+                            kInteractionStandardErrors));
   // Another loss has no per-row loss here: the selection stands.
   h.loss = "absolute_loss";
   EXPECT_TRUE(ClearlyBetter(h, {2.0f}, {1.0f}, {1.0f}));
