@@ -37,23 +37,15 @@ int RunTraining(Node* node, SchedulerLink* scheduler, KVWorker* client,
     }
   }
   options.reader = ResolveDataFormat(options.train, options.reader, node->rank() == 0);
-  // Epochs not given are raised for tiny data, the held-out rows keeping the
-  // best epoch and stopping the job early: for the linear learner, and for a
-  // factorization machine regressor, whose interactions must beat its linear
-  // model clearly (boston's 5 epochs of about 11 minibatches a worker left it
-  // at a test MSE of 29; at 55, 18). A factorization machine classifier keeps
-  // its 5: its linear model (unpenalized ftrl) grows overconfident on nearly
-  // separable rows as epochs pass, and the few held-out rows do not stop it
-  // (breast_cancer's test accuracy, medians: 0.965 at 5 epochs, 0.955 at 19,
-  // 0.951 at 30, 0.944 at the rule's 53: docs/BENCHMARKS.md, "Real data").
-  const bool auto_epochs =
-      !EpochsGiven() && (hyperparameters.job == JobKind::kLinearLearner ||
-                         hyperparameters.predictor_type == PredictorType::kRegressor);
+  // Epochs not given are raised for small data (RaisesEpochs: which jobs).
+  const bool validates = !options.validation.empty() || options.holdout > 0;
+  const bool auto_epochs = !EpochsGiven() && RaisesEpochs(hyperparameters, validates);
   if ((hyperparameters.mini_batch_size == 0 || auto_epochs) && !IsPipeChannel(options.train)) {
     // A pipe is read once: it keeps the defaults, uncounted.
     // The workers that split this worker's channel (all, or its host's).
     const int workers = WorkersSharingChannel(options, node->view()->num_workers());
-    const uint64_t rows = CountTrainingRows(options.train, options.reader, workers);
+    const uint64_t rows = CountTrainingRows(options.train, options.reader, workers,
+                                            auto_epochs ? hyperparameters.epochs : 0);
     if (hyperparameters.mini_batch_size == 0) {
       hyperparameters.mini_batch_size = AutoMinibatchSize(rows, workers);
     }

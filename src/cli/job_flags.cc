@@ -71,9 +71,9 @@ DEFINE_string(mini_batch_size, "auto",
               "training rows, in 16..1000, so that small data gets enough steps)");
 DEFINE_int32(epochs, 15,
              "passes over the training data (SageMaker's linear learner default; "
-             "factorization_machines: 5 unless given; not given, the linear learner's and a "
-             "regressor's are raised for tiny data until each worker takes 600 minibatches, at "
-             "most 500 epochs)");
+             "factorization_machines: 5 unless given; not given, the linear learner's, and a "
+             "factorization machine regressor's with held-out or validation rows, are raised for "
+             "small data until each worker takes 600 minibatches, at most 500 epochs)");
 DEFINE_bool(use_bias, true, "learn a bias term");
 DEFINE_uint64(seed, 1, "seed of the initializers and of datagen");
 DEFINE_int32(early_stopping_patience, 3,

@@ -5,6 +5,7 @@
 #include "io/batch.h"
 #include "io/input_split.h"
 #include "io/readers.h"
+#include "worker/model_selection.h"
 
 namespace keel {
 namespace {
@@ -14,9 +15,16 @@ constexpr uint64_t kStepsPerEpoch = 40;
 
 }  // namespace
 
-uint64_t CountTrainingRows(const std::string& channel, const ReaderOptions& reader, int workers) {
-  // Past this many rows every answer is the same.
-  const uint64_t enough = kAutoMinibatchMost * kStepsPerEpoch * static_cast<uint64_t>(workers);
+uint64_t CountTrainingRows(const std::string& channel, const ReaderOptions& reader, int workers,
+                           int epochs) {
+  // Past this many rows every answer is the same: the minibatch is the most,
+  // and the minibatches of `epochs` reach kAutoLeastSteps.
+  uint64_t steps = kStepsPerEpoch;
+  if (epochs > 0) {
+    steps = std::max(steps, (kAutoLeastSteps + static_cast<uint64_t>(epochs) - 1) /
+                                static_cast<uint64_t>(epochs));
+  }
+  const uint64_t enough = kAutoMinibatchMost * steps * static_cast<uint64_t>(workers);
   uint64_t rows = 0;
   Batch batch;
   for (const InputSplit& split : ResolveChannel(channel, 0, 1)) {
@@ -45,6 +53,13 @@ int AutoEpochs(uint64_t rows, int workers, int minibatch, int epochs) {
   const uint64_t needed = (kAutoLeastSteps + steps - 1) / steps;
   return static_cast<int>(
       std::clamp<uint64_t>(needed, static_cast<uint64_t>(epochs), kAutoMostEpochs));
+}
+
+bool RaisesEpochs(const Hyperparameters& h, bool validates) {
+  if (h.job == JobKind::kLinearLearner) return true;
+  return h.job == JobKind::kFactorizationMachines &&
+         h.predictor_type == PredictorType::kRegressor && validates && ComparesRowLosses(h) &&
+         h.variants.size() >= 2 && h.variants.back().linear_only;
 }
 
 }  // namespace keel

@@ -87,6 +87,19 @@ bool ClearlyBetter(const Hyperparameters& h, const std::vector<float>& predictio
   return mean + standard_errors * standard_error < 0;
 }
 
+double InteractionStandardErrors(size_t interaction_models) {
+  if (interaction_models <= 1) return 1.0;
+  // The one-sided tail of the normal distribution beyond z, P(Z > z).
+  const auto tail = [](double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); };
+  const double wanted = tail(1.0) / static_cast<double>(interaction_models);
+  double low = 1.0, high = 10.0;  // tail(low) > wanted > tail(high)
+  for (int step = 0; step < 60; ++step) {
+    const double middle = 0.5 * (low + high);
+    (tail(middle) > wanted ? low : high) = middle;
+  }
+  return 0.5 * (low + high);
+}
+
 bool FastBetaCanWinOn(const Hyperparameters& h, size_t rows) {
   return rows >= kLeastRowsForFastBeta && ComparesRowLosses(h);
 }

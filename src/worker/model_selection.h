@@ -70,8 +70,8 @@ int BestModel(const std::vector<ModelScore>& scores);
 // its standard errors is below 0. True for any other loss (no per-row loss to
 // compare: the selection stands). A factorization machine keeps an
 // interaction model selected on validation over its linear model only if it
-// is better by kInteractionStandardErrors: on a few hundred held-out rows,
-// one of eight models that overfit can beat the linear one by luck. For a
+// is better by InteractionStandardErrors: on a few hundred held-out rows, one
+// of seven interaction models that overfit can beat the linear one by luck. For a
 // classifier, fewer than kLeastRowsToTellBetter
 // rows tell nothing (false): an overconfident model that happens to err on
 // none of them looks perfect (breast_cancer's 40 held-out rows gave an
@@ -80,15 +80,16 @@ int BestModel(const std::vector<ModelScore>& scores);
 // regressor's interactions may win on few rows (boston's 38: MSE 29 against
 // its linear model's 33).
 constexpr size_t kLeastRowsToTellBetter = 200;
-// The best of seven interaction models is picked on the rows that then judge
-// it against the linear model, so its lead there is biased upwards: two
-// standard errors (one-sided 2.3% each, about 15% over seven, Bonferroni's
-// bound) keep the chance of a lucky pick near one standard error's for a
-// single comparison (16%). With one, diabetes' 33 held-out rows picked
-// interaction models whose test MSE ran from 3,120 to 3,990 once the
-// factorization machine trained as many steps as the linear learner
-// (docs/BENCHMARKS.md, "Real data").
-constexpr double kInteractionStandardErrors = 2.0;
+// The standard errors by which the best of `interaction_models` interaction
+// models must beat a factorization machine's linear model. It is picked on
+// the rows that then judge it, so its lead there is biased upwards: the bound
+// whose one-sided chance, times `interaction_models` (Bonferroni), is one
+// standard error's for a single comparison (16%) keeps the chance of a lucky
+// pick no higher than that. 1 for one model, 2.0 for the default's seven, 2.57
+// for 31. With one standard error, diabetes' 33 held-out rows picked
+// interaction models whose test MSE ran from 3,120 to 3,990 (20 epochs) and
+// 3,280 to 3,360 (60) (docs/BENCHMARKS.md, "Real data").
+double InteractionStandardErrors(size_t interaction_models);
 // Whether ClearlyBetter compares per-row losses for `hyperparameters`' loss
 // (logistic for a binary classifier, squared for a regressor).
 bool ComparesRowLosses(const Hyperparameters& hyperparameters);

@@ -435,7 +435,7 @@ bool Trainer::ValidateEpoch(int epoch, MetricSet* figures, int* selected) {
   const int linear = static_cast<int>(scored.size()) - 1;
   if (hyperparameters_.variants.back().linear_only && *selected != linear &&
       !ClearlyBetter(hyperparameters_, scored[*selected].predictions, scored[linear].predictions,
-                     scored[*selected].labels, kInteractionStandardErrors)) {
+                     scored[*selected].labels, InteractionStandardErrors(scored.size() - 1))) {
     *selected = linear;
   }
   for (int k = 0; per_model.size() > 1 && k < static_cast<int>(per_model.size()); ++k) {

@@ -22,6 +22,7 @@
 #include "worker/batch_stream.h"
 #include "worker/compute_backend.h"
 #include "worker/compute_backend_factory.h"
+#include "worker/model_variants.h"
 
 namespace keel {
 namespace {
@@ -474,6 +475,18 @@ TEST_F(StatisticsSampleTest, TheTrainingRowsAreCountedOverEveryFile) {
   WriteFile("part-3", text);
   EXPECT_EQ(CountTrainingRows(folder_, reader, 1), 40000u);
   EXPECT_EQ(CountTrainingRows(folder_, reader, 2), 51200u);
+  // Epochs of 15 to raise reach 600 steps at 40 an epoch (the same bound);
+  // epochs of 5 need 120 steps an epoch: up to 120,000 rows a worker.
+  EXPECT_EQ(CountTrainingRows(folder_, reader, 1, 15), 40000u);
+  EXPECT_EQ(CountTrainingRows(folder_, reader, 1, 5), 51200u);
+  std::string more;
+  for (int row = 0; row < 80000; ++row) more += "0 1:1\n";
+  WriteFile("part-4", more);
+  EXPECT_EQ(CountTrainingRows(folder_, reader, 1, 5), 120000u);
+  // So a factorization machine regressor's 5 epochs stay 5 on 120,000 rows a
+  // worker in minibatches of 1,000 (counted only to 40,000, they became 15).
+  EXPECT_EQ(AutoEpochs(CountTrainingRows(folder_, reader, 1, 5), 1, 1000, 5), 5);
+  EXPECT_EQ(AutoEpochs(CountTrainingRows(folder_, reader, 1), 1, 1000, 5), 15);
 }
 
 TEST(AutoMinibatch, SmallDataRunsMoreEpochsForSixHundredStepsAWorker) {
@@ -481,6 +494,25 @@ TEST(AutoMinibatch, SmallDataRunsMoreEpochsForSixHundredStepsAWorker) {
   EXPECT_EQ(AutoEpochs(101, 2, 16, 15), 150);      // 50 rows a worker: 4 steps an epoch
   EXPECT_EQ(AutoEpochs(4774, 2, 59, 5), 15);       // a factorization machine's 5 epochs
   EXPECT_EQ(AutoEpochs(10, 2, 16, 15), 500);       // at most 500
+}
+
+TEST(AutoMinibatch, EpochsAreRaisedForTheLinearLearnerAndAJudgedFactorizationMachineRegressor) {
+  Hyperparameters linear;
+  linear.job = JobKind::kLinearLearner;
+  EXPECT_TRUE(RaisesEpochs(WithModels(linear, 8), true));
+  EXPECT_TRUE(RaisesEpochs(WithModels(linear, 1), false));
+  Hyperparameters fm;
+  fm.job = JobKind::kFactorizationMachines;
+  fm.predictor_type = PredictorType::kRegressor;
+  EXPECT_TRUE(RaisesEpochs(WithModels(fm, 8), true));
+  EXPECT_FALSE(RaisesEpochs(WithModels(fm, 8), false));  // no rows judge its interactions
+  EXPECT_FALSE(RaisesEpochs(WithModels(fm, 1), true));   // no linear model to keep
+  Hyperparameters absolute = fm;
+  absolute.loss = "absolute_loss";  // no per-row squared error to compare
+  EXPECT_FALSE(RaisesEpochs(WithModels(absolute, 8), true));
+  Hyperparameters classifier = fm;
+  classifier.predictor_type = PredictorType::kBinaryClassifier;
+  EXPECT_FALSE(RaisesEpochs(WithModels(classifier, 8), true));
 }
 
 // ---------------------------------------------------------------------------

@@ -643,13 +643,24 @@ TEST(ModelSelection, AModelIsClearlyBetterOnlyByMoreThanTheStandardErrorsAsked) 
   const std::vector<float> zeros(4, 0.0f);
   EXPECT_TRUE(ClearlyBetter(h, {1.0f, 0.0f, 0.0f, 1.0f}, {2.0f, 1.0f, 1.0f, 0.0f}, zeros));
   EXPECT_FALSE(ClearlyBetter(h, {1.0f, 0.0f, 0.0f, 1.0f}, {2.0f, 1.0f, 1.0f, 0.0f}, zeros,
-                             kInteractionStandardErrors));
+                             InteractionStandardErrors(7)));
   // Lower by 3, 1, 1 and 1: a mean of -1.5, a standard error of 0.5.
   EXPECT_TRUE(ClearlyBetter(h, {1.0f, 0.0f, 0.0f, 0.0f}, {2.0f, 1.0f, 1.0f, 1.0f}, zeros,
-                            kInteractionStandardErrors));
+                            InteractionStandardErrors(7)));
   // Another loss has no per-row loss here: the selection stands.
   h.loss = "absolute_loss";
   EXPECT_TRUE(ClearlyBetter(h, {2.0f}, {1.0f}, {1.0f}));
+}
+
+TEST(ModelSelection, TheBestOfSeveralInteractionModelsMustLeadByMoreStandardErrors) {
+  // The normal tail beyond z, times the models, is the tail beyond 1
+  // (0.158655): z = 1.40963 for two models, 2.00158 for seven, 2.56776 for
+  // 31 (scipy.stats.norm.isf(norm.sf(1) / m)).
+  EXPECT_EQ(InteractionStandardErrors(0), 1.0);
+  EXPECT_EQ(InteractionStandardErrors(1), 1.0);
+  EXPECT_NEAR(InteractionStandardErrors(2), 1.40961, 1e-4);
+  EXPECT_NEAR(InteractionStandardErrors(7), 2.00158, 1e-4);
+  EXPECT_NEAR(InteractionStandardErrors(31), 2.56776, 1e-4);
 }
 
 TEST(ModelSelection, PicksTheHighestScoreOrLowestLossAndTheFirstAmongEquals) {
