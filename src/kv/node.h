@@ -60,8 +60,9 @@ constexpr double kRelayingAnswerAfter = 2 * kHeartbeatAnswerAfter;
 // quarter interval away. Every member beats on the same boundaries of the
 // clock, so a cluster's heartbeats reach the scheduler together and its
 // threads (and ZeroMQ's) wake once for many, not once for each: at 1,000
-// members over TCP its share of a core halved (docs/BENCHMARKS.md). The
-// quarter keeps a timer that ends a little early from beating twice.
+// members over TCP its share of a core halved (docs/benchmarks/history.md,
+// "Heartbeats on the clock's boundaries"). The quarter keeps a timer that
+// ends a little early from beating twice.
 double NextHeartbeatDelay(double wall_now_s, double interval_s);
 
 // ClusterView.heartbeat_relay: worker `worker_rank` sends its heartbeats to
