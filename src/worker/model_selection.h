@@ -71,8 +71,8 @@ int BestModel(const std::vector<ModelScore>& scores);
 // compare: the selection stands). A factorization machine keeps an
 // interaction model selected on validation over its linear model only if it
 // is better by InteractionStandardErrors: on a few hundred held-out rows, one
-// of seven interaction models that overfit can beat the linear one by luck. For a
-// classifier, fewer than kLeastRowsToTellBetter
+// of seven interaction models that overfit can beat the linear one by luck.
+// For a classifier, fewer than kLeastRowsToTellBetter
 // rows tell nothing (false): an overconfident model that happens to err on
 // none of them looks perfect (breast_cancer's 40 held-out rows gave an
 // overfit model a cross-entropy near 0 there and a test AUC of 0.90-0.95, its

@@ -654,7 +654,7 @@ TEST(ModelSelection, AModelIsClearlyBetterOnlyByMoreThanTheStandardErrorsAsked) 
 
 TEST(ModelSelection, TheBestOfSeveralInteractionModelsMustLeadByMoreStandardErrors) {
   // The normal tail beyond z, times the models, is the tail beyond 1
-  // (0.158655): z = 1.40963 for two models, 2.00158 for seven, 2.56776 for
+  // (0.158655): z = 1.40961 for two models, 2.00158 for seven, 2.56776 for
   // 31 (scipy.stats.norm.isf(norm.sf(1) / m)).
   EXPECT_EQ(InteractionStandardErrors(0), 1.0);
   EXPECT_EQ(InteractionStandardErrors(1), 1.0);
