@@ -1,16 +1,13 @@
 #include "base/cpu_features.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if KEEL_X86_VECTORS
 #include <cpuid.h>
-#define KEEL_X86_FEATURES 1
-#else
-#define KEEL_X86_FEATURES 0
 #endif
 
 namespace keel {
 
 bool CpuHasAvx2() {
-#if KEEL_X86_FEATURES
+#if KEEL_X86_VECTORS
   return __builtin_cpu_supports("avx2");
 #else
   return false;
@@ -18,7 +15,7 @@ bool CpuHasAvx2() {
 }
 
 bool CpuHasAvx2AndF16c() {
-#if KEEL_X86_FEATURES
+#if KEEL_X86_VECTORS
   static const bool available = [] {
     unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
     return CpuHasAvx2() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;

@@ -403,14 +403,6 @@ class ScheduledRates {
   std::vector<double> powers_;  // powers_[d] = factor^d
 };
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define KEEL_AVX2_STEPS 1
-#define KEEL_TARGET_AVX2 __attribute__((target("avx2")))
-#else
-#define KEEL_AVX2_STEPS 0
-#define KEEL_TARGET_AVX2
-#endif
-
 // The optimizer of one step rule: resolves each width's column settings and
 // applies `Step` row by row (inlined: the loops are the server's hot path).
 // Under a schedule, the row's update count follows the step's state. The
@@ -620,7 +612,7 @@ float StalenessStepScale(int64_t staleness) {
 
 std::string ResolveOptimizerName(const std::string& name) { return name == "auto" ? "adam" : name; }
 
-bool WideVectorStepsAvailable() { return KEEL_AVX2_STEPS && CpuHasAvx2(); }
+bool WideVectorStepsAvailable() { return KEEL_X86_VECTORS && CpuHasAvx2(); }
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
   if (ShapesGradients(options)) {
@@ -653,4 +645,4 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
 
 #undef KEEL_STEP_INLINE
 #undef KEEL_TARGET_AVX2
-#undef KEEL_AVX2_STEPS
+#undef KEEL_X86_VECTORS

@@ -3,15 +3,12 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define KEEL_WIRE_VECTORS 1
-#else
-#define KEEL_WIRE_VECTORS 0
-#endif
-
 #include "base/cpu_features.h"
 #include "base/error.h"
+
+#if KEEL_X86_VECTORS
+#include <immintrin.h>
+#endif
 
 namespace keel {
 namespace {
@@ -56,14 +53,12 @@ SharedArray<char> BytesOf(const SharedArray<T>& array) {
       array.owner(), reinterpret_cast<char*>(const_cast<Mutable*>(array.data())), array.bytes());
 }
 
-#if KEEL_WIRE_VECTORS
+#if KEEL_X86_VECTORS
 // Eight values at a time, with AVX2 (and F16C for halves), giving the scalar
 // functions' bits exactly (wire_precision_test compares them). Each converts
 // the whole eights of `count` and returns how many values that is; the caller
 // converts the rest one at a time.
-#define KEEL_TARGET_WIRE __attribute__((target("avx2,f16c")))
-
-KEEL_TARGET_WIRE size_t NarrowFp16Vector(const float* in, size_t count, uint16_t* out) {
+KEEL_TARGET_AVX2_F16C size_t NarrowFp16Vector(const float* in, size_t count, uint16_t* out) {
   const __m256i magnitude_mask = _mm256_set1_epi32(0x7fffffff);
   // Finite values from 65520 up saturate, where the instruction gives an
   // infinity: an eight holding one goes through FloatToFp16.
@@ -85,7 +80,7 @@ KEEL_TARGET_WIRE size_t NarrowFp16Vector(const float* in, size_t count, uint16_t
   return i;
 }
 
-KEEL_TARGET_WIRE size_t WidenFp16Vector(const char* data, size_t count, float* out) {
+KEEL_TARGET_AVX2_F16C size_t WidenFp16Vector(const char* data, size_t count, float* out) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * i));
@@ -94,7 +89,7 @@ KEEL_TARGET_WIRE size_t WidenFp16Vector(const char* data, size_t count, float* o
   return i;
 }
 
-KEEL_TARGET_WIRE size_t NarrowBf16Vector(const float* in, size_t count, uint16_t* out) {
+KEEL_TARGET_AVX2_F16C size_t NarrowBf16Vector(const float* in, size_t count, uint16_t* out) {
   const __m256i exponent = _mm256_set1_epi32(static_cast<int>(kFloatExponent));
   const __m256i one = _mm256_set1_epi32(1);
   const __m256i round = _mm256_set1_epi32(0x7fff);
@@ -120,7 +115,7 @@ KEEL_TARGET_WIRE size_t NarrowBf16Vector(const float* in, size_t count, uint16_t
   return i;
 }
 
-KEEL_TARGET_WIRE size_t WidenBf16Vector(const char* data, size_t count, float* out) {
+KEEL_TARGET_AVX2_F16C size_t WidenBf16Vector(const char* data, size_t count, float* out) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * i));
@@ -129,7 +124,7 @@ KEEL_TARGET_WIRE size_t WidenBf16Vector(const char* data, size_t count, float* o
   }
   return i;
 }
-#endif  // KEEL_WIRE_VECTORS
+#endif  // KEEL_X86_VECTORS
 
 }  // namespace
 
@@ -180,7 +175,7 @@ uint16_t FloatToBf16(float value) {
 
 float Bf16ToFloat(uint16_t bits) { return FloatOf(uint32_t{bits} << 16); }
 
-bool WideWireConversionAvailable() { return KEEL_WIRE_VECTORS && CpuHasAvx2AndF16c(); }
+bool WideWireConversionAvailable() { return KEEL_X86_VECTORS && CpuHasAvx2AndF16c(); }
 
 uint16_t FloatToFp16(float value) {
   const uint32_t bits = BitsOf(value);
@@ -242,7 +237,7 @@ SharedArray<char> NarrowValues(const SharedArray<const float>& values,
   uint16_t* out = narrow.data();
   const bool bf16 = precision == proto::WIRE_BF16;
   size_t done = 0;
-#if KEEL_WIRE_VECTORS
+#if KEEL_X86_VECTORS
   if (WideWireConversionAvailable()) {
     done =
         bf16 ? NarrowBf16Vector(in, values.size(), out) : NarrowFp16Vector(in, values.size(), out);
@@ -266,7 +261,7 @@ void WidenInto(const char* data, size_t count, proto::WirePrecision precision, f
   }
   BytesPerValue(precision);  // throws for an unknown one
   size_t done = 0;
-#if KEEL_WIRE_VECTORS
+#if KEEL_X86_VECTORS
   if (WideWireConversionAvailable()) {
     done = precision == proto::WIRE_BF16 ? WidenBf16Vector(data, count, out)
                                          : WidenFp16Vector(data, count, out);

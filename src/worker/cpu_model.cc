@@ -12,19 +12,6 @@
 namespace keel {
 namespace {
 
-// The 8-floats-a-row pass (the default's 8 linear models) is compiled twice,
-// for the baseline x86-64 target and for AVX2 (one vector register a row of
-// weights, and the 8 models' losses in one), and runs as the CPU allows: its
-// body is inlined into each (gnu::always_inline). No contraction into fused
-// multiply-adds (CMakeLists.txt), so both give the same bits.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define KEEL_WIDE_ROWS 1
-#define KEEL_TARGET_AVX2 __attribute__((target("avx2")))
-#else
-#define KEEL_WIDE_ROWS 0
-#define KEEL_TARGET_AVX2
-#endif
-
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // The per-row steps below are inline: they run for every example.
@@ -83,7 +70,7 @@ inline void ScaleToMean(size_t rows, int classes, float* score_gradient) {
 
 CpuModel::CpuModel(const Hyperparameters& hyperparameters, int threads, bool wide_vectors)
     : ComputeBackend(hyperparameters),
-      wide_(KEEL_WIDE_ROWS && wide_vectors && CpuHasAvx2()),
+      wide_(KEEL_X86_VECTORS && wide_vectors && CpuHasAvx2()),
       pool_(threads),
       scratch_(pool_.size()) {
   if (hyperparameters.num_models > 1) models_ = hyperparameters.num_models;
@@ -448,6 +435,11 @@ inline void CpuModel::LinearRowsOf(const PreparedBatch& prepared, const float* w
   }
 }
 
+// The 8-floats-a-row pass (the default's 8 linear models) is compiled twice,
+// for the baseline x86-64 target and for AVX2 (one vector register a row of
+// weights, and the 8 models' losses in one), and runs as the CPU allows: its
+// body is inlined into each (gnu::always_inline). No contraction into fused
+// multiply-adds (CMakeLists.txt), so both give the same bits.
 KEEL_TARGET_AVX2 void CpuModel::LinearRowsOfEightWide(const PreparedBatch& prepared,
                                                       const float* weights, const float* bias,
                                                       size_t row_begin, size_t row_end,
