@@ -274,6 +274,34 @@ TEST(WirePrecisionTest, NarrowToSendSendsFp16AsAskedOrTheValuesThemselvesPastIts
   EXPECT_EQ(brain.bytes.size(), 2 * small.size());
 }
 
+// The check and the narrowing are one pass, eight values at a time where the
+// CPU can: a value past the range in an eight or in the tail after the last
+// eight, or none, gives what the check and a separate narrowing give.
+TEST(WirePrecisionTest, NarrowToSendGivesWhatTheRangeCheckAndNarrowingGiveWhereverTheValueLies) {
+  for (size_t count : {size_t{1}, size_t{8}, size_t{20}, size_t{1003}}) {
+    for (size_t at : {count, size_t{0}, count / 2, count - 1}) {
+      for (float past : {65520.0f, -1e30f}) {
+        auto values = SharedArray<float>::Allocate(count);
+        for (size_t i = 0; i < count; ++i) {
+          values[i] = std::ldexp(static_cast<float>(i % 13) - 6.0f, static_cast<int>(i % 31) - 20);
+        }
+        values[count - 1] = std::numeric_limits<float>::infinity();  // sent as fp16: inf
+        if (at < count) values[at] = past;
+        const SharedArray<const float> frame = values;
+        const proto::WirePrecision expected =
+            PrecisionToSend(frame.data(), frame.size(), proto::WIRE_FP16);
+        EXPECT_EQ(expected, at < count ? proto::WIRE_FP32 : proto::WIRE_FP16);
+        const OutgoingFrame sent = NarrowToSend(frame, proto::WIRE_FP16);
+        ASSERT_EQ(sent.precision, expected) << count << " values, " << past << " at " << at;
+        const Bytes bytes = NarrowValues(frame, expected);
+        ASSERT_EQ(sent.bytes.size(), bytes.size());
+        EXPECT_EQ(0, std::memcmp(sent.bytes.data(), bytes.data(), bytes.size()))
+            << count << " values, " << past << " at " << at;
+      }
+    }
+  }
+}
+
 TEST(WirePrecisionTest, AFrameOfTheWrongSizeForItsPrecisionIsRefused) {
   auto values = SharedArray<float>::Allocate(4);
   const Bytes fp32 = AsBytes(SharedArray<const float>(values));
