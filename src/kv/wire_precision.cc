@@ -58,8 +58,11 @@ SharedArray<char> BytesOf(const SharedArray<T>& array) {
 // Eight values at a time, with AVX2 (and F16C for halves), giving the scalar
 // functions' bits exactly (wire_precision_test compares them). Each converts
 // the whole eights of `count` and returns how many values that is; the caller
-// converts the rest one at a time.
-KEEL_TARGET_AVX2_F16C size_t NarrowFp16Vector(const float* in, size_t count, uint16_t* out) {
+// converts the rest one at a time. With `stop_past_range`, NarrowFp16Vector
+// stops at the first eight holding a finite value past fp16's range and
+// returns SIZE_MAX (for a frame that goes as fp16 only if all of it fits).
+KEEL_TARGET_AVX2_F16C size_t NarrowFp16Vector(const float* in, size_t count, uint16_t* out,
+                                              bool stop_past_range = false) {
   const __m256i magnitude_mask = _mm256_set1_epi32(0x7fffffff);
   // Finite values from 65520 up saturate, where the instruction gives an
   // infinity: an eight holding one goes through FloatToFp16.
@@ -72,29 +75,10 @@ KEEL_TARGET_AVX2_F16C size_t NarrowFp16Vector(const float* in, size_t count, uin
     const __m256i finite_big = _mm256_andnot_si256(_mm256_cmpgt_epi32(magnitude, below_infinity),
                                                    _mm256_cmpgt_epi32(magnitude, below_overflow));
     if (_mm256_movemask_epi8(finite_big) != 0) {
+      if (stop_past_range) return SIZE_MAX;
       for (size_t j = i; j < i + 8; ++j) out[j] = FloatToFp16(in[j]);
       continue;
     }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                     _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
-  }
-  return i;
-}
-
-// NarrowFp16Vector for a frame that goes as fp16 only if all of it fits:
-// stops at the first eight holding a finite value past fp16's range and
-// returns SIZE_MAX; otherwise as NarrowFp16Vector.
-KEEL_TARGET_AVX2_F16C size_t NarrowFp16VectorInRange(const float* in, size_t count, uint16_t* out) {
-  const __m256i magnitude_mask = _mm256_set1_epi32(0x7fffffff);
-  const __m256i below_overflow = _mm256_set1_epi32(static_cast<int>(kFp16OverflowBits - 1));
-  const __m256i below_infinity = _mm256_set1_epi32(static_cast<int>(kFloatExponent - 1));
-  size_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    const __m256 values = _mm256_loadu_ps(in + i);
-    const __m256i magnitude = _mm256_and_si256(_mm256_castps_si256(values), magnitude_mask);
-    const __m256i finite_big = _mm256_andnot_si256(_mm256_cmpgt_epi32(magnitude, below_infinity),
-                                                   _mm256_cmpgt_epi32(magnitude, below_overflow));
-    if (_mm256_movemask_epi8(finite_big) != 0) return SIZE_MAX;
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
                      _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
   }
@@ -252,7 +236,7 @@ bool NarrowFp16InRange(const float* values, size_t count, uint16_t* out) {
   size_t done = 0;
 #if KEEL_X86_VECTORS
   if (WideWireConversionAvailable()) {
-    done = NarrowFp16VectorInRange(values, count, out);
+    done = NarrowFp16Vector(values, count, out, /*stop_past_range=*/true);
     if (done == SIZE_MAX) return false;
   }
 #endif
