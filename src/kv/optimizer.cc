@@ -644,5 +644,3 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& options) {
 }  // namespace keel
 
 #undef KEEL_STEP_INLINE
-#undef KEEL_TARGET_AVX2
-#undef KEEL_X86_VECTORS

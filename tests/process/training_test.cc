@@ -601,9 +601,6 @@ TEST_F(TrainingJob, AFeatureSeenOnlyInValidationScoresAsPredictScoresIt) {
   ExpectPredictScoresAsTrained(folder_, "validation", "objective_loss", metrics, 1e-5);
 }
 
-// A model scores rows in another format than it trained on: predict reads
-// the data's own format when --data_format is not given (it read the model's,
-// and a CSV row failed as a libsvm label), and says so.
 // One data set with dense features around offsets of several decades (as a
 // blood pressure beside a count), written as libsvm (zeros left out), CSV
 // (every zero written) and sparse recordIO: each job, defaults only, trains
@@ -653,6 +650,9 @@ TEST_F(TrainingJob, TheSameRowsAsLibsvmCsvAndRecordIOTrainTheSameModels) {
   }
 }
 
+// A model scores rows in another format than it trained on: predict reads
+// the data's own format when --data_format is not given (it read the model's,
+// and a CSV row failed as a libsvm label), and says so.
 TEST_F(TrainingJob, PredictReadsTheDatasFormatNotTheModels) {
   Generate("linear", 4000, 1);
   const auto exit = Train({"--job=linear_learner", "--epochs=1"}, 1);
